@@ -1,0 +1,80 @@
+/**
+ * The one error catalog. Every handler maps failures through it, so the status and body a
+ * user sees are decided here and nowhere else (SPEC section 5 and the owner errors of 7).
+ */
+export const ERRORS = {
+  ExecutionNotCompleted: { status: 409, message: 'Execution not completed' },
+  ExecutionAlreadyFinished: { status: 409, message: 'Execution already finished' },
+  Unauthorized: { status: 401, message: 'Unauthorized' },
+  Forbidden: { status: 403, message: 'Forbidden' },
+  DeploymentNotFound: { status: 404, message: 'Deployment Not Found' },
+  ExecutionNotFound: { status: 404, message: 'Execution Not Found' },
+  PipelineNotFound: { status: 404, message: 'Pipeline Not Found' },
+  RunNotFound: { status: 404, message: 'Run Not Found' },
+  RouteNotFound: { status: 404, message: 'Not Found' },
+  MethodNotAllowed: { status: 405, message: 'Method Not Allowed' },
+  InvalidInputStructure: { status: 400, message: 'Invalid Input Structure' },
+  InvalidInput: { status: 422, message: 'Invalid Input' },
+  MissingCallbackUrl: { status: 400, message: 'Missing Callback URL' },
+  InvalidCallbackUrl: { status: 422, message: 'Invalid Callback URL' },
+  PayloadTooLarge: { status: 413, message: 'Payload Too Large' },
+  UnsupportedMediaType: { status: 415, message: 'Unsupported Media Type' },
+  IdempotencyKeyReused: { status: 422, message: 'Idempotency Key Reused' },
+  InvalidIdempotencyKey: { status: 400, message: 'Invalid Idempotency Key' },
+  TooManyRequests: { status: 429, message: 'Too Many Requests' },
+  InvalidDefinition: { status: 400, message: 'Invalid Pipeline Definition' },
+  InvalidRequest: { status: 400, message: 'Invalid Request' },
+  PublishNoSuccessfulRun: {
+    status: 409,
+    message: 'To deploy the workflow, there must be at least one successful execution.',
+  },
+  PublishLatestRunFailed: {
+    status: 409,
+    message: 'The latest run failed; run the pipeline again until a run succeeds before publishing.',
+  },
+  PublishNoInputsOrOutputs: {
+    status: 409,
+    message: 'The pipeline has no Input and no Output nodes; add such nodes and run it again before publishing.',
+  },
+  PublishNotAllowed: { status: 409, message: 'The pipeline cannot be published now.' },
+  ConfirmationRequired: { status: 400, message: 'Confirmation Required' },
+  Conflict: { status: 409, message: 'Conflict' },
+  ServiceUnavailable: { status: 503, message: 'Service Unavailable' },
+  InternalError: { status: 500, message: 'Internal Error' },
+} as const satisfies Record<string, { status: number; message: string }>;
+
+export type ErrorName = keyof typeof ERRORS;
+
+export type ErrorBody = { error: string; detail?: unknown } & Record<string, unknown>;
+
+/** A failure the user should see, carrying its catalog entry and any named fields. */
+export class AppError extends Error {
+  readonly status: number;
+  readonly fields: Record<string, unknown>;
+
+  constructor(
+    readonly code: ErrorName,
+    readonly detail?: unknown,
+    fields: Record<string, unknown> = {},
+    options?: { cause?: unknown },
+  ) {
+    super(ERRORS[code].message, options);
+    this.name = 'AppError';
+    this.status = ERRORS[code].status;
+    this.fields = fields;
+  }
+
+  body(): ErrorBody {
+    const body: ErrorBody = { error: ERRORS[this.code].message };
+    if (this.detail !== undefined) body.detail = this.detail;
+    return { ...body, ...this.fields };
+  }
+}
+
+export const isAppError = (e: unknown): e is AppError => e instanceof AppError;
+
+/** The status and body for any thrown value; unexpected ones become 500 without internals. */
+export function toErrorResponse(e: unknown, requestId: string): { status: number; body: ErrorBody } {
+  if (isAppError(e)) return { status: e.status, body: e.body() };
+  return { status: 500, body: { error: ERRORS.InternalError.message, request_id: requestId } };
+}

@@ -1,0 +1,35 @@
+/**
+ * What the pure core needs from the outside world, handed in by adapters. Core code imports
+ * these types only, never an adapter.
+ */
+export interface HttpRequest {
+  method: string;
+  url: string;
+  headers: Record<string, string>;
+  body?: string;
+  timeoutMs: number;
+  signal?: AbortSignal;
+  /** Bodies past this size are cut off and the call fails. */
+  maxResponseBytes?: number;
+}
+
+export interface HttpResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/**
+ * One HTTP exchange through the address guard. It rejects (throws an Error whose message is
+ * fit to show a user) on a blocked address, a time-out, an abort or a network failure; it
+ * never follows redirects (a 3xx is returned as it is).
+ */
+export type HttpPort = (req: HttpRequest) => Promise<HttpResponse>;
+
+export interface Clock {
+  now(): Date;
+}
+
+export interface IdSource {
+  uuid(): string;
+}

@@ -1,0 +1,134 @@
+import type { ExecutionStatus } from './transitions';
+
+/** A RAW value: what inputs hold and outputs must produce. */
+export type RawValue = string | number | boolean;
+export type InputValueType = 'string' | 'integer' | 'float' | 'boolean';
+
+export interface InputNode {
+  type: 'input';
+  value_type: InputValueType;
+  value: RawValue;
+  description?: string;
+}
+export interface OutputNode {
+  type: 'output';
+  from: string;
+  description?: string;
+}
+export interface TransformNode {
+  type: 'transform';
+  inputs: string[];
+  expression: string;
+  description?: string;
+}
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+export interface HttpNode {
+  type: 'http';
+  inputs?: string[];
+  method?: HttpMethod;
+  url: string;
+  headers?: Record<string, string>;
+  /** JSONata over the values of `inputs`; its result is sent as the JSON body. */
+  body?: string;
+  timeout_ms?: number;
+  description?: string;
+}
+export interface DelayNode {
+  type: 'delay';
+  inputs: [string];
+  ms: number;
+  description?: string;
+}
+export type PipelineNode = InputNode | OutputNode | TransformNode | HttpNode | DelayNode;
+export type NodeType = PipelineNode['type'];
+
+export interface PipelineDefinition {
+  description?: string;
+  nodes: Record<string, PipelineNode>;
+}
+
+/** One problem found in a definition or request: where, and why. */
+export interface Problem {
+  path: string;
+  reason: string;
+}
+
+export interface ContractInput {
+  id: string;
+  value_type: InputValueType;
+  value: RawValue;
+  visible: boolean;
+}
+export interface ContractOutput {
+  id: string;
+  visible: boolean;
+}
+export interface Contract {
+  inputs: ContractInput[];
+  outputs: ContractOutput[];
+}
+
+export type ExecutionKind = 'run' | 'api';
+
+export type CallbackOutcome = 'pending' | 'delivered' | 'dead_lettered';
+export interface CallbackDelivery {
+  webhook_id: string;
+  attempts: number;
+  outcome: CallbackOutcome;
+  last_status: number | null;
+  last_error: string | null;
+  last_attempt_at: string | null;
+  next_attempt_at: string | null;
+}
+
+/** One execution record: an owner's run or a caller's API execution. */
+export interface Execution {
+  execution_id: string;
+  kind: ExecutionKind;
+  pipeline_id: string;
+  version: number;
+  deployment_id: string | null;
+  status: ExecutionStatus;
+  /** The effective input values the engine runs with. */
+  inputs: Record<string, RawValue>;
+  /** Every output's value once completed. */
+  outputs: Record<string, RawValue> | null;
+  /** Output ids a caller may see (API executions); null for runs, which see all. */
+  visible_outputs: string[] | null;
+  callback: string | null;
+  callback_delivery: CallbackDelivery | null;
+  error_message: string | null;
+  created_at: string;
+  started_at: string | null;
+  completed_at: string | null;
+  /** Epoch seconds after which the record is treated as gone (API executions). */
+  expires_at: number | null;
+}
+
+export interface Deployment {
+  deployment_id: string;
+  pipeline_id: string;
+  version: number;
+  /** Bumped on every publish and key rotation; lets readers cache by (id, revision). */
+  revision: number;
+  status: 'live' | 'deleted';
+  inputs: ContractInput[];
+  outputs: ContractOutput[];
+  published_at: string;
+  created_at: string;
+}
+
+export interface PipelineSummary {
+  pipeline_id: string;
+  version: number;
+  description: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface RunPointer {
+  run_id: string;
+  status: ExecutionStatus;
+  version: number;
+  created_at: string;
+}

@@ -1,0 +1,98 @@
+/**
+ * The one configuration reader: every environment variable pipegate reads, checked with
+ * valibot, with the same names on AWS and on the local runtime. Plain data: no aws-cdk-lib.
+ */
+import * as v from 'valibot';
+
+const bool = (fallback: boolean) =>
+  v.pipe(
+    v.optional(v.string(), String(fallback)),
+    v.transform((s) => s.trim().toLowerCase()),
+    v.picklist(['true', 'false', '1', '0', 'yes', 'no'], 'must be true or false'),
+    v.transform((s) => s === 'true' || s === '1' || s === 'yes'),
+  );
+
+const int = (fallback: number, min: number, max: number) =>
+  v.pipe(
+    v.optional(v.string(), String(fallback)),
+    v.transform((s) => Number(s)),
+    v.number('must be a number'),
+    v.integer('must be a whole number'),
+    v.minValue(min),
+    v.maxValue(max),
+  );
+
+const seconds = v.pipe(
+  v.optional(v.string(), '5,30,120,600,1800,3600,7200,14400,28800,36000'),
+  v.transform((s) => s.split(',').map((x) => Number(x.trim()))),
+  v.array(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(43200)), 'must be whole seconds'),
+  v.minLength(1),
+);
+
+const ConfigSchema = v.object({
+  PIPEGATE_TABLE: v.optional(v.string(), 'pipegate'),
+  PIPEGATE_EXECUTIONS_QUEUE_URL: v.optional(v.string(), ''),
+  PIPEGATE_CALLBACKS_QUEUE_URL: v.optional(v.string(), ''),
+  PIPEGATE_STATE_MACHINE_ARN: v.optional(v.string(), ''),
+  PIPEGATE_SECRET_ARN: v.optional(v.string(), ''),
+  PIPEGATE_DYNAMODB_ENDPOINT: v.optional(v.string()),
+  PIPEGATE_EXECUTION_TIMEOUT_MS: int(300_000, 1_000, 3_600_000),
+  PIPEGATE_RESULT_RETENTION_DAYS: int(7, 1, 365),
+  PIPEGATE_MAX_BODY_BYTES: int(262_144, 1_024, 10_000_000),
+  PIPEGATE_MAX_NODES: int(64, 1, 1_000),
+  PIPEGATE_MAX_INPUTS: int(32, 1, 1_000),
+  PIPEGATE_CALLBACK_SCHEDULE: seconds,
+  PIPEGATE_CALLBACK_TIMEOUT_MS: int(10_000, 100, 60_000),
+  PIPEGATE_CANCEL_POLL_MS: int(2_000, 50, 60_000),
+  PIPEGATE_ALLOW_PRIVATE_URLS: bool(false),
+  AWS_REGION: v.optional(v.string(), 'us-east-1'),
+});
+
+export type Config = {
+  table: string;
+  executionsQueueUrl: string;
+  callbacksQueueUrl: string;
+  stateMachineArn: string;
+  secretArn: string;
+  dynamodbEndpoint: string | undefined;
+  executionTimeoutMs: number;
+  resultRetentionDays: number;
+  maxBodyBytes: number;
+  maxNodes: number;
+  maxInputs: number;
+  /** Delays before each callback retry, seconds; its length is the number of retries. */
+  callbackScheduleSeconds: number[];
+  callbackTimeoutMs: number;
+  cancelPollMs: number;
+  allowPrivateUrls: boolean;
+  region: string;
+};
+
+export class ConfigError extends Error {}
+
+export function readConfig(env: Record<string, string | undefined> = process.env): Config {
+  const parsed = v.safeParse(ConfigSchema, env);
+  if (!parsed.success) {
+    const lines = parsed.issues.map((i) => `${v.getDotPath(i) ?? '?'}: ${i.message}`);
+    throw new ConfigError(`Invalid configuration:\n  ${lines.join('\n  ')}`);
+  }
+  const c = parsed.output;
+  return {
+    table: c.PIPEGATE_TABLE,
+    executionsQueueUrl: c.PIPEGATE_EXECUTIONS_QUEUE_URL,
+    callbacksQueueUrl: c.PIPEGATE_CALLBACKS_QUEUE_URL,
+    stateMachineArn: c.PIPEGATE_STATE_MACHINE_ARN,
+    secretArn: c.PIPEGATE_SECRET_ARN,
+    dynamodbEndpoint: c.PIPEGATE_DYNAMODB_ENDPOINT,
+    executionTimeoutMs: c.PIPEGATE_EXECUTION_TIMEOUT_MS,
+    resultRetentionDays: c.PIPEGATE_RESULT_RETENTION_DAYS,
+    maxBodyBytes: c.PIPEGATE_MAX_BODY_BYTES,
+    maxNodes: c.PIPEGATE_MAX_NODES,
+    maxInputs: c.PIPEGATE_MAX_INPUTS,
+    callbackScheduleSeconds: c.PIPEGATE_CALLBACK_SCHEDULE,
+    callbackTimeoutMs: c.PIPEGATE_CALLBACK_TIMEOUT_MS,
+    cancelPollMs: c.PIPEGATE_CANCEL_POLL_MS,
+    allowPrivateUrls: c.PIPEGATE_ALLOW_PRIVATE_URLS,
+    region: c.AWS_REGION,
+  };
+}

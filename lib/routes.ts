@@ -1,0 +1,50 @@
+/**
+ * The one route table. The CDK service stack builds API Gateway resources from it and the
+ * local gateway matches requests against it, so both serve exactly the same API.
+ * Plain data: imports nothing from aws-cdk-lib.
+ */
+export type RouteAuth = 'apiKey' | 'owner' | 'none';
+export type HttpVerb = 'GET' | 'POST' | 'PUT' | 'DELETE';
+
+export interface Route {
+  method: HttpVerb;
+  /** API Gateway style path, parameters in braces; a trailing slash is always optional. */
+  path: string;
+  /** Folder under functions/ holding handler.ts. */
+  handler: string;
+  auth: RouteAuth;
+}
+
+export const ROUTES: readonly Route[] = [
+  // Callers, with a deployment's API key.
+  { method: 'POST', path: '/v1/deployments/{deployment_id}/executions', handler: 'execute', auth: 'apiKey' },
+  { method: 'GET', path: '/v1/deployments/executions/{execution_id}/status', handler: 'execution-status', auth: 'apiKey' },
+  { method: 'GET', path: '/v1/deployments/executions/{execution_id}/result', handler: 'execution-result', auth: 'apiKey' },
+  { method: 'POST', path: '/v1/deployments/executions/{execution_id}/cancel', handler: 'execution-cancel', auth: 'apiKey' },
+  { method: 'GET', path: '/v1/deployments/{deployment_id}', handler: 'deployment-contract', auth: 'apiKey' },
+  { method: 'GET', path: '/v1/deployments/{deployment_id}/openapi.json', handler: 'deployment-openapi', auth: 'apiKey' },
+  // Owners: IAM on AWS, a bearer token on the local runtime.
+  { method: 'GET', path: '/v1/pipelines', handler: 'pipeline-list', auth: 'owner' },
+  { method: 'PUT', path: '/v1/pipelines/{pipeline_id}', handler: 'pipeline-push', auth: 'owner' },
+  { method: 'GET', path: '/v1/pipelines/{pipeline_id}', handler: 'pipeline-get', auth: 'owner' },
+  { method: 'POST', path: '/v1/pipelines/{pipeline_id}/runs', handler: 'run-start', auth: 'owner' },
+  { method: 'GET', path: '/v1/pipelines/{pipeline_id}/runs', handler: 'run-list', auth: 'owner' },
+  { method: 'GET', path: '/v1/pipelines/{pipeline_id}/runs/{run_id}', handler: 'run-get', auth: 'owner' },
+  { method: 'GET', path: '/v1/pipelines/{pipeline_id}/deployment', handler: 'deployment-readiness', auth: 'owner' },
+  { method: 'PUT', path: '/v1/pipelines/{pipeline_id}/deployment', handler: 'deployment-publish', auth: 'owner' },
+  { method: 'DELETE', path: '/v1/pipelines/{pipeline_id}/deployment', handler: 'deployment-delete', auth: 'owner' },
+  { method: 'POST', path: '/v1/pipelines/{pipeline_id}/deployment/keys', handler: 'deployment-keys', auth: 'owner' },
+  { method: 'GET', path: '/v1/pipelines/{pipeline_id}/executions/{execution_id}', handler: 'owner-execution-get', auth: 'owner' },
+];
+
+/** Functions that are not behind a route: the authorizer, queue consumers, state-machine tasks. */
+export const WORKERS = {
+  authorizer: 'authorizer',
+  runner: 'runner',
+  taskStart: 'task-start',
+  taskRun: 'task-run',
+  taskFail: 'task-fail',
+  callbackDispatch: 'callback-dispatch',
+} as const;
+
+export const routeHandlers = (): string[] => [...new Set(ROUTES.map((r) => r.handler))];

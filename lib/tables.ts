@@ -1,0 +1,38 @@
+/**
+ * The one table definition, read by the CDK stateful stack and by the local bootstrap.
+ * Plain data: imports nothing from aws-cdk-lib.
+ *
+ * A single table holds every item (see the README's data model):
+ *   PIPELINE#<id> / META                 latest version, pointers to the latest runs, deployment id
+ *   PIPELINE#<id> / VERSION#<0000000001>  one immutable definition version
+ *   DEPLOYMENT#<uuid> / DEPLOYMENT        contract snapshot, key hashes, sealed signing secret
+ *   EXEC#<uuid> / EXEC                    a run or an API execution
+ *   IDEM#<deployment>#<key hash> / IDEM   an Idempotency-Key record (24 h)
+ */
+export interface IndexDefinition {
+  name: string;
+  partitionKey: string;
+  sortKey: string;
+}
+export interface TableDefinition {
+  /** Logical name; the physical name comes from configuration. */
+  id: string;
+  partitionKey: string;
+  sortKey: string;
+  /** Epoch-seconds expiry attribute (DynamoDB TTL); also checked at read time. */
+  ttlAttribute: string;
+  indexes: IndexDefinition[];
+}
+
+export const MAIN_TABLE: TableDefinition = {
+  id: 'main',
+  partitionKey: 'pk',
+  sortKey: 'sk',
+  ttlAttribute: 'expires_at',
+  indexes: [
+    // Lists: PIPELINES → every pipeline by id; RUNS#<pipeline> → its runs by creation time.
+    { name: 'gsi1', partitionKey: 'gsi1pk', sortKey: 'gsi1sk' },
+    // Sparse: executions that need attention after a crash (open ones, callbacks not yet settled).
+    { name: 'sweep', partitionKey: 'sweep', sortKey: 'sweep_at' },
+  ],
+};
