@@ -1,0 +1,292 @@
+import { LocalWorkflow, type WorkflowTask } from '../../lib/local/workflow';
+import definition from '../../lib/state-machine.asl.json';
+
+interface Calls {
+  MarkRunning: unknown[];
+  RunNodes: unknown[];
+  MarkFailed: unknown[];
+}
+
+function gate(): { wait: Promise<void>; open: () => void } {
+  let open: () => void = () => undefined;
+  const wait = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return { wait, open };
+}
+
+function recorder(over: Partial<Record<keyof Calls, WorkflowTask>> = {}): { calls: Calls; tasks: Record<keyof Calls, WorkflowTask> } {
+  const calls: Calls = { MarkRunning: [], RunNodes: [], MarkFailed: [] };
+  const wrap =
+    (name: keyof Calls, fallback: WorkflowTask): WorkflowTask =>
+    async (input) => {
+      calls[name].push(input);
+      return (over[name] ?? fallback)(input);
+    };
+  return {
+    calls,
+    tasks: {
+      MarkRunning: wrap('MarkRunning', async () => ({ proceed: true })),
+      RunNodes: wrap('RunNodes', async () => ({ status: 'completed' })),
+      MarkFailed: wrap('MarkFailed', async () => ({ status: 'failed' })),
+    },
+  };
+}
+
+const input = (id: string, extra: Record<string, unknown> = {}): Record<string, unknown> => ({
+  execution_id: id,
+  timeout_seconds: 30,
+  ...extra,
+});
+
+describe('Promise.withResolvers polyfill', () => {
+  it('resolves and rejects through the returned functions', async () => {
+    // Prepare
+    const withResolvers = (Promise as unknown as { withResolvers: <T>() => { promise: Promise<T>; resolve: (v: T) => void; reject: (e: unknown) => void } }).withResolvers;
+
+    // Act
+    const a = withResolvers.call(Promise) as { promise: Promise<number>; resolve: (v: number) => void; reject: (e: unknown) => void };
+    a.resolve(7);
+    const b = withResolvers.call(Promise) as { promise: Promise<number>; resolve: (v: number) => void; reject: (e: unknown) => void };
+    b.reject(new Error('no'));
+
+    // Assess
+    await expect(a.promise).resolves.toBe(7);
+    await expect(b.promise).rejects.toThrow('no');
+    expect(() => withResolvers.call(undefined)).toThrow(TypeError);
+  });
+});
+
+describe('LocalWorkflow', () => {
+  it('runs MarkRunning, then RunNodes, handing each task the resolved Parameters', async () => {
+    // Prepare
+    const { calls, tasks } = recorder();
+    const onError = jest.fn();
+    const wf = new LocalWorkflow({ definition, tasks, onError });
+
+    // Act
+    const started = await wf.start('exec-1', input('exec-1'));
+    await wf.idle();
+
+    // Assess
+    expect(started).toBe('started');
+    expect(calls.MarkRunning).toEqual([{ execution_id: 'exec-1' }]);
+    expect(calls.RunNodes).toEqual([{ execution_id: 'exec-1' }]);
+    expect(calls.MarkFailed).toEqual([]);
+    expect(onError).not.toHaveBeenCalled();
+    expect(wf.running()).toEqual([]);
+  });
+
+  it('skips RunNodes when MarkRunning says not to proceed', async () => {
+    // Prepare
+    const { calls, tasks } = recorder({ MarkRunning: async () => ({ proceed: false }) });
+    const wf = new LocalWorkflow({ definition, tasks });
+
+    // Act
+    await wf.start('exec-2', input('exec-2'));
+    await wf.idle();
+
+    // Assess
+    expect(calls.MarkRunning).toHaveLength(1);
+    expect(calls.RunNodes).toEqual([]);
+    expect(calls.MarkFailed).toEqual([]);
+  });
+
+  it('sends a failing RunNodes to MarkFailed with the Lambda-shaped error', async () => {
+    // Prepare
+    class NodeFailure extends Error {
+      override name = 'NodeFailure';
+    }
+    const { calls, tasks } = recorder({
+      RunNodes: async () => {
+        throw new NodeFailure('node "fetch" failed');
+      },
+    });
+    const wf = new LocalWorkflow({ definition, tasks });
+
+    // Act
+    await wf.start('exec-3', input('exec-3'));
+    await wf.idle();
+
+    // Assess
+    expect(calls.MarkFailed).toHaveLength(1);
+    const failed = calls.MarkFailed[0] as { execution_id: string; error: { Error: string; Cause: string } };
+    expect(failed.execution_id).toBe('exec-3');
+    expect(failed.error.Error).toBe('NodeFailure');
+    const cause = JSON.parse(failed.error.Cause) as { errorType: string; errorMessage: string; trace: unknown };
+    expect(cause.errorType).toBe('NodeFailure');
+    expect(cause.errorMessage).toBe('node "fetch" failed');
+    expect(Array.isArray(cause.trace)).toBe(true);
+  });
+
+  it('retries MarkRunning as the document says, then carries on', async () => {
+    // Prepare
+    let attempts = 0;
+    const { calls, tasks } = recorder({
+      MarkRunning: async () => {
+        attempts += 1;
+        if (attempts < 3) throw new Error('store busy');
+        return { proceed: true };
+      },
+    });
+    const wf = new LocalWorkflow({ definition, tasks, retryIntervalOverrides: { MarkRunning: 0 } });
+
+    // Act
+    await wf.start('exec-4', input('exec-4'));
+    await wf.idle();
+
+    // Assess
+    expect(calls.MarkRunning).toHaveLength(3);
+    expect(calls.RunNodes).toHaveLength(1);
+    expect(calls.MarkFailed).toEqual([]);
+  });
+
+  it('gives up on MarkRunning after its MaxAttempts and marks the execution failed', async () => {
+    // Prepare
+    const { calls, tasks } = recorder({
+      MarkRunning: async () => {
+        throw new Error('store down');
+      },
+    });
+    const wf = new LocalWorkflow({ definition, tasks, retryIntervalOverrides: { MarkRunning: 0 } });
+
+    // Act
+    await wf.start('exec-5', input('exec-5'));
+    await wf.idle();
+
+    // Assess
+    expect(calls.MarkRunning).toHaveLength(4);
+    expect(calls.RunNodes).toEqual([]);
+    expect(calls.MarkFailed).toHaveLength(1);
+  });
+
+  it('reports a second start of a running name as already_exists', async () => {
+    // Prepare
+    const hold = gate();
+    const { tasks } = recorder({ RunNodes: () => hold.wait.then(() => ({})) });
+    const wf = new LocalWorkflow({ definition, tasks });
+    await wf.start('exec-6', input('exec-6'));
+
+    // Act
+    const again = await wf.start('exec-6', input('exec-6'));
+    hold.open();
+    await wf.idle();
+    const afterwards = await wf.start('exec-6', input('exec-6'));
+    await wf.idle();
+
+    // Assess
+    expect(again).toBe('already_exists');
+    expect(afterwards).toBe('started');
+  });
+
+  it('stops an execution between states, without calling later tasks or onError', async () => {
+    // Prepare
+    const entered = gate();
+    const hold = gate();
+    const { calls, tasks } = recorder({
+      RunNodes: async () => {
+        entered.open();
+        await hold.wait;
+        throw new Error('interrupted');
+      },
+    });
+    const onError = jest.fn();
+    const wf = new LocalWorkflow({ definition, tasks, onError });
+    await wf.start('exec-7', input('exec-7'));
+    await entered.wait;
+
+    // Act
+    await wf.stop('exec-7', 'cancelled by caller');
+    const whileWindingDown = wf.running();
+    hold.open();
+    await wf.idle();
+
+    // Assess
+    expect(whileWindingDown).toEqual(['exec-7']);
+    expect(calls.MarkFailed).toEqual([]);
+    expect(onError).not.toHaveBeenCalled();
+    expect(wf.running()).toEqual([]);
+    await expect(wf.stop('exec-7', 'again')).resolves.toBeUndefined();
+  });
+
+  it('honours TimeoutSecondsPath from the execution input', async () => {
+    // Prepare
+    const hold = gate();
+    const { calls, tasks } = recorder({ RunNodes: () => hold.wait.then(() => ({})) });
+    const wf = new LocalWorkflow({ definition, tasks });
+
+    // Act
+    await wf.start('exec-8', input('exec-8', { timeout_seconds: 1 }));
+    const failed = new Promise<void>((resolve) => {
+      const poll = (): void => {
+        if (calls.MarkFailed.length > 0) resolve();
+        else setTimeout(poll, 20);
+      };
+      poll();
+    });
+    await failed;
+    hold.open();
+    await wf.idle();
+
+    // Assess
+    expect(calls.RunNodes).toEqual([{ execution_id: 'exec-8' }]);
+    const marked = calls.MarkFailed[0] as { error: { Error: string } };
+    expect(marked.error.Error).toBe('States.Timeout');
+  });
+
+  it('fails the execution, not the process, when timeout_seconds is missing', async () => {
+    // Prepare
+    const { calls, tasks } = recorder();
+    const onError = jest.fn();
+    const wf = new LocalWorkflow({ definition, tasks, onError });
+
+    // Act
+    await wf.start('exec-9', { execution_id: 'exec-9' });
+    await wf.idle();
+
+    // Assess
+    expect(onError).toHaveBeenCalledTimes(1);
+    expect(onError.mock.calls[0]?.[0]).toBe('exec-9');
+    expect(calls.MarkFailed).toEqual([]);
+  });
+
+  it('stopAll aborts every execution and waits for their tasks', async () => {
+    // Prepare
+    const hold = gate();
+    let finished = 0;
+    const { calls, tasks } = recorder({
+      MarkRunning: async () => {
+        await hold.wait;
+        finished += 1;
+        return { proceed: true };
+      },
+    });
+    const wf = new LocalWorkflow({ definition, tasks });
+    await wf.start('a', input('a'));
+    await wf.start('b', input('b'));
+
+    // Act
+    const stopping = wf.stopAll();
+    hold.open();
+    await stopping;
+
+    // Assess
+    expect(finished).toBe(2);
+    expect(calls.RunNodes).toEqual([]);
+    expect(wf.running()).toEqual([]);
+  });
+
+  it('refuses names and inputs Step Functions would refuse, and tasks that do not match the document', async () => {
+    // Prepare
+    const { tasks } = recorder();
+    const wf = new LocalWorkflow({ definition, tasks });
+
+    // Act / Assess
+    await expect(wf.start('has space', input('x'))).rejects.toThrow('Invalid execution name');
+    await expect(wf.start('x'.repeat(81), input('x'))).rejects.toThrow('Invalid execution name');
+    await expect(wf.start('big', input('big', { blob: 'x'.repeat(256 * 1024) }))).rejects.toThrow('256 KiB');
+    expect(() => new LocalWorkflow({ definition, tasks: { MarkRunning: tasks.MarkRunning, RunNodes: tasks.RunNodes } })).toThrow(
+      'missing: MarkFailed',
+    );
+  });
+});
