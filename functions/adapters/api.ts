@@ -1,0 +1,112 @@
+/**
+ * What every HTTP handler shares: reading API Gateway proxy events, answering JSON, and the
+ * one error-mapping middleware. Handlers stay a few lines: parse, call a service, answer.
+ */
+import middy from '@middy/core';
+import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import { AppError, toErrorResponse } from '../core/errors';
+import { deps, type Deps } from './deps';
+import { isUnavailable } from './dynamo';
+import { errorFields } from './logger';
+
+export interface HttpResponse {
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+export interface RequestInfo {
+  event: APIGatewayProxyEvent;
+  deps: Deps;
+  requestId: string;
+  /** Absolute base URL the caller used, stage and any prefix included, no trailing slash. */
+  baseUrl: string;
+  header(name: string): string | undefined;
+  param(name: string): string;
+  query(name: string): string | undefined;
+}
+
+export const json = (status: number, body?: unknown, headers: Record<string, string> = {}): HttpResponse => ({
+  status,
+  body,
+  headers,
+});
+
+export function headerOf(headers: APIGatewayProxyEvent['headers'] | null | undefined, name: string): string | undefined {
+  if (!headers) return undefined;
+  const wanted = name.toLowerCase();
+  for (const [k, v] of Object.entries(headers)) if (k.toLowerCase() === wanted && v !== undefined) return v;
+  return undefined;
+}
+
+export function baseUrlOf(event: APIGatewayProxyEvent): string {
+  const proto = (headerOf(event.headers, 'x-forwarded-proto') ?? 'https').split(',')[0]?.trim() || 'https';
+  const host = headerOf(event.headers, 'host') ?? event.requestContext?.domainName ?? 'localhost';
+  // requestContext.path carries what precedes the route (the stage, a custom domain's base path).
+  const full = event.requestContext?.path ?? event.path;
+  const route = event.path.replace(/\/+$/, '');
+  const trimmed = full.replace(/\/+$/, '');
+  const prefix = route && trimmed.endsWith(route) ? trimmed.slice(0, trimmed.length - route.length) : '';
+  return `${proto}://${host}${prefix}`;
+}
+
+export function bodyText(event: APIGatewayProxyEvent): string | null {
+  if (event.body === null || event.body === undefined) return null;
+  return event.isBase64Encoded ? Buffer.from(event.body, 'base64').toString('utf8') : event.body;
+}
+
+function toResult(r: HttpResponse, requestId: string): APIGatewayProxyResult {
+  const headers: Record<string, string> = { 'x-request-id': requestId, ...r.headers };
+  if (r.body === undefined) return { statusCode: r.status, headers, body: '' };
+  return {
+    statusCode: r.status,
+    headers: { 'content-type': 'application/json; charset=utf-8', ...headers },
+    body: JSON.stringify(r.body),
+  };
+}
+
+/** A route handler: middy, with every failure mapped through the error catalog. */
+export function httpHandler(fn: (req: RequestInfo) => Promise<HttpResponse>) {
+  return middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, Context>()
+    .use({
+      onError: async (request) => {
+        const requestId = request.context?.awsRequestId ?? request.event?.requestContext?.requestId ?? 'unknown';
+        let e: unknown = request.error;
+        if (!(e instanceof AppError) && isUnavailable(e)) e = new AppError('ServiceUnavailable', 'the store is unavailable; retry shortly', {}, { cause: e });
+        const { status, body } = toErrorResponse(e, requestId);
+        if (status >= 500) deps().log.error('request failed', { request_id: requestId, status, route: request.event?.resource, ...errorFields(request.error) });
+        request.response = toResult({ status, body, headers: status === 503 ? { 'retry-after': '1' } : {} }, requestId);
+      },
+    })
+    .handler(async (event, context) => {
+      const requestId = context?.awsRequestId ?? event.requestContext?.requestId ?? 'unknown';
+      const info: RequestInfo = {
+        event,
+        deps: deps(),
+        requestId,
+        baseUrl: baseUrlOf(event),
+        header: (name) => headerOf(event.headers, name),
+        param: (name) => event.pathParameters?.[name] ?? '',
+        query: (name) => event.queryStringParameters?.[name] ?? undefined,
+      };
+      return toResult(await fn(info), requestId);
+    });
+}
+
+/** The caller identity the authorizer put on the request (see the authorizer handler). */
+export interface CallerAuth {
+  deploymentId: string;
+  revision: number;
+  deleted: boolean;
+}
+
+export function callerAuth(event: APIGatewayProxyEvent): CallerAuth {
+  const a = (event.requestContext?.authorizer ?? {}) as Record<string, unknown>;
+  const deploymentId = typeof a.deployment_id === 'string' ? a.deployment_id : '';
+  // API Gateway hands context values to the integration as strings.
+  const revision = Number(a.revision);
+  if (!deploymentId || !Number.isInteger(revision)) throw new AppError('Unauthorized');
+  return { deploymentId, revision, deleted: String(a.deleted) === 'true' };
+}
+
+export const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;

@@ -1,0 +1,120 @@
+import { GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { ContractInput, ContractOutput, Deployment } from '../core/types';
+import { isConditionFailure, keys } from './dynamo';
+
+/** A credential kept during a rotation's grace period; `expires_at` null means current. */
+export interface KeyHash {
+  hash: string;
+  expires_at: number | null;
+}
+export interface SealedSecret {
+  sealed: string;
+  expires_at: number | null;
+}
+
+export interface DeploymentRecord extends Deployment {
+  key_hashes: KeyHash[];
+  signing_secrets: SealedSecret[];
+  deleted_at: string | null;
+}
+
+const FIELDS: readonly (keyof DeploymentRecord)[] = [
+  'deployment_id', 'pipeline_id', 'version', 'revision', 'status', 'inputs', 'outputs', 'published_at', 'created_at',
+  'key_hashes', 'signing_secrets', 'deleted_at',
+];
+
+function toRecord(item: Record<string, unknown>): DeploymentRecord {
+  const r: Record<string, unknown> = {};
+  for (const f of FIELDS) r[f] = item[f] ?? null;
+  return r as unknown as DeploymentRecord;
+}
+
+export class DeploymentsStore {
+  constructor(
+    private readonly db: DynamoDBDocumentClient,
+    private readonly table: string,
+  ) {}
+
+  async get(id: string, consistent = false): Promise<DeploymentRecord | null> {
+    const out = await this.db.send(new GetCommand({ TableName: this.table, Key: keys.deployment(id), ConsistentRead: consistent }));
+    return out.Item ? toRecord(out.Item) : null;
+  }
+
+  async create(r: DeploymentRecord): Promise<boolean> {
+    try {
+      await this.db.send(
+        new PutCommand({
+          TableName: this.table,
+          Item: { ...keys.deployment(r.deployment_id), ...r },
+          ConditionExpression: 'attribute_not_exists(pk)',
+        }),
+      );
+      return true;
+    } catch (e) {
+      if (isConditionFailure(e)) return false;
+      throw e;
+    }
+  }
+
+  /** Republishes a live deployment, only if nobody changed it since `revision` was read. */
+  async republish(
+    id: string,
+    revision: number,
+    next: { version: number; inputs: ContractInput[]; outputs: ContractOutput[]; published_at: string },
+  ): Promise<DeploymentRecord | null> {
+    return this.update(id, revision, 'SET version = :v, inputs = :i, outputs = :o, published_at = :p', {
+      ':v': next.version,
+      ':i': next.inputs,
+      ':o': next.outputs,
+      ':p': next.published_at,
+    });
+  }
+
+  async replaceKeys(id: string, revision: number, keyHashes: KeyHash[]): Promise<DeploymentRecord | null> {
+    return this.update(id, revision, 'SET key_hashes = :k', { ':k': keyHashes });
+  }
+
+  async replaceSigningSecrets(id: string, revision: number, secrets: SealedSecret[]): Promise<DeploymentRecord | null> {
+    return this.update(id, revision, 'SET signing_secrets = :s', { ':s': secrets });
+  }
+
+  /**
+   * Deletion keeps a tombstone: the key hashes stay so that a request with the deleted
+   * deployment's key is recognised and answered 404 rather than 401, and the id is never reused.
+   */
+  async markDeleted(id: string, at: string): Promise<boolean> {
+    return (await this.update(id, null, 'SET deleted_at = :at', { ':at': at }, 'deleted')) !== null;
+  }
+
+  private async update(
+    id: string,
+    revision: number | null,
+    expression: string,
+    values: Record<string, unknown>,
+    status: 'live' | 'deleted' = 'live',
+  ): Promise<DeploymentRecord | null> {
+    try {
+      const out = await this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: keys.deployment(id),
+          UpdateExpression: `${expression}, revision = revision + :one, #status = :status`,
+          ConditionExpression: `#status = :live${revision === null ? '' : ' AND revision = :rev'}`,
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: {
+            ...values,
+            ':one': 1,
+            ':status': status,
+            ':live': 'live',
+            ...(revision === null ? {} : { ':rev': revision }),
+          },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return toRecord(out.Attributes ?? {});
+    } catch (e) {
+      if (isConditionFailure(e)) return null;
+      throw e;
+    }
+  }
+}

@@ -1,0 +1,53 @@
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+
+export interface DynamoOptions {
+  region: string;
+  endpoint?: string;
+}
+
+/** One document client per process, created at cold start and handed to the stores. */
+export function createDocumentClient(opts: DynamoOptions): DynamoDBDocumentClient {
+  const client = new DynamoDBClient({
+    region: opts.region,
+    ...(opts.endpoint
+      ? {
+          endpoint: opts.endpoint,
+          // dynalite accepts any credentials; the SDK still insists on having some.
+          credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+        }
+      : {}),
+    maxAttempts: 3,
+  });
+  return DynamoDBDocumentClient.from(client, {
+    marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: false },
+  });
+}
+
+export const isConditionFailure = (e: unknown): boolean =>
+  typeof e === 'object' && e !== null && (e as { name?: string }).name === 'ConditionalCheckFailedException';
+
+/** Errors that mean the store could not be reached or is overloaded: worth a 503, not a 500. */
+export const isUnavailable = (e: unknown): boolean => {
+  if (typeof e !== 'object' || e === null) return false;
+  const name = (e as { name?: string }).name ?? '';
+  const code = (e as { code?: string }).code ?? '';
+  return (
+    ['ProvisionedThroughputExceededException', 'ThrottlingException', 'RequestLimitExceeded', 'ServiceUnavailable', 'InternalServerError', 'TimeoutError'].includes(name) ||
+    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(code)
+  );
+};
+
+export const keys = {
+  pipeline: (id: string) => ({ pk: `PIPELINE#${id}`, sk: 'META' }),
+  version: (id: string, v: number) => ({ pk: `PIPELINE#${id}`, sk: `VERSION#${String(v).padStart(10, '0')}` }),
+  deployment: (id: string) => ({ pk: `DEPLOYMENT#${id}`, sk: 'DEPLOYMENT' }),
+  execution: (id: string) => ({ pk: `EXEC#${id}`, sk: 'EXEC' }),
+  idempotency: (deploymentId: string, keyHash: string) => ({ pk: `IDEM#${deploymentId}#${keyHash}`, sk: 'IDEM' }),
+};
+
+export const epochSeconds = (d: Date): number => Math.floor(d.getTime() / 1000);
+
+/** DynamoDB refuses an empty ExpressionAttributeValues map. */
+export const nonEmpty = <T extends Record<string, unknown>>(values: T): T | undefined =>
+  Object.keys(values).length > 0 ? values : undefined;

@@ -1,0 +1,212 @@
+import { GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { allowedFrom, isTerminal, type ExecutionStatus } from '../core/transitions';
+import type { CallbackDelivery, Execution } from '../core/types';
+import { epochSeconds, isConditionFailure, keys } from './dynamo';
+
+/** The sweep index names what a restart or a sweeper must look at again. */
+export type SweepKind = 'open' | 'callback';
+
+export type TransitionResult = { ok: true; execution: Execution } | { ok: false; current: Execution | null };
+
+export interface IdempotencyRecord {
+  execution_id: string;
+  request_hash: string;
+  created_at: string;
+}
+
+const FIELDS: readonly (keyof Execution)[] = [
+  'execution_id', 'kind', 'pipeline_id', 'version', 'deployment_id', 'status', 'inputs', 'outputs', 'visible_outputs',
+  'callback', 'callback_delivery', 'error_message', 'created_at', 'started_at', 'completed_at', 'expires_at',
+];
+
+function toExecution(item: Record<string, unknown>): Execution {
+  const e: Record<string, unknown> = {};
+  for (const f of FIELDS) e[f] = item[f] ?? null;
+  return e as unknown as Execution;
+}
+
+const expired = (e: { expires_at: number | null }, now: Date): boolean =>
+  e.expires_at !== null && e.expires_at <= epochSeconds(now);
+
+export class ExecutionsStore {
+  constructor(
+    private readonly db: DynamoDBDocumentClient,
+    private readonly table: string,
+  ) {}
+
+  /** Writes a new execution; false when one with that id already exists. */
+  async create(e: Execution): Promise<boolean> {
+    const item: Record<string, unknown> = {
+      ...keys.execution(e.execution_id),
+      ...e,
+      sweep: 'open',
+      sweep_at: e.created_at,
+    };
+    if (e.kind === 'run') {
+      item.gsi1pk = `RUNS#${e.pipeline_id}`;
+      item.gsi1sk = `${e.created_at}#${e.execution_id}`;
+    }
+    try {
+      await this.db.send(new PutCommand({ TableName: this.table, Item: item, ConditionExpression: 'attribute_not_exists(pk)' }));
+      return true;
+    } catch (err) {
+      if (isConditionFailure(err)) return false;
+      throw err;
+    }
+  }
+
+  /** The execution, or null when unknown or past its retention (TTL deletes lazily). */
+  async get(id: string, now: Date, consistent = false): Promise<Execution | null> {
+    const out = await this.db.send(
+      new GetCommand({ TableName: this.table, Key: keys.execution(id), ConsistentRead: consistent }),
+    );
+    if (!out.Item) return null;
+    const e = toExecution(out.Item);
+    return expired(e, now) ? null : e;
+  }
+
+  /**
+   * Moves an execution to `to` only from a status the transition table allows, in one
+   * conditional write, so retries, duplicates and races can never produce a second terminal
+   * status. A terminal move leaves the record on the sweep index only while a callback is owed.
+   */
+  async transition(
+    id: string,
+    to: ExecutionStatus,
+    set: Partial<Pick<Execution, 'started_at' | 'completed_at' | 'error_message' | 'outputs' | 'callback_delivery'>>,
+  ): Promise<TransitionResult> {
+    const from = allowedFrom(to);
+    const names: Record<string, string> = { '#status': 'status' };
+    const values: Record<string, unknown> = { ':to': to };
+    const sets = ['#status = :to'];
+    const removes: string[] = [];
+    for (const [k, v] of Object.entries(set)) {
+      names[`#${k}`] = k;
+      values[`:${k}`] = v;
+      sets.push(`#${k} = :${k}`);
+    }
+    from.forEach((s, i) => (values[`:from${i}`] = s));
+    if (isTerminal(to)) {
+      if (set.callback_delivery) {
+        sets.push('sweep = :cb');
+        values[':cb'] = 'callback';
+      } else {
+        removes.push('sweep', 'sweep_at');
+      }
+    }
+    try {
+      const out = await this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: keys.execution(id),
+          UpdateExpression: `SET ${sets.join(', ')}${removes.length ? ` REMOVE ${removes.join(', ')}` : ''}`,
+          ConditionExpression: `attribute_exists(pk) AND #status IN (${from.map((_, i) => `:from${i}`).join(', ')})`,
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: values,
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return { ok: true, execution: toExecution(out.Attributes ?? {}) };
+    } catch (err) {
+      if (!isConditionFailure(err)) throw err;
+      const out = await this.db.send(new GetCommand({ TableName: this.table, Key: keys.execution(id), ConsistentRead: true }));
+      return { ok: false, current: out.Item ? toExecution(out.Item) : null };
+    }
+  }
+
+  /**
+   * Records a delivery attempt. Conditional on the attempt count read before, so two
+   * dispatchers working on the same execution cannot both count (or both settle) one attempt.
+   */
+  async recordDelivery(id: string, previousAttempts: number, delivery: CallbackDelivery): Promise<boolean> {
+    const settled = delivery.outcome !== 'pending';
+    try {
+      await this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: keys.execution(id),
+          UpdateExpression: `SET callback_delivery = :d${settled ? ' REMOVE sweep, sweep_at' : ''}`,
+          ConditionExpression: 'callback_delivery.attempts = :prev AND callback_delivery.outcome = :pending',
+          ExpressionAttributeValues: { ':d': delivery, ':prev': previousAttempts, ':pending': 'pending' },
+        }),
+      );
+      return true;
+    } catch (err) {
+      if (isConditionFailure(err)) return false;
+      throw err;
+    }
+  }
+
+  async listSweep(kind: SweepKind, limit = 100): Promise<Execution[]> {
+    const found: Execution[] = [];
+    let start: Record<string, unknown> | undefined;
+    do {
+      const out = await this.db.send(
+        new QueryCommand({
+          TableName: this.table,
+          IndexName: 'sweep',
+          KeyConditionExpression: 'sweep = :k',
+          ExpressionAttributeValues: { ':k': kind },
+          ExclusiveStartKey: start,
+          Limit: limit - found.length,
+        }),
+      );
+      found.push(...(out.Items ?? []).map(toExecution));
+      start = out.LastEvaluatedKey;
+    } while (start && found.length < limit);
+    return found;
+  }
+
+  /** A pipeline's runs, newest first, a page at a time. */
+  async listRuns(
+    pipelineId: string,
+    opts: { limit: number; cursor?: Record<string, unknown> },
+  ): Promise<{ runs: Execution[]; next: Record<string, unknown> | null }> {
+    const out = await this.db.send(
+      new QueryCommand({
+        TableName: this.table,
+        IndexName: 'gsi1',
+        KeyConditionExpression: 'gsi1pk = :p',
+        ExpressionAttributeValues: { ':p': `RUNS#${pipelineId}` },
+        ScanIndexForward: false,
+        Limit: opts.limit,
+        ExclusiveStartKey: opts.cursor,
+      }),
+    );
+    return { runs: (out.Items ?? []).map(toExecution), next: out.LastEvaluatedKey ?? null };
+  }
+
+  /**
+   * Claims an Idempotency-Key for 24 hours with one conditional write: of concurrent
+   * requests with the same key exactly one claims it; the others get the record it wrote.
+   */
+  async claimIdempotency(
+    deploymentId: string,
+    keyHash: string,
+    record: IdempotencyRecord,
+    expiresAt: number,
+    now: Date,
+  ): Promise<{ claimed: true } | { claimed: false; existing: IdempotencyRecord }> {
+    const key = keys.idempotency(deploymentId, keyHash);
+    try {
+      await this.db.send(
+        new PutCommand({
+          TableName: this.table,
+          Item: { ...key, ...record, expires_at: expiresAt },
+          ConditionExpression: 'attribute_not_exists(pk) OR expires_at <= :now',
+          ExpressionAttributeValues: { ':now': epochSeconds(now) },
+        }),
+      );
+      return { claimed: true };
+    } catch (err) {
+      if (!isConditionFailure(err)) throw err;
+    }
+    const out = await this.db.send(new GetCommand({ TableName: this.table, Key: key, ConsistentRead: true }));
+    const item = out.Item as (IdempotencyRecord & { expires_at: number }) | undefined;
+    if (!item) throw new Error('idempotency record vanished while being read');
+    return {
+      claimed: false,
+      existing: { execution_id: item.execution_id, request_hash: item.request_hash, created_at: item.created_at },
+    };
+  }
+}

@@ -1,0 +1,225 @@
+import { GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { PipelineDefinition, PipelineSummary, RunPointer } from '../core/types';
+import { isConditionFailure, keys, nonEmpty } from './dynamo';
+
+export interface PipelineMeta extends PipelineSummary {
+  latest_hash: string;
+  deployment_id: string | null;
+  latest_finished: RunPointer | null;
+  last_success: RunPointer | null;
+}
+
+export interface PipelineVersion {
+  pipeline_id: string;
+  version: number;
+  definition: PipelineDefinition;
+  hash: string;
+  created_at: string;
+}
+
+interface MetaItem {
+  pipeline_id: string;
+  version: number;
+  latest_hash: string;
+  description?: string | null;
+  created_at: string;
+  updated_at: string;
+  deployment_id?: string;
+  latest_finished?: RunPointer;
+  latest_finished_key?: string;
+  last_success?: RunPointer;
+  last_success_key?: string;
+}
+
+interface VersionItem {
+  pipeline_id: string;
+  version: number;
+  /** Kept as the JSON text pushed, so the owner's key order survives (DynamoDB maps do not keep it). */
+  definition: string;
+  hash: string;
+  created_at: string;
+}
+
+const toMeta = (i: MetaItem): PipelineMeta => ({
+  pipeline_id: i.pipeline_id,
+  version: i.version,
+  description: i.description ?? null,
+  created_at: i.created_at,
+  updated_at: i.updated_at,
+  latest_hash: i.latest_hash,
+  deployment_id: i.deployment_id ?? null,
+  latest_finished: i.latest_finished ?? null,
+  last_success: i.last_success ?? null,
+});
+
+const runKey = (r: RunPointer): string => `${r.created_at}#${r.run_id}`;
+
+const PUSH_ATTEMPTS = 8;
+
+export class PipelinesStore {
+  constructor(
+    private readonly db: DynamoDBDocumentClient,
+    private readonly table: string,
+  ) {}
+
+  async getMeta(id: string): Promise<PipelineMeta | null> {
+    const out = await this.db.send(new GetCommand({ TableName: this.table, Key: keys.pipeline(id) }));
+    return out.Item ? toMeta(out.Item as MetaItem) : null;
+  }
+
+  async getVersion(id: string, version: number): Promise<PipelineVersion | null> {
+    const out = await this.db.send(new GetCommand({ TableName: this.table, Key: keys.version(id, version) }));
+    if (!out.Item) return null;
+    const item = out.Item as VersionItem;
+    return { ...item, definition: JSON.parse(item.definition) as PipelineDefinition };
+  }
+
+  async list(): Promise<PipelineSummary[]> {
+    const items: MetaItem[] = [];
+    let start: Record<string, unknown> | undefined;
+    do {
+      const out = await this.db.send(
+        new QueryCommand({
+          TableName: this.table,
+          IndexName: 'gsi1',
+          KeyConditionExpression: 'gsi1pk = :p',
+          ExpressionAttributeValues: { ':p': 'PIPELINES' },
+          ExclusiveStartKey: start,
+        }),
+      );
+      items.push(...((out.Items ?? []) as MetaItem[]));
+      start = out.LastEvaluatedKey;
+    } while (start);
+    return items.map((i) => {
+      const m = toMeta(i);
+      return { pipeline_id: m.pipeline_id, version: m.version, description: m.description, created_at: m.created_at, updated_at: m.updated_at };
+    });
+  }
+
+  /**
+   * Stores a definition as the next version unless it equals the latest one. Two writes with
+   * no transaction: the immutable version item first (conditional on being new), then the
+   * pipeline's pointer (conditional on the version it read). A crash between them leaves an
+   * orphan version that the next push adopts, so no version number is ever given twice.
+   */
+  async push(
+    id: string,
+    definition: PipelineDefinition,
+    hash: string,
+    now: string,
+  ): Promise<{ version: number; created: boolean }> {
+    for (let attempt = 0; attempt < PUSH_ATTEMPTS; attempt++) {
+      const meta = await this.getMeta(id);
+      if (meta && meta.latest_hash === hash) return { version: meta.version, created: false };
+      const prev = meta?.version ?? 0;
+      const next = prev + 1;
+      const item: Record<string, unknown> = {
+        ...keys.version(id, next),
+        pipeline_id: id,
+        version: next,
+        definition: JSON.stringify(definition),
+        hash,
+        created_at: now,
+      };
+      try {
+        await this.db.send(
+          new PutCommand({ TableName: this.table, Item: item, ConditionExpression: 'attribute_not_exists(pk)' }),
+        );
+      } catch (e) {
+        if (!isConditionFailure(e)) throw e;
+        const orphan = await this.getVersion(id, next);
+        if (orphan) await this.advance(id, prev, orphan.version, orphan.hash, orphan.definition, orphan.created_at).catch(ignoreRace);
+        continue;
+      }
+      try {
+        await this.advance(id, prev, next, hash, definition, now);
+        return { version: next, created: true };
+      } catch (e) {
+        if (!isConditionFailure(e)) throw e;
+      }
+    }
+    throw new Error(`pipeline ${id}: too many concurrent pushes`);
+  }
+
+  private async advance(
+    id: string,
+    prev: number,
+    next: number,
+    hash: string,
+    definition: PipelineDefinition,
+    now: string,
+  ): Promise<void> {
+    await this.db.send(
+      new UpdateCommand({
+        TableName: this.table,
+        Key: keys.pipeline(id),
+        UpdateExpression:
+          'SET version = :next, latest_hash = :hash, description = :desc, updated_at = :now, created_at = if_not_exists(created_at, :now), pipeline_id = :id, gsi1pk = :list, gsi1sk = :id',
+        ConditionExpression: prev === 0 ? 'attribute_not_exists(version)' : 'version = :prev',
+        ExpressionAttributeValues: {
+          ':next': next,
+          ':hash': hash,
+          ':desc': definition.description ?? null,
+          ':now': now,
+          ':id': id,
+          ':list': 'PIPELINES',
+          ...(prev === 0 ? {} : { ':prev': prev }),
+        },
+      }),
+    );
+  }
+
+  /** Records a finished run on the pipeline, keeping only the newest (by creation time). */
+  async recordRunFinished(id: string, run: RunPointer): Promise<void> {
+    const key = runKey(run);
+    // The success pointer first: a crash between the two writes must never leave a completed
+    // latest run without a matching last success.
+    if (run.status === 'completed') await this.setPointer(id, 'last_success', run, key);
+    await this.setPointer(id, 'latest_finished', run, key);
+  }
+
+  private async setPointer(id: string, name: 'latest_finished' | 'last_success', run: RunPointer, key: string): Promise<void> {
+    try {
+      await this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: keys.pipeline(id),
+          UpdateExpression: `SET ${name} = :run, ${name}_key = :key`,
+          ConditionExpression: `attribute_exists(pk) AND (attribute_not_exists(${name}_key) OR ${name}_key <= :key)`,
+          ExpressionAttributeValues: { ':run': run, ':key': key },
+        }),
+      );
+    } catch (e) {
+      // A newer run already finished: the older one must not overwrite it.
+      if (!isConditionFailure(e)) throw e;
+    }
+  }
+
+  /** Claims the pipeline's single deployment slot: succeeds only if it holds `expected`. */
+  async claimDeployment(id: string, expected: string | null, next: string | null): Promise<boolean> {
+    const names = { '#d': 'deployment_id' };
+    try {
+      await this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: keys.pipeline(id),
+          UpdateExpression: next === null ? 'REMOVE #d' : 'SET #d = :next',
+          ConditionExpression: expected === null ? 'attribute_exists(pk) AND attribute_not_exists(#d)' : '#d = :expected',
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: nonEmpty({
+            ...(next === null ? {} : { ':next': next }),
+            ...(expected === null ? {} : { ':expected': expected }),
+          }),
+        }),
+      );
+      return true;
+    } catch (e) {
+      if (isConditionFailure(e)) return false;
+      throw e;
+    }
+  }
+}
+
+const ignoreRace = (e: unknown): void => {
+  if (!isConditionFailure(e)) throw e;
+};

@@ -1,0 +1,53 @@
+import { GetSecretValueCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import * as v from 'valibot';
+
+/** The service's own key material: the pepper for API-key hashes and the key that seals signing secrets. */
+export interface SecretMaterial {
+  pepper: Buffer;
+  masterKey: Buffer;
+}
+export interface SecretsPort {
+  material(): Promise<SecretMaterial>;
+}
+
+const SecretJson = v.object({
+  pepper: v.pipe(v.string(), v.minLength(16)),
+  master_key: v.pipe(v.string(), v.base64()),
+});
+
+export function parseSecretMaterial(text: string): SecretMaterial {
+  const parsed = v.parse(SecretJson, JSON.parse(text));
+  const masterKey = Buffer.from(parsed.master_key, 'base64');
+  if (masterKey.length !== 32) throw new Error('master_key must be 32 bytes');
+  return { pepper: Buffer.from(parsed.pepper, 'utf8'), masterKey };
+}
+
+/** Reads the secret once per cold start and keeps it for a while: one API call per container, not per request. */
+export class SecretsManagerSecrets implements SecretsPort {
+  private cached: { at: number; value: Promise<SecretMaterial> } | null = null;
+
+  constructor(
+    private readonly client: SecretsManagerClient,
+    private readonly secretId: string,
+    private readonly ttlMs = 15 * 60_000,
+  ) {}
+
+  material(): Promise<SecretMaterial> {
+    const now = Date.now();
+    if (!this.cached || now - this.cached.at > this.ttlMs) {
+      const value = this.client
+        .send(new GetSecretValueCommand({ SecretId: this.secretId }))
+        .then((out) => parseSecretMaterial(out.SecretString ?? ''));
+      value.catch(() => (this.cached = null));
+      this.cached = { at: now, value };
+    }
+    return this.cached.value;
+  }
+}
+
+export class StaticSecrets implements SecretsPort {
+  constructor(private readonly value: SecretMaterial) {}
+  material(): Promise<SecretMaterial> {
+    return Promise.resolve(this.value);
+  }
+}

@@ -1,0 +1,7 @@
+import { bodyText, httpHandler, json } from '../adapters/api';
+import { rotate } from '../services/owner.service';
+
+/** POST /v1/pipelines/{pipeline_id}/deployment/keys → the new key (or signing secret), shown once. */
+export const handler = httpHandler(async (req) =>
+  json(200, await rotate(req.deps, req.param('pipeline_id'), bodyText(req.event)), { 'cache-control': 'no-store' }),
+);

@@ -1,0 +1,7 @@
+import { callerAuth, httpHandler, json } from '../adapters/api';
+import { cancel } from '../services/caller.service';
+
+/** POST /v1/deployments/executions/{execution_id}/cancel/ */
+export const handler = httpHandler(async (req) =>
+  json(200, await cancel(req.deps, callerAuth(req.event), req.param('execution_id'), req.baseUrl)),
+);

@@ -1,0 +1,8 @@
+import { bodyText, httpHandler, json } from '../adapters/api';
+import { push } from '../services/owner.service';
+
+/** PUT /v1/pipelines/{pipeline_id} → 201 with a new version, 200 when unchanged. */
+export const handler = httpHandler(async (req) => {
+  const out = await push(req.deps, req.param('pipeline_id'), bodyText(req.event));
+  return json(out.status, out.body);
+});

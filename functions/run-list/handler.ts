@@ -1,0 +1,7 @@
+import { httpHandler, json } from '../adapters/api';
+import { listRuns } from '../services/owner.service';
+
+/** GET /v1/pipelines/{pipeline_id}/runs?limit=&cursor= (newest first) */
+export const handler = httpHandler(async (req) =>
+  json(200, await listRuns(req.deps, req.param('pipeline_id'), req.query('limit'), req.query('cursor'))),
+);

@@ -1,0 +1,27 @@
+import { extractApiKey, keyMatches, parseApiKey } from '../core/api-key';
+import { AppError } from '../core/errors';
+import type { Deps } from '../adapters/deps';
+import { epochSeconds } from '../adapters/dynamo';
+
+export interface Authorized {
+  deploymentId: string;
+  revision: number;
+  deleted: boolean;
+}
+
+/**
+ * Checks a caller's API key: format and checksum first (a malformed key costs no read), then
+ * one read of the deployment it names and a constant-time comparison of keyed hashes.
+ * A deleted deployment's key still authenticates, so its requests get 404, not 401.
+ */
+export async function authorize(d: Deps, headers: Record<string, string | undefined>): Promise<Authorized> {
+  const key = extractApiKey(headers);
+  const parsed = key === null ? null : parseApiKey(key);
+  if (key === null || parsed === null) throw new AppError('Unauthorized');
+  const [rec, secrets] = await Promise.all([d.deployments.get(parsed.deploymentId), d.secrets.material()]);
+  if (!rec) throw new AppError('Unauthorized');
+  const now = epochSeconds(d.clock.now());
+  const hashes = rec.key_hashes.filter((k) => k.expires_at === null || k.expires_at > now).map((k) => k.hash);
+  if (!keyMatches(key, secrets.pepper, hashes)) throw new AppError('Unauthorized');
+  return { deploymentId: rec.deployment_id, revision: rec.revision, deleted: rec.status === 'deleted' };
+}

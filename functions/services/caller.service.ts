@@ -1,0 +1,190 @@
+/** The caller API's use cases: execute, status, result, cancel, contract (SPEC section 4). */
+import { createHash } from 'node:crypto';
+import { callerContract } from '../core/contract';
+import { AppError } from '../core/errors';
+import { parseExecutionRequest } from '../core/execution-request';
+import { isTerminal } from '../core/transitions';
+import type { Deployment, Execution } from '../core/types';
+import { acceptedBody, executionUrls, resultBody, statusBody } from '../core/views';
+import type { CallerAuth } from '../adapters/api';
+import type { Deps } from '../adapters/deps';
+import { epochSeconds } from '../adapters/dynamo';
+import { newDelivery } from './delivery';
+
+const IDEMPOTENCY_TTL_SECONDS = 24 * 3600;
+const IDEMPOTENCY_KEY_RE = /^[\x21-\x7e]{1,255}$/;
+
+/**
+ * Published contracts by (deployment, revision). The authorizer reads the deployment on every
+ * request and passes its revision on, so a cached contract is never stale: any publish,
+ * rotation or delete bumps the revision. This keeps the execute path at three AWS calls.
+ */
+const contracts = new Map<string, Deployment>();
+const CONTRACT_CACHE_MAX = 256;
+
+async function liveDeployment(d: Deps, auth: CallerAuth): Promise<Deployment> {
+  const key = `${auth.deploymentId}:${auth.revision}`;
+  const hit = contracts.get(key);
+  if (hit) return hit;
+  const rec = await d.deployments.get(auth.deploymentId);
+  if (!rec || rec.status !== 'live') throw new AppError('DeploymentNotFound');
+  const dep: Deployment = {
+    deployment_id: rec.deployment_id,
+    pipeline_id: rec.pipeline_id,
+    version: rec.version,
+    revision: rec.revision,
+    status: rec.status,
+    inputs: rec.inputs,
+    outputs: rec.outputs,
+    published_at: rec.published_at,
+    created_at: rec.created_at,
+  };
+  if (contracts.size >= CONTRACT_CACHE_MAX) contracts.clear();
+  contracts.set(`${rec.deployment_id}:${rec.revision}`, dep);
+  return dep;
+}
+
+function assertDeployment(auth: CallerAuth, deploymentId: string): void {
+  if (auth.deleted || deploymentId !== auth.deploymentId) throw new AppError('DeploymentNotFound');
+}
+
+/** The execution, if it exists and belongs to the caller's live deployment; else 404. */
+async function ownedExecution(d: Deps, auth: CallerAuth, executionId: string): Promise<Execution> {
+  if (auth.deleted) throw new AppError('ExecutionNotFound');
+  const e = await d.executions.get(executionId, d.clock.now());
+  if (!e || e.kind !== 'api' || e.deployment_id !== auth.deploymentId) throw new AppError('ExecutionNotFound');
+  return e;
+}
+
+export interface ExecuteRequest {
+  deploymentId: string;
+  body: string | null;
+  contentType: string | undefined;
+  idempotencyKey: string | undefined;
+  baseUrl: string;
+}
+
+export async function execute(d: Deps, auth: CallerAuth, req: ExecuteRequest) {
+  assertDeployment(auth, req.deploymentId);
+  if (req.idempotencyKey !== undefined && !IDEMPOTENCY_KEY_RE.test(req.idempotencyKey)) {
+    throw new AppError('InvalidInputStructure', 'Idempotency-Key must be 1 to 255 printable characters');
+  }
+  const dep = await liveDeployment(d, auth);
+  const parsed = parseExecutionRequest(
+    { body: req.body, contentType: req.contentType },
+    { inputs: dep.inputs, outputs: dep.outputs },
+    { maxBodyBytes: d.config.maxBodyBytes, maxInputs: d.config.maxInputs, allowPrivateUrls: d.config.allowPrivateUrls },
+  );
+  const now = d.clock.now();
+  let executionId = d.ids.uuid();
+
+  if (req.idempotencyKey !== undefined) {
+    const keyHash = createHash('sha256').update(req.idempotencyKey).digest('hex');
+    const claim = await d.executions.claimIdempotency(
+      dep.deployment_id,
+      keyHash,
+      { execution_id: executionId, request_hash: parsed.requestHash, created_at: now.toISOString() },
+      epochSeconds(now) + IDEMPOTENCY_TTL_SECONDS,
+      now,
+    );
+    if (!claim.claimed) {
+      if (claim.existing.request_hash !== parsed.requestHash) throw new AppError('IdempotencyKeyReused');
+      executionId = claim.existing.execution_id;
+      const existing = await d.executions.get(executionId, now, true);
+      if (existing) {
+        // The first request may have died before queueing; a second message is harmless.
+        if (existing.status === 'pending') await d.queue.send('executions', { execution_id: executionId });
+        return accepted(req.baseUrl, existing);
+      }
+      // The first request claimed the key but has not written (or never wrote) the execution.
+    }
+  }
+
+  const execution: Execution = {
+    execution_id: executionId,
+    kind: 'api',
+    pipeline_id: dep.pipeline_id,
+    version: dep.version,
+    deployment_id: dep.deployment_id,
+    status: 'pending',
+    inputs: parsed.inputs,
+    outputs: null,
+    visible_outputs: dep.outputs.filter((o) => o.visible).map((o) => o.id),
+    callback: parsed.callback,
+    callback_delivery: null,
+    error_message: null,
+    created_at: now.toISOString(),
+    started_at: null,
+    completed_at: null,
+    expires_at: epochSeconds(now) + d.config.resultRetentionDays * 24 * 3600,
+  };
+  await d.executions.create(execution);
+  await d.queue.send('executions', { execution_id: executionId });
+  return accepted(req.baseUrl, execution);
+}
+
+function accepted(baseUrl: string, e: Execution) {
+  const body = acceptedBody(baseUrl, e);
+  return { status: 202, body, headers: { location: body.status_url } };
+}
+
+export async function status(d: Deps, auth: CallerAuth, executionId: string, baseUrl: string) {
+  return statusBody(baseUrl, await ownedExecution(d, auth, executionId));
+}
+
+export async function result(d: Deps, auth: CallerAuth, executionId: string) {
+  const e = await ownedExecution(d, auth, executionId);
+  if (!isTerminal(e.status)) throw new AppError('ExecutionNotCompleted', undefined, { status: e.status });
+  return resultBody(e);
+}
+
+export async function cancel(d: Deps, auth: CallerAuth, executionId: string, baseUrl: string) {
+  const e = await ownedExecution(d, auth, executionId);
+  if (isTerminal(e.status)) throw new AppError('ExecutionAlreadyFinished', undefined, { status: e.status });
+  const out = await cancelExecution(d, e);
+  if (!out.ok) throw new AppError('ExecutionAlreadyFinished', undefined, { status: out.status });
+  return statusBody(baseUrl, out.execution);
+}
+
+/**
+ * Cancels a pending or running execution at once (one conditional write), then stops its
+ * work. Shared by callers and by the owner's view of runs.
+ */
+export async function cancelExecution(
+  d: Deps,
+  e: Execution,
+): Promise<{ ok: true; execution: Execution } | { ok: false; status: Execution['status'] }> {
+  const now = d.clock.now().toISOString();
+  const t = await d.executions.transition(e.execution_id, 'cancelled', {
+    completed_at: now,
+    ...(e.callback ? { callback_delivery: newDelivery(e.execution_id) } : {}),
+  });
+  if (!t.ok) return { ok: false, status: t.current?.status ?? e.status };
+  await afterTerminal(d, t.execution);
+  await d.workflow.stop(e.execution_id, 'cancelled').catch((err: unknown) =>
+    d.log.warn('could not stop workflow', { execution_id: e.execution_id, error_message: String(err) }),
+  );
+  return { ok: true, execution: t.execution };
+}
+
+/** What follows any terminal write that won: the run pointer and the callback. Idempotent. */
+export async function afterTerminal(d: Deps, e: Execution): Promise<void> {
+  if (e.kind === 'run' && (e.status === 'completed' || e.status === 'failed' || e.status === 'cancelled')) {
+    await d.pipelines.recordRunFinished(e.pipeline_id, {
+      run_id: e.execution_id,
+      status: e.status,
+      version: e.version,
+      created_at: e.created_at,
+    });
+  }
+  if (e.callback && e.callback_delivery?.outcome === 'pending') {
+    await d.queue.send('callbacks', { execution_id: e.execution_id });
+  }
+}
+
+export async function contract(d: Deps, auth: CallerAuth, deploymentId: string) {
+  assertDeployment(auth, deploymentId);
+  return callerContract(await liveDeployment(d, auth));
+}
+
+export { executionUrls };

@@ -1,0 +1,338 @@
+/** The owner API's use cases (SPEC sections 3 and 7). */
+import { randomBytes } from 'node:crypto';
+import * as v from 'valibot';
+import { generateApiKey, generateSigningSecret, hashApiKey, sealSecret } from '../core/api-key';
+import { applyVisibility, assertPublishable, discoverContract, readiness as readinessView } from '../core/contract';
+import { AppError } from '../core/errors';
+import { contentHash, validateDefinition } from '../core/pipeline';
+import type { Contract, Execution, PipelineDefinition, RawValue, RunPointer } from '../core/types';
+import { executeUrl, ownerExecutionBody, runBody } from '../core/views';
+import type { Deps } from '../adapters/deps';
+import type { DeploymentRecord } from '../adapters/deployments.store';
+import { epochSeconds } from '../adapters/dynamo';
+import type { PipelineMeta } from '../adapters/pipelines.store';
+
+export const PIPELINE_ID_RE = /^[a-z0-9][a-z0-9-]{0,62}$/;
+
+function parseJson(body: string | null, what: string): unknown {
+  if (body === null || body.trim() === '') return undefined;
+  try {
+    return JSON.parse(body) as unknown;
+  } catch {
+    throw new AppError('InvalidRequest', [{ path: '(body)', reason: `${what} is not valid JSON` }]);
+  }
+}
+
+async function meta(d: Deps, id: string): Promise<PipelineMeta> {
+  if (!PIPELINE_ID_RE.test(id)) throw new AppError('PipelineNotFound');
+  const m = await d.pipelines.getMeta(id);
+  if (!m) throw new AppError('PipelineNotFound');
+  return m;
+}
+
+export async function push(d: Deps, id: string, body: string | null) {
+  if (!PIPELINE_ID_RE.test(id)) {
+    throw new AppError('InvalidDefinition', [
+      { path: 'pipeline_id', reason: 'must be 1-63 lower-case letters, digits or dashes, starting with a letter or digit' },
+    ]);
+  }
+  let raw: unknown;
+  try {
+    raw = body === null ? undefined : JSON.parse(body);
+  } catch {
+    throw new AppError('InvalidDefinition', [{ path: '(body)', reason: 'body is not valid JSON' }]);
+  }
+  const checked = validateDefinition(raw, { maxNodes: d.config.maxNodes });
+  if (!checked.ok) throw new AppError('InvalidDefinition', checked.problems);
+  const pushed = await d.pipelines.push(id, checked.definition, contentHash(checked.definition), d.clock.now().toISOString());
+  return { status: pushed.created ? 201 : 200, body: { pipeline_id: id, version: pushed.version, created: pushed.created } };
+}
+
+export async function list(d: Deps) {
+  const pipelines = await d.pipelines.list();
+  return { pipelines: pipelines.sort((a, b) => a.pipeline_id.localeCompare(b.pipeline_id)) };
+}
+
+export async function get(d: Deps, id: string) {
+  const m = await meta(d, id);
+  const version = await d.pipelines.getVersion(id, m.version);
+  if (!version) throw new Error(`pipeline ${id} points at missing version ${m.version}`);
+  return {
+    pipeline_id: id,
+    version: m.version,
+    description: m.description,
+    definition: version.definition,
+    deployment_id: m.deployment_id,
+    created_at: m.created_at,
+    updated_at: m.updated_at,
+  };
+}
+
+const RunRequest = v.strictObject({
+  inputs: v.optional(v.record(v.string(), v.union([v.string(), v.number(), v.boolean()]))),
+});
+
+/** Checks a run's input overrides against the version's input nodes; every problem listed. */
+function runInputs(def: PipelineDefinition, given: Record<string, RawValue>): Record<string, RawValue> {
+  const problems: { path: string; reason: string }[] = [];
+  const values: Record<string, RawValue> = {};
+  for (const [id, node] of Object.entries(def.nodes)) if (node.type === 'input') values[id] = node.value;
+  for (const [id, value] of Object.entries(given)) {
+    const node = def.nodes[id];
+    if (!node || node.type !== 'input') {
+      problems.push({ path: `inputs.${id}`, reason: 'no input node with this id' });
+      continue;
+    }
+    const ok =
+      (node.value_type === 'string' && typeof value === 'string') ||
+      (node.value_type === 'boolean' && typeof value === 'boolean') ||
+      (node.value_type === 'integer' && typeof value === 'number' && Number.isInteger(value)) ||
+      (node.value_type === 'float' && typeof value === 'number' && Number.isFinite(value));
+    if (!ok) problems.push({ path: `inputs.${id}`, reason: `must be ${node.value_type === 'integer' ? 'an' : 'a'} ${node.value_type}` });
+    else values[id] = value;
+  }
+  if (problems.length) throw new AppError('InvalidRequest', problems);
+  return values;
+}
+
+export async function startRun(d: Deps, id: string, body: string | null, baseUrl: string) {
+  const m = await meta(d, id);
+  const parsed = v.safeParse(RunRequest, parseJson(body, 'body') ?? {});
+  if (!parsed.success) {
+    throw new AppError('InvalidRequest', parsed.issues.map((i) => ({ path: v.getDotPath(i) ?? '(body)', reason: i.message })));
+  }
+  const version = await d.pipelines.getVersion(id, m.version);
+  if (!version) throw new Error(`pipeline ${id} points at missing version ${m.version}`);
+  const inputs = runInputs(version.definition, parsed.output.inputs ?? {});
+  const now = d.clock.now().toISOString();
+  const run: Execution = {
+    execution_id: d.ids.uuid(),
+    kind: 'run',
+    pipeline_id: id,
+    version: m.version,
+    deployment_id: null,
+    status: 'pending',
+    inputs,
+    outputs: null,
+    visible_outputs: null,
+    callback: null,
+    callback_delivery: null,
+    error_message: null,
+    created_at: now,
+    started_at: null,
+    completed_at: null,
+    expires_at: null,
+  };
+  await d.executions.create(run);
+  await d.queue.send('executions', { execution_id: run.execution_id });
+  return {
+    run_id: run.execution_id,
+    version: run.version,
+    status: run.status,
+    status_url: `${baseUrl}/v1/pipelines/${id}/runs/${run.execution_id}`,
+  };
+}
+
+const encodeCursor = (k: Record<string, unknown> | null): string | null =>
+  k === null ? null : Buffer.from(JSON.stringify(k)).toString('base64url');
+
+function decodeCursor(c: string | undefined, pipelineId: string): Record<string, unknown> | undefined {
+  if (c === undefined || c === '') return undefined;
+  try {
+    const k = JSON.parse(Buffer.from(c, 'base64url').toString('utf8')) as Record<string, unknown>;
+    if (k.gsi1pk !== `RUNS#${pipelineId}`) throw new Error('cursor of another pipeline');
+    return k;
+  } catch {
+    throw new AppError('InvalidRequest', [{ path: 'cursor', reason: 'is not a cursor this list returned' }]);
+  }
+}
+
+export async function listRuns(d: Deps, id: string, limitText: string | undefined, cursor: string | undefined) {
+  await meta(d, id);
+  const limit = limitText === undefined ? 20 : Number(limitText);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 100) {
+    throw new AppError('InvalidRequest', [{ path: 'limit', reason: 'must be a whole number from 1 to 100' }]);
+  }
+  const page = await d.executions.listRuns(id, { limit, cursor: decodeCursor(cursor, id) });
+  return { runs: page.runs.map(runBody), next_cursor: encodeCursor(page.next) };
+}
+
+export async function getRun(d: Deps, id: string, runId: string) {
+  const e = await d.executions.get(runId, d.clock.now());
+  if (!e || e.kind !== 'run' || e.pipeline_id !== id) throw new AppError('RunNotFound');
+  return { ...runBody(e) };
+}
+
+export async function getExecution(d: Deps, id: string, executionId: string) {
+  const e = await d.executions.get(executionId, d.clock.now());
+  if (!e || e.pipeline_id !== id) throw new AppError('ExecutionNotFound');
+  return ownerExecutionBody(e);
+}
+
+/** The contract a successful run discovers: its version's nodes with the values it used. */
+async function discovered(d: Deps, id: string, run: RunPointer | null): Promise<Contract | null> {
+  if (!run) return null;
+  const [version, execution] = await Promise.all([d.pipelines.getVersion(id, run.version), d.executions.get(run.run_id, d.clock.now())]);
+  if (!version) return null;
+  return discoverContract(version.definition, execution?.inputs ?? {});
+}
+
+async function currentDeployment(d: Deps, m: PipelineMeta): Promise<DeploymentRecord | null> {
+  if (!m.deployment_id) return null;
+  const rec = await d.deployments.get(m.deployment_id, true);
+  return rec && rec.status === 'live' ? rec : null;
+}
+
+const contractOf = (r: DeploymentRecord): Contract => ({ inputs: r.inputs, outputs: r.outputs });
+
+function deploymentView(r: DeploymentRecord, baseUrl: string) {
+  return {
+    deployment_id: r.deployment_id,
+    version: r.version,
+    published_at: r.published_at,
+    execute_url: executeUrl(baseUrl, r.deployment_id),
+    inputs: r.inputs,
+    outputs: r.outputs,
+  };
+}
+
+export async function readiness(d: Deps, id: string, baseUrl: string) {
+  const m = await meta(d, id);
+  const [latest, dep, disc] = await Promise.all([
+    d.executions.listRuns(id, { limit: 1 }),
+    currentDeployment(d, m),
+    discovered(d, id, m.last_success),
+  ]);
+  const latestRun = latest.runs[0];
+  return readinessView({
+    pipeline_id: id,
+    latestRun: latestRun
+      ? { run_id: latestRun.execution_id, status: latestRun.status, version: latestRun.version, created_at: latestRun.created_at }
+      : null,
+    latestFinished: m.latest_finished,
+    lastSuccessful: m.last_success,
+    discovered: disc,
+    deployment: dep ? { ...dep, execute_url: executeUrl(baseUrl, dep.deployment_id) } : null,
+  });
+}
+
+async function newCredentials(d: Deps, deploymentId: string) {
+  const { pepper, masterKey } = await d.secrets.material();
+  const apiKey = generateApiKey(deploymentId, randomBytes(24));
+  const signingSecret = generateSigningSecret(randomBytes(32));
+  return {
+    apiKey,
+    signingSecret,
+    keyHash: hashApiKey(apiKey, pepper),
+    sealed: sealSecret(signingSecret, masterKey, randomBytes(12)),
+  };
+}
+
+/**
+ * Publishes (creates or updates) the pipeline's one deployment from its latest finished run.
+ * No transactions: the pipeline's deployment slot is claimed first with a conditional write,
+ * then the deployment item is written; a crash between the two is repaired by the next publish,
+ * which finds the slot pointing at an item that does not exist and creates it under that id.
+ */
+export async function publish(d: Deps, id: string, body: string | null, baseUrl: string) {
+  const m = await meta(d, id);
+  const request = parseJson(body, 'body');
+  const latest = m.latest_finished;
+  const disc = latest?.status === 'completed' ? await discovered(d, id, latest) : null;
+  assertPublishable(latest, m.last_success, disc);
+  // assertPublishable refuses unless the latest finished run completed and discovered a contract.
+  const contract = disc as Contract;
+  const version = (latest as RunPointer).version;
+  const now = d.clock.now().toISOString();
+
+  const existing = m.deployment_id ? await d.deployments.get(m.deployment_id, true) : null;
+  if (existing && existing.status === 'live') {
+    const next = applyVisibility(contract, request, contractOf(existing));
+    const updated = await d.deployments.republish(existing.deployment_id, existing.revision, {
+      version,
+      inputs: next.inputs,
+      outputs: next.outputs,
+      published_at: now,
+    });
+    if (!updated) throw new AppError('Conflict', 'the deployment changed while publishing; try again');
+    return { status: 200, body: deploymentView(updated, baseUrl) };
+  }
+
+  const next = applyVisibility(contract, request, null);
+  let deploymentId: string;
+  if (m.deployment_id && !existing) {
+    deploymentId = m.deployment_id; // claimed by a publish that stopped before writing the deployment
+  } else {
+    deploymentId = d.ids.uuid();
+    if (!(await d.pipelines.claimDeployment(id, m.deployment_id, deploymentId))) {
+      throw new AppError('Conflict', 'another publish of this pipeline is under way; try again');
+    }
+  }
+  const creds = await newCredentials(d, deploymentId);
+  const record: DeploymentRecord = {
+    deployment_id: deploymentId,
+    pipeline_id: id,
+    version,
+    revision: 1,
+    status: 'live',
+    inputs: next.inputs,
+    outputs: next.outputs,
+    published_at: now,
+    created_at: now,
+    key_hashes: [{ hash: creds.keyHash, expires_at: null }],
+    signing_secrets: [{ sealed: creds.sealed, expires_at: null }],
+    deleted_at: null,
+  };
+  if (!(await d.deployments.create(record))) throw new AppError('Conflict', 'another publish of this pipeline is under way; try again');
+  return {
+    status: 201,
+    body: { ...deploymentView(record, baseUrl), api_key: creds.apiKey, signing_secret: creds.signingSecret },
+  };
+}
+
+export async function remove(d: Deps, id: string, confirm: string | undefined) {
+  const m = await meta(d, id);
+  const dep = await currentDeployment(d, m);
+  if (!dep) throw new AppError('DeploymentNotFound');
+  if (confirm !== dep.deployment_id) {
+    throw new AppError('ConfirmationRequired', `repeat the deployment id as ?confirm=${dep.deployment_id} to delete it; this cannot be undone`);
+  }
+  if (!(await d.deployments.markDeleted(dep.deployment_id, d.clock.now().toISOString()))) throw new AppError('DeploymentNotFound');
+  await d.pipelines.claimDeployment(id, dep.deployment_id, null);
+}
+
+const RotateRequest = v.strictObject({
+  grace_seconds: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(7 * 24 * 3600))),
+  credential: v.optional(v.picklist(['api_key', 'signing_secret'])),
+});
+
+/**
+ * Rotates the API key (or the callback signing secret). Without a grace period the old one
+ * stops at once; with one, both work until it ends, and callbacks carry both signatures.
+ */
+export async function rotate(d: Deps, id: string, body: string | null) {
+  const m = await meta(d, id);
+  const parsed = v.safeParse(RotateRequest, parseJson(body, 'body') ?? {});
+  if (!parsed.success) {
+    throw new AppError('InvalidRequest', parsed.issues.map((i) => ({ path: v.getDotPath(i) ?? '(body)', reason: i.message })));
+  }
+  const dep = await currentDeployment(d, m);
+  if (!dep) throw new AppError('DeploymentNotFound');
+  const now = d.clock.now();
+  const grace = parsed.output.grace_seconds ?? 0;
+  const until = epochSeconds(now) + grace;
+  const alive = <T extends { expires_at: number | null }>(xs: T[]): T[] =>
+    grace === 0 ? [] : xs.filter((x) => x.expires_at === null || x.expires_at > epochSeconds(now)).map((x) => ({ ...x, expires_at: x.expires_at ?? until }));
+  const creds = await newCredentials(d, dep.deployment_id);
+  if (parsed.output.credential === 'signing_secret') {
+    const ok = await d.deployments.replaceSigningSecrets(dep.deployment_id, dep.revision, [
+      { sealed: creds.sealed, expires_at: null },
+      ...alive(dep.signing_secrets),
+    ]);
+    if (!ok) throw new AppError('Conflict', 'the deployment changed while rotating; try again');
+    return { signing_secret: creds.signingSecret };
+  }
+  const ok = await d.deployments.replaceKeys(dep.deployment_id, dep.revision, [{ hash: creds.keyHash, expires_at: null }, ...alive(dep.key_hashes)]);
+  if (!ok) throw new AppError('Conflict', 'the deployment changed while rotating; try again');
+  return { api_key: creds.apiKey };
+}
