@@ -1,0 +1,214 @@
+/**
+ * The published contract of a pipeline and the owner's readiness view (SPEC sections 3 and 7):
+ * what a run discovers, which entries the owner lets callers see, whether publishing is
+ * allowed, and what a caller is shown.
+ */
+import * as v from 'valibot';
+import { AppError } from './errors';
+import type { ExecutionStatus } from './transitions';
+import type {
+  Contract,
+  ContractInput,
+  ContractOutput,
+  Deployment,
+  PipelineDefinition,
+  Problem,
+  RawValue,
+  RunPointer,
+} from './types';
+
+/** Every input and output node of a version, in declaration order, all visible. */
+export function discoverContract(def: PipelineDefinition, runInputs: Record<string, RawValue>): Contract {
+  const inputs: ContractInput[] = [];
+  const outputs: ContractOutput[] = [];
+  for (const [id, node] of Object.entries(def.nodes)) {
+    if (node.type === 'input') {
+      const used = Object.prototype.hasOwnProperty.call(runInputs, id) ? runInputs[id] : undefined;
+      inputs.push({ id, value_type: node.value_type, value: used ?? node.value, visible: true });
+    } else if (node.type === 'output') {
+      outputs.push({ id, visible: true });
+    }
+  }
+  return { inputs, outputs };
+}
+
+const isPlainObject = (x: unknown): x is Record<string, unknown> =>
+  typeof x === 'object' && x !== null && !Array.isArray(x);
+
+const VisibilityEntry = v.pipe(
+  v.custom<Record<string, unknown>>(isPlainObject, 'must be an object'),
+  v.strictObject({ visible: v.boolean('must be true or false') }, (issue) =>
+    issue.expected === 'never' ? 'is not a known field' : 'is required',
+  ),
+);
+// The maps are walked by hand (below) rather than with v.record, which silently skips keys
+// such as `constructor` that are nonetheless valid node ids.
+const VisibilityMap = v.custom<Record<string, unknown>>(isPlainObject, 'must be an object');
+const PublishRequest = v.pipe(
+  v.custom<Record<string, unknown>>(isPlainObject, 'must be an object'),
+  v.strictObject({ inputs: v.optional(VisibilityMap), outputs: v.optional(VisibilityMap) }, 'is not a known field'),
+);
+
+const pathOf = (issue: v.BaseIssue<unknown>, prefix: string): string => {
+  const inner = v.getDotPath(issue);
+  if (inner === null) return prefix === '' ? '(body)' : prefix;
+  return prefix === '' ? inner : `${prefix}.${inner}`;
+};
+
+function sectionProblems(section: 'inputs' | 'outputs', map: Record<string, unknown> | undefined, known: Set<string>): Problem[] {
+  if (map === undefined) return [];
+  const problems: Problem[] = [];
+  for (const [id, entry] of Object.entries(map)) {
+    const at = `${section}.${id}`;
+    if (!known.has(id)) {
+      problems.push({ path: at, reason: `no ${section === 'inputs' ? 'input' : 'output'} node with this id` });
+      continue;
+    }
+    const parsed = v.safeParse(VisibilityEntry, entry);
+    if (!parsed.success) problems.push(...parsed.issues.map((i) => ({ path: pathOf(i, at), reason: i.message })));
+  }
+  return problems;
+}
+
+/**
+ * Applies the owner's visibility choices from a publish request to a freshly discovered
+ * contract. An entry the request does not mention keeps the visibility it had in the previous
+ * deployment, so hiding something once is not undone by a later publish that forgets it.
+ */
+export function applyVisibility(discovered: Contract, request: unknown, previous: Contract | null): Contract {
+  const parsed = v.safeParse(PublishRequest, request === null || request === undefined ? {} : request);
+  if (!parsed.success) {
+    throw new AppError('InvalidRequest', parsed.issues.map((i) => ({ path: pathOf(i, ''), reason: i.message })));
+  }
+  const body = parsed.output;
+  const problems = [
+    ...sectionProblems('inputs', body.inputs, new Set(discovered.inputs.map((i) => i.id))),
+    ...sectionProblems('outputs', body.outputs, new Set(discovered.outputs.map((o) => o.id))),
+  ];
+  if (problems.length > 0) throw new AppError('InvalidRequest', problems);
+
+  const asked = (section: 'inputs' | 'outputs', id: string): boolean | undefined => {
+    const map = body[section];
+    if (map === undefined || !Object.prototype.hasOwnProperty.call(map, id)) return undefined;
+    const entry = map[id];
+    return isPlainObject(entry) && typeof entry.visible === 'boolean' ? entry.visible : undefined;
+  };
+  const before = (entries: readonly { id: string; visible: boolean }[] | undefined, id: string) =>
+    entries?.find((e) => e.id === id)?.visible;
+
+  return {
+    inputs: discovered.inputs.map((i) => ({
+      ...i,
+      visible: asked('inputs', i.id) ?? before(previous?.inputs, i.id) ?? true,
+    })),
+    outputs: discovered.outputs.map((o) => ({
+      ...o,
+      visible: asked('outputs', o.id) ?? before(previous?.outputs, o.id) ?? true,
+    })),
+  };
+}
+
+const hasEntries = (c: Contract | null): boolean => c !== null && (c.inputs.length > 0 || c.outputs.length > 0);
+
+/** Refuses a publish for the reasons of SPEC section 3, in the order a user should fix them. */
+export function assertPublishable(
+  latestFinished: RunPointer | null,
+  lastSuccessful: RunPointer | null,
+  discovered: Contract | null,
+): void {
+  if (lastSuccessful === null) throw new AppError('PublishNoSuccessfulRun');
+  // A successful run is a finished one, so latestFinished is only null if the caller lost it.
+  const latest = latestFinished ?? lastSuccessful;
+  if (latest.status !== 'completed') {
+    throw new AppError('PublishLatestRunFailed', undefined, {
+      latest_run: { run_id: latest.run_id, status: latest.status, version: latest.version },
+    });
+  }
+  if (!hasEntries(discovered)) throw new AppError('PublishNoInputsOrOutputs');
+}
+
+export type ReadinessState = 'run_required' | 'not_published' | 'live' | 'needs_publish';
+
+export interface RunSummary {
+  run_id: string;
+  status: ExecutionStatus;
+  version: number;
+}
+
+export interface Readiness {
+  pipeline_id: string;
+  state: ReadinessState;
+  publishable: boolean;
+  latest_run: RunSummary | null;
+  /** Inputs and outputs of the contract the state is about: the live one, else the discovered one. */
+  counts: { inputs: number; outputs: number };
+  /** When the live contract was published; null unless the state is `live`. */
+  published_at: string | null;
+  discovered: Contract | null;
+  deployment: {
+    deployment_id: string;
+    version: number;
+    published_at: string;
+    execute_url: string;
+    inputs: ContractInput[];
+    outputs: ContractOutput[];
+  } | null;
+}
+
+const summary = (r: RunPointer | null): RunSummary | null =>
+  r === null ? null : { run_id: r.run_id, status: r.status, version: r.version };
+
+/**
+ * The owner's view of where a pipeline stands. With a deployment but no finished run at all
+ * (nothing has been run since), nothing contradicts the published version, so it counts as live.
+ */
+export function readiness(args: {
+  pipeline_id: string;
+  latestRun: RunPointer | null;
+  latestFinished: RunPointer | null;
+  lastSuccessful: RunPointer | null;
+  discovered: Contract | null;
+  deployment: (Deployment & { execute_url: string }) | null;
+}): Readiness {
+  const { deployment, latestFinished, discovered } = args;
+  let state: ReadinessState;
+  if (deployment === null) state = args.lastSuccessful === null ? 'run_required' : 'not_published';
+  else state = latestFinished === null || latestFinished.version === deployment.version ? 'live' : 'needs_publish';
+
+  const counted: Contract | null = state === 'live' && deployment !== null ? deployment : discovered;
+  return {
+    pipeline_id: args.pipeline_id,
+    state,
+    publishable: latestFinished?.status === 'completed' && hasEntries(discovered),
+    latest_run: summary(args.latestRun),
+    counts: { inputs: counted?.inputs.length ?? 0, outputs: counted?.outputs.length ?? 0 },
+    published_at: state === 'live' && deployment !== null ? deployment.published_at : null,
+    discovered: discovered === null ? null : { inputs: discovered.inputs, outputs: discovered.outputs },
+    deployment:
+      deployment === null
+        ? null
+        : {
+            deployment_id: deployment.deployment_id,
+            version: deployment.version,
+            published_at: deployment.published_at,
+            execute_url: deployment.execute_url,
+            inputs: deployment.inputs,
+            outputs: deployment.outputs,
+          },
+  };
+}
+
+export interface CallerContract {
+  deployment_id: string;
+  inputs: { id: string; value_type: ContractInput['value_type']; value: RawValue }[];
+  outputs: { id: string }[];
+}
+
+/** What a caller may see of a deployment: visible entries only, without the visibility flag. */
+export function callerContract(d: Pick<Deployment, 'deployment_id' | 'inputs' | 'outputs'>): CallerContract {
+  return {
+    deployment_id: d.deployment_id,
+    inputs: d.inputs.filter((i) => i.visible).map((i) => ({ id: i.id, value_type: i.value_type, value: i.value })),
+    outputs: d.outputs.filter((o) => o.visible).map((o) => ({ id: o.id })),
+  };
+}
