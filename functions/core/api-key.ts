@@ -1,0 +1,143 @@
+/**
+ * API keys and secrets. A key is shown once and stored only as a keyed hash; it names its own
+ * deployment and carries a checksum, so a mistyped or made-up key is refused before any lookup
+ * and a leaked one is recognisable by its prefix. Signing secrets are stored sealed.
+ */
+import { createCipheriv, createDecipheriv, createHash, createHmac, timingSafeEqual } from 'node:crypto';
+
+export const API_KEY_PREFIX = 'pgk_';
+const KEY_RANDOM_BYTES = 24;
+const CHECKSUM_CHARS = 6;
+const UUID = /^([0-9a-f]{8})-([0-9a-f]{4})-([0-9a-f]{4})-([0-9a-f]{4})-([0-9a-f]{12})$/;
+// 24 random bytes are exactly 32 base64url characters, so every key has the same length.
+const API_KEY = /^pgk_([0-9a-f]{32})([A-Za-z0-9_-]{32})([A-Za-z0-9_-]{6})$/;
+
+const checksum = (body: string): string =>
+  createHash('sha256').update(body).digest('base64url').slice(0, CHECKSUM_CHARS);
+
+/** A new key for a deployment: prefix, the deployment id's hex, random part, checksum. */
+export function generateApiKey(deploymentId: string, random: Buffer): string {
+  const match = UUID.exec(deploymentId.toLowerCase());
+  if (match === null) throw new Error(`deployment id ${deploymentId} is not a UUID`);
+  if (random.length < KEY_RANDOM_BYTES) throw new Error(`an API key needs ${KEY_RANDOM_BYTES} random bytes`);
+  const body = `${API_KEY_PREFIX}${match.slice(1).join('')}${random.subarray(0, KEY_RANDOM_BYTES).toString('base64url')}`;
+  return body + checksum(body);
+}
+
+/** The deployment a well-formed key names, or null for anything malformed. */
+export function parseApiKey(key: string): { deploymentId: string } | null {
+  const match = API_KEY.exec(key);
+  if (match === null) return null;
+  const [, hex = '', , sum] = match;
+  if (sum !== checksum(key.slice(0, -CHECKSUM_CHARS))) return null;
+  const deploymentId = [hex.slice(0, 8), hex.slice(8, 12), hex.slice(12, 16), hex.slice(16, 20), hex.slice(20)].join('-');
+  return { deploymentId };
+}
+
+/** The stored form of a key: HMAC-SHA-256 under the service's pepper, hex. */
+export function hashApiKey(key: string, pepper: Buffer): string {
+  return createHmac('sha256', pepper).update(key).digest('hex');
+}
+
+/** Whether a key matches any stored hash; every hash is compared, in constant time each. */
+export function keyMatches(key: string, pepper: Buffer, storedHashes: string[]): boolean {
+  const candidate = Buffer.from(hashApiKey(key, pepper), 'utf8');
+  let matched = false;
+  for (const stored of storedHashes) {
+    const expected = Buffer.from(stored, 'utf8');
+    if (expected.length === candidate.length && timingSafeEqual(expected, candidate)) matched = true;
+  }
+  return matched;
+}
+
+const API_KEY_SCHEME = /^api-key[ \t]+(\S+)$/i;
+
+/**
+ * The key from `X-API-Key` or `Authorization: Api-Key <key>`. Two different keys in one
+ * request are refused rather than choosing between them.
+ */
+export function extractApiKey(headers: Record<string, string | undefined>): string | null {
+  const fromHeader: string[] = [];
+  const fromAuthorization: string[] = [];
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined) continue;
+    const lower = name.toLowerCase();
+    if (lower === 'x-api-key') {
+      const key = value.trim();
+      if (key !== '') fromHeader.push(key);
+    } else if (lower === 'authorization') {
+      const match = API_KEY_SCHEME.exec(value.trim());
+      if (match?.[1] !== undefined) fromAuthorization.push(match[1]);
+    }
+  }
+  const keys = new Set([...fromHeader, ...fromAuthorization]);
+  if (keys.size !== 1) return null;
+  const [key] = keys;
+  return key ?? null;
+}
+
+/** Compares two secrets without revealing, by timing, where or whether their lengths differ. */
+export function constantTimeEquals(a: string, b: string): boolean {
+  const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
+  return timingSafeEqual(digest(a), digest(b));
+}
+
+const SIGNING_SECRET_BYTES = 32;
+
+/** A callback signing secret in the Standard Webhooks format: `whsec_` + base64 of 32 bytes. */
+export function generateSigningSecret(random: Buffer): string {
+  if (random.length < SIGNING_SECRET_BYTES) throw new Error(`a signing secret needs ${SIGNING_SECRET_BYTES} random bytes`);
+  return `whsec_${random.subarray(0, SIGNING_SECRET_BYTES).toString('base64')}`;
+}
+
+const SEAL_VERSION = 'v1';
+const GCM_IV_BYTES = 12;
+const GCM_TAG_BYTES = 16;
+const B64URL = /^[A-Za-z0-9_-]*$/;
+
+function checkMasterKey(masterKey: Buffer): void {
+  if (masterKey.length !== 32) throw new Error('the master key must be 32 bytes');
+}
+
+/** Seals a secret with AES-256-GCM as `v1.<iv>.<tag>.<ciphertext>` (base64url parts). */
+export function sealSecret(plaintext: string, masterKey: Buffer, iv: Buffer): string {
+  checkMasterKey(masterKey);
+  if (iv.length !== GCM_IV_BYTES) throw new Error(`the IV must be ${GCM_IV_BYTES} bytes`);
+  const cipher = createCipheriv('aes-256-gcm', masterKey, iv, { authTagLength: GCM_TAG_BYTES });
+  const ciphertext = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
+  const tag = cipher.getAuthTag();
+  return [SEAL_VERSION, iv, tag, ciphertext].map((p) => (typeof p === 'string' ? p : p.toString('base64url'))).join('.');
+}
+
+/** Opens a sealed secret; anything malformed, tampered with or sealed under another key throws. */
+export function openSecret(sealed: string, masterKey: Buffer): string {
+  checkMasterKey(masterKey);
+  const parts = sealed.split('.');
+  const [version, ivText, tagText, ciphertextText] = parts;
+  if (
+    parts.length !== 4 ||
+    version !== SEAL_VERSION ||
+    ivText === undefined ||
+    tagText === undefined ||
+    ciphertextText === undefined ||
+    ![ivText, tagText, ciphertextText].every((p) => B64URL.test(p))
+  ) {
+    throw new Error('sealed secret is malformed');
+  }
+  const iv = Buffer.from(ivText, 'base64url');
+  const tag = Buffer.from(tagText, 'base64url');
+  // Re-encoding catches non-canonical base64url that would otherwise decode to the same bytes.
+  if (iv.length !== GCM_IV_BYTES || tag.length !== GCM_TAG_BYTES || iv.toString('base64url') !== ivText || tag.toString('base64url') !== tagText) {
+    throw new Error('sealed secret is malformed');
+  }
+  const ciphertext = Buffer.from(ciphertextText, 'base64url');
+  if (ciphertext.toString('base64url') !== ciphertextText) throw new Error('sealed secret is malformed');
+  // The tag length is pinned: GCM would otherwise accept a truncated tag.
+  const decipher = createDecipheriv('aes-256-gcm', masterKey, iv, { authTagLength: GCM_TAG_BYTES });
+  decipher.setAuthTag(tag);
+  try {
+    return Buffer.concat([decipher.update(ciphertext), decipher.final()]).toString('utf8');
+  } catch (e) {
+    throw new Error('sealed secret failed authentication (tampered with, or sealed under another key)', { cause: e });
+  }
+}
