@@ -9,6 +9,7 @@ module.exports = {
   },
   // @middy/core ships ESM only; let the transform turn it into CommonJS.
   transformIgnorePatterns: ['/node_modules/(?!(@middy)/)'],
+  setupFiles: ['<rootDir>/test/support/env.ts'],
   testTimeout: 30000,
   maxWorkers: 2,
 };

@@ -23,7 +23,7 @@ const int = (fallback: number, min: number, max: number) =>
   );
 
 const seconds = v.pipe(
-  v.optional(v.string(), '5,30,120,600,1800,3600,7200,14400,28800,36000'),
+  v.optional(v.string(), '4,30,120,600,1800,3600,7200,14400,28800,36000'),
   v.transform((s) => s.split(',').map((x) => Number(x.trim()))),
   v.array(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(43200)), 'must be whole seconds'),
   v.minLength(1),

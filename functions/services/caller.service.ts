@@ -1,6 +1,7 @@
 /** The caller API's use cases: execute, status, result, cancel, contract (SPEC section 4). */
 import { createHash } from 'node:crypto';
 import { callerContract } from '../core/contract';
+import { deploymentOpenApi } from '../core/openapi';
 import { AppError } from '../core/errors';
 import { parseExecutionRequest } from '../core/execution-request';
 import { isTerminal } from '../core/transitions';
@@ -185,6 +186,11 @@ export async function afterTerminal(d: Deps, e: Execution): Promise<void> {
 export async function contract(d: Deps, auth: CallerAuth, deploymentId: string) {
   assertDeployment(auth, deploymentId);
   return callerContract(await liveDeployment(d, auth));
+}
+
+export async function openApi(d: Deps, auth: CallerAuth, deploymentId: string, baseUrl: string) {
+  assertDeployment(auth, deploymentId);
+  return deploymentOpenApi(await liveDeployment(d, auth), baseUrl);
 }
 
 export { executionUrls };
