@@ -1,0 +1,126 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startRuntime, type Runtime, type RuntimeOptions } from '../../lib/local/runtime';
+import type { PipelineDefinition } from '../../functions/core/types';
+
+export interface Reply<T = Record<string, unknown>> {
+  status: number;
+  headers: Headers;
+  body: T;
+  text: string;
+}
+
+export interface TestRuntime extends Runtime {
+  owner<T = Record<string, unknown>>(method: string, path: string, body?: unknown): Promise<Reply<T>>;
+  caller<T = Record<string, unknown>>(
+    method: string,
+    path: string,
+    key: string | null,
+    body?: unknown,
+    headers?: Record<string, string>,
+  ): Promise<Reply<T>>;
+  /** push → run (until completed) → publish: a live deployment and its credentials. */
+  publishPipeline(id: string, def: PipelineDefinition, visibility?: unknown): Promise<Published>;
+  runToEnd(id: string, inputs?: Record<string, unknown>): Promise<Record<string, unknown>>;
+  waitForExecution(id: string, key: string, done?: (status: string) => boolean, timeoutMs?: number): Promise<Record<string, unknown>>;
+  cleanup(): Promise<void>;
+}
+
+export interface Published {
+  deploymentId: string;
+  apiKey: string;
+  signingSecret: string;
+  body: Record<string, unknown>;
+}
+
+export async function request<T>(url: string, method: string, body: unknown, headers: Record<string, string>): Promise<Reply<T>> {
+  const init: RequestInit = { method, headers: { ...headers } };
+  if (body !== undefined) {
+    if (typeof body === 'string') init.body = body;
+    else {
+      init.body = JSON.stringify(body);
+      (init.headers as Record<string, string>)['content-type'] ??= 'application/json';
+    }
+  }
+  const res = await fetch(url, init);
+  const text = await res.text();
+  let parsed: unknown = {};
+  try {
+    parsed = text ? JSON.parse(text) : {};
+  } catch {
+    parsed = { raw: text };
+  }
+  return { status: res.status, headers: res.headers, body: parsed as T, text };
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export async function waitUntil<T>(fn: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 15_000, stepMs = 25): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (ok(v)) return v;
+    if (Date.now() > end) throw new Error(`condition not met within ${timeoutMs} ms; last value: ${JSON.stringify(v)}`);
+    await sleep(stepMs);
+  }
+}
+
+const TERMINAL = ['completed', 'failed', 'cancelled'];
+
+export async function startTestRuntime(opts: RuntimeOptions = {}): Promise<TestRuntime> {
+  const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'pipegate-e2e-'));
+  const rt = await startRuntime({ port: 0, inMemory: true, log: false, ...opts, dataDir });
+  const t: TestRuntime = {
+    ...rt,
+    owner: (method, path, body) => request(`${rt.url}${path}`, method, body, { authorization: `Bearer ${rt.ownerToken}` }),
+    caller: (method, path, key, body, headers = {}) =>
+      request(`${rt.url}${path}`, method, body, { ...(key ? { 'x-api-key': key } : {}), ...headers }),
+    async runToEnd(id, inputs) {
+      const started = await t.owner('POST', `/v1/pipelines/${id}/runs`, inputs ? { inputs } : {});
+      if (started.status !== 202) throw new Error(`run refused: ${started.text}`);
+      const runId = started.body.run_id as string;
+      const run = await waitUntil(
+        () => t.owner('GET', `/v1/pipelines/${id}/runs/${runId}`),
+        (r) => TERMINAL.includes(r.body.status as string),
+      );
+      return run.body;
+    },
+    async publishPipeline(id, def, visibility) {
+      const pushed = await t.owner('PUT', `/v1/pipelines/${id}`, def);
+      if (pushed.status >= 300) throw new Error(`push refused: ${pushed.text}`);
+      const run = await t.runToEnd(id);
+      if (run.status !== 'completed') throw new Error(`run did not complete: ${JSON.stringify(run)}`);
+      const pub = await t.owner('PUT', `/v1/pipelines/${id}/deployment`, visibility ?? {});
+      if (pub.status !== 201) throw new Error(`publish refused: ${pub.text}`);
+      return {
+        deploymentId: pub.body.deployment_id as string,
+        apiKey: pub.body.api_key as string,
+        signingSecret: pub.body.signing_secret as string,
+        body: pub.body,
+      };
+    },
+    async waitForExecution(id, key, done = (s) => TERMINAL.includes(s), timeoutMs = 15_000) {
+      const r = await waitUntil(
+        () => t.caller('GET', `/v1/deployments/executions/${id}/status/`, key),
+        (x) => done(x.body.status as string),
+        timeoutMs,
+      );
+      return r.body;
+    },
+    async cleanup() {
+      await rt.stop();
+      if (!opts.dataDir) rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+  return t;
+}
+
+export const greeting: PipelineDefinition = {
+  description: 'Greets someone',
+  nodes: {
+    name: { type: 'input', value_type: 'string', value: 'world' },
+    greeting: { type: 'transform', inputs: ['name'], expression: "'Hello, ' & name & '!'" },
+    message: { type: 'output', from: 'greeting' },
+  },
+};
