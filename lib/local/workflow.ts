@@ -171,9 +171,18 @@ export class LocalWorkflow implements WorkflowPort {
     }
   }
 
-  async stopAll(): Promise<void> {
+  /**
+   * Aborts every execution and waits for their task calls to return, or at most `graceMs`
+   * (after which the calls still going are left to the process's exit).
+   */
+  async stopAll(graceMs = Infinity): Promise<void> {
     for (const run of this.runs.values()) run.abort();
-    await this.idle();
+    if (graceMs === Infinity) return this.idle();
+    let timer: NodeJS.Timeout | undefined;
+    const grace = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, graceMs);
+    });
+    await Promise.race([this.idle(), grace]).finally(() => clearTimeout(timer));
   }
 
   private async invoke(run: Run, task: WorkflowTask, input: JsonValue): Promise<JsonValue> {

@@ -276,6 +276,24 @@ describe('LocalWorkflow', () => {
     expect(wf.running()).toEqual([]);
   });
 
+  it('stopAll with a grace period returns while a task call is still going', async () => {
+    // Prepare
+    const hold = gate();
+    const { tasks } = recorder({ MarkRunning: () => hold.wait.then(() => ({ proceed: false })) });
+    const wf = new LocalWorkflow({ definition, tasks });
+    await wf.start('slow', input('slow'));
+
+    // Act
+    await wf.stopAll(20);
+    const left = wf.running();
+    hold.open();
+    await wf.idle();
+
+    // Assess
+    expect(left).toEqual(['slow']);
+    expect(wf.running()).toEqual([]);
+  });
+
   it('refuses names and inputs Step Functions would refuse, and tasks that do not match the document', async () => {
     // Prepare
     const { tasks } = recorder();
