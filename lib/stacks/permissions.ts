@@ -1,0 +1,77 @@
+/**
+ * What each function may touch on AWS, as data: the service stack grants exactly this and the
+ * stack tests check the synthesized policies against it. Plain data: no aws-cdk-lib.
+ */
+import { routeHandlers, WORKERS } from '../routes';
+import type { QueueDefinition } from '../queues';
+
+export type TableAction = 'GetItem' | 'PutItem' | 'UpdateItem' | 'Query';
+export type StatesAction = 'StartExecution' | 'StopExecution';
+export type QueueId = QueueDefinition['id'];
+
+export interface FunctionAccess {
+  /** DynamoDB actions on the main table; Query also covers its indexes. */
+  table: readonly TableAction[];
+  /** Queues the function sends to. */
+  send: readonly QueueId[];
+  /** The queue whose event source invokes the function. */
+  consumes?: QueueId;
+  /** Reads the key material secret (pepper and master key). */
+  secret: boolean;
+  /** Step Functions actions on the pipegate state machine (StopExecution: on its executions). */
+  states: readonly StatesAction[];
+}
+
+const READ: readonly TableAction[] = ['GetItem'];
+const LIST: readonly TableAction[] = ['GetItem', 'Query'];
+const WRITE: readonly TableAction[] = ['GetItem', 'PutItem', 'UpdateItem'];
+const UPDATE: readonly TableAction[] = ['GetItem', 'UpdateItem'];
+const ALL: readonly TableAction[] = ['GetItem', 'PutItem', 'UpdateItem', 'Query'];
+
+const access = (table: readonly TableAction[], more: Partial<Omit<FunctionAccess, 'table'>> = {}): FunctionAccess => ({
+  table,
+  send: more.send ?? [],
+  consumes: more.consumes,
+  secret: more.secret ?? false,
+  states: more.states ?? [],
+});
+
+/** Keyed by handler name (the folder under functions/). */
+export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
+  // Callers.
+  authorizer: access(READ, { secret: true }),
+  execute: access(WRITE, { send: ['executions'] }),
+  'execution-status': access(READ),
+  'execution-result': access(READ),
+  'execution-cancel': access(UPDATE, { states: ['StopExecution'], send: ['callbacks'] }),
+  'deployment-contract': access(READ),
+  'deployment-openapi': access(READ),
+  // Owners.
+  'pipeline-list': access(LIST),
+  'pipeline-get': access(LIST),
+  'pipeline-push': access(ALL),
+  'run-start': access(WRITE, { send: ['executions'] }),
+  'run-list': access(LIST),
+  'run-get': access(LIST),
+  'owner-execution-get': access(LIST),
+  'deployment-readiness': access(LIST),
+  'deployment-publish': access(ALL, { secret: true }),
+  'deployment-keys': access(ALL, { secret: true }),
+  'deployment-delete': access(UPDATE),
+  // Workers.
+  runner: access(UPDATE, { consumes: 'executions', states: ['StartExecution'] }),
+  'task-start': access(UPDATE, { send: ['callbacks'] }),
+  'task-run': access(['GetItem', 'UpdateItem', 'Query'], { send: ['callbacks'] }),
+  'task-fail': access(UPDATE, { send: ['callbacks'] }),
+  // Retries go back onto its own queue with a delay.
+  'callback-dispatch': access(UPDATE, { consumes: 'callbacks', secret: true, send: ['callbacks'] }),
+};
+
+/** Every function pipegate deploys: the route handlers and the workers. */
+export const allFunctionNames = (): string[] => [...new Set([...routeHandlers(), ...Object.values(WORKERS)])];
+
+export function accessFor(name: string): FunctionAccess {
+  const a = ACCESS[name];
+  if (!a) throw new Error(`No access entry for function "${name}" in lib/stacks/permissions.ts`);
+  return a;
+}

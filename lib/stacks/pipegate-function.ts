@@ -1,0 +1,153 @@
+/**
+ * The one place that holds every Lambda default: bundling, runtime, architecture, tracing, log
+ * retention, memory, environment and a role that starts empty and is granted only what
+ * lib/stacks/permissions.ts lists.
+ */
+import * as path from 'node:path';
+import { ArnFormat, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
+import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
+import { Construct } from 'constructs';
+import type { StatesAction, TableAction } from './permissions';
+
+export const REPO_ROOT = path.resolve(__dirname, '..', '..');
+export const RUNTIME = lambda.Runtime.NODEJS_24_X;
+/** esbuild's target, kept in step with RUNTIME. */
+export const ESBUILD_TARGET = 'node24';
+export const DEFAULT_MEMORY_MB = 256;
+
+export const handlerEntry = (name: string): string => path.join(REPO_ROOT, 'functions', name, 'handler.ts');
+
+export interface PipegateFunctionProps {
+  /** Name of the handler folder under functions/ (also the function's label in the console). */
+  name: string;
+  /** Source file exporting `handler`; defaults to functions/<name>/handler.ts. */
+  entry?: string;
+  timeout: Duration;
+  memorySize?: number;
+  environment?: Record<string, string>;
+  /** One of the periods CloudWatch Logs accepts (checked in settings.ts). */
+  logRetentionDays: number;
+}
+
+export class PipegateFunction extends Construct {
+  readonly fn: nodejs.NodejsFunction;
+  readonly role: iam.Role;
+  readonly logGroup: logs.LogGroup;
+
+  constructor(scope: Construct, id: string, props: PipegateFunctionProps) {
+    super(scope, id);
+
+    this.logGroup = new logs.LogGroup(this, 'Logs', {
+      retention: props.logRetentionDays as logs.RetentionDays,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+
+    // An explicit role instead of AWSLambdaBasicExecutionRole: that managed policy may create
+    // log groups and write to any of them; this one may write to its own group only.
+    this.role = new iam.Role(this, 'Role', {
+      assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+      description: `pipegate ${props.name}`,
+    });
+    this.role.addToPrincipalPolicy(
+      new iam.PolicyStatement({
+        actions: ['logs:CreateLogStream', 'logs:PutLogEvents'],
+        resources: [this.logGroup.logGroupArn],
+      }),
+    );
+
+    this.fn = new nodejs.NodejsFunction(this, 'Function', {
+      entry: props.entry ?? handlerEntry(props.name),
+      handler: 'handler',
+      projectRoot: REPO_ROOT,
+      depsLockFilePath: path.join(REPO_ROOT, 'package-lock.json'),
+      description: `pipegate ${props.name}`,
+      runtime: RUNTIME,
+      architecture: lambda.Architecture.ARM_64,
+      memorySize: props.memorySize ?? DEFAULT_MEMORY_MB,
+      timeout: props.timeout,
+      tracing: lambda.Tracing.ACTIVE,
+      logGroup: this.logGroup,
+      role: this.role,
+      environment: {
+        POWERTOOLS_SERVICE_NAME: 'pipegate',
+        POWERTOOLS_METRICS_NAMESPACE: 'pipegate',
+        NODE_OPTIONS: '--enable-source-maps',
+        ...props.environment,
+      },
+      bundling: {
+        minify: true,
+        sourceMap: true,
+        // Stack traces need file and line, not the original text: keeps the bundle small.
+        sourcesContent: false,
+        target: ESBUILD_TARGET,
+        format: nodejs.OutputFormat.CJS,
+        // ESM builds of the SDK tree-shake far better than its CommonJS ones.
+        mainFields: ['module', 'main'],
+        // The SDK v3 is bundled, not taken from the runtime: the function runs the exact client
+        // versions the tests ran against (package-lock.json), and a minified, tree-shaken
+        // bundle loads faster on a cold start than the runtime's full SDK from disk.
+        bundleAwsSDK: true,
+        externalModules: [],
+      },
+    });
+
+    // Lambda adds xray:PutTraceSegments and xray:PutTelemetryRecords on "*" for active tracing.
+    Validations.of(this).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason: 'X-Ray trace submission (xray:PutTraceSegments, xray:PutTelemetryRecords) supports no resource-level permissions.',
+    });
+  }
+
+  /** DynamoDB actions on the table, and Query on its named indexes (no index wildcard). */
+  grantTable(table: dynamodb.ITable, actions: readonly TableAction[], indexNames: readonly string[]): void {
+    if (actions.length === 0) return;
+    const resources = [table.tableArn];
+    if (actions.includes('Query')) resources.push(...indexNames.map((n) => `${table.tableArn}/index/${n}`));
+    this.role.addToPrincipalPolicy(
+      new iam.PolicyStatement({ actions: actions.map((a) => `dynamodb:${a}`), resources }),
+    );
+  }
+
+  grantSend(queue: sqs.IQueue): void {
+    this.role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['sqs:SendMessage'], resources: [queue.queueArn] }));
+  }
+
+  grantSecretRead(secret: secretsmanager.ISecret): void {
+    this.role.addToPrincipalPolicy(
+      new iam.PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [secret.secretArn] }),
+    );
+  }
+
+  /**
+   * StartExecution on the machine; StopExecution on its executions, whose names (the pipegate
+   * execution ids) are only known at run time.
+   */
+  grantStates(machine: sfn.StateMachine, actions: readonly StatesAction[]): void {
+    for (const action of actions) {
+      const resources = action === 'StartExecution' ? [machine.stateMachineArn] : [executionArnPattern(machine)];
+      this.role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: [`states:${action}`], resources }));
+    }
+  }
+
+  /** Acknowledges a cdk-nag finding on this function and its role, with the reason. */
+  acknowledge(id: string, reason: string): void {
+    Validations.of(this).acknowledge({ id, reason });
+  }
+}
+
+/** arn:…:execution:<machine name>:* — every execution of one state machine, and nothing else. */
+export function executionArnPattern(machine: sfn.StateMachine): string {
+  return Stack.of(machine).formatArn({
+    service: 'states',
+    resource: 'execution',
+    resourceName: `${machine.stateMachineName}:*`,
+    arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+  });
+}

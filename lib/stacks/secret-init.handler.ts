@@ -1,0 +1,73 @@
+/**
+ * CloudFormation custom resource that completes the key-material secret. CloudFormation can
+ * generate one random value per secret (the pepper); this adds the 32-byte master key. It only
+ * ever adds what is missing: an existing pepper or master key is never replaced, because every
+ * API-key hash and sealed signing secret depends on them. Values never leave this function.
+ */
+import { randomBytes } from 'node:crypto';
+import { GetSecretValueCommand, PutSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+
+export interface CustomResourceEvent {
+  RequestType: 'Create' | 'Update' | 'Delete';
+  ResponseURL: string;
+  StackId: string;
+  RequestId: string;
+  LogicalResourceId: string;
+  PhysicalResourceId?: string;
+  ResourceProperties: { SecretId?: unknown };
+}
+
+const client = new SecretsManagerClient({});
+
+/** The secret's new content, or null when it already holds both values. */
+export function completeMaterial(current: string, random: (bytes: number) => Buffer): string | null {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(current);
+  } catch {
+    parsed = {};
+  }
+  const value: Record<string, unknown> = typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? { ...parsed } : {};
+  let changed = false;
+  if (typeof value.pepper !== 'string' || value.pepper.length < 16) {
+    value.pepper = random(32).toString('base64url');
+    changed = true;
+  }
+  const key = typeof value.master_key === 'string' ? Buffer.from(value.master_key, 'base64') : Buffer.alloc(0);
+  if (key.length !== 32) {
+    value.master_key = random(32).toString('base64');
+    changed = true;
+  }
+  return changed ? JSON.stringify(value) : null;
+}
+
+async function respond(event: CustomResourceEvent, status: 'SUCCESS' | 'FAILED', physicalId: string, reason?: string): Promise<void> {
+  const body = JSON.stringify({
+    Status: status,
+    Reason: reason ?? status,
+    PhysicalResourceId: physicalId,
+    StackId: event.StackId,
+    RequestId: event.RequestId,
+    LogicalResourceId: event.LogicalResourceId,
+  });
+  // The pre-signed S3 URL rejects any content type it was not signed with.
+  const res = await fetch(event.ResponseURL, { method: 'PUT', body, headers: { 'content-type': '' } });
+  if (!res.ok) throw new Error(`CloudFormation response rejected: ${res.status}`);
+}
+
+export async function handler(event: CustomResourceEvent): Promise<void> {
+  const secretId = typeof event.ResourceProperties.SecretId === 'string' ? event.ResourceProperties.SecretId : '';
+  const physicalId = event.PhysicalResourceId ?? `secret-init-${secretId}`;
+  if (event.RequestType === 'Delete') return respond(event, 'SUCCESS', physicalId);
+  try {
+    if (!secretId) throw new Error('SecretId property missing');
+    const current = await client.send(new GetSecretValueCommand({ SecretId: secretId }));
+    const next = completeMaterial(current.SecretString ?? '', randomBytes);
+    if (next !== null) await client.send(new PutSecretValueCommand({ SecretId: secretId, SecretString: next }));
+    await respond(event, 'SUCCESS', physicalId);
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    console.error(JSON.stringify({ level: 'error', message: 'secret init failed', error_message: message }));
+    await respond(event, 'FAILED', physicalId, message);
+  }
+}

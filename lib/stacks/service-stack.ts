@@ -1,0 +1,317 @@
+/**
+ * The stateless half: one function per handler, the REST API built from lib/routes.ts, the
+ * state machine from lib/state-machine.asl.json, the queue event sources and the alarms.
+ * Access for every function comes from lib/stacks/permissions.ts.
+ */
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
+import { CfnOutput, Duration, RemovalPolicy, Stack, Token, Validations, type StackProps } from 'aws-cdk-lib';
+import * as apigw from 'aws-cdk-lib/aws-apigateway';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as cwActions from 'aws-cdk-lib/aws-cloudwatch-actions';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
+import type { Construct } from 'constructs';
+import { QUEUES } from '../queues';
+import { ROUTES, WORKERS, type Route } from '../routes';
+import { MAIN_TABLE } from '../tables';
+import { accessFor, allFunctionNames } from './permissions';
+import { PipegateFunction, REPO_ROOT } from './pipegate-function';
+import { TASK_RUN_MARGIN_SECONDS, type Settings } from './settings';
+import type { StatefulStack } from './stateful-stack';
+
+export const ASL_PATH = path.join(REPO_ROOT, 'lib', 'state-machine.asl.json');
+
+/** Placeholders in the ASL document and the task function each one stands for. */
+export const ASL_SUBSTITUTIONS = {
+  TaskStartArn: WORKERS.taskStart,
+  TaskRunArn: WORKERS.taskRun,
+  TaskFailArn: WORKERS.taskFail,
+} as const;
+
+/** Route handlers answer well inside API Gateway's 29 s integration limit. */
+const ROUTE_TIMEOUT = Duration.seconds(15);
+const TASK_TIMEOUT = Duration.seconds(30);
+
+/** Bodies of the responses API Gateway gives on its own, in SPEC's error shape. */
+export const GATEWAY_RESPONSES: readonly {
+  type: apigw.ResponseType;
+  statusCode?: string;
+  body: string;
+  headers?: Record<string, string>;
+}[] = [
+  {
+    type: apigw.ResponseType.UNAUTHORIZED,
+    statusCode: '401',
+    body: '{"error":"Unauthorized"}',
+    headers: { 'WWW-Authenticate': "'Api-Key'" },
+  },
+  { type: apigw.ResponseType.ACCESS_DENIED, statusCode: '403', body: '{"error":"Forbidden"}' },
+  { type: apigw.ResponseType.THROTTLED, statusCode: '429', body: '{"error":"Too Many Requests"}' },
+  // API Gateway answers "Missing Authentication Token" for any path or method it has no route for.
+  { type: apigw.ResponseType.MISSING_AUTHENTICATION_TOKEN, statusCode: '404', body: '{"error":"Not Found"}' },
+  { type: apigw.ResponseType.REQUEST_TOO_LARGE, statusCode: '413', body: '{"error":"Payload Too Large"}' },
+  // messageString is the message already quoted and escaped for JSON.
+  { type: apigw.ResponseType.DEFAULT_4XX, body: '{"error":$context.error.messageString}' },
+  { type: apigw.ResponseType.DEFAULT_5XX, body: '{"error":"Internal Error","request_id":"$context.requestId"}' },
+];
+
+export interface ServiceStackProps extends StackProps {
+  settings: Settings;
+  stateful: StatefulStack;
+}
+
+export class ServiceStack extends Stack {
+  readonly functions: Readonly<Record<string, PipegateFunction>>;
+  readonly stateMachine: sfn.StateMachine;
+  readonly api: apigw.RestApi;
+  readonly apiUrl: string;
+
+  constructor(scope: Construct, id: string, props: ServiceStackProps) {
+    super(scope, id, props);
+    const { settings, stateful } = props;
+
+    const baseEnvironment: Record<string, string> = {
+      PIPEGATE_TABLE: stateful.table.tableName,
+      PIPEGATE_EXECUTIONS_QUEUE_URL: stateful.queues.executions.queue.queueUrl,
+      PIPEGATE_CALLBACKS_QUEUE_URL: stateful.queues.callbacks.queue.queueUrl,
+      PIPEGATE_SECRET_ARN: stateful.secret.secretArn,
+      PIPEGATE_EXECUTION_TIMEOUT_MS: String(settings.executionTimeoutMs),
+      PIPEGATE_ALLOW_PRIVATE_URLS: 'false',
+    };
+
+    const functions: Record<string, PipegateFunction> = {};
+    for (const name of allFunctionNames()) {
+      const access = accessFor(name);
+      functions[name] = new PipegateFunction(this, pascal(name), {
+        name,
+        timeout: this.timeoutFor(name, settings),
+        environment: baseEnvironment,
+        logRetentionDays: settings.logRetentionDays,
+      });
+      const fn = functions[name];
+      fn.grantTable(stateful.table, access.table, MAIN_TABLE.indexes.map((i) => i.name));
+      for (const q of access.send) fn.grantSend(stateful.queues[q].queue);
+      if (access.secret) fn.grantSecretRead(stateful.secret);
+      if (access.consumes) {
+        const pair = stateful.queues[access.consumes];
+        fn.fn.addEventSource(
+          new SqsEventSource(pair.queue, { batchSize: pair.definition.batchSize, reportBatchItemFailures: true }),
+        );
+      }
+    }
+    this.functions = functions;
+
+    this.stateMachine = this.buildStateMachine(settings);
+    for (const name of allFunctionNames()) {
+      const access = accessFor(name);
+      if (access.states.length === 0) continue;
+      const fn = this.fn(name);
+      fn.grantStates(this.stateMachine, access.states);
+      // Only functions that drive the machine learn its ARN; the task functions it invokes
+      // must not, or the machine and its tasks would depend on each other.
+      fn.fn.addEnvironment('PIPEGATE_STATE_MACHINE_ARN', this.stateMachine.stateMachineArn);
+      if (access.states.includes('StopExecution')) {
+        fn.acknowledge(
+          `AwsSolutions-IAM5[Resource::${this.executionPatternFinding()}]`,
+          'Cancel stops the execution named after the pipegate execution id, known only at run time; the pattern covers this state machine only.',
+        );
+      }
+    }
+
+    this.api = this.buildApi(settings);
+    this.apiUrl = `https://${this.api.restApiId}.execute-api.${this.region}.${this.urlSuffix}/${settings.stageName}`;
+
+    this.buildAlarms(stateful);
+
+    new CfnOutput(this, 'ApiUrl', { value: this.apiUrl, description: 'Base URL of the pipegate API (stage included)' });
+    new CfnOutput(this, 'Region', { value: this.region, description: 'Region to sign owner requests for' });
+    new CfnOutput(this, 'TableName', { value: stateful.table.tableName });
+    new CfnOutput(this, 'StateMachineArn', { value: this.stateMachine.stateMachineArn });
+    new CfnOutput(this, 'StateMachineType', { value: settings.stateMachineType });
+    new CfnOutput(this, 'AlarmTopicArn', { value: stateful.alarmTopic.topicArn, description: 'Subscribe here for alarms' });
+  }
+
+  fn(name: string): PipegateFunction {
+    const f = this.functions[name];
+    if (!f) throw new Error(`No function ${name}`);
+    return f;
+  }
+
+  /** How cdk-nag spells executionArnPattern(): literals where the environment is known, <Ref> where not. */
+  private executionPatternFinding(): string {
+    const part = (value: string, pseudo: string) => (Token.isUnresolved(value) ? `<AWS::${pseudo}>` : value);
+    const machineId = this.getLogicalId(this.stateMachine.node.defaultChild as sfn.CfnStateMachine);
+    return `arn:${part(this.partition, 'Partition')}:states:${part(this.region, 'Region')}:${part(this.account, 'AccountId')}:execution:<${machineId}.Name>:*`;
+  }
+
+  private timeoutFor(name: string, settings: Settings): Duration {
+    const access = accessFor(name);
+    if (access.consumes) return Duration.seconds(QUEUES[access.consumes].consumerTimeoutSeconds);
+    if (name === WORKERS.taskRun) return Duration.seconds(Math.ceil(settings.executionTimeoutMs / 1000) + TASK_RUN_MARGIN_SECONDS);
+    if (name === WORKERS.taskStart || name === WORKERS.taskFail) return TASK_TIMEOUT;
+    return ROUTE_TIMEOUT;
+  }
+
+  private buildStateMachine(settings: Settings): sfn.StateMachine {
+    const logGroup = new logs.LogGroup(this, 'StateMachineLogs', {
+      // The vendedlogs prefix keeps CloudWatch Logs' shared resource policy from growing per group.
+      logGroupName: `/aws/vendedlogs/states/${this.stackName}-executions`,
+      retention: settings.logRetentionDays as logs.RetentionDays,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    const substitutions: Record<string, string> = {};
+    for (const [placeholder, name] of Object.entries(ASL_SUBSTITUTIONS)) substitutions[placeholder] = this.fn(name).fn.functionArn;
+
+    const machine = new sfn.StateMachine(this, 'StateMachine', {
+      definitionBody: sfn.DefinitionBody.fromString(readFileSync(ASL_PATH, 'utf8')),
+      definitionSubstitutions: substitutions,
+      stateMachineType: settings.stateMachineType === 'EXPRESS' ? sfn.StateMachineType.EXPRESS : sfn.StateMachineType.STANDARD,
+      logs: { destination: logGroup, level: sfn.LogLevel.ALL, includeExecutionData: true },
+      tracingEnabled: true,
+    });
+    // The ASL calls the unqualified function ARNs, so no version or alias wildcard is needed.
+    machine.addToRolePolicy(
+      new iam.PolicyStatement({
+        actions: ['lambda:InvokeFunction'],
+        resources: Object.values(ASL_SUBSTITUTIONS).map((name) => this.fn(name).fn.functionArn),
+      }),
+    );
+    Validations.of(machine).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason:
+        'Step Functions log delivery (logs:CreateLogDelivery and related) and X-Ray trace submission support no resource-level permissions.',
+    });
+    return machine;
+  }
+
+  private buildApi(settings: Settings): apigw.RestApi {
+    const accessLogs = new logs.LogGroup(this, 'ApiAccessLogs', {
+      retention: settings.logRetentionDays as logs.RetentionDays,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    const api = new apigw.RestApi(this, 'Api', {
+      restApiName: settings.stackName,
+      description: 'pipegate: pipelines as authenticated asynchronous HTTP APIs',
+      endpointTypes: [apigw.EndpointType.REGIONAL],
+      // Access logs need the account-level API Gateway logging role; retained because every
+      // REST API in the account and region shares it.
+      cloudWatchRole: true,
+      cloudWatchRoleRemovalPolicy: RemovalPolicy.RETAIN,
+      deployOptions: {
+        stageName: settings.stageName,
+        tracingEnabled: true,
+        loggingLevel: apigw.MethodLoggingLevel.ERROR,
+        dataTraceEnabled: false,
+        metricsEnabled: false,
+        throttlingRateLimit: settings.throttleRateLimit,
+        throttlingBurstLimit: settings.throttleBurstLimit,
+        accessLogDestination: new apigw.LogGroupLogDestination(accessLogs),
+        accessLogFormat: apigw.AccessLogFormat.custom(ACCESS_LOG_FORMAT),
+      },
+    });
+    // The stack's own ApiUrl output (no trailing slash, stage included) replaces this one.
+    api.node.tryRemoveChild('Endpoint');
+    Validations.of(api).acknowledge({
+      id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs]',
+      reason: 'The account-level role API Gateway itself uses to write access and execution logs; AWS maintains this policy for exactly that.',
+    });
+    Validations.of(api).acknowledge({
+      id: 'AwsSolutions-APIG3',
+      reason:
+        'No WAF web ACL by default (it adds $5 a month, $1 per rule and $0.60 per million requests); stage throttling and the API-key authorizer bound abuse. Attach a web ACL to the stage where policy asks for one.',
+    });
+    Validations.of(api).acknowledge({
+      id: 'AwsSolutions-COG4',
+      reason: 'Callers authenticate with per-deployment API keys checked by the Lambda authorizer; owners sign with IAM (SigV4). No Cognito users exist.',
+    });
+
+    for (const r of GATEWAY_RESPONSES) {
+      api.addGatewayResponse(`Response${r.type.responseType}`, {
+        type: r.type,
+        statusCode: r.statusCode,
+        responseHeaders: r.headers,
+        templates: { 'application/json': r.body },
+      });
+    }
+
+    // Bodies are validated by the handlers (SPEC's error messages); this checks parameters and
+    // satisfies the one-validator-per-API rule without changing any response.
+    const validator = api.addRequestValidator('Validator', { validateRequestBody: true, validateRequestParameters: true });
+
+    const authorizer = new apigw.RequestAuthorizer(this, 'ApiKeyAuthorizer', {
+      handler: this.fn(WORKERS.authorizer).fn,
+      // Callers send either X-API-Key or Authorization: Api-Key. API Gateway answers 401 on its
+      // own when any configured identity source is missing, so none is configured, and with
+      // none there is nothing to key a cache on: every request reaches the authorizer.
+      identitySources: [],
+      resultsCacheTtl: Duration.seconds(0),
+    });
+    (authorizer.node.defaultChild as apigw.CfnAuthorizer).addPropertyDeletionOverride('IdentitySource');
+
+    for (const route of ROUTES) this.addRoute(api, route, validator, authorizer);
+    return api;
+  }
+
+  private addRoute(api: apigw.RestApi, route: Route, validator: apigw.IRequestValidator, authorizer: apigw.IAuthorizer): void {
+    if (route.auth === 'none') throw new Error(`Route ${route.method} ${route.path} has no authentication; the AWS API serves none such`);
+    // API Gateway REST matches /x/ against the resource /x, and a resource path part cannot be
+    // empty, so the optional trailing slash needs no second resource.
+    const resource = api.root.resourceForPath(route.path);
+    const pathParams = [...route.path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1] ?? '');
+    resource.addMethod(route.method, new apigw.LambdaIntegration(this.fn(route.handler).fn, { allowTestInvoke: false }), {
+      authorizationType: route.auth === 'apiKey' ? apigw.AuthorizationType.CUSTOM : apigw.AuthorizationType.IAM,
+      authorizer: route.auth === 'apiKey' ? authorizer : undefined,
+      requestValidator: validator,
+      requestParameters: Object.fromEntries(pathParams.map((p) => [`method.request.path.${p}`, true])),
+    });
+  }
+
+  private buildAlarms(stateful: StatefulStack): void {
+    const action = new cwActions.SnsAction(stateful.alarmTopic);
+    const period = Duration.minutes(5);
+    const alarms: [string, string, cloudwatch.IMetric][] = [
+      ['ExecutionsFailedAlarm', 'pipegate: state machine executions failed', this.stateMachine.metricFailed({ period })],
+      ['ExecutionsTimedOutAlarm', 'pipegate: state machine executions timed out', this.stateMachine.metricTimedOut({ period })],
+      ['Api5xxAlarm', 'pipegate: API answered 5xx', this.api.metricServerError({ period })],
+    ];
+    for (const [id, description, metric] of alarms) {
+      new cloudwatch.Alarm(this, id, {
+        alarmDescription: description,
+        metric,
+        threshold: 0,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluationPeriods: 1,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      }).addAlarmAction(action);
+    }
+  }
+}
+
+/** One JSON object per request; never headers, so API keys stay out of the logs. */
+const ACCESS_LOG_FORMAT = JSON.stringify({
+  requestId: '$context.requestId',
+  ip: '$context.identity.sourceIp',
+  caller: '$context.identity.caller',
+  userArn: '$context.identity.userArn',
+  requestTime: '$context.requestTime',
+  httpMethod: '$context.httpMethod',
+  resourcePath: '$context.resourcePath',
+  status: '$context.status',
+  protocol: '$context.protocol',
+  responseLength: '$context.responseLength',
+  responseLatency: '$context.responseLatency',
+  integrationLatency: '$context.integration.latency',
+  authorizerError: '$context.authorizer.error',
+  errorMessage: '$context.error.messageString',
+  xrayTraceId: '$context.xrayTraceId',
+  // messageString arrives already quoted and escaped; unquote the placeholder so it stays valid JSON.
+}).replace('"$context.error.messageString"', '$context.error.messageString');
+
+const pascal = (name: string): string =>
+  name
+    .split('-')
+    .map((p) => (p[0]?.toUpperCase() ?? '') + p.slice(1))
+    .join('');

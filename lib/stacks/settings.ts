@@ -1,0 +1,92 @@
+/**
+ * Deploy-time choices, read from CDK context (`cdk.json` or `-c key=value`) and checked at synth.
+ */
+import * as v from 'valibot';
+import type { Node } from 'constructs';
+
+/** Express runs at most 5 minutes; the mark-running and finish tasks need the last 20 s. */
+export const EXPRESS_MAX_EXECUTION_TIMEOUT_MS = 280_000;
+/** Lambda's own ceiling, minus the margin task-run keeps beyond the execution time-out. */
+export const TASK_RUN_MARGIN_SECONDS = 15;
+const LAMBDA_MAX_TIMEOUT_SECONDS = 900;
+
+export type StateMachineKind = 'EXPRESS' | 'STANDARD';
+
+export interface Settings {
+  stackName: string;
+  stageName: string;
+  stateMachineType: StateMachineKind;
+  executionTimeoutMs: number;
+  throttleRateLimit: number;
+  throttleBurstLimit: number;
+  logRetentionDays: number;
+  /** Where alarm notifications go; none when unset (the topic is still created). */
+  alarmEmail: string | undefined;
+}
+
+/** The retention periods CloudWatch Logs accepts. */
+const RETENTION_DAYS = [1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653];
+
+// Context given on the command line arrives as strings; cdk.json gives numbers.
+const num = (min: number, max: number) =>
+  v.pipe(v.union([v.number(), v.pipe(v.string(), v.transform(Number))]), v.number(), v.integer(), v.minValue(min), v.maxValue(max));
+
+const ContextSchema = v.object({
+  stackName: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z][A-Za-z0-9-]{0,100}$/)), 'Pipegate'),
+  stageName: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_]{1,64}$/)), 'api'),
+  stateMachineType: v.optional(v.picklist(['EXPRESS', 'STANDARD']), 'EXPRESS'),
+  executionTimeoutMs: v.optional(num(1_000, 3_600_000)),
+  throttleRateLimit: v.optional(num(1, 10_000), 100),
+  throttleBurstLimit: v.optional(num(1, 5_000), 200),
+  logRetentionDays: v.optional(
+    v.pipe(num(1, 3653), v.check((d) => RETENTION_DAYS.includes(d), `must be one of ${RETENTION_DAYS.join(', ')}`)),
+    30,
+  ),
+  alarmEmail: v.optional(v.pipe(v.string(), v.email())),
+});
+
+export type SettingsInput = v.InferInput<typeof ContextSchema>;
+
+export function parseSettings(input: Record<string, unknown>): Settings {
+  const parsed = v.safeParse(ContextSchema, input);
+  if (!parsed.success) {
+    const lines = parsed.issues.map((i) => `${v.getDotPath(i) ?? '?'}: ${i.message}`);
+    throw new Error(`Invalid pipegate context:\n  ${lines.join('\n  ')}`);
+  }
+  const c = parsed.output;
+  const executionTimeoutMs = c.executionTimeoutMs ?? (c.stateMachineType === 'EXPRESS' ? EXPRESS_MAX_EXECUTION_TIMEOUT_MS : 300_000);
+  if (c.stateMachineType === 'EXPRESS' && executionTimeoutMs > EXPRESS_MAX_EXECUTION_TIMEOUT_MS) {
+    throw new Error(
+      `executionTimeoutMs ${executionTimeoutMs} does not fit an Express state machine (5 minutes in all): ` +
+        `use at most ${EXPRESS_MAX_EXECUTION_TIMEOUT_MS}, or set stateMachineType=STANDARD`,
+    );
+  }
+  if (Math.ceil(executionTimeoutMs / 1000) + TASK_RUN_MARGIN_SECONDS > LAMBDA_MAX_TIMEOUT_SECONDS) {
+    throw new Error(
+      `executionTimeoutMs ${executionTimeoutMs} is longer than one Lambda invocation can run the nodes ` +
+        `(${(LAMBDA_MAX_TIMEOUT_SECONDS - TASK_RUN_MARGIN_SECONDS) * 1000} ms at most)`,
+    );
+  }
+  return {
+    stackName: c.stackName,
+    stageName: c.stageName,
+    stateMachineType: c.stateMachineType,
+    executionTimeoutMs,
+    throttleRateLimit: c.throttleRateLimit,
+    throttleBurstLimit: c.throttleBurstLimit,
+    logRetentionDays: c.logRetentionDays,
+    alarmEmail: c.alarmEmail,
+  };
+}
+
+const KEYS = Object.keys(ContextSchema.entries) as (keyof SettingsInput)[];
+
+/** The settings from a construct tree's context. */
+export function settingsFrom(node: Node): Settings {
+  const input: Record<string, unknown> = {};
+  for (const k of KEYS) {
+    const value: unknown = node.tryGetContext(k);
+    if (value !== undefined && value !== '') input[k] = value;
+  }
+  return parseSettings(input);
+}
