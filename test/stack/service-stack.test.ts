@@ -1,0 +1,337 @@
+import { readFileSync } from 'node:fs';
+import { Template } from 'aws-cdk-lib/assertions';
+import type { CfnElement } from 'aws-cdk-lib';
+import { QUEUES } from '../../lib/queues';
+import { ROUTES, WORKERS, routeHandlers } from '../../lib/routes';
+import { MAIN_TABLE } from '../../lib/tables';
+import { ACCESS, allFunctionNames, type FunctionAccess } from '../../lib/stacks/permissions';
+import { ASL_PATH, ASL_SUBSTITUTIONS } from '../../lib/stacks/service-stack';
+import { buildTestApp, crossStackRef, asArray, isRecord, outputsOf, refOf, resourcesOf, type Resources } from './stack-fixture';
+
+// Prepare: one app for the whole file (building it is the slow part).
+const built = buildTestApp();
+const service = Template.fromStack(built.service);
+const stateful = Template.fromStack(built.stateful);
+const svc = resourcesOf(service);
+const data = resourcesOf(stateful);
+
+const logicalId = (el: unknown): string => built.service.getLogicalId(el as CfnElement);
+const fnId = (name: string): string => logicalId(built.service.fn(name).fn.node.defaultChild);
+const roleId = (name: string): string => logicalId(built.service.fn(name).role.node.defaultChild);
+const tableId = built.stateful.getLogicalId(built.stateful.table.node.defaultChild as CfnElement);
+const queueId = (q: 'executions' | 'callbacks'): string =>
+  built.stateful.getLogicalId(built.stateful.queues[q].queue.node.defaultChild as CfnElement);
+
+/** A readable name for a policy resource: stateful:<id>, service:<id>, or the literal. */
+function label(x: unknown): string {
+  if (typeof x === 'string') return x;
+  const remote = crossStackRef(x, stateful);
+  if (remote) return `stateful:${remote}`;
+  const local = refOf(x);
+  if (local) return `service:${local}`;
+  if (isRecord(x) && Array.isArray(x['Fn::Join'])) {
+    const parts = (x['Fn::Join'] as unknown[])[1];
+    return asArray(parts).map(label).join('');
+  }
+  return JSON.stringify(x);
+}
+
+interface Statement {
+  actions: string[];
+  resources: string[];
+}
+
+function statementsOf(role: string, resources: Resources = svc): Statement[] {
+  const out: Statement[] = [];
+  for (const r of Object.values(resources)) {
+    if (r.Type !== 'AWS::IAM::Policy') continue;
+    const roles = asArray(r.Properties?.Roles).map(refOf);
+    if (!roles.includes(role)) continue;
+    const doc = r.Properties?.PolicyDocument as { Statement: { Action: unknown; Resource: unknown; Effect: string }[] };
+    for (const s of doc.Statement) {
+      expect(s.Effect).toBe('Allow');
+      out.push({ actions: asArray(s.Action).map(String), resources: asArray(s.Resource).map(label) });
+    }
+  }
+  return out;
+}
+
+const actionsOn = (stmts: Statement[], prefix: string): string[] =>
+  [...new Set(stmts.flatMap((s) => s.actions.filter((a) => a.startsWith(prefix))))].sort();
+const resourcesFor = (stmts: Statement[], action: string): string[] =>
+  [...new Set(stmts.filter((s) => s.actions.includes(action)).flatMap((s) => s.resources))].sort();
+
+/** Path of an API Gateway resource, walking PathPart up to the root. */
+function resourcePath(id: string): string {
+  const r = svc[id];
+  if (!r || r.Type !== 'AWS::ApiGateway::Resource') return '';
+  const parentId = refOf(r.Properties?.ParentId);
+  const parent = parentId && svc[parentId]?.Type === 'AWS::ApiGateway::Resource' ? resourcePath(parentId) : '';
+  return `${parent}/${String(r.Properties?.PathPart)}`;
+}
+
+const methods = Object.values(svc)
+  .filter((r) => r.Type === 'AWS::ApiGateway::Method')
+  .map((r) => ({ props: r.Properties ?? {}, path: resourcePath(refOf(r.Properties?.ResourceId) ?? '') }));
+
+describe('API routes from lib/routes.ts', () => {
+  const authorizerId = Object.entries(svc).find(([, r]) => r.Type === 'AWS::ApiGateway::Authorizer')?.[0];
+
+  it('has exactly one method per route, and no other', () => {
+    // Assess
+    expect(methods.map((m) => `${String(m.props.HttpMethod)} ${m.path}`).sort()).toEqual(
+      ROUTES.map((r) => `${r.method} ${r.path}`).sort(),
+    );
+  });
+
+  it.each(ROUTES.map((r) => [r.method, r.path, r]))('%s %s: authorization and integration', (_m, _p, route) => {
+    // Act
+    const m = methods.find((x) => x.props.HttpMethod === route.method && x.path === route.path);
+    // Assess
+    expect(m).toBeDefined();
+    if (route.auth === 'apiKey') {
+      expect(m?.props.AuthorizationType).toBe('CUSTOM');
+      expect(refOf(m?.props.AuthorizerId)).toBe(authorizerId);
+    } else {
+      expect(route.auth).toBe('owner');
+      expect(m?.props.AuthorizationType).toBe('AWS_IAM');
+      expect(m?.props.AuthorizerId).toBeUndefined();
+    }
+    expect(m?.props.ApiKeyRequired ?? false).toBe(false);
+    const integration = m?.props.Integration as { Type: string; Uri: unknown };
+    expect(integration.Type).toBe('AWS_PROXY');
+    expect(JSON.stringify(integration.Uri)).toContain(`"${fnId(route.handler)}"`);
+  });
+
+  it('calls the authorizer function on every request: REQUEST type, no identity source, no cache', () => {
+    // Assess
+    const auth = svc[authorizerId ?? '']?.Properties ?? {};
+    expect(auth.Type).toBe('REQUEST');
+    expect(auth.AuthorizerResultTtlInSeconds).toBe(0);
+    expect(auth).not.toHaveProperty('IdentitySource');
+    expect(JSON.stringify(auth.AuthorizerUri)).toContain(`"${fnId(WORKERS.authorizer)}"`);
+  });
+
+  it('answers with SPEC-shaped bodies where API Gateway responds by itself', () => {
+    // Prepare
+    const expected: Record<string, { status?: string; body: string; headers?: Record<string, string> }> = {
+      UNAUTHORIZED: { status: '401', body: '{"error":"Unauthorized"}', headers: { 'gatewayresponse.header.WWW-Authenticate': "'Api-Key'" } },
+      ACCESS_DENIED: { status: '403', body: '{"error":"Forbidden"}' },
+      THROTTLED: { status: '429', body: '{"error":"Too Many Requests"}' },
+      MISSING_AUTHENTICATION_TOKEN: { status: '404', body: '{"error":"Not Found"}' },
+      REQUEST_TOO_LARGE: { status: '413', body: '{"error":"Payload Too Large"}' },
+      DEFAULT_4XX: { body: '{"error":$context.error.messageString}' },
+      DEFAULT_5XX: { body: '{"error":"Internal Error","request_id":"$context.requestId"}' },
+    };
+    // Act
+    const actual = Object.fromEntries(
+      Object.values(svc)
+        .filter((r) => r.Type === 'AWS::ApiGateway::GatewayResponse')
+        .map((r) => [r.Properties?.ResponseType, r.Properties]),
+    ) as Record<string, Record<string, unknown>>;
+    // Assess
+    expect(Object.keys(actual).sort()).toEqual(Object.keys(expected).sort());
+    for (const [type, e] of Object.entries(expected)) {
+      const body = (actual[type]?.ResponseTemplates as Record<string, string>)['application/json'] ?? '';
+      expect(body).toBe(e.body);
+      if (!body.includes('$context')) expect(() => JSON.parse(body)).not.toThrow();
+      expect(actual[type]?.StatusCode).toBe(e.status);
+      expect(actual[type]?.ResponseParameters).toEqual(e.headers);
+    }
+  });
+
+  it('logs access as JSON, traces, and throttles the stage', () => {
+    // Assess
+    const stage = Object.values(svc).find((r) => r.Type === 'AWS::ApiGateway::Stage')?.Properties ?? {};
+    expect(stage.StageName).toBe(built.settings.stageName);
+    expect(stage.TracingEnabled).toBe(true);
+    const format = (stage.AccessLogSetting as { Format: string }).Format;
+    const sample = JSON.parse(format.replace(/\$context\.error\.messageString/g, '"x"')) as Record<string, string>;
+    expect(sample.requestId).toBe('$context.requestId');
+    expect(format).not.toMatch(/header/i);
+    expect(stage.MethodSettings).toEqual([
+      expect.objectContaining({
+        ResourcePath: '/*',
+        HttpMethod: '*',
+        ThrottlingRateLimit: built.settings.throttleRateLimit,
+        ThrottlingBurstLimit: built.settings.throttleBurstLimit,
+      }),
+    ]);
+  });
+});
+
+describe('functions', () => {
+  const functions = Object.entries(svc).filter(([, r]) => r.Type === 'AWS::Lambda::Function');
+
+  it('deploys one function for every route handler and worker', () => {
+    // Assess
+    const names = functions.map(([, r]) => String(r.Properties?.Description).replace(/^pipegate /, '')).sort();
+    expect(names).toEqual([...new Set([...routeHandlers(), ...Object.values(WORKERS)])].sort());
+    expect(Object.keys(ACCESS).sort()).toEqual(allFunctionNames().sort());
+  });
+
+  it.each([...functions, ...Object.entries(data).filter(([, r]) => r.Type === 'AWS::Lambda::Function')])(
+    '%s runs Node 22 or newer on arm64 with active tracing',
+    (_id, r) => {
+      // Assess
+      const runtime = String(r.Properties?.Runtime);
+      expect(runtime).toMatch(/^nodejs\d+\.x$/);
+      expect(Number(/\d+/.exec(runtime)?.[0])).toBeGreaterThanOrEqual(22);
+      expect(r.Properties?.Architectures).toEqual(['arm64']);
+      expect(r.Properties?.TracingConfig).toEqual({ Mode: 'Active' });
+      expect(r.Properties?.MemorySize).toBe(256);
+    },
+  );
+
+  it('gives every function the configuration names lib/config.ts reads', () => {
+    for (const name of allFunctionNames()) {
+      // Act
+      const env = (svc[fnId(name)]?.Properties?.Environment as { Variables: Record<string, unknown> }).Variables;
+      // Assess
+      expect(label(env.PIPEGATE_TABLE)).toBe(`stateful:${tableId}`);
+      expect(label(env.PIPEGATE_EXECUTIONS_QUEUE_URL)).toBe(`stateful:${queueId('executions')}`);
+      expect(label(env.PIPEGATE_CALLBACKS_QUEUE_URL)).toBe(`stateful:${queueId('callbacks')}`);
+      expect(env.PIPEGATE_SECRET_ARN).toBeDefined();
+      expect(env.PIPEGATE_EXECUTION_TIMEOUT_MS).toBe(String(built.settings.executionTimeoutMs));
+      expect(env.NODE_OPTIONS).toBe('--enable-source-maps');
+      expect(env.POWERTOOLS_SERVICE_NAME).toBe('pipegate');
+      expect('PIPEGATE_STATE_MACHINE_ARN' in env).toBe(ACCESS[name]?.states.length !== 0);
+    }
+  });
+
+  it('fits the Express state machine: execution time-out at most 280 s, task-run just above it', () => {
+    // Assess
+    expect(built.settings.stateMachineType).toBe('EXPRESS');
+    expect(built.settings.executionTimeoutMs).toBeLessThanOrEqual(280_000);
+    const taskRunTimeout = Number(svc[fnId(WORKERS.taskRun)]?.Properties?.Timeout);
+    expect(taskRunTimeout * 1000).toBeGreaterThan(built.settings.executionTimeoutMs);
+    expect(taskRunTimeout).toBeLessThanOrEqual(300);
+  });
+});
+
+describe('least privilege, from lib/stacks/permissions.ts', () => {
+  const expectedDynamo = (a: FunctionAccess): string[] => a.table.map((x) => `dynamodb:${x}`).sort();
+
+  it.each(Object.entries(ACCESS))('%s gets exactly its table, queue, secret and state-machine access', (name, access) => {
+    // Act
+    const stmts = statementsOf(roleId(name));
+    // Assess: table actions, on the table and (for Query only) its named indexes.
+    expect(actionsOn(stmts, 'dynamodb:')).toEqual(expectedDynamo(access));
+    const tableResources = resourcesFor(stmts, 'dynamodb:GetItem');
+    const indexes = access.table.includes('Query') ? MAIN_TABLE.indexes.map((i) => `stateful:${tableId}/index/${i.name}`) : [];
+    expect(tableResources).toEqual([`stateful:${tableId}`, ...indexes].sort());
+    // Queues: sends only where listed; consuming only the queue of its event source.
+    expect(resourcesFor(stmts, 'sqs:SendMessage')).toEqual(access.send.map((q) => `stateful:${queueId(q)}`).sort());
+    expect(resourcesFor(stmts, 'sqs:ReceiveMessage')).toEqual(access.consumes ? [`stateful:${queueId(access.consumes)}`] : []);
+    expect(actionsOn(stmts, 'sqs:').filter((a) => a !== 'sqs:SendMessage').length > 0).toBe(access.consumes !== undefined);
+    // Secret and state machine.
+    expect(actionsOn(stmts, 'secretsmanager:')).toEqual(access.secret ? ['secretsmanager:GetSecretValue'] : []);
+    expect(actionsOn(stmts, 'states:')).toEqual(access.states.map((s) => `states:${s}`).sort());
+    // Nothing beyond those services, its own log group and X-Ray.
+    const services = new Set(stmts.flatMap((s) => s.actions.map((a) => a.split(':')[0])));
+    for (const s of services) expect(['dynamodb', 'sqs', 'secretsmanager', 'states', 'logs', 'xray']).toContain(s);
+    expect(resourcesFor(stmts, 'logs:PutLogEvents')).toEqual([`service:${logicalId(built.service.fn(name).logGroup.node.defaultChild)}`]);
+    for (const s of stmts) if (s.resources.includes('*')) expect(s.actions.every((a) => a.startsWith('xray:'))).toBe(true);
+  });
+
+  it('lets only the runner start executions, and only execution-cancel stop them', () => {
+    // Act
+    const starters = allFunctionNames().filter((n) => actionsOn(statementsOf(roleId(n)), 'states:StartExecution').length > 0);
+    const stoppers = allFunctionNames().filter((n) => actionsOn(statementsOf(roleId(n)), 'states:StopExecution').length > 0);
+    // Assess
+    expect(starters).toEqual([WORKERS.runner]);
+    expect(stoppers).toEqual(['execution-cancel']);
+    const machine = logicalId(built.service.stateMachine.node.defaultChild);
+    expect(resourcesFor(statementsOf(roleId(WORKERS.runner)), 'states:StartExecution')).toEqual([`service:${machine}`]);
+    expect(resourcesFor(statementsOf(roleId('execution-cancel')), 'states:StopExecution')).toEqual([
+      `arn:aws:states:${built.service.region}:${built.service.account}:execution:service:${machine}:*`,
+    ]);
+  });
+
+  it('keeps read-only functions from writing', () => {
+    for (const name of ['execution-status', 'execution-result', 'deployment-contract', 'deployment-openapi', 'pipeline-list', 'run-get']) {
+      const actions = actionsOn(statementsOf(roleId(name)), '');
+      expect(actions).not.toContain('dynamodb:PutItem');
+      expect(actions).not.toContain('dynamodb:UpdateItem');
+      expect(actions).not.toContain('sqs:SendMessage');
+    }
+  });
+});
+
+describe('state machine from lib/state-machine.asl.json', () => {
+  const machineId = logicalId(built.service.stateMachine.node.defaultChild);
+  const props = svc[machineId]?.Properties ?? {};
+
+  it('is the shared ASL document with the three task functions substituted', () => {
+    // Prepare
+    const shared = JSON.parse(readFileSync(ASL_PATH, 'utf8')) as unknown;
+    // Act
+    const deployed = JSON.parse(String(props.DefinitionString)) as unknown;
+    const subs = props.DefinitionSubstitutions as Record<string, unknown>;
+    // Assess
+    expect(deployed).toEqual(shared);
+    expect(Object.keys(subs).sort()).toEqual(['TaskFailArn', 'TaskRunArn', 'TaskStartArn']);
+    expect(refOf(subs.TaskStartArn)).toBe(fnId('task-start'));
+    expect(refOf(subs.TaskRunArn)).toBe(fnId('task-run'));
+    expect(refOf(subs.TaskFailArn)).toBe(fnId('task-fail'));
+    // Every placeholder in the document has a substitution, and no more.
+    const placeholders = [...String(props.DefinitionString).matchAll(/\$\{(\w+)\}/g)].map((m) => m[1]);
+    expect([...new Set(placeholders)].sort()).toEqual(Object.keys(ASL_SUBSTITUTIONS).sort());
+  });
+
+  it('is Express, logs ALL events and traces', () => {
+    // Assess
+    expect(props.StateMachineType).toBe('EXPRESS');
+    expect(props.LoggingConfiguration).toMatchObject({ Level: 'ALL' });
+    expect(props.TracingConfiguration).toEqual({ Enabled: true });
+  });
+
+  it('may invoke the three task functions and nothing else', () => {
+    // Act
+    const stmts = statementsOf(refOf(props.RoleArn) ?? '');
+    // Assess
+    expect(resourcesFor(stmts, 'lambda:InvokeFunction')).toEqual(
+      ['task-start', 'task-run', 'task-fail'].map((n) => `service:${fnId(n)}`).sort(),
+    );
+    expect(actionsOn(stmts, 'lambda:')).toEqual(['lambda:InvokeFunction']);
+  });
+});
+
+describe('queue event sources', () => {
+  it.each(Object.values(QUEUES))('$id is consumed with its batch size and partial batch failures', (def) => {
+    // Act
+    const mappings = Object.values(svc).filter(
+      (r) => r.Type === 'AWS::Lambda::EventSourceMapping' && label(r.Properties?.EventSourceArn) === `stateful:${queueId(def.id)}`,
+    );
+    // Assess
+    expect(mappings).toHaveLength(1);
+    const m = mappings[0]?.Properties ?? {};
+    expect(m.BatchSize).toBe(def.batchSize);
+    expect(m.FunctionResponseTypes).toEqual(['ReportBatchItemFailures']);
+    const consumer = refOf(m.FunctionName) ?? '';
+    const timeout = Number(svc[consumer]?.Properties?.Timeout);
+    expect(timeout).toBe(def.consumerTimeoutSeconds);
+    const visibility = Number(data[queueId(def.id)]?.Properties?.VisibilityTimeout);
+    expect(visibility).toBeGreaterThanOrEqual(6 * timeout);
+  });
+});
+
+describe('alarms and outputs', () => {
+  it('alarms on failed executions and on 5xx answers', () => {
+    // Assess
+    const metrics = Object.values(svc)
+      .filter((r) => r.Type === 'AWS::CloudWatch::Alarm')
+      .map((r) => `${String(r.Properties?.Namespace)}/${String(r.Properties?.MetricName)}`);
+    expect(metrics).toEqual(expect.arrayContaining(['AWS/States/ExecutionsFailed', 'AWS/ApiGateway/5XXError']));
+  });
+
+  it('outputs what the CLI and operators need, under the stack name Pipegate', () => {
+    // Assess
+    expect(built.service.stackName).toBe('Pipegate');
+    const outputs = outputsOf(service);
+    expect(Object.keys(outputs)).toEqual(expect.arrayContaining(['ApiUrl', 'Region', 'TableName', 'StateMachineArn']));
+    const url = JSON.stringify(outputs.ApiUrl?.Value);
+    expect(url).toContain('execute-api');
+    expect(url).toContain(`/${built.settings.stageName}"`);
+  });
+});

@@ -1,0 +1,46 @@
+import { Template } from 'aws-cdk-lib/assertions';
+import { parseSettings, EXPRESS_MAX_EXECUTION_TIMEOUT_MS } from '../../lib/stacks/settings';
+import { buildTestApp, resourcesOf } from './stack-fixture';
+
+describe('deploy settings from context', () => {
+  it('defaults to Express with a 280 s execution time-out', () => {
+    // Act
+    const s = parseSettings({});
+    // Assess
+    expect(s).toMatchObject({ stackName: 'Pipegate', stageName: 'api', stateMachineType: 'EXPRESS', executionTimeoutMs: EXPRESS_MAX_EXECUTION_TIMEOUT_MS });
+    expect(EXPRESS_MAX_EXECUTION_TIMEOUT_MS).toBe(280_000);
+  });
+
+  it('refuses an execution time-out that cannot fit an Express execution', () => {
+    // Act / Assess
+    expect(() => parseSettings({ executionTimeoutMs: 280_001 })).toThrow(/Express/);
+    expect(() => parseSettings({ stateMachineType: 'EXPRESS', executionTimeoutMs: '300000' })).toThrow(/STANDARD/);
+  });
+
+  it('takes the 300 s default with Standard, and refuses more than one Lambda invocation can run', () => {
+    // Act / Assess
+    expect(parseSettings({ stateMachineType: 'STANDARD' }).executionTimeoutMs).toBe(300_000);
+    expect(parseSettings({ stateMachineType: 'STANDARD', executionTimeoutMs: '600000' }).executionTimeoutMs).toBe(600_000);
+    expect(() => parseSettings({ stateMachineType: 'STANDARD', executionTimeoutMs: 890_000 })).toThrow(/Lambda/);
+  });
+
+  it('reads command-line strings and rejects nonsense', () => {
+    // Act / Assess
+    expect(parseSettings({ throttleRateLimit: '50', throttleBurstLimit: '75' })).toMatchObject({ throttleRateLimit: 50, throttleBurstLimit: 75 });
+    expect(() => parseSettings({ stateMachineType: 'express' })).toThrow(/stateMachineType/);
+    expect(() => parseSettings({ logRetentionDays: 31 })).toThrow(/logRetentionDays/);
+    expect(() => parseSettings({ throttleRateLimit: 'fast' })).toThrow(/throttleRateLimit/);
+  });
+
+  it('switches the state machine to Standard with stateMachineType=STANDARD', () => {
+    // Prepare
+    const built = buildTestApp({ stateMachineType: 'STANDARD' });
+    // Act
+    const resources = resourcesOf(Template.fromStack(built.service));
+    // Assess
+    const machine = Object.values(resources).find((r) => r.Type === 'AWS::StepFunctions::StateMachine');
+    expect(machine?.Properties?.StateMachineType).toBe('STANDARD');
+    const taskRun = Object.values(resources).find((r) => r.Type === 'AWS::Lambda::Function' && r.Properties?.Description === 'pipegate task-run');
+    expect(Number(taskRun?.Properties?.Timeout)).toBeGreaterThan(300);
+  });
+});
