@@ -33,3 +33,18 @@ export interface Clock {
 export interface IdSource {
   uuid(): string;
 }
+
+export type QueueName = 'executions' | 'callbacks';
+
+/** Messages out to the executions and callbacks queues (SQS on AWS, durable local queues). */
+export interface QueuePort {
+  send(queue: QueueName, body: Record<string, unknown>, opts?: { delaySeconds?: number }): Promise<void>;
+}
+
+/** The state machine: one workflow execution per pipegate execution, named by its id. */
+export interface WorkflowPort {
+  /** Starts the workflow; a second start of the same name is harmless and reports so. */
+  start(name: string, input: Record<string, unknown>): Promise<'started' | 'already_exists'>;
+  /** Stops it if it is still going; stopping a finished or unknown one is not an error. */
+  stop(name: string, cause: string): Promise<void>;
+}
