@@ -1,0 +1,284 @@
+/**
+ * The HTTP client for pipegate's owner and caller APIs. Owner calls carry the owner
+ * credential (bearer token or SigV4); caller calls carry a deployment's API key. Every
+ * response body is checked before use; the raw body is kept for `--json`.
+ */
+import * as v from 'valibot';
+import { EXIT, ServiceError, UnreachableError, UsageError } from './errors';
+import type { Connection } from './connection';
+import { defaultCredentials, signRequest, type CredentialSource } from './sigv4';
+
+const Status = v.picklist(['pending', 'running', 'completed', 'failed', 'cancelled']);
+const Raw = v.union([v.string(), v.number(), v.boolean()]);
+const ValueType = v.picklist(['string', 'integer', 'float', 'boolean']);
+const Nullable = <T extends v.GenericSchema>(s: T) => v.nullable(s);
+
+export const PushBody = v.looseObject({ pipeline_id: v.string(), version: v.number(), created: v.boolean() });
+export const PipelineSummaryBody = v.looseObject({
+  pipeline_id: v.string(),
+  version: v.number(),
+  description: v.optional(Nullable(v.string())),
+  deployment_id: v.optional(Nullable(v.string())),
+  created_at: v.optional(v.string()),
+  updated_at: v.optional(v.string()),
+});
+export const ListBody = v.looseObject({ pipelines: v.array(PipelineSummaryBody) });
+export const PipelineBody = v.looseObject({
+  pipeline_id: v.string(),
+  version: v.number(),
+  definition: v.looseObject({ nodes: v.record(v.string(), v.unknown()) }),
+});
+export const RunStartedBody = v.looseObject({ run_id: v.string(), version: v.number(), status: Status, status_url: v.optional(v.string()) });
+export const RunBody = v.looseObject({
+  run_id: v.string(),
+  pipeline_id: v.string(),
+  version: v.number(),
+  status: Status,
+  inputs: v.record(v.string(), Raw),
+  outputs: Nullable(v.record(v.string(), Raw)),
+  error_message: Nullable(v.string()),
+  created_at: v.string(),
+  started_at: Nullable(v.string()),
+  completed_at: Nullable(v.string()),
+  completion_duration: v.optional(Nullable(v.number())),
+});
+export const RunsBody = v.looseObject({ runs: v.array(RunBody), next_cursor: Nullable(v.string()) });
+const ContractInputBody = v.looseObject({ id: v.string(), value_type: ValueType, value: Raw, visible: v.boolean() });
+const ContractOutputBody = v.looseObject({ id: v.string(), visible: v.boolean() });
+const DeploymentBody = v.looseObject({
+  deployment_id: v.string(),
+  version: v.number(),
+  published_at: v.string(),
+  execute_url: v.string(),
+  inputs: v.array(ContractInputBody),
+  outputs: v.array(ContractOutputBody),
+});
+export const ReadinessBody = v.looseObject({
+  pipeline_id: v.string(),
+  state: v.picklist(['run_required', 'not_published', 'live', 'needs_publish']),
+  publishable: v.boolean(),
+  latest_run: Nullable(v.looseObject({ run_id: v.string(), status: Status, version: v.number() })),
+  counts: v.optional(v.looseObject({ inputs: v.number(), outputs: v.number() })),
+  published_at: v.optional(Nullable(v.string())),
+  discovered: Nullable(v.looseObject({ inputs: v.array(ContractInputBody), outputs: v.array(ContractOutputBody) })),
+  deployment: Nullable(DeploymentBody),
+});
+export const PublishBody = v.looseObject({
+  ...DeploymentBody.entries,
+  api_key: v.optional(v.string()),
+  signing_secret: v.optional(v.string()),
+});
+export const RotateBody = v.looseObject({ api_key: v.optional(v.string()), signing_secret: v.optional(v.string()) });
+export const CallerContractBody = v.looseObject({
+  deployment_id: v.string(),
+  inputs: v.array(v.looseObject({ id: v.string(), value_type: ValueType, value: Raw })),
+  outputs: v.array(v.looseObject({ id: v.string() })),
+});
+export const AcceptedBody = v.looseObject({
+  status: v.string(),
+  status_url: v.string(),
+  result_url: v.string(),
+  deployment_id: v.string(),
+  execution_id: v.string(),
+});
+export const ExecutionStatusBody = v.looseObject({
+  status: Status,
+  execution_id: v.string(),
+  error_message: Nullable(v.string()),
+  completion_duration: Nullable(v.number()),
+});
+export const ResultBody = v.looseObject({
+  status: Status,
+  execution_id: v.string(),
+  deployment_id: v.string(),
+  completion_duration: Nullable(v.number()),
+  error_message: Nullable(v.string()),
+  response_data: v.record(v.string(), v.looseObject({ value: Raw, value_type: v.string() })),
+});
+
+export type Push = v.InferOutput<typeof PushBody>;
+export type PipelineList = v.InferOutput<typeof ListBody>;
+export type Pipeline = v.InferOutput<typeof PipelineBody>;
+export type RunStarted = v.InferOutput<typeof RunStartedBody>;
+export type Run = v.InferOutput<typeof RunBody>;
+export type Runs = v.InferOutput<typeof RunsBody>;
+export type Readiness = v.InferOutput<typeof ReadinessBody>;
+export type Published = v.InferOutput<typeof PublishBody>;
+export type Rotated = v.InferOutput<typeof RotateBody>;
+export type CallerContract = v.InferOutput<typeof CallerContractBody>;
+export type Accepted = v.InferOutput<typeof AcceptedBody>;
+export type ExecutionStatusView = v.InferOutput<typeof ExecutionStatusBody>;
+export type Result = v.InferOutput<typeof ResultBody>;
+
+/** A checked response: `body` is the parsed view, `raw` exactly what the service sent. */
+export interface Reply<T> {
+  status: number;
+  body: T;
+  raw: unknown;
+}
+
+export interface ClientOptions {
+  connection: Connection;
+  fetch?: typeof fetch;
+  /** Per-request deadline. */
+  timeoutMs?: number;
+  /** AWS credentials for SigV4 (tests pass fixed ones); defaults to the standard chain. */
+  credentials?: CredentialSource;
+}
+
+/** The service answered 2xx with a body the CLI does not understand. */
+export class UnexpectedResponseError extends Error {
+  readonly exitCode = EXIT.failure;
+}
+
+const enc = encodeURIComponent;
+
+export class PipegateClient {
+  private readonly fetchFn: typeof fetch;
+  private readonly timeoutMs: number;
+  private credentials: CredentialSource | undefined;
+
+  constructor(private readonly opts: ClientOptions) {
+    this.fetchFn = opts.fetch ?? fetch;
+    this.timeoutMs = opts.timeoutMs ?? 30_000;
+    this.credentials = opts.credentials;
+  }
+
+  get baseUrl(): string {
+    return this.opts.connection.baseUrl;
+  }
+
+  // Owner API (SPEC section 7).
+  push(id: string, definition: unknown) {
+    return this.owner('PUT', `/v1/pipelines/${enc(id)}`, PushBody, definition);
+  }
+  listPipelines() {
+    return this.owner('GET', '/v1/pipelines', ListBody);
+  }
+  getPipeline(id: string) {
+    return this.owner('GET', `/v1/pipelines/${enc(id)}`, PipelineBody);
+  }
+  startRun(id: string, inputs: Record<string, string | number | boolean>) {
+    return this.owner('POST', `/v1/pipelines/${enc(id)}/runs`, RunStartedBody, Object.keys(inputs).length ? { inputs } : {});
+  }
+  getRun(id: string, runId: string) {
+    return this.owner('GET', `/v1/pipelines/${enc(id)}/runs/${enc(runId)}`, RunBody);
+  }
+  listRuns(id: string, page: { limit?: number; cursor?: string } = {}) {
+    const q = new URLSearchParams();
+    if (page.limit !== undefined) q.set('limit', String(page.limit));
+    if (page.cursor !== undefined) q.set('cursor', page.cursor);
+    const qs = q.toString();
+    return this.owner('GET', `/v1/pipelines/${enc(id)}/runs${qs ? `?${qs}` : ''}`, RunsBody);
+  }
+  readiness(id: string) {
+    return this.owner('GET', `/v1/pipelines/${enc(id)}/deployment`, ReadinessBody);
+  }
+  publish(id: string, visibility: { inputs?: Record<string, { visible: boolean }>; outputs?: Record<string, { visible: boolean }> }) {
+    return this.owner('PUT', `/v1/pipelines/${enc(id)}/deployment`, PublishBody, visibility);
+  }
+  deleteDeployment(id: string, deploymentId: string) {
+    return this.owner('DELETE', `/v1/pipelines/${enc(id)}/deployment?confirm=${enc(deploymentId)}`, v.unknown());
+  }
+  rotate(id: string, body: { grace_seconds?: number; credential?: 'api_key' | 'signing_secret' }) {
+    return this.owner('POST', `/v1/pipelines/${enc(id)}/deployment/keys`, RotateBody, body);
+  }
+
+  // Caller API (SPEC section 4).
+  contract(deploymentId: string, key: string) {
+    return this.caller('GET', `/v1/deployments/${enc(deploymentId)}/`, key, CallerContractBody);
+  }
+  execute(deploymentId: string, key: string, body: unknown, idempotencyKey?: string) {
+    return this.caller('POST', `/v1/deployments/${enc(deploymentId)}/executions/`, key, AcceptedBody, body, idempotencyKey ? { 'idempotency-key': idempotencyKey } : {});
+  }
+  executionStatus(executionId: string, key: string) {
+    return this.caller('GET', `/v1/deployments/executions/${enc(executionId)}/status/`, key, ExecutionStatusBody);
+  }
+  executionResult(executionId: string, key: string) {
+    return this.caller('GET', `/v1/deployments/executions/${enc(executionId)}/result/`, key, ResultBody);
+  }
+
+  private async owner<S extends v.GenericSchema>(method: string, path: string, schema: S, body?: unknown): Promise<Reply<v.InferOutput<S>>> {
+    const url = new URL(this.baseUrl + path);
+    const text = body === undefined ? undefined : JSON.stringify(body);
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (text !== undefined) headers['content-type'] = 'application/json';
+    const auth = this.opts.connection.owner;
+    switch (auth.kind) {
+      case 'bearer':
+        headers.authorization = `Bearer ${auth.token}`;
+        break;
+      case 'sigv4': {
+        this.credentials ??= await defaultCredentials();
+        Object.assign(headers, await signRequest({ method, url, headers, ...(text !== undefined ? { body: text } : {}) }, { region: auth.region, credentials: this.credentials }));
+        break;
+      }
+      case 'missing':
+        throw new UsageError(
+          'no owner token: pipegate needs the token the local runtime printed when it started',
+          `pass --token, set PIPEGATE_OWNER_TOKEN, or run where the runtime keeps its data (looked for ${auth.looked.at(-1) ?? 'owner-token'}; set PIPEGATE_DATA_DIR if it lives elsewhere). On AWS, pass --aws to sign with your AWS credentials.`,
+        );
+      case 'no-region':
+        throw new UsageError(`cannot tell which AWS region ${auth.host} is in`, 'pass --region or set AWS_REGION');
+    }
+    return this.send(method, url, headers, text, schema, 'owner');
+  }
+
+  private caller<S extends v.GenericSchema>(
+    method: string,
+    path: string,
+    key: string,
+    schema: S,
+    body?: unknown,
+    extra: Record<string, string> = {},
+  ): Promise<Reply<v.InferOutput<S>>> {
+    const text = body === undefined ? undefined : JSON.stringify(body);
+    const headers: Record<string, string> = { accept: 'application/json', 'x-api-key': key, ...extra };
+    if (text !== undefined) headers['content-type'] = 'application/json';
+    return this.send(method, new URL(this.baseUrl + path), headers, text, schema, 'caller');
+  }
+
+  private async send<S extends v.GenericSchema>(
+    method: string,
+    url: URL,
+    headers: Record<string, string>,
+    body: string | undefined,
+    schema: S,
+    audience: 'owner' | 'caller',
+  ): Promise<Reply<v.InferOutput<S>>> {
+    let res: Response;
+    let text: string;
+    try {
+      res = await this.fetchFn(url, { method, headers, ...(body !== undefined ? { body } : {}), signal: AbortSignal.timeout(this.timeoutMs) });
+      text = await res.text();
+    } catch (e) {
+      throw new UnreachableError(this.baseUrl, networkReason(e));
+    }
+    let raw: unknown = undefined;
+    if (text.trim() !== '') {
+      try {
+        raw = JSON.parse(text) as unknown;
+      } catch {
+        raw = { error: text.length > 200 ? `${text.slice(0, 200)}…` : text };
+      }
+    }
+    if (!res.ok) {
+      const errBody = typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? (raw as Record<string, unknown>) : { error: `HTTP ${res.status}` };
+      throw new ServiceError(res.status, errBody, audience);
+    }
+    const parsed = v.safeParse(schema, raw);
+    if (!parsed.success) {
+      const issue = parsed.issues[0];
+      throw new UnexpectedResponseError(
+        `pipegate at ${this.baseUrl} answered ${method} ${url.pathname} with a body this CLI does not understand (${v.getDotPath(issue) ?? 'body'}: ${issue.message}); are the CLI and the service the same version?`,
+      );
+    }
+    return { status: res.status, body: parsed.output, raw };
+  }
+}
+
+function networkReason(e: unknown): string {
+  const err = e as { name?: string; message?: string; cause?: { code?: string; message?: string } };
+  if (err.name === 'TimeoutError') return 'timed out';
+  return err.cause?.code ?? err.cause?.message ?? err.message ?? String(e);
+}

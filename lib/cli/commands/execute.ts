@@ -1,0 +1,80 @@
+import { isTerminal } from '../../../functions/core/transitions';
+import { pollUntil, type Ctx } from '../context';
+import { UsageError } from '../errors';
+import { parseInputs, splitAssignments, type InputValueType, type RawValue } from '../inputs';
+import { duration, fields, showValue } from '../output';
+
+export interface ExecuteOptions {
+  key?: string;
+  input: string[];
+  callback?: string;
+  wait?: boolean;
+  idempotencyKey?: string;
+  timeout: number;
+}
+
+/** `pipegate execute <deployment> --key K [--input k=v]… [--callback URL] [--wait] [--idempotency-key K]` */
+export async function execute(ctx: Ctx, deploymentId: string, opts: ExecuteOptions): Promise<number> {
+  const key = opts.key ?? ctx.io.env.PIPEGATE_API_KEY;
+  if (key === undefined || key.trim() === '') {
+    throw new UsageError('execute needs the deployment\'s API key', 'pass --key <api key> or set PIPEGATE_API_KEY (publish printed it once)');
+  }
+  splitAssignments(opts.input); // syntax errors before any request
+  const { out, client } = ctx;
+  const body: { workflow_input?: Record<string, { value: RawValue; value_type: 'RAW' }>; callback?: string } = {};
+  if (opts.input.length > 0) {
+    // The caller's contract holds the visible inputs and their types; hidden ones cannot be set.
+    const { body: contract } = await client.contract(deploymentId, key);
+    const types = new Map<string, InputValueType>(contract.inputs.map((i) => [i.id, i.value_type]));
+    const values = parseInputs(opts.input, types);
+    body.workflow_input = Object.fromEntries(Object.entries(values).map(([id, value]) => [id, { value, value_type: 'RAW' as const }]));
+  }
+  if (opts.callback !== undefined) body.callback = opts.callback;
+
+  const accepted = await client.execute(deploymentId, key, body, opts.idempotencyKey);
+  const executionId = accepted.body.execution_id;
+  if (!opts.wait) {
+    out.document(accepted.raw);
+    out.line(`execution ${out.c.bold(executionId)} ${accepted.body.status}`);
+    out.line(
+      fields(
+        [
+          ['status', accepted.body.status_url],
+          ['result', accepted.body.result_url],
+        ],
+        out.c,
+      ),
+    );
+    return 0;
+  }
+
+  const progress = out.spinner();
+  if (!progress.interactive) out.note(`execution ${executionId} queued`);
+  try {
+    await pollUntil(
+      () => client.executionStatus(executionId, key),
+      (s) => isTerminal(s.body.status),
+      {
+        sleep: ctx.sleep,
+        timeoutMs: opts.timeout * 1000,
+        what: `execution ${executionId}`,
+        onTick: (s, ms) => {
+          if (!isTerminal(s.body.status)) progress.update(`execution ${s.body.status}… ${(ms / 1000).toFixed(1)} s`, s.body.status);
+        },
+      },
+    );
+  } finally {
+    progress.stop();
+  }
+  const result = await client.executionResult(executionId, key);
+  const r = result.body;
+  out.document(result.raw);
+  if (r.status === 'completed') {
+    out.line(`${out.c.green('✔')} execution ${executionId} completed in ${duration(r.completion_duration ?? 0)}`);
+    const data = Object.entries(r.response_data);
+    if (data.length > 0) out.line(fields(data.map(([k, v]) => [k, showValue(v.value)] as const), out.c));
+    return 0;
+  }
+  out.note(`${out.e.red('✖')} execution ${executionId} ${r.status}${r.error_message ? `: ${r.error_message}` : ''}`);
+  return 1;
+}

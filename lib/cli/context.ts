@@ -1,0 +1,58 @@
+/** What every command receives: where to print, the client, and how to wait. */
+import { PipegateClient } from './client';
+import { resolveConnection, type GlobalOptions, type StackLookup } from './connection';
+import { FailureError } from './errors';
+import { Output, type CliIO } from './output';
+import type { CredentialSource } from './sigv4';
+
+export interface Ctx {
+  io: CliIO;
+  out: Output;
+  client: PipegateClient;
+  sleep: (ms: number) => Promise<void>;
+}
+
+export interface CliDeps {
+  /** Reads a CloudFormation stack's outputs for `--stack`. */
+  stackLookup?: StackLookup;
+  /** Fixed AWS credentials (tests); defaults to the standard chain. */
+  credentials?: CredentialSource;
+}
+
+const realSleep = (ms: number) => new Promise<void>((res) => setTimeout(res, ms));
+
+export async function createContext(io: CliIO, opts: GlobalOptions, deps: CliDeps): Promise<Ctx> {
+  const out = new Output(io, opts.json === true, opts.color !== false);
+  const connection = await resolveConnection(opts, io.env, io.cwd, deps.stackLookup);
+  const client = new PipegateClient({
+    connection,
+    ...(io.fetch ? { fetch: io.fetch } : {}),
+    ...(deps.credentials ? { credentials: deps.credentials } : {}),
+  });
+  return { io, out, client, sleep: io.sleep ?? realSleep };
+}
+
+/**
+ * Asks `once` again and again until `done`, a little less often as time goes on, and gives up
+ * after `timeoutMs` (the service has its own execution time-out; this only keeps a stuck CLI
+ * from waiting forever).
+ */
+export async function pollUntil<T>(
+  once: () => Promise<T>,
+  done: (t: T) => boolean,
+  opts: { sleep: (ms: number) => Promise<void>; timeoutMs: number; onTick?: (t: T, elapsedMs: number) => void; what: string },
+): Promise<T> {
+  const started = Date.now();
+  let delay = 150;
+  for (;;) {
+    const t = await once();
+    const elapsed = Date.now() - started;
+    opts.onTick?.(t, elapsed);
+    if (done(t)) return t;
+    if (elapsed >= opts.timeoutMs) {
+      throw new FailureError(`${opts.what} has not finished after ${Math.round(elapsed / 1000)} s; stopped waiting (it keeps going on the service)`);
+    }
+    await opts.sleep(delay);
+    delay = Math.min(1000, Math.round(delay * 1.5));
+  }
+}

@@ -1,0 +1,85 @@
+/**
+ * Pipeline files: JSON or YAML, holding `description` and `nodes` (sent to the service) and
+ * optionally `publish` and `tests` (pipelines as code, SPEC section 10; kept on the client).
+ */
+import { readFileSync, statSync } from 'node:fs';
+import { basename, extname, resolve } from 'node:path';
+import { parseDocument } from 'yaml';
+import { UsageError } from './errors';
+
+/** SPEC section 2. */
+export const PIPELINE_ID_RE = /^[a-z0-9][a-z0-9-]{0,62}$/;
+
+export interface PipelineFile {
+  /** Absolute path of the file read. */
+  path: string;
+  /** The pipeline id: `--id`, else the file name without its extension. */
+  id: string;
+  /** What the service receives: only `description` (when present) and `nodes`. */
+  definition: { description?: unknown; nodes: unknown };
+  /** The file's `publish` block, as written (undefined when absent). */
+  publish: unknown;
+  /** The file's `tests` block, as written (undefined when absent). */
+  tests: unknown;
+}
+
+export function checkPipelineId(id: string, from: string): string {
+  if (!PIPELINE_ID_RE.test(id)) {
+    throw new UsageError(
+      `${from} "${id}" is not a valid pipeline id`,
+      'pipeline ids are 1-63 lower-case letters, digits or dashes, starting with a letter or digit',
+    );
+  }
+  return id;
+}
+
+/** The id a file gets when none is given: its name without the last extension. */
+export function idFromPath(path: string): string {
+  const name = basename(path);
+  const ext = extname(name);
+  const stem = ext ? name.slice(0, -ext.length) : name;
+  if (!PIPELINE_ID_RE.test(stem)) {
+    throw new UsageError(`cannot use "${stem}" (from the file name ${name}) as a pipeline id`, 'pass one with --id, e.g. --id my-pipeline');
+  }
+  return stem;
+}
+
+/** Parses file text as JSON (.json) or YAML (anything else; YAML also reads JSON). */
+export function parsePipelineText(text: string, fileName: string): unknown {
+  if (extname(fileName).toLowerCase() === '.json') {
+    try {
+      return JSON.parse(text) as unknown;
+    } catch (e) {
+      throw new UsageError(`${fileName} is not valid JSON: ${(e as Error).message}`);
+    }
+  }
+  const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
+  if (doc.errors.length > 0) {
+    const first = doc.errors[0];
+    const where = first?.linePos?.[0] ? ` (line ${first.linePos[0].line}, column ${first.linePos[0].col})` : '';
+    throw new UsageError(`${fileName} is not valid YAML${where}: ${first?.message.split('\n')[0] ?? 'parse error'}`);
+  }
+  return doc.toJS() as unknown;
+}
+
+/** Reads a pipeline file; every local problem (missing, unreadable, not an object) is a UsageError. */
+export function loadPipelineFile(path: string, opts: { id?: string; cwd?: string } = {}): PipelineFile {
+  const abs = resolve(opts.cwd ?? process.cwd(), path);
+  let text: string;
+  try {
+    if (statSync(abs).isDirectory()) throw new UsageError(`${path} is a directory; give a pipeline file (.json, .yaml or .yml)`);
+    text = readFileSync(abs, 'utf8');
+  } catch (e) {
+    if (e instanceof UsageError) throw e;
+    const code = (e as { code?: string }).code;
+    throw new UsageError(code === 'ENOENT' ? `no such file: ${path}` : `cannot read ${path}: ${(e as Error).message}`);
+  }
+  const id = opts.id !== undefined ? checkPipelineId(opts.id, '--id') : idFromPath(abs);
+  const doc = parsePipelineText(text, basename(abs));
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) {
+    throw new UsageError(`${path} must hold an object with "nodes" (and optionally "description")`);
+  }
+  const o = doc as Record<string, unknown>;
+  const definition: PipelineFile['definition'] = o.description !== undefined ? { description: o.description, nodes: o.nodes } : { nodes: o.nodes };
+  return { path: abs, id, definition, publish: o.publish, tests: o.tests };
+}

@@ -1,0 +1,204 @@
+/**
+ * The `pipegate` command line (SPEC section 10): commander wiring, one error reporter, and
+ * the exit codes 0 ok · 1 failure reported by the service · 2 usage error.
+ */
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { version } from '../../package.json';
+import { remove } from './commands/delete';
+import { execute } from './commands/execute';
+import { rotate } from './commands/keys';
+import { list, runs } from './commands/list';
+import { publish } from './commands/publish';
+import { push } from './commands/push';
+import { run } from './commands/run';
+import { status } from './commands/status';
+import { cloudFormationLookup, type GlobalOptions } from './connection';
+import { createContext, type CliDeps, type Ctx } from './context';
+import { EXIT, exitCodeFor, ServiceError, UnreachableError, UsageError } from './errors';
+import { colorEnabled, Output, type CliIO } from './output';
+
+const collect = (value: string, previous: string[]): string[] => [...previous, value];
+
+const wholeNumber = (what: string, min: number, max: number) => (text: string): number => {
+  const n = Number(text);
+  if (!/^\d+$/.test(text.trim()) || !Number.isSafeInteger(n) || n < min || n > max) {
+    throw new InvalidArgumentError(`${what} must be a whole number from ${min} to ${max}`);
+  }
+  return n;
+};
+
+/** Builds the program; every action resolves the exit code into `state.code`. */
+export function buildProgram(io: CliIO, deps: CliDeps, state: { code: number }): Command {
+  const program = new Command('pipegate');
+  program
+    .description('Publish a pipeline as an authenticated, asynchronous HTTP API')
+    .version(version, '-V, --version')
+    .exitOverride()
+    .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) })
+    .showHelpAfterError('(add --help for usage)')
+    .option('--url <url>', 'base URL of pipegate (env PIPEGATE_URL; default http://127.0.0.1:3000)')
+    .option('--token <token>', 'owner token of the local runtime (env PIPEGATE_OWNER_TOKEN; else <PIPEGATE_DATA_DIR or ./.pipegate>/owner-token)')
+    .option('--aws', 'sign owner calls with AWS SigV4 from the standard credential chain')
+    .option('--stack <name>', 'take the URL from the ApiUrl output of this CloudFormation stack (implies --aws)')
+    .option('--region <region>', 'AWS region to sign for (default: from the URL, else AWS_REGION)')
+    .option('--json', 'print the result as one JSON document and nothing else on stdout')
+    .option('--no-color', 'no colours, even on a terminal');
+
+  const act =
+    <A extends unknown[]>(fn: (ctx: Ctx, ...args: A) => Promise<number>) =>
+    async (...args: unknown[]) => {
+      const cmd = args[args.length - 1] as Command;
+      const globals = cmd.optsWithGlobals<GlobalOptions>();
+      const ctx = await createContext(io, globals, deps);
+      state.code = await fn(ctx, ...(args.slice(0, -1) as A));
+    };
+
+  program
+    .command('push')
+    .description('push a pipeline definition (JSON or YAML); creates a new version when it changed')
+    .argument('<file>', 'pipeline file (.json, .yaml or .yml)')
+    .option('--id <pipeline>', 'pipeline id (default: the file name without its extension)')
+    .action(act((ctx, file: string, o: { id?: string }) => push(ctx, file, o)));
+
+  program
+    .command('list')
+    .description('list pipelines')
+    .action(act((ctx) => list(ctx)));
+
+  program
+    .command('run')
+    .description('run the latest version of a pipeline and wait for its outputs')
+    .argument('<pipeline>', 'pipeline id')
+    .option('-i, --input <id=value>', 'override an input (repeatable); the value is read by the input\'s type', collect, [])
+    .option('--wait', 'wait until the run finishes and print its outputs (the default)', true)
+    .option('--no-wait', 'print the run id and return at once')
+    .addOption(new Option('--timeout <seconds>', 'stop waiting after this long').default(600).argParser(wholeNumber('--timeout', 1, 86_400)))
+    .action(act((ctx, p: string, o: { input: string[]; wait: boolean; timeout: number }) => run(ctx, p, o)));
+
+  program
+    .command('runs')
+    .description('list the runs of a pipeline, newest first')
+    .argument('<pipeline>', 'pipeline id')
+    .addOption(new Option('--limit <n>', 'how many').argParser(wholeNumber('--limit', 1, 100)))
+    .action(act((ctx, p: string, o: { limit?: number }) => runs(ctx, p, o)));
+
+  program
+    .command('status')
+    .description('where a pipeline stands: latest run, contract, deployment, and what to do next')
+    .argument('<pipeline>', 'pipeline id')
+    .action(act((ctx, p: string) => status(ctx, p)));
+
+  program
+    .command('publish')
+    .description('publish (or update) the pipeline\'s API from its latest successful run')
+    .argument('<pipeline>', 'pipeline id')
+    .option('--hide-input <ids>', 'inputs callers may not see or set (comma-separated, repeatable)', collect, [])
+    .option('--hide-output <ids>', 'outputs callers do not receive (comma-separated, repeatable)', collect, [])
+    .option('--show-input <ids>', 'make hidden inputs visible again', collect, [])
+    .option('--show-output <ids>', 'make hidden outputs visible again', collect, [])
+    .action(
+      act((ctx, p: string, o: { hideInput: string[]; hideOutput: string[]; showInput: string[]; showOutput: string[] }) => publish(ctx, p, o)),
+    );
+
+  program
+    .command('delete')
+    .description('delete the pipeline\'s deployment (immediate, cannot be undone)')
+    .argument('<pipeline>', 'pipeline id')
+    .option('--yes', 'confirm the deletion')
+    .action(act((ctx, p: string, o: { yes?: boolean }) => remove(ctx, p, o)));
+
+  const keys = program.command('keys').description('manage a deployment\'s credentials');
+  keys
+    .command('rotate')
+    .description('issue a new API key (or callback signing secret); the old one stops at once unless --grace is given')
+    .argument('<pipeline>', 'pipeline id')
+    .addOption(new Option('--grace <seconds>', 'keep the old credential working this long').argParser(wholeNumber('--grace', 0, 604_800)))
+    .option('--signing-secret', 'rotate the callback signing secret instead of the API key')
+    .action(act((ctx, p: string, o: { grace?: number; signingSecret?: boolean }) => rotate(ctx, p, o)));
+
+  program
+    .command('execute')
+    .description('execute a published deployment as a caller would')
+    .argument('<deployment>', 'deployment id')
+    .option('--key <key>', 'the deployment\'s API key (env PIPEGATE_API_KEY)')
+    .option('-i, --input <id=value>', 'set an input (repeatable); the value is read by the input\'s type', collect, [])
+    .option('--callback <url>', 'URL to POST the outcome to when the execution finishes')
+    .option('--wait', 'wait until the execution finishes and print its result')
+    .option('--idempotency-key <key>', 'repeat-safe submit: the same key and body start nothing new')
+    .addOption(new Option('--timeout <seconds>', 'with --wait, stop waiting after this long').default(600).argParser(wholeNumber('--timeout', 1, 86_400)))
+    .action(
+      act(
+        (
+          ctx,
+          d: string,
+          o: { key?: string; input: string[]; callback?: string; wait?: boolean; idempotencyKey?: string; timeout: number },
+        ) => execute(ctx, d, o),
+      ),
+    );
+
+  return program;
+}
+
+/** How a failure reads for a person: the message, then every listed problem, then a hint. */
+export function describeError(e: unknown): { message: string; lines: string[]; hint?: string } {
+  if (e instanceof UsageError) return { message: e.message, lines: [], ...(e.hint ? { hint: e.hint } : {}) };
+  if (e instanceof UnreachableError) return { message: e.message, lines: [`(${e.reason})`] };
+  if (e instanceof ServiceError) {
+    const lines: string[] = [];
+    const problems = e.problems;
+    if (problems.length > 0) {
+      const w = Math.max(...problems.map((p) => p.path.length));
+      for (const p of problems) lines.push(`${p.path.padEnd(w)}  ${p.reason}`);
+    } else if (typeof e.body.detail === 'string') lines.push(e.body.detail);
+    const hint = hintFor(e);
+    const message = problems.length > 0 ? `${e.message} (${problems.length} ${problems.length === 1 ? 'problem' : 'problems'}):` : e.message;
+    return { message, lines, ...(hint ? { hint } : {}) };
+  }
+  return { message: e instanceof Error ? e.message : String(e), lines: [] };
+}
+
+function hintFor(e: ServiceError): string | undefined {
+  const error = typeof e.body.error === 'string' ? e.body.error : '';
+  if (e.status === 401) {
+    return e.audience === 'owner'
+      ? 'the owner credential was refused: use the token the local runtime printed at start (PIPEGATE_OWNER_TOKEN or --token), or on AWS check your AWS credentials'
+      : 'the API key was refused: check --key (publish printed it once; pipegate keys rotate <pipeline> issues a new one)';
+  }
+  if (e.status === 403 && e.audience === 'owner') return 'your AWS identity may not call the owner API (it needs execute-api:Invoke on it)';
+  if (error === 'Pipeline Not Found') return 'see your pipelines with: pipegate list (push one with: pipegate push <file>)';
+  if (error === 'Deployment Not Found' && e.audience === 'owner') return 'it is not published: pipegate publish <pipeline>';
+  if (e.status === 409 && e.audience === 'owner' && error !== 'Conflict') {
+    return error.includes('no Input and no Output')
+      ? 'add input and output nodes, push the file again, then run it: pipegate push <file> && pipegate run <pipeline>'
+      : 'run it until a run succeeds: pipegate run <pipeline>';
+  }
+  return undefined;
+}
+
+/** Runs the CLI with `args` (what follows `pipegate`); resolves to the exit code. */
+export async function runCli(args: readonly string[], io: CliIO, deps: CliDeps = { stackLookup: cloudFormationLookup }): Promise<number> {
+  const state = { code: EXIT.ok as number };
+  const program = buildProgram(io, deps, state);
+  const json = args.includes('--json');
+  try {
+    await program.parseAsync([...args], { from: 'user' });
+    return state.code;
+  } catch (e) {
+    const code = exitCodeFor(e);
+    if (e instanceof CommanderError) {
+      // commander has already printed its message (or the help/version text).
+      if (code !== EXIT.ok && json) io.stdout.write(`${JSON.stringify({ error: e.message.replace(/^error: /, '') })}\n`);
+      return code;
+    }
+    const out = new Output(io, json);
+    const { message, lines, hint } = describeError(e);
+    const paint = colorEnabled(io.stderr, io.env);
+    const red = (s: string) => (paint ? `\x1b[31m${s}\x1b[39m` : s);
+    const dim = (s: string) => (paint ? `\x1b[2m${s}\x1b[22m` : s);
+    io.stderr.write(`${red('error:')} ${message}\n${lines.map((l) => `  ${l}\n`).join('')}${hint ? `${dim(`hint: ${hint}`)}\n` : ''}`);
+    if (json) out.document(e instanceof ServiceError ? e.body : { error: message, ...(hint ? { detail: hint } : {}) });
+    // Expected failures carry an exit code; anything else is a bug worth a stack trace on request.
+    if (io.env.PIPEGATE_DEBUG && e instanceof Error && !('exitCode' in e)) io.stderr.write(`${e.stack ?? ''}\n`);
+    return code;
+  }
+}
