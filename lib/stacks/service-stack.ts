@@ -85,13 +85,13 @@ export class ServiceStack extends Stack {
     const functions: Record<string, PipegateFunction> = {};
     for (const name of allFunctionNames()) {
       const access = accessFor(name);
-      functions[name] = new PipegateFunction(this, pascal(name), {
+      const fn = new PipegateFunction(this, pascal(name), {
         name,
         timeout: this.timeoutFor(name, settings),
         environment: baseEnvironment,
         logRetentionDays: settings.logRetentionDays,
       });
-      const fn = functions[name];
+      functions[name] = fn;
       fn.grantTable(stateful.table, access.table, MAIN_TABLE.indexes.map((i) => i.name));
       for (const q of access.send) fn.grantSend(stateful.queues[q].queue);
       if (access.secret) fn.grantSecretRead(stateful.secret);
