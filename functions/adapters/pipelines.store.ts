@@ -62,8 +62,8 @@ export class PipelinesStore {
     private readonly table: string,
   ) {}
 
-  async getMeta(id: string): Promise<PipelineMeta | null> {
-    const out = await this.db.send(new GetCommand({ TableName: this.table, Key: keys.pipeline(id) }));
+  async getMeta(id: string, consistent = false): Promise<PipelineMeta | null> {
+    const out = await this.db.send(new GetCommand({ TableName: this.table, Key: keys.pipeline(id), ConsistentRead: consistent }));
     return out.Item ? toMeta(out.Item as MetaItem) : null;
   }
 
@@ -109,7 +109,7 @@ export class PipelinesStore {
     now: string,
   ): Promise<{ version: number; created: boolean }> {
     for (let attempt = 0; attempt < PUSH_ATTEMPTS; attempt++) {
-      const meta = await this.getMeta(id);
+      const meta = await this.getMeta(id, true);
       if (meta && meta.latest_hash === hash) return { version: meta.version, created: false };
       const prev = meta?.version ?? 0;
       const next = prev + 1;

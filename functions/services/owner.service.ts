@@ -5,6 +5,7 @@ import { generateApiKey, generateSigningSecret, hashApiKey, sealSecret } from '.
 import { applyVisibility, assertPublishable, discoverContract, readiness as readinessView } from '../core/contract';
 import { AppError } from '../core/errors';
 import { contentHash, validateDefinition } from '../core/pipeline';
+import { isTerminal } from '../core/transitions';
 import type { Contract, Execution, PipelineDefinition, RawValue, RunPointer } from '../core/types';
 import { executeUrl, ownerExecutionBody, runBody } from '../core/views';
 import type { Deps } from '../adapters/deps';
@@ -25,9 +26,36 @@ function parseJson(body: string | null, what: string): unknown {
 
 async function meta(d: Deps, id: string): Promise<PipelineMeta> {
   if (!PIPELINE_ID_RE.test(id)) throw new AppError('PipelineNotFound');
-  const m = await d.pipelines.getMeta(id);
+  const m = await d.pipelines.getMeta(id, true);
   if (!m) throw new AppError('PipelineNotFound');
   return m;
+}
+
+const RECENT_RUNS = 5;
+
+/**
+ * The pipeline's run pointers are written just after a run's terminal status, so an owner who
+ * saw the run finish may read them a moment too early. Readers that decide on them (readiness,
+ * publish) first bring them up to date from the newest runs themselves: the records are the
+ * truth, the pointers a summary. Returns the newest run, if any.
+ */
+async function syncRunPointers(d: Deps, id: string, m: PipelineMeta): Promise<{ meta: PipelineMeta; latest: Execution | null }> {
+  const recent = await d.executions.listRuns(id, { limit: RECENT_RUNS });
+  const known = m.latest_finished ? `${m.latest_finished.created_at}#${m.latest_finished.run_id}` : '';
+  let changed = false;
+  let latest: Execution | null = null;
+  for (const r of recent.runs) {
+    if (`${r.created_at}#${r.execution_id}` <= known) break;
+    const fresh = await d.executions.get(r.execution_id, d.clock.now(), true);
+    latest ??= fresh;
+    if (fresh && isTerminal(fresh.status)) {
+      await d.pipelines.recordRunFinished(id, { run_id: fresh.execution_id, status: fresh.status, version: fresh.version, created_at: fresh.created_at });
+      changed = true;
+      break;
+    }
+  }
+  latest ??= recent.runs[0] ?? null;
+  return { meta: changed ? ((await d.pipelines.getMeta(id, true)) ?? m) : m, latest };
 }
 
 export async function push(d: Deps, id: string, body: string | null) {
@@ -197,13 +225,10 @@ function deploymentView(r: DeploymentRecord, baseUrl: string) {
 }
 
 export async function readiness(d: Deps, id: string, baseUrl: string) {
-  const m = await meta(d, id);
-  const [latest, dep, disc] = await Promise.all([
-    d.executions.listRuns(id, { limit: 1 }),
-    currentDeployment(d, m),
-    discovered(d, id, m.last_success),
-  ]);
-  const latestRun = latest.runs[0];
+  const synced = await syncRunPointers(d, id, await meta(d, id));
+  const m = synced.meta;
+  const [dep, disc] = await Promise.all([currentDeployment(d, m), discovered(d, id, m.last_success)]);
+  const latestRun = synced.latest;
   return readinessView({
     pipeline_id: id,
     latestRun: latestRun
@@ -235,7 +260,7 @@ async function newCredentials(d: Deps, deploymentId: string) {
  * which finds the slot pointing at an item that does not exist and creates it under that id.
  */
 export async function publish(d: Deps, id: string, body: string | null, baseUrl: string) {
-  const m = await meta(d, id);
+  const { meta: m } = await syncRunPointers(d, id, await meta(d, id));
   const request = parseJson(body, 'body');
   const latest = m.latest_finished;
   const disc = latest?.status === 'completed' ? await discovered(d, id, latest) : null;

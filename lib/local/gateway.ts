@@ -407,6 +407,17 @@ function readHeaders(req: IncomingMessage): { headers: Record<string, string>; m
     headers[name] = value;
     (multiValueHeaders[name] ??= []).push(value);
   }
+  // API Gateway adds these for the integration; handlers build absolute URLs from them. A
+  // proxy in front of the local runtime may already have set them, and then they are kept.
+  const has = (n: string) => Object.keys(headers).some((k) => k.toLowerCase() === n);
+  const add = (n: string, v: string) => {
+    if (has(n.toLowerCase())) return;
+    headers[n] = v;
+    multiValueHeaders[n] = [v];
+  };
+  add('X-Forwarded-Proto', 'encrypted' in req.socket ? 'https' : 'http');
+  add('X-Forwarded-Port', String(req.socket.localPort ?? ''));
+  add('X-Forwarded-For', req.socket.remoteAddress ?? '');
   return { headers, multiValueHeaders };
 }
 

@@ -116,6 +116,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       visibilityTimeoutSeconds: opts.queueOverrides?.[id]?.visibilityTimeoutSeconds ?? QUEUES[id].visibilityTimeoutSeconds,
       maxReceiveCount: opts.queueOverrides?.[id]?.maxReceiveCount ?? QUEUES[id].maxReceiveCount,
       batchSize: QUEUES[id].batchSize,
+      onError: (err: unknown) => log.error('queue consumer failed', { queue: id, ...errorFields(err) }),
     });
   const queues = { executions: queue('executions'), callbacks: queue('callbacks') };
 
@@ -169,7 +170,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     createGateway({
       routes: ROUTES,
       handlers: HTTP_HANDLERS,
-      authorizer: (event, ctx) => authorizer(event),
+      authorizer: (event) => authorizer(event),
       ownerToken,
       maxBodyBytes: config.maxBodyBytes,
       log: (line) => log.info('request', line),
@@ -200,7 +201,9 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
         server.closeAllConnections();
       });
       await Promise.all([queues.executions.stop(), queues.callbacks.stop()]);
-      await workflow.stopAll();
+      // In-flight runs get a moment to record their outcome; whatever is left is finished as
+      // interrupted by the next start.
+      await workflow.stopAll(2_000);
       await dynamo.close();
       setDeps(undefined);
     },

@@ -1,0 +1,237 @@
+/**
+ * The Lambda handlers as AWS invokes them: real API Gateway and SQS event shapes, a real
+ * store (dynalite), recording queue and workflow ports.
+ */
+import type { APIGatewayProxyResult, SQSBatchResponse } from 'aws-lambda';
+import { setDeps } from '../../functions/adapters/deps';
+import type { Deps } from '../../functions/adapters/deps';
+import { handler as authorizer } from '../../functions/authorizer/handler';
+import { handler as callbackDispatch } from '../../functions/callback-dispatch/handler';
+import { handler as execute } from '../../functions/execute/handler';
+import { handler as status } from '../../functions/execution-status/handler';
+import { handler as publish } from '../../functions/deployment-publish/handler';
+import { handler as push } from '../../functions/pipeline-push/handler';
+import { handler as runner } from '../../functions/runner/handler';
+import { handler as taskFail } from '../../functions/task-fail/handler';
+import { handler as taskRun } from '../../functions/task-run/handler';
+import { handler as taskStart } from '../../functions/task-start/handler';
+import type { HttpRequest } from '../../functions/core/ports';
+import { startTestDb, type TestDb } from '../support/dynamo';
+import { authorizerEvent, context, proxyEvent, sqsEvent } from '../support/events';
+import { testDeps, type RecordingQueue, type RecordingWorkflow } from '../support/fakes';
+import { greeting } from '../support/runtime';
+
+let db: TestDb;
+let d: Deps & { queue: RecordingQueue; workflow: RecordingWorkflow };
+const calls: HttpRequest[] = [];
+let hookStatus = 204;
+
+beforeAll(async () => {
+  db = await startTestDb();
+  d = testDeps(db, {
+    http: async (req) => {
+      calls.push(req);
+      return { status: hookStatus, headers: {}, body: '' };
+    },
+  });
+  d.config = { ...d.config, callbackScheduleSeconds: [1, 2] };
+  setDeps(d);
+});
+afterAll(async () => {
+  setDeps(undefined);
+  await db.close();
+});
+
+const parse = (r: APIGatewayProxyResult) => JSON.parse(r.body) as Record<string, unknown>;
+
+/** Drives one execution through the state-machine task handlers, as Step Functions would. */
+async function runWorkflow(executionId: string) {
+  const start = await taskStart({ execution_id: executionId });
+  if (start.proceed) await taskRun({ execution_id: executionId });
+}
+
+async function publishGreeting(pipelineId: string) {
+  await push(proxyEvent({ method: 'PUT', resource: '/v1/pipelines/{pipeline_id}', path: `/v1/pipelines/${pipelineId}`, pathParameters: { pipeline_id: pipelineId }, body: JSON.stringify(greeting) }), context());
+  const { startRun } = await import('../../functions/services/owner.service');
+  const run = await startRun(d, pipelineId, null, 'https://x');
+  await runWorkflow(run.run_id);
+  const pub = await publish(proxyEvent({ method: 'PUT', resource: '/v1/pipelines/{pipeline_id}/deployment', path: `/v1/pipelines/${pipelineId}/deployment`, pathParameters: { pipeline_id: pipelineId } }), context());
+  expect(pub.statusCode).toBe(201);
+  const body = parse(pub);
+  return { deploymentId: body.deployment_id as string, apiKey: body.api_key as string };
+}
+
+async function authorize(apiKey: string) {
+  const policy = await authorizer(authorizerEvent({ 'X-API-Key': apiKey }));
+  return Object.fromEntries(Object.entries(policy.context ?? {}).map(([k, v]) => [k, String(v)]));
+}
+
+describe('authorizer', () => {
+  it('allows a valid key for every caller route of the stage and passes the deployment on', async () => {
+    const p = await publishGreeting('auth-ok');
+    const policy = await authorizer(authorizerEvent({ authorization: `Api-Key ${p.apiKey}` }));
+
+    expect(policy.principalId).toBe(p.deploymentId);
+    expect(policy.policyDocument.Statement).toEqual([
+      { Action: 'execute-api:Invoke', Effect: 'Allow', Resource: 'arn:aws:execute-api:eu-west-1:123456789012:abc123/prod/*/v1/deployments/*' },
+    ]);
+    expect(policy.context).toMatchObject({ deployment_id: p.deploymentId, deleted: false });
+  });
+
+  it.each([
+    ['no header', {}],
+    ['a malformed key', { 'x-api-key': 'hello' }],
+    ['another scheme', { authorization: 'Bearer abc' }],
+  ])('answers Unauthorized for %s', async (_w, headers) => {
+    await expect(authorizer(authorizerEvent(headers as Record<string, string>))).rejects.toThrow(/^Unauthorized$/);
+  });
+
+  it('answers Unauthorized for a well-formed key that is not the deployment\'s', async () => {
+    const p = await publishGreeting('auth-wrong');
+    const { generateApiKey } = await import('../../functions/core/api-key');
+    const forged = generateApiKey(p.deploymentId, Buffer.alloc(24, 1));
+    await expect(authorizer(authorizerEvent({ 'x-api-key': forged }))).rejects.toThrow(/^Unauthorized$/);
+  });
+});
+
+describe('execute → runner → tasks → callback', () => {
+  it('accepts with URLs that keep the stage, queues the execution, and the workflow completes it', async () => {
+    const p = await publishGreeting('flow');
+    const auth = await authorize(p.apiKey);
+    const res = await execute(
+      proxyEvent({
+        method: 'POST',
+        resource: '/v1/deployments/{deployment_id}/executions',
+        path: `/v1/deployments/${p.deploymentId}/executions/`,
+        pathParameters: { deployment_id: p.deploymentId },
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ callback: 'https://hooks.example.com/x', workflow_input: { name: { value: 'Bo', value_type: 'RAW' } } }),
+        authorizer: auth,
+      }),
+      context(),
+    );
+
+    expect(res.statusCode).toBe(202);
+    const body = parse(res);
+    const id = body.execution_id as string;
+    expect(body.status_url).toBe(`https://abc123.execute-api.eu-west-1.amazonaws.com/prod/v1/deployments/executions/${id}/status/`);
+    expect(res.headers?.location).toBe(body.status_url);
+    expect(d.queue.on('executions').at(-1)?.body).toEqual({ execution_id: id });
+
+    const batch = (await runner(sqsEvent([JSON.stringify({ execution_id: id })]), context())) as SQSBatchResponse;
+    expect(batch.batchItemFailures).toEqual([]);
+    expect(d.workflow.started).toContain(id);
+    await runWorkflow(id);
+    // A duplicate message after the fact starts nothing.
+    await runner(sqsEvent([JSON.stringify({ execution_id: id })]), context());
+    expect(d.workflow.started.filter((x) => x === id)).toHaveLength(1);
+
+    const st = await status(proxyEvent({ method: 'GET', resource: '/v1/deployments/executions/{execution_id}/status', path: `/v1/deployments/executions/${id}/status/`, pathParameters: { execution_id: id }, authorizer: auth }), context());
+    expect(parse(st)).toMatchObject({ status: 'completed', error_message: null });
+
+    const cbMessage = d.queue.on('callbacks').find((m) => m.body.execution_id === id);
+    expect(cbMessage).toBeDefined();
+    calls.length = 0;
+    hookStatus = 500;
+    await callbackDispatch(sqsEvent([JSON.stringify(cbMessage?.body)]), context());
+    const retry = d.queue.on('callbacks').at(-1);
+    expect(retry?.body.execution_id).toBe(id);
+    expect(retry?.delaySeconds).toBeGreaterThanOrEqual(1);
+    expect(calls[0]?.headers['webhook-id']).toMatch(/^msg_/);
+    expect(JSON.parse(calls[0]?.body ?? '{}')).toEqual({ message: ['Hello, Bo!'], execution_id: id });
+
+    // The retry message arrives early (before it is due): it is deferred, not attempted.
+    await callbackDispatch(sqsEvent([JSON.stringify(retry?.body)]), context());
+    expect(calls).toHaveLength(1);
+
+    const e = await d.executions.get(id, new Date(), true);
+    expect(e?.callback_delivery).toMatchObject({ attempts: 1, outcome: 'pending', last_status: 500 });
+  });
+
+  it('dead-letters a callback once the schedule is used up, without touching the execution status', async () => {
+    const p = await publishGreeting('dead');
+    const auth = await authorize(p.apiKey);
+    const res = await execute(
+      proxyEvent({ method: 'POST', resource: '/v1/deployments/{deployment_id}/executions', path: `/v1/deployments/${p.deploymentId}/executions`, pathParameters: { deployment_id: p.deploymentId }, body: JSON.stringify({ callback: 'https://hooks.example.com/y' }), authorizer: auth }),
+      context(),
+    );
+    const id = parse(res).execution_id as string;
+    await runWorkflow(id);
+    hookStatus = 503;
+    const { dispatchCallback } = await import('../../functions/services/worker.service');
+    const outcomes = [];
+    for (let i = 0; i < 3; i++) {
+      const e = await d.executions.get(id, new Date(), true);
+      // Pretend each retry is due now.
+      if (e?.callback_delivery?.next_attempt_at) {
+        const { UpdateCommand } = await import('@aws-sdk/lib-dynamodb');
+        const { createDocumentClient, keys } = await import('../../functions/adapters/dynamo');
+        const raw = createDocumentClient({ region: 'local', endpoint: db.dynamo.endpoint });
+        await raw.send(new UpdateCommand({ TableName: db.table, Key: keys.execution(id), UpdateExpression: 'SET callback_delivery.next_attempt_at = :n', ExpressionAttributeValues: { ':n': null } }));
+        raw.destroy();
+      }
+      outcomes.push(await dispatchCallback(d, { execution_id: id }));
+    }
+    expect(outcomes).toEqual(['retry', 'retry', 'dead_lettered']);
+    const e = await d.executions.get(id, new Date(), true);
+    expect(e?.status).toBe('completed');
+    expect(e?.callback_delivery).toMatchObject({ attempts: 3, outcome: 'dead_lettered', last_status: 503 });
+  });
+
+  it('MarkFailed ends an execution that never started as failed, through running, with a readable message', async () => {
+    const p = await publishGreeting('failing');
+    const auth = await authorize(p.apiKey);
+    const res = await execute(
+      proxyEvent({ method: 'POST', resource: '/v1/deployments/{deployment_id}/executions', path: `/v1/deployments/${p.deploymentId}/executions`, pathParameters: { deployment_id: p.deploymentId }, authorizer: auth }),
+      context(),
+    );
+    const id = parse(res).execution_id as string;
+    await taskFail({ execution_id: id, error: { Error: 'States.Timeout', Cause: 'x' } });
+    const e = await d.executions.get(id, new Date(), true);
+    expect(e).toMatchObject({ status: 'failed', error_message: 'Execution timed out after 300 s' });
+    expect(e?.started_at).not.toBeNull();
+  });
+});
+
+describe('errors', () => {
+  it('maps an unexpected failure to 500 with a request id and no internals', async () => {
+    const broken = { ...d, executions: { ...d.executions, get: async () => { throw new Error('secret internals'); } } } as unknown as Deps;
+    setDeps(broken);
+    try {
+      const res = await status(proxyEvent({ method: 'GET', resource: '/v1/deployments/executions/{execution_id}/status', path: '/v1/deployments/executions/x/status', pathParameters: { execution_id: 'x' }, authorizer: { deployment_id: 'd', revision: '1', deleted: 'false' } }), context());
+      expect(res.statusCode).toBe(500);
+      expect(parse(res)).toEqual({ error: 'Internal Error', request_id: expect.any(String) });
+      expect(res.body).not.toContain('secret internals');
+    } finally {
+      setDeps(d);
+    }
+  });
+
+  it('maps an unreachable store to 503 with Retry-After', async () => {
+    const down = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+    setDeps({ ...d, executions: { ...d.executions, get: async () => { throw down; } } } as unknown as Deps);
+    try {
+      const res = await status(proxyEvent({ method: 'GET', resource: '/v1/deployments/executions/{execution_id}/status', path: '/v1/deployments/executions/x/status', pathParameters: { execution_id: 'x' }, authorizer: { deployment_id: 'd', revision: '1', deleted: 'false' } }), context());
+      expect(res.statusCode).toBe(503);
+      expect(res.headers?.['retry-after']).toBe('1');
+    } finally {
+      setDeps(d);
+    }
+  });
+
+  it('reports only the failed records of a runner batch', async () => {
+    const flaky = { ...d, workflow: { start: async (name: string) => { if (name.endsWith('1')) throw new Error('throttled'); return 'started' as const; }, stop: async () => undefined } };
+    setDeps(flaky as Deps);
+    try {
+      const ids = ['00000000-0000-4000-8000-000000000001', '00000000-0000-4000-8000-000000000002'];
+      for (const id of ids) {
+        await d.executions.create({ execution_id: id, kind: 'api', pipeline_id: 'p', version: 1, deployment_id: null, status: 'pending', inputs: {}, outputs: null, visible_outputs: null, callback: null, callback_delivery: null, error_message: null, created_at: new Date().toISOString(), started_at: null, completed_at: null, expires_at: null });
+      }
+      const event = sqsEvent([...ids.map((id) => JSON.stringify({ execution_id: id })), 'not json']);
+      const out = (await runner(event, context())) as SQSBatchResponse;
+      expect(out.batchItemFailures).toEqual([{ itemIdentifier: event.Records[0]?.messageId }]);
+    } finally {
+      setDeps(d);
+    }
+  });
+});

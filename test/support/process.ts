@@ -1,0 +1,55 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+
+export interface RuntimeProcess {
+  child: ChildProcess;
+  url: string;
+  ownerToken: string;
+  output: () => string;
+  /** SIGKILL: no clean-up at all, as when a machine loses power. */
+  kill9(): Promise<void>;
+  /** SIGTERM and wait for a clean exit. */
+  stop(): Promise<number | null>;
+}
+
+const ROOT = join(__dirname, '..', '..');
+
+/** `npm start` as a real process (through tsx), on a free port, with its own data dir. */
+export async function spawnRuntime(dataDir: string, env: Record<string, string> = {}): Promise<RuntimeProcess> {
+  const child = spawn(process.execPath, [join(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs'), join(ROOT, 'bin', 'local.ts')], {
+    cwd: ROOT,
+    env: { ...process.env, PORT: '0', PIPEGATE_DATA_DIR: dataDir, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout?.on('data', (c: Buffer) => (out += c.toString()));
+  child.stderr?.on('data', (c: Buffer) => (out += c.toString()));
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`runtime did not start:\n${out}`)), 30_000);
+    const check = () => {
+      const m = /running at (http:\/\/\S+)/.exec(out);
+      if (m?.[1]) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    };
+    child.stderr?.on('data', check);
+    child.once('exit', () => reject(new Error(`runtime exited early:\n${out}`)));
+  });
+  const ownerToken = /owner token\s+(\S+)/.exec(out)?.[1] ?? '';
+  return {
+    child,
+    url,
+    ownerToken,
+    output: () => out,
+    kill9: async () => {
+      child.kill('SIGKILL');
+      await exited;
+    },
+    stop: async () => {
+      child.kill('SIGTERM');
+      return exited;
+    },
+  };
+}
