@@ -1,0 +1,513 @@
+import { createHash } from 'node:crypto';
+import * as v from 'valibot';
+import { expressionProblem } from './jsonata-limits';
+import type { InputValueType, NodeType, PipelineDefinition, PipelineNode, Problem } from './types';
+
+export const DEFAULT_MAX_NODES = 64;
+export const MAX_DESCRIPTION_LENGTH = 2000;
+export const NODE_ID_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
+/**
+ * `execution_id` is a key of the callback payload beside the output ids; `__proto__` would
+ * turn into an object's prototype instead of a key wherever a definition is rebuilt.
+ */
+export const RESERVED_NODE_IDS: readonly string[] = ['execution_id', '__proto__'];
+export const NODE_TYPES = ['input', 'output', 'transform', 'http', 'delay'] as const satisfies readonly NodeType[];
+export const VALUE_TYPES = ['string', 'integer', 'float', 'boolean'] as const satisfies readonly InputValueType[];
+export const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+export const HTTP_TIMEOUT_MAX_MS = 30_000;
+export const DEFAULT_HTTP_TIMEOUT_MS = 10_000;
+export const DELAY_MAX_MS = 60_000;
+
+export type ValidationResult = { ok: true; definition: PipelineDefinition } | { ok: false; problems: Problem[] };
+
+const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+// Names valibot's record() skips silently; refusing them beats dropping a header without a word.
+const UNSUPPORTED_HEADER_NAMES = new Set(['__proto__', 'prototype', 'constructor']);
+
+/* ------------------------------------------------------------------ schemas */
+
+/** Message for an object schema: the same hook reports a missing key and a non-object. */
+const objectMessage =
+  (what: string) =>
+  (issue: v.BaseIssue<unknown>): string =>
+    issue.path && issue.path.length > 0 ? 'is required' : `must be ${what}`;
+
+const description = v.optional(
+  v.pipe(
+    v.string('must be a string'),
+    v.maxLength(MAX_DESCRIPTION_LENGTH, `must be at most ${MAX_DESCRIPTION_LENGTH} characters long`),
+  ),
+);
+
+const nodeRefs = v.array(v.string('must be a node id (a string)'), 'must be a list of node ids');
+
+const isHttpUrl = (s: string): boolean => {
+  try {
+    const u = new URL(s);
+    return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname !== '';
+  } catch {
+    return false;
+  }
+};
+
+const integerIn = (min: number, max: number, unit = '') =>
+  v.pipe(
+    v.number('must be a number'),
+    v.integer('must be a whole number'),
+    v.minValue(min, `must be at least ${min}${unit}`),
+    v.maxValue(max, `must be at most ${max}${unit}`),
+  );
+
+const NODE_SCHEMAS = {
+  input: v.object(
+    {
+      type: v.literal('input'),
+      value_type: v.picklist(VALUE_TYPES, `must be one of ${VALUE_TYPES.join(', ')}`),
+      value: v.union([v.string(), v.number(), v.boolean()], 'must be a string, a number or a boolean'),
+      description,
+    },
+    objectMessage('an object'),
+  ),
+  output: v.object(
+    { type: v.literal('output'), from: v.string('must be a node id (a string)'), description },
+    objectMessage('an object'),
+  ),
+  transform: v.object(
+    { type: v.literal('transform'), inputs: nodeRefs, expression: v.string('must be a JSONata expression (a string)'), description },
+    objectMessage('an object'),
+  ),
+  http: v.object(
+    {
+      type: v.literal('http'),
+      inputs: v.optional(nodeRefs),
+      method: v.optional(v.picklist(HTTP_METHODS, `must be one of ${HTTP_METHODS.join(', ')}`)),
+      url: v.pipe(v.string('must be a URL (a string)'), v.check(isHttpUrl, 'must be an absolute http:// or https:// URL')),
+      headers: v.optional(
+        v.pipe(
+          // record() alone would take an array as an object keyed "0", "1", ...
+          v.custom<Record<string, unknown>>((x) => isPlainObject(x), 'must be an object of header names to values'),
+          v.record(
+          v.pipe(v.string(), v.regex(HEADER_NAME, 'is not a valid HTTP header name')),
+          v.pipe(
+            v.string('header values must be strings'),
+            v.check((s) => !/[\r\n\0]/.test(s), 'header values cannot hold line breaks or NUL characters'),
+          ),
+            'must be an object of header names to values',
+          ),
+        ),
+      ),
+      body: v.optional(v.string('must be a JSONata expression (a string)')),
+      timeout_ms: v.optional(integerIn(1, HTTP_TIMEOUT_MAX_MS, ' ms')),
+      description,
+    },
+    objectMessage('an object'),
+  ),
+  delay: v.object(
+    {
+      type: v.literal('delay'),
+      inputs: v.custom<[string]>(
+        (x) => Array.isArray(x) && x.length === 1 && typeof x[0] === 'string',
+        'must list exactly one node id',
+      ),
+      ms: integerIn(0, DELAY_MAX_MS, ' ms'),
+      description,
+    },
+    objectMessage('an object'),
+  ),
+} as const;
+
+const TOP_LEVEL_FIELDS = ['description', 'nodes'] as const;
+
+/* ------------------------------------------------------------------ paths */
+
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+function joinPath(base: string, key: string | number): string {
+  if (typeof key === 'number') return `${base}[${key}]`;
+  if (IDENTIFIER.test(key)) return base === '' ? key : `${base}.${key}`;
+  return `${base}[${JSON.stringify(key)}]`;
+}
+
+function issuePath(base: string, issue: v.BaseIssue<unknown>): string {
+  let path = base;
+  for (const item of issue.path ?? []) {
+    const key = item.key;
+    path = joinPath(path, typeof key === 'number' ? key : String(key));
+  }
+  return path;
+}
+
+function isPlainObject(x: unknown): x is Record<string, unknown> {
+  return typeof x === 'object' && x !== null && !Array.isArray(x);
+}
+
+function describeType(x: unknown): string {
+  if (x === null) return 'null';
+  if (Array.isArray(x)) return 'an array';
+  return typeof x === 'object' ? 'an object' : `a ${typeof x}`;
+}
+
+function quoteList(items: readonly string[]): string {
+  return items.join(', ');
+}
+
+/* ------------------------------------------------------------------ validation */
+
+interface NodeFacts {
+  id: string;
+  type: NodeType | null;
+  /** References by field path, only those that are strings. */
+  refs: { path: string; target: string }[];
+}
+
+/**
+ * Checks a pipeline definition and lists every problem found, each with a dotted path and a
+ * reason. Never throws, whatever the input.
+ */
+export function validateDefinition(input: unknown, limits: { maxNodes: number } = { maxNodes: DEFAULT_MAX_NODES }): ValidationResult {
+  try {
+    return validate(input, limits.maxNodes);
+  } catch (e) {
+    // Plain JSON never gets here; exotic values (throwing getters, proxies) might.
+    return { ok: false, problems: [{ path: '', reason: `the definition could not be read: ${e instanceof Error ? e.message : String(e)}` }] };
+  }
+}
+
+function validate(input: unknown, maxNodes: number): ValidationResult {
+  const problems: Problem[] = [];
+  if (!isPlainObject(input)) {
+    return {
+      ok: false,
+      problems: [{ path: '', reason: `a definition must be an object with a "nodes" field, got ${describeType(input)}` }],
+    };
+  }
+  for (const key of Object.keys(input)) {
+    if (!(TOP_LEVEL_FIELDS as readonly string[]).includes(key)) {
+      problems.push({ path: joinPath('', key), reason: `unknown field; a definition holds only ${quoteList(TOP_LEVEL_FIELDS)}` });
+    }
+  }
+  let definitionDescription: string | undefined;
+  if (Object.hasOwn(input, 'description')) {
+    const parsed = v.safeParse(description, input.description, { abortPipeEarly: true });
+    if (parsed.success) definitionDescription = parsed.output;
+    else for (const issue of parsed.issues) problems.push({ path: issuePath('description', issue), reason: issue.message });
+  }
+
+  const rawNodes = input.nodes;
+  if (!Object.hasOwn(input, 'nodes')) {
+    problems.push({ path: 'nodes', reason: 'is required: an object of nodes keyed by node id' });
+    return { ok: false, problems };
+  }
+  if (!isPlainObject(rawNodes)) {
+    problems.push({ path: 'nodes', reason: `must be an object of nodes keyed by node id, got ${describeType(rawNodes)}` });
+    return { ok: false, problems };
+  }
+  const ids = Object.keys(rawNodes);
+  if (ids.length === 0) problems.push({ path: 'nodes', reason: 'must hold at least one node' });
+  if (ids.length > maxNodes) problems.push({ path: 'nodes', reason: `holds ${ids.length} nodes; at most ${maxNodes} are allowed` });
+
+  const facts = new Map<string, NodeFacts>();
+  const nodes: Record<string, PipelineNode> = {};
+  for (const id of ids) {
+    const nodePath = joinPath('nodes', id);
+    const fact: NodeFacts = { id, type: null, refs: [] };
+    facts.set(id, fact);
+    if (RESERVED_NODE_IDS.includes(id)) {
+      problems.push({ path: nodePath, reason: `'${id}' is a reserved name and cannot be a node id` });
+    } else if (!NODE_ID_PATTERN.test(id)) {
+      problems.push({
+        path: nodePath,
+        reason: 'invalid node id: it must start with a letter or an underscore, hold only letters, digits and underscores, and be at most 64 characters long',
+      });
+    }
+    const node = validateNode(rawNodes[id], nodePath, fact, problems);
+    if (node) Object.defineProperty(nodes, id, { value: node, enumerable: true, writable: true, configurable: true });
+  }
+
+  checkReferences(facts, problems);
+  problems.push(...findCycles(ids, facts));
+
+  if (problems.length > 0) return { ok: false, problems };
+  const definition: PipelineDefinition = { nodes };
+  if (definitionDescription !== undefined) definition.description = definitionDescription;
+  return { ok: true, definition };
+}
+
+const isNodeType = (x: unknown): x is NodeType => typeof x === 'string' && (NODE_TYPES as readonly string[]).includes(x);
+
+function validateNode(raw: unknown, nodePath: string, fact: NodeFacts, problems: Problem[]): PipelineNode | null {
+  if (!isPlainObject(raw)) {
+    problems.push({ path: nodePath, reason: `must be an object describing the node, got ${describeType(raw)}` });
+    return null;
+  }
+  const type = raw.type;
+  if (!Object.hasOwn(raw, 'type')) {
+    problems.push({ path: joinPath(nodePath, 'type'), reason: `is required: one of ${quoteList(NODE_TYPES)}` });
+    return null;
+  }
+  if (!isNodeType(type)) {
+    const shown = typeof type === 'string' ? `'${type}'` : describeType(type);
+    problems.push({ path: joinPath(nodePath, 'type'), reason: `unknown node type ${shown}; expected one of ${quoteList(NODE_TYPES)}` });
+    return null;
+  }
+  const nodeType = type;
+  fact.type = nodeType;
+  const schema = NODE_SCHEMAS[nodeType];
+  const before = problems.length;
+
+  for (const key of Object.keys(raw)) {
+    if (!Object.hasOwn(schema.entries, key)) {
+      problems.push({
+        path: joinPath(nodePath, key),
+        reason: `unknown field for ${nodeType === 'input' ? 'an' : 'a'} ${nodeType} node; allowed: ${quoteList(Object.keys(schema.entries))}`,
+      });
+    }
+  }
+  const parsed = v.safeParse(schema, raw, { abortPipeEarly: true });
+  if (!parsed.success) {
+    for (const issue of parsed.issues) problems.push({ path: issuePath(nodePath, issue), reason: issue.message });
+  }
+
+  collectRefs(raw, nodeType, nodePath, fact);
+  semanticChecks(raw, nodeType, nodePath, problems);
+
+  if (!parsed.success || problems.length > before) return null;
+  return parsed.output;
+}
+
+function collectRefs(raw: Record<string, unknown>, type: NodeType, nodePath: string, fact: NodeFacts): void {
+  if (type === 'output') {
+    if (typeof raw.from === 'string') fact.refs.push({ path: joinPath(nodePath, 'from'), target: raw.from });
+    return;
+  }
+  if (type === 'transform' || type === 'http' || type === 'delay') {
+    const list = raw.inputs;
+    if (!Array.isArray(list)) return;
+    if (type === 'delay' && list.length !== 1) return;
+    list.forEach((target: unknown, i) => {
+      if (typeof target === 'string') fact.refs.push({ path: joinPath(joinPath(nodePath, 'inputs'), i), target });
+    });
+  }
+}
+
+const VALUE_TYPE_CHECKS: Record<InputValueType, { test: (x: unknown) => boolean; expected: string }> = {
+  string: { test: (x) => typeof x === 'string', expected: 'a string' },
+  integer: { test: (x) => typeof x === 'number' && Number.isInteger(x), expected: 'a whole number' },
+  float: { test: (x) => typeof x === 'number' && Number.isFinite(x), expected: 'a finite number' },
+  boolean: { test: (x) => typeof x === 'boolean', expected: 'true or false' },
+};
+
+function describeValue(x: unknown): string {
+  if (typeof x === 'string') return `the string ${JSON.stringify(x.length > 40 ? `${x.slice(0, 40)}…` : x)}`;
+  if (typeof x === 'number' || typeof x === 'boolean') return String(x);
+  return describeType(x);
+}
+
+function semanticChecks(raw: Record<string, unknown>, type: NodeType, nodePath: string, problems: Problem[]): void {
+  switch (type) {
+    case 'input': {
+      const valueType = raw.value_type;
+      if (typeof valueType !== 'string' || !Object.hasOwn(VALUE_TYPE_CHECKS, valueType)) return;
+      const check = VALUE_TYPE_CHECKS[valueType as InputValueType];
+      const value = raw.value;
+      const isRaw = typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean';
+      if (Object.hasOwn(raw, 'value') && isRaw && !check.test(value)) {
+        problems.push({
+          path: joinPath(nodePath, 'value'),
+          reason: `must be ${check.expected} because value_type is ${valueType}; got ${describeValue(value)}`,
+        });
+      }
+      return;
+    }
+    case 'transform':
+    case 'http': {
+      const field = type === 'transform' ? 'expression' : 'body';
+      const text = raw[field];
+      if (typeof text === 'string') {
+        const problem = text.trim() === '' ? 'must not be empty' : expressionProblem(text);
+        if (problem) problems.push({ path: joinPath(nodePath, field), reason: problem });
+      }
+      if (type === 'http' && Object.hasOwn(raw, 'body') && (raw.method ?? 'GET') === 'GET') {
+        problems.push({ path: joinPath(nodePath, 'body'), reason: 'a GET request cannot carry a body; use POST, PUT, PATCH or DELETE' });
+      }
+      if (type === 'http' && isPlainObject(raw.headers)) {
+        for (const name of Object.keys(raw.headers)) {
+          if (UNSUPPORTED_HEADER_NAMES.has(name)) {
+            problems.push({ path: joinPath(joinPath(nodePath, 'headers'), name), reason: 'this header name is not supported' });
+          }
+        }
+      }
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+function checkReferences(facts: Map<string, NodeFacts>, problems: Problem[]): void {
+  for (const fact of facts.values()) {
+    const seen = new Set<string>();
+    for (const { path, target } of fact.refs) {
+      const targetFact = facts.get(target);
+      if (target === fact.id) {
+        problems.push({ path, reason: `a node cannot take its own value ('${target}')` });
+      } else if (!targetFact) {
+        problems.push({ path, reason: `refers to node '${target}', which does not exist` });
+      } else if (targetFact.type === 'output') {
+        problems.push({ path, reason: `refers to '${target}', an output node; output nodes cannot feed other nodes` });
+      } else if (seen.has(target)) {
+        problems.push({ path, reason: `lists '${target}' more than once` });
+      }
+      seen.add(target);
+    }
+  }
+}
+
+/**
+ * Finds cycles without recursion (any input size is safe): peel off nodes whose
+ * dependencies are all settled; whatever remains sits on or behind a cycle. Walking
+ * dependencies from a remaining node must come back to a node already visited, which spells
+ * out one cycle; remove it and repeat.
+ */
+function findCycles(ids: string[], facts: Map<string, NodeFacts>): Problem[] {
+  const deps = new Map<string, string[]>();
+  for (const id of ids) {
+    const fact = facts.get(id);
+    const targets = (fact?.refs ?? [])
+      .map((r) => r.target)
+      .filter((t) => t !== id && facts.has(t) && facts.get(t)?.type !== 'output');
+    deps.set(id, [...new Set(targets)]);
+  }
+  const remaining = new Set(ids);
+  const problems: Problem[] = [];
+  const order = new Map(ids.map((id, i) => [id, i]));
+
+  const peel = (): void => {
+    let changed = true;
+    while (changed) {
+      changed = false;
+      for (const id of remaining) {
+        if (!(deps.get(id) ?? []).some((d) => remaining.has(d))) {
+          remaining.delete(id);
+          changed = true;
+        }
+      }
+    }
+  };
+
+  peel();
+  while (remaining.size > 0) {
+    const [start] = remaining;
+    if (start === undefined) break;
+    const walk: string[] = [];
+    const at = new Map<string, number>();
+    let current: string = start;
+    while (!at.has(current)) {
+      at.set(current, walk.length);
+      walk.push(current);
+      const next = (deps.get(current) ?? []).find((d) => remaining.has(d));
+      if (next === undefined) break;
+      current = next;
+    }
+    const from = at.get(current) ?? 0;
+    // The walk follows dependencies; reversed it follows the data.
+    const cycle = walk.slice(from).reverse();
+    let first = 0;
+    cycle.forEach((id, i) => {
+      const cur = cycle[first];
+      if (cur !== undefined && (order.get(id) ?? 0) < (order.get(cur) ?? 0)) first = i;
+    });
+    const rotated = [...cycle.slice(first), ...cycle.slice(0, first)];
+    const head = rotated[0] ?? start;
+    problems.push({ path: joinPath('nodes', head), reason: `cycle: ${[...rotated, head].join(' → ')}` });
+    for (const id of cycle) remaining.delete(id);
+    peel();
+  }
+  return problems;
+}
+
+/* ------------------------------------------------------------------ canonical form */
+
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map((item) => (item === undefined ? 'null' : canonical(item))).join(',')}]`;
+  if (typeof value === 'object' && value !== null) {
+    const record = value as Record<string, unknown>;
+    const parts: string[] = [];
+    for (const key of Object.keys(record).sort()) {
+      const item = record[key];
+      if (item === undefined) continue;
+      parts.push(`${JSON.stringify(key)}:${canonical(item)}`);
+    }
+    return `{${parts.join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+/** The definition as JSON with every object's keys sorted: `description` (when present) and `nodes` only. */
+export function canonicalJson(def: PipelineDefinition): string {
+  const content: Record<string, unknown> = { nodes: def.nodes };
+  if (def.description !== undefined) content.description = def.description;
+  return canonical(content);
+}
+
+/** sha256 (hex) of the canonical JSON: equal for definitions that differ only in key order. */
+export function contentHash(def: PipelineDefinition): string {
+  return createHash('sha256').update(canonicalJson(def), 'utf8').digest('hex');
+}
+
+/* ------------------------------------------------------------------ graph helpers */
+
+/** The ids a node reads, in the order it lists them. */
+export function nodeDependencies(node: PipelineNode): string[] {
+  switch (node.type) {
+    case 'input':
+      return [];
+    case 'output':
+      return [node.from];
+    case 'transform':
+      return [...node.inputs];
+    case 'http':
+      return [...(node.inputs ?? [])];
+    case 'delay':
+      return [...node.inputs];
+  }
+}
+
+/**
+ * Every node id, each after all of its dependencies; among nodes that are ready together,
+ * declaration order decides. Throws on a cycle or a missing reference (validate first).
+ */
+export function topologicalOrder(def: PipelineDefinition): string[] {
+  const ids = Object.keys(def.nodes);
+  const pending = new Map<string, number>();
+  const dependents = new Map<string, string[]>();
+  for (const id of ids) {
+    const node = def.nodes[id];
+    const deps = node ? [...new Set(nodeDependencies(node))] : [];
+    pending.set(id, deps.length);
+    for (const d of deps) {
+      if (!Object.hasOwn(def.nodes, d)) throw new Error(`node '${id}' refers to '${d}', which does not exist`);
+      dependents.set(d, [...(dependents.get(d) ?? []), id]);
+    }
+  }
+  const order: string[] = [];
+  const done = new Set<string>();
+  while (order.length < ids.length) {
+    const next = ids.find((id) => !done.has(id) && pending.get(id) === 0);
+    if (next === undefined) throw new Error('the definition has a cycle');
+    done.add(next);
+    order.push(next);
+    for (const dependent of dependents.get(next) ?? []) pending.set(dependent, (pending.get(dependent) ?? 0) - 1);
+  }
+  return order;
+}
+
+/** Input node ids in declaration order. */
+export function inputNodeIds(def: PipelineDefinition): string[] {
+  return Object.keys(def.nodes).filter((id) => def.nodes[id]?.type === 'input');
+}
+
+/** Output node ids in declaration order. */
+export function outputNodeIds(def: PipelineDefinition): string[] {
+  return Object.keys(def.nodes).filter((id) => def.nodes[id]?.type === 'output');
+}
