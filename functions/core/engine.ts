@@ -1,0 +1,282 @@
+import { setMaxListeners } from 'node:events';
+import { ExpressionError, evaluateExpression } from './jsonata-limits';
+import { DEFAULT_HTTP_TIMEOUT_MS, nodeDependencies, outputNodeIds, topologicalOrder } from './pipeline';
+import type { HttpPort } from './ports';
+import type { DelayNode, HttpNode, InputNode, OutputNode, PipelineDefinition, PipelineNode, RawValue, TransformNode } from './types';
+
+export interface EngineOptions {
+  http: HttpPort;
+  /** Whole-run time limit in milliseconds. */
+  timeoutMs: number;
+  /** Cancellation: when it aborts, the run resolves `cancelled` and its work is stopped. */
+  signal?: AbortSignal;
+  /** Longest a single JSONata evaluation may take (default EXPRESSION_LIMITS.timeLimitMs). */
+  expressionTimeLimitMs?: number;
+}
+
+export type EngineResult =
+  | { status: 'completed'; outputs: Record<string, RawValue> }
+  | { status: 'failed'; error_message: string }
+  | { status: 'cancelled' };
+
+export const HTTP_MAX_RESPONSE_BYTES = 1_048_576;
+
+// setTimeout treats anything longer than this as 1 ms.
+const MAX_TIMER_MS = 2_147_483_647;
+
+/** A node's own failure, carried unchanged through its dependents to the run. */
+class NodeFailure extends Error {
+  constructor(
+    readonly nodeId: string,
+    readonly reason: string,
+  ) {
+    super(`Node '${nodeId}' failed: ${reason}`);
+    this.name = 'NodeFailure';
+  }
+}
+
+/** The run's deadline passed while a node was busy (seen from inside a JSONata evaluation). */
+class RunTimedOut extends Error {}
+
+/** Work interrupted because the run had already ended; nothing to report. */
+class RunStopped extends Error {}
+
+export function timeoutMessage(timeoutMs: number): string {
+  return timeoutMs % 1000 === 0
+    ? `Execution timed out after ${timeoutMs / 1000} s`
+    : `Execution timed out after ${timeoutMs} ms`;
+}
+
+function reasonOf(e: unknown): string {
+  if (e instanceof Error) return e.message;
+  if (typeof e === 'object' && e !== null && 'message' in e && typeof e.message === 'string') return e.message;
+  return String(e);
+}
+
+function describeType(x: unknown): string {
+  if (x === null) return 'null';
+  if (Array.isArray(x)) return 'array';
+  if (typeof x === 'number') return 'a number that is not finite';
+  return typeof x;
+}
+
+function isRaw(x: unknown): x is RawValue {
+  return typeof x === 'string' || typeof x === 'boolean' || (typeof x === 'number' && Number.isFinite(x));
+}
+
+/** The URL without query, fragment or credentials: those may hold secrets. */
+function safeUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.origin}${u.pathname}`;
+  } catch {
+    return '(invalid URL)';
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) {
+      reject(new RunStopped('aborted'));
+      return;
+    }
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(new RunStopped('aborted'));
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+function parseResponseBody(body: string): unknown {
+  if (body.trim() === '') return body;
+  try {
+    return JSON.parse(body) as unknown;
+  } catch {
+    return body;
+  }
+}
+
+interface RunContext {
+  http: HttpPort;
+  signal: AbortSignal;
+  deadline: number;
+  expressionTimeLimitMs: number | undefined;
+}
+
+/** The object a JSONata expression sees: each dependency's value by id, absent when it has none. */
+function scope(ids: string[], values: unknown[]): Record<string, unknown> {
+  // No prototype, so a node id can never reach Object.prototype members.
+  const out = Object.create(null) as Record<string, unknown>;
+  ids.forEach((id, i) => {
+    const value = values[i];
+    if (value !== undefined) out[id] = value;
+  });
+  return out;
+}
+
+async function evaluate(text: string, input: Record<string, unknown>, ctx: RunContext): Promise<unknown> {
+  return evaluateExpression(text, input, {
+    timeLimitMs: ctx.expressionTimeLimitMs,
+    deadline: ctx.deadline,
+    signal: ctx.signal,
+  });
+}
+
+async function runInput(id: string, node: InputNode, inputValues: Record<string, RawValue>): Promise<unknown> {
+  return Object.hasOwn(inputValues, id) ? inputValues[id] : node.value;
+}
+
+async function runOutput(node: OutputNode, [value]: unknown[]): Promise<RawValue> {
+  if (value === undefined) throw new Error(`'${node.from}' produced no value`);
+  if (!isRaw(value)) throw new Error(`output must be a string, a finite number or a boolean, got ${describeType(value)}`);
+  return value;
+}
+
+async function runTransform(node: TransformNode, values: unknown[], ctx: RunContext): Promise<unknown> {
+  return evaluate(node.expression, scope(node.inputs, values), ctx);
+}
+
+async function runHttp(node: HttpNode, values: unknown[], ctx: RunContext): Promise<unknown> {
+  const headers: Record<string, string> = { ...(node.headers ?? {}) };
+  let body: string | undefined;
+  if (node.body !== undefined) {
+    const value = await evaluate(node.body, scope(node.inputs ?? [], values), ctx);
+    if (value !== undefined) {
+      body = JSON.stringify(value);
+      if (!Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = 'application/json';
+    }
+  }
+  const response = await ctx.http({
+    method: node.method ?? 'GET',
+    url: node.url,
+    headers,
+    ...(body === undefined ? {} : { body }),
+    timeoutMs: node.timeout_ms ?? DEFAULT_HTTP_TIMEOUT_MS,
+    signal: ctx.signal,
+    maxResponseBytes: HTTP_MAX_RESPONSE_BYTES,
+  });
+  if (response.status < 200 || response.status > 299) throw new Error(`HTTP ${response.status} from ${safeUrl(node.url)}`);
+  return parseResponseBody(response.body);
+}
+
+async function runDelay(node: DelayNode, [value]: unknown[], ctx: RunContext): Promise<unknown> {
+  await sleep(node.ms, ctx.signal);
+  return value;
+}
+
+function runNode(
+  id: string,
+  node: PipelineNode,
+  values: unknown[],
+  inputValues: Record<string, RawValue>,
+  ctx: RunContext,
+): Promise<unknown> {
+  switch (node.type) {
+    case 'input':
+      return runInput(id, node, inputValues);
+    case 'output':
+      return runOutput(node, values);
+    case 'transform':
+      return runTransform(node, values, ctx);
+    case 'http':
+      return runHttp(node, values, ctx);
+    case 'delay':
+      return runDelay(node, values, ctx);
+  }
+}
+
+/**
+ * Runs a validated definition. Each node starts as soon as every node it reads is done; the
+ * first node failure, the time-out or a cancellation ends the run at once and aborts whatever
+ * is still in flight. Never rejects, and leaves no timer behind once resolved.
+ */
+export function runPipeline(
+  def: PipelineDefinition,
+  inputValues: Record<string, RawValue>,
+  opts: EngineOptions,
+): Promise<EngineResult> {
+  return new Promise<EngineResult>((resolve) => {
+    if (opts.signal?.aborted) {
+      resolve({ status: 'cancelled' });
+      return;
+    }
+    const work = new AbortController();
+    // Every in-flight http and delay node listens on this signal; 64 nodes outgrow Node's default warning threshold.
+    setMaxListeners(0, work.signal);
+    const timedOut: EngineResult = { status: 'failed', error_message: timeoutMessage(opts.timeoutMs) };
+    let finished = false;
+
+    const onCancel = (): void => finish({ status: 'cancelled' });
+    const timer = setTimeout(() => finish(timedOut), Math.min(Math.max(opts.timeoutMs, 0), MAX_TIMER_MS));
+    function finish(result: EngineResult): void {
+      if (finished) return;
+      finished = true;
+      clearTimeout(timer);
+      opts.signal?.removeEventListener('abort', onCancel);
+      work.abort(new RunStopped('run finished'));
+      resolve(result);
+    }
+    opts.signal?.addEventListener('abort', onCancel, { once: true });
+
+    const onFailure = (e: unknown): void => {
+      if (e instanceof RunStopped) return;
+      if (e instanceof RunTimedOut) finish(timedOut);
+      else if (e instanceof NodeFailure) finish({ status: 'failed', error_message: e.message });
+      else finish({ status: 'failed', error_message: `Execution failed: ${reasonOf(e)}` });
+    };
+
+    let order: string[];
+    try {
+      order = topologicalOrder(def);
+    } catch (e) {
+      finish({ status: 'failed', error_message: `Invalid pipeline: ${reasonOf(e)}` });
+      return;
+    }
+
+    const ctx: RunContext = {
+      http: opts.http,
+      signal: work.signal,
+      deadline: Date.now() + opts.timeoutMs,
+      expressionTimeLimitMs: opts.expressionTimeLimitMs,
+    };
+    const settled = new Map<string, unknown>();
+    const pending = new Map<string, Promise<unknown>>();
+    for (const id of order) {
+      const node = def.nodes[id];
+      if (!node) continue;
+      const deps = nodeDependencies(node).map((d) => pending.get(d) ?? Promise.resolve(settled.get(d)));
+      // A dependency's rejection skips this node and passes the original failure on unchanged.
+      const result = Promise.all(deps).then(async (values) => {
+        if (work.signal.aborted) throw new RunStopped('run finished');
+        try {
+          const value = await runNode(id, node, values, inputValues, ctx);
+          settled.set(id, value);
+          return value;
+        } catch (e) {
+          if (work.signal.aborted || (e instanceof ExpressionError && e.kind === 'aborted')) throw new RunStopped('run finished');
+          if (e instanceof ExpressionError && e.kind === 'deadline') throw new RunTimedOut();
+          throw new NodeFailure(id, reasonOf(e));
+        }
+      });
+      result.catch(onFailure);
+      pending.set(id, result);
+    }
+
+    Promise.all(pending.values()).then(
+      () => {
+        const outputs: Record<string, RawValue> = {};
+        for (const id of outputNodeIds(def)) {
+          const value = settled.get(id);
+          if (isRaw(value)) Object.defineProperty(outputs, id, { value, enumerable: true, writable: true, configurable: true });
+        }
+        finish({ status: 'completed', outputs });
+      },
+      () => undefined,
+    );
+  });
+}
