@@ -5,7 +5,7 @@
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
 import { ConfigError } from '../lib/config';
-import { startRuntime } from '../lib/local/runtime';
+import { DataDirInUseError, startRuntime } from '../lib/local/runtime';
 
 async function main(): Promise<void> {
   const runtime = await startRuntime();
@@ -47,7 +47,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((e: unknown) => {
-  if (e instanceof ConfigError) process.stderr.write(`${e.message}\n`);
+  if (e instanceof ConfigError || e instanceof DataDirInUseError) process.stderr.write(`${e.message}\n`);
   else if ((e as { code?: string }).code === 'EADDRINUSE') {
     process.stderr.write(`Port ${process.env.PORT ?? 3000} is already in use. Set PORT to another port, e.g. PORT=3001 npm start\n`);
   } else process.stderr.write(`pipegate could not start: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);

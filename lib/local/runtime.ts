@@ -5,7 +5,7 @@
  */
 import './polyfills';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
@@ -85,10 +85,38 @@ function persistent(path: string, create: () => string): string {
   return value;
 }
 
+export class DataDirInUseError extends Error {}
+
+/**
+ * One runtime per data dir: a second one would share the database files and queues. A pid
+ * file whose process is gone (killed, crashed) is taken over.
+ */
+function claimDataDir(dataDir: string): () => void {
+  const pidFile = join(dataDir, 'runtime.pid');
+  if (existsSync(pidFile)) {
+    const pid = Number(readFileSync(pidFile, 'utf8').trim());
+    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && isAlive(pid)) {
+      throw new DataDirInUseError(`The data dir ${dataDir} is in use by another pipegate (process ${pid}). Stop it, or set PIPEGATE_DATA_DIR to another folder.`);
+    }
+  }
+  writeFileSync(pidFile, `${process.pid}\n`, { mode: 0o600 });
+  return () => rmSync(pidFile, { force: true });
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as { code?: string }).code === 'EPERM';
+  }
+}
+
 export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> {
   const env = opts.env ?? process.env;
   const dataDir = resolve(opts.dataDir ?? env.PIPEGATE_DATA_DIR ?? '.pipegate');
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const releaseDataDir = claimDataDir(dataDir);
   const log = opts.log === false ? silentLogger : (opts.log ?? createLogger('pipegate-local'));
 
   const ownerToken =
@@ -205,6 +233,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       // interrupted by the next start.
       await workflow.stopAll(2_000);
       await dynamo.close();
+      releaseDataDir();
       setDeps(undefined);
     },
   };

@@ -38,6 +38,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await rt?.cleanup();
+  receiver?.closeAllConnections();
   await new Promise((r) => receiver?.close(r));
 });
 

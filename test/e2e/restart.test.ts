@@ -49,6 +49,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await runtime?.stop();
+  receiver.closeAllConnections();
   await new Promise((r) => receiver.close(r));
   rmSync(dataDir, { recursive: true, force: true });
 });

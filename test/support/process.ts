@@ -16,7 +16,8 @@ const ROOT = join(__dirname, '..', '..');
 
 /** `npm start` as a real process (through tsx), on a free port, with its own data dir. */
 export async function spawnRuntime(dataDir: string, env: Record<string, string> = {}): Promise<RuntimeProcess> {
-  const child = spawn(process.execPath, [join(ROOT, 'node_modules', 'tsx', 'dist', 'cli.mjs'), join(ROOT, 'bin', 'local.ts')], {
+  // `--import tsx` keeps it one process: a kill -9 must not leave a child holding the data dir.
+  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bin', 'local.ts')], {
     cwd: ROOT,
     env: { ...process.env, PORT: '0', PIPEGATE_DATA_DIR: dataDir, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
