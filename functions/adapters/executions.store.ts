@@ -76,6 +76,7 @@ export class ExecutionsStore {
     set: Partial<Pick<Execution, 'started_at' | 'completed_at' | 'error_message' | 'outputs' | 'callback_delivery'>>,
   ): Promise<TransitionResult> {
     const from = allowedFrom(to);
+    if (from.length === 0) return { ok: false, current: await this.get(id, new Date(0), true) };
     const names: Record<string, string> = { '#status': 'status' };
     const values: Record<string, unknown> = { ':to': to };
     const sets = ['#status = :to'];
