@@ -367,6 +367,54 @@ describe('callbacks', () => {
   });
 });
 
+describe('callbacks: redirects and secret rotation', () => {
+  it('treats a redirect as a failure and does not follow it', async () => {
+    receiverStatus = [302];
+    const r = await rt.caller('POST', executions(greet), greet.apiKey, { callback: receiverUrl });
+    const id = r.body.execution_id as string;
+    const view = await waitUntil(
+      () => rt.owner('GET', `/v1/pipelines/greeting/executions/${id}`),
+      (v) => (v.body.callback_delivery as { outcome?: string } | null)?.outcome === 'delivered',
+    );
+    expect(view.body.callback_delivery).toMatchObject({ attempts: 2, outcome: 'delivered' });
+    // Both attempts reached the callback URL itself; the Location was never requested.
+    expect(received.filter((x) => x.body.includes(id))).toHaveLength(2);
+  });
+
+  it('signs with both secrets during a signing-secret rotation, and only the new one after', async () => {
+    const p = await rt.publishPipeline('rotate-secret', greeting);
+    const rot = await rt.owner('POST', '/v1/pipelines/rotate-secret/deployment/keys', { credential: 'signing_secret', grace_seconds: 3600 });
+    expect(rot.status).toBe(200);
+    const fresh = rot.body.signing_secret as string;
+    expect(fresh).toMatch(/^whsec_/);
+
+    const r = await rt.caller('POST', executions(p), p.apiKey, { callback: receiverUrl });
+    const id = r.body.execution_id as string;
+    const hook = (await waitUntil(async () => received.filter((x) => x.body.includes(id)), (xs) => xs.length > 0))[0] as Received;
+    const headers = {
+      'webhook-id': String(hook.headers['webhook-id']),
+      'webhook-timestamp': String(hook.headers['webhook-timestamp']),
+      'webhook-signature': String(hook.headers['webhook-signature']),
+    };
+    expect(headers['webhook-signature'].split(' ')).toHaveLength(2);
+    expect(() => new Webhook(fresh).verify(hook.body, headers)).not.toThrow();
+    expect(() => new Webhook(p.signingSecret).verify(hook.body, headers)).not.toThrow();
+
+    await rt.owner('POST', '/v1/pipelines/rotate-secret/deployment/keys', { credential: 'signing_secret' });
+    const r2 = await rt.caller('POST', executions(p), p.apiKey, { callback: receiverUrl });
+    const id2 = r2.body.execution_id as string;
+    const hook2 = (await waitUntil(async () => received.filter((x) => x.body.includes(id2)), (xs) => xs.length > 0))[0] as Received;
+    expect(String(hook2.headers['webhook-signature']).split(' ')).toHaveLength(1);
+    expect(() =>
+      new Webhook(p.signingSecret).verify(hook2.body, {
+        'webhook-id': String(hook2.headers['webhook-id']),
+        'webhook-timestamp': String(hook2.headers['webhook-timestamp']),
+        'webhook-signature': String(hook2.headers['webhook-signature']),
+      }),
+    ).toThrow();
+  });
+});
+
 describe('owner: readiness, versions, publishing, keys, delete', () => {
   it('walks run_required → not_published → live → needs_publish → live', async () => {
     const id = 'lifecycle';
