@@ -13,6 +13,8 @@ export interface IndexDefinition {
   name: string;
   partitionKey: string;
   sortKey: string;
+  /** ALL copies every attribute; KEYS_ONLY keeps the index out of updates that do not touch its keys. */
+  projection: 'ALL' | 'KEYS_ONLY';
 }
 export interface TableDefinition {
   /** Logical name; the physical name comes from configuration. */
@@ -31,8 +33,10 @@ export const MAIN_TABLE: TableDefinition = {
   ttlAttribute: 'expires_at',
   indexes: [
     // Lists: PIPELINES → every pipeline by id; RUNS#<pipeline> → its runs by creation time.
-    { name: 'gsi1', partitionKey: 'gsi1pk', sortKey: 'gsi1sk' },
+    { name: 'gsi1', partitionKey: 'gsi1pk', sortKey: 'gsi1sk', projection: 'ALL' },
     // Sparse: executions that need attention after a crash (open ones, callbacks not yet settled).
-    { name: 'sweep', partitionKey: 'sweep', sortKey: 'sweep_at' },
+    // Keys only: the status updates of every execution then write no index copy (one write unit
+    // less per execution); the rare reader fetches the items it finds.
+    { name: 'sweep', partitionKey: 'sweep', sortKey: 'sweep_at', projection: 'KEYS_ONLY' },
   ],
 };

@@ -152,7 +152,11 @@ export class ExecutionsStore {
           Limit: limit - found.length,
         }),
       );
-      found.push(...(out.Items ?? []).map(toExecution));
+      // The index holds keys only; the records themselves say what is owed now.
+      for (const item of out.Items ?? []) {
+        const e = await this.get(String(item.pk).slice('EXEC#'.length), new Date(0), true);
+        if (e) found.push(e);
+      }
       start = out.LastEvaluatedKey;
     } while (start && found.length < limit);
     return found;

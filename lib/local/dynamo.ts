@@ -55,7 +55,7 @@ export async function ensureTable(endpoint: string, tableName: string, def: Tabl
             { AttributeName: i.partitionKey, KeyType: 'HASH' },
             { AttributeName: i.sortKey, KeyType: 'RANGE' },
           ],
-          Projection: { ProjectionType: 'ALL' },
+          Projection: { ProjectionType: i.projection },
         })),
       }),
     );

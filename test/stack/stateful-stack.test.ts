@@ -31,7 +31,7 @@ describe('table from lib/tables.ts', () => {
           { AttributeName: i.partitionKey, KeyType: 'HASH' },
           { AttributeName: i.sortKey, KeyType: 'RANGE' },
         ],
-        projection: { ProjectionType: 'ALL' },
+        projection: { ProjectionType: i.projection },
       })),
     );
     expect(props.TimeToLiveSpecification).toEqual({ AttributeName: MAIN_TABLE.ttlAttribute, Enabled: true });
