@@ -45,6 +45,7 @@ const ConfigSchema = v.object({
   PIPEGATE_CALLBACK_TIMEOUT_MS: int(10_000, 100, 60_000),
   PIPEGATE_CANCEL_POLL_MS: int(2_000, 50, 60_000),
   PIPEGATE_ALLOW_PRIVATE_URLS: bool(false),
+  PIPEGATE_TRACK_OPEN: bool(true),
   AWS_REGION: v.optional(v.string(), 'us-east-1'),
 });
 
@@ -65,6 +66,8 @@ export type Config = {
   callbackTimeoutMs: number;
   cancelPollMs: number;
   allowPrivateUrls: boolean;
+  /** Keep open executions on the sweep index (needed where a restart must find them). */
+  trackOpen: boolean;
   region: string;
 };
 
@@ -93,6 +96,7 @@ export function readConfig(env: Record<string, string | undefined> = process.env
     callbackTimeoutMs: c.PIPEGATE_CALLBACK_TIMEOUT_MS,
     cancelPollMs: c.PIPEGATE_CANCEL_POLL_MS,
     allowPrivateUrls: c.PIPEGATE_ALLOW_PRIVATE_URLS,
+    trackOpen: c.PIPEGATE_TRACK_OPEN,
     region: c.AWS_REGION,
   };
 }

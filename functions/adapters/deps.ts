@@ -36,7 +36,7 @@ export function storesFor(config: Config): Pick<Deps, 'pipelines' | 'executions'
   const db = createDocumentClient({ region: config.region, endpoint: config.dynamodbEndpoint });
   return {
     pipelines: new PipelinesStore(db, config.table),
-    executions: new ExecutionsStore(db, config.table),
+    executions: new ExecutionsStore(db, config.table, config.trackOpen),
     deployments: new DeploymentsStore(db, config.table),
   };
 }

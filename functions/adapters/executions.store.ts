@@ -29,9 +29,16 @@ const expired = (e: { expires_at: number | null }, now: Date): boolean =>
   e.expires_at !== null && e.expires_at <= epochSeconds(now);
 
 export class ExecutionsStore {
+  /**
+   * @param trackOpen keep open executions on the sweep index. The local runtime needs it (its
+   * state machine dies with the process, so a restart must find what was running); on AWS the
+   * queue and Step Functions' Catch already carry every open execution to a terminal status, and
+   * the index would cost two write units per execution.
+   */
   constructor(
     private readonly db: DynamoDBDocumentClient,
     private readonly table: string,
+    private readonly trackOpen = true,
   ) {}
 
   /** Writes a new execution; false when one with that id already exists. */
@@ -39,8 +46,7 @@ export class ExecutionsStore {
     const item: Record<string, unknown> = {
       ...keys.execution(e.execution_id),
       ...e,
-      sweep: 'open',
-      sweep_at: e.created_at,
+      ...(this.trackOpen ? { sweep: 'open', sweep_at: e.created_at } : {}),
     };
     if (e.kind === 'run') {
       item.gsi1pk = `RUNS#${e.pipeline_id}`;
@@ -89,8 +95,9 @@ export class ExecutionsStore {
     from.forEach((s, i) => (values[`:from${i}`] = s));
     if (isTerminal(to)) {
       if (set.callback_delivery) {
-        sets.push('sweep = :cb');
+        sets.push('sweep = :cb', 'sweep_at = :cbAt');
         values[':cb'] = 'callback';
+        values[':cbAt'] = set.completed_at ?? new Date().toISOString();
       } else {
         removes.push('sweep', 'sweep_at');
       }

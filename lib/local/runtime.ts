@@ -133,6 +133,8 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     PIPEGATE_CANCEL_POLL_MS: '200',
     ...env,
     PIPEGATE_DYNAMODB_ENDPOINT: dynamo.endpoint,
+    // Recovery at start reads the open executions: always tracked here.
+    PIPEGATE_TRACK_OPEN: 'true',
     AWS_REGION: 'local',
   });
   await ensureTable(dynamo.endpoint, config.table);

@@ -80,6 +80,9 @@ export class ServiceStack extends Stack {
       PIPEGATE_SECRET_ARN: stateful.secret.secretArn,
       PIPEGATE_EXECUTION_TIMEOUT_MS: String(settings.executionTimeoutMs),
       PIPEGATE_ALLOW_PRIVATE_URLS: 'false',
+      // The executions queue and the state machine's Catch carry open executions to a terminal
+      // status here; indexing them would cost two write units per execution for nothing.
+      PIPEGATE_TRACK_OPEN: 'false',
     };
 
     const functions: Record<string, PipegateFunction> = {};

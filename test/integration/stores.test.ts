@@ -171,6 +171,24 @@ describe('executions store', () => {
     expect((await db.executions.listSweep('callback', 1000)).map((e) => e.execution_id)).not.toContain(owed.execution_id);
   });
 
+  it('without open tracking (AWS) indexes only owed callbacks', async () => {
+    const { ExecutionsStore } = await import('../../functions/adapters/executions.store');
+    const { createDocumentClient } = await import('../../functions/adapters/dynamo');
+    const raw = createDocumentClient({ region: 'local', endpoint: db.dynamo.endpoint });
+    const store = new ExecutionsStore(raw, db.table, false);
+    const e = execution({ callback: 'https://hooks.example.com/x' });
+    await store.create(e);
+    expect((await store.listSweep('open', 1000)).map((x) => x.execution_id)).not.toContain(e.execution_id);
+
+    await store.transition(e.execution_id, 'running', {});
+    await store.transition(e.execution_id, 'failed', {
+      completed_at: new Date().toISOString(),
+      callback_delivery: { webhook_id: 'msg_2', attempts: 0, outcome: 'pending', last_status: null, last_error: null, last_attempt_at: null, next_attempt_at: null },
+    });
+    expect((await store.listSweep('callback', 1000)).map((x) => x.execution_id)).toContain(e.execution_id);
+    raw.destroy();
+  });
+
   it('lists a pipeline\'s runs newest first, a page at a time', async () => {
     for (let i = 0; i < 5; i++) {
       await db.executions.create(execution({ kind: 'run', pipeline_id: 'lister', deployment_id: null, created_at: `2026-01-01T00:00:0${i}.000Z` }));
