@@ -57,7 +57,9 @@ export function parsePipelineText(text: string, fileName: string): unknown {
   if (doc.errors.length > 0) {
     const first = doc.errors[0];
     const where = first?.linePos?.[0] ? ` (line ${first.linePos[0].line}, column ${first.linePos[0].col})` : '';
-    throw new UsageError(`${fileName} is not valid YAML${where}: ${first?.message.split('\n')[0] ?? 'parse error'}`);
+    // yaml's pretty messages end with their own position and a code excerpt; keep the sentence.
+    const reason = (first?.message.split('\n')[0] ?? 'parse error').replace(/ at line \d+, column \d+:?$/, '');
+    throw new UsageError(`${fileName} is not valid YAML${where}: ${reason}`);
   }
   return doc.toJS() as unknown;
 }

@@ -79,6 +79,7 @@ describe('pipeline files', () => {
 
     // Assess
     expect(e.message).toMatch(message);
+    expect(e.message).not.toMatch(/:\s*$/);
     expect(e.exitCode).toBe(2);
   });
 
