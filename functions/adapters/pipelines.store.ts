@@ -74,7 +74,7 @@ export class PipelinesStore {
     return { ...item, definition: JSON.parse(item.definition) as PipelineDefinition };
   }
 
-  async list(): Promise<PipelineSummary[]> {
+  async list(): Promise<(PipelineSummary & { deployment_id: string | null })[]> {
     const items: MetaItem[] = [];
     let start: Record<string, unknown> | undefined;
     do {
@@ -92,7 +92,14 @@ export class PipelinesStore {
     } while (start);
     return items.map((i) => {
       const m = toMeta(i);
-      return { pipeline_id: m.pipeline_id, version: m.version, description: m.description, created_at: m.created_at, updated_at: m.updated_at };
+      return {
+        pipeline_id: m.pipeline_id,
+        version: m.version,
+        description: m.description,
+        deployment_id: m.deployment_id,
+        created_at: m.created_at,
+        updated_at: m.updated_at,
+      };
     });
   }
 

@@ -4,7 +4,7 @@ import * as v from 'valibot';
 import { generateApiKey, generateSigningSecret, hashApiKey, sealSecret } from '../core/api-key';
 import { applyVisibility, assertPublishable, discoverContract, readiness as readinessView } from '../core/contract';
 import { AppError } from '../core/errors';
-import { contentHash, validateDefinition } from '../core/pipeline';
+import { contentHash, PIPELINE_ID_PATTERN, validateDefinition } from '../core/pipeline';
 import { isTerminal } from '../core/transitions';
 import type { Contract, Execution, PipelineDefinition, RawValue, RunPointer } from '../core/types';
 import { executeUrl, ownerExecutionBody, runBody } from '../core/views';
@@ -13,7 +13,7 @@ import type { DeploymentRecord } from '../adapters/deployments.store';
 import { epochSeconds } from '../adapters/dynamo';
 import type { PipelineMeta } from '../adapters/pipelines.store';
 
-export const PIPELINE_ID_RE = /^[a-z0-9][a-z0-9-]{0,62}$/;
+const PIPELINE_ID_RE = PIPELINE_ID_PATTERN;
 
 function parseJson(body: string | null, what: string): unknown {
   if (body === null || body.trim() === '') return undefined;

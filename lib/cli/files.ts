@@ -5,10 +5,8 @@
 import { readFileSync, statSync } from 'node:fs';
 import { basename, extname, resolve } from 'node:path';
 import { parseDocument } from 'yaml';
+import { PIPELINE_ID_PATTERN as PIPELINE_ID_RE } from '../../functions/core/pipeline';
 import { UsageError } from './errors';
-
-/** SPEC section 2. */
-export const PIPELINE_ID_RE = /^[a-z0-9][a-z0-9-]{0,62}$/;
 
 export interface PipelineFile {
   /** Absolute path of the file read. */
