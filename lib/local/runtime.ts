@@ -4,7 +4,7 @@
  * end-to-end tests start and stop it through `startRuntime`.
  */
 import './polyfills';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -20,7 +20,7 @@ import { createLogger, errorFields, silentLogger, type Logger } from '../../func
 import { parseSecretMaterial, StaticSecrets } from '../../functions/adapters/secrets';
 import { failInterrupted } from '../../functions/services/worker.service';
 import { ensureTable, startDynalite, type LocalDynamo } from './dynamo';
-import { createGateway } from './gateway';
+import { createGateway, createLambdaContext } from './gateway';
 import { LocalQueue, LocalQueuePort } from './queue';
 import { LocalWorkflow } from './workflow';
 import { handler as authorizer } from '../../functions/authorizer/handler';
@@ -57,24 +57,6 @@ export interface Runtime {
   workflow: LocalWorkflow;
   recovered: { resumed: number; interrupted: number; callbacks: number };
   stop(): Promise<void>;
-}
-
-function lambdaContext(functionName: string): Context {
-  const deadline = Date.now() + 30_000;
-  return {
-    callbackWaitsForEmptyEventLoop: false,
-    functionName,
-    functionVersion: '$LATEST',
-    invokedFunctionArn: `arn:aws:lambda:local:000000000000:function:${functionName}`,
-    memoryLimitInMB: '256',
-    awsRequestId: randomUUID(),
-    logGroupName: `/aws/lambda/${functionName}`,
-    logStreamName: 'local',
-    getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
-    done: () => undefined,
-    fail: () => undefined,
-    succeed: () => undefined,
-  };
 }
 
 /** Reads a file of the data dir, creating it (mode 0600) on first use. */
@@ -151,7 +133,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
   const queues = { executions: queue('executions'), callbacks: queue('callbacks') };
 
   const invoke = (name: string, fn: (event: never, ctx: Context) => Promise<unknown>) => (input: unknown) =>
-    fn(input as never, lambdaContext(name));
+    fn(input as never, createLambdaContext(name));
   const workflow = new LocalWorkflow({
     definition: asl,
     tasks: {
@@ -193,8 +175,8 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     recovered.callbacks++;
   }
 
-  queues.executions.start((event: SQSEvent) => runner(event, lambdaContext('runner')) as Promise<SQSBatchResponse>);
-  queues.callbacks.start((event: SQSEvent) => callbackDispatch(event, lambdaContext('callback-dispatch')) as Promise<SQSBatchResponse>);
+  queues.executions.start((event: SQSEvent) => runner(event, createLambdaContext('runner')) as Promise<SQSBatchResponse>);
+  queues.callbacks.start((event: SQSEvent) => callbackDispatch(event, createLambdaContext('callback-dispatch')) as Promise<SQSBatchResponse>);
 
   const server: Server = createServer(
     createGateway({
