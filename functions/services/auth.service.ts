@@ -18,7 +18,9 @@ export async function authorize(d: Deps, headers: Record<string, string | undefi
   const key = extractApiKey(headers);
   const parsed = key === null ? null : parseApiKey(key);
   if (key === null || parsed === null) throw new AppError('Unauthorized');
-  const [rec, secrets] = await Promise.all([d.deployments.get(parsed.deploymentId), d.secrets.material()]);
+  // A strongly consistent read: a rotated-out key or a deleted deployment must stop at once,
+  // not after replication catches up.
+  const [rec, secrets] = await Promise.all([d.deployments.get(parsed.deploymentId, true), d.secrets.material()]);
   if (!rec) throw new AppError('Unauthorized');
   const now = epochSeconds(d.clock.now());
   const hashes = rec.key_hashes.filter((k) => k.expires_at === null || k.expires_at > now).map((k) => k.hash);
