@@ -27,7 +27,7 @@ async function liveDeployment(d: Deps, auth: CallerAuth): Promise<Deployment> {
   const key = `${auth.deploymentId}:${auth.revision}`;
   const hit = contracts.get(key);
   if (hit) return hit;
-  const rec = await d.deployments.get(auth.deploymentId);
+  const rec = await d.deployments.get(auth.deploymentId, true);
   if (!rec || rec.status !== 'live') throw new AppError('DeploymentNotFound');
   const dep: Deployment = {
     deployment_id: rec.deployment_id,
