@@ -1,0 +1,327 @@
+/**
+ * The service answers as docs/openapi.json says: a started local runtime, real HTTP, a whole
+ * owner and caller flow with its errors, every response's status, headers and body checked
+ * against the document (a status the document does not list for the route fails).
+ */
+import type { PipelineDefinition } from '../../functions/core/types';
+import { ROUTES } from '../../lib/routes';
+import { createValidator, loadServiceDocument, structuralProblems, type OpenApiValidator } from '../support/openapi';
+import { greeting, request, startTestRuntime, waitUntil, type Reply, type TestRuntime } from '../support/runtime';
+
+let rt: TestRuntime;
+const service = createValidator(loadServiceDocument());
+/** `METHOD template status` of every checked response, to show what the flow covered. */
+const covered = new Set<string>();
+
+beforeAll(async () => {
+  rt = await startTestRuntime({ env: { ...process.env, PIPEGATE_CANCEL_POLL_MS: '50' } });
+});
+
+afterAll(async () => {
+  await rt?.cleanup();
+});
+
+const TERMINAL = ['completed', 'failed', 'cancelled'];
+
+interface Call {
+  method: string;
+  path: string;
+  body?: unknown;
+  headers?: Record<string, string>;
+  /** Owner token (default), an API key, or no credentials at all. */
+  as?: { owner: true } | { key: string } | { none: true };
+}
+
+/** Sends a request and fails the test unless the response conforms to the document(s). */
+async function call<T = Record<string, unknown>>(c: Call, also: OpenApiValidator[] = []): Promise<Reply<T>> {
+  const as = c.as ?? { owner: true };
+  const auth: Record<string, string> =
+    'owner' in as ? { authorization: `Bearer ${rt.ownerToken}` } : 'key' in as ? { 'x-api-key': as.key } : {};
+  const reply = await request<T>(`${rt.url}${c.path}`, c.method, c.body, { ...auth, ...(c.headers ?? {}) });
+  const observed = { method: c.method, path: c.path, status: reply.status, headers: reply.headers, text: reply.text };
+  const problems = [service, ...also].flatMap((v) => v.check(observed));
+  expect({ request: `${c.method} ${c.path}`, problems }).toEqual({ request: `${c.method} ${c.path}`, problems: [] });
+  const op = service.match(c.method, c.path);
+  if (op) covered.add(`${op.method} ${op.template} ${reply.status}`);
+  return reply;
+}
+
+const owner = <T = Record<string, unknown>>(method: string, path: string, body?: unknown) => call<T>({ method, path, body });
+const caller = (method: string, path: string, key: string | null, body?: unknown, headers?: Record<string, string>, also: OpenApiValidator[] = []) =>
+  call({ method, path, body, headers, as: key === null ? { none: true } : { key } }, also);
+
+async function runToEnd(id: string, inputs?: Record<string, unknown>): Promise<Record<string, unknown>> {
+  const started = await owner('POST', `/v1/pipelines/${id}/runs`, inputs ? { inputs } : {});
+  expect(started.status).toBe(202);
+  const run = await waitUntil(
+    () => owner('GET', `/v1/pipelines/${id}/runs/${started.body.run_id as string}`),
+    (r) => TERMINAL.includes(r.body.status as string),
+  );
+  return run.body;
+}
+
+const typed: PipelineDefinition = {
+  description: 'Typed inputs and a hidden output',
+  nodes: {
+    name: { type: 'input', value_type: 'string', value: 'world' },
+    times: { type: 'input', value_type: 'integer', value: 2 },
+    loud: { type: 'input', value_type: 'boolean', value: false },
+    text: { type: 'transform', inputs: ['name', 'times', 'loud'], expression: "($word := loud ? $uppercase(name) : name; $join([1..times].$word, ' '))" },
+    message: { type: 'output', from: 'text' },
+    length: { type: 'transform', inputs: ['text'], expression: '$length(text)' },
+    size: { type: 'output', from: 'length' },
+    debug: { type: 'output', from: 'name' },
+  },
+};
+
+const slow: PipelineDefinition = {
+  nodes: {
+    name: { type: 'input', value_type: 'string', value: 'slow' },
+    wait: { type: 'delay', inputs: ['name'], ms: 2000 },
+    out: { type: 'output', from: 'wait' },
+  },
+};
+
+const UNKNOWN = '00000000-0000-4000-8000-000000000000';
+
+describe('the owner API conforms', () => {
+  it('refuses a missing or wrong owner token with 401', async () => {
+    const missing = await call({ method: 'GET', path: '/v1/pipelines', as: { none: true } });
+    const wrong = await call({ method: 'GET', path: '/v1/pipelines', headers: { authorization: 'Bearer wrong' }, as: { none: true } });
+    expect([missing.status, wrong.status]).toEqual([401, 401]);
+  });
+
+  it('pushes, lists, gets; refuses invalid definitions, bad ids and oversized bodies', async () => {
+    expect((await owner('PUT', '/v1/pipelines/conform', typed)).status).toBe(201);
+    expect((await owner('PUT', '/v1/pipelines/conform/', typed)).status).toBe(200);
+    expect((await owner('PUT', '/v1/pipelines/conform-broken', { nodes: { a: { type: 'widget' } }, extra: 1 })).status).toBe(400);
+    expect((await owner('PUT', '/v1/pipelines/Not_An_Id', greeting)).status).toBe(400);
+    expect((await owner('PUT', '/v1/pipelines/conform-huge', { description: 'x'.repeat(300 * 1024), nodes: {} })).status).toBe(413);
+
+    const list = await owner<{ pipelines: { pipeline_id: string }[] }>('GET', '/v1/pipelines');
+    expect(list.body.pipelines.map((p) => p.pipeline_id)).toContain('conform');
+    expect((await owner('GET', '/v1/pipelines/conform')).body).toMatchObject({ pipeline_id: 'conform', version: 1, deployment_id: null });
+    expect((await owner('GET', '/v1/pipelines/no-such-pipeline')).status).toBe(404);
+  });
+
+  it('runs: 202 with Location, the run, the list with a cursor, and their errors', async () => {
+    expect((await owner('POST', '/v1/pipelines/conform/runs', { inputs: { nope: 1, times: 'x' } })).status).toBe(400);
+    expect((await owner('POST', '/v1/pipelines/no-such-pipeline/runs', {})).status).toBe(404);
+    expect((await owner('GET', '/v1/pipelines/conform/deployment')).body).toMatchObject({ state: 'run_required' });
+    expect((await owner('PUT', '/v1/pipelines/conform/deployment', {})).status).toBe(409);
+
+    const first = await runToEnd('conform', { name: 'Ada', times: 1 });
+    const second = await runToEnd('conform');
+    expect([first.status, second.status]).toEqual(['completed', 'completed']);
+
+    const page = await owner('GET', '/v1/pipelines/conform/runs?limit=1');
+    expect(page.body.next_cursor).toEqual(expect.any(String));
+    const next = await owner('GET', `/v1/pipelines/conform/runs?limit=1&cursor=${page.body.next_cursor as string}`);
+    expect((next.body.runs as { run_id: string }[])[0]?.run_id).toBe(first.run_id);
+    expect((await owner('GET', '/v1/pipelines/conform/runs?limit=0')).status).toBe(400);
+    expect((await owner('GET', '/v1/pipelines/conform/runs?cursor=garbage')).status).toBe(400);
+    expect((await owner('GET', '/v1/pipelines/no-such-pipeline/runs')).status).toBe(404);
+    expect((await owner('GET', `/v1/pipelines/conform/runs/${UNKNOWN}`)).status).toBe(404);
+  });
+
+  it('publishes (201, then 200), with readiness at every step, and refuses bad visibility', async () => {
+    expect((await owner('GET', '/v1/pipelines/conform/deployment')).body).toMatchObject({ state: 'not_published', publishable: true });
+    expect((await owner('PUT', '/v1/pipelines/conform/deployment', { outputs: { nope: { visible: false } } })).status).toBe(400);
+    expect((await owner('PUT', '/v1/pipelines/conform/deployment', '{not json')).status).toBe(400);
+
+    const created = await owner('PUT', '/v1/pipelines/conform/deployment', { outputs: { debug: { visible: false } } });
+    expect(created.status).toBe(201);
+    expect((await owner('GET', '/v1/pipelines/conform/deployment')).body).toMatchObject({ state: 'live' });
+    const updated = await owner('PUT', '/v1/pipelines/conform/deployment', {});
+    expect(updated.status).toBe(200);
+    expect(updated.body.deployment_id).toBe(created.body.deployment_id);
+
+    await owner('PUT', '/v1/pipelines/conform', { ...typed, description: 'version 2' });
+    await runToEnd('conform');
+    expect((await owner('GET', '/v1/pipelines/conform/deployment')).body).toMatchObject({ state: 'needs_publish' });
+  });
+
+  it('refuses to publish after a failed latest run and without inputs or outputs (409)', async () => {
+    const failing: PipelineDefinition = {
+      nodes: { x: { type: 'input', value_type: 'integer', value: 1 }, bad: { type: 'transform', inputs: ['x'], expression: '$error("boom")' }, o: { type: 'output', from: 'bad' } },
+    };
+    await owner('PUT', '/v1/pipelines/conform-flaky', greeting);
+    await runToEnd('conform-flaky');
+    await owner('PUT', '/v1/pipelines/conform-flaky', failing);
+    expect((await runToEnd('conform-flaky')).status).toBe('failed');
+    const latestFailed = await owner('PUT', '/v1/pipelines/conform-flaky/deployment', {});
+    expect(latestFailed.status).toBe(409);
+    expect(latestFailed.body.latest_run).toMatchObject({ status: 'failed', version: 2 });
+
+    await owner('PUT', '/v1/pipelines/conform-empty', { nodes: { t: { type: 'transform', inputs: [], expression: '1 + 1' } } });
+    await runToEnd('conform-empty');
+    expect((await owner('PUT', '/v1/pipelines/conform-empty/deployment', {})).status).toBe(409);
+  });
+});
+
+describe('the caller API conforms, to the service document and to the deployment\'s own', () => {
+  let key: string;
+  let deploymentId: string;
+  let own: OpenApiValidator;
+
+  beforeAll(async () => {
+    const p = await rt.publishPipeline('conform-caller', typed, { outputs: { debug: { visible: false } }, inputs: { loud: { visible: false } } });
+    key = p.apiKey;
+    deploymentId = p.deploymentId;
+  });
+
+  it('serves the visible contract and a structurally valid per-deployment OpenAPI document', async () => {
+    const contract = await caller('GET', `/v1/deployments/${deploymentId}/`, key);
+    expect(contract.body).toEqual({
+      deployment_id: deploymentId,
+      inputs: [
+        { id: 'name', value_type: 'string', value: 'world' },
+        { id: 'times', value_type: 'integer', value: 2 },
+      ],
+      outputs: [{ id: 'message' }, { id: 'size' }],
+    });
+
+    const doc = await caller('GET', `/v1/deployments/${deploymentId}/openapi.json`, key);
+    expect(structuralProblems(doc.body)).toEqual([]);
+    expect(JSON.stringify(doc.body.paths)).toContain(deploymentId);
+    own = createValidator(doc.body, { closed: false });
+  });
+
+  it('executes: 202 with Location, status, result; the same conforms to the deployment document', async () => {
+    const accepted = await caller('POST', `/v1/deployments/${deploymentId}/executions/`, key, {
+      workflow_input: { name: { value: 'Ada', value_type: 'RAW' }, times: { value: 3, value_type: 'RAW' } },
+    }, undefined, [own]);
+    expect(accepted.status).toBe(202);
+    const id = accepted.body.execution_id as string;
+
+    await waitUntil(
+      () => caller('GET', `/v1/deployments/executions/${id}/status/`, key, undefined, undefined, [own]),
+      (r) => r.body.status === 'completed',
+    );
+    const result = await caller('GET', `/v1/deployments/executions/${id}/result`, key, undefined, undefined, [own]);
+    expect(result.body.response_data).toEqual({
+      message: { value: 'Ada Ada Ada', value_type: 'RAW' },
+      size: { value: 11, value_type: 'RAW' },
+    });
+
+    const viaAuthorization = await caller('POST', `/v1/deployments/${deploymentId}/executions`, null, undefined, { authorization: `Api-Key ${key}` }, [own]);
+    expect(viaAuthorization.status).toBe(202);
+  });
+
+  it('409 before the result is ready; cancel (200), a second cancel (409), then the cancelled result', async () => {
+    const s = await rt.publishPipeline('conform-slow', slow);
+    const accepted = await caller('POST', `/v1/deployments/${s.deploymentId}/executions/`, s.apiKey, {});
+    const id = accepted.body.execution_id as string;
+
+    const early = await caller('GET', `/v1/deployments/executions/${id}/result/`, s.apiKey);
+    expect(early.status).toBe(409);
+    const cancelled = await caller('POST', `/v1/deployments/executions/${id}/cancel/`, s.apiKey);
+    expect(cancelled.body.status).toBe('cancelled');
+    const again = await caller('POST', `/v1/deployments/executions/${id}/cancel/`, s.apiKey);
+    expect(again.status).toBe(409);
+    const result = await caller('GET', `/v1/deployments/executions/${id}/result/`, s.apiKey);
+    expect(result.body).toMatchObject({ status: 'cancelled', response_data: {} });
+  });
+
+  it.each<[string, number, unknown, Record<string, string>]>([
+    ['a body that is not JSON', 400, '{nope', { 'content-type': 'application/json' }],
+    ['an unknown top-level field', 400, { inputs: {} }, {}],
+    ['a malformed value object', 400, { workflow_input: { name: { value: 'x' } } }, {}],
+    ['a null callback', 400, { callback: null }, {}],
+    ['a malformed Idempotency-Key', 400, {}, { 'idempotency-key': 'with space' }],
+    ['a hidden input', 422, { workflow_input: { loud: { value: true, value_type: 'RAW' } } }, {}],
+    ['a wrong type', 422, { workflow_input: { times: { value: 1.5, value_type: 'RAW' } } }, {}],
+    ['REFERENCE', 422, { workflow_input: { name: { value: 'https://example.com/x', value_type: 'REFERENCE' } } }, {}],
+    ['a relative callback', 422, { callback: '/hook' }, {}],
+    ['a non-JSON content type', 415, 'name=x', { 'content-type': 'application/x-www-form-urlencoded' }],
+    ['a body over 256 KiB', 413, { workflow_input: { name: { value: 'x'.repeat(300 * 1024), value_type: 'RAW' } } }, {}],
+  ])('POST executions with %s: %i', async (_what, status, body, headers) => {
+    const r = await caller('POST', `/v1/deployments/${deploymentId}/executions/`, key, body, headers, status === 413 ? [] : [own]);
+    expect(r.status).toBe(status);
+  });
+
+  it('Idempotency-Key: the repeat is the first 202, another body 422', async () => {
+    const headers = { 'idempotency-key': `conform-${Date.now()}` };
+    const first = await caller('POST', `/v1/deployments/${deploymentId}/executions/`, key, {}, headers, [own]);
+    const repeat = await caller('POST', `/v1/deployments/${deploymentId}/executions/`, key, {}, headers, [own]);
+    expect(repeat.body.execution_id).toBe(first.body.execution_id);
+    const reused = await caller('POST', `/v1/deployments/${deploymentId}/executions/`, key, { workflow_input: {} }, headers, [own]);
+    expect(reused.status).toBe(422);
+  });
+
+  it('401 without a key or with a wrong one, on every caller route', async () => {
+    const paths: [string, string][] = [
+      ['POST', `/v1/deployments/${deploymentId}/executions/`],
+      ['GET', `/v1/deployments/executions/${UNKNOWN}/status/`],
+      ['GET', `/v1/deployments/executions/${UNKNOWN}/result/`],
+      ['POST', `/v1/deployments/executions/${UNKNOWN}/cancel/`],
+      ['GET', `/v1/deployments/${deploymentId}/`],
+      ['GET', `/v1/deployments/${deploymentId}/openapi.json`],
+    ];
+    for (const [method, path] of paths) {
+      expect((await caller(method, path, null)).status).toBe(401);
+      expect((await caller(method, path, 'pgk_wrong')).status).toBe(401);
+    }
+  });
+
+  it('404 for unknown deployments and executions', async () => {
+    expect((await caller('POST', `/v1/deployments/${UNKNOWN}/executions/`, key, {})).status).toBe(404);
+    expect((await caller('GET', `/v1/deployments/${UNKNOWN}/`, key)).status).toBe(404);
+    expect((await caller('GET', `/v1/deployments/${UNKNOWN}/openapi.json`, key)).status).toBe(404);
+    for (const what of ['status', 'result']) expect((await caller('GET', `/v1/deployments/executions/${UNKNOWN}/${what}/`, key)).status).toBe(404);
+    expect((await caller('POST', `/v1/deployments/executions/not-a-uuid/cancel/`, key)).status).toBe(404);
+  });
+});
+
+describe('owner keys, executions and delete conform', () => {
+  it('rotates the key and the signing secret; refuses a bad body and a pipeline without a deployment', async () => {
+    const p = await rt.publishPipeline('conform-keys', greeting);
+    const key = await owner('POST', '/v1/pipelines/conform-keys/deployment/keys', {});
+    expect(key.body.api_key).toMatch(/^pgk_/);
+    const secret = await owner('POST', '/v1/pipelines/conform-keys/deployment/keys', { credential: 'signing_secret', grace_seconds: 60 });
+    expect(secret.body.signing_secret).toMatch(/^whsec_/);
+    expect((await owner('POST', '/v1/pipelines/conform-keys/deployment/keys', { grace_seconds: -1 })).status).toBe(400);
+    expect((await owner('POST', '/v1/pipelines/conform-empty/deployment/keys', {})).status).toBe(404);
+    expect((await owner('POST', '/v1/pipelines/no-such-pipeline/deployment/keys', {})).status).toBe(404);
+    expect((await caller('GET', `/v1/deployments/${p.deploymentId}/`, p.apiKey)).status).toBe(401);
+  });
+
+  it('shows any execution to the owner, and 404 for an unknown one', async () => {
+    const p = await rt.publishPipeline('conform-exec', greeting);
+    const accepted = await caller('POST', `/v1/deployments/${p.deploymentId}/executions/`, p.apiKey, { callback: 'http://127.0.0.1:9/hook?token=secret' });
+    const id = accepted.body.execution_id as string;
+    const view = await waitUntil(
+      () => owner('GET', `/v1/pipelines/conform-exec/executions/${id}`),
+      (r) => r.body.status === 'completed' && r.body.callback_delivery !== null,
+    );
+    expect(view.body).toMatchObject({ kind: 'api', deployment_id: p.deploymentId, callback: 'http://127.0.0.1:9/hook?…' });
+    const runs = await owner<{ runs: { run_id: string }[] }>('GET', '/v1/pipelines/conform-exec/runs');
+    const run = await owner('GET', `/v1/pipelines/conform-exec/executions/${runs.body.runs[0]?.run_id ?? ''}`);
+    expect(run.body).toMatchObject({ kind: 'run', deployment_id: null, callback_delivery: null });
+    expect((await owner('GET', `/v1/pipelines/conform-exec/executions/${UNKNOWN}`)).status).toBe(404);
+  });
+
+  it('deletes with confirmation (204); refuses without it (400) or without a deployment (404); then callers get 404', async () => {
+    const p = await rt.publishPipeline('conform-delete', greeting);
+    const before = await caller('POST', `/v1/deployments/${p.deploymentId}/executions/`, p.apiKey, {});
+
+    expect((await owner('DELETE', '/v1/pipelines/conform-delete/deployment')).status).toBe(400);
+    expect((await owner('DELETE', `/v1/pipelines/conform-delete/deployment?confirm=${UNKNOWN}`)).status).toBe(400);
+    expect((await owner('DELETE', `/v1/pipelines/no-such-pipeline/deployment?confirm=${UNKNOWN}`)).status).toBe(404);
+    expect((await owner('DELETE', `/v1/pipelines/conform-empty/deployment?confirm=${UNKNOWN}`)).status).toBe(404);
+    expect((await owner('DELETE', `/v1/pipelines/conform-delete/deployment?confirm=${p.deploymentId}`)).status).toBe(204);
+
+    expect((await caller('POST', `/v1/deployments/${p.deploymentId}/executions/`, p.apiKey, {})).status).toBe(404);
+    expect((await caller('GET', `/v1/deployments/executions/${before.body.execution_id as string}/status/`, p.apiKey)).status).toBe(404);
+    expect((await caller('POST', `/v1/deployments/executions/${before.body.execution_id as string}/cancel/`, p.apiKey)).status).toBe(404);
+  });
+});
+
+describe('coverage of the flow', () => {
+  it('answered every route with a success and the statuses of SPEC section 5 and the owner errors', () => {
+    const successes = ROUTES.filter((r) => ![...covered].some((c) => c.startsWith(`${r.method} ${r.path} 2`)));
+    expect(successes.map((r) => `${r.method} ${r.path}`)).toEqual([]);
+    const statuses = new Set([...covered].map((c) => Number(c.split(' ').pop())));
+    for (const s of [200, 201, 202, 204, 400, 401, 404, 409, 413, 415, 422]) expect({ status: s, seen: statuses.has(s) }).toEqual({ status: s, seen: true });
+  });
+});
