@@ -63,6 +63,9 @@ export class ExecutionsStore {
 
   /** The execution, or null when unknown or past its retention (TTL deletes lazily). */
   async get(id: string, now: Date, consistent = false): Promise<Execution | null> {
+    // Ids come from request paths too: only a UUID can name an execution, and a key over
+    // DynamoDB's 2 KB limit would fail the read with a ValidationException (a 500).
+    if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id)) return null;
     const out = await this.db.send(
       new GetCommand({ TableName: this.table, Key: keys.execution(id), ConsistentRead: consistent }),
     );
