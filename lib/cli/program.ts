@@ -4,6 +4,7 @@
  */
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { version } from '../../package.json';
+import { apply, configureApplyCommand, type ApplyOptions } from './apply';
 import { remove } from './commands/delete';
 import { execute } from './commands/execute';
 import { rotate } from './commands/keys';
@@ -135,6 +136,8 @@ export function buildProgram(io: CliIO, deps: CliDeps, state: { code: number }):
         ) => execute(ctx, d, o),
       ),
     );
+
+  configureApplyCommand(program.command('apply')).action(act((ctx, paths: string[], o: ApplyOptions) => apply(ctx, paths, o)));
 
   return program;
 }

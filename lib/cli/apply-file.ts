@@ -1,0 +1,309 @@
+/**
+ * Pipeline files for `pipegate apply` (SPEC section 10, pipelines as code): which files a set
+ * of paths names, and what each holds beyond the definition: the `publish` block (which inputs
+ * and outputs callers may see) and the `tests` block (runs whose outputs must match). Every
+ * problem of every file is listed with its path, before anything reaches the service.
+ */
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { basename, extname, isAbsolute, join, relative, resolve } from 'node:path';
+import { validateDefinition } from '../../functions/core/pipeline';
+import type { InputValueType, PipelineDefinition, RawValue } from '../../functions/core/types';
+import { UsageError } from './errors';
+import { idFromPath, parsePipelineText } from './files';
+import { isValueType } from './inputs';
+
+export interface FileProblem {
+  path: string;
+  reason: string;
+}
+
+export interface ApplyTest {
+  name: string;
+  inputs: Record<string, RawValue>;
+  expect: Record<string, RawValue>;
+}
+
+/** A pipeline file ready to apply: its definition checked, its publish and tests blocks read. */
+export interface ApplyFile {
+  /** Absolute path. */
+  path: string;
+  /** The path as a person reads it (relative to where the command runs). */
+  shown: string;
+  id: string;
+  /** Only `description` and `nodes`: what the service receives. */
+  definition: PipelineDefinition;
+  /** Input nodes in declaration order, with their current values. */
+  inputs: { id: string; value_type: InputValueType; value: RawValue }[];
+  /** Output node ids in declaration order. */
+  outputs: string[];
+  /** What the file asks for each input and output (unmentioned ones are visible). */
+  visibility: { inputs: Record<string, boolean>; outputs: Record<string, boolean> };
+  tests: ApplyTest[];
+}
+
+export type CheckedFile = { ok: true; file: ApplyFile } | { ok: false; problems: FileProblem[] };
+
+const TOP_LEVEL = ['description', 'nodes', 'publish', 'tests'] as const;
+const PUBLISH_KEYS = ['inputs', 'outputs'] as const;
+const TEST_KEYS = ['name', 'inputs', 'expect'] as const;
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
+export const PIPELINE_FILE_EXTENSIONS = ['.json', '.yaml', '.yml'] as const;
+
+const isObject = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
+
+/** Same path notation as the service's validation: `tests[0].inputs.name`, `nodes["a-b"]`. */
+export function joinPath(base: string, key: string | number): string {
+  if (typeof key === 'number') return `${base}[${key}]`;
+  if (IDENTIFIER.test(key)) return base === '' ? key : `${base}.${key}`;
+  return `${base}[${JSON.stringify(key)}]`;
+}
+
+const describe = (x: unknown): string =>
+  x === null ? 'null' : Array.isArray(x) ? 'a list' : typeof x === 'string' ? `the string ${JSON.stringify(x)}` : typeof x === 'object' ? 'an object' : `${typeof x} ${String(x)}`;
+
+const list = (xs: readonly string[]): string => (xs.length === 0 ? '(none)' : xs.join(', '));
+
+/** Whether a value fits an input's type, as the service checks run inputs. */
+export function fitsType(type: InputValueType, value: unknown): value is RawValue {
+  switch (type) {
+    case 'string':
+      return typeof value === 'string';
+    case 'integer':
+      return typeof value === 'number' && Number.isSafeInteger(value);
+    case 'float':
+      return typeof value === 'number' && Number.isFinite(value);
+    case 'boolean':
+      return typeof value === 'boolean';
+  }
+}
+
+const isRaw = (x: unknown): x is RawValue => typeof x === 'string' || typeof x === 'boolean' || (typeof x === 'number' && Number.isFinite(x));
+
+/** Input and output nodes as far as they can be read, even from a definition with problems. */
+function nodesOf(nodes: unknown): { inputs: Map<string, InputValueType | null>; outputs: Set<string>; all: Set<string> } {
+  const inputs = new Map<string, InputValueType | null>();
+  const outputs = new Set<string>();
+  const all = new Set<string>();
+  if (!isObject(nodes)) return { inputs, outputs, all };
+  for (const [id, node] of Object.entries(nodes)) {
+    all.add(id);
+    if (!isObject(node)) continue;
+    if (node.type === 'input') inputs.set(id, isValueType(node.value_type) ? node.value_type : null);
+    else if (node.type === 'output') outputs.add(id);
+  }
+  return { inputs, outputs, all };
+}
+
+function checkPublish(block: unknown, nodes: ReturnType<typeof nodesOf>, problems: FileProblem[]): ApplyFile['visibility'] {
+  const visibility: ApplyFile['visibility'] = { inputs: {}, outputs: {} };
+  if (block === undefined || block === null) return visibility;
+  if (!isObject(block)) {
+    problems.push({ path: 'publish', reason: `must be an object with "inputs" and/or "outputs", got ${describe(block)}` });
+    return visibility;
+  }
+  for (const key of Object.keys(block)) {
+    if (!(PUBLISH_KEYS as readonly string[]).includes(key)) problems.push({ path: joinPath('publish', key), reason: 'unknown key; publish holds only inputs and outputs' });
+  }
+  for (const section of PUBLISH_KEYS) {
+    const map = block[section];
+    const at = joinPath('publish', section);
+    if (map === undefined || map === null) continue;
+    if (!isObject(map)) {
+      problems.push({ path: at, reason: `must be an object keyed by ${section === 'inputs' ? 'input' : 'output'} node id, got ${describe(map)}` });
+      continue;
+    }
+    const known = section === 'inputs' ? [...nodes.inputs.keys()] : [...nodes.outputs];
+    for (const [id, entry] of Object.entries(map)) {
+      const here = joinPath(at, id);
+      const kind = section === 'inputs' ? 'input' : 'output';
+      if (!known.includes(id)) {
+        problems.push({
+          path: here,
+          reason: nodes.all.has(id) ? `node ${id} is not an ${kind} node` : `no ${kind} node "${id}" (${kind}s: ${list(known)})`,
+        });
+        continue;
+      }
+      if (!isObject(entry)) {
+        problems.push({ path: here, reason: `must be { visible: true | false }, got ${describe(entry)}` });
+        continue;
+      }
+      for (const key of Object.keys(entry)) {
+        if (key !== 'visible') problems.push({ path: joinPath(here, key), reason: 'unknown key; an entry holds only visible' });
+      }
+      if (typeof entry.visible !== 'boolean') {
+        problems.push({ path: joinPath(here, 'visible'), reason: entry.visible === undefined ? 'is required: true or false' : `must be true or false, got ${describe(entry.visible)}` });
+        continue;
+      }
+      visibility[section][id] = entry.visible;
+    }
+  }
+  return visibility;
+}
+
+function checkTests(block: unknown, nodes: ReturnType<typeof nodesOf>, problems: FileProblem[]): ApplyTest[] {
+  if (block === undefined || block === null) return [];
+  if (!Array.isArray(block)) {
+    problems.push({ path: 'tests', reason: `must be a list of tests ({ name, inputs, expect }), got ${describe(block)}` });
+    return [];
+  }
+  const tests: ApplyTest[] = [];
+  const names = new Map<string, number>();
+  block.forEach((test: unknown, i) => {
+    const at = joinPath('tests', i);
+    if (!isObject(test)) {
+      problems.push({ path: at, reason: `must be an object { name, inputs, expect }, got ${describe(test)}` });
+      return;
+    }
+    const before = problems.length;
+    for (const key of Object.keys(test)) {
+      if (!(TEST_KEYS as readonly string[]).includes(key)) problems.push({ path: joinPath(at, key), reason: 'unknown key; a test holds only name, inputs and expect' });
+    }
+    const name = test.name;
+    if (typeof name !== 'string' || name.trim() === '') {
+      problems.push({ path: joinPath(at, 'name'), reason: name === undefined ? 'is required: what the test checks, in words' : `must be a non-empty string, got ${describe(name)}` });
+    } else if (names.has(name)) {
+      problems.push({ path: joinPath(at, 'name'), reason: `repeats the name of tests[${names.get(name) ?? 0}]; names tell tests apart in the report` });
+    } else names.set(name, i);
+
+    const inputs: Record<string, RawValue> = {};
+    if (test.inputs !== undefined && test.inputs !== null) {
+      const here = joinPath(at, 'inputs');
+      if (!isObject(test.inputs)) problems.push({ path: here, reason: `must be an object of input id → value, got ${describe(test.inputs)}` });
+      else {
+        for (const [id, value] of Object.entries(test.inputs)) {
+          const p = joinPath(here, id);
+          const type = nodes.inputs.get(id);
+          if (!nodes.inputs.has(id)) {
+            problems.push({ path: p, reason: nodes.all.has(id) ? `node ${id} is not an input node` : `no input node "${id}" (inputs: ${list([...nodes.inputs.keys()])})` });
+          } else if (type === null || type === undefined) {
+            // The node's own problem is listed under nodes; its type is unknown.
+            if (!isRaw(value)) problems.push({ path: p, reason: `must be a string, number or boolean, got ${describe(value)}` });
+          } else if (!fitsType(type, value)) {
+            problems.push({ path: p, reason: `must be ${article(type)} (input ${id} is ${type}), got ${describe(value)}` });
+          } else inputs[id] = value;
+        }
+      }
+    }
+
+    const expect: Record<string, RawValue> = {};
+    const here = joinPath(at, 'expect');
+    if (test.expect === undefined || test.expect === null) {
+      problems.push({ path: here, reason: 'is required: an object of output id → expected value' });
+    } else if (!isObject(test.expect)) {
+      problems.push({ path: here, reason: `must be an object of output id → expected value, got ${describe(test.expect)}` });
+    } else {
+      for (const [id, value] of Object.entries(test.expect)) {
+        const p = joinPath(here, id);
+        if (!nodes.outputs.has(id)) {
+          problems.push({ path: p, reason: nodes.all.has(id) ? `node ${id} is not an output node` : `no output node "${id}" (outputs: ${list([...nodes.outputs])})` });
+        } else if (!isRaw(value)) {
+          problems.push({ path: p, reason: `must be a string, a finite number or a boolean (outputs are RAW values), got ${describe(value)}` });
+        } else expect[id] = value;
+      }
+    }
+    if (problems.length === before && typeof name === 'string') tests.push({ name, inputs, expect });
+  });
+  return tests;
+}
+
+const article = (type: InputValueType): string => (type === 'integer' ? 'an integer' : type === 'float' ? 'a number' : `a ${type}`);
+
+/**
+ * Checks a parsed pipeline file: the definition as the service would (locally, so a dry run
+ * can report it too), unknown top-level keys, and the publish and tests blocks against the
+ * file's own nodes.
+ */
+export function checkApplyDocument(doc: unknown, where: { path: string; shown: string; id: string }): CheckedFile {
+  if (!isObject(doc)) return { ok: false, problems: [{ path: '(file)', reason: `must hold an object with "nodes", got ${describe(doc)}` }] };
+  const problems: FileProblem[] = [];
+  for (const key of Object.keys(doc)) {
+    if (!(TOP_LEVEL as readonly string[]).includes(key)) problems.push({ path: joinPath('', key), reason: `unknown key; a pipeline file holds only ${TOP_LEVEL.join(', ')}` });
+  }
+  const sent: Record<string, unknown> = doc.description !== undefined ? { description: doc.description, nodes: doc.nodes } : { nodes: doc.nodes };
+  // The service applies its own node limit at push; here only the shape and references matter.
+  const checked = validateDefinition(sent, { maxNodes: Number.MAX_SAFE_INTEGER });
+  if (!checked.ok) problems.push(...checked.problems);
+  const nodes = nodesOf(doc.nodes);
+  const visibility = checkPublish(doc.publish, nodes, problems);
+  const tests = checkTests(doc.tests, nodes, problems);
+  if (!checked.ok || problems.length > 0) return { ok: false, problems };
+  const definition = checked.definition;
+  const inputs: ApplyFile['inputs'] = [];
+  const outputs: string[] = [];
+  for (const [id, node] of Object.entries(definition.nodes)) {
+    if (node.type === 'input') inputs.push({ id, value_type: node.value_type, value: node.value });
+    else if (node.type === 'output') outputs.push(id);
+  }
+  return { ok: true, file: { ...where, definition, inputs, outputs, visibility, tests } };
+}
+
+export interface Targets {
+  files: ApplyFile[];
+  /** Files that cannot be applied, each with every problem found. */
+  invalid: { shown: string; problems: FileProblem[] }[];
+}
+
+/**
+ * The pipeline files that `paths` name: a file as it is, a directory as every *.json, *.yaml
+ * and *.yml file directly in it. A path that does not exist or a directory without pipeline
+ * files is a UsageError; a file that does not hold a valid pipeline is listed in `invalid`.
+ */
+export function readTargets(paths: readonly string[], cwd: string): Targets {
+  if (paths.length === 0) throw new UsageError('apply needs at least one pipeline file or directory', 'e.g. pipegate apply pipelines/');
+  const chosen: string[] = [];
+  for (const p of paths) {
+    const abs = resolve(cwd, p);
+    let isDir: boolean;
+    try {
+      isDir = statSync(abs).isDirectory();
+    } catch (e) {
+      const code = (e as { code?: string }).code;
+      throw new UsageError(code === 'ENOENT' ? `no such file or directory: ${p}` : `cannot read ${p}: ${(e as Error).message}`);
+    }
+    if (!isDir) {
+      chosen.push(abs);
+      continue;
+    }
+    const inDir = readdirSync(abs, { withFileTypes: true })
+      .filter((d) => (d.isFile() || d.isSymbolicLink()) && (PIPELINE_FILE_EXTENSIONS as readonly string[]).includes(extname(d.name).toLowerCase()))
+      .map((d) => join(abs, d.name))
+      .filter((f) => statSync(f, { throwIfNoEntry: false })?.isFile() === true)
+      .sort();
+    if (inDir.length === 0) throw new UsageError(`${p} holds no pipeline files`, `apply reads the *.json, *.yaml and *.yml files directly in a directory (not its subdirectories)`);
+    chosen.push(...inDir);
+  }
+
+  const files: ApplyFile[] = [];
+  const invalid: Targets['invalid'] = [];
+  const seen = new Map<string, string>();
+  for (const abs of [...new Set(chosen)]) {
+    const rel = relative(cwd, abs);
+    const shown = rel === '' || rel.startsWith('..') || isAbsolute(rel) ? abs : rel;
+    let id: string;
+    try {
+      id = idFromPath(abs);
+    } catch {
+      invalid.push({ shown, problems: [{ path: '(file)', reason: `the file name ${basename(abs)} does not make a pipeline id; rename it (ids are 1-63 lower-case letters, digits or dashes)` }] });
+      continue;
+    }
+    try {
+      const doc = parsePipelineText(readFileSync(abs, 'utf8'), basename(abs));
+      const checked = checkApplyDocument(doc, { path: abs, shown, id });
+      if (!checked.ok) {
+        invalid.push({ shown, problems: checked.problems });
+        continue;
+      }
+      const other = seen.get(id);
+      if (other !== undefined) {
+        invalid.push({ shown, problems: [{ path: '(file)', reason: `${other} is pipeline ${id} too; each pipeline comes from one file` }] });
+        continue;
+      }
+      seen.set(id, shown);
+      files.push(checked.file);
+    } catch (e) {
+      if (!(e instanceof UsageError)) throw e;
+      invalid.push({ shown, problems: [{ path: '(file)', reason: e.message + (e.hint ? ` (${e.hint})` : '') }] });
+    }
+  }
+  return { files, invalid };
+}

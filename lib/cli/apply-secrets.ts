@@ -1,0 +1,81 @@
+/**
+ * The secrets file of `pipegate apply --secrets-out FILE`: the API key and signing secret of
+ * each first publish, keyed by pipeline id. They exist nowhere else (the service keeps only a
+ * hash and a sealed copy), so the file is readable by its owner only, written whole through a
+ * rename so a crash never leaves half a file, and merged so earlier entries survive.
+ */
+import { accessSync, chmodSync, constants, existsSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { UsageError } from './errors';
+
+export interface SecretEntry {
+  deployment_id: string;
+  api_key: string;
+  signing_secret: string;
+  execute_url: string;
+}
+
+const isObject = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
+
+function readExisting(path: string, shown: string): Record<string, unknown> {
+  if (!existsSync(path)) return {};
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (e) {
+    throw new UsageError(`--secrets-out ${shown}: cannot read it: ${(e as Error).message}`);
+  }
+  if (text.trim() === '') return {};
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text) as unknown;
+  } catch {
+    throw new UsageError(`--secrets-out ${shown} exists and is not JSON`, 'apply merges new keys into a JSON object keyed by pipeline id; give another path');
+  }
+  if (!isObject(doc)) throw new UsageError(`--secrets-out ${shown} exists and does not hold a JSON object`, 'give another path');
+  return doc;
+}
+
+export class SecretsFile {
+  private chain: Promise<void> = Promise.resolve();
+  readonly path: string;
+
+  /** Checks, before anything is published, that the file can be written and merged. */
+  constructor(
+    file: string,
+    cwd: string,
+    private readonly shown = file,
+  ) {
+    this.path = resolve(cwd, file);
+    const dir = dirname(this.path);
+    if (!statSync(dir, { throwIfNoEntry: false })?.isDirectory()) throw new UsageError(`--secrets-out ${shown}: the directory ${dir} does not exist`);
+    if (statSync(this.path, { throwIfNoEntry: false })?.isDirectory()) throw new UsageError(`--secrets-out ${shown} is a directory; give a file path`);
+    try {
+      accessSync(dir, constants.W_OK);
+    } catch {
+      throw new UsageError(`--secrets-out ${shown}: cannot write in ${dir}`);
+    }
+    readExisting(this.path, shown);
+  }
+
+  /** Adds (or replaces) one pipeline's entry; calls are written one after another. */
+  save(pipelineId: string, entry: SecretEntry): Promise<void> {
+    const next = this.chain.then(() => this.write(pipelineId, entry));
+    this.chain = next.catch(() => undefined);
+    return next;
+  }
+
+  private write(pipelineId: string, entry: SecretEntry): void {
+    const doc = { ...readExisting(this.path, this.shown), [pipelineId]: entry };
+    const tmp = `${this.path}.${process.pid}.tmp`;
+    try {
+      writeFileSync(tmp, `${JSON.stringify(doc, null, 2)}\n`, { mode: 0o600, flag: 'w' });
+      // mode applies only when the file is created; a leftover temp file keeps its own.
+      chmodSync(tmp, 0o600);
+      renameSync(tmp, this.path);
+    } catch (e) {
+      rmSync(tmp, { force: true });
+      throw e;
+    }
+  }
+}
