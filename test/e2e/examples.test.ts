@@ -1,0 +1,226 @@
+/**
+ * The pipelines in examples/ work as a newcomer would use them: each is pushed (only its
+ * description and nodes, as the CLI sends), every test of its `tests` block is run and must
+ * produce its `expect`, it is published with its `publish` block, and a caller executes it.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse } from 'yaml';
+import { greeting, request, startTestRuntime, waitUntil, type TestRuntime } from '../support/runtime';
+
+const ROOT = join(__dirname, '..', '..');
+const EXAMPLES = join(ROOT, 'examples');
+
+interface ExampleTest {
+  name: string;
+  inputs: Record<string, string | number | boolean>;
+  expect: Record<string, string | number | boolean>;
+}
+interface Visibility {
+  inputs?: Record<string, { visible: boolean }>;
+  outputs?: Record<string, { visible: boolean }>;
+}
+interface ExampleFile {
+  description: string;
+  nodes: Record<string, Record<string, unknown>>;
+  publish?: Visibility;
+  tests?: ExampleTest[];
+}
+
+const readExample = (file: string): ExampleFile => {
+  const text = readFileSync(join(EXAMPLES, file), 'utf8');
+  return (file.endsWith('.json') ? JSON.parse(text) : parse(text)) as ExampleFile;
+};
+
+/** What the service receives: the CLI strips the pipelines-as-code blocks. */
+const definition = (f: ExampleFile) => ({ description: f.description, nodes: f.nodes });
+
+let rt: TestRuntime;
+
+beforeAll(async () => {
+  rt = await startTestRuntime();
+});
+
+afterAll(async () => {
+  await rt?.cleanup();
+});
+
+const pick = (o: Record<string, unknown>, keys: string[]) => Object.fromEntries(keys.map((k) => [k, o[k]]));
+
+/**
+ * push → every test run → publish with the file's visibility, checking each step; returns the
+ * deployment. The last test of each example uses the current values, so those become the
+ * published defaults (a publish takes the values of the latest run).
+ */
+async function pushTestPublish(id: string, f: ExampleFile) {
+  const pushed = await rt.owner('PUT', `/v1/pipelines/${id}`, definition(f));
+  expect({ status: pushed.status, body: pushed.body }).toEqual({ status: 201, body: { pipeline_id: id, version: 1, created: true } });
+
+  expect(f.tests?.length).toBeGreaterThan(0);
+  for (const t of f.tests ?? []) {
+    const run = await rt.runToEnd(id, t.inputs);
+    expect({ test: t.name, status: run.status, error: run.error_message }).toEqual({ test: t.name, status: 'completed', error: null });
+    const outputs = run.outputs as Record<string, unknown>;
+    expect({ test: t.name, outputs: pick(outputs, Object.keys(t.expect)) }).toEqual({ test: t.name, outputs: t.expect });
+  }
+
+  expect((await rt.owner('GET', `/v1/pipelines/${id}/deployment`)).body).toMatchObject({ state: 'not_published', publishable: true });
+  const published = await rt.owner('PUT', `/v1/pipelines/${id}/deployment`, f.publish ?? {});
+  expect(published.status).toBe(201);
+  return { deploymentId: published.body.deployment_id as string, apiKey: published.body.api_key as string };
+}
+
+async function execute(deploymentId: string, key: string, inputs: Record<string, string | number | boolean>) {
+  const workflow_input = Object.fromEntries(Object.entries(inputs).map(([k, value]) => [k, { value, value_type: 'RAW' }]));
+  const accepted = await rt.caller('POST', `/v1/deployments/${deploymentId}/executions/`, key, { workflow_input });
+  expect(accepted.status).toBe(202);
+  const id = accepted.body.execution_id as string;
+  await rt.waitForExecution(id, key);
+  return (await rt.caller('GET', `/v1/deployments/executions/${id}/result/`, key)).body;
+}
+
+const raw = (o: Record<string, string | number | boolean>) => Object.fromEntries(Object.entries(o).map(([k, value]) => [k, { value, value_type: 'RAW' }]));
+
+/** The caller's view must list exactly the entries the file's publish block leaves visible, with the nodes' values. */
+function expectedContract(deploymentId: string, f: ExampleFile) {
+  const hidden = (section: 'inputs' | 'outputs', id: string) => f.publish?.[section]?.[id]?.visible === false;
+  const nodes = Object.entries(f.nodes);
+  return {
+    deployment_id: deploymentId,
+    inputs: nodes.filter(([id, n]) => n.type === 'input' && !hidden('inputs', id)).map(([id, n]) => ({ id, value_type: n.value_type, value: n.value })),
+    outputs: nodes.filter(([id, n]) => n.type === 'output' && !hidden('outputs', id)).map(([id]) => ({ id })),
+  };
+}
+
+describe('examples/greeting.json', () => {
+  const file = readExample('greeting.json');
+  const asCode = readExample('as-code/greeting.yaml');
+
+  it('is the greeting of the pipeline format, with nothing the service would refuse', () => {
+    expect(Object.keys(file).sort()).toEqual(['description', 'nodes']);
+    expect(file).toEqual(greeting);
+  });
+
+  it('has a pipelines-as-code twin with the same pipeline, a publish block and tests', () => {
+    expect(definition(asCode)).toEqual(file);
+    expect(asCode.publish).toBeDefined();
+    expect(asCode.tests?.length).toBeGreaterThan(0);
+  });
+
+  it('is accepted as `curl --data @examples/greeting.json` sends it, runs, publishes and greets a caller', async () => {
+    // Prepare: curl's --data @file drops the file's line breaks.
+    const sent = readFileSync(join(EXAMPLES, 'greeting.json'), 'utf8').replace(/[\r\n]/g, '');
+
+    // Act
+    const pushed = await request(`${rt.url}/v1/pipelines/greeting`, 'PUT', sent, {
+      authorization: `Bearer ${rt.ownerToken}`,
+      'content-type': 'application/json',
+    });
+    const tests = [];
+    for (const t of asCode.tests ?? []) tests.push([t.name, ((await rt.runToEnd('greeting', t.inputs)).outputs as Record<string, unknown>).message, t.expect.message]);
+    const published = await rt.owner('PUT', '/v1/pipelines/greeting/deployment', asCode.publish);
+    const deploymentId = published.body.deployment_id as string;
+    const key = published.body.api_key as string;
+    const contract = await rt.caller('GET', `/v1/deployments/${deploymentId}/`, key);
+    const result = await execute(deploymentId, key, { name: 'Grace' });
+
+    // Assess
+    expect(pushed.status).toBe(201);
+    for (const [name, got, wanted] of tests) expect({ test: name, got }).toEqual({ test: name, got: wanted });
+    expect(published.status).toBe(201);
+    expect(contract.body).toEqual(expectedContract(deploymentId, asCode));
+    expect(result).toMatchObject({ status: 'completed', response_data: { message: { value: 'Hello, Grace!', value_type: 'RAW' } } });
+  });
+});
+
+describe('examples/text-stats.json', () => {
+  const file = readExample('text-stats.json');
+
+  it('passes its tests, publishes with debug_words and title_words hidden, and measures a caller\'s text', async () => {
+    // Act
+    const { deploymentId, apiKey } = await pushTestPublish('text-stats', file);
+    const contract = await rt.caller('GET', `/v1/deployments/${deploymentId}/`, apiKey);
+    const result = await execute(deploymentId, apiKey, { text: 'Hello there, pipegate users!', words_per_minute: 100 });
+    const hidden = await rt.caller('POST', `/v1/deployments/${deploymentId}/executions/`, apiKey, { workflow_input: raw({ title_words: 2 }) });
+
+    // Assess
+    expect(contract.body).toEqual(expectedContract(deploymentId, file));
+    expect(result).toMatchObject({ status: 'completed', error_message: null });
+    expect(result.response_data).toEqual(
+      raw({
+        word_count: 4,
+        character_count: 28,
+        longest_word: 'pipegate',
+        reading_seconds: 3,
+        reading_time: 'under a minute',
+        title: 'HELLO THERE PIPEGATE USERS',
+      }),
+    );
+    expect(hidden.status).toBe(422);
+  });
+
+  it('fails a run with a reason when the reading speed is zero', async () => {
+    const run = await rt.runToEnd('text-stats', { words_per_minute: 0 });
+    expect(run.status).toBe('failed');
+    expect(run.error_message).toMatch(/estimate_seconds.*words_per_minute must be greater than 0/);
+  });
+});
+
+describe('examples/shipping-quote.json with examples/servers/shipping-rates.mjs', () => {
+  const file = readExample('shipping-quote.json');
+  let server: ChildProcess;
+  let serverUrl: string;
+  let serverLog = '';
+
+  beforeAll(async () => {
+    // The server as a newcomer starts it (`node examples/servers/shipping-rates.mjs`), on a free port.
+    server = spawn(process.execPath, [join(EXAMPLES, 'servers', 'shipping-rates.mjs')], {
+      env: { ...process.env, PORT: '0', HOST: '127.0.0.1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    server.stdout?.on('data', (c: Buffer) => (serverLog += c.toString()));
+    server.stderr?.on('data', (c: Buffer) => (serverLog += c.toString()));
+    serverUrl = await waitUntil(
+      async () => /listening on (http:\/\/\S+)/.exec(serverLog)?.[1] ?? '',
+      (url) => url !== '',
+      10_000,
+    );
+  });
+
+  afterAll(async () => {
+    if (server && server.exitCode === null) {
+      const exited = new Promise((r) => server.once('exit', r));
+      server.kill('SIGTERM');
+      await exited;
+    }
+  });
+
+  it('points its http node at the rates server\'s default address', () => {
+    expect(file.nodes.quote).toMatchObject({ type: 'http', method: 'POST', url: 'http://127.0.0.1:4010/quote' });
+  });
+
+  it('passes its tests against the server, publishes with raw_response hidden, and quotes for a caller', async () => {
+    // Prepare: the same pipeline, its url on the port the server took.
+    const local: ExampleFile = { ...file, nodes: { ...file.nodes, quote: { ...file.nodes.quote, url: `${serverUrl}/quote` } } };
+
+    // Act
+    const { deploymentId, apiKey } = await pushTestPublish('shipping-quote', local);
+    const contract = await rt.caller('GET', `/v1/deployments/${deploymentId}/`, apiKey);
+    const result = await execute(deploymentId, apiKey, { weight_kg: 5, destination: 'jp', express: true });
+
+    // Assess
+    expect(contract.body).toEqual(expectedContract(deploymentId, local));
+    expect(result).toMatchObject({ status: 'completed', error_message: null });
+    expect(result.response_data).toEqual(
+      raw({ price: 70.2, currency: 'EUR', delivery_days: 4, summary: 'pipegate parcel to JP: 70.20 EUR, 4 working days' }),
+    );
+    expect(serverLog).toContain('POST /quote {"weight_kg":5,"destination":"JP","express":true} → 200');
+  });
+
+  it('fails the run, naming the http node, when the rates API refuses the request', async () => {
+    const run = await rt.runToEnd('shipping-quote', { weight_kg: 0 });
+    expect(run.status).toBe('failed');
+    expect(run.error_message).toMatch(/Node 'quote' failed: HTTP 422/);
+  });
+});
