@@ -50,8 +50,15 @@ export const GATEWAY_RESPONSES: readonly {
   },
   { type: apigw.ResponseType.ACCESS_DENIED, statusCode: '403', body: '{"error":"Forbidden"}' },
   { type: apigw.ResponseType.THROTTLED, statusCode: '429', body: '{"error":"Too Many Requests"}' },
-  // API Gateway answers "Missing Authentication Token" for any path or method it has no route for.
-  { type: apigw.ResponseType.MISSING_AUTHENTICATION_TOKEN, statusCode: '404', body: '{"error":"Not Found"}' },
+  // API Gateway says "Missing Authentication Token" both for an IAM route called without a
+  // signature and for a path it has no route for. Unknown paths are caught first by the root
+  // {proxy+} mock (404), so what is left here is an unsigned owner request: SPEC's 401.
+  {
+    type: apigw.ResponseType.MISSING_AUTHENTICATION_TOKEN,
+    statusCode: '401',
+    body: '{"error":"Unauthorized","detail":"owner routes need an AWS SigV4 signature"}',
+    headers: { 'WWW-Authenticate': "'AWS4-HMAC-SHA256'" },
+  },
   { type: apigw.ResponseType.REQUEST_TOO_LARGE, statusCode: '413', body: '{"error":"Payload Too Large"}' },
   // messageString is the message already quoted and escaped for JSON.
   { type: apigw.ResponseType.DEFAULT_4XX, body: '{"error":$context.error.messageString}' },
@@ -255,6 +262,7 @@ export class ServiceStack extends Stack {
     (authorizer.node.defaultChild as apigw.CfnAuthorizer).addPropertyDeletionOverride('IdentitySource');
 
     for (const route of ROUTES) this.addRoute(api, route, validator, authorizer);
+    this.addNotFound(api);
     return api;
   }
 
@@ -269,6 +277,25 @@ export class ServiceStack extends Stack {
       authorizer: route.auth === 'apiKey' ? authorizer : undefined,
       requestValidator: validator,
       requestParameters: Object.fromEntries(pathParams.map((p) => [`method.request.path.${p}`, true])),
+    });
+  }
+
+  /**
+   * Any path no route matches: a mock answers 404 without calling anything. Without it API
+   * Gateway would answer such requests with the same response it gives unsigned IAM calls.
+   */
+  private addNotFound(api: apigw.RestApi): void {
+    const method = api.root.addResource('{proxy+}').addMethod(
+      'ANY',
+      new apigw.MockIntegration({
+        requestTemplates: { 'application/json': '{"statusCode": 404}' },
+        integrationResponses: [{ statusCode: '404', responseTemplates: { 'application/json': '{"error":"Not Found"}' } }],
+      }),
+      { methodResponses: [{ statusCode: '404' }], authorizationType: apigw.AuthorizationType.NONE },
+    );
+    Validations.of(method).acknowledge({
+      id: 'AwsSolutions-APIG4',
+      reason: 'A mock that only answers 404 for paths with no route; it reaches no backend and returns no data.',
     });
   }
 

@@ -77,10 +77,10 @@ const methods = Object.values(svc)
 describe('API routes from lib/routes.ts', () => {
   const authorizerId = Object.entries(svc).find(([, r]) => r.Type === 'AWS::ApiGateway::Authorizer')?.[0];
 
-  it('has exactly one method per route, and no other', () => {
+  it('has exactly one method per route, and no other but the not-found mock', () => {
     // Assess
     expect(methods.map((m) => `${String(m.props.HttpMethod)} ${m.path}`).sort()).toEqual(
-      ROUTES.map((r) => `${r.method} ${r.path}`).sort(),
+      [...ROUTES.map((r) => `${r.method} ${r.path}`), 'ANY /{proxy+}'].sort(),
     );
   });
 
@@ -103,6 +103,19 @@ describe('API routes from lib/routes.ts', () => {
     expect(JSON.stringify(integration.Uri)).toContain(`"${fnId(route.handler)}"`);
   });
 
+  it('answers paths with no route 404 from a mock at the root, reaching no function', () => {
+    // Assess
+    const proxy = Object.entries(svc).find(([, r]) => r.Type === 'AWS::ApiGateway::Resource' && r.Properties?.PathPart === '{proxy+}');
+    expect(proxy).toBeDefined();
+    const method = Object.values(svc).find(
+      (r) => r.Type === 'AWS::ApiGateway::Method' && JSON.stringify(r.Properties?.ResourceId).includes(`"${proxy?.[0]}"`),
+    );
+    expect(method?.Properties).toMatchObject({ HttpMethod: 'ANY', AuthorizationType: 'NONE' });
+    const integration = method?.Properties?.Integration as { Type: string; IntegrationResponses: { StatusCode: string; ResponseTemplates: Record<string, string> }[] };
+    expect(integration.Type).toBe('MOCK');
+    expect(integration.IntegrationResponses[0]).toMatchObject({ StatusCode: '404', ResponseTemplates: { 'application/json': '{"error":"Not Found"}' } });
+  });
+
   it('calls the authorizer function on every request: REQUEST type, no identity source, no cache', () => {
     // Assess
     const auth = svc[authorizerId ?? '']?.Properties ?? {};
@@ -118,7 +131,11 @@ describe('API routes from lib/routes.ts', () => {
       UNAUTHORIZED: { status: '401', body: '{"error":"Unauthorized"}', headers: { 'gatewayresponse.header.WWW-Authenticate': "'Api-Key'" } },
       ACCESS_DENIED: { status: '403', body: '{"error":"Forbidden"}' },
       THROTTLED: { status: '429', body: '{"error":"Too Many Requests"}' },
-      MISSING_AUTHENTICATION_TOKEN: { status: '404', body: '{"error":"Not Found"}' },
+      MISSING_AUTHENTICATION_TOKEN: {
+        status: '401',
+        body: '{"error":"Unauthorized","detail":"owner routes need an AWS SigV4 signature"}',
+        headers: { 'gatewayresponse.header.WWW-Authenticate': "'AWS4-HMAC-SHA256'" },
+      },
       REQUEST_TOO_LARGE: { status: '413', body: '{"error":"Payload Too Large"}' },
       DEFAULT_4XX: { body: '{"error":$context.error.messageString}' },
       DEFAULT_5XX: { body: '{"error":"Internal Error","request_id":"$context.requestId"}' },
