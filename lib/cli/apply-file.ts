@@ -219,7 +219,8 @@ export function checkApplyDocument(doc: unknown, where: { path: string; shown: s
   for (const key of Object.keys(doc)) {
     if (!(TOP_LEVEL as readonly string[]).includes(key)) problems.push({ path: joinPath('', key), reason: `unknown key; a pipeline file holds only ${TOP_LEVEL.join(', ')}` });
   }
-  const sent: Record<string, unknown> = doc.description !== undefined ? { description: doc.description, nodes: doc.nodes } : { nodes: doc.nodes };
+  const sent: Record<string, unknown> = {};
+  for (const key of ['description', 'nodes'] as const) if (Object.hasOwn(doc, key)) sent[key] = doc[key];
   // The service applies its own node limit at push; here only the shape and references matter.
   const checked = validateDefinition(sent, { maxNodes: Number.MAX_SAFE_INTEGER });
   if (!checked.ok) problems.push(...checked.problems);
