@@ -176,10 +176,8 @@ describe('errors', () => {
     // Prepare
     const documented = new Set(ROUTES.flatMap((r) => documentedErrors(r.method, r.path)));
     // 404 Not Found / 405 for unknown paths and methods, and 403 from IAM (its message varies:
-    // documented as any string). InvalidIdempotencyKey and PublishNotAllowed are in the catalog
-    // but no route raises them: a malformed key answers Invalid Input Structure, as SPEC
-    // section 5 groups it, and publish refusals are always one of the three specific ones.
-    const outsideRoutes: ErrorName[] = ['RouteNotFound', 'MethodNotAllowed', 'Forbidden', 'InvalidIdempotencyKey', 'PublishNotAllowed'];
+    // documented as any string).
+    const outsideRoutes: ErrorName[] = ['RouteNotFound', 'MethodNotAllowed', 'Forbidden'];
 
     // Act
     const missing = (Object.keys(ERRORS) as ErrorName[]).filter((n) => !outsideRoutes.includes(n) && !documented.has(pairs(n)[0] ?? ''));
