@@ -11,6 +11,11 @@ const jsonType = (t: InputValueType): Record<string, unknown> =>
 
 const errorBody = { $ref: '#/components/schemas/Error' };
 const err = (description: string) => ({ description, content: { 'application/json': { schema: errorBody } } });
+/** Every operation may also answer these. */
+const common = {
+  '500': err(ERRORS.InternalError.message),
+  '503': err(`${ERRORS.ServiceUnavailable.message} (retry after the Retry-After header)`),
+};
 
 export function deploymentOpenApi(d: Pick<Deployment, 'deployment_id' | 'pipeline_id' | 'version' | 'inputs' | 'outputs' | 'published_at'>, baseUrl: string) {
   const c = callerContract(d);
@@ -75,6 +80,7 @@ export function deploymentOpenApi(d: Pick<Deployment, 'deployment_id' | 'pipelin
             '415': err(ERRORS.UnsupportedMediaType.message),
             '422': err(`${ERRORS.InvalidInput.message}, ${ERRORS.InvalidCallbackUrl.message} or ${ERRORS.IdempotencyKeyReused.message}`),
             '429': err(ERRORS.TooManyRequests.message),
+            ...common,
           },
         },
       },
@@ -86,6 +92,7 @@ export function deploymentOpenApi(d: Pick<Deployment, 'deployment_id' | 'pipelin
             '200': { description: 'Status', content: { 'application/json': { schema: { $ref: '#/components/schemas/Status' } } } },
             '401': err(ERRORS.Unauthorized.message),
             '404': err(ERRORS.ExecutionNotFound.message),
+            ...common,
           },
         },
       },
@@ -100,8 +107,9 @@ export function deploymentOpenApi(d: Pick<Deployment, 'deployment_id' | 'pipelin
                 'application/json': {
                   schema: {
                     type: 'object',
+                    required: ['status', 'execution_id', 'deployment_id', 'completion_duration', 'output_artifacts', 'error_message', 'response_data'],
                     properties: {
-                      status: { $ref: '#/components/schemas/ExecutionStatus' },
+                      status: { type: 'string', enum: ['completed', 'failed', 'cancelled'] },
                       execution_id: { type: 'string' },
                       deployment_id: { type: 'string' },
                       completion_duration: { type: ['integer', 'null'] },
@@ -116,6 +124,7 @@ export function deploymentOpenApi(d: Pick<Deployment, 'deployment_id' | 'pipelin
             '401': err(ERRORS.Unauthorized.message),
             '404': err(ERRORS.ExecutionNotFound.message),
             '409': err(ERRORS.ExecutionNotCompleted.message),
+            ...common,
           },
         },
       },
@@ -128,6 +137,7 @@ export function deploymentOpenApi(d: Pick<Deployment, 'deployment_id' | 'pipelin
             '401': err(ERRORS.Unauthorized.message),
             '404': err(ERRORS.ExecutionNotFound.message),
             '409': err(ERRORS.ExecutionAlreadyFinished.message),
+            ...common,
           },
         },
       },
@@ -153,6 +163,7 @@ export function deploymentOpenApi(d: Pick<Deployment, 'deployment_id' | 'pipelin
         },
         Status: {
           type: 'object',
+          required: ['status', 'execution_id', 'deployment_id', 'result_url', 'created_at', 'started_at', 'completed_at', 'completion_duration', 'error_message'],
           properties: {
             status: { $ref: '#/components/schemas/ExecutionStatus' },
             execution_id: { type: 'string', format: 'uuid' },
