@@ -162,7 +162,8 @@ async function planOne(ctx: Ctx, file: ApplyFile): Promise<Planned> {
     }
     return { file, readiness, plan: computePlan(file, readiness, predicted), error: null };
   } catch (e) {
-    if (e instanceof UsageError) throw e;
+    // Failures that are not this pipeline's (no service, credentials refused) stop the whole apply.
+    if (e instanceof UsageError || e instanceof UnreachableError || (e instanceof ServiceError && (e.status === 401 || e.status === 403))) throw e;
     return { file, readiness: null, plan: null, error: e };
   }
 }

@@ -356,7 +356,7 @@ describe('pipegate apply against a running local runtime', () => {
     expect((await readinessOf('solo')).deployment?.version).toBe(1);
   });
 
-  it('refuses files it cannot apply, listing every problem with its path, and changes nothing (exit 2)', async () => {
+  it('refuses files it cannot apply, listing every problem with its path, and changes nothing (exit 2); refused credentials stop it at once', async () => {
     // Prepare
     const bad = join(work, 'bad');
     mkdirSync(bad);
@@ -372,7 +372,12 @@ describe('pipegate apply against a running local runtime', () => {
     writeFileSync(join(bad, 'package.json'), '{"name": "app"}');
 
     // Act
-    const [human, json, missing] = await Promise.all([pg(['apply', 'bad']), pg(['apply', 'bad', '--json']), pg(['apply', 'nowhere'])]);
+    const [human, json, missing, refused] = await Promise.all([
+      pg(['apply', 'bad']),
+      pg(['apply', 'bad', '--json']),
+      pg(['apply', 'nowhere']),
+      pg(['apply', 'bad/good.yaml', '--token', 'pgo_wrong']),
+    ]);
 
     // Assess
     expect(human.code).toBe(2);
@@ -386,6 +391,11 @@ describe('pipegate apply against a running local runtime', () => {
     expect(JSON.parse(json.stdout)).toMatchObject({ ok: false, files: [{ file: 'bad/package.json' }, { file: 'bad/typos.json' }] });
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain('no such file or directory: nowhere');
+    // Credentials refused: one error with its hint, not one per pipeline.
+    expect(refused.code).toBe(1);
+    expect(refused.stdout).toBe('');
+    expect(refused.stderr).toContain('error: Unauthorized');
+    expect(refused.stderr).toContain('owner credential was refused');
     const good = await rt.owner('GET', '/v1/pipelines/good');
     expect(good.status).toBe(404);
   });
