@@ -53,29 +53,32 @@ export async function taskRun(d: Deps, executionId: string): Promise<{ status: s
   if (!version) return finish(d, e, 'failed', { error_message: `Pipeline version ${e.version} is no longer available` });
 
   const abort = new AbortController();
-  let watching = true;
-  const watch = (async () => {
-    while (watching) {
-      await new Promise((r) => setTimeout(r, d.config.cancelPollMs));
-      if (!watching) break;
-      const now = await d.executions.get(executionId, d.clock.now(), true).catch(() => null);
-      if (now && now.status !== 'running') {
-        abort.abort();
-        break;
-      }
-    }
-  })();
+  const stopWatching = watchForCancel(d, executionId, abort);
   const result = await runPipeline(version.definition, e.inputs, {
     http: d.http,
     timeoutMs: d.config.executionTimeoutMs,
     signal: abort.signal,
-  }).finally(() => {
-    watching = false;
-  });
-  void watch;
+  }).finally(stopWatching);
   if (result.status === 'cancelled') return { status: 'cancelled' };
   if (result.status === 'completed') return finish(d, e, 'completed', { outputs: result.outputs });
   return finish(d, e, 'failed', { error_message: result.error_message });
+}
+
+/** Polls the record while the engine works and aborts it once the execution is no longer running. */
+function watchForCancel(d: Deps, executionId: string, abort: AbortController): () => void {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let stopped = false;
+  const tick = async () => {
+    const now = await d.executions.get(executionId, d.clock.now(), true).catch(() => null);
+    if (stopped) return;
+    if (now && now.status !== 'running') abort.abort();
+    else timer = setTimeout(tick, d.config.cancelPollMs);
+  };
+  timer = setTimeout(tick, d.config.cancelPollMs);
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+  };
 }
 
 async function finish(
