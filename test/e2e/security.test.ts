@@ -1,0 +1,430 @@
+/**
+ * Security against the local runtime, quick version (`npm test`; the long fuzz is
+ * test/long/security-fuzz.test.ts): the authentication matrix, owner routes without
+ * credentials, the address guard through the API, no plaintext key or secret at rest or in
+ * the logs, and fuzzing of every route that must never yield a 5xx. Prints its figures.
+ */
+import { readdirSync, readFileSync, rmSync, mkdtempSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ScanCommand } from '@aws-sdk/lib-dynamodb';
+import fc from 'fast-check';
+import { createDocumentClient } from '../../functions/adapters/dynamo';
+import { createLogger } from '../../functions/adapters/logger';
+import type { PipelineDefinition } from '../../functions/core/types';
+import { ROUTES } from '../../lib/routes';
+import { printFigures, startReceiver, testSeed, type Figures, type Receiver } from '../support/faults';
+import { fuzzRequest, prepareFuzz, sendFuzz, StatusTally } from '../support/fuzz';
+import { greeting, request, sleep, startTestRuntime, waitUntil, type Published, type Reply, type TestRuntime } from '../support/runtime';
+
+jest.setTimeout(60_000);
+
+const seed = testSeed();
+const figures: Figures = [['seed (PIPEGATE_TEST_SEED)', seed]];
+const fig = (label: string, value: number | string) => figures.push([label, value]);
+afterAll(() => printFigures('Security (quick)', figures));
+
+const FUZZ_RUNS = Number(process.env.PIPEGATE_FUZZ_RUNS ?? 200);
+
+/** Every caller route of a deployment, with what an authorised caller gets for a finished execution. */
+function callerRoutes(deploymentId: string, executionId: string): { name: string; method: string; path: string; ok: number }[] {
+  return [
+    { name: 'execute', method: 'POST', path: `/v1/deployments/${deploymentId}/executions/`, ok: 202 },
+    { name: 'status', method: 'GET', path: `/v1/deployments/executions/${executionId}/status/`, ok: 200 },
+    { name: 'result', method: 'GET', path: `/v1/deployments/executions/${executionId}/result/`, ok: 200 },
+    { name: 'cancel', method: 'POST', path: `/v1/deployments/executions/${executionId}/cancel/`, ok: 409 },
+    { name: 'contract', method: 'GET', path: `/v1/deployments/${deploymentId}/`, ok: 200 },
+    { name: 'openapi', method: 'GET', path: `/v1/deployments/${deploymentId}/openapi.json`, ok: 200 },
+  ];
+}
+
+/** The same key with the character at `i` replaced by another one of its alphabet. */
+function oneCharChanged(key: string, i: number): string {
+  const c = key[i] ?? 'a';
+  const alphabet = /[0-9a-f]/.test(c) && i < 36 ? '0123456789abcdef' : 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+  const other = alphabet[(alphabet.indexOf(c) + 1) % alphabet.length] ?? 'x';
+  return `${key.slice(0, i)}${other}${key.slice(i + 1)}`;
+}
+
+describe('caller authentication and owner credentials', () => {
+  let rt: TestRuntime;
+  let a: Published;
+  let b: Published;
+  let execA: string;
+  let execB: string;
+  let tried = 0;
+
+  const send = (method: string, path: string, headers: Record<string, string>): Promise<Reply> => {
+    tried += 1;
+    return request(`${rt.url}${path}`, method, method === 'POST' ? {} : undefined, headers);
+  };
+  const finished = async (p: Published) => {
+    const r = await rt.caller('POST', `/v1/deployments/${p.deploymentId}/executions/`, p.apiKey, {});
+    await rt.waitForExecution(r.body.execution_id as string, p.apiKey);
+    return r.body.execution_id as string;
+  };
+
+  beforeAll(async () => {
+    rt = await startTestRuntime();
+    a = await rt.publishPipeline('auth-a', greeting);
+    b = await rt.publishPipeline('auth-b', greeting);
+    execA = await finished(a);
+    execB = await finished(b);
+  });
+  afterAll(async () => {
+    await rt?.cleanup();
+    fig('auth: requests tried', tried);
+  });
+
+  it('answers 401 with WWW-Authenticate for every missing, malformed or wrong credential, on every caller route', async () => {
+    const key = a.apiKey;
+    const cases: [string, Record<string, string>][] = [
+      ['no header', {}],
+      ['X-API-Key empty', { 'x-api-key': '' }],
+      ['X-API-Key blank', { 'x-api-key': '   ' }],
+      ['Authorization: Api-Key with no key', { authorization: 'Api-Key ' }],
+      ['Authorization: Bearer <key>', { authorization: `Bearer ${key}` }],
+      ['Authorization: Basic <key:>', { authorization: `Basic ${Buffer.from(`${key}:`).toString('base64')}` }],
+      ['Authorization: <key> with no scheme', { authorization: key }],
+      ['both headers, different keys', { 'x-api-key': key, authorization: `Api-Key ${b.apiKey}` }],
+      ['truncated by one', { 'x-api-key': key.slice(0, -1) }],
+      ['truncated to the prefix and id', { 'x-api-key': key.slice(0, 36) }],
+      ['one more character', { 'x-api-key': `${key}A` }],
+      ['upper-cased', { 'x-api-key': key.toUpperCase() }],
+      ['another prefix', { 'x-api-key': `pgx_${key.slice(4)}` }],
+      ['one char changed in the deployment id', { 'x-api-key': oneCharChanged(key, 10) }],
+      ['one char changed in the random part', { 'x-api-key': oneCharChanged(key, 50) }],
+      ['one char changed in the checksum', { 'x-api-key': oneCharChanged(key, key.length - 1) }],
+      ['a key of the right shape that was never issued', { 'x-api-key': `pgk_${'0'.repeat(32)}${'A'.repeat(key.length - 42)}${key.slice(-6)}` }],
+      ['the owner token as an API key', { 'x-api-key': rt.ownerToken }],
+      ['a 20 KB key', { 'x-api-key': `${key}${'A'.repeat(20 * 1024)}` }],
+      ['20 KB of header beside a wrong key', { 'x-api-key': 'nope', 'x-pad': 'p'.repeat(20 * 1024) }],
+    ];
+    const unexpected: string[] = [];
+    for (const [what, headers] of cases) {
+      for (const route of callerRoutes(a.deploymentId, execA)) {
+        const r = await send(route.method, route.path, headers);
+        // Node's HTTP server refuses more than 16 KB of headers with 431 before any handler runs.
+        const big = what.includes('20 KB');
+        const good = big ? r.status === 431 || (r.status === 401 && r.headers.get('www-authenticate') === 'Api-Key') : r.status === 401 && r.headers.get('www-authenticate') === 'Api-Key' && r.body.error === 'Unauthorized';
+        if (!good) unexpected.push(`${what} → ${route.name}: ${r.status} ${r.text}`);
+      }
+    }
+    fig('auth: bad credentials × caller routes', cases.length * 6);
+    expect(unexpected).toEqual([]);
+  });
+
+  it('accepts the key in either header, or in both when it is the same key', async () => {
+    const forms: Record<string, string>[] = [{ 'x-api-key': a.apiKey }, { authorization: `Api-Key ${a.apiKey}` }, { 'x-api-key': a.apiKey, authorization: `api-key ${a.apiKey}` }];
+    for (const headers of forms) {
+      for (const route of callerRoutes(a.deploymentId, execA)) {
+        const r = await send(route.method, route.path, headers);
+        expect([route.name, r.status]).toEqual([route.name, route.ok]);
+      }
+    }
+  });
+
+  it("answers 404 for another deployment's key on this deployment's routes", async () => {
+    const statuses = [];
+    for (const route of callerRoutes(a.deploymentId, execA)) {
+      const r = await send(route.method, route.path, { 'x-api-key': b.apiKey });
+      statuses.push([route.name, r.status, r.body.error]);
+    }
+    expect(statuses).toEqual([
+      ['execute', 404, 'Deployment Not Found'],
+      ['status', 404, 'Execution Not Found'],
+      ['result', 404, 'Execution Not Found'],
+      ['cancel', 404, 'Execution Not Found'],
+      ['contract', 404, 'Deployment Not Found'],
+      ['openapi', 404, 'Deployment Not Found'],
+    ]);
+  });
+
+  it('stops the old key at once on rotation, or after the grace period asked for', async () => {
+    const rot = await rt.owner('POST', '/v1/pipelines/auth-a/deployment/keys', {});
+    const second = rot.body.api_key as string;
+    for (const route of callerRoutes(a.deploymentId, execA)) {
+      expect([route.name, (await send(route.method, route.path, { 'x-api-key': a.apiKey })).status]).toEqual([route.name, 401]);
+      expect([route.name, (await send(route.method, route.path, { 'x-api-key': second })).status]).toEqual([route.name, route.ok]);
+    }
+
+    // The grace period ends on a whole second, so 2 s leave at least one for the checks below.
+    const graced = await rt.owner('POST', '/v1/pipelines/auth-a/deployment/keys', { grace_seconds: 2 });
+    const third = graced.body.api_key as string;
+    const contract = `/v1/deployments/${a.deploymentId}/`;
+    expect((await send('GET', contract, { 'x-api-key': second })).status).toBe(200);
+    expect((await send('GET', contract, { 'x-api-key': third })).status).toBe(200);
+    await waitUntil(() => send('GET', contract, { 'x-api-key': second }), (r) => r.status === 401, 5_000, 250);
+    expect((await send('GET', contract, { 'x-api-key': third })).status).toBe(200);
+    expect((await send('GET', contract, { 'x-api-key': a.apiKey })).status).toBe(401);
+  });
+
+  it('answers 404 on every route, for good, once the deployment is deleted', async () => {
+    const del = await rt.owner('DELETE', `/v1/pipelines/auth-b/deployment?confirm=${b.deploymentId}`);
+    expect(del.status).toBe(204);
+    for (const route of callerRoutes(b.deploymentId, execB)) {
+      const r = await send(route.method, route.path, { 'x-api-key': b.apiKey });
+      expect([route.name, r.status]).toEqual([route.name, 404]);
+    }
+    // A new publish of the same pipeline is a new deployment; the old id and key stay dead.
+    await rt.runToEnd('auth-b');
+    const again = await rt.owner('PUT', '/v1/pipelines/auth-b/deployment', {});
+    expect(again.status).toBe(201);
+    expect(again.body.deployment_id).not.toBe(b.deploymentId);
+    expect((await send('GET', `/v1/deployments/${b.deploymentId}/`, { 'x-api-key': b.apiKey })).status).toBe(404);
+    expect((await send('GET', `/v1/deployments/${again.body.deployment_id as string}/`, { 'x-api-key': b.apiKey })).status).toBe(404);
+  });
+
+  it('answers 401 on every owner route without the owner token', async () => {
+    const token = rt.ownerToken;
+    const cases: [string, Record<string, string>][] = [
+      ['no header', {}],
+      ['wrong token', { authorization: 'Bearer wrong' }],
+      ['truncated token', { authorization: `Bearer ${token.slice(0, -1)}` }],
+      ['token plus one character', { authorization: `Bearer ${token}x` }],
+      ['token and more words', { authorization: `Bearer ${token} extra` }],
+      ['Basic scheme', { authorization: `Basic ${Buffer.from(`owner:${token}`).toString('base64')}` }],
+      ['Api-Key scheme', { authorization: `Api-Key ${token}` }],
+      ['token in X-API-Key', { 'x-api-key': token }],
+      ['a caller key as bearer', { authorization: `Bearer ${a.apiKey}` }],
+      ['a caller key', { 'x-api-key': a.apiKey }],
+      ['Bearer and nothing', { authorization: 'Bearer' }],
+    ];
+    const params: Record<string, string> = { pipeline_id: 'auth-a', run_id: execA, execution_id: execA };
+    const owner = ROUTES.filter((r) => r.auth === 'owner');
+    const unexpected: string[] = [];
+    for (const route of owner) {
+      const path = route.path.replace(/\{([a-z_]+)\}/g, (_, n: string) => params[n] ?? 'x') + (route.method === 'DELETE' ? `?confirm=${a.deploymentId}` : '');
+      for (const [what, headers] of cases) {
+        const r = await send(route.method, path, headers);
+        if (r.status !== 401 || r.body.error !== 'Unauthorized') unexpected.push(`${what} → ${route.method} ${route.path}: ${r.status}`);
+      }
+    }
+    fig('auth: bad owner credentials × owner routes', cases.length * owner.length);
+    expect(unexpected).toEqual([]);
+    // The deployment is still there: none of those requests reached the handlers.
+    expect((await rt.owner('GET', '/v1/pipelines/auth-a/deployment')).body.deployment).toMatchObject({ deployment_id: a.deploymentId });
+  });
+});
+
+describe('the address guard through the API (PIPEGATE_ALLOW_PRIVATE_URLS=false)', () => {
+  let rt: TestRuntime;
+  let p: Published;
+
+  beforeAll(async () => {
+    rt = await startTestRuntime({
+      env: { ...process.env, PIPEGATE_ALLOW_PRIVATE_URLS: 'false', PIPEGATE_CALLBACK_SCHEDULE: '0', PIPEGATE_CALLBACK_TIMEOUT_MS: '500' },
+    });
+    p = await rt.publishPipeline('guarded', greeting);
+  });
+  afterAll(async () => {
+    await rt?.cleanup();
+  });
+
+  const refused = [
+    'http://127.0.0.1/hook',
+    'http://127.0.0.1:8080/hook',
+    'https://127.255.255.254/',
+    'http://localhost/',
+    'http://LOCALHOST./',
+    'http://app.localhost/',
+    'http://metadata.google.internal/computeMetadata/v1/',
+    'http://printer.local/',
+    'http://10.0.0.1/',
+    'http://172.16.0.1/',
+    'http://172.31.255.254/',
+    'http://192.168.1.1/',
+    'http://169.254.169.254/latest/meta-data/',
+    'http://169.254.170.2/v2/credentials',
+    'http://100.64.0.1/',
+    'http://0.0.0.0/',
+    'http://0/',
+    'http://224.0.0.1/',
+    'http://255.255.255.255/',
+    'http://198.18.0.1/',
+    'http://192.0.2.1/',
+    'http://[::1]/',
+    'http://[::]/',
+    'http://[0:0:0:0:0:0:0:1]/',
+    'http://[::ffff:127.0.0.1]/',
+    'http://[::ffff:7f00:1]/',
+    'http://[::ffff:169.254.169.254]/',
+    'http://[::ffff:10.0.0.1]/',
+    'http://[64:ff9b::a9fe:a9fe]/',
+    'http://[2002:7f00:1::1]/',
+    'http://[fd00::1]/',
+    'http://[fc00::]/',
+    'http://[fe80::1]/',
+    'http://[ff02::1]/',
+    'http://[fd00:ec2::254]/',
+    'http://2130706433/',
+    'http://0x7f000001/',
+    'http://0x7f.0.0.1/',
+    'http://0177.0.0.1/',
+    'http://017700000001/',
+    'http://127.1/',
+    'http://127.0.1/',
+    'http://0xa9.0xfe.0xa9.0xfe/',
+    'http://[::1%25eth0]/',
+    'ftp://8.8.8.8/',
+    'file:///etc/passwd',
+    'gopher://8.8.8.8:70/',
+    'javascript:alert(1)',
+    'http://user:pass@8.8.8.8/',
+  ];
+
+  it('refuses callbacks to private, loopback and metadata addresses and odd encodings with 422', async () => {
+    const unexpected: string[] = [];
+    for (const callback of refused) {
+      const r = await rt.caller('POST', `/v1/deployments/${p.deploymentId}/executions/`, p.apiKey, { callback });
+      if (r.status !== 422 || r.body.error !== 'Invalid Callback URL') unexpected.push(`${callback}: ${r.status} ${r.text}`);
+    }
+    // A public address passes the same check (it is then delivered to, or not, at connect time).
+    const ok = await rt.caller('POST', `/v1/deployments/${p.deploymentId}/executions/`, p.apiKey, { callback: 'https://8.8.8.8:9/hook' });
+    fig('guard: refused callback URLs tried', refused.length);
+    fig('guard: of them accepted', unexpected.length);
+    expect(unexpected).toEqual([]);
+    expect(ok.status).toBe(202);
+  });
+
+  it.each([
+    ['127.0.0.1', 'http://127.0.0.1:9/x'],
+    ['169.254.169.254', 'http://169.254.169.254/latest/meta-data/'],
+    ['localhost', 'http://localhost:9/x'],
+    ['::1', 'http://[::1]:9/x'],
+  ])('fails a run whose http node calls %s, naming the blocked address', async (address, url) => {
+    const def: PipelineDefinition = {
+      nodes: {
+        x: { type: 'input', value_type: 'string', value: 'x' },
+        call: { type: 'http', url, inputs: ['x'], timeout_ms: 1000 },
+        out: { type: 'output', from: 'call' },
+      },
+    };
+    const id = `blocked-${address.replace(/[^a-z0-9]/g, '')}`;
+    expect((await rt.owner('PUT', `/v1/pipelines/${id}`, def)).status).toBe(201);
+    const run = await rt.runToEnd(id);
+    expect(run.status).toBe('failed');
+    expect(run.error_message).toEqual(expect.stringContaining("'call'"));
+    expect(run.error_message).toEqual(expect.stringContaining(address));
+    expect(run.error_message).toMatch(/not allowed/);
+  });
+});
+
+describe('no plaintext key or secret at rest or in the logs', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'pipegate-secrets-'));
+  const lines: string[] = [];
+  let rt: TestRuntime;
+  let receiver: Receiver;
+
+  beforeAll(async () => {
+    receiver = await startReceiver();
+    rt = await startTestRuntime({ dataDir, inMemory: false, log: createLogger('pipegate-test', (line) => lines.push(line)) });
+  });
+  afterAll(async () => {
+    await rt?.cleanup();
+    await receiver?.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  function filesUnder(dir: string): string[] {
+    return readdirSync(dir).flatMap((name) => {
+      const path = join(dir, name);
+      return statSync(path).isDirectory() ? filesUnder(path) : [path];
+    });
+  }
+
+  it('keeps only hashes and sealed secrets: every file, every item and every log line is free of them', async () => {
+    const p = await rt.publishPipeline('secretive', greeting);
+    const marker = `caller-value-${Date.now()}`;
+    const run = async (key: string) => {
+      const r = await rt.caller('POST', `/v1/deployments/${p.deploymentId}/executions/`, key, {
+        callback: receiver.url,
+        workflow_input: { name: { value: marker, value_type: 'RAW' } },
+      });
+      expect(r.status).toBe(202);
+      await rt.waitForExecution(r.body.execution_id as string, key);
+    };
+    await run(p.apiKey);
+    const rotatedKey = (await rt.owner('POST', '/v1/pipelines/secretive/deployment/keys', { grace_seconds: 600 })).body.api_key as string;
+    const rotatedSecret = (await rt.owner('POST', '/v1/pipelines/secretive/deployment/keys', { credential: 'signing_secret', grace_seconds: 600 })).body.signing_secret as string;
+    await run(rotatedKey);
+    await run(p.apiKey);
+    // Rejected credentials are a classic way for a key to end up in a log.
+    await rt.caller('GET', `/v1/deployments/${p.deploymentId}/`, null, undefined, { authorization: `Bearer ${rotatedKey}` });
+    await rt.caller('GET', `/v1/deployments/${p.deploymentId}/`, `${p.apiKey}x`);
+    await waitUntil(async () => receiver.delivered().length, (n) => n >= 3);
+
+    const secrets: [string, string][] = [
+      ['api key', p.apiKey],
+      ['rotated api key', rotatedKey],
+      ['signing secret', p.signingSecret],
+      ['rotated signing secret', rotatedSecret],
+    ];
+    const needles: [string, Buffer][] = [];
+    for (const [what, s] of secrets) {
+      needles.push([what, Buffer.from(s)]);
+      if (s.startsWith('pgk_')) needles.push([`${what} (random part)`, Buffer.from(s.slice(36, 60))]);
+      if (s.startsWith('whsec_')) {
+        needles.push([`${what} (base64)`, Buffer.from(s.slice('whsec_'.length))]);
+        needles.push([`${what} (raw bytes)`, Buffer.from(s.slice('whsec_'.length), 'base64')]);
+      }
+    }
+
+    const table = createDocumentClient({ region: rt.deps.config.region, endpoint: rt.deps.config.dynamodbEndpoint });
+    const items = JSON.stringify((await table.send(new ScanCommand({ TableName: rt.deps.config.table }))).Items ?? []);
+    expect(items).toContain(p.deploymentId);
+    const log = lines.join('\n');
+    expect(lines.length).toBeGreaterThan(10);
+    await rt.cleanup();
+    const files = filesUnder(dataDir).map((f) => [f, readFileSync(f)] as const);
+
+    const found: string[] = [];
+    for (const [what, needle] of needles) {
+      if (items.includes(needle.toString())) found.push(`${what} in the table`);
+      if (log.includes(needle.toString())) found.push(`${what} in the log`);
+      for (const [file, bytes] of files) if (bytes.includes(needle)) found.push(`${what} in ${file.slice(dataDir.length)}`);
+    }
+    if (log.includes(marker)) found.push('a caller input value in the log');
+    if (log.includes(rt.ownerToken)) found.push('the owner token in the log');
+    fig('at rest: files searched', files.length);
+    fig('at rest: table items searched', (JSON.parse(items) as unknown[]).length);
+    fig('at rest: log lines searched', lines.length);
+    fig('at rest: secrets searched for', needles.length);
+    fig('at rest: plaintext found', found.length);
+    expect(found).toEqual([]);
+    // The search can find: the caller's input value is stored with its execution, as it must be.
+    expect(items).toContain(marker);
+  });
+});
+
+describe('fuzzing every route over HTTP', () => {
+  let rt: TestRuntime;
+  const tally = new StatusTally();
+
+  beforeAll(async () => {
+    rt = await startTestRuntime({ env: { ...process.env, PIPEGATE_CALLBACK_SCHEDULE: '0', PIPEGATE_CALLBACK_TIMEOUT_MS: '300' } });
+  });
+  afterAll(async () => {
+    await rt?.cleanup();
+    fig('fuzz: requests sent', tally.total());
+    fig('fuzz: refused by the HTTP client', tally.refused);
+    fig('fuzz: answers by status', tally.summary());
+    fig('fuzz: 5xx seen', tally.fiveXX.length);
+  });
+
+  it('never answers 5xx, whatever the path, query, headers or body', async () => {
+    const ctx = await prepareFuzz(rt);
+
+    await fc.assert(
+      fc.asyncProperty(fuzzRequest(ctx), async (req) => {
+        const reply = await sendFuzz(rt.url, req);
+        tally.add(req, reply);
+        return reply === null || reply.status < 500;
+      }),
+      { numRuns: FUZZ_RUNS, seed },
+    );
+    // The fuzz reached the handlers, not only the gateway's refusals.
+    expect([...tally.byStatus.keys()]).toEqual(expect.arrayContaining([200, 400, 401, 404]));
+    await sleep(50);
+  });
+});
