@@ -1,0 +1,107 @@
+/**
+ * Every Lambda bundle, built with the esbuild options the stack uses
+ * (lib/stacks/pipegate-function.ts), measured for size and for cold init: a fresh `node`
+ * process timing the `require` of the bundle, with the NODE_OPTIONS the functions run with.
+ * A hello-world handler bundled the same way is the floor.
+ */
+import { execFile } from 'node:child_process';
+import { mkdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { build, type Metafile } from 'esbuild';
+import { ESBUILD_TARGET, handlerEntry, REPO_ROOT } from '../lib/stacks/pipegate-function';
+import { routeHandlers, WORKERS } from '../lib/routes';
+import { median } from './stats';
+
+export const HELLO = 'hello-world';
+
+/** Every function the stack deploys: route handlers and workers. */
+export function functionNames(): string[] {
+  return [...new Set([...routeHandlers(), ...Object.values(WORKERS)])];
+}
+
+export interface BundleFigure {
+  name: string;
+  bytes: number;
+  initMs: number[];
+  /** Bytes in the output by package (`pipegate` for the project's own code). */
+  packages: Record<string, number>;
+}
+
+const entryOf = (name: string): string => (name === HELLO ? join(__dirname, 'hello', 'handler.ts') : handlerEntry(name));
+
+/** The package a bundled input file belongs to. */
+export function packageOf(input: string): string {
+  const m = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(input);
+  return m?.[1] ?? 'pipegate';
+}
+
+function byPackage(meta: Metafile): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const o of Object.values(meta.outputs)) {
+    for (const [input, { bytesInOutput }] of Object.entries(o.inputs)) {
+      const p = packageOf(input);
+      out[p] = (out[p] ?? 0) + bytesInOutput;
+    }
+  }
+  return out;
+}
+
+export async function buildBundle(name: string, outRoot: string): Promise<{ file: string; bytes: number; packages: Record<string, number> }> {
+  const outfile = join(outRoot, name, 'index.js');
+  // Mirrors the `bundling` block of PipegateFunction (NodejsFunction passes these to esbuild).
+  const result = await build({
+    entryPoints: [entryOf(name)],
+    absWorkingDir: REPO_ROOT,
+    bundle: true,
+    platform: 'node',
+    target: ESBUILD_TARGET,
+    format: 'cjs',
+    minify: true,
+    sourcemap: true,
+    sourcesContent: false,
+    mainFields: ['module', 'main'],
+    outfile,
+    metafile: true,
+    logLevel: 'error',
+  });
+  return { file: outfile, bytes: statSync(outfile).size, packages: byPackage(result.metafile) };
+}
+
+const INIT_SCRIPT =
+  'const t=process.hrtime.bigint();require(process.argv[1]);const d=process.hrtime.bigint()-t;process.stdout.write(String(Number(d)/1e6))';
+
+/** One cold start: a new process, the time its `require` of the bundle takes. */
+export function measureInit(file: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      process.execPath,
+      ['-e', INIT_SCRIPT, file],
+      {
+        // As the functions run: source maps on (the stack sets this), nothing inherited from here.
+        env: { PATH: process.env.PATH ?? '', NODE_OPTIONS: '--enable-source-maps', AWS_REGION: 'us-east-1', AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
+        timeout: 20_000,
+      },
+      (err, stdout, stderr) => {
+        if (err) return reject(new Error(`init of ${file} failed: ${stderr || err.message}`));
+        const ms = Number(stdout);
+        if (!Number.isFinite(ms)) return reject(new Error(`init of ${file} printed ${stdout}`));
+        resolve(ms);
+      },
+    );
+  });
+}
+
+export async function measureBundles(opts: { outRoot: string; samples: number; names?: string[] }): Promise<BundleFigure[]> {
+  mkdirSync(opts.outRoot, { recursive: true });
+  const names = [HELLO, ...(opts.names ?? functionNames())];
+  const built = await Promise.all(names.map(async (name) => ({ name, ...(await buildBundle(name, opts.outRoot)) })));
+  const figures: BundleFigure[] = built.map((b) => ({ name: b.name, bytes: b.bytes, initMs: [], packages: b.packages }));
+  // Round-robin, one process at a time: noise spreads over every bundle alike, and the machine
+  // is never loaded by more than one cold start.
+  for (let s = 0; s < opts.samples; s++) {
+    for (const [i, b] of built.entries()) figures[i]?.initMs.push(await measureInit(b.file));
+  }
+  return figures;
+}
+
+export const initMedian = (f: BundleFigure): number => median(f.initMs);

@@ -1,0 +1,52 @@
+/**
+ * AWS list prices and the cost assumptions the benchmark prices executions with. The same
+ * figures, with the same sources, are in docs/aws.md ("Cost per million executions"); change
+ * both together. us-east-1 list prices, as published on each service's pricing page
+ * (checked 2026).
+ */
+
+export const PRICES = {
+  /** https://aws.amazon.com/api-gateway/pricing/ — REST API, first 333 million requests a month. */
+  apiGatewayRestPerMillion: 3.5,
+  /** https://aws.amazon.com/lambda/pricing/ — requests. */
+  lambdaPerMillionRequests: 0.2,
+  /** https://aws.amazon.com/lambda/pricing/ — duration on arm64 (Graviton), first 7.5 billion GB-s a month. */
+  lambdaArmPerGbSecond: 0.0000133334,
+  /** https://aws.amazon.com/sqs/pricing/ — standard queue, per million requests (each 64 KB chunk is one). */
+  sqsPerMillionRequests: 0.4,
+  /** https://aws.amazon.com/step-functions/pricing/ — Standard workflows, per million state transitions. */
+  sfnStandardPerMillionTransitions: 25,
+  /** https://aws.amazon.com/step-functions/pricing/ — Express workflows, per million requests (executions). */
+  sfnExpressPerMillionRequests: 1,
+  /** https://aws.amazon.com/step-functions/pricing/ — Express duration, per GB-second (first 1,000 hours). */
+  sfnExpressPerGbSecond: 0.00001667,
+  /** https://aws.amazon.com/dynamodb/pricing/on-demand/ — per million write request units. */
+  dynamoPerMillionWriteUnits: 0.625,
+  /** https://aws.amazon.com/dynamodb/pricing/on-demand/ — per million read request units. */
+  dynamoPerMillionReadUnits: 0.125,
+  /** https://aws.amazon.com/secrets-manager/pricing/ — $0.05 per 10,000 API calls. */
+  secretsManagerPerCall: 0.05 / 10_000,
+} as const;
+
+/** What is not measured locally, as docs/aws.md assumes it. */
+export const ASSUMPTIONS = {
+  /** Every function's memory (lib/stacks/pipegate-function.ts DEFAULT_MEMORY_MB). */
+  lambdaMemoryMb: 256,
+  /** Warm billed duration per invocation, by function (task-run's own work is the pipeline's, excluded). */
+  lambdaWarmMs: { authorizer: 15, execute: 35, runner: 40, 'task-start': 20 } as Record<string, number>,
+  /** Share of invocations that are cold, and the init each then bills (billed since August 2025). */
+  coldShare: 0.01,
+  coldInitSeconds: 0.4,
+  /** A trivial Express execution's duration; Express bills 64 MB at least, in 100 ms steps. */
+  expressSeconds: 0.2,
+  expressMemoryMb: 64,
+  /** Executions queue batch size at sustained load (lib/queues.ts); 1 at low load. */
+  sustainedBatchSize: 10,
+  /** One GetSecretValue per warm container every 15 minutes; containers that read the secret. */
+  secretRefreshMinutes: 15,
+  secretReadingContainers: 1,
+  /** Monthly volume the fixed secret refreshes are spread over. */
+  monthlyExecutions: 1_000_000,
+} as const;
+
+export const TARGET_DOLLARS_PER_MILLION = 10;

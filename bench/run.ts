@@ -1,0 +1,256 @@
+/**
+ * `npm run bench`: one table of figures, each timing divided by a floor measured in the same
+ * run (these machines are noisy), with the targets beside them.
+ *
+ *   BENCH_DURATION_MS  length of each measured load (default 8000)
+ *   BENCH_PROFILE=1    CPU profiles of both servers into bench/results/profiles, summarised
+ *   BENCH_SKIP_BUNDLES=1  leave the bundle section out (quicker while working on the runtime)
+ */
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import asl from '../lib/state-machine.asl.json';
+import { awsCalls, costPerMillion, successPath, totalDollars, type CallMeasure, type CostLine } from './aws-calls';
+import { initMedian, measureBundles, HELLO, type BundleFigure } from './bundles';
+import { ServerChild } from './child';
+import { endToEnd, requestLoad, type ShapeFigures, type Shapes } from './e2e';
+import { executePath } from './execute-path';
+import { dynamoReads, dynamoWrites, type Counts } from './instrument';
+import { machine } from './machine';
+import { TARGET_DOLLARS_PER_MILLION } from './prices';
+import { busy, formatProfile, summarizeProfile } from './profile';
+import { fmt, fmtRatio, ratio, verdict, type Verdict } from './stats';
+import { markdownTable, textTable, type Row } from './table';
+
+
+const RESULTS = join(__dirname, 'results');
+const TARGETS = { e2eP50Ms: 25, e2ePerSecond: 150, bundleKb: 300, initOverFloorMs: 60, requestPathCalls: 3 };
+
+const envInt = (name: string, fallback: number): number => {
+  const n = Number(process.env[name]);
+  return Number.isFinite(n) && n > 0 ? n : fallback;
+};
+
+const shapes: Shapes = {
+  concurrency: 16,
+  rate: TARGETS.e2ePerSecond,
+  durationMs: envInt('BENCH_DURATION_MS', 8000),
+  maxRequests: 20_000,
+  maxInFlight: 64,
+};
+
+const log = (msg: string): void => {
+  process.stderr.write(`[bench ${(performance.now() / 1000).toFixed(1)} s] ${msg}\n`);
+};
+
+interface Results {
+  floor: ShapeFigures;
+  e2e: ShapeFigures;
+  execute: ShapeFigures;
+  calls: CallMeasure;
+  bundles: BundleFigure[];
+  cost: { low: CostLine[]; sustained: CostLine[]; standardLow: CostLine[] };
+}
+
+async function withChild<T>(mode: 'floor' | 'runtime', profileDir: string | undefined, fn: (c: ServerChild, ready: Awaited<ServerChild['ready']>) => Promise<T>): Promise<T> {
+  const child = new ServerChild(mode, profileDir ? { cpuProfileDir: join(profileDir, mode) } : {});
+  try {
+    return await fn(child, await child.ready);
+  } finally {
+    await child.stop();
+  }
+}
+
+function costs(calls: CallMeasure): Results['cost'] {
+  const path = successPath(asl);
+  const base = {
+    whole: calls.whole,
+    apiRequests: 1,
+    apiFunctions: ['authorizer', 'execute'],
+    taskStates: path.tasks.length,
+    stateTransitions: path.states.length,
+  };
+  return {
+    low: costPerMillion({ ...base, batch: 1, stateMachine: 'EXPRESS' }),
+    sustained: costPerMillion({ ...base, batch: 10, stateMachine: 'EXPRESS' }),
+    standardLow: costPerMillion({ ...base, batch: 1, stateMachine: 'STANDARD' }),
+  };
+}
+
+const ms = (x: number) => `${fmt(x)} ms`;
+const rps = (x: number) => `${fmt(x, 0)}/s`;
+const section = (title: string): Row => [`— ${title}`, '', '', '', '', ''];
+
+function loadRows(r: Results): Row[] {
+  const { floor, e2e, execute } = r;
+  const rows: Row[] = [section('local runtime, greeting pipeline (floor: bare HTTP server, 1 write + 1 read)')];
+  const row = (label: string, value: number, fl: number, fmtv: (x: number) => string, target = '', res: Verdict | '' = ''): Row => [
+    label,
+    fmtv(value),
+    fmtv(fl),
+    fmtRatio(ratio(value, fl)),
+    target,
+    res,
+  ];
+  const rate = `${shapes.rate}/s offered`;
+  const closed = `closed loop ×${shapes.concurrency}`;
+  const p50 = `≤ ${TARGETS.e2eP50Ms} ms`;
+  const tput = `≥ ${TARGETS.e2ePerSecond}/s`;
+  rows.push(row(`end to end, executions/s, ${closed}`, e2e.closed.perSecond, floor.closed.perSecond, rps, tput, verdict(e2e.closed.perSecond, 'min', TARGETS.e2ePerSecond)));
+  rows.push(row(`end to end, executions/s, ${rate}`, e2e.rated.perSecond, floor.rated.perSecond, rps, tput, verdict(e2e.rated.perSecond, 'min', TARGETS.e2ePerSecond * 0.98)));
+  rows.push(row(`end to end p50, client POST → completed, ${rate}`, e2e.rated.latency.p50, floor.rated.latency.p50, ms, p50, verdict(e2e.rated.latency.p50, 'max', TARGETS.e2eP50Ms)));
+  rows.push(row(`end to end p99, client POST → completed, ${rate}`, e2e.rated.latency.p99, floor.rated.latency.p99, ms));
+  rows.push(row(`end to end p50, server created → completed, ${rate}`, e2e.rated.serverLatency?.p50 ?? NaN, floor.rated.latency.p50, ms, p50, verdict(e2e.rated.serverLatency?.p50 ?? NaN, 'max', TARGETS.e2eP50Ms)));
+  rows.push(row(`end to end p99, server created → completed, ${rate}`, e2e.rated.serverLatency?.p99 ?? NaN, floor.rated.latency.p99, ms));
+  rows.push(row('end to end p50, client, one caller', e2e.single.latency.p50, floor.single.latency.p50, ms, p50, verdict(e2e.single.latency.p50, 'max', TARGETS.e2eP50Ms)));
+  rows.push(row('end to end p99, client, one caller', e2e.single.latency.p99, floor.single.latency.p99, ms));
+  rows.push(row(`end to end p50, client, ${closed}`, e2e.closed.latency.p50, floor.closed.latency.p50, ms));
+  rows.push(row(`end to end p99, client, ${closed}`, e2e.closed.latency.p99, floor.closed.latency.p99, ms));
+  rows.push(row(`server CPU per execution, ${closed}`, e2e.closed.cpuMsPer, floor.closed.cpuMsPer, ms));
+  rows.push(row(`execute path, requests/s, ${closed}`, execute.closed.perSecond, floor.closed.perSecond, rps));
+  rows.push(row(`execute path p50, ${closed}`, execute.closed.latency.p50, floor.closed.latency.p50, ms));
+  rows.push(row(`execute path p99, ${closed}`, execute.closed.latency.p99, floor.closed.latency.p99, ms));
+  rows.push(row(`execute path p50, ${rate}`, execute.rated.latency.p50, floor.rated.latency.p50, ms));
+  rows.push(row(`execute path p99, ${rate}`, execute.rated.latency.p99, floor.rated.latency.p99, ms));
+  rows.push(row('execute path p50, one caller', execute.single.latency.p50, floor.single.latency.p50, ms));
+  rows.push(row(`server CPU per request, execute path, ${closed}`, execute.closed.cpuMsPer, floor.closed.cpuMsPer, ms));
+  return rows;
+}
+
+function bundleRows(bundles: BundleFigure[]): Row[] {
+  const hello = bundles.find((b) => b.name === HELLO);
+  if (!hello) return [];
+  const floorInit = initMedian(hello);
+  const rows: Row[] = [section(`Lambda bundles: size (minified) · cold init, median of ${hello.initMs.length} (floor: hello world)`)];
+  for (const b of bundles) {
+    if (b.name === HELLO) continue;
+    const kb = b.bytes / 1024;
+    const over = initMedian(b) - floorInit;
+    const v1 = verdict(kb, 'max', TARGETS.bundleKb);
+    const v2 = verdict(over, 'max', TARGETS.initOverFloorMs);
+    rows.push([
+      `bundle ${b.name}`,
+      `${fmt(kb)} KB · ${ms(initMedian(b))}`,
+      `${fmt(hello.bytes / 1024)} KB · ${ms(floorInit)}`,
+      `${fmtRatio(ratio(kb, hello.bytes / 1024))} · +${fmt(over)} ms`,
+      `≤ ${TARGETS.bundleKb} KB · ≤ +${TARGETS.initOverFloorMs} ms`,
+      v1 === 'pass' && v2 === 'pass' ? 'pass' : `${v1} · ${v2}`,
+    ]);
+  }
+  return rows;
+}
+
+function describeCalls(c: Counts): string {
+  const sqs = Object.values(c.sqsSend).reduce((s, x) => s + x, 0);
+  const parts = [`${fmt(dynamoReads(c), 0)} DynamoDB reads`, `${fmt(dynamoWrites(c), 0)} writes`];
+  if (sqs) parts.push(`${fmt(sqs, 0)} SQS send`);
+  if (c.sfnStart) parts.push(`${fmt(c.sfnStart, 0)} SFN start`);
+  if (c.secretsApiCalls) parts.push(`${fmt(c.secretsApiCalls, 0)} Secrets Manager`);
+  return parts.join(', ');
+}
+
+function callRows(calls: CallMeasure, cost: Results['cost']): Row[] {
+  const path = calls.requestPath;
+  const n = awsCalls(path);
+  const rows: Row[] = [section(`AWS calls, counted at the adapters over ${calls.executions} executions`)];
+  rows.push(['execute request path (authorizer + execute)', `${fmt(n, 1)} calls`, describeCalls(path), '', `≤ ${TARGETS.requestPathCalls}`, verdict(n, 'max', TARGETS.requestPathCalls)]);
+  rows.push(['  first request of a cold execute container', `${fmt(awsCalls(calls.requestPathCold), 0)} calls`, describeCalls(calls.requestPathCold), '', '', '']);
+  rows.push(['whole execution', `${fmt(awsCalls(calls.whole), 1)} calls`, describeCalls(calls.whole), '', '', '']);
+  rows.push(['  DynamoDB request units', `${fmt(calls.whole.writeUnits + calls.whole.indexWriteUnits, 1)} WRU · ${fmt(calls.whole.readUnits, 1)} RRU`, `index copies ${fmt(calls.whole.indexWriteUnits, 1)} WRU`, '', '', '']);
+  rows.push(section('cost per million trivial executions, us-east-1 list prices (bench/prices.ts)'));
+  cost.low.forEach((l, i) => {
+    const sustained = cost.sustained[i];
+    rows.push([`  ${l.item}`, `$${l.dollars.toFixed(2)}`, sustained ? `sustained $${sustained.dollars.toFixed(2)}` : '', '', '', l.perExecution]);
+  });
+  const low = totalDollars(cost.low);
+  const sus = totalDollars(cost.sustained);
+  rows.push(['request path total, Express, 1 message per runner batch', `$${low.toFixed(2)}`, '', '', `≤ $${TARGET_DOLLARS_PER_MILLION}`, verdict(low, 'max', TARGET_DOLLARS_PER_MILLION)]);
+  rows.push(['request path total, Express, sustained (10 per batch)', `$${sus.toFixed(2)}`, '', '', `≤ $${TARGET_DOLLARS_PER_MILLION}`, verdict(sus, 'max', TARGET_DOLLARS_PER_MILLION)]);
+  rows.push(['  same with a Standard state machine', `$${totalDollars(cost.standardLow).toFixed(2)}`, '', '', '', '']);
+  return rows;
+}
+
+/** The biggest contributors to a bundle, in KB. */
+function packageLine(b: BundleFigure): string {
+  return Object.entries(b.packages)
+    .sort((x, y) => y[1] - x[1])
+    .slice(0, 9)
+    .map(([p, bytes]) => `${p} ${fmt(bytes / 1024, 0)}`)
+    .join(', ');
+}
+
+const HEADER: Row = ['figure', 'value', 'floor / detail', 'ratio', 'target', 'result'];
+
+async function main(): Promise<void> {
+  const started = performance.now();
+  mkdirSync(RESULTS, { recursive: true });
+  const profileDir = process.env.BENCH_PROFILE === '1' ? join(RESULTS, 'profiles', new Date().toISOString().replace(/[:.]/g, '-')) : undefined;
+  const m = machine();
+  log(`${m.nproc} cores, ${m.cpuModel}, ${m.memoryGiB} GiB, Node ${m.node}; ${shapes.durationMs} ms per load`);
+
+  let bundles: BundleFigure[] = [];
+  if (process.env.BENCH_SKIP_BUNDLES !== '1') {
+    log('bundling every function and timing cold inits');
+    bundles = await measureBundles({ outRoot: join(RESULTS, 'bundles'), samples: 5 });
+  }
+
+  const call = (deploymentId: string, apiKey: string) => ({
+    method: 'POST',
+    path: `/v1/deployments/${deploymentId}/executions`,
+    headers: { 'x-api-key': apiKey, 'content-type': 'application/json' },
+    body: '{}',
+  });
+
+  log('floor: bare HTTP server with one write and one read');
+  const floor = await withChild('floor', profileDir, (c, ready) => requestLoad(c, ready.url, call('00000000-0000-4000-8000-000000000000', 'x'), 202, shapes, 'floor'));
+
+  log('local runtime: counting AWS calls, then end to end, then the execute path');
+  const { calls, e2e, execute } = await withChild('runtime', profileDir, async (child, ready) => {
+    if (!ready.apiKey || !ready.deploymentId) throw new Error('the runtime published no deployment');
+    const c = call(ready.deploymentId, ready.apiKey);
+    const counted = (await child.command('count', 12)) as CallMeasure;
+    log('end to end');
+    const e = await endToEnd(child, ready.url, c, shapes);
+    log('execute path');
+    const x = await executePath(child, ready.url, c, shapes);
+    return { calls: counted, e2e: e, execute: x };
+  });
+
+  const results: Results = { floor, e2e, execute, calls, bundles, cost: costs(calls) };
+  const rows = [...loadRows(results), ...bundleRows(bundles), ...callRows(calls, results.cost)];
+  const failures = [floor, e2e, execute].flatMap((f) => [f.single, f.rated, f.closed]).filter((f) => f.failed > 0 || f.skipped > 0);
+
+  console.log(textTable(HEADER, rows));
+  for (const name of ['authorizer', 'execute', 'task-run']) {
+    const b = bundles.find((x) => x.name === name);
+    if (b) console.log(`${name} bundle by package: ${packageLine(b)}`);
+  }
+  for (const f of failures) console.log(`note: ${f.shape}: ${f.failed} failed, ${f.skipped} arrivals skipped (in flight limit) ${f.errors.slice(0, 2).join('; ')}`);
+  console.log(`\n${m.nproc} cores · ${m.cpuModel} · ${m.memoryGiB} GiB · Node ${m.node} · ${m.platform} · ${((performance.now() - started) / 1000).toFixed(0)} s`);
+
+  const stamp = new Date().toISOString();
+  const payload = { at: stamp, machine: m, shapes, targets: TARGETS, results };
+  writeFileSync(join(RESULTS, 'latest.json'), JSON.stringify(payload, null, 2));
+  writeFileSync(
+    join(RESULTS, 'latest.md'),
+    `Measured ${stamp} on ${m.nproc} cores (${m.cpuModel}), ${m.memoryGiB} GiB, Node ${m.node}, with \`npm run bench\`.\n\n${markdownTable(HEADER, rows)}\n`,
+  );
+
+  if (profileDir) {
+    for (const mode of ['floor', 'runtime']) {
+      const dir = join(profileDir, mode);
+      // One profile per thread; the loader's worker thread sits idle, the main thread is the one to read.
+      const summaries = readdirSync(dir)
+        .filter((x) => x.endsWith('.cpuprofile'))
+        .map((f) => ({ f, s: summarizeProfile(JSON.parse(readFileSync(join(dir, f), 'utf8'))) }))
+        .sort((a, b) => busy(b.s) - busy(a.s));
+      const main = summaries[0];
+      if (main) console.log(`\nCPU profile, ${mode} server (${join(dir, main.f)}):\n${formatProfile(main.s)}`);
+    }
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exitCode = 1;
+});
