@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { build, type Metafile } from 'esbuild';
 import { ESBUILD_TARGET, handlerEntry, REPO_ROOT } from '../lib/stacks/pipegate-function';
 import { routeHandlers, WORKERS } from '../lib/routes';
+import { bundleExternals } from '../lib/stacks/permissions';
 import { median } from './stats';
 
 export const HELLO = 'hello-world';
@@ -60,6 +61,7 @@ export async function buildBundle(name: string, outRoot: string): Promise<{ file
     sourcemap: true,
     sourcesContent: false,
     mainFields: ['module', 'main'],
+    external: name === HELLO ? [] : bundleExternals(name),
     outfile,
     metafile: true,
     logLevel: 'error',

@@ -106,15 +106,17 @@ export function awsCalls(c: Counts): number {
 /**
  * Which indexes hold each item, followed from the writes themselves: an index holds an item
  * while its partition-key attribute is set. With ALL projection every write to an item that
- * is (or becomes, or stops being) in an index writes the index copy too; changing the index
- * key is a delete plus a put.
+ * is (or becomes, or stops being) in an index writes the index copy too; with KEYS_ONLY only
+ * entering or leaving it does; changing the index key is a delete plus a put.
  */
 export class IndexTracker {
   private readonly members = new Map<string, Set<string>>();
   private readonly keyAttrs: Map<string, string>;
+  private readonly keysOnly: Set<string>;
 
   constructor(private readonly def: TableDefinition = MAIN_TABLE) {
     this.keyAttrs = new Map(def.indexes.map((i) => [i.partitionKey, i.name]));
+    this.keysOnly = new Set(def.indexes.filter((i) => i.projection === 'KEYS_ONLY').map((i) => i.name));
   }
 
   private id(key: Record<string, unknown>): string {
@@ -149,7 +151,11 @@ export class IndexTracker {
     }
     this.members.set(id, after);
     let copies = 0;
-    for (const index of new Set([...before, ...after])) copies += rekeyed.has(index) ? 2 : 1;
+    for (const index of new Set([...before, ...after])) {
+      if (rekeyed.has(index)) copies += 2;
+      // A keys-only index is written only when the item enters or leaves it.
+      else if (!this.keysOnly.has(index) || before.has(index) !== after.has(index)) copies += 1;
+    }
     return copies;
   }
 

@@ -55,7 +55,8 @@ async function runtimeMode(dataDir: string): Promise<void> {
     waiting.get(e.execution_id)?.(e.status);
     waiting.delete(e.execution_id);
   });
-  const rt = await startRuntime({ port: 0, dataDir, log: false, env: {}, wrapDeps: inst.wrap });
+  // Configured as on AWS (open executions not indexed), so the counts feed the AWS cost model.
+  const rt = await startRuntime({ port: 0, dataDir, log: false, env: {}, trackOpen: false, wrapDeps: inst.wrap });
   const { apiKey, deploymentId } = await publishGreeting(rt);
 
   let runnerInvocations = 0;

@@ -1,18 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
-import { SFNClient } from '@aws-sdk/client-sfn';
-import { SQSClient } from '@aws-sdk/client-sqs';
 import { readConfig, type Config } from '../../lib/config';
 import type { Clock, HttpPort, IdSource, QueuePort, WorkflowPort } from '../core/ports';
 import { DeploymentsStore } from './deployments.store';
 import { createDocumentClient } from './dynamo';
 import { ExecutionsStore } from './executions.store';
-import { createGuardedHttp } from './guarded-http';
 import { createLogger, type Logger } from './logger';
 import { PipelinesStore } from './pipelines.store';
-import { SecretsManagerSecrets, type SecretsPort } from './secrets';
-import { SfnWorkflowPort } from './sfn.workflow';
-import { SqsQueuePort } from './sqs.queue';
+import type { SecretsPort } from './secrets';
 
 /** Everything a handler needs from the outside world, built once per process. */
 export interface Deps {
@@ -41,18 +35,56 @@ export function storesFor(config: Config): Pick<Deps, 'pipelines' | 'executions'
   };
 }
 
-/** The AWS wiring: SDK clients at module scope of the process, reused across invocations. */
+/**
+ * The AWS wiring. The DynamoDB client serves every function and is built at once; the SQS,
+ * Step Functions and Secrets Manager clients and the guarded HTTP client are built on first use, and required only then,
+ * so a function that never sends, starts or reads a secret neither loads nor bundles them
+ * (lib/stacks/permissions.ts bundleExternals leaves them out of its bundle).
+ */
 export function awsDeps(config: Config = readConfig()): Deps {
+  let queue: QueuePort | undefined;
+  let workflow: WorkflowPort | undefined;
+  let secrets: SecretsPort | undefined;
+  let http: HttpPort | undefined;
+  /* eslint-disable @typescript-eslint/no-require-imports -- lazy on purpose, see above */
   return {
     config,
     ...storesFor(config),
-    queue: new SqsQueuePort(new SQSClient({ region: config.region }), {
-      executions: config.executionsQueueUrl,
-      callbacks: config.callbacksQueueUrl,
-    }),
-    workflow: new SfnWorkflowPort(new SFNClient({ region: config.region }), config.stateMachineArn),
-    secrets: new SecretsManagerSecrets(new SecretsManagerClient({ region: config.region }), config.secretArn),
-    http: createGuardedHttp({ allowPrivate: config.allowPrivateUrls }),
+    get queue(): QueuePort {
+      if (!queue) {
+        const { SQSClient } = require('@aws-sdk/client-sqs') as typeof import('@aws-sdk/client-sqs');
+        const { SqsQueuePort } = require('./sqs.queue') as typeof import('./sqs.queue');
+        queue = new SqsQueuePort(new SQSClient({ region: config.region }), {
+          executions: config.executionsQueueUrl,
+          callbacks: config.callbacksQueueUrl,
+        });
+      }
+      return queue;
+    },
+    get workflow(): WorkflowPort {
+      if (!workflow) {
+        const { SFNClient } = require('@aws-sdk/client-sfn') as typeof import('@aws-sdk/client-sfn');
+        const { SfnWorkflowPort } = require('./sfn.workflow') as typeof import('./sfn.workflow');
+        workflow = new SfnWorkflowPort(new SFNClient({ region: config.region }), config.stateMachineArn);
+      }
+      return workflow;
+    },
+    get secrets(): SecretsPort {
+      if (!secrets) {
+        const { SecretsManagerClient } = require('@aws-sdk/client-secrets-manager') as typeof import('@aws-sdk/client-secrets-manager');
+        const { SecretsManagerSecrets } = require('./secrets') as typeof import('./secrets');
+        secrets = new SecretsManagerSecrets(new SecretsManagerClient({ region: config.region }), config.secretArn);
+      }
+      return secrets;
+    },
+    get http(): HttpPort {
+      if (!http) {
+        const { createGuardedHttp } = require('./guarded-http') as typeof import('./guarded-http');
+        http = createGuardedHttp({ allowPrivate: config.allowPrivateUrls });
+      }
+      return http;
+    },
+    /* eslint-enable @typescript-eslint/no-require-imports */
     clock: systemClock,
     ids: randomIds,
     log: createLogger(),

@@ -1,5 +1,5 @@
 import { sqsBatchHandler } from '../adapters/sqs-batch';
-import { CallbackMessage, dispatchCallback } from '../services/worker.service';
+import { CallbackMessage, dispatchCallback } from '../services/dispatch.service';
 
 /**
  * Callbacks queue → one delivery attempt each. Retries are scheduled by re-queueing with a

@@ -24,10 +24,7 @@ export function buildCallbackPayload(
   return { ...Object.fromEntries(entries), execution_id: e.execution_id };
 }
 
-/** The Standard Webhooks message id: one per execution, so every retry carries the same id. */
-export function webhookIdFor(executionId: string): string {
-  return `msg_${executionId.replace(/-/g, '')}`;
-}
+export { webhookIdFor } from './webhook-id';
 
 /**
  * Standard Webhooks headers for a body. With several secrets (during a rotation) the signature

@@ -6,8 +6,7 @@ import type { InputValueType, NodeType, PipelineDefinition, PipelineNode, Proble
 export const DEFAULT_MAX_NODES = 64;
 export const MAX_DESCRIPTION_LENGTH = 2000;
 export const NODE_ID_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
-/** Pipeline ids (SPEC section 2): they appear in URLs, so lower case, digits and dashes only. */
-export const PIPELINE_ID_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/;
+export { PIPELINE_ID_PATTERN } from './ids';
 /**
  * `execution_id` is a key of the callback payload beside the output ids; `__proto__` would
  * turn into an object's prototype instead of a key wherever a definition is rebuilt.

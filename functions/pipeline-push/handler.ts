@@ -1,5 +1,5 @@
 import { bodyText, httpHandler, json } from '../adapters/api';
-import { push } from '../services/owner.service';
+import { push } from '../services/push.service';
 
 /** PUT /v1/pipelines/{pipeline_id} → 201 with a new version, 200 when unchanged. */
 export const handler = httpHandler(async (req) => {

@@ -1,5 +1,5 @@
 import { sqsBatchHandler } from '../adapters/sqs-batch';
-import { ExecutionMessage, startWorkflow } from '../services/worker.service';
+import { ExecutionMessage, startWorkflow } from '../services/runner.service';
 
 /**
  * Executions queue → one state-machine execution per pipegate execution. Duplicates are

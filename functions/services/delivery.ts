@@ -1,4 +1,6 @@
-import { webhookIdFor } from '../core/callback';
+// Not from ../core/callback: that module carries the signing library, which the execute
+// function has no use for.
+import { webhookIdFor } from '../core/webhook-id';
 import type { CallbackDelivery } from '../core/types';
 
 /** The delivery record written with the terminal status, before any attempt. */

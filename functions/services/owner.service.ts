@@ -4,7 +4,7 @@ import * as v from 'valibot';
 import { generateApiKey, generateSigningSecret, hashApiKey, sealSecret } from '../core/api-key';
 import { applyVisibility, assertPublishable, discoverContract, readiness as readinessView } from '../core/contract';
 import { AppError } from '../core/errors';
-import { contentHash, PIPELINE_ID_PATTERN, validateDefinition } from '../core/pipeline';
+import { PIPELINE_ID_PATTERN } from '../core/ids';
 import { isTerminal } from '../core/transitions';
 import type { Contract, Execution, PipelineDefinition, RawValue, RunPointer } from '../core/types';
 import { executeUrl, ownerExecutionBody, runBody } from '../core/views';
@@ -13,7 +13,7 @@ import type { DeploymentRecord } from '../adapters/deployments.store';
 import { epochSeconds } from '../adapters/dynamo';
 import type { PipelineMeta } from '../adapters/pipelines.store';
 
-const PIPELINE_ID_RE = PIPELINE_ID_PATTERN;
+export const PIPELINE_ID_RE = PIPELINE_ID_PATTERN;
 
 function parseJson(body: string | null, what: string): unknown {
   if (body === null || body.trim() === '') return undefined;
@@ -56,24 +56,6 @@ async function syncRunPointers(d: Deps, id: string, m: PipelineMeta): Promise<{ 
   }
   latest ??= recent.runs[0] ?? null;
   return { meta: changed ? ((await d.pipelines.getMeta(id, true)) ?? m) : m, latest };
-}
-
-export async function push(d: Deps, id: string, body: string | null) {
-  if (!PIPELINE_ID_RE.test(id)) {
-    throw new AppError('InvalidDefinition', [
-      { path: 'pipeline_id', reason: 'must be 1-63 lower-case letters, digits or dashes, starting with a letter or digit' },
-    ]);
-  }
-  let raw: unknown;
-  try {
-    raw = body === null ? undefined : JSON.parse(body);
-  } catch {
-    throw new AppError('InvalidDefinition', [{ path: '(body)', reason: 'body is not valid JSON' }]);
-  }
-  const checked = validateDefinition(raw, { maxNodes: d.config.maxNodes });
-  if (!checked.ok) throw new AppError('InvalidDefinition', checked.problems);
-  const pushed = await d.pipelines.push(id, checked.definition, contentHash(checked.definition), d.clock.now().toISOString());
-  return { status: pushed.created ? 201 : 200, body: { pipeline_id: id, version: pushed.version, created: pushed.created } };
 }
 
 export async function list(d: Deps) {

@@ -1,6 +1,6 @@
 import * as v from 'valibot';
 import { deps } from '../adapters/deps';
-import { ExecutionMessage, TaskError, taskFail } from '../services/worker.service';
+import { ExecutionMessage, TaskError, taskFail } from '../services/tasks.service';
 
 const FailEvent = v.object({ ...ExecutionMessage.entries, error: v.optional(TaskError) });
 

@@ -1,6 +1,6 @@
 import * as v from 'valibot';
 import { deps } from '../adapters/deps';
-import { ExecutionMessage, taskRun } from '../services/worker.service';
+import { ExecutionMessage, taskRun } from '../services/tasks.service';
 
 /** State RunNodes: evaluates the pipeline and records completed or failed. */
 export async function handler(event: unknown): Promise<{ status: string }> {

@@ -1,6 +1,6 @@
 import * as v from 'valibot';
 import { deps } from '../adapters/deps';
-import { ExecutionMessage, taskStart } from '../services/worker.service';
+import { ExecutionMessage, taskStart } from '../services/tasks.service';
 
 /** State MarkRunning: pending → running once; `proceed: false` ends a duplicate or cancelled run. */
 export async function handler(event: unknown): Promise<{ proceed: boolean }> {

@@ -18,7 +18,7 @@ import { setDeps, storesFor, systemClock, randomIds, type Deps } from '../../fun
 import { createGuardedHttp } from '../../functions/adapters/guarded-http';
 import { createLogger, errorFields, silentLogger, type Logger } from '../../functions/adapters/logger';
 import { parseSecretMaterial, StaticSecrets } from '../../functions/adapters/secrets';
-import { failInterrupted } from '../../functions/services/worker.service';
+import { failInterrupted } from '../../functions/services/tasks.service';
 import { ensureTable, startDynalite, type LocalDynamo } from './dynamo';
 import { createGateway, createLambdaContext } from './gateway';
 import { LocalQueue, LocalQueuePort } from './queue';
@@ -43,6 +43,11 @@ export interface RuntimeOptions {
   inMemory?: boolean;
   /** Queue tuning for tests (e.g. short visibility time-outs). */
   queueOverrides?: Partial<Record<'executions' | 'callbacks', { visibilityTimeoutSeconds?: number; maxReceiveCount?: number }>>;
+  /**
+   * Index open executions (default). Only a measurement that mirrors AWS turns this off: a
+   * restart then cannot find executions that were running.
+   */
+  trackOpen?: boolean;
   /** Swap any dependency (tests inject faults through this). */
   wrapDeps?: (d: Deps) => Deps;
   log?: Logger | false;
@@ -115,8 +120,8 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     PIPEGATE_CANCEL_POLL_MS: '200',
     ...env,
     PIPEGATE_DYNAMODB_ENDPOINT: dynamo.endpoint,
-    // Recovery at start reads the open executions: always tracked here.
-    PIPEGATE_TRACK_OPEN: 'true',
+    // Recovery at start reads the open executions.
+    PIPEGATE_TRACK_OPEN: opts.trackOpen === false ? 'false' : 'true',
     AWS_REGION: 'local',
   });
   await ensureTable(dynamo.endpoint, config.table);

@@ -75,3 +75,30 @@ export function accessFor(name: string): FunctionAccess {
   if (!a) throw new Error(`No access entry for function "${name}" in lib/stacks/permissions.ts`);
   return a;
 }
+
+/**
+ * SDK packages a function's bundle leaves out. Clients are created lazily (functions/adapters/
+ * deps.ts), so a function never loads a client its access does not include, and the credential
+ * providers beyond the environment's are never used in Lambda. Should one be required all the
+ * same, the Lambda Node.js runtime ships the SDK v3, so nothing breaks: it only is not bundled.
+ */
+export function bundleExternals(name: string): string[] {
+  const a = accessFor(name);
+  const unused: string[] = [];
+  if (a.send.length === 0) unused.push('@aws-sdk/client-sqs');
+  if (a.states.length === 0) unused.push('@aws-sdk/client-sfn');
+  if (!a.secret) unused.push('@aws-sdk/client-secrets-manager');
+  return [
+    ...unused,
+    '@aws-sdk/nested-clients',
+    '@aws-sdk/token-providers',
+    '@aws-sdk/credential-provider-ini',
+    '@aws-sdk/credential-provider-sso',
+    '@aws-sdk/credential-provider-login',
+    '@aws-sdk/credential-provider-process',
+    '@aws-sdk/credential-provider-web-identity',
+    // Container and instance-metadata credentials: Lambda hands credentials in the environment.
+    '@aws-sdk/credential-provider-http',
+    '@smithy/credential-provider-imds',
+  ];
+}

@@ -34,6 +34,8 @@ export interface PipegateFunctionProps {
   environment?: Record<string, string>;
   /** One of the periods CloudWatch Logs accepts (checked in settings.ts). */
   logRetentionDays: number;
+  /** Packages left out of the bundle (see bundleExternals in permissions.ts). */
+  externalModules?: string[];
 }
 
 export class PipegateFunction extends Construct {
@@ -94,7 +96,8 @@ export class PipegateFunction extends Construct {
         // versions the tests ran against (package-lock.json), and a minified, tree-shaken
         // bundle loads faster on a cold start than the runtime's full SDK from disk.
         bundleAwsSDK: true,
-        externalModules: [],
+        // Only what this function can use: SDK clients it never creates stay out.
+        externalModules: props.externalModules ?? [],
       },
     });
 

@@ -17,7 +17,7 @@ import type { Construct } from 'constructs';
 import { QUEUES } from '../queues';
 import { ROUTES, WORKERS, type Route } from '../routes';
 import { MAIN_TABLE } from '../tables';
-import { accessFor, allFunctionNames } from './permissions';
+import { accessFor, allFunctionNames, bundleExternals } from './permissions';
 import { PipegateFunction, REPO_ROOT } from './pipegate-function';
 import { TASK_RUN_MARGIN_SECONDS, type Settings } from './settings';
 import type { StatefulStack } from './stateful-stack';
@@ -100,6 +100,7 @@ export class ServiceStack extends Stack {
         timeout: this.timeoutFor(name, settings),
         environment: baseEnvironment,
         logRetentionDays: settings.logRetentionDays,
+        externalModules: bundleExternals(name),
       });
       functions[name] = fn;
       fn.grantTable(stateful.table, access.table, MAIN_TABLE.indexes.map((i) => i.name));

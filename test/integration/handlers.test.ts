@@ -158,7 +158,7 @@ describe('execute → runner → tasks → callback', () => {
     const id = parse(res).execution_id as string;
     await runWorkflow(id);
     hookStatus = 503;
-    const { dispatchCallback } = await import('../../functions/services/worker.service');
+    const { dispatchCallback } = await import('../../functions/services/dispatch.service');
     const outcomes = [];
     for (let i = 0; i < 3; i++) {
       const e = await d.executions.get(id, new Date(), true);

@@ -1,0 +1,87 @@
+/** Callback delivery: one attempt, and the bookkeeping that follows. */
+import type * as v from 'valibot';
+import { openSecret } from '../core/api-key';
+import { buildCallbackPayload, nextRetryDelayMs, signWebhook } from '../core/callback';
+import { isTerminal } from '../core/transitions';
+import type { Deps } from '../adapters/deps';
+import { epochSeconds } from '../adapters/dynamo';
+import type { CallbackMessage } from './messages';
+
+export { CallbackMessage } from './messages';
+
+/** One attempt to deliver an execution's callback, and the bookkeeping that follows. */
+export async function dispatchCallback(
+  d: Deps,
+  msg: v.InferOutput<typeof CallbackMessage>,
+  random: () => number = Math.random,
+): Promise<'delivered' | 'retry' | 'dead_lettered' | 'skipped' | 'deferred'> {
+  const now = d.clock.now();
+  if (msg.due_at !== undefined && msg.due_at > now.getTime() + 1000) {
+    await d.queue.send('callbacks', msg, { delaySeconds: Math.ceil((msg.due_at - now.getTime()) / 1000) });
+    return 'deferred';
+  }
+  const e = await d.executions.get(msg.execution_id, now, true);
+  const delivery = e?.callback_delivery;
+  if (!e || !e.callback || !delivery || delivery.outcome !== 'pending' || !isTerminal(e.status)) return 'skipped';
+  if (delivery.next_attempt_at && Date.parse(delivery.next_attempt_at) > now.getTime() + 1000) {
+    // A duplicate message arrived before the retry is due: the message that is due will come.
+    return 'skipped';
+  }
+
+  const deployment = e.deployment_id ? await d.deployments.get(e.deployment_id) : null;
+  const attempts = delivery.attempts + 1;
+  const base = { ...delivery, attempts, last_attempt_at: now.toISOString() };
+  if (!deployment || deployment.status !== 'live') {
+    await d.executions.recordDelivery(e.execution_id, delivery.attempts, {
+      ...base,
+      outcome: 'dead_lettered',
+      last_error: 'the deployment was deleted',
+      next_attempt_at: null,
+    });
+    return 'dead_lettered';
+  }
+  const { masterKey } = await d.secrets.material();
+  const nowSec = epochSeconds(now);
+  const secrets = deployment.signing_secrets
+    .filter((s) => s.expires_at === null || s.expires_at > nowSec)
+    .map((s) => openSecret(s.sealed, masterKey));
+  const body = JSON.stringify(buildCallbackPayload(e));
+  const headers = {
+    'content-type': 'application/json',
+    'user-agent': 'pipegate-callbacks/1',
+    'x-pipegate-status': e.status,
+    ...signWebhook(body, secrets, delivery.webhook_id, now),
+  };
+
+  let status: number | null = null;
+  let error: string | null = null;
+  try {
+    const res = await d.http({ method: 'POST', url: e.callback, headers, body, timeoutMs: d.config.callbackTimeoutMs, maxResponseBytes: 65_536 });
+    status = res.status;
+    if (res.status < 200 || res.status > 299) error = `HTTP ${res.status}`;
+  } catch (err) {
+    error = err instanceof Error ? err.message : String(err);
+  }
+
+  if (error === null) {
+    await d.executions.recordDelivery(e.execution_id, delivery.attempts, { ...base, outcome: 'delivered', last_status: status, last_error: null, next_attempt_at: null });
+    return 'delivered';
+  }
+  const delay = nextRetryDelayMs(attempts, d.config.callbackScheduleSeconds, random);
+  if (delay === null) {
+    await d.executions.recordDelivery(e.execution_id, delivery.attempts, { ...base, outcome: 'dead_lettered', last_status: status, last_error: error, next_attempt_at: null });
+    d.log.warn('callback dead-lettered', { execution_id: e.execution_id, attempts });
+    return 'dead_lettered';
+  }
+  const due = now.getTime() + delay;
+  const recorded = await d.executions.recordDelivery(e.execution_id, delivery.attempts, {
+    ...base,
+    outcome: 'pending',
+    last_status: status,
+    last_error: error,
+    next_attempt_at: new Date(due).toISOString(),
+  });
+  // Only the dispatcher that recorded this attempt schedules the next one: no duplicate chains.
+  if (recorded) await d.queue.send('callbacks', { execution_id: e.execution_id, due_at: due }, { delaySeconds: Math.ceil(delay / 1000) });
+  return 'retry';
+}

@@ -1,0 +1,29 @@
+/**
+ * Pushing a definition: the one owner use case that needs the validator (and with it the
+ * JSONata compiler), kept apart so the other owner functions do not carry it.
+ */
+import { AppError } from '../core/errors';
+import { PIPELINE_ID_PATTERN } from '../core/ids';
+import { contentHash, validateDefinition } from '../core/pipeline';
+import type { Deps } from '../adapters/deps';
+
+const PIPELINE_ID_RE = PIPELINE_ID_PATTERN;
+
+export async function push(d: Deps, id: string, body: string | null) {
+  if (!PIPELINE_ID_RE.test(id)) {
+    throw new AppError('InvalidDefinition', [
+      { path: 'pipeline_id', reason: 'must be 1-63 lower-case letters, digits or dashes, starting with a letter or digit' },
+    ]);
+  }
+  let raw: unknown;
+  try {
+    raw = body === null ? undefined : JSON.parse(body);
+  } catch {
+    throw new AppError('InvalidDefinition', [{ path: '(body)', reason: 'body is not valid JSON' }]);
+  }
+  const checked = validateDefinition(raw, { maxNodes: d.config.maxNodes });
+  if (!checked.ok) throw new AppError('InvalidDefinition', checked.problems);
+  const pushed = await d.pipelines.push(id, checked.definition, contentHash(checked.definition), d.clock.now().toISOString());
+  return { status: pushed.created ? 201 : 200, body: { pipeline_id: id, version: pushed.version, created: pushed.created } };
+}
+

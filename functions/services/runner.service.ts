@@ -1,0 +1,16 @@
+/** The runner: one executions-queue message → one state-machine execution. */
+import type { Deps } from '../adapters/deps';
+
+export { ExecutionMessage } from './messages';
+
+/** Seconds the state machine allows the run task: the engine's own limit plus room to record it. */
+export const workflowTimeoutSeconds = (d: Deps): number => Math.ceil(d.config.executionTimeoutMs / 1000) + 30;
+
+/** One executions-queue message → one state-machine execution named by the execution id. */
+export async function startWorkflow(d: Deps, executionId: string): Promise<'started' | 'skipped'> {
+  const e = await d.executions.get(executionId, d.clock.now(), true);
+  if (!e || e.status !== 'pending') return 'skipped';
+  await d.workflow.start(executionId, { execution_id: executionId, timeout_seconds: workflowTimeoutSeconds(d) });
+  return 'started';
+}
+
