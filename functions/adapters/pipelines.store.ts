@@ -55,6 +55,7 @@ const toMeta = (i: MetaItem): PipelineMeta => ({
 const runKey = (r: RunPointer): string => `${r.created_at}#${r.run_id}`;
 
 const PUSH_ATTEMPTS = 8;
+const VERSION_CACHE_MAX = 200;
 
 export class PipelinesStore {
   constructor(
@@ -67,11 +68,20 @@ export class PipelinesStore {
     return out.Item ? toMeta(out.Item as MetaItem) : null;
   }
 
+  /** Versions never change once written, so a container keeps the ones it has read. */
+  private readonly versions = new Map<string, PipelineVersion>();
+
   async getVersion(id: string, version: number): Promise<PipelineVersion | null> {
+    const cacheKey = `${id}#${version}`;
+    const hit = this.versions.get(cacheKey);
+    if (hit) return hit;
     const out = await this.db.send(new GetCommand({ TableName: this.table, Key: keys.version(id, version) }));
     if (!out.Item) return null;
     const item = out.Item as VersionItem;
-    return { ...item, definition: JSON.parse(item.definition) as PipelineDefinition };
+    const found = { ...item, definition: JSON.parse(item.definition) as PipelineDefinition };
+    if (this.versions.size >= VERSION_CACHE_MAX) this.versions.delete(this.versions.keys().next().value as string);
+    this.versions.set(cacheKey, found);
+    return found;
   }
 
   async list(): Promise<(PipelineSummary & { deployment_id: string | null })[]> {
