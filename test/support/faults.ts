@@ -443,7 +443,7 @@ export interface CancelRaceTarget {
 
 /**
  * `n` executions of a short pipeline, each cancelled after a random wait of up to twice the
- * time an execution takes here (measured first): some before they start, some while they
+ * median time an execution takes here (measured first): some before they start, some while they
  * run, some after they finished.
  */
 export async function cancelRace(
@@ -461,13 +461,15 @@ export async function cancelRace(
   const terminal = (id: string) =>
     waitUntil(() => call('GET', `/v1/deployments/executions/${id}/status/`), (s) => isTerminalStatus(s.body.status), 20_000, 5);
 
-  const took: number[] = [];
-  for (let i = 0; i < 3; i += 1) {
-    const began = Date.now();
-    await terminal(await submit());
-    took.push(Date.now() - began);
-  }
-  const maxWaitMs = 2 * (took.sort((a, b) => a - b)[1] ?? 100);
+  // Measured at the same concurrency as the race itself, since that is what sets the pace.
+  const took = await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      const began = Date.now();
+      await terminal(await submit());
+      return Date.now() - began;
+    }),
+  );
+  const maxWaitMs = 2 * (took.sort((a, b) => a - b)[Math.floor(took.length / 2)] ?? 100);
 
   const one = async (): Promise<CancelRaceOutcome> => {
     const id = await submit();
