@@ -1,4 +1,4 @@
-import { GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, QueryCommand, ScanCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { allowedFrom, isTerminal, type ExecutionStatus } from '../core/transitions';
 import type { CallbackDelivery, Execution } from '../core/types';
 import { epochSeconds, isConditionFailure, keys } from './dynamo';
@@ -169,6 +169,32 @@ export class ExecutionsStore {
       }
       start = out.LastEvaluatedKey;
     } while (start && found.length < limit);
+    return found;
+  }
+
+  /**
+   * Every execution that still needs something: not finished, or a callback still owed. A Scan,
+   * for the local runtime's start-up only (never on a request path): dynalite writes index
+   * entries before the item, so after a kill the sweep index can miss an item that is still
+   * open; the items themselves cannot be wrong.
+   */
+  async scanUnfinished(): Promise<Execution[]> {
+    const found: Execution[] = [];
+    let start: Record<string, unknown> | undefined;
+    do {
+      const out = await this.db.send(
+        new ScanCommand({
+          TableName: this.table,
+          FilterExpression: 'begins_with(pk, :exec) AND (#status IN (:pending, :running) OR callback_delivery.outcome = :pending)',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ':exec': 'EXEC#', ':pending': 'pending', ':running': 'running' },
+          ExclusiveStartKey: start,
+          ConsistentRead: true,
+        }),
+      );
+      found.push(...(out.Items ?? []).map(toExecution));
+      start = out.LastEvaluatedKey;
+    } while (start);
     return found;
   }
 

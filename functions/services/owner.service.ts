@@ -327,7 +327,8 @@ export async function rotate(d: Deps, id: string, body: string | null) {
   if (!dep) throw new AppError('DeploymentNotFound');
   const now = d.clock.now();
   const grace = parsed.output.grace_seconds ?? 0;
-  const until = epochSeconds(now) + grace;
+  // Rounded up, so a grace period is never shorter than asked.
+  const until = Math.ceil(now.getTime() / 1000) + grace;
   const alive = <T extends { expires_at: number | null }>(xs: T[]): T[] =>
     grace === 0 ? [] : xs.filter((x) => x.expires_at === null || x.expires_at > epochSeconds(now)).map((x) => ({ ...x, expires_at: x.expires_at ?? until }));
   const creds = await newCredentials(d, dep.deployment_id);

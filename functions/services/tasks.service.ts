@@ -4,6 +4,7 @@ import { runPipeline } from '../core/engine';
 import { isTerminal } from '../core/transitions';
 import type { CallbackDelivery, Execution } from '../core/types';
 import type { Deps } from '../adapters/deps';
+import { isUnavailable } from '../adapters/dynamo';
 import { afterTerminal } from './caller.service';
 import { newDelivery } from './delivery';
 
@@ -68,11 +69,8 @@ async function finish(
   to: 'completed' | 'failed',
   set: { outputs?: Execution['outputs']; error_message?: string },
 ): Promise<{ status: string }> {
-  const t = await d.executions.transition(e.execution_id, to, {
-    ...set,
-    completed_at: d.clock.now().toISOString(),
-    ...callbackFields(e),
-  });
+  const completedAt = d.clock.now().toISOString();
+  const t = await whileUnavailable(() => d.executions.transition(e.execution_id, to, { ...set, completed_at: completedAt, ...callbackFields(e) }));
   if (t.ok) {
     await afterTerminal(d, t.execution);
     return { status: to };
@@ -80,6 +78,24 @@ async function finish(
   // Someone else (a cancel) reached a terminal status first; make sure its follow-ups happened.
   if (t.current && isTerminal(t.current.status)) await afterTerminal(d, t.current);
   return { status: t.current?.status ?? 'missing' };
+}
+
+const FINISH_RETRY_DELAYS_MS = [100, 250, 500, 1000, 2000, 4000];
+
+/**
+ * The outcome of finished work is worth waiting for: a store that is briefly unreachable must
+ * not turn a completed run into a failed one. Safe to repeat, since the write is conditional.
+ */
+async function whileUnavailable<T>(write: () => Promise<T>): Promise<T> {
+  for (const delay of FINISH_RETRY_DELAYS_MS) {
+    try {
+      return await write();
+    } catch (err) {
+      if (!isUnavailable(err)) throw err;
+      await new Promise((r) => setTimeout(r, delay));
+    }
+  }
+  return write();
 }
 
 export const TaskError = v.object({

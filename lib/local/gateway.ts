@@ -188,6 +188,11 @@ export function createGateway(opts: GatewayOptions): (req: IncomingMessage, res:
       }
       if (outcome.kind === 'forbidden') return { reply: json(403, { error: 'Forbidden' }), route: route.path };
       if (outcome.kind === 'error') return { reply: internalError(requestId), route: route.path, cause: outcome.cause };
+      if (outcome.kind === 'failed') {
+        const reply = json(503, { error: 'Service Unavailable', request_id: requestId });
+        reply.headers.push(['Retry-After', '1']);
+        return { reply, route: route.path, cause: outcome.cause };
+      }
       authorizer = outcome.context;
     } else if (route.auth === 'owner') {
       if (!ownerTokenMatches(req.headers.authorization, ownerDigest)) {
@@ -499,7 +504,8 @@ type AuthOutcome =
   | { kind: 'allow'; context: Record<string, unknown> }
   | { kind: 'forbidden' }
   | { kind: 'unauthorized' }
-  | { kind: 'error'; cause: string };
+  | { kind: 'error'; cause: string }
+  | { kind: 'failed'; cause: string };
 
 async function authorize(authorizer: RequestAuthorizer, event: APIGatewayRequestAuthorizerEvent, methodArn: string): Promise<AuthOutcome> {
   const started = performance.now();
@@ -509,7 +515,9 @@ async function authorize(authorizer: RequestAuthorizer, event: APIGatewayRequest
   } catch (err) {
     // The one error message API Gateway turns into 401 rather than 500.
     if (err instanceof Error && err.message === 'Unauthorized') return { kind: 'unauthorized' };
-    return { kind: 'error', cause: `authorizer failed: ${describe(err)}` };
+    // API Gateway's AUTHORIZER_FAILURE, which the AWS stack answers 503 + Retry-After: the
+    // authorizer could not decide (its store was unreachable, say), so a retry may succeed.
+    return { kind: 'failed', cause: `authorizer failed: ${describe(err)}` };
   }
   // An answer API Gateway cannot use (objects or arrays in `context`, no policy) is its
   // AuthorizerConfigurationException, a 500.

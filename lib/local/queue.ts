@@ -438,7 +438,8 @@ function safeJson(text: string): unknown {
 }
 
 function isErrno(err: unknown, code: string): boolean {
-  return err instanceof Error && (err as NodeJS.ErrnoException).code === code;
+  // Not `instanceof Error`: errors from another realm (a test sandbox, a worker) fail that check.
+  return typeof err === 'object' && err !== null && (err as NodeJS.ErrnoException).code === code;
 }
 
 /** QueuePort over local queues: the same JSON bodies and delays SqsQueuePort sends. */

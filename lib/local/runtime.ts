@@ -163,21 +163,21 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
   if (opts.wrapDeps) d = opts.wrapDeps(d);
   setDeps(d);
 
-  // Recovery before anything new arrives: nothing accepted is ever lost.
+  // Recovery before anything new arrives: nothing accepted is ever lost. The items are read
+  // (not the sweep index), since a kill can leave dynalite's index behind its items.
   const recovered = { resumed: 0, interrupted: 0, callbacks: 0 };
-  for (const e of await d.executions.listSweep('open', 100_000)) {
+  for (const e of await d.executions.scanUnfinished()) {
     if (e.status === 'pending') {
       await d.queue.send('executions', { execution_id: e.execution_id });
       recovered.resumed++;
     } else if (e.status === 'running') {
       await failInterrupted(d, e);
       recovered.interrupted++;
+    } else if (e.callback_delivery?.outcome === 'pending') {
+      const due = e.callback_delivery.next_attempt_at ? Date.parse(e.callback_delivery.next_attempt_at) : undefined;
+      await d.queue.send('callbacks', { execution_id: e.execution_id, ...(due ? { due_at: due } : {}) });
+      recovered.callbacks++;
     }
-  }
-  for (const e of await d.executions.listSweep('callback', 100_000)) {
-    const due = e.callback_delivery?.next_attempt_at ? Date.parse(e.callback_delivery.next_attempt_at) : undefined;
-    await d.queue.send('callbacks', { execution_id: e.execution_id, ...(due ? { due_at: due } : {}) });
-    recovered.callbacks++;
   }
 
   queues.executions.start((event: SQSEvent) => runner(event, createLambdaContext('runner')) as Promise<SQSBatchResponse>);

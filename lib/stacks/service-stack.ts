@@ -49,6 +49,13 @@ export const GATEWAY_RESPONSES: readonly {
     headers: { 'WWW-Authenticate': "'Api-Key'" },
   },
   { type: apigw.ResponseType.ACCESS_DENIED, statusCode: '403', body: '{"error":"Forbidden"}' },
+  // The authorizer threw (its store was unreachable, say): it could not decide, so retry.
+  {
+    type: apigw.ResponseType.AUTHORIZER_FAILURE,
+    statusCode: '503',
+    body: '{"error":"Service Unavailable","request_id":"$context.requestId"}',
+    headers: { 'Retry-After': "'1'" },
+  },
   { type: apigw.ResponseType.THROTTLED, statusCode: '429', body: '{"error":"Too Many Requests"}' },
   // API Gateway says "Missing Authentication Token" both for an IAM route called without a
   // signature and for a path it has no route for. Unknown paths are caught first by the root

@@ -93,10 +93,9 @@ describe('kill -9 at random moments with executions and callbacks in flight', ()
     expect(undelivered).toEqual([]);
     // An execution only ever reports the status it ended with.
     for (const a of r.accepted) for (const h of r.receiver.hooks.filter((x) => x.executionId === a.id)) expect(h.status).toBe(r.final.get(a.id));
-    // Known defect (docs/reliability.md, "kill -9 inside a status write"): dynalite updates the
-    // sweep index and the item in separate writes, so a kill between them can hide a running
-    // execution from the restart sweep. Its signature is exactly this, and nothing else is allowed.
-    for (const a of stuck) expect([a.id, r.later.get(a.id), perExecution.get(a.id)?.ids.size ?? 0]).toEqual([a.id, 'running', 0]);
+    // A kill inside a status write can leave dynalite's index behind the item; the restart reads
+    // the items themselves, so nothing may be left open.
+    expect(stuck.map((a) => [a.id, r.later.get(a.id)])).toEqual([]);
   }, 90_000);
 });
 
@@ -449,7 +448,6 @@ describe('the store unavailable for a while', () => {
     fig('outage: requests while down', seen.length);
     fig('outage: store calls failed', faults.count('outage'));
     fig('outage: 503 + Retry-After', seen.filter(clear503).length);
-    fig('outage: 500 (caller routes, authorizer)', caller.filter((s) => s.status === 500).length);
     fig('outage: other answers', seen.filter((s) => !clear503(s) && s.status !== 500).length);
     fig('outage: executions accepted before', accepted.length);
     fig('outage: of them completed', finals.filter((f) => f.status === 'completed').length);
@@ -458,9 +456,10 @@ describe('the store unavailable for a while', () => {
 
     expect(owner.length).toBeGreaterThan(0);
     for (const s of owner) expect(clear503(s)).toBe(true);
-    // The authorizer runs before any handler: on the local gateway (as on API Gateway) its
-    // failure is a 500, not the handlers' 503. See docs/reliability.md.
-    for (const s of caller) expect(clear503(s) || (s.status === 500 && s.error === 'Internal Error')).toBe(true);
+    // The authorizer runs before any handler; its failure is AUTHORIZER_FAILURE, answered 503 too.
+    for (const s of caller) expect(clear503(s)).toBe(true);
     for (const f of finals) expect(isTerminalStatus(f.status)).toBe(true);
+    // Work that finished during the outage is recorded once the store is back, not failed.
+    expect(finals.filter((f) => f.status === 'failed')).toEqual([]);
   });
 });

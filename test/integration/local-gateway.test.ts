@@ -348,8 +348,10 @@ describe('local gateway', () => {
     expect(noMatch.status).toBe(403);
     expect(matched.status).toBe(200);
     expect([missing.status, missing.json(), missing.headers['www-authenticate']]).toEqual([401, { error: 'Unauthorized' }, 'Api-Key']);
-    expect(broken.status).toBe(500);
-    expect(broken.json()).toEqual({ error: 'Internal Error', request_id: broken.headers['x-request-id'] });
+    // A throwing authorizer is API Gateway's AUTHORIZER_FAILURE, answered 503 so callers retry.
+    expect(broken.status).toBe(503);
+    expect(broken.json()).toEqual({ error: 'Service Unavailable', request_id: broken.headers['x-request-id'] });
+    expect(broken.headers['retry-after']).toBe('1');
     expect(badContext.status).toBe(500);
     expect(h.calls.map((c) => c.event.path)).toEqual(['/v1/deployments/d-1', '/v1/deployments/other']);
   });
