@@ -284,7 +284,7 @@ export function instrumentation(onTerminal: (e: Execution) => void = () => undef
     wrap(d) {
       const db = createDocumentClient({ region: d.config.region, endpoint: d.config.dynamodbEndpoint });
       countDynamo(db, counts, () => inst.units);
-      const store = new ExecutionsStore(db, d.config.table);
+      const store = new ExecutionsStore(db, d.config.table, d.config.trackOpen);
       const originalTransition = store.transition.bind(store);
       store.transition = async (id, to, set) => {
         const out = await originalTransition(id, to, set);
