@@ -51,3 +51,17 @@ export const epochSeconds = (d: Date): number => Math.floor(d.getTime() / 1000);
 /** DynamoDB refuses an empty ExpressionAttributeValues map. */
 export const nonEmpty = <T extends Record<string, unknown>>(values: T): T | undefined =>
   Object.keys(values).length > 0 ? values : undefined;
+
+type Page = { Items?: Record<string, unknown>[]; LastEvaluatedKey?: Record<string, unknown> };
+
+/** Every item of a Query or Scan, following LastEvaluatedKey page by page. */
+export async function allItems(page: (start: Record<string, unknown> | undefined) => Promise<Page>): Promise<Record<string, unknown>[]> {
+  const items: Record<string, unknown>[] = [];
+  let start: Record<string, unknown> | undefined;
+  do {
+    const out = await page(start);
+    items.push(...(out.Items ?? []));
+    start = out.LastEvaluatedKey;
+  } while (start);
+  return items;
+}

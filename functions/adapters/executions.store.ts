@@ -1,7 +1,7 @@
 import { GetCommand, PutCommand, QueryCommand, ScanCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { allowedFrom, isTerminal, type ExecutionStatus } from '../core/transitions';
 import type { CallbackDelivery, Execution } from '../core/types';
-import { epochSeconds, isConditionFailure, keys } from './dynamo';
+import { allItems, epochSeconds, isConditionFailure, keys } from './dynamo';
 
 /** The sweep index names what a restart or a sweeper must look at again. */
 export type SweepKind = 'open' | 'callback';
@@ -179,10 +179,8 @@ export class ExecutionsStore {
    * open; the items themselves cannot be wrong.
    */
   async scanUnfinished(): Promise<Execution[]> {
-    const found: Execution[] = [];
-    let start: Record<string, unknown> | undefined;
-    do {
-      const out = await this.db.send(
+    const items = await allItems((start) =>
+      this.db.send(
         new ScanCommand({
           TableName: this.table,
           FilterExpression: 'begins_with(pk, :exec) AND (#status IN (:pending, :running) OR callback_delivery.outcome = :pending)',
@@ -191,11 +189,9 @@ export class ExecutionsStore {
           ExclusiveStartKey: start,
           ConsistentRead: true,
         }),
-      );
-      found.push(...(out.Items ?? []).map(toExecution));
-      start = out.LastEvaluatedKey;
-    } while (start);
-    return found;
+      ),
+    );
+    return items.map(toExecution);
   }
 
   /** A pipeline's runs, newest first, a page at a time. */

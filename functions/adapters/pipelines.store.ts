@@ -1,6 +1,6 @@
 import { GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { PipelineDefinition, PipelineSummary, RunPointer } from '../core/types';
-import { isConditionFailure, keys, nonEmpty } from './dynamo';
+import { allItems, isConditionFailure, keys, nonEmpty } from './dynamo';
 
 export interface PipelineMeta extends PipelineSummary {
   latest_hash: string;
@@ -85,10 +85,8 @@ export class PipelinesStore {
   }
 
   async list(): Promise<(PipelineSummary & { deployment_id: string | null })[]> {
-    const items: MetaItem[] = [];
-    let start: Record<string, unknown> | undefined;
-    do {
-      const out = await this.db.send(
+    const items = (await allItems((start) =>
+      this.db.send(
         new QueryCommand({
           TableName: this.table,
           IndexName: 'gsi1',
@@ -96,10 +94,8 @@ export class PipelinesStore {
           ExpressionAttributeValues: { ':p': 'PIPELINES' },
           ExclusiveStartKey: start,
         }),
-      );
-      items.push(...((out.Items ?? []) as MetaItem[]));
-      start = out.LastEvaluatedKey;
-    } while (start);
+      ),
+    )) as unknown as MetaItem[];
     return items.map((i) => {
       const m = toMeta(i);
       return {
