@@ -25,13 +25,13 @@ const callbackFields = (e: Execution): { callback_delivery?: CallbackDelivery } 
  * promptly on AWS too, where stopping the state machine does not stop a running Lambda.
  */
 export async function taskRun(d: Deps, executionId: string): Promise<{ status: string }> {
-  const e = await d.executions.get(executionId, d.clock.now(), true);
+  const e = await whileUnavailable(() => d.executions.get(executionId, d.clock.now(), true));
   if (!e) return { status: 'missing' };
   if (e.status !== 'running') {
     if (isTerminal(e.status)) await afterTerminal(d, e);
     return { status: e.status };
   }
-  const version = await d.pipelines.getVersion(e.pipeline_id, e.version);
+  const version = await whileUnavailable(() => d.pipelines.getVersion(e.pipeline_id, e.version));
   if (!version) return finish(d, e, 'failed', { error_message: `Pipeline version ${e.version} is no longer available` });
 
   const abort = new AbortController();
@@ -83,8 +83,10 @@ async function finish(
 const FINISH_RETRY_DELAYS_MS = [100, 250, 500, 1000, 2000, 4000];
 
 /**
- * The outcome of finished work is worth waiting for: a store that is briefly unreachable must
- * not turn a completed run into a failed one. Safe to repeat, since the write is conditional.
+ * A store that is briefly unreachable must not turn a run into a failed one: RunNodes' reads
+ * and its final write wait for it (the state machine retries only the Lambda service's own
+ * errors there, since re-running the engine would repeat its HTTP calls). Safe to repeat: reads,
+ * and a write conditional on `running`.
  */
 async function whileUnavailable<T>(write: () => Promise<T>): Promise<T> {
   for (const delay of FINISH_RETRY_DELAYS_MS) {
