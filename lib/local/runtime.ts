@@ -190,6 +190,8 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       authorizer: (event) => authorizer(event),
       ownerToken,
       maxBodyBytes: config.maxBodyBytes,
+      // Served under a prefix (e.g. /api behind a proxy): URLs in answers keep it.
+      basePath: env.PIPEGATE_BASE_PATH,
       log: (line) => log.info('request', line),
     }),
   );
