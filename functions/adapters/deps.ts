@@ -102,3 +102,8 @@ export function deps(): Deps {
 export function setDeps(d: Deps | undefined): void {
   current = d;
 }
+
+/** Forgets `d` if it is still the process's dependencies (a runtime stopping must not unwire another). */
+export function releaseDeps(d: Deps): void {
+  if (current === d) current = undefined;
+}

@@ -14,7 +14,7 @@ import { readConfig, type Config } from '../config';
 import { QUEUES } from '../queues';
 import { ROUTES } from '../routes';
 import asl from '../state-machine.asl.json';
-import { setDeps, storesFor, systemClock, randomIds, type Deps } from '../../functions/adapters/deps';
+import { releaseDeps, setDeps, storesFor, systemClock, randomIds, type Deps } from '../../functions/adapters/deps';
 import { createGuardedHttp } from '../../functions/adapters/guarded-http';
 import { createLogger, errorFields, silentLogger, type Logger } from '../../functions/adapters/logger';
 import { parseSecretMaterial, StaticSecrets } from '../../functions/adapters/secrets';
@@ -225,7 +225,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       await workflow.stopAll(2_000);
       await dynamo.close();
       releaseDataDir();
-      setDeps(undefined);
+      releaseDeps(d);
     },
   };
 }
