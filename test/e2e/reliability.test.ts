@@ -9,8 +9,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Deps } from '../../functions/adapters/deps';
-import type { PipelineDefinition } from '../../functions/core/types';
-import type { LocalQueue } from '../../lib/local/queue';
 import type { LocalWorkflow } from '../../lib/local/workflow';
 import {
   StoreFaults,
@@ -22,6 +20,8 @@ import {
   forId,
   hooksByExecution,
   isTerminalStatus,
+  delayDef,
+  judgeKillRounds,
   killRounds,
   movingTo,
   printFigures,
@@ -45,20 +45,6 @@ const fig = (label: string, value: number | string) => figures.push([label, valu
 
 afterAll(() => printFigures('Reliability (quick)', figures));
 
-const delayDef = (ms: number): PipelineDefinition => ({
-  nodes: {
-    name: { type: 'input', value_type: 'string', value: 'x' },
-    wait: { type: 'delay', inputs: ['name'], ms },
-    out: { type: 'output', from: 'wait' },
-  },
-});
-
-/**
- * LocalQueue.deadLetters() before anything was dead-lettered: under Jest, fs errors fail
- * `instanceof Error` (another realm), so the queue's ENOENT check misses and it throws.
- */
-const deadLetters = (q: LocalQueue) => q.deadLetters().catch(() => []);
-
 const executions = (p: Published) => `/v1/deployments/${p.deploymentId}/executions/`;
 
 describe('kill -9 at random moments with executions and callbacks in flight', () => {
@@ -68,23 +54,7 @@ describe('kill -9 at random moments with executions and callbacks in flight', ()
   it('finishes every accepted execution exactly once, loses none and sends each callback under one id', async () => {
     const r = await killRounds({ dataDir, rounds: 2, perRound: 16, maxKillDelayMs: 700, hookFailRate: 0.3, random, timeoutMs: 30_000 });
 
-    const perExecution = hooksByExecution(r.receiver.hooks);
-    const lost = r.accepted.filter((a) => !/^(pending|running|completed|failed|cancelled)$/.test(r.later.get(a.id) ?? ''));
-    const stuck = r.accepted.filter((a) => !isTerminalStatus(r.later.get(a.id)));
-    const changed = r.accepted.filter((a) => r.final.has(a.id) && (r.later.get(a.id) !== r.final.get(a.id) || (r.firstTerminal.has(a.id) && r.firstTerminal.get(a.id) !== r.later.get(a.id))));
-    const twoIds = r.accepted.filter((a) => (perExecution.get(a.id)?.ids.size ?? 0) > 1);
-    const undelivered = r.accepted.filter((a) => r.final.has(a.id) && (perExecution.get(a.id)?.delivered ?? 0) === 0);
-    const duplicates = r.accepted.reduce((n, a) => n + Math.max(0, (perExecution.get(a.id)?.delivered ?? 0) - 1), 0);
-    fig('kill -9: rounds (kills)', r.kills);
-    fig('kill -9: executions accepted', r.accepted.length);
-    fig('kill -9: submits cut off by a kill', r.cutOff);
-    fig('kill -9: finished as interrupted', r.interrupted);
-    fig('kill -9: lost (not found)', lost.length);
-    fig('kill -9: stuck non-terminal after restart', stuck.length);
-    fig('kill -9: terminal status changed', changed.length);
-    fig('kill -9: callbacks under two ids', twoIds.length);
-    fig('kill -9: callbacks owed, not delivered', undelivered.length);
-    fig('kill -9: callbacks delivered twice (same id)', duplicates);
+    const { lost, stuck, changed, twoIds, undelivered } = judgeKillRounds(r, fig);
 
     expect(r.accepted.length).toBeGreaterThan(0);
     expect(lost).toEqual([]);
@@ -254,7 +224,7 @@ describe('an error injected at each step', () => {
     planned.push(id);
     await rt.caller('POST', executions(p), p.apiKey, {});
     cases.runnerDead = id;
-    const dead = await waitUntil(() => deadLetters(rt.queues.executions), (ds) => ds.some((m) => m.body.includes(id)));
+    const dead = await waitUntil(() => rt.queues.executions.deadLetters(), (ds) => ds.some((m) => m.body.includes(id)));
     const letter = dead.find((m) => m.body.includes(id));
     expect(letter?.receiveCount).toBe(5);
     expect((await rt.caller('GET', `/v1/deployments/executions/${id}/status/`, p.apiKey)).body.status).toBe('pending');
@@ -330,12 +300,12 @@ describe('an error injected at each step', () => {
     planned.push(id);
     await rt.caller('POST', executions(p), p.apiKey, { callback: receiver.url });
     cases.dispatchDead = id;
-    await waitUntil(() => deadLetters(rt.queues.callbacks), (ds) => ds.some((m) => m.body.includes(id)));
+    await waitUntil(() => rt.queues.callbacks.deadLetters(), (ds) => ds.some((m) => m.body.includes(id)));
     expect((await rt.caller('GET', `/v1/deployments/executions/${id}/status/`, p.apiKey)).body.status).toBe('completed');
     const hooks = receiver.hooks.filter((h) => h.executionId === id);
     expect(hooks.length).toBe(5);
     expect(new Set(hooks.map((h) => h.webhookId)).size).toBe(1);
-    fig('steps: callbacks messages dead-lettered', (await deadLetters(rt.queues.callbacks)).length);
+    fig('steps: callbacks messages dead-lettered', (await rt.queues.callbacks.deadLetters()).length);
   });
 
   it('leaves nothing in a non-terminal state: a restart sweeps what the dead-letter queues hold', async () => {

@@ -8,7 +8,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Deps } from '../../functions/adapters/deps';
-import type { PipelineDefinition } from '../../functions/core/types';
 import type { LocalWorkflow } from '../../lib/local/workflow';
 import {
   StoreFaults,
@@ -19,6 +18,8 @@ import {
   fastRetryWorkflow,
   hooksByExecution,
   isTerminalStatus,
+  delayDef,
+  judgeKillRounds,
   killRounds,
   printFigures,
   seededRandom,
@@ -38,34 +39,11 @@ const figures: Figures = [['seed (PIPEGATE_TEST_SEED)', seed], ['scale (PIPEGATE
 const fig = (label: string, value: number | string) => figures.push([label, value]);
 afterAll(() => printFigures('Reliability (long)', figures));
 
-const delayDef = (ms: number): PipelineDefinition => ({
-  nodes: {
-    name: { type: 'input', value_type: 'string', value: 'x' },
-    wait: { type: 'delay', inputs: ['name'], ms },
-    out: { type: 'output', from: 'wait' },
-  },
-});
-
 it('kill -9 at random moments, round after round: nothing lost, one terminal status, one callback id', async () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'pipegate-soak-kill-'));
   try {
     const r = await killRounds({ dataDir, rounds: 8 * SCALE, perRound: 40, maxKillDelayMs: 2500, hookFailRate: 0.3, random, timeoutMs: 120_000 });
-    const perExecution = hooksByExecution(r.receiver.hooks);
-    const lost = r.accepted.filter((a) => !/^(pending|running|completed|failed|cancelled)$/.test(r.later.get(a.id) ?? ''));
-    const stuck = r.accepted.filter((a) => !isTerminalStatus(r.later.get(a.id)));
-    const changed = r.accepted.filter((a) => r.final.has(a.id) && (r.later.get(a.id) !== r.final.get(a.id) || (r.firstTerminal.has(a.id) && r.firstTerminal.get(a.id) !== r.later.get(a.id))));
-    const twoIds = r.accepted.filter((a) => (perExecution.get(a.id)?.ids.size ?? 0) > 1);
-    const undelivered = r.accepted.filter((a) => (perExecution.get(a.id)?.delivered ?? 0) === 0);
-    fig('kill -9: rounds (kills)', r.kills);
-    fig('kill -9: executions accepted', r.accepted.length);
-    fig('kill -9: submits cut off by a kill', r.cutOff);
-    fig('kill -9: finished as interrupted', r.interrupted);
-    fig('kill -9: lost (not found)', lost.length);
-    fig('kill -9: stuck non-terminal after restart', stuck.length);
-    fig('kill -9: terminal status changed', changed.length);
-    fig('kill -9: callbacks under two ids', twoIds.length);
-    fig('kill -9: callbacks owed, not delivered', undelivered.length);
-    fig('kill -9: callbacks delivered twice (same id)', r.accepted.reduce((n, a) => n + Math.max(0, (perExecution.get(a.id)?.delivered ?? 0) - 1), 0));
+    const { lost, stuck, changed, twoIds, undelivered } = judgeKillRounds(r, fig);
     expect(lost).toEqual([]);
     expect(changed).toEqual([]);
     expect(twoIds).toEqual([]);

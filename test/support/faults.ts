@@ -287,14 +287,6 @@ export interface KillRoundsResult {
   recoveredLines: string[];
 }
 
-const slowDef = (ms: number): PipelineDefinition => ({
-  nodes: {
-    name: { type: 'input', value_type: 'string', value: 'slow' },
-    wait: { type: 'delay', inputs: ['name'], ms },
-    out: { type: 'output', from: 'wait' },
-  },
-});
-
 const quickDef: PipelineDefinition = {
   nodes: {
     name: { type: 'input', value_type: 'string', value: 'world' },
@@ -324,7 +316,7 @@ export async function killRounds(opts: KillRoundsOptions): Promise<KillRoundsRes
   const receiver = await startReceiver(opts.hookFailRate, random);
   let rt = await spawnRuntime(opts.dataDir, env);
   const recoveredLines: string[] = [];
-  const targets = [await publishOn(rt, 'slow', slowDef(600)), await publishOn(rt, 'quick', quickDef)];
+  const targets = [await publishOn(rt, 'slow', delayDef(600)), await publishOn(rt, 'quick', quickDef)];
   const accepted: { id: string; key: string }[] = [];
   const firstTerminal = new Map<string, string>();
   let cutOff = 0;
@@ -538,3 +530,38 @@ export function seededRandom(seed: number): () => number {
 
 /** PIPEGATE_TEST_SEED replays a run; otherwise a fresh seed, printed with the figures. */
 export const testSeed = (): number => Number(process.env.PIPEGATE_TEST_SEED ?? Math.floor(Math.random() * 2 ** 31));
+
+/** A pipeline whose one node waits `ms`: long enough to be caught mid-run. */
+export const delayDef = (ms: number): PipelineDefinition => ({
+  nodes: {
+    name: { type: 'input', value_type: 'string', value: 'x' },
+    wait: { type: 'delay', inputs: ['name'], ms },
+    out: { type: 'output', from: 'wait' },
+  },
+});
+
+/** What the kill -9 rounds must never produce, and their figures (pushed through `fig`). */
+export function judgeKillRounds(r: KillRoundsResult, fig: (label: string, value: number | string) => void) {
+  const perExecution = hooksByExecution(r.receiver.hooks);
+  const verdict = {
+    lost: r.accepted.filter((a) => !/^(pending|running|completed|failed|cancelled)$/.test(r.later.get(a.id) ?? '')),
+    stuck: r.accepted.filter((a) => !isTerminalStatus(r.later.get(a.id))),
+    changed: r.accepted.filter(
+      (a) => r.final.has(a.id) && (r.later.get(a.id) !== r.final.get(a.id) || (r.firstTerminal.has(a.id) && r.firstTerminal.get(a.id) !== r.later.get(a.id))),
+    ),
+    twoIds: r.accepted.filter((a) => (perExecution.get(a.id)?.ids.size ?? 0) > 1),
+    undelivered: r.accepted.filter((a) => r.final.has(a.id) && (perExecution.get(a.id)?.delivered ?? 0) === 0),
+    duplicates: r.accepted.reduce((n, a) => n + Math.max(0, (perExecution.get(a.id)?.delivered ?? 0) - 1), 0),
+  };
+  fig('kill -9: rounds (kills)', r.kills);
+  fig('kill -9: executions accepted', r.accepted.length);
+  fig('kill -9: submits cut off by a kill', r.cutOff);
+  fig('kill -9: finished as interrupted', r.interrupted);
+  fig('kill -9: lost (not found)', verdict.lost.length);
+  fig('kill -9: stuck non-terminal after restart', verdict.stuck.length);
+  fig('kill -9: terminal status changed', verdict.changed.length);
+  fig('kill -9: callbacks under two ids', verdict.twoIds.length);
+  fig('kill -9: callbacks owed, not delivered', verdict.undelivered.length);
+  fig('kill -9: callbacks delivered twice (same id)', verdict.duplicates);
+  return verdict;
+}
