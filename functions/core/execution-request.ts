@@ -5,6 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import * as v from 'valibot';
+import { sortedJson } from './canonical';
 import { checkUrl } from './address-guard';
 import { AppError } from './errors';
 import type { Contract, ContractInput, RawValue } from './types';
@@ -75,15 +76,8 @@ function isJsonContentType(contentType: string | undefined): boolean {
   return JSON_MEDIA_TYPE.test(essence);
 }
 
-/** JSON with object keys sorted at every level, so equal requests hash equally. */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (isPlainObject(value)) {
-    const keys = Object.keys(value).sort();
-    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(value[k])}`).join(',')}}`;
-  }
-  return JSON.stringify(value) ?? 'null';
-}
+/** Requests equal up to key order and whitespace hash equally. */
+export const canonicalJson = sortedJson;
 
 function matchesType(input: ContractInput, value: RawValue): string | null {
   switch (input.value_type) {

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import * as v from 'valibot';
+import { sortedJson } from './canonical';
 import { expressionProblem } from './jsonata-limits';
 import type { InputValueType, NodeType, PipelineDefinition, PipelineNode, Problem } from './types';
 
@@ -429,26 +430,12 @@ function findCycles(ids: string[], facts: Map<string, NodeFacts>): Problem[] {
 
 /* ------------------------------------------------------------------ canonical form */
 
-function canonical(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map((item) => (item === undefined ? 'null' : canonical(item))).join(',')}]`;
-  if (typeof value === 'object' && value !== null) {
-    const record = value as Record<string, unknown>;
-    const parts: string[] = [];
-    for (const key of Object.keys(record).sort()) {
-      const item = record[key];
-      if (item === undefined) continue;
-      parts.push(`${JSON.stringify(key)}:${canonical(item)}`);
-    }
-    return `{${parts.join(',')}}`;
-  }
-  return JSON.stringify(value) ?? 'null';
-}
 
 /** The definition as JSON with every object's keys sorted: `description` (when present) and `nodes` only. */
 export function canonicalJson(def: PipelineDefinition): string {
   const content: Record<string, unknown> = { nodes: def.nodes };
   if (def.description !== undefined) content.description = def.description;
-  return canonical(content);
+  return sortedJson(content);
 }
 
 /** sha256 (hex) of the canonical JSON: equal for definitions that differ only in key order. */

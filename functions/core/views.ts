@@ -1,5 +1,4 @@
 /** The bodies users see, built from records in one place so every route answers alike. */
-import { isTerminal } from './transitions';
 import type { Execution, RawValue } from './types';
 
 export interface ExecutionUrls {
@@ -69,8 +68,6 @@ export function resultBody(e: Execution) {
     response_data: responseData(e),
   };
 }
-
-export const isFinished = (e: Execution): boolean => isTerminal(e.status);
 
 export function runBody(e: Execution) {
   return {

@@ -6,7 +6,7 @@ import { AppError } from '../core/errors';
 import { parseExecutionRequest } from '../core/execution-request';
 import { isTerminal } from '../core/transitions';
 import type { Deployment, Execution } from '../core/types';
-import { acceptedBody, executionUrls, resultBody, statusBody } from '../core/views';
+import { acceptedBody, resultBody, statusBody } from '../core/views';
 import type { CallerAuth } from '../adapters/api';
 import type { Deps } from '../adapters/deps';
 import { epochSeconds } from '../adapters/dynamo';
@@ -29,17 +29,8 @@ async function liveDeployment(d: Deps, auth: CallerAuth): Promise<Deployment> {
   if (hit) return hit;
   const rec = await d.deployments.get(auth.deploymentId, true);
   if (!rec || rec.status !== 'live') throw new AppError('DeploymentNotFound');
-  const dep: Deployment = {
-    deployment_id: rec.deployment_id,
-    pipeline_id: rec.pipeline_id,
-    version: rec.version,
-    revision: rec.revision,
-    status: rec.status,
-    inputs: rec.inputs,
-    outputs: rec.outputs,
-    published_at: rec.published_at,
-    created_at: rec.created_at,
-  };
+  // The contract only: key hashes and sealed secrets stay out of the cache.
+  const { key_hashes: _keys, signing_secrets: _secrets, deleted_at: _deleted, ...dep } = rec;
   if (contracts.size >= CONTRACT_CACHE_MAX) contracts.clear();
   contracts.set(`${rec.deployment_id}:${rec.revision}`, dep);
   return dep;
@@ -192,5 +183,3 @@ export async function openApi(d: Deps, auth: CallerAuth, deploymentId: string, b
   assertDeployment(auth, deploymentId);
   return deploymentOpenApi(await liveDeployment(d, auth), baseUrl);
 }
-
-export { executionUrls };

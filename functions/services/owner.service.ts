@@ -13,7 +13,6 @@ import type { DeploymentRecord } from '../adapters/deployments.store';
 import { epochSeconds } from '../adapters/dynamo';
 import type { PipelineMeta } from '../adapters/pipelines.store';
 
-export const PIPELINE_ID_RE = PIPELINE_ID_PATTERN;
 
 function parseJson(body: string | null, what: string): unknown {
   if (body === null || body.trim() === '') return undefined;
@@ -25,7 +24,7 @@ function parseJson(body: string | null, what: string): unknown {
 }
 
 async function meta(d: Deps, id: string): Promise<PipelineMeta> {
-  if (!PIPELINE_ID_RE.test(id)) throw new AppError('PipelineNotFound');
+  if (!PIPELINE_ID_PATTERN.test(id)) throw new AppError('PipelineNotFound');
   const m = await d.pipelines.getMeta(id, true);
   if (!m) throw new AppError('PipelineNotFound');
   return m;

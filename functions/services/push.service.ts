@@ -7,10 +7,9 @@ import { PIPELINE_ID_PATTERN } from '../core/ids';
 import { contentHash, validateDefinition } from '../core/pipeline';
 import type { Deps } from '../adapters/deps';
 
-const PIPELINE_ID_RE = PIPELINE_ID_PATTERN;
 
 export async function push(d: Deps, id: string, body: string | null) {
-  if (!PIPELINE_ID_RE.test(id)) {
+  if (!PIPELINE_ID_PATTERN.test(id)) {
     throw new AppError('InvalidDefinition', [
       { path: 'pipeline_id', reason: 'must be 1-63 lower-case letters, digits or dashes, starting with a letter or digit' },
     ]);

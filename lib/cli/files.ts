@@ -5,7 +5,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { basename, extname, resolve } from 'node:path';
 import { parseDocument } from 'yaml';
-import { PIPELINE_ID_PATTERN as PIPELINE_ID_RE } from '../../functions/core/pipeline';
+import { PIPELINE_ID_PATTERN } from '../../functions/core/ids';
 import { UsageError } from './errors';
 
 export interface PipelineFile {
@@ -22,7 +22,7 @@ export interface PipelineFile {
 }
 
 export function checkPipelineId(id: string, from: string): string {
-  if (!PIPELINE_ID_RE.test(id)) {
+  if (!PIPELINE_ID_PATTERN.test(id)) {
     throw new UsageError(
       `${from} "${id}" is not a valid pipeline id`,
       'pipeline ids are 1-63 lower-case letters, digits or dashes, starting with a letter or digit',
@@ -36,7 +36,7 @@ export function idFromPath(path: string): string {
   const name = basename(path);
   const ext = extname(name);
   const stem = ext ? name.slice(0, -ext.length) : name;
-  if (!PIPELINE_ID_RE.test(stem)) {
+  if (!PIPELINE_ID_PATTERN.test(stem)) {
     throw new UsageError(`cannot use "${stem}" (from the file name ${name}) as a pipeline id`, 'pass one with --id, e.g. --id my-pipeline');
   }
   return stem;
