@@ -3,7 +3,7 @@
  * handler (the runtime's `wrapDeps`). DynamoDB is counted at the document client, one count
  * per request actually sent, with the capacity units dynalite reports for it (item size,
  * consistent or eventual); index copies are added from the table definition, since dynalite
- * does not charge them. Secrets go through the real SecretsManagerSecrets cache over a client
+ * does not charge them. Secrets go through the real SecretsManagerKeyMaterial cache over a client
  * answered in memory, so API calls are counted exactly as a Lambda container would make them.
  */
 import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
@@ -13,7 +13,7 @@ import type { Deps } from '../functions/adapters/deps';
 import { createDocumentClient } from '../functions/adapters/dynamo';
 import { ExecutionsStore } from '../functions/adapters/executions.store';
 import { PipelinesStore } from '../functions/adapters/pipelines.store';
-import { SecretsManagerSecrets } from '../functions/adapters/secrets';
+import { SecretsManagerKeyMaterial } from '../functions/adapters/key-material';
 import type { Execution } from '../functions/core/types';
 import { isTerminal } from '../functions/core/transitions';
 import { MAIN_TABLE, type TableDefinition } from '../lib/tables';
@@ -298,13 +298,13 @@ export function instrumentation(onTerminal: (e: Execution) => void = () => undef
         () => async (args) => {
           if (!(args.input && typeof args.input === 'object' && 'SecretId' in args.input)) throw new Error('unexpected Secrets Manager call');
           counts.secretsApiCalls++;
-          const m = await d.secrets.material();
+          const m = await d.keyMaterial.material();
           const SecretString = JSON.stringify({ pepper: m.pepper.toString('utf8'), master_key: m.masterKey.toString('base64') });
           return { output: { SecretString, $metadata: {} } as never, response: {} };
         },
         { step: 'initialize', name: 'pipegateBenchSecrets' },
       );
-      const cached = new SecretsManagerSecrets(sm, 'pipegate-bench');
+      const cached = new SecretsManagerKeyMaterial(sm, 'pipegate-bench');
 
       return {
         ...d,
@@ -327,7 +327,7 @@ export function instrumentation(onTerminal: (e: Execution) => void = () => undef
             return d.workflow.stop(name, cause);
           },
         },
-        secrets: {
+        keyMaterial: {
           material: () => {
             counts.secretsLookups++;
             return cached.material();

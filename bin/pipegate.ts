@@ -1,4 +1,4 @@
-/** `pipegate`: the owner's and caller's command line (SPEC section 10). */
+/** `pipegate`: the owner's and caller's command line (contract §10). */
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
 import { runCli } from '../lib/cli/program';

@@ -2,8 +2,11 @@
  * The one queue definition, read by the CDK stateful stack and the local runtime's queues.
  * Plain data: imports nothing from aws-cdk-lib.
  */
+export const QUEUE_NAMES = ['executions', 'callbacks'] as const;
+export type QueueName = (typeof QUEUE_NAMES)[number];
+
 export interface QueueDefinition {
-  id: 'executions' | 'callbacks';
+  id: QueueName;
   /** Time-out of the consuming function, seconds. */
   consumerTimeoutSeconds: number;
   /** At least six times the consumer's time-out, as AWS advises for Lambda event sources. */
@@ -15,7 +18,7 @@ export interface QueueDefinition {
   deadLetterRetentionSeconds: number;
 }
 
-const def = (id: QueueDefinition['id'], consumerTimeoutSeconds: number, batchSize: number): QueueDefinition => ({
+const def = (id: QueueName, consumerTimeoutSeconds: number, batchSize: number): QueueDefinition => ({
   id,
   consumerTimeoutSeconds,
   visibilityTimeoutSeconds: consumerTimeoutSeconds * 6,
@@ -24,7 +27,7 @@ const def = (id: QueueDefinition['id'], consumerTimeoutSeconds: number, batchSiz
   deadLetterRetentionSeconds: 14 * 24 * 3600,
 });
 
-export const QUEUES: Record<QueueDefinition['id'], QueueDefinition> = {
+export const QUEUES: Record<QueueName, QueueDefinition> = {
   executions: def('executions', 30, 10),
   callbacks: def('callbacks', 30, 10),
 };

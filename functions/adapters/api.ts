@@ -9,7 +9,8 @@ import { deps, type Deps } from './deps';
 import { isUnavailable } from './dynamo';
 import { errorFields } from './logger';
 
-export interface HttpResponse {
+/** What a route handler answers, before it becomes an API Gateway proxy result. */
+export interface RouteAnswer {
   status: number;
   body?: unknown;
   headers?: Record<string, string>;
@@ -26,7 +27,7 @@ export interface RequestInfo {
   query(name: string): string | undefined;
 }
 
-export const json = (status: number, body?: unknown, headers: Record<string, string> = {}): HttpResponse => ({
+export const json = (status: number, body?: unknown, headers: Record<string, string> = {}): RouteAnswer => ({
   status,
   body,
   headers,
@@ -55,7 +56,7 @@ export function bodyText(event: APIGatewayProxyEvent): string | null {
   return event.isBase64Encoded ? Buffer.from(event.body, 'base64').toString('utf8') : event.body;
 }
 
-function toResult(r: HttpResponse, requestId: string): APIGatewayProxyResult {
+function toResult(r: RouteAnswer, requestId: string): APIGatewayProxyResult {
   const headers: Record<string, string> = { 'x-request-id': requestId, ...r.headers };
   if (r.body === undefined) return { statusCode: r.status, headers, body: '' };
   return {
@@ -66,7 +67,7 @@ function toResult(r: HttpResponse, requestId: string): APIGatewayProxyResult {
 }
 
 /** A route handler: middy, with every failure mapped through the error catalog. */
-export function httpHandler(fn: (req: RequestInfo) => Promise<HttpResponse>) {
+export function httpHandler(fn: (req: RequestInfo) => Promise<RouteAnswer>) {
   return middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, Context>()
     .use({
       onError: async (request) => {
@@ -108,5 +109,3 @@ export function callerAuth(event: APIGatewayProxyEvent): CallerAuth {
   if (!deploymentId || !Number.isInteger(revision)) throw new AppError('Unauthorized');
   return { deploymentId, revision, deleted: String(a.deleted) === 'true' };
 }
-
-export const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;

@@ -6,7 +6,7 @@ import { createDocumentClient } from './dynamo';
 import { ExecutionsStore } from './executions.store';
 import { createLogger, type Logger } from './logger';
 import { PipelinesStore } from './pipelines.store';
-import type { SecretsPort } from './secrets';
+import type { KeyMaterialPort } from './key-material';
 
 /** Everything a handler needs from the outside world, built once per process. */
 export interface Deps {
@@ -16,7 +16,7 @@ export interface Deps {
   deployments: DeploymentsStore;
   queue: QueuePort;
   workflow: WorkflowPort;
-  secrets: SecretsPort;
+  keyMaterial: KeyMaterialPort;
   http: HttpPort;
   clock: Clock;
   ids: IdSource;
@@ -44,7 +44,7 @@ export function storesFor(config: Config): Pick<Deps, 'pipelines' | 'executions'
 export function awsDeps(config: Config = readConfig()): Deps {
   let queue: QueuePort | undefined;
   let workflow: WorkflowPort | undefined;
-  let secrets: SecretsPort | undefined;
+  let keyMaterial: KeyMaterialPort | undefined;
   let http: HttpPort | undefined;
   /* eslint-disable @typescript-eslint/no-require-imports -- lazy on purpose, see above */
   return {
@@ -69,13 +69,13 @@ export function awsDeps(config: Config = readConfig()): Deps {
       }
       return workflow;
     },
-    get secrets(): SecretsPort {
-      if (!secrets) {
+    get keyMaterial(): KeyMaterialPort {
+      if (!keyMaterial) {
         const { SecretsManagerClient } = require('@aws-sdk/client-secrets-manager') as typeof import('@aws-sdk/client-secrets-manager');
-        const { SecretsManagerSecrets } = require('./secrets') as typeof import('./secrets');
-        secrets = new SecretsManagerSecrets(new SecretsManagerClient({ region: config.region }), config.secretArn);
+        const { SecretsManagerKeyMaterial } = require('./key-material') as typeof import('./key-material');
+        keyMaterial = new SecretsManagerKeyMaterial(new SecretsManagerClient({ region: config.region }), config.secretArn);
       }
-      return secrets;
+      return keyMaterial;
     },
     get http(): HttpPort {
       if (!http) {

@@ -1,6 +1,6 @@
 /**
  * The one address guard for every outbound call pipegate makes on a user's behalf (callbacks
- * and http nodes, SPEC section 6). Only plain public unicast addresses pass; everything else
+ * and http nodes, contract §6). Only plain public unicast addresses pass; everything else
  * (loopback, private, link-local and the cloud metadata address, unique-local, CGNAT,
  * unspecified, multicast, reserved and documentation ranges) is refused, and IPv6 forms that
  * carry an IPv4 address are judged by that IPv4 address.

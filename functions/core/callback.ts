@@ -1,5 +1,5 @@
 /**
- * Callback deliveries (SPEC section 6): the payload a caller receives, its Standard Webhooks
+ * Callback deliveries (contract §6): the payload a caller receives, its Standard Webhooks
  * signature, and when a failed delivery is tried again.
  */
 import { Webhook } from 'standardwebhooks';

@@ -1,11 +1,12 @@
 /**
- * The published contract of a pipeline and the owner's readiness view (SPEC sections 3 and 7):
+ * The published contract of a pipeline and the owner's readiness view (contract §3 and §7):
  * what a run discovers, which entries the owner lets callers see, whether publishing is
  * allowed, and what a caller is shown.
  */
 import * as v from 'valibot';
 import { AppError } from './errors';
 import type { ExecutionStatus } from './transitions';
+import { isPlainObject } from './values';
 import type {
   Contract,
   ContractInput,
@@ -32,8 +33,6 @@ export function discoverContract(def: PipelineDefinition, runInputs: Record<stri
   return { inputs, outputs };
 }
 
-const isPlainObject = (x: unknown): x is Record<string, unknown> =>
-  typeof x === 'object' && x !== null && !Array.isArray(x);
 
 const VisibilityEntry = v.pipe(
   v.custom<Record<string, unknown>>(isPlainObject, 'must be an object'),
@@ -110,7 +109,7 @@ export function applyVisibility(discovered: Contract, request: unknown, previous
 
 const hasEntries = (c: Contract | null): boolean => c !== null && (c.inputs.length > 0 || c.outputs.length > 0);
 
-/** Refuses a publish for the reasons of SPEC section 3, in the order a user should fix them. */
+/** Refuses a publish for the reasons of contract §3, in the order a user should fix them. */
 export function assertPublishable(
   latestFinished: RunPointer | null,
   lastSuccessful: RunPointer | null,

@@ -1,6 +1,6 @@
 /**
  * The one error catalog. Every handler maps failures through it, so the status and body a
- * user sees are decided here and nowhere else (SPEC section 5 and the owner errors of 7).
+ * user sees are decided here and nowhere else (contract §5 and the owner errors of 7).
  */
 export const ERRORS = {
   ExecutionNotCompleted: { status: 409, message: 'Execution not completed' },

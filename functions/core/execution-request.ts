@@ -1,5 +1,5 @@
 /**
- * The caller's POST executions request (SPEC sections 4 and 5): size, media type, structure,
+ * The caller's POST executions request (contract §4 and §5): size, media type, structure,
  * callback and inputs, checked in the order that decides which error a caller sees. Every
  * structural (400) problem is reported before any semantic (422) one.
  */
@@ -8,7 +8,8 @@ import * as v from 'valibot';
 import { sortedJson } from './canonical';
 import { checkUrl } from './address-guard';
 import { AppError } from './errors';
-import type { Contract, ContractInput, RawValue } from './types';
+import type { Contract, RawValue } from './types';
+import { isPlainObject, valueTypeProblem } from './values';
 
 export interface ExecutionRequest {
   callback: string | null;
@@ -24,12 +25,9 @@ export interface ExecutionRequestLimits {
   allowPrivateUrls: boolean;
 }
 
-const VALUE_TYPES = ['RAW', 'REFERENCE', 'ASSET'] as const;
+const REQUEST_VALUE_TYPES = ['RAW', 'REFERENCE', 'ASSET'] as const;
 const JSON_WHITESPACE = /^[ \t\r\n]*$/;
 const JSON_MEDIA_TYPE = /^application\/(?:json|[a-z0-9!#$&^_.+-]+\+json)$/;
-
-const isPlainObject = (x: unknown): x is Record<string, unknown> =>
-  typeof x === 'object' && x !== null && !Array.isArray(x);
 
 const plainObject = v.custom<Record<string, unknown>>(isPlainObject, 'must be an object');
 
@@ -43,7 +41,7 @@ const ValueObject = v.pipe(
   v.strictObject(
     {
       value: v.union([v.string(), v.pipe(v.number(), v.finite(RAW_MESSAGE)), v.boolean()], RAW_MESSAGE),
-      value_type: v.picklist(VALUE_TYPES, `must be one of ${VALUE_TYPES.join(', ')}`),
+      value_type: v.picklist(REQUEST_VALUE_TYPES, `must be one of ${REQUEST_VALUE_TYPES.join(', ')}`),
     },
     strictFields,
   ),
@@ -74,22 +72,6 @@ function isJsonContentType(contentType: string | undefined): boolean {
   if (contentType === undefined || contentType.trim() === '') return true;
   const essence = (contentType.split(';')[0] ?? '').trim().toLowerCase();
   return JSON_MEDIA_TYPE.test(essence);
-}
-
-/** Requests equal up to key order and whitespace hash equally. */
-export const canonicalJson = sortedJson;
-
-function matchesType(input: ContractInput, value: RawValue): string | null {
-  switch (input.value_type) {
-    case 'string':
-      return typeof value === 'string' ? null : 'must be a string';
-    case 'integer':
-      return typeof value === 'number' && Number.isInteger(value) ? null : 'must be an integer';
-    case 'float':
-      return typeof value === 'number' && Number.isFinite(value) ? null : 'must be a number';
-    case 'boolean':
-      return typeof value === 'boolean' ? null : 'must be a boolean';
-  }
 }
 
 function callbackProblem(callback: string, allowPrivate: boolean): string | null {
@@ -154,8 +136,8 @@ export function parseExecutionRequest(
     if (value_type !== 'RAW') {
       throw new AppError('InvalidInput', `input '${id}': value_type ${value_type} is not yet supported`);
     }
-    const wrong = matchesType(input, value);
-    if (wrong !== null) throw new AppError('InvalidInput', `input '${id}' ${wrong} (its type is ${input.value_type})`);
+    const wrong = valueTypeProblem(input.value_type, value);
+    if (wrong !== null) throw new AppError('InvalidInput', `input '${id}' ${wrong}`);
     overrides.set(id, value);
   }
 
@@ -168,5 +150,6 @@ export function parseExecutionRequest(
   const inputs: Record<string, RawValue> = Object.fromEntries(
     contract.inputs.map((i) => [i.id, overrides.get(i.id) ?? i.value]),
   );
-  return { callback, inputs, requestHash: createHash('sha256').update(canonicalJson(raw)).digest('hex') };
+  // Requests equal up to key order and whitespace hash equally.
+  return { callback, inputs, requestHash: createHash('sha256').update(sortedJson(raw)).digest('hex') };
 }

@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import * as v from 'valibot';
 import { sortedJson } from './canonical';
 import { expressionProblem } from './jsonata-limits';
-import type { InputValueType, NodeType, PipelineDefinition, PipelineNode, Problem } from './types';
+import type { NodeType, PipelineDefinition, PipelineNode, Problem } from './types';
+import { expectedValue, INPUT_VALUE_TYPES, isInputValueType, isPlainObject, matchesValueType } from './values';
 
 export const DEFAULT_MAX_NODES = 64;
 export const MAX_DESCRIPTION_LENGTH = 2000;
@@ -14,7 +15,6 @@ export { PIPELINE_ID_PATTERN } from './ids';
  */
 export const RESERVED_NODE_IDS: readonly string[] = ['execution_id', '__proto__'];
 export const NODE_TYPES = ['input', 'output', 'transform', 'http', 'delay'] as const satisfies readonly NodeType[];
-export const VALUE_TYPES = ['string', 'integer', 'float', 'boolean'] as const satisfies readonly InputValueType[];
 export const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 export const HTTP_TIMEOUT_MAX_MS = 30_000;
 export const DEFAULT_HTTP_TIMEOUT_MS = 10_000;
@@ -64,7 +64,7 @@ const NODE_SCHEMAS = {
   input: v.object(
     {
       type: v.literal('input'),
-      value_type: v.picklist(VALUE_TYPES, `must be one of ${VALUE_TYPES.join(', ')}`),
+      value_type: v.picklist(INPUT_VALUE_TYPES, `must be one of ${INPUT_VALUE_TYPES.join(', ')}`),
       value: v.union([v.string(), v.number(), v.boolean()], 'must be a string, a number or a boolean'),
       description,
     },
@@ -137,10 +137,6 @@ function issuePath(base: string, issue: v.BaseIssue<unknown>): string {
     path = joinPath(path, typeof key === 'number' ? key : String(key));
   }
   return path;
-}
-
-function isPlainObject(x: unknown): x is Record<string, unknown> {
-  return typeof x === 'object' && x !== null && !Array.isArray(x);
 }
 
 function describeType(x: unknown): string {
@@ -292,13 +288,6 @@ function collectRefs(raw: Record<string, unknown>, type: NodeType, nodePath: str
   }
 }
 
-const VALUE_TYPE_CHECKS: Record<InputValueType, { test: (x: unknown) => boolean; expected: string }> = {
-  string: { test: (x) => typeof x === 'string', expected: 'a string' },
-  integer: { test: (x) => typeof x === 'number' && Number.isInteger(x), expected: 'a whole number' },
-  float: { test: (x) => typeof x === 'number' && Number.isFinite(x), expected: 'a finite number' },
-  boolean: { test: (x) => typeof x === 'boolean', expected: 'true or false' },
-};
-
 function describeValue(x: unknown): string {
   if (typeof x === 'string') return `the string ${JSON.stringify(x.length > 40 ? `${x.slice(0, 40)}…` : x)}`;
   if (typeof x === 'number' || typeof x === 'boolean') return String(x);
@@ -309,14 +298,13 @@ function semanticChecks(raw: Record<string, unknown>, type: NodeType, nodePath: 
   switch (type) {
     case 'input': {
       const valueType = raw.value_type;
-      if (typeof valueType !== 'string' || !Object.hasOwn(VALUE_TYPE_CHECKS, valueType)) return;
-      const check = VALUE_TYPE_CHECKS[valueType as InputValueType];
+      if (!isInputValueType(valueType)) return;
       const value = raw.value;
       const isRaw = typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean';
-      if (Object.hasOwn(raw, 'value') && isRaw && !check.test(value)) {
+      if (Object.hasOwn(raw, 'value') && isRaw && !matchesValueType(valueType, value)) {
         problems.push({
           path: joinPath(nodePath, 'value'),
-          reason: `must be ${check.expected} because value_type is ${valueType}; got ${describeValue(value)}`,
+          reason: `must be ${expectedValue(valueType)} because value_type is ${valueType}; got ${describeValue(value)}`,
         });
       }
       return;
@@ -432,7 +420,7 @@ function findCycles(ids: string[], facts: Map<string, NodeFacts>): Problem[] {
 
 
 /** The definition as JSON with every object's keys sorted: `description` (when present) and `nodes` only. */
-export function canonicalJson(def: PipelineDefinition): string {
+export function canonicalDefinition(def: PipelineDefinition): string {
   const content: Record<string, unknown> = { nodes: def.nodes };
   if (def.description !== undefined) content.description = def.description;
   return sortedJson(content);
@@ -440,7 +428,7 @@ export function canonicalJson(def: PipelineDefinition): string {
 
 /** sha256 (hex) of the canonical JSON: equal for definitions that differ only in key order. */
 export function contentHash(def: PipelineDefinition): string {
-  return createHash('sha256').update(canonicalJson(def), 'utf8').digest('hex');
+  return createHash('sha256').update(canonicalDefinition(def), 'utf8').digest('hex');
 }
 
 /* ------------------------------------------------------------------ graph helpers */

@@ -34,7 +34,9 @@ export interface IdSource {
   uuid(): string;
 }
 
-export type QueueName = 'executions' | 'callbacks';
+/** Queue names come from the one queue definition (plain data). */
+export type { QueueName } from '../../lib/queues';
+import type { QueueName } from '../../lib/queues';
 
 /** Messages out to the executions and callbacks queues (SQS on AWS, durable local queues). */
 export interface QueuePort {

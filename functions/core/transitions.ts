@@ -1,4 +1,4 @@
-/** Execution statuses and the only moves between them (SPEC section 4). */
+/** Execution statuses and the only moves between them (contract §4). */
 export const STATUSES = ['pending', 'running', 'completed', 'failed', 'cancelled'] as const;
 export type ExecutionStatus = (typeof STATUSES)[number];
 

@@ -20,10 +20,10 @@ export async function authorize(d: Deps, headers: Record<string, string | undefi
   if (key === null || parsed === null) throw new AppError('Unauthorized');
   // A strongly consistent read: a rotated-out key or a deleted deployment must stop at once,
   // not after replication catches up.
-  const [rec, secrets] = await Promise.all([d.deployments.get(parsed.deploymentId, true), d.secrets.material()]);
+  const [rec, material] = await Promise.all([d.deployments.get(parsed.deploymentId, true), d.keyMaterial.material()]);
   if (!rec) throw new AppError('Unauthorized');
   const now = epochSeconds(d.clock.now());
   const hashes = rec.key_hashes.filter((k) => k.expires_at === null || k.expires_at > now).map((k) => k.hash);
-  if (!keyMatches(key, secrets.pepper, hashes)) throw new AppError('Unauthorized');
+  if (!keyMatches(key, material.pepper, hashes)) throw new AppError('Unauthorized');
   return { deploymentId: rec.deployment_id, revision: rec.revision, deleted: rec.status === 'deleted' };
 }

@@ -1,4 +1,4 @@
-/** The caller API's use cases: execute, status, result, cancel, contract (SPEC section 4). */
+/** The caller API's use cases: execute, status, result, cancel, contract (contract §4). */
 import { createHash } from 'node:crypto';
 import { callerContract } from '../core/contract';
 import { deploymentOpenApi } from '../core/openapi';

@@ -40,7 +40,7 @@ export async function dispatchCallback(
     });
     return 'dead_lettered';
   }
-  const { masterKey } = await d.secrets.material();
+  const { masterKey } = await d.keyMaterial.material();
   const nowSec = epochSeconds(now);
   const secrets = deployment.signing_secrets
     .filter((s) => s.expires_at === null || s.expires_at > nowSec)

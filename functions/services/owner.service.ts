@@ -1,4 +1,4 @@
-/** The owner API's use cases (SPEC sections 3 and 7). */
+/** The owner API's use cases (contract §3 and §7). */
 import { randomBytes } from 'node:crypto';
 import * as v from 'valibot';
 import { generateApiKey, generateSigningSecret, hashApiKey, sealSecret } from '../core/api-key';
@@ -6,6 +6,7 @@ import { applyVisibility, assertPublishable, discoverContract, readiness as read
 import { AppError } from '../core/errors';
 import { PIPELINE_ID_PATTERN } from '../core/ids';
 import { isTerminal } from '../core/transitions';
+import { valueTypeProblem } from '../core/values';
 import type { Contract, Execution, PipelineDefinition, RawValue, RunPointer } from '../core/types';
 import { executeUrl, ownerExecutionBody, runBody } from '../core/views';
 import type { Deps } from '../adapters/deps';
@@ -92,12 +93,8 @@ function runInputs(def: PipelineDefinition, given: Record<string, RawValue>): Re
       problems.push({ path: `inputs.${id}`, reason: 'no input node with this id' });
       continue;
     }
-    const ok =
-      (node.value_type === 'string' && typeof value === 'string') ||
-      (node.value_type === 'boolean' && typeof value === 'boolean') ||
-      (node.value_type === 'integer' && typeof value === 'number' && Number.isInteger(value)) ||
-      (node.value_type === 'float' && typeof value === 'number' && Number.isFinite(value));
-    if (!ok) problems.push({ path: `inputs.${id}`, reason: `must be ${node.value_type === 'integer' ? 'an' : 'a'} ${node.value_type}` });
+    const wrong = valueTypeProblem(node.value_type, value);
+    if (wrong !== null) problems.push({ path: `inputs.${id}`, reason: wrong });
     else values[id] = value;
   }
   if (problems.length) throw new AppError('InvalidRequest', problems);
@@ -223,7 +220,7 @@ export async function readiness(d: Deps, id: string, baseUrl: string) {
 }
 
 async function newCredentials(d: Deps, deploymentId: string) {
-  const { pepper, masterKey } = await d.secrets.material();
+  const { pepper, masterKey } = await d.keyMaterial.material();
   const apiKey = generateApiKey(deploymentId, randomBytes(24));
   const signingSecret = generateSigningSecret(randomBytes(32));
   return {

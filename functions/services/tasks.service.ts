@@ -1,6 +1,6 @@
 /** The state machine's tasks: MarkRunning, RunNodes and MarkFailed. */
 import * as v from 'valibot';
-import { runPipeline } from '../core/engine';
+import { runPipeline, timeoutMessage } from '../core/engine';
 import { isTerminal } from '../core/transitions';
 import type { CallbackDelivery, Execution } from '../core/types';
 import type { Deps } from '../adapters/deps';
@@ -108,7 +108,7 @@ export const TaskError = v.object({
 /** A readable message from a state-machine error, without internals. */
 export function failureMessage(d: Deps, err: v.InferOutput<typeof TaskError> | undefined): string {
   if (err?.Error === 'States.Timeout') {
-    return `Execution timed out after ${Math.round(d.config.executionTimeoutMs / 1000)} s`;
+    return timeoutMessage(d.config.executionTimeoutMs);
   }
   return `Execution failed: ${err?.Error ?? 'unknown error'}`;
 }

@@ -1,5 +1,5 @@
 /**
- * Pipeline files for `pipegate apply` (SPEC section 10, pipelines as code): which files a set
+ * Pipeline files for `pipegate apply` (contract §10, pipelines as code): which files a set
  * of paths names, and what each holds beyond the definition: the `publish` block (which inputs
  * and outputs callers may see) and the `tests` block (runs whose outputs must match). Every
  * problem of every file is listed with its path, before anything reaches the service.
@@ -8,9 +8,9 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, extname, isAbsolute, join, relative, resolve } from 'node:path';
 import { validateDefinition } from '../../functions/core/pipeline';
 import type { InputValueType, PipelineDefinition, RawValue } from '../../functions/core/types';
+import { expectedValue, isInputValueType, isPlainObject, isRawValue, matchesValueType } from '../../functions/core/values';
 import { UsageError } from './errors';
 import { idFromPath, parsePipelineText } from './files';
-import { isValueType } from './inputs';
 
 export interface FileProblem {
   path: string;
@@ -49,7 +49,6 @@ const TEST_KEYS = ['name', 'inputs', 'expect'] as const;
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
 export const PIPELINE_FILE_EXTENSIONS = ['.json', '.yaml', '.yml'] as const;
 
-const isObject = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
 
 /** Same path notation as the service's validation: `tests[0].inputs.name`, `nodes["a-b"]`. */
 export function joinPath(base: string, key: string | number): string {
@@ -63,32 +62,17 @@ const describe = (x: unknown): string =>
 
 const list = (xs: readonly string[]): string => (xs.length === 0 ? '(none)' : xs.join(', '));
 
-/** Whether a value fits an input's type, as the service checks run inputs. */
-export function fitsType(type: InputValueType, value: unknown): value is RawValue {
-  switch (type) {
-    case 'string':
-      return typeof value === 'string';
-    case 'integer':
-      return typeof value === 'number' && Number.isSafeInteger(value);
-    case 'float':
-      return typeof value === 'number' && Number.isFinite(value);
-    case 'boolean':
-      return typeof value === 'boolean';
-  }
-}
-
-const isRaw = (x: unknown): x is RawValue => typeof x === 'string' || typeof x === 'boolean' || (typeof x === 'number' && Number.isFinite(x));
 
 /** Input and output nodes as far as they can be read, even from a definition with problems. */
 function nodesOf(nodes: unknown): { inputs: Map<string, InputValueType | null>; outputs: Set<string>; all: Set<string> } {
   const inputs = new Map<string, InputValueType | null>();
   const outputs = new Set<string>();
   const all = new Set<string>();
-  if (!isObject(nodes)) return { inputs, outputs, all };
+  if (!isPlainObject(nodes)) return { inputs, outputs, all };
   for (const [id, node] of Object.entries(nodes)) {
     all.add(id);
-    if (!isObject(node)) continue;
-    if (node.type === 'input') inputs.set(id, isValueType(node.value_type) ? node.value_type : null);
+    if (!isPlainObject(node)) continue;
+    if (node.type === 'input') inputs.set(id, isInputValueType(node.value_type) ? node.value_type : null);
     else if (node.type === 'output') outputs.add(id);
   }
   return { inputs, outputs, all };
@@ -97,7 +81,7 @@ function nodesOf(nodes: unknown): { inputs: Map<string, InputValueType | null>; 
 function checkPublish(block: unknown, nodes: ReturnType<typeof nodesOf>, problems: FileProblem[]): ApplyFile['visibility'] {
   const visibility: ApplyFile['visibility'] = { inputs: {}, outputs: {} };
   if (block === undefined || block === null) return visibility;
-  if (!isObject(block)) {
+  if (!isPlainObject(block)) {
     problems.push({ path: 'publish', reason: `must be an object with "inputs" and/or "outputs", got ${describe(block)}` });
     return visibility;
   }
@@ -108,7 +92,7 @@ function checkPublish(block: unknown, nodes: ReturnType<typeof nodesOf>, problem
     const map = block[section];
     const at = joinPath('publish', section);
     if (map === undefined || map === null) continue;
-    if (!isObject(map)) {
+    if (!isPlainObject(map)) {
       problems.push({ path: at, reason: `must be an object keyed by ${section === 'inputs' ? 'input' : 'output'} node id, got ${describe(map)}` });
       continue;
     }
@@ -123,7 +107,7 @@ function checkPublish(block: unknown, nodes: ReturnType<typeof nodesOf>, problem
         });
         continue;
       }
-      if (!isObject(entry)) {
+      if (!isPlainObject(entry)) {
         problems.push({ path: here, reason: `must be { visible: true | false }, got ${describe(entry)}` });
         continue;
       }
@@ -150,7 +134,7 @@ function checkTests(block: unknown, nodes: ReturnType<typeof nodesOf>, problems:
   const names = new Map<string, number>();
   block.forEach((test: unknown, i) => {
     const at = joinPath('tests', i);
-    if (!isObject(test)) {
+    if (!isPlainObject(test)) {
       problems.push({ path: at, reason: `must be an object { name, inputs, expect }, got ${describe(test)}` });
       return;
     }
@@ -168,7 +152,7 @@ function checkTests(block: unknown, nodes: ReturnType<typeof nodesOf>, problems:
     const inputs: Record<string, RawValue> = {};
     if (test.inputs !== undefined && test.inputs !== null) {
       const here = joinPath(at, 'inputs');
-      if (!isObject(test.inputs)) problems.push({ path: here, reason: `must be an object of input id → value, got ${describe(test.inputs)}` });
+      if (!isPlainObject(test.inputs)) problems.push({ path: here, reason: `must be an object of input id → value, got ${describe(test.inputs)}` });
       else {
         for (const [id, value] of Object.entries(test.inputs)) {
           const p = joinPath(here, id);
@@ -177,9 +161,9 @@ function checkTests(block: unknown, nodes: ReturnType<typeof nodesOf>, problems:
             problems.push({ path: p, reason: nodes.all.has(id) ? `node ${id} is not an input node` : `no input node "${id}" (inputs: ${list([...nodes.inputs.keys()])})` });
           } else if (type === null || type === undefined) {
             // The node's own problem is listed under nodes; its type is unknown.
-            if (!isRaw(value)) problems.push({ path: p, reason: `must be a string, number or boolean, got ${describe(value)}` });
-          } else if (!fitsType(type, value)) {
-            problems.push({ path: p, reason: `must be ${article(type)} (input ${id} is ${type}), got ${describe(value)}` });
+            if (!isRawValue(value)) problems.push({ path: p, reason: `must be a string, number or boolean, got ${describe(value)}` });
+          } else if (!matchesValueType(type, value)) {
+            problems.push({ path: p, reason: `must be ${expectedValue(type)} (input ${id} is ${type}), got ${describe(value)}` });
           } else inputs[id] = value;
         }
       }
@@ -189,14 +173,14 @@ function checkTests(block: unknown, nodes: ReturnType<typeof nodesOf>, problems:
     const here = joinPath(at, 'expect');
     if (test.expect === undefined || test.expect === null) {
       problems.push({ path: here, reason: 'is required: an object of output id → expected value' });
-    } else if (!isObject(test.expect)) {
+    } else if (!isPlainObject(test.expect)) {
       problems.push({ path: here, reason: `must be an object of output id → expected value, got ${describe(test.expect)}` });
     } else {
       for (const [id, value] of Object.entries(test.expect)) {
         const p = joinPath(here, id);
         if (!nodes.outputs.has(id)) {
           problems.push({ path: p, reason: nodes.all.has(id) ? `node ${id} is not an output node` : `no output node "${id}" (outputs: ${list([...nodes.outputs])})` });
-        } else if (!isRaw(value)) {
+        } else if (!isRawValue(value)) {
           problems.push({ path: p, reason: `must be a string, a finite number or a boolean (outputs are RAW values), got ${describe(value)}` });
         } else expect[id] = value;
       }
@@ -206,7 +190,6 @@ function checkTests(block: unknown, nodes: ReturnType<typeof nodesOf>, problems:
   return tests;
 }
 
-const article = (type: InputValueType): string => (type === 'integer' ? 'an integer' : type === 'float' ? 'a number' : `a ${type}`);
 
 /**
  * Checks a parsed pipeline file: the definition as the service would (locally, so a dry run
@@ -214,7 +197,7 @@ const article = (type: InputValueType): string => (type === 'integer' ? 'an inte
  * file's own nodes.
  */
 export function checkApplyDocument(doc: unknown, where: { path: string; shown: string; id: string }): CheckedFile {
-  if (!isObject(doc)) return { ok: false, problems: [{ path: '(file)', reason: `must hold an object with "nodes", got ${describe(doc)}` }] };
+  if (!isPlainObject(doc)) return { ok: false, problems: [{ path: '(file)', reason: `must hold an object with "nodes", got ${describe(doc)}` }] };
   const problems: FileProblem[] = [];
   for (const key of Object.keys(doc)) {
     if (!(TOP_LEVEL as readonly string[]).includes(key)) problems.push({ path: joinPath('', key), reason: `unknown key; a pipeline file holds only ${TOP_LEVEL.join(', ')}` });

@@ -1,6 +1,6 @@
 /**
  * `pipegate apply <file|dir>… [--dry-run] [--secrets-out FILE] [--concurrency N]`: pipelines as
- * code (SPEC section 10). Makes the service match a set of pipeline files: prints the plan,
+ * code (contract §10). Makes the service match a set of pipeline files: prints the plan,
  * then for each pipeline pushes, runs its tests when its version needs them, and publishes
  * when every test passed and the live version or visibility differs from what the file asks.
  * Pipelines are applied side by side (a few at a time) and each prints one block when it ends.
@@ -11,7 +11,7 @@ import { isTerminal } from '../../functions/core/transitions';
 import type { RawValue } from '../../functions/core/types';
 import { readTargets, type ApplyFile, type FileProblem } from './apply-file';
 import { compareOutputs, computePlan, predictPush, type Mismatch, type Plan, type PlannedRun, type PushOutcome } from './apply-plan';
-import { SecretsFile } from './apply-secrets';
+import { CredentialsFile } from './apply-credentials';
 import type { Readiness, Run } from './client';
 import { pollUntil, type Ctx } from './context';
 import { EXIT, ServiceError, UnreachableError, UsageError } from './errors';
@@ -245,7 +245,7 @@ async function applyOne(
   ctx: Ctx,
   planned: Planned,
   opts: ApplyOptions,
-  secrets: SecretsFile | null,
+  secrets: CredentialsFile | null,
   status: (text: string) => void,
 ): Promise<Applied> {
   const { file, readiness } = planned;
@@ -386,7 +386,7 @@ export async function apply(ctx: Ctx, paths: readonly string[], opts: ApplyOptio
   const { out } = ctx;
   const { files, invalid } = readTargets(paths, ctx.io.cwd);
   if (invalid.length > 0) return reportInvalid(ctx, invalid);
-  const secrets = opts.secretsOut !== undefined && !opts.dryRun ? new SecretsFile(opts.secretsOut, ctx.io.cwd) : null;
+  const secrets = opts.secretsOut !== undefined && !opts.dryRun ? new CredentialsFile(opts.secretsOut, ctx.io.cwd) : null;
   const limit = Math.max(1, opts.concurrency);
 
   const progress = out.spinner();

@@ -148,7 +148,7 @@ export class PipegateClient {
     return this.opts.connection.baseUrl;
   }
 
-  // Owner API (SPEC section 7).
+  // Owner API (contract §7).
   push(id: string, definition: unknown) {
     return this.owner('PUT', `/v1/pipelines/${enc(id)}`, PushBody, definition);
   }
@@ -184,7 +184,7 @@ export class PipegateClient {
     return this.owner('POST', `/v1/pipelines/${enc(id)}/deployment/keys`, RotateBody, body);
   }
 
-  // Caller API (SPEC section 4).
+  // Caller API (contract §4).
   contract(deploymentId: string, key: string) {
     return this.caller('GET', `/v1/deployments/${enc(deploymentId)}/`, key, CallerContractBody);
   }

@@ -1,5 +1,5 @@
 /**
- * How the CLI fails. Every failure ends as one of three exit codes (SPEC section 10):
+ * How the CLI fails. Every failure ends as one of three exit codes (contract §10):
  * 0 ok, 1 a failure the service reported (or a run that ended failed), 2 a usage error.
  */
 export const EXIT = { ok: 0, failure: 1, usage: 2 } as const;

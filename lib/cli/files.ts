@@ -1,6 +1,6 @@
 /**
  * Pipeline files: JSON or YAML, holding `description` and `nodes` (sent to the service) and
- * optionally `publish` and `tests` (pipelines as code, SPEC section 10; kept on the client).
+ * optionally `publish` and `tests` (pipelines as code, contract §10; kept on the client).
  */
 import { readFileSync, statSync } from 'node:fs';
 import { basename, extname, resolve } from 'node:path';

@@ -4,6 +4,7 @@
  * string one. Anything that does not fit is a usage error naming the input.
  */
 import type { InputValueType, RawValue } from '../../functions/core/types';
+import { isInputValueType } from '../../functions/core/values';
 import { UsageError } from './errors';
 
 export type { InputValueType, RawValue };
@@ -84,10 +85,7 @@ export function inputTypesOf(definition: unknown): Map<string, InputValueType> {
   for (const [id, node] of Object.entries(nodes as Record<string, unknown>)) {
     if (typeof node !== 'object' || node === null) continue;
     const n = node as { type?: unknown; value_type?: unknown };
-    if (n.type === 'input' && isValueType(n.value_type)) types.set(id, n.value_type);
+    if (n.type === 'input' && isInputValueType(n.value_type)) types.set(id, n.value_type);
   }
   return types;
 }
-
-export const isValueType = (x: unknown): x is InputValueType =>
-  x === 'string' || x === 'integer' || x === 'float' || x === 'boolean';

@@ -1,5 +1,5 @@
 /**
- * The `pipegate` command line (SPEC section 10): commander wiring, one error reporter, and
+ * The `pipegate` command line (docs/contract.md §10): commander wiring, one error reporter, and
  * the exit codes 0 ok · 1 failure reported by the service · 2 usage error.
  */
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';

@@ -11,13 +11,13 @@ import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { readConfig, type Config } from '../config';
-import { QUEUES } from '../queues';
+import { QUEUES, type QueueName } from '../queues';
 import { ROUTES } from '../routes';
 import asl from '../state-machine.asl.json';
 import { releaseDeps, setDeps, storesFor, systemClock, randomIds, type Deps } from '../../functions/adapters/deps';
 import { createGuardedHttp } from '../../functions/adapters/guarded-http';
 import { createLogger, errorFields, silentLogger, type Logger } from '../../functions/adapters/logger';
-import { parseSecretMaterial, StaticSecrets } from '../../functions/adapters/secrets';
+import { parseKeyMaterial, StaticKeyMaterial } from '../../functions/adapters/key-material';
 import { failInterrupted } from '../../functions/services/tasks.service';
 import { ensureTable, startDynalite, type LocalDynamo } from './dynamo';
 import { createGateway, createLambdaContext } from './gateway';
@@ -42,7 +42,7 @@ export interface RuntimeOptions {
   /** Keep DynamoDB in memory instead of on disk under the data dir (tests). */
   inMemory?: boolean;
   /** Queue tuning for tests (e.g. short visibility time-outs). */
-  queueOverrides?: Partial<Record<'executions' | 'callbacks', { visibilityTimeoutSeconds?: number; maxReceiveCount?: number }>>;
+  queueOverrides?: Partial<Record<QueueName, { visibilityTimeoutSeconds?: number; maxReceiveCount?: number }>>;
   /**
    * Index open executions (default). Only a measurement that mirrors AWS turns this off: a
    * restart then cannot find executions that were running.
@@ -108,7 +108,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
 
   const ownerToken =
     opts.ownerToken ?? env.PIPEGATE_OWNER_TOKEN ?? persistent(join(dataDir, 'owner-token'), () => `pgo_${randomBytes(24).toString('base64url')}`);
-  const material = parseSecretMaterial(
+  const material = parseKeyMaterial(
     persistent(join(dataDir, 'secrets.json'), () =>
       JSON.stringify({ pepper: randomBytes(32).toString('base64url'), master_key: randomBytes(32).toString('base64') }),
     ),
@@ -126,7 +126,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
   });
   await ensureTable(dynamo.endpoint, config.table);
 
-  const queue = (id: 'executions' | 'callbacks') =>
+  const queue = (id: QueueName) =>
     new LocalQueue({
       dir: join(dataDir, 'queues'),
       name: id,
@@ -154,7 +154,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
     ...storesFor(config),
     queue: new LocalQueuePort({ executions: queues.executions, callbacks: queues.callbacks }),
     workflow,
-    secrets: new StaticSecrets(material),
+    keyMaterial: new StaticKeyMaterial(material),
     http: createGuardedHttp({ allowPrivate: config.allowPrivateUrls }),
     clock: systemClock,
     ids: randomIds,

@@ -3,19 +3,19 @@
  * stack tests check the synthesized policies against it. Plain data: no aws-cdk-lib.
  */
 import { routeHandlers, WORKERS } from '../routes';
-import type { QueueDefinition } from '../queues';
+import type { QueueName } from '../queues';
 
 export type TableAction = 'GetItem' | 'PutItem' | 'UpdateItem' | 'Query';
 export type StatesAction = 'StartExecution' | 'StopExecution';
-export type QueueId = QueueDefinition['id'];
+export type { QueueName };
 
 export interface FunctionAccess {
   /** DynamoDB actions on the main table; Query also covers its indexes. */
   table: readonly TableAction[];
   /** Queues the function sends to. */
-  send: readonly QueueId[];
+  send: readonly QueueName[];
   /** The queue whose event source invokes the function. */
-  consumes?: QueueId;
+  consumes?: QueueName;
   /** Reads the key material secret (pepper and master key). */
   secret: boolean;
   /** Step Functions actions on the pipegate state machine (StopExecution: on its executions). */

@@ -78,8 +78,6 @@ export class PipegateFunction extends Construct {
       logGroup: this.logGroup,
       role: this.role,
       environment: {
-        POWERTOOLS_SERVICE_NAME: 'pipegate',
-        POWERTOOLS_METRICS_NAMESPACE: 'pipegate',
         NODE_OPTIONS: '--enable-source-maps',
         ...props.environment,
       },

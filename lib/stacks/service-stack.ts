@@ -35,7 +35,7 @@ export const ASL_SUBSTITUTIONS = {
 const ROUTE_TIMEOUT = Duration.seconds(15);
 const TASK_TIMEOUT = Duration.seconds(30);
 
-/** Bodies of the responses API Gateway gives on its own, in SPEC's error shape. */
+/** Bodies of the responses API Gateway gives on its own, in the contract's error shape. */
 export const GATEWAY_RESPONSES: readonly {
   type: apigw.ResponseType;
   statusCode?: string;
@@ -59,7 +59,7 @@ export const GATEWAY_RESPONSES: readonly {
   { type: apigw.ResponseType.THROTTLED, statusCode: '429', body: '{"error":"Too Many Requests"}' },
   // API Gateway says "Missing Authentication Token" both for an IAM route called without a
   // signature and for a path it has no route for. Unknown paths are caught first by the root
-  // {proxy+} mock (404), so what is left here is an unsigned owner request: SPEC's 401.
+  // {proxy+} mock (404), so what is left here is an unsigned owner request: the contract's 401.
   {
     type: apigw.ResponseType.MISSING_AUTHENTICATION_TOKEN,
     statusCode: '401',
@@ -255,7 +255,7 @@ export class ServiceStack extends Stack {
       });
     }
 
-    // Bodies are validated by the handlers (SPEC's error messages); this checks parameters and
+    // Bodies are validated by the handlers (the contract's error messages); this checks parameters and
     // satisfies the one-validator-per-API rule without changing any response.
     const validator = api.addRequestValidator('Validator', { validateRequestBody: true, validateRequestParameters: true });
 

@@ -13,9 +13,8 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
-import { QUEUES, type QueueDefinition } from '../queues';
+import { QUEUES, type QueueDefinition, type QueueName } from '../queues';
 import { MAIN_TABLE } from '../tables';
-import type { QueueId } from './permissions';
 import { PipegateFunction } from './pipegate-function';
 import type { Settings } from './settings';
 
@@ -31,7 +30,7 @@ export interface QueuePair {
 
 export class StatefulStack extends Stack {
   readonly table: dynamodb.Table;
-  readonly queues: Record<QueueId, QueuePair>;
+  readonly queues: Record<QueueName, QueuePair>;
   readonly secret: secretsmanager.Secret;
   readonly alarmTopic: sns.Topic;
 

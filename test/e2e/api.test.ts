@@ -1,5 +1,5 @@
 /**
- * The caller and owner APIs end to end: a started local runtime, real HTTP, every SPEC rule
+ * The caller and owner APIs end to end: a started local runtime, real HTTP, every contract rule
  * a caller or an owner can observe.
  */
 import { createServer, type IncomingMessage, type Server } from 'node:http';
@@ -194,7 +194,7 @@ describe('executing a deployment', () => {
   });
 });
 
-describe('the error table (SPEC section 5)', () => {
+describe('the error table (contract §5)', () => {
   const post = (body: unknown, headers: Record<string, string> = {}) => rt.caller('POST', executions(greet), greet.apiKey, body, headers);
 
   it('401 for a missing or wrong key, with WWW-Authenticate', async () => {

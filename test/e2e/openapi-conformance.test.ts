@@ -318,7 +318,7 @@ describe('owner keys, executions and delete conform', () => {
 });
 
 describe('coverage of the flow', () => {
-  it('answered every route with a success and the statuses of SPEC section 5 and the owner errors', () => {
+  it('answered every route with a success and the statuses of contract §5 and the owner errors', () => {
     const successes = ROUTES.filter((r) => ![...covered].some((c) => c.startsWith(`${r.method} ${r.path} 2`)));
     expect(successes.map((r) => `${r.method} ${r.path}`)).toEqual([]);
     const statuses = new Set([...covered].map((c) => Number(c.split(' ').pop())));

@@ -1,6 +1,6 @@
 import { GetSecretValueCommand, PutSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { mockClient } from 'aws-sdk-client-mock';
-import { parseSecretMaterial } from '../../functions/adapters/secrets';
+import { parseKeyMaterial } from '../../functions/adapters/key-material';
 import { completeMaterial, handler, type CustomResourceEvent } from '../../lib/stacks/secret-init.handler';
 
 const sm = mockClient(SecretsManagerClient);
@@ -17,7 +17,7 @@ describe('completeMaterial', () => {
     const next = completeMaterial(generated, counter());
     // Assess
     expect(next).not.toBeNull();
-    const material = parseSecretMaterial(next ?? '');
+    const material = parseKeyMaterial(next ?? '');
     expect(material.pepper.toString()).toBe('p'.repeat(64));
     expect(material.masterKey).toHaveLength(32);
   });
@@ -66,7 +66,7 @@ describe('secret-init custom resource', () => {
     await handler(event('Create'));
     // Assess
     const put = sm.commandCalls(PutSecretValueCommand)[0]?.args[0].input;
-    expect(parseSecretMaterial(put?.SecretString ?? '').masterKey).toHaveLength(32);
+    expect(parseKeyMaterial(put?.SecretString ?? '').masterKey).toHaveLength(32);
     expect(sentStatus()).toBe('SUCCESS');
   });
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { readConfig, type Config } from '../../lib/config';
 import type { Deps } from '../../functions/adapters/deps';
 import { silentLogger } from '../../functions/adapters/logger';
-import { StaticSecrets } from '../../functions/adapters/secrets';
+import { StaticKeyMaterial } from '../../functions/adapters/key-material';
 import type { HttpPort, QueueName, QueuePort, WorkflowPort } from '../../functions/core/ports';
 import type { TestDb } from './dynamo';
 
@@ -29,7 +29,7 @@ export class RecordingWorkflow implements WorkflowPort {
   }
 }
 
-export const testSecrets = new StaticSecrets({ pepper: Buffer.from('test-pepper-0123456789'), masterKey: Buffer.alloc(32, 7) });
+export const testKeyMaterial = new StaticKeyMaterial({ pepper: Buffer.from('test-pepper-0123456789'), masterKey: Buffer.alloc(32, 7) });
 
 export function testConfig(db: TestDb, overrides: Partial<Config> = {}): Config {
   return { ...readConfig({ PIPEGATE_TABLE: db.table, PIPEGATE_ALLOW_PRIVATE_URLS: 'true', PIPEGATE_CANCEL_POLL_MS: '50' }), ...overrides };
@@ -48,7 +48,7 @@ export function testDeps(db: TestDb, overrides: Partial<Deps> = {}): Deps & { qu
     deployments: db.deployments,
     queue: new RecordingQueue(),
     workflow: new RecordingWorkflow(),
-    secrets: testSecrets,
+    keyMaterial: testKeyMaterial,
     http: noHttp,
     clock: { now: () => new Date() },
     ids: { uuid: () => randomUUID() },

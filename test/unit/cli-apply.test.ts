@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { checkApplyDocument, readTargets, type ApplyFile } from '../../lib/cli/apply-file';
 import { compareOutputs, computePlan, CURRENT_VALUES_RUN, predictPush, scheduleRuns, visibilityBody } from '../../lib/cli/apply-plan';
-import { SecretsFile } from '../../lib/cli/apply-secrets';
+import { CredentialsFile } from '../../lib/cli/apply-credentials';
 import { mapBounded } from '../../lib/cli/apply';
 import type { Readiness } from '../../lib/cli/client';
 import { UsageError } from '../../lib/cli/errors';
@@ -143,7 +143,7 @@ describe('pipeline file checks', () => {
     expect(byPath.get('publish.inputs.nme')).toMatch(/no input node "nme" \(inputs: name, count\)/);
     expect(byPath.get('publish.inputs.message')).toMatch(/not an input node/);
     expect(byPath.get('tests[0].inputs.name')).toMatch(/must be a string \(input name is string\), got number 42/);
-    expect(byPath.get('tests[0].inputs.count')).toMatch(/must be an integer/);
+    expect(byPath.get('tests[0].inputs.count')).toMatch(/must be a whole number \(input count is integer\), got number 1.5/);
     expect(byPath.get('tests[0].inputs.nope')).toMatch(/no input node "nope"/);
     expect(byPath.get('tests[1].expect.greeting')).toMatch(/not an output node/);
     expect(byPath.get('tests[1].expect.missing')).toMatch(/no output node "missing" \(outputs: message, debug\)/);
@@ -348,7 +348,7 @@ describe('output comparison', () => {
 describe('the secrets file', () => {
   let dir: string;
   beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), 'pipegate-apply-secrets-'));
+    dir = mkdtempSync(join(tmpdir(), 'pipegate-apply-credentials-'));
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -358,7 +358,7 @@ describe('the secrets file', () => {
     // Prepare
     const path = join(dir, 'secrets.json');
     writeFileSync(path, JSON.stringify({ kept: entry(0) }));
-    const secrets = new SecretsFile('secrets.json', dir);
+    const secrets = new CredentialsFile('secrets.json', dir);
 
     // Act
     await Promise.all([secrets.save('one', entry(1)), secrets.save('two', entry(2)), secrets.save('one', entry(3))]);
@@ -374,10 +374,10 @@ describe('the secrets file', () => {
     writeFileSync(join(dir, 'text.json'), 'not json');
 
     // Assess
-    expect(() => new SecretsFile('list.json', dir)).toThrow(/does not hold a JSON object/);
-    expect(() => new SecretsFile('text.json', dir)).toThrow(/is not JSON/);
-    expect(() => new SecretsFile('missing/secrets.json', dir)).toThrow(/does not exist/);
-    expect(() => new SecretsFile('.', dir)).toThrow(/is a directory/);
+    expect(() => new CredentialsFile('list.json', dir)).toThrow(/does not hold a JSON object/);
+    expect(() => new CredentialsFile('text.json', dir)).toThrow(/is not JSON/);
+    expect(() => new CredentialsFile('missing/secrets.json', dir)).toThrow(/does not exist/);
+    expect(() => new CredentialsFile('.', dir)).toThrow(/is a directory/);
   });
 });
 

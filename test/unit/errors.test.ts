@@ -1,6 +1,6 @@
 import { AppError, ERRORS, toErrorResponse } from '../../functions/core/errors';
 
-describe('the error catalog (SPEC section 5)', () => {
+describe('the error catalog (contract §5)', () => {
   it.each([
     ['ExecutionNotCompleted', 409, 'Execution not completed'],
     ['Unauthorized', 401, 'Unauthorized'],

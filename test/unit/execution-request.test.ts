@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { AppError, isAppError } from '../../functions/core/errors';
-import { canonicalJson, parseExecutionRequest } from '../../functions/core/execution-request';
+import { sortedJson } from '../../functions/core/canonical';
+import { parseExecutionRequest } from '../../functions/core/execution-request';
 import type { Contract } from '../../functions/core/types';
 
 const contract: Contract = {
@@ -116,7 +117,7 @@ describe('parseExecutionRequest: accepted requests', () => {
 
   it('writes canonical JSON with sorted keys at every level', () => {
     // Act
-    const text = canonicalJson({ b: [{ z: 1, a: null }], a: 'x' });
+    const text = sortedJson({ b: [{ z: 1, a: null }], a: 'x' });
 
     // Assess
     expect(text).toBe('{"a":"x","b":[{"a":null,"z":1}]}');
@@ -234,10 +235,10 @@ describe('parseExecutionRequest: refusals', () => {
     ['a REFERENCE value', { name: { value: 'ref', value_type: 'REFERENCE' } }, 'value_type REFERENCE is not yet supported'],
     ['an ASSET value', { name: { value: 'a', value_type: 'ASSET' } }, 'value_type ASSET is not yet supported'],
     ['a number for a string input', { name: { value: 5, value_type: 'RAW' } }, "input 'name' must be a string"],
-    ['a string for an integer input', { times: { value: '5', value_type: 'RAW' } }, "input 'times' must be an integer"],
-    ['a fraction for an integer input', { times: { value: 1.5, value_type: 'RAW' } }, "input 'times' must be an integer"],
-    ['a string for a float input', { ratio: { value: '0.5', value_type: 'RAW' } }, "input 'ratio' must be a number"],
-    ['a string for a boolean input', { loud: { value: 'true', value_type: 'RAW' } }, "input 'loud' must be a boolean"],
+    ['a string for an integer input', { times: { value: '5', value_type: 'RAW' } }, "input 'times' must be a whole number (its type is integer)"],
+    ['a fraction for an integer input', { times: { value: 1.5, value_type: 'RAW' } }, "input 'times' must be a whole number (its type is integer)"],
+    ['a string for a float input', { ratio: { value: '0.5', value_type: 'RAW' } }, "input 'ratio' must be a finite number (its type is float)"],
+    ['a string for a boolean input', { loud: { value: 'true', value_type: 'RAW' } }, "input 'loud' must be true or false (its type is boolean)"],
   ])('refuses %s with 422 Invalid Input', (_name, workflow_input, detail) => {
     // Act
     const error = thrown(() => parseJson({ workflow_input }));

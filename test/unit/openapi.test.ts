@@ -118,7 +118,7 @@ function documentedErrors(method: string, path: string): string[] {
 const pairs = (...names: ErrorName[]): string[] => names.map((n) => `${ERRORS[n].status} ${ERRORS[n].message}`);
 const EVERY_ROUTE: ErrorName[] = ['Unauthorized', 'TooManyRequests', 'InternalError', 'ServiceUnavailable'];
 
-// SPEC section 5 for callers, section 7 (and the catalog) for owners.
+// contract §5 for callers, section 7 (and the catalog) for owners.
 const EXPECTED_ERRORS: Record<string, ErrorName[]> = {
   'POST /v1/deployments/{deployment_id}/executions': [
     'InvalidInputStructure',

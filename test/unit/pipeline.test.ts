@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import {
-  canonicalJson,
+  canonicalDefinition,
   contentHash,
   inputNodeIds,
   nodeDependencies,
@@ -480,7 +480,7 @@ describe('validateDefinition: never throws', () => {
   });
 });
 
-describe('canonicalJson and contentHash', () => {
+describe('canonicalDefinition and contentHash', () => {
   const valid = (input: unknown): PipelineDefinition => {
     const result = validateDefinition(input);
     if (!result.ok) throw new Error(JSON.stringify(result.problems));
@@ -492,7 +492,7 @@ describe('canonicalJson and contentHash', () => {
     const def = valid(greeting());
 
     // Act
-    const text = canonicalJson({ ...def, extra: 'ignored' } as PipelineDefinition);
+    const text = canonicalDefinition({ ...def, extra: 'ignored' } as PipelineDefinition);
 
     // Assess
     expect(text).toBe(
@@ -503,7 +503,7 @@ describe('canonicalJson and contentHash', () => {
   });
 
   it('omits a missing description', () => {
-    expect(canonicalJson({ nodes: { a: { type: 'input', value_type: 'boolean', value: true } } })).toBe(
+    expect(canonicalDefinition({ nodes: { a: { type: 'input', value_type: 'boolean', value: true } } })).toBe(
       '{"nodes":{"a":{"type":"input","value":true,"value_type":"boolean"}}}',
     );
   });
@@ -524,7 +524,7 @@ describe('canonicalJson and contentHash', () => {
     fc.assert(
       fc.property(fc.constantFrom(greeting(), everyType()), fc.array(fc.integer(), { minLength: 1, maxLength: 8 }), (base, seed) => {
         const reordered = valid(shuffleKeys(base, seed));
-        expect(canonicalJson(reordered)).toBe(canonicalJson(valid(base)));
+        expect(canonicalDefinition(reordered)).toBe(canonicalDefinition(valid(base)));
         expect(contentHash(reordered)).toBe(contentHash(valid(base)));
       }),
     );

@@ -4,7 +4,7 @@ import { allowedFrom, canTransition, isTerminal, STATUSES, TERMINAL, TRANSITIONS
 const status = fc.constantFrom(...STATUSES);
 
 describe('execution status transitions', () => {
-  it('allows exactly the moves of SPEC section 4', () => {
+  it('allows exactly the moves of contract §4', () => {
     const allowed = STATUSES.flatMap((from) => STATUSES.filter((to) => canTransition(from, to)).map((to) => `${from}→${to}`));
     expect(allowed.sort()).toEqual(['pending→cancelled', 'pending→running', 'running→cancelled', 'running→completed', 'running→failed'].sort());
   });

@@ -1,6 +1,6 @@
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { mockClient } from 'aws-sdk-client-mock';
-import { parseSecretMaterial, SecretsManagerSecrets } from '../../functions/adapters/secrets';
+import { parseKeyMaterial, SecretsManagerKeyMaterial } from '../../functions/adapters/key-material';
 
 const sm = mockClient(SecretsManagerClient);
 const secret = JSON.stringify({ pepper: 'p'.repeat(32), master_key: Buffer.alloc(32, 9).toString('base64') });
@@ -10,7 +10,7 @@ beforeEach(() => sm.reset());
 describe('Secrets Manager adapter', () => {
   it('reads the secret once and serves it from memory afterwards', async () => {
     sm.on(GetSecretValueCommand).resolves({ SecretString: secret });
-    const secrets = new SecretsManagerSecrets(new SecretsManagerClient({ region: 'eu-west-1' }), 'arn:secret');
+    const secrets = new SecretsManagerKeyMaterial(new SecretsManagerClient({ region: 'eu-west-1' }), 'arn:secret');
 
     const [a, b] = await Promise.all([secrets.material(), secrets.material()]);
     const c = await secrets.material();
@@ -24,7 +24,7 @@ describe('Secrets Manager adapter', () => {
 
   it('does not keep a failed read: the next call tries again', async () => {
     sm.on(GetSecretValueCommand).rejectsOnce(new Error('throttled')).resolves({ SecretString: secret });
-    const secrets = new SecretsManagerSecrets(new SecretsManagerClient({ region: 'eu-west-1' }), 'arn:secret');
+    const secrets = new SecretsManagerKeyMaterial(new SecretsManagerClient({ region: 'eu-west-1' }), 'arn:secret');
 
     await expect(secrets.material()).rejects.toThrow('throttled');
     await expect(secrets.material()).resolves.toMatchObject({ masterKey: Buffer.alloc(32, 9) });
@@ -33,7 +33,7 @@ describe('Secrets Manager adapter', () => {
 
   it('reads again once the cached value is older than its time to live', async () => {
     sm.on(GetSecretValueCommand).resolves({ SecretString: secret });
-    const secrets = new SecretsManagerSecrets(new SecretsManagerClient({ region: 'eu-west-1' }), 'arn:secret', 0);
+    const secrets = new SecretsManagerKeyMaterial(new SecretsManagerClient({ region: 'eu-west-1' }), 'arn:secret', 0);
     await secrets.material();
     await new Promise((r) => setTimeout(r, 2));
     await secrets.material();
@@ -46,6 +46,6 @@ describe('Secrets Manager adapter', () => {
     ['a master key of the wrong size', JSON.stringify({ pepper: 'p'.repeat(32), master_key: Buffer.alloc(16).toString('base64') })],
     ['a missing master key', JSON.stringify({ pepper: 'p'.repeat(32) })],
   ])('refuses %s', (_what, text) => {
-    expect(() => parseSecretMaterial(text)).toThrow();
+    expect(() => parseKeyMaterial(text)).toThrow();
   });
 });

@@ -8,7 +8,7 @@ import { accessSync, chmodSync, constants, existsSync, readFileSync, renameSync,
 import { dirname, resolve } from 'node:path';
 import { UsageError } from './errors';
 
-export interface SecretEntry {
+export interface CredentialsEntry {
   deployment_id: string;
   api_key: string;
   signing_secret: string;
@@ -36,7 +36,7 @@ function readExisting(path: string, shown: string): Record<string, unknown> {
   return doc;
 }
 
-export class SecretsFile {
+export class CredentialsFile {
   private chain: Promise<void> = Promise.resolve();
   readonly path: string;
 
@@ -59,13 +59,13 @@ export class SecretsFile {
   }
 
   /** Adds (or replaces) one pipeline's entry; calls are written one after another. */
-  save(pipelineId: string, entry: SecretEntry): Promise<void> {
+  save(pipelineId: string, entry: CredentialsEntry): Promise<void> {
     const next = this.chain.then(() => this.write(pipelineId, entry));
     this.chain = next.catch(() => undefined);
     return next;
   }
 
-  private write(pipelineId: string, entry: SecretEntry): void {
+  private write(pipelineId: string, entry: CredentialsEntry): void {
     const doc = { ...readExisting(this.path, this.shown), [pipelineId]: entry };
     const tmp = `${this.path}.${process.pid}.tmp`;
     try {

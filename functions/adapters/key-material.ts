@@ -2,12 +2,12 @@ import { GetSecretValueCommand, type SecretsManagerClient } from '@aws-sdk/clien
 import * as v from 'valibot';
 
 /** The service's own key material: the pepper for API-key hashes and the key that seals signing secrets. */
-export interface SecretMaterial {
+export interface KeyMaterial {
   pepper: Buffer;
   masterKey: Buffer;
 }
-export interface SecretsPort {
-  material(): Promise<SecretMaterial>;
+export interface KeyMaterialPort {
+  material(): Promise<KeyMaterial>;
 }
 
 const SecretJson = v.object({
@@ -15,7 +15,7 @@ const SecretJson = v.object({
   master_key: v.pipe(v.string(), v.base64()),
 });
 
-export function parseSecretMaterial(text: string): SecretMaterial {
+export function parseKeyMaterial(text: string): KeyMaterial {
   const parsed = v.parse(SecretJson, JSON.parse(text));
   const masterKey = Buffer.from(parsed.master_key, 'base64');
   if (masterKey.length !== 32) throw new Error('master_key must be 32 bytes');
@@ -23,8 +23,8 @@ export function parseSecretMaterial(text: string): SecretMaterial {
 }
 
 /** Reads the secret once per cold start and keeps it for a while: one API call per container, not per request. */
-export class SecretsManagerSecrets implements SecretsPort {
-  private cached: { at: number; value: Promise<SecretMaterial> } | null = null;
+export class SecretsManagerKeyMaterial implements KeyMaterialPort {
+  private cached: { at: number; value: Promise<KeyMaterial> } | null = null;
 
   constructor(
     private readonly client: SecretsManagerClient,
@@ -32,12 +32,12 @@ export class SecretsManagerSecrets implements SecretsPort {
     private readonly ttlMs = 15 * 60_000,
   ) {}
 
-  material(): Promise<SecretMaterial> {
+  material(): Promise<KeyMaterial> {
     const now = Date.now();
     if (!this.cached || now - this.cached.at > this.ttlMs) {
       const value = this.client
         .send(new GetSecretValueCommand({ SecretId: this.secretId }))
-        .then((out) => parseSecretMaterial(out.SecretString ?? ''));
+        .then((out) => parseKeyMaterial(out.SecretString ?? ''));
       value.catch(() => (this.cached = null));
       this.cached = { at: now, value };
     }
@@ -45,9 +45,9 @@ export class SecretsManagerSecrets implements SecretsPort {
   }
 }
 
-export class StaticSecrets implements SecretsPort {
-  constructor(private readonly value: SecretMaterial) {}
-  material(): Promise<SecretMaterial> {
+export class StaticKeyMaterial implements KeyMaterialPort {
+  constructor(private readonly value: KeyMaterial) {}
+  material(): Promise<KeyMaterial> {
     return Promise.resolve(this.value);
   }
 }
