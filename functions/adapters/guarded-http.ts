@@ -8,7 +8,7 @@ import * as dns from 'node:dns';
 import * as http from 'node:http';
 import * as https from 'node:https';
 import type { LookupFunction } from 'node:net';
-import { checkUrl, isBlockedAddress } from '../core/address-guard';
+import { checkUrl, isBlockedAddress, isMetadataAddress } from '../core/address-guard';
 import type { HttpPort, HttpRequest, HttpResponse } from '../core/ports';
 
 /** The form of `dns.lookup` the guard calls: always asking for every address of the name. */
@@ -55,8 +55,8 @@ export function guardedLookup(allowPrivate: boolean, resolve: LookupFn = default
         callback(notFound, options.all === true ? [] : '');
         return;
       }
-      if (!allowPrivate) {
-        const blocked = addresses.find((a) => isBlockedAddress(a.address));
+      {
+        const blocked = addresses.find((a) => (allowPrivate ? isMetadataAddress(a.address) : isBlockedAddress(a.address)));
         if (blocked !== undefined) {
           const refused = new AddressNotAllowedError(`address ${blocked.address} of host ${hostname} is not allowed`);
           callback(refused, options.all === true ? [] : '');

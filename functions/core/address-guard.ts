@@ -1,6 +1,7 @@
 /**
  * The one address guard for every outbound call pipegate makes on a user's behalf (callbacks
- * and http nodes, contract §6). Only plain public unicast addresses pass; everything else
+ * and http nodes, contract §6), and for REFERENCE inputs at submit time. Only plain public
+ * unicast addresses pass; everything else
  * (loopback, private, link-local and the cloud metadata address, unique-local, CGNAT,
  * unspecified, multicast, reserved and documentation ranges) is refused, and IPv6 forms that
  * carry an IPv4 address are judged by that IPv4 address.
@@ -72,6 +73,36 @@ export function isBlockedAddress(ip: string): boolean {
   return isBlockedIPv6(ipaddr.IPv6.parse(ip));
 }
 
+/**
+ * Addresses that hand out cloud credentials: the EC2 instance metadata service (IPv4 and its
+ * IPv6 form on Nitro), the ECS/EKS container credential endpoints. They stay refused where
+ * private addresses are otherwise allowed (the local runtime's default), because a developer's
+ * laptop or a build runner on EC2 would otherwise hand its role's credentials to a pipeline.
+ */
+const METADATA_ADDRESSES: readonly string[] = [
+  '169.254.169.254',
+  '169.254.170.2',
+  '169.254.170.23',
+  'fd00:ec2:0:0:0:0:0:254',
+  'fd00:ec2:0:0:0:0:0:23',
+];
+
+/** True for a cloud metadata address, in any spelling (IPv4-mapped and compatible IPv6 included). */
+export function isMetadataAddress(ip: string): boolean {
+  const host = ip.startsWith('[') && ip.endsWith(']') ? ip.slice(1, -1) : ip;
+  if (DOTTED_QUAD.test(host)) return METADATA_ADDRESSES.includes(host);
+  if (!host.includes(':') || host.includes('%') || !ipaddr.IPv6.isValid(host)) return false;
+  const addr = ipaddr.IPv6.parse(host);
+  const [w0, w1, w2, w3, w4, w5, w6, w7] = addr.parts as [number, number, number, number, number, number, number, number];
+  if (w0 === 0 && w1 === 0 && w2 === 0 && w3 === 0 && (w4 === 0 || w4 === 0xffff) && (w5 === 0 || w5 === 0xffff)) {
+    return METADATA_ADDRESSES.includes(embeddedIPv4(w6, w7).toString());
+  }
+  if (w0 === 0x64 && w1 === 0xff9b && w2 === 0 && w3 === 0 && w4 === 0 && w5 === 0) {
+    return METADATA_ADDRESSES.includes(embeddedIPv4(w6, w7).toString());
+  }
+  return METADATA_ADDRESSES.includes(addr.toNormalizedString());
+}
+
 function isIpLiteral(hostname: string): boolean {
   return DOTTED_QUAD.test(hostname) || hostname.includes(':');
 }
@@ -98,6 +129,9 @@ export function checkUrl(url: string, opts: UrlCheckOptions): string | null {
   const host = parsed.hostname.startsWith('[') ? parsed.hostname.slice(1, -1) : parsed.hostname;
   if (host === '') {
     return 'URL must name a host';
+  }
+  if (isIpLiteral(host) && isMetadataAddress(host)) {
+    return `address ${host} is not allowed`;
   }
   if (opts.allowPrivate) {
     return null;

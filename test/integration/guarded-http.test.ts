@@ -314,6 +314,22 @@ describe('guarded HTTP adapter', () => {
     });
   });
 
+  describe('cloud metadata addresses', () => {
+    it.each([['169.254.169.254'], ['fd00:ec2::254']])(
+      'refuses a name that resolves to %s even when private addresses are allowed',
+      async (address) => {
+        // Prepare
+        const guarded = createGuardedHttp({ allowPrivate: true, resolve: fakeResolver({ 'metadata.test': [address] }) });
+
+        // Act
+        const call = guarded({ method: 'GET', url: 'http://metadata.test/latest/meta-data/', headers: {}, timeoutMs: 5000 });
+
+        // Assess
+        await expect(call).rejects.toThrow(`address ${address} of host metadata.test is not allowed`);
+      },
+    );
+  });
+
   describe('with private addresses refused (AWS)', () => {
     it('refuses a name that resolves to loopback, before any request reaches it', async () => {
       // Prepare
@@ -396,6 +412,7 @@ describe('guardedLookup', () => {
   const resolver = fakeResolver({
     'public.test': ['93.184.216.34', '2606:4700::1111'],
     'meta.test': ['fd00:ec2::254'],
+    'ula.test': ['fd00::1'],
   });
 
   it('hands back the first address when Node asks for one', async () => {
@@ -425,11 +442,19 @@ describe('guardedLookup', () => {
     await expect(result).rejects.toThrow('address fd00:ec2::254 of host meta.test is not allowed');
   });
 
-  it('lets a blocked answer through when private addresses are allowed', async () => {
+  it('lets a private answer through when private addresses are allowed', async () => {
     // Act
-    const result = await lookupAll(guardedLookup(true, resolver), 'meta.test', false);
+    const result = await lookupAll(guardedLookup(true, resolver), 'ula.test', false);
 
     // Assess
-    expect(result).toEqual({ address: 'fd00:ec2::254', family: 6 });
+    expect(result).toEqual({ address: 'fd00::1', family: 6 });
+  });
+
+  it('refuses the metadata answer even when private addresses are allowed', async () => {
+    // Act
+    const result = lookupAll(guardedLookup(true, resolver), 'meta.test', false);
+
+    // Assess
+    await expect(result).rejects.toThrow('address fd00:ec2::254 of host meta.test is not allowed');
   });
 });

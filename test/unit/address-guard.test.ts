@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { checkUrl, isBlockedAddress } from '../../functions/core/address-guard';
+import { checkUrl, isBlockedAddress, isMetadataAddress } from '../../functions/core/address-guard';
 
 const STRICT = { allowPrivate: false };
 const LOCAL = { allowPrivate: true };
@@ -155,6 +155,37 @@ describe('checkUrl', () => {
       expect(result).toBeNull();
     },
   );
+
+  it.each([
+    ['http://169.254.169.254/latest/meta-data/iam/security-credentials/', 'address 169.254.169.254 is not allowed'],
+    ['http://[fd00:ec2::254]/latest/api/token', 'address fd00:ec2::254 is not allowed'],
+    ['http://[::ffff:169.254.169.254]/', 'address ::ffff:a9fe:a9fe is not allowed'],
+    ['http://0xa9fea9fe/', 'address 169.254.169.254 is not allowed'],
+    ['http://169.254.170.2/v2/credentials', 'address 169.254.170.2 is not allowed'],
+  ])('refuses the cloud metadata address %s even when private addresses are allowed', (url, reason) => {
+    // Act
+    const local = checkUrl(url, LOCAL);
+    const strict = checkUrl(url, STRICT);
+
+    // Assess
+    expect(local).toBe(reason);
+    expect(strict).toBe(reason);
+  });
+
+  it.each([
+    ['169.254.169.254', true],
+    ['fd00:ec2::254', true],
+    ['FD00:EC2:0::254', true],
+    ['::ffff:169.254.169.254', true],
+    ['64:ff9b::a9fe:a9fe', true],
+    ['169.254.169.253', false],
+    ['fd00:ec2::255', false],
+    ['127.0.0.1', false],
+    ['not an address', false],
+  ])('isMetadataAddress(%s) is %s', (ip, expected) => {
+    // Act / Assess
+    expect(isMetadataAddress(ip)).toBe(expected);
+  });
 
   it('still refuses other schemes and credentials when private addresses are allowed', () => {
     // Act
