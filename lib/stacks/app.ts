@@ -4,11 +4,8 @@
 import { Validations, type App, type Environment } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { ServiceStack } from './service-stack';
-import { settingsFrom, type Settings } from './settings';
+import { PLACEHOLDER_ENV, settingsFrom, type Settings } from './settings';
 import { StatefulStack } from './stateful-stack';
-
-/** Synth needs no AWS call when both are explicit; the CLI fills them in from credentials on deploy. */
-export const PLACEHOLDER_ENV = { account: '123456789012', region: 'us-east-1' } as const;
 
 export interface PipegateApp {
   settings: Settings;

@@ -10,6 +10,9 @@ export const EXPRESS_MAX_EXECUTION_TIMEOUT_MS = 280_000;
 export const TASK_RUN_MARGIN_SECONDS = 15;
 const LAMBDA_MAX_TIMEOUT_SECONDS = 900;
 
+/** Synth needs no AWS call when both are explicit; the CLI fills them in from credentials on deploy. */
+export const PLACEHOLDER_ENV = { account: '123456789012', region: 'us-east-1' } as const;
+
 export type StateMachineKind = 'EXPRESS' | 'STANDARD';
 
 export interface Settings {
