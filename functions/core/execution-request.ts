@@ -9,7 +9,7 @@ import { sortedJson } from './canonical';
 import { checkUrl } from './address-guard';
 import { AppError } from './errors';
 import type { Contract, RawValue } from './types';
-import { isPlainObject, valueTypeProblem } from './values';
+import { isPlainObject, referenceProblem, requestValueType, valueTypeProblem } from './values';
 
 export interface ExecutionRequest {
   callback: string | null;
@@ -133,10 +133,17 @@ export function parseExecutionRequest(
     const input = visible.get(id);
     // Hidden and unknown ids answer alike so that a caller cannot learn what is hidden.
     if (input === undefined) throw new AppError('InvalidInput', `unknown input '${id}'`);
-    if (value_type !== 'RAW') {
-      throw new AppError('InvalidInput', `input '${id}': value_type ${value_type} is not yet supported`);
+    if (value_type === 'ASSET') {
+      throw new AppError('InvalidInput', `input '${id}': value_type ASSET is not supported yet; send RAW values, or REFERENCE URLs for reference inputs`);
     }
-    const wrong = valueTypeProblem(input.value_type, value);
+    const wanted = requestValueType(input.value_type);
+    if (value_type !== wanted) {
+      throw new AppError('InvalidInput', `input '${id}' takes value_type ${wanted} (its type is ${input.value_type}), got ${value_type}`);
+    }
+    const wrong =
+      input.value_type === 'reference'
+        ? referenceProblem(value, { allowPrivate: opts.allowPrivateUrls })
+        : valueTypeProblem(input.value_type, value);
     if (wrong !== null) throw new AppError('InvalidInput', `input '${id}' ${wrong}`);
     overrides.set(id, value);
   }

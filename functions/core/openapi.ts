@@ -5,9 +5,10 @@
 import { callerContract } from './contract';
 import { ERRORS } from './errors';
 import type { Deployment, InputValueType } from './types';
+import { requestValueType } from './values';
 
 const jsonType = (t: InputValueType): Record<string, unknown> =>
-  t === 'string' ? { type: 'string' } : t === 'integer' ? { type: 'integer' } : t === 'float' ? { type: 'number' } : { type: 'boolean' };
+  t === 'reference' ? { type: 'string', format: 'uri', pattern: '^[Hh][Tt][Tt][Pp][Ss]?://' } : t === 'string' ? { type: 'string' } : t === 'integer' ? { type: 'integer' } : t === 'float' ? { type: 'number' } : { type: 'boolean' };
 
 const errorBody = { $ref: '#/components/schemas/Error' };
 const err = (description: string) => ({ description, content: { 'application/json': { schema: errorBody } } });
@@ -26,7 +27,7 @@ export function deploymentOpenApi(d: Pick<Deployment, 'deployment_id' | 'pipelin
         type: 'object',
         additionalProperties: false,
         required: ['value', 'value_type'],
-        properties: { value: { ...jsonType(i.value_type), default: i.value }, value_type: { const: 'RAW' } },
+        properties: { value: { ...jsonType(i.value_type), default: i.value }, value_type: { const: requestValueType(i.value_type) } },
       },
     ]),
   );

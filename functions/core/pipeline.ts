@@ -3,7 +3,7 @@ import * as v from 'valibot';
 import { sortedJson } from './canonical';
 import { expressionProblem } from './jsonata-limits';
 import type { NodeType, PipelineDefinition, PipelineNode, Problem } from './types';
-import { expectedValue, INPUT_VALUE_TYPES, isInputValueType, isPlainObject, matchesValueType } from './values';
+import { expectedValue, INPUT_VALUE_TYPES, isAbsoluteHttpUrl, isInputValueType, isPlainObject, matchesValueType } from './values';
 
 export const DEFAULT_MAX_NODES = 64;
 export const MAX_DESCRIPTION_LENGTH = 2000;
@@ -43,14 +43,6 @@ const description = v.optional(
 
 const nodeRefs = v.array(v.string('must be a node id (a string)'), 'must be a list of node ids');
 
-const isHttpUrl = (s: string): boolean => {
-  try {
-    const u = new URL(s);
-    return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname !== '';
-  } catch {
-    return false;
-  }
-};
 
 const integerIn = (min: number, max: number, unit = '') =>
   v.pipe(
@@ -83,7 +75,7 @@ const NODE_SCHEMAS = {
       type: v.literal('http'),
       inputs: v.optional(nodeRefs),
       method: v.optional(v.picklist(HTTP_METHODS, `must be one of ${HTTP_METHODS.join(', ')}`)),
-      url: v.pipe(v.string('must be a URL (a string)'), v.check(isHttpUrl, 'must be an absolute http:// or https:// URL')),
+      url: v.pipe(v.string('must be a URL (a string)'), v.check((s: string) => isAbsoluteHttpUrl(s), 'must be an absolute http:// or https:// URL')),
       headers: v.optional(
         v.pipe(
           // record() alone would take an array as an object keyed "0", "1", ...

@@ -2,7 +2,8 @@ import type { ExecutionStatus } from './transitions';
 
 /** A RAW value: what inputs hold and outputs must produce. */
 export type RawValue = string | number | boolean;
-export type InputValueType = 'string' | 'integer' | 'float' | 'boolean';
+/** `reference`: an absolute http(s) URL, sent by callers as value_type REFERENCE; nodes see the string. */
+export type InputValueType = 'string' | 'integer' | 'float' | 'boolean' | 'reference';
 
 export interface InputNode {
   type: 'input';

@@ -3,9 +3,36 @@
  * value of each type looks like, and how a mismatch is said. Push validation, execution
  * requests, owner runs and the CLI all ask here.
  */
+import { checkUrl, type UrlCheckOptions } from './address-guard';
 import type { InputValueType, RawValue } from './types';
 
-export const INPUT_VALUE_TYPES = ['string', 'integer', 'float', 'boolean'] as const satisfies readonly InputValueType[];
+export const INPUT_VALUE_TYPES = ['string', 'integer', 'float', 'boolean', 'reference'] as const satisfies readonly InputValueType[];
+
+/** What a caller puts in `value_type` beside a value: REFERENCE for reference inputs, RAW for the rest. */
+export type RequestValueType = 'RAW' | 'REFERENCE';
+export const requestValueType = (type: InputValueType): RequestValueType => (type === 'reference' ? 'REFERENCE' : 'RAW');
+
+/** An absolute http or https URL naming a host (the form a reference must have, wherever it is checked). */
+export function isAbsoluteHttpUrl(x: unknown): x is string {
+  if (typeof x !== 'string') return false;
+  try {
+    const u = new URL(x);
+    return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname !== '';
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A reference given with a request (a caller's execution or an owner's run): its form, then the
+ * address guard, so a caller cannot hand a pipeline a URL into the service's own network. Null
+ * when it passes; the reason never repeats the URL's path or query.
+ */
+export function referenceProblem(value: unknown, opts: UrlCheckOptions): string | null {
+  if (!isAbsoluteHttpUrl(value)) return `must be ${EXPECTED.reference}`;
+  const refused = checkUrl(value, opts);
+  return refused === null ? null : `is not an allowed URL: ${refused}`;
+}
 
 export const isPlainObject = (x: unknown): x is Record<string, unknown> =>
   typeof x === 'object' && x !== null && !Array.isArray(x);
@@ -22,6 +49,7 @@ const EXPECTED: Record<InputValueType, string> = {
   integer: 'a whole number',
   float: 'a finite number',
   boolean: 'true or false',
+  reference: 'an absolute http or https URL',
 };
 
 /** Whether `value` is a value of `type`. Integers are safe integers: larger ones lose digits in JSON. */
@@ -35,6 +63,8 @@ export function matchesValueType(type: InputValueType, value: unknown): value is
       return typeof value === 'number' && Number.isFinite(value);
     case 'boolean':
       return typeof value === 'boolean';
+    case 'reference':
+      return isAbsoluteHttpUrl(value);
   }
 }
 

@@ -6,7 +6,7 @@ import { applyVisibility, assertPublishable, discoverContract, readiness as read
 import { AppError } from '../core/errors';
 import { PIPELINE_ID_PATTERN } from '../core/ids';
 import { isTerminal } from '../core/transitions';
-import { valueTypeProblem } from '../core/values';
+import { referenceProblem, valueTypeProblem } from '../core/values';
 import type { Contract, Execution, PipelineDefinition, RawValue, RunPointer } from '../core/types';
 import { executeUrl, ownerExecutionBody, runBody } from '../core/views';
 import type { Deps } from '../adapters/deps';
@@ -83,7 +83,7 @@ const RunRequest = v.strictObject({
 });
 
 /** Checks a run's input overrides against the version's input nodes; every problem listed. */
-function runInputs(def: PipelineDefinition, given: Record<string, RawValue>): Record<string, RawValue> {
+function runInputs(def: PipelineDefinition, given: Record<string, RawValue>, allowPrivate: boolean): Record<string, RawValue> {
   const problems: { path: string; reason: string }[] = [];
   const values: Record<string, RawValue> = {};
   for (const [id, node] of Object.entries(def.nodes)) if (node.type === 'input') values[id] = node.value;
@@ -93,7 +93,7 @@ function runInputs(def: PipelineDefinition, given: Record<string, RawValue>): Re
       problems.push({ path: `inputs.${id}`, reason: 'no input node with this id' });
       continue;
     }
-    const wrong = valueTypeProblem(node.value_type, value);
+    const wrong = node.value_type === 'reference' ? referenceProblem(value, { allowPrivate }) : valueTypeProblem(node.value_type, value);
     if (wrong !== null) problems.push({ path: `inputs.${id}`, reason: wrong });
     else values[id] = value;
   }
@@ -109,7 +109,7 @@ export async function startRun(d: Deps, id: string, body: string | null, baseUrl
   }
   const version = await d.pipelines.getVersion(id, m.version);
   if (!version) throw new Error(`pipeline ${id} points at missing version ${m.version}`);
-  const inputs = runInputs(version.definition, parsed.output.inputs ?? {});
+  const inputs = runInputs(version.definition, parsed.output.inputs ?? {}, d.config.allowPrivateUrls);
   const now = d.clock.now().toISOString();
   const run: Execution = {
     execution_id: d.ids.uuid(),

@@ -4,7 +4,7 @@
  * string one. Anything that does not fit is a usage error naming the input.
  */
 import type { InputValueType, RawValue } from '../../functions/core/types';
-import { isInputValueType } from '../../functions/core/values';
+import { isAbsoluteHttpUrl, isInputValueType } from '../../functions/core/values';
 import { UsageError } from './errors';
 
 export type { InputValueType, RawValue };
@@ -38,6 +38,11 @@ export function parseValue(id: string, type: InputValueType, text: string): RawV
       if (t === 'false') return false;
       throw new UsageError(`--input ${id}=${text}: ${id} is a boolean input; give true or false`);
     }
+    case 'reference':
+      if (!isAbsoluteHttpUrl(text)) {
+        throw new UsageError(`--input ${id}=${text}: ${id} is a reference input; give an absolute http(s) URL such as https://example.com/data.json`);
+      }
+      return text;
   }
 }
 

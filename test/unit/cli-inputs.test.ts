@@ -27,6 +27,7 @@ describe('--input values are read by the input type', () => {
     ['float', '1e3', 1000],
     ['boolean', 'true', true],
     ['boolean', 'FALSE', false],
+    ['reference', 'https://example.com/a.json?x=1', 'https://example.com/a.json?x=1'],
   ])('%s %j → %j', (type, text, expected) => {
     // Act
     const value = parseValue('x', type, text);
@@ -51,6 +52,8 @@ describe('--input values are read by the input type', () => {
     ['boolean', 'yes'],
     ['boolean', '1'],
     ['boolean', ''],
+    ['reference', 'example.com/a.json'],
+    ['reference', 'ftp://example.com/a'],
   ])('%s %j is a usage error naming the input and the type', (type, text) => {
     // Act
     const e = usage(() => parseValue('count', type, text));

@@ -11,6 +11,7 @@ const contract: Contract = {
     { id: 'ratio', value_type: 'float', value: 0.5, visible: true },
     { id: 'loud', value_type: 'boolean', value: false, visible: true },
     { id: 'secret', value_type: 'string', value: 'hidden', visible: false },
+    { id: 'source', value_type: 'reference', value: 'https://example.com/data.json', visible: true },
   ],
   outputs: [{ id: 'message', visible: true }],
 };
@@ -32,7 +33,7 @@ function thrown(fn: () => unknown): AppError {
   throw new Error('expected an AppError');
 }
 
-const published = { name: 'world', times: 1, ratio: 0.5, loud: false, secret: 'hidden' };
+const published = { name: 'world', times: 1, ratio: 0.5, loud: false, secret: 'hidden', source: 'https://example.com/data.json' };
 
 describe('parseExecutionRequest: accepted requests', () => {
   it.each([
@@ -63,7 +64,33 @@ describe('parseExecutionRequest: accepted requests', () => {
     });
 
     // Assess
-    expect(result.inputs).toEqual({ name: '', times: 0, ratio: 2, loud: true, secret: 'hidden' });
+    expect(result.inputs).toEqual({ name: '', times: 0, ratio: 2, loud: true, secret: 'hidden', source: 'https://example.com/data.json' });
+  });
+
+  it('takes a REFERENCE URL for a reference input and hands it on as a string', () => {
+    // Act
+    const result = parseJson({ workflow_input: { source: { value: 'https://data.example.org/v1/items?page=2', value_type: 'REFERENCE' } } });
+
+    // Assess
+    expect(result.inputs.source).toBe('https://data.example.org/v1/items?page=2');
+  });
+
+  it('allows a loopback reference only when private URLs are allowed, and the metadata address never', () => {
+    // Prepare
+    const local = { ...opts, allowPrivateUrls: true };
+    const loopback = { workflow_input: { source: { value: 'http://127.0.0.1:8080/x', value_type: 'REFERENCE' } } };
+    const metadata = { workflow_input: { source: { value: 'http://[fd00:ec2::254]/', value_type: 'REFERENCE' } } };
+
+    // Act
+    const allowed = parseJson(loopback, local);
+    const refused = thrown(() => parseJson(loopback));
+    const metadataRefused = thrown(() => parseJson(metadata, local));
+
+    // Assess
+    expect(allowed.inputs.source).toBe('http://127.0.0.1:8080/x');
+    expect(refused.code).toBe('InvalidInput');
+    expect(metadataRefused.code).toBe('InvalidInput');
+    expect(metadataRefused.detail).toBe("input 'source' is not an allowed URL: address fd00:ec2::254 is not allowed");
   });
 
   it('returns the callback URL', () => {
@@ -232,8 +259,14 @@ describe('parseExecutionRequest: refusals', () => {
   it.each([
     ['an unknown input', { nope: { value: 'x', value_type: 'RAW' } }, "unknown input 'nope'"],
     ['a hidden input, answered like an unknown one', { secret: { value: 'x', value_type: 'RAW' } }, "unknown input 'secret'"],
-    ['a REFERENCE value', { name: { value: 'ref', value_type: 'REFERENCE' } }, 'value_type REFERENCE is not yet supported'],
-    ['an ASSET value', { name: { value: 'a', value_type: 'ASSET' } }, 'value_type ASSET is not yet supported'],
+    ['a REFERENCE value for a string input', { name: { value: 'https://example.com/', value_type: 'REFERENCE' } }, "input 'name' takes value_type RAW (its type is string), got REFERENCE"],
+    ['a RAW value for a reference input', { source: { value: 'https://example.com/', value_type: 'RAW' } }, "input 'source' takes value_type REFERENCE (its type is reference), got RAW"],
+    ['a relative reference', { source: { value: '/data.json', value_type: 'REFERENCE' } }, "input 'source' must be an absolute http or https URL"],
+    ['a reference that is a number', { source: { value: 5, value_type: 'REFERENCE' } }, "input 'source' must be an absolute http or https URL"],
+    ['a file: reference', { source: { value: 'file:///etc/passwd', value_type: 'REFERENCE' } }, "input 'source' must be an absolute http or https URL"],
+    ['a reference to a private address', { source: { value: 'http://10.0.0.7/x?token=t', value_type: 'REFERENCE' } }, "input 'source' is not an allowed URL: address 10.0.0.7 is not allowed"],
+    ['a reference to the metadata address', { source: { value: 'http://169.254.169.254/latest/', value_type: 'REFERENCE' } }, 'address 169.254.169.254 is not allowed'],
+    ['an ASSET value', { name: { value: 'a', value_type: 'ASSET' } }, 'value_type ASSET is not supported yet'],
     ['a number for a string input', { name: { value: 5, value_type: 'RAW' } }, "input 'name' must be a string"],
     ['a string for an integer input', { times: { value: '5', value_type: 'RAW' } }, "input 'times' must be a whole number (its type is integer)"],
     ['a fraction for an integer input', { times: { value: 1.5, value_type: 'RAW' } }, "input 'times' must be a whole number (its type is integer)"],

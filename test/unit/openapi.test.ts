@@ -285,6 +285,7 @@ describe('the bodies built by the views conform (property)', () => {
     fc.record({ id: nodeId, value_type: fc.constant('integer' as const), value: fc.integer(), visible: fc.boolean() }),
     fc.record({ id: nodeId, value_type: fc.constant('float' as const), value: fc.double({ noNaN: true, noDefaultInfinity: true }), visible: fc.boolean() }),
     fc.record({ id: nodeId, value_type: fc.constant('boolean' as const), value: fc.boolean(), visible: fc.boolean() }),
+    fc.record({ id: nodeId, value_type: fc.constant('reference' as const), value: fc.webUrl(), visible: fc.boolean() }),
   );
   const contractOutput: fc.Arbitrary<ContractOutput> = fc.record({ id: nodeId, visible: fc.boolean() });
   const deployment = fc.record({
@@ -328,6 +329,31 @@ describe('the bodies built by the views conform (property)', () => {
       }),
       { numRuns: 40 },
     );
+  });
+});
+
+describe('a reference input in the per-deployment document', () => {
+  it('asks for a URL with value_type REFERENCE, and RAW for the others', () => {
+    // Prepare
+    const d = {
+      deployment_id: '6f1d7c2e-8a43-4b9e-9a57-2d1f0c3b4a51',
+      pipeline_id: 'fetch',
+      version: 1,
+      inputs: [
+        { id: 'source', value_type: 'reference' as const, value: 'https://example.com/a.json', visible: true },
+        { id: 'limit', value_type: 'integer' as const, value: 3, visible: true },
+      ],
+      outputs: [{ id: 'out', visible: true }],
+      published_at: '2026-11-22T15:00:00.000Z',
+    };
+
+    // Act
+    const generated = JSON.stringify(deploymentOpenApi(d, BASE));
+
+    // Assess
+    expect(generated).toContain('"source":{"type":"object","additionalProperties":false,"required":["value","value_type"],"properties":{"value":{"type":"string","format":"uri"');
+    expect(generated).toContain('"value_type":{"const":"REFERENCE"}');
+    expect(generated).toContain('"limit":{"type":"object","additionalProperties":false,"required":["value","value_type"],"properties":{"value":{"type":"integer","default":3},"value_type":{"const":"RAW"}}}');
   });
 });
 

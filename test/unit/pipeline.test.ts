@@ -205,6 +205,11 @@ describe('validateDefinition: input nodes', () => {
     ['float', true, false],
     ['boolean', false, true],
     ['boolean', 'true', false],
+    ['reference', 'https://example.com/data.json', true],
+    ['reference', 'http://127.0.0.1:8080/x', true],
+    ['reference', 'example.com/data.json', false],
+    ['reference', 'mailto:a@example.com', false],
+    ['reference', 5, false],
   ])('value_type %s with value %j: valid = %s', (valueType, value, valid) => {
     expect(validateDefinition({ nodes: { v: { type: 'input', value_type: valueType, value } } }).ok).toBe(valid);
   });
@@ -220,7 +225,7 @@ describe('validateDefinition: input nodes', () => {
 
   it('requires value_type and value of the allowed kinds', () => {
     expect(problemsOf({ nodes: { v: { type: 'input', value_type: 'date', value: 'x' } } })).toEqual([
-      { path: 'nodes.v.value_type', reason: 'must be one of string, integer, float, boolean' },
+      { path: 'nodes.v.value_type', reason: 'must be one of string, integer, float, boolean, reference' },
     ]);
     expect(problemsOf({ nodes: { v: { type: 'input', value_type: 'string' } } })).toEqual([{ path: 'nodes.v.value', reason: 'is required' }]);
     expect(problemsOf({ nodes: { v: { type: 'input', value_type: 'string', value: null } } })).toEqual([

@@ -1,4 +1,5 @@
 import { isTerminal } from '../../../functions/core/transitions';
+import { requestValueType, type RequestValueType } from '../../../functions/core/values';
 import { pollUntil, type Ctx } from '../context';
 import { UsageError } from '../errors';
 import { parseInputs, splitAssignments, type InputValueType, type RawValue } from '../inputs';
@@ -21,13 +22,15 @@ export async function execute(ctx: Ctx, deploymentId: string, opts: ExecuteOptio
   }
   splitAssignments(opts.input); // syntax errors before any request
   const { out, client } = ctx;
-  const body: { workflow_input?: Record<string, { value: RawValue; value_type: 'RAW' }>; callback?: string } = {};
+  const body: { workflow_input?: Record<string, { value: RawValue; value_type: RequestValueType }>; callback?: string } = {};
   if (opts.input.length > 0) {
     // The caller's contract holds the visible inputs and their types; hidden ones cannot be set.
     const { body: contract } = await client.contract(deploymentId, key);
     const types = new Map<string, InputValueType>(contract.inputs.map((i) => [i.id, i.value_type]));
     const values = parseInputs(opts.input, types);
-    body.workflow_input = Object.fromEntries(Object.entries(values).map(([id, value]) => [id, { value, value_type: 'RAW' as const }]));
+    body.workflow_input = Object.fromEntries(
+      Object.entries(values).map(([id, value]) => [id, { value, value_type: requestValueType(types.get(id) ?? 'string') }]),
+    );
   }
   if (opts.callback !== undefined) body.callback = opts.callback;
 

@@ -1,3 +1,4 @@
+import { requestValueType, type RequestValueType } from '../../../functions/core/values';
 import type { Published } from '../client';
 import type { Ctx } from '../context';
 import { UsageError } from '../errors';
@@ -32,8 +33,8 @@ export function visibilityBody(o: PublishOptions): { inputs?: Visibility; output
 
 /** A curl command a caller can paste: every visible input set to its published value. */
 export function curlExample(p: Published, key: string): string {
-  const workflowInput: Record<string, { value: unknown; value_type: 'RAW' }> = {};
-  for (const i of p.inputs) if (i.visible) workflowInput[i.id] = { value: i.value, value_type: 'RAW' };
+  const workflowInput: Record<string, { value: unknown; value_type: RequestValueType }> = {};
+  for (const i of p.inputs) if (i.visible) workflowInput[i.id] = { value: i.value, value_type: requestValueType(i.value_type) };
   const body = JSON.stringify(Object.keys(workflowInput).length ? { workflow_input: workflowInput } : {});
   return [
     `curl -sS -X POST ${shellQuote(p.execute_url)}`,
