@@ -1,0 +1,294 @@
+/**
+ * IAM as the synthesized templates declare it: every role with the policies attached to it
+ * (inline, AWS::IAM::Policy, customer-managed AWS::IAM::ManagedPolicy and the AWS-managed ones
+ * known here), the resource policies of queues, topics and secrets, and an evaluator built on
+ * @cloud-copilot/iam-simulate answering allowed or denied for one request.
+ */
+import { createHash } from 'node:crypto';
+import { runSimulation, type EvaluationResult } from '@cloud-copilot/iam-simulate';
+import type { ResolvedAssembly, ResolvedStack } from './physical';
+
+export interface PolicyDocument {
+  Version?: string;
+  Statement: unknown[] | Record<string, unknown>;
+}
+
+export interface AttachedPolicy {
+  /** Where it comes from: `<stack>/<logical id>` of the role or policy, or the managed policy ARN. */
+  name: string;
+  document: PolicyDocument;
+}
+
+export interface Principal {
+  stack: string;
+  /** Logical id of the AWS::IAM::Role. */
+  logicalId: string;
+  roleArn: string;
+  roleName: string;
+  /** The access key id a process acting as this role signs with (see credentialsFor). */
+  accessKeyId: string;
+  policies: AttachedPolicy[];
+  /** AWS-managed policies attached to the role whose documents are not known here. */
+  unknownManagedPolicies: string[];
+}
+
+/**
+ * AWS-managed policies are not in the template, only their ARNs. The ones pipegate's roles may
+ * carry are copied here verbatim from AWS (policy version as noted); any other AWS-managed ARN
+ * is listed in Principal.unknownManagedPolicies and grants nothing, and assertKnownPolicies()
+ * refuses to serve a role that carries one, so no grant is silently missed.
+ */
+const AWS_MANAGED: Readonly<Record<string, PolicyDocument>> = {
+  // v1
+  'service-role/AWSLambdaBasicExecutionRole': {
+    Version: '2012-10-17',
+    Statement: [{ Effect: 'Allow', Action: ['logs:CreateLogGroup', 'logs:CreateLogStream', 'logs:PutLogEvents'], Resource: '*' }],
+  },
+  // v2
+  'AWSXRayDaemonWriteAccess': {
+    Version: '2012-10-17',
+    Statement: [
+      {
+        Effect: 'Allow',
+        Action: [
+          'xray:PutTraceSegments',
+          'xray:PutTelemetryRecords',
+          'xray:GetSamplingRules',
+          'xray:GetSamplingTargets',
+          'xray:GetSamplingStatisticSummaries',
+        ],
+        Resource: ['*'],
+      },
+    ],
+  },
+};
+
+const isRecord = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
+const asArray = (x: unknown): unknown[] => (x === undefined ? [] : Array.isArray(x) ? x : [x]);
+
+function awsManaged(arn: string): PolicyDocument | undefined {
+  const m = /^arn:[^:]+:iam::aws:policy\/(.+)$/.exec(arn);
+  return m?.[1] ? AWS_MANAGED[m[1]] : undefined;
+}
+
+/**
+ * Credentials for a role: the access key id names the role (the endpoint finds the principal
+ * by it, as AWS finds the session behind a temporary key); the secret is derived, not checked.
+ */
+export function credentialsFor(roleArn: string): { accessKeyId: string; secretAccessKey: string; sessionToken: string } {
+  const h = createHash('sha256').update(roleArn).digest();
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
+  let id = 'ASIA';
+  for (let i = 0; i < 16; i++) id += alphabet[(h[i] as number) % 32];
+  return {
+    accessKeyId: id,
+    secretAccessKey: createHash('sha256').update(`secret:${roleArn}`).digest('base64').slice(0, 40),
+    sessionToken: `pipegate-local:${roleArn}`,
+  };
+}
+
+/** Every AWS::IAM::Role in the assembly with everything attached to it, resolved. */
+export function principalsOf(assembly: ResolvedAssembly): Principal[] {
+  const out: Principal[] = [];
+  const seen = new Set<ResolvedStack>();
+  for (const stack of Object.values(assembly.stacks)) {
+    if (seen.has(stack)) continue;
+    seen.add(stack);
+    const resources = stack.stack.template.Resources;
+    const byRoleName = new Map<string, Principal>();
+    for (const [logicalId, r] of Object.entries(resources)) {
+      if (r.Type !== 'AWS::IAM::Role') continue;
+      const physical = stack.physical[logicalId];
+      const roleArn = physical?.attributes.Arn;
+      if (!physical || !roleArn) continue;
+      const where = `${stack.stack.id}.Resources.${logicalId}.Properties`;
+      const props = r.Properties ?? {};
+      const p: Principal = {
+        stack: stack.stack.id,
+        logicalId,
+        roleArn,
+        roleName: physical.ref,
+        accessKeyId: credentialsFor(roleArn).accessKeyId,
+        policies: [],
+        unknownManagedPolicies: [],
+      };
+      asArray(props.Policies).forEach((inline, i) => {
+        const doc = stack.resolve(isRecord(inline) ? inline.PolicyDocument : undefined, `${where}.Policies[${i}].PolicyDocument`);
+        const name = isRecord(inline) && typeof inline.PolicyName === 'string' ? inline.PolicyName : String(i);
+        p.policies.push({ name: `${stack.stack.id}/${logicalId}/${name}`, document: doc as PolicyDocument });
+      });
+      for (const [i, raw] of asArray(props.ManagedPolicyArns).entries()) {
+        const arn = stack.resolveString(raw, `${where}.ManagedPolicyArns[${i}]`);
+        attachManaged(p, arn, stack);
+      }
+      byRoleName.set(physical.ref, p);
+      out.push(p);
+    }
+    for (const [logicalId, r] of Object.entries(resources)) {
+      if (r.Type !== 'AWS::IAM::Policy' && r.Type !== 'AWS::IAM::ManagedPolicy') continue;
+      const where = `${stack.stack.id}.Resources.${logicalId}.Properties`;
+      const props = r.Properties ?? {};
+      const doc = stack.resolve(props.PolicyDocument, `${where}.PolicyDocument`) as PolicyDocument;
+      for (const [i, roleRef] of asArray(props.Roles).entries()) {
+        const roleName = stack.resolveString(roleRef, `${where}.Roles[${i}]`);
+        byRoleName.get(roleName)?.policies.push({ name: `${stack.stack.id}/${logicalId}`, document: doc });
+      }
+    }
+  }
+  return out;
+}
+
+function attachManaged(p: Principal, arn: string, stack: ResolvedStack): void {
+  const known = awsManaged(arn);
+  if (known) {
+    p.policies.push({ name: arn, document: known });
+    return;
+  }
+  // A customer-managed policy of this stack: its document is in the template.
+  for (const [logicalId, r] of Object.entries(stack.stack.template.Resources)) {
+    if (r.Type === 'AWS::IAM::ManagedPolicy' && stack.physical[logicalId]?.ref === arn) {
+      p.policies.push({ name: arn, document: stack.resolve(r.Properties?.PolicyDocument) as PolicyDocument });
+      return;
+    }
+  }
+  p.unknownManagedPolicies.push(arn);
+}
+
+/** Throws when a role that local code acts as carries a managed policy whose grants are unknown. */
+export function assertKnownPolicies(principals: readonly Principal[]): void {
+  const bad = principals.filter((p) => p.unknownManagedPolicies.length > 0);
+  if (bad.length > 0) {
+    throw new Error(
+      `Managed policies not known locally (add them to AWS_MANAGED in lib/synth/iam.ts): ${bad
+        .map((p) => `${p.roleName}: ${p.unknownManagedPolicies.join(', ')}`)
+        .join('; ')}`,
+    );
+  }
+}
+
+/**
+ * Resource policies by resource ARN: queue policies (AWS::SQS::QueuePolicy), topic policies
+ * (AWS::SNS::TopicPolicy) and secret policies (AWS::SecretsManager::ResourcePolicy).
+ */
+export function resourcePoliciesOf(assembly: ResolvedAssembly): Map<string, PolicyDocument[]> {
+  const out = new Map<string, PolicyDocument[]>();
+  const add = (arn: string, doc: PolicyDocument) => out.set(arn, [...(out.get(arn) ?? []), doc]);
+  const seen = new Set<ResolvedStack>();
+  for (const stack of Object.values(assembly.stacks)) {
+    if (seen.has(stack)) continue;
+    seen.add(stack);
+    for (const [logicalId, r] of Object.entries(stack.stack.template.Resources)) {
+      const where = `${stack.stack.id}.Resources.${logicalId}.Properties`;
+      const props = r.Properties ?? {};
+      if (r.Type === 'AWS::SQS::QueuePolicy') {
+        const doc = stack.resolve(props.PolicyDocument, `${where}.PolicyDocument`) as PolicyDocument;
+        for (const [i, url] of asArray(props.Queues).entries()) {
+          const arn = assembly.arns.queueArnOfUrl(stack.resolveString(url, `${where}.Queues[${i}]`));
+          if (!arn) throw new Error(`${where}.Queues[${i}] is not a queue URL`);
+          add(arn, doc);
+        }
+      } else if (r.Type === 'AWS::SNS::TopicPolicy') {
+        const doc = stack.resolve(props.PolicyDocument, `${where}.PolicyDocument`) as PolicyDocument;
+        for (const [i, topic] of asArray(props.Topics).entries()) add(stack.resolveString(topic, `${where}.Topics[${i}]`), doc);
+      } else if (r.Type === 'AWS::SecretsManager::ResourcePolicy') {
+        add(stack.resolveString(props.SecretId, `${where}.SecretId`), stack.resolve(props.ResourcePolicy, `${where}.ResourcePolicy`) as PolicyDocument);
+      }
+    }
+  }
+  return out;
+}
+
+export interface IamRequest {
+  /** A role ARN, or a service principal such as `cloudwatch.amazonaws.com`. */
+  principal: string;
+  /** `service:Action`, e.g. `dynamodb:UpdateItem`. */
+  action: string;
+  /** The ARN the action targets, as AWS's service authorization reference names it. */
+  resource: string;
+  /** Condition keys and values; aws:SecureTransport defaults to true (the SDK always uses TLS on AWS). */
+  context?: Record<string, string | string[]>;
+}
+
+export interface IamDecision {
+  allowed: boolean;
+  result: EvaluationResult;
+  /** Why, in words (the simulator's error when the request could not be evaluated). */
+  reason: string;
+}
+
+/**
+ * Allowed or denied, for the principals and resource policies of one assembly. Identity and
+ * resource policies are evaluated together by iam-simulate as AWS's policy evaluation logic
+ * describes; there are no SCPs, RCPs, permission boundaries, session policies or VPC endpoint
+ * policies in a pipegate deployment, so none are given.
+ */
+export class IamEvaluator {
+  private readonly byArn: Map<string, Principal>;
+  private readonly byKey: Map<string, Principal>;
+
+  constructor(
+    readonly principals: readonly Principal[],
+    private readonly resourcePolicies: ReadonlyMap<string, PolicyDocument[]> = new Map(),
+    private readonly account: string = principals[0]?.roleArn.split(':')[4] ?? '',
+  ) {
+    this.byArn = new Map(principals.map((p) => [p.roleArn, p]));
+    this.byKey = new Map(principals.map((p) => [p.accessKeyId, p]));
+  }
+
+  static fromAssembly(assembly: ResolvedAssembly): IamEvaluator {
+    return new IamEvaluator(principalsOf(assembly), resourcePoliciesOf(assembly), assembly.env.account);
+  }
+
+  principalByAccessKey(accessKeyId: string): Principal | undefined {
+    return this.byKey.get(accessKeyId);
+  }
+
+  principal(roleArn: string): Principal | undefined {
+    return this.byArn.get(roleArn);
+  }
+
+  async evaluate(req: IamRequest): Promise<IamDecision> {
+    const role = this.byArn.get(req.principal);
+    if (!role && req.principal.startsWith('arn:')) {
+      return { allowed: false, result: 'ImplicitlyDenied', reason: `no role ${req.principal} in the templates` };
+    }
+    const resourcePolicies = this.resourcePolicies.get(req.resource) ?? [];
+    const contextVariables: Record<string, string | string[]> = {
+      'aws:SecureTransport': 'true',
+      'aws:CurrentTime': new Date().toISOString(),
+      'aws:EpochTime': String(Math.floor(Date.now() / 1000)),
+      ...(role ? { 'aws:PrincipalArn': role.roleArn, 'aws:PrincipalAccount': this.account } : {}),
+      ...req.context,
+    };
+    const result = await runSimulation(
+      {
+        request: {
+          principal: req.principal,
+          action: req.action,
+          resource: { resource: req.resource, accountId: this.account },
+          contextVariables,
+        },
+        identityPolicies: (role?.policies ?? []).map((p, i) => ({ name: `${i}:${p.name}`, policy: p.document })),
+        serviceControlPolicies: [],
+        resourceControlPolicies: [],
+        // Several resource policies on one resource (not the case today) are one document to IAM.
+        resourcePolicy:
+          resourcePolicies.length === 0
+            ? undefined
+            : { Version: '2012-10-17', Statement: resourcePolicies.flatMap((d) => asArray(d.Statement)) },
+      },
+      { simulationMode: 'Strict' },
+    );
+    if (result.resultType === 'error') {
+      return { allowed: false, result: 'ImplicitlyDenied', reason: `not evaluable: ${result.errors.message}` };
+    }
+    const allowed = result.overallResult === 'Allowed';
+    const who = role ? role.roleName : req.principal;
+    const reason = allowed
+      ? `${who} may ${req.action} on ${req.resource}`
+      : result.overallResult === 'ExplicitlyDenied'
+        ? `an explicit Deny stops ${who} from ${req.action} on ${req.resource}`
+        : `no policy allows ${who} to ${req.action} on ${req.resource}`;
+    return { allowed, result: result.overallResult, reason };
+  }
+}

@@ -1,0 +1,97 @@
+import type { Assembly, Template } from '../../lib/synth/assembly';
+import { credentialsFor, IamEvaluator, principalsOf } from '../../lib/synth/iam';
+import { resolveAssembly, type ResolvedAssembly } from '../../lib/synth/physical';
+import { SYNTH_TIMEOUT_MS, testAssembly } from '../support/synth';
+import { functionRoleArn, localEnv, tableArn, queueArn, withTemplate } from './synth-helpers';
+
+describe('IAM from the synthesized templates', () => {
+  let assembly: Assembly;
+  let resolved: ResolvedAssembly;
+  let iam: IamEvaluator;
+
+  beforeAll(async () => {
+    assembly = await testAssembly();
+    resolved = resolveAssembly(assembly, localEnv());
+    iam = IamEvaluator.fromAssembly(resolved);
+  }, SYNTH_TIMEOUT_MS);
+
+  const can = async (fn: string, action: string, resource: string, context?: Record<string, string>) =>
+    (await iam.evaluate({ principal: functionRoleArn(resolved, fn), action, resource, context })).allowed;
+
+  it('finds every role, each function role with its default policy attached', () => {
+    // Act
+    const principals = principalsOf(resolved);
+    const execute = principals.find((p) => p.roleArn === functionRoleArn(resolved, 'execute'));
+    // Assess
+    expect(principals.length).toBeGreaterThanOrEqual(assembly.functions.length);
+    expect(execute?.policies.map((p) => p.name)).toEqual([expect.stringMatching(/^Pipegate\/ExecuteRoleDefaultPolicy/)]);
+    expect(iam.principalByAccessKey(credentialsFor(execute?.roleArn ?? '').accessKeyId)).toEqual(execute);
+  });
+
+  it('allows what a role is granted, on the ARN it is granted for, and nothing else', async () => {
+    // Assess
+    expect(await can('execute', 'dynamodb:PutItem', tableArn(resolved))).toBe(true);
+    expect(await can('execute', 'dynamodb:DeleteItem', tableArn(resolved))).toBe(false);
+    expect(await can('execute', 'dynamodb:PutItem', `${tableArn(resolved)}-other`)).toBe(false);
+    expect(await can('execute', 'sqs:SendMessage', queueArn(resolved, 'Executions'))).toBe(true);
+    expect(await can('execute', 'sqs:SendMessage', queueArn(resolved, 'Callbacks'))).toBe(false);
+    expect(await can('execution-status', 'sqs:SendMessage', queueArn(resolved, 'Executions'))).toBe(false);
+  });
+
+  it('tells a table from its indexes: Query on an index needs that index ARN', async () => {
+    // Assess
+    expect(await can('pipeline-list', 'dynamodb:Query', `${tableArn(resolved)}/index/gsi1`)).toBe(true);
+    expect(await can('pipeline-list', 'dynamodb:Query', `${tableArn(resolved)}/index/nope`)).toBe(false);
+    expect(await can('execution-status', 'dynamodb:Query', `${tableArn(resolved)}/index/gsi1`)).toBe(false);
+  });
+
+  it("applies the queues' resource policies: their TLS-only Deny refuses a plain-HTTP call", async () => {
+    // Assess
+    const q = queueArn(resolved, 'Executions');
+    expect(await can('execute', 'sqs:SendMessage', q, { 'aws:SecureTransport': 'true' })).toBe(true);
+    const plain = await iam.evaluate({
+      principal: functionRoleArn(resolved, 'execute'),
+      action: 'sqs:SendMessage',
+      resource: q,
+      context: { 'aws:SecureTransport': 'false' },
+    });
+    expect(plain).toMatchObject({ allowed: false, result: 'ExplicitlyDenied' });
+  });
+
+  it('denies a call once the statement granting it is removed from the template', async () => {
+    // Prepare: the execute role's policy without its sqs:SendMessage statement.
+    const stripped = withTemplate(assembly, 'Pipegate', (t: Template) => {
+      const [, policy] = Object.entries(t.Resources).find(([id]) => id.startsWith('ExecuteRoleDefaultPolicy')) ?? [];
+      const doc = policy?.Properties?.PolicyDocument as { Statement: { Action: unknown }[] };
+      doc.Statement = doc.Statement.filter((s) => s.Action !== 'sqs:SendMessage');
+    });
+    const strippedResolved = resolveAssembly(stripped, localEnv());
+    const strippedIam = IamEvaluator.fromAssembly(strippedResolved);
+    const request = { principal: functionRoleArn(strippedResolved, 'execute'), action: 'sqs:SendMessage', resource: queueArn(strippedResolved, 'Executions') };
+    // Act
+    const before = await iam.evaluate(request);
+    const after = await strippedIam.evaluate(request);
+    // Assess
+    expect(before.allowed).toBe(true);
+    expect(after).toMatchObject({ allowed: false, result: 'ImplicitlyDenied' });
+  });
+
+  it('knows every managed policy a function role carries and lists the ones it does not know', () => {
+    // Prepare
+    const fnRoles = new Set(assembly.functions.map((f) => resolved.stack(f.stack).resolveString(f.properties.Role)));
+    // Act
+    const principals = principalsOf(resolved);
+    // Assess
+    expect(principals.filter((p) => fnRoles.has(p.roleArn)).flatMap((p) => p.unknownManagedPolicies)).toEqual([]);
+    expect(principals.flatMap((p) => p.unknownManagedPolicies)).toEqual([
+      'arn:aws:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs',
+    ]);
+  });
+
+  it('denies a role the templates do not hold', async () => {
+    // Act
+    const d = await iam.evaluate({ principal: 'arn:aws:iam::123456789012:role/nobody', action: 'dynamodb:GetItem', resource: tableArn(resolved) });
+    // Assess
+    expect(d.allowed).toBe(false);
+  });
+});
