@@ -33,9 +33,25 @@ async function main(): Promise<void> {
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
-    process.stderr.write(`\n  ${signal}: stopping (finishing in-flight work)…\n`);
+    const running = runtime.workflow.running().length;
+    const drain = runtime.drainSeconds;
+    process.stderr.write(
+      `\n  ${signal}: stopping. New requests are answered 503; ` +
+        (running > 0 ? `waiting up to ${drain} s for ${running} running execution${running === 1 ? '' : 's'} to finish…\n` : 'nothing is running.\n'),
+    );
     runtime.stop().then(
-      () => process.exit(0),
+      (r) => {
+        if (r.running > 0) {
+          const took = (r.waitedMs / 1000).toFixed(1);
+          process.stderr.write(
+            `  ${r.finished} of ${r.running} finished in ${took} s` +
+              (r.interrupted > 0 ? `; ${r.interrupted} still running after ${drain} s failed as interrupted (callbacks go out at the next start)` : '') +
+              '.\n',
+          );
+        }
+        process.stderr.write('  stopped.\n');
+        process.exit(0);
+      },
       (e: unknown) => {
         process.stderr.write(`  could not stop cleanly: ${String(e)}\n`);
         process.exit(1);

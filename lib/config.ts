@@ -46,6 +46,11 @@ const ConfigSchema = v.object({
   PIPEGATE_CANCEL_POLL_MS: int(2_000, 50, 60_000),
   PIPEGATE_ALLOW_PRIVATE_URLS: bool(false),
   PIPEGATE_TRACK_OPEN: bool(true),
+  PIPEGATE_DRAIN_SECONDS: int(30, 0, 3_600),
+  PIPEGATE_SWEEP_INTERVAL_SECONDS: int(60, 1, 3_600),
+  PIPEGATE_SWEEP_PENDING_AFTER_SECONDS: int(300, 1, 86_400),
+  PIPEGATE_SWEEP_GRACE_SECONDS: int(60, 0, 3_600),
+  PIPEGATE_SWEEP_LIMIT: int(100, 1, 10_000),
   AWS_REGION: v.optional(v.string(), 'us-east-1'),
 });
 
@@ -68,6 +73,16 @@ export type Config = {
   allowPrivateUrls: boolean;
   /** Keep open executions on the sweep index (needed where a restart must find them). */
   trackOpen: boolean;
+  /** Local runtime: how long a stop lets running executions finish before failing them as interrupted. */
+  drainSeconds: number;
+  /** Local runtime: seconds between sweeper passes (on AWS the schedule rule sets the pace). */
+  sweepIntervalSeconds: number;
+  /** A `pending` execution (or an owed callback) untouched this long is queued again. */
+  sweepPendingAfterSeconds: number;
+  /** A `running` execution is failed as timed out this long after its time-out. */
+  sweepGraceSeconds: number;
+  /** Index entries one sweeper pass looks at, at most. */
+  sweepLimit: number;
   region: string;
 };
 
@@ -97,6 +112,11 @@ export function readConfig(env: Record<string, string | undefined> = process.env
     cancelPollMs: c.PIPEGATE_CANCEL_POLL_MS,
     allowPrivateUrls: c.PIPEGATE_ALLOW_PRIVATE_URLS,
     trackOpen: c.PIPEGATE_TRACK_OPEN,
+    drainSeconds: c.PIPEGATE_DRAIN_SECONDS,
+    sweepIntervalSeconds: c.PIPEGATE_SWEEP_INTERVAL_SECONDS,
+    sweepPendingAfterSeconds: c.PIPEGATE_SWEEP_PENDING_AFTER_SECONDS,
+    sweepGraceSeconds: c.PIPEGATE_SWEEP_GRACE_SECONDS,
+    sweepLimit: c.PIPEGATE_SWEEP_LIMIT,
     region: c.AWS_REGION,
   };
 }

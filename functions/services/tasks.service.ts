@@ -136,8 +136,8 @@ export async function taskFail(
  * Interrupted work found at start-up (local runtime) or by a sweeper: a running execution
  * whose process died is finished as failed, saying so.
  */
-export async function failInterrupted(d: Deps, e: Execution): Promise<void> {
+export async function failInterrupted(d: Deps, e: Execution, by = 'a service restart'): Promise<void> {
   if (e.status !== 'running') return;
-  await finish(d, e, 'failed', { error_message: 'Execution was interrupted by a service restart and did not finish' });
+  await finish(d, e, 'failed', { error_message: `Execution was interrupted by ${by} and did not finish` });
 }
 

@@ -19,6 +19,7 @@ import { createGuardedHttp } from '../../functions/adapters/guarded-http';
 import { createLogger, errorFields, silentLogger, type Logger } from '../../functions/adapters/logger';
 import { parseKeyMaterial, StaticKeyMaterial } from '../../functions/adapters/key-material';
 import { failInterrupted } from '../../functions/services/tasks.service';
+import { DataDirInUseError, lockDataDir, type DataDirLock } from './data-dir-lock';
 import { ensureTable, startDynalite, type LocalDynamo } from './dynamo';
 import { createGateway, createLambdaContext } from './gateway';
 import { LocalQueue, LocalQueuePort } from './queue';
@@ -57,11 +58,33 @@ export interface Runtime {
   url: string;
   ownerToken: string;
   dataDir: string;
+  /** PIPEGATE_DRAIN_SECONDS: how long a stop waits for running executions. */
+  drainSeconds: number;
   deps: Deps;
   queues: { executions: LocalQueue; callbacks: LocalQueue };
   workflow: LocalWorkflow;
   recovered: { resumed: number; interrupted: number; callbacks: number };
-  stop(): Promise<void>;
+  /**
+   * Stops accepting (every request answers 503 + Retry-After), lets running executions finish
+   * for up to `drainMs` (PIPEGATE_DRAIN_SECONDS by default), then fails the rest as interrupted.
+   */
+  stop(opts?: StopOptions): Promise<StopReport>;
+}
+
+export interface StopOptions {
+  drainMs?: number;
+}
+
+/** What a stop did, for the operator. */
+export interface StopReport {
+  /** Executions whose workflow was going when the stop began. */
+  running: number;
+  /** Of them, finished within the drain time. */
+  finished: number;
+  /** Of them, failed as interrupted when the drain time ran out. */
+  interrupted: number;
+  waitedMs: number;
+  drainMs: number;
 }
 
 /** Reads a file of the data dir, creating it (mode 0600) on first use. */
@@ -72,38 +95,29 @@ function persistent(path: string, create: () => string): string {
   return value;
 }
 
-export class DataDirInUseError extends Error {}
-
-/**
- * One runtime per data dir: a second one would share the database files and queues. A pid
- * file whose process is gone (killed, crashed) is taken over.
- */
-function claimDataDir(dataDir: string): () => void {
-  const pidFile = join(dataDir, 'runtime.pid');
-  if (existsSync(pidFile)) {
-    const pid = Number(readFileSync(pidFile, 'utf8').trim());
-    if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && isAlive(pid)) {
-      throw new DataDirInUseError(`The data dir ${dataDir} is in use by another pipegate (process ${pid}). Stop it, or set PIPEGATE_DATA_DIR to another folder.`);
-    }
-  }
-  writeFileSync(pidFile, `${process.pid}\n`, { mode: 0o600 });
-  return () => rmSync(pidFile, { force: true });
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as { code?: string }).code === 'EPERM';
-  }
-}
+export { DataDirInUseError };
 
 export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> {
   const env = opts.env ?? process.env;
   const dataDir = resolve(opts.dataDir ?? env.PIPEGATE_DATA_DIR ?? '.pipegate');
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  const releaseDataDir = claimDataDir(dataDir);
+  const dataDirLock = await lockDataDir(dataDir);
+  try {
+    // Left by versions that guarded the data dir with a pid file.
+    rmSync(join(dataDir, 'runtime.pid'), { force: true });
+    return await startLocked(opts, env, dataDir, dataDirLock);
+  } catch (e) {
+    await dataDirLock.release();
+    throw e;
+  }
+}
+
+async function startLocked(
+  opts: RuntimeOptions,
+  env: Record<string, string | undefined>,
+  dataDir: string,
+  dataDirLock: DataDirLock,
+): Promise<Runtime> {
   const log = opts.log === false ? silentLogger : (opts.log ?? createLogger('pipegate-local'));
 
   const ownerToken =
@@ -183,8 +197,9 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
   queues.executions.start((event: SQSEvent) => runner(event, createLambdaContext('runner')) as Promise<SQSBatchResponse>);
   queues.callbacks.start((event: SQSEvent) => callbackDispatch(event, createLambdaContext('callback-dispatch')) as Promise<SQSBatchResponse>);
 
-  const server: Server = createServer(
-    createGateway({
+  // While stopping: every request is told to come back (503 + Retry-After), so nothing new is accepted.
+  let draining = false;
+  const gateway = createGateway({
       routes: ROUTES,
       handlers: HTTP_HANDLERS,
       authorizer: (event) => authorizer(event),
@@ -193,8 +208,13 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
       // Served under a prefix (e.g. /api behind a proxy): URLs in answers keep it.
       basePath: env.PIPEGATE_BASE_PATH,
       log: (line) => log.info('request', line),
-    }),
-  );
+  });
+  const server: Server = createServer((req, res) => {
+    if (!draining) return gateway(req, res);
+    req.resume();
+    res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '5', connection: 'close' });
+    res.end(JSON.stringify({ error: 'Service Unavailable', detail: 'pipegate is shutting down' }));
+  });
   const host = opts.host ?? env.HOST ?? '127.0.0.1';
   await new Promise<void>((res, rej) => {
     server.once('error', rej);
@@ -203,29 +223,46 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
   const { port } = server.address() as AddressInfo;
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
 
-  let stopped = false;
+  let stopping: Promise<StopReport> | undefined;
+  const stop = async (stopOpts: StopOptions = {}): Promise<StopReport> => {
+    const drainMs = stopOpts.drainMs ?? config.drainSeconds * 1000;
+    draining = true;
+    // No new workflow starts; their messages wait in the queue for the next start.
+    await queues.executions.stop();
+    const atStop = workflow.running();
+    const began = Date.now();
+    await workflow.idleWithin(drainMs);
+    const left = workflow.running();
+    let interrupted = 0;
+    for (const id of left) {
+      const e = await d.executions.get(id, d.clock.now(), true).catch(() => null);
+      if (e?.status !== 'running') continue;
+      await failInterrupted(d, e, 'a service shutdown').then(
+        () => (interrupted += 1),
+        (err: unknown) => log.error('could not fail an interrupted execution', { execution_id: id, ...errorFields(err) }),
+      );
+    }
+    // Their task calls get a moment to return; anything still pending is queued again at the next start.
+    await workflow.stopAll(2_000);
+    await queues.callbacks.stop();
+    await new Promise<void>((res) => {
+      server.close(() => res());
+      server.closeAllConnections();
+    });
+    await dynamo.close();
+    await dataDirLock.release();
+    releaseDeps(d);
+    return { running: atStop.length, finished: atStop.length - left.length, interrupted, waitedMs: Date.now() - began, drainMs };
+  };
   return {
     url,
     ownerToken,
     dataDir,
+    drainSeconds: config.drainSeconds,
     deps: d,
     queues,
     workflow,
     recovered,
-    stop: async () => {
-      if (stopped) return;
-      stopped = true;
-      await new Promise<void>((res) => {
-        server.close(() => res());
-        server.closeAllConnections();
-      });
-      await Promise.all([queues.executions.stop(), queues.callbacks.stop()]);
-      // In-flight runs get a moment to record their outcome; whatever is left is finished as
-      // interrupted by the next start.
-      await workflow.stopAll(2_000);
-      await dynamo.close();
-      releaseDataDir();
-      releaseDeps(d);
-    },
+    stop: (stopOpts) => (stopping ??= stop(stopOpts)),
   };
 }

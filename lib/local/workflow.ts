@@ -171,6 +171,15 @@ export class LocalWorkflow implements WorkflowPort {
     }
   }
 
+  /** Resolves once idle, or after `ms` with executions still going. */
+  async idleWithin(ms: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const limit = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, ms);
+    });
+    await Promise.race([this.idle(), limit]).finally(() => clearTimeout(timer));
+  }
+
   /**
    * Aborts every execution and waits for their task calls to return, or at most `graceMs`
    * (after which the calls still going are left to the process's exit).
@@ -178,11 +187,7 @@ export class LocalWorkflow implements WorkflowPort {
   async stopAll(graceMs = Infinity): Promise<void> {
     for (const run of this.runs.values()) run.abort();
     if (graceMs === Infinity) return this.idle();
-    let timer: NodeJS.Timeout | undefined;
-    const grace = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, graceMs);
-    });
-    await Promise.race([this.idle(), grace]).finally(() => clearTimeout(timer));
+    await this.idleWithin(graceMs);
   }
 
   private async invoke(run: Run, task: WorkflowTask, input: JsonValue): Promise<JsonValue> {

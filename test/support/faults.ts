@@ -272,6 +272,11 @@ export interface KillRoundsOptions {
   timeoutMs?: number;
   /** Give up waiting once no execution has turned terminal for this long (default 8000). */
   stallMs?: number;
+  /**
+   * Start the next process at once, while the killed one may still be dying, as a supervisor
+   * does (default: after it has exited).
+   */
+  immediateRestart?: boolean;
 }
 
 export interface KillRoundsResult {
@@ -285,6 +290,8 @@ export interface KillRoundsResult {
   receiver: Receiver;
   interrupted: number;
   recoveredLines: string[];
+  /** Milliseconds from each SIGKILL to the next process being spawned. */
+  restartDelaysMs: number[];
 }
 
 const quickDef: PipelineDefinition = {
@@ -321,6 +328,7 @@ export async function killRounds(opts: KillRoundsOptions): Promise<KillRoundsRes
   const firstTerminal = new Map<string, string>();
   let cutOff = 0;
   let kills = 0;
+  const restartDelaysMs: number[] = [];
 
   const statusOf = (url: string, id: string, key: string): Promise<Reply> =>
     request(`${url}/v1/deployments/executions/${id}/status/`, 'GET', undefined, { 'x-api-key': key });
@@ -365,10 +373,22 @@ export async function killRounds(opts: KillRoundsOptions): Promise<KillRoundsRes
       const work = Promise.all([submitter(), submitter(), submitter(), submitter(), poller()]);
       await sleep(100 + random() * opts.maxKillDelayMs);
       alive = false;
-      await rt.kill9();
-      kills += 1;
-      await work;
-      rt = await spawnRuntime(opts.dataDir, env);
+      if (opts.immediateRestart) {
+        const killed = rt.child;
+        const exited = new Promise((r) => killed.once('exit', r));
+        killed.kill('SIGKILL');
+        const at = Date.now();
+        const next = spawnRuntime(opts.dataDir, env);
+        restartDelaysMs.push(Date.now() - at);
+        kills += 1;
+        await Promise.all([work, exited]);
+        rt = await next;
+      } else {
+        await rt.kill9();
+        kills += 1;
+        await work;
+        rt = await spawnRuntime(opts.dataDir, env);
+      }
       const line = /recovered\s+.*/.exec(rt.output())?.[0];
       if (line) recoveredLines.push(line);
     }
@@ -406,7 +426,7 @@ export async function killRounds(opts: KillRoundsOptions): Promise<KillRoundsRes
       later.set(a.id, r.status === 200 ? String(r.body.status) : `http ${r.status}`);
       if (typeof r.body.error_message === 'string' && r.body.error_message.includes('interrupted')) interrupted += 1;
     }
-    return { accepted, cutOff, kills, firstTerminal, final, later, receiver, interrupted, recoveredLines };
+    return { accepted, cutOff, kills, firstTerminal, final, later, receiver, interrupted, recoveredLines, restartDelaysMs };
   } finally {
     await rt.stop();
     await receiver.close();

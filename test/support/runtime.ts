@@ -109,7 +109,7 @@ export async function startTestRuntime(opts: RuntimeOptions = {}): Promise<TestR
       return r.body;
     },
     async cleanup() {
-      await rt.stop();
+      await rt.stop({ drainMs: 0 });
       if (!opts.dataDir) rmSync(dataDir, { recursive: true, force: true });
     },
   };
