@@ -51,6 +51,7 @@ const ConfigSchema = v.object({
   PIPEGATE_SWEEP_PENDING_AFTER_SECONDS: int(300, 1, 86_400),
   PIPEGATE_SWEEP_GRACE_SECONDS: int(60, 0, 3_600),
   PIPEGATE_SWEEP_LIMIT: int(100, 1, 10_000),
+  PIPEGATE_MAX_WAIT_SECONDS: int(60, 0, 900),
   AWS_REGION: v.optional(v.string(), 'us-east-1'),
 });
 
@@ -83,6 +84,8 @@ export type Config = {
   sweepGraceSeconds: number;
   /** Index entries one sweeper pass looks at, at most. */
   sweepLimit: number;
+  /** Longest `Prefer: wait` honoured; longer asks are shortened to it (0 turns waiting off). */
+  maxWaitSeconds: number;
   region: string;
 };
 
@@ -117,6 +120,7 @@ export function readConfig(env: Record<string, string | undefined> = process.env
     sweepPendingAfterSeconds: c.PIPEGATE_SWEEP_PENDING_AFTER_SECONDS,
     sweepGraceSeconds: c.PIPEGATE_SWEEP_GRACE_SECONDS,
     sweepLimit: c.PIPEGATE_SWEEP_LIMIT,
+    maxWaitSeconds: c.PIPEGATE_MAX_WAIT_SECONDS,
     region: c.AWS_REGION,
   };
 }

@@ -13,13 +13,15 @@ export interface Route {
   /** Folder under functions/ holding handler.ts. */
   handler: string;
   auth: RouteAuth;
+  /** Honours `Prefer: wait=N`: may hold the request open until the execution finishes. */
+  waits?: true;
 }
 
 export const ROUTES: readonly Route[] = [
   // Callers, with a deployment's API key.
-  { method: 'POST', path: '/v1/deployments/{deployment_id}/executions', handler: 'execute', auth: 'apiKey' },
-  { method: 'GET', path: '/v1/deployments/executions/{execution_id}/status', handler: 'execution-status', auth: 'apiKey' },
-  { method: 'GET', path: '/v1/deployments/executions/{execution_id}/result', handler: 'execution-result', auth: 'apiKey' },
+  { method: 'POST', path: '/v1/deployments/{deployment_id}/executions', handler: 'execute', auth: 'apiKey', waits: true },
+  { method: 'GET', path: '/v1/deployments/executions/{execution_id}/status', handler: 'execution-status', auth: 'apiKey', waits: true },
+  { method: 'GET', path: '/v1/deployments/executions/{execution_id}/result', handler: 'execution-result', auth: 'apiKey', waits: true },
   { method: 'POST', path: '/v1/deployments/executions/{execution_id}/cancel', handler: 'execution-cancel', auth: 'apiKey' },
   { method: 'GET', path: '/v1/deployments/{deployment_id}', handler: 'deployment-contract', auth: 'apiKey' },
   { method: 'GET', path: '/v1/deployments/{deployment_id}/openapi.json', handler: 'deployment-openapi', auth: 'apiKey' },

@@ -5,6 +5,7 @@
 import middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import { AppError, toErrorResponse } from '../core/errors';
+import { waitSeconds } from '../core/prefer';
 import { deps, type Deps } from './deps';
 import { isUnavailable } from './dynamo';
 import { errorFields } from './logger';
@@ -23,6 +24,8 @@ export interface RequestInfo {
   /** Absolute base URL the caller used, stage and any prefix included, no trailing slash. */
   baseUrl: string;
   header(name: string): string | undefined;
+  /** Every value of a header that may repeat (e.g. `Prefer`), in order. */
+  headerValues(name: string): string[];
   param(name: string): string;
   query(name: string): string | undefined;
 }
@@ -38,6 +41,13 @@ export function headerOf(headers: APIGatewayProxyEvent['headers'] | null | undef
   const wanted = name.toLowerCase();
   for (const [k, v] of Object.entries(headers)) if (k.toLowerCase() === wanted && v !== undefined) return v;
   return undefined;
+}
+
+export function headerValuesOf(event: APIGatewayProxyEvent, name: string): string[] {
+  const wanted = name.toLowerCase();
+  for (const [k, v] of Object.entries(event.multiValueHeaders ?? {})) if (k.toLowerCase() === wanted && v) return v;
+  const one = headerOf(event.headers, name);
+  return one === undefined ? [] : [one];
 }
 
 export function baseUrlOf(event: APIGatewayProxyEvent): string {
@@ -76,7 +86,9 @@ export function httpHandler(fn: (req: RequestInfo) => Promise<RouteAnswer>) {
         if (!(e instanceof AppError) && isUnavailable(e)) e = new AppError('ServiceUnavailable', 'the store is unavailable; retry shortly', {}, { cause: e });
         const { status, body } = toErrorResponse(e, requestId);
         if (status >= 500) deps().log.error('request failed', { request_id: requestId, status, route: request.event?.resource, ...errorFields(request.error) });
-        request.response = toResult({ status, body, headers: status === 503 ? { 'retry-after': '1' } : {} }, requestId);
+        const headers = e instanceof AppError ? { ...e.headers } : {};
+        if (status === 503) headers['retry-after'] = '1';
+        request.response = toResult({ status, body, headers }, requestId);
       },
     })
     .handler(async (event, context) => {
@@ -87,11 +99,21 @@ export function httpHandler(fn: (req: RequestInfo) => Promise<RouteAnswer>) {
         requestId,
         baseUrl: baseUrlOf(event),
         header: (name) => headerOf(event.headers, name),
+        headerValues: (name) => headerValuesOf(event, name),
         param: (name) => event.pathParameters?.[name] ?? '',
         query: (name) => event.queryStringParameters?.[name] ?? undefined,
       };
       return toResult(await fn(info), requestId);
     });
+}
+
+/**
+ * The request's `Prefer: wait=N` (RFC 7240), capped at the configured maximum; counted from
+ * now, which is as close to the request's arrival as a handler gets.
+ */
+export function preferredWait(req: RequestInfo): { seconds: number; untilMs: number } {
+  const seconds = waitSeconds(req.headerValues('prefer'), req.deps.config.maxWaitSeconds);
+  return { seconds, untilMs: Date.now() + seconds * 1000 };
 }
 
 /** The caller identity the authorizer put on the request (see the authorizer handler). */

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { readConfig, type Config } from '../../lib/config';
-import type { Clock, HttpPort, IdSource, QueuePort, WorkflowPort } from '../core/ports';
+import type { Clock, CompletionsPort, HttpPort, IdSource, QueuePort, WorkflowPort } from '../core/ports';
+import { PollingCompletions } from './completions';
 import { DeploymentsStore } from './deployments.store';
 import { createDocumentClient } from './dynamo';
 import { ExecutionsStore } from './executions.store';
@@ -18,6 +19,8 @@ export interface Deps {
   workflow: WorkflowPort;
   keyMaterial: KeyMaterialPort;
   http: HttpPort;
+  /** Wakes callers waiting for an execution to finish (`Prefer: wait`). */
+  completions: CompletionsPort;
   clock: Clock;
   ids: IdSource;
   log: Logger;
@@ -85,6 +88,8 @@ export function awsDeps(config: Config = readConfig()): Deps {
       return http;
     },
     /* eslint-enable @typescript-eslint/no-require-imports */
+    // Lambdas share no memory: a waiting caller re-reads the record (see completions.ts).
+    completions: new PollingCompletions(),
     clock: systemClock,
     ids: randomIds,
     log: createLogger(),

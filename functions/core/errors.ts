@@ -49,17 +49,20 @@ export type ErrorBody = { error: string; detail?: unknown } & Record<string, unk
 export class AppError extends Error {
   readonly status: number;
   readonly fields: Record<string, unknown>;
+  /** Response headers that belong with this answer (e.g. `Retry-After` on a 409 result). */
+  readonly headers: Record<string, string>;
 
   constructor(
     readonly code: ErrorName,
     readonly detail?: unknown,
     fields: Record<string, unknown> = {},
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; headers?: Record<string, string> },
   ) {
     super(ERRORS[code].message, options);
     this.name = 'AppError';
     this.status = ERRORS[code].status;
     this.fields = fields;
+    this.headers = options?.headers ?? {};
   }
 
   body(): ErrorBody {

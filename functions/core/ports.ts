@@ -50,3 +50,24 @@ export interface WorkflowPort {
   /** Stops it if it is still going; stopping a finished or unknown one is not an error. */
   stop(name: string, cause: string): Promise<void>;
 }
+
+/**
+ * Wakes callers that wait for an execution to finish (`Prefer: wait`). A wake only means "read
+ * the record again": it may come before the execution is terminal, and the reader decides.
+ */
+export interface CompletionsPort {
+  /**
+   * Starts watching one execution. Watch first, then read the record: a completion written
+   * between the read and the wait still wakes the watcher.
+   */
+  watch(executionId: string): CompletionWatch;
+  /** Called by the one place that writes terminal states, after the write won. */
+  notify(executionId: string): void;
+}
+
+export interface CompletionWatch {
+  /** Resolves true when the record is worth reading again, false when `ms` passed first. */
+  next(ms: number): Promise<boolean>;
+  /** Stops watching; always called, also when the wait ends early. */
+  close(): void;
+}

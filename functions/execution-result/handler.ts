@@ -1,5 +1,8 @@
-import { callerAuth, httpHandler, json } from '../adapters/api';
+import { callerAuth, httpHandler, json, preferredWait } from '../adapters/api';
 import { result } from '../services/caller.service';
 
-/** GET /v1/deployments/executions/{execution_id}/result/ → 200 once terminal, 409 before. */
-export const handler = httpHandler(async (req) => json(200, await result(req.deps, callerAuth(req.event), req.param('execution_id'))));
+/** GET /v1/deployments/executions/{execution_id}/result/ → 200 once terminal, 409 before (`Prefer: wait=N` waits first). */
+export const handler = httpHandler(async (req) => {
+  const out = await result(req.deps, callerAuth(req.event), req.param('execution_id'), preferredWait(req));
+  return json(200, out.body, out.headers);
+});

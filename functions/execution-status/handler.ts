@@ -1,7 +1,8 @@
-import { callerAuth, httpHandler, json } from '../adapters/api';
+import { callerAuth, httpHandler, json, preferredWait } from '../adapters/api';
 import { status } from '../services/caller.service';
 
-/** GET /v1/deployments/executions/{execution_id}/status/ */
-export const handler = httpHandler(async (req) =>
-  json(200, await status(req.deps, callerAuth(req.event), req.param('execution_id'), req.baseUrl)),
-);
+/** GET /v1/deployments/executions/{execution_id}/status/ (`Prefer: wait=N` waits for a terminal status). */
+export const handler = httpHandler(async (req) => {
+  const out = await status(req.deps, callerAuth(req.event), req.param('execution_id'), req.baseUrl, preferredWait(req));
+  return json(200, out.body, out.headers);
+});

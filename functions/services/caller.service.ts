@@ -6,7 +6,8 @@ import { AppError } from '../core/errors';
 import { parseExecutionRequest } from '../core/execution-request';
 import { isTerminal } from '../core/transitions';
 import type { Deployment, Execution } from '../core/types';
-import { acceptedBody, resultBody, statusBody } from '../core/views';
+import { POLL_HINT_SECONDS, preferenceApplied } from '../core/prefer';
+import { acceptedBody, executionUrls, resultBody, statusBody } from '../core/views';
 import type { CallerAuth } from '../adapters/api';
 import type { Deps } from '../adapters/deps';
 import { epochSeconds } from '../adapters/dynamo';
@@ -48,15 +49,63 @@ async function ownedExecution(d: Deps, auth: CallerAuth, executionId: string): P
   return e;
 }
 
+/** A caller's `Prefer: wait`: how long was granted (0: no wait) and until when (epoch ms). */
+export interface Wait {
+  seconds: number;
+  untilMs: number;
+}
+
+export const NO_WAIT: Wait = { seconds: 0, untilMs: 0 };
+
+/**
+ * The execution once it is terminal, or as it is when the wait runs out. Woken by the terminal
+ * write where the runtime can (d.completions); re-reads with strong consistency after each
+ * wake, since an eventually consistent read may not show the write that woke it yet.
+ */
+async function awaitTerminal(d: Deps, executionId: string, first: () => Promise<Execution>, wait: Wait): Promise<Execution> {
+  if (wait.seconds <= 0) return first();
+  // Watch before the first read, so a completion between that read and the wait still wakes us.
+  const watch = d.completions.watch(executionId);
+  try {
+    let e = await first();
+    while (!isTerminal(e.status)) {
+      const left = wait.untilMs - Date.now();
+      if (left <= 0 || !(await watch.next(left))) break;
+      e = (await d.executions.get(executionId, d.clock.now(), true)) ?? e;
+    }
+    return e;
+  } finally {
+    watch.close();
+  }
+}
+
+const pollHint = (e: Execution): Record<string, string> =>
+  isTerminal(e.status) ? {} : { 'retry-after': String(POLL_HINT_SECONDS) };
+
 export interface ExecuteRequest {
   deploymentId: string;
   body: string | null;
   contentType: string | undefined;
   idempotencyKey: string | undefined;
   baseUrl: string;
+  wait?: Wait;
 }
 
+/**
+ * POST executions: 202 once accepted. With a wait, an execution that finishes within it is
+ * answered 200 with its result (and its URLs); one that does not gets the usual 202.
+ */
 export async function execute(d: Deps, auth: CallerAuth, req: ExecuteRequest) {
+  const wait = req.wait ?? NO_WAIT;
+  const accepted = await submit(d, auth, req);
+  if (wait.seconds <= 0) return accepted;
+  const e = await awaitTerminal(d, accepted.body.execution_id, () => ownedExecution(d, auth, accepted.body.execution_id), wait);
+  const headers = { ...accepted.headers, ...preferenceApplied(wait.seconds) };
+  if (!isTerminal(e.status)) return { ...accepted, headers };
+  return { status: 200, body: { ...resultBody(e), ...executionUrls(req.baseUrl, e.execution_id) }, headers };
+}
+
+async function submit(d: Deps, auth: CallerAuth, req: ExecuteRequest) {
   assertDeployment(auth, req.deploymentId);
   if (req.idempotencyKey !== undefined && !IDEMPOTENCY_KEY_RE.test(req.idempotencyKey)) {
     throw new AppError('InvalidInputStructure', 'Idempotency-Key must be 1 to 255 printable characters');
@@ -120,14 +169,18 @@ function accepted(baseUrl: string, e: Execution) {
   return { status: 202, body, headers: { location: body.status_url } };
 }
 
-export async function status(d: Deps, auth: CallerAuth, executionId: string, baseUrl: string) {
-  return statusBody(baseUrl, await ownedExecution(d, auth, executionId));
+/** GET status: the record now, or once terminal within the wait; a poll hint while open. */
+export async function status(d: Deps, auth: CallerAuth, executionId: string, baseUrl: string, wait: Wait = NO_WAIT) {
+  const e = await awaitTerminal(d, executionId, () => ownedExecution(d, auth, executionId), wait);
+  return { body: statusBody(baseUrl, e), headers: { ...pollHint(e), ...preferenceApplied(wait.seconds) } };
 }
 
-export async function result(d: Deps, auth: CallerAuth, executionId: string) {
-  const e = await ownedExecution(d, auth, executionId);
-  if (!isTerminal(e.status)) throw new AppError('ExecutionNotCompleted', undefined, { status: e.status });
-  return resultBody(e);
+/** GET result: 200 once terminal (within the wait, if one was asked for), else 409 with a poll hint. */
+export async function result(d: Deps, auth: CallerAuth, executionId: string, wait: Wait = NO_WAIT) {
+  const e = await awaitTerminal(d, executionId, () => ownedExecution(d, auth, executionId), wait);
+  const headers = { ...pollHint(e), ...preferenceApplied(wait.seconds) };
+  if (!isTerminal(e.status)) throw new AppError('ExecutionNotCompleted', undefined, { status: e.status }, { headers });
+  return { body: resultBody(e), headers };
 }
 
 export async function cancel(d: Deps, auth: CallerAuth, executionId: string, baseUrl: string) {
@@ -161,6 +214,8 @@ export async function cancelExecution(
 
 /** What follows any terminal write that won: the run pointer and the callback. Idempotent. */
 export async function afterTerminal(d: Deps, e: Execution): Promise<void> {
+  // Callers waiting on this execution (Prefer: wait) answer now.
+  d.completions.notify(e.execution_id);
   if (e.kind === 'run' && (e.status === 'completed' || e.status === 'failed' || e.status === 'cancelled')) {
     await d.pipelines.recordRunFinished(e.pipeline_id, {
       run_id: e.execution_id,

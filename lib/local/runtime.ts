@@ -15,6 +15,7 @@ import { QUEUES, type QueueName } from '../queues';
 import { ROUTES } from '../routes';
 import asl from '../state-machine.asl.json';
 import { releaseDeps, setDeps, storesFor, systemClock, randomIds, type Deps } from '../../functions/adapters/deps';
+import { InProcessCompletions } from '../../functions/adapters/completions';
 import { createGuardedHttp } from '../../functions/adapters/guarded-http';
 import { createLogger, errorFields, silentLogger, type Logger } from '../../functions/adapters/logger';
 import { parseKeyMaterial, StaticKeyMaterial } from '../../functions/adapters/key-material';
@@ -170,6 +171,8 @@ async function startLocked(
     workflow,
     keyMaterial: new StaticKeyMaterial(material),
     http: createGuardedHttp({ allowPrivate: config.allowPrivateUrls }),
+    // Every function runs in this process, so the terminal write itself wakes waiting callers.
+    completions: new InProcessCompletions(),
     clock: systemClock,
     ids: randomIds,
     log,

@@ -33,6 +33,14 @@ export const ASL_SUBSTITUTIONS = {
 
 /** Route handlers answer well inside API Gateway's 29 s integration limit. */
 const ROUTE_TIMEOUT = Duration.seconds(15);
+/**
+ * `Prefer: wait` on AWS: API Gateway REST ends an integration after 29 s (its default quota), so
+ * a wait is capped 4 s short of it, which leaves time for the final read and the answer; the
+ * Lambdas of waiting routes may run 28 s.
+ */
+export const API_GATEWAY_INTEGRATION_TIMEOUT_SECONDS = 29;
+export const AWS_MAX_WAIT_SECONDS = API_GATEWAY_INTEGRATION_TIMEOUT_SECONDS - 4;
+const WAITING_ROUTE_TIMEOUT = Duration.seconds(API_GATEWAY_INTEGRATION_TIMEOUT_SECONDS - 1);
 const TASK_TIMEOUT = Duration.seconds(30);
 
 /** Bodies of the responses API Gateway gives on its own, in the contract's error shape. */
@@ -97,6 +105,7 @@ export class ServiceStack extends Stack {
       // The executions queue and the state machine's Catch carry open executions to a terminal
       // status here; indexing them would cost two write units per execution for nothing.
       PIPEGATE_TRACK_OPEN: 'false',
+      PIPEGATE_MAX_WAIT_SECONDS: String(AWS_MAX_WAIT_SECONDS),
     };
 
     const functions: Record<string, PipegateFunction> = {};
@@ -170,6 +179,7 @@ export class ServiceStack extends Stack {
     if (access.consumes) return Duration.seconds(QUEUES[access.consumes].consumerTimeoutSeconds);
     if (name === WORKERS.taskRun) return Duration.seconds(Math.ceil(settings.executionTimeoutMs / 1000) + TASK_RUN_MARGIN_SECONDS);
     if (name === WORKERS.taskStart || name === WORKERS.taskFail) return TASK_TIMEOUT;
+    if (ROUTES.some((r) => r.handler === name && r.waits)) return WAITING_ROUTE_TIMEOUT;
     return ROUTE_TIMEOUT;
   }
 

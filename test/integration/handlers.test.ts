@@ -3,6 +3,7 @@
  * store (dynalite), recording queue and workflow ports.
  */
 import type { APIGatewayProxyResult, SQSBatchResponse } from 'aws-lambda';
+import { PollingCompletions } from '../../functions/adapters/completions';
 import { setDeps } from '../../functions/adapters/deps';
 import type { Deps } from '../../functions/adapters/deps';
 import { handler as authorizer } from '../../functions/authorizer/handler';
@@ -95,6 +96,37 @@ describe('authorizer', () => {
 });
 
 describe('execute → runner → tasks → callback', () => {
+  it('waits on AWS by re-reading the record: a completion written elsewhere ends the wait', async () => {
+    const p = await publishGreeting('wait-poll');
+    const auth = await authorize(p.apiKey);
+    const res = await execute(
+      proxyEvent({ method: 'POST', resource: '/v1/deployments/{deployment_id}/executions', path: `/v1/deployments/${p.deploymentId}/executions/`, pathParameters: { deployment_id: p.deploymentId }, authorizer: auth }),
+      context(),
+    );
+    const id = parse(res).execution_id as string;
+    // Lambdas share no memory: the finishing task cannot wake the waiting one.
+    const inProcess = d.completions;
+    d.completions = new PollingCompletions([5, 10, 20]);
+    const reads = jest.spyOn(d.executions, 'get');
+    try {
+      const waiting = status(
+        proxyEvent({ method: 'GET', resource: '/v1/deployments/executions/{execution_id}/status', path: `/v1/deployments/executions/${id}/status/`, pathParameters: { execution_id: id }, headers: { Prefer: 'wait=20' }, authorizer: auth }),
+        context(),
+      );
+      await new Promise((r) => setTimeout(r, 50));
+      await runWorkflow(id);
+      const st = await waiting;
+      expect(st.statusCode).toBe(200);
+      expect(st.headers?.['preference-applied']).toBe('wait=20');
+      expect(parse(st)).toMatchObject({ status: 'completed' });
+      // Strongly consistent re-reads: an eventually consistent one may not show the write yet.
+      expect(reads.mock.calls.some((c) => c[0] === id && c[2] === true)).toBe(true);
+    } finally {
+      reads.mockRestore();
+      d.completions = inProcess;
+    }
+  }, 10_000);
+
   it('accepts with URLs that keep the stage, queues the execution, and the workflow completes it', async () => {
     const p = await publishGreeting('flow');
     const auth = await authorize(p.apiKey);

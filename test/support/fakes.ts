@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { InProcessCompletions } from '../../functions/adapters/completions';
 import { readConfig, type Config } from '../../lib/config';
 import type { Deps } from '../../functions/adapters/deps';
 import { silentLogger } from '../../functions/adapters/logger';
@@ -50,6 +51,7 @@ export function testDeps(db: TestDb, overrides: Partial<Deps> = {}): Deps & { qu
     workflow: new RecordingWorkflow(),
     keyMaterial: testKeyMaterial,
     http: noHttp,
+    completions: new InProcessCompletions(),
     clock: { now: () => new Date() },
     ids: { uuid: () => randomUUID() },
     log: silentLogger,

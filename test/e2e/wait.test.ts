@@ -1,0 +1,179 @@
+/**
+ * Callers that wait instead of polling (`Prefer: wait=N`, RFC 7240) and the `Retry-After` poll
+ * hint, on a started local runtime. The pipeline calls a gate server the test controls, so an
+ * execution stays running exactly until the test lets it finish.
+ */
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { InProcessCompletions } from '../../functions/adapters/completions';
+import type { PipelineDefinition } from '../../functions/core/types';
+import { startTestRuntime, waitUntil, type Published, type TestRuntime } from '../support/runtime';
+
+let rt: TestRuntime;
+let gated: Published;
+let gate: Server;
+let open = true;
+const held: ServerResponse[] = [];
+
+const answer = (res: ServerResponse) => {
+  res.setHeader('content-type', 'application/json');
+  res.end('{"word":"done"}');
+};
+const release = () => held.splice(0).forEach(answer);
+
+beforeAll(async () => {
+  gate = createServer((_req, res) => (open ? answer(res) : held.push(res)));
+  await new Promise<void>((r) => gate.listen(0, '127.0.0.1', () => r()));
+  const url = `http://127.0.0.1:${(gate.address() as AddressInfo).port}/`;
+  rt = await startTestRuntime({ env: { ...process.env, PIPEGATE_CANCEL_POLL_MS: '50' } });
+  const def: PipelineDefinition = {
+    nodes: {
+      name: { type: 'input', value_type: 'string', value: 'x' },
+      call: { type: 'http', url, inputs: ['name'], timeout_ms: 30_000 },
+      word: { type: 'transform', inputs: ['call'], expression: 'call.word' },
+      out: { type: 'output', from: 'word' },
+    },
+  };
+  gated = await rt.publishPipeline('gated', def);
+});
+
+afterEach(() => {
+  release();
+  open = true;
+});
+
+afterAll(async () => {
+  release();
+  await rt?.cleanup();
+  gate?.closeAllConnections();
+  await new Promise((r) => gate?.close(r));
+});
+
+const completions = () => rt.deps.completions as InProcessCompletions;
+const submit = (headers: Record<string, string> = {}) =>
+  rt.caller('POST', `/v1/deployments/${gated.deploymentId}/executions/`, gated.apiKey, {}, headers);
+const statusOf = (id: string, headers: Record<string, string> = {}) =>
+  rt.caller('GET', `/v1/deployments/executions/${id}/status/`, gated.apiKey, undefined, headers);
+const resultOf = (id: string, headers: Record<string, string> = {}) =>
+  rt.caller('GET', `/v1/deployments/executions/${id}/result/`, gated.apiKey, undefined, headers);
+
+/** An execution held running at the gate. */
+async function heldExecution(): Promise<string> {
+  open = false;
+  const before = held.length;
+  const accepted = await submit();
+  expect(accepted.status).toBe(202);
+  await waitUntil(async () => held.length, (n) => n > before);
+  return accepted.body.execution_id as string;
+}
+
+describe('Prefer: wait', () => {
+  it('POST answers 200 with the result and its URLs when the execution finishes within the wait', async () => {
+    const r = await submit({ prefer: 'wait=20' });
+    expect(r.status).toBe(200);
+    expect(r.headers.get('preference-applied')).toBe('wait=20');
+    expect(r.body).toMatchObject({
+      status: 'completed',
+      deployment_id: gated.deploymentId,
+      response_data: { out: { value: 'done', value_type: 'RAW' } },
+      output_artifacts: [],
+      error_message: null,
+    });
+    const id = r.body.execution_id as string;
+    expect(r.body.status_url).toMatch(new RegExp(`/v1/deployments/executions/${id}/status/$`));
+    expect(r.body.result_url).toMatch(new RegExp(`/v1/deployments/executions/${id}/result/$`));
+    expect(r.headers.get('location')).toBe(r.body.status_url);
+  });
+
+  it('changes nothing without the header', async () => {
+    const r = await submit();
+    expect(r.status).toBe(202);
+    expect(r.body.status).toBe('queued');
+    expect(r.headers.get('preference-applied')).toBeNull();
+  });
+
+  it('gives the usual answers, with a poll hint, when the wait runs out', async () => {
+    open = false;
+    const posted = await submit({ prefer: 'wait=1' });
+    expect(posted.status).toBe(202);
+    expect(posted.headers.get('preference-applied')).toBe('wait=1');
+    const id = posted.body.execution_id as string;
+
+    const s = await statusOf(id, { prefer: 'wait=1' });
+    expect(s.status).toBe(200);
+    expect(['pending', 'running']).toContain(s.body.status);
+    expect(s.headers.get('preference-applied')).toBe('wait=1');
+    expect(s.headers.get('retry-after')).toBe('1');
+
+    const r = await resultOf(id, { prefer: 'wait=1' });
+    expect(r.status).toBe(409);
+    expect(r.body).toMatchObject({ error: 'Execution not completed' });
+    expect(r.headers.get('preference-applied')).toBe('wait=1');
+    expect(r.headers.get('retry-after')).toBe('1');
+    expect(completions().watched).toBe(0);
+  });
+
+  it('wakes many waiters on one execution when it completes', async () => {
+    const id = await heldExecution();
+    // Each wait asks for longer than this test may take: only the completion can end them.
+    const waiting = [
+      ...Array.from({ length: 20 }, () => resultOf(id, { prefer: 'wait=60' })),
+      ...Array.from({ length: 5 }, () => statusOf(id, { prefer: 'wait=60' })),
+    ];
+    await waitUntil(async () => completions().watched, (n) => n === 1);
+    release();
+    const answers = await Promise.all(waiting);
+    for (const a of answers) {
+      expect(a.status).toBe(200);
+      expect(a.body.status).toBe('completed');
+      expect(a.headers.get('preference-applied')).toBe('wait=60');
+      expect(a.headers.get('retry-after')).toBeNull();
+    }
+    expect(answers[0]?.body.response_data).toEqual({ out: { value: 'done', value_type: 'RAW' } });
+    expect(completions().watched).toBe(0);
+  }, 20_000);
+
+  it('is cut short by a cancel', async () => {
+    const id = await heldExecution();
+    const waiting = resultOf(id, { prefer: 'wait=60' });
+    await waitUntil(async () => completions().watched, (n) => n === 1);
+    const cancelled = await rt.caller('POST', `/v1/deployments/executions/${id}/cancel/`, gated.apiKey);
+    expect(cancelled.status).toBe(200);
+    const r = await waiting;
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ status: 'cancelled', response_data: {} });
+    expect(completions().watched).toBe(0);
+  }, 20_000);
+
+  it('answers at once, as without the header, for values it cannot use', async () => {
+    const id = await heldExecution();
+    for (const prefer of ['wait', 'wait=', 'wait=abc', 'wait=-1', 'wait=1.5', 'wait=0', 'wait="x"', 'respond-async', 'wait=999999999999']) {
+      const r = await resultOf(id, { prefer });
+      expect({ prefer, status: r.status, applied: r.headers.get('preference-applied') }).toEqual({ prefer, status: 409, applied: null });
+      expect(r.headers.get('retry-after')).toBe('1');
+    }
+  });
+
+  it('shortens a wait longer than the maximum and says so', async () => {
+    const r = await submit({ prefer: 'respond-async, wait=100000' });
+    expect(r.status).toBe(200);
+    expect(r.headers.get('preference-applied')).toBe(`wait=${rt.deps.config.maxWaitSeconds}`);
+    expect(rt.deps.config.maxWaitSeconds).toBe(60);
+  });
+});
+
+describe('Retry-After', () => {
+  it('hints at a poll interval on open status and 409 result answers, not on finished ones', async () => {
+    const id = await heldExecution();
+    const s = await statusOf(id);
+    expect(s.headers.get('retry-after')).toBe('1');
+    expect(s.headers.get('preference-applied')).toBeNull();
+    expect((await resultOf(id)).headers.get('retry-after')).toBe('1');
+    release();
+    await rt.waitForExecution(id, gated.apiKey);
+    expect((await statusOf(id)).headers.get('retry-after')).toBeNull();
+    const done = await resultOf(id);
+    expect(done.status).toBe(200);
+    expect(done.headers.get('retry-after')).toBeNull();
+  });
+});
