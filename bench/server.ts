@@ -9,7 +9,7 @@ import { join, resolve } from 'node:path';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import * as v from 'valibot';
 import { handler as runner } from '../functions/runner/handler';
-import { createLambdaContext } from '../lib/local/gateway';
+import { createLambdaContext } from '../lib/local/lambda-context';
 import { startRuntime, type Runtime } from '../lib/local/runtime';
 import { countExecutions } from './aws-calls';
 import { startFloor } from './floor';

@@ -22,7 +22,8 @@ import { parseKeyMaterial, StaticKeyMaterial } from '../../functions/adapters/ke
 import { failInterrupted } from '../../functions/services/tasks.service';
 import { DataDirInUseError, lockDataDir, type DataDirLock } from './data-dir-lock';
 import { ensureTable, startDynalite, type LocalDynamo } from './dynamo';
-import { createGateway, createLambdaContext } from './gateway';
+import { createGateway } from './gateway';
+import { createLambdaContext } from './lambda-context';
 import { LocalQueue, LocalQueuePort } from './queue';
 import { LocalWorkflow } from './workflow';
 import { handler as authorizer } from '../../functions/authorizer/handler';

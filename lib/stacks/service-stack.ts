@@ -14,6 +14,7 @@ import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import type { Construct } from 'constructs';
+import { GATEWAY_RESPONSES } from '../gateway-responses';
 import { QUEUES } from '../queues';
 import { ROUTES, WORKERS, type Route } from '../routes';
 import { MAIN_TABLE } from '../tables';
@@ -42,43 +43,6 @@ export const API_GATEWAY_INTEGRATION_TIMEOUT_SECONDS = 29;
 export const AWS_MAX_WAIT_SECONDS = API_GATEWAY_INTEGRATION_TIMEOUT_SECONDS - 4;
 const WAITING_ROUTE_TIMEOUT = Duration.seconds(API_GATEWAY_INTEGRATION_TIMEOUT_SECONDS - 1);
 const TASK_TIMEOUT = Duration.seconds(30);
-
-/** Bodies of the responses API Gateway gives on its own, in the contract's error shape. */
-export const GATEWAY_RESPONSES: readonly {
-  type: apigw.ResponseType;
-  statusCode?: string;
-  body: string;
-  headers?: Record<string, string>;
-}[] = [
-  {
-    type: apigw.ResponseType.UNAUTHORIZED,
-    statusCode: '401',
-    body: '{"error":"Unauthorized"}',
-    headers: { 'WWW-Authenticate': "'Api-Key'" },
-  },
-  { type: apigw.ResponseType.ACCESS_DENIED, statusCode: '403', body: '{"error":"Forbidden"}' },
-  // The authorizer threw (its store was unreachable, say): it could not decide, so retry.
-  {
-    type: apigw.ResponseType.AUTHORIZER_FAILURE,
-    statusCode: '503',
-    body: '{"error":"Service Unavailable","request_id":"$context.requestId"}',
-    headers: { 'Retry-After': "'1'" },
-  },
-  { type: apigw.ResponseType.THROTTLED, statusCode: '429', body: '{"error":"Too Many Requests"}' },
-  // API Gateway says "Missing Authentication Token" both for an IAM route called without a
-  // signature and for a path it has no route for. Unknown paths are caught first by the root
-  // {proxy+} mock (404), so what is left here is an unsigned owner request: the contract's 401.
-  {
-    type: apigw.ResponseType.MISSING_AUTHENTICATION_TOKEN,
-    statusCode: '401',
-    body: '{"error":"Unauthorized","detail":"owner routes need an AWS SigV4 signature"}',
-    headers: { 'WWW-Authenticate': "'AWS4-HMAC-SHA256'" },
-  },
-  { type: apigw.ResponseType.REQUEST_TOO_LARGE, statusCode: '413', body: '{"error":"Payload Too Large"}' },
-  // messageString is the message already quoted and escaped for JSON.
-  { type: apigw.ResponseType.DEFAULT_4XX, body: '{"error":$context.error.messageString}' },
-  { type: apigw.ResponseType.DEFAULT_5XX, body: '{"error":"Internal Error","request_id":"$context.requestId"}' },
-];
 
 export interface ServiceStackProps extends StackProps {
   settings: Settings;
@@ -257,8 +221,8 @@ export class ServiceStack extends Stack {
     });
 
     for (const r of GATEWAY_RESPONSES) {
-      api.addGatewayResponse(`Response${r.type.responseType}`, {
-        type: r.type,
+      api.addGatewayResponse(`Response${r.type}`, {
+        type: apigw.ResponseType.of(r.type),
         statusCode: r.statusCode,
         responseHeaders: r.headers,
         templates: { 'application/json': r.body },

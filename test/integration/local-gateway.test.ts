@@ -467,6 +467,59 @@ describe('local gateway options', () => {
     expect(res.status).toBe(504);
   });
 
+  it('answers with the gateway responses it is given, falling back to DEFAULT_4XX/5XX by status class', async () => {
+    // Prepare
+    const h = await startHarness({
+      gatewayResponses: [
+        { type: 'ACCESS_DENIED', statusCode: '418', body: '{"nope":"$context.requestId"}', headers: { 'X-Why': "'policy'" } },
+        { type: 'DEFAULT_4XX', body: '{"e":$context.error.messageString}' },
+      ],
+    });
+
+    // Act
+    const denied = await call(h, 'POST', '/v1/deployments/d-1/executions', { headers: { 'X-API-Key': 'deny' } });
+    const missing = await call(h, 'GET', '/v1/deployments/d-1');
+    const broken = await call(h, 'GET', '/v1/deployments/d-1', { headers: { 'X-API-Key': 'boom' } });
+    await h.close();
+
+    // Assess
+    expect([denied.status, denied.json(), denied.headers['x-why']]).toEqual([418, { nope: denied.headers['x-request-id'] }, 'policy']);
+    expect([missing.status, missing.json(), missing.headers['www-authenticate']]).toEqual([401, { e: 'Unauthorized' }, undefined]);
+    // No DEFAULT_5XX either: API Gateway's own body.
+    expect(broken.status).toBe(500);
+    expect(broken.json()).toEqual({ message: expect.any(String) });
+  });
+
+  it('refuses a gateway response header it cannot render', () => {
+    expect(() =>
+      createGateway({
+        routes: [],
+        handlers: {},
+        authorizer: fakeAuthorizer,
+        ownerToken: 't',
+        maxBodyBytes: 1,
+        gatewayResponses: [{ type: 'UNAUTHORIZED', body: '{}', headers: { 'X-A': 'method.request.header.x' } }],
+      }),
+    ).toThrow('only literal values');
+  });
+
+  it('answers 401 without calling the authorizer when an identity source is missing, and caches its policy per source value', async () => {
+    // Prepare
+    const h = await startHarness({ authorizerSettings: { identitySources: ['method.request.header.X-API-Key'], ttlSeconds: 300 } });
+
+    // Act
+    const missing = await call(h, 'GET', '/v1/deployments/other');
+    const first = await call(h, 'GET', '/v1/deployments/other', { headers: { 'X-API-Key': 'narrow' } });
+    const again = await call(h, 'GET', '/v1/deployments/other', { headers: { 'X-API-Key': 'narrow' } });
+    const elsewhere = await call(h, 'GET', '/v1/deployments/d-1', { headers: { 'X-API-Key': 'narrow' } });
+    await h.close();
+
+    // Assess
+    expect([missing.status, first.status, again.status, elsewhere.status]).toEqual([401, 200, 200, 403]);
+    // One call for the key: the cached policy is evaluated afresh against each method ARN.
+    expect(h.authCalls).toHaveLength(1);
+  });
+
   it('refuses a route table naming a handler it was not given', () => {
     expect(() =>
       createGateway({ routes: ROUTES, handlers: {}, authorizer: fakeAuthorizer, ownerToken: 't', maxBodyBytes: 1 }),

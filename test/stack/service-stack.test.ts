@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Template } from 'aws-cdk-lib/assertions';
 import type { CfnElement } from 'aws-cdk-lib';
+import { GATEWAY_RESPONSES, gatewayResponseFromTemplate } from '../../lib/gateway-responses';
 import { QUEUES, type QueueName } from '../../lib/queues';
 import { ROUTES, WORKERS, routeHandlers } from '../../lib/routes';
 import { MAIN_TABLE } from '../../lib/tables';
@@ -160,6 +161,16 @@ describe('API routes from lib/routes.ts', () => {
       expect(actual[type]?.StatusCode).toBe(e.status);
       expect(actual[type]?.ResponseParameters).toEqual(e.headers);
     }
+  });
+
+  it('declares exactly the gateway responses of lib/gateway-responses.ts, which the local gateway renders', () => {
+    // Act
+    const declared = Object.values(svc)
+      .filter((r) => r.Type === 'AWS::ApiGateway::GatewayResponse')
+      .map((r) => gatewayResponseFromTemplate(r.Properties ?? {}));
+    // Assess
+    const byType = <T extends { type: string }>(xs: readonly T[]) => [...xs].sort((a, b) => a.type.localeCompare(b.type));
+    expect(byType(declared)).toEqual(byType(GATEWAY_RESPONSES));
   });
 
   it('logs access as JSON, traces, and throttles the stage', () => {

@@ -1,0 +1,174 @@
+/**
+ * API Gateway (REST API, Lambda proxy integration) on one machine: matches the API's methods,
+ * builds the proxy event, runs the REQUEST authorizer and evaluates its IAM policy, stands in
+ * a bearer token for IAM on owner routes, checks handler responses as strictly as API Gateway,
+ * and answers by itself with the API's Gateway Responses, so a handler that works here works
+ * there. The pieces live beside this file, one concern each.
+ */
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import { GATEWAY_RESPONSES, type GatewayResponse } from '../../gateway-responses';
+import { createLambdaContext, LOCAL_ACCOUNT, LOCAL_REGION } from '../lambda-context';
+import { createAuthorize, describe, ownerTokenCheck, UNCACHED, type AuthorizerSettings, type RequestAuthorizer } from './authorizer';
+import { API_ID, authorizerEvent, eventParts, proxyEvent, readBody, STAGE, type ApiIdentity } from './proxy-event';
+import { checkProxyResult } from './proxy-result';
+import { gatewayReplies, json, methodNotAllowed, send, type Reply } from './replies';
+import { compileRoutes, matchResource, normaliseBasePath, stripBasePath, trimSlash, type GatewayRoute } from './routing';
+
+export { createLambdaContext } from '../lambda-context';
+export { wildcardMatch, type AuthorizerSettings, type RequestAuthorizer } from './authorizer';
+export type { GatewayRoute, GatewayAuth } from './routing';
+
+export type ProxyHandler = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult>;
+export type GatewayLog = (line: Record<string, unknown>) => void;
+
+export interface GatewayOptions {
+  /** The API's methods: lib/routes.ts, or the template's in the synthesized mode. */
+  routes: readonly GatewayRoute[];
+  /** Route `handler` name → the function its Lambda runs. */
+  handlers: Record<string, ProxyHandler>;
+  /** The REQUEST authorizer guarding `apiKey` routes. */
+  authorizer: RequestAuthorizer;
+  /** Its identity sources and cache TTL (default: none, uncached, as the stack declares it). */
+  authorizerSettings?: AuthorizerSettings;
+  /** API Gateway's own answers (default: lib/gateway-responses.ts). */
+  gatewayResponses?: readonly GatewayResponse[];
+  /** Bearer token for `owner` routes (IAM stands in for it on AWS). */
+  ownerToken: string;
+  maxBodyBytes: number;
+  /** A prefix the API is served under, such as `/api`; the route table does not include it. */
+  basePath?: string;
+  log?: GatewayLog;
+  /** API Gateway's integration time-out (default 29 s): a slower handler is answered with 504. */
+  integrationTimeoutMs?: number;
+  /** Region, account, API id and stage the method ARNs name. */
+  api?: Partial<ApiIdentity>;
+}
+
+const DEFAULT_INTEGRATION_TIMEOUT_MS = 29_000;
+
+interface Handled {
+  reply: Reply;
+  route: string | null;
+  cause?: string;
+}
+
+export function createGateway(opts: GatewayOptions): (req: IncomingMessage, res: ServerResponse) => void {
+  const ownerAllowed = ownerTokenCheck(opts.ownerToken);
+  const basePath = normaliseBasePath(opts.basePath);
+  const resources = compileRoutes(opts.routes, new Set(Object.keys(opts.handlers)));
+  const authorize = createAuthorize(opts.authorizer, opts.authorizerSettings ?? UNCACHED);
+  const gateway = gatewayReplies(opts.gatewayResponses ?? GATEWAY_RESPONSES);
+  const api: ApiIdentity = { region: LOCAL_REGION, account: LOCAL_ACCOUNT, apiId: API_ID, stage: STAGE, ...opts.api };
+  const log = opts.log ?? (() => undefined);
+  const integrationTimeoutMs = opts.integrationTimeoutMs ?? DEFAULT_INTEGRATION_TIMEOUT_MS;
+
+  async function handle(req: IncomingMessage, requestId: string): Promise<Handled> {
+    const requestTimeEpoch = Date.now();
+    const method = (req.method ?? 'GET').toUpperCase();
+    const target = req.url ?? '/';
+    const queryAt = target.indexOf('?');
+    const fullPath = queryAt === -1 ? target : target.slice(0, queryAt);
+    const rawQuery = queryAt === -1 ? '' : target.slice(queryAt + 1);
+
+    const path = stripBasePath(fullPath, basePath);
+    const routePath = path !== undefined && path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
+    if (routePath === '/health' || trimSlash(fullPath) === '/health') {
+      if (method !== 'GET') return { reply: methodNotAllowed(['GET']), route: '/health' };
+      return { reply: json(200, { status: 'ok' }), route: '/health' };
+    }
+    if (path === undefined || routePath === undefined || !routePath.startsWith('/')) return { reply: json(404, { error: 'Not Found' }), route: null };
+
+    let decoded: string[];
+    try {
+      decoded = routePath
+        .split('/')
+        .slice(1)
+        .map((s) => decodeURIComponent(s));
+    } catch {
+      return { reply: json(400, { error: 'Bad Request' }), route: null };
+    }
+    const match = matchResource(resources, decoded);
+    if (!match) return { reply: json(404, { error: 'Not Found' }), route: null };
+    const route = match.resource.methods.get(method);
+    if (!route) return { reply: methodNotAllowed([...match.resource.methods.keys()]), route: match.resource.path };
+    const at = { route: route.path };
+
+    const body = await readBody(req, opts.maxBodyBytes);
+    if (body === 'too_large') {
+      // Answer now and let the connection close: the rest of the upload is never read.
+      req.pause();
+      const reply = gateway('REQUEST_TOO_LARGE', requestId);
+      reply.headers.push(['Connection', 'close']);
+      return { reply, ...at };
+    }
+
+    const parts = eventParts({ req, requestId, requestTimeEpoch, method, fullPath, path, routePath, rawQuery, match, route }, api);
+    let authorizer: Record<string, unknown> | undefined;
+    if (route.auth === 'apiKey') {
+      const outcome = await authorize(authorizerEvent(parts));
+      if (outcome.kind === 'unauthorized') return { reply: gateway('UNAUTHORIZED', requestId), ...at };
+      if (outcome.kind === 'forbidden') return { reply: gateway('ACCESS_DENIED', requestId), ...at };
+      if (outcome.kind === 'error') return { reply: gateway('AUTHORIZER_CONFIGURATION_ERROR', requestId), ...at, cause: outcome.cause };
+      if (outcome.kind === 'failed') return { reply: gateway('AUTHORIZER_FAILURE', requestId), ...at, cause: outcome.cause };
+      authorizer = outcome.context;
+    } else if (route.auth === 'owner') {
+      if (!ownerAllowed(req.headers.authorization)) {
+        // The local stand-in for IAM's signature check: its own challenge, not a gateway response.
+        const reply = json(401, { error: 'Unauthorized' });
+        reply.headers.push(['WWW-Authenticate', 'Bearer']);
+        return { reply, ...at };
+      }
+      authorizer = { principalId: 'owner' };
+    }
+
+    const event = proxyEvent(parts, body, req.headers['content-type'], authorizer);
+    const handler = opts.handlers[route.handler];
+    if (!handler) return { reply: gateway('DEFAULT_5XX', requestId), ...at, cause: `no handler ${route.handler}` };
+    let result: unknown;
+    try {
+      result = await withTimeout(
+        Promise.resolve().then(() => handler(event, createLambdaContext(route.handler))),
+        integrationTimeoutMs,
+      );
+    } catch (err) {
+      if (err instanceof IntegrationTimeout) return { reply: gateway('INTEGRATION_TIMEOUT', requestId), ...at, cause: err.message };
+      // A failed function is a 502 that API Gateway renders with its DEFAULT_5XX response.
+      return { reply: gateway('DEFAULT_5XX', requestId, 502), ...at, cause: describe(err) };
+    }
+    const checked = checkProxyResult(result);
+    if (!checked.ok) return { reply: gateway('DEFAULT_5XX', requestId, 502), ...at, cause: `Malformed Lambda proxy response: ${checked.reason}` };
+    return { reply: checked.reply, ...at };
+  }
+
+  return (req, res) => {
+    const started = performance.now();
+    const requestId = randomUUID();
+    const method = req.method ?? 'GET';
+    handle(req, requestId)
+      .catch((err: unknown): Handled => ({ reply: gateway('DEFAULT_5XX', requestId), route: null, cause: describe(err) }))
+      .then(({ reply, route, cause }) => {
+        send(res, reply, requestId);
+        log({
+          method,
+          route,
+          status: reply.status,
+          duration_ms: Math.round((performance.now() - started) * 1000) / 1000,
+          request_id: requestId,
+          ...(cause === undefined ? {} : { cause }),
+        });
+      })
+      .catch(() => undefined);
+  };
+}
+
+class IntegrationTimeout extends Error {}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new IntegrationTimeout(`Handler did not answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
