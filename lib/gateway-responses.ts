@@ -45,7 +45,15 @@ export interface GatewayResponse {
 export const GATEWAY_RESPONSES: readonly GatewayResponse[] = [
   { type: 'UNAUTHORIZED', statusCode: '401', body: '{"error":"Unauthorized"}', headers: { 'WWW-Authenticate': "'Api-Key'" } },
   { type: 'ACCESS_DENIED', statusCode: '403', body: '{"error":"Forbidden"}' },
-  // The authorizer threw (its store was unreachable, say): it could not decide, so retry.
+  // A Lambda authorizer that throws (its store was unreachable, say) is, to API Gateway, an
+  // AUTHORIZER_CONFIGURATION_ERROR (a bare 500 by default): it could not decide, so retry.
+  // AUTHORIZER_FAILURE gets the same answer for whatever else keeps it from deciding.
+  {
+    type: 'AUTHORIZER_CONFIGURATION_ERROR',
+    statusCode: '503',
+    body: '{"error":"Service Unavailable","request_id":"$context.requestId"}',
+    headers: { 'Retry-After': "'1'" },
+  },
   {
     type: 'AUTHORIZER_FAILURE',
     statusCode: '503',

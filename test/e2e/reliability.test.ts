@@ -429,7 +429,7 @@ describe('the store unavailable for a while', () => {
 
     expect(owner.length).toBeGreaterThan(0);
     for (const s of owner) expect(clear503(s)).toBe(true);
-    // The authorizer runs before any handler; its failure is AUTHORIZER_FAILURE, answered 503 too.
+    // The authorizer runs before any handler; its failure is AUTHORIZER_CONFIGURATION_ERROR, answered 503 too.
     for (const s of caller) expect(clear503(s)).toBe(true);
     for (const f of finals) expect(isTerminalStatus(f.status)).toBe(true);
     // Work that finished during the outage is recorded once the store is back, not failed.

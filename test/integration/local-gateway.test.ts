@@ -348,11 +348,12 @@ describe('local gateway', () => {
     expect(noMatch.status).toBe(403);
     expect(matched.status).toBe(200);
     expect([missing.status, missing.json(), missing.headers['www-authenticate']]).toEqual([401, { error: 'Unauthorized' }, 'Api-Key']);
-    // A throwing authorizer is API Gateway's AUTHORIZER_FAILURE, answered 503 so callers retry.
+    // A throwing authorizer is API Gateway's AUTHORIZER_CONFIGURATION_ERROR, answered 503 so callers retry.
     expect(broken.status).toBe(503);
     expect(broken.json()).toEqual({ error: 'Service Unavailable', request_id: broken.headers['x-request-id'] });
     expect(broken.headers['retry-after']).toBe('1');
-    expect(badContext.status).toBe(500);
+    // An unusable answer is the same AuthorizerConfigurationException to API Gateway.
+    expect([badContext.status, badContext.headers['retry-after']]).toEqual([503, '1']);
     expect(h.calls.map((c) => c.event.path)).toEqual(['/v1/deployments/d-1', '/v1/deployments/other']);
   });
 

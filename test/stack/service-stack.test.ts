@@ -131,6 +131,11 @@ describe('API routes from lib/routes.ts', () => {
     const expected: Record<string, { status?: string; body: string; headers?: Record<string, string> }> = {
       UNAUTHORIZED: { status: '401', body: '{"error":"Unauthorized"}', headers: { 'gatewayresponse.header.WWW-Authenticate': "'Api-Key'" } },
       ACCESS_DENIED: { status: '403', body: '{"error":"Forbidden"}' },
+      AUTHORIZER_CONFIGURATION_ERROR: {
+        status: '503',
+        body: '{"error":"Service Unavailable","request_id":"$context.requestId"}',
+        headers: { 'gatewayresponse.header.Retry-After': "'1'" },
+      },
       AUTHORIZER_FAILURE: {
         status: '503',
         body: '{"error":"Service Unavailable","request_id":"$context.requestId"}',

@@ -44,8 +44,7 @@ export type AuthOutcome =
   | { kind: 'forbidden' }
   | { kind: 'unauthorized' }
   /** API Gateway's AuthorizerConfigurationException: the authorizer failed or answered nonsense. */
-  | { kind: 'error'; cause: string }
-  | { kind: 'failed'; cause: string };
+  | { kind: 'error'; cause: string };
 
 export type Authorize = (event: APIGatewayRequestAuthorizerEvent) => Promise<AuthOutcome>;
 
@@ -80,12 +79,13 @@ async function callAuthorizer(authorizer: RequestAuthorizer, event: APIGatewayRe
   } catch (err) {
     // The one error message API Gateway turns into 401 rather than 500.
     if (err instanceof Error && err.message === 'Unauthorized') return { kind: 'unauthorized' };
-    // API Gateway's AUTHORIZER_FAILURE, which the AWS stack answers 503 + Retry-After: the
-    // authorizer could not decide (its store was unreachable, say), so a retry may succeed.
-    return { kind: 'failed', cause: `authorizer failed: ${describe(err)}` };
+    // Any other failure of the function is API Gateway's AuthorizerConfigurationException
+    // (AUTHORIZER_CONFIGURATION_ERROR, not AUTHORIZER_FAILURE), which the stack answers 503 +
+    // Retry-After: the authorizer could not decide (its store was unreachable, say).
+    return { kind: 'error', cause: `authorizer failed: ${describe(err)}` };
   }
-  // An answer API Gateway cannot use (objects or arrays in `context`, no policy) is its
-  // AuthorizerConfigurationException, a 500.
+  // An answer API Gateway cannot use (objects or arrays in `context`, no policy) is the same
+  // AuthorizerConfigurationException.
   const parsed = v.safeParse(AuthorizerResult, raw);
   if (!parsed.success) return { kind: 'error', cause: `authorizer returned an unusable result: ${v.summarize(parsed.issues)}` };
   return { result: parsed.output };

@@ -111,7 +111,6 @@ export function createGateway(opts: GatewayOptions): (req: IncomingMessage, res:
       if (outcome.kind === 'unauthorized') return { reply: gateway('UNAUTHORIZED', requestId), ...at };
       if (outcome.kind === 'forbidden') return { reply: gateway('ACCESS_DENIED', requestId), ...at };
       if (outcome.kind === 'error') return { reply: gateway('AUTHORIZER_CONFIGURATION_ERROR', requestId), ...at, cause: outcome.cause };
-      if (outcome.kind === 'failed') return { reply: gateway('AUTHORIZER_FAILURE', requestId), ...at, cause: outcome.cause };
       authorizer = outcome.context;
     } else if (route.auth === 'owner') {
       if (!ownerAllowed(req.headers.authorization)) {
