@@ -1,0 +1,789 @@
+/**
+ * The whole-service OpenAPI 3.1 document: the caller API from openapi-shared.ts (the same parts
+ * every per-deployment document is made of) and the owner API. docs/openapi.json is this,
+ * written by `npm run openapi`; a test holds the committed file equal to it.
+ */
+import {
+  CALLER_PARAMETERS,
+  CALLER_RESPONSES,
+  CALLER_SCHEMAS,
+  CALLER_SECURITY_SCHEMES,
+  EVERY_ROUTE_RESPONSES,
+  callerPaths,
+  detailSchema,
+  errorSchema,
+  jsonContent,
+  parameterRef,
+  reachableComponents,
+  responseRef,
+  schemaRef,
+  type JsonSchema,
+  type PathItem,
+} from './openapi-shared';
+
+const OWNER_SECURITY = [{ OwnerBearer: [] }, { AwsSigV4: [] }];
+
+/** An owner operation: its credentials and the answers every owner route may give. */
+const ownerOp = (o: { responses: Record<string, unknown> } & Record<string, unknown>) => ({
+  tags: ['owners'],
+  ...o,
+  security: OWNER_SECURITY,
+  responses: { ...o.responses, '401': responseRef('OwnerUnauthorized'), '403': responseRef('OwnerForbidden'), ...EVERY_ROUTE_RESPONSES },
+});
+
+const problems = { type: 'array', minItems: 1, items: schemaRef('Problem'), description: 'Every problem found, each with its path and reason.' };
+
+const OWNER_PATHS: Record<string, PathItem> = {
+  '/v1/pipelines': {
+    get: ownerOp({
+      operationId: 'listPipelines',
+      summary: 'Every pipeline, with its latest version',
+      responses: {
+        '200': { description: 'The pipelines.', content: { 'application/json': { schema: schemaRef('PipelineList') } } },
+      },
+    }),
+  },
+  '/v1/pipelines/{pipeline_id}': {
+    put: ownerOp({
+      operationId: 'pushPipeline',
+      summary: 'Push a definition: a new version, or the latest one when the content is unchanged',
+      parameters: [
+        parameterRef('PipelineId'),
+      ],
+      requestBody: {
+        required: true,
+        description: 'The pipeline definition.',
+        content: { 'application/json': { schema: schemaRef('PipelineDefinition') } },
+      },
+      responses: {
+        '200': {
+          description: 'Unchanged: the latest version.',
+          content: { 'application/json': { schema: schemaRef('PushResult') } },
+        },
+        '201': { description: 'A new version.', content: { 'application/json': { schema: schemaRef('PushResult') } } },
+        '400': {
+          description: 'Invalid Pipeline Definition (every problem listed), or an invalid pipeline id.',
+          content: { 'application/json': { schema: schemaRef('InvalidDefinition') } },
+        },
+        '413': responseRef('PayloadTooLarge'),
+      },
+    }),
+    get: ownerOp({
+      operationId: 'getPipeline',
+      summary: 'One pipeline with its latest definition',
+      parameters: [
+        parameterRef('PipelineId'),
+      ],
+      responses: {
+        '200': { description: 'The pipeline.', content: { 'application/json': { schema: schemaRef('Pipeline') } } },
+        '404': responseRef('PipelineNotFound'),
+      },
+    }),
+  },
+  '/v1/pipelines/{pipeline_id}/runs': {
+    post: ownerOp({
+      operationId: 'startRun',
+      summary: 'Run the latest version, with optional input overrides',
+      parameters: [
+        parameterRef('PipelineId'),
+      ],
+      requestBody: {
+        required: false,
+        description: 'Optional; an empty body means `{}`.',
+        content: { 'application/json': { schema: schemaRef('RunRequest') } },
+      },
+      responses: {
+        '202': {
+          description: 'Queued.',
+          headers: { Location: { description: 'The status URL.', required: true, schema: { type: 'string', format: 'uri' } } },
+          content: { 'application/json': { schema: schemaRef('RunAccepted') } },
+        },
+        '400': {
+          description: 'Invalid Request: the body, an unknown input or a value of the wrong type.',
+          content: { 'application/json': { schema: schemaRef('InvalidRequest') } },
+        },
+        '404': responseRef('PipelineNotFound'),
+        '413': responseRef('PayloadTooLarge'),
+      },
+    }),
+    get: ownerOp({
+      operationId: 'listRuns',
+      summary: 'Runs, newest first',
+      parameters: [
+        parameterRef('PipelineId'),
+        { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } },
+        { name: 'cursor', in: 'query', required: false, schema: { type: 'string' }, description: '`next_cursor` of the previous page.' },
+      ],
+      responses: {
+        '200': { description: 'A page of runs.', content: { 'application/json': { schema: schemaRef('RunList') } } },
+        '400': {
+          description: 'Invalid Request: a bad limit or cursor.',
+          content: { 'application/json': { schema: schemaRef('InvalidRequest') } },
+        },
+        '404': responseRef('PipelineNotFound'),
+      },
+    }),
+  },
+  '/v1/pipelines/{pipeline_id}/runs/{run_id}': {
+    get: ownerOp({
+      operationId: 'getRun',
+      summary: 'One run with its outputs',
+      parameters: [
+        parameterRef('PipelineId'),
+        parameterRef('RunId'),
+      ],
+      responses: {
+        '200': { description: 'The run.', content: { 'application/json': { schema: schemaRef('Run') } } },
+        '404': { description: 'Run Not Found.', content: { 'application/json': { schema: schemaRef('NotFoundRun') } } },
+      },
+    }),
+  },
+  '/v1/pipelines/{pipeline_id}/deployment': {
+    get: ownerOp({
+      operationId: 'getReadiness',
+      summary: 'Readiness, the discovered and the published contract',
+      parameters: [
+        parameterRef('PipelineId'),
+      ],
+      responses: {
+        '200': { description: 'The readiness view.', content: { 'application/json': { schema: schemaRef('Readiness') } } },
+        '404': responseRef('PipelineNotFound'),
+      },
+    }),
+    put: ownerOp({
+      operationId: 'publish',
+      summary: 'Publish (create or update) the deployment from the latest finished run',
+      parameters: [
+        parameterRef('PipelineId'),
+      ],
+      requestBody: {
+        required: false,
+        description: 'Optional visibility per input and output; an empty body means `{}`.',
+        content: { 'application/json': { schema: schemaRef('PublishRequest') } },
+      },
+      responses: {
+        '200': {
+          description: 'Updated: the deployment id stays the same.',
+          headers: { 'Cache-Control': { description: 'Never cached.', required: true, schema: { const: 'no-store' } } },
+          content: { 'application/json': { schema: schemaRef('Deployment') } },
+        },
+        '201': {
+          description: 'Created: the API key and signing secret are shown this once.',
+          headers: { 'Cache-Control': { description: 'Never cached.', required: true, schema: { const: 'no-store' } } },
+          content: { 'application/json': { schema: schemaRef('NewDeployment') } },
+        },
+        '400': {
+          description: 'Invalid Request: an unknown entry or a malformed visibility.',
+          content: { 'application/json': { schema: schemaRef('InvalidRequest') } },
+        },
+        '404': responseRef('PipelineNotFound'),
+        '409': {
+          description: 'Publish refused (no successful run, the latest run failed, no Input and no Output nodes), or a concurrent publish.',
+          content: {
+            'application/json': {
+              schema: {
+                oneOf: [
+                  schemaRef('PublishNoSuccessfulRun'),
+                  schemaRef('PublishLatestRunFailed'),
+                  schemaRef('PublishNoInputsOrOutputs'),
+                  schemaRef('Conflict'),
+                ],
+              },
+            },
+          },
+        },
+        '413': responseRef('PayloadTooLarge'),
+      },
+    }),
+    delete: ownerOp({
+      operationId: 'deleteDeployment',
+      summary: 'Delete the deployment, at once and for good',
+      parameters: [
+        parameterRef('PipelineId'),
+        {
+          name: 'confirm',
+          in: 'query',
+          required: true,
+          schema: schemaRef('Uuid'),
+          description: 'The deployment id, repeated as confirmation.',
+        },
+      ],
+      responses: {
+        '204': { description: 'Deleted: every later request for the deployment or its executions answers 404.' },
+        '400': {
+          description: 'Confirmation Required: `confirm` missing or not the deployment id.',
+          content: { 'application/json': { schema: schemaRef('ConfirmationRequired') } },
+        },
+        '404': {
+          description: 'Pipeline Not Found, or it has no deployment.',
+          content: {
+            'application/json': {
+              schema: {
+                oneOf: [
+                  schemaRef('NotFoundPipeline'),
+                  schemaRef('NotFoundDeployment'),
+                ],
+              },
+            },
+          },
+        },
+      },
+    }),
+  },
+  '/v1/pipelines/{pipeline_id}/deployment/keys': {
+    post: ownerOp({
+      operationId: 'rotateCredential',
+      summary: 'Rotate the API key (or the callback signing secret)',
+      description: 'Without a grace period the old credential stops at once; with one, both work until it ends (callbacks then carry both signatures).',
+      parameters: [
+        parameterRef('PipelineId'),
+      ],
+      requestBody: {
+        required: false,
+        description: 'Optional; an empty body rotates the API key with no grace period.',
+        content: { 'application/json': { schema: schemaRef('RotateRequest') } },
+      },
+      responses: {
+        '200': {
+          description: 'The new credential, shown this once.',
+          headers: { 'Cache-Control': { description: 'Never cached.', required: true, schema: { const: 'no-store' } } },
+          content: { 'application/json': { schema: schemaRef('RotateResult') } },
+        },
+        '400': { description: 'Invalid Request.', content: { 'application/json': { schema: schemaRef('InvalidRequest') } } },
+        '404': {
+          description: 'Pipeline Not Found, or it has no deployment.',
+          content: {
+            'application/json': {
+              schema: {
+                oneOf: [
+                  schemaRef('NotFoundPipeline'),
+                  schemaRef('NotFoundDeployment'),
+                ],
+              },
+            },
+          },
+        },
+        '409': {
+          description: 'A concurrent change; try again.',
+          content: { 'application/json': { schema: schemaRef('Conflict') } },
+        },
+        '413': responseRef('PayloadTooLarge'),
+      },
+    }),
+  },
+  '/v1/pipelines/{pipeline_id}/executions/{execution_id}': {
+    get: ownerOp({
+      operationId: 'getOwnerExecution',
+      summary: 'Any run or API execution of the pipeline, with its callback delivery',
+      parameters: [
+        parameterRef('PipelineId'),
+        parameterRef('ExecutionId'),
+      ],
+      responses: {
+        '200': { description: 'The execution.', content: { 'application/json': { schema: schemaRef('OwnerExecution') } } },
+        '404': {
+          description: 'Execution Not Found: unknown, expired, or of another pipeline.',
+          content: { 'application/json': { schema: schemaRef('NotFoundExecution') } },
+        },
+      },
+    }),
+  },
+};
+
+const OWNER_SCHEMAS: Record<string, JsonSchema> = {
+  PipelineId: { type: 'string', pattern: '^[a-z0-9][a-z0-9-]{0,62}$' },
+  Problem: {
+    type: 'object',
+    required: ['path', 'reason'],
+    properties: { path: { type: 'string' }, reason: { type: 'string' } },
+    additionalProperties: false,
+  },
+  PipelineDefinition: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['nodes'],
+    properties: {
+      description: { type: 'string', maxLength: 2000 },
+      nodes: {
+        type: 'object',
+        minProperties: 1,
+        maxProperties: 64,
+        propertyNames: { pattern: '^[A-Za-z_][A-Za-z0-9_]{0,63}$', not: { enum: ['execution_id', '__proto__'] } },
+        additionalProperties: schemaRef('Node'),
+      },
+    },
+    description: 'Checked whole on push: unknown types or fields, bad ids, missing references, cycles, type mismatches and JSONata syntax errors are all listed.',
+  },
+  Node: {
+    oneOf: [
+      schemaRef('InputNode'),
+      schemaRef('OutputNode'),
+      schemaRef('TransformNode'),
+      schemaRef('HttpNode'),
+      schemaRef('DelayNode'),
+    ],
+  },
+  InputNode: {
+    type: 'object',
+    required: ['type', 'value_type', 'value'],
+    properties: {
+      type: { const: 'input' },
+      value_type: schemaRef('InputValueType'),
+      value: schemaRef('RawValue'),
+      description: { type: 'string' },
+    },
+    additionalProperties: false,
+    description: 'An input: the request key. `value` must match `value_type`.',
+  },
+  OutputNode: {
+    type: 'object',
+    required: ['type', 'from'],
+    properties: { type: { const: 'output' }, from: schemaRef('NodeId'), description: { type: 'string' } },
+    additionalProperties: false,
+    description: 'An output: the response key. Its value must be a string, a finite number or a boolean.',
+  },
+  TransformNode: {
+    type: 'object',
+    required: ['type', 'inputs', 'expression'],
+    properties: {
+      type: { const: 'transform' },
+      inputs: { type: 'array', items: schemaRef('NodeId') },
+      expression: { type: 'string', minLength: 1, description: 'JSONata, evaluated over `{ <input id>: value }`.' },
+      description: { type: 'string' },
+    },
+    additionalProperties: false,
+  },
+  HttpNode: {
+    type: 'object',
+    required: ['type', 'url'],
+    properties: {
+      type: { const: 'http' },
+      inputs: { type: 'array', items: schemaRef('NodeId') },
+      method: { type: 'string', enum: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'], default: 'GET' },
+      url: { type: 'string', format: 'uri', description: 'Absolute http(s) URL, checked by the address guard when connecting.' },
+      headers: { type: 'object', additionalProperties: { type: 'string' } },
+      body: { type: 'string', description: 'JSONata over `inputs`; its result is sent as JSON. Not allowed with GET.' },
+      timeout_ms: { type: 'integer', minimum: 1, maximum: 30000, default: 10000 },
+      description: { type: 'string' },
+    },
+    additionalProperties: false,
+    description: 'Its value is the parsed JSON (or text) response; a non-2xx response fails the node.',
+  },
+  DelayNode: {
+    type: 'object',
+    required: ['type', 'inputs', 'ms'],
+    properties: {
+      type: { const: 'delay' },
+      inputs: { type: 'array', items: schemaRef('NodeId'), minItems: 1, maxItems: 1 },
+      ms: { type: 'integer', minimum: 0, maximum: 60000 },
+      description: { type: 'string' },
+    },
+    additionalProperties: false,
+  },
+  PushResult: {
+    type: 'object',
+    required: ['pipeline_id', 'version', 'created'],
+    properties: { pipeline_id: schemaRef('PipelineId'), version: { type: 'integer', minimum: 1 }, created: { type: 'boolean' } },
+  },
+  PipelineSummary: {
+    type: 'object',
+    required: ['pipeline_id', 'version', 'description', 'deployment_id', 'created_at', 'updated_at'],
+    properties: {
+      pipeline_id: schemaRef('PipelineId'),
+      version: { type: 'integer', minimum: 1 },
+      description: { type: ['string', 'null'] },
+      deployment_id: {
+        anyOf: [
+          schemaRef('Uuid'),
+          { type: 'null' },
+        ],
+      },
+      created_at: schemaRef('Timestamp'),
+      updated_at: schemaRef('Timestamp'),
+    },
+  },
+  PipelineList: {
+    type: 'object',
+    required: ['pipelines'],
+    properties: { pipelines: { type: 'array', items: schemaRef('PipelineSummary'), description: 'Sorted by pipeline id.' } },
+  },
+  Pipeline: {
+    type: 'object',
+    required: ['pipeline_id', 'version', 'description', 'definition', 'deployment_id', 'created_at', 'updated_at'],
+    properties: {
+      pipeline_id: schemaRef('PipelineId'),
+      version: { type: 'integer', minimum: 1, description: 'The latest version.' },
+      description: { type: ['string', 'null'] },
+      definition: schemaRef('PipelineDefinition'),
+      deployment_id: {
+        anyOf: [
+          schemaRef('Uuid'),
+          { type: 'null' },
+        ],
+      },
+      created_at: schemaRef('Timestamp'),
+      updated_at: schemaRef('Timestamp'),
+    },
+  },
+  RunRequest: {
+    type: 'object',
+    additionalProperties: false,
+    properties: {
+      inputs: {
+        type: 'object',
+        additionalProperties: schemaRef('RawValue'),
+        description: 'Overrides of input node values, by id.',
+      },
+    },
+  },
+  RunAccepted: {
+    type: 'object',
+    required: ['run_id', 'version', 'status', 'status_url'],
+    properties: {
+      run_id: schemaRef('Uuid'),
+      version: { type: 'integer', minimum: 1 },
+      status: { const: 'pending' },
+      status_url: { type: 'string', format: 'uri' },
+    },
+  },
+  Run: {
+    type: 'object',
+    required: ['run_id', 'pipeline_id', 'version', 'status', 'inputs', 'outputs', 'error_message', 'created_at', 'started_at', 'completed_at', 'completion_duration'],
+    properties: {
+      run_id: schemaRef('Uuid'),
+      pipeline_id: schemaRef('PipelineId'),
+      version: { type: 'integer', minimum: 1 },
+      status: schemaRef('ExecutionStatus'),
+      inputs: { type: 'object', additionalProperties: schemaRef('RawValue'), description: 'The effective input values.' },
+      outputs: {
+        type: ['object', 'null'],
+        additionalProperties: schemaRef('RawValue'),
+        description: 'Every output by id once completed; null before and otherwise.',
+      },
+      error_message: { type: ['string', 'null'] },
+      created_at: schemaRef('Timestamp'),
+      started_at: {
+        anyOf: [
+          schemaRef('Timestamp'),
+          { type: 'null' },
+        ],
+      },
+      completed_at: {
+        anyOf: [
+          schemaRef('Timestamp'),
+          { type: 'null' },
+        ],
+      },
+      completion_duration: { type: ['integer', 'null'], minimum: 0 },
+    },
+  },
+  RunList: {
+    type: 'object',
+    required: ['runs', 'next_cursor'],
+    properties: {
+      runs: { type: 'array', items: schemaRef('Run'), description: 'Newest first.' },
+      next_cursor: { type: ['string', 'null'], description: 'Pass as `cursor` for the next page; null on the last page.' },
+    },
+  },
+  CallbackDelivery: {
+    type: 'object',
+    required: ['webhook_id', 'attempts', 'outcome', 'last_status', 'last_error', 'last_attempt_at', 'next_attempt_at'],
+    properties: {
+      webhook_id: { type: 'string' },
+      attempts: { type: 'integer', minimum: 0 },
+      outcome: { type: 'string', enum: ['pending', 'delivered', 'dead_lettered'] },
+      last_status: { type: ['integer', 'null'] },
+      last_error: { type: ['string', 'null'] },
+      last_attempt_at: {
+        anyOf: [
+          schemaRef('Timestamp'),
+          { type: 'null' },
+        ],
+      },
+      next_attempt_at: {
+        anyOf: [
+          schemaRef('Timestamp'),
+          { type: 'null' },
+        ],
+      },
+    },
+  },
+  OwnerExecution: {
+    type: 'object',
+    required: ['run_id', 'execution_id', 'kind', 'pipeline_id', 'deployment_id', 'version', 'status', 'inputs', 'outputs', 'visible_outputs', 'error_message', 'callback', 'callback_delivery', 'created_at', 'started_at', 'completed_at', 'completion_duration'],
+    properties: {
+      run_id: schemaRef('Uuid'),
+      execution_id: schemaRef('Uuid'),
+      kind: { type: 'string', enum: ['run', 'api'] },
+      pipeline_id: schemaRef('PipelineId'),
+      deployment_id: {
+        anyOf: [
+          schemaRef('Uuid'),
+          { type: 'null' },
+        ],
+      },
+      version: { type: 'integer', minimum: 1 },
+      status: schemaRef('ExecutionStatus'),
+      inputs: { type: 'object', additionalProperties: schemaRef('RawValue') },
+      outputs: { type: ['object', 'null'], additionalProperties: schemaRef('RawValue') },
+      visible_outputs: {
+        type: ['array', 'null'],
+        items: schemaRef('NodeId'),
+        description: 'Output ids the caller sees; null for runs.',
+      },
+      error_message: { type: ['string', 'null'] },
+      callback: { type: ['string', 'null'], description: 'The callback URL without its query string.' },
+      callback_delivery: {
+        anyOf: [
+          schemaRef('CallbackDelivery'),
+          { type: 'null' },
+        ],
+      },
+      created_at: schemaRef('Timestamp'),
+      started_at: {
+        anyOf: [
+          schemaRef('Timestamp'),
+          { type: 'null' },
+        ],
+      },
+      completed_at: {
+        anyOf: [
+          schemaRef('Timestamp'),
+          { type: 'null' },
+        ],
+      },
+      completion_duration: { type: ['integer', 'null'], minimum: 0 },
+    },
+  },
+  ContractInput: {
+    type: 'object',
+    required: ['id', 'value_type', 'value', 'visible'],
+    properties: {
+      id: schemaRef('NodeId'),
+      value_type: schemaRef('InputValueType'),
+      value: schemaRef('RawValue'),
+      visible: { type: 'boolean' },
+    },
+  },
+  ContractOutput: {
+    type: 'object',
+    required: ['id', 'visible'],
+    properties: { id: schemaRef('NodeId'), visible: { type: 'boolean' } },
+  },
+  Contract: {
+    type: 'object',
+    required: ['inputs', 'outputs'],
+    properties: {
+      inputs: { type: 'array', items: schemaRef('ContractInput') },
+      outputs: { type: 'array', items: schemaRef('ContractOutput') },
+    },
+  },
+  RunSummary: {
+    type: 'object',
+    required: ['run_id', 'status', 'version'],
+    properties: {
+      run_id: schemaRef('Uuid'),
+      status: schemaRef('ExecutionStatus'),
+      version: { type: 'integer', minimum: 1 },
+    },
+  },
+  Deployment: {
+    type: 'object',
+    required: ['deployment_id', 'version', 'published_at', 'execute_url', 'inputs', 'outputs'],
+    properties: {
+      deployment_id: schemaRef('Uuid'),
+      version: { type: 'integer', minimum: 1, description: 'The published version.' },
+      published_at: schemaRef('Timestamp'),
+      execute_url: { type: 'string', format: 'uri' },
+      inputs: { type: 'array', items: schemaRef('ContractInput') },
+      outputs: { type: 'array', items: schemaRef('ContractOutput') },
+    },
+  },
+  NewDeployment: {
+    type: 'object',
+    required: ['deployment_id', 'version', 'published_at', 'execute_url', 'inputs', 'outputs', 'api_key', 'signing_secret'],
+    properties: {
+      deployment_id: schemaRef('Uuid'),
+      version: { type: 'integer', minimum: 1 },
+      published_at: schemaRef('Timestamp'),
+      execute_url: { type: 'string', format: 'uri' },
+      inputs: { type: 'array', items: schemaRef('ContractInput') },
+      outputs: { type: 'array', items: schemaRef('ContractOutput') },
+      api_key: { type: 'string', pattern: '^pgk_', description: 'Shown this once; only its hash is stored.' },
+      signing_secret: { type: 'string', pattern: '^whsec_', description: 'Signs callbacks; shown this once.' },
+    },
+    description: 'The first publish: the deployment with its API key and callback signing secret.',
+  },
+  Readiness: {
+    type: 'object',
+    required: ['pipeline_id', 'state', 'publishable', 'latest_run', 'counts', 'published_at', 'discovered', 'deployment'],
+    properties: {
+      pipeline_id: schemaRef('PipelineId'),
+      state: {
+        type: 'string',
+        enum: ['run_required', 'not_published', 'live', 'needs_publish'],
+        description: 'run_required: no successful run. not_published: a successful run, no deployment. live: the latest finished run used the published version. needs_publish: it used another version.',
+      },
+      publishable: { type: 'boolean' },
+      latest_run: {
+        anyOf: [
+          schemaRef('RunSummary'),
+          { type: 'null' },
+        ],
+      },
+      counts: {
+        type: 'object',
+        required: ['inputs', 'outputs'],
+        properties: { inputs: { type: 'integer', minimum: 0 }, outputs: { type: 'integer', minimum: 0 } },
+      },
+      published_at: {
+        anyOf: [
+          schemaRef('Timestamp'),
+          { type: 'null' },
+        ],
+      },
+      discovered: {
+        anyOf: [
+          schemaRef('Contract'),
+          { type: 'null' },
+        ],
+      },
+      deployment: {
+        anyOf: [
+          schemaRef('Deployment'),
+          { type: 'null' },
+        ],
+      },
+    },
+  },
+  PublishRequest: {
+    type: 'object',
+    additionalProperties: false,
+    description: 'Visibility per entry; an entry not mentioned keeps the visibility it had (visible on a first publish).',
+    properties: {
+      inputs: { type: 'object', additionalProperties: schemaRef('Visibility') },
+      outputs: { type: 'object', additionalProperties: schemaRef('Visibility') },
+    },
+  },
+  Visibility: { type: 'object', required: ['visible'], properties: { visible: { type: 'boolean' } }, additionalProperties: false },
+  RotateRequest: {
+    type: 'object',
+    additionalProperties: false,
+    properties: {
+      grace_seconds: { type: 'integer', minimum: 0, maximum: 604800, default: 0, description: 'How long the old credential keeps working.' },
+      credential: { type: 'string', enum: ['api_key', 'signing_secret'], default: 'api_key' },
+    },
+  },
+  RotateResult: {
+    oneOf: [
+      { type: 'object', required: ['api_key'], properties: { api_key: { type: 'string', pattern: '^pgk_' } } },
+      { type: 'object', required: ['signing_secret'], properties: { signing_secret: { type: 'string', pattern: '^whsec_' } } },
+    ],
+    description: 'The new credential, shown this once.',
+  },
+  Forbidden: {
+    type: 'object',
+    description: 'AWS: API Gateway refused the owner\'s IAM signature (Forbidden, or the signature problem it found).',
+    required: ['error'],
+    properties: { error: { type: 'string' } },
+    additionalProperties: false,
+  },
+  NotFoundPipeline: errorSchema('PipelineNotFound', 'No pipeline with this id.'),
+  NotFoundRun: errorSchema('RunNotFound', 'No run with this id in this pipeline.'),
+  InvalidDefinition: errorSchema('InvalidDefinition', 'The definition (or the pipeline id) was refused; `detail` lists every problem.', { detail: problems }, ['detail']),
+  InvalidRequest: errorSchema('InvalidRequest', 'The request body or query was refused; `detail` lists every problem.', { detail: problems }, ['detail']),
+  ConfirmationRequired: errorSchema('ConfirmationRequired', 'Delete without `?confirm=` naming the deployment id.', { detail: detailSchema }, ['detail']),
+  PublishNoSuccessfulRun: errorSchema('PublishNoSuccessfulRun', 'Publish refused: no run of this pipeline has succeeded.'),
+  PublishLatestRunFailed: errorSchema('PublishLatestRunFailed', 'Publish refused: the most recent finished run did not succeed.', { latest_run: schemaRef('RunSummary') }, ['latest_run']),
+  PublishNoInputsOrOutputs: errorSchema('PublishNoInputsOrOutputs', 'Publish refused: the version of the latest run has no Input and no Output nodes.'),
+  Conflict: errorSchema('Conflict', 'A concurrent publish, rotation or delete changed the deployment; try again.', { detail: detailSchema }, ['detail']),
+};
+
+const OWNER_RESPONSES: Record<string, JsonSchema> = {
+  OwnerUnauthorized: {
+    description: 'Local runtime: missing or wrong owner token (`Unauthorized`).',
+    headers: { 'WWW-Authenticate': { description: 'Always `Bearer` on the local runtime.', required: true, schema: { const: 'Bearer' } } },
+    content: jsonContent(schemaRef('Unauthorized')),
+  },
+  OwnerForbidden: {
+    description: 'AWS: the IAM signature was refused or the identity may not invoke this route.',
+    content: jsonContent(schemaRef('Forbidden')),
+  },
+  PipelineNotFound: { description: 'Pipeline Not Found.', content: jsonContent(schemaRef('NotFoundPipeline')) },
+};
+
+const OWNER_PARAMETERS: Record<string, JsonSchema> = {
+  PipelineId: { name: 'pipeline_id', in: 'path', required: true, schema: schemaRef('PipelineId') },
+  RunId: { name: 'run_id', in: 'path', required: true, schema: schemaRef('Uuid'), description: 'A run id; anything else answers 404.' },
+};
+
+const OWNER_SECURITY_SCHEMES: Record<string, JsonSchema> = {
+  OwnerBearer: {
+    type: 'http',
+    scheme: 'bearer',
+    description: 'Local runtime: the owner token (`PIPEGATE_OWNER_TOKEN`, else generated once into the data dir as `owner-token`).',
+  },
+  AwsSigV4: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'Authorization',
+    description:
+      "AWS: the request is signed with AWS Signature Version 4 (service `execute-api`, the stack's region) by an identity allowed `execute-api:Invoke` on the owner routes; API Gateway checks it (IAM authorization) before any function runs. The `pipegate` CLI signs with the standard AWS credential chain.",
+    'x-amazon-apigateway-authtype': 'awsSigv4',
+  },
+};
+
+const DESCRIPTION = [
+  'The whole service: the caller API (a deployment\'s API key) and the owner API (IAM on AWS, a bearer token on the local runtime).',
+  '',
+  '- Paths are relative to the base URL, stage and any prefix included; a trailing slash is always optional. The base URL is `PIPEGATE_PUBLIC_URL` when the service is configured with one; otherwise, on AWS, API Gateway\'s host and stage, and on the local runtime the request\'s Host header (and `PIPEGATE_BASE_PATH`).',
+  '- Every error is JSON `{ "error": <message>, "detail"?: <explanation> }` plus named fields.',
+  '- Timestamps are ISO 8601 UTC with milliseconds and `Z`.',
+  '- The local runtime also answers `GET /health` with 200 `{"status":"ok"}`, without credentials.',
+  '- Each deployment describes its own request and response at `GET /v1/deployments/{deployment_id}/openapi.json`.',
+].join('\n');
+
+export function serviceOpenApi() {
+  const paths = { ...callerPaths(), ...OWNER_PATHS };
+  const available = {
+    securitySchemes: { ...CALLER_SECURITY_SCHEMES, ...OWNER_SECURITY_SCHEMES },
+    parameters: { ...CALLER_PARAMETERS, ...OWNER_PARAMETERS },
+    responses: { ...CALLER_RESPONSES, ...OWNER_RESPONSES },
+    schemas: { ...CALLER_SCHEMAS, ...OWNER_SCHEMAS },
+  };
+  const used = reachableComponents(paths, available);
+  // Keep the components' declared order (readers browse them), but only those a path reaches.
+  const pick = (kind: keyof typeof available) => Object.fromEntries(Object.entries(available[kind]).filter(([name]) => used[kind]?.[name] !== undefined));
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'pipegate',
+      version: '0.1.0',
+      summary: 'Publish a pipeline as an authenticated, asynchronous HTTP API.',
+      description: DESCRIPTION,
+      license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
+    },
+    servers: [
+      { url: 'http://127.0.0.1:3000', description: 'The local runtime (`npm start`).' },
+      {
+        url: 'https://{api_id}.execute-api.{region}.amazonaws.com/{stage}',
+        description: 'A deployed stack (the ApiUrl stack output): `api_id` is the REST API id, `stage` the stage name.',
+        variables: { api_id: { default: 'abc123' }, region: { default: 'eu-west-1' }, stage: { default: 'api' } },
+      },
+    ],
+    tags: [
+      { name: 'callers', description: 'Execute a published deployment, with its API key.' },
+      { name: 'owners', description: 'Push, run, publish, rotate and delete pipelines.' },
+    ],
+    paths,
+    components: {
+      securitySchemes: available.securitySchemes,
+      parameters: pick('parameters'),
+      responses: pick('responses'),
+      schemas: pick('schemas'),
+    },
+  };
+}
+
+/** docs/openapi.json's exact text. */
+export const serviceOpenApiText = (): string => `${JSON.stringify(serviceOpenApi(), null, 2)}\n`;

@@ -1,0 +1,180 @@
+/**
+ * Ready-to-run examples of calling one deployment (curl, TypeScript with openapi-fetch, Python
+ * with requests), read from its own OpenAPI document (openapi.ts): the base URL, the paths,
+ * the key header and an example body of the published values all come from there, so the
+ * snippets say what the document says. The key is read from `PIPEGATE_API_KEY`, never
+ * written into the snippet.
+ */
+import type { RawValue } from './types';
+
+export interface DeploymentSnippets {
+  curl: string;
+  typescript: string;
+  python: string;
+}
+
+export const SNIPPET_KEY_VARIABLE = 'PIPEGATE_API_KEY';
+
+type Obj = Record<string, unknown>;
+const isObj = (x: unknown): x is Obj => typeof x === 'object' && x !== null && !Array.isArray(x);
+
+function at(x: unknown, ...keys: string[]): unknown {
+  let v = x;
+  for (const k of keys) v = isObj(v) && Object.hasOwn(v, k) ? v[k] : undefined;
+  return v;
+}
+
+function deref(doc: Obj, x: unknown): unknown {
+  const ref = at(x, '$ref');
+  return typeof ref === 'string' && ref.startsWith('#/') ? at(doc, ...ref.slice(2).split('/')) : x;
+}
+
+interface Operation {
+  path: string;
+  method: string;
+  operation: Obj;
+}
+
+function operation(doc: Obj, operationId: string): Operation {
+  for (const [path, item] of Object.entries(isObj(doc.paths) ? doc.paths : {})) {
+    for (const [method, op] of Object.entries(isObj(item) ? item : {})) {
+      if (isObj(op) && op.operationId === operationId) return { path, method: method.toUpperCase(), operation: op };
+    }
+  }
+  throw new Error(`not a pipegate deployment document: no ${operationId} operation`);
+}
+
+/** The body that sends every input with its published value (the schema's defaults). */
+function exampleBody(doc: Obj, execute: Operation): { workflow_input: Record<string, { value: RawValue; value_type: 'RAW' }> } {
+  const schema = deref(doc, at(execute.operation, 'requestBody', 'content', 'application/json', 'schema'));
+  const inputs = at(schema, 'properties', 'workflow_input', 'properties');
+  const workflow_input: Record<string, { value: RawValue; value_type: 'RAW' }> = {};
+  for (const [id, s] of Object.entries(isObj(inputs) ? inputs : {})) {
+    const value = at(s, 'properties', 'value', 'default');
+    if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') workflow_input[id] = { value, value_type: 'RAW' };
+  }
+  return { workflow_input };
+}
+
+/** The header the document's API key scheme names (X-API-Key). */
+function keyHeader(doc: Obj): string {
+  const name = at(doc, 'components', 'securitySchemes', 'ApiKeyHeader', 'name');
+  return typeof name === 'string' ? name : 'X-API-Key';
+}
+
+const shellQuote = (s: string): string => `'${s.replaceAll("'", `'\\''`)}'`;
+
+function python(v: unknown, indent = ''): string {
+  if (v === null) return 'None';
+  if (typeof v === 'boolean') return v ? 'True' : 'False';
+  if (typeof v === 'number' || typeof v === 'string') return JSON.stringify(v);
+  const inner = `${indent}    `;
+  if (Array.isArray(v)) return v.length === 0 ? '[]' : `[\n${v.map((x) => `${inner}${python(x, inner)},`).join('\n')}\n${indent}]`;
+  const entries = Object.entries(v as Obj);
+  const flat = `{${entries.map(([k, x]) => `${JSON.stringify(k)}: ${python(x)}`).join(', ')}}`;
+  if (entries.length === 0 || (flat.length + indent.length <= 88 && !flat.includes('\n'))) return flat;
+  return `{\n${entries.map(([k, x]) => `${inner}${JSON.stringify(k)}: ${python(x, inner)},`).join('\n')}\n${indent}}`;
+}
+
+/** A TypeScript literal: JSON, with keys unquoted where they may be. */
+const typescript = (v: unknown, indent = ''): string => {
+  if (!isObj(v)) return JSON.stringify(v);
+  const entries = Object.entries(v);
+  const inner = `${indent}  `;
+  const key = (k: string) => (/^[A-Za-z_$][A-Za-z0-9_$]*$/.test(k) ? k : JSON.stringify(k));
+  const flat = `{ ${entries.map(([k, x]) => `${key(k)}: ${typescript(x)}`).join(', ')} }`;
+  if (entries.length === 0) return '{}';
+  if (flat.length + indent.length <= 100 && !flat.includes('\n')) return flat;
+  return `{\n${entries.map(([k, x]) => `${inner}${key(k)}: ${typescript(x, inner)},`).join('\n')}\n${indent}}`;
+};
+
+/**
+ * The snippets for a per-deployment OpenAPI document (as `deploymentOpenApi` builds it and
+ * `GET /v1/deployments/{id}/openapi.json` serves it). Throws when the document is not one.
+ */
+export function deploymentSnippets(document: unknown): DeploymentSnippets {
+  if (!isObj(document)) throw new Error('not a pipegate deployment document: not an object');
+  const server: unknown = Array.isArray(document.servers) ? document.servers[0] : undefined;
+  const base = at(server, 'url');
+  if (typeof base !== 'string' || base === '') throw new Error('not a pipegate deployment document: no server URL');
+  const execute = operation(document, 'execute');
+  const status = operation(document, 'getExecutionStatus');
+  const result = operation(document, 'getExecutionResult');
+  const openapi = operation(document, 'getDeploymentOpenApi');
+  const body = exampleBody(document, execute);
+  const header = keyHeader(document);
+  const json = JSON.stringify(body);
+  const key = SNIPPET_KEY_VARIABLE;
+
+  const curl = [
+    `# ${key} holds the deployment's API key. Start an execution:`,
+    `curl -sS -X POST ${shellQuote(`${base}${execute.path}`)} \\`,
+    `  -H "${header}: $${key}" -H 'Content-Type: application/json' \\`,
+    `  -d ${shellQuote(json)}`,
+    `# The answer's status_url tells when it has finished; its result_url then holds the outputs:`,
+    `# curl -sS -H "${header}: $${key}" <status_url>`,
+    `# curl -sS -H "${header}: $${key}" <result_url>`,
+  ].join('\n');
+
+  const ts = [
+    `// ${key} holds the deployment's API key. Types from this deployment's own document:`,
+    `//   curl -sS -H "${header}: $${key}" ${shellQuote(`${base}${openapi.path}`)} -o openapi.json`,
+    `//   npm install openapi-fetch && npx openapi-typescript openapi.json -o api.d.ts`,
+    `import createClient from 'openapi-fetch';`,
+    `import type { paths } from './api';`,
+    ``,
+    `const client = createClient<paths>({ baseUrl: ${JSON.stringify(base)}, headers: { ${JSON.stringify(header)}: process.env.${key} } });`,
+    ``,
+    `async function main(): Promise<void> {`,
+    `  const started = await client.${execute.method}(${JSON.stringify(execute.path)}, {`,
+    `    body: ${typescript(body, '    ')},`,
+    `  });`,
+    `  if (started.data === undefined) throw new Error(\`refused: \${started.response.status} \${JSON.stringify(started.error)}\`);`,
+    `  const params = { path: { execution_id: started.data.execution_id } };`,
+    `  for (;;) {`,
+    `    const polled = await client.${status.method}(${JSON.stringify(status.path)}, { params });`,
+    `    if (polled.data === undefined) throw new Error(\`status: \${polled.response.status} \${JSON.stringify(polled.error)}\`);`,
+    `    if (polled.data.status !== 'pending' && polled.data.status !== 'running') break;`,
+    `    await new Promise((resolve) => setTimeout(resolve, 500));`,
+    `  }`,
+    `  const finished = await client.${result.method}(${JSON.stringify(result.path)}, { params });`,
+    `  if (finished.data === undefined) throw new Error(\`result: \${finished.response.status} \${JSON.stringify(finished.error)}\`);`,
+    `  console.log(finished.data.status, finished.data.error_message ?? '', JSON.stringify(finished.data.response_data));`,
+    `}`,
+    ``,
+    `main().catch((e: unknown) => {`,
+    `  console.error(e);`,
+    `  process.exitCode = 1;`,
+    `});`,
+  ].join('\n');
+
+  const py = [
+    `# ${key} holds the deployment's API key.`,
+    `import os`,
+    `import time`,
+    ``,
+    `import requests`,
+    ``,
+    `HEADERS = {${JSON.stringify(header)}: os.environ[${JSON.stringify(key)}]}`,
+    ``,
+    `accepted = requests.post(`,
+    `    ${JSON.stringify(`${base}${execute.path}`)},`,
+    `    json=${python(body, '    ')},`,
+    `    headers=HEADERS,`,
+    `    timeout=30,`,
+    `)`,
+    `accepted.raise_for_status()`,
+    `execution = accepted.json()`,
+    `while True:`,
+    `    status = requests.get(execution["status_url"], headers=HEADERS, timeout=30)`,
+    `    status.raise_for_status()`,
+    `    if status.json()["status"] not in ("pending", "running"):`,
+    `        break`,
+    `    time.sleep(0.5)`,
+    `result = requests.get(execution["result_url"], headers=HEADERS, timeout=30)`,
+    `result.raise_for_status()`,
+    `print(result.json()["status"], result.json()["response_data"])`,
+  ].join('\n');
+
+  return { curl, typescript: ts, python: py };
+}
