@@ -348,12 +348,17 @@ describe('a reference input in the per-deployment document', () => {
     };
 
     // Act
-    const generated = JSON.stringify(deploymentOpenApi(d, BASE));
+    const generated = deploymentOpenApi(d, BASE) as unknown as JsonObject;
+    const input = (id: string) => resolvePointer(generated, `#/components/schemas/DeploymentExecutionRequest/properties/workflow_input/properties/${id}`);
 
     // Assess
-    expect(generated).toContain('"source":{"type":"object","additionalProperties":false,"required":["value","value_type"],"properties":{"value":{"type":"string","format":"uri"');
-    expect(generated).toContain('"value_type":{"const":"REFERENCE"}');
-    expect(generated).toContain('"limit":{"type":"object","additionalProperties":false,"required":["value","value_type"],"properties":{"value":{"type":"integer","default":3},"value_type":{"const":"RAW"}}}');
+    expect(input('source')).toMatchObject({
+      type: 'object',
+      additionalProperties: false,
+      required: ['value', 'value_type'],
+      properties: { value: { type: 'string', format: 'uri', default: 'https://example.com/a.json' }, value_type: { const: 'REFERENCE' } },
+    });
+    expect(input('limit')).toMatchObject({ properties: { value: { type: 'integer', default: 3 }, value_type: { const: 'RAW' } } });
   });
 });
 
