@@ -35,7 +35,8 @@ beforeAll(async () => {
       return { status: hookStatus, headers: {}, body: '' };
     },
   });
-  d.config = { ...d.config, callbackScheduleSeconds: [1, 2] };
+  // Retries at least 5 s apart: a retry message handled at once is always early, however loaded the machine.
+  d.config = { ...d.config, callbackScheduleSeconds: [5, 10] };
   setDeps(d);
 });
 afterAll(async () => {
