@@ -73,9 +73,10 @@ function awsManaged(arn: string): PolicyDocument | undefined {
 
 /**
  * Credentials for a role: the access key id names the role (the endpoint finds the principal
- * by it, as AWS finds the session behind a temporary key); the secret is derived, not checked.
+ * by it, as AWS finds the session behind a temporary key); the session token carries the
+ * session name (Lambda names it after the function); the secret is derived and not checked.
  */
-export function credentialsFor(roleArn: string): { accessKeyId: string; secretAccessKey: string; sessionToken: string } {
+export function credentialsFor(roleArn: string, sessionName = 'local'): { accessKeyId: string; secretAccessKey: string; sessionToken: string } {
   const h = createHash('sha256').update(roleArn).digest();
   const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
   let id = 'ASIA';
@@ -83,8 +84,21 @@ export function credentialsFor(roleArn: string): { accessKeyId: string; secretAc
   return {
     accessKeyId: id,
     secretAccessKey: createHash('sha256').update(`secret:${roleArn}`).digest('base64').slice(0, 40),
-    sessionToken: `pipegate-local:${roleArn}`,
+    sessionToken: `${TOKEN_PREFIX}${Buffer.from(JSON.stringify({ sessionName })).toString('base64url')}`,
   };
+}
+
+const TOKEN_PREFIX = 'pipegate-local.';
+
+/** The session name in a token from credentialsFor(). */
+export function sessionNameOf(token: string): string | undefined {
+  if (!token.startsWith(TOKEN_PREFIX)) return undefined;
+  try {
+    const parsed: unknown = JSON.parse(Buffer.from(token.slice(TOKEN_PREFIX.length), 'base64url').toString('utf8'));
+    return isRecord(parsed) && typeof parsed.sessionName === 'string' ? parsed.sessionName : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Every AWS::IAM::Role in the assembly with everything attached to it, resolved. */

@@ -1,0 +1,214 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DescribeSecretCommand, GetSecretValueCommand, PutSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { DescribeExecutionCommand, SFNClient, StartExecutionCommand, StopExecutionCommand } from '@aws-sdk/client-sfn';
+import { SendMessageBatchCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { SfnWorkflowPort } from '../../functions/adapters/sfn.workflow';
+import { ensureTable, startDynalite, type LocalDynamo } from '../../lib/local/dynamo';
+import { LocalQueue } from '../../lib/local/queue';
+import { LocalSecretStore, startAwsEndpoint, type AwsEndpoint, type AwsServices, type StateMachinePort } from '../../lib/synth/aws-endpoint';
+import { credentialsFor, IamEvaluator } from '../../lib/synth/iam';
+import { resolveAssembly, type ResolvedAssembly } from '../../lib/synth/physical';
+import { SYNTH_TIMEOUT_MS, testAssembly } from '../support/synth';
+import { functionRoleArn, localEnv, logicalId, queueArn, tableArn } from './synth-helpers';
+
+/** A state machine that runs nothing: records starts and stops, stays open until stopped. */
+class RecordingMachine implements StateMachinePort {
+  readonly started: { name: string; input: Record<string, unknown> }[] = [];
+  readonly stopped: string[] = [];
+  private readonly open = new Set<string>();
+  constructor(readonly type: 'STANDARD' | 'EXPRESS') {}
+  async start(name: string, input: Record<string, unknown>) {
+    this.started.push({ name, input });
+    this.open.add(name);
+  }
+  async stop(name: string) {
+    this.stopped.push(name);
+    this.open.delete(name);
+  }
+  running() {
+    return [...this.open];
+  }
+}
+
+const errorName = async (p: Promise<unknown>): Promise<string> =>
+  p.then(
+    () => 'no error',
+    (e: unknown) => (e instanceof Error ? e.name : String(e)),
+  );
+
+describe('the local AWS endpoint', () => {
+  let dir: string;
+  let dynamo: LocalDynamo;
+  let endpoint: AwsEndpoint;
+  let resolved: ResolvedAssembly;
+  let table: string;
+  let executions: LocalQueue;
+  let machineArn: string;
+  const standard = new RecordingMachine('STANDARD');
+  const express = new RecordingMachine('EXPRESS');
+  let services: AwsServices;
+  let secretArn: string;
+
+  beforeAll(async () => {
+    const assembly = await testAssembly();
+    dir = mkdtempSync(path.join(tmpdir(), 'pipegate-endpoint-'));
+    dynamo = await startDynalite();
+    endpoint = await startAwsEndpoint({ log: () => undefined });
+    resolved = resolveAssembly(assembly, localEnv(endpoint.url));
+    const stateful = resolved.stack('PipegateStateful');
+    table = stateful.physical[logicalId(resolved, 'PipegateStateful', 'AWS::DynamoDB::Table', 'Table')]?.ref ?? '';
+    await ensureTable(dynamo.endpoint, table);
+    executions = new LocalQueue({ dir, name: 'executions', visibilityTimeoutSeconds: 30, maxReceiveCount: 5, batchSize: 10 });
+    machineArn = resolved.stack('Pipegate').physical[logicalId(resolved, 'Pipegate', 'AWS::StepFunctions::StateMachine', 'StateMachine')]?.ref ?? '';
+    secretArn = stateful.physical[logicalId(resolved, 'PipegateStateful', 'AWS::SecretsManager::Secret', 'KeyMaterial')]?.ref ?? '';
+    const secrets = new LocalSecretStore(path.join(dir, 'secrets.json'));
+    secrets.define(secretArn, () => '{"pepper":"p"}');
+    services = {
+      iam: IamEvaluator.fromAssembly(resolved),
+      arns: resolved.arns,
+      dynamoEndpoint: dynamo.endpoint,
+      queues: new Map([[queueArn(resolved, 'Executions'), executions]]),
+      stateMachines: new Map<string, StateMachinePort>([[machineArn, standard]]),
+      secrets,
+    };
+    endpoint.serve(services);
+  }, SYNTH_TIMEOUT_MS);
+
+  afterAll(async () => {
+    await endpoint?.stop();
+    await dynamo?.close();
+    await executions?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** SDK clients signed as the role of one pipegate function. */
+  const as = (fn: string) => {
+    const config = { endpoint: endpoint.url, region: 'us-east-1', credentials: credentialsFor(functionRoleArn(resolved, fn), fn) };
+    return {
+      doc: DynamoDBDocumentClient.from(new DynamoDBClient(config)),
+      sqs: new SQSClient(config),
+      sfn: new SFNClient(config),
+      secrets: new SecretsManagerClient(config),
+    };
+  };
+
+  it('forwards allowed DynamoDB calls and refuses others with AccessDeniedException, recording each denial', async () => {
+    // Prepare
+    const execute = as('execute').doc;
+    const item = { pk: 'EXEC#e1', sk: 'EXEC', status: 'pending' };
+    const before = endpoint.denials.length;
+    // Act
+    await execute.send(new PutCommand({ TableName: table, Item: item }));
+    const read = await execute.send(new GetCommand({ TableName: table, Key: { pk: 'EXEC#e1', sk: 'EXEC' } }));
+    const refused = await errorName(as('execution-status').doc.send(new PutCommand({ TableName: table, Item: item })));
+    // Assess
+    expect(read.Item).toEqual(item);
+    expect(refused).toBe('AccessDeniedException');
+    expect(endpoint.denials.slice(before)).toEqual([
+      expect.objectContaining({
+        action: 'dynamodb:PutItem',
+        resource: tableArn(resolved),
+        principal: expect.stringMatching(/^arn:aws:sts::123456789012:assumed-role\/Pipegate-ExecutionStatusRole[0-9A-F]+\/execution-status$/),
+      }),
+    ]);
+  });
+
+  it('authorizes a Query on an index against the index ARN', async () => {
+    // Prepare
+    const query = new QueryCommand({ TableName: table, IndexName: 'gsi1', KeyConditionExpression: 'gsi1pk = :p', ExpressionAttributeValues: { ':p': 'PIPELINES' } });
+    // Act
+    const allowed = await as('pipeline-list').doc.send(query);
+    const refused = await errorName(as('execution-status').doc.send(query));
+    // Assess
+    expect(allowed.Items).toEqual([]);
+    expect(refused).toBe('AccessDeniedException');
+    expect(endpoint.denials.at(-1)).toMatchObject({ action: 'dynamodb:Query', resource: `${tableArn(resolved)}/index/gsi1` });
+  });
+
+  it('puts allowed SQS messages on the local queue, delay included, and refuses others as SQS does', async () => {
+    // Prepare
+    const url = resolved.arns.queueUrl(queueArn(resolved, 'Executions').split(':').pop() ?? '');
+    // Act
+    const sent = await as('execute').sqs.send(new SendMessageCommand({ QueueUrl: url, MessageBody: '{"a":1}', DelaySeconds: 5 }));
+    const batch = await as('run-start').sqs.send(
+      new SendMessageBatchCommand({ QueueUrl: url, Entries: [{ Id: 'x', MessageBody: 'one' }, { Id: 'y', MessageBody: 'two', DelaySeconds: 901 }] }),
+    );
+    const refused = await errorName(as('execution-status').sqs.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'x' })));
+    // Assess
+    expect(sent.MessageId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(batch.Successful?.map((s) => s.Id)).toEqual(['x']);
+    expect(batch.Failed).toEqual([expect.objectContaining({ Id: 'y', Code: 'InvalidParameterValue', SenderFault: true })]);
+    expect(await executions.depth()).toEqual({ visible: 1, inFlight: 0, delayed: 1 });
+    expect(refused).toBe('AccessDenied');
+    expect(endpoint.denials.at(-1)).toMatchObject({ action: 'sqs:SendMessage', resource: queueArn(resolved, 'Executions') });
+  });
+
+  it('keeps Step Functions name idempotency for Standard machines, through the real workflow adapter', async () => {
+    // Prepare
+    const runner = new SfnWorkflowPort(as('runner').sfn, machineArn);
+    const cancel = new SfnWorkflowPort(as('execution-cancel').sfn, machineArn);
+    // Act / Assess
+    expect(await runner.start('run-1', { execution_id: 'run-1' })).toBe('started');
+    expect(await runner.start('run-1', { execution_id: 'run-1' })).toBe('started');
+    expect(await runner.start('run-1', { execution_id: 'other' })).toBe('already_exists');
+    expect(standard.started).toEqual([{ name: 'run-1', input: { execution_id: 'run-1' } }]);
+    await cancel.stop('run-1', 'cancelled');
+    expect(standard.stopped).toEqual(['run-1']);
+    // Closed: the same name and input is now a reuse too.
+    expect(await runner.start('run-1', { execution_id: 'run-1' })).toBe('already_exists');
+    await cancel.stop('never-started', 'x');
+    expect(await errorName(as('execute').sfn.send(new StartExecutionCommand({ stateMachineArn: machineArn, name: 'n', input: '{}' })))).toBe(
+      'AccessDeniedException',
+    );
+    expect(endpoint.denials.at(-1)).toMatchObject({ action: 'states:StartExecution', resource: machineArn });
+    expect(await errorName(as('runner').sfn.send(new DescribeExecutionCommand({ executionArn: `${machineArn}:x` })))).toBe('UnknownOperationException');
+  });
+
+  it('starts every Express execution anew, with an express: ARN, and stops none', async () => {
+    // Prepare: the template's machine served as the Express machine it is declared as.
+    endpoint.serve({ ...services, stateMachines: new Map<string, StateMachinePort>([[machineArn, express]]) });
+    const runner = as('runner').sfn;
+    const start = new StartExecutionCommand({ stateMachineArn: machineArn, name: 'e-1', input: '{"execution_id":"e-1"}' });
+    try {
+      // Act
+      const first = await runner.send(start);
+      const second = await runner.send(start);
+      await new SfnWorkflowPort(as('execution-cancel').sfn, machineArn).stop('e-1', 'cancelled');
+      const direct = await errorName(as('execution-cancel').sfn.send(new StopExecutionCommand({ executionArn: first.executionArn })));
+      // Assess
+      expect(first.executionArn).toMatch(new RegExp(`^arn:aws:states:us-east-1:123456789012:express:${machineArn.split(':').pop()}:e-1:[0-9a-f-]{36}$`));
+      expect(second.executionArn).not.toBe(first.executionArn);
+      expect(express.started.map((s) => s.name)).toEqual(['e-1', 'e-1']);
+      expect(express.stopped).toEqual([]);
+      expect(direct).toBe('InvalidArn');
+    } finally {
+      endpoint.serve(services);
+    }
+  });
+
+  it('serves the key-material secret to the roles granted it, and nothing else of Secrets Manager', async () => {
+    // Act
+    const got = await as('authorizer').secrets.send(new GetSecretValueCommand({ SecretId: secretArn }));
+    const refused = await errorName(as('execute').secrets.send(new GetSecretValueCommand({ SecretId: secretArn })));
+    const put = await errorName(as('authorizer').secrets.send(new PutSecretValueCommand({ SecretId: secretArn, SecretString: '{}' })));
+    const describe = await errorName(as('authorizer').secrets.send(new DescribeSecretCommand({ SecretId: secretArn })));
+    // Assess
+    expect(got).toMatchObject({ ARN: secretArn, SecretString: '{"pepper":"p"}' });
+    expect(refused).toBe('AccessDeniedException');
+    expect(put).toBe('AccessDeniedException');
+    expect(describe).toBe('UnknownOperationException');
+  });
+
+  it('refuses a key that names no role of the templates', async () => {
+    // Prepare
+    const stranger = new DynamoDBClient({ endpoint: endpoint.url, region: 'us-east-1', credentials: { accessKeyId: 'AKIAEXAMPLE', secretAccessKey: 'x' } });
+    // Act / Assess
+    expect(await errorName(DynamoDBDocumentClient.from(stranger).send(new GetCommand({ TableName: table, Key: { pk: 'a', sk: 'b' } })))).toBe(
+      'UnrecognizedClientException',
+    );
+  });
+});
