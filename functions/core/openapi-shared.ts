@@ -227,6 +227,28 @@ export const CALLER_PARAMETERS: Record<string, JsonSchema> = {
     schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' },
     description: 'The same key and body within 24 hours returns the first 202 and starts nothing; the same key with another body answers 422.',
   },
+  PreferWait: {
+    name: 'Prefer',
+    in: 'header',
+    required: false,
+    schema: { type: 'string', examples: ['wait=20'] },
+    description:
+      '`wait=N` (RFC 7240): answer as soon as the execution has finished, or after N seconds with the usual answer. N is capped (60 s locally, 25 s on AWS); a preference that cannot be used (not whole seconds, 0) is ignored, never an error.',
+  },
+};
+
+/** Response headers of the caller routes that wait (`Prefer: wait`) or hint at a poll interval. */
+const PREFERENCE_APPLIED = {
+  'Preference-Applied': {
+    description: 'Present when a `Prefer: wait` was honoured: `wait=<seconds>` actually allowed.',
+    schema: { type: 'string', pattern: '^wait=\\d+$' },
+  },
+};
+const RETRY_AFTER_HINT = {
+  'Retry-After': {
+    description: 'While the execution is open: seconds to wait before polling again.',
+    schema: { type: 'string', pattern: '^\\d+$' },
+  },
 };
 
 const errorResponse = (description: string, schema: string, headers?: Record<string, JsonSchema>) => ({
@@ -291,7 +313,7 @@ export function callerPaths(deploymentId?: string, names: CallerSchemaNames = { 
     ...extra,
     responses: { ...responses, '401': responseRef('Unauthorized'), ...EVERY_ROUTE_RESPONSES },
   });
-  const ok = (description: string, schema: string) => ({ description, content: jsonContent(schemaRef(schema)) });
+  const ok = (description: string, schema: string, headers?: Record<string, unknown>) => ({ description, ...(headers ? { headers } : {}), content: jsonContent(schemaRef(schema)) });
   const oneOf = (description: string, ...schemas: string[]) => ({
     description,
     content: jsonContent(schemas.length === 1 ? schemaRef(schemas[0] ?? '') : { oneOf: schemas.map(schemaRef) }),
@@ -302,9 +324,23 @@ export function callerPaths(deploymentId?: string, names: CallerSchemaNames = { 
       post: op(
         { operationId: 'execute', summary: 'Start an execution of a deployment' },
         {
+          '200': {
+            description: 'Only with `Prefer: wait=N`: the execution finished within N seconds; its result and URLs.',
+            headers: { Location: { description: 'The status URL.', required: true, schema: { type: 'string', format: 'uri' } }, ...PREFERENCE_APPLIED },
+            content: jsonContent({
+              allOf: [
+                schemaRef(names.result),
+                {
+                  type: 'object',
+                  required: ['status_url', 'result_url'],
+                  properties: { status_url: { type: 'string', format: 'uri' }, result_url: { type: 'string', format: 'uri' } },
+                },
+              ],
+            }),
+          },
           '202': {
-            description: 'Accepted and queued.',
-            headers: { Location: { description: 'The status URL.', required: true, schema: { type: 'string', format: 'uri' } } },
+            description: 'Accepted and queued (with `Prefer: wait=N`: not finished within N seconds).',
+            headers: { Location: { description: 'The status URL.', required: true, schema: { type: 'string', format: 'uri' } }, ...PREFERENCE_APPLIED },
             content: jsonContent(schemaRef('Accepted')),
           },
           '400': oneOf('Invalid Input Structure, or Missing Callback URL.', 'InvalidInputStructure', 'MissingCallbackUrl'),
@@ -314,7 +350,7 @@ export function callerPaths(deploymentId?: string, names: CallerSchemaNames = { 
           '422': oneOf('Invalid Input, Invalid Callback URL, or Idempotency Key Reused.', 'InvalidInput', 'InvalidCallbackUrl', 'IdempotencyKeyReused'),
         },
         {
-          parameters: [...depParam, parameterRef('IdempotencyKey')],
+          parameters: [...depParam, parameterRef('IdempotencyKey'), parameterRef('PreferWait')],
           requestBody: { required: false, description: 'Optional; an empty body means `{}`.', content: jsonContent(schemaRef(names.request)) },
         },
       ),
@@ -322,19 +358,25 @@ export function callerPaths(deploymentId?: string, names: CallerSchemaNames = { 
     '/v1/deployments/executions/{execution_id}/status': {
       get: op(
         { operationId: 'getExecutionStatus', summary: "An execution's status" },
-        { '200': ok('The status.', 'ExecutionStatusBody'), '404': responseRef('ExecutionNotFound') },
-        { parameters: execution },
+        {
+          '200': ok('The status (with `Prefer: wait=N`: once terminal, or after N seconds).', 'ExecutionStatusBody', { ...RETRY_AFTER_HINT, ...PREFERENCE_APPLIED }),
+          '404': responseRef('ExecutionNotFound'),
+        },
+        { parameters: [...execution, parameterRef('PreferWait')] },
       ),
     },
     '/v1/deployments/executions/{execution_id}/result': {
       get: op(
         { operationId: 'getExecutionResult', summary: "An execution's result, once it has finished" },
         {
-          '200': ok('The result (visible outputs only).', names.result),
+          '200': ok('The result (visible outputs only).', names.result, PREFERENCE_APPLIED),
           '404': responseRef('ExecutionNotFound'),
-          '409': oneOf('Execution not completed, with its current status.', 'ExecutionNotCompleted'),
+          '409': {
+            ...oneOf('Execution not completed (with `Prefer: wait=N`: not within N seconds), with its current status.', 'ExecutionNotCompleted'),
+            headers: { 'Retry-After': { ...RETRY_AFTER_HINT['Retry-After'], required: true }, ...PREFERENCE_APPLIED },
+          },
         },
-        { parameters: execution },
+        { parameters: [...execution, parameterRef('PreferWait')] },
       ),
     },
     '/v1/deployments/executions/{execution_id}/cancel': {
