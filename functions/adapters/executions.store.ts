@@ -1,4 +1,4 @@
-import { GetCommand, PutCommand, QueryCommand, ScanCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand, QueryCommand, ScanCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { allowedFrom, isTerminal, type ExecutionStatus } from '../core/transitions';
 import type { CallbackDelivery, Execution } from '../core/types';
 import { allItems, epochSeconds, isConditionFailure, keys } from './dynamo';
@@ -16,7 +16,7 @@ export interface IdempotencyRecord {
 
 const FIELDS: readonly (keyof Execution)[] = [
   'execution_id', 'kind', 'pipeline_id', 'version', 'deployment_id', 'status', 'inputs', 'outputs', 'visible_outputs',
-  'callback', 'callback_delivery', 'error_message', 'created_at', 'started_at', 'completed_at', 'expires_at',
+  'callback', 'callback_delivery', 'error_message', 'created_at', 'started_at', 'completed_at', 'expires_at', 'run_by',
 ];
 
 function toExecution(item: Record<string, unknown>): Execution {
@@ -82,7 +82,7 @@ export class ExecutionsStore {
   async transition(
     id: string,
     to: ExecutionStatus,
-    set: Partial<Pick<Execution, 'started_at' | 'completed_at' | 'error_message' | 'outputs' | 'callback_delivery'>>,
+    set: Partial<Pick<Execution, 'started_at' | 'completed_at' | 'error_message' | 'outputs' | 'callback_delivery' | 'run_by'>>,
   ): Promise<TransitionResult> {
     const from = allowedFrom(to);
     if (from.length === 0) return { ok: false, current: await this.get(id, new Date(0), true) };
@@ -122,6 +122,28 @@ export class ExecutionsStore {
       if (!isConditionFailure(err)) throw err;
       const out = await this.db.send(new GetCommand({ TableName: this.table, Key: keys.execution(id), ConsistentRead: true }));
       return { ok: false, current: out.Item ? toExecution(out.Item) : null };
+    }
+  }
+
+  /**
+   * Deletes an execution that is still `pending` (its queue message could not be sent); false
+   * when it has moved on meanwhile, so it was queued after all.
+   */
+  async withdrawPending(id: string): Promise<boolean> {
+    try {
+      await this.db.send(
+        new DeleteCommand({
+          TableName: this.table,
+          Key: keys.execution(id),
+          ConditionExpression: '#status = :pending',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ':pending': 'pending' },
+        }),
+      );
+      return true;
+    } catch (err) {
+      if (isConditionFailure(err)) return false;
+      throw err;
     }
   }
 

@@ -104,6 +104,11 @@ export interface Execution {
   completed_at: string | null;
   /** Epoch seconds after which the record is treated as gone (API executions). */
   expires_at: number | null;
+  /**
+   * The state-machine execution that moved it to `running`, so a retried MarkRunning whose
+   * first write landed recognises its own work.
+   */
+  run_by?: string | null;
 }
 
 export interface Deployment {

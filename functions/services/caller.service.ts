@@ -12,6 +12,7 @@ import type { CallerAuth } from '../adapters/api';
 import type { Deps } from '../adapters/deps';
 import { epochSeconds } from '../adapters/dynamo';
 import { newDelivery } from './delivery';
+import { enqueueNew } from './enqueue';
 
 const IDEMPOTENCY_TTL_SECONDS = 24 * 3600;
 const IDEMPOTENCY_KEY_RE = /^[\x21-\x7e]{1,255}$/;
@@ -160,7 +161,7 @@ async function submit(d: Deps, auth: CallerAuth, req: ExecuteRequest) {
     expires_at: epochSeconds(now) + d.config.resultRetentionDays * 24 * 3600,
   };
   await d.executions.create(execution);
-  await d.queue.send('executions', { execution_id: executionId });
+  await enqueueNew(d, executionId);
   return accepted(req.baseUrl, execution);
 }
 

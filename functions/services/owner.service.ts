@@ -13,6 +13,7 @@ import type { Deps } from '../adapters/deps';
 import type { DeploymentRecord } from '../adapters/deployments.store';
 import { epochSeconds } from '../adapters/dynamo';
 import type { PipelineMeta } from '../adapters/pipelines.store';
+import { enqueueNew } from './enqueue';
 
 
 function parseJson(body: string | null, what: string): unknown {
@@ -130,7 +131,7 @@ export async function startRun(d: Deps, id: string, body: string | null, baseUrl
     expires_at: null,
   };
   await d.executions.create(run);
-  await d.queue.send('executions', { execution_id: run.execution_id });
+  await enqueueNew(d, run.execution_id);
   return {
     run_id: run.execution_id,
     version: run.version,

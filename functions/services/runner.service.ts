@@ -1,10 +1,11 @@
 /** The runner: one executions-queue message → one state-machine execution. */
+import { runNodesTimeoutSeconds } from '../../lib/workflow-budget';
 import type { Deps } from '../adapters/deps';
 
 export { ExecutionMessage } from './messages';
 
 /** Seconds the state machine allows the run task: the engine's own limit plus room to record it. */
-export const workflowTimeoutSeconds = (d: Deps): number => Math.ceil(d.config.executionTimeoutMs / 1000) + 30;
+export const workflowTimeoutSeconds = (d: Deps): number => runNodesTimeoutSeconds(d.config.executionTimeoutMs);
 
 /**
  * One executions-queue message → one state-machine execution named by the execution id. No

@@ -10,10 +10,20 @@ import { newDelivery } from './delivery';
 
 export { ExecutionMessage } from './messages';
 
-/** MarkRunning: pending → running, once. A duplicate start, or a cancelled execution, does not proceed. */
-export async function taskStart(d: Deps, executionId: string): Promise<{ proceed: boolean }> {
-  const t = await d.executions.transition(executionId, 'running', { started_at: d.clock.now().toISOString() });
-  return { proceed: t.ok };
+/**
+ * MarkRunning: pending → running, once. A duplicate start, or a cancelled execution, does not
+ * proceed. `workflowId` names the state-machine execution: when a retry of this very task finds
+ * the execution already running by it (the first attempt's write landed, its reply was lost),
+ * it proceeds, or the record would say `running` with nothing running it.
+ */
+export async function taskStart(d: Deps, executionId: string, workflowId?: string): Promise<{ proceed: boolean }> {
+  const t = await d.executions.transition(executionId, 'running', {
+    started_at: d.clock.now().toISOString(),
+    ...(workflowId ? { run_by: workflowId } : {}),
+  });
+  if (t.ok) return { proceed: true };
+  const mine = workflowId !== undefined && t.current?.status === 'running' && t.current.run_by === workflowId;
+  return { proceed: mine };
 }
 
 const callbackFields = (e: Execution): { callback_delivery?: CallbackDelivery } =>

@@ -1,4 +1,5 @@
 import './polyfills';
+import { randomUUID } from 'node:crypto';
 import { StateMachine, type StateMachineDefinition } from 'aws-local-stepfunctions';
 import type { WorkflowPort } from '../../functions/core/ports';
 
@@ -129,6 +130,8 @@ export class LocalWorkflow implements WorkflowPort {
         ...(this.retryIntervalOverrides ? { retryIntervalOverrides: this.retryIntervalOverrides } : {}),
       },
       noThrowOnAbort: true,
+      // Step Functions gives each execution an id of its own (Express ones too); MarkRunning reads it.
+      context: { Execution: { Id: `arn:aws:states:local:000000000000:execution:pipegate:${name}:${randomUUID()}`, Name: name } },
     });
     run.abort = () => {
       run.aborted = true;

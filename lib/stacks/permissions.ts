@@ -5,7 +5,7 @@
 import { routeHandlers, WORKERS } from '../routes';
 import type { QueueName } from '../queues';
 
-export type TableAction = 'GetItem' | 'PutItem' | 'UpdateItem' | 'Query';
+export type TableAction = 'GetItem' | 'PutItem' | 'UpdateItem' | 'DeleteItem' | 'Query';
 export type StatesAction = 'StartExecution' | 'StopExecution';
 export type { QueueName };
 
@@ -24,8 +24,8 @@ export interface FunctionAccess {
 
 const READ: readonly TableAction[] = ['GetItem'];
 const LIST: readonly TableAction[] = ['GetItem', 'Query'];
-const WRITE: readonly TableAction[] = ['GetItem', 'PutItem', 'UpdateItem'];
 const UPDATE: readonly TableAction[] = ['GetItem', 'UpdateItem'];
+const CREATE_EXECUTION: readonly TableAction[] = ['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem'];
 const ALL: readonly TableAction[] = ['GetItem', 'PutItem', 'UpdateItem', 'Query'];
 
 const access = (table: readonly TableAction[], more: Partial<Omit<FunctionAccess, 'table'>> = {}): FunctionAccess => ({
@@ -40,7 +40,8 @@ const access = (table: readonly TableAction[], more: Partial<Omit<FunctionAccess
 export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   // Callers.
   authorizer: access(READ, { secret: true }),
-  execute: access(WRITE, { send: ['executions'] }),
+  // DeleteItem: a pending execution whose queue message could not be sent is withdrawn.
+  execute: access(CREATE_EXECUTION, { send: ['executions'] }),
   'execution-status': access(READ),
   'execution-result': access(READ),
   'execution-cancel': access(UPDATE, { states: ['StopExecution'], send: ['callbacks'] }),
@@ -50,7 +51,7 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   'pipeline-list': access(LIST),
   'pipeline-get': access(LIST),
   'pipeline-push': access(ALL),
-  'run-start': access(WRITE, { send: ['executions'] }),
+  'run-start': access(CREATE_EXECUTION, { send: ['executions'] }),
   'run-list': access(LIST),
   'run-get': access(LIST),
   'owner-execution-get': access(LIST),

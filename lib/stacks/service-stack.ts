@@ -20,7 +20,8 @@ import { ROUTES, WORKERS, type Route } from '../routes';
 import { MAIN_TABLE } from '../tables';
 import { accessFor, allFunctionNames, bundleExternals } from './permissions';
 import { PipegateFunction, REPO_ROOT } from './pipegate-function';
-import { TASK_RUN_MARGIN_SECONDS, type Settings } from './settings';
+import { type Settings } from './settings';
+import { MARK_TASK_TIMEOUT_SECONDS, taskRunLambdaTimeoutSeconds } from '../workflow-budget';
 import type { StatefulStack } from './stateful-stack';
 
 export const ASL_PATH = path.join(REPO_ROOT, 'lib', 'state-machine.asl.json');
@@ -42,7 +43,7 @@ const ROUTE_TIMEOUT = Duration.seconds(15);
 export const API_GATEWAY_INTEGRATION_TIMEOUT_SECONDS = 29;
 export const AWS_MAX_WAIT_SECONDS = API_GATEWAY_INTEGRATION_TIMEOUT_SECONDS - 4;
 const WAITING_ROUTE_TIMEOUT = Duration.seconds(API_GATEWAY_INTEGRATION_TIMEOUT_SECONDS - 1);
-const TASK_TIMEOUT = Duration.seconds(30);
+const TASK_TIMEOUT = Duration.seconds(MARK_TASK_TIMEOUT_SECONDS);
 
 export interface ServiceStackProps extends StackProps {
   settings: Settings;
@@ -141,7 +142,7 @@ export class ServiceStack extends Stack {
   private timeoutFor(name: string, settings: Settings): Duration {
     const access = accessFor(name);
     if (access.consumes) return Duration.seconds(QUEUES[access.consumes].consumerTimeoutSeconds);
-    if (name === WORKERS.taskRun) return Duration.seconds(Math.ceil(settings.executionTimeoutMs / 1000) + TASK_RUN_MARGIN_SECONDS);
+    if (name === WORKERS.taskRun) return Duration.seconds(taskRunLambdaTimeoutSeconds(settings.executionTimeoutMs));
     if (name === WORKERS.taskStart || name === WORKERS.taskFail) return TASK_TIMEOUT;
     if (ROUTES.some((r) => r.handler === name && r.waits)) return WAITING_ROUTE_TIMEOUT;
     return ROUTE_TIMEOUT;

@@ -4,10 +4,9 @@
 import * as v from 'valibot';
 import type { Node } from 'constructs';
 
-/** Express runs at most 5 minutes; the mark-running and finish tasks need the last 20 s. */
-export const EXPRESS_MAX_EXECUTION_TIMEOUT_MS = 280_000;
-/** Lambda's own ceiling, minus the margin task-run keeps beyond the execution time-out. */
-export const TASK_RUN_MARGIN_SECONDS = 15;
+import { EXPRESS_MAX_EXECUTION_TIMEOUT_MS, taskRunLambdaTimeoutSeconds } from '../workflow-budget';
+
+export { EXPRESS_MAX_EXECUTION_TIMEOUT_MS };
 const LAMBDA_MAX_TIMEOUT_SECONDS = 900;
 
 /** Synth needs no AWS call when both are explicit; the CLI fills them in from credentials on deploy. */
@@ -64,10 +63,10 @@ export function parseSettings(input: Record<string, unknown>): Settings {
         `use at most ${EXPRESS_MAX_EXECUTION_TIMEOUT_MS}, or set stateMachineType=STANDARD`,
     );
   }
-  if (Math.ceil(executionTimeoutMs / 1000) + TASK_RUN_MARGIN_SECONDS > LAMBDA_MAX_TIMEOUT_SECONDS) {
+  if (taskRunLambdaTimeoutSeconds(executionTimeoutMs) > LAMBDA_MAX_TIMEOUT_SECONDS) {
     throw new Error(
       `executionTimeoutMs ${executionTimeoutMs} is longer than one Lambda invocation can run the nodes ` +
-        `(${(LAMBDA_MAX_TIMEOUT_SECONDS - TASK_RUN_MARGIN_SECONDS) * 1000} ms at most)`,
+        `(${(LAMBDA_MAX_TIMEOUT_SECONDS - taskRunLambdaTimeoutSeconds(0)) * 1000} ms at most)`,
     );
   }
   return {

@@ -146,6 +146,8 @@ describe('an error injected at each step', () => {
   let httpFaults = 0;
   let injectedStarts = 0;
   let workflowFailures = 0;
+  /** Executions whose queue message fails to send (once each). */
+  const sendFaults = new Set<string>();
   const unreachable = () => `${receiver.url}/unreachable`;
   const cases: Record<string, string> = {};
 
@@ -160,6 +162,13 @@ describe('an error injected at each step', () => {
     return faults.wrap({
       ...d,
       workflow: starts,
+      queue: {
+        send: async (queue, body, opts) => {
+          const id = String(body.execution_id);
+          if (queue === 'executions' && sendFaults.delete(id)) throw stepError('queue.send');
+          return d.queue.send(queue, body, opts);
+        },
+      },
       ids: { uuid: () => planned.shift() ?? randomUUID() },
       http: async (req) => {
         if (req.url.startsWith(unreachable())) {
@@ -242,6 +251,29 @@ describe('an error injected at each step', () => {
     await rt.caller('POST', executions(p), p.apiKey, {});
     expect((await rt.waitForExecution(id, p.apiKey)).status).toBe('completed');
     expect(faults.count('start-transient')).toBe(2);
+  });
+
+  it('MarkRunning: a retry whose first write landed (reply lost) proceeds, and the execution completes', async () => {
+    const id = randomUUID();
+    faults.add({ label: 'start-lost-reply', store: 'executions', method: 'transition', when: movingTo('running', id), times: 1, after: true });
+    planned.push(id);
+    await rt.caller('POST', executions(p), p.apiKey, {});
+    expect((await rt.waitForExecution(id, p.apiKey, undefined, 5_000)).status).toBe('completed');
+    expect(faults.count('start-lost-reply')).toBe(1);
+  });
+
+  it('execute: a queue send that fails withdraws the execution and answers 503, leaving nothing pending', async () => {
+    const id = randomUUID();
+    sendFaults.add(id);
+    planned.push(id);
+    const r = await rt.caller('POST', executions(p), p.apiKey, {});
+    expect(r.status).toBe(503);
+    expect(r.headers.get('retry-after')).toBeTruthy();
+    expect(await rt.deps.executions.get(id, new Date(), true)).toBeNull();
+    // The same request again is accepted and runs.
+    const again = await rt.caller('POST', executions(p), p.apiKey, {});
+    expect(again.status).toBe(202);
+    expect((await rt.waitForExecution(again.body.execution_id as string, p.apiKey)).status).toBe('completed');
   });
 
   it('MarkRunning: once its retries are spent, MarkFailed finishes the execution as failed', async () => {

@@ -70,7 +70,8 @@ describe('LocalWorkflow', () => {
 
     // Assess
     expect(started).toBe('started');
-    expect(calls.MarkRunning).toEqual([{ execution_id: 'exec-1' }]);
+    // MarkRunning also gets the execution's own id ($$.Execution.Id), unique per start.
+    expect(calls.MarkRunning).toEqual([{ execution_id: 'exec-1', workflow_id: expect.stringMatching(/^arn:aws:states:local:\d+:execution:pipegate:exec-1:[0-9a-f-]{36}$/) }]);
     expect(calls.RunNodes).toEqual([{ execution_id: 'exec-1' }]);
     expect(calls.MarkFailed).toEqual([]);
     expect(onError).not.toHaveBeenCalled();

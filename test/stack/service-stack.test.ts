@@ -237,10 +237,10 @@ describe('functions', () => {
     }
   });
 
-  it('fits the Express state machine: execution time-out at most 280 s, task-run just above it', () => {
+  it('fits the Express state machine: execution time-out at most 240 s, task-run just above it', () => {
     // Assess
     expect(built.settings.stateMachineType).toBe('EXPRESS');
-    expect(built.settings.executionTimeoutMs).toBeLessThanOrEqual(280_000);
+    expect(built.settings.executionTimeoutMs).toBeLessThanOrEqual(240_000);
     const taskRunTimeout = Number(svc[fnId(WORKERS.taskRun)]?.Properties?.Timeout);
     expect(taskRunTimeout * 1000).toBeGreaterThan(built.settings.executionTimeoutMs);
     expect(taskRunTimeout).toBeLessThanOrEqual(300);
