@@ -4,6 +4,10 @@
  * (test/stack/service-stack.test.ts checks the synthesized template against this table).
  * Plain data: imports nothing from aws-cdk-lib.
  */
+import { bodyLimitDetail, ERRORS, unauthorizedBody } from '../functions/core/errors';
+
+/** API Gateway REST refuses larger bodies itself (10 MB). */
+export const API_GATEWAY_MAX_BODY_BYTES = 10 * 1_048_576;
 
 /** API Gateway's response types, with the status each answers when none is configured. */
 export const RESPONSE_TYPE_STATUS = {
@@ -43,7 +47,8 @@ export interface GatewayResponse {
 }
 
 export const GATEWAY_RESPONSES: readonly GatewayResponse[] = [
-  { type: 'UNAUTHORIZED', statusCode: '401', body: '{"error":"Unauthorized"}', headers: { 'WWW-Authenticate': "'Api-Key'" } },
+  // The detail names the accepted forms only, never which part of a key was wrong.
+  { type: 'UNAUTHORIZED', statusCode: '401', body: JSON.stringify(unauthorizedBody('apiKey')), headers: { 'WWW-Authenticate': "'Api-Key'" } },
   { type: 'ACCESS_DENIED', statusCode: '403', body: '{"error":"Forbidden"}' },
   // A Lambda authorizer that throws (its store was unreachable, say) is, to API Gateway, an
   // AUTHORIZER_CONFIGURATION_ERROR (a bare 500 by default): it could not decide, so retry.
@@ -67,10 +72,15 @@ export const GATEWAY_RESPONSES: readonly GatewayResponse[] = [
   {
     type: 'MISSING_AUTHENTICATION_TOKEN',
     statusCode: '401',
-    body: '{"error":"Unauthorized","detail":"owner routes need an AWS SigV4 signature"}',
+    body: JSON.stringify(unauthorizedBody('ownerSigV4')),
     headers: { 'WWW-Authenticate': "'AWS4-HMAC-SHA256'" },
   },
-  { type: 'REQUEST_TOO_LARGE', statusCode: '413', body: '{"error":"Payload Too Large"}' },
+  // API Gateway's own ceiling; below it the handlers apply the configured limit, saying so too.
+  {
+    type: 'REQUEST_TOO_LARGE',
+    statusCode: '413',
+    body: JSON.stringify({ error: ERRORS.PayloadTooLarge.message, detail: bodyLimitDetail(API_GATEWAY_MAX_BODY_BYTES) }),
+  },
   // messageString is the message already quoted and escaped for JSON.
   { type: 'DEFAULT_4XX', body: '{"error":$context.error.messageString}' },
   { type: 'DEFAULT_5XX', body: '{"error":"Internal Error","request_id":"$context.requestId"}' },

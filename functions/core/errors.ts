@@ -43,6 +43,29 @@ export const ERRORS = {
 
 export type ErrorName = keyof typeof ERRORS;
 
+/**
+ * What a 401 tells the client to send. It names the accepted forms only, never which part of
+ * a credential was wrong (that would help someone guessing keys). Plain data: the local
+ * gateway and the stack's gateway responses both read it. No `$` or `#`: API Gateway reads
+ * gateway response bodies as templates.
+ */
+export const UNAUTHORIZED_DETAIL = {
+  apiKey: "send the deployment's API key as 'X-API-Key: <key>' or 'Authorization: Api-Key <key>'",
+  ownerToken: "owner routes need 'Authorization: Bearer <owner token>': the token the local runtime printed at start (also in its data dir, file owner-token)",
+  ownerSigV4: 'owner routes need an AWS SigV4 signature (pipegate signs with your AWS credentials)',
+} as const;
+
+export const unauthorizedBody = (kind: keyof typeof UNAUTHORIZED_DETAIL): ErrorBody => ({
+  error: ERRORS.Unauthorized.message,
+  detail: UNAUTHORIZED_DETAIL[kind],
+});
+
+/** The 413 detail: the limit, in bytes and in a unit a person reads. */
+export function bodyLimitDetail(maxBytes: number): string {
+  const unit = maxBytes % 1_048_576 === 0 ? `${maxBytes / 1_048_576} MiB` : maxBytes % 1024 === 0 ? `${maxBytes / 1024} KiB` : null;
+  return `the request body must be at most ${maxBytes} bytes${unit ? ` (${unit})` : ''}`;
+}
+
 export type ErrorBody = { error: string; detail?: unknown } & Record<string, unknown>;
 
 /** A failure the user should see, carrying its catalog entry and any named fields. */

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import * as v from 'valibot';
 import { sortedJson } from './canonical';
 import { checkUrl } from './address-guard';
-import { AppError } from './errors';
+import { AppError, bodyLimitDetail } from './errors';
 import type { Contract, RawValue } from './types';
 import { isPlainObject, referenceProblem, requestValueType, valueTypeProblem } from './values';
 
@@ -93,7 +93,7 @@ export function parseExecutionRequest(
 ): ExecutionRequest {
   const text = req.body ?? '';
   if (Buffer.byteLength(text, 'utf8') > opts.maxBodyBytes) {
-    throw new AppError('PayloadTooLarge', `the body must be at most ${opts.maxBodyBytes} bytes`);
+    throw new AppError('PayloadTooLarge', bodyLimitDetail(opts.maxBodyBytes));
   }
 
   let raw: unknown = {};
@@ -132,7 +132,10 @@ export function parseExecutionRequest(
   for (const [id, { value, value_type }] of given) {
     const input = visible.get(id);
     // Hidden and unknown ids answer alike so that a caller cannot learn what is hidden.
-    if (input === undefined) throw new AppError('InvalidInput', `unknown input '${id}'`);
+    if (input === undefined) {
+      const known = [...visible.keys()];
+      throw new AppError('InvalidInput', `unknown input '${id}'; ${known.length ? `the inputs are: ${known.join(', ')}` : 'this deployment takes no inputs'}`);
+    }
     if (value_type === 'ASSET') {
       throw new AppError('InvalidInput', `input '${id}': value_type ASSET is not supported yet; send RAW values, or REFERENCE URLs for reference inputs`);
     }

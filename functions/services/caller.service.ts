@@ -130,7 +130,13 @@ async function submit(d: Deps, auth: CallerAuth, req: ExecuteRequest) {
       now,
     );
     if (!claim.claimed) {
-      if (claim.existing.request_hash !== parsed.requestHash) throw new AppError('IdempotencyKeyReused');
+      if (claim.existing.request_hash !== parsed.requestHash) {
+        // Hashes only: the first body is not kept, and echoing it could show one caller another's data.
+        throw new AppError(
+          'IdempotencyKeyReused',
+          `this Idempotency-Key was used at ${claim.existing.created_at} with a different request body (SHA-256 of the canonical body: first ${claim.existing.request_hash.slice(0, 12)}…, this one ${parsed.requestHash.slice(0, 12)}…); send a new key for a different request`,
+        );
+      }
       executionId = claim.existing.execution_id;
       const existing = await d.executions.get(executionId, now, true);
       if (existing) {

@@ -91,7 +91,8 @@ function runInputs(def: PipelineDefinition, given: Record<string, RawValue>, all
   for (const [id, value] of Object.entries(given)) {
     const node = def.nodes[id];
     if (!node || node.type !== 'input') {
-      problems.push({ path: `inputs.${id}`, reason: 'no input node with this id' });
+      const known = Object.entries(def.nodes).filter(([, n]) => n.type === 'input').map(([k]) => k);
+      problems.push({ path: `inputs.${id}`, reason: `no input node with this id; ${known.length ? `the inputs are: ${known.join(', ')}` : 'this pipeline has no input nodes'}` });
       continue;
     }
     const wrong = node.value_type === 'reference' ? referenceProblem(value, { allowPrivate }) : valueTypeProblem(node.value_type, value);
@@ -102,9 +103,28 @@ function runInputs(def: PipelineDefinition, given: Record<string, RawValue>, all
   return values;
 }
 
+/**
+ * A caller's value object ({"value": …, "value_type": "RAW"}) where a run takes the bare value
+ * is an easy slip between the two APIs; say which shape a run wants.
+ */
+function valueObjectProblems(request: unknown): { path: string; reason: string }[] {
+  if (typeof request !== 'object' || request === null) return [];
+  const inputs = (request as { inputs?: unknown }).inputs;
+  if (typeof inputs !== 'object' || inputs === null || Array.isArray(inputs)) return [];
+  return Object.entries(inputs)
+    .filter(([, x]) => typeof x === 'object' && x !== null && !Array.isArray(x) && 'value' in x)
+    .map(([id]) => ({
+      path: `inputs.${id}`,
+      reason: `a run takes the bare value ({"inputs": {"${id}": <value>}}), not a caller's value object ({"value": …, "value_type": "RAW"})`,
+    }));
+}
+
 export async function startRun(d: Deps, id: string, body: string | null, baseUrl: string) {
   const m = await meta(d, id);
-  const parsed = v.safeParse(RunRequest, parseJson(body, 'body') ?? {});
+  const request = parseJson(body, 'body') ?? {};
+  const shapeProblems = valueObjectProblems(request);
+  if (shapeProblems.length) throw new AppError('InvalidRequest', shapeProblems);
+  const parsed = v.safeParse(RunRequest, request);
   if (!parsed.success) {
     throw new AppError('InvalidRequest', parsed.issues.map((i) => ({ path: v.getDotPath(i) ?? '(body)', reason: i.message })));
   }

@@ -335,10 +335,10 @@ async function applyOne(
         lines.push(`      API key and signing secret written to ${secrets.path}`);
       } else {
         report.secrets = 'not saved';
+        // Said once, on stderr with the other warnings (stdout keeps the result).
         warnings.push(
           `warning: the API key and signing secret of ${file.id} were not saved (no --secrets-out) and cannot be shown again; issue new ones with: pipegate keys rotate ${file.id} (and --signing-secret)`,
         );
-        lines.push(`      ${c.yellow('API key and signing secret not saved (no --secrets-out); rotate with: pipegate keys rotate ' + file.id)}`);
       }
     }
   } catch (e) {

@@ -221,7 +221,8 @@ export class PipegateClient {
       case 'no-region':
         throw new UsageError(`cannot tell which AWS region ${auth.host} is in`, 'pass --region or set AWS_REGION');
     }
-    return this.send(method, url, headers, text, schema, 'owner');
+    const pipeline = /^\/v1\/pipelines\/([^/?]+)/.exec(path)?.[1];
+    return this.send(method, url, headers, text, schema, 'owner', pipeline === undefined ? undefined : decodeURIComponent(pipeline));
   }
 
   private caller<S extends v.GenericSchema>(
@@ -245,6 +246,7 @@ export class PipegateClient {
     body: string | undefined,
     schema: S,
     audience: 'owner' | 'caller',
+    pipeline?: string,
   ): Promise<Reply<v.InferOutput<S>>> {
     let res: Response;
     let text: string;
@@ -264,7 +266,7 @@ export class PipegateClient {
     }
     if (!res.ok) {
       const errBody = typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? (raw as Record<string, unknown>) : { error: `HTTP ${res.status}` };
-      throw new ServiceError(res.status, errBody, audience);
+      throw new ServiceError(res.status, errBody, audience, pipeline);
     }
     const parsed = v.safeParse(schema, raw);
     if (!parsed.success) {

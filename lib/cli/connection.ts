@@ -58,6 +58,23 @@ export function ownerTokenPath(env: Record<string, string | undefined>, cwd: str
   return join(resolve(cwd, env.PIPEGATE_DATA_DIR ?? '.pipegate'), 'owner-token');
 }
 
+/** Where a running local runtime records its URL (beside the owner token), so any PORT is found. */
+export function runtimeUrlPath(env: Record<string, string | undefined>, cwd: string): string {
+  return join(resolve(cwd, env.PIPEGATE_DATA_DIR ?? '.pipegate'), 'runtime-url');
+}
+
+/** The URL the local runtime recorded, when it is a loopback URL (the token file goes there only). */
+function recordedRuntimeUrl(env: Record<string, string | undefined>, cwd: string): string | undefined {
+  const text = readTokenFile(runtimeUrlPath(env, cwd));
+  if (text === undefined) return undefined;
+  try {
+    const url = normaliseBaseUrl(text, 'the recorded runtime URL');
+    return isLoopback(new URL(url).hostname) ? url : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 function readTokenFile(path: string): string | undefined {
   if (!existsSync(path)) return undefined;
   const t = readFileSync(path, 'utf8').trim();
@@ -80,7 +97,7 @@ export async function resolveConnection(
     baseUrl = normaliseBaseUrl(out.url, `the ApiUrl output of stack ${opts.stack}`);
     stackRegion = out.region;
   } else if (env.PIPEGATE_URL !== undefined && env.PIPEGATE_URL.trim() !== '') baseUrl = normaliseBaseUrl(env.PIPEGATE_URL, 'PIPEGATE_URL');
-  else baseUrl = DEFAULT_URL;
+  else baseUrl = recordedRuntimeUrl(env, cwd) ?? DEFAULT_URL;
 
   const host = new URL(baseUrl).hostname;
   const explicitToken = opts.token ?? (env.PIPEGATE_OWNER_TOKEN?.trim() ? env.PIPEGATE_OWNER_TOKEN.trim() : undefined);

@@ -23,10 +23,14 @@ export interface Problem {
 /** The service answered with an error status; `body` is its `{error, detail?}` document. */
 export class ServiceError extends Error {
   readonly exitCode = EXIT.failure;
+  /** A hint the command knows better than the generic one (set where the request was made). */
+  hint?: string;
   constructor(
     readonly status: number,
     readonly body: Record<string, unknown>,
     readonly audience: 'owner' | 'caller',
+    /** The pipeline the request was about, so hints can name it. */
+    readonly pipeline?: string,
   ) {
     super(serviceMessage(status, body));
     this.name = 'ServiceError';

@@ -7,6 +7,7 @@ import { basename, extname, resolve } from 'node:path';
 import { parseDocument } from 'yaml';
 import { PIPELINE_ID_PATTERN } from '../../functions/core/ids';
 import { UsageError } from './errors';
+import { JsonSyntaxError, parseJsonWithPosition } from './json-position';
 
 export interface PipelineFile {
   /** Absolute path of the file read. */
@@ -46,9 +47,10 @@ export function idFromPath(path: string): string {
 export function parsePipelineText(text: string, fileName: string): unknown {
   if (extname(fileName).toLowerCase() === '.json') {
     try {
-      return JSON.parse(text) as unknown;
+      return parseJsonWithPosition(text);
     } catch (e) {
-      throw new UsageError(`${fileName} is not valid JSON: ${(e as Error).message}`);
+      if (e instanceof JsonSyntaxError) throw new UsageError(`${fileName} is not valid JSON (line ${e.line}, column ${e.column}): ${e.reason}`);
+      throw e;
     }
   }
   const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });

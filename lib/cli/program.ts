@@ -18,7 +18,8 @@ import { createContext, type CliDeps, type Ctx } from './context';
 import { EXIT, exitCodeFor, ServiceError, UnreachableError, UsageError } from './errors';
 import { colorEnabled, Output, type CliIO } from './output';
 
-const collect = (value: string, previous: string[]): string[] => [...previous, value];
+// No default list: commander would print it as "(default: [])" in help.
+const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
 const wholeNumber = (what: string, min: number, max: number) => (text: string): number => {
   const n = Number(text);
@@ -37,7 +38,9 @@ export function buildProgram(io: CliIO, deps: CliDeps, state: { code: number }):
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) })
     .showHelpAfterError('(add --help for usage)')
-    .option('--url <url>', 'base URL of pipegate (env PIPEGATE_URL; default http://127.0.0.1:3000)')
+    // Every command's help lists --json, --url and the rest, not only the top level's.
+    .configureHelp({ showGlobalOptions: true })
+    .option('--url <url>', 'base URL of pipegate (env PIPEGATE_URL; default: the URL the local runtime recorded in <PIPEGATE_DATA_DIR or ./.pipegate>/runtime-url, else http://127.0.0.1:3000)')
     .option('--token <token>', 'owner token of the local runtime (env PIPEGATE_OWNER_TOKEN; else <PIPEGATE_DATA_DIR or ./.pipegate>/owner-token)')
     .option('--aws', 'sign owner calls with AWS SigV4 from the standard credential chain')
     .option('--stack <name>', 'take the URL from the ApiUrl output of this CloudFormation stack (implies --aws)')
@@ -70,17 +73,17 @@ export function buildProgram(io: CliIO, deps: CliDeps, state: { code: number }):
     .command('run')
     .description('run the latest version of a pipeline and wait for its outputs')
     .argument('<pipeline>', 'pipeline id')
-    .option('-i, --input <id=value>', 'override an input (repeatable); the value is read by the input\'s type', collect, [])
-    .option('--wait', 'wait until the run finishes and print its outputs (the default)', true)
+    .option('-i, --input <id=value>', 'override an input (repeatable); the value is read by the input\'s type', collect)
+    .option('--wait', 'wait until the run finishes and print its outputs (default)')
     .option('--no-wait', 'print the run id and return at once')
     .addOption(new Option('--timeout <seconds>', 'stop waiting after this long').default(600).argParser(wholeNumber('--timeout', 1, 86_400)))
-    .action(act((ctx, p: string, o: { input: string[]; wait: boolean; timeout: number }) => run(ctx, p, o)));
+    .action(act((ctx, p: string, o: { input?: string[]; wait?: boolean; timeout: number }) => run(ctx, p, { ...o, input: o.input ?? [], wait: o.wait !== false })));
 
   program
     .command('runs')
     .description('list the runs of a pipeline, newest first')
     .argument('<pipeline>', 'pipeline id')
-    .addOption(new Option('--limit <n>', 'how many').argParser(wholeNumber('--limit', 1, 100)))
+    .addOption(new Option('--limit <n>', 'how many').default(20).argParser(wholeNumber('--limit', 1, 100)))
     .action(act((ctx, p: string, o: { limit?: number }) => runs(ctx, p, o)));
 
   program
@@ -93,12 +96,14 @@ export function buildProgram(io: CliIO, deps: CliDeps, state: { code: number }):
     .command('publish')
     .description('publish (or update) the pipeline\'s API from its latest successful run')
     .argument('<pipeline>', 'pipeline id')
-    .option('--hide-input <ids>', 'inputs callers may not see or set (comma-separated, repeatable)', collect, [])
-    .option('--hide-output <ids>', 'outputs callers do not receive (comma-separated, repeatable)', collect, [])
-    .option('--show-input <ids>', 'make hidden inputs visible again', collect, [])
-    .option('--show-output <ids>', 'make hidden outputs visible again', collect, [])
+    .option('--hide-input <ids>', 'inputs callers may not see or set (comma-separated, repeatable)', collect)
+    .option('--hide-output <ids>', 'outputs callers do not receive (comma-separated, repeatable)', collect)
+    .option('--show-input <ids>', 'make hidden inputs visible again', collect)
+    .option('--show-output <ids>', 'make hidden outputs visible again', collect)
     .action(
-      act((ctx, p: string, o: { hideInput: string[]; hideOutput: string[]; showInput: string[]; showOutput: string[] }) => publish(ctx, p, o)),
+      act((ctx, p: string, o: { hideInput?: string[]; hideOutput?: string[]; showInput?: string[]; showOutput?: string[] }) =>
+        publish(ctx, p, { hideInput: o.hideInput ?? [], hideOutput: o.hideOutput ?? [], showInput: o.showInput ?? [], showOutput: o.showOutput ?? [] }),
+      ),
     );
 
   program
@@ -122,7 +127,7 @@ export function buildProgram(io: CliIO, deps: CliDeps, state: { code: number }):
     .description('execute a published deployment as a caller would')
     .argument('<deployment>', 'deployment id')
     .option('--key <key>', 'the deployment\'s API key (env PIPEGATE_API_KEY)')
-    .option('-i, --input <id=value>', 'set an input (repeatable); the value is read by the input\'s type', collect, [])
+    .option('-i, --input <id=value>', 'set an input (repeatable); the value is read by the input\'s type', collect)
     .option('--callback <url>', 'URL to POST the outcome to when the execution finishes')
     .option('--wait', 'wait until the execution finishes and print its result')
     .option('--idempotency-key <key>', 'repeat-safe submit: the same key and body start nothing new')
@@ -132,8 +137,8 @@ export function buildProgram(io: CliIO, deps: CliDeps, state: { code: number }):
         (
           ctx,
           d: string,
-          o: { key?: string; input: string[]; callback?: string; wait?: boolean; idempotencyKey?: string; timeout: number },
-        ) => execute(ctx, d, o),
+          o: { key?: string; input?: string[]; callback?: string; wait?: boolean; idempotencyKey?: string; timeout: number },
+        ) => execute(ctx, d, { ...o, input: o.input ?? [] }),
       ),
     );
 
@@ -153,7 +158,7 @@ export function describeError(e: unknown): { message: string; lines: string[]; h
       const w = Math.max(...problems.map((p) => p.path.length));
       for (const p of problems) lines.push(`${p.path.padEnd(w)}  ${p.reason}`);
     } else if (typeof e.body.detail === 'string') lines.push(e.body.detail);
-    const hint = hintFor(e);
+    const hint = e.hint ?? hintFor(e);
     const message = problems.length > 0 ? `${e.message} (${problems.length} ${problems.length === 1 ? 'problem' : 'problems'}):` : e.message;
     return { message, lines, ...(hint ? { hint } : {}) };
   }
@@ -162,6 +167,7 @@ export function describeError(e: unknown): { message: string; lines: string[]; h
 
 function hintFor(e: ServiceError): string | undefined {
   const error = typeof e.body.error === 'string' ? e.body.error : '';
+  const p = e.pipeline ?? '<pipeline>';
   if (e.status === 401) {
     return e.audience === 'owner'
       ? 'the owner credential was refused: use the token the local runtime printed at start (PIPEGATE_OWNER_TOKEN or --token), or on AWS check your AWS credentials'
@@ -169,11 +175,11 @@ function hintFor(e: ServiceError): string | undefined {
   }
   if (e.status === 403 && e.audience === 'owner') return 'your AWS identity may not call the owner API (it needs execute-api:Invoke on it)';
   if (error === 'Pipeline Not Found') return 'see your pipelines with: pipegate list (push one with: pipegate push <file>)';
-  if (error === 'Deployment Not Found' && e.audience === 'owner') return 'it is not published: pipegate publish <pipeline>';
-  if (e.status === 409 && e.audience === 'owner' && error !== 'Conflict') {
+  if (error === 'Deployment Not Found' && e.audience === 'owner') return `it is not published: pipegate publish ${p}`;
+  if (e.status === 409 && e.audience === 'owner' && error !== 'Conflict' && error !== 'Execution already finished') {
     return error.includes('no Input and no Output')
-      ? 'add input and output nodes, push the file again, then run it: pipegate push <file> && pipegate run <pipeline>'
-      : 'run it until a run succeeds: pipegate run <pipeline>';
+      ? `add input and output nodes, push the file again, then run it: pipegate push <file> && pipegate run ${p}`
+      : `run it until a run succeeds: pipegate run ${p}`;
   }
   return undefined;
 }

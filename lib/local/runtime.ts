@@ -226,6 +226,10 @@ async function startLocked(
   });
   const { port } = server.address() as AddressInfo;
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  // The CLI reads this to find the runtime on whatever PORT it was given.
+  const urlFile = join(dataDir, 'runtime-url');
+  const reachable = host === '0.0.0.0' || host === '::' ? `http://127.0.0.1:${port}` : url;
+  writeFileSync(urlFile, `${reachable}${env.PIPEGATE_BASE_PATH ? `/${env.PIPEGATE_BASE_PATH.replace(/^\/+|\/+$/g, '')}` : ''}\n`, { mode: 0o600 });
 
   let stopping: Promise<StopReport> | undefined;
   const stop = async (stopOpts: StopOptions = {}): Promise<StopReport> => {
@@ -254,6 +258,7 @@ async function startLocked(
       server.closeAllConnections();
     });
     await dynamo.close();
+    rmSync(urlFile, { force: true });
     await dataDirLock.release();
     releaseDeps(d);
     return { running: atStop.length, finished: atStop.length - left.length, interrupted, waitedMs: Date.now() - began, drainMs };

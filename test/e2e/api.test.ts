@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import type { PipelineDefinition } from '../../functions/core/types';
 import { greeting, sleep, startTestRuntime, waitUntil, type Published, type TestRuntime } from '../support/runtime';
+import { unauthorizedBody } from '../../functions/core/errors';
 
 let rt: TestRuntime;
 let greet: Published;
@@ -201,7 +202,7 @@ describe('the error table (contract §5)', () => {
     for (const key of [null, 'nope', greet.apiKey.slice(0, -1) + (greet.apiKey.endsWith('A') ? 'B' : 'A')]) {
       const r = await rt.caller('POST', executions(greet), key, {});
       expect(r.status).toBe(401);
-      expect(r.body).toEqual({ error: 'Unauthorized' });
+      expect(r.body).toEqual(unauthorizedBody('apiKey'));
       expect(r.headers.get('www-authenticate')).toBe('Api-Key');
     }
   });
@@ -283,7 +284,7 @@ describe('the error table (contract §5)', () => {
       'content-type': 'application/json',
     });
     expect(r.status).toBe(413);
-    expect(r.body).toEqual({ error: 'Payload Too Large' });
+    expect(r.body).toEqual({ error: 'Payload Too Large', detail: 'the request body must be at most 262144 bytes (256 KiB)' });
   });
 
   it('415 Unsupported Media Type for a non-JSON body', async () => {

@@ -352,6 +352,7 @@ describe('pipegate apply against a running local runtime', () => {
     expect(done.code).toBe(0);
     expect(done.stderr).toContain('warning: the API key and signing secret of solo were not saved (no --secrets-out)');
     expect(done.stderr).toContain('pipegate keys rotate solo');
+    expect((done.stdout + done.stderr).match(/not saved/g)).toHaveLength(1);
     expect(done.stdout + done.stderr).not.toMatch(/pgk_|whsec_/);
     expect((await readinessOf('solo')).deployment?.version).toBe(1);
   });

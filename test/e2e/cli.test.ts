@@ -90,7 +90,7 @@ describe('pipegate CLI against a running local runtime', () => {
     const port = await closedPort();
 
     // Act
-    const [empty, unreachable, unreachableJson, noToken, fromDataDir, badToken, unknown, invalid, missing, badUsage] = await Promise.all([
+    const [empty, unreachable, unreachableJson, noToken, fromDataDir, badToken, unknown, invalid, missing, badUsage, foundByDataDir] = await Promise.all([
       pg(['list', '--json']),
       pg(['list'], { env: { PIPEGATE_URL: `http://127.0.0.1:${port}` } }),
       pg(['status', 'greeting', '--json', '--url', `http://127.0.0.1:${port}`]),
@@ -101,6 +101,8 @@ describe('pipegate CLI against a running local runtime', () => {
       pg(['push', 'invalid.json']),
       pg(['push', 'missing.json']),
       pg(['frobnicate']),
+      // No URL at all: the runtime (on a port picked at random) recorded its URL in the data dir.
+      pg(['list', '--json'], { env: { PIPEGATE_URL: undefined, PIPEGATE_OWNER_TOKEN: undefined, PIPEGATE_DATA_DIR: dataDir }, cwd: emptyDir }),
     ]);
 
     // Assess
@@ -119,10 +121,13 @@ describe('pipegate CLI against a running local runtime', () => {
     expect(noToken.stderr).toContain(join(emptyDir, '.pipegate', 'owner-token'));
     expect(fromDataDir.code).toBe(0);
     expect(json(fromDataDir)).toEqual({ pipelines: [] });
+    expect(new URL(rt.url).port).not.toBe('3000');
+    expect([foundByDataDir.code, json(foundByDataDir)]).toEqual([0, { pipelines: [] }]);
 
     expect(badToken.code).toBe(1);
     expect(badToken.stderr).toContain('error: Unauthorized');
     expect(badToken.stderr).toContain('owner credential was refused');
+    expect(badToken.stderr).toContain("owner routes need 'Authorization: Bearer <owner token>'");
 
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain('Pipeline Not Found');

@@ -10,6 +10,7 @@ import type {
 import fc from 'fast-check';
 import { createGateway, wildcardMatch, type GatewayOptions, type ProxyHandler } from '../../lib/local/gateway';
 import { ROUTES, routeHandlers } from '../../lib/routes';
+import { unauthorizedBody } from '../../functions/core/errors';
 
 const OWNER_TOKEN = 'pgo_owner-secret-token';
 const MAX_BODY = 1024;
@@ -282,7 +283,8 @@ describe('local gateway', () => {
     });
 
     // Assess
-    expect(res).toEqual({ status: 413, body: '{"error":"Payload Too Large"}' });
+    expect(res.status).toBe(413);
+    expect(JSON.parse(res.body)).toEqual({ error: 'Payload Too Large', detail: expect.stringMatching(/^the request body must be at most \d+ bytes/) });
     expect(h.calls).toEqual([]);
     expect(h.authCalls).toEqual([]);
   });
@@ -347,7 +349,7 @@ describe('local gateway', () => {
     expect(deniedGetAllowed.status).toBe(200);
     expect(noMatch.status).toBe(403);
     expect(matched.status).toBe(200);
-    expect([missing.status, missing.json(), missing.headers['www-authenticate']]).toEqual([401, { error: 'Unauthorized' }, 'Api-Key']);
+    expect([missing.status, missing.json(), missing.headers['www-authenticate']]).toEqual([401, unauthorizedBody('apiKey'), 'Api-Key']);
     // A throwing authorizer is API Gateway's AUTHORIZER_CONFIGURATION_ERROR, answered 503 so callers retry.
     expect(broken.status).toBe(503);
     expect(broken.json()).toEqual({ error: 'Service Unavailable', request_id: broken.headers['x-request-id'] });
@@ -366,7 +368,7 @@ describe('local gateway', () => {
 
     // Assess
     for (const res of [none, wrong, apiKey]) {
-      expect([res.status, res.json(), res.headers['www-authenticate']]).toEqual([401, { error: 'Unauthorized' }, 'Bearer']);
+      expect([res.status, res.json(), res.headers['www-authenticate']]).toEqual([401, unauthorizedBody('ownerToken'), 'Bearer']);
     }
     expect(right.status).toBe(200);
     expect(h.calls).toHaveLength(1);

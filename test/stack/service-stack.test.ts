@@ -8,6 +8,7 @@ import { MAIN_TABLE } from '../../lib/tables';
 import { ACCESS, allFunctionNames, type FunctionAccess } from '../../lib/stacks/permissions';
 import { ASL_PATH, ASL_SUBSTITUTIONS } from '../../lib/stacks/service-stack';
 import { buildTestApp, crossStackRef, asArray, isRecord, outputsOf, refOf, resourcesOf, type Resources } from './stack-fixture';
+import { unauthorizedBody } from '../../functions/core/errors';
 
 // Prepare: one app for the whole file (building it is the slow part).
 const built = buildTestApp();
@@ -129,7 +130,7 @@ describe('API routes from lib/routes.ts', () => {
   it('answers with contract-shaped bodies where API Gateway responds by itself', () => {
     // Prepare
     const expected: Record<string, { status?: string; body: string; headers?: Record<string, string> }> = {
-      UNAUTHORIZED: { status: '401', body: '{"error":"Unauthorized"}', headers: { 'gatewayresponse.header.WWW-Authenticate': "'Api-Key'" } },
+      UNAUTHORIZED: { status: '401', body: JSON.stringify(unauthorizedBody('apiKey')), headers: { 'gatewayresponse.header.WWW-Authenticate': "'Api-Key'" } },
       ACCESS_DENIED: { status: '403', body: '{"error":"Forbidden"}' },
       AUTHORIZER_CONFIGURATION_ERROR: {
         status: '503',
@@ -144,10 +145,10 @@ describe('API routes from lib/routes.ts', () => {
       THROTTLED: { status: '429', body: '{"error":"Too Many Requests"}' },
       MISSING_AUTHENTICATION_TOKEN: {
         status: '401',
-        body: '{"error":"Unauthorized","detail":"owner routes need an AWS SigV4 signature"}',
+        body: JSON.stringify(unauthorizedBody('ownerSigV4')),
         headers: { 'gatewayresponse.header.WWW-Authenticate': "'AWS4-HMAC-SHA256'" },
       },
-      REQUEST_TOO_LARGE: { status: '413', body: '{"error":"Payload Too Large"}' },
+      REQUEST_TOO_LARGE: { status: '413', body: '{"error":"Payload Too Large","detail":"the request body must be at most 10485760 bytes (10 MiB)"}' },
       DEFAULT_4XX: { body: '{"error":$context.error.messageString}' },
       DEFAULT_5XX: { body: '{"error":"Internal Error","request_id":"$context.requestId"}' },
     };

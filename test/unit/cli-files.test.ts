@@ -69,7 +69,7 @@ describe('pipeline files', () => {
 
   it.each([
     ['missing.json', /no such file: .*missing\.json/],
-    ['broken.json', /broken\.json is not valid JSON/],
+    ['broken.json', /broken\.json is not valid JSON \(line 1, column 14\): the text ends too early/],
     ['broken.yaml', /broken\.yaml is not valid YAML \(line \d+, column \d+\)/],
     ['list.yaml', /must hold an object with "nodes"/],
     ['.', /is a directory/],

@@ -290,7 +290,7 @@ describe('runPipeline: http nodes', () => {
     const result = await runPipeline(def, {}, opts({ http }));
 
     // Assess
-    expect(result).toEqual({ status: 'failed', error_message: "Node 'call' failed: HTTP 503 from https://api.example.com/v1/items" });
+    expect(result).toEqual({ status: 'failed', error_message: "Node 'call' failed: HTTP 503 from https://api.example.com/v1/items: busy" });
   });
 
   it('fails the node with the port message when the call itself fails', async () => {

@@ -1,7 +1,8 @@
 import { isTerminal } from '../../../functions/core/transitions';
 import { requestValueType, type RequestValueType } from '../../../functions/core/values';
 import { pollUntil, type Ctx } from '../context';
-import { UsageError } from '../errors';
+import { PIPELINE_ID_PATTERN } from '../../../functions/core/ids';
+import { ServiceError, UsageError } from '../errors';
 import { parseInputs, splitAssignments, type InputValueType, type RawValue } from '../inputs';
 import { duration, fields, showValue } from '../output';
 
@@ -15,7 +16,25 @@ export interface ExecuteOptions {
 }
 
 /** `pipegate execute <deployment> --key K [--input k=v]… [--callback URL] [--wait] [--idempotency-key K]` */
+/** A pipeline id given where a deployment id belongs is the common slip; say where to find the id. */
+function deploymentHint(e: unknown, deploymentId: string): never {
+  if (e instanceof ServiceError && e.body.error === 'Deployment Not Found' && !UUID_RE.test(deploymentId) && PIPELINE_ID_PATTERN.test(deploymentId)) {
+    e.hint = `"${deploymentId}" looks like a pipeline id; execute takes the deployment id (a UUID), which pipegate status ${deploymentId} shows`;
+  }
+  throw e;
+}
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 export async function execute(ctx: Ctx, deploymentId: string, opts: ExecuteOptions): Promise<number> {
+  try {
+    return await executeOnce(ctx, deploymentId, opts);
+  } catch (e) {
+    return deploymentHint(e, deploymentId);
+  }
+}
+
+async function executeOnce(ctx: Ctx, deploymentId: string, opts: ExecuteOptions): Promise<number> {
   const key = opts.key ?? ctx.io.env.PIPEGATE_API_KEY;
   if (key === undefined || key.trim() === '') {
     throw new UsageError('execute needs the deployment\'s API key', 'pass --key <api key> or set PIPEGATE_API_KEY (publish printed it once)');

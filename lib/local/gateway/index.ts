@@ -8,6 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import { bodyLimitDetail, ERRORS, unauthorizedBody } from '../../../functions/core/errors';
 import { GATEWAY_RESPONSES, type GatewayResponse } from '../../gateway-responses';
 import { createLambdaContext, LOCAL_ACCOUNT, LOCAL_REGION } from '../lambda-context';
 import { createAuthorize, describe, ownerTokenCheck, UNCACHED, type AuthorizerSettings, type RequestAuthorizer } from './authorizer';
@@ -99,7 +100,8 @@ export function createGateway(opts: GatewayOptions): (req: IncomingMessage, res:
     if (body === 'too_large') {
       // Answer now and let the connection close: the rest of the upload is never read.
       req.pause();
-      const reply = gateway('REQUEST_TOO_LARGE', requestId);
+      // API Gateway's own ceiling is 10 MB; here the gateway applies the configured limit, so it says that one.
+      const reply = json(413, { error: ERRORS.PayloadTooLarge.message, detail: bodyLimitDetail(opts.maxBodyBytes) });
       reply.headers.push(['Connection', 'close']);
       return { reply, ...at };
     }
@@ -115,7 +117,7 @@ export function createGateway(opts: GatewayOptions): (req: IncomingMessage, res:
     } else if (route.auth === 'owner') {
       if (!ownerAllowed(req.headers.authorization)) {
         // The local stand-in for IAM's signature check: its own challenge, not a gateway response.
-        const reply = json(401, { error: 'Unauthorized' });
+        const reply = json(401, unauthorizedBody('ownerToken'));
         reply.headers.push(['WWW-Authenticate', 'Bearer']);
         return { reply, ...at };
       }
