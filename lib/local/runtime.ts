@@ -204,7 +204,9 @@ async function startLocked(
   // While stopping: every request is told to come back (503 + Retry-After), so nothing new is accepted.
   let draining = false;
   const gateway = createGateway({
-      routes: ROUTES,
+      // Locally a `Prefer: wait` may last up to a minute, past API Gateway's 29 s: the routes
+      // that wait get room for it (on AWS the wait is capped below 29 s instead).
+      routes: ROUTES.map((r) => (r.waits ? { ...r, integrationTimeoutMs: Math.max(29_000, (config.maxWaitSeconds + 4) * 1000) } : r)),
       handlers: HTTP_HANDLERS,
       authorizer: (event) => authorizer(event),
       ownerToken,

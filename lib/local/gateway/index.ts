@@ -131,7 +131,7 @@ export function createGateway(opts: GatewayOptions): (req: IncomingMessage, res:
     try {
       result = await withTimeout(
         Promise.resolve().then(() => handler(event, createLambdaContext(route.handler))),
-        integrationTimeoutMs,
+        route.integrationTimeoutMs ?? integrationTimeoutMs,
       );
     } catch (err) {
       if (err instanceof IntegrationTimeout) return { reply: gateway('INTEGRATION_TIMEOUT', requestId), ...at, cause: err.message };

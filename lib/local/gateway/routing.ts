@@ -17,6 +17,8 @@ export interface GatewayRoute {
   /** Name of the function its proxy integration calls. */
   handler: string;
   auth: GatewayAuth;
+  /** This method's integration time-out, where it differs from the gateway's. */
+  integrationTimeoutMs?: number;
 }
 
 type Segment = { literal: string } | { param: string };
