@@ -52,6 +52,7 @@ const ConfigSchema = v.object({
   PIPEGATE_SWEEP_GRACE_SECONDS: int(60, 0, 3_600),
   PIPEGATE_SWEEP_LIMIT: int(100, 1, 10_000),
   PIPEGATE_MAX_WAIT_SECONDS: int(60, 0, 900),
+  PIPEGATE_OWNER_SECRETS_TTL_SECONDS: int(60, 0, 3_600),
   AWS_REGION: v.optional(v.string(), 'us-east-1'),
 });
 
@@ -86,6 +87,8 @@ export type Config = {
   sweepLimit: number;
   /** Longest `Prefer: wait` honoured; longer asks are shortened to it (0 turns waiting off). */
   maxWaitSeconds: number;
+  /** How long a process keeps the owner secrets it read for runs; a changed value is seen within it. */
+  ownerSecretsTtlSeconds: number;
   region: string;
 };
 
@@ -121,6 +124,7 @@ export function readConfig(env: Record<string, string | undefined> = process.env
     sweepGraceSeconds: c.PIPEGATE_SWEEP_GRACE_SECONDS,
     sweepLimit: c.PIPEGATE_SWEEP_LIMIT,
     maxWaitSeconds: c.PIPEGATE_MAX_WAIT_SECONDS,
+    ownerSecretsTtlSeconds: c.PIPEGATE_OWNER_SECRETS_TTL_SECONDS,
     region: c.AWS_REGION,
   };
 }

@@ -37,6 +37,9 @@ export const ROUTES: readonly Route[] = [
   { method: 'DELETE', path: '/v1/pipelines/{pipeline_id}/deployment', handler: 'deployment-delete', auth: 'owner' },
   { method: 'POST', path: '/v1/pipelines/{pipeline_id}/deployment/keys', handler: 'deployment-keys', auth: 'owner' },
   { method: 'GET', path: '/v1/pipelines/{pipeline_id}/executions/{execution_id}', handler: 'owner-execution-get', auth: 'owner' },
+  { method: 'GET', path: '/v1/secrets', handler: 'secret-list', auth: 'owner' },
+  { method: 'PUT', path: '/v1/secrets/{name}', handler: 'secret-put', auth: 'owner' },
+  { method: 'DELETE', path: '/v1/secrets/{name}', handler: 'secret-delete', auth: 'owner' },
 ];
 
 /** Functions that are not behind a route: the authorizer, queue consumers, state-machine tasks. */

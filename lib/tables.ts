@@ -8,6 +8,7 @@
  *   DEPLOYMENT#<uuid> / DEPLOYMENT        contract snapshot, key hashes, sealed signing secret
  *   EXEC#<uuid> / EXEC                    a run or an API execution
  *   IDEM#<deployment>#<key hash> / IDEM   an Idempotency-Key record (24 h)
+ *   OWNERSECRETS / SECRET#<name>          an owner secret, sealed with the master key
  */
 export interface IndexDefinition {
   name: string;

@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { readConfig, type Config } from '../../lib/config';
-import type { Clock, CompletionsPort, HttpPort, IdSource, QueuePort, WorkflowPort } from '../core/ports';
+import type { Clock, CompletionsPort, HttpPort, IdSource, OwnerSecretsPort, QueuePort, WorkflowPort } from '../core/ports';
 import { PollingCompletions } from './completions';
 import { DeploymentsStore } from './deployments.store';
 import { createDocumentClient } from './dynamo';
 import { ExecutionsStore } from './executions.store';
 import { createLogger, type Logger } from './logger';
+import { OwnerSecretsStore } from './owner-secrets.store';
 import { PipelinesStore } from './pipelines.store';
 import type { KeyMaterialPort } from './key-material';
 
@@ -18,6 +19,7 @@ export interface Deps {
   queue: QueuePort;
   workflow: WorkflowPort;
   keyMaterial: KeyMaterialPort;
+  ownerSecrets: OwnerSecretsPort;
   http: HttpPort;
   /** Wakes callers waiting for an execution to finish (`Prefer: wait`). */
   completions: CompletionsPort;
@@ -29,12 +31,14 @@ export interface Deps {
 export const systemClock: Clock = { now: () => new Date() };
 export const randomIds: IdSource = { uuid: () => randomUUID() };
 
-export function storesFor(config: Config): Pick<Deps, 'pipelines' | 'executions' | 'deployments'> {
+/** The stores over one DynamoDB client; owner secrets open with `keyMaterial`, asked only when a value is sealed or opened. */
+export function storesFor(config: Config, keyMaterial: KeyMaterialPort): Pick<Deps, 'pipelines' | 'executions' | 'deployments' | 'ownerSecrets'> {
   const db = createDocumentClient({ region: config.region, endpoint: config.dynamodbEndpoint });
   return {
     pipelines: new PipelinesStore(db, config.table),
     executions: new ExecutionsStore(db, config.table, config.trackOpen),
     deployments: new DeploymentsStore(db, config.table),
+    ownerSecrets: new OwnerSecretsStore(db, config.table, keyMaterial, config.ownerSecretsTtlSeconds * 1000),
   };
 }
 
@@ -49,10 +53,12 @@ export function awsDeps(config: Config = readConfig()): Deps {
   let workflow: WorkflowPort | undefined;
   let keyMaterial: KeyMaterialPort | undefined;
   let http: HttpPort | undefined;
+  // The key material is read on first use; owner secrets ask for it through the getter below.
+  const lazyKeyMaterial: KeyMaterialPort = { material: () => d.keyMaterial.material() };
   /* eslint-disable @typescript-eslint/no-require-imports -- lazy on purpose, see above */
-  return {
+  const d: Deps = {
     config,
-    ...storesFor(config),
+    ...storesFor(config, lazyKeyMaterial),
     get queue(): QueuePort {
       if (!queue) {
         const { SQSClient } = require('@aws-sdk/client-sqs') as typeof import('@aws-sdk/client-sqs');
@@ -94,6 +100,7 @@ export function awsDeps(config: Config = readConfig()): Deps {
     ids: randomIds,
     log: createLogger(),
   };
+  return d;
 }
 
 let current: Deps | undefined;

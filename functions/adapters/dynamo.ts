@@ -38,12 +38,16 @@ export const isUnavailable = (e: unknown): boolean => {
   );
 };
 
+export const OWNER_SECRETS_PK = 'OWNERSECRETS';
+
 export const keys = {
   pipeline: (id: string) => ({ pk: `PIPELINE#${id}`, sk: 'META' }),
   version: (id: string, v: number) => ({ pk: `PIPELINE#${id}`, sk: `VERSION#${String(v).padStart(10, '0')}` }),
   deployment: (id: string) => ({ pk: `DEPLOYMENT#${id}`, sk: 'DEPLOYMENT' }),
   execution: (id: string) => ({ pk: `EXEC#${id}`, sk: 'EXEC' }),
   idempotency: (deploymentId: string, keyHash: string) => ({ pk: `IDEM#${deploymentId}#${keyHash}`, sk: 'IDEM' }),
+  /** Every owner secret shares one partition, so one Query reads them all. */
+  ownerSecret: (name: string) => ({ pk: OWNER_SECRETS_PK, sk: `SECRET#${name}` }),
 };
 
 export const epochSeconds = (d: Date): number => Math.floor(d.getTime() / 1000);

@@ -1,5 +1,6 @@
 import { setMaxListeners } from 'node:events';
 import { ExpressionError, evaluateExpression } from './jsonata-limits';
+import { bodySecretsBinding, redactDeep, secretRedactor, substituteSecrets } from './owner-secrets';
 import { DEFAULT_HTTP_TIMEOUT_MS, nodeDependencies, outputNodeIds, topologicalOrder } from './pipeline';
 import type { HttpPort } from './ports';
 import type { DelayNode, HttpNode, InputNode, OutputNode, PipelineDefinition, PipelineNode, RawValue, TransformNode } from './types';
@@ -12,6 +13,11 @@ export interface EngineOptions {
   signal?: AbortSignal;
   /** Longest a single JSONata evaluation may take (default EXPRESSION_LIMITS.timeLimitMs). */
   expressionTimeLimitMs?: number;
+  /**
+   * Owner secret values the definition references, by name (a name without a value fails the
+   * node that needs it). Every one of them is redacted from the result: error message and outputs.
+   */
+  secrets?: ReadonlyMap<string, string>;
 }
 
 export type EngineResult =
@@ -78,10 +84,10 @@ export class HttpNodeError extends Error {
 export const HTTP_ERROR_EXCERPT_CHARS = 160;
 
 /** What the node itself sent that must never come back in a message: header values, query values, URL credentials. */
-function sensitiveValues(node: HttpNode): string[] {
-  const values = Object.values(node.headers ?? {}).flatMap((h) => [h, ...h.split(/\s+/)]);
+function sensitiveValues(url: string, headers: Record<string, string>): string[] {
+  const values = Object.values(headers).flatMap((h) => [h, ...h.split(/\s+/)]);
   try {
-    const u = new URL(node.url);
+    const u = new URL(url);
     values.push(...u.searchParams.values(), decodeURIComponent(u.password), decodeURIComponent(u.username));
   } catch {
     // An invalid URL never reached the network.
@@ -149,6 +155,7 @@ function parseResponseBody(body: string): unknown {
 
 interface RunContext {
   http: HttpPort;
+  secrets: ReadonlyMap<string, string>;
   signal: AbortSignal;
   deadline: number;
   expressionTimeLimitMs: number | undefined;
@@ -165,11 +172,12 @@ function scope(ids: string[], values: unknown[]): Record<string, unknown> {
   return out;
 }
 
-async function evaluate(text: string, input: Record<string, unknown>, ctx: RunContext): Promise<unknown> {
+async function evaluate(text: string, input: Record<string, unknown>, ctx: RunContext, bindings?: Record<string, unknown>): Promise<unknown> {
   return evaluateExpression(text, input, {
     timeLimitMs: ctx.expressionTimeLimitMs,
     deadline: ctx.deadline,
     signal: ctx.signal,
+    ...(bindings === undefined ? {} : { bindings }),
   });
 }
 
@@ -188,10 +196,15 @@ async function runTransform(node: TransformNode, values: unknown[], ctx: RunCont
 }
 
 async function runHttp(node: HttpNode, values: unknown[], ctx: RunContext): Promise<unknown> {
-  const headers: Record<string, string> = { ...(node.headers ?? {}) };
+  const url = substituteSecrets(node.url, ctx.secrets);
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(node.headers ?? {})) {
+    Object.defineProperty(headers, name, { value: substituteSecrets(value, ctx.secrets), enumerable: true, writable: true, configurable: true });
+  }
+  const nodeHeaders = { ...headers };
   let body: string | undefined;
   if (node.body !== undefined) {
-    const value = await evaluate(node.body, scope(node.inputs ?? [], values), ctx);
+    const value = await evaluate(node.body, scope(node.inputs ?? [], values), ctx, { secrets: bodySecretsBinding(node.body, ctx.secrets) });
     if (value !== undefined) {
       body = JSON.stringify(value);
       if (!Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = 'application/json';
@@ -199,7 +212,7 @@ async function runHttp(node: HttpNode, values: unknown[], ctx: RunContext): Prom
   }
   const response = await ctx.http({
     method: node.method ?? 'GET',
-    url: node.url,
+    url,
     headers,
     ...(body === undefined ? {} : { body }),
     timeoutMs: node.timeout_ms ?? DEFAULT_HTTP_TIMEOUT_MS,
@@ -207,8 +220,8 @@ async function runHttp(node: HttpNode, values: unknown[], ctx: RunContext): Prom
     maxResponseBytes: HTTP_MAX_RESPONSE_BYTES,
   });
   if (response.status < 200 || response.status > 299) {
-    const excerpt = bodyExcerpt(response.body, sensitiveValues(node));
-    throw new HttpNodeError(response.status, `HTTP ${response.status} from ${safeUrl(node.url)}${excerpt ? `: ${excerpt}` : ''}`);
+    const excerpt = bodyExcerpt(response.body, sensitiveValues(url, nodeHeaders));
+    throw new HttpNodeError(response.status, `HTTP ${response.status} from ${safeUrl(url)}${excerpt ? `: ${excerpt}` : ''}`);
   }
   return parseResponseBody(response.body);
 }
@@ -244,7 +257,22 @@ function runNode(
  * first node failure, the time-out or a cancellation ends the run at once and aborts whatever
  * is still in flight. Never rejects, and leaves no timer behind once resolved.
  */
-export function runPipeline(
+export async function runPipeline(
+  def: PipelineDefinition,
+  inputValues: Record<string, RawValue>,
+  opts: EngineOptions,
+): Promise<EngineResult> {
+  const result = await runUnredacted(def, inputValues, opts);
+  if (!opts.secrets || opts.secrets.size === 0) return result;
+  // An upstream may echo a credential back (in an error body, a header dump, a JSON field), and a
+  // URL may carry one: nothing that leaves the run keeps a secret's value.
+  const redact = secretRedactor(opts.secrets.values());
+  if (result.status === 'failed') return { status: 'failed', error_message: redact(result.error_message) };
+  if (result.status === 'completed') return { status: 'completed', outputs: redactDeep(result.outputs, redact) };
+  return result;
+}
+
+function runUnredacted(
   def: PipelineDefinition,
   inputValues: Record<string, RawValue>,
   opts: EngineOptions,
@@ -289,6 +317,7 @@ export function runPipeline(
 
     const ctx: RunContext = {
       http: opts.http,
+      secrets: opts.secrets ?? new Map<string, string>(),
       signal: work.signal,
       deadline: Date.now() + opts.timeoutMs,
       expressionTimeLimitMs: opts.expressionTimeLimitMs,

@@ -11,6 +11,7 @@ export const ERRORS = {
   ExecutionNotFound: { status: 404, message: 'Execution Not Found' },
   PipelineNotFound: { status: 404, message: 'Pipeline Not Found' },
   RunNotFound: { status: 404, message: 'Run Not Found' },
+  SecretNotFound: { status: 404, message: 'Secret Not Found' },
   RouteNotFound: { status: 404, message: 'Not Found' },
   MethodNotAllowed: { status: 405, message: 'Method Not Allowed' },
   InvalidInputStructure: { status: 400, message: 'Invalid Input Structure' },

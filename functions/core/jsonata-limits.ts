@@ -39,6 +39,8 @@ export interface EvaluationLimits {
   /** Epoch milliseconds past which the enclosing run has timed out. */
   deadline?: number;
   signal?: AbortSignal;
+  /** Variables the expression may read, by name without the `$` (an http body's `$secrets`). */
+  bindings?: Record<string, unknown>;
 }
 
 /** The per-evaluation state the entry hook checks; found through a binding no expression can name. */
@@ -145,7 +147,7 @@ export async function evaluateExpression(text: string, input: unknown, limits: E
   };
   let result: unknown;
   try {
-    result = await compiled.evaluate(input, { [GUARD_BINDING]: guard });
+    result = await compiled.evaluate(input, { ...limits.bindings, [GUARD_BINDING]: guard });
   } catch (e) {
     // $eval wraps errors from nested evaluations, so the guard's own record says which limit hit.
     switch (guard.tripped) {

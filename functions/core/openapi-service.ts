@@ -288,6 +288,42 @@ const OWNER_PATHS: Record<string, PathItem> = {
       },
     }),
   },
+  '/v1/secrets': {
+    get: ownerOp({
+      operationId: 'listSecrets',
+      summary: "Every owner secret's name and when it was set, never a value",
+      responses: {
+        '200': { description: 'The secrets, by name.', content: { 'application/json': { schema: schemaRef('SecretList') } } },
+      },
+    }),
+  },
+  '/v1/secrets/{name}': {
+    put: ownerOp({
+      operationId: 'setSecret',
+      summary: 'Create or replace an owner secret',
+      description: 'Pipelines reference it as `{{secrets.NAME}}` in an http node\'s url and header values and `$secrets.NAME` in its body. The value is stored sealed and never returned.',
+      parameters: [parameterRef('SecretName')],
+      requestBody: { required: true, content: { 'application/json': { schema: schemaRef('SecretValue') } } },
+      responses: {
+        '200': { description: 'Set (created or replaced).', content: { 'application/json': { schema: schemaRef('SecretSummary') } } },
+        '400': {
+          description: 'Invalid Request: a bad name or body (the value is never repeated).',
+          content: { 'application/json': { schema: schemaRef('InvalidRequest') } },
+        },
+        '413': responseRef('PayloadTooLarge'),
+      },
+    }),
+    delete: ownerOp({
+      operationId: 'deleteSecret',
+      summary: 'Delete an owner secret; runs that reference it then fail naming it',
+      parameters: [parameterRef('SecretName')],
+      responses: {
+        '204': { description: 'Deleted.' },
+        '400': { description: 'Invalid Request: a bad name.', content: { 'application/json': { schema: schemaRef('InvalidRequest') } } },
+        '404': { description: 'Secret Not Found.', content: { 'application/json': { schema: schemaRef('NotFoundSecret') } } },
+      },
+    }),
+  },
 };
 
 const OWNER_SCHEMAS: Record<string, JsonSchema> = {
@@ -360,9 +396,13 @@ const OWNER_SCHEMAS: Record<string, JsonSchema> = {
       type: { const: 'http' },
       inputs: { type: 'array', items: schemaRef('NodeId') },
       method: { type: 'string', enum: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'], default: 'GET' },
-      url: { type: 'string', format: 'uri', description: 'Absolute http(s) URL, checked by the address guard when connecting.' },
-      headers: { type: 'object', additionalProperties: { type: 'string' } },
-      body: { type: 'string', description: 'JSONata over `inputs`; its result is sent as JSON. Not allowed with GET.' },
+      // No `format: uri`: `{{secrets.NAME}}` is not URI syntax until it is substituted.
+      url: {
+        type: 'string',
+        description: 'Absolute http(s) URL, checked by the address guard when connecting. May hold owner secret references, `{{secrets.NAME}}`, substituted when the node runs.',
+      },
+      headers: { type: 'object', additionalProperties: { type: 'string' }, description: 'Header values may hold owner secret references, `{{secrets.NAME}}`.' },
+      body: { type: 'string', description: 'JSONata over `inputs`; its result is sent as JSON. Not allowed with GET. `$secrets.NAME` reads an owner secret.' },
       timeout_ms: { type: 'integer', minimum: 1, maximum: 30000, default: 10000 },
       description: { type: 'string' },
     },
@@ -383,7 +423,37 @@ const OWNER_SCHEMAS: Record<string, JsonSchema> = {
   PushResult: {
     type: 'object',
     required: ['pipeline_id', 'version', 'created'],
-    properties: { pipeline_id: schemaRef('PipelineId'), version: { type: 'integer', minimum: 1 }, created: { type: 'boolean' } },
+    properties: {
+      pipeline_id: schemaRef('PipelineId'),
+      version: { type: 'integer', minimum: 1 },
+      created: { type: 'boolean' },
+      warnings: {
+        type: 'array',
+        minItems: 1,
+        items: schemaRef('Problem'),
+        description: 'Present when the definition references owner secrets that are not set: each reference and where it is. Runs fail naming the secret until it is set.',
+      },
+    },
+  },
+  SecretName: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]{0,63}$' },
+  SecretValue: {
+    type: 'object',
+    required: ['value'],
+    properties: { value: { type: 'string', minLength: 1, maxLength: 4096 } },
+    additionalProperties: false,
+  },
+  SecretSummary: {
+    type: 'object',
+    required: ['name', 'updated_at'],
+    properties: { name: schemaRef('SecretName'), updated_at: schemaRef('Timestamp') },
+    additionalProperties: false,
+    description: 'An owner secret: its name and when it was last set. Its value is never returned.',
+  },
+  SecretList: {
+    type: 'object',
+    required: ['secrets'],
+    properties: { secrets: { type: 'array', items: schemaRef('SecretSummary') } },
+    additionalProperties: false,
   },
   PipelineSummary: {
     type: 'object',
@@ -690,6 +760,7 @@ const OWNER_SCHEMAS: Record<string, JsonSchema> = {
   },
   NotFoundPipeline: errorSchema('PipelineNotFound', 'No pipeline with this id.'),
   NotFoundRun: errorSchema('RunNotFound', 'No run with this id in this pipeline.'),
+  NotFoundSecret: errorSchema('SecretNotFound', 'No owner secret with this name.'),
   InvalidDefinition: errorSchema('InvalidDefinition', 'The definition (or the pipeline id) was refused; `detail` lists every problem.', { detail: problems }, ['detail']),
   InvalidRequest: errorSchema('InvalidRequest', 'The request body or query was refused; `detail` lists every problem.', { detail: problems }, ['detail']),
   ConfirmationRequired: errorSchema('ConfirmationRequired', 'Delete without `?confirm=` naming the deployment id.', { detail: detailSchema }, ['detail']),
@@ -715,6 +786,7 @@ const OWNER_RESPONSES: Record<string, JsonSchema> = {
 const OWNER_PARAMETERS: Record<string, JsonSchema> = {
   PipelineId: { name: 'pipeline_id', in: 'path', required: true, schema: schemaRef('PipelineId') },
   RunId: { name: 'run_id', in: 'path', required: true, schema: schemaRef('Uuid'), description: 'A run id; anything else answers 404.' },
+  SecretName: { name: 'name', in: 'path', required: true, schema: schemaRef('SecretName'), description: "The secret's name, as pipelines reference it." },
 };
 
 const OWNER_SECURITY_SCHEMES: Record<string, JsonSchema> = {
@@ -773,7 +845,7 @@ export function serviceOpenApi() {
     ],
     tags: [
       { name: 'callers', description: 'Execute a published deployment, with its API key.' },
-      { name: 'owners', description: 'Push, run, publish, rotate and delete pipelines.' },
+      { name: 'owners', description: 'Push, run, publish, rotate and delete pipelines; set owner secrets.' },
     ],
     paths,
     components: {

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import * as v from 'valibot';
 import { sortedJson } from './canonical';
 import { expressionProblem } from './jsonata-limits';
+import { secretSyntaxProblems, withSecretPlaceholders } from './owner-secrets';
 import type { NodeType, PipelineDefinition, PipelineNode, Problem } from './types';
 import { expectedValue, INPUT_VALUE_TYPES, isAbsoluteHttpUrl, isInputValueType, isPlainObject, matchesValueType } from './values';
 
@@ -75,7 +76,7 @@ const NODE_SCHEMAS = {
       type: v.literal('http'),
       inputs: v.optional(nodeRefs),
       method: v.optional(v.picklist(HTTP_METHODS, `must be one of ${HTTP_METHODS.join(', ')}`)),
-      url: v.pipe(v.string('must be a URL (a string)'), v.check((s: string) => isAbsoluteHttpUrl(s), 'must be an absolute http:// or https:// URL')),
+      url: v.pipe(v.string('must be a URL (a string)'), v.check((s: string) => isAbsoluteHttpUrl(withSecretPlaceholders(s)), 'must be an absolute http:// or https:// URL')),
       headers: v.optional(
         v.pipe(
           // record() alone would take an array as an object keyed "0", "1", ...
@@ -260,6 +261,7 @@ function validateNode(raw: unknown, nodePath: string, fact: NodeFacts, problems:
 
   collectRefs(raw, nodeType, nodePath, fact);
   semanticChecks(raw, nodeType, nodePath, problems);
+  problems.push(...secretSyntaxProblems(nodeType, nodePath, raw));
 
   if (!parsed.success || problems.length > before) return null;
   return parsed.output;

@@ -26,6 +26,27 @@ export interface HttpResponse {
  */
 export type HttpPort = (req: HttpRequest) => Promise<HttpResponse>;
 
+/** An owner secret as anyone may see it: never its value. */
+export interface OwnerSecretSummary {
+  name: string;
+  updated_at: string;
+}
+
+/** Owner secrets, sealed at rest (see functions/core/owner-secrets.ts for their use). */
+export interface OwnerSecretsPort {
+  /** Creates or replaces a secret. */
+  put(name: string, value: string, updatedAt: string): Promise<OwnerSecretSummary>;
+  /** Every secret's name and when it was last set, by name. */
+  list(): Promise<OwnerSecretSummary[]>;
+  /** False when there was no such secret. */
+  remove(name: string): Promise<boolean>;
+  /**
+   * The values of those of `names` that are set. Read at most once per process per TTL: a
+   * changed value is seen within the TTL, a write through this same port at once.
+   */
+  values(names: readonly string[]): Promise<Map<string, string>>;
+}
+
 export interface Clock {
   now(): Date;
 }

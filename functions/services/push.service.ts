@@ -4,7 +4,9 @@
  */
 import { AppError } from '../core/errors';
 import { PIPELINE_ID_PATTERN } from '../core/ids';
+import { secretReferences } from '../core/owner-secrets';
 import { contentHash, validateDefinition } from '../core/pipeline';
+import type { PipelineDefinition, Problem } from '../core/types';
 import type { Deps } from '../adapters/deps';
 
 
@@ -23,6 +25,23 @@ export async function push(d: Deps, id: string, body: string | null) {
   const checked = validateDefinition(raw, { maxNodes: d.config.maxNodes });
   if (!checked.ok) throw new AppError('InvalidDefinition', checked.problems);
   const pushed = await d.pipelines.push(id, checked.definition, contentHash(checked.definition), d.clock.now().toISOString());
-  return { status: pushed.created ? 201 : 200, body: { pipeline_id: id, version: pushed.version, created: pushed.created } };
+  const warnings = await missingSecretWarnings(d, checked.definition);
+  return {
+    status: pushed.created ? 201 : 200,
+    body: { pipeline_id: id, version: pushed.version, created: pushed.created, ...(warnings.length > 0 ? { warnings } : {}) },
+  };
+}
+
+/**
+ * A reference to a secret that is not set is not an error at push (the owner may set it
+ * next), but the answer says so, and a run fails naming it until it is set.
+ */
+async function missingSecretWarnings(d: Deps, def: PipelineDefinition): Promise<Problem[]> {
+  const refs = secretReferences(def);
+  if (refs.length === 0) return [];
+  const set = new Set((await d.ownerSecrets.list()).map((s) => s.name));
+  return refs
+    .filter((r) => !set.has(r.name))
+    .map((r) => ({ path: r.path, reason: `secret '${r.name}' is not set; runs fail until it is (pipegate secrets set ${r.name})` }));
 }
 

@@ -1,6 +1,7 @@
 /** The state machine's tasks: MarkRunning, RunNodes and MarkFailed. */
 import * as v from 'valibot';
 import { runPipeline, timeoutMessage } from '../core/engine';
+import { referencedSecretNames } from '../core/owner-secrets';
 import { isTerminal } from '../core/transitions';
 import type { CallbackDelivery, Execution } from '../core/types';
 import type { Deps } from '../adapters/deps';
@@ -44,10 +45,15 @@ export async function taskRun(d: Deps, executionId: string): Promise<{ status: s
   const version = await whileUnavailable(() => d.pipelines.getVersion(e.pipeline_id, e.version));
   if (!version) return finish(d, e, 'failed', { error_message: `Pipeline version ${e.version} is no longer available` });
 
+  // Only a pipeline that names secrets reads them (and the key material that opens them).
+  const names = referencedSecretNames(version.definition);
+  const secrets = names.length > 0 ? await whileUnavailable(() => d.ownerSecrets.values(names)) : undefined;
+
   const abort = new AbortController();
   const stopWatching = watchForCancel(d, executionId, abort);
   const result = await runPipeline(version.definition, e.inputs, {
     http: d.http,
+    ...(secrets === undefined ? {} : { secrets }),
     timeoutMs: d.config.executionTimeoutMs,
     signal: abort.signal,
   }).finally(stopWatching);

@@ -17,6 +17,9 @@ import { handler as deploymentPublish } from '../../functions/deployment-publish
 import { handler as deploymentDelete } from '../../functions/deployment-delete/handler';
 import { handler as deploymentKeys } from '../../functions/deployment-keys/handler';
 import { handler as ownerExecutionGet } from '../../functions/owner-execution-get/handler';
+import { handler as secretList } from '../../functions/secret-list/handler';
+import { handler as secretPut } from '../../functions/secret-put/handler';
+import { handler as secretDelete } from '../../functions/secret-delete/handler';
 
 export type HttpLambda = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult>;
 
@@ -38,4 +41,7 @@ export const HTTP_HANDLERS: Record<string, HttpLambda> = {
   'deployment-delete': deploymentDelete,
   'deployment-keys': deploymentKeys,
   'owner-execution-get': ownerExecutionGet,
+  'secret-list': secretList,
+  'secret-put': secretPut,
+  'secret-delete': secretDelete,
 };

@@ -165,12 +165,13 @@ async function startLocked(
     onError: (name, err) => log.error('workflow failed', { execution_id: name, ...errorFields(err) }),
   });
 
+  const keyMaterial = new StaticKeyMaterial(material);
   let d: Deps = {
     config,
-    ...storesFor(config),
+    ...storesFor(config, keyMaterial),
     queue: new LocalQueuePort({ executions: queues.executions, callbacks: queues.callbacks }),
     workflow,
-    keyMaterial: new StaticKeyMaterial(material),
+    keyMaterial,
     http: createGuardedHttp({ allowPrivate: config.allowPrivateUrls }),
     // Every function runs in this process, so the terminal write itself wakes waiting callers.
     completions: new InProcessCompletions(),

@@ -50,6 +50,7 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   // Owners.
   'pipeline-list': access(LIST),
   'pipeline-get': access(LIST),
+  // Query also lists the owner secrets' names, to warn about references to missing ones.
   'pipeline-push': access(ALL),
   'run-start': access(CREATE_EXECUTION, { send: ['executions'] }),
   'run-list': access(LIST),
@@ -59,10 +60,15 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   'deployment-publish': access(ALL, { secret: true }),
   'deployment-keys': access(ALL, { secret: true }),
   'deployment-delete': access(UPDATE),
+  // Owner secrets: sealing needs the master key; listing never opens a value.
+  'secret-put': access(['PutItem'], { secret: true }),
+  'secret-list': access(['Query']),
+  'secret-delete': access(['DeleteItem']),
   // Workers.
   runner: access(UPDATE, { consumes: 'executions', states: ['StartExecution'] }),
   'task-start': access(UPDATE, { send: ['callbacks'] }),
-  'task-run': access(['GetItem', 'UpdateItem', 'Query'], { send: ['callbacks'] }),
+  // Reads the owner secrets a pipeline references (one Query per container per TTL) and opens them.
+  'task-run': access(['GetItem', 'UpdateItem', 'Query'], { send: ['callbacks'], secret: true }),
   'task-fail': access(UPDATE, { send: ['callbacks'] }),
   // Retries go back onto its own queue with a delay.
   'callback-dispatch': access(UPDATE, { consumes: 'callbacks', secret: true, send: ['callbacks'] }),

@@ -2,8 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { createDocumentClient } from '../../functions/adapters/dynamo';
 import { DeploymentsStore } from '../../functions/adapters/deployments.store';
 import { ExecutionsStore } from '../../functions/adapters/executions.store';
+import { StaticKeyMaterial } from '../../functions/adapters/key-material';
+import { OwnerSecretsStore } from '../../functions/adapters/owner-secrets.store';
 import { PipelinesStore } from '../../functions/adapters/pipelines.store';
 import { ensureTable, startDynalite, type LocalDynamo } from '../../lib/local/dynamo';
+
+export const testKeyMaterial = new StaticKeyMaterial({ pepper: Buffer.from('test-pepper-0123456789'), masterKey: Buffer.alloc(32, 7) });
 
 export interface TestDb {
   dynamo: LocalDynamo;
@@ -11,6 +15,8 @@ export interface TestDb {
   pipelines: PipelinesStore;
   executions: ExecutionsStore;
   deployments: DeploymentsStore;
+  /** Read through no cache (TTL 0), so a test sees every write at once. */
+  ownerSecrets: OwnerSecretsStore;
   close(): Promise<void>;
 }
 
@@ -26,6 +32,7 @@ export async function startTestDb(): Promise<TestDb> {
     pipelines: new PipelinesStore(db, table),
     executions: new ExecutionsStore(db, table),
     deployments: new DeploymentsStore(db, table),
+    ownerSecrets: new OwnerSecretsStore(db, table, testKeyMaterial, 0),
     close: async () => {
       db.destroy();
       await dynamo.close();

@@ -3,7 +3,7 @@ import { InProcessCompletions } from '../../functions/adapters/completions';
 import { readConfig, type Config } from '../../lib/config';
 import type { Deps } from '../../functions/adapters/deps';
 import { silentLogger } from '../../functions/adapters/logger';
-import { StaticKeyMaterial } from '../../functions/adapters/key-material';
+import { testKeyMaterial } from './dynamo';
 import type { HttpPort, QueueName, QueuePort, WorkflowPort } from '../../functions/core/ports';
 import type { TestDb } from './dynamo';
 
@@ -30,7 +30,7 @@ export class RecordingWorkflow implements WorkflowPort {
   }
 }
 
-export const testKeyMaterial = new StaticKeyMaterial({ pepper: Buffer.from('test-pepper-0123456789'), masterKey: Buffer.alloc(32, 7) });
+export { testKeyMaterial };
 
 export function testConfig(db: TestDb, overrides: Partial<Config> = {}): Config {
   return { ...readConfig({ PIPEGATE_TABLE: db.table, PIPEGATE_ALLOW_PRIVATE_URLS: 'true', PIPEGATE_CANCEL_POLL_MS: '50' }), ...overrides };
@@ -47,6 +47,7 @@ export function testDeps(db: TestDb, overrides: Partial<Deps> = {}): Deps & { qu
     pipelines: db.pipelines,
     executions: db.executions,
     deployments: db.deployments,
+    ownerSecrets: db.ownerSecrets,
     queue: new RecordingQueue(),
     workflow: new RecordingWorkflow(),
     keyMaterial: testKeyMaterial,

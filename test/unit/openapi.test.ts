@@ -154,6 +154,9 @@ const EXPECTED_ERRORS: Record<string, ErrorName[]> = {
   'DELETE /v1/pipelines/{pipeline_id}/deployment': ['ConfirmationRequired', 'PipelineNotFound', 'DeploymentNotFound'],
   'POST /v1/pipelines/{pipeline_id}/deployment/keys': ['InvalidRequest', 'PipelineNotFound', 'DeploymentNotFound', 'Conflict', 'PayloadTooLarge'],
   'GET /v1/pipelines/{pipeline_id}/executions/{execution_id}': ['ExecutionNotFound'],
+  'GET /v1/secrets': [],
+  'PUT /v1/secrets/{name}': ['InvalidRequest', 'PayloadTooLarge'],
+  'DELETE /v1/secrets/{name}': ['InvalidRequest', 'SecretNotFound'],
 };
 
 describe('errors', () => {

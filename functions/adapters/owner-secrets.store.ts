@@ -1,0 +1,93 @@
+import { randomBytes } from 'node:crypto';
+import { DeleteCommand, PutCommand, QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { openSecret, sealSecret } from '../core/api-key';
+import type { OwnerSecretSummary, OwnerSecretsPort } from '../core/ports';
+import { allItems, keys, OWNER_SECRETS_PK } from './dynamo';
+import type { KeyMaterialPort } from './key-material';
+
+const SEAL_IV_BYTES = 12;
+
+/**
+ * The sealed plaintext carries the name, so a sealed value copied onto another secret's item
+ * does not open as that secret.
+ */
+const envelope = (name: string, value: string): string => JSON.stringify({ name, value });
+
+function unwrap(name: string, plaintext: string): string {
+  const parsed = JSON.parse(plaintext) as { name?: unknown; value?: unknown };
+  if (parsed.name !== name || typeof parsed.value !== 'string') throw new Error(`owner secret ${name} was sealed for another name`);
+  return parsed.value;
+}
+
+/**
+ * Owner secrets in the main table, one item each (OWNERSECRETS / SECRET#<name>), the value
+ * sealed with the service's master key (AES-256-GCM, as signing secrets are). Reads for runs go
+ * through a per-process cache that one Query refills at most once per TTL.
+ */
+export class OwnerSecretsStore implements OwnerSecretsPort {
+  private cache: { at: number; values: Promise<Map<string, string>> } | null = null;
+
+  constructor(
+    private readonly db: DynamoDBDocumentClient,
+    private readonly table: string,
+    private readonly keyMaterial: KeyMaterialPort,
+    private readonly ttlMs: number,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async put(name: string, value: string, updatedAt: string): Promise<OwnerSecretSummary> {
+    const { masterKey } = await this.keyMaterial.material();
+    const sealed = sealSecret(envelope(name, value), masterKey, randomBytes(SEAL_IV_BYTES));
+    await this.db.send(new PutCommand({ TableName: this.table, Item: { ...keys.ownerSecret(name), name, sealed, updated_at: updatedAt } }));
+    this.cache = null;
+    return { name, updated_at: updatedAt };
+  }
+
+  async list(): Promise<OwnerSecretSummary[]> {
+    const items = await this.query(false);
+    return items.map((i) => ({ name: String(i.name), updated_at: String(i.updated_at) })).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  async remove(name: string): Promise<boolean> {
+    const out = await this.db.send(new DeleteCommand({ TableName: this.table, Key: keys.ownerSecret(name), ReturnValues: 'ALL_OLD' }));
+    this.cache = null;
+    return out.Attributes !== undefined;
+  }
+
+  async values(names: readonly string[]): Promise<Map<string, string>> {
+    if (names.length === 0) return new Map();
+    const at = this.now();
+    if (!this.cache || at - this.cache.at >= this.ttlMs) {
+      const values = this.readAll();
+      // A failed read is not kept: the next run tries again.
+      values.catch(() => {
+        if (this.cache?.values === values) this.cache = null;
+      });
+      this.cache = { at, values };
+    }
+    const all = await this.cache.values;
+    return new Map(names.flatMap((n) => (all.has(n) ? [[n, all.get(n) ?? '']] : [])));
+  }
+
+  private async readAll(): Promise<Map<string, string>> {
+    const items = await this.query(true);
+    if (items.length === 0) return new Map();
+    const { masterKey } = await this.keyMaterial.material();
+    return new Map(items.map((i) => [String(i.name), unwrap(String(i.name), openSecret(String(i.sealed), masterKey))]));
+  }
+
+  private query(withValues: boolean): Promise<Record<string, unknown>[]> {
+    return allItems((start) =>
+      this.db.send(
+        new QueryCommand({
+          TableName: this.table,
+          KeyConditionExpression: 'pk = :pk',
+          ExpressionAttributeValues: { ':pk': OWNER_SECRETS_PK },
+          ExpressionAttributeNames: { '#name': 'name', '#updated': 'updated_at', ...(withValues ? { '#sealed': 'sealed' } : {}) },
+          ProjectionExpression: withValues ? '#name, #updated, #sealed' : '#name, #updated',
+          ExclusiveStartKey: start,
+        }),
+      ),
+    );
+  }
+}

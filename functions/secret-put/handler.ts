@@ -1,0 +1,5 @@
+import { bodyText, httpHandler, json } from '../adapters/api';
+import { putSecret } from '../services/owner-secrets.service';
+
+/** PUT /v1/secrets/{name} {"value": "…"} → 200 {name, updated_at} */
+export const handler = httpHandler(async (req) => json(200, await putSecret(req.deps, req.param('name'), bodyText(req.event))));

@@ -1,0 +1,177 @@
+/**
+ * Owner secrets on a real store (dynalite): sealed at rest, listed without values, read for
+ * runs at most once per TTL, and used by a run without ever reaching its record.
+ */
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { createDocumentClient, keys } from '../../functions/adapters/dynamo';
+import { OwnerSecretsStore } from '../../functions/adapters/owner-secrets.store';
+import type { Deps } from '../../functions/adapters/deps';
+import { AppError } from '../../functions/core/errors';
+import type { HttpRequest } from '../../functions/core/ports';
+import { deleteSecret, listSecrets, putSecret } from '../../functions/services/owner-secrets.service';
+import { startRun } from '../../functions/services/owner.service';
+import { push } from '../../functions/services/push.service';
+import { taskRun, taskStart } from '../../functions/services/tasks.service';
+import { startTestDb, testKeyMaterial, type TestDb } from '../support/dynamo';
+import { testDeps } from '../support/fakes';
+
+const VALUE = 'sk_live_planted_4c1f9e2a7b';
+
+let db: TestDb;
+let d: Deps;
+const calls: HttpRequest[] = [];
+
+beforeAll(async () => {
+  db = await startTestDb();
+  d = testDeps(db, {
+    http: async (req) => {
+      calls.push(req);
+      // An upstream that echoes what it was sent.
+      return { status: 200, headers: {}, body: JSON.stringify({ auth: req.headers.Authorization }) };
+    },
+  });
+});
+afterAll(async () => {
+  await db.close();
+});
+
+async function caught(p: Promise<unknown>): Promise<AppError> {
+  try {
+    await p;
+  } catch (e) {
+    if (e instanceof AppError) return e;
+    throw e;
+  }
+  throw new Error('expected an AppError');
+}
+
+describe('the owner secrets use cases', () => {
+  it('set, list (names only) and delete a secret', async () => {
+    // Act
+    const set = await putSecret(d, 'SHIPPING_TOKEN', JSON.stringify({ value: VALUE }));
+    const listed = await listSecrets(d);
+    await deleteSecret(d, 'SHIPPING_TOKEN');
+    const after = await listSecrets(d);
+    const again = await caught(deleteSecret(d, 'SHIPPING_TOKEN'));
+
+    // Assess
+    expect(set).toEqual({ name: 'SHIPPING_TOKEN', updated_at: expect.any(String) });
+    expect(listed).toEqual({ secrets: [{ name: 'SHIPPING_TOKEN', updated_at: set.updated_at }] });
+    expect(JSON.stringify(listed)).not.toContain(VALUE);
+    expect(after).toEqual({ secrets: [] });
+    expect(again.code).toBe('SecretNotFound');
+  });
+
+  it.each([
+    ['a bad name', '9lives', JSON.stringify({ value: 'x' }), 'name'],
+    ['no body', 'OK', null, '(body)'],
+    ['an empty value', 'OK', JSON.stringify({ value: '' }), 'value'],
+    ['a value that is not a string', 'OK', JSON.stringify({ value: 5 }), 'value'],
+    ['an extra field', 'OK', JSON.stringify({ value: VALUE, note: 1 }), 'note'],
+    ['a body that is not JSON', 'OK', `{"value": "${VALUE}"`, '(body)'],
+  ])('refuse %s with 400, never repeating the value', async (_what, name, body, path) => {
+    // Act
+    const e = await caught(putSecret(d, name, body));
+
+    // Assess
+    expect(e.code).toBe('InvalidRequest');
+    expect(e.detail).toEqual([expect.objectContaining({ path })]);
+    expect(JSON.stringify(e.body())).not.toContain(VALUE);
+  });
+
+  it('stores the value sealed, bound to its name', async () => {
+    // Prepare
+    await putSecret(d, 'A_TOKEN', JSON.stringify({ value: VALUE }));
+    const client = createDocumentClient({ region: 'local', endpoint: db.dynamo.endpoint });
+
+    // Act
+    const item = (await client.send(new GetCommand({ TableName: db.table, Key: keys.ownerSecret('A_TOKEN') }))).Item;
+    // Someone with write access to the table copies the sealed value onto another name.
+    await client.send(new PutCommand({ TableName: db.table, Item: { ...item, ...keys.ownerSecret('B_TOKEN'), name: 'B_TOKEN' } }));
+    const copied = d.ownerSecrets.values(['B_TOKEN']);
+
+    // Assess
+    expect(JSON.stringify(item)).not.toContain(VALUE);
+    expect(item?.sealed).toMatch(/^v1\./);
+    await expect(copied).rejects.toThrow('sealed for another name');
+    await deleteSecret(d, 'B_TOKEN');
+    await deleteSecret(d, 'A_TOKEN');
+    client.destroy();
+  });
+});
+
+describe('reads for runs', () => {
+  it('read the table at most once per TTL, see a change after it, and a write through the same store at once', async () => {
+    // Prepare
+    const client = createDocumentClient({ region: 'local', endpoint: db.dynamo.endpoint });
+    let now = 1_000_000;
+    const cached = new OwnerSecretsStore(client, db.table, testKeyMaterial, 60_000, () => now);
+    const other = new OwnerSecretsStore(client, db.table, testKeyMaterial, 0);
+    await other.put('ROTATING', 'first', new Date().toISOString());
+    let queries = 0;
+    const counting = client.send.bind(client);
+    client.send = ((command: { constructor: { name: string } }, ...rest: unknown[]) => {
+      if (command.constructor.name === 'QueryCommand') queries += 1;
+      return (counting as (...a: unknown[]) => unknown)(command, ...rest);
+    }) as typeof client.send;
+
+    // Act
+    const first = await cached.values(['ROTATING']);
+    await other.put('ROTATING', 'second', new Date().toISOString());
+    const withinTtl = await cached.values(['ROTATING', 'MISSING']);
+    now += 60_000;
+    const afterTtl = await cached.values(['ROTATING']);
+    await cached.put('ROTATING', 'third', new Date().toISOString());
+    const afterOwnWrite = await cached.values(['ROTATING']);
+
+    // Assess
+    expect(first.get('ROTATING')).toBe('first');
+    expect([...withinTtl]).toEqual([['ROTATING', 'first']]);
+    expect(afterTtl.get('ROTATING')).toBe('second');
+    expect(afterOwnWrite.get('ROTATING')).toBe('third');
+    expect(queries).toBe(3);
+    await other.remove('ROTATING');
+    client.destroy();
+  });
+});
+
+describe('a run that uses a secret', () => {
+  const definition = {
+    nodes: {
+      call: { type: 'http', url: 'https://rates.example.com/v1/quote', headers: { Authorization: 'Bearer {{secrets.RATES_TOKEN}}' } },
+      echoed: { type: 'transform', inputs: ['call'], expression: 'call.auth' },
+      auth: { type: 'output', from: 'echoed' },
+    },
+  };
+
+  async function run(): Promise<Record<string, unknown>> {
+    const started = await startRun(d, 'uses-secret', null, 'https://x');
+    await taskStart(d, started.run_id);
+    await taskRun(d, started.run_id);
+    const client = createDocumentClient({ region: 'local', endpoint: db.dynamo.endpoint });
+    const item = (await client.send(new GetCommand({ TableName: db.table, Key: keys.execution(started.run_id) }))).Item ?? {};
+    client.destroy();
+    return item;
+  }
+
+  it('warns at push, fails naming the missing secret, then sends it and keeps it out of the record', async () => {
+    // Act
+    const pushed = await push(d, 'uses-secret', JSON.stringify(definition));
+    const failed = await run();
+    await putSecret(d, 'RATES_TOKEN', JSON.stringify({ value: VALUE }));
+    const repushed = await push(d, 'uses-secret', JSON.stringify(definition));
+    const completed = await run();
+
+    // Assess
+    expect(pushed.body.warnings).toEqual([
+      { path: 'nodes.call.headers.Authorization', reason: "secret 'RATES_TOKEN' is not set; runs fail until it is (pipegate secrets set RATES_TOKEN)" },
+    ]);
+    expect(failed.status).toBe('failed');
+    expect(failed.error_message).toBe("Node 'call' failed: secret 'RATES_TOKEN' is not set (set it with: pipegate secrets set RATES_TOKEN)");
+    expect(repushed.body).not.toHaveProperty('warnings');
+    expect(calls.at(-1)?.headers.Authorization).toBe(`Bearer ${VALUE}`);
+    expect(completed.status).toBe('completed');
+    expect(completed.outputs).toEqual({ auth: 'Bearer [redacted]' });
+    expect(JSON.stringify(completed)).not.toContain(VALUE);
+  });
+});
