@@ -13,6 +13,7 @@ async function main(): Promise<void> {
   const lines = [
     '',
     `  pipegate is running at ${runtime.url}`,
+    ...(runtime.deps.config.publicUrl ? [`  answers name  ${runtime.deps.config.publicUrl} (PIPEGATE_PUBLIC_URL)`] : []),
     '',
     `  owner token   ${runtime.ownerToken}`,
     `  data dir      ${runtime.dataDir}`,

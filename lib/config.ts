@@ -29,6 +29,25 @@ const seconds = v.pipe(
   v.minLength(1),
 );
 
+/**
+ * The base URL callers use (scheme, host, any stage or prefix): absolute http(s), no query or
+ * fragment, kept without a trailing slash. Blank means none.
+ */
+export const PublicUrlSchema = v.pipe(
+  v.string(),
+  v.trim(),
+  v.check((s) => {
+    if (s === '') return true;
+    try {
+      const u = new URL(s);
+      return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname !== '' && u.search === '' && u.hash === '' && u.username === '' && u.password === '';
+    } catch {
+      return false;
+    }
+  }, 'must be an absolute http(s) URL without credentials, query or fragment'),
+  v.transform((s) => (s === '' ? undefined : s.replace(/\/+$/, ''))),
+);
+
 const ConfigSchema = v.object({
   PIPEGATE_TABLE: v.optional(v.string(), 'pipegate'),
   PIPEGATE_EXECUTIONS_QUEUE_URL: v.optional(v.string(), ''),
@@ -53,6 +72,7 @@ const ConfigSchema = v.object({
   PIPEGATE_SWEEP_LIMIT: int(100, 1, 10_000),
   PIPEGATE_MAX_WAIT_SECONDS: int(60, 0, 900),
   PIPEGATE_OWNER_SECRETS_TTL_SECONDS: int(60, 0, 3_600),
+  PIPEGATE_PUBLIC_URL: v.optional(PublicUrlSchema),
   AWS_REGION: v.optional(v.string(), 'us-east-1'),
 });
 
@@ -89,6 +109,11 @@ export type Config = {
   maxWaitSeconds: number;
   /** How long a process keeps the owner secrets it read for runs; a changed value is seen within it. */
   ownerSecretsTtlSeconds: number;
+  /**
+   * The base URL for the URLs in answers and a deployment document's `servers`, when set;
+   * otherwise each request's own (API Gateway's host and stage, or the local Host header).
+   */
+  publicUrl: string | undefined;
   region: string;
 };
 
@@ -125,6 +150,7 @@ export function readConfig(env: Record<string, string | undefined> = process.env
     sweepLimit: c.PIPEGATE_SWEEP_LIMIT,
     maxWaitSeconds: c.PIPEGATE_MAX_WAIT_SECONDS,
     ownerSecretsTtlSeconds: c.PIPEGATE_OWNER_SECRETS_TTL_SECONDS,
+    publicUrl: c.PIPEGATE_PUBLIC_URL,
     region: c.AWS_REGION,
   };
 }

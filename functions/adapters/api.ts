@@ -21,7 +21,10 @@ export interface RequestInfo {
   event: APIGatewayProxyEvent;
   deps: Deps;
   requestId: string;
-  /** Absolute base URL the caller used, stage and any prefix included, no trailing slash. */
+  /**
+   * Absolute base URL, no trailing slash: PIPEGATE_PUBLIC_URL when configured, else the one the
+   * caller used (stage and any prefix included).
+   */
   baseUrl: string;
   header(name: string): string | undefined;
   /** Every value of a header that may repeat (e.g. `Prefer`), in order. */
@@ -93,11 +96,13 @@ export function httpHandler(fn: (req: RequestInfo) => Promise<RouteAnswer>) {
     })
     .handler(async (event, context) => {
       const requestId = context?.awsRequestId ?? event.requestContext?.requestId ?? 'unknown';
+      const d = deps();
       const info: RequestInfo = {
         event,
-        deps: deps(),
+        deps: d,
         requestId,
-        baseUrl: baseUrlOf(event),
+        // A configured public URL wins: the Host header is the client's to choose.
+        baseUrl: d.config.publicUrl ?? baseUrlOf(event),
         header: (name) => headerOf(event.headers, name),
         headerValues: (name) => headerValuesOf(event, name),
         param: (name) => event.pathParameters?.[name] ?? '',

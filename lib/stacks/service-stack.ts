@@ -71,6 +71,8 @@ export class ServiceStack extends Stack {
       // status here; indexing them would cost two write units per execution for nothing.
       PIPEGATE_TRACK_OPEN: 'false',
       PIPEGATE_MAX_WAIT_SECONDS: String(AWS_MAX_WAIT_SECONDS),
+      // Behind a custom domain the request's host and stage are not what callers use.
+      ...(settings.publicUrl ? { PIPEGATE_PUBLIC_URL: settings.publicUrl } : {}),
     };
 
     const functions: Record<string, PipegateFunction> = {};

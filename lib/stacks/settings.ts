@@ -3,6 +3,7 @@
  */
 import * as v from 'valibot';
 import type { Node } from 'constructs';
+import { PublicUrlSchema } from '../config';
 
 import { EXPRESS_MAX_EXECUTION_TIMEOUT_MS, taskRunLambdaTimeoutSeconds } from '../workflow-budget';
 
@@ -24,6 +25,8 @@ export interface Settings {
   logRetentionDays: number;
   /** Where alarm notifications go; none when unset (the topic is still created). */
   alarmEmail: string | undefined;
+  /** The base URL callers use (a custom domain); none means API Gateway's own host and stage. */
+  publicUrl: string | undefined;
 }
 
 /** The retention periods CloudWatch Logs accepts. */
@@ -45,6 +48,7 @@ const ContextSchema = v.object({
     30,
   ),
   alarmEmail: v.optional(v.pipe(v.string(), v.email())),
+  publicUrl: v.optional(PublicUrlSchema),
 });
 
 export type SettingsInput = v.InferInput<typeof ContextSchema>;
@@ -78,6 +82,7 @@ export function parseSettings(input: Record<string, unknown>): Settings {
     throttleBurstLimit: c.throttleBurstLimit,
     logRetentionDays: c.logRetentionDays,
     alarmEmail: c.alarmEmail,
+    publicUrl: c.publicUrl,
   };
 }
 

@@ -24,6 +24,12 @@ describe('deploy settings from context', () => {
     expect(() => parseSettings({ stateMachineType: 'STANDARD', executionTimeoutMs: 890_000 })).toThrow(/Lambda/);
   });
 
+  it('takes a public base URL (a custom domain) without its trailing slash, and refuses one that is not a URL', () => {
+    expect(parseSettings({}).publicUrl).toBeUndefined();
+    expect(parseSettings({ publicUrl: 'https://pipes.example.org/v/' }).publicUrl).toBe('https://pipes.example.org/v');
+    expect(() => parseSettings({ publicUrl: 'pipes.example.org' })).toThrow(/publicUrl/);
+  });
+
   it('reads command-line strings and rejects nonsense', () => {
     // Act / Assess
     expect(parseSettings({ throttleRateLimit: '50', throttleBurstLimit: '75' })).toMatchObject({ throttleRateLimit: 50, throttleBurstLimit: 75 });
@@ -42,5 +48,16 @@ describe('deploy settings from context', () => {
     expect(machine?.Properties?.StateMachineType).toBe('STANDARD');
     const taskRun = Object.values(resources).find((r) => r.Type === 'AWS::Lambda::Function' && r.Properties?.Description === 'pipegate task-run');
     expect(Number(taskRun?.Properties?.Timeout)).toBeGreaterThan(300);
+  });
+
+  it('hands publicUrl to every function as PIPEGATE_PUBLIC_URL', () => {
+    // Prepare
+    const built = buildTestApp({ publicUrl: 'https://pipes.example.org/' });
+    // Act
+    const functions = Object.values(resourcesOf(Template.fromStack(built.service))).filter((r) => r.Type === 'AWS::Lambda::Function');
+    const urls = functions.map((f) => (f.Properties?.Environment as { Variables?: Record<string, unknown> } | undefined)?.Variables?.PIPEGATE_PUBLIC_URL);
+    // Assess
+    expect(functions.length).toBeGreaterThan(10);
+    expect(new Set(urls)).toEqual(new Set(['https://pipes.example.org']));
   });
 });
