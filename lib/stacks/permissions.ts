@@ -5,13 +5,18 @@
 import { routeHandlers, WORKERS } from '../routes';
 import type { QueueName } from '../queues';
 
-export type TableAction = 'GetItem' | 'PutItem' | 'UpdateItem' | 'DeleteItem' | 'Query';
+/** Item actions on the main table. */
+export type TableAction = 'GetItem' | 'PutItem' | 'UpdateItem' | 'DeleteItem';
+/** What a Query reads: the table itself (by partition key) or one of its indexes. */
+export type QueryTarget = 'table' | 'gsi1' | 'sweep';
 export type StatesAction = 'StartExecution' | 'StopExecution';
 export type { QueueName };
 
 export interface FunctionAccess {
-  /** DynamoDB actions on the main table; Query also covers its indexes. */
+  /** DynamoDB item actions on the main table. */
   table: readonly TableAction[];
+  /** Where the function Queries: each index by name (no index wildcard), the table only if listed. */
+  query: readonly QueryTarget[];
   /** Queues the function sends to. */
   send: readonly QueueName[];
   /** The queue whose event source invokes the function. */
@@ -22,14 +27,23 @@ export interface FunctionAccess {
   states: readonly StatesAction[];
 }
 
+// Derived from what each handler's code calls, through functions/services to the stores'
+// commands: reads are GetItem; pipeline and run lists Query gsi1 (pipelines.list,
+// executions.listRuns); owner secrets are one partition of the table itself (ownerSecrets.list
+// and values); creates are conditional PutItems; state changes, run pointers, claims and
+// deliveries are conditional UpdateItems. The sweep index is read only by the local runtime's
+// restart recovery, never on AWS.
 const READ: readonly TableAction[] = ['GetItem'];
-const LIST: readonly TableAction[] = ['GetItem', 'Query'];
 const UPDATE: readonly TableAction[] = ['GetItem', 'UpdateItem'];
-const CREATE_EXECUTION: readonly TableAction[] = ['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem'];
-const ALL: readonly TableAction[] = ['GetItem', 'PutItem', 'UpdateItem', 'Query'];
+// DeleteItem: a pending execution whose queue message could not be sent is withdrawn (enqueue.ts).
+const CREATE_EXECUTION: readonly TableAction[] = ['GetItem', 'PutItem', 'DeleteItem'];
+const ALL: readonly TableAction[] = ['GetItem', 'PutItem', 'UpdateItem'];
+const RUNS: readonly QueryTarget[] = ['gsi1'];
+const OWNER_SECRETS: readonly QueryTarget[] = ['table'];
 
 const access = (table: readonly TableAction[], more: Partial<Omit<FunctionAccess, 'table'>> = {}): FunctionAccess => ({
   table,
+  query: more.query ?? [],
   send: more.send ?? [],
   consumes: more.consumes,
   secret: more.secret ?? false,
@@ -40,35 +54,38 @@ const access = (table: readonly TableAction[], more: Partial<Omit<FunctionAccess
 export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   // Callers.
   authorizer: access(READ, { secret: true }),
-  // DeleteItem: a pending execution whose queue message could not be sent is withdrawn.
+  // Idempotency claim and execution record are conditional puts; nothing is updated.
   execute: access(CREATE_EXECUTION, { send: ['executions'] }),
   'execution-status': access(READ),
   'execution-result': access(READ),
+  // Cancel moves the execution, then records the run pointer and owes a callback (afterTerminal).
   'execution-cancel': access(UPDATE, { states: ['StopExecution'], send: ['callbacks'] }),
   'deployment-contract': access(READ),
   'deployment-openapi': access(READ),
   // Owners.
-  'pipeline-list': access(LIST),
-  'pipeline-get': access(LIST),
-  // Query also lists the owner secrets' names, to warn about references to missing ones.
-  'pipeline-push': access(ALL),
+  'pipeline-list': access([], { query: RUNS }),
+  'pipeline-get': access(READ),
+  // Query lists the owner secrets' names, to warn about references to missing ones.
+  'pipeline-push': access(ALL, { query: OWNER_SECRETS }),
   'run-start': access(CREATE_EXECUTION, { send: ['executions'] }),
-  'run-list': access(LIST),
-  'run-get': access(LIST),
-  'owner-execution-get': access(LIST),
-  'deployment-readiness': access(LIST),
-  'deployment-publish': access(ALL, { secret: true }),
-  'deployment-keys': access(ALL, { secret: true }),
+  'run-list': access(READ, { query: RUNS }),
+  'run-get': access(READ),
+  'owner-execution-get': access(READ),
+  // Readiness brings the run pointers up to date (syncRunPointers -> recordRunFinished).
+  'deployment-readiness': access(UPDATE, { query: RUNS }),
+  'deployment-publish': access(ALL, { query: RUNS, secret: true }),
+  // Rotation replaces keys and signing secrets in the deployment item.
+  'deployment-keys': access(UPDATE, { secret: true }),
   'deployment-delete': access(UPDATE),
   // Owner secrets: sealing needs the master key; listing never opens a value.
   'secret-put': access(['PutItem'], { secret: true }),
-  'secret-list': access(['Query']),
+  'secret-list': access([], { query: OWNER_SECRETS }),
   'secret-delete': access(['DeleteItem']),
-  // Workers.
-  runner: access(UPDATE, { consumes: 'executions', states: ['StartExecution'] }),
+  // Workers. The runner only starts the workflow, with no read first (runner.service.ts).
+  runner: access([], { consumes: 'executions', states: ['StartExecution'] }),
   'task-start': access(UPDATE, { send: ['callbacks'] }),
   // Reads the owner secrets a pipeline references (one Query per container per TTL) and opens them.
-  'task-run': access(['GetItem', 'UpdateItem', 'Query'], { send: ['callbacks'], secret: true }),
+  'task-run': access(UPDATE, { query: OWNER_SECRETS, send: ['callbacks'], secret: true }),
   'task-fail': access(UPDATE, { send: ['callbacks'] }),
   // Retries go back onto its own queue with a delay.
   'callback-dispatch': access(UPDATE, { consumes: 'callbacks', secret: true, send: ['callbacks'] }),

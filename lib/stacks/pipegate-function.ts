@@ -14,7 +14,7 @@ import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
-import type { StatesAction, TableAction } from './permissions';
+import type { QueryTarget, StatesAction, TableAction } from './permissions';
 
 export const REPO_ROOT = path.resolve(__dirname, '..', '..');
 export const RUNTIME = lambda.Runtime.NODEJS_24_X;
@@ -106,14 +106,21 @@ export class PipegateFunction extends Construct {
     });
   }
 
-  /** DynamoDB actions on the table, and Query on its named indexes (no index wildcard). */
-  grantTable(table: dynamodb.ITable, actions: readonly TableAction[], indexNames: readonly string[]): void {
-    if (actions.length === 0) return;
-    const resources = [table.tableArn];
-    if (actions.includes('Query')) resources.push(...indexNames.map((n) => `${table.tableArn}/index/${n}`));
-    this.role.addToPrincipalPolicy(
-      new iam.PolicyStatement({ actions: actions.map((a) => `dynamodb:${a}`), resources }),
-    );
+  /** Item actions on the table; Query on the named targets only (no index wildcard). */
+  grantTable(table: dynamodb.ITable, actions: readonly TableAction[], query: readonly QueryTarget[]): void {
+    if (actions.length > 0) {
+      this.role.addToPrincipalPolicy(
+        new iam.PolicyStatement({ actions: actions.map((a) => `dynamodb:${a}`), resources: [table.tableArn] }),
+      );
+    }
+    if (query.length > 0) {
+      this.role.addToPrincipalPolicy(
+        new iam.PolicyStatement({
+          actions: ['dynamodb:Query'],
+          resources: query.map((t) => (t === 'table' ? table.tableArn : `${table.tableArn}/index/${t}`)),
+        }),
+      );
+    }
   }
 
   grantSend(queue: sqs.IQueue): void {

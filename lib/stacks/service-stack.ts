@@ -17,7 +17,6 @@ import type { Construct } from 'constructs';
 import { GATEWAY_RESPONSES } from '../gateway-responses';
 import { QUEUES } from '../queues';
 import { ROUTES, WORKERS, type Route } from '../routes';
-import { MAIN_TABLE } from '../tables';
 import { accessFor, allFunctionNames, bundleExternals } from './permissions';
 import { PipegateFunction, REPO_ROOT } from './pipegate-function';
 import { type Settings } from './settings';
@@ -86,7 +85,7 @@ export class ServiceStack extends Stack {
         externalModules: bundleExternals(name),
       });
       functions[name] = fn;
-      fn.grantTable(stateful.table, access.table, MAIN_TABLE.indexes.map((i) => i.name));
+      fn.grantTable(stateful.table, access.table, access.query);
       for (const q of access.send) fn.grantSend(stateful.queues[q].queue);
       if (access.secret) fn.grantSecretRead(stateful.secret);
       if (access.consumes) {
@@ -207,6 +206,14 @@ export class ServiceStack extends Stack {
         accessLogFormat: apigw.AccessLogFormat.custom(ACCESS_LOG_FORMAT),
       },
     });
+    // Execution logging (loggingLevel ERROR) writes to a group API Gateway creates on first use
+    // and keeps forever; created here first, before the stage, it gets the retention.
+    const executionLogs = new logs.LogGroup(this, 'ApiExecutionLogs', {
+      logGroupName: `API-Gateway-Execution-Logs_${api.restApiId}/${settings.stageName}`,
+      retention: settings.logRetentionDays as logs.RetentionDays,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    api.deploymentStage.node.addDependency(executionLogs);
     // The stack's own ApiUrl output (no trailing slash, stage included) replaces this one.
     api.node.tryRemoveChild('Endpoint');
     Validations.of(api).acknowledge({

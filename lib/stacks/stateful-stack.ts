@@ -3,7 +3,7 @@
  * material secret and the alarm topic. Built from lib/tables.ts and lib/queues.ts.
  */
 import * as path from 'node:path';
-import { CustomResource, Duration, RemovalPolicy, Stack, Validations, type StackProps } from 'aws-cdk-lib';
+import { ArnFormat, CustomResource, Duration, RemovalPolicy, Stack, Validations, type StackProps } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as cwActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
@@ -58,6 +58,22 @@ export class StatefulStack extends Stack {
     }
 
     this.alarmTopic = new sns.Topic(this, 'Alarms', { displayName: 'pipegate alarms', enforceSSL: true });
+    // enforceSSL writes a topic policy, and a topic policy replaces SNS's default one: without
+    // this Allow CloudWatch cannot publish, and no alarm would ever notify anyone.
+    this.alarmTopic.addToResourcePolicy(
+      new iam.PolicyStatement({
+        sid: 'AllowCloudWatchAlarmsOfThisAccount',
+        principals: [new iam.ServicePrincipal('cloudwatch.amazonaws.com')],
+        actions: ['sns:Publish'],
+        resources: [this.alarmTopic.topicArn],
+        conditions: {
+          StringEquals: { 'aws:SourceAccount': this.account },
+          ArnLike: {
+            'aws:SourceArn': this.formatArn({ service: 'cloudwatch', resource: 'alarm', resourceName: '*', arnFormat: ArnFormat.COLON_RESOURCE_NAME }),
+          },
+        },
+      }),
+    );
     if (settings.alarmEmail) this.alarmTopic.addSubscription(new subscriptions.EmailSubscription(settings.alarmEmail));
     Validations.of(this.alarmTopic).acknowledge({
       id: 'AwsSolutions-SNS2',
