@@ -31,7 +31,7 @@ describe('IAM from the synthesized templates', () => {
   it('allows what a role is granted, on the ARN it is granted for, and nothing else', async () => {
     // Assess
     expect(await can('execute', 'dynamodb:PutItem', tableArn(resolved))).toBe(true);
-    expect(await can('execute', 'dynamodb:DeleteItem', tableArn(resolved))).toBe(false);
+    expect(await can('execute', 'dynamodb:UpdateItem', tableArn(resolved))).toBe(false);
     expect(await can('execute', 'dynamodb:PutItem', `${tableArn(resolved)}-other`)).toBe(false);
     expect(await can('execute', 'sqs:SendMessage', queueArn(resolved, 'Executions'))).toBe(true);
     expect(await can('execute', 'sqs:SendMessage', queueArn(resolved, 'Callbacks'))).toBe(false);

@@ -119,7 +119,8 @@ describe('the intrinsic resolver', () => {
     });
 
     it('selects from a split exactly what was joined', () => {
-      const delimiter = fc.constantFrom(':', '/', ',', '|', '--');
+    // Single characters: a longer delimiter can overlap the parts' own ends ("-" + "--" + "-a")
+    const delimiter = fc.constantFrom(':', '/', ',', '|');
       fc.assert(
         fc.property(delimiter, fc.array(fc.string(), { minLength: 1, maxLength: 6 }), fc.nat(), (d, raw, n) => {
           // Prepare: parts that do not contain the delimiter.
