@@ -36,7 +36,9 @@ export function storesFor(config: Config, keyMaterial: KeyMaterialPort): Pick<De
   const db = createDocumentClient({ region: config.region, endpoint: config.dynamodbEndpoint });
   return {
     pipelines: new PipelinesStore(db, config.table),
-    executions: new ExecutionsStore(db, config.table, config.trackOpen),
+    // A custom endpoint is dynalite (the local runtime, tests), which writes index entries
+    // before the item: see ExecutionsStore's markerFollowUp.
+    executions: new ExecutionsStore(db, config.table, config.trackOpen, config.dynamodbEndpoint !== undefined),
     deployments: new DeploymentsStore(db, config.table),
     ownerSecrets: new OwnerSecretsStore(db, config.table, keyMaterial, config.ownerSecretsTtlSeconds * 1000),
   };

@@ -1,7 +1,7 @@
-import { DeleteCommand, GetCommand, PutCommand, QueryCommand, ScanCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { allowedFrom, isTerminal, type ExecutionStatus } from '../core/transitions';
 import type { CallbackDelivery, Execution } from '../core/types';
-import { allItems, epochSeconds, isConditionFailure, keys } from './dynamo';
+import { epochSeconds, isConditionFailure, keys } from './dynamo';
 
 /** The sweep index names what a restart or a sweeper must look at again. */
 export type SweepKind = 'open' | 'callback';
@@ -16,7 +16,7 @@ export interface IdempotencyRecord {
 
 const FIELDS: readonly (keyof Execution)[] = [
   'execution_id', 'kind', 'pipeline_id', 'version', 'deployment_id', 'status', 'inputs', 'outputs', 'visible_outputs',
-  'callback', 'callback_delivery', 'error_message', 'created_at', 'started_at', 'completed_at', 'expires_at', 'run_by',
+  'callback', 'callback_delivery', 'error_message', 'created_at', 'started_at', 'completed_at', 'expires_at', 'run_by', 'requeued_at',
 ];
 
 function toExecution(item: Record<string, unknown>): Execution {
@@ -35,10 +35,19 @@ export class ExecutionsStore {
    * queue and Step Functions' Catch already carry every open execution to a terminal status, and
    * the index would cost two write units per execution.
    */
+  /**
+   * @param markerFollowUp never change the sweep marker in the write that changes what it is
+   * for; remove it in a write of its own once nothing is owed. For stores that write index
+   * entries before the item (dynalite: `actions/updateItem.js`): a process killed between the
+   * two would otherwise leave an open item with no index entry, invisible to the sweeper. A
+   * kill between the marker's own removal and its item write loses nothing: the item is
+   * settled by then. DynamoDB writes both at once, so on AWS the marker moves in the same write.
+   */
   constructor(
     private readonly db: DynamoDBDocumentClient,
     private readonly table: string,
     private readonly trackOpen = true,
+    private readonly markerFollowUp = false,
   ) {}
 
   /** Writes a new execution; false when one with that id already exists. */
@@ -96,7 +105,7 @@ export class ExecutionsStore {
       sets.push(`#${k} = :${k}`);
     }
     from.forEach((s, i) => (values[`:from${i}`] = s));
-    if (isTerminal(to)) {
+    if (isTerminal(to) && !this.markerFollowUp) {
       if (set.callback_delivery) {
         sets.push('sweep = :cb', 'sweep_at = :cbAt');
         values[':cb'] = 'callback';
@@ -117,7 +126,9 @@ export class ExecutionsStore {
           ReturnValues: 'ALL_NEW',
         }),
       );
-      return { ok: true, execution: toExecution(out.Attributes ?? {}) };
+      const execution = toExecution(out.Attributes ?? {});
+      if (this.markerFollowUp && isTerminal(to) && !set.callback_delivery) await this.clearSweepQuietly(id);
+      return { ok: true, execution };
     } catch (err) {
       if (!isConditionFailure(err)) throw err;
       const out = await this.db.send(new GetCommand({ TableName: this.table, Key: keys.execution(id), ConsistentRead: true }));
@@ -158,9 +169,73 @@ export class ExecutionsStore {
         new UpdateCommand({
           TableName: this.table,
           Key: keys.execution(id),
-          UpdateExpression: `SET callback_delivery = :d${settled ? ' REMOVE sweep, sweep_at' : ''}`,
+          UpdateExpression: `SET callback_delivery = :d${settled && !this.markerFollowUp ? ' REMOVE sweep, sweep_at, requeued_at' : ''}`,
           ConditionExpression: 'callback_delivery.attempts = :prev AND callback_delivery.outcome = :pending',
           ExpressionAttributeValues: { ':d': delivery, ':prev': previousAttempts, ':pending': 'pending' },
+        }),
+      );
+      if (settled && this.markerFollowUp) await this.clearSweepQuietly(id);
+      return true;
+    } catch (err) {
+      if (isConditionFailure(err)) return false;
+      throw err;
+    }
+  }
+
+  /**
+   * One page of the sweep index: entries of `kind` marked before `before`, oldest first. Keys
+   * only; the caller reads each item, which says what is owed now.
+   */
+  async sweepPage(
+    kind: SweepKind,
+    before: string,
+    limit: number,
+    cursor?: Record<string, unknown>,
+  ): Promise<{ ids: string[]; next: Record<string, unknown> | undefined }> {
+    const out = await this.db.send(
+      new QueryCommand({
+        TableName: this.table,
+        IndexName: 'sweep',
+        KeyConditionExpression: 'sweep = :k AND sweep_at < :before',
+        ExpressionAttributeValues: { ':k': kind, ':before': before },
+        ExclusiveStartKey: cursor,
+        Limit: limit,
+      }),
+    );
+    return { ids: (out.Items ?? []).map((item) => String(item.pk).slice('EXEC#'.length)), next: out.LastEvaluatedKey };
+  }
+
+  /** Every execution of one kind on the sweep index, read from the items (tests and tools). */
+  async listSweep(kind: SweepKind, limit = 100): Promise<Execution[]> {
+    const found: Execution[] = [];
+    let cursor: Record<string, unknown> | undefined;
+    do {
+      const page = await this.sweepPage(kind, '\uffff', limit - found.length, cursor);
+      for (const id of page.ids) {
+        const e = await this.get(id, new Date(0), true);
+        if (e) found.push(e);
+      }
+      cursor = page.next;
+    } while (cursor && found.length < limit);
+    return found;
+  }
+
+  /**
+   * Notes that the sweeper queued an execution (or its callback) again, so the next passes
+   * leave it alone for a while. Conditional on what the sweeper saw: a pending execution, or a
+   * delivery still at that attempt. Touches no key, so no index entry moves.
+   */
+  async markRequeued(id: string, seen: { status: 'pending' } | { attempts: number }, at: string): Promise<boolean> {
+    const pending = 'status' in seen;
+    try {
+      await this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: keys.execution(id),
+          UpdateExpression: 'SET requeued_at = :at',
+          ConditionExpression: pending ? '#status = :pending' : 'callback_delivery.attempts = :n AND callback_delivery.outcome = :pending',
+          ...(pending ? { ExpressionAttributeNames: { '#status': 'status' } } : {}),
+          ExpressionAttributeValues: { ':at': at, ':pending': 'pending', ...(pending ? {} : { ':n': seen.attempts }) },
         }),
       );
       return true;
@@ -170,50 +245,30 @@ export class ExecutionsStore {
     }
   }
 
-  async listSweep(kind: SweepKind, limit = 100): Promise<Execution[]> {
-    const found: Execution[] = [];
-    let start: Record<string, unknown> | undefined;
-    do {
-      const out = await this.db.send(
-        new QueryCommand({
+  /** Takes a settled execution (terminal, no callback owed) off the sweep index; false if it is not settled. */
+  async clearSweep(id: string): Promise<boolean> {
+    try {
+      await this.db.send(
+        new UpdateCommand({
           TableName: this.table,
-          IndexName: 'sweep',
-          KeyConditionExpression: 'sweep = :k',
-          ExpressionAttributeValues: { ':k': kind },
-          ExclusiveStartKey: start,
-          Limit: limit - found.length,
+          Key: keys.execution(id),
+          UpdateExpression: 'REMOVE sweep, sweep_at, requeued_at',
+          ConditionExpression:
+            'attribute_exists(sweep) AND #status IN (:c, :f, :x) AND (attribute_not_exists(callback_delivery.outcome) OR callback_delivery.outcome <> :pending)',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ':c': 'completed', ':f': 'failed', ':x': 'cancelled', ':pending': 'pending' },
         }),
       );
-      // The index holds keys only; the records themselves say what is owed now.
-      for (const item of out.Items ?? []) {
-        const e = await this.get(String(item.pk).slice('EXEC#'.length), new Date(0), true);
-        if (e) found.push(e);
-      }
-      start = out.LastEvaluatedKey;
-    } while (start && found.length < limit);
-    return found;
+      return true;
+    } catch (err) {
+      if (isConditionFailure(err)) return false;
+      throw err;
+    }
   }
 
-  /**
-   * Every execution that still needs something: not finished, or a callback still owed. A Scan,
-   * for the local runtime's start-up only (never on a request path): dynalite writes index
-   * entries before the item, so after a kill the sweep index can miss an item that is still
-   * open; the items themselves cannot be wrong.
-   */
-  async scanUnfinished(): Promise<Execution[]> {
-    const items = await allItems((start) =>
-      this.db.send(
-        new ScanCommand({
-          TableName: this.table,
-          FilterExpression: 'begins_with(pk, :exec) AND (#status IN (:pending, :running) OR callback_delivery.outcome = :pending)',
-          ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: { ':exec': 'EXEC#', ':pending': 'pending', ':running': 'running' },
-          ExclusiveStartKey: start,
-          ConsistentRead: true,
-        }),
-      ),
-    );
-    return items.map(toExecution);
+  /** The follow-up write of markerFollowUp: its failure leaves a marker the sweeper clears later. */
+  private async clearSweepQuietly(id: string): Promise<void> {
+    await this.clearSweep(id).catch(() => undefined);
   }
 
   /** A pipeline's runs, newest first, a page at a time. */

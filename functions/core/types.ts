@@ -109,6 +109,8 @@ export interface Execution {
    * first write landed recognises its own work.
    */
   run_by?: string | null;
+  /** When the sweeper last queued it (or its callback) again. */
+  requeued_at?: string | null;
 }
 
 export interface Deployment {

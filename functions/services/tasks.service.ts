@@ -84,16 +84,16 @@ async function finish(
   e: Execution,
   to: 'completed' | 'failed',
   set: { outputs?: Execution['outputs']; error_message?: string },
-): Promise<{ status: string }> {
+): Promise<{ status: string; won: boolean }> {
   const completedAt = d.clock.now().toISOString();
   const t = await whileUnavailable(() => d.executions.transition(e.execution_id, to, { ...set, completed_at: completedAt, ...callbackFields(e) }));
   if (t.ok) {
     await afterTerminal(d, t.execution);
-    return { status: to };
+    return { status: to, won: true };
   }
   // Someone else (a cancel) reached a terminal status first; make sure its follow-ups happened.
   if (t.current && isTerminal(t.current.status)) await afterTerminal(d, t.current);
-  return { status: t.current?.status ?? 'missing' };
+  return { status: t.current?.status ?? 'missing', won: false };
 }
 
 const FINISH_RETRY_DELAYS_MS = [100, 250, 500, 1000, 2000, 4000];
@@ -153,7 +153,13 @@ export async function taskFail(
  * whose process died is finished as failed, saying so.
  */
 export async function failInterrupted(d: Deps, e: Execution, by = 'a service restart'): Promise<void> {
-  if (e.status !== 'running') return;
-  await finish(d, e, 'failed', { error_message: `Execution was interrupted by ${by} and did not finish` });
+  await failRunning(d, e, `Execution was interrupted by ${by} and did not finish`);
+}
+
+/** A running execution ends failed with this message (one conditional write), callbacks sent; false if it had already ended. */
+export async function failRunning(d: Deps, e: Execution, message: string): Promise<boolean> {
+  if (e.status !== 'running') return false;
+  const out = await finish(d, e, 'failed', { error_message: message });
+  return out.status === 'failed' && out.won;
 }
 

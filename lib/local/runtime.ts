@@ -20,6 +20,7 @@ import { createGuardedHttp } from '../../functions/adapters/guarded-http';
 import { createLogger, errorFields, silentLogger, type Logger } from '../../functions/adapters/logger';
 import { parseKeyMaterial, StaticKeyMaterial } from '../../functions/adapters/key-material';
 import { failInterrupted } from '../../functions/services/tasks.service';
+import { sweepAll, sweepOnce } from '../../functions/services/sweeper.service';
 import { DataDirInUseError, lockDataDir, type DataDirLock } from './data-dir-lock';
 import { ensureTable, startDynalite, type LocalDynamo } from './dynamo';
 import { createGateway } from './gateway';
@@ -182,22 +183,20 @@ async function startLocked(
   if (opts.wrapDeps) d = opts.wrapDeps(d);
   setDeps(d);
 
-  // Recovery before anything new arrives: nothing accepted is ever lost. The items are read
-  // (not the sweep index), since a kill can leave dynalite's index behind its items.
-  const recovered = { resumed: 0, interrupted: 0, callbacks: 0 };
-  for (const e of await d.executions.scanUnfinished()) {
-    if (e.status === 'pending') {
-      await d.queue.send('executions', { execution_id: e.execution_id });
-      recovered.resumed++;
-    } else if (e.status === 'running') {
-      await failInterrupted(d, e);
-      recovered.interrupted++;
-    } else if (e.callback_delivery?.outcome === 'pending') {
-      const due = e.callback_delivery.next_attempt_at ? Date.parse(e.callback_delivery.next_attempt_at) : undefined;
-      await d.queue.send('callbacks', { execution_id: e.execution_id, ...(due ? { due_at: due } : {}) });
-      recovered.callbacks++;
-    }
-  }
+  // Recovery before anything new arrives: nothing accepted is ever lost. The sweeper reads the
+  // sweep index, which covers every open item here (see ExecutionsStore's markerFollowUp), so
+  // the start-up costs what is open, not what is retained.
+  const swept = await sweepAll(d, { startup: true });
+  const recovered = { resumed: swept.requeued, interrupted: swept.interrupted, callbacks: swept.callbacksRequeued };
+
+  // Then the same use case on a timer: lost messages, dead letters, runs past their deadline.
+  let sweeping: Promise<unknown> | undefined;
+  const sweepTimer = setInterval(() => {
+    sweeping ??= sweepOnce(d)
+      .catch((err: unknown) => log.error('sweeper pass failed', errorFields(err)))
+      .finally(() => (sweeping = undefined));
+  }, config.sweepIntervalSeconds * 1000);
+  sweepTimer.unref();
 
   queues.executions.start((event: SQSEvent) => runner(event, createLambdaContext('runner')) as Promise<SQSBatchResponse>);
   queues.callbacks.start((event: SQSEvent) => callbackDispatch(event, createLambdaContext('callback-dispatch')) as Promise<SQSBatchResponse>);
@@ -238,6 +237,8 @@ async function startLocked(
   const stop = async (stopOpts: StopOptions = {}): Promise<StopReport> => {
     const drainMs = stopOpts.drainMs ?? config.drainSeconds * 1000;
     draining = true;
+    clearInterval(sweepTimer);
+    await sweeping;
     // No new workflow starts; their messages wait in the queue for the next start.
     await queues.executions.stop();
     const atStop = workflow.running();

@@ -1,0 +1,198 @@
+/**
+ * The sweeper against dynalite: each kind of stuck execution is repaired once, through the
+ * conditional writes, with bounded work per pass, and never by a Scan.
+ */
+import { randomUUID } from 'node:crypto';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { ExecutionsStore } from '../../functions/adapters/executions.store';
+import { createDocumentClient } from '../../functions/adapters/dynamo';
+import type { Execution } from '../../functions/core/types';
+import { sweepAll, sweepOnce } from '../../functions/services/sweeper.service';
+import { newDelivery } from '../../functions/services/delivery';
+import { startTestDb, type TestDb } from '../support/dynamo';
+import { testConfig, testDeps } from '../support/fakes';
+
+let db: TestDb;
+let commands: string[];
+let client: DynamoDBDocumentClient;
+let store: ExecutionsStore;
+
+beforeAll(async () => {
+  db = await startTestDb();
+  client = createDocumentClient({ region: 'local', endpoint: db.dynamo.endpoint });
+  // Every command the store sends, by name: the sweeper must never Scan.
+  const send = client.send.bind(client) as (c: unknown) => Promise<unknown>;
+  commands = [];
+  (client as unknown as { send: (c: unknown) => Promise<unknown> }).send = (c: unknown) => {
+    commands.push((c as object).constructor.name);
+    return send(c);
+  };
+  store = new ExecutionsStore(client, db.table, true, true);
+});
+afterAll(async () => {
+  client.destroy();
+  await db.close();
+});
+
+const T0 = Date.parse('2026-11-22T12:00:00.000Z');
+const at = (ms: number) => new Date(T0 + ms).toISOString();
+
+function execution(over: Partial<Execution> = {}): Execution {
+  return {
+    execution_id: randomUUID(),
+    kind: 'api',
+    pipeline_id: 'p',
+    version: 1,
+    deployment_id: randomUUID(),
+    status: 'pending',
+    inputs: {},
+    outputs: null,
+    visible_outputs: [],
+    callback: null,
+    callback_delivery: null,
+    error_message: null,
+    created_at: at(0),
+    started_at: null,
+    completed_at: null,
+    expires_at: null,
+    ...over,
+  };
+}
+
+/** Deps whose clock reads `now` ms after T0, over the counting store. */
+function depsAt(now: number, config: Partial<ReturnType<typeof testConfig>> = {}) {
+  return testDeps(db, {
+    executions: store,
+    clock: { now: () => new Date(T0 + now) },
+    config: { ...testConfig(db), executionTimeoutMs: 60_000, sweepPendingAfterSeconds: 300, sweepGraceSeconds: 30, sweepLimit: 100, ...config },
+  });
+}
+
+async function running(e: Execution, startedAt: string): Promise<Execution> {
+  await store.create(e);
+  const t = await store.transition(e.execution_id, 'running', { started_at: startedAt });
+  if (!t.ok) throw new Error('could not start');
+  return t.execution;
+}
+
+async function clearIndex(): Promise<void> {
+  // Settle everything a previous test left, so each test sees only its own entries.
+  for (const e of [...(await store.listSweep('open', 10_000)), ...(await store.listSweep('callback', 10_000))]) {
+    if (e.status === 'pending') await store.withdrawPending(e.execution_id);
+    if (e.status === 'running') await store.transition(e.execution_id, 'failed', { completed_at: at(0) });
+    if (e.callback_delivery?.outcome === 'pending') await store.recordDelivery(e.execution_id, e.callback_delivery.attempts, { ...e.callback_delivery, outcome: 'delivered' });
+    await store.clearSweep(e.execution_id);
+  }
+}
+
+beforeEach(clearIndex);
+
+it('queues a pending execution with no progress again, once per quiet period, and leaves a young one alone', async () => {
+  const old = execution();
+  const young = execution({ created_at: at(200_000) });
+  await store.create(old);
+  await store.create(young);
+
+  const d = depsAt(400_000);
+  const r = await sweepOnce(d);
+  expect(r.requeued).toBe(1);
+  expect(d.queue.on('executions').map((m) => m.body.execution_id)).toEqual([old.execution_id]);
+
+  // The next pass a minute later does not queue it again; one after the quiet period does.
+  const again = depsAt(460_000);
+  expect((await sweepOnce(again)).requeued).toBe(0);
+  const later = depsAt(400_000 + 301_000);
+  const r3 = await sweepOnce(later);
+  expect(later.queue.on('executions').map((m) => m.body.execution_id).sort()).toEqual([old.execution_id, young.execution_id].sort());
+  expect(r3.requeued).toBe(2);
+});
+
+it('fails a running execution past its time-out plus grace with a clear message, callback owed and sent', async () => {
+  const late = await running(execution({ callback: 'https://hooks.example.com/x' }), at(0));
+  const onTime = await running(execution(), at(100_000));
+
+  const d = depsAt(120_000);
+  const r = await sweepOnce(d);
+  expect(r.timedOut).toBe(1);
+  const after = await store.get(late.execution_id, new Date(T0), true);
+  expect(after).toMatchObject({ status: 'failed', error_message: 'Execution timed out after 60 s: it was still running past its time-out and was stopped' });
+  expect(after?.callback_delivery).toMatchObject({ outcome: 'pending', attempts: 0 });
+  expect(d.queue.on('callbacks').map((m) => m.body.execution_id)).toEqual([late.execution_id]);
+  expect((await store.get(onTime.execution_id, new Date(T0), true))?.status).toBe('running');
+});
+
+it('loses to the normal path: a run that completes first keeps its status', async () => {
+  const e = await running(execution(), at(0));
+  const d = depsAt(1_000_000);
+  // The run completes between the sweeper's read and its write.
+  const get = store.get.bind(store);
+  const racing = Object.assign(Object.create(store) as ExecutionsStore, {
+    get: async (id: string, now: Date, consistent?: boolean) => {
+      const seen = await get(id, now, consistent);
+      await store.transition(id, 'completed', { completed_at: at(999_000), outputs: {} });
+      return seen;
+    },
+  });
+  const r = await sweepOnce({ ...d, executions: racing });
+  expect(r.timedOut).toBe(0);
+  expect((await store.get(e.execution_id, new Date(T0), true))?.status).toBe('completed');
+});
+
+it('queues an owed callback whose message was lost, with its due time, and leaves one that is due soon alone', async () => {
+  const lost = await running(execution({ callback: 'https://hooks.example.com/x' }), at(0));
+  await store.transition(lost.execution_id, 'completed', { completed_at: at(1_000), outputs: {}, callback_delivery: newDelivery(lost.execution_id) });
+  const waiting = await running(execution({ callback: 'https://hooks.example.com/y' }), at(0));
+  await store.transition(waiting.execution_id, 'completed', { completed_at: at(1_000), outputs: {}, callback_delivery: newDelivery(waiting.execution_id) });
+  await store.recordDelivery(waiting.execution_id, 0, { ...newDelivery(waiting.execution_id), attempts: 1, last_attempt_at: at(1_000), next_attempt_at: at(900_000) });
+
+  const d = depsAt(600_000);
+  const r = await sweepOnce(d);
+  expect(r.callbacksRequeued).toBe(1);
+  expect(d.queue.on('callbacks').map((m) => m.body)).toEqual([{ execution_id: lost.execution_id }]);
+});
+
+it('takes a settled execution whose marker a crash left behind off the index', async () => {
+  const e = await running(execution(), at(0));
+  // The terminal write landed; its follow-up marker removal did not (the process died).
+  const noFollowUp = new ExecutionsStore(client, db.table, true, true);
+  (noFollowUp as unknown as { clearSweepQuietly: () => Promise<void> }).clearSweepQuietly = async () => undefined;
+  await noFollowUp.transition(e.execution_id, 'completed', { completed_at: at(1_000), outputs: {} });
+  expect((await store.listSweep('open')).map((x) => x.execution_id)).toContain(e.execution_id);
+
+  const r = await sweepOnce(depsAt(600_000));
+  expect(r.markersCleared).toBe(1);
+  expect((await store.listSweep('open')).map((x) => x.execution_id)).not.toContain(e.execution_id);
+});
+
+it('looks at a bounded number of entries per pass and covers them all over successive passes, by Query only', async () => {
+  const ids = [];
+  for (let i = 0; i < 25; i += 1) {
+    const e = execution({ created_at: at(i) });
+    await store.create(e);
+    ids.push(e.execution_id);
+  }
+  commands.length = 0;
+  const d = depsAt(400_000, { sweepLimit: 10 });
+  const seen = new Set<string>();
+  const passes = [];
+  for (let i = 0; i < 6; i += 1) {
+    const r = await sweepOnce(d);
+    passes.push(r.examined);
+    for (const m of d.queue.on('executions')) seen.add(String(m.body.execution_id));
+  }
+  for (const n of passes) expect(n).toBeLessThanOrEqual(10);
+  expect(ids.every((id) => seen.has(id))).toBe(true);
+  expect(commands).not.toContain('ScanCommand');
+  expect(commands).toContain('QueryCommand');
+});
+
+it('at start-up fails every running execution as interrupted and queues every pending one, whatever their age', async () => {
+  const pending = execution({ created_at: at(599_000) });
+  await store.create(pending);
+  const run = await running(execution({ created_at: at(599_500) }), at(599_500));
+  const d = depsAt(600_000);
+  const r = await sweepAll(d, { startup: true });
+  expect(r).toMatchObject({ requeued: 1, interrupted: 1 });
+  expect((await store.get(run.execution_id, new Date(T0), true))?.error_message).toMatch(/interrupted by a service restart/);
+  expect(d.queue.on('executions').map((m) => m.body.execution_id)).toEqual([pending.execution_id]);
+});
