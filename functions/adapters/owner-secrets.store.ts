@@ -6,6 +6,11 @@ import { allItems, keys, OWNER_SECRETS_PK } from './dynamo';
 import type { KeyMaterialPort } from './key-material';
 
 const SEAL_IV_BYTES = 12;
+/**
+ * A name the cached read lacks may have been set since (a deploy pipeline sets secrets, then
+ * runs its tests at once): read again, but no more often than this.
+ */
+const MISSING_REREAD_MS = 5_000;
 
 /**
  * The sealed plaintext carries the name, so a sealed value copied onto another secret's item
@@ -57,16 +62,22 @@ export class OwnerSecretsStore implements OwnerSecretsPort {
   async values(names: readonly string[]): Promise<Map<string, string>> {
     if (names.length === 0) return new Map();
     const at = this.now();
-    if (!this.cache || at - this.cache.at >= this.ttlMs) {
-      const values = this.readAll();
-      // A failed read is not kept: the next run tries again.
-      values.catch(() => {
-        if (this.cache?.values === values) this.cache = null;
-      });
-      this.cache = { at, values };
+    if (!this.cache || at - this.cache.at >= this.ttlMs) this.refill(at);
+    else if (at - this.cache.at >= MISSING_REREAD_MS) {
+      const cached = await this.cache.values.catch(() => null);
+      if (cached === null || names.some((n) => !cached.has(n))) this.refill(at);
     }
-    const all = await this.cache.values;
+    const all = await (this.cache as NonNullable<typeof this.cache>).values;
     return new Map(names.flatMap((n) => (all.has(n) ? [[n, all.get(n) ?? '']] : [])));
+  }
+
+  private refill(at: number): void {
+    const values = this.readAll();
+    // A failed read is not kept: the next run tries again.
+    values.catch(() => {
+      if (this.cache?.values === values) this.cache = null;
+    });
+    this.cache = { at, values };
   }
 
   private async readAll(): Promise<Map<string, string>> {

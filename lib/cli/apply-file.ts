@@ -6,6 +6,7 @@
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, extname, isAbsolute, join, relative, resolve } from 'node:path';
+import { OWNER_SECRET_NAME_PATTERN } from '../../functions/core/owner-secrets';
 import { validateDefinition } from '../../functions/core/pipeline';
 import type { InputValueType, PipelineDefinition, RawValue } from '../../functions/core/types';
 import { expectedValue, isInputValueType, isPlainObject, isRawValue, matchesValueType } from '../../functions/core/values';
@@ -39,11 +40,14 @@ export interface ApplyFile {
   /** What the file asks for each input and output (unmentioned ones are visible). */
   visibility: { inputs: Record<string, boolean>; outputs: Record<string, boolean> };
   tests: ApplyTest[];
+  /** Owner secrets to set before pushing, each from an environment variable (never a value in the file). */
+  secrets: { name: string; fromEnv: string }[];
 }
 
 export type CheckedFile = { ok: true; file: ApplyFile } | { ok: false; problems: FileProblem[] };
 
-const TOP_LEVEL = ['description', 'nodes', 'publish', 'tests'] as const;
+const TOP_LEVEL = ['description', 'nodes', 'publish', 'tests', 'secrets'] as const;
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const PUBLISH_KEYS = ['inputs', 'outputs'] as const;
 const TEST_KEYS = ['name', 'inputs', 'expect'] as const;
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -122,6 +126,41 @@ function checkPublish(block: unknown, nodes: ReturnType<typeof nodesOf>, problem
     }
   }
   return visibility;
+}
+
+function checkSecrets(block: unknown, problems: FileProblem[]): ApplyFile['secrets'] {
+  if (block === undefined || block === null) return [];
+  if (!isPlainObject(block)) {
+    problems.push({ path: 'secrets', reason: `must be an object of secret name → { from_env: "ENV_VAR" }, got ${describe(block)}` });
+    return [];
+  }
+  const secrets: ApplyFile['secrets'] = [];
+  for (const [name, entry] of Object.entries(block)) {
+    const at = joinPath('secrets', name);
+    if (!OWNER_SECRET_NAME_PATTERN.test(name)) {
+      problems.push({ path: at, reason: 'is not a secret name: start with a letter or an underscore, then letters, digits and underscores (at most 64)' });
+      continue;
+    }
+    if (!isPlainObject(entry)) {
+      problems.push({ path: at, reason: `must be { from_env: "ENV_VAR" }, got ${describe(entry)}` });
+      continue;
+    }
+    const before = problems.length;
+    for (const key of Object.keys(entry)) {
+      if (key === 'from_env') continue;
+      // Not even a hint of the value goes into the report: only that it must not be here.
+      problems.push({
+        path: joinPath(at, key),
+        reason: key === 'value' ? 'secret values never go in a pipeline file; name an environment variable with from_env' : 'unknown key; an entry holds only from_env',
+      });
+    }
+    const env = entry.from_env;
+    if (typeof env !== 'string' || !ENV_NAME.test(env)) {
+      problems.push({ path: joinPath(at, 'from_env'), reason: env === undefined ? 'is required: the environment variable holding the value' : 'must be an environment variable name, e.g. RATES_TOKEN' });
+    }
+    if (problems.length === before && typeof env === 'string') secrets.push({ name, fromEnv: env });
+  }
+  return secrets;
 }
 
 function checkTests(block: unknown, nodes: ReturnType<typeof nodesOf>, problems: FileProblem[]): ApplyTest[] {
@@ -210,6 +249,7 @@ export function checkApplyDocument(doc: unknown, where: { path: string; shown: s
   const nodes = nodesOf(doc.nodes);
   const visibility = checkPublish(doc.publish, nodes, problems);
   const tests = checkTests(doc.tests, nodes, problems);
+  const secrets = checkSecrets(doc.secrets, problems);
   if (!checked.ok || problems.length > 0) return { ok: false, problems };
   const definition = checked.definition;
   const inputs: ApplyFile['inputs'] = [];
@@ -218,7 +258,7 @@ export function checkApplyDocument(doc: unknown, where: { path: string; shown: s
     if (node.type === 'input') inputs.push({ id, value_type: node.value_type, value: node.value });
     else if (node.type === 'output') outputs.push(id);
   }
-  return { ok: true, file: { ...where, definition, inputs, outputs, visibility, tests } };
+  return { ok: true, file: { ...where, definition, inputs, outputs, visibility, tests, secrets } };
 }
 
 export interface Targets {

@@ -78,6 +78,8 @@ export interface PipelineReport {
   published: Published;
   deployment_id: string | null;
   live_version: number | null;
+  /** Owner secrets this apply set (names only), before pushing. */
+  secrets_set: string[];
   /** Where the credentials of a first publish went; null when there were none. */
   secrets: 'saved' | 'not saved' | null;
   error: { message: string; problems?: FileProblem[]; detail?: unknown } | null;
@@ -128,6 +130,7 @@ function emptyReport(file: ApplyFile): PipelineReport {
     published: 'skipped',
     deployment_id: null,
     live_version: null,
+    secrets_set: [],
     secrets: null,
     error: null,
   };
@@ -184,6 +187,7 @@ export function renderPlan(planned: readonly Planned[], c: Colors): string {
       publish.action === 'none'
         ? `none (${publish.reason})`
         : `${publish.action}${tests.run ? ' if every run passes' : ''} (${publish.reason})`;
+    if (p.file.secrets.length > 0) lines.push(`    secrets  set ${p.file.secrets.map((s) => `${s.name} from $${s.fromEnv}`).join(', ')}`);
     lines.push(`    push     ${pushText}`);
     lines.push(`    runs     ${testsText}`);
     lines.push(`    publish  ${publishText}`);
@@ -268,9 +272,17 @@ async function applyOne(
     return { report, lines, warnings };
   }
   try {
+    // Before the push, so that the push finds them and the runs that follow use them.
+    for (const s of file.secrets) {
+      status(`setting secret ${s.name}`);
+      await ctx.client.setSecret(s.name, ctx.io.env[s.fromEnv] ?? '');
+      report.secrets_set.push(s.name);
+      lines.push(`  ${c.green('✔')} set secret ${s.name} from $${s.fromEnv}`);
+    }
     status('pushing');
     const pushed = await ctx.client.push(file.id, file.definition);
     report.pushed = { version: pushed.body.version, created: pushed.body.created };
+    for (const w of pushed.body.warnings ?? []) warnings.push(`warning: ${file.id}: ${w.path}: ${w.reason}`);
     const plan = computePlan(file, readiness, report.pushed);
     report.plan = planView(plan);
     lines.push(`  ${c.green('✔')} ${pushed.body.created ? `pushed version ${pushed.body.version}` : `unchanged at version ${pushed.body.version}`}`);
@@ -386,6 +398,10 @@ export async function apply(ctx: Ctx, paths: readonly string[], opts: ApplyOptio
   const { out } = ctx;
   const { files, invalid } = readTargets(paths, ctx.io.cwd);
   if (invalid.length > 0) return reportInvalid(ctx, invalid);
+  const unset = files.flatMap((f) => f.secrets.filter((s) => (ctx.io.env[s.fromEnv] ?? '') === '').map((s) => `${f.shown}: secrets.${s.name} reads $${s.fromEnv}, which is not set`));
+  if (unset.length > 0) {
+    throw new UsageError(`${plural(unset.length, 'secret')} cannot be set:\n  ${unset.join('\n  ')}`, 'export the environment variables the files name (from_env), then apply again');
+  }
   const secrets = opts.secretsOut !== undefined && !opts.dryRun ? new CredentialsFile(opts.secretsOut, ctx.io.cwd) : null;
   const limit = Math.max(1, opts.concurrency);
 

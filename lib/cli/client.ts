@@ -4,16 +4,20 @@
  * response body is checked before use; the raw body is kept for `--json`.
  */
 import * as v from 'valibot';
+import { INPUT_VALUE_TYPES } from '../../functions/core/values';
 import { EXIT, ServiceError, UnreachableError, UsageError } from './errors';
 import type { Connection } from './connection';
 import { defaultCredentials, signRequest, type CredentialSource } from './sigv4';
 
 const Status = v.picklist(['pending', 'running', 'completed', 'failed', 'cancelled']);
 const Raw = v.union([v.string(), v.number(), v.boolean()]);
-const ValueType = v.picklist(['string', 'integer', 'float', 'boolean']);
+const ValueType = v.picklist(INPUT_VALUE_TYPES);
 const Nullable = <T extends v.GenericSchema>(s: T) => v.nullable(s);
 
-export const PushBody = v.looseObject({ pipeline_id: v.string(), version: v.number(), created: v.boolean() });
+const ProblemBody = v.looseObject({ path: v.string(), reason: v.string() });
+export const PushBody = v.looseObject({ pipeline_id: v.string(), version: v.number(), created: v.boolean(), warnings: v.optional(v.array(ProblemBody)) });
+export const SecretBody = v.looseObject({ name: v.string(), updated_at: v.string() });
+export const SecretsBody = v.looseObject({ secrets: v.array(SecretBody) });
 export const PipelineSummaryBody = v.looseObject({
   pipeline_id: v.string(),
   version: v.number(),
@@ -182,6 +186,16 @@ export class PipegateClient {
   }
   rotate(id: string, body: { grace_seconds?: number; credential?: 'api_key' | 'signing_secret' }) {
     return this.owner('POST', `/v1/pipelines/${enc(id)}/deployment/keys`, RotateBody, body);
+  }
+
+  setSecret(name: string, value: string) {
+    return this.owner('PUT', `/v1/secrets/${enc(name)}`, SecretBody, { value });
+  }
+  listSecrets() {
+    return this.owner('GET', '/v1/secrets', SecretsBody);
+  }
+  deleteSecret(name: string) {
+    return this.owner('DELETE', `/v1/secrets/${enc(name)}`, v.unknown());
   }
 
   // Caller API (contract §4).

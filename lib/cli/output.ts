@@ -5,6 +5,7 @@
  */
 import { stripVTControlCharacters } from 'node:util';
 import { createColors } from 'picocolors';
+import type { SecretSource } from './secret-input';
 
 export interface Stream {
   write(chunk: string): unknown;
@@ -18,6 +19,8 @@ export interface CliIO {
   cwd: string;
   fetch?: typeof fetch;
   sleep?: (ms: number) => Promise<void>;
+  /** Where `secrets set` reads a value: a terminal (hidden prompt) or a pipe. */
+  stdin?: SecretSource;
 }
 
 export type Colors = ReturnType<typeof createColors>;

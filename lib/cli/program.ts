@@ -12,6 +12,7 @@ import { list, runs } from './commands/list';
 import { publish } from './commands/publish';
 import { push } from './commands/push';
 import { run } from './commands/run';
+import { deleteSecret, listSecrets, setSecret } from './commands/secrets';
 import { status } from './commands/status';
 import { cloudFormationLookup, type GlobalOptions } from './connection';
 import { createContext, type CliDeps, type Ctx } from './context';
@@ -142,6 +143,22 @@ export function buildProgram(io: CliIO, deps: CliDeps, state: { code: number }):
       ),
     );
 
+  const secrets = program.command('secrets').description('owner secrets that pipelines reference as {{secrets.NAME}} (values are never shown)');
+  secrets
+    .command('set')
+    .description('create or replace a secret; the value is read from stdin, or from a prompt that does not echo (never from the command line)')
+    .argument('<name>', 'secret name, e.g. RATES_TOKEN')
+    .action(act((ctx, name: string) => setSecret(ctx, name)));
+  secrets
+    .command('list')
+    .description('list the secrets: names and when they were set')
+    .action(act((ctx) => listSecrets(ctx)));
+  secrets
+    .command('delete')
+    .description('delete a secret; runs that reference it fail naming it')
+    .argument('<name>', 'secret name')
+    .action(act((ctx, name: string) => deleteSecret(ctx, name)));
+
   configureApplyCommand(program.command('apply')).action(act((ctx, paths: string[], o: ApplyOptions) => apply(ctx, paths, o)));
 
   return program;
@@ -174,6 +191,7 @@ function hintFor(e: ServiceError): string | undefined {
       : 'the API key was refused: check --key (publish printed it once; pipegate keys rotate <pipeline> issues a new one)';
   }
   if (e.status === 403 && e.audience === 'owner') return 'your AWS identity may not call the owner API (it needs execute-api:Invoke on it)';
+  if (error === 'Secret Not Found') return 'see the secrets with: pipegate secrets list';
   if (error === 'Pipeline Not Found') return 'see your pipelines with: pipegate list (push one with: pipegate push <file>)';
   if (error === 'Deployment Not Found' && e.audience === 'owner') return `it is not published: pipegate publish ${p}`;
   if (e.status === 409 && e.audience === 'owner' && error !== 'Conflict' && error !== 'Execution already finished') {

@@ -4,6 +4,8 @@
  * credentials, the address guard through the API, no plaintext key or secret at rest or in
  * the logs, and fuzzing of every route that must never yield a 5xx. Prints its figures.
  */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { readdirSync, readFileSync, rmSync, mkdtempSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -333,7 +335,71 @@ describe('no plaintext key or secret at rest or in the logs', () => {
     });
   }
 
+  /** An upstream that repeats the Authorization header it was sent: in its 200 body, and in its 401 error. */
+  async function startEcho(): Promise<{ url: string; close: () => Promise<void> }> {
+    const server: Server = createServer((req, res) => {
+      const auth = req.headers.authorization ?? '';
+      res.writeHead(req.url === '/refuse' ? 401 : 200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(req.url === '/refuse' ? { error: `token ${auth} is not valid` } : { you_sent: auth, path: req.url }));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    return {
+      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      close: () => new Promise<void>((r) => server.close(() => r())),
+    };
+  }
+
+  /** Every owner and caller answer about a pipeline, a deployment and their executions, as one text. */
+  async function everyAnswer(pipelineId: string, deploymentId: string, key: string, executionIds: string[]): Promise<string> {
+    const answers: Reply[] = [
+      await rt.owner('GET', '/v1/pipelines'),
+      await rt.owner('GET', `/v1/pipelines/${pipelineId}`),
+      await rt.owner('GET', `/v1/pipelines/${pipelineId}/runs`),
+      await rt.owner('GET', `/v1/pipelines/${pipelineId}/deployment`),
+      await rt.owner('GET', '/v1/secrets'),
+      await rt.caller('GET', `/v1/deployments/${deploymentId}/`, key),
+      await rt.caller('GET', `/v1/deployments/${deploymentId}/openapi.json`, key),
+    ];
+    for (const id of executionIds) {
+      answers.push(await rt.owner('GET', `/v1/pipelines/${pipelineId}/runs/${id}`));
+      answers.push(await rt.owner('GET', `/v1/pipelines/${pipelineId}/executions/${id}`));
+      answers.push(await rt.caller('GET', `/v1/deployments/executions/${id}/status/`, key));
+      answers.push(await rt.caller('GET', `/v1/deployments/executions/${id}/result/`, key));
+    }
+    return answers.map((a) => `${a.status} ${a.text}`).join('\n');
+  }
+
   it('keeps only hashes and sealed secrets: every file, every item and every log line is free of them', async () => {
+    // An owner secret, planted and used by a pipeline whose upstream repeats it back.
+    const ownerSecret = `planted-owner-secret-${Date.now()}-${Math.random().toString(36).slice(2)}`;
+    const echo = await startEcho();
+    expect((await rt.owner('PUT', '/v1/secrets/PLANTED', { value: ownerSecret })).status).toBe(200);
+    const uses: PipelineDefinition = {
+      nodes: {
+        who: { type: 'input', value_type: 'string', value: 'x' },
+        call: { type: 'http', url: `${echo.url}/k/{{secrets.PLANTED}}`, headers: { authorization: 'Bearer {{secrets.PLANTED}}' } },
+        echoed: { type: 'transform', inputs: ['call'], expression: 'call.you_sent & " " & call.path' },
+        out: { type: 'output', from: 'echoed' },
+        name: { type: 'output', from: 'who' },
+      },
+    };
+    const refused: PipelineDefinition = {
+      nodes: { call: { type: 'http', method: 'POST', url: `${echo.url}/refuse`, headers: { authorization: 'Bearer {{secrets.PLANTED}}' }, body: '{"k": $secrets.PLANTED}' }, out: { type: 'output', from: 'call' } },
+    };
+    const up = await rt.publishPipeline('uses-secret', uses);
+    const upRun = await rt.caller('POST', `/v1/deployments/${up.deploymentId}/executions/`, up.apiKey, {});
+    await rt.waitForExecution(upRun.body.execution_id as string, up.apiKey);
+    expect((await rt.owner('PUT', '/v1/pipelines/refused-secret', refused)).status).toBe(201);
+    const refusedRun = await rt.runToEnd('refused-secret');
+    expect(refusedRun.status).toBe('failed');
+    expect(refusedRun.error_message).toContain('HTTP 401');
+    const runIds = ((await rt.owner('GET', '/v1/pipelines/uses-secret/runs')).body.runs as { run_id: string }[]).map((r) => r.run_id);
+    const answers =
+      (await everyAnswer('uses-secret', up.deploymentId, up.apiKey, [...runIds, upRun.body.execution_id as string])) +
+      (await everyAnswer('refused-secret', up.deploymentId, up.apiKey, [refusedRun.run_id as string]));
+    expect(answers).toContain('[redacted]');
+    await echo.close();
+
     const p = await rt.publishPipeline('secretive', greeting);
     const marker = `caller-value-${Date.now()}`;
     const run = async (key: string) => {
@@ -355,6 +421,8 @@ describe('no plaintext key or secret at rest or in the logs', () => {
     await waitUntil(async () => receiver.delivered().length, (n) => n >= 3);
 
     const secrets: [string, string][] = [
+      ['owner secret', ownerSecret],
+      ['owner secret (percent-encoded)', encodeURIComponent(ownerSecret)],
       ['api key', p.apiKey],
       ['rotated api key', rotatedKey],
       ['signing secret', p.signingSecret],
@@ -385,6 +453,7 @@ describe('no plaintext key or secret at rest or in the logs', () => {
       for (const [file, bytes] of files) if (bytes.includes(needle)) found.push(`${what} in ${file.slice(dataDir.length)}`);
     }
     if (log.includes(marker)) found.push('a caller input value in the log');
+    if (answers.includes(ownerSecret)) found.push('the owner secret in an owner or caller answer');
     if (log.includes(rt.ownerToken)) found.push('the owner token in the log');
     fig('at rest: files searched', files.length);
     fig('at rest: table items searched', (JSON.parse(items) as unknown[]).length);

@@ -101,7 +101,7 @@ describe('the owner secrets use cases', () => {
 });
 
 describe('reads for runs', () => {
-  it('read the table at most once per TTL, see a change after it, and a write through the same store at once', async () => {
+  it('read the table at most once per TTL, see a change after it, a write through the same store at once, and a new name within 5 s', async () => {
     // Prepare
     const client = createDocumentClient({ region: 'local', endpoint: db.dynamo.endpoint });
     let now = 1_000_000;
@@ -119,6 +119,10 @@ describe('reads for runs', () => {
     const first = await cached.values(['ROTATING']);
     await other.put('ROTATING', 'second', new Date().toISOString());
     const withinTtl = await cached.values(['ROTATING', 'MISSING']);
+    await other.put('MISSING', 'now set', new Date().toISOString());
+    const tooSoon = await cached.values(['MISSING']);
+    now += 5_000;
+    const reread = await cached.values(['ROTATING', 'MISSING']);
     now += 60_000;
     const afterTtl = await cached.values(['ROTATING']);
     await cached.put('ROTATING', 'third', new Date().toISOString());
@@ -127,10 +131,13 @@ describe('reads for runs', () => {
     // Assess
     expect(first.get('ROTATING')).toBe('first');
     expect([...withinTtl]).toEqual([['ROTATING', 'first']]);
+    expect(tooSoon.size).toBe(0);
+    expect([...reread]).toEqual([['ROTATING', 'second'], ['MISSING', 'now set']]);
     expect(afterTtl.get('ROTATING')).toBe('second');
     expect(afterOwnWrite.get('ROTATING')).toBe('third');
-    expect(queries).toBe(3);
+    expect(queries).toBe(4);
     await other.remove('ROTATING');
+    await other.remove('MISSING');
     client.destroy();
   });
 });
