@@ -13,7 +13,10 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
+import * as wafv2 from 'aws-cdk-lib/aws-wafv2';
 import type { Construct } from 'constructs';
+import { bodyLimitDetail, ERRORS } from '../../functions/core/errors';
+import { readConfig } from '../config';
 import { GATEWAY_RESPONSES } from '../gateway-responses';
 import { QUEUES } from '../queues';
 import { ROUTES, WORKERS, type Route } from '../routes';
@@ -220,11 +223,15 @@ export class ServiceStack extends Stack {
       id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs]',
       reason: 'The account-level role API Gateway itself uses to write access and execution logs; AWS maintains this policy for exactly that.',
     });
-    Validations.of(api).acknowledge({
-      id: 'AwsSolutions-APIG3',
-      reason:
-        'No WAF web ACL by default (it adds $5 a month, $1 per rule and $0.60 per million requests); stage throttling and the API-key authorizer bound abuse. Attach a web ACL to the stage where policy asks for one.',
-    });
+    if (settings.payloadGuard) {
+      this.guardPayloadSize(api, settings);
+    } else {
+      Validations.of(api).acknowledge({
+        id: 'AwsSolutions-APIG3',
+        reason:
+          'payloadGuard=false: no WAF web ACL (it adds $5 a month, $1 per rule and $0.60 per million requests); stage throttling and the API-key authorizer bound abuse.',
+      });
+    }
     Validations.of(api).acknowledge({
       id: 'AwsSolutions-COG4',
       reason: 'Callers authenticate with per-deployment API keys checked by the Lambda authorizer; owners sign with IAM (SigV4). No Cognito users exist.',
@@ -256,6 +263,41 @@ export class ServiceStack extends Stack {
     for (const route of ROUTES) this.addRoute(api, route, validator, authorizer);
     this.addNotFound(api);
     return api;
+  }
+
+  /**
+   * Lambda takes at most 6 MB per synchronous invocation while API Gateway accepts 10 MB, so a
+   * body in between would fail the invocation and answer 500. WAF sees the request before API
+   * Gateway does: a Content-Length of seven digits or more (1,000,000 bytes, far above the
+   * functions' own 256 KiB limit) is answered 413 with the body the handlers give. Bodies sent
+   * without a Content-Length (chunked) are not covered: see docs/aws.md.
+   */
+  private guardPayloadSize(api: apigw.RestApi, settings: Settings): void {
+    const visibility = (name: string) => ({ cloudWatchMetricsEnabled: true, metricName: `${settings.stackName}-${name}`, sampledRequestsEnabled: false });
+    const acl = new wafv2.CfnWebACL(this, 'ApiWebAcl', {
+      scope: 'REGIONAL',
+      defaultAction: { allow: {} },
+      visibilityConfig: visibility('api'),
+      customResponseBodies: {
+        PayloadTooLarge: { contentType: 'APPLICATION_JSON', content: JSON.stringify(payloadTooLargeBody()) },
+      },
+      rules: [
+        {
+          name: 'BodyAboveLambdaLimit',
+          priority: 0,
+          action: { block: { customResponse: { responseCode: 413, customResponseBodyKey: 'PayloadTooLarge' } } },
+          statement: {
+            regexMatchStatement: {
+              fieldToMatch: { singleHeader: { Name: 'content-length' } },
+              regexString: PAYLOAD_GUARD_CONTENT_LENGTH,
+              textTransformations: [{ priority: 0, type: 'NONE' }],
+            },
+          },
+          visibilityConfig: visibility('body-above-lambda-limit'),
+        },
+      ],
+    });
+    new wafv2.CfnWebACLAssociation(this, 'ApiWebAclAssociation', { resourceArn: api.deploymentStage.stageArn, webAclArn: acl.attrArn });
   }
 
   private addRoute(api: apigw.RestApi, route: Route, validator: apigw.IRequestValidator, authorizer: apigw.IAuthorizer): void {
@@ -311,6 +353,12 @@ export class ServiceStack extends Stack {
     }
   }
 }
+
+/** Content-Length values WAF answers 413: seven digits or more, 1,000,000 bytes and up. */
+export const PAYLOAD_GUARD_CONTENT_LENGTH = '^[0-9]{7,}$';
+
+/** What the handlers answer to a body over the configured limit (PIPEGATE_MAX_BODY_BYTES is not set on AWS). */
+export const payloadTooLargeBody = () => ({ error: ERRORS.PayloadTooLarge.message, detail: bodyLimitDetail(readConfig({}).maxBodyBytes) });
 
 /** One JSON object per request; never headers, so API keys stay out of the logs. */
 const ACCESS_LOG_FORMAT = JSON.stringify({

@@ -27,6 +27,11 @@ export interface Settings {
   alarmEmail: string | undefined;
   /** The base URL callers use (a custom domain); none means API Gateway's own host and stage. */
   publicUrl: string | undefined;
+  /**
+   * A WAF web ACL on the stage answers 413 to bodies of 1,000,000 bytes or more before they
+   * reach Lambda, whose 6 MB invocation limit would otherwise turn them into a 500.
+   */
+  payloadGuard: boolean;
 }
 
 /** The retention periods CloudWatch Logs accepts. */
@@ -49,6 +54,7 @@ const ContextSchema = v.object({
   ),
   alarmEmail: v.optional(v.pipe(v.string(), v.email())),
   publicUrl: v.optional(PublicUrlSchema),
+  payloadGuard: v.optional(v.union([v.boolean(), v.pipe(v.picklist(['true', 'false']), v.transform((x) => x === 'true'))]), true),
 });
 
 export type SettingsInput = v.InferInput<typeof ContextSchema>;
@@ -83,6 +89,7 @@ export function parseSettings(input: Record<string, unknown>): Settings {
     logRetentionDays: c.logRetentionDays,
     alarmEmail: c.alarmEmail,
     publicUrl: c.publicUrl,
+    payloadGuard: c.payloadGuard,
   };
 }
 
