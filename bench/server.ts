@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import * as v from 'valibot';
-import { handler as runner } from '../functions/runner/handler';
+import { createHandler as createRunner } from '../functions/runner/handler';
 import { createLambdaContext } from '../lib/local/lambda-context';
 import { startRuntime, type Runtime } from '../lib/local/runtime';
 import { countExecutions } from './aws-calls';
@@ -61,6 +61,7 @@ async function runtimeMode(dataDir: string): Promise<void> {
 
   let runnerInvocations = 0;
   let paused = false;
+  const runner = createRunner(() => rt.deps);
   const consumer = (event: SQSEvent) => {
     runnerInvocations++;
     return runner(event, createLambdaContext('runner')) as Promise<SQSBatchResponse>;

@@ -6,8 +6,8 @@ import middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import { AppError, toErrorResponse } from '../core/errors';
 import { waitSeconds } from '../core/prefer';
-import { deps, type Deps } from './deps';
-import { isUnavailable } from './dynamo';
+import { isStoreUnavailable } from '../core/ports';
+import type { Deps, DepsSource } from './deps';
 import { errorFields } from './logger';
 
 /** What a route handler answers, before it becomes an API Gateway proxy result. */
@@ -79,14 +79,18 @@ function toResult(r: RouteAnswer, requestId: string): APIGatewayProxyResult {
   };
 }
 
-/** A route handler: middy, with every failure mapped through the error catalog. */
-export function httpHandler(fn: (req: RequestInfo) => Promise<RouteAnswer>) {
-  return middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, Context>()
+/**
+ * A route: given where its dependencies come from, a Lambda handler (middy) with every failure
+ * mapped through the error catalog. Each handler file exports `createHandler = httpHandler(…)`
+ * and `handler = createHandler(lambdaDeps)`; the local runtime builds its own from the same.
+ */
+export const httpHandler = (fn: (req: RequestInfo) => Promise<RouteAnswer>) => (deps: DepsSource) =>
+  middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, Context>()
     .use({
       onError: async (request) => {
         const requestId = request.context?.awsRequestId ?? request.event?.requestContext?.requestId ?? 'unknown';
         let e: unknown = request.error;
-        if (!(e instanceof AppError) && isUnavailable(e)) e = new AppError('ServiceUnavailable', 'the store is unavailable; retry shortly', {}, { cause: e });
+        if (!(e instanceof AppError) && isStoreUnavailable(e)) e = new AppError('ServiceUnavailable', 'the store is unavailable; retry shortly', {}, { cause: e });
         const { status, body } = toErrorResponse(e, requestId);
         if (status >= 500) deps().log.error('request failed', { request_id: requestId, status, route: request.event?.resource, ...errorFields(request.error) });
         const headers = e instanceof AppError ? { ...e.headers } : {};
@@ -110,7 +114,6 @@ export function httpHandler(fn: (req: RequestInfo) => Promise<RouteAnswer>) {
       };
       return toResult(await fn(info), requestId);
     });
-}
 
 /**
  * The request's `Prefer: wait=N` (RFC 7240), capped at the configured maximum; counted from

@@ -1,22 +1,7 @@
 import { GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { ContractInput, ContractOutput, Deployment } from '../core/types';
+import type { DeploymentsPort } from '../core/ports';
+import type { ContractInput, ContractOutput, DeploymentRecord, KeyHash, SealedSecret } from '../core/types';
 import { isConditionFailure, keys } from './dynamo';
-
-/** A credential kept during a rotation's grace period; `expires_at` null means current. */
-export interface KeyHash {
-  hash: string;
-  expires_at: number | null;
-}
-export interface SealedSecret {
-  sealed: string;
-  expires_at: number | null;
-}
-
-export interface DeploymentRecord extends Deployment {
-  key_hashes: KeyHash[];
-  signing_secrets: SealedSecret[];
-  deleted_at: string | null;
-}
 
 const FIELDS: readonly (keyof DeploymentRecord)[] = [
   'deployment_id', 'pipeline_id', 'version', 'revision', 'status', 'inputs', 'outputs', 'published_at', 'created_at',
@@ -29,7 +14,7 @@ function toRecord(item: Record<string, unknown>): DeploymentRecord {
   return r as unknown as DeploymentRecord;
 }
 
-export class DeploymentsStore {
+export class DeploymentsStore implements DeploymentsPort {
   constructor(
     private readonly db: DynamoDBDocumentClient,
     private readonly table: string,

@@ -1,6 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import { readConfig, type Config } from '../../lib/config';
-import type { Clock, CompletionsPort, HttpPort, IdSource, OwnerSecretsPort, QueuePort, WorkflowPort } from '../core/ports';
+import type {
+  Clock,
+  CompletionsPort,
+  DeploymentsPort,
+  ExecutionsPort,
+  HttpPort,
+  IdSource,
+  KeyMaterialPort,
+  OwnerSecretsPort,
+  PipelinesPort,
+  QueuePort,
+  WorkflowPort,
+} from '../core/ports';
 import { PollingCompletions } from './completions';
 import { DeploymentsStore } from './deployments.store';
 import { createDocumentClient } from './dynamo';
@@ -8,14 +20,13 @@ import { ExecutionsStore } from './executions.store';
 import { createLogger, type Logger } from './logger';
 import { OwnerSecretsStore } from './owner-secrets.store';
 import { PipelinesStore } from './pipelines.store';
-import type { KeyMaterialPort } from './key-material';
 
-/** Everything a handler needs from the outside world, built once per process. */
+/** Everything a service needs from the outside world: ports, configuration, clock, ids, log. */
 export interface Deps {
   config: Config;
-  pipelines: PipelinesStore;
-  executions: ExecutionsStore;
-  deployments: DeploymentsStore;
+  pipelines: PipelinesPort;
+  executions: ExecutionsPort;
+  deployments: DeploymentsPort;
   queue: QueuePort;
   workflow: WorkflowPort;
   keyMaterial: KeyMaterialPort;
@@ -28,39 +39,35 @@ export interface Deps {
   log: Logger;
 }
 
+/** How a handler reaches its dependencies: built on first use, then the same for every invocation. */
+export type DepsSource = () => Deps;
+
 export const systemClock: Clock = { now: () => new Date() };
 export const randomIds: IdSource = { uuid: () => randomUUID() };
 
-/** The stores over one DynamoDB client; owner secrets open with `keyMaterial`, asked only when a value is sealed or opened. */
-export function storesFor(config: Config, keyMaterial: KeyMaterialPort): Pick<Deps, 'pipelines' | 'executions' | 'deployments' | 'ownerSecrets'> {
-  const db = createDocumentClient({ region: config.region, endpoint: config.dynamodbEndpoint });
-  return {
-    pipelines: new PipelinesStore(db, config.table),
-    // A custom endpoint is dynalite (the local runtime, tests), which writes index entries
-    // before the item: see ExecutionsStore's markerFollowUp.
-    executions: new ExecutionsStore(db, config.table, config.trackOpen, config.dynamodbEndpoint !== undefined),
-    deployments: new DeploymentsStore(db, config.table),
-    ownerSecrets: new OwnerSecretsStore(db, config.table, keyMaterial, config.ownerSecretsTtlSeconds * 1000),
-  };
-}
-
 /**
- * The AWS wiring. The DynamoDB client serves every function and is built at once; the SQS,
- * Step Functions and Secrets Manager clients and the guarded HTTP client are built on first use, and required only then,
- * so a function that never sends, starts or reads a secret neither loads nor bundles them
+ * The one place dependencies are built, for Lambda, the local runtime and tests alike: AWS
+ * adapters from the configuration, each replaceable through `overrides`. The DynamoDB client
+ * and stores are built at once (cheap until used); the SQS, Step Functions and Secrets
+ * Manager clients and the guarded HTTP client are built on first use, and required only then,
+ * so a function that never sends, starts or reads key material neither loads nor bundles them
  * (lib/stacks/permissions.ts bundleExternals leaves them out of its bundle).
  */
-export function awsDeps(config: Config = readConfig()): Deps {
-  let queue: QueuePort | undefined;
-  let workflow: WorkflowPort | undefined;
-  let keyMaterial: KeyMaterialPort | undefined;
-  let http: HttpPort | undefined;
+export function createDeps(config: Config, overrides: Partial<Omit<Deps, 'config'>> = {}): Deps {
+  const stores = dynamoStores(config);
+  let queue = overrides.queue;
+  let workflow = overrides.workflow;
+  let keyMaterial = overrides.keyMaterial;
+  let http = overrides.http;
   // The key material is read on first use; owner secrets ask for it through the getter below.
   const lazyKeyMaterial: KeyMaterialPort = { material: () => d.keyMaterial.material() };
   /* eslint-disable @typescript-eslint/no-require-imports -- lazy on purpose, see above */
   const d: Deps = {
     config,
-    ...storesFor(config, lazyKeyMaterial),
+    pipelines: overrides.pipelines ?? stores.pipelines,
+    executions: overrides.executions ?? stores.executions,
+    deployments: overrides.deployments ?? stores.deployments,
+    ownerSecrets: overrides.ownerSecrets ?? new OwnerSecretsStore(stores.db, config.table, lazyKeyMaterial, config.ownerSecretsTtlSeconds * 1000),
     get queue(): QueuePort {
       if (!queue) {
         const { SQSClient } = require('@aws-sdk/client-sqs') as typeof import('@aws-sdk/client-sqs');
@@ -97,27 +104,31 @@ export function awsDeps(config: Config = readConfig()): Deps {
     },
     /* eslint-enable @typescript-eslint/no-require-imports */
     // Lambdas share no memory: a waiting caller re-reads the record (see completions.ts).
-    completions: new PollingCompletions(),
-    clock: systemClock,
-    ids: randomIds,
-    log: createLogger(),
+    completions: overrides.completions ?? new PollingCompletions(),
+    clock: overrides.clock ?? systemClock,
+    ids: overrides.ids ?? randomIds,
+    log: overrides.log ?? createLogger(),
   };
   return d;
 }
 
-let current: Deps | undefined;
-
-/** The process's dependencies: AWS by default; the local runtime and tests install their own. */
-export function deps(): Deps {
-  current ??= awsDeps();
-  return current;
+/**
+ * The DynamoDB stores over one document client. The client is only a configuration until its
+ * first call, so building it where every store is overridden (tests) costs nothing.
+ */
+export function dynamoStores(config: Config) {
+  const db = createDocumentClient({ region: config.region, endpoint: config.dynamodbEndpoint });
+  return {
+    db,
+    pipelines: new PipelinesStore(db, config.table),
+    // A custom endpoint is dynalite (the local runtime, tests), which writes index entries
+    // before the item: see ExecutionsStore's markerFollowUp.
+    executions: new ExecutionsStore(db, config.table, config.trackOpen, config.dynamodbEndpoint !== undefined),
+    deployments: new DeploymentsStore(db, config.table),
+  };
 }
 
-export function setDeps(d: Deps | undefined): void {
-  current = d;
-}
+let lambda: Deps | undefined;
 
-/** Forgets `d` if it is still the process's dependencies (a runtime stopping must not unwire another). */
-export function releaseDeps(d: Deps): void {
-  if (current === d) current = undefined;
-}
+/** A Lambda container's dependencies, from its environment, built on the first invocation. */
+export const lambdaDeps: DepsSource = () => (lambda ??= createDeps(readConfig()));

@@ -27,17 +27,6 @@ export function createDocumentClient(opts: DynamoOptions): DynamoDBDocumentClien
 export const isConditionFailure = (e: unknown): boolean =>
   typeof e === 'object' && e !== null && (e as { name?: string }).name === 'ConditionalCheckFailedException';
 
-/** Errors that mean the store could not be reached or is overloaded: worth a 503, not a 500. */
-export const isUnavailable = (e: unknown): boolean => {
-  if (typeof e !== 'object' || e === null) return false;
-  const name = (e as { name?: string }).name ?? '';
-  const code = (e as { code?: string }).code ?? '';
-  return (
-    ['ProvisionedThroughputExceededException', 'ThrottlingException', 'RequestLimitExceeded', 'ServiceUnavailable', 'InternalServerError', 'TimeoutError'].includes(name) ||
-    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(code)
-  );
-};
-
 export const OWNER_SECRETS_PK = 'OWNERSECRETS';
 
 export const keys = {
@@ -49,8 +38,6 @@ export const keys = {
   /** Every owner secret shares one partition, so one Query reads them all. */
   ownerSecret: (name: string) => ({ pk: OWNER_SECRETS_PK, sk: `SECRET#${name}` }),
 };
-
-export const epochSeconds = (d: Date): number => Math.floor(d.getTime() / 1000);
 
 /** DynamoDB refuses an empty ExpressionAttributeValues map. */
 export const nonEmpty = <T extends Record<string, unknown>>(values: T): T | undefined =>

@@ -1,18 +1,9 @@
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { InvalidCursorError, type ExecutionsPort, type SweepKind, type TransitionFields, type TransitionResult } from '../core/ports';
+import { epochSeconds } from '../core/time';
 import { allowedFrom, isTerminal, type ExecutionStatus } from '../core/transitions';
-import type { CallbackDelivery, Execution } from '../core/types';
-import { epochSeconds, isConditionFailure, keys } from './dynamo';
-
-/** The sweep index names what a restart or a sweeper must look at again. */
-export type SweepKind = 'open' | 'callback';
-
-export type TransitionResult = { ok: true; execution: Execution } | { ok: false; current: Execution | null };
-
-export interface IdempotencyRecord {
-  execution_id: string;
-  request_hash: string;
-  created_at: string;
-}
+import type { CallbackDelivery, Execution, IdempotencyRecord } from '../core/types';
+import { isConditionFailure, keys } from './dynamo';
 
 const FIELDS: readonly (keyof Execution)[] = [
   'execution_id', 'kind', 'pipeline_id', 'version', 'deployment_id', 'status', 'inputs', 'outputs', 'visible_outputs',
@@ -25,10 +16,26 @@ function toExecution(item: Record<string, unknown>): Execution {
   return e as unknown as Execution;
 }
 
+/** A list position as an opaque string: the index key DynamoDB returned, base64url JSON. */
+const encodeCursor = (k: Record<string, unknown> | undefined): string | null =>
+  k === undefined ? null : Buffer.from(JSON.stringify(k)).toString('base64url');
+
+function decodeCursor(c: string | undefined, partition: string): Record<string, unknown> | undefined {
+  if (c === undefined || c === '') return undefined;
+  let k: Record<string, unknown>;
+  try {
+    k = JSON.parse(Buffer.from(c, 'base64url').toString('utf8')) as Record<string, unknown>;
+  } catch {
+    throw new InvalidCursorError('not a cursor this list returned');
+  }
+  if (typeof k !== 'object' || k === null || k.gsi1pk !== partition) throw new InvalidCursorError('a cursor of another list');
+  return k;
+}
+
 const expired = (e: { expires_at: number | null }, now: Date): boolean =>
   e.expires_at !== null && e.expires_at <= epochSeconds(now);
 
-export class ExecutionsStore {
+export class ExecutionsStore implements ExecutionsPort {
   /**
    * @param trackOpen keep open executions on the sweep index. The local runtime needs it (its
    * state machine dies with the process, so a restart must find what was running); on AWS the
@@ -91,7 +98,7 @@ export class ExecutionsStore {
   async transition(
     id: string,
     to: ExecutionStatus,
-    set: Partial<Pick<Execution, 'started_at' | 'completed_at' | 'error_message' | 'outputs' | 'callback_delivery' | 'run_by'>>,
+    set: TransitionFields,
   ): Promise<TransitionResult> {
     const from = allowedFrom(to);
     if (from.length === 0) return { ok: false, current: await this.get(id, new Date(0), true) };
@@ -272,10 +279,7 @@ export class ExecutionsStore {
   }
 
   /** A pipeline's runs, newest first, a page at a time. */
-  async listRuns(
-    pipelineId: string,
-    opts: { limit: number; cursor?: Record<string, unknown> },
-  ): Promise<{ runs: Execution[]; next: Record<string, unknown> | null }> {
+  async listRuns(pipelineId: string, opts: { limit: number; cursor?: string }): Promise<{ runs: Execution[]; next: string | null }> {
     const out = await this.db.send(
       new QueryCommand({
         TableName: this.table,
@@ -284,10 +288,10 @@ export class ExecutionsStore {
         ExpressionAttributeValues: { ':p': `RUNS#${pipelineId}` },
         ScanIndexForward: false,
         Limit: opts.limit,
-        ExclusiveStartKey: opts.cursor,
+        ExclusiveStartKey: decodeCursor(opts.cursor, `RUNS#${pipelineId}`),
       }),
     );
-    return { runs: (out.Items ?? []).map(toExecution), next: out.LastEvaluatedKey ?? null };
+    return { runs: (out.Items ?? []).map(toExecution), next: encodeCursor(out.LastEvaluatedKey) };
   }
 
   /**

@@ -1,14 +1,7 @@
 import { GetSecretValueCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import * as v from 'valibot';
 
-/** The service's own key material: the pepper for API-key hashes and the key that seals signing secrets. */
-export interface KeyMaterial {
-  pepper: Buffer;
-  masterKey: Buffer;
-}
-export interface KeyMaterialPort {
-  material(): Promise<KeyMaterial>;
-}
+import type { KeyMaterial, KeyMaterialPort } from '../core/ports';
 
 const SecretJson = v.object({
   pepper: v.pipe(v.string(), v.minLength(16)),

@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { DeleteCommand, PutCommand, QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { openSecret, sealSecret } from '../core/api-key';
-import type { OwnerSecretSummary, OwnerSecretsPort } from '../core/ports';
+import type { KeyMaterialPort, OwnerSecretSummary, OwnerSecretsPort } from '../core/ports';
 import { allItems, keys, OWNER_SECRETS_PK } from './dynamo';
-import type { KeyMaterialPort } from './key-material';
 
 const SEAL_IV_BYTES = 12;
 /**

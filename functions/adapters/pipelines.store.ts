@@ -1,21 +1,7 @@
 import { GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { PipelineDefinition, PipelineSummary, RunPointer } from '../core/types';
+import type { PipelinesPort } from '../core/ports';
+import type { PipelineDefinition, PipelineMeta, PipelineSummary, PipelineVersion, RunPointer } from '../core/types';
 import { allItems, isConditionFailure, keys, nonEmpty } from './dynamo';
-
-export interface PipelineMeta extends PipelineSummary {
-  latest_hash: string;
-  deployment_id: string | null;
-  latest_finished: RunPointer | null;
-  last_success: RunPointer | null;
-}
-
-export interface PipelineVersion {
-  pipeline_id: string;
-  version: number;
-  definition: PipelineDefinition;
-  hash: string;
-  created_at: string;
-}
 
 interface MetaItem {
   pipeline_id: string;
@@ -57,7 +43,7 @@ const runKey = (r: RunPointer): string => `${r.created_at}#${r.run_id}`;
 const PUSH_ATTEMPTS = 8;
 const VERSION_CACHE_MAX = 200;
 
-export class PipelinesStore {
+export class PipelinesStore implements PipelinesPort {
   constructor(
     private readonly db: DynamoDBDocumentClient,
     private readonly table: string,

@@ -1,7 +1,7 @@
 import middy from '@middy/core';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import * as v from 'valibot';
-import { deps, type Deps } from './deps';
+import type { Deps, DepsSource } from './deps';
 import { errorFields } from './logger';
 
 /**
@@ -15,7 +15,7 @@ export function sqsBatchHandler<S extends v.GenericSchema<unknown, { execution_i
   schema: S,
   work: (d: Deps, msg: v.InferOutput<S>) => Promise<unknown>,
 ) {
-  return middy<SQSEvent, SQSBatchResponse>().handler(async (event) => {
+  return (deps: DepsSource) => middy<SQSEvent, SQSBatchResponse>().handler(async (event) => {
     const d = deps();
     const failures: SQSBatchResponse['batchItemFailures'] = [];
     await Promise.all(

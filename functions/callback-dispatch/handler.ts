@@ -1,3 +1,4 @@
+import { lambdaDeps } from '../adapters/deps';
 import { sqsBatchHandler } from '../adapters/sqs-batch';
 import { CallbackMessage, dispatchCallback } from '../services/dispatch.service';
 
@@ -6,4 +7,6 @@ import { CallbackMessage, dispatchCallback } from '../services/dispatch.service'
  * delay (our own backoff schedule); a message fails back to the queue only when the
  * bookkeeping itself failed, and the queue's dead-letter queue catches poison messages.
  */
-export const handler = sqsBatchHandler('callbacks', CallbackMessage, (d, msg) => dispatchCallback(d, msg));
+export const createHandler = sqsBatchHandler('callbacks', CallbackMessage, (d, msg) => dispatchCallback(d, msg));
+
+export const handler = createHandler(lambdaDeps);

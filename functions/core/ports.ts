@@ -1,7 +1,28 @@
 /**
- * What the pure core needs from the outside world, handed in by adapters. Core code imports
- * these types only, never an adapter.
+ * What the domain needs from the outside world. Adapters implement these; services and core
+ * depend on them only, never on an adapter, so every rule can be tested on in-memory fakes
+ * (test/support/memory-stores.ts) as well as on DynamoDB.
  */
+import type { QueueName } from '../../lib/queues';
+import type { ExecutionStatus } from './transitions';
+import type {
+  CallbackDelivery,
+  DeploymentRecord,
+  ContractInput,
+  ContractOutput,
+  Execution,
+  IdempotencyRecord,
+  KeyHash,
+  PipelineDefinition,
+  PipelineMeta,
+  PipelineSummary,
+  PipelineVersion,
+  RunPointer,
+  SealedSecret,
+} from './types';
+
+/** Queue names come from the one queue definition (plain data). */
+export type { QueueName };
 export interface HttpRequest {
   method: string;
   url: string;
@@ -55,9 +76,6 @@ export interface IdSource {
   uuid(): string;
 }
 
-/** Queue names come from the one queue definition (plain data). */
-export type { QueueName } from '../../lib/queues';
-import type { QueueName } from '../../lib/queues';
 
 /** Messages out to the executions and callbacks queues (SQS on AWS, durable local queues). */
 export interface QueuePort {
@@ -91,4 +109,107 @@ export interface CompletionWatch {
   next(ms: number): Promise<boolean>;
   /** Stops watching; always called, also when the wait ends early. */
   close(): void;
+}
+
+/* ------------------------------------------------------------------ stores */
+
+/** The sweep index names what a restart or a sweeper must look at again. */
+export type SweepKind = 'open' | 'callback';
+
+export type TransitionResult = { ok: true; execution: Execution } | { ok: false; current: Execution | null };
+
+export type TransitionFields = Partial<Pick<Execution, 'started_at' | 'completed_at' | 'error_message' | 'outputs' | 'callback_delivery' | 'run_by'>>;
+
+/** A list cursor that this store did not hand out (or handed out for another list). */
+export class InvalidCursorError extends Error {}
+
+export interface ExecutionsPort {
+  /** Writes a new execution; false when one with that id already exists. */
+  create(e: Execution): Promise<boolean>;
+  /** The execution, or null when unknown, malformed or past its retention. */
+  get(id: string, now: Date, consistent?: boolean): Promise<Execution | null>;
+  /**
+   * Moves an execution to `to` only from a status the transition table allows, in one
+   * conditional write: retries, duplicates and races never produce a second terminal status.
+   */
+  transition(id: string, to: ExecutionStatus, set: TransitionFields): Promise<TransitionResult>;
+  /** Deletes an execution only while it is still `pending` (its queue message could not be sent). */
+  withdrawPending(id: string): Promise<boolean>;
+  /** Records a delivery attempt, conditional on the attempt count read before. */
+  recordDelivery(id: string, previousAttempts: number, delivery: CallbackDelivery): Promise<boolean>;
+  /** Executions on the sweep index of that kind (oldest first), at most `limit`. */
+  listSweep(kind: SweepKind, limit?: number): Promise<Execution[]>;
+  /** One page of the sweep index: ids of `kind` marked before `before`, oldest first. */
+  sweepPage(
+    kind: SweepKind,
+    before: string,
+    limit: number,
+    cursor?: Record<string, unknown>,
+  ): Promise<{ ids: string[]; next: Record<string, unknown> | undefined }>;
+  /** Notes that the sweeper queued an execution (or its callback) again, conditional on what it saw. */
+  markRequeued(id: string, seen: { status: 'pending' } | { attempts: number }, at: string): Promise<boolean>;
+  /** Takes a settled execution (terminal, no callback owed) off the sweep index; false if it is not settled. */
+  clearSweep(id: string): Promise<boolean>;
+  /** A pipeline's runs, newest first, a page at a time; `cursor` is what the previous page returned. */
+  listRuns(pipelineId: string, opts: { limit: number; cursor?: string }): Promise<{ runs: Execution[]; next: string | null }>;
+  /** Claims an Idempotency-Key until `expiresAt` (epoch seconds) with one conditional write. */
+  claimIdempotency(
+    deploymentId: string,
+    keyHash: string,
+    record: IdempotencyRecord,
+    expiresAt: number,
+    now: Date,
+  ): Promise<{ claimed: true } | { claimed: false; existing: IdempotencyRecord }>;
+}
+
+export interface PipelinesPort {
+  getMeta(id: string, consistent?: boolean): Promise<PipelineMeta | null>;
+  getVersion(id: string, version: number): Promise<PipelineVersion | null>;
+  list(): Promise<(PipelineSummary & { deployment_id: string | null })[]>;
+  /** Stores a definition as the next version unless it equals the latest one. */
+  push(id: string, definition: PipelineDefinition, hash: string, now: string): Promise<{ version: number; created: boolean }>;
+  /** Records a finished run on the pipeline, keeping only the newest (by creation time). */
+  recordRunFinished(id: string, run: RunPointer): Promise<void>;
+  /** Claims the pipeline's single deployment slot: succeeds only if it holds `expected`. */
+  claimDeployment(id: string, expected: string | null, next: string | null): Promise<boolean>;
+}
+
+export interface DeploymentsPort {
+  get(id: string, consistent?: boolean): Promise<DeploymentRecord | null>;
+  create(r: DeploymentRecord): Promise<boolean>;
+  /** Each update below applies only to a live deployment still at `revision`; null otherwise. */
+  republish(
+    id: string,
+    revision: number,
+    next: { version: number; inputs: ContractInput[]; outputs: ContractOutput[]; published_at: string },
+  ): Promise<DeploymentRecord | null>;
+  replaceKeys(id: string, revision: number, keyHashes: KeyHash[]): Promise<DeploymentRecord | null>;
+  replaceSigningSecrets(id: string, revision: number, secrets: SealedSecret[]): Promise<DeploymentRecord | null>;
+  /** Deletion keeps a tombstone (key hashes stay, so the deleted deployment's key answers 404). */
+  markDeleted(id: string, at: string): Promise<boolean>;
+}
+
+/**
+ * Store adapters signal a store that cannot be reached or is overloaded with these error
+ * names or socket codes (the AWS SDK's own): worth a 503 and a wait, not a 500.
+ */
+export const isStoreUnavailable = (e: unknown): boolean => {
+  if (typeof e !== 'object' || e === null) return false;
+  const name = (e as { name?: string }).name ?? '';
+  const code = (e as { code?: string }).code ?? '';
+  return (
+    ['ProvisionedThroughputExceededException', 'ThrottlingException', 'RequestLimitExceeded', 'ServiceUnavailable', 'InternalServerError', 'TimeoutError'].includes(name) ||
+    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(code)
+  );
+};
+
+/* ------------------------------------------------------------------ key material */
+
+/** The service's own key material: the pepper for API-key hashes and the key that seals signing secrets. */
+export interface KeyMaterial {
+  pepper: Buffer;
+  masterKey: Buffer;
+}
+export interface KeyMaterialPort {
+  material(): Promise<KeyMaterial>;
 }

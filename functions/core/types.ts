@@ -140,3 +140,44 @@ export interface RunPointer {
   version: number;
   created_at: string;
 }
+
+/** The pipeline's summary item: latest version, run pointers, its deployment slot. */
+export interface PipelineMeta extends PipelineSummary {
+  latest_hash: string;
+  deployment_id: string | null;
+  latest_finished: RunPointer | null;
+  last_success: RunPointer | null;
+}
+
+/** One immutable version of a pipeline's definition. */
+export interface PipelineVersion {
+  pipeline_id: string;
+  version: number;
+  definition: PipelineDefinition;
+  hash: string;
+  created_at: string;
+}
+
+/** A credential kept during a rotation's grace period; `expires_at` null means current. */
+export interface KeyHash {
+  hash: string;
+  expires_at: number | null;
+}
+export interface SealedSecret {
+  sealed: string;
+  expires_at: number | null;
+}
+
+/** A deployment as stored: the contract plus its key hashes and sealed signing secrets. */
+export interface DeploymentRecord extends Deployment {
+  key_hashes: KeyHash[];
+  signing_secrets: SealedSecret[];
+  deleted_at: string | null;
+}
+
+/** What an Idempotency-Key claimed: the execution it started and the request it carried. */
+export interface IdempotencyRecord {
+  execution_id: string;
+  request_hash: string;
+  created_at: string;
+}

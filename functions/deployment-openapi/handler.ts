@@ -1,7 +1,10 @@
+import { lambdaDeps } from '../adapters/deps';
 import { callerAuth, httpHandler, json } from '../adapters/api';
 import { openApi } from '../services/caller.service';
 
 /** GET /v1/deployments/{deployment_id}/openapi.json: this deployment's API as OpenAPI 3.1. */
-export const handler = httpHandler(async (req) =>
+export const createHandler = httpHandler(async (req) =>
   json(200, await openApi(req.deps, callerAuth(req.event), req.param('deployment_id'), req.baseUrl)),
 );
+
+export const handler = createHandler(lambdaDeps);

@@ -1,3 +1,4 @@
+import { lambdaDeps } from '../adapters/deps';
 import { bodyText, callerAuth, httpHandler, preferredWait } from '../adapters/api';
 import { execute } from '../services/caller.service';
 
@@ -5,7 +6,7 @@ import { execute } from '../services/caller.service';
  * POST /v1/deployments/{deployment_id}/executions/ → 202 with status and result URLs; with
  * `Prefer: wait=N`, 200 and the result when it finishes within N seconds.
  */
-export const handler = httpHandler(async (req) => {
+export const createHandler = httpHandler(async (req) => {
   const wait = preferredWait(req);
   const out = await execute(req.deps, callerAuth(req.event), {
     deploymentId: req.param('deployment_id'),
@@ -17,3 +18,5 @@ export const handler = httpHandler(async (req) => {
   });
   return { status: out.status, body: out.body, headers: out.headers };
 });
+
+export const handler = createHandler(lambdaDeps);

@@ -1,7 +1,10 @@
+import { lambdaDeps } from '../adapters/deps';
 import { callerAuth, httpHandler, json } from '../adapters/api';
 import { cancel } from '../services/caller.service';
 
 /** POST /v1/deployments/executions/{execution_id}/cancel/ */
-export const handler = httpHandler(async (req) =>
+export const createHandler = httpHandler(async (req) =>
   json(200, await cancel(req.deps, callerAuth(req.event), req.param('execution_id'), req.baseUrl)),
 );
+
+export const handler = createHandler(lambdaDeps);

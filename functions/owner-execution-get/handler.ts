@@ -1,7 +1,10 @@
+import { lambdaDeps } from '../adapters/deps';
 import { httpHandler, json } from '../adapters/api';
 import { getExecution } from '../services/owner.service';
 
 /** GET /v1/pipelines/{pipeline_id}/executions/{execution_id}: the owner's view, callback delivery included. */
-export const handler = httpHandler(async (req) =>
+export const createHandler = httpHandler(async (req) =>
   json(200, await getExecution(req.deps, req.param('pipeline_id'), req.param('execution_id'))),
 );
+
+export const handler = createHandler(lambdaDeps);

@@ -1,7 +1,10 @@
+import { lambdaDeps } from '../adapters/deps';
 import { httpHandler, json } from '../adapters/api';
 import { listRuns } from '../services/owner.service';
 
 /** GET /v1/pipelines/{pipeline_id}/runs?limit=&cursor= (newest first) */
-export const handler = httpHandler(async (req) =>
+export const createHandler = httpHandler(async (req) =>
   json(200, await listRuns(req.deps, req.param('pipeline_id'), req.query('limit'), req.query('cursor'))),
 );
+
+export const handler = createHandler(lambdaDeps);

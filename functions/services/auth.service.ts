@@ -1,7 +1,7 @@
 import { extractApiKey, keyMatches, parseApiKey } from '../core/api-key';
 import { AppError } from '../core/errors';
 import type { Deps } from '../adapters/deps';
-import { epochSeconds } from '../adapters/dynamo';
+import { epochSeconds } from '../core/time';
 
 export interface Authorized {
   deploymentId: string;

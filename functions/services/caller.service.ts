@@ -10,7 +10,7 @@ import { POLL_HINT_SECONDS, preferenceApplied } from '../core/prefer';
 import { acceptedBody, executionUrls, resultBody, statusBody } from '../core/views';
 import type { CallerAuth } from '../adapters/api';
 import type { Deps } from '../adapters/deps';
-import { epochSeconds } from '../adapters/dynamo';
+import { epochSeconds } from '../core/time';
 import { newDelivery } from './delivery';
 import { enqueueNew } from './enqueue';
 

@@ -4,7 +4,7 @@ import { openSecret } from '../core/api-key';
 import { buildCallbackPayload, nextRetryDelayMs, signWebhook } from '../core/callback';
 import { isTerminal } from '../core/transitions';
 import type { Deps } from '../adapters/deps';
-import { epochSeconds } from '../adapters/dynamo';
+import { epochSeconds } from '../core/time';
 import type { CallbackMessage } from './messages';
 
 export { CallbackMessage } from './messages';

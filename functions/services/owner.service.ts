@@ -7,12 +7,11 @@ import { AppError } from '../core/errors';
 import { PIPELINE_ID_PATTERN } from '../core/ids';
 import { isTerminal } from '../core/transitions';
 import { referenceProblem, valueTypeProblem } from '../core/values';
-import type { Contract, Execution, PipelineDefinition, RawValue, RunPointer } from '../core/types';
+import { InvalidCursorError } from '../core/ports';
+import type { Contract, DeploymentRecord, Execution, PipelineDefinition, PipelineMeta, RawValue, RunPointer } from '../core/types';
 import { executeUrl, ownerExecutionBody, runBody } from '../core/views';
 import type { Deps } from '../adapters/deps';
-import type { DeploymentRecord } from '../adapters/deployments.store';
-import { epochSeconds } from '../adapters/dynamo';
-import type { PipelineMeta } from '../adapters/pipelines.store';
+import { epochSeconds } from '../core/time';
 import { enqueueNew } from './enqueue';
 
 
@@ -160,28 +159,19 @@ export async function startRun(d: Deps, id: string, body: string | null, baseUrl
   };
 }
 
-const encodeCursor = (k: Record<string, unknown> | null): string | null =>
-  k === null ? null : Buffer.from(JSON.stringify(k)).toString('base64url');
-
-function decodeCursor(c: string | undefined, pipelineId: string): Record<string, unknown> | undefined {
-  if (c === undefined || c === '') return undefined;
-  try {
-    const k = JSON.parse(Buffer.from(c, 'base64url').toString('utf8')) as Record<string, unknown>;
-    if (k.gsi1pk !== `RUNS#${pipelineId}`) throw new Error('cursor of another pipeline');
-    return k;
-  } catch {
-    throw new AppError('InvalidRequest', [{ path: 'cursor', reason: 'is not a cursor this list returned' }]);
-  }
-}
-
 export async function listRuns(d: Deps, id: string, limitText: string | undefined, cursor: string | undefined) {
   await meta(d, id);
   const limit = limitText === undefined ? 20 : Number(limitText);
   if (!Number.isInteger(limit) || limit < 1 || limit > 100) {
     throw new AppError('InvalidRequest', [{ path: 'limit', reason: 'must be a whole number from 1 to 100' }]);
   }
-  const page = await d.executions.listRuns(id, { limit, cursor: decodeCursor(cursor, id) });
-  return { runs: page.runs.map(runBody), next_cursor: encodeCursor(page.next) };
+  try {
+    const page = await d.executions.listRuns(id, { limit, cursor });
+    return { runs: page.runs.map(runBody), next_cursor: page.next };
+  } catch (e) {
+    if (e instanceof InvalidCursorError) throw new AppError('InvalidRequest', [{ path: 'cursor', reason: 'is not a cursor this list returned' }]);
+    throw e;
+  }
 }
 
 export async function getRun(d: Deps, id: string, runId: string) {

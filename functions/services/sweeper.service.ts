@@ -9,7 +9,7 @@
 import { isTerminal } from '../core/transitions';
 import type { Execution } from '../core/types';
 import type { Deps } from '../adapters/deps';
-import type { SweepKind } from '../adapters/executions.store';
+import type { SweepKind } from '../core/ports';
 import { errorFields } from '../adapters/logger';
 import { failInterrupted, failRunning } from './tasks.service';
 

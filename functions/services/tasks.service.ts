@@ -5,7 +5,7 @@ import { referencedSecretNames } from '../core/owner-secrets';
 import { isTerminal } from '../core/transitions';
 import type { CallbackDelivery, Execution } from '../core/types';
 import type { Deps } from '../adapters/deps';
-import { isUnavailable } from '../adapters/dynamo';
+import { isStoreUnavailable } from '../core/ports';
 import { afterTerminal } from './caller.service';
 import { newDelivery } from './delivery';
 
@@ -109,7 +109,7 @@ async function whileUnavailable<T>(write: () => Promise<T>): Promise<T> {
     try {
       return await write();
     } catch (err) {
-      if (!isUnavailable(err)) throw err;
+      if (!isStoreUnavailable(err)) throw err;
       await new Promise((r) => setTimeout(r, delay));
     }
   }

@@ -1,11 +1,15 @@
 import * as v from 'valibot';
-import { deps } from '../adapters/deps';
+import { lambdaDeps, type DepsSource } from '../adapters/deps';
 import { ExecutionMessage, taskStart } from '../services/tasks.service';
 
 /** State MarkRunning: pending → running once; `proceed: false` ends a duplicate or cancelled run. */
 const StartEvent = v.object({ ...ExecutionMessage.entries, workflow_id: v.optional(v.pipe(v.string(), v.maxLength(2048))) });
 
-export async function handler(event: unknown): Promise<{ proceed: boolean }> {
-  const { execution_id, workflow_id } = v.parse(StartEvent, event);
-  return taskStart(deps(), execution_id, workflow_id);
-}
+export const createHandler =
+  (deps: DepsSource) =>
+  async (event: unknown): Promise<{ proceed: boolean }> => {
+    const { execution_id, workflow_id } = v.parse(StartEvent, event);
+    return taskStart(deps(), execution_id, workflow_id);
+  };
+
+export const handler = createHandler(lambdaDeps);

@@ -1,29 +1,30 @@
-/** Route handler name (lib/routes.ts) → the function its Lambda runs. */
+/** Route handler name (lib/routes.ts) → the factory of the function its Lambda runs. */
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
-import { handler as execute } from '../../functions/execute/handler';
-import { handler as executionStatus } from '../../functions/execution-status/handler';
-import { handler as executionResult } from '../../functions/execution-result/handler';
-import { handler as executionCancel } from '../../functions/execution-cancel/handler';
-import { handler as deploymentContract } from '../../functions/deployment-contract/handler';
-import { handler as deploymentOpenapi } from '../../functions/deployment-openapi/handler';
-import { handler as pipelineList } from '../../functions/pipeline-list/handler';
-import { handler as pipelinePush } from '../../functions/pipeline-push/handler';
-import { handler as pipelineGet } from '../../functions/pipeline-get/handler';
-import { handler as runStart } from '../../functions/run-start/handler';
-import { handler as runList } from '../../functions/run-list/handler';
-import { handler as runGet } from '../../functions/run-get/handler';
-import { handler as deploymentReadiness } from '../../functions/deployment-readiness/handler';
-import { handler as deploymentPublish } from '../../functions/deployment-publish/handler';
-import { handler as deploymentDelete } from '../../functions/deployment-delete/handler';
-import { handler as deploymentKeys } from '../../functions/deployment-keys/handler';
-import { handler as ownerExecutionGet } from '../../functions/owner-execution-get/handler';
-import { handler as secretList } from '../../functions/secret-list/handler';
-import { handler as secretPut } from '../../functions/secret-put/handler';
-import { handler as secretDelete } from '../../functions/secret-delete/handler';
+import type { DepsSource } from '../../functions/adapters/deps';
+import { createHandler as execute } from '../../functions/execute/handler';
+import { createHandler as executionStatus } from '../../functions/execution-status/handler';
+import { createHandler as executionResult } from '../../functions/execution-result/handler';
+import { createHandler as executionCancel } from '../../functions/execution-cancel/handler';
+import { createHandler as deploymentContract } from '../../functions/deployment-contract/handler';
+import { createHandler as deploymentOpenapi } from '../../functions/deployment-openapi/handler';
+import { createHandler as pipelineList } from '../../functions/pipeline-list/handler';
+import { createHandler as pipelinePush } from '../../functions/pipeline-push/handler';
+import { createHandler as pipelineGet } from '../../functions/pipeline-get/handler';
+import { createHandler as runStart } from '../../functions/run-start/handler';
+import { createHandler as runList } from '../../functions/run-list/handler';
+import { createHandler as runGet } from '../../functions/run-get/handler';
+import { createHandler as deploymentReadiness } from '../../functions/deployment-readiness/handler';
+import { createHandler as deploymentPublish } from '../../functions/deployment-publish/handler';
+import { createHandler as deploymentDelete } from '../../functions/deployment-delete/handler';
+import { createHandler as deploymentKeys } from '../../functions/deployment-keys/handler';
+import { createHandler as ownerExecutionGet } from '../../functions/owner-execution-get/handler';
+import { createHandler as secretList } from '../../functions/secret-list/handler';
+import { createHandler as secretPut } from '../../functions/secret-put/handler';
+import { createHandler as secretDelete } from '../../functions/secret-delete/handler';
 
 export type HttpLambda = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult>;
 
-export const HTTP_HANDLERS: Record<string, HttpLambda> = {
+export const HTTP_HANDLERS: Record<string, (deps: DepsSource) => HttpLambda> = {
   execute,
   'execution-status': executionStatus,
   'execution-result': executionResult,

@@ -9,12 +9,12 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
-import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { readConfig, type Config } from '../config';
 import { QUEUES, type QueueName } from '../queues';
 import { ROUTES } from '../routes';
 import asl from '../state-machine.asl.json';
-import { releaseDeps, setDeps, storesFor, systemClock, randomIds, type Deps } from '../../functions/adapters/deps';
+import { createDeps, type Deps } from '../../functions/adapters/deps';
 import { InProcessCompletions } from '../../functions/adapters/completions';
 import { createGuardedHttp } from '../../functions/adapters/guarded-http';
 import { createLogger, errorFields, silentLogger, type Logger } from '../../functions/adapters/logger';
@@ -27,12 +27,12 @@ import { createGateway } from './gateway';
 import { createLambdaContext } from './lambda-context';
 import { LocalQueue, LocalQueuePort } from './queue';
 import { LocalWorkflow } from './workflow';
-import { handler as authorizer } from '../../functions/authorizer/handler';
-import { handler as runner } from '../../functions/runner/handler';
-import { handler as callbackDispatch } from '../../functions/callback-dispatch/handler';
-import { handler as taskStart } from '../../functions/task-start/handler';
-import { handler as taskRun } from '../../functions/task-run/handler';
-import { handler as taskFail } from '../../functions/task-fail/handler';
+import { createHandler as authorizer } from '../../functions/authorizer/handler';
+import { createHandler as runner } from '../../functions/runner/handler';
+import { createHandler as callbackDispatch } from '../../functions/callback-dispatch/handler';
+import { createHandler as taskStart } from '../../functions/task-start/handler';
+import { createHandler as taskRun } from '../../functions/task-run/handler';
+import { createHandler as taskFail } from '../../functions/task-fail/handler';
 import { HTTP_HANDLERS } from './handlers';
 
 export interface RuntimeOptions {
@@ -154,34 +154,34 @@ async function startLocked(
     });
   const queues = { executions: queue('executions'), callbacks: queue('callbacks') };
 
-  const invoke = (name: string, fn: (event: never, ctx: Context) => Promise<unknown>) => (input: unknown) =>
-    fn(input as never, createLambdaContext(name));
+  // Every function of this runtime reaches the same dependencies, built once below.
+  const wired: { deps?: Deps } = {};
+  const source = (): Deps => {
+    if (!wired.deps) throw new Error('the local runtime invoked a function before its dependencies were built');
+    return wired.deps;
+  };
   const workflow = new LocalWorkflow({
     definition: asl,
     tasks: {
-      MarkRunning: invoke('task-start', taskStart as never),
-      RunNodes: invoke('task-run', taskRun as never),
-      MarkFailed: invoke('task-fail', taskFail as never),
+      MarkRunning: taskStart(source),
+      RunNodes: taskRun(source),
+      MarkFailed: taskFail(source),
     },
     onError: (name, err) => log.error('workflow failed', { execution_id: name, ...errorFields(err) }),
   });
 
   const keyMaterial = new StaticKeyMaterial(material);
-  let d: Deps = {
-    config,
-    ...storesFor(config, keyMaterial),
+  const built = createDeps(config, {
     queue: new LocalQueuePort({ executions: queues.executions, callbacks: queues.callbacks }),
     workflow,
     keyMaterial,
     http: createGuardedHttp({ allowPrivate: config.allowPrivateUrls }),
     // Every function runs in this process, so the terminal write itself wakes waiting callers.
     completions: new InProcessCompletions(),
-    clock: systemClock,
-    ids: randomIds,
     log,
-  };
-  if (opts.wrapDeps) d = opts.wrapDeps(d);
-  setDeps(d);
+  });
+  const d = opts.wrapDeps ? opts.wrapDeps(built) : built;
+  wired.deps = d;
 
   // Recovery before anything new arrives: nothing accepted is ever lost. The sweeper reads the
   // sweep index, which covers every open item here (see ExecutionsStore's markerFollowUp), so
@@ -198,8 +198,11 @@ async function startLocked(
   }, config.sweepIntervalSeconds * 1000);
   sweepTimer.unref();
 
-  queues.executions.start((event: SQSEvent) => runner(event, createLambdaContext('runner')) as Promise<SQSBatchResponse>);
-  queues.callbacks.start((event: SQSEvent) => callbackDispatch(event, createLambdaContext('callback-dispatch')) as Promise<SQSBatchResponse>);
+  const runnerFn = runner(source);
+  const dispatchFn = callbackDispatch(source);
+  const authorizerFn = authorizer(source);
+  queues.executions.start((event: SQSEvent) => runnerFn(event, createLambdaContext('runner')) as Promise<SQSBatchResponse>);
+  queues.callbacks.start((event: SQSEvent) => dispatchFn(event, createLambdaContext('callback-dispatch')) as Promise<SQSBatchResponse>);
 
   // While stopping: every request is told to come back (503 + Retry-After), so nothing new is accepted.
   let draining = false;
@@ -207,8 +210,8 @@ async function startLocked(
       // Locally a `Prefer: wait` may last up to a minute, past API Gateway's 29 s: the routes
       // that wait get room for it (on AWS the wait is capped below 29 s instead).
       routes: ROUTES.map((r) => (r.waits ? { ...r, integrationTimeoutMs: Math.max(29_000, (config.maxWaitSeconds + 4) * 1000) } : r)),
-      handlers: HTTP_HANDLERS,
-      authorizer: (event) => authorizer(event),
+      handlers: Object.fromEntries(Object.entries(HTTP_HANDLERS).map(([name, create]) => [name, create(source)])),
+      authorizer: (event) => authorizerFn(event),
       ownerToken,
       maxBodyBytes: config.maxBodyBytes,
       // Served under a prefix (e.g. /api behind a proxy): URLs in answers keep it.
@@ -264,7 +267,6 @@ async function startLocked(
     await dynamo.close();
     rmSync(urlFile, { force: true });
     await dataDirLock.release();
-    releaseDeps(d);
     return { running: atStop.length, finished: atStop.length - left.length, interrupted, waitedMs: Date.now() - began, drainMs };
   };
   return {

@@ -152,14 +152,15 @@ describe('an error injected at each step', () => {
   const cases: Record<string, string> = {};
 
   const wrap = (d: Deps): Deps => {
-    workflow = fastRetryWorkflow(10, () => (workflowFailures += 1));
+    const wired: { deps?: Deps } = {};
+    workflow = fastRetryWorkflow(() => wired.deps as Deps, 10, () => (workflowFailures += 1));
     const starts = failingStarts(workflow, (name) => {
       const left = startFaults.get(name) ?? 0;
       if (left <= 0) return false;
       startFaults.set(name, left - 1);
       return true;
     });
-    return faults.wrap({
+    wired.deps = faults.wrap({
       ...d,
       workflow: starts,
       queue: {
@@ -178,6 +179,7 @@ describe('an error injected at each step', () => {
         return d.http(req);
       },
     });
+    return wired.deps;
   };
   const start = () =>
     startTestRuntime({

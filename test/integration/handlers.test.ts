@@ -4,18 +4,17 @@
  */
 import type { APIGatewayProxyResult, SQSBatchResponse } from 'aws-lambda';
 import { PollingCompletions } from '../../functions/adapters/completions';
-import { setDeps } from '../../functions/adapters/deps';
 import type { Deps } from '../../functions/adapters/deps';
-import { handler as authorizer } from '../../functions/authorizer/handler';
-import { handler as callbackDispatch } from '../../functions/callback-dispatch/handler';
-import { handler as execute } from '../../functions/execute/handler';
-import { handler as status } from '../../functions/execution-status/handler';
-import { handler as publish } from '../../functions/deployment-publish/handler';
-import { handler as push } from '../../functions/pipeline-push/handler';
-import { handler as runner } from '../../functions/runner/handler';
-import { handler as taskFail } from '../../functions/task-fail/handler';
-import { handler as taskRun } from '../../functions/task-run/handler';
-import { handler as taskStart } from '../../functions/task-start/handler';
+import { createHandler as authorizerHandler } from '../../functions/authorizer/handler';
+import { createHandler as callbackDispatchHandler } from '../../functions/callback-dispatch/handler';
+import { createHandler as executeHandler } from '../../functions/execute/handler';
+import { createHandler as statusHandler } from '../../functions/execution-status/handler';
+import { createHandler as publishHandler } from '../../functions/deployment-publish/handler';
+import { createHandler as pushHandler } from '../../functions/pipeline-push/handler';
+import { createHandler as runnerHandler } from '../../functions/runner/handler';
+import { createHandler as taskFailHandler } from '../../functions/task-fail/handler';
+import { createHandler as taskRunHandler } from '../../functions/task-run/handler';
+import { createHandler as taskStartHandler } from '../../functions/task-start/handler';
 import type { HttpRequest } from '../../functions/core/ports';
 import { startTestDb, type TestDb } from '../support/dynamo';
 import { authorizerEvent, context, proxyEvent, sqsEvent } from '../support/events';
@@ -24,6 +23,19 @@ import { greeting } from '../support/runtime';
 
 let db: TestDb;
 let d: Deps & { queue: RecordingQueue; workflow: RecordingWorkflow };
+/** What the handlers below reach; a test swaps it to inject a fault. */
+let current: Deps;
+const source = (): Deps => current;
+const authorizer = authorizerHandler(source);
+const callbackDispatch = callbackDispatchHandler(source);
+const execute = executeHandler(source);
+const status = statusHandler(source);
+const publish = publishHandler(source);
+const push = pushHandler(source);
+const runner = runnerHandler(source);
+const taskFail = taskFailHandler(source);
+const taskRun = taskRunHandler(source);
+const taskStart = taskStartHandler(source);
 const calls: HttpRequest[] = [];
 let hookStatus = 204;
 
@@ -37,10 +49,9 @@ beforeAll(async () => {
   });
   // Retries at least 5 s apart: a retry message handled at once is always early, however loaded the machine.
   d.config = { ...d.config, callbackScheduleSeconds: [5, 10] };
-  setDeps(d);
+  current = d;
 });
 afterAll(async () => {
-  setDeps(undefined);
   await db.close();
 });
 
@@ -229,32 +240,32 @@ describe('execute → runner → tasks → callback', () => {
 describe('errors', () => {
   it('maps an unexpected failure to 500 with a request id and no internals', async () => {
     const broken = { ...d, executions: { ...d.executions, get: async () => { throw new Error('secret internals'); } } } as unknown as Deps;
-    setDeps(broken);
+    current = broken;
     try {
       const res = await status(proxyEvent({ method: 'GET', resource: '/v1/deployments/executions/{execution_id}/status', path: '/v1/deployments/executions/x/status', pathParameters: { execution_id: 'x' }, authorizer: { deployment_id: 'd', revision: '1', deleted: 'false' } }), context());
       expect(res.statusCode).toBe(500);
       expect(parse(res)).toEqual({ error: 'Internal Error', request_id: expect.any(String) });
       expect(res.body).not.toContain('secret internals');
     } finally {
-      setDeps(d);
+      current = d;
     }
   });
 
   it('maps an unreachable store to 503 with Retry-After', async () => {
     const down = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
-    setDeps({ ...d, executions: { ...d.executions, get: async () => { throw down; } } } as unknown as Deps);
+    current = { ...d, executions: { ...d.executions, get: async () => { throw down; } } } as unknown as Deps;
     try {
       const res = await status(proxyEvent({ method: 'GET', resource: '/v1/deployments/executions/{execution_id}/status', path: '/v1/deployments/executions/x/status', pathParameters: { execution_id: 'x' }, authorizer: { deployment_id: 'd', revision: '1', deleted: 'false' } }), context());
       expect(res.statusCode).toBe(503);
       expect(res.headers?.['retry-after']).toBe('1');
     } finally {
-      setDeps(d);
+      current = d;
     }
   });
 
   it('reports only the failed records of a runner batch', async () => {
     const flaky = { ...d, workflow: { start: async (name: string) => { if (name.endsWith('1')) throw new Error('throttled'); return 'started' as const; }, stop: async () => undefined } };
-    setDeps(flaky as Deps);
+    current = flaky as Deps;
     try {
       const ids = ['00000000-0000-4000-8000-000000000001', '00000000-0000-4000-8000-000000000002'];
       for (const id of ids) {
@@ -264,7 +275,7 @@ describe('errors', () => {
       const out = (await runner(event, context())) as SQSBatchResponse;
       expect(out.batchItemFailures).toEqual([{ itemIdentifier: event.Records[0]?.messageId }]);
     } finally {
-      setDeps(d);
+      current = d;
     }
   });
 });

@@ -129,13 +129,14 @@ it('random faults in every store call, the runner and callback delivery: all end
   let chaos = false;
   let wholeFailures = 0;
   const wrap = (d: Deps): Deps => {
-    workflow = fastRetryWorkflow(10, () => (wholeFailures += 1));
+    const wired: { deps?: Deps } = {};
+    workflow = fastRetryWorkflow(() => wired.deps as Deps, 10, () => (wholeFailures += 1));
     const starts = failingStarts(workflow, () => {
       const hit = chaos && random() < 0.05;
       if (hit) startFaults += 1;
       return hit;
     });
-    return countingTransitions(
+    wired.deps = countingTransitions(
       faults.wrap({
         ...d,
         workflow: starts,
@@ -149,6 +150,7 @@ it('random faults in every store call, the runner and callback delivery: all end
       }),
       counts,
     );
+    return wired.deps;
   };
   const start = () =>
     startTestRuntime({

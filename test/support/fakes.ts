@@ -1,11 +1,17 @@
-import { randomUUID } from 'node:crypto';
 import { InProcessCompletions } from '../../functions/adapters/completions';
 import { readConfig, type Config } from '../../lib/config';
-import type { Deps } from '../../functions/adapters/deps';
+import { createDeps, type Deps } from '../../functions/adapters/deps';
 import { silentLogger } from '../../functions/adapters/logger';
 import { testKeyMaterial } from './dynamo';
-import type { HttpPort, QueueName, QueuePort, WorkflowPort } from '../../functions/core/ports';
-import type { TestDb } from './dynamo';
+import type { DeploymentsPort, ExecutionsPort, HttpPort, OwnerSecretsPort, PipelinesPort, QueueName, QueuePort, WorkflowPort } from '../../functions/core/ports';
+
+/** The stores, from dynalite (test/support/dynamo.ts) or in memory (memory-stores.ts). */
+export interface StoreSet {
+  pipelines: PipelinesPort;
+  executions: ExecutionsPort;
+  deployments: DeploymentsPort;
+  ownerSecrets?: OwnerSecretsPort;
+}
 
 export class RecordingQueue implements QueuePort {
   readonly sent: { queue: QueueName; body: Record<string, unknown>; delaySeconds?: number }[] = [];
@@ -32,30 +38,36 @@ export class RecordingWorkflow implements WorkflowPort {
 
 export { testKeyMaterial };
 
-export function testConfig(db: TestDb, overrides: Partial<Config> = {}): Config {
-  return { ...readConfig({ PIPEGATE_TABLE: db.table, PIPEGATE_ALLOW_PRIVATE_URLS: 'true', PIPEGATE_CANCEL_POLL_MS: '50' }), ...overrides };
+export function testConfig(db: { table?: string }, overrides: Partial<Config> = {}): Config {
+  return { ...readConfig({ PIPEGATE_TABLE: db.table ?? 'pipegate', PIPEGATE_ALLOW_PRIVATE_URLS: 'true', PIPEGATE_CANCEL_POLL_MS: '50' }), ...overrides };
 }
 
 export const noHttp: HttpPort = async () => {
   throw new Error('no network in this test');
 };
 
-/** Deps over a test database, with recording queue and workflow ports. */
-export function testDeps(db: TestDb, overrides: Partial<Deps> = {}): Deps & { queue: RecordingQueue; workflow: RecordingWorkflow } {
-  return {
-    config: testConfig(db),
-    pipelines: db.pipelines,
-    executions: db.executions,
-    deployments: db.deployments,
-    ownerSecrets: db.ownerSecrets,
-    queue: new RecordingQueue(),
-    workflow: new RecordingWorkflow(),
+export type TestDeps = Deps & { queue: RecordingQueue; workflow: RecordingWorkflow };
+
+/**
+ * Deps with recording queue and workflow ports, over a test database (dynalite) or over the
+ * in-memory stores (test/support/memory-stores.ts). A plain object, so a test may replace a
+ * field (e.g. `d.config`) for itself.
+ */
+export function testDeps(stores: StoreSet & { table?: string }, overrides: Partial<Omit<Deps, 'queue' | 'workflow'>> = {}): TestDeps {
+  const queue = new RecordingQueue();
+  const workflow = new RecordingWorkflow();
+  const built = createDeps(overrides.config ?? testConfig(stores), {
+    pipelines: stores.pipelines,
+    executions: stores.executions,
+    deployments: stores.deployments,
+    ...(stores.ownerSecrets ? { ownerSecrets: stores.ownerSecrets } : {}),
+    queue,
+    workflow,
     keyMaterial: testKeyMaterial,
     http: noHttp,
     completions: new InProcessCompletions(),
-    clock: { now: () => new Date() },
-    ids: { uuid: () => randomUUID() },
     log: silentLogger,
     ...overrides,
-  } as Deps & { queue: RecordingQueue; workflow: RecordingWorkflow };
+  });
+  return { ...built, queue, workflow };
 }

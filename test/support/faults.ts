@@ -7,12 +7,12 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import asl from '../../lib/state-machine.asl.json';
 import { LocalWorkflow } from '../../lib/local/workflow';
-import type { Deps } from '../../functions/adapters/deps';
+import type { Deps, DepsSource } from '../../functions/adapters/deps';
 import type { QueueName, WorkflowPort } from '../../functions/core/ports';
 import type { PipelineDefinition } from '../../functions/core/types';
-import { handler as taskStart } from '../../functions/task-start/handler';
-import { handler as taskRun } from '../../functions/task-run/handler';
-import { handler as taskFail } from '../../functions/task-fail/handler';
+import { createHandler as taskStart } from '../../functions/task-start/handler';
+import { createHandler as taskRun } from '../../functions/task-run/handler';
+import { createHandler as taskFail } from '../../functions/task-fail/handler';
 import { spawnRuntime, type RuntimeProcess } from './process';
 import { request, sleep, waitUntil, type Reply } from './runtime';
 
@@ -121,15 +121,16 @@ export const forId =
 /**
  * The very state-machine document with its Retry waits cut to `intervalMs`, so a test sees
  * every retry and the final Catch in milliseconds. Install it with `wrapDeps` (it then
- * serves the runner and cancel) and stop it before the runtime.
+ * serves the runner and cancel; its tasks reach the dependencies through `deps`, the wrapped
+ * ones) and stop it before the runtime.
  */
-export function fastRetryWorkflow(intervalMs = 20, onError?: (name: string, err: unknown) => void): LocalWorkflow {
+export function fastRetryWorkflow(deps: DepsSource, intervalMs = 20, onError?: (name: string, err: unknown) => void): LocalWorkflow {
   return new LocalWorkflow({
     definition: asl,
     tasks: {
-      MarkRunning: (input) => taskStart(input),
-      RunNodes: (input) => taskRun(input),
-      MarkFailed: (input) => taskFail(input),
+      MarkRunning: taskStart(deps),
+      RunNodes: taskRun(deps),
+      MarkFailed: taskFail(deps),
     },
     retryIntervalOverrides: { MarkRunning: intervalMs, RunNodes: intervalMs, MarkFailed: intervalMs },
     ...(onError ? { onError } : {}),

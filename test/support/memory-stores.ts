@@ -1,0 +1,281 @@
+/**
+ * In-memory stores with the same conditional semantics as the DynamoDB adapters, so the
+ * services' rules can be unit-tested in milliseconds with no network. The integration suites
+ * (test/integration/stores.test.ts and others) keep checking the DynamoDB adapters themselves.
+ */
+import {
+  InvalidCursorError,
+  type DeploymentsPort,
+  type ExecutionsPort,
+  type PipelinesPort,
+  type SweepKind,
+  type TransitionFields,
+  type TransitionResult,
+} from '../../functions/core/ports';
+import { epochSeconds } from '../../functions/core/time';
+import { allowedFrom, isTerminal, type ExecutionStatus } from '../../functions/core/transitions';
+import type {
+  CallbackDelivery,
+  ContractInput,
+  ContractOutput,
+  DeploymentRecord,
+  Execution,
+  IdempotencyRecord,
+  KeyHash,
+  PipelineDefinition,
+  PipelineMeta,
+  PipelineSummary,
+  PipelineVersion,
+  RunPointer,
+  SealedSecret,
+} from '../../functions/core/types';
+import type { StoreSet } from './fakes';
+
+const copy = <T>(x: T): T => structuredClone(x);
+
+export class MemoryExecutions implements ExecutionsPort {
+  readonly items = new Map<string, Execution & { sweep?: SweepKind; sweep_at?: string }>();
+  private readonly idempotency = new Map<string, IdempotencyRecord & { expires_at: number }>();
+
+  constructor(private readonly trackOpen = true) {}
+
+  async create(e: Execution): Promise<boolean> {
+    if (this.items.has(e.execution_id)) return false;
+    this.items.set(e.execution_id, { ...copy(e), ...(this.trackOpen ? { sweep: 'open' as const, sweep_at: e.created_at } : {}) });
+    return true;
+  }
+
+  async get(id: string, now: Date): Promise<Execution | null> {
+    const e = this.items.get(id);
+    if (!e || (e.expires_at !== null && e.expires_at <= epochSeconds(now))) return null;
+    return strip(e);
+  }
+
+  async transition(id: string, to: ExecutionStatus, set: TransitionFields): Promise<TransitionResult> {
+    const e = this.items.get(id);
+    if (!e || !allowedFrom(to).includes(e.status)) return { ok: false, current: e ? strip(e) : null };
+    Object.assign(e, copy(set), { status: to });
+    if (isTerminal(to)) {
+      if (set.callback_delivery) Object.assign(e, { sweep: 'callback', sweep_at: set.completed_at ?? new Date().toISOString() });
+      else {
+        delete e.sweep;
+        delete e.sweep_at;
+      }
+    }
+    return { ok: true, execution: strip(e) };
+  }
+
+  async withdrawPending(id: string): Promise<boolean> {
+    if (this.items.get(id)?.status !== 'pending') return false;
+    this.items.delete(id);
+    return true;
+  }
+
+  async recordDelivery(id: string, previousAttempts: number, delivery: CallbackDelivery): Promise<boolean> {
+    const e = this.items.get(id);
+    if (!e?.callback_delivery || e.callback_delivery.attempts !== previousAttempts || e.callback_delivery.outcome !== 'pending') return false;
+    e.callback_delivery = copy(delivery);
+    if (delivery.outcome !== 'pending') {
+      delete e.sweep;
+      delete e.sweep_at;
+    }
+    return true;
+  }
+
+  async listSweep(kind: SweepKind, limit = 100): Promise<Execution[]> {
+    return [...this.items.values()]
+      .filter((e) => e.sweep === kind)
+      .sort((a, b) => (a.sweep_at ?? '').localeCompare(b.sweep_at ?? ''))
+      .slice(0, limit)
+      .map(strip);
+  }
+
+  async sweepPage(
+    kind: SweepKind,
+    before: string,
+    limit: number,
+    cursor?: Record<string, unknown>,
+  ): Promise<{ ids: string[]; next: Record<string, unknown> | undefined }> {
+    const after = typeof cursor?.after === 'string' ? cursor.after : '';
+    const key = (e: { sweep_at?: string; execution_id: string }) => `${e.sweep_at ?? ''}#${e.execution_id}`;
+    const all = [...this.items.values()]
+      .filter((e) => e.sweep === kind && (e.sweep_at ?? '') < before && key(e) > after)
+      .sort((a, b) => key(a).localeCompare(key(b)));
+    const page = all.slice(0, limit);
+    const last = page[page.length - 1];
+    return { ids: page.map((e) => e.execution_id), next: all.length > limit && last ? { after: key(last) } : undefined };
+  }
+
+  async markRequeued(id: string, seen: { status: 'pending' } | { attempts: number }, at: string): Promise<boolean> {
+    const e = this.items.get(id);
+    if (!e) return false;
+    const ok = 'status' in seen ? e.status === 'pending' : e.callback_delivery?.attempts === seen.attempts && e.callback_delivery.outcome === 'pending';
+    if (ok) e.requeued_at = at;
+    return ok;
+  }
+
+  async clearSweep(id: string): Promise<boolean> {
+    const e = this.items.get(id);
+    if (!e || !isTerminal(e.status) || e.callback_delivery?.outcome === 'pending') return false;
+    delete e.sweep;
+    delete e.sweep_at;
+    e.requeued_at = null;
+    return true;
+  }
+
+  async listRuns(pipelineId: string, opts: { limit: number; cursor?: string }): Promise<{ runs: Execution[]; next: string | null }> {
+    const sortKey = (e: Execution) => `${e.created_at}#${e.execution_id}`;
+    const runs = [...this.items.values()]
+      .filter((e) => e.kind === 'run' && e.pipeline_id === pipelineId)
+      .sort((a, b) => sortKey(b).localeCompare(sortKey(a)));
+    let from = 0;
+    if (opts.cursor) {
+      const [p, after] = Buffer.from(opts.cursor, 'base64url').toString('utf8').split('|');
+      if (p !== pipelineId || after === undefined) throw new InvalidCursorError('not a cursor this list returned');
+      from = runs.findIndex((e) => sortKey(e) < after);
+      if (from < 0) from = runs.length;
+    }
+    const page = runs.slice(from, from + opts.limit);
+    const last = page[page.length - 1];
+    const next = from + opts.limit < runs.length && last ? Buffer.from(`${pipelineId}|${sortKey(last)}`).toString('base64url') : null;
+    return { runs: page.map(strip), next };
+  }
+
+  async claimIdempotency(
+    deploymentId: string,
+    keyHash: string,
+    record: IdempotencyRecord,
+    expiresAt: number,
+    now: Date,
+  ): Promise<{ claimed: true } | { claimed: false; existing: IdempotencyRecord }> {
+    const key = `${deploymentId}#${keyHash}`;
+    const found = this.idempotency.get(key);
+    if (!found || found.expires_at <= epochSeconds(now)) {
+      this.idempotency.set(key, { ...record, expires_at: expiresAt });
+      return { claimed: true };
+    }
+    const { expires_at: _expires, ...existing } = found;
+    return { claimed: false, existing };
+  }
+}
+
+function strip(e: Execution & { sweep?: SweepKind; sweep_at?: string }): Execution {
+  const { sweep: _sweep, sweep_at: _at, ...rest } = e;
+  return copy(rest);
+}
+
+export class MemoryPipelines implements PipelinesPort {
+  readonly metas = new Map<string, PipelineMeta>();
+  readonly versions = new Map<string, PipelineVersion>();
+
+  async getMeta(id: string): Promise<PipelineMeta | null> {
+    const m = this.metas.get(id);
+    return m ? copy(m) : null;
+  }
+
+  async getVersion(id: string, version: number): Promise<PipelineVersion | null> {
+    const v = this.versions.get(`${id}#${version}`);
+    return v ? copy(v) : null;
+  }
+
+  async list(): Promise<(PipelineSummary & { deployment_id: string | null })[]> {
+    return [...this.metas.values()].map((m) => ({
+      pipeline_id: m.pipeline_id,
+      version: m.version,
+      description: m.description,
+      deployment_id: m.deployment_id,
+      created_at: m.created_at,
+      updated_at: m.updated_at,
+    }));
+  }
+
+  async push(id: string, definition: PipelineDefinition, hash: string, now: string): Promise<{ version: number; created: boolean }> {
+    const meta = this.metas.get(id);
+    if (meta && meta.latest_hash === hash) return { version: meta.version, created: false };
+    const version = (meta?.version ?? 0) + 1;
+    this.versions.set(`${id}#${version}`, { pipeline_id: id, version, definition: copy(definition), hash, created_at: now });
+    this.metas.set(id, {
+      pipeline_id: id,
+      version,
+      description: definition.description ?? null,
+      created_at: meta?.created_at ?? now,
+      updated_at: now,
+      latest_hash: hash,
+      deployment_id: meta?.deployment_id ?? null,
+      latest_finished: meta?.latest_finished ?? null,
+      last_success: meta?.last_success ?? null,
+    });
+    return { version, created: true };
+  }
+
+  async recordRunFinished(id: string, run: RunPointer): Promise<void> {
+    const m = this.metas.get(id);
+    if (!m) return;
+    const key = (r: RunPointer | null) => (r ? `${r.created_at}#${r.run_id}` : '');
+    if (run.status === 'completed' && key(m.last_success) <= key(run)) m.last_success = copy(run);
+    if (key(m.latest_finished) <= key(run)) m.latest_finished = copy(run);
+  }
+
+  async claimDeployment(id: string, expected: string | null, next: string | null): Promise<boolean> {
+    const m = this.metas.get(id);
+    if (!m || m.deployment_id !== expected) return false;
+    m.deployment_id = next;
+    return true;
+  }
+}
+
+export class MemoryDeployments implements DeploymentsPort {
+  readonly records = new Map<string, DeploymentRecord>();
+
+  async get(id: string): Promise<DeploymentRecord | null> {
+    const r = this.records.get(id);
+    return r ? copy(r) : null;
+  }
+
+  async create(r: DeploymentRecord): Promise<boolean> {
+    if (this.records.has(r.deployment_id)) return false;
+    this.records.set(r.deployment_id, copy(r));
+    return true;
+  }
+
+  async republish(
+    id: string,
+    revision: number,
+    next: { version: number; inputs: ContractInput[]; outputs: ContractOutput[]; published_at: string },
+  ): Promise<DeploymentRecord | null> {
+    return this.update(id, revision, next);
+  }
+
+  async replaceKeys(id: string, revision: number, keyHashes: KeyHash[]): Promise<DeploymentRecord | null> {
+    return this.update(id, revision, { key_hashes: keyHashes });
+  }
+
+  async replaceSigningSecrets(id: string, revision: number, secrets: SealedSecret[]): Promise<DeploymentRecord | null> {
+    return this.update(id, revision, { signing_secrets: secrets });
+  }
+
+  async markDeleted(id: string, at: string): Promise<boolean> {
+    return (await this.update(id, null, { deleted_at: at }, 'deleted')) !== null;
+  }
+
+  private async update(
+    id: string,
+    revision: number | null,
+    set: Partial<DeploymentRecord>,
+    status: DeploymentRecord['status'] = 'live',
+  ): Promise<DeploymentRecord | null> {
+    const r = this.records.get(id);
+    if (!r || r.status !== 'live' || (revision !== null && r.revision !== revision)) return null;
+    Object.assign(r, copy(set), { revision: r.revision + 1, status });
+    return copy(r);
+  }
+}
+
+/** Fresh in-memory stores: `testDeps(memoryStores())` gives a service everything it needs. */
+export function memoryStores(opts: { trackOpen?: boolean } = {}): StoreSet & {
+  pipelines: MemoryPipelines;
+  executions: MemoryExecutions;
+  deployments: MemoryDeployments;
+} {
+  return { pipelines: new MemoryPipelines(), executions: new MemoryExecutions(opts.trackOpen), deployments: new MemoryDeployments() };
+}
