@@ -11,8 +11,8 @@ import { acceptedBody, executionUrls, resultBody, statusBody } from '../core/vie
 import type { CallerAuth } from '../adapters/api';
 import type { Deps } from '../adapters/deps';
 import { epochSeconds } from '../core/time';
-import { newDelivery } from './delivery';
 import { enqueueNew } from './enqueue';
+import { cancelExecution } from './lifecycle.service';
 
 const IDEMPOTENCY_TTL_SECONDS = 24 * 3600;
 const IDEMPOTENCY_KEY_RE = /^[\x21-\x7e]{1,255}$/;
@@ -194,46 +194,8 @@ export async function cancel(d: Deps, auth: CallerAuth, executionId: string, bas
   const e = await ownedExecution(d, auth, executionId);
   if (isTerminal(e.status)) throw new AppError('ExecutionAlreadyFinished', undefined, { status: e.status });
   const out = await cancelExecution(d, e);
-  if (!out.ok) throw new AppError('ExecutionAlreadyFinished', undefined, { status: out.status });
+  if (!out.ok) throw new AppError('ExecutionAlreadyFinished', undefined, { status: out.status === 'missing' ? e.status : out.status });
   return statusBody(baseUrl, out.execution);
-}
-
-/**
- * Cancels a pending or running execution at once (one conditional write), then stops its
- * work. Shared by callers and by the owner's view of runs.
- */
-export async function cancelExecution(
-  d: Deps,
-  e: Execution,
-): Promise<{ ok: true; execution: Execution } | { ok: false; status: Execution['status'] }> {
-  const now = d.clock.now().toISOString();
-  const t = await d.executions.transition(e.execution_id, 'cancelled', {
-    completed_at: now,
-    ...(e.callback ? { callback_delivery: newDelivery(e.execution_id) } : {}),
-  });
-  if (!t.ok) return { ok: false, status: t.current?.status ?? e.status };
-  await afterTerminal(d, t.execution);
-  await d.workflow.stop(e.execution_id, 'cancelled').catch((err: unknown) =>
-    d.log.warn('could not stop workflow', { execution_id: e.execution_id, error_message: String(err) }),
-  );
-  return { ok: true, execution: t.execution };
-}
-
-/** What follows any terminal write that won: the run pointer and the callback. Idempotent. */
-export async function afterTerminal(d: Deps, e: Execution): Promise<void> {
-  // Callers waiting on this execution (Prefer: wait) answer now.
-  d.completions.notify(e.execution_id);
-  if (e.kind === 'run' && (e.status === 'completed' || e.status === 'failed' || e.status === 'cancelled')) {
-    await d.pipelines.recordRunFinished(e.pipeline_id, {
-      run_id: e.execution_id,
-      status: e.status,
-      version: e.version,
-      created_at: e.created_at,
-    });
-  }
-  if (e.callback && e.callback_delivery?.outcome === 'pending') {
-    await d.queue.send('callbacks', { execution_id: e.execution_id });
-  }
 }
 
 export async function contract(d: Deps, auth: CallerAuth, deploymentId: string) {

@@ -11,7 +11,7 @@ import type { Execution } from '../core/types';
 import type { Deps } from '../adapters/deps';
 import type { SweepKind } from '../core/ports';
 import { errorFields } from '../adapters/logger';
-import { failInterrupted, failRunning } from './tasks.service';
+import { failInterrupted, failRunning } from './lifecycle.service';
 
 export interface SweepReport {
   /** Index entries looked at. */

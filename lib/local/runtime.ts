@@ -19,7 +19,7 @@ import { InProcessCompletions } from '../../functions/adapters/completions';
 import { createGuardedHttp } from '../../functions/adapters/guarded-http';
 import { createLogger, errorFields, silentLogger, type Logger } from '../../functions/adapters/logger';
 import { parseKeyMaterial, StaticKeyMaterial } from '../../functions/adapters/key-material';
-import { failInterrupted } from '../../functions/services/tasks.service';
+import { failInterrupted } from '../../functions/services/lifecycle.service';
 import { sweepAll, sweepOnce } from '../../functions/services/sweeper.service';
 import { DataDirInUseError, lockDataDir, type DataDirLock } from './data-dir-lock';
 import { ensureTable, startDynalite, type LocalDynamo } from './dynamo';

@@ -1,0 +1,134 @@
+/**
+ * The one execution lifecycle: every move of an execution (pending → running → completed |
+ * failed | cancelled) and what must follow a terminal move (the run pointer, the callback, a
+ * waiting caller's wake-up, the workflow's stop). Callers' cancel, the owner's cancel, the
+ * state machine's tasks, restart recovery and the sweeper all come here, so a repair goes
+ * through exactly the conditional writes the normal path uses.
+ */
+import { isStoreUnavailable } from '../core/ports';
+import { isTerminal, type ExecutionStatus } from '../core/transitions';
+import type { CallbackDelivery, Execution } from '../core/types';
+import type { Deps } from '../adapters/deps';
+import { newDelivery } from './delivery';
+
+export type Finished = { ok: true; execution: Execution } | { ok: false; status: ExecutionStatus | 'missing' };
+
+/** The delivery record a terminal move writes when the execution has a callback. */
+const callbackFields = (e: Execution): { callback_delivery?: CallbackDelivery } =>
+  e.callback ? { callback_delivery: newDelivery(e.execution_id) } : {};
+
+/**
+ * pending → running, once. A duplicate start, or a cancelled execution, does not proceed;
+ * a retry by the same workflow (`runBy`) whose first write landed does.
+ */
+export async function markRunning(d: Deps, executionId: string, runBy?: string): Promise<{ proceed: boolean }> {
+  const t = await d.executions.transition(executionId, 'running', {
+    started_at: d.clock.now().toISOString(),
+    ...(runBy ? { run_by: runBy } : {}),
+  });
+  if (t.ok) return { proceed: true };
+  return { proceed: runBy !== undefined && t.current?.status === 'running' && t.current.run_by === runBy };
+}
+
+/**
+ * running → completed | failed, with one conditional write that waits out a briefly
+ * unreachable store. When another move won first (a cancel), its follow-ups are made sure of.
+ */
+export async function finishExecution(
+  d: Deps,
+  e: Execution,
+  to: 'completed' | 'failed',
+  set: { outputs?: Execution['outputs']; error_message?: string },
+): Promise<Finished> {
+  const completedAt = d.clock.now().toISOString();
+  const t = await whileStoreUnavailable(() =>
+    d.executions.transition(e.execution_id, to, { ...set, completed_at: completedAt, ...callbackFields(e) }),
+  );
+  if (t.ok) {
+    await afterTerminal(d, t.execution);
+    return t;
+  }
+  if (t.current && isTerminal(t.current.status)) await afterTerminal(d, t.current);
+  return { ok: false, status: t.current?.status ?? 'missing' };
+}
+
+/**
+ * Fails an open execution with `message`, whatever left it open: a failing step, a time-out,
+ * a process that died, a sweeper that found it past its deadline. A pending execution goes
+ * through running first (pending → failed is not a legal move). A terminal one is left as it
+ * is, its follow-ups made sure of.
+ */
+export async function failExecution(d: Deps, e: Execution, message: string): Promise<Finished> {
+  if (isTerminal(e.status)) {
+    await afterTerminal(d, e);
+    return { ok: false, status: e.status };
+  }
+  if (e.status === 'pending') await markRunning(d, e.execution_id);
+  return finishExecution(d, e, 'failed', { error_message: message });
+}
+
+/** A running execution ends failed with this message, callbacks sent; false if it was not running or another move won. */
+export async function failRunning(d: Deps, e: Execution, message: string): Promise<boolean> {
+  if (e.status !== 'running') return false;
+  return (await finishExecution(d, e, 'failed', { error_message: message })).ok;
+}
+
+/** A running execution whose process died (a restart, a shutdown past its drain time). */
+export const failInterrupted = (d: Deps, e: Execution, by = 'a service restart'): Promise<boolean> =>
+  failRunning(d, e, `Execution was interrupted by ${by} and did not finish`);
+
+/**
+ * Cancels a pending or running execution at once (one conditional write), then stops its
+ * work: the workflow is stopped, and a running engine sees the status and aborts.
+ */
+export async function cancelExecution(d: Deps, e: Execution): Promise<Finished> {
+  const t = await d.executions.transition(e.execution_id, 'cancelled', {
+    completed_at: d.clock.now().toISOString(),
+    ...callbackFields(e),
+  });
+  if (!t.ok) return { ok: false, status: t.current?.status ?? 'missing' };
+  await afterTerminal(d, t.execution);
+  await d.workflow.stop(e.execution_id, 'cancelled').catch((err: unknown) =>
+    d.log.warn('could not stop workflow', { execution_id: e.execution_id, error_message: String(err) }),
+  );
+  return t;
+}
+
+/**
+ * What follows any terminal write: waiting callers wake, a run's pointer on its pipeline moves,
+ * an owed callback is queued. Idempotent, so whoever finds a terminal execution may call it.
+ */
+export async function afterTerminal(d: Deps, e: Execution): Promise<void> {
+  d.completions.notify(e.execution_id);
+  if (e.kind === 'run' && isTerminal(e.status)) {
+    await d.pipelines.recordRunFinished(e.pipeline_id, {
+      run_id: e.execution_id,
+      status: e.status,
+      version: e.version,
+      created_at: e.created_at,
+    });
+  }
+  if (e.callback && e.callback_delivery?.outcome === 'pending') {
+    await d.queue.send('callbacks', { execution_id: e.execution_id });
+  }
+}
+
+const STORE_RETRY_DELAYS_MS = [100, 250, 500, 1000, 2000, 4000];
+
+/**
+ * A store that is briefly unreachable must not turn a run into a failed one: the engine's reads
+ * and its final write wait for it (the state machine retries only the Lambda service's own
+ * errors around RunNodes, since re-running the engine would repeat its HTTP calls). Safe to
+ * repeat: reads, and writes conditional on the status.
+ */
+export async function whileStoreUnavailable<T>(op: () => Promise<T>): Promise<T> {
+  for (const delay of STORE_RETRY_DELAYS_MS) {
+    try {
+      return await op();
+    } catch (err) {
+      if (!isStoreUnavailable(err)) throw err;
+      await new Promise((r) => setTimeout(r, delay));
+    }
+  }
+  return op();
+}
