@@ -29,6 +29,21 @@ export function errorSchema(name: ErrorName, description: string, fields: Record
 
 const nullable = (s: JsonSchema) => ({ anyOf: [s, { type: 'null' }] });
 
+/**
+ * The submit's answer when it waited and the execution finished: the result plus the
+ * execution's URLs. One object schema rather than an allOf, so that generated clients get one
+ * plain type and a validator holding objects to their listed fields accepts it.
+ */
+export function finishedSchema(result: JsonSchema): JsonSchema {
+  const r = result as { required: string[]; properties: Record<string, JsonSchema> };
+  return {
+    ...result,
+    description: 'The result, answered to the submit itself: the execution finished within `Prefer: wait=N`.',
+    required: [...r.required, 'status_url', 'result_url'],
+    properties: { ...r.properties, status_url: { type: 'string', format: 'uri' }, result_url: { type: 'string', format: 'uri' } },
+  };
+}
+
 export const CALLER_SCHEMAS: Record<string, JsonSchema> = {
   Uuid: { type: 'string', format: 'uuid' },
   Timestamp: {
@@ -216,6 +231,8 @@ export const CALLER_SCHEMAS: Record<string, JsonSchema> = {
   },
 };
 
+CALLER_SCHEMAS.ExecutionFinished = finishedSchema(CALLER_SCHEMAS.ExecutionResult ?? {});
+
 export const CALLER_PARAMETERS: Record<string, JsonSchema> = {
   DeploymentId: { name: 'deployment_id', in: 'path', required: true, schema: schemaRef('Uuid'), description: 'A deployment id; anything else answers 404.' },
   ExecutionId: { name: 'execution_id', in: 'path', required: true, schema: schemaRef('Uuid'), description: 'An execution id; anything else answers 404.' },
@@ -297,13 +314,15 @@ export interface CallerSchemaNames {
   request: string;
   /** The 200 body of result. */
   result: string;
+  /** The 200 body of execute: the result and the execution's URLs (see finishedSchema). */
+  finished: string;
 }
 
 /**
  * The caller operations. With a deployment id the paths name that deployment (a
  * per-deployment document); without, they take it as the `deployment_id` parameter.
  */
-export function callerPaths(deploymentId?: string, names: CallerSchemaNames = { request: 'ExecutionRequest', result: 'ExecutionResult' }): Record<string, PathItem> {
+export function callerPaths(deploymentId?: string, names: CallerSchemaNames = { request: 'ExecutionRequest', result: 'ExecutionResult', finished: 'ExecutionFinished' }): Record<string, PathItem> {
   const dep = deploymentId ?? '{deployment_id}';
   const depParam = deploymentId === undefined ? [parameterRef('DeploymentId')] : [];
   const op = (o: { operationId: string; summary: string; description?: string }, responses: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
@@ -327,16 +346,7 @@ export function callerPaths(deploymentId?: string, names: CallerSchemaNames = { 
           '200': {
             description: 'Only with `Prefer: wait=N`: the execution finished within N seconds; its result and URLs.',
             headers: { Location: { description: 'The status URL.', required: true, schema: { type: 'string', format: 'uri' } }, ...PREFERENCE_APPLIED },
-            content: jsonContent({
-              allOf: [
-                schemaRef(names.result),
-                {
-                  type: 'object',
-                  required: ['status_url', 'result_url'],
-                  properties: { status_url: { type: 'string', format: 'uri' }, result_url: { type: 'string', format: 'uri' } },
-                },
-              ],
-            }),
+            content: jsonContent(schemaRef(names.finished)),
           },
           '202': {
             description: 'Accepted and queued (with `Prefer: wait=N`: not finished within N seconds).',

@@ -10,6 +10,7 @@ import {
   CALLER_SCHEMAS,
   CALLER_SECURITY_SCHEMES,
   callerPaths,
+  finishedSchema,
   reachableComponents,
   schemaRef,
   type JsonSchema,
@@ -74,11 +75,13 @@ function executionResult(c: ReturnType<typeof callerContract>): JsonSchema {
 
 export function deploymentOpenApi(d: DeploymentDocumentSource, baseUrl: string) {
   const c = callerContract(d);
-  const paths = callerPaths(d.deployment_id, { request: 'DeploymentExecutionRequest', result: 'DeploymentExecutionResult' });
+  const names = { request: 'DeploymentExecutionRequest', result: 'DeploymentExecutionResult', finished: 'DeploymentExecutionFinished' };
+  const paths = callerPaths(d.deployment_id, names);
+  const result = executionResult(c);
   const used = reachableComponents(paths, {
     parameters: CALLER_PARAMETERS,
     responses: CALLER_RESPONSES,
-    schemas: { ...CALLER_SCHEMAS, DeploymentExecutionRequest: executionRequest(c), DeploymentExecutionResult: executionResult(c) },
+    schemas: { ...CALLER_SCHEMAS, [names.request]: executionRequest(c), [names.result]: result, [names.finished]: finishedSchema(result) },
   });
   return {
     openapi: '3.1.0',

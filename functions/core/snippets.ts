@@ -139,7 +139,8 @@ export function deploymentSnippets(document: unknown): DeploymentSnippets {
     `  }`,
     `  const finished = await client.${result.method}(${JSON.stringify(result.path)}, { params });`,
     `  if (finished.data === undefined) throw new Error(\`result: \${finished.response.status} \${JSON.stringify(finished.error)}\`);`,
-    `  console.log(finished.data.status, finished.data.error_message ?? '', JSON.stringify(finished.data.response_data));`,
+    `  if (finished.data.error_message !== null) console.error(finished.data.error_message);`,
+    `  console.log(finished.data.status, JSON.stringify(finished.data.response_data));`,
     `}`,
     ``,
     `main().catch((e: unknown) => {`,
@@ -173,6 +174,8 @@ export function deploymentSnippets(document: unknown): DeploymentSnippets {
     `    time.sleep(0.5)`,
     `result = requests.get(execution["result_url"], headers=HEADERS, timeout=30)`,
     `result.raise_for_status()`,
+    `if result.json()["error_message"] is not None:`,
+    `    print(result.json()["error_message"])`,
     `print(result.json()["status"], result.json()["response_data"])`,
   ].join('\n');
 

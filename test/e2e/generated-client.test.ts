@@ -1,0 +1,207 @@
+/**
+ * A typed client from the OpenAPI documents alone, by generators nobody here wrote: against a
+ * started runtime, a deployment's document (fetched from it) and docs/openapi.json are turned
+ * into types by openapi-typescript; small openapi-fetch clients written only against those
+ * types (test/fixtures/typed-client) compile under `--strict` with no casts, then run, and every
+ * answer they get is validated against the document with Ajv (JSON Schema 2020-12). The
+ * snippets `pipegate publish` shows are compiled and run the same way.
+ */
+import { execFile } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import ts from 'typescript';
+import type { PipelineDefinition } from '../../functions/core/types';
+import { deploymentSnippets } from '../../functions/core/snippets';
+import { createValidator, loadServiceDocument, type JsonObject, type ObservedResponse } from '../support/openapi';
+import { startTestRuntime, type Published, type TestRuntime } from '../support/runtime';
+
+const FIXTURES = join(__dirname, '..', 'fixtures', 'typed-client');
+const ROOT = join(__dirname, '..', '..');
+const exec = promisify(execFile);
+
+// Slow enough that a result asked for right after the submit is not ready (409) and a cancel
+// finds the execution open, on a loaded machine too.
+const PIPELINE: PipelineDefinition = {
+  nodes: {
+    name: { type: 'input', value_type: 'string', value: 'world' },
+    times: { type: 'input', value_type: 'integer', value: 1 },
+    loud: { type: 'input', value_type: 'boolean', value: false },
+    text: { type: 'transform', inputs: ['name', 'times'], expression: "($n := name; $join([1..times].('Hello, ' & $n), ' '))" },
+    slow: { type: 'delay', inputs: ['text'], ms: 1500 },
+    message: { type: 'output', from: 'slow' },
+  },
+};
+
+let rt: TestRuntime;
+let published: Published;
+let dir: string;
+let deploymentDoc: JsonObject;
+const serviceDoc = loadServiceDocument();
+const seconds: Record<string, number> = {};
+
+/** A fetch that keeps every answer, so each can be validated against the document after the run. */
+function recordingFetch(into: ObservedResponse[]): typeof fetch {
+  return async (input, init) => {
+    const request = new Request(input, init);
+    const response = await fetch(request);
+    const url = new URL(request.url);
+    into.push({ method: request.method, path: `${url.pathname}${url.search}`, status: response.status, headers: response.headers, text: await response.clone().text() });
+    return response;
+  };
+}
+
+const timed = async <T>(name: string, fn: () => Promise<T>): Promise<T> => {
+  const start = performance.now();
+  try {
+    return await fn();
+  } finally {
+    seconds[name] = Math.round(performance.now() - start) / 1000;
+  }
+};
+
+let diagnostics: string[] = [];
+
+beforeAll(async () => {
+  rt = await startTestRuntime({ env: { ...process.env, PIPEGATE_CANCEL_POLL_MS: '50' } });
+  published = await rt.publishPipeline('typed-client', PIPELINE, { inputs: { loud: { visible: false } } });
+  const doc = await rt.caller<JsonObject>('GET', `/v1/deployments/${published.deploymentId}/openapi.json`, published.apiKey);
+  if (doc.status !== 200) throw new Error(`document: ${doc.status} ${doc.text}`);
+  deploymentDoc = doc.body;
+
+  dir = mkdtempSync(join(tmpdir(), 'pipegate-typed-client-'));
+  const src = join(dir, 'src');
+  mkdirSync(src);
+  // The compiled clients find openapi-fetch (and tsc its types) as any project would.
+  symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir');
+  for (const f of readdirSync(FIXTURES)) copyFileSync(join(FIXTURES, f), join(src, f));
+
+  await timed('generate types', async () => {
+    writeFileSync(join(dir, 'deployment.json'), JSON.stringify(deploymentDoc));
+    writeFileSync(join(dir, 'service.json'), JSON.stringify(serviceDoc));
+    await exec(process.execPath, [join(__dirname, '..', 'support', 'openapi-types.mjs'), join(dir, 'deployment.json'), join(src, 'api.ts'), join(dir, 'service.json'), join(src, 'service-api.ts')]);
+  });
+  // The id a caller would paste in; a const, so the paths it builds keep their literal types.
+  writeFileSync(join(src, 'deployment.ts'), `export const DEPLOYMENT_ID = ${JSON.stringify(published.deploymentId)};\n`);
+  writeFileSync(join(src, 'snippet.ts'), deploymentSnippets(deploymentDoc).typescript);
+
+  diagnostics = await timed('compile', async () => {
+    const files = readdirSync(src).map((f) => join(src, f));
+    const program = ts.createProgram(files, {
+      strict: true,
+      noUncheckedIndexedAccess: true,
+      target: ts.ScriptTarget.ES2022,
+      module: ts.ModuleKind.Node16,
+      moduleResolution: ts.ModuleResolutionKind.Node16,
+      lib: ['lib.es2023.d.ts'],
+      types: ['node'],
+      typeRoots: [join(ROOT, 'node_modules', '@types')],
+      skipLibCheck: true,
+      outDir: join(dir, 'out'),
+    });
+    const emitted = program.emit();
+    return [...ts.getPreEmitDiagnostics(program), ...emitted.diagnostics].map((d) => {
+      const where = d.file && d.start !== undefined ? `${d.file.fileName.slice(src.length + 1)}:${d.file.getLineAndCharacterOfPosition(d.start).line + 1} ` : '';
+      return `${where}${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`;
+    });
+  });
+}, 120_000);
+
+afterAll(async () => {
+  // The figures this suite costs: `npx jest test/e2e/generated-client.test.ts`.
+  process.stdout.write(`generated-client timings (s): ${JSON.stringify(seconds)}\n`);
+  if (dir) rmSync(dir, { recursive: true, force: true });
+  await rt?.cleanup();
+});
+
+/** Requires a compiled module from the temp dir (its `run` export). */
+const load = <T>(name: string): T => {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- the module is compiled at test time
+  return require(join(dir, 'out', `${name}.js`)) as T;
+};
+
+describe('typed clients generated from the documents alone', () => {
+  it('compile under --strict: the clients, the publish snippet, and every misuse is refused', () => {
+    expect(diagnostics).toEqual([]);
+  });
+
+  it("a deployment's client: contract, a bad input, execute, 409 result, cancel twice, waiting, status; every answer as its document says", async () => {
+    // Prepare
+    const observed: ObservedResponse[] = [];
+    const { run } = load<{ run: (base: string, key: string, f: typeof fetch) => Promise<Record<string, unknown>> }>('deployment-client');
+
+    // Act
+    const out = await timed('deployment client', () => run(rt.url, published.apiKey, recordingFetch(observed)));
+
+    // Assess
+    expect(out).toEqual({
+      inputs: ['name:string', 'times:integer'],
+      badStatus: 422,
+      badDetail: expect.stringContaining('times'),
+      accepted: 202,
+      location: true,
+      earlyStatus: expect.stringMatching(/^(pending|running)$/),
+      cancelled: 'cancelled',
+      againStatus: 'cancelled',
+      cancelledResult: 'cancelled',
+      cancelledOutputs: [],
+      waitedStatus: 200,
+      message: 'Hello, Grace Hello, Grace',
+      duration: expect.any(Number),
+      documentPaths: 6,
+    });
+    const validator = createValidator(deploymentDoc);
+    expect(observed.length).toBe(10);
+    expect(observed.flatMap((r) => validator.check(r))).toEqual([]);
+  });
+
+  it('a client of the whole service: owner push (and a refused one), list, then the caller operations; every answer as docs/openapi.json says', async () => {
+    // Prepare
+    const observed: ObservedResponse[] = [];
+    const { run } = load<{ run: (base: string, owner: string, key: string, id: string, f: typeof fetch) => Promise<Record<string, unknown>> }>('service-client');
+
+    // Act
+    const out = await timed('service client', () => run(rt.url, rt.ownerToken, published.apiKey, published.deploymentId, recordingFetch(observed)));
+
+    // Assess
+    expect(out).toEqual({
+      pushed: 1,
+      problems: expect.arrayContaining([expect.stringContaining('out')]),
+      listed: expect.arrayContaining(['typed-client', 'typed-client-push']),
+      inputs: ['name', 'times'],
+      badStatus: 422,
+      badDetail: expect.stringContaining('nope'),
+      earlyStatus: expect.stringMatching(/^(pending|running)$/),
+      cancelled: 'cancelled',
+      againStatus: 'cancelled',
+      status: 'cancelled',
+      result: 'cancelled',
+      documentPaths: 6,
+      unknown: 'Execution Not Found',
+    });
+    const validator = createValidator(serviceDoc);
+    expect(observed.length).toBe(13);
+    expect(observed.flatMap((r) => validator.check(r))).toEqual([]);
+  });
+
+  it('the snippets publish shows run as they are: TypeScript (compiled above), Python with requests, curl', async () => {
+    // Prepare
+    const env = { ...process.env, PIPEGATE_API_KEY: published.apiKey };
+    const snippets = deploymentSnippets(deploymentDoc);
+
+    // Act: all three at once; each waits for its execution to finish.
+    const [typescript, python, curl] = await timed('snippets', () =>
+      Promise.all([
+        exec(process.execPath, [join(dir, 'out', 'snippet.js')], { env }),
+        exec('python3', ['-c', snippets.python], { env }),
+        exec('sh', ['-c', snippets.curl], { env }),
+      ]),
+    );
+
+    // Assess
+    expect(typescript.stdout.trim()).toBe('completed {"message":{"value":"Hello, world","value_type":"RAW"}}');
+    expect(python.stdout.trim()).toBe("completed {'message': {'value': 'Hello, world', 'value_type': 'RAW'}}");
+    expect(JSON.parse(curl.stdout)).toMatchObject({ status: 'queued', deployment_id: published.deploymentId });
+  });
+});
