@@ -185,7 +185,7 @@ export const CALLER_SCHEMAS: Record<string, JsonSchema> = {
     additionalProperties: true,
   },
 
-  Unauthorized: errorSchema('Unauthorized', 'Missing or wrong credentials.'),
+  Unauthorized: errorSchema('Unauthorized', 'Missing or wrong credentials; `detail` says which forms are accepted.', { detail: detailSchema }),
   NotFoundDeployment: errorSchema('DeploymentNotFound', 'Unknown or deleted deployment, or the key of another deployment.'),
   NotFoundExecution: errorSchema('ExecutionNotFound', 'Unknown or expired execution, or one of another deployment (or pipeline).'),
   InvalidInputStructure: errorSchema(
