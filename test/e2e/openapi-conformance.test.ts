@@ -317,6 +317,19 @@ describe('owner keys, executions and delete conform', () => {
   });
 });
 
+describe('owner secrets conform', () => {
+  it('sets, lists and deletes a secret; refuses a bad name or body (400) and an unknown secret (404)', async () => {
+    expect((await owner('PUT', '/v1/secrets/CONFORM_TOKEN', { value: 'conform-value' })).status).toBe(200);
+    const list = await owner<{ secrets: { name: string }[] }>('GET', '/v1/secrets');
+    expect(list.body.secrets.map((s) => s.name)).toContain('CONFORM_TOKEN');
+    expect(JSON.stringify(list.body)).not.toContain('conform-value');
+    expect((await owner('PUT', '/v1/secrets/CONFORM_TOKEN', { value: 42 })).status).toBe(400);
+    expect((await owner('PUT', '/v1/secrets/not%20a%20name', { value: 'x' })).status).toBe(400);
+    expect((await owner('DELETE', '/v1/secrets/CONFORM_TOKEN')).status).toBe(204);
+    expect((await owner('DELETE', '/v1/secrets/CONFORM_TOKEN')).status).toBe(404);
+  });
+});
+
 describe('coverage of the flow', () => {
   it('answered every route with a success and the statuses of contract §5 and the owner errors', () => {
     const successes = ROUTES.filter((r) => ![...covered].some((c) => c.startsWith(`${r.method} ${r.path} 2`)));
