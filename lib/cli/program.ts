@@ -9,7 +9,7 @@ import { remove } from './commands/delete';
 import { execute } from './commands/execute';
 import { rotate } from './commands/keys';
 import { list, runs } from './commands/list';
-import { publish } from './commands/publish';
+import { publish, SNIPPET_LANGUAGES, type SnippetLanguage } from './commands/publish';
 import { push } from './commands/push';
 import { run } from './commands/run';
 import { deleteSecret, listSecrets, setSecret } from './commands/secrets';
@@ -101,9 +101,10 @@ export function buildProgram(io: CliIO, deps: CliDeps, state: { code: number }):
     .option('--hide-output <ids>', 'outputs callers do not receive (comma-separated, repeatable)', collect)
     .option('--show-input <ids>', 'make hidden inputs visible again', collect)
     .option('--show-output <ids>', 'make hidden outputs visible again', collect)
+    .addOption(new Option('--snippet <language>', 'the ready-to-run example to print').choices([...SNIPPET_LANGUAGES]).default('curl'))
     .action(
-      act((ctx, p: string, o: { hideInput?: string[]; hideOutput?: string[]; showInput?: string[]; showOutput?: string[] }) =>
-        publish(ctx, p, { hideInput: o.hideInput ?? [], hideOutput: o.hideOutput ?? [], showInput: o.showInput ?? [], showOutput: o.showOutput ?? [] }),
+      act((ctx, p: string, o: { hideInput?: string[]; hideOutput?: string[]; showInput?: string[]; showOutput?: string[]; snippet?: SnippetLanguage }) =>
+        publish(ctx, p, { hideInput: o.hideInput ?? [], hideOutput: o.hideOutput ?? [], showInput: o.showInput ?? [], showOutput: o.showOutput ?? [], snippet: o.snippet ?? 'curl' }),
       ),
     );
 

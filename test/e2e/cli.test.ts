@@ -256,10 +256,13 @@ describe('pipegate CLI against a running local runtime', () => {
     expect(out).toContain('size (hidden)');
     expect(out).toContain('scale: float = 0.5 (hidden)');
     live.counter = { deployment: deployment ?? '', key: key ?? '' };
-    const curl = out.slice(out.indexOf('curl -sS'));
-    expect(curl).toContain(`-H 'X-API-Key: ${key ?? ''}'`);
-    expect(curl).not.toContain('scale');
-    live.curl = curl;
+    // The block printed under "Try it": the key's export, then the curl command from the
+    // deployment's own document.
+    const block = out.slice(out.indexOf('export PIPEGATE_API_KEY='));
+    expect(block).toContain(`export PIPEGATE_API_KEY=${key ?? ''}`);
+    expect(block).toContain('curl -sS -X POST');
+    expect(block).not.toContain('scale');
+    live.curl = block;
 
     // The ready-to-paste command works as printed (asynchronously: the runtime answering it
     // lives in this process).

@@ -1,10 +1,13 @@
 import { CommanderError } from 'commander';
 import type { Readiness } from '../../lib/cli/client';
-import { curlExample, visibilityBody } from '../../lib/cli/commands/publish';
+import { createColors } from 'picocolors';
+import { publishedSnippets, renderPublished, visibilityBody } from '../../lib/cli/commands/publish';
 import { nextStep } from '../../lib/cli/commands/status';
 import { EXIT, exitCodeFor, FailureError, ServiceError, UnreachableError, UsageError } from '../../lib/cli/errors';
 import { colorEnabled, duration, fields, Output, shellQuote, table, type CliIO } from '../../lib/cli/output';
 import { describeError } from '../../lib/cli/program';
+
+const plain = createColors(false);
 
 const sink = (isTTY: boolean) => {
   const s = { text: '', isTTY, write: (c: string) => (s.text += c) };
@@ -134,17 +137,17 @@ describe('formatting helpers', () => {
     };
 
     // Act
-    const cmd = curlExample(p, 'pgk_1');
+    const snippets = publishedSnippets('greet', p);
+    const shown = renderPublished('greet', { ...p, api_key: 'pgk_1' }, true, plain, 'python');
 
-    // Assess
-    expect(cmd).toBe(
-      [
-        'curl -sS -X POST http://127.0.0.1:3000/v1/deployments/d/executions/ \\',
-        `  -H 'X-API-Key: pgk_1' \\`,
-        `  -H 'Content-Type: application/json' \\`,
-        `  -d '{"workflow_input":{"name":{"value":"O'\\''Brien","value_type":"RAW"}}}'`,
-      ].join('\n'),
-    );
+    // Assess: the deployment's own document is their source (its base URL and paths, visible inputs only).
+    expect(snippets.curl).toContain(`curl -sS -X POST 'http://127.0.0.1:3000/v1/deployments/d/executions' \\`);
+    expect(snippets.curl).toContain(`-d '{"workflow_input":{"name":{"value":"O'\\''Brien","value_type":"RAW"}}}'`);
+    expect(snippets.typescript).toContain('client.POST("/v1/deployments/d/executions"');
+    expect(snippets.python).toContain('"http://127.0.0.1:3000/v1/deployments/d/executions"');
+    expect(shown).toContain('export PIPEGATE_API_KEY=pgk_1');
+    expect(shown).toContain('import requests');
+    expect(renderPublished('greet', p, false, plain, 'none')).not.toContain('curl');
   });
 
   it('builds the publish body from hide/show lists', () => {

@@ -1,11 +1,13 @@
-import { requestValueType, type RequestValueType } from '../../../functions/core/values';
+import { deploymentOpenApi } from '../../../functions/core/openapi';
+import { deploymentSnippets, SNIPPET_KEY_VARIABLE, type DeploymentSnippets } from '../../../functions/core/snippets';
 import type { Published } from '../client';
 import type { Ctx } from '../context';
 import { UsageError } from '../errors';
 import { checkPipelineId } from '../files';
-import { fields, literal, shellQuote, type Colors } from '../output';
+import { fields, literal, type Colors } from '../output';
 
 export interface PublishOptions {
+  snippet?: SnippetLanguage;
   hideInput: string[];
   hideOutput: string[];
   showInput: string[];
@@ -31,20 +33,21 @@ export function visibilityBody(o: PublishOptions): { inputs?: Visibility; output
   return { ...(inputs ? { inputs } : {}), ...(outputs ? { outputs } : {}) };
 }
 
-/** A curl command a caller can paste: every visible input set to its published value. */
-export function curlExample(p: Published, key: string): string {
-  const workflowInput: Record<string, { value: unknown; value_type: RequestValueType }> = {};
-  for (const i of p.inputs) if (i.visible) workflowInput[i.id] = { value: i.value, value_type: requestValueType(i.value_type) };
-  const body = JSON.stringify(Object.keys(workflowInput).length ? { workflow_input: workflowInput } : {});
-  return [
-    `curl -sS -X POST ${shellQuote(p.execute_url)}`,
-    `  -H ${key.startsWith('$') ? `"X-API-Key: ${key}"` : shellQuote(`X-API-Key: ${key}`)}`,
-    `  -H 'Content-Type: application/json'`,
-    `  -d ${shellQuote(body)}`,
-  ].join(' \\\n');
+export type SnippetLanguage = 'curl' | 'typescript' | 'python' | 'none';
+export const SNIPPET_LANGUAGES: readonly SnippetLanguage[] = ['curl', 'typescript', 'python', 'none'];
+
+/**
+ * Ready-to-run snippets for a published deployment, from the same OpenAPI document the service
+ * serves for it (built here from the publish answer, as the service builds it from the record).
+ */
+export function publishedSnippets(pipeline: string, p: Published): DeploymentSnippets {
+  const suffix = new RegExp(`/v1/deployments/${p.deployment_id}/executions/?$`);
+  const baseUrl = p.execute_url.replace(suffix, '');
+  const doc = deploymentOpenApi({ deployment_id: p.deployment_id, pipeline_id: pipeline, version: p.version, published_at: p.published_at, inputs: p.inputs, outputs: p.outputs }, baseUrl);
+  return deploymentSnippets(doc);
 }
 
-export function renderPublished(pipeline: string, p: Published, created: boolean, c: Colors): string {
+export function renderPublished(pipeline: string, p: Published, created: boolean, c: Colors, snippet: SnippetLanguage = 'curl'): string {
   const lines: string[] = [];
   lines.push(`${c.green('✔')} ${created ? 'published' : 'updated'} ${c.bold(pipeline)} version ${p.version}`);
   const inputs = p.inputs.map((i) => `${i.id}: ${i.value_type} = ${literal(i.value)}${i.visible ? '' : ' (hidden)'}`);
@@ -74,15 +77,13 @@ export function renderPublished(pipeline: string, p: Published, created: boolean
       ),
     );
   }
-  lines.push('');
-  lines.push(c.dim('  Try it:'));
-  const key = p.api_key ?? '$PIPEGATE_API_KEY';
-  lines.push(
-    curlExample(p, key)
-      .split('\n')
-      .map((l) => `    ${l}`)
-      .join('\n'),
-  );
+  if (snippet !== 'none') {
+    lines.push('');
+    lines.push(c.dim(`  Try it (${snippet}; --snippet curl|typescript|python|none):`));
+    lines.push(`    export ${SNIPPET_KEY_VARIABLE}=${p.api_key ?? '<the API key>'}`);
+    const text = publishedSnippets(pipeline, p)[snippet];
+    lines.push(text.split('\n').map((l) => `    ${l}`).join('\n'));
+  }
   return lines.join('\n');
 }
 
@@ -91,6 +92,6 @@ export async function publish(ctx: Ctx, pipeline: string, opts: PublishOptions):
   checkPipelineId(pipeline, 'pipeline');
   const { status, body, raw } = await ctx.client.publish(pipeline, visibilityBody(opts));
   ctx.out.document(raw);
-  ctx.out.line(renderPublished(pipeline, body, status === 201, ctx.out.c));
+  ctx.out.line(renderPublished(pipeline, body, status === 201, ctx.out.c, opts.snippet));
   return 0;
 }
