@@ -5,6 +5,7 @@
  * cannot disagree. Error bodies take their messages from the catalog.
  */
 import { ERRORS, type ErrorName } from './errors';
+import { STATUSES, TERMINAL } from './transitions';
 
 export type JsonSchema = Record<string, unknown>;
 export type PathItem = Record<string, unknown>;
@@ -61,7 +62,7 @@ export const CALLER_SCHEMAS: Record<string, JsonSchema> = {
   },
   ExecutionStatus: {
     type: 'string',
-    enum: ['pending', 'running', 'completed', 'failed', 'cancelled'],
+    enum: [...STATUSES],
     description: 'pending → running → completed | failed | cancelled, and pending → cancelled; nothing else.',
   },
   ExecutionRequest: {
@@ -132,7 +133,7 @@ export const CALLER_SCHEMAS: Record<string, JsonSchema> = {
     type: 'object',
     required: ['status', 'execution_id', 'deployment_id', 'completion_duration', 'output_artifacts', 'error_message', 'response_data'],
     properties: {
-      status: { type: 'string', enum: ['completed', 'failed', 'cancelled'] },
+      status: { type: 'string', enum: [...TERMINAL] },
       execution_id: schemaRef('Uuid'),
       deployment_id: schemaRef('Uuid'),
       // A result exists only once terminal, so its duration is always known.
@@ -214,7 +215,7 @@ export const CALLER_SCHEMAS: Record<string, JsonSchema> = {
   ExecutionAlreadyFinished: errorSchema(
     'ExecutionAlreadyFinished',
     'Cancel of an execution that already finished.',
-    { status: { type: 'string', enum: ['completed', 'failed', 'cancelled'] } },
+    { status: { type: 'string', enum: [...TERMINAL] } },
     ['status'],
   ),
   TooManyRequests: errorSchema('TooManyRequests', 'Throttled (AWS stage throttling).'),

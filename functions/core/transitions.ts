@@ -15,6 +15,9 @@ export const TRANSITIONS: Readonly<Record<ExecutionStatus, readonly ExecutionSta
 
 export const isTerminal = (s: ExecutionStatus): boolean => TERMINAL.includes(s);
 
+/** For a status read from outside (an HTTP answer, a stored item): is it a terminal one? */
+export const isTerminalStatus = (s: unknown): s is ExecutionStatus => typeof s === 'string' && (TERMINAL as readonly string[]).includes(s);
+
 export const canTransition = (from: ExecutionStatus, to: ExecutionStatus): boolean =>
   TRANSITIONS[from].includes(to);
 

@@ -4,12 +4,13 @@
  * response body is checked before use; the raw body is kept for `--json`.
  */
 import * as v from 'valibot';
+import { STATUSES } from '../../functions/core/transitions';
 import { INPUT_VALUE_TYPES } from '../../functions/core/values';
 import { EXIT, ServiceError, UnreachableError, UsageError } from './errors';
 import type { Connection } from './connection';
 import { defaultCredentials, signRequest, type CredentialSource } from './sigv4';
 
-const Status = v.picklist(['pending', 'running', 'completed', 'failed', 'cancelled']);
+const Status = v.picklist(STATUSES);
 const Raw = v.union([v.string(), v.number(), v.boolean()]);
 const ValueType = v.picklist(INPUT_VALUE_TYPES);
 const Nullable = <T extends v.GenericSchema>(s: T) => v.nullable(s);

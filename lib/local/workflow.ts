@@ -2,6 +2,7 @@ import './polyfills';
 import { randomUUID } from 'node:crypto';
 import { StateMachine, type StateMachineDefinition } from 'aws-local-stepfunctions';
 import type { WorkflowPort } from '../../functions/core/ports';
+import { isPlainObject } from '../../functions/core/values';
 
 /** A Task state's work: receives the state's resolved Parameters, as the Lambda does on AWS. */
 export type WorkflowTask = (input: unknown) => Promise<unknown>;
@@ -197,7 +198,7 @@ export class LocalWorkflow implements WorkflowPort {
     // A Retry sleep ends early on abort and the interpreter then calls the task again.
     if (run.aborted) throw new WorkflowStoppedError();
     let payload: unknown = input;
-    if (isRecord(input) && Object.hasOwn(input, TIMEOUT_KEY)) {
+    if (isPlainObject(input) && Object.hasOwn(input, TIMEOUT_KEY)) {
       const { [TIMEOUT_KEY]: _timeout, ...rest } = input;
       payload = rest;
     }
@@ -220,13 +221,13 @@ export class LocalWorkflow implements WorkflowPort {
  */
 function prepareDefinition(source: object): StateMachineDefinition {
   const copy = JSON.parse(JSON.stringify(source)) as unknown;
-  if (!isRecord(copy) || !isRecord(copy.States) || typeof copy.StartAt !== 'string') {
+  if (!isPlainObject(copy) || !isPlainObject(copy.States) || typeof copy.StartAt !== 'string') {
     throw new Error('The workflow definition needs StartAt and States');
   }
   forEachState(copy, (state) => {
     if (state.Type !== 'Task' || typeof state.TimeoutSecondsPath !== 'string') return;
     if (state.Parameters === undefined) return;
-    if (!isRecord(state.Parameters)) {
+    if (!isPlainObject(state.Parameters)) {
       throw new Error('A Task with TimeoutSecondsPath needs object Parameters here');
     }
     state.Parameters[`${TIMEOUT_KEY}.$`] = state.TimeoutSecondsPath;
@@ -244,19 +245,16 @@ function taskStateNames(definition: StateMachineDefinition): string[] {
 }
 
 function forEachState(machine: Record<string, unknown>, visit: (state: Record<string, unknown>, name: string) => void): void {
-  if (!isRecord(machine.States)) return;
+  if (!isPlainObject(machine.States)) return;
   for (const [name, state] of Object.entries(machine.States)) {
-    if (!isRecord(state)) continue;
+    if (!isPlainObject(state)) continue;
     visit(state, name);
     const nested = [
       ...(Array.isArray(state.Branches) ? state.Branches : []),
       state.Iterator,
       state.ItemProcessor,
     ];
-    for (const sub of nested) if (isRecord(sub)) forEachState(sub, visit);
+    for (const sub of nested) if (isPlainObject(sub)) forEachState(sub, visit);
   }
 }
 
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}

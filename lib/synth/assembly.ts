@@ -9,6 +9,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { PLACEHOLDER_ENV } from '../stacks/settings';
+import { isPlainObject } from '../../functions/core/values';
 
 export const REPO_ROOT = path.resolve(__dirname, '..', '..');
 /** The account and region every local synth is made for (no AWS lookup needed). */
@@ -231,7 +232,6 @@ export interface Assembly {
   functions: AssemblyFunction[];
 }
 
-const isRecord = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
 
 const readJson = (file: string): unknown => JSON.parse(readFileSync(file, 'utf8'));
 
@@ -245,7 +245,7 @@ interface ManifestArtifact {
 /** The stacks and functions of a synthesized cloud assembly directory (cdk.out). */
 export function loadAssembly(dir: string): Assembly {
   const manifest = readJson(path.join(dir, 'manifest.json'));
-  if (!isRecord(manifest) || !isRecord(manifest.artifacts)) throw new Error(`${dir}/manifest.json has no artifacts`);
+  if (!isPlainObject(manifest) || !isPlainObject(manifest.artifacts)) throw new Error(`${dir}/manifest.json has no artifacts`);
   const artifacts = manifest.artifacts as Record<string, ManifestArtifact>;
 
   // Asset object key -> asset directory, from every asset manifest.
@@ -254,9 +254,9 @@ export function loadAssembly(dir: string): Assembly {
     if (a.type !== 'cdk:asset-manifest' || typeof a.properties?.file !== 'string') continue;
     const files = (readJson(path.join(dir, a.properties.file)) as { files?: Record<string, unknown> }).files ?? {};
     for (const f of Object.values(files)) {
-      if (!isRecord(f) || !isRecord(f.source) || typeof f.source.path !== 'string' || !isRecord(f.destinations)) continue;
+      if (!isPlainObject(f) || !isPlainObject(f.source) || typeof f.source.path !== 'string' || !isPlainObject(f.destinations)) continue;
       for (const d of Object.values(f.destinations)) {
-        if (isRecord(d) && typeof d.objectKey === 'string') assetPaths.set(d.objectKey, path.join(dir, f.source.path));
+        if (isPlainObject(d) && typeof d.objectKey === 'string') assetPaths.set(d.objectKey, path.join(dir, f.source.path));
       }
     }
   }
@@ -271,7 +271,7 @@ export function loadAssembly(dir: string): Assembly {
       throw new Error(`Stack ${id} has no explicit account and region (${a.environment ?? 'none'})`);
     }
     const template = readJson(path.join(dir, templateFile)) as Template;
-    if (!isRecord(template.Resources)) throw new Error(`${templateFile} has no Resources`);
+    if (!isPlainObject(template.Resources)) throw new Error(`${templateFile} has no Resources`);
     unordered.push({
       id,
       stackName: typeof a.properties?.stackName === 'string' ? a.properties.stackName : id,
@@ -291,7 +291,7 @@ export function loadAssembly(dir: string): Assembly {
       const props = r.Properties ?? {};
       const where = `${stack.id}/${logicalId}`;
       const code = props.Code;
-      const key = isRecord(code) ? code.S3Key : undefined;
+      const key = isPlainObject(code) ? code.S3Key : undefined;
       const fromMetadata = r.Metadata?.['aws:asset:path'];
       const assetDir =
         (typeof key === 'string' ? assetPaths.get(key) : undefined) ??

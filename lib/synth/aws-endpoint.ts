@@ -15,6 +15,7 @@ import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import { sessionNameOf, type IamDecision, type IamEvaluator, type Principal } from './iam';
 import type { LocalArns } from './physical';
+import { isPlainObject } from '../../functions/core/values';
 
 /** A local queue as the endpoint uses it (lib/local/queue.ts LocalQueue). */
 export interface EndpointQueue {
@@ -116,7 +117,6 @@ interface Call {
   caller: Caller;
 }
 
-const isRecord = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
 
 export async function startAwsEndpoint(options: AwsEndpointOptions = {}): Promise<AwsEndpoint> {
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
@@ -143,7 +143,7 @@ export async function startAwsEndpoint(options: AwsEndpointOptions = {}): Promis
     let body: Record<string, unknown>;
     try {
       const parsed: unknown = raw.length === 0 ? {} : JSON.parse(raw.toString('utf8'));
-      if (!isRecord(parsed)) throw new Error('not an object');
+      if (!isPlainObject(parsed)) throw new Error('not an object');
       body = parsed;
     } catch {
       throw new AwsError(400, 'SerializationException', 'The request body is not a JSON object');
@@ -225,7 +225,7 @@ export async function startAwsEndpoint(options: AwsEndpointOptions = {}): Promis
       }
       case 'BatchGetItem':
       case 'BatchWriteItem':
-        checks = Object.keys(isRecord(body.RequestItems) ? body.RequestItems : {}).map((t) => ({ action, resource: tableArn(t) }));
+        checks = Object.keys(isPlainObject(body.RequestItems) ? body.RequestItems : {}).map((t) => ({ action, resource: tableArn(t) }));
         break;
       default:
         throw unknownOperation(call);
@@ -275,7 +275,7 @@ export async function startAwsEndpoint(options: AwsEndpointOptions = {}): Promis
       }
     };
     if (operation === 'SendMessage') return json(res, call.service, await send(body));
-    const entries = Array.isArray(body.Entries) ? body.Entries.filter(isRecord) : [];
+    const entries = Array.isArray(body.Entries) ? body.Entries.filter(isPlainObject) : [];
     if (entries.length === 0) throw new AwsError(400, 'EmptyBatchRequest', 'There should be at least one SendMessageBatchRequestEntry in the request.', 'AWS.SimpleQueueService.EmptyBatchRequest;Sender');
     if (entries.length > 10) throw new AwsError(400, 'TooManyEntriesInBatchRequest', 'Maximum number of entries per request are 10.', 'AWS.SimpleQueueService.TooManyEntriesInBatchRequest;Sender');
     const ids = entries.map((e) => String(e.Id));
@@ -314,7 +314,7 @@ export async function startAwsEndpoint(options: AwsEndpointOptions = {}): Promis
       } catch {
         throw new AwsError(400, 'InvalidExecutionInput', 'Invalid State Machine Execution Input: not valid JSON');
       }
-      if (!isRecord(input)) throw new AwsError(400, 'InvalidExecutionInput', 'pipegate state machines take a JSON object as input');
+      if (!isPlainObject(input)) throw new AwsError(400, 'InvalidExecutionInput', 'pipegate state machines take a JSON object as input');
       const startDate = Date.now() / 1000;
       if (machine.type === 'EXPRESS') {
         // No name idempotency for Express: every start is a new execution with its own run id.
@@ -482,7 +482,7 @@ export class LocalSecretStore {
       saved = [];
     }
     for (const r of Array.isArray(saved) ? saved : []) {
-      if (isRecord(r) && typeof r.arn === 'string' && typeof r.value === 'string') this.secrets.set(r.arn, r as unknown as SecretRecord);
+      if (isPlainObject(r) && typeof r.arn === 'string' && typeof r.value === 'string') this.secrets.set(r.arn, r as unknown as SecretRecord);
     }
   }
 

@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto';
 import { runSimulation, type EvaluationResult } from '@cloud-copilot/iam-simulate';
 import type { ResolvedAssembly, ResolvedStack } from './physical';
+import { isPlainObject } from '../../functions/core/values';
 
 export interface PolicyDocument {
   Version?: string;
@@ -63,7 +64,6 @@ const AWS_MANAGED: Readonly<Record<string, PolicyDocument>> = {
   },
 };
 
-const isRecord = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
 const asArray = (x: unknown): unknown[] => (x === undefined ? [] : Array.isArray(x) ? x : [x]);
 
 function awsManaged(arn: string): PolicyDocument | undefined {
@@ -95,7 +95,7 @@ export function sessionNameOf(token: string): string | undefined {
   if (!token.startsWith(TOKEN_PREFIX)) return undefined;
   try {
     const parsed: unknown = JSON.parse(Buffer.from(token.slice(TOKEN_PREFIX.length), 'base64url').toString('utf8'));
-    return isRecord(parsed) && typeof parsed.sessionName === 'string' ? parsed.sessionName : undefined;
+    return isPlainObject(parsed) && typeof parsed.sessionName === 'string' ? parsed.sessionName : undefined;
   } catch {
     return undefined;
   }
@@ -127,8 +127,8 @@ export function principalsOf(assembly: ResolvedAssembly): Principal[] {
         unknownManagedPolicies: [],
       };
       asArray(props.Policies).forEach((inline, i) => {
-        const doc = stack.resolve(isRecord(inline) ? inline.PolicyDocument : undefined, `${where}.Policies[${i}].PolicyDocument`);
-        const name = isRecord(inline) && typeof inline.PolicyName === 'string' ? inline.PolicyName : String(i);
+        const doc = stack.resolve(isPlainObject(inline) ? inline.PolicyDocument : undefined, `${where}.Policies[${i}].PolicyDocument`);
+        const name = isPlainObject(inline) && typeof inline.PolicyName === 'string' ? inline.PolicyName : String(i);
         p.policies.push({ name: `${stack.stack.id}/${logicalId}/${name}`, document: doc as PolicyDocument });
       });
       for (const [i, raw] of asArray(props.ManagedPolicyArns).entries()) {

@@ -3,6 +3,7 @@
  * CloudFormation does to a template's values when it deploys the stack. Anything this does not
  * know throws with the JSON path of the value, so nothing unresolved reaches a function.
  */
+import { isPlainObject } from '../../functions/core/values';
 
 /** What a deployed resource answers to Ref and Fn::GetAtt. */
 export interface PhysicalResource {
@@ -42,11 +43,10 @@ export class IntrinsicError extends Error {
 /** Marks a value removed by `{ "Ref": "AWS::NoValue" }`; never returned from resolve(). */
 const NO_VALUE: unique symbol = Symbol('AWS::NoValue');
 
-const isRecord = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
 
 /** `{ "Ref": ... }` or `{ "Fn::X": ... }` (a one-key object naming a function). */
 export function intrinsicName(x: unknown): string | undefined {
-  if (!isRecord(x)) return undefined;
+  if (!isPlainObject(x)) return undefined;
   const keys = Object.keys(x);
   if (keys.length !== 1) return undefined;
   const k = keys[0] as string;
@@ -76,7 +76,7 @@ function resolveInner(value: unknown, ctx: ResolveContext, path: string): unknow
     });
     return out;
   }
-  if (!isRecord(value)) return value;
+  if (!isPlainObject(value)) return value;
   const fn = intrinsicName(value);
   if (fn) return call(fn, value[fn], ctx, `${path}.${fn}`);
   const unknownFn = Object.keys(value).find((k) => k.startsWith('Fn::'));
@@ -175,7 +175,7 @@ function call(fn: string, arg: unknown, ctx: ResolveContext, path: string): unkn
     case 'Fn::Sub': {
       if (typeof arg === 'string') return sub(arg, {}, ctx, path);
       const [template, vars, ...rest] = list(arg, path, 'Fn::Sub');
-      if (rest.length > 0 || !isRecord(vars)) throw new IntrinsicError(path, 'Fn::Sub takes a string or [string, {variables}]');
+      if (rest.length > 0 || !isPlainObject(vars)) throw new IntrinsicError(path, 'Fn::Sub takes a string or [string, {variables}]');
       const resolvedVars = resolve(vars, ctx, `${path}[1]`) as Record<string, unknown>;
       return sub(str(template, path, 'Fn::Sub template'), resolvedVars, ctx, path);
     }
@@ -204,7 +204,7 @@ function call(fn: string, arg: unknown, ctx: ResolveContext, path: string): unkn
       return v;
     }
     case 'Fn::GetStackOutput': {
-      if (!isRecord(arg)) throw new IntrinsicError(path, 'Fn::GetStackOutput takes { StackName, OutputName }');
+      if (!isPlainObject(arg)) throw new IntrinsicError(path, 'Fn::GetStackOutput takes { StackName, OutputName }');
       const stackName = str(resolve(arg.StackName, ctx, `${path}.StackName`), path, 'StackName');
       const outputName = str(resolve(arg.OutputName, ctx, `${path}.OutputName`), path, 'OutputName');
       const region = arg.Region === undefined ? undefined : str(resolve(arg.Region, ctx, `${path}.Region`), path, 'Region');

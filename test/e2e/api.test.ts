@@ -2,21 +2,17 @@
  * The caller and owner APIs end to end: a started local runtime, real HTTP, every contract rule
  * a caller or an owner can observe.
  */
-import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import type { PipelineDefinition } from '../../functions/core/types';
 import { greeting, sleep, startTestRuntime, waitUntil, type Published, type TestRuntime } from '../support/runtime';
 import { unauthorizedBody } from '../../functions/core/errors';
+import { reply, startTestServer, type ReceivedRequest, type TestServer } from '../support/http-server';
 
 let rt: TestRuntime;
 let greet: Published;
 
-interface Received {
-  headers: IncomingMessage['headers'];
-  body: string;
-}
-let receiver: Server;
+type Received = ReceivedRequest;
+let receiver: TestServer;
 let receiverUrl: string;
 const received: Received[] = [];
 let receiverStatus: number[] = [];
@@ -24,23 +20,16 @@ let receiverStatus: number[] = [];
 beforeAll(async () => {
   rt = await startTestRuntime({ env: { ...process.env, PIPEGATE_CALLBACK_SCHEDULE: '0,0,0', PIPEGATE_CANCEL_POLL_MS: '50' } });
   greet = await rt.publishPipeline('greeting', greeting);
-  receiver = createServer((req, res) => {
-    let body = '';
-    req.on('data', (c: Buffer) => (body += c.toString()));
-    req.on('end', () => {
-      received.push({ headers: req.headers, body });
-      res.statusCode = receiverStatus.shift() ?? 204;
-      res.end();
-    });
+  receiver = await startTestServer((req, res) => {
+    received.push(req);
+    reply(res, receiverStatus.shift() ?? 204);
   });
-  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()));
-  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+  receiverUrl = `${receiver.origin}/hook`;
 });
 
 afterAll(async () => {
   await rt?.cleanup();
-  receiver?.closeAllConnections();
-  await new Promise((r) => receiver?.close(r));
+  await receiver?.close();
 });
 
 const executions = (p: Published) => `/v1/deployments/${p.deploymentId}/executions/`;

@@ -7,6 +7,7 @@ import type { PipelineDefinition } from '../../functions/core/types';
 import { ROUTES } from '../../lib/routes';
 import { createValidator, loadServiceDocument, structuralProblems, type OpenApiValidator } from '../support/openapi';
 import { greeting, request, startTestRuntime, waitUntil, type Reply, type TestRuntime } from '../support/runtime';
+import { isTerminalStatus } from '../../functions/core/transitions';
 
 let rt: TestRuntime;
 const service = createValidator(loadServiceDocument());
@@ -21,7 +22,6 @@ afterAll(async () => {
   await rt?.cleanup();
 });
 
-const TERMINAL = ['completed', 'failed', 'cancelled'];
 
 interface Call {
   method: string;
@@ -55,7 +55,7 @@ async function runToEnd(id: string, inputs?: Record<string, unknown>): Promise<R
   expect(started.status).toBe(202);
   const run = await waitUntil(
     () => owner('GET', `/v1/pipelines/${id}/runs/${started.body.run_id as string}`),
-    (r) => TERMINAL.includes(r.body.status as string),
+    (r) => isTerminalStatus(r.body.status),
   );
   return run.body;
 }

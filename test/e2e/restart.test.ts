@@ -3,13 +3,13 @@
  * callbacks being retried, then a restart on the same data dir.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { PipelineDefinition } from '../../functions/core/types';
 import { spawnRuntime, type RuntimeProcess } from '../support/process';
 import { greeting, request, waitUntil } from '../support/runtime';
+import { isTerminalStatus } from '../../functions/core/transitions';
+import { reply, startTestServer, type TestServer } from '../support/http-server';
 
 jest.setTimeout(120_000);
 
@@ -22,7 +22,7 @@ const slow: PipelineDefinition = {
 };
 
 let dataDir: string;
-let receiver: Server;
+let receiver: TestServer;
 let hookUrl: string;
 let failHooks = true;
 const hooks: { id: string; execution: string }[] = [];
@@ -30,27 +30,17 @@ let runtime: RuntimeProcess | undefined;
 
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'pipegate-restart-'));
-  receiver = createServer((req, res) => {
-    let body = '';
-    req.on('data', (c: Buffer) => (body += c.toString()));
-    req.on('end', () => {
-      if (failHooks) {
-        res.statusCode = 500;
-      } else {
-        hooks.push({ id: String(req.headers['webhook-id']), execution: (JSON.parse(body) as { execution_id: string }).execution_id });
-        res.statusCode = 204;
-      }
-      res.end();
-    });
+  receiver = await startTestServer((req, res) => {
+    if (failHooks) return reply(res, 500);
+    hooks.push({ id: String(req.headers['webhook-id']), execution: (JSON.parse(req.body) as { execution_id: string }).execution_id });
+    reply(res, 204);
   });
-  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()));
-  hookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+  hookUrl = `${receiver.origin}/hook`;
 });
 
 afterAll(async () => {
   await runtime?.stop();
-  receiver.closeAllConnections();
-  await new Promise((r) => receiver.close(r));
+  await receiver.close();
   rmSync(dataDir, { recursive: true, force: true });
 });
 
@@ -91,7 +81,7 @@ it('finishes every accepted execution exactly once and delivers every callback a
     request<Record<string, unknown>>(`${runtime?.url}/v1/deployments/executions/${id}/status/`, 'GET', undefined, { 'x-api-key': key });
   const finals = await waitUntil(
     () => Promise.all([...fast.map((id) => statusOf(id, g.key)), ...slowIds.map((id) => statusOf(id, s.key))]),
-    (rs) => rs.every((r) => ['completed', 'failed', 'cancelled'].includes(r.body.status as string)),
+    (rs) => rs.every((r) => isTerminalStatus(r.body.status)),
     30_000,
   );
   for (const r of finals.slice(0, 5)) expect(r.body.status).toBe('completed');

@@ -4,8 +4,6 @@
  * credentials, the address guard through the API, no plaintext key or secret at rest or in
  * the logs, and fuzzing of every route that must never yield a 5xx. Prints its figures.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { readdirSync, readFileSync, rmSync, mkdtempSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,6 +16,7 @@ import { ROUTES } from '../../lib/routes';
 import { printFigures, startReceiver, testSeed, type Figures, type Receiver } from '../support/faults';
 import { fuzzRequest, prepareFuzz, sendFuzz, StatusTally } from '../support/fuzz';
 import { greeting, request, sleep, startTestRuntime, waitUntil, type Published, type Reply, type TestRuntime } from '../support/runtime';
+import { reply, startTestServer } from '../support/http-server';
 
 jest.setTimeout(60_000);
 
@@ -337,16 +336,11 @@ describe('no plaintext key or secret at rest or in the logs', () => {
 
   /** An upstream that repeats the Authorization header it was sent: in its 200 body, and in its 401 error. */
   async function startEcho(): Promise<{ url: string; close: () => Promise<void> }> {
-    const server: Server = createServer((req, res) => {
+    const server = await startTestServer((req, res) => {
       const auth = req.headers.authorization ?? '';
-      res.writeHead(req.url === '/refuse' ? 401 : 200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(req.url === '/refuse' ? { error: `token ${auth} is not valid` } : { you_sent: auth, path: req.url }));
+      reply(res, req.path === '/refuse' ? 401 : 200, req.path === '/refuse' ? { error: `token ${auth} is not valid` } : { you_sent: auth, path: req.path });
     });
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-    return {
-      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-      close: () => new Promise<void>((r) => server.close(() => r())),
-    };
+    return { url: server.origin, close: () => server.close() };
   }
 
   /** Every owner and caller answer about a pipeline, a deployment and their executions, as one text. */

@@ -7,8 +7,9 @@ import { ROUTES, WORKERS, routeHandlers } from '../../lib/routes';
 import { MAIN_TABLE } from '../../lib/tables';
 import { ACCESS, allFunctionNames, type FunctionAccess } from '../../lib/stacks/permissions';
 import { ASL_PATH, ASL_SUBSTITUTIONS } from '../../lib/stacks/service-stack';
-import { buildTestApp, crossStackRef, asArray, isRecord, outputsOf, refOf, resourcesOf, type Resources } from './stack-fixture';
+import { buildTestApp, crossStackRef, asArray, outputsOf, refOf, resourcesOf, type Resources } from './stack-fixture';
 import { unauthorizedBody } from '../../functions/core/errors';
+import { isPlainObject } from '../../functions/core/values';
 
 // Prepare: one app for the whole file (building it is the slow part).
 const built = buildTestApp();
@@ -31,7 +32,7 @@ function label(x: unknown): string {
   if (remote) return `stateful:${remote}`;
   const local = refOf(x);
   if (local) return `service:${local}`;
-  if (isRecord(x) && Array.isArray(x['Fn::Join'])) {
+  if (isPlainObject(x) && Array.isArray(x['Fn::Join'])) {
     const parts = (x['Fn::Join'] as unknown[])[1];
     return asArray(parts).map(label).join('');
   }

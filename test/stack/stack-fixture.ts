@@ -7,6 +7,7 @@ import * as path from 'node:path';
 import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { buildPipegate, type PipegateApp } from '../../lib/stacks/app';
+import { isPlainObject } from '../../functions/core/values';
 
 const CDK_JSON = path.join(__dirname, '..', '..', 'cdk.json');
 
@@ -44,11 +45,10 @@ export function outputsOf(template: Template): Record<string, { Value: unknown }
   return (template.toJSON() as { Outputs?: Record<string, { Value: unknown }> }).Outputs ?? {};
 }
 
-export const isRecord = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
 
 /** The logical id in a { Ref } or { Fn::GetAtt: [id, attr] }, else undefined. */
 export function refOf(x: unknown): string | undefined {
-  if (!isRecord(x)) return undefined;
+  if (!isPlainObject(x)) return undefined;
   if (typeof x.Ref === 'string') return x.Ref;
   const getAtt = x['Fn::GetAtt'];
   if (Array.isArray(getAtt) && typeof getAtt[0] === 'string') return getAtt[0];
@@ -60,9 +60,9 @@ export function refOf(x: unknown): string | undefined {
  * template's output, returning the logical id it refers to there.
  */
 export function crossStackRef(x: unknown, producer: Template): string | undefined {
-  if (!isRecord(x)) return undefined;
+  if (!isPlainObject(x)) return undefined;
   const get = x['Fn::GetStackOutput'];
-  if (isRecord(get) && typeof get.OutputName === 'string') return refOf(outputsOf(producer)[get.OutputName]?.Value);
+  if (isPlainObject(get) && typeof get.OutputName === 'string') return refOf(outputsOf(producer)[get.OutputName]?.Value);
   const imp = x['Fn::ImportValue'];
   if (typeof imp === 'string') {
     const out = Object.values((producer.toJSON() as { Outputs?: Record<string, { Value: unknown; Export?: { Name?: unknown } }> }).Outputs ?? {}).find(

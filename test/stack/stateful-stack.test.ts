@@ -2,7 +2,8 @@ import { Template } from 'aws-cdk-lib/assertions';
 import type { CfnElement } from 'aws-cdk-lib';
 import { QUEUES } from '../../lib/queues';
 import { MAIN_TABLE } from '../../lib/tables';
-import { buildTestApp, isRecord, refOf, resourcesOf } from './stack-fixture';
+import { buildTestApp, refOf, resourcesOf } from './stack-fixture';
+import { isPlainObject } from '../../functions/core/values';
 
 // Prepare: one app for the whole file.
 const built = buildTestApp();
@@ -74,7 +75,7 @@ describe('queues from lib/queues.ts', () => {
     const denies = policies
       .filter((p) => (p.Properties?.Queues as unknown[]).some((q) => refOf(q) === id))
       .flatMap((p) => (p.Properties?.PolicyDocument as { Statement: Record<string, unknown>[] }).Statement)
-      .filter((s) => s.Effect === 'Deny' && isRecord(s.Condition) && JSON.stringify(s.Condition).includes('"aws:SecureTransport":"false"'));
+      .filter((s) => s.Effect === 'Deny' && isPlainObject(s.Condition) && JSON.stringify(s.Condition).includes('"aws:SecureTransport":"false"'));
     expect(denies).toHaveLength(1);
   });
 

@@ -3,8 +3,6 @@
  * `startRuntime({ wrapDeps })`, a callback receiver that can misbehave, the kill -9 and
  * cancel-race scenarios, and the figures table each suite prints.
  */
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import asl from '../../lib/state-machine.asl.json';
 import { LocalWorkflow } from '../../lib/local/workflow';
 import type { Deps, DepsSource } from '../../functions/adapters/deps';
@@ -15,9 +13,10 @@ import { createHandler as taskRun } from '../../functions/task-run/handler';
 import { createHandler as taskFail } from '../../functions/task-fail/handler';
 import { spawnRuntime, type RuntimeProcess } from './process';
 import { request, sleep, waitUntil, type Reply } from './runtime';
+import { reply, startTestServer } from './http-server';
 
-export const TERMINAL = ['completed', 'failed', 'cancelled'];
-export const isTerminalStatus = (s: unknown): boolean => typeof s === 'string' && TERMINAL.includes(s);
+import { isTerminalStatus, TERMINAL } from '../../functions/core/transitions';
+export { isTerminalStatus, TERMINAL };
 
 /** What a DynamoDB endpoint that went away looks like to the SDK's callers. */
 export function unavailableError(): Error {
@@ -196,38 +195,29 @@ export interface Receiver {
 
 export async function startReceiver(failRate = 0, random: () => number = Math.random): Promise<Receiver> {
   const hooks: Hook[] = [];
-  const server: Server = createServer((req, res) => {
-    let body = '';
-    req.on('data', (c: Buffer) => (body += c.toString()));
-    req.on('end', () => {
-      const status = random() < r.failRate ? 500 : 204;
-      let executionId = '';
-      try {
-        executionId = String((JSON.parse(body) as { execution_id?: unknown }).execution_id ?? '');
-      } catch {
-        executionId = '';
-      }
-      hooks.push({
-        webhookId: String(req.headers['webhook-id'] ?? ''),
-        executionId,
-        status: String(req.headers['x-pipegate-status'] ?? ''),
-        answered: status,
-        body,
-      });
-      res.statusCode = status;
-      res.end();
+  const server = await startTestServer((req, res) => {
+    const status = random() < r.failRate ? 500 : 204;
+    let executionId = '';
+    try {
+      executionId = String((JSON.parse(req.body) as { execution_id?: unknown }).execution_id ?? '');
+    } catch {
+      executionId = '';
+    }
+    hooks.push({
+      webhookId: String(req.headers['webhook-id'] ?? ''),
+      executionId,
+      status: String(req.headers['x-pipegate-status'] ?? ''),
+      answered: status,
+      body: req.body,
     });
+    reply(res, status);
   });
-  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', () => ok()));
   const r: Receiver = {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+    url: `${server.origin}/hook`,
     hooks,
     failRate,
     delivered: () => hooks.filter((h) => h.answered < 300),
-    close: async () => {
-      server.closeAllConnections();
-      await new Promise((ok) => server.close(ok));
-    },
+    close: () => server.close(),
   };
   return r;
 }

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startRuntime, type Runtime, type RuntimeOptions } from '../../lib/local/runtime';
 import type { PipelineDefinition } from '../../functions/core/types';
+import { isTerminalStatus } from '../../functions/core/transitions';
 
 export interface Reply<T = Record<string, unknown>> {
   status: number;
@@ -66,7 +67,6 @@ export async function waitUntil<T>(fn: () => Promise<T>, ok: (v: T) => boolean, 
   }
 }
 
-const TERMINAL = ['completed', 'failed', 'cancelled'];
 
 export async function startTestRuntime(opts: RuntimeOptions = {}): Promise<TestRuntime> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'pipegate-e2e-'));
@@ -82,7 +82,7 @@ export async function startTestRuntime(opts: RuntimeOptions = {}): Promise<TestR
       const runId = started.body.run_id as string;
       const run = await waitUntil(
         () => t.owner('GET', `/v1/pipelines/${id}/runs/${runId}`),
-        (r) => TERMINAL.includes(r.body.status as string),
+        (r) => isTerminalStatus(r.body.status),
       );
       return run.body;
     },
@@ -100,7 +100,7 @@ export async function startTestRuntime(opts: RuntimeOptions = {}): Promise<TestR
         body: pub.body,
       };
     },
-    async waitForExecution(id, key, done = (s) => TERMINAL.includes(s), timeoutMs = 15_000) {
+    async waitForExecution(id, key, done = (s) => isTerminalStatus(s), timeoutMs = 15_000) {
       const r = await waitUntil(
         () => t.caller('GET', `/v1/deployments/executions/${id}/status/`, key),
         (x) => done(x.body.status as string),

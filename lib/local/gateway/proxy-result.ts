@@ -1,6 +1,7 @@
 /** The checks behind API Gateway's "Malformed Lambda proxy response" (a 502). */
 import { validateHeaderName, validateHeaderValue } from 'node:http';
 import type { Reply } from './replies';
+import { isPlainObject } from '../../../functions/core/values';
 
 const RESULT_KEYS = new Set(['statusCode', 'headers', 'multiValueHeaders', 'body', 'isBase64Encoded']);
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
@@ -55,6 +56,3 @@ export function checkProxyResult(result: unknown): { ok: true; reply: Reply } | 
   };
 }
 
-function isPlainObject(x: unknown): x is Record<string, unknown> {
-  return typeof x === 'object' && x !== null && !Array.isArray(x);
-}

@@ -1,0 +1,48 @@
+/**
+ * One small HTTP server for the suites that stand in for a caller's callback receiver or a
+ * pipeline's upstream: it reads each request's body whole, hands it to the test's answer, and
+ * closes every connection it holds when the test is done.
+ */
+import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface ReceivedRequest {
+  method: string;
+  /** Path and query, as sent. */
+  path: string;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+export interface TestServer {
+  /** `http://127.0.0.1:<port>` */
+  origin: string;
+  close(): Promise<void>;
+}
+
+export async function startTestServer(answer: (req: ReceivedRequest, res: ServerResponse) => void): Promise<TestServer> {
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => answer({ method: req.method ?? 'GET', path: req.url ?? '/', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') }, res));
+  });
+  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', () => ok()));
+  return {
+    origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((ok) => server.close(ok));
+    },
+  };
+}
+
+/** Answers a request with a status and, when given, a JSON body. */
+export function reply(res: ServerResponse, status: number, body?: unknown): void {
+  if (body === undefined) {
+    res.statusCode = status;
+    res.end();
+    return;
+  }
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(body));
+}
