@@ -40,6 +40,10 @@ export const ROUTES: readonly Route[] = [
   { method: 'GET', path: '/v1/secrets', handler: 'secret-list', auth: 'owner' },
   { method: 'PUT', path: '/v1/secrets/{name}', handler: 'secret-put', auth: 'owner' },
   { method: 'DELETE', path: '/v1/secrets/{name}', handler: 'secret-delete', auth: 'owner' },
+  { method: 'POST', path: '/v1/pipelines/{pipeline_id}/executions/{execution_id}/cancel', handler: 'owner-execution-cancel', auth: 'owner' },
+  { method: 'POST', path: '/v1/pipelines/{pipeline_id}/executions/{execution_id}/callback/redeliver', handler: 'owner-callback-redeliver', auth: 'owner' },
+  { method: 'GET', path: '/v1/pipelines/{pipeline_id}/deployment/executions', handler: 'deployment-executions', auth: 'owner' },
+  { method: 'GET', path: '/v1/pipelines/{pipeline_id}/deployment/usage', handler: 'deployment-usage', auth: 'owner' },
 ];
 
 /** Functions that are not behind a route: the authorizer, queue consumers, state-machine tasks. */

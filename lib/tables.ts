@@ -9,6 +9,7 @@
  *   EXEC#<uuid> / EXEC                    a run or an API execution
  *   IDEM#<deployment>#<key hash> / IDEM   an Idempotency-Key record (24 h)
  *   OWNERSECRETS / SECRET#<name>          an owner secret, sealed with the master key
+ *   USAGE#<deployment> / <bucket start>    finished executions of a five-minute bucket (2 days)
  */
 export interface IndexDefinition {
   name: string;
@@ -39,5 +40,9 @@ export const MAIN_TABLE: TableDefinition = {
     // Keys only: the status updates of every execution then write no index copy (one write unit
     // less per execution); the rare reader fetches the items it finds.
     { name: 'sweep', partitionKey: 'sweep', sortKey: 'sweep_at', projection: 'KEYS_ONLY' },
+    // EXECS#<deployment> → the deployment's API executions by creation time, for the owner.
+    // Keys only and written once at create: status updates never touch it (one write unit per
+    // execution, against one per update with ALL). The rare owner listing reads the items.
+    { name: 'executions', partitionKey: 'dep_pk', sortKey: 'dep_sk', projection: 'KEYS_ONLY' },
   ],
 };

@@ -3,11 +3,17 @@ import { InvalidCursorError, type ExecutionsPort, type SweepKind, type Transitio
 import { epochSeconds } from '../core/time';
 import { allowedFrom, isTerminal, type ExecutionStatus } from '../core/transitions';
 import type { CallbackDelivery, Execution, IdempotencyRecord } from '../core/types';
-import { isConditionFailure, keys } from './dynamo';
+import { binOf, bucketOf, isUsageStatus, USAGE_STATUSES, type UsageBucket, type UsageStatus } from '../core/usage';
+import { completionDuration } from '../core/views';
+import { allItems, isConditionFailure, keys } from './dynamo';
+
+/** Usage buckets outlive the longest window asked for (a day) by a day. */
+const USAGE_RETENTION_SECONDS = 2 * 24 * 3600;
 
 const FIELDS: readonly (keyof Execution)[] = [
   'execution_id', 'kind', 'pipeline_id', 'version', 'deployment_id', 'status', 'inputs', 'outputs', 'visible_outputs',
   'callback', 'callback_delivery', 'error_message', 'created_at', 'started_at', 'completed_at', 'expires_at', 'run_by', 'requeued_at',
+  'trace', 'trace_truncated',
 ];
 
 function toExecution(item: Record<string, unknown>): Execution {
@@ -20,7 +26,7 @@ function toExecution(item: Record<string, unknown>): Execution {
 const encodeCursor = (k: Record<string, unknown> | undefined): string | null =>
   k === undefined ? null : Buffer.from(JSON.stringify(k)).toString('base64url');
 
-function decodeCursor(c: string | undefined, partition: string): Record<string, unknown> | undefined {
+function decodeCursor(c: string | undefined, partition: string, attribute = 'gsi1pk'): Record<string, unknown> | undefined {
   if (c === undefined || c === '') return undefined;
   let k: Record<string, unknown>;
   try {
@@ -28,7 +34,7 @@ function decodeCursor(c: string | undefined, partition: string): Record<string, 
   } catch {
     throw new InvalidCursorError('not a cursor this list returned');
   }
-  if (typeof k !== 'object' || k === null || k.gsi1pk !== partition) throw new InvalidCursorError('a cursor of another list');
+  if (typeof k !== 'object' || k === null || k[attribute] !== partition) throw new InvalidCursorError('a cursor of another list');
   return k;
 }
 
@@ -67,6 +73,11 @@ export class ExecutionsStore implements ExecutionsPort {
     if (e.kind === 'run') {
       item.gsi1pk = `RUNS#${e.pipeline_id}`;
       item.gsi1sk = `${e.created_at}#${e.execution_id}`;
+    }
+    if (e.kind === 'api' && e.deployment_id) {
+      // The owner's list of a deployment's executions: keys only, written once (they never change).
+      item.dep_pk = `EXECS#${e.deployment_id}`;
+      item.dep_sk = `${e.created_at}#${e.execution_id}`;
     }
     try {
       await this.db.send(new PutCommand({ TableName: this.table, Item: item, ConditionExpression: 'attribute_not_exists(pk)' }));
@@ -156,6 +167,26 @@ export class ExecutionsStore implements ExecutionsPort {
           ConditionExpression: '#status = :pending',
           ExpressionAttributeNames: { '#status': 'status' },
           ExpressionAttributeValues: { ':pending': 'pending' },
+        }),
+      );
+      return true;
+    } catch (err) {
+      if (isConditionFailure(err)) return false;
+      throw err;
+    }
+  }
+
+  /** Stores the trace of an execution that was cancelled while it ran (once; the status is not touched). */
+  async recordTrace(id: string, set: { trace: NonNullable<Execution['trace']>; trace_truncated: boolean }): Promise<boolean> {
+    try {
+      await this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: keys.execution(id),
+          UpdateExpression: 'SET #trace = :t, trace_truncated = :tt',
+          ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(#trace) AND #status = :cancelled',
+          ExpressionAttributeNames: { '#trace': 'trace', '#status': 'status' },
+          ExpressionAttributeValues: { ':t': set.trace, ':tt': set.trace_truncated, ':cancelled': 'cancelled' },
         }),
       );
       return true;
@@ -292,6 +323,132 @@ export class ExecutionsStore implements ExecutionsPort {
       }),
     );
     return { runs: (out.Items ?? []).map(toExecution), next: encodeCursor(out.LastEvaluatedKey) };
+  }
+
+  /**
+   * A deployment's API executions, newest first, from the keys-only `executions` index; the
+   * items themselves are then read (the index holds no attributes, so status updates never
+   * write it). With a status filter, keys are read until `limit` match or 5 × limit were
+   * looked at, so one request stays bounded; `next` continues from there.
+   */
+  async listByDeployment(
+    deploymentId: string,
+    opts: { limit: number; since?: string; status?: ExecutionStatus; cursor?: string; now: Date },
+  ): Promise<{ executions: Execution[]; next: string | null }> {
+    const partition = `EXECS#${deploymentId}`;
+    const found: Execution[] = [];
+    let start = decodeCursor(opts.cursor, partition, 'dep_pk');
+    let looked = 0;
+    const budget = opts.status ? opts.limit * 5 : opts.limit;
+    do {
+      const out = await this.db.send(
+        new QueryCommand({
+          TableName: this.table,
+          IndexName: 'executions',
+          KeyConditionExpression: opts.since ? 'dep_pk = :p AND dep_sk >= :since' : 'dep_pk = :p',
+          ExpressionAttributeValues: { ':p': partition, ...(opts.since ? { ':since': opts.since } : {}) },
+          ScanIndexForward: false,
+          Limit: opts.limit,
+          ExclusiveStartKey: start,
+        }),
+      );
+      const items = out.Items ?? [];
+      const fetched = await Promise.all(items.map((k) => this.get(String(k.pk).slice('EXEC#'.length), opts.now)));
+      start = out.LastEvaluatedKey;
+      for (let i = 0; i < items.length; i++) {
+        looked++;
+        const e = fetched[i];
+        if (!e || (opts.status && e.status !== opts.status)) continue;
+        found.push(e);
+        const k = items[i];
+        if (found.length === opts.limit) {
+          // Continue right after this one, so the cursor never skips a match.
+          if (k && i < items.length - 1) start = { pk: k.pk, sk: k.sk, dep_pk: k.dep_pk, dep_sk: k.dep_sk };
+          return { executions: found, next: encodeCursor(start) };
+        }
+      }
+    } while (start && looked < budget);
+    return { executions: found, next: encodeCursor(start) };
+  }
+
+  /**
+   * Starts an owner's redelivery of a settled callback: outcome back to pending, flagged as a
+   * single redelivery, the same webhook id. Conditional on the settled delivery read before, so
+   * two requests cannot both start one; returns the updated record, or null when it was not settled.
+   */
+  async redeliver(id: string, previous: CallbackDelivery, at: string): Promise<Execution | null> {
+    try {
+      const out = await this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: keys.execution(id),
+          UpdateExpression:
+            'SET callback_delivery.outcome = :pending, callback_delivery.redelivery = :yes, callback_delivery.next_attempt_at = :none, sweep = :cb, sweep_at = :at',
+          ConditionExpression: 'callback_delivery.attempts = :prev AND callback_delivery.outcome = :was',
+          ExpressionAttributeValues: {
+            ':pending': 'pending',
+            ':yes': true,
+            ':none': null,
+            ':cb': 'callback',
+            ':at': at,
+            ':prev': previous.attempts,
+            ':was': previous.outcome,
+          },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return toExecution(out.Attributes ?? {});
+    } catch (err) {
+      if (isConditionFailure(err)) return null;
+      throw err;
+    }
+  }
+
+  /**
+   * Counts a finished API execution in its deployment's five-minute usage bucket (one small
+   * write). Called once by whoever won the terminal write; a crash between the two leaves it
+   * uncounted, never counted twice.
+   */
+  async countFinished(e: Execution): Promise<void> {
+    if (e.kind !== 'api' || !e.deployment_id || !e.completed_at || !isUsageStatus(e.status)) return;
+    const at = new Date(e.completed_at);
+    const bucket = bucketOf(at);
+    const duration = completionDuration(e) ?? 0;
+    await this.db.send(
+      new UpdateCommand({
+        TableName: this.table,
+        Key: { pk: `USAGE#${e.deployment_id}`, sk: bucket },
+        UpdateExpression: 'ADD #status :one, #bin :one SET expires_at = if_not_exists(expires_at, :exp)',
+        ExpressionAttributeNames: { '#status': `n_${e.status}`, '#bin': `h_${binOf(duration)}` },
+        ExpressionAttributeValues: { ':one': 1, ':exp': epochSeconds(at) + USAGE_RETENTION_SECONDS },
+      }),
+    );
+  }
+
+  /** The usage buckets of a deployment from `from` on (one Query, at most 288 items a day). */
+  async usageSince(deploymentId: string, from: Date): Promise<UsageBucket[]> {
+    const items = await allItems((start) =>
+      this.db.send(
+        new QueryCommand({
+          TableName: this.table,
+          KeyConditionExpression: 'pk = :p AND sk >= :from',
+          ExpressionAttributeValues: { ':p': `USAGE#${deploymentId}`, ':from': bucketOf(from) },
+          ExclusiveStartKey: start,
+        }),
+      ),
+    );
+    return items.map((item) => {
+      const counts: UsageBucket['counts'] = {};
+      const bins: UsageBucket['bins'] = {};
+      for (const [k, v] of Object.entries(item)) {
+        if (typeof v !== 'number') continue;
+        const status = /^n_(\w+)$/.exec(k)?.[1];
+        if (status && (USAGE_STATUSES as readonly string[]).includes(status)) counts[status as UsageStatus] = v;
+        const bin = /^h_(\d+)$/.exec(k)?.[1];
+        if (bin !== undefined) bins[Number(bin)] = v;
+      }
+      return { bucket: String(item.sk), counts, bins };
+    });
   }
 
   /**

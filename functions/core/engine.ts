@@ -3,7 +3,7 @@ import { ExpressionError, evaluateExpression } from './jsonata-limits';
 import { bodySecretsBinding, redactDeep, secretRedactor, substituteSecrets } from './owner-secrets';
 import { DEFAULT_HTTP_TIMEOUT_MS, nodeDependencies, outputNodeIds, topologicalOrder } from './pipeline';
 import type { HttpPort } from './ports';
-import type { DelayNode, HttpNode, InputNode, OutputNode, PipelineDefinition, PipelineNode, RawValue, TransformNode } from './types';
+import type { DelayNode, NodeTrace, HttpNode, InputNode, OutputNode, PipelineDefinition, PipelineNode, RawValue, TransformNode } from './types';
 
 export interface EngineOptions {
   http: HttpPort;
@@ -18,6 +18,8 @@ export interface EngineOptions {
    * node that needs it). Every one of them is redacted from the result: error message and outputs.
    */
   secrets?: ReadonlyMap<string, string>;
+  /** Milliseconds since the epoch, for the trace's times (default Date.now). */
+  now?: () => number;
 }
 
 export type EngineResult =
@@ -252,6 +254,82 @@ function runNode(
   }
 }
 
+/** Longest value preview kept per node, in characters of its JSON text. */
+export const TRACE_PREVIEW_CHARS = 200;
+/** Longest error kept per node. */
+export const TRACE_ERROR_CHARS = 500;
+/**
+ * Most JSON a stored trace may take. 64 nodes with full previews and errors stay well below it
+ * (≈ 55 KB), and it leaves room in the 400 KB item for inputs, outputs and the delivery log.
+ */
+export const TRACE_MAX_BYTES = 64 * 1024;
+
+const cut = (text: string, max: number): string => (text.length > max ? `${text.slice(0, max)}…` : text);
+
+/** A node's value as capped, redacted JSON text. */
+export function previewOf(value: unknown): string | null {
+  if (value === undefined) return null;
+  let text: string;
+  try {
+    text = JSON.stringify(value) ?? String(value);
+  } catch {
+    text = String(value);
+  }
+  // Cut before and after: redaction must not see (or leave) half a token at the edge.
+  return cut(redactCredentials(text.slice(0, TRACE_PREVIEW_CHARS * 4)), TRACE_PREVIEW_CHARS);
+}
+
+/**
+ * The trace as stored with the execution: DynamoDB items hold at most 400 KB, and the record
+ * also carries inputs and outputs, so a trace is held to `maxBytes` of JSON. Previews go first
+ * (from the last node back), then errors are cut shorter; `truncated` says it happened.
+ */
+export function capTrace(trace: readonly NodeTrace[], maxBytes: number): { trace: NodeTrace[]; truncated: boolean } {
+  const size = (t: readonly NodeTrace[]): number => Buffer.byteLength(JSON.stringify(t), 'utf8');
+  const out = trace.map((t) => ({ ...t }));
+  if (size(out) <= maxBytes) return { trace: out, truncated: false };
+  for (let i = out.length - 1; i >= 0 && size(out) > maxBytes; i--) {
+    const t = out[i];
+    if (t) t.preview = null;
+  }
+  for (let i = out.length - 1; i >= 0 && size(out) > maxBytes; i--) {
+    const t = out[i];
+    if (t?.error) t.error = cut(t.error, 80);
+  }
+  return { trace: out, truncated: true };
+}
+
+function buildTrace(def: PipelineDefinition, clocks: ReadonlyMap<string, NodeClock>, redact: (text: string) => string): NodeTrace[] {
+  let order: string[];
+  try {
+    order = topologicalOrder(def);
+  } catch {
+    order = Object.keys(def.nodes);
+  }
+  const iso = (ms: number | undefined): string | null => (ms === undefined ? null : new Date(ms).toISOString());
+  return order.flatMap((id): NodeTrace[] => {
+    const node = def.nodes[id];
+    if (!node) return [];
+    const c = clocks.get(id);
+    const ended = c?.end !== undefined;
+    const outcome: NodeTrace['outcome'] = !c ? 'not_run' : c.error !== undefined ? 'failed' : ended ? 'completed' : 'stopped';
+    return [
+      {
+        node: id,
+        type: node.type,
+        outcome,
+        started_at: iso(c?.start),
+        completed_at: iso(c?.end),
+        duration_ms: c && c.end !== undefined ? Math.max(0, c.end - c.start) : null,
+        error: c?.error === undefined ? null : cut(redact(c.error), TRACE_ERROR_CHARS),
+        http_status: c?.httpStatus ?? null,
+        // Secrets come out of the value before it is turned into text (JSON escaping would hide them).
+        preview: outcome === 'completed' ? previewOf(redactDeep(c?.value, redact)) : null,
+      },
+    ];
+  });
+}
+
 /**
  * Runs a validated definition. Each node starts as soon as every node it reads is done; the
  * first node failure, the time-out or a cancellation ends the run at once and aborts whatever
@@ -262,22 +340,38 @@ export async function runPipeline(
   inputValues: Record<string, RawValue>,
   opts: EngineOptions,
 ): Promise<EngineResult> {
-  const result = await runUnredacted(def, inputValues, opts);
-  if (!opts.secrets || opts.secrets.size === 0) return result;
-  // An upstream may echo a credential back (in an error body, a header dump, a JSON field), and a
-  // URL may carry one: nothing that leaves the run keeps a secret's value.
-  const redact = secretRedactor(opts.secrets.values());
-  if (result.status === 'failed') return { status: 'failed', error_message: redact(result.error_message) };
-  if (result.status === 'completed') return { status: 'completed', outputs: redactDeep(result.outputs, redact) };
-  return result;
+  return (await runPipelineTraced(def, inputValues, opts)).result;
 }
+
+/**
+ * runPipeline, plus what each node did (see NodeTrace). An upstream may echo a credential back
+ * (in an error body, a header dump, a JSON field), and a URL may carry one: nothing that leaves
+ * the run, result or trace, keeps an owner secret's value.
+ */
+export async function runPipelineTraced(
+  def: PipelineDefinition,
+  inputValues: Record<string, RawValue>,
+  opts: EngineOptions,
+): Promise<{ result: EngineResult; trace: NodeTrace[] }> {
+  const redact = secretRedactor(opts.secrets?.values() ?? []);
+  const { result, clocks } = await runUnredacted(def, inputValues, opts);
+  const trace = buildTrace(def, clocks, redact);
+  if (result.status === 'failed') return { result: { status: 'failed', error_message: redact(result.error_message) }, trace };
+  if (result.status === 'completed') return { result: { status: 'completed', outputs: redactDeep(result.outputs, redact) }, trace };
+  return { result, trace };
+}
+
+type NodeClock = { start: number; end?: number; value?: unknown; error?: string; httpStatus?: number };
 
 function runUnredacted(
   def: PipelineDefinition,
   inputValues: Record<string, RawValue>,
   opts: EngineOptions,
-): Promise<EngineResult> {
-  return new Promise<EngineResult>((resolve) => {
+): Promise<{ result: EngineResult; clocks: ReadonlyMap<string, NodeClock> }> {
+  const now = opts.now ?? Date.now;
+  const clocks = new Map<string, NodeClock>();
+  return new Promise<{ result: EngineResult; clocks: ReadonlyMap<string, NodeClock> }>((resolveTraced) => {
+    const resolve = (result: EngineResult): void => resolveTraced({ result, clocks });
     if (opts.signal?.aborted) {
       resolve({ status: 'cancelled' });
       return;
@@ -331,13 +425,17 @@ function runUnredacted(
       // A dependency's rejection skips this node and passes the original failure on unchanged.
       const result = Promise.all(deps).then(async (values) => {
         if (work.signal.aborted) throw new RunStopped('run finished');
+        const clock: NodeClock = { start: now() };
+        clocks.set(id, clock);
         try {
           const value = await runNode(id, node, values, inputValues, ctx);
+          if (!finished) Object.assign(clock, { end: now(), value });
           settled.set(id, value);
           return value;
         } catch (e) {
           if (work.signal.aborted || (e instanceof ExpressionError && e.kind === 'aborted')) throw new RunStopped('run finished');
           if (e instanceof ExpressionError && e.kind === 'deadline') throw new RunTimedOut();
+          Object.assign(clock, { end: now(), error: reasonOf(e), ...(e instanceof HttpNodeError ? { httpStatus: e.httpStatus } : {}) });
           throw new NodeFailure(id, reasonOf(e));
         }
       });

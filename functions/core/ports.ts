@@ -5,6 +5,7 @@
  */
 import type { QueueName } from '../../lib/queues';
 import type { ExecutionStatus } from './transitions';
+import type { UsageBucket } from './usage';
 import type {
   CallbackDelivery,
   DeploymentRecord,
@@ -13,6 +14,7 @@ import type {
   Execution,
   IdempotencyRecord,
   KeyHash,
+  NodeTrace,
   PipelineDefinition,
   PipelineMeta,
   PipelineSummary,
@@ -118,7 +120,9 @@ export type SweepKind = 'open' | 'callback';
 
 export type TransitionResult = { ok: true; execution: Execution } | { ok: false; current: Execution | null };
 
-export type TransitionFields = Partial<Pick<Execution, 'started_at' | 'completed_at' | 'error_message' | 'outputs' | 'callback_delivery' | 'run_by'>>;
+export type TransitionFields = Partial<
+  Pick<Execution, 'started_at' | 'completed_at' | 'error_message' | 'outputs' | 'callback_delivery' | 'run_by' | 'trace' | 'trace_truncated'>
+>;
 
 /** A list cursor that this store did not hand out (or handed out for another list). */
 export class InvalidCursorError extends Error {}
@@ -150,6 +154,23 @@ export interface ExecutionsPort {
   markRequeued(id: string, seen: { status: 'pending' } | { attempts: number }, at: string): Promise<boolean>;
   /** Takes a settled execution (terminal, no callback owed) off the sweep index; false if it is not settled. */
   clearSweep(id: string): Promise<boolean>;
+  /** Stores the trace of an execution cancelled while it ran (once; only on a cancelled one). */
+  recordTrace(id: string, set: { trace: NodeTrace[]; trace_truncated: boolean }): Promise<boolean>;
+  /**
+   * A deployment's API executions, newest first, from an index (never a scan); with `status`,
+   * the page may hold fewer than `limit` (a bounded number of entries is looked at) and `next`
+   * continues after the last one looked at. `since`: created at or after (ISO time).
+   */
+  listByDeployment(
+    deploymentId: string,
+    opts: { limit: number; since?: string; status?: ExecutionStatus; cursor?: string; now: Date },
+  ): Promise<{ executions: Execution[]; next: string | null }>;
+  /** Puts a settled callback back to pending as one owner redelivery, conditional on `previous`; null if it changed. */
+  redeliver(id: string, previous: CallbackDelivery, at: string): Promise<Execution | null>;
+  /** Counts a finished API execution in its deployment's usage bucket. */
+  countFinished(e: Execution): Promise<void>;
+  /** A deployment's usage buckets from `from` on. */
+  usageSince(deploymentId: string, from: Date): Promise<UsageBucket[]>;
   /** A pipeline's runs, newest first, a page at a time; `cursor` is what the previous page returned. */
   listRuns(pipelineId: string, opts: { limit: number; cursor?: string }): Promise<{ runs: Execution[]; next: string | null }>;
   /** Claims an Idempotency-Key until `expiresAt` (epoch seconds) with one conditional write. */

@@ -72,9 +72,24 @@ export interface Contract {
 export type ExecutionKind = 'run' | 'api';
 
 export type CallbackOutcome = 'pending' | 'delivered' | 'dead_lettered';
+/** One try at delivering a callback, as the owner sees it. */
+export interface DeliveryAttempt {
+  at: string;
+  duration_ms: number;
+  /** The receiver's HTTP status, or null when no answer came (see error). */
+  status: number | null;
+  error: string | null;
+  /** Sent because the owner asked for it again (redeliver), not by the retry schedule. */
+  redelivery: boolean;
+}
+
 export interface CallbackDelivery {
   webhook_id: string;
   attempts: number;
+  /** The latest attempts, oldest first (at most DELIVERY_LOG_MAX; `attempts` counts them all). Absent on records from before the log. */
+  log?: DeliveryAttempt[];
+  /** Set while an owner's redelivery is owed: one attempt, no retry schedule. */
+  redelivery?: boolean;
   outcome: CallbackOutcome;
   last_status: number | null;
   last_error: string | null;
@@ -111,6 +126,10 @@ export interface Execution {
   run_by?: string | null;
   /** When the sweeper last queued it (or its callback) again. */
   requeued_at?: string | null;
+  /** What each node did (see NodeTrace); null until the engine ran it. */
+  trace?: NodeTrace[] | null;
+  /** The stored trace was cut to fit the item size limit. */
+  trace_truncated?: boolean | null;
 }
 
 export interface Deployment {
@@ -180,4 +199,23 @@ export interface IdempotencyRecord {
   execution_id: string;
   request_hash: string;
   created_at: string;
+}
+
+/**
+ * What one node did in a run, for the owner: when it started and ended, how it came out, and a
+ * short preview of its value. Previews are cut short (engine.ts TRACE_PREVIEW_CHARS) and
+ * redacted; an http node's request (headers, body) is never recorded.
+ */
+export interface NodeTrace {
+  node: string;
+  type: NodeType;
+  /** completed · failed · stopped (the run ended while it was busy) · not_run (never started). */
+  outcome: 'completed' | 'failed' | 'stopped' | 'not_run';
+  started_at: string | null;
+  completed_at: string | null;
+  duration_ms: number | null;
+  error: string | null;
+  /** An http node's upstream status, when it answered. */
+  http_status: number | null;
+  preview: string | null;
 }

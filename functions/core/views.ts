@@ -1,5 +1,5 @@
 /** The bodies users see, built from records in one place so every route answers alike. */
-import type { Execution, RawValue } from './types';
+import type { CallbackDelivery, Execution, RawValue } from './types';
 
 export interface ExecutionUrls {
   status_url: string;
@@ -85,16 +85,48 @@ export function runBody(e: Execution) {
   };
 }
 
-/** The owner's view of any execution: everything, including how its callback went. */
-export function ownerExecutionBody(e: Execution) {
+/** A delivery as the owner sees it: the attempt log always present (older records have none). */
+export function deliveryView(c: CallbackDelivery | null) {
+  if (c === null) return null;
+  const { redelivery, log, ...rest } = c;
+  return { ...rest, redelivery: redelivery === true, log: log ?? [] };
+}
+
+/**
+ * The owner's view of any execution: everything, including which inputs callers cannot see
+ * (`hidden_inputs`), what each node did (`trace`), the node that failed, and every callback
+ * attempt.
+ */
+export function ownerExecutionBody(e: Execution, hiddenInputs: ReadonlySet<string> = new Set()) {
+  const trace = e.trace ?? null;
+  const failed = trace?.find((t) => t.outcome === 'failed') ?? null;
   return {
     ...runBody(e),
     execution_id: e.execution_id,
     kind: e.kind,
     deployment_id: e.deployment_id,
+    hidden_inputs: Object.keys(e.inputs).filter((id) => hiddenInputs.has(id)),
     visible_outputs: e.visible_outputs,
     callback: e.callback === null ? null : redactUrl(e.callback),
-    callback_delivery: e.callback_delivery,
+    callback_delivery: deliveryView(e.callback_delivery),
+    failed_node: failed === null ? null : { node: failed.node, type: failed.type, error: failed.error, http_status: failed.http_status },
+    trace,
+    trace_truncated: e.trace_truncated === true,
+  };
+}
+
+/** One row of the owner's list of a deployment's executions. */
+export function executionSummaryBody(e: Execution) {
+  const c = e.callback_delivery;
+  return {
+    execution_id: e.execution_id,
+    status: e.status,
+    created_at: e.created_at,
+    started_at: e.started_at,
+    completed_at: e.completed_at,
+    completion_duration: completionDuration(e),
+    error_message: e.error_message,
+    callback: c === null ? null : { outcome: c.outcome, attempts: c.attempts, last_status: c.last_status, last_error: c.last_error },
   };
 }
 

@@ -1,8 +1,8 @@
 import { lambdaDeps } from '../adapters/deps';
 import { httpHandler, json } from '../adapters/api';
-import { getExecution } from '../services/owner.service';
+import { getExecution } from '../services/owner-executions.service';
 
-/** GET /v1/pipelines/{pipeline_id}/executions/{execution_id}: the owner's view, callback delivery included. */
+/** GET /v1/pipelines/{pipeline_id}/executions/{execution_id}: the owner's view, trace and deliveries included. */
 export const createHandler = httpHandler(async (req) =>
   json(200, await getExecution(req.deps, req.param('pipeline_id'), req.param('execution_id'))),
 );

@@ -3,6 +3,7 @@ import type * as v from 'valibot';
 import { openSecret } from '../core/api-key';
 import { buildCallbackPayload, nextRetryDelayMs, signWebhook } from '../core/callback';
 import { isTerminal } from '../core/transitions';
+import type { DeliveryAttempt } from '../core/types';
 import type { Deps } from '../adapters/deps';
 import { epochSeconds } from '../core/time';
 import type { CallbackMessage } from './messages';
@@ -30,10 +31,17 @@ export async function dispatchCallback(
 
   const deployment = e.deployment_id ? await d.deployments.get(e.deployment_id) : null;
   const attempts = delivery.attempts + 1;
-  const base = { ...delivery, attempts, last_attempt_at: now.toISOString() };
+  const redelivery = delivery.redelivery === true;
+  const logged = (status: number | null, error: string | null, durationMs: number) => ({
+    log: appendAttempt(delivery.log, { at: now.toISOString(), duration_ms: durationMs, status, error, redelivery }),
+  });
+  // A redelivery is one attempt; once it is settled the flag goes with it.
+  const { redelivery: _flag, ...rest } = delivery;
+  const base = { ...rest, attempts, last_attempt_at: now.toISOString() };
   if (!deployment || deployment.status !== 'live') {
     await d.executions.recordDelivery(e.execution_id, delivery.attempts, {
       ...base,
+      ...logged(null, 'the deployment was deleted', 0),
       outcome: 'dead_lettered',
       last_error: 'the deployment was deleted',
       next_attempt_at: null,
@@ -55,6 +63,7 @@ export async function dispatchCallback(
 
   let status: number | null = null;
   let error: string | null = null;
+  const sentAt = d.clock.now().getTime();
   try {
     const res = await d.http({ method: 'POST', url: e.callback, headers, body, timeoutMs: d.config.callbackTimeoutMs, maxResponseBytes: 65_536 });
     status = res.status;
@@ -62,20 +71,22 @@ export async function dispatchCallback(
   } catch (err) {
     error = err instanceof Error ? err.message : String(err);
   }
+  const attempt = logged(status, error, Math.max(0, d.clock.now().getTime() - sentAt));
 
   if (error === null) {
-    await d.executions.recordDelivery(e.execution_id, delivery.attempts, { ...base, outcome: 'delivered', last_status: status, last_error: null, next_attempt_at: null });
+    await d.executions.recordDelivery(e.execution_id, delivery.attempts, { ...base, ...attempt, outcome: 'delivered', last_status: status, last_error: null, next_attempt_at: null });
     return 'delivered';
   }
-  const delay = nextRetryDelayMs(attempts, d.config.callbackScheduleSeconds, random);
+  const delay = redelivery ? null : nextRetryDelayMs(attempts, d.config.callbackScheduleSeconds, random);
   if (delay === null) {
-    await d.executions.recordDelivery(e.execution_id, delivery.attempts, { ...base, outcome: 'dead_lettered', last_status: status, last_error: error, next_attempt_at: null });
+    await d.executions.recordDelivery(e.execution_id, delivery.attempts, { ...base, ...attempt, outcome: 'dead_lettered', last_status: status, last_error: error, next_attempt_at: null });
     d.log.warn('callback dead-lettered', { execution_id: e.execution_id, attempts });
     return 'dead_lettered';
   }
   const due = now.getTime() + delay;
   const recorded = await d.executions.recordDelivery(e.execution_id, delivery.attempts, {
     ...base,
+    ...attempt,
     outcome: 'pending',
     last_status: status,
     last_error: error,
@@ -84,4 +95,12 @@ export async function dispatchCallback(
   // Only the dispatcher that recorded this attempt schedules the next one: no duplicate chains.
   if (recorded) await d.queue.send('callbacks', { execution_id: e.execution_id, due_at: due }, { delaySeconds: Math.ceil(delay / 1000) });
   return 'retry';
+}
+
+/** How many attempts the record keeps in its log; `attempts` still counts every one. */
+export const DELIVERY_LOG_MAX = 20;
+
+/** The log with one more attempt, the oldest dropped past DELIVERY_LOG_MAX (the item must stay small). */
+export function appendAttempt(log: readonly DeliveryAttempt[] | undefined, attempt: DeliveryAttempt): DeliveryAttempt[] {
+  return [...(log ?? []), attempt].slice(-DELIVERY_LOG_MAX);
 }

@@ -38,7 +38,7 @@ export async function finishExecution(
   d: Deps,
   e: Execution,
   to: 'completed' | 'failed',
-  set: { outputs?: Execution['outputs']; error_message?: string },
+  set: { outputs?: Execution['outputs']; error_message?: string; trace?: Execution['trace']; trace_truncated?: boolean },
 ): Promise<Finished> {
   const completedAt = d.clock.now().toISOString();
   const t = await whileStoreUnavailable(() =>
@@ -46,6 +46,7 @@ export async function finishExecution(
   );
   if (t.ok) {
     await afterTerminal(d, t.execution);
+    await countUsage(d, t.execution);
     return t;
   }
   if (t.current && isTerminal(t.current.status)) await afterTerminal(d, t.current);
@@ -88,6 +89,7 @@ export async function cancelExecution(d: Deps, e: Execution): Promise<Finished> 
   });
   if (!t.ok) return { ok: false, status: t.current?.status ?? 'missing' };
   await afterTerminal(d, t.execution);
+  await countUsage(d, t.execution);
   await d.workflow.stop(e.execution_id, 'cancelled').catch((err: unknown) =>
     d.log.warn('could not stop workflow', { execution_id: e.execution_id, error_message: String(err) }),
   );
@@ -111,6 +113,17 @@ export async function afterTerminal(d: Deps, e: Execution): Promise<void> {
   if (e.callback && e.callback_delivery?.outcome === 'pending') {
     await d.queue.send('callbacks', { execution_id: e.execution_id });
   }
+}
+
+/**
+ * The usage counter of a finished API execution. Only the writer that won the terminal move
+ * counts (never a repair that follows up someone else's), so nothing is counted twice; a
+ * counter that cannot be written is logged and skipped: usage is a summary, not a record.
+ */
+async function countUsage(d: Deps, e: Execution): Promise<void> {
+  await d.executions.countFinished(e).catch((err: unknown) =>
+    d.log.warn('could not count usage', { execution_id: e.execution_id, error_message: String(err) }),
+  );
 }
 
 const STORE_RETRY_DELAYS_MS = [100, 250, 500, 1000, 2000, 4000];

@@ -9,7 +9,7 @@ import { isTerminal } from '../core/transitions';
 import { referenceProblem, valueTypeProblem } from '../core/values';
 import { InvalidCursorError } from '../core/ports';
 import type { Contract, DeploymentRecord, Execution, PipelineDefinition, PipelineMeta, RawValue, RunPointer } from '../core/types';
-import { executeUrl, ownerExecutionBody, runBody } from '../core/views';
+import { executeUrl, runBody } from '../core/views';
 import type { Deps } from '../adapters/deps';
 import { epochSeconds } from '../core/time';
 import { enqueueNew } from './enqueue';
@@ -178,12 +178,6 @@ export async function getRun(d: Deps, id: string, runId: string) {
   const e = await d.executions.get(runId, d.clock.now());
   if (!e || e.kind !== 'run' || e.pipeline_id !== id) throw new AppError('RunNotFound');
   return { ...runBody(e) };
-}
-
-export async function getExecution(d: Deps, id: string, executionId: string) {
-  const e = await d.executions.get(executionId, d.clock.now());
-  if (!e || e.pipeline_id !== id) throw new AppError('ExecutionNotFound');
-  return ownerExecutionBody(e);
 }
 
 /** The contract a successful run discovers: its version's nodes with the values it used. */

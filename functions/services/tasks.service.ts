@@ -1,6 +1,6 @@
 /** The state machine's tasks: MarkRunning, RunNodes and MarkFailed, each a step of the one lifecycle. */
 import * as v from 'valibot';
-import { runPipeline, timeoutMessage } from '../core/engine';
+import { capTrace, runPipelineTraced, timeoutMessage, TRACE_MAX_BYTES } from '../core/engine';
 import { referencedSecretNames } from '../core/owner-secrets';
 import { isTerminal } from '../core/transitions';
 import type { Deps } from '../adapters/deps';
@@ -40,15 +40,24 @@ export async function taskRun(d: Deps, executionId: string): Promise<{ status: s
 
   const abort = new AbortController();
   const stopWatching = watchForCancel(d, executionId, abort);
-  const result = await runPipeline(version.definition, e.inputs, {
+  const { result, trace: fullTrace } = await runPipelineTraced(version.definition, e.inputs, {
     http: d.http,
     ...(secrets === undefined ? {} : { secrets }),
     timeoutMs: d.config.executionTimeoutMs,
     signal: abort.signal,
+    now: () => d.clock.now().getTime(),
   }).finally(stopWatching);
-  if (result.status === 'cancelled') return { status: 'cancelled' };
-  if (result.status === 'completed') return outcome(await finishExecution(d, e, 'completed', { outputs: result.outputs }), 'completed');
-  return outcome(await finishExecution(d, e, 'failed', { error_message: result.error_message }), 'failed');
+  const { trace, truncated } = capTrace(fullTrace, TRACE_MAX_BYTES);
+  const traced = { trace, trace_truncated: truncated };
+  if (result.status === 'cancelled') {
+    // The cancel already wrote the terminal status; the trace still shows where the work stopped.
+    await d.executions.recordTrace(executionId, traced).catch((err: unknown) =>
+      d.log.warn('could not record the trace of a cancelled execution', { execution_id: executionId, error_message: String(err) }),
+    );
+    return { status: 'cancelled' };
+  }
+  if (result.status === 'completed') return outcome(await finishExecution(d, e, 'completed', { outputs: result.outputs, ...traced }), 'completed');
+  return outcome(await finishExecution(d, e, 'failed', { error_message: result.error_message, ...traced }), 'failed');
 }
 
 /** Polls the record while the engine works and aborts it once the execution is no longer running. */

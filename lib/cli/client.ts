@@ -101,6 +101,81 @@ export const ResultBody = v.looseObject({
   response_data: v.record(v.string(), v.looseObject({ value: Raw, value_type: v.string() })),
 });
 
+const Delivery = v.looseObject({
+  webhook_id: v.string(),
+  attempts: v.number(),
+  outcome: v.string(),
+  last_status: Nullable(v.number()),
+  last_error: Nullable(v.string()),
+  redelivery: v.optional(v.boolean()),
+  log: v.optional(
+    v.array(v.looseObject({ at: v.string(), duration_ms: v.number(), status: Nullable(v.number()), error: Nullable(v.string()), redelivery: v.optional(v.boolean()) })),
+  ),
+});
+export const DeliveryBody = Delivery;
+const TraceEntry = v.looseObject({
+  node: v.string(),
+  type: v.string(),
+  outcome: v.string(),
+  started_at: Nullable(v.string()),
+  completed_at: Nullable(v.string()),
+  duration_ms: Nullable(v.number()),
+  error: Nullable(v.string()),
+  http_status: Nullable(v.number()),
+  preview: Nullable(v.string()),
+});
+export const OwnerExecutionBody = v.looseObject({
+  execution_id: v.string(),
+  kind: v.picklist(['run', 'api']),
+  pipeline_id: v.string(),
+  version: v.number(),
+  deployment_id: Nullable(v.string()),
+  status: Status,
+  inputs: v.record(v.string(), Raw),
+  hidden_inputs: v.optional(v.array(v.string())),
+  outputs: Nullable(v.record(v.string(), Raw)),
+  visible_outputs: Nullable(v.array(v.string())),
+  error_message: Nullable(v.string()),
+  callback: Nullable(v.string()),
+  callback_delivery: Nullable(Delivery),
+  failed_node: v.optional(Nullable(v.looseObject({ node: v.string(), error: Nullable(v.string()), http_status: Nullable(v.number()) }))),
+  trace: v.optional(Nullable(v.array(TraceEntry))),
+  trace_truncated: v.optional(v.boolean()),
+  created_at: v.string(),
+  started_at: Nullable(v.string()),
+  completed_at: Nullable(v.string()),
+  completion_duration: v.optional(Nullable(v.number())),
+});
+export const ExecutionListBody = v.looseObject({
+  pipeline_id: v.string(),
+  deployment_id: v.string(),
+  executions: v.array(
+    v.looseObject({
+      execution_id: v.string(),
+      status: Status,
+      created_at: v.string(),
+      started_at: Nullable(v.string()),
+      completed_at: Nullable(v.string()),
+      completion_duration: Nullable(v.number()),
+      error_message: Nullable(v.string()),
+      callback: Nullable(v.looseObject({ outcome: v.string(), attempts: v.number(), last_status: Nullable(v.number()), last_error: Nullable(v.string()) })),
+    }),
+  ),
+  next_cursor: Nullable(v.string()),
+});
+const UsageWindow = v.looseObject({
+  from: v.string(),
+  to: v.string(),
+  total: v.number(),
+  by_status: v.record(v.string(), v.number()),
+  p50_ms: Nullable(v.number()),
+  p95_ms: Nullable(v.number()),
+});
+export const UsageBody = v.looseObject({ pipeline_id: v.string(), deployment_id: v.string(), last_hour: UsageWindow, last_day: UsageWindow });
+
+export type OwnerExecution = v.InferOutput<typeof OwnerExecutionBody>;
+export type ExecutionList = v.InferOutput<typeof ExecutionListBody>;
+export type Usage = v.InferOutput<typeof UsageBody>;
 export type Push = v.InferOutput<typeof PushBody>;
 export type PipelineList = v.InferOutput<typeof ListBody>;
 export type Pipeline = v.InferOutput<typeof PipelineBody>;

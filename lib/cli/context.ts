@@ -10,6 +10,8 @@ export interface Ctx {
   out: Output;
   client: PipegateClient;
   sleep: (ms: number) => Promise<void>;
+  /** While a wait is under way, what Ctrl-C does (see waitOrInterrupt). */
+  onInterrupt: (handler: () => void) => () => void;
 }
 
 export interface CliDeps {
@@ -21,6 +23,40 @@ export interface CliDeps {
 
 const realSleep = (ms: number) => new Promise<void>((res) => setTimeout(res, ms));
 
+const processInterrupt = (handler: () => void): (() => void) => {
+  process.once('SIGINT', handler);
+  return () => process.off('SIGINT', handler);
+};
+
+/** Ctrl-C during a wait: the wait ends with exit code 130 after `message` (how to follow up and cancel). */
+export class Interrupted extends Error {
+  readonly exitCode = 130;
+  constructor(readonly followUp: string) {
+    super('stopped waiting');
+    this.name = 'Interrupted';
+  }
+}
+
+/**
+ * Runs `wait`; a Ctrl-C meanwhile stops waiting (the work keeps going on the service) and
+ * prints `followUp`, which says how to look at it later and how to cancel it.
+ */
+export async function waitOrInterrupt<T>(ctx: Pick<Ctx, 'onInterrupt'>, followUp: string, wait: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const abort = new AbortController();
+  let stop: () => void = () => undefined;
+  const interrupted = new Promise<never>((_, reject) => {
+    stop = ctx.onInterrupt(() => {
+      abort.abort();
+      reject(new Interrupted(followUp));
+    });
+  });
+  try {
+    return await Promise.race([wait(abort.signal), interrupted]);
+  } finally {
+    stop();
+  }
+}
+
 export async function createContext(io: CliIO, opts: GlobalOptions, deps: CliDeps): Promise<Ctx> {
   const out = new Output(io, opts.json === true, opts.color !== false);
   const connection = await resolveConnection(opts, io.env, io.cwd, deps.stackLookup);
@@ -29,7 +65,7 @@ export async function createContext(io: CliIO, opts: GlobalOptions, deps: CliDep
     ...(io.fetch ? { fetch: io.fetch } : {}),
     ...(deps.credentials ? { credentials: deps.credentials } : {}),
   });
-  return { io, out, client, sleep: io.sleep ?? realSleep };
+  return { io, out, client, sleep: io.sleep ?? realSleep, onInterrupt: io.onInterrupt ?? processInterrupt };
 }
 
 /**
@@ -40,11 +76,12 @@ export async function createContext(io: CliIO, opts: GlobalOptions, deps: CliDep
 export async function pollUntil<T>(
   once: () => Promise<T>,
   done: (t: T) => boolean,
-  opts: { sleep: (ms: number) => Promise<void>; timeoutMs: number; onTick?: (t: T, elapsedMs: number) => void; what: string },
+  opts: { sleep: (ms: number) => Promise<void>; timeoutMs: number; onTick?: (t: T, elapsedMs: number) => void; what: string; signal?: AbortSignal },
 ): Promise<T> {
   const started = Date.now();
   let delay = 150;
   for (;;) {
+    if (opts.signal?.aborted) throw new Error(`${opts.what}: stopped waiting`);
     const t = await once();
     const elapsed = Date.now() - started;
     opts.onTick?.(t, elapsed);

@@ -21,6 +21,8 @@ export interface CliIO {
   sleep?: (ms: number) => Promise<void>;
   /** Where `secrets set` reads a value: a terminal (hidden prompt) or a pipe. */
   stdin?: SecretSource;
+  /** Calls `handler` on Ctrl-C until the returned function is called (default: SIGINT). */
+  onInterrupt?: (handler: () => void) => () => void;
 }
 
 export type Colors = ReturnType<typeof createColors>;

@@ -15,7 +15,7 @@ import { run } from './commands/run';
 import { deleteSecret, listSecrets, setSecret } from './commands/secrets';
 import { status } from './commands/status';
 import { cloudFormationLookup, type GlobalOptions } from './connection';
-import { createContext, type CliDeps, type Ctx } from './context';
+import { createContext, Interrupted, type CliDeps, type Ctx } from './context';
 import { EXIT, exitCodeFor, ServiceError, UnreachableError, UsageError } from './errors';
 import { colorEnabled, Output, type CliIO } from './output';
 
@@ -212,6 +212,10 @@ export async function runCli(args: readonly string[], io: CliIO, deps: CliDeps =
     await program.parseAsync([...args], { from: 'user' });
     return state.code;
   } catch (e) {
+    if (e instanceof Interrupted) {
+      io.stderr.write(`\n${e.followUp}\n`);
+      return e.exitCode;
+    }
     const code = exitCodeFor(e);
     if (e instanceof CommanderError) {
       // commander has already printed its message (or the help/version text).

@@ -4,7 +4,16 @@
  */
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { CreateTableCommand, DescribeTableCommand, DynamoDBClient, ResourceInUseException } from '@aws-sdk/client-dynamodb';
+import {
+  CreateTableCommand,
+  DeleteTableCommand,
+  DescribeTableCommand,
+  DynamoDBClient,
+  PutItemCommand,
+  ResourceInUseException,
+  ScanCommand,
+  type AttributeValue,
+} from '@aws-sdk/client-dynamodb';
 import dynalite from 'dynalite';
 import { MAIN_TABLE, type TableDefinition } from '../tables';
 
@@ -38,9 +47,9 @@ export async function ensureTable(endpoint: string, tableName: string, def: Tabl
     region: 'local',
     credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
   });
-  try {
+  const create = () => {
     const attrs = new Set([def.partitionKey, def.sortKey, ...def.indexes.flatMap((i) => [i.partitionKey, i.sortKey])]);
-    await client.send(
+    return client.send(
       new CreateTableCommand({
         TableName: tableName,
         BillingMode: 'PAY_PER_REQUEST',
@@ -59,14 +68,54 @@ export async function ensureTable(endpoint: string, tableName: string, def: Tabl
         })),
       }),
     );
+  };
+  try {
+    await create();
   } catch (e) {
     if (!(e instanceof ResourceInUseException)) throw e;
+    await rebuildIfIndexMissing(client, tableName, def, create);
   }
+  await waitActive(client, tableName);
+  client.destroy();
+}
+
+async function waitActive(client: DynamoDBClient, tableName: string): Promise<void> {
   // dynalite does not implement TTL (UpdateTimeToLive); expiry is checked at read time instead.
   for (let i = 0; i < 100; i++) {
     const out = await client.send(new DescribeTableCommand({ TableName: tableName }));
     if (out.Table?.TableStatus === 'ACTIVE') break;
     await new Promise((r) => setTimeout(r, 20));
   }
-  client.destroy();
+}
+
+/**
+ * A data dir made before the definition gained an index has a table without it, and dynalite
+ * cannot add one in place (UpdateTable ignores index creation). The table is rebuilt: every
+ * item read, the table created anew from the definition, the items written back, which fills
+ * the new index. Local data only; AWS adds an index in place (CloudFormation).
+ */
+async function rebuildIfIndexMissing(client: DynamoDBClient, tableName: string, def: TableDefinition, create: () => Promise<unknown>): Promise<void> {
+  const out = await client.send(new DescribeTableCommand({ TableName: tableName }));
+  const have = new Set((out.Table?.GlobalSecondaryIndexes ?? []).map((i) => i.IndexName));
+  if (def.indexes.every((i) => have.has(i.name))) return;
+  const items: Record<string, AttributeValue>[] = [];
+  let start: Record<string, AttributeValue> | undefined;
+  do {
+    const page = await client.send(new ScanCommand({ TableName: tableName, ExclusiveStartKey: start, ConsistentRead: true }));
+    items.push(...(page.Items ?? []));
+    start = page.LastEvaluatedKey;
+  } while (start);
+  await client.send(new DeleteTableCommand({ TableName: tableName }));
+  for (let i = 0; i < 100; i++) {
+    try {
+      await create();
+      break;
+    } catch (e) {
+      // dynalite deletes asynchronously even with deleteTableMs 0.
+      if (!(e instanceof ResourceInUseException)) throw e;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+  await waitActive(client, tableName);
+  for (const item of items) await client.send(new PutItemCommand({ TableName: tableName, Item: item }));
 }

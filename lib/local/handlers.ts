@@ -21,6 +21,10 @@ import { createHandler as ownerExecutionGet } from '../../functions/owner-execut
 import { createHandler as secretList } from '../../functions/secret-list/handler';
 import { createHandler as secretPut } from '../../functions/secret-put/handler';
 import { createHandler as secretDelete } from '../../functions/secret-delete/handler';
+import { createHandler as ownerExecutionCancel } from '../../functions/owner-execution-cancel/handler';
+import { createHandler as ownerCallbackRedeliver } from '../../functions/owner-callback-redeliver/handler';
+import { createHandler as deploymentExecutions } from '../../functions/deployment-executions/handler';
+import { createHandler as deploymentUsage } from '../../functions/deployment-usage/handler';
 
 export type HttpLambda = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult>;
 
@@ -45,4 +49,8 @@ export const HTTP_HANDLERS: Record<string, (deps: DepsSource) => HttpLambda> = {
   'secret-list': secretList,
   'secret-put': secretPut,
   'secret-delete': secretDelete,
+  'owner-execution-cancel': ownerExecutionCancel,
+  'owner-callback-redeliver': ownerCallbackRedeliver,
+  'deployment-executions': deploymentExecutions,
+  'deployment-usage': deploymentUsage,
 };

@@ -8,7 +8,7 @@ import type { QueueName } from '../queues';
 /** Item actions on the main table. */
 export type TableAction = 'GetItem' | 'PutItem' | 'UpdateItem' | 'DeleteItem';
 /** What a Query reads: the table itself (by partition key) or one of its indexes. */
-export type QueryTarget = 'table' | 'gsi1' | 'sweep';
+export type QueryTarget = 'table' | 'gsi1' | 'sweep' | 'executions';
 export type StatesAction = 'StartExecution' | 'StopExecution';
 export type { QueueName };
 
@@ -40,6 +40,8 @@ const CREATE_EXECUTION: readonly TableAction[] = ['GetItem', 'PutItem', 'DeleteI
 const ALL: readonly TableAction[] = ['GetItem', 'PutItem', 'UpdateItem'];
 const RUNS: readonly QueryTarget[] = ['gsi1'];
 const OWNER_SECRETS: readonly QueryTarget[] = ['table'];
+const EXECUTIONS: readonly QueryTarget[] = ['executions'];
+const USAGE: readonly QueryTarget[] = ['table'];
 
 const access = (table: readonly TableAction[], more: Partial<Omit<FunctionAccess, 'table'>> = {}): FunctionAccess => ({
   table,
@@ -71,6 +73,15 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   'run-list': access(READ, { query: RUNS }),
   'run-get': access(READ),
   'owner-execution-get': access(READ),
+  // Cancels through the one lifecycle (conditional write, run pointer, owed callback, usage
+  // counter), then stops the state machine.
+  'owner-execution-cancel': access(UPDATE, { states: ['StopExecution'], send: ['callbacks'] }),
+  // Puts a settled callback back to pending (conditional) and queues it.
+  'owner-callback-redeliver': access(UPDATE, { send: ['callbacks'] }),
+  // The executions index (keys only), then each item read.
+  'deployment-executions': access(READ, { query: EXECUTIONS }),
+  // The deployment's usage counters: one partition of the table itself.
+  'deployment-usage': access(READ, { query: USAGE }),
   // Readiness brings the run pointers up to date (syncRunPointers -> recordRunFinished).
   'deployment-readiness': access(UPDATE, { query: RUNS }),
   'deployment-publish': access(ALL, { query: RUNS, secret: true }),

@@ -276,22 +276,24 @@ describe('least privilege, from lib/stacks/permissions.ts', () => {
     for (const s of stmts) if (s.resources.includes('*')) expect(s.actions.every((a) => a.startsWith('xray:'))).toBe(true);
   });
 
-  it('lets only the runner start executions, and only execution-cancel stop them', () => {
+  it('lets only the runner start executions, and only the two cancels (caller and owner) stop them', () => {
     // Act
     const starters = allFunctionNames().filter((n) => actionsOn(statementsOf(roleId(n)), 'states:StartExecution').length > 0);
     const stoppers = allFunctionNames().filter((n) => actionsOn(statementsOf(roleId(n)), 'states:StopExecution').length > 0);
     // Assess
     expect(starters).toEqual([WORKERS.runner]);
-    expect(stoppers).toEqual(['execution-cancel']);
+    expect(stoppers.sort()).toEqual(['execution-cancel', 'owner-execution-cancel']);
     const machine = logicalId(built.service.stateMachine.node.defaultChild);
     expect(resourcesFor(statementsOf(roleId(WORKERS.runner)), 'states:StartExecution')).toEqual([`service:${machine}`]);
-    expect(resourcesFor(statementsOf(roleId('execution-cancel')), 'states:StopExecution')).toEqual([
-      `arn:aws:states:${built.service.region}:${built.service.account}:execution:service:${machine}:*`,
-    ]);
+    for (const stopper of stoppers) {
+      expect(resourcesFor(statementsOf(roleId(stopper)), 'states:StopExecution')).toEqual([
+        `arn:aws:states:${built.service.region}:${built.service.account}:execution:service:${machine}:*`,
+      ]);
+    }
   });
 
   it('keeps read-only functions from writing', () => {
-    for (const name of ['execution-status', 'execution-result', 'deployment-contract', 'deployment-openapi', 'pipeline-list', 'run-get']) {
+    for (const name of ['execution-status', 'execution-result', 'deployment-contract', 'deployment-openapi', 'pipeline-list', 'run-get', 'deployment-executions', 'deployment-usage', 'owner-execution-get']) {
       const actions = actionsOn(statementsOf(roleId(name)), '');
       expect(actions).not.toContain('dynamodb:PutItem');
       expect(actions).not.toContain('dynamodb:UpdateItem');

@@ -22,6 +22,7 @@ import type {
   Execution,
   IdempotencyRecord,
   KeyHash,
+  NodeTrace,
   PipelineDefinition,
   PipelineMeta,
   PipelineSummary,
@@ -29,6 +30,8 @@ import type {
   RunPointer,
   SealedSecret,
 } from '../../functions/core/types';
+import { binOf, bucketOf, isUsageStatus, type UsageBucket } from '../../functions/core/usage';
+import { completionDuration } from '../../functions/core/views';
 import type { StoreSet } from './fakes';
 
 const copy = <T>(x: T): T => structuredClone(x);
@@ -139,6 +142,69 @@ export class MemoryExecutions implements ExecutionsPort {
     const last = page[page.length - 1];
     const next = from + opts.limit < runs.length && last ? Buffer.from(`${pipelineId}|${sortKey(last)}`).toString('base64url') : null;
     return { runs: page.map(strip), next };
+  }
+
+  async recordTrace(id: string, set: { trace: NodeTrace[]; trace_truncated: boolean }): Promise<boolean> {
+    const e = this.items.get(id);
+    if (!e || e.status !== 'cancelled' || e.trace) return false;
+    Object.assign(e, copy(set));
+    return true;
+  }
+
+  async listByDeployment(
+    deploymentId: string,
+    opts: { limit: number; since?: string; status?: ExecutionStatus; cursor?: string; now: Date },
+  ): Promise<{ executions: Execution[]; next: string | null }> {
+    const sortKey = (e: Execution) => `${e.created_at}#${e.execution_id}`;
+    let all = [...this.items.values()]
+      .filter((e) => e.kind === 'api' && e.deployment_id === deploymentId && (opts.since === undefined || sortKey(e) >= opts.since))
+      .sort((a, b) => sortKey(b).localeCompare(sortKey(a)));
+    if (opts.cursor) {
+      const [d, after] = Buffer.from(opts.cursor, 'base64url').toString('utf8').split('|');
+      if (d !== deploymentId || after === undefined) throw new InvalidCursorError('not a cursor this list returned');
+      all = all.filter((e) => sortKey(e) < after);
+    }
+    const found: Execution[] = [];
+    let looked = 0;
+    const budget = opts.status ? opts.limit * 5 : opts.limit;
+    let last: Execution | undefined;
+    for (const e of all) {
+      if (looked >= budget || found.length === opts.limit) break;
+      looked++;
+      last = e;
+      if (e.expires_at !== null && e.expires_at <= epochSeconds(opts.now)) continue;
+      if (!opts.status || e.status === opts.status) found.push(strip(e));
+    }
+    const more = last !== undefined && all.indexOf(last) < all.length - 1;
+    return { executions: found, next: more && last ? Buffer.from(`${deploymentId}|${sortKey(last)}`).toString('base64url') : null };
+  }
+
+  async redeliver(id: string, previous: CallbackDelivery, at: string): Promise<Execution | null> {
+    const e = this.items.get(id);
+    const c = e?.callback_delivery;
+    if (!e || !c || c.attempts !== previous.attempts || c.outcome !== previous.outcome) return null;
+    e.callback_delivery = { ...c, outcome: 'pending', redelivery: true, next_attempt_at: null };
+    Object.assign(e, { sweep: 'callback', sweep_at: at });
+    return strip(e);
+  }
+
+  /** Finished API executions counted, as the DynamoDB store would add them to its buckets. */
+  readonly usage = new Map<string, UsageBucket>();
+
+  async countFinished(e: Execution): Promise<void> {
+    if (e.kind !== 'api' || !e.deployment_id || !e.completed_at || !isUsageStatus(e.status)) return;
+    const bucket = bucketOf(new Date(e.completed_at));
+    const key = `${e.deployment_id}#${bucket}`;
+    const b = this.usage.get(key) ?? { bucket, counts: {}, bins: {} };
+    b.counts[e.status] = (b.counts[e.status] ?? 0) + 1;
+    const bin = binOf(completionDuration(e) ?? 0);
+    b.bins[bin] = (b.bins[bin] ?? 0) + 1;
+    this.usage.set(key, b);
+  }
+
+  async usageSince(deploymentId: string, from: Date): Promise<UsageBucket[]> {
+    const start = bucketOf(from);
+    return [...this.usage.entries()].filter(([k, b]) => k.startsWith(`${deploymentId}#`) && b.bucket >= start).map(([, b]) => copy(b));
   }
 
   async claimIdempotency(

@@ -1,0 +1,125 @@
+/**
+ * The owner's view of a live API (and of runs): list a deployment's executions, see one in
+ * full (trace, deliveries), cancel, send a callback again, and usage over the last hour and day.
+ */
+import { AppError } from '../core/errors';
+import { PIPELINE_ID_PATTERN } from '../core/ids';
+import { isTerminal, type ExecutionStatus } from '../core/transitions';
+import { InvalidCursorError } from '../core/ports';
+import type { DeploymentRecord, Execution } from '../core/types';
+import { summarize } from '../core/usage';
+import { executionSummaryBody, ownerExecutionBody } from '../core/views';
+import type { Deps } from '../adapters/deps';
+import { cancelExecution } from './lifecycle.service';
+
+const STATUSES: readonly ExecutionStatus[] = ['pending', 'running', 'completed', 'failed', 'cancelled'];
+
+async function liveDeploymentOf(d: Deps, pipelineId: string): Promise<DeploymentRecord> {
+  if (!PIPELINE_ID_PATTERN.test(pipelineId)) throw new AppError('PipelineNotFound');
+  const m = await d.pipelines.getMeta(pipelineId, true);
+  if (!m) throw new AppError('PipelineNotFound');
+  const dep = m.deployment_id ? await d.deployments.get(m.deployment_id, true) : null;
+  if (!dep || dep.status !== 'live') throw new AppError('DeploymentNotFound', `pipeline ${pipelineId} is not published`);
+  return dep;
+}
+
+/** An execution (API execution or run) of this pipeline, else 404. */
+async function executionOf(d: Deps, pipelineId: string, executionId: string, consistent = false): Promise<Execution> {
+  const e = await d.executions.get(executionId, d.clock.now(), consistent);
+  if (!e || e.pipeline_id !== pipelineId) throw new AppError('ExecutionNotFound');
+  return e;
+}
+
+export interface ListQuery {
+  status?: string;
+  since?: string;
+  limit?: string;
+  cursor?: string;
+}
+
+/** GET …/deployment/executions: the live deployment's executions, newest first. */
+export async function listExecutions(d: Deps, pipelineId: string, q: ListQuery) {
+  const problems: { path: string; reason: string }[] = [];
+  const limit = q.limit === undefined ? 20 : Number(q.limit);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 100) problems.push({ path: 'limit', reason: 'must be a whole number from 1 to 100' });
+  const status = q.status === undefined || q.status === '' ? undefined : (q.status as ExecutionStatus);
+  if (status !== undefined && !STATUSES.includes(status)) problems.push({ path: 'status', reason: `must be one of ${STATUSES.join(', ')}` });
+  let since: string | undefined;
+  if (q.since !== undefined && q.since !== '') {
+    const t = Date.parse(q.since);
+    if (Number.isNaN(t)) problems.push({ path: 'since', reason: 'must be an ISO 8601 time, e.g. 2026-11-22T15:00:00Z' });
+    else since = new Date(t).toISOString();
+  }
+  if (problems.length) throw new AppError('InvalidRequest', problems);
+  const dep = await liveDeploymentOf(d, pipelineId);
+  let page: Awaited<ReturnType<Deps['executions']['listByDeployment']>>;
+  try {
+    page = await d.executions.listByDeployment(dep.deployment_id, {
+      limit,
+      ...(since ? { since } : {}),
+      ...(status ? { status } : {}),
+      ...(q.cursor ? { cursor: q.cursor } : {}),
+      now: d.clock.now(),
+    });
+  } catch (e) {
+    if (e instanceof InvalidCursorError) throw new AppError('InvalidRequest', [{ path: 'cursor', reason: 'is not a cursor this list returned' }]);
+    throw e;
+  }
+  return {
+    pipeline_id: pipelineId,
+    deployment_id: dep.deployment_id,
+    executions: page.executions.map(executionSummaryBody),
+    next_cursor: page.next,
+  };
+}
+
+/** GET …/executions/{execution_id}: everything about one execution, for its owner. */
+export async function getExecution(d: Deps, pipelineId: string, executionId: string) {
+  const e = await executionOf(d, pipelineId, executionId);
+  const dep = e.deployment_id ? await d.deployments.get(e.deployment_id) : null;
+  const hidden = new Set((dep?.inputs ?? []).filter((i) => !i.visible).map((i) => i.id));
+  return ownerExecutionBody(e, hidden);
+}
+
+/** POST …/executions/{execution_id}/cancel: a run or an API execution, pending or running. */
+export async function cancel(d: Deps, pipelineId: string, executionId: string) {
+  const e = await executionOf(d, pipelineId, executionId, true);
+  if (isTerminal(e.status)) throw new AppError('ExecutionAlreadyFinished', undefined, { status: e.status });
+  const out = await cancelExecution(d, e);
+  if (!out.ok) throw new AppError('ExecutionAlreadyFinished', undefined, { status: out.status });
+  return getExecution(d, pipelineId, executionId);
+}
+
+/**
+ * POST …/executions/{execution_id}/callback/redeliver: sends a settled callback again, as one
+ * new attempt with the same webhook-id (receivers deduplicate on it). A repeat while that
+ * attempt is owed starts nothing new and answers the same.
+ */
+export async function redeliver(d: Deps, pipelineId: string, executionId: string) {
+  const e = await executionOf(d, pipelineId, executionId, true);
+  const delivery = e.callback_delivery;
+  if (!e.callback || !delivery) throw new AppError('Conflict', 'this execution was submitted without a callback');
+  if (!isTerminal(e.status)) throw new AppError('Conflict', 'the execution has not finished; its callback is sent when it does');
+  if (delivery.outcome === 'pending') {
+    if (delivery.redelivery) return { status: 202, body: ownerExecutionBody(e, new Set()).callback_delivery };
+    throw new AppError('Conflict', 'the callback is still being delivered on its retry schedule; redeliver once it has settled');
+  }
+  const updated = await d.executions.redeliver(e.execution_id, delivery, d.clock.now().toISOString());
+  if (!updated) throw new AppError('Conflict', 'the delivery changed while asking; look again and retry');
+  await d.queue.send('callbacks', { execution_id: e.execution_id });
+  return { status: 202, body: ownerExecutionBody(updated, new Set()).callback_delivery };
+}
+
+/** GET …/deployment/usage: finished executions by status and duration percentiles, last hour and day. */
+export async function usage(d: Deps, pipelineId: string) {
+  const dep = await liveDeploymentOf(d, pipelineId);
+  const now = d.clock.now();
+  const dayAgo = new Date(now.getTime() - 24 * 3600 * 1000);
+  const buckets = await d.executions.usageSince(dep.deployment_id, dayAgo);
+  return {
+    pipeline_id: pipelineId,
+    deployment_id: dep.deployment_id,
+    last_hour: summarize(buckets, new Date(now.getTime() - 3600 * 1000), now),
+    last_day: summarize(buckets, dayAgo, now),
+  };
+}
