@@ -274,7 +274,7 @@ const OWNER_PATHS: Record<string, PathItem> = {
   '/v1/pipelines/{pipeline_id}/executions/{execution_id}': {
     get: ownerOp({
       operationId: 'getOwnerExecution',
-      summary: 'Any run or API execution of the pipeline, with its callback delivery',
+      summary: 'Any run or API execution of the pipeline: inputs (hidden ones named), outputs, error, node trace and callback attempts',
       parameters: [
         parameterRef('PipelineId'),
         parameterRef('ExecutionId'),
@@ -284,6 +284,122 @@ const OWNER_PATHS: Record<string, PathItem> = {
         '404': {
           description: 'Execution Not Found: unknown, expired, or of another pipeline.',
           content: { 'application/json': { schema: schemaRef('NotFoundExecution') } },
+        },
+      },
+    }),
+  },
+  '/v1/pipelines/{pipeline_id}/executions/{execution_id}/cancel': {
+    post: ownerOp({
+      operationId: 'cancelOwnerExecution',
+      summary: 'Cancel a pending or running run or API execution at once',
+      description: 'The same move as a caller\'s cancel: one conditional write, its work stopped, its callback (if any) sent.',
+      parameters: [
+        parameterRef('PipelineId'),
+        parameterRef('ExecutionId'),
+      ],
+      responses: {
+        '200': { description: 'Cancelled: the execution as the owner sees it.', content: { 'application/json': { schema: schemaRef('OwnerExecution') } } },
+        '404': {
+          description: 'Execution Not Found: unknown, expired, or of another pipeline.',
+          content: { 'application/json': { schema: schemaRef('NotFoundExecution') } },
+        },
+        '409': {
+          description: 'Execution already finished, with its status.',
+          content: { 'application/json': { schema: schemaRef('ExecutionAlreadyFinished') } },
+        },
+      },
+    }),
+  },
+  '/v1/pipelines/{pipeline_id}/executions/{execution_id}/callback/redeliver': {
+    post: ownerOp({
+      operationId: 'redeliverCallback',
+      summary: 'Send a settled callback again: one new attempt with the same webhook-id',
+      description:
+        'For a finished execution whose callback was delivered or dead-lettered. One attempt, no retry schedule; receivers deduplicate on `webhook-id`. A repeat while that attempt is owed starts nothing and answers the same.',
+      parameters: [
+        parameterRef('PipelineId'),
+        parameterRef('ExecutionId'),
+      ],
+      responses: {
+        '202': {
+          description: 'The redelivery is queued: the delivery record, outcome `pending`.',
+          content: { 'application/json': { schema: schemaRef('CallbackDelivery') } },
+        },
+        '404': {
+          description: 'Execution Not Found: unknown, expired, or of another pipeline.',
+          content: { 'application/json': { schema: schemaRef('NotFoundExecution') } },
+        },
+        '409': {
+          description: 'Nothing to redeliver: no callback, not finished, or still on its retry schedule (`detail` says which).',
+          content: { 'application/json': { schema: schemaRef('Conflict') } },
+        },
+      },
+    }),
+  },
+  '/v1/pipelines/{pipeline_id}/deployment/executions': {
+    get: ownerOp({
+      operationId: 'listDeploymentExecutions',
+      summary: "The live deployment's API executions, newest first",
+      description:
+        'Read from an index of the deployment\'s executions (never a scan). With `status`, a page looks at a bounded number of executions and may hold fewer than `limit`; follow `next_cursor` until it is null.',
+      parameters: [
+        parameterRef('PipelineId'),
+        { name: 'status', in: 'query', required: false, schema: schemaRef('ExecutionStatus') },
+        {
+          name: 'since',
+          in: 'query',
+          required: false,
+          schema: { type: 'string' },
+          description: 'Only executions created at or after this ISO 8601 time.',
+        },
+        { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } },
+        { name: 'cursor', in: 'query', required: false, schema: { type: 'string' }, description: '`next_cursor` of the previous page.' },
+      ],
+      responses: {
+        '200': { description: 'A page of executions.', content: { 'application/json': { schema: schemaRef('ExecutionList') } } },
+        '400': {
+          description: 'Invalid Request: a bad status, since, limit or cursor.',
+          content: { 'application/json': { schema: schemaRef('InvalidRequest') } },
+        },
+        '404': {
+          description: 'Pipeline Not Found, or it is not published.',
+          content: {
+            'application/json': {
+              schema: {
+                oneOf: [
+                  schemaRef('NotFoundPipeline'),
+                  schemaRef('NotFoundDeployment'),
+                ],
+              },
+            },
+          },
+        },
+      },
+    }),
+  },
+  '/v1/pipelines/{pipeline_id}/deployment/usage': {
+    get: ownerOp({
+      operationId: 'getDeploymentUsage',
+      summary: "The live deployment's finished executions by status, with p50/p95 durations, over the last hour and day",
+      description:
+        'Kept as counters per five-minute bucket, written once per finished execution; percentiles are the upper bound of the duration bin they fall in.',
+      parameters: [
+        parameterRef('PipelineId'),
+      ],
+      responses: {
+        '200': { description: 'Usage.', content: { 'application/json': { schema: schemaRef('Usage') } } },
+        '404': {
+          description: 'Pipeline Not Found, or it is not published.',
+          content: {
+            'application/json': {
+              schema: {
+                oneOf: [
+                  schemaRef('NotFoundPipeline'),
+                  schemaRef('NotFoundDeployment'),
+                ],
+              },
+            },
+          },
         },
       },
     }),
@@ -555,10 +671,23 @@ const OWNER_SCHEMAS: Record<string, JsonSchema> = {
       next_cursor: { type: ['string', 'null'], description: 'Pass as `cursor` for the next page; null on the last page.' },
     },
   },
+  DeliveryAttempt: {
+    type: 'object',
+    required: ['at', 'duration_ms', 'status', 'error', 'redelivery'],
+    properties: {
+      at: schemaRef('Timestamp'),
+      duration_ms: { type: 'integer', minimum: 0 },
+      status: { type: ['integer', 'null'], description: "The receiver's HTTP status; null when no answer came (see error)." },
+      error: { type: ['string', 'null'] },
+      redelivery: { type: 'boolean', description: 'Sent because the owner asked (redeliver), not by the retry schedule.' },
+    },
+  },
   CallbackDelivery: {
     type: 'object',
-    required: ['webhook_id', 'attempts', 'outcome', 'last_status', 'last_error', 'last_attempt_at', 'next_attempt_at'],
+    required: ['webhook_id', 'attempts', 'outcome', 'last_status', 'last_error', 'last_attempt_at', 'next_attempt_at', 'redelivery', 'log'],
     properties: {
+      redelivery: { type: 'boolean', description: "An owner's redelivery is owed (one attempt)." },
+      log: { type: 'array', items: schemaRef('DeliveryAttempt'), description: 'The latest attempts (up to 20), oldest first; `attempts` counts them all.' },
       webhook_id: { type: 'string' },
       attempts: { type: 'integer', minimum: 0 },
       outcome: { type: 'string', enum: ['pending', 'delivered', 'dead_lettered'] },
@@ -578,10 +707,147 @@ const OWNER_SCHEMAS: Record<string, JsonSchema> = {
       },
     },
   },
+  NodeTrace: {
+    type: 'object',
+    required: ['node', 'type', 'outcome', 'started_at', 'completed_at', 'duration_ms', 'error', 'http_status', 'preview'],
+    properties: {
+      node: schemaRef('NodeId'),
+      type: { type: 'string', enum: ['input', 'transform', 'http', 'delay', 'output'] },
+      outcome: {
+        type: 'string',
+        enum: ['completed', 'failed', 'stopped', 'not_run'],
+        description: 'stopped: the execution ended (failed elsewhere, timed out, cancelled) while this node was busy; not_run: it never started.',
+      },
+      started_at: {
+        anyOf: [
+          schemaRef('Timestamp'),
+          { type: 'null' },
+        ],
+      },
+      completed_at: {
+        anyOf: [
+          schemaRef('Timestamp'),
+          { type: 'null' },
+        ],
+      },
+      duration_ms: { type: ['integer', 'null'], minimum: 0 },
+      error: { type: ['string', 'null'], description: 'Why the node failed (redacted, at most 500 characters).' },
+      http_status: { type: ['integer', 'null'], description: "An http node's upstream status, when it answered with one that failed the node." },
+      preview: {
+        type: ['string', 'null'],
+        description: "The node's value as JSON text, cut at 200 characters; owner secrets and credential-looking tokens are redacted.",
+      },
+    },
+  },
+  FailedNode: {
+    type: 'object',
+    required: ['node', 'type', 'error', 'http_status'],
+    properties: {
+      node: schemaRef('NodeId'),
+      type: { type: 'string', enum: ['input', 'transform', 'http', 'delay', 'output'] },
+      error: { type: ['string', 'null'] },
+      http_status: { type: ['integer', 'null'] },
+    },
+  },
+  ExecutionSummary: {
+    type: 'object',
+    required: ['execution_id', 'status', 'created_at', 'started_at', 'completed_at', 'completion_duration', 'error_message', 'callback'],
+    properties: {
+      execution_id: schemaRef('Uuid'),
+      status: schemaRef('ExecutionStatus'),
+      created_at: schemaRef('Timestamp'),
+      started_at: {
+        anyOf: [
+          schemaRef('Timestamp'),
+          { type: 'null' },
+        ],
+      },
+      completed_at: {
+        anyOf: [
+          schemaRef('Timestamp'),
+          { type: 'null' },
+        ],
+      },
+      completion_duration: { type: ['integer', 'null'], minimum: 0 },
+      error_message: { type: ['string', 'null'] },
+      callback: {
+        anyOf: [
+          {
+            type: 'object',
+            required: ['outcome', 'attempts', 'last_status', 'last_error'],
+            properties: {
+              outcome: { type: 'string', enum: ['pending', 'delivered', 'dead_lettered'] },
+              attempts: { type: 'integer', minimum: 0 },
+              last_status: { type: ['integer', 'null'] },
+              last_error: { type: ['string', 'null'] },
+            },
+          },
+          { type: 'null' },
+        ],
+        description: 'How its callback went; null without one.',
+      },
+    },
+  },
+  ExecutionList: {
+    type: 'object',
+    required: ['pipeline_id', 'deployment_id', 'executions', 'next_cursor'],
+    properties: {
+      pipeline_id: schemaRef('PipelineId'),
+      deployment_id: schemaRef('Uuid'),
+      executions: { type: 'array', items: schemaRef('ExecutionSummary'), description: 'Newest first.' },
+      next_cursor: { type: ['string', 'null'], description: 'Pass as `cursor` for the next page; null on the last page.' },
+    },
+  },
+  UsageWindow: {
+    type: 'object',
+    required: ['from', 'to', 'total', 'by_status', 'p50_ms', 'p95_ms'],
+    properties: {
+      from: schemaRef('Timestamp'),
+      to: schemaRef('Timestamp'),
+      total: { type: 'integer', minimum: 0, description: 'Finished executions in the window.' },
+      by_status: {
+        type: 'object',
+        required: ['completed', 'failed', 'cancelled'],
+        properties: {
+          completed: { type: 'integer', minimum: 0 },
+          failed: { type: 'integer', minimum: 0 },
+          cancelled: { type: 'integer', minimum: 0 },
+        },
+      },
+      p50_ms: { type: ['integer', 'null'], description: 'Upper bound (ms) of the duration bin holding the median; null without executions.' },
+      p95_ms: { type: ['integer', 'null'], description: 'Upper bound (ms) of the duration bin holding the 95th percentile; null without executions.' },
+    },
+  },
+  Usage: {
+    type: 'object',
+    required: ['pipeline_id', 'deployment_id', 'last_hour', 'last_day'],
+    properties: {
+      pipeline_id: schemaRef('PipelineId'),
+      deployment_id: schemaRef('Uuid'),
+      last_hour: schemaRef('UsageWindow'),
+      last_day: schemaRef('UsageWindow'),
+    },
+  },
   OwnerExecution: {
     type: 'object',
-    required: ['run_id', 'execution_id', 'kind', 'pipeline_id', 'deployment_id', 'version', 'status', 'inputs', 'outputs', 'visible_outputs', 'error_message', 'callback', 'callback_delivery', 'created_at', 'started_at', 'completed_at', 'completion_duration'],
+    required: ['run_id', 'execution_id', 'kind', 'pipeline_id', 'deployment_id', 'version', 'status', 'inputs', 'hidden_inputs', 'outputs', 'visible_outputs', 'error_message', 'callback', 'callback_delivery', 'failed_node', 'trace', 'trace_truncated', 'created_at', 'started_at', 'completed_at', 'completion_duration'],
     properties: {
+      hidden_inputs: { type: 'array', items: schemaRef('NodeId'), description: 'Input ids callers can neither see nor set (their published value was used).' },
+      failed_node: {
+        anyOf: [
+          schemaRef('FailedNode'),
+          { type: 'null' },
+        ],
+        description: 'The node whose failure ended the execution; null otherwise.',
+      },
+      trace: {
+        anyOf: [
+          { type: 'array', items: schemaRef('NodeTrace') },
+          { type: 'null' },
+        ],
+        description: 'What every node did, in dependency order; null until the execution has run.',
+      },
+      trace_truncated: { type: 'boolean', description: 'Previews or errors were cut further to keep the record within its size limit.' },
       run_id: schemaRef('Uuid'),
       execution_id: schemaRef('Uuid'),
       kind: { type: 'string', enum: ['run', 'api'] },

@@ -19,7 +19,7 @@ async function liveDeploymentOf(d: Deps, pipelineId: string): Promise<Deployment
   const m = await d.pipelines.getMeta(pipelineId, true);
   if (!m) throw new AppError('PipelineNotFound');
   const dep = m.deployment_id ? await d.deployments.get(m.deployment_id, true) : null;
-  if (!dep || dep.status !== 'live') throw new AppError('DeploymentNotFound', `pipeline ${pipelineId} is not published`);
+  if (!dep || dep.status !== 'live') throw new AppError('DeploymentNotFound');
   return dep;
 }
 

@@ -6,6 +6,7 @@
 import type { PipelineDefinition } from '../../functions/core/types';
 import { ROUTES } from '../../lib/routes';
 import { createValidator, loadServiceDocument, structuralProblems, type OpenApiValidator } from '../support/openapi';
+import { startReceiver } from '../support/faults';
 import { greeting, request, startTestRuntime, waitUntil, type Reply, type TestRuntime } from '../support/runtime';
 import { isTerminalStatus } from '../../functions/core/transitions';
 
@@ -299,6 +300,46 @@ describe('owner keys, executions and delete conform', () => {
     const run = await owner('GET', `/v1/pipelines/conform-exec/executions/${runs.body.runs[0]?.run_id ?? ''}`);
     expect(run.body).toMatchObject({ kind: 'run', deployment_id: null, callback_delivery: null });
     expect((await owner('GET', `/v1/pipelines/conform-exec/executions/${UNKNOWN}`)).status).toBe(404);
+  });
+
+  it("lists the live deployment's executions, shows usage, redelivers a callback and cancels as the owner", async () => {
+    const receiver = await startReceiver();
+    try {
+      const p = await rt.publishPipeline('conform-owner', slow);
+      const hooked = await caller('POST', `/v1/deployments/${p.deploymentId}/executions/`, p.apiKey, { callback: receiver.url });
+      const hookedId = hooked.body.execution_id as string;
+      const delivered = await waitUntil(
+        () => owner('GET', `/v1/pipelines/conform-owner/executions/${hookedId}`),
+        (r) => (r.body.callback_delivery as { outcome?: string } | null)?.outcome === 'delivered',
+      );
+      expect(delivered.body.trace).toEqual(expect.arrayContaining([expect.objectContaining({ node: 'wait', outcome: 'completed' })]));
+      const again = await owner('POST', `/v1/pipelines/conform-owner/executions/${hookedId}/callback/redeliver`);
+      expect(again.status).toBe(202);
+      await waitUntil(async () => receiver.delivered().filter((h) => h.executionId === hookedId).length, (n) => n === 2);
+
+      const running = await caller('POST', `/v1/deployments/${p.deploymentId}/executions/`, p.apiKey, {});
+      const runningId = running.body.execution_id as string;
+      expect((await owner('POST', `/v1/pipelines/conform-owner/executions/${runningId}/callback/redeliver`)).status).toBe(409);
+      const cancelled = await owner('POST', `/v1/pipelines/conform-owner/executions/${runningId}/cancel`);
+      expect(cancelled.body).toMatchObject({ status: 'cancelled' });
+      expect((await owner('POST', `/v1/pipelines/conform-owner/executions/${runningId}/cancel`)).status).toBe(409);
+      expect((await owner('POST', `/v1/pipelines/conform-owner/executions/${UNKNOWN}/cancel`)).status).toBe(404);
+
+      const first = await owner<{ executions: { execution_id: string }[]; next_cursor: string | null }>('GET', '/v1/pipelines/conform-owner/deployment/executions?limit=1');
+      expect(first.body.executions.map((e) => e.execution_id)).toEqual([runningId]);
+      const next = await owner<{ executions: { execution_id: string }[] }>(
+        'GET',
+        `/v1/pipelines/conform-owner/deployment/executions?limit=1&cursor=${first.body.next_cursor ?? ''}`,
+      );
+      expect(next.body.executions.map((e) => e.execution_id)).toEqual([hookedId]);
+      expect((await owner('GET', '/v1/pipelines/conform-owner/deployment/executions?status=done')).status).toBe(400);
+      expect((await owner('GET', '/v1/pipelines/conform-empty/deployment/executions')).status).toBe(404);
+      const usage = await owner('GET', '/v1/pipelines/conform-owner/deployment/usage');
+      expect(usage.body.last_hour).toMatchObject({ total: 2, by_status: { completed: 1, failed: 0, cancelled: 1 } });
+      expect((await owner('GET', '/v1/pipelines/no-such-pipeline/deployment/usage')).status).toBe(404);
+    } finally {
+      await receiver.close();
+    }
   });
 
   it('deletes with confirmation (204); refuses without it (400) or without a deployment (404); then callers get 404', async () => {
