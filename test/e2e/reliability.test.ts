@@ -10,30 +10,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Deps } from '../../functions/adapters/deps';
 import type { LocalWorkflow } from '../../lib/local/workflow';
-import {
-  StoreFaults,
-  cancelRace,
-  countingTransitions,
-  duplicatingQueue,
-  failingStarts,
-  fastRetryWorkflow,
-  forId,
-  hooksByExecution,
-  isTerminalStatus,
-  delayDef,
-  judgeKillRounds,
-  killRounds,
-  movingTo,
-  printFigures,
-  seededRandom,
-  startReceiver,
-  stepError,
-  terminalWrites,
-  testSeed,
-  type Figures,
-  type Receiver,
-  type TransitionCounts,
-} from '../support/faults';
+import { StoreFaults, countingTransitions, duplicatingQueue, failingStarts, fastRetryWorkflow, forId, movingTo, stepError, terminalWrites, type TransitionCounts } from '../support/faults';
+import { hooksByExecution, startReceiver, type Receiver } from '../support/receiver';
+import { printFigures, seededRandom, testSeed, type Figures } from '../support/figures';
+import { cancelRace, delayDef, judgeKillRounds, killRounds } from '../support/scenarios';
+import { isTerminalStatus } from '../../functions/core/transitions';
 import { greeting, sleep, startTestRuntime, waitUntil, type Published, type TestRuntime } from '../support/runtime';
 
 jest.setTimeout(60_000);

@@ -6,7 +6,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { delayDef, isTerminalStatus } from '../support/faults';
+import { delayDef } from '../support/scenarios';
+import { isTerminalStatus } from '../../functions/core/transitions';
 import { spawnRuntime, type RuntimeProcess } from '../support/process';
 import { request, sleep, waitUntil, type Reply } from '../support/runtime';
 

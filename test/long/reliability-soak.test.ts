@@ -9,27 +9,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Deps } from '../../functions/adapters/deps';
 import type { LocalWorkflow } from '../../lib/local/workflow';
-import {
-  StoreFaults,
-  cancelRace,
-  countingTransitions,
-  duplicatingQueue,
-  failingStarts,
-  fastRetryWorkflow,
-  hooksByExecution,
-  isTerminalStatus,
-  delayDef,
-  judgeKillRounds,
-  killRounds,
-  printFigures,
-  seededRandom,
-  startReceiver,
-  stepError,
-  terminalWrites,
-  testSeed,
-  type Figures,
-  type TransitionCounts,
-} from '../support/faults';
+import { StoreFaults, countingTransitions, duplicatingQueue, failingStarts, fastRetryWorkflow, stepError, terminalWrites, type TransitionCounts } from '../support/faults';
+import { hooksByExecution, startReceiver } from '../support/receiver';
+import { printFigures, seededRandom, testSeed, type Figures } from '../support/figures';
+import { cancelRace, delayDef, judgeKillRounds, killRounds } from '../support/scenarios';
+import { isTerminalStatus } from '../../functions/core/transitions';
 import { greeting, sleep, startTestRuntime, waitUntil } from '../support/runtime';
 
 const SCALE = Number(process.env.PIPEGATE_SOAK ?? 1);

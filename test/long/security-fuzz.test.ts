@@ -4,7 +4,7 @@
  * PIPEGATE_FUZZ_RUNS and PIPEGATE_TEST_SEED scale and replay it. Prints its figures.
  */
 import fc from 'fast-check';
-import { printFigures, testSeed, type Figures } from '../support/faults';
+import { printFigures, testSeed, type Figures } from '../support/figures';
 import { fuzzRequest, prepareFuzz, sendFuzz, StatusTally } from '../support/fuzz';
 import { greeting, startTestRuntime, type Published, type TestRuntime } from '../support/runtime';
 
