@@ -3,13 +3,13 @@
  * cancel racing completion over real HTTP.
  */
 import type { PipelineDefinition } from '../../functions/core/types';
-
-// ---------------------------------------------------------------------------------------------
-// kill -9 rounds against a real `npm start` process
 import { spawnRuntime, type RuntimeProcess } from './process';
 import { request, sleep, waitUntil, type Reply } from './runtime';
 import { isTerminalStatus } from '../../functions/core/transitions';
 import { hooksByExecution, startReceiver, type Receiver } from './receiver';
+
+// ---------------------------------------------------------------------------------------------
+// kill -9 rounds against a real `npm start` process
 
 export interface KillRoundsOptions {
   dataDir: string;
