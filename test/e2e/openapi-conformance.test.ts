@@ -6,7 +6,7 @@
 import type { PipelineDefinition } from '../../functions/core/types';
 import { ROUTES } from '../../lib/routes';
 import { createValidator, loadServiceDocument, structuralProblems, type OpenApiValidator } from '../support/openapi';
-import { startReceiver } from '../support/faults';
+import { startReceiver } from '../support/receiver';
 import { greeting, request, startTestRuntime, waitUntil, type Reply, type TestRuntime } from '../support/runtime';
 import { isTerminalStatus } from '../../functions/core/transitions';
 

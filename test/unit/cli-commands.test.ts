@@ -340,7 +340,7 @@ describe('status', () => {
 });
 
 describe('publish', () => {
-  it('turns --hide/--show flags into the body and prints the secrets once with a curl command', async () => {
+  it('turns --hide/--show flags into the body and prints the secrets once with a curl example that exports the key', async () => {
     // Prepare
     const created = { ...deployment, api_key: 'pgk_abc', signing_secret: 'whsec_xyz' };
 
@@ -361,13 +361,14 @@ describe('publish', () => {
     expect(r.stdout).toContain('API key         pgk_abc');
     expect(r.stdout).toContain('signing secret  whsec_xyz');
     expect(r.stdout).toContain('Store these now');
-    expect(r.stdout).toContain(`curl -sS -X POST ${deployment.execute_url} \\`);
-    expect(r.stdout).toContain(`-H 'X-API-Key: pgk_abc'`);
+    expect(r.stdout).toContain('export PIPEGATE_API_KEY=pgk_abc');
+    expect(r.stdout).toContain(`curl -sS -X POST '${deployment.execute_url.replace(/\/$/, '')}' \\`);
+    expect(r.stdout).toContain('-H "X-API-Key: $PIPEGATE_API_KEY"');
     // Hidden inputs stay out of the example.
     expect(r.stdout).toContain(`-d '{"workflow_input":{"name":{"value":"world","value_type":"RAW"}}}'`);
   });
 
-  it('on update prints no secrets and a curl command with a key placeholder', async () => {
+  it('on update prints no secrets, and a curl example that says where the key comes from', async () => {
     // Act
     const r = await cli(['publish', 'greeting'], () => [200, deployment]);
 
@@ -375,6 +376,8 @@ describe('publish', () => {
     expect(r.calls[0]?.body).toEqual({});
     expect(r.stdout).toContain('✔ updated greeting version 3');
     expect(r.stdout).not.toContain('Store these now');
+    expect(r.stdout).not.toMatch(/^ *export PIPEGATE_API_KEY=/m);
+    expect(r.stdout).toContain('# export PIPEGATE_API_KEY= the API key shown at the first publish (lost it? pipegate keys rotate greeting)');
     expect(r.stdout).toContain('-H "X-API-Key: $PIPEGATE_API_KEY"');
   });
 

@@ -80,7 +80,11 @@ export function renderPublished(pipeline: string, p: Published, created: boolean
   if (snippet !== 'none') {
     lines.push('');
     lines.push(c.dim(`  Try it (${snippet}; --snippet curl|typescript|python|none):`));
-    lines.push(`    export ${SNIPPET_KEY_VARIABLE}=${p.api_key ?? '<the API key>'}`);
+    lines.push(
+      p.api_key
+        ? `    export ${SNIPPET_KEY_VARIABLE}=${p.api_key}`
+        : `    # export ${SNIPPET_KEY_VARIABLE}= the API key shown at the first publish (lost it? pipegate keys rotate ${pipeline})`,
+    );
     const text = publishedSnippets(pipeline, p)[snippet];
     lines.push(text.split('\n').map((l) => `    ${l}`).join('\n'));
   }
