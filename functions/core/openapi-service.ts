@@ -14,6 +14,7 @@ import {
   errorSchema,
   jsonContent,
   parameterRef,
+  nullable,
   reachableComponents,
   responseRef,
   schemaRef,
@@ -578,12 +579,7 @@ const OWNER_SCHEMAS: Record<string, JsonSchema> = {
       pipeline_id: schemaRef('PipelineId'),
       version: { type: 'integer', minimum: 1 },
       description: { type: ['string', 'null'] },
-      deployment_id: {
-        anyOf: [
-          schemaRef('Uuid'),
-          { type: 'null' },
-        ],
-      },
+      deployment_id: nullable(schemaRef('Uuid')),
       created_at: schemaRef('Timestamp'),
       updated_at: schemaRef('Timestamp'),
     },
@@ -601,12 +597,7 @@ const OWNER_SCHEMAS: Record<string, JsonSchema> = {
       version: { type: 'integer', minimum: 1, description: 'The latest version.' },
       description: { type: ['string', 'null'] },
       definition: schemaRef('PipelineDefinition'),
-      deployment_id: {
-        anyOf: [
-          schemaRef('Uuid'),
-          { type: 'null' },
-        ],
-      },
+      deployment_id: nullable(schemaRef('Uuid')),
       created_at: schemaRef('Timestamp'),
       updated_at: schemaRef('Timestamp'),
     },
@@ -648,18 +639,8 @@ const OWNER_SCHEMAS: Record<string, JsonSchema> = {
       },
       error_message: { type: ['string', 'null'] },
       created_at: schemaRef('Timestamp'),
-      started_at: {
-        anyOf: [
-          schemaRef('Timestamp'),
-          { type: 'null' },
-        ],
-      },
-      completed_at: {
-        anyOf: [
-          schemaRef('Timestamp'),
-          { type: 'null' },
-        ],
-      },
+      started_at: nullable(schemaRef('Timestamp')),
+      completed_at: nullable(schemaRef('Timestamp')),
       completion_duration: { type: ['integer', 'null'], minimum: 0 },
     },
   },
@@ -693,18 +674,8 @@ const OWNER_SCHEMAS: Record<string, JsonSchema> = {
       outcome: { type: 'string', enum: ['pending', 'delivered', 'dead_lettered'] },
       last_status: { type: ['integer', 'null'] },
       last_error: { type: ['string', 'null'] },
-      last_attempt_at: {
-        anyOf: [
-          schemaRef('Timestamp'),
-          { type: 'null' },
-        ],
-      },
-      next_attempt_at: {
-        anyOf: [
-          schemaRef('Timestamp'),
-          { type: 'null' },
-        ],
-      },
+      last_attempt_at: nullable(schemaRef('Timestamp')),
+      next_attempt_at: nullable(schemaRef('Timestamp')),
     },
   },
   NodeTrace: {
@@ -718,18 +689,8 @@ const OWNER_SCHEMAS: Record<string, JsonSchema> = {
         enum: ['completed', 'failed', 'stopped', 'not_run'],
         description: 'stopped: the execution ended (failed elsewhere, timed out, cancelled) while this node was busy; not_run: it never started.',
       },
-      started_at: {
-        anyOf: [
-          schemaRef('Timestamp'),
-          { type: 'null' },
-        ],
-      },
-      completed_at: {
-        anyOf: [
-          schemaRef('Timestamp'),
-          { type: 'null' },
-        ],
-      },
+      started_at: nullable(schemaRef('Timestamp')),
+      completed_at: nullable(schemaRef('Timestamp')),
       duration_ms: { type: ['integer', 'null'], minimum: 0 },
       error: { type: ['string', 'null'], description: 'Why the node failed (redacted, at most 500 characters).' },
       http_status: { type: ['integer', 'null'], description: "An http node's upstream status, when it answered with one that failed the node." },
@@ -756,18 +717,8 @@ const OWNER_SCHEMAS: Record<string, JsonSchema> = {
       execution_id: schemaRef('Uuid'),
       status: schemaRef('ExecutionStatus'),
       created_at: schemaRef('Timestamp'),
-      started_at: {
-        anyOf: [
-          schemaRef('Timestamp'),
-          { type: 'null' },
-        ],
-      },
-      completed_at: {
-        anyOf: [
-          schemaRef('Timestamp'),
-          { type: 'null' },
-        ],
-      },
+      started_at: nullable(schemaRef('Timestamp')),
+      completed_at: nullable(schemaRef('Timestamp')),
       completion_duration: { type: ['integer', 'null'], minimum: 0 },
       error_message: { type: ['string', 'null'] },
       callback: {
@@ -833,13 +784,7 @@ const OWNER_SCHEMAS: Record<string, JsonSchema> = {
     required: ['run_id', 'execution_id', 'kind', 'pipeline_id', 'deployment_id', 'version', 'status', 'inputs', 'hidden_inputs', 'outputs', 'visible_outputs', 'error_message', 'callback', 'callback_delivery', 'failed_node', 'trace', 'trace_truncated', 'created_at', 'started_at', 'completed_at', 'completion_duration'],
     properties: {
       hidden_inputs: { type: 'array', items: schemaRef('NodeId'), description: 'Input ids callers can neither see nor set (their published value was used).' },
-      failed_node: {
-        anyOf: [
-          schemaRef('FailedNode'),
-          { type: 'null' },
-        ],
-        description: 'The node whose failure ended the execution; null otherwise.',
-      },
+      failed_node: { ...nullable(schemaRef('FailedNode')), description: 'The node whose failure ended the execution; null otherwise.' },
       trace: {
         anyOf: [
           { type: 'array', items: schemaRef('NodeTrace') },
@@ -852,12 +797,7 @@ const OWNER_SCHEMAS: Record<string, JsonSchema> = {
       execution_id: schemaRef('Uuid'),
       kind: { type: 'string', enum: ['run', 'api'] },
       pipeline_id: schemaRef('PipelineId'),
-      deployment_id: {
-        anyOf: [
-          schemaRef('Uuid'),
-          { type: 'null' },
-        ],
-      },
+      deployment_id: nullable(schemaRef('Uuid')),
       version: { type: 'integer', minimum: 1 },
       status: schemaRef('ExecutionStatus'),
       inputs: { type: 'object', additionalProperties: schemaRef('RawValue') },
@@ -869,25 +809,10 @@ const OWNER_SCHEMAS: Record<string, JsonSchema> = {
       },
       error_message: { type: ['string', 'null'] },
       callback: { type: ['string', 'null'], description: 'The callback URL without its query string.' },
-      callback_delivery: {
-        anyOf: [
-          schemaRef('CallbackDelivery'),
-          { type: 'null' },
-        ],
-      },
+      callback_delivery: nullable(schemaRef('CallbackDelivery')),
       created_at: schemaRef('Timestamp'),
-      started_at: {
-        anyOf: [
-          schemaRef('Timestamp'),
-          { type: 'null' },
-        ],
-      },
-      completed_at: {
-        anyOf: [
-          schemaRef('Timestamp'),
-          { type: 'null' },
-        ],
-      },
+      started_at: nullable(schemaRef('Timestamp')),
+      completed_at: nullable(schemaRef('Timestamp')),
       completion_duration: { type: ['integer', 'null'], minimum: 0 },
     },
   },
@@ -961,35 +886,15 @@ const OWNER_SCHEMAS: Record<string, JsonSchema> = {
         description: 'run_required: no successful run. not_published: a successful run, no deployment. live: the latest finished run used the published version. needs_publish: it used another version.',
       },
       publishable: { type: 'boolean' },
-      latest_run: {
-        anyOf: [
-          schemaRef('RunSummary'),
-          { type: 'null' },
-        ],
-      },
+      latest_run: nullable(schemaRef('RunSummary')),
       counts: {
         type: 'object',
         required: ['inputs', 'outputs'],
         properties: { inputs: { type: 'integer', minimum: 0 }, outputs: { type: 'integer', minimum: 0 } },
       },
-      published_at: {
-        anyOf: [
-          schemaRef('Timestamp'),
-          { type: 'null' },
-        ],
-      },
-      discovered: {
-        anyOf: [
-          schemaRef('Contract'),
-          { type: 'null' },
-        ],
-      },
-      deployment: {
-        anyOf: [
-          schemaRef('Deployment'),
-          { type: 'null' },
-        ],
-      },
+      published_at: nullable(schemaRef('Timestamp')),
+      discovered: nullable(schemaRef('Contract')),
+      deployment: nullable(schemaRef('Deployment')),
     },
   },
   PublishRequest: {

@@ -28,7 +28,7 @@ export function errorSchema(name: ErrorName, description: string, fields: Record
   };
 }
 
-const nullable = (s: JsonSchema) => ({ anyOf: [s, { type: 'null' }] });
+export const nullable = (s: JsonSchema) => ({ anyOf: [s, { type: 'null' }] });
 
 /**
  * The submit's answer when it waited and the execution finished: the result plus the
