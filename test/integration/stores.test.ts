@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { anExecution } from '../support/fakes';
 import type { Execution, PipelineDefinition } from '../../functions/core/types';
 import { startTestDb, type TestDb } from '../support/dynamo';
 
@@ -18,27 +19,7 @@ const def = (greeting: string): PipelineDefinition => ({
   },
 });
 
-function execution(overrides: Partial<Execution> = {}): Execution {
-  return {
-    execution_id: randomUUID(),
-    kind: 'api',
-    pipeline_id: 'p',
-    version: 1,
-    deployment_id: randomUUID(),
-    status: 'pending',
-    inputs: { name: 'x' },
-    outputs: null,
-    visible_outputs: ['out'],
-    callback: null,
-    callback_delivery: null,
-    error_message: null,
-    created_at: new Date().toISOString(),
-    started_at: null,
-    completed_at: null,
-    expires_at: null,
-    ...overrides,
-  };
-}
+const execution = (over: Partial<Execution> = {}): Execution => anExecution({ inputs: { name: 'x' }, visible_outputs: ['out'], ...over });
 
 describe('pipelines store', () => {
   it('numbers versions from 1 and returns the latest unchanged for identical content', async () => {

@@ -2,7 +2,6 @@
  * The sweeper against dynalite: each kind of stuck execution is repaired once, through the
  * conditional writes, with bounded work per pass, and never by a Scan.
  */
-import { randomUUID } from 'node:crypto';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { ExecutionsStore } from '../../functions/adapters/executions.store';
 import { createDocumentClient } from '../../functions/adapters/dynamo';
@@ -10,7 +9,7 @@ import type { Execution } from '../../functions/core/types';
 import { sweepAll, sweepOnce } from '../../functions/services/sweeper.service';
 import { newDelivery } from '../../functions/services/delivery';
 import { startTestDb, type TestDb } from '../support/dynamo';
-import { testConfig, testDeps } from '../support/fakes';
+import { anExecution, testConfig, testDeps } from '../support/fakes';
 
 let db: TestDb;
 let commands: string[];
@@ -37,27 +36,7 @@ afterAll(async () => {
 const T0 = Date.parse('2026-11-22T12:00:00.000Z');
 const at = (ms: number) => new Date(T0 + ms).toISOString();
 
-function execution(over: Partial<Execution> = {}): Execution {
-  return {
-    execution_id: randomUUID(),
-    kind: 'api',
-    pipeline_id: 'p',
-    version: 1,
-    deployment_id: randomUUID(),
-    status: 'pending',
-    inputs: {},
-    outputs: null,
-    visible_outputs: [],
-    callback: null,
-    callback_delivery: null,
-    error_message: null,
-    created_at: at(0),
-    started_at: null,
-    completed_at: null,
-    expires_at: null,
-    ...over,
-  };
-}
+const execution = (over: Partial<Execution> = {}): Execution => anExecution({ created_at: at(0), ...over });
 
 /** Deps whose clock reads `now` ms after T0, over the counting store. */
 function depsAt(now: number, config: Partial<ReturnType<typeof testConfig>> = {}) {

@@ -1,8 +1,10 @@
+import { randomUUID } from 'node:crypto';
 import { InProcessCompletions } from '../../functions/adapters/completions';
 import { readConfig, type Config } from '../../lib/config';
 import { createDeps, type Deps } from '../../functions/adapters/deps';
 import { silentLogger } from '../../functions/adapters/logger';
 import { testKeyMaterial } from './dynamo';
+import type { Execution } from '../../functions/core/types';
 import type { DeploymentsPort, ExecutionsPort, HttpPort, OwnerSecretsPort, PipelinesPort, QueueName, QueuePort, WorkflowPort } from '../../functions/core/ports';
 
 /** The stores, from dynalite (test/support/dynamo.ts) or in memory (memory-stores.ts). */
@@ -70,4 +72,27 @@ export function testDeps(stores: StoreSet & { table?: string }, overrides: Parti
     ...overrides,
   });
   return { ...built, queue, workflow };
+}
+
+/** A pending API execution record, as execute writes it, with whatever a test changes. */
+export function anExecution(over: Partial<Execution> = {}): Execution {
+  return {
+    execution_id: randomUUID(),
+    kind: 'api',
+    pipeline_id: 'p',
+    version: 1,
+    deployment_id: randomUUID(),
+    status: 'pending',
+    inputs: {},
+    outputs: null,
+    visible_outputs: [],
+    callback: null,
+    callback_delivery: null,
+    error_message: null,
+    created_at: new Date().toISOString(),
+    started_at: null,
+    completed_at: null,
+    expires_at: null,
+    ...over,
+  };
 }

@@ -2,7 +2,6 @@
  * The execution lifecycle and the services around it, on in-memory stores: the rules in
  * milliseconds, no network. The same rules run against DynamoDB in test/integration.
  */
-import { randomUUID } from 'node:crypto';
 import { AppError } from '../../../functions/core/errors';
 import type { Execution } from '../../../functions/core/types';
 import { cancel, execute, result, status } from '../../../functions/services/caller.service';
@@ -16,33 +15,13 @@ import {
 import { listRuns, publish, startRun } from '../../../functions/services/owner.service';
 import { push } from '../../../functions/services/push.service';
 import { taskFail, taskRun, taskStart } from '../../../functions/services/tasks.service';
-import { testDeps, type TestDeps } from '../../support/fakes';
+import { anExecution, testDeps, type TestDeps } from '../../support/fakes';
 import { memoryStores } from '../../support/memory-stores';
 import { greeting } from '../../support/runtime';
 
 const BASE = 'https://api.example';
 
-function execution(over: Partial<Execution> = {}): Execution {
-  return {
-    execution_id: randomUUID(),
-    kind: 'api',
-    pipeline_id: 'p',
-    version: 1,
-    deployment_id: 'dep',
-    status: 'pending',
-    inputs: {},
-    outputs: null,
-    visible_outputs: [],
-    callback: null,
-    callback_delivery: null,
-    error_message: null,
-    created_at: new Date().toISOString(),
-    started_at: null,
-    completed_at: null,
-    expires_at: null,
-    ...over,
-  };
-}
+const execution = (over: Partial<Execution> = {}): Execution => anExecution({ deployment_id: 'dep', ...over });
 
 async function seeded(d: TestDeps, over: Partial<Execution> = {}): Promise<Execution> {
   const e = execution(over);
