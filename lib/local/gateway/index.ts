@@ -135,8 +135,10 @@ export function createGateway(opts: GatewayOptions): (req: IncomingMessage, res:
       );
     } catch (err) {
       if (err instanceof IntegrationTimeout) return { reply: gateway('INTEGRATION_TIMEOUT', requestId), ...at, cause: err.message };
-      // A failed function is a 502 that API Gateway renders with its DEFAULT_5XX response.
-      return { reply: gateway('DEFAULT_5XX', requestId, 502), ...at, cause: describe(err) };
+      // A failed function is a 502 that API Gateway renders with its DEFAULT_5XX response; a
+      // failure to invoke it at all (no permission, payload over Lambda's limit) a 500.
+      const status = (err as { gatewayStatus?: unknown }).gatewayStatus;
+      return { reply: gateway('DEFAULT_5XX', requestId, typeof status === 'number' ? status : 502), ...at, cause: describe(err) };
     }
     const checked = checkProxyResult(result);
     if (!checked.ok) return { reply: gateway('DEFAULT_5XX', requestId, 502), ...at, cause: `Malformed Lambda proxy response: ${checked.reason}` };

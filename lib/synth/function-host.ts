@@ -1,0 +1,241 @@
+/**
+ * Lambda functions from their bundled assets, each invocation in a worker thread of its own
+ * function: the worker is that function's execution environment (its own `process.env`, its
+ * module scope kept warm between invocations, one invocation at a time), the template's timeout
+ * is enforced by ending the worker as Lambda ends a sandbox, and its MemorySize bounds the V8
+ * heap. Events and results cross as JSON, as they cross the Lambda service.
+ */
+import { randomUUID } from 'node:crypto';
+import { Worker } from 'node:worker_threads';
+
+/** What the template says about one function, resolved. */
+export interface FunctionSpec {
+  /** Physical function name (what AWS_LAMBDA_FUNCTION_NAME says). */
+  name: string;
+  arn: string;
+  /** Absolute path of the bundle's module and the export the Handler names. */
+  file: string;
+  exportName: string;
+  /** The asset directory (LAMBDA_TASK_ROOT). */
+  root: string;
+  timeoutSeconds: number;
+  memoryMb: number;
+  /** The whole environment of the sandbox: the template's variables and the runtime's own. */
+  env: Record<string, string>;
+}
+
+export interface FunctionHostOptions {
+  /** Environments kept per function at most; more concurrent invocations wait (default 4). */
+  maxConcurrency?: number;
+  /** Each line a function writes to stdout or stderr (its CloudWatch log). Default: dropped. */
+  log?: (fn: string, line: string) => void;
+}
+
+/** A failed invocation, as the Lambda service reports it (errorType, errorMessage, trace). */
+export class FunctionError extends Error {
+  constructor(
+    readonly errorType: string,
+    message: string,
+    readonly trace: string[] = [],
+  ) {
+    super(message);
+    this.name = errorType;
+  }
+}
+
+/** Lambda's synchronous invocation payload limit, each way. */
+export const MAX_SYNC_PAYLOAD_BYTES = 6 * 1024 * 1024;
+
+// Plain JavaScript evaluated in the worker: the Node.js runtime's job of loading the handler
+// once and calling it per event with a context whose clock runs out at the deadline.
+const BOOTSTRAP = `
+const { parentPort, workerData } = require('node:worker_threads');
+let handler;
+let initError;
+try {
+  const mod = require(workerData.file);
+  handler = mod[workerData.exportName];
+  if (typeof handler !== 'function') throw Object.assign(new Error(workerData.exportName + ' is undefined or not exported'), { name: 'Runtime.HandlerNotFound' });
+} catch (err) {
+  initError = err;
+}
+parentPort.on('message', async (msg) => {
+  const context = {
+    callbackWaitsForEmptyEventLoop: true,
+    functionName: workerData.name,
+    functionVersion: '$LATEST',
+    invokedFunctionArn: workerData.arn,
+    memoryLimitInMB: String(workerData.memoryMb),
+    awsRequestId: msg.requestId,
+    logGroupName: '/aws/lambda/' + workerData.name,
+    logStreamName: new Date().toISOString().slice(0, 10).replaceAll('-', '/') + '/[$LATEST]' + msg.requestId.replaceAll('-', ''),
+    getRemainingTimeInMillis: () => Math.max(0, msg.deadline - Date.now()),
+    done: () => undefined, fail: () => undefined, succeed: () => undefined,
+  };
+  try {
+    if (initError) throw initError;
+    const result = await handler(JSON.parse(msg.event), context);
+    parentPort.postMessage({ id: msg.id, ok: true, payload: result === undefined ? 'null' : JSON.stringify(result) });
+  } catch (err) {
+    const e = err instanceof Error ? err : new Error(String(err));
+    parentPort.postMessage({ id: msg.id, ok: false, errorType: initError === err && !String(e.name).startsWith('Runtime.') ? 'Runtime.ImportModuleError' : e.name, errorMessage: e.message, trace: String(e.stack || '').split('\\n') });
+  }
+});
+`;
+
+interface Pending {
+  resolve: (payload: string) => void;
+  reject: (err: Error) => void;
+}
+
+interface Sandbox {
+  worker: Worker;
+  busy: boolean;
+  pending: Map<string, Pending>;
+}
+
+/** One function's warm environments and the invocations waiting for one. */
+export class FunctionHost {
+  private readonly idle: Sandbox[] = [];
+  private readonly all = new Set<Sandbox>();
+  private readonly waiting: Array<(s: Sandbox) => void> = [];
+  private readonly maxConcurrency: number;
+  private stopped = false;
+  /** Invocations so far, and how many of them started an environment (cold starts). */
+  readonly stats = { invocations: 0, coldStarts: 0, timeouts: 0 };
+
+  constructor(
+    readonly spec: FunctionSpec,
+    private readonly options: FunctionHostOptions = {},
+  ) {
+    this.maxConcurrency = options.maxConcurrency ?? 4;
+  }
+
+  /** Invokes synchronously (RequestResponse): the function's JSON result, or a FunctionError. */
+  async invoke(event: unknown): Promise<unknown> {
+    if (this.stopped) throw new FunctionError('Lambda.ServiceException', `${this.spec.name} is stopped`);
+    const text = JSON.stringify(event ?? null);
+    if (Buffer.byteLength(text, 'utf8') > MAX_SYNC_PAYLOAD_BYTES) {
+      throw new FunctionError('RequestEntityTooLargeException', `Request must be smaller than ${MAX_SYNC_PAYLOAD_BYTES} bytes for the InvokeFunction operation`);
+    }
+    const sandbox = await this.acquire();
+    this.stats.invocations += 1;
+    const id = randomUUID();
+    const timeoutMs = this.spec.timeoutSeconds * 1000;
+    try {
+      const payload = await new Promise<string>((resolve, reject) => {
+        const timer = setTimeout(() => {
+          this.stats.timeouts += 1;
+          // Lambda ends the sandbox at the deadline; the next invocation starts a new one.
+          this.discard(sandbox, new FunctionError('Sandbox.Timedout', `Task timed out after ${this.spec.timeoutSeconds.toFixed(2)} seconds`));
+        }, timeoutMs);
+        sandbox.pending.set(id, {
+          resolve: (p) => {
+            clearTimeout(timer);
+            resolve(p);
+          },
+          reject: (e) => {
+            clearTimeout(timer);
+            reject(e);
+          },
+        });
+        sandbox.worker.postMessage({ id, requestId: randomUUID(), event: text, deadline: Date.now() + timeoutMs });
+      });
+      if (Buffer.byteLength(payload, 'utf8') > MAX_SYNC_PAYLOAD_BYTES) {
+        throw new FunctionError('Function.ResponseSizeTooLarge', `Response payload size exceeded maximum allowed payload size (${MAX_SYNC_PAYLOAD_BYTES} bytes).`);
+      }
+      return JSON.parse(payload) as unknown;
+    } finally {
+      this.release(sandbox);
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    const workers = [...this.all];
+    for (const s of workers) this.discard(s, new FunctionError('Lambda.ServiceException', `${this.spec.name} stopped`));
+    await Promise.all(workers.map((s) => s.worker.terminate().catch(() => undefined)));
+  }
+
+  private async acquire(): Promise<Sandbox> {
+    const warm = this.idle.pop();
+    if (warm) {
+      warm.busy = true;
+      return warm;
+    }
+    if (this.all.size < this.maxConcurrency) {
+      const s = this.spawn();
+      s.busy = true;
+      return s;
+    }
+    return new Promise((resolve) => this.waiting.push(resolve));
+  }
+
+  private release(s: Sandbox): void {
+    s.busy = false;
+    if (!this.all.has(s)) {
+      // Its environment ended (timed out, crashed): a waiting invocation gets a new one.
+      const next = this.waiting.shift();
+      if (next && !this.stopped) {
+        const fresh = this.spawn();
+        fresh.busy = true;
+        next(fresh);
+      }
+      return;
+    }
+    const next = this.waiting.shift();
+    if (next) {
+      s.busy = true;
+      next(s);
+    } else this.idle.push(s);
+  }
+
+  private spawn(): Sandbox {
+    this.stats.coldStarts += 1;
+    const { spec } = this;
+    const worker = new Worker(BOOTSTRAP, {
+      eval: true,
+      env: spec.env,
+      workerData: { file: spec.file, exportName: spec.exportName, name: spec.name, arn: spec.arn, memoryMb: spec.memoryMb },
+      // MemorySize stands for the heap the function may use; past it the environment dies.
+      resourceLimits: { maxOldGenerationSizeMb: Math.max(64, spec.memoryMb) },
+      stdout: true,
+      stderr: true,
+    });
+    const sandbox: Sandbox = { worker, busy: false, pending: new Map() };
+    this.all.add(sandbox);
+    const log = this.options.log;
+    for (const stream of [worker.stdout, worker.stderr]) {
+      let rest = '';
+      stream.on('data', (chunk: Buffer) => {
+        if (!log) return;
+        const lines = (rest + chunk.toString('utf8')).split('\n');
+        rest = lines.pop() ?? '';
+        for (const line of lines) if (line !== '') log(spec.name, line);
+      });
+    }
+    worker.on('message', (m: { id: string; ok: boolean; payload?: string; errorType?: string; errorMessage?: string; trace?: string[] }) => {
+      const p = sandbox.pending.get(m.id);
+      if (!p) return;
+      sandbox.pending.delete(m.id);
+      if (m.ok) p.resolve(m.payload ?? 'null');
+      else p.reject(new FunctionError(m.errorType ?? 'Error', m.errorMessage ?? '', m.trace ?? []));
+    });
+    worker.on('error', (err: Error & { code?: string }) => {
+      const type = err.code === 'ERR_WORKER_OUT_OF_MEMORY' ? 'Runtime.OutOfMemory' : 'Runtime.ExitError';
+      this.discard(sandbox, new FunctionError(type, `${spec.name}: ${err.message}`));
+    });
+    worker.on('exit', (code) => this.discard(sandbox, new FunctionError('Runtime.ExitError', `${spec.name}: the runtime exited (status ${code})`)));
+    return sandbox;
+  }
+
+  private discard(s: Sandbox, err: Error): void {
+    if (this.all.delete(s)) {
+      const at = this.idle.indexOf(s);
+      if (at !== -1) this.idle.splice(at, 1);
+      void s.worker.terminate().catch(() => undefined);
+    }
+    for (const p of s.pending.values()) p.reject(err);
+    s.pending.clear();
+  }
+}

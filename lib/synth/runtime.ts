@@ -1,0 +1,560 @@
+/**
+ * The whole service from the synthesized cloud assembly, on one machine: what `cdk deploy`
+ * would upload, deployed onto local stand-ins in the templates' own terms. Every Lambda runs
+ * its bundled asset in worker threads (./function-host) with the environment, handler,
+ * timeout and memory of its template resource; the functions' AWS SDK reaches the local AWS
+ * endpoint (./aws-endpoint), which checks every call against the function's role; the API,
+ * the state machine, the queues and their event source mappings, schedules, secrets and
+ * custom resources are all read from the templates. `npm run start:synth` runs it.
+ */
+import '../local/polyfills';
+import { randomBytes, randomInt, randomUUID } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join, resolve as resolvePath } from 'node:path';
+import type { APIGatewayAuthorizerResult, APIGatewayProxyEvent, APIGatewayProxyResult, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { CreateTableCommand, DescribeTableCommand, DynamoDBClient, ResourceInUseException, type CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
+import { createGateway } from '../local/gateway';
+import { startDynalite, type LocalDynamo } from '../local/dynamo';
+import { LocalQueue } from '../local/queue';
+import { LocalWorkflow, type WorkflowTask } from '../local/workflow';
+import { cachedAssembly, loadAssembly, type Assembly } from './assembly';
+import { LocalSecretStore, startAwsEndpoint, type AwsEndpoint, type EndpointQueue, type StateMachinePort } from './aws-endpoint';
+import { FunctionError, FunctionHost, type FunctionSpec } from './function-host';
+import { apiFromTemplate, type TemplateApi } from './gateway-from-template';
+import { assertKnownPolicies, credentialsFor, IamEvaluator } from './iam';
+import { resolveAssembly, type ResolvedAssembly, type ResolvedStack } from './physical';
+
+export interface SynthRuntimeOptions {
+  host?: string;
+  /** 0 picks a free port. */
+  port?: number;
+  dataDir?: string;
+  ownerToken?: string;
+  /** Environment to read settings from (defaults to process.env). */
+  env?: Record<string, string | undefined>;
+  /** An assembly already loaded (tests pass an edited copy); default: the cached synth of the sources. */
+  assembly?: Assembly;
+  /** Keep DynamoDB in memory instead of on disk under the data dir (tests). */
+  inMemory?: boolean;
+  /** Environments kept warm per function at most (default 4). */
+  maxConcurrency?: number;
+  /** Each log line: the runtime's own and every function's. Default: stderr. */
+  log?: ((line: string) => void) | false;
+}
+
+export interface SynthRuntime {
+  url: string;
+  ownerToken: string;
+  dataDir: string;
+  assembly: Assembly;
+  resolved: ResolvedAssembly;
+  endpoint: AwsEndpoint;
+  iam: IamEvaluator;
+  /** By function name. */
+  functions: ReadonlyMap<string, FunctionHost>;
+  /** By state machine ARN. */
+  stateMachines: ReadonlyMap<string, LocalWorkflow & StateMachinePort>;
+  /** By queue ARN. */
+  queues: ReadonlyMap<string, LocalQueue>;
+  /** The one state machine a pipegate assembly has (what `npm start` calls `workflow`). */
+  workflow: LocalWorkflow & StateMachinePort;
+  stop(): Promise<void>;
+}
+
+/**
+ * Function settings a local run may tune (call-back schedule, poll intervals, time-outs...),
+ * given as PIPEGATE_* variables to start:synth. The wiring (table, queues, secret, state
+ * machine) always comes from the template.
+ */
+const WIRING = new Set([
+  'PIPEGATE_TABLE',
+  'PIPEGATE_EXECUTIONS_QUEUE_URL',
+  'PIPEGATE_CALLBACKS_QUEUE_URL',
+  'PIPEGATE_SECRET_ARN',
+  'PIPEGATE_STATE_MACHINE_ARN',
+  'PIPEGATE_DYNAMODB_ENDPOINT',
+  'PIPEGATE_TRACK_OPEN',
+  'PIPEGATE_DATA_DIR',
+  'PIPEGATE_OWNER_TOKEN',
+  'PIPEGATE_BASE_PATH',
+]);
+
+/** API Gateway's own limit on a request's payload. */
+const API_GATEWAY_MAX_BODY_BYTES = 10 * 1024 * 1024;
+
+const isRecord = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
+
+function persistent(path: string, create: () => string): string {
+  if (existsSync(path)) return readFileSync(path, 'utf8').trim();
+  const value = create();
+  writeFileSync(path, `${value}\n`, { mode: 0o600, flag: 'wx' });
+  return value;
+}
+
+/** An error that the local API Gateway answers with DEFAULT_5XX at this status. */
+class IntegrationError extends Error {
+  constructor(
+    message: string,
+    readonly gatewayStatus: number,
+  ) {
+    super(message);
+  }
+}
+
+export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise<SynthRuntime> {
+  const env = opts.env ?? process.env;
+  const log = opts.log === false ? () => undefined : (opts.log ?? ((line: string) => process.stderr.write(`${line}\n`)));
+  const dataDir = resolvePath(opts.dataDir ?? env.PIPEGATE_DATA_DIR ?? '.pipegate-synth');
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const ownerToken =
+    opts.ownerToken ?? env.PIPEGATE_OWNER_TOKEN ?? persistent(join(dataDir, 'owner-token'), () => `pgo_${randomBytes(24).toString('base64url')}`);
+
+  const assembly = opts.assembly ?? loadAssembly((await cachedAssembly()).dir);
+  const stoppers: Array<() => Promise<void>> = [];
+  const stopAll = async () => {
+    for (const s of stoppers.splice(0).reverse()) await s().catch(() => undefined);
+  };
+  try {
+    const endpoint = await startAwsEndpoint({ log: (line) => log(line) });
+    stoppers.push(() => endpoint.stop());
+    const resolved = resolveAssembly(assembly, { partition: 'aws', urlSuffix: 'amazonaws.com', awsEndpointUrl: endpoint.url });
+    const iam = IamEvaluator.fromAssembly(resolved);
+    const stacks = assembly.stacks.map((s) => resolved.stack(s.id));
+    // The roles local code acts as; API Gateway's account-level logging role is not one.
+    const actedAs = new Set(
+      stacks.flatMap((s) =>
+        Object.values(s.stack.template.Resources)
+          .filter((r) => r.Type === 'AWS::Lambda::Function' || r.Type === 'AWS::StepFunctions::StateMachine')
+          .map((r) => s.resolveString(r.Properties?.Role ?? r.Properties?.RoleArn)),
+      ),
+    );
+    assertKnownPolicies(iam.principals.filter((p) => actedAs.has(p.roleArn)));
+    const region = resolved.env.region;
+
+    const dynamo: LocalDynamo = await startDynalite(opts.inMemory ? {} : { path: join(dataDir, 'db') });
+    stoppers.push(() => dynamo.close());
+    for (const stack of stacks) await createTables(stack, dynamo.endpoint);
+
+    const secrets = new LocalSecretStore(join(dataDir, 'secrets-manager.json'));
+    for (const stack of stacks) defineSecrets(stack, secrets);
+
+    // Functions, by physical name and by ARN.
+    const hosts = new Map<string, FunctionHost>();
+    const byArn = new Map<string, FunctionHost>();
+    const tuning = Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[0].startsWith('PIPEGATE_') && !WIRING.has(e[0]) && e[1] !== undefined));
+    for (const fn of assembly.functions) {
+      const stack = resolved.stack(fn.stack);
+      const where = `${fn.stack}.Resources.${fn.logicalId}.Properties`;
+      const physical = stack.physical[fn.logicalId];
+      if (!physical) throw new Error(`${where}: no physical function`);
+      const arn = physical.attributes.Arn ?? '';
+      const roleArn = stack.resolveString(fn.properties.Role, `${where}.Role`);
+      const variables = isRecord(fn.properties.Environment) ? stack.resolve(fn.properties.Environment.Variables ?? {}, `${where}.Environment.Variables`) : {};
+      const credentials = credentialsFor(roleArn);
+      const memoryMb = Number(fn.properties.MemorySize ?? 128);
+      const spec: FunctionSpec = {
+        name: physical.ref,
+        arn,
+        file: fn.file,
+        exportName: fn.exportName,
+        root: fn.assetDir,
+        timeoutSeconds: Number(fn.properties.Timeout ?? 3),
+        memoryMb,
+        env: {
+          ...(variables as Record<string, string>),
+          // Local callers and call-back receivers live on this machine's private addresses.
+          PIPEGATE_ALLOW_PRIVATE_URLS: 'true',
+          ...tuning,
+          AWS_ENDPOINT_URL: endpoint.url,
+          AWS_ACCESS_KEY_ID: credentials.accessKeyId,
+          AWS_SECRET_ACCESS_KEY: credentials.secretAccessKey,
+          AWS_SESSION_TOKEN: credentials.sessionToken,
+          AWS_REGION: region,
+          AWS_DEFAULT_REGION: region,
+          AWS_LAMBDA_FUNCTION_NAME: physical.ref,
+          AWS_LAMBDA_FUNCTION_VERSION: '$LATEST',
+          AWS_LAMBDA_FUNCTION_MEMORY_SIZE: String(memoryMb),
+          AWS_LAMBDA_LOG_GROUP_NAME: `/aws/lambda/${physical.ref}`,
+          AWS_EXECUTION_ENV: `AWS_Lambda_${String(fn.properties.Runtime ?? 'nodejs')}`,
+          LAMBDA_TASK_ROOT: fn.assetDir,
+          TZ: ':UTC',
+          // No profile or shared file of this machine may reach a function's SDK.
+          AWS_CONFIG_FILE: join(dataDir, 'no-aws-config'),
+          AWS_SHARED_CREDENTIALS_FILE: join(dataDir, 'no-aws-credentials'),
+          AWS_EC2_METADATA_DISABLED: 'true',
+          AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+        },
+      };
+      const host = new FunctionHost(spec, { maxConcurrency: opts.maxConcurrency, log: (name, line) => log(`[${name}] ${line}`) });
+      stoppers.push(() => host.stop());
+      hosts.set(spec.name, host);
+      byArn.set(arn, host);
+    }
+    const fnByArn = (arn: string, where: string): FunctionHost => {
+      const h = byArn.get(arn) ?? hosts.get(arn);
+      if (!h) throw new Error(`${where}: no function ${arn} in the assembly`);
+      return h;
+    };
+
+    // State machines: the template's definition with its substitutions, tasks calling the bundles.
+    const machines = new Map<string, LocalWorkflow & StateMachinePort>();
+    for (const stack of stacks) {
+      for (const [id, r] of Object.entries(stack.stack.template.Resources)) {
+        if (r.Type !== 'AWS::StepFunctions::StateMachine') continue;
+        const where = `${stack.stack.id}.Resources.${id}.Properties`;
+        const props = r.Properties ?? {};
+        const arn = stack.physical[id]?.ref ?? '';
+        const roleArn = stack.resolveString(props.RoleArn, `${where}.RoleArn`);
+        const definition = stateMachineDefinition(stack, props, where);
+        const tasks: Record<string, WorkflowTask> = {};
+        forEachTask(definition, (name, resource) => {
+          const fn = fnByArn(resource, `${where} state ${name}`);
+          tasks[name] = async (input) => {
+            const d = await iam.evaluate({ principal: roleArn, action: 'lambda:InvokeFunction', resource: fn.spec.arn });
+            if (!d.allowed) {
+              // What Step Functions reports when its role may not invoke the function.
+              throw new FunctionError('Lambda.AWSLambdaException', `User: ${roleArn} is not authorized to perform: lambda:InvokeFunction on resource: ${fn.spec.arn} (Service: Lambda, Status Code: 403, Error Code: AccessDeniedException)`);
+            }
+            return fn.invoke(input);
+          };
+        });
+        const type = props.StateMachineType === 'EXPRESS' ? 'EXPRESS' : 'STANDARD';
+        const workflow = new LocalWorkflow({
+          definition,
+          tasks,
+          onError: (name, err) => log(`state machine ${arn}: execution ${name} failed: ${err instanceof Error ? err.message : String(err)}`),
+        });
+        const port = Object.assign(workflow, { type }) as LocalWorkflow & StateMachinePort;
+        stoppers.push(() => workflow.stopAll(2_000));
+        machines.set(arn, port);
+      }
+    }
+
+    // Queues with the event source mappings that consume them.
+    const mappings = stacks.flatMap((stack) =>
+      Object.entries(stack.stack.template.Resources)
+        .filter(([, r]) => r.Type === 'AWS::Lambda::EventSourceMapping')
+        .map(([id, r]) => {
+          const where = `${stack.stack.id}.Resources.${id}.Properties`;
+          const p = stack.resolve(r.Properties ?? {}, where) as Record<string, unknown>;
+          return {
+            where,
+            queueArn: String(p.EventSourceArn),
+            fn: fnByArn(String(p.FunctionName), where),
+            batchSize: Number(p.BatchSize ?? 10),
+            reportFailures: Array.isArray(p.FunctionResponseTypes) && p.FunctionResponseTypes.includes('ReportBatchItemFailures'),
+            enabled: p.Enabled !== false,
+          };
+        }),
+    );
+    const queues = new Map<string, LocalQueue>();
+    for (const stack of stacks) {
+      for (const [id, r] of Object.entries(stack.stack.template.Resources)) {
+        if (r.Type !== 'AWS::SQS::Queue') continue;
+        const where = `${stack.stack.id}.Resources.${id}.Properties`;
+        const props = stack.resolve(r.Properties ?? {}, where) as Record<string, unknown>;
+        const attrs = stack.physical[id]?.attributes ?? {};
+        const arn = attrs.Arn ?? '';
+        const redrive = isRecord(props.RedrivePolicy) ? props.RedrivePolicy : undefined;
+        if (redrive && ![...Object.values(resolved.stacks)].some((s) => Object.values(s.physical).some((x) => x.attributes.Arn === redrive.deadLetterTargetArn))) {
+          throw new Error(`${where}.RedrivePolicy: dead-letter target ${String(redrive.deadLetterTargetArn)} is not a queue of the assembly`);
+        }
+        const consumer = mappings.find((m) => m.queueArn === arn);
+        const queue = new LocalQueue({
+          dir: join(dataDir, 'queues'),
+          name: attrs.QueueName ?? id,
+          visibilityTimeoutSeconds: Number(props.VisibilityTimeout ?? 30),
+          // Without a redrive policy SQS keeps receiving a message until it expires.
+          maxReceiveCount: redrive ? Number(redrive.maxReceiveCount) : Number.MAX_SAFE_INTEGER,
+          batchSize: consumer?.batchSize ?? 10,
+          onError: (err: unknown) => log(`queue ${arn}: ${err instanceof Error ? err.message : String(err)}`),
+        });
+        stoppers.push(() => queue.stop());
+        queues.set(arn, queue);
+      }
+    }
+
+    const endpointQueues = new Map<string, EndpointQueue>([...queues].map(([arn, q]) => [arn, q]));
+    endpoint.serve({ iam, arns: resolved.arns, dynamoEndpoint: dynamo.endpoint, queues: endpointQueues, stateMachines: machines, secrets });
+
+    // Custom resources, as CloudFormation runs them on the first deploy.
+    for (const stack of stacks) await runCustomResources(stack, dataDir, fnByArn);
+
+    // The event source mappings poll only with what the function's role allows.
+    for (const m of mappings) {
+      if (!m.enabled) continue;
+      const queue = queues.get(m.queueArn);
+      if (!queue) throw new Error(`${m.where}: event source ${m.queueArn} is not a queue of the assembly`);
+      const roleArn = roleOf(resolved, m.fn.spec.name);
+      for (const action of ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes']) {
+        const d = await iam.evaluate({ principal: roleArn, action, resource: m.queueArn });
+        // CloudFormation fails to create such a mapping ("The provided execution role does not have permissions").
+        if (!d.allowed) throw new Error(`${m.where}: the execution role of ${m.fn.spec.name} does not have permissions to call ${action.slice(4)} on SQS (${d.reason})`);
+      }
+      queue.start(async (event: SQSEvent) => {
+        const out = (await m.fn.invoke(event)) as SQSBatchResponse | null;
+        // Without ReportBatchItemFailures Lambda ignores what the function returns.
+        return m.reportFailures && out ? out : undefined;
+      });
+    }
+
+    // Schedules.
+    for (const stack of stacks) {
+      for (const [id, r] of Object.entries(stack.stack.template.Resources)) {
+        if (r.Type !== 'AWS::Events::Rule') continue;
+        const where = `${stack.stack.id}.Resources.${id}.Properties`;
+        const p = stack.resolve(r.Properties ?? {}, where) as Record<string, unknown>;
+        if (typeof p.ScheduleExpression !== 'string' || p.State === 'DISABLED') continue;
+        const everyMs = rateMs(p.ScheduleExpression, where);
+        const ruleArn = `arn:aws:events:${region}:${resolved.env.account}:rule/${stack.physical[id]?.ref ?? id}`;
+        for (const target of Array.isArray(p.Targets) ? p.Targets.filter(isRecord) : []) {
+          const fn = fnByArn(String(target.Arn), `${where}.Targets`);
+          const timer = setInterval(() => {
+            const event =
+              typeof target.Input === 'string'
+                ? (JSON.parse(target.Input) as unknown)
+                : { version: '0', id: randomUUID(), 'detail-type': 'Scheduled Event', source: 'aws.events', account: resolved.env.account, time: new Date().toISOString().replace(/\.\d+Z$/, 'Z'), region, resources: [ruleArn], detail: {} };
+            fn.invoke(event).catch((err: unknown) => log(`schedule ${ruleArn}: ${fn.spec.name} failed: ${err instanceof Error ? err.message : String(err)}`));
+          }, everyMs);
+          timer.unref();
+          stoppers.push(async () => clearInterval(timer));
+        }
+      }
+    }
+
+    // The API.
+    const serviceStack = stacks.find((s) => Object.values(s.stack.template.Resources).some((r) => r.Type === 'AWS::ApiGateway::RestApi'));
+    if (!serviceStack) throw new Error('No stack of the assembly declares a REST API');
+    const api: TemplateApi = apiFromTemplate(serviceStack);
+    const account = resolved.env.account;
+    const invokeFromApi = (fnArn: string, sourceArn: string, event: unknown): Promise<unknown> => {
+      // Without a resource-based permission API Gateway cannot invoke the function: a 500.
+      if (!api.mayInvoke(fnArn, sourceArn)) return Promise.reject(new IntegrationError(`Invalid permissions on Lambda function ${fnArn} for ${sourceArn}`, 500));
+      return fnByArn(fnArn, 'API').invoke(event).catch((err: unknown) => {
+        if (err instanceof FunctionError && err.name === 'RequestEntityTooLargeException') throw new IntegrationError(err.message, 500);
+        throw err;
+      });
+    };
+    const handlers: Record<string, (event: APIGatewayProxyEvent) => Promise<APIGatewayProxyResult>> = {};
+    for (const [name, fnArn] of Object.entries(api.functionArns)) {
+      handlers[name] = (event) =>
+        invokeFromApi(fnArn, `arn:aws:execute-api:${region}:${account}:${api.apiId}/${api.stage}/${event.httpMethod}${event.resource.replace(/\{[^}]+\}/g, (m) => event.pathParameters?.[m.slice(1, -1)] ?? '')}`, event) as Promise<APIGatewayProxyResult>;
+    }
+    const authorizer = api.authorizer;
+    const server: Server = createServer(
+      createGateway({
+        routes: api.routes,
+        handlers,
+        authorizer: (event) =>
+          authorizer
+            ? (invokeFromApi(authorizer.functionArn, `arn:aws:execute-api:${region}:${account}:${api.apiId}/authorizers/${authorizer.authorizerId}`, event) as Promise<APIGatewayAuthorizerResult>)
+            : Promise.reject(new Error('The template declares no authorizer')),
+        authorizerSettings: authorizer?.settings,
+        gatewayResponses: api.gatewayResponses,
+        ownerToken,
+        maxBodyBytes: API_GATEWAY_MAX_BODY_BYTES,
+        basePath: env.PIPEGATE_BASE_PATH,
+        integrationTimeoutMs: api.integrationTimeoutMs,
+        api: { region, account, apiId: api.apiId, stage: api.stage },
+        log: (line) => log(JSON.stringify({ level: 'info', message: 'request', ...line })),
+      }),
+    );
+    const host = opts.host ?? env.HOST ?? '127.0.0.1';
+    await new Promise<void>((res, rej) => {
+      server.once('error', rej);
+      server.listen(opts.port ?? Number(env.PORT ?? 3000), host, () => res());
+    });
+    stoppers.push(
+      () =>
+        new Promise<void>((res) => {
+          server.close(() => res());
+          server.closeAllConnections();
+        }),
+    );
+    const { port } = server.address() as AddressInfo;
+    const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+    const workflow = [...machines.values()][0];
+    if (!workflow || machines.size !== 1) throw new Error(`Expected one state machine in the assembly, found ${machines.size}`);
+
+    let stopped = false;
+    return {
+      url,
+      ownerToken,
+      dataDir,
+      assembly,
+      resolved,
+      endpoint,
+      iam,
+      functions: hosts,
+      stateMachines: machines,
+      queues,
+      workflow,
+      stop: async () => {
+        if (stopped) return;
+        stopped = true;
+        await stopAll();
+      },
+    };
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+}
+
+function roleOf(resolved: ResolvedAssembly, functionName: string): string {
+  for (const stack of Object.values(resolved.stacks)) {
+    for (const [id, r] of Object.entries(stack.stack.template.Resources)) {
+      if (r.Type === 'AWS::Lambda::Function' && stack.physical[id]?.ref === functionName) return stack.resolveString(r.Properties?.Role);
+    }
+  }
+  throw new Error(`No function ${functionName}`);
+}
+
+/** DefinitionString (or Definition) with DefinitionSubstitutions applied, as Step Functions gets it. */
+function stateMachineDefinition(stack: ResolvedStack, props: Record<string, unknown>, where: string): Record<string, unknown> {
+  let text = props.DefinitionString !== undefined ? stack.resolveString(props.DefinitionString, `${where}.DefinitionString`) : JSON.stringify(stack.resolve(props.Definition, `${where}.Definition`));
+  const subs = (props.DefinitionSubstitutions === undefined ? {} : stack.resolve(props.DefinitionSubstitutions, `${where}.DefinitionSubstitutions`)) as Record<string, unknown>;
+  text = text.replace(/\$\{([^}]+)\}/g, (m, key: string) => {
+    const v = subs[key];
+    if (v === undefined) throw new Error(`${where}: DefinitionString names \${${key}}, which DefinitionSubstitutions does not give`);
+    return String(v);
+  });
+  const parsed = JSON.parse(text) as unknown;
+  if (!isRecord(parsed)) throw new Error(`${where}: the definition is not a JSON object`);
+  return parsed;
+}
+
+function forEachTask(machine: Record<string, unknown>, visit: (name: string, resource: string) => void): void {
+  if (!isRecord(machine.States)) return;
+  for (const [name, state] of Object.entries(machine.States)) {
+    if (!isRecord(state)) continue;
+    if (state.Type === 'Task') {
+      const resource = String(state.Resource);
+      if (!/^arn:[^:]+:lambda:[^:]+:\d{12}:function:[^:]+$/.test(resource)) throw new Error(`State ${name}: only direct Lambda function ARNs are run locally (got ${resource})`);
+      visit(name, resource);
+    }
+    for (const sub of [...(Array.isArray(state.Branches) ? state.Branches : []), state.Iterator, state.ItemProcessor]) if (isRecord(sub)) forEachTask(sub, visit);
+  }
+}
+
+async function createTables(stack: ResolvedStack, endpoint: string): Promise<void> {
+  const client = new DynamoDBClient({ endpoint, region: 'local', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+  try {
+    for (const [id, r] of Object.entries(stack.stack.template.Resources)) {
+      if (r.Type !== 'AWS::DynamoDB::Table') continue;
+      const p = stack.resolve(r.Properties ?? {}, `${stack.stack.id}.Resources.${id}.Properties`) as Record<string, unknown>;
+      const name = stack.physical[id]?.ref ?? id;
+      const input: CreateTableCommandInput = {
+        TableName: name,
+        BillingMode: (p.BillingMode as CreateTableCommandInput['BillingMode']) ?? 'PROVISIONED',
+        AttributeDefinitions: p.AttributeDefinitions as CreateTableCommandInput['AttributeDefinitions'],
+        KeySchema: p.KeySchema as CreateTableCommandInput['KeySchema'],
+        ...(p.GlobalSecondaryIndexes ? { GlobalSecondaryIndexes: p.GlobalSecondaryIndexes as CreateTableCommandInput['GlobalSecondaryIndexes'] } : {}),
+        ...(p.ProvisionedThroughput ? { ProvisionedThroughput: p.ProvisionedThroughput as CreateTableCommandInput['ProvisionedThroughput'] } : {}),
+      };
+      try {
+        await client.send(new CreateTableCommand(input));
+      } catch (e) {
+        if (!(e instanceof ResourceInUseException)) throw e;
+      }
+      // dynalite has no TTL (TimeToLiveSpecification): the stores treat expired items as absent.
+      for (let i = 0; i < 100; i++) {
+        const out = await client.send(new DescribeTableCommand({ TableName: name }));
+        if (out.Table?.TableStatus === 'ACTIVE') break;
+        await new Promise((res) => setTimeout(res, 20));
+      }
+    }
+  } finally {
+    client.destroy();
+  }
+}
+
+/** Secrets Manager's GenerateSecretString, for a secret created on first start only. */
+function defineSecrets(stack: ResolvedStack, store: LocalSecretStore): void {
+  for (const [id, r] of Object.entries(stack.stack.template.Resources)) {
+    if (r.Type !== 'AWS::SecretsManager::Secret') continue;
+    const where = `${stack.stack.id}.Resources.${id}.Properties`;
+    const p = stack.resolve(r.Properties ?? {}, where) as Record<string, unknown>;
+    const arn = stack.physical[id]?.ref ?? '';
+    store.define(arn, () => {
+      if (typeof p.SecretString === 'string') return p.SecretString;
+      const g = isRecord(p.GenerateSecretString) ? p.GenerateSecretString : {};
+      let alphabet = '';
+      if (g.ExcludeUppercase !== true) alphabet += 'ABCDEFGHIJKLMNOPQRSTUVWXYZ';
+      if (g.ExcludeLowercase !== true) alphabet += 'abcdefghijklmnopqrstuvwxyz';
+      if (g.ExcludeNumbers !== true) alphabet += '0123456789';
+      if (g.ExcludePunctuation !== true) alphabet += '!"#$%&\'()*+,-./:;<=>?@[\\]^_`{|}~';
+      if (g.IncludeSpace === true) alphabet += ' ';
+      const excluded = typeof g.ExcludeCharacters === 'string' ? g.ExcludeCharacters : '';
+      const chars = [...alphabet].filter((c) => !excluded.includes(c));
+      const length = Number(g.PasswordLength ?? 32);
+      const password = Array.from({ length }, () => chars[randomInt(chars.length)]).join('');
+      if (typeof g.SecretStringTemplate === 'string' && typeof g.GenerateStringKey === 'string') {
+        return JSON.stringify({ ...(JSON.parse(g.SecretStringTemplate) as Record<string, unknown>), [g.GenerateStringKey]: password });
+      }
+      return password;
+    });
+  }
+}
+
+/**
+ * Custom resources run as CloudFormation runs them: a Create event to the ServiceToken
+ * function with a pre-signed URL (here a local one) it PUTs its outcome to. Once one has
+ * succeeded it is recorded in the data dir and not created again, as a redeploy with unchanged
+ * properties does not call it again.
+ */
+async function runCustomResources(stack: ResolvedStack, dataDir: string, fnByArn: (arn: string, where: string) => FunctionHost): Promise<void> {
+  const file = join(dataDir, 'custom-resources.json');
+  const done = new Set<string>(existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as string[]) : []);
+  for (const [id, r] of Object.entries(stack.stack.template.Resources)) {
+    if (!r.Type.startsWith('Custom::') && r.Type !== 'AWS::CloudFormation::CustomResource') continue;
+    const key = `${stack.stack.stackName}/${id}`;
+    if (done.has(key)) continue;
+    const where = `${stack.stack.id}.Resources.${id}.Properties`;
+    const properties = stack.resolve(r.Properties ?? {}, where) as Record<string, unknown>;
+    const fn = fnByArn(String(properties.ServiceToken), `${where}.ServiceToken`);
+    let answer: Record<string, unknown> | undefined;
+    const receiver = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString('utf8')));
+      req.on('end', () => {
+        try {
+          answer = JSON.parse(body) as Record<string, unknown>;
+        } catch {
+          answer = { Status: 'FAILED', Reason: 'unreadable response' };
+        }
+        res.end();
+      });
+    });
+    await new Promise<void>((res) => receiver.listen(0, '127.0.0.1', () => res()));
+    try {
+      const { port } = receiver.address() as AddressInfo;
+      await fn.invoke({
+        RequestType: 'Create',
+        ServiceToken: properties.ServiceToken,
+        ResponseURL: `http://127.0.0.1:${port}/cloudformation-response/${randomUUID()}`,
+        StackId: stack.resolveString({ Ref: 'AWS::StackId' }),
+        RequestId: randomUUID(),
+        LogicalResourceId: id,
+        ResourceType: r.Type,
+        ResourceProperties: properties,
+      });
+    } finally {
+      receiver.closeAllConnections();
+      await new Promise((res) => receiver.close(res));
+    }
+    if (answer?.Status !== 'SUCCESS') throw new Error(`${key}: custom resource failed: ${String(answer?.Reason ?? 'no response')}`);
+    done.add(key);
+    writeFileSync(file, JSON.stringify([...done]), { mode: 0o600 });
+  }
+}
+
+/** `rate(1 minute)`, `rate(5 minutes)`, hours and days; cron() schedules are not run locally. */
+function rateMs(expression: string, where: string): number {
+  const m = /^rate\((\d+) (minute|minutes|hour|hours|day|days)\)$/.exec(expression);
+  if (!m?.[1] || !m[2]) throw new Error(`${where}: schedule ${expression} is not run locally (only rate(...) is)`);
+  const unit = m[2].startsWith('minute') ? 60_000 : m[2].startsWith('hour') ? 3_600_000 : 86_400_000;
+  return Number(m[1]) * unit;
+}
