@@ -10,6 +10,8 @@ module.exports = {
   // @middy/core ships ESM only; let the transform turn it into CommonJS.
   transformIgnorePatterns: ['/node_modules/(?!(@middy)/)'],
   setupFiles: ['<rootDir>/test/support/env.ts'],
+  // One synth per run, shared by every suite that needs the assembly.
+  globalSetup: '<rootDir>/test/support/global-setup.ts',
   testTimeout: 30000,
   maxWorkers: 2,
 };

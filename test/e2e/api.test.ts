@@ -4,11 +4,11 @@
  */
 import { Webhook } from 'standardwebhooks';
 import type { PipelineDefinition } from '../../functions/core/types';
-import { greeting, sleep, startTestRuntime, waitUntil, type Published, type TestRuntime } from '../support/runtime';
+import { greeting, sleep, startE2eRuntime, waitUntil, type E2eRuntime, type Published } from '../support/runtime';
 import { unauthorizedBody } from '../../functions/core/errors';
 import { reply, startTestServer, type ReceivedRequest, type TestServer } from '../support/http-server';
 
-let rt: TestRuntime;
+let rt: E2eRuntime;
 let greet: Published;
 
 type Received = ReceivedRequest;
@@ -18,7 +18,7 @@ const received: Received[] = [];
 let receiverStatus: number[] = [];
 
 beforeAll(async () => {
-  rt = await startTestRuntime({ env: { ...process.env, PIPEGATE_CALLBACK_SCHEDULE: '0,0,0', PIPEGATE_CANCEL_POLL_MS: '50' } });
+  rt = await startE2eRuntime({ env: { ...process.env, PIPEGATE_CALLBACK_SCHEDULE: '0,0,0', PIPEGATE_CANCEL_POLL_MS: '50' } });
   greet = await rt.publishPipeline('greeting', greeting);
   receiver = await startTestServer((req, res) => {
     received.push(req);

@@ -2,8 +2,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startRuntime, type Runtime, type RuntimeOptions } from '../../lib/local/runtime';
+import { startSynthRuntime } from '../../lib/synth/runtime';
 import type { PipelineDefinition } from '../../functions/core/types';
 import { isTerminalStatus } from '../../functions/core/transitions';
+import { testAssembly } from './synth';
 
 export interface Reply<T = Record<string, unknown>> {
   status: number;
@@ -12,7 +14,28 @@ export interface Reply<T = Record<string, unknown>> {
   text: string;
 }
 
-export interface TestRuntime extends Runtime {
+/**
+ * Which runtime the end-to-end suites that matter to callers and owners run against: `local`
+ * (`npm start`, the TypeScript sources) or `synth` (`npm run start:synth`, the synthesized
+ * assembly's bundles with IAM enforced). test/e2e/synth/ runs them again in synth mode.
+ */
+export type E2eMode = 'local' | 'synth';
+let mode: E2eMode = process.env.PIPEGATE_E2E_MODE === 'synth' ? 'synth' : 'local';
+export const useE2eMode = (m: E2eMode): void => {
+  mode = m;
+};
+export const e2eMode = (): E2eMode => mode;
+
+/** What both runtimes offer a suite that only speaks HTTP. */
+export interface RuntimeBase {
+  url: string;
+  ownerToken: string;
+  dataDir: string;
+  workflow: { running(): string[] };
+  stop(opts?: { drainMs?: number }): Promise<unknown>;
+}
+
+export interface Helpers {
   owner<T = Record<string, unknown>>(method: string, path: string, body?: unknown): Promise<Reply<T>>;
   caller<T = Record<string, unknown>>(
     method: string,
@@ -27,6 +50,9 @@ export interface TestRuntime extends Runtime {
   waitForExecution(id: string, key: string, done?: (status: string) => boolean, timeoutMs?: number): Promise<Record<string, unknown>>;
   cleanup(): Promise<void>;
 }
+
+export type TestRuntime = Runtime & Helpers;
+export type E2eRuntime = RuntimeBase & Helpers;
 
 export interface Published {
   deploymentId: string;
@@ -71,7 +97,22 @@ export async function waitUntil<T>(fn: () => Promise<T>, ok: (v: T) => boolean, 
 export async function startTestRuntime(opts: RuntimeOptions = {}): Promise<TestRuntime> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'pipegate-e2e-'));
   const rt = await startRuntime({ port: 0, inMemory: true, log: false, ...opts, dataDir });
-  const t: TestRuntime = {
+  return withHelpers(rt, opts.dataDir ? undefined : dataDir);
+}
+
+/**
+ * The runtime of the current mode (see useE2eMode), for suites that only speak HTTP. `env`
+ * tunes the functions (PIPEGATE_* settings) in both modes.
+ */
+export async function startE2eRuntime(opts: { env?: Record<string, string | undefined> } = {}): Promise<E2eRuntime> {
+  if (mode === 'local') return startTestRuntime({ env: opts.env });
+  const dataDir = mkdtempSync(join(tmpdir(), 'pipegate-e2e-synth-'));
+  const rt = await startSynthRuntime({ port: 0, inMemory: true, log: false, env: opts.env, dataDir, assembly: await testAssembly() });
+  return withHelpers(rt, dataDir);
+}
+
+function withHelpers<R extends RuntimeBase>(rt: R, ownedDir: string | undefined): R & Helpers {
+  const t: R & Helpers = {
     ...rt,
     owner: (method, path, body) => request(`${rt.url}${path}`, method, body, { authorization: `Bearer ${rt.ownerToken}` }),
     caller: (method, path, key, body, headers = {}) =>
@@ -110,7 +151,7 @@ export async function startTestRuntime(opts: RuntimeOptions = {}): Promise<TestR
     },
     async cleanup() {
       await rt.stop({ drainMs: 0 });
-      if (!opts.dataDir) rmSync(dataDir, { recursive: true, force: true });
+      if (ownedDir) rmSync(ownedDir, { recursive: true, force: true });
     },
   };
   return t;
