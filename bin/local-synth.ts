@@ -6,11 +6,13 @@
  */
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
+import { DataDirInUseError } from '../lib/local/data-dir-lock';
 import { startSynthRuntime } from '../lib/synth/runtime';
 
 async function main(): Promise<void> {
   const started = Date.now();
   const runtime = await startSynthRuntime();
+  const { resumed, interrupted, callbacks } = runtime.recovered;
   const lines = [
     '',
     `  pipegate (synthesized assembly) is running at ${runtime.url}`,
@@ -20,6 +22,9 @@ async function main(): Promise<void> {
     `  assembly      ${runtime.assembly.dir}`,
     `  functions     ${runtime.functions.size} bundles, IAM enforced by the local AWS endpoint ${runtime.endpoint.url}`,
     `  started in    ${((Date.now() - started) / 1000).toFixed(1)} s`,
+    ...(resumed + interrupted + callbacks > 0
+      ? [`  recovered     ${resumed} queued, ${interrupted} interrupted (marked failed), ${callbacks} callbacks resumed`]
+      : []),
     '',
     '  Try it:',
     `    export PIPEGATE_URL=${runtime.url} PIPEGATE_OWNER_TOKEN=${runtime.ownerToken}`,
@@ -48,7 +53,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((e: unknown) => {
-  if ((e as { code?: string }).code === 'EADDRINUSE') {
+  if (e instanceof DataDirInUseError) process.stderr.write(`${e.message}\n`);
+  else if ((e as { code?: string }).code === 'EADDRINUSE') {
     process.stderr.write(`Port ${process.env.PORT ?? 3000} is already in use. Set PORT to another port, e.g. PORT=3001 npm run start:synth\n`);
   } else process.stderr.write(`pipegate could not start: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
   process.exit(1);

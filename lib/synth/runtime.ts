@@ -15,9 +15,17 @@ import type { AddressInfo } from 'node:net';
 import { join, resolve as resolvePath } from 'node:path';
 import type { APIGatewayAuthorizerResult, APIGatewayProxyEvent, APIGatewayProxyResult, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { CreateTableCommand, DescribeTableCommand, DynamoDBClient, ResourceInUseException, type CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient, ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { createGateway } from '../local/gateway';
+import { lockDataDir } from '../local/data-dir-lock';
 import { startDynalite, type LocalDynamo } from '../local/dynamo';
-import { LocalQueue } from '../local/queue';
+import { LocalQueue, LocalQueuePort } from '../local/queue';
+import { readConfig } from '../config';
+import { createDeps, type Deps } from '../../functions/adapters/deps';
+import { createGuardedHttp } from '../../functions/adapters/guarded-http';
+import { parseKeyMaterial, StaticKeyMaterial } from '../../functions/adapters/key-material';
+import { silentLogger } from '../../functions/adapters/logger';
+import { sweepAll } from '../../functions/services/sweeper.service';
 import { LocalWorkflow, type WorkflowTask } from '../local/workflow';
 import { cachedAssembly, loadAssembly, type Assembly } from './assembly';
 import { LocalSecretStore, startAwsEndpoint, type AwsEndpoint, type EndpointQueue, type StateMachinePort } from './aws-endpoint';
@@ -60,6 +68,8 @@ export interface SynthRuntime {
   queues: ReadonlyMap<string, LocalQueue>;
   /** The one state machine a pipegate assembly has (what `npm start` calls `workflow`). */
   workflow: LocalWorkflow & StateMachinePort;
+  /** What the start found unfinished in the data dir and carried on (as `npm start` does). */
+  recovered: { resumed: number; interrupted: number; callbacks: number };
   stop(): Promise<void>;
 }
 
@@ -112,7 +122,9 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
     opts.ownerToken ?? env.PIPEGATE_OWNER_TOKEN ?? persistent(join(dataDir, 'owner-token'), () => `pgo_${randomBytes(24).toString('base64url')}`);
 
   const assembly = opts.assembly ?? loadAssembly((await cachedAssembly()).dir);
-  const stoppers: Array<() => Promise<void>> = [];
+  // One runtime per data dir, as for `npm start`.
+  const lock = await lockDataDir(dataDir);
+  const stoppers: Array<() => Promise<void>> = [() => lock.release()];
   const stopAll = async () => {
     for (const s of stoppers.splice(0).reverse()) await s().catch(() => undefined);
   };
@@ -282,6 +294,13 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
     // Custom resources, as CloudFormation runs them on the first deploy.
     for (const stack of stacks) await runCustomResources(stack, dataDir, fnByArn);
 
+    // A restart owes the work it finds unfinished what `npm start` owes it: AWS never restarts,
+    // but this process holds the state machine's runs, and they die with it.
+    const recovered = await recoverUnfinished(recoveryDeps([...hosts.values()], dynamo.endpoint, resolved, queues, secrets, [...machines.values()][0]), dynamo.endpoint);
+    if (recovered.resumed + recovered.interrupted + recovered.callbacks > 0) {
+      log(`recovered ${recovered.resumed} queued, ${recovered.interrupted} interrupted (marked failed), ${recovered.callbacks} callbacks resumed`);
+    }
+
     // The event source mappings poll only with what the function's role allows.
     for (const m of mappings) {
       if (!m.enabled) continue;
@@ -391,6 +410,7 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
       stateMachines: machines,
       queues,
       workflow,
+      recovered,
       stop: async () => {
         if (stopped) return;
         stopped = true;
@@ -422,6 +442,83 @@ function memoized(iam: IamEvaluator, assembly: Assembly): IamEvaluator {
     return d;
   };
   return memo;
+}
+
+/**
+ * The stores and queues as the functions see them (their environment names the table, the
+ * queues and the secret), for the restart's recovery, which runs in this process.
+ */
+function recoveryDeps(
+  hosts: FunctionHost[],
+  dynamoEndpoint: string,
+  resolved: ResolvedAssembly,
+  queues: ReadonlyMap<string, LocalQueue>,
+  secrets: LocalSecretStore,
+  workflow: LocalWorkflow | undefined,
+): Deps {
+  const fnEnv = hosts.map((h) => h.spec.env).find((e) => e.PIPEGATE_TABLE && e.PIPEGATE_EXECUTIONS_QUEUE_URL && e.PIPEGATE_CALLBACKS_QUEUE_URL && e.PIPEGATE_SECRET_ARN);
+  if (!fnEnv || !workflow) throw new Error('No function of the assembly names the table, both queues and the secret');
+  const queue = (url: string | undefined): LocalQueue => {
+    const q = queues.get(resolved.arns.queueArnOfUrl(url ?? '') ?? '');
+    if (!q) throw new Error(`No local queue for ${String(url)}`);
+    return q;
+  };
+  const secret = secrets.find(fnEnv.PIPEGATE_SECRET_ARN ?? '');
+  if (!secret) throw new Error(`No secret ${String(fnEnv.PIPEGATE_SECRET_ARN)}`);
+  const config = readConfig({ ...fnEnv, PIPEGATE_DYNAMODB_ENDPOINT: dynamoEndpoint, AWS_REGION: resolved.env.region });
+  return createDeps(config, {
+    queue: new LocalQueuePort({ executions: queue(fnEnv.PIPEGATE_EXECUTIONS_QUEUE_URL), callbacks: queue(fnEnv.PIPEGATE_CALLBACKS_QUEUE_URL) }),
+    workflow,
+    keyMaterial: new StaticKeyMaterial(parseKeyMaterial(secret.value)),
+    http: createGuardedHttp({ allowPrivate: false }),
+    log: silentLogger,
+  });
+}
+
+/**
+ * The start-up sweep of `npm start` (sweepAll with `startup`), after one Scan of the table: the
+ * functions write as on AWS, where open executions stay off the sweep index
+ * (PIPEGATE_TRACK_OPEN=false), so the executions this process's death left pending or running
+ * are put on it first. The Scan is local only: on AWS nothing restarts.
+ */
+async function recoverUnfinished(d: Deps, dynamoEndpoint: string): Promise<{ resumed: number; interrupted: number; callbacks: number }> {
+  const db = DynamoDBDocumentClient.from(new DynamoDBClient({ endpoint: dynamoEndpoint, region: 'local', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }));
+  try {
+    let start: Record<string, unknown> | undefined;
+    do {
+      const page = await db.send(
+        new ScanCommand({
+          TableName: d.config.table,
+          ProjectionExpression: 'pk, sk, created_at',
+          FilterExpression: 'attribute_exists(execution_id) AND #s IN (:p, :r) AND attribute_not_exists(sweep)',
+          ExpressionAttributeNames: { '#s': 'status' },
+          ExpressionAttributeValues: { ':p': 'pending', ':r': 'running' },
+          ExclusiveStartKey: start,
+        }),
+      );
+      for (const item of page.Items ?? []) {
+        await db
+          .send(
+            new UpdateCommand({
+              TableName: d.config.table,
+              Key: { pk: item.pk, sk: item.sk },
+              UpdateExpression: 'SET sweep = :open, sweep_at = :at',
+              ConditionExpression: '#s IN (:p, :r)',
+              ExpressionAttributeNames: { '#s': 'status' },
+              ExpressionAttributeValues: { ':open': 'open', ':at': item.created_at, ':p': 'pending', ':r': 'running' },
+            }),
+          )
+          .catch((err: unknown) => {
+            if ((err as { name?: string }).name !== 'ConditionalCheckFailedException') throw err;
+          });
+      }
+      start = page.LastEvaluatedKey;
+    } while (start);
+  } finally {
+    db.destroy();
+  }
+  const swept = await sweepAll(d, { startup: true });
+  return { resumed: swept.requeued, interrupted: swept.interrupted, callbacks: swept.callbacksRequeued };
 }
 
 function roleOf(resolved: ResolvedAssembly, functionName: string): string {
