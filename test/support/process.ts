@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
+import { e2eMode } from './runtime';
 
 export interface RuntimeProcess {
   child: ChildProcess;
@@ -14,10 +15,14 @@ export interface RuntimeProcess {
 
 const ROOT = join(__dirname, '..', '..');
 
-/** `npm start` as a real process (through tsx), on a free port, with its own data dir. */
+/**
+ * `npm start` (or `npm run start:synth` in the synth e2e mode) as a real process (through
+ * tsx), on a free port, with its own data dir.
+ */
 export async function spawnRuntime(dataDir: string, env: Record<string, string> = {}): Promise<RuntimeProcess> {
+  const script = e2eMode() === 'synth' ? 'local-synth.ts' : 'local.ts';
   // `--import tsx` keeps it one process: a kill -9 must not leave a child holding the data dir.
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bin', 'local.ts')], {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bin', script)], {
     cwd: ROOT,
     env: { ...process.env, PORT: '0', PIPEGATE_DATA_DIR: dataDir, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
