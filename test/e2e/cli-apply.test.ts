@@ -4,50 +4,25 @@
  * would: first apply, an apply with nothing changed, a dry run, a changed file, a failing
  * test, a visibility change, --json, and files that cannot be applied.
  */
-import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startTestRuntime, type TestRuntime } from '../support/runtime';
+import { runCli, type CliRun } from '../support/cli';
 
 jest.setTimeout(40_000);
 
-const ROOT = join(__dirname, '..', '..');
-const BIN = join(ROOT, 'bin', 'pipegate.js');
 
 let rt: TestRuntime;
 let work: string;
 let dir: string;
 let secretsPath: string;
 
-interface Done {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+type Done = CliRun;
 
-/** Spawns the CLI (asynchronously: a blocking spawn would freeze the runtime in this process). */
-function pg(args: string[], env: Record<string, string> = {}): Promise<Done> {
-  const base: Record<string, string | undefined> = {
-    PATH: process.env.PATH,
-    HOME: process.env.HOME,
-    TMPDIR: process.env.TMPDIR,
-    PIPEGATE_URL: rt.url,
-    PIPEGATE_OWNER_TOKEN: rt.ownerToken,
-    ...env,
-  };
-  const clean: Record<string, string> = {};
-  for (const [k, v] of Object.entries(base)) if (v !== undefined) clean[k] = v;
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd: work, env: clean, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+/** The CLI against this suite's runtime, in the work dir. */
+const pg = (args: string[], env: Record<string, string> = {}): Promise<Done> =>
+  runCli(args, { cwd: work, env: { PIPEGATE_URL: rt.url, PIPEGATE_OWNER_TOKEN: rt.ownerToken, ...env } });
 
 const greetingYaml = (greet: string, expectGreet = greet) => `description: Greets someone
 nodes:

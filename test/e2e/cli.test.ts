@@ -3,18 +3,18 @@
  * (`node bin/pipegate.js …`, stdin closed), for every command, its human and --json output,
  * its exit codes and its errors. Independent commands run side by side to keep the file fast.
  */
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { startRuntime, type Runtime } from '../../lib/local/runtime';
+import { runCli, type CliRun } from '../support/cli';
 
 jest.setTimeout(60_000);
 
 const ROOT = join(__dirname, '..', '..');
-const BIN = join(ROOT, 'bin', 'pipegate.js');
 const FIXTURES = join(ROOT, 'test', 'fixtures', 'cli');
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
@@ -22,34 +22,11 @@ let rt: Runtime;
 let dataDir: string;
 let emptyDir: string;
 
-interface Done {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+type Done = CliRun;
 
-/** Spawns the CLI; only the variables given (plus PATH, HOME, TMPDIR) reach it. */
-function pg(args: string[], opts: { env?: Record<string, string | undefined>; cwd?: string } = {}): Promise<Done> {
-  const env: Record<string, string> = {};
-  const base = {
-    PATH: process.env.PATH,
-    HOME: process.env.HOME,
-    TMPDIR: process.env.TMPDIR,
-    PIPEGATE_URL: rt.url,
-    PIPEGATE_OWNER_TOKEN: rt.ownerToken,
-    ...opts.env,
-  };
-  for (const [k, v] of Object.entries(base)) if (v !== undefined) env[k] = v;
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd: opts.cwd ?? FIXTURES, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+/** The CLI against this suite's runtime; only the variables given (plus PATH, HOME, TMPDIR) reach it. */
+const pg = (args: string[], opts: { env?: Record<string, string | undefined>; cwd?: string } = {}): Promise<Done> =>
+  runCli(args, { cwd: opts.cwd ?? FIXTURES, env: { PIPEGATE_URL: rt.url, PIPEGATE_OWNER_TOKEN: rt.ownerToken, ...opts.env } });
 
 const json = <T = Record<string, unknown>>(d: Done): T => {
   try {

@@ -10,11 +10,11 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startTestRuntime, waitUntil, type TestRuntime } from '../support/runtime';
+import { runCli, type CliRun } from '../support/cli';
 
 jest.setTimeout(60_000);
 
 const ROOT = join(__dirname, '..', '..');
-const BIN = join(ROOT, 'bin', 'pipegate.js');
 const TOKEN = `trk_${Math.random().toString(36).slice(2)}${Date.now()}`;
 
 let rt: TestRuntime;
@@ -23,26 +23,11 @@ let server: ChildProcess;
 let serverUrl: string;
 let serverLog = '';
 
-interface Done {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+type Done = CliRun;
 
-/** The CLI as a real process; `stdin` is piped in when given, else closed. */
-function pg(args: string[], opts: { env?: Record<string, string>; stdin?: string } = {}): Promise<Done> {
-  const env: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PIPEGATE_URL: rt.url, PIPEGATE_OWNER_TOKEN: rt.ownerToken, ...opts.env };
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd: work, env, stdio: [opts.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout?.on('data', (c: Buffer) => (stdout += c.toString()));
-    child.stderr?.on('data', (c: Buffer) => (stderr += c.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-    if (opts.stdin !== undefined) child.stdin?.end(opts.stdin);
-  });
-}
+/** The CLI against this suite's runtime; `stdin` is piped in when given, else closed. */
+const pg = (args: string[], opts: { env?: Record<string, string>; stdin?: string } = {}): Promise<Done> =>
+  runCli(args, { cwd: work, env: { PIPEGATE_URL: rt.url, PIPEGATE_OWNER_TOKEN: rt.ownerToken, ...opts.env }, stdin: opts.stdin });
 
 beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), 'pipegate-parcel-'));
