@@ -98,8 +98,8 @@ export async function cancel(d: Deps, pipelineId: string, executionId: string) {
 export async function redeliver(d: Deps, pipelineId: string, executionId: string) {
   const e = await executionOf(d, pipelineId, executionId, true);
   const delivery = e.callback_delivery;
-  if (!e.callback || !delivery) throw new AppError('Conflict', 'this execution was submitted without a callback');
-  if (!isTerminal(e.status)) throw new AppError('Conflict', 'the execution has not finished; its callback is sent when it does');
+  if (!e.callback) throw new AppError('Conflict', 'this execution was submitted without a callback');
+  if (!isTerminal(e.status) || !delivery) throw new AppError('Conflict', 'the execution has not finished; its callback is sent when it does');
   if (delivery.outcome === 'pending') {
     if (delivery.redelivery) return { status: 202, body: ownerExecutionBody(e, new Set()).callback_delivery };
     throw new AppError('Conflict', 'the callback is still being delivered on its retry schedule; redeliver once it has settled');

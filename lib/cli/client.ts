@@ -107,6 +107,8 @@ const Delivery = v.looseObject({
   outcome: v.string(),
   last_status: Nullable(v.number()),
   last_error: Nullable(v.string()),
+  last_attempt_at: v.optional(Nullable(v.string())),
+  next_attempt_at: v.optional(Nullable(v.string())),
   redelivery: v.optional(v.boolean()),
   log: v.optional(
     v.array(v.looseObject({ at: v.string(), duration_ms: v.number(), status: Nullable(v.number()), error: Nullable(v.string()), redelivery: v.optional(v.boolean()) })),
@@ -264,6 +266,25 @@ export class PipegateClient {
     return this.owner('POST', `/v1/pipelines/${enc(id)}/deployment/keys`, RotateBody, body);
   }
 
+  listExecutions(id: string, q: { status?: string; limit?: number; since?: string; cursor?: string } = {}) {
+    const params = new URLSearchParams();
+    for (const [k, val] of Object.entries(q)) if (val !== undefined) params.set(k, String(val));
+    const qs = params.toString();
+    return this.owner('GET', `/v1/pipelines/${enc(id)}/deployment/executions${qs ? `?${qs}` : ''}`, ExecutionListBody);
+  }
+  getExecution(id: string, executionId: string) {
+    return this.owner('GET', `/v1/pipelines/${enc(id)}/executions/${enc(executionId)}`, OwnerExecutionBody);
+  }
+  cancelExecution(id: string, executionId: string) {
+    return this.owner('POST', `/v1/pipelines/${enc(id)}/executions/${enc(executionId)}/cancel`, OwnerExecutionBody);
+  }
+  redeliver(id: string, executionId: string) {
+    return this.owner('POST', `/v1/pipelines/${enc(id)}/executions/${enc(executionId)}/callback/redeliver`, DeliveryBody);
+  }
+  usage(id: string) {
+    return this.owner('GET', `/v1/pipelines/${enc(id)}/deployment/usage`, UsageBody);
+  }
+
   setSecret(name: string, value: string) {
     return this.owner('PUT', `/v1/secrets/${enc(name)}`, SecretBody, { value });
   }
@@ -286,6 +307,9 @@ export class PipegateClient {
   }
   executionResult(executionId: string, key: string) {
     return this.caller('GET', `/v1/deployments/executions/${enc(executionId)}/result/`, key, ResultBody);
+  }
+  callerCancel(executionId: string, key: string) {
+    return this.caller('POST', `/v1/deployments/executions/${enc(executionId)}/cancel/`, key, ExecutionStatusBody);
   }
 
   private async owner<S extends v.GenericSchema>(method: string, path: string, schema: S, body?: unknown): Promise<Reply<v.InferOutput<S>>> {

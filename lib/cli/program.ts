@@ -7,6 +7,7 @@ import { version } from '../../package.json';
 import { apply, configureApplyCommand, type ApplyOptions } from './apply';
 import { remove } from './commands/delete';
 import { execute } from './commands/execute';
+import { cancel, EXECUTION_STATUSES, executions, redeliver, result, show, usage } from './commands/executions';
 import { rotate } from './commands/keys';
 import { list, runs } from './commands/list';
 import { publish, SNIPPET_LANGUAGES, type SnippetLanguage } from './commands/publish';
@@ -143,6 +144,54 @@ export function buildProgram(io: CliIO, deps: CliDeps, state: { code: number }):
         ) => execute(ctx, d, { ...o, input: o.input ?? [] }),
       ),
     );
+
+  program
+    .command('executions')
+    .description("list the live API's executions, newest first (what callers ran, how it went, how its callback went)")
+    .argument('<pipeline>', 'pipeline id')
+    .addOption(new Option('--status <status>', 'only executions with this status').choices(EXECUTION_STATUSES))
+    .addOption(new Option('--limit <n>', 'how many').default(20).argParser(wholeNumber('--limit', 1, 100)))
+    .option('--since <time>', 'only executions created at or after this ISO 8601 time')
+    .option('--watch', 'redraw the list every --interval seconds until Ctrl-C')
+    .addOption(new Option('--interval <seconds>', 'with --watch, seconds between refreshes').default(2).argParser(wholeNumber('--interval', 1, 3600)))
+    .action(
+      act((ctx, p: string, o: { status?: string; limit?: number; since?: string; watch?: boolean; interval?: number }) => executions(ctx, p, o)),
+    );
+
+  program
+    .command('show')
+    .description('one run or execution in full: inputs, outputs, error, the node trace (which node failed and why), callback attempts')
+    .argument('<pipeline>', 'pipeline id')
+    .argument('<execution>', 'execution or run id')
+    .action(act((ctx, p: string, id: string) => show(ctx, p, id)));
+
+  program
+    .command('cancel')
+    .description('cancel a pending or running run or execution at once: <pipeline> <execution> as the owner, or <execution> --key K as a caller')
+    .argument('<pipeline|execution>', 'pipeline id (owner), or the execution id with --key (caller)')
+    .argument('[execution]', 'execution or run id (owner)')
+    .option('--key <key>', "as a caller: the deployment's API key (env PIPEGATE_API_KEY)")
+    .action(act((ctx, first: string, second: string | undefined, o: { key?: string }) => cancel(ctx, first, second, o)));
+
+  program
+    .command('result')
+    .description("an execution's result, as its caller gets it")
+    .argument('<execution>', 'execution id')
+    .option('--key <key>', "the deployment's API key (env PIPEGATE_API_KEY)")
+    .action(act((ctx, id: string, o: { key?: string }) => result(ctx, id, o)));
+
+  program
+    .command('redeliver')
+    .description("send a finished execution's callback again: one new attempt with the same webhook-id")
+    .argument('<pipeline>', 'pipeline id')
+    .argument('<execution>', 'execution id')
+    .action(act((ctx, p: string, id: string) => redeliver(ctx, p, id)));
+
+  program
+    .command('usage')
+    .description("the live API's finished executions by status, with p50/p95 durations, over the last hour and day")
+    .argument('<pipeline>', 'pipeline id')
+    .action(act((ctx, p: string) => usage(ctx, p)));
 
   const secrets = program.command('secrets').description('owner secrets that pipelines reference as {{secrets.NAME}} (values are never shown)');
   secrets

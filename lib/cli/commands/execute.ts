@@ -1,6 +1,6 @@
 import { isTerminal } from '../../../functions/core/transitions';
 import { requestValueType, type RequestValueType } from '../../../functions/core/values';
-import { pollUntil, type Ctx } from '../context';
+import { pollUntil, waitOrInterrupt, type Ctx } from '../context';
 import { PIPELINE_ID_PATTERN } from '../../../functions/core/ids';
 import { ServiceError, UsageError } from '../errors';
 import { parseInputs, splitAssignments, type InputValueType, type RawValue } from '../inputs';
@@ -70,20 +70,29 @@ async function executeOnce(ctx: Ctx, deploymentId: string, opts: ExecuteOptions)
     return 0;
   }
 
+  // The id first: whatever happens to the wait, the execution can be found and cancelled.
+  out.note(`execution ${executionId} ${accepted.body.status}`);
   const progress = out.spinner();
-  if (!progress.interactive) out.note(`execution ${executionId} queued`);
+  const followUp = [
+    `stopped waiting; execution ${executionId} keeps going on the service.`,
+    `  its result:  pipegate result ${executionId} --key <api key>`,
+    `  cancel it:   pipegate cancel ${executionId} --key <api key>`,
+  ].join('\n');
   try {
-    await pollUntil(
-      () => client.executionStatus(executionId, key),
-      (s) => isTerminal(s.body.status),
-      {
-        sleep: ctx.sleep,
-        timeoutMs: opts.timeout * 1000,
-        what: `execution ${executionId}`,
-        onTick: (s, ms) => {
-          if (!isTerminal(s.body.status)) progress.update(`execution ${s.body.status}… ${(ms / 1000).toFixed(1)} s`, s.body.status);
+    await waitOrInterrupt(ctx, followUp, (signal) =>
+      pollUntil(
+        () => client.executionStatus(executionId, key),
+        (s) => isTerminal(s.body.status),
+        {
+          sleep: ctx.sleep,
+          timeoutMs: opts.timeout * 1000,
+          what: `execution ${executionId}`,
+          signal,
+          onTick: (s, ms) => {
+            if (!isTerminal(s.body.status)) progress.update(`execution ${s.body.status}… ${(ms / 1000).toFixed(1)} s`, s.body.status);
+          },
         },
-      },
+      ),
     );
   } finally {
     progress.stop();

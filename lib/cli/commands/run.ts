@@ -1,6 +1,6 @@
 import { isTerminal } from '../../../functions/core/transitions';
 import type { Run } from '../client';
-import { pollUntil, type Ctx } from '../context';
+import { pollUntil, waitOrInterrupt, type Ctx } from '../context';
 import { checkPipelineId } from '../files';
 import { inputTypesOf, parseInputs, splitAssignments, type RawValue } from '../inputs';
 import { duration, fields, showValue } from '../output';
@@ -32,21 +32,30 @@ export async function run(ctx: Ctx, pipeline: string, opts: RunOptions): Promise
     return 0;
   }
 
+  // The id first: whatever happens to the wait, the run can be found and cancelled.
+  out.note(`run ${runId} of ${pipeline} version ${version} started`);
   const progress = out.spinner();
-  if (!progress.interactive) out.note(`run ${runId} of ${pipeline} version ${version} started`);
+  const followUp = [
+    `stopped waiting; run ${runId} keeps going on the service.`,
+    `  follow it:  pipegate show ${pipeline} ${runId}`,
+    `  cancel it:  pipegate cancel ${pipeline} ${runId}`,
+  ].join('\n');
   let final: { body: Run; raw: unknown };
   try {
-    final = await pollUntil(
-      () => client.getRun(pipeline, runId),
-      (r) => isTerminal(r.body.status),
-      {
-        sleep: ctx.sleep,
-        timeoutMs: opts.timeout * 1000,
-        what: `run ${runId}`,
-        onTick: (r, ms) => {
-          if (!isTerminal(r.body.status)) progress.update(`${pipeline} v${version} ${r.body.status}… ${(ms / 1000).toFixed(1)} s`, r.body.status);
+    final = await waitOrInterrupt(ctx, followUp, (signal) =>
+      pollUntil(
+        () => client.getRun(pipeline, runId),
+        (r) => isTerminal(r.body.status),
+        {
+          sleep: ctx.sleep,
+          timeoutMs: opts.timeout * 1000,
+          what: `run ${runId}`,
+          signal,
+          onTick: (r, ms) => {
+            if (!isTerminal(r.body.status)) progress.update(`${pipeline} v${version} ${r.body.status}… ${(ms / 1000).toFixed(1)} s`, r.body.status);
+          },
         },
-      },
+      ),
     );
   } finally {
     progress.stop();

@@ -1,0 +1,145 @@
+/**
+ * The owner's reads and writes on DynamoDB (dynalite): a deployment's executions from the
+ * keys-only `executions` index, usage counters, the conditional redelivery, and a local table
+ * made before the index existed being rebuilt with it.
+ */
+import { randomUUID } from 'node:crypto';
+import { createDocumentClient } from '../../functions/adapters/dynamo';
+import { ExecutionsStore } from '../../functions/adapters/executions.store';
+import { InvalidCursorError } from '../../functions/core/ports';
+import type { CallbackDelivery, Execution } from '../../functions/core/types';
+import { ensureTable } from '../../lib/local/dynamo';
+import { MAIN_TABLE } from '../../lib/tables';
+import { startTestDb, type TestDb } from '../support/dynamo';
+
+let db: TestDb;
+
+beforeAll(async () => {
+  db = await startTestDb();
+});
+
+afterAll(async () => {
+  await db?.close();
+});
+
+function execution(over: Partial<Execution>): Execution {
+  return {
+    execution_id: randomUUID(),
+    kind: 'api',
+    pipeline_id: 'p',
+    version: 1,
+    deployment_id: 'dep-1',
+    status: 'pending',
+    inputs: {},
+    outputs: null,
+    visible_outputs: [],
+    callback: null,
+    callback_delivery: null,
+    error_message: null,
+    created_at: new Date().toISOString(),
+    started_at: null,
+    completed_at: null,
+    expires_at: null,
+    ...over,
+  };
+}
+
+const at = (minute: number) => new Date(Date.UTC(2026, 10, 22, 10, minute)).toISOString();
+
+describe("a deployment's executions", () => {
+  it('come newest first from the index; a status filter continues through the cursor without skipping', async () => {
+    // Prepare: 12 executions, every third failed, plus one of another deployment and one run.
+    const dep = `dep-${randomUUID()}`;
+    const made: Execution[] = [];
+    for (let i = 0; i < 12; i++) {
+      const e = execution({ deployment_id: dep, created_at: at(i), status: i % 3 === 0 ? 'failed' : 'completed' });
+      await db.executions.create(e);
+      made.push(e);
+    }
+    await db.executions.create(execution({ deployment_id: `dep-${randomUUID()}`, created_at: at(30) }));
+    await db.executions.create(execution({ kind: 'run', deployment_id: null, created_at: at(31) }));
+    const now = new Date();
+    // Act
+    const all = await db.executions.listByDeployment(dep, { limit: 100, now });
+    const failed: string[] = [];
+    let cursor: string | undefined;
+    let pages = 0;
+    do {
+      const page = await db.executions.listByDeployment(dep, { limit: 2, status: 'failed', now, ...(cursor ? { cursor } : {}) });
+      failed.push(...page.executions.map((e) => e.execution_id));
+      cursor = page.next ?? undefined;
+      pages++;
+    } while (cursor && pages < 20);
+    const since = await db.executions.listByDeployment(dep, { limit: 100, since: at(9), now });
+    // Assess
+    expect(all.executions.map((e) => e.execution_id)).toEqual([...made].reverse().map((e) => e.execution_id));
+    expect(all.next).toBeNull();
+    expect(failed).toEqual(made.filter((e) => e.status === 'failed').reverse().map((e) => e.execution_id));
+    expect(since.executions.map((e) => e.created_at)).toEqual([at(11), at(10), at(9)]);
+    await expect(db.executions.listByDeployment(dep, { limit: 2, now, cursor: 'bm9wZQ' })).rejects.toBeInstanceOf(InvalidCursorError);
+    const firstPage = await db.executions.listByDeployment(dep, { limit: 1, now });
+    await expect(db.executions.listByDeployment('other', { limit: 2, now, cursor: firstPage.next ?? '' })).rejects.toBeInstanceOf(InvalidCursorError);
+  });
+});
+
+describe('usage counters', () => {
+  it('count each finished API execution in its bucket by status and duration bin', async () => {
+    // Prepare
+    const dep = `dep-${randomUUID()}`;
+    const finished = (status: Execution['status'], ms: number) =>
+      execution({ deployment_id: dep, status, started_at: at(5), completed_at: new Date(Date.parse(at(5)) + ms).toISOString() });
+    // Act
+    for (const e of [finished('completed', 40), finished('completed', 3000), finished('failed', 40), finished('cancelled', 0)]) await db.executions.countFinished(e);
+    await db.executions.countFinished(finished('running', 10));
+    await db.executions.countFinished({ ...finished('completed', 10), kind: 'run' });
+    const buckets = await db.executions.usageSince(dep, new Date(at(0)));
+    // Assess
+    expect(buckets).toHaveLength(1);
+    expect(buckets[0]?.counts).toEqual({ completed: 2, failed: 1, cancelled: 1 });
+    expect(Object.values(buckets[0]?.bins ?? {}).reduce((a, b) => a + b, 0)).toBe(4);
+    expect(await db.executions.usageSince(dep, new Date(at(10)))).toEqual([]);
+  });
+});
+
+describe('redelivery', () => {
+  it('puts a settled delivery back to pending once, conditional on what was read', async () => {
+    // Prepare
+    const delivery: CallbackDelivery = {
+      webhook_id: 'msg_1',
+      attempts: 2,
+      outcome: 'dead_lettered',
+      last_status: 500,
+      last_error: 'HTTP 500',
+      last_attempt_at: at(1),
+      next_attempt_at: null,
+      log: [],
+    };
+    const e = execution({ status: 'failed', callback: 'https://hooks.example/x', callback_delivery: delivery, completed_at: at(1) });
+    await db.executions.create(e);
+    // Act
+    const [first, second] = await Promise.all([db.executions.redeliver(e.execution_id, delivery, at(2)), db.executions.redeliver(e.execution_id, delivery, at(2))]);
+    // Assess
+    expect([first, second].filter((x) => x !== null)).toHaveLength(1);
+    const now = await db.executions.get(e.execution_id, new Date());
+    expect(now?.callback_delivery).toMatchObject({ outcome: 'pending', redelivery: true, attempts: 2, webhook_id: 'msg_1' });
+    expect((await db.executions.listSweep('callback')).map((x) => x.execution_id)).toContain(e.execution_id);
+  });
+});
+
+describe('a local table made before the executions index', () => {
+  it('is rebuilt with the index, its items kept and indexed', async () => {
+    // Prepare
+    const table = `old-${randomUUID().slice(0, 8)}`;
+    await ensureTable(db.dynamo.endpoint, table, { ...MAIN_TABLE, indexes: MAIN_TABLE.indexes.filter((i) => i.name !== 'executions') });
+    const doc = createDocumentClient({ region: 'local', endpoint: db.dynamo.endpoint });
+    const store = new ExecutionsStore(doc, table);
+    const e = execution({ deployment_id: 'dep-old' });
+    await store.create(e);
+    // Act
+    await ensureTable(db.dynamo.endpoint, table);
+    // Assess
+    expect((await store.get(e.execution_id, new Date()))?.execution_id).toBe(e.execution_id);
+    expect((await store.listByDeployment('dep-old', { limit: 10, now: new Date() })).executions.map((x) => x.execution_id)).toEqual([e.execution_id]);
+    doc.destroy();
+  });
+});
