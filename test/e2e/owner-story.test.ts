@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { PipelineDefinition } from '../../functions/core/types';
-import { startReceiver, type Receiver } from '../support/faults';
+import { startReceiver, type Receiver } from '../support/receiver';
 import { startTestRuntime, waitUntil, type TestRuntime } from '../support/runtime';
 
 jest.setTimeout(60_000);
