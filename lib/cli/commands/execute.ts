@@ -70,8 +70,7 @@ async function executeOnce(ctx: Ctx, deploymentId: string, opts: ExecuteOptions)
     return 0;
   }
 
-  // The id first: whatever happens to the wait, the execution can be found and cancelled.
-  out.note(`execution ${executionId} ${accepted.body.status}`);
+  // The id first (inside the wait): whatever happens to the wait, the execution can be found and cancelled.
   const progress = out.spinner();
   const followUp = [
     `stopped waiting; execution ${executionId} keeps going on the service.`,
@@ -79,8 +78,10 @@ async function executeOnce(ctx: Ctx, deploymentId: string, opts: ExecuteOptions)
     `  cancel it:   pipegate cancel ${executionId} --key <api key>`,
   ].join('\n');
   try {
-    await waitOrInterrupt(ctx, followUp, (signal) =>
-      pollUntil(
+    await waitOrInterrupt(ctx, followUp, (signal) => {
+      // Printed once Ctrl-C is ours: from here on it stops the wait, never the process mid-line.
+      out.note(`execution ${executionId} ${accepted.body.status}`);
+      return pollUntil(
         () => client.executionStatus(executionId, key),
         (s) => isTerminal(s.body.status),
         {
@@ -92,8 +93,8 @@ async function executeOnce(ctx: Ctx, deploymentId: string, opts: ExecuteOptions)
             if (!isTerminal(s.body.status)) progress.update(`execution ${s.body.status}… ${(ms / 1000).toFixed(1)} s`, s.body.status);
           },
         },
-      ),
-    );
+      );
+    });
   } finally {
     progress.stop();
   }

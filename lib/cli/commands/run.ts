@@ -32,8 +32,7 @@ export async function run(ctx: Ctx, pipeline: string, opts: RunOptions): Promise
     return 0;
   }
 
-  // The id first: whatever happens to the wait, the run can be found and cancelled.
-  out.note(`run ${runId} of ${pipeline} version ${version} started`);
+  // The id first (inside the wait): whatever happens to the wait, the run can be found and cancelled.
   const progress = out.spinner();
   const followUp = [
     `stopped waiting; run ${runId} keeps going on the service.`,
@@ -42,8 +41,10 @@ export async function run(ctx: Ctx, pipeline: string, opts: RunOptions): Promise
   ].join('\n');
   let final: { body: Run; raw: unknown };
   try {
-    final = await waitOrInterrupt(ctx, followUp, (signal) =>
-      pollUntil(
+    final = await waitOrInterrupt(ctx, followUp, (signal) => {
+      // Printed once Ctrl-C is ours: from here on it stops the wait, never the process mid-line.
+      out.note(`run ${runId} of ${pipeline} version ${version} started`);
+      return pollUntil(
         () => client.getRun(pipeline, runId),
         (r) => isTerminal(r.body.status),
         {
@@ -55,8 +56,8 @@ export async function run(ctx: Ctx, pipeline: string, opts: RunOptions): Promise
             if (!isTerminal(r.body.status)) progress.update(`${pipeline} v${version} ${r.body.status}… ${(ms / 1000).toFixed(1)} s`, r.body.status);
           },
         },
-      ),
-    );
+      );
+    });
   } finally {
     progress.stop();
   }
