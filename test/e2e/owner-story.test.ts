@@ -5,19 +5,17 @@
  * (same webhook-id), cancels a running execution, reads usage; and `run` prints the run id
  * before it waits, and Ctrl-C during the wait says how to follow up and how to cancel.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { PipelineDefinition } from '../../functions/core/types';
+import { runCli, type CliOptions, type CliRun } from '../support/cli';
 import { startReceiver, type Receiver } from '../support/receiver';
 import { startTestRuntime, waitUntil, type TestRuntime } from '../support/runtime';
 
 jest.setTimeout(60_000);
-
-const BIN = join(__dirname, '..', '..', 'bin', 'pipegate.js');
 
 let rt: TestRuntime;
 let receiver: Receiver;
@@ -27,31 +25,11 @@ let upstreamUrl: string;
 let mode: 'ok' | 'broken' | 'hang' = 'ok';
 let cwd: string;
 
-interface Done {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: string;
-  stderr: string;
+function pg(args: string[], onStderr?: CliOptions['onStderr']): Promise<CliRun> {
+  return runCli(args, { cwd, env: { PIPEGATE_URL: rt.url, PIPEGATE_OWNER_TOKEN: rt.ownerToken }, ...(onStderr ? { onStderr } : {}) });
 }
 
-function pg(args: string[], onStderr?: (text: string, child: ReturnType<typeof spawn>) => void): Promise<Done> {
-  const env: Record<string, string> = { PIPEGATE_URL: rt.url, PIPEGATE_OWNER_TOKEN: rt.ownerToken };
-  for (const k of ['PATH', 'HOME', 'TMPDIR'] as const) if (process.env[k]) env[k] = process.env[k] ?? '';
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on('data', (c: Buffer) => {
-      stderr += c.toString();
-      onStderr?.(stderr, child);
-    });
-    child.on('error', reject);
-    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
-  });
-}
-
-const parse = <T>(d: Done): T => {
+const parse = <T>(d: CliRun): T => {
   if (d.code !== 0) throw new Error(`exit ${d.code}\nstdout:\n${d.stdout}\nstderr:\n${d.stderr}`);
   return JSON.parse(d.stdout) as T;
 };

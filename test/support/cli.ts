@@ -1,5 +1,5 @@
 /** The pipegate CLI as a real process, for the end-to-end suites that use it as an owner would. */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 
 export const PIPEGATE_BIN = join(__dirname, '..', '..', 'bin', 'pipegate.js');
@@ -16,6 +16,8 @@ export interface CliOptions {
   env?: Record<string, string | undefined>;
   /** Piped to the CLI's stdin when given; otherwise stdin is closed. */
   stdin?: string;
+  /** Called with all of stderr so far each time more arrives (e.g. to press Ctrl-C: child.kill('SIGINT')). */
+  onStderr?: (stderr: string, child: ChildProcess) => void;
 }
 
 /** Spawns the CLI asynchronously: a blocking spawn would freeze a runtime hosted in this process. */
@@ -28,7 +30,10 @@ export function runCli(args: string[], opts: CliOptions): Promise<CliRun> {
     let stdout = '';
     let stderr = '';
     child.stdout?.on('data', (c: Buffer) => (stdout += c.toString()));
-    child.stderr?.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.stderr?.on('data', (c: Buffer) => {
+      stderr += c.toString();
+      opts.onStderr?.(stderr, child);
+    });
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));
     if (opts.stdin !== undefined) child.stdin?.end(opts.stdin);
