@@ -106,6 +106,10 @@ export class LocalArns {
   alarmArn(name: string): string {
     return this.arn('cloudwatch', `alarm:${name}`);
   }
+  /** Rules on the default event bus. */
+  ruleArn(name: string): string {
+    return this.arn('events', `rule/${name}`);
+  }
 }
 
 /** Name limits per type, for generated names (CloudFormation truncates the same way, then appends a suffix). */
@@ -121,6 +125,7 @@ const NAME_LIMITS: Readonly<Record<string, number>> = {
   'AWS::SecretsManager::Secret': 256,
   'AWS::Logs::LogGroup': 512,
   'AWS::CloudWatch::Alarm': 255,
+  'AWS::Events::Rule': 64,
 };
 
 /** `<stack>-<logical id>`, deterministic so data kept on disk finds its resources after a restart. */
@@ -144,6 +149,7 @@ const NAME_PROPERTY: Readonly<Record<string, string>> = {
   'AWS::SNS::Topic': 'TopicName',
   'AWS::CloudWatch::Alarm': 'AlarmName',
   'AWS::ApiGateway::Stage': 'StageName',
+  'AWS::Events::Rule': 'Name',
 };
 
 /** What a resource of each type answers to Ref and Fn::GetAtt, given its physical name. */
@@ -184,6 +190,8 @@ function physicalOf(type: string, name: string, props: Record<string, unknown>, 
     }
     case 'AWS::CloudWatch::Alarm':
       return { ref: name, attributes: { Arn: arns.alarmArn(name) } };
+    case 'AWS::Events::Rule':
+      return { ref: name, attributes: { Arn: arns.ruleArn(name) } };
     case 'AWS::ApiGateway::RestApi':
       return { ref: alnum(`api/${id}`, 10), attributes: { RestApiId: alnum(`api/${id}`, 10), RootResourceId: alnum(`root/${id}`, 10) } };
     case 'AWS::ApiGateway::Resource':

@@ -70,7 +70,16 @@ export interface SynthRuntime {
   workflow: LocalWorkflow & StateMachinePort;
   /** What the start found unfinished in the data dir and carried on (as `npm start` does). */
   recovered: { resumed: number; interrupted: number; callbacks: number };
+  /** Every scheduled target, running on its rate; `fire` invokes it once now, as the rule would. */
+  schedules: readonly Schedule[];
   stop(): Promise<void>;
+}
+
+export interface Schedule {
+  ruleArn: string;
+  functionName: string;
+  everyMs: number;
+  fire(): Promise<unknown>;
 }
 
 /**
@@ -319,26 +328,52 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
       });
     }
 
-    // Schedules.
+    // Schedules: EventBridge rules with a rate, each target invoked as EventBridge invokes it.
+    const schedules: Schedule[] = [];
     for (const stack of stacks) {
+      const permissions = Object.entries(stack.stack.template.Resources)
+        .filter(([, r]) => r.Type === 'AWS::Lambda::Permission')
+        .map(([id, r]) => stack.resolve(r.Properties ?? {}, `${stack.stack.id}.Resources.${id}.Properties`) as Record<string, unknown>);
       for (const [id, r] of Object.entries(stack.stack.template.Resources)) {
         if (r.Type !== 'AWS::Events::Rule') continue;
         const where = `${stack.stack.id}.Resources.${id}.Properties`;
         const p = stack.resolve(r.Properties ?? {}, where) as Record<string, unknown>;
         if (typeof p.ScheduleExpression !== 'string' || p.State === 'DISABLED') continue;
         const everyMs = rateMs(p.ScheduleExpression, where);
-        const ruleArn = `arn:aws:events:${region}:${resolved.env.account}:rule/${stack.physical[id]?.ref ?? id}`;
+        const ruleArn = stack.physical[id]?.attributes.Arn ?? '';
         for (const target of Array.isArray(p.Targets) ? p.Targets.filter(isRecord) : []) {
           const fn = fnByArn(String(target.Arn), `${where}.Targets`);
-          const timer = setInterval(() => {
+          // Without a resource-based permission for events.amazonaws.com (and this rule) the
+          // rule fires and the invocation fails (its FailedInvocations metric).
+          const permitted = permissions.some(
+            (perm) =>
+              (perm.FunctionName === fn.spec.arn || perm.FunctionName === fn.spec.name) &&
+              perm.Principal === 'events.amazonaws.com' &&
+              (perm.Action === 'lambda:InvokeFunction' || perm.Action === 'lambda:*') &&
+              (typeof perm.SourceArn !== 'string' || perm.SourceArn === ruleArn),
+          );
+          const fire = async (): Promise<unknown> => {
+            if (!permitted) throw new Error(`${ruleArn}: events.amazonaws.com may not invoke ${fn.spec.arn} (no AWS::Lambda::Permission for the rule)`);
             const event =
               typeof target.Input === 'string'
                 ? (JSON.parse(target.Input) as unknown)
                 : { version: '0', id: randomUUID(), 'detail-type': 'Scheduled Event', source: 'aws.events', account: resolved.env.account, time: new Date().toISOString().replace(/\.\d+Z$/, 'Z'), region, resources: [ruleArn], detail: {} };
-            fn.invoke(event).catch((err: unknown) => log(`schedule ${ruleArn}: ${fn.spec.name} failed: ${err instanceof Error ? err.message : String(err)}`));
+            return fn.invoke(event);
+          };
+          // One pass at a time: a pass still running when the next is due is not started twice here
+          // (EventBridge would start it; the functions it targets are safe to run twice).
+          let running: Promise<unknown> | undefined;
+          const timer = setInterval(() => {
+            running ??= fire()
+              .catch((err: unknown) => log(`schedule ${ruleArn}: ${fn.spec.name} failed: ${err instanceof Error ? err.message : String(err)}`))
+              .finally(() => (running = undefined));
           }, everyMs);
           timer.unref();
-          stoppers.push(async () => clearInterval(timer));
+          stoppers.push(async () => {
+            clearInterval(timer);
+            await running;
+          });
+          schedules.push({ ruleArn, functionName: fn.spec.name, everyMs, fire });
         }
       }
     }
@@ -411,6 +446,7 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
       queues,
       workflow,
       recovered,
+      schedules,
       stop: async () => {
         if (stopped) return;
         stopped = true;
