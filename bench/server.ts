@@ -55,8 +55,8 @@ async function runtimeMode(dataDir: string): Promise<void> {
     waiting.get(e.execution_id)?.(e.status);
     waiting.delete(e.execution_id);
   });
-  // Configured as on AWS (open executions not indexed), so the counts feed the AWS cost model.
-  const rt = await startRuntime({ port: 0, dataDir, log: false, env: {}, trackOpen: false, wrapDeps: inst.wrap });
+  // Configured as on AWS (open executions indexed, the marker moved in the status write), so the counts feed the AWS cost model.
+  const rt = await startRuntime({ port: 0, dataDir, log: false, env: {}, trackOpen: true, wrapDeps: inst.wrap });
   const { apiKey, deploymentId } = await publishGreeting(rt);
 
   let runnerInvocations = 0;

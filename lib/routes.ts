@@ -54,6 +54,7 @@ export const WORKERS = {
   taskRun: 'task-run',
   taskFail: 'task-fail',
   callbackDispatch: 'callback-dispatch',
+  sweeper: 'sweeper',
 } as const;
 
 export const routeHandlers = (): string[] => [...new Set(ROUTES.map((r) => r.handler))];

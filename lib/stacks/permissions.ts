@@ -31,8 +31,7 @@ export interface FunctionAccess {
 // commands: reads are GetItem; pipeline and run lists Query gsi1 (pipelines.list,
 // executions.listRuns); owner secrets are one partition of the table itself (ownerSecrets.list
 // and values); creates are conditional PutItems; state changes, run pointers, claims and
-// deliveries are conditional UpdateItems. The sweep index is read only by the local runtime's
-// restart recovery, never on AWS.
+// deliveries are conditional UpdateItems. The sweep index is read by the sweeper alone.
 const READ: readonly TableAction[] = ['GetItem'];
 const UPDATE: readonly TableAction[] = ['GetItem', 'UpdateItem'];
 // DeleteItem: a pending execution whose queue message could not be sent is withdrawn (enqueue.ts).
@@ -100,6 +99,9 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   'task-fail': access(UPDATE, { send: ['callbacks'] }),
   // Retries go back onto its own queue with a delay.
   'callback-dispatch': access(UPDATE, { consumes: 'callbacks', secret: true, send: ['callbacks'] }),
+  // Reads the sweep index, then the items; repairs are conditional updates, re-queued messages,
+  // and the run pointer and callback of an execution it fails (afterTerminal).
+  sweeper: access(UPDATE, { query: ['sweep'], send: ['executions', 'callbacks'] }),
 };
 
 /** Every function pipegate deploys: the route handlers and the workers. */

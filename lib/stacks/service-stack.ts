@@ -9,6 +9,8 @@ import { CfnOutput, Duration, RemovalPolicy, Stack, Token, Validations, type Sta
 import * as apigw from 'aws-cdk-lib/aws-apigateway';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as cwActions from 'aws-cdk-lib/aws-cloudwatch-actions';
+import * as events from 'aws-cdk-lib/aws-events';
+import * as eventsTargets from 'aws-cdk-lib/aws-events-targets';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import * as logs from 'aws-cdk-lib/aws-logs';
@@ -46,6 +48,8 @@ export const API_GATEWAY_INTEGRATION_TIMEOUT_SECONDS = 29;
 export const AWS_MAX_WAIT_SECONDS = API_GATEWAY_INTEGRATION_TIMEOUT_SECONDS - 4;
 const WAITING_ROUTE_TIMEOUT = Duration.seconds(API_GATEWAY_INTEGRATION_TIMEOUT_SECONDS - 1);
 const TASK_TIMEOUT = Duration.seconds(MARK_TASK_TIMEOUT_SECONDS);
+/** A pass is bounded (PIPEGATE_SWEEP_LIMIT entries) and must end before the next one starts. */
+const SWEEPER_TIMEOUT = Duration.seconds(50);
 
 export interface ServiceStackProps extends StackProps {
   settings: Settings;
@@ -69,9 +73,9 @@ export class ServiceStack extends Stack {
       PIPEGATE_SECRET_ARN: stateful.secret.secretArn,
       PIPEGATE_EXECUTION_TIMEOUT_MS: String(settings.executionTimeoutMs),
       PIPEGATE_ALLOW_PRIVATE_URLS: 'false',
-      // The executions queue and the state machine's Catch carry open executions to a terminal
-      // status here; indexing them would cost two write units per execution for nothing.
-      PIPEGATE_TRACK_OPEN: 'false',
+      // Open executions go on the sweep index (two index write units per execution), so the
+      // sweeper finds what a lost or dead-lettered message or a cut-short state machine leaves.
+      PIPEGATE_TRACK_OPEN: 'true',
       PIPEGATE_MAX_WAIT_SECONDS: String(AWS_MAX_WAIT_SECONDS),
       // Behind a custom domain the request's host and stage are not what callers use.
       ...(settings.publicUrl ? { PIPEGATE_PUBLIC_URL: settings.publicUrl } : {}),
@@ -120,6 +124,7 @@ export class ServiceStack extends Stack {
     this.api = this.buildApi(settings);
     this.apiUrl = `https://${this.api.restApiId}.execute-api.${this.region}.${this.urlSuffix}/${settings.stageName}`;
 
+    this.buildSweeperSchedule();
     this.buildAlarms(stateful);
 
     new CfnOutput(this, 'ApiUrl', { value: this.apiUrl, description: 'Base URL of the pipegate API (stage included)' });
@@ -148,6 +153,7 @@ export class ServiceStack extends Stack {
     if (access.consumes) return Duration.seconds(QUEUES[access.consumes].consumerTimeoutSeconds);
     if (name === WORKERS.taskRun) return Duration.seconds(taskRunLambdaTimeoutSeconds(settings.executionTimeoutMs));
     if (name === WORKERS.taskStart || name === WORKERS.taskFail) return TASK_TIMEOUT;
+    if (name === WORKERS.sweeper) return SWEEPER_TIMEOUT;
     if (ROUTES.some((r) => r.handler === name && r.waits)) return WAITING_ROUTE_TIMEOUT;
     return ROUTE_TIMEOUT;
   }
@@ -333,10 +339,20 @@ export class ServiceStack extends Stack {
     });
   }
 
+  /** The sweeper, every minute: an ordinary scheduled Lambda, so a local host of this template runs it too. */
+  private buildSweeperSchedule(): void {
+    new events.Rule(this, 'SweeperSchedule', {
+      description: 'pipegate: one sweeper pass (stuck executions, lost callbacks)',
+      schedule: events.Schedule.rate(Duration.minutes(1)),
+      targets: [new eventsTargets.LambdaFunction(this.fn(WORKERS.sweeper).fn, { retryAttempts: 0 })],
+    });
+  }
+
   private buildAlarms(stateful: StatefulStack): void {
     const action = new cwActions.SnsAction(stateful.alarmTopic);
     const period = Duration.minutes(5);
     const alarms: [string, string, cloudwatch.IMetric][] = [
+      ['SweeperErrorsAlarm', 'pipegate: the sweeper failed (a pass, or repairs in it)', this.fn(WORKERS.sweeper).fn.metricErrors({ period })],
       ['ExecutionsFailedAlarm', 'pipegate: state machine executions failed', this.stateMachine.metricFailed({ period })],
       ['ExecutionsTimedOutAlarm', 'pipegate: state machine executions timed out', this.stateMachine.metricTimedOut({ period })],
       ['Api5xxAlarm', 'pipegate: API answered 5xx', this.api.metricServerError({ period })],

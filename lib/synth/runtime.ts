@@ -513,9 +513,10 @@ function recoveryDeps(
 
 /**
  * The start-up sweep of `npm start` (sweepAll with `startup`), after one Scan of the table: the
- * functions write as on AWS, where open executions stay off the sweep index
- * (PIPEGATE_TRACK_OPEN=false), so the executions this process's death left pending or running
- * are put on it first. The Scan is local only: on AWS nothing restarts.
+ * functions write as on AWS, moving the sweep marker in the status write itself, and dynalite
+ * writes index entries before the item, so a process killed between the two can leave an open
+ * execution off the index; the Scan puts such executions on it first. The Scan is local only:
+ * on AWS nothing restarts, and DynamoDB updates an item and its index entries together.
  */
 async function recoverUnfinished(d: Deps, dynamoEndpoint: string): Promise<{ resumed: number; interrupted: number; callbacks: number }> {
   const db = DynamoDBDocumentClient.from(new DynamoDBClient({ endpoint: dynamoEndpoint, region: 'local', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }));

@@ -7,6 +7,7 @@ import { ExecutionsStore } from '../../functions/adapters/executions.store';
 import { createDocumentClient } from '../../functions/adapters/dynamo';
 import type { Execution } from '../../functions/core/types';
 import { sweepAll, sweepOnce } from '../../functions/services/sweeper.service';
+import { createHandler as createSweeperHandler } from '../../functions/sweeper/handler';
 import { newDelivery } from '../../functions/services/delivery';
 import { startTestDb, type TestDb } from '../support/dynamo';
 import { anExecution, testConfig, testDeps } from '../support/fakes';
@@ -174,4 +175,16 @@ it('at start-up fails every running execution as interrupted and queues every pe
   expect(r).toMatchObject({ requeued: 1, interrupted: 1 });
   expect((await store.get(run.execution_id, new Date(T0), true))?.error_message).toMatch(/interrupted by a service restart/);
   expect(d.queue.on('executions').map((m) => m.body.execution_id)).toEqual([pending.execution_id]);
+});
+
+it('runs as the scheduled Lambda: one pass, and a pass with a failed repair throws, so the errors alarm sees it', async () => {
+  const e = execution();
+  await store.create(e);
+  const ok = depsAt(400_000);
+  const report = await createSweeperHandler(() => ok)();
+  expect(report).toMatchObject({ requeued: 1, errors: 0 });
+
+  const failing = depsAt(400_000 + 301_000);
+  const broken = { ...failing, queue: { send: async () => Promise.reject(new Error('SQS unreachable')) } };
+  await expect(createSweeperHandler(() => broken)()).rejects.toThrow(/1 repair\(s\) failed/);
 });

@@ -369,6 +369,25 @@ describe('alarms and outputs', () => {
     expect(metrics).toEqual(expect.arrayContaining(['AWS/States/ExecutionsFailed', 'AWS/ApiGateway/5XXError']));
   });
 
+  it('runs the sweeper every minute from an EventBridge rule, and alarms on its errors', () => {
+    // Assess: the rule targets the sweeper function, and only it.
+    const rules = Object.values(svc).filter((r) => r.Type === 'AWS::Events::Rule');
+    expect(rules).toHaveLength(1);
+    expect(rules[0]?.Properties?.ScheduleExpression).toBe('rate(1 minute)');
+    const targets = asArray(rules[0]?.Properties?.Targets) as { Arn: unknown }[];
+    expect(targets.map((t) => JSON.stringify(t.Arn))).toEqual([JSON.stringify({ 'Fn::GetAtt': [fnId(WORKERS.sweeper), 'Arn'] })]);
+    const invokes = Object.values(svc).filter((r) => r.Type === 'AWS::Lambda::Permission' && r.Properties?.Principal === 'events.amazonaws.com');
+    expect(invokes.map((r) => JSON.stringify(r.Properties?.FunctionName))).toEqual([JSON.stringify({ 'Fn::GetAtt': [fnId(WORKERS.sweeper), 'Arn'] })]);
+    const alarm = Object.values(svc).find(
+      (r) => r.Type === 'AWS::CloudWatch::Alarm' && r.Properties?.MetricName === 'Errors' && JSON.stringify(r.Properties?.Dimensions).includes(fnId(WORKERS.sweeper)),
+    );
+    expect(alarm?.Properties).toMatchObject({ Namespace: 'AWS/Lambda', Threshold: 0, ComparisonOperator: 'GreaterThanThreshold' });
+    // It reads the sweep index: open executions are tracked on AWS.
+    const env = svc[fnId(WORKERS.sweeper)]?.Properties?.Environment as { Variables: Record<string, string> };
+    expect(env.Variables.PIPEGATE_TRACK_OPEN).toBe('true');
+    expect(Number(svc[fnId(WORKERS.sweeper)]?.Properties?.Timeout)).toBeLessThan(60);
+  });
+
   it('outputs what the CLI and operators need, under the stack name Pipegate', () => {
     // Assess
     expect(built.service.stackName).toBe('Pipegate');
