@@ -97,6 +97,38 @@ describe('an edited template', () => {
   });
 });
 
+describe('an authorizer whose role lost its read of the table', () => {
+  let rt: SynthRuntime;
+  beforeAll(async () => {
+    rt = await startSynthRuntime({ port: 0, inMemory: true, log: false, dataDir: tempDir(), assembly: withTemplate(await testAssembly(), 'Pipegate', (t) => revoke(t, 'AuthorizerRole', 'dynamodb:GetItem')) });
+  });
+  afterAll(async () => {
+    await rt?.stop();
+  });
+
+  it('answers callers 503 with Retry-After (AUTHORIZER_CONFIGURATION_ERROR), not a bare 500', async () => {
+    // Prepare: owner routes need no authorizer.
+    const owner = (method: string, path: string, body?: unknown) => request<Record<string, unknown>>(`${rt.url}${path}`, method, body, { authorization: `Bearer ${rt.ownerToken}` });
+    await owner('PUT', '/v1/pipelines/greeting', greeting);
+    await owner('POST', '/v1/pipelines/greeting/runs', {});
+    let pub: Awaited<ReturnType<typeof owner>> | undefined;
+    for (let i = 0; i < 200 && pub?.status !== 201; i++) {
+      if (i > 0) await new Promise((r) => setTimeout(r, 100));
+      pub = await owner('PUT', '/v1/pipelines/greeting/deployment', {});
+    }
+    expect(pub?.status).toBe(201);
+
+    // Act
+    const r = await request<Record<string, unknown>>(`${rt.url}/v1/deployments/${String(pub?.body.deployment_id)}/executions`, 'POST', {}, { 'x-api-key': String(pub?.body.api_key) });
+
+    // Assess
+    expect(r.status).toBe(503);
+    expect(r.headers.get('retry-after')).toBe('1');
+    expect(r.body).toEqual({ error: 'Service Unavailable', request_id: expect.any(String) });
+    expect(rt.endpoint.denials.map((d) => [d.action, d.principal.includes('AuthorizerRole')])).toEqual([['dynamodb:GetItem', true]]);
+  });
+});
+
 it('refuses an event source mapping whose function role may not receive from its queue', async () => {
   // Prepare
   const assembly = withTemplate(await testAssembly(), 'Pipegate', (t) => revoke(t, 'RunnerRole', 'sqs:ReceiveMessage'));
