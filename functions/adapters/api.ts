@@ -4,7 +4,7 @@
  */
 import middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
-import { AppError, toErrorResponse } from '../core/errors';
+import { AppError, bodyLimitDetail, toErrorResponse } from '../core/errors';
 import { waitSeconds } from '../core/prefer';
 import { isStoreUnavailable } from '../core/ports';
 import type { Deps, DepsSource } from './deps';
@@ -101,6 +101,10 @@ export const httpHandler = (fn: (req: RequestInfo) => Promise<RouteAnswer>) => (
     .handler(async (event, context) => {
       const requestId = context?.awsRequestId ?? event.requestContext?.requestId ?? 'unknown';
       const d = deps();
+      // API Gateway passes bodies up to 10 MB: the contract's limit is every route's to enforce
+      // (the local gateway checks it too, which once hid that owner routes did not).
+      const text = bodyText(event);
+      if (text !== null && Buffer.byteLength(text, 'utf8') > d.config.maxBodyBytes) throw new AppError('PayloadTooLarge', bodyLimitDetail(d.config.maxBodyBytes));
       const info: RequestInfo = {
         event,
         deps: d,

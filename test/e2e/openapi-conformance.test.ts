@@ -7,16 +7,16 @@ import type { PipelineDefinition } from '../../functions/core/types';
 import { ROUTES } from '../../lib/routes';
 import { createValidator, loadServiceDocument, structuralProblems, type OpenApiValidator } from '../support/openapi';
 import { startReceiver } from '../support/receiver';
-import { greeting, request, startTestRuntime, waitUntil, type Reply, type TestRuntime } from '../support/runtime';
+import { greeting, request, startE2eRuntime, waitUntil, type Reply, type E2eRuntime } from '../support/runtime';
 import { isTerminalStatus } from '../../functions/core/transitions';
 
-let rt: TestRuntime;
+let rt: E2eRuntime;
 const service = createValidator(loadServiceDocument());
 /** `METHOD template status` of every checked response, to show what the flow covered. */
 const covered = new Set<string>();
 
 beforeAll(async () => {
-  rt = await startTestRuntime({ env: { ...process.env, PIPEGATE_CANCEL_POLL_MS: '50' } });
+  rt = await startE2eRuntime({ env: { ...process.env, PIPEGATE_CANCEL_POLL_MS: '50' } });
 });
 
 afterAll(async () => {

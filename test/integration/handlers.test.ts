@@ -238,6 +238,19 @@ describe('execute → runner → tasks → callback', () => {
 });
 
 describe('errors', () => {
+  it('answers 413 on an owner route for a body over the limit, as API Gateway passes it on', async () => {
+    // Prepare: a valid definition padded past the limit with whitespace.
+    const body = JSON.stringify(greeting) + ' '.repeat(d.config.maxBodyBytes);
+
+    // Act
+    const res = await push(proxyEvent({ method: 'PUT', resource: '/v1/pipelines/{pipeline_id}', path: '/v1/pipelines/padded', pathParameters: { pipeline_id: 'padded' }, body }), context());
+
+    // Assess
+    expect(res.statusCode).toBe(413);
+    expect(parse(res)).toMatchObject({ error: 'Payload Too Large' });
+    expect(await d.pipelines.getMeta('padded', true)).toBeNull();
+  });
+
   it('maps an unexpected failure to 500 with a request id and no internals', async () => {
     const broken = { ...d, executions: { ...d.executions, get: async () => { throw new Error('secret internals'); } } } as unknown as Deps;
     current = broken;
