@@ -70,6 +70,11 @@ export interface SynthRuntime {
   workflow: LocalWorkflow & StateMachinePort;
   /** What the start found unfinished in the data dir and carried on (as `npm start` does). */
   recovered: { resumed: number; interrupted: number; callbacks: number };
+  /**
+   * The table, queues and state machine as the functions see them, from this process and
+   * outside IAM (the restart's recovery uses them; tests plant state with them).
+   */
+  deps: Deps;
   /** Every scheduled target, running on its rate; `fire` invokes it once now, as the rule would. */
   schedules: readonly Schedule[];
   stop(): Promise<void>;
@@ -305,7 +310,8 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
 
     // A restart owes the work it finds unfinished what `npm start` owes it: AWS never restarts,
     // but this process holds the state machine's runs, and they die with it.
-    const recovered = await recoverUnfinished(recoveryDeps([...hosts.values()], dynamo.endpoint, resolved, queues, secrets, [...machines.values()][0]), dynamo.endpoint);
+    const deps = recoveryDeps([...hosts.values()], dynamo.endpoint, resolved, queues, secrets, [...machines.values()][0]);
+    const recovered = await recoverUnfinished(deps, dynamo.endpoint);
     if (recovered.resumed + recovered.interrupted + recovered.callbacks > 0) {
       log(`recovered ${recovered.resumed} queued, ${recovered.interrupted} interrupted (marked failed), ${recovered.callbacks} callbacks resumed`);
     }
@@ -446,6 +452,7 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
       queues,
       workflow,
       recovered,
+      deps,
       schedules,
       stop: async () => {
         if (stopped) return;
