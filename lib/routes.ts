@@ -25,6 +25,11 @@ export const ROUTES: readonly Route[] = [
   { method: 'POST', path: '/v1/deployments/executions/{execution_id}/cancel', handler: 'execution-cancel', auth: 'apiKey' },
   { method: 'GET', path: '/v1/deployments/{deployment_id}', handler: 'deployment-contract', auth: 'apiKey' },
   { method: 'GET', path: '/v1/deployments/{deployment_id}/openapi.json', handler: 'deployment-openapi', auth: 'apiKey' },
+  // The docs page and its files load in a browser without a key header (a browser cannot add
+  // one to a page load); the page asks for the key and sends it with its own calls to the
+  // routes above, which the authorizer guards as usual. Neither serves anything of a deployment.
+  { method: 'GET', path: '/v1/deployments/{deployment_id}/docs', handler: 'deployment-docs', auth: 'none' },
+  { method: 'GET', path: '/v1/docs/{asset}', handler: 'deployment-docs', auth: 'none' },
   // Owners: IAM on AWS, a bearer token on the local runtime.
   { method: 'GET', path: '/v1/pipelines', handler: 'pipeline-list', auth: 'owner' },
   { method: 'PUT', path: '/v1/pipelines/{pipeline_id}', handler: 'pipeline-push', auth: 'owner' },

@@ -15,6 +15,8 @@ export interface RouteAnswer {
   status: number;
   body?: unknown;
   headers?: Record<string, string>;
+  /** A body that is not JSON (the docs page and its assets), sent as it is with its content type. */
+  text?: { contentType: string; body: string };
 }
 
 export interface RequestInfo {
@@ -71,6 +73,7 @@ export function bodyText(event: APIGatewayProxyEvent): string | null {
 
 function toResult(r: RouteAnswer, requestId: string): APIGatewayProxyResult {
   const headers: Record<string, string> = { 'x-request-id': requestId, ...r.headers };
+  if (r.text) return { statusCode: r.status, headers: { 'content-type': r.text.contentType, ...headers }, body: r.text.body };
   if (r.body === undefined) return { statusCode: r.status, headers, body: '' };
   return {
     statusCode: r.status,

@@ -317,6 +317,8 @@ export interface CallerSchemaNames {
   result: string;
   /** The 200 body of execute: the result and the execution's URLs (see finishedSchema). */
   finished: string;
+  /** A request body that works as it is (a deployment's published values): "try it" starts from it. */
+  requestExample?: unknown;
 }
 
 /**
@@ -362,7 +364,11 @@ export function callerPaths(deploymentId?: string, names: CallerSchemaNames = { 
         },
         {
           parameters: [...depParam, parameterRef('IdempotencyKey'), parameterRef('PreferWait')],
-          requestBody: { required: false, description: 'Optional; an empty body means `{}`.', content: jsonContent(schemaRef(names.request)) },
+          requestBody: {
+            required: false,
+            description: 'Optional; an empty body means `{}`.',
+            content: { 'application/json': { schema: schemaRef(names.request), ...(names.requestExample === undefined ? {} : { example: names.requestExample }) } },
+          },
         },
       ),
     },

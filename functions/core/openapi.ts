@@ -75,8 +75,11 @@ function executionResult(c: ReturnType<typeof callerContract>): JsonSchema {
 
 export function deploymentOpenApi(d: DeploymentDocumentSource, baseUrl: string) {
   const c = callerContract(d);
+  const requestExample = {
+    workflow_input: Object.fromEntries(c.inputs.map((i) => [i.id, { value: i.value, value_type: requestValueType(i.value_type) }])),
+  };
   const names = { request: 'DeploymentExecutionRequest', result: 'DeploymentExecutionResult', finished: 'DeploymentExecutionFinished' };
-  const paths = callerPaths(d.deployment_id, names);
+  const paths = callerPaths(d.deployment_id, { ...names, requestExample });
   const result = executionResult(c);
   const used = reachableComponents(paths, {
     parameters: CALLER_PARAMETERS,

@@ -2,6 +2,7 @@
 import { createHash } from 'node:crypto';
 import { callerContract } from '../core/contract';
 import { deploymentOpenApi } from '../core/openapi';
+import { withCodeSamples } from '../core/docs-page';
 import { AppError } from '../core/errors';
 import { parseExecutionRequest } from '../core/execution-request';
 import { isTerminal } from '../core/transitions';
@@ -205,5 +206,5 @@ export async function contract(d: Deps, auth: CallerAuth, deploymentId: string) 
 
 export async function openApi(d: Deps, auth: CallerAuth, deploymentId: string, baseUrl: string) {
   assertDeployment(auth, deploymentId);
-  return deploymentOpenApi(await liveDeployment(d, auth), baseUrl);
+  return withCodeSamples(deploymentOpenApi(await liveDeployment(d, auth), baseUrl), deploymentId);
 }

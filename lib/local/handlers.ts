@@ -7,6 +7,7 @@ import { createHandler as executionResult } from '../../functions/execution-resu
 import { createHandler as executionCancel } from '../../functions/execution-cancel/handler';
 import { createHandler as deploymentContract } from '../../functions/deployment-contract/handler';
 import { createHandler as deploymentOpenapi } from '../../functions/deployment-openapi/handler';
+import { createHandler as deploymentDocs } from '../../functions/deployment-docs/handler';
 import { createHandler as pipelineList } from '../../functions/pipeline-list/handler';
 import { createHandler as pipelinePush } from '../../functions/pipeline-push/handler';
 import { createHandler as pipelineGet } from '../../functions/pipeline-get/handler';
@@ -35,6 +36,7 @@ export const HTTP_HANDLERS: Record<string, (deps: DepsSource) => HttpLambda> = {
   'execution-cancel': executionCancel,
   'deployment-contract': deploymentContract,
   'deployment-openapi': deploymentOpenapi,
+  'deployment-docs': deploymentDocs,
   'pipeline-list': pipelineList,
   'pipeline-push': pipelinePush,
   'pipeline-get': pipelineGet,

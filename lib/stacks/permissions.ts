@@ -63,6 +63,8 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   'execution-cancel': access(UPDATE, { states: ['StopExecution'], send: ['callbacks'] }),
   'deployment-contract': access(READ),
   'deployment-openapi': access(READ),
+  // Serves a page shell and static files: nothing to read or write.
+  'deployment-docs': access([]),
   // Owners.
   'pipeline-list': access([], { query: RUNS }),
   'pipeline-get': access(READ),

@@ -36,6 +36,8 @@ export interface PipegateFunctionProps {
   logRetentionDays: number;
   /** Packages left out of the bundle (see bundleExternals in permissions.ts). */
   externalModules?: string[];
+  /** Files copied beside the bundle, into `toDir` (the docs page's static files). */
+  copyFiles?: { fromDir: string; files: readonly string[]; toDir: string };
 }
 
 export class PipegateFunction extends Construct {
@@ -96,6 +98,7 @@ export class PipegateFunction extends Construct {
         bundleAwsSDK: true,
         // Only what this function can use: SDK clients it never creates stay out.
         externalModules: props.externalModules ?? [],
+        ...(props.copyFiles ? { commandHooks: copyHooks(props.copyFiles) } : {}),
       },
     });
 
@@ -158,4 +161,18 @@ export function executionArnPattern(machine: sfn.StateMachine): string {
     resourceName: `${machine.stateMachineName}:*`,
     arnFormat: ArnFormat.COLON_RESOURCE_NAME,
   });
+}
+
+const shellQuote = (s: string): string => `'${s.replaceAll("'", `'\\''`)}'`;
+
+/** esbuild bundles locally; after it, copy the listed files into the asset folder. */
+function copyHooks(c: NonNullable<PipegateFunctionProps['copyFiles']>): nodejs.ICommandHooks {
+  return {
+    beforeBundling: () => [],
+    beforeInstall: () => [],
+    afterBundling: (_inputDir: string, outputDir: string) => [
+      `mkdir -p ${shellQuote(path.join(outputDir, c.toDir))}`,
+      ...c.files.map((f) => `cp ${shellQuote(path.join(c.fromDir, f))} ${shellQuote(path.join(outputDir, c.toDir, f))}`),
+    ],
+  };
 }

@@ -95,6 +95,11 @@ describe('API routes from lib/routes.ts', () => {
     if (route.auth === 'apiKey') {
       expect(m?.props.AuthorizationType).toBe('CUSTOM');
       expect(refOf(m?.props.AuthorizerId)).toBe(authorizerId);
+    } else if (route.auth === 'none') {
+      // Only the docs page and its static files: nothing of a deployment without a key.
+      expect(route.handler).toBe('deployment-docs');
+      expect(m?.props.AuthorizationType).toBe('NONE');
+      expect(m?.props.AuthorizerId).toBeUndefined();
     } else {
       expect(route.auth).toBe('owner');
       expect(m?.props.AuthorizationType).toBe('AWS_IAM');

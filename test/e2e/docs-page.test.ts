@@ -1,0 +1,111 @@
+/**
+ * A deployment's docs page in a real browser: Chromium from Debian's packages, driven by
+ * playwright-core. Without Chromium the browser tests skip, loudly.
+ */
+import { existsSync } from 'node:fs';
+import type { Browser } from 'playwright-core';
+import type { PipelineDefinition } from '../../functions/core/types';
+import { startTestRuntime, type Published, type TestRuntime } from '../support/runtime';
+
+const CHROMIUM = process.env.PIPEGATE_CHROMIUM ?? '/usr/bin/chromium';
+const haveChromium = existsSync(CHROMIUM);
+if (!haveChromium) {
+  console.warn(
+    `\n*** SKIPPING the docs page browser test: no Chromium at ${CHROMIUM}. ***\n` +
+      '*** Install it with: apt-get install -y chromium (or set PIPEGATE_CHROMIUM) ***\n',
+  );
+}
+
+const shop: PipelineDefinition = {
+  nodes: {
+    item: { type: 'input', value_type: 'string', value: 'tea' },
+    count: { type: 'input', value_type: 'integer', value: 2 },
+    secret_discount: { type: 'input', value_type: 'float', value: 0.1 },
+    line: { type: 'transform', inputs: ['item', 'count', 'secret_discount'], expression: "$string(count) & ' x ' & item" },
+    order: { type: 'output', from: 'line' },
+  },
+};
+
+let rt: TestRuntime;
+let dep: Published;
+let browser: Browser | undefined;
+
+beforeAll(async () => {
+  rt = await startTestRuntime();
+  dep = await rt.publishPipeline('shop', shop, { inputs: { secret_discount: { visible: false } } });
+  if (haveChromium) {
+    const { chromium } = await import('playwright-core');
+    browser = await chromium.launch({ executablePath: CHROMIUM });
+  }
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await rt?.cleanup();
+});
+
+describe('GET /v1/deployments/{id}/docs', () => {
+  it('loads without a key, asks for one, and holds nothing of the deployment', async () => {
+    const r = await rt.caller('GET', `/v1/deployments/${dep.deploymentId}/docs`, null);
+    expect(r.status).toBe(200);
+    expect(r.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    expect(r.headers.get('content-security-policy')).toContain("script-src 'self'");
+    expect(r.text).toContain('id="api-key"');
+    expect(r.text).not.toContain('tea');
+    expect((await rt.caller('GET', '/v1/deployments/not-a-uuid/docs', null)).status).toBe(404);
+  });
+
+  it('serves Swagger UI from its npm package, and no other file', async () => {
+    const js = await rt.caller('GET', '/v1/docs/swagger-ui-bundle.js', null);
+    expect(js.status).toBe(200);
+    expect(js.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
+    expect(js.text).toContain('SwaggerUIBundle');
+    expect((await rt.caller('GET', '/v1/docs/swagger-ui.css', null)).status).toBe(200);
+    for (const name of ['package.json', '..%2Fpackage.json', 'index.html']) {
+      expect((await rt.caller('GET', `/v1/docs/${name}`, null)).status).toBe(404);
+    }
+  });
+
+  it('carries ready-to-run snippets in the deployment document', async () => {
+    const doc = await rt.caller('GET', `/v1/deployments/${dep.deploymentId}/openapi.json`, dep.apiKey);
+    const post = (doc.body.paths as Record<string, { post?: Record<string, unknown> }>)[`/v1/deployments/${dep.deploymentId}/executions`]?.post;
+    const samples = post?.['x-codeSamples'] as { label: string; source: string }[];
+    expect(samples.map((s) => s.label)).toEqual(['curl', 'TypeScript (openapi-fetch)', 'Python (requests)']);
+    expect(samples[0]?.source).toContain(`/v1/deployments/${dep.deploymentId}/executions`);
+  });
+
+  (haveChromium ? it : it.skip)('in a browser: no console errors, the visible inputs, and a try-it call that returns 202', async () => {
+    const page = await (browser as Browser).newPage();
+    const problems: string[] = [];
+    page.on('console', (m) => {
+      if (m.type() === 'error') problems.push(`console: ${m.text()}`);
+    });
+    page.on('pageerror', (e) => problems.push(`page: ${e.message}`));
+    const executed: number[] = [];
+    page.on('response', (res) => {
+      if (res.request().method() === 'POST' && res.url().endsWith(`/v1/deployments/${dep.deploymentId}/executions`)) executed.push(res.status());
+    });
+
+    const loaded = await page.goto(`${rt.url}/v1/deployments/${dep.deploymentId}/docs`);
+    expect(loaded?.status()).toBe(200);
+    await page.fill('#api-key', dep.apiKey);
+    await page.click('#load');
+
+    const contract = page.locator('#contract');
+    await contract.waitFor({ state: 'visible' });
+    const inputs = await contract.locator('table').first().locator('tbody tr').allInnerTexts();
+    expect(inputs.map((row) => row.split('\t')[0])).toEqual(['item', 'count']);
+    expect(await contract.innerText()).not.toContain('secret_discount');
+    expect(await contract.innerText()).toContain('curl');
+
+    const post = page.locator('.opblock-post').first();
+    await post.locator('.opblock-summary').click();
+    await post.locator('button.execute').click();
+    const status = post.locator('.live-responses-table tr.response .response-col_status').first();
+    await status.waitFor();
+    expect((await status.innerText()).trim()).toBe('202');
+    expect(executed).toEqual([202]);
+    expect(problems).toEqual([]);
+    await page.close();
+  }, 60_000);
+});
