@@ -34,6 +34,38 @@ const ownerOp = (o: { responses: Record<string, unknown> } & Record<string, unkn
 
 const problems = { type: 'array', minItems: 1, items: schemaRef('Problem'), description: 'Every problem found, each with its path and reason.' };
 
+/** The deployment docs page and its files: for a browser, so no credentials (the page asks for the key). */
+const DOCS_PATHS: Record<string, PathItem> = {
+  '/v1/deployments/{deployment_id}/docs': {
+    get: {
+      tags: ['callers'],
+      operationId: 'getDeploymentDocs',
+      summary: "This deployment's docs page (HTML): it asks for the API key, then shows the API and lets you try it",
+      security: [],
+      parameters: [parameterRef('DeploymentId')],
+      responses: {
+        '200': { description: 'The page. It holds nothing of the deployment but its id.', content: { 'text/html': { schema: { type: 'string' } } } },
+        '404': responseRef('DeploymentNotFound'),
+        ...EVERY_ROUTE_RESPONSES,
+      },
+    },
+  },
+  '/v1/docs/{asset}': {
+    get: {
+      tags: ['callers'],
+      operationId: 'getDocsAsset',
+      summary: "A file of the docs page: its script, or Swagger UI's (from the swagger-ui-dist package)",
+      security: [],
+      parameters: [{ name: 'asset', in: 'path', required: true, schema: { type: 'string', enum: ['pipegate-docs.js', 'swagger-ui-bundle.js', 'swagger-ui.css'] } }],
+      responses: {
+        '200': { description: 'The file.', content: { 'text/javascript': { schema: { type: 'string' } }, 'text/css': { schema: { type: 'string' } } } },
+        '404': { description: 'No such file.', content: jsonContent(schemaRef('NotFound')) },
+        ...EVERY_ROUTE_RESPONSES,
+      },
+    },
+  },
+};
+
 const OWNER_PATHS: Record<string, PathItem> = {
   '/v1/pipelines': {
     get: ownerOp({
@@ -444,6 +476,7 @@ const OWNER_PATHS: Record<string, PathItem> = {
 };
 
 const OWNER_SCHEMAS: Record<string, JsonSchema> = {
+  NotFound: errorSchema('RouteNotFound', 'Nothing is served at this path.'),
   PipelineId: { type: 'string', pattern: '^[a-z0-9][a-z0-9-]{0,62}$' },
   Problem: {
     type: 'object',
@@ -987,7 +1020,7 @@ const DESCRIPTION = [
 ].join('\n');
 
 export function serviceOpenApi() {
-  const paths = { ...callerPaths(), ...OWNER_PATHS };
+  const paths = { ...callerPaths(), ...DOCS_PATHS, ...OWNER_PATHS };
   const available = {
     securitySchemes: { ...CALLER_SECURITY_SCHEMES, ...OWNER_SECURITY_SCHEMES },
     parameters: { ...CALLER_PARAMETERS, ...OWNER_PARAMETERS },

@@ -265,6 +265,14 @@ describe('the caller API conforms, to the service document and to the deployment
     }
   });
 
+  it('serves the docs page and its files without a key', async () => {
+    expect((await caller('GET', `/v1/deployments/${deploymentId}/docs`, null)).status).toBe(200);
+    expect((await caller('GET', '/v1/deployments/not-a-deployment/docs', null)).status).toBe(404);
+    expect((await caller('GET', '/v1/docs/swagger-ui.css', null)).status).toBe(200);
+    expect((await caller('GET', '/v1/docs/pipegate-docs.js', null)).status).toBe(200);
+    expect((await caller('GET', '/v1/docs/package.json', null)).status).toBe(404);
+  });
+
   it('404 for unknown deployments and executions', async () => {
     expect((await caller('POST', `/v1/deployments/${UNKNOWN}/executions/`, key, {})).status).toBe(404);
     expect((await caller('GET', `/v1/deployments/${UNKNOWN}/`, key)).status).toBe(404);
