@@ -2,7 +2,8 @@ import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand, typ
 import { InvalidCursorError, type ExecutionsPort, type SweepKind, type TransitionFields, type TransitionResult } from '../core/ports';
 import { epochSeconds } from '../core/time';
 import { allowedFrom, isTerminal, type ExecutionStatus } from '../core/transitions';
-import type { CallbackDelivery, Execution, IdempotencyRecord } from '../core/types';
+import { packTrace, unpackTrace } from '../core/trace-codec';
+import type { CallbackDelivery, Execution, IdempotencyRecord, NodeTrace } from '../core/types';
 import { binOf, bucketOf, isUsageStatus, USAGE_STATUSES, type UsageBucket, type UsageStatus } from '../core/usage';
 import { completionDuration } from '../core/views';
 import { allItems, isConditionFailure, keys } from './dynamo';
@@ -19,6 +20,7 @@ const FIELDS: readonly (keyof Execution)[] = [
 function toExecution(item: Record<string, unknown>): Execution {
   const e: Record<string, unknown> = {};
   for (const f of FIELDS) e[f] = item[f] ?? null;
+  e.trace = unpackTrace(item.trace);
   return e as unknown as Execution;
 }
 
@@ -119,7 +121,7 @@ export class ExecutionsStore implements ExecutionsPort {
     const removes: string[] = [];
     for (const [k, v] of Object.entries(set)) {
       names[`#${k}`] = k;
-      values[`:${k}`] = v;
+      values[`:${k}`] = k === 'trace' && Array.isArray(v) ? packTrace(v as NodeTrace[]) : v;
       sets.push(`#${k} = :${k}`);
     }
     from.forEach((s, i) => (values[`:from${i}`] = s));
@@ -177,7 +179,7 @@ export class ExecutionsStore implements ExecutionsPort {
   }
 
   /** Stores the trace of an execution that was cancelled while it ran (once; the status is not touched). */
-  async recordTrace(id: string, set: { trace: NonNullable<Execution['trace']>; trace_truncated: boolean }): Promise<boolean> {
+  async recordTrace(id: string, set: { trace: NodeTrace[]; trace_truncated: boolean }): Promise<boolean> {
     try {
       await this.db.send(
         new UpdateCommand({
@@ -186,7 +188,7 @@ export class ExecutionsStore implements ExecutionsPort {
           UpdateExpression: 'SET #trace = :t, trace_truncated = :tt',
           ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(#trace) AND #status = :cancelled',
           ExpressionAttributeNames: { '#trace': 'trace', '#status': 'status' },
-          ExpressionAttributeValues: { ':t': set.trace, ':tt': set.trace_truncated, ':cancelled': 'cancelled' },
+          ExpressionAttributeValues: { ':t': packTrace(set.trace), ':tt': set.trace_truncated, ':cancelled': 'cancelled' },
         }),
       );
       return true;

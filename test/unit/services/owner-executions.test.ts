@@ -2,6 +2,7 @@
  * The owner's view of a live API on in-memory stores: listing (newest first, status filter,
  * cursor), the execution view (hidden inputs, failed node, trace), cancel, redelivery and usage.
  */
+import { packTrace, unpackTrace } from '../../../functions/core/trace-codec';
 import { capTrace, previewOf, runPipelineTraced, TRACE_PREVIEW_CHARS } from '../../../functions/core/engine';
 import type { HttpPort } from '../../../functions/core/ports';
 import type { NodeTrace, PipelineDefinition } from '../../../functions/core/types';
@@ -266,5 +267,25 @@ describe('the node trace', () => {
     expect(tight.truncated).toBe(true);
     expect(Buffer.byteLength(JSON.stringify(tight.trace))).toBeLessThanOrEqual(20_000);
     expect(tight.trace.every((t) => t.preview === null)).toBe(true);
+  });
+});
+
+describe('the stored trace', () => {
+  it('round-trips through its compact form, which stays small', () => {
+    // Prepare
+    const trace: NodeTrace[] = [
+      { node: 'name', type: 'input', outcome: 'completed', started_at: '2026-11-22T10:00:00.005Z', completed_at: '2026-11-22T10:00:00.005Z', duration_ms: 0, error: null, http_status: null, preview: '"Ada"' },
+      { node: 'rates', type: 'http', outcome: 'failed', started_at: '2026-11-22T10:00:00.007Z', completed_at: '2026-11-22T10:00:00.049Z', duration_ms: 42, error: 'HTTP 502 from https://rates.example/: down', http_status: 502, preview: null },
+      { node: 'wait', type: 'delay', outcome: 'stopped', started_at: '2026-11-22T10:00:00.007Z', completed_at: null, duration_ms: null, error: null, http_status: null, preview: null },
+      { node: 'out', type: 'output', outcome: 'not_run', started_at: null, completed_at: null, duration_ms: null, error: null, http_status: null, preview: null },
+    ];
+    // Act
+    const packed = packTrace(trace);
+    // Assess
+    expect(unpackTrace(packed)).toEqual(trace);
+    expect(packed.length).toBeLessThan(JSON.stringify(trace).length / 3);
+    expect(unpackTrace(trace)).toEqual(trace);
+    expect([unpackTrace(null), unpackTrace('not json'), unpackTrace('{"n":[]}')]).toEqual([null, null, null]);
+    expect(unpackTrace(packTrace([]))).toEqual([]);
   });
 });
