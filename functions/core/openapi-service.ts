@@ -25,6 +25,18 @@ import {
 const OWNER_SECURITY = [{ OwnerBearer: [] }, { AwsSigV4: [] }];
 
 /** An owner operation: its credentials and the answers every owner route may give. */
+/** An execution the owner asked for by id that is not theirs to see. */
+const OWNER_EXECUTION_NOT_FOUND = {
+  description: 'Execution Not Found: unknown, expired, or of another pipeline.',
+  content: jsonContent(schemaRef('NotFoundExecution')),
+};
+
+/** A pipeline-scoped route about its deployment: the pipeline or its deployment is missing. */
+const noLiveDeployment = (description: string) => ({
+  description,
+  content: jsonContent({ oneOf: [schemaRef('NotFoundPipeline'), schemaRef('NotFoundDeployment')] }),
+});
+
 const ownerOp = (o: { responses: Record<string, unknown> } & Record<string, unknown>) => ({
   tags: ['owners'],
   ...o,
@@ -247,19 +259,7 @@ const OWNER_PATHS: Record<string, PathItem> = {
           description: 'Confirmation Required: `confirm` missing or not the deployment id.',
           content: { 'application/json': { schema: schemaRef('ConfirmationRequired') } },
         },
-        '404': {
-          description: 'Pipeline Not Found, or it has no deployment.',
-          content: {
-            'application/json': {
-              schema: {
-                oneOf: [
-                  schemaRef('NotFoundPipeline'),
-                  schemaRef('NotFoundDeployment'),
-                ],
-              },
-            },
-          },
-        },
+        '404': noLiveDeployment('Pipeline Not Found, or it has no deployment.'),
       },
     }),
   },
@@ -283,19 +283,7 @@ const OWNER_PATHS: Record<string, PathItem> = {
           content: { 'application/json': { schema: schemaRef('RotateResult') } },
         },
         '400': { description: 'Invalid Request.', content: { 'application/json': { schema: schemaRef('InvalidRequest') } } },
-        '404': {
-          description: 'Pipeline Not Found, or it has no deployment.',
-          content: {
-            'application/json': {
-              schema: {
-                oneOf: [
-                  schemaRef('NotFoundPipeline'),
-                  schemaRef('NotFoundDeployment'),
-                ],
-              },
-            },
-          },
-        },
+        '404': noLiveDeployment('Pipeline Not Found, or it has no deployment.'),
         '409': {
           description: 'A concurrent change; try again.',
           content: { 'application/json': { schema: schemaRef('Conflict') } },
@@ -314,10 +302,7 @@ const OWNER_PATHS: Record<string, PathItem> = {
       ],
       responses: {
         '200': { description: 'The execution.', content: { 'application/json': { schema: schemaRef('OwnerExecution') } } },
-        '404': {
-          description: 'Execution Not Found: unknown, expired, or of another pipeline.',
-          content: { 'application/json': { schema: schemaRef('NotFoundExecution') } },
-        },
+        '404': OWNER_EXECUTION_NOT_FOUND,
       },
     }),
   },
@@ -332,10 +317,7 @@ const OWNER_PATHS: Record<string, PathItem> = {
       ],
       responses: {
         '200': { description: 'Cancelled: the execution as the owner sees it.', content: { 'application/json': { schema: schemaRef('OwnerExecution') } } },
-        '404': {
-          description: 'Execution Not Found: unknown, expired, or of another pipeline.',
-          content: { 'application/json': { schema: schemaRef('NotFoundExecution') } },
-        },
+        '404': OWNER_EXECUTION_NOT_FOUND,
         '409': {
           description: 'Execution already finished, with its status.',
           content: { 'application/json': { schema: schemaRef('ExecutionAlreadyFinished') } },
@@ -358,10 +340,7 @@ const OWNER_PATHS: Record<string, PathItem> = {
           description: 'The redelivery is queued: the delivery record, outcome `pending`.',
           content: { 'application/json': { schema: schemaRef('CallbackDelivery') } },
         },
-        '404': {
-          description: 'Execution Not Found: unknown, expired, or of another pipeline.',
-          content: { 'application/json': { schema: schemaRef('NotFoundExecution') } },
-        },
+        '404': OWNER_EXECUTION_NOT_FOUND,
         '409': {
           description: 'Nothing to redeliver: no callback, not finished, or still on its retry schedule (`detail` says which).',
           content: { 'application/json': { schema: schemaRef('Conflict') } },
@@ -394,19 +373,7 @@ const OWNER_PATHS: Record<string, PathItem> = {
           description: 'Invalid Request: a bad status, since, limit or cursor.',
           content: { 'application/json': { schema: schemaRef('InvalidRequest') } },
         },
-        '404': {
-          description: 'Pipeline Not Found, or it is not published.',
-          content: {
-            'application/json': {
-              schema: {
-                oneOf: [
-                  schemaRef('NotFoundPipeline'),
-                  schemaRef('NotFoundDeployment'),
-                ],
-              },
-            },
-          },
-        },
+        '404': noLiveDeployment('Pipeline Not Found, or it is not published.'),
       },
     }),
   },
@@ -421,19 +388,7 @@ const OWNER_PATHS: Record<string, PathItem> = {
       ],
       responses: {
         '200': { description: 'Usage.', content: { 'application/json': { schema: schemaRef('Usage') } } },
-        '404': {
-          description: 'Pipeline Not Found, or it is not published.',
-          content: {
-            'application/json': {
-              schema: {
-                oneOf: [
-                  schemaRef('NotFoundPipeline'),
-                  schemaRef('NotFoundDeployment'),
-                ],
-              },
-            },
-          },
-        },
+        '404': noLiveDeployment('Pipeline Not Found, or it is not published.'),
       },
     }),
   },
