@@ -14,6 +14,7 @@ import { push } from '../../functions/services/push.service';
 import { taskRun, taskStart } from '../../functions/services/tasks.service';
 import { startTestDb, testKeyMaterial, type TestDb } from '../support/dynamo';
 import { testDeps } from '../support/fakes';
+import { rejection } from '../support/thrown';
 
 const VALUE = 'sk_live_planted_4c1f9e2a7b';
 
@@ -35,15 +36,7 @@ afterAll(async () => {
   await db.close();
 });
 
-async function caught(p: Promise<unknown>): Promise<AppError> {
-  try {
-    await p;
-  } catch (e) {
-    if (e instanceof AppError) return e;
-    throw e;
-  }
-  throw new Error('expected an AppError');
-}
+const caught = (p: Promise<unknown>): Promise<AppError> => rejection(p, AppError);
 
 describe('the owner secrets use cases', () => {
   it('set, list (names only) and delete a secret', async () => {

@@ -3,18 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { UsageError } from '../../lib/cli/errors';
 import { checkPipelineId, idFromPath, loadPipelineFile, parsePipelineText } from '../../lib/cli/files';
+import { thrown } from '../support/thrown';
+
+const usageError = (fn: () => unknown): UsageError => thrown(fn, UsageError);
 
 const FIXTURES = join(__dirname, '..', 'fixtures', 'cli');
 
-const usage = (fn: () => unknown): UsageError => {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof UsageError) return e;
-    throw e;
-  }
-  throw new Error('expected a usage error');
-};
 
 describe('pipeline files', () => {
   let dir: string;
@@ -75,7 +69,7 @@ describe('pipeline files', () => {
     ['.', /is a directory/],
   ])('refuse %s as a usage error', (name, message) => {
     // Act
-    const e = usage(() => loadPipelineFile(name, { cwd: FIXTURES }));
+    const e = usageError(() => loadPipelineFile(name, { cwd: FIXTURES }));
 
     // Assess
     expect(e.message).toMatch(message);
@@ -85,7 +79,7 @@ describe('pipeline files', () => {
 
   it('refuse YAML with a repeated key rather than silently keep one', () => {
     // Act
-    const e = usage(() => parsePipelineText('nodes: {}\nnodes: {}\n', 'dup.yaml'));
+    const e = usageError(() => parsePipelineText('nodes: {}\nnodes: {}\n', 'dup.yaml'));
 
     // Assess
     expect(e.message).toContain('not valid YAML');
@@ -104,7 +98,7 @@ describe('pipeline ids', () => {
 
   it.each([['My Pipeline.json'], ['greeting.v2.json'], ['-lead.json'], ['UPPER.yaml']])('cannot come from %s, and say to pass --id', (path) => {
     // Act
-    const e = usage(() => idFromPath(path));
+    const e = usageError(() => idFromPath(path));
 
     // Assess
     expect(e.hint).toContain('--id');
@@ -112,7 +106,7 @@ describe('pipeline ids', () => {
 
   it('given with --id must match the pipeline id rule', () => {
     // Act
-    const e = usage(() => checkPipelineId('Bad_Id', '--id'));
+    const e = usageError(() => checkPipelineId('Bad_Id', '--id'));
 
     // Assess
     expect(e.message).toBe('--id "Bad_Id" is not a valid pipeline id');

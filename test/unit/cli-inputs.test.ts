@@ -1,16 +1,10 @@
 import fc from 'fast-check';
 import { EXIT, UsageError } from '../../lib/cli/errors';
 import { inputTypesOf, parseInputs, parseValue, splitAssignments, type InputValueType } from '../../lib/cli/inputs';
+import { thrown } from '../support/thrown';
 
-const usage = (fn: () => unknown): UsageError => {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof UsageError) return e;
-    throw e;
-  }
-  throw new Error('expected a usage error');
-};
+const usageError = (fn: () => unknown): UsageError => thrown(fn, UsageError);
+
 
 describe('--input values are read by the input type', () => {
   it.each<[InputValueType, string, unknown]>([
@@ -56,7 +50,7 @@ describe('--input values are read by the input type', () => {
     ['reference', 'ftp://example.com/a'],
   ])('%s %j is a usage error naming the input and the type', (type, text) => {
     // Act
-    const e = usage(() => parseValue('count', type, text));
+    const e = usageError(() => parseValue('count', type, text));
 
     // Assess
     expect(e.exitCode).toBe(EXIT.usage);
@@ -107,7 +101,7 @@ describe('--input k=v assignments', () => {
 
   it.each([['name'], ['=Ada']])('refuse %j', (pair) => {
     // Act
-    const e = usage(() => splitAssignments([pair]));
+    const e = usageError(() => splitAssignments([pair]));
 
     // Assess
     expect(e.message).toContain(pair);
@@ -115,7 +109,7 @@ describe('--input k=v assignments', () => {
 
   it('refuse the same id twice', () => {
     // Act
-    const e = usage(() => splitAssignments(['name=a', 'name=b']));
+    const e = usageError(() => splitAssignments(['name=a', 'name=b']));
 
     // Assess
     expect(e.message).toMatch(/name .*more than once/);
@@ -141,7 +135,7 @@ describe('--input k=v assignments', () => {
     const types = new Map<string, InputValueType>([['name', 'string']]);
 
     // Act
-    const e = usage(() => parseInputs(['nme=Ada'], types));
+    const e = usageError(() => parseInputs(['nme=Ada'], types));
 
     // Assess
     expect(e.message).toContain('no input "nme"');
@@ -150,7 +144,7 @@ describe('--input k=v assignments', () => {
 
   it('say so when the pipeline takes no inputs at all', () => {
     // Act
-    const e = usage(() => parseInputs(['a=1'], new Map()));
+    const e = usageError(() => parseInputs(['a=1'], new Map()));
 
     // Assess
     expect(e.hint).toBe('this pipeline takes no inputs');

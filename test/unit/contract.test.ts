@@ -8,6 +8,7 @@ import {
 } from '../../functions/core/contract';
 import { AppError, isAppError } from '../../functions/core/errors';
 import type { Contract, Deployment, PipelineDefinition, RunPointer } from '../../functions/core/types';
+import { thrown } from '../support/thrown';
 
 const def: PipelineDefinition = {
   description: 'Greets someone',
@@ -27,15 +28,7 @@ const run = (status: RunPointer['status'], version: number, run_id = `run-${vers
   created_at: '2026-01-01T00:00:00.000Z',
 });
 
-function thrown(fn: () => unknown): AppError {
-  try {
-    fn();
-  } catch (e) {
-    if (isAppError(e)) return e;
-    throw e;
-  }
-  throw new Error('expected an AppError');
-}
+const appError = (fn: () => unknown): AppError => thrown(fn, AppError);
 
 describe('discoverContract', () => {
   it('lists input and output nodes in declaration order with the values the run used', () => {
@@ -124,7 +117,7 @@ describe('applyVisibility', () => {
 
   it('rejects unknown ids and bad shapes, listing every problem', () => {
     // Act
-    const error = thrown(() =>
+    const error = appError(() =>
       applyVisibility(
         discovered,
         { inputs: { nope: { visible: false }, name: { visible: 'no' } }, outputs: { message: { visible: true, extra: 1 } } },
@@ -153,7 +146,7 @@ describe('applyVisibility', () => {
     ['__proto__ as an id', JSON.parse('{"inputs":{"__proto__":{"visible":false}}}') as unknown],
   ])('rejects %s', (_name, request) => {
     // Act
-    const error = thrown(() => applyVisibility(discovered, request, null));
+    const error = appError(() => applyVisibility(discovered, request, null));
 
     // Assess
     expect(error.code).toBe('InvalidRequest');
@@ -181,7 +174,7 @@ describe('assertPublishable', () => {
 
   it('refuses when no run ever succeeded, with the exact message', () => {
     // Act
-    const error = thrown(() => assertPublishable(run('failed', 2), null, null));
+    const error = appError(() => assertPublishable(run('failed', 2), null, null));
 
     // Assess
     expect(error.code).toBe('PublishNoSuccessfulRun');
@@ -191,7 +184,7 @@ describe('assertPublishable', () => {
 
   it('refuses when the latest finished run failed, naming that run', () => {
     // Act
-    const error = thrown(() => assertPublishable(run('failed', 3, 'r3'), run('completed', 2), discovered));
+    const error = appError(() => assertPublishable(run('failed', 3, 'r3'), run('completed', 2), discovered));
 
     // Assess
     expect(error.code).toBe('PublishLatestRunFailed');
@@ -203,7 +196,7 @@ describe('assertPublishable', () => {
 
   it('checks for a successful run before looking at the latest one', () => {
     // Act
-    const error = thrown(() => assertPublishable(run('cancelled', 1), null, discovered));
+    const error = appError(() => assertPublishable(run('cancelled', 1), null, discovered));
 
     // Assess
     expect(error.code).toBe('PublishNoSuccessfulRun');
@@ -211,7 +204,7 @@ describe('assertPublishable', () => {
 
   it('refuses a version without input and output nodes', () => {
     // Act
-    const error = thrown(() => assertPublishable(run('completed', 1), run('completed', 1), { inputs: [], outputs: [] }));
+    const error = appError(() => assertPublishable(run('completed', 1), run('completed', 1), { inputs: [], outputs: [] }));
 
     // Assess
     expect(error.code).toBe('PublishNoInputsOrOutputs');

@@ -1,8 +1,9 @@
 import fc from 'fast-check';
-import { AppError, isAppError } from '../../functions/core/errors';
+import { AppError } from '../../functions/core/errors';
 import { sortedJson } from '../../functions/core/canonical';
 import { parseExecutionRequest } from '../../functions/core/execution-request';
 import type { Contract } from '../../functions/core/types';
+import { thrown } from '../support/thrown';
 
 const contract: Contract = {
   inputs: [
@@ -23,15 +24,7 @@ const parse = (body: string | null, contentType: string | undefined = JSON_TYPE,
   parseExecutionRequest({ body, contentType }, contract, o);
 const parseJson = (body: unknown, o = opts) => parse(JSON.stringify(body), JSON_TYPE, o);
 
-function thrown(fn: () => unknown): AppError {
-  try {
-    fn();
-  } catch (e) {
-    if (isAppError(e)) return e;
-    throw e;
-  }
-  throw new Error('expected an AppError');
-}
+const appError = (fn: () => unknown): AppError => thrown(fn, AppError);
 
 const published = { name: 'world', times: 1, ratio: 0.5, loud: false, secret: 'hidden', source: 'https://example.com/data.json' };
 
@@ -83,8 +76,8 @@ describe('parseExecutionRequest: accepted requests', () => {
 
     // Act
     const allowed = parseJson(loopback, local);
-    const refused = thrown(() => parseJson(loopback));
-    const metadataRefused = thrown(() => parseJson(metadata, local));
+    const refused = appError(() => parseJson(loopback));
+    const metadataRefused = appError(() => parseJson(metadata, local));
 
     // Assess
     expect(allowed.inputs.source).toBe('http://127.0.0.1:8080/x');
@@ -107,7 +100,7 @@ describe('parseExecutionRequest: accepted requests', () => {
 
     // Act
     const allowed = parseJson(body, { ...opts, allowPrivateUrls: true });
-    const refused = thrown(() => parseJson(body));
+    const refused = appError(() => parseJson(body));
 
     // Assess
     expect(allowed.callback).toBe('http://127.0.0.1:8080/hook');
@@ -157,7 +150,7 @@ describe('parseExecutionRequest: refusals', () => {
     const body = `not json ${'€'.repeat(400)}`;
 
     // Act
-    const error = thrown(() => parse(body, 'text/plain'));
+    const error = appError(() => parse(body, 'text/plain'));
 
     // Assess
     expect(body.length).toBeLessThan(opts.maxBodyBytes);
@@ -180,7 +173,7 @@ describe('parseExecutionRequest: refusals', () => {
     'refuses a non-empty body of type %s with 415, even when it is not JSON',
     (contentType) => {
       // Act
-      const error = thrown(() => parse('name=Ada', contentType));
+      const error = appError(() => parse('name=Ada', contentType));
 
       // Assess
       expect(error.code).toBe('UnsupportedMediaType');
@@ -217,7 +210,7 @@ describe('parseExecutionRequest: refusals', () => {
     ['a callback that is not a string', '{"callback":42}', 'callback must be a string'],
   ])('refuses %s with 400 Invalid Input Structure', (_name, body, detail) => {
     // Act
-    const error = thrown(() => parse(body));
+    const error = appError(() => parse(body));
 
     // Assess
     expect(error.code).toBe('InvalidInputStructure');
@@ -231,7 +224,7 @@ describe('parseExecutionRequest: refusals', () => {
     ['blank', '  \t'],
   ])('refuses a %s callback with 400 Missing Callback URL', (_name, callback) => {
     // Act
-    const error = thrown(() => parseJson({ callback }));
+    const error = appError(() => parseJson({ callback }));
 
     // Assess
     expect(error.code).toBe('MissingCallbackUrl');
@@ -248,7 +241,7 @@ describe('parseExecutionRequest: refusals', () => {
     ['localhost', 'http://localhost:3000/hook'],
   ])('refuses %s with 422 Invalid Callback URL', (_name, callback) => {
     // Act
-    const error = thrown(() => parseJson({ callback }));
+    const error = appError(() => parseJson({ callback }));
 
     // Assess
     expect(error.code).toBe('InvalidCallbackUrl');
@@ -274,7 +267,7 @@ describe('parseExecutionRequest: refusals', () => {
     ['a string for a boolean input', { loud: { value: 'true', value_type: 'RAW' } }, "input 'loud' must be true or false (its type is boolean)"],
   ])('refuses %s with 422 Invalid Input', (_name, workflow_input, detail) => {
     // Act
-    const error = thrown(() => parseJson({ workflow_input }));
+    const error = appError(() => parseJson({ workflow_input }));
 
     // Assess
     expect(error.code).toBe('InvalidInput');
@@ -287,7 +280,7 @@ describe('parseExecutionRequest: refusals', () => {
     const workflow_input = Object.fromEntries(['a', 'b', 'c', 'd', 'e'].map((id) => [id, { value: 1, value_type: 'RAW' }]));
 
     // Act
-    const error = thrown(() => parseJson({ workflow_input }));
+    const error = appError(() => parseJson({ workflow_input }));
 
     // Assess
     expect(error.code).toBe('InvalidInput');
@@ -302,7 +295,7 @@ describe('parseExecutionRequest: refusals', () => {
     };
 
     // Act
-    const error = thrown(() => parseJson(body));
+    const error = appError(() => parseJson(body));
 
     // Assess
     expect(error.code).toBe('InvalidInputStructure');
@@ -311,7 +304,7 @@ describe('parseExecutionRequest: refusals', () => {
 
   it('reports a missing callback before an invalid input', () => {
     // Act
-    const error = thrown(() => parseJson({ callback: '', workflow_input: { nope: { value: 1, value_type: 'RAW' } } }));
+    const error = appError(() => parseJson({ callback: '', workflow_input: { nope: { value: 1, value_type: 'RAW' } } }));
 
     // Assess
     expect(error.code).toBe('MissingCallbackUrl');
