@@ -11,6 +11,7 @@ import type { CallbackDelivery, Execution } from '../../functions/core/types';
 import { ensureTable } from '../../lib/local/dynamo';
 import { MAIN_TABLE } from '../../lib/tables';
 import { startTestDb, type TestDb } from '../support/dynamo';
+import { anExecution } from '../support/fakes';
 
 let db: TestDb;
 
@@ -22,28 +23,6 @@ afterAll(async () => {
   await db?.close();
 });
 
-function execution(over: Partial<Execution>): Execution {
-  return {
-    execution_id: randomUUID(),
-    kind: 'api',
-    pipeline_id: 'p',
-    version: 1,
-    deployment_id: 'dep-1',
-    status: 'pending',
-    inputs: {},
-    outputs: null,
-    visible_outputs: [],
-    callback: null,
-    callback_delivery: null,
-    error_message: null,
-    created_at: new Date().toISOString(),
-    started_at: null,
-    completed_at: null,
-    expires_at: null,
-    ...over,
-  };
-}
-
 const at = (minute: number) => new Date(Date.UTC(2026, 10, 22, 10, minute)).toISOString();
 
 describe("a deployment's executions", () => {
@@ -52,12 +31,12 @@ describe("a deployment's executions", () => {
     const dep = `dep-${randomUUID()}`;
     const made: Execution[] = [];
     for (let i = 0; i < 12; i++) {
-      const e = execution({ deployment_id: dep, created_at: at(i), status: i % 3 === 0 ? 'failed' : 'completed' });
+      const e = anExecution({ deployment_id: dep, created_at: at(i), status: i % 3 === 0 ? 'failed' : 'completed' });
       await db.executions.create(e);
       made.push(e);
     }
-    await db.executions.create(execution({ deployment_id: `dep-${randomUUID()}`, created_at: at(30) }));
-    await db.executions.create(execution({ kind: 'run', deployment_id: null, created_at: at(31) }));
+    await db.executions.create(anExecution({ deployment_id: `dep-${randomUUID()}`, created_at: at(30) }));
+    await db.executions.create(anExecution({ kind: 'run', deployment_id: null, created_at: at(31) }));
     const now = new Date();
     // Act
     const all = await db.executions.listByDeployment(dep, { limit: 100, now });
@@ -87,7 +66,7 @@ describe('usage counters', () => {
     // Prepare
     const dep = `dep-${randomUUID()}`;
     const finished = (status: Execution['status'], ms: number) =>
-      execution({ deployment_id: dep, status, started_at: at(5), completed_at: new Date(Date.parse(at(5)) + ms).toISOString() });
+      anExecution({ deployment_id: dep, status, started_at: at(5), completed_at: new Date(Date.parse(at(5)) + ms).toISOString() });
     // Act
     for (const e of [finished('completed', 40), finished('completed', 3000), finished('failed', 40), finished('cancelled', 0)]) await db.executions.countFinished(e);
     await db.executions.countFinished(finished('running', 10));
@@ -114,7 +93,7 @@ describe('redelivery', () => {
       next_attempt_at: null,
       log: [],
     };
-    const e = execution({ status: 'failed', callback: 'https://hooks.example/x', callback_delivery: delivery, completed_at: at(1) });
+    const e = anExecution({ status: 'failed', callback: 'https://hooks.example/x', callback_delivery: delivery, completed_at: at(1) });
     await db.executions.create(e);
     // Act
     const [first, second] = await Promise.all([db.executions.redeliver(e.execution_id, delivery, at(2)), db.executions.redeliver(e.execution_id, delivery, at(2))]);
@@ -133,7 +112,7 @@ describe('a local table made before the executions index', () => {
     await ensureTable(db.dynamo.endpoint, table, { ...MAIN_TABLE, indexes: MAIN_TABLE.indexes.filter((i) => i.name !== 'executions') });
     const doc = createDocumentClient({ region: 'local', endpoint: db.dynamo.endpoint });
     const store = new ExecutionsStore(doc, table);
-    const e = execution({ deployment_id: 'dep-old' });
+    const e = anExecution({ deployment_id: 'dep-old' });
     await store.create(e);
     // Act
     await ensureTable(db.dynamo.endpoint, table);
