@@ -8,10 +8,8 @@
 // POST /quote {"weight_kg": 2.5, "destination": "FR", "express": false}
 //   → 200 {"carrier", "zone", "destination", "weight_kg", "express", "price": {"amount", "currency"}, "delivery_days"}
 //   → 422 {"error": …} when the request is not one it can price
-import { createServer } from 'node:http';
+import { serveJsonApi } from './json-api.mjs';
 
-const HOST = process.env.HOST ?? '127.0.0.1';
-const PORT = Number(process.env.PORT ?? 4010);
 
 const ORIGIN = 'DE';
 const EU = new Set(['AT', 'BE', 'BG', 'CY', 'CZ', 'DK', 'EE', 'ES', 'FI', 'FR', 'GR', 'HR', 'HU', 'IE', 'IT', 'LT', 'LU', 'LV', 'MT', 'NL', 'PL', 'PT', 'RO', 'SE', 'SI', 'SK']);
@@ -50,41 +48,13 @@ export function quote(body) {
   };
 }
 
-function send(res, status, body) {
-  res.writeHead(status, { 'content-type': 'application/json' });
-  res.end(JSON.stringify(body));
-}
-
-const server = createServer((req, res) => {
-  let text = '';
-  req.setEncoding('utf8');
-  req.on('data', (chunk) => {
-    text += chunk;
-  });
-  req.on('end', () => {
-    if (req.method !== 'POST' || req.url !== '/quote') {
-      send(res, 404, { error: 'POST /quote with {"weight_kg", "destination", "express"}' });
-      return;
-    }
-    let body;
-    try {
-      body = JSON.parse(text);
-    } catch {
-      send(res, 422, { error: 'the body must be JSON' });
-      return;
-    }
+serveJsonApi({
+  name: 'shipping rates API',
+  path: '/quote',
+  usage: 'POST /quote with {"weight_kg", "destination", "express"}',
+  defaultPort: 4010,
+  handle: (body) => {
     const answer = quote(body);
-    const status = 'error' in answer ? 422 : 200;
-    console.log(`${req.method} ${req.url} ${JSON.stringify(body)} → ${status}`);
-    send(res, status, answer);
-  });
+    return { status: 'error' in answer ? 422 : 200, body: answer };
+  },
 });
-
-server.listen(PORT, HOST, () => {
-  const { port } = server.address();
-  console.log(`shipping rates API listening on http://${HOST}:${port}`);
-});
-
-const stop = () => server.close(() => process.exit(0));
-process.on('SIGINT', stop);
-process.on('SIGTERM', stop);
