@@ -1,6 +1,7 @@
 import { GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { PipelinesPort } from '../core/ports';
-import type { PipelineDefinition, PipelineMeta, PipelineSummary, PipelineVersion, RunPointer } from '../core/types';
+import type { PipelineDefinition, PipelineListing, PipelineMeta, PipelineVersion, RunPointer } from '../core/types';
+import { listingOf } from '../core/views';
 import { allItems, isConditionFailure, keys, nonEmpty } from './dynamo';
 
 interface MetaItem {
@@ -70,7 +71,7 @@ export class PipelinesStore implements PipelinesPort {
     return found;
   }
 
-  async list(): Promise<(PipelineSummary & { deployment_id: string | null })[]> {
+  async list(): Promise<PipelineListing[]> {
     const items = (await allItems((start) =>
       this.db.send(
         new QueryCommand({
@@ -82,17 +83,7 @@ export class PipelinesStore implements PipelinesPort {
         }),
       ),
     )) as unknown as MetaItem[];
-    return items.map((i) => {
-      const m = toMeta(i);
-      return {
-        pipeline_id: m.pipeline_id,
-        version: m.version,
-        description: m.description,
-        deployment_id: m.deployment_id,
-        created_at: m.created_at,
-        updated_at: m.updated_at,
-      };
-    });
+    return items.map((i) => listingOf(toMeta(i)));
   }
 
   /**

@@ -17,7 +17,7 @@ import type {
   NodeTrace,
   PipelineDefinition,
   PipelineMeta,
-  PipelineSummary,
+  PipelineListing,
   PipelineVersion,
   RunPointer,
   SealedSecret,
@@ -186,7 +186,7 @@ export interface ExecutionsPort {
 export interface PipelinesPort {
   getMeta(id: string, consistent?: boolean): Promise<PipelineMeta | null>;
   getVersion(id: string, version: number): Promise<PipelineVersion | null>;
-  list(): Promise<(PipelineSummary & { deployment_id: string | null })[]>;
+  list(): Promise<PipelineListing[]>;
   /** Stores a definition as the next version unless it equals the latest one. */
   push(id: string, definition: PipelineDefinition, hash: string, now: string): Promise<{ version: number; created: boolean }>;
   /** Records a finished run on the pipeline, keeping only the newest (by creation time). */

@@ -168,6 +168,9 @@ export interface PipelineMeta extends PipelineSummary {
   last_success: RunPointer | null;
 }
 
+/** A pipeline as the owner's list shows it: its summary and whether it is live. */
+export type PipelineListing = PipelineSummary & { deployment_id: string | null };
+
 /** One immutable version of a pipeline's definition. */
 export interface PipelineVersion {
   pipeline_id: string;

@@ -1,5 +1,5 @@
 /** The bodies users see, built from records in one place so every route answers alike. */
-import type { CallbackDelivery, Execution, RawValue } from './types';
+import type { CallbackDelivery, Execution, PipelineListing, PipelineMeta, RawValue } from './types';
 
 export interface ExecutionUrls {
   status_url: string;
@@ -139,3 +139,13 @@ export function redactUrl(url: string): string {
     return '…';
   }
 }
+
+/** The owner's list entry of a pipeline, from its summary item. */
+export const listingOf = (m: PipelineMeta): PipelineListing => ({
+  pipeline_id: m.pipeline_id,
+  version: m.version,
+  description: m.description,
+  deployment_id: m.deployment_id,
+  created_at: m.created_at,
+  updated_at: m.updated_at,
+});

@@ -25,13 +25,13 @@ import type {
   NodeTrace,
   PipelineDefinition,
   PipelineMeta,
-  PipelineSummary,
+  PipelineListing,
   PipelineVersion,
   RunPointer,
   SealedSecret,
 } from '../../functions/core/types';
 import { binOf, bucketOf, isUsageStatus, type UsageBucket } from '../../functions/core/usage';
-import { completionDuration } from '../../functions/core/views';
+import { completionDuration, listingOf } from '../../functions/core/views';
 import type { StoreSet } from './fakes';
 
 const copy = <T>(x: T): T => structuredClone(x);
@@ -244,15 +244,8 @@ export class MemoryPipelines implements PipelinesPort {
     return v ? copy(v) : null;
   }
 
-  async list(): Promise<(PipelineSummary & { deployment_id: string | null })[]> {
-    return [...this.metas.values()].map((m) => ({
-      pipeline_id: m.pipeline_id,
-      version: m.version,
-      description: m.description,
-      deployment_id: m.deployment_id,
-      created_at: m.created_at,
-      updated_at: m.updated_at,
-    }));
+  async list(): Promise<PipelineListing[]> {
+    return [...this.metas.values()].map(listingOf);
   }
 
   async push(id: string, definition: PipelineDefinition, hash: string, now: string): Promise<{ version: number; created: boolean }> {
