@@ -2,6 +2,7 @@
  * AWS calls per execution, counted through the instrumented adapters (bench/instrument.ts),
  * and what they cost per million executions at the prices in bench/prices.ts.
  */
+import { POLL_BACKOFF_MS } from '../functions/adapters/completions';
 import { awsCalls, cloneCounts, diffCounts, dynamoReads, dynamoWrites, type Counts } from './instrument';
 import { ASSUMPTIONS, PRICES } from './prices';
 
@@ -35,7 +36,7 @@ function meanCounts(list: Counts[]): Counts {
   const first = list[0];
   if (!first) throw new Error('no samples');
   const out = cloneCounts(first);
-  const keys = ['readUnits', 'writeUnits', 'indexWriteUnits', 'sfnStart', 'sfnStop', 'secretsLookups', 'secretsApiCalls', 'http'] as const;
+  const keys = ['readUnits', 'writeUnits', 'indexWriteUnits', 'sfnStart', 'sfnStop', 'secretsLookups', 'secretsApiCalls', 'http', 'waits', 'waitWakes'] as const;
   for (const k of keys) out[k] = list.reduce((s, c) => s + c[k], 0) / n;
   for (const m of ['dynamo', 'sqsSend', 'storeMethods'] as const) {
     const names = new Set(list.flatMap((c) => Object.keys(c[m])));
@@ -109,10 +110,16 @@ export interface CostLine {
 
 export interface CostInput {
   whole: Counts;
-  /** Caller requests through API Gateway per execution (the POST). */
+  /** Caller requests through API Gateway per execution that submit it (the POST). */
   apiRequests: number;
   /** Lambda functions behind those requests: the authorizer and the route's handler. */
   apiFunctions: string[];
+  /** Status or result requests per execution after the POST, each through the authorizer and `execution-result`. */
+  polls?: number;
+  /** Seconds per execution the execute function stays up waiting (`Prefer: wait`), billed as its duration. */
+  waitSeconds?: number;
+  /** Callback deliveries per execution: a dispatch invocation each, and the callbacks queue's receive and delete. */
+  callbacks?: number;
   /** Executions per runner invocation (1 at low load, the batch size at sustained load). */
   batch: number;
   /** State-machine Task states on the success path, and how many states it visits. */
@@ -123,34 +130,66 @@ export interface CostInput {
 
 const round = (x: number, d = 2): string => (Number.isInteger(x) ? String(x) : x.toFixed(d));
 
+/** Lambda invocations per execution, by function, for a caller that submits, polls and takes callbacks as `c` says. */
+export function lambdaInvocations(c: CostInput): Record<string, number> {
+  const polls = c.polls ?? 0;
+  const out: Record<string, number> = {};
+  const add = (f: string, n: number): void => {
+    if (n > 0) out[f] = (out[f] ?? 0) + n;
+  };
+  for (const f of c.apiFunctions) add(f, c.apiRequests);
+  add('authorizer', polls);
+  add('execution-result', polls);
+  add('runner', 1 / c.batch);
+  add('tasks', c.taskStates);
+  add('callback-dispatch', c.callbacks ?? 0);
+  return out;
+}
+
 /** Dollars per million executions, item by item, from counted calls and the stated assumptions. */
 export function costPerMillion(c: CostInput): CostLine[] {
   const M = 1_000_000;
   const lines: CostLine[] = [];
+  const polls = c.polls ?? 0;
+  const callbacks = c.callbacks ?? 0;
   const runnerInvocations = 1 / c.batch;
-  lines.push({ item: 'API Gateway REST', perExecution: `${c.apiRequests} request`, dollars: c.apiRequests * PRICES.apiGatewayRestPerMillion });
+  const requests = c.apiRequests + polls;
+  lines.push({
+    item: 'API Gateway REST',
+    perExecution: polls ? `${round(requests)} requests (${round(polls)} polls)` : `${round(requests)} request`,
+    dollars: requests * PRICES.apiGatewayRestPerMillion,
+  });
 
-  const invocations = c.apiFunctions.length + runnerInvocations + c.taskStates;
+  const byFunction = lambdaInvocations(c);
+  const invocations = Object.values(byFunction).reduce((s, x) => s + x, 0);
   lines.push({
     item: 'Lambda requests',
-    perExecution: `${round(invocations)}: ${c.apiFunctions.join(', ')}, runner ×${round(runnerInvocations)}, ${c.taskStates} tasks`,
+    perExecution: `${round(invocations)}: ${Object.entries(byFunction)
+      .map(([f, n]) => `${f} ×${round(n)}`)
+      .join(', ')}`,
     dollars: invocations * PRICES.lambdaPerMillionRequests,
   });
 
   const warm = ASSUMPTIONS.lambdaWarmMs;
+  const waitMs = (c.waitSeconds ?? 0) * 1000;
   const ms =
-    c.apiFunctions.reduce((s, f) => s + (warm[f] ?? 0), 0) + runnerInvocations * (warm.runner ?? 0) + (warm['task-start'] ?? 0);
+    c.apiRequests * c.apiFunctions.reduce((s, f) => s + (warm[f] ?? 0), 0) +
+    polls * ((warm.authorizer ?? 0) + (warm['execution-result'] ?? 0)) +
+    runnerInvocations * (warm.runner ?? 0) +
+    (warm['task-start'] ?? 0) +
+    callbacks * (warm['callback-dispatch'] ?? 0) +
+    waitMs;
   const gb = ASSUMPTIONS.lambdaMemoryMb / 1024;
   const gbSeconds = gb * (ms / 1000) + ASSUMPTIONS.coldShare * invocations * ASSUMPTIONS.coldInitSeconds * gb;
   lines.push({
     item: 'Lambda duration (arm64)',
-    perExecution: `${gbSeconds.toFixed(4)} GB-s (${round(ms, 0)} ms warm + ${ASSUMPTIONS.coldShare * 100} % cold)`,
+    perExecution: `${gbSeconds.toFixed(4)} GB-s (${round(ms, 0)} ms warm${waitMs ? `, ${round(waitMs, 0)} of it waiting` : ''} + ${ASSUMPTIONS.coldShare * 100} % cold)`,
     dollars: gbSeconds * PRICES.lambdaArmPerGbSecond * M,
   });
 
   const sends = Object.values(c.whole.sqsSend).reduce((s, x) => s + x, 0);
-  // The event source mapping receives and deletes once per batch it hands the runner.
-  const sqs = sends + 2 * runnerInvocations;
+  // The event source mapping receives and deletes once per batch it hands the runner (and the dispatcher, one callback each).
+  const sqs = sends + 2 * runnerInvocations + 2 * callbacks;
   lines.push({ item: 'SQS', perExecution: `${round(sqs)}: ${round(sends)} send + receive/delete per batch`, dollars: sqs * PRICES.sqsPerMillionRequests });
 
   if (c.stateMachine === 'EXPRESS') {
@@ -189,6 +228,80 @@ export function costPerMillion(c: CostInput): CostLine[] {
     dollars: secretCalls * PRICES.secretsManagerPerCall * M,
   });
   return lines;
+}
+
+/**
+ * A `Prefer: wait` on AWS, where the waiting function cannot be woken by the completing write
+ * and re-reads the execution on PollingCompletions' schedule (functions/adapters/completions.ts):
+ * for an execution that turns terminal `ms` after the wait began, the re-reads it makes (the
+ * read it starts with is not one) and how long it stays up, to the read that sees the end or
+ * to the wait's end.
+ */
+export function awsWait(ms: number, maxSeconds: number, schedule: readonly number[] = POLL_BACKOFF_MS): { rereads: number; seconds: number } {
+  const maxMs = maxSeconds * 1000;
+  let t = 0;
+  let rereads = 0;
+  while (t < ms && t < maxMs) {
+    t = Math.min(maxMs, t + (schedule[Math.min(rereads, schedule.length - 1)] ?? 1000));
+    rereads++;
+  }
+  return { rereads, seconds: t / 1000 };
+}
+
+/** awsWait averaged over measured wait times (the schedule is a step function, so per sample). */
+export function meanAwsWait(samplesMs: readonly number[], maxSeconds: number, schedule: readonly number[] = POLL_BACKOFF_MS): { rereads: number; seconds: number } {
+  if (samplesMs.length === 0) return { rereads: 0, seconds: 0 };
+  const each = samplesMs.map((ms) => awsWait(ms, maxSeconds, schedule));
+  return {
+    rereads: each.reduce((s, w) => s + w.rereads, 0) / each.length,
+    seconds: each.reduce((s, w) => s + w.seconds, 0) / each.length,
+  };
+}
+
+/**
+ * Counts per execution as AWS would see them when waits re-read on a schedule: the re-reads
+ * counted here (one per wake by the completing write) are replaced by `rereads`, each a
+ * strongly consistent GetItem of an item under 4 KB (1 RRU).
+ */
+export function withScheduledRereads(perExecution: Counts, rereads: number): Counts {
+  const out = cloneCounts(perExecution);
+  const delta = rereads - perExecution.waitWakes;
+  out.dynamo.GetItem = (out.dynamo.GetItem ?? 0) + delta;
+  out.readUnits += delta;
+  out.waitWakes = rereads;
+  return out;
+}
+
+/** What a caller shape measured, per execution, that its AWS cost follows from. */
+export interface CallerMeasure {
+  /** HTTP requests per execution, the POST included. */
+  requestsPer: number;
+  perExecution: Counts;
+  awsWait: { rereads: number; seconds: number };
+}
+
+/**
+ * The AWS cost of one caller shape: every request after the POST is a status or result call
+ * (API Gateway, the authorizer, `execution-result`), every callback sent a dispatch, and any
+ * wait is priced as the AWS mechanism runs it (scheduled re-reads, the execute function up for
+ * the wait). One message per runner batch and Express, as the headline request-path figure.
+ */
+export function callerCost(m: CallerMeasure, path: { tasks: string[]; states: string[] }): { whole: Counts; input: CostInput; lines: CostLine[] } {
+  const waited = m.perExecution.waits > 0;
+  const whole = waited ? withScheduledRereads(m.perExecution, m.awsWait.rereads) : m.perExecution;
+  const input: CostInput = {
+    whole,
+    apiRequests: 1,
+    apiFunctions: ['authorizer', 'execute'],
+    polls: Math.max(0, m.requestsPer - 1),
+    waitSeconds: waited ? m.awsWait.seconds : 0,
+    callbacks: m.perExecution.sqsSend.callbacks ?? 0,
+    batch: 1,
+    taskStates: path.tasks.length,
+    stateTransitions: path.states.length,
+    stateMachine: 'EXPRESS',
+  };
+  return { whole, input, lines: costPerMillion(input) };
 }
 
 export const totalDollars = (lines: CostLine[]): number => lines.reduce((s, l) => s + l.dollars, 0);

@@ -35,6 +35,10 @@ export interface Counts {
   /** GetSecretValue calls that reached the service. */
   secretsApiCalls: number;
   http: number;
+  /** `Prefer: wait` waits begun (completions.watch). */
+  waits: number;
+  /** Wakes of those waits; each is followed by one strongly consistent re-read of the execution. */
+  waitWakes: number;
   /** Store method calls, e.g. "executions.transition". */
   storeMethods: Record<string, number>;
 }
@@ -50,6 +54,8 @@ export const emptyCounts = (): Counts => ({
   secretsLookups: 0,
   secretsApiCalls: 0,
   http: 0,
+  waits: 0,
+  waitWakes: 0,
   storeMethods: {},
 });
 
@@ -83,8 +89,21 @@ export function diffCounts(before: Counts, after: Counts): Counts {
     secretsLookups: after.secretsLookups - before.secretsLookups,
     secretsApiCalls: after.secretsApiCalls - before.secretsApiCalls,
     http: after.http - before.http,
+    waits: after.waits - before.waits,
+    waitWakes: after.waitWakes - before.waitWakes,
     storeMethods: diffMap(before.storeMethods, after.storeMethods),
   };
+}
+
+const SCALARS = ['readUnits', 'writeUnits', 'indexWriteUnits', 'sfnStart', 'sfnStop', 'secretsLookups', 'secretsApiCalls', 'http', 'waits', 'waitWakes'] as const;
+const MAPS = ['dynamo', 'sqsSend', 'storeMethods'] as const;
+
+/** Every count multiplied by `factor` (e.g. 1 / executions, for figures per execution). */
+export function scaleCounts(c: Counts, factor: number): Counts {
+  const out = cloneCounts(c);
+  for (const k of SCALARS) out[k] = c[k] * factor;
+  for (const m of MAPS) out[m] = Object.fromEntries(Object.entries(c[m]).map(([k, x]) => [k, x * factor]));
+  return out;
 }
 
 const sum = (m: Record<string, number>): number => Object.values(m).reduce((s, x) => s + x, 0);
@@ -336,6 +355,21 @@ export function instrumentation(onTerminal: (e: Execution) => void = () => undef
         http: (req) => {
           counts.http++;
           return d.http(req);
+        },
+        completions: {
+          watch: (id) => {
+            counts.waits++;
+            const w = d.completions.watch(id);
+            return {
+              next: async (ms) => {
+                const woken = await w.next(ms);
+                if (woken) counts.waitWakes++;
+                return woken;
+              },
+              close: () => w.close(),
+            };
+          },
+          notify: (id) => d.completions.notify(id),
         },
       };
     },

@@ -32,8 +32,11 @@ export const PRICES = {
 export const ASSUMPTIONS = {
   /** Every function's memory (lib/stacks/pipegate-function.ts DEFAULT_MEMORY_MB). */
   lambdaMemoryMb: 256,
-  /** Warm billed duration per invocation, by function (task-run's own work is the pipeline's, excluded). */
-  lambdaWarmMs: { authorizer: 15, execute: 35, runner: 40, 'task-start': 20 } as Record<string, number>,
+  /**
+   * Warm billed duration per invocation, by function (task-run's own work is the pipeline's,
+   * excluded; a callback's dispatch includes the receiver's answer over the internet).
+   */
+  lambdaWarmMs: { authorizer: 15, execute: 35, 'execution-result': 15, runner: 40, 'task-start': 20, 'callback-dispatch': 50 } as Record<string, number>,
   /** Share of invocations that are cold, and the init each then bills (billed since August 2025). */
   coldShare: 0.01,
   coldInitSeconds: 0.4,
@@ -45,6 +48,8 @@ export const ASSUMPTIONS = {
   /** One GetSecretValue per warm container every 15 minutes; containers that read the secret. */
   secretRefreshMinutes: 15,
   secretReadingContainers: 1,
+  /** The longest `Prefer: wait` on AWS (PIPEGATE_MAX_WAIT_SECONDS in the stack, docs/aws.md). */
+  maxWaitSeconds: 25,
   /** Monthly volume the fixed secret refreshes are spread over. */
   monthlyExecutions: 1_000_000,
 } as const;

@@ -30,7 +30,7 @@ export const ChildMessage = v.variant('type', [ReadyMessage, DoneMessage, ReplyM
 export type ChildMessage = v.InferOutput<typeof ChildMessage>;
 export type DoneMessage = v.InferOutput<typeof DoneMessage>;
 
-export const CommandName = v.picklist(['count', 'pause', 'resume', 'cpu', 'stop']);
+export const CommandName = v.picklist(['count', 'pause', 'resume', 'cpu', 'snapshot', 'units', 'stop']);
 export type CommandName = v.InferOutput<typeof CommandName>;
 
 export const CommandMessage = v.object({

@@ -5,26 +5,37 @@
  *   BENCH_DURATION_MS  length of each measured load (default 8000)
  *   BENCH_PROFILE=1    CPU profiles of both servers into bench/results/profiles, summarised
  *   BENCH_SKIP_BUNDLES=1  leave the bundle section out (quicker while working on the runtime)
+ *   BENCH_CALLERS_MS   length of each caller shape's load (default 6000)
  */
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import asl from '../lib/state-machine.asl.json';
-import { awsCalls, costPerMillion, successPath, totalDollars, type CallMeasure, type CostLine } from './aws-calls';
+import { awsCalls, callerCost, costPerMillion, lambdaInvocations, successPath, totalDollars, type CallMeasure, type CostLine } from './aws-calls';
 import { initMedian, measureBundles, HELLO, type BundleFigure } from './bundles';
+import { callerShape, type CallerFigure, type CallerOptions, type CallerShape } from './callers';
 import { ServerChild } from './child';
 import { endToEnd, requestLoad, type ShapeFigures, type Shapes } from './e2e';
 import { executePath } from './execute-path';
 import { dynamoReads, dynamoWrites, type Counts } from './instrument';
 import { machine } from './machine';
-import { TARGET_DOLLARS_PER_MILLION } from './prices';
+import { ASSUMPTIONS, TARGET_DOLLARS_PER_MILLION } from './prices';
 import { busy, formatProfile, summarizeProfile } from './profile';
 import { fmt, fmtRatio, ratio, verdict, type Verdict } from './stats';
 import { markdownTable, textTable, type Row } from './table';
 
 
 const RESULTS = join(__dirname, 'results');
-const TARGETS = { e2eP50Ms: 25, e2ePerSecond: 150, bundleKb: 300, initOverFloorMs: 60, requestPathCalls: 3 };
+const TARGETS = {
+  e2eP50Ms: 25,
+  e2ePerSecond: 150,
+  bundleKb: 300,
+  initOverFloorMs: 60,
+  requestPathCalls: 3,
+  /** Executions/s with 64 callers, by caller shape; server CPU per execution against the floor's per request. */
+  callersPerSecond: { poll: 150, wait: 200 } as Partial<Record<CallerShape, number>>,
+  callerCpuOverFloor: 3,
+};
 
 const envInt = (name: string, fallback: number): number => {
   const n = Number(process.env[name]);
@@ -39,6 +50,18 @@ const shapes: Shapes = {
   maxInFlight: 64,
 };
 
+const callers: CallerOptions = {
+  callers: 64,
+  durationMs: envInt('BENCH_CALLERS_MS', 6000),
+  pollMs: 250,
+  waitSeconds: ASSUMPTIONS.maxWaitSeconds,
+};
+const SHAPES: { shape: CallerShape; label: string }[] = [
+  { shape: 'poll', label: `poll every ${callers.pollMs} ms` },
+  { shape: 'wait', label: `Prefer: wait=${callers.waitSeconds}` },
+  { shape: 'callback', label: 'callbacks only' },
+];
+
 const log = (msg: string): void => {
   process.stderr.write(`[bench ${(performance.now() / 1000).toFixed(1)} s] ${msg}\n`);
 };
@@ -48,6 +71,7 @@ interface Results {
   e2e: ShapeFigures;
   execute: ShapeFigures;
   calls: CallMeasure;
+  callers: CallerFigure[];
   bundles: BundleFigure[];
   cost: { low: CostLine[]; sustained: CostLine[]; standardLow: CostLine[] };
 }
@@ -114,6 +138,58 @@ function loadRows(r: Results): Row[] {
   rows.push(row(`execute path p99, ${rate}`, execute.rated.latency.p99, floor.rated.latency.p99, ms));
   rows.push(row('execute path p50, one caller', execute.single.latency.p50, floor.single.latency.p50, ms));
   rows.push(row(`server CPU per request, execute path, ${closed}`, execute.closed.cpuMsPer, floor.closed.cpuMsPer, ms));
+  return rows;
+}
+
+function callerRows(r: Results): Row[] {
+  const fl = r.floor.closed;
+  const path = successPath(asl);
+  const rows: Row[] = [
+    section(`caller shapes: ${callers.callers} callers each in a closed loop, POST → result in the caller's hands (floor: closed loop ×${shapes.concurrency})`),
+  ];
+  for (const f of r.callers) {
+    const label = SHAPES.find((x) => x.shape === f.shape)?.label ?? f.shape;
+    const tput = TARGETS.callersPerSecond[f.shape];
+    const cpuRatio = ratio(f.cpuMsPer, fl.cpuMsPer);
+    const cost = callerCost(f, path);
+    const w = cost.whole;
+    const lambdas = Object.entries(lambdaInvocations(cost.input))
+      .map(([fn, n]) => `${fn} ${fmt(n, n % 1 ? 1 : 0)}`)
+      .join(', ');
+    const sqs = Object.values(w.sqsSend).reduce((s, x) => s + x, 0) + 2 / cost.input.batch + 2 * (cost.input.callbacks ?? 0);
+    const polls = f.requestsPer - 1;
+    rows.push([`${label}: executions/s`, rps(f.perSecond), rps(fl.perSecond), fmtRatio(ratio(f.perSecond, fl.perSecond)), tput ? `≥ ${tput}/s` : '', tput ? verdict(f.perSecond, 'min', tput) : '']);
+    rows.push([`  p50 · p99 POST → result`, `${ms(f.latency.p50)} · ${ms(f.latency.p99)}`, `${ms(fl.latency.p50)} · ${ms(fl.latency.p99)}`, fmtRatio(ratio(f.latency.p50, fl.latency.p50)), '', '']);
+    rows.push([
+      `  server CPU per execution`,
+      ms(f.cpuMsPer),
+      `${ms(fl.cpuMsPer)} per request`,
+      fmtRatio(cpuRatio),
+      `≤ ×${TARGETS.callerCpuOverFloor}`,
+      verdict(cpuRatio, 'max', TARGETS.callerCpuOverFloor),
+    ]);
+    rows.push([`  HTTP requests per execution`, fmt(f.requestsPer, 2), polls > 0.005 ? `POST + ${fmt(polls, 2)} result GETs` : 'the POST alone', '', '', '']);
+    rows.push([
+      `  AWS per execution${f.shape === 'wait' ? ' (waits as on AWS)' : ''}`,
+      `${fmt(awsCalls(w), 1)} calls`,
+      [
+        `API Gateway ${fmt(f.requestsPer, 2)}`,
+        `Lambda ${lambdas}`,
+        `DynamoDB ${fmt(w.readUnits, 1)} RRU / ${fmt(w.writeUnits + w.indexWriteUnits, 1)} WRU (${fmt(dynamoReads(w), 1)} reads, ${fmt(dynamoWrites(w), 1)} writes)`,
+        `SQS ${fmt(sqs, 1)}`,
+        `Step Functions ${fmt(w.sfnStart, 1)}`,
+        `Secrets Manager ${fmt(w.secretsApiCalls, 2)}`,
+        ...(f.shape === 'wait' ? [`wait ${fmt(f.awsWait.seconds * 1000, 0)} ms, ${fmt(f.awsWait.rereads, 1)} re-reads`] : []),
+      ].join(' · '),
+      '',
+      '',
+      '',
+    ]);
+    const top = [...cost.lines].sort((a, b) => b.dollars - a.dollars).slice(0, 3);
+    rows.push([`  cost per million executions on AWS`, `$${totalDollars(cost.lines).toFixed(2)}`, top.map((l) => `${l.item} $${l.dollars.toFixed(2)}`).join(', '), '', '', '']);
+  }
+  const failed = r.callers.filter((f) => f.failed > 0);
+  for (const f of failed) rows.push([`  ${f.shape}: ${f.failed} failed`, '', f.errors.slice(0, 2).join('; '), '', '', '']);
   return rows;
 }
 
@@ -204,20 +280,25 @@ async function main(): Promise<void> {
   log('floor: bare HTTP server with one write and one read');
   const floor = await withChild('floor', profileDir, (c, ready) => requestLoad(c, ready.url, call('00000000-0000-4000-8000-000000000000', 'x'), 202, shapes, 'floor'));
 
-  log('local runtime: counting AWS calls, then end to end, then the execute path');
-  const { calls, e2e, execute } = await withChild('runtime', profileDir, async (child, ready) => {
+  log('local runtime: counting AWS calls, then end to end, then the caller shapes, then the execute path');
+  const { calls, e2e, execute, shapesMeasured } = await withChild('runtime', profileDir, async (child, ready) => {
     if (!ready.apiKey || !ready.deploymentId) throw new Error('the runtime published no deployment');
     const c = call(ready.deploymentId, ready.apiKey);
     const counted = (await child.command('count', 12)) as CallMeasure;
     log('end to end');
     const e = await endToEnd(child, ready.url, c, shapes);
+    const measured: CallerFigure[] = [];
+    for (const { shape, label } of SHAPES) {
+      log(`callers: ${label}`);
+      measured.push(await callerShape(child, ready.url, c, shape, callers));
+    }
     log('execute path');
     const x = await executePath(child, ready.url, c, shapes);
-    return { calls: counted, e2e: e, execute: x };
+    return { calls: counted, e2e: e, execute: x, shapesMeasured: measured };
   });
 
-  const results: Results = { floor, e2e, execute, calls, bundles, cost: costs(calls) };
-  const rows = [...loadRows(results), ...bundleRows(bundles), ...callRows(calls, results.cost)];
+  const results: Results = { floor, e2e, execute, calls, callers: shapesMeasured, bundles, cost: costs(calls) };
+  const rows = [...loadRows(results), ...callerRows(results), ...bundleRows(bundles), ...callRows(calls, results.cost)];
   const failures = [floor, e2e, execute].flatMap((f) => [f.single, f.rated, f.closed]).filter((f) => f.failed > 0 || f.skipped > 0);
 
   console.log(textTable(HEADER, rows));
@@ -229,7 +310,7 @@ async function main(): Promise<void> {
   console.log(`\n${m.nproc} cores · ${m.cpuModel} · ${m.memoryGiB} GiB · Node ${m.node} · ${m.platform} · ${((performance.now() - started) / 1000).toFixed(0)} s`);
 
   const stamp = new Date().toISOString();
-  const payload = { at: stamp, machine: m, shapes, targets: TARGETS, results };
+  const payload = { at: stamp, machine: m, shapes, callers, targets: TARGETS, results };
   writeFileSync(join(RESULTS, 'latest.json'), JSON.stringify(payload, null, 2));
   writeFileSync(
     join(RESULTS, 'latest.md'),

@@ -13,7 +13,7 @@ import { createLambdaContext } from '../lib/local/lambda-context';
 import { startRuntime, type Runtime } from '../lib/local/runtime';
 import { countExecutions } from './aws-calls';
 import { startFloor } from './floor';
-import { instrumentation } from './instrument';
+import { cloneCounts, instrumentation } from './instrument';
 import { CommandMessage, type ChildMessage, type ServerMode } from './protocol';
 
 const send = (m: ChildMessage): void => {
@@ -103,6 +103,12 @@ async function runtimeMode(dataDir: string): Promise<void> {
     pause,
     resume: async () => resume(),
     cpu: cpuMs,
+    /** Everything counted so far, and the runner invocations (for differences around a load). */
+    snapshot: async () => ({ counts: cloneCounts(inst.counts), runnerInvocations }),
+    /** 1: measure DynamoDB capacity units from here on; 0: stop. */
+    units: async (on = 0) => {
+      inst.units = on === 1;
+    },
     stop: async () => {
       await rt.stop();
       rmSync(dataDir, { recursive: true, force: true });
