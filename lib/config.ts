@@ -119,6 +119,16 @@ export type Config = {
 
 export class ConfigError extends Error {}
 
+/** How long past its HTTP time-out a claim on a callback attempt lasts: time to record the attempt. */
+export const CALLBACK_CLAIM_MARGIN_MS = 10_000;
+
+/**
+ * How long one message's claim on a callback attempt keeps duplicates from sending it. A
+ * sweeper re-queue of an owed callback must find it expired, so readConfig keeps the sweeper's
+ * quiet period longer.
+ */
+export const callbackClaimMs = (c: Pick<Config, 'callbackTimeoutMs'>): number => c.callbackTimeoutMs + CALLBACK_CLAIM_MARGIN_MS;
+
 export function readConfig(env: Record<string, string | undefined> = process.env): Config {
   const parsed = v.safeParse(ConfigSchema, env);
   if (!parsed.success) {
@@ -126,6 +136,12 @@ export function readConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError(`Invalid configuration:\n  ${lines.join('\n  ')}`);
   }
   const c = parsed.output;
+  const claimMs = callbackClaimMs({ callbackTimeoutMs: c.PIPEGATE_CALLBACK_TIMEOUT_MS });
+  if (c.PIPEGATE_SWEEP_PENDING_AFTER_SECONDS * 1000 <= claimMs) {
+    throw new ConfigError(
+      `Invalid configuration:\n  PIPEGATE_SWEEP_PENDING_AFTER_SECONDS: must be longer than a callback attempt's claim (PIPEGATE_CALLBACK_TIMEOUT_MS + ${CALLBACK_CLAIM_MARGIN_MS} ms = ${claimMs} ms)`,
+    );
+  }
   return {
     table: c.PIPEGATE_TABLE,
     executionsQueueUrl: c.PIPEGATE_EXECUTIONS_QUEUE_URL,

@@ -199,6 +199,47 @@ export class ExecutionsStore implements ExecutionsPort {
   }
 
   /**
+   * The claim is an attribute of its own (`callback_claim`), outside the delivery record, so
+   * recording an attempt never copies it and no view ever shows it.
+   */
+  async claimDelivery(id: string, attempts: number, by: string, untilMs: number, nowMs: number): Promise<boolean> {
+    try {
+      await this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: keys.execution(id),
+          UpdateExpression: 'SET callback_claim = :claim',
+          ConditionExpression:
+            'callback_delivery.attempts = :n AND callback_delivery.outcome = :pending AND ' +
+            '(attribute_not_exists(callback_claim) OR callback_claim.attempt <> :n OR callback_claim.until_ms < :now OR callback_claim.#by = :by)',
+          ExpressionAttributeNames: { '#by': 'by' },
+          ExpressionAttributeValues: { ':claim': { attempt: attempts, by, until_ms: untilMs }, ':n': attempts, ':pending': 'pending', ':now': nowMs, ':by': by },
+        }),
+      );
+      return true;
+    } catch (err) {
+      if (isConditionFailure(err)) return false;
+      throw err;
+    }
+  }
+
+  async releaseDeliveryClaim(id: string): Promise<void> {
+    try {
+      await this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: keys.execution(id),
+          UpdateExpression: 'REMOVE callback_claim',
+          // Without it, an update of a missing item would create one.
+          ConditionExpression: 'attribute_exists(callback_claim)',
+        }),
+      );
+    } catch (err) {
+      if (!isConditionFailure(err)) throw err;
+    }
+  }
+
+  /**
    * Records a delivery attempt. Conditional on the attempt count read before, so two
    * dispatchers working on the same execution cannot both count (or both settle) one attempt.
    */

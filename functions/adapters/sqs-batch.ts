@@ -1,5 +1,5 @@
 import middy from '@middy/core';
-import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import * as v from 'valibot';
 import type { Deps, DepsSource } from './deps';
 import { errorFields } from './logger';
@@ -13,7 +13,7 @@ import { errorFields } from './logger';
 export function sqsBatchHandler<S extends v.GenericSchema<unknown, { execution_id: string }>>(
   queue: string,
   schema: S,
-  work: (d: Deps, msg: v.InferOutput<S>) => Promise<unknown>,
+  work: (d: Deps, msg: v.InferOutput<S>, record: SQSRecord) => Promise<unknown>,
 ) {
   return (deps: DepsSource) => middy<SQSEvent, SQSBatchResponse>().handler(async (event) => {
     const d = deps();
@@ -28,7 +28,7 @@ export function sqsBatchHandler<S extends v.GenericSchema<unknown, { execution_i
           return;
         }
         try {
-          await work(d, msg);
+          await work(d, msg, record);
         } catch (e) {
           d.log.warn(`${queue} message failed; it will be retried`, { execution_id: msg.execution_id, ...errorFields(e) });
           failures.push({ itemIdentifier: record.messageId });

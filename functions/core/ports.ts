@@ -141,6 +141,18 @@ export interface ExecutionsPort {
   withdrawPending(id: string): Promise<boolean>;
   /** Records a delivery attempt, conditional on the attempt count read before. */
   recordDelivery(id: string, previousAttempts: number, delivery: CallbackDelivery): Promise<boolean>;
+  /**
+   * Claims the next delivery attempt (the one after `attempts`) for `by` until `untilMs`, so
+   * that of duplicate messages only one sends it. Conditional on the attempt count and a
+   * pending outcome, and on no live claim of another for this attempt; `by`'s own claim may be
+   * taken again (its message came back). False when any of that does not hold.
+   */
+  claimDelivery(id: string, attempts: number, by: string, untilMs: number, nowMs: number): Promise<boolean>;
+  /**
+   * Drops any claim on the execution's next delivery attempt. Only for a local start-up, when
+   * every holder is known dead (its process was the one before this one).
+   */
+  releaseDeliveryClaim(id: string): Promise<void>;
   /** Executions on the sweep index of that kind (oldest first), at most `limit`. */
   listSweep(kind: SweepKind, limit?: number): Promise<Execution[]>;
   /** One page of the sweep index: ids of `kind` marked before `before`, oldest first. */

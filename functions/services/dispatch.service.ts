@@ -7,15 +7,21 @@ import type { DeliveryAttempt } from '../core/types';
 import type { Deps } from '../adapters/deps';
 import { epochSeconds } from '../core/time';
 import type { CallbackMessage } from './messages';
+import { callbackClaimMs } from '../../lib/config';
 
 export { CallbackMessage } from './messages';
 
-/** One attempt to deliver an execution's callback, and the bookkeeping that follows. */
+/**
+ * One attempt to deliver an execution's callback, and the bookkeeping that follows.
+ * `messageId` (the queue message's) names the claim on the attempt; without one the claim is
+ * this call's alone.
+ */
 export async function dispatchCallback(
   d: Deps,
   msg: v.InferOutput<typeof CallbackMessage>,
   random: () => number = Math.random,
-): Promise<'delivered' | 'retry' | 'dead_lettered' | 'skipped' | 'deferred'> {
+  messageId: string = d.ids.uuid(),
+): Promise<'delivered' | 'retry' | 'dead_lettered' | 'skipped' | 'deferred' | 'claimed_elsewhere'> {
   const now = d.clock.now();
   if (msg.due_at !== undefined && msg.due_at > now.getTime() + 1000) {
     await d.queue.send('callbacks', msg, { delaySeconds: Math.ceil((msg.due_at - now.getTime()) / 1000) });
@@ -60,6 +66,19 @@ export async function dispatchCallback(
     'x-pipegate-status': e.status,
     ...signWebhook(body, secrets, delivery.webhook_id, now),
   };
+
+  // Duplicate messages (two writers that both saw the execution end, a re-queue racing the
+  // original, a redelivered batch) must not each send this attempt. One claims it; the others
+  // drop their message. That is safe: the holder's own message stays on the queue until the
+  // holder has recorded the attempt, so if the holder dies, its message comes back and (same
+  // message id) takes the claim again; if that message is dead-lettered, the sweeper queues the
+  // owed callback again after its quiet period, which the configuration keeps longer than a
+  // claim lasts (lib/config.ts).
+  const claimed = await d.executions.claimDelivery(e.execution_id, delivery.attempts, messageId, now.getTime() + callbackClaimMs(d.config), now.getTime());
+  if (!claimed) {
+    d.log.info('callback attempt claimed by another message; this one is dropped', { execution_id: e.execution_id, attempts });
+    return 'claimed_elsewhere';
+  }
 
   let status: number | null = null;
   let error: string | null = null;

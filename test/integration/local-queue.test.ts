@@ -143,6 +143,8 @@ describe('LocalQueue', () => {
     expect(stillHidden).toEqual({ visible: 0, inFlight: 1, delayed: 0 });
     expect(deliveries.map((r) => r.attributes.ApproximateReceiveCount)).toEqual(['1', '2']);
     expect(deliveries[1]?.receiptHandle).not.toBe(deliveries[0]?.receiptHandle);
+    // As on SQS, a redelivery keeps the message id: a callback's claim on an attempt is named by it.
+    expect(deliveries[1]?.messageId).toBe(deliveries[0]?.messageId);
     expect(deliveries[1]?.attributes.ApproximateFirstReceiveTimestamp).toBe(deliveries[0]?.attributes.ApproximateFirstReceiveTimestamp);
   });
 
@@ -318,7 +320,7 @@ describe('LocalQueue', () => {
   it('after a crash, makes an in-flight message visible again once its visibility time-out ends', async () => {
     // Prepare
     const crashed = queue();
-    await crashed.send('in flight');
+    const sent = await crashed.send('in flight');
     const hang = gate();
     let received = false;
     crashed.start(async () => {
@@ -329,11 +331,13 @@ describe('LocalQueue', () => {
     await waitFor(() => received, 'first receive');
     const restarted = queue({ onError: () => undefined });
     const counts: string[] = [];
+    const ids: string[] = [];
 
     // Act
     const atRestart = await restarted.depth();
     restarted.start(async (event) => {
       counts.push(...event.Records.map((r) => r.attributes.ApproximateReceiveCount));
+      ids.push(...event.Records.map((r) => r.messageId));
     });
     now += 30_000;
     await waitFor(() => counts.length === 1, 'redelivery after restart');
@@ -342,6 +346,8 @@ describe('LocalQueue', () => {
     // Assess
     expect(atRestart).toEqual({ visible: 0, inFlight: 1, delayed: 0 });
     expect(counts).toEqual(['2']);
+    // The same message id after a restart, so the dead holder's message takes its claim again.
+    expect(ids).toEqual([sent]);
   });
 });
 

@@ -85,6 +85,22 @@ export class MemoryExecutions implements ExecutionsPort {
     return true;
   }
 
+  /** Claims by execution id, kept apart from the items as the DynamoDB store keeps them out of reads. */
+  private readonly claims = new Map<string, { attempt: number; by: string; until_ms: number }>();
+
+  async claimDelivery(id: string, attempts: number, by: string, untilMs: number, nowMs: number): Promise<boolean> {
+    const d = this.items.get(id)?.callback_delivery;
+    if (!d || d.attempts !== attempts || d.outcome !== 'pending') return false;
+    const held = this.claims.get(id);
+    if (held && held.attempt === attempts && held.until_ms >= nowMs && held.by !== by) return false;
+    this.claims.set(id, { attempt: attempts, by, until_ms: untilMs });
+    return true;
+  }
+
+  async releaseDeliveryClaim(id: string): Promise<void> {
+    this.claims.delete(id);
+  }
+
   async listSweep(kind: SweepKind, limit = 100): Promise<Execution[]> {
     return [...this.items.values()]
       .filter((e) => e.sweep === kind)
