@@ -5,6 +5,7 @@
  * sources and TTL; the stage; the Gateway Responses; and the AWS::Lambda::Permission resources
  * that let API Gateway invoke each function. Nothing here comes from lib/routes.ts.
  */
+import { isPlainObject } from '../../functions/core/values';
 import { gatewayResponseFromTemplate, type GatewayResponse } from '../gateway-responses';
 import type { AuthorizerSettings, GatewayRoute } from '../local/gateway';
 import { wildcardMatch } from '../local/gateway';
@@ -24,7 +25,6 @@ export interface TemplateApi {
   mayInvoke(functionArn: string, sourceArn: string): boolean;
 }
 
-const isRecord = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
 
 /** `arn:aws:apigateway:<region>:lambda:path/2015-03-31/functions/<function arn>/invocations` */
 function functionOfUri(uri: string, where: string): string {
@@ -88,7 +88,7 @@ export function apiFromTemplate(stack: ResolvedStack): TemplateApi {
   let integrationTimeoutMs = 29_000;
   for (const [id, r] of ofType('AWS::ApiGateway::Method')) {
     const props = r.Properties ?? {};
-    const integration = isRecord(props.Integration) ? props.Integration : {};
+    const integration = isPlainObject(props.Integration) ? props.Integration : {};
     const method = String(props.HttpMethod);
     const resourceId = stack.resolveString(props.ResourceId, `${id}.ResourceId`);
     const path = pathOf(resourceId);

@@ -106,6 +106,10 @@ export class LocalArns {
   alarmArn(name: string): string {
     return this.arn('cloudwatch', `alarm:${name}`);
   }
+  /** A regional web ACL (the scope an API Gateway stage takes). */
+  webAclArn(name: string, id: string): string {
+    return this.arn('wafv2', `regional/webacl/${name}/${id}`);
+  }
   /** Rules on the default event bus. */
   ruleArn(name: string): string {
     return this.arn('events', `rule/${name}`);
@@ -126,6 +130,7 @@ const NAME_LIMITS: Readonly<Record<string, number>> = {
   'AWS::Logs::LogGroup': 512,
   'AWS::CloudWatch::Alarm': 255,
   'AWS::Events::Rule': 64,
+  'AWS::WAFv2::WebACL': 128,
 };
 
 /** `<stack>-<logical id>`, deterministic so data kept on disk finds its resources after a restart. */
@@ -150,6 +155,7 @@ const NAME_PROPERTY: Readonly<Record<string, string>> = {
   'AWS::CloudWatch::Alarm': 'AlarmName',
   'AWS::ApiGateway::Stage': 'StageName',
   'AWS::Events::Rule': 'Name',
+  'AWS::WAFv2::WebACL': 'Name',
 };
 
 /** What a resource of each type answers to Ref and Fn::GetAtt, given its physical name. */
@@ -192,6 +198,11 @@ function physicalOf(type: string, name: string, props: Record<string, unknown>, 
       return { ref: name, attributes: { Arn: arns.alarmArn(name) } };
     case 'AWS::Events::Rule':
       return { ref: name, attributes: { Arn: arns.ruleArn(name) } };
+    case 'AWS::WAFv2::WebACL': {
+      const h = hash(`webacl/${id}`, 32);
+      const aclId = `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
+      return { ref: `${name}|${aclId}|${String(props.Scope ?? 'REGIONAL')}`, attributes: { Arn: arns.webAclArn(name, aclId), Id: aclId } };
+    }
     case 'AWS::ApiGateway::RestApi':
       return { ref: alnum(`api/${id}`, 10), attributes: { RestApiId: alnum(`api/${id}`, 10), RootResourceId: alnum(`root/${id}`, 10) } };
     case 'AWS::ApiGateway::Resource':

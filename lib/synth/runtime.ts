@@ -21,6 +21,7 @@ import { lockDataDir } from '../local/data-dir-lock';
 import { startDynalite, type LocalDynamo } from '../local/dynamo';
 import { LocalQueue, LocalQueuePort } from '../local/queue';
 import { readConfig } from '../config';
+import { isPlainObject } from '../../functions/core/values';
 import { createDeps, type Deps } from '../../functions/adapters/deps';
 import { createGuardedHttp } from '../../functions/adapters/guarded-http';
 import { parseKeyMaterial, StaticKeyMaterial } from '../../functions/adapters/key-material';
@@ -32,6 +33,7 @@ import { LocalSecretStore, startAwsEndpoint, type AwsEndpoint, type EndpointQueu
 import { FunctionError, FunctionHost, type FunctionSpec } from './function-host';
 import { apiFromTemplate, type TemplateApi } from './gateway-from-template';
 import { assertKnownPolicies, credentialsFor, IamEvaluator, type IamDecision, type IamRequest } from './iam';
+import { firewallFromTemplate } from './waf';
 import { resolveAssembly, type ResolvedAssembly, type ResolvedStack } from './physical';
 
 export interface SynthRuntimeOptions {
@@ -108,8 +110,6 @@ const WIRING = new Set([
 /** API Gateway's own limit on a request's payload. */
 const API_GATEWAY_MAX_BODY_BYTES = 10 * 1024 * 1024;
 
-const isRecord = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
-
 function persistent(path: string, create: () => string): string {
   if (existsSync(path)) return readFileSync(path, 'utf8').trim();
   const value = create();
@@ -177,7 +177,7 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
       if (!physical) throw new Error(`${where}: no physical function`);
       const arn = physical.attributes.Arn ?? '';
       const roleArn = stack.resolveString(fn.properties.Role, `${where}.Role`);
-      const variables = isRecord(fn.properties.Environment) ? stack.resolve(fn.properties.Environment.Variables ?? {}, `${where}.Environment.Variables`) : {};
+      const variables = isPlainObject(fn.properties.Environment) ? stack.resolve(fn.properties.Environment.Variables ?? {}, `${where}.Environment.Variables`) : {};
       const credentials = credentialsFor(roleArn);
       const memoryMb = Number(fn.properties.MemorySize ?? 128);
       const spec: FunctionSpec = {
@@ -283,7 +283,7 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
         const props = stack.resolve(r.Properties ?? {}, where) as Record<string, unknown>;
         const attrs = stack.physical[id]?.attributes ?? {};
         const arn = attrs.Arn ?? '';
-        const redrive = isRecord(props.RedrivePolicy) ? props.RedrivePolicy : undefined;
+        const redrive = isPlainObject(props.RedrivePolicy) ? props.RedrivePolicy : undefined;
         if (redrive && ![...Object.values(resolved.stacks)].some((s) => Object.values(s.physical).some((x) => x.attributes.Arn === redrive.deadLetterTargetArn))) {
           throw new Error(`${where}.RedrivePolicy: dead-letter target ${String(redrive.deadLetterTargetArn)} is not a queue of the assembly`);
         }
@@ -347,7 +347,7 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
         if (typeof p.ScheduleExpression !== 'string' || p.State === 'DISABLED') continue;
         const everyMs = rateMs(p.ScheduleExpression, where);
         const ruleArn = stack.physical[id]?.attributes.Arn ?? '';
-        for (const target of Array.isArray(p.Targets) ? p.Targets.filter(isRecord) : []) {
+        for (const target of Array.isArray(p.Targets) ? p.Targets.filter(isPlainObject) : []) {
           const fn = fnByArn(String(target.Arn), `${where}.Targets`);
           // Without a resource-based permission for events.amazonaws.com (and this rule) the
           // rule fires and the invocation fails (its FailedInvocations metric).
@@ -418,6 +418,7 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
         basePath: env.PIPEGATE_BASE_PATH,
         integrationTimeoutMs: api.integrationTimeoutMs,
         api: { region, account, apiId: api.apiId, stage: api.stage },
+        firewall: firewallFromTemplate(serviceStack, `arn:${resolved.env.partition}:apigateway:${region}::/restapis/${api.apiId}/stages/${api.stage}`),
         log: (line) => log(JSON.stringify({ level: 'info', message: 'request', ...line })),
       }),
     );
@@ -584,20 +585,20 @@ function stateMachineDefinition(stack: ResolvedStack, props: Record<string, unkn
     return String(v);
   });
   const parsed = JSON.parse(text) as unknown;
-  if (!isRecord(parsed)) throw new Error(`${where}: the definition is not a JSON object`);
+  if (!isPlainObject(parsed)) throw new Error(`${where}: the definition is not a JSON object`);
   return parsed;
 }
 
 function forEachTask(machine: Record<string, unknown>, visit: (name: string, resource: string) => void): void {
-  if (!isRecord(machine.States)) return;
+  if (!isPlainObject(machine.States)) return;
   for (const [name, state] of Object.entries(machine.States)) {
-    if (!isRecord(state)) continue;
+    if (!isPlainObject(state)) continue;
     if (state.Type === 'Task') {
       const resource = String(state.Resource);
       if (!/^arn:[^:]+:lambda:[^:]+:\d{12}:function:[^:]+$/.test(resource)) throw new Error(`State ${name}: only direct Lambda function ARNs are run locally (got ${resource})`);
       visit(name, resource);
     }
-    for (const sub of [...(Array.isArray(state.Branches) ? state.Branches : []), state.Iterator, state.ItemProcessor]) if (isRecord(sub)) forEachTask(sub, visit);
+    for (const sub of [...(Array.isArray(state.Branches) ? state.Branches : []), state.Iterator, state.ItemProcessor]) if (isPlainObject(sub)) forEachTask(sub, visit);
   }
 }
 
@@ -642,7 +643,7 @@ function defineSecrets(stack: ResolvedStack, store: LocalSecretStore): void {
     const arn = stack.physical[id]?.ref ?? '';
     store.define(arn, () => {
       if (typeof p.SecretString === 'string') return p.SecretString;
-      const g = isRecord(p.GenerateSecretString) ? p.GenerateSecretString : {};
+      const g = isPlainObject(p.GenerateSecretString) ? p.GenerateSecretString : {};
       let alphabet = '';
       if (g.ExcludeUppercase !== true) alphabet += 'ABCDEFGHIJKLMNOPQRSTUVWXYZ';
       if (g.ExcludeLowercase !== true) alphabet += 'abcdefghijklmnopqrstuvwxyz';

@@ -45,6 +45,8 @@ export interface GatewayOptions {
   integrationTimeoutMs?: number;
   /** Region, account, API id and stage the method ARNs name. */
   api?: Partial<ApiIdentity>;
+  /** A web ACL in front of the API (the synthesized mode's WAF): its reply, or undefined to let the request through. */
+  firewall?: (req: IncomingMessage) => Reply | undefined;
 }
 
 const DEFAULT_INTEGRATION_TIMEOUT_MS = 29_000;
@@ -72,6 +74,13 @@ export function createGateway(opts: GatewayOptions): (req: IncomingMessage, res:
     const queryAt = target.indexOf('?');
     const fullPath = queryAt === -1 ? target : target.slice(0, queryAt);
     const rawQuery = queryAt === -1 ? '' : target.slice(queryAt + 1);
+
+    const blocked = opts.firewall?.(req);
+    if (blocked) {
+      // The body is never read: the connection closes after the answer.
+      req.pause();
+      return { reply: { ...blocked, headers: [...blocked.headers, ['Connection', 'close']] }, route: null };
+    }
 
     const path = stripBasePath(fullPath, basePath);
     const routePath = path !== undefined && path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
