@@ -55,6 +55,7 @@ const ConfigSchema = v.object({
   PIPEGATE_STATE_MACHINE_ARN: v.optional(v.string(), ''),
   PIPEGATE_SECRET_ARN: v.optional(v.string(), ''),
   PIPEGATE_DYNAMODB_ENDPOINT: v.optional(v.string()),
+  PIPEGATE_DYNAMODB_TRANSPORT: v.optional(v.picklist(['in-process', 'http'], 'must be in-process or http'), 'in-process'),
   PIPEGATE_EXECUTION_TIMEOUT_MS: int(300_000, 1_000, 3_600_000),
   PIPEGATE_RESULT_RETENTION_DAYS: int(7, 1, 365),
   PIPEGATE_MAX_BODY_BYTES: int(262_144, 1_024, 10_000_000),
@@ -83,6 +84,11 @@ export type Config = {
   stateMachineArn: string;
   secretArn: string;
   dynamodbEndpoint: string | undefined;
+  /**
+   * Local runtime: how its own functions reach its dynalite — handed over in the process
+   * (default) or over loopback HTTP as any outside client does. Same SDK calls either way.
+   */
+  dynamodbTransport: 'in-process' | 'http';
   executionTimeoutMs: number;
   resultRetentionDays: number;
   maxBodyBytes: number;
@@ -149,6 +155,7 @@ export function readConfig(env: Record<string, string | undefined> = process.env
     stateMachineArn: c.PIPEGATE_STATE_MACHINE_ARN,
     secretArn: c.PIPEGATE_SECRET_ARN,
     dynamodbEndpoint: c.PIPEGATE_DYNAMODB_ENDPOINT,
+    dynamodbTransport: c.PIPEGATE_DYNAMODB_TRANSPORT,
     executionTimeoutMs: c.PIPEGATE_EXECUTION_TIMEOUT_MS,
     resultRetentionDays: c.PIPEGATE_RESULT_RETENTION_DAYS,
     maxBodyBytes: c.PIPEGATE_MAX_BODY_BYTES,

@@ -1,22 +1,44 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { HttpHandler } from '@smithy/core/protocols';
 
 export interface DynamoOptions {
   region: string;
   endpoint?: string;
 }
 
+/**
+ * Endpoints this process serves itself (the local runtime's dynalite, see lib/local/dynamo.ts),
+ * each with the request handler that hands the SDK's signed request to it without a socket.
+ * A client for any other endpoint, or for AWS, goes over HTTP as usual.
+ */
+const inProcess = new Map<string, HttpHandler>();
+
+/** Clients created from now on for `endpoint` use `handler`; the returned function undoes it. */
+export function serveInProcess(endpoint: string, handler: HttpHandler): () => void {
+  inProcess.set(endpoint, handler);
+  return () => {
+    if (inProcess.get(endpoint) === handler) inProcess.delete(endpoint);
+  };
+}
+
+/** Client settings for a custom endpoint (dynalite); none for AWS. */
+export function localEndpointConfig(endpoint: string | undefined) {
+  if (!endpoint) return {};
+  const requestHandler = inProcess.get(endpoint);
+  return {
+    endpoint,
+    // dynalite accepts any credentials; the SDK still insists on having some, and signs with them.
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    ...(requestHandler ? { requestHandler } : {}),
+  };
+}
+
 /** One document client per process, created at cold start and handed to the stores. */
 export function createDocumentClient(opts: DynamoOptions): DynamoDBDocumentClient {
   const client = new DynamoDBClient({
     region: opts.region,
-    ...(opts.endpoint
-      ? {
-          endpoint: opts.endpoint,
-          // dynalite accepts any credentials; the SDK still insists on having some.
-          credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-        }
-      : {}),
+    ...localEndpointConfig(opts.endpoint),
     maxAttempts: 3,
   });
   return DynamoDBDocumentClient.from(client, {

@@ -2,7 +2,8 @@
  * DynamoDB on one machine: dynalite (LevelDB on disk, or in memory for tests) with the table
  * built from the same definition as the cloud (lib/tables.ts).
  */
-import type { Server } from 'node:http';
+import { EventEmitter } from 'node:events';
+import type { IncomingMessage, RequestListener, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
   CreateTableCommand,
@@ -14,7 +15,10 @@ import {
   ScanCommand,
   type AttributeValue,
 } from '@aws-sdk/client-dynamodb';
+import type { HttpHandler } from '@smithy/core/protocols';
+import type { HttpRequest, HttpResponse } from '@smithy/core/transport';
 import dynalite from 'dynalite';
+import { localEndpointConfig, serveInProcess } from '../../functions/adapters/dynamo';
 import { MAIN_TABLE, type TableDefinition } from '../tables';
 
 export interface LocalDynamo {
@@ -22,31 +26,106 @@ export interface LocalDynamo {
   close(): Promise<void>;
 }
 
+export interface DynaliteOptions {
+  /** Persist on disk here (in memory without). */
+  path?: string;
+  /** 0 (the default) picks a free port. */
+  port?: number;
+  /**
+   * Clients this process builds for the endpoint hand their requests straight to dynalite
+   * (see inProcessHandler) instead of over loopback HTTP. The endpoint listens either way, for
+   * clients in other processes.
+   */
+  inProcess?: boolean;
+}
+
 /** Starts dynalite on 127.0.0.1 (port 0 = any free port); `path` persists it on disk. */
-export async function startDynalite(opts: { path?: string; port?: number } = {}): Promise<LocalDynamo> {
+export async function startDynalite(opts: DynaliteOptions = {}): Promise<LocalDynamo> {
   const server: Server = dynalite({ path: opts.path, createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(opts.port ?? 0, '127.0.0.1', () => resolve());
   });
   const { port } = server.address() as AddressInfo;
+  const endpoint = `http://127.0.0.1:${port}`;
+  const listener = server.listeners('request')[0] as RequestListener | undefined;
+  if (!listener) throw new Error('dynalite started without a request listener');
+  const unregister = opts.inProcess ? serveInProcess(endpoint, inProcessHandler(listener)) : () => undefined;
   return {
-    endpoint: `http://127.0.0.1:${port}`,
+    endpoint,
     close: () =>
       new Promise<void>((resolve) => {
+        unregister();
         server.closeAllConnections?.();
         server.close(() => resolve());
       }),
   };
 }
 
+/**
+ * An SDK request handler that gives the signed request to dynalite's own HTTP request listener
+ * in this process, as a request and response object pair, instead of writing it to a socket
+ * that the same process then reads back. dynalite sees the same method, path, headers
+ * (signature included) and body, and answers with the same status, headers and body, so the
+ * SDK's serialisation, signing, retries and error parsing run unchanged; what is saved is the
+ * HTTP on both sides of every call, most of a call's cost here (docs/performance.md).
+ */
+export function inProcessHandler(listener: RequestListener): HttpHandler {
+  return {
+    metadata: { handlerProtocol: 'in-process' },
+    updateHttpClientConfig: () => undefined,
+    httpHandlerConfigs: () => ({}),
+    handle: (request: HttpRequest, options?: { abortSignal?: { aborted: boolean } }) =>
+      new Promise<{ response: HttpResponse }>((resolve, reject) => {
+        if (options?.abortSignal?.aborted) {
+          const err = new Error('Request aborted');
+          err.name = 'AbortError';
+          reject(err);
+          return;
+        }
+        const headers: Record<string, string> = {};
+        for (const [name, value] of Object.entries(request.headers)) headers[name.toLowerCase()] = value;
+        const query = new URLSearchParams();
+        for (const [k, v] of Object.entries(request.query ?? {})) for (const x of Array.isArray(v) ? v : [v]) if (x !== null && x !== undefined) query.append(k, x);
+        const search = query.toString();
+
+        const req = Object.assign(new EventEmitter(), {
+          method: request.method,
+          url: `${request.path}${search ? `?${search}` : ''}`,
+          headers,
+        });
+        const answer: Record<string, string> = {};
+        const res = {
+          statusCode: 200,
+          setHeader(name: string, value: string | number) {
+            answer[name.toLowerCase()] = String(value);
+          },
+          end(body?: string) {
+            resolve({ response: { statusCode: res.statusCode, headers: answer, body: Buffer.from(body ?? '', 'utf8') } });
+          },
+        };
+        try {
+          listener(req as unknown as IncomingMessage, res as unknown as ServerResponse);
+          const body = bodyBytes(request.body);
+          if (body.length > 0) req.emit('data', body);
+          req.emit('end');
+        } catch (err) {
+          reject(err instanceof Error ? err : new Error(String(err)));
+        }
+      }),
+  };
+}
+
+function bodyBytes(body: unknown): Buffer {
+  if (body === undefined || body === null) return Buffer.alloc(0);
+  if (typeof body === 'string') return Buffer.from(body, 'utf8');
+  if (body instanceof Uint8Array) return Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  throw new Error('the in-process DynamoDB transport takes string or byte bodies only');
+}
+
 /** Creates the table unless it exists, then waits until it is active. */
 export async function ensureTable(endpoint: string, tableName: string, def: TableDefinition = MAIN_TABLE): Promise<void> {
-  const client = new DynamoDBClient({
-    endpoint,
-    region: 'local',
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-  });
+  const client = new DynamoDBClient({ region: 'local', ...localEndpointConfig(endpoint) });
   const create = () => {
     const attrs = new Set([def.partitionKey, def.sortKey, ...def.indexes.flatMap((i) => [i.partitionKey, i.sortKey])]);
     return client.send(

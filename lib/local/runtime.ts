@@ -131,16 +131,19 @@ async function startLocked(
     ),
   );
 
-  const dynamo: LocalDynamo = await startDynalite(opts.inMemory ? {} : { path: join(dataDir, 'db') });
-  const config: Config = readConfig({
+  const settings: Config = readConfig({
     PIPEGATE_ALLOW_PRIVATE_URLS: 'true',
     PIPEGATE_CANCEL_POLL_MS: '200',
     ...env,
-    PIPEGATE_DYNAMODB_ENDPOINT: dynamo.endpoint,
     // Recovery at start reads the open executions.
     PIPEGATE_TRACK_OPEN: opts.trackOpen === false ? 'false' : 'true',
     AWS_REGION: 'local',
   });
+  const dynamo: LocalDynamo = await startDynalite({
+    ...(opts.inMemory ? {} : { path: join(dataDir, 'db') }),
+    inProcess: settings.dynamodbTransport === 'in-process',
+  });
+  const config: Config = { ...settings, dynamodbEndpoint: dynamo.endpoint };
   await ensureTable(dynamo.endpoint, config.table);
 
   const queue = (id: QueueName) =>

@@ -20,9 +20,9 @@ export interface TestDb {
   close(): Promise<void>;
 }
 
-/** An in-memory dynalite with a fresh table, for one test file. */
-export async function startTestDb(): Promise<TestDb> {
-  const dynamo = await startDynalite();
+/** An in-memory dynalite with a fresh table, for one test file, reached as the local runtime reaches it. */
+export async function startTestDb(opts: { inProcess?: boolean } = {}): Promise<TestDb> {
+  const dynamo = await startDynalite({ inProcess: opts.inProcess ?? true });
   const table = `t-${randomUUID().slice(0, 8)}`;
   await ensureTable(dynamo.endpoint, table);
   const db = createDocumentClient({ region: 'local', endpoint: dynamo.endpoint });
