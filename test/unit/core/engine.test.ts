@@ -507,8 +507,8 @@ describe('runPipeline: runaway expressions', () => {
   });
 
   it('fails a node whose recursion grows without end (depth limit)', async () => {
-    // Act
-    const result = await runPipeline(runaway('($f := function($x){1 + $f($x)}; $f(a))'), {}, opts());
+    // Act: a time limit far away, so that only the depth limit can stop it on a loaded machine
+    const result = await runPipeline(runaway('($f := function($x){1 + $f($x)}; $f(a))'), {}, opts({ expressionTimeLimitMs: 60_000 }));
 
     // Assess
     expect(result.status).toBe('failed');
