@@ -7,6 +7,7 @@
 import { accessSync, chmodSync, constants, existsSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { UsageError } from './errors';
+import { isPlainObject } from '../../functions/core/values';
 
 export interface CredentialsEntry {
   deployment_id: string;
@@ -15,7 +16,6 @@ export interface CredentialsEntry {
   execute_url: string;
 }
 
-const isObject = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
 
 function readExisting(path: string, shown: string): Record<string, unknown> {
   if (!existsSync(path)) return {};
@@ -32,7 +32,7 @@ function readExisting(path: string, shown: string): Record<string, unknown> {
   } catch {
     throw new UsageError(`--secrets-out ${shown} exists and is not JSON`, 'apply merges new keys into a JSON object keyed by pipeline id; give another path');
   }
-  if (!isObject(doc)) throw new UsageError(`--secrets-out ${shown} exists and does not hold a JSON object`, 'give another path');
+  if (!isPlainObject(doc)) throw new UsageError(`--secrets-out ${shown} exists and does not hold a JSON object`, 'give another path');
   return doc;
 }
 

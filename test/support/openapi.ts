@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
+import { isPlainObject } from '../../functions/core/values';
 
 export type JsonObject = Record<string, unknown>;
 
@@ -20,7 +21,7 @@ const STATUS_KEY = /^(?:[1-5](?:\d\d|XX)|default)$/;
 const SECURITY_TYPES = ['apiKey', 'http', 'mutualTLS', 'oauth2', 'openIdConnect'];
 const PARAMETER_PLACES = ['query', 'header', 'path', 'cookie'];
 
-export const isObject = (x: unknown): x is JsonObject => typeof x === 'object' && x !== null && !Array.isArray(x);
+export const isObject = (x: unknown): x is JsonObject => isPlainObject(x);
 
 export function loadServiceDocument(): JsonObject {
   return JSON.parse(readFileSync(SERVICE_OPENAPI_FILE, 'utf8')) as JsonObject;
