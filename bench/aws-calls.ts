@@ -304,6 +304,27 @@ export function callerCost(m: CallerMeasure, path: { tasks: string[]; states: st
   return { whole, input, lines: costPerMillion(input) };
 }
 
+/**
+ * The same caller shape had each execution taken `seconds` from POST to terminal: a poller
+ * polls until the first poll at or after it (at least once), each poll adding what the
+ * measured polls did on average (their reads; polls write nothing); a waiter re-reads on the
+ * AWS schedule for that long. `base` is an execution with no caller traffic beyond the POST.
+ */
+export function atExecutionTime(m: CallerMeasure, base: Counts, seconds: number, pollMs: number, maxWaitSeconds: number): CallerMeasure {
+  const polls = m.requestsPer - 1;
+  if (polls > 0) {
+    const modelled = Math.max(1, Math.ceil((seconds * 1000) / pollMs));
+    const perExecution = cloneCounts(m.perExecution);
+    const getsPerPoll = ((m.perExecution.dynamo.GetItem ?? 0) - (base.dynamo.GetItem ?? 0)) / polls;
+    const unitsPerPoll = (m.perExecution.readUnits - base.readUnits) / polls;
+    perExecution.dynamo.GetItem = (perExecution.dynamo.GetItem ?? 0) + (modelled - polls) * getsPerPoll;
+    perExecution.readUnits += (modelled - polls) * unitsPerPoll;
+    return { ...m, requestsPer: 1 + modelled, perExecution };
+  }
+  if (m.perExecution.waits > 0) return { ...m, awsWait: awsWait(seconds * 1000, maxWaitSeconds) };
+  return m;
+}
+
 export const totalDollars = (lines: CostLine[]): number => lines.reduce((s, l) => s + l.dollars, 0);
 
 export { awsCalls };

@@ -42,7 +42,10 @@ export interface CallerFigure {
   /** What the server asked of AWS per execution, counted at the adapters, capacity units included. */
   perExecution: Counts;
   runnerInvocationsPer: number;
-  /** For `wait`: the same waits on AWS, where the waiting function re-reads on a schedule. */
+  /**
+   * For `wait`: the same waits on AWS, where the waiting function re-reads on a schedule, each
+   * as long as the server took from creating the record to its terminal write.
+   */
   awsWait: { rereads: number; seconds: number };
   executions: number;
   failed: number;
@@ -144,7 +147,7 @@ export async function callerShape(child: ServerChild, url: string, submit: Call,
   });
   let requests = 0;
 
-  const one = async (latency: number[]): Promise<void> => {
+  const one = async (latency: number[], waited: number[]): Promise<void> => {
     const sentAt = performance.now();
     if (shape === 'callback') {
       requests++;
@@ -160,6 +163,9 @@ export async function callerShape(child: ServerChild, url: string, submit: Call,
     if (a.status === 200) {
       completed(a.body);
       latency.push(performance.now() - sentAt);
+      // What the waiting function waited: from the record's creation (the wait begins right after) to its terminal write.
+      const done = await child.finished(idOf(a.body), 5000);
+      if (done.completed_at) waited.push(Date.parse(done.completed_at) - Date.parse(done.created_at));
       return;
     }
     if (a.status !== 202) throw new Error(`submit answered ${a.status}: ${a.body.slice(0, 200)}`);
@@ -180,17 +186,19 @@ export async function callerShape(child: ServerChild, url: string, submit: Call,
   try {
     // Capacity units are measured through the whole load, so every figure below is of one run.
     await child.command('units', 1);
-    await closedLoop({ concurrency: Math.min(8, o.callers), durationMs: 1000, maxIterations: 1000 }, () => one([]));
+    await closedLoop({ concurrency: Math.min(8, o.callers), durationMs: 1000, maxIterations: 1000 }, () => one([], []));
     const latency: number[] = [];
+    const waited: number[] = [];
     requests = 0;
     const s0 = (await child.command('snapshot')) as Snapshot;
     const cpu0 = Number(await child.command('cpu'));
-    const r = await closedLoop({ concurrency: o.callers, durationMs: o.durationMs, maxIterations: 1_000_000 }, () => one(latency));
+    const r = await closedLoop({ concurrency: o.callers, durationMs: o.durationMs, maxIterations: 1_000_000 }, () => one(latency, waited));
     // The callback dispatcher records the delivery after the receiver has answered: let that land.
     if (shape === 'callback') await sleep(300);
     const cpu1 = Number(await child.command('cpu'));
     const s1 = (await child.command('snapshot')) as Snapshot;
     await child.command('units', 0);
+    child.forget();
     const n = Math.max(1, r.succeeded);
     return {
       shape,
@@ -201,7 +209,7 @@ export async function callerShape(child: ServerChild, url: string, submit: Call,
       requestsPer: requests / n,
       perExecution: scaleCounts(diffCounts(s0.counts, s1.counts), 1 / n),
       runnerInvocationsPer: (s1.runnerInvocations - s0.runnerInvocations) / n,
-      awsWait: shape === 'wait' ? meanAwsWait(latency, o.waitSeconds) : { rereads: 0, seconds: 0 },
+      awsWait: shape === 'wait' ? meanAwsWait(waited, o.waitSeconds) : { rereads: 0, seconds: 0 },
       executions: r.succeeded,
       failed: r.failed,
       errors: r.errors,

@@ -142,20 +142,28 @@ export class IndexTracker {
     return `${String(key[this.def.partitionKey])}\u0000${String(key[this.def.sortKey])}`;
   }
 
-  /** Index copies written by a successful Put of `item`. */
-  put(item: Record<string, unknown>): number {
+  /**
+   * Write units of one index copy: a keys-only entry is under 1 KB whatever the item, an ALL
+   * copy is the item itself (`itemUnits`).
+   */
+  private unitsOf(index: string, itemUnits: number): number {
+    return this.keysOnly.has(index) ? 1 : itemUnits;
+  }
+
+  /** Index write units of a successful Put of `item` (index copies, when `itemUnits` is 1). */
+  put(item: Record<string, unknown>, itemUnits = 1): number {
     const id = this.id(item);
     const before = this.members.get(id) ?? new Set<string>();
     const after = new Set<string>();
     for (const [attr, index] of this.keyAttrs) if (item[attr] !== undefined) after.add(index);
     this.members.set(id, after);
-    let copies = 0;
-    for (const index of new Set([...before, ...after])) copies += before.has(index) && after.has(index) ? 2 : 1;
-    return copies;
+    let units = 0;
+    for (const index of new Set([...before, ...after])) units += (before.has(index) && after.has(index) ? 2 : 1) * this.unitsOf(index, itemUnits);
+    return units;
   }
 
-  /** Index copies written by a successful UpdateItem. */
-  update(key: Record<string, unknown>, expression: string, names: Record<string, string> = {}): number {
+  /** Index write units of a successful UpdateItem (index copies, when `itemUnits` is 1). */
+  update(key: Record<string, unknown>, expression: string, names: Record<string, string> = {}, itemUnits = 1): number {
     const id = this.id(key);
     const before = this.members.get(id) ?? new Set<string>();
     const { set, remove } = updatedAttributes(expression, names);
@@ -169,20 +177,20 @@ export class IndexTracker {
       if (remove.has(attr)) after.delete(index);
     }
     this.members.set(id, after);
-    let copies = 0;
+    let units = 0;
     for (const index of new Set([...before, ...after])) {
-      if (rekeyed.has(index)) copies += 2;
+      if (rekeyed.has(index)) units += 2 * this.unitsOf(index, itemUnits);
       // A keys-only index is written only when the item enters or leaves it.
-      else if (!this.keysOnly.has(index) || before.has(index) !== after.has(index)) copies += 1;
+      else if (!this.keysOnly.has(index) || before.has(index) !== after.has(index)) units += this.unitsOf(index, itemUnits);
     }
-    return copies;
+    return units;
   }
 
-  delete(key: Record<string, unknown>): number {
+  delete(key: Record<string, unknown>, itemUnits = 1): number {
     const id = this.id(key);
-    const before = this.members.get(id)?.size ?? 0;
+    const before = this.members.get(id) ?? new Set<string>();
     this.members.delete(id);
-    return before;
+    return [...before].reduce((s, index) => s + this.unitsOf(index, itemUnits), 0);
   }
 }
 
@@ -247,18 +255,17 @@ export function countDynamo(db: DynamoDBDocumentClient, counts: Counts, units: (
         if (isRead) counts.readUnits += units;
         else {
           counts.writeUnits += units;
-          const perCopy = Math.max(1, units);
-          if (op === 'PutItem') counts.indexWriteUnits += perCopy * tracker.put(input.Item as Record<string, unknown>);
+          const itemUnits = Math.max(1, units);
+          if (op === 'PutItem') counts.indexWriteUnits += tracker.put(input.Item as Record<string, unknown>, itemUnits);
           if (op === 'UpdateItem') {
-            counts.indexWriteUnits +=
-              perCopy *
-              tracker.update(
-                input.Key as Record<string, unknown>,
-                String(input.UpdateExpression ?? ''),
-                input.ExpressionAttributeNames as Record<string, string> | undefined,
-              );
+            counts.indexWriteUnits += tracker.update(
+              input.Key as Record<string, unknown>,
+              String(input.UpdateExpression ?? ''),
+              input.ExpressionAttributeNames as Record<string, string> | undefined,
+              itemUnits,
+            );
           }
-          if (op === 'DeleteItem') counts.indexWriteUnits += perCopy * tracker.delete(input.Key as Record<string, unknown>);
+          if (op === 'DeleteItem') counts.indexWriteUnits += tracker.delete(input.Key as Record<string, unknown>, itemUnits);
         }
         return out;
       } catch (err) {

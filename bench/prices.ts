@@ -48,6 +48,13 @@ export const ASSUMPTIONS = {
   /** One GetSecretValue per warm container every 15 minutes; containers that read the secret. */
   secretRefreshMinutes: 15,
   secretReadingContainers: 1,
+  /**
+   * POST accepted → terminal for the trivial pipeline on AWS, not measured here: the event
+   * source mapping handing the message to the runner, the runner, the Express execution (0.2 s
+   * above). Polls and waits are also priced at this time, since locally, under 64 callers on 2
+   * shared cores, an execution waits behind the others in a way AWS's scaling does not.
+   */
+  awsExecutionSeconds: 0.5,
   /** The longest `Prefer: wait` on AWS (PIPEGATE_MAX_WAIT_SECONDS in the stack, docs/aws.md). */
   maxWaitSeconds: 25,
   /** Monthly volume the fixed secret refreshes are spread over. */

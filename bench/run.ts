@@ -11,7 +11,7 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import asl from '../lib/state-machine.asl.json';
-import { awsCalls, callerCost, costPerMillion, lambdaInvocations, successPath, totalDollars, type CallMeasure, type CostLine } from './aws-calls';
+import { atExecutionTime, awsCalls, callerCost, costPerMillion, lambdaInvocations, successPath, totalDollars, type CallMeasure, type CostLine } from './aws-calls';
 import { initMedian, measureBundles, HELLO, type BundleFigure } from './bundles';
 import { callerShape, type CallerFigure, type CallerOptions, type CallerShape } from './callers';
 import { ServerChild } from './child';
@@ -185,8 +185,18 @@ function callerRows(r: Results): Row[] {
       '',
       '',
     ]);
-    const top = [...cost.lines].sort((a, b) => b.dollars - a.dollars).slice(0, 3);
-    rows.push([`  cost per million executions on AWS`, `$${totalDollars(cost.lines).toFixed(2)}`, top.map((l) => `${l.item} $${l.dollars.toFixed(2)}`).join(', '), '', '', '']);
+    const top = (lines: CostLine[]) =>
+      [...lines]
+        .sort((a, b) => b.dollars - a.dollars)
+        .slice(0, 3)
+        .map((l) => `${l.item} $${l.dollars.toFixed(2)}`)
+        .join(', ');
+    rows.push([`  cost per million on AWS, at this run's POST → result times`, `$${totalDollars(cost.lines).toFixed(2)}`, top(cost.lines), '', '', '']);
+    const t = ASSUMPTIONS.awsExecutionSeconds;
+    const atT = atExecutionTime(f, r.calls.whole, t, callers.pollMs, callers.waitSeconds);
+    const costT = callerCost(atT, path).lines;
+    const how = f.shape === 'poll' ? `${fmt(atT.requestsPer - 1, 0)} polls` : f.shape === 'wait' ? `${fmt(atT.awsWait.rereads, 0)} re-reads over ${fmt(atT.awsWait.seconds * 1000, 0)} ms` : 'no time dependence';
+    rows.push([`  cost per million on AWS, executions taking ${t} s there`, `$${totalDollars(costT).toFixed(2)}`, `${how}; ${top(costT)}`, '', '', '']);
   }
   const failed = r.callers.filter((f) => f.failed > 0);
   for (const f of failed) rows.push([`  ${f.shape}: ${f.failed} failed`, '', f.errors.slice(0, 2).join('; '), '', '', '']);

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { fmt, fmtRatio, median, percentile, perSecond, ratio, summarize, verdict } from '../../../bench/stats';
-import { awsWait, callerCost, costPerMillion, lambdaInvocations, meanAwsWait, successPath, totalDollars, withScheduledRereads } from '../../../bench/aws-calls';
+import { atExecutionTime, awsWait, callerCost, costPerMillion, lambdaInvocations, meanAwsWait, successPath, totalDollars, withScheduledRereads } from '../../../bench/aws-calls';
 import { diffCounts, emptyCounts, IndexTracker, scaleCounts, updatedAttributes } from '../../../bench/instrument';
 import { PRICES } from '../../../bench/prices';
 import asl from '../../../lib/state-machine.asl.json';
@@ -91,6 +91,18 @@ describe('bench cost inputs', () => {
     expect([created, running, completed, later]).toEqual([1, 0, 1, 0]);
     expect(t.update({ pk: 'EXEC#2', sk: 'EXEC' }, 'SET sweep = :cb')).toBe(1);
     expect(t.update({ pk: 'EXEC#2', sk: 'EXEC' }, 'SET sweep = :other')).toBe(2);
+  });
+
+  it('charges a keys-only index copy 1 WRU whatever the item, an ALL copy what the item costs', () => {
+    // Prepare
+    const t = new IndexTracker();
+    // Act: items of 3 WRU (over 2 KB)
+    const keysOnly = t.put({ pk: 'EXEC#3', sk: 'EXEC', sweep: 'open', sweep_at: 'now' }, 3);
+    const rekeyed = t.update({ pk: 'EXEC#3', sk: 'EXEC' }, 'SET sweep = :cb', {}, 3);
+    const all = t.put({ pk: 'PIPE#1', sk: 'PIPE', gsi1pk: 'OWNER', gsi1sk: 'x' }, 3);
+    const gone = t.delete({ pk: 'PIPE#1', sk: 'PIPE' }, 3);
+    // Assess
+    expect([keysOnly, rekeyed, all, gone]).toEqual([1, 2, 3, 3]);
   });
 });
 
@@ -195,6 +207,24 @@ describe('bench cost of caller shapes', () => {
     // Assess
     expect(lambdaInvocations(cb.input)['callback-dispatch']).toBe(1);
     expect(dollars(cb.lines, 'SQS')).toBeCloseTo(6 * PRICES.sqsPerMillionRequests, 6);
+  });
+
+  it('re-prices a shape at another execution time: polls until the first at or after it, waits on the schedule', () => {
+    // Prepare: ten polls measured, each a consistent and an eventual read (1.5 RRU); one wait measured.
+    const polled = { requestsPer: 11, perExecution: { ...base, dynamo: { ...base.dynamo, GetItem: 22 }, readUnits: 17 }, awsWait: { rereads: 0, seconds: 0 } };
+    const waited = { requestsPer: 1, perExecution: { ...base, waits: 1, waitWakes: 1 }, awsWait: { rereads: 9, seconds: 5.55 } };
+    const called = { requestsPer: 1, perExecution: { ...base, sqsSend: { executions: 1, callbacks: 1 } }, awsWait: { rereads: 0, seconds: 0 } };
+    // Act
+    const poll = atExecutionTime(polled, base, 0.5, 250, 25);
+    const quick = atExecutionTime(polled, base, 0.1, 250, 25);
+    const wait = atExecutionTime(waited, base, 0.5, 250, 25);
+    // Assess
+    expect(poll.requestsPer).toBe(3);
+    expect(poll.perExecution.dynamo.GetItem).toBeCloseTo(6, 9);
+    expect(poll.perExecution.readUnits).toBeCloseTo(5, 9);
+    expect(quick.requestsPer).toBe(2);
+    expect(wait.awsWait).toEqual({ rereads: 4, seconds: 0.75 });
+    expect(atExecutionTime(called, base, 0.5, 250, 25)).toBe(called);
   });
 
   it('turns counts over a load into counts per execution', () => {
