@@ -61,9 +61,10 @@ describe('duplicate queue deliveries', () => {
   let dup: ReturnType<typeof duplicatingQueue>;
 
   beforeAll(async () => {
-    receiver = await startReceiver();
+    // A receiver refusing some deliveries, so retries (each message sent 3×) are duplicated too.
+    receiver = await startReceiver(0.3, seededRandom(seed + 1));
     rt = await startTestRuntime({
-      env: { ...process.env, PIPEGATE_CALLBACK_SCHEDULE: '0,0,0' },
+      env: { ...process.env, PIPEGATE_CALLBACK_SCHEDULE: '0,0,0,0,0,0,0,0' },
       wrapDeps: (d) => {
         starts = failingStarts(d.workflow, () => false);
         dup = duplicatingQueue({ ...d, workflow: starts }, 3);
@@ -76,7 +77,7 @@ describe('duplicate queue deliveries', () => {
     await receiver?.close();
   });
 
-  it('still runs one workflow to one terminal status with one callback id per execution', async () => {
+  it('still runs one workflow to one terminal status, with one callback id and one POST per attempt per execution', async () => {
     const p = await rt.publishPipeline('dup', delayDef(30));
     const ids = await Promise.all(
       Array.from({ length: 12 }, async () => {
@@ -92,10 +93,13 @@ describe('duplicate queue deliveries', () => {
       await rt.deps.queue.send('executions', { execution_id: id });
       await rt.deps.queue.send('callbacks', { execution_id: id });
     }
-    await waitUntil(async () => new Set(receiver.delivered().map((h) => h.executionId)), (s) => ids.every((id) => s.has(id)));
+    // Settled: delivered, or (rarely, at a 30 % refusal rate) out of retries.
+    const settled = () => Promise.all(ids.map((id) => rt.deps.executions.get(id, new Date(), true)));
+    await waitUntil(settled, (es) => es.every((e) => e?.callback_delivery?.outcome !== 'pending'));
     await rt.queues.executions.drain(10_000);
     await rt.queues.callbacks.drain(10_000);
     const later = await Promise.all(ids.map((id) => rt.caller('GET', `/v1/deployments/executions/${id}/status/`, p.apiKey)));
+    const attempts = (await settled()).map((e) => e?.callback_delivery?.attempts ?? 0);
 
     const perExecution = hooksByExecution(receiver.hooks);
     const running = ids.map((id) => counts.get(id)?.get('running') ?? 0);
@@ -107,11 +111,16 @@ describe('duplicate queue deliveries', () => {
     fig('duplicates: pending→running writes won', running.reduce((a, b) => a + b, 0));
     fig('duplicates: terminal writes won', terminal.reduce((a, b) => a + b, 0));
     fig('duplicates: callbacks delivered twice (same id)', extraDeliveries);
+    fig('duplicates: callback attempts recorded', attempts.reduce((a, b) => a + b, 0));
+    fig('duplicates: callback POSTs received', receiver.hooks.filter((h) => ids.includes(h.executionId)).length);
 
     expect(running).toEqual(ids.map(() => 1));
     expect(terminal).toEqual(ids.map(() => 1));
     expect(later.map((r) => r.body.status)).toEqual(ids.map(() => 'completed'));
     for (const id of ids) expect(perExecution.get(id)?.ids.size).toBe(1);
+    // Each attempt claimed by one of its copies: the receiver saw one POST per recorded attempt.
+    expect(ids.map((id) => receiver.hooks.filter((h) => h.executionId === id).length)).toEqual(attempts);
+    expect(extraDeliveries).toBe(0);
   });
 });
 
