@@ -222,6 +222,34 @@ describe('execute → runner → tasks → callback', () => {
     expect(e?.callback_delivery).toMatchObject({ attempts: 3, outcome: 'dead_lettered', last_status: 503 });
   });
 
+  it("names a callback attempt's claim by the SQS message id: another message is acknowledged unsent, the holder's own sends", async () => {
+    // Prepare: attempt 0 claimed by a message whose Lambda died before recording it.
+    const p = await publishGreeting('claimed');
+    const auth = await authorize(p.apiKey);
+    const res = await execute(
+      proxyEvent({ method: 'POST', resource: '/v1/deployments/{deployment_id}/executions', path: `/v1/deployments/${p.deploymentId}/executions`, pathParameters: { deployment_id: p.deploymentId }, body: JSON.stringify({ callback: 'https://hooks.example.com/z' }), authorizer: auth }),
+      context(),
+    );
+    const id = parse(res).execution_id as string;
+    await runWorkflow(id);
+    hookStatus = 204;
+    const holder = sqsEvent([JSON.stringify({ execution_id: id })]);
+    const duplicate = sqsEvent([JSON.stringify({ execution_id: id })]);
+    const now = Date.now();
+    expect(await d.executions.claimDelivery(id, 0, holder.Records[0]?.messageId ?? '', now + 60_000, now)).toBe(true);
+    calls.length = 0;
+    // Act
+    const dropped = (await callbackDispatch(duplicate, context())) as SQSBatchResponse;
+    const sentAfterDuplicate = calls.length;
+    const back = (await callbackDispatch(holder, context())) as SQSBatchResponse;
+    // Assess
+    expect(dropped.batchItemFailures).toEqual([]);
+    expect(sentAfterDuplicate).toBe(0);
+    expect(back.batchItemFailures).toEqual([]);
+    expect(calls).toHaveLength(1);
+    expect((await d.executions.get(id, new Date(), true))?.callback_delivery).toMatchObject({ attempts: 1, outcome: 'delivered' });
+  });
+
   it('MarkFailed ends an execution that never started as failed, through running, with a readable message', async () => {
     const p = await publishGreeting('failing');
     const auth = await authorize(p.apiKey);
