@@ -56,7 +56,10 @@ async function runtimeMode(dataDir: string): Promise<void> {
     waiting.delete(e.execution_id);
   });
   // Configured as on AWS (open executions indexed, the marker moved in the status write), so the counts feed the AWS cost model.
-  const rt = await startRuntime({ port: 0, dataDir, log: false, env: {}, trackOpen: true, wrapDeps: inst.wrap });
+  // Only the DynamoDB transport passes through, so `PIPEGATE_DYNAMODB_TRANSPORT=http npm run bench` measures loopback HTTP.
+  const transport = process.env.PIPEGATE_DYNAMODB_TRANSPORT;
+  const env = transport ? { PIPEGATE_DYNAMODB_TRANSPORT: transport } : {};
+  const rt = await startRuntime({ port: 0, dataDir, log: false, env, trackOpen: true, wrapDeps: inst.wrap });
   const { apiKey, deploymentId } = await publishGreeting(rt);
 
   let runnerInvocations = 0;

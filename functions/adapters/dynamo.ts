@@ -1,36 +1,44 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { HttpHandler } from '@smithy/core/protocols';
+import type { RequestSigner } from '@smithy/types';
 
 export interface DynamoOptions {
   region: string;
   endpoint?: string;
 }
 
-/**
- * Endpoints this process serves itself (the local runtime's dynalite, see lib/local/dynamo.ts),
- * each with the request handler that hands the SDK's signed request to it without a socket.
- * A client for any other endpoint, or for AWS, goes over HTTP as usual.
- */
-const inProcess = new Map<string, HttpHandler>();
+/** How a client of this process reaches an endpoint the process serves itself. */
+export interface InProcessEndpoint {
+  /** Hands the request to the store without a socket. */
+  requestHandler: HttpHandler;
+  /** Writes the Authorization header the store reads (dynalite checks its form, not the HMAC). */
+  signer: RequestSigner;
+}
 
-/** Clients created from now on for `endpoint` use `handler`; the returned function undoes it. */
-export function serveInProcess(endpoint: string, handler: HttpHandler): () => void {
-  inProcess.set(endpoint, handler);
+/**
+ * Endpoints this process serves itself (the local runtime's dynalite, see lib/local/dynamo.ts).
+ * A client for any other endpoint, or for AWS, goes over HTTP and signs as usual.
+ */
+const inProcess = new Map<string, InProcessEndpoint>();
+
+/** Clients created from now on for `endpoint` reach it through `how`; the returned function undoes it. */
+export function serveInProcess(endpoint: string, how: InProcessEndpoint): () => void {
+  inProcess.set(endpoint, how);
   return () => {
-    if (inProcess.get(endpoint) === handler) inProcess.delete(endpoint);
+    if (inProcess.get(endpoint) === how) inProcess.delete(endpoint);
   };
 }
 
 /** Client settings for a custom endpoint (dynalite); none for AWS. */
 export function localEndpointConfig(endpoint: string | undefined) {
   if (!endpoint) return {};
-  const requestHandler = inProcess.get(endpoint);
+  const served = inProcess.get(endpoint);
   return {
     endpoint,
-    // dynalite accepts any credentials; the SDK still insists on having some, and signs with them.
+    // dynalite accepts any credentials; the SDK still insists on having some.
     credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-    ...(requestHandler ? { requestHandler } : {}),
+    ...(served ? { requestHandler: served.requestHandler, signer: served.signer } : {}),
   };
 }
 
