@@ -19,13 +19,13 @@ import { InProcessCompletions } from '../../functions/adapters/completions';
 import { createGuardedHttp } from '../../functions/adapters/guarded-http';
 import { createLogger, errorFields, silentLogger, type Logger } from '../../functions/adapters/logger';
 import { parseKeyMaterial, StaticKeyMaterial } from '../../functions/adapters/key-material';
-import { failInterrupted } from '../../functions/services/lifecycle.service';
 import { sweepAll, sweepOnce } from '../../functions/services/sweeper.service';
 import { DataDirInUseError, lockDataDir, type DataDirLock } from './data-dir-lock';
 import { ensureTable, startDynalite, type LocalDynamo } from './dynamo';
 import { createGateway } from './gateway';
 import { createLambdaContext } from './lambda-context';
 import { LocalQueue, LocalQueuePort } from './queue';
+import { drainWorkflow, refuseWhileStopping, type StopOptions, type StopReport } from './shutdown';
 import { LocalWorkflow } from './workflow';
 import { createHandler as authorizer } from '../../functions/authorizer/handler';
 import { createHandler as runner } from '../../functions/runner/handler';
@@ -74,22 +74,6 @@ export interface Runtime {
   stop(opts?: StopOptions): Promise<StopReport>;
 }
 
-export interface StopOptions {
-  drainMs?: number;
-}
-
-/** What a stop did, for the operator. */
-export interface StopReport {
-  /** Executions whose workflow was going when the stop began. */
-  running: number;
-  /** Of them, finished within the drain time. */
-  finished: number;
-  /** Of them, failed as interrupted when the drain time ran out. */
-  interrupted: number;
-  waitedMs: number;
-  drainMs: number;
-}
-
 /** Reads a file of the data dir, creating it (mode 0600) on first use. */
 function persistent(path: string, create: () => string): string {
   if (existsSync(path)) return readFileSync(path, 'utf8').trim();
@@ -99,6 +83,7 @@ function persistent(path: string, create: () => string): string {
 }
 
 export { DataDirInUseError };
+export type { StopOptions, StopReport };
 
 export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> {
   const env = opts.env ?? process.env;
@@ -223,9 +208,7 @@ async function startLocked(
   });
   const server: Server = createServer((req, res) => {
     if (!draining) return gateway(req, res);
-    req.resume();
-    res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '5', connection: 'close' });
-    res.end(JSON.stringify({ error: 'Service Unavailable', detail: 'pipegate is shutting down' }));
+    refuseWhileStopping(req, res);
   });
   const host = opts.host ?? env.HOST ?? '127.0.0.1';
   await new Promise<void>((res, rej) => {
@@ -247,19 +230,7 @@ async function startLocked(
     await sweeping;
     // No new workflow starts; their messages wait in the queue for the next start.
     await queues.executions.stop();
-    const atStop = workflow.running();
-    const began = Date.now();
-    await workflow.idleWithin(drainMs);
-    const left = workflow.running();
-    let interrupted = 0;
-    for (const id of left) {
-      const e = await d.executions.get(id, d.clock.now(), true).catch(() => null);
-      if (e?.status !== 'running') continue;
-      await failInterrupted(d, e, 'a service shutdown').then(
-        () => (interrupted += 1),
-        (err: unknown) => log.error('could not fail an interrupted execution', { execution_id: id, ...errorFields(err) }),
-      );
-    }
+    const report = await drainWorkflow(workflow, d, drainMs, (id, err) => log.error('could not fail an interrupted execution', { execution_id: id, ...errorFields(err) }));
     // Their task calls get a moment to return; anything still pending is queued again at the next start.
     await workflow.stopAll(2_000);
     await queues.callbacks.stop();
@@ -270,7 +241,7 @@ async function startLocked(
     await dynamo.close();
     rmSync(urlFile, { force: true });
     await dataDirLock.release();
-    return { running: atStop.length, finished: atStop.length - left.length, interrupted, waitedMs: Date.now() - began, drainMs };
+    return report;
   };
   return {
     url,

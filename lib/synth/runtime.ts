@@ -27,6 +27,7 @@ import { createGuardedHttp } from '../../functions/adapters/guarded-http';
 import { parseKeyMaterial, StaticKeyMaterial } from '../../functions/adapters/key-material';
 import { silentLogger } from '../../functions/adapters/logger';
 import { sweepAll } from '../../functions/services/sweeper.service';
+import { drainWorkflow, refuseWhileStopping, type StopOptions, type StopReport } from '../local/shutdown';
 import { LocalWorkflow, type WorkflowTask } from '../local/workflow';
 import { cachedAssembly, loadAssembly, type Assembly } from './assembly';
 import { LocalSecretStore, startAwsEndpoint, type AwsEndpoint, type EndpointQueue, type StateMachinePort } from './aws-endpoint';
@@ -79,7 +80,14 @@ export interface SynthRuntime {
   deps: Deps;
   /** Every scheduled target, running on its rate; `fire` invokes it once now, as the rule would. */
   schedules: readonly Schedule[];
-  stop(): Promise<void>;
+  /** PIPEGATE_DRAIN_SECONDS: how long a stop waits for running executions. */
+  drainSeconds: number;
+  /**
+   * Stops as `npm start` stops: every request answers 503 + Retry-After, the schedules and the
+   * executions queue's consumer stop, running executions get `drainMs` (PIPEGATE_DRAIN_SECONDS
+   * by default) to finish, the rest fail as interrupted; then everything is torn down.
+   */
+  stop(opts?: StopOptions): Promise<StopReport>;
 }
 
 export interface Schedule {
@@ -336,6 +344,7 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
 
     // Schedules: EventBridge rules with a rate, each target invoked as EventBridge invokes it.
     const schedules: Schedule[] = [];
+    const halts: Array<() => Promise<void>> = [];
     for (const stack of stacks) {
       const permissions = Object.entries(stack.stack.template.Resources)
         .filter(([, r]) => r.Type === 'AWS::Lambda::Permission')
@@ -375,10 +384,12 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
               .finally(() => (running = undefined));
           }, everyMs);
           timer.unref();
-          stoppers.push(async () => {
+          const halt = async () => {
             clearInterval(timer);
             await running;
-          });
+          };
+          halts.push(halt);
+          stoppers.push(halt);
           schedules.push({ ruleArn, functionName: fn.spec.name, everyMs, fire });
         }
       }
@@ -403,25 +414,26 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
         invokeFromApi(fnArn, `arn:aws:execute-api:${region}:${account}:${api.apiId}/${api.stage}/${event.httpMethod}${event.resource.replace(/\{[^}]+\}/g, (m) => event.pathParameters?.[m.slice(1, -1)] ?? '')}`, event) as Promise<APIGatewayProxyResult>;
     }
     const authorizer = api.authorizer;
-    const server: Server = createServer(
-      createGateway({
-        routes: api.routes,
-        handlers,
-        authorizer: (event) =>
-          authorizer
-            ? (invokeFromApi(authorizer.functionArn, `arn:aws:execute-api:${region}:${account}:${api.apiId}/authorizers/${authorizer.authorizerId}`, event) as Promise<APIGatewayAuthorizerResult>)
-            : Promise.reject(new Error('The template declares no authorizer')),
-        authorizerSettings: authorizer?.settings,
-        gatewayResponses: api.gatewayResponses,
-        ownerToken,
-        maxBodyBytes: API_GATEWAY_MAX_BODY_BYTES,
-        basePath: env.PIPEGATE_BASE_PATH,
-        integrationTimeoutMs: api.integrationTimeoutMs,
-        api: { region, account, apiId: api.apiId, stage: api.stage },
-        firewall: firewallFromTemplate(serviceStack, `arn:${resolved.env.partition}:apigateway:${region}::/restapis/${api.apiId}/stages/${api.stage}`),
-        log: (line) => log(JSON.stringify({ level: 'info', message: 'request', ...line })),
-      }),
-    );
+    // While stopping: every request is told to come back, as under `npm start`.
+    let draining = false;
+    const gateway = createGateway({
+      routes: api.routes,
+      handlers,
+      authorizer: (event) =>
+        authorizer
+          ? (invokeFromApi(authorizer.functionArn, `arn:aws:execute-api:${region}:${account}:${api.apiId}/authorizers/${authorizer.authorizerId}`, event) as Promise<APIGatewayAuthorizerResult>)
+          : Promise.reject(new Error('The template declares no authorizer')),
+      authorizerSettings: authorizer?.settings,
+      gatewayResponses: api.gatewayResponses,
+      ownerToken,
+      maxBodyBytes: API_GATEWAY_MAX_BODY_BYTES,
+      basePath: env.PIPEGATE_BASE_PATH,
+      integrationTimeoutMs: api.integrationTimeoutMs,
+      api: { region, account, apiId: api.apiId, stage: api.stage },
+      firewall: firewallFromTemplate(serviceStack, `arn:${resolved.env.partition}:apigateway:${region}::/restapis/${api.apiId}/stages/${api.stage}`),
+      log: (line) => log(JSON.stringify({ level: 'info', message: 'request', ...line })),
+    });
+    const server: Server = createServer((req, res) => (draining ? refuseWhileStopping(req, res) : gateway(req, res)));
     const host = opts.host ?? env.HOST ?? '127.0.0.1';
     await new Promise<void>((res, rej) => {
       server.once('error', rej);
@@ -439,7 +451,23 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
     const workflow = [...machines.values()][0];
     if (!workflow || machines.size !== 1) throw new Error(`Expected one state machine in the assembly, found ${machines.size}`);
 
-    let stopped = false;
+    const { drainSeconds } = deps.config;
+    const executionsQueue = queues.get(resolved.arns.queueArnOfUrl(deps.config.executionsQueueUrl) ?? '');
+    if (!executionsQueue) throw new Error(`No local queue for ${deps.config.executionsQueueUrl}`);
+    const stop = async (stopOpts: StopOptions = {}): Promise<StopReport> => {
+      const drainMs = stopOpts.drainMs ?? drainSeconds * 1000;
+      draining = true;
+      try {
+        for (const halt of halts) await halt();
+        // No new workflow starts; their messages wait in the queue for the next start.
+        await executionsQueue.stop();
+        // The functions' own conditional write, from this process: AWS never stops, so no role holds it.
+        return await drainWorkflow(workflow, deps, drainMs, (id, err) => log(`could not fail interrupted execution ${id}: ${err instanceof Error ? err.message : String(err)}`));
+      } finally {
+        await stopAll();
+      }
+    };
+    let stopping: Promise<StopReport> | undefined;
     return {
       url,
       ownerToken,
@@ -455,11 +483,8 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
       recovered,
       deps,
       schedules,
-      stop: async () => {
-        if (stopped) return;
-        stopped = true;
-        await stopAll();
-      },
+      drainSeconds,
+      stop: (stopOpts) => (stopping ??= stop(stopOpts)),
     };
   } catch (err) {
     await stopAll();

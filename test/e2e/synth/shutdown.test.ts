@@ -1,0 +1,85 @@
+/**
+ * `npm run start:synth` stops as `npm start` does (test/e2e/shutdown.test.ts): on SIGTERM new
+ * requests are answered 503, an execution that finishes within the drain time completes, one
+ * that outlives it is failed as interrupted once, and the outcome is printed. One stop covers
+ * both cases: two executions wait on a gate, one is let through during the drain.
+ */
+import type { ServerResponse } from 'node:http';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { PipelineDefinition } from '../../../functions/core/types';
+import { reply, startTestServer, type TestServer } from '../../support/http-server';
+import { spawnRuntime, type RuntimeProcess } from '../../support/process';
+import { request, sleep, useE2eMode, waitUntil } from '../../support/runtime';
+
+useE2eMode('synth');
+jest.setTimeout(90_000);
+
+const dataDir = mkdtempSync(join(tmpdir(), 'pipegate-synth-drain-'));
+let rt: RuntimeProcess | undefined;
+let gate: TestServer;
+let open = true;
+const held: ServerResponse[] = [];
+
+beforeAll(async () => {
+  gate = await startTestServer((_req, res) => (open ? reply(res, 200, { word: 'done' }) : held.push(res)));
+});
+afterAll(async () => {
+  open = true;
+  held.splice(0).forEach((res) => reply(res, 200, { word: 'done' }));
+  await rt?.stop();
+  await gate?.close();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+it('drains on SIGTERM: refuses new work, lets what finishes in time complete, fails the rest as interrupted once', async () => {
+  // Prepare: a published pipeline whose one call waits on the gate, and two executions held there.
+  const env = { PIPEGATE_DRAIN_SECONDS: '3' };
+  rt = await spawnRuntime(dataDir, env);
+  const url = rt.url;
+  const owner = (m: string, p: string, b?: unknown) => request<Record<string, unknown>>(`${url}${p}`, m, b, { authorization: `Bearer ${rt?.ownerToken ?? ''}` });
+  const def: PipelineDefinition = {
+    nodes: {
+      name: { type: 'input', value_type: 'string', value: 'x' },
+      call: { type: 'http', url: `${gate.origin}/`, inputs: ['name'], timeout_ms: 30_000 },
+      word: { type: 'transform', inputs: ['call'], expression: 'call.word' },
+      out: { type: 'output', from: 'word' },
+    },
+  };
+  await owner('PUT', '/v1/pipelines/gated', def);
+  const run = await owner('POST', '/v1/pipelines/gated/runs', {});
+  await waitUntil(() => owner('GET', `/v1/pipelines/gated/runs/${String(run.body.run_id)}`), (r) => r.body.status === 'completed', 30_000);
+  const pub = await owner('PUT', '/v1/pipelines/gated/deployment', {});
+  const dep = String(pub.body.deployment_id);
+  const key = String(pub.body.api_key);
+  open = false;
+  const ids = await Promise.all(
+    [1, 2].map(async () => String((await request<Record<string, unknown>>(`${url}/v1/deployments/${dep}/executions`, 'POST', {}, { 'x-api-key': key })).body.execution_id)),
+  );
+  await waitUntil(() => Promise.resolve(held.length), (n) => n === 2, 20_000);
+
+  // Act: stop; while draining, new work is refused and one held call is answered.
+  const signalled = Date.now();
+  rt.child.kill('SIGTERM');
+  await sleep(300);
+  const refused = await request(`${url}/v1/deployments/${dep}/executions`, 'POST', {}, { 'x-api-key': key });
+  reply(held.shift() as ServerResponse, 200, { word: 'done' });
+  const code = await new Promise<number | null>((r) => (rt?.child.exitCode !== null ? r(rt?.child.exitCode ?? null) : rt.child.once('exit', r)));
+  const tookMs = Date.now() - signalled;
+  const output = rt.output();
+  rt = await spawnRuntime(dataDir, env);
+  const finals = await Promise.all(ids.map((id) => request<Record<string, unknown>>(`${rt?.url ?? ''}/v1/deployments/executions/${id}/status`, 'GET', undefined, { 'x-api-key': key })));
+
+  // Assess
+  expect(refused.status).toBe(503);
+  expect(refused.headers.get('retry-after')).toBeTruthy();
+  expect(code).toBe(0);
+  expect(output).toMatch(/SIGTERM: stopping\. New requests are answered 503; waiting up to 3 s for 2 running executions/);
+  expect(output).toMatch(/1 of 2 finished in [\d.]+ s; 1 still running after 3 s failed as interrupted/);
+  expect(tookMs).toBeLessThan(15_000);
+  expect(finals.map((r) => r.body.status).sort()).toEqual(['completed', 'failed']);
+  expect(String(finals.find((r) => r.body.status === 'failed')?.body.error_message)).toMatch(/interrupted by a service shutdown/);
+  // Failed once, at the stop: the next start has nothing left to mark.
+  expect(rt.output()).not.toMatch(/interrupted \(marked failed\)/);
+});
