@@ -3,6 +3,10 @@
  * test/long/reliability-soak.test.ts): kill -9 with executions in flight, duplicate queue
  * deliveries, an error injected at each step, cancel racing completion, and the store
  * unavailable for a while. Prints its figures at the end.
+ *
+ * The four paths that used to leave an execution open for good each have a test named
+ * "stuck path N" (path 3, the Express budget, is in test/unit/workflow-budget.test.ts); each
+ * fails with its fix taken out (docs/reliability.md says how that was checked).
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -245,7 +249,7 @@ describe('an error injected at each step', () => {
     expect(faults.count('start-transient')).toBe(2);
   });
 
-  it('MarkRunning: a retry whose first write landed (reply lost) proceeds, and the execution completes', async () => {
+  it('stuck path 2: MarkRunning\'s first write landed but its answer was lost; the retry proceeds and the execution completes', async () => {
     const id = randomUUID();
     faults.add({ label: 'start-lost-reply', store: 'executions', method: 'transition', when: movingTo('running', id), times: 1, after: true });
     planned.push(id);
@@ -254,14 +258,15 @@ describe('an error injected at each step', () => {
     expect(faults.count('start-lost-reply')).toBe(1);
   });
 
-  it('execute: a queue send that fails withdraws the execution and answers 503, leaving nothing pending', async () => {
+  it('stuck path 1: execute\'s queue send fails (no Idempotency-Key); the execution is withdrawn and answered 503, nothing left pending', async () => {
     const id = randomUUID();
     sendFaults.add(id);
     planned.push(id);
     const r = await rt.caller('POST', executions(p), p.apiKey, {});
+    // Nothing is left that nobody will queue (before the fix: a record `pending` for good).
+    expect((await rt.deps.executions.get(id, new Date(), true))?.status ?? 'withdrawn').toBe('withdrawn');
     expect(r.status).toBe(503);
     expect(r.headers.get('retry-after')).toBeTruthy();
-    expect(await rt.deps.executions.get(id, new Date(), true)).toBeNull();
     // The same request again is accepted and runs.
     const again = await rt.caller('POST', executions(p), p.apiKey, {});
     expect(again.status).toBe(202);
@@ -353,6 +358,58 @@ describe('an error injected at each step', () => {
     const open = await rt.deps.executions.listSweep('open', 1000);
     expect(open.map((e) => e.execution_id)).toEqual([]);
     fig('steps: left non-terminal after the restart', open.length);
+  });
+});
+
+describe('stuck path 4: a dead-lettered executions message, with the process still up', () => {
+  let rt: TestRuntime;
+  let p: Published;
+  /** Executions whose workflow start fails, until taken out. */
+  const failing = new Set<string>();
+  const planned: string[] = [];
+  /** Executions-queue messages sent, by execution id. */
+  const sends = new Map<string, number>();
+
+  beforeAll(async () => {
+    rt = await startTestRuntime({
+      // A pass every second, and a pending execution counts as stuck after a second without progress.
+      env: { ...process.env, PIPEGATE_SWEEP_INTERVAL_SECONDS: '1', PIPEGATE_SWEEP_PENDING_AFTER_SECONDS: '1' },
+      queueOverrides: { executions: { visibilityTimeoutSeconds: 0.1 } },
+      wrapDeps: (d) => ({
+        ...d,
+        ids: { uuid: () => planned.shift() ?? randomUUID() },
+        workflow: failingStarts(d.workflow, (name) => failing.has(name)),
+        queue: {
+          send: async (queue, body, opts) => {
+            if (queue === 'executions') sends.set(String(body.execution_id), (sends.get(String(body.execution_id)) ?? 0) + 1);
+            return d.queue.send(queue, body, opts);
+          },
+        },
+      }),
+    });
+    p = await rt.publishPipeline('dead-letter', greeting);
+  });
+  afterAll(async () => {
+    await rt?.cleanup();
+  });
+
+  it('the sweeper\'s next pass queues the pending execution again and it completes, without a restart', async () => {
+    const id = randomUUID();
+    failing.add(id);
+    planned.push(id);
+    const r = await rt.caller('POST', executions(p), p.apiKey, {});
+    expect(r.status).toBe(202);
+    await waitUntil(() => rt.queues.executions.deadLetters(), (ds) => ds.some((m) => m.body.includes(id)), 30_000);
+    expect((await rt.deps.executions.get(id, new Date(), true))?.status).toBe('pending');
+    // The runner works again; only a repair can bring the execution back to it.
+    failing.delete(id);
+    const deadAt = Date.now();
+    const done = await rt.waitForExecution(id, p.apiKey, undefined, 10_000);
+    expect(done.status).toBe('completed');
+    // Execute's own message, then exactly one from a sweeper pass.
+    expect(sends.get(id)).toBe(2);
+    expect(rt.recovered.resumed).toBe(0);
+    fig('stuck path 4: dead letter → completed by a sweeper pass (ms)', Date.now() - deadAt);
   });
 });
 

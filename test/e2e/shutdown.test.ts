@@ -1,7 +1,8 @@
 /**
  * SIGTERM (or Ctrl-C) drains: new requests are answered 503 + Retry-After, executions running
  * at the signal finish within the drain time, and whatever outlives it is failed as
- * interrupted, once, with its callback owed.
+ * interrupted, once, with its callback owed. All against a real `npm start` process, the last
+ * one while callers keep submitting through the signal and until the process is gone.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,9 +10,16 @@ import { join } from 'node:path';
 import { delayDef } from '../support/scenarios';
 import { isTerminalStatus } from '../../functions/core/transitions';
 import { spawnRuntime, type RuntimeProcess } from '../support/process';
+import { printFigures, type Figures } from '../support/figures';
 import { request, sleep, waitUntil, type Reply } from '../support/runtime';
 
 jest.setTimeout(90_000);
+
+const figures: Figures = [];
+const fig = (label: string, value: number | string) => figures.push([label, value]);
+afterAll(() => {
+  if (figures.length > 0) printFigures('Shutdown', figures);
+});
 
 async function publishOn(rt: RuntimeProcess, id: string, ms: number): Promise<{ dep: string; key: string }> {
   const owner = (m: string, p: string, b?: unknown) => request<Record<string, unknown>>(`${rt.url}${p}`, m, b, { authorization: `Bearer ${rt.ownerToken}` });
@@ -89,5 +97,104 @@ describe('stopping with executions running', () => {
       expect(r.body.status).toBe('failed');
       expect(String(r.body.error_message)).toMatch(/interrupted by a service shutdown/);
     }
+  });
+});
+
+describe('SIGTERM under load', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'pipegate-drain-load-'));
+  let rt: RuntimeProcess | undefined;
+  afterAll(async () => {
+    await rt?.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('finishes what runs at the signal within the drain time while callers keep submitting, refuses them 503 + Retry-After, and says so', async () => {
+    const drainSeconds = 20;
+    rt = await spawnRuntime(dataDir, { PIPEGATE_DRAIN_SECONDS: String(drainSeconds) });
+    const proc = rt;
+    const t = await publishOn(proc, 'busy', 1_500);
+
+    type Answer = { sentAt: number; status: number | 'refused'; retryAfter: string | null; id?: string };
+    const answers: Answer[] = [];
+    let stoppingSeenAt = Infinity;
+    let exitedAt = Infinity;
+    const exited = new Promise<number | null>((r) => proc.child.once('exit', (code) => r(code)));
+    void exited.then(() => (exitedAt = Date.now()));
+    proc.child.stderr?.on('data', () => {
+      if (stoppingSeenAt === Infinity && /SIGTERM: stopping/.test(proc.output())) stoppingSeenAt = Date.now();
+    });
+    // Callers that do not stop for the signal: they submit until the process is gone.
+    const submitter = async () => {
+      while (exitedAt === Infinity) {
+        const sentAt = Date.now();
+        try {
+          const r = await request<Record<string, unknown>>(`${proc.url}/v1/deployments/${t.dep}/executions/`, 'POST', {}, { 'x-api-key': t.key });
+          answers.push({ sentAt, status: r.status, retryAfter: r.headers.get('retry-after'), ...(r.status === 202 ? { id: String(r.body.execution_id) } : {}) });
+        } catch {
+          answers.push({ sentAt, status: 'refused', retryAfter: null });
+        }
+        await sleep(25);
+      }
+    };
+    const load = Promise.all([submitter(), submitter(), submitter()]);
+
+    // Some executions running, more queued behind them, callers still sending.
+    const accepted = () => answers.flatMap((a) => (a.id ? [a.id] : []));
+    await waitUntil(
+      () => Promise.all(accepted().map((id) => statusOf(proc.url, id, t.key))),
+      (rs) => rs.length >= 12 && rs.filter((r) => r.body.status === 'running').length >= 3,
+      20_000,
+      50,
+    );
+    const before = await Promise.all(accepted().map(async (id) => [id, (await statusOf(proc.url, id, t.key)).body.status] as const));
+    const runningAtSignal = before.filter(([, s]) => s === 'running').map(([id]) => id);
+    const signalledAt = Date.now();
+    proc.child.kill('SIGTERM');
+    const code = await exited;
+    await load;
+
+    const afterStop = answers.filter((a) => a.sentAt > stoppingSeenAt);
+    const wrong = afterStop.filter((a) => !(a.status === 'refused' || (a.status === 503 && a.retryAfter !== null)));
+    const ids = accepted();
+    const m = /(\d+) of (\d+) finished in ([\d.]+) s/.exec(proc.output());
+    fig('SIGTERM under load: executions accepted', ids.length);
+    fig('SIGTERM under load: running at the signal', runningAtSignal.length);
+    fig('SIGTERM under load: the process said', m?.[0] ?? '(nothing)');
+    fig('SIGTERM under load: signal → exit (ms)', exitedAt - signalledAt);
+    fig('SIGTERM under load: submits after "stopping": 503 + Retry-After', afterStop.filter((a) => a.status === 503).length);
+    fig('SIGTERM under load: submits after "stopping": refused (exited)', afterStop.filter((a) => a.status === 'refused').length);
+    fig('SIGTERM under load: submits after "stopping": anything else', wrong.length);
+
+    expect(code).toBe(0);
+    expect(stoppingSeenAt).toBeLessThan(Infinity);
+    expect(afterStop.filter((a) => a.status === 503).length).toBeGreaterThan(0);
+    expect(wrong).toEqual([]);
+    expect(runningAtSignal.length).toBeGreaterThanOrEqual(3);
+    // Everything that was running finished inside the drain time; nothing was interrupted.
+    expect(m?.[1]).toBe(m?.[2]);
+    expect(Number(m?.[2])).toBeGreaterThanOrEqual(runningAtSignal.length);
+    expect(proc.output()).not.toMatch(/failed as interrupted/);
+    expect(exitedAt - signalledAt).toBeLessThan(drainSeconds * 1000);
+
+    // The next start finds every execution that ran at the signal completed (none interrupted),
+    // and runs what was still queued.
+    rt = await spawnRuntime(dataDir, { PIPEGATE_DRAIN_SECONDS: String(drainSeconds) });
+    const next = rt;
+    expect(next.output()).not.toMatch(/[1-9]\d* interrupted \(marked failed\)/);
+    const atSignal = await Promise.all(runningAtSignal.map((id) => statusOf(next.url, id, t.key)));
+    for (const r of atSignal) {
+      expect(r.body.status).toBe('completed');
+      expect(Date.parse(String(r.body.completed_at))).toBeLessThanOrEqual(exitedAt);
+    }
+    const finals = await waitUntil(
+      () => Promise.all(ids.map((id) => statusOf(next.url, id, t.key))),
+      (rs) => rs.every((r) => isTerminalStatus(r.body.status)),
+      30_000,
+      100,
+    );
+    fig('SIGTERM under load: accepted, completed after the restart', finals.filter((r) => r.body.status === 'completed').length);
+    expect(finals.map((r) => r.body.status)).toEqual(ids.map(() => 'completed'));
+    await next.stop();
+    rt = undefined;
   });
 });

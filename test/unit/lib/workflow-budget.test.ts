@@ -23,7 +23,7 @@ const retryWaits = (state: 'MarkRunning' | 'MarkFailed', n: number): number[] =>
 };
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 
-describe('the state machine fits an Express execution', () => {
+describe('stuck path 3: RunNodes reaching its deadline leaves MarkFailed room inside the Express 300 s ceiling', () => {
   const execMs = EXPRESS_MAX_EXECUTION_TIMEOUT_MS;
 
   it('leaves MarkFailed its share after RunNodes times out at the longest allowed execution time-out', () => {
