@@ -369,15 +369,18 @@ describe('stuck path 4: a dead-lettered executions message, with the process sti
   const planned: string[] = [];
   /** Executions-queue messages sent, by execution id. */
   const sends = new Map<string, number>();
+  /** How far the functions' clock runs ahead of the wall clock: the quiet period passes at once. */
+  let clockAheadMs = 0;
 
   beforeAll(async () => {
     rt = await startTestRuntime({
-      // A pass every second, and a pending execution counts as stuck after a second without progress.
-      env: { ...process.env, PIPEGATE_SWEEP_INTERVAL_SECONDS: '1', PIPEGATE_SWEEP_PENDING_AFTER_SECONDS: '1' },
+      // A sweeper pass every second; its quiet period stays the default, passed on the clock below.
+      env: { ...process.env, PIPEGATE_SWEEP_INTERVAL_SECONDS: '1' },
       queueOverrides: { executions: { visibilityTimeoutSeconds: 0.1 } },
       wrapDeps: (d) => ({
         ...d,
         ids: { uuid: () => planned.shift() ?? randomUUID() },
+        clock: { now: () => new Date(Date.now() + clockAheadMs) },
         workflow: failingStarts(d.workflow, (name) => failing.has(name)),
         queue: {
           send: async (queue, body, opts) => {
@@ -403,6 +406,7 @@ describe('stuck path 4: a dead-lettered executions message, with the process sti
     expect((await rt.deps.executions.get(id, new Date(), true))?.status).toBe('pending');
     // The runner works again; only a repair can bring the execution back to it.
     failing.delete(id);
+    clockAheadMs = (rt.deps.config.sweepPendingAfterSeconds + 1) * 1000;
     const deadAt = Date.now();
     const done = await rt.waitForExecution(id, p.apiKey, undefined, 10_000);
     expect(done.status).toBe('completed');
