@@ -7,6 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { UsageError } from './errors';
 import { regionFromHost } from './sigv4';
+import { RUNTIME_URL_FILE } from '../local/runtime-url';
 
 export const DEFAULT_URL = 'http://127.0.0.1:3000';
 
@@ -60,7 +61,7 @@ export function ownerTokenPath(env: Record<string, string | undefined>, cwd: str
 
 /** Where a running local runtime records its URL (beside the owner token), so any PORT is found. */
 export function runtimeUrlPath(env: Record<string, string | undefined>, cwd: string): string {
-  return join(resolve(cwd, env.PIPEGATE_DATA_DIR ?? '.pipegate'), 'runtime-url');
+  return join(resolve(cwd, env.PIPEGATE_DATA_DIR ?? '.pipegate'), RUNTIME_URL_FILE);
 }
 
 /** The URL the local runtime recorded, when it is a loopback URL (the token file goes there only). */

@@ -25,6 +25,7 @@ import { ensureTable, startDynalite, type LocalDynamo } from './dynamo';
 import { createGateway } from './gateway';
 import { createLambdaContext } from './lambda-context';
 import { LocalQueue, LocalQueuePort } from './queue';
+import { recordRuntimeUrl } from './runtime-url';
 import { drainWorkflow, refuseWhileStopping, type StopOptions, type StopReport } from './shutdown';
 import { LocalWorkflow } from './workflow';
 import { createHandler as authorizer } from '../../functions/authorizer/handler';
@@ -217,10 +218,7 @@ async function startLocked(
   });
   const { port } = server.address() as AddressInfo;
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
-  // The CLI reads this to find the runtime on whatever PORT it was given.
-  const urlFile = join(dataDir, 'runtime-url');
-  const reachable = host === '0.0.0.0' || host === '::' ? `http://127.0.0.1:${port}` : url;
-  writeFileSync(urlFile, `${reachable}${env.PIPEGATE_BASE_PATH ? `/${env.PIPEGATE_BASE_PATH.replace(/^\/+|\/+$/g, '')}` : ''}\n`, { mode: 0o600 });
+  const forgetUrl = recordRuntimeUrl(dataDir, host, port, env.PIPEGATE_BASE_PATH);
 
   let stopping: Promise<StopReport> | undefined;
   const stop = async (stopOpts: StopOptions = {}): Promise<StopReport> => {
@@ -239,7 +237,7 @@ async function startLocked(
       server.closeAllConnections();
     });
     await dynamo.close();
-    rmSync(urlFile, { force: true });
+    forgetUrl();
     await dataDirLock.release();
     return report;
   };

@@ -34,6 +34,7 @@ import { LocalSecretStore, startAwsEndpoint, type AwsEndpoint, type EndpointQueu
 import { FunctionError, FunctionHost, type FunctionSpec } from './function-host';
 import { apiFromTemplate, type TemplateApi } from './gateway-from-template';
 import { assertKnownPolicies, credentialsFor, IamEvaluator, type IamDecision, type IamRequest } from './iam';
+import { recordRuntimeUrl } from '../local/runtime-url';
 import { firewallFromTemplate } from './waf';
 import { resolveAssembly, type ResolvedAssembly, type ResolvedStack } from './physical';
 
@@ -448,6 +449,9 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
     );
     const { port } = server.address() as AddressInfo;
     const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+    // The CLI finds this runtime as it finds npm start's (with PIPEGATE_DATA_DIR set to this data dir).
+    const forgetUrl = recordRuntimeUrl(dataDir, host, port, env.PIPEGATE_BASE_PATH);
+    stoppers.push(async () => forgetUrl());
     const workflow = [...machines.values()][0];
     if (!workflow || machines.size !== 1) throw new Error(`Expected one state machine in the assembly, found ${machines.size}`);
 

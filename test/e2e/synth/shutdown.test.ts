@@ -5,7 +5,7 @@
  * both cases: two executions wait on a gate, one is let through during the drain.
  */
 import type { ServerResponse } from 'node:http';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { PipelineDefinition } from '../../../functions/core/types';
@@ -59,6 +59,9 @@ it('drains on SIGTERM: refuses new work, lets what finishes in time complete, fa
   );
   await waitUntil(() => Promise.resolve(held.length), (n) => n === 2, 20_000);
 
+  // The CLI finds it through the URL it recorded in its data dir.
+  const recorded = readFileSync(join(dataDir, 'runtime-url'), 'utf8');
+
   // Act: stop; while draining, new work is refused and one held call is answered.
   const signalled = Date.now();
   rt.child.kill('SIGTERM');
@@ -67,11 +70,14 @@ it('drains on SIGTERM: refuses new work, lets what finishes in time complete, fa
   reply(held.shift() as ServerResponse, 200, { word: 'done' });
   const code = await new Promise<number | null>((r) => (rt?.child.exitCode !== null ? r(rt?.child.exitCode ?? null) : rt.child.once('exit', r)));
   const tookMs = Date.now() - signalled;
+  const urlLeftBehind = existsSync(join(dataDir, 'runtime-url'));
   const output = rt.output();
   rt = await spawnRuntime(dataDir, env);
   const finals = await Promise.all(ids.map((id) => request<Record<string, unknown>>(`${rt?.url ?? ''}/v1/deployments/executions/${id}/status`, 'GET', undefined, { 'x-api-key': key })));
 
   // Assess
+  expect(recorded).toBe(`${url}\n`);
+  expect(urlLeftBehind).toBe(false);
   expect(refused.status).toBe(503);
   expect(refused.headers.get('retry-after')).toBeTruthy();
   expect(code).toBe(0);
