@@ -76,7 +76,7 @@ export async function dispatchCallback(
   // claim lasts (lib/config.ts).
   const claimed = await d.executions.claimDelivery(e.execution_id, delivery.attempts, messageId, now.getTime() + callbackClaimMs(d.config), now.getTime());
   if (!claimed) {
-    d.log.info('callback attempt claimed by another message; this one is dropped', { execution_id: e.execution_id, attempts });
+    d.log.info('callback attempt claimed or recorded by another message; this one is dropped', { execution_id: e.execution_id, attempts });
     return 'claimed_elsewhere';
   }
 
