@@ -6,6 +6,10 @@
  *   BENCH_PROFILE=1    CPU profiles of both servers into bench/results/profiles, summarised
  *   BENCH_SKIP_BUNDLES=1  leave the bundle section out (quicker while working on the runtime)
  *   BENCH_CALLERS_MS   length of each caller shape's load (default 6000)
+ *   BENCH_RETAINED     finished executions kept for the retained-history figure (default 100000)
+ *   BENCH_SKIP_RETAINED=1  leave the retained-history section out
+ *
+ * `npm run bench -- --only retained` prints the retained-history section alone (about a minute).
  */
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -21,8 +25,9 @@ import { dynamoReads, dynamoWrites, type Counts } from './instrument';
 import { machine } from './machine';
 import { ASSUMPTIONS, TARGET_DOLLARS_PER_MILLION } from './prices';
 import { busy, formatProfile, summarizeProfile } from './profile';
-import { fmt, fmtRatio, ratio, verdict, type Verdict } from './stats';
+import { fmt, fmtRatio, median, ratio, verdict, type Verdict } from './stats';
 import { markdownTable, textTable, type Row } from './table';
+import { measureRetained, type RetainedFigure } from './retained';
 
 
 const RESULTS = join(__dirname, 'results');
@@ -256,6 +261,37 @@ function callRows(calls: CallMeasure, cost: Results['cost']): Row[] {
   return rows;
 }
 
+/** Start-up and a sweeper pass must not grow with the history kept: no more than this times the empty figure. */
+const RETAINED_RATIO_MAX = 2;
+
+function retainedRows(empty: RetainedFigure, full: RetainedFigure): Row[] {
+  const n = full.retained.toLocaleString('en-US');
+  const rows: Row[] = [
+    section(`retained history: ${n} finished executions against ${empty.retained} (the sweeper reads the sweep index only; floor: the empty data dir)`),
+  ];
+  const grows = (label: string, a: number[], b: number[]): Row => {
+    const value = median(b);
+    const fl = median(a);
+    const r = ratio(value, fl);
+    return [label, ms(value), ms(fl), fmtRatio(r), `≤ ×${RETAINED_RATIO_MAX}`, verdict(r, 'max', RETAINED_RATIO_MAX)];
+  };
+  rows.push(grows(`start-up (listening, start-up sweep included), median of ${full.startupMs.length}`, empty.startupMs, full.startupMs));
+  rows.push(grows(`one sweeper pass, median of ${full.sweepMs.length}`, empty.sweepMs, full.sweepMs));
+  rows.push([`  index entries the passes looked at`, fmt(full.sweepExamined, 0), fmt(empty.sweepExamined, 0), '', '', '']);
+  rows.push([`a Scan of the table, for contrast (${fmt(full.scanItems, 0)} items)`, ms(full.scanMs), ms(empty.scanMs), fmtRatio(ratio(full.scanMs, empty.scanMs)), '', '']);
+  rows.push([`  writing the history into the data dir`, ms(full.seedMs), ms(empty.seedMs), '', '', '']);
+  return rows;
+}
+
+async function retainedSection(): Promise<Row[]> {
+  const retained = envInt('BENCH_RETAINED', 100_000);
+  log('retained history: an empty data dir');
+  const empty = await measureRetained(0);
+  log(`retained history: ${retained} finished executions`);
+  const full = await measureRetained(retained);
+  return retainedRows(empty, full);
+}
+
 /** The biggest contributors to a bundle, in KB. */
 function packageLine(b: BundleFigure): string {
   return Object.entries(b.packages)
@@ -270,6 +306,15 @@ const HEADER: Row = ['figure', 'value', 'floor / detail', 'ratio', 'target', 're
 async function main(): Promise<void> {
   const started = performance.now();
   mkdirSync(RESULTS, { recursive: true });
+  const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined;
+  if (only !== undefined && only !== 'retained') throw new Error(`--only takes "retained", not ${JSON.stringify(only)}`);
+  if (only === 'retained') {
+    const m = machine();
+    const rows = await retainedSection();
+    console.log(textTable(HEADER, rows));
+    console.log(`\n${m.nproc} cores · ${m.cpuModel} · ${m.memoryGiB} GiB · Node ${m.node} · ${m.platform} · ${((performance.now() - started) / 1000).toFixed(0)} s`);
+    return;
+  }
   const profileDir = process.env.BENCH_PROFILE === '1' ? join(RESULTS, 'profiles', new Date().toISOString().replace(/[:.]/g, '-')) : undefined;
   const m = machine();
   log(`${m.nproc} cores, ${m.cpuModel}, ${m.memoryGiB} GiB, Node ${m.node}; ${shapes.durationMs} ms per load`);
@@ -307,8 +352,9 @@ async function main(): Promise<void> {
     return { calls: counted, e2e: e, execute: x, shapesMeasured: measured };
   });
 
+  const retained = process.env.BENCH_SKIP_RETAINED === '1' ? [] : await retainedSection();
   const results: Results = { floor, e2e, execute, calls, callers: shapesMeasured, bundles, cost: costs(calls) };
-  const rows = [...loadRows(results), ...callerRows(results), ...bundleRows(bundles), ...callRows(calls, results.cost)];
+  const rows = [...loadRows(results), ...callerRows(results), ...bundleRows(bundles), ...retained, ...callRows(calls, results.cost)];
   const failures = [floor, e2e, execute].flatMap((f) => [f.single, f.rated, f.closed]).filter((f) => f.failed > 0 || f.skipped > 0);
 
   console.log(textTable(HEADER, rows));

@@ -16,6 +16,11 @@ export interface KillRoundsOptions {
   rounds: number;
   /** Executions submitted per round (some are cut off by the kill and never accepted). */
   perRound: number;
+  /**
+   * Callers keep submitting until the kill, however many that makes (perRound is then ignored),
+   * as callers of a live service do.
+   */
+  continuous?: boolean;
   /** Longest random wait before the kill, ms. */
   maxKillDelayMs: number;
   /** Share of callback attempts the receiver answers 500, so retries are pending at a kill. */
@@ -93,7 +98,7 @@ export async function killRounds(opts: KillRoundsOptions): Promise<KillRoundsRes
       const url = rt.url;
       let alive = true;
       const submitter = async () => {
-        for (let i = 0; i < opts.perRound / 4 && alive; i += 1) {
+        for (let i = 0; (opts.continuous || i < opts.perRound / 4) && alive; i += 1) {
           const t = targets[Math.floor(random() * targets.length)] ?? targets[0];
           if (!t) return;
           try {
