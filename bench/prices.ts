@@ -4,6 +4,7 @@
  * both together. us-east-1 list prices, as published on each service's pricing page
  * (checked 2026).
  */
+import { AWS_MAX_WAIT_SECONDS } from '../lib/workflow-budget';
 
 export const PRICES = {
   /** https://aws.amazon.com/api-gateway/pricing/ — REST API, first 333 million requests a month. */
@@ -56,7 +57,7 @@ export const ASSUMPTIONS = {
    */
   awsExecutionSeconds: 0.5,
   /** The longest `Prefer: wait` on AWS (PIPEGATE_MAX_WAIT_SECONDS in the stack, docs/aws.md). */
-  maxWaitSeconds: 25,
+  maxWaitSeconds: AWS_MAX_WAIT_SECONDS,
   /** Monthly volume the fixed secret refreshes are spread over. */
   monthlyExecutions: 1_000_000,
 } as const;

@@ -36,3 +36,11 @@ export const TRANSITIONS_SECONDS = 5;
 /** The longest execution time-out whose whole run, MarkFailed included, fits an Express execution (240 s). */
 export const EXPRESS_MAX_EXECUTION_TIMEOUT_MS =
   (EXPRESS_LIMIT_SECONDS - START_ALLOWANCE_SECONDS - RUN_RECORD_SECONDS - FAIL_ALLOWANCE_SECONDS - TRANSITIONS_SECONDS) * 1000;
+
+/**
+ * `Prefer: wait` on AWS: API Gateway REST ends an integration after 29 s (its default quota), so
+ * a wait is capped 4 s short of it, which leaves time for the final read and the answer; the
+ * Lambdas of waiting routes may run 28 s. Read by the stack and by the bench's cost model.
+ */
+export const API_GATEWAY_INTEGRATION_TIMEOUT_SECONDS = 29;
+export const AWS_MAX_WAIT_SECONDS = API_GATEWAY_INTEGRATION_TIMEOUT_SECONDS - 4;

@@ -28,7 +28,7 @@ const DOCS_FUNCTION = 'deployment-docs';
 import { accessFor, allFunctionNames, bundleExternals } from './permissions';
 import { PipegateFunction, REPO_ROOT } from './pipegate-function';
 import { type Settings } from './settings';
-import { MARK_TASK_TIMEOUT_SECONDS, taskRunLambdaTimeoutSeconds } from '../workflow-budget';
+import { API_GATEWAY_INTEGRATION_TIMEOUT_SECONDS, AWS_MAX_WAIT_SECONDS, MARK_TASK_TIMEOUT_SECONDS, taskRunLambdaTimeoutSeconds } from '../workflow-budget';
 import type { StatefulStack } from './stateful-stack';
 
 export const ASL_PATH = path.join(REPO_ROOT, 'lib', 'state-machine.asl.json');
@@ -42,13 +42,6 @@ export const ASL_SUBSTITUTIONS = {
 
 /** Route handlers answer well inside API Gateway's 29 s integration limit. */
 const ROUTE_TIMEOUT = Duration.seconds(15);
-/**
- * `Prefer: wait` on AWS: API Gateway REST ends an integration after 29 s (its default quota), so
- * a wait is capped 4 s short of it, which leaves time for the final read and the answer; the
- * Lambdas of waiting routes may run 28 s.
- */
-export const API_GATEWAY_INTEGRATION_TIMEOUT_SECONDS = 29;
-export const AWS_MAX_WAIT_SECONDS = API_GATEWAY_INTEGRATION_TIMEOUT_SECONDS - 4;
 const WAITING_ROUTE_TIMEOUT = Duration.seconds(API_GATEWAY_INTEGRATION_TIMEOUT_SECONDS - 1);
 const TASK_TIMEOUT = Duration.seconds(MARK_TASK_TIMEOUT_SECONDS);
 /** A pass is bounded (PIPEGATE_SWEEP_LIMIT entries) and must end before the next one starts. */
