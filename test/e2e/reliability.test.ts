@@ -115,7 +115,7 @@ describe('duplicate queue deliveries', () => {
     const extraDeliveries = ids.reduce((n, id) => n + Math.max(0, (perExecution.get(id)?.delivered ?? 0) - 1), 0);
     fig('duplicates: executions', ids.length);
     fig('duplicates: extra queue messages sent', dup.duplicates());
-    fig('duplicates: workflow starts (>1 = duplicate start)', [...starts.starts.entries()].filter(([k]) => ids.includes(k)).reduce((n, [, v]) => n + v, 0));
+    fig('duplicates: workflow starts tried (each copy of a message)', [...starts.starts.entries()].filter(([k]) => ids.includes(k)).reduce((n, [, v]) => n + v, 0));
     fig('duplicates: pending→running writes won', running.reduce((a, b) => a + b, 0));
     fig('duplicates: terminal writes won', terminal.reduce((a, b) => a + b, 0));
     fig('duplicates: callbacks delivered twice (same id)', extraDeliveries);
