@@ -6,8 +6,8 @@
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { InProcessCompletions } from '../../functions/adapters/completions';
-import type { PipelineDefinition } from '../../functions/core/types';
 import { startTestRuntime, waitUntil, type Published, type TestRuntime } from '../support/runtime';
+import { gatedDef } from '../support/scenarios';
 
 let rt: TestRuntime;
 let gated: Published;
@@ -26,14 +26,7 @@ beforeAll(async () => {
   await new Promise<void>((r) => gate.listen(0, '127.0.0.1', () => r()));
   const url = `http://127.0.0.1:${(gate.address() as AddressInfo).port}/`;
   rt = await startTestRuntime({ env: { ...process.env, PIPEGATE_CANCEL_POLL_MS: '50' } });
-  const def: PipelineDefinition = {
-    nodes: {
-      name: { type: 'input', value_type: 'string', value: 'x' },
-      call: { type: 'http', url, inputs: ['name'], timeout_ms: 30_000 },
-      word: { type: 'transform', inputs: ['call'], expression: 'call.word' },
-      out: { type: 'output', from: 'word' },
-    },
-  };
+  const def = gatedDef(url);
   gated = await rt.publishPipeline('gated', def);
 });
 

@@ -270,6 +270,16 @@ export const delayDef = (ms: number): PipelineDefinition => ({
   },
 });
 
+/** One http call to `url` (a test server that may hold its answer) whose `word` is the output. */
+export const gatedDef = (url: string): PipelineDefinition => ({
+  nodes: {
+    name: { type: 'input', value_type: 'string', value: 'x' },
+    call: { type: 'http', url, inputs: ['name'], timeout_ms: 30_000 },
+    word: { type: 'transform', inputs: ['call'], expression: 'call.word' },
+    out: { type: 'output', from: 'word' },
+  },
+});
+
 /** What the kill -9 rounds must never produce, and their figures (pushed through `fig`). */
 export function judgeKillRounds(r: KillRoundsResult, fig: (label: string, value: number | string) => void) {
   const perExecution = hooksByExecution(r.receiver.hooks);

@@ -5,27 +5,14 @@
  * Lambda permission is missing does not invoke its target, as on AWS.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { SweepReport } from '../../../functions/services/sweeper.service';
-import { startSynthRuntime, type SynthRuntime } from '../../../lib/synth/runtime';
+import type { SynthRuntime } from '../../../lib/synth/runtime';
 import { greeting, request, waitUntil } from '../../support/runtime';
-import { testAssembly } from '../../support/synth';
-import { withTemplate } from '../../synth/synth-helpers';
+import { ownSynthRuntimes } from '../../support/synth';
 
 jest.setTimeout(60_000);
 
-const dirs: string[] = [];
-const start = async (edit?: Parameters<typeof withTemplate>[2]): Promise<SynthRuntime> => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'pipegate-synth-schedules-'));
-  dirs.push(dataDir);
-  const assembly = edit ? withTemplate(await testAssembly(), 'Pipegate', edit) : await testAssembly();
-  return startSynthRuntime({ port: 0, inMemory: true, log: false, dataDir, assembly });
-};
-afterAll(() => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
+const start = ownSynthRuntimes('schedules');
 
 const sweeperOf = (rt: SynthRuntime) => {
   const found = rt.schedules.filter((s) => /sweeper/i.test(s.functionName));

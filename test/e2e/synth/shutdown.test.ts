@@ -8,10 +8,10 @@ import type { ServerResponse } from 'node:http';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { PipelineDefinition } from '../../../functions/core/types';
 import { reply, startTestServer, type TestServer } from '../../support/http-server';
 import { spawnRuntime, type RuntimeProcess } from '../../support/process';
 import { request, sleep, useE2eMode, waitUntil } from '../../support/runtime';
+import { gatedDef } from '../../support/scenarios';
 
 useE2eMode('synth');
 jest.setTimeout(90_000);
@@ -39,14 +39,7 @@ it('drains on SIGTERM: refuses new work, lets what finishes in time complete, fa
   rt = await spawnRuntime(dataDir, env);
   const url = rt.url;
   const owner = (m: string, p: string, b?: unknown) => request<Record<string, unknown>>(`${url}${p}`, m, b, { authorization: `Bearer ${rt?.ownerToken ?? ''}` });
-  const def: PipelineDefinition = {
-    nodes: {
-      name: { type: 'input', value_type: 'string', value: 'x' },
-      call: { type: 'http', url: `${gate.origin}/`, inputs: ['name'], timeout_ms: 30_000 },
-      word: { type: 'transform', inputs: ['call'], expression: 'call.word' },
-      out: { type: 'output', from: 'word' },
-    },
-  };
+  const def = gatedDef(`${gate.origin}/`);
   await owner('PUT', '/v1/pipelines/gated', def);
   const run = await owner('POST', '/v1/pipelines/gated/runs', {});
   await waitUntil(() => owner('GET', `/v1/pipelines/gated/runs/${String(run.body.run_id)}`), (r) => r.body.status === 'completed', 30_000);

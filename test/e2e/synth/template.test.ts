@@ -4,14 +4,10 @@
  * changes the answer, and an event source mapping whose role may not receive is refused as
  * CloudFormation refuses it.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { Template } from '../../../lib/synth/assembly';
-import { startSynthRuntime, type SynthRuntime } from '../../../lib/synth/runtime';
+import type { SynthRuntime } from '../../../lib/synth/runtime';
 import { greeting, request } from '../../support/runtime';
-import { testAssembly } from '../../support/synth';
-import { withTemplate } from '../../synth/synth-helpers';
+import { ownSynthRuntimes } from '../../support/synth';
 
 jest.setTimeout(120_000);
 
@@ -32,20 +28,12 @@ function revoke(t: Template, rolePrefix: string, action: string): void {
   if (holder.Action.length === 0) statements.splice(statements.indexOf(holder), 1);
 }
 
-const dirs: string[] = [];
-const tempDir = () => {
-  const d = mkdtempSync(join(tmpdir(), 'pipegate-synth-template-'));
-  dirs.push(d);
-  return d;
-};
-afterAll(() => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
+const start = ownSynthRuntimes('template');
 
 describe('an edited template', () => {
   let rt: SynthRuntime;
   beforeAll(async () => {
-    const assembly = withTemplate(await testAssembly(), 'Pipegate', (t) => {
+    rt = await start((t) => {
       revoke(t, 'ExecuteRole', 'sqs:SendMessage');
       const unauthorized = Object.values(t.Resources).find((r) => r.Type === 'AWS::ApiGateway::GatewayResponse' && r.Properties?.ResponseType === 'UNAUTHORIZED');
       if (!unauthorized?.Properties) throw new Error('no UNAUTHORIZED gateway response');
@@ -53,7 +41,6 @@ describe('an edited template', () => {
       unauthorized.Properties.ResponseTemplates = { 'application/json': '{"error":"changed in the template","request_id":"$context.requestId"}' };
       unauthorized.Properties.ResponseParameters = { 'gatewayresponse.header.X-From-Template': "'yes'" };
     });
-    rt = await startSynthRuntime({ port: 0, inMemory: true, log: false, dataDir: tempDir(), assembly });
   });
   afterAll(async () => {
     await rt?.stop();
@@ -100,7 +87,7 @@ describe('an edited template', () => {
 describe('an authorizer whose role lost its read of the table', () => {
   let rt: SynthRuntime;
   beforeAll(async () => {
-    rt = await startSynthRuntime({ port: 0, inMemory: true, log: false, dataDir: tempDir(), assembly: withTemplate(await testAssembly(), 'Pipegate', (t) => revoke(t, 'AuthorizerRole', 'dynamodb:GetItem')) });
+    rt = await start((t) => revoke(t, 'AuthorizerRole', 'dynamodb:GetItem'));
   });
   afterAll(async () => {
     await rt?.stop();
@@ -130,11 +117,8 @@ describe('an authorizer whose role lost its read of the table', () => {
 });
 
 it('refuses an event source mapping whose function role may not receive from its queue', async () => {
-  // Prepare
-  const assembly = withTemplate(await testAssembly(), 'Pipegate', (t) => revoke(t, 'RunnerRole', 'sqs:ReceiveMessage'));
-
   // Act
-  const started = startSynthRuntime({ port: 0, inMemory: true, log: false, dataDir: tempDir(), assembly });
+  const started = start((t) => revoke(t, 'RunnerRole', 'sqs:ReceiveMessage'));
 
   // Assess
   await expect(started).rejects.toThrow(/does not have permissions to call ReceiveMessage on SQS/);

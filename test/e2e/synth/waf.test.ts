@@ -5,14 +5,10 @@
  * owner routes alike; a smaller one goes on to the API. An edited rule changes the answer.
  */
 import { request as httpRequest } from 'node:http';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { bodyLimitDetail, ERRORS } from '../../../functions/core/errors';
 import { readConfig } from '../../../lib/config';
-import { startSynthRuntime, type SynthRuntime } from '../../../lib/synth/runtime';
-import { testAssembly } from '../../support/synth';
-import { withTemplate } from '../../synth/synth-helpers';
+import type { SynthRuntime } from '../../../lib/synth/runtime';
+import { ownSynthRuntimes } from '../../support/synth';
 
 jest.setTimeout(60_000);
 
@@ -21,16 +17,7 @@ const LIMIT = 1_000_000;
 /** What the handlers answer a body over their own limit (functions/core/errors.ts). */
 const TOO_LARGE = { error: ERRORS.PayloadTooLarge.message, detail: bodyLimitDetail(readConfig({}).maxBodyBytes) };
 
-const dirs: string[] = [];
-const start = async (edit?: Parameters<typeof withTemplate>[2]): Promise<SynthRuntime> => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'pipegate-synth-waf-'));
-  dirs.push(dataDir);
-  const assembly = edit ? withTemplate(await testAssembly(), 'Pipegate', edit) : await testAssembly();
-  return startSynthRuntime({ port: 0, inMemory: true, log: false, dataDir, assembly });
-};
-afterAll(() => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
+const start = ownSynthRuntimes('waf');
 
 /** Invocations so far, by function, leaving out the schedules' targets (they fire on their own). */
 function invocations(rt: SynthRuntime): Map<string, number> {

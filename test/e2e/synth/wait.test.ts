@@ -5,10 +5,10 @@
  * its role), and its cap is the template's PIPEGATE_MAX_WAIT_SECONDS, not the local runtime's.
  */
 import type { ServerResponse } from 'node:http';
-import type { PipelineDefinition } from '../../../functions/core/types';
 import { reply, startTestServer, type TestServer } from '../../support/http-server';
 import { testAssembly } from '../../support/synth';
 import { startE2eRuntime, useE2eMode, waitUntil, type E2eRuntime, type Published } from '../../support/runtime';
+import { gatedDef } from '../../support/scenarios';
 
 useE2eMode('synth');
 jest.setTimeout(60_000);
@@ -23,14 +23,7 @@ const release = () => held.splice(0).forEach((res) => reply(res, 200, { word: 'd
 beforeAll(async () => {
   gate = await startTestServer((_req, res) => (open ? reply(res, 200, { word: 'done' }) : held.push(res)));
   rt = await startE2eRuntime({ env: { ...process.env, PIPEGATE_CANCEL_POLL_MS: '50' } });
-  const def: PipelineDefinition = {
-    nodes: {
-      name: { type: 'input', value_type: 'string', value: 'x' },
-      call: { type: 'http', url: `${gate.origin}/`, inputs: ['name'], timeout_ms: 30_000 },
-      word: { type: 'transform', inputs: ['call'], expression: 'call.word' },
-      out: { type: 'output', from: 'word' },
-    },
-  };
+  const def = gatedDef(`${gate.origin}/`);
   gated = await rt.publishPipeline('gated', def);
 });
 
