@@ -323,7 +323,19 @@ export class LocalQueue {
     if (!this.consumer) return;
     const now = this.clock();
     let next = Infinity;
-    for (const m of this.messages.values()) if (m.visibleAt > now && m.visibleAt < next) next = m.visibleAt;
+    for (const m of this.messages.values()) {
+      if (m.visibleAt > now) {
+        if (m.visibleAt < next) next = m.visibleAt;
+        continue;
+      }
+      // Visible, yet the pump that just ran did not take it: it turned visible after the pump
+      // read the clock. Pump again now, or it would wait for some other message to wake the
+      // queue. With every slot busy, the batch that finishes first wakes it anyway.
+      if (this.active.size < this.concurrency) {
+        this.wake();
+        return;
+      }
+    }
     if (next === Infinity) return;
     this.timer = setTimeout(
       () => {

@@ -57,6 +57,39 @@ function gate(): { wait: Promise<void>; open: () => void } {
 const files = async (name: string): Promise<string[]> => (await readdir(path.join(dir, name)).catch(() => [])).filter((f) => f.endsWith('.json'));
 
 describe('LocalQueue', () => {
+  it('delivers a message that turns visible while a pump runs, without waiting for another message to wake it', async () => {
+    // The clock moves on by 60 ms at every reading once the first delivery has failed: the pump
+    // after it reads the clock before the message turns visible (100 ms) and its rescheduling
+    // reads it after.
+    let stepping = false;
+    const q = queue({
+      visibilityTimeoutSeconds: 0.1,
+      pollIntervalMs: 60_000,
+      clock: () => {
+        const t = now;
+        if (stepping) now += 60;
+        return t;
+      },
+    });
+    const second = gate();
+    let calls = 0;
+    q.start(async (event: SQSEvent): Promise<SQSBatchResponse> => {
+      calls += 1;
+      if (calls === 1) {
+        now += 50;
+        stepping = true;
+        return { batchItemFailures: event.Records.map((r) => ({ itemIdentifier: r.messageId })) };
+      }
+      second.open();
+      return { batchItemFailures: [] };
+    });
+    await q.send('{"execution_id":"e-1"}');
+    let timer: NodeJS.Timeout | undefined;
+    const stalled = new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('the visible message was never delivered again')), 3000)));
+    await Promise.race([second.wait, stalled]).finally(() => clearTimeout(timer));
+    expect(calls).toBe(2);
+  });
+
   it('keeps sent messages on disk for a new instance, and delivers them as SQS records', async () => {
     // Prepare
     const first = queue();
