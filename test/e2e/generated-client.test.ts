@@ -11,7 +11,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync,
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import ts from 'typescript';
+import { Worker } from 'node:worker_threads';
 import type { PipelineDefinition } from '../../functions/core/types';
 import { deploymentSnippets } from '../../functions/core/snippets';
 import { createValidator, loadServiceDocument, type JsonObject, type ObservedResponse } from '../support/openapi';
@@ -86,24 +86,13 @@ beforeAll(async () => {
   writeFileSync(join(src, 'deployment.ts'), `export const DEPLOYMENT_ID = ${JSON.stringify(published.deploymentId)};\n`);
   writeFileSync(join(src, 'snippet.ts'), deploymentSnippets(deploymentDoc).typescript);
 
-  diagnostics = await timed('compile', async () => {
+  diagnostics = await timed('compile', () => {
     const files = readdirSync(src).map((f) => join(src, f));
-    const program = ts.createProgram(files, {
-      strict: true,
-      noUncheckedIndexedAccess: true,
-      target: ts.ScriptTarget.ES2022,
-      module: ts.ModuleKind.Node16,
-      moduleResolution: ts.ModuleResolutionKind.Node16,
-      lib: ['lib.es2023.d.ts'],
-      types: ['node'],
-      typeRoots: [join(ROOT, 'node_modules', '@types')],
-      skipLibCheck: true,
-      outDir: join(dir, 'out'),
-    });
-    const emitted = program.emit();
-    return [...ts.getPreEmitDiagnostics(program), ...emitted.diagnostics].map((d) => {
-      const where = d.file && d.start !== undefined ? `${d.file.fileName.slice(src.length + 1)}:${d.file.getLineAndCharacterOfPosition(d.start).line + 1} ` : '';
-      return `${where}${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`;
+    const worker = new Worker(join(__dirname, '..', 'support', 'compile-strict.mjs'), { workerData: { files, src, outDir: join(dir, 'out'), root: ROOT } });
+    return new Promise<string[]>((resolve, reject) => {
+      worker.once('message', (lines: string[]) => resolve(lines));
+      worker.once('error', reject);
+      worker.once('exit', (code) => reject(new Error(`the compile worker exited with ${code} before answering`)));
     });
   });
 }, 120_000);
