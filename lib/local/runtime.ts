@@ -6,7 +6,7 @@
 import './polyfills';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
@@ -22,7 +22,7 @@ import { parseKeyMaterial, StaticKeyMaterial } from '../../functions/adapters/ke
 import { sweepAll, sweepOnce } from '../../functions/services/sweeper.service';
 import { DataDirInUseError, lockDataDir, type DataDirLock } from './data-dir-lock';
 import { ensureTable, startDynalite, type LocalDynamo } from './dynamo';
-import { createGateway } from './gateway';
+import { createGateway, createLocalServer } from './gateway';
 import { createLambdaContext } from './lambda-context';
 import { LocalQueue, LocalQueuePort } from './queue';
 import { recordRuntimeUrl } from './runtime-url';
@@ -207,7 +207,7 @@ async function startLocked(
       basePath: env.PIPEGATE_BASE_PATH,
       log: (line) => log.info('request', line),
   });
-  const server: Server = createServer((req, res) => {
+  const server: Server = createLocalServer((req, res) => {
     if (!draining) return gateway(req, res);
     refuseWhileStopping(req, res);
   });

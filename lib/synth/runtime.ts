@@ -16,7 +16,7 @@ import { join, resolve as resolvePath } from 'node:path';
 import type { APIGatewayAuthorizerResult, APIGatewayProxyEvent, APIGatewayProxyResult, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { CreateTableCommand, DescribeTableCommand, DynamoDBClient, ResourceInUseException, type CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { createGateway } from '../local/gateway';
+import { createGateway, createLocalServer } from '../local/gateway';
 import { lockDataDir } from '../local/data-dir-lock';
 import { startDynalite, type LocalDynamo } from '../local/dynamo';
 import { LocalQueue, LocalQueuePort } from '../local/queue';
@@ -434,7 +434,7 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
       firewall: firewallFromTemplate(serviceStack, `arn:${resolved.env.partition}:apigateway:${region}::/restapis/${api.apiId}/stages/${api.stage}`),
       log: (line) => log(JSON.stringify({ level: 'info', message: 'request', ...line })),
     });
-    const server: Server = createServer((req, res) => (draining ? refuseWhileStopping(req, res) : gateway(req, res)));
+    const server: Server = createLocalServer((req, res) => (draining ? refuseWhileStopping(req, res) : gateway(req, res)));
     const host = opts.host ?? env.HOST ?? '127.0.0.1';
     await new Promise<void>((res, rej) => {
       server.once('error', rej);

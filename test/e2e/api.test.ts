@@ -63,6 +63,11 @@ describe('health and routing', () => {
     expect(r.status).toBe(200);
     expect(r.body).toEqual({ status: 'ok' });
   });
+
+  it('keeps idle connections 65 s, so a client on a stalled event loop never reuses one being closed', async () => {
+    const r = await rt.caller('GET', '/health', null);
+    expect(r.headers.get('keep-alive')).toBe('timeout=65');
+  });
 });
 
 describe('executing a deployment', () => {

@@ -6,7 +6,7 @@
  * there. The pieces live beside this file, one concern each.
  */
 import { randomUUID } from 'node:crypto';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import { bodyLimitDetail, ERRORS, unauthorizedBody } from '../../../functions/core/errors';
 import { GATEWAY_RESPONSES, type GatewayResponse } from '../../gateway-responses';
@@ -20,6 +20,19 @@ import { compileRoutes, matchResource, normaliseBasePath, stripBasePath, trimSla
 export { createLambdaContext } from '../lambda-context';
 export { wildcardMatch, type AuthorizerSettings, type RequestAuthorizer } from './authorizer';
 export type { GatewayRoute, GatewayAuth } from './routing';
+
+/**
+ * The HTTP server a local runtime listens with. Idle keep-alive connections live 65 s, as behind
+ * API Gateway and load balancers, not Node's 5 s: a client retires an idle socket a second before
+ * the server's advertised time-out, and with 5 s a client whose event loop stalls for a second
+ * (a loaded machine) could send on a socket the server was closing (ECONNRESET).
+ */
+export function createLocalServer(listener: (req: IncomingMessage, res: ServerResponse) => void): Server {
+  const server = createServer(listener);
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+  return server;
+}
 
 export type ProxyHandler = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult>;
 export type GatewayLog = (line: Record<string, unknown>) => void;
