@@ -5,11 +5,12 @@
  * runtime) and stored the same way (on disk or in memory).
  */
 import { randomUUID } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { createDocumentClient, keys } from '../functions/adapters/dynamo';
 import { ensureTable, startDynalite } from '../lib/local/dynamo';
+import { createLocalServer } from '../lib/local/gateway';
 
 export interface Floor {
   url: string;
@@ -23,7 +24,8 @@ export async function startFloor(opts: { path?: string } = {}): Promise<Floor> {
   await ensureTable(dynamo.endpoint, TABLE);
   const db = createDocumentClient({ region: 'local', endpoint: dynamo.endpoint });
 
-  const server: Server = createServer((req, res) => {
+  // The same HTTP server settings as the runtime it is the floor for (keep-alive included).
+  const server: Server = createLocalServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
