@@ -11,11 +11,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { DynamoDBClient, ScanCommand, type AttributeValue } from '@aws-sdk/client-dynamodb';
+import { marshall } from '@aws-sdk/util-dynamodb';
 import { create, createKey, getIndexActions, type BatchOp, type TableDescription } from 'dynalite/db';
 import { readConfig } from '../lib/config';
 import { ensureTable, startDynalite } from '../lib/local/dynamo';
 import { startRuntime } from '../lib/local/runtime';
-import { keys } from '../functions/adapters/dynamo';
+import { keys, localEndpointConfig } from '../functions/adapters/dynamo';
 import { sweepOnce } from '../functions/services/sweeper.service';
 
 export interface RetainedFigure {
@@ -33,8 +34,7 @@ export interface RetainedFigure {
   scanItems: number;
 }
 
-const client = (endpoint: string) =>
-  new DynamoDBClient({ endpoint, region: 'local', credentials: { accessKeyId: 'local', secretAccessKey: 'local' }, maxAttempts: 10 });
+const client = (endpoint: string) => new DynamoDBClient({ region: 'local', maxAttempts: 10, ...localEndpointConfig(endpoint) });
 
 /** A finished API execution as the functions leave it: terminal, no sweep marker, on its deployment's list. */
 function finishedItem(deploymentId: string, i: number, now: number): Record<string, unknown> {
@@ -42,38 +42,28 @@ function finishedItem(deploymentId: string, i: number, now: number): Record<stri
   const created = new Date(now - 30 * 24 * 3600 * 1000 + i * 1000).toISOString();
   const done = new Date(Date.parse(created) + 40).toISOString();
   return {
-      ...keys.execution(id),
-      execution_id: id,
-      kind: 'api',
-      pipeline_id: 'greeting',
-      version: 1,
-      deployment_id: deploymentId,
-      status: i % 50 === 0 ? 'failed' : 'completed',
-      inputs: { name: `caller ${i}` },
-      outputs: { message: `Hello, caller ${i}!` },
-      visible_outputs: ['message'],
-      callback: i % 4 === 0 ? 'https://hooks.example.com/pipegate' : null,
-      callback_delivery:
-        i % 4 === 0 ? { webhook_id: `msg_${id}`, attempts: 1, outcome: 'delivered', last_attempt_at: done, next_attempt_at: null, last_status: 204, last_error: null } : null,
-      error_message: i % 50 === 0 ? 'Node "greeting" failed: an example failure' : null,
-      created_at: created,
-      started_at: created,
-      completed_at: done,
-      // Far in the future: retained, never treated as expired.
-      expires_at: Math.floor(now / 1000) + 365 * 24 * 3600,
-      dep_pk: `EXECS#${deploymentId}`,
-      dep_sk: `${created}#${id}`,
+    ...keys.execution(id),
+    execution_id: id,
+    kind: 'api',
+    pipeline_id: 'greeting',
+    version: 1,
+    deployment_id: deploymentId,
+    status: i % 50 === 0 ? 'failed' : 'completed',
+    inputs: { name: `caller ${i}` },
+    outputs: { message: `Hello, caller ${i}!` },
+    visible_outputs: ['message'],
+    callback: i % 4 === 0 ? 'https://hooks.example.com/pipegate' : null,
+    callback_delivery:
+      i % 4 === 0 ? { webhook_id: `msg_${id}`, attempts: 1, outcome: 'delivered', last_attempt_at: done, next_attempt_at: null, last_status: 204, last_error: null } : null,
+    error_message: i % 50 === 0 ? 'Node "greeting" failed: an example failure' : null,
+    created_at: created,
+    started_at: created,
+    completed_at: done,
+    // Far in the future: retained, never treated as expired.
+    expires_at: Math.floor(now / 1000) + 365 * 24 * 3600,
+    dep_pk: `EXECS#${deploymentId}`,
+    dep_sk: `${created}#${id}`,
   };
-}
-
-/** DynamoDB's attribute-value form of a plain value (what the SDK's marshalling produces). */
-function attr(v: unknown): AttributeValue {
-  if (v === null || v === undefined) return { NULL: true };
-  if (typeof v === 'string') return { S: v };
-  if (typeof v === 'number') return { N: String(v) };
-  if (typeof v === 'boolean') return { BOOL: v };
-  if (Array.isArray(v)) return { L: v.map(attr) };
-  return { M: Object.fromEntries(Object.entries(v as Record<string, unknown>).map(([k, x]) => [k, attr(x)])) };
 }
 
 /**
@@ -104,7 +94,7 @@ async function seed(dataDir: string, table: string, n: number): Promise<{ ms: nu
       for (let i = from; i < Math.min(n, from + 1000); i += 1) {
         const plain = finishedItem(deployments[i % deployments.length] ?? '', i, now);
         sampleId ??= String(plain.execution_id);
-        const item = Object.fromEntries(Object.entries(plain).map(([k, v]) => [k, attr(v)]));
+        const item = marshall(plain);
         items.push({ type: 'put', key: createKey(item, description), value: item });
         for (const a of getIndexActions(description.GlobalSecondaryIndexes ?? [], null, item, description).puts) {
           indexes.set(a.index, [...(indexes.get(a.index) ?? []), { type: 'put', key: a.key, value: a.item }]);
