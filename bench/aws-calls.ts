@@ -3,7 +3,7 @@
  * and what they cost per million executions at the prices in bench/prices.ts.
  */
 import { POLL_BACKOFF_MS } from '../functions/adapters/completions';
-import { awsCalls, cloneCounts, diffCounts, dynamoReads, dynamoWrites, type Counts } from './instrument';
+import { awsCalls, cloneCounts, diffCounts, dynamoReads, dynamoWrites, meanCounts, type Counts } from './instrument';
 import { ASSUMPTIONS, PRICES } from './prices';
 
 export interface CountHooks {
@@ -29,20 +29,6 @@ export interface CallMeasure {
   whole: Counts;
   runnerInvocationsPerExecution: number;
   statuses: string[];
-}
-
-function meanCounts(list: Counts[]): Counts {
-  const n = list.length;
-  const first = list[0];
-  if (!first) throw new Error('no samples');
-  const out = cloneCounts(first);
-  const keys = ['readUnits', 'writeUnits', 'indexWriteUnits', 'sfnStart', 'sfnStop', 'secretsLookups', 'secretsApiCalls', 'http', 'waits', 'waitWakes'] as const;
-  for (const k of keys) out[k] = list.reduce((s, c) => s + c[k], 0) / n;
-  for (const m of ['dynamo', 'sqsSend', 'storeMethods'] as const) {
-    const names = new Set(list.flatMap((c) => Object.keys(c[m])));
-    out[m] = Object.fromEntries([...names].map((name) => [name, list.reduce((s, c) => s + (c[m][name] ?? 0), 0) / n]));
-  }
-  return out;
 }
 
 /**

@@ -76,27 +76,45 @@ function diffMap(a: Record<string, number>, b: Record<string, number>): Record<s
   return out;
 }
 
+/** The counts that are maps by name; every other count is one number. */
+const MAPS = ['dynamo', 'sqsSend', 'storeMethods'] as const;
+type MapCount = (typeof MAPS)[number];
+type ScalarCount = Exclude<keyof Counts, MapCount>;
+/** Every scalar count, checked complete by its type: a count added to Counts must be listed here. */
+const SCALARS = Object.keys({
+  readUnits: true,
+  writeUnits: true,
+  indexWriteUnits: true,
+  sfnStart: true,
+  sfnStop: true,
+  secretsLookups: true,
+  secretsApiCalls: true,
+  http: true,
+  waits: true,
+  waitWakes: true,
+} satisfies Record<ScalarCount, true>) as ScalarCount[];
+
 /** What happened between two snapshots. */
 export function diffCounts(before: Counts, after: Counts): Counts {
-  return {
-    dynamo: diffMap(before.dynamo, after.dynamo),
-    readUnits: after.readUnits - before.readUnits,
-    writeUnits: after.writeUnits - before.writeUnits,
-    indexWriteUnits: after.indexWriteUnits - before.indexWriteUnits,
-    sqsSend: diffMap(before.sqsSend, after.sqsSend),
-    sfnStart: after.sfnStart - before.sfnStart,
-    sfnStop: after.sfnStop - before.sfnStop,
-    secretsLookups: after.secretsLookups - before.secretsLookups,
-    secretsApiCalls: after.secretsApiCalls - before.secretsApiCalls,
-    http: after.http - before.http,
-    waits: after.waits - before.waits,
-    waitWakes: after.waitWakes - before.waitWakes,
-    storeMethods: diffMap(before.storeMethods, after.storeMethods),
-  };
+  const out = cloneCounts(after);
+  for (const k of SCALARS) out[k] = after[k] - before[k];
+  for (const m of MAPS) out[m] = diffMap(before[m], after[m]);
+  return out;
 }
 
-const SCALARS = ['readUnits', 'writeUnits', 'indexWriteUnits', 'sfnStart', 'sfnStop', 'secretsLookups', 'secretsApiCalls', 'http', 'waits', 'waitWakes'] as const;
-const MAPS = ['dynamo', 'sqsSend', 'storeMethods'] as const;
+/** The mean of each count over samples (a name missing from a sample counts 0 there). */
+export function meanCounts(list: readonly Counts[]): Counts {
+  const first = list[0];
+  if (!first) throw new Error('no samples');
+  const n = list.length;
+  const out = cloneCounts(first);
+  for (const k of SCALARS) out[k] = list.reduce((s, c) => s + c[k], 0) / n;
+  for (const m of MAPS) {
+    const names = new Set(list.flatMap((c) => Object.keys(c[m])));
+    out[m] = Object.fromEntries([...names].map((name) => [name, list.reduce((s, c) => s + (c[m][name] ?? 0), 0) / n]));
+  }
+  return out;
+}
 
 /** Every count multiplied by `factor` (e.g. 1 / executions, for figures per execution). */
 export function scaleCounts(c: Counts, factor: number): Counts {
