@@ -9,7 +9,7 @@ export interface Ctx {
   io: CliIO;
   out: Output;
   client: PipegateClient;
-  sleep: (ms: number) => Promise<void>;
+  sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
   /** While a wait is under way, what Ctrl-C does (see waitOrInterrupt). */
   onInterrupt: (handler: () => void) => () => void;
 }
@@ -21,7 +21,18 @@ export interface CliDeps {
   credentials?: CredentialSource;
 }
 
-const realSleep = (ms: number) => new Promise<void>((res) => setTimeout(res, ms));
+/** A sleep that an abort ends at once, its timer cleared (nothing left to keep the process up). */
+const realSleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((res) => {
+    if (signal?.aborted) return res();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      res();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
 
 const processInterrupt = (handler: () => void): (() => void) => {
   process.once('SIGINT', handler);

@@ -18,7 +18,8 @@ export interface CliIO {
   env: Record<string, string | undefined>;
   cwd: string;
   fetch?: typeof fetch;
-  sleep?: (ms: number) => Promise<void>;
+  /** Waits `ms`, or less when `signal` is aborted (Ctrl-C). */
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   /** Where `secrets set` reads a value: a terminal (hidden prompt) or a pipe. */
   stdin?: SecretSource;
   /** Calls `handler` on Ctrl-C until the returned function is called (default: SIGINT). */

@@ -7,7 +7,8 @@ import { version } from '../../package.json';
 import { apply, configureApplyCommand, type ApplyOptions } from './apply';
 import { remove } from './commands/delete';
 import { execute } from './commands/execute';
-import { cancel, EXECUTION_STATUSES, executions, redeliver, result, show, usage } from './commands/executions';
+import { STATUSES } from '../../functions/core/transitions';
+import { cancel, executions, redeliver, result, show, usage } from './commands/executions';
 import { rotate } from './commands/keys';
 import { list, runs } from './commands/list';
 import { publish, SNIPPET_LANGUAGES, type SnippetLanguage } from './commands/publish';
@@ -149,7 +150,7 @@ export function buildProgram(io: CliIO, deps: CliDeps, state: { code: number }):
     .command('executions')
     .description("list the live API's executions, newest first (what callers ran, how it went, how its callback went)")
     .argument('<pipeline>', 'pipeline id')
-    .addOption(new Option('--status <status>', 'only executions with this status').choices(EXECUTION_STATUSES))
+    .addOption(new Option('--status <status>', 'only executions with this status').choices(STATUSES))
     .addOption(new Option('--limit <n>', 'how many').default(20).argParser(wholeNumber('--limit', 1, 100)))
     .option('--since <time>', 'only executions created at or after this ISO 8601 time')
     .option('--watch', 'redraw the list every --interval seconds until Ctrl-C')

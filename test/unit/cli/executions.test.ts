@@ -11,7 +11,7 @@ const EXE = '0f8fad5b-d9cb-469f-a165-70867728950e';
 
 type Script = (method: string, path: string) => [number, unknown] | undefined;
 
-async function cli(args: string[], script: Script, opts: { interruptAfterPolls?: number } = {}) {
+async function cli(args: string[], script: Script, opts: { interruptAfterPolls?: number; ctrlCDuringSleep?: boolean } = {}) {
   const paths: string[] = [];
   let stdout = '';
   let stderr = '';
@@ -31,9 +31,15 @@ async function cli(args: string[], script: Script, opts: { interruptAfterPolls?:
     cwd: '/',
     fetch: fakeFetch,
     // Each sleep is one poll or refresh; the user presses Ctrl-C after the given number.
-    sleep: async () => {
+    sleep: async (_ms, signal) => {
       polls++;
       if (opts.interruptAfterPolls !== undefined && polls >= opts.interruptAfterPolls) interrupt?.();
+      if (opts.ctrlCDuringSleep) {
+        // A long sleep that only an abort ends; the user presses Ctrl-C while it runs.
+        const aborted = new Promise<void>((resolve) => signal?.addEventListener('abort', () => resolve(), { once: true }));
+        setImmediate(() => interrupt?.());
+        await aborted;
+      }
     },
     onInterrupt: (handler) => {
       interrupt = handler;
@@ -115,6 +121,16 @@ describe('executions', () => {
       'completed',
     ]);
   });
+});
+
+it('--watch stops at Ctrl-C during the wait between refreshes, not after it', async () => {
+  // Prepare
+  const script: Script = () => [200, { pipeline_id: 'quotes', deployment_id: DEP, executions: [row('running')], next_cursor: null }];
+  // Act
+  const r = await cli(['executions', 'quotes', '--watch', '--interval', '3600'], script, { ctrlCDuringSleep: true });
+  // Assess
+  expect(r.code).toBe(0);
+  expect(r.paths).toHaveLength(1);
 });
 
 describe('cancel, redeliver, usage, result', () => {
