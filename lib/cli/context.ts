@@ -21,6 +21,12 @@ export interface CliDeps {
   credentials?: CredentialSource;
 }
 
+/** The caller's API key: `--key`, else PIPEGATE_API_KEY; undefined when neither holds one. */
+export function callerKey(ctx: Pick<Ctx, 'io'>, given: string | undefined): string | undefined {
+  const key = given ?? ctx.io.env.PIPEGATE_API_KEY;
+  return key === undefined || key.trim() === '' ? undefined : key;
+}
+
 /** A sleep that an abort ends at once, its timer cleared (nothing left to keep the process up). */
 const realSleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((res) => {

@@ -1,10 +1,11 @@
 import { isTerminal } from '../../../functions/core/transitions';
 import { requestValueType, type RequestValueType } from '../../../functions/core/values';
-import { pollUntil, waitOrInterrupt, type Ctx } from '../context';
+import { callerKey, pollUntil, waitOrInterrupt, type Ctx } from '../context';
 import { PIPELINE_ID_PATTERN } from '../../../functions/core/ids';
 import { ServiceError, UsageError } from '../errors';
 import { parseInputs, splitAssignments, type InputValueType, type RawValue } from '../inputs';
-import { duration, fields, showValue } from '../output';
+import { fields } from '../output';
+import { result } from './executions';
 
 export interface ExecuteOptions {
   key?: string;
@@ -15,7 +16,6 @@ export interface ExecuteOptions {
   timeout: number;
 }
 
-/** `pipegate execute <deployment> --key K [--input k=v]… [--callback URL] [--wait] [--idempotency-key K]` */
 /** A pipeline id given where a deployment id belongs is the common slip; say where to find the id. */
 function deploymentHint(e: unknown, deploymentId: string): never {
   if (e instanceof ServiceError && e.body.error === 'Deployment Not Found' && !UUID_RE.test(deploymentId) && PIPELINE_ID_PATTERN.test(deploymentId)) {
@@ -26,6 +26,7 @@ function deploymentHint(e: unknown, deploymentId: string): never {
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+/** `pipegate execute <deployment> --key K [--input k=v]… [--callback URL] [--wait] [--idempotency-key K]` */
 export async function execute(ctx: Ctx, deploymentId: string, opts: ExecuteOptions): Promise<number> {
   try {
     return await executeOnce(ctx, deploymentId, opts);
@@ -35,8 +36,8 @@ export async function execute(ctx: Ctx, deploymentId: string, opts: ExecuteOptio
 }
 
 async function executeOnce(ctx: Ctx, deploymentId: string, opts: ExecuteOptions): Promise<number> {
-  const key = opts.key ?? ctx.io.env.PIPEGATE_API_KEY;
-  if (key === undefined || key.trim() === '') {
+  const key = callerKey(ctx, opts.key);
+  if (key === undefined) {
     throw new UsageError('execute needs the deployment\'s API key', 'pass --key <api key> or set PIPEGATE_API_KEY (publish printed it once)');
   }
   splitAssignments(opts.input); // syntax errors before any request
@@ -98,15 +99,5 @@ async function executeOnce(ctx: Ctx, deploymentId: string, opts: ExecuteOptions)
   } finally {
     progress.stop();
   }
-  const result = await client.executionResult(executionId, key);
-  const r = result.body;
-  out.document(result.raw);
-  if (r.status === 'completed') {
-    out.line(`${out.c.green('✔')} execution ${executionId} completed in ${duration(r.completion_duration ?? 0)}`);
-    const data = Object.entries(r.response_data);
-    if (data.length > 0) out.line(fields(data.map(([k, v]) => [k, showValue(v.value)] as const), out.c));
-    return 0;
-  }
-  out.note(`${out.e.red('✖')} execution ${executionId} ${r.status}${r.error_message ? `: ${r.error_message}` : ''}`);
-  return 1;
+  return result(ctx, executionId, { key });
 }

@@ -3,7 +3,7 @@
  * `redeliver`, `usage`, and the caller's `result`.
  */
 import type { ExecutionList, OwnerExecution } from '../client';
-import type { Ctx } from '../context';
+import { callerKey, type Ctx } from '../context';
 import { UsageError } from '../errors';
 import { checkPipelineId } from '../files';
 import { duration, fields, showValue, table, type Colors } from '../output';
@@ -190,8 +190,8 @@ export async function show(ctx: Ctx, pipeline: string, executionId: string): Pro
 export async function cancel(ctx: Ctx, first: string, second: string | undefined, opts: { key?: string }): Promise<number> {
   const { out, client } = ctx;
   if (second === undefined) {
-    const key = opts.key ?? ctx.io.env.PIPEGATE_API_KEY;
-    if (key === undefined || key.trim() === '') {
+    const key = callerKey(ctx, opts.key);
+    if (key === undefined) {
       throw new UsageError('cancel needs the pipeline and the execution', 'pipegate cancel <pipeline> <execution> (as the owner), or pipegate cancel <execution> --key <api key> (as a caller)');
     }
     const { body, raw } = await client.callerCancel(first, key);
@@ -251,8 +251,8 @@ export async function usage(ctx: Ctx, pipeline: string): Promise<number> {
 
 /** `pipegate result <execution> --key K`: the caller's result of an execution. */
 export async function result(ctx: Ctx, executionId: string, opts: { key?: string }): Promise<number> {
-  const key = opts.key ?? ctx.io.env.PIPEGATE_API_KEY;
-  if (key === undefined || key.trim() === '') {
+  const key = callerKey(ctx, opts.key);
+  if (key === undefined) {
     throw new UsageError('result needs the deployment\'s API key', 'pass --key <api key> or set PIPEGATE_API_KEY');
   }
   const { out, client } = ctx;
