@@ -1,6 +1,7 @@
 /** What every command receives: where to print, the client, and how to wait. */
 import { PipegateClient } from './client';
 import { resolveConnection, type GlobalOptions, type StackLookup } from './connection';
+import { isTerminal, type ExecutionStatus } from '../../functions/core/transitions';
 import { FailureError } from './errors';
 import { Output, type CliIO } from './output';
 import type { CredentialSource } from './sigv4';
@@ -108,5 +109,33 @@ export async function pollUntil<T>(
     }
     await opts.sleep(delay);
     delay = Math.min(1000, Math.round(delay * 1.5));
+  }
+}
+
+/**
+ * Waits for a run or an execution to reach a terminal status, its status on a spinner. `started`
+ * (naming the id) is printed once Ctrl-C is ours, so the id is on screen whatever happens to the
+ * wait; Ctrl-C then stops the wait with `followUp` (how to look later and how to cancel).
+ */
+export async function waitUntilFinished<T extends { body: { status: ExecutionStatus } }>(
+  ctx: Ctx,
+  w: { started: string; followUp: string; what: string; timeoutSeconds: number; poll: () => Promise<T>; progress: (status: string, elapsedMs: number) => string },
+): Promise<T> {
+  const spinner = ctx.out.spinner();
+  try {
+    return await waitOrInterrupt(ctx, w.followUp, (signal) => {
+      ctx.out.note(w.started);
+      return pollUntil(w.poll, (r) => isTerminal(r.body.status), {
+        sleep: ctx.sleep,
+        timeoutMs: w.timeoutSeconds * 1000,
+        what: w.what,
+        signal,
+        onTick: (r, ms) => {
+          if (!isTerminal(r.body.status)) spinner.update(w.progress(r.body.status, ms), r.body.status);
+        },
+      });
+    });
+  } finally {
+    spinner.stop();
   }
 }

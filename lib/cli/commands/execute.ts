@@ -1,6 +1,5 @@
-import { isTerminal } from '../../../functions/core/transitions';
 import { requestValueType, type RequestValueType } from '../../../functions/core/values';
-import { callerKey, pollUntil, waitOrInterrupt, type Ctx } from '../context';
+import { callerKey, waitUntilFinished, type Ctx } from '../context';
 import { PIPELINE_ID_PATTERN } from '../../../functions/core/ids';
 import { ServiceError, UsageError } from '../errors';
 import { parseInputs, splitAssignments, type InputValueType, type RawValue } from '../inputs';
@@ -71,33 +70,17 @@ async function executeOnce(ctx: Ctx, deploymentId: string, opts: ExecuteOptions)
     return 0;
   }
 
-  // The id first (inside the wait): whatever happens to the wait, the execution can be found and cancelled.
-  const progress = out.spinner();
-  const followUp = [
-    `stopped waiting; execution ${executionId} keeps going on the service.`,
-    `  its result:  pipegate result ${executionId} --key <api key>`,
-    `  cancel it:   pipegate cancel ${executionId} --key <api key>`,
-  ].join('\n');
-  try {
-    await waitOrInterrupt(ctx, followUp, (signal) => {
-      // Printed once Ctrl-C is ours: from here on it stops the wait, never the process mid-line.
-      out.note(`execution ${executionId} ${accepted.body.status}`);
-      return pollUntil(
-        () => client.executionStatus(executionId, key),
-        (s) => isTerminal(s.body.status),
-        {
-          sleep: ctx.sleep,
-          timeoutMs: opts.timeout * 1000,
-          what: `execution ${executionId}`,
-          signal,
-          onTick: (s, ms) => {
-            if (!isTerminal(s.body.status)) progress.update(`execution ${s.body.status}… ${(ms / 1000).toFixed(1)} s`, s.body.status);
-          },
-        },
-      );
-    });
-  } finally {
-    progress.stop();
-  }
+  await waitUntilFinished(ctx, {
+    started: `execution ${executionId} ${accepted.body.status}`,
+    followUp: [
+      `stopped waiting; execution ${executionId} keeps going on the service.`,
+      `  its result:  pipegate result ${executionId} --key <api key>`,
+      `  cancel it:   pipegate cancel ${executionId} --key <api key>`,
+    ].join('\n'),
+    what: `execution ${executionId}`,
+    timeoutSeconds: opts.timeout,
+    poll: () => client.executionStatus(executionId, key),
+    progress: (status, ms) => `execution ${status}… ${(ms / 1000).toFixed(1)} s`,
+  });
   return result(ctx, executionId, { key });
 }

@@ -1,6 +1,4 @@
-import { isTerminal } from '../../../functions/core/transitions';
-import type { Run } from '../client';
-import { pollUntil, waitOrInterrupt, type Ctx } from '../context';
+import { waitUntilFinished, type Ctx } from '../context';
 import { checkPipelineId } from '../files';
 import { inputTypesOf, parseInputs, splitAssignments, type RawValue } from '../inputs';
 import { duration, fields, showValue } from '../output';
@@ -32,35 +30,18 @@ export async function run(ctx: Ctx, pipeline: string, opts: RunOptions): Promise
     return 0;
   }
 
-  // The id first (inside the wait): whatever happens to the wait, the run can be found and cancelled.
-  const progress = out.spinner();
-  const followUp = [
-    `stopped waiting; run ${runId} keeps going on the service.`,
-    `  follow it:  pipegate show ${pipeline} ${runId}`,
-    `  cancel it:  pipegate cancel ${pipeline} ${runId}`,
-  ].join('\n');
-  let final: { body: Run; raw: unknown };
-  try {
-    final = await waitOrInterrupt(ctx, followUp, (signal) => {
-      // Printed once Ctrl-C is ours: from here on it stops the wait, never the process mid-line.
-      out.note(`run ${runId} of ${pipeline} version ${version} started`);
-      return pollUntil(
-        () => client.getRun(pipeline, runId),
-        (r) => isTerminal(r.body.status),
-        {
-          sleep: ctx.sleep,
-          timeoutMs: opts.timeout * 1000,
-          what: `run ${runId}`,
-          signal,
-          onTick: (r, ms) => {
-            if (!isTerminal(r.body.status)) progress.update(`${pipeline} v${version} ${r.body.status}… ${(ms / 1000).toFixed(1)} s`, r.body.status);
-          },
-        },
-      );
-    });
-  } finally {
-    progress.stop();
-  }
+  const final = await waitUntilFinished(ctx, {
+    started: `run ${runId} of ${pipeline} version ${version} started`,
+    followUp: [
+      `stopped waiting; run ${runId} keeps going on the service.`,
+      `  follow it:  pipegate show ${pipeline} ${runId}`,
+      `  cancel it:  pipegate cancel ${pipeline} ${runId}`,
+    ].join('\n'),
+    what: `run ${runId}`,
+    timeoutSeconds: opts.timeout,
+    poll: () => client.getRun(pipeline, runId),
+    progress: (status, ms) => `${pipeline} v${version} ${status}… ${(ms / 1000).toFixed(1)} s`,
+  });
   const r = final.body;
   out.document(final.raw);
   if (r.status === 'completed') {
