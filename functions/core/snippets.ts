@@ -62,7 +62,8 @@ function keyHeader(doc: Obj): string {
   return typeof name === 'string' ? name : 'X-API-Key';
 }
 
-const shellQuote = (s: string): string => `'${s.replaceAll("'", `'\\''`)}'`;
+/** A string as one shell word, always single-quoted (a quote inside closes, escapes and reopens). */
+export const shellQuote = (s: string): string => `'${s.replaceAll("'", `'\\''`)}'`;
 
 function python(v: unknown, indent = ''): string {
   if (v === null) return 'None';

@@ -156,8 +156,3 @@ export function duration(ms: number | null | undefined): string {
 export function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? '' : 's'}`;
 }
-
-/** A string as one shell word (single quotes), for ready-to-paste commands. */
-export function shellQuote(s: string): string {
-  return /^[A-Za-z0-9_./:@%+=,-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
-}

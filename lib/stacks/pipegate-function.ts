@@ -15,6 +15,7 @@ import * as sqs from 'aws-cdk-lib/aws-sqs';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
 import type { QueryTarget, StatesAction, TableAction } from './permissions';
+import { shellQuote } from '../../functions/core/snippets';
 
 export const REPO_ROOT = path.resolve(__dirname, '..', '..');
 export const RUNTIME = lambda.Runtime.NODEJS_24_X;
@@ -162,8 +163,6 @@ export function executionArnPattern(machine: sfn.StateMachine): string {
     arnFormat: ArnFormat.COLON_RESOURCE_NAME,
   });
 }
-
-const shellQuote = (s: string): string => `'${s.replaceAll("'", `'\\''`)}'`;
 
 /** esbuild bundles locally; after it, copy the listed files into the asset folder. */
 function copyHooks(c: NonNullable<PipegateFunctionProps['copyFiles']>): nodejs.ICommandHooks {

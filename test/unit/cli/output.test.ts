@@ -4,7 +4,7 @@ import { createColors } from 'picocolors';
 import { publishedSnippets, renderPublished, visibilityBody } from '../../../lib/cli/commands/publish';
 import { nextStep } from '../../../lib/cli/commands/status';
 import { EXIT, exitCodeFor, FailureError, ServiceError, UnreachableError, UsageError } from '../../../lib/cli/errors';
-import { colorEnabled, duration, fields, Output, shellQuote, table, type CliIO } from '../../../lib/cli/output';
+import { colorEnabled, duration, fields, Output, table, type CliIO } from '../../../lib/cli/output';
 import { describeError } from '../../../lib/cli/program';
 
 const plain = createColors(false);
@@ -115,12 +115,6 @@ describe('formatting helpers', () => {
     [12_345, '12.3 s'],
     [125_000, '2 min 5 s'],
   ])('duration %j → %j', (ms, text) => expect(duration(ms)).toBe(text));
-
-  it('quotes shell words only when needed, and single quotes safely', () => {
-    expect(shellQuote('https://x.test/v1/a-b/executions/')).toBe('https://x.test/v1/a-b/executions/');
-    expect(shellQuote('{"a":1}')).toBe(`'{"a":1}'`);
-    expect(shellQuote("it's")).toBe(`'it'\\''s'`);
-  });
 
   it('builds a curl command with the visible inputs at their published values', () => {
     // Prepare

@@ -6,7 +6,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { deploymentOpenApi } from '../../../functions/core/openapi';
-import { deploymentSnippets } from '../../../functions/core/snippets';
+import { deploymentSnippets, shellQuote } from '../../../functions/core/snippets';
 
 const ID = '0b0c1e4e-7d3c-4a57-9a51-0d7b8a2f6c11';
 const BASE = 'https://abc123.execute-api.eu-west-1.amazonaws.com/api';
@@ -33,6 +33,12 @@ const BODY = {
     times: { value: 3, value_type: 'RAW' },
   },
 };
+
+it('quotes every shell word, single quotes inside safely', () => {
+  expect(shellQuote('https://x.test/v1/a-b/executions/')).toBe(`'https://x.test/v1/a-b/executions/'`);
+  expect(shellQuote('{"a":1}')).toBe(`'{"a":1}'`);
+  expect(shellQuote("it's")).toBe(`'it'\\''s'`);
+});
 
 describe('deploymentSnippets', () => {
   const s = deploymentSnippets(doc);
