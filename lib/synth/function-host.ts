@@ -90,7 +90,6 @@ interface Pending {
 
 interface Sandbox {
   worker: Worker;
-  busy: boolean;
   pending: Map<string, Pending>;
 }
 
@@ -159,35 +158,20 @@ export class FunctionHost {
 
   private async acquire(): Promise<Sandbox> {
     const warm = this.idle.pop();
-    if (warm) {
-      warm.busy = true;
-      return warm;
-    }
-    if (this.all.size < this.maxConcurrency) {
-      const s = this.spawn();
-      s.busy = true;
-      return s;
-    }
+    if (warm) return warm;
+    if (this.all.size < this.maxConcurrency) return this.spawn();
     return new Promise((resolve) => this.waiting.push(resolve));
   }
 
   private release(s: Sandbox): void {
-    s.busy = false;
-    if (!this.all.has(s)) {
-      // Its environment ended (timed out, crashed): a waiting invocation gets a new one.
-      const next = this.waiting.shift();
-      if (next && !this.stopped) {
-        const fresh = this.spawn();
-        fresh.busy = true;
-        next(fresh);
-      }
-      return;
-    }
     const next = this.waiting.shift();
-    if (next) {
-      s.busy = true;
-      next(s);
-    } else this.idle.push(s);
+    if (this.all.has(s)) {
+      if (next) next(s);
+      else this.idle.push(s);
+    } else if (next && !this.stopped) {
+      // Its environment ended (timed out, crashed): the waiting invocation gets a new one.
+      next(this.spawn());
+    }
   }
 
   private spawn(): Sandbox {
@@ -202,7 +186,7 @@ export class FunctionHost {
       stdout: true,
       stderr: true,
     });
-    const sandbox: Sandbox = { worker, busy: false, pending: new Map() };
+    const sandbox: Sandbox = { worker, pending: new Map() };
     this.all.add(sandbox);
     const log = this.options.log;
     for (const stream of [worker.stdout, worker.stderr]) {
