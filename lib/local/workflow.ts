@@ -244,7 +244,8 @@ function taskStateNames(definition: StateMachineDefinition): string[] {
   return names;
 }
 
-function forEachState(machine: Record<string, unknown>, visit: (state: Record<string, unknown>, name: string) => void): void {
+/** Every state of a definition, those inside Parallel branches and Map iterators included. */
+export function forEachState(machine: Record<string, unknown>, visit: (state: Record<string, unknown>, name: string) => void): void {
   if (!isPlainObject(machine.States)) return;
   for (const [name, state] of Object.entries(machine.States)) {
     if (!isPlainObject(state)) continue;

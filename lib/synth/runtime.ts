@@ -28,7 +28,7 @@ import { parseKeyMaterial, StaticKeyMaterial } from '../../functions/adapters/ke
 import { silentLogger } from '../../functions/adapters/logger';
 import { sweepAll } from '../../functions/services/sweeper.service';
 import { drainWorkflow, refuseWhileStopping, type StopOptions, type StopReport } from '../local/shutdown';
-import { LocalWorkflow, type WorkflowTask } from '../local/workflow';
+import { forEachState, LocalWorkflow, type WorkflowTask } from '../local/workflow';
 import { cachedAssembly, loadAssembly, type Assembly } from './assembly';
 import { LocalSecretStore, startAwsEndpoint, type AwsEndpoint, type EndpointQueue, type StateMachinePort } from './aws-endpoint';
 import { FunctionError, FunctionHost, type FunctionSpec } from './function-host';
@@ -619,16 +619,12 @@ function stateMachineDefinition(stack: ResolvedStack, props: Record<string, unkn
 }
 
 function forEachTask(machine: Record<string, unknown>, visit: (name: string, resource: string) => void): void {
-  if (!isPlainObject(machine.States)) return;
-  for (const [name, state] of Object.entries(machine.States)) {
-    if (!isPlainObject(state)) continue;
-    if (state.Type === 'Task') {
-      const resource = String(state.Resource);
-      if (!/^arn:[^:]+:lambda:[^:]+:\d{12}:function:[^:]+$/.test(resource)) throw new Error(`State ${name}: only direct Lambda function ARNs are run locally (got ${resource})`);
-      visit(name, resource);
-    }
-    for (const sub of [...(Array.isArray(state.Branches) ? state.Branches : []), state.Iterator, state.ItemProcessor]) if (isPlainObject(sub)) forEachTask(sub, visit);
-  }
+  forEachState(machine, (state, name) => {
+    if (state.Type !== 'Task') return;
+    const resource = String(state.Resource);
+    if (!/^arn:[^:]+:lambda:[^:]+:\d{12}:function:[^:]+$/.test(resource)) throw new Error(`State ${name}: only direct Lambda function ARNs are run locally (got ${resource})`);
+    visit(name, resource);
+  });
 }
 
 async function createTables(stack: ResolvedStack, endpoint: string): Promise<void> {
