@@ -23,6 +23,7 @@ import { LocalQueue, LocalQueuePort } from '../local/queue';
 import { readConfig } from '../config';
 import { isPlainObject } from '../../functions/core/values';
 import { createDeps, type Deps } from '../../functions/adapters/deps';
+import { isConditionFailure, localEndpointConfig } from '../../functions/adapters/dynamo';
 import { createGuardedHttp } from '../../functions/adapters/guarded-http';
 import { parseKeyMaterial, StaticKeyMaterial } from '../../functions/adapters/key-material';
 import { silentLogger } from '../../functions/adapters/logger';
@@ -556,7 +557,7 @@ function recoveryDeps(
  * on AWS nothing restarts, and DynamoDB updates an item and its index entries together.
  */
 async function recoverUnfinished(d: Deps, dynamoEndpoint: string): Promise<{ resumed: number; interrupted: number; callbacks: number }> {
-  const db = DynamoDBDocumentClient.from(new DynamoDBClient({ endpoint: dynamoEndpoint, region: 'local', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }));
+  const db = DynamoDBDocumentClient.from(new DynamoDBClient({ region: 'local', ...localEndpointConfig(dynamoEndpoint) }));
   try {
     let start: Record<string, unknown> | undefined;
     do {
@@ -583,7 +584,7 @@ async function recoverUnfinished(d: Deps, dynamoEndpoint: string): Promise<{ res
             }),
           )
           .catch((err: unknown) => {
-            if ((err as { name?: string }).name !== 'ConditionalCheckFailedException') throw err;
+            if (!isConditionFailure(err)) throw err;
           });
       }
       start = page.LastEvaluatedKey;
@@ -628,7 +629,7 @@ function forEachTask(machine: Record<string, unknown>, visit: (name: string, res
 }
 
 async function createTables(stack: ResolvedStack, endpoint: string): Promise<void> {
-  const client = new DynamoDBClient({ endpoint, region: 'local', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+  const client = new DynamoDBClient({ region: 'local', ...localEndpointConfig(endpoint) });
   try {
     for (const [id, r] of Object.entries(stack.stack.template.Resources)) {
       if (r.Type !== 'AWS::DynamoDB::Table') continue;
