@@ -114,7 +114,6 @@ const Delivery = v.looseObject({
     v.array(v.looseObject({ at: v.string(), duration_ms: v.number(), status: Nullable(v.number()), error: Nullable(v.string()), redelivery: v.optional(v.boolean()) })),
   ),
 });
-export const DeliveryBody = Delivery;
 const TraceEntry = v.looseObject({
   node: v.string(),
   type: v.string(),
@@ -279,7 +278,7 @@ export class PipegateClient {
     return this.owner('POST', `/v1/pipelines/${enc(id)}/executions/${enc(executionId)}/cancel`, OwnerExecutionBody);
   }
   redeliver(id: string, executionId: string) {
-    return this.owner('POST', `/v1/pipelines/${enc(id)}/executions/${enc(executionId)}/callback/redeliver`, DeliveryBody);
+    return this.owner('POST', `/v1/pipelines/${enc(id)}/executions/${enc(executionId)}/callback/redeliver`, Delivery);
   }
   usage(id: string) {
     return this.owner('GET', `/v1/pipelines/${enc(id)}/deployment/usage`, UsageBody);

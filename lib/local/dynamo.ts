@@ -124,7 +124,7 @@ export function inProcessHandler(listener: RequestListener): HttpHandler {
  * payload hash and HMAC chain, which cost about a third of an in-process call. dynalite checks
  * the header's form and nothing more, over HTTP as here; the DynamoDB service would refuse it.
  */
-export const localSigner: RequestSigner = {
+const localSigner: RequestSigner = {
   sign: (request, options) => {
     const date = (options?.signingDate ? new Date(options.signingDate) : new Date()).toISOString().replace(/[-:]|\.\d{3}/g, '');
     const scope = `${date.slice(0, 8)}/${options?.signingRegion ?? 'local'}/${options?.signingService ?? 'dynamodb'}/aws4_request`;

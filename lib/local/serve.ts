@@ -33,7 +33,7 @@ export interface ServeOptions<R extends Served> {
 const LABEL_WIDTH = 14;
 const line = (label: string, value: string): string => `  ${label.padEnd(LABEL_WIDTH)}${value}`;
 
-export function banner(rt: Served, what: string, details: Array<[string, string]>): string {
+function banner(rt: Served, what: string, details: Array<[string, string]>): string {
   const { resumed, interrupted, callbacks } = rt.recovered;
   return [
     '',
@@ -54,7 +54,7 @@ export function banner(rt: Served, what: string, details: Array<[string, string]
 }
 
 /** What a signal starts: new requests refused, running executions given the drain time. */
-export function stoppingMessage(signal: string, running: number, drainSeconds: number): string {
+function stoppingMessage(signal: string, running: number, drainSeconds: number): string {
   return (
     `\n  ${signal}: stopping. New requests are answered 503; ` +
     (running > 0 ? `waiting up to ${drainSeconds} s for ${running} running execution${running === 1 ? '' : 's'} to finish…\n` : 'nothing is running.\n')
@@ -62,7 +62,7 @@ export function stoppingMessage(signal: string, running: number, drainSeconds: n
 }
 
 /** How the drain went, when anything was running. */
-export function stoppedMessage(r: StopReport, drainSeconds: number): string {
+function stoppedMessage(r: StopReport, drainSeconds: number): string {
   const outcome =
     r.running > 0
       ? `  ${r.finished} of ${r.running} finished in ${(r.waitedMs / 1000).toFixed(1)} s` +
@@ -73,7 +73,7 @@ export function stoppedMessage(r: StopReport, drainSeconds: number): string {
 }
 
 /** Ctrl-C or SIGTERM drains the runtime once, prints the outcome and exits. */
-export function stopOnSignals(rt: Served, write: (text: string) => void = (t) => process.stderr.write(t)): void {
+function stopOnSignals(rt: Served, write: (text: string) => void = (t) => process.stderr.write(t)): void {
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;

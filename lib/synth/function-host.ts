@@ -44,7 +44,7 @@ export class FunctionError extends Error {
 }
 
 /** Lambda's synchronous invocation payload limit, each way. */
-export const MAX_SYNC_PAYLOAD_BYTES = 6 * 1024 * 1024;
+const MAX_SYNC_PAYLOAD_BYTES = 6 * 1024 * 1024;
 
 // Plain JavaScript evaluated in the worker: the Node.js runtime's job of loading the handler
 // once and calling it per event with a context whose clock runs out at the deadline.
