@@ -4,15 +4,13 @@
  */
 import { AppError } from '../core/errors';
 import { PIPELINE_ID_PATTERN } from '../core/ids';
-import { isTerminal, type ExecutionStatus } from '../core/transitions';
+import { isTerminal, STATUSES, type ExecutionStatus } from '../core/transitions';
 import { InvalidCursorError } from '../core/ports';
 import type { DeploymentRecord, Execution } from '../core/types';
 import { summarize } from '../core/usage';
-import { executionSummaryBody, ownerExecutionBody } from '../core/views';
+import { deliveryView, executionSummaryBody, ownerExecutionBody } from '../core/views';
 import type { Deps } from '../adapters/deps';
 import { cancelExecution } from './lifecycle.service';
-
-const STATUSES: readonly ExecutionStatus[] = ['pending', 'running', 'completed', 'failed', 'cancelled'];
 
 async function liveDeploymentOf(d: Deps, pipelineId: string): Promise<DeploymentRecord> {
   if (!PIPELINE_ID_PATTERN.test(pipelineId)) throw new AppError('PipelineNotFound');
@@ -43,7 +41,7 @@ export async function listExecutions(d: Deps, pipelineId: string, q: ListQuery) 
   const limit = q.limit === undefined ? 20 : Number(q.limit);
   if (!Number.isInteger(limit) || limit < 1 || limit > 100) problems.push({ path: 'limit', reason: 'must be a whole number from 1 to 100' });
   const status = q.status === undefined || q.status === '' ? undefined : (q.status as ExecutionStatus);
-  if (status !== undefined && !STATUSES.includes(status)) problems.push({ path: 'status', reason: `must be one of ${STATUSES.join(', ')}` });
+  if (status !== undefined && !(STATUSES as readonly string[]).includes(status)) problems.push({ path: 'status', reason: `must be one of ${STATUSES.join(', ')}` });
   let since: string | undefined;
   if (q.since !== undefined && q.since !== '') {
     const t = Date.parse(q.since);
@@ -73,12 +71,16 @@ export async function listExecutions(d: Deps, pipelineId: string, q: ListQuery) 
   };
 }
 
-/** GET …/executions/{execution_id}: everything about one execution, for its owner. */
-export async function getExecution(d: Deps, pipelineId: string, executionId: string) {
-  const e = await executionOf(d, pipelineId, executionId);
+/** An execution as its owner sees it: its deployment's hidden inputs marked. */
+async function ownerView(d: Deps, e: Execution) {
   const dep = e.deployment_id ? await d.deployments.get(e.deployment_id) : null;
   const hidden = new Set((dep?.inputs ?? []).filter((i) => !i.visible).map((i) => i.id));
   return ownerExecutionBody(e, hidden);
+}
+
+/** GET …/executions/{execution_id}: everything about one execution, for its owner. */
+export async function getExecution(d: Deps, pipelineId: string, executionId: string) {
+  return ownerView(d, await executionOf(d, pipelineId, executionId));
 }
 
 /** POST …/executions/{execution_id}/cancel: a run or an API execution, pending or running. */
@@ -87,7 +89,8 @@ export async function cancel(d: Deps, pipelineId: string, executionId: string) {
   if (isTerminal(e.status)) throw new AppError('ExecutionAlreadyFinished', undefined, { status: e.status });
   const out = await cancelExecution(d, e);
   if (!out.ok) throw new AppError('ExecutionAlreadyFinished', undefined, { status: out.status });
-  return getExecution(d, pipelineId, executionId);
+  // The record as the cancel wrote it: a read after it could still see it running.
+  return ownerView(d, out.execution);
 }
 
 /**
@@ -101,13 +104,13 @@ export async function redeliver(d: Deps, pipelineId: string, executionId: string
   if (!e.callback) throw new AppError('Conflict', 'this execution was submitted without a callback');
   if (!isTerminal(e.status) || !delivery) throw new AppError('Conflict', 'the execution has not finished; its callback is sent when it does');
   if (delivery.outcome === 'pending') {
-    if (delivery.redelivery) return { status: 202, body: ownerExecutionBody(e, new Set()).callback_delivery };
+    if (delivery.redelivery) return { status: 202, body: deliveryView(delivery) };
     throw new AppError('Conflict', 'the callback is still being delivered on its retry schedule; redeliver once it has settled');
   }
   const updated = await d.executions.redeliver(e.execution_id, delivery, d.clock.now().toISOString());
   if (!updated) throw new AppError('Conflict', 'the delivery changed while asking; look again and retry');
   await d.queue.send('callbacks', { execution_id: e.execution_id });
-  return { status: 202, body: ownerExecutionBody(updated, new Set()).callback_delivery };
+  return { status: 202, body: deliveryView(updated.callback_delivery) };
 }
 
 /** GET …/deployment/usage: finished executions by status and duration percentiles, last hour and day. */
