@@ -24,7 +24,6 @@ import {
 
 const OWNER_SECURITY = [{ OwnerBearer: [] }, { AwsSigV4: [] }];
 
-/** An owner operation: its credentials and the answers every owner route may give. */
 /** An execution the owner asked for by id that is not theirs to see. */
 const OWNER_EXECUTION_NOT_FOUND = {
   description: 'Execution Not Found: unknown, expired, or of another pipeline.',
@@ -37,6 +36,13 @@ const noLiveDeployment = (description: string) => ({
   content: jsonContent({ oneOf: [schemaRef('NotFoundPipeline'), schemaRef('NotFoundDeployment')] }),
 });
 
+/** The query parameters of a paged owner list. */
+const PAGE_PARAMETERS = [
+  { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } },
+  { name: 'cursor', in: 'query', required: false, schema: { type: 'string' }, description: '`next_cursor` of the previous page.' },
+];
+
+/** An owner operation: its credentials and the answers every owner route may give. */
 const ownerOp = (o: { responses: Record<string, unknown> } & Record<string, unknown>) => ({
   tags: ['owners'],
   ...o,
@@ -156,8 +162,7 @@ const OWNER_PATHS: Record<string, PathItem> = {
       summary: 'Runs, newest first',
       parameters: [
         parameterRef('PipelineId'),
-        { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } },
-        { name: 'cursor', in: 'query', required: false, schema: { type: 'string' }, description: '`next_cursor` of the previous page.' },
+        ...PAGE_PARAMETERS,
       ],
       responses: {
         '200': { description: 'A page of runs.', content: { 'application/json': { schema: schemaRef('RunList') } } },
@@ -364,8 +369,7 @@ const OWNER_PATHS: Record<string, PathItem> = {
           schema: { type: 'string' },
           description: 'Only executions created at or after this ISO 8601 time.',
         },
-        { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } },
-        { name: 'cursor', in: 'query', required: false, schema: { type: 'string' }, description: '`next_cursor` of the previous page.' },
+        ...PAGE_PARAMETERS,
       ],
       responses: {
         '200': { description: 'A page of executions.', content: { 'application/json': { schema: schemaRef('ExecutionList') } } },
