@@ -7,6 +7,7 @@ import type { CallbackDelivery, Execution, IdempotencyRecord, NodeTrace } from '
 import { binOf, bucketOf, isUsageStatus, USAGE_STATUSES, type UsageBucket, type UsageStatus } from '../core/usage';
 import { completionDuration } from '../core/views';
 import { allItems, isConditionFailure, keys } from './dynamo';
+import { isUuid } from '../core/ids';
 
 /** Usage buckets outlive the longest window asked for (a day) by a day. */
 const USAGE_RETENTION_SECONDS = 2 * 24 * 3600;
@@ -94,7 +95,7 @@ export class ExecutionsStore implements ExecutionsPort {
   async get(id: string, now: Date, consistent = false): Promise<Execution | null> {
     // Ids come from request paths too: only a UUID can name an execution, and a key over
     // DynamoDB's 2 KB limit would fail the read with a ValidationException (a 500).
-    if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id)) return null;
+    if (!isUuid(id)) return null;
     const out = await this.db.send(
       new GetCommand({ TableName: this.table, Key: keys.execution(id), ConsistentRead: consistent }),
     );

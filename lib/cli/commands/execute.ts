@@ -1,6 +1,6 @@
 import { requestValueType, type RequestValueType } from '../../../functions/core/values';
 import { callerKey, waitUntilFinished, type Ctx } from '../context';
-import { PIPELINE_ID_PATTERN } from '../../../functions/core/ids';
+import { isUuid, PIPELINE_ID_PATTERN } from '../../../functions/core/ids';
 import { ServiceError, UsageError } from '../errors';
 import { parseInputs, splitAssignments, type InputValueType, type RawValue } from '../inputs';
 import { fields } from '../output';
@@ -17,13 +17,11 @@ export interface ExecuteOptions {
 
 /** A pipeline id given where a deployment id belongs is the common slip; say where to find the id. */
 function deploymentHint(e: unknown, deploymentId: string): never {
-  if (e instanceof ServiceError && e.body.error === 'Deployment Not Found' && !UUID_RE.test(deploymentId) && PIPELINE_ID_PATTERN.test(deploymentId)) {
+  if (e instanceof ServiceError && e.body.error === 'Deployment Not Found' && !isUuid(deploymentId) && PIPELINE_ID_PATTERN.test(deploymentId)) {
     e.hint = `"${deploymentId}" looks like a pipeline id; execute takes the deployment id (a UUID), which pipegate status ${deploymentId} shows`;
   }
   throw e;
 }
-
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** `pipegate execute <deployment> --key K [--input k=v]… [--callback URL] [--wait] [--idempotency-key K]` */
 export async function execute(ctx: Ctx, deploymentId: string, opts: ExecuteOptions): Promise<number> {
