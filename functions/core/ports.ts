@@ -246,3 +246,57 @@ export interface KeyMaterial {
 export interface KeyMaterialPort {
   material(): Promise<KeyMaterial>;
 }
+
+/* ------------------------------------------------------------------ object storage */
+
+/**
+ * Bytes never live in a record: asset values and any value too large for an execution item
+ * are kept as objects (S3 on AWS; the local runtimes' S3 emulation elsewhere) and records hold
+ * an `ObjectRef`. Keys are chosen by the domain (functions/core), never by a caller, and always
+ * start with the deployment or pipeline they belong to, so deleting one can remove or refuse
+ * them all.
+ */
+export interface ObjectRef {
+  /** The object's key in the one bucket, e.g. `d/<deployment_id>/e/<execution_id>/<node>`. */
+  key: string;
+  /** Sniffed from the bytes, never trusted from a caller. */
+  media_type: string;
+  bytes: number;
+  /** Lowercase hex SHA-256 of the bytes. */
+  sha256: string;
+}
+
+/** Where a client sends the bytes of an upload itself: a presigned PUT of exactly `bytes`. */
+export interface PresignedUpload {
+  url: string;
+  method: 'PUT';
+  /** Headers the PUT must carry exactly as given (Content-Type, Content-Length, …). */
+  headers: Record<string, string>;
+  expires_at: string;
+}
+
+/** A time-limited URL that serves one object's bytes. */
+export interface PresignedDownload {
+  url: string;
+  expires_at: string;
+}
+
+export interface ObjectStorePort {
+  /** Stores the bytes under `key` (replacing any object there). */
+  put(key: string, body: Uint8Array, mediaType: string): Promise<void>;
+  /** Size and stored media type, or null when there is no such object. */
+  head(key: string): Promise<{ bytes: number; media_type: string } | null>;
+  /** The bytes (or the first `maxBytes` of them), or null when there is no such object. */
+  read(key: string, maxBytes?: number): Promise<Uint8Array | null>;
+  /** Removes the objects; unknown keys are not an error. */
+  remove(keys: readonly string[]): Promise<void>;
+  /** Removes every object whose key starts with `prefix` (a deployment's or execution's). */
+  removePrefix(prefix: string): Promise<number>;
+  /** A PUT URL accepting exactly `bytes` bytes of `mediaType` at `key`, valid `ttlSeconds`. */
+  presignUpload(key: string, mediaType: string, bytes: number, ttlSeconds: number): Promise<PresignedUpload>;
+  /**
+   * A GET URL for `key`, valid `ttlSeconds`, answering with `mediaType`, `nosniff`, and
+   * `Content-Disposition: attachment` when `attachment` (anything a browser could run).
+   */
+  presignDownload(key: string, mediaType: string, ttlSeconds: number, attachment: boolean): Promise<PresignedDownload>;
+}
