@@ -300,3 +300,15 @@ export interface ObjectStorePort {
    */
   presignDownload(key: string, mediaType: string, ttlSeconds: number, attachment: boolean): Promise<PresignedDownload>;
 }
+
+/**
+ * Capability links to stored objects, as callers, callbacks and browsers receive them: a URL
+ * on this service that serves one object's exact bytes with its media type, `nosniff`, and
+ * `attachment` where a browser could run it; signed and expiring, it cannot be listed, guessed
+ * or altered, and stops working at once when the deployment (or pipeline) it belongs to is
+ * deleted. A fresh link is minted every time a result is read.
+ */
+export interface AssetLinksPort {
+  /** `baseUrl` is the service's public base (functions/adapters/api.ts publicBaseUrl). */
+  link(ref: ObjectRef, baseUrl: string, now: Date): Promise<PresignedDownload>;
+}
