@@ -26,7 +26,7 @@ import { createDeps, type Deps } from '../../functions/adapters/deps';
 import { isConditionFailure, localEndpointConfig } from '../../functions/adapters/dynamo';
 import { createGuardedHttp } from '../../functions/adapters/guarded-http';
 import { parseKeyMaterial, StaticKeyMaterial } from '../../functions/adapters/key-material';
-import { silentLogger } from '../../functions/adapters/logger';
+import { createLogger, silentLogger } from '../../functions/adapters/logger';
 import { sweepAll } from '../../functions/services/sweeper.service';
 import { drainWorkflow, refuseWhileStopping, type StopOptions, type StopReport } from '../local/shutdown';
 import { forEachState, LocalWorkflow, type WorkflowTask } from '../local/workflow';
@@ -416,6 +416,8 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
         invokeFromApi(fnArn, `arn:aws:execute-api:${region}:${account}:${api.apiId}/${api.stage}/${event.httpMethod}${event.resource.replace(/\{[^}]+\}/g, (m) => event.pathParameters?.[m.slice(1, -1)] ?? '')}`, event) as Promise<APIGatewayProxyResult>;
     }
     const authorizer = api.authorizer;
+    // PIPEGATE_LOG_FORMAT reaches the functions as a tuning variable, checked by their config reader.
+    const requestLog = createLogger('pipegate-synth', log, deps.config.logFormat ?? (process.stderr.isTTY ? 'text' : 'json'));
     // While stopping: every request is told to come back, as under `npm start`.
     let draining = false;
     const gateway = createGateway({
@@ -433,7 +435,7 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
       integrationTimeoutMs: api.integrationTimeoutMs,
       api: { region, account, apiId: api.apiId, stage: api.stage },
       firewall: firewallFromTemplate(serviceStack, `arn:${resolved.env.partition}:apigateway:${region}::/restapis/${api.apiId}/stages/${api.stage}`),
-      log: (line) => log(JSON.stringify({ level: 'info', message: 'request', ...line })),
+      log: (line) => requestLog.info('request', line),
     });
     const server: Server = createLocalServer((req, res) => (draining ? refuseWhileStopping(req, res) : gateway(req, res)));
     const host = opts.host ?? env.HOST ?? '127.0.0.1';

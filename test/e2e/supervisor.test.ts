@@ -4,12 +4,13 @@
  * data dir. And a reader of stdout that goes away (`npm start | tee log`, Ctrl-C) must not cut
  * a drain short.
  */
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { lockDataDir } from '../../lib/local/data-dir-lock';
 import { spawnRuntime, type RuntimeProcess } from '../support/process';
-import { request, sleep } from '../support/runtime';
+import { request, sleep, waitUntil } from '../support/runtime';
 
 jest.setTimeout(90_000);
 
@@ -87,5 +88,64 @@ describe('npm start under a supervisor', () => {
     rt.child.kill('SIGINT');
     expect(await exitOf(rt)).toBe(0);
     expect(rt.output()).toMatch(/stopped\./);
+  });
+});
+
+describe('request log lines', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'pipegate-logs-'));
+  afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+  it.each([
+    ['text', /\d\d:\d\d:\d\d GET \/v1\/pipelines 200 \d+ ms/],
+    ['json', /\{"level":"info".*"message":"request","method":"GET","path":"\/v1\/pipelines"/],
+  ])('PIPEGATE_LOG_FORMAT=%s', async (format, line) => {
+    const rt = await spawnRuntime(dataDir, { PIPEGATE_LOG_FORMAT: format });
+    try {
+      await request(`${rt.url}/v1/pipelines`, 'GET', undefined, { authorization: `Bearer ${rt.ownerToken}` });
+      await sleep(200);
+      expect(rt.output()).toMatch(line);
+      expect(rt.output()).toMatch(/running at http/);
+    } finally {
+      await rt.stop();
+    }
+  });
+
+  it('is JSON when the output is not a terminal', async () => {
+    const rt = await spawnRuntime(dataDir);
+    try {
+      await request(`${rt.url}/v1/pipelines`, 'GET', undefined, { authorization: `Bearer ${rt.ownerToken}` });
+      await sleep(200);
+      expect(rt.output()).toMatch(/"message":"request","method":"GET","path":"\/v1\/pipelines"/);
+    } finally {
+      await rt.stop();
+    }
+  });
+});
+
+describe('at a terminal', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'pipegate-tty-'));
+  afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+
+  it('writes requests as short text lines, and the banner stays', async () => {
+    // util-linux `script` gives the runtime a pseudo-terminal for its stdout and stderr.
+    const child = spawn('script', ['-qfec', `${process.execPath} --import tsx bin/local.ts`, '/dev/null'], {
+      cwd: join(__dirname, '..', '..'),
+      env: { ...process.env, PORT: '0', PIPEGATE_DATA_DIR: dataDir },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    const exited = new Promise((r) => child.once('exit', r));
+    try {
+      const url = await waitUntil(async () => /running at (http:\/\/\S+)/.exec(out)?.[1], (u) => u !== undefined, 30_000);
+      const token = /owner token\s+(\S+)/.exec(out)?.[1] ?? '';
+      await request(`${String(url)}/v1/pipelines`, 'GET', undefined, { authorization: `Bearer ${token}` });
+      await waitUntil(async () => out, (o) => /GET \/v1\/pipelines 200 \d+ ms/.test(o), 5_000);
+      expect(out).not.toMatch(/"message":"request"/);
+    } finally {
+      // Ctrl-C, as typed at the terminal.
+      child.stdin.write('\x03');
+      await exited;
+    }
   });
 });
