@@ -55,6 +55,8 @@ export interface SynthRuntimeOptions {
   maxConcurrency?: number;
   /** Each log line: the runtime's own and every function's. Default: stderr. */
   log?: ((line: string) => void) | false;
+  /** A line per stage of the start (synth, bundles, functions, custom resources, recovery). */
+  progress?: (line: string) => void;
 }
 
 export interface SynthRuntime {
@@ -145,7 +147,8 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
   const ownerToken =
     opts.ownerToken ?? env.PIPEGATE_OWNER_TOKEN ?? persistent(join(dataDir, 'owner-token'), () => `pgo_${randomBytes(24).toString('base64url')}`);
 
-  const assembly = opts.assembly ?? loadAssembly((await cachedAssembly()).dir);
+  const progress = opts.progress ?? (() => undefined);
+  const assembly = opts.assembly ?? loadAssembly((await cachedAssembly({ progress })).dir);
   // One runtime per data dir, as for `npm start`.
   const lock = await lockDataDir(dataDir);
   const stoppers: Array<() => Promise<void>> = [() => lock.release()];
@@ -316,7 +319,9 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
     endpoint.serve({ iam, arns: resolved.arns, dynamoEndpoint: dynamo.endpoint, queues: endpointQueues, stateMachines: machines, secrets });
 
     // Custom resources, as CloudFormation runs them on the first deploy.
+    progress(`${hosts.size} functions and ${queues.size} queues set up; running custom resources`);
     for (const stack of stacks) await runCustomResources(stack, dataDir, fnByArn);
+    progress('recovering what the last stop left unfinished');
 
     // A restart owes the work it finds unfinished what `npm start` owes it: AWS never restarts,
     // but this process holds the state machine's runs, and they die with it.
