@@ -245,7 +245,7 @@ describe('functions', () => {
     }
   });
 
-  it('fits the Express state machine: execution time-out at most its budget's, task-run just above it', () => {
+  it('fits the Express state machine: execution time-out within its budget, task-run just above it', () => {
     // Assess
     expect(built.settings.stateMachineType).toBe('EXPRESS');
     expect(built.settings.executionTimeoutMs).toBeLessThanOrEqual(EXPRESS_MAX_EXECUTION_TIMEOUT_MS);
