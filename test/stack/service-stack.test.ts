@@ -11,6 +11,8 @@ import { buildTestApp, crossStackRef, asArray, outputsOf, refOf, resourcesOf, ty
 import { unauthorizedBody } from '../../functions/core/errors';
 import { isPlainObject } from '../../functions/core/values';
 import { EXPRESS_MAX_EXECUTION_TIMEOUT_MS } from '../../lib/workflow-budget';
+import { AWS_MIN_UNRESERVED, concurrencyPlan } from '../../lib/concurrency';
+import { parseSettings } from '../../lib/stacks/settings';
 
 // Prepare: one app for the whole file (building it is the slow part).
 const built = buildTestApp();
@@ -363,6 +365,39 @@ describe('queue event sources', () => {
     expect(timeout).toBe(def.consumerTimeoutSeconds);
     const visibility = Number(data[queueId(def.id)]?.Properties?.VisibilityTimeout);
     expect(visibility).toBeGreaterThanOrEqual(6 * timeout);
+  });
+});
+
+describe('concurrency budget, from lib/concurrency.ts', () => {
+  const plan = concurrencyPlan(allFunctionNames(), built.settings.accountConcurrency);
+  const reservedOf = (name: string): unknown => svc[fnId(name)]?.Properties?.ReservedConcurrentExecutions;
+
+  it('reserves each function its share, leaving the 100 AWS keeps unreserved', () => {
+    // Assess
+    const total = allFunctionNames().reduce((n, name) => n + Number(reservedOf(name)), 0);
+    for (const name of allFunctionNames()) expect(reservedOf(name)).toBe(plan.reserved[name]);
+    expect(total).toBeLessThanOrEqual(built.settings.accountConcurrency - AWS_MIN_UNRESERVED);
+    // The public-facing authorizer and the waiting routes are never left to the shared pool.
+    expect(Number(reservedOf(WORKERS.authorizer))).toBeGreaterThan(0);
+    expect(Number(reservedOf('execute'))).toBeGreaterThan(0);
+  });
+
+  it.each(Object.values(QUEUES))('$id event source polls with at most its consumer\'s reservation', (def) => {
+    const m = Object.values(svc).find(
+      (r) => r.Type === 'AWS::Lambda::EventSourceMapping' && label(r.Properties?.EventSourceArn) === `stateful:${queueId(def.id)}`,
+    );
+    const max = (m?.Properties?.ScalingConfig as { MaximumConcurrency?: number } | undefined)?.MaximumConcurrency;
+    expect(max).toBe(plan.queueMaxConcurrency[def.id]);
+    expect(max).toBeLessThanOrEqual(Number(svc[refOf(m?.Properties?.FunctionName) ?? '']?.Properties?.ReservedConcurrentExecutions));
+  });
+
+  it('refuses an account too small to share, naming what to raise, and reserves nothing with 0', () => {
+    expect(() => concurrencyPlan(allFunctionNames(), 120)).toThrow(/Concurrent executions/);
+    expect(parseSettings({ accountConcurrency: '0' }).accountConcurrency).toBe(0);
+    expect(() => parseSettings({ accountConcurrency: '150' })).toThrow(/at least 200/);
+    const none = buildTestApp({ accountConcurrency: 0 });
+    const fns = Object.values(resourcesOf(Template.fromStack(none.service))).filter((r) => r.Type === 'AWS::Lambda::Function');
+    expect(fns.some((r) => r.Properties?.ReservedConcurrentExecutions !== undefined)).toBe(false);
   });
 });
 
