@@ -72,6 +72,13 @@ export interface ConcurrencyPlan {
   queueMaxConcurrency: Record<QueueName, number>;
 }
 
+/**
+ * Callers of a waiting route that may hold `Prefer: wait` at once: under half its reservation,
+ * since the bound's counters (functions/adapters/wait-slots.store.ts) can let through twice it
+ * where two 30 s windows meet, and the route must keep room to answer those it does not hold.
+ */
+export const waitersBound = (reserved: number): number => Math.max(1, Math.floor(reserved * 0.45));
+
 const CONSUMER_OF: Record<QueueName, string> = { executions: WORKERS.runner, callbacks: WORKERS.callbackDispatch };
 
 /**

@@ -11,7 +11,7 @@ import { buildTestApp, crossStackRef, asArray, outputsOf, refOf, resourcesOf, ty
 import { unauthorizedBody } from '../../functions/core/errors';
 import { isPlainObject } from '../../functions/core/values';
 import { EXPRESS_MAX_EXECUTION_TIMEOUT_MS } from '../../lib/workflow-budget';
-import { AWS_MIN_UNRESERVED, concurrencyPlan } from '../../lib/concurrency';
+import { AWS_MIN_UNRESERVED, concurrencyPlan, waitersBound } from '../../lib/concurrency';
 import { parseSettings } from '../../lib/stacks/settings';
 
 // Prepare: one app for the whole file (building it is the slow part).
@@ -47,15 +47,17 @@ interface Statement {
   resources: string[];
 }
 
-function statementsOf(role: string, resources: Resources = svc): Statement[] {
+/** A role's statements; those with a Condition only when `conditioned` (the wait bound's, see below). */
+function statementsOf(role: string, resources: Resources = svc, conditioned = false): Statement[] {
   const out: Statement[] = [];
   for (const r of Object.values(resources)) {
     if (r.Type !== 'AWS::IAM::Policy') continue;
     const roles = asArray(r.Properties?.Roles).map(refOf);
     if (!roles.includes(role)) continue;
-    const doc = r.Properties?.PolicyDocument as { Statement: { Action: unknown; Resource: unknown; Effect: string }[] };
+    const doc = r.Properties?.PolicyDocument as { Statement: { Action: unknown; Resource: unknown; Effect: string; Condition?: unknown }[] };
     for (const s of doc.Statement) {
       expect(s.Effect).toBe('Allow');
+      if ((s.Condition !== undefined) !== conditioned) continue;
       out.push({ actions: asArray(s.Action).map(String), resources: asArray(s.Resource).map(label) });
     }
   }
@@ -298,6 +300,19 @@ describe('least privilege, from lib/stacks/permissions.ts', () => {
         `arn:aws:states:${built.service.region}:${built.service.account}:execution:service:${machine}:*`,
       ]);
     }
+  });
+
+  it('lets the waiting routes write the wait bound\'s counters and nothing else, and tells them the bound', () => {
+    const plan = concurrencyPlan(allFunctionNames(), built.settings.accountConcurrency);
+    for (const name of allFunctionNames()) {
+      const extra = statementsOf(roleId(name), svc, true);
+      const waits = ROUTES.some((r) => r.handler === name && r.waits);
+      expect(extra.flatMap((s) => s.actions)).toEqual(waits ? ['dynamodb:UpdateItem'] : []);
+      const env = (svc[fnId(name)]?.Properties?.Environment as { Variables: Record<string, string> }).Variables;
+      expect(env.PIPEGATE_MAX_WAITERS).toBe(waits ? String(waitersBound(plan.reserved[name] ?? 0)) : undefined);
+    }
+    const policy = Object.values(svc).find((r) => r.Type === 'AWS::IAM::Policy' && JSON.stringify(r.Properties).includes('LeadingKeys'));
+    expect(JSON.stringify(policy?.Properties)).toContain('"dynamodb:LeadingKeys":["WAITERS#*"]');
   });
 
   it('keeps read-only functions from writing', () => {
