@@ -18,7 +18,8 @@ import {
   taskRunLambdaTimeoutSeconds,
 } from '../../../lib/workflow-budget';
 
-import { DEFAULT_ACCOUNT_CONCURRENCY, concurrencyPlan } from '../../../lib/concurrency';
+import { DEFAULT_ACCOUNT_CONCURRENCY, concurrencyPlan, waitersBound } from '../../../lib/concurrency';
+import { WAIT_SHARDS, WAIT_WINDOW_SECONDS } from '../../../functions/adapters/wait-slots.store';
 import { allFunctionNames } from '../../../lib/stacks/permissions';
 
 const root = path.join(__dirname, '..', '..', '..');
@@ -62,6 +63,10 @@ describe('docs state the concurrency budget lib/concurrency.ts derives', () => {
     const total = Object.values(r).reduce((a, b) => a + b, 0);
     expect(aws).toContain(`the authorizer ${r.authorizer}, execute ${r.execute}, execution-status ${r['execution-status']}, execution-result ${r['execution-result']}, task-run ${r['task-run']}`);
     expect(aws).toContain(`runner and callback-dispatch ${r.runner} each (queue maximum concurrency ${plan.queueMaxConcurrency.executions})`);
+    expect(aws).toContain(
+      `${waitersBound(r.execute ?? 0)} for execute, ${waitersBound(r['execution-status'] ?? 0)} for execution-status, ${waitersBound(r['execution-result'] ?? 0)} for execution-result`,
+    );
+    expect(aws).toContain(`one of ${WAIT_SHARDS} counter items per function and ${WAIT_WINDOW_SECONDS} s window`);
     expect(aws).toContain(`the sweeper ${r.sweeper}, each other caller route ${r['execution-cancel']} and each owner route ${r['pipeline-push']}: ${total} reserved`);
   });
 });
