@@ -57,10 +57,11 @@ export function classOf(name: string): FunctionClass {
   if (name === WORKERS.runner || name === WORKERS.callbackDispatch) return 'consumer';
   if (name === WORKERS.taskStart || name === WORKERS.taskRun || name === WORKERS.taskFail) return 'workflow';
   const routes = ROUTES.filter((r) => r.handler === name);
-  if (routes.some((r) => r.waits)) return 'waiting';
   // A function serving no route and not a known worker shares the callers' small pool.
   if (routes.length === 0) return 'caller';
-  return routes.every((r) => r.auth === 'owner') ? 'owner' : 'caller';
+  // Owner routes (one operator's CLI) stay in their small pool even where they wait.
+  if (routes.every((r) => r.auth === 'owner')) return 'owner';
+  return routes.some((r) => r.waits) ? 'waiting' : 'caller';
 }
 
 export interface ConcurrencyPlan {
@@ -71,6 +72,9 @@ export interface ConcurrencyPlan {
   /** Maximum concurrency per SQS event source, at most its consumer's reservation. */
   queueMaxConcurrency: Record<QueueName, number>;
 }
+
+/** Whether a function serves a route that honours `Prefer: wait` (and so gets a wait bound). */
+export const waits = (name: string): boolean => ROUTES.some((r) => r.handler === name && r.waits === true);
 
 /**
  * Callers of a waiting route that may hold `Prefer: wait` at once: under half its reservation,

@@ -75,6 +75,7 @@ const ConfigSchema = v.object({
   PIPEGATE_MAX_WAITERS: int(0, 0, 100_000),
   PIPEGATE_OWNER_SECRETS_TTL_SECONDS: int(60, 0, 3_600),
   PIPEGATE_PUBLIC_URL: v.optional(PublicUrlSchema),
+  PIPEGATE_LOG_FORMAT: v.optional(v.picklist(['json', 'text'], 'must be json or text')),
   AWS_REGION: v.optional(v.string(), 'us-east-1'),
   // Set by Lambda: the wait bound counts each function's waiters apart.
   AWS_LAMBDA_FUNCTION_NAME: v.optional(v.string(), 'local'),
@@ -131,6 +132,8 @@ export type Config = {
    * otherwise each request's own (API Gateway's host and stage, or the local Host header).
    */
   publicUrl: string | undefined;
+  /** Local runtime: its log lines as JSON or as text; unset means text on a terminal, JSON otherwise. */
+  logFormat: 'json' | 'text' | undefined;
   region: string;
 };
 
@@ -187,6 +190,7 @@ export function readConfig(env: Record<string, string | undefined> = process.env
     waitScope: c.AWS_LAMBDA_FUNCTION_NAME,
     ownerSecretsTtlSeconds: c.PIPEGATE_OWNER_SECRETS_TTL_SECONDS,
     publicUrl: c.PIPEGATE_PUBLIC_URL,
+    logFormat: c.PIPEGATE_LOG_FORMAT,
     region: c.AWS_REGION,
   };
 }

@@ -66,7 +66,7 @@ export const NO_WAIT: Wait = { seconds: 0, untilMs: 0 };
  * write where the runtime can (d.completions); re-reads with strong consistency after each
  * wake, since an eventually consistent read may not show the write that woke it yet.
  */
-async function awaitTerminal(d: Deps, executionId: string, first: () => Promise<Execution>, wait: Wait): Promise<{ e: Execution; waited: number }> {
+export async function awaitTerminal(d: Deps, executionId: string, first: () => Promise<Execution>, wait: Wait): Promise<{ e: Execution; waited: number }> {
   if (wait.seconds <= 0) return { e: await first(), waited: 0 };
   const slot = await takeWaitSlot(d);
   // Beyond the bound the preference is not honoured: the usual answer, with its Retry-After.

@@ -28,7 +28,7 @@ const DOCS_FUNCTION = 'deployment-docs';
 import { accessFor, allFunctionNames, bundleExternals } from './permissions';
 import { PipegateFunction, REPO_ROOT } from './pipegate-function';
 import { type Settings } from './settings';
-import { classOf, concurrencyPlan, waitersBound } from '../concurrency';
+import { concurrencyPlan, waitersBound, waits } from '../concurrency';
 import { API_GATEWAY_INTEGRATION_TIMEOUT_SECONDS, AWS_MAX_WAIT_SECONDS, MARK_TASK_TIMEOUT_SECONDS, taskRunLambdaTimeoutSeconds } from '../workflow-budget';
 import type { StatefulStack } from './stateful-stack';
 
@@ -98,7 +98,7 @@ export class ServiceStack extends Stack {
       functions[name] = fn;
       fn.grantTable(stateful.table, access.table, access.query);
       const reserved = plan?.reserved[name];
-      if (reserved !== undefined && classOf(name) === 'waiting') {
+      if (reserved !== undefined && waits(name)) {
         // The wait bound's counters: items of their own partition keys, nothing else writable.
         fn.fn.addEnvironment('PIPEGATE_MAX_WAITERS', String(waitersBound(reserved)));
         fn.role.addToPrincipalPolicy(
