@@ -1,10 +1,11 @@
+import { randomInt } from 'node:crypto';
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { InvalidCursorError, type ExecutionsPort, type SweepKind, type TransitionFields, type TransitionResult } from '../core/ports';
 import { epochSeconds } from '../core/time';
 import { allowedFrom, isTerminal, type ExecutionStatus } from '../core/transitions';
 import { packTrace, unpackTrace } from '../core/trace-codec';
 import type { CallbackDelivery, Execution, IdempotencyRecord, NodeTrace } from '../core/types';
-import { binOf, bucketOf, isUsageStatus, USAGE_STATUSES, type UsageBucket, type UsageStatus } from '../core/usage';
+import { binOf, bucketOf, isUsageStatus, USAGE_SHARDS, USAGE_STATUSES, type UsageBucket, type UsageStatus } from '../core/usage';
 import { completionDuration } from '../core/views';
 import { allItems, isConditionFailure, keys } from './dynamo';
 import { isUuid } from '../core/ids';
@@ -451,7 +452,9 @@ export class ExecutionsStore implements ExecutionsPort {
   /**
    * Counts a finished API execution in its deployment's five-minute usage bucket (one small
    * write). Called once by whoever won the terminal write; a crash between the two leaves it
-   * uncounted, never counted twice.
+   * uncounted, never counted twice. The bucket is split over USAGE_SHARDS items written at
+   * random (`<bucket>#<shard>`): one item takes about 1,000 writes a second, and a busy
+   * deployment finishes more than that; usageSince adds the shards up.
    */
   async countFinished(e: Execution): Promise<void> {
     if (e.kind !== 'api' || !e.deployment_id || !e.completed_at || !isUsageStatus(e.status)) return;
@@ -461,7 +464,7 @@ export class ExecutionsStore implements ExecutionsPort {
     await this.db.send(
       new UpdateCommand({
         TableName: this.table,
-        Key: { pk: `USAGE#${e.deployment_id}`, sk: bucket },
+        Key: { pk: `USAGE#${e.deployment_id}`, sk: `${bucket}#${randomInt(USAGE_SHARDS)}` },
         UpdateExpression: 'ADD #status :one, #bin :one SET expires_at = if_not_exists(expires_at, :exp)',
         ExpressionAttributeNames: { '#status': `n_${e.status}`, '#bin': `h_${binOf(duration)}` },
         ExpressionAttributeValues: { ':one': 1, ':exp': epochSeconds(at) + USAGE_RETENTION_SECONDS },
@@ -481,18 +484,21 @@ export class ExecutionsStore implements ExecutionsPort {
         }),
       ),
     );
-    return items.map((item) => {
-      const counts: UsageBucket['counts'] = {};
-      const bins: UsageBucket['bins'] = {};
+    // Items come sorted by sort key, so a bucket's shards are adjacent.
+    const buckets: UsageBucket[] = [];
+    for (const item of items) {
+      const bucket = String(item.sk).split('#')[0] ?? '';
+      let b = buckets.at(-1);
+      if (b?.bucket !== bucket) buckets.push((b = { bucket, counts: {}, bins: {} }));
       for (const [k, v] of Object.entries(item)) {
         if (typeof v !== 'number') continue;
         const status = /^n_(\w+)$/.exec(k)?.[1];
-        if (status && (USAGE_STATUSES as readonly string[]).includes(status)) counts[status as UsageStatus] = v;
+        if (status && (USAGE_STATUSES as readonly string[]).includes(status)) b.counts[status as UsageStatus] = (b.counts[status as UsageStatus] ?? 0) + v;
         const bin = /^h_(\d+)$/.exec(k)?.[1];
-        if (bin !== undefined) bins[Number(bin)] = v;
+        if (bin !== undefined) b.bins[Number(bin)] = (b.bins[Number(bin)] ?? 0) + v;
       }
-      return { bucket: String(item.sk), counts, bins };
-    });
+    }
+    return buckets;
   }
 
   /**
