@@ -45,6 +45,21 @@ function decodeCursor(c: string | undefined, partition: string, attribute = 'gsi
 const expired = (e: { expires_at: number | null }, now: Date): boolean =>
   e.expires_at !== null && e.expires_at <= epochSeconds(now);
 
+/**
+ * The sweep index's partition key is spread over SWEEP_SHARDS values per kind
+ * (`open#0` … `open#7`), chosen from the execution id so every write of one execution names the
+ * same one: a constant key written twice per execution would hold every open execution in one
+ * index partition (≈ 1,000 writes/s, ≈ 500 executions/s), and a throttled index throttles the
+ * table's writes. The sweeper reads the shards one after another (sweepPage).
+ */
+export const SWEEP_SHARDS = 8;
+
+export function sweepKey(kind: SweepKind, executionId: string): string {
+  let h = 0;
+  for (let i = 0; i < executionId.length; i += 1) h = (h * 31 + executionId.charCodeAt(i)) >>> 0;
+  return `${kind}#${h % SWEEP_SHARDS}`;
+}
+
 export class ExecutionsStore implements ExecutionsPort {
   /**
    * @param trackOpen keep open executions on the sweep index. The local runtime needs it (its
@@ -72,7 +87,7 @@ export class ExecutionsStore implements ExecutionsPort {
     const item: Record<string, unknown> = {
       ...keys.execution(e.execution_id),
       ...e,
-      ...(this.trackOpen ? { sweep: 'open', sweep_at: e.created_at } : {}),
+      ...(this.trackOpen ? { sweep: sweepKey('open', e.execution_id), sweep_at: e.created_at } : {}),
     };
     if (e.kind === 'run') {
       item.gsi1pk = `RUNS#${e.pipeline_id}`;
@@ -130,7 +145,7 @@ export class ExecutionsStore implements ExecutionsPort {
     if (isTerminal(to) && !this.markerFollowUp) {
       if (set.callback_delivery) {
         sets.push('sweep = :cb', 'sweep_at = :cbAt');
-        values[':cb'] = 'callback';
+        values[':cb'] = sweepKey('callback', id);
         values[':cbAt'] = set.completed_at ?? new Date().toISOString();
       } else {
         removes.push('sweep', 'sweep_at');
@@ -275,17 +290,27 @@ export class ExecutionsStore implements ExecutionsPort {
     limit: number,
     cursor?: Record<string, unknown>,
   ): Promise<{ ids: string[]; next: Record<string, unknown> | undefined }> {
-    const out = await this.db.send(
-      new QueryCommand({
-        TableName: this.table,
-        IndexName: 'sweep',
-        KeyConditionExpression: 'sweep = :k AND sweep_at < :before',
-        ExpressionAttributeValues: { ':k': kind, ':before': before },
-        ExclusiveStartKey: cursor,
-        Limit: limit,
-      }),
-    );
-    return { ids: (out.Items ?? []).map((item) => String(item.pk).slice('EXEC#'.length)), next: out.LastEvaluatedKey };
+    // Scatter-gather over the shards, one after another; the cursor says which shard and where in it.
+    const ids: string[] = [];
+    let shard = typeof cursor?.shard === 'number' ? cursor.shard : 0;
+    let start = cursor?.key as Record<string, unknown> | undefined;
+    while (shard < SWEEP_SHARDS && ids.length < limit) {
+      const out = await this.db.send(
+        new QueryCommand({
+          TableName: this.table,
+          IndexName: 'sweep',
+          KeyConditionExpression: 'sweep = :k AND sweep_at < :before',
+          ExpressionAttributeValues: { ':k': `${kind}#${shard}`, ':before': before },
+          ExclusiveStartKey: start,
+          Limit: limit - ids.length,
+        }),
+      );
+      for (const item of out.Items ?? []) ids.push(String(item.pk).slice('EXEC#'.length));
+      if (out.LastEvaluatedKey) return { ids, next: { shard, key: out.LastEvaluatedKey } };
+      shard += 1;
+      start = undefined;
+    }
+    return { ids, next: shard < SWEEP_SHARDS ? { shard } : undefined };
   }
 
   /** Every execution of one kind on the sweep index, read from the items (tests and tools). */
@@ -434,7 +459,7 @@ export class ExecutionsStore implements ExecutionsPort {
             ':pending': 'pending',
             ':yes': true,
             ':none': null,
-            ':cb': 'callback',
+            ':cb': sweepKey('callback', id),
             ':at': at,
             ':prev': previous.attempts,
             ':was': previous.outcome,
