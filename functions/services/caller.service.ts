@@ -127,7 +127,8 @@ export async function execute(d: Deps, auth: CallerAuth, req: ExecuteRequest) {
   const accepted = await submit(d, auth, req);
   if (wait.seconds <= 0) return accepted;
   const { e, waited } = await awaitTerminal(d, accepted.body.execution_id, () => ownedExecution(d, auth, accepted.body.execution_id), wait);
-  const headers = { ...accepted.headers, ...preferenceApplied(waited) };
+  // A wait that was not granted (the bound) says when to look, as status answers do.
+  const headers = { ...accepted.headers, ...(waited > 0 ? preferenceApplied(waited) : { 'retry-after': String(POLL_HINT_SECONDS) }) };
   if (!isTerminal(e.status)) return { ...accepted, headers };
   return { status: 200, body: { ...resultBody(e), ...executionUrls(req.baseUrl, e.execution_id) }, headers };
 }
