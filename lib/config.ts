@@ -72,10 +72,13 @@ const ConfigSchema = v.object({
   PIPEGATE_SWEEP_GRACE_SECONDS: int(60, 0, 3_600),
   PIPEGATE_SWEEP_LIMIT: int(100, 1, 10_000),
   PIPEGATE_MAX_WAIT_SECONDS: int(60, 0, 900),
+  PIPEGATE_MAX_WAITERS: int(0, 0, 100_000),
   PIPEGATE_OWNER_SECRETS_TTL_SECONDS: int(60, 0, 3_600),
   PIPEGATE_PUBLIC_URL: v.optional(PublicUrlSchema),
   PIPEGATE_LOG_FORMAT: v.optional(v.picklist(['json', 'text'], 'must be json or text')),
   AWS_REGION: v.optional(v.string(), 'us-east-1'),
+  // Set by Lambda: the wait bound counts each function's waiters apart.
+  AWS_LAMBDA_FUNCTION_NAME: v.optional(v.string(), 'local'),
 });
 
 export type Config = {
@@ -114,6 +117,14 @@ export type Config = {
   sweepLimit: number;
   /** Longest `Prefer: wait` honoured; longer asks are shortened to it (0 turns waiting off). */
   maxWaitSeconds: number;
+  /**
+   * Callers of this function that may wait at once (`Prefer: wait`); beyond it a request is
+   * answered at once, as without the preference. 0: no bound (one process, where a wait costs
+   * nothing until it is answered).
+   */
+  maxWaiters: number;
+  /** Whose waiters `maxWaiters` counts: the Lambda function's name. */
+  waitScope: string;
   /** How long a process keeps the owner secrets it read for runs; a changed value is seen within it. */
   ownerSecretsTtlSeconds: number;
   /**
@@ -175,6 +186,8 @@ export function readConfig(env: Record<string, string | undefined> = process.env
     sweepGraceSeconds: c.PIPEGATE_SWEEP_GRACE_SECONDS,
     sweepLimit: c.PIPEGATE_SWEEP_LIMIT,
     maxWaitSeconds: c.PIPEGATE_MAX_WAIT_SECONDS,
+    maxWaiters: c.PIPEGATE_MAX_WAITERS,
+    waitScope: c.AWS_LAMBDA_FUNCTION_NAME,
     ownerSecretsTtlSeconds: c.PIPEGATE_OWNER_SECRETS_TTL_SECONDS,
     publicUrl: c.PIPEGATE_PUBLIC_URL,
     logFormat: c.PIPEGATE_LOG_FORMAT,

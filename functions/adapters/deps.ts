@@ -11,9 +11,11 @@ import type {
   OwnerSecretsPort,
   PipelinesPort,
   QueuePort,
+  WaitSlotsPort,
   WorkflowPort,
 } from '../core/ports';
 import { PollingCompletions } from './completions';
+import { DynamoWaitSlots } from './wait-slots.store';
 import { DeploymentsStore } from './deployments.store';
 import { createDocumentClient } from './dynamo';
 import { ExecutionsStore } from './executions.store';
@@ -34,6 +36,8 @@ export interface Deps {
   http: HttpPort;
   /** Wakes callers waiting for an execution to finish (`Prefer: wait`). */
   completions: CompletionsPort;
+  /** Bounds the callers waiting at once; none: unbounded. */
+  waitSlots: WaitSlotsPort | undefined;
   clock: Clock;
   ids: IdSource;
   log: Logger;
@@ -105,6 +109,7 @@ export function createDeps(config: Config, overrides: Partial<Omit<Deps, 'config
     /* eslint-enable @typescript-eslint/no-require-imports */
     // Lambdas share no memory: a waiting caller re-reads the record (see completions.ts).
     completions: overrides.completions ?? new PollingCompletions(),
+    waitSlots: 'waitSlots' in overrides ? overrides.waitSlots : config.maxWaiters > 0 ? new DynamoWaitSlots(stores.db, config.table, config.waitScope, config.maxWaiters) : undefined,
     clock: overrides.clock ?? systemClock,
     ids: overrides.ids ?? randomIds,
     log: overrides.log ?? createLogger(),

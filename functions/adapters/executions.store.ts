@@ -1,10 +1,11 @@
+import { randomInt } from 'node:crypto';
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { InvalidCursorError, type ExecutionsPort, type SweepKind, type TransitionFields, type TransitionResult } from '../core/ports';
 import { epochSeconds } from '../core/time';
 import { allowedFrom, isTerminal, type ExecutionStatus } from '../core/transitions';
 import { packTrace, unpackTrace } from '../core/trace-codec';
 import type { CallbackDelivery, Execution, IdempotencyRecord, NodeTrace } from '../core/types';
-import { binOf, bucketOf, isUsageStatus, USAGE_STATUSES, type UsageBucket, type UsageStatus } from '../core/usage';
+import { binOf, bucketOf, isUsageStatus, USAGE_SHARDS, USAGE_STATUSES, type UsageBucket, type UsageStatus } from '../core/usage';
 import { completionDuration } from '../core/views';
 import { allItems, isConditionFailure, keys } from './dynamo';
 import { isUuid } from '../core/ids';
@@ -44,6 +45,21 @@ function decodeCursor(c: string | undefined, partition: string, attribute = 'gsi
 const expired = (e: { expires_at: number | null }, now: Date): boolean =>
   e.expires_at !== null && e.expires_at <= epochSeconds(now);
 
+/**
+ * The sweep index's partition key is spread over SWEEP_SHARDS values per kind
+ * (`open#0` … `open#7`), chosen from the execution id so every write of one execution names the
+ * same one: a constant key written twice per execution would hold every open execution in one
+ * index partition (≈ 1,000 writes/s, ≈ 500 executions/s), and a throttled index throttles the
+ * table's writes. The sweeper reads the shards one after another (sweepPage).
+ */
+export const SWEEP_SHARDS = 8;
+
+export function sweepKey(kind: SweepKind, executionId: string): string {
+  let h = 0;
+  for (let i = 0; i < executionId.length; i += 1) h = (h * 31 + executionId.charCodeAt(i)) >>> 0;
+  return `${kind}#${h % SWEEP_SHARDS}`;
+}
+
 export class ExecutionsStore implements ExecutionsPort {
   /**
    * @param trackOpen keep open executions on the sweep index. The local runtime needs it (its
@@ -71,7 +87,7 @@ export class ExecutionsStore implements ExecutionsPort {
     const item: Record<string, unknown> = {
       ...keys.execution(e.execution_id),
       ...e,
-      ...(this.trackOpen ? { sweep: 'open', sweep_at: e.created_at } : {}),
+      ...(this.trackOpen ? { sweep: sweepKey('open', e.execution_id), sweep_at: e.created_at } : {}),
     };
     if (e.kind === 'run') {
       item.gsi1pk = `RUNS#${e.pipeline_id}`;
@@ -129,7 +145,7 @@ export class ExecutionsStore implements ExecutionsPort {
     if (isTerminal(to) && !this.markerFollowUp) {
       if (set.callback_delivery) {
         sets.push('sweep = :cb', 'sweep_at = :cbAt');
-        values[':cb'] = 'callback';
+        values[':cb'] = sweepKey('callback', id);
         values[':cbAt'] = set.completed_at ?? new Date().toISOString();
       } else {
         removes.push('sweep', 'sweep_at');
@@ -274,17 +290,27 @@ export class ExecutionsStore implements ExecutionsPort {
     limit: number,
     cursor?: Record<string, unknown>,
   ): Promise<{ ids: string[]; next: Record<string, unknown> | undefined }> {
-    const out = await this.db.send(
-      new QueryCommand({
-        TableName: this.table,
-        IndexName: 'sweep',
-        KeyConditionExpression: 'sweep = :k AND sweep_at < :before',
-        ExpressionAttributeValues: { ':k': kind, ':before': before },
-        ExclusiveStartKey: cursor,
-        Limit: limit,
-      }),
-    );
-    return { ids: (out.Items ?? []).map((item) => String(item.pk).slice('EXEC#'.length)), next: out.LastEvaluatedKey };
+    // Scatter-gather over the shards, one after another; the cursor says which shard and where in it.
+    const ids: string[] = [];
+    let shard = typeof cursor?.shard === 'number' ? cursor.shard : 0;
+    let start = cursor?.key as Record<string, unknown> | undefined;
+    while (shard < SWEEP_SHARDS && ids.length < limit) {
+      const out = await this.db.send(
+        new QueryCommand({
+          TableName: this.table,
+          IndexName: 'sweep',
+          KeyConditionExpression: 'sweep = :k AND sweep_at < :before',
+          ExpressionAttributeValues: { ':k': `${kind}#${shard}`, ':before': before },
+          ExclusiveStartKey: start,
+          Limit: limit - ids.length,
+        }),
+      );
+      for (const item of out.Items ?? []) ids.push(String(item.pk).slice('EXEC#'.length));
+      if (out.LastEvaluatedKey) return { ids, next: { shard, key: out.LastEvaluatedKey } };
+      shard += 1;
+      start = undefined;
+    }
+    return { ids, next: shard < SWEEP_SHARDS ? { shard } : undefined };
   }
 
   /** Every execution of one kind on the sweep index, read from the items (tests and tools). */
@@ -433,7 +459,7 @@ export class ExecutionsStore implements ExecutionsPort {
             ':pending': 'pending',
             ':yes': true,
             ':none': null,
-            ':cb': 'callback',
+            ':cb': sweepKey('callback', id),
             ':at': at,
             ':prev': previous.attempts,
             ':was': previous.outcome,
@@ -451,7 +477,9 @@ export class ExecutionsStore implements ExecutionsPort {
   /**
    * Counts a finished API execution in its deployment's five-minute usage bucket (one small
    * write). Called once by whoever won the terminal write; a crash between the two leaves it
-   * uncounted, never counted twice.
+   * uncounted, never counted twice. The bucket is split over USAGE_SHARDS items written at
+   * random (`<bucket>#<shard>`): one item takes about 1,000 writes a second, and a busy
+   * deployment finishes more than that; usageSince adds the shards up.
    */
   async countFinished(e: Execution): Promise<void> {
     if (e.kind !== 'api' || !e.deployment_id || !e.completed_at || !isUsageStatus(e.status)) return;
@@ -461,7 +489,7 @@ export class ExecutionsStore implements ExecutionsPort {
     await this.db.send(
       new UpdateCommand({
         TableName: this.table,
-        Key: { pk: `USAGE#${e.deployment_id}`, sk: bucket },
+        Key: { pk: `USAGE#${e.deployment_id}`, sk: `${bucket}#${randomInt(USAGE_SHARDS)}` },
         UpdateExpression: 'ADD #status :one, #bin :one SET expires_at = if_not_exists(expires_at, :exp)',
         ExpressionAttributeNames: { '#status': `n_${e.status}`, '#bin': `h_${binOf(duration)}` },
         ExpressionAttributeValues: { ':one': 1, ':exp': epochSeconds(at) + USAGE_RETENTION_SECONDS },
@@ -481,18 +509,21 @@ export class ExecutionsStore implements ExecutionsPort {
         }),
       ),
     );
-    return items.map((item) => {
-      const counts: UsageBucket['counts'] = {};
-      const bins: UsageBucket['bins'] = {};
+    // Items come sorted by sort key, so a bucket's shards are adjacent.
+    const buckets: UsageBucket[] = [];
+    for (const item of items) {
+      const bucket = String(item.sk).split('#')[0] ?? '';
+      let b = buckets.at(-1);
+      if (b?.bucket !== bucket) buckets.push((b = { bucket, counts: {}, bins: {} }));
       for (const [k, v] of Object.entries(item)) {
         if (typeof v !== 'number') continue;
         const status = /^n_(\w+)$/.exec(k)?.[1];
-        if (status && (USAGE_STATUSES as readonly string[]).includes(status)) counts[status as UsageStatus] = v;
+        if (status && (USAGE_STATUSES as readonly string[]).includes(status)) b.counts[status as UsageStatus] = (b.counts[status as UsageStatus] ?? 0) + v;
         const bin = /^h_(\d+)$/.exec(k)?.[1];
-        if (bin !== undefined) bins[Number(bin)] = v;
+        if (bin !== undefined) b.bins[Number(bin)] = (b.bins[Number(bin)] ?? 0) + v;
       }
-      return { bucket: String(item.sk), counts, bins };
-    });
+    }
+    return buckets;
   }
 
   /**

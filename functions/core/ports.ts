@@ -96,6 +96,20 @@ export interface WorkflowPort {
  * Wakes callers that wait for an execution to finish (`Prefer: wait`). A wake only means "read
  * the record again": it may come before the execution is terminal, and the reader decides.
  */
+/**
+ * Admission to wait: a bounded number of callers of one function may hold a request open at
+ * once. `acquire` answers null when the bound is reached (the caller is answered at once
+ * instead); a slot is given back with `release`, and one that is never given back (a process
+ * that died) lapses on its own.
+ */
+export interface WaitSlotsPort {
+  acquire(now: Date): Promise<WaitSlot | null>;
+}
+
+export interface WaitSlot {
+  release(): Promise<void>;
+}
+
 export interface CompletionsPort {
   /**
    * Starts watching one execution. Watch first, then read the record: a completion written

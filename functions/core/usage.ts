@@ -8,6 +8,8 @@
 import type { ExecutionStatus } from './transitions';
 
 export const USAGE_BUCKET_MS = 5 * 60 * 1000;
+/** Items each bucket's counters are spread over (write sharding; read back by one Query). */
+export const USAGE_SHARDS = 8;
 /** Upper bounds (ms) of the duration bins; the last bin holds everything above the last bound. */
 export const DURATION_BOUNDS_MS = [10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000, 60_000, 120_000, 300_000] as const;
 export const USAGE_STATUSES = ['completed', 'failed', 'cancelled'] as const;

@@ -7,6 +7,8 @@ import { AppError } from '../core/errors';
 import { parseExecutionRequest } from '../core/execution-request';
 import { isTerminal } from '../core/transitions';
 import type { Deployment, Execution } from '../core/types';
+import type { WaitSlot } from '../core/ports';
+import { errorFields } from '../adapters/logger';
 import { POLL_HINT_SECONDS, preferenceApplied } from '../core/prefer';
 import { acceptedBody, executionUrls, resultBody, statusBody } from '../core/views';
 import type { CallerAuth } from '../adapters/api';
@@ -64,8 +66,11 @@ export const NO_WAIT: Wait = { seconds: 0, untilMs: 0 };
  * write where the runtime can (d.completions); re-reads with strong consistency after each
  * wake, since an eventually consistent read may not show the write that woke it yet.
  */
-export async function awaitTerminal(d: Deps, executionId: string, first: () => Promise<Execution>, wait: Wait): Promise<Execution> {
-  if (wait.seconds <= 0) return first();
+export async function awaitTerminal(d: Deps, executionId: string, first: () => Promise<Execution>, wait: Wait): Promise<{ e: Execution; waited: number }> {
+  if (wait.seconds <= 0) return { e: await first(), waited: 0 };
+  const slot = await takeWaitSlot(d);
+  // Beyond the bound the preference is not honoured: the usual answer, with its Retry-After.
+  if (slot === null) return { e: await first(), waited: 0 };
   // Watch before the first read, so a completion between that read and the wait still wakes us.
   const watch = d.completions.watch(executionId);
   try {
@@ -75,9 +80,29 @@ export async function awaitTerminal(d: Deps, executionId: string, first: () => P
       if (left <= 0 || !(await watch.next(left))) break;
       e = (await d.executions.get(executionId, d.clock.now(), true)) ?? e;
     }
-    return e;
+    return { e, waited: wait.seconds };
   } finally {
     watch.close();
+    if (slot !== 'unbounded') {
+      await slot.release().catch((err: unknown) => d.log.warn('wait slot not given back; it lapses with its window', errorFields(err)));
+    }
+  }
+}
+
+/**
+ * A slot to wait in, 'unbounded' where waiting is not bounded, or null when the bound is
+ * reached. Waiting is optional (RFC 7240), so a store that cannot answer means no wait, never
+ * an error for the request.
+ */
+async function takeWaitSlot(d: Deps): Promise<WaitSlot | 'unbounded' | null> {
+  if (!d.waitSlots) return 'unbounded';
+  try {
+    const slot = await d.waitSlots.acquire(d.clock.now());
+    if (!slot) d.log.info('wait bound reached: answering at once');
+    return slot;
+  } catch (err) {
+    d.log.warn('wait slot unavailable: answering at once', errorFields(err));
+    return null;
   }
 }
 
@@ -101,8 +126,9 @@ export async function execute(d: Deps, auth: CallerAuth, req: ExecuteRequest) {
   const wait = req.wait ?? NO_WAIT;
   const accepted = await submit(d, auth, req);
   if (wait.seconds <= 0) return accepted;
-  const e = await awaitTerminal(d, accepted.body.execution_id, () => ownedExecution(d, auth, accepted.body.execution_id), wait);
-  const headers = { ...accepted.headers, ...preferenceApplied(wait.seconds) };
+  const { e, waited } = await awaitTerminal(d, accepted.body.execution_id, () => ownedExecution(d, auth, accepted.body.execution_id), wait);
+  // A wait that was not granted (the bound) says when to look, as status answers do.
+  const headers = { ...accepted.headers, ...(waited > 0 ? preferenceApplied(waited) : { 'retry-after': String(POLL_HINT_SECONDS) }) };
   if (!isTerminal(e.status)) return { ...accepted, headers };
   return { status: 200, body: { ...resultBody(e), ...executionUrls(req.baseUrl, e.execution_id) }, headers };
 }
@@ -179,14 +205,14 @@ function accepted(baseUrl: string, e: Execution) {
 
 /** GET status: the record now, or once terminal within the wait; a poll hint while open. */
 export async function status(d: Deps, auth: CallerAuth, executionId: string, baseUrl: string, wait: Wait = NO_WAIT) {
-  const e = await awaitTerminal(d, executionId, () => ownedExecution(d, auth, executionId), wait);
-  return { body: statusBody(baseUrl, e), headers: { ...pollHint(e), ...preferenceApplied(wait.seconds) } };
+  const { e, waited } = await awaitTerminal(d, executionId, () => ownedExecution(d, auth, executionId), wait);
+  return { body: statusBody(baseUrl, e), headers: { ...pollHint(e), ...preferenceApplied(waited) } };
 }
 
 /** GET result: 200 once terminal (within the wait, if one was asked for), else 409 with a poll hint. */
 export async function result(d: Deps, auth: CallerAuth, executionId: string, wait: Wait = NO_WAIT) {
-  const e = await awaitTerminal(d, executionId, () => ownedExecution(d, auth, executionId), wait);
-  const headers = { ...pollHint(e), ...preferenceApplied(wait.seconds) };
+  const { e, waited } = await awaitTerminal(d, executionId, () => ownedExecution(d, auth, executionId), wait);
+  const headers = { ...pollHint(e), ...preferenceApplied(waited) };
   if (!isTerminal(e.status)) throw new AppError('ExecutionNotCompleted', undefined, { status: e.status }, { headers });
   return { body: resultBody(e), headers };
 }

@@ -9,6 +9,7 @@ import { isStoreUnavailable } from '../core/ports';
 import { isTerminal, type ExecutionStatus } from '../core/transitions';
 import type { CallbackDelivery, Execution } from '../core/types';
 import type { Deps } from '../adapters/deps';
+import { errorFields } from '../adapters/logger';
 import { newDelivery } from './delivery';
 
 export type Finished = { ok: true; execution: Execution } | { ok: false; status: ExecutionStatus | 'missing' };
@@ -117,12 +118,18 @@ export async function afterTerminal(d: Deps, e: Execution): Promise<void> {
 
 /**
  * The usage counter of a finished API execution. Only the writer that won the terminal move
- * counts (never a repair that follows up someone else's), so nothing is counted twice; a
- * counter that cannot be written is logged and skipped: usage is a summary, not a record.
+ * counts (never a repair that follows up someone else's), so nothing is counted twice. A store
+ * that refuses the write for now (throttled, unavailable: the ADD did not happen, so a retry
+ * cannot count twice) is waited out like the terminal write; one that still refuses is an
+ * error in the log, naming the execution the deployment's usage now misses, not a warning.
  */
 async function countUsage(d: Deps, e: Execution): Promise<void> {
-  await d.executions.countFinished(e).catch((err: unknown) =>
-    d.log.warn('could not count usage', { execution_id: e.execution_id, error_message: String(err) }),
+  await whileStoreUnavailable(() => d.executions.countFinished(e)).catch((err: unknown) =>
+    d.log.error('usage not counted: the deployment\'s usage misses this execution', {
+      execution_id: e.execution_id,
+      deployment_id: e.deployment_id,
+      ...errorFields(err),
+    }),
   );
 }
 

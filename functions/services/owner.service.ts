@@ -176,8 +176,8 @@ export async function startRunWaiting(d: Deps, id: string, body: string | null, 
     if (!e) throw new Error(`run ${runId} vanished after it was created`);
     return e;
   };
-  const e = await awaitTerminal(d, runId, first, wait);
-  const headers = { ...location, ...preferenceApplied(wait.seconds) };
+  const { e, waited } = await awaitTerminal(d, runId, first, wait);
+  const headers = { ...location, ...preferenceApplied(waited) };
   if (!isTerminal(e.status)) return { status: 202, body: accepted, headers: { ...headers, 'retry-after': String(POLL_HINT_SECONDS) } };
   return { status: 200, body: runBody(e), headers };
 }
@@ -204,8 +204,8 @@ export async function getRun(d: Deps, id: string, runId: string, wait: Wait = NO
     if (!e || e.kind !== 'run' || e.pipeline_id !== id) throw new AppError('RunNotFound');
     return e;
   };
-  const e = await awaitTerminal(d, runId, read, wait);
-  const headers = { ...preferenceApplied(wait.seconds), ...(isTerminal(e.status) ? {} : { 'retry-after': String(POLL_HINT_SECONDS) }) };
+  const { e, waited } = await awaitTerminal(d, runId, read, wait);
+  const headers = { ...preferenceApplied(waited), ...(isTerminal(e.status) ? {} : { 'retry-after': String(POLL_HINT_SECONDS) }) };
   return { body: { ...runBody(e) }, headers };
 }
 

@@ -32,6 +32,8 @@ export interface PipegateFunctionProps {
   entry?: string;
   timeout: Duration;
   memorySize?: number;
+  /** Its share of the account's concurrency (lib/concurrency.ts); none draws on the shared pool. */
+  reservedConcurrency?: number;
   environment?: Record<string, string>;
   /** One of the periods CloudWatch Logs accepts (checked in settings.ts). */
   logRetentionDays: number;
@@ -77,6 +79,7 @@ export class PipegateFunction extends Construct {
       architecture: lambda.Architecture.ARM_64,
       memorySize: props.memorySize ?? DEFAULT_MEMORY_MB,
       timeout: props.timeout,
+      ...(props.reservedConcurrency !== undefined ? { reservedConcurrentExecutions: props.reservedConcurrency } : {}),
       tracing: lambda.Tracing.ACTIVE,
       logGroup: this.logGroup,
       role: this.role,

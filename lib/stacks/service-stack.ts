@@ -28,6 +28,7 @@ const DOCS_FUNCTION = 'deployment-docs';
 import { accessFor, allFunctionNames, bundleExternals } from './permissions';
 import { PipegateFunction, REPO_ROOT } from './pipegate-function';
 import { type Settings } from './settings';
+import { concurrencyPlan, waitersBound, waits } from '../concurrency';
 import { API_GATEWAY_INTEGRATION_TIMEOUT_SECONDS, AWS_MAX_WAIT_SECONDS, MARK_TASK_TIMEOUT_SECONDS, taskRunLambdaTimeoutSeconds } from '../workflow-budget';
 import type { StatefulStack } from './stateful-stack';
 
@@ -77,12 +78,14 @@ export class ServiceStack extends Stack {
       ...(settings.publicUrl ? { PIPEGATE_PUBLIC_URL: settings.publicUrl } : {}),
     };
 
+    const plan = settings.accountConcurrency > 0 ? concurrencyPlan(allFunctionNames(), settings.accountConcurrency) : undefined;
     const functions: Record<string, PipegateFunction> = {};
     for (const name of allFunctionNames()) {
       const access = accessFor(name);
       const fn = new PipegateFunction(this, pascal(name), {
         name,
         timeout: this.timeoutFor(name, settings),
+        ...(plan ? { reservedConcurrency: plan.reserved[name] } : {}),
         environment: baseEnvironment,
         logRetentionDays: settings.logRetentionDays,
         externalModules: bundleExternals(name),
@@ -94,12 +97,29 @@ export class ServiceStack extends Stack {
       });
       functions[name] = fn;
       fn.grantTable(stateful.table, access.table, access.query);
+      const reserved = plan?.reserved[name];
+      if (reserved !== undefined && waits(name)) {
+        // The wait bound's counters: items of their own partition keys, nothing else writable.
+        fn.fn.addEnvironment('PIPEGATE_MAX_WAITERS', String(waitersBound(reserved)));
+        fn.role.addToPrincipalPolicy(
+          new iam.PolicyStatement({
+            actions: ['dynamodb:UpdateItem'],
+            resources: [stateful.table.tableArn],
+            conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['WAITERS#*'] } },
+          }),
+        );
+      }
       for (const q of access.send) fn.grantSend(stateful.queues[q].queue);
       if (access.secret) fn.grantSecretRead(stateful.secret);
       if (access.consumes) {
         const pair = stateful.queues[access.consumes];
         fn.fn.addEventSource(
-          new SqsEventSource(pair.queue, { batchSize: pair.definition.batchSize, reportBatchItemFailures: true }),
+          new SqsEventSource(pair.queue, {
+            batchSize: pair.definition.batchSize,
+            reportBatchItemFailures: true,
+            // At most the consumer's reservation: more pollers than that would only be throttled.
+            ...(plan ? { maxConcurrency: plan.queueMaxConcurrency[access.consumes] } : {}),
+          }),
         );
       }
     }

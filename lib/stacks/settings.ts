@@ -6,6 +6,7 @@ import type { Node } from 'constructs';
 import { PublicUrlSchema } from '../config';
 
 import { EXPRESS_MAX_EXECUTION_TIMEOUT_MS, taskRunLambdaTimeoutSeconds } from '../workflow-budget';
+import { DEFAULT_ACCOUNT_CONCURRENCY } from '../concurrency';
 
 export { EXPRESS_MAX_EXECUTION_TIMEOUT_MS };
 const LAMBDA_MAX_TIMEOUT_SECONDS = 900;
@@ -32,6 +33,12 @@ export interface Settings {
    * reach Lambda, whose 6 MB invocation limit would otherwise turn them into a 500.
    */
   payloadGuard: boolean;
+  /**
+   * The account's Lambda concurrency quota in the Region (1,000 by default): the reserved
+   * concurrency of each function and the SQS event sources' maximum concurrency are shares of
+   * it (lib/concurrency.ts). 0 reserves nothing, for an account too small to share.
+   */
+  accountConcurrency: number;
 }
 
 /** The retention periods CloudWatch Logs accepts. */
@@ -55,6 +62,10 @@ const ContextSchema = v.object({
   alarmEmail: v.optional(v.pipe(v.string(), v.email())),
   publicUrl: v.optional(PublicUrlSchema),
   payloadGuard: v.optional(v.union([v.boolean(), v.pipe(v.picklist(['true', 'false']), v.transform((x) => x === 'true'))]), true),
+  accountConcurrency: v.optional(
+    v.pipe(num(0, 1_000_000), v.check((n) => n === 0 || n >= 200, 'must be 0 (reserve nothing) or at least 200')),
+    DEFAULT_ACCOUNT_CONCURRENCY,
+  ),
 });
 
 export type SettingsInput = v.InferInput<typeof ContextSchema>;
@@ -90,6 +101,7 @@ export function parseSettings(input: Record<string, unknown>): Settings {
     alarmEmail: c.alarmEmail,
     publicUrl: c.publicUrl,
     payloadGuard: c.payloadGuard,
+    accountConcurrency: c.accountConcurrency,
   };
 }
 

@@ -182,9 +182,13 @@ export async function startAwsEndpoint(options: AwsEndpointOptions = {}): Promis
   }
 
   /** Evaluates every authorization the call needs; the first refusal answers for the call. */
-  async function authorize(call: Call, s: AwsServices, checks: readonly { action: string; resource: string }[]): Promise<void> {
+  async function authorize(
+    call: Call,
+    s: AwsServices,
+    checks: readonly { action: string; resource: string; context?: Record<string, string> }[],
+  ): Promise<void> {
     for (const c of checks) {
-      const d: IamDecision = await s.iam.evaluate({ principal: call.caller.principal.roleArn, action: c.action, resource: c.resource });
+      const d: IamDecision = await s.iam.evaluate({ principal: call.caller.principal.roleArn, action: c.action, resource: c.resource, context: c.context });
       if (d.allowed) continue;
       const denial: Denial = { at: new Date().toISOString(), principal: call.caller.identity, action: c.action, resource: c.resource, reason: d.reason };
       denials.push(denial);
@@ -207,12 +211,18 @@ export async function startAwsEndpoint(options: AwsEndpointOptions = {}): Promis
       return name.startsWith('arn:') ? name : s.arns.tableArn(name);
     };
     const action = `dynamodb:${operation}`;
-    let checks: { action: string; resource: string }[];
+    let checks: { action: string; resource: string; context?: Record<string, string> }[];
     switch (operation) {
       case 'GetItem':
       case 'PutItem':
       case 'UpdateItem':
-      case 'DeleteItem':
+      case 'DeleteItem': {
+        // DynamoDB adds the item's partition key as `dynamodb:LeadingKeys` to every item call.
+        const key = isPlainObject(body.Key) ? body.Key : isPlainObject(body.Item) ? body.Item : {};
+        const pk = isPlainObject(key.pk) && typeof key.pk.S === 'string' ? key.pk.S : undefined;
+        checks = [{ action, resource: tableArn(body.TableName), ...(pk !== undefined ? { context: { 'dynamodb:LeadingKeys': pk } } : {}) }];
+        break;
+      }
       case 'DescribeTable':
         checks = [{ action, resource: tableArn(body.TableName) }];
         break;

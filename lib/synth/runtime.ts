@@ -26,6 +26,7 @@ import { createDeps, type Deps } from '../../functions/adapters/deps';
 import { isConditionFailure, localEndpointConfig } from '../../functions/adapters/dynamo';
 import { createGuardedHttp } from '../../functions/adapters/guarded-http';
 import { parseKeyMaterial, StaticKeyMaterial } from '../../functions/adapters/key-material';
+import { sweepKey } from '../../functions/adapters/executions.store';
 import { createLogger, silentLogger } from '../../functions/adapters/logger';
 import { sweepAll } from '../../functions/services/sweeper.service';
 import { drainWorkflow, refuseWhileStopping, type StopOptions, type StopReport } from '../local/shutdown';
@@ -587,7 +588,7 @@ async function recoverUnfinished(d: Deps, dynamoEndpoint: string): Promise<{ res
               UpdateExpression: 'SET sweep = :open, sweep_at = :at',
               ConditionExpression: '#s IN (:p, :r)',
               ExpressionAttributeNames: { '#s': 'status' },
-              ExpressionAttributeValues: { ':open': 'open', ':at': item.created_at, ':p': 'pending', ':r': 'running' },
+              ExpressionAttributeValues: { ':open': sweepKey('open', String(item.pk).slice('EXEC#'.length)), ':at': item.created_at, ':p': 'pending', ':r': 'running' },
             }),
           )
           .catch((err: unknown) => {

@@ -1,5 +1,6 @@
 import { LocalWorkflow, type WorkflowTask } from '../../lib/local/workflow';
 import definition from '../../lib/state-machine.asl.json';
+import { retriersOf } from '../../lib/workflow-budget';
 
 interface Calls {
   MarkRunning: unknown[];
@@ -155,9 +156,8 @@ describe('LocalWorkflow', () => {
     await wf.start('exec-5', input('exec-5'));
     await wf.idle();
 
-    // Assess: the first call plus every retry the document allows
-    const retries = definition.States.MarkRunning.Retry.reduce((n, r) => n + r.MaxAttempts, 0);
-    expect(calls.MarkRunning).toHaveLength(1 + retries);
+    // Assess: the first attempt and every retry the ASL allows.
+    expect(calls.MarkRunning).toHaveLength(1 + retriersOf('MarkRunning').reduce((n, r) => n + (r.MaxAttempts ?? 3), 0));
     expect(calls.RunNodes).toEqual([]);
     expect(calls.MarkFailed).toHaveLength(1);
   });

@@ -11,6 +11,8 @@ import { buildTestApp, crossStackRef, asArray, outputsOf, refOf, resourcesOf, ty
 import { unauthorizedBody } from '../../functions/core/errors';
 import { isPlainObject } from '../../functions/core/values';
 import { EXPRESS_MAX_EXECUTION_TIMEOUT_MS } from '../../lib/workflow-budget';
+import { AWS_MIN_UNRESERVED, concurrencyPlan, waitersBound } from '../../lib/concurrency';
+import { parseSettings } from '../../lib/stacks/settings';
 
 // Prepare: one app for the whole file (building it is the slow part).
 const built = buildTestApp();
@@ -45,15 +47,17 @@ interface Statement {
   resources: string[];
 }
 
-function statementsOf(role: string, resources: Resources = svc): Statement[] {
+/** A role's statements; those with a Condition only when `conditioned` (the wait bound's, see below). */
+function statementsOf(role: string, resources: Resources = svc, conditioned = false): Statement[] {
   const out: Statement[] = [];
   for (const r of Object.values(resources)) {
     if (r.Type !== 'AWS::IAM::Policy') continue;
     const roles = asArray(r.Properties?.Roles).map(refOf);
     if (!roles.includes(role)) continue;
-    const doc = r.Properties?.PolicyDocument as { Statement: { Action: unknown; Resource: unknown; Effect: string }[] };
+    const doc = r.Properties?.PolicyDocument as { Statement: { Action: unknown; Resource: unknown; Effect: string; Condition?: unknown }[] };
     for (const s of doc.Statement) {
       expect(s.Effect).toBe('Allow');
+      if ((s.Condition !== undefined) !== conditioned) continue;
       out.push({ actions: asArray(s.Action).map(String), resources: asArray(s.Resource).map(label) });
     }
   }
@@ -298,6 +302,19 @@ describe('least privilege, from lib/stacks/permissions.ts', () => {
     }
   });
 
+  it('lets the waiting routes write the wait bound\'s counters and nothing else, and tells them the bound', () => {
+    const plan = concurrencyPlan(allFunctionNames(), built.settings.accountConcurrency);
+    for (const name of allFunctionNames()) {
+      const extra = statementsOf(roleId(name), svc, true);
+      const waits = ROUTES.some((r) => r.handler === name && r.waits);
+      expect(extra.flatMap((s) => s.actions)).toEqual(waits ? ['dynamodb:UpdateItem'] : []);
+      const env = (svc[fnId(name)]?.Properties?.Environment as { Variables: Record<string, string> }).Variables;
+      expect(env.PIPEGATE_MAX_WAITERS).toBe(waits ? String(waitersBound(plan.reserved[name] ?? 0)) : undefined);
+    }
+    const policy = Object.values(svc).find((r) => r.Type === 'AWS::IAM::Policy' && JSON.stringify(r.Properties).includes('LeadingKeys'));
+    expect(JSON.stringify(policy?.Properties)).toContain('"dynamodb:LeadingKeys":["WAITERS#*"]');
+  });
+
   it('keeps read-only functions from writing', () => {
     for (const name of ['execution-status', 'execution-result', 'deployment-contract', 'deployment-openapi', 'pipeline-list', 'run-get', 'deployment-executions', 'deployment-usage', 'owner-execution-get']) {
       const actions = actionsOn(statementsOf(roleId(name)), '');
@@ -363,6 +380,39 @@ describe('queue event sources', () => {
     expect(timeout).toBe(def.consumerTimeoutSeconds);
     const visibility = Number(data[queueId(def.id)]?.Properties?.VisibilityTimeout);
     expect(visibility).toBeGreaterThanOrEqual(6 * timeout);
+  });
+});
+
+describe('concurrency budget, from lib/concurrency.ts', () => {
+  const plan = concurrencyPlan(allFunctionNames(), built.settings.accountConcurrency);
+  const reservedOf = (name: string): unknown => svc[fnId(name)]?.Properties?.ReservedConcurrentExecutions;
+
+  it('reserves each function its share, leaving the 100 AWS keeps unreserved', () => {
+    // Assess
+    const total = allFunctionNames().reduce((n, name) => n + Number(reservedOf(name)), 0);
+    for (const name of allFunctionNames()) expect(reservedOf(name)).toBe(plan.reserved[name]);
+    expect(total).toBeLessThanOrEqual(built.settings.accountConcurrency - AWS_MIN_UNRESERVED);
+    // The public-facing authorizer and the waiting routes are never left to the shared pool.
+    expect(Number(reservedOf(WORKERS.authorizer))).toBeGreaterThan(0);
+    expect(Number(reservedOf('execute'))).toBeGreaterThan(0);
+  });
+
+  it.each(Object.values(QUEUES))('$id event source polls with at most its consumer\'s reservation', (def) => {
+    const m = Object.values(svc).find(
+      (r) => r.Type === 'AWS::Lambda::EventSourceMapping' && label(r.Properties?.EventSourceArn) === `stateful:${queueId(def.id)}`,
+    );
+    const max = (m?.Properties?.ScalingConfig as { MaximumConcurrency?: number } | undefined)?.MaximumConcurrency;
+    expect(max).toBe(plan.queueMaxConcurrency[def.id]);
+    expect(max).toBeLessThanOrEqual(Number(svc[refOf(m?.Properties?.FunctionName) ?? '']?.Properties?.ReservedConcurrentExecutions));
+  });
+
+  it('refuses an account too small to share, naming what to raise, and reserves nothing with 0', () => {
+    expect(() => concurrencyPlan(allFunctionNames(), 120)).toThrow(/Concurrent executions/);
+    expect(parseSettings({ accountConcurrency: '0' }).accountConcurrency).toBe(0);
+    expect(() => parseSettings({ accountConcurrency: '150' })).toThrow(/at least 200/);
+    const none = buildTestApp({ accountConcurrency: 0 });
+    const fns = Object.values(resourcesOf(Template.fromStack(none.service))).filter((r) => r.Type === 'AWS::Lambda::Function');
+    expect(fns.some((r) => r.Properties?.ReservedConcurrentExecutions !== undefined)).toBe(false);
   });
 });
 

@@ -18,6 +18,10 @@ import {
   taskRunLambdaTimeoutSeconds,
 } from '../../../lib/workflow-budget';
 
+import { DEFAULT_ACCOUNT_CONCURRENCY, concurrencyPlan, waitersBound } from '../../../lib/concurrency';
+import { WAIT_SHARDS, WAIT_WINDOW_SECONDS } from '../../../functions/adapters/wait-slots.store';
+import { allFunctionNames } from '../../../lib/stacks/permissions';
+
 const root = path.join(__dirname, '..', '..', '..');
 const flat = (file: string) => readFileSync(path.join(root, file), 'utf8').replace(/\s+/g, ' ');
 /** `209000` → `209 000`, as the prose writes thousands. */
@@ -47,5 +51,22 @@ describe('docs state the workflow budget the code computes', () => {
 
   it('mentions no other Express ceiling', () => {
     for (const stale of ['240 000', '280 000', '240000', '280000']) expect(aws).not.toContain(stale);
+  });
+});
+
+describe('docs state the concurrency budget lib/concurrency.ts derives', () => {
+  const plan = concurrencyPlan(allFunctionNames(), DEFAULT_ACCOUNT_CONCURRENCY);
+  const r = plan.reserved;
+  const aws = flat('docs/aws.md');
+
+  it('docs/aws.md: the default reservations and their total', () => {
+    const total = Object.values(r).reduce((a, b) => a + b, 0);
+    expect(aws).toContain(`the authorizer ${r.authorizer}, execute ${r.execute}, execution-status ${r['execution-status']}, execution-result ${r['execution-result']}, task-run ${r['task-run']}`);
+    expect(aws).toContain(`runner and callback-dispatch ${r.runner} each (queue maximum concurrency ${plan.queueMaxConcurrency.executions})`);
+    expect(aws).toContain(
+      `${waitersBound(r.execute ?? 0)} for execute, ${waitersBound(r['execution-status'] ?? 0)} for execution-status, ${waitersBound(r['execution-result'] ?? 0)} for execution-result`,
+    );
+    expect(aws).toContain(`one of ${WAIT_SHARDS} counter items per function and ${WAIT_WINDOW_SECONDS} s window`);
+    expect(aws).toContain(`the sweeper ${r.sweeper}, each other caller route ${r['execution-cancel']} and each owner route ${r['pipeline-push']}: ${total} reserved`);
   });
 });
