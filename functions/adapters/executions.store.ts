@@ -448,6 +448,25 @@ export class ExecutionsStore implements ExecutionsPort {
     }
   }
 
+  async attemptNow(id: string, previous: CallbackDelivery, at: string): Promise<Execution | null> {
+    try {
+      const out = await this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: keys.execution(id),
+          UpdateExpression: 'SET callback_delivery.next_attempt_at = :at, sweep = :cb, sweep_at = :at',
+          ConditionExpression: 'callback_delivery.attempts = :prev AND callback_delivery.outcome = :pending AND callback_delivery.next_attempt_at = :was',
+          ExpressionAttributeValues: { ':at': at, ':cb': 'callback', ':prev': previous.attempts, ':pending': 'pending', ':was': previous.next_attempt_at },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return toExecution(out.Attributes ?? {});
+    } catch (err) {
+      if (isConditionFailure(err)) return null;
+      throw err;
+    }
+  }
+
   /**
    * Counts a finished API execution in its deployment's five-minute usage bucket (one small
    * write). Called once by whoever won the terminal write; a crash between the two leaves it

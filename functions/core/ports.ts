@@ -179,6 +179,11 @@ export interface ExecutionsPort {
   ): Promise<{ executions: Execution[]; next: string | null }>;
   /** Puts a settled callback back to pending as one owner redelivery, conditional on `previous`; null if it changed. */
   redeliver(id: string, previous: CallbackDelivery, at: string): Promise<Execution | null>;
+  /**
+   * Brings a callback's next scheduled attempt forward to `at`, conditional on `previous`
+   * (same attempts, still pending, the same next attempt time); null if it changed.
+   */
+  attemptNow(id: string, previous: CallbackDelivery, at: string): Promise<Execution | null>;
   /** Counts a finished API execution in its deployment's usage bucket. */
   countFinished(e: Execution): Promise<void>;
   /** A deployment's usage buckets from `from` on. */

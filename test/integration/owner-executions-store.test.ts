@@ -105,6 +105,31 @@ describe('redelivery', () => {
   });
 });
 
+describe('the next attempt brought forward', () => {
+  it('moves a pending delivery\'s next attempt once, conditional on the time that was read', async () => {
+    // Prepare: on the retry schedule, next attempt at minute 30.
+    const delivery: CallbackDelivery = {
+      webhook_id: 'msg_2',
+      attempts: 1,
+      outcome: 'pending',
+      last_status: 500,
+      last_error: 'HTTP 500',
+      last_attempt_at: at(1),
+      next_attempt_at: at(30),
+      log: [],
+    };
+    const e = anExecution({ status: 'completed', callback: 'https://hooks.example/x', callback_delivery: delivery, completed_at: at(1) });
+    await db.executions.create(e);
+    // Act
+    const [first, second] = await Promise.all([db.executions.attemptNow(e.execution_id, delivery, at(2)), db.executions.attemptNow(e.execution_id, delivery, at(3))]);
+    // Assess
+    expect([first, second].filter((x) => x !== null)).toHaveLength(1);
+    const now = await db.executions.get(e.execution_id, new Date());
+    expect(now?.callback_delivery).toMatchObject({ outcome: 'pending', attempts: 1, next_attempt_at: (first ?? second)?.callback_delivery?.next_attempt_at });
+    expect(now?.callback_delivery?.redelivery).toBeUndefined();
+  });
+});
+
 describe('a local table made before the executions index', () => {
   it('is rebuilt with the index, its items kept and indexed', async () => {
     // Prepare

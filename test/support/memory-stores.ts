@@ -204,6 +204,15 @@ export class MemoryExecutions implements ExecutionsPort {
     return strip(e);
   }
 
+  async attemptNow(id: string, previous: CallbackDelivery, at: string): Promise<Execution | null> {
+    const e = this.items.get(id);
+    const c = e?.callback_delivery;
+    if (!e || !c || c.attempts !== previous.attempts || c.outcome !== 'pending' || c.next_attempt_at !== previous.next_attempt_at) return null;
+    e.callback_delivery = { ...c, next_attempt_at: at };
+    Object.assign(e, { sweep: 'callback', sweep_at: at });
+    return strip(e);
+  }
+
   /** Finished API executions counted, as the DynamoDB store would add them to its buckets. */
   readonly usage = new Map<string, UsageBucket>();
 
