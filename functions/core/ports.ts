@@ -121,7 +121,7 @@ export type SweepKind = 'open' | 'callback';
 export type TransitionResult = { ok: true; execution: Execution } | { ok: false; current: Execution | null };
 
 export type TransitionFields = Partial<
-  Pick<Execution, 'started_at' | 'completed_at' | 'error_message' | 'outputs' | 'callback_delivery' | 'run_by' | 'trace' | 'trace_truncated'>
+  Pick<Execution, 'started_at' | 'completed_at' | 'error_message' | 'caller_error_message' | 'outputs' | 'callback_delivery' | 'run_by' | 'trace' | 'trace_truncated'>
 >;
 
 /** A list cursor that this store did not hand out (or handed out for another list). */
