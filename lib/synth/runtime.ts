@@ -9,16 +9,16 @@
  */
 import '../local/polyfills';
 import { randomBytes, randomInt, randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve as resolvePath } from 'node:path';
 import type { APIGatewayAuthorizerResult, APIGatewayProxyEvent, APIGatewayProxyResult, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { CreateTableCommand, DescribeTableCommand, DynamoDBClient, ResourceInUseException, type CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient, type CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { createGateway, createLocalServer } from '../local/gateway';
 import { lockDataDir } from '../local/data-dir-lock';
-import { startDynalite, type LocalDynamo } from '../local/dynamo';
+import { ensureTableAs, startDynalite, type LocalDynamo } from '../local/dynamo';
 import { LocalQueue, LocalQueuePort } from '../local/queue';
 import { readConfig } from '../config';
 import { isPlainObject } from '../../functions/core/values';
@@ -119,6 +119,9 @@ const WIRING = new Set([
   'PIPEGATE_BASE_PATH',
 ]);
 
+/** In the data dir after a stop that finished (see recoverUnfinished). */
+const CLEAN_STOP_FILE = 'clean-stop';
+
 /** API Gateway's own limit on a request's payload. */
 const API_GATEWAY_MAX_BODY_BYTES = 10 * 1024 * 1024;
 
@@ -174,7 +177,7 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
 
     const dynamo: LocalDynamo = await startDynalite(opts.inMemory ? {} : { path: join(dataDir, 'db') });
     stoppers.push(() => dynamo.close());
-    for (const stack of stacks) await createTables(stack, dynamo.endpoint);
+    for (const stack of stacks) for (const input of tableInputs(stack)) await ensureTableAs(dynamo.endpoint, input);
 
     const secrets = new LocalSecretStore(join(dataDir, 'secrets-manager.json'));
     for (const stack of stacks) defineSecrets(stack, secrets);
@@ -326,7 +329,11 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
     // A restart owes the work it finds unfinished what `npm start` owes it: AWS never restarts,
     // but this process holds the state machine's runs, and they die with it.
     const deps = recoveryDeps([...hosts.values()], dynamo.endpoint, resolved, queues, secrets, [...machines.values()][0]);
-    const recovered = await recoverUnfinished(deps, dynamo.endpoint);
+    // Written by a stop that finished; absent after a kill (or a first start).
+    const cleanStop = join(dataDir, CLEAN_STOP_FILE);
+    const unclean = !existsSync(cleanStop);
+    rmSync(cleanStop, { force: true });
+    const recovered = await recoverUnfinished(deps, dynamo.endpoint, unclean);
     if (recovered.resumed + recovered.interrupted + recovered.callbacks > 0) {
       log(`recovered ${recovered.resumed} queued, ${recovered.interrupted} interrupted (marked failed), ${recovered.callbacks} callbacks resumed`);
     }
@@ -469,15 +476,19 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
     const stop = async (stopOpts: StopOptions = {}): Promise<StopReport> => {
       const drainMs = stopOpts.drainMs ?? drainSeconds * 1000;
       draining = true;
+      let report: StopReport;
       try {
         for (const halt of halts) await halt();
         // No new workflow starts; their messages wait in the queue for the next start.
         await executionsQueue.stop();
         // The functions' own conditional write, from this process: AWS never stops, so no role holds it.
-        return await drainWorkflow(workflow, deps, drainMs, (id, err) => log(`could not fail interrupted execution ${id}: ${err instanceof Error ? err.message : String(err)}`));
+        report = await drainWorkflow(workflow, deps, drainMs, (id, err) => log(`could not fail interrupted execution ${id}: ${err instanceof Error ? err.message : String(err)}`));
       } finally {
         await stopAll();
       }
+      // Every write finished before the table closed: the next start needs no Scan.
+      writeFileSync(join(dataDir, CLEAN_STOP_FILE), `${new Date().toISOString()}\n`, { mode: 0o600 });
+      return report;
     };
     let stopping: Promise<StopReport> | undefined;
     return {
@@ -560,10 +571,18 @@ function recoveryDeps(
  * The start-up sweep of `npm start` (sweepAll with `startup`), after one Scan of the table: the
  * functions write as on AWS, moving the sweep marker in the status write itself, and dynalite
  * writes index entries before the item, so a process killed between the two can leave an open
- * execution off the index; the Scan puts such executions on it first. The Scan is local only:
- * on AWS nothing restarts, and DynamoDB updates an item and its index entries together.
+ * execution off the index; the Scan puts such executions on it first. Only after an unclean
+ * stop (no clean-stop file): a stop that finished left every write whole. The Scan is local
+ * only: on AWS nothing restarts, and DynamoDB updates an item and its index entries together.
  */
-async function recoverUnfinished(d: Deps, dynamoEndpoint: string): Promise<{ resumed: number; interrupted: number; callbacks: number }> {
+async function recoverUnfinished(d: Deps, dynamoEndpoint: string, unclean: boolean): Promise<{ resumed: number; interrupted: number; callbacks: number }> {
+  if (unclean) await indexUnmarkedOpen(d, dynamoEndpoint);
+  const swept = await sweepAll(d, { startup: true });
+  return { resumed: swept.requeued, interrupted: swept.interrupted, callbacks: swept.callbacksRequeued };
+}
+
+/** Puts open executions that a kill left off the sweep index back on it (one Scan). */
+async function indexUnmarkedOpen(d: Deps, dynamoEndpoint: string): Promise<void> {
   const db = DynamoDBDocumentClient.from(new DynamoDBClient({ region: 'local', ...localEndpointConfig(dynamoEndpoint) }));
   try {
     let start: Record<string, unknown> | undefined;
@@ -599,8 +618,6 @@ async function recoverUnfinished(d: Deps, dynamoEndpoint: string): Promise<{ res
   } finally {
     db.destroy();
   }
-  const swept = await sweepAll(d, { startup: true });
-  return { resumed: swept.requeued, interrupted: swept.interrupted, callbacks: swept.callbacksRequeued };
 }
 
 function roleOf(resolved: ResolvedAssembly, functionName: string): string {
@@ -635,36 +652,25 @@ function forEachTask(machine: Record<string, unknown>, visit: (name: string, res
   });
 }
 
-async function createTables(stack: ResolvedStack, endpoint: string): Promise<void> {
-  const client = new DynamoDBClient({ region: 'local', ...localEndpointConfig(endpoint) });
-  try {
-    for (const [id, r] of Object.entries(stack.stack.template.Resources)) {
-      if (r.Type !== 'AWS::DynamoDB::Table') continue;
+/**
+ * Each AWS::DynamoDB::Table of the template, as `npm start` makes its table (ensureTableAs):
+ * created on first start, rebuilt when a data dir from before an index was added lacks it.
+ * dynalite has no TTL (TimeToLiveSpecification): the stores treat expired items as absent.
+ */
+export function tableInputs(stack: ResolvedStack): CreateTableCommandInput[] {
+  return Object.entries(stack.stack.template.Resources)
+    .filter(([, r]) => r.Type === 'AWS::DynamoDB::Table')
+    .map(([id, r]) => {
       const p = stack.resolve(r.Properties ?? {}, `${stack.stack.id}.Resources.${id}.Properties`) as Record<string, unknown>;
-      const name = stack.physical[id]?.ref ?? id;
-      const input: CreateTableCommandInput = {
-        TableName: name,
+      return {
+        TableName: stack.physical[id]?.ref ?? id,
         BillingMode: (p.BillingMode as CreateTableCommandInput['BillingMode']) ?? 'PROVISIONED',
         AttributeDefinitions: p.AttributeDefinitions as CreateTableCommandInput['AttributeDefinitions'],
         KeySchema: p.KeySchema as CreateTableCommandInput['KeySchema'],
         ...(p.GlobalSecondaryIndexes ? { GlobalSecondaryIndexes: p.GlobalSecondaryIndexes as CreateTableCommandInput['GlobalSecondaryIndexes'] } : {}),
         ...(p.ProvisionedThroughput ? { ProvisionedThroughput: p.ProvisionedThroughput as CreateTableCommandInput['ProvisionedThroughput'] } : {}),
       };
-      try {
-        await client.send(new CreateTableCommand(input));
-      } catch (e) {
-        if (!(e instanceof ResourceInUseException)) throw e;
-      }
-      // dynalite has no TTL (TimeToLiveSpecification): the stores treat expired items as absent.
-      for (let i = 0; i < 100; i++) {
-        const out = await client.send(new DescribeTableCommand({ TableName: name }));
-        if (out.Table?.TableStatus === 'ACTIVE') break;
-        await new Promise((res) => setTimeout(res, 20));
-      }
-    }
-  } finally {
-    client.destroy();
-  }
+    });
 }
 
 /** Secrets Manager's GenerateSecretString, for a secret created on first start only. */

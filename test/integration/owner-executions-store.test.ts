@@ -4,11 +4,12 @@
  * made before the index existed being rebuilt with it.
  */
 import { randomUUID } from 'node:crypto';
+import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { createDocumentClient } from '../../functions/adapters/dynamo';
 import { ExecutionsStore } from '../../functions/adapters/executions.store';
 import { InvalidCursorError } from '../../functions/core/ports';
 import type { CallbackDelivery, Execution } from '../../functions/core/types';
-import { ensureTable } from '../../lib/local/dynamo';
+import { ensureTable, ensureTableAs } from '../../lib/local/dynamo';
 import { MAIN_TABLE } from '../../lib/tables';
 import { startTestDb, type TestDb } from '../support/dynamo';
 import { anExecution } from '../support/fakes';
@@ -145,5 +146,42 @@ describe('a local table made before the executions index', () => {
     expect((await store.get(e.execution_id, new Date()))?.execution_id).toBe(e.execution_id);
     expect((await store.listByDeployment('dep-old', { limit: 10, now: new Date() })).executions.map((x) => x.execution_id)).toEqual([e.execution_id]);
     doc.destroy();
+  });
+});
+
+describe("start:synth's table, made from the template's properties", () => {
+  it('is rebuilt when an older data dir lacks one of its indexes, its items kept', async () => {
+    // Prepare: the template's table as an older template had it (one index fewer), with an item.
+    const table = `tpl-${randomUUID().slice(0, 8)}`;
+    const input = {
+      TableName: table,
+      BillingMode: 'PAY_PER_REQUEST' as const,
+      AttributeDefinitions: ['pk', 'sk', 'g1pk', 'g1sk'].map((name) => ({ AttributeName: name, AttributeType: 'S' as const })),
+      KeySchema: [
+        { AttributeName: 'pk', KeyType: 'HASH' as const },
+        { AttributeName: 'sk', KeyType: 'RANGE' as const },
+      ],
+      GlobalSecondaryIndexes: [
+        {
+          IndexName: 'later',
+          KeySchema: [
+            { AttributeName: 'g1pk', KeyType: 'HASH' as const },
+            { AttributeName: 'g1sk', KeyType: 'RANGE' as const },
+          ],
+          Projection: { ProjectionType: 'ALL' as const },
+        },
+      ],
+    };
+    await ensureTableAs(db.dynamo.endpoint, { ...input, GlobalSecondaryIndexes: undefined, AttributeDefinitions: input.AttributeDefinitions.slice(0, 2) });
+    const doc = createDocumentClient({ region: 'local', endpoint: db.dynamo.endpoint });
+    await doc.send(new PutCommand({ TableName: table, Item: { pk: 'a', sk: 'b', g1pk: 'x', g1sk: '1' } }));
+
+    // Act
+    await ensureTableAs(db.dynamo.endpoint, input);
+    await ensureTableAs(db.dynamo.endpoint, input);
+
+    // Assess
+    const found = await doc.send(new QueryCommand({ TableName: table, IndexName: 'later', KeyConditionExpression: 'g1pk = :x', ExpressionAttributeValues: { ':x': 'x' } }));
+    expect(found.Items).toEqual([{ pk: 'a', sk: 'b', g1pk: 'x', g1sk: '1' }]);
   });
 });
