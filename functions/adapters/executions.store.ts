@@ -224,22 +224,6 @@ export class ExecutionsStore implements ExecutionsPort {
     }
   }
 
-  async releaseDeliveryClaim(id: string): Promise<void> {
-    try {
-      await this.db.send(
-        new UpdateCommand({
-          TableName: this.table,
-          Key: keys.execution(id),
-          UpdateExpression: 'REMOVE callback_claim',
-          // Without it, an update of a missing item would create one.
-          ConditionExpression: 'attribute_exists(callback_claim)',
-        }),
-      );
-    } catch (err) {
-      if (!isConditionFailure(err)) throw err;
-    }
-  }
-
   /**
    * Records a delivery attempt. Conditional on the attempt count read before, so two
    * dispatchers working on the same execution cannot both count (or both settle) one attempt.
@@ -307,14 +291,14 @@ export class ExecutionsStore implements ExecutionsPort {
    * leave it alone for a while. Conditional on what the sweeper saw: a pending execution, or a
    * delivery still at that attempt. Touches no key, so no index entry moves.
    */
-  async markRequeued(id: string, seen: { status: 'pending' } | { attempts: number }, at: string): Promise<boolean> {
+  async markRequeued(id: string, seen: { status: 'pending' } | { attempts: number }, at: string, opts: { releaseClaim?: boolean } = {}): Promise<boolean> {
     const pending = 'status' in seen;
     try {
       await this.db.send(
         new UpdateCommand({
           TableName: this.table,
           Key: keys.execution(id),
-          UpdateExpression: 'SET requeued_at = :at',
+          UpdateExpression: opts.releaseClaim ? 'SET requeued_at = :at REMOVE callback_claim' : 'SET requeued_at = :at',
           ConditionExpression: pending ? '#status = :pending' : 'callback_delivery.attempts = :n AND callback_delivery.outcome = :pending',
           ...(pending ? { ExpressionAttributeNames: { '#status': 'status' } } : {}),
           ExpressionAttributeValues: { ':at': at, ':pending': 'pending', ...(pending ? {} : { ':n': seen.attempts }) },

@@ -148,11 +148,6 @@ export interface ExecutionsPort {
    * taken again (its message came back). False when any of that does not hold.
    */
   claimDelivery(id: string, attempts: number, by: string, untilMs: number, nowMs: number): Promise<boolean>;
-  /**
-   * Drops any claim on the execution's next delivery attempt. Only for a local start-up, when
-   * every holder is known dead (its process was the one before this one).
-   */
-  releaseDeliveryClaim(id: string): Promise<void>;
   /** Executions on the sweep index of that kind (oldest first), at most `limit`. */
   listSweep(kind: SweepKind, limit?: number): Promise<Execution[]>;
   /** One page of the sweep index: ids of `kind` marked before `before`, oldest first. */
@@ -162,8 +157,12 @@ export interface ExecutionsPort {
     limit: number,
     cursor?: Record<string, unknown>,
   ): Promise<{ ids: string[]; next: Record<string, unknown> | undefined }>;
-  /** Notes that the sweeper queued an execution (or its callback) again, conditional on what it saw. */
-  markRequeued(id: string, seen: { status: 'pending' } | { attempts: number }, at: string): Promise<boolean>;
+  /**
+   * Notes that the sweeper queued an execution (or its callback) again, conditional on what it
+   * saw. `releaseClaim` drops any claim on the next delivery attempt in the same write: only for
+   * a local start-up, when every holder is known dead (its process was the one before this one).
+   */
+  markRequeued(id: string, seen: { status: 'pending' } | { attempts: number }, at: string, opts?: { releaseClaim?: boolean }): Promise<boolean>;
   /** Takes a settled execution (terminal, no callback owed) off the sweep index; false if it is not settled. */
   clearSweep(id: string): Promise<boolean>;
   /** Stores the trace of an execution cancelled while it ran (once; only on a cancelled one). */

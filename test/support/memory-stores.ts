@@ -97,10 +97,6 @@ export class MemoryExecutions implements ExecutionsPort {
     return true;
   }
 
-  async releaseDeliveryClaim(id: string): Promise<void> {
-    this.claims.delete(id);
-  }
-
   async listSweep(kind: SweepKind, limit = 100): Promise<Execution[]> {
     return [...this.items.values()]
       .filter((e) => e.sweep === kind)
@@ -125,11 +121,12 @@ export class MemoryExecutions implements ExecutionsPort {
     return { ids: page.map((e) => e.execution_id), next: all.length > limit && last ? { after: key(last) } : undefined };
   }
 
-  async markRequeued(id: string, seen: { status: 'pending' } | { attempts: number }, at: string): Promise<boolean> {
+  async markRequeued(id: string, seen: { status: 'pending' } | { attempts: number }, at: string, opts: { releaseClaim?: boolean } = {}): Promise<boolean> {
     const e = this.items.get(id);
     if (!e) return false;
     const ok = 'status' in seen ? e.status === 'pending' : e.callback_delivery?.attempts === seen.attempts && e.callback_delivery.outcome === 'pending';
     if (ok) e.requeued_at = at;
+    if (ok && opts.releaseClaim) this.claims.delete(id);
     return ok;
   }
 
