@@ -184,6 +184,8 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
 
     // Functions, by physical name and by ARN.
     const hosts = new Map<string, FunctionHost>();
+    // Each function's execution role, resolved once here for everything that acts as it.
+    const roles = new Map<string, string>();
     const byArn = new Map<string, FunctionHost>();
     const tuning = Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[0].startsWith('PIPEGATE_') && !WIRING.has(e[0]) && e[1] !== undefined));
     for (const fn of assembly.functions) {
@@ -193,6 +195,7 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
       if (!physical) throw new Error(`${where}: no physical function`);
       const arn = physical.attributes.Arn ?? '';
       const roleArn = stack.resolveString(fn.properties.Role, `${where}.Role`);
+      roles.set(physical.ref, roleArn);
       const variables = isPlainObject(fn.properties.Environment) ? stack.resolve(fn.properties.Environment.Variables ?? {}, `${where}.Environment.Variables`) : {};
       const credentials = credentialsFor(roleArn);
       const memoryMb = Number(fn.properties.MemorySize ?? 128);
@@ -343,7 +346,8 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
       if (!m.enabled) continue;
       const queue = queues.get(m.queueArn);
       if (!queue) throw new Error(`${m.where}: event source ${m.queueArn} is not a queue of the assembly`);
-      const roleArn = roleOf(resolved, m.fn.spec.name);
+      const roleArn = roles.get(m.fn.spec.name);
+      if (roleArn === undefined) throw new Error(`${m.where}: no role for ${m.fn.spec.name}`);
       for (const action of ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes']) {
         const d = await iam.evaluate({ principal: roleArn, action, resource: m.queueArn });
         // CloudFormation fails to create such a mapping ("The provided execution role does not have permissions").
@@ -618,15 +622,6 @@ async function indexUnmarkedOpen(d: Deps, dynamoEndpoint: string): Promise<void>
   } finally {
     db.destroy();
   }
-}
-
-function roleOf(resolved: ResolvedAssembly, functionName: string): string {
-  for (const stack of Object.values(resolved.stacks)) {
-    for (const [id, r] of Object.entries(stack.stack.template.Resources)) {
-      if (r.Type === 'AWS::Lambda::Function' && stack.physical[id]?.ref === functionName) return stack.resolveString(r.Properties?.Role);
-    }
-  }
-  throw new Error(`No function ${functionName}`);
 }
 
 /** DefinitionString (or Definition) with DefinitionSubstitutions applied, as Step Functions gets it. */
