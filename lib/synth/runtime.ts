@@ -8,7 +8,7 @@
  * custom resources are all read from the templates. `npm run start:synth` runs it.
  */
 import '../local/polyfills';
-import { randomBytes, randomInt, randomUUID } from 'node:crypto';
+import { randomInt, randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -35,7 +35,7 @@ import { LocalSecretStore, startAwsEndpoint, type AwsEndpoint, type EndpointQueu
 import { FunctionError, FunctionHost, type FunctionSpec } from './function-host';
 import { apiFromTemplate, type TemplateApi } from './gateway-from-template';
 import { assertKnownPolicies, credentialsFor, IamEvaluator, type IamDecision, type IamRequest } from './iam';
-import { recordRuntimeUrl } from '../local/runtime-url';
+import { listen, ownerTokenOf } from '../local/bootstrap';
 import { firewallFromTemplate } from './waf';
 import { resolveAssembly, type ResolvedAssembly, type ResolvedStack } from './physical';
 
@@ -125,13 +125,6 @@ const CLEAN_STOP_FILE = 'clean-stop';
 /** API Gateway's own limit on a request's payload. */
 const API_GATEWAY_MAX_BODY_BYTES = 10 * 1024 * 1024;
 
-function persistent(path: string, create: () => string): string {
-  if (existsSync(path)) return readFileSync(path, 'utf8').trim();
-  const value = create();
-  writeFileSync(path, `${value}\n`, { mode: 0o600, flag: 'wx' });
-  return value;
-}
-
 /** An error that the local API Gateway answers with DEFAULT_5XX at this status. */
 class IntegrationError extends Error {
   constructor(
@@ -148,7 +141,7 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
   const dataDir = resolvePath(opts.dataDir ?? env.PIPEGATE_DATA_DIR ?? '.pipegate-synth');
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const ownerToken =
-    opts.ownerToken ?? env.PIPEGATE_OWNER_TOKEN ?? persistent(join(dataDir, 'owner-token'), () => `pgo_${randomBytes(24).toString('base64url')}`);
+    ownerTokenOf(opts.ownerToken, env, dataDir);
 
   const progress = opts.progress ?? (() => undefined);
   const assembly = opts.assembly ?? loadAssembly((await cachedAssembly({ progress })).dir);
@@ -454,11 +447,8 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
       log: (line) => requestLog.info('request', line),
     });
     const server: Server = createLocalServer((req, res) => (draining ? refuseWhileStopping(req, res) : gateway(req, res)));
-    const host = opts.host ?? env.HOST ?? '127.0.0.1';
-    await new Promise<void>((res, rej) => {
-      server.once('error', rej);
-      server.listen(opts.port ?? Number(env.PORT ?? 3000), host, () => res());
-    });
+    // The CLI finds this runtime as it finds npm start's (with PIPEGATE_DATA_DIR set to this data dir).
+    const { url, forgetUrl } = await listen(server, opts, env, dataDir);
     stoppers.push(
       () =>
         new Promise<void>((res) => {
@@ -466,10 +456,6 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
           server.closeAllConnections();
         }),
     );
-    const { port } = server.address() as AddressInfo;
-    const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
-    // The CLI finds this runtime as it finds npm start's (with PIPEGATE_DATA_DIR set to this data dir).
-    const forgetUrl = recordRuntimeUrl(dataDir, host, port, env.PIPEGATE_BASE_PATH);
     stoppers.push(async () => forgetUrl());
     const workflow = [...machines.values()][0];
     if (!workflow || machines.size !== 1) throw new Error(`Expected one state machine in the assembly, found ${machines.size}`);
