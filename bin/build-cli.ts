@@ -6,11 +6,12 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
-import { build } from 'esbuild';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { BUNDLE, DIST, INPUTS, ROOT } = require('./cli-bundle.js') as { BUNDLE: string; DIST: string; INPUTS: string; ROOT: string };
 
 export async function buildCli(dist: string = DIST): Promise<{ file: string; inputs: string[] }> {
+  // Loaded here: an install without dev dependencies has no esbuild, and must still succeed.
+  const { build } = await import('esbuild');
   mkdirSync(dist, { recursive: true });
   const file = join(dist, BUNDLE);
   const result = await build({
