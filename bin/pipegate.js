@@ -1,4 +1,11 @@
 #!/usr/bin/env node
-// Runs the TypeScript CLI through tsx, so `npx pipegate` works on a fresh clone without a build.
-require('tsx/cjs');
-require('./pipegate.ts');
+// The prebuilt bundle when it is current (bin/cli-bundle.js); otherwise the TypeScript CLI through
+// tsx, so `npx pipegate` also works on a checkout without a build or with edited sources.
+const launcher = require('./cli-bundle');
+const bundle = launcher.freshBundle();
+if (bundle) {
+  launcher.runBundle(bundle);
+} else {
+  require('tsx/cjs');
+  require('./pipegate.ts');
+}

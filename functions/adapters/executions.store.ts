@@ -15,7 +15,7 @@ const USAGE_RETENTION_SECONDS = 2 * 24 * 3600;
 
 const FIELDS: readonly (keyof Execution)[] = [
   'execution_id', 'kind', 'pipeline_id', 'version', 'deployment_id', 'status', 'inputs', 'outputs', 'visible_outputs',
-  'callback', 'callback_delivery', 'error_message', 'created_at', 'started_at', 'completed_at', 'expires_at', 'run_by', 'requeued_at',
+  'callback', 'callback_delivery', 'error_message', 'caller_error_message', 'created_at', 'started_at', 'completed_at', 'expires_at', 'run_by', 'requeued_at',
   'trace', 'trace_truncated',
 ];
 
@@ -240,22 +240,6 @@ export class ExecutionsStore implements ExecutionsPort {
     }
   }
 
-  async releaseDeliveryClaim(id: string): Promise<void> {
-    try {
-      await this.db.send(
-        new UpdateCommand({
-          TableName: this.table,
-          Key: keys.execution(id),
-          UpdateExpression: 'REMOVE callback_claim',
-          // Without it, an update of a missing item would create one.
-          ConditionExpression: 'attribute_exists(callback_claim)',
-        }),
-      );
-    } catch (err) {
-      if (!isConditionFailure(err)) throw err;
-    }
-  }
-
   /**
    * Records a delivery attempt. Conditional on the attempt count read before, so two
    * dispatchers working on the same execution cannot both count (or both settle) one attempt.
@@ -333,14 +317,14 @@ export class ExecutionsStore implements ExecutionsPort {
    * leave it alone for a while. Conditional on what the sweeper saw: a pending execution, or a
    * delivery still at that attempt. Touches no key, so no index entry moves.
    */
-  async markRequeued(id: string, seen: { status: 'pending' } | { attempts: number }, at: string): Promise<boolean> {
+  async markRequeued(id: string, seen: { status: 'pending' } | { attempts: number }, at: string, opts: { releaseClaim?: boolean } = {}): Promise<boolean> {
     const pending = 'status' in seen;
     try {
       await this.db.send(
         new UpdateCommand({
           TableName: this.table,
           Key: keys.execution(id),
-          UpdateExpression: 'SET requeued_at = :at',
+          UpdateExpression: opts.releaseClaim ? 'SET requeued_at = :at REMOVE callback_claim' : 'SET requeued_at = :at',
           ConditionExpression: pending ? '#status = :pending' : 'callback_delivery.attempts = :n AND callback_delivery.outcome = :pending',
           ...(pending ? { ExpressionAttributeNames: { '#status': 'status' } } : {}),
           ExpressionAttributeValues: { ':at': at, ':pending': 'pending', ...(pending ? {} : { ':n': seen.attempts }) },
@@ -464,6 +448,25 @@ export class ExecutionsStore implements ExecutionsPort {
             ':prev': previous.attempts,
             ':was': previous.outcome,
           },
+          ReturnValues: 'ALL_NEW',
+        }),
+      );
+      return toExecution(out.Attributes ?? {});
+    } catch (err) {
+      if (isConditionFailure(err)) return null;
+      throw err;
+    }
+  }
+
+  async attemptNow(id: string, previous: CallbackDelivery, at: string): Promise<Execution | null> {
+    try {
+      const out = await this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: keys.execution(id),
+          UpdateExpression: 'SET callback_delivery.next_attempt_at = :at, sweep = :cb, sweep_at = :at',
+          ConditionExpression: 'callback_delivery.attempts = :prev AND callback_delivery.outcome = :pending AND callback_delivery.next_attempt_at = :was',
+          ExpressionAttributeValues: { ':at': at, ':cb': 'callback', ':prev': previous.attempts, ':pending': 'pending', ':was': previous.next_attempt_at },
           ReturnValues: 'ALL_NEW',
         }),
       );

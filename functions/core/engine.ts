@@ -1,6 +1,6 @@
 import { setMaxListeners } from 'node:events';
 import { ExpressionError, evaluateExpression } from './jsonata-limits';
-import { bodySecretsBinding, redactDeep, secretRedactor, substituteSecrets } from './owner-secrets';
+import { bodySecretsBinding, MissingSecretError, redactDeep, secretRedactor, substituteSecrets } from './owner-secrets';
 import { DEFAULT_HTTP_TIMEOUT_MS, nodeDependencies, outputNodeIds, topologicalOrder } from './pipeline';
 import type { HttpPort } from './ports';
 import type { DelayNode, NodeTrace, HttpNode, InputNode, OutputNode, PipelineDefinition, PipelineNode, RawValue, TransformNode } from './types';
@@ -24,7 +24,7 @@ export interface EngineOptions {
 
 export type EngineResult =
   | { status: 'completed'; outputs: Record<string, RawValue> }
-  | { status: 'failed'; error_message: string }
+  | { status: 'failed'; error_message: string; /** The same failure for callers (callerReason). */ caller_message: string }
   | { status: 'cancelled' };
 
 export const HTTP_MAX_RESPONSE_BYTES = 1_048_576;
@@ -37,10 +37,29 @@ class NodeFailure extends Error {
   constructor(
     readonly nodeId: string,
     readonly reason: string,
+    readonly callerReason: string,
   ) {
     super(`Node '${nodeId}' failed: ${reason}`);
     this.name = 'NodeFailure';
   }
+
+  get callerMessage(): string {
+    return `Node '${this.nodeId}' failed: ${this.callerReason}`;
+  }
+}
+
+/**
+ * A node's failure as a caller may read it: what kind of thing went wrong, never the upstream's
+ * URL or answer, a header, an expression's text or a secret's name (the owner's message has
+ * them, in the owner's views).
+ */
+export function callerReason(e: unknown, nodeType: string): string {
+  if (e instanceof HttpNodeError) return `upstream answered ${e.httpStatus}`;
+  if (e instanceof MissingSecretError) return 'the pipeline is missing a setting';
+  if (nodeType === 'http') return /timed? ?out/i.test(reasonOf(e)) ? 'the upstream request timed out' : 'the upstream request failed';
+  if (nodeType === 'transform') return 'its expression failed';
+  if (nodeType === 'output') return 'it produced no usable value';
+  return 'it failed';
 }
 
 /** The run's deadline passed while a node was busy (seen from inside a JSONata evaluation). */
@@ -356,7 +375,7 @@ export async function runPipelineTraced(
   const redact = secretRedactor(opts.secrets?.values() ?? []);
   const { result, clocks } = await runUnredacted(def, inputValues, opts);
   const trace = buildTrace(def, clocks, redact);
-  if (result.status === 'failed') return { result: { status: 'failed', error_message: redact(result.error_message) }, trace };
+  if (result.status === 'failed') return { result: { status: 'failed', error_message: redact(result.error_message), caller_message: redact(result.caller_message) }, trace };
   if (result.status === 'completed') return { result: { status: 'completed', outputs: redactDeep(result.outputs, redact) }, trace };
   return { result, trace };
 }
@@ -379,7 +398,7 @@ function runUnredacted(
     const work = new AbortController();
     // Every in-flight http and delay node listens on this signal; 64 nodes outgrow Node's default warning threshold.
     setMaxListeners(0, work.signal);
-    const timedOut: EngineResult = { status: 'failed', error_message: timeoutMessage(opts.timeoutMs) };
+    const timedOut: EngineResult = { status: 'failed', error_message: timeoutMessage(opts.timeoutMs), caller_message: timeoutMessage(opts.timeoutMs) };
     let finished = false;
 
     const onCancel = (): void => finish({ status: 'cancelled' });
@@ -397,15 +416,15 @@ function runUnredacted(
     const onFailure = (e: unknown): void => {
       if (e instanceof RunStopped) return;
       if (e instanceof RunTimedOut) finish(timedOut);
-      else if (e instanceof NodeFailure) finish({ status: 'failed', error_message: e.message });
-      else finish({ status: 'failed', error_message: `Execution failed: ${reasonOf(e)}` });
+      else if (e instanceof NodeFailure) finish({ status: 'failed', error_message: e.message, caller_message: e.callerMessage });
+      else finish({ status: 'failed', error_message: `Execution failed: ${reasonOf(e)}`, caller_message: 'Execution failed' });
     };
 
     let order: string[];
     try {
       order = topologicalOrder(def);
     } catch (e) {
-      finish({ status: 'failed', error_message: `Invalid pipeline: ${reasonOf(e)}` });
+      finish({ status: 'failed', error_message: `Invalid pipeline: ${reasonOf(e)}`, caller_message: 'Invalid pipeline' });
       return;
     }
 
@@ -436,7 +455,7 @@ function runUnredacted(
           if (work.signal.aborted || (e instanceof ExpressionError && e.kind === 'aborted')) throw new RunStopped('run finished');
           if (e instanceof ExpressionError && e.kind === 'deadline') throw new RunTimedOut();
           Object.assign(clock, { end: now(), error: reasonOf(e), ...(e instanceof HttpNodeError ? { httpStatus: e.httpStatus } : {}) });
-          throw new NodeFailure(id, reasonOf(e));
+          throw new NodeFailure(id, reasonOf(e), callerReason(e, node.type));
         }
       });
       result.catch(onFailure);

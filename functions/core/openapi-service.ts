@@ -345,7 +345,7 @@ const OWNER_PATHS: Record<string, PathItem> = {
       operationId: 'redeliverCallback',
       summary: 'Send a settled callback again: one new attempt with the same webhook-id',
       description:
-        'For a finished execution whose callback was delivered or dead-lettered. One attempt, no retry schedule; receivers deduplicate on `webhook-id`. A repeat while that attempt is owed starts nothing and answers the same.',
+        'For a finished execution whose callback was delivered or dead-lettered. One attempt, no retry schedule; receivers deduplicate on `webhook-id`. A repeat while that attempt is owed starts nothing and answers the same. While the callback is still on its retry schedule: its next attempt is sent now instead of at its time (once), and the schedule carries on from it.',
       parameters: [
         parameterRef('PipelineId'),
         parameterRef('ExecutionId'),
@@ -357,7 +357,7 @@ const OWNER_PATHS: Record<string, PathItem> = {
         },
         '404': OWNER_EXECUTION_NOT_FOUND,
         '409': {
-          description: 'Nothing to redeliver: no callback, not finished, or still on its retry schedule (`detail` says which).',
+          description: 'Nothing to redeliver: no callback, or not finished (`detail` says which).',
           content: { 'application/json': { schema: schemaRef('Conflict') } },
         },
       },

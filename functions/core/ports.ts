@@ -135,7 +135,7 @@ export type SweepKind = 'open' | 'callback';
 export type TransitionResult = { ok: true; execution: Execution } | { ok: false; current: Execution | null };
 
 export type TransitionFields = Partial<
-  Pick<Execution, 'started_at' | 'completed_at' | 'error_message' | 'outputs' | 'callback_delivery' | 'run_by' | 'trace' | 'trace_truncated'>
+  Pick<Execution, 'started_at' | 'completed_at' | 'error_message' | 'caller_error_message' | 'outputs' | 'callback_delivery' | 'run_by' | 'trace' | 'trace_truncated'>
 >;
 
 /** A list cursor that this store did not hand out (or handed out for another list). */
@@ -162,11 +162,6 @@ export interface ExecutionsPort {
    * taken again (its message came back). False when any of that does not hold.
    */
   claimDelivery(id: string, attempts: number, by: string, untilMs: number, nowMs: number): Promise<boolean>;
-  /**
-   * Drops any claim on the execution's next delivery attempt. Only for a local start-up, when
-   * every holder is known dead (its process was the one before this one).
-   */
-  releaseDeliveryClaim(id: string): Promise<void>;
   /** Executions on the sweep index of that kind (oldest first), at most `limit`. */
   listSweep(kind: SweepKind, limit?: number): Promise<Execution[]>;
   /** One page of the sweep index: ids of `kind` marked before `before`, oldest first. */
@@ -176,8 +171,12 @@ export interface ExecutionsPort {
     limit: number,
     cursor?: Record<string, unknown>,
   ): Promise<{ ids: string[]; next: Record<string, unknown> | undefined }>;
-  /** Notes that the sweeper queued an execution (or its callback) again, conditional on what it saw. */
-  markRequeued(id: string, seen: { status: 'pending' } | { attempts: number }, at: string): Promise<boolean>;
+  /**
+   * Notes that the sweeper queued an execution (or its callback) again, conditional on what it
+   * saw. `releaseClaim` drops any claim on the next delivery attempt in the same write: only for
+   * a local start-up, when every holder is known dead (its process was the one before this one).
+   */
+  markRequeued(id: string, seen: { status: 'pending' } | { attempts: number }, at: string, opts?: { releaseClaim?: boolean }): Promise<boolean>;
   /** Takes a settled execution (terminal, no callback owed) off the sweep index; false if it is not settled. */
   clearSweep(id: string): Promise<boolean>;
   /** Stores the trace of an execution cancelled while it ran (once; only on a cancelled one). */
@@ -193,6 +192,11 @@ export interface ExecutionsPort {
   ): Promise<{ executions: Execution[]; next: string | null }>;
   /** Puts a settled callback back to pending as one owner redelivery, conditional on `previous`; null if it changed. */
   redeliver(id: string, previous: CallbackDelivery, at: string): Promise<Execution | null>;
+  /**
+   * Brings a callback's next scheduled attempt forward to `at`, conditional on `previous`
+   * (same attempts, still pending, the same next attempt time); null if it changed.
+   */
+  attemptNow(id: string, previous: CallbackDelivery, at: string): Promise<Execution | null>;
   /** Counts a finished API execution in its deployment's usage bucket. */
   countFinished(e: Execution): Promise<void>;
   /** A deployment's usage buckets from `from` on. */

@@ -113,7 +113,13 @@ export interface Execution {
   visible_outputs: string[] | null;
   callback: string | null;
   callback_delivery: CallbackDelivery | null;
+  /** Why it failed, for the owner: node, reason, upstream URL and answer, secret names. */
   error_message: string | null;
+  /**
+   * Why it failed, for callers: the node and a reason that names no URL, body, header or
+   * secret. Absent on records written before it existed (see callerErrorMessage).
+   */
+  caller_error_message?: string | null;
   created_at: string;
   started_at: string | null;
   completed_at: string | null;

@@ -41,8 +41,20 @@ export function statusBody(baseUrl: string, e: Execution) {
     started_at: e.started_at,
     completed_at: e.completed_at,
     completion_duration: completionDuration(e),
-    error_message: e.error_message,
+    error_message: callerErrorMessage(e),
   };
+}
+
+/**
+ * A failure as callers read it (the owner's views keep error_message whole). Records from
+ * before the two views keep only the node of a node's failure; other messages (time-outs,
+ * interruptions, cancels) are the service's own and name nothing of the pipeline's.
+ */
+export function callerErrorMessage(e: Pick<Execution, 'error_message' | 'caller_error_message'>): string | null {
+  if (e.error_message === null) return null;
+  if (typeof e.caller_error_message === 'string') return e.caller_error_message;
+  const node = /^Node '([^']+)' failed/.exec(e.error_message);
+  return node ? `Node '${node[1]}' failed` : e.error_message;
 }
 
 /** Visible outputs only, and only once completed. */
@@ -64,7 +76,7 @@ export function resultBody(e: Execution) {
     deployment_id: e.deployment_id,
     completion_duration: completionDuration(e),
     output_artifacts: [] as never[],
-    error_message: e.error_message,
+    error_message: callerErrorMessage(e),
     response_data: responseData(e),
   };
 }

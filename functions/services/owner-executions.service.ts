@@ -96,7 +96,10 @@ export async function cancel(d: Deps, pipelineId: string, executionId: string) {
 /**
  * POST …/executions/{execution_id}/callback/redeliver: sends a settled callback again, as one
  * new attempt with the same webhook-id (receivers deduplicate on it). A repeat while that
- * attempt is owed starts nothing new and answers the same.
+ * attempt is owed starts nothing new and answers the same. On the retry schedule it means
+ * "the next attempt now": that attempt is brought forward once (a repeat finds it already due)
+ * and goes through the dispatcher's usual claim, so the message still waiting for the old time
+ * finds the attempt taken and is dropped; the schedule carries on from it if it fails.
  */
 export async function redeliver(d: Deps, pipelineId: string, executionId: string) {
   const e = await executionOf(d, pipelineId, executionId, true);
@@ -104,8 +107,14 @@ export async function redeliver(d: Deps, pipelineId: string, executionId: string
   if (!e.callback) throw new AppError('Conflict', 'this execution was submitted without a callback');
   if (!isTerminal(e.status) || !delivery) throw new AppError('Conflict', 'the execution has not finished; its callback is sent when it does');
   if (delivery.outcome === 'pending') {
-    if (delivery.redelivery) return { status: 202, body: deliveryView(delivery) };
-    throw new AppError('Conflict', 'the callback is still being delivered on its retry schedule; redeliver once it has settled');
+    const now = d.clock.now();
+    const due = delivery.next_attempt_at === null ? 0 : Date.parse(delivery.next_attempt_at);
+    // Already owed now (a redelivery, an attempt brought forward or simply due): nothing new.
+    if (delivery.redelivery || due <= now.getTime()) return { status: 202, body: deliveryView(delivery) };
+    const forward = await d.executions.attemptNow(e.execution_id, delivery, now.toISOString());
+    if (!forward) throw new AppError('Conflict', 'the delivery changed while asking; look again and retry');
+    await d.queue.send('callbacks', { execution_id: e.execution_id });
+    return { status: 202, body: deliveryView(forward.callback_delivery) };
   }
   const updated = await d.executions.redeliver(e.execution_id, delivery, d.clock.now().toISOString());
   if (!updated) throw new AppError('Conflict', 'the delivery changed while asking; look again and retry');

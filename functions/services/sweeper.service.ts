@@ -179,12 +179,12 @@ async function requeueCallback(d: Deps, e: Execution, now: Date, opts: SweepOpti
     );
     if (now.getTime() - lastSign < d.config.sweepPendingAfterSeconds * 1000) return;
   }
-  if (!(await d.executions.markRequeued(e.execution_id, { attempts: delivery.attempts }, now.toISOString()))) return;
   // At a local start-up a claim on the attempt can only be the dead process's; its message
   // would take it again, but only once its visibility time-out has passed. The new message
-  // takes over now. Elsewhere a claim still held makes this message a dropped duplicate, and
-  // the claim (shorter than the quiet period) has run out by the next pass.
-  if (opts.startup) await d.executions.releaseDeliveryClaim(e.execution_id);
+  // takes over now (the claim goes in the same write). Elsewhere a claim still held makes this
+  // message a dropped duplicate, and the claim (shorter than the quiet period) has run out by
+  // the next pass.
+  if (!(await d.executions.markRequeued(e.execution_id, { attempts: delivery.attempts }, now.toISOString(), { releaseClaim: opts.startup === true }))) return;
   await d.queue.send('callbacks', { execution_id: e.execution_id, ...(due && due > now.getTime() ? { due_at: due } : {}) });
   report.callbacksRequeued += 1;
   d.log.warn('sweeper: owed callback queued again', { execution_id: e.execution_id, attempts: delivery.attempts, startup: opts.startup === true });

@@ -57,7 +57,7 @@ export async function taskRun(d: Deps, executionId: string): Promise<{ status: s
     return { status: 'cancelled' };
   }
   if (result.status === 'completed') return outcome(await finishExecution(d, e, 'completed', { outputs: result.outputs, ...traced }), 'completed');
-  return outcome(await finishExecution(d, e, 'failed', { error_message: result.error_message, ...traced }), 'failed');
+  return outcome(await finishExecution(d, e, 'failed', { error_message: result.error_message, caller_error_message: result.caller_message, ...traced }), 'failed');
 }
 
 /** Polls the record while the engine works and aborts it once the execution is no longer running. */

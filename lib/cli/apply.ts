@@ -398,8 +398,10 @@ export async function apply(ctx: Ctx, paths: readonly string[], opts: ApplyOptio
   const { out } = ctx;
   const { files, invalid } = readTargets(paths, ctx.io.cwd);
   if (invalid.length > 0) return reportInvalid(ctx, invalid);
-  const unset = files.flatMap((f) => f.secrets.filter((s) => (ctx.io.env[s.fromEnv] ?? '') === '').map((s) => `${f.shown}: secrets.${s.name} reads $${s.fromEnv}, which is not set`));
-  if (unset.length > 0) {
+  const unsetSecrets = files.flatMap((f) => f.secrets.filter((s) => (ctx.io.env[s.fromEnv] ?? '') === '').map((s) => ({ file: f.shown, secret: s.name, from_env: s.fromEnv })));
+  const unset = unsetSecrets.map((u) => `${u.file}: secrets.${u.secret} reads $${u.from_env}, which is not set`);
+  // A plan needs no secret value (a merge request's preview job has none): it says which are unset.
+  if (unset.length > 0 && !opts.dryRun) {
     throw new UsageError(`${plural(unset.length, 'secret')} cannot be set:\n  ${unset.join('\n  ')}`, 'export the environment variables the files name (from_env), then apply again');
   }
   const secrets = opts.secretsOut !== undefined && !opts.dryRun ? new CredentialsFile(opts.secretsOut, ctx.io.cwd) : null;
@@ -433,8 +435,11 @@ export async function apply(ctx: Ctx, paths: readonly string[], opts: ApplyOptio
       return r;
     });
     out.line('');
+    if (unset.length > 0) {
+      out.line(`${plural(unset.length, 'secret')} not set here (an apply needs ${unset.length === 1 ? 'it' : 'them'}; the plan does not):\n  ${unset.join('\n  ')}`);
+    }
     out.line(out.c.dim('dry run: nothing was pushed, run or published'));
-    out.document({ ok: reports.every((r) => r.ok), dry_run: true, pipelines: reports });
+    out.document({ ok: reports.every((r) => r.ok), dry_run: true, secrets_unset: unsetSecrets, pipelines: reports });
     return reports.every((r) => r.ok) ? EXIT.ok : EXIT.failure;
   }
 

@@ -14,6 +14,7 @@ import {
   ResourceInUseException,
   ScanCommand,
   type AttributeValue,
+  type CreateTableCommandInput,
 } from '@aws-sdk/client-dynamodb';
 import type { HttpHandler } from '@smithy/core/protocols';
 import type { HttpRequest, HttpResponse } from '@smithy/core/transport';
@@ -147,37 +148,46 @@ function bodyBytes(body: unknown): Buffer {
 
 /** Creates the table unless it exists, then waits until it is active. */
 export async function ensureTable(endpoint: string, tableName: string, def: TableDefinition = MAIN_TABLE): Promise<void> {
+  const attrs = new Set([def.partitionKey, def.sortKey, ...def.indexes.flatMap((i) => [i.partitionKey, i.sortKey])]);
+  await ensureTableAs(endpoint, {
+    TableName: tableName,
+    BillingMode: 'PAY_PER_REQUEST',
+    AttributeDefinitions: [...attrs].map((name) => ({ AttributeName: name, AttributeType: 'S' })),
+    KeySchema: [
+      { AttributeName: def.partitionKey, KeyType: 'HASH' },
+      { AttributeName: def.sortKey, KeyType: 'RANGE' },
+    ],
+    GlobalSecondaryIndexes: def.indexes.map((i) => ({
+      IndexName: i.name,
+      KeySchema: [
+        { AttributeName: i.partitionKey, KeyType: 'HASH' },
+        { AttributeName: i.sortKey, KeyType: 'RANGE' },
+      ],
+      Projection: { ProjectionType: i.projection },
+    })),
+  });
+}
+
+/**
+ * The table as `input` creates it (from lib/tables.ts for `npm start`, from the template's
+ * AWS::DynamoDB::Table for start:synth): created unless it exists, rebuilt when it lacks one of
+ * the input's indexes, then waited on until active.
+ */
+export async function ensureTableAs(endpoint: string, input: CreateTableCommandInput): Promise<void> {
   const client = new DynamoDBClient({ region: 'local', ...localEndpointConfig(endpoint) });
-  const create = () => {
-    const attrs = new Set([def.partitionKey, def.sortKey, ...def.indexes.flatMap((i) => [i.partitionKey, i.sortKey])]);
-    return client.send(
-      new CreateTableCommand({
-        TableName: tableName,
-        BillingMode: 'PAY_PER_REQUEST',
-        AttributeDefinitions: [...attrs].map((name) => ({ AttributeName: name, AttributeType: 'S' })),
-        KeySchema: [
-          { AttributeName: def.partitionKey, KeyType: 'HASH' },
-          { AttributeName: def.sortKey, KeyType: 'RANGE' },
-        ],
-        GlobalSecondaryIndexes: def.indexes.map((i) => ({
-          IndexName: i.name,
-          KeySchema: [
-            { AttributeName: i.partitionKey, KeyType: 'HASH' },
-            { AttributeName: i.sortKey, KeyType: 'RANGE' },
-          ],
-          Projection: { ProjectionType: i.projection },
-        })),
-      }),
-    );
-  };
+  const tableName = input.TableName ?? '';
+  const create = () => client.send(new CreateTableCommand(input));
   try {
-    await create();
-  } catch (e) {
-    if (!(e instanceof ResourceInUseException)) throw e;
-    await rebuildIfIndexMissing(client, tableName, def, create);
+    try {
+      await create();
+    } catch (e) {
+      if (!(e instanceof ResourceInUseException)) throw e;
+      await rebuildIfIndexMissing(client, tableName, (input.GlobalSecondaryIndexes ?? []).map((i) => i.IndexName ?? ''), create);
+    }
+    await waitActive(client, tableName);
+  } finally {
+    client.destroy();
   }
-  await waitActive(client, tableName);
-  client.destroy();
 }
 
 async function waitActive(client: DynamoDBClient, tableName: string): Promise<void> {
@@ -195,10 +205,10 @@ async function waitActive(client: DynamoDBClient, tableName: string): Promise<vo
  * item read, the table created anew from the definition, the items written back, which fills
  * the new index. Local data only; AWS adds an index in place (CloudFormation).
  */
-async function rebuildIfIndexMissing(client: DynamoDBClient, tableName: string, def: TableDefinition, create: () => Promise<unknown>): Promise<void> {
+async function rebuildIfIndexMissing(client: DynamoDBClient, tableName: string, indexes: readonly string[], create: () => Promise<unknown>): Promise<void> {
   const out = await client.send(new DescribeTableCommand({ TableName: tableName }));
   const have = new Set((out.Table?.GlobalSecondaryIndexes ?? []).map((i) => i.IndexName));
-  if (def.indexes.every((i) => have.has(i.name))) return;
+  if (indexes.every((name) => have.has(name))) return;
   const items: Record<string, AttributeValue>[] = [];
   let start: Record<string, AttributeValue> | undefined;
   do {

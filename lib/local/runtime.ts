@@ -5,9 +5,8 @@
  */
 import './polyfills';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { readConfig, type Config } from '../config';
@@ -25,7 +24,7 @@ import { ensureTable, startDynalite, type LocalDynamo } from './dynamo';
 import { createGateway, createLocalServer } from './gateway';
 import { createLambdaContext } from './lambda-context';
 import { LocalQueue, LocalQueuePort } from './queue';
-import { recordRuntimeUrl } from './runtime-url';
+import { listen, ownerTokenOf, persistent } from './bootstrap';
 import { drainWorkflow, refuseWhileStopping, type StopOptions, type StopReport } from './shutdown';
 import { LocalWorkflow } from './workflow';
 import { createHandler as authorizer } from '../../functions/authorizer/handler';
@@ -75,14 +74,6 @@ export interface Runtime {
   stop(opts?: StopOptions): Promise<StopReport>;
 }
 
-/** Reads a file of the data dir, creating it (mode 0600) on first use. */
-function persistent(path: string, create: () => string): string {
-  if (existsSync(path)) return readFileSync(path, 'utf8').trim();
-  const value = create();
-  writeFileSync(path, `${value}\n`, { mode: 0o600, flag: 'wx' });
-  return value;
-}
-
 export { DataDirInUseError };
 export type { StopOptions, StopReport };
 
@@ -108,7 +99,7 @@ async function startLocked(
   dataDirLock: DataDirLock,
 ): Promise<Runtime> {
   const ownerToken =
-    opts.ownerToken ?? env.PIPEGATE_OWNER_TOKEN ?? persistent(join(dataDir, 'owner-token'), () => `pgo_${randomBytes(24).toString('base64url')}`);
+    ownerTokenOf(opts.ownerToken, env, dataDir);
   const material = parseKeyMaterial(
     persistent(join(dataDir, 'secrets.json'), () =>
       JSON.stringify({ pepper: randomBytes(32).toString('base64url'), master_key: randomBytes(32).toString('base64') }),
@@ -211,14 +202,7 @@ async function startLocked(
     if (!draining) return gateway(req, res);
     refuseWhileStopping(req, res);
   });
-  const host = opts.host ?? env.HOST ?? '127.0.0.1';
-  await new Promise<void>((res, rej) => {
-    server.once('error', rej);
-    server.listen(opts.port ?? Number(env.PORT ?? 3000), host, () => res());
-  });
-  const { port } = server.address() as AddressInfo;
-  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
-  const forgetUrl = recordRuntimeUrl(dataDir, host, port, env.PIPEGATE_BASE_PATH);
+  const { url, forgetUrl } = await listen(server, opts, env, dataDir);
 
   let stopping: Promise<StopReport> | undefined;
   const stop = async (stopOpts: StopOptions = {}): Promise<StopReport> => {

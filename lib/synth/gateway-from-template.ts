@@ -8,7 +8,7 @@
 import { isPlainObject } from '../../functions/core/values';
 import { gatewayResponseFromTemplate, type GatewayResponse } from '../gateway-responses';
 import type { AuthorizerSettings, GatewayRoute } from '../local/gateway';
-import { wildcardMatch } from '../local/gateway';
+import { wildcardMatcher } from '../local/gateway';
 import type { ResolvedStack } from './physical';
 
 export interface TemplateApi {
@@ -123,7 +123,9 @@ export function apiFromTemplate(stack: ResolvedStack): TemplateApi {
 
   const permissions = ofType('AWS::Lambda::Permission').map(([id, r]) => {
     const p = stack.resolve(r.Properties ?? {}, `${id}.Properties`) as Record<string, unknown>;
-    return { fn: String(p.FunctionName), principal: String(p.Principal), action: String(p.Action), sourceArn: typeof p.SourceArn === 'string' ? p.SourceArn : undefined };
+    // Compiled once: every API request asks.
+    const source = typeof p.SourceArn === 'string' ? wildcardMatcher(p.SourceArn) : () => true;
+    return { fn: String(p.FunctionName), principal: String(p.Principal), action: String(p.Action), source };
   });
   const mayInvoke = (functionArn: string, sourceArn: string): boolean =>
     permissions.some(
@@ -131,7 +133,7 @@ export function apiFromTemplate(stack: ResolvedStack): TemplateApi {
         (p.fn === functionArn || p.fn === functionArn.split(':').pop()) &&
         p.principal === 'apigateway.amazonaws.com' &&
         (p.action === 'lambda:InvokeFunction' || p.action === 'lambda:*') &&
-        (p.sourceArn === undefined || wildcardMatch(p.sourceArn, sourceArn)),
+        p.source(sourceArn),
     );
 
   return { apiId, stage, routes, functionArns, authorizer, gatewayResponses, integrationTimeoutMs, mayInvoke };

@@ -8,17 +8,17 @@
  * custom resources are all read from the templates. `npm run start:synth` runs it.
  */
 import '../local/polyfills';
-import { randomBytes, randomInt, randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { randomInt, randomUUID } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve as resolvePath } from 'node:path';
 import type { APIGatewayAuthorizerResult, APIGatewayProxyEvent, APIGatewayProxyResult, SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { CreateTableCommand, DescribeTableCommand, DynamoDBClient, ResourceInUseException, type CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient, type CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { createGateway, createLocalServer } from '../local/gateway';
 import { lockDataDir } from '../local/data-dir-lock';
-import { startDynalite, type LocalDynamo } from '../local/dynamo';
+import { ensureTableAs, startDynalite, type LocalDynamo } from '../local/dynamo';
 import { LocalQueue, LocalQueuePort } from '../local/queue';
 import { readConfig } from '../config';
 import { isPlainObject } from '../../functions/core/values';
@@ -36,7 +36,7 @@ import { LocalSecretStore, startAwsEndpoint, type AwsEndpoint, type EndpointQueu
 import { FunctionError, FunctionHost, type FunctionSpec } from './function-host';
 import { apiFromTemplate, type TemplateApi } from './gateway-from-template';
 import { assertKnownPolicies, credentialsFor, IamEvaluator, type IamDecision, type IamRequest } from './iam';
-import { recordRuntimeUrl } from '../local/runtime-url';
+import { listen, ownerTokenOf } from '../local/bootstrap';
 import { firewallFromTemplate } from './waf';
 import { resolveAssembly, type ResolvedAssembly, type ResolvedStack } from './physical';
 
@@ -120,15 +120,11 @@ const WIRING = new Set([
   'PIPEGATE_BASE_PATH',
 ]);
 
+/** In the data dir after a stop that finished (see recoverUnfinished). */
+const CLEAN_STOP_FILE = 'clean-stop';
+
 /** API Gateway's own limit on a request's payload. */
 const API_GATEWAY_MAX_BODY_BYTES = 10 * 1024 * 1024;
-
-function persistent(path: string, create: () => string): string {
-  if (existsSync(path)) return readFileSync(path, 'utf8').trim();
-  const value = create();
-  writeFileSync(path, `${value}\n`, { mode: 0o600, flag: 'wx' });
-  return value;
-}
 
 /** An error that the local API Gateway answers with DEFAULT_5XX at this status. */
 class IntegrationError extends Error {
@@ -146,7 +142,7 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
   const dataDir = resolvePath(opts.dataDir ?? env.PIPEGATE_DATA_DIR ?? '.pipegate-synth');
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const ownerToken =
-    opts.ownerToken ?? env.PIPEGATE_OWNER_TOKEN ?? persistent(join(dataDir, 'owner-token'), () => `pgo_${randomBytes(24).toString('base64url')}`);
+    ownerTokenOf(opts.ownerToken, env, dataDir);
 
   const progress = opts.progress ?? (() => undefined);
   const assembly = opts.assembly ?? loadAssembly((await cachedAssembly({ progress })).dir);
@@ -175,13 +171,15 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
 
     const dynamo: LocalDynamo = await startDynalite(opts.inMemory ? {} : { path: join(dataDir, 'db') });
     stoppers.push(() => dynamo.close());
-    for (const stack of stacks) await createTables(stack, dynamo.endpoint);
+    for (const stack of stacks) for (const input of tableInputs(stack)) await ensureTableAs(dynamo.endpoint, input);
 
     const secrets = new LocalSecretStore(join(dataDir, 'secrets-manager.json'));
     for (const stack of stacks) defineSecrets(stack, secrets);
 
     // Functions, by physical name and by ARN.
     const hosts = new Map<string, FunctionHost>();
+    // Each function's execution role, resolved once here for everything that acts as it.
+    const roles = new Map<string, string>();
     const byArn = new Map<string, FunctionHost>();
     const tuning = Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[0].startsWith('PIPEGATE_') && !WIRING.has(e[0]) && e[1] !== undefined));
     for (const fn of assembly.functions) {
@@ -191,6 +189,7 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
       if (!physical) throw new Error(`${where}: no physical function`);
       const arn = physical.attributes.Arn ?? '';
       const roleArn = stack.resolveString(fn.properties.Role, `${where}.Role`);
+      roles.set(physical.ref, roleArn);
       const variables = isPlainObject(fn.properties.Environment) ? stack.resolve(fn.properties.Environment.Variables ?? {}, `${where}.Environment.Variables`) : {};
       const credentials = credentialsFor(roleArn);
       const memoryMb = Number(fn.properties.MemorySize ?? 128);
@@ -327,7 +326,11 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
     // A restart owes the work it finds unfinished what `npm start` owes it: AWS never restarts,
     // but this process holds the state machine's runs, and they die with it.
     const deps = recoveryDeps([...hosts.values()], dynamo.endpoint, resolved, queues, secrets, [...machines.values()][0]);
-    const recovered = await recoverUnfinished(deps, dynamo.endpoint);
+    // Written by a stop that finished; absent after a kill (or a first start).
+    const cleanStop = join(dataDir, CLEAN_STOP_FILE);
+    const unclean = !existsSync(cleanStop);
+    rmSync(cleanStop, { force: true });
+    const recovered = await recoverUnfinished(deps, dynamo.endpoint, unclean);
     if (recovered.resumed + recovered.interrupted + recovered.callbacks > 0) {
       log(`recovered ${recovered.resumed} queued, ${recovered.interrupted} interrupted (marked failed), ${recovered.callbacks} callbacks resumed`);
     }
@@ -337,7 +340,8 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
       if (!m.enabled) continue;
       const queue = queues.get(m.queueArn);
       if (!queue) throw new Error(`${m.where}: event source ${m.queueArn} is not a queue of the assembly`);
-      const roleArn = roleOf(resolved, m.fn.spec.name);
+      const roleArn = roles.get(m.fn.spec.name);
+      if (roleArn === undefined) throw new Error(`${m.where}: no role for ${m.fn.spec.name}`);
       for (const action of ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes']) {
         const d = await iam.evaluate({ principal: roleArn, action, resource: m.queueArn });
         // CloudFormation fails to create such a mapping ("The provided execution role does not have permissions").
@@ -444,11 +448,8 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
       log: (line) => requestLog.info('request', line),
     });
     const server: Server = createLocalServer((req, res) => (draining ? refuseWhileStopping(req, res) : gateway(req, res)));
-    const host = opts.host ?? env.HOST ?? '127.0.0.1';
-    await new Promise<void>((res, rej) => {
-      server.once('error', rej);
-      server.listen(opts.port ?? Number(env.PORT ?? 3000), host, () => res());
-    });
+    // The CLI finds this runtime as it finds npm start's (with PIPEGATE_DATA_DIR set to this data dir).
+    const { url, forgetUrl } = await listen(server, opts, env, dataDir);
     stoppers.push(
       () =>
         new Promise<void>((res) => {
@@ -456,10 +457,6 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
           server.closeAllConnections();
         }),
     );
-    const { port } = server.address() as AddressInfo;
-    const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
-    // The CLI finds this runtime as it finds npm start's (with PIPEGATE_DATA_DIR set to this data dir).
-    const forgetUrl = recordRuntimeUrl(dataDir, host, port, env.PIPEGATE_BASE_PATH);
     stoppers.push(async () => forgetUrl());
     const workflow = [...machines.values()][0];
     if (!workflow || machines.size !== 1) throw new Error(`Expected one state machine in the assembly, found ${machines.size}`);
@@ -470,15 +467,19 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
     const stop = async (stopOpts: StopOptions = {}): Promise<StopReport> => {
       const drainMs = stopOpts.drainMs ?? drainSeconds * 1000;
       draining = true;
+      let report: StopReport;
       try {
         for (const halt of halts) await halt();
         // No new workflow starts; their messages wait in the queue for the next start.
         await executionsQueue.stop();
         // The functions' own conditional write, from this process: AWS never stops, so no role holds it.
-        return await drainWorkflow(workflow, deps, drainMs, (id, err) => log(`could not fail interrupted execution ${id}: ${err instanceof Error ? err.message : String(err)}`));
+        report = await drainWorkflow(workflow, deps, drainMs, (id, err) => log(`could not fail interrupted execution ${id}: ${err instanceof Error ? err.message : String(err)}`));
       } finally {
         await stopAll();
       }
+      // Every write finished before the table closed: the next start needs no Scan.
+      writeFileSync(join(dataDir, CLEAN_STOP_FILE), `${new Date().toISOString()}\n`, { mode: 0o600 });
+      return report;
     };
     let stopping: Promise<StopReport> | undefined;
     return {
@@ -561,10 +562,18 @@ function recoveryDeps(
  * The start-up sweep of `npm start` (sweepAll with `startup`), after one Scan of the table: the
  * functions write as on AWS, moving the sweep marker in the status write itself, and dynalite
  * writes index entries before the item, so a process killed between the two can leave an open
- * execution off the index; the Scan puts such executions on it first. The Scan is local only:
- * on AWS nothing restarts, and DynamoDB updates an item and its index entries together.
+ * execution off the index; the Scan puts such executions on it first. Only after an unclean
+ * stop (no clean-stop file): a stop that finished left every write whole. The Scan is local
+ * only: on AWS nothing restarts, and DynamoDB updates an item and its index entries together.
  */
-async function recoverUnfinished(d: Deps, dynamoEndpoint: string): Promise<{ resumed: number; interrupted: number; callbacks: number }> {
+async function recoverUnfinished(d: Deps, dynamoEndpoint: string, unclean: boolean): Promise<{ resumed: number; interrupted: number; callbacks: number }> {
+  if (unclean) await indexUnmarkedOpen(d, dynamoEndpoint);
+  const swept = await sweepAll(d, { startup: true });
+  return { resumed: swept.requeued, interrupted: swept.interrupted, callbacks: swept.callbacksRequeued };
+}
+
+/** Puts open executions that a kill left off the sweep index back on it (one Scan). */
+async function indexUnmarkedOpen(d: Deps, dynamoEndpoint: string): Promise<void> {
   const db = DynamoDBDocumentClient.from(new DynamoDBClient({ region: 'local', ...localEndpointConfig(dynamoEndpoint) }));
   try {
     let start: Record<string, unknown> | undefined;
@@ -600,17 +609,6 @@ async function recoverUnfinished(d: Deps, dynamoEndpoint: string): Promise<{ res
   } finally {
     db.destroy();
   }
-  const swept = await sweepAll(d, { startup: true });
-  return { resumed: swept.requeued, interrupted: swept.interrupted, callbacks: swept.callbacksRequeued };
-}
-
-function roleOf(resolved: ResolvedAssembly, functionName: string): string {
-  for (const stack of Object.values(resolved.stacks)) {
-    for (const [id, r] of Object.entries(stack.stack.template.Resources)) {
-      if (r.Type === 'AWS::Lambda::Function' && stack.physical[id]?.ref === functionName) return stack.resolveString(r.Properties?.Role);
-    }
-  }
-  throw new Error(`No function ${functionName}`);
 }
 
 /** DefinitionString (or Definition) with DefinitionSubstitutions applied, as Step Functions gets it. */
@@ -636,36 +634,25 @@ function forEachTask(machine: Record<string, unknown>, visit: (name: string, res
   });
 }
 
-async function createTables(stack: ResolvedStack, endpoint: string): Promise<void> {
-  const client = new DynamoDBClient({ region: 'local', ...localEndpointConfig(endpoint) });
-  try {
-    for (const [id, r] of Object.entries(stack.stack.template.Resources)) {
-      if (r.Type !== 'AWS::DynamoDB::Table') continue;
+/**
+ * Each AWS::DynamoDB::Table of the template, as `npm start` makes its table (ensureTableAs):
+ * created on first start, rebuilt when a data dir from before an index was added lacks it.
+ * dynalite has no TTL (TimeToLiveSpecification): the stores treat expired items as absent.
+ */
+export function tableInputs(stack: ResolvedStack): CreateTableCommandInput[] {
+  return Object.entries(stack.stack.template.Resources)
+    .filter(([, r]) => r.Type === 'AWS::DynamoDB::Table')
+    .map(([id, r]) => {
       const p = stack.resolve(r.Properties ?? {}, `${stack.stack.id}.Resources.${id}.Properties`) as Record<string, unknown>;
-      const name = stack.physical[id]?.ref ?? id;
-      const input: CreateTableCommandInput = {
-        TableName: name,
+      return {
+        TableName: stack.physical[id]?.ref ?? id,
         BillingMode: (p.BillingMode as CreateTableCommandInput['BillingMode']) ?? 'PROVISIONED',
         AttributeDefinitions: p.AttributeDefinitions as CreateTableCommandInput['AttributeDefinitions'],
         KeySchema: p.KeySchema as CreateTableCommandInput['KeySchema'],
         ...(p.GlobalSecondaryIndexes ? { GlobalSecondaryIndexes: p.GlobalSecondaryIndexes as CreateTableCommandInput['GlobalSecondaryIndexes'] } : {}),
         ...(p.ProvisionedThroughput ? { ProvisionedThroughput: p.ProvisionedThroughput as CreateTableCommandInput['ProvisionedThroughput'] } : {}),
       };
-      try {
-        await client.send(new CreateTableCommand(input));
-      } catch (e) {
-        if (!(e instanceof ResourceInUseException)) throw e;
-      }
-      // dynalite has no TTL (TimeToLiveSpecification): the stores treat expired items as absent.
-      for (let i = 0; i < 100; i++) {
-        const out = await client.send(new DescribeTableCommand({ TableName: name }));
-        if (out.Table?.TableStatus === 'ACTIVE') break;
-        await new Promise((res) => setTimeout(res, 20));
-      }
-    }
-  } finally {
-    client.destroy();
-  }
+    });
 }
 
 /** Secrets Manager's GenerateSecretString, for a secret created on first start only. */

@@ -377,3 +377,31 @@ describe('pipegate apply against a running local runtime', () => {
     expect(good.status).toBe(404);
   });
 });
+
+describe('apply --dry-run without secret values', () => {
+  it('plans, says which secrets are unset, and exits 0; a real apply still refuses', async () => {
+    // Prepare: a file naming a secret whose variable this job does not have (a merge request's preview).
+    writeFileSync(
+      join(dir, 'tokened.json'),
+      JSON.stringify({
+        description: 'Needs a token',
+        secrets: { PREVIEW_TOKEN: { from_env: 'PREVIEW_TOKEN_VALUE' } },
+        nodes: { n: { type: 'input', value_type: 'integer', value: 3 }, out: { type: 'output', from: 'n' } },
+      }),
+    );
+
+    // Act
+    const dry = await pg(['apply', 'pipelines/tokened.json', '--dry-run']);
+    const json = await pg(['apply', 'pipelines/tokened.json', '--dry-run', '--json']);
+    const real = await pg(['apply', 'pipelines/tokened.json']);
+
+    // Assess
+    expect(dry.code).toBe(0);
+    expect(dry.stdout).toContain('secrets  set PREVIEW_TOKEN from $PREVIEW_TOKEN_VALUE');
+    expect(dry.stdout).toContain('1 secret not set here (an apply needs it; the plan does not):\n  pipelines/tokened.json: secrets.PREVIEW_TOKEN reads $PREVIEW_TOKEN_VALUE, which is not set');
+    expect(json.code).toBe(0);
+    expect((JSON.parse(json.stdout) as { secrets_unset: unknown }).secrets_unset).toEqual([{ file: 'pipelines/tokened.json', secret: 'PREVIEW_TOKEN', from_env: 'PREVIEW_TOKEN_VALUE' }]);
+    expect(real.code).toBe(2);
+    expect(real.stderr).toContain('secrets.PREVIEW_TOKEN reads $PREVIEW_TOKEN_VALUE, which is not set');
+  });
+});

@@ -73,7 +73,7 @@ describe('npm start under a supervisor', () => {
     const { url } = rt;
     await rt.kill9();
     // The orphaned service notices its parent is gone, drains (nothing runs) and exits.
-    expect(await dataDirFreeWithin(dataDir, 15_000)).toBe(true);
+    expect(await dataDirFreeWithin(dataDir, 45_000)).toBe(true);
     expect(await answers(url)).toBe(false);
   });
 

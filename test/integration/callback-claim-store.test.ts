@@ -74,7 +74,7 @@ describe('claimDelivery', () => {
     const recorded = await db.executions.recordDelivery(id, 1, { ...pending(2), outcome: 'delivered', last_status: 204 });
     const settled = await db.executions.claimDelivery(id, 2, 'm1', T + 20_000, T);
     const absent = await db.executions.claimDelivery(missing, 0, 'm1', T + 20_000, T);
-    await db.executions.releaseDeliveryClaim(missing);
+    await db.executions.markRequeued(missing, { attempts: 0 }, new Date(T).toISOString(), { releaseClaim: true });
     // Assess
     expect([stale, ahead, recorded, settled, absent]).toEqual([false, false, true, false, false]);
     expect(await rawItem(missing)).toBeUndefined();
@@ -100,9 +100,10 @@ describe('claimDelivery', () => {
     const e = await owed(0);
     expect(await db.executions.claimDelivery(e.execution_id, 0, 'dead', T + 20_000, T)).toBe(true);
     // Act
-    await db.executions.releaseDeliveryClaim(e.execution_id);
+    const marked = await db.executions.markRequeued(e.execution_id, { attempts: 0 }, new Date(T).toISOString(), { releaseClaim: true });
     const taken = await db.executions.claimDelivery(e.execution_id, 0, 'new', T + 21_000, T + 1_000);
     // Assess
+    expect(marked).toBe(true);
     expect(taken).toBe(true);
   });
 

@@ -4,12 +4,12 @@
  * made before the index existed being rebuilt with it.
  */
 import { randomUUID } from 'node:crypto';
-import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { createDocumentClient } from '../../functions/adapters/dynamo';
 import { ExecutionsStore } from '../../functions/adapters/executions.store';
 import { InvalidCursorError } from '../../functions/core/ports';
 import type { CallbackDelivery, Execution } from '../../functions/core/types';
-import { ensureTable } from '../../lib/local/dynamo';
+import { ensureTable, ensureTableAs } from '../../lib/local/dynamo';
 import { MAIN_TABLE } from '../../lib/tables';
 import { startTestDb, type TestDb } from '../support/dynamo';
 import { anExecution } from '../support/fakes';
@@ -79,25 +79,6 @@ describe('usage counters', () => {
     expect(Object.values(buckets[0]?.bins ?? {}).reduce((a, b) => a + b, 0)).toBe(4);
     expect(await db.executions.usageSince(dep, new Date(at(10)))).toEqual([]);
   });
-
-  it('spreads one bucket over several items (no hot key) and adds them up on read', async () => {
-    // Prepare
-    const dep = `dep-${randomUUID()}`;
-    const done = () => anExecution({ deployment_id: dep, status: 'completed', started_at: at(5), completed_at: at(6) });
-    // Act
-    for (let i = 0; i < 40; i += 1) await db.executions.countFinished(done());
-    // Assess: one bucket of 40, written to more than one item of the partition.
-    const buckets = await db.executions.usageSince(dep, new Date(at(0)));
-    expect(buckets).toHaveLength(1);
-    expect(buckets[0]?.counts).toEqual({ completed: 40 });
-    const client = createDocumentClient({ region: 'local', endpoint: db.dynamo.endpoint });
-    try {
-      const raw = await client.send(new QueryCommand({ TableName: db.table, KeyConditionExpression: 'pk = :p', ExpressionAttributeValues: { ':p': `USAGE#${dep}` } }));
-      expect(raw.Items?.length ?? 0).toBeGreaterThan(1);
-    } finally {
-      client.destroy();
-    }
-  });
 });
 
 describe('redelivery', () => {
@@ -125,6 +106,31 @@ describe('redelivery', () => {
   });
 });
 
+describe('the next attempt brought forward', () => {
+  it('moves a pending delivery\'s next attempt once, conditional on the time that was read', async () => {
+    // Prepare: on the retry schedule, next attempt at minute 30.
+    const delivery: CallbackDelivery = {
+      webhook_id: 'msg_2',
+      attempts: 1,
+      outcome: 'pending',
+      last_status: 500,
+      last_error: 'HTTP 500',
+      last_attempt_at: at(1),
+      next_attempt_at: at(30),
+      log: [],
+    };
+    const e = anExecution({ status: 'completed', callback: 'https://hooks.example/x', callback_delivery: delivery, completed_at: at(1) });
+    await db.executions.create(e);
+    // Act
+    const [first, second] = await Promise.all([db.executions.attemptNow(e.execution_id, delivery, at(2)), db.executions.attemptNow(e.execution_id, delivery, at(3))]);
+    // Assess
+    expect([first, second].filter((x) => x !== null)).toHaveLength(1);
+    const now = await db.executions.get(e.execution_id, new Date());
+    expect(now?.callback_delivery).toMatchObject({ outcome: 'pending', attempts: 1, next_attempt_at: (first ?? second)?.callback_delivery?.next_attempt_at });
+    expect(now?.callback_delivery?.redelivery).toBeUndefined();
+  });
+});
+
 describe('a local table made before the executions index', () => {
   it('is rebuilt with the index, its items kept and indexed', async () => {
     // Prepare
@@ -140,5 +146,42 @@ describe('a local table made before the executions index', () => {
     expect((await store.get(e.execution_id, new Date()))?.execution_id).toBe(e.execution_id);
     expect((await store.listByDeployment('dep-old', { limit: 10, now: new Date() })).executions.map((x) => x.execution_id)).toEqual([e.execution_id]);
     doc.destroy();
+  });
+});
+
+describe("start:synth's table, made from the template's properties", () => {
+  it('is rebuilt when an older data dir lacks one of its indexes, its items kept', async () => {
+    // Prepare: the template's table as an older template had it (one index fewer), with an item.
+    const table = `tpl-${randomUUID().slice(0, 8)}`;
+    const input = {
+      TableName: table,
+      BillingMode: 'PAY_PER_REQUEST' as const,
+      AttributeDefinitions: ['pk', 'sk', 'g1pk', 'g1sk'].map((name) => ({ AttributeName: name, AttributeType: 'S' as const })),
+      KeySchema: [
+        { AttributeName: 'pk', KeyType: 'HASH' as const },
+        { AttributeName: 'sk', KeyType: 'RANGE' as const },
+      ],
+      GlobalSecondaryIndexes: [
+        {
+          IndexName: 'later',
+          KeySchema: [
+            { AttributeName: 'g1pk', KeyType: 'HASH' as const },
+            { AttributeName: 'g1sk', KeyType: 'RANGE' as const },
+          ],
+          Projection: { ProjectionType: 'ALL' as const },
+        },
+      ],
+    };
+    await ensureTableAs(db.dynamo.endpoint, { ...input, GlobalSecondaryIndexes: undefined, AttributeDefinitions: input.AttributeDefinitions.slice(0, 2) });
+    const doc = createDocumentClient({ region: 'local', endpoint: db.dynamo.endpoint });
+    await doc.send(new PutCommand({ TableName: table, Item: { pk: 'a', sk: 'b', g1pk: 'x', g1sk: '1' } }));
+
+    // Act
+    await ensureTableAs(db.dynamo.endpoint, input);
+    await ensureTableAs(db.dynamo.endpoint, input);
+
+    // Assess
+    const found = await doc.send(new QueryCommand({ TableName: table, IndexName: 'later', KeyConditionExpression: 'g1pk = :x', ExpressionAttributeValues: { ':x': 'x' } }));
+    expect(found.Items).toEqual([{ pk: 'a', sk: 'b', g1pk: 'x', g1sk: '1' }]);
   });
 });

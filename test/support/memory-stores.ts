@@ -97,10 +97,6 @@ export class MemoryExecutions implements ExecutionsPort {
     return true;
   }
 
-  async releaseDeliveryClaim(id: string): Promise<void> {
-    this.claims.delete(id);
-  }
-
   async listSweep(kind: SweepKind, limit = 100): Promise<Execution[]> {
     return [...this.items.values()]
       .filter((e) => e.sweep === kind)
@@ -125,11 +121,12 @@ export class MemoryExecutions implements ExecutionsPort {
     return { ids: page.map((e) => e.execution_id), next: all.length > limit && last ? { after: key(last) } : undefined };
   }
 
-  async markRequeued(id: string, seen: { status: 'pending' } | { attempts: number }, at: string): Promise<boolean> {
+  async markRequeued(id: string, seen: { status: 'pending' } | { attempts: number }, at: string, opts: { releaseClaim?: boolean } = {}): Promise<boolean> {
     const e = this.items.get(id);
     if (!e) return false;
     const ok = 'status' in seen ? e.status === 'pending' : e.callback_delivery?.attempts === seen.attempts && e.callback_delivery.outcome === 'pending';
     if (ok) e.requeued_at = at;
+    if (ok && opts.releaseClaim) this.claims.delete(id);
     return ok;
   }
 
@@ -200,6 +197,15 @@ export class MemoryExecutions implements ExecutionsPort {
     const c = e?.callback_delivery;
     if (!e || !c || c.attempts !== previous.attempts || c.outcome !== previous.outcome) return null;
     e.callback_delivery = { ...c, outcome: 'pending', redelivery: true, next_attempt_at: null };
+    Object.assign(e, { sweep: 'callback', sweep_at: at });
+    return strip(e);
+  }
+
+  async attemptNow(id: string, previous: CallbackDelivery, at: string): Promise<Execution | null> {
+    const e = this.items.get(id);
+    const c = e?.callback_delivery;
+    if (!e || !c || c.attempts !== previous.attempts || c.outcome !== 'pending' || c.next_attempt_at !== previous.next_attempt_at) return null;
+    e.callback_delivery = { ...c, next_attempt_at: at };
     Object.assign(e, { sweep: 'callback', sweep_at: at });
     return strip(e);
   }

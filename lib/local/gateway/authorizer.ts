@@ -126,8 +126,14 @@ function anyMatches(patterns: string | string[] | undefined, value: string, igno
 
 /** IAM wildcards: `*` any run of characters, `?` any one character. */
 export function wildcardMatch(pattern: string, value: string, ignoreCase = false): boolean {
+  return wildcardMatcher(pattern, ignoreCase)(value);
+}
+
+/** wildcardMatch with the pattern compiled once, for patterns checked on every request. */
+export function wildcardMatcher(pattern: string, ignoreCase = false): (value: string) => boolean {
   const source = pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replaceAll('*', '.*').replaceAll('?', '.');
-  return new RegExp(`^${source}$`, ignoreCase ? 'is' : 's').test(value);
+  const re = new RegExp(`^${source}$`, ignoreCase ? 'is' : 's');
+  return (value) => re.test(value);
 }
 
 /** Checks `Authorization: Bearer <token>` against the owner token's digest. */

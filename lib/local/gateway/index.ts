@@ -18,7 +18,7 @@ import { gatewayReplies, json, methodNotAllowed, send, type Reply } from './repl
 import { compileRoutes, matchResource, normaliseBasePath, stripBasePath, trimSlash, type GatewayRoute } from './routing';
 
 export { createLambdaContext } from '../lambda-context';
-export { wildcardMatch, type AuthorizerSettings, type RequestAuthorizer } from './authorizer';
+export { wildcardMatch, wildcardMatcher, type AuthorizerSettings, type RequestAuthorizer } from './authorizer';
 export type { GatewayRoute, GatewayAuth } from './routing';
 
 /**

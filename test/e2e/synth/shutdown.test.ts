@@ -64,13 +64,18 @@ it('drains on SIGTERM: refuses new work, lets what finishes in time complete, fa
   const code = await new Promise<number | null>((r) => (rt?.child.exitCode !== null ? r(rt?.child.exitCode ?? null) : rt.child.once('exit', r)));
   const tookMs = Date.now() - signalled;
   const urlLeftBehind = existsSync(join(dataDir, 'runtime-url'));
+  // A finished stop says so, and the next start then skips the Scan an unclean stop needs.
+  const markedClean = existsSync(join(dataDir, 'clean-stop'));
   const output = rt.output();
   rt = await spawnRuntime(dataDir, env);
+  const markStillThere = existsSync(join(dataDir, 'clean-stop'));
   const finals = await Promise.all(ids.map((id) => request<Record<string, unknown>>(`${rt?.url ?? ''}/v1/deployments/executions/${id}/status`, 'GET', undefined, { 'x-api-key': key })));
 
   // Assess
   expect(recorded).toBe(`${url}\n`);
   expect(urlLeftBehind).toBe(false);
+  expect(markedClean).toBe(true);
+  expect(markStillThere).toBe(false);
   expect(refused.status).toBe(503);
   expect(refused.headers.get('retry-after')).toBeTruthy();
   expect(code).toBe(0);

@@ -146,7 +146,7 @@ describe('runPipeline: node types', () => {
     const result = await runPipeline(def, {}, opts());
 
     // Assess
-    expect(result).toEqual({ status: 'failed', error_message: "Node 'bad' failed: 'missing' produced no value" });
+    expect(result).toEqual({ status: 'failed', error_message: "Node 'bad' failed: 'missing' produced no value", caller_message: "Node 'bad' failed: it produced no usable value" });
   });
 
   it.each([
@@ -167,6 +167,7 @@ describe('runPipeline: node types', () => {
     expect(result).toEqual({
       status: 'failed',
       error_message: `Node 'result' failed: output must be a string, a finite number or a boolean, got ${got}`,
+      caller_message: "Node 'result' failed: it produced no usable value",
     });
   });
 
@@ -290,7 +291,7 @@ describe('runPipeline: http nodes', () => {
     const result = await runPipeline(def, {}, opts({ http }));
 
     // Assess
-    expect(result).toEqual({ status: 'failed', error_message: "Node 'call' failed: HTTP 503 from https://api.example.com/v1/items: busy" });
+    expect(result).toEqual({ status: 'failed', error_message: "Node 'call' failed: HTTP 503 from https://api.example.com/v1/items: busy", caller_message: "Node 'call' failed: upstream answered 503" });
   });
 
   it('fails the node with the port message when the call itself fails', async () => {
@@ -307,7 +308,7 @@ describe('runPipeline: http nodes', () => {
     const result = await runPipeline(def, {}, opts({ http }));
 
     // Assess
-    expect(result).toEqual({ status: 'failed', error_message: "Node 'call' failed: address 10.0.0.1 is not allowed" });
+    expect(result).toEqual({ status: 'failed', error_message: "Node 'call' failed: address 10.0.0.1 is not allowed", caller_message: "Node 'call' failed: the upstream request failed" });
   });
 });
 
@@ -372,7 +373,7 @@ describe('runPipeline: scheduling', () => {
     const result = await runPipeline(def, {}, opts({ http: held.port }));
 
     // Assess
-    expect(result).toEqual({ status: 'failed', error_message: "Node 'bad' failed: HTTP 500 from https://bad.example/" });
+    expect(result).toEqual({ status: 'failed', error_message: "Node 'bad' failed: HTTP 500 from https://bad.example/", caller_message: "Node 'bad' failed: upstream answered 500" });
     expect(held.call('https://busy.example/').req.signal?.aborted).toBe(true);
   });
 });
@@ -398,7 +399,7 @@ describe('runPipeline: time-out and cancellation', () => {
     const result = await runPipeline(def, {}, opts({ http: held.port, timeoutMs: 50 }));
 
     // Assess
-    expect(result).toEqual({ status: 'failed', error_message: 'Execution timed out after 50 ms' });
+    expect(result).toEqual({ status: 'failed', error_message: 'Execution timed out after 50 ms', caller_message: 'Execution timed out after 50 ms' });
     expect(held.calls[0]?.req.signal?.aborted).toBe(true);
   });
 
@@ -467,7 +468,7 @@ describe('runPipeline: no timer outlives a run', () => {
     const result = await run;
 
     // Assess
-    expect(result).toEqual({ status: 'failed', error_message: 'Execution timed out after 30 s' });
+    expect(result).toEqual({ status: 'failed', error_message: 'Execution timed out after 30 s', caller_message: 'Execution timed out after 30 s' });
     expect(jest.getTimerCount()).toBe(0);
   });
 
@@ -503,6 +504,7 @@ describe('runPipeline: runaway expressions', () => {
     expect(result).toEqual({
       status: 'failed',
       error_message: "Node 'spin' failed: expression ran for more than 100 ms (is there an endless loop or recursion?)",
+      caller_message: "Node 'spin' failed: its expression failed",
     });
   });
 
@@ -524,7 +526,7 @@ describe('runPipeline: runaway expressions', () => {
     );
 
     // Assess
-    expect(result).toEqual({ status: 'failed', error_message: 'Execution timed out after 60 ms' });
+    expect(result).toEqual({ status: 'failed', error_message: 'Execution timed out after 60 ms', caller_message: 'Execution timed out after 60 ms' });
   });
 
   it('bounds an endless expression by the default limit too', async () => {

@@ -176,7 +176,11 @@ describe('the engine with owner secrets', () => {
     const result = await runPipeline(authenticated, {}, { http, timeoutMs: 5000, secrets: new Map([['REGION', 'eu']]) });
 
     // Assess
-    expect(result).toEqual({ status: 'failed', error_message: "Node 'call' failed: secret 'UPSTREAM' is not set (set it with: pipegate secrets set UPSTREAM)" });
+    expect(result).toEqual({
+      status: 'failed',
+      error_message: "Node 'call' failed: secret 'UPSTREAM' is not set (set it with: pipegate secrets set UPSTREAM)",
+      caller_message: "Node 'call' failed: the pipeline is missing a setting",
+    });
     expect(calls).toBe(0);
   });
 
@@ -204,7 +208,7 @@ describe('the engine with owner secrets', () => {
 
     // Assess
     expect(echoed).toEqual({ status: 'completed', outputs: { answer: `Bearer ${REDACTED}` } });
-    expect(failed).toEqual({ status: 'failed', error_message: `Node 'call' failed: upstream said: bad token Bearer ${REDACTED} at https://api.example.com/echo` });
-    expect(refused).toEqual({ status: 'failed', error_message: `Node 'call' failed: HTTP 401 from https://api.example.com/k/${REDACTED}/x` });
+    expect(failed).toEqual({ status: 'failed', error_message: `Node 'call' failed: upstream said: bad token Bearer ${REDACTED} at https://api.example.com/echo`, caller_message: "Node 'call' failed: the upstream request failed" });
+    expect(refused).toEqual({ status: 'failed', error_message: `Node 'call' failed: HTTP 401 from https://api.example.com/k/${REDACTED}/x`, caller_message: "Node 'call' failed: upstream answered 401" });
   });
 });

@@ -157,7 +157,6 @@ describe('callback redelivery', () => {
     await runToEnd(d, plain);
     await expect(redeliver(d, 'shout', id)).rejects.toMatchObject({ status: 409, detail: expect.stringContaining('not finished') });
     await runToEnd(d, id);
-    await expect(redeliver(d, 'shout', id)).rejects.toMatchObject({ status: 409, detail: expect.stringContaining('retry schedule') });
     expect(await dispatchCallback(d, { execution_id: id })).toBe('retry');
     expect(await dispatchCallback(d, { execution_id: id })).toBe('dead_lettered');
     answer = 204;
@@ -179,6 +178,49 @@ describe('callback redelivery', () => {
       [204, true],
     ]);
     await expect(redeliver(d, 'shout', plain)).rejects.toMatchObject({ status: 409, detail: expect.stringContaining('without a callback') });
+  });
+});
+
+describe('redeliver during the retry schedule', () => {
+  it('brings the next attempt forward once, through the same claim; the schedule\'s own message then finds it taken', async () => {
+    // Prepare: the first attempt fails; the next is an hour away.
+    const stores = memoryStores();
+    let answer = 500;
+    const seen: string[] = [];
+    const http: HttpPort = async (req) => {
+      seen.push(req.headers['webhook-id'] ?? '');
+      return { status: answer, headers: {}, body: '' };
+    };
+    const base = testDeps(stores);
+    const d = testDeps(stores, { http, config: { ...base.config, callbackScheduleSeconds: [3600, 3600] } });
+    const { auth } = await live(d);
+    const id = await submit(d, auth, 'x', 'https://hooks.example/done');
+    await runToEnd(d, id);
+    expect(await dispatchCallback(d, { execution_id: id })).toBe('retry');
+    const scheduled = d.queue.on('callbacks').at(-1);
+    expect(scheduled?.delaySeconds).toBeGreaterThan(600);
+    answer = 204;
+    const sentBefore = d.queue.on('callbacks').length;
+
+    // Act: the owner fixed the receiver and says "now", twice.
+    const first = await redeliver(d, 'shout', id);
+    const repeat = await redeliver(d, 'shout', id);
+    const now = d.queue.on('callbacks').slice(sentBefore);
+    const outcomes = [];
+    for (const m of now) outcomes.push(await dispatchCallback(d, m.body as { execution_id: string }, Math.random, 'now-message'));
+    // The schedule's message, an hour later.
+    const late = await dispatchCallback(d, { execution_id: id }, Math.random, 'scheduled-message');
+
+    // Assess
+    expect(first.status).toBe(202);
+    expect(Date.parse(String(first.body?.next_attempt_at))).toBeLessThanOrEqual(Date.now());
+    expect(repeat.status).toBe(202);
+    expect(now).toEqual([{ queue: 'callbacks', body: { execution_id: id }, delaySeconds: undefined }]);
+    expect(outcomes).toEqual(['delivered']);
+    expect(late).toBe('skipped');
+    expect(seen).toHaveLength(2);
+    const view = await getExecution(d, 'shout', id);
+    expect(view.callback_delivery).toMatchObject({ outcome: 'delivered', attempts: 2, redelivery: false });
   });
 });
 

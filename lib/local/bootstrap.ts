@@ -1,0 +1,44 @@
+/**
+ * What `npm start` (lib/local/runtime.ts) and `npm run start:synth` (lib/synth/runtime.ts)
+ * do alike around the service they run: files kept in the data dir, the owner token, and
+ * listening with the URL recorded for the CLI. Where functions, state machine and wiring come
+ * from is each runtime's own.
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { recordRuntimeUrl } from './runtime-url';
+
+/** Reads a file of the data dir, creating it (mode 0600) on first use. */
+export function persistent(path: string, create: () => string): string {
+  if (existsSync(path)) return readFileSync(path, 'utf8').trim();
+  const value = create();
+  writeFileSync(path, `${value}\n`, { mode: 0o600, flag: 'wx' });
+  return value;
+}
+
+/** The owner token: given, PIPEGATE_OWNER_TOKEN, or generated once into the data dir. */
+export function ownerTokenOf(given: string | undefined, env: Record<string, string | undefined>, dataDir: string): string {
+  return given ?? env.PIPEGATE_OWNER_TOKEN ?? persistent(join(dataDir, 'owner-token'), () => `pgo_${randomBytes(24).toString('base64url')}`);
+}
+
+/**
+ * Listens on HOST/PORT (or the options'), and records the URL in the data dir where the CLI
+ * looks for it. Returns the URL and how to remove the record.
+ */
+export async function listen(
+  server: Server,
+  opts: { host?: string; port?: number },
+  env: Record<string, string | undefined>,
+  dataDir: string,
+): Promise<{ url: string; forgetUrl: () => void }> {
+  const host = opts.host ?? env.HOST ?? '127.0.0.1';
+  await new Promise<void>((res, rej) => {
+    server.once('error', rej);
+    server.listen(opts.port ?? Number(env.PORT ?? 3000), host, () => res());
+  });
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`, forgetUrl: recordRuntimeUrl(dataDir, host, port, env.PIPEGATE_BASE_PATH) };
+}
