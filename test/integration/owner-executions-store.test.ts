@@ -79,6 +79,25 @@ describe('usage counters', () => {
     expect(Object.values(buckets[0]?.bins ?? {}).reduce((a, b) => a + b, 0)).toBe(4);
     expect(await db.executions.usageSince(dep, new Date(at(10)))).toEqual([]);
   });
+
+  it('spreads one bucket over several items (no hot key) and adds them up on read', async () => {
+    // Prepare
+    const dep = `dep-${randomUUID()}`;
+    const done = () => anExecution({ deployment_id: dep, status: 'completed', started_at: at(5), completed_at: at(6) });
+    // Act
+    for (let i = 0; i < 40; i += 1) await db.executions.countFinished(done());
+    // Assess: one bucket of 40, written to more than one item of the partition.
+    const buckets = await db.executions.usageSince(dep, new Date(at(0)));
+    expect(buckets).toHaveLength(1);
+    expect(buckets[0]?.counts).toEqual({ completed: 40 });
+    const client = createDocumentClient({ region: 'local', endpoint: db.dynamo.endpoint });
+    try {
+      const raw = await client.send(new QueryCommand({ TableName: db.table, KeyConditionExpression: 'pk = :p', ExpressionAttributeValues: { ':p': `USAGE#${dep}` } }));
+      expect(raw.Items?.length ?? 0).toBeGreaterThan(1);
+    } finally {
+      client.destroy();
+    }
+  });
 });
 
 describe('redelivery', () => {
