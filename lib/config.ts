@@ -48,6 +48,9 @@ export const PublicUrlSchema = v.pipe(
   v.transform((s) => (s === '' ? undefined : s.replace(/\/+$/, ''))),
 );
 
+/** How long a finished execution's result stays readable; the bucket's lifecycle rule follows it. */
+export const DEFAULT_RESULT_RETENTION_DAYS = 7;
+
 const ConfigSchema = v.object({
   PIPEGATE_TABLE: v.optional(v.string(), 'pipegate'),
   PIPEGATE_EXECUTIONS_QUEUE_URL: v.optional(v.string(), ''),
@@ -57,7 +60,7 @@ const ConfigSchema = v.object({
   PIPEGATE_DYNAMODB_ENDPOINT: v.optional(v.string()),
   PIPEGATE_DYNAMODB_TRANSPORT: v.optional(v.picklist(['in-process', 'http'], 'must be in-process or http'), 'in-process'),
   PIPEGATE_EXECUTION_TIMEOUT_MS: int(300_000, 1_000, 3_600_000),
-  PIPEGATE_RESULT_RETENTION_DAYS: int(7, 1, 365),
+  PIPEGATE_RESULT_RETENTION_DAYS: int(DEFAULT_RESULT_RETENTION_DAYS, 1, 365),
   PIPEGATE_MAX_BODY_BYTES: int(262_144, 1_024, 10_000_000),
   PIPEGATE_MAX_NODES: int(64, 1, 1_000),
   PIPEGATE_MAX_INPUTS: int(32, 1, 1_000),

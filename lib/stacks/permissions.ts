@@ -65,7 +65,8 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   // Callers.
   authorizer: access(READ, { secret: true }),
   // Idempotency claim and execution record are conditional puts; nothing is updated.
-  execute: access(CREATE_EXECUTION, { send: ['executions'] }),
+  // Inline assets are stored, uploads checked (HeadObject, and the first bytes read to sniff).
+  execute: access(CREATE_EXECUTION, { send: ['executions'], objects: ['read', 'write'] }),
   'execution-status': access(READ),
   'execution-result': access(READ),
   // Cancel moves the execution, then records the run pointer and owes a callback (afterTerminal).
@@ -79,7 +80,7 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   'pipeline-get': access(READ),
   // Query lists the owner secrets' names, to warn about references to missing ones.
   'pipeline-push': access(ALL, { query: OWNER_SECRETS }),
-  'run-start': access(CREATE_EXECUTION, { send: ['executions'] }),
+  'run-start': access(CREATE_EXECUTION, { send: ['executions'], objects: ['read', 'write'] }),
   'run-list': access(READ, { query: RUNS }),
   'run-get': access(READ),
   'owner-execution-get': access(READ),
@@ -97,7 +98,8 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   'deployment-publish': access(ALL, { query: RUNS, secret: true }),
   // Rotation replaces keys and signing secrets in the deployment item.
   'deployment-keys': access(UPDATE, { secret: true }),
-  'deployment-delete': access(UPDATE),
+  // A deleted deployment's objects go with it (removePrefix: ListBucket, then DeleteObjects).
+  'deployment-delete': access(UPDATE, { objects: ['delete'] }),
   // Owner secrets: sealing needs the master key; listing never opens a value.
   'secret-put': access(['PutItem'], { secret: true }),
   'secret-list': access([], { query: OWNER_SECRETS }),
@@ -106,13 +108,15 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   runner: access([], { consumes: 'executions', states: ['StartExecution'] }),
   'task-start': access(UPDATE, { send: ['callbacks'] }),
   // Reads the owner secrets a pipeline references (one Query per container per TTL) and opens them.
-  'task-run': access(UPDATE, { query: OWNER_SECRETS, send: ['callbacks'], secret: true }),
+  // Reads input assets and large values, stores outputs and values too large for the record.
+  'task-run': access(UPDATE, { query: OWNER_SECRETS, send: ['callbacks'], secret: true, objects: ['read', 'write'] }),
   'task-fail': access(UPDATE, { send: ['callbacks'] }),
   // Retries go back onto its own queue with a delay.
   'callback-dispatch': access(UPDATE, { consumes: 'callbacks', secret: true, send: ['callbacks'] }),
   // Reads the sweep index, then the items; repairs are conditional updates, re-queued messages,
   // and the run pointer and callback of an execution it fails (afterTerminal).
-  sweeper: access(UPDATE, { query: ['sweep'], send: ['executions', 'callbacks'] }),
+  // Removes the objects of executions it finds expired.
+  sweeper: access(UPDATE, { query: ['sweep'], send: ['executions', 'callbacks'], objects: ['delete'] }),
 };
 
 /** Every function pipegate deploys: the route handlers and the workers. */
