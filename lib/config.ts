@@ -51,6 +51,15 @@ export const PublicUrlSchema = v.pipe(
 /** How long a finished execution's result stays readable; the bucket's lifecycle rule follows it. */
 export const DEFAULT_RESULT_RETENTION_DAYS = 7;
 
+/**
+ * Days after writing that the bucket's lifecycle rule expires an object: one more than results
+ * are kept. S3 counts whole days and expires at the next midnight UTC, so with 7 days an object
+ * lives 8 to 9 days: never less than the result naming it (written at or after the execution's
+ * creation, from which the result stays readable 7 days), nor an upload an execution used
+ * within a day of it.
+ */
+export const objectExpiryDays = (resultRetentionDays: number): number => resultRetentionDays + 1;
+
 const ConfigSchema = v.object({
   PIPEGATE_TABLE: v.optional(v.string(), 'pipegate'),
   PIPEGATE_EXECUTIONS_QUEUE_URL: v.optional(v.string(), ''),

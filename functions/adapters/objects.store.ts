@@ -94,13 +94,16 @@ export class S3ObjectStore implements ObjectStorePort {
     for (let i = 0; i < unique.length; i += S3_BATCH) await this.deleteBatch(unique.slice(i, i + S3_BATCH));
   }
 
-  async removePrefix(prefix: string): Promise<number> {
+  async removePrefix(prefix: string, opts: { maxKeys?: number } = {}): Promise<number> {
     // An empty prefix would empty the whole bucket: never what a caller of this port means.
     if (prefix === '') throw new Error('removePrefix needs a non-empty prefix');
+    const limit = opts.maxKeys ?? Infinity;
     let removed = 0;
     let token: string | undefined;
     do {
-      const page = await this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token, MaxKeys: S3_BATCH }));
+      const pageSize = Math.min(S3_BATCH, limit - removed);
+      if (pageSize <= 0) break;
+      const page = await this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token, MaxKeys: pageSize }));
       const keys = (page.Contents ?? []).flatMap((o) => (o.Key === undefined ? [] : [o.Key]));
       if (keys.length > 0) await this.deleteBatch(keys);
       removed += keys.length;

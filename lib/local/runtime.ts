@@ -10,7 +10,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { readConfig, type Config } from '../config';
+import { objectExpiryDays, readConfig, type Config } from '../config';
 import { QUEUES, type QueueName } from '../queues';
 import { ROUTES } from '../routes';
 import asl from '../state-machine.asl.json';
@@ -90,6 +90,8 @@ function persistent(path: string, create: () => string): string {
 export { DataDirInUseError };
 export type { StopOptions, StopReport };
 
+const OBJECT_EXPIRY_INTERVAL_MS = 3600 * 1000;
+
 /** The local S3 emulation's one access key id (its secret is the data dir's `s3-secret`). */
 export const LOCAL_S3_ACCESS_KEY_ID = 'PIPEGATELOCALS3';
 
@@ -147,6 +149,8 @@ async function startLocked(
     buckets: [settings.bucket],
     region: settings.region,
     secretOf: (id) => (id === s3Credentials.accessKeyId ? s3Credentials.secretAccessKey : undefined),
+    // The lifecycle rule the stack gives the bucket on AWS, applied here by the emulation.
+    expirationDays: { [settings.bucket]: objectExpiryDays(settings.resultRetentionDays) },
     host: opts.host ?? env.HOST ?? '127.0.0.1',
   });
   const config: Config = { ...settings, dynamodbEndpoint: dynamo.endpoint, s3Endpoint: s3.url, s3ForcePathStyle: true };
@@ -208,6 +212,19 @@ async function startLocked(
   }, config.sweepIntervalSeconds * 1000);
   sweepTimer.unref();
 
+  // S3 runs a bucket's lifecycle expiry about daily; here a pass at start and every hour.
+  let expiring: Promise<unknown> | undefined;
+  const expireObjects = () => {
+    expiring ??= s3
+      .expire()
+      .then((removed) => removed > 0 && log.info('objects expired', { removed }))
+      .catch((err: unknown) => log.error('object expiry failed', errorFields(err)))
+      .finally(() => (expiring = undefined));
+  };
+  expireObjects();
+  const expiryTimer = setInterval(expireObjects, OBJECT_EXPIRY_INTERVAL_MS);
+  expiryTimer.unref();
+
   const runnerFn = runner(source);
   const dispatchFn = callbackDispatch(source);
   const authorizerFn = authorizer(source);
@@ -246,7 +263,9 @@ async function startLocked(
     const drainMs = stopOpts.drainMs ?? config.drainSeconds * 1000;
     draining = true;
     clearInterval(sweepTimer);
+    clearInterval(expiryTimer);
     await sweeping;
+    await expiring;
     // No new workflow starts; their messages wait in the queue for the next start.
     await queues.executions.stop();
     const report = await drainWorkflow(workflow, d, drainMs, (id, err) => log.error('could not fail an interrupted execution', { execution_id: id, ...errorFields(err) }));

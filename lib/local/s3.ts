@@ -53,10 +53,25 @@ export interface S3EmulationOptions {
   authorize?(check: S3Check): Promise<string | undefined>;
   /** The endpoint's own path before `/<bucket>` ('' at the root). */
   basePath?: string;
+  /** A bucket's lifecycle rule: its objects expire this many days after they were written (see expire). */
+  expirationDays?: Readonly<Record<string, number>>;
   now?: () => number;
 }
 
-export type S3Handler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+export type S3Handler = ((req: IncomingMessage, res: ServerResponse) => Promise<void>) & {
+  /**
+   * One pass of the buckets' lifecycle expiry, as S3 runs it: an object written at T expires
+   * at the first midnight UTC after T + days. Answers how many objects it removed.
+   */
+  expire(): Promise<number>;
+};
+
+const DAY_MS = 24 * 3600 * 1000;
+
+/** When S3's lifecycle rule of `days` expires an object written at `writtenMs`: rounded up to the next midnight UTC. */
+export function lifecycleExpiryMs(writtenMs: number, days: number): number {
+  return Math.ceil((writtenMs + days * DAY_MS) / DAY_MS) * DAY_MS;
+}
 
 /** A local limit, not S3's: one encoded path segment of a key must fit a file name. */
 export const MAX_SEGMENT_CHARS = 240;
@@ -119,7 +134,23 @@ export function createS3Handler(opts: S3EmulationOptions): S3Handler {
     if (denied !== undefined) throw new S3Error(403, 'AccessDenied', denied);
   }
 
-  return async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async function expire(): Promise<number> {
+    let removed = 0;
+    for (const [bucket, days] of Object.entries(opts.expirationDays ?? {})) {
+      if (!buckets.has(bucket)) continue;
+      for (const key of await keysUnder(bucket, '')) {
+        const found = await readMeta(objectPath(bucket, key));
+        if (!found || now() < lifecycleExpiryMs(Date.parse(found.meta.last_modified), days)) continue;
+        await removeObject(bucket, key);
+        removed++;
+      }
+    }
+    return removed;
+  }
+
+  return Object.assign(handle, { expire });
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const method = req.method ?? 'GET';
     try {
       const a = parseAddress(req.url ?? '/', opts.basePath ?? '');
@@ -154,7 +185,7 @@ export function createS3Handler(opts: S3EmulationOptions): S3Handler {
       const e = err instanceof S3Error ? err : new S3Error(500, 'InternalError', err instanceof Error ? err.message : String(err));
       sendError(res, method, e);
     }
-  };
+  }
 
   async function bucketRequest(method: string, a: S3Address, auth: Authorization, req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (method === 'POST' && queryValue(a, 'delete') !== undefined) return deleteObjects(a, auth, req, res);
@@ -420,6 +451,8 @@ export function sendError(res: ServerResponse, method: string, e: S3Error): void
 export interface LocalS3 {
   /** The endpoint URL clients are configured with (path-style). */
   url: string;
+  /** One lifecycle expiry pass (S3Handler.expire). */
+  expire(): Promise<number>;
   stop(): Promise<void>;
 }
 
@@ -437,6 +470,7 @@ export async function startLocalS3(opts: S3EmulationOptions & { host?: string; p
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    expire: () => handle.expire(),
     stop: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

@@ -80,7 +80,8 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   'pipeline-get': access(READ),
   // Query lists the owner secrets' names, to warn about references to missing ones.
   'pipeline-push': access(ALL, { query: OWNER_SECRETS }),
-  'run-start': access(CREATE_EXECUTION, { send: ['executions'], objects: ['read', 'write'] }),
+  // A run's asset inputs (data URIs) are stored under the run.
+  'run-start': access(CREATE_EXECUTION, { send: ['executions'], objects: ['write'] }),
   'run-list': access(READ, { query: RUNS }),
   'run-get': access(READ),
   'owner-execution-get': access(READ),
@@ -98,7 +99,7 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   'deployment-publish': access(ALL, { query: RUNS, secret: true }),
   // Rotation replaces keys and signing secrets in the deployment item.
   'deployment-keys': access(UPDATE, { secret: true }),
-  // A deleted deployment's objects go with it (removePrefix: ListBucket, then DeleteObjects).
+  // A deleted deployment's objects go with it (removePrefix: ListObjectsV2, then DeleteObjects).
   'deployment-delete': access(UPDATE, { objects: ['delete'] }),
   // Owner secrets: sealing needs the master key; listing never opens a value.
   'secret-put': access(['PutItem'], { secret: true }),

@@ -14,7 +14,7 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
-import { DEFAULT_RESULT_RETENTION_DAYS } from '../config';
+import { DEFAULT_RESULT_RETENTION_DAYS, objectExpiryDays } from '../config';
 import { QUEUES, type QueueDefinition, type QueueName } from '../queues';
 import type { ObjectAction } from './permissions';
 import { OBJECT_KEY_ROOTS } from '../../functions/core/object-keys';
@@ -120,13 +120,10 @@ export class StatefulStack extends Stack {
    * Private (public access blocked, ACLs off, TLS only), encrypted with S3-managed keys: SSE-KMS
    * would add a KMS request to every GET and PUT and a key grant to every role that reads,
    * writes or presigns, for no gain here (no other account or key policy needs to be kept out).
-   * Unversioned, so a delete removes the bytes. Every object expires `resultRetentionDays + 1`
-   * days after it was written: S3 counts whole days and expires at the next midnight UTC, so
-   * an object lives 8 to 9 days with the 7-day retention, never less than the result that
-   * names it (written at or after its execution's creation, whose result stays readable 7 days)
-   * nor an upload used by an execution in its first day. Executions' and deleted deployments'
-   * objects are removed earlier by pipegate itself; the rule is the floor that catches what a
-   * removal missed.
+   * Unversioned, so a delete removes the bytes. Every object expires objectExpiryDays (8) days
+   * after it was written (lib/config.ts says why one more than the 7-day retention): that is
+   * how executions' objects go, with no listing and no request of ours; a deleted deployment's
+   * go at once as far as one bounded pass reaches, and the rule takes the rest.
    */
   private objectsBucket(): s3.Bucket {
     const bucket = new s3.Bucket(this, 'Objects', {
@@ -232,6 +229,3 @@ export class StatefulStack extends Stack {
     });
   }
 }
-
-/** Days after writing that the lifecycle rule expires an object: one more than results are kept (see objectsBucket). */
-export const objectExpiryDays = (resultRetentionDays: number): number => resultRetentionDays + 1;

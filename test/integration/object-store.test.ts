@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { createObjectStore, s3ClientConfig, S3ObjectStore } from '../../functions/adapters/objects.store';
-import { startLocalS3, type LocalS3 } from '../../lib/local/s3';
+import { lifecycleExpiryMs, startLocalS3, type LocalS3 } from '../../lib/local/s3';
 import { startRuntime } from '../../lib/local/runtime';
 
 const BUCKET = 'pipegate-objects';
@@ -227,6 +227,48 @@ describe('S3ObjectStore on the local S3 emulation', () => {
       name: 'XAmzContentSHA256Mismatch',
     });
     expect(await store.head('k/tampered')).toBeNull();
+  });
+});
+
+describe("the emulation's lifecycle expiry", () => {
+  it('removes objects at the first midnight UTC after they are as many days old as the rule says, not a second before', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'pipegate-s3-exp-'));
+    let clock = Date.now();
+    const s3 = await startLocalS3({
+      dir,
+      buckets: [BUCKET],
+      region: 'local',
+      secretOf: (id) => (id === creds.accessKeyId ? creds.secretAccessKey : undefined),
+      expirationDays: { [BUCKET]: 8 },
+      now: () => clock,
+    });
+    try {
+      const store = createObjectStore({ region: 'local', s3Endpoint: s3.url, s3ForcePathStyle: true }, BUCKET, creds);
+      const written = clock;
+      await store.put(`d/${D}/e/${E}/out.a`, Uint8Array.from([1]), 'text/plain');
+      await store.put('p/pipe/r/x/out.b', Uint8Array.from([2]), 'text/plain');
+      const due = lifecycleExpiryMs(written, 8);
+
+      clock = due - 1000;
+      const early = await s3.expire();
+      clock = due;
+      const onTime = await s3.expire();
+      // SigV4 is checked against the emulation's clock: back to the time the client signs with.
+      clock = written;
+
+      expect(early).toBe(0);
+      expect(onTime).toBe(2);
+      expect(await store.head(`d/${D}/e/${E}/out.a`)).toBeNull();
+      expect(await store.head('p/pipe/r/x/out.b')).toBeNull();
+    } finally {
+      await s3.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('rounds up to the next midnight UTC, as S3 does', () => {
+    expect(new Date(lifecycleExpiryMs(Date.parse('2026-11-24T17:00:00Z'), 8)).toISOString()).toBe('2026-12-03T00:00:00.000Z');
+    expect(new Date(lifecycleExpiryMs(Date.parse('2026-11-24T00:00:00Z'), 8)).toISOString()).toBe('2026-12-02T00:00:00.000Z');
   });
 });
 

@@ -1,8 +1,7 @@
 import { Template } from 'aws-cdk-lib/assertions';
 import type { CfnElement } from 'aws-cdk-lib';
-import { DEFAULT_RESULT_RETENTION_DAYS } from '../../lib/config';
+import { DEFAULT_RESULT_RETENTION_DAYS, objectExpiryDays } from '../../lib/config';
 import { QUEUES } from '../../lib/queues';
-import { objectExpiryDays } from '../../lib/stacks/stateful-stack';
 import { MAIN_TABLE } from '../../lib/tables';
 import { buildTestApp, refOf, resourcesOf } from './stack-fixture';
 import { isPlainObject } from '../../functions/core/values';

@@ -92,6 +92,14 @@ describe('S3ObjectStore', () => {
     expect(s3.commandCalls(DeleteObjectsCommand).map((c) => c.args[0].input.Delete?.Objects?.map((o) => o.Key))).toEqual([['d/x/1', 'd/x/2'], ['d/x/3']]);
   });
 
+  it('stops a bounded removal at maxKeys, listing no more than it may remove', async () => {
+    s3.on(ListObjectsV2Command, { ContinuationToken: undefined }).resolves({ Contents: [{ Key: 'd/x/1' }, { Key: 'd/x/2' }], IsTruncated: true, NextContinuationToken: 't1' });
+    s3.on(DeleteObjectsCommand).resolves({});
+
+    expect(await store().removePrefix('d/x/', { maxKeys: 2 })).toBe(2);
+    expect(s3.commandCalls(ListObjectsV2Command).map((c) => c.args[0].input.MaxKeys)).toEqual([2]);
+  });
+
   it('refuses to remove the empty prefix (the whole bucket)', async () => {
     await expect(store().removePrefix('')).rejects.toThrow('non-empty prefix');
     expect(s3.calls()).toHaveLength(0);
