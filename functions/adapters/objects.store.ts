@@ -44,6 +44,9 @@ const statusOf = (e: unknown): number | undefined =>
 /** HEAD answers carry no body, so the SDK names a missing key NotFound there and NoSuchKey on GET. */
 const isMissing = (e: unknown): boolean => errorName(e) === 'NoSuchKey' || errorName(e) === 'NotFound' || statusOf(e) === 404;
 
+const isAsyncIterable = (x: unknown): x is AsyncIterable<Uint8Array> =>
+  typeof x === 'object' && x !== null && typeof (x as { [Symbol.asyncIterator]?: unknown })[Symbol.asyncIterator] === 'function';
+
 /**
  * ObjectStorePort on one S3 bucket. Presigned URLs are signed with this client's credentials:
  * in Lambda those are the role's temporary credentials, and a URL dies with them whatever its
@@ -81,6 +84,27 @@ export class S3ObjectStore implements ObjectStorePort {
       if (isMissing(e)) return null;
       // S3 refuses any range of an empty object (416 InvalidRange) instead of answering nothing.
       if (maxBytes !== undefined && (errorName(e) === 'InvalidRange' || statusOf(e) === 416)) return (await this.head(key)) ? new Uint8Array(0) : null;
+      throw e;
+    }
+  }
+
+  /**
+   * The object as a stream (bytes `range.start`..`range.end` inclusive when given, which must
+   * lie within it), with its whole size and media type; null when there is no such object. The
+   * body is S3's own response stream, so an answer is never held whole in memory.
+   */
+  async open(key: string, range?: { start: number; end: number }): Promise<{ bytes: number; media_type: string; body: AsyncIterable<Uint8Array> } | null> {
+    try {
+      const got = await this.client.send(
+        new GetObjectCommand({ Bucket: this.bucket, Key: key, ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}) }),
+      );
+      // Content-Range is `bytes <first>-<last>/<size>` on a ranged answer; otherwise the length is the size.
+      const total = range ? Number(/\/(\d+)$/.exec(got.ContentRange ?? '')?.[1]) : got.ContentLength;
+      const body = got.Body as unknown;
+      if (total === undefined || !Number.isSafeInteger(total) || !isAsyncIterable(body)) throw new Error(`S3 answered GetObject of ${key} without a size or a stream`);
+      return { bytes: total, media_type: got.ContentType ?? 'application/octet-stream', body };
+    } catch (e) {
+      if (isMissing(e)) return null;
       throw e;
     }
   }

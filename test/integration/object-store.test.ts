@@ -62,6 +62,26 @@ describe('S3ObjectStore on the local S3 emulation', () => {
     expect(await store.read('k/empty')).toEqual(new Uint8Array(0));
   });
 
+  it('opens an object as a stream, whole or a range of it, with its whole size', async () => {
+    const body = bytes(300_000, 5);
+    await store.put('k/open', body, 'video/mp4');
+    const collect = async (it: AsyncIterable<Uint8Array>) => {
+      const parts: Buffer[] = [];
+      for await (const c of it) parts.push(Buffer.from(c));
+      return Buffer.concat(parts);
+    };
+
+    const whole = await store.open('k/open');
+    const part = await store.open('k/open', { start: 1000, end: 1999 });
+
+    expect(whole?.bytes).toBe(300_000);
+    expect(whole?.media_type).toBe('video/mp4');
+    expect((await collect(whole!.body)).equals(Buffer.from(body))).toBe(true);
+    expect(part?.bytes).toBe(300_000);
+    expect((await collect(part!.body)).equals(Buffer.from(body.slice(1000, 2000)))).toBe(true);
+    expect(await store.open('k/none')).toBeNull();
+  });
+
   it('answers null for a key that is not there', async () => {
     expect(await store.head('k/none')).toBeNull();
     expect(await store.read('k/none')).toBeNull();
