@@ -4,7 +4,7 @@
  */
 import { POLL_BACKOFF_MS } from '../functions/adapters/completions';
 import { awsCalls, cloneCounts, diffCounts, dynamoReads, dynamoWrites, meanCounts, type Counts } from './instrument';
-import { ASSUMPTIONS, PRICES } from './prices';
+import { ASSUMPTIONS, MEDIA, PRICES, type MediaScenario } from './prices';
 
 export interface CountHooks {
   counts: Counts;
@@ -314,3 +314,28 @@ export function atExecutionTime(m: CallerMeasure, base: Counts, seconds: number,
 export const totalDollars = (lines: CostLine[]): number => lines.reduce((s, l) => s + l.dollars, 0);
 
 export { awsCalls };
+
+const GB = 1024 ** 3;
+
+/**
+ * What a media execution's objects cost per million executions, beyond its requests' share of
+ * the request path: S3 requests, S3 Standard storage until the lifecycle rule expires the
+ * objects, and transfer out to the internet for each download (transfer in is free; the
+ * download's own API Gateway request and Lambda time are the asset route's, priced with it).
+ */
+export function mediaObjectCost(m: Readonly<MediaScenario> = MEDIA): CostLine[] {
+  const M = 1_000_000;
+  const storedGbMonths = ((m.inputBytes + m.outputBytes) / GB) * (m.storedDays / 30);
+  const outGb = (m.outputBytes / GB) * m.downloads;
+  const mb = (b: number): string => round(b / (1024 * 1024), 1);
+  return [
+    { item: 'S3 PUT requests', perExecution: `${m.puts}: the upload's presigned PUT, the output`, dollars: m.puts * PRICES.s3PerMillionPuts },
+    { item: 'S3 GET/HEAD requests', perExecution: `${m.gets}: submit's HEAD and GET of the upload, the run's GET, the download's GET`, dollars: m.gets * PRICES.s3PerMillionGets },
+    {
+      item: 'S3 storage',
+      perExecution: `${mb(m.inputBytes + m.outputBytes)} MB for ${m.storedDays} days (lifecycle expiry)`,
+      dollars: storedGbMonths * PRICES.s3StandardPerGbMonth * M,
+    },
+    { item: 'Transfer out', perExecution: `${mb(m.outputBytes)} MB × ${m.downloads} download(s); in is free`, dollars: outGb * PRICES.transferOutPerGb * M },
+  ];
+}

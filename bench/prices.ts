@@ -27,6 +27,18 @@ export const PRICES = {
   dynamoPerMillionReadUnits: 0.125,
   /** https://aws.amazon.com/secrets-manager/pricing/ — $0.05 per 10,000 API calls. */
   secretsManagerPerCall: 0.05 / 10_000,
+  /** https://aws.amazon.com/s3/pricing/ — S3 Standard storage, first 50 TB a month, per GB-month. */
+  s3StandardPerGbMonth: 0.023,
+  /** https://aws.amazon.com/s3/pricing/ — PUT, COPY, POST, LIST requests: $0.005 per 1,000. */
+  s3PerMillionPuts: 5,
+  /** https://aws.amazon.com/s3/pricing/ — GET, SELECT and all other requests (HEAD included): $0.0004 per 1,000. DELETE and lifecycle expiry are free. */
+  s3PerMillionGets: 0.4,
+  /**
+   * https://aws.amazon.com/ec2/pricing/on-demand/ (data transfer, which S3, API Gateway and
+   * Lambda answers share) — out to the internet, first 10 TB a month after the free 100 GB;
+   * transfer in, and S3 to Lambda in one region, cost nothing.
+   */
+  transferOutPerGb: 0.09,
 } as const;
 
 /** What is not measured locally, as docs/aws.md assumes it. */
@@ -63,3 +75,32 @@ export const ASSUMPTIONS = {
 } as const;
 
 export const TARGET_DOLLARS_PER_MILLION = 10;
+
+/**
+ * A media execution as the cost model prices its objects: one image in through the uploads
+ * route (a presigned PUT), checked on submit, read by the pipeline, one image out, fetched once.
+ */
+export interface MediaScenario {
+  inputBytes: number;
+  outputBytes: number;
+  storedDays: number;
+  puts: number;
+  gets: number;
+  downloads: number;
+}
+
+export const MEDIA: Readonly<MediaScenario> = {
+  inputBytes: 1024 * 1024,
+  outputBytes: 1024 * 1024,
+  /** S3 Standard keeps every object until the lifecycle rule expires it: 8 to 9 days (lib/config.ts objectExpiryDays). */
+  storedDays: 8.5,
+  /** The caller's presigned PUT of the upload, and the output the run task stores. */
+  puts: 2,
+  /**
+   * GET-class requests: the submit's HeadObject and GetObject of the upload (size, sniffing,
+   * hash), the run task's GetObject of the input, and the download's GetObject of the output.
+   */
+  gets: 4,
+  /** Downloads of the output (each out to the internet once). */
+  downloads: 1,
+};

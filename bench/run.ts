@@ -15,7 +15,7 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import asl from '../lib/state-machine.asl.json';
-import { atExecutionTime, awsCalls, callerCost, costPerMillion, lambdaInvocations, successPath, totalDollars, type CallMeasure, type CostLine } from './aws-calls';
+import { atExecutionTime, awsCalls, callerCost, costPerMillion, lambdaInvocations, mediaObjectCost, successPath, totalDollars, type CallMeasure, type CostLine } from './aws-calls';
 import { initMedian, measureBundles, HELLO, type BundleFigure } from './bundles';
 import { callerShape, type CallerFigure, type CallerOptions, type CallerShape } from './callers';
 import { ServerChild } from './child';
@@ -23,7 +23,7 @@ import { endToEnd, requestLoad, type ShapeFigures, type Shapes } from './e2e';
 import { executePath } from './execute-path';
 import { dynamoReads, dynamoWrites, type Counts } from './instrument';
 import { machine } from './machine';
-import { ASSUMPTIONS, TARGET_DOLLARS_PER_MILLION } from './prices';
+import { ASSUMPTIONS, MEDIA, TARGET_DOLLARS_PER_MILLION } from './prices';
 import { busy, formatProfile, summarizeProfile } from './profile';
 import { fmt, fmtRatio, median, ratio, verdict, type Verdict } from './stats';
 import { markdownTable, textTable, type Row } from './table';
@@ -258,6 +258,10 @@ function callRows(calls: CallMeasure, cost: Results['cost']): Row[] {
   rows.push(['request path total, Express, 1 message per runner batch', `$${low.toFixed(2)}`, '', '', `≤ $${TARGET_DOLLARS_PER_MILLION}`, verdict(low, 'max', TARGET_DOLLARS_PER_MILLION)]);
   rows.push(['request path total, Express, sustained (10 per batch)', `$${sus.toFixed(2)}`, '', '', `≤ $${TARGET_DOLLARS_PER_MILLION}`, verdict(sus, 'max', TARGET_DOLLARS_PER_MILLION)]);
   rows.push(['  same with a Standard state machine', `$${totalDollars(cost.standardLow).toFixed(2)}`, '', '', '', '']);
+  const media = mediaObjectCost();
+  rows.push(section(`objects of a media execution per million, on top (bench/prices.ts MEDIA: ${MEDIA.inputBytes / 1048576} MB in by upload, ${MEDIA.outputBytes / 1048576} MB out, ${MEDIA.downloads} download)`));
+  for (const l of media) rows.push([`  ${l.item}`, `$${l.dollars.toFixed(2)}`, '', '', '', l.perExecution]);
+  rows.push(['objects total', `$${totalDollars(media).toFixed(2)}`, '', '', '', '']);
   return rows;
 }
 

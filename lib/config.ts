@@ -48,6 +48,18 @@ export const PublicUrlSchema = v.pipe(
   v.transform((s) => (s === '' ? undefined : s.replace(/\/+$/, ''))),
 );
 
+/** How long a finished execution's result stays readable; the bucket's lifecycle rule follows it. */
+export const DEFAULT_RESULT_RETENTION_DAYS = 7;
+
+/**
+ * Days after writing that the bucket's lifecycle rule expires an object: one more than results
+ * are kept. S3 counts whole days and expires at the next midnight UTC, so with 7 days an object
+ * lives 8 to 9 days: never less than the result naming it (written at or after the execution's
+ * creation, from which the result stays readable 7 days), nor an upload an execution used
+ * within a day of it.
+ */
+export const objectExpiryDays = (resultRetentionDays: number): number => resultRetentionDays + 1;
+
 const ConfigSchema = v.object({
   PIPEGATE_TABLE: v.optional(v.string(), 'pipegate'),
   PIPEGATE_EXECUTIONS_QUEUE_URL: v.optional(v.string(), ''),
@@ -57,7 +69,7 @@ const ConfigSchema = v.object({
   PIPEGATE_DYNAMODB_ENDPOINT: v.optional(v.string()),
   PIPEGATE_DYNAMODB_TRANSPORT: v.optional(v.picklist(['in-process', 'http'], 'must be in-process or http'), 'in-process'),
   PIPEGATE_EXECUTION_TIMEOUT_MS: int(300_000, 1_000, 3_600_000),
-  PIPEGATE_RESULT_RETENTION_DAYS: int(7, 1, 365),
+  PIPEGATE_RESULT_RETENTION_DAYS: int(DEFAULT_RESULT_RETENTION_DAYS, 1, 365),
   PIPEGATE_MAX_BODY_BYTES: int(262_144, 1_024, 10_000_000),
   PIPEGATE_MAX_NODES: int(64, 1, 1_000),
   PIPEGATE_MAX_INPUTS: int(32, 1, 1_000),
@@ -75,6 +87,9 @@ const ConfigSchema = v.object({
   PIPEGATE_MAX_WAITERS: int(0, 0, 100_000),
   PIPEGATE_OWNER_SECRETS_TTL_SECONDS: int(60, 0, 3_600),
   PIPEGATE_PUBLIC_URL: v.optional(PublicUrlSchema),
+  PIPEGATE_BUCKET: v.optional(v.pipe(v.string(), v.regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be an S3 bucket name')), 'pipegate-objects'),
+  PIPEGATE_S3_ENDPOINT: v.optional(v.pipe(v.string(), v.url('must be an absolute URL'))),
+  PIPEGATE_S3_FORCE_PATH_STYLE: bool(false),
   PIPEGATE_LOG_FORMAT: v.optional(v.picklist(['json', 'text'], 'must be json or text')),
   AWS_REGION: v.optional(v.string(), 'us-east-1'),
   // Set by Lambda: the wait bound counts each function's waiters apart.
@@ -132,6 +147,12 @@ export type Config = {
    * otherwise each request's own (API Gateway's host and stage, or the local Host header).
    */
   publicUrl: string | undefined;
+  /** The one bucket holding every object (asset bytes, large values); see functions/core/object-keys.ts. */
+  bucket: string;
+  /** A custom S3 endpoint (the local runtime's emulation, start:synth's endpoint); none on AWS. */
+  s3Endpoint: string | undefined;
+  /** Address buckets in the path (`<endpoint>/<bucket>/<key>`), as local endpoints need. */
+  s3ForcePathStyle: boolean;
   /** Local runtime: its log lines as JSON or as text; unset means text on a terminal, JSON otherwise. */
   logFormat: 'json' | 'text' | undefined;
   region: string;
@@ -190,6 +211,9 @@ export function readConfig(env: Record<string, string | undefined> = process.env
     waitScope: c.AWS_LAMBDA_FUNCTION_NAME,
     ownerSecretsTtlSeconds: c.PIPEGATE_OWNER_SECRETS_TTL_SECONDS,
     publicUrl: c.PIPEGATE_PUBLIC_URL,
+    bucket: c.PIPEGATE_BUCKET,
+    s3Endpoint: c.PIPEGATE_S3_ENDPOINT,
+    s3ForcePathStyle: c.PIPEGATE_S3_FORCE_PATH_STYLE,
     logFormat: c.PIPEGATE_LOG_FORMAT,
     region: c.AWS_REGION,
   };

@@ -8,6 +8,7 @@ import type {
   HttpPort,
   IdSource,
   KeyMaterialPort,
+  ObjectStorePort,
   OwnerSecretsPort,
   PipelinesPort,
   QueuePort,
@@ -34,6 +35,8 @@ export interface Deps {
   keyMaterial: KeyMaterialPort;
   ownerSecrets: OwnerSecretsPort;
   http: HttpPort;
+  /** The one bucket: asset bytes and values too large for a record (functions/core/object-keys.ts). */
+  objects: ObjectStorePort;
   /** Wakes callers waiting for an execution to finish (`Prefer: wait`). */
   completions: CompletionsPort;
   /** Bounds the callers waiting at once; none: unbounded. */
@@ -52,9 +55,10 @@ export const randomIds: IdSource = { uuid: () => randomUUID() };
 /**
  * The one place dependencies are built, for Lambda, the local runtime and tests alike: AWS
  * adapters from the configuration, each replaceable through `overrides`. The DynamoDB client
- * and stores are built at once (cheap until used); the SQS, Step Functions and Secrets
- * Manager clients and the guarded HTTP client are built on first use, and required only then,
- * so a function that never sends, starts or reads key material neither loads nor bundles them
+ * and stores are built at once (cheap until used); the SQS, Step Functions, Secrets
+ * Manager and S3 clients and the guarded HTTP client are built on first use, and required only
+ * then, so a function that never sends, starts, reads key material or touches objects neither
+ * loads nor bundles them
  * (lib/stacks/permissions.ts bundleExternals leaves them out of its bundle).
  */
 export function createDeps(config: Config, overrides: Partial<Omit<Deps, 'config'>> = {}): Deps {
@@ -63,6 +67,7 @@ export function createDeps(config: Config, overrides: Partial<Omit<Deps, 'config
   let workflow = overrides.workflow;
   let keyMaterial = overrides.keyMaterial;
   let http = overrides.http;
+  let objects = overrides.objects;
   // The key material is read on first use; owner secrets ask for it through the getter below.
   const lazyKeyMaterial: KeyMaterialPort = { material: () => d.keyMaterial.material() };
   /* eslint-disable @typescript-eslint/no-require-imports -- lazy on purpose, see above */
@@ -105,6 +110,13 @@ export function createDeps(config: Config, overrides: Partial<Omit<Deps, 'config
         http = createGuardedHttp({ allowPrivate: config.allowPrivateUrls });
       }
       return http;
+    },
+    get objects(): ObjectStorePort {
+      if (!objects) {
+        const { createObjectStore } = require('./objects.store') as typeof import('./objects.store');
+        objects = createObjectStore(config, config.bucket);
+      }
+      return objects;
     },
     /* eslint-enable @typescript-eslint/no-require-imports */
     // Lambdas share no memory: a waiting caller re-reads the record (see completions.ts).

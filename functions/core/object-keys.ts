@@ -19,6 +19,9 @@ export type ObjectOwner =
   | { kind: 'deployment'; deployment_id: string }
   | { kind: 'pipeline'; pipeline_id: string };
 
+/** The first part of every key this module makes: `d` (deployments) and `p` (pipelines). */
+export const OBJECT_KEY_ROOTS = ['d', 'p'] as const;
+
 export function uploadKey(deploymentId: string, uploadId: string): string {
   return `d/${deploymentId}/u/${uploadId}`;
 }

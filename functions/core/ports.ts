@@ -308,8 +308,12 @@ export interface ObjectStorePort {
   read(key: string, maxBytes?: number): Promise<Uint8Array | null>;
   /** Removes the objects; unknown keys are not an error. */
   remove(keys: readonly string[]): Promise<void>;
-  /** Removes every object whose key starts with `prefix` (a deployment's or execution's). */
-  removePrefix(prefix: string): Promise<number>;
+  /**
+   * Removes every object whose key starts with `prefix` (a deployment's or execution's), or the
+   * first `maxKeys` of them (a bounded pass; what is left stays for the next pass or the
+   * bucket's lifecycle expiry); answers how many it removed.
+   */
+  removePrefix(prefix: string, opts?: { maxKeys?: number }): Promise<number>;
   /** A PUT URL accepting exactly `bytes` bytes of `mediaType` at `key`, valid `ttlSeconds`. */
   presignUpload(key: string, mediaType: string, bytes: number, ttlSeconds: number): Promise<PresignedUpload>;
   /**

@@ -12,6 +12,8 @@ import type { Contract, DeploymentRecord, Execution, PipelineDefinition, Pipelin
 import { executeUrl, runBody } from '../core/views';
 import type { Deps } from '../adapters/deps';
 import { epochSeconds } from '../core/time';
+import { deploymentPrefix } from '../core/object-keys';
+import { errorFields } from '../adapters/logger';
 import { POLL_HINT_SECONDS, preferenceApplied } from '../core/prefer';
 import { enqueueNew } from './enqueue';
 import { awaitTerminal, NO_WAIT, type Wait } from './caller.service';
@@ -337,6 +339,25 @@ export async function remove(d: Deps, id: string, confirm: string | undefined) {
   }
   if (!(await d.deployments.markDeleted(dep.deployment_id, d.clock.now().toISOString()))) throw new AppError('DeploymentNotFound');
   await d.pipelines.claimDeployment(id, dep.deployment_id, null);
+  await removeDeploymentObjects(d, dep.deployment_id);
+}
+
+/**
+ * Objects removed with a deployment, in one request: at most this many (about ten list and ten
+ * delete requests on S3, a few seconds), so a deployment with a long history cannot push the
+ * delete past API Gateway's 29 s. Nothing of it is reachable once the delete is recorded (a
+ * link checks its deployment); what a pass leaves, the bucket's lifecycle rule expires.
+ */
+export const DELETE_REMOVES_AT_MOST = 10_000;
+
+/** The deleted deployment's bytes, as far as one bounded pass reaches; a failure is logged, never the caller's. */
+async function removeDeploymentObjects(d: Deps, deploymentId: string): Promise<void> {
+  try {
+    const removed = await d.objects.removePrefix(deploymentPrefix(deploymentId), { maxKeys: DELETE_REMOVES_AT_MOST });
+    if (removed > 0) d.log.info('deployment objects removed', { deployment_id: deploymentId, removed, bounded: removed >= DELETE_REMOVES_AT_MOST });
+  } catch (err) {
+    d.log.error('deployment objects not removed (the lifecycle rule expires them)', { deployment_id: deploymentId, ...errorFields(err) });
+  }
 }
 
 const RotateRequest = v.strictObject({

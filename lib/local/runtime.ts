@@ -9,7 +9,7 @@ import { mkdirSync, rmSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { join, resolve } from 'node:path';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { readConfig, type Config } from '../config';
+import { objectExpiryDays, readConfig, type Config } from '../config';
 import { QUEUES, type QueueName } from '../queues';
 import { ROUTES } from '../routes';
 import asl from '../state-machine.asl.json';
@@ -25,6 +25,9 @@ import { createGateway, createLocalServer } from './gateway';
 import { createLambdaContext } from './lambda-context';
 import { LocalQueue, LocalQueuePort } from './queue';
 import { listen, ownerTokenOf, persistent } from './bootstrap';
+import { startLocalS3, type LocalS3 } from './s3';
+import { createObjectStore } from '../../functions/adapters/objects.store';
+import { recordRuntimeUrl } from './runtime-url';
 import { drainWorkflow, refuseWhileStopping, type StopOptions, type StopReport } from './shutdown';
 import { LocalWorkflow } from './workflow';
 import { createHandler as authorizer } from '../../functions/authorizer/handler';
@@ -61,6 +64,8 @@ export interface Runtime {
   url: string;
   ownerToken: string;
   dataDir: string;
+  /** The S3 emulation's endpoint (path-style; presigned URLs point here). */
+  s3Url: string;
   /** PIPEGATE_DRAIN_SECONDS: how long a stop waits for running executions. */
   drainSeconds: number;
   deps: Deps;
@@ -76,6 +81,11 @@ export interface Runtime {
 
 export { DataDirInUseError };
 export type { StopOptions, StopReport };
+
+const OBJECT_EXPIRY_INTERVAL_MS = 3600 * 1000;
+
+/** The local S3 emulation's one access key id (its secret is the data dir's `s3-secret`). */
+export const LOCAL_S3_ACCESS_KEY_ID = 'PIPEGATELOCALS3';
 
 export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> {
   const env = opts.env ?? process.env;
@@ -120,7 +130,22 @@ async function startLocked(
     ...(opts.inMemory ? {} : { path: join(dataDir, 'db') }),
     inProcess: settings.dynamodbTransport === 'in-process',
   });
-  const config: Config = { ...settings, dynamodbEndpoint: dynamo.endpoint };
+  // S3 on its own listener beside the API (same host): presigned upload URLs point at it. Its
+  // one access key signs for every local function; the secret stays in the data dir.
+  const s3Credentials = {
+    accessKeyId: LOCAL_S3_ACCESS_KEY_ID,
+    secretAccessKey: persistent(join(dataDir, 's3-secret'), () => randomBytes(30).toString('base64')),
+  };
+  const s3: LocalS3 = await startLocalS3({
+    dir: join(dataDir, 'objects'),
+    buckets: [settings.bucket],
+    region: settings.region,
+    secretOf: (id) => (id === s3Credentials.accessKeyId ? s3Credentials.secretAccessKey : undefined),
+    // The lifecycle rule the stack gives the bucket on AWS, applied here by the emulation.
+    expirationDays: { [settings.bucket]: objectExpiryDays(settings.resultRetentionDays) },
+    host: opts.host ?? env.HOST ?? '127.0.0.1',
+  });
+  const config: Config = { ...settings, dynamodbEndpoint: dynamo.endpoint, s3Endpoint: s3.url, s3ForcePathStyle: true };
   await ensureTable(dynamo.endpoint, config.table);
 
   const queue = (id: QueueName) =>
@@ -156,6 +181,7 @@ async function startLocked(
     workflow,
     keyMaterial,
     http: createGuardedHttp({ allowPrivate: config.allowPrivateUrls }),
+    objects: createObjectStore(config, config.bucket, s3Credentials),
     // Every function runs in this process, so the terminal write itself wakes waiting callers.
     completions: new InProcessCompletions(),
     log,
@@ -177,6 +203,19 @@ async function startLocked(
       .finally(() => (sweeping = undefined));
   }, config.sweepIntervalSeconds * 1000);
   sweepTimer.unref();
+
+  // S3 runs a bucket's lifecycle expiry about daily; here a pass at start and every hour.
+  let expiring: Promise<unknown> | undefined;
+  const expireObjects = () => {
+    expiring ??= s3
+      .expire()
+      .then((removed) => removed > 0 && log.info('objects expired', { removed }))
+      .catch((err: unknown) => log.error('object expiry failed', errorFields(err)))
+      .finally(() => (expiring = undefined));
+  };
+  expireObjects();
+  const expiryTimer = setInterval(expireObjects, OBJECT_EXPIRY_INTERVAL_MS);
+  expiryTimer.unref();
 
   const runnerFn = runner(source);
   const dispatchFn = callbackDispatch(source);
@@ -209,7 +248,9 @@ async function startLocked(
     const drainMs = stopOpts.drainMs ?? config.drainSeconds * 1000;
     draining = true;
     clearInterval(sweepTimer);
+    clearInterval(expiryTimer);
     await sweeping;
+    await expiring;
     // No new workflow starts; their messages wait in the queue for the next start.
     await queues.executions.stop();
     const report = await drainWorkflow(workflow, d, drainMs, (id, err) => log.error('could not fail an interrupted execution', { execution_id: id, ...errorFields(err) }));
@@ -221,6 +262,7 @@ async function startLocked(
       server.closeAllConnections();
     });
     await dynamo.close();
+    await s3.stop();
     forgetUrl();
     await dataDirLock.release();
     return report;
@@ -229,6 +271,7 @@ async function startLocked(
     url,
     ownerToken,
     dataDir,
+    s3Url: s3.url,
     drainSeconds: config.drainSeconds,
     deps: d,
     queues,

@@ -10,6 +10,12 @@ export type TableAction = 'GetItem' | 'PutItem' | 'UpdateItem' | 'DeleteItem';
 /** What a Query reads: the table itself (by partition key) or one of its indexes. */
 export type QueryTarget = 'table' | 'gsi1' | 'sweep' | 'executions';
 export type StatesAction = 'StartExecution' | 'StopExecution';
+/**
+ * What a function does with objects in the one bucket: read (GetObject, which HeadObject and
+ * presigned GETs are authorized as), write (PutObject, and presigned PUTs), delete (DeleteObject
+ * and, to find what a prefix holds, ListBucket).
+ */
+export type ObjectAction = 'read' | 'write' | 'delete';
 export type { QueueName };
 
 export interface FunctionAccess {
@@ -25,6 +31,8 @@ export interface FunctionAccess {
   secret: boolean;
   /** Step Functions actions on the pipegate state machine (StopExecution: on its executions). */
   states: readonly StatesAction[];
+  /** Object storage (Deps.objects); a function with none neither loads nor bundles the S3 client. */
+  objects: readonly ObjectAction[];
 }
 
 // Derived from what each handler's code calls, through functions/services to the stores'
@@ -49,6 +57,7 @@ const access = (table: readonly TableAction[], more: Partial<Omit<FunctionAccess
   consumes: more.consumes,
   secret: more.secret ?? false,
   states: more.states ?? [],
+  objects: more.objects ?? [],
 });
 
 /** Keyed by handler name (the folder under functions/). */
@@ -56,7 +65,8 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   // Callers.
   authorizer: access(READ, { secret: true }),
   // Idempotency claim and execution record are conditional puts; nothing is updated.
-  execute: access(CREATE_EXECUTION, { send: ['executions'] }),
+  // Inline assets are stored, uploads checked (HeadObject, and the first bytes read to sniff).
+  execute: access(CREATE_EXECUTION, { send: ['executions'], objects: ['read', 'write'] }),
   'execution-status': access(READ),
   'execution-result': access(READ),
   // Cancel moves the execution, then records the run pointer and owes a callback (afterTerminal).
@@ -70,7 +80,8 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   'pipeline-get': access(READ),
   // Query lists the owner secrets' names, to warn about references to missing ones.
   'pipeline-push': access(ALL, { query: OWNER_SECRETS }),
-  'run-start': access(CREATE_EXECUTION, { send: ['executions'] }),
+  // A run's asset inputs (data URIs) are stored under the run.
+  'run-start': access(CREATE_EXECUTION, { send: ['executions'], objects: ['write'] }),
   'run-list': access(READ, { query: RUNS }),
   'run-get': access(READ),
   'owner-execution-get': access(READ),
@@ -88,7 +99,8 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   'deployment-publish': access(ALL, { query: RUNS, secret: true }),
   // Rotation replaces keys and signing secrets in the deployment item.
   'deployment-keys': access(UPDATE, { secret: true }),
-  'deployment-delete': access(UPDATE),
+  // A deleted deployment's objects go with it (removePrefix: ListObjectsV2, then DeleteObjects).
+  'deployment-delete': access(UPDATE, { objects: ['delete'] }),
   // Owner secrets: sealing needs the master key; listing never opens a value.
   'secret-put': access(['PutItem'], { secret: true }),
   'secret-list': access([], { query: OWNER_SECRETS }),
@@ -97,13 +109,15 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   runner: access([], { consumes: 'executions', states: ['StartExecution'] }),
   'task-start': access(UPDATE, { send: ['callbacks'] }),
   // Reads the owner secrets a pipeline references (one Query per container per TTL) and opens them.
-  'task-run': access(UPDATE, { query: OWNER_SECRETS, send: ['callbacks'], secret: true }),
+  // Reads input assets and large values, stores outputs and values too large for the record.
+  'task-run': access(UPDATE, { query: OWNER_SECRETS, send: ['callbacks'], secret: true, objects: ['read', 'write'] }),
   'task-fail': access(UPDATE, { send: ['callbacks'] }),
   // Retries go back onto its own queue with a delay.
   'callback-dispatch': access(UPDATE, { consumes: 'callbacks', secret: true, send: ['callbacks'] }),
   // Reads the sweep index, then the items; repairs are conditional updates, re-queued messages,
   // and the run pointer and callback of an execution it fails (afterTerminal).
-  sweeper: access(UPDATE, { query: ['sweep'], send: ['executions', 'callbacks'] }),
+  // Removes the objects of executions it finds expired.
+  sweeper: access(UPDATE, { query: ['sweep'], send: ['executions', 'callbacks'], objects: ['delete'] }),
 };
 
 /** Every function pipegate deploys: the route handlers and the workers. */
@@ -127,6 +141,7 @@ export function bundleExternals(name: string): string[] {
   if (a.send.length === 0) unused.push('@aws-sdk/client-sqs');
   if (a.states.length === 0) unused.push('@aws-sdk/client-sfn');
   if (!a.secret) unused.push('@aws-sdk/client-secrets-manager');
+  if (a.objects.length === 0) unused.push('@aws-sdk/client-s3', '@aws-sdk/s3-request-presigner');
   return [
     ...unused,
     '@aws-sdk/nested-clients',

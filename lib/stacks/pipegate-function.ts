@@ -14,7 +14,7 @@ import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
-import type { QueryTarget, StatesAction, TableAction } from './permissions';
+import type { ObjectAction, QueryTarget, StatesAction, TableAction } from './permissions';
 import { shellQuote } from '../../functions/core/snippets';
 
 export const REPO_ROOT = path.resolve(__dirname, '..', '..');
@@ -149,6 +149,11 @@ export class PipegateFunction extends Construct {
       const resources = action === 'StartExecution' ? [machine.stateMachineArn] : [executionArnPattern(machine)];
       this.role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: [`states:${action}`], resources }));
     }
+  }
+
+  /** Object access: the stateful stack's managed policy for each action (see StatefulStack.objectPolicies). */
+  grantObjects(policies: Readonly<Record<ObjectAction, iam.IManagedPolicy>>, actions: readonly ObjectAction[]): void {
+    for (const a of actions) this.role.addManagedPolicy(policies[a]);
   }
 
   /** Acknowledges a cdk-nag finding on this function and its role, with the reason. */

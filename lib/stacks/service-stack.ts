@@ -68,6 +68,7 @@ export class ServiceStack extends Stack {
       PIPEGATE_EXECUTIONS_QUEUE_URL: stateful.queues.executions.queue.queueUrl,
       PIPEGATE_CALLBACKS_QUEUE_URL: stateful.queues.callbacks.queue.queueUrl,
       PIPEGATE_SECRET_ARN: stateful.secret.secretArn,
+      PIPEGATE_BUCKET: stateful.bucket.bucketName,
       PIPEGATE_EXECUTION_TIMEOUT_MS: String(settings.executionTimeoutMs),
       PIPEGATE_ALLOW_PRIVATE_URLS: 'false',
       // Open executions go on the sweep index (two index write units per execution), so the
@@ -111,6 +112,7 @@ export class ServiceStack extends Stack {
       }
       for (const q of access.send) fn.grantSend(stateful.queues[q].queue);
       if (access.secret) fn.grantSecretRead(stateful.secret);
+      fn.grantObjects(stateful.objectPolicies, access.objects);
       if (access.consumes) {
         const pair = stateful.queues[access.consumes];
         fn.fn.addEventSource(

@@ -1,6 +1,6 @@
 /**
- * What outlives a redeploy: the table, the queues with their dead-letter queues, the key
- * material secret and the alarm topic. Built from lib/tables.ts and lib/queues.ts.
+ * What outlives a redeploy: the table, the queues with their dead-letter queues, the objects
+ * bucket, the key material secret and the alarm topic. Built from lib/tables.ts and lib/queues.ts.
  */
 import * as path from 'node:path';
 import { ArnFormat, CustomResource, Duration, RemovalPolicy, Stack, Validations, type StackProps } from 'aws-cdk-lib';
@@ -8,12 +8,16 @@ import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as cwActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
+import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
+import { DEFAULT_RESULT_RETENTION_DAYS, objectExpiryDays } from '../config';
 import { QUEUES, type QueueDefinition, type QueueName } from '../queues';
+import type { ObjectAction } from './permissions';
+import { OBJECT_KEY_ROOTS } from '../../functions/core/object-keys';
 import { MAIN_TABLE } from '../tables';
 import { PipegateFunction } from './pipegate-function';
 import type { Settings } from './settings';
@@ -33,6 +37,9 @@ export class StatefulStack extends Stack {
   readonly queues: Record<QueueName, QueuePair>;
   readonly secret: secretsmanager.Secret;
   readonly alarmTopic: sns.Topic;
+  readonly bucket: s3.Bucket;
+  /** What a function may do with objects, one customer-managed policy per action (lib/stacks/permissions.ts). */
+  readonly objectPolicies: Readonly<Record<ObjectAction, iam.ManagedPolicy>>;
 
   constructor(scope: Construct, id: string, props: StatefulStackProps) {
     super(scope, id, props);
@@ -81,6 +88,9 @@ export class StatefulStack extends Stack {
         'CloudWatch alarms cannot publish to a topic encrypted with the AWS-managed SNS key, and alarm notifications carry only alarm names and states.',
     });
 
+    this.bucket = this.objectsBucket();
+    this.objectPolicies = this.objectAccessPolicies(this.bucket);
+
     this.queues = {
       executions: this.queuePair(QUEUES.executions),
       callbacks: this.queuePair(QUEUES.callbacks),
@@ -103,6 +113,71 @@ export class StatefulStack extends Stack {
         'Not rotated: every stored API-key hash is keyed by the pepper and every signing secret is sealed by the master key, so rotating either would invalidate all keys and secrets.',
     });
     this.initialiseSecret(settings);
+  }
+
+  /**
+   * The one bucket for asset bytes and values too large for a record (functions/core/object-keys.ts).
+   * Private (public access blocked, ACLs off, TLS only), encrypted with S3-managed keys: SSE-KMS
+   * would add a KMS request to every GET and PUT and a key grant to every role that reads,
+   * writes or presigns, for no gain here (no other account or key policy needs to be kept out).
+   * Unversioned, so a delete removes the bytes. Every object expires objectExpiryDays (8) days
+   * after it was written (lib/config.ts says why one more than the 7-day retention): that is
+   * how executions' objects go, with no listing and no request of ours; a deleted deployment's
+   * go at once as far as one bounded pass reaches, and the rule takes the rest.
+   */
+  private objectsBucket(): s3.Bucket {
+    const bucket = new s3.Bucket(this, 'Objects', {
+      blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
+      objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+      encryption: s3.BucketEncryption.S3_MANAGED,
+      enforceSSL: true,
+      minimumTLSVersion: 1.2,
+      versioned: false,
+      lifecycleRules: [
+        {
+          id: 'expire-with-results',
+          enabled: true,
+          expiration: Duration.days(objectExpiryDays(DEFAULT_RESULT_RETENTION_DAYS)),
+          abortIncompleteMultipartUploadAfter: Duration.days(1),
+        },
+      ],
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+    Validations.of(bucket).acknowledge({
+      id: 'AwsSolutions-S1',
+      reason:
+        'No server access logs: every object is written, read and removed by pipegate functions whose own logs and X-Ray traces record each request, and access logs would need a second bucket with its own retention.',
+    });
+    return bucket;
+  }
+
+  /**
+   * Read is s3:GetObject (HeadObject and presigned GETs are authorized as it), write
+   * s3:PutObject (and presigned PUTs), delete s3:DeleteObject, each on the bucket's two key
+   * roots only (every key starts with d/ or p/). Readers and deleters also get s3:ListBucket:
+   * without it S3 answers a missing key with 403 instead of 404 (a HeadObject could not tell
+   * "not there" from "refused"), and removing a prefix lists it first. The policies live here,
+   * beside the bucket, so that their object ARNs are this stack's own references.
+   */
+  private objectAccessPolicies(bucket: s3.Bucket): Record<ObjectAction, iam.ManagedPolicy> {
+    const objects = OBJECT_KEY_ROOTS.map((root) => bucket.arnForObjects(`${root}/*`));
+    const list = new iam.PolicyStatement({ actions: ['s3:ListBucket'], resources: [bucket.bucketArn] });
+    const bucketId = this.getLogicalId(bucket.node.defaultChild as s3.CfnBucket);
+    const policy = (id: string, description: string, statements: iam.PolicyStatement[]) => {
+      const p = new iam.ManagedPolicy(this, id, { description, statements });
+      for (const root of OBJECT_KEY_ROOTS) {
+        Validations.of(p).acknowledge({
+          id: `AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/${root}/*]`,
+          reason: 'Objects are keyed by ids chosen at run time (functions/core/object-keys.ts): the grant covers the key roots of deployments (d/) and pipelines (p/), for one action.',
+        });
+      }
+      return p;
+    };
+    return {
+      read: policy('ObjectsRead', 'pipegate: read objects', [new iam.PolicyStatement({ actions: ['s3:GetObject'], resources: objects }), list]),
+      write: policy('ObjectsWrite', 'pipegate: write objects', [new iam.PolicyStatement({ actions: ['s3:PutObject'], resources: objects })]),
+      delete: policy('ObjectsDelete', 'pipegate: delete objects', [new iam.PolicyStatement({ actions: ['s3:DeleteObject'], resources: objects }), list]),
+    };
   }
 
   private queuePair(definition: QueueDefinition): QueuePair {

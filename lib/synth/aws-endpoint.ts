@@ -5,15 +5,19 @@
  * mapped to the IAM action and resource ARN AWS authorizes it as, evaluated against the
  * templates' policies, and refused as AWS refuses it, or carried out: DynamoDB forwarded to
  * dynalite, SQS onto the local queues, Step Functions onto the local state machines, Secrets
- * Manager onto a local secret store. Calls pipegate's functions never make are refused with
- * UnknownOperationException rather than half-emulated.
+ * Manager onto a local secret store, S3 (requests without an X-Amz-Target) onto the same S3
+ * emulation `npm start` uses (lib/local/s3.ts), its signatures verified against the role's
+ * secret and each object or bucket action, presigned URLs included, authorized at use time.
+ * Calls pipegate's functions never make are refused with UnknownOperationException rather than
+ * half-emulated.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
-import { sessionNameOf, type IamDecision, type IamEvaluator, type Principal } from './iam';
+import { credentialsFor, sessionNameOf, type IamDecision, type IamEvaluator, type Principal } from './iam';
+import { createS3Handler, type S3Handler } from '../local/s3';
 import type { LocalArns } from './physical';
 import { isPlainObject } from '../../functions/core/values';
 
@@ -45,6 +49,8 @@ export interface AwsServices {
   /** By state machine ARN. */
   stateMachines?: ReadonlyMap<string, StateMachinePort>;
   secrets?: LocalSecretStore;
+  /** S3: the templates' buckets (physical names), their objects kept under `dir`. */
+  objects?: { dir: string; buckets: readonly string[]; expirationDays?: Readonly<Record<string, number>> };
 }
 
 export interface Denial {
@@ -68,6 +74,8 @@ export interface AwsEndpoint {
   readonly denials: Denial[];
   /** Sets (or replaces) what the endpoint serves; until then every call answers 503. */
   serve(services: AwsServices): void;
+  /** One pass of the buckets' lifecycle expiry (lib/local/s3.ts); 0 without buckets. */
+  expireObjects(): Promise<number>;
   stop(): Promise<void>;
 }
 
@@ -121,7 +129,13 @@ interface Call {
 export async function startAwsEndpoint(options: AwsEndpointOptions = {}): Promise<AwsEndpoint> {
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const denials: Denial[] = [];
-  let services: AwsServices | undefined = options.iam && options.arns ? (options as AwsServices) : undefined;
+  let services: AwsServices | undefined;
+  let s3: S3Handler | undefined;
+  const serve = (next: AwsServices): void => {
+    services = next;
+    s3 = next.objects ? s3Of(next, next.objects) : undefined;
+  };
+  if (options.iam && options.arns) serve(options as AwsServices);
   const standard = new Map<string, Map<string, { input: string; executionArn: string; startDate: number }>>();
 
   const server = createServer((req, res) => {
@@ -132,7 +146,37 @@ export async function startAwsEndpoint(options: AwsEndpointOptions = {}): Promis
     });
   });
 
+  /**
+   * S3 as the roles see it: a key's secret is its role's (credentialsFor), and every action S3
+   * authorizes is evaluated against the role's policies, as for the other services.
+   */
+  function s3Of(s: AwsServices, objects: NonNullable<AwsServices['objects']>): S3Handler {
+    return createS3Handler({
+      dir: objects.dir,
+      buckets: objects.buckets,
+      expirationDays: objects.expirationDays,
+      region: s.arns.env.region,
+      secretOf: (id) => {
+        const p = s.iam.principalByAccessKey(id);
+        return p ? credentialsFor(p.roleArn).secretAccessKey : undefined;
+      },
+      authorize: async (c) => {
+        const p = s.iam.principalByAccessKey(c.accessKeyId);
+        if (!p) return 'The AWS Access Key Id you provided does not exist in our records.';
+        const identity = `arn:${s.arns.env.partition}:sts::${s.arns.env.account}:assumed-role/${p.roleName}/${sessionNameOf(c.sessionToken ?? '') ?? p.roleName}`;
+        const d = await s.iam.evaluate({ principal: p.roleArn, action: c.action, resource: c.resource });
+        if (d.allowed) return undefined;
+        denials.push({ at: new Date().toISOString(), principal: identity, action: c.action, resource: c.resource, reason: d.reason });
+        log(`aws-endpoint: AccessDenied ${c.action} on ${c.resource} for ${identity}: ${d.reason}`);
+        const why = d.result === 'ExplicitlyDenied' ? 'with an explicit deny in a policy' : `because no identity-based policy allows the ${c.action} action`;
+        return `User: ${identity} is not authorized to perform: ${c.action} on resource: "${c.resource}" ${why}`;
+      },
+    });
+  }
+
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // Every JSON-protocol service names its operation in X-Amz-Target; S3 never does.
+    if (req.headers['x-amz-target'] === undefined && s3) return s3(req, res);
     const raw = await readBody(req);
     const service = serviceOf(req);
     if (!service) throw new AwsError(400, 'UnknownOperationException', `No AWS JSON operation in X-Amz-Target ${String(req.headers['x-amz-target'])}`);
@@ -403,9 +447,8 @@ export async function startAwsEndpoint(options: AwsEndpointOptions = {}): Promis
   return {
     url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
     denials,
-    serve(next) {
-      services = next;
-    },
+    serve,
+    expireObjects: () => (s3 ? s3.expire() : Promise.resolve(0)),
     stop: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

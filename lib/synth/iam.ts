@@ -133,7 +133,7 @@ export function principalsOf(assembly: ResolvedAssembly): Principal[] {
       });
       for (const [i, raw] of asArray(props.ManagedPolicyArns).entries()) {
         const arn = stack.resolveString(raw, `${where}.ManagedPolicyArns[${i}]`);
-        attachManaged(p, arn, stack);
+        attachManaged(p, arn, assembly);
       }
       byRoleName.set(physical.ref, p);
       out.push(p);
@@ -152,17 +152,20 @@ export function principalsOf(assembly: ResolvedAssembly): Principal[] {
   return out;
 }
 
-function attachManaged(p: Principal, arn: string, stack: ResolvedStack): void {
+function attachManaged(p: Principal, arn: string, assembly: ResolvedAssembly): void {
   const known = awsManaged(arn);
   if (known) {
     p.policies.push({ name: arn, document: known });
     return;
   }
-  // A customer-managed policy of this stack: its document is in the template.
-  for (const [logicalId, r] of Object.entries(stack.stack.template.Resources)) {
-    if (r.Type === 'AWS::IAM::ManagedPolicy' && stack.physical[logicalId]?.ref === arn) {
-      p.policies.push({ name: arn, document: stack.resolve(r.Properties?.PolicyDocument) as PolicyDocument });
-      return;
+  // A customer-managed policy of a stack of the assembly (the role's own, or one it imports,
+  // as the objects policies beside the bucket): its document is in that template.
+  for (const stack of new Set(Object.values(assembly.stacks))) {
+    for (const [logicalId, r] of Object.entries(stack.stack.template.Resources)) {
+      if (r.Type === 'AWS::IAM::ManagedPolicy' && stack.physical[logicalId]?.ref === arn) {
+        p.policies.push({ name: arn, document: stack.resolve(r.Properties?.PolicyDocument) as PolicyDocument });
+        return;
+      }
     }
   }
   p.unknownManagedPolicies.push(arn);

@@ -110,6 +110,10 @@ export class LocalArns {
   webAclArn(name: string, id: string): string {
     return this.arn('wafv2', `regional/webacl/${name}/${id}`);
   }
+  /** Bucket ARNs name neither region nor account. */
+  bucketArn(name: string): string {
+    return `arn:${this.env.partition}:s3:::${name}`;
+  }
   /** Rules on the default event bus. */
   ruleArn(name: string): string {
     return this.arn('events', `rule/${name}`);
@@ -131,11 +135,13 @@ const NAME_LIMITS: Readonly<Record<string, number>> = {
   'AWS::CloudWatch::Alarm': 255,
   'AWS::Events::Rule': 64,
   'AWS::WAFv2::WebACL': 128,
+  'AWS::S3::Bucket': 63,
 };
 
 /** `<stack>-<logical id>`, deterministic so data kept on disk finds its resources after a restart. */
 export function generatedName(stackName: string, logicalId: string, type: string): string {
-  const name = `${stackName}-${logicalId}`;
+  // Bucket names are lowercase (CloudFormation lowercases the stack name and id for them too).
+  const name = type === 'AWS::S3::Bucket' ? `${stackName}-${logicalId}`.toLowerCase() : `${stackName}-${logicalId}`;
   const max = NAME_LIMITS[type] ?? 255;
   return name.length <= max ? name : `${name.slice(0, max - 9)}-${hash(name, 8)}`;
 }
@@ -156,6 +162,7 @@ const NAME_PROPERTY: Readonly<Record<string, string>> = {
   'AWS::ApiGateway::Stage': 'StageName',
   'AWS::Events::Rule': 'Name',
   'AWS::WAFv2::WebACL': 'Name',
+  'AWS::S3::Bucket': 'BucketName',
 };
 
 /** What a resource of each type answers to Ref and Fn::GetAtt, given its physical name. */
@@ -198,6 +205,8 @@ function physicalOf(type: string, name: string, props: Record<string, unknown>, 
       return { ref: name, attributes: { Arn: arns.alarmArn(name) } };
     case 'AWS::Events::Rule':
       return { ref: name, attributes: { Arn: arns.ruleArn(name) } };
+    case 'AWS::S3::Bucket':
+      return { ref: name, attributes: { Arn: arns.bucketArn(name), DomainName: `${name}.s3.amazonaws.com` } };
     case 'AWS::WAFv2::WebACL': {
       const h = hash(`webacl/${id}`, 32);
       const aclId = `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;

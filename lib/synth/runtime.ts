@@ -27,6 +27,7 @@ import { isConditionFailure, localEndpointConfig } from '../../functions/adapter
 import { createGuardedHttp } from '../../functions/adapters/guarded-http';
 import { parseKeyMaterial, StaticKeyMaterial } from '../../functions/adapters/key-material';
 import { sweepKey } from '../../functions/adapters/executions.store';
+import { createObjectStore } from '../../functions/adapters/objects.store';
 import { createLogger, silentLogger } from '../../functions/adapters/logger';
 import { sweepAll } from '../../functions/services/sweeper.service';
 import { drainWorkflow, refuseWhileStopping, type StopOptions, type StopReport } from '../local/shutdown';
@@ -113,6 +114,9 @@ const WIRING = new Set([
   'PIPEGATE_CALLBACKS_QUEUE_URL',
   'PIPEGATE_SECRET_ARN',
   'PIPEGATE_STATE_MACHINE_ARN',
+  'PIPEGATE_BUCKET',
+  'PIPEGATE_S3_ENDPOINT',
+  'PIPEGATE_S3_FORCE_PATH_STYLE',
   'PIPEGATE_DYNAMODB_ENDPOINT',
   'PIPEGATE_TRACK_OPEN',
   'PIPEGATE_DATA_DIR',
@@ -207,6 +211,9 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
           PIPEGATE_ALLOW_PRIVATE_URLS: 'true',
           ...tuning,
           AWS_ENDPOINT_URL: endpoint.url,
+          // S3 addresses buckets by host name unless told otherwise; the local endpoint has one host.
+          PIPEGATE_S3_ENDPOINT: endpoint.url,
+          PIPEGATE_S3_FORCE_PATH_STYLE: 'true',
           AWS_ACCESS_KEY_ID: credentials.accessKeyId,
           AWS_SECRET_ACCESS_KEY: credentials.secretAccessKey,
           AWS_SESSION_TOKEN: credentials.sessionToken,
@@ -316,7 +323,29 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
     }
 
     const endpointQueues = new Map<string, EndpointQueue>([...queues].map(([arn, q]) => [arn, q]));
-    endpoint.serve({ iam, arns: resolved.arns, dynamoEndpoint: dynamo.endpoint, queues: endpointQueues, stateMachines: machines, secrets });
+    const bucketResources = stacks.flatMap((stack) =>
+      Object.entries(stack.stack.template.Resources)
+        .filter(([, r]) => r.Type === 'AWS::S3::Bucket')
+        .map(([id, r]) => ({ name: stack.physical[id]?.ref ?? '', days: expirationDaysOf(stack.resolve(r.Properties ?? {}, `${stack.stack.id}.Resources.${id}.Properties`)) })),
+    );
+    const buckets = bucketResources.map((b) => b.name);
+    const expirationDays = Object.fromEntries(bucketResources.flatMap((b) => (b.days === undefined ? [] : [[b.name, b.days]])));
+    endpoint.serve({
+      iam,
+      arns: resolved.arns,
+      dynamoEndpoint: dynamo.endpoint,
+      queues: endpointQueues,
+      stateMachines: machines,
+      secrets,
+      objects: { dir: join(dataDir, 'objects'), buckets, expirationDays },
+    });
+    // S3's own lifecycle expiry, from the template's rules: a pass now and every hour.
+    const expireObjects = () =>
+      void endpoint.expireObjects().catch((err: unknown) => log(`object expiry failed: ${err instanceof Error ? err.message : String(err)}`));
+    expireObjects();
+    const expiryTimer = setInterval(expireObjects, 3600 * 1000);
+    expiryTimer.unref();
+    stoppers.push(async () => clearInterval(expiryTimer));
 
     // Custom resources, as CloudFormation runs them on the first deploy.
     progress(`${hosts.size} functions and ${queues.size} queues set up; running custom resources`);
@@ -325,7 +354,7 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
 
     // A restart owes the work it finds unfinished what `npm start` owes it: AWS never restarts,
     // but this process holds the state machine's runs, and they die with it.
-    const deps = recoveryDeps([...hosts.values()], dynamo.endpoint, resolved, queues, secrets, [...machines.values()][0]);
+    const deps = recoveryDeps([...hosts.values()], dynamo.endpoint, resolved, queues, secrets, [...machines.values()][0], endpoint.url);
     // Written by a stop that finished; absent after a kill (or a first start).
     const cleanStop = join(dataDir, CLEAN_STOP_FILE);
     const unclean = !existsSync(cleanStop);
@@ -538,6 +567,7 @@ function recoveryDeps(
   queues: ReadonlyMap<string, LocalQueue>,
   secrets: LocalSecretStore,
   workflow: LocalWorkflow | undefined,
+  awsEndpoint: string,
 ): Deps {
   const fnEnv = hosts.map((h) => h.spec.env).find((e) => e.PIPEGATE_TABLE && e.PIPEGATE_EXECUTIONS_QUEUE_URL && e.PIPEGATE_CALLBACKS_QUEUE_URL && e.PIPEGATE_SECRET_ARN);
   if (!fnEnv || !workflow) throw new Error('No function of the assembly names the table, both queues and the secret');
@@ -554,8 +584,17 @@ function recoveryDeps(
     workflow,
     keyMaterial: new StaticKeyMaterial(parseKeyMaterial(secret.value)),
     http: createGuardedHttp({ allowPrivate: false }),
+    // The recovery does the sweeper's work, so it reaches the bucket as the sweeper does.
+    objects: createObjectStore({ region: resolved.env.region, s3Endpoint: awsEndpoint, s3ForcePathStyle: true }, config.bucket, sweeperCredentials(hosts)),
     log: silentLogger,
   });
+}
+
+/** The credentials the sweeper function's sandbox holds (its role's). */
+function sweeperCredentials(hosts: FunctionHost[]): { accessKeyId: string; secretAccessKey: string; sessionToken: string } {
+  const env = hosts.find((h) => h.spec.env.AWS_LAMBDA_FUNCTION_NAME === h.spec.name && /sweeper/i.test(h.spec.name))?.spec.env;
+  if (!env?.AWS_ACCESS_KEY_ID || !env.AWS_SECRET_ACCESS_KEY || !env.AWS_SESSION_TOKEN) throw new Error('No sweeper function in the assembly');
+  return { accessKeyId: env.AWS_ACCESS_KEY_ID, secretAccessKey: env.AWS_SECRET_ACCESS_KEY, sessionToken: env.AWS_SESSION_TOKEN };
 }
 
 /**
@@ -741,4 +780,18 @@ function rateMs(expression: string, where: string): number {
   if (!m?.[1] || !m[2]) throw new Error(`${where}: schedule ${expression} is not run locally (only rate(...) is)`);
   const unit = m[2].startsWith('minute') ? 60_000 : m[2].startsWith('hour') ? 3_600_000 : 86_400_000;
   return Number(m[1]) * unit;
+}
+
+/**
+ * The days of a bucket's whole-bucket expiry rule (enabled, no prefix, tag or size filter), as
+ * S3 applies it; rules S3 would apply to part of the bucket only are not emulated (none today).
+ */
+function expirationDaysOf(props: unknown): number | undefined {
+  const rules = isPlainObject(props) && isPlainObject(props.LifecycleConfiguration) ? props.LifecycleConfiguration.Rules : undefined;
+  for (const r of Array.isArray(rules) ? rules : []) {
+    if (!isPlainObject(r) || r.Status !== 'Enabled' || typeof r.ExpirationInDays !== 'number') continue;
+    if (r.Prefix !== undefined || r.Filter !== undefined || r.TagFilters !== undefined) continue;
+    return r.ExpirationInDays;
+  }
+  return undefined;
 }

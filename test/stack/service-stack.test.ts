@@ -5,7 +5,7 @@ import { GATEWAY_RESPONSES, gatewayResponseFromTemplate } from '../../lib/gatewa
 import { QUEUES, type QueueName } from '../../lib/queues';
 import { ROUTES, WORKERS, routeHandlers } from '../../lib/routes';
 import { MAIN_TABLE } from '../../lib/tables';
-import { ACCESS, allFunctionNames, type FunctionAccess } from '../../lib/stacks/permissions';
+import { ACCESS, accessFor, allFunctionNames, bundleExternals, type FunctionAccess } from '../../lib/stacks/permissions';
 import { ASL_PATH, ASL_SUBSTITUTIONS } from '../../lib/stacks/service-stack';
 import { buildTestApp, crossStackRef, asArray, outputsOf, refOf, resourcesOf, type Resources } from './stack-fixture';
 import { unauthorizedBody } from '../../functions/core/errors';
@@ -25,6 +25,7 @@ const logicalId = (el: unknown): string => built.service.getLogicalId(el as CfnE
 const fnId = (name: string): string => logicalId(built.service.fn(name).fn.node.defaultChild);
 const roleId = (name: string): string => logicalId(built.service.fn(name).role.node.defaultChild);
 const tableId = built.stateful.getLogicalId(built.stateful.table.node.defaultChild as CfnElement);
+const bucketId = built.stateful.getLogicalId(built.stateful.bucket.node.defaultChild as CfnElement);
 const queueId = (q: QueueName): string =>
   built.stateful.getLogicalId(built.stateful.queues[q].queue.node.defaultChild as CfnElement);
 
@@ -242,6 +243,7 @@ describe('functions', () => {
       expect(label(env.PIPEGATE_EXECUTIONS_QUEUE_URL)).toBe(`stateful:${queueId('executions')}`);
       expect(label(env.PIPEGATE_CALLBACKS_QUEUE_URL)).toBe(`stateful:${queueId('callbacks')}`);
       expect(env.PIPEGATE_SECRET_ARN).toBeDefined();
+      expect(label(env.PIPEGATE_BUCKET)).toBe(`stateful:${bucketId}`);
       expect(env.PIPEGATE_EXECUTION_TIMEOUT_MS).toBe(String(built.settings.executionTimeoutMs));
       expect(env.NODE_OPTIONS).toBe('--enable-source-maps');
       expect(Object.keys(env).filter((k) => k.startsWith('POWERTOOLS_'))).toEqual([]);
@@ -284,6 +286,23 @@ describe('least privilege, from lib/stacks/permissions.ts', () => {
     for (const s of services) expect(['dynamodb', 'sqs', 'secretsmanager', 'states', 'logs', 'xray']).toContain(s);
     expect(resourcesFor(stmts, 'logs:PutLogEvents')).toEqual([`service:${logicalId(built.service.fn(name).logGroup.node.defaultChild)}`]);
     for (const s of stmts) if (s.resources.includes('*')) expect(s.actions.every((a) => a.startsWith('xray:'))).toBe(true);
+  });
+
+  it.each(Object.entries(ACCESS))('%s gets exactly the object policies its entry lists, and bundles the S3 client only then', (name, access) => {
+    // Act
+    const attached = asArray(svc[roleId(name)]?.Properties?.ManagedPolicyArns ?? []).map(label);
+    const policyIds = Object.fromEntries(
+      Object.entries(built.stateful.objectPolicies).map(([a, p]) => [`stateful:${built.stateful.getLogicalId(p.node.defaultChild as CfnElement)}`, a]),
+    );
+    // Assess
+    expect(attached.filter((l) => l in policyIds).map((l) => policyIds[l]).sort()).toEqual([...access.objects].sort());
+    expect(bundleExternals(name).includes('@aws-sdk/client-s3')).toBe(access.objects.length === 0);
+    expect(bundleExternals(name).includes('@aws-sdk/s3-request-presigner')).toBe(access.objects.length === 0);
+  });
+
+  it('lets only the sweeper and a deployment delete remove objects', () => {
+    // Assess
+    expect(allFunctionNames().filter((n) => accessFor(n).objects.includes('delete')).sort()).toEqual(['deployment-delete', WORKERS.sweeper].sort());
   });
 
   it('lets only the runner start executions, and only the two cancels (caller and owner) stop them', () => {

@@ -1,5 +1,6 @@
 import { Template } from 'aws-cdk-lib/assertions';
 import type { CfnElement } from 'aws-cdk-lib';
+import { DEFAULT_RESULT_RETENTION_DAYS, objectExpiryDays } from '../../lib/config';
 import { QUEUES } from '../../lib/queues';
 import { MAIN_TABLE } from '../../lib/tables';
 import { buildTestApp, refOf, resourcesOf } from './stack-fixture';
@@ -122,5 +123,57 @@ describe('key material secret', () => {
     // Assess
     const topicPolicy = Object.values(data).find((r) => r.Type === 'AWS::SNS::TopicPolicy');
     expect(JSON.stringify(topicPolicy?.Properties)).toContain('"aws:SecureTransport":"false"');
+  });
+});
+
+describe('objects bucket', () => {
+  const bucketId = idOf(built.stateful.bucket.node.defaultChild);
+  const bucket = data[bucketId];
+  const props = bucket?.Properties ?? {};
+
+  it('is private, ACL-free, encrypted with S3-managed keys, unversioned and retained', () => {
+    // Assess
+    expect(props.PublicAccessBlockConfiguration).toEqual({ BlockPublicAcls: true, BlockPublicPolicy: true, IgnorePublicAcls: true, RestrictPublicBuckets: true });
+    expect(props.OwnershipControls).toEqual({ Rules: [{ ObjectOwnership: 'BucketOwnerEnforced' }] });
+    expect(props.BucketEncryption).toEqual({ ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }] });
+    expect(props.VersioningConfiguration).toBeUndefined();
+    expect(bucket?.DeletionPolicy).toBe('Retain');
+  });
+
+  it('refuses requests without TLS (and below TLS 1.2)', () => {
+    // Act
+    const policy = Object.values(data).find((r) => r.Type === 'AWS::S3::BucketPolicy' && refOf(r.Properties?.Bucket) === bucketId);
+    const denies = (policy?.Properties?.PolicyDocument as { Statement: { Effect: string; Condition?: unknown }[] }).Statement.filter((s) => s.Effect === 'Deny');
+    // Assess
+    expect(denies.map((s) => s.Condition)).toEqual(
+      expect.arrayContaining([{ Bool: { 'aws:SecureTransport': 'false' } }, { NumericLessThan: { 's3:TlsVersion': 1.2 } }]),
+    );
+  });
+
+  it('expires every object a day after the results that name it (S3 counts whole days)', () => {
+    // Assess
+    expect(objectExpiryDays(DEFAULT_RESULT_RETENTION_DAYS)).toBe(8);
+    expect(props.LifecycleConfiguration).toEqual({
+      Rules: [{ Id: 'expire-with-results', Status: 'Enabled', ExpirationInDays: 8, AbortIncompleteMultipartUpload: { DaysAfterInitiation: 1 } }],
+    });
+  });
+
+  it.each([
+    ['read', ['s3:GetObject'], true],
+    ['write', ['s3:PutObject'], false],
+    ['delete', ['s3:DeleteObject'], true],
+  ] as const)('grants %s on the d/ and p/ key roots only, with ListBucket where a missing key must read as 404', (action, actions, lists) => {
+    // Act
+    const policy = data[idOf(built.stateful.objectPolicies[action].node.defaultChild)];
+    const statements = (policy?.Properties?.PolicyDocument as { Statement: { Action: unknown; Resource: unknown; Effect: string }[] }).Statement;
+    const arn = { 'Fn::GetAtt': [bucketId, 'Arn'] };
+    // Assess
+    expect(policy?.Type).toBe('AWS::IAM::ManagedPolicy');
+    expect(statements[0]).toEqual({
+      Effect: 'Allow',
+      Action: actions.length === 1 ? actions[0] : actions,
+      Resource: [{ 'Fn::Join': ['', [arn, '/d/*']] }, { 'Fn::Join': ['', [arn, '/p/*']] }],
+    });
+    expect(statements.slice(1)).toEqual(lists ? [{ Effect: 'Allow', Action: 's3:ListBucket', Resource: arn }] : []);
   });
 });

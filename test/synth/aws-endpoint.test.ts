@@ -7,6 +7,7 @@ import { DescribeExecutionCommand, SFNClient, StartExecutionCommand, StopExecuti
 import { SendMessageBatchCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { SfnWorkflowPort } from '../../functions/adapters/sfn.workflow';
+import { createObjectStore } from '../../functions/adapters/objects.store';
 import { ensureTable, startDynalite, type LocalDynamo } from '../../lib/local/dynamo';
 import { LocalQueue } from '../../lib/local/queue';
 import { LocalSecretStore, startAwsEndpoint, type AwsEndpoint, type AwsServices, type StateMachinePort } from '../../lib/synth/aws-endpoint';
@@ -52,6 +53,7 @@ describe('the local AWS endpoint', () => {
   const express = new RecordingMachine('EXPRESS');
   let services: AwsServices;
   let secretArn: string;
+  let bucket: string;
 
   beforeAll(async () => {
     const assembly = await testAssembly();
@@ -65,6 +67,7 @@ describe('the local AWS endpoint', () => {
     executions = new LocalQueue({ dir, name: 'executions', visibilityTimeoutSeconds: 30, maxReceiveCount: 5, batchSize: 10 });
     machineArn = resolved.stack('Pipegate').physical[logicalId(resolved, 'Pipegate', 'AWS::StepFunctions::StateMachine', 'StateMachine')]?.ref ?? '';
     secretArn = stateful.physical[logicalId(resolved, 'PipegateStateful', 'AWS::SecretsManager::Secret', 'KeyMaterial')]?.ref ?? '';
+    bucket = stateful.physical[logicalId(resolved, 'PipegateStateful', 'AWS::S3::Bucket', 'Objects')]?.ref ?? '';
     const secrets = new LocalSecretStore(path.join(dir, 'secrets.json'));
     secrets.define(secretArn, () => '{"pepper":"p"}');
     services = {
@@ -74,6 +77,7 @@ describe('the local AWS endpoint', () => {
       queues: new Map([[queueArn(resolved, 'Executions'), executions]]),
       stateMachines: new Map<string, StateMachinePort>([[machineArn, standard]]),
       secrets,
+      objects: { dir: path.join(dir, 'objects'), buckets: [bucket] },
     };
     endpoint.serve(services);
   }, SYNTH_TIMEOUT_MS);
@@ -210,5 +214,70 @@ describe('the local AWS endpoint', () => {
     expect(await errorName(DynamoDBDocumentClient.from(stranger).send(new GetCommand({ TableName: table, Key: { pk: 'a', sk: 'b' } })))).toBe(
       'UnrecognizedClientException',
     );
+  });
+
+  describe('S3, with the IAM of each role', () => {
+    const D = '0b5c7a4e-8a43-4d7c-9a57-1f6f4f0f4f10';
+    const E = '5a1c2a9e-2b43-4c7c-8a57-2f6f4f0f4f20';
+    /** The adapter as a function's sandbox builds it (start:synth sets the endpoint and path-style). */
+    const objects = (fn: string) =>
+      createObjectStore({ region: 'us-east-1', s3Endpoint: endpoint.url, s3ForcePathStyle: true }, bucket, credentialsFor(functionRoleArn(resolved, fn), fn));
+    const key = `d/${D}/e/${E}/out.photo`;
+
+    it('lets a function granted the bucket write, head and read objects, and answers a missing key 404', async () => {
+      // Act
+      await objects('task-run').put(key, Uint8Array.from([1, 2, 3]), 'image/png');
+      // Assess
+      expect(await objects('task-run').head(key)).toEqual({ bytes: 3, media_type: 'image/png' });
+      expect(await objects('task-run').read(key)).toEqual(Uint8Array.from([1, 2, 3]));
+      expect(await objects('execute').head(`d/${D}/e/${E}/none`)).toBeNull();
+    });
+
+    it('refuses a function without the grant with AccessDenied, recording the object ARN', async () => {
+      // Prepare
+      const before = endpoint.denials.length;
+      // Act
+      const put = await errorName(objects('execution-status').put(`d/${D}/e/${E}/x`, Uint8Array.from([1]), 'text/plain'));
+      const read = await errorName(objects('execution-status').read(key));
+      const remove = await errorName(objects('task-run').remove([key, `d/${D}/e/${E}/other`]));
+      // Assess
+      expect(put).toBe('AccessDenied');
+      expect(read).toBe('AccessDenied');
+      expect(remove).toBe('Error');
+      expect(endpoint.denials.slice(before).map((d) => [d.action, d.resource])).toEqual([
+        ['s3:PutObject', `arn:aws:s3:::${bucket}/d/${D}/e/${E}/x`],
+        ['s3:GetObject', `arn:aws:s3:::${bucket}/${key}`],
+        ['s3:DeleteObject', `arn:aws:s3:::${bucket}/${key}`],
+        ['s3:DeleteObject', `arn:aws:s3:::${bucket}/d/${D}/e/${E}/other`],
+      ]);
+      expect(await objects('task-run').head(key)).not.toBeNull();
+    });
+
+    it('lets only the deleting functions remove a prefix', async () => {
+      // Act
+      const removed = await objects('sweeper').removePrefix(`d/${D}/`);
+      // Assess
+      expect(removed).toBe(1);
+      expect(await objects('task-run').head(key)).toBeNull();
+      expect(await errorName(objects('execution-status').removePrefix(`d/${D}/`))).toBe('AccessDenied');
+    });
+
+    it("authorizes a presigned URL at use time against its signer's role", async () => {
+      // Prepare
+      const granted = await objects('execute').presignUpload(`d/${D}/u/${E}`, 'image/png', 2, 60);
+      const refused = await objects('execution-status').presignUpload(`d/${D}/u/${D}`, 'image/png', 2, 60);
+      const link = await objects('execution-status').presignDownload(`d/${D}/u/${E}`, 'image/png', 60, false);
+      // Act
+      const ok = await fetch(granted.url, { method: 'PUT', body: Uint8Array.from([7, 8]), headers: { 'Content-Type': 'image/png' } });
+      const no = await fetch(refused.url, { method: 'PUT', body: Uint8Array.from([7, 8]), headers: { 'Content-Type': 'image/png' } });
+      const get = await fetch(link.url);
+      // Assess
+      expect(ok.status).toBe(200);
+      expect(no.status).toBe(403);
+      expect(await no.text()).toContain('<Code>AccessDenied</Code>');
+      expect(get.status).toBe(403);
+      expect(await objects('execute').read(`d/${D}/u/${E}`)).toEqual(Uint8Array.from([7, 8]));
+      expect(new URL(granted.url).pathname).toBe(`/${bucket}/d/${D}/u/${E}`);
+    });
   });
 });

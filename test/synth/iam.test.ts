@@ -18,13 +18,19 @@ describe('IAM from the synthesized templates', () => {
   const can = async (fn: string, action: string, resource: string, context?: Record<string, string>) =>
     (await iam.evaluate({ principal: functionRoleArn(resolved, fn), action, resource, context })).allowed;
 
-  it('finds every role, each function role with its default policy attached', () => {
+  it('finds every role, each function role with its default policy and the managed policies it imports attached', () => {
     // Act
     const principals = principalsOf(resolved);
     const execute = principals.find((p) => p.roleArn === functionRoleArn(resolved, 'execute'));
     // Assess
     expect(principals.length).toBeGreaterThanOrEqual(assembly.functions.length);
-    expect(execute?.policies.map((p) => p.name)).toEqual([expect.stringMatching(/^Pipegate\/ExecuteRoleDefaultPolicy/)]);
+    // The objects policies live in the stateful stack, beside the bucket.
+    expect(execute?.policies.map((p) => p.name)).toEqual([
+      expect.stringMatching(/^arn:aws:iam::123456789012:policy\/PipegateStateful-ObjectsRead/),
+      expect.stringMatching(/^arn:aws:iam::123456789012:policy\/PipegateStateful-ObjectsWrite/),
+      expect.stringMatching(/^Pipegate\/ExecuteRoleDefaultPolicy/),
+    ]);
+    expect(execute?.unknownManagedPolicies).toEqual([]);
     expect(iam.principalByAccessKey(credentialsFor(execute?.roleArn ?? '').accessKeyId)).toEqual(execute);
   });
 

@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { fmt, fmtRatio, median, percentile, perSecond, ratio, summarize, verdict } from '../../../bench/stats';
-import { atExecutionTime, awsWait, callerCost, costPerMillion, lambdaInvocations, meanAwsWait, successPath, totalDollars, withScheduledRereads } from '../../../bench/aws-calls';
+import { atExecutionTime, awsWait, callerCost, costPerMillion, lambdaInvocations, meanAwsWait, mediaObjectCost, successPath, totalDollars, withScheduledRereads } from '../../../bench/aws-calls';
 import { diffCounts, emptyCounts, IndexTracker, scaleCounts, updatedAttributes } from '../../../bench/instrument';
-import { PRICES } from '../../../bench/prices';
+import { MEDIA, PRICES } from '../../../bench/prices';
 import asl from '../../../lib/state-machine.asl.json';
 
 describe('bench statistics', () => {
@@ -238,5 +238,29 @@ describe('bench cost of caller shapes', () => {
     expect(per.readUnits).toBe(2.5);
     expect(per.waits).toBe(1);
     expect(per.sqsSend).toEqual({ executions: 1 });
+  });
+});
+
+describe("the media execution's object cost", () => {
+  it('prices S3 requests, storage until expiry and transfer out for 1 MB in and 1 MB out', () => {
+    // Act
+    const lines = mediaObjectCost();
+    const by = Object.fromEntries(lines.map((l) => [l.item, l.dollars]));
+    // Assess: 2 PUTs at $5 per million, 4 GETs at $0.40, 2 MB for 8.5 of 30 days at $0.023 per GB-month, 1 MB out at $0.09 per GB.
+    expect(by['S3 PUT requests']).toBeCloseTo(10, 6);
+    expect(by['S3 GET/HEAD requests']).toBeCloseTo(1.6, 6);
+    expect(by['S3 storage']).toBeCloseTo((2 / 1024) * (8.5 / 30) * 0.023 * 1e6, 6);
+    expect(by['Transfer out']).toBeCloseTo((1 / 1024) * 0.09 * 1e6, 6);
+    expect(totalDollars(lines)).toBeCloseTo(112.22, 2);
+  });
+
+  it('grows with the bytes stored and sent, and with every download', () => {
+    // Act
+    const twice = mediaObjectCost({ ...MEDIA, downloads: 2 });
+    const bigger = mediaObjectCost({ ...MEDIA, inputBytes: 10 * MEDIA.inputBytes });
+    // Assess
+    expect(twice.find((l) => l.item === 'Transfer out')?.dollars).toBeCloseTo(2 * (mediaObjectCost().find((l) => l.item === 'Transfer out')?.dollars ?? 0), 6);
+    expect(totalDollars(bigger)).toBeGreaterThan(totalDollars(mediaObjectCost()));
+    expect(PRICES.s3PerMillionPuts).toBe(5);
   });
 });
