@@ -74,6 +74,7 @@ const ConfigSchema = v.object({
   PIPEGATE_MAX_WAIT_SECONDS: int(60, 0, 900),
   PIPEGATE_OWNER_SECRETS_TTL_SECONDS: int(60, 0, 3_600),
   PIPEGATE_PUBLIC_URL: v.optional(PublicUrlSchema),
+  PIPEGATE_ASSET_LINK_TTL_SECONDS: int(86_400, 60, 604_800),
   AWS_REGION: v.optional(v.string(), 'us-east-1'),
 });
 
@@ -120,6 +121,8 @@ export type Config = {
    * otherwise each request's own (API Gateway's host and stage, or the local Host header).
    */
   publicUrl: string | undefined;
+  /** How long an asset link (GET /v1/assets/{token}) works after it is minted. */
+  assetLinkTtlSeconds: number;
   region: string;
 };
 
@@ -174,6 +177,7 @@ export function readConfig(env: Record<string, string | undefined> = process.env
     maxWaitSeconds: c.PIPEGATE_MAX_WAIT_SECONDS,
     ownerSecretsTtlSeconds: c.PIPEGATE_OWNER_SECRETS_TTL_SECONDS,
     publicUrl: c.PIPEGATE_PUBLIC_URL,
+    assetLinkTtlSeconds: c.PIPEGATE_ASSET_LINK_TTL_SECONDS,
     region: c.AWS_REGION,
   };
 }

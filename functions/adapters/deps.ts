@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { readConfig, type Config } from '../../lib/config';
 import type {
+  AssetLinksPort,
   Clock,
   CompletionsPort,
   DeploymentsPort,
@@ -8,11 +9,13 @@ import type {
   HttpPort,
   IdSource,
   KeyMaterialPort,
+  ObjectStorePort,
   OwnerSecretsPort,
   PipelinesPort,
   QueuePort,
   WorkflowPort,
 } from '../core/ports';
+import { HmacAssetLinks } from './asset-links';
 import { PollingCompletions } from './completions';
 import { DeploymentsStore } from './deployments.store';
 import { createDocumentClient } from './dynamo';
@@ -34,6 +37,10 @@ export interface Deps {
   http: HttpPort;
   /** Wakes callers waiting for an execution to finish (`Prefer: wait`). */
   completions: CompletionsPort;
+  /** Where asset bytes and values too large for a record are kept. */
+  objects: ObjectStorePort;
+  /** Mints the capability links callers receive for stored objects. */
+  assetLinks: AssetLinksPort;
   clock: Clock;
   ids: IdSource;
   log: Logger;
@@ -105,6 +112,8 @@ export function createDeps(config: Config, overrides: Partial<Omit<Deps, 'config
     /* eslint-enable @typescript-eslint/no-require-imports */
     // Lambdas share no memory: a waiting caller re-reads the record (see completions.ts).
     completions: overrides.completions ?? new PollingCompletions(),
+    objects: overrides.objects ?? noObjectStore,
+    assetLinks: overrides.assetLinks ?? new HmacAssetLinks(lazyKeyMaterial, config.assetLinkTtlSeconds),
     clock: overrides.clock ?? systemClock,
     ids: overrides.ids ?? randomIds,
     log: overrides.log ?? createLogger(),
@@ -127,6 +136,18 @@ export function dynamoStores(config: Config) {
     deployments: new DeploymentsStore(db, config.table),
   };
 }
+
+const unconfigured = (): Promise<never> => Promise.reject(new Error('no object store is configured'));
+/** Stands in where no object store is configured: fails on use, not when deps are built. */
+const noObjectStore: ObjectStorePort = {
+  put: unconfigured,
+  head: unconfigured,
+  read: unconfigured,
+  remove: unconfigured,
+  removePrefix: unconfigured,
+  presignUpload: unconfigured,
+  presignDownload: unconfigured,
+};
 
 let lambda: Deps | undefined;
 
