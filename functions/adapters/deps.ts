@@ -35,10 +35,10 @@ export interface Deps {
   keyMaterial: KeyMaterialPort;
   ownerSecrets: OwnerSecretsPort;
   http: HttpPort;
+  /** The one bucket: asset bytes and values too large for a record (functions/core/object-keys.ts). */
+  objects: ObjectStorePort;
   /** Wakes callers waiting for an execution to finish (`Prefer: wait`). */
   completions: CompletionsPort;
-  /** Where asset bytes and values too large for a record are kept. */
-  objects: ObjectStorePort;
   /** Mints the capability links callers receive for stored objects. */
   assetLinks: AssetLinksPort;
   clock: Clock;
@@ -55,9 +55,10 @@ export const randomIds: IdSource = { uuid: () => randomUUID() };
 /**
  * The one place dependencies are built, for Lambda, the local runtime and tests alike: AWS
  * adapters from the configuration, each replaceable through `overrides`. The DynamoDB client
- * and stores are built at once (cheap until used); the SQS, Step Functions and Secrets
- * Manager clients and the guarded HTTP client are built on first use, and required only then,
- * so a function that never sends, starts or reads key material neither loads nor bundles them
+ * and stores are built at once (cheap until used); the SQS, Step Functions, Secrets
+ * Manager and S3 clients and the guarded HTTP client are built on first use, and required only
+ * then, so a function that never sends, starts, reads key material or touches objects neither
+ * loads nor bundles them
  * (lib/stacks/permissions.ts bundleExternals leaves them out of its bundle).
  */
 export function createDeps(config: Config, overrides: Partial<Omit<Deps, 'config'>> = {}): Deps {
@@ -66,6 +67,7 @@ export function createDeps(config: Config, overrides: Partial<Omit<Deps, 'config
   let workflow = overrides.workflow;
   let keyMaterial = overrides.keyMaterial;
   let http = overrides.http;
+  let objects = overrides.objects;
   // The key material is read on first use; owner secrets ask for it through the getter below.
   const lazyKeyMaterial: KeyMaterialPort = { material: () => d.keyMaterial.material() };
   /* eslint-disable @typescript-eslint/no-require-imports -- lazy on purpose, see above */
@@ -109,10 +111,16 @@ export function createDeps(config: Config, overrides: Partial<Omit<Deps, 'config
       }
       return http;
     },
+    get objects(): ObjectStorePort {
+      if (!objects) {
+        const { createObjectStore } = require('./objects.store') as typeof import('./objects.store');
+        objects = createObjectStore(config, config.bucket);
+      }
+      return objects;
+    },
     /* eslint-enable @typescript-eslint/no-require-imports */
     // Lambdas share no memory: a waiting caller re-reads the record (see completions.ts).
     completions: overrides.completions ?? new PollingCompletions(),
-    objects: overrides.objects ?? noObjectStore,
     assetLinks: overrides.assetLinks ?? new HmacAssetLinks(lazyKeyMaterial, config.assetLinkTtlSeconds),
     clock: overrides.clock ?? systemClock,
     ids: overrides.ids ?? randomIds,
@@ -136,18 +144,6 @@ export function dynamoStores(config: Config) {
     deployments: new DeploymentsStore(db, config.table),
   };
 }
-
-const unconfigured = (): Promise<never> => Promise.reject(new Error('no object store is configured'));
-/** Stands in where no object store is configured: fails on use, not when deps are built. */
-const noObjectStore: ObjectStorePort = {
-  put: unconfigured,
-  head: unconfigured,
-  read: unconfigured,
-  remove: unconfigured,
-  removePrefix: unconfigured,
-  presignUpload: unconfigured,
-  presignDownload: unconfigured,
-};
 
 let lambda: Deps | undefined;
 
