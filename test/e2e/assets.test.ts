@@ -1,20 +1,18 @@
 /**
- * Asset links on the local runtime over real HTTP: a link minted by the runtime's own links
- * port serves the object's exact bytes through the gateway, and stops at once when its
- * deployment is deleted.
+ * Asset links on the local runtime over real HTTP, on its S3 emulation: a link minted by the
+ * runtime's own links port serves the object's exact bytes through the gateway, and stops at
+ * once when its deployment is deleted.
  */
 import { randomUUID } from 'node:crypto';
 import { executionObjectKey } from '../../functions/core/object-keys';
 import type { ObjectRef } from '../../functions/core/ports';
-import { MemoryObjects } from '../support/memory-objects-links';
 import { greeting, startTestRuntime, type Published, type TestRuntime } from '../support/runtime';
 
-const objects = new MemoryObjects();
 let rt: TestRuntime;
 let pub: Published;
 
 beforeAll(async () => {
-  rt = await startTestRuntime({ wrapDeps: (d) => ({ ...d, objects }) });
+  rt = await startTestRuntime();
   pub = await rt.publishPipeline('asset-links', greeting);
 });
 afterAll(async () => {
@@ -23,7 +21,7 @@ afterAll(async () => {
 
 async function stored(name: string, body: Buffer, mediaType: string): Promise<ObjectRef> {
   const key = executionObjectKey({ kind: 'api', deployment_id: pub.deploymentId, pipeline_id: 'asset-links', execution_id: randomUUID() }, name);
-  await objects.put(key, body, mediaType);
+  await rt.deps.objects.put(key, body, mediaType);
   return { key, media_type: mediaType, bytes: body.length, sha256: '' };
 }
 
@@ -41,6 +39,8 @@ describe('asset links on the local runtime', () => {
     const b = await fetch(drawing.url);
     const bBytes = Buffer.from(await b.arrayBuffer());
     const tampered = await fetch(`${photo.url.slice(0, -2)}AA`);
+    const part = await fetch(photo.url, { headers: { range: 'bytes=10-19' } });
+    const partBytes = Buffer.from(await part.arrayBuffer());
     const deleted = await rt.owner('DELETE', `/v1/pipelines/asset-links/deployment?confirm=${pub.deploymentId}`);
     const after = await fetch(photo.url);
 
@@ -54,6 +54,9 @@ describe('asset links on the local runtime', () => {
     expect(bBytes.equals(svg)).toBe(true);
     expect(b.headers.get('content-disposition')).toBe('attachment; filename="out.drawing"');
     expect(tampered.status).toBe(404);
+    expect(part.status).toBe(206);
+    expect(partBytes.equals(jpeg.subarray(10, 20))).toBe(true);
+    expect(part.headers.get('content-range')).toBe(`bytes 10-19/${jpeg.length}`);
     expect(deleted.status).toBe(204);
     expect(after.status).toBe(404);
     expect(((await after.json()) as { error: string }).error).toBe('Asset Not Found');
