@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { readConfig, type Config } from '../../lib/config';
 import type {
+  AssetLinksPort,
   Clock,
   CompletionsPort,
   DeploymentsPort,
@@ -15,6 +16,7 @@ import type {
   WaitSlotsPort,
   WorkflowPort,
 } from '../core/ports';
+import { HmacAssetLinks } from './asset-links';
 import { PollingCompletions } from './completions';
 import { DynamoWaitSlots } from './wait-slots.store';
 import { DeploymentsStore } from './deployments.store';
@@ -41,6 +43,8 @@ export interface Deps {
   completions: CompletionsPort;
   /** Bounds the callers waiting at once; none: unbounded. */
   waitSlots: WaitSlotsPort | undefined;
+  /** Mints the capability links callers receive for stored objects. */
+  assetLinks: AssetLinksPort;
   clock: Clock;
   ids: IdSource;
   log: Logger;
@@ -122,6 +126,7 @@ export function createDeps(config: Config, overrides: Partial<Omit<Deps, 'config
     // Lambdas share no memory: a waiting caller re-reads the record (see completions.ts).
     completions: overrides.completions ?? new PollingCompletions(),
     waitSlots: 'waitSlots' in overrides ? overrides.waitSlots : config.maxWaiters > 0 ? new DynamoWaitSlots(stores.db, config.table, config.waitScope, config.maxWaiters) : undefined,
+    assetLinks: overrides.assetLinks ?? new HmacAssetLinks(lazyKeyMaterial, config.assetLinkTtlSeconds),
     clock: overrides.clock ?? systemClock,
     ids: overrides.ids ?? randomIds,
     log: overrides.log ?? createLogger(),

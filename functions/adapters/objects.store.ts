@@ -9,7 +9,7 @@ import {
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
-import type { ObjectStorePort, PresignedDownload, PresignedUpload } from '../core/ports';
+import type { ByteRange, ObjectStorePort, OpenedObject, PresignedDownload, PresignedUpload } from '../core/ports';
 
 /** S3 deletes at most this many keys per DeleteObjects and lists at most this many per page. */
 const S3_BATCH = 1000;
@@ -93,7 +93,7 @@ export class S3ObjectStore implements ObjectStorePort {
    * lie within it), with its whole size and media type; null when there is no such object. The
    * body is S3's own response stream, so an answer is never held whole in memory.
    */
-  async open(key: string, range?: { start: number; end: number }): Promise<{ bytes: number; media_type: string; body: AsyncIterable<Uint8Array> } | null> {
+  async open(key: string, range?: ByteRange): Promise<OpenedObject | null> {
     try {
       const got = await this.client.send(
         new GetObjectCommand({ Bucket: this.bucket, Key: key, ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}) }),
@@ -181,6 +181,7 @@ export class S3ObjectStore implements ObjectStorePort {
     }
   }
 }
+
 
 /** The store for `bucket`, its client built from the settings (and, locally, explicit credentials). */
 export function createObjectStore(settings: S3Settings, bucket: string, credentials?: S3ClientConfig['credentials']): S3ObjectStore {

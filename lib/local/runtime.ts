@@ -27,7 +27,6 @@ import { LocalQueue, LocalQueuePort } from './queue';
 import { listen, ownerTokenOf, persistent } from './bootstrap';
 import { startLocalS3, type LocalS3 } from './s3';
 import { createObjectStore } from '../../functions/adapters/objects.store';
-import { recordRuntimeUrl } from './runtime-url';
 import { drainWorkflow, refuseWhileStopping, type StopOptions, type StopReport } from './shutdown';
 import { LocalWorkflow } from './workflow';
 import { createHandler as authorizer } from '../../functions/authorizer/handler';
