@@ -57,8 +57,8 @@ export const CALLER_SCHEMAS: Record<string, JsonSchema> = {
   RawValue: { type: ['string', 'number', 'boolean'], description: 'A string, a finite number or a boolean.' },
   InputValueType: {
     type: 'string',
-    enum: ['string', 'integer', 'float', 'boolean', 'reference'],
-    description: '`reference`: an absolute http(s) URL; callers send it with value_type REFERENCE and nodes receive it as a string.',
+    enum: ['string', 'integer', 'float', 'boolean', 'reference', 'asset'],
+    description: '`reference`: an absolute http(s) URL; callers send it with value_type REFERENCE and nodes receive it as a string. `asset`: a file; callers send it with value_type ASSET (base64, a data URI, or an upload).',
   },
   ExecutionStatus: {
     type: 'string',
@@ -153,7 +153,13 @@ export const CALLER_SCHEMAS: Record<string, JsonSchema> = {
         items: {
           type: 'object',
           required: ['id', 'value_type', 'value'],
-          properties: { id: schemaRef('NodeId'), value_type: schemaRef('InputValueType'), value: schemaRef('RawValue') },
+          properties: {
+            id: schemaRef('NodeId'),
+            value_type: schemaRef('InputValueType'),
+            value: schemaRef('RawValue'),
+            media_types: { type: 'array', items: { type: 'string' }, description: 'Asset inputs: the media types accepted (sniffed from the bytes); absent: any.' },
+            max_bytes: { type: 'integer', minimum: 1, description: 'Asset inputs: the largest file accepted; absent: up to the inline and upload limits.' },
+          },
         },
         description: 'Visible inputs with their published values.',
       },
