@@ -26,6 +26,8 @@ export interface Route {
 export const ROUTES: readonly Route[] = [
   // Callers, with a deployment's API key.
   { method: 'POST', path: '/v1/deployments/{deployment_id}/executions', handler: 'execute', auth: 'apiKey', waits: true, inlineAssets: true },
+  // A presigned PUT for a file too large to send inline (functions/core/upload-request.ts).
+  { method: 'POST', path: '/v1/deployments/{deployment_id}/uploads', handler: 'upload-create', auth: 'apiKey' },
   { method: 'GET', path: '/v1/deployments/executions/{execution_id}/status', handler: 'execution-status', auth: 'apiKey', waits: true },
   { method: 'GET', path: '/v1/deployments/executions/{execution_id}/result', handler: 'execution-result', auth: 'apiKey', waits: true },
   { method: 'POST', path: '/v1/deployments/executions/{execution_id}/cancel', handler: 'execution-cancel', auth: 'apiKey' },

@@ -8,9 +8,11 @@ import type {
   HttpPort,
   IdSource,
   KeyMaterialPort,
+  ObjectStorePort,
   OwnerSecretsPort,
   PipelinesPort,
   QueuePort,
+  UploadsPort,
   WorkflowPort,
 } from '../core/ports';
 import { PollingCompletions } from './completions';
@@ -20,6 +22,7 @@ import { ExecutionsStore } from './executions.store';
 import { createLogger, type Logger } from './logger';
 import { OwnerSecretsStore } from './owner-secrets.store';
 import { PipelinesStore } from './pipelines.store';
+import { UploadsStore } from './uploads.store';
 
 /** Everything a service needs from the outside world: ports, configuration, clock, ids, log. */
 export interface Deps {
@@ -32,6 +35,10 @@ export interface Deps {
   keyMaterial: KeyMaterialPort;
   ownerSecrets: OwnerSecretsPort;
   http: HttpPort;
+  /** Asset bytes and values too large for a record (S3 on AWS). */
+  objects: ObjectStorePort;
+  /** Callers' uploads (single use, expiring). */
+  uploads: UploadsPort;
   /** Wakes callers waiting for an execution to finish (`Prefer: wait`). */
   completions: CompletionsPort;
   clock: Clock;
@@ -103,6 +110,8 @@ export function createDeps(config: Config, overrides: Partial<Omit<Deps, 'config
       return http;
     },
     /* eslint-enable @typescript-eslint/no-require-imports */
+    objects: overrides.objects ?? noObjectStore,
+    uploads: overrides.uploads ?? stores.uploads,
     // Lambdas share no memory: a waiting caller re-reads the record (see completions.ts).
     completions: overrides.completions ?? new PollingCompletions(),
     clock: overrides.clock ?? systemClock,
@@ -125,8 +134,21 @@ export function dynamoStores(config: Config) {
     // before the item: see ExecutionsStore's markerFollowUp.
     executions: new ExecutionsStore(db, config.table, config.trackOpen, config.dynamodbEndpoint !== undefined),
     deployments: new DeploymentsStore(db, config.table),
+    uploads: new UploadsStore(db, config.table),
   };
 }
+
+const unconfigured = (): Promise<never> => Promise.reject(new Error('no object store is configured'));
+/** Until an object store is configured, every use fails (and says why). */
+const noObjectStore: ObjectStorePort = {
+  put: unconfigured,
+  head: unconfigured,
+  read: unconfigured,
+  remove: unconfigured,
+  removePrefix: unconfigured,
+  presignUpload: unconfigured,
+  presignDownload: unconfigured,
+};
 
 let lambda: Deps | undefined;
 

@@ -18,9 +18,15 @@ export const INLINE_ASSET_BODY_MAX_BYTES = 4 * 1024 * 1024;
 /** An asset input's current value in a definition (a data URI) decodes to at most this many bytes. */
 export const DEFINITION_ASSET_MAX_BYTES = 64 * 1024;
 
-/** The largest upload (bytes), and the longest an upload URL stays usable (seconds). */
-export const UPLOAD_MAX_BYTES = 5 * 1024 * 1024 * 1024;
-export const UPLOAD_TTL_SECONDS = 3600;
+/**
+ * The largest upload (bytes). Using an upload reads it once to sniff and hash it, in the
+ * execute function's memory: 100 MiB keeps that inside a 1 GB function with room.
+ */
+export const UPLOAD_MAX_BYTES = 100 * 1024 * 1024;
+/** How long an upload URL accepts the PUT (seconds). */
+export const UPLOAD_URL_TTL_SECONDS = 3600;
+/** How long an upload may be used in an execution after it was created (seconds): a day. */
+export const UPLOAD_USE_SECONDS = 24 * 3600;
 
 /** The route a caller uses for files too large to send inline (as a caller writes it). */
 export const UPLOADS_ROUTE = 'POST /v1/deployments/{deployment_id}/uploads/';

@@ -1,3 +1,4 @@
+import type { ObjectRef } from './ports';
 import type { ExecutionStatus } from './transitions';
 
 /** A RAW value: what inputs hold and outputs must produce. */
@@ -116,8 +117,10 @@ export interface Execution {
   version: number;
   deployment_id: string | null;
   status: ExecutionStatus;
-  /** The effective input values the engine runs with. */
+  /** The effective input values the engine runs with (asset inputs: see `assets`). */
   inputs: Record<string, RawValue>;
+  /** Asset inputs: where their bytes are stored (never the bytes). Absent on records without assets. */
+  assets?: Record<string, ObjectRef> | null;
   /** Every output's value once completed. */
   outputs: Record<string, RawValue> | null;
   /** Output ids a caller may see (API executions); null for runs, which see all. */

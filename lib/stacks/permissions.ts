@@ -55,8 +55,11 @@ const access = (table: readonly TableAction[], more: Partial<Omit<FunctionAccess
 export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   // Callers.
   authorizer: access(READ, { secret: true }),
-  // Idempotency claim and execution record are conditional puts; nothing is updated.
-  execute: access(CREATE_EXECUTION, { send: ['executions'] }),
+  // Idempotency claim and execution record are conditional puts; an upload it uses is claimed
+  // with a conditional update (single use).
+  execute: access([...CREATE_EXECUTION, 'UpdateItem'], { send: ['executions'] }),
+  // Reads the deployment, records the upload (conditional put); the PUT URL is presigned.
+  'upload-create': access(['GetItem', 'PutItem']),
   'execution-status': access(READ),
   'execution-result': access(READ),
   // Cancel moves the execution, then records the run pointer and owes a callback (afterTerminal).
