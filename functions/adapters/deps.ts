@@ -35,7 +35,7 @@ export interface Deps {
   keyMaterial: KeyMaterialPort;
   ownerSecrets: OwnerSecretsPort;
   http: HttpPort;
-  /** Asset bytes and values too large for a record (S3 on AWS). */
+  /** The one bucket: asset bytes and values too large for a record (functions/core/object-keys.ts). */
   objects: ObjectStorePort;
   /** Callers' uploads (single use, expiring). */
   uploads: UploadsPort;
@@ -55,9 +55,10 @@ export const randomIds: IdSource = { uuid: () => randomUUID() };
 /**
  * The one place dependencies are built, for Lambda, the local runtime and tests alike: AWS
  * adapters from the configuration, each replaceable through `overrides`. The DynamoDB client
- * and stores are built at once (cheap until used); the SQS, Step Functions and Secrets
- * Manager clients and the guarded HTTP client are built on first use, and required only then,
- * so a function that never sends, starts or reads key material neither loads nor bundles them
+ * and stores are built at once (cheap until used); the SQS, Step Functions, Secrets
+ * Manager and S3 clients and the guarded HTTP client are built on first use, and required only
+ * then, so a function that never sends, starts, reads key material or touches objects neither
+ * loads nor bundles them
  * (lib/stacks/permissions.ts bundleExternals leaves them out of its bundle).
  */
 export function createDeps(config: Config, overrides: Partial<Omit<Deps, 'config'>> = {}): Deps {
@@ -66,6 +67,7 @@ export function createDeps(config: Config, overrides: Partial<Omit<Deps, 'config
   let workflow = overrides.workflow;
   let keyMaterial = overrides.keyMaterial;
   let http = overrides.http;
+  let objects = overrides.objects;
   // The key material is read on first use; owner secrets ask for it through the getter below.
   const lazyKeyMaterial: KeyMaterialPort = { material: () => d.keyMaterial.material() };
   /* eslint-disable @typescript-eslint/no-require-imports -- lazy on purpose, see above */
@@ -109,8 +111,14 @@ export function createDeps(config: Config, overrides: Partial<Omit<Deps, 'config
       }
       return http;
     },
+    get objects(): ObjectStorePort {
+      if (!objects) {
+        const { createObjectStore } = require('./objects.store') as typeof import('./objects.store');
+        objects = createObjectStore(config, config.bucket);
+      }
+      return objects;
+    },
     /* eslint-enable @typescript-eslint/no-require-imports */
-    objects: overrides.objects ?? noObjectStore,
     uploads: overrides.uploads ?? stores.uploads,
     // Lambdas share no memory: a waiting caller re-reads the record (see completions.ts).
     completions: overrides.completions ?? new PollingCompletions(),
@@ -137,18 +145,6 @@ export function dynamoStores(config: Config) {
     uploads: new UploadsStore(db, config.table),
   };
 }
-
-const unconfigured = (): Promise<never> => Promise.reject(new Error('no object store is configured'));
-/** Until an object store is configured, every use fails (and says why). */
-const noObjectStore: ObjectStorePort = {
-  put: unconfigured,
-  head: unconfigured,
-  read: unconfigured,
-  remove: unconfigured,
-  removePrefix: unconfigured,
-  presignUpload: unconfigured,
-  presignDownload: unconfigured,
-};
 
 let lambda: Deps | undefined;
 

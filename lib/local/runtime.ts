@@ -26,6 +26,8 @@ import { ensureTable, startDynalite, type LocalDynamo } from './dynamo';
 import { createGateway, createLocalServer } from './gateway';
 import { createLambdaContext } from './lambda-context';
 import { LocalQueue, LocalQueuePort } from './queue';
+import { startLocalS3, type LocalS3 } from './s3';
+import { createObjectStore } from '../../functions/adapters/objects.store';
 import { recordRuntimeUrl } from './runtime-url';
 import { drainWorkflow, refuseWhileStopping, type StopOptions, type StopReport } from './shutdown';
 import { LocalWorkflow } from './workflow';
@@ -63,6 +65,8 @@ export interface Runtime {
   url: string;
   ownerToken: string;
   dataDir: string;
+  /** The S3 emulation's endpoint (path-style; presigned URLs point here). */
+  s3Url: string;
   /** PIPEGATE_DRAIN_SECONDS: how long a stop waits for running executions. */
   drainSeconds: number;
   deps: Deps;
@@ -86,6 +90,9 @@ function persistent(path: string, create: () => string): string {
 
 export { DataDirInUseError };
 export type { StopOptions, StopReport };
+
+/** The local S3 emulation's one access key id (its secret is the data dir's `s3-secret`). */
+export const LOCAL_S3_ACCESS_KEY_ID = 'PIPEGATELOCALS3';
 
 export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> {
   const env = opts.env ?? process.env;
@@ -130,7 +137,20 @@ async function startLocked(
     ...(opts.inMemory ? {} : { path: join(dataDir, 'db') }),
     inProcess: settings.dynamodbTransport === 'in-process',
   });
-  const config: Config = { ...settings, dynamodbEndpoint: dynamo.endpoint };
+  // S3 on its own listener beside the API (same host): presigned upload URLs point at it. Its
+  // one access key signs for every local function; the secret stays in the data dir.
+  const s3Credentials = {
+    accessKeyId: LOCAL_S3_ACCESS_KEY_ID,
+    secretAccessKey: persistent(join(dataDir, 's3-secret'), () => randomBytes(30).toString('base64')),
+  };
+  const s3: LocalS3 = await startLocalS3({
+    dir: join(dataDir, 'objects'),
+    buckets: [settings.bucket],
+    region: settings.region,
+    secretOf: (id) => (id === s3Credentials.accessKeyId ? s3Credentials.secretAccessKey : undefined),
+    host: opts.host ?? env.HOST ?? '127.0.0.1',
+  });
+  const config: Config = { ...settings, dynamodbEndpoint: dynamo.endpoint, s3Endpoint: s3.url, s3ForcePathStyle: true };
   await ensureTable(dynamo.endpoint, config.table);
 
   const queue = (id: QueueName) =>
@@ -166,6 +186,7 @@ async function startLocked(
     workflow,
     keyMaterial,
     http: createGuardedHttp({ allowPrivate: config.allowPrivateUrls }),
+    objects: createObjectStore(config, config.bucket, s3Credentials),
     // Every function runs in this process, so the terminal write itself wakes waiting callers.
     completions: new InProcessCompletions(),
     log,
@@ -242,6 +263,7 @@ async function startLocked(
       server.closeAllConnections();
     });
     await dynamo.close();
+    await s3.stop();
     forgetUrl();
     await dataDirLock.release();
     return report;
@@ -250,6 +272,7 @@ async function startLocked(
     url,
     ownerToken,
     dataDir,
+    s3Url: s3.url,
     drainSeconds: config.drainSeconds,
     deps: d,
     queues,

@@ -10,6 +10,12 @@ export type TableAction = 'GetItem' | 'PutItem' | 'UpdateItem' | 'DeleteItem';
 /** What a Query reads: the table itself (by partition key) or one of its indexes. */
 export type QueryTarget = 'table' | 'gsi1' | 'sweep' | 'executions';
 export type StatesAction = 'StartExecution' | 'StopExecution';
+/**
+ * What a function does with objects in the one bucket: read (GetObject, which HeadObject and
+ * presigned GETs are authorized as), write (PutObject, and presigned PUTs), delete (DeleteObject
+ * and, to find what a prefix holds, ListBucket).
+ */
+export type ObjectAction = 'read' | 'write' | 'delete';
 export type { QueueName };
 
 export interface FunctionAccess {
@@ -25,6 +31,8 @@ export interface FunctionAccess {
   secret: boolean;
   /** Step Functions actions on the pipegate state machine (StopExecution: on its executions). */
   states: readonly StatesAction[];
+  /** Object storage (Deps.objects); a function with none neither loads nor bundles the S3 client. */
+  objects: readonly ObjectAction[];
 }
 
 // Derived from what each handler's code calls, through functions/services to the stores'
@@ -49,6 +57,7 @@ const access = (table: readonly TableAction[], more: Partial<Omit<FunctionAccess
   consumes: more.consumes,
   secret: more.secret ?? false,
   states: more.states ?? [],
+  objects: more.objects ?? [],
 });
 
 /** Keyed by handler name (the folder under functions/). */
@@ -57,9 +66,10 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   authorizer: access(READ, { secret: true }),
   // Idempotency claim and execution record are conditional puts; an upload it uses is claimed
   // with a conditional update (single use).
-  execute: access([...CREATE_EXECUTION, 'UpdateItem'], { send: ['executions'] }),
+  // Inline assets are written under the execution; an upload it uses is read (sniffed, hashed).
+  execute: access([...CREATE_EXECUTION, 'UpdateItem'], { send: ['executions'], objects: ['read', 'write'] }),
   // Reads the deployment, records the upload (conditional put); the PUT URL is presigned.
-  'upload-create': access(['GetItem', 'PutItem']),
+  'upload-create': access(['GetItem', 'PutItem'], { objects: ['write'] }),
   'execution-status': access(READ),
   'execution-result': access(READ),
   // Cancel moves the execution, then records the run pointer and owes a callback (afterTerminal).
@@ -130,6 +140,7 @@ export function bundleExternals(name: string): string[] {
   if (a.send.length === 0) unused.push('@aws-sdk/client-sqs');
   if (a.states.length === 0) unused.push('@aws-sdk/client-sfn');
   if (!a.secret) unused.push('@aws-sdk/client-secrets-manager');
+  if (a.objects.length === 0) unused.push('@aws-sdk/client-s3', '@aws-sdk/s3-request-presigner');
   return [
     ...unused,
     '@aws-sdk/nested-clients',

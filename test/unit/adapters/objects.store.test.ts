@@ -1,0 +1,128 @@
+import {
+  DeleteObjectCommand,
+  DeleteObjectsCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  NoSuchKey,
+  NotFound,
+  PutObjectCommand,
+  S3Client,
+  S3ServiceException,
+} from '@aws-sdk/client-s3';
+import { mockClient } from 'aws-sdk-client-mock';
+import { s3ClientConfig, S3ObjectStore } from '../../../functions/adapters/objects.store';
+
+const meta = { $metadata: {} };
+const NOW = new Date('2026-11-24T12:00:00.000Z');
+
+describe('S3ObjectStore', () => {
+  const s3 = mockClient(S3Client);
+  beforeEach(() => s3.reset());
+  const client = () => new S3Client({ ...s3ClientConfig({ region: 'eu-west-1' }), credentials: { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'secret' } });
+  const store = () => new S3ObjectStore(client(), 'the-bucket', () => NOW);
+  // What the SDK's streaming body offers the adapter.
+  const body = (bytes: number[]) => ({ transformToByteArray: () => Promise.resolve(Uint8Array.from(bytes)) });
+
+  it('puts the bytes with their media type and exact length', async () => {
+    s3.on(PutObjectCommand).resolves({});
+
+    await store().put('d/x/e/y/out', Uint8Array.from([1, 2, 3]), 'image/png');
+
+    const input = s3.commandCalls(PutObjectCommand)[0]?.args[0].input;
+    expect(input).toMatchObject({ Bucket: 'the-bucket', Key: 'd/x/e/y/out', ContentType: 'image/png', ContentLength: 3 });
+  });
+
+  it('heads an object as its size and media type, and a missing one as null', async () => {
+    s3.on(HeadObjectCommand, { Key: 'a' }).resolves({ ContentLength: 12, ContentType: 'image/jpeg' });
+    s3.on(HeadObjectCommand, { Key: 'b' }).rejects(new NotFound({ message: 'NotFound', ...meta }));
+
+    expect(await store().head('a')).toEqual({ bytes: 12, media_type: 'image/jpeg' });
+    expect(await store().head('b')).toBeNull();
+  });
+
+  it('passes other failures on', async () => {
+    s3.on(HeadObjectCommand).rejects(new S3ServiceException({ name: 'AccessDenied', $fault: 'client', message: 'denied', $metadata: { httpStatusCode: 403 } }));
+
+    await expect(store().head('a')).rejects.toMatchObject({ name: 'AccessDenied' });
+  });
+
+  it('reads the whole object, or the first maxBytes through a Range', async () => {
+    s3.on(GetObjectCommand).callsFake(() => ({ Body: body([9, 8, 7]) as never }));
+
+    expect(await store().read('a')).toEqual(Uint8Array.from([9, 8, 7]));
+    expect(await store().read('a', 2)).toEqual(Uint8Array.from([9, 8, 7]));
+    expect(s3.commandCalls(GetObjectCommand).map((c) => c.args[0].input.Range)).toEqual([undefined, 'bytes=0-1']);
+  });
+
+  it('reads a missing object as null, and an empty one (which refuses any Range) as empty', async () => {
+    s3.on(GetObjectCommand, { Key: 'gone' }).rejects(new NoSuchKey({ message: 'no', ...meta }));
+    s3.on(GetObjectCommand, { Key: 'empty' }).rejects(new S3ServiceException({ name: 'InvalidRange', $fault: 'client', message: 'range', $metadata: { httpStatusCode: 416 } }));
+    s3.on(HeadObjectCommand, { Key: 'empty' }).resolves({ ContentLength: 0, ContentType: 'text/plain' });
+
+    expect(await store().read('gone')).toBeNull();
+    expect(await store().read('empty', 10)).toEqual(new Uint8Array(0));
+  });
+
+  it('removes one key with DeleteObject and many in batches of 1000, each key once', async () => {
+    s3.on(DeleteObjectCommand).resolves({});
+    s3.on(DeleteObjectsCommand).resolves({});
+
+    await store().remove(['only', 'only']);
+    await store().remove(Array.from({ length: 2500 }, (_, i) => `k${i}`));
+
+    expect(s3.commandCalls(DeleteObjectCommand)[0]?.args[0].input).toEqual({ Bucket: 'the-bucket', Key: 'only' });
+    expect(s3.commandCalls(DeleteObjectsCommand).map((c) => c.args[0].input.Delete?.Objects?.length)).toEqual([1000, 1000, 500]);
+    expect(s3.commandCalls(DeleteObjectsCommand)[0]?.args[0].input.Delete?.Quiet).toBe(true);
+  });
+
+  it('fails when DeleteObjects reports keys it could not delete', async () => {
+    s3.on(DeleteObjectsCommand).resolves({ Errors: [{ Key: 'k1', Code: 'AccessDenied', Message: 'Access Denied' }] });
+
+    await expect(store().remove(['k1', 'k2'])).rejects.toThrow('could not delete 1 of 2 objects (first: k1: AccessDenied');
+  });
+
+  it('removes a prefix page by page and counts what it removed', async () => {
+    s3.on(ListObjectsV2Command, { ContinuationToken: undefined }).resolves({ Contents: [{ Key: 'd/x/1' }, { Key: 'd/x/2' }], IsTruncated: true, NextContinuationToken: 't1' });
+    s3.on(ListObjectsV2Command, { ContinuationToken: 't1' }).resolves({ Contents: [{ Key: 'd/x/3' }], IsTruncated: false });
+    s3.on(DeleteObjectsCommand).resolves({});
+
+    expect(await store().removePrefix('d/x/')).toBe(3);
+    expect(s3.commandCalls(ListObjectsV2Command).map((c) => c.args[0].input.Prefix)).toEqual(['d/x/', 'd/x/']);
+    expect(s3.commandCalls(DeleteObjectsCommand).map((c) => c.args[0].input.Delete?.Objects?.map((o) => o.Key))).toEqual([['d/x/1', 'd/x/2'], ['d/x/3']]);
+  });
+
+  it('refuses to remove the empty prefix (the whole bucket)', async () => {
+    await expect(store().removePrefix('')).rejects.toThrow('non-empty prefix');
+    expect(s3.calls()).toHaveLength(0);
+  });
+
+  it('presigns a PUT whose Content-Type and Content-Length are signed', async () => {
+    const up = await store().presignUpload('d/x/u/y', 'image/png', 1234, 900);
+    const url = new URL(up.url);
+
+    expect(up.method).toBe('PUT');
+    expect(up.headers).toEqual({ 'Content-Type': 'image/png', 'Content-Length': '1234' });
+    expect(up.expires_at).toBe('2026-11-24T12:15:00.000Z');
+    expect(url.pathname).toBe('/d/x/u/y');
+    expect(url.searchParams.get('X-Amz-SignedHeaders')).toBe('content-length;content-type;host');
+    expect(url.searchParams.get('X-Amz-Expires')).toBe('900');
+    expect(url.searchParams.get('X-Amz-Date')).toBe('20261124T120000Z');
+    // No checksum of an empty body rides along (S3 would refuse the caller's bytes with it).
+    expect([...url.searchParams.keys()].filter((k) => k.toLowerCase().includes('checksum'))).toEqual([]);
+  });
+
+  it('refuses an impossible upload size', async () => {
+    await expect(store().presignUpload('k', 'image/png', -1, 60)).rejects.toThrow('invalid upload size');
+  });
+
+  it('presigns a GET answering with the media type and attachment or inline', async () => {
+    const attached = new URL((await store().presignDownload('k/a', 'image/svg+xml', 300, true)).url);
+    const inline = await store().presignDownload('k/a', 'image/png', 300, false);
+
+    expect(attached.searchParams.get('response-content-type')).toBe('image/svg+xml');
+    expect(attached.searchParams.get('response-content-disposition')).toBe('attachment');
+    expect(new URL(inline.url).searchParams.get('response-content-disposition')).toBe('inline');
+    expect(inline.expires_at).toBe('2026-11-24T12:05:00.000Z');
+  });
+});
