@@ -83,7 +83,8 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   'pipeline-get': access(READ),
   // Query lists the owner secrets' names, to warn about references to missing ones.
   'pipeline-push': access(ALL, { query: OWNER_SECRETS }),
-  'run-start': access(CREATE_EXECUTION, { send: ['executions'] }),
+  // A run's asset inputs (data URIs) are stored under the run.
+  'run-start': access(CREATE_EXECUTION, { send: ['executions'], objects: ['write'] }),
   'run-list': access(READ, { query: RUNS }),
   'run-get': access(READ),
   'owner-execution-get': access(READ),
@@ -110,7 +111,8 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   runner: access([], { consumes: 'executions', states: ['StartExecution'] }),
   'task-start': access(UPDATE, { send: ['callbacks'] }),
   // Reads the owner secrets a pipeline references (one Query per container per TTL) and opens them.
-  'task-run': access(UPDATE, { query: OWNER_SECRETS, send: ['callbacks'], secret: true }),
+  // Asset inputs reach nodes as presigned GETs of their objects.
+  'task-run': access(UPDATE, { query: OWNER_SECRETS, send: ['callbacks'], secret: true, objects: ['read'] }),
   'task-fail': access(UPDATE, { send: ['callbacks'] }),
   // Retries go back onto its own queue with a delay.
   'callback-dispatch': access(UPDATE, { consumes: 'callbacks', secret: true, send: ['callbacks'] }),
