@@ -74,6 +74,7 @@ const ConfigSchema = v.object({
   PIPEGATE_MAX_WAIT_SECONDS: int(60, 0, 900),
   PIPEGATE_OWNER_SECRETS_TTL_SECONDS: int(60, 0, 3_600),
   PIPEGATE_PUBLIC_URL: v.optional(PublicUrlSchema),
+  PIPEGATE_ASSET_LINK_TTL_SECONDS: int(86_400, 60, 604_800),
   PIPEGATE_BUCKET: v.optional(v.pipe(v.string(), v.regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be an S3 bucket name')), 'pipegate-objects'),
   PIPEGATE_S3_ENDPOINT: v.optional(v.pipe(v.string(), v.url('must be an absolute URL'))),
   PIPEGATE_S3_FORCE_PATH_STYLE: bool(false),
@@ -123,6 +124,8 @@ export type Config = {
    * otherwise each request's own (API Gateway's host and stage, or the local Host header).
    */
   publicUrl: string | undefined;
+  /** How long an asset link (GET /v1/assets/{token}) works after it is minted. */
+  assetLinkTtlSeconds: number;
   /** The one bucket holding every object (asset bytes, large values); see functions/core/object-keys.ts. */
   bucket: string;
   /** A custom S3 endpoint (the local runtime's emulation, start:synth's endpoint); none on AWS. */
@@ -183,6 +186,7 @@ export function readConfig(env: Record<string, string | undefined> = process.env
     maxWaitSeconds: c.PIPEGATE_MAX_WAIT_SECONDS,
     ownerSecretsTtlSeconds: c.PIPEGATE_OWNER_SECRETS_TTL_SECONDS,
     publicUrl: c.PIPEGATE_PUBLIC_URL,
+    assetLinkTtlSeconds: c.PIPEGATE_ASSET_LINK_TTL_SECONDS,
     bucket: c.PIPEGATE_BUCKET,
     s3Endpoint: c.PIPEGATE_S3_ENDPOINT,
     s3ForcePathStyle: c.PIPEGATE_S3_FORCE_PATH_STYLE,

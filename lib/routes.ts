@@ -38,6 +38,9 @@ export const ROUTES: readonly Route[] = [
   // routes above, which the authorizer guards as usual. Neither serves anything of a deployment.
   { method: 'GET', path: '/v1/deployments/{deployment_id}/docs', handler: 'deployment-docs', auth: 'none' },
   { method: 'GET', path: '/v1/docs/{asset}', handler: 'deployment-docs', auth: 'none' },
+  // A stored object's bytes: the URL is the capability (signed, expiring, bound to one object;
+  // see functions/core/asset-links.ts), so a browser or a callback receiver opens it as it is.
+  { method: 'GET', path: '/v1/assets/{token}', handler: 'asset-get', auth: 'none' },
   // Owners: IAM on AWS, a bearer token on the local runtime.
   { method: 'GET', path: '/v1/pipelines', handler: 'pipeline-list', auth: 'owner' },
   { method: 'PUT', path: '/v1/pipelines/{pipeline_id}', handler: 'pipeline-push', auth: 'owner' },

@@ -17,6 +17,8 @@ export interface RouteAnswer {
   headers?: Record<string, string>;
   /** A body that is not JSON (the docs page and its assets), sent as it is with its content type. */
   text?: { contentType: string; body: string };
+  /** Bytes (an asset), sent base64-encoded as API Gateway's proxy format wants them. */
+  binary?: Uint8Array;
 }
 
 export interface RequestInfo {
@@ -73,6 +75,7 @@ export function bodyText(event: APIGatewayProxyEvent): string | null {
 
 function toResult(r: RouteAnswer, requestId: string): APIGatewayProxyResult {
   const headers: Record<string, string> = { 'x-request-id': requestId, ...r.headers };
+  if (r.binary) return { statusCode: r.status, headers, body: Buffer.from(r.binary).toString('base64'), isBase64Encoded: true };
   if (r.text) return { statusCode: r.status, headers: { 'content-type': r.text.contentType, ...headers }, body: r.text.body };
   if (r.body === undefined) return { statusCode: r.status, headers, body: '' };
   return {

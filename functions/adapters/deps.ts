@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { readConfig, type Config } from '../../lib/config';
 import type {
+  AssetLinksPort,
   Clock,
   CompletionsPort,
   DeploymentsPort,
@@ -15,6 +16,7 @@ import type {
   UploadsPort,
   WorkflowPort,
 } from '../core/ports';
+import { HmacAssetLinks } from './asset-links';
 import { PollingCompletions } from './completions';
 import { DeploymentsStore } from './deployments.store';
 import { createDocumentClient } from './dynamo';
@@ -41,6 +43,8 @@ export interface Deps {
   uploads: UploadsPort;
   /** Wakes callers waiting for an execution to finish (`Prefer: wait`). */
   completions: CompletionsPort;
+  /** Mints the capability links callers receive for stored objects. */
+  assetLinks: AssetLinksPort;
   clock: Clock;
   ids: IdSource;
   log: Logger;
@@ -122,6 +126,7 @@ export function createDeps(config: Config, overrides: Partial<Omit<Deps, 'config
     uploads: overrides.uploads ?? stores.uploads,
     // Lambdas share no memory: a waiting caller re-reads the record (see completions.ts).
     completions: overrides.completions ?? new PollingCompletions(),
+    assetLinks: overrides.assetLinks ?? new HmacAssetLinks(lazyKeyMaterial, config.assetLinkTtlSeconds),
     clock: overrides.clock ?? systemClock,
     ids: overrides.ids ?? randomIds,
     log: overrides.log ?? createLogger(),

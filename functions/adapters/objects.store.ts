@@ -9,7 +9,7 @@ import {
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
-import type { ObjectStorePort, PresignedDownload, PresignedUpload } from '../core/ports';
+import type { ByteRange, ObjectStorePort, OpenedObject, PresignedDownload, PresignedUpload } from '../core/ports';
 
 /** S3 deletes at most this many keys per DeleteObjects and lists at most this many per page. */
 const S3_BATCH = 1000;
@@ -142,6 +142,20 @@ export class S3ObjectStore implements ObjectStorePort {
     return { url, expires_at: new Date(issued.getTime() + ttlSeconds * 1000).toISOString() };
   }
 
+  /** One GetObject whose body is passed on as it arrives (the asset route), never held whole. */
+  async open(key: string, range?: ByteRange): Promise<OpenedObject | null> {
+    try {
+      const got = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key, ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}) }));
+      // With a range, ContentLength is the part's; the whole size is after the slash of ContentRange.
+      const whole = range ? Number(/\/(\d+)$/.exec(got.ContentRange ?? '')?.[1]) : (got.ContentLength ?? 0);
+      const body = got.Body as AsyncIterable<Uint8Array> | undefined;
+      return { bytes: whole, media_type: got.ContentType ?? 'application/octet-stream', body: body ?? emptyBody() };
+    } catch (e) {
+      if (isMissing(e)) return null;
+      throw e;
+    }
+  }
+
   private async deleteBatch(keys: readonly string[]): Promise<void> {
     const out = await this.client.send(
       new DeleteObjectsCommand({ Bucket: this.bucket, Delete: { Objects: keys.map((Key) => ({ Key })), Quiet: true } }),
@@ -153,6 +167,10 @@ export class S3ObjectStore implements ObjectStorePort {
       throw new Error(`S3 could not delete ${failed.length} of ${keys.length} objects (first: ${first?.Key ?? '?'}: ${first?.Code ?? '?'} ${first?.Message ?? ''})`);
     }
   }
+}
+
+async function* emptyBody(): AsyncIterable<Uint8Array> {
+  // Nothing to yield: an empty object.
 }
 
 /** The store for `bucket`, its client built from the settings (and, locally, explicit credentials). */

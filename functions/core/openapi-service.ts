@@ -84,6 +84,51 @@ const DOCS_PATHS: Record<string, PathItem> = {
   },
 };
 
+/** The capability links an ASSET value's URL points at: no credentials, the URL is the proof. */
+function assetPaths(): Record<string, PathItem> {
+  // The asset's own media type is the answer's Content-Type; octet-stream stands for all of them.
+  const bytes = { description: 'The exact bytes, with their own media type as Content-Type.', content: { 'application/octet-stream': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } } };
+  const header = (description: string) => ({ description, schema: { type: 'string' } });
+  return {
+    '/v1/assets/{token}': {
+      get: {
+        tags: ['callers'],
+        operationId: 'getAsset',
+        summary: "A stored asset's bytes, at the link a result or callback gave (signed, expiring, bound to one object)",
+        description: [
+          'Each read of a result mints fresh links, each with its `expires_at` (`PIPEGATE_ASSET_LINK_TTL_SECONDS`, 24 hours by default).',
+          'A link stops working when it expires (410), and at once when its deployment is deleted (404).',
+          'SVG, HTML, XML, scripts, PDF and unknown types are served as attachments; every answer has `X-Content-Type-Options: nosniff`.',
+          'One `Range: bytes=` range is honoured (206).',
+        ].join(' '),
+        security: [],
+        parameters: [
+          { name: 'token', in: 'path', required: true, schema: { type: 'string', maxLength: 2048 }, description: 'The token of the link, as given.' },
+          { name: 'Range', in: 'header', required: false, schema: { type: 'string' }, description: 'One `bytes=` range.' },
+        ],
+        responses: {
+          '200': {
+            ...bytes,
+            headers: {
+              'Content-Length': header('The size in bytes.'),
+              'Content-Disposition': header('`inline` for images, audio, video, plain text and JSON; `attachment` for anything else.'),
+              'X-Content-Type-Options': header('Always `nosniff`.'),
+            },
+          },
+          '206': { ...bytes, description: 'The range asked for.', headers: { 'Content-Range': header('`bytes <first>-<last>/<size>`.') } },
+          '404': { description: 'Asset Not Found: the link was never issued or was altered, its deployment was deleted, or the object is gone.', content: jsonContent(errorSchema('AssetNotFound', 'No asset at this link.', { detail: detailSchema })) },
+          '410': {
+            description: 'Asset Link Expired: read the result again for a fresh link.',
+            content: jsonContent(errorSchema('AssetLinkExpired', 'The link expired.', { detail: detailSchema, expired_at: { type: 'string', format: 'date-time' } }, ['expired_at'])),
+          },
+          '416': { description: 'Range Not Satisfiable.', content: jsonContent(errorSchema('RangeNotSatisfiable', 'The range starts past the end.', { detail: detailSchema })) },
+          ...EVERY_ROUTE_RESPONSES,
+        },
+      },
+    },
+  };
+}
+
 const OWNER_PATHS: Record<string, PathItem> = {
   '/v1/pipelines': {
     get: ownerOp({
@@ -979,7 +1024,7 @@ const DESCRIPTION = [
 ].join('\n');
 
 export function serviceOpenApi() {
-  const paths = { ...callerPaths(), ...DOCS_PATHS, ...OWNER_PATHS };
+  const paths = { ...callerPaths(), ...DOCS_PATHS, ...assetPaths(), ...OWNER_PATHS };
   const available = {
     securitySchemes: { ...CALLER_SECURITY_SCHEMES, ...OWNER_SECURITY_SCHEMES },
     parameters: { ...CALLER_PARAMETERS, ...OWNER_PARAMETERS },

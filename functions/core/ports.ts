@@ -266,6 +266,19 @@ export interface ObjectRef {
   sha256: string;
 }
 
+/** Bytes `start` to `end` of an object, both inclusive (HTTP's Range arithmetic). */
+export interface ByteRange {
+  start: number;
+  end: number;
+}
+
+export interface OpenedObject {
+  /** The whole object's size, whatever range was asked for. */
+  bytes: number;
+  media_type: string;
+  body: AsyncIterable<Uint8Array>;
+}
+
 /** Where a client sends the bytes of an upload itself: a presigned PUT of exactly `bytes`. */
 export interface PresignedUpload {
   url: string;
@@ -288,6 +301,13 @@ export interface ObjectStorePort {
   head(key: string): Promise<{ bytes: number; media_type: string } | null>;
   /** The bytes (or the first `maxBytes` of them), or null when there is no such object. */
   read(key: string, maxBytes?: number): Promise<Uint8Array | null>;
+  /**
+   * The bytes as a stream, for answers too large to hold in memory (the asset route): the
+   * object's size and media type, and its body (bytes `range.start`..`range.end` inclusive when
+   * a range is given, which must lie within the object). Null when there is no such object.
+   * Optional: where an adapter lacks it, the asset route falls back to `read`, whole.
+   */
+  open?(key: string, range?: ByteRange): Promise<OpenedObject | null>;
   /** Removes the objects; unknown keys are not an error. */
   remove(keys: readonly string[]): Promise<void>;
   /** Removes every object whose key starts with `prefix` (a deployment's or execution's). */

@@ -1,82 +1,82 @@
-/**
- * ASSET inputs of an execution request: checked before anything is written (sniffed type,
- * size, the input's restrictions, an upload's ownership, presence and size), then stored (inline
- * bytes) or claimed (uploads, single use) once the execution id is known. Records hold the
- * resulting ObjectRefs, never bytes.
- */
-import { assetRestrictionProblem, sha256Hex, type AssetValueForm } from '../core/assets';
+/** Serving an object at its capability link (GET /v1/assets/{token}). */
+import { assetHeaders, assetLinkKey, parseRange, verifyAssetToken } from '../core/asset-links';
 import { AppError } from '../core/errors';
-import { executionObjectKey, uploadKey } from '../core/object-keys';
-import type { ObjectRef } from '../core/ports';
-import { sniffMediaType } from '../core/sniff';
-import type { ContractInput, Deployment, Execution } from '../core/types';
+import { ownerOfKey, type ObjectOwner } from '../core/object-keys';
+import type { ObjectStorePort, OpenedObject } from '../core/ports';
 import type { Deps } from '../adapters/deps';
 
-/** An asset input that passed every check, ready to be stored or claimed. */
-export interface CheckedAsset {
-  id: string;
-  media_type: string;
-  bytes: number;
-  sha256: string;
-  source: { kind: 'inline'; body: Uint8Array } | { kind: 'upload'; uploadId: string; key: string };
+/** What the asset route answers: headers, and the bytes as a stream (never held whole when the store can stream). */
+export interface AssetAnswer {
+  status: 200 | 206;
+  headers: Record<string, string>;
+  body: AsyncIterable<Uint8Array>;
 }
 
-const invalid = (id: string, reason: string) => new AppError('InvalidInput', `input '${id}' ${reason}`);
-
-/** Checks every asset input of a request; 422 naming the input for the first that does not fit. */
-export async function checkAssets(d: Deps, dep: Pick<Deployment, 'deployment_id' | 'inputs'>, forms: Record<string, AssetValueForm>, now: Date): Promise<CheckedAsset[]> {
-  const checked: CheckedAsset[] = [];
-  for (const input of dep.inputs) {
-    const form = Object.hasOwn(forms, input.id) ? forms[input.id] : undefined;
-    if (input.value_type !== 'asset' || form === undefined) continue;
-    checked.push(form.kind === 'inline' ? await checkInline(input, form.bytes) : await checkUpload(d, dep.deployment_id, input, form.uploadId, now));
-  }
-  return checked;
-}
-
-async function checkInline(input: ContractInput, body: Uint8Array): Promise<CheckedAsset> {
-  const media_type = await sniffMediaType(body);
-  const problem = assetRestrictionProblem(input, { media_type, bytes: body.length });
-  if (problem !== null) throw invalid(input.id, problem);
-  return { id: input.id, media_type, bytes: body.length, sha256: sha256Hex(body), source: { kind: 'inline', body } };
-}
-
-async function checkUpload(d: Deps, deploymentId: string, input: ContractInput, uploadId: string, now: Date): Promise<CheckedAsset> {
-  const record = await d.uploads.get(uploadId, now);
-  // Unknown, expired and another deployment's uploads answer alike: a caller learns nothing of others'.
-  if (!record || record.deployment_id !== deploymentId) throw invalid(input.id, 'names an upload that does not exist or has expired (an upload can be used for a day, with the deployment that made it)');
-  const key = uploadKey(deploymentId, uploadId);
-  const head = await d.objects.head(key);
-  if (!head) throw invalid(input.id, 'names an upload whose bytes have not arrived: PUT them to its upload_url first');
-  if (head.bytes !== record.bytes) throw invalid(input.id, `names an upload of ${head.bytes} bytes, not the ${record.bytes} it was made for`);
-  const body = await d.objects.read(key);
-  if (!body) throw invalid(input.id, 'names an upload whose bytes have not arrived: PUT them to its upload_url first');
-  const media_type = await sniffMediaType(body);
-  const problem = assetRestrictionProblem(input, { media_type, bytes: body.length });
-  if (problem !== null) throw invalid(input.id, problem);
-  return { id: input.id, media_type, bytes: body.length, sha256: sha256Hex(body), source: { kind: 'upload', uploadId, key } };
-}
+const NOT_FOUND_DETAIL = 'no asset at this link: it was never issued, was altered, or what it served was deleted';
+const EXPIRED_DETAIL = (at: string) =>
+  `this link expired at ${at}; read the result again (GET the execution's result, or the run) for a fresh link: every read mints new links, each with its expires_at`;
 
 /**
- * Stores inline bytes under the execution and claims uploads for it (single use), before its
- * record is written. A crash in between leaves objects no record points to (never reachable:
- * links are minted from records only; the bucket's lifecycle removes them) and, for an upload,
- * a claim by an execution id that a retry with the same Idempotency-Key takes up again.
+ * Checks the link, then that what the object belongs to still exists (a deleted deployment's
+ * objects are refused at once, whatever the store still holds), then opens the object. The
+ * answer is the same 404 for a made-up, altered, foreign or revoked link.
  */
-export async function storeAssets(d: Deps, e: Pick<Execution, 'kind' | 'deployment_id' | 'pipeline_id' | 'execution_id'>, checked: readonly CheckedAsset[], now: Date): Promise<Record<string, ObjectRef>> {
-  const refs: Record<string, ObjectRef> = {};
-  for (const a of checked) {
-    let key: string;
-    if (a.source.kind === 'inline') {
-      key = executionObjectKey(e, `in.${a.id}`);
-      await d.objects.put(key, a.source.body, a.media_type);
-    } else {
-      if (!(await d.uploads.consume(a.source.uploadId, e.deployment_id ?? '', e.execution_id, now))) {
-        throw invalid(a.id, 'names an upload that another execution has used already (an upload serves one execution; make a new one)');
-      }
-      key = a.source.key;
-    }
-    Object.defineProperty(refs, a.id, { value: { key, media_type: a.media_type, bytes: a.bytes, sha256: a.sha256 }, enumerable: true, writable: true, configurable: true });
+export async function serveAsset(d: Deps, token: string, rangeHeader: string | undefined): Promise<AssetAnswer> {
+  const now = d.clock.now();
+  const { masterKey } = await d.keyMaterial.material();
+  const check = verifyAssetToken(token, assetLinkKey(masterKey), now);
+  if (!check.ok) {
+    if (check.reason === 'expired') throw new AppError('AssetLinkExpired', EXPIRED_DETAIL(check.expired_at), { expired_at: check.expired_at });
+    throw new AppError('AssetNotFound', NOT_FOUND_DETAIL);
   }
-  return refs;
+  const { claims } = check;
+  const owner = ownerOfKey(claims.key);
+  if (!owner || !(await ownerExists(d, owner))) throw new AppError('AssetNotFound', NOT_FOUND_DETAIL);
+
+  if (rangeHeader === undefined) {
+    const whole = await openObject(d.objects, claims.key);
+    if (!whole) throw new AppError('AssetNotFound', NOT_FOUND_DETAIL);
+    return { status: 200, headers: { ...assetHeaders(claims, whole.bytes, now), 'accept-ranges': 'bytes' }, body: whole.body };
+  }
+  const head = await d.objects.head(claims.key);
+  if (!head) throw new AppError('AssetNotFound', NOT_FOUND_DETAIL);
+  const range = parseRange(rangeHeader, head.bytes);
+  if (range.kind === 'unsatisfiable') {
+    throw new AppError('RangeNotSatisfiable', `the object is ${head.bytes} bytes`, {}, { headers: { 'content-range': `bytes */${head.bytes}` } });
+  }
+  const opened = range.kind === 'whole' ? await openObject(d.objects, claims.key) : await openObject(d.objects, claims.key, range);
+  if (!opened) throw new AppError('AssetNotFound', NOT_FOUND_DETAIL);
+  if (range.kind === 'whole') return { status: 200, headers: { ...assetHeaders(claims, opened.bytes, now), 'accept-ranges': 'bytes' }, body: opened.body };
+  return {
+    status: 206,
+    headers: {
+      ...assetHeaders(claims, range.end - range.start + 1, now),
+      'accept-ranges': 'bytes',
+      'content-range': `bytes ${range.start}-${range.end}/${opened.bytes}`,
+    },
+    body: opened.body,
+  };
+}
+
+async function ownerExists(d: Deps, owner: ObjectOwner): Promise<boolean> {
+  if (owner.kind === 'deployment') {
+    // Consistent: a link must stop working the moment the delete is acknowledged.
+    const dep = await d.deployments.get(owner.deployment_id, true);
+    return dep !== null && dep.status === 'live' && dep.deleted_at === null;
+  }
+  return (await d.pipelines.getMeta(owner.pipeline_id, true)) !== null;
+}
+
+/** The store's stream where it has one; else its whole read, sliced (the store holds it in memory anyway). */
+async function openObject(objects: ObjectStorePort, key: string, range?: { start: number; end: number }): Promise<OpenedObject | null> {
+  if (objects.open) return objects.open(key, range);
+  const head = await objects.head(key);
+  const bytes = await objects.read(key);
+  if (!head || !bytes) return null;
+  const slice = range ? bytes.subarray(range.start, range.end + 1) : bytes;
+  return { bytes: bytes.length, media_type: head.media_type, body: once(slice) };
+}
+
+async function* once(bytes: Uint8Array): AsyncIterable<Uint8Array> {
+  yield bytes;
 }

@@ -13,7 +13,7 @@ import type { CallerAuth } from '../adapters/api';
 import type { Deps } from '../adapters/deps';
 import { epochSeconds } from '../core/time';
 import { enqueueNew } from './enqueue';
-import { checkAssets, storeAssets } from './assets.service';
+import { checkAssets, storeAssets } from './asset-inputs.service';
 import { cancelExecution } from './lifecycle.service';
 
 const IDEMPOTENCY_TTL_SECONDS = 24 * 3600;

@@ -13,7 +13,7 @@ import type { Contract, ContractInput, DeploymentRecord, Execution, PipelineDefi
 import { executeUrl, runBody } from '../core/views';
 import type { Deps } from '../adapters/deps';
 import { epochSeconds } from '../core/time';
-import { checkAssets, storeAssets } from './assets.service';
+import { checkAssets, storeAssets } from './asset-inputs.service';
 import { enqueueNew } from './enqueue';
 
 

@@ -27,6 +27,7 @@ import { createHandler as ownerExecutionCancel } from '../../functions/owner-exe
 import { createHandler as ownerCallbackRedeliver } from '../../functions/owner-callback-redeliver/handler';
 import { createHandler as deploymentExecutions } from '../../functions/deployment-executions/handler';
 import { createHandler as deploymentUsage } from '../../functions/deployment-usage/handler';
+import { createHandler as assetGet } from '../../functions/asset-get/handler';
 
 export type HttpLambda = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult>;
 
@@ -57,4 +58,5 @@ export const HTTP_HANDLERS: Record<string, (deps: DepsSource) => HttpLambda> = {
   'owner-callback-redeliver': ownerCallbackRedeliver,
   'deployment-executions': deploymentExecutions,
   'deployment-usage': deploymentUsage,
+  'asset-get': assetGet,
 };

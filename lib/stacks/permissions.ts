@@ -78,6 +78,9 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   'deployment-openapi': access(READ),
   // Serves a page shell and static files: nothing to read or write.
   'deployment-docs': access([]),
+  // Checks the link with a key derived from the master key, then that the deployment (or
+  // pipeline) the object belongs to is still there.
+  'asset-get': access(READ, { secret: true, objects: ['read'] }),
   // Owners.
   'pipeline-list': access([], { query: RUNS }),
   'pipeline-get': access(READ),

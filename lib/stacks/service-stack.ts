@@ -321,12 +321,11 @@ export class ServiceStack extends Stack {
       requestParameters: Object.fromEntries(pathParams.map((p) => [`method.request.path.${p}`, true])),
     });
     if (route.auth === 'none') {
-      for (const id of ['AwsSolutions-APIG4', 'AwsSolutions-COG4']) {
-        Validations.of(method).acknowledge({
-          id,
-          reason: "The deployment docs page and its static files: a browser loads them without a key header. They serve nothing of a deployment; the page sends the caller's key with its own calls to the authorized routes.",
-        });
-      }
+      const reason =
+        route.handler === 'asset-get'
+          ? 'Asset links: the URL is the capability (an HMAC-signed, expiring token bound to one object, checked by the function with a key derived from the service key material), so a browser or a callback receiver opens it without a key header.'
+          : "The deployment docs page and its static files: a browser loads them without a key header. They serve nothing of a deployment; the page sends the caller's key with its own calls to the authorized routes.";
+      for (const id of ['AwsSolutions-APIG4', 'AwsSolutions-COG4']) Validations.of(method).acknowledge({ id, reason });
     }
   }
 

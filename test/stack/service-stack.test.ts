@@ -96,8 +96,9 @@ describe('API routes from lib/routes.ts', () => {
       expect(m?.props.AuthorizationType).toBe('CUSTOM');
       expect(refOf(m?.props.AuthorizerId)).toBe(authorizerId);
     } else if (route.auth === 'none') {
-      // Only the docs page and its static files: nothing of a deployment without a key.
-      expect(route.handler).toBe('deployment-docs');
+      // Only the docs page and its static files (nothing of a deployment), and asset links,
+      // whose URL is a signed capability checked by the function itself.
+      expect(['deployment-docs', 'asset-get']).toContain(route.handler);
       expect(m?.props.AuthorizationType).toBe('NONE');
       expect(m?.props.AuthorizerId).toBeUndefined();
     } else {

@@ -138,6 +138,7 @@ const EXPECTED_ERRORS: Record<string, ErrorName[]> = {
   'GET /v1/deployments/{deployment_id}/openapi.json': ['DeploymentNotFound'],
   'GET /v1/deployments/{deployment_id}/docs': ['DeploymentNotFound'],
   'GET /v1/docs/{asset}': ['RouteNotFound'],
+  'GET /v1/assets/{token}': ['AssetNotFound', 'AssetLinkExpired', 'RangeNotSatisfiable'],
   'GET /v1/pipelines': [],
   'PUT /v1/pipelines/{pipeline_id}': ['InvalidDefinition', 'PayloadTooLarge'],
   'GET /v1/pipelines/{pipeline_id}': ['PipelineNotFound'],
