@@ -78,6 +78,7 @@ const ConfigSchema = v.object({
   PIPEGATE_BUCKET: v.optional(v.pipe(v.string(), v.regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be an S3 bucket name')), 'pipegate-objects'),
   PIPEGATE_S3_ENDPOINT: v.optional(v.pipe(v.string(), v.url('must be an absolute URL'))),
   PIPEGATE_S3_FORCE_PATH_STYLE: bool(false),
+  PIPEGATE_LOG_FORMAT: v.optional(v.picklist(['json', 'text'], 'must be json or text')),
   AWS_REGION: v.optional(v.string(), 'us-east-1'),
 });
 
@@ -132,6 +133,8 @@ export type Config = {
   s3Endpoint: string | undefined;
   /** Address buckets in the path (`<endpoint>/<bucket>/<key>`), as local endpoints need. */
   s3ForcePathStyle: boolean;
+  /** Local runtime: its log lines as JSON or as text; unset means text on a terminal, JSON otherwise. */
+  logFormat: 'json' | 'text' | undefined;
   region: string;
 };
 
@@ -190,6 +193,7 @@ export function readConfig(env: Record<string, string | undefined> = process.env
     bucket: c.PIPEGATE_BUCKET,
     s3Endpoint: c.PIPEGATE_S3_ENDPOINT,
     s3ForcePathStyle: c.PIPEGATE_S3_FORCE_PATH_STYLE,
+    logFormat: c.PIPEGATE_LOG_FORMAT,
     region: c.AWS_REGION,
   };
 }

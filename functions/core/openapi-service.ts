@@ -182,6 +182,7 @@ const OWNER_PATHS: Record<string, PathItem> = {
       summary: 'Run the latest version, with optional input overrides',
       parameters: [
         parameterRef('PipelineId'),
+        parameterRef('PreferWait'),
       ],
       requestBody: {
         required: false,
@@ -189,6 +190,14 @@ const OWNER_PATHS: Record<string, PathItem> = {
         content: { 'application/json': { schema: schemaRef('RunRequest') } },
       },
       responses: {
+        '200': {
+          description: 'The run finished within `Prefer: wait=N`: as `GET …/runs/{run_id}` shows it.',
+          headers: {
+            Location: { description: 'The status URL.', required: true, schema: { type: 'string', format: 'uri' } },
+            'Preference-Applied': { description: '`wait=<seconds>` actually allowed.', required: true, schema: { type: 'string', pattern: '^wait=\\d+$' } },
+          },
+          content: { 'application/json': { schema: schemaRef('Run') } },
+        },
         '202': {
           description: 'Queued.',
           headers: { Location: { description: 'The status URL.', required: true, schema: { type: 'string', format: 'uri' } } },
@@ -226,6 +235,7 @@ const OWNER_PATHS: Record<string, PathItem> = {
       parameters: [
         parameterRef('PipelineId'),
         parameterRef('RunId'),
+        parameterRef('PreferWait'),
       ],
       responses: {
         '200': { description: 'The run.', content: { 'application/json': { schema: schemaRef('Run') } } },
@@ -972,7 +982,7 @@ const OWNER_SCHEMAS: Record<string, JsonSchema> = {
   InvalidDefinition: errorSchema('InvalidDefinition', 'The definition (or the pipeline id) was refused; `detail` lists every problem.', { detail: problems }, ['detail']),
   InvalidRequest: errorSchema('InvalidRequest', 'The request body or query was refused; `detail` lists every problem.', { detail: problems }, ['detail']),
   ConfirmationRequired: errorSchema('ConfirmationRequired', 'Delete without `?confirm=` naming the deployment id.', { detail: detailSchema }, ['detail']),
-  PublishNoSuccessfulRun: errorSchema('PublishNoSuccessfulRun', 'Publish refused: no run of this pipeline has succeeded.'),
+  PublishNoSuccessfulRun: errorSchema('PublishNoSuccessfulRun', 'Publish refused: no run of this pipeline has succeeded. While a run is still going, `detail` says so and how to wait for it, and `latest_run` names it.', { detail: detailSchema, latest_run: schemaRef('RunSummary') }),
   PublishLatestRunFailed: errorSchema('PublishLatestRunFailed', 'Publish refused: the most recent finished run did not succeed.', { latest_run: schemaRef('RunSummary') }, ['latest_run']),
   PublishNoInputsOrOutputs: errorSchema('PublishNoInputsOrOutputs', 'Publish refused: the version of the latest run has no Input and no Output nodes.'),
   Conflict: errorSchema('Conflict', 'A concurrent publish, rotation or delete changed the deployment; try again.', { detail: detailSchema }, ['detail']),
