@@ -15,11 +15,19 @@ export interface Route {
   auth: RouteAuth;
   /** Honours `Prefer: wait=N`: may hold the request open until the execution finishes. */
   waits?: true;
+  /**
+   * Takes inline ASSET values: bodies up to the inline limit (functions/core/assets.ts
+   * INLINE_ASSET_BODY_MAX_BYTES) reach the handler, which counts all but those values against
+   * the usual limit.
+   */
+  inlineAssets?: true;
 }
 
 export const ROUTES: readonly Route[] = [
   // Callers, with a deployment's API key.
-  { method: 'POST', path: '/v1/deployments/{deployment_id}/executions', handler: 'execute', auth: 'apiKey', waits: true },
+  { method: 'POST', path: '/v1/deployments/{deployment_id}/executions', handler: 'execute', auth: 'apiKey', waits: true, inlineAssets: true },
+  // A presigned PUT for a file too large to send inline (functions/core/upload-request.ts).
+  { method: 'POST', path: '/v1/deployments/{deployment_id}/uploads', handler: 'upload-create', auth: 'apiKey' },
   { method: 'GET', path: '/v1/deployments/executions/{execution_id}/status', handler: 'execution-status', auth: 'apiKey', waits: true },
   { method: 'GET', path: '/v1/deployments/executions/{execution_id}/result', handler: 'execution-result', auth: 'apiKey', waits: true },
   { method: 'POST', path: '/v1/deployments/executions/{execution_id}/cancel', handler: 'execution-cancel', auth: 'apiKey' },

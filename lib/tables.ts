@@ -8,6 +8,7 @@
  *   DEPLOYMENT#<uuid> / DEPLOYMENT        contract snapshot, key hashes, sealed signing secret
  *   EXEC#<uuid> / EXEC                    a run or an API execution
  *   IDEM#<deployment>#<key hash> / IDEM   an Idempotency-Key record (24 h)
+ *   UPLOAD#<uuid> / UPLOAD                a caller's upload: its deployment, size, expiry, the execution that used it
  *   OWNERSECRETS / SECRET#<name>          an owner secret, sealed with the master key
  *   USAGE#<deployment> / <bucket start>    finished executions of a five-minute bucket (2 days)
  */

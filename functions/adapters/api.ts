@@ -90,7 +90,7 @@ function toResult(r: RouteAnswer, requestId: string): APIGatewayProxyResult {
  * mapped through the error catalog. Each handler file exports `createHandler = httpHandler(…)`
  * and `handler = createHandler(lambdaDeps)`; the local runtime builds its own from the same.
  */
-export const httpHandler = (fn: (req: RequestInfo) => Promise<RouteAnswer>) => (deps: DepsSource) =>
+export const httpHandler = (fn: (req: RequestInfo) => Promise<RouteAnswer>, opts: { inlineAssets?: boolean } = {}) => (deps: DepsSource) =>
   middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, Context>()
     .use({
       onError: async (request) => {
@@ -109,8 +109,9 @@ export const httpHandler = (fn: (req: RequestInfo) => Promise<RouteAnswer>) => (
       const d = deps();
       // API Gateway passes bodies up to 10 MB: the contract's limit is every route's to enforce
       // (the local gateway checks it too, which once hid that owner routes did not).
+      // A route taking inline assets (lib/routes.ts inlineAssets) checks its own body in full.
       const text = bodyText(event);
-      if (text !== null && Buffer.byteLength(text, 'utf8') > d.config.maxBodyBytes) throw new AppError('PayloadTooLarge', bodyLimitDetail(d.config.maxBodyBytes));
+      if (!opts.inlineAssets && text !== null && Buffer.byteLength(text, 'utf8') > d.config.maxBodyBytes) throw new AppError('PayloadTooLarge', bodyLimitDetail(d.config.maxBodyBytes));
       const info: RequestInfo = {
         event,
         deps: d,

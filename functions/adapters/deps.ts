@@ -14,6 +14,7 @@ import type {
   PipelinesPort,
   QueuePort,
   WaitSlotsPort,
+  UploadsPort,
   WorkflowPort,
 } from '../core/ports';
 import { HmacAssetLinks } from './asset-links';
@@ -25,6 +26,7 @@ import { ExecutionsStore } from './executions.store';
 import { createLogger, type Logger } from './logger';
 import { OwnerSecretsStore } from './owner-secrets.store';
 import { PipelinesStore } from './pipelines.store';
+import { UploadsStore } from './uploads.store';
 
 /** Everything a service needs from the outside world: ports, configuration, clock, ids, log. */
 export interface Deps {
@@ -39,6 +41,8 @@ export interface Deps {
   http: HttpPort;
   /** The one bucket: asset bytes and values too large for a record (functions/core/object-keys.ts). */
   objects: ObjectStorePort;
+  /** Callers' uploads (single use, expiring). */
+  uploads: UploadsPort;
   /** Wakes callers waiting for an execution to finish (`Prefer: wait`). */
   completions: CompletionsPort;
   /** Bounds the callers waiting at once; none: unbounded. */
@@ -123,6 +127,7 @@ export function createDeps(config: Config, overrides: Partial<Omit<Deps, 'config
       return objects;
     },
     /* eslint-enable @typescript-eslint/no-require-imports */
+    uploads: overrides.uploads ?? stores.uploads,
     // Lambdas share no memory: a waiting caller re-reads the record (see completions.ts).
     completions: overrides.completions ?? new PollingCompletions(),
     waitSlots: 'waitSlots' in overrides ? overrides.waitSlots : config.maxWaiters > 0 ? new DynamoWaitSlots(stores.db, config.table, config.waitScope, config.maxWaiters) : undefined,
@@ -147,6 +152,7 @@ export function dynamoStores(config: Config) {
     // before the item: see ExecutionsStore's markerFollowUp.
     executions: new ExecutionsStore(db, config.table, config.trackOpen, config.dynamodbEndpoint !== undefined),
     deployments: new DeploymentsStore(db, config.table),
+    uploads: new UploadsStore(db, config.table),
   };
 }
 

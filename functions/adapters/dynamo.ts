@@ -65,6 +65,7 @@ export const keys = {
   deployment: (id: string) => ({ pk: `DEPLOYMENT#${id}`, sk: 'DEPLOYMENT' }),
   execution: (id: string) => ({ pk: `EXEC#${id}`, sk: 'EXEC' }),
   idempotency: (deploymentId: string, keyHash: string) => ({ pk: `IDEM#${deploymentId}#${keyHash}`, sk: 'IDEM' }),
+  upload: (id: string) => ({ pk: `UPLOAD#${id}`, sk: 'UPLOAD' }),
   /** Every owner secret shares one partition, so one Query reads them all. */
   ownerSecret: (name: string) => ({ pk: OWNER_SECRETS_PK, sk: `SECRET#${name}` }),
 };

@@ -8,6 +8,7 @@ import { AppError } from './errors';
 import type { ExecutionStatus } from './transitions';
 import { isPlainObject } from './values';
 import type {
+  AssetRestrictions,
   Contract,
   ContractInput,
   ContractOutput,
@@ -18,14 +19,23 @@ import type {
   RunPointer,
 } from './types';
 
+/** An asset input's restrictions, only the ones it has (absent fields stay absent in JSON). */
+export function restrictionsOf(i: AssetRestrictions): AssetRestrictions {
+  const out: AssetRestrictions = {};
+  if (i.media_types !== undefined) out.media_types = [...i.media_types];
+  if (i.max_bytes !== undefined) out.max_bytes = i.max_bytes;
+  return out;
+}
+
 /** Every input and output node of a version, in declaration order, all visible. */
 export function discoverContract(def: PipelineDefinition, runInputs: Record<string, RawValue>): Contract {
   const inputs: ContractInput[] = [];
   const outputs: ContractOutput[] = [];
   for (const [id, node] of Object.entries(def.nodes)) {
     if (node.type === 'input') {
-      const used = Object.prototype.hasOwnProperty.call(runInputs, id) ? runInputs[id] : undefined;
-      inputs.push({ id, value_type: node.value_type, value: used ?? node.value, visible: true });
+      // An asset's run value is stored bytes, not a value to publish: the definition's stays.
+      const used = node.value_type !== 'asset' && Object.prototype.hasOwnProperty.call(runInputs, id) ? runInputs[id] : undefined;
+      inputs.push({ id, value_type: node.value_type, value: used ?? node.value, visible: true, ...restrictionsOf(node) });
     } else if (node.type === 'output') {
       outputs.push({ id, visible: true });
     }
@@ -212,7 +222,7 @@ export function readiness(args: {
 
 export interface CallerContract {
   deployment_id: string;
-  inputs: { id: string; value_type: ContractInput['value_type']; value: RawValue }[];
+  inputs: ({ id: string; value_type: ContractInput['value_type']; value: RawValue } & AssetRestrictions)[];
   outputs: { id: string }[];
 }
 
@@ -220,7 +230,7 @@ export interface CallerContract {
 export function callerContract(d: Pick<Deployment, 'deployment_id' | 'inputs' | 'outputs'>): CallerContract {
   return {
     deployment_id: d.deployment_id,
-    inputs: d.inputs.filter((i) => i.visible).map((i) => ({ id: i.id, value_type: i.value_type, value: i.value })),
+    inputs: d.inputs.filter((i) => i.visible).map((i) => ({ id: i.id, value_type: i.value_type, value: i.value, ...restrictionsOf(i) })),
     outputs: d.outputs.filter((o) => o.visible).map((o) => ({ id: o.id })),
   };
 }

@@ -20,6 +20,16 @@ export interface EngineOptions {
   secrets?: ReadonlyMap<string, string>;
   /** Milliseconds since the epoch, for the trace's times (default Date.now). */
   now?: () => number;
+  /** Asset inputs by id, as nodes see them: where to fetch the file and what it is, never its bytes. */
+  assets?: Readonly<Record<string, AssetView>>;
+}
+
+/** An asset as a transform or http node sees it. */
+export interface AssetView {
+  url: string;
+  media_type: string;
+  bytes: number;
+  sha256: string;
 }
 
 export type EngineResult =
@@ -180,6 +190,7 @@ interface RunContext {
   signal: AbortSignal;
   deadline: number;
   expressionTimeLimitMs: number | undefined;
+  assets: Readonly<Record<string, AssetView>> | undefined;
 }
 
 /** The object a JSONata expression sees: each dependency's value by id, absent when it has none. */
@@ -202,7 +213,12 @@ async function evaluate(text: string, input: Record<string, unknown>, ctx: RunCo
   });
 }
 
-async function runInput(id: string, node: InputNode, inputValues: Record<string, RawValue>): Promise<unknown> {
+async function runInput(id: string, node: InputNode, inputValues: Record<string, RawValue>, ctx: RunContext): Promise<unknown> {
+  if (node.value_type === 'asset') {
+    const view = ctx.assets !== undefined && Object.hasOwn(ctx.assets, id) ? ctx.assets[id] : undefined;
+    if (view === undefined) throw new Error('the file of this asset input was not stored');
+    return { ...view };
+  }
   return Object.hasOwn(inputValues, id) ? inputValues[id] : node.value;
 }
 
@@ -261,7 +277,7 @@ function runNode(
 ): Promise<unknown> {
   switch (node.type) {
     case 'input':
-      return runInput(id, node, inputValues);
+      return runInput(id, node, inputValues, ctx);
     case 'output':
       return runOutput(node, values);
     case 'transform':
@@ -434,6 +450,7 @@ function runUnredacted(
       signal: work.signal,
       deadline: Date.now() + opts.timeoutMs,
       expressionTimeLimitMs: opts.expressionTimeLimitMs,
+      assets: opts.assets,
     };
     const settled = new Map<string, unknown>();
     const pending = new Map<string, Promise<unknown>>();

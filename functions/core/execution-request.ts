@@ -7,14 +7,20 @@ import { createHash } from 'node:crypto';
 import * as v from 'valibot';
 import { sortedJson } from './canonical';
 import { checkUrl } from './address-guard';
+import { acceptsText, INLINE_ASSET_BODY_MAX_BYTES, inlineLimitDetail, parseAssetValue, type AssetValueForm } from './assets';
 import { AppError, bodyLimitDetail } from './errors';
 import type { Contract, RawValue } from './types';
 import { isPlainObject, referenceProblem, requestValueType, valueTypeProblem } from './values';
 
 export interface ExecutionRequest {
   callback: string | null;
-  /** Every contract input: its published value, overridden by the request's. */
+  /** Every contract input but asset inputs: its published value, overridden by the request's. */
   inputs: Record<string, RawValue>;
+  /**
+   * Every asset input: its bytes (given inline, or its published data URI) or the upload it
+   * names. Not yet sniffed: the service sniffs, checks the input's restrictions and stores them.
+   */
+  assets: Record<string, AssetValueForm>;
   /** sha256 hex of the canonical request body, for Idempotency-Key comparisons. */
   requestHash: string;
 }
@@ -92,21 +98,26 @@ export function parseExecutionRequest(
   opts: ExecutionRequestLimits,
 ): ExecutionRequest {
   const text = req.body ?? '';
-  if (Buffer.byteLength(text, 'utf8') > opts.maxBodyBytes) {
-    throw new AppError('PayloadTooLarge', bodyLimitDetail(opts.maxBodyBytes));
-  }
+  const size = Buffer.byteLength(text, 'utf8');
+  // Past the usual limit only inline ASSET values may take the room (up to the inline limit);
+  // everything else in the body still counts against the usual one.
+  const oversize = size > opts.maxBodyBytes;
+  if (size > Math.max(opts.maxBodyBytes, INLINE_ASSET_BODY_MAX_BYTES)) throw new AppError('PayloadTooLarge', inlineLimitDetail());
 
   let raw: unknown = {};
   if (!JSON_WHITESPACE.test(text)) {
     if (!isJsonContentType(req.contentType)) {
+      if (oversize) throw new AppError('PayloadTooLarge', bodyLimitDetail(opts.maxBodyBytes));
       throw new AppError('UnsupportedMediaType', 'the body must be JSON (Content-Type: application/json)');
     }
     try {
       raw = JSON.parse(text);
     } catch {
+      if (oversize) throw new AppError('PayloadTooLarge', bodyLimitDetail(opts.maxBodyBytes));
       throw new AppError('InvalidInputStructure', 'body is not valid JSON');
     }
   }
+  if (oversize && size - inlineAssetChars(raw) > opts.maxBodyBytes) throw new AppError('PayloadTooLarge', bodyLimitDetail(opts.maxBodyBytes));
 
   const body = v.safeParse(Body, raw, { abortEarly: true });
   if (!body.success) throw structureError(body.issues[0], null);
@@ -129,6 +140,7 @@ export function parseExecutionRequest(
   }
   const visible = new Map(contract.inputs.filter((i) => i.visible).map((i) => [i.id, i]));
   const overrides = new Map<string, RawValue>();
+  const assets = new Map<string, AssetValueForm>();
   for (const [id, { value, value_type }] of given) {
     const input = visible.get(id);
     // Hidden and unknown ids answer alike so that a caller cannot learn what is hidden.
@@ -136,12 +148,13 @@ export function parseExecutionRequest(
       const known = [...visible.keys()];
       throw new AppError('InvalidInput', `unknown input '${id}'; ${known.length ? `the inputs are: ${known.join(', ')}` : 'this deployment takes no inputs'}`);
     }
-    if (value_type === 'ASSET') {
-      throw new AppError('InvalidInput', `input '${id}': value_type ASSET is not supported yet; send RAW values, or REFERENCE URLs for reference inputs`);
-    }
     const wanted = requestValueType(input.value_type);
     if (value_type !== wanted) {
       throw new AppError('InvalidInput', `input '${id}' takes value_type ${wanted} (its type is ${input.value_type}), got ${value_type}`);
+    }
+    if (input.value_type === 'asset') {
+      assets.set(id, assetForm(id, input, value));
+      continue;
     }
     const wrong =
       input.value_type === 'reference'
@@ -158,8 +171,32 @@ export function parseExecutionRequest(
 
   // fromEntries defines own properties, so an input named `__proto__` stays an ordinary key.
   const inputs: Record<string, RawValue> = Object.fromEntries(
-    contract.inputs.map((i) => [i.id, overrides.get(i.id) ?? i.value]),
+    contract.inputs.filter((i) => i.value_type !== 'asset').map((i) => [i.id, overrides.get(i.id) ?? i.value]),
+  );
+  const assetInputs: Record<string, AssetValueForm> = Object.fromEntries(
+    contract.inputs.filter((i) => i.value_type === 'asset').map((i) => [i.id, assets.get(i.id) ?? assetForm(i.id, i, i.value)]),
   );
   // Requests equal up to key order and whitespace hash equally.
-  return { callback, inputs, requestHash: createHash('sha256').update(sortedJson(raw)).digest('hex') };
+  return { callback, inputs, assets: assetInputs, requestHash: createHash('sha256').update(sortedJson(raw)).digest('hex') };
+}
+
+/** An ASSET value's form, or 422 naming the input; inline bytes over the input's max_bytes are refused here already. */
+function assetForm(id: string, input: Contract['inputs'][number], value: unknown): AssetValueForm {
+  if (typeof value !== 'string') throw new AppError('InvalidInput', `input '${id}' must be base64, a base64 data URI or an upload's value (a string)`);
+  const parsed = parseAssetValue(value);
+  if (!parsed.ok) throw new AppError('InvalidInput', `input '${id}' ${parsed.reason}`);
+  if (parsed.form.kind === 'inline' && input.max_bytes !== undefined && parsed.form.bytes.length > input.max_bytes) {
+    throw new AppError('InvalidInput', `input '${id}' is ${parsed.form.bytes.length} bytes but accepts ${acceptsText(input)}`);
+  }
+  return parsed.form;
+}
+
+/** The characters of the body's ASSET values (each a JSON string without escapes: base64 has none). */
+function inlineAssetChars(raw: unknown): number {
+  if (!isPlainObject(raw) || !isPlainObject(raw.workflow_input)) return 0;
+  let n = 0;
+  for (const entry of Object.values(raw.workflow_input)) {
+    if (isPlainObject(entry) && entry.value_type === 'ASSET' && typeof entry.value === 'string') n += Buffer.byteLength(entry.value, 'utf8');
+  }
+  return n;
 }

@@ -5,6 +5,7 @@
  * cannot disagree. Error bodies take their messages from the catalog.
  */
 import { ERRORS, type ErrorName } from './errors';
+import { UPLOAD_SCHEMAS } from './openapi-uploads';
 import { STATUSES, TERMINAL } from './transitions';
 
 export type JsonSchema = Record<string, unknown>;
@@ -46,6 +47,7 @@ export function finishedSchema(result: JsonSchema): JsonSchema {
 }
 
 export const CALLER_SCHEMAS: Record<string, JsonSchema> = {
+  ...UPLOAD_SCHEMAS,
   Uuid: { type: 'string', format: 'uuid' },
   Timestamp: {
     type: 'string',
@@ -57,8 +59,8 @@ export const CALLER_SCHEMAS: Record<string, JsonSchema> = {
   RawValue: { type: ['string', 'number', 'boolean'], description: 'A string, a finite number or a boolean.' },
   InputValueType: {
     type: 'string',
-    enum: ['string', 'integer', 'float', 'boolean', 'reference'],
-    description: '`reference`: an absolute http(s) URL; callers send it with value_type REFERENCE and nodes receive it as a string.',
+    enum: ['string', 'integer', 'float', 'boolean', 'reference', 'asset'],
+    description: '`reference`: an absolute http(s) URL; callers send it with value_type REFERENCE and nodes receive it as a string. `asset`: a file; callers send it with value_type ASSET (base64, a data URI, or an upload).',
   },
   ExecutionStatus: {
     type: 'string',
@@ -153,7 +155,13 @@ export const CALLER_SCHEMAS: Record<string, JsonSchema> = {
         items: {
           type: 'object',
           required: ['id', 'value_type', 'value'],
-          properties: { id: schemaRef('NodeId'), value_type: schemaRef('InputValueType'), value: schemaRef('RawValue') },
+          properties: {
+            id: schemaRef('NodeId'),
+            value_type: schemaRef('InputValueType'),
+            value: schemaRef('RawValue'),
+            media_types: { type: 'array', items: { type: 'string' }, description: 'Asset inputs: the media types accepted (sniffed from the bytes); absent: any.' },
+            max_bytes: { type: 'integer', minimum: 1, description: 'Asset inputs: the largest file accepted; absent: up to the inline and upload limits.' },
+          },
         },
         description: 'Visible inputs with their published values.',
       },
@@ -412,6 +420,22 @@ export function callerPaths(deploymentId?: string, names: CallerSchemaNames = { 
         { operationId: 'getDeploymentContract', summary: 'The visible contract: input ids, types and published values; output ids' },
         { '200': ok('The visible contract.', 'CallerContract'), '404': responseRef('DeploymentNotFound') },
         depParam.length ? { parameters: depParam } : {},
+      ),
+    },
+    [`/v1/deployments/${dep}/uploads`]: {
+      post: op(
+        { operationId: 'createUpload', summary: 'A presigned PUT for a file too large to send inline', description: 'PUT exactly `bytes` bytes to `upload_url` with `headers`, then send `asset` as an asset input\'s value.' },
+        {
+          '201': ok('The upload URL and the asset value to send.', 'UploadAnswer'),
+          '400': oneOf('Invalid Input Structure.', 'InvalidInputStructure'),
+          '404': responseRef('DeploymentNotFound'),
+          '413': responseRef('PayloadTooLarge'),
+          '422': oneOf('Invalid Input: no asset input takes this type and size.', 'InvalidInput'),
+        },
+        {
+          ...(depParam.length ? { parameters: depParam } : {}),
+          requestBody: { required: true, content: { 'application/json': { schema: schemaRef('UploadRequest') } } },
+        },
       ),
     },
     [`/v1/deployments/${dep}/openapi.json`]: {

@@ -16,6 +16,7 @@ import {
   type JsonSchema,
 } from './openapi-shared';
 import type { Deployment, InputValueType } from './types';
+import { acceptsText, INLINE_ASSET_BODY_MAX_BYTES, UPLOAD_VALUE_PREFIX, UPLOADS_ROUTE } from './assets';
 import { requestValueType } from './values';
 
 const JSON_TYPES: Record<InputValueType, JsonSchema> = {
@@ -24,6 +25,10 @@ const JSON_TYPES: Record<InputValueType, JsonSchema> = {
   float: { type: 'number' },
   boolean: { type: 'boolean' },
   reference: { type: 'string', format: 'uri', pattern: '^[Hh][Tt][Tt][Pp][Ss]?://' },
+  asset: {
+    type: 'string',
+    description: `The file: base64, a base64 data URI (data:<media type>;base64,...), or the \`asset.value\` an upload answered (${UPLOAD_VALUE_PREFIX}<upload id>). Inline files make the request body at most ${INLINE_ASSET_BODY_MAX_BYTES} bytes; send larger ones with ${UPLOADS_ROUTE}. The media type is sniffed from the bytes.`,
+  },
 };
 
 export type DeploymentDocumentSource = Pick<Deployment, 'deployment_id' | 'pipeline_id' | 'version' | 'inputs' | 'outputs' | 'published_at'>;
@@ -46,7 +51,7 @@ function executionRequest(c: ReturnType<typeof callerContract>): JsonSchema {
               type: 'object',
               additionalProperties: false,
               required: ['value', 'value_type'],
-              description: `Input \`${i.id}\` (${i.value_type}).`,
+              description: `Input \`${i.id}\` (${i.value_type}${i.value_type === 'asset' ? `: accepts ${acceptsText(i)}` : ''}).`,
               properties: { value: { ...JSON_TYPES[i.value_type], default: i.value }, value_type: { const: requestValueType(i.value_type) } },
             },
           ]),

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import * as v from 'valibot';
+import { isMediaTypePattern, UPLOAD_MAX_BYTES } from './assets';
 import { sortedJson } from './canonical';
 import { expressionProblem } from './jsonata-limits';
 import { secretSyntaxProblems, withSecretPlaceholders } from './owner-secrets';
@@ -20,6 +21,8 @@ export const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 export const HTTP_TIMEOUT_MAX_MS = 30_000;
 export const DEFAULT_HTTP_TIMEOUT_MS = 10_000;
 export const DELAY_MAX_MS = 60_000;
+/** An asset input lists at most this many accepted media types. */
+export const MAX_MEDIA_TYPES = 32;
 
 export type ValidationResult = { ok: true; definition: PipelineDefinition } | { ok: false; problems: Problem[] };
 
@@ -59,6 +62,18 @@ const NODE_SCHEMAS = {
       type: v.literal('input'),
       value_type: v.picklist(INPUT_VALUE_TYPES, `must be one of ${INPUT_VALUE_TYPES.join(', ')}`),
       value: v.union([v.string(), v.number(), v.boolean()], 'must be a string, a number or a boolean'),
+      media_types: v.optional(
+        v.pipe(
+          v.array(
+            v.pipe(v.string('must be a media type (a string)'), v.check(isMediaTypePattern, 'must be a lowercase media type such as image/png, or a whole type such as image/*')),
+            'must be a list of media types',
+          ),
+          v.minLength(1, 'must list at least one media type (leave it out to accept any)'),
+          v.maxLength(MAX_MEDIA_TYPES, `must list at most ${MAX_MEDIA_TYPES} media types`),
+          v.check((l: string[]) => new Set(l).size === l.length, 'must not list a media type twice'),
+        ),
+      ),
+      max_bytes: v.optional(integerIn(1, UPLOAD_MAX_BYTES, ' bytes')),
       description,
     },
     objectMessage('an object'),
@@ -300,6 +315,11 @@ function semanticChecks(raw: Record<string, unknown>, type: NodeType, nodePath: 
           path: joinPath(nodePath, 'value'),
           reason: `must be ${expectedValue(valueType)} because value_type is ${valueType}; got ${describeValue(value)}`,
         });
+      }
+      if (valueType !== 'asset') {
+        for (const field of ['media_types', 'max_bytes']) {
+          if (Object.hasOwn(raw, field)) problems.push({ path: joinPath(nodePath, field), reason: 'applies only to asset inputs (value_type asset)' });
+        }
       }
       return;
     }

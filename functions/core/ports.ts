@@ -354,3 +354,34 @@ export interface AssetLinksPort {
   /** `baseUrl` is the service's public base (functions/adapters/api.ts publicBaseUrl). */
   link(ref: ObjectRef, baseUrl: string, now: Date): Promise<PresignedDownload>;
 }
+
+/* ------------------------------------------------------------------ uploads */
+
+/**
+ * A caller's upload: a presigned PUT to `d/<deployment>/u/<upload>` handed out by the uploads
+ * route, usable in one execution of that deployment until it expires.
+ */
+export interface UploadRecord {
+  upload_id: string;
+  deployment_id: string;
+  /** What the caller said it would send; the bytes are sniffed again when the upload is used. */
+  media_type: string;
+  bytes: number;
+  created_at: string;
+  /** Epoch seconds after which the upload is treated as gone. */
+  expires_at: number;
+  /** The execution that used it (single use), or null. */
+  used_by: string | null;
+}
+
+export interface UploadsPort {
+  create(u: UploadRecord): Promise<void>;
+  /** The upload, or null when unknown, malformed or expired. */
+  get(id: string, now: Date): Promise<UploadRecord | null>;
+  /**
+   * Marks the upload used by `executionId`, in one conditional write: only while it belongs to
+   * `deploymentId`, has not expired, and is unused or already used by that same execution (a
+   * retried request). False when any of that does not hold.
+   */
+  consume(id: string, deploymentId: string, executionId: string, now: Date): Promise<boolean>;
+}

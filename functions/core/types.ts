@@ -1,11 +1,23 @@
+import type { ObjectRef } from './ports';
 import type { ExecutionStatus } from './transitions';
 
 /** A RAW value: what inputs hold and outputs must produce. */
 export type RawValue = string | number | boolean;
-/** `reference`: an absolute http(s) URL, sent by callers as value_type REFERENCE; nodes see the string. */
-export type InputValueType = 'string' | 'integer' | 'float' | 'boolean' | 'reference';
+/**
+ * `reference`: an absolute http(s) URL, sent by callers as value_type REFERENCE; nodes see the string.
+ * `asset`: a file (image, video, ...), sent by callers as value_type ASSET; its current value in
+ * a definition is a base64 data URI.
+ */
+export type InputValueType = 'string' | 'integer' | 'float' | 'boolean' | 'reference' | 'asset';
 
-export interface InputNode {
+/** What an asset input accepts; both optional (no list: any media type; no size: up to the route's limits). */
+export interface AssetRestrictions {
+  /** Media types (`image/png`) or whole top-level types (`image/*`), sniffed from the bytes. */
+  media_types?: string[];
+  max_bytes?: number;
+}
+
+export interface InputNode extends AssetRestrictions {
   type: 'input';
   value_type: InputValueType;
   value: RawValue;
@@ -54,7 +66,7 @@ export interface Problem {
   reason: string;
 }
 
-export interface ContractInput {
+export interface ContractInput extends AssetRestrictions {
   id: string;
   value_type: InputValueType;
   value: RawValue;
@@ -105,8 +117,10 @@ export interface Execution {
   version: number;
   deployment_id: string | null;
   status: ExecutionStatus;
-  /** The effective input values the engine runs with. */
+  /** The effective input values the engine runs with (asset inputs: see `assets`). */
   inputs: Record<string, RawValue>;
+  /** Asset inputs: where their bytes are stored (never the bytes). Absent on records without assets. */
+  assets?: Record<string, ObjectRef> | null;
   /** Every output's value once completed. */
   outputs: Record<string, RawValue> | null;
   /** Output ids a caller may see (API executions); null for runs, which see all. */

@@ -4,13 +4,22 @@
  * requests, owner runs and the CLI all ask here.
  */
 import { checkUrl, type UrlCheckOptions } from './address-guard';
+import { DEFINITION_ASSET_MAX_BYTES, parseAssetValue } from './assets';
 import type { InputValueType, RawValue } from './types';
 
-export const INPUT_VALUE_TYPES = ['string', 'integer', 'float', 'boolean', 'reference'] as const satisfies readonly InputValueType[];
+export const INPUT_VALUE_TYPES = ['string', 'integer', 'float', 'boolean', 'reference', 'asset'] as const satisfies readonly InputValueType[];
 
-/** What a caller puts in `value_type` beside a value: REFERENCE for reference inputs, RAW for the rest. */
-export type RequestValueType = 'RAW' | 'REFERENCE';
-export const requestValueType = (type: InputValueType): RequestValueType => (type === 'reference' ? 'REFERENCE' : 'RAW');
+/** What a caller puts in `value_type` beside a value: REFERENCE for reference inputs, ASSET for asset inputs, RAW for the rest. */
+export type RequestValueType = 'RAW' | 'REFERENCE' | 'ASSET';
+export const requestValueType = (type: InputValueType): RequestValueType =>
+  type === 'reference' ? 'REFERENCE' : type === 'asset' ? 'ASSET' : 'RAW';
+
+/** A base64 data URI of at most DEFINITION_ASSET_MAX_BYTES: an asset input's current value in a definition. */
+export function isDefinitionAssetValue(x: unknown): x is string {
+  if (typeof x !== 'string' || !x.startsWith('data:')) return false;
+  const parsed = parseAssetValue(x);
+  return parsed.ok && parsed.form.kind === 'inline' && parsed.form.bytes.length <= DEFINITION_ASSET_MAX_BYTES;
+}
 
 /** An absolute http or https URL naming a host (the form a reference must have, wherever it is checked). */
 export function isAbsoluteHttpUrl(x: unknown): x is string {
@@ -50,6 +59,7 @@ const EXPECTED: Record<InputValueType, string> = {
   float: 'a finite number',
   boolean: 'true or false',
   reference: 'an absolute http or https URL',
+  asset: `a base64 data URI (data:<media type>;base64,...) of at most ${DEFINITION_ASSET_MAX_BYTES} bytes decoded`,
 };
 
 /** Whether `value` is a value of `type`. Integers are safe integers: larger ones lose digits in JSON. */
@@ -65,6 +75,8 @@ export function matchesValueType(type: InputValueType, value: unknown): value is
       return typeof value === 'boolean';
     case 'reference':
       return isAbsoluteHttpUrl(value);
+    case 'asset':
+      return isDefinitionAssetValue(value);
   }
 }
 

@@ -17,6 +17,6 @@ export const createHandler = httpHandler(async (req) => {
     wait,
   });
   return { status: out.status, body: out.body, headers: out.headers };
-});
+}, { inlineAssets: true });
 
 export const handler = createHandler(lambdaDeps);

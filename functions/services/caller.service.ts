@@ -15,6 +15,7 @@ import type { CallerAuth } from '../adapters/api';
 import type { Deps } from '../adapters/deps';
 import { epochSeconds } from '../core/time';
 import { enqueueNew } from './enqueue';
+import { checkAssets, storeAssets } from './asset-inputs.service';
 import { cancelExecution } from './lifecycle.service';
 
 const IDEMPOTENCY_TTL_SECONDS = 24 * 3600;
@@ -145,6 +146,8 @@ async function submit(d: Deps, auth: CallerAuth, req: ExecuteRequest) {
     { maxBodyBytes: d.config.maxBodyBytes, maxInputs: d.config.maxInputs, allowPrivateUrls: d.config.allowPrivateUrls },
   );
   const now = d.clock.now();
+  // Every asset is checked (sniffed, sized, its upload looked up) before anything is written.
+  const assets = await checkAssets(d, dep, parsed.assets, now);
   let executionId = d.ids.uuid();
 
   if (req.idempotencyKey !== undefined) {
@@ -175,6 +178,8 @@ async function submit(d: Deps, auth: CallerAuth, req: ExecuteRequest) {
     }
   }
 
+  const where = { kind: 'api' as const, deployment_id: dep.deployment_id, pipeline_id: dep.pipeline_id, execution_id: executionId };
+  const refs = assets.length > 0 ? await storeAssets(d, where, assets, now) : null;
   const execution: Execution = {
     execution_id: executionId,
     kind: 'api',
@@ -183,6 +188,7 @@ async function submit(d: Deps, auth: CallerAuth, req: ExecuteRequest) {
     deployment_id: dep.deployment_id,
     status: 'pending',
     inputs: parsed.inputs,
+    ...(refs === null ? {} : { assets: refs }),
     outputs: null,
     visible_outputs: dep.outputs.filter((o) => o.visible).map((o) => o.id),
     callback: parsed.callback,

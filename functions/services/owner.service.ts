@@ -2,18 +2,20 @@
 import { randomBytes } from 'node:crypto';
 import * as v from 'valibot';
 import { generateApiKey, generateSigningSecret, hashApiKey, sealSecret } from '../core/api-key';
-import { applyVisibility, assertPublishable, discoverContract, readiness as readinessView } from '../core/contract';
+import { parseAssetValue, type AssetValueForm } from '../core/assets';
+import { applyVisibility, assertPublishable, discoverContract, readiness as readinessView, restrictionsOf } from '../core/contract';
 import { AppError } from '../core/errors';
 import { PIPELINE_ID_PATTERN } from '../core/ids';
 import { isTerminal } from '../core/transitions';
 import { referenceProblem, valueTypeProblem } from '../core/values';
-import { InvalidCursorError } from '../core/ports';
-import type { Contract, DeploymentRecord, Execution, PipelineDefinition, PipelineMeta, RawValue, RunPointer } from '../core/types';
+import { InvalidCursorError, type ObjectRef } from '../core/ports';
+import type { Contract, ContractInput, DeploymentRecord, Execution, PipelineDefinition, PipelineMeta, RawValue, RunPointer } from '../core/types';
 import { executeUrl, runBody } from '../core/views';
 import type { Deps } from '../adapters/deps';
 import { epochSeconds } from '../core/time';
 import { deploymentPrefix } from '../core/object-keys';
 import { errorFields } from '../adapters/logger';
+import { checkAssets, storeAssets } from './asset-inputs.service';
 import { POLL_HINT_SECONDS, preferenceApplied } from '../core/prefer';
 import { enqueueNew } from './enqueue';
 import { awaitTerminal, NO_WAIT, type Wait } from './caller.service';
@@ -106,6 +108,39 @@ function runInputs(def: PipelineDefinition, given: Record<string, RawValue>, all
   return values;
 }
 
+/** Splits a run's values: asset inputs' data URIs are checked against their nodes and stored; the rest stay values. */
+async function runAssets(
+  d: Deps,
+  def: PipelineDefinition,
+  values: Record<string, RawValue>,
+  where: Pick<Execution, 'kind' | 'deployment_id' | 'pipeline_id' | 'execution_id'>,
+  now: Date,
+): Promise<{ inputs: Record<string, RawValue>; assets: Record<string, ObjectRef> | null }> {
+  const inputs: Record<string, RawValue> = {};
+  const forms: Record<string, AssetValueForm> = {};
+  const assetInputs: ContractInput[] = [];
+  for (const [id, value] of Object.entries(values)) {
+    const node = def.nodes[id];
+    if (node?.type === 'input' && node.value_type === 'asset' && typeof value === 'string') {
+      const parsed = parseAssetValue(value);
+      if (!parsed.ok) throw new AppError('InvalidRequest', [{ path: `inputs.${id}`, reason: parsed.reason }]);
+      forms[id] = parsed.form;
+      assetInputs.push({ id, value_type: 'asset', value, visible: true, ...restrictionsOf(node) });
+    } else {
+      inputs[id] = value;
+    }
+  }
+  if (assetInputs.length === 0) return { inputs, assets: null };
+  let checked;
+  try {
+    checked = await checkAssets(d, { deployment_id: '', inputs: assetInputs }, forms, now);
+  } catch (e) {
+    if (e instanceof AppError && e.code === 'InvalidInput') throw new AppError('InvalidRequest', [{ path: 'inputs', reason: String(e.detail) }]);
+    throw e;
+  }
+  return { inputs, assets: await storeAssets(d, where, checked, now) };
+}
+
 /**
  * A caller's value object ({"value": …, "value_type": "RAW"}) where a run takes the bare value
  * is an easy slip between the two APIs; say which shape a run wants.
@@ -133,16 +168,20 @@ export async function startRun(d: Deps, id: string, body: string | null, baseUrl
   }
   const version = await d.pipelines.getVersion(id, m.version);
   if (!version) throw new Error(`pipeline ${id} points at missing version ${m.version}`);
-  const inputs = runInputs(version.definition, parsed.output.inputs ?? {}, d.config.allowPrivateUrls);
+  const allInputs = runInputs(version.definition, parsed.output.inputs ?? {}, d.config.allowPrivateUrls);
   const now = d.clock.now().toISOString();
+  const runId = d.ids.uuid();
+  // Asset inputs (data URIs) are stored like a caller's: the record keeps their references.
+  const { inputs, assets } = await runAssets(d, version.definition, allInputs, { kind: 'run', deployment_id: null, pipeline_id: id, execution_id: runId }, d.clock.now());
   const run: Execution = {
-    execution_id: d.ids.uuid(),
+    execution_id: runId,
     kind: 'run',
     pipeline_id: id,
     version: m.version,
     deployment_id: null,
     status: 'pending',
     inputs,
+    ...(assets === null ? {} : { assets }),
     outputs: null,
     visible_outputs: null,
     callback: null,

@@ -1,6 +1,7 @@
 /** The state machine's tasks: MarkRunning, RunNodes and MarkFailed, each a step of the one lifecycle. */
 import * as v from 'valibot';
-import { capTrace, runPipelineTraced, timeoutMessage, TRACE_MAX_BYTES } from '../core/engine';
+import { capTrace, runPipelineTraced, timeoutMessage, TRACE_MAX_BYTES, type AssetView } from '../core/engine';
+import type { ObjectRef } from '../core/ports';
 import { referencedSecretNames } from '../core/owner-secrets';
 import { isTerminal } from '../core/transitions';
 import type { Deps } from '../adapters/deps';
@@ -38,10 +39,12 @@ export async function taskRun(d: Deps, executionId: string): Promise<{ status: s
   const names = referencedSecretNames(version.definition);
   const secrets = names.length > 0 ? await whileStoreUnavailable(() => d.ownerSecrets.values(names)) : undefined;
 
+  const assets = e.assets ? await assetViews(d, e.assets) : undefined;
   const abort = new AbortController();
   const stopWatching = watchForCancel(d, executionId, abort);
   const { result, trace: fullTrace } = await runPipelineTraced(version.definition, e.inputs, {
     http: d.http,
+    ...(assets === undefined ? {} : { assets }),
     ...(secrets === undefined ? {} : { secrets }),
     timeoutMs: d.config.executionTimeoutMs,
     signal: abort.signal,
@@ -58,6 +61,19 @@ export async function taskRun(d: Deps, executionId: string): Promise<{ status: s
   }
   if (result.status === 'completed') return outcome(await finishExecution(d, e, 'completed', { outputs: result.outputs, ...traced }), 'completed');
   return outcome(await finishExecution(d, e, 'failed', { error_message: result.error_message, caller_error_message: result.caller_message, ...traced }), 'failed');
+}
+
+/** How long a node may fetch an asset input's file by its URL: as long as a run may last, and then some. */
+const ASSET_VIEW_TTL_SECONDS = 3600;
+
+/** Asset inputs as nodes see them: a time-limited URL and what the file is, never its bytes. */
+async function assetViews(d: Deps, refs: Record<string, ObjectRef>): Promise<Record<string, AssetView>> {
+  const views: Record<string, AssetView> = {};
+  for (const [id, ref] of Object.entries(refs)) {
+    const link = await d.objects.presignDownload(ref.key, ref.media_type, Math.max(ASSET_VIEW_TTL_SECONDS, Math.ceil(d.config.executionTimeoutMs / 1000)), true);
+    Object.defineProperty(views, id, { value: { url: link.url, media_type: ref.media_type, bytes: ref.bytes, sha256: ref.sha256 }, enumerable: true, writable: true, configurable: true });
+  }
+  return views;
 }
 
 /** Polls the record while the engine works and aborts it once the execution is no longer running. */

@@ -43,6 +43,9 @@ export function parseValue(id: string, type: InputValueType, text: string): RawV
         throw new UsageError(`--input ${id}=${text}: ${id} is a reference input; give an absolute http(s) URL such as https://example.com/data.json`);
       }
       return text;
+    case 'asset':
+      // base64, a data URI or an upload's value, checked by the service (its bytes decide the type).
+      return text;
   }
 }
 

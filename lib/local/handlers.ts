@@ -5,6 +5,7 @@ import { createHandler as execute } from '../../functions/execute/handler';
 import { createHandler as executionStatus } from '../../functions/execution-status/handler';
 import { createHandler as executionResult } from '../../functions/execution-result/handler';
 import { createHandler as executionCancel } from '../../functions/execution-cancel/handler';
+import { createHandler as uploadCreate } from '../../functions/upload-create/handler';
 import { createHandler as deploymentContract } from '../../functions/deployment-contract/handler';
 import { createHandler as deploymentOpenapi } from '../../functions/deployment-openapi/handler';
 import { createHandler as deploymentDocs } from '../../functions/deployment-docs/handler';
@@ -35,6 +36,7 @@ export const HTTP_HANDLERS: Record<string, (deps: DepsSource) => HttpLambda> = {
   'execution-status': executionStatus,
   'execution-result': executionResult,
   'execution-cancel': executionCancel,
+  'upload-create': uploadCreate,
   'deployment-contract': deploymentContract,
   'deployment-openapi': deploymentOpenapi,
   'deployment-docs': deploymentDocs,

@@ -12,6 +12,7 @@ import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { objectExpiryDays, readConfig, type Config } from '../config';
 import { QUEUES, type QueueName } from '../queues';
 import { ROUTES } from '../routes';
+import { INLINE_ASSET_BODY_MAX_BYTES } from '../../functions/core/assets';
 import asl from '../state-machine.asl.json';
 import { createDeps, type Deps } from '../../functions/adapters/deps';
 import { InProcessCompletions } from '../../functions/adapters/completions';
@@ -227,7 +228,11 @@ async function startLocked(
   const gateway = createGateway({
       // Locally a `Prefer: wait` may last up to a minute, past API Gateway's 29 s: the routes
       // that wait get room for it (on AWS the wait is capped below 29 s instead).
-      routes: ROUTES.map((r) => (r.waits ? { ...r, integrationTimeoutMs: Math.max(29_000, (config.maxWaitSeconds + 4) * 1000) } : r)),
+      routes: ROUTES.map((r) => ({
+        ...r,
+        ...(r.waits ? { integrationTimeoutMs: Math.max(29_000, (config.maxWaitSeconds + 4) * 1000) } : {}),
+        ...(r.inlineAssets ? { maxBodyBytes: INLINE_ASSET_BODY_MAX_BYTES } : {}),
+      })),
       handlers: Object.fromEntries(Object.entries(HTTP_HANDLERS).map(([name, create]) => [name, create(source)])),
       authorizer: (event) => authorizerFn(event),
       ownerToken,

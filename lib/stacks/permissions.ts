@@ -64,9 +64,12 @@ const access = (table: readonly TableAction[], more: Partial<Omit<FunctionAccess
 export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   // Callers.
   authorizer: access(READ, { secret: true }),
-  // Idempotency claim and execution record are conditional puts; nothing is updated.
-  // Inline assets are stored, uploads checked (HeadObject, and the first bytes read to sniff).
-  execute: access(CREATE_EXECUTION, { send: ['executions'], objects: ['read', 'write'] }),
+  // Idempotency claim and execution record are conditional puts; an upload it uses is claimed
+  // with a conditional update (single use).
+  // Inline assets are written under the execution; an upload it uses is read (sniffed, hashed).
+  execute: access([...CREATE_EXECUTION, 'UpdateItem'], { send: ['executions'], objects: ['read', 'write'] }),
+  // Reads the deployment, records the upload (conditional put); the PUT URL is presigned.
+  'upload-create': access(['GetItem', 'PutItem'], { objects: ['write'] }),
   'execution-status': access(READ),
   'execution-result': access(READ),
   // Cancel moves the execution, then records the run pointer and owes a callback (afterTerminal).

@@ -17,6 +17,7 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import * as wafv2 from 'aws-cdk-lib/aws-wafv2';
 import type { Construct } from 'constructs';
+import { inlineLimitDetail } from '../../functions/core/assets';
 import { bodyLimitDetail, ERRORS } from '../../functions/core/errors';
 import { readConfig } from '../config';
 import { GATEWAY_RESPONSES } from '../gateway-responses';
@@ -297,8 +298,8 @@ export class ServiceStack extends Stack {
   /**
    * Lambda takes at most 6 MB per synchronous invocation while API Gateway accepts 10 MB, so a
    * body in between would fail the invocation and answer 500. WAF sees the request before API
-   * Gateway does: a Content-Length of seven digits or more (1,000,000 bytes, far above the
-   * functions' own 256 KiB limit) is answered 413 with the body the handlers give. Bodies sent
+   * Gateway does: a Content-Length of 5,000,000 bytes or more (above the functions' own limits:
+   * 256 KiB, and 4 MiB for an execution request with inline assets) is answered 413. Bodies sent
    * without a Content-Length (chunked) are not covered: see docs/aws.md.
    */
   private guardPayloadSize(api: apigw.RestApi, settings: Settings): void {
@@ -400,11 +401,18 @@ export class ServiceStack extends Stack {
   }
 }
 
-/** Content-Length values WAF answers 413: seven digits or more, 1,000,000 bytes and up. */
-export const PAYLOAD_GUARD_CONTENT_LENGTH = '^[0-9]{7,}$';
+/**
+ * Content-Length values WAF answers 413: 5,000,000 bytes and up (seven digits from 5, or eight
+ * and more). That is above every route's own limit (the execute route's inline-asset limit,
+ * 4 MiB, is the largest) and below Lambda's 6 MB event.
+ */
+export const PAYLOAD_GUARD_CONTENT_LENGTH = '^([5-9][0-9]{6}|[0-9]{8,})$';
 
-/** What the handlers answer to a body over the configured limit (PIPEGATE_MAX_BODY_BYTES is not set on AWS). */
-export const payloadTooLargeBody = () => ({ error: ERRORS.PayloadTooLarge.message, detail: bodyLimitDetail(readConfig({}).maxBodyBytes) });
+/**
+ * What WAF answers to a body above every route's limit: both limits, since it cannot tell
+ * which route's was meant (PIPEGATE_MAX_BODY_BYTES is not set on AWS).
+ */
+export const payloadTooLargeBody = () => ({ error: ERRORS.PayloadTooLarge.message, detail: `${bodyLimitDetail(readConfig({}).maxBodyBytes)}; ${inlineLimitDetail()}` });
 
 /** One JSON object per request; never headers, so API keys stay out of the logs. */
 const ACCESS_LOG_FORMAT = JSON.stringify({

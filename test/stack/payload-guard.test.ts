@@ -37,13 +37,14 @@ describe('the payload guard (bodies Lambda could not take)', () => {
     expect(JSON.stringify(association?.Properties?.ResourceArn)).toContain(stageId);
   });
 
-  it('matches exactly the lengths at or above 1,000,000 bytes, the functions answering 413 below it already', () => {
+  it('matches exactly the lengths at or above 5,000,000 bytes, the functions answering 413 below it already', () => {
     // Prepare
     const re = new RegExp(PAYLOAD_GUARD_CONTENT_LENGTH);
     // Assess
-    for (const n of [0, 262_144, 999_999]) expect(re.test(String(n))).toBe(false);
-    for (const n of [1_000_000, 6_291_456, 10_485_760, 99_000_000]) expect(re.test(String(n))).toBe(true);
+    for (const n of [0, 262_144, 999_999, 1_000_000, 4_194_304, 4_999_999]) expect(re.test(String(n))).toBe(false);
+    for (const n of [5_000_000, 6_291_456, 9_999_999, 10_485_760, 99_000_000]) expect(re.test(String(n))).toBe(true);
     expect(payloadTooLargeBody().detail).toMatch(/262144 bytes/);
+    expect(payloadTooLargeBody().detail).toMatch(/4194304 bytes .*uploads/);
   });
 
   it('is left out with payloadGuard=false', () => {

@@ -5,6 +5,7 @@ import { ExecutionsStore } from '../../functions/adapters/executions.store';
 import { StaticKeyMaterial } from '../../functions/adapters/key-material';
 import { OwnerSecretsStore } from '../../functions/adapters/owner-secrets.store';
 import { PipelinesStore } from '../../functions/adapters/pipelines.store';
+import { UploadsStore } from '../../functions/adapters/uploads.store';
 import { ensureTable, startDynalite, type LocalDynamo } from '../../lib/local/dynamo';
 
 export const testKeyMaterial = new StaticKeyMaterial({ pepper: Buffer.from('test-pepper-0123456789'), masterKey: Buffer.alloc(32, 7) });
@@ -17,6 +18,7 @@ export interface TestDb {
   deployments: DeploymentsStore;
   /** Read through no cache (TTL 0), so a test sees every write at once. */
   ownerSecrets: OwnerSecretsStore;
+  uploads: UploadsStore;
   close(): Promise<void>;
 }
 
@@ -33,6 +35,7 @@ export async function startTestDb(opts: { inProcess?: boolean } = {}): Promise<T
     executions: new ExecutionsStore(db, table),
     deployments: new DeploymentsStore(db, table),
     ownerSecrets: new OwnerSecretsStore(db, table, testKeyMaterial, 0),
+    uploads: new UploadsStore(db, table),
     close: async () => {
       db.destroy();
       await dynamo.close();

@@ -5,7 +5,7 @@ import { createDeps, type Deps } from '../../functions/adapters/deps';
 import { silentLogger } from '../../functions/adapters/logger';
 import { testKeyMaterial } from './dynamo';
 import type { Execution } from '../../functions/core/types';
-import type { DeploymentsPort, ExecutionsPort, HttpPort, OwnerSecretsPort, PipelinesPort, QueueName, QueuePort, WorkflowPort } from '../../functions/core/ports';
+import type { DeploymentsPort, ExecutionsPort, HttpPort, OwnerSecretsPort, PipelinesPort, QueueName, QueuePort, UploadsPort, WorkflowPort } from '../../functions/core/ports';
 
 /** The stores, from dynalite (test/support/dynamo.ts) or in memory (memory-stores.ts). */
 export interface StoreSet {
@@ -13,6 +13,7 @@ export interface StoreSet {
   executions: ExecutionsPort;
   deployments: DeploymentsPort;
   ownerSecrets?: OwnerSecretsPort;
+  uploads?: UploadsPort;
 }
 
 export class RecordingQueue implements QueuePort {
@@ -63,6 +64,7 @@ export function testDeps(stores: StoreSet & { table?: string }, overrides: Parti
     executions: stores.executions,
     deployments: stores.deployments,
     ...(stores.ownerSecrets ? { ownerSecrets: stores.ownerSecrets } : {}),
+    ...(stores.uploads ? { uploads: stores.uploads } : {}),
     queue,
     workflow,
     keyMaterial: testKeyMaterial,

@@ -8,6 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import { inlineLimitDetail } from '../../../functions/core/assets';
 import { bodyLimitDetail, ERRORS, unauthorizedBody } from '../../../functions/core/errors';
 import { GATEWAY_RESPONSES, type GatewayResponse } from '../../gateway-responses';
 import { createLambdaContext, LOCAL_ACCOUNT, LOCAL_REGION } from '../lambda-context';
@@ -118,12 +119,13 @@ export function createGateway(opts: GatewayOptions): (req: IncomingMessage, res:
     if (!route) return { reply: methodNotAllowed([...match.resource.methods.keys()]), route: match.resource.path };
     const at = { route: route.path };
 
-    const body = await readBody(req, opts.maxBodyBytes);
+    const maxBody = Math.max(opts.maxBodyBytes, route.maxBodyBytes ?? 0);
+    const body = await readBody(req, maxBody);
     if (body === 'too_large') {
       // Answer now and let the connection close: the rest of the upload is never read.
       req.pause();
       // API Gateway's own ceiling is 10 MB; here the gateway applies the configured limit, so it says that one.
-      const reply = json(413, { error: ERRORS.PayloadTooLarge.message, detail: bodyLimitDetail(opts.maxBodyBytes) });
+      const reply = json(413, { error: ERRORS.PayloadTooLarge.message, detail: maxBody > opts.maxBodyBytes ? inlineLimitDetail() : bodyLimitDetail(opts.maxBodyBytes) });
       reply.headers.push(['Connection', 'close']);
       return { reply, ...at };
     }

@@ -19,6 +19,8 @@ export interface GatewayRoute {
   auth: GatewayAuth;
   /** This method's integration time-out, where it differs from the gateway's. */
   integrationTimeoutMs?: number;
+  /** This method's body limit, where it is larger than the gateway's (inline assets). */
+  maxBodyBytes?: number;
 }
 
 type Segment = { literal: string } | { param: string };

@@ -1,21 +1,24 @@
 /**
  * The web ACL the template associates with the stage, under `npm run start:synth`: a request
- * whose Content-Length has seven digits (1,000,000 bytes or more; Lambda takes 6 MB, API Gateway
- * passes 10 MB) is answered 413 with the handlers' body before any function runs, on caller and
+ * whose Content-Length is 5,000,000 bytes or more (Lambda takes 6 MB, API Gateway passes 10 MB)
+ * is answered 413 naming the functions' limits before any function runs, on caller and
  * owner routes alike; a smaller one goes on to the API. An edited rule changes the answer.
  */
 import { request as httpRequest } from 'node:http';
 import { bodyLimitDetail, ERRORS } from '../../../functions/core/errors';
 import { readConfig } from '../../../lib/config';
+import { payloadTooLargeBody } from '../../../lib/stacks/service-stack';
 import type { SynthRuntime } from '../../../lib/synth/runtime';
 import { ownSynthRuntimes } from '../../support/synth';
 
 jest.setTimeout(60_000);
 
-/** The smallest Content-Length the template's rule (`^[0-9]{7,}$`) blocks. */
-const LIMIT = 1_000_000;
-/** What the handlers answer a body over their own limit (functions/core/errors.ts). */
-const TOO_LARGE = { error: ERRORS.PayloadTooLarge.message, detail: bodyLimitDetail(readConfig({}).maxBodyBytes) };
+/** The smallest Content-Length the template's rule blocks. */
+const LIMIT = 5_000_000;
+/** What the web ACL answers (both limits: it cannot tell which route's was meant). */
+const TOO_LARGE = payloadTooLargeBody();
+/** What a function itself answers past its 256 KiB. */
+const FUNCTION_TOO_LARGE = { error: ERRORS.PayloadTooLarge.message, detail: bodyLimitDetail(readConfig({}).maxBodyBytes) };
 
 const start = ownSynthRuntimes('waf');
 
@@ -84,7 +87,7 @@ describe('the web ACL of the synthesized template', () => {
     const small = await send(rt, push(rt), 100_000);
 
     // Assess: the same 413 as the ACL's, from the function (over its 256 KiB); a valid size is validated.
-    expect(justUnder).toEqual({ status: 413, body: TOO_LARGE });
+    expect(justUnder).toEqual({ status: 413, body: FUNCTION_TOO_LARGE });
     expect(small.status).toBe(400);
     expect(invokedSince(rt, before)).toEqual([expect.stringMatching(/PipelinePush/)]);
   });

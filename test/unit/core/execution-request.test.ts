@@ -41,6 +41,7 @@ describe('parseExecutionRequest: accepted requests', () => {
     expect(result).toEqual({
       callback: null,
       inputs: published,
+      assets: {},
       requestHash: parse('{}').requestHash,
     });
   });
@@ -259,7 +260,7 @@ describe('parseExecutionRequest: refusals', () => {
     ['a file: reference', { source: { value: 'file:///etc/passwd', value_type: 'REFERENCE' } }, "input 'source' must be an absolute http or https URL"],
     ['a reference to a private address', { source: { value: 'http://10.0.0.7/x?token=t', value_type: 'REFERENCE' } }, "input 'source' is not an allowed URL: address 10.0.0.7 is not allowed"],
     ['a reference to the metadata address', { source: { value: 'http://169.254.169.254/latest/', value_type: 'REFERENCE' } }, 'address 169.254.169.254 is not allowed'],
-    ['an ASSET value', { name: { value: 'a', value_type: 'ASSET' } }, 'value_type ASSET is not supported yet'],
+    ['an ASSET value for a string input', { name: { value: 'a', value_type: 'ASSET' } }, "input 'name' takes value_type RAW (its type is string), got ASSET"],
     ['a number for a string input', { name: { value: 5, value_type: 'RAW' } }, "input 'name' must be a string"],
     ['a string for an integer input', { times: { value: '5', value_type: 'RAW' } }, "input 'times' must be a whole number (its type is integer)"],
     ['a fraction for an integer input', { times: { value: 1.5, value_type: 'RAW' } }, "input 'times' must be a whole number (its type is integer)"],

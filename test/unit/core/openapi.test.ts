@@ -130,6 +130,7 @@ const EXPECTED_ERRORS: Record<string, ErrorName[]> = {
     'InvalidCallbackUrl',
     'IdempotencyKeyReused',
   ],
+  'POST /v1/deployments/{deployment_id}/uploads': ['InvalidInputStructure', 'DeploymentNotFound', 'InvalidInput', 'PayloadTooLarge'],
   'GET /v1/deployments/executions/{execution_id}/status': ['ExecutionNotFound'],
   'GET /v1/deployments/executions/{execution_id}/result': ['ExecutionNotFound', 'ExecutionNotCompleted'],
   'POST /v1/deployments/executions/{execution_id}/cancel': ['ExecutionNotFound', 'ExecutionAlreadyFinished'],

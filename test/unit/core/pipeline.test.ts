@@ -186,8 +186,8 @@ describe('validateDefinition: node ids and types', () => {
 
   it('reports every unknown field of a node', () => {
     expect(problemsOf(withNode('extra', { ...input, colour: 'red', size: 2 }))).toEqual([
-      { path: 'nodes.extra.colour', reason: 'unknown field for an input node; allowed: type, value_type, value, description' },
-      { path: 'nodes.extra.size', reason: 'unknown field for an input node; allowed: type, value_type, value, description' },
+      { path: 'nodes.extra.colour', reason: 'unknown field for an input node; allowed: type, value_type, value, media_types, max_bytes, description' },
+      { path: 'nodes.extra.size', reason: 'unknown field for an input node; allowed: type, value_type, value, media_types, max_bytes, description' },
     ]);
   });
 });
@@ -225,7 +225,7 @@ describe('validateDefinition: input nodes', () => {
 
   it('requires value_type and value of the allowed kinds', () => {
     expect(problemsOf({ nodes: { v: { type: 'input', value_type: 'date', value: 'x' } } })).toEqual([
-      { path: 'nodes.v.value_type', reason: 'must be one of string, integer, float, boolean, reference' },
+      { path: 'nodes.v.value_type', reason: 'must be one of string, integer, float, boolean, reference, asset' },
     ]);
     expect(problemsOf({ nodes: { v: { type: 'input', value_type: 'string' } } })).toEqual([{ path: 'nodes.v.value', reason: 'is required' }]);
     expect(problemsOf({ nodes: { v: { type: 'input', value_type: 'string', value: null } } })).toEqual([

@@ -1,0 +1,116 @@
+/**
+ * ASSET values as callers send them: inline base64 or a data URI (small files), or a reference
+ * to an upload made beforehand (large files). Everything here is pure; the media type of a
+ * value is decided by sniffing its bytes (functions/core/sniff.ts), never by what a caller says.
+ */
+import { createHash } from 'node:crypto';
+import { bodyLimitDetail } from './errors';
+import { isUuid } from './ids';
+
+/**
+ * The largest execution request body that may carry inline assets. API Gateway accepts 10 MB,
+ * but a synchronous Lambda invocation takes at most 6 MB of event (the body plus headers and
+ * request context, and base64 grows bytes by a third), so 4 MiB leaves about 2 MB of margin.
+ * That is about 3 MiB of decoded bytes; larger files go through an upload.
+ */
+export const INLINE_ASSET_BODY_MAX_BYTES = 4 * 1024 * 1024;
+
+/** An asset input's current value in a definition (a data URI) decodes to at most this many bytes. */
+export const DEFINITION_ASSET_MAX_BYTES = 64 * 1024;
+
+/**
+ * The largest upload (bytes). Using an upload reads it once to sniff and hash it, in the
+ * execute function's memory: 100 MiB keeps that inside a 1 GB function with room.
+ */
+export const UPLOAD_MAX_BYTES = 100 * 1024 * 1024;
+/** How long an upload URL accepts the PUT (seconds). */
+export const UPLOAD_URL_TTL_SECONDS = 3600;
+/** How long an upload may be used in an execution after it was created (seconds): a day. */
+export const UPLOAD_USE_SECONDS = 24 * 3600;
+
+/** The route a caller uses for files too large to send inline (as a caller writes it). */
+export const UPLOADS_ROUTE = 'POST /v1/deployments/{deployment_id}/uploads/';
+
+/** The asset value an upload answers with, to be put in `workflow_input` as it is. */
+export const UPLOAD_VALUE_PREFIX = 'upload:';
+export const uploadValue = (uploadId: string): string => `${UPLOAD_VALUE_PREFIX}${uploadId}`;
+
+/** The 413 detail for an execution request too large even for inline assets. */
+export function inlineLimitDetail(): string {
+  return `${bodyLimitDetail(INLINE_ASSET_BODY_MAX_BYTES)} when it carries inline ASSET values; send larger files with ${UPLOADS_ROUTE} and put the asset it answers in workflow_input`;
+}
+
+// A media type essence as RFC 6838 spells it (type/subtype, restricted names), lowercase.
+const MEDIA_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}$/;
+export const isMediaType = (s: string): boolean => MEDIA_TYPE.test(s);
+/** A pattern an input accepts: a media type, or a whole top-level type such as `image/*`. */
+export const isMediaTypePattern = (s: string): boolean => isMediaType(s) || /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/\*$/.test(s);
+
+/** Whether `mediaType` is one of `accepted` (exact, or `type/*`); no list accepts everything. */
+export function acceptsMediaType(accepted: readonly string[] | undefined, mediaType: string): boolean {
+  if (accepted === undefined || accepted.length === 0) return true;
+  return accepted.some((a) => (a.endsWith('/*') ? mediaType.startsWith(a.slice(0, -1)) : a === mediaType));
+}
+
+// Standard base64 with its padding, or without it; no whitespace, no URL-safe alphabet.
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}(?:==)?|[A-Za-z0-9+/]{3}=?)?$/;
+const DATA_URI = /^data:([^,;]*)((?:;[^,;]*)*),(.*)$/s;
+
+export type AssetValueForm =
+  | { kind: 'inline'; bytes: Uint8Array }
+  | { kind: 'upload'; uploadId: string };
+
+/**
+ * What an ASSET value says, or a reason fit to show after "input 'x' ": inline bytes from
+ * base64 or a base64 data URI, or an upload's id. The media type a data URI names is ignored:
+ * the bytes decide it.
+ */
+export function parseAssetValue(value: string): { ok: true; form: AssetValueForm } | { ok: false; reason: string } {
+  if (value.startsWith(UPLOAD_VALUE_PREFIX)) {
+    const id = value.slice(UPLOAD_VALUE_PREFIX.length);
+    return isUuid(id) ? { ok: true, form: { kind: 'upload', uploadId: id } } : { ok: false, reason: `names no upload: an upload value is "${UPLOAD_VALUE_PREFIX}<upload id>" as ${UPLOADS_ROUTE} answers it` };
+  }
+  let payload = value;
+  if (value.startsWith('data:')) {
+    const m = DATA_URI.exec(value);
+    if (m === null) return { ok: false, reason: 'is not a valid data URI (data:<media type>;base64,<base64>)' };
+    const params = (m[2] ?? '').split(';').map((p) => p.trim().toLowerCase());
+    if (!params.includes('base64')) return { ok: false, reason: 'is a data URI without ;base64: only base64 data URIs are accepted' };
+    payload = m[3] ?? '';
+  }
+  if (payload === '') return { ok: false, reason: 'is empty: an asset needs at least one byte' };
+  if (!BASE64.test(payload)) return { ok: false, reason: 'is not valid base64 (standard alphabet A-Z a-z 0-9 + /, optional = padding, no whitespace)' };
+  const bytes = new Uint8Array(Buffer.from(payload, 'base64'));
+  return { ok: true, form: { kind: 'inline', bytes } };
+}
+
+/** Lowercase hex SHA-256 of the bytes. */
+export const sha256Hex = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex');
+
+/** "3 MiB", "64 KiB" or "1000 bytes": a size as a person reads it. */
+export function sizeText(bytes: number): string {
+  if (bytes % 1_073_741_824 === 0) return `${bytes / 1_073_741_824} GiB`;
+  if (bytes % 1_048_576 === 0) return `${bytes / 1_048_576} MiB`;
+  if (bytes % 1024 === 0) return `${bytes / 1024} KiB`;
+  return `${bytes} bytes`;
+}
+
+/** What an asset input accepts, for messages: "image/png or image/jpeg, at most 1 MiB". */
+export function acceptsText(restrictions: { media_types?: readonly string[]; max_bytes?: number }): string {
+  const types = restrictions.media_types?.length ? restrictions.media_types.join(' or ') : 'any media type';
+  return restrictions.max_bytes === undefined ? types : `${types}, at most ${restrictions.max_bytes} bytes`;
+}
+
+/**
+ * Null when a sniffed asset fits what its input accepts, else the reason (for "input 'x' ").
+ * Bytes whose type cannot be sniffed are application/octet-stream.
+ */
+export function assetRestrictionProblem(
+  restrictions: { media_types?: readonly string[]; max_bytes?: number },
+  asset: { media_type: string; bytes: number },
+): string | null {
+  const accepts = acceptsText(restrictions);
+  if (!acceptsMediaType(restrictions.media_types, asset.media_type)) return `is ${asset.media_type} (sniffed from its bytes) but accepts ${accepts}`;
+  if (restrictions.max_bytes !== undefined && asset.bytes > restrictions.max_bytes) return `is ${asset.bytes} bytes but accepts ${accepts}`;
+  return null;
+}
