@@ -4,7 +4,7 @@
  */
 import middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
-import { AppError, bodyLimitDetail, toErrorResponse } from '../core/errors';
+import { AppError, assertBodyWithin, toErrorResponse } from '../core/errors';
 import { waitSeconds } from '../core/prefer';
 import { isStoreUnavailable } from '../core/ports';
 import type { Deps, DepsSource } from './deps';
@@ -107,7 +107,7 @@ export const httpHandler = (fn: (req: RequestInfo) => Promise<RouteAnswer>) => (
       // API Gateway passes bodies up to 10 MB: the contract's limit is every route's to enforce
       // (the local gateway checks it too, which once hid that owner routes did not).
       const text = bodyText(event);
-      if (text !== null && Buffer.byteLength(text, 'utf8') > d.config.maxBodyBytes) throw new AppError('PayloadTooLarge', bodyLimitDetail(d.config.maxBodyBytes));
+      assertBodyWithin(text, d.config.maxBodyBytes);
       const info: RequestInfo = {
         event,
         deps: d,

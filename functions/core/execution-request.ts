@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import * as v from 'valibot';
 import { sortedJson } from './canonical';
 import { checkUrl } from './address-guard';
-import { AppError, bodyLimitDetail } from './errors';
+import { AppError } from './errors';
 import type { Contract, RawValue } from './types';
 import { isPlainObject, referenceProblem, requestValueType, valueTypeProblem } from './values';
 
@@ -20,7 +20,6 @@ export interface ExecutionRequest {
 }
 
 export interface ExecutionRequestLimits {
-  maxBodyBytes: number;
   maxInputs: number;
   allowPrivateUrls: boolean;
 }
@@ -91,10 +90,8 @@ export function parseExecutionRequest(
   contract: Contract,
   opts: ExecutionRequestLimits,
 ): ExecutionRequest {
+  // Its size was checked where every route's body is read (assertBodyWithin).
   const text = req.body ?? '';
-  if (Buffer.byteLength(text, 'utf8') > opts.maxBodyBytes) {
-    throw new AppError('PayloadTooLarge', bodyLimitDetail(opts.maxBodyBytes));
-  }
 
   let raw: unknown = {};
   if (!JSON_WHITESPACE.test(text)) {

@@ -114,7 +114,7 @@ async function submit(d: Deps, auth: CallerAuth, req: ExecuteRequest) {
   const parsed = parseExecutionRequest(
     { body: req.body, contentType: req.contentType },
     { inputs: dep.inputs, outputs: dep.outputs },
-    { maxBodyBytes: d.config.maxBodyBytes, maxInputs: d.config.maxInputs, allowPrivateUrls: d.config.allowPrivateUrls },
+    { maxInputs: d.config.maxInputs, allowPrivateUrls: d.config.allowPrivateUrls },
   );
   const now = d.clock.now();
   let executionId = d.ids.uuid();

@@ -51,7 +51,7 @@ describe('the definition check and the PipelineDefinition shape', () => {
 const contract: Contract = { inputs: [{ id: 'a', value_type: 'string', value: 'x', visible: true }], outputs: [{ id: 'o', visible: true }] };
 
 describe('the execute parser and the ExecutionRequest shape', () => {
-  const parse = (body: unknown) => parseExecutionRequest({ body: JSON.stringify(body), contentType: 'application/json' }, contract, { maxBodyBytes: 4096, maxInputs: 4, allowPrivateUrls: false });
+  const parse = (body: unknown) => parseExecutionRequest({ body: JSON.stringify(body), contentType: 'application/json' }, contract, { maxInputs: 4, allowPrivateUrls: false });
   const samples: Record<string, unknown> = { callback: 'https://example.com/hook', workflow_input: { a: { value: 'y', value_type: 'RAW' } } };
 
   it('accept every documented field and refuse any other', () => {
