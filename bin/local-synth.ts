@@ -13,7 +13,7 @@ import { UnservedWebAclError } from '../lib/synth/waf';
 serve({
   command: 'npm run start:synth',
   what: ' (synthesized assembly)',
-  start: () => startSynthRuntime(),
+  start: () => startSynthRuntime({ progress: (line) => process.stderr.write(`  ${line}\n`) }),
   details: (rt, startedMs) => [
     ['assembly', rt.assembly.dir],
     ['functions', `${rt.functions.size} bundles, IAM enforced by the local AWS endpoint ${rt.endpoint.url}`],

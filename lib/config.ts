@@ -74,6 +74,7 @@ const ConfigSchema = v.object({
   PIPEGATE_MAX_WAIT_SECONDS: int(60, 0, 900),
   PIPEGATE_OWNER_SECRETS_TTL_SECONDS: int(60, 0, 3_600),
   PIPEGATE_PUBLIC_URL: v.optional(PublicUrlSchema),
+  PIPEGATE_LOG_FORMAT: v.optional(v.picklist(['json', 'text'], 'must be json or text')),
   AWS_REGION: v.optional(v.string(), 'us-east-1'),
 });
 
@@ -120,6 +121,8 @@ export type Config = {
    * otherwise each request's own (API Gateway's host and stage, or the local Host header).
    */
   publicUrl: string | undefined;
+  /** Local runtime: its log lines as JSON or as text; unset means text on a terminal, JSON otherwise. */
+  logFormat: 'json' | 'text' | undefined;
   region: string;
 };
 
@@ -174,6 +177,7 @@ export function readConfig(env: Record<string, string | undefined> = process.env
     maxWaitSeconds: c.PIPEGATE_MAX_WAIT_SECONDS,
     ownerSecretsTtlSeconds: c.PIPEGATE_OWNER_SECRETS_TTL_SECONDS,
     publicUrl: c.PIPEGATE_PUBLIC_URL,
+    logFormat: c.PIPEGATE_LOG_FORMAT,
     region: c.AWS_REGION,
   };
 }

@@ -3,13 +3,17 @@
  * limit) and by the runner (RunNodes' state time-out). Plain data: no aws-cdk-lib.
  *
  * An Express execution ends at 300 s whatever state it is in, so a time-out that fires late
- * leaves the record `running` with nothing left to finish it. The order of deadlines is:
- * the engine's own time-out (the configured execution time-out), then RunNodes' state
- * time-out (engine + RUN_RECORD_SECONDS, room to write the outcome), then the task-run
- * Lambda's (a little later still, so the state's time-out is what fires: States.Timeout →
- * MarkFailed → "timed out"), and MarkRunning's and MarkFailed's allowances around them must
- * fit in 300 s. Anything past even that is failed by the sweeper.
+ * leaves the record `running` with nothing left to finish it, and the sweeper then records
+ * "timed out" instead of the cause. The order of deadlines is: the engine's own time-out (the
+ * configured execution time-out), then RunNodes' state time-out (engine + RUN_RECORD_SECONDS,
+ * room to write the outcome), then the task-run Lambda's (a little later still, so the state's
+ * time-out is what fires: States.Timeout → MarkFailed → "timed out"). MarkRunning's and
+ * MarkFailed's worst cases around them must fit in 300 s.
+ *
+ * The worst cases are computed from the Retry blocks of lib/state-machine.asl.json itself, so
+ * changing a retry there moves the budget (and the longest Express execution time-out) with it.
  */
+import asl from './state-machine.asl.json';
 
 /** Step Functions Express: an execution runs 5 minutes at most. */
 export const EXPRESS_LIMIT_SECONDS = 300;
@@ -18,11 +22,57 @@ export const RUN_RECORD_SECONDS = 10;
 /** The task-run Lambda outlives RunNodes' state time-out by this much. */
 export const TASK_RUN_LAMBDA_EXTRA_SECONDS = 5;
 /** Time-out of the MarkRunning and MarkFailed Lambdas (two or three store calls and a send). */
-export const MARK_TASK_TIMEOUT_SECONDS = 10;
-/** MarkRunning's share: its first call at its slowest, plus its first retry waits. */
-export const START_ALLOWANCE_SECONDS = 15;
-/** MarkFailed's share: a slow first call and retries after 1, 2, 4 and 8 s. */
-export const FAIL_ALLOWANCE_SECONDS = 30;
+export const MARK_TASK_TIMEOUT_SECONDS = 8;
+/** Step Functions' own transitions and Lambda invocations between the states. */
+export const TRANSITIONS_SECONDS = 5;
+
+export interface Retrier {
+  ErrorEquals: string[];
+  IntervalSeconds?: number;
+  MaxAttempts?: number;
+  BackoffRate?: number;
+  MaxDelaySeconds?: number;
+}
+
+export type TaskStateName = 'MarkRunning' | 'RunNodes' | 'MarkFailed';
+
+/** A task state's retriers as the ASL declares them (Step Functions' defaults: 1 s, 3 attempts, rate 2). */
+export function retriersOf(state: TaskStateName, document: { States: Record<string, unknown> } = asl): Retrier[] {
+  const s = document.States[state] as { Retry?: Retrier[] } | undefined;
+  if (s === undefined) throw new Error(`the state machine has no state ${state}`);
+  return s.Retry ?? [];
+}
+
+/** The waits between attempts of one retrier, seconds, in order (Step Functions' formula). */
+export function retryWaitsSeconds(r: Retrier): number[] {
+  const interval = r.IntervalSeconds ?? 1;
+  const rate = r.BackoffRate ?? 2;
+  const attempts = r.MaxAttempts ?? 3;
+  return Array.from({ length: attempts }, (_, i) => Math.min(interval * rate ** i, r.MaxDelaySeconds ?? Number.POSITIVE_INFINITY));
+}
+
+/**
+ * The longest a task state can take: every retry of every retrier (each keeps its own count, so
+ * errors of different kinds can exhaust them all) with each attempt running its whole time-out,
+ * plus every wait between attempts.
+ */
+export function worstCaseSeconds(retriers: Retrier[], attemptSeconds: number): number {
+  const retries = retriers.reduce((n, r) => n + (r.MaxAttempts ?? 3), 0);
+  const waits = retriers.flatMap(retryWaitsSeconds).reduce((a, b) => a + b, 0);
+  return (retries + 1) * attemptSeconds + waits;
+}
+
+/** MarkRunning's share: every attempt at its slowest plus every retry wait (27 s). */
+export const START_ALLOWANCE_SECONDS = worstCaseSeconds(retriersOf('MarkRunning'), MARK_TASK_TIMEOUT_SECONDS);
+/** MarkFailed's share, the same way (46 s). */
+export const FAIL_ALLOWANCE_SECONDS = worstCaseSeconds(retriersOf('MarkFailed'), MARK_TASK_TIMEOUT_SECONDS);
+/**
+ * RunNodes retries only Lambda's own invocation errors (throttled, service unavailable), raised
+ * before the function ran, so its retries cost their waits, not another run of the engine.
+ */
+export const RUN_RETRY_WAITS_SECONDS = retriersOf('RunNodes')
+  .flatMap(retryWaitsSeconds)
+  .reduce((a, b) => a + b, 0);
 
 /** RunNodes' state time-out (TimeoutSecondsPath), seconds. */
 export const runNodesTimeoutSeconds = (executionTimeoutMs: number): number => Math.ceil(executionTimeoutMs / 1000) + RUN_RECORD_SECONDS;
@@ -30,12 +80,15 @@ export const runNodesTimeoutSeconds = (executionTimeoutMs: number): number => Ma
 export const taskRunLambdaTimeoutSeconds = (executionTimeoutMs: number): number =>
   runNodesTimeoutSeconds(executionTimeoutMs) + TASK_RUN_LAMBDA_EXTRA_SECONDS;
 
-/** Step Functions' own transitions and Lambda invocations between the states. */
-export const TRANSITIONS_SECONDS = 5;
-
-/** The longest execution time-out whose whole run, MarkFailed included, fits an Express execution (240 s). */
+/** The longest execution time-out whose whole run, MarkFailed included, fits an Express execution (209 s). */
 export const EXPRESS_MAX_EXECUTION_TIMEOUT_MS =
-  (EXPRESS_LIMIT_SECONDS - START_ALLOWANCE_SECONDS - RUN_RECORD_SECONDS - FAIL_ALLOWANCE_SECONDS - TRANSITIONS_SECONDS) * 1000;
+  (EXPRESS_LIMIT_SECONDS -
+    START_ALLOWANCE_SECONDS -
+    RUN_RETRY_WAITS_SECONDS -
+    RUN_RECORD_SECONDS -
+    FAIL_ALLOWANCE_SECONDS -
+    TRANSITIONS_SECONDS) *
+  1000;
 
 /**
  * `Prefer: wait` on AWS: API Gateway REST ends an integration after 29 s (its default quota), so

@@ -109,12 +109,25 @@ export function applyVisibility(discovered: Contract, request: unknown, previous
 
 const hasEntries = (c: Contract | null): boolean => c !== null && (c.inputs.length > 0 || c.outputs.length > 0);
 
-/** Refuses a publish for the reasons of contract §3, in the order a user should fix them. */
+/**
+ * Refuses a publish for the reasons of contract §3, in the order a user should fix them.
+ * `unfinished` is the newest run when it has not finished yet: with no success so far, the
+ * answer says to wait for it rather than to run again.
+ */
 export function assertPublishable(
   latestFinished: RunPointer | null,
   lastSuccessful: RunPointer | null,
   discovered: Contract | null,
+  unfinished: (RunSummary & { pipeline_id: string }) | null = null,
 ): void {
+  if (lastSuccessful === null && unfinished !== null) {
+    const { pipeline_id: pipeline, ...latest_run } = unfinished;
+    throw new AppError(
+      'PublishNoSuccessfulRun',
+      `run ${latest_run.run_id} is still ${latest_run.status}; publish once it has completed. To wait for it: GET /v1/pipelines/${pipeline}/runs/${latest_run.run_id} with the header "Prefer: wait=60" (answers as soon as it finishes), or start runs with "Prefer: wait=60" (npx pipegate run waits by default)`,
+      { latest_run },
+    );
+  }
   if (lastSuccessful === null) throw new AppError('PublishNoSuccessfulRun');
   // A successful run is a finished one, so latestFinished is only null if the caller lost it.
   const latest = latestFinished ?? lastSuccessful;

@@ -133,6 +133,7 @@ const OWNER_PATHS: Record<string, PathItem> = {
       summary: 'Run the latest version, with optional input overrides',
       parameters: [
         parameterRef('PipelineId'),
+        parameterRef('PreferWait'),
       ],
       requestBody: {
         required: false,
@@ -140,6 +141,14 @@ const OWNER_PATHS: Record<string, PathItem> = {
         content: { 'application/json': { schema: schemaRef('RunRequest') } },
       },
       responses: {
+        '200': {
+          description: 'The run finished within `Prefer: wait=N`: as `GET …/runs/{run_id}` shows it.',
+          headers: {
+            Location: { description: 'The status URL.', required: true, schema: { type: 'string', format: 'uri' } },
+            'Preference-Applied': { description: '`wait=<seconds>` actually allowed.', required: true, schema: { type: 'string', pattern: '^wait=\\d+$' } },
+          },
+          content: { 'application/json': { schema: schemaRef('Run') } },
+        },
         '202': {
           description: 'Queued.',
           headers: { Location: { description: 'The status URL.', required: true, schema: { type: 'string', format: 'uri' } } },
@@ -177,6 +186,7 @@ const OWNER_PATHS: Record<string, PathItem> = {
       parameters: [
         parameterRef('PipelineId'),
         parameterRef('RunId'),
+        parameterRef('PreferWait'),
       ],
       responses: {
         '200': { description: 'The run.', content: { 'application/json': { schema: schemaRef('Run') } } },

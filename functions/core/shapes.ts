@@ -521,7 +521,11 @@ export const SHAPES = {
   InvalidDefinition: errorBody('InvalidDefinition', 'The definition (or the pipeline id) was refused; `detail` lists every problem.', { detail: Problems }),
   InvalidRequest: errorBody('InvalidRequest', 'The request body or query was refused; `detail` lists every problem.', { detail: Problems }),
   ConfirmationRequired: errorBody('ConfirmationRequired', 'Delete without `?confirm=` naming the deployment id.', { detail: Detail }),
-  PublishNoSuccessfulRun: errorBody('PublishNoSuccessfulRun', 'Publish refused: no run of this pipeline has succeeded.'),
+  PublishNoSuccessfulRun: errorBody(
+    'PublishNoSuccessfulRun',
+    'Publish refused: no run of this pipeline has succeeded. While a run is still going, `detail` says so and how to wait for it, and `latest_run` names it.',
+    { detail: v.optional(Detail), latest_run: v.optional(RunSummary) },
+  ),
   PublishLatestRunFailed: errorBody('PublishLatestRunFailed', 'Publish refused: the most recent finished run did not succeed.', { latest_run: RunSummary }),
   PublishNoInputsOrOutputs: errorBody('PublishNoInputsOrOutputs', 'Publish refused: the version of the latest run has no Input and no Output nodes.'),
   Conflict: errorBody('Conflict', 'A concurrent publish, rotation or delete changed the deployment; try again.', { detail: Detail }),

@@ -1,8 +1,11 @@
 import { lambdaDeps } from '../adapters/deps';
-import { httpHandler, json } from '../adapters/api';
+import { httpHandler, json, preferredWait } from '../adapters/api';
 import { getRun } from '../services/owner.service';
 
-/** GET /v1/pipelines/{pipeline_id}/runs/{run_id} */
-export const createHandler = httpHandler(async (req) => json(200, await getRun(req.deps, req.param('pipeline_id'), req.param('run_id'))));
+/** GET /v1/pipelines/{pipeline_id}/runs/{run_id} (`Prefer: wait=N` waits for the run to finish) */
+export const createHandler = httpHandler(async (req) => {
+  const out = await getRun(req.deps, req.param('pipeline_id'), req.param('run_id'), preferredWait(req));
+  return json(200, out.body, out.headers);
+});
 
 export const handler = createHandler(lambdaDeps);

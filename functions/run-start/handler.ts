@@ -1,11 +1,11 @@
 import { lambdaDeps } from '../adapters/deps';
-import { bodyText, httpHandler, json } from '../adapters/api';
-import { startRun } from '../services/owner.service';
+import { bodyText, httpHandler, json, preferredWait } from '../adapters/api';
+import { startRunWaiting } from '../services/owner.service';
 
-/** POST /v1/pipelines/{pipeline_id}/runs → 202 */
+/** POST /v1/pipelines/{pipeline_id}/runs → 202 (200 with the run when it finished within `Prefer: wait=N`) */
 export const createHandler = httpHandler(async (req) => {
-  const body = await startRun(req.deps, req.param('pipeline_id'), bodyText(req.event), req.baseUrl);
-  return json(202, body, { location: body.status_url });
+  const out = await startRunWaiting(req.deps, req.param('pipeline_id'), bodyText(req.event), req.baseUrl, preferredWait(req));
+  return json(out.status, out.body, out.headers);
 });
 
 export const handler = createHandler(lambdaDeps);

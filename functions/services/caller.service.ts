@@ -62,7 +62,7 @@ export const NO_WAIT: Wait = { seconds: 0, untilMs: 0 };
  * write where the runtime can (d.completions); re-reads with strong consistency after each
  * wake, since an eventually consistent read may not show the write that woke it yet.
  */
-async function awaitTerminal(d: Deps, executionId: string, first: () => Promise<Execution>, wait: Wait): Promise<Execution> {
+export async function awaitTerminal(d: Deps, executionId: string, first: () => Promise<Execution>, wait: Wait): Promise<Execution> {
   if (wait.seconds <= 0) return first();
   // Watch before the first read, so a completion between that read and the wait still wakes us.
   const watch = d.completions.watch(executionId);

@@ -1,7 +1,14 @@
 /** The messages of the executions and callbacks queues, checked where they are read. */
 import * as v from 'valibot';
 
-export const ExecutionMessage = v.object({ execution_id: v.pipe(v.string(), v.uuid()) });
+export const ExecutionMessage = v.object({
+  execution_id: v.pipe(v.string(), v.uuid()),
+  /**
+   * Set by the sweeper's re-queue (ms since epoch of that re-queue): the workflow then gets a
+   * name of its own, since a Standard state machine refuses a closed execution's name for 90 days.
+   */
+  requeued: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
+});
 export const CallbackMessage = v.object({
   execution_id: v.pipe(v.string(), v.uuid()),
   /** When the next attempt is due (ms since epoch): SQS delays a message 15 minutes at most. */

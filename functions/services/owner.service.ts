@@ -13,7 +13,9 @@ import type { Contract, DeploymentRecord, Execution, PipelineDefinition, Pipelin
 import { executeUrl, runBody } from '../core/views';
 import type { Deps } from '../adapters/deps';
 import { epochSeconds } from '../core/time';
+import { POLL_HINT_SECONDS, preferenceApplied } from '../core/prefer';
 import { enqueueNew } from './enqueue';
+import { awaitTerminal, NO_WAIT, type Wait } from './caller.service';
 
 
 function parseJson(body: string | null, what: string): unknown {
@@ -156,6 +158,27 @@ export async function startRun(d: Deps, id: string, body: string | null, baseUrl
   };
 }
 
+/**
+ * POST runs: 202 once queued. With a wait (`Prefer: wait=N`), a run that finishes within it is
+ * answered 200 with the run as GET …/runs/{run_id} shows it (Location still names that URL), so a script can publish next
+ * without polling; one still going when the wait runs out gets the usual 202.
+ */
+export async function startRunWaiting(d: Deps, id: string, body: string | null, baseUrl: string, wait: Wait = NO_WAIT) {
+  const accepted = await startRun(d, id, body, baseUrl);
+  const location = { location: accepted.status_url };
+  if (wait.seconds <= 0) return { status: 202, body: accepted, headers: location };
+  const runId = accepted.run_id;
+  const first = async (): Promise<Execution> => {
+    const e = await d.executions.get(runId, d.clock.now(), true);
+    if (!e) throw new Error(`run ${runId} vanished after it was created`);
+    return e;
+  };
+  const e = await awaitTerminal(d, runId, first, wait);
+  const headers = { ...location, ...preferenceApplied(wait.seconds) };
+  if (!isTerminal(e.status)) return { status: 202, body: accepted, headers: { ...headers, 'retry-after': String(POLL_HINT_SECONDS) } };
+  return { status: 200, body: runBody(e), headers };
+}
+
 export async function listRuns(d: Deps, id: string, limitText: string | undefined, cursor: string | undefined) {
   await meta(d, id);
   const limit = limitText === undefined ? 20 : Number(limitText);
@@ -171,10 +194,16 @@ export async function listRuns(d: Deps, id: string, limitText: string | undefine
   }
 }
 
-export async function getRun(d: Deps, id: string, runId: string) {
-  const e = await d.executions.get(runId, d.clock.now());
-  if (!e || e.kind !== 'run' || e.pipeline_id !== id) throw new AppError('RunNotFound');
-  return { ...runBody(e) };
+/** One run; with a wait (`Prefer: wait=N`), as soon as it has finished or when the wait runs out. */
+export async function getRun(d: Deps, id: string, runId: string, wait: Wait = NO_WAIT) {
+  const read = async (): Promise<Execution> => {
+    const e = await d.executions.get(runId, d.clock.now());
+    if (!e || e.kind !== 'run' || e.pipeline_id !== id) throw new AppError('RunNotFound');
+    return e;
+  };
+  const e = await awaitTerminal(d, runId, read, wait);
+  const headers = { ...preferenceApplied(wait.seconds), ...(isTerminal(e.status) ? {} : { 'retry-after': String(POLL_HINT_SECONDS) }) };
+  return { body: { ...runBody(e) }, headers };
 }
 
 /** The contract a successful run discovers: its version's nodes with the values it used. */
@@ -240,11 +269,12 @@ async function newCredentials(d: Deps, deploymentId: string) {
  * which finds the slot pointing at an item that does not exist and creates it under that id.
  */
 export async function publish(d: Deps, id: string, body: string | null, baseUrl: string) {
-  const { meta: m } = await syncRunPointers(d, id, await meta(d, id));
+  const { meta: m, latest: newest } = await syncRunPointers(d, id, await meta(d, id));
   const request = parseJson(body, 'body');
   const latest = m.latest_finished;
   const disc = latest?.status === 'completed' ? await discovered(d, id, latest) : null;
-  assertPublishable(latest, m.last_success, disc);
+  const unfinished = newest && !isTerminal(newest.status) ? { pipeline_id: id, run_id: newest.execution_id, status: newest.status, version: newest.version } : null;
+  assertPublishable(latest, m.last_success, disc, unfinished);
   // assertPublishable refuses unless the latest finished run completed and discovered a contract.
   const contract = disc as Contract;
   const version = (latest as RunPointer).version;

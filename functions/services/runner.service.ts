@@ -8,10 +8,20 @@ export { ExecutionMessage } from './messages';
 export const workflowTimeoutSeconds = (d: Deps): number => runNodesTimeoutSeconds(d.config.executionTimeoutMs);
 
 /**
- * One executions-queue message → one state-machine execution named by the execution id. No
- * read first: a duplicate message, or one for an execution cancelled meanwhile, starts a
- * workflow whose MarkRunning finds nothing pending and ends it (see taskStart).
+ * The workflow's name: the execution id, or for a sweeper's re-queue the id and that re-queue's
+ * time. A Standard state machine answers a closed execution's name with ExecutionAlreadyExists
+ * for 90 days, so a pending execution whose first workflow ended without moving it on would
+ * otherwise never start again. A duplicate of the same message keeps the same name, so Standard
+ * still starts it once; MarkRunning's conditional write lets only one workflow proceed anyway.
  */
-export async function startWorkflow(d: Deps, executionId: string): Promise<'started' | 'already_exists'> {
-  return d.workflow.start(executionId, { execution_id: executionId, timeout_seconds: workflowTimeoutSeconds(d) });
+export const workflowName = (executionId: string, requeued?: number): string =>
+  requeued === undefined ? executionId : `${executionId}-r${requeued}`;
+
+/**
+ * One executions-queue message → one state-machine execution. No read first: a duplicate
+ * message, or one for an execution cancelled meanwhile, starts a workflow whose MarkRunning
+ * finds nothing pending and ends it (see taskStart).
+ */
+export async function startWorkflow(d: Deps, executionId: string, requeued?: number): Promise<'started' | 'already_exists'> {
+  return d.workflow.start(workflowName(executionId, requeued), { execution_id: executionId, timeout_seconds: workflowTimeoutSeconds(d) });
 }

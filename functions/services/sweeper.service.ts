@@ -133,7 +133,7 @@ async function repair(d: Deps, id: string, now: Date, opts: SweepOptions, report
   if (e.status === 'pending') {
     if (!opts.startup && (age(e.created_at) < quietMs || age(e.requeued_at) < quietMs)) return;
     if (!(await d.executions.markRequeued(e.execution_id, { status: 'pending' }, now.toISOString()))) return;
-    await d.queue.send('executions', { execution_id: e.execution_id });
+    await d.queue.send('executions', { execution_id: e.execution_id, requeued: now.getTime() });
     report.requeued += 1;
     d.log.warn('sweeper: pending execution queued again', { execution_id: e.execution_id, created_at: e.created_at, startup: opts.startup === true });
     return;

@@ -107,8 +107,6 @@ async function startLocked(
   dataDir: string,
   dataDirLock: DataDirLock,
 ): Promise<Runtime> {
-  const log = opts.log === false ? silentLogger : (opts.log ?? createLogger('pipegate-local'));
-
   const ownerToken =
     opts.ownerToken ?? env.PIPEGATE_OWNER_TOKEN ?? persistent(join(dataDir, 'owner-token'), () => `pgo_${randomBytes(24).toString('base64url')}`);
   const material = parseKeyMaterial(
@@ -125,6 +123,8 @@ async function startLocked(
     PIPEGATE_TRACK_OPEN: opts.trackOpen === false ? 'false' : 'true',
     AWS_REGION: 'local',
   });
+  const log =
+    opts.log === false ? silentLogger : (opts.log ?? createLogger('pipegate-local', undefined, settings.logFormat ?? (process.stdout.isTTY ? 'text' : 'json')));
   const dynamo: LocalDynamo = await startDynalite({
     ...(opts.inMemory ? {} : { path: join(dataDir, 'db') }),
     inProcess: settings.dynamodbTransport === 'in-process',

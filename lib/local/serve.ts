@@ -92,11 +92,35 @@ function stopOnSignals(rt: Served, write: (text: string) => void = (t) => proces
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
+  // A supervisor that is killed outright (npm under SIGKILL, a crashed shell) cannot forward
+  // its signal: the kernel hands this process to another parent, and it stops as on SIGTERM
+  // rather than serving on unseen.
+  const parent = process.ppid;
+  const orphanCheck = setInterval(() => {
+    if (process.ppid !== parent) stop('parent process gone');
+  }, ORPHAN_CHECK_MS);
+  orphanCheck.unref();
+}
+
+const ORPHAN_CHECK_MS = 500;
+
+/**
+ * A reader that went away (`npm start | tee log` stopped by the same Ctrl-C) makes every later
+ * write fail with EPIPE; unhandled, that error would end the process in the middle of its
+ * drain. Output then goes nowhere, and the drain carries on.
+ */
+function tolerateClosedOutput(): void {
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (e: NodeJS.ErrnoException) => {
+      if (e.code !== 'EPIPE' && e.code !== 'ERR_STREAM_DESTROYED') throw e;
+    });
+  }
 }
 
 /** Starts the runtime, prints the banner and stops on a signal; a failed start exits 1 with why. */
 export function serve<R extends Served>(opts: ServeOptions<R>): void {
   const started = Date.now();
+  tolerateClosedOutput();
   opts
     .start()
     .then((rt) => {

@@ -50,9 +50,24 @@ async function respond(event: CustomResourceEvent, status: 'SUCCESS' | 'FAILED',
     RequestId: event.RequestId,
     LogicalResourceId: event.LogicalResourceId,
   });
-  // The pre-signed S3 URL rejects any content type it was not signed with.
-  const res = await fetch(event.ResponseURL, { method: 'PUT', body, headers: { 'content-type': '' } });
-  if (!res.ok) throw new Error(`CloudFormation response rejected: ${res.status}`);
+  // The response URL is an S3 URL presigned by CloudFormation (Signature Version 2 in the
+  // regions that still sign that way), whose signature covers the Content-Type header as sent:
+  // it was signed with none. A string body would make fetch add `text/plain;charset=UTF-8`
+  // (refused: SignatureDoesNotMatch, and the stack waits an hour for an answer); bytes carry no
+  // content type, which SigV2 reads as the empty one it signed and SigV4 (host only) ignores.
+  const bytes = Buffer.from(body, 'utf8');
+  let last: unknown;
+  for (let attempt = 0; attempt < 3; attempt += 1) {
+    try {
+      const res = await fetch(event.ResponseURL, { method: 'PUT', body: bytes, signal: AbortSignal.timeout(5_000) });
+      if (res.ok) return;
+      last = new Error(`CloudFormation response rejected: ${res.status}`);
+      if (res.status < 500) break;
+    } catch (err) {
+      last = err;
+    }
+  }
+  throw last instanceof Error ? last : new Error(String(last));
 }
 
 export async function handler(event: CustomResourceEvent): Promise<void> {

@@ -8,6 +8,7 @@ import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
+import { allFunctionNames } from '../stacks/permissions';
 import { PLACEHOLDER_ENV } from '../stacks/settings';
 import { isPlainObject } from '../../functions/core/values';
 
@@ -35,6 +36,33 @@ export interface SynthOptions {
   root?: string;
   /** Extra `-c key=value` context (also part of the cache key). */
   context?: Record<string, string>;
+  /** A line per stage of a synth that is not answered from the cache (a first start takes a minute). */
+  progress?: (line: string) => void;
+}
+
+/**
+ * Bundles a synth makes: one per function of the service (lib/stacks/permissions.ts lists
+ * them) and the stateful stack's secret initializer. Only for the "12 of 33" of progress lines.
+ */
+export const EXPECTED_BUNDLES = allFunctionNames().length + 1;
+
+/**
+ * Turns the synth's output into progress lines: the CDK prints `Bundling asset
+ * <stack>/<function>/…/Stage...` before each esbuild run. Chunks may split lines.
+ */
+export function bundleProgress(progress: (line: string) => void, total = EXPECTED_BUNDLES): (chunk: string) => void {
+  let count = 0;
+  let rest = '';
+  return (chunk) => {
+    const lines = (rest + chunk).split('\n');
+    rest = lines.pop() ?? '';
+    for (const line of lines) {
+      const m = /^Bundling asset ([^/\s]+\/[^/\s]+)/.exec(line.trim());
+      if (!m) continue;
+      count += 1;
+      progress(`bundling ${count}${count <= total ? ` of ${total}` : ''}: ${m[1]}`);
+    }
+  };
 }
 
 export interface SynthResult {
@@ -90,10 +118,14 @@ export async function synthesize(outdir: string, options: SynthOptions = {}): Pr
   ];
   const started = Date.now();
   const output: string[] = [];
+  const report = options.progress ? bundleProgress(options.progress) : () => undefined;
   const code = await new Promise<number | null>((resolve, reject) => {
     const child = spawn(process.execPath, args, { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout.on('data', (d: Buffer) => output.push(d.toString()));
-    child.stderr.on('data', (d: Buffer) => output.push(d.toString()));
+    child.stderr.on('data', (d: Buffer) => {
+      output.push(d.toString());
+      report(d.toString());
+    });
     child.on('error', reject);
     child.on('close', resolve);
   });
@@ -137,6 +169,7 @@ export async function cachedAssembly(options: SynthOptions & { cacheDir?: string
   const done = path.join(dir, '.complete');
   const lock = `${dir}.lock`;
   mkdirSync(cacheDir, { recursive: true });
+  let waitingSaid = false;
   for (;;) {
     if (existsSync(done)) return { dir, ms: 0, cached: true };
     try {
@@ -149,6 +182,8 @@ export async function cachedAssembly(options: SynthOptions & { cacheDir?: string
       if ((Number.isFinite(owner) && !pidAlive(owner)) || (!Number.isFinite(owner) && age > 10_000)) {
         rmSync(lock, { recursive: true, force: true });
       } else {
+        if (!waitingSaid) options.progress?.('waiting for another process synthesizing the same sources');
+        waitingSaid = true;
         await sleep(250);
       }
       continue;
@@ -158,7 +193,9 @@ export async function cachedAssembly(options: SynthOptions & { cacheDir?: string
       if (existsSync(done)) return { dir, ms: 0, cached: true };
       const partial = `${dir}.partial-${process.pid}`;
       rmSync(partial, { recursive: true, force: true });
+      options.progress?.('synthesizing the CDK app (first start, or the sources changed): about a minute');
       const ms = await synthesize(partial, options);
+      options.progress?.(`synthesized in ${(ms / 1000).toFixed(1)} s`);
       writeFileSync(path.join(partial, '.complete'), new Date().toISOString());
       rmSync(dir, { recursive: true, force: true });
       renameSync(partial, dir);

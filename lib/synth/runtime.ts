@@ -26,7 +26,7 @@ import { createDeps, type Deps } from '../../functions/adapters/deps';
 import { isConditionFailure, localEndpointConfig } from '../../functions/adapters/dynamo';
 import { createGuardedHttp } from '../../functions/adapters/guarded-http';
 import { parseKeyMaterial, StaticKeyMaterial } from '../../functions/adapters/key-material';
-import { silentLogger } from '../../functions/adapters/logger';
+import { createLogger, silentLogger } from '../../functions/adapters/logger';
 import { sweepAll } from '../../functions/services/sweeper.service';
 import { drainWorkflow, refuseWhileStopping, type StopOptions, type StopReport } from '../local/shutdown';
 import { forEachState, LocalWorkflow, type WorkflowTask } from '../local/workflow';
@@ -55,6 +55,8 @@ export interface SynthRuntimeOptions {
   maxConcurrency?: number;
   /** Each log line: the runtime's own and every function's. Default: stderr. */
   log?: ((line: string) => void) | false;
+  /** A line per stage of the start (synth, bundles, functions, custom resources, recovery). */
+  progress?: (line: string) => void;
 }
 
 export interface SynthRuntime {
@@ -145,7 +147,8 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
   const ownerToken =
     opts.ownerToken ?? env.PIPEGATE_OWNER_TOKEN ?? persistent(join(dataDir, 'owner-token'), () => `pgo_${randomBytes(24).toString('base64url')}`);
 
-  const assembly = opts.assembly ?? loadAssembly((await cachedAssembly()).dir);
+  const progress = opts.progress ?? (() => undefined);
+  const assembly = opts.assembly ?? loadAssembly((await cachedAssembly({ progress })).dir);
   // One runtime per data dir, as for `npm start`.
   const lock = await lockDataDir(dataDir);
   const stoppers: Array<() => Promise<void>> = [() => lock.release()];
@@ -316,7 +319,9 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
     endpoint.serve({ iam, arns: resolved.arns, dynamoEndpoint: dynamo.endpoint, queues: endpointQueues, stateMachines: machines, secrets });
 
     // Custom resources, as CloudFormation runs them on the first deploy.
+    progress(`${hosts.size} functions and ${queues.size} queues set up; running custom resources`);
     for (const stack of stacks) await runCustomResources(stack, dataDir, fnByArn);
+    progress('recovering what the last stop left unfinished');
 
     // A restart owes the work it finds unfinished what `npm start` owes it: AWS never restarts,
     // but this process holds the state machine's runs, and they die with it.
@@ -416,6 +421,8 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
         invokeFromApi(fnArn, `arn:aws:execute-api:${region}:${account}:${api.apiId}/${api.stage}/${event.httpMethod}${event.resource.replace(/\{[^}]+\}/g, (m) => event.pathParameters?.[m.slice(1, -1)] ?? '')}`, event) as Promise<APIGatewayProxyResult>;
     }
     const authorizer = api.authorizer;
+    // PIPEGATE_LOG_FORMAT reaches the functions as a tuning variable, checked by their config reader.
+    const requestLog = createLogger('pipegate-synth', log, deps.config.logFormat ?? (process.stderr.isTTY ? 'text' : 'json'));
     // While stopping: every request is told to come back, as under `npm start`.
     let draining = false;
     const gateway = createGateway({
@@ -433,7 +440,7 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
       integrationTimeoutMs: api.integrationTimeoutMs,
       api: { region, account, apiId: api.apiId, stage: api.stage },
       firewall: firewallFromTemplate(serviceStack, `arn:${resolved.env.partition}:apigateway:${region}::/restapis/${api.apiId}/stages/${api.stage}`),
-      log: (line) => log(JSON.stringify({ level: 'info', message: 'request', ...line })),
+      log: (line) => requestLog.info('request', line),
     });
     const server: Server = createLocalServer((req, res) => (draining ? refuseWhileStopping(req, res) : gateway(req, res)));
     const host = opts.host ?? env.HOST ?? '127.0.0.1';

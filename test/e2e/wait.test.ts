@@ -6,7 +6,7 @@
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { InProcessCompletions } from '../../functions/adapters/completions';
-import { startTestRuntime, waitUntil, type Published, type TestRuntime } from '../support/runtime';
+import { request, startTestRuntime, waitUntil, type Published, type TestRuntime } from '../support/runtime';
 import { gatedDef } from '../support/scenarios';
 
 let rt: TestRuntime;
@@ -15,6 +15,7 @@ let gate: Server;
 let open = true;
 const held: ServerResponse[] = [];
 
+const gateUrl = () => `http://127.0.0.1:${(gate.address() as AddressInfo).port}/`;
 const answer = (res: ServerResponse) => {
   res.setHeader('content-type', 'application/json');
   res.end('{"word":"done"}');
@@ -24,7 +25,7 @@ const release = () => held.splice(0).forEach(answer);
 beforeAll(async () => {
   gate = createServer((_req, res) => (open ? answer(res) : held.push(res)));
   await new Promise<void>((r) => gate.listen(0, '127.0.0.1', () => r()));
-  const url = `http://127.0.0.1:${(gate.address() as AddressInfo).port}/`;
+  const url = gateUrl();
   rt = await startTestRuntime({ env: { ...process.env, PIPEGATE_CANCEL_POLL_MS: '50' } });
   const def = gatedDef(url);
   gated = await rt.publishPipeline('gated', def);
@@ -168,5 +169,55 @@ describe('Retry-After', () => {
     const done = await resultOf(id);
     expect(done.status).toBe(200);
     expect(done.headers.get('retry-after')).toBeNull();
+  });
+});
+
+describe('Prefer: wait on runs, and a publish while the first run is going', () => {
+  const owner = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
+    request<Record<string, unknown>>(`${rt.url}${path}`, method, body, { authorization: `Bearer ${rt.ownerToken}`, ...headers });
+
+  it('POST …/runs answers 200 with the finished run within the wait, so the publish that follows cannot race', async () => {
+    await owner('PUT', '/v1/pipelines/gated-run', gatedDef(gateUrl()));
+    const r = await owner('POST', '/v1/pipelines/gated-run/runs', {}, { prefer: 'wait=20' });
+    expect(r.status).toBe(200);
+    expect(r.headers.get('preference-applied')).toBe('wait=20');
+    expect(r.body).toMatchObject({ pipeline_id: 'gated-run', status: 'completed', outputs: { out: 'done' } });
+    expect(r.headers.get('location')).toMatch(new RegExp(`/v1/pipelines/gated-run/runs/${String(r.body.run_id)}$`));
+    expect((await owner('PUT', '/v1/pipelines/gated-run/deployment', {})).status).toBe(201);
+  });
+
+  it('a publish before any run has finished says the run is still going and how to wait for it', async () => {
+    await owner('PUT', '/v1/pipelines/gated-first', gatedDef(gateUrl()));
+    open = false;
+    const before = held.length;
+    const started = await owner('POST', '/v1/pipelines/gated-first/runs', {});
+    expect(started.status).toBe(202);
+    expect(started.headers.get('preference-applied')).toBeNull();
+    await waitUntil(async () => held.length, (n) => n > before);
+    const runId = String(started.body.run_id);
+
+    const refused = await owner('PUT', '/v1/pipelines/gated-first/deployment', {});
+    expect(refused.status).toBe(409);
+    expect(refused.body).toMatchObject({ error: 'To deploy the workflow, there must be at least one successful execution.', latest_run: { run_id: runId, status: 'running', version: 1 } });
+    expect(String(refused.body.detail)).toMatch(new RegExp(`run ${runId} is still running.*GET /v1/pipelines/gated-first/runs/${runId} with the header "Prefer: wait=60"`));
+
+    // The wait it names: answers as soon as the run finishes.
+    const waiting = owner('GET', `/v1/pipelines/gated-first/runs/${runId}`, undefined, { prefer: 'wait=20' });
+    release();
+    const done = await waiting;
+    expect(done.status).toBe(200);
+    expect(done.body.status).toBe('completed');
+    expect(done.headers.get('preference-applied')).toBe('wait=20');
+    expect((await owner('PUT', '/v1/pipelines/gated-first/deployment', {})).status).toBe(201);
+  });
+
+  it('a wait that runs out answers the usual 202 with a poll hint', async () => {
+    await owner('PUT', '/v1/pipelines/gated-slow', gatedDef(gateUrl()));
+    open = false;
+    const r = await owner('POST', '/v1/pipelines/gated-slow/runs', {}, { prefer: 'wait=1' });
+    expect(r.status).toBe(202);
+    expect(r.body.status).toBe('pending');
+    expect(r.headers.get('preference-applied')).toBe('wait=1');
+    expect(r.headers.get('retry-after')).toBe('1');
   });
 });

@@ -432,7 +432,7 @@ describe('local gateway', () => {
 
     // Assess
     expect(h.logs).toHaveLength(2);
-    expect(h.logs[0]).toEqual({ method: 'PUT', route: '/v1/pipelines/{pipeline_id}', status: 200, duration_ms: expect.any(Number), request_id: expect.any(String) });
+    expect(h.logs[0]).toEqual({ method: 'PUT', path: '/v1/pipelines/p-1', route: '/v1/pipelines/{pipeline_id}', status: 200, duration_ms: expect.any(Number), request_id: expect.any(String) });
     expect(h.logs[1]).toMatchObject({ method: 'GET', route: null, status: 404 });
     const text = JSON.stringify(h.logs);
     expect(text).not.toContain('body-marker');

@@ -8,6 +8,8 @@ import { createDocumentClient } from '../../functions/adapters/dynamo';
 import type { Execution } from '../../functions/core/types';
 import { sweepAll, sweepOnce } from '../../functions/services/sweeper.service';
 import { createHandler as createSweeperHandler } from '../../functions/sweeper/handler';
+import { createHandler as createRunnerHandler } from '../../functions/runner/handler';
+import type { Context, SQSEvent } from 'aws-lambda';
 import { newDelivery } from '../../functions/services/delivery';
 import { startTestDb, type TestDb } from '../support/dynamo';
 import { anExecution, testConfig, testDeps } from '../support/fakes';
@@ -187,4 +189,28 @@ it('runs as the scheduled Lambda: one pass, and a pass with a failed repair thro
   const failing = depsAt(400_000 + 301_000);
   const broken = { ...failing, queue: { send: async () => Promise.reject(new Error('SQS unreachable')) } };
   await expect(createSweeperHandler(() => broken)()).rejects.toThrow(/1 repair\(s\) failed/);
+});
+
+it('starts a re-queued pending execution under a new workflow name when its first workflow closed (Standard names stay taken)', async () => {
+  // Prepare: the first workflow ran and ended without moving the record on (MarkRunning and
+  // MarkFailed both throttled out), so the name is taken for 90 days on Standard.
+  const e = execution();
+  await store.create(e);
+  const d = depsAt(400_000);
+  const runnerHandler = createRunnerHandler(() => d);
+  const sqsEvent = (body: Record<string, unknown>) =>
+    ({ Records: [{ messageId: 'm', receiptHandle: 'r', body: JSON.stringify(body), attributes: { ApproximateReceiveCount: '1' } }] }) as unknown as SQSEvent;
+  await runnerHandler(sqsEvent({ execution_id: e.execution_id }), {} as Context);
+  expect(d.workflow.started).toEqual([e.execution_id]);
+
+  // Act: the sweeper re-queues it and the runner consumes the message (twice: SQS may deliver it again).
+  expect((await sweepOnce(d)).requeued).toBe(1);
+  const [requeue] = d.queue.on('executions');
+  await runnerHandler(sqsEvent(requeue?.body ?? {}), {} as Context);
+  await runnerHandler(sqsEvent(requeue?.body ?? {}), {} as Context);
+
+  // Assess: a second workflow was started, once, for the same execution.
+  expect(d.workflow.started).toHaveLength(2);
+  expect(d.workflow.started[1]).not.toBe(e.execution_id);
+  expect(d.workflow.started[1]?.startsWith(e.execution_id)).toBe(true);
 });

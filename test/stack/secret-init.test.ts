@@ -1,7 +1,11 @@
 import { GetSecretValueCommand, PutSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { mockClient } from 'aws-sdk-client-mock';
 import { parseKeyMaterial } from '../../functions/adapters/key-material';
+import { createHmac } from 'node:crypto';
 import { completeMaterial, handler, type CustomResourceEvent } from '../../lib/stacks/secret-init.handler';
+import { startTestServer, type ReceivedRequest } from '../support/http-server';
+
+const realFetch = global.fetch;
 
 const sm = mockClient(SecretsManagerClient);
 const counter = (): ((n: number) => Buffer) => {
@@ -96,5 +100,65 @@ describe('secret-init custom resource', () => {
     await handler(event('Create'));
     // Assess
     expect(sentStatus()).toBe('FAILED');
+  });
+});
+
+describe('secret-init answers a presigned S3 URL the way S3 checks it', () => {
+  // CloudFormation's response URL is presigned with Signature Version 2: the string to sign is
+  // verb, Content-MD5, Content-Type, Expires and the resource, so the Content-Type the request
+  // carries must be the one signed (none). Checked here as S3 checks it, over real HTTP.
+  const SECRET = 'test-signing-secret';
+  const EXPIRES = '4102444800';
+  const sign = (contentType: string, resource: string) =>
+    createHmac('sha1', SECRET).update(`PUT\n\n${contentType}\n${EXPIRES}\n${resource}`).digest('base64');
+
+  beforeEach(() => {
+    global.fetch = realFetch;
+    sm.reset();
+  });
+
+  it('sends its answer with the content type the URL was signed with, and S3 accepts it', async () => {
+    // Prepare
+    const received: ReceivedRequest[] = [];
+    const server = await startTestServer((req, res) => {
+      received.push(req);
+      const url = new URL(req.path, 'http://s3.local');
+      const ok = url.searchParams.get('Signature') === sign(req.headers['content-type'] ?? '', url.pathname);
+      res.writeHead(ok ? 200 : 403).end(ok ? '' : '<Error><Code>SignatureDoesNotMatch</Code></Error>');
+    });
+    const resource = '/cloudformation-custom-resource-response-useast1/stack%7Csecret-init%7Creq';
+    sm.on(GetSecretValueCommand).resolves({ SecretString: completeMaterial('{}', counter()) ?? '' });
+    try {
+      // Act
+      await handler({
+        RequestType: 'Update',
+        ResponseURL: `${server.origin}${resource}?AWSAccessKeyId=AKIDEXAMPLE&Expires=${EXPIRES}&Signature=${encodeURIComponent(sign('', resource))}`,
+        StackId: 'stack',
+        RequestId: 'req',
+        LogicalResourceId: 'SecretInitResource',
+        ResourceProperties: { SecretId: 'km' },
+      });
+      // Assess: one PUT, accepted, carrying the whole answer.
+      expect(received).toHaveLength(1);
+      expect(received[0]?.headers['content-type'] ?? '').toBe('');
+      expect(Number(received[0]?.headers['content-length'])).toBe(Buffer.byteLength(received[0]?.body ?? ''));
+      expect(JSON.parse(received[0]?.body ?? '{}')).toMatchObject({ Status: 'SUCCESS', RequestId: 'req' });
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('does not report success when the URL refuses the answer', async () => {
+    // Prepare: a URL whose signature does not match anything the handler could send.
+    const server = await startTestServer((_req, res) => res.writeHead(403).end());
+    sm.on(GetSecretValueCommand).resolves({ SecretString: completeMaterial('{}', counter()) ?? '' });
+    try {
+      // Act / Assess: the failure surfaces (the Lambda errors and is logged) instead of passing silently.
+      await expect(
+        handler({ RequestType: 'Delete', ResponseURL: `${server.origin}/x?Signature=bad`, StackId: 's', RequestId: 'r', LogicalResourceId: 'l', ResourceProperties: {} }),
+      ).rejects.toThrow(/403/);
+    } finally {
+      await server.close();
+    }
   });
 });

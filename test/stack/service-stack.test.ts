@@ -10,6 +10,7 @@ import { ASL_PATH, ASL_SUBSTITUTIONS } from '../../lib/stacks/service-stack';
 import { buildTestApp, crossStackRef, asArray, outputsOf, refOf, resourcesOf, type Resources } from './stack-fixture';
 import { unauthorizedBody } from '../../functions/core/errors';
 import { isPlainObject } from '../../functions/core/values';
+import { EXPRESS_MAX_EXECUTION_TIMEOUT_MS } from '../../lib/workflow-budget';
 
 // Prepare: one app for the whole file (building it is the slow part).
 const built = buildTestApp();
@@ -244,10 +245,10 @@ describe('functions', () => {
     }
   });
 
-  it('fits the Express state machine: execution time-out at most 240 s, task-run just above it', () => {
+  it('fits the Express state machine: execution time-out within its budget, task-run just above it', () => {
     // Assess
     expect(built.settings.stateMachineType).toBe('EXPRESS');
-    expect(built.settings.executionTimeoutMs).toBeLessThanOrEqual(240_000);
+    expect(built.settings.executionTimeoutMs).toBeLessThanOrEqual(EXPRESS_MAX_EXECUTION_TIMEOUT_MS);
     const taskRunTimeout = Number(svc[fnId(WORKERS.taskRun)]?.Properties?.Timeout);
     expect(taskRunTimeout * 1000).toBeGreaterThan(built.settings.executionTimeoutMs);
     expect(taskRunTimeout).toBeLessThanOrEqual(300);

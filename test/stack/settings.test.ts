@@ -3,17 +3,17 @@ import { parseSettings, EXPRESS_MAX_EXECUTION_TIMEOUT_MS } from '../../lib/stack
 import { buildTestApp, resourcesOf } from './stack-fixture';
 
 describe('deploy settings from context', () => {
-  it('defaults to Express with a 240 s execution time-out', () => {
+  it('defaults to Express with the longest execution time-out its budget leaves (209 s)', () => {
     // Act
     const s = parseSettings({});
     // Assess
     expect(s).toMatchObject({ stackName: 'Pipegate', stageName: 'api', stateMachineType: 'EXPRESS', executionTimeoutMs: EXPRESS_MAX_EXECUTION_TIMEOUT_MS });
-    expect(EXPRESS_MAX_EXECUTION_TIMEOUT_MS).toBe(240_000);
+    expect(EXPRESS_MAX_EXECUTION_TIMEOUT_MS).toBe(209_000);
   });
 
   it('refuses an execution time-out that cannot fit an Express execution', () => {
     // Act / Assess
-    expect(() => parseSettings({ executionTimeoutMs: 240_001 })).toThrow(/Express/);
+    expect(() => parseSettings({ executionTimeoutMs: EXPRESS_MAX_EXECUTION_TIMEOUT_MS + 1 })).toThrow(/Express/);
     expect(() => parseSettings({ stateMachineType: 'EXPRESS', executionTimeoutMs: '300000' })).toThrow(/STANDARD/);
   });
 

@@ -17,16 +17,25 @@ const ROOT = join(__dirname, '..', '..');
 
 /**
  * `npm start` (or `npm run start:synth` in the synth e2e mode) as a real process (through
- * tsx), on a free port, with its own data dir.
+ * tsx, or through npm itself with `how` = 'npm'), on a free port, with its own data dir.
  */
-export async function spawnRuntime(dataDir: string, env: Record<string, string> = {}): Promise<RuntimeProcess> {
-  const script = e2eMode() === 'synth' ? 'local-synth.ts' : 'local.ts';
-  // `--import tsx` keeps it one process: a kill -9 must not leave a child holding the data dir.
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bin', script)], {
-    cwd: ROOT,
-    env: { ...process.env, PORT: '0', PIPEGATE_DATA_DIR: dataDir, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+export async function spawnRuntime(dataDir: string, env: Record<string, string> = {}, how: 'node' | 'npm' = 'node'): Promise<RuntimeProcess> {
+  const synth = e2eMode() === 'synth';
+  const script = synth ? 'local-synth.ts' : 'local.ts';
+  const child =
+    how === 'npm'
+      ? // As a supervisor (systemd, Docker, a Procfile) runs it: the signals go to npm's pid.
+        spawn('npm', synth ? ['run', '--silent', 'start:synth'] : ['start', '--silent'], {
+          cwd: ROOT,
+          env: { ...process.env, PORT: '0', PIPEGATE_DATA_DIR: dataDir, ...env },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        })
+      : // `--import tsx` keeps it one process: a kill -9 must not leave a child holding the data dir.
+        spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bin', script)], {
+          cwd: ROOT,
+          env: { ...process.env, PORT: '0', PIPEGATE_DATA_DIR: dataDir, ...env },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
   let out = '';
   child.stdout?.on('data', (c: Buffer) => (out += c.toString()));
   child.stderr?.on('data', (c: Buffer) => (out += c.toString()));

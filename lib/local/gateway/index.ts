@@ -177,6 +177,7 @@ export function createGateway(opts: GatewayOptions): (req: IncomingMessage, res:
         send(res, reply, requestId);
         log({
           method,
+          path: (req.url ?? '/').split('?', 1)[0],
           route,
           status: reply.status,
           duration_ms: Math.round((performance.now() - started) * 1000) / 1000,

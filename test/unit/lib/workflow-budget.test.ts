@@ -10,18 +10,29 @@ import {
   FAIL_ALLOWANCE_SECONDS,
   MARK_TASK_TIMEOUT_SECONDS,
   START_ALLOWANCE_SECONDS,
+  retriersOf,
+  worstCaseSeconds,
   runNodesTimeoutSeconds,
   taskRunLambdaTimeoutSeconds,
 } from '../../../lib/workflow-budget';
 import { workflowTimeoutSeconds } from '../../../functions/services/runner.service';
 import type { Deps } from '../../../functions/adapters/deps';
 
-interface Retrier { IntervalSeconds: number; MaxAttempts: number; BackoffRate: number }
-const retryWaits = (state: 'MarkRunning' | 'MarkFailed', n: number): number[] => {
-  const r = (asl.States[state] as { Retry: Retrier[] }).Retry[0] as Retrier;
-  return Array.from({ length: Math.min(n, r.MaxAttempts) }, (_, i) => r.IntervalSeconds * r.BackoffRate ** i);
-};
-const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+interface AslRetrier { ErrorEquals: string[]; IntervalSeconds?: number; MaxAttempts?: number; BackoffRate?: number }
+const states = asl.States as unknown as Record<string, { Retry?: AslRetrier[] }>;
+
+/**
+ * Walks a task state's worst timeline on its own (not through the module under test): each
+ * attempt fails at its time-out with an error every retrier matches in turn, so every retrier's
+ * every retry is spent, and each wait is IntervalSeconds × BackoffRate^n.
+ */
+function worstTimeline(state: string, attemptSeconds: number): number {
+  let t = 0;
+  for (const r of states[state]?.Retry ?? []) {
+    for (let n = 0; n < (r.MaxAttempts ?? 3); n += 1) t += attemptSeconds + (r.IntervalSeconds ?? 1) * (r.BackoffRate ?? 2) ** n;
+  }
+  return t + attemptSeconds;
+}
 
 describe('stuck path 3: RunNodes reaching its deadline leaves MarkFailed room inside the Express 300 s ceiling', () => {
   const execMs = EXPRESS_MAX_EXECUTION_TIMEOUT_MS;
@@ -33,9 +44,26 @@ describe('stuck path 3: RunNodes reaching its deadline leaves MarkFailed room in
     expect(runNodesEnds + FAIL_ALLOWANCE_SECONDS).toBeLessThan(EXPRESS_LIMIT_SECONDS);
   });
 
-  it('sizes the allowances from the ASL retries and the task time-out', () => {
-    expect(START_ALLOWANCE_SECONDS).toBeGreaterThanOrEqual(MARK_TASK_TIMEOUT_SECONDS + sum(retryWaits('MarkRunning', 1)));
-    expect(FAIL_ALLOWANCE_SECONDS).toBeGreaterThanOrEqual(MARK_TASK_TIMEOUT_SECONDS + sum(retryWaits('MarkFailed', 4)));
+  it("covers MarkRunning's and MarkFailed's worst cases under the ASL's own Retry settings", () => {
+    // A slow store: every attempt runs its whole Lambda time-out and every retry is spent.
+    expect(START_ALLOWANCE_SECONDS).toBeGreaterThanOrEqual(worstTimeline('MarkRunning', MARK_TASK_TIMEOUT_SECONDS));
+    expect(FAIL_ALLOWANCE_SECONDS).toBeGreaterThanOrEqual(worstTimeline('MarkFailed', MARK_TASK_TIMEOUT_SECONDS));
+  });
+
+  it('fits the whole worst timeline, RunNodes retried on throttling, inside 300 s', () => {
+    const runNodesWaits = worstTimeline('RunNodes', 0);
+    const whole =
+      worstTimeline('MarkRunning', MARK_TASK_TIMEOUT_SECONDS) +
+      runNodesWaits +
+      runNodesTimeoutSeconds(execMs) +
+      worstTimeline('MarkFailed', MARK_TASK_TIMEOUT_SECONDS);
+    expect(whole).toBeLessThan(EXPRESS_LIMIT_SECONDS);
+  });
+
+  it('moves with the ASL: more retries in MarkFailed mean a longer allowance', () => {
+    const doc = { States: { MarkFailed: { Retry: [{ ErrorEquals: ['States.ALL'], IntervalSeconds: 1, MaxAttempts: 5, BackoffRate: 2 }] } } };
+    // 6 attempts of 10 s and waits of 1 + 2 + 4 + 8 + 16 s: the ≈ 91 s the old fixed 30 s ignored.
+    expect(worstCaseSeconds(retriersOf('MarkFailed', doc), 10)).toBe(91);
   });
 
   it('lets the state time-out fire before the Lambda is cut off, so MarkFailed says "timed out"', () => {
