@@ -4,7 +4,7 @@
  */
 import middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
-import { AppError, bodyLimitDetail, toErrorResponse } from '../core/errors';
+import { AppError, assertBodyWithin, toErrorResponse } from '../core/errors';
 import { waitSeconds } from '../core/prefer';
 import { isStoreUnavailable } from '../core/ports';
 import type { Deps, DepsSource } from './deps';
@@ -111,7 +111,7 @@ export const httpHandler = (fn: (req: RequestInfo) => Promise<RouteAnswer>, opts
       // (the local gateway checks it too, which once hid that owner routes did not).
       // A route taking inline assets (lib/routes.ts inlineAssets) checks its own body in full.
       const text = bodyText(event);
-      if (!opts.inlineAssets && text !== null && Buffer.byteLength(text, 'utf8') > d.config.maxBodyBytes) throw new AppError('PayloadTooLarge', bodyLimitDetail(d.config.maxBodyBytes));
+      if (!opts.inlineAssets) assertBodyWithin(text, d.config.maxBodyBytes);
       const info: RequestInfo = {
         event,
         deps: d,

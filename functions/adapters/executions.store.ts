@@ -5,8 +5,7 @@ import { epochSeconds } from '../core/time';
 import { allowedFrom, isTerminal, type ExecutionStatus } from '../core/transitions';
 import { packTrace, unpackTrace } from '../core/trace-codec';
 import type { CallbackDelivery, Execution, IdempotencyRecord, NodeTrace } from '../core/types';
-import { binOf, bucketOf, isUsageStatus, USAGE_SHARDS, USAGE_STATUSES, type UsageBucket, type UsageStatus } from '../core/usage';
-import { completionDuration } from '../core/views';
+import { bucketOf, usageIncrement, USAGE_SHARDS, USAGE_STATUSES, type UsageBucket, type UsageStatus } from '../core/usage';
 import { allItems, isConditionFailure, keys } from './dynamo';
 import { isUuid } from '../core/ids';
 
@@ -485,17 +484,15 @@ export class ExecutionsStore implements ExecutionsPort {
    * deployment finishes more than that; usageSince adds the shards up.
    */
   async countFinished(e: Execution): Promise<void> {
-    if (e.kind !== 'api' || !e.deployment_id || !e.completed_at || !isUsageStatus(e.status)) return;
-    const at = new Date(e.completed_at);
-    const bucket = bucketOf(at);
-    const duration = completionDuration(e) ?? 0;
+    const inc = usageIncrement(e);
+    if (inc === null) return;
     await this.db.send(
       new UpdateCommand({
         TableName: this.table,
-        Key: { pk: `USAGE#${e.deployment_id}`, sk: `${bucket}#${randomInt(USAGE_SHARDS)}` },
+        Key: { pk: `USAGE#${inc.deploymentId}`, sk: `${inc.bucket}#${randomInt(USAGE_SHARDS)}` },
         UpdateExpression: 'ADD #status :one, #bin :one SET expires_at = if_not_exists(expires_at, :exp)',
-        ExpressionAttributeNames: { '#status': `n_${e.status}`, '#bin': `h_${binOf(duration)}` },
-        ExpressionAttributeValues: { ':one': 1, ':exp': epochSeconds(at) + USAGE_RETENTION_SECONDS },
+        ExpressionAttributeNames: { '#status': `n_${inc.status}`, '#bin': `h_${inc.bin}` },
+        ExpressionAttributeValues: { ':one': 1, ':exp': epochSeconds(inc.at) + USAGE_RETENTION_SECONDS },
       }),
     );
   }

@@ -334,13 +334,22 @@ export function capTrace(trace: readonly NodeTrace[], maxBytes: number): { trace
   return { trace: out, truncated: true };
 }
 
-function buildTrace(def: PipelineDefinition, clocks: ReadonlyMap<string, NodeClock>, redact: (text: string) => string): NodeTrace[] {
-  let order: string[];
+/**
+ * The run's node order, worked out once and used by both the run and its trace. A definition
+ * that has none (a cycle: validation refuses those, so only a corrupt record) runs nothing,
+ * and its trace lists the nodes as written.
+ */
+type NodeOrder = { ok: true; order: string[] } | { ok: false; order: string[]; problem: string };
+
+function nodeOrder(def: PipelineDefinition): NodeOrder {
   try {
-    order = topologicalOrder(def);
-  } catch {
-    order = Object.keys(def.nodes);
+    return { ok: true, order: topologicalOrder(def) };
+  } catch (e) {
+    return { ok: false, order: Object.keys(def.nodes), problem: reasonOf(e) };
   }
+}
+
+function buildTrace(def: PipelineDefinition, order: readonly string[], clocks: ReadonlyMap<string, NodeClock>, redact: (text: string) => string): NodeTrace[] {
   const iso = (ms: number | undefined): string | null => (ms === undefined ? null : new Date(ms).toISOString());
   return order.flatMap((id): NodeTrace[] => {
     const node = def.nodes[id];
@@ -389,8 +398,9 @@ export async function runPipelineTraced(
   opts: EngineOptions,
 ): Promise<{ result: EngineResult; trace: NodeTrace[] }> {
   const redact = secretRedactor(opts.secrets?.values() ?? []);
-  const { result, clocks } = await runUnredacted(def, inputValues, opts);
-  const trace = buildTrace(def, clocks, redact);
+  const order = nodeOrder(def);
+  const { result, clocks } = await runUnredacted(def, order, inputValues, opts);
+  const trace = buildTrace(def, order.order, clocks, redact);
   if (result.status === 'failed') return { result: { status: 'failed', error_message: redact(result.error_message), caller_message: redact(result.caller_message) }, trace };
   if (result.status === 'completed') return { result: { status: 'completed', outputs: redactDeep(result.outputs, redact) }, trace };
   return { result, trace };
@@ -400,6 +410,7 @@ type NodeClock = { start: number; end?: number; value?: unknown; error?: string;
 
 function runUnredacted(
   def: PipelineDefinition,
+  nodes: NodeOrder,
   inputValues: Record<string, RawValue>,
   opts: EngineOptions,
 ): Promise<{ result: EngineResult; clocks: ReadonlyMap<string, NodeClock> }> {
@@ -436,11 +447,8 @@ function runUnredacted(
       else finish({ status: 'failed', error_message: `Execution failed: ${reasonOf(e)}`, caller_message: 'Execution failed' });
     };
 
-    let order: string[];
-    try {
-      order = topologicalOrder(def);
-    } catch (e) {
-      finish({ status: 'failed', error_message: `Invalid pipeline: ${reasonOf(e)}`, caller_message: 'Invalid pipeline' });
+    if (!nodes.ok) {
+      finish({ status: 'failed', error_message: `Invalid pipeline: ${nodes.problem}`, caller_message: 'Invalid pipeline' });
       return;
     }
 
@@ -454,7 +462,7 @@ function runUnredacted(
     };
     const settled = new Map<string, unknown>();
     const pending = new Map<string, Promise<unknown>>();
-    for (const id of order) {
+    for (const id of nodes.order) {
       const node = def.nodes[id];
       if (!node) continue;
       const deps = nodeDependencies(node).map((d) => pending.get(d) ?? Promise.resolve(settled.get(d)));

@@ -97,6 +97,7 @@ export function parseExecutionRequest(
   contract: Contract,
   opts: ExecutionRequestLimits,
 ): ExecutionRequest {
+  // The execute route takes inline assets, so its body size is checked here, not at the edge.
   const text = req.body ?? '';
   const size = Buffer.byteLength(text, 'utf8');
   // Past the usual limit only inline ASSET values may take the room (up to the inline limit);

@@ -4,9 +4,8 @@
  * openapi-service.ts) and every per-deployment document (openapi.ts) are made of, so the two
  * cannot disagree. Error bodies take their messages from the catalog.
  */
-import { ERRORS, type ErrorName } from './errors';
-import { UPLOAD_SCHEMAS } from './openapi-uploads';
-import { STATUSES, TERMINAL } from './transitions';
+import { toJsonSchemaDefs } from '@valibot/to-json-schema';
+import { CALLER_SHAPES, SHAPES, type ShapeName } from './shapes';
 
 export type JsonSchema = Record<string, unknown>;
 export type PathItem = Record<string, unknown>;
@@ -16,20 +15,57 @@ export const responseRef = (name: string) => ({ $ref: `#/components/responses/${
 export const parameterRef = (name: string) => ({ $ref: `#/components/parameters/${name}` });
 export const jsonContent = (schema: JsonSchema) => ({ 'application/json': { schema } });
 
-export const detailSchema = { type: 'string', minLength: 1 };
+export const nullable = (s: JsonSchema) => ({ anyOf: [s, { type: 'null' }] });
 
-/** An error body: `error` is the catalog's message, nothing else but the named fields. */
-export function errorSchema(name: ErrorName, description: string, fields: Record<string, JsonSchema> = {}, required: string[] = []): JsonSchema {
-  return {
-    type: 'object',
-    description,
-    required: ['error', ...required],
-    properties: { error: { const: ERRORS[name].message }, ...fields },
-    additionalProperties: false,
-  };
+const PLAIN_TYPE_KEYS = new Set(['type', 'minimum', 'maximum', 'additionalProperties', 'items', 'format']);
+
+/**
+ * What the converter writes, in the forms the documents have always used: a union of plain
+ * types (`string | null`) as one `type` list, which generated clients and readers take more
+ * easily than an `anyOf`; no `propertyNames: {type: string}` (every JSON key is a string); no
+ * empty `properties`, `required` or `items` (they say nothing).
+ */
+const isEmpty = (x: unknown): boolean => typeof x === 'object' && x !== null && !Array.isArray(x) && Object.keys(x).length === 0;
+
+function tidy(x: unknown): unknown {
+  if (Array.isArray(x)) return x.map(tidy);
+  if (typeof x !== 'object' || x === null) return x;
+  const o = Object.fromEntries(Object.entries(x).map(([k, val]) => [k, tidy(val)])) as JsonSchema;
+  for (const k of ['properties', 'items'] as const) if (isEmpty(o[k])) delete o[k];
+  if (Array.isArray(o.required) && o.required.length === 0) delete o.required;
+  const names = o.propertyNames as JsonSchema | undefined;
+  if (names !== undefined && Object.keys(names).length === 1 && names.type === 'string') delete o.propertyNames;
+  const members = o.anyOf as JsonSchema[] | undefined;
+  if (members !== undefined && members.every((m) => typeof m.type === 'string' && Object.keys(m).every((k) => PLAIN_TYPE_KEYS.has(k)))) {
+    const merged: JsonSchema = Object.assign({}, ...members);
+    const types = members.map((m) => m.type);
+    const { anyOf: _, ...rest } = o;
+    // Keywords other than `type` apply to values of their own type only, so merging is exact
+    // as long as no two members carry the same keyword.
+    const keys = members.flatMap((m) => Object.keys(m).filter((k) => k !== 'type'));
+    if (new Set(keys).size === keys.length) return { ...merged, type: types, ...rest };
+  }
+  return o;
 }
 
-export const nullable = (s: JsonSchema) => ({ anyOf: [s, { type: 'null' }] });
+/**
+ * The named shapes (shapes.ts) as JSON Schema components; a shape used inside another is a
+ * `$ref` to it. Converted once per process: the shapes are constants.
+ */
+export const SCHEMAS: Record<ShapeName, JsonSchema> = Object.fromEntries(
+  Object.entries(
+    toJsonSchemaDefs(SHAPES, {
+      target: 'draft-2020-12',
+      typeMode: 'output',
+      overrideRef: (c) => `#/components/schemas/${c.referenceId}`,
+      // A loose object takes any further key; said outright, since a validator that closes
+      // undeclared objects (the conformance tests' does) would otherwise refuse them.
+      overrideSchema: (c) => (c.valibotSchema.type === 'loose_object' ? { ...c.jsonSchema, additionalProperties: true } : undefined),
+    }),
+  ).map(
+    ([name, schema]) => [name, tidy(schema) as JsonSchema],
+  ),
+) as Record<ShapeName, JsonSchema>;
 
 /**
  * The submit's answer when it waited and the execution finished: the result plus the
@@ -47,200 +83,9 @@ export function finishedSchema(result: JsonSchema): JsonSchema {
 }
 
 export const CALLER_SCHEMAS: Record<string, JsonSchema> = {
-  ...UPLOAD_SCHEMAS,
-  Uuid: { type: 'string', format: 'uuid' },
-  Timestamp: {
-    type: 'string',
-    format: 'date-time',
-    pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$',
-    description: 'ISO 8601 UTC with milliseconds and `Z`.',
-  },
-  NodeId: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]{0,63}$' },
-  RawValue: { type: ['string', 'number', 'boolean'], description: 'A string, a finite number or a boolean.' },
-  InputValueType: {
-    type: 'string',
-    enum: ['string', 'integer', 'float', 'boolean', 'reference', 'asset'],
-    description: '`reference`: an absolute http(s) URL; callers send it with value_type REFERENCE and nodes receive it as a string. `asset`: a file; callers send it with value_type ASSET (base64, a data URI, or an upload).',
-  },
-  ExecutionStatus: {
-    type: 'string',
-    enum: [...STATUSES],
-    description: 'pending → running → completed | failed | cancelled, and pending → cancelled; nothing else.',
-  },
-  ExecutionRequest: {
-    type: 'object',
-    description: 'An empty body means `{}`. Inputs not given take their published value; hidden inputs cannot be set.',
-    additionalProperties: false,
-    properties: {
-      callback: {
-        type: 'string',
-        format: 'uri',
-        description:
-          'Absolute http(s) URL that receives a signed POST (Standard Webhooks) when the execution ends. null, empty or blank: 400 Missing Callback URL.',
-      },
-      workflow_input: { type: 'object', additionalProperties: schemaRef('InputValue'), description: 'Keyed by input id.' },
-    },
-  },
-  InputValue: {
-    type: 'object',
-    additionalProperties: false,
-    required: ['value', 'value_type'],
-    properties: {
-      value: schemaRef('RawValue'),
-      value_type: {
-        type: 'string',
-        enum: ['RAW', 'REFERENCE', 'ASSET'],
-        description:
-          'RAW for string, integer, float and boolean inputs; REFERENCE (an absolute http(s) URL that passes the address guard) for reference inputs. ASSET is not supported yet and answers 422.',
-      },
-    },
-  },
-  Accepted: {
-    type: 'object',
-    required: ['status', 'status_url', 'result_url', 'deployment_id', 'execution_id'],
-    properties: {
-      status: { const: 'queued' },
-      status_url: { type: 'string', format: 'uri' },
-      result_url: { type: 'string', format: 'uri' },
-      deployment_id: schemaRef('Uuid'),
-      execution_id: schemaRef('Uuid'),
-    },
-  },
-  ExecutionStatusBody: {
-    type: 'object',
-    required: ['status', 'execution_id', 'deployment_id', 'result_url', 'created_at', 'started_at', 'completed_at', 'completion_duration', 'error_message'],
-    properties: {
-      status: schemaRef('ExecutionStatus'),
-      execution_id: schemaRef('Uuid'),
-      deployment_id: schemaRef('Uuid'),
-      result_url: { type: 'string', format: 'uri' },
-      created_at: schemaRef('Timestamp'),
-      started_at: nullable(schemaRef('Timestamp')),
-      completed_at: nullable(schemaRef('Timestamp')),
-      completion_duration: {
-        type: ['integer', 'null'],
-        minimum: 0,
-        description: 'Milliseconds from started_at to completed_at (0 when cancelled before it started); null until terminal.',
-      },
-      error_message: { type: ['string', 'null'] },
-    },
-  },
-  OutputValue: {
-    type: 'object',
-    required: ['value', 'value_type'],
-    properties: { value: schemaRef('RawValue'), value_type: { const: 'RAW' } },
-    additionalProperties: false,
-  },
-  ExecutionResult: {
-    type: 'object',
-    required: ['status', 'execution_id', 'deployment_id', 'completion_duration', 'output_artifacts', 'error_message', 'response_data'],
-    properties: {
-      status: { type: 'string', enum: [...TERMINAL] },
-      execution_id: schemaRef('Uuid'),
-      deployment_id: schemaRef('Uuid'),
-      // A result exists only once terminal, so its duration is always known.
-      completion_duration: { type: 'integer', minimum: 0, description: 'Milliseconds from started_at to completed_at (0 when cancelled before it started).' },
-      output_artifacts: { type: 'array', maxItems: 0, description: 'Always empty.' },
-      error_message: { type: ['string', 'null'] },
-      response_data: { type: 'object', additionalProperties: schemaRef('OutputValue'), description: 'Visible outputs by id; `{}` unless completed.' },
-    },
-  },
-  CallerContract: {
-    type: 'object',
-    required: ['deployment_id', 'inputs', 'outputs'],
-    properties: {
-      deployment_id: schemaRef('Uuid'),
-      inputs: {
-        type: 'array',
-        items: {
-          type: 'object',
-          required: ['id', 'value_type', 'value'],
-          properties: {
-            id: schemaRef('NodeId'),
-            value_type: schemaRef('InputValueType'),
-            value: schemaRef('RawValue'),
-            media_types: { type: 'array', items: { type: 'string' }, description: 'Asset inputs: the media types accepted (sniffed from the bytes); absent: any.' },
-            max_bytes: { type: 'integer', minimum: 1, description: 'Asset inputs: the largest file accepted; absent: up to the inline and upload limits.' },
-          },
-        },
-        description: 'Visible inputs with their published values.',
-      },
-      outputs: {
-        type: 'array',
-        items: { type: 'object', required: ['id'], properties: { id: schemaRef('NodeId') } },
-        description: 'Visible outputs.',
-      },
-    },
-  },
-  OpenApiDocument: {
-    type: 'object',
-    description: "An OpenAPI 3.1 document of one deployment's request and response.",
-    required: ['openapi', 'info', 'paths'],
-    properties: {
-      openapi: { type: 'string', pattern: '^3\\.1\\.\\d+$' },
-      info: {
-        type: 'object',
-        required: ['title', 'version'],
-        properties: { title: { type: 'string' }, version: { type: 'string' } },
-        additionalProperties: true,
-      },
-      servers: {
-        type: 'array',
-        items: { type: 'object', required: ['url'], properties: { url: { type: 'string' } }, additionalProperties: true },
-      },
-      paths: { type: 'object', description: 'Path items by path.', additionalProperties: { type: 'object', additionalProperties: true } },
-      components: { type: 'object', additionalProperties: true },
-    },
-    additionalProperties: true,
-  },
-
-  Unauthorized: errorSchema('Unauthorized', 'Missing or wrong credentials; `detail` says which forms are accepted.', { detail: detailSchema }),
-  NotFoundDeployment: errorSchema('DeploymentNotFound', 'Unknown or deleted deployment, or the key of another deployment.'),
-  NotFoundExecution: errorSchema('ExecutionNotFound', 'Unknown or expired execution, or one of another deployment (or pipeline).'),
-  InvalidInputStructure: errorSchema(
-    'InvalidInputStructure',
-    'The body is not JSON, not an object, has an unknown field, or a malformed `workflow_input` or value object; also a malformed Idempotency-Key.',
-    { detail: detailSchema },
-    ['detail'],
-  ),
-  InvalidInput: errorSchema(
-    'InvalidInput',
-    'Input id unknown or hidden, a value of the wrong type, a value_type that does not fit the input (REFERENCE for a RAW input or the reverse), a reference that is not an absolute http(s) URL or is refused by the address guard, ASSET (not supported yet), or too many inputs.',
-    { detail: detailSchema },
-    ['detail'],
-  ),
-  MissingCallbackUrl: errorSchema('MissingCallbackUrl', '`callback` present but null, empty or blank.', { detail: detailSchema }),
-  InvalidCallbackUrl: errorSchema('InvalidCallbackUrl', '`callback` not an absolute http(s) URL, or to a blocked address.', { detail: detailSchema }),
-  IdempotencyKeyReused: errorSchema('IdempotencyKeyReused', 'The same Idempotency-Key was used with a different body.', { detail: detailSchema }),
-  PayloadTooLarge: errorSchema('PayloadTooLarge', 'The body is larger than the limit (256 KiB by default).', { detail: detailSchema }),
-  UnsupportedMediaType: errorSchema('UnsupportedMediaType', 'A non-empty body with a content type other than JSON.', { detail: detailSchema }),
-  ExecutionNotCompleted: errorSchema(
-    'ExecutionNotCompleted',
-    'The result was fetched before the execution finished.',
-    { status: { type: 'string', enum: ['pending', 'running'] } },
-    ['status'],
-  ),
-  ExecutionAlreadyFinished: errorSchema(
-    'ExecutionAlreadyFinished',
-    'Cancel of an execution that already finished.',
-    { status: { type: 'string', enum: [...TERMINAL] } },
-    ['status'],
-  ),
-  TooManyRequests: errorSchema('TooManyRequests', 'Throttled (AWS stage throttling).'),
-  ServiceUnavailable: errorSchema('ServiceUnavailable', 'The store is unreachable for a moment; retry after `Retry-After` seconds.', { detail: detailSchema }),
-  InternalError: errorSchema('InternalError', 'Anything unexpected. No internals are shown; `request_id` finds the log line.', { request_id: { type: 'string' } }, [
-    'request_id',
-  ]),
-  GatewayError: {
-    type: 'object',
-    description: 'The gateway could not get an answer from the function (a crash or its time-out).',
-    required: ['error', 'request_id'],
-    properties: { error: { type: 'string', enum: [ERRORS.InternalError.message, 'Gateway Timeout'] }, request_id: { type: 'string' } },
-    additionalProperties: false,
-  },
+  ...Object.fromEntries(CALLER_SHAPES.map((name) => [name, SCHEMAS[name]])),
+  ExecutionFinished: finishedSchema(SCHEMAS.ExecutionResult),
 };
-
-CALLER_SCHEMAS.ExecutionFinished = finishedSchema(CALLER_SCHEMAS.ExecutionResult ?? {});
 
 export const CALLER_PARAMETERS: Record<string, JsonSchema> = {
   DeploymentId: { name: 'deployment_id', in: 'path', required: true, schema: schemaRef('Uuid'), description: 'A deployment id; anything else answers 404.' },

@@ -9,14 +9,8 @@ import { expectedValue, INPUT_VALUE_TYPES, isAbsoluteHttpUrl, isInputValueType, 
 
 export const DEFAULT_MAX_NODES = 64;
 export const MAX_DESCRIPTION_LENGTH = 2000;
-export const NODE_ID_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
-export { PIPELINE_ID_PATTERN } from './ids';
-/**
- * `execution_id` is a key of the callback payload beside the output ids; `__proto__` would
- * turn into an object's prototype instead of a key wherever a definition is rebuilt.
- */
-export const RESERVED_NODE_IDS: readonly string[] = ['execution_id', '__proto__'];
-export const NODE_TYPES = ['input', 'output', 'transform', 'http', 'delay'] as const satisfies readonly NodeType[];
+import { NODE_ID_PATTERN, NODE_TYPES, RESERVED_NODE_IDS } from './ids';
+export { NODE_ID_PATTERN, NODE_TYPES, PIPELINE_ID_PATTERN, RESERVED_NODE_IDS } from './ids';
 export const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 export const HTTP_TIMEOUT_MAX_MS = 30_000;
 export const DEFAULT_HTTP_TIMEOUT_MS = 10_000;
@@ -126,7 +120,9 @@ const NODE_SCHEMAS = {
   ),
 } as const;
 
-const TOP_LEVEL_FIELDS = ['description', 'nodes'] as const;
+export const TOP_LEVEL_FIELDS = ['description', 'nodes'] as const;
+/** The fields each node type takes: what shapes.ts documents (a test holds the two equal). */
+export const NODE_FIELDS: Record<NodeType, string[]> = Object.fromEntries(Object.entries(NODE_SCHEMAS).map(([type, s]) => [type, Object.keys(s.entries)])) as Record<NodeType, string[]>;
 
 /* ------------------------------------------------------------------ paths */
 
@@ -239,7 +235,7 @@ function validate(input: unknown, maxNodes: number): ValidationResult {
   return { ok: true, definition };
 }
 
-const isNodeType = (x: unknown): x is NodeType => typeof x === 'string' && (NODE_TYPES as readonly string[]).includes(x);
+const isNodeType = (x: unknown): x is NodeType => typeof x === 'string' && (NODE_TYPES satisfies readonly NodeType[] as readonly string[]).includes(x);
 
 function validateNode(raw: unknown, nodePath: string, fact: NodeFacts, problems: Problem[]): PipelineNode | null {
   if (!isPlainObject(raw)) {

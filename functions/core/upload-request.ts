@@ -6,6 +6,7 @@ import * as v from 'valibot';
 import { acceptsMediaType, acceptsText, isMediaType, UPLOAD_MAX_BYTES, uploadValue } from './assets';
 import { AppError } from './errors';
 import type { PresignedUpload } from './ports';
+import { UploadAnswer } from './shapes';
 import type { ContractInput } from './types';
 import { isPlainObject } from './values';
 
@@ -30,13 +31,8 @@ export const UploadRequestSchema = v.pipe(
 );
 export type UploadRequest = v.InferOutput<typeof UploadRequestSchema>;
 
-export const UploadAnswerSchema = v.object({
-  upload_url: v.string(),
-  method: v.literal('PUT'),
-  headers: v.record(v.string(), v.string()),
-  expires_at: v.string(),
-  asset: v.object({ value: v.string(), value_type: v.literal('ASSET') }),
-});
+/** The answer, declared once with the documents' shapes. */
+export const UploadAnswerSchema = UploadAnswer;
 export type UploadAnswer = v.InferOutput<typeof UploadAnswerSchema>;
 
 /** The request, parsed; 400 for a body that is not one, 415 for one that is not JSON. */

@@ -6,6 +6,8 @@
  * in, which is exact enough to see a p95 move from 250 ms to 2.5 s.
  */
 import type { ExecutionStatus } from './transitions';
+import type { Execution } from './types';
+import { completionDuration } from './views';
 
 export const USAGE_BUCKET_MS = 5 * 60 * 1000;
 /** Items each bucket's counters are spread over (write sharding; read back by one Query). */
@@ -46,6 +48,17 @@ export interface UsageWindow {
 
 export function isUsageStatus(s: ExecutionStatus): s is UsageStatus {
   return (USAGE_STATUSES as readonly string[]).includes(s);
+}
+
+/**
+ * What one finished execution adds to usage: one to its status and one to its duration's bin,
+ * in the bucket of its completion. Null when it does not count (runs, and executions not
+ * finished). Every store counts through this, so the rule is written once.
+ */
+export function usageIncrement(e: Execution): { deploymentId: string; bucket: string; status: UsageStatus; bin: number; at: Date } | null {
+  if (e.kind !== 'api' || !e.deployment_id || !e.completed_at || !isUsageStatus(e.status)) return null;
+  const at = new Date(e.completed_at);
+  return { deploymentId: e.deployment_id, bucket: bucketOf(at), status: e.status, bin: binOf(completionDuration(e) ?? 0), at };
 }
 
 function percentile(bins: readonly number[], total: number, p: number): number | null {

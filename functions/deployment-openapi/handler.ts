@@ -1,6 +1,6 @@
 import { lambdaDeps } from '../adapters/deps';
 import { callerAuth, httpHandler, json } from '../adapters/api';
-import { openApi } from '../services/caller.service';
+import { openApi } from '../services/caller-openapi.service';
 
 /** GET /v1/deployments/{deployment_id}/openapi.json: this deployment's API as OpenAPI 3.1. */
 export const createHandler = httpHandler(async (req) =>

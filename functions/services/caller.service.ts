@@ -1,8 +1,6 @@
 /** The caller API's use cases: execute, status, result, cancel, contract (contract §4). */
 import { createHash } from 'node:crypto';
 import { callerContract } from '../core/contract';
-import { deploymentOpenApi } from '../core/openapi';
-import { withCodeSamples } from '../core/docs-page';
 import { AppError } from '../core/errors';
 import { parseExecutionRequest } from '../core/execution-request';
 import { isTerminal } from '../core/transitions';
@@ -29,7 +27,7 @@ const IDEMPOTENCY_KEY_RE = /^[\x21-\x7e]{1,255}$/;
 const contracts = new Map<string, Deployment>();
 const CONTRACT_CACHE_MAX = 256;
 
-async function liveDeployment(d: Deps, auth: CallerAuth): Promise<Deployment> {
+export async function liveDeployment(d: Deps, auth: CallerAuth): Promise<Deployment> {
   const key = `${auth.deploymentId}:${auth.revision}`;
   const hit = contracts.get(key);
   if (hit) return hit;
@@ -42,7 +40,7 @@ async function liveDeployment(d: Deps, auth: CallerAuth): Promise<Deployment> {
   return dep;
 }
 
-function assertDeployment(auth: CallerAuth, deploymentId: string): void {
+export function assertDeployment(auth: CallerAuth, deploymentId: string): void {
   if (auth.deleted || deploymentId !== auth.deploymentId) throw new AppError('DeploymentNotFound');
 }
 
@@ -234,9 +232,4 @@ export async function cancel(d: Deps, auth: CallerAuth, executionId: string, bas
 export async function contract(d: Deps, auth: CallerAuth, deploymentId: string) {
   assertDeployment(auth, deploymentId);
   return callerContract(await liveDeployment(d, auth));
-}
-
-export async function openApi(d: Deps, auth: CallerAuth, deploymentId: string, baseUrl: string) {
-  assertDeployment(auth, deploymentId);
-  return withCodeSamples(deploymentOpenApi(await liveDeployment(d, auth), baseUrl), deploymentId);
 }

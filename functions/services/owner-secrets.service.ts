@@ -1,22 +1,11 @@
 /** The owner's secrets: set, list and delete (never read back). */
 import * as v from 'valibot';
 import { AppError } from '../core/errors';
-import { OWNER_SECRET_MAX_LENGTH, OWNER_SECRET_NAME_PATTERN } from '../core/owner-secrets';
+import { OWNER_SECRET_NAME_PATTERN } from '../core/owner-secrets';
+import { SecretValue } from '../core/shapes';
 import type { Deps } from '../adapters/deps';
 
 const NAME_RULE = 'must start with a letter or an underscore and hold only letters, digits and underscores (at most 64)';
-
-// The messages never repeat the value: whatever is wrong with a request, its secret is not echoed.
-const SecretBody = v.strictObject(
-  {
-    value: v.pipe(
-      v.string('must be a string'),
-      v.minLength(1, 'must not be empty'),
-      v.maxLength(OWNER_SECRET_MAX_LENGTH, `must be at most ${OWNER_SECRET_MAX_LENGTH} characters long`),
-    ),
-  },
-  (issue) => (issue.expected === 'never' ? 'is not a known field; the body is {"value": "…"}' : 'is required: the body is {"value": "…"}'),
-);
 
 function checkName(name: string): void {
   if (!OWNER_SECRET_NAME_PATTERN.test(name)) throw new AppError('InvalidRequest', [{ path: 'name', reason: NAME_RULE }]);
@@ -30,7 +19,7 @@ export async function putSecret(d: Deps, name: string, body: string | null) {
   } catch {
     throw new AppError('InvalidRequest', [{ path: '(body)', reason: 'body is not valid JSON' }]);
   }
-  const parsed = v.safeParse(SecretBody, raw);
+  const parsed = v.safeParse(SecretValue, raw);
   if (!parsed.success) {
     throw new AppError(
       'InvalidRequest',

@@ -6,6 +6,7 @@ import { parseAssetValue, type AssetValueForm } from '../core/assets';
 import { applyVisibility, assertPublishable, discoverContract, readiness as readinessView, restrictionsOf } from '../core/contract';
 import { AppError } from '../core/errors';
 import { PIPELINE_ID_PATTERN } from '../core/ids';
+import { RotateRequest, RunRequest } from '../core/shapes';
 import { isTerminal } from '../core/transitions';
 import { referenceProblem, valueTypeProblem } from '../core/values';
 import { InvalidCursorError, type ObjectRef } from '../core/ports';
@@ -83,10 +84,6 @@ export async function get(d: Deps, id: string) {
     updated_at: m.updated_at,
   };
 }
-
-const RunRequest = v.strictObject({
-  inputs: v.optional(v.record(v.string(), v.union([v.string(), v.number(), v.boolean()]))),
-});
 
 /** Checks a run's input overrides against the version's input nodes; every problem listed. */
 function runInputs(def: PipelineDefinition, given: Record<string, RawValue>, allowPrivate: boolean): Record<string, RawValue> {
@@ -399,11 +396,6 @@ async function removeDeploymentObjects(d: Deps, deploymentId: string): Promise<v
   }
 }
 
-const RotateRequest = v.strictObject({
-  grace_seconds: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(7 * 24 * 3600))),
-  credential: v.optional(v.picklist(['api_key', 'signing_secret'])),
-});
-
 /**
  * Rotates the API key (or the callback signing secret). Without a grace period the old one
  * stops at once; with one, both work until it ends, and callbacks carry both signatures.
@@ -417,7 +409,7 @@ export async function rotate(d: Deps, id: string, body: string | null) {
   const dep = await currentDeployment(d, m);
   if (!dep) throw new AppError('DeploymentNotFound');
   const now = d.clock.now();
-  const grace = parsed.output.grace_seconds ?? 0;
+  const grace = parsed.output.grace_seconds;
   // Rounded up, so a grace period is never shorter than asked.
   const until = Math.ceil(now.getTime() / 1000) + grace;
   const alive = <T extends { expires_at: number | null }>(xs: T[]): T[] =>

@@ -30,8 +30,8 @@ import type {
   RunPointer,
   SealedSecret,
 } from '../../functions/core/types';
-import { binOf, bucketOf, isUsageStatus, type UsageBucket } from '../../functions/core/usage';
-import { completionDuration, listingOf } from '../../functions/core/views';
+import { bucketOf, usageIncrement, type UsageBucket } from '../../functions/core/usage';
+import { listingOf } from '../../functions/core/views';
 import type { StoreSet } from './fakes';
 
 const copy = <T>(x: T): T => structuredClone(x);
@@ -214,13 +214,12 @@ export class MemoryExecutions implements ExecutionsPort {
   readonly usage = new Map<string, UsageBucket>();
 
   async countFinished(e: Execution): Promise<void> {
-    if (e.kind !== 'api' || !e.deployment_id || !e.completed_at || !isUsageStatus(e.status)) return;
-    const bucket = bucketOf(new Date(e.completed_at));
-    const key = `${e.deployment_id}#${bucket}`;
-    const b = this.usage.get(key) ?? { bucket, counts: {}, bins: {} };
-    b.counts[e.status] = (b.counts[e.status] ?? 0) + 1;
-    const bin = binOf(completionDuration(e) ?? 0);
-    b.bins[bin] = (b.bins[bin] ?? 0) + 1;
+    const inc = usageIncrement(e);
+    if (inc === null) return;
+    const key = `${inc.deploymentId}#${inc.bucket}`;
+    const b = this.usage.get(key) ?? { bucket: inc.bucket, counts: {}, bins: {} };
+    b.counts[inc.status] = (b.counts[inc.status] ?? 0) + 1;
+    b.bins[inc.bin] = (b.bins[inc.bin] ?? 0) + 1;
     this.usage.set(key, b);
   }
 

@@ -1,6 +1,13 @@
 import fc from 'fast-check';
-import { runPipeline, timeoutMessage, type EngineOptions } from '../../../functions/core/engine';
+import { runPipeline, runPipelineTraced, timeoutMessage, type EngineOptions } from '../../../functions/core/engine';
+import * as pipeline from '../../../functions/core/pipeline';
 import { validateDefinition } from '../../../functions/core/pipeline';
+
+// Passes through, but counts: the node-order test below asks how often the order is worked out.
+jest.mock('../../../functions/core/pipeline', () => {
+  const actual = jest.requireActual<typeof import('../../../functions/core/pipeline')>('../../../functions/core/pipeline');
+  return { ...actual, topologicalOrder: jest.fn(actual.topologicalOrder) };
+});
 import type { HttpPort, HttpRequest, HttpResponse } from '../../../functions/core/ports';
 import type { PipelineDefinition, PipelineNode } from '../../../functions/core/types';
 
@@ -596,5 +603,22 @@ describe('runPipeline: properties', () => {
       ),
       { numRuns: 60 },
     );
+  });
+});
+
+describe('node order', () => {
+  it('is worked out once per run, for the run and its trace alike', async () => {
+    // Prepare
+    const order = jest.mocked(pipeline.topologicalOrder);
+    order.mockClear();
+    const def = { nodes: { a: { type: 'input', value_type: 'string', value: 'x' }, b: { type: 'output', from: 'a' } } } as PipelineDefinition;
+
+    // Act
+    const { result, trace } = await runPipelineTraced(def, { a: 'x' }, opts());
+
+    // Assess
+    expect(result).toEqual({ status: 'completed', outputs: { b: 'x' } });
+    expect(trace.map((t) => t.node)).toEqual(['a', 'b']);
+    expect(order).toHaveBeenCalledTimes(1);
   });
 });

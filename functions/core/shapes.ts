@@ -1,0 +1,580 @@
+/**
+ * Every body the API takes or answers, declared once as a valibot schema with its description
+ * beside it. The OpenAPI documents are converted from these (openapi-shared.ts, with
+ * @valibot/to-json-schema), the owner routes' request bodies are validated with them, and
+ * handler types are inferred from them, so a field added here is validated, typed and
+ * documented at once.
+ *
+ * Conventions:
+ * - A schema's name in SHAPES is its name under `#/components/schemas/`; a shape used inside
+ *   another becomes a `$ref` to it.
+ * - `v.description(…)` documents; `v.metadata({ … })` carries the few JSON Schema keywords
+ *   valibot cannot express (the converter copies them as they are), each with its reason.
+ * - Messages on request schemas are what a caller reads in `detail`, so they say what is wanted.
+ */
+import * as v from 'valibot';
+import { ERRORS, type ErrorName } from './errors';
+import { NODE_ID_PATTERN, NODE_TYPES, PIPELINE_ID_PATTERN, RESERVED_NODE_IDS } from './ids';
+import { OWNER_SECRET_MAX_LENGTH, OWNER_SECRET_NAME_PATTERN } from './owner-secrets';
+import { STATUSES, TERMINAL } from './transitions';
+
+import { INPUT_VALUE_TYPES } from './values';
+import { UPLOAD_MAX_BYTES, UPLOAD_URL_TTL_SECONDS, UPLOAD_USE_SECONDS, UPLOAD_VALUE_PREFIX } from './assets';
+import { MAX_MEDIA_TYPES } from './pipeline';
+const CALLBACK_OUTCOMES = ['pending', 'delivered', 'dead_lettered'] as const;
+
+const int = (min: number, max = Number.MAX_SAFE_INTEGER) =>
+  max === Number.MAX_SAFE_INTEGER ? v.pipe(v.number(), v.integer(), v.minValue(min)) : v.pipe(v.number(), v.integer(), v.minValue(min), v.maxValue(max));
+const url = v.pipe(v.string(), v.url());
+const nullableString = v.nullable(v.string());
+const nullableInt = v.nullable(v.pipe(v.number(), v.integer()));
+const duration = v.nullable(int(0));
+
+/* ------------------------------------------------------------------ scalars */
+
+export const Uuid = v.pipe(v.string(), v.uuid());
+export const Timestamp = v.pipe(
+  v.string(),
+  v.isoTimestamp(),
+  v.regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/),
+  v.description('ISO 8601 UTC with milliseconds and `Z`.'),
+);
+export const NodeId = v.pipe(v.string(), v.regex(NODE_ID_PATTERN));
+export const PipelineId = v.pipe(v.string(), v.regex(PIPELINE_ID_PATTERN));
+export const SecretName = v.pipe(v.string(), v.regex(OWNER_SECRET_NAME_PATTERN));
+export const RawValue = v.pipe(v.union([v.string(), v.number(), v.boolean()]), v.description('A string, a finite number or a boolean.'));
+export const InputValueType = v.pipe(
+  v.picklist(INPUT_VALUE_TYPES),
+  v.description(
+    '`reference`: an absolute http(s) URL; callers send it with value_type REFERENCE and nodes receive it as a string. `asset`: a file; callers send it with value_type ASSET (base64, a data URI, or an upload).',
+  ),
+);
+export const ExecutionStatus = v.pipe(
+  v.picklist(STATUSES),
+  v.description('pending → running → completed | failed | cancelled, and pending → cancelled; nothing else.'),
+);
+const Terminal = v.picklist(TERMINAL as readonly (typeof STATUSES)[number][]);
+const Detail = v.pipe(v.string(), v.minLength(1));
+
+/* ------------------------------------------------------------------ errors */
+
+/** An error body: `error` is the catalog's message, nothing else but the named fields. */
+const errorBody = <F extends v.ObjectEntries>(name: ErrorName, description: string, fields?: F) =>
+  v.pipe(v.strictObject({ error: v.literal(ERRORS[name].message), ...(fields ?? ({} as F)) }), v.description(description));
+
+const Problem = v.strictObject({ path: v.string(), reason: v.string() });
+const Problems = v.pipe(v.array(Problem), v.minLength(1), v.description('Every problem found, each with its path and reason.'));
+
+/* ------------------------------------------------------------------ caller shapes */
+
+/** What an asset input accepts: sniffed media types and a largest size. */
+const assetRestrictions = {
+  media_types: v.optional(
+    v.pipe(
+      v.array(v.string()),
+      v.minLength(1),
+      v.maxLength(MAX_MEDIA_TYPES),
+      v.description('Asset inputs: the media types accepted (`image/png`, or a whole type such as `image/*`), sniffed from the bytes; absent: any.'),
+    ),
+  ),
+  max_bytes: v.optional(v.pipe(int(1, UPLOAD_MAX_BYTES), v.description('Asset inputs: the largest file accepted; absent: up to the inline and upload limits.'))),
+};
+
+const InputValue = v.strictObject({
+  value: RawValue,
+  value_type: v.pipe(
+    v.picklist(['RAW', 'REFERENCE', 'ASSET']),
+    v.description(
+      'RAW for string, integer, float and boolean inputs; REFERENCE (an absolute http(s) URL that passes the address guard) for reference inputs; ASSET (base64, a base64 data URI, or the value an upload answered) for asset inputs.',
+    ),
+  ),
+});
+
+/**
+ * The execute request as documented. Its parser (execution-request.ts) walks it by hand to
+ * choose between a caller's 400 and 422 answers; a test holds the two to the same fields.
+ */
+const ExecutionRequest = v.pipe(
+  v.strictObject({
+    callback: v.optional(
+      v.pipe(
+        url,
+        v.description('Absolute http(s) URL that receives a signed POST (Standard Webhooks) when the execution ends. null, empty or blank: 400 Missing Callback URL.'),
+      ),
+    ),
+    workflow_input: v.optional(v.pipe(v.record(v.string(), InputValue), v.description('Keyed by input id.'))),
+  }),
+  v.description('An empty body means `{}`. Inputs not given take their published value; hidden inputs cannot be set.'),
+);
+
+const Accepted = v.object({
+  status: v.literal('queued'),
+  status_url: url,
+  result_url: url,
+  deployment_id: Uuid,
+  execution_id: Uuid,
+});
+
+const ExecutionStatusBody = v.object({
+  status: ExecutionStatus,
+  execution_id: Uuid,
+  deployment_id: Uuid,
+  result_url: url,
+  created_at: Timestamp,
+  started_at: v.nullable(Timestamp),
+  completed_at: v.nullable(Timestamp),
+  completion_duration: v.pipe(duration, v.description('Milliseconds from started_at to completed_at (0 when cancelled before it started); null until terminal.')),
+  error_message: nullableString,
+});
+
+const OutputValue = v.strictObject({ value: RawValue, value_type: v.literal('RAW') });
+
+const ExecutionResult = v.object({
+  status: Terminal,
+  execution_id: Uuid,
+  deployment_id: Uuid,
+  // A result exists only once terminal, so its duration is always known.
+  completion_duration: v.pipe(int(0), v.description('Milliseconds from started_at to completed_at (0 when cancelled before it started).')),
+  output_artifacts: v.pipe(v.array(v.unknown()), v.maxLength(0), v.description('Always empty.')),
+  error_message: nullableString,
+  response_data: v.pipe(v.record(v.string(), OutputValue), v.description('Visible outputs by id; `{}` unless completed.')),
+});
+
+/** The uploads route's request as documented; upload-request.ts parses it with its own messages. */
+const UploadRequest = v.strictObject({
+  media_type: v.pipe(v.string(), v.description("The file's media type, e.g. image/png (the bytes are sniffed again when the upload is used).")),
+  bytes: v.pipe(int(1, UPLOAD_MAX_BYTES), v.description('The exact size of the file.')),
+});
+
+export const UploadAnswer = v.object({
+  upload_url: v.pipe(url, v.description(`PUT the bytes here, before expires_at (${UPLOAD_URL_TTL_SECONDS / 60} minutes).`)),
+  method: v.literal('PUT'),
+  headers: v.pipe(
+    v.record(v.string(), v.string()),
+    v.description('Send exactly these headers with the PUT (its Content-Length is signed: any other size is refused).'),
+  ),
+  expires_at: Timestamp,
+  asset: v.pipe(
+    v.object({ value: v.pipe(v.string(), v.startsWith(UPLOAD_VALUE_PREFIX)), value_type: v.literal('ASSET') }),
+    v.description(`Put this in workflow_input as the asset input's value once the bytes are there, within ${UPLOAD_USE_SECONDS / 3600} hours; it serves one execution.`),
+  ),
+});
+
+const CallerContract = v.object({
+  deployment_id: Uuid,
+  inputs: v.pipe(
+    v.array(v.object({ id: NodeId, value_type: InputValueType, value: RawValue, ...assetRestrictions })),
+    v.description('Visible inputs with their published values.'),
+  ),
+  outputs: v.pipe(v.array(v.object({ id: NodeId })), v.description('Visible outputs.')),
+});
+
+const OpenApiDocument = v.pipe(
+  v.looseObject({
+    openapi: v.pipe(v.string(), v.regex(/^3\.1\.\d+$/)),
+    info: v.looseObject({ title: v.string(), version: v.string() }),
+    servers: v.optional(v.array(v.looseObject({ url: v.string() }))),
+    // Path items are OpenAPI's own shape, not ours to restate.
+    paths: v.pipe(v.record(v.string(), v.looseObject({})), v.description('Path items by path.')),
+    components: v.optional(v.looseObject({})),
+  }),
+  v.description("An OpenAPI 3.1 document of one deployment's request and response."),
+);
+
+const GatewayError = v.pipe(
+  v.strictObject({ error: v.picklist([ERRORS.InternalError.message, 'Gateway Timeout']), request_id: v.string() }),
+  v.description('The gateway could not get an answer from the function (a crash or its time-out).'),
+);
+
+/* ------------------------------------------------------------------ owner shapes */
+
+const description = v.optional(v.string());
+const nodeRefs = v.array(NodeId);
+
+const InputNode = v.pipe(
+  v.strictObject({ type: v.literal('input'), value_type: InputValueType, value: RawValue, ...assetRestrictions, description }),
+  v.description('An input: the request key. `value` must match `value_type`.'),
+);
+const OutputNode = v.pipe(
+  v.strictObject({ type: v.literal('output'), from: NodeId, description }),
+  v.description('An output: the response key. Its value must be a string, a finite number or a boolean.'),
+);
+const TransformNode = v.strictObject({
+  type: v.literal('transform'),
+  inputs: nodeRefs,
+  expression: v.pipe(v.string(), v.minLength(1), v.description('JSONata, evaluated over `{ <input id>: value }`.')),
+  description,
+});
+const HttpNode = v.pipe(
+  v.strictObject({
+    type: v.literal('http'),
+    inputs: v.optional(nodeRefs),
+    method: v.optional(v.picklist(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']), 'GET'),
+    // No `format: uri`: `{{secrets.NAME}}` is not URI syntax until it is substituted.
+    url: v.pipe(
+      v.string(),
+      v.description('Absolute http(s) URL, checked by the address guard when connecting. May hold owner secret references, `{{secrets.NAME}}`, substituted when the node runs.'),
+    ),
+    headers: v.optional(v.pipe(v.record(v.string(), v.string()), v.description('Header values may hold owner secret references, `{{secrets.NAME}}`.'))),
+    body: v.optional(v.pipe(v.string(), v.description('JSONata over `inputs`; its result is sent as JSON. Not allowed with GET. `$secrets.NAME` reads an owner secret.'))),
+    timeout_ms: v.optional(int(1, 30_000), 10_000),
+    description,
+  }),
+  v.description('Its value is the parsed JSON (or text) response; a non-2xx response fails the node.'),
+);
+const DelayNode = v.strictObject({
+  type: v.literal('delay'),
+  inputs: v.pipe(nodeRefs, v.minLength(1), v.maxLength(1)),
+  ms: int(0, 60_000),
+  description,
+});
+const Node = v.variant('type', [InputNode, OutputNode, TransformNode, HttpNode, DelayNode]);
+
+/**
+ * The definition as documented. pipeline.ts checks it with its own walk, which lists every
+ * problem at once (valibot stops a union at its first failing member); a test holds the two to
+ * the same node types and fields.
+ */
+const PipelineDefinition = v.pipe(
+  v.strictObject({
+    description: v.optional(v.pipe(v.string(), v.maxLength(2000))),
+    nodes: v.pipe(
+      v.record(v.string(), Node),
+      v.minEntries(1),
+      v.maxEntries(64),
+      // Valibot has no schema for "a key matching a pattern and not one of these".
+      v.metadata({ propertyNames: { pattern: NODE_ID_PATTERN.source, not: { enum: [...RESERVED_NODE_IDS] } } }),
+    ),
+  }),
+  v.description('Checked whole on push: unknown types or fields, bad ids, missing references, cycles, type mismatches and JSONata syntax errors are all listed.'),
+);
+
+const PushResult = v.object({
+  pipeline_id: PipelineId,
+  version: int(1),
+  created: v.boolean(),
+  warnings: v.optional(
+    v.pipe(
+      v.array(Problem),
+      v.minLength(1),
+      v.description('Present when the definition references owner secrets that are not set: each reference and where it is. Runs fail naming the secret until it is set.'),
+    ),
+  ),
+});
+
+/** PUT /v1/secrets/{name}. The messages never repeat the value. */
+export const SecretValue = v.strictObject(
+  {
+    value: v.pipe(
+      v.string('must be a string'),
+      v.minLength(1, 'must not be empty'),
+      v.maxLength(OWNER_SECRET_MAX_LENGTH, `must be at most ${OWNER_SECRET_MAX_LENGTH} characters long`),
+    ),
+  },
+  (issue) => (issue.expected === 'never' ? 'is not a known field; the body is {"value": "…"}' : 'is required: the body is {"value": "…"}'),
+);
+const SecretSummary = v.pipe(
+  v.strictObject({ name: SecretName, updated_at: Timestamp }),
+  v.description('An owner secret: its name and when it was last set. Its value is never returned.'),
+);
+const SecretList = v.strictObject({ secrets: v.array(SecretSummary) });
+
+const PipelineSummary = v.object({
+  pipeline_id: PipelineId,
+  version: int(1),
+  description: nullableString,
+  deployment_id: v.nullable(Uuid),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+const PipelineList = v.object({ pipelines: v.pipe(v.array(PipelineSummary), v.description('Sorted by pipeline id.')) });
+const Pipeline = v.object({
+  pipeline_id: PipelineId,
+  version: v.pipe(int(1), v.description('The latest version.')),
+  description: nullableString,
+  definition: PipelineDefinition,
+  deployment_id: v.nullable(Uuid),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+
+/** POST /v1/pipelines/{id}/runs. */
+export const RunRequest = v.strictObject({
+  inputs: v.optional(v.pipe(v.record(v.string(), RawValue), v.description('Overrides of input node values, by id.'))),
+});
+const RunAccepted = v.object({ run_id: Uuid, version: int(1), status: v.literal('pending'), status_url: url });
+const Run = v.object({
+  run_id: Uuid,
+  pipeline_id: PipelineId,
+  version: int(1),
+  status: ExecutionStatus,
+  inputs: v.pipe(v.record(v.string(), RawValue), v.description('The effective input values.')),
+  outputs: v.pipe(v.nullable(v.record(v.string(), RawValue)), v.description('Every output by id once completed; null before and otherwise.')),
+  error_message: nullableString,
+  created_at: Timestamp,
+  started_at: v.nullable(Timestamp),
+  completed_at: v.nullable(Timestamp),
+  completion_duration: duration,
+});
+const nextCursor = v.pipe(nullableString, v.description('Pass as `cursor` for the next page; null on the last page.'));
+const RunList = v.object({ runs: v.pipe(v.array(Run), v.description('Newest first.')), next_cursor: nextCursor });
+
+const DeliveryAttempt = v.object({
+  at: Timestamp,
+  duration_ms: int(0),
+  status: v.pipe(nullableInt, v.description("The receiver's HTTP status; null when no answer came (see error).")),
+  error: nullableString,
+  redelivery: v.pipe(v.boolean(), v.description('Sent because the owner asked (redeliver), not by the retry schedule.')),
+});
+const CallbackDelivery = v.object({
+  redelivery: v.pipe(v.boolean(), v.description("An owner's redelivery is owed (one attempt).")),
+  log: v.pipe(v.array(DeliveryAttempt), v.description('The latest attempts (up to 20), oldest first; `attempts` counts them all.')),
+  webhook_id: v.string(),
+  attempts: int(0),
+  outcome: v.picklist(CALLBACK_OUTCOMES),
+  last_status: nullableInt,
+  last_error: nullableString,
+  last_attempt_at: v.nullable(Timestamp),
+  next_attempt_at: v.nullable(Timestamp),
+});
+const NodeTrace = v.object({
+  node: NodeId,
+  type: v.picklist(NODE_TYPES),
+  outcome: v.pipe(
+    v.picklist(['completed', 'failed', 'stopped', 'not_run']),
+    v.description('stopped: the execution ended (failed elsewhere, timed out, cancelled) while this node was busy; not_run: it never started.'),
+  ),
+  started_at: v.nullable(Timestamp),
+  completed_at: v.nullable(Timestamp),
+  duration_ms: duration,
+  error: v.pipe(nullableString, v.description('Why the node failed (redacted, at most 500 characters).')),
+  http_status: v.pipe(nullableInt, v.description("An http node's upstream status, when it answered with one that failed the node.")),
+  preview: v.pipe(nullableString, v.description("The node's value as JSON text, cut at 200 characters; owner secrets and credential-looking tokens are redacted.")),
+});
+const FailedNode = v.object({ node: NodeId, type: v.picklist(NODE_TYPES), error: nullableString, http_status: nullableInt });
+const ExecutionSummary = v.object({
+  execution_id: Uuid,
+  status: ExecutionStatus,
+  created_at: Timestamp,
+  started_at: v.nullable(Timestamp),
+  completed_at: v.nullable(Timestamp),
+  completion_duration: duration,
+  error_message: nullableString,
+  callback: v.pipe(
+    v.nullable(v.object({ outcome: v.picklist(CALLBACK_OUTCOMES), attempts: int(0), last_status: nullableInt, last_error: nullableString })),
+    v.description('How its callback went; null without one.'),
+  ),
+});
+const ExecutionList = v.object({
+  pipeline_id: PipelineId,
+  deployment_id: Uuid,
+  executions: v.pipe(v.array(ExecutionSummary), v.description('Newest first.')),
+  next_cursor: nextCursor,
+});
+const UsageWindow = v.object({
+  from: Timestamp,
+  to: Timestamp,
+  total: v.pipe(int(0), v.description('Finished executions in the window.')),
+  by_status: v.object({ completed: int(0), failed: int(0), cancelled: int(0) }),
+  p50_ms: v.pipe(nullableInt, v.description('Upper bound (ms) of the duration bin holding the median; null without executions.')),
+  p95_ms: v.pipe(nullableInt, v.description('Upper bound (ms) of the duration bin holding the 95th percentile; null without executions.')),
+});
+const Usage = v.object({ pipeline_id: PipelineId, deployment_id: Uuid, last_hour: UsageWindow, last_day: UsageWindow });
+const OwnerExecution = v.object({
+  hidden_inputs: v.pipe(v.array(NodeId), v.description('Input ids callers can neither see nor set (their published value was used).')),
+  failed_node: v.pipe(v.nullable(FailedNode), v.description('The node whose failure ended the execution; null otherwise.')),
+  trace: v.pipe(v.nullable(v.array(NodeTrace)), v.description('What every node did, in dependency order; null until the execution has run.')),
+  trace_truncated: v.pipe(v.boolean(), v.description('Previews or errors were cut further to keep the record within its size limit.')),
+  run_id: Uuid,
+  execution_id: Uuid,
+  kind: v.picklist(['run', 'api']),
+  pipeline_id: PipelineId,
+  deployment_id: v.nullable(Uuid),
+  version: int(1),
+  status: ExecutionStatus,
+  inputs: v.record(v.string(), RawValue),
+  outputs: v.nullable(v.record(v.string(), RawValue)),
+  visible_outputs: v.pipe(v.nullable(v.array(NodeId)), v.description('Output ids the caller sees; null for runs.')),
+  error_message: nullableString,
+  callback: v.pipe(nullableString, v.description('The callback URL without its query string.')),
+  callback_delivery: v.nullable(CallbackDelivery),
+  created_at: Timestamp,
+  started_at: v.nullable(Timestamp),
+  completed_at: v.nullable(Timestamp),
+  completion_duration: duration,
+});
+const ContractInput = v.object({ id: NodeId, value_type: InputValueType, value: RawValue, ...assetRestrictions, visible: v.boolean() });
+const ContractOutput = v.object({ id: NodeId, visible: v.boolean() });
+const Contract = v.object({ inputs: v.array(ContractInput), outputs: v.array(ContractOutput) });
+const RunSummary = v.object({ run_id: Uuid, status: ExecutionStatus, version: int(1) });
+const deploymentEntries = {
+  deployment_id: Uuid,
+  version: int(1),
+  published_at: Timestamp,
+  execute_url: url,
+  inputs: v.array(ContractInput),
+  outputs: v.array(ContractOutput),
+};
+const Deployment = v.object({ ...deploymentEntries, version: v.pipe(int(1), v.description('The published version.')) });
+const apiKey = v.pipe(v.string(), v.regex(/^pgk_/));
+const signingSecret = v.pipe(v.string(), v.regex(/^whsec_/));
+const NewDeployment = v.pipe(
+  v.object({
+    ...deploymentEntries,
+    api_key: v.pipe(apiKey, v.description('Shown this once; only its hash is stored.')),
+    signing_secret: v.pipe(signingSecret, v.description('Signs callbacks; shown this once.')),
+  }),
+  v.description('The first publish: the deployment with its API key and callback signing secret.'),
+);
+const Readiness = v.object({
+  pipeline_id: PipelineId,
+  state: v.pipe(
+    v.picklist(['run_required', 'not_published', 'live', 'needs_publish']),
+    v.description(
+      'run_required: no successful run. not_published: a successful run, no deployment. live: the latest finished run used the published version. needs_publish: it used another version.',
+    ),
+  ),
+  publishable: v.boolean(),
+  latest_run: v.nullable(RunSummary),
+  counts: v.object({ inputs: int(0), outputs: int(0) }),
+  published_at: v.nullable(Timestamp),
+  discovered: v.nullable(Contract),
+  deployment: v.nullable(Deployment),
+});
+const Visibility = v.strictObject({ visible: v.boolean() });
+/**
+ * PUT …/deployment as documented. contract.ts walks the maps by hand (valibot's record skips
+ * keys such as `constructor`, valid node ids); a test holds the two to the same fields.
+ */
+const PublishRequest = v.pipe(
+  v.strictObject({ inputs: v.optional(v.record(v.string(), Visibility)), outputs: v.optional(v.record(v.string(), Visibility)) }),
+  v.description('Visibility per entry; an entry not mentioned keeps the visibility it had (visible on a first publish).'),
+);
+/** POST …/deployment/keys. */
+export const RotateRequest = v.strictObject({
+  grace_seconds: v.optional(v.pipe(int(0, 7 * 24 * 3600), v.description('How long the old credential keeps working.')), 0),
+  credential: v.optional(v.picklist(['api_key', 'signing_secret']), 'api_key'),
+});
+const RotateResult = v.pipe(
+  v.union([v.object({ api_key: apiKey }), v.object({ signing_secret: signingSecret })]),
+  v.description('The new credential, shown this once.'),
+);
+const Forbidden = v.pipe(
+  v.strictObject({ error: v.string() }),
+  v.description("AWS: API Gateway refused the owner's IAM signature (Forbidden, or the signature problem it found)."),
+);
+
+/**
+ * Every named shape, in the order the documents list them. A document carries only those its
+ * paths reach. Add a shape here and reference it from a path by name.
+ */
+export const SHAPES = {
+  // Caller API (also every per-deployment document).
+  Uuid,
+  Timestamp,
+  NodeId,
+  RawValue,
+  InputValueType,
+  ExecutionStatus,
+  ExecutionRequest,
+  InputValue,
+  Accepted,
+  ExecutionStatusBody,
+  OutputValue,
+  ExecutionResult,
+  CallerContract,
+  UploadRequest,
+  UploadAnswer,
+  OpenApiDocument,
+  Unauthorized: errorBody('Unauthorized', 'Missing or wrong credentials; `detail` says which forms are accepted.', { detail: v.optional(Detail) }),
+  NotFoundDeployment: errorBody('DeploymentNotFound', 'Unknown or deleted deployment, or the key of another deployment.'),
+  NotFoundExecution: errorBody('ExecutionNotFound', 'Unknown or expired execution, or one of another deployment (or pipeline).'),
+  InvalidInputStructure: errorBody(
+    'InvalidInputStructure',
+    'The body is not JSON, not an object, has an unknown field, or a malformed `workflow_input` or value object; also a malformed Idempotency-Key.',
+    { detail: Detail },
+  ),
+  InvalidInput: errorBody(
+    'InvalidInput',
+    'Input id unknown or hidden, a value of the wrong type, a value_type that does not fit the input (REFERENCE for a RAW input or the reverse), a reference that is not an absolute http(s) URL or is refused by the address guard, an asset that is malformed, of a media type or size the input does not accept, or names an upload that is missing, expired, of another deployment, unfilled or used; or too many inputs.',
+    { detail: Detail },
+  ),
+  MissingCallbackUrl: errorBody('MissingCallbackUrl', '`callback` present but null, empty or blank.', { detail: v.optional(Detail) }),
+  InvalidCallbackUrl: errorBody('InvalidCallbackUrl', '`callback` not an absolute http(s) URL, or to a blocked address.', { detail: v.optional(Detail) }),
+  IdempotencyKeyReused: errorBody('IdempotencyKeyReused', 'The same Idempotency-Key was used with a different body.', { detail: v.optional(Detail) }),
+  PayloadTooLarge: errorBody('PayloadTooLarge', 'The body is larger than the limit (256 KiB by default; execution requests with inline ASSET values 4 MiB); `detail` names the limit and, for assets, the uploads route.', { detail: v.optional(Detail) }),
+  UnsupportedMediaType: errorBody('UnsupportedMediaType', 'A non-empty body with a content type other than JSON.', { detail: v.optional(Detail) }),
+  ExecutionNotCompleted: errorBody('ExecutionNotCompleted', 'The result was fetched before the execution finished.', { status: v.picklist(['pending', 'running']) }),
+  ExecutionAlreadyFinished: errorBody('ExecutionAlreadyFinished', 'Cancel of an execution that already finished.', { status: Terminal }),
+  TooManyRequests: errorBody('TooManyRequests', 'Throttled (AWS stage throttling).'),
+  ServiceUnavailable: errorBody('ServiceUnavailable', 'The store is unreachable for a moment; retry after `Retry-After` seconds.', { detail: v.optional(Detail) }),
+  InternalError: errorBody('InternalError', 'Anything unexpected. No internals are shown; `request_id` finds the log line.', { request_id: v.string() }),
+  GatewayError,
+  // Owner API (only the whole-service document).
+  NotFound: errorBody('RouteNotFound', 'Nothing is served at this path.'),
+  // Asset links (GET /v1/assets/{token}): a caller route of the service, in no deployment's document.
+  AssetNotFound: errorBody('AssetNotFound', 'No asset at this link: never issued or altered, its deployment deleted, or the object gone.', { detail: v.optional(Detail) }),
+  AssetLinkExpired: errorBody('AssetLinkExpired', 'The link expired; read the result again for a fresh one.', { detail: v.optional(Detail), expired_at: Timestamp }),
+  RangeNotSatisfiable: errorBody('RangeNotSatisfiable', 'The range starts past the end.', { detail: v.optional(Detail) }),
+  PipelineId,
+  Problem,
+  PipelineDefinition,
+  Node,
+  InputNode,
+  OutputNode,
+  TransformNode,
+  HttpNode,
+  DelayNode,
+  PushResult,
+  SecretName,
+  SecretValue,
+  SecretSummary,
+  SecretList,
+  PipelineSummary,
+  PipelineList,
+  Pipeline,
+  RunRequest,
+  RunAccepted,
+  Run,
+  RunList,
+  DeliveryAttempt,
+  CallbackDelivery,
+  NodeTrace,
+  FailedNode,
+  ExecutionSummary,
+  ExecutionList,
+  UsageWindow,
+  Usage,
+  OwnerExecution,
+  ContractInput,
+  ContractOutput,
+  Contract,
+  RunSummary,
+  Deployment,
+  NewDeployment,
+  Readiness,
+  PublishRequest,
+  Visibility,
+  RotateRequest,
+  RotateResult,
+  Forbidden,
+  NotFoundPipeline: errorBody('PipelineNotFound', 'No pipeline with this id.'),
+  NotFoundRun: errorBody('RunNotFound', 'No run with this id in this pipeline.'),
+  NotFoundSecret: errorBody('SecretNotFound', 'No owner secret with this name.'),
+  InvalidDefinition: errorBody('InvalidDefinition', 'The definition (or the pipeline id) was refused; `detail` lists every problem.', { detail: Problems }),
+  InvalidRequest: errorBody('InvalidRequest', 'The request body or query was refused; `detail` lists every problem.', { detail: Problems }),
+  ConfirmationRequired: errorBody('ConfirmationRequired', 'Delete without `?confirm=` naming the deployment id.', { detail: Detail }),
+  PublishNoSuccessfulRun: errorBody(
+    'PublishNoSuccessfulRun',
+    'Publish refused: no run of this pipeline has succeeded. While a run is still going, `detail` says so and how to wait for it, and `latest_run` names it.',
+    { detail: v.optional(Detail), latest_run: v.optional(RunSummary) },
+  ),
+  PublishLatestRunFailed: errorBody('PublishLatestRunFailed', 'Publish refused: the most recent finished run did not succeed.', { latest_run: RunSummary }),
+  PublishNoInputsOrOutputs: errorBody('PublishNoInputsOrOutputs', 'Publish refused: the version of the latest run has no Input and no Output nodes.'),
+  Conflict: errorBody('Conflict', 'A concurrent publish, rotation or delete changed the deployment; try again.', { detail: Detail }),
+} as const;
+
+export type ShapeName = keyof typeof SHAPES;
+/** The names the caller API uses: every per-deployment document draws on these only. */
+export const CALLER_SHAPES: readonly ShapeName[] = Object.keys(SHAPES).slice(0, Object.keys(SHAPES).indexOf('NotFound')) as ShapeName[];
+export type Shape<N extends ShapeName> = v.InferOutput<(typeof SHAPES)[N]>;
