@@ -84,7 +84,9 @@ export function deploymentOpenApi(d: DeploymentDocumentSource, baseUrl: string) 
     workflow_input: Object.fromEntries(c.inputs.map((i) => [i.id, { value: i.value, value_type: requestValueType(i.value_type) }])),
   };
   const names = { request: 'DeploymentExecutionRequest', result: 'DeploymentExecutionResult', finished: 'DeploymentExecutionFinished' };
-  const paths = callerPaths(d.deployment_id, { ...names, requestExample });
+  const all = callerPaths(d.deployment_id, { ...names, requestExample });
+  // The uploads route serves asset inputs only: a deployment without any does not offer it.
+  const paths = c.inputs.some((i) => i.value_type === 'asset') ? all : Object.fromEntries(Object.entries(all).filter(([path]) => !path.endsWith('/uploads')));
   const result = executionResult(c);
   const used = reachableComponents(paths, {
     parameters: CALLER_PARAMETERS,

@@ -33,6 +33,11 @@ export interface FunctionAccess {
   states: readonly StatesAction[];
   /** Object storage (Deps.objects); a function with none neither loads nor bundles the S3 client. */
   objects: readonly ObjectAction[];
+  /**
+   * UpdateItem on these partition keys only (`dynamodb:LeadingKeys` patterns), for a function
+   * that must not update anything else: the execute route claims uploads this way.
+   */
+  updateKeys: readonly string[];
 }
 
 // Derived from what each handler's code calls, through functions/services to the stores'
@@ -58,6 +63,7 @@ const access = (table: readonly TableAction[], more: Partial<Omit<FunctionAccess
   secret: more.secret ?? false,
   states: more.states ?? [],
   objects: more.objects ?? [],
+  updateKeys: more.updateKeys ?? [],
 });
 
 /** Keyed by handler name (the folder under functions/). */
@@ -67,7 +73,7 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   // Idempotency claim and execution record are conditional puts; an upload it uses is claimed
   // with a conditional update (single use).
   // Inline assets are written under the execution; an upload it uses is read (sniffed, hashed).
-  execute: access([...CREATE_EXECUTION, 'UpdateItem'], { send: ['executions'], objects: ['read', 'write'] }),
+  execute: access(CREATE_EXECUTION, { send: ['executions'], objects: ['read', 'write'], updateKeys: ['UPLOAD#*'] }),
   // Reads the deployment, records the upload (conditional put); the PUT URL is presigned.
   'upload-create': access(['GetItem', 'PutItem'], { objects: ['write'] }),
   'execution-status': access(READ),

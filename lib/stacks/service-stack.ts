@@ -100,14 +100,18 @@ export class ServiceStack extends Stack {
       functions[name] = fn;
       fn.grantTable(stateful.table, access.table, access.query);
       const reserved = plan?.reserved[name];
+      // Updates limited to items of their own partition keys: the wait bound's counters, claimed uploads.
+      const updateKeys = [...access.updateKeys];
       if (reserved !== undefined && waits(name)) {
-        // The wait bound's counters: items of their own partition keys, nothing else writable.
         fn.fn.addEnvironment('PIPEGATE_MAX_WAITERS', String(waitersBound(reserved)));
+        updateKeys.push('WAITERS#*');
+      }
+      if (updateKeys.length > 0) {
         fn.role.addToPrincipalPolicy(
           new iam.PolicyStatement({
             actions: ['dynamodb:UpdateItem'],
             resources: [stateful.table.tableArn],
-            conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['WAITERS#*'] } },
+            conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': updateKeys } },
           }),
         );
       }

@@ -8,7 +8,7 @@ import type { PipelineDefinition } from '../../functions/core/types';
 import { ROUTES } from '../../lib/routes';
 import { createValidator, loadServiceDocument, structuralProblems, type OpenApiValidator } from '../support/openapi';
 import { startReceiver } from '../support/receiver';
-import { greeting, request, startE2eRuntime, waitUntil, type Reply, type E2eRuntime } from '../support/runtime';
+import { e2eMode, greeting, request, startE2eRuntime, waitUntil, type Reply, type E2eRuntime } from '../support/runtime';
 import { isTerminalStatus } from '../../functions/core/transitions';
 
 let rt: E2eRuntime;
@@ -275,9 +275,9 @@ describe('the caller API conforms, to the service document and to the deployment
   });
 
   it('serves an asset link without a key, and 404 for a made-up one', async () => {
-    // Results carry no assets yet, so only a runtime whose dependencies the test holds (npm
-    // start) can mint a link; both modes answer a made-up token.
-    if ('deps' in rt) {
+    // Results carry no assets yet, so only the runtime whose dependencies the test holds with
+    // every grant (npm start) can mint a link; both modes answer a made-up token.
+    if (e2eMode() === 'local') {
       const deps = (rt as unknown as { deps: import('../../functions/adapters/deps').Deps }).deps;
       const key = `d/${deploymentId}/e/${randomUUID()}/out.bytes`;
       await deps.objects.put(key, Buffer.from([0, 1, 2, 255]), 'application/octet-stream');
@@ -288,6 +288,21 @@ describe('the caller API conforms, to the service document and to the deployment
       expect((await caller('GET', path, null, undefined, { range: 'bytes=9-' })).status).toBe(416);
     }
     expect((await caller('GET', '/v1/assets/v1.e30.AAAA', null)).status).toBe(404);
+  });
+
+  it('answers an upload for an asset input with its PUT URL, and refuses what no input takes', async () => {
+    const media = await rt.publishPipeline('conform-media', {
+      nodes: {
+        photo: { type: 'input', value_type: 'asset', media_types: ['image/png'], value: 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==' },
+        size: { type: 'transform', inputs: ['photo'], expression: 'photo.bytes' },
+        bytes: { type: 'output', from: 'size' },
+      },
+    });
+    const uploads = `/v1/deployments/${media.deploymentId}/uploads/`;
+    expect((await caller('POST', uploads, media.apiKey, { media_type: 'image/png', bytes: 1024 })).status).toBe(201);
+    expect((await caller('POST', uploads, media.apiKey, { media_type: 'video/mp4', bytes: 1024 })).status).toBe(422);
+    expect((await caller('POST', uploads, media.apiKey, { media_type: 'image/png' })).status).toBe(400);
+    expect((await caller('POST', `/v1/deployments/${UNKNOWN}/uploads/`, media.apiKey, { media_type: 'image/png', bytes: 1 })).status).toBe(404);
   });
 
   it('404 for unknown deployments and executions', async () => {
@@ -399,7 +414,7 @@ describe('owner secrets conform', () => {
 describe('coverage of the flow', () => {
   it('answered every route with a success and the statuses of contract §5 and the owner errors', () => {
     // Over HTTP alone (start:synth) no asset link can be minted until results carry assets.
-    const mintable = (r: (typeof ROUTES)[number]) => 'deps' in rt || r.handler !== 'asset-get';
+    const mintable = (r: (typeof ROUTES)[number]) => e2eMode() === 'local' || r.handler !== 'asset-get';
     const successes = ROUTES.filter((r) => mintable(r) && ![...covered].some((c) => c.startsWith(`${r.method} ${r.path} 2`)));
     expect(successes.map((r) => `${r.method} ${r.path}`)).toEqual([]);
     const statuses = new Set([...covered].map((c) => Number(c.split(' ').pop())));

@@ -322,17 +322,19 @@ describe('least privilege, from lib/stacks/permissions.ts', () => {
     }
   });
 
-  it('lets the waiting routes write the wait bound\'s counters and nothing else, and tells them the bound', () => {
+  it('lets a function update only the partition keys it owns (wait counters, claimed uploads), and tells the waiting routes the bound', () => {
     const plan = concurrencyPlan(allFunctionNames(), built.settings.accountConcurrency);
     for (const name of allFunctionNames()) {
       const extra = statementsOf(roleId(name), svc, true);
       const waits = ROUTES.some((r) => r.handler === name && r.waits);
-      expect(extra.flatMap((s) => s.actions)).toEqual(waits ? ['dynamodb:UpdateItem'] : []);
+      const keys = [...accessFor(name).updateKeys, ...(waits ? ['WAITERS#*'] : [])];
+      expect(extra.flatMap((s) => s.actions)).toEqual(keys.length > 0 ? ['dynamodb:UpdateItem'] : []);
       const env = (svc[fnId(name)]?.Properties?.Environment as { Variables: Record<string, string> }).Variables;
       expect(env.PIPEGATE_MAX_WAITERS).toBe(waits ? String(waitersBound(plan.reserved[name] ?? 0)) : undefined);
     }
-    const policy = Object.values(svc).find((r) => r.Type === 'AWS::IAM::Policy' && JSON.stringify(r.Properties).includes('LeadingKeys'));
-    expect(JSON.stringify(policy?.Properties)).toContain('"dynamodb:LeadingKeys":["WAITERS#*"]');
+    const policies = Object.values(svc).filter((r) => r.Type === 'AWS::IAM::Policy').map((r) => JSON.stringify(r.Properties));
+    expect(policies.some((p) => p.includes('"dynamodb:LeadingKeys":["WAITERS#*"]'))).toBe(true);
+    expect(policies.some((p) => p.includes('"dynamodb:LeadingKeys":["UPLOAD#*","WAITERS#*"]'))).toBe(true);
   });
 
   it('keeps read-only functions from writing', () => {

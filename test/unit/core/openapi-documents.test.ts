@@ -24,6 +24,7 @@ const DEPLOYMENT: DeploymentDocumentSource = {
     { id: 'ratio', value_type: 'float', value: 0.5, visible: true },
     { id: 'loud', value_type: 'boolean', value: false, visible: true },
     { id: 'secret', value_type: 'string', value: 'x', visible: false },
+    { id: 'photo', value_type: 'asset', value: 'data:image/png;base64,iVBORw0KGgo=', media_types: ['image/png'], visible: true },
   ],
   outputs: [
     { id: 'message', visible: true },
@@ -78,6 +79,18 @@ describe("a deployment's document and the whole-service document agree", () => {
     expect(ours.filter((o) => !o.same)).toEqual([]);
   });
 
+  it('offers the uploads route only to a deployment with a visible asset input', () => {
+    // Prepare
+    const plain = { ...DEPLOYMENT, inputs: DEPLOYMENT.inputs.filter((i) => i.value_type !== 'asset') };
+
+    // Act
+    const ids = [...byId(deploymentOpenApi(plain, 'https://example.com/api') as unknown as JsonObject).keys()];
+
+    // Assess
+    expect(ids).not.toContain('createUpload');
+    expect([...byId(deployment).keys()]).toContain('createUpload');
+  });
+
   it('names this deployment in its paths, with no trailing slash, and its own base URL', () => {
     const paths = Object.keys(deployment.paths as JsonObject);
     expect(paths.filter((p) => p.endsWith('/'))).toEqual([]);
@@ -100,6 +113,7 @@ describe("a deployment's document and the whole-service document agree", () => {
       times: { type: 'integer', default: 2 },
       ratio: { type: 'number', default: 0.5 },
       loud: { type: 'boolean', default: false },
+      photo: { type: 'string', default: 'data:image/png;base64,iVBORw0KGgo=', description: expect.stringContaining('/uploads/') },
     });
     expect(Object.keys(result.properties as JsonObject)).toEqual(['message']);
     expect(result.additionalProperties).toBe(false);
