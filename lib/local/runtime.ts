@@ -11,7 +11,7 @@ import { join, resolve } from 'node:path';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { objectExpiryDays, readConfig, type Config } from '../config';
 import { QUEUES, type QueueName } from '../queues';
-import { ROUTES } from '../routes';
+import { ROUTES, STREAMED_ROUTE_TIMEOUT_SECONDS } from '../routes';
 import { INLINE_ASSET_BODY_MAX_BYTES } from '../../functions/core/assets';
 import asl from '../state-machine.asl.json';
 import { createDeps, type Deps } from '../../functions/adapters/deps';
@@ -232,6 +232,7 @@ async function startLocked(
         ...r,
         ...(r.waits ? { integrationTimeoutMs: Math.max(29_000, (config.maxWaitSeconds + 4) * 1000) } : {}),
         ...(r.inlineAssets ? { maxBodyBytes: INLINE_ASSET_BODY_MAX_BYTES } : {}),
+        ...(r.streams ? { integrationTimeoutMs: STREAMED_ROUTE_TIMEOUT_SECONDS * 1000 } : {}),
       })),
       handlers: Object.fromEntries(Object.entries(HTTP_HANDLERS).map(([name, create]) => [name, create(source)])),
       authorizer: (event) => authorizerFn(event),

@@ -13,6 +13,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve as resolvePath } from 'node:path';
+import type { Readable } from 'node:stream';
 import type { APIGatewayAuthorizerResult, APIGatewayProxyEvent, APIGatewayProxyResult, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { DynamoDBClient, type CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
@@ -449,10 +450,18 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
         throw err;
       });
     };
+    const methodArn = (event: APIGatewayProxyEvent) =>
+      `arn:aws:execute-api:${region}:${account}:${api.apiId}/${api.stage}/${event.httpMethod}${event.resource.replace(/\{[^}]+\}/g, (m) => event.pathParameters?.[m.slice(1, -1)] ?? '')}`;
     const handlers: Record<string, (event: APIGatewayProxyEvent) => Promise<APIGatewayProxyResult>> = {};
+    // Methods whose integration streams (ResponseTransferMode STREAM) invoke with a response stream.
+    const streamInvokers: Record<string, (event: APIGatewayProxyEvent) => Promise<Readable>> = {};
     for (const [name, fnArn] of Object.entries(api.functionArns)) {
-      handlers[name] = (event) =>
-        invokeFromApi(fnArn, `arn:aws:execute-api:${region}:${account}:${api.apiId}/${api.stage}/${event.httpMethod}${event.resource.replace(/\{[^}]+\}/g, (m) => event.pathParameters?.[m.slice(1, -1)] ?? '')}`, event) as Promise<APIGatewayProxyResult>;
+      handlers[name] = (event) => invokeFromApi(fnArn, methodArn(event), event) as Promise<APIGatewayProxyResult>;
+      streamInvokers[name] = async (event) => {
+        // lambda:InvokeFunction covers InvokeWithResponseStream too: the same permission check.
+        if (!api.mayInvoke(fnArn, methodArn(event))) throw new IntegrationError(`Invalid permissions on Lambda function ${fnArn} for ${methodArn(event)}`, 500);
+        return fnByArn(fnArn, 'API').invokeStream(event);
+      };
     }
     const authorizer = api.authorizer;
     // PIPEGATE_LOG_FORMAT reaches the functions as a tuning variable, checked by their config reader.
@@ -462,6 +471,7 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
     const gateway = createGateway({
       routes: api.routes,
       handlers,
+      streamInvokers,
       authorizer: (event) =>
         authorizer
           ? (invokeFromApi(authorizer.functionArn, `arn:aws:execute-api:${region}:${account}:${api.apiId}/authorizers/${authorizer.authorizerId}`, event) as Promise<APIGatewayAuthorizerResult>)

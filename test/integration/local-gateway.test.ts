@@ -8,7 +8,7 @@ import type {
   Context,
 } from 'aws-lambda';
 import fc from 'fast-check';
-import { createGateway, wildcardMatch, type GatewayOptions, type ProxyHandler } from '../../lib/local/gateway';
+import { createGateway, wildcardMatch, type BufferedHandler, type GatewayOptions, type ProxyHandler } from '../../lib/local/gateway';
 import { ROUTES, routeHandlers } from '../../lib/routes';
 import { unauthorizedBody } from '../../functions/core/errors';
 
@@ -73,10 +73,11 @@ async function startHarness(over: Partial<GatewayOptions> = {}): Promise<Harness
   };
   const handlers: Record<string, ProxyHandler> = {};
   for (const name of routeHandlers()) {
-    handlers[name] = async (event, context) => {
+    const fn: BufferedHandler = async (event, context) => {
       harness.calls.push({ handler: name, event, context });
       return (await (harness.respond ?? (async () => undefined))(event)) as APIGatewayProxyResult;
     };
+    handlers[name] = fn;
   }
   const server: Server = createServer(
     createGateway({

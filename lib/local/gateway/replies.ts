@@ -74,7 +74,8 @@ export function methodNotAllowed(methods: string[]): Reply {
   return reply;
 }
 
-export function send(res: ServerResponse, reply: Reply, requestId: string): void {
+/** Sends the reply; with `headOnly`, its status and headers only (a streamed body follows). */
+export function send(res: ServerResponse, reply: Reply, requestId: string, headOnly = false): void {
   if (res.headersSent || res.destroyed) return;
   res.statusCode = reply.status;
   const grouped = new Map<string, { name: string; values: string[] }>();
@@ -88,6 +89,10 @@ export function send(res: ServerResponse, reply: Reply, requestId: string): void
   if (!grouped.has('content-type')) grouped.set('content-type', { name: 'Content-Type', values: ['application/json'] });
   grouped.set('x-request-id', { name: 'x-request-id', values: [requestId] });
   for (const { name, values } of grouped.values()) res.setHeader(name, values.length === 1 ? (values[0] ?? '') : values);
+  if (headOnly) {
+    res.flushHeaders();
+    return;
+  }
   const bodyless = reply.status === 204 || reply.status === 304 || (reply.status >= 100 && reply.status < 200);
   res.end(bodyless ? undefined : reply.body);
 }
