@@ -9,7 +9,11 @@
  *   BENCH_RETAINED     finished executions kept for the retained-history figure (default 100000)
  *   BENCH_SKIP_RETAINED=1  leave the retained-history section out
  *
- * `npm run bench -- --only retained` prints the retained-history section alone (about a minute).
+ *   BENCH_SKIP_MEDIA=1  leave the media section out (executions with a 1 MB image, downloads)
+ *   BENCH_MEDIA_MS     length of each media load (default 5000)
+ *
+ * `npm run bench -- --only retained` prints the retained-history section alone (about a minute);
+ * `npm run bench -- --only media` the media section (about a minute).
  */
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -28,6 +32,7 @@ import { busy, formatProfile, summarizeProfile } from './profile';
 import { fmt, fmtRatio, median, ratio, verdict, type Verdict } from './stats';
 import { markdownTable, textTable, type Row } from './table';
 import { measureRetained, type RetainedFigure } from './retained';
+import { measureMedia, mediaRows } from './media';
 
 
 const RESULTS = join(__dirname, 'results');
@@ -311,7 +316,13 @@ async function main(): Promise<void> {
   const started = performance.now();
   mkdirSync(RESULTS, { recursive: true });
   const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined;
-  if (only !== undefined && only !== 'retained') throw new Error(`--only takes "retained", not ${JSON.stringify(only)}`);
+  if (only !== undefined && only !== 'retained' && only !== 'media') throw new Error(`--only takes "retained" or "media", not ${JSON.stringify(only)}`);
+  if (only === 'media') {
+    const m = machine();
+    console.log(textTable(HEADER, mediaRows(await measureMedia(log))));
+    console.log(`\n${m.nproc} cores · ${m.cpuModel} · ${m.memoryGiB} GiB · Node ${m.node} · ${m.platform} · ${((performance.now() - started) / 1000).toFixed(0)} s`);
+    return;
+  }
   if (only === 'retained') {
     const m = machine();
     const rows = await retainedSection();
@@ -357,8 +368,9 @@ async function main(): Promise<void> {
   });
 
   const retained = process.env.BENCH_SKIP_RETAINED === '1' ? [] : await retainedSection();
+  const media = process.env.BENCH_SKIP_MEDIA === '1' ? [] : mediaRows(await measureMedia(log));
   const results: Results = { floor, e2e, execute, calls, callers: shapesMeasured, bundles, cost: costs(calls) };
-  const rows = [...loadRows(results), ...callerRows(results), ...bundleRows(bundles), ...retained, ...callRows(calls, results.cost)];
+  const rows = [...loadRows(results), ...callerRows(results), ...bundleRows(bundles), ...retained, ...media, ...callRows(calls, results.cost)];
   const failures = [floor, e2e, execute].flatMap((f) => [f.single, f.rated, f.closed]).filter((f) => f.failed > 0 || f.skipped > 0);
 
   console.log(textTable(HEADER, rows));
