@@ -160,13 +160,25 @@ export const streamedHttpHandler = (fn: (req: RequestInfo) => Promise<StreamedAn
       return;
     }
     const out = awslambda().HttpResponseStream.from(responseStream, { statusCode: answer.status, headers: { 'x-request-id': requestId, ...answer.headers } });
+    let sourceFailed = false;
+    async function* source(): AsyncIterable<Uint8Array> {
+      try {
+        yield* answer.body;
+      } catch (e) {
+        sourceFailed = true;
+        throw e;
+      }
+    }
     try {
       // The metadata goes out on the first write() only (the runtime's rule): an empty object
       // still needs one, so an empty chunk goes first.
       out.write(new Uint8Array(0));
-      await pipeline(Readable.from(answer.body, { objectMode: false }), out);
+      await pipeline(Readable.from(source(), { objectMode: false }), out);
     } catch (e) {
-      deps().log.error('streamed answer cut short', { request_id: requestId, route: event.resource, ...errorFields(e) });
+      // A client that goes away is ordinary; a store that fails mid-body is not.
+      const fields = { request_id: requestId, route: event.resource, ...errorFields(e) };
+      if (sourceFailed) deps().log.error('streamed answer cut short', fields);
+      else deps().log.warn('streamed answer cut short: the client went away', fields);
       out.destroy();
     }
   });

@@ -142,7 +142,24 @@ describe('streamedHttpHandler', () => {
     await expect(read).rejects.toThrow();
     expect(outcome.reply.status).toBe(200);
     await new Promise((r) => setImmediate(r));
-    expect(logs.join('\n')).toContain('streamed answer cut short');
+    expect(logs.some((l) => l.includes('"error"') && l.includes('streamed answer cut short'))).toBe(true);
+  });
+
+  it('logs a client that goes away as a warning, not an error', async () => {
+    // Prepare
+    const { d, logs } = withLogs();
+    async function* endless(): AsyncIterable<Uint8Array> {
+      for (;;) yield Buffer.alloc(64 * 1024);
+    }
+    const handler = streamedHttpHandler(async () => ({ status: 200, headers: {}, body: endless() }))(() => d);
+    const outcome = await readStreamed(await invokeStreamingInProcess(handler, event(), context));
+    if (!outcome.ok) throw new Error(outcome.reason);
+    // Act: read one chunk, then stop reading.
+    for await (const _chunk of outcome.body) break;
+    await new Promise((r) => setTimeout(r, 20));
+    // Assess
+    expect(logs.some((l) => l.includes('"warn"') && l.includes('the client went away'))).toBe(true);
+    expect(logs.some((l) => l.includes('"error"'))).toBe(false);
   });
 });
 
