@@ -39,7 +39,7 @@ const wholeNumber = (what: string, min: number, max: number) => (text: string): 
 export function configureApplyCommand(cmd: Command): Command {
   return cmd
     .description('make the service match pipeline files: push, run their tests, publish (pipelines as code)')
-    .argument('<paths...>', 'pipeline files, or directories of them (*.json, *.yaml, *.yml directly inside)')
+    .argument('<paths...>', 'pipeline files, or directories of them (*.json, *.yaml, *.yml directly inside); an asset input\'s value "@path" sends that file (relative to its pipeline file, at most 64 KiB)')
     .option('--dry-run', 'print the plan only; change nothing')
     .option('--secrets-out <file>', 'write the API key and signing secret of first publishes to this JSON file (mode 0600); they are printed nowhere')
     .addOption(new Option('--concurrency <n>', 'pipelines applied at the same time').default(DEFAULT_CONCURRENCY).argParser(wholeNumber('--concurrency', 1, 16)))

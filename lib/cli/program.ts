@@ -64,7 +64,7 @@ export function buildProgram(io: CliIO, deps: CliDeps, state: { code: number }):
   program
     .command('push')
     .description('push a pipeline definition (JSON or YAML); creates a new version when it changed')
-    .argument('<file>', 'pipeline file (.json, .yaml or .yml)')
+    .argument('<file>', `pipeline file (.json, .yaml or .yml); an asset input's value "@path" sends that file (relative to the pipeline file, at most ${sizeText(DEFINITION_ASSET_MAX_BYTES)})`)
     .option('--id <pipeline>', 'pipeline id (default: the file name without its extension)')
     .action(act((ctx, file: string, o: { id?: string }) => push(ctx, file, o)));
 

@@ -11,7 +11,8 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFINITION_ASSET_MAX_BYTES, INLINE_ASSET_BODY_MAX_BYTES, UPLOAD_MAX_BYTES } from '../../../functions/core/assets';
-import { dataUriLength, PROGRESS_MIN_BYTES, splitBySize, type SniffedFile } from '../../../lib/cli/asset-files';
+import { dataUriLength, PROGRESS_MIN_BYTES, splitBySize, TransferProgress, type SniffedFile } from '../../../lib/cli/asset-files';
+import { extensionFor, mediaTypeForName } from '../../../lib/cli/media-types';
 import type { CliIO } from '../../../lib/cli/output';
 import { runCli } from '../../../lib/cli/program';
 import { jpeg, mp4, png } from '../../support/media';
@@ -298,6 +299,41 @@ describe('splitBySize', () => {
     expect(fits).toStrictEqual({ inline: [a, b], upload: [] });
     expect(over).toStrictEqual({ inline: [a], upload: [b] });
     expect(splitBySize([a, b], atLimit, atLimit).upload).toStrictEqual([a, b]);
+  });
+});
+
+describe('TransferProgress and media types', () => {
+  it('redraws one line on a terminal, a line per quarter elsewhere, and nothing for a small file', () => {
+    // Prepare
+    let tty = '';
+    let log = '';
+    let small = '';
+    const onTty = new TransferProgress({ write: (t: string) => (tty += t), isTTY: true }, 'uploading', 'a.png', 2_000_000);
+    const offTty = new TransferProgress({ write: (t: string) => (log += t) }, 'uploading', 'a.png', 2_000_000);
+    const tiny = new TransferProgress({ write: (t: string) => (small += t), isTTY: true }, 'uploading', 'a.png', PROGRESS_MIN_BYTES - 1);
+
+    // Act
+    for (let i = 0; i < 20; i++) {
+      onTty.add(100_000);
+      offTty.add(100_000);
+    }
+    onTty.finish();
+    tiny.add(PROGRESS_MIN_BYTES - 1);
+    tiny.finish();
+
+    // Assess
+    expect(tty.split('\r\x1b[2K').filter(Boolean)).toHaveLength(20);
+    expect(tty.endsWith('\r\x1b[2K')).toBe(true);
+    expect(log.split('\n').filter(Boolean)).toStrictEqual(['uploading a.png 0% (0.1 MB of 2.0 MB)', 'uploading a.png 25% (0.5 MB of 2.0 MB)', 'uploading a.png 50% (1.0 MB of 2.0 MB)', 'uploading a.png 75% (1.5 MB of 2.0 MB)', 'uploading a.png 100% (2.0 MB of 2.0 MB)']);
+    expect(small).toBe('');
+  });
+
+  it('maps media types to extensions and back, ignoring parameters and case', () => {
+    expect(extensionFor('image/PNG')).toBe('.png');
+    expect(extensionFor('image/jpeg; q=1')).toBe('.jpg');
+    expect(extensionFor('application/x-made-up')).toBe('.bin');
+    expect(mediaTypeForName('cat.JPEG')).toBe('image/jpeg');
+    expect(mediaTypeForName('notes')).toBe('application/octet-stream');
   });
 });
 
