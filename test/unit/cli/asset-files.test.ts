@@ -5,6 +5,7 @@
  * shape); the local refusals (missing, unreadable, too large) and the service's (422, 410).
  */
 import { randomBytes, randomUUID } from 'node:crypto';
+import fc from 'fast-check';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -299,6 +300,21 @@ describe('splitBySize', () => {
     expect(fits).toStrictEqual({ inline: [a, b], upload: [] });
     expect(over).toStrictEqual({ inline: [a], upload: [b] });
     expect(splitBySize([a, b], atLimit, atLimit).upload).toStrictEqual([a, b]);
+  });
+});
+
+describe('splitBySize, for any files and limit', () => {
+  it('places every file once, keeps the inline request within the limit whenever any file stays inline, and uploads only files at least as large as every inline one', () => {
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 1, max: 10_000_000 }), { maxLength: 8 }), fc.nat(1000), fc.integer({ min: 0, max: 20_000_000 }), (sizes, other, max) => {
+        const files = sizes.map((bytes, i): SniffedFile => ({ input: `f${i}`, shown: `f${i}`, path: `f${i}`, bytes, mediaType: 'image/png' }));
+        const { inline, upload } = splitBySize(files, other, max);
+        expect([...inline, ...upload].map((f) => f.input).sort()).toStrictEqual(files.map((f) => f.input).sort());
+        if (inline.length > 0) expect(other + inline.reduce((n, f) => n + dataUriLength(f), 0)).toBeLessThanOrEqual(max);
+        const largestInline = Math.max(0, ...inline.map((f) => f.bytes));
+        expect(upload.every((f) => f.bytes >= largestInline)).toBe(true);
+      }),
+    );
   });
 });
 
