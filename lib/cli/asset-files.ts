@@ -53,7 +53,7 @@ export function localFile(input: string, text: string, cwd: string, limit: { max
   }
   if (bytes === 0) throw new UsageError(`${flag}: ${shown} is empty; an asset needs at least one byte`);
   if (bytes > limit.maxBytes) {
-    throw new UsageError(`${flag}: ${shown} is ${bytes} bytes, over ${limit.what} (${limit.maxBytes} bytes, ${sizeText(limit.maxBytes)})`, limit.hint);
+    throw new UsageError(`${flag}: ${shown} is ${bytes} bytes, over ${limit.what}: ${limit.maxBytes} bytes (${sizeText(limit.maxBytes)})`, limit.hint);
   }
   return { input, shown, path, bytes };
 }

@@ -24,7 +24,7 @@ export function splitFileInputs(pairs: readonly string[], types: ReadonlyMap<str
 /** The limit an owner run's file meets: a run's asset value is a data URI of at most 64 KiB decoded. */
 export const RUN_FILE_LIMIT = {
   maxBytes: DEFINITION_ASSET_MAX_BYTES,
-  what: "the largest file an owner run takes (runs send files inline; there is no uploads route for runs)",
+  what: 'the largest file an owner run takes (runs send files inline; they have no uploads route)',
   hint: 'publish the pipeline and send larger files with pipegate execute <deployment> --input <id>=@<file>, which uploads them',
 };
 

@@ -278,7 +278,7 @@ describe('execute --input id=@file', () => {
 
     // Assess
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain(`huge.mov is ${UPLOAD_MAX_BYTES + 1} bytes, over the largest upload (${UPLOAD_MAX_BYTES} bytes, 100 MiB)`);
+    expect(r.stderr).toContain(`huge.mov is ${UPLOAD_MAX_BYTES + 1} bytes, over the largest upload: ${UPLOAD_MAX_BYTES} bytes (100 MiB)`);
   });
 });
 
@@ -381,7 +381,7 @@ describe('run --input id=@file', () => {
     expect(ok.code).toBe(0);
     expect(big.code).toBe(2);
     expect(big.stderr).toContain(`big.png is ${DEFINITION_ASSET_MAX_BYTES + 1} bytes, over the largest file an owner run takes`);
-    expect(big.stderr).toContain('(65536 bytes, 64 KiB)');
+    expect(big.stderr).toContain('they have no uploads route): 65536 bytes (64 KiB)');
     expect(big.stderr).toContain('hint: publish the pipeline and send larger files with pipegate execute');
   });
 });
