@@ -50,7 +50,7 @@ beforeAll(async () => {
     const { chromium } = await import('playwright-core');
     browser = await chromium.launch({ executablePath: CHROMIUM });
   }
-}, 60_000);
+}, 120_000);
 
 afterAll(async () => {
   await browser?.close();
@@ -128,7 +128,8 @@ describe('GET /v1/deployments/{id}/docs', () => {
     await page.goto(`${rt.url}/v1/deployments/${photoDep.deploymentId}/docs`);
     await page.fill('#api-key', photoDep.apiKey);
     await page.click('#load');
-    await page.locator('#files-form').waitFor({ state: 'visible' });
+    // Generous waits: Chromium shares this 2-core machine with other suites.
+    await page.locator('#files-form').waitFor({ state: 'visible', timeout: 60_000 });
     expect(await page.locator('#contract table').first().innerText()).toContain('asset');
 
     // A small PNG: inline, accepted, and the execution sees exactly its bytes.
@@ -136,11 +137,11 @@ describe('GET /v1/deployments/{id}/docs', () => {
     await page.setInputFiles('#file-photo', { name: 'six.png', mimeType: 'image/png', buffer: bytes });
     await page.click('#files-send');
     const result = page.locator('#files-result');
-    await page.waitForFunction("/^HTTP \\d+/.test(document.getElementById('files-result').textContent)");
+    await page.waitForFunction("/^HTTP \\d+/.test(document.getElementById('files-result').textContent)", undefined, { timeout: 60_000 });
     const text = await result.innerText();
     expect(text).toMatch(/^HTTP 202\n/);
     const executionId = (JSON.parse(text.slice(text.indexOf('\n') + 1)) as { execution_id: string }).execution_id;
-    await rt.waitForExecution(executionId, photoDep.apiKey);
+    await rt.waitForExecution(executionId, photoDep.apiKey, undefined, 60_000);
     const done = await rt.caller('GET', `/v1/deployments/executions/${executionId}/result/`, photoDep.apiKey);
     const sha = createHash('sha256').update(bytes).digest('hex');
     expect((done.body.response_data as Record<string, { value: string }>).info?.value).toBe(`image/png ${bytes.length} ${sha}`);
@@ -152,10 +153,10 @@ describe('GET /v1/deployments/{id}/docs', () => {
     });
     await page.setInputFiles('#file-photo', { name: 'big.png', mimeType: 'image/png', buffer: Buffer.concat([bytes, Buffer.alloc(INLINE_ASSET_BODY_MAX_BYTES)]) });
     await page.click('#files-send');
-    await page.waitForFunction("document.getElementById('files-result').textContent.includes('uploads route')");
+    await page.waitForFunction("document.getElementById('files-result').textContent.includes('uploads route')", undefined, { timeout: 60_000 });
     expect(await result.innerText()).toContain(`over the ${INLINE_ASSET_BODY_MAX_BYTES} bytes this page sends inline`);
     expect(posts).toEqual([]);
     expect(problems).toEqual([]);
     await page.close();
-  }, 60_000);
+  }, 180_000);
 });
