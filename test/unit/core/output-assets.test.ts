@@ -8,6 +8,8 @@ import { answerMediaType, isBinaryMediaType } from '../../../functions/core/outp
 import type { ObjectRef } from '../../../functions/core/ports';
 import type { Execution } from '../../../functions/core/types';
 import { ownerOutputAssets, responseData, resultBody } from '../../../functions/core/views';
+import type { Deps } from '../../../functions/adapters/deps';
+import { callerOutputIds, outputLinks } from '../../../functions/services/output-links';
 
 describe('isBinaryMediaType', () => {
   it.each([
@@ -79,5 +81,31 @@ describe('response_data and the callback', () => {
   it('shows the owner every ASSET output, hidden ones too', () => {
     expect(Object.keys(ownerOutputAssets(execution(), { image: link('image'), secret_image: link('secret_image') }) ?? {})).toEqual(['image', 'secret_image']);
     expect(ownerOutputAssets(execution({ status: 'failed' }))).toBeNull();
+  });
+});
+
+describe('outputLinks', () => {
+  // Only what outputLinks uses of Deps: the clock and the link minter.
+  function deps() {
+    const minted: string[] = [];
+    const d = {
+      clock: { now: () => new Date('2026-11-24T00:00:00Z') },
+      assetLinks: { link: async (r: ObjectRef, base: string) => (minted.push(r.key), { url: `${base}/v1/assets/${r.key}`, expires_at: 'x' }) },
+    } as unknown as Deps;
+    return { d, minted };
+  }
+
+  it("mints a link for each of the caller's visible ASSET outputs only", async () => {
+    const { d, minted } = deps();
+    const links = await outputLinks(d, execution(), 'https://api.test', callerOutputIds(execution()));
+    expect(Object.keys(links)).toEqual(['image']);
+    expect(minted).toEqual(['d/dep/e/exec/image']);
+  });
+
+  it('mints every one for the owner, and none before completion', async () => {
+    const { d, minted } = deps();
+    expect(Object.keys(await outputLinks(d, execution(), 'https://api.test', null))).toEqual(['image', 'secret_image']);
+    expect(await outputLinks(d, execution({ status: 'failed' }), 'https://api.test', null)).toEqual({});
+    expect(minted).toHaveLength(2);
   });
 });
