@@ -1,5 +1,6 @@
 /**
- * ASSET outputs over real HTTP on the local runtime (its S3 emulation included), with real PNG
+ * ASSET outputs over real HTTP on the local runtime (its S3 emulation included; again against
+ * start:synth in test/e2e/synth/asset-outputs.test.ts), with real PNG
  * and JPEG bytes: an asset input passed through to an output, an http node whose upstream
  * answers a PNG (and an SVG), an http node sending an asset as its raw body; the result's
  * link serving the exact bytes, a fresh link on each read, the callback's `[url]`, hidden
@@ -10,11 +11,11 @@ import type { PipelineDefinition } from '../../functions/core/types';
 import { startTestServer, type ReceivedRequest, type TestServer } from '../support/http-server';
 import { dataUri, jpeg, png, svg } from '../support/media';
 import { startReceiver, type Receiver } from '../support/receiver';
-import { startTestRuntime, waitUntil, type Published, type TestRuntime } from '../support/runtime';
+import { startE2eRuntime, waitUntil, type E2eRuntime, type Published } from '../support/runtime';
 
 jest.setTimeout(90_000);
 
-let rt: TestRuntime;
+let rt: E2eRuntime;
 let upstream: TestServer;
 let receiver: Receiver;
 const received: ReceivedRequest[] = [];
@@ -43,7 +44,7 @@ beforeAll(async () => {
     }
   });
   receiver = await startReceiver(0);
-  rt = await startTestRuntime();
+  rt = await startE2eRuntime();
 });
 afterAll(async () => {
   await rt?.cleanup();
@@ -57,7 +58,7 @@ async function finished(p: Published, body: Record<string, unknown>) {
   const r = await rt.caller('POST', executions(p), p.apiKey, body);
   expect(r.status).toBe(202);
   const id = r.body.execution_id as string;
-  await rt.waitForExecution(id, p.apiKey);
+  await rt.waitForExecution(id, p.apiKey, undefined, 60_000);
   const result = await rt.caller('GET', `/v1/deployments/executions/${id}/result/`, p.apiKey);
   return { id, result: result.body as { status: string; error_message: string | null; response_data: Record<string, AssetOut | { value: unknown; value_type: 'RAW' }> } };
 }
@@ -123,7 +124,7 @@ describe('an asset input passed through', () => {
 
     // Act
     const { id } = await finished(p, { workflow_input: { photo: asset(bytes.toString('base64')) }, callback: receiver.url });
-    const hook = await waitUntil(async () => receiver.delivered().find((h) => h.executionId === id), (h) => h !== undefined);
+    const hook = await waitUntil(async () => receiver.delivered().find((h) => h.executionId === id), (h) => h !== undefined, 60_000);
     const payload = JSON.parse(hook?.body ?? '{}') as Record<string, unknown>;
     const [url] = payload.kept as string[];
 
