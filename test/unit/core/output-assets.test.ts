@@ -3,6 +3,9 @@
  * answer is stored as, response_data and the callback payload with links, hidden outputs
  * never shown.
  */
+import fc from 'fast-check';
+import { servedAsAttachment } from '../../../functions/core/asset-links';
+import { isMediaType } from '../../../functions/core/assets';
 import { buildCallbackPayload } from '../../../functions/core/callback';
 import { answerMediaType, isBinaryMediaType } from '../../../functions/core/output-assets';
 import type { ObjectRef } from '../../../functions/core/ports';
@@ -30,6 +33,21 @@ describe('answerMediaType', () => {
   it('never lets an unproven declaration claim a type served inline', () => {
     expect(answerMediaType('application/octet-stream', 'image/png')).toBe('application/octet-stream');
     expect(answerMediaType('application/octet-stream', undefined)).toBe('application/octet-stream');
+  });
+});
+
+describe('Content-Type handling (property)', () => {
+  it('never throws, and never stores an unproven type a browser would show inline', () => {
+    const contentType = fc.oneof(fc.string(), fc.constantFrom('image/png', 'IMAGE/SVG+XML;x=1', 'text/html', 'application/pdf ; q=1', ''), fc.constant(undefined));
+    fc.assert(
+      fc.property(contentType, fc.constantFrom('image/png', 'application/octet-stream'), (declared, sniffed) => {
+        expect(typeof isBinaryMediaType(declared)).toBe('boolean');
+        const stored = answerMediaType(sniffed, declared);
+        if (sniffed === 'image/png') expect(stored).toBe('image/png');
+        else expect(stored === 'application/octet-stream' || (isMediaType(stored) && servedAsAttachment(stored))).toBe(true);
+      }),
+      { numRuns: 2000 },
+    );
   });
 });
 
