@@ -29,8 +29,16 @@ export const ITEM_MAX_BYTES = 409_600;
  */
 export const INLINE_VALUES_MAX_BYTES = 128 * 1024;
 
-/** The record's fields that hold values of any size; everything else in it is bounded. */
-export const CLAIM_FIELDS = ['inputs', 'outputs', 'error_message', 'caller_error_message', 'trace'] as const;
+/**
+ * The record's fields that can grow with what callers, owners and upstreams send: input values
+ * (up to the request body limit, PIPEGATE_MAX_BODY_BYTES, at most 10 MB), outputs (an http
+ * node's answer alone may be 1 MiB), error messages (a transform's `$error()` may carry any
+ * value), the trace (held to TRACE_MAX_BYTES), the callback URL (no limit of its own beyond the
+ * body's) and the visible output ids (up to PIPEGATE_MAX_NODES of 64 characters). Everything
+ * else in it is bounded: keys, ids, times, asset references (one per input, at most 32), the
+ * delivery log (the last 20 attempts, each error a host name and a code).
+ */
+export const CLAIM_FIELDS = ['inputs', 'outputs', 'error_message', 'caller_error_message', 'trace', 'callback', 'visible_outputs'] as const;
 export type ClaimField = (typeof CLAIM_FIELDS)[number];
 
 /** A write's values as stored in the item (the trace already packed into its string). */
@@ -142,7 +150,11 @@ export function goneValue(field: ClaimField): unknown {
     case 'caller_error_message':
       return 'The error message was too large for the record and its stored copy has expired';
     case 'trace':
+    case 'callback':
       return null;
+    case 'visible_outputs':
+      // None visible: a caller never sees an output the owner hid.
+      return [];
   }
 }
 

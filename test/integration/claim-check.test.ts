@@ -7,7 +7,7 @@ import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { marshall } from '@aws-sdk/util-dynamodb';
 import { itemSize } from 'dynalite/db';
 import { createDocumentClient, keys } from '../../functions/adapters/dynamo';
-import { attributeBytes, ITEM_MAX_BYTES } from '../../functions/core/claim-check';
+import { attributeBytes, INLINE_VALUES_MAX_BYTES, ITEM_MAX_BYTES } from '../../functions/core/claim-check';
 import { executionPrefix } from '../../functions/core/object-keys';
 import type { HttpPort } from '../../functions/core/ports';
 import type { Execution, NodeTrace, PipelineDefinition } from '../../functions/core/types';
@@ -125,6 +125,20 @@ describe('values too large for the item', () => {
     expect(objects.keysUnder(`p/big-run/r/${e.execution_id}/`)).toHaveLength(1);
     const runs = await db.executions.listRuns('big-run', { limit: 5 });
     expect(runs.runs[0]?.outputs).toEqual({ body: big(450_000) });
+  });
+
+  it('a callback URL and visible output ids too large for the item are stored the same way', async () => {
+    const callback = `http://127.0.0.1:9/hook?token=${big(200_000)}`;
+    const visible = Array.from({ length: 1_000 }, (_, i) => `output_${i}_${big(50, 'o')}`);
+    const e = anExecution({ callback, visible_outputs: visible, inputs: { note: big(100_000) } });
+
+    expect(await db.executions.create(e)).toBe(true);
+
+    const read = await db.executions.get(e.execution_id, new Date());
+    expect(read?.callback).toBe(callback);
+    expect(read?.visible_outputs).toEqual(visible);
+    expect(read?.inputs).toEqual({ note: big(100_000) });
+    expect(sizes(await rawItem(e.execution_id)).dynamodb).toBeLessThan(INLINE_VALUES_MAX_BYTES + 4_096);
   });
 
   it('a large error message is stored the same way', async () => {

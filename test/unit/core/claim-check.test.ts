@@ -127,5 +127,7 @@ describe('readClaim and claimsOf', () => {
     expect(goneValue('outputs')).toEqual({});
     expect(goneValue('error_message')).toMatch(/expired/);
     expect(goneValue('trace')).toBeNull();
+    expect(goneValue('callback')).toBeNull();
+    expect(goneValue('visible_outputs')).toEqual([]);
   });
 });
