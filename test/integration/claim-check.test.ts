@@ -12,6 +12,7 @@ import { executionPrefix } from '../../functions/core/object-keys';
 import type { HttpPort } from '../../functions/core/ports';
 import type { Execution, NodeTrace, PipelineDefinition } from '../../functions/core/types';
 import { resultBody } from '../../functions/core/views';
+import { sweepAll } from '../../functions/services/sweeper.service';
 import { taskFail, taskRun, taskStart } from '../../functions/services/tasks.service';
 import { startTestDb, type TestDb } from '../support/dynamo';
 import { anExecution, testDeps } from '../support/fakes';
@@ -237,9 +238,9 @@ describe('through the task that runs the nodes: no orphan visible, no execution 
     },
   };
 
-  async function pending(d: ReturnType<typeof testDeps>): Promise<Execution> {
+  async function pending(d: ReturnType<typeof testDeps>, over: Partial<Execution> = {}): Promise<Execution> {
     const { version } = await db.pipelines.push('big-answers', def, 'h-big', new Date().toISOString());
-    const e = anExecution({ pipeline_id: 'big-answers', version, visible_outputs: ['body'] });
+    const e = anExecution({ pipeline_id: 'big-answers', version, visible_outputs: ['body'], ...over });
     await d.executions.create(e);
     expect((await taskStart(d, e.execution_id, 'wf-1')).proceed).toBe(true);
     return e;
@@ -257,6 +258,22 @@ describe('through the task that runs the nodes: no orphan visible, no execution 
     expect(resultBody(meanwhile!).response_data).toEqual({});
     expect(await taskFail(d, e.execution_id, { Error: 'Error', Cause: 'process died' })).toEqual({ status: 'failed' });
     expect((await d.executions.get(e.execution_id, new Date(), true))?.status).toBe('failed');
+  });
+
+  it('when nothing followed the crash (the whole process died), the sweeper finishes it, its callback owed', async () => {
+    const d = testDeps(db, { http, objects });
+    const e = await pending(d, { callback: 'http://127.0.0.1:9/hook' });
+    objects.crashAfterNextPut = true;
+    await expect(taskRun(d, e.execution_id)).rejects.toThrow(/process died/);
+
+    const report = await sweepAll(d, { startup: true });
+
+    expect(report.interrupted).toBeGreaterThanOrEqual(1);
+    const read = await d.executions.get(e.execution_id, new Date(), true);
+    expect(read?.status).toBe('failed');
+    expect(read?.outputs).toBeNull();
+    expect(read?.callback_delivery?.outcome).toBe('pending');
+    expect(d.queue.on('callbacks').map((m) => m.body.execution_id)).toContain(e.execution_id);
   });
 
   it('RunNodes retried after the crash completes it with the very value, over the same object', async () => {
