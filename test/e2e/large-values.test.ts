@@ -95,3 +95,18 @@ it('an API execution completes; result, owner view and callback carry the exact 
   expect(payload.body).toEqual([bigText]);
   expect(payload.echo).toEqual([note]);
 });
+
+it('Prefer: wait answers with the exact values once the execution has finished', async () => {
+  const r = await rt.caller<{ status: string; response_data: Record<string, { value: string }> }>(
+    'POST',
+    `/v1/deployments/${published.deploymentId}/executions/`,
+    published.apiKey,
+    { workflow_input: { note: { value: note, value_type: 'RAW' } } },
+    { prefer: 'wait=30' },
+  );
+
+  expect(r.status).toBe(200);
+  expect(r.body.status).toBe('completed');
+  expect(r.body.response_data.body?.value).toBe(bigText);
+  expect(r.body.response_data.echo?.value).toBe(note);
+});
