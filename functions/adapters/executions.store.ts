@@ -1,6 +1,6 @@
 import { randomInt } from 'node:crypto';
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { CLAIM_FIELDS, claimsOf, goneValue, planClaim, readClaim, type ClaimOwner, type ClaimPlan, type ClaimValues } from '../core/claim-check';
+import { CLAIM_FIELDS, claimsOf, goneValue, planClaim, readClaim, type ClaimField, type ClaimOwner, type ClaimPlan, type ClaimValues } from '../core/claim-check';
 import { executionObjectKey } from '../core/object-keys';
 import { InvalidCursorError, type ExecutionsPort, type ObjectStorePort, type SweepKind, type TransitionFields, type TransitionResult } from '../core/ports';
 import { epochSeconds } from '../core/time';
@@ -26,6 +26,9 @@ function toExecution(item: Record<string, unknown>): Execution {
   e.trace = unpackTrace(item.trace);
   return e as unknown as Execution;
 }
+
+/** What a deployment's list of executions shows of the values (views.ts executionSummaryBody). */
+const SUMMARY_FIELDS: readonly ClaimField[] = ['error_message'];
 
 /** A record's value fields as one write stores them (the trace packed), for the claim check to weigh. */
 function claimValues(set: Partial<Record<string, unknown>>): ClaimValues {
@@ -131,15 +134,18 @@ export class ExecutionsStore implements ExecutionsPort {
    * A stored item as an Execution, every claimed field read back from its object (`known`: an
    * object this very write stored, not read again). A missing object (expired, or removed with
    * its deployment) reads as goneValue; one whose text does not match its reference is an error.
+   * `only`: read just the objects holding one of these fields; the others' fields read as goneValue.
    */
-  private async resolve(item: Record<string, unknown>, known: ClaimPlan['claim'] = null): Promise<Execution> {
+  private async resolve(item: Record<string, unknown>, known: ClaimPlan['claim'] = null, only?: readonly ClaimField[]): Promise<Execution> {
     const e = toExecution(item);
     const claims = claimsOf(item.claims);
     if (claims.length === 0) return e;
     const fields = e as unknown as Record<string, unknown>;
     for (const ref of claims) {
       let values: ClaimValues | null;
-      if (known?.ref.name === ref.name) {
+      if (only && !ref.fields.some((f) => only.includes(f))) {
+        values = null;
+      } else if (known?.ref.name === ref.name) {
         values = known.values;
       } else {
         const body = await this.objectStore().read(executionObjectKey(e, ref.name));
@@ -184,7 +190,7 @@ export class ExecutionsStore implements ExecutionsPort {
   }
 
   /** The execution, or null when unknown or past its retention (TTL deletes lazily). */
-  async get(id: string, now: Date, consistent = false): Promise<Execution | null> {
+  async get(id: string, now: Date, consistent = false, only?: readonly ClaimField[]): Promise<Execution | null> {
     // Ids come from request paths too: only a UUID can name an execution, and a key over
     // DynamoDB's 2 KB limit would fail the read with a ValidationException (a 500).
     if (!isUuid(id)) return null;
@@ -193,7 +199,7 @@ export class ExecutionsStore implements ExecutionsPort {
     );
     if (!out.Item) return null;
     if (expired(toExecution(out.Item), now)) return null;
-    return this.resolve(out.Item);
+    return this.resolve(out.Item, null, only);
   }
 
   /**
@@ -506,7 +512,8 @@ export class ExecutionsStore implements ExecutionsPort {
         }),
       );
       const items = out.Items ?? [];
-      const fetched = await Promise.all(items.map((k) => this.get(String(k.pk).slice('EXEC#'.length), opts.now)));
+      // A summary shows the error message of the values: a page of 100 must not read 100 outputs of a MB each.
+      const fetched = await Promise.all(items.map((k) => this.get(String(k.pk).slice('EXEC#'.length), opts.now, false, SUMMARY_FIELDS)));
       start = out.LastEvaluatedKey;
       for (let i = 0; i < items.length; i++) {
         looked++;

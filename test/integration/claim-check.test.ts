@@ -28,6 +28,11 @@ class CrashingObjects extends MemoryObjects {
       throw new Error('the process died after storing the object');
     }
   }
+  reads = 0;
+  override async read(key: string, maxBytes?: number): Promise<Uint8Array | null> {
+    this.reads++;
+    return super.read(key, maxBytes);
+  }
   keysUnder(prefix: string): string[] {
     return [...this.objects.keys()].filter((k) => k.startsWith(prefix));
   }
@@ -102,9 +107,22 @@ describe('values too large for the item', () => {
     const stored = objects.keysUnder(executionPrefix(e));
     expect(stored).toHaveLength(2);
     expect(stored.every((k) => /^d\/[0-9a-f-]{36}\/e\/[0-9a-f-]{36}\/values\.[0-9a-f]{32}\.json$/.test(k))).toBe(true);
-    // Lists read the same values.
-    const page = await db.executions.listByDeployment(e.deployment_id!, { limit: 5, now: new Date() });
-    expect(page.executions[0]?.outputs).toEqual({ body: output, small: 1 });
+  });
+
+  it('a deployment\'s list reads stored values for the error message only (a summary must not read every output)', async () => {
+    const deployment = anExecution().deployment_id!;
+    const ok = await running({ deployment_id: deployment, created_at: '2026-01-01T00:00:00.000Z' });
+    await db.executions.transition(ok.execution_id, 'completed', { outputs: { body: big(500_000) } });
+    const bad = await running({ deployment_id: deployment, created_at: '2026-01-01T00:00:01.000Z' });
+    await db.executions.transition(bad.execution_id, 'failed', { error_message: `Node 't' failed: ${big(300_000)}` });
+    const reads = objects.reads;
+
+    const page = await db.executions.listByDeployment(deployment, { limit: 5, now: new Date() });
+
+    expect(page.executions.map((e) => e.execution_id)).toEqual([bad.execution_id, ok.execution_id]);
+    expect(page.executions[0]?.error_message).toBe(`Node 't' failed: ${big(300_000)}`);
+    expect(page.executions[1]?.outputs).toEqual({});
+    expect(objects.reads - reads).toBe(1);
   });
 
   it('keeps values up to the threshold in the item (no object), under the limit whatever both writes hold', async () => {
