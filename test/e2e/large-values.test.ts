@@ -86,6 +86,10 @@ it('an API execution completes; result, owner view and callback carry the exact 
   expect(owner.body.outputs.body).toBe(bigText);
   expect(owner.body.trace.length).toBe(5);
 
+  const list = await rt.owner<{ executions: { execution_id: string; status: string }[] }>('GET', '/v1/pipelines/large-values/deployment/executions');
+  expect(list.status).toBe(200);
+  expect(list.body.executions.find((x) => x.execution_id === id)?.status).toBe('completed');
+
   const hook = await waitUntil(
     async () => receiver.delivered().find((h) => h.executionId === id),
     (h) => h !== undefined,
