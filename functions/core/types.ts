@@ -200,10 +200,15 @@ export interface PipelineVersion {
   created_at: string;
 }
 
-/** A credential kept during a rotation's grace period; `expires_at` null means current. */
+/**
+ * An API key's stored hash: current (`expires_at` null), in a rotation's grace period, or
+ * retired (past `expires_at`), kept so that a caller can be told why the key stopped.
+ */
 export interface KeyHash {
   hash: string;
   expires_at: number | null;
+  /** Set when a rotation without grace period replaced the key (epoch seconds). */
+  revoked_at?: number;
 }
 export interface SealedSecret {
   sealed: string;
