@@ -241,6 +241,14 @@ const Node = v.variant('type', [InputNode, OutputNode, TransformNode, HttpNode, 
 const PipelineDefinition = v.pipe(
   v.strictObject({
     description: v.optional(v.pipe(v.string(), v.maxLength(2000))),
+    retry_interrupted: v.optional(
+      v.pipe(
+        v.boolean(),
+        v.description(
+          'Local runtime: an execution interrupted by a crash (kill -9, power loss) runs again from the start at the next start, up to the state machine\'s retries (default true); false fails it instead, for http nodes that are not safe to repeat.',
+        ),
+      ),
+    ),
     nodes: v.pipe(
       v.record(v.string(), Node),
       v.minEntries(1),

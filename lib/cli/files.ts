@@ -15,7 +15,7 @@ export interface PipelineFile {
   /** The pipeline id: `--id`, else the file name without its extension. */
   id: string;
   /** What the service receives: only `description` (when present) and `nodes`. */
-  definition: { description?: unknown; nodes: unknown };
+  definition: { description?: unknown; retry_interrupted?: unknown; nodes: unknown };
   /** The file's `publish` block, as written (undefined when absent). */
   publish: unknown;
   /** The file's `tests` block, as written (undefined when absent). */
@@ -82,6 +82,10 @@ export function loadPipelineFile(path: string, opts: { id?: string; cwd?: string
     throw new UsageError(`${path} must hold an object with "nodes" (and optionally "description")`);
   }
   const o = doc as Record<string, unknown>;
-  const definition: PipelineFile['definition'] = o.description !== undefined ? { description: o.description, nodes: o.nodes } : { nodes: o.nodes };
+  const definition: PipelineFile['definition'] = {
+    ...(o.description !== undefined ? { description: o.description } : {}),
+    ...(o.retry_interrupted !== undefined ? { retry_interrupted: o.retry_interrupted } : {}),
+    nodes: o.nodes,
+  };
   return { path: abs, id, definition, publish: o.publish, tests: o.tests };
 }
