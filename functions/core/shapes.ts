@@ -396,6 +396,7 @@ const OwnerExecution = v.object({
   failed_node: v.pipe(v.nullable(FailedNode), v.description('The node whose failure ended the execution; null otherwise.')),
   trace: v.pipe(v.nullable(v.array(NodeTrace)), v.description('What every node did, in dependency order; null until the execution has run.')),
   trace_truncated: v.pipe(v.boolean(), v.description('Previews or errors were cut further to keep the record within its size limit.')),
+  reruns: v.pipe(int(0), v.description('Times it ran again from the start after a crash of the local runtime interrupted it (always 0 on AWS).')),
   run_id: Uuid,
   execution_id: Uuid,
   kind: v.picklist(['run', 'api']),

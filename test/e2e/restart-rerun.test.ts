@@ -92,8 +92,11 @@ it('runs an interrupted execution again from the start after a kill -9, or fails
   expect(calls.get('once')).toBe(2);
   expect(finalA.body.error_message).toBeNull();
   expect(finalB.body.error_message).toMatch(/interrupted by a service restart/);
-  const owner = await request<Record<string, unknown>>(`${runtime.url}/v1/pipelines/runs-once/executions/${b}`, 'GET', undefined, { authorization: `Bearer ${runtime.ownerToken}` });
-  expect(owner.body.error_message).toMatch(/retry_interrupted/);
+  const ownerView = (pipeline: string, id: string) =>
+    request<Record<string, unknown>>(`${runtime?.url}/v1/pipelines/${pipeline}/executions/${id}`, 'GET', undefined, { authorization: `Bearer ${runtime?.ownerToken}` });
+  const [ownerA, ownerB] = [await ownerView('runs-again', a), await ownerView('runs-once', b)];
+  expect([ownerA.body.reruns, ownerB.body.reruns]).toEqual([1, 0]);
+  expect(ownerB.body.error_message).toMatch(/retry_interrupted/);
 
   // Each callback once, with the final status.
   await waitUntil(async () => hooks.filter((h) => h.execution === a || h.execution === b).length, (n) => n >= 2, 60_000, 100);
