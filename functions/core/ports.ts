@@ -29,17 +29,25 @@ export interface HttpRequest {
   method: string;
   url: string;
   headers: Record<string, string>;
-  body?: string;
+  /** Text is sent as UTF-8; bytes (an http node's `body_asset`) as they are. */
+  body?: string | Uint8Array;
   timeoutMs: number;
   signal?: AbortSignal;
   /** Bodies past this size are cut off and the call fails. */
   maxResponseBytes?: number;
+  /**
+   * When set, an answer whose Content-Type is binary (output-assets.ts isBinaryMediaType) may be
+   * this large instead, and comes back as `bytes` (with `body` empty) rather than as text.
+   */
+  maxBinaryResponseBytes?: number;
 }
 
 export interface HttpResponse {
   status: number;
   headers: Record<string, string>;
   body: string;
+  /** A binary answer's bytes, when the request set maxBinaryResponseBytes. */
+  bytes?: Uint8Array;
 }
 
 /**

@@ -73,11 +73,12 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   // Idempotency claim and execution record are conditional puts; an upload it uses is claimed
   // with a conditional update (single use).
   // Inline assets are written under the execution; an upload it uses is read (sniffed, hashed).
-  execute: access(CREATE_EXECUTION, { send: ['executions'], objects: ['read', 'write'], updateKeys: ['UPLOAD#*'] }),
+  // Its waited answer, like every read of a result, mints links to ASSET outputs (the master key).
+  execute: access(CREATE_EXECUTION, { send: ['executions'], secret: true, objects: ['read', 'write'], updateKeys: ['UPLOAD#*'] }),
   // Reads the deployment, records the upload (conditional put); the PUT URL is presigned.
   'upload-create': access(['GetItem', 'PutItem'], { objects: ['write'] }),
   'execution-status': access(READ),
-  'execution-result': access(READ),
+  'execution-result': access(READ, { secret: true }),
   // Cancel moves the execution, then records the run pointer and owes a callback (afterTerminal).
   'execution-cancel': access(UPDATE, { states: ['StopExecution'], send: ['callbacks'] }),
   'deployment-contract': access(READ),
@@ -93,10 +94,11 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   // Query lists the owner secrets' names, to warn about references to missing ones.
   'pipeline-push': access(ALL, { query: OWNER_SECRETS }),
   // A run's asset inputs (data URIs) are stored under the run.
-  'run-start': access(CREATE_EXECUTION, { send: ['executions'], objects: ['write'] }),
-  'run-list': access(READ, { query: RUNS }),
-  'run-get': access(READ),
-  'owner-execution-get': access(READ),
+  // Runs' views (run-start's waited answer too) mint links to ASSET outputs.
+  'run-start': access(CREATE_EXECUTION, { send: ['executions'], secret: true, objects: ['write'] }),
+  'run-list': access(READ, { query: RUNS, secret: true }),
+  'run-get': access(READ, { secret: true }),
+  'owner-execution-get': access(READ, { secret: true }),
   // Cancels through the one lifecycle (conditional write, run pointer, owed callback, usage
   // counter), then stops the state machine.
   'owner-execution-cancel': access(UPDATE, { states: ['StopExecution'], send: ['callbacks'] }),
