@@ -203,7 +203,10 @@ export interface ExecutionsPort {
   /**
    * A deployment's API executions, newest first, from an index (never a scan); with `status`,
    * the page may hold fewer than `limit` (a bounded number of entries is looked at) and `next`
-   * continues after the last one looked at. `since`: created at or after (ISO time).
+   * continues after the last one looked at. `since`: created at or after (ISO time). The
+   * executions are summaries: values kept in the bucket (functions/core/claim-check.ts) are
+   * read for the error message only, so inputs, outputs, trace, callback URL and visible
+   * outputs of such an execution read as empty here; `get` reads it whole.
    */
   listByDeployment(
     deploymentId: string,
