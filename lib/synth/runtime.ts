@@ -38,7 +38,7 @@ import { LocalSecretStore, startAwsEndpoint, type AwsEndpoint, type EndpointQueu
 import { FunctionError, FunctionHost, type FunctionSpec } from './function-host';
 import { apiFromTemplate, type TemplateApi } from './gateway-from-template';
 import { assertKnownPolicies, credentialsFor, IamEvaluator, type IamDecision, type IamRequest } from './iam';
-import { listen, ownerTokenOf } from '../local/bootstrap';
+import { describeRecovered, listen, ownerTokenOf, recoveredOf, type Recovered } from '../local/bootstrap';
 import { firewallFromTemplate } from './waf';
 import { resolveAssembly, type ResolvedAssembly, type ResolvedStack } from './physical';
 
@@ -79,7 +79,7 @@ export interface SynthRuntime {
   /** The one state machine a pipegate assembly has (what `npm start` calls `workflow`). */
   workflow: LocalWorkflow & StateMachinePort;
   /** What the start found unfinished in the data dir and carried on (as `npm start` does). */
-  recovered: { resumed: number; interrupted: number; callbacks: number };
+  recovered: Recovered;
   /**
    * The table, queues and state machine as the functions see them, from this process and
    * outside IAM (the restart's recovery uses them; tests plant state with them).
@@ -361,8 +361,9 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
     const unclean = !existsSync(cleanStop);
     rmSync(cleanStop, { force: true });
     const recovered = await recoverUnfinished(deps, dynamo.endpoint, unclean);
-    if (recovered.resumed + recovered.interrupted + recovered.callbacks > 0) {
-      log(`recovered ${recovered.resumed} queued, ${recovered.interrupted} interrupted (marked failed), ${recovered.callbacks} callbacks resumed`);
+    const said = describeRecovered(recovered);
+    if (said !== null) {
+      log(`recovered ${said}`);
     }
 
     // The event source mappings poll only with what the function's role allows.
@@ -615,10 +616,10 @@ function sweeperCredentials(hosts: FunctionHost[]): { accessKeyId: string; secre
  * stop (no clean-stop file): a stop that finished left every write whole. The Scan is local
  * only: on AWS nothing restarts, and DynamoDB updates an item and its index entries together.
  */
-async function recoverUnfinished(d: Deps, dynamoEndpoint: string, unclean: boolean): Promise<{ resumed: number; interrupted: number; callbacks: number }> {
+async function recoverUnfinished(d: Deps, dynamoEndpoint: string, unclean: boolean): Promise<Recovered> {
   if (unclean) await indexUnmarkedOpen(d, dynamoEndpoint);
   const swept = await sweepAll(d, { startup: true });
-  return { resumed: swept.requeued, interrupted: swept.interrupted, callbacks: swept.callbacksRequeued };
+  return recoveredOf(swept);
 }
 
 /** Puts open executions that a kill left off the sweep index back on it (one Scan). */

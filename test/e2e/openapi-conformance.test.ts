@@ -323,13 +323,13 @@ describe('the caller API conforms, to the service document and to the deployment
     }
     expect((await caller('POST', uploads, media.apiKey, { media_type: 'video/mp4', bytes: 1024 })).status).toBe(422);
     expect((await caller('POST', uploads, media.apiKey, { media_type: 'image/png' })).status).toBe(400);
-    expect((await caller('POST', `/v1/deployments/${UNKNOWN}/uploads/`, media.apiKey, { media_type: 'image/png', bytes: 1 })).status).toBe(404);
+    expect((await caller('POST', `/v1/deployments/${UNKNOWN}/uploads/`, media.apiKey, { media_type: 'image/png', bytes: 1 })).status).toBe(401);
   });
 
-  it('404 for unknown deployments and executions', async () => {
-    expect((await caller('POST', `/v1/deployments/${UNKNOWN}/executions/`, key, {})).status).toBe(404);
-    expect((await caller('GET', `/v1/deployments/${UNKNOWN}/`, key)).status).toBe(404);
-    expect((await caller('GET', `/v1/deployments/${UNKNOWN}/openapi.json`, key)).status).toBe(404);
+  it("401 for a key on a deployment not its own (here: unknown), 404 for unknown executions", async () => {
+    expect((await caller('POST', `/v1/deployments/${UNKNOWN}/executions/`, key, {})).status).toBe(401);
+    expect((await caller('GET', `/v1/deployments/${UNKNOWN}/`, key)).status).toBe(401);
+    expect((await caller('GET', `/v1/deployments/${UNKNOWN}/openapi.json`, key)).status).toBe(401);
     for (const what of ['status', 'result']) expect((await caller('GET', `/v1/deployments/executions/${UNKNOWN}/${what}/`, key)).status).toBe(404);
     expect((await caller('POST', `/v1/deployments/executions/not-a-uuid/cancel/`, key)).status).toBe(404);
   });

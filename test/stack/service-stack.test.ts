@@ -160,7 +160,12 @@ describe('API routes from lib/routes.ts', () => {
     // Prepare
     const expected: Record<string, { status?: string; body: string; headers?: Record<string, string> }> = {
       UNAUTHORIZED: { status: '401', body: JSON.stringify(unauthorizedBody('apiKey')), headers: { 'gatewayresponse.header.WWW-Authenticate': "'Api-Key'" } },
-      ACCESS_DENIED: { status: '403', body: '{"error":"Forbidden"}' },
+      // The authorizer's Deny carries the reason in its context; API Gateway substitutes it here.
+      ACCESS_DENIED: {
+        status: '401',
+        body: '{"error":"Unauthorized","reason":"$context.authorizer.reason","detail":"$context.authorizer.detail"}',
+        headers: { 'gatewayresponse.header.WWW-Authenticate': "'Api-Key'" },
+      },
       AUTHORIZER_CONFIGURATION_ERROR: {
         status: '503',
         body: '{"error":"Service Unavailable","request_id":"$context.requestId"}',

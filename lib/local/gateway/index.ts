@@ -146,7 +146,7 @@ export function createGateway(opts: GatewayOptions): (req: IncomingMessage, res:
     if (route.auth === 'apiKey') {
       const outcome = await authorize(authorizerEvent(parts));
       if (outcome.kind === 'unauthorized') return { reply: gateway('UNAUTHORIZED', requestId), ...at };
-      if (outcome.kind === 'forbidden') return { reply: gateway('ACCESS_DENIED', requestId), ...at };
+      if (outcome.kind === 'forbidden') return { reply: gateway('ACCESS_DENIED', requestId, undefined, outcome.context), ...at };
       if (outcome.kind === 'error') return { reply: gateway('AUTHORIZER_CONFIGURATION_ERROR', requestId), ...at, cause: outcome.cause };
       authorizer = outcome.context;
     } else if (route.auth === 'owner') {
