@@ -1,7 +1,7 @@
 /**
  * Media figures (`npm run bench -- --only media`, and a section of the whole run): executions
- * with a 1 MB PNG in, inline (base64) and through an upload, against a floor measured in the
- * same run (the same runtime, a pipeline with a small RAW input); downloads of a 1 MB and a
+ * with a 1 MB PNG in, inline (base64) and through an upload, and with the PNG in and out again
+ * (its result read and its link downloaded), against a floor measured in the same run (the same runtime, a pipeline with a small RAW input); downloads of a 1 MB and a
  * 20 MB object through asset links. Each load is a closed loop; the server's RSS is read in its
  * own process (after a collection) before and after, with its peak sampled every 10 ms, so
  * "growth" is what the load left behind and "peak" what it held at most.
@@ -82,8 +82,8 @@ async function publish(base: string, owner: Record<string, string>, id: string, 
   return { deploymentId: String(pub.body.deployment_id), apiKey: String(pub.body.api_key) };
 }
 
-/** Posts an execution and polls its status every 10 ms until it is over. */
-async function execute(base: string, d: { deploymentId: string; apiKey: string }, workflow_input: unknown): Promise<void> {
+/** Posts an execution and polls its status every 10 ms until it is over; answers its id. */
+async function execute(base: string, d: { deploymentId: string; apiKey: string }, workflow_input: unknown): Promise<string> {
   const key = { 'x-api-key': d.apiKey };
   const r = await json(`${base}/v1/deployments/${d.deploymentId}/executions`, 'POST', key, { workflow_input });
   if (r.status >= 300) throw new Error(`execute answered ${r.status}: ${JSON.stringify(r.body)}`);
@@ -94,6 +94,7 @@ async function execute(base: string, d: { deploymentId: string; apiKey: string }
     await new Promise((res) => setTimeout(res, 10));
     status = String((await json(`${base}/v1/deployments/executions/${id}/status`, 'GET', key)).body.status ?? '');
   }
+  return id;
 }
 
 interface Load {
@@ -140,6 +141,8 @@ export interface MediaFigures {
   floor: Load;
   inline: Load;
   upload: Load;
+  /** In inline, out as an ASSET output: the result read and its link downloaded whole. */
+  roundTrip: Load;
   downloads: { size: number; concurrency: number; load: Load }[];
   imageBytes: number;
 }
@@ -155,6 +158,12 @@ export async function measureMedia(log: (m: string) => void): Promise<MediaFigur
         photo: { type: 'input', value_type: 'asset', value: `data:image/png;base64,${png(1, 1).toString('base64')}`, media_types: ['image/png'], max_bytes: 2 * MB },
         about: { type: 'transform', inputs: ['photo'], expression: "photo.media_type & ' ' & $string(photo.bytes)" },
         out: { type: 'output', from: 'about' },
+      },
+    });
+    const echo = await publish(base, owner, 'bench-photo-out', {
+      nodes: {
+        photo: { type: 'input', value_type: 'asset', value: `data:image/png;base64,${png(1, 1).toString('base64')}`, media_types: ['image/png'], max_bytes: 2 * MB },
+        copy: { type: 'output', from: 'photo' },
       },
     });
     const noise = randomBytes(512 * 512 * 4);
@@ -183,6 +192,16 @@ export async function measureMedia(log: (m: string) => void): Promise<MediaFigur
       await execute(base, photo, { photo: created.body.asset });
       return image.length;
     });
+    log('media: 1 MB PNG in and out (result read, link downloaded), closed loop ×4');
+    const roundTrip = await closedLoop(child, 4, async () => {
+      const id = await execute(base, echo, { photo: { value: base64, value_type: 'ASSET' } });
+      const result = await json(`${base}/v1/deployments/executions/${id}/result`, 'GET', { 'x-api-key': echo.apiKey });
+      const link = (result.body.response_data as Record<string, { value?: string }> | undefined)?.copy?.value;
+      if (!link) throw new Error(`no link in the result: ${JSON.stringify(result.body)}`);
+      const got = await download(link);
+      if (got !== image.length) throw new Error(`downloaded ${got} bytes of ${image.length}`);
+      return 2 * image.length;
+    });
     const downloads: MediaFigures['downloads'] = [];
     for (const [size, concurrency] of [
       [1 * MB, 4],
@@ -192,7 +211,7 @@ export async function measureMedia(log: (m: string) => void): Promise<MediaFigur
       const { url } = await child.object(photo.deploymentId, size);
       downloads.push({ size, concurrency, load: await closedLoop(child, concurrency, () => download(url)) });
     }
-    return { floor, inline, upload, downloads, imageBytes: image.length };
+    return { floor, inline, upload, roundTrip, downloads, imageBytes: image.length };
   } finally {
     await child.stop().catch(() => undefined);
   }
@@ -232,6 +251,7 @@ export function mediaRows(f: MediaFigures): Row[] {
   for (const [label, l] of [
     [`executions/s, ${mb(f.imageBytes)} PNG inline (base64) ×4`, f.inline],
     [`executions/s, ${mb(f.imageBytes)} PNG through an upload ×4`, f.upload],
+    [`executions/s, ${mb(f.imageBytes)} PNG in (inline) and out (result + download) ×4`, f.roundTrip],
   ] as const) {
     rows.push([label, `${fmt(l.perSecond, 1)}/s`, `floor ${fmt(f.floor.perSecond, 1)}/s, p50 ${fmt(l.p50Ms)} ms`, `×${fmt(l.perSecond / f.floor.perSecond, 2)}`, '', '']);
     rows.push(['  server RSS growth', growth(l), rss(l), '', '', '']);
