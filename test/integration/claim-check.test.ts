@@ -256,9 +256,10 @@ describe('through the task that runs the nodes: no orphan visible, no execution 
     },
   };
 
-  async function pending(d: ReturnType<typeof testDeps>, over: Partial<Execution> = {}): Promise<Execution> {
-    const { version } = await db.pipelines.push('big-answers', def, 'h-big', new Date().toISOString());
-    const e = anExecution({ pipeline_id: 'big-answers', version, visible_outputs: ['body'], ...over });
+  async function pending(d: ReturnType<typeof testDeps>, over: Partial<Execution> = {}, definition: PipelineDefinition = def): Promise<Execution> {
+    const pipeline = definition === def ? 'big-answers' : 'big-answers-once';
+    const { version } = await db.pipelines.push(pipeline, definition, `h-${pipeline}`, new Date().toISOString());
+    const e = anExecution({ pipeline_id: pipeline, version, visible_outputs: ['body'], ...over });
     await d.executions.create(e);
     expect((await taskStart(d, e.execution_id, 'wf-1')).proceed).toBe(true);
     return e;
@@ -278,9 +279,25 @@ describe('through the task that runs the nodes: no orphan visible, no execution 
     expect((await d.executions.get(e.execution_id, new Date(), true))?.status).toBe('failed');
   });
 
-  it('when nothing followed the crash (the whole process died), the sweeper finishes it, its callback owed', async () => {
+  it('when nothing followed the crash (the whole process died), the sweeper queues it to run again, no value visible meanwhile', async () => {
     const d = testDeps(db, { http, objects });
     const e = await pending(d, { callback: 'http://127.0.0.1:9/hook' });
+    objects.crashAfterNextPut = true;
+    await expect(taskRun(d, e.execution_id)).rejects.toThrow(/process died/);
+
+    const report = await sweepAll(d, { startup: true });
+
+    expect(report.rerun).toBeGreaterThanOrEqual(1);
+    const read = await d.executions.get(e.execution_id, new Date(), true);
+    expect(read?.status).toBe('running');
+    expect(read?.reruns).toBe(1);
+    expect(resultBody(read!).response_data).toEqual({});
+    expect(d.queue.on('executions').map((m) => m.body.execution_id)).toContain(e.execution_id);
+  });
+
+  it('when nothing followed the crash and the pipeline opted out of re-runs, the sweeper fails it, its callback owed', async () => {
+    const d = testDeps(db, { http, objects });
+    const e = await pending(d, { callback: 'http://127.0.0.1:9/hook' }, { ...def, retry_interrupted: false });
     objects.crashAfterNextPut = true;
     await expect(taskRun(d, e.execution_id)).rejects.toThrow(/process died/);
 
