@@ -155,7 +155,12 @@ describe('API routes from lib/routes.ts', () => {
         body: '{"error":"Service Unavailable","request_id":"$context.requestId"}',
         headers: { 'gatewayresponse.header.Retry-After': "'1'" },
       },
-      THROTTLED: { status: '429', body: '{"error":"Too Many Requests"}' },
+      THROTTLED: { status: '429', body: '{"error":"Too Many Requests"}', headers: { 'gatewayresponse.header.Retry-After': "'1'" } },
+      INTEGRATION_FAILURE: {
+        status: '503',
+        body: '{"error":"Service Unavailable","request_id":"$context.requestId"}',
+        headers: { 'gatewayresponse.header.Retry-After': "'1'" },
+      },
       MISSING_AUTHENTICATION_TOKEN: {
         status: '401',
         body: JSON.stringify(unauthorizedBody('ownerSigV4')),
