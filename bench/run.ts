@@ -17,7 +17,7 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import asl from '../lib/state-machine.asl.json';
-import { atExecutionTime, awsCalls, callerCost, costPerMillion, lambdaInvocations, mediaObjectCost, successPath, totalDollars, type CallMeasure, type CostLine } from './aws-calls';
+import { atExecutionTime, awsCalls, callerCost, costPerMillion, lambdaInvocations, mediaObjectCost, operationsCost, successPath, totalDollars, type CallMeasure, type CostLine } from './aws-calls';
 import { initMedian, measureBundles, HELLO, type BundleFigure } from './bundles';
 import { callerShape, type CallerFigure, type CallerOptions, type CallerShape } from './callers';
 import { ServerChild } from './child';
@@ -25,7 +25,7 @@ import { endToEnd, requestLoad, type ShapeFigures, type Shapes } from './e2e';
 import { executePath } from './execute-path';
 import { dynamoReads, dynamoWrites, type Counts } from './instrument';
 import { machine } from './machine';
-import { ASSUMPTIONS, MEDIA, TARGET_DOLLARS_PER_MILLION } from './prices';
+import { ALL_IN_TARGET_DOLLARS, ASSUMPTIONS, MEDIA, TARGET_DOLLARS_PER_MILLION } from './prices';
 import { busy, formatProfile, summarizeProfile } from './profile';
 import { fmt, fmtRatio, median, ratio, verdict, type Verdict } from './stats';
 import { markdownTable, textTable, type Row } from './table';
@@ -205,6 +205,13 @@ function callerRows(r: Results): Row[] {
     const costT = callerCost(atT, path).lines;
     const how = f.shape === 'poll' ? `${fmt(atT.requestsPer - 1, 0)} polls` : f.shape === 'wait' ? `${fmt(atT.awsWait.rereads, 0)} re-reads over ${fmt(atT.awsWait.seconds * 1000, 0)} ms` : 'no time dependence';
     rows.push([`  cost per million on AWS, executions taking ${t} s there`, `$${totalDollars(costT).toFixed(2)}`, `${how}; ${top(costT)}`, '', '', '']);
+    const atTInput = callerCost(atT, path).input;
+    const ops = operationsCost(atTInput, { logLevel: 'ERROR', waf: true });
+    const allIn = totalDollars(costT) + totalDollars(ops);
+    rows.push([`  all in (logs at ERROR, X-Ray sampled, WAF)`, `$${allIn.toFixed(2)}`, ops.map((l) => `${l.item} $${l.dollars.toFixed(2)}`).join(', '), '', f.shape === 'wait' ? `≤ $${ALL_IN_TARGET_DOLLARS}` : '', f.shape === 'wait' ? verdict(allIn, 'max', ALL_IN_TARGET_DOLLARS) : '']);
+    // The headline's inputs, kept with the sources: docs-figures.test.ts prices them again and
+    // checks the README's and docs/aws.md's all-in figure against it.
+    if (f.shape === 'wait') writeFileSync(join(__dirname, 'reference-wait.json'), `${JSON.stringify(atTInput, null, 2)}\n`);
   }
   const failed = r.callers.filter((f) => f.failed > 0);
   for (const f of failed) rows.push([`  ${f.shape}: ${f.failed} failed`, '', f.errors.slice(0, 2).join('; '), '', '', '']);
@@ -312,7 +319,7 @@ const HEADER: Row = ['figure', 'value', 'floor / detail', 'ratio', 'target', 're
 
 /** The scale model's run: one row per rate, then the limits it enforced. */
 function scaleRows(figures: RateFigure[], limits: Record<string, { name: string; template: number; scaled: number }[]>): [Row, Row[]] {
-  const header: Row = ['deployment', 'here/s (AWS/s)', 'finished', 'p50 · p99 arrival → result', 'answers', 'refused by the model', 'lost · stuck · 5xx w/o Retry-After', 'held'];
+  const header: Row = ['deployment', 'here/s (AWS/s)', 'finished', 'p50 · p99 arrival → result', 'answers', 'refused by the model', 'lost · stuck · 5xx w/o Retry-After · load avg', 'held'];
   const rows: Row[] = figures.map((f) => {
     const factor = Number(process.env.BENCH_SCALE ?? '0.01');
     const refusals = (f.statuses['429'] ?? 0) + (f.statuses['503'] ?? 0);
@@ -330,7 +337,7 @@ function scaleRows(figures: RateFigure[], limits: Record<string, { name: string;
       Object.entries(f.refused)
         .map(([k, n]) => `${k} ${n}`)
         .join(', ') || 'none',
-      `${f.lost} · ${f.stuck} · ${f.unanswered}`,
+      `${f.lost} · ${f.stuck} · ${f.unanswered}${f.timeouts ? ` (${f.timeouts} function time-outs)` : ''} · load ${fmt(f.load, 1)}`,
       held ? 'yes' : 'no',
     ];
   });

@@ -18,7 +18,7 @@
  *                          accountConcurrency 5000) or both (default both)
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { cachedAssembly, loadAssembly } from '../lib/synth/assembly';
@@ -56,6 +56,10 @@ export interface RateFigure {
   statuses: Record<string, number>;
   /** 429 and 503 answers without Retry-After, and any other 5xx: must be 0. */
   unanswered: number;
+  /** Invocations the functions' own time-outs ended (a sandbox starved of CPU here, mostly). */
+  timeouts: number;
+  /** This machine's 1-minute load average when the rate began: the model's clock is this machine's. */
+  load: number;
   /** The model's refusals by limit. */
   refused: Record<string, number>;
   accepted: number;
@@ -123,11 +127,14 @@ async function runRate(rt: SynthRuntime, dep: Deployment, target: { deploymentId
   let completed = 0;
   let failed = 0;
   const before = JSON.parse(JSON.stringify(rt.scale?.stats ?? {})) as Record<string, Record<string, number>>;
+  const timeoutsOf = () => [...rt.functions.values()].reduce((n, h) => n + h.stats.timeouts, 0);
+  const timeoutsBefore = timeoutsOf();
+  const load = loadavg()[0] ?? 0;
   const deadline = performance.now() + seconds * 1000 + 60_000;
 
   /** One answer, counted; a refusal is waited out as its Retry-After says, then sent again. */
-  const send = async (url: string, method: string, headers: Record<string, string>, body?: unknown): Promise<Answer | undefined> => {
-    while (performance.now() < deadline) {
+  const send = async (url: string, method: string, headers: Record<string, string>, body?: unknown, until = deadline): Promise<Answer | undefined> => {
+    while (performance.now() < until) {
       let a: Answer;
       try {
         a = await call(url, method, headers, body);
@@ -182,12 +189,13 @@ async function runRate(rt: SynthRuntime, dep: Deployment, target: { deploymentId
     const end = performance.now() + 30_000;
     let s: Answer | undefined;
     do {
-      s = await send(`${rt.url}/v1/deployments/executions/${id}/status/`, 'GET', key);
+      s = await send(`${rt.url}/v1/deployments/executions/${id}/status/`, 'GET', key, undefined, end);
       if (s?.status === 200 && (s.body.status === 'completed' || s.body.status === 'failed' || s.body.status === 'cancelled')) break;
       await sleep(500);
     } while (performance.now() < end);
-    if (!s || s.status === 404) lost += 1;
-    else if (!(s.body.status === 'completed' || s.body.status === 'failed' || s.body.status === 'cancelled')) stuck += 1;
+    // Never answered within 30 s of asking is not lost, only unknown: counted as stuck.
+    if (s?.status === 404) lost += 1;
+    else if (!s || !(s.body.status === 'completed' || s.body.status === 'failed' || s.body.status === 'cancelled')) stuck += 1;
   }
 
   const refused: Record<string, number> = {};
@@ -208,6 +216,8 @@ async function runRate(rt: SynthRuntime, dep: Deployment, target: { deploymentId
     latency: summarize(latencies),
     statuses,
     unanswered,
+    timeouts: timeoutsOf() - timeoutsBefore,
+    load,
     refused,
     accepted: accepted.size,
     lost,
