@@ -343,7 +343,8 @@ export function mediaObjectCost(m: Readonly<MediaScenario> = MEDIA): CostLine[] 
 /**
  * What the stack turns on beside the request path, per million executions: CloudWatch Logs
  * (Lambda's lines, the access log, the state machine's events at `logLevel`), X-Ray's sampled
- * traces, and the web ACL's per-request charge when the payload guard is on (its fixed monthly
+ * traces, the wait bound's counters for a waiting caller, and the web ACL's per-request
+ * charge when the payload guard is on (its fixed monthly
  * charge is `fixedMonthlyDollars`, not a per-execution figure). No KMS key is used: the secret
  * is encrypted with Secrets Manager's AWS-managed key, at no charge per call.
  */
@@ -369,6 +370,9 @@ export function operationsCost(c: CostInput, opts: { logLevel: 'ERROR' | 'ALL'; 
     },
   ];
   if (opts.waf) lines.push({ item: 'WAF', perExecution: `${round(requests)} request(s) inspected`, dollars: requests * PRICES.wafPerMillionRequests });
+  // On AWS each granted wait takes a slot of the wait bound and gives it back: two ADDs of
+  // 1 WRU the local runtime (unbounded) never makes, so the counts above lack them.
+  if (c.whole.waits > 0) lines.push({ item: 'Wait bound', perExecution: `${round(2 * c.whole.waits)} WRU: a slot taken and given back`, dollars: 2 * c.whole.waits * PRICES.dynamoPerMillionWriteUnits });
   return lines;
 }
 
@@ -385,4 +389,22 @@ export function pipelineSecondCost(): CostLine[] {
     { item: 'task-run duration', perExecution: `1 s × ${ASSUMPTIONS.lambdaMemoryMb} MB`, dollars: (ASSUMPTIONS.lambdaMemoryMb / 1024) * PRICES.lambdaArmPerGbSecond * M },
     { item: 'Express duration', perExecution: `1 s × ${ASSUMPTIONS.expressMemoryMb} MB`, dollars: (ASSUMPTIONS.expressMemoryMb / 1024) * PRICES.sfnExpressPerGbSecond * M },
   ];
+}
+
+/**
+ * The README's headline: a waiting caller of the trivial pipeline, from the inputs the last
+ * `npm run bench` measured (bench/reference-wait.json), priced with everything the stack
+ * turns on at its defaults.
+ */
+export function allInHeadline(input: CostInput): { requestPath: number; operations: CostLine[]; allIn: number; logsAll: number; pipelineSecond: number } {
+  const requestPath = totalDollars(costPerMillion(input));
+  const operations = operationsCost(input, { logLevel: 'ERROR', waf: true });
+  const withAll = operationsCost(input, { logLevel: 'ALL', waf: true });
+  return {
+    requestPath,
+    operations,
+    allIn: requestPath + totalDollars(operations),
+    logsAll: totalDollars(withAll) - totalDollars(operations),
+    pipelineSecond: totalDollars(pipelineSecondCost()),
+  };
 }
