@@ -11,6 +11,9 @@ import { startReceiver } from '../support/receiver';
 import { e2eMode, greeting, request, startE2eRuntime, waitUntil, type Reply, type E2eRuntime } from '../support/runtime';
 import { isTerminalStatus } from '../../functions/core/transitions';
 
+// Waits are bounded generously: a loaded machine (or Node 24's first compiles) is slow.
+jest.setTimeout(120_000);
+
 let rt: E2eRuntime;
 const service = createValidator(loadServiceDocument());
 /** `METHOD template status` of every checked response, to show what the flow covered. */
@@ -79,7 +82,8 @@ const typed: PipelineDefinition = {
 const slow: PipelineDefinition = {
   nodes: {
     name: { type: 'input', value_type: 'string', value: 'slow' },
-    wait: { type: 'delay', inputs: ['name'], ms: 2000 },
+    // Long enough that a cancel right after the submit finds it running on a loaded machine.
+    wait: { type: 'delay', inputs: ['name'], ms: 6000 },
     out: { type: 'output', from: 'wait' },
   },
 };
@@ -351,6 +355,7 @@ describe('owner keys, executions and delete conform', () => {
       const delivered = await waitUntil(
         () => owner('GET', `/v1/pipelines/conform-owner/executions/${hookedId}`),
         (r) => (r.body.callback_delivery as { outcome?: string } | null)?.outcome === 'delivered',
+        60_000,
       );
       expect(delivered.body.trace).toEqual(expect.arrayContaining([expect.objectContaining({ node: 'wait', outcome: 'completed' })]));
       const again = await owner('POST', `/v1/pipelines/conform-owner/executions/${hookedId}/callback/redeliver`);

@@ -11,7 +11,7 @@ import { greeting, request, waitUntil } from '../support/runtime';
 import { isTerminalStatus } from '../../functions/core/transitions';
 import { reply, startTestServer, type TestServer } from '../support/http-server';
 
-jest.setTimeout(120_000);
+jest.setTimeout(300_000);
 
 const slow: PipelineDefinition = {
   nodes: {
@@ -48,7 +48,7 @@ async function publish(rt: RuntimeProcess, id: string, def: PipelineDefinition) 
   const owner = (m: string, p: string, b?: unknown) => request<Record<string, unknown>>(`${rt.url}${p}`, m, b, { authorization: `Bearer ${rt.ownerToken}` });
   await owner('PUT', `/v1/pipelines/${id}`, def);
   const run = await owner('POST', `/v1/pipelines/${id}/runs`, {});
-  await waitUntil(() => owner('GET', `/v1/pipelines/${id}/runs/${run.body.run_id}`), (r) => r.body.status === 'completed', 20_000);
+  await waitUntil(() => owner('GET', `/v1/pipelines/${id}/runs/${run.body.run_id}`), (r) => r.body.status === 'completed', 60_000);
   const pub = await owner('PUT', `/v1/pipelines/${id}/deployment`, {});
   return { dep: pub.body.deployment_id as string, key: pub.body.api_key as string };
 }
@@ -70,6 +70,7 @@ it('finishes every accepted execution exactly once and delivers every callback a
   await waitUntil(
     () => Promise.all(fast.map((id) => request<Record<string, unknown>>(`${runtime?.url}/v1/deployments/executions/${id}/status/`, 'GET', undefined, { 'x-api-key': g.key }))),
     (rs) => rs.every((r) => r.body.status === 'completed'),
+    60_000,
   );
   await runtime.kill9();
 
@@ -82,7 +83,7 @@ it('finishes every accepted execution exactly once and delivers every callback a
   const finals = await waitUntil(
     () => Promise.all([...fast.map((id) => statusOf(id, g.key)), ...slowIds.map((id) => statusOf(id, s.key))]),
     (rs) => rs.every((r) => isTerminalStatus(r.body.status)),
-    30_000,
+    90_000,
   );
   for (const r of finals.slice(0, 5)) expect(r.body.status).toBe('completed');
   for (const r of finals.slice(5)) {
@@ -91,7 +92,7 @@ it('finishes every accepted execution exactly once and delivers every callback a
   }
 
   const all = [...fast, ...slowIds];
-  await waitUntil(async () => new Set(hooks.map((h) => h.execution)), (seen) => all.every((id) => seen.has(id)), 30_000);
+  await waitUntil(async () => new Set(hooks.map((h) => h.execution)), (seen) => all.every((id) => seen.has(id)), 90_000);
   // One webhook id per execution, whatever happened in between.
   const idsByExecution = new Map<string, Set<string>>();
   for (const h of hooks) idsByExecution.set(h.execution, (idsByExecution.get(h.execution) ?? new Set()).add(h.id));

@@ -124,6 +124,7 @@ function withHelpers<R extends RuntimeBase>(rt: R, ownedDir: string | undefined)
       const run = await waitUntil(
         () => t.owner('GET', `/v1/pipelines/${id}/runs/${runId}`),
         (r) => isTerminalStatus(r.body.status),
+        60_000,
       );
       return run.body;
     },

@@ -33,7 +33,12 @@ function presignedRequest(url: string) {
 }
 
 describe('S3 request parsing', () => {
-  const keys = fc.string({ unit: 'grapheme', minLength: 1, maxLength: 60 });
+  // A key made of `.` and `..` segments is left out: the WHATWG URL parser (and so every HTTP
+  // client) resolves them away before the request is sent, so no request can name such a key;
+  // pipegate's own keys (functions/core/object-keys.ts) never have one.
+  const keys = fc
+    .string({ unit: 'grapheme', minLength: 1, maxLength: 60 })
+    .filter((k) => !k.split('/').some((segment) => segment === '.' || segment === '..'));
 
   it('verifies every URL the SDK presigns, whatever the key and media type, and nothing altered', async () => {
     const store = createObjectStore({ region: 'local', s3Endpoint: ENDPOINT, s3ForcePathStyle: true }, 'bkt', creds);
