@@ -115,3 +115,28 @@ it("lets a workflow task throttled at its reservation be retried by the state ma
   expect(model.stats.lambda[taskRun] ?? 0).toBeGreaterThan(before);
   expect(done.body.status).toBe('completed');
 });
+
+it('completes an execution whose MarkRunning is throttled for 4 s, longer than two retries (1 s, 2 s) would wait', async () => {
+  // Prepare: task-start's slots all taken for 4 s.
+  await new Promise((res) => setTimeout(res, 2_000));
+  const model = rt.scale;
+  if (!model) throw new Error('no scale model');
+  const taskStart = [...rt.functions.keys()].find((n) => /TaskStart/i.test(n)) ?? '';
+  const held = Array.from({ length: model.lambda.limitOf(taskStart) }, () => model.lambda.acquire(taskStart));
+  setTimeout(() => held.forEach((release) => release?.()), 4_000);
+  const before = model.stats.lambda[taskStart] ?? 0;
+
+  // Act
+  const accepted = await submit();
+  const id = String(accepted.body.execution_id);
+  const done = await waitUntil(
+    () => request<Record<string, unknown>>(`${rt.url}/v1/deployments/executions/${id}/status/`, 'GET', undefined, { 'x-api-key': apiKey }),
+    (r) => r.body.status === 'completed' || r.body.status === 'failed',
+    40_000,
+    1_100,
+  );
+
+  // Assess
+  expect(model.stats.lambda[taskStart] ?? 0).toBeGreaterThanOrEqual(before + 3);
+  expect(done.body.status).toBe('completed');
+});
