@@ -40,6 +40,8 @@ declare module 'dynalite/db' {
     getIndexDb(kind: 'Global' | 'Local', table: string, index: string): SubDb;
   }
   export function create(options: { path?: string }): DynaliteStore;
+  /** An item's size as dynalite's PutItem and UpdateItem weigh it against maxItemSizeKb. */
+  export function itemSize(item: Item): number;
   export function createKey(item: Item, table: TableDescription): string;
   export function getIndexActions(
     indexes: unknown[],

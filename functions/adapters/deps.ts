@@ -70,7 +70,8 @@ export const randomIds: IdSource = { uuid: () => randomUUID() };
  * (lib/stacks/permissions.ts bundleExternals leaves them out of its bundle).
  */
 export function createDeps(config: Config, overrides: Partial<Omit<Deps, 'config'>> = {}): Deps {
-  const stores = dynamoStores(config);
+  // The executions store reaches the bucket for values too large for a record (the claim check), on first need only.
+  const stores = dynamoStores(config, () => d.objects);
   let queue = overrides.queue;
   let workflow = overrides.workflow;
   let keyMaterial = overrides.keyMaterial;
@@ -143,14 +144,14 @@ export function createDeps(config: Config, overrides: Partial<Omit<Deps, 'config
  * The DynamoDB stores over one document client. The client is only a configuration until its
  * first call, so building it where every store is overridden (tests) costs nothing.
  */
-export function dynamoStores(config: Config) {
+export function dynamoStores(config: Config, objects?: () => ObjectStorePort) {
   const db = createDocumentClient({ region: config.region, endpoint: config.dynamodbEndpoint });
   return {
     db,
     pipelines: new PipelinesStore(db, config.table),
     // A custom endpoint is dynalite (the local runtime, tests), which writes index entries
     // before the item: see ExecutionsStore's markerFollowUp.
-    executions: new ExecutionsStore(db, config.table, config.trackOpen, config.dynamodbEndpoint !== undefined),
+    executions: new ExecutionsStore(db, config.table, config.trackOpen, config.dynamodbEndpoint !== undefined, objects),
     deployments: new DeploymentsStore(db, config.table),
     uploads: new UploadsStore(db, config.table),
   };

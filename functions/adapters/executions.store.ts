@@ -1,6 +1,8 @@
 import { randomInt } from 'node:crypto';
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { InvalidCursorError, type ExecutionsPort, type SweepKind, type TransitionFields, type TransitionResult } from '../core/ports';
+import { CLAIM_FIELDS, claimsOf, goneValue, planClaim, readClaim, type ClaimField, type ClaimOwner, type ClaimPlan, type ClaimValues } from '../core/claim-check';
+import { executionObjectKey } from '../core/object-keys';
+import { InvalidCursorError, type ExecutionsPort, type ObjectStorePort, type SweepKind, type TransitionFields, type TransitionResult } from '../core/ports';
 import { epochSeconds } from '../core/time';
 import { allowedFrom, isTerminal, type ExecutionStatus } from '../core/transitions';
 import { packTrace, unpackTrace } from '../core/trace-codec';
@@ -15,7 +17,7 @@ const USAGE_RETENTION_SECONDS = 2 * 24 * 3600;
 const FIELDS: readonly (keyof Execution)[] = [
   'execution_id', 'kind', 'pipeline_id', 'version', 'deployment_id', 'status', 'inputs', 'outputs', 'visible_outputs',
   'callback', 'callback_delivery', 'error_message', 'caller_error_message', 'created_at', 'started_at', 'completed_at', 'expires_at', 'run_by', 'requeued_at',
-  'trace', 'trace_truncated', 'assets',
+  'trace', 'trace_truncated', 'assets', 'output_assets', 'base_url',
 ];
 
 function toExecution(item: Record<string, unknown>): Execution {
@@ -23,6 +25,20 @@ function toExecution(item: Record<string, unknown>): Execution {
   for (const f of FIELDS) e[f] = item[f] ?? null;
   e.trace = unpackTrace(item.trace);
   return e as unknown as Execution;
+}
+
+/** What a deployment's list of executions shows of the values (views.ts executionSummaryBody). */
+const SUMMARY_FIELDS: readonly ClaimField[] = ['error_message'];
+
+/** A record's value fields as one write stores them (the trace packed), for the claim check to weigh. */
+function claimValues(set: Partial<Record<string, unknown>>): ClaimValues {
+  const values: ClaimValues = {};
+  for (const f of CLAIM_FIELDS) {
+    if (!(f in set)) continue;
+    const v = set[f];
+    values[f] = f === 'trace' && Array.isArray(v) ? packTrace(v as NodeTrace[]) : v;
+  }
+  return values;
 }
 
 /** A list position as an opaque string: the index key DynamoDB returned, base64url JSON. */
@@ -79,13 +95,80 @@ export class ExecutionsStore implements ExecutionsPort {
     private readonly table: string,
     private readonly trackOpen = true,
     private readonly markerFollowUp = false,
+    private readonly objects?: () => ObjectStorePort,
   ) {}
+
+  /*
+   * The claim check (functions/core/claim-check.ts). Values too large for the item go to one
+   * object under the execution's prefix, written before the record that points at it: a crash
+   * between the two leaves an object nothing points at (the bucket's lifecycle expiry, or the
+   * deployment's removal by prefix, takes it), never a record pointing at nothing. The object's
+   * name is its text's hash, so a retried write of the same values rewrites the same object, and
+   * the record's conditional write still decides which write counts.
+   */
+
+  private objectStore(): ObjectStorePort {
+    if (!this.objects) throw new Error('a value too large for the record needs object storage, and this store was given none');
+    return this.objects();
+  }
+
+  private async putClaim(owner: ClaimOwner, plan: ClaimPlan): Promise<void> {
+    if (plan.claim) await this.objectStore().put(executionObjectKey(owner, plan.claim.ref.name), plan.claim.body, 'application/json');
+  }
+
+  /** What an object's key needs of a record (kind, deployment, pipeline), read only when a write has a claim. */
+  private async ownerOf(id: string): Promise<ClaimOwner | null> {
+    const out = await this.db.send(
+      new GetCommand({
+        TableName: this.table,
+        Key: keys.execution(id),
+        ProjectionExpression: '#kind, deployment_id, pipeline_id, execution_id',
+        ExpressionAttributeNames: { '#kind': 'kind' },
+        ConsistentRead: true,
+      }),
+    );
+    return out.Item ? (out.Item as ClaimOwner) : null;
+  }
+
+  /**
+   * A stored item as an Execution, every claimed field read back from its object (`known`: an
+   * object this very write stored, not read again). A missing object (expired, or removed with
+   * its deployment) reads as goneValue; one whose text does not match its reference is an error.
+   * `only`: read just the objects holding one of these fields; the others' fields read as goneValue.
+   */
+  private async resolve(item: Record<string, unknown>, known: ClaimPlan['claim'] = null, only?: readonly ClaimField[]): Promise<Execution> {
+    const e = toExecution(item);
+    const claims = claimsOf(item.claims);
+    if (claims.length === 0) return e;
+    const fields = e as unknown as Record<string, unknown>;
+    for (const ref of claims) {
+      let values: ClaimValues | null;
+      if (only && !ref.fields.some((f) => only.includes(f))) {
+        values = null;
+      } else if (known?.ref.name === ref.name) {
+        values = known.values;
+      } else {
+        const body = await this.objectStore().read(executionObjectKey(e, ref.name));
+        values = body === null ? null : readClaim(ref, body);
+        if (body !== null && values === null) throw new Error(`the stored values ${ref.name} of execution ${e.execution_id} do not match their reference`);
+      }
+      for (const f of ref.fields) {
+        const v = values === null ? goneValue(f) : (values[f] ?? null);
+        fields[f] = f === 'trace' ? unpackTrace(v) : v;
+      }
+    }
+    return e;
+  }
 
   /** Writes a new execution; false when one with that id already exists. */
   async create(e: Execution): Promise<boolean> {
+    const plan = planClaim(claimValues(e as unknown as Record<string, unknown>));
+    await this.putClaim(e, plan);
     const item: Record<string, unknown> = {
       ...keys.execution(e.execution_id),
       ...e,
+      ...plan.inline,
+      ...(plan.claim ? { claims: [plan.claim.ref] } : {}),
       ...(this.trackOpen ? { sweep: sweepKey('open', e.execution_id), sweep_at: e.created_at } : {}),
     };
     if (e.kind === 'run') {
@@ -107,7 +190,7 @@ export class ExecutionsStore implements ExecutionsPort {
   }
 
   /** The execution, or null when unknown or past its retention (TTL deletes lazily). */
-  async get(id: string, now: Date, consistent = false): Promise<Execution | null> {
+  async get(id: string, now: Date, consistent = false, only?: readonly ClaimField[]): Promise<Execution | null> {
     // Ids come from request paths too: only a UUID can name an execution, and a key over
     // DynamoDB's 2 KB limit would fail the read with a ValidationException (a 500).
     if (!isUuid(id)) return null;
@@ -115,8 +198,8 @@ export class ExecutionsStore implements ExecutionsPort {
       new GetCommand({ TableName: this.table, Key: keys.execution(id), ConsistentRead: consistent }),
     );
     if (!out.Item) return null;
-    const e = toExecution(out.Item);
-    return expired(e, now) ? null : e;
+    if (expired(toExecution(out.Item), now)) return null;
+    return this.resolve(out.Item, null, only);
   }
 
   /**
@@ -131,14 +214,25 @@ export class ExecutionsStore implements ExecutionsPort {
   ): Promise<TransitionResult> {
     const from = allowedFrom(to);
     if (from.length === 0) return { ok: false, current: await this.get(id, new Date(0), true) };
+    const plan = planClaim(claimValues(set));
+    if (plan.claim) {
+      const owner = await this.ownerOf(id);
+      if (!owner) return { ok: false, current: null };
+      await this.putClaim(owner, plan);
+    }
     const names: Record<string, string> = { '#status': 'status' };
     const values: Record<string, unknown> = { ':to': to };
     const sets = ['#status = :to'];
     const removes: string[] = [];
-    for (const [k, v] of Object.entries(set)) {
+    for (const [k, v] of Object.entries({ ...set, ...plan.inline })) {
       names[`#${k}`] = k;
       values[`:${k}`] = k === 'trace' && Array.isArray(v) ? packTrace(v as NodeTrace[]) : v;
       sets.push(`#${k} = :${k}`);
+    }
+    if (plan.claim) {
+      sets.push('claims = list_append(if_not_exists(claims, :noClaims), :claims)');
+      values[':noClaims'] = [];
+      values[':claims'] = [plan.claim.ref];
     }
     from.forEach((s, i) => (values[`:from${i}`] = s));
     if (isTerminal(to) && !this.markerFollowUp) {
@@ -162,13 +256,13 @@ export class ExecutionsStore implements ExecutionsPort {
           ReturnValues: 'ALL_NEW',
         }),
       );
-      const execution = toExecution(out.Attributes ?? {});
+      const execution = await this.resolve(out.Attributes ?? {}, plan.claim);
       if (this.markerFollowUp && isTerminal(to) && !set.callback_delivery) await this.clearSweepQuietly(id);
       return { ok: true, execution };
     } catch (err) {
       if (!isConditionFailure(err)) throw err;
       const out = await this.db.send(new GetCommand({ TableName: this.table, Key: keys.execution(id), ConsistentRead: true }));
-      return { ok: false, current: out.Item ? toExecution(out.Item) : null };
+      return { ok: false, current: out.Item ? await this.resolve(out.Item) : null };
     }
   }
 
@@ -196,15 +290,27 @@ export class ExecutionsStore implements ExecutionsPort {
 
   /** Stores the trace of an execution that was cancelled while it ran (once; the status is not touched). */
   async recordTrace(id: string, set: { trace: NodeTrace[]; trace_truncated: boolean }): Promise<boolean> {
+    // The engine holds a trace to TRACE_MAX_BYTES, under the claim threshold; weighed all the same.
+    const plan = planClaim({ trace: packTrace(set.trace) });
+    if (plan.claim) {
+      const owner = await this.ownerOf(id);
+      if (!owner) return false;
+      await this.putClaim(owner, plan);
+    }
     try {
       await this.db.send(
         new UpdateCommand({
           TableName: this.table,
           Key: keys.execution(id),
-          UpdateExpression: 'SET #trace = :t, trace_truncated = :tt',
+          UpdateExpression: `SET #trace = :t, trace_truncated = :tt${plan.claim ? ', claims = list_append(if_not_exists(claims, :noClaims), :claims)' : ''}`,
           ConditionExpression: 'attribute_exists(pk) AND attribute_not_exists(#trace) AND #status = :cancelled',
           ExpressionAttributeNames: { '#trace': 'trace', '#status': 'status' },
-          ExpressionAttributeValues: { ':t': packTrace(set.trace), ':tt': set.trace_truncated, ':cancelled': 'cancelled' },
+          ExpressionAttributeValues: {
+            ':t': plan.inline.trace,
+            ':tt': set.trace_truncated,
+            ':cancelled': 'cancelled',
+            ...(plan.claim ? { ':noClaims': [], ':claims': [plan.claim.ref] } : {}),
+          },
         }),
       );
       return true;
@@ -375,7 +481,7 @@ export class ExecutionsStore implements ExecutionsPort {
         ExclusiveStartKey: decodeCursor(opts.cursor, `RUNS#${pipelineId}`),
       }),
     );
-    return { runs: (out.Items ?? []).map(toExecution), next: encodeCursor(out.LastEvaluatedKey) };
+    return { runs: await Promise.all((out.Items ?? []).map((i) => this.resolve(i))), next: encodeCursor(out.LastEvaluatedKey) };
   }
 
   /**
@@ -406,7 +512,8 @@ export class ExecutionsStore implements ExecutionsPort {
         }),
       );
       const items = out.Items ?? [];
-      const fetched = await Promise.all(items.map((k) => this.get(String(k.pk).slice('EXEC#'.length), opts.now)));
+      // A summary shows the error message of the values: a page of 100 must not read 100 outputs of a MB each.
+      const fetched = await Promise.all(items.map((k) => this.get(String(k.pk).slice('EXEC#'.length), opts.now, false, SUMMARY_FIELDS)));
       start = out.LastEvaluatedKey;
       for (let i = 0; i < items.length; i++) {
         looked++;
@@ -450,7 +557,7 @@ export class ExecutionsStore implements ExecutionsPort {
           ReturnValues: 'ALL_NEW',
         }),
       );
-      return toExecution(out.Attributes ?? {});
+      return this.resolve(out.Attributes ?? {});
     } catch (err) {
       if (isConditionFailure(err)) return null;
       throw err;
@@ -469,7 +576,7 @@ export class ExecutionsStore implements ExecutionsPort {
           ReturnValues: 'ALL_NEW',
         }),
       );
-      return toExecution(out.Attributes ?? {});
+      return this.resolve(out.Attributes ?? {});
     } catch (err) {
       if (isConditionFailure(err)) return null;
       throw err;

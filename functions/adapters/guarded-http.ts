@@ -9,6 +9,7 @@ import * as http from 'node:http';
 import * as https from 'node:https';
 import type { LookupFunction } from 'node:net';
 import { checkUrl, isBlockedAddress, isMetadataAddress } from '../core/address-guard';
+import { isBinaryMediaType } from '../core/output-assets';
 import type { HttpPort, HttpRequest, HttpResponse } from '../core/ports';
 
 /** The form of `dns.lookup` the guard calls: always asking for every address of the name. */
@@ -165,7 +166,8 @@ function exchange(opts: GuardedHttpOptions, lookup: LookupFunction, req: HttpReq
     const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
     const port = url.port !== '' ? Number(url.port) : secure ? 443 : 80;
     const where = `${url.hostname}:${port}`;
-    const maxBytes = req.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+    let maxBytes = req.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+    let binary = false;
 
     let client: http.ClientRequest;
     try {
@@ -201,7 +203,7 @@ function exchange(opts: GuardedHttpOptions, lookup: LookupFunction, req: HttpReq
         resolve(res);
       }
     };
-    const tooLarge = (): Error => new Error(`response larger than ${maxBytes} bytes`);
+    const tooLarge = (): Error => new Error(`${binary ? 'binary response' : 'response'} larger than ${maxBytes} bytes`);
     // One deadline for the whole exchange (lookup, connect, headers and the full body), so a
     // receiver that drips its body slowly cannot hold the call open.
     const timer = setTimeout(() => finish(new Error(`timed out after ${req.timeoutMs} ms`)), req.timeoutMs);
@@ -210,6 +212,10 @@ function exchange(opts: GuardedHttpOptions, lookup: LookupFunction, req: HttpReq
 
     client.on('error', (err) => finish(describeFailure(err, host, where)));
     client.on('response', (res) => {
+      if (req.maxBinaryResponseBytes !== undefined && isBinaryMediaType(res.headers['content-type'])) {
+        binary = true;
+        maxBytes = req.maxBinaryResponseBytes;
+      }
       const declared = Number(res.headers['content-length']);
       if (Number.isFinite(declared) && declared > maxBytes) {
         finish(tooLarge());
@@ -225,13 +231,14 @@ function exchange(opts: GuardedHttpOptions, lookup: LookupFunction, req: HttpReq
         }
         chunks.push(chunk);
       });
-      res.on('end', () =>
+      res.on('end', () => {
+        const whole = Buffer.concat(chunks);
         finish(null, {
           status: res.statusCode ?? 0,
           headers: flattenHeaders(res.headersDistinct),
-          body: Buffer.concat(chunks).toString('utf8'),
-        }),
-      );
+          ...(binary ? { body: '', bytes: new Uint8Array(whole.buffer, whole.byteOffset, whole.byteLength) } : { body: whole.toString('utf8') }),
+        });
+      });
       res.on('error', (err) => finish(describeFailure(err, host, where)));
       res.on('close', () => finish(new Error(`connection to ${where} closed before the response was complete`)));
     });

@@ -4,22 +4,28 @@
  */
 import { Webhook } from 'standardwebhooks';
 import { isTerminal } from './transitions';
+import type { PresignedDownload } from './ports';
 import type { Execution } from './types';
 
 /**
  * The body POSTed to a caller's callback URL. A completed execution sends each visible output
- * as an array holding its value as text; failed and cancelled ones send only their id.
+ * as an array holding its value as text, an ASSET output's being the URL of its fresh link
+ * (`links`, minted for this attempt); failed and cancelled ones send only their id.
  */
 export function buildCallbackPayload(
-  e: Pick<Execution, 'execution_id' | 'status' | 'outputs' | 'visible_outputs'>,
+  e: Pick<Execution, 'execution_id' | 'status' | 'outputs' | 'visible_outputs' | 'output_assets'>,
+  links: Readonly<Record<string, PresignedDownload>> = {},
 ): Record<string, unknown> {
   if (!isTerminal(e.status)) throw new Error(`execution ${e.execution_id} is ${e.status}; callbacks are for finished executions`);
   if (e.status !== 'completed' || e.outputs === null) return { execution_id: e.execution_id };
   const outputs = e.outputs;
-  const ids = e.visible_outputs ?? Object.keys(outputs);
-  const entries = ids
-    .filter((id) => Object.prototype.hasOwnProperty.call(outputs, id))
-    .map((id): [string, string[]] => [id, [String(outputs[id])]]);
+  const assets = e.output_assets ?? {};
+  const ids = e.visible_outputs ?? [...Object.keys(outputs), ...Object.keys(assets)];
+  const entries = ids.flatMap((id): [string, string[]][] => {
+    if (Object.hasOwn(outputs, id)) return [[id, [String(outputs[id])]]];
+    const link = Object.hasOwn(assets, id) && Object.hasOwn(links, id) ? links[id] : undefined;
+    return link === undefined ? [] : [[id, [link.url]]];
+  });
   // fromEntries defines own properties, so an output named `__proto__` stays an ordinary key.
   return { ...Object.fromEntries(entries), execution_id: e.execution_id };
 }

@@ -6,6 +6,7 @@
  * authorizer, like any caller request.
  */
 import { DOCS_ASSETS } from '../../lib/docs-assets';
+import { INLINE_ASSET_BODY_MAX_BYTES } from './assets';
 import { deploymentSnippets } from './snippets';
 
 /** Our own script, served beside Swagger UI's files: the page allows scripts from its origin only. */
@@ -97,6 +98,8 @@ export const DOCS_SCRIPT = `'use strict';
   var input = document.getElementById('api-key');
   var message = document.getElementById('message');
   var contract = document.getElementById('contract');
+  var apiKey = '';
+  var INLINE_MAX = ${INLINE_ASSET_BODY_MAX_BYTES};
 
   function el(tag, text, children) {
     var e = document.createElement(tag);
@@ -120,10 +123,13 @@ export const DOCS_SCRIPT = `'use strict';
     var outputs = at(schemas, ['DeploymentExecutionResult', 'properties', 'response_data', 'properties']) || {};
     contract.textContent = '';
     contract.appendChild(el('h2', 'Inputs'));
+    var assetIds = Object.keys(inputs).filter(function (k) { return at(inputs[k], ['properties', 'value_type', 'const']) === 'ASSET'; });
     contract.appendChild(table(['id', 'type', 'published value'], Object.keys(inputs).map(function (k) {
       var value = at(inputs[k], ['properties', 'value']) || {};
+      if (assetIds.indexOf(k) >= 0) return [k, 'asset', 'a file (' + String(value['default'] || '').length + ' characters as a data URI)'];
       return [k, value.format === 'uri' ? 'reference' : value.type, JSON.stringify(value['default'])];
     })));
+    if (assetIds.length > 0) contract.appendChild(filesForm(assetIds, inputs));
     contract.appendChild(el('h2', 'Outputs'));
     contract.appendChild(table(['id'], Object.keys(outputs).map(function (k) { return [k]; })));
     var samples = at(spec, ['paths', '/v1/deployments/' + id + '/executions', 'post', 'x-codeSamples']) || [];
@@ -132,6 +138,64 @@ export const DOCS_SCRIPT = `'use strict';
       contract.appendChild(el('pre', s.source));
     });
     contract.hidden = false;
+  }
+
+  // Try it with files: each chosen file goes inline as a data URI, as the execute route takes it
+  // up to its inline limit. Larger files need the uploads route's PUT to object storage, which
+  // this page's content security policy (connect-src 'self') does not allow.
+  function filesForm(ids, inputs) {
+    var box = el('form', null, [el('h2', 'Try it with files')]);
+    box.id = 'files-form';
+    var pickers = ids.map(function (k) {
+      var picker = el('input');
+      picker.type = 'file';
+      picker.id = 'file-' + k;
+      picker.setAttribute('data-input', k);
+      var label = el('label', k + ' ');
+      label.htmlFor = picker.id;
+      var about = el('small', ' ' + (inputs[k].description || ''));
+      box.appendChild(el('p', null, [label, picker, about]));
+      return picker;
+    });
+    var send = el('button', 'Execute with these files');
+    send.type = 'submit';
+    send.id = 'files-send';
+    var out = el('pre');
+    out.id = 'files-result';
+    box.appendChild(send);
+    box.appendChild(out);
+    box.addEventListener('submit', function (event) {
+      event.preventDefault();
+      var chosen = pickers.filter(function (p) { return p.files && p.files.length > 0; });
+      if (chosen.length === 0) { out.textContent = 'Choose a file first.'; return; }
+      out.textContent = 'Reading…';
+      Promise.all(chosen.map(function (p) {
+        return new Promise(function (resolve, reject) {
+          var reader = new FileReader();
+          reader.onload = function () { resolve([p.getAttribute('data-input'), reader.result]); };
+          reader.onerror = function () { reject(new Error('Could not read ' + p.files[0].name + '.')); };
+          reader.readAsDataURL(p.files[0]);
+        });
+      })).then(function (pairs) {
+        var workflowInput = {};
+        pairs.forEach(function (pair) { workflowInput[pair[0]] = { value: pair[1], value_type: 'ASSET' }; });
+        var body = JSON.stringify({ workflow_input: workflowInput });
+        var size = new Blob([body]).size;
+        if (size > INLINE_MAX) {
+          throw new Error('These files make a request of ' + size + ' bytes, over the ' + INLINE_MAX + ' bytes this page sends inline. ' +
+            'Send larger files through the uploads route (POST /v1/deployments/' + id + '/uploads/, then PUT the bytes), e.g. with: pipegate execute ' + id + ' --input <id>=@<file>');
+        }
+        out.textContent = 'Sending…';
+        return fetch(base + '/v1/deployments/' + encodeURIComponent(id) + '/executions/', {
+          method: 'POST',
+          headers: { 'X-API-Key': apiKey, 'Content-Type': 'application/json' },
+          body: body,
+        }).then(function (r) {
+          return r.text().then(function (text) { out.textContent = 'HTTP ' + r.status + '\\n' + text; });
+        });
+      }).catch(function (e) { out.textContent = e.message; });
+    });
+    return box;
   }
 
   function render(spec, key) {
@@ -160,6 +224,7 @@ export const DOCS_SCRIPT = `'use strict';
       })
       .then(function (spec) {
         message.textContent = '';
+        apiKey = key;
         render(spec, key);
       })
       .catch(function (e) { message.textContent = e.message; });

@@ -2,7 +2,8 @@ import { setMaxListeners } from 'node:events';
 import { ExpressionError, evaluateExpression } from './jsonata-limits';
 import { bodySecretsBinding, MissingSecretError, redactDeep, secretRedactor, substituteSecrets } from './owner-secrets';
 import { DEFAULT_HTTP_TIMEOUT_MS, nodeDependencies, outputNodeIds, topologicalOrder } from './pipeline';
-import type { HttpPort } from './ports';
+import { answerObjectName, HTTP_ASSET_MAX_BYTES, isBinaryMediaType } from './output-assets';
+import type { HttpPort, ObjectRef } from './ports';
 import type { DelayNode, NodeTrace, HttpNode, InputNode, OutputNode, PipelineDefinition, PipelineNode, RawValue, TransformNode } from './types';
 
 export interface EngineOptions {
@@ -22,6 +23,21 @@ export interface EngineOptions {
   now?: () => number;
   /** Asset inputs by id, as nodes see them: where to fetch the file and what it is, never its bytes. */
   assets?: Readonly<Record<string, AssetView>>;
+  /** Where each asset input of `assets` is stored (same ids): what an ASSET output passing it on refers to. */
+  assetRefs?: Readonly<Record<string, ObjectRef>>;
+  /** Object storage for assets the run makes (an http node's binary answer) and sends (`body_asset`). */
+  objects?: EngineObjects;
+}
+
+/** What the engine needs of object storage; the task supplies it (functions/services/tasks.service.ts). */
+export interface EngineObjects {
+  /**
+   * Stores a binary answer as the object `name` of this execution: sniffs, hashes and writes it,
+   * and answers its reference and how nodes see it.
+   */
+  store(name: string, bytes: Uint8Array, declaredType: string | undefined): Promise<{ ref: ObjectRef; view: AssetView }>;
+  /** The bytes of a stored object (at most `maxBytes`; more fails). */
+  read(ref: ObjectRef, maxBytes: number): Promise<Uint8Array>;
 }
 
 /** An asset as a transform or http node sees it. */
@@ -33,7 +49,7 @@ export interface AssetView {
 }
 
 export type EngineResult =
-  | { status: 'completed'; outputs: Record<string, RawValue> }
+  | { status: 'completed'; outputs: Record<string, RawValue>; /** ASSET outputs, when there are any: what each refers to. */ output_assets?: Record<string, ObjectRef> }
   | { status: 'failed'; error_message: string; /** The same failure for callers (callerReason). */ caller_message: string }
   | { status: 'cancelled' };
 
@@ -191,6 +207,37 @@ interface RunContext {
   deadline: number;
   expressionTimeLimitMs: number | undefined;
   assets: Readonly<Record<string, AssetView>> | undefined;
+  assetRefs: Readonly<Record<string, ObjectRef>> | undefined;
+  objects: EngineObjects | undefined;
+  /** Every asset this run holds, by its URL: inputs and binary answers. Only these become ASSET outputs or bodies. */
+  known: Map<string, { ref: ObjectRef; view: AssetView }>;
+}
+
+/** An output node's value when it is an asset of this run; stored as its reference only. */
+class AssetOutput {
+  constructor(readonly ref: ObjectRef) {}
+
+  /** What the owner's trace preview shows: never a URL. */
+  toJSON(): Record<string, unknown> {
+    return { value_type: 'ASSET', media_type: this.ref.media_type, bytes: this.ref.bytes };
+  }
+}
+
+/**
+ * The asset of this run a value stands for, or null. A value is one only when it is an object
+ * whose `url` is that of an asset the run holds, and whose other fields, if given, agree with it:
+ * nothing a transform writes can name an object the run does not hold.
+ */
+function heldAsset(value: unknown, ctx: RunContext): { ref: ObjectRef; view: AssetView } | null {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;
+  const o = value as Record<string, unknown>;
+  if (typeof o.url !== 'string') return null;
+  const held = ctx.known.get(o.url);
+  if (held === undefined) return null;
+  for (const field of ['media_type', 'bytes', 'sha256'] as const) {
+    if (Object.hasOwn(o, field) && o[field] !== held.view[field]) return null;
+  }
+  return held;
 }
 
 /** The object a JSONata expression sees: each dependency's value by id, absent when it has none. */
@@ -217,30 +264,42 @@ async function runInput(id: string, node: InputNode, inputValues: Record<string,
   if (node.value_type === 'asset') {
     const view = ctx.assets !== undefined && Object.hasOwn(ctx.assets, id) ? ctx.assets[id] : undefined;
     if (view === undefined) throw new Error('the file of this asset input was not stored');
+    const ref = ctx.assetRefs !== undefined && Object.hasOwn(ctx.assetRefs, id) ? ctx.assetRefs[id] : undefined;
+    if (ref !== undefined) ctx.known.set(view.url, { ref, view: { ...view } });
     return { ...view };
   }
   return Object.hasOwn(inputValues, id) ? inputValues[id] : node.value;
 }
 
-async function runOutput(node: OutputNode, [value]: unknown[]): Promise<RawValue> {
+async function runOutput(node: OutputNode, [value]: unknown[], ctx: RunContext): Promise<RawValue | AssetOutput> {
   if (value === undefined) throw new Error(`'${node.from}' produced no value`);
-  if (!isRaw(value)) throw new Error(`output must be a string, a finite number or a boolean, got ${describeType(value)}`);
-  return value;
+  if (isRaw(value)) return value;
+  const held = heldAsset(value, ctx);
+  if (held !== null) return new AssetOutput(held.ref);
+  throw new Error(`output must be a string, a finite number, a boolean or an asset of this run, got ${describeType(value)}`);
 }
 
 async function runTransform(node: TransformNode, values: unknown[], ctx: RunContext): Promise<unknown> {
   return evaluate(node.expression, scope(node.inputs, values), ctx);
 }
 
-async function runHttp(node: HttpNode, values: unknown[], ctx: RunContext): Promise<unknown> {
+async function runHttp(id: string, node: HttpNode, values: unknown[], ctx: RunContext): Promise<unknown> {
   const url = substituteSecrets(node.url, ctx.secrets);
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(node.headers ?? {})) {
     Object.defineProperty(headers, name, { value: substituteSecrets(value, ctx.secrets), enumerable: true, writable: true, configurable: true });
   }
   const nodeHeaders = { ...headers };
-  let body: string | undefined;
-  if (node.body !== undefined) {
+  let body: string | Uint8Array | undefined;
+  if (node.body_asset !== undefined) {
+    const i = (node.inputs ?? []).indexOf(node.body_asset);
+    const held = heldAsset(values[i], ctx);
+    if (held === null) throw new Error(`body_asset '${node.body_asset}' is not an asset`);
+    if (held.ref.bytes > HTTP_ASSET_MAX_BYTES) throw new Error(`body_asset '${node.body_asset}' is ${held.ref.bytes} bytes, more than the http node's asset limit of ${HTTP_ASSET_MAX_BYTES} bytes`);
+    if (ctx.objects === undefined) throw new Error('assets cannot be sent here: no object storage');
+    body = await ctx.objects.read(held.ref, HTTP_ASSET_MAX_BYTES);
+    if (!Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = held.ref.media_type;
+  } else if (node.body !== undefined) {
     const value = await evaluate(node.body, scope(node.inputs ?? [], values), ctx, { secrets: bodySecretsBinding(node.body, ctx.secrets) });
     if (value !== undefined) {
       body = JSON.stringify(value);
@@ -255,10 +314,16 @@ async function runHttp(node: HttpNode, values: unknown[], ctx: RunContext): Prom
     timeoutMs: node.timeout_ms ?? DEFAULT_HTTP_TIMEOUT_MS,
     signal: ctx.signal,
     maxResponseBytes: HTTP_MAX_RESPONSE_BYTES,
+    ...(ctx.objects === undefined ? {} : { maxBinaryResponseBytes: HTTP_ASSET_MAX_BYTES }),
   });
   if (response.status < 200 || response.status > 299) {
     const excerpt = bodyExcerpt(response.body, sensitiveValues(url, nodeHeaders));
     throw new HttpNodeError(response.status, `HTTP ${response.status} from ${safeUrl(url)}${excerpt ? `: ${excerpt}` : ''}`);
+  }
+  if (response.bytes !== undefined && ctx.objects !== undefined && isBinaryMediaType(response.headers['content-type'])) {
+    const stored = await ctx.objects.store(answerObjectName(id), response.bytes, response.headers['content-type']);
+    ctx.known.set(stored.view.url, { ref: stored.ref, view: { ...stored.view } });
+    return { ...stored.view };
   }
   return parseResponseBody(response.body);
 }
@@ -279,11 +344,11 @@ function runNode(
     case 'input':
       return runInput(id, node, inputValues, ctx);
     case 'output':
-      return runOutput(node, values);
+      return runOutput(node, values, ctx);
     case 'transform':
       return runTransform(node, values, ctx);
     case 'http':
-      return runHttp(node, values, ctx);
+      return runHttp(id, node, values, ctx);
     case 'delay':
       return runDelay(node, values, ctx);
   }
@@ -402,7 +467,7 @@ export async function runPipelineTraced(
   const { result, clocks } = await runUnredacted(def, order, inputValues, opts);
   const trace = buildTrace(def, order.order, clocks, redact);
   if (result.status === 'failed') return { result: { status: 'failed', error_message: redact(result.error_message), caller_message: redact(result.caller_message) }, trace };
-  if (result.status === 'completed') return { result: { status: 'completed', outputs: redactDeep(result.outputs, redact) }, trace };
+  if (result.status === 'completed') return { result: { status: 'completed', outputs: redactDeep(result.outputs, redact), ...(result.output_assets === undefined ? {} : { output_assets: result.output_assets }) }, trace };
   return { result, trace };
 }
 
@@ -459,6 +524,9 @@ function runUnredacted(
       deadline: Date.now() + opts.timeoutMs,
       expressionTimeLimitMs: opts.expressionTimeLimitMs,
       assets: opts.assets,
+      assetRefs: opts.assetRefs,
+      objects: opts.objects,
+      known: new Map(),
     };
     const settled = new Map<string, unknown>();
     const pending = new Map<string, Promise<unknown>>();
@@ -473,7 +541,7 @@ function runUnredacted(
         clocks.set(id, clock);
         try {
           const value = await runNode(id, node, values, inputValues, ctx);
-          if (!finished) Object.assign(clock, { end: now(), value });
+          if (!finished) Object.assign(clock, { end: now(), value: value instanceof AssetOutput ? value.toJSON() : value });
           settled.set(id, value);
           return value;
         } catch (e) {
@@ -490,11 +558,14 @@ function runUnredacted(
     Promise.all(pending.values()).then(
       () => {
         const outputs: Record<string, RawValue> = {};
+        const outputAssets: Record<string, ObjectRef> = {};
+        const define = <T>(o: Record<string, T>, id: string, value: T) => Object.defineProperty(o, id, { value, enumerable: true, writable: true, configurable: true });
         for (const id of outputNodeIds(def)) {
           const value = settled.get(id);
-          if (isRaw(value)) Object.defineProperty(outputs, id, { value, enumerable: true, writable: true, configurable: true });
+          if (isRaw(value)) define(outputs, id, value);
+          else if (value instanceof AssetOutput) define(outputAssets, id, { ...value.ref });
         }
-        finish({ status: 'completed', outputs });
+        finish({ status: 'completed', outputs, ...(Object.keys(outputAssets).length > 0 ? { output_assets: outputAssets } : {}) });
       },
       () => undefined,
     );

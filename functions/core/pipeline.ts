@@ -101,6 +101,7 @@ const NODE_SCHEMAS = {
         ),
       ),
       body: v.optional(v.string('must be a JSONata expression (a string)')),
+      body_asset: v.optional(v.string('must be the id of one of inputs (a string)')),
       timeout_ms: v.optional(integerIn(1, HTTP_TIMEOUT_MAX_MS, ' ms')),
       description,
     },
@@ -329,6 +330,12 @@ function semanticChecks(raw: Record<string, unknown>, type: NodeType, nodePath: 
       }
       if (type === 'http' && Object.hasOwn(raw, 'body') && (raw.method ?? 'GET') === 'GET') {
         problems.push({ path: joinPath(nodePath, 'body'), reason: 'a GET request cannot carry a body; use POST, PUT, PATCH or DELETE' });
+      }
+      if (type === 'http' && typeof raw.body_asset === 'string') {
+        const at = joinPath(nodePath, 'body_asset');
+        if (Object.hasOwn(raw, 'body')) problems.push({ path: at, reason: 'cannot be given with body: the request carries one or the other' });
+        else if ((raw.method ?? 'GET') === 'GET') problems.push({ path: at, reason: 'a GET request cannot carry a body; use POST, PUT, PATCH or DELETE' });
+        if (!Array.isArray(raw.inputs) || !raw.inputs.includes(raw.body_asset)) problems.push({ path: at, reason: 'must be one of the node\'s inputs' });
       }
       if (type === 'http' && isPlainObject(raw.headers)) {
         for (const name of Object.keys(raw.headers)) {

@@ -29,17 +29,25 @@ export interface HttpRequest {
   method: string;
   url: string;
   headers: Record<string, string>;
-  body?: string;
+  /** Text is sent as UTF-8; bytes (an http node's `body_asset`) as they are. */
+  body?: string | Uint8Array;
   timeoutMs: number;
   signal?: AbortSignal;
   /** Bodies past this size are cut off and the call fails. */
   maxResponseBytes?: number;
+  /**
+   * When set, an answer whose Content-Type is binary (output-assets.ts isBinaryMediaType) may be
+   * this large instead, and comes back as `bytes` (with `body` empty) rather than as text.
+   */
+  maxBinaryResponseBytes?: number;
 }
 
 export interface HttpResponse {
   status: number;
   headers: Record<string, string>;
   body: string;
+  /** A binary answer's bytes, when the request set maxBinaryResponseBytes. */
+  bytes?: Uint8Array;
 }
 
 /**
@@ -184,7 +192,10 @@ export interface ExecutionsPort {
   /**
    * A deployment's API executions, newest first, from an index (never a scan); with `status`,
    * the page may hold fewer than `limit` (a bounded number of entries is looked at) and `next`
-   * continues after the last one looked at. `since`: created at or after (ISO time).
+   * continues after the last one looked at. `since`: created at or after (ISO time). The
+   * executions are summaries: values kept in the bucket (functions/core/claim-check.ts) are
+   * read for the error message only, so inputs, outputs, trace, callback URL and visible
+   * outputs of such an execution read as empty here; `get` reads it whole.
    */
   listByDeployment(
     deploymentId: string,

@@ -127,7 +127,22 @@ const ExecutionStatusBody = v.object({
   error_message: nullableString,
 });
 
-const OutputValue = v.strictObject({ value: RawValue, value_type: v.literal('RAW') });
+const RawOutputValue = v.pipe(v.strictObject({ value: RawValue, value_type: v.literal('RAW') }), v.description('A string, number or boolean output.'));
+const AssetOutputValue = v.pipe(
+  v.strictObject({
+    value: v.pipe(url, v.description('A capability link serving the exact bytes (GET /v1/assets/{token}); minted afresh on each read of the result.')),
+    value_type: v.literal('ASSET'),
+    media_type: v.pipe(v.string(), v.description('Sniffed from the bytes; the link serves them with it, `nosniff`, and as an attachment for anything a browser could run.')),
+    bytes: v.pipe(int(0), v.description('The size of the file.')),
+    expires_at: v.pipe(Timestamp, v.description('When the link stops working; read the result again for a fresh one.')),
+  }),
+  v.description('A file output (an image, a video, ...): a link to it, never its bytes.'),
+);
+const OutputValue = v.pipe(v.union([RawOutputValue, AssetOutputValue]), v.description('An output: RAW, or ASSET (a link to a file).'));
+const OwnerOutputAssets = v.pipe(
+  v.nullable(v.record(v.string(), AssetOutputValue)),
+  v.description('Every ASSET output by id (hidden ones too) with a fresh link once completed; null before and otherwise.'),
+);
 
 const ExecutionResult = v.object({
   status: Terminal,
@@ -197,7 +212,7 @@ const InputNode = v.pipe(
 );
 const OutputNode = v.pipe(
   v.strictObject({ type: v.literal('output'), from: NodeId, description }),
-  v.description('An output: the response key. Its value must be a string, a finite number or a boolean.'),
+  v.description('An output: the response key. Its value must be a string, a finite number, a boolean, or an asset of this run (an asset input or an http node\'s binary answer, passed on).'),
 );
 const TransformNode = v.strictObject({
   type: v.literal('transform'),
@@ -217,10 +232,13 @@ const HttpNode = v.pipe(
     ),
     headers: v.optional(v.pipe(v.record(v.string(), v.string()), v.description('Header values may hold owner secret references, `{{secrets.NAME}}`.'))),
     body: v.optional(v.pipe(v.string(), v.description('JSONata over `inputs`; its result is sent as JSON. Not allowed with GET. `$secrets.NAME` reads an owner secret.'))),
+    body_asset: v.optional(
+      v.pipe(NodeId, v.description('One of `inputs` whose value is an asset: its bytes are sent as the raw body, its media type as Content-Type (unless `headers` set one). Not with `body` or GET.')),
+    ),
     timeout_ms: v.optional(int(1, 30_000), 10_000),
     description,
   }),
-  v.description('Its value is the parsed JSON (or text) response; a non-2xx response fails the node.'),
+  v.description('Its value is the parsed JSON (or text) response, or, for a binary answer (image, audio, video, octet-stream, PDF, ...), an asset `{url, media_type, bytes, sha256}` stored with the execution; a non-2xx response fails the node.'),
 );
 const DelayNode = v.strictObject({
   type: v.literal('delay'),
@@ -309,7 +327,8 @@ const Run = v.object({
   version: int(1),
   status: ExecutionStatus,
   inputs: v.pipe(v.record(v.string(), RawValue), v.description('The effective input values.')),
-  outputs: v.pipe(v.nullable(v.record(v.string(), RawValue)), v.description('Every output by id once completed; null before and otherwise.')),
+  outputs: v.pipe(v.nullable(v.record(v.string(), RawValue)), v.description('Every RAW output by id once completed; null before and otherwise.')),
+  output_assets: OwnerOutputAssets,
   error_message: nullableString,
   created_at: Timestamp,
   started_at: v.nullable(Timestamp),
@@ -394,6 +413,7 @@ const OwnerExecution = v.object({
   status: ExecutionStatus,
   inputs: v.record(v.string(), RawValue),
   outputs: v.nullable(v.record(v.string(), RawValue)),
+  output_assets: OwnerOutputAssets,
   visible_outputs: v.pipe(v.nullable(v.array(NodeId)), v.description('Output ids the caller sees; null for runs.')),
   error_message: nullableString,
   callback: v.pipe(nullableString, v.description('The callback URL without its query string.')),
@@ -481,6 +501,8 @@ export const SHAPES = {
   Accepted,
   ExecutionStatusBody,
   OutputValue,
+  RawOutputValue,
+  AssetOutputValue,
   ExecutionResult,
   CallerContract,
   UploadRequest,

@@ -43,6 +43,11 @@ export interface HttpNode {
   headers?: Record<string, string>;
   /** JSONata over the values of `inputs`; its result is sent as the JSON body. */
   body?: string;
+  /**
+   * One of `inputs` whose value is an asset: its bytes (read from storage) are sent as the raw
+   * body, with its media type as Content-Type. Not with `body`.
+   */
+  body_asset?: string;
   timeout_ms?: number;
   description?: string;
 }
@@ -121,8 +126,18 @@ export interface Execution {
   inputs: Record<string, RawValue>;
   /** Asset inputs: where their bytes are stored (never the bytes). Absent on records without assets. */
   assets?: Record<string, ObjectRef> | null;
-  /** Every output's value once completed. */
+  /** Every RAW output's value once completed (ASSET outputs: see `output_assets`). */
   outputs: Record<string, RawValue> | null;
+  /**
+   * ASSET outputs once completed: where their bytes are stored (never the bytes; links are
+   * minted from these when the result is read). Absent on records without asset outputs.
+   */
+  output_assets?: Record<string, ObjectRef> | null;
+  /**
+   * The service's base URL the execution was submitted at: where the links in its callback
+   * point when the service has no configured public URL. Absent on older records.
+   */
+  base_url?: string | null;
   /** Output ids a caller may see (API executions); null for runs, which see all. */
   visible_outputs: string[] | null;
   callback: string | null;

@@ -1,5 +1,12 @@
 /** The bodies users see, built from records in one place so every route answers alike. */
+import { assetOutputValue, type AssetOutputValue } from './output-assets';
+import type { PresignedDownload } from './ports';
 import type { CallbackDelivery, Execution, PipelineListing, PipelineMeta, RawValue } from './types';
+
+/** Fresh links to ASSET outputs by output id (functions/services/output-links.ts); an output without one is not shown. */
+export type OutputLinks = Readonly<Record<string, PresignedDownload>>;
+
+export type OutputValue = { value: RawValue; value_type: 'RAW' } | AssetOutputValue;
 
 export interface ExecutionUrls {
   status_url: string;
@@ -57,19 +64,39 @@ export function callerErrorMessage(e: Pick<Execution, 'error_message' | 'caller_
   return node ? `Node '${node[1]}' failed` : e.error_message;
 }
 
-/** Visible outputs only, and only once completed. */
-export function responseData(e: Execution): Record<string, { value: RawValue; value_type: 'RAW' }> {
+/**
+ * Visible outputs only, and only once completed: RAW values as they are, ASSET outputs as a
+ * link (`links`, minted for the visible ones only) with their media type, size and expiry.
+ */
+export function responseData(e: Execution, links: OutputLinks = {}): Record<string, OutputValue> {
   if (e.status !== 'completed' || !e.outputs) return {};
-  const ids = e.visible_outputs ?? Object.keys(e.outputs);
-  const data: Record<string, { value: RawValue; value_type: 'RAW' }> = {};
+  const outputs = e.outputs;
+  const assets = e.output_assets ?? {};
+  const ids = e.visible_outputs ?? [...Object.keys(outputs), ...Object.keys(assets)];
+  const data: Record<string, OutputValue> = {};
+  const define = (id: string, value: OutputValue) => Object.defineProperty(data, id, { value, enumerable: true, writable: true, configurable: true });
   for (const id of ids) {
-    const value = e.outputs[id];
-    if (value !== undefined) data[id] = { value, value_type: 'RAW' };
+    const value = Object.hasOwn(outputs, id) ? outputs[id] : undefined;
+    const ref = Object.hasOwn(assets, id) ? assets[id] : undefined;
+    const link = Object.hasOwn(links, id) ? links[id] : undefined;
+    if (value !== undefined) define(id, { value, value_type: 'RAW' });
+    else if (ref !== undefined && link !== undefined) define(id, assetOutputValue(ref, link));
   }
   return data;
 }
 
-export function resultBody(e: Execution) {
+/** Every ASSET output with its link (the owner's views), or null unless completed. */
+export function ownerOutputAssets(e: Execution, links: OutputLinks = {}): Record<string, AssetOutputValue> | null {
+  if (e.status !== 'completed') return null;
+  const out: Record<string, AssetOutputValue> = {};
+  for (const [id, ref] of Object.entries(e.output_assets ?? {})) {
+    const link = Object.hasOwn(links, id) ? links[id] : undefined;
+    if (link !== undefined) Object.defineProperty(out, id, { value: assetOutputValue(ref, link), enumerable: true, writable: true, configurable: true });
+  }
+  return out;
+}
+
+export function resultBody(e: Execution, links: OutputLinks = {}) {
   return {
     status: e.status,
     execution_id: e.execution_id,
@@ -77,11 +104,11 @@ export function resultBody(e: Execution) {
     completion_duration: completionDuration(e),
     output_artifacts: [] as never[],
     error_message: callerErrorMessage(e),
-    response_data: responseData(e),
+    response_data: responseData(e, links),
   };
 }
 
-export function runBody(e: Execution) {
+export function runBody(e: Execution, links: OutputLinks = {}) {
   return {
     run_id: e.execution_id,
     pipeline_id: e.pipeline_id,
@@ -89,6 +116,7 @@ export function runBody(e: Execution) {
     status: e.status,
     inputs: e.inputs,
     outputs: e.status === 'completed' ? (e.outputs ?? {}) : null,
+    output_assets: ownerOutputAssets(e, links),
     error_message: e.error_message,
     created_at: e.created_at,
     started_at: e.started_at,
@@ -109,11 +137,11 @@ export function deliveryView(c: CallbackDelivery | null) {
  * (`hidden_inputs`), what each node did (`trace`), the node that failed, and every callback
  * attempt.
  */
-export function ownerExecutionBody(e: Execution, hiddenInputs: ReadonlySet<string> = new Set()) {
+export function ownerExecutionBody(e: Execution, hiddenInputs: ReadonlySet<string> = new Set(), links: OutputLinks = {}) {
   const trace = e.trace ?? null;
   const failed = trace?.find((t) => t.outcome === 'failed') ?? null;
   return {
-    ...runBody(e),
+    ...runBody(e, links),
     execution_id: e.execution_id,
     kind: e.kind,
     deployment_id: e.deployment_id,

@@ -4,7 +4,7 @@ import { result } from '../services/caller.service';
 
 /** GET /v1/deployments/executions/{execution_id}/result/ → 200 once terminal, 409 before (`Prefer: wait=N` waits first). */
 export const createHandler = httpHandler(async (req) => {
-  const out = await result(req.deps, callerAuth(req.event), req.param('execution_id'), preferredWait(req));
+  const out = await result(req.deps, callerAuth(req.event), req.param('execution_id'), preferredWait(req), req.baseUrl);
   return json(200, out.body, out.headers);
 });
 

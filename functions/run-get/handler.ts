@@ -4,7 +4,7 @@ import { getRun } from '../services/owner.service';
 
 /** GET /v1/pipelines/{pipeline_id}/runs/{run_id} (`Prefer: wait=N` waits for the run to finish) */
 export const createHandler = httpHandler(async (req) => {
-  const out = await getRun(req.deps, req.param('pipeline_id'), req.param('run_id'), preferredWait(req));
+  const out = await getRun(req.deps, req.param('pipeline_id'), req.param('run_id'), preferredWait(req), req.baseUrl);
   return json(200, out.body, out.headers);
 });
 

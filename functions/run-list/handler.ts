@@ -4,7 +4,7 @@ import { listRuns } from '../services/owner.service';
 
 /** GET /v1/pipelines/{pipeline_id}/runs?limit=&cursor= (newest first) */
 export const createHandler = httpHandler(async (req) =>
-  json(200, await listRuns(req.deps, req.param('pipeline_id'), req.query('limit'), req.query('cursor'))),
+  json(200, await listRuns(req.deps, req.param('pipeline_id'), req.query('limit'), req.query('cursor'), req.baseUrl)),
 );
 
 export const handler = createHandler(lambdaDeps);

@@ -9,6 +9,7 @@ import type { WaitSlot } from '../core/ports';
 import { errorFields } from '../adapters/logger';
 import { POLL_HINT_SECONDS, preferenceApplied } from '../core/prefer';
 import { acceptedBody, executionUrls, resultBody, statusBody } from '../core/views';
+import { callerOutputIds, outputLinks } from './output-links';
 import type { CallerAuth } from '../adapters/api';
 import type { Deps } from '../adapters/deps';
 import { epochSeconds } from '../core/time';
@@ -129,7 +130,8 @@ export async function execute(d: Deps, auth: CallerAuth, req: ExecuteRequest) {
   // A wait that was not granted (the bound) says when to look, as status answers do.
   const headers = { ...accepted.headers, ...(waited > 0 ? preferenceApplied(waited) : { 'retry-after': String(POLL_HINT_SECONDS) }) };
   if (!isTerminal(e.status)) return { ...accepted, headers };
-  return { status: 200, body: { ...resultBody(e), ...executionUrls(req.baseUrl, e.execution_id) }, headers };
+  const links = await outputLinks(d, e, req.baseUrl, callerOutputIds(e));
+  return { status: 200, body: { ...resultBody(e, links), ...executionUrls(req.baseUrl, e.execution_id) }, headers };
 }
 
 async function submit(d: Deps, auth: CallerAuth, req: ExecuteRequest) {
@@ -188,6 +190,7 @@ async function submit(d: Deps, auth: CallerAuth, req: ExecuteRequest) {
     inputs: parsed.inputs,
     ...(refs === null ? {} : { assets: refs }),
     outputs: null,
+    base_url: req.baseUrl,
     visible_outputs: dep.outputs.filter((o) => o.visible).map((o) => o.id),
     callback: parsed.callback,
     callback_delivery: null,
@@ -213,12 +216,17 @@ export async function status(d: Deps, auth: CallerAuth, executionId: string, bas
   return { body: statusBody(baseUrl, e), headers: { ...pollHint(e), ...preferenceApplied(waited) } };
 }
 
-/** GET result: 200 once terminal (within the wait, if one was asked for), else 409 with a poll hint. */
-export async function result(d: Deps, auth: CallerAuth, executionId: string, wait: Wait = NO_WAIT) {
+/**
+ * GET result: 200 once terminal (within the wait, if one was asked for), else 409 with a poll
+ * hint. Each read mints fresh links to the visible ASSET outputs, under `baseUrl` (the request's).
+ */
+export async function result(d: Deps, auth: CallerAuth, executionId: string, wait: Wait = NO_WAIT, baseUrl?: string) {
   const { e, waited } = await awaitTerminal(d, executionId, () => ownedExecution(d, auth, executionId), wait);
   const headers = { ...pollHint(e), ...preferenceApplied(waited) };
   if (!isTerminal(e.status)) throw new AppError('ExecutionNotCompleted', undefined, { status: e.status }, { headers });
-  return { body: resultBody(e), headers };
+  const linkBase = baseUrl ?? d.config.publicUrl ?? e.base_url ?? null;
+  const links = linkBase === null ? {} : await outputLinks(d, e, linkBase, callerOutputIds(e));
+  return { body: resultBody(e, links), headers };
 }
 
 export async function cancel(d: Deps, auth: CallerAuth, executionId: string, baseUrl: string) {

@@ -7,6 +7,7 @@ import type { DeliveryAttempt } from '../core/types';
 import type { Deps } from '../adapters/deps';
 import { epochSeconds } from '../core/time';
 import type { CallbackMessage } from './messages';
+import { callerOutputIds, outputLinks } from './output-links';
 import { callbackClaimMs } from '../../lib/config';
 
 export { CallbackMessage } from './messages';
@@ -59,7 +60,11 @@ export async function dispatchCallback(
   const secrets = deployment.signing_secrets
     .filter((s) => s.expires_at === null || s.expires_at > nowSec)
     .map((s) => openSecret(s.sealed, masterKey));
-  const body = JSON.stringify(buildCallbackPayload(e));
+  // Links are minted for each attempt: retries outlast a link's lifetime. The configured public
+  // URL wins; else the one the execution was submitted at.
+  const linkBase = d.config.publicUrl ?? e.base_url ?? null;
+  const links = linkBase === null ? {} : await outputLinks(d, e, linkBase, callerOutputIds(e));
+  const body = JSON.stringify(buildCallbackPayload(e, links));
   const headers = {
     'content-type': 'application/json',
     'user-agent': 'pipegate-callbacks/1',

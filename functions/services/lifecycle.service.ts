@@ -39,7 +39,7 @@ export async function finishExecution(
   d: Deps,
   e: Execution,
   to: 'completed' | 'failed',
-  set: { outputs?: Execution['outputs']; error_message?: string; caller_error_message?: string; trace?: Execution['trace']; trace_truncated?: boolean },
+  set: { outputs?: Execution['outputs']; output_assets?: Execution['output_assets']; error_message?: string; caller_error_message?: string; trace?: Execution['trace']; trace_truncated?: boolean },
 ): Promise<Finished> {
   const completedAt = d.clock.now().toISOString();
   const t = await whileStoreUnavailable(() =>

@@ -11,6 +11,7 @@ import { summarize } from '../core/usage';
 import { deliveryView, executionSummaryBody, ownerExecutionBody } from '../core/views';
 import type { Deps } from '../adapters/deps';
 import { cancelExecution } from './lifecycle.service';
+import { outputLinks } from './output-links';
 
 async function liveDeploymentOf(d: Deps, pipelineId: string): Promise<DeploymentRecord> {
   if (!PIPELINE_ID_PATTERN.test(pipelineId)) throw new AppError('PipelineNotFound');
@@ -72,15 +73,17 @@ export async function listExecutions(d: Deps, pipelineId: string, q: ListQuery) 
 }
 
 /** An execution as its owner sees it: its deployment's hidden inputs marked. */
-async function ownerView(d: Deps, e: Execution) {
+async function ownerView(d: Deps, e: Execution, baseUrl?: string) {
   const dep = e.deployment_id ? await d.deployments.get(e.deployment_id) : null;
   const hidden = new Set((dep?.inputs ?? []).filter((i) => !i.visible).map((i) => i.id));
-  return ownerExecutionBody(e, hidden);
+  // The owner sees every ASSET output, hidden ones included, each with a fresh link.
+  const links = baseUrl === undefined ? {} : await outputLinks(d, e, baseUrl, null);
+  return ownerExecutionBody(e, hidden, links);
 }
 
 /** GET …/executions/{execution_id}: everything about one execution, for its owner. */
-export async function getExecution(d: Deps, pipelineId: string, executionId: string) {
-  return ownerView(d, await executionOf(d, pipelineId, executionId));
+export async function getExecution(d: Deps, pipelineId: string, executionId: string, baseUrl?: string) {
+  return ownerView(d, await executionOf(d, pipelineId, executionId), baseUrl);
 }
 
 /** POST …/executions/{execution_id}/cancel: a run or an API execution, pending or running. */

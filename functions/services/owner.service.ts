@@ -20,6 +20,7 @@ import { checkAssets, storeAssets } from './asset-inputs.service';
 import { POLL_HINT_SECONDS, preferenceApplied } from '../core/prefer';
 import { enqueueNew } from './enqueue';
 import { awaitTerminal, NO_WAIT, type Wait } from './caller.service';
+import { outputLinks } from './output-links';
 
 
 function parseJson(body: string | null, what: string): unknown {
@@ -217,10 +218,10 @@ export async function startRunWaiting(d: Deps, id: string, body: string | null, 
   const { e, waited } = await awaitTerminal(d, runId, first, wait);
   const headers = { ...location, ...preferenceApplied(waited) };
   if (!isTerminal(e.status)) return { status: 202, body: accepted, headers: { ...headers, 'retry-after': String(POLL_HINT_SECONDS) } };
-  return { status: 200, body: runBody(e), headers };
+  return { status: 200, body: runBody(e, await outputLinks(d, e, baseUrl, null)), headers };
 }
 
-export async function listRuns(d: Deps, id: string, limitText: string | undefined, cursor: string | undefined) {
+export async function listRuns(d: Deps, id: string, limitText: string | undefined, cursor: string | undefined, baseUrl?: string) {
   await meta(d, id);
   const limit = limitText === undefined ? 20 : Number(limitText);
   if (!Number.isInteger(limit) || limit < 1 || limit > 100) {
@@ -228,7 +229,8 @@ export async function listRuns(d: Deps, id: string, limitText: string | undefine
   }
   try {
     const page = await d.executions.listRuns(id, { limit, cursor });
-    return { runs: page.runs.map(runBody), next_cursor: page.next };
+    const runs = await Promise.all(page.runs.map(async (r) => runBody(r, baseUrl === undefined ? {} : await outputLinks(d, r, baseUrl, null))));
+    return { runs, next_cursor: page.next };
   } catch (e) {
     if (e instanceof InvalidCursorError) throw new AppError('InvalidRequest', [{ path: 'cursor', reason: 'is not a cursor this list returned' }]);
     throw e;
@@ -236,7 +238,7 @@ export async function listRuns(d: Deps, id: string, limitText: string | undefine
 }
 
 /** One run; with a wait (`Prefer: wait=N`), as soon as it has finished or when the wait runs out. */
-export async function getRun(d: Deps, id: string, runId: string, wait: Wait = NO_WAIT) {
+export async function getRun(d: Deps, id: string, runId: string, wait: Wait = NO_WAIT, baseUrl?: string) {
   const read = async (): Promise<Execution> => {
     const e = await d.executions.get(runId, d.clock.now());
     if (!e || e.kind !== 'run' || e.pipeline_id !== id) throw new AppError('RunNotFound');
@@ -244,7 +246,7 @@ export async function getRun(d: Deps, id: string, runId: string, wait: Wait = NO
   };
   const { e, waited } = await awaitTerminal(d, runId, read, wait);
   const headers = { ...preferenceApplied(waited), ...(isTerminal(e.status) ? {} : { 'retry-after': String(POLL_HINT_SECONDS) }) };
-  return { body: { ...runBody(e) }, headers };
+  return { body: { ...runBody(e, baseUrl === undefined ? {} : await outputLinks(d, e, baseUrl, null)) }, headers };
 }
 
 /** The contract a successful run discovers: its version's nodes with the values it used. */

@@ -1,7 +1,12 @@
 /** The state machine's tasks: MarkRunning, RunNodes and MarkFailed, each a step of the one lifecycle. */
 import * as v from 'valibot';
-import { capTrace, runPipelineTraced, timeoutMessage, TRACE_MAX_BYTES, type AssetView } from '../core/engine';
+import { capTrace, runPipelineTraced, timeoutMessage, TRACE_MAX_BYTES, type AssetView, type EngineObjects } from '../core/engine';
+import { sha256Hex } from '../core/assets';
+import { executionObjectKey } from '../core/object-keys';
+import { answerMediaType } from '../core/output-assets';
 import type { ObjectRef } from '../core/ports';
+import { sniffMediaType } from '../core/sniff';
+import type { Execution } from '../core/types';
 import { referencedSecretNames } from '../core/owner-secrets';
 import { isTerminal } from '../core/transitions';
 import type { Deps } from '../adapters/deps';
@@ -44,7 +49,8 @@ export async function taskRun(d: Deps, executionId: string): Promise<{ status: s
   const stopWatching = watchForCancel(d, executionId, abort);
   const { result, trace: fullTrace } = await runPipelineTraced(version.definition, e.inputs, {
     http: d.http,
-    ...(assets === undefined ? {} : { assets }),
+    ...(assets === undefined || !e.assets ? {} : { assets, assetRefs: e.assets }),
+    objects: engineObjects(d, e),
     ...(secrets === undefined ? {} : { secrets }),
     timeoutMs: d.config.executionTimeoutMs,
     signal: abort.signal,
@@ -59,18 +65,46 @@ export async function taskRun(d: Deps, executionId: string): Promise<{ status: s
     );
     return { status: 'cancelled' };
   }
-  if (result.status === 'completed') return outcome(await finishExecution(d, e, 'completed', { outputs: result.outputs, ...traced }), 'completed');
+  if (result.status === 'completed') {
+    const assetOutputs = result.output_assets === undefined ? {} : { output_assets: result.output_assets };
+    return outcome(await finishExecution(d, e, 'completed', { outputs: result.outputs, ...assetOutputs, ...traced }), 'completed');
+  }
   return outcome(await finishExecution(d, e, 'failed', { error_message: result.error_message, caller_error_message: result.caller_message, ...traced }), 'failed');
 }
 
 /** How long a node may fetch an asset input's file by its URL: as long as a run may last, and then some. */
 const ASSET_VIEW_TTL_SECONDS = 3600;
 
+const assetViewTtl = (d: Deps): number => Math.max(ASSET_VIEW_TTL_SECONDS, Math.ceil(d.config.executionTimeoutMs / 1000));
+
+/**
+ * Storage for the assets a run makes and sends: an http node's binary answer is sniffed, hashed
+ * and stored under the execution's own prefix (so it expires and is removed with it); a body
+ * asset is read back from storage, never from the record.
+ */
+function engineObjects(d: Deps, e: Execution): EngineObjects {
+  return {
+    async store(name, bytes, declaredType) {
+      const mediaType = answerMediaType(await sniffMediaType(bytes), declaredType);
+      const ref: ObjectRef = { key: executionObjectKey(e, name), media_type: mediaType, bytes: bytes.length, sha256: sha256Hex(bytes) };
+      await d.objects.put(ref.key, bytes, mediaType);
+      const link = await d.objects.presignDownload(ref.key, mediaType, assetViewTtl(d), true);
+      return { ref, view: { url: link.url, media_type: mediaType, bytes: ref.bytes, sha256: ref.sha256 } };
+    },
+    async read(ref, maxBytes) {
+      const bytes = await d.objects.read(ref.key, maxBytes + 1);
+      if (bytes === null) throw new Error('the stored file of this asset is gone');
+      if (bytes.length > maxBytes) throw new Error(`the asset is larger than ${maxBytes} bytes`);
+      return bytes;
+    },
+  };
+}
+
 /** Asset inputs as nodes see them: a time-limited URL and what the file is, never its bytes. */
 async function assetViews(d: Deps, refs: Record<string, ObjectRef>): Promise<Record<string, AssetView>> {
   const views: Record<string, AssetView> = {};
   for (const [id, ref] of Object.entries(refs)) {
-    const link = await d.objects.presignDownload(ref.key, ref.media_type, Math.max(ASSET_VIEW_TTL_SECONDS, Math.ceil(d.config.executionTimeoutMs / 1000)), true);
+    const link = await d.objects.presignDownload(ref.key, ref.media_type, assetViewTtl(d), true);
     Object.defineProperty(views, id, { value: { url: link.url, media_type: ref.media_type, bytes: ref.bytes, sha256: ref.sha256 }, enumerable: true, writable: true, configurable: true });
   }
   return views;

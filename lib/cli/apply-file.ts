@@ -5,11 +5,12 @@
  * problem of every file is listed with its path, before anything reaches the service.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { basename, extname, isAbsolute, join, relative, resolve } from 'node:path';
+import { basename, dirname, extname, isAbsolute, join, relative, resolve } from 'node:path';
 import { OWNER_SECRET_NAME_PATTERN } from '../../functions/core/owner-secrets';
 import { validateDefinition } from '../../functions/core/pipeline';
 import type { InputValueType, PipelineDefinition, RawValue } from '../../functions/core/types';
 import { expectedValue, isInputValueType, isPlainObject, isRawValue, matchesValueType } from '../../functions/core/values';
+import { resolveDefinitionFiles, type DefinitionFile } from './definition-files';
 import { UsageError } from './errors';
 import { idFromPath, parsePipelineText } from './files';
 
@@ -42,6 +43,8 @@ export interface ApplyFile {
   tests: ApplyTest[];
   /** Owner secrets to set before pushing, each from an environment variable (never a value in the file). */
   secrets: { name: string; fromEnv: string }[];
+  /** Files that asset inputs' `@path` values named, now data URIs in `definition`. */
+  files: DefinitionFile[];
 }
 
 export type CheckedFile = { ok: true; file: ApplyFile } | { ok: false; problems: FileProblem[] };
@@ -258,7 +261,7 @@ export function checkApplyDocument(doc: unknown, where: { path: string; shown: s
     if (node.type === 'input') inputs.push({ id, value_type: node.value_type, value: node.value });
     else if (node.type === 'output') outputs.push(id);
   }
-  return { ok: true, file: { ...where, definition, inputs, outputs, visibility, tests, secrets } };
+  return { ok: true, file: { ...where, definition, inputs, outputs, visibility, tests, secrets, files: [] } };
 }
 
 export interface Targets {
@@ -311,12 +314,13 @@ export function readTargets(paths: readonly string[], cwd: string): Targets {
       continue;
     }
     try {
-      const doc = parsePipelineText(readFileSync(abs, 'utf8'), basename(abs));
-      const checked = checkApplyDocument(doc, { path: abs, shown, id });
-      if (!checked.ok) {
-        invalid.push({ shown, problems: checked.problems });
+      const resolved = resolveDefinitionFiles(parsePipelineText(readFileSync(abs, 'utf8'), basename(abs)), dirname(abs));
+      const checked = checkApplyDocument(resolved.doc, { path: abs, shown, id });
+      if (!checked.ok || resolved.problems.length > 0) {
+        invalid.push({ shown, problems: [...resolved.problems, ...(checked.ok ? [] : checked.problems)] });
         continue;
       }
+      checked.file.files = resolved.files;
       const other = seen.get(id);
       if (other !== undefined) {
         invalid.push({ shown, problems: [{ path: '(file)', reason: `${other} is pipeline ${id} too; each pipeline comes from one file` }] });

@@ -39,7 +39,7 @@ const wholeNumber = (what: string, min: number, max: number) => (text: string): 
 export function configureApplyCommand(cmd: Command): Command {
   return cmd
     .description('make the service match pipeline files: push, run their tests, publish (pipelines as code)')
-    .argument('<paths...>', 'pipeline files, or directories of them (*.json, *.yaml, *.yml directly inside)')
+    .argument('<paths...>', 'pipeline files, or directories of them (*.json, *.yaml, *.yml directly inside); an asset input\'s value "@path" sends that file (relative to its pipeline file, at most 64 KiB)')
     .option('--dry-run', 'print the plan only; change nothing')
     .option('--secrets-out <file>', 'write the API key and signing secret of first publishes to this JSON file (mode 0600); they are printed nowhere')
     .addOption(new Option('--concurrency <n>', 'pipelines applied at the same time').default(DEFAULT_CONCURRENCY).argParser(wholeNumber('--concurrency', 1, 16)))
@@ -80,6 +80,8 @@ export interface PipelineReport {
   live_version: number | null;
   /** Owner secrets this apply set (names only), before pushing. */
   secrets_set: string[];
+  /** Files asset inputs' `@path` values named (sent as data URIs; never their bytes here). */
+  files: { input: string; path: string; bytes: number }[];
   /** Where the credentials of a first publish went; null when there were none. */
   secrets: 'saved' | 'not saved' | null;
   error: { message: string; problems?: FileProblem[]; detail?: unknown } | null;
@@ -131,6 +133,7 @@ function emptyReport(file: ApplyFile): PipelineReport {
     deployment_id: null,
     live_version: null,
     secrets_set: [],
+    files: file.files.map((f) => ({ input: f.input, path: f.shown, bytes: f.bytes })),
     secrets: null,
     error: null,
   };
@@ -188,6 +191,7 @@ export function renderPlan(planned: readonly Planned[], c: Colors): string {
         ? `none (${publish.reason})`
         : `${publish.action}${tests.run ? ' if every run passes' : ''} (${publish.reason})`;
     if (p.file.secrets.length > 0) lines.push(`    secrets  set ${p.file.secrets.map((s) => `${s.name} from $${s.fromEnv}`).join(', ')}`);
+    if (p.file.files.length > 0) lines.push(`    files    ${p.file.files.map((f) => `${f.input} ← ${f.shown} (${f.bytes} bytes)`).join(', ')}`);
     lines.push(`    push     ${pushText}`);
     lines.push(`    runs     ${testsText}`);
     lines.push(`    publish  ${publishText}`);

@@ -5,8 +5,9 @@
  */
 import * as v from 'valibot';
 import { STATUSES } from '../../functions/core/transitions';
+import { UploadAnswer } from '../../functions/core/shapes';
 import { INPUT_VALUE_TYPES } from '../../functions/core/values';
-import { EXIT, ServiceError, UnreachableError, UsageError } from './errors';
+import { EXIT, FailureError, ServiceError, UnreachableError, UsageError } from './errors';
 import type { Connection } from './connection';
 import { defaultCredentials, signRequest, type CredentialSource } from './sigv4';
 
@@ -190,6 +191,7 @@ export type CallerContract = v.InferOutput<typeof CallerContractBody>;
 export type Accepted = v.InferOutput<typeof AcceptedBody>;
 export type ExecutionStatusView = v.InferOutput<typeof ExecutionStatusBody>;
 export type Result = v.InferOutput<typeof ResultBody>;
+export type Upload = v.InferOutput<typeof UploadAnswer>;
 
 /** A checked response: `body` is the parsed view, `raw` exactly what the service sent. */
 export interface Reply<T> {
@@ -309,6 +311,22 @@ export class PipegateClient {
   }
   callerCancel(executionId: string, key: string) {
     return this.caller('POST', `/v1/deployments/executions/${enc(executionId)}/cancel/`, key, ExecutionStatusBody);
+  }
+  createUpload(deploymentId: string, key: string, file: { media_type: string; bytes: number }) {
+    return this.caller('POST', `/v1/deployments/${enc(deploymentId)}/uploads/`, key, UploadAnswer, file);
+  }
+
+  /**
+   * Sends a body to a URL the service handed out (an upload URL, a capability link): no
+   * credential of ours goes with it, and no overall deadline, since large files take long.
+   * A transport failure is a FailureError naming that URL's origin (never its path or query).
+   */
+  async transfer(url: string, init: RequestInit): Promise<Response> {
+    try {
+      return await this.fetchFn(url, init);
+    } catch (e) {
+      throw new FailureError(`cannot reach ${new URL(url).origin} (${networkReason(e)})`);
+    }
   }
 
   private async owner<S extends v.GenericSchema>(method: string, path: string, schema: S, body?: unknown): Promise<Reply<v.InferOutput<S>>> {

@@ -3,9 +3,10 @@
  * optionally `publish` and `tests` (pipelines as code, contract §10; kept on the client).
  */
 import { readFileSync, statSync } from 'node:fs';
-import { basename, extname, resolve } from 'node:path';
+import { basename, dirname, extname, resolve } from 'node:path';
 import { parseDocument } from 'yaml';
 import { PIPELINE_ID_PATTERN } from '../../functions/core/ids';
+import { resolveDefinitionFiles, type DefinitionFile } from './definition-files';
 import { UsageError } from './errors';
 import { JsonSyntaxError, parseJsonWithPosition } from './json-position';
 
@@ -20,6 +21,8 @@ export interface PipelineFile {
   publish: unknown;
   /** The file's `tests` block, as written (undefined when absent). */
   tests: unknown;
+  /** Files that asset inputs' `@path` values named, now data URIs in `definition`. */
+  files: DefinitionFile[];
 }
 
 export function checkPipelineId(id: string, from: string): string {
@@ -81,7 +84,11 @@ export function loadPipelineFile(path: string, opts: { id?: string; cwd?: string
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) {
     throw new UsageError(`${path} must hold an object with "nodes" (and optionally "description")`);
   }
-  const o = doc as Record<string, unknown>;
+  const resolved = resolveDefinitionFiles(doc, dirname(abs));
+  if (resolved.problems.length > 0) {
+    throw new UsageError(`${path}: ${resolved.problems.map((p) => `${p.path}: ${p.reason}`).join('\n  ')}`);
+  }
+  const o = resolved.doc as Record<string, unknown>;
   const definition: PipelineFile['definition'] = o.description !== undefined ? { description: o.description, nodes: o.nodes } : { nodes: o.nodes };
-  return { path: abs, id, definition, publish: o.publish, tests: o.tests };
+  return { path: abs, id, definition, publish: o.publish, tests: o.tests, files: resolved.files };
 }

@@ -8,7 +8,8 @@ import { apply, configureApplyCommand, type ApplyOptions } from './apply';
 import { remove } from './commands/delete';
 import { execute } from './commands/execute';
 import { STATUSES } from '../../functions/core/transitions';
-import { cancel, executions, redeliver, result, show, usage } from './commands/executions';
+import { cancel, executions, redeliver, result, show, usage, type ResultOptions } from './commands/executions';
+import { DEFINITION_ASSET_MAX_BYTES, INLINE_ASSET_BODY_MAX_BYTES, sizeText, UPLOAD_MAX_BYTES } from '../../functions/core/assets';
 import { rotate } from './commands/keys';
 import { list, runs } from './commands/list';
 import { publish, SNIPPET_LANGUAGES, type SnippetLanguage } from './commands/publish';
@@ -63,7 +64,7 @@ export function buildProgram(io: CliIO, deps: CliDeps, state: { code: number }):
   program
     .command('push')
     .description('push a pipeline definition (JSON or YAML); creates a new version when it changed')
-    .argument('<file>', 'pipeline file (.json, .yaml or .yml)')
+    .argument('<file>', `pipeline file (.json, .yaml or .yml); an asset input's value "@path" sends that file (relative to the pipeline file, at most ${sizeText(DEFINITION_ASSET_MAX_BYTES)})`)
     .option('--id <pipeline>', 'pipeline id (default: the file name without its extension)')
     .action(act((ctx, file: string, o: { id?: string }) => push(ctx, file, o)));
 
@@ -76,7 +77,11 @@ export function buildProgram(io: CliIO, deps: CliDeps, state: { code: number }):
     .command('run')
     .description('run the latest version of a pipeline and wait for its outputs')
     .argument('<pipeline>', 'pipeline id')
-    .option('-i, --input <id=value>', 'override an input (repeatable); the value is read by the input\'s type', collect)
+    .option(
+      '-i, --input <id=value>',
+      `override an input (repeatable); the value is read by the input's type; for an asset input, @path sends that file inline (at most ${sizeText(DEFINITION_ASSET_MAX_BYTES)} in a run)`,
+      collect,
+    )
     .option('--wait', 'wait until the run finishes and print its outputs (default)')
     .option('--no-wait', 'print the run id and return at once')
     .addOption(new Option('--timeout <seconds>', 'stop waiting after this long').default(600).argParser(wholeNumber('--timeout', 1, 86_400)))
@@ -131,18 +136,27 @@ export function buildProgram(io: CliIO, deps: CliDeps, state: { code: number }):
     .description('execute a published deployment as a caller would')
     .argument('<deployment>', 'deployment id')
     .option('--key <key>', 'the deployment\'s API key (env PIPEGATE_API_KEY)')
-    .option('-i, --input <id=value>', 'set an input (repeatable); the value is read by the input\'s type', collect)
+    .option(
+      '-i, --input <id=value>',
+      `set an input (repeatable); the value is read by the input's type; for an asset input, @path sends that file: inline while the request stays within ${sizeText(INLINE_ASSET_BODY_MAX_BYTES)}, else through an upload (at most ${sizeText(UPLOAD_MAX_BYTES)})`,
+      collect,
+    )
     .option('--callback <url>', 'URL to POST the outcome to when the execution finishes')
     .option('--wait', 'wait until the execution finishes and print its result')
     .option('--idempotency-key <key>', 'repeat-safe submit: the same key and body start nothing new')
     .addOption(new Option('--timeout <seconds>', 'with --wait, stop waiting after this long').default(600).argParser(wholeNumber('--timeout', 1, 86_400)))
+    .option('--download <dir>', 'with --wait, save every ASSET output into <dir> as <output><extension>')
+    .option('--force', 'with --download, replace files that exist')
     .action(
       act(
         (
           ctx,
           d: string,
-          o: { key?: string; input?: string[]; callback?: string; wait?: boolean; idempotencyKey?: string; timeout: number },
-        ) => execute(ctx, d, { ...o, input: o.input ?? [] }),
+          o: { key?: string; input?: string[]; callback?: string; wait?: boolean; idempotencyKey?: string; timeout: number; download?: string; force?: boolean },
+        ) => {
+          if (o.download !== undefined && !o.wait) throw new UsageError('--download needs --wait', `or save the outputs later: pipegate result <execution> --download ${o.download}`);
+          return execute(ctx, d, { ...o, input: o.input ?? [] });
+        },
       ),
     );
 
@@ -179,7 +193,9 @@ export function buildProgram(io: CliIO, deps: CliDeps, state: { code: number }):
     .description("an execution's result, as its caller gets it")
     .argument('<execution>', 'execution id')
     .option('--key <key>', "the deployment's API key (env PIPEGATE_API_KEY)")
-    .action(act((ctx, id: string, o: { key?: string }) => result(ctx, id, o)));
+    .option('--download <dir>', 'save every ASSET output into <dir> as <output><extension> (extension from its media type; size checked)')
+    .option('--force', 'with --download, replace files that exist')
+    .action(act((ctx, id: string, o: ResultOptions) => result(ctx, id, o)));
 
   program
     .command('redeliver')

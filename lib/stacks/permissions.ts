@@ -73,13 +73,17 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   // Idempotency claim and execution record are conditional puts; an upload it uses is claimed
   // with a conditional update (single use).
   // Inline assets are written under the execution; an upload it uses is read (sniffed, hashed).
-  execute: access(CREATE_EXECUTION, { send: ['executions'], objects: ['read', 'write'], updateKeys: ['UPLOAD#*'] }),
+  // Its waited answer, like every read of a result, mints links to ASSET outputs (the master key).
+  execute: access(CREATE_EXECUTION, { send: ['executions'], secret: true, objects: ['read', 'write'], updateKeys: ['UPLOAD#*'] }),
   // Reads the deployment, records the upload (conditional put); the PUT URL is presigned.
   'upload-create': access(['GetItem', 'PutItem'], { objects: ['write'] }),
-  'execution-status': access(READ),
-  'execution-result': access(READ),
+  // Every reader of an execution record may meet values kept in the bucket (the claim check,
+  // functions/core/claim-check.ts): `objects: ['read']`, used only when a record holds a reference.
+  'execution-status': access(READ, { objects: ['read'] }),
+  // Reading a result mints links to ASSET outputs (the master key).
+  'execution-result': access(READ, { secret: true, objects: ['read'] }),
   // Cancel moves the execution, then records the run pointer and owes a callback (afterTerminal).
-  'execution-cancel': access(UPDATE, { states: ['StopExecution'], send: ['callbacks'] }),
+  'execution-cancel': access(UPDATE, { states: ['StopExecution'], send: ['callbacks'], objects: ['read'] }),
   'deployment-contract': access(READ),
   'deployment-openapi': access(READ),
   // Serves a page shell and static files: nothing to read or write.
@@ -92,23 +96,26 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   'pipeline-get': access(READ),
   // Query lists the owner secrets' names, to warn about references to missing ones.
   'pipeline-push': access(ALL, { query: OWNER_SECRETS }),
-  // A run's asset inputs (data URIs) are stored under the run.
-  'run-start': access(CREATE_EXECUTION, { send: ['executions'], objects: ['write'] }),
-  'run-list': access(READ, { query: RUNS }),
-  'run-get': access(READ),
-  'owner-execution-get': access(READ),
+  // A run's asset inputs (data URIs) and inputs too large for the record are stored under the
+  // run; with `Prefer: wait` it reads the run back. Runs' views (run-start's waited answer too)
+  // mint links to ASSET outputs.
+  'run-start': access(CREATE_EXECUTION, { send: ['executions'], secret: true, objects: ['read', 'write'] }),
+  'run-list': access(READ, { query: RUNS, secret: true, objects: ['read'] }),
+  'run-get': access(READ, { secret: true, objects: ['read'] }),
+  'owner-execution-get': access(READ, { secret: true, objects: ['read'] }),
   // Cancels through the one lifecycle (conditional write, run pointer, owed callback, usage
   // counter), then stops the state machine.
-  'owner-execution-cancel': access(UPDATE, { states: ['StopExecution'], send: ['callbacks'] }),
+  'owner-execution-cancel': access(UPDATE, { states: ['StopExecution'], send: ['callbacks'], objects: ['read'] }),
   // Puts a settled callback back to pending (conditional) and queues it.
-  'owner-callback-redeliver': access(UPDATE, { send: ['callbacks'] }),
+  'owner-callback-redeliver': access(UPDATE, { send: ['callbacks'], objects: ['read'] }),
   // The executions index (keys only), then each item read.
-  'deployment-executions': access(READ, { query: EXECUTIONS }),
+  'deployment-executions': access(READ, { query: EXECUTIONS, objects: ['read'] }),
   // The deployment's usage counters: one partition of the table itself.
   'deployment-usage': access(READ, { query: USAGE }),
   // Readiness brings the run pointers up to date (syncRunPointers -> recordRunFinished).
-  'deployment-readiness': access(UPDATE, { query: RUNS }),
-  'deployment-publish': access(ALL, { query: RUNS, secret: true }),
+  // Both read the newest runs, and discovery reads the inputs of the run it publishes.
+  'deployment-readiness': access(UPDATE, { query: RUNS, objects: ['read'] }),
+  'deployment-publish': access(ALL, { query: RUNS, secret: true, objects: ['read'] }),
   // Rotation replaces keys and signing secrets in the deployment item.
   'deployment-keys': access(UPDATE, { secret: true }),
   // A deleted deployment's objects go with it (removePrefix: ListObjectsV2, then DeleteObjects).
@@ -119,17 +126,17 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   'secret-delete': access(['DeleteItem']),
   // Workers. The runner only starts the workflow, with no read first (runner.service.ts).
   runner: access([], { consumes: 'executions', states: ['StartExecution'] }),
-  'task-start': access(UPDATE, { send: ['callbacks'] }),
+  'task-start': access(UPDATE, { send: ['callbacks'], objects: ['read'] }),
   // Reads the owner secrets a pipeline references (one Query per container per TTL) and opens them.
   // Reads input assets and large values, stores outputs and values too large for the record.
   'task-run': access(UPDATE, { query: OWNER_SECRETS, send: ['callbacks'], secret: true, objects: ['read', 'write'] }),
-  'task-fail': access(UPDATE, { send: ['callbacks'] }),
-  // Retries go back onto its own queue with a delay.
-  'callback-dispatch': access(UPDATE, { consumes: 'callbacks', secret: true, send: ['callbacks'] }),
+  'task-fail': access(UPDATE, { send: ['callbacks'], objects: ['read'] }),
+  // Retries go back onto its own queue with a delay; the payload carries outputs kept in the bucket too.
+  'callback-dispatch': access(UPDATE, { consumes: 'callbacks', secret: true, send: ['callbacks'], objects: ['read'] }),
   // Reads the sweep index, then the items; repairs are conditional updates, re-queued messages,
   // and the run pointer and callback of an execution it fails (afterTerminal).
   // Removes the objects of executions it finds expired.
-  sweeper: access(UPDATE, { query: ['sweep'], send: ['executions', 'callbacks'], objects: ['delete'] }),
+  sweeper: access(UPDATE, { query: ['sweep'], send: ['executions', 'callbacks'], objects: ['read', 'delete'] }),
 };
 
 /** Every function pipegate deploys: the route handlers and the workers. */

@@ -192,6 +192,7 @@ describe('pipegate apply against a running local runtime', () => {
         live_version: 1,
         secrets: null,
         secrets_set: [],
+        files: [],
         error: null,
       });
     }

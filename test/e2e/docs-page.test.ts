@@ -4,7 +4,10 @@
  */
 import { existsSync } from 'node:fs';
 import type { Browser } from 'playwright-core';
+import { createHash } from 'node:crypto';
+import { INLINE_ASSET_BODY_MAX_BYTES } from '../../functions/core/assets';
 import type { PipelineDefinition } from '../../functions/core/types';
+import { png } from '../support/media';
 import { startTestRuntime, type Published, type TestRuntime } from '../support/runtime';
 
 const CHROMIUM = process.env.PIPEGATE_CHROMIUM ?? '/usr/bin/chromium';
@@ -26,18 +29,28 @@ const shop: PipelineDefinition = {
   },
 };
 
+const photoInfo: PipelineDefinition = {
+  nodes: {
+    photo: { type: 'input', value_type: 'asset', value: `data:image/png;base64,${png(1, 1).toString('base64')}`, media_types: ['image/png'] },
+    about: { type: 'transform', inputs: ['photo'], expression: "photo.media_type & ' ' & $string(photo.bytes) & ' ' & photo.sha256" },
+    info: { type: 'output', from: 'about' },
+  },
+};
+
 let rt: TestRuntime;
 let dep: Published;
+let photoDep: Published;
 let browser: Browser | undefined;
 
 beforeAll(async () => {
   rt = await startTestRuntime();
   dep = await rt.publishPipeline('shop', shop, { inputs: { secret_discount: { visible: false } } });
+  photoDep = await rt.publishPipeline('photo-info', photoInfo);
   if (haveChromium) {
     const { chromium } = await import('playwright-core');
     browser = await chromium.launch({ executablePath: CHROMIUM });
   }
-}, 60_000);
+}, 120_000);
 
 afterAll(async () => {
   await browser?.close();
@@ -108,4 +121,42 @@ describe('GET /v1/deployments/{id}/docs', () => {
     expect(problems).toEqual([]);
     await page.close();
   }, 60_000);
+  (haveChromium ? it : it.skip)('in a browser: sends a chosen file for an asset input inline, and explains when a file is too large for the page', async () => {
+    const page = await (browser as Browser).newPage();
+    const problems: string[] = [];
+    page.on('pageerror', (e) => problems.push(`page: ${e.message}`));
+    await page.goto(`${rt.url}/v1/deployments/${photoDep.deploymentId}/docs`);
+    await page.fill('#api-key', photoDep.apiKey);
+    await page.click('#load');
+    // Generous waits: Chromium shares this 2-core machine with other suites.
+    await page.locator('#files-form').waitFor({ state: 'visible', timeout: 60_000 });
+    expect(await page.locator('#contract table').first().innerText()).toContain('asset');
+
+    // A small PNG: inline, accepted, and the execution sees exactly its bytes.
+    const bytes = png(6, 6);
+    await page.setInputFiles('#file-photo', { name: 'six.png', mimeType: 'image/png', buffer: bytes });
+    await page.click('#files-send');
+    const result = page.locator('#files-result');
+    await page.waitForFunction("/^HTTP \\d+/.test(document.getElementById('files-result').textContent)", undefined, { timeout: 60_000 });
+    const text = await result.innerText();
+    expect(text).toMatch(/^HTTP 202\n/);
+    const executionId = (JSON.parse(text.slice(text.indexOf('\n') + 1)) as { execution_id: string }).execution_id;
+    await rt.waitForExecution(executionId, photoDep.apiKey, undefined, 60_000);
+    const done = await rt.caller('GET', `/v1/deployments/executions/${executionId}/result/`, photoDep.apiKey);
+    const sha = createHash('sha256').update(bytes).digest('hex');
+    expect((done.body.response_data as Record<string, { value: string }>).info?.value).toBe(`image/png ${bytes.length} ${sha}`);
+
+    // Over the inline limit: nothing is sent, and the page says how to send it.
+    const posts: string[] = [];
+    page.on('request', (r) => {
+      if (r.method() === 'POST') posts.push(r.url());
+    });
+    await page.setInputFiles('#file-photo', { name: 'big.png', mimeType: 'image/png', buffer: Buffer.concat([bytes, Buffer.alloc(INLINE_ASSET_BODY_MAX_BYTES)]) });
+    await page.click('#files-send');
+    await page.waitForFunction("document.getElementById('files-result').textContent.includes('uploads route')", undefined, { timeout: 60_000 });
+    expect(await result.innerText()).toContain(`over the ${INLINE_ASSET_BODY_MAX_BYTES} bytes this page sends inline`);
+    expect(posts).toEqual([]);
+    expect(problems).toEqual([]);
+    await page.close();
+  }, 180_000);
 });

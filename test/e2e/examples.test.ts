@@ -7,6 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
+import { jpeg, png } from '../support/media';
 import { greeting, request, startTestRuntime, waitUntil, type TestRuntime } from '../support/runtime';
 
 const ROOT = join(__dirname, '..', '..');
@@ -222,5 +223,67 @@ describe('examples/shipping-quote.json with examples/servers/shipping-rates.mjs'
     const run = await rt.runToEnd('shipping-quote', { weight_kg: 0 });
     expect(run.status).toBe('failed');
     expect(run.error_message).toMatch(/Node 'quote' failed: HTTP 422/);
+  });
+});
+
+describe('examples/thumbnail.json with examples/servers/thumbnail.mjs', () => {
+  const file = readExample('thumbnail.json');
+  let server: ChildProcess;
+  let serverUrl: string;
+  let serverLog = '';
+
+  beforeAll(async () => {
+    server = spawn(process.execPath, [join(EXAMPLES, 'servers', 'thumbnail.mjs')], {
+      env: { ...process.env, PORT: '0', HOST: '127.0.0.1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    server.stdout?.on('data', (c: Buffer) => (serverLog += c.toString()));
+    server.stderr?.on('data', (c: Buffer) => (serverLog += c.toString()));
+    serverUrl = await waitUntil(async () => /listening on (http:\/\/\S+)/.exec(serverLog)?.[1] ?? '', (url) => url !== '', 10_000);
+  });
+
+  afterAll(async () => {
+    if (server && server.exitCode === null) {
+      const exited = new Promise((r) => server.once('exit', r));
+      server.kill('SIGTERM');
+      await exited;
+    }
+  });
+
+  /** Width and height from a PNG's header. */
+  const pngSize = (b: Buffer) => ({ width: b.readUInt32BE(16), height: b.readUInt32BE(20) });
+
+  it('points its http node at the image service\'s default address and sends the photo as its body', () => {
+    expect(file.nodes.resize).toMatchObject({ type: 'http', method: 'POST', url: 'http://127.0.0.1:4012/thumbnail?size=64', body_asset: 'photo' });
+  });
+
+  it('turns a caller\'s 200×120 PNG into a 64×38 PNG served by its link, and refuses a JPEG', async () => {
+    // Prepare: the same pipeline, its url on the port the server took.
+    const local = { description: file.description, nodes: { ...file.nodes, resize: { ...file.nodes.resize, url: `${serverUrl}/thumbnail?size=64` } } };
+    const pushed = await rt.owner('PUT', '/v1/pipelines/thumbnail', local);
+    const run = await rt.runToEnd('thumbnail');
+    const published = await rt.owner('PUT', '/v1/pipelines/thumbnail/deployment', {});
+    const deploymentId = published.body.deployment_id as string;
+    const key = published.body.api_key as string;
+    const photo = png(200, 120);
+
+    // Act
+    const accepted = await rt.caller('POST', `/v1/deployments/${deploymentId}/executions/`, key, { workflow_input: { photo: { value: photo.toString('base64'), value_type: 'ASSET' } } }, { prefer: 'wait=20' });
+    const thumbnail = (accepted.body.response_data as Record<string, { value: string; media_type: string; bytes: number }>).thumbnail;
+    const served = await fetch(thumbnail?.value ?? '');
+    const bytes = Buffer.from(await served.arrayBuffer());
+    const refused = await rt.caller('POST', `/v1/deployments/${deploymentId}/executions/`, key, { workflow_input: { photo: { value: jpeg().toString('base64'), value_type: 'ASSET' } } });
+
+    // Assess
+    expect(pushed.status).toBe(201);
+    expect(run.status).toBe('completed');
+    expect(published.status).toBe(201);
+    expect(accepted.status).toBe(200);
+    expect(thumbnail).toMatchObject({ value_type: 'ASSET', media_type: 'image/png', bytes: bytes.length });
+    expect(served.headers.get('content-type')).toBe('image/png');
+    expect(pngSize(bytes)).toEqual({ width: 64, height: 38 });
+    expect((accepted.body.response_data as Record<string, unknown>).thumbnail_bytes).toEqual({ value: bytes.length, value_type: 'RAW' });
+    expect(serverLog).toContain('200×120 → 200 64×38');
+    expect(refused.status).toBe(422);
   });
 });

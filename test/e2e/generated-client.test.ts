@@ -12,7 +12,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Worker } from 'node:worker_threads';
+import { createHash } from 'node:crypto';
 import type { PipelineDefinition } from '../../functions/core/types';
+import { png } from '../support/media';
 import { deploymentSnippets } from '../../functions/core/snippets';
 import { createValidator, loadServiceDocument, type JsonObject, type ObservedResponse } from '../support/openapi';
 import { startTestRuntime, type Published, type TestRuntime } from '../support/runtime';
@@ -34,8 +36,19 @@ const PIPELINE: PipelineDefinition = {
   },
 };
 
+// An ASSET input: what the transform sees of the file proves the bytes arrived whole.
+const ASSET_PIPELINE: PipelineDefinition = {
+  nodes: {
+    photo: { type: 'input', value_type: 'asset', value: `data:image/png;base64,${png(1, 1).toString('base64')}`, media_types: ['image/png'] },
+    about: { type: 'transform', inputs: ['photo'], expression: "photo.media_type & ' ' & $string(photo.bytes) & ' ' & photo.sha256" },
+    info: { type: 'output', from: 'about' },
+  },
+};
+
 let rt: TestRuntime;
 let published: Published;
+let assetPublished: Published;
+let assetDoc: JsonObject;
 let dir: string;
 let deploymentDoc: JsonObject;
 const serviceDoc = loadServiceDocument();
@@ -69,6 +82,10 @@ beforeAll(async () => {
   const doc = await rt.caller<JsonObject>('GET', `/v1/deployments/${published.deploymentId}/openapi.json`, published.apiKey);
   if (doc.status !== 200) throw new Error(`document: ${doc.status} ${doc.text}`);
   deploymentDoc = doc.body;
+  assetPublished = await rt.publishPipeline('typed-assets', ASSET_PIPELINE);
+  const assets = await rt.caller<JsonObject>('GET', `/v1/deployments/${assetPublished.deploymentId}/openapi.json`, assetPublished.apiKey);
+  if (assets.status !== 200) throw new Error(`asset document: ${assets.status} ${assets.text}`);
+  assetDoc = assets.body;
 
   dir = mkdtempSync(join(tmpdir(), 'pipegate-typed-client-'));
   const src = join(dir, 'src');
@@ -80,10 +97,15 @@ beforeAll(async () => {
   await timed('generate types', async () => {
     writeFileSync(join(dir, 'deployment.json'), JSON.stringify(deploymentDoc));
     writeFileSync(join(dir, 'service.json'), JSON.stringify(serviceDoc));
-    await exec(process.execPath, [join(__dirname, '..', 'support', 'openapi-types.mjs'), join(dir, 'deployment.json'), join(src, 'api.ts'), join(dir, 'service.json'), join(src, 'service-api.ts')]);
+    writeFileSync(join(dir, 'assets.json'), JSON.stringify(assetDoc));
+    await exec(process.execPath, [
+      join(__dirname, '..', 'support', 'openapi-types.mjs'),
+      ...[join(dir, 'deployment.json'), join(src, 'api.ts'), join(dir, 'service.json'), join(src, 'service-api.ts'), join(dir, 'assets.json'), join(src, 'asset-api.ts')],
+    ]);
   });
   // The id a caller would paste in; a const, so the paths it builds keep their literal types.
   writeFileSync(join(src, 'deployment.ts'), `export const DEPLOYMENT_ID = ${JSON.stringify(published.deploymentId)};\n`);
+  writeFileSync(join(src, 'asset-deployment.ts'), `export const ASSET_DEPLOYMENT_ID = ${JSON.stringify(assetPublished.deploymentId)};\n`);
   writeFileSync(join(src, 'snippet.ts'), deploymentSnippets(deploymentDoc).typescript);
 
   diagnostics = await timed('compile', () => {
@@ -142,6 +164,29 @@ describe('typed clients generated from the documents alone', () => {
     });
     const validator = createValidator(deploymentDoc);
     expect(observed.length).toBe(10);
+    expect(observed.flatMap((r) => validator.check(r))).toEqual([]);
+  });
+
+  it("an ASSET input's client: a file inline and one through the uploads route; every answer as its document says", async () => {
+    // Prepare
+    const observed: ObservedResponse[] = [];
+    const bytes = png(9, 9);
+    const sha = createHash('sha256').update(bytes).digest('hex');
+    const { run } = load<{ run: (base: string, key: string, f: typeof fetch, put: typeof fetch, png: Uint8Array) => Promise<Record<string, unknown>> }>('asset-client');
+
+    // Act
+    const out = await timed('asset client', () => run(rt.url, assetPublished.apiKey, recordingFetch(observed), fetch, bytes));
+
+    // Assess
+    expect(out).toEqual({
+      inputs: ['photo:asset'],
+      inline: `image/png ${bytes.length} ${sha}`,
+      uploadStatus: 201,
+      stored: 200,
+      uploaded: `image/png ${bytes.length} ${sha}`,
+    });
+    const validator = createValidator(assetDoc);
+    expect(observed.length).toBe(4);
     expect(observed.flatMap((r) => validator.check(r))).toEqual([]);
   });
 

@@ -18,6 +18,7 @@ import { printFigures, testSeed, type Figures } from '../support/figures';
 import { fuzzRequest, prepareFuzz, sendFuzz, StatusTally } from '../support/fuzz';
 import { greeting, request, sleep, startTestRuntime, waitUntil, type Published, type Reply, type TestRuntime } from '../support/runtime';
 import { reply, startTestServer } from '../support/http-server';
+import { dataUri, png } from '../support/media';
 
 jest.setTimeout(60_000);
 
@@ -312,6 +313,13 @@ describe('the address guard through the API (PIPEGATE_ALLOW_PRIVATE_URLS=false)'
   });
 });
 
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    return statSync(path).isDirectory() ? filesUnder(path) : [path];
+  });
+}
+
 describe('no plaintext key or secret at rest or in the logs', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'pipegate-secrets-'));
   const lines: string[] = [];
@@ -327,13 +335,6 @@ describe('no plaintext key or secret at rest or in the logs', () => {
     await receiver?.close();
     rmSync(dataDir, { recursive: true, force: true });
   });
-
-  function filesUnder(dir: string): string[] {
-    return readdirSync(dir).flatMap((name) => {
-      const path = join(dir, name);
-      return statSync(path).isDirectory() ? filesUnder(path) : [path];
-    });
-  }
 
   /** An upstream that repeats the Authorization header it was sent: in its 200 body, and in its 401 error. */
   async function startEcho(): Promise<{ url: string; close: () => Promise<void> }> {
@@ -458,6 +459,77 @@ describe('no plaintext key or secret at rest or in the logs', () => {
     expect(found).toEqual([]);
     // The search can find: the caller's input value is stored with its execution, as it must be.
     expect(items).toContain(marker);
+  });
+});
+
+describe('no upload URL, asset link or storage secret in the logs or at rest', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'pipegate-media-secrets-'));
+  const lines: string[] = [];
+  let rt: TestRuntime;
+  let receiver: Receiver;
+
+  beforeAll(async () => {
+    receiver = await startReceiver();
+    rt = await startTestRuntime({ dataDir, inMemory: false, log: createLogger('pipegate-test', (line) => lines.push(line)) });
+  });
+  afterAll(async () => {
+    await rt?.cleanup();
+    await receiver?.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('keeps presigned signatures, link tokens and the storage secret out of every log line and table item', async () => {
+    // A photo through the uploads route (a presigned PUT), out again as an asset link, in the result and a callback.
+    const p = await rt.publishPipeline('media-secrets', {
+      nodes: { photo: { type: 'input', value_type: 'asset', value: dataUri('image/png', png()) }, copy: { type: 'output', from: 'photo' } },
+    });
+    const bytes = png(40, 40);
+    const upload = await rt.caller('POST', `/v1/deployments/${p.deploymentId}/uploads/`, p.apiKey, { media_type: 'image/png', bytes: bytes.length });
+    expect(upload.status).toBe(201);
+    const put = await fetch(upload.body.upload_url as string, { method: 'PUT', headers: upload.body.headers as Record<string, string>, body: bytes });
+    expect(put.status).toBe(200);
+    const submitted = await rt.caller('POST', `/v1/deployments/${p.deploymentId}/executions/`, p.apiKey, {
+      callback: receiver.url,
+      workflow_input: { photo: upload.body.asset },
+    });
+    const id = submitted.body.execution_id as string;
+    await rt.waitForExecution(id, p.apiKey);
+    const result = await rt.caller('GET', `/v1/deployments/executions/${id}/result/`, p.apiKey);
+    const link = (result.body.response_data as Record<string, { value: string }>).copy?.value ?? '';
+    expect(link).toContain('/v1/assets/');
+    const served = await fetch(link);
+    expect(Buffer.from(await served.arrayBuffer())).toEqual(bytes);
+    await waitUntil(async () => receiver.delivered().length, (n) => n >= 1);
+
+    const signature = new URL(upload.body.upload_url as string).searchParams.get('X-Amz-Signature') ?? '';
+    const token = link.slice(link.indexOf('/v1/assets/') + '/v1/assets/'.length);
+    const storageSecret = readFileSync(join(dataDir, 's3-secret'), 'utf8').trim();
+    expect([signature.length > 0, token.length > 20, storageSecret.length > 20]).toEqual([true, true, true]);
+    const needles: [string, string][] = [
+      ['the upload URL signature', signature],
+      ['an asset link token', token],
+      ['the storage secret', storageSecret],
+    ];
+
+    const table = createDocumentClient({ region: rt.deps.config.region, endpoint: rt.deps.config.dynamodbEndpoint });
+    const items = JSON.stringify((await table.send(new ScanCommand({ TableName: rt.deps.config.table }))).Items ?? []);
+    expect(items).toContain(p.deploymentId);
+    const log = lines.join('\n');
+    // The search can find: the asset route's request is in the log, by its template.
+    expect(log).toContain('/v1/assets/{token}');
+    await rt.cleanup();
+    // The storage secret's own file is where it lives; every other file is searched for it.
+    const files = filesUnder(dataDir).filter((f) => !f.endsWith('s3-secret')).map((f) => [f, readFileSync(f)] as const);
+
+    const found: string[] = [];
+    for (const [what, needle] of needles) {
+      if (items.includes(needle)) found.push(`${what} in the table`);
+      if (log.includes(needle)) found.push(`${what} in the log`);
+      for (const [file, content] of files) if (content.includes(Buffer.from(needle))) found.push(`${what} in ${file.slice(dataDir.length)}`);
+    }
+    fig('media: log lines searched', lines.length);
+    fig('media: plaintext found', found.length);
+    expect(found).toEqual([]);
   });
 });
 

@@ -182,7 +182,7 @@ describe('execute → runner → tasks → callback', () => {
     expect(retry?.body.execution_id).toBe(id);
     expect(retry?.delaySeconds).toBeGreaterThanOrEqual(1);
     expect(calls[0]?.headers['webhook-id']).toMatch(/^msg_/);
-    expect(JSON.parse(calls[0]?.body ?? '{}')).toEqual({ message: ['Hello, Bo!'], execution_id: id });
+    expect(JSON.parse(String(calls[0]?.body ?? '{}'))).toEqual({ message: ['Hello, Bo!'], execution_id: id });
 
     // The retry message arrives early (before it is due): it is deferred, not attempted.
     await callbackDispatch(sqsEvent([JSON.stringify(retry?.body)]), context());

@@ -7,6 +7,7 @@ import { OwnerSecretsStore } from '../../functions/adapters/owner-secrets.store'
 import { PipelinesStore } from '../../functions/adapters/pipelines.store';
 import { UploadsStore } from '../../functions/adapters/uploads.store';
 import { ensureTable, startDynalite, type LocalDynamo } from '../../lib/local/dynamo';
+import type { ObjectStorePort } from '../../functions/core/ports';
 
 export const testKeyMaterial = new StaticKeyMaterial({ pepper: Buffer.from('test-pepper-0123456789'), masterKey: Buffer.alloc(32, 7) });
 
@@ -22,8 +23,11 @@ export interface TestDb {
   close(): Promise<void>;
 }
 
-/** An in-memory dynalite with a fresh table, for one test file, reached as the local runtime reaches it. */
-export async function startTestDb(opts: { inProcess?: boolean } = {}): Promise<TestDb> {
+/**
+ * An in-memory dynalite with a fresh table, for one test file, reached as the local runtime
+ * reaches it. `objects`: where the executions store keeps values too large for a record.
+ */
+export async function startTestDb(opts: { inProcess?: boolean; objects?: ObjectStorePort } = {}): Promise<TestDb> {
   const dynamo = await startDynalite({ inProcess: opts.inProcess ?? true });
   const table = `t-${randomUUID().slice(0, 8)}`;
   await ensureTable(dynamo.endpoint, table);
@@ -32,7 +36,7 @@ export async function startTestDb(opts: { inProcess?: boolean } = {}): Promise<T
     dynamo,
     table,
     pipelines: new PipelinesStore(db, table),
-    executions: new ExecutionsStore(db, table),
+    executions: new ExecutionsStore(db, table, true, false, opts.objects ? () => opts.objects as ObjectStorePort : undefined),
     deployments: new DeploymentsStore(db, table),
     ownerSecrets: new OwnerSecretsStore(db, table, testKeyMaterial, 0),
     uploads: new UploadsStore(db, table),

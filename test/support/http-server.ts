@@ -12,6 +12,8 @@ export interface ReceivedRequest {
   path: string;
   headers: IncomingHttpHeaders;
   body: string;
+  /** The body's exact bytes (binary bodies). */
+  raw: Buffer;
 }
 
 export interface TestServer {
@@ -24,7 +26,10 @@ export async function startTestServer(answer: (req: ReceivedRequest, res: Server
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => answer({ method: req.method ?? 'GET', path: req.url ?? '/', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') }, res));
+    req.on('end', () => {
+      const raw = Buffer.concat(chunks);
+      answer({ method: req.method ?? 'GET', path: req.url ?? '/', headers: req.headers, body: raw.toString('utf8'), raw }, res);
+    });
   });
   await new Promise<void>((ok) => server.listen(0, '127.0.0.1', () => ok()));
   return {

@@ -237,8 +237,8 @@ describe('the local AWS endpoint', () => {
       // Prepare
       const before = endpoint.denials.length;
       // Act
-      const put = await errorName(objects('execution-status').put(`d/${D}/e/${E}/x`, Uint8Array.from([1]), 'text/plain'));
-      const read = await errorName(objects('execution-status').read(key));
+      const put = await errorName(objects('deployment-contract').put(`d/${D}/e/${E}/x`, Uint8Array.from([1]), 'text/plain'));
+      const read = await errorName(objects('deployment-contract').read(key));
       const remove = await errorName(objects('task-run').remove([key, `d/${D}/e/${E}/other`]));
       // Assess
       expect(put).toBe('AccessDenied');
@@ -259,14 +259,14 @@ describe('the local AWS endpoint', () => {
       // Assess
       expect(removed).toBe(1);
       expect(await objects('task-run').head(key)).toBeNull();
-      expect(await errorName(objects('execution-status').removePrefix(`d/${D}/`))).toBe('AccessDenied');
+      expect(await errorName(objects('deployment-contract').removePrefix(`d/${D}/`))).toBe('AccessDenied');
     });
 
     it("authorizes a presigned URL at use time against its signer's role", async () => {
       // Prepare
       const granted = await objects('execute').presignUpload(`d/${D}/u/${E}`, 'image/png', 2, 60);
-      const refused = await objects('execution-status').presignUpload(`d/${D}/u/${D}`, 'image/png', 2, 60);
-      const link = await objects('execution-status').presignDownload(`d/${D}/u/${E}`, 'image/png', 60, false);
+      const refused = await objects('deployment-contract').presignUpload(`d/${D}/u/${D}`, 'image/png', 2, 60);
+      const link = await objects('deployment-contract').presignDownload(`d/${D}/u/${E}`, 'image/png', 60, false);
       // Act
       const ok = await fetch(granted.url, { method: 'PUT', body: Uint8Array.from([7, 8]), headers: { 'Content-Type': 'image/png' } });
       const no = await fetch(refused.url, { method: 'PUT', body: Uint8Array.from([7, 8]), headers: { 'Content-Type': 'image/png' } });

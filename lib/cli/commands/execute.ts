@@ -4,10 +4,14 @@ import { isUuid, PIPELINE_ID_PATTERN } from '../../../functions/core/ids';
 import { ServiceError, UsageError } from '../errors';
 import { parseInputs, splitAssignments, type InputValueType, type RawValue } from '../inputs';
 import { fields } from '../output';
+import { executionFiles, splitFileInputs } from '../asset-inputs';
 import { result } from './executions';
 
 export interface ExecuteOptions {
   key?: string;
+  /** With --wait: download the ASSET outputs into this directory. */
+  download?: string;
+  force?: boolean;
   input: string[];
   callback?: string;
   wait?: boolean;
@@ -40,16 +44,25 @@ async function executeOnce(ctx: Ctx, deploymentId: string, opts: ExecuteOptions)
   splitAssignments(opts.input); // syntax errors before any request
   const { out, client } = ctx;
   const body: { workflow_input?: Record<string, { value: RawValue; value_type: RequestValueType }>; callback?: string } = {};
+  if (opts.callback !== undefined) body.callback = opts.callback;
   if (opts.input.length > 0) {
     // The caller's contract holds the visible inputs and their types; hidden ones cannot be set.
     const { body: contract } = await client.contract(deploymentId, key);
     const types = new Map<string, InputValueType>(contract.inputs.map((i) => [i.id, i.value_type]));
-    const values = parseInputs(opts.input, types);
-    body.workflow_input = Object.fromEntries(
+    const { files, texts } = splitFileInputs(opts.input, types, ctx.io.cwd);
+    const values = parseInputs(texts, types);
+    const workflowInput: Record<string, { value: RawValue; value_type: RequestValueType }> = Object.fromEntries(
       Object.entries(values).map(([id, value]) => [id, { value, value_type: requestValueType(types.get(id) ?? 'string') }]),
     );
+    body.workflow_input = workflowInput;
+    if (files.length > 0) {
+      // The request as it would be with every file's value empty: what the files' values add to.
+      const empty = Object.fromEntries(files.map((f) => [f.input, { value: '', value_type: 'ASSET' as const }]));
+      const otherChars = Buffer.byteLength(JSON.stringify({ ...body, workflow_input: { ...workflowInput, ...empty } }), 'utf8');
+      const fileValues = await executionFiles(ctx, deploymentId, key, files, otherChars);
+      for (const [id, value] of Object.entries(fileValues)) workflowInput[id] = { value, value_type: 'ASSET' };
+    }
   }
-  if (opts.callback !== undefined) body.callback = opts.callback;
 
   const accepted = await client.execute(deploymentId, key, body, opts.idempotencyKey);
   const executionId = accepted.body.execution_id;
@@ -80,5 +93,5 @@ async function executeOnce(ctx: Ctx, deploymentId: string, opts: ExecuteOptions)
     poll: () => client.executionStatus(executionId, key),
     progress: (status, ms) => `execution ${status}… ${(ms / 1000).toFixed(1)} s`,
   });
-  return result(ctx, executionId, { key });
+  return result(ctx, executionId, { key, ...(opts.download !== undefined ? { download: opts.download, force: opts.force === true } : {}) });
 }

@@ -2,7 +2,9 @@
  * The owner's view of a live API from the command line: `executions`, `show`, `cancel`,
  * `redeliver`, `usage`, and the caller's `result`.
  */
+import { resolve } from 'node:path';
 import type { ExecutionList, OwnerExecution } from '../client';
+import { downloadAll, planDownloads } from '../downloads';
 import { callerKey, type Ctx } from '../context';
 import { UsageError } from '../errors';
 import { checkPipelineId } from '../files';
@@ -249,8 +251,16 @@ export async function usage(ctx: Ctx, pipeline: string): Promise<number> {
   return 0;
 }
 
-/** `pipegate result <execution> --key K`: the caller's result of an execution. */
-export async function result(ctx: Ctx, executionId: string, opts: { key?: string }): Promise<number> {
+export interface ResultOptions {
+  key?: string;
+  /** Save every ASSET output into this directory. */
+  download?: string;
+  /** With download: replace files that exist. */
+  force?: boolean;
+}
+
+/** `pipegate result <execution> --key K [--download DIR [--force]]`: the caller's result of an execution. */
+export async function result(ctx: Ctx, executionId: string, opts: ResultOptions): Promise<number> {
   const key = callerKey(ctx, opts.key);
   if (key === undefined) {
     throw new UsageError('result needs the deployment\'s API key', 'pass --key <api key> or set PIPEGATE_API_KEY');
@@ -262,6 +272,20 @@ export async function result(ctx: Ctx, executionId: string, opts: { key?: string
     out.line(`${out.c.green('✔')} execution ${executionId} completed in ${duration(r.completion_duration ?? 0)}`);
     const data = Object.entries(r.response_data);
     if (data.length > 0) out.line(fields(data.map(([k, val]) => [k, showValue(val.value)] as const), out.c));
+    if (opts.download !== undefined) {
+      const planned = planDownloads(r.response_data, resolve(ctx.io.cwd, opts.download));
+      if (planned.length === 0) {
+        out.note(`execution ${executionId} has no ASSET outputs; nothing to download`);
+        return 0;
+      }
+      const written = await downloadAll(ctx, executionId, opts.download, planned, opts.force === true);
+      const pairs = planned.map((p, i) => [p.output, `${written[i] ?? ''}  ${out.c.dim(`(${p.mediaType}, ${p.bytes} bytes)`)}`] as const);
+      if (out.json) for (const [k, path] of pairs) out.note(`saved ${k}: ${path}`);
+      else {
+        out.line(out.c.bold('saved'));
+        out.line(fields(pairs, out.c));
+      }
+    }
     return 0;
   }
   out.note(`${out.e.red('✖')} execution ${executionId} ${r.status}${r.error_message ? `: ${r.error_message}` : ''}`);

@@ -1,3 +1,4 @@
+import { inlineFiles, RUN_FILE_LIMIT, splitFileInputs } from '../asset-inputs';
 import { waitUntilFinished, type Ctx } from '../context';
 import { checkPipelineId } from '../files';
 import { inputTypesOf, parseInputs, splitAssignments, type RawValue } from '../inputs';
@@ -18,7 +19,10 @@ export async function run(ctx: Ctx, pipeline: string, opts: RunOptions): Promise
   if (opts.input.length > 0) {
     // Text becomes a value only once the pipeline says which type each input has.
     const { body: p } = await client.getPipeline(pipeline);
-    inputs = parseInputs(opts.input, inputTypesOf(p.definition));
+    const types = inputTypesOf(p.definition);
+    // Runs take files inline only (there is no uploads route for runs), each within the limit of a run's asset value.
+    const { files, texts } = splitFileInputs(opts.input, types, ctx.io.cwd, RUN_FILE_LIMIT);
+    inputs = { ...parseInputs(texts, types), ...(await inlineFiles(files)) };
   }
   const started = await client.startRun(pipeline, inputs);
   const { run_id: runId, version } = started.body;

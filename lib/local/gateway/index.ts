@@ -179,7 +179,9 @@ export function createGateway(opts: GatewayOptions): (req: IncomingMessage, res:
         send(res, reply, requestId);
         log({
           method,
-          path: (req.url ?? '/').split('?', 1)[0],
+          // A path that carries a capability (an asset link's token) is logged as its template,
+          // as API Gateway's access log does (`resourcePath`): a link in a log is a leaked link.
+          path: route?.includes('{token}') ? route : (req.url ?? '/').split('?', 1)[0],
           route,
           status: reply.status,
           duration_ms: Math.round((performance.now() - started) * 1000) / 1000,

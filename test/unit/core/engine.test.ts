@@ -173,7 +173,7 @@ describe('runPipeline: node types', () => {
     // Assess
     expect(result).toEqual({
       status: 'failed',
-      error_message: `Node 'result' failed: output must be a string, a finite number or a boolean, got ${got}`,
+      error_message: `Node 'result' failed: output must be a string, a finite number, a boolean or an asset of this run, got ${got}`,
       caller_message: "Node 'result' failed: it produced no usable value",
     });
   });
@@ -216,7 +216,7 @@ describe('runPipeline: http nodes', () => {
     const seen: HttpRequest[] = [];
     const http: HttpPort = async (req) => {
       seen.push(req);
-      return json(200, { greeting: `hi ${JSON.parse(req.body ?? '{}').who}` });
+      return json(200, { greeting: `hi ${JSON.parse(String(req.body ?? '{}')).who}` });
     };
     const def = definition({
       who: { type: 'input', value_type: 'string', value: 'Ada' },

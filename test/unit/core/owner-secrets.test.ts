@@ -161,7 +161,7 @@ describe('the engine with owner secrets', () => {
     expect(result).toEqual({ status: 'completed', outputs: { answer: true } });
     expect(seen[0]?.url).toBe('https://api.example.com/v1/eu-west/rates');
     expect(seen[0]?.headers).toEqual({ Authorization: `Bearer ${TOKEN}`, 'X-Trace': 'fixed', 'content-type': 'application/json' });
-    expect(JSON.parse(seen[0]?.body ?? '')).toEqual({ city: 'Lyon', key: 'sig_1234567890' });
+    expect(JSON.parse(String(seen[0]?.body ?? ''))).toEqual({ city: 'Lyon', key: 'sig_1234567890' });
   });
 
   it('fails the node with a message naming a missing secret, and calls nothing', async () => {

@@ -15,7 +15,7 @@ import { push } from '../../../functions/services/push.service';
 import { sweepOnce } from '../../../functions/services/sweeper.service';
 import { taskRun, taskStart } from '../../../functions/services/tasks.service';
 import { testDeps, type TestDeps } from '../../support/fakes';
-import { memoryStores } from '../../support/memory-stores';
+import { memoryStores, type MemoryExecutions } from '../../support/memory-stores';
 
 const BASE = 'https://api.example';
 const HOOK = 'https://hooks.example/done';
@@ -28,6 +28,8 @@ interface Setup {
   id: string;
   /** The webhook-id of every POST the receiver got. */
   posts: string[];
+  /** The body of every POST the receiver got. */
+  bodies: string[];
   /** What the receiver answers to the next POST. */
   answer: { next: () => Promise<number> };
   clock: { ms: number };
@@ -36,11 +38,13 @@ interface Setup {
 /** A finished execution of a live deployment whose callback is owed, attempt 0 not yet sent. */
 async function owed(): Promise<Setup> {
   const posts: string[] = [];
+  const bodies: string[] = [];
   const answer = { next: async () => 204 };
   const clock = { ms: Date.parse('2026-11-22T12:00:00.000Z') };
   const http: HttpPort = async (req) => {
     if (!req.url.startsWith(HOOK)) throw new Error('no network here');
     posts.push(req.headers['webhook-id'] ?? '');
+    bodies.push(String(req.body));
     return { status: await answer.next(), headers: {}, body: '' };
   };
   const stores = memoryStores();
@@ -57,7 +61,7 @@ async function owed(): Promise<Setup> {
   const id = (accepted.body as { execution_id: string }).execution_id;
   await taskStart(d, id);
   await taskRun(d, id);
-  return { d, id, posts, answer, clock };
+  return { d, id, posts, bodies, answer, clock };
 }
 
 const settle = () => new Promise((r) => setImmediate(r));
@@ -212,3 +216,28 @@ describe("the owner's redelivery", () => {
     expect((await s.d.executions.get(s.id, new Date(s.clock.ms), true))?.callback_delivery).toMatchObject({ attempts: 2, outcome: 'delivered' });
   });
 });
+
+describe('ASSET outputs in callbacks', () => {
+  it('carry a link minted afresh for each attempt, at the base URL the execution was submitted at', async () => {
+    // Prepare: the finished execution's output is an asset (as the engine records one).
+    const s = await owed();
+    const item = (s.d.executions as MemoryExecutions).items.get(s.id);
+    if (!item) throw new Error('no execution');
+    Object.assign(item, { outputs: {}, output_assets: { out: { key: `d/${item.deployment_id}/e/${s.id}/node.x`, media_type: 'image/png', bytes: 3, sha256: 'ab'.repeat(32) } } });
+    let status = 500;
+    s.answer.next = async () => status;
+
+    // Act: a failed attempt, then the retry a few seconds later.
+    expect(await dispatch(s, 'm1')).toBe('retry');
+    s.clock.ms += 5_000;
+    status = 204;
+    expect(await dispatch(s, 'm2')).toBe('delivered');
+
+    // Assess
+    const links = s.bodies.map((b) => (JSON.parse(b) as { out: string[] }).out);
+    expect(links).toHaveLength(2);
+    for (const l of links) expect(l).toEqual([expect.stringMatching(/^https:\/\/api\.example\/v1\/assets\/v1\./)]);
+    expect(links[0]?.[0]).not.toBe(links[1]?.[0]);
+  });
+});
+

@@ -1,0 +1,83 @@
+/**
+ * Assets a run produces or passes on: when an http node's answer is a file, what media type it
+ * is stored as, how big it may be, and how an ASSET output looks to callers. Pure.
+ *
+ * An asset travels through a run as the view nodes see, `{url, media_type, bytes, sha256}`; the
+ * engine keeps, beside it, the ObjectRef it stands for (functions/core/engine.ts). An output (or
+ * an http node's `body_asset`) is an asset only when its value's `url` is that of an asset this
+ * very run holds: a transform can pass an asset on, or rebuild the object, but a URL it makes
+ * up, or one of another execution, is never turned into a reference, so no link can be minted
+ * to an object the run does not own.
+ */
+import { servedAsAttachment } from './asset-links';
+import { isMediaType } from './assets';
+import type { ObjectRef, PresignedDownload } from './ports';
+import { UNKNOWN_MEDIA_TYPE } from './sniff';
+
+/**
+ * The largest binary answer an http node takes, and the largest asset it sends as its body
+ * (bytes). Both are held in the task's memory once: 32 MiB keeps a run with a few of them well
+ * inside the task function's memory.
+ */
+export const HTTP_ASSET_MAX_BYTES = 32 * 1024 * 1024;
+
+/** The media type without parameters, lowercase; '' when there is none. */
+export const mediaTypeEssence = (contentType: string | undefined): string => (contentType ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
+
+const TEXT_APPLICATION = new Set([
+  'application/json',
+  'application/xml',
+  'application/javascript',
+  'application/ecmascript',
+  'application/x-www-form-urlencoded',
+  'application/x-ndjson',
+  'application/graphql',
+]);
+
+/**
+ * Whether an http answer with this Content-Type is a file (an asset) rather than JSON or text:
+ * image/*, audio/*, video/*, font/*, application/octet-stream, application/pdf, archives...
+ * Text (text/*), JSON and XML (including `+json` and `+xml` suffixes, except image/svg+xml,
+ * which is an image) and answers without a usable Content-Type stay values as before.
+ */
+export function isBinaryMediaType(contentType: string | undefined): boolean {
+  const essence = mediaTypeEssence(contentType);
+  if (!isMediaType(essence)) return false;
+  const [top = ''] = essence.split('/');
+  if (top === 'text' || top === 'multipart' || top === 'message') return false;
+  if (top === 'image' || top === 'audio' || top === 'video' || top === 'font' || top === 'model') return true;
+  if (TEXT_APPLICATION.has(essence) || essence.endsWith('+json') || essence.endsWith('+xml')) return false;
+  return true;
+}
+
+/**
+ * The media type an http node's binary answer is stored (and served) as: what the bytes sniff
+ * as; when no known format matches, the upstream's declared type only if it is one served as an
+ * attachment anyway (SVG, HTML, PDF...), since a type a browser shows inline must be proven by
+ * the bytes; otherwise application/octet-stream.
+ */
+export function answerMediaType(sniffed: string, declared: string | undefined): string {
+  if (sniffed !== UNKNOWN_MEDIA_TYPE) return sniffed;
+  const essence = mediaTypeEssence(declared);
+  return isMediaType(essence) && servedAsAttachment(essence) ? essence : UNKNOWN_MEDIA_TYPE;
+}
+
+/** An ASSET output as callers read it in `response_data`. */
+export interface AssetOutputValue {
+  value: string;
+  value_type: 'ASSET';
+  media_type: string;
+  bytes: number;
+  expires_at: string;
+}
+
+export const assetOutputValue = (ref: ObjectRef, link: PresignedDownload): AssetOutputValue => ({
+  value: link.url,
+  value_type: 'ASSET',
+  media_type: ref.media_type,
+  bytes: ref.bytes,
+  expires_at: link.expires_at,
+});
+
+/** The object name an http node's binary answer is stored under, beside the execution's other objects. */
+export const answerObjectName = (nodeId: string): string => `node.${nodeId}`;

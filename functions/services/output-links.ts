@@ -1,0 +1,30 @@
+/** Links to an execution's ASSET outputs, minted afresh every time a result is read or a callback sent. */
+import type { PresignedDownload } from '../core/ports';
+import type { Execution } from '../core/types';
+import type { Deps } from '../adapters/deps';
+
+/**
+ * A fresh capability link (Deps.assetLinks) for each ASSET output of a completed execution
+ * among `ids` (callers: the visible outputs only, so no link to a hidden output is ever made;
+ * owners: all). Nothing is minted, and the key material is not read, when there are none.
+ */
+export async function outputLinks(
+  d: Deps,
+  e: Pick<Execution, 'status' | 'output_assets'>,
+  baseUrl: string,
+  ids: readonly string[] | null,
+): Promise<Record<string, PresignedDownload>> {
+  const refs = e.status === 'completed' ? (e.output_assets ?? {}) : {};
+  const links: Record<string, PresignedDownload> = {};
+  const now = d.clock.now();
+  for (const id of ids ?? Object.keys(refs)) {
+    const ref = Object.hasOwn(refs, id) ? refs[id] : undefined;
+    if (ref === undefined) continue;
+    Object.defineProperty(links, id, { value: await d.assetLinks.link(ref, baseUrl, now), enumerable: true, writable: true, configurable: true });
+  }
+  return links;
+}
+
+/** The outputs a caller may see: the visible ones (every one for records that do not say). */
+export const callerOutputIds = (e: Pick<Execution, 'visible_outputs' | 'outputs' | 'output_assets'>): string[] =>
+  e.visible_outputs ?? [...Object.keys(e.outputs ?? {}), ...Object.keys(e.output_assets ?? {})];
