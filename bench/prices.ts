@@ -13,6 +13,8 @@ export const PRICES = {
   lambdaPerMillionRequests: 0.2,
   /** https://aws.amazon.com/lambda/pricing/ — duration on arm64 (Graviton), first 7.5 billion GB-s a month. */
   lambdaArmPerGbSecond: 0.0000133334,
+  /** https://aws.amazon.com/lambda/pricing/ — response streaming: each GB a function streams past the first 6 MB of a response. */
+  lambdaStreamedPerGb: 0.008,
   /** https://aws.amazon.com/sqs/pricing/ — standard queue, per million requests (each 64 KB chunk is one). */
   sqsPerMillionRequests: 0.4,
   /** https://aws.amazon.com/step-functions/pricing/ — Standard workflows, per million state transitions. */

@@ -9,7 +9,11 @@
  *   BENCH_RETAINED     finished executions kept for the retained-history figure (default 100000)
  *   BENCH_SKIP_RETAINED=1  leave the retained-history section out
  *
- * `npm run bench -- --only retained` prints the retained-history section alone (about a minute).
+ *   BENCH_SKIP_MEDIA=1  leave the media section out (executions with a 1 MB image, downloads)
+ *   BENCH_MEDIA_MS     length of each media load (default 5000)
+ *
+ * `npm run bench -- --only retained` prints the retained-history section alone (about a minute);
+ * `npm run bench -- --only media` the media section (about a minute);
  * `npm run bench -- --only scale` runs the load test on start:synth's scale model (bench/scale.ts;
  * minutes: a synthesis per deployment, then each rate's load and drain).
  */
@@ -31,6 +35,7 @@ import { fmt, fmtRatio, median, ratio, verdict, type Verdict } from './stats';
 import { markdownTable, textTable, type Row } from './table';
 import { measureRetained, type RetainedFigure } from './retained';
 import { measureScale, type RateFigure } from './scale';
+import { measureMedia, mediaRows } from './media';
 
 
 const RESULTS = join(__dirname, 'results');
@@ -353,13 +358,19 @@ async function main(): Promise<void> {
   const started = performance.now();
   mkdirSync(RESULTS, { recursive: true });
   const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined;
-  if (only !== undefined && only !== 'retained' && only !== 'scale') throw new Error(`--only takes "retained" or "scale", not ${JSON.stringify(only)}`);
+  if (only !== undefined && only !== 'retained' && only !== 'media' && only !== 'scale') throw new Error(`--only takes "retained", "media" or "scale", not ${JSON.stringify(only)}`);
   if (only === 'scale') {
     const m = machine();
     const { figures, limits } = await measureScale(log);
     const [header, rows] = scaleRows(figures, limits);
     console.log(textTable(header, rows));
     writeFileSync(join(RESULTS, 'scale.md'), `${markdownTable(header, rows)}\n`);
+    console.log(`\n${m.nproc} cores · ${m.cpuModel} · ${m.memoryGiB} GiB · Node ${m.node} · ${m.platform} · ${((performance.now() - started) / 1000).toFixed(0)} s`);
+    return;
+  }
+  if (only === 'media') {
+    const m = machine();
+    console.log(textTable(HEADER, mediaRows(await measureMedia(log))));
     console.log(`\n${m.nproc} cores · ${m.cpuModel} · ${m.memoryGiB} GiB · Node ${m.node} · ${m.platform} · ${((performance.now() - started) / 1000).toFixed(0)} s`);
     return;
   }
@@ -408,8 +419,9 @@ async function main(): Promise<void> {
   });
 
   const retained = process.env.BENCH_SKIP_RETAINED === '1' ? [] : await retainedSection();
+  const media = process.env.BENCH_SKIP_MEDIA === '1' ? [] : mediaRows(await measureMedia(log));
   const results: Results = { floor, e2e, execute, calls, callers: shapesMeasured, bundles, cost: costs(calls) };
-  const rows = [...loadRows(results), ...callerRows(results), ...bundleRows(bundles), ...retained, ...callRows(calls, results.cost)];
+  const rows = [...loadRows(results), ...callerRows(results), ...bundleRows(bundles), ...retained, ...media, ...callRows(calls, results.cost)];
   const failures = [floor, e2e, execute].flatMap((f) => [f.single, f.rated, f.closed]).filter((f) => f.failed > 0 || f.skipped > 0);
 
   console.log(textTable(HEADER, rows));

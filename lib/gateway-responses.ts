@@ -49,7 +49,17 @@ export interface GatewayResponse {
 export const GATEWAY_RESPONSES: readonly GatewayResponse[] = [
   // The detail names the accepted forms only, never which part of a key was wrong.
   { type: 'UNAUTHORIZED', statusCode: '401', body: JSON.stringify(unauthorizedBody('apiKey')), headers: { 'WWW-Authenticate': "'Api-Key'" } },
-  { type: 'ACCESS_DENIED', statusCode: '403', body: '{"error":"Forbidden"}' },
+  // The authorizer refuses a key with a Deny whose context says why (functions/core/errors.ts
+  // KEY_REFUSALS): API Gateway's UNAUTHORIZED cannot see an authorizer's context, ACCESS_DENIED
+  // can. The values are plain strings without quotes or backslashes, safe inside a JSON string.
+  // AWS also answers ACCESS_DENIED to an owner whose IAM identity may not call the route; there
+  // both fields are empty.
+  {
+    type: 'ACCESS_DENIED',
+    statusCode: '401',
+    body: '{"error":"Unauthorized","reason":"$context.authorizer.reason","detail":"$context.authorizer.detail"}',
+    headers: { 'WWW-Authenticate': "'Api-Key'" },
+  },
   // A Lambda authorizer that throws (its store was unreachable, say) is, to API Gateway, an
   // AUTHORIZER_CONFIGURATION_ERROR (a bare 500 by default): it could not decide, so retry.
   // AUTHORIZER_FAILURE gets the same answer for whatever else keeps it from deciding.

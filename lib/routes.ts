@@ -21,7 +21,20 @@ export interface Route {
    * the usual limit.
    */
   inlineAssets?: true;
+  /**
+   * The answer streams (API Gateway `ResponseTransferMode: STREAM`, a Lambda streaming handler
+   * written with `streamedHttpHandler`): bodies of any size pass through in chunks, never held
+   * whole, and binary needs no binary media types. Bounded by STREAMED_ROUTE_TIMEOUT_SECONDS.
+   */
+  streams?: true;
 }
+
+/**
+ * How long a streamed answer may last: API Gateway's ceiling for a streamed integration (15
+ * minutes), used as its integration time-out and as the function's time-out. Past the first
+ * 10 MB API Gateway passes 2 MB/s, so this bounds a download to ≈ 1.8 GB.
+ */
+export const STREAMED_ROUTE_TIMEOUT_SECONDS = 900;
 
 export const ROUTES: readonly Route[] = [
   // Callers, with a deployment's API key.
@@ -40,7 +53,7 @@ export const ROUTES: readonly Route[] = [
   { method: 'GET', path: '/v1/docs/{asset}', handler: 'deployment-docs', auth: 'none' },
   // A stored object's bytes: the URL is the capability (signed, expiring, bound to one object;
   // see functions/core/asset-links.ts), so a browser or a callback receiver opens it as it is.
-  { method: 'GET', path: '/v1/assets/{token}', handler: 'asset-get', auth: 'none' },
+  { method: 'GET', path: '/v1/assets/{token}', handler: 'asset-get', auth: 'none', streams: true },
   // Owners: IAM on AWS, a bearer token on the local runtime.
   { method: 'GET', path: '/v1/pipelines', handler: 'pipeline-list', auth: 'owner' },
   { method: 'PUT', path: '/v1/pipelines/{pipeline_id}', handler: 'pipeline-push', auth: 'owner' },

@@ -105,3 +105,12 @@ export const EXPRESS_MAX_EXECUTION_TIMEOUT_MS =
  */
 export const API_GATEWAY_INTEGRATION_TIMEOUT_SECONDS = 29;
 export const AWS_MAX_WAIT_SECONDS = API_GATEWAY_INTEGRATION_TIMEOUT_SECONDS - 4;
+
+/**
+ * Runs from the start that an execution interrupted by a crash of the local runtime gets: as
+ * many as the state machine gives RunNodes when its Lambda fails for Lambda's own reasons (its
+ * environment died), so a crash here loses no more work than one of those would on AWS.
+ */
+export const INTERRUPTED_RERUNS = ((r) => (r === undefined ? 0 : (r.MaxAttempts ?? 3)))(
+  retriersOf('RunNodes').find((r) => r.ErrorEquals.includes('Lambda.ServiceException')),
+);

@@ -7,7 +7,10 @@ import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-l
 import { AppError, assertBodyWithin, toErrorResponse } from '../core/errors';
 import { waitSeconds } from '../core/prefer';
 import { isStoreUnavailable } from '../core/ports';
+import { Readable, type Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type { Deps, DepsSource } from './deps';
+import { awslambda, type StreamingHandler } from './lambda-streaming';
 import { errorFields } from './logger';
 
 /** What a route handler answers, before it becomes an API Gateway proxy result. */
@@ -17,8 +20,6 @@ export interface RouteAnswer {
   headers?: Record<string, string>;
   /** A body that is not JSON (the docs page and its assets), sent as it is with its content type. */
   text?: { contentType: string; body: string };
-  /** Bytes (an asset), sent base64-encoded as API Gateway's proxy format wants them. */
-  binary?: Uint8Array;
 }
 
 export interface RequestInfo {
@@ -75,7 +76,6 @@ export function bodyText(event: APIGatewayProxyEvent): string | null {
 
 function toResult(r: RouteAnswer, requestId: string): APIGatewayProxyResult {
   const headers: Record<string, string> = { 'x-request-id': requestId, ...r.headers };
-  if (r.binary) return { statusCode: r.status, headers, body: Buffer.from(r.binary).toString('base64'), isBase64Encoded: true };
   if (r.text) return { statusCode: r.status, headers: { 'content-type': r.text.contentType, ...headers }, body: r.text.body };
   if (r.body === undefined) return { statusCode: r.status, headers, body: '' };
   return {
@@ -95,36 +95,103 @@ export const httpHandler = (fn: (req: RequestInfo) => Promise<RouteAnswer>, opts
     .use({
       onError: async (request) => {
         const requestId = request.context?.awsRequestId ?? request.event?.requestContext?.requestId ?? 'unknown';
-        let e: unknown = request.error;
-        if (!(e instanceof AppError) && isStoreUnavailable(e)) e = new AppError('ServiceUnavailable', 'the store is unavailable; retry shortly', {}, { cause: e });
-        const { status, body } = toErrorResponse(e, requestId);
-        if (status >= 500) deps().log.error('request failed', { request_id: requestId, status, route: request.event?.resource, ...errorFields(request.error) });
-        const headers = e instanceof AppError ? { ...e.headers } : {};
-        if (status === 503) headers['retry-after'] = '1';
-        request.response = toResult({ status, body, headers }, requestId);
+        request.response = toResult(errorAnswer(request.error, requestId, deps, request.event?.resource), requestId);
       },
     })
     .handler(async (event, context) => {
       const requestId = context?.awsRequestId ?? event.requestContext?.requestId ?? 'unknown';
-      const d = deps();
-      // API Gateway passes bodies up to 10 MB: the contract's limit is every route's to enforce
-      // (the local gateway checks it too, which once hid that owner routes did not).
-      // A route taking inline assets (lib/routes.ts inlineAssets) checks its own body in full.
-      const text = bodyText(event);
-      if (!opts.inlineAssets) assertBodyWithin(text, d.config.maxBodyBytes);
-      const info: RequestInfo = {
-        event,
-        deps: d,
-        requestId,
-        // A configured public URL wins: the Host header is the client's to choose.
-        baseUrl: d.config.publicUrl ?? baseUrlOf(event),
-        header: (name) => headerOf(event.headers, name),
-        headerValues: (name) => headerValuesOf(event, name),
-        param: (name) => event.pathParameters?.[name] ?? '',
-        query: (name) => event.queryStringParameters?.[name] ?? undefined,
-      };
-      return toResult(await fn(info), requestId);
+      return toResult(await fn(requestInfo(event, deps(), requestId, opts)), requestId);
     });
+
+/** Every failure through the catalog; unexpected ones (5xx) logged, without the request's secrets. */
+function errorAnswer(error: unknown, requestId: string, deps: DepsSource, route: string | undefined): RouteAnswer {
+  let e: unknown = error;
+  if (!(e instanceof AppError) && isStoreUnavailable(e)) e = new AppError('ServiceUnavailable', 'the store is unavailable; retry shortly', {}, { cause: e });
+  const { status, body } = toErrorResponse(e, requestId);
+  if (status >= 500) deps().log.error('request failed', { request_id: requestId, status, route, ...errorFields(error) });
+  const headers = e instanceof AppError ? { ...e.headers } : {};
+  if (status === 503) headers['retry-after'] = '1';
+  return { status, body, headers };
+}
+
+function requestInfo(event: APIGatewayProxyEvent, d: Deps, requestId: string, opts: { inlineAssets?: boolean }): RequestInfo {
+  // API Gateway passes bodies up to 10 MB: the contract's limit is every route's to enforce
+  // (the local gateway checks it too, which once hid that owner routes did not).
+  // A route taking inline assets (lib/routes.ts inlineAssets) checks its own body in full.
+  const text = bodyText(event);
+  if (!opts.inlineAssets) assertBodyWithin(text, d.config.maxBodyBytes);
+  return {
+    event,
+    deps: d,
+    requestId,
+    // A configured public URL wins: the Host header is the client's to choose.
+    baseUrl: d.config.publicUrl ?? baseUrlOf(event),
+    header: (name) => headerOf(event.headers, name),
+    headerValues: (name) => headerValuesOf(event, name),
+    param: (name) => event.pathParameters?.[name] ?? '',
+    query: (name) => event.queryStringParameters?.[name] ?? undefined,
+  };
+}
+
+/** A streamed answer: status and headers first, then the body as it comes. */
+export interface StreamedAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: AsyncIterable<Uint8Array>;
+}
+
+/**
+ * A route whose integration streams (lib/routes.ts `streams`): a Lambda streaming handler that
+ * writes API Gateway's streamed proxy format, so the body passes through in chunks, as fast as
+ * the client takes them, and is never held whole. Failures before the first byte are answered
+ * through the catalog like any route's; once the status is sent a failure can only cut the
+ * body short, so it is logged and the stream destroyed (the client sees a short body).
+ */
+export const streamedHttpHandler = (fn: (req: RequestInfo) => Promise<StreamedAnswer>) => (deps: DepsSource): StreamingHandler =>
+  awslambda().streamifyResponse(async (event, responseStream, context) => {
+    const requestId = context?.awsRequestId ?? event.requestContext?.requestId ?? 'unknown';
+    let answer: StreamedAnswer;
+    try {
+      answer = await fn(requestInfo(event, deps(), requestId, {}));
+    } catch (e) {
+      const failed = toResult(errorAnswer(e, requestId, deps, event.resource), requestId);
+      const out = awslambda().HttpResponseStream.from(responseStream, { statusCode: failed.statusCode, headers: stringHeaders(failed.headers) });
+      await endWith(out, failed.body);
+      return;
+    }
+    const out = awslambda().HttpResponseStream.from(responseStream, { statusCode: answer.status, headers: { 'x-request-id': requestId, ...answer.headers } });
+    let sourceFailed = false;
+    async function* source(): AsyncIterable<Uint8Array> {
+      try {
+        yield* answer.body;
+      } catch (e) {
+        sourceFailed = true;
+        throw e;
+      }
+    }
+    try {
+      // The metadata goes out on the first write() only (the runtime's rule): an empty object
+      // still needs one, so an empty chunk goes first.
+      out.write(new Uint8Array(0));
+      await pipeline(Readable.from(source(), { objectMode: false }), out);
+    } catch (e) {
+      // A client that goes away is ordinary; a store that fails mid-body is not.
+      const fields = { request_id: requestId, route: event.resource, ...errorFields(e) };
+      if (sourceFailed) deps().log.error('streamed answer cut short', fields);
+      else deps().log.warn('streamed answer cut short: the client went away', fields);
+      out.destroy();
+    }
+  });
+
+/** write(), then end(): end(chunk) alone would bypass the metadata (the runtime writes it on write()). */
+function endWith(out: Writable, text: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    out.write(text);
+    out.end((err?: Error | null) => (err ? reject(err) : resolve()));
+  });
+}
+
+const stringHeaders = (h: APIGatewayProxyResult['headers']): Record<string, string> => Object.fromEntries(Object.entries(h ?? {}).map(([k, v]) => [k, String(v)]));
 
 /**
  * The request's `Prefer: wait=N` (RFC 7240), capped at the configured maximum; counted from

@@ -16,7 +16,7 @@ const USAGE_RETENTION_SECONDS = 2 * 24 * 3600;
 
 const FIELDS: readonly (keyof Execution)[] = [
   'execution_id', 'kind', 'pipeline_id', 'version', 'deployment_id', 'status', 'inputs', 'outputs', 'visible_outputs',
-  'callback', 'callback_delivery', 'error_message', 'caller_error_message', 'created_at', 'started_at', 'completed_at', 'expires_at', 'run_by', 'requeued_at',
+  'callback', 'callback_delivery', 'error_message', 'caller_error_message', 'created_at', 'started_at', 'completed_at', 'expires_at', 'run_by', 'requeued_at', 'reruns', 'rerun_at',
   'trace', 'trace_truncated', 'assets', 'output_assets', 'base_url',
 ];
 
@@ -435,6 +435,38 @@ export class ExecutionsStore implements ExecutionsPort {
           ExpressionAttributeValues: { ':at': at, ':pending': 'pending', ...(pending ? {} : { ':n': seen.attempts }) },
         }),
       );
+      return true;
+    } catch (err) {
+      if (isConditionFailure(err)) return false;
+      throw err;
+    }
+  }
+
+  async markRerun(id: string, seenReruns: number, at: string): Promise<boolean> {
+    return this.conditionalUpdate({
+      TableName: this.table,
+      Key: keys.execution(id),
+      UpdateExpression: 'SET reruns = :next, rerun_at = :at, started_at = :at, requeued_at = :at REMOVE run_by',
+      ConditionExpression: seenReruns === 0 ? '#status = :running AND attribute_not_exists(reruns)' : '#status = :running AND reruns = :seen',
+      ExpressionAttributeNames: { '#status': 'status' },
+      ExpressionAttributeValues: { ':next': seenReruns + 1, ':at': at, ':running': 'running', ...(seenReruns === 0 ? {} : { ':seen': seenReruns }) },
+    });
+  }
+
+  async claimRerun(id: string, runBy: string, at: string): Promise<boolean> {
+    return this.conditionalUpdate({
+      TableName: this.table,
+      Key: keys.execution(id),
+      UpdateExpression: 'SET run_by = :me, started_at = :at REMOVE rerun_at',
+      ConditionExpression: '#status = :running AND attribute_exists(rerun_at)',
+      ExpressionAttributeNames: { '#status': 'status' },
+      ExpressionAttributeValues: { ':me': runBy, ':at': at, ':running': 'running' },
+    });
+  }
+
+  private async conditionalUpdate(input: ConstructorParameters<typeof UpdateCommand>[0]): Promise<boolean> {
+    try {
+      await this.db.send(new UpdateCommand(input));
       return true;
     } catch (err) {
       if (isConditionFailure(err)) return false;

@@ -1,5 +1,5 @@
 import type { APIGatewayAuthorizerResult, APIGatewayRequestAuthorizerEvent } from 'aws-lambda';
-import { isAppError } from '../core/errors';
+import { KEY_REFUSALS } from '../core/errors';
 import { lambdaDeps, type DepsSource } from '../adapters/deps';
 import { errorFields } from '../adapters/logger';
 import { authorize } from '../services/auth.service';
@@ -8,33 +8,40 @@ import { authorize } from '../services/auth.service';
  * The REQUEST authorizer of every caller route. Caching is off (TTL 0, no identity sources):
  * callers send either `X-API-Key` or `Authorization: Api-Key …`, and API Gateway refuses a
  * request outright when any configured identity source is missing, so no single header can be
- * the cache key. The policy allows every caller route of the stage, so it would stay correct
- * even if caching were turned on; the handlers compare the key's deployment with the path.
+ * the cache key. Nor could the answer be cached by key alone: a key is refused on a route that
+ * names another deployment (`other_deployment`).
+ *
+ * A refused key is a Deny with the reason in its context, not a thrown `Unauthorized`: API
+ * Gateway's UNAUTHORIZED response cannot see an authorizer's context, while its ACCESS_DENIED
+ * response can (`$context.authorizer.reason`), and lib/gateway-responses.ts turns that one into
+ * the 401 with the reason. The key itself is never logged nor returned.
  */
 export const createHandler =
   (deps: DepsSource) =>
   async (event: APIGatewayRequestAuthorizerEvent): Promise<APIGatewayAuthorizerResult> => {
     const d = deps();
     const headers: Record<string, string | undefined> = { ...(event.headers ?? {}) };
-    let who;
+    let answer;
     try {
-      who = await authorize(d, headers);
+      answer = await authorize(d, headers, event.pathParameters?.deployment_id);
     } catch (e) {
-      // API Gateway turns exactly this message into its 401 (the UNAUTHORIZED gateway response).
-      if (isAppError(e) && e.code === 'Unauthorized') throw new Error('Unauthorized');
       d.log.error('authorizer failed', errorFields(e));
       throw e;
     }
     const [arnPrefix, stage] = event.methodArn.split('/');
+    const callerRoutes = `${arnPrefix}/${stage}/*/v1/deployments/*`;
+    if (!answer.ok) {
+      d.log.info('API key refused', { reason: answer.reason });
+      return {
+        principalId: 'anonymous',
+        policyDocument: { Version: '2012-10-17', Statement: [{ Action: 'execute-api:Invoke', Effect: 'Deny', Resource: callerRoutes }] },
+        context: { reason: answer.reason, detail: KEY_REFUSALS[answer.reason] },
+      };
+    }
     return {
-      principalId: who.deploymentId,
-      policyDocument: {
-        Version: '2012-10-17',
-        Statement: [
-          { Action: 'execute-api:Invoke', Effect: 'Allow', Resource: `${arnPrefix}/${stage}/*/v1/deployments/*` },
-        ],
-      },
-      context: { deployment_id: who.deploymentId, revision: who.revision, deleted: who.deleted },
+      principalId: answer.deploymentId,
+      policyDocument: { Version: '2012-10-17', Statement: [{ Action: 'execute-api:Invoke', Effect: 'Allow', Resource: callerRoutes }] },
+      context: { deployment_id: answer.deploymentId, revision: answer.revision, deleted: answer.deleted },
     };
   };
 

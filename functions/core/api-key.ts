@@ -4,6 +4,7 @@
  * and a leaked one is recognisable by its prefix. Signing secrets are stored sealed.
  */
 import { createCipheriv, createDecipheriv, createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import type { KeyHash } from './types';
 
 export const API_KEY_PREFIX = 'pgk_';
 const KEY_RANDOM_BYTES = 24;
@@ -50,30 +51,58 @@ export function keyMatches(key: string, pepper: Buffer, storedHashes: string[]):
   return matched;
 }
 
-const API_KEY_SCHEME = /^api-key[ \t]+(\S+)$/i;
+// Whatever follows the scheme is the key: one with a space in it is then refused as malformed.
+const API_KEY_SCHEME = /^api-key(?:[ \t]+(.+))?$/is;
+
+/** What a request presents as its API key, or why it presents none. */
+export type PresentedKey = { key: string } | { refused: 'missing' | 'wrong_scheme' | 'two_keys' };
 
 /**
  * The key from `X-API-Key` or `Authorization: Api-Key <key>`. Two different keys in one
- * request are refused rather than choosing between them.
+ * request are refused rather than choosing between them; an Authorization header of another
+ * scheme (Bearer, Basic, a bare key) is named as such when no key came with the request.
  */
-export function extractApiKey(headers: Record<string, string | undefined>): string | null {
-  const fromHeader: string[] = [];
-  const fromAuthorization: string[] = [];
+export function readApiKey(headers: Record<string, string | undefined>): PresentedKey {
+  const keys = new Set<string>();
+  let otherScheme = false;
   for (const [name, value] of Object.entries(headers)) {
     if (value === undefined) continue;
     const lower = name.toLowerCase();
     if (lower === 'x-api-key') {
       const key = value.trim();
-      if (key !== '') fromHeader.push(key);
-    } else if (lower === 'authorization') {
+      if (key !== '') keys.add(key);
+    } else if (lower === 'authorization' && value.trim() !== '') {
       const match = API_KEY_SCHEME.exec(value.trim());
-      if (match?.[1] !== undefined) fromAuthorization.push(match[1]);
+      if (match === null) otherScheme = true;
+      else if (match[1] !== undefined) keys.add(match[1].trim());
     }
   }
-  const keys = new Set([...fromHeader, ...fromAuthorization]);
-  if (keys.size !== 1) return null;
   const [key] = keys;
-  return key ?? null;
+  if (keys.size > 1) return { refused: 'two_keys' };
+  if (key !== undefined) return { key };
+  return { refused: otherScheme ? 'wrong_scheme' : 'missing' };
+}
+
+/** The key from `X-API-Key` or `Authorization: Api-Key <key>`, or null (see readApiKey). */
+export function extractApiKey(headers: Record<string, string | undefined>): string | null {
+  const presented = readApiKey(headers);
+  return 'key' in presented ? presented.key : null;
+}
+
+/**
+ * What a key is to its deployment: `valid`, `revoked` (replaced without grace), `expired`
+ * (its grace period ended) or `unknown`. Every stored hash is compared, in constant time each.
+ */
+export function keyStatus(key: string, pepper: Buffer, stored: readonly KeyHash[], nowSeconds: number): 'valid' | 'revoked' | 'expired' | 'unknown' {
+  const candidate = Buffer.from(hashApiKey(key, pepper), 'utf8');
+  let status: 'valid' | 'revoked' | 'expired' | 'unknown' = 'unknown';
+  for (const k of stored) {
+    const expected = Buffer.from(k.hash, 'utf8');
+    if (expected.length !== candidate.length || !timingSafeEqual(expected, candidate)) continue;
+    if (k.expires_at === null || k.expires_at > nowSeconds) status = 'valid';
+    else if (status !== 'valid') status = k.revoked_at !== undefined ? 'revoked' : 'expired';
+  }
+  return status;
 }
 
 /** Compares two secrets without revealing, by timing, where or whether their lengths differ. */

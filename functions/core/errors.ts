@@ -64,6 +64,31 @@ export const unauthorizedBody = (kind: keyof typeof UNAUTHORIZED_DETAIL): ErrorB
   detail: UNAUTHORIZED_DETAIL[kind],
 });
 
+/**
+ * Why a caller's API key was refused: the `reason` of a 401, with a `detail` that says what to
+ * do. Each case is one the holder of that very key can tell apart anyway, so none says which
+ * keys or deployments exist: a well-formed key for a deployment that does not exist is
+ * `unknown`, exactly as one that never matched. Plain data read by the authorizer (its Deny
+ * context reaches the caller through the ACCESS_DENIED gateway response, which substitutes
+ * the text into a JSON string: hence no `"`, `\\`, `$` or `#`) and by the handlers.
+ */
+export const KEY_REFUSALS = {
+  missing: `no API key was sent: ${UNAUTHORIZED_DETAIL.apiKey}`,
+  wrong_scheme: "the Authorization header uses another scheme (Bearer, Basic or none): send 'Authorization: Api-Key <key>' or 'X-API-Key: <key>'",
+  two_keys: 'the request carries two different API keys (X-API-Key and Authorization): send one',
+  malformed: 'this is not a pipegate API key (they start with pgk_ and end with a checksum): check that it was copied whole',
+  unknown: "this API key is not valid: check it, or ask the deployment's owner for the current key",
+  revoked: "this API key was replaced by a key rotation and no longer works: ask the deployment's owner for the current key",
+  expired: "this API key's grace period after a key rotation has ended: use the current key",
+  other_deployment: "this API key belongs to another deployment: use this deployment's own key",
+} as const;
+
+export type KeyRefusal = keyof typeof KEY_REFUSALS;
+
+/** A caller's 401 from a handler, in the same shape as the authorizer's (ACCESS_DENIED). */
+export const keyRefused = (reason: KeyRefusal): AppError =>
+  new AppError('Unauthorized', KEY_REFUSALS[reason], { reason }, { headers: { 'www-authenticate': 'Api-Key' } });
+
 /** The 413 detail: the limit, in bytes and in a unit a person reads. */
 /**
  * The body limit of every route (contract §4), checked once where every route's body is read

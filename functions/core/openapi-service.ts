@@ -487,12 +487,13 @@ const OWNER_PATHS: Record<string, PathItem> = {
 
 const OWNER_RESPONSES: Record<string, JsonSchema> = {
   OwnerUnauthorized: {
-    description: 'Local runtime: missing or wrong owner token (`Unauthorized`).',
+    description:
+      'Missing or wrong owner credentials (`Unauthorized`): locally the owner token; on AWS an unsigned request, or an IAM identity that may not invoke this route (API Gateway\'s ACCESS_DENIED, answered 401 with `reason` and `detail` empty).',
     headers: { 'WWW-Authenticate': { description: 'Always `Bearer` on the local runtime.', required: true, schema: { const: 'Bearer' } } },
     content: jsonContent(schemaRef('Unauthorized')),
   },
   OwnerForbidden: {
-    description: 'AWS: the IAM signature was refused or the identity may not invoke this route.',
+    description: 'AWS: the IAM signature was refused (invalid or expired).',
     content: jsonContent(schemaRef('Forbidden')),
   },
   PipelineNotFound: { description: 'Pipeline Not Found.', content: jsonContent(schemaRef('NotFoundPipeline')) },

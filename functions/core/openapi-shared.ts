@@ -129,7 +129,7 @@ const errorResponse = (description: string, schema: string, headers?: Record<str
 });
 
 export const CALLER_RESPONSES: Record<string, JsonSchema> = {
-  Unauthorized: errorResponse('Missing or wrong API key (`Unauthorized`).', 'Unauthorized', {
+  Unauthorized: errorResponse('No usable API key (`Unauthorized`): `reason` says which case (missing, malformed, unknown, revoked, expired, another scheme, two keys, another deployment\'s key), `detail` what to do.', 'Unauthorized', {
     'WWW-Authenticate': { description: 'Always `Api-Key`.', required: true, schema: { const: 'Api-Key' } },
   }),
   DeploymentNotFound: errorResponse('Deployment Not Found.', 'NotFoundDeployment'),

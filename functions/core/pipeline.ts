@@ -121,7 +121,7 @@ const NODE_SCHEMAS = {
   ),
 } as const;
 
-export const TOP_LEVEL_FIELDS = ['description', 'nodes'] as const;
+export const TOP_LEVEL_FIELDS = ['description', 'retry_interrupted', 'nodes'] as const;
 /** The fields each node type takes: what shapes.ts documents (a test holds the two equal). */
 export const NODE_FIELDS: Record<NodeType, string[]> = Object.fromEntries(Object.entries(NODE_SCHEMAS).map(([type, s]) => [type, Object.keys(s.entries)])) as Record<NodeType, string[]>;
 
@@ -196,6 +196,12 @@ function validate(input: unknown, maxNodes: number): ValidationResult {
     else for (const issue of parsed.issues) problems.push({ path: issuePath('description', issue), reason: issue.message });
   }
 
+  let retryInterrupted: boolean | undefined;
+  if (Object.hasOwn(input, 'retry_interrupted')) {
+    if (typeof input.retry_interrupted === 'boolean') retryInterrupted = input.retry_interrupted;
+    else problems.push({ path: 'retry_interrupted', reason: `must be true or false, got ${describeType(input.retry_interrupted)}` });
+  }
+
   const rawNodes = input.nodes;
   if (!Object.hasOwn(input, 'nodes')) {
     problems.push({ path: 'nodes', reason: 'is required: an object of nodes keyed by node id' });
@@ -233,6 +239,7 @@ function validate(input: unknown, maxNodes: number): ValidationResult {
   if (problems.length > 0) return { ok: false, problems };
   const definition: PipelineDefinition = { nodes };
   if (definitionDescription !== undefined) definition.description = definitionDescription;
+  if (retryInterrupted !== undefined) definition.retry_interrupted = retryInterrupted;
   return { ok: true, definition };
 }
 
@@ -436,10 +443,11 @@ function findCycles(ids: string[], facts: Map<string, NodeFacts>): Problem[] {
 /* ------------------------------------------------------------------ canonical form */
 
 
-/** The definition as JSON with every object's keys sorted: `description` (when present) and `nodes` only. */
+/** The definition as JSON with every object's keys sorted: `description` and `retry_interrupted` (when present) and `nodes` only. */
 export function canonicalDefinition(def: PipelineDefinition): string {
   const content: Record<string, unknown> = { nodes: def.nodes };
   if (def.description !== undefined) content.description = def.description;
+  if (def.retry_interrupted !== undefined) content.retry_interrupted = def.retry_interrupted;
   return sortedJson(content);
 }
 

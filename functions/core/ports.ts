@@ -185,6 +185,17 @@ export interface ExecutionsPort {
    * a local start-up, when every holder is known dead (its process was the one before this one).
    */
   markRequeued(id: string, seen: { status: 'pending' } | { attempts: number }, at: string, opts?: { releaseClaim?: boolean }): Promise<boolean>;
+  /**
+   * A `running` execution whose process died is owed a run from the start: one write, conditional
+   * on the status and on the re-run count seen (`reruns`), bumps the count, sets `rerun_at` and
+   * `started_at` and drops `run_by`. False when it moved on, or another recovery won.
+   */
+  markRerun(id: string, seenReruns: number, at: string): Promise<boolean>;
+  /**
+   * The workflow `runBy` takes an owed re-run: `run_by` set and `rerun_at` removed, only while the
+   * execution is `running` with a re-run owed, so one workflow alone proceeds.
+   */
+  claimRerun(id: string, runBy: string, at: string): Promise<boolean>;
   /** Takes a settled execution (terminal, no callback owed) off the sweep index; false if it is not settled. */
   clearSweep(id: string): Promise<boolean>;
   /** Stores the trace of an execution cancelled while it ran (once; only on a cancelled one). */

@@ -13,7 +13,7 @@
  * - Messages on request schemas are what a caller reads in `detail`, so they say what is wanted.
  */
 import * as v from 'valibot';
-import { ERRORS, type ErrorName } from './errors';
+import { ERRORS, KEY_REFUSALS, type ErrorName, type KeyRefusal } from './errors';
 import { NODE_ID_PATTERN, NODE_TYPES, PIPELINE_ID_PATTERN, RESERVED_NODE_IDS } from './ids';
 import { OWNER_SECRET_MAX_LENGTH, OWNER_SECRET_NAME_PATTERN } from './owner-secrets';
 import { STATUSES, TERMINAL } from './transitions';
@@ -57,6 +57,9 @@ const Terminal = v.picklist(TERMINAL as readonly (typeof STATUSES)[number][]);
 const Detail = v.pipe(v.string(), v.minLength(1));
 
 /* ------------------------------------------------------------------ errors */
+
+const KEY_REASON_DOC =
+  'Why the API key was refused: `missing` (none sent), `wrong_scheme` (an Authorization header of another scheme), `two_keys` (two different keys), `malformed` (not a pipegate key), `unknown` (no such key), `revoked` (replaced by a rotation), `expired` (its grace period after a rotation ended), `other_deployment` (the key of another deployment).';
 
 /** An error body: `error` is the catalog's message, nothing else but the named fields. */
 const errorBody = <F extends v.ObjectEntries>(name: ErrorName, description: string, fields?: F) =>
@@ -256,6 +259,14 @@ const Node = v.variant('type', [InputNode, OutputNode, TransformNode, HttpNode, 
 const PipelineDefinition = v.pipe(
   v.strictObject({
     description: v.optional(v.pipe(v.string(), v.maxLength(2000))),
+    retry_interrupted: v.optional(
+      v.pipe(
+        v.boolean(),
+        v.description(
+          'Local runtime: an execution interrupted by a crash (kill -9, power loss) runs again from the start at the next start, up to the state machine\'s retries (default true); false fails it instead, for http nodes that are not safe to repeat.',
+        ),
+      ),
+    ),
     nodes: v.pipe(
       v.record(v.string(), Node),
       v.minEntries(1),
@@ -404,6 +415,7 @@ const OwnerExecution = v.object({
   failed_node: v.pipe(v.nullable(FailedNode), v.description('The node whose failure ended the execution; null otherwise.')),
   trace: v.pipe(v.nullable(v.array(NodeTrace)), v.description('What every node did, in dependency order; null until the execution has run.')),
   trace_truncated: v.pipe(v.boolean(), v.description('Previews or errors were cut further to keep the record within its size limit.')),
+  reruns: v.pipe(int(0), v.description('Times it ran again from the start after a crash of the local runtime interrupted it (always 0 on AWS).')),
   run_id: Uuid,
   execution_id: Uuid,
   kind: v.picklist(['run', 'api']),
@@ -508,8 +520,11 @@ export const SHAPES = {
   UploadRequest,
   UploadAnswer,
   OpenApiDocument,
-  Unauthorized: errorBody('Unauthorized', 'Missing or wrong credentials; `detail` says which forms are accepted.', { detail: v.optional(Detail) }),
-  NotFoundDeployment: errorBody('DeploymentNotFound', 'Unknown or deleted deployment, or the key of another deployment.'),
+  Unauthorized: errorBody('Unauthorized', 'Missing or refused credentials: for an API key, `reason` says which case it is and `detail` what to do; never which keys exist.', {
+    reason: v.optional(v.pipe(v.picklist(Object.keys(KEY_REFUSALS) as [KeyRefusal, ...KeyRefusal[]]), v.description(KEY_REASON_DOC))),
+    detail: v.optional(Detail),
+  }),
+  NotFoundDeployment: errorBody('DeploymentNotFound', 'Unknown or deleted deployment.'),
   NotFoundExecution: errorBody('ExecutionNotFound', 'Unknown or expired execution, or one of another deployment (or pipeline).'),
   InvalidInputStructure: errorBody(
     'InvalidInputStructure',

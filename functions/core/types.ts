@@ -62,6 +62,11 @@ export type NodeType = PipelineNode['type'];
 
 export interface PipelineDefinition {
   description?: string;
+  /**
+   * false: an execution interrupted by a crash of the local runtime is failed rather than run
+   * again from the start (for http nodes that are not safe to repeat). Absent means true.
+   */
+  retry_interrupted?: boolean;
   nodes: Record<string, PipelineNode>;
 }
 
@@ -161,6 +166,10 @@ export interface Execution {
   run_by?: string | null;
   /** When the sweeper last queued it (or its callback) again. */
   requeued_at?: string | null;
+  /** Times it was run again from the start after a crash of the local runtime interrupted it. */
+  reruns?: number | null;
+  /** Set while a re-run is owed and no workflow has taken it yet (see ExecutionsPort.markRerun). */
+  rerun_at?: string | null;
   /** What each node did (see NodeTrace); null until the engine ran it. */
   trace?: NodeTrace[] | null;
   /** The stored trace was cut to fit the item size limit. */
@@ -215,10 +224,15 @@ export interface PipelineVersion {
   created_at: string;
 }
 
-/** A credential kept during a rotation's grace period; `expires_at` null means current. */
+/**
+ * An API key's stored hash: current (`expires_at` null), in a rotation's grace period, or
+ * retired (past `expires_at`), kept so that a caller can be told why the key stopped.
+ */
 export interface KeyHash {
   hash: string;
   expires_at: number | null;
+  /** Set when a rotation without grace period replaced the key (epoch seconds). */
+  revoked_at?: number;
 }
 export interface SealedSecret {
   sealed: string;

@@ -152,6 +152,7 @@ export function ownerExecutionBody(e: Execution, hiddenInputs: ReadonlySet<strin
     failed_node: failed === null ? null : { node: failed.node, type: failed.type, error: failed.error, http_status: failed.http_status },
     trace,
     trace_truncated: e.trace_truncated === true,
+    reruns: e.reruns ?? 0,
   };
 }
 

@@ -1,7 +1,7 @@
 /** The caller API's use cases: execute, status, result, cancel, contract (contract §4). */
 import { createHash } from 'node:crypto';
 import { callerContract } from '../core/contract';
-import { AppError } from '../core/errors';
+import { AppError, keyRefused } from '../core/errors';
 import { parseExecutionRequest } from '../core/execution-request';
 import { isTerminal } from '../core/transitions';
 import type { Deployment, Execution } from '../core/types';
@@ -41,8 +41,13 @@ export async function liveDeployment(d: Deps, auth: CallerAuth): Promise<Deploym
   return dep;
 }
 
+/**
+ * The authorizer already refuses a key on another deployment's route (401 other_deployment);
+ * this holds the same line should an answer reach a handler some other way.
+ */
 export function assertDeployment(auth: CallerAuth, deploymentId: string): void {
-  if (auth.deleted || deploymentId !== auth.deploymentId) throw new AppError('DeploymentNotFound');
+  if (deploymentId !== auth.deploymentId) throw keyRefused('other_deployment');
+  if (auth.deleted) throw new AppError('DeploymentNotFound');
 }
 
 /** The execution, if it exists and belongs to the caller's live deployment; else 404. */

@@ -23,12 +23,13 @@ const callbackFields = (e: Execution): { callback_delivery?: CallbackDelivery } 
  * a retry by the same workflow (`runBy`) whose first write landed does.
  */
 export async function markRunning(d: Deps, executionId: string, runBy?: string): Promise<{ proceed: boolean }> {
-  const t = await d.executions.transition(executionId, 'running', {
-    started_at: d.clock.now().toISOString(),
-    ...(runBy ? { run_by: runBy } : {}),
-  });
+  const at = d.clock.now().toISOString();
+  const t = await d.executions.transition(executionId, 'running', { started_at: at, ...(runBy ? { run_by: runBy } : {}) });
   if (t.ok) return { proceed: true };
-  return { proceed: runBy !== undefined && t.current?.status === 'running' && t.current.run_by === runBy };
+  if (runBy === undefined || t.current?.status !== 'running') return { proceed: false };
+  if (t.current.run_by === runBy) return { proceed: true };
+  // A re-run owed after a crash (sweeper, startup): the first workflow to claim it runs it.
+  return { proceed: Boolean(t.current.rerun_at) && (await d.executions.claimRerun(executionId, runBy, at)) };
 }
 
 /**
@@ -76,8 +77,8 @@ export async function failRunning(d: Deps, e: Execution, message: string): Promi
 }
 
 /** A running execution whose process died (a restart, a shutdown past its drain time). */
-export const failInterrupted = (d: Deps, e: Execution, by = 'a service restart'): Promise<boolean> =>
-  failRunning(d, e, `Execution was interrupted by ${by} and did not finish`);
+export const failInterrupted = (d: Deps, e: Execution, by = 'a service restart', why?: string): Promise<boolean> =>
+  failRunning(d, e, `Execution was interrupted by ${by} and did not finish${why ? `; ${why}` : ''}`);
 
 /**
  * Cancels a pending or running execution at once (one conditional write), then stops its

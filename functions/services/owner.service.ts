@@ -10,7 +10,7 @@ import { RotateRequest, RunRequest } from '../core/shapes';
 import { isTerminal } from '../core/transitions';
 import { referenceProblem, valueTypeProblem } from '../core/values';
 import { InvalidCursorError, type ObjectRef } from '../core/ports';
-import type { Contract, ContractInput, DeploymentRecord, Execution, PipelineDefinition, PipelineMeta, RawValue, RunPointer } from '../core/types';
+import type { Contract, ContractInput, DeploymentRecord, Execution, KeyHash, PipelineDefinition, PipelineMeta, RawValue, RunPointer } from '../core/types';
 import { executeUrl, runBody } from '../core/views';
 import type { Deps } from '../adapters/deps';
 import { epochSeconds } from '../core/time';
@@ -399,6 +399,18 @@ async function removeDeploymentObjects(d: Deps, deploymentId: string): Promise<v
 }
 
 /**
+ * The retired key hashes a rotation keeps, newest first and at most RETIRED_KEYS_KEPT, only so
+ * that a caller still sending one is told it was revoked or its grace period ended rather than
+ * that it is unknown. Without a grace period the keys that worked until now are revoked.
+ */
+const RETIRED_KEYS_KEPT = 4;
+function retiredKeys(keys: readonly KeyHash[], grace: number, now: number): KeyHash[] {
+  const revoked = grace === 0 ? keys.filter((k) => k.expires_at === null || k.expires_at > now).map((k) => ({ hash: k.hash, expires_at: now, revoked_at: now })) : [];
+  const past = keys.filter((k) => k.expires_at !== null && k.expires_at <= now);
+  return [...revoked, ...past.sort((a, b) => (b.expires_at ?? 0) - (a.expires_at ?? 0))].slice(0, RETIRED_KEYS_KEPT);
+}
+
+/**
  * Rotates the API key (or the callback signing secret). Without a grace period the old one
  * stops at once; with one, both work until it ends, and callbacks carry both signatures.
  */
@@ -425,7 +437,11 @@ export async function rotate(d: Deps, id: string, body: string | null) {
     if (!ok) throw new AppError('Conflict', 'the deployment changed while rotating; try again');
     return { signing_secret: creds.signingSecret };
   }
-  const ok = await d.deployments.replaceKeys(dep.deployment_id, dep.revision, [{ hash: creds.keyHash, expires_at: null }, ...alive(dep.key_hashes)]);
+  const ok = await d.deployments.replaceKeys(dep.deployment_id, dep.revision, [
+    { hash: creds.keyHash, expires_at: null },
+    ...alive(dep.key_hashes),
+    ...retiredKeys(dep.key_hashes, grace, epochSeconds(now)),
+  ]);
   if (!ok) throw new AppError('Conflict', 'the deployment changed while rotating; try again');
   return { api_key: creds.apiKey };
 }

@@ -11,6 +11,7 @@ import type { Execution } from '../core/types';
 import type { Deps } from '../adapters/deps';
 import type { SweepKind } from '../core/ports';
 import { errorFields } from '../adapters/logger';
+import { INTERRUPTED_RERUNS } from '../../lib/workflow-budget';
 import { failInterrupted, failRunning } from './lifecycle.service';
 
 export interface SweepReport {
@@ -20,7 +21,9 @@ export interface SweepReport {
   requeued: number;
   /** `running` executions past their time-out plus grace, failed as timed out. */
   timedOut: number;
-  /** `running` executions found at a local start-up, whose process had died: failed as interrupted. */
+  /** `running` executions found at a local start-up, whose process had died, queued to run again from the start. */
+  rerun: number;
+  /** Of those, the ones out of re-runs (or whose pipeline opted out): failed as interrupted. */
   interrupted: number;
   /** Owed callbacks whose message was lost, queued again. */
   callbacksRequeued: number;
@@ -56,6 +59,7 @@ const emptyReport = (): SweepReport => ({
   examined: 0,
   requeued: 0,
   timedOut: 0,
+  rerun: 0,
   interrupted: 0,
   callbacksRequeued: 0,
   markersCleared: 0,
@@ -99,7 +103,7 @@ export async function sweepOnce(d: Deps, opts: SweepOptions = {}): Promise<Sweep
       report.unfinished.push(kind);
     }
   }
-  const repairs = report.requeued + report.timedOut + report.interrupted + report.callbacksRequeued + report.markersCleared;
+  const repairs = report.requeued + report.timedOut + report.rerun + report.interrupted + report.callbacksRequeued + report.markersCleared;
   if (repairs > 0 || report.errors > 0) d.log.info('sweeper: pass', { ...report, unfinished: report.unfinished.join(',') });
   return report;
 }
@@ -114,6 +118,7 @@ export async function sweepAll(d: Deps, opts: SweepOptions = {}): Promise<SweepR
     total.examined += r.examined;
     total.requeued += r.requeued;
     total.timedOut += r.timedOut;
+    total.rerun += r.rerun;
     total.interrupted += r.interrupted;
     total.callbacksRequeued += r.callbacksRequeued;
     total.markersCleared += r.markersCleared;
@@ -141,9 +146,7 @@ async function repair(d: Deps, id: string, now: Date, opts: SweepOptions, report
 
   if (e.status === 'running') {
     if (opts.startup) {
-      await failInterrupted(d, e);
-      report.interrupted += 1;
-      d.log.warn('sweeper: interrupted execution failed', { execution_id: e.execution_id });
+      await recoverInterrupted(d, e, now, report);
       return;
     }
     const deadlineMs = Date.parse(e.started_at ?? e.created_at) + d.config.executionTimeoutMs + d.config.sweepGraceSeconds * 1000;
@@ -163,6 +166,31 @@ async function repair(d: Deps, id: string, now: Date, opts: SweepOptions, report
     return;
   }
   if (await d.executions.clearSweep(e.execution_id)) report.markersCleared += 1;
+}
+
+/**
+ * A `running` execution found at a local start-up: its process died under it. As on AWS, where
+ * the state machine runs a task again when its Lambda dies, it runs again from the start (same
+ * id, same callback, owed once) up to INTERRUPTED_RERUNS times, then fails saying so. A pipeline
+ * whose http nodes are not safe to repeat opts out with `"retry_interrupted": false` and is
+ * failed at once. The re-run is one conditional write (markRerun) and a queue message; the
+ * workflow that message starts takes it over in MarkRunning (claimRerun).
+ */
+async function recoverInterrupted(d: Deps, e: Execution, now: Date, report: SweepReport): Promise<void> {
+  const reruns = e.reruns ?? 0;
+  const optedOut = (await d.pipelines.getVersion(e.pipeline_id, e.version))?.definition.retry_interrupted === false;
+  if (!optedOut && reruns < INTERRUPTED_RERUNS) {
+    if (!(await d.executions.markRerun(e.execution_id, reruns, now.toISOString()))) return;
+    await d.queue.send('executions', { execution_id: e.execution_id, requeued: now.getTime() });
+    report.rerun += 1;
+    d.log.warn('sweeper: interrupted execution queued to run again', { execution_id: e.execution_id, rerun: reruns + 1, of: INTERRUPTED_RERUNS });
+    return;
+  }
+  const why = optedOut
+    ? 'its pipeline sets retry_interrupted to false, so it was not run again'
+    : `it had already been run again ${reruns} ${reruns === 1 ? 'time' : 'times'}`;
+  if (await failInterrupted(d, e, 'a service restart', why)) report.interrupted += 1;
+  d.log.warn('sweeper: interrupted execution failed', { execution_id: e.execution_id, reruns, opted_out: optedOut });
 }
 
 /** An owed callback whose next attempt is overdue by the quiet period: its message was lost. */

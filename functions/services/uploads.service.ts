@@ -6,9 +6,10 @@ import { checkUploadFits, parseUploadRequest, uploadAnswer, type UploadAnswer } 
 import { epochSeconds } from '../core/time';
 import type { CallerAuth } from '../adapters/api';
 import type { Deps } from '../adapters/deps';
+import { assertDeployment } from './caller.service';
 
 export async function createUpload(d: Deps, auth: CallerAuth, deploymentId: string, body: string | null): Promise<UploadAnswer> {
-  if (auth.deleted || deploymentId !== auth.deploymentId) throw new AppError('DeploymentNotFound');
+  assertDeployment(auth, deploymentId);
   const req = parseUploadRequest(body);
   const dep = await d.deployments.get(auth.deploymentId, true);
   if (!dep || dep.status !== 'live') throw new AppError('DeploymentNotFound');

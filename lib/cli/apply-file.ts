@@ -32,7 +32,7 @@ export interface ApplyFile {
   /** The path as a person reads it (relative to where the command runs). */
   shown: string;
   id: string;
-  /** Only `description` and `nodes`: what the service receives. */
+  /** Only `description`, `retry_interrupted` and `nodes`: what the service receives. */
   definition: PipelineDefinition;
   /** Input nodes in declaration order, with their current values. */
   inputs: { id: string; value_type: InputValueType; value: RawValue }[];
@@ -49,7 +49,7 @@ export interface ApplyFile {
 
 export type CheckedFile = { ok: true; file: ApplyFile } | { ok: false; problems: FileProblem[] };
 
-const TOP_LEVEL = ['description', 'nodes', 'publish', 'tests', 'secrets'] as const;
+const TOP_LEVEL = ['description', 'retry_interrupted', 'nodes', 'publish', 'tests', 'secrets'] as const;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const PUBLISH_KEYS = ['inputs', 'outputs'] as const;
 const TEST_KEYS = ['name', 'inputs', 'expect'] as const;
@@ -245,7 +245,7 @@ export function checkApplyDocument(doc: unknown, where: { path: string; shown: s
     if (!(TOP_LEVEL as readonly string[]).includes(key)) problems.push({ path: joinPath('', key), reason: `unknown key; a pipeline file holds only ${TOP_LEVEL.join(', ')}` });
   }
   const sent: Record<string, unknown> = {};
-  for (const key of ['description', 'nodes'] as const) if (Object.hasOwn(doc, key)) sent[key] = doc[key];
+  for (const key of ['description', 'retry_interrupted', 'nodes'] as const) if (Object.hasOwn(doc, key)) sent[key] = doc[key];
   // The service applies its own node limit at push; here only the shape and references matter.
   const checked = validateDefinition(sent, { maxNodes: Number.MAX_SAFE_INTEGER });
   if (!checked.ok) problems.push(...checked.problems);

@@ -15,8 +15,8 @@ export interface PipelineFile {
   path: string;
   /** The pipeline id: `--id`, else the file name without its extension. */
   id: string;
-  /** What the service receives: only `description` (when present) and `nodes`. */
-  definition: { description?: unknown; nodes: unknown };
+  /** What the service receives: only `description` and `retry_interrupted` (when present) and `nodes`. */
+  definition: { description?: unknown; retry_interrupted?: unknown; nodes: unknown };
   /** The file's `publish` block, as written (undefined when absent). */
   publish: unknown;
   /** The file's `tests` block, as written (undefined when absent). */
@@ -89,6 +89,10 @@ export function loadPipelineFile(path: string, opts: { id?: string; cwd?: string
     throw new UsageError(`${path}: ${resolved.problems.map((p) => `${p.path}: ${p.reason}`).join('\n  ')}`);
   }
   const o = resolved.doc as Record<string, unknown>;
-  const definition: PipelineFile['definition'] = o.description !== undefined ? { description: o.description, nodes: o.nodes } : { nodes: o.nodes };
+  const definition: PipelineFile['definition'] = {
+    ...(o.description !== undefined ? { description: o.description } : {}),
+    ...(o.retry_interrupted !== undefined ? { retry_interrupted: o.retry_interrupted } : {}),
+    nodes: o.nodes,
+  };
   return { path: abs, id, definition, publish: o.publish, tests: o.tests, files: resolved.files };
 }

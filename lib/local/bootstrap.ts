@@ -42,3 +42,24 @@ export async function listen(
   const { port } = server.address() as AddressInfo;
   return { url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`, forgetUrl: recordRuntimeUrl(dataDir, host, port, env.PIPEGATE_BASE_PATH) };
 }
+
+/** What a start-up sweep found and did, as both runtimes report it. */
+export interface Recovered {
+  resumed: number;
+  rerun: number;
+  interrupted: number;
+  callbacks: number;
+}
+
+export const recoveredOf = (swept: { requeued: number; rerun: number; interrupted: number; callbacksRequeued: number }): Recovered => ({
+  resumed: swept.requeued,
+  rerun: swept.rerun,
+  interrupted: swept.interrupted,
+  callbacks: swept.callbacksRequeued,
+});
+
+/** The banner's line about it; null when there was nothing to recover. */
+export function describeRecovered(r: Recovered): string | null {
+  if (r.resumed + r.rerun + r.interrupted + r.callbacks === 0) return null;
+  return `${r.resumed} queued, ${r.rerun} interrupted and running again, ${r.interrupted} interrupted (marked failed), ${r.callbacks} callbacks resumed`;
+}

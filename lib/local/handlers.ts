@@ -1,6 +1,8 @@
 /** Route handler name (lib/routes.ts) → the factory of the function its Lambda runs. */
-import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+// First: a streamed route's handler calls `awslambda.streamifyResponse` as its module loads.
+import './gateway/awslambda-shim';
 import type { DepsSource } from '../../functions/adapters/deps';
+import type { LocalFunction } from './gateway/streaming';
 import { createHandler as execute } from '../../functions/execute/handler';
 import { createHandler as executionStatus } from '../../functions/execution-status/handler';
 import { createHandler as executionResult } from '../../functions/execution-result/handler';
@@ -29,7 +31,7 @@ import { createHandler as deploymentExecutions } from '../../functions/deploymen
 import { createHandler as deploymentUsage } from '../../functions/deployment-usage/handler';
 import { createHandler as assetGet } from '../../functions/asset-get/handler';
 
-export type HttpLambda = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult>;
+export type HttpLambda = LocalFunction;
 
 export const HTTP_HANDLERS: Record<string, (deps: DepsSource) => HttpLambda> = {
   execute,

@@ -11,7 +11,7 @@ import { join, resolve } from 'node:path';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { objectExpiryDays, readConfig, type Config } from '../config';
 import { QUEUES, type QueueName } from '../queues';
-import { ROUTES } from '../routes';
+import { ROUTES, STREAMED_ROUTE_TIMEOUT_SECONDS } from '../routes';
 import { INLINE_ASSET_BODY_MAX_BYTES } from '../../functions/core/assets';
 import asl from '../state-machine.asl.json';
 import { createDeps, type Deps } from '../../functions/adapters/deps';
@@ -25,7 +25,7 @@ import { ensureTable, startDynalite, type LocalDynamo } from './dynamo';
 import { createGateway, createLocalServer } from './gateway';
 import { createLambdaContext } from './lambda-context';
 import { LocalQueue, LocalQueuePort } from './queue';
-import { listen, ownerTokenOf, persistent } from './bootstrap';
+import { listen, ownerTokenOf, persistent, recoveredOf, type Recovered } from './bootstrap';
 import { startLocalS3, type LocalS3 } from './s3';
 import { createObjectStore } from '../../functions/adapters/objects.store';
 import { drainWorkflow, refuseWhileStopping, type StopOptions, type StopReport } from './shutdown';
@@ -71,7 +71,7 @@ export interface Runtime {
   deps: Deps;
   queues: { executions: LocalQueue; callbacks: LocalQueue };
   workflow: LocalWorkflow;
-  recovered: { resumed: number; interrupted: number; callbacks: number };
+  recovered: Recovered;
   /**
    * Stops accepting (every request answers 503 + Retry-After), lets running executions finish
    * for up to `drainMs` (PIPEGATE_DRAIN_SECONDS by default), then fails the rest as interrupted.
@@ -193,7 +193,7 @@ async function startLocked(
   // sweep index, which covers every open item here (see ExecutionsStore's markerFollowUp), so
   // the start-up costs what is open, not what is retained.
   const swept = await sweepAll(d, { startup: true });
-  const recovered = { resumed: swept.requeued, interrupted: swept.interrupted, callbacks: swept.callbacksRequeued };
+  const recovered = recoveredOf(swept);
 
   // Then the same use case on a timer: lost messages, dead letters, runs past their deadline.
   let sweeping: Promise<unknown> | undefined;
@@ -232,6 +232,7 @@ async function startLocked(
         ...r,
         ...(r.waits ? { integrationTimeoutMs: Math.max(29_000, (config.maxWaitSeconds + 4) * 1000) } : {}),
         ...(r.inlineAssets ? { maxBodyBytes: INLINE_ASSET_BODY_MAX_BYTES } : {}),
+        ...(r.streams ? { integrationTimeoutMs: STREAMED_ROUTE_TIMEOUT_SECONDS * 1000 } : {}),
       })),
       handlers: Object.fromEntries(Object.entries(HTTP_HANDLERS).map(([name, create]) => [name, create(source)])),
       authorizer: (event) => authorizerFn(event),

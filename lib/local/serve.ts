@@ -5,6 +5,7 @@
 import { ConfigError } from '../config';
 import { DataDirInUseError } from './data-dir-lock';
 import type { StopOptions, StopReport } from './shutdown';
+import { describeRecovered, type Recovered } from './bootstrap';
 
 /** A started runtime, either kind. */
 export interface Served {
@@ -13,7 +14,7 @@ export interface Served {
   dataDir: string;
   /** PIPEGATE_DRAIN_SECONDS. */
   drainSeconds: number;
-  recovered: { resumed: number; interrupted: number; callbacks: number };
+  recovered: Recovered;
   workflow: { running(): string[] };
   stop(opts?: StopOptions): Promise<StopReport>;
 }
@@ -34,7 +35,7 @@ const LABEL_WIDTH = 14;
 const line = (label: string, value: string): string => `  ${label.padEnd(LABEL_WIDTH)}${value}`;
 
 function banner(rt: Served, what: string, details: Array<[string, string]>): string {
-  const { resumed, interrupted, callbacks } = rt.recovered;
+  const recovered = describeRecovered(rt.recovered);
   return [
     '',
     `  pipegate${what} is running at ${rt.url}`,
@@ -42,7 +43,7 @@ function banner(rt: Served, what: string, details: Array<[string, string]>): str
     line('owner token', rt.ownerToken),
     line('data dir', rt.dataDir),
     ...details.map(([label, value]) => line(label, value)),
-    ...(resumed + interrupted + callbacks > 0 ? [line('recovered', `${resumed} queued, ${interrupted} interrupted (marked failed), ${callbacks} callbacks resumed`)] : []),
+    ...(recovered === null ? [] : [line('recovered', recovered)]),
     '',
     '  Try it:',
     `    export PIPEGATE_URL=${rt.url} PIPEGATE_OWNER_TOKEN=${rt.ownerToken}`,

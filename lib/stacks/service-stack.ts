@@ -22,7 +22,7 @@ import { bodyLimitDetail, ERRORS } from '../../functions/core/errors';
 import { readConfig } from '../config';
 import { GATEWAY_RESPONSES } from '../gateway-responses';
 import { QUEUES } from '../queues';
-import { ROUTES, WORKERS, type Route } from '../routes';
+import { ROUTES, STREAMED_ROUTE_TIMEOUT_SECONDS, WORKERS, type Route } from '../routes';
 import { DOCS_ASSETS, DOCS_ASSETS_DIR, DOCS_ASSETS_PACKAGE } from '../docs-assets';
 
 const DOCS_FUNCTION = 'deployment-docs';
@@ -183,6 +183,8 @@ export class ServiceStack extends Stack {
     if (name === WORKERS.taskStart || name === WORKERS.taskFail) return TASK_TIMEOUT;
     if (name === WORKERS.sweeper) return SWEEPER_TIMEOUT;
     if (ROUTES.some((r) => r.handler === name && r.waits)) return WAITING_ROUTE_TIMEOUT;
+    // A streamed answer lasts as long as the client takes to read it (2 MB/s past 10 MB).
+    if (ROUTES.some((r) => r.handler === name && r.streams)) return Duration.seconds(STREAMED_ROUTE_TIMEOUT_SECONDS);
     return ROUTE_TIMEOUT;
   }
 
@@ -348,7 +350,12 @@ export class ServiceStack extends Stack {
     const resource = api.root.resourceForPath(route.path);
     const pathParams = [...route.path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1] ?? '');
     const authorizationType = { apiKey: apigw.AuthorizationType.CUSTOM, owner: apigw.AuthorizationType.IAM, none: apigw.AuthorizationType.NONE }[route.auth];
-    const method = resource.addMethod(route.method, new apigw.LambdaIntegration(this.fn(route.handler).fn, { allowTestInvoke: false }), {
+    // STREAM makes the integration URI Lambda's InvokeWithResponseStream path
+    // (2021-11-15/…/response-streaming-invocations); its time-out may then reach 15 minutes.
+    const streaming = route.streams
+      ? { responseTransferMode: apigw.ResponseTransferMode.STREAM, timeout: Duration.seconds(STREAMED_ROUTE_TIMEOUT_SECONDS) }
+      : {};
+    const method = resource.addMethod(route.method, new apigw.LambdaIntegration(this.fn(route.handler).fn, { allowTestInvoke: false, ...streaming }), {
       authorizationType,
       authorizer: route.auth === 'apiKey' ? authorizer : undefined,
       requestValidator: validator,

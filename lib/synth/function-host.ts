@@ -6,7 +6,9 @@
  * heap. Events and results cross as JSON, as they cross the Lambda service.
  */
 import { randomUUID } from 'node:crypto';
+import { Readable } from 'node:stream';
 import { Worker } from 'node:worker_threads';
+import { AWSLAMBDA_SHIM_SOURCE } from '../local/gateway/awslambda-shim';
 
 /** What the template says about one function, resolved. */
 export interface FunctionSpec {
@@ -52,10 +54,19 @@ export class FunctionError extends Error {
 /** Lambda's synchronous invocation payload limit, each way. */
 const MAX_SYNC_PAYLOAD_BYTES = 6 * 1024 * 1024;
 
-// Plain JavaScript evaluated in the worker: the Node.js runtime's job of loading the handler
-// once and calling it per event with a context whose clock runs out at the deadline.
+// Plain JavaScript evaluated in the worker: the Node.js runtime's job of providing `awslambda`,
+// loading the handler once and calling it per event with a context whose clock runs out at the
+// deadline. Invoked with `stream` (InvokeWithResponseStream) the bytes go to the parent chunk by
+// chunk, each acknowledged before the next is taken (so a slow client slows the function, as on
+// Lambda); a buffered handler's result is then one chunk. Invoked without, a streaming handler's
+// bytes become the payload.
 const BOOTSTRAP = `
+${AWSLAMBDA_SHIM_SOURCE}
 const { parentPort, workerData } = require('node:worker_threads');
+const { Writable } = require('node:stream');
+const STREAMING = Symbol.for('aws.lambda.runtime.handler.streaming');
+const acks = new Map();
+const cancels = new Map();
 let handler;
 let initError;
 try {
@@ -65,7 +76,19 @@ try {
 } catch (err) {
   initError = err;
 }
+const ended = (out) => new Promise((resolve) => out.on('close', () => resolve(out.writableFinished)));
 parentPort.on('message', async (msg) => {
+  if (msg.kind === 'ack') {
+    const cb = acks.get(msg.id);
+    acks.delete(msg.id);
+    if (cb) cb();
+    return;
+  }
+  if (msg.kind === 'cancel') {
+    const cancel = cancels.get(msg.id);
+    if (cancel) cancel();
+    return;
+  }
   const context = {
     callbackWaitsForEmptyEventLoop: true,
     functionName: workerData.name,
@@ -80,7 +103,43 @@ parentPort.on('message', async (msg) => {
   };
   try {
     if (initError) throw initError;
-    const result = await handler(JSON.parse(msg.event), context);
+    const event = JSON.parse(msg.event);
+    const streaming = handler[STREAMING] === 'response';
+    if (msg.stream) {
+      const out = new Writable({
+        write(chunk, _encoding, cb) {
+          acks.set(msg.id, cb);
+          parentPort.postMessage({ id: msg.id, kind: 'chunk', data: new Uint8Array(chunk) });
+        },
+      });
+      cancels.set(msg.id, () => out.destroy(new Error('the response stream was closed by its reader')));
+      const finished = ended(out);
+      try {
+        if (streaming) await handler(event, out, context);
+        else out.write(JSON.stringify((await handler(event, context)) ?? null));
+      } finally {
+        if (!out.writableEnded && !out.destroyed) out.end();
+      }
+      const ok = await finished;
+      cancels.delete(msg.id);
+      acks.delete(msg.id);
+      parentPort.postMessage(ok ? { id: msg.id, kind: 'end' } : { id: msg.id, ok: false, errorType: 'Runtime.StreamClosed', errorMessage: 'the response stream closed before it ended', trace: [] });
+      return;
+    }
+    if (streaming) {
+      const parts = [];
+      const out = new Writable({ write(chunk, _encoding, cb) { parts.push(Buffer.from(chunk)); cb(); } });
+      const finished = ended(out);
+      await handler(event, out, context);
+      if (!out.writableEnded && !out.destroyed) out.end();
+      await finished;
+      const text = Buffer.concat(parts).toString('utf8');
+      let payload = text;
+      try { JSON.parse(text); } catch { payload = JSON.stringify(text); }
+      parentPort.postMessage({ id: msg.id, ok: true, payload });
+      return;
+    }
+    const result = await handler(event, context);
     parentPort.postMessage({ id: msg.id, ok: true, payload: result === undefined ? 'null' : JSON.stringify(result) });
   } catch (err) {
     const e = err instanceof Error ? err : new Error(String(err));
@@ -92,6 +151,9 @@ parentPort.on('message', async (msg) => {
 interface Pending {
   resolve: (payload: string) => void;
   reject: (err: Error) => void;
+  /** A streamed invocation's next chunk, and its end. */
+  chunk?: (data: Uint8Array) => void;
+  end?: () => void;
 }
 
 interface Sandbox {
@@ -167,6 +229,80 @@ export class FunctionHost {
     }
   }
 
+  /**
+   * Invokes with a response stream (InvokeWithResponseStream): the function's raw bytes as it
+   * writes them, pulled as the reader reads. The time-out covers the whole stream; a reader
+   * that stops reading (destroys the stream) closes the function's response stream.
+   */
+  async invokeStream(event: unknown): Promise<Readable> {
+    if (this.stopped) throw new FunctionError('Lambda.ServiceException', `${this.spec.name} is stopped`);
+    const text = JSON.stringify(event ?? null);
+    if (Buffer.byteLength(text, 'utf8') > MAX_SYNC_PAYLOAD_BYTES) {
+      throw new FunctionError('RequestEntityTooLargeException', `Request must be smaller than ${MAX_SYNC_PAYLOAD_BYTES} bytes for the InvokeWithResponseStream operation`);
+    }
+    const slot = this.options.concurrency?.();
+    if (this.options.concurrency && !slot) {
+      this.stats.throttles += 1;
+      throw new FunctionError('TooManyRequestsException', 'Rate Exceeded.');
+    }
+    let sandbox: Sandbox;
+    try {
+      sandbox = await this.acquire();
+    } catch (err) {
+      slot?.();
+      throw err;
+    }
+    this.stats.invocations += 1;
+    const id = randomUUID();
+    const timeoutMs = this.spec.timeoutSeconds * 1000;
+    let ackDue = false;
+    let settled = false;
+    const ack = () => sandbox.worker.postMessage({ id, kind: 'ack' });
+    const body = new Readable({
+      read() {
+        if (ackDue) {
+          ackDue = false;
+          ack();
+        }
+      },
+      destroy(err, cb) {
+        if (!settled) sandbox.worker.postMessage({ id, kind: 'cancel' });
+        cb(err);
+      },
+    });
+    const timer = setTimeout(() => {
+      this.stats.timeouts += 1;
+      this.discard(sandbox, new FunctionError('Sandbox.Timedout', `Task timed out after ${this.spec.timeoutSeconds.toFixed(2)} seconds`));
+    }, timeoutMs);
+    const settle = () => {
+      settled = true;
+      clearTimeout(timer);
+      sandbox.pending.delete(id);
+      this.release(sandbox);
+      slot?.();
+    };
+    sandbox.pending.set(id, {
+      chunk: (data) => {
+        if (body.push(Buffer.from(data.buffer, data.byteOffset, data.byteLength))) ack();
+        else ackDue = true;
+      },
+      end: () => {
+        settle();
+        body.push(null);
+      },
+      resolve: () => {
+        settle();
+        body.push(null);
+      },
+      reject: (e) => {
+        settle();
+        body.destroy(e);
+      },
+    });
+    sandbox.worker.postMessage({ id, requestId: randomUUID(), event: text, deadline: Date.now() + timeoutMs, stream: true });
+    return body;
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
     const workers = [...this.all];
@@ -216,10 +352,18 @@ export class FunctionHost {
         for (const line of lines) if (line !== '') log(spec.name, line);
       });
     }
-    worker.on('message', (m: { id: string; ok: boolean; payload?: string; errorType?: string; errorMessage?: string; trace?: string[] }) => {
+    worker.on('message', (m: { id: string; kind?: 'chunk' | 'end'; data?: Uint8Array; ok?: boolean; payload?: string; errorType?: string; errorMessage?: string; trace?: string[] }) => {
       const p = sandbox.pending.get(m.id);
       if (!p) return;
+      if (m.kind === 'chunk') {
+        if (m.data) p.chunk?.(m.data);
+        return;
+      }
       sandbox.pending.delete(m.id);
+      if (m.kind === 'end') {
+        p.end?.();
+        return;
+      }
       if (m.ok) p.resolve(m.payload ?? 'null');
       else p.reject(new FunctionError(m.errorType ?? 'Error', m.errorMessage ?? '', m.trace ?? []));
     });

@@ -26,10 +26,16 @@ export interface TemplateApi {
 }
 
 
-/** `arn:aws:apigateway:<region>:lambda:path/2015-03-31/functions/<function arn>/invocations` */
-function functionOfUri(uri: string, where: string): string {
-  const m = /:lambda:path\/2015-03-31\/functions\/(arn:[^/]+)\/invocations$/.exec(uri);
-  if (!m?.[1]) throw new Error(`${where}: integration URI ${uri} does not invoke a Lambda function`);
+/**
+ * `arn:aws:apigateway:<region>:lambda:path/2015-03-31/functions/<function arn>/invocations`
+ * (Invoke), or with `streaming`, `…/2021-11-15/functions/<function arn>/response-streaming-invocations`
+ * (InvokeWithResponseStream, which a STREAM integration must use).
+ */
+function functionOfUri(uri: string, where: string, streaming = false): string {
+  const m = streaming
+    ? /:lambda:path\/2021-11-15\/functions\/(arn:[^/]+)\/response-streaming-invocations$/.exec(uri)
+    : /:lambda:path\/2015-03-31\/functions\/(arn:[^/]+)\/invocations$/.exec(uri);
+  if (!m?.[1]) throw new Error(`${where}: integration URI ${uri} does not invoke a Lambda function${streaming ? ' with a response stream' : ''}`);
   return m[1];
 }
 
@@ -100,10 +106,18 @@ export function apiFromTemplate(stack: ResolvedStack): TemplateApi {
       continue;
     }
     if (integration.Type !== 'AWS_PROXY') throw new Error(`${id}: integration type ${String(integration.Type)} is not served locally`);
-    const functionArn = functionOfUri(stack.resolveString(integration.Uri, `${id}.Integration.Uri`), id);
+    const mode = integration.ResponseTransferMode === undefined ? 'BUFFERED' : String(integration.ResponseTransferMode);
+    if (mode !== 'BUFFERED' && mode !== 'STREAM') throw new Error(`${id}: response transfer mode ${mode} is not served locally`);
+    const streams = mode === 'STREAM';
+    const functionArn = functionOfUri(stack.resolveString(integration.Uri, `${id}.Integration.Uri`), id, streams);
     const name = functionArn.split(':').pop() ?? functionArn;
     functionArns[name] = functionArn;
-    if (typeof integration.TimeoutInMillis === 'number') integrationTimeoutMs = Math.min(integrationTimeoutMs, integration.TimeoutInMillis);
+    // A streamed method's time-out (up to 15 minutes) is its own; the others share the API's.
+    let routeTimeoutMs: number | undefined;
+    if (typeof integration.TimeoutInMillis === 'number') {
+      if (streams) routeTimeoutMs = integration.TimeoutInMillis;
+      else integrationTimeoutMs = Math.min(integrationTimeoutMs, integration.TimeoutInMillis);
+    }
     const type = String(props.AuthorizationType ?? 'NONE');
     let auth: GatewayRoute['auth'];
     if (type === 'CUSTOM') {
@@ -114,7 +128,7 @@ export function apiFromTemplate(stack: ResolvedStack): TemplateApi {
     } else if (type === 'AWS_IAM') auth = 'owner';
     else if (type === 'NONE') auth = 'none';
     else throw new Error(`${id}: authorization type ${type} is not served locally`);
-    routes.push({ method, path, handler: name, auth });
+    routes.push({ method, path, handler: name, auth, ...(streams ? { streams: true } : {}), ...(routeTimeoutMs === undefined ? {} : { integrationTimeoutMs: routeTimeoutMs }) });
   }
 
   const gatewayResponses = ofType('AWS::ApiGateway::GatewayResponse').map(([id, r]) =>

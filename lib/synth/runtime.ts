@@ -13,6 +13,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve as resolvePath } from 'node:path';
+import type { Readable } from 'node:stream';
 import type { APIGatewayAuthorizerResult, APIGatewayProxyEvent, APIGatewayProxyResult, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { DynamoDBClient, type CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
@@ -37,7 +38,7 @@ import { LocalSecretStore, startAwsEndpoint, type AwsEndpoint, type EndpointQueu
 import { FunctionError, FunctionHost, type FunctionSpec } from './function-host';
 import { apiFromTemplate, type TemplateApi } from './gateway-from-template';
 import { assertKnownPolicies, credentialsFor, IamEvaluator, type IamDecision, type IamRequest } from './iam';
-import { listen, ownerTokenOf } from '../local/bootstrap';
+import { describeRecovered, listen, ownerTokenOf, recoveredOf, type Recovered } from '../local/bootstrap';
 import { firewallFromTemplate } from './waf';
 import { resolveAssembly, type ResolvedAssembly, type ResolvedStack } from './physical';
 import { scaled, scaleFactorOf, scaleModelFromTemplates, type ScaleModel } from './scale-model';
@@ -88,7 +89,7 @@ export interface SynthRuntime {
   /** The one state machine a pipegate assembly has (what `npm start` calls `workflow`). */
   workflow: LocalWorkflow & StateMachinePort;
   /** What the start found unfinished in the data dir and carried on (as `npm start` does). */
-  recovered: { resumed: number; interrupted: number; callbacks: number };
+  recovered: Recovered;
   /**
    * The table, queues and state machine as the functions see them, from this process and
    * outside IAM (the restart's recovery uses them; tests plant state with them).
@@ -392,8 +393,9 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
     const unclean = !existsSync(cleanStop);
     rmSync(cleanStop, { force: true });
     const recovered = await recoverUnfinished(deps, dynamo.endpoint, unclean);
-    if (recovered.resumed + recovered.interrupted + recovered.callbacks > 0) {
-      log(`recovered ${recovered.resumed} queued, ${recovered.interrupted} interrupted (marked failed), ${recovered.callbacks} callbacks resumed`);
+    const said = describeRecovered(recovered);
+    if (said !== null) {
+      log(`recovered ${said}`);
     }
 
     // The event source mappings poll only with what the function's role allows.
@@ -482,17 +484,24 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
       });
     };
     const replies = gatewayReplies(api.gatewayResponses);
+    const methodArn = (event: APIGatewayProxyEvent) =>
+      `arn:aws:execute-api:${region}:${account}:${api.apiId}/${api.stage}/${event.httpMethod}${event.resource.replace(/\{[^}]+\}/g, (m) => event.pathParameters?.[m.slice(1, -1)] ?? '')}`;
     const handlers: Record<string, (event: APIGatewayProxyEvent) => Promise<APIGatewayProxyResult>> = {};
+    // Methods whose integration streams (ResponseTransferMode STREAM) invoke with a response stream.
+    const streamInvokers: Record<string, (event: APIGatewayProxyEvent) => Promise<Readable>> = {};
     for (const [name, fnArn] of Object.entries(api.functionArns)) {
       handlers[name] = (event) =>
-        (
-          invokeFromApi(fnArn, `arn:aws:execute-api:${region}:${account}:${api.apiId}/${api.stage}/${event.httpMethod}${event.resource.replace(/\{[^}]+\}/g, (m) => event.pathParameters?.[m.slice(1, -1)] ?? '')}`, event) as Promise<APIGatewayProxyResult>
-        ).catch((err: unknown) => {
+        (invokeFromApi(fnArn, methodArn(event), event) as Promise<APIGatewayProxyResult>).catch((err: unknown) => {
           // A throttled Lambda never ran, so it gave no proxy result: API Gateway answers its
           // INTEGRATION_FAILURE response (a 500 unless the API declares one).
           if (err instanceof FunctionError && err.name === 'TooManyRequestsException') return proxyResultOf(replies('INTEGRATION_FAILURE', event.requestContext.requestId, 500));
           throw err;
         });
+      streamInvokers[name] = async (event) => {
+        // lambda:InvokeFunction covers InvokeWithResponseStream too: the same permission check.
+        if (!api.mayInvoke(fnArn, methodArn(event))) throw new IntegrationError(`Invalid permissions on Lambda function ${fnArn} for ${methodArn(event)}`, 500);
+        return fnByArn(fnArn, 'API').invokeStream(event);
+      };
     }
     const authorizer = api.authorizer;
     // PIPEGATE_LOG_FORMAT reaches the functions as a tuning variable, checked by their config reader.
@@ -502,6 +511,7 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
     const gateway = createGateway({
       routes: api.routes,
       handlers,
+      streamInvokers,
       authorizer: (event) =>
         authorizer
           ? (invokeFromApi(authorizer.functionArn, `arn:aws:execute-api:${region}:${account}:${api.apiId}/authorizers/${authorizer.authorizerId}`, event) as Promise<APIGatewayAuthorizerResult>)
@@ -684,10 +694,10 @@ function sweeperCredentials(hosts: FunctionHost[]): { accessKeyId: string; secre
  * stop (no clean-stop file): a stop that finished left every write whole. The Scan is local
  * only: on AWS nothing restarts, and DynamoDB updates an item and its index entries together.
  */
-async function recoverUnfinished(d: Deps, dynamoEndpoint: string, unclean: boolean): Promise<{ resumed: number; interrupted: number; callbacks: number }> {
+async function recoverUnfinished(d: Deps, dynamoEndpoint: string, unclean: boolean): Promise<Recovered> {
   if (unclean) await indexUnmarkedOpen(d, dynamoEndpoint);
   const swept = await sweepAll(d, { startup: true });
-  return { resumed: swept.requeued, interrupted: swept.interrupted, callbacks: swept.callbacksRequeued };
+  return recoveredOf(swept);
 }
 
 /** Puts open executions that a kill left off the sweep index back on it (one Scan). */

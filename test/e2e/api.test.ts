@@ -5,7 +5,7 @@
 import { Webhook } from 'standardwebhooks';
 import type { PipelineDefinition } from '../../functions/core/types';
 import { greeting, sleep, startE2eRuntime, waitUntil, type E2eRuntime, type Published } from '../support/runtime';
-import { unauthorizedBody } from '../../functions/core/errors';
+import { KEY_REFUSALS, type KeyRefusal } from '../../functions/core/errors';
 import { reply, startTestServer, type ReceivedRequest, type TestServer } from '../support/http-server';
 
 let rt: E2eRuntime;
@@ -192,23 +192,28 @@ describe('executing a deployment', () => {
 describe('the error table (contract §5)', () => {
   const post = (body: unknown, headers: Record<string, string> = {}) => rt.caller('POST', executions(greet), greet.apiKey, body, headers);
 
-  it('401 for a missing or wrong key, with WWW-Authenticate', async () => {
-    for (const key of [null, 'nope', greet.apiKey.slice(0, -1) + (greet.apiKey.endsWith('A') ? 'B' : 'A')]) {
+  it('401 for a missing or wrong key, with WWW-Authenticate and the reason', async () => {
+    const cases: [string | null, KeyRefusal][] = [
+      [null, 'missing'],
+      ['nope', 'malformed'],
+      [greet.apiKey.slice(0, -1) + (greet.apiKey.endsWith('A') ? 'B' : 'A'), 'malformed'],
+    ];
+    for (const [key, reason] of cases) {
       const r = await rt.caller('POST', executions(greet), key, {});
       expect(r.status).toBe(401);
-      expect(r.body).toEqual(unauthorizedBody('apiKey'));
+      expect(r.body).toEqual({ error: 'Unauthorized', reason, detail: KEY_REFUSALS[reason] });
       expect(r.headers.get('www-authenticate')).toBe('Api-Key');
     }
   });
 
-  it('404 Deployment Not Found for an unknown deployment or another deployment\'s id', async () => {
+  it("401 other_deployment for another deployment's key, whether or not the deployment in the path exists", async () => {
     const other = await rt.publishPipeline('other-dep', greeting);
     const unknown = await rt.caller('POST', '/v1/deployments/00000000-0000-4000-8000-000000000000/executions/', greet.apiKey, {});
     const crossed = await rt.caller('POST', executions(other), greet.apiKey, {});
     const contract = await rt.caller('GET', `/v1/deployments/${other.deploymentId}/`, greet.apiKey);
     for (const r of [unknown, crossed, contract]) {
-      expect(r.status).toBe(404);
-      expect(r.body).toEqual({ error: 'Deployment Not Found' });
+      expect(r.status).toBe(401);
+      expect(r.body).toEqual({ error: 'Unauthorized', reason: 'other_deployment', detail: KEY_REFUSALS.other_deployment });
     }
   });
 

@@ -3,7 +3,7 @@
  * runtime's own links port serves the object's exact bytes through the gateway, and stops at
  * once when its deployment is deleted.
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { executionObjectKey } from '../../functions/core/object-keys';
 import type { ObjectRef } from '../../functions/core/ports';
 import { greeting, startTestRuntime, type Published, type TestRuntime } from '../support/runtime';
@@ -26,6 +26,29 @@ async function stored(name: string, body: Buffer, mediaType: string): Promise<Ob
 }
 
 describe('asset links on the local runtime', () => {
+  it('stream an object of several MB exactly, with its length, and a range of it', async () => {
+    // Prepare: incompressible bytes, larger than Lambda's 6 MB buffered answer.
+    const big = Buffer.concat([Buffer.from('89504e470d0a1a0a', 'hex'), randomBytes(7 * 1024 * 1024)]);
+    const link = await rt.deps.assetLinks.link(await stored('out.big', big, 'image/png'), rt.url, new Date());
+
+    // Act
+    const whole = await fetch(link.url);
+    const bytes = Buffer.from(await whole.arrayBuffer());
+    const tail = await fetch(link.url, { headers: { range: `bytes=${big.length - 1000}-` } });
+    const tailBytes = Buffer.from(await tail.arrayBuffer());
+    const past = await fetch(link.url, { headers: { range: `bytes=${big.length}-` } });
+
+    // Assess
+    expect(whole.status).toBe(200);
+    expect(whole.headers.get('content-length')).toBe(String(big.length));
+    expect(createHash('sha256').update(bytes).digest('hex')).toBe(createHash('sha256').update(big).digest('hex'));
+    expect(tail.status).toBe(206);
+    expect(tailBytes.equals(big.subarray(big.length - 1000))).toBe(true);
+    expect(past.status).toBe(416);
+    expect(past.headers.get('content-range')).toBe(`bytes */${big.length}`);
+    expect(((await past.json()) as { error: string }).error).toBe('Range Not Satisfiable');
+  });
+
   it('serve the exact bytes with their headers, SVG as an attachment, and 404 once the deployment is deleted', async () => {
     // Prepare
     const jpeg = Buffer.concat([Buffer.from('ffd8ffe000104a464946', 'hex'), Buffer.alloc(1_500_000, 0xab), Buffer.from('ffd9', 'hex')]);

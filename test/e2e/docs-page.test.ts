@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { INLINE_ASSET_BODY_MAX_BYTES } from '../../functions/core/assets';
 import type { PipelineDefinition } from '../../functions/core/types';
 import { png } from '../support/media';
-import { startTestRuntime, type Published, type TestRuntime } from '../support/runtime';
+import { startTestRuntime, waitUntil, type Published, type TestRuntime } from '../support/runtime';
 
 const CHROMIUM = process.env.PIPEGATE_CHROMIUM ?? '/usr/bin/chromium';
 const haveChromium = existsSync(CHROMIUM);
@@ -137,7 +137,8 @@ describe('GET /v1/deployments/{id}/docs', () => {
     await page.setInputFiles('#file-photo', { name: 'six.png', mimeType: 'image/png', buffer: bytes });
     await page.click('#files-send');
     const result = page.locator('#files-result');
-    await page.waitForFunction("/^HTTP \\d+/.test(document.getElementById('files-result').textContent)", undefined, { timeout: 60_000 });
+    // Polled from here: a predicate evaluated in the page would need the eval its CSP forbids.
+    await waitUntil(() => result.innerText(), (t) => /^HTTP \d+/.test(t), 60_000, 100);
     const text = await result.innerText();
     expect(text).toMatch(/^HTTP 202\n/);
     const executionId = (JSON.parse(text.slice(text.indexOf('\n') + 1)) as { execution_id: string }).execution_id;
@@ -153,7 +154,7 @@ describe('GET /v1/deployments/{id}/docs', () => {
     });
     await page.setInputFiles('#file-photo', { name: 'big.png', mimeType: 'image/png', buffer: Buffer.concat([bytes, Buffer.alloc(INLINE_ASSET_BODY_MAX_BYTES)]) });
     await page.click('#files-send');
-    await page.waitForFunction("document.getElementById('files-result').textContent.includes('uploads route')", undefined, { timeout: 60_000 });
+    await waitUntil(() => result.innerText(), (t) => t.includes('uploads route'), 60_000, 100);
     expect(await result.innerText()).toContain(`over the ${INLINE_ASSET_BODY_MAX_BYTES} bytes this page sends inline`);
     expect(posts).toEqual([]);
     expect(problems).toEqual([]);

@@ -5,7 +5,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { UNAUTHORIZED_DETAIL } from '../../functions/core/errors';
+import { KEY_REFUSALS, UNAUTHORIZED_DETAIL } from '../../functions/core/errors';
 import { greeting, startTestRuntime, type Published, type TestRuntime } from '../support/runtime';
 
 let rt: TestRuntime;
@@ -30,7 +30,10 @@ describe('the local runtime', () => {
     const owner = await rt.caller('GET', '/v1/pipelines', null, undefined, { authorization: 'Bearer wrong' });
 
     // Assess
-    expect([caller.status, caller.body]).toEqual([401, { error: 'Unauthorized', detail: UNAUTHORIZED_DETAIL.apiKey }]);
+    const none = await rt.caller('GET', `/v1/deployments/${p.deploymentId}/`, null);
+    expect([caller.status, caller.body]).toEqual([401, { error: 'Unauthorized', reason: 'malformed', detail: KEY_REFUSALS.malformed }]);
+    // With no key at all, the detail names the forms a key is sent in.
+    expect([none.status, none.body.reason, String(none.body.detail)]).toEqual([401, 'missing', expect.stringContaining(UNAUTHORIZED_DETAIL.apiKey)]);
     expect([owner.status, owner.body]).toEqual([401, { error: 'Unauthorized', detail: UNAUTHORIZED_DETAIL.ownerToken }]);
   });
 

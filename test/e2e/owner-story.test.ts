@@ -15,7 +15,7 @@ import { runCli, type CliOptions, type CliRun } from '../support/cli';
 import { startReceiver, type Receiver } from '../support/receiver';
 import { startTestRuntime, waitUntil, type TestRuntime } from '../support/runtime';
 
-jest.setTimeout(60_000);
+jest.setTimeout(180_000);
 
 let rt: TestRuntime;
 let receiver: Receiver;

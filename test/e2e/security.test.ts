@@ -11,6 +11,8 @@ import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import fc from 'fast-check';
 import { createDocumentClient } from '../../functions/adapters/dynamo';
 import { createLogger } from '../../functions/adapters/logger';
+import { generateApiKey } from '../../functions/core/api-key';
+import { KEY_REFUSALS, type KeyRefusal } from '../../functions/core/errors';
 import type { PipelineDefinition } from '../../functions/core/types';
 import { ROUTES } from '../../lib/routes';
 import { startReceiver, type Receiver } from '../support/receiver';
@@ -81,35 +83,44 @@ describe('caller authentication and owner credentials', () => {
 
   it('answers 401 with WWW-Authenticate for every missing, malformed or wrong credential, on every caller route', async () => {
     const key = a.apiKey;
-    const cases: [string, Record<string, string>][] = [
-      ['no header', {}],
-      ['X-API-Key empty', { 'x-api-key': '' }],
-      ['X-API-Key blank', { 'x-api-key': '   ' }],
-      ['Authorization: Api-Key with no key', { authorization: 'Api-Key ' }],
-      ['Authorization: Bearer <key>', { authorization: `Bearer ${key}` }],
-      ['Authorization: Basic <key:>', { authorization: `Basic ${Buffer.from(`${key}:`).toString('base64')}` }],
-      ['Authorization: <key> with no scheme', { authorization: key }],
-      ['both headers, different keys', { 'x-api-key': key, authorization: `Api-Key ${b.apiKey}` }],
-      ['truncated by one', { 'x-api-key': key.slice(0, -1) }],
-      ['truncated to the prefix and id', { 'x-api-key': key.slice(0, 36) }],
-      ['one more character', { 'x-api-key': `${key}A` }],
-      ['upper-cased', { 'x-api-key': key.toUpperCase() }],
-      ['another prefix', { 'x-api-key': `pgx_${key.slice(4)}` }],
-      ['one char changed in the deployment id', { 'x-api-key': oneCharChanged(key, 10) }],
-      ['one char changed in the random part', { 'x-api-key': oneCharChanged(key, 50) }],
-      ['one char changed in the checksum', { 'x-api-key': oneCharChanged(key, key.length - 1) }],
-      ['a key of the right shape that was never issued', { 'x-api-key': `pgk_${'0'.repeat(32)}${'A'.repeat(key.length - 42)}${key.slice(-6)}` }],
-      ['the owner token as an API key', { 'x-api-key': rt.ownerToken }],
-      ['a 20 KB key', { 'x-api-key': `${key}${'A'.repeat(20 * 1024)}` }],
-      ['20 KB of header beside a wrong key', { 'x-api-key': 'nope', 'x-pad': 'p'.repeat(20 * 1024) }],
+    // A made-up key that passes the checksum: of this deployment, and of one that does not exist.
+    const madeUp = generateApiKey(a.deploymentId, Buffer.alloc(24, 9));
+    const nowhere = generateApiKey('00000000-0000-4000-8000-000000000000', Buffer.alloc(24, 9));
+    const cases: [string, Record<string, string>, string][] = [
+      ['no header', {}, 'missing'],
+      ['X-API-Key empty', { 'x-api-key': '' }, 'missing'],
+      ['X-API-Key blank', { 'x-api-key': '   ' }, 'missing'],
+      ['Authorization: Api-Key with no key', { authorization: 'Api-Key ' }, 'missing'],
+      ['Authorization: Bearer <key>', { authorization: `Bearer ${key}` }, 'wrong_scheme'],
+      ['Authorization: Basic <key:>', { authorization: `Basic ${Buffer.from(`${key}:`).toString('base64')}` }, 'wrong_scheme'],
+      ['Authorization: <key> with no scheme', { authorization: key }, 'wrong_scheme'],
+      ['both headers, different keys', { 'x-api-key': key, authorization: `Api-Key ${b.apiKey}` }, 'two_keys'],
+      ['truncated by one', { 'x-api-key': key.slice(0, -1) }, 'malformed'],
+      ['truncated to the prefix and id', { 'x-api-key': key.slice(0, 36) }, 'malformed'],
+      ['one more character', { 'x-api-key': `${key}A` }, 'malformed'],
+      ['upper-cased', { 'x-api-key': key.toUpperCase() }, 'malformed'],
+      ['another prefix', { 'x-api-key': `pgx_${key.slice(4)}` }, 'malformed'],
+      ['one char changed in the deployment id', { 'x-api-key': oneCharChanged(key, 10) }, 'malformed'],
+      ['one char changed in the random part', { 'x-api-key': oneCharChanged(key, 50) }, 'malformed'],
+      ['one char changed in the checksum', { 'x-api-key': oneCharChanged(key, key.length - 1) }, 'malformed'],
+      ['a key of the right shape that was never issued', { 'x-api-key': `pgk_${'0'.repeat(32)}${'A'.repeat(key.length - 42)}${key.slice(-6)}` }, 'malformed'],
+      ["a made-up key with a valid checksum, for this deployment", { 'x-api-key': madeUp }, 'unknown'],
+      ['a made-up key with a valid checksum, for no deployment', { 'x-api-key': nowhere }, 'unknown'],
+      ['the owner token as an API key', { 'x-api-key': rt.ownerToken }, 'malformed'],
+      ['a 20 KB key', { 'x-api-key': `${key}${'A'.repeat(20 * 1024)}` }, 'malformed'],
+      ['20 KB of header beside a wrong key', { 'x-api-key': 'nope', 'x-pad': 'p'.repeat(20 * 1024) }, 'malformed'],
     ];
     const unexpected: string[] = [];
-    for (const [what, headers] of cases) {
+    for (const [what, headers, reason] of cases) {
       for (const route of callerRoutes(a.deploymentId, execA)) {
         const r = await send(route.method, route.path, headers);
         // Node's HTTP server refuses more than 16 KB of headers with 431 before any handler runs.
         const big = what.includes('20 KB');
-        const good = big ? r.status === 431 || (r.status === 401 && r.headers.get('www-authenticate') === 'Api-Key') : r.status === 401 && r.headers.get('www-authenticate') === 'Api-Key' && r.body.error === 'Unauthorized';
+        const refused =
+          r.status === 401 &&
+          r.headers.get('www-authenticate') === 'Api-Key' &&
+          JSON.stringify(r.body) === JSON.stringify({ error: 'Unauthorized', reason, detail: KEY_REFUSALS[reason as KeyRefusal] });
+        const good = big ? r.status === 431 || refused : refused;
         if (!good) unexpected.push(`${what} → ${route.name}: ${r.status} ${r.text}`);
       }
     }
@@ -127,27 +138,31 @@ describe('caller authentication and owner credentials', () => {
     }
   });
 
-  it("answers 404 for another deployment's key on this deployment's routes", async () => {
+  it("answers 401 other_deployment for another deployment's key on this deployment's routes, 404 for its executions", async () => {
     const statuses = [];
     for (const route of callerRoutes(a.deploymentId, execA)) {
       const r = await send(route.method, route.path, { 'x-api-key': b.apiKey });
-      statuses.push([route.name, r.status, r.body.error]);
+      statuses.push([route.name, r.status, r.body.error, r.body.reason]);
     }
+    // An execution id names no deployment: whether it exists elsewhere is not the caller's to learn.
     expect(statuses).toEqual([
-      ['execute', 404, 'Deployment Not Found'],
-      ['status', 404, 'Execution Not Found'],
-      ['result', 404, 'Execution Not Found'],
-      ['cancel', 404, 'Execution Not Found'],
-      ['contract', 404, 'Deployment Not Found'],
-      ['openapi', 404, 'Deployment Not Found'],
+      ['execute', 401, 'Unauthorized', 'other_deployment'],
+      ['status', 404, 'Execution Not Found', undefined],
+      ['result', 404, 'Execution Not Found', undefined],
+      ['cancel', 404, 'Execution Not Found', undefined],
+      ['contract', 401, 'Unauthorized', 'other_deployment'],
+      ['openapi', 401, 'Unauthorized', 'other_deployment'],
     ]);
+    const uploads = await send('POST', `/v1/deployments/${a.deploymentId}/uploads/`, { 'x-api-key': b.apiKey });
+    expect([uploads.status, uploads.body.reason]).toEqual([401, 'other_deployment']);
   });
 
   it('stops the old key at once on rotation, or after the grace period asked for', async () => {
     const rot = await rt.owner('POST', '/v1/pipelines/auth-a/deployment/keys', {});
     const second = rot.body.api_key as string;
     for (const route of callerRoutes(a.deploymentId, execA)) {
-      expect([route.name, (await send(route.method, route.path, { 'x-api-key': a.apiKey })).status]).toEqual([route.name, 401]);
+      const old = await send(route.method, route.path, { 'x-api-key': a.apiKey });
+      expect([route.name, old.status, old.body.reason]).toEqual([route.name, 401, 'revoked']);
       expect([route.name, (await send(route.method, route.path, { 'x-api-key': second })).status]).toEqual([route.name, route.ok]);
     }
 
@@ -157,9 +172,11 @@ describe('caller authentication and owner credentials', () => {
     const contract = `/v1/deployments/${a.deploymentId}/`;
     expect((await send('GET', contract, { 'x-api-key': second })).status).toBe(200);
     expect((await send('GET', contract, { 'x-api-key': third })).status).toBe(200);
-    await waitUntil(() => send('GET', contract, { 'x-api-key': second }), (r) => r.status === 401, 5_000, 250);
+    const lapsed = await waitUntil(() => send('GET', contract, { 'x-api-key': second }), (r) => r.status === 401, 15_000, 250);
+    expect(lapsed.body.reason).toBe('expired');
     expect((await send('GET', contract, { 'x-api-key': third })).status).toBe(200);
-    expect((await send('GET', contract, { 'x-api-key': a.apiKey })).status).toBe(401);
+    const first = await send('GET', contract, { 'x-api-key': a.apiKey });
+    expect([first.status, first.body.reason]).toEqual([401, 'revoked']);
   });
 
   it('answers 404 on every route, for good, once the deployment is deleted', async () => {
@@ -175,7 +192,8 @@ describe('caller authentication and owner credentials', () => {
     expect(again.status).toBe(201);
     expect(again.body.deployment_id).not.toBe(b.deploymentId);
     expect((await send('GET', `/v1/deployments/${b.deploymentId}/`, { 'x-api-key': b.apiKey })).status).toBe(404);
-    expect((await send('GET', `/v1/deployments/${again.body.deployment_id as string}/`, { 'x-api-key': b.apiKey })).status).toBe(404);
+    const crossed = await send('GET', `/v1/deployments/${again.body.deployment_id as string}/`, { 'x-api-key': b.apiKey });
+    expect([crossed.status, crossed.body.reason]).toEqual([401, 'other_deployment']);
   });
 
   it('answers 401 on every owner route without the owner token', async () => {
@@ -414,12 +432,32 @@ describe('no plaintext key or secret at rest or in the logs', () => {
     // Rejected credentials are a classic way for a key to end up in a log.
     await rt.caller('GET', `/v1/deployments/${p.deploymentId}/`, null, undefined, { authorization: `Bearer ${rotatedKey}` });
     await rt.caller('GET', `/v1/deployments/${p.deploymentId}/`, `${p.apiKey}x`);
+    // Every kind of refusal, each carrying a real key: the answer says why, never which key.
+    const contract = `/v1/deployments/${p.deploymentId}/`;
+    const refusals: Reply[] = [
+      await rt.caller('GET', contract, up.apiKey),
+      await rt.caller('GET', contract, p.apiKey, undefined, { authorization: `Api-Key ${rotatedKey}` }),
+      await rt.caller('GET', contract, null, undefined, { authorization: `Basic ${Buffer.from(`${rotatedKey}:`).toString('base64')}` }),
+      await rt.caller('GET', contract, null, undefined, { authorization: rotatedKey }),
+      await rt.caller('GET', contract, null, undefined, { authorization: `Api-Key ${rotatedKey} ${p.apiKey}` }),
+      await rt.caller('GET', contract, `${rotatedKey.slice(0, -1)}${rotatedKey.endsWith('A') ? 'B' : 'A'}`),
+    ];
+    expect(refusals.map((r) => [r.status, r.body.reason])).toEqual([
+      [401, 'other_deployment'],
+      [401, 'two_keys'],
+      [401, 'wrong_scheme'],
+      [401, 'wrong_scheme'],
+      [401, 'malformed'],
+      [401, 'malformed'],
+    ]);
+    const refusalText = refusals.map((r) => `${JSON.stringify([...r.headers.entries()])} ${r.text}`).join('\n');
     await waitUntil(async () => receiver.delivered().length, (n) => n >= 3);
 
     const secrets: [string, string][] = [
       ['owner secret', ownerSecret],
       ['owner secret (percent-encoded)', encodeURIComponent(ownerSecret)],
       ['api key', p.apiKey],
+      ['the other deployment\'s api key', up.apiKey],
       ['rotated api key', rotatedKey],
       ['signing secret', p.signingSecret],
       ['rotated signing secret', rotatedSecret],
@@ -446,6 +484,7 @@ describe('no plaintext key or secret at rest or in the logs', () => {
     for (const [what, needle] of needles) {
       if (items.includes(needle.toString())) found.push(`${what} in the table`);
       if (log.includes(needle.toString())) found.push(`${what} in the log`);
+      if (refusalText.includes(needle.toString())) found.push(`${what} in a refusal`);
       for (const [file, bytes] of files) if (bytes.includes(needle)) found.push(`${what} in ${file.slice(dataDir.length)}`);
     }
     if (log.includes(marker)) found.push('a caller input value in the log');

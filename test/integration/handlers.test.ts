@@ -15,6 +15,7 @@ import { createHandler as runnerHandler } from '../../functions/runner/handler';
 import { createHandler as taskFailHandler } from '../../functions/task-fail/handler';
 import { createHandler as taskRunHandler } from '../../functions/task-run/handler';
 import { createHandler as taskStartHandler } from '../../functions/task-start/handler';
+import { KEY_REFUSALS, type KeyRefusal } from '../../functions/core/errors';
 import type { HttpRequest } from '../../functions/core/ports';
 import { startTestDb, type TestDb } from '../support/dynamo';
 import { authorizerEvent, context, proxyEvent, sqsEvent } from '../support/events';
@@ -91,19 +92,31 @@ describe('authorizer', () => {
     expect(policy.context).toMatchObject({ deployment_id: p.deploymentId, deleted: false });
   });
 
-  it.each([
-    ['no header', {}],
-    ['a malformed key', { 'x-api-key': 'hello' }],
-    ['another scheme', { authorization: 'Bearer abc' }],
-  ])('answers Unauthorized for %s', async (_w, headers) => {
-    await expect(authorizer(authorizerEvent(headers as Record<string, string>))).rejects.toThrow(/^Unauthorized$/);
+  const denied = (reason: string) => ({
+    principalId: 'anonymous',
+    policyDocument: {
+      Version: '2012-10-17',
+      Statement: [{ Action: 'execute-api:Invoke', Effect: 'Deny', Resource: 'arn:aws:execute-api:eu-west-1:123456789012:abc123/prod/*/v1/deployments/*' }],
+    },
+    context: { reason, detail: KEY_REFUSALS[reason as KeyRefusal] },
   });
 
-  it('answers Unauthorized for a well-formed key that is not the deployment\'s', async () => {
+  it.each([
+    ['no header', 'missing', {}],
+    ['a malformed key', 'malformed', { 'x-api-key': 'hello' }],
+    ['another scheme', 'wrong_scheme', { authorization: 'Bearer abc' }],
+  ])('denies %s with the reason %s in its context (never throwing Unauthorized)', async (_w, reason, headers) => {
+    expect(await authorizer(authorizerEvent(headers as Record<string, string>))).toEqual(denied(reason));
+  });
+
+  it("denies a well-formed key that is not the deployment's as unknown, and another deployment's key on its route", async () => {
     const p = await publishGreeting('auth-wrong');
+    const q = await publishGreeting('auth-other');
     const { generateApiKey } = await import('../../functions/core/api-key');
     const forged = generateApiKey(p.deploymentId, Buffer.alloc(24, 1));
-    await expect(authorizer(authorizerEvent({ 'x-api-key': forged }))).rejects.toThrow(/^Unauthorized$/);
+    expect(await authorizer(authorizerEvent({ 'x-api-key': forged }))).toEqual(denied('unknown'));
+    const onOther = { ...authorizerEvent({ 'x-api-key': q.apiKey }), pathParameters: { deployment_id: p.deploymentId } };
+    expect(await authorizer(onOther)).toEqual(denied('other_deployment'));
   });
 });
 

@@ -8,7 +8,7 @@ import type {
   Context,
 } from 'aws-lambda';
 import fc from 'fast-check';
-import { createGateway, wildcardMatch, type GatewayOptions, type ProxyHandler } from '../../lib/local/gateway';
+import { createGateway, wildcardMatch, type BufferedHandler, type GatewayOptions, type ProxyHandler } from '../../lib/local/gateway';
 import { ROUTES, routeHandlers } from '../../lib/routes';
 import { unauthorizedBody } from '../../functions/core/errors';
 
@@ -52,6 +52,7 @@ async function fakeAuthorizer(event: APIGatewayRequestAuthorizerEvent): Promise<
             { Effect: 'Deny', Action: 'execute-api:*', Resource: 'arn:aws:execute-api:local:000000000000:local/local/POST/*' },
           ],
         },
+        context: { reason: 'revoked', detail: 'rotated away' },
       };
     case 'narrow':
       return allow('arn:aws:execute-api:local:000000000000:local/local/GET/v1/deployments/other');
@@ -73,10 +74,11 @@ async function startHarness(over: Partial<GatewayOptions> = {}): Promise<Harness
   };
   const handlers: Record<string, ProxyHandler> = {};
   for (const name of routeHandlers()) {
-    handlers[name] = async (event, context) => {
+    const fn: BufferedHandler = async (event, context) => {
       harness.calls.push({ handler: name, event, context });
       return (await (harness.respond ?? (async () => undefined))(event)) as APIGatewayProxyResult;
     };
+    handlers[name] = fn;
   }
   const server: Server = createServer(
     createGateway({
@@ -345,9 +347,11 @@ describe('local gateway', () => {
     const badContext = await call(h, 'GET', '/v1/deployments/d-1', { headers: { 'X-API-Key': 'bad-context' } });
 
     // Assess
-    expect([denied.status, denied.json()]).toEqual([403, { error: 'Forbidden' }]);
+    // ACCESS_DENIED renders the Deny's context ($context.authorizer.*); a policy that merely
+    // does not match has none, and the fields render empty, as on AWS.
+    expect([denied.status, denied.json(), denied.headers['www-authenticate']]).toEqual([401, { error: 'Unauthorized', reason: 'revoked', detail: 'rotated away' }, 'Api-Key']);
     expect(deniedGetAllowed.status).toBe(200);
-    expect(noMatch.status).toBe(403);
+    expect([noMatch.status, noMatch.json()]).toEqual([401, { error: 'Unauthorized', reason: '', detail: '' }]);
     expect(matched.status).toBe(200);
     expect([missing.status, missing.json(), missing.headers['www-authenticate']]).toEqual([401, unauthorizedBody('apiKey'), 'Api-Key']);
     // A throwing authorizer is API Gateway's AUTHORIZER_CONFIGURATION_ERROR, answered 503 so callers retry.
@@ -474,7 +478,7 @@ describe('local gateway options', () => {
     // Prepare
     const h = await startHarness({
       gatewayResponses: [
-        { type: 'ACCESS_DENIED', statusCode: '418', body: '{"nope":"$context.requestId"}', headers: { 'X-Why': "'policy'" } },
+        { type: 'ACCESS_DENIED', statusCode: '418', body: '{"nope":"$context.requestId","why":"$context.authorizer.reason","who":"$context.authorizer.principalId","none":"$context.authorizer.absent"}', headers: { 'X-Why': "'policy'" } },
         { type: 'DEFAULT_4XX', body: '{"e":$context.error.messageString}' },
       ],
     });
@@ -486,7 +490,7 @@ describe('local gateway options', () => {
     await h.close();
 
     // Assess
-    expect([denied.status, denied.json(), denied.headers['x-why']]).toEqual([418, { nope: denied.headers['x-request-id'] }, 'policy']);
+    expect([denied.status, denied.json(), denied.headers['x-why']]).toEqual([418, { nope: denied.headers['x-request-id'], why: 'revoked', who: 'key-owner', none: '' }, 'policy']);
     expect([missing.status, missing.json(), missing.headers['www-authenticate']]).toEqual([401, { e: 'Unauthorized' }, undefined]);
     // No DEFAULT_5XX either: API Gateway's own body.
     expect(broken.status).toBe(500);
@@ -518,7 +522,7 @@ describe('local gateway options', () => {
     await h.close();
 
     // Assess
-    expect([missing.status, first.status, again.status, elsewhere.status]).toEqual([401, 200, 200, 403]);
+    expect([missing.status, first.status, again.status, elsewhere.status]).toEqual([401, 200, 200, 401]);
     // One call for the key: the cached policy is evaluated afresh against each method ARN.
     expect(h.authCalls).toHaveLength(1);
   });

@@ -7,6 +7,9 @@ import { ExecutionsStore } from '../../functions/adapters/executions.store';
 import { createDocumentClient } from '../../functions/adapters/dynamo';
 import type { Execution } from '../../functions/core/types';
 import { sweepAll, sweepOnce } from '../../functions/services/sweeper.service';
+import { taskStart } from '../../functions/services/tasks.service';
+import { push } from '../../functions/services/push.service';
+import { INTERRUPTED_RERUNS } from '../../lib/workflow-budget';
 import { createHandler as createSweeperHandler } from '../../functions/sweeper/handler';
 import { createHandler as createRunnerHandler } from '../../functions/runner/handler';
 import type { Context, SQSEvent } from 'aws-lambda';
@@ -168,15 +171,48 @@ it('looks at a bounded number of entries per pass and covers them all over succe
   expect(commands).toContain('QueryCommand');
 });
 
-it('at start-up fails every running execution as interrupted and queues every pending one, whatever their age', async () => {
+it('at start-up queues every running execution to run again from the start, and every pending one, whatever their age', async () => {
   const pending = execution({ created_at: at(599_000) });
   await store.create(pending);
   const run = await running(execution({ created_at: at(599_500) }), at(599_500));
   const d = depsAt(600_000);
   const r = await sweepAll(d, { startup: true });
-  expect(r).toMatchObject({ requeued: 1, interrupted: 1 });
-  expect((await store.get(run.execution_id, new Date(T0), true))?.error_message).toMatch(/interrupted by a service restart/);
-  expect(d.queue.on('executions').map((m) => m.body.execution_id)).toEqual([pending.execution_id]);
+  expect(r).toMatchObject({ requeued: 1, rerun: 1, interrupted: 0 });
+  const after = await store.get(run.execution_id, new Date(T0), true);
+  expect(after).toMatchObject({ status: 'running', reruns: 1, rerun_at: at(600_000), started_at: at(600_000), run_by: null });
+  expect(d.queue.on('executions').map((m) => m.body.execution_id).sort()).toEqual([pending.execution_id, run.execution_id].sort());
+});
+
+it('re-runs an interrupted execution once under duplicate recoveries, lets one workflow take it, and fails it once out of re-runs', async () => {
+  const run = await running(execution(), at(1_000));
+  // Two recoveries that read the same record: one conditional write wins.
+  const d = depsAt(10_000);
+  expect(await Promise.all([store.markRerun(run.execution_id, 0, at(10_000)), store.markRerun(run.execution_id, 0, at(10_000))])).toEqual(expect.arrayContaining([true, false]));
+
+  // Two workflows for the same re-run (a duplicate message): the first to claim it runs it; a
+  // retry of that one's MarkRunning still proceeds.
+  expect(await taskStart(d, run.execution_id, 'wf-1')).toEqual({ proceed: true });
+  expect(await taskStart(d, run.execution_id, 'wf-2')).toEqual({ proceed: false });
+  expect(await taskStart(d, run.execution_id, 'wf-1')).toEqual({ proceed: true });
+
+  // Killed again, as many times as RunNodes' retries allow, then failed with the reason.
+  for (let n = 1; n <= INTERRUPTED_RERUNS; n++) {
+    const r = await sweepAll(depsAt(20_000 + n * 1000), { startup: true });
+    expect(r).toMatchObject(n < INTERRUPTED_RERUNS ? { rerun: 1, interrupted: 0 } : { rerun: 0, interrupted: 1 });
+    if (n < INTERRUPTED_RERUNS) expect(await taskStart(depsAt(20_500 + n * 1000), run.execution_id, `wf-${n + 2}`)).toEqual({ proceed: true });
+  }
+  const failed = await store.get(run.execution_id, new Date(T0), true);
+  expect(failed?.status).toBe('failed');
+  expect(failed?.error_message).toBe(`Execution was interrupted by a service restart and did not finish; it had already been run again ${INTERRUPTED_RERUNS} times`);
+});
+
+it("fails an interrupted execution at once when its pipeline sets retry_interrupted to false", async () => {
+  const d = depsAt(30_000);
+  await push(d, 'not-again', JSON.stringify({ retry_interrupted: false, nodes: { out: { type: 'output', from: 'in' }, in: { type: 'input', value_type: 'string', value: 'x' } } }));
+  const run = await running(execution({ pipeline_id: 'not-again', version: 1 }), at(29_000));
+  const r = await sweepAll(d, { startup: true });
+  expect(r).toMatchObject({ rerun: 0, interrupted: 1 });
+  expect((await store.get(run.execution_id, new Date(T0), true))?.error_message).toMatch(/retry_interrupted to false, so it was not run again$/);
 });
 
 it('runs as the scheduled Lambda: one pass, and a pass with a failed repair throws, so the errors alarm sees it', async () => {

@@ -183,7 +183,7 @@ it('random faults in every store call, the runner and callback delivery: all end
     await workflow?.stopAll(5_000);
     await rt.cleanup();
     rt = await start();
-    fig('chaos: left open until the restart sweep', rt.recovered.resumed + rt.recovered.interrupted);
+    fig('chaos: left open until the restart sweep', rt.recovered.resumed + rt.recovered.rerun + rt.recovered.interrupted);
     const finals = await Promise.all(accepted.map((a) => rt.waitForExecution(a.id, a.key, undefined, 120_000).catch(() => ({ status: 'lost' }))));
     await waitUntil(async () => new Set(receiver.delivered().map((h) => h.executionId)), (s) => accepted.every((a) => s.has(a.id)), 120_000).catch(() => undefined);
     await sleep(1000);

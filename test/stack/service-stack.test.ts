@@ -3,7 +3,7 @@ import { Template } from 'aws-cdk-lib/assertions';
 import type { CfnElement } from 'aws-cdk-lib';
 import { GATEWAY_RESPONSES, gatewayResponseFromTemplate } from '../../lib/gateway-responses';
 import { QUEUES, type QueueName } from '../../lib/queues';
-import { ROUTES, WORKERS, routeHandlers } from '../../lib/routes';
+import { ROUTES, STREAMED_ROUTE_TIMEOUT_SECONDS, WORKERS, routeHandlers } from '../../lib/routes';
 import { MAIN_TABLE } from '../../lib/tables';
 import { ACCESS, accessFor, allFunctionNames, bundleExternals, type FunctionAccess } from '../../lib/stacks/permissions';
 import { ASL_PATH, ASL_SUBSTITUTIONS } from '../../lib/stacks/service-stack';
@@ -113,9 +113,25 @@ describe('API routes from lib/routes.ts', () => {
       expect(m?.props.AuthorizerId).toBeUndefined();
     }
     expect(m?.props.ApiKeyRequired ?? false).toBe(false);
-    const integration = m?.props.Integration as { Type: string; Uri: unknown };
+    const integration = m?.props.Integration as { Type: string; Uri: unknown; ResponseTransferMode?: string; TimeoutInMillis?: number };
     expect(integration.Type).toBe('AWS_PROXY');
     expect(JSON.stringify(integration.Uri)).toContain(`"${fnId(route.handler)}"`);
+    if (route.streams) {
+      // Streamed: Lambda's InvokeWithResponseStream path, and room for a long download.
+      expect(integration.ResponseTransferMode).toBe('STREAM');
+      expect(JSON.stringify(integration.Uri)).toContain('/2021-11-15/functions/');
+      expect(JSON.stringify(integration.Uri)).toContain('/response-streaming-invocations');
+      expect(integration.TimeoutInMillis).toBe(STREAMED_ROUTE_TIMEOUT_SECONDS * 1000);
+      expect(svc[fnId(route.handler)]?.Properties?.Timeout).toBe(STREAMED_ROUTE_TIMEOUT_SECONDS);
+    } else {
+      expect(integration.ResponseTransferMode ?? 'BUFFERED').toBe('BUFFERED');
+      expect(JSON.stringify(integration.Uri)).toContain('/2015-03-31/functions/');
+    }
+  });
+
+  it('streams the asset route, and only routes that say so', () => {
+    // Assess
+    expect(ROUTES.filter((r) => r.streams).map((r) => r.handler)).toEqual(['asset-get']);
   });
 
   it('answers paths with no route 404 from a mock at the root, reaching no function', () => {
@@ -144,7 +160,12 @@ describe('API routes from lib/routes.ts', () => {
     // Prepare
     const expected: Record<string, { status?: string; body: string; headers?: Record<string, string> }> = {
       UNAUTHORIZED: { status: '401', body: JSON.stringify(unauthorizedBody('apiKey')), headers: { 'gatewayresponse.header.WWW-Authenticate': "'Api-Key'" } },
-      ACCESS_DENIED: { status: '403', body: '{"error":"Forbidden"}' },
+      // The authorizer's Deny carries the reason in its context; API Gateway substitutes it here.
+      ACCESS_DENIED: {
+        status: '401',
+        body: '{"error":"Unauthorized","reason":"$context.authorizer.reason","detail":"$context.authorizer.detail"}',
+        headers: { 'gatewayresponse.header.WWW-Authenticate': "'Api-Key'" },
+      },
       AUTHORIZER_CONFIGURATION_ERROR: {
         status: '503',
         body: '{"error":"Service Unavailable","request_id":"$context.requestId"}',

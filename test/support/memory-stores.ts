@@ -130,6 +130,22 @@ export class MemoryExecutions implements ExecutionsPort {
     return ok;
   }
 
+  async markRerun(id: string, seenReruns: number, at: string): Promise<boolean> {
+    const e = this.items.get(id);
+    if (e?.status !== 'running' || (e.reruns ?? 0) !== seenReruns) return false;
+    Object.assign(e, { reruns: seenReruns + 1, rerun_at: at, started_at: at, requeued_at: at });
+    delete e.run_by;
+    return true;
+  }
+
+  async claimRerun(id: string, runBy: string, at: string): Promise<boolean> {
+    const e = this.items.get(id);
+    if (e?.status !== 'running' || !e.rerun_at) return false;
+    Object.assign(e, { run_by: runBy, started_at: at });
+    delete e.rerun_at;
+    return true;
+  }
+
   async clearSweep(id: string): Promise<boolean> {
     const e = this.items.get(id);
     if (!e || !isTerminal(e.status) || e.callback_delivery?.outcome === 'pending') return false;

@@ -41,7 +41,8 @@ type AuthorizerResult = v.InferOutput<typeof AuthorizerResult>;
 
 export type AuthOutcome =
   | { kind: 'allow'; context: Record<string, unknown> }
-  | { kind: 'forbidden' }
+  /** A Deny (or no Allow); `context` is what the authorizer returned, for the gateway response. */
+  | { kind: 'forbidden'; context: Record<string, unknown> }
   | { kind: 'unauthorized' }
   /** API Gateway's AuthorizerConfigurationException: the authorizer failed or answered nonsense. */
   | { kind: 'error'; cause: string };
@@ -96,7 +97,6 @@ function evaluate(result: AuthorizerResult, methodArn: string, latencyMs: number
   const statements = result.policyDocument.Statement.filter(
     (s) => anyMatches(s.Action, 'execute-api:Invoke', true) && anyMatches(s.Resource, methodArn, false),
   );
-  if (statements.some((s) => s.Effect === 'Deny') || !statements.some((s) => s.Effect === 'Allow')) return { kind: 'forbidden' };
   // REST APIs hand the integration every context value as a string.
   const context: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(result.context ?? {})) {
@@ -104,6 +104,7 @@ function evaluate(result: AuthorizerResult, methodArn: string, latencyMs: number
     context[key] = value === null ? null : String(value);
   }
   context.principalId = result.principalId;
+  if (statements.some((s) => s.Effect === 'Deny') || !statements.some((s) => s.Effect === 'Allow')) return { kind: 'forbidden', context };
   context.integrationLatency = latencyMs;
   return { kind: 'allow', context };
 }

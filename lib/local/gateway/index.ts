@@ -7,7 +7,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
+import { pipeline } from 'node:stream/promises';
+import type { Readable } from 'node:stream';
 import { inlineLimitDetail } from '../../../functions/core/assets';
 import { bodyLimitDetail, ERRORS, unauthorizedBody } from '../../../functions/core/errors';
 import { GATEWAY_RESPONSES, type GatewayResponse } from '../../gateway-responses';
@@ -17,6 +18,7 @@ import { API_ID, authorizerEvent, eventParts, proxyEvent, readBody, STAGE, type 
 import { checkProxyResult } from './proxy-result';
 import { gatewayReplies, json, methodNotAllowed, send, type Reply } from './replies';
 import { compileRoutes, matchResource, normaliseBasePath, stripBasePath, trimSlash, type GatewayRoute } from './routing';
+import { invokeBufferedInProcess, invokeStreamingInProcess, readStreamed, type LocalFunction, type StreamInvoker } from './streaming';
 
 export { createLambdaContext } from '../lambda-context';
 export { wildcardMatch, wildcardMatcher, type AuthorizerSettings, type RequestAuthorizer } from './authorizer';
@@ -35,14 +37,21 @@ export function createLocalServer(listener: (req: IncomingMessage, res: ServerRe
   return server;
 }
 
-export type ProxyHandler = (event: APIGatewayProxyEvent, context: Context) => Promise<APIGatewayProxyResult>;
+/** A function behind a route: a buffered proxy handler or a streaming one (Lambda invokes either way). */
+export type ProxyHandler = LocalFunction;
+export type { BufferedHandler, StreamInvoker } from './streaming';
 export type GatewayLog = (line: Record<string, unknown>) => void;
 
 export interface GatewayOptions {
   /** The API's methods: lib/routes.ts, or the template's in the synthesized mode. */
   routes: readonly GatewayRoute[];
-  /** Route `handler` name → the function its Lambda runs. */
+  /** Route `handler` name → the function its Lambda runs (invoked buffered: Invoke). */
   handlers: Record<string, ProxyHandler>;
+  /**
+   * Route `handler` name → its InvokeWithResponseStream, for methods that stream (`streams`).
+   * Default: the in-process function of `handlers`, streamed.
+   */
+  streamInvokers?: Record<string, StreamInvoker>;
   /** The REQUEST authorizer guarding `apiKey` routes. */
   authorizer: RequestAuthorizer;
   /** Its identity sources and cache TTL (default: none, uncached, as the stack declares it). */
@@ -69,6 +78,8 @@ interface Handled {
   reply: Reply;
   route: string | null;
   cause?: string;
+  /** A streamed answer's body, sent after the reply's status and headers. */
+  body?: Readable;
 }
 
 export function createGateway(opts: GatewayOptions): (req: IncomingMessage, res: ServerResponse) => void {
@@ -135,7 +146,7 @@ export function createGateway(opts: GatewayOptions): (req: IncomingMessage, res:
     if (route.auth === 'apiKey') {
       const outcome = await authorize(authorizerEvent(parts));
       if (outcome.kind === 'unauthorized') return { reply: gateway('UNAUTHORIZED', requestId), ...at };
-      if (outcome.kind === 'forbidden') return { reply: gateway('ACCESS_DENIED', requestId), ...at };
+      if (outcome.kind === 'forbidden') return { reply: gateway('ACCESS_DENIED', requestId, undefined, outcome.context), ...at };
       if (outcome.kind === 'error') return { reply: gateway('AUTHORIZER_CONFIGURATION_ERROR', requestId), ...at, cause: outcome.cause };
       authorizer = outcome.context;
     } else if (route.auth === 'owner') {
@@ -151,11 +162,30 @@ export function createGateway(opts: GatewayOptions): (req: IncomingMessage, res:
     const event = proxyEvent(parts, body, req.headers['content-type'], authorizer);
     const handler = opts.handlers[route.handler];
     if (!handler) return { reply: gateway('DEFAULT_5XX', requestId), ...at, cause: `no handler ${route.handler}` };
+    const context = createLambdaContext(route.handler);
+    const timeoutMs = route.integrationTimeoutMs ?? integrationTimeoutMs;
+    if (route.streams) {
+      const invoke = opts.streamInvokers?.[route.handler] ?? ((e, c) => invokeStreamingInProcess(handler, e, c));
+      try {
+        // The time-out covers the wait for the metadata here; the body then flows until the
+        // function ends it (its own time-out bounds that).
+        const streamed = await withTimeout(
+          Promise.resolve().then(async () => readStreamed(await invoke(event, context))),
+          timeoutMs,
+        );
+        if (!streamed.ok) return { reply: gateway('DEFAULT_5XX', requestId, 502), ...at, cause: `Malformed streamed Lambda proxy response: ${streamed.reason}` };
+        return { reply: streamed.reply, body: streamed.body, ...at };
+      } catch (err) {
+        if (err instanceof IntegrationTimeout) return { reply: gateway('INTEGRATION_TIMEOUT', requestId), ...at, cause: err.message };
+        const status = (err as { gatewayStatus?: unknown }).gatewayStatus;
+        return { reply: gateway('DEFAULT_5XX', requestId, typeof status === 'number' ? status : 502), ...at, cause: describe(err) };
+      }
+    }
     let result: unknown;
     try {
       result = await withTimeout(
-        Promise.resolve().then(() => handler(event, createLambdaContext(route.handler))),
-        route.integrationTimeoutMs ?? integrationTimeoutMs,
+        Promise.resolve().then(() => invokeBufferedInProcess(handler, event, context)),
+        timeoutMs,
       );
     } catch (err) {
       if (err instanceof IntegrationTimeout) return { reply: gateway('INTEGRATION_TIMEOUT', requestId), ...at, cause: err.message };
@@ -175,8 +205,13 @@ export function createGateway(opts: GatewayOptions): (req: IncomingMessage, res:
     const method = req.method ?? 'GET';
     handle(req, requestId)
       .catch((err: unknown): Handled => ({ reply: gateway('DEFAULT_5XX', requestId), route: null, cause: describe(err) }))
-      .then(({ reply, route, cause }) => {
-        send(res, reply, requestId);
+      .then(async ({ reply, route, cause, body }) => {
+        if (body) {
+          send(res, reply, requestId, true);
+          // pipeline pulls only as fast as the client reads; a client that goes away ends the
+          // function's stream too.
+          await pipeline(body, res).catch(() => res.destroy());
+        } else send(res, reply, requestId);
         log({
           method,
           // A path that carries a capability (an asset link's token) is logged as its template,

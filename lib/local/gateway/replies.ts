@@ -24,7 +24,11 @@ const MESSAGES: Partial<Record<ResponseType, string>> = {
   INTEGRATION_FAILURE: 'Internal server error',
 };
 
-export type GatewayReplies = (type: ResponseType, requestId: string, status?: number) => Reply;
+/**
+ * `authorizer` is the context a Lambda authorizer returned, as `$context.authorizer.<key>`
+ * reads it (also on a Deny); a key it did not return renders empty, as on AWS.
+ */
+export type GatewayReplies = (type: ResponseType, requestId: string, status?: number, authorizer?: Readonly<Record<string, unknown>>) => Reply;
 
 /**
  * Renders API Gateway's answer of a type: its own Gateway Response if declared, else
@@ -38,15 +42,19 @@ export function gatewayReplies(responses: readonly GatewayResponse[]): GatewayRe
     for (const [name, value] of Object.entries(r.headers ?? {})) literalHeader(name, value);
     byType.set(r.type, r);
   }
-  return (type, requestId, status) => {
+  return (type, requestId, status, authorizer) => {
     const own = byType.get(type);
     const natural = status ?? RESPONSE_TYPE_STATUS[type];
     const response = own ?? byType.get(natural >= 500 ? 'DEFAULT_5XX' : 'DEFAULT_4XX');
     const code = own?.statusCode !== undefined ? Number(own.statusCode) : natural;
     const message = MESSAGES[type] ?? (code >= 500 ? 'Internal server error' : 'Bad request');
     const template = response?.body ?? '{"message":$context.error.messageString}';
-    const body = template.replace(/\$context\.(requestId|error\.messageString|error\.message|error\.responseType)\b/g, (_, name: string) => {
+    const body = template.replace(/\$context\.(requestId|error\.messageString|error\.message|error\.responseType|authorizer\.[A-Za-z0-9_]+)\b/g, (_, name: string) => {
       if (name === 'requestId') return requestId;
+      if (name.startsWith('authorizer.')) {
+        const value = authorizer?.[name.slice('authorizer.'.length)];
+        return value === undefined || value === null ? '' : String(value);
+      }
       if (name === 'error.messageString') return JSON.stringify(message);
       if (name === 'error.message') return message;
       return type;
@@ -74,7 +82,8 @@ export function methodNotAllowed(methods: string[]): Reply {
   return reply;
 }
 
-export function send(res: ServerResponse, reply: Reply, requestId: string): void {
+/** Sends the reply; with `headOnly`, its status and headers only (a streamed body follows). */
+export function send(res: ServerResponse, reply: Reply, requestId: string, headOnly = false): void {
   if (res.headersSent || res.destroyed) return;
   res.statusCode = reply.status;
   const grouped = new Map<string, { name: string; values: string[] }>();
@@ -88,6 +97,10 @@ export function send(res: ServerResponse, reply: Reply, requestId: string): void
   if (!grouped.has('content-type')) grouped.set('content-type', { name: 'Content-Type', values: ['application/json'] });
   grouped.set('x-request-id', { name: 'x-request-id', values: [requestId] });
   for (const { name, values } of grouped.values()) res.setHeader(name, values.length === 1 ? (values[0] ?? '') : values);
+  if (headOnly) {
+    res.flushHeaders();
+    return;
+  }
   const bodyless = reply.status === 204 || reply.status === 304 || (reply.status >= 100 && reply.status < 200);
   res.end(bodyless ? undefined : reply.body);
 }

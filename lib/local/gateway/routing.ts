@@ -21,6 +21,8 @@ export interface GatewayRoute {
   integrationTimeoutMs?: number;
   /** This method's body limit, where it is larger than the gateway's (inline assets). */
   maxBodyBytes?: number;
+  /** The integration streams its answer (lib/routes.ts `streams`; a template's `ResponseTransferMode: STREAM`). */
+  streams?: boolean;
 }
 
 type Segment = { literal: string } | { param: string };

@@ -71,6 +71,11 @@ function readiness(over: Partial<Readiness> = {}): Readiness {
 }
 
 describe('pipeline file checks', () => {
+  it('keeps retry_interrupted in the definition it sends', () => {
+    const checked = checkApplyDocument({ retry_interrupted: false, nodes }, where);
+    expect(checked.ok && checked.file.definition.retry_interrupted).toBe(false);
+  });
+
   it('accepts a file with publish and tests blocks and keeps only description and nodes as the definition', () => {
     // Act
     const checked = checkApplyDocument(

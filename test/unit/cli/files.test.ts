@@ -39,6 +39,18 @@ describe('pipeline files', () => {
     expect(f.tests).toEqual([{ name: 'greets Ada', inputs: { name: 'Ada' }, expect: { message: 'Hello, Ada!' } }]);
   });
 
+  it('send retry_interrupted along when the file sets it', () => {
+    // Prepare
+    const path = join(dir, 'once.yml');
+    writeFileSync(path, 'retry_interrupted: false\nnodes:\n  a: { type: input, value_type: boolean, value: true }\n');
+
+    // Act
+    const f = loadPipelineFile(path);
+
+    // Assess
+    expect(f.definition).toEqual({ retry_interrupted: false, nodes: { a: { type: 'input', value_type: 'boolean', value: true } } });
+  });
+
   it('leave description out when the file has none', () => {
     // Prepare
     const path = join(dir, 'bare.yml');

@@ -4,6 +4,8 @@ import {
   constantTimeEquals,
   extractApiKey,
   generateApiKey,
+  keyStatus,
+  readApiKey,
   generateSigningSecret,
   hashApiKey,
   keyMatches,
@@ -152,7 +154,6 @@ describe('extractApiKey', () => {
     ['both headers with different keys', { 'X-API-Key': 'k1', Authorization: 'Api-Key k2' }],
     ['another Authorization scheme alone', { Authorization: 'Bearer k1' }],
     ['a scheme without a key', { Authorization: 'Api-Key' }],
-    ['a key with spaces in it', { Authorization: 'Api-Key k1 k2' }],
     ['an empty X-API-Key', { 'X-API-Key': '  ' }],
     ['an undefined header', { 'X-API-Key': undefined }],
     ['the same header twice in different case, differing', { 'x-api-key': 'k1', 'X-API-KEY': 'k2' }],
@@ -162,6 +163,41 @@ describe('extractApiKey', () => {
 
     // Assess
     expect(key).toBeNull();
+  });
+});
+
+describe('readApiKey', () => {
+  it.each([
+    ['no headers', {}, { refused: 'missing' }],
+    ['an empty X-API-Key and an empty Authorization', { 'X-API-Key': ' ', Authorization: '' }, { refused: 'missing' }],
+    ['the Api-Key scheme without a key', { Authorization: 'Api-Key ' }, { refused: 'missing' }],
+    ['Bearer', { Authorization: 'Bearer k1' }, { refused: 'wrong_scheme' }],
+    ['Basic', { authorization: 'Basic azE6' }, { refused: 'wrong_scheme' }],
+    ['a bare key', { authorization: 'k1' }, { refused: 'wrong_scheme' }],
+    ['two different keys', { 'X-API-Key': 'k1', Authorization: 'Api-Key k2' }, { refused: 'two_keys' }],
+    ['a key with a space in it, whole (to be refused as malformed)', { Authorization: 'Api-Key k1 k2' }, { key: 'k1 k2' }],
+    ['X-API-Key beside a Bearer token', { 'X-API-Key': 'k1', Authorization: 'Bearer t' }, { key: 'k1' }],
+  ])('reads %s', (_name, headers, expected) => {
+    expect(readApiKey(headers)).toEqual(expected);
+  });
+});
+
+describe('keyStatus', () => {
+  const pepper = randomBytes(32);
+  const key = generateApiKey(DEPLOYMENT, randomBytes(24));
+  const hash = hashApiKey(key, pepper);
+  const other = hashApiKey(generateApiKey(DEPLOYMENT, randomBytes(24)), pepper);
+
+  it.each([
+    ['current', [{ hash, expires_at: null }], 'valid'],
+    ['in its grace period', [{ hash, expires_at: 101 }], 'valid'],
+    ['past its grace period', [{ hash, expires_at: 100 }], 'expired'],
+    ['revoked', [{ hash, expires_at: 90, revoked_at: 90 }], 'revoked'],
+    ['not stored', [{ hash: other, expires_at: null }], 'unknown'],
+    ['stored twice, once current', [{ hash, expires_at: 90, revoked_at: 90 }, { hash, expires_at: null }], 'valid'],
+    ['against nothing', [], 'unknown'],
+  ])('says a key %s is %s', (_what, stored, expected) => {
+    expect(keyStatus(key, pepper, stored, 100)).toBe(expected);
   });
 });
 

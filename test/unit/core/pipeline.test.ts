@@ -103,9 +103,19 @@ describe('validateDefinition: the top level', () => {
 
   it('lists every unknown top-level field', () => {
     expect(problemsOf({ ...greeting(), publish: {}, 'odd key': 1 })).toEqual([
-      { path: 'publish', reason: 'unknown field; a definition holds only description, nodes' },
-      { path: '["odd key"]', reason: 'unknown field; a definition holds only description, nodes' },
+      { path: 'publish', reason: 'unknown field; a definition holds only description, retry_interrupted, nodes' },
+      { path: '["odd key"]', reason: 'unknown field; a definition holds only description, retry_interrupted, nodes' },
     ]);
+  });
+
+  it('takes retry_interrupted as a boolean, keeps it, and counts it in the content', () => {
+    expect(problemsOf({ ...greeting(), retry_interrupted: 'no' })).toEqual([{ path: 'retry_interrupted', reason: 'must be true or false, got a string' }]);
+    const off = validateDefinition({ ...greeting(), retry_interrupted: false });
+    expect(off.ok && off.definition.retry_interrupted).toBe(false);
+    const plain = validateDefinition(greeting());
+    expect(plain.ok && Object.hasOwn(plain.definition, 'retry_interrupted')).toBe(false);
+    if (!off.ok || !plain.ok) throw new Error('valid definitions');
+    expect(contentHash(off.definition)).not.toBe(contentHash(plain.definition));
   });
 
   it('checks the description', () => {

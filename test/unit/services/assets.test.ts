@@ -2,8 +2,9 @@
  * The asset route (GET /v1/assets/{token}) through its handler, on in-memory stores and an
  * in-memory object store: links as the links port mints them, answers as API Gateway gets them.
  */
+import { invokeStreamed, type StreamedResult } from '../../support/streamed';
 import { randomUUID } from 'node:crypto';
-import type { APIGatewayProxyResult, Context } from 'aws-lambda';
+import type { Context } from 'aws-lambda';
 import { createHandler } from '../../../functions/asset-get/handler';
 import { createLogger } from '../../../functions/adapters/logger';
 import { assetLinkKey } from '../../../functions/core/asset-links';
@@ -64,11 +65,11 @@ async function stored(w: World, name: string, body: Buffer, mediaType: string): 
 
 const tokenOf = (url: string): string => url.slice(`${BASE}/v1/assets/`.length);
 
-async function get(w: World, token: string, headers: Record<string, string> = {}): Promise<APIGatewayProxyResult & { bytes: Buffer }> {
+async function get(w: World, token: string, headers: Record<string, string> = {}): Promise<StreamedResult & { body: string }> {
   const handler = createHandler(() => w.d);
   const event = proxyEvent({ method: 'GET', resource: '/v1/assets/{token}', path: `/v1/assets/${token}`, pathParameters: { token }, headers });
-  const out = await handler(event, { awsRequestId: randomUUID() } as Context);
-  return { ...out, bytes: out.isBase64Encoded ? Buffer.from(out.body, 'base64') : Buffer.from(out.body) };
+  const out = await invokeStreamed(handler, event, { awsRequestId: randomUUID() } as Context);
+  return { ...out, body: out.bytes.toString('utf8') };
 }
 
 describe('GET /v1/assets/{token}', () => {

@@ -1,0 +1,129 @@
+/**
+ * Media end to end against `npm run start:synth`, IAM enforced on every call: an upload created
+ * through the API, its bytes PUT to the presigned URL (the emulated S3 checks the signature, so
+ * another size is refused), an execution with the `upload:<id>` value and one with an inline
+ * PNG, both completing; the URL the run hands the pipeline for its input (presigned by
+ * task-run's role) serves the exact bytes, and so does a capability link to the same stored
+ * object through the asset route, streamed from the asset function's worker (several MB, past
+ * Lambda's 6 MB buffered answer). Outputs do not carry assets yet, so the link is minted here
+ * with the runtime's key material, as task-run would; the asset function reads the object
+ * with its own role.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import type { Deps } from '../../../functions/adapters/deps';
+import type { PipelineDefinition } from '../../../functions/core/types';
+import { dataUri, png } from '../../support/media';
+import { startE2eRuntime, useE2eMode, type E2eRuntime, type Published } from '../../support/runtime';
+import { SYNTH_TIMEOUT_MS } from '../../support/synth';
+
+useE2eMode('synth');
+jest.setTimeout(120_000);
+
+const photoPipeline: PipelineDefinition = {
+  nodes: {
+    photo: { type: 'input', value_type: 'asset', value: dataUri('image/png', png(1, 1)), media_types: ['image/png', 'image/jpeg'], max_bytes: 8_000_000 },
+    about: { type: 'transform', inputs: ['photo'], expression: "photo.media_type & ' ' & $string(photo.bytes) & ' ' & photo.sha256" },
+    link: { type: 'transform', inputs: ['photo'], expression: 'photo.url' },
+    info: { type: 'output', from: 'about' },
+    url: { type: 'output', from: 'link' },
+  },
+};
+
+let rt: E2eRuntime;
+let p: Published;
+const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
+const asset = (value: string) => ({ value, value_type: 'ASSET' });
+
+beforeAll(async () => {
+  rt = await startE2eRuntime();
+  p = await rt.publishPipeline('photo-synth', photoPipeline);
+}, SYNTH_TIMEOUT_MS);
+afterAll(async () => {
+  await rt?.cleanup();
+});
+
+async function resultOf(workflow_input: Record<string, unknown>) {
+  const r = await rt.caller('POST', `/v1/deployments/${p.deploymentId}/executions/`, p.apiKey, { workflow_input });
+  expect(r.status).toBe(202);
+  const id = r.body.execution_id as string;
+  await rt.waitForExecution(id, p.apiKey, undefined, 60_000);
+  return (await rt.caller('GET', `/v1/deployments/executions/${id}/result/`, p.apiKey)).body;
+}
+
+/** A link to the object a presigned URL of the emulated S3 names (`/<bucket>/<key>`). */
+async function linkTo(presigned: string, mediaType: string, bytes: Buffer): Promise<string> {
+  const key = decodeURIComponent(new URL(presigned).pathname).split('/').slice(2).join('/');
+  // start:synth's runtime carries the deps the functions see (SynthRuntime.deps).
+  const { deps } = rt as unknown as { deps: Deps };
+  return (await deps.assetLinks.link({ key, media_type: mediaType, bytes: bytes.length, sha256: sha(bytes) }, rt.url, new Date())).url;
+}
+
+async function download(url: string): Promise<{ res: Response; bytes: Buffer }> {
+  const res = await fetch(url);
+  return { res, bytes: Buffer.from(await res.arrayBuffer()) };
+}
+
+describe('media on start:synth, IAM enforced', () => {
+  it('uploads to the presigned URL, executes with upload:<id>, and the link streams the exact bytes', async () => {
+    // Prepare: a real PNG of several MB (random pixels do not compress).
+    const noise = randomBytes(1400 * 1400 * 4);
+    const bytes = png(1400, 1400, (x, y) => {
+      const at = (y * 1400 + x) * 4;
+      return [noise[at] ?? 0, noise[at + 1] ?? 0, noise[at + 2] ?? 0, 255];
+    });
+    expect(bytes.length).toBeGreaterThan(6 * 1024 * 1024);
+    const created = await rt.caller<{ upload_url: string; headers: Record<string, string>; asset: { value: string } }>('POST', `/v1/deployments/${p.deploymentId}/uploads/`, p.apiKey, {
+      media_type: 'image/png',
+      bytes: bytes.length,
+    });
+    expect(created.status).toBe(201);
+
+    // Act
+    const lower = Object.fromEntries(Object.entries(created.body.headers).map(([k, v]) => [k.toLowerCase(), v]));
+    const short = await fetch(created.body.upload_url, { method: 'PUT', headers: { ...lower, 'content-length': String(bytes.length - 1) }, body: bytes.subarray(1) });
+    const put = await fetch(created.body.upload_url, { method: 'PUT', headers: created.body.headers, body: bytes });
+    const result = await resultOf({ photo: asset(created.body.asset.value) });
+    const data = result.response_data as Record<string, { value: string }>;
+    const input = await download(data.url?.value ?? '');
+    const { res, bytes: served } = await download(await linkTo(data.url?.value ?? '', 'image/png', bytes));
+
+    // Assess
+    expect(short.status).toBe(403);
+    expect(put.status).toBe(200);
+    expect(result.status).toBe('completed');
+    expect(data.info?.value).toBe(`image/png ${bytes.length} ${sha(bytes)}`);
+    expect(input.res.status).toBe(200);
+    expect(sha(input.bytes)).toBe(sha(bytes));
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('image/png');
+    expect(res.headers.get('content-length')).toBe(String(bytes.length));
+    expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(sha(served)).toBe(sha(bytes));
+  });
+
+  it('executes with an inline PNG, and its link downloads the exact bytes and a range of them', async () => {
+    // Prepare
+    const bytes = png(64, 64);
+
+    // Act
+    const result = await resultOf({ photo: asset(bytes.toString('base64')) });
+    const presigned = (result.response_data as Record<string, { value: string }>).url?.value ?? '';
+    const input = await download(presigned);
+    const url = await linkTo(presigned, 'image/png', bytes);
+    const whole = await download(url);
+    const part = await fetch(url, { headers: { range: 'bytes=0-7' } });
+    const past = await fetch(url, { headers: { range: `bytes=${bytes.length}-` } });
+    const altered = await fetch(`${url.slice(0, -2)}AA`);
+
+    // Assess
+    expect(result.status).toBe('completed');
+    expect(input.bytes.equals(bytes)).toBe(true);
+    expect(whole.res.status).toBe(200);
+    expect(whole.bytes.equals(bytes)).toBe(true);
+    expect(part.status).toBe(206);
+    expect(Buffer.from(await part.arrayBuffer()).equals(bytes.subarray(0, 8))).toBe(true);
+    expect(past.status).toBe(416);
+    expect(altered.status).toBe(404);
+    expect(((await altered.json()) as { error: string }).error).toBe('Asset Not Found');
+  });
+});
