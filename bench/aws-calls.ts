@@ -339,3 +339,72 @@ export function mediaObjectCost(m: Readonly<MediaScenario> = MEDIA): CostLine[] 
     { item: 'Transfer out', perExecution: `${mb(m.outputBytes)} MB × ${m.downloads} download(s); in is free`, dollars: outGb * PRICES.transferOutPerGb * M },
   ];
 }
+
+/**
+ * What the stack turns on beside the request path, per million executions: CloudWatch Logs
+ * (Lambda's lines, the access log, the state machine's events at `logLevel`), X-Ray's sampled
+ * traces, the wait bound's counters for a waiting caller, and the web ACL's per-request
+ * charge when the payload guard is on (its fixed monthly
+ * charge is `fixedMonthlyDollars`, not a per-execution figure). No KMS key is used: the secret
+ * is encrypted with Secrets Manager's AWS-managed key, at no charge per call.
+ */
+export function operationsCost(c: CostInput, opts: { logLevel: 'ERROR' | 'ALL'; waf: boolean; sampledShare?: number }): CostLine[] {
+  const M = 1_000_000;
+  const b = ASSUMPTIONS.logBytes;
+  const invocations = Object.values(lambdaInvocations(c)).reduce((s, x) => s + x, 0);
+  const requests = c.apiRequests + (c.polls ?? 0);
+  const machineEvents = opts.logLevel === 'ALL' ? ASSUMPTIONS.stateMachineEventsAll * c.whole.sfnStart : 0;
+  const bytes = invocations * (b.lambdaPlatform + b.lambdaOwn) + requests * b.accessLog + machineEvents * b.stateMachineEvent;
+  const share = opts.sampledShare ?? ASSUMPTIONS.xraySampledShare;
+  const traces = requests + 1 / c.batch + c.whole.sfnStart;
+  const lines: CostLine[] = [
+    {
+      item: 'CloudWatch Logs',
+      perExecution: `${round(bytes / 1024, 1)} KB: ${round(invocations)} Lambda invocations × ${round((b.lambdaPlatform + b.lambdaOwn) / 1024, 2)} KB, ${round(requests)} access-log line(s)${machineEvents ? `, ${round(machineEvents)} state-machine events` : ', no state-machine events (log level ERROR)'}`,
+      dollars: (bytes / 1e9) * PRICES.logsPerGbIngested * M,
+    },
+    {
+      item: 'X-Ray',
+      perExecution: `${round(traces)} traces × ${share * 100} % sampled`,
+      dollars: traces * share * PRICES.xrayPerMillionTracesRecorded,
+    },
+  ];
+  if (opts.waf) lines.push({ item: 'WAF', perExecution: `${round(requests)} request(s) inspected`, dollars: requests * PRICES.wafPerMillionRequests });
+  // On AWS each granted wait takes a slot of the wait bound and gives it back: two ADDs of
+  // 1 WRU the local runtime (unbounded) never makes, so the counts above lack them.
+  if (c.whole.waits > 0) lines.push({ item: 'Wait bound', perExecution: `${round(2 * c.whole.waits)} WRU: a slot taken and given back`, dollars: 2 * c.whole.waits * PRICES.dynamoPerMillionWriteUnits });
+  return lines;
+}
+
+/** The web ACL's fixed charge a month (with `payloadGuard`, the default). */
+export const fixedMonthlyDollars = (): number => PRICES.wafPerWebAclMonth + ASSUMPTIONS.wafRules * PRICES.wafPerRuleMonth;
+
+/**
+ * A second of pipeline time per execution, per million executions: task-run's Lambda duration
+ * (its memory) and the Express execution's duration (64 MB billed, in 100 ms steps).
+ */
+export function pipelineSecondCost(): CostLine[] {
+  const M = 1_000_000;
+  return [
+    { item: 'task-run duration', perExecution: `1 s × ${ASSUMPTIONS.lambdaMemoryMb} MB`, dollars: (ASSUMPTIONS.lambdaMemoryMb / 1024) * PRICES.lambdaArmPerGbSecond * M },
+    { item: 'Express duration', perExecution: `1 s × ${ASSUMPTIONS.expressMemoryMb} MB`, dollars: (ASSUMPTIONS.expressMemoryMb / 1024) * PRICES.sfnExpressPerGbSecond * M },
+  ];
+}
+
+/**
+ * The README's headline: a waiting caller of the trivial pipeline, from the inputs the last
+ * `npm run bench` measured (bench/reference-wait.json), priced with everything the stack
+ * turns on at its defaults.
+ */
+export function allInHeadline(input: CostInput): { requestPath: number; operations: CostLine[]; allIn: number; logsAll: number; pipelineSecond: number } {
+  const requestPath = totalDollars(costPerMillion(input));
+  const operations = operationsCost(input, { logLevel: 'ERROR', waf: true });
+  const withAll = operationsCost(input, { logLevel: 'ALL', waf: true });
+  return {
+    requestPath,
+    operations,
+    allIn: requestPath + totalDollars(operations),
+    logsAll: totalDollars(withAll) - totalDollars(operations),
+    pipelineSecond: totalDollars(pipelineSecondCost()),
+  };
+}

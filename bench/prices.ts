@@ -41,6 +41,14 @@ export const PRICES = {
    * transfer in, and S3 to Lambda in one region, cost nothing.
    */
   transferOutPerGb: 0.09,
+  /** https://aws.amazon.com/cloudwatch/pricing/ — Logs, standard ingestion, per GB (storage at $0.03 per GB-month is left out: retention is 30 days). */
+  logsPerGbIngested: 0.5,
+  /** https://aws.amazon.com/xray/pricing/ — traces recorded, per million (the first 100,000 a month free, left out). */
+  xrayPerMillionTracesRecorded: 5,
+  /** https://aws.amazon.com/waf/pricing/ — per million requests inspected; $5 a month per web ACL and $1 per rule besides. */
+  wafPerMillionRequests: 0.6,
+  wafPerWebAclMonth: 5,
+  wafPerRuleMonth: 1,
 } as const;
 
 /** What is not measured locally, as docs/aws.md assumes it. */
@@ -74,9 +82,29 @@ export const ASSUMPTIONS = {
   maxWaitSeconds: AWS_MAX_WAIT_SECONDS,
   /** Monthly volume the fixed secret refreshes are spread over. */
   monthlyExecutions: 1_000_000,
+  /**
+   * CloudWatch Logs per event, bytes as ingested (a line plus its metadata): Lambda's own
+   * START, END and REPORT lines per invocation, the functions' one structured line per
+   * invocation (info level), API Gateway's access log line per request, and the state
+   * machine's events when its log level is ALL (an Express success path writes about 16,
+   * with execution data: `stateMachineLogLevel=ALL`; at the default ERROR a success writes none).
+   */
+  logBytes: { lambdaPlatform: 350, lambdaOwn: 300, accessLog: 500, stateMachineEvent: 375 },
+  stateMachineEventsAll: 16,
+  /**
+   * X-Ray's default sampling rule records the first request each second and 5 % of the rest:
+   * at the sustained load a million-a-month figure prices (≈ 0.4/s), nearly every request;
+   * at hundreds a second, 5 %. A trace is an API request (through its Lambdas) or a state
+   * machine execution (with its tasks); the runner's SQS-triggered invocations are traced too.
+   */
+  xraySampledShare: 0.05,
+  /** The web ACL's rules (lib/stacks/service-stack.ts): the payload guard, the rate rule, the managed common rule set. */
+  wafRules: 1,
 } as const;
 
 export const TARGET_DOLLARS_PER_MILLION = 10;
+/** The goal for a waiting caller of a trivial pipeline, everything the stack turns on included. */
+export const ALL_IN_TARGET_DOLLARS = 12;
 
 /**
  * A media execution as the cost model prices its objects: one image in through the uploads

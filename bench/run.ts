@@ -13,13 +13,15 @@
  *   BENCH_MEDIA_MS     length of each media load (default 5000)
  *
  * `npm run bench -- --only retained` prints the retained-history section alone (about a minute);
- * `npm run bench -- --only media` the media section (about a minute).
+ * `npm run bench -- --only media` the media section (about a minute);
+ * `npm run bench -- --only scale` runs the load test on start:synth's scale model (bench/scale.ts;
+ * minutes: a synthesis per deployment, then each rate's load and drain).
  */
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import asl from '../lib/state-machine.asl.json';
-import { atExecutionTime, awsCalls, callerCost, costPerMillion, lambdaInvocations, mediaObjectCost, successPath, totalDollars, type CallMeasure, type CostLine } from './aws-calls';
+import { atExecutionTime, awsCalls, callerCost, costPerMillion, lambdaInvocations, mediaObjectCost, operationsCost, successPath, totalDollars, type CallMeasure, type CostLine } from './aws-calls';
 import { initMedian, measureBundles, HELLO, type BundleFigure } from './bundles';
 import { callerShape, type CallerFigure, type CallerOptions, type CallerShape } from './callers';
 import { ServerChild } from './child';
@@ -27,11 +29,12 @@ import { endToEnd, requestLoad, type ShapeFigures, type Shapes } from './e2e';
 import { executePath } from './execute-path';
 import { dynamoReads, dynamoWrites, type Counts } from './instrument';
 import { machine } from './machine';
-import { ASSUMPTIONS, MEDIA, TARGET_DOLLARS_PER_MILLION } from './prices';
+import { ALL_IN_TARGET_DOLLARS, ASSUMPTIONS, MEDIA, TARGET_DOLLARS_PER_MILLION } from './prices';
 import { busy, formatProfile, summarizeProfile } from './profile';
 import { fmt, fmtRatio, median, ratio, verdict, type Verdict } from './stats';
 import { markdownTable, textTable, type Row } from './table';
 import { measureRetained, type RetainedFigure } from './retained';
+import { measureScale, type RateFigure } from './scale';
 import { measureMedia, mediaRows } from './media';
 
 
@@ -207,6 +210,13 @@ function callerRows(r: Results): Row[] {
     const costT = callerCost(atT, path).lines;
     const how = f.shape === 'poll' ? `${fmt(atT.requestsPer - 1, 0)} polls` : f.shape === 'wait' ? `${fmt(atT.awsWait.rereads, 0)} re-reads over ${fmt(atT.awsWait.seconds * 1000, 0)} ms` : 'no time dependence';
     rows.push([`  cost per million on AWS, executions taking ${t} s there`, `$${totalDollars(costT).toFixed(2)}`, `${how}; ${top(costT)}`, '', '', '']);
+    const atTInput = callerCost(atT, path).input;
+    const ops = operationsCost(atTInput, { logLevel: 'ERROR', waf: true });
+    const allIn = totalDollars(costT) + totalDollars(ops);
+    rows.push([`  all in (logs at ERROR, X-Ray sampled, WAF)`, `$${allIn.toFixed(2)}`, ops.map((l) => `${l.item} $${l.dollars.toFixed(2)}`).join(', '), '', f.shape === 'wait' ? `≤ $${ALL_IN_TARGET_DOLLARS}` : '', f.shape === 'wait' ? verdict(allIn, 'max', ALL_IN_TARGET_DOLLARS) : '']);
+    // The headline's inputs, kept with the sources: docs-figures.test.ts prices them again and
+    // checks the README's and docs/aws.md's all-in figure against it.
+    if (f.shape === 'wait') writeFileSync(join(__dirname, 'reference-wait.json'), `${JSON.stringify(atTInput, null, 2)}\n`);
   }
   const failed = r.callers.filter((f) => f.failed > 0);
   for (const f of failed) rows.push([`  ${f.shape}: ${f.failed} failed`, '', f.errors.slice(0, 2).join('; '), '', '', '']);
@@ -312,11 +322,52 @@ function packageLine(b: BundleFigure): string {
 
 const HEADER: Row = ['figure', 'value', 'floor / detail', 'ratio', 'target', 'result'];
 
+/** The scale model's run: one row per rate, then the limits it enforced. */
+function scaleRows(figures: RateFigure[], limits: Record<string, { name: string; template: number; scaled: number }[]>): [Row, Row[]] {
+  const header: Row = ['deployment', 'here/s (AWS/s)', 'finished', 'p50 · p99 arrival → result', 'answers', 'refused by the model', 'lost · stuck · 5xx w/o Retry-After · load avg', 'held'];
+  const rows: Row[] = figures.map((f) => {
+    const factor = Number(process.env.BENCH_SCALE ?? '0.01');
+    const refusals = (f.statuses['429'] ?? 0) + (f.statuses['503'] ?? 0);
+    // Held: every caller had its result, nothing lost or stuck, and refusals rare enough that
+    // callers were not made to queue behind a limit (under one per ten executions).
+    const held = f.lost === 0 && f.stuck === 0 && f.unanswered === 0 && f.failed === 0 && f.finished === f.offered && refusals <= f.offered / 10;
+    return [
+      f.deployment,
+      `${f.rate} (${Math.round(f.rate / factor)})`,
+      `${f.finished}/${f.offered} (${f.completed} completed, ${f.failed} failed)`,
+      `${ms(f.latency.p50)} · ${ms(f.latency.p99)}`,
+      Object.entries(f.statuses)
+        .map(([k, n]) => `${k}×${n}`)
+        .join(' '),
+      Object.entries(f.refused)
+        .map(([k, n]) => `${k} ${n}`)
+        .join(', ') || 'none',
+      `${f.lost} · ${f.stuck} · ${f.unanswered}${f.timeouts ? ` (${f.timeouts} function time-outs)` : ''} · load ${fmt(f.load, 1)}`,
+      held ? 'yes' : 'no',
+    ];
+  });
+  for (const [dep, ls] of Object.entries(limits)) {
+    // Owner routes and the like at 1 each say nothing; the limits the load meets do.
+    const shown = ls.filter((l) => l.template > 9 || !/^[A-Z]/.test(l.name));
+    rows.push([`${dep}: limits (AWS→here)`, '', '', '', '', shown.map((l) => `${l.name} ${l.template}→${l.scaled}`).join(', '), '', '']);
+  }
+  return [header, rows];
+}
+
 async function main(): Promise<void> {
   const started = performance.now();
   mkdirSync(RESULTS, { recursive: true });
   const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined;
-  if (only !== undefined && only !== 'retained' && only !== 'media') throw new Error(`--only takes "retained" or "media", not ${JSON.stringify(only)}`);
+  if (only !== undefined && only !== 'retained' && only !== 'media' && only !== 'scale') throw new Error(`--only takes "retained", "media" or "scale", not ${JSON.stringify(only)}`);
+  if (only === 'scale') {
+    const m = machine();
+    const { figures, limits } = await measureScale(log);
+    const [header, rows] = scaleRows(figures, limits);
+    console.log(textTable(header, rows));
+    writeFileSync(join(RESULTS, 'scale.md'), `${markdownTable(header, rows)}\n`);
+    console.log(`\n${m.nproc} cores · ${m.cpuModel} · ${m.memoryGiB} GiB · Node ${m.node} · ${m.platform} · ${((performance.now() - started) / 1000).toFixed(0)} s`);
+    return;
+  }
   if (only === 'media') {
     const m = machine();
     console.log(textTable(HEADER, mediaRows(await measureMedia(log))));

@@ -75,7 +75,17 @@ export const GATEWAY_RESPONSES: readonly GatewayResponse[] = [
     body: '{"error":"Service Unavailable","request_id":"$context.requestId"}',
     headers: { 'Retry-After': "'1'" },
   },
-  { type: 'THROTTLED', statusCode: '429', body: '{"error":"Too Many Requests"}' },
+  // The stage's throttle: a token bucket that refills every second.
+  { type: 'THROTTLED', statusCode: '429', body: '{"error":"Too Many Requests"}', headers: { 'Retry-After': "'1'" } },
+  // What API Gateway answers when it could not invoke the function, a Lambda throttled at its
+  // reserved concurrency above all (a bare 500 by default, indistinguishable from a bug): the
+  // function never ran, so the request may simply be sent again.
+  {
+    type: 'INTEGRATION_FAILURE',
+    statusCode: '503',
+    body: '{"error":"Service Unavailable","request_id":"$context.requestId"}',
+    headers: { 'Retry-After': "'1'" },
+  },
   // API Gateway says "Missing Authentication Token" both for an IAM route called without a
   // signature and for a path it has no route for. Unknown paths are caught first by the root
   // {proxy+} mock (404), so what is left here is an unsigned owner request: the contract's 401.

@@ -52,19 +52,27 @@ export function retryWaitsSeconds(r: Retrier): number[] {
 }
 
 /**
+ * Lambda's refusals raised before the function runs (a throttle at its reserved concurrency):
+ * a retry of one costs its wait, not another run of the function.
+ */
+export const NOT_RUN_ERRORS: readonly string[] = ['Lambda.TooManyRequestsException'];
+
+const retriesRun = (r: Retrier): boolean => !r.ErrorEquals.every((e) => NOT_RUN_ERRORS.includes(e));
+
+/**
  * The longest a task state can take: every retry of every retrier (each keeps its own count, so
- * errors of different kinds can exhaust them all) with each attempt running its whole time-out,
- * plus every wait between attempts.
+ * errors of different kinds can exhaust them all) with each attempt running its whole time-out
+ * (but a retrier of throttles only, whose attempts never ran), plus every wait between attempts.
  */
 export function worstCaseSeconds(retriers: Retrier[], attemptSeconds: number): number {
-  const retries = retriers.reduce((n, r) => n + (r.MaxAttempts ?? 3), 0);
+  const retries = retriers.filter(retriesRun).reduce((n, r) => n + (r.MaxAttempts ?? 3), 0);
   const waits = retriers.flatMap(retryWaitsSeconds).reduce((a, b) => a + b, 0);
   return (retries + 1) * attemptSeconds + waits;
 }
 
-/** MarkRunning's share: every attempt at its slowest plus every retry wait (27 s). */
+/** MarkRunning's share: every attempt at its slowest plus every retry wait (38 s). */
 export const START_ALLOWANCE_SECONDS = worstCaseSeconds(retriersOf('MarkRunning'), MARK_TASK_TIMEOUT_SECONDS);
-/** MarkFailed's share, the same way (46 s). */
+/** MarkFailed's share, the same way (57 s). */
 export const FAIL_ALLOWANCE_SECONDS = worstCaseSeconds(retriersOf('MarkFailed'), MARK_TASK_TIMEOUT_SECONDS);
 /**
  * RunNodes retries only Lambda's own invocation errors (throttled, service unavailable), raised
@@ -80,7 +88,7 @@ export const runNodesTimeoutSeconds = (executionTimeoutMs: number): number => Ma
 export const taskRunLambdaTimeoutSeconds = (executionTimeoutMs: number): number =>
   runNodesTimeoutSeconds(executionTimeoutMs) + TASK_RUN_LAMBDA_EXTRA_SECONDS;
 
-/** The longest execution time-out whose whole run, MarkFailed included, fits an Express execution (209 s). */
+/** The longest execution time-out whose whole run, MarkFailed included, fits an Express execution (176 s). */
 export const EXPRESS_MAX_EXECUTION_TIMEOUT_MS =
   (EXPRESS_LIMIT_SECONDS -
     START_ALLOWANCE_SECONDS -

@@ -20,15 +20,19 @@ export const WAIT_SHARDS = 10;
  */
 export class DynamoWaitSlots implements WaitSlotsPort {
   private readonly perShard: number;
+  private readonly shards: number;
 
   constructor(
     private readonly db: DynamoDBDocumentClient,
     private readonly table: string,
     private readonly scope: string,
     bound: number,
-    private readonly shards: number = WAIT_SHARDS,
+    shards: number = WAIT_SHARDS,
   ) {
-    this.perShard = Math.max(1, Math.floor(bound / shards));
+    // No more shards than the bound: a share of at least 1 on each of 10 would let 10 wait
+    // where the bound says 1 (run-start's, or any bound of a small reservation).
+    this.shards = Math.max(1, Math.min(shards, bound));
+    this.perShard = Math.max(1, Math.floor(bound / this.shards));
   }
 
   async acquire(now: Date): Promise<WaitSlot | null> {

@@ -202,9 +202,17 @@ export class ServiceStack extends Stack {
       definitionBody: sfn.DefinitionBody.fromString(readFileSync(ASL_PATH, 'utf8')),
       definitionSubstitutions: substitutions,
       stateMachineType: settings.stateMachineType === 'EXPRESS' ? sfn.StateMachineType.EXPRESS : sfn.StateMachineType.STANDARD,
-      logs: { destination: logGroup, level: sfn.LogLevel.ALL, includeExecutionData: true },
+      // ERROR by default: a failed execution's events with its data, not every event of every
+      // success (the cost model's largest optional line).
+      logs: { destination: logGroup, level: settings.stateMachineLogLevel === 'ALL' ? sfn.LogLevel.ALL : sfn.LogLevel.ERROR, includeExecutionData: true },
       tracingEnabled: true,
     });
+    if (settings.stateMachineLogLevel !== 'ALL') {
+      Validations.of(machine).acknowledge({
+        id: 'AwsSolutions-SF1',
+        reason: 'Logs failed executions with their data (level ERROR) by default, for cost; -c stateMachineLogLevel=ALL logs every event.',
+      });
+    }
     // The ASL calls the unqualified function ARNs, so no version or alias wildcard is needed.
     machine.addToRolePolicy(
       new iam.PolicyStatement({

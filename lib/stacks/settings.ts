@@ -39,6 +39,12 @@ export interface Settings {
    * it (lib/concurrency.ts). 0 reserves nothing, for an account too small to share.
    */
   accountConcurrency: number;
+  /**
+   * The state machine's log level: ERROR (the default) logs failed executions only, with their
+   * data; ALL logs every event of every execution with its data (≈ 6 KB an execution, ≈ $3 per
+   * million at CloudWatch Logs' ingestion price).
+   */
+  stateMachineLogLevel: 'ERROR' | 'ALL';
 }
 
 /** The retention periods CloudWatch Logs accepts. */
@@ -66,6 +72,7 @@ const ContextSchema = v.object({
     v.pipe(num(0, 1_000_000), v.check((n) => n === 0 || n >= 200, 'must be 0 (reserve nothing) or at least 200')),
     DEFAULT_ACCOUNT_CONCURRENCY,
   ),
+  stateMachineLogLevel: v.optional(v.picklist(['ERROR', 'ALL']), 'ERROR'),
 });
 
 export type SettingsInput = v.InferInput<typeof ContextSchema>;
@@ -102,6 +109,7 @@ export function parseSettings(input: Record<string, unknown>): Settings {
     publicUrl: c.publicUrl,
     payloadGuard: c.payloadGuard,
     accountConcurrency: c.accountConcurrency,
+    stateMachineLogLevel: c.stateMachineLogLevel,
   };
 }
 

@@ -20,6 +20,7 @@ import { credentialsFor, sessionNameOf, type IamDecision, type IamEvaluator, typ
 import { createS3Handler, type S3Handler } from '../local/s3';
 import type { LocalArns } from './physical';
 import { isPlainObject } from '../../functions/core/values';
+import type { PartitionThroughput } from './scale-model';
 
 /** A local queue as the endpoint uses it (lib/local/queue.ts LocalQueue). */
 export interface EndpointQueue {
@@ -51,6 +52,8 @@ export interface AwsServices {
   secrets?: LocalSecretStore;
   /** S3: the templates' buckets (physical names), their objects kept under `dir`. */
   objects?: { dir: string; buckets: readonly string[]; expirationDays?: Readonly<Record<string, number>> };
+  /** DynamoDB's per-key throughput, when the scale model is on (./scale-model). */
+  throughput?: PartitionThroughput;
 }
 
 export interface Denial {
@@ -286,6 +289,11 @@ export async function startAwsEndpoint(options: AwsEndpointOptions = {}): Promis
     }
     await authorize(call, s, checks);
     if (!s.dynamoEndpoint) throw new AwsError(500, 'InternalFailure', 'No DynamoDB endpoint is configured');
+    const metered = s.throughput?.keysOf(operation, body);
+    if (metered && s.throughput && !s.throughput.admit(metered.kind, metered.keys)) {
+      // What an on-demand table answers when one key (or an index's key) is past its partition's throughput.
+      throw new AwsError(400, 'ProvisionedThroughputExceededException', 'Throughput exceeds the current capacity for one or more global secondary indexes or partitions. DynamoDB is automatically scaling your table or index so please try again shortly.');
+    }
     const forwarded: Record<string, string> = {};
     for (const h of ['content-type', 'x-amz-target', 'x-amz-date', 'authorization', 'x-amz-security-token']) {
       const v = call.headers[h];
@@ -297,8 +305,10 @@ export async function startAwsEndpoint(options: AwsEndpointOptions = {}): Promis
       const v = answer.headers.get(h);
       if (v !== null) headers[h] = v;
     }
+    const out = Buffer.from(await answer.arrayBuffer());
+    if (metered && answer.ok) s.throughput?.charge(metered.kind, metered.keys, metered.kind === 'write' ? call.raw.length : out.length);
     res.writeHead(answer.status, headers);
-    res.end(Buffer.from(await answer.arrayBuffer()));
+    res.end(out);
   }
 
   // --- SQS (JSON protocol) ------------------------------------------------------------------

@@ -31,6 +31,12 @@ export interface FunctionHostOptions {
   maxConcurrency?: number;
   /** Each line a function writes to stdout or stderr (its CloudWatch log). Default: dropped. */
   log?: (fn: string, line: string) => void;
+  /**
+   * The function's concurrency as Lambda enforces it (the scale model's): a slot per invocation
+   * and the function giving it back, or undefined, and the invocation is refused with
+   * TooManyRequestsException instead of waiting for an environment.
+   */
+  concurrency?: () => (() => void) | undefined;
 }
 
 /** A failed invocation, as the Lambda service reports it (errorType, errorMessage, trace). */
@@ -163,7 +169,7 @@ export class FunctionHost {
   private readonly maxConcurrency: number;
   private stopped = false;
   /** Invocations so far, and how many of them started an environment (cold starts). */
-  readonly stats = { invocations: 0, coldStarts: 0, timeouts: 0 };
+  readonly stats = { invocations: 0, coldStarts: 0, timeouts: 0, throttles: 0 };
 
   constructor(
     readonly spec: FunctionSpec,
@@ -179,7 +185,18 @@ export class FunctionHost {
     if (Buffer.byteLength(text, 'utf8') > MAX_SYNC_PAYLOAD_BYTES) {
       throw new FunctionError('RequestEntityTooLargeException', `Request must be smaller than ${MAX_SYNC_PAYLOAD_BYTES} bytes for the InvokeFunction operation`);
     }
-    const sandbox = await this.acquire();
+    const slot = this.options.concurrency?.();
+    if (this.options.concurrency && !slot) {
+      this.stats.throttles += 1;
+      throw new FunctionError('TooManyRequestsException', 'Rate Exceeded.');
+    }
+    let sandbox: Sandbox;
+    try {
+      sandbox = await this.acquire();
+    } catch (err) {
+      slot?.();
+      throw err;
+    }
     this.stats.invocations += 1;
     const id = randomUUID();
     const timeoutMs = this.spec.timeoutSeconds * 1000;
@@ -208,6 +225,7 @@ export class FunctionHost {
       return JSON.parse(payload) as unknown;
     } finally {
       this.release(sandbox);
+      slot?.();
     }
   }
 
@@ -222,7 +240,18 @@ export class FunctionHost {
     if (Buffer.byteLength(text, 'utf8') > MAX_SYNC_PAYLOAD_BYTES) {
       throw new FunctionError('RequestEntityTooLargeException', `Request must be smaller than ${MAX_SYNC_PAYLOAD_BYTES} bytes for the InvokeWithResponseStream operation`);
     }
-    const sandbox = await this.acquire();
+    const slot = this.options.concurrency?.();
+    if (this.options.concurrency && !slot) {
+      this.stats.throttles += 1;
+      throw new FunctionError('TooManyRequestsException', 'Rate Exceeded.');
+    }
+    let sandbox: Sandbox;
+    try {
+      sandbox = await this.acquire();
+    } catch (err) {
+      slot?.();
+      throw err;
+    }
     this.stats.invocations += 1;
     const id = randomUUID();
     const timeoutMs = this.spec.timeoutSeconds * 1000;
@@ -250,6 +279,7 @@ export class FunctionHost {
       clearTimeout(timer);
       sandbox.pending.delete(id);
       this.release(sandbox);
+      slot?.();
     };
     sandbox.pending.set(id, {
       chunk: (data) => {

@@ -10,7 +10,7 @@
 import '../local/polyfills';
 import { randomInt, randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve as resolvePath } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -41,6 +41,9 @@ import { assertKnownPolicies, credentialsFor, IamEvaluator, type IamDecision, ty
 import { describeRecovered, listen, ownerTokenOf, recoveredOf, type Recovered } from '../local/bootstrap';
 import { firewallFromTemplate } from './waf';
 import { resolveAssembly, type ResolvedAssembly, type ResolvedStack } from './physical';
+import { scaled, scaleFactorOf, scaleModelFromTemplates, type ScaleModel } from './scale-model';
+import { compileRoutes, matchResource, normaliseBasePath, stripBasePath } from '../local/gateway/routing';
+import { gatewayReplies, send } from '../local/gateway/replies';
 
 export interface SynthRuntimeOptions {
   host?: string;
@@ -60,6 +63,13 @@ export interface SynthRuntimeOptions {
   log?: ((line: string) => void) | false;
   /** A line per stage of the start (synth, bundles, functions, custom resources, recovery). */
   progress?: (line: string) => void;
+  /**
+   * The scale model's factor (./scale-model): the templates' limits and AWS's quotas times this,
+   * enforced as AWS enforces them. Default: PIPEGATE_SCALE, else no model.
+   */
+  scale?: number;
+  /** The account's Lambda concurrency quota the model assumes (default: PIPEGATE_SCALE_ACCOUNT_CONCURRENCY, else AWS's 1,000). */
+  accountConcurrency?: number;
 }
 
 export interface SynthRuntime {
@@ -89,6 +99,8 @@ export interface SynthRuntime {
   schedules: readonly Schedule[];
   /** PIPEGATE_DRAIN_SECONDS: how long a stop waits for running executions. */
   drainSeconds: number;
+  /** The scale model when one is on: its limits and what it refused. */
+  scale?: ScaleModel;
   /**
    * Stops as `npm start` stops: every request answers 503 + Retry-After, the schedules and the
    * executions queue's consumer stop, running executions get `drainMs` (PIPEGATE_DRAIN_SECONDS
@@ -123,6 +135,8 @@ const WIRING = new Set([
   'PIPEGATE_DATA_DIR',
   'PIPEGATE_OWNER_TOKEN',
   'PIPEGATE_BASE_PATH',
+  'PIPEGATE_SCALE',
+  'PIPEGATE_SCALE_ACCOUNT_CONCURRENCY',
 ]);
 
 /** In the data dir after a stop that finished (see recoverUnfinished). */
@@ -173,6 +187,9 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
     );
     assertKnownPolicies(iam.principals.filter((p) => actedAs.has(p.roleArn)));
     const region = resolved.env.region;
+    const factor = opts.scale ?? scaleFactorOf(env.PIPEGATE_SCALE);
+    const accountConcurrency = opts.accountConcurrency ?? (env.PIPEGATE_SCALE_ACCOUNT_CONCURRENCY ? Number(env.PIPEGATE_SCALE_ACCOUNT_CONCURRENCY) : undefined);
+    const scale = factor === undefined ? undefined : scaleModelFromTemplates(stacks, { factor, accountConcurrency });
 
     const dynamo: LocalDynamo = await startDynalite(opts.inMemory ? {} : { path: join(dataDir, 'db') });
     stoppers.push(() => dynamo.close());
@@ -195,7 +212,7 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
       const arn = physical.attributes.Arn ?? '';
       const roleArn = stack.resolveString(fn.properties.Role, `${where}.Role`);
       roles.set(physical.ref, roleArn);
-      const variables = isPlainObject(fn.properties.Environment) ? stack.resolve(fn.properties.Environment.Variables ?? {}, `${where}.Environment.Variables`) : {};
+      const variables = (isPlainObject(fn.properties.Environment) ? stack.resolve(fn.properties.Environment.Variables ?? {}, `${where}.Environment.Variables`) : {}) as Record<string, string>;
       const credentials = credentialsFor(roleArn);
       const memoryMb = Number(fn.properties.MemorySize ?? 128);
       const spec: FunctionSpec = {
@@ -207,10 +224,12 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
         timeoutSeconds: Number(fn.properties.Timeout ?? 3),
         memoryMb,
         env: {
-          ...(variables as Record<string, string>),
+          ...variables,
           // Local callers and call-back receivers live on this machine's private addresses.
           PIPEGATE_ALLOW_PRIVATE_URLS: 'true',
           ...tuning,
+          // The wait bound is a share of the function's reservation, so it scales with it.
+          ...(scale && Number(variables.PIPEGATE_MAX_WAITERS) > 0 ? { PIPEGATE_MAX_WAITERS: String(scaled(Number(variables.PIPEGATE_MAX_WAITERS), scale.factor)) } : {}),
           AWS_ENDPOINT_URL: endpoint.url,
           // S3 addresses buckets by host name unless told otherwise; the local endpoint has one host.
           PIPEGATE_S3_ENDPOINT: endpoint.url,
@@ -234,7 +253,12 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
           AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
         },
       };
-      const host = new FunctionHost(spec, { maxConcurrency: opts.maxConcurrency, log: (name, line) => log(`[${name}] ${line}`) });
+      const host = new FunctionHost(spec, {
+        // Under the scale model an environment per concurrent invocation Lambda allows, and no more.
+        maxConcurrency: scale ? scale.lambda.limitOf(spec.name) : opts.maxConcurrency,
+        ...(scale ? { concurrency: () => scale.lambda.acquire(spec.name) } : {}),
+        log: (name, line) => log(`[${name}] ${line}`),
+      });
       stoppers.push(() => host.stop());
       hosts.set(spec.name, host);
       byArn.set(arn, host);
@@ -264,7 +288,11 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
               // What Step Functions reports when its role may not invoke the function.
               throw new FunctionError('Lambda.AWSLambdaException', `User: ${roleArn} is not authorized to perform: lambda:InvokeFunction on resource: ${fn.spec.arn} (Service: Lambda, Status Code: 403, Error Code: AccessDeniedException)`);
             }
-            return fn.invoke(input);
+            return fn.invoke(input).catch((err: unknown) => {
+              // Step Functions names Lambda's service errors Lambda.<error>.
+              if (err instanceof FunctionError && err.name === 'TooManyRequestsException') throw new FunctionError('Lambda.TooManyRequestsException', err.message);
+              throw err;
+            });
           };
         });
         const type = props.StateMachineType === 'EXPRESS' ? 'EXPRESS' : 'STANDARD';
@@ -293,6 +321,7 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
             batchSize: Number(p.BatchSize ?? 10),
             reportFailures: Array.isArray(p.FunctionResponseTypes) && p.FunctionResponseTypes.includes('ReportBatchItemFailures'),
             enabled: p.Enabled !== false,
+            maximumConcurrency: isPlainObject(p.ScalingConfig) && p.ScalingConfig.MaximumConcurrency !== undefined ? Number(p.ScalingConfig.MaximumConcurrency) : undefined,
           };
         }),
     );
@@ -316,6 +345,8 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
           // Without a redrive policy SQS keeps receiving a message until it expires.
           maxReceiveCount: redrive ? Number(redrive.maxReceiveCount) : Number.MAX_SAFE_INTEGER,
           batchSize: consumer?.batchSize ?? 10,
+          // The pollers invoke at most the mapping's MaximumConcurrency at once (else the function's concurrency).
+          ...(scale && consumer ? { concurrency: scale.queueConcurrency(consumer.maximumConcurrency) ?? scale.lambda.limitOf(consumer.fn.spec.name) } : {}),
           onError: (err: unknown) => log(`queue ${arn}: ${err instanceof Error ? err.message : String(err)}`),
         });
         stoppers.push(() => queue.stop());
@@ -339,6 +370,7 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
       stateMachines: machines,
       secrets,
       objects: { dir: join(dataDir, 'objects'), buckets, expirationDays },
+      ...(scale ? { throughput: scale.dynamo } : {}),
     });
     // S3's own lifecycle expiry, from the template's rules: a pass now and every hour.
     const expireObjects = () =>
@@ -451,13 +483,20 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
         throw err;
       });
     };
+    const replies = gatewayReplies(api.gatewayResponses);
     const methodArn = (event: APIGatewayProxyEvent) =>
       `arn:aws:execute-api:${region}:${account}:${api.apiId}/${api.stage}/${event.httpMethod}${event.resource.replace(/\{[^}]+\}/g, (m) => event.pathParameters?.[m.slice(1, -1)] ?? '')}`;
     const handlers: Record<string, (event: APIGatewayProxyEvent) => Promise<APIGatewayProxyResult>> = {};
     // Methods whose integration streams (ResponseTransferMode STREAM) invoke with a response stream.
     const streamInvokers: Record<string, (event: APIGatewayProxyEvent) => Promise<Readable>> = {};
     for (const [name, fnArn] of Object.entries(api.functionArns)) {
-      handlers[name] = (event) => invokeFromApi(fnArn, methodArn(event), event) as Promise<APIGatewayProxyResult>;
+      handlers[name] = (event) =>
+        (invokeFromApi(fnArn, methodArn(event), event) as Promise<APIGatewayProxyResult>).catch((err: unknown) => {
+          // A throttled Lambda never ran, so it gave no proxy result: API Gateway answers its
+          // INTEGRATION_FAILURE response (a 500 unless the API declares one).
+          if (err instanceof FunctionError && err.name === 'TooManyRequestsException') return proxyResultOf(replies('INTEGRATION_FAILURE', event.requestContext.requestId, 500));
+          throw err;
+        });
       streamInvokers[name] = async (event) => {
         // lambda:InvokeFunction covers InvokeWithResponseStream too: the same permission check.
         if (!api.mayInvoke(fnArn, methodArn(event))) throw new IntegrationError(`Invalid permissions on Lambda function ${fnArn} for ${methodArn(event)}`, 500);
@@ -487,7 +526,16 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
       firewall: firewallFromTemplate(serviceStack, `arn:${resolved.env.partition}:apigateway:${region}::/restapis/${api.apiId}/stages/${api.stage}`),
       log: (line) => requestLog.info('request', line),
     });
-    const server: Server = createLocalServer((req, res) => (draining ? refuseWhileStopping(req, res) : gateway(req, res)));
+    const throttled = scale ? stageThrottle(api, env.PIPEGATE_BASE_PATH, scale) : () => false;
+    const server: Server = createLocalServer((req, res) => {
+      if (draining) return refuseWhileStopping(req, res);
+      if (throttled(req)) {
+        req.resume();
+        const requestId = randomUUID();
+        return send(res, replies('THROTTLED', requestId), requestId);
+      }
+      gateway(req, res);
+    });
     // The CLI finds this runtime as it finds npm start's (with PIPEGATE_DATA_DIR set to this data dir).
     const { url, forgetUrl } = await listen(server, opts, env, dataDir);
     stoppers.push(
@@ -538,12 +586,42 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
       deps,
       schedules,
       drainSeconds,
+      ...(scale ? { scale } : {}),
       stop: (stopOpts) => (stopping ??= stop(stopOpts)),
     };
   } catch (err) {
     await stopAll();
     throw err;
   }
+}
+
+/** A gateway reply as the proxy result that renders it. */
+function proxyResultOf(reply: { status: number; headers: Array<[string, string]>; body: Buffer }): APIGatewayProxyResult {
+  return { statusCode: reply.status, headers: Object.fromEntries(reply.headers), body: reply.body.toString('utf8') };
+}
+
+/**
+ * API Gateway's throttling of a request, before anything else it does: the stage's per-method
+ * bucket (method and resource, as the API's routes match them; the root catch-all for the rest).
+ */
+function stageThrottle(api: TemplateApi, basePath: string | undefined, scale: ScaleModel): (req: IncomingMessage) => boolean {
+  const resources = compileRoutes(api.routes, new Set(api.routes.map((r) => r.handler)));
+  const base = normaliseBasePath(basePath);
+  return (req) => {
+    const method = (req.method ?? 'GET').toUpperCase();
+    const path = stripBasePath((req.url ?? '/').split('?', 1)[0] ?? '/', base);
+    let resource = '/{proxy+}';
+    if (path !== undefined) {
+      try {
+        const segments = (path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path).split('/').slice(1).map((x) => decodeURIComponent(x));
+        const match = matchResource(resources, segments);
+        if (match?.resource.methods.has(method)) resource = match.resource.path;
+      } catch {
+        // An undecodable path is answered 400 by the gateway; it still counts against the catch-all.
+      }
+    }
+    return !scale.stage.admit(`${method} ${resource}`);
+  };
 }
 
 /**

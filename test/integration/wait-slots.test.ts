@@ -41,3 +41,12 @@ it('counts each function apart', async () => {
   expect(await a.acquire(T0)).toBeNull();
   expect(await b.acquire(T0)).not.toBeNull();
 });
+
+it('lets no more wait than a bound smaller than the shard count', async () => {
+  // Prepare: the default 10 shards, a bound of 2 (a small reservation's).
+  const slots = new DynamoWaitSlots(client, db.table, 'run-start', 2);
+  // Act
+  const taken = await Promise.all(Array.from({ length: 12 }, () => slots.acquire(T0)));
+  // Assess
+  expect(taken.filter((s) => s !== null)).toHaveLength(2);
+});

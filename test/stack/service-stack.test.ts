@@ -176,7 +176,12 @@ describe('API routes from lib/routes.ts', () => {
         body: '{"error":"Service Unavailable","request_id":"$context.requestId"}',
         headers: { 'gatewayresponse.header.Retry-After': "'1'" },
       },
-      THROTTLED: { status: '429', body: '{"error":"Too Many Requests"}' },
+      THROTTLED: { status: '429', body: '{"error":"Too Many Requests"}', headers: { 'gatewayresponse.header.Retry-After': "'1'" } },
+      INTEGRATION_FAILURE: {
+        status: '503',
+        body: '{"error":"Service Unavailable","request_id":"$context.requestId"}',
+        headers: { 'gatewayresponse.header.Retry-After': "'1'" },
+      },
       MISSING_AUTHENTICATION_TOKEN: {
         status: '401',
         body: JSON.stringify(unauthorizedBody('ownerSigV4')),
@@ -389,11 +394,18 @@ describe('state machine from lib/state-machine.asl.json', () => {
     expect([...new Set(placeholders)].sort()).toEqual(Object.keys(ASL_SUBSTITUTIONS).sort());
   });
 
-  it('is Express, logs ALL events and traces', () => {
+  it('is Express, logs failed executions (ERROR, with their data) and traces', () => {
     // Assess
     expect(props.StateMachineType).toBe('EXPRESS');
-    expect(props.LoggingConfiguration).toMatchObject({ Level: 'ALL' });
+    expect(props.LoggingConfiguration).toMatchObject({ Level: 'ERROR', IncludeExecutionData: true });
     expect(props.TracingConfiguration).toEqual({ Enabled: true });
+  });
+
+  it('logs every event with stateMachineLogLevel=ALL', () => {
+    const all = buildTestApp({ stateMachineLogLevel: 'ALL' });
+    const machine = Object.values(resourcesOf(Template.fromStack(all.service))).find((r) => r.Type === 'AWS::StepFunctions::StateMachine');
+    expect(machine?.Properties?.LoggingConfiguration).toMatchObject({ Level: 'ALL', IncludeExecutionData: true });
+    expect(() => parseSettings({ stateMachineLogLevel: 'DEBUG' })).toThrow(/stateMachineLogLevel/);
   });
 
   it('may invoke the three task functions and nothing else', () => {

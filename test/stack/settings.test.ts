@@ -3,12 +3,12 @@ import { parseSettings, EXPRESS_MAX_EXECUTION_TIMEOUT_MS } from '../../lib/stack
 import { buildTestApp, resourcesOf } from './stack-fixture';
 
 describe('deploy settings from context', () => {
-  it('defaults to Express with the longest execution time-out its budget leaves (209 s)', () => {
+  it('defaults to Express with the longest execution time-out its budget leaves (176 s)', () => {
     // Act
     const s = parseSettings({});
     // Assess
     expect(s).toMatchObject({ stackName: 'Pipegate', stageName: 'api', stateMachineType: 'EXPRESS', executionTimeoutMs: EXPRESS_MAX_EXECUTION_TIMEOUT_MS });
-    expect(EXPRESS_MAX_EXECUTION_TIMEOUT_MS).toBe(209_000);
+    expect(EXPRESS_MAX_EXECUTION_TIMEOUT_MS).toBe(176_000);
   });
 
   it('refuses an execution time-out that cannot fit an Express execution', () => {

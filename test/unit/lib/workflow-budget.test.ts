@@ -18,18 +18,23 @@ import {
 import { workflowTimeoutSeconds } from '../../../functions/services/runner.service';
 import type { Deps } from '../../../functions/adapters/deps';
 
-interface AslRetrier { ErrorEquals: string[]; IntervalSeconds?: number; MaxAttempts?: number; BackoffRate?: number }
+interface AslRetrier { ErrorEquals: string[]; IntervalSeconds?: number; MaxAttempts?: number; BackoffRate?: number; MaxDelaySeconds?: number }
 const states = asl.States as unknown as Record<string, { Retry?: AslRetrier[] }>;
 
 /**
  * Walks a task state's worst timeline on its own (not through the module under test): each
  * attempt fails at its time-out with an error every retrier matches in turn, so every retrier's
- * every retry is spent, and each wait is IntervalSeconds × BackoffRate^n.
+ * every retry is spent, and each wait is IntervalSeconds × BackoffRate^n, at most
+ * MaxDelaySeconds. A throttle (Lambda.TooManyRequestsException) is refused before the function
+ * runs, so the retries of a retrier of throttles alone cost their waits only.
  */
 function worstTimeline(state: string, attemptSeconds: number): number {
   let t = 0;
   for (const r of states[state]?.Retry ?? []) {
-    for (let n = 0; n < (r.MaxAttempts ?? 3); n += 1) t += attemptSeconds + (r.IntervalSeconds ?? 1) * (r.BackoffRate ?? 2) ** n;
+    const ran = !(r.ErrorEquals.length === 1 && r.ErrorEquals[0] === 'Lambda.TooManyRequestsException');
+    for (let n = 0; n < (r.MaxAttempts ?? 3); n += 1) {
+      t += (ran ? attemptSeconds : 0) + Math.min((r.IntervalSeconds ?? 1) * (r.BackoffRate ?? 2) ** n, r.MaxDelaySeconds ?? Infinity);
+    }
   }
   return t + attemptSeconds;
 }
@@ -75,4 +80,12 @@ describe('stuck path 3: RunNodes reaching its deadline leaves MarkFailed room in
     const d = { config: readConfig({ PIPEGATE_EXECUTION_TIMEOUT_MS: String(execMs) }) } as Deps;
     expect(workflowTimeoutSeconds(d)).toBe(runNodesTimeoutSeconds(execMs));
   });
+});
+
+it('retries a throttled task on its own, more often than other Lambda errors, on every task state', () => {
+  for (const state of ['MarkRunning', 'RunNodes', 'MarkFailed']) {
+    const [first] = states[state]?.Retry ?? [];
+    expect(first?.ErrorEquals).toEqual(['Lambda.TooManyRequestsException']);
+    expect(first?.MaxAttempts).toBeGreaterThanOrEqual(4);
+  }
 });

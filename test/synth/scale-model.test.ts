@@ -1,0 +1,123 @@
+/**
+ * The scale model: its limits are the templates' own (and AWS's quotas) times the factor, and
+ * each refuses as AWS refuses: a function past its concurrency, a method past its bucket, a
+ * key past its partition's throughput.
+ */
+import { sweepKey } from '../../functions/adapters/executions.store';
+import { concurrencyPlan } from '../../lib/concurrency';
+import { allFunctionNames } from '../../lib/stacks/permissions';
+import type { Assembly } from '../../lib/synth/assembly';
+import { resolveAssembly, type ResolvedAssembly } from '../../lib/synth/physical';
+import { AWS_QUOTAS, LambdaConcurrency, PartitionThroughput, scaleFactorOf, scaleModelFromTemplates, TokenBucket, type ScaleStats } from '../../lib/synth/scale-model';
+import { SYNTH_TIMEOUT_MS, testAssembly } from '../support/synth';
+import { localEnv } from './synth-helpers';
+
+const noStats = (): ScaleStats => ({ lambda: {}, stage: {}, dynamo: {} });
+
+describe('read from the synthesized templates', () => {
+  let assembly: Assembly;
+  let resolved: ResolvedAssembly;
+  beforeAll(async () => {
+    assembly = await testAssembly();
+    resolved = resolveAssembly(assembly, localEnv());
+  }, SYNTH_TIMEOUT_MS);
+
+  it("caps each function at its template reservation times the factor, the stage at its method throttle, and knows the table's and index's keys", () => {
+    // Act
+    const model = scaleModelFromTemplates(
+      assembly.stacks.map((s) => resolved.stack(s.id)),
+      { factor: 0.01 },
+    );
+
+    // Assess: the reservations the stack derived from lib/concurrency.ts, read back from the template.
+    const plan = concurrencyPlan(allFunctionNames(), AWS_QUOTAS.accountConcurrency);
+    const sorted = (xs: number[]) => [...xs].sort((x, y) => x - y);
+    expect(sorted(model.lambda.limits.map((l) => l.template))).toEqual(sorted(Object.values(plan.reserved)));
+    for (const l of model.lambda.limits) expect(l.scaled).toBe(Math.max(1, Math.round(l.template / 100)));
+    expect(model.lambda.unreserved.template).toBe(AWS_QUOTAS.accountConcurrency - Object.values(plan.reserved).reduce((x, y) => x + y, 0));
+    expect(model.stage.limits.find((l) => l.name === 'method rate')).toEqual({ name: 'method rate', template: 100, scaled: 1 });
+    expect(model.stage.limits.find((l) => l.name === 'method burst')).toEqual({ name: 'method burst', template: 200, scaled: 2 });
+    const tables = [...model.dynamo.tables.values()];
+    expect(tables).toEqual([{ partitionKey: 'pk', indexes: expect.objectContaining({ sweep: 'sweep' }) as unknown }]);
+  });
+});
+
+describe('Lambda concurrency', () => {
+  it('refuses an invocation past the scaled reservation and takes it again once one ends; unreserved functions share what is left', () => {
+    // Prepare: 213 and 90 reserved of 1,000, at 1/100: 2, 1, and 7 unreserved.
+    const stats = noStats();
+    const lambda = new LambdaConcurrency(new Map([['execute', 213], ['authorizer', 90]]), 1000, 0.01, stats);
+
+    // Act
+    const a = lambda.acquire('execute');
+    const b = lambda.acquire('execute');
+    const refused = lambda.acquire('execute');
+    a?.();
+    const again = lambda.acquire('execute');
+    const pool = Array.from({ length: 8 }, () => lambda.acquire('secret-init'));
+
+    // Assess
+    expect([a, b, again].every((s) => typeof s === 'function')).toBe(true);
+    expect(refused).toBeUndefined();
+    expect(pool.filter((s) => s !== undefined)).toHaveLength(7);
+    expect(stats.lambda).toEqual({ execute: 1, 'secret-init': 1 });
+  });
+});
+
+describe('token buckets', () => {
+  it('lets a burst through, then the rate', () => {
+    let now = 0;
+    const bucket = new TokenBucket(1, 2, () => now);
+    expect([bucket.take(), bucket.take(), bucket.take()]).toEqual([true, true, false]);
+    now = 999;
+    expect(bucket.take()).toBe(false);
+    now = 1000;
+    expect(bucket.take()).toBe(true);
+  });
+});
+
+describe('DynamoDB per-key throughput', () => {
+  const tables = new Map([['T', { partitionKey: 'pk', indexes: { sweep: 'sweep' } }]]);
+  const setSweep = (id: string, key: string) => ({
+    TableName: 'T',
+    Key: { pk: { S: `EXEC#${id}` }, sk: { S: 'EXEC' } },
+    UpdateExpression: 'SET #s = :s, sweep = :open, sweep_at = :at',
+    ExpressionAttributeNames: { '#s': 'status' },
+    ExpressionAttributeValues: { ':s': { S: 'running' }, ':open': { S: key }, ':at': { S: '2026' } },
+  });
+  /** Writes in one second that the model refuses, each a 1 KB write of a new execution. */
+  const refusedOf = (key: (id: string) => string, writes: number): number => {
+    const meter = new PartitionThroughput(tables, 0.01, noStats());
+    let refused = 0;
+    for (let i = 0; i < writes; i += 1) {
+      const call = meter.keysOf('UpdateItem', setSweep(`e${i}`, key(`e${i}`)));
+      if (!call) throw new Error('not metered');
+      if (meter.admit(call.kind, call.keys)) meter.charge(call.kind, call.keys, 300);
+      else refused += 1;
+    }
+    return refused;
+  };
+
+  it("charges a write to the item's key and to the index key it sets", () => {
+    const meter = new PartitionThroughput(tables, 0.01, noStats());
+    expect(meter.keysOf('UpdateItem', setSweep('x', 'open#3'))).toEqual({ kind: 'write', keys: ['T EXEC#x', 'T/sweep open#3'] });
+    expect(meter.keysOf('GetItem', { TableName: 'T', Key: { pk: { S: 'EXEC#x' } } })).toEqual({ kind: 'read', keys: ['T EXEC#x'] });
+    expect(meter.keysOf('Query', { TableName: 'T' })).toBeUndefined();
+  });
+
+  it('throttles one index key written 40 times a second at 1/100 (4,000/s on AWS) and not the same writes over the sharded sweep keys', () => {
+    // 20 executions/s write the sweep index twice each.
+    expect(refusedOf(() => 'open', 40)).toBeGreaterThan(0);
+    expect(refusedOf((id) => sweepKey('open', id), 40)).toBe(0);
+  });
+});
+
+describe('PIPEGATE_SCALE', () => {
+  it('reads a factor or a fraction, and refuses anything outside (0, 1]', () => {
+    expect(scaleFactorOf('0.01')).toBe(0.01);
+    expect(scaleFactorOf('1/100')).toBe(0.01);
+    expect(scaleFactorOf(undefined)).toBeUndefined();
+    expect(() => scaleFactorOf('2')).toThrow(/PIPEGATE_SCALE/);
+    expect(() => scaleFactorOf('0')).toThrow(/PIPEGATE_SCALE/);
+  });
+});
