@@ -6,6 +6,7 @@ import type { LocalFunction } from './gateway/streaming';
 import { createHandler as execute } from '../../functions/execute/handler';
 import { createHandler as executionStatus } from '../../functions/execution-status/handler';
 import { createHandler as executionResult } from '../../functions/execution-result/handler';
+import { createHandler as executionEvents } from '../../functions/execution-events/handler';
 import { createHandler as executionCancel } from '../../functions/execution-cancel/handler';
 import { createHandler as uploadCreate } from '../../functions/upload-create/handler';
 import { createHandler as deploymentContract } from '../../functions/deployment-contract/handler';
@@ -37,6 +38,7 @@ export const HTTP_HANDLERS: Record<string, (deps: DepsSource) => HttpLambda> = {
   execute,
   'execution-status': executionStatus,
   'execution-result': executionResult,
+  'execution-events': executionEvents,
   'execution-cancel': executionCancel,
   'upload-create': uploadCreate,
   'deployment-contract': deploymentContract,

@@ -82,6 +82,8 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   'execution-status': access(READ, { objects: ['read'] }),
   // Reading a result mints links to ASSET outputs (the master key).
   'execution-result': access(READ, { secret: true, objects: ['read'] }),
+  // Reads the record while the execution runs; its `done` is the result, with links to ASSET outputs (the master key).
+  'execution-events': access(READ, { secret: true, objects: ['read'] }),
   // Cancel moves the execution, then records the run pointer and owes a callback (afterTerminal).
   'execution-cancel': access(UPDATE, { states: ['StopExecution'], send: ['callbacks'], objects: ['read'] }),
   'deployment-contract': access(READ),
