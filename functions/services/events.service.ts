@@ -6,6 +6,7 @@
  * strongly consistent GetItem a second (docs/aws.md prices it).
  */
 import { callerShows, eventsAfter, executionEvents, formatEvent, KEEP_ALIVE_COMMENT, parseLastEventId, retryField, type ResultBody } from '../core/events';
+import { AppError } from '../core/errors';
 import { isTerminal } from '../core/transitions';
 import type { Execution } from '../core/types';
 import { resultBody } from '../core/views';
@@ -42,7 +43,11 @@ export async function openEventStream(d: Deps, auth: CallerAuth, executionId: st
   let shows: ReturnType<typeof callerShows>;
   try {
     first = await ownedExecution(d, auth, executionId);
-    const dep = await liveDeployment(d, auth);
+    // The authorizer let the key through, so the deployment was live a moment ago; one deleted
+    // since reads as its executions do, gone.
+    const dep = await liveDeployment(d, auth).catch((err: unknown) => {
+      throw err instanceof AppError && err.code === 'DeploymentNotFound' ? new AppError('ExecutionNotFound') : err;
+    });
     shows = callerShows(
       dep.inputs.filter((i) => i.visible).map((i) => i.id),
       first.visible_outputs ?? [],

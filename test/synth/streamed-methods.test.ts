@@ -19,13 +19,13 @@ const assetMethod = (resources: Record<string, Resource>): Record<string, unknow
 };
 
 describe('streamed methods from the template', () => {
-  it('streams the asset route alone, with its own time-out', async () => {
+  it('streams the asset route and the execution events alone, each with its own time-out', async () => {
     // Act
     const api = apiFromTemplate(resolveAssembly(await testAssembly(), localEnv()).stack('Pipegate'));
     // Assess
     const streamed = api.routes.filter((r) => r.streams);
-    expect(streamed.map((r) => `${r.method} ${r.path}`)).toEqual(['GET /v1/assets/{token}']);
-    expect(streamed[0]?.integrationTimeoutMs).toBe(STREAMED_ROUTE_TIMEOUT_SECONDS * 1000);
+    expect(streamed.map((r) => `${r.method} ${r.path}`).sort()).toEqual(['GET /v1/assets/{token}', 'GET /v1/deployments/executions/{execution_id}/events']);
+    for (const r of streamed) expect(r.integrationTimeoutMs).toBe(STREAMED_ROUTE_TIMEOUT_SECONDS * 1000);
     expect(api.integrationTimeoutMs).toBeLessThanOrEqual(29_000);
   }, SYNTH_TIMEOUT_MS);
 
