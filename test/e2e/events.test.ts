@@ -2,15 +2,16 @@
  * Live progress (server-sent events) on a started local runtime, read over real HTTP with
  * eventsource-parser. A gate server the test controls holds the pipeline's http node, so the
  * execution stays running exactly until the test lets it go: events that arrive before the
- * release prove they are sent while the execution runs, not all at the end.
+ * release prove they are sent while the execution runs, not all at the end. Run again against
+ * `npm run start:synth` by test/e2e/synth/events.test.ts (the template's streaming integration).
  */
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { PipelineDefinition } from '../../functions/core/types';
-import { sleep, startTestRuntime, waitUntil, type Published, type TestRuntime } from '../support/runtime';
+import { sleep, startE2eRuntime, waitUntil, type E2eRuntime, type Published } from '../support/runtime';
 import { openSse, type Received } from '../support/sse';
 
-let rt: TestRuntime;
+let rt: E2eRuntime;
 let gated: Published;
 let hidden: Published;
 let gate: Server;
@@ -45,7 +46,7 @@ beforeAll(async () => {
     else answer(res);
   });
   await new Promise<void>((r) => gate.listen(0, '127.0.0.1', () => r()));
-  rt = await startTestRuntime({ env: { ...process.env, PIPEGATE_CANCEL_POLL_MS: '50' } });
+  rt = await startE2eRuntime({ env: { ...process.env, PIPEGATE_CANCEL_POLL_MS: '50' } });
   gated = await rt.publishPipeline('gated', def(gateUrl()));
   hidden = await rt.publishPipeline('hidden', def(gateUrl()), { inputs: { secret_in: { visible: false } }, outputs: { secret_out: { visible: false } } });
 });
