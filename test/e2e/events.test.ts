@@ -9,6 +9,7 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { PipelineDefinition } from '../../functions/core/types';
 import { sleep, startE2eRuntime, waitUntil, type E2eRuntime, type Published } from '../support/runtime';
+import { runCli } from '../support/cli';
 import { openSse, type Received } from '../support/sse';
 
 let rt: E2eRuntime;
@@ -192,5 +193,33 @@ describe('GET …/executions/{id}/events', () => {
     expect(unknown.status).toBe(404);
     expect(unknown.body).toMatchObject({ error: 'Execution Not Found' });
     expect((await rt.caller('GET', `/v1/deployments/executions/${id}/events/`, hidden.apiKey)).status).toBe(404);
+  });
+});
+
+describe('pipegate execute --follow', () => {
+  it('prints each node as it finishes, while the execution runs, then the result', async () => {
+    // Prepare: the http node is held until the CLI has printed the input node's line.
+    hold = true;
+    let releasedOnLine = false;
+    // Act
+    const run = await runCli(['execute', gated.deploymentId, '--key', gated.apiKey, '--follow', '--timeout', '60'], {
+      cwd: process.cwd(),
+      env: { PIPEGATE_URL: rt.url, NO_COLOR: '1' },
+      onStderr: (err) => {
+        if (!releasedOnLine && /✓ name input/.test(err) && held.length > 0) {
+          releasedOnLine = true;
+          hold = false;
+          release();
+        }
+      },
+    });
+    // Assess
+    expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: expect.any(String) });
+    expect(releasedOnLine).toBe(true);
+    const lines = run.stderr.split('\n').filter((l) => /^\s+[✓✗] /.test(l));
+    expect(lines.map((l) => l.trim().split(' ').slice(0, 3).join(' '))).toEqual(expect.arrayContaining(['✓ name input', '✓ call http', '✓ word transform', '✓ out output']));
+    // Not a terminal: no spinner frames.
+    expect(run.stderr).not.toMatch(/⠋|\r/);
+    expect(run.stdout).toContain('done');
   });
 });
