@@ -9,6 +9,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { POLL_BACKOFF_MS } from '../functions/adapters/completions';
 import { ASSUMPTIONS, PRICES } from './prices';
+import { PROGRESS_WRITE_INTERVAL_MS } from '../functions/services/progress.service';
 import { json, publish } from './media';
 import { fmt, median } from './stats';
 import type { Row } from './table';
@@ -139,8 +140,9 @@ export async function measureEvents(log: (s: string) => void = () => undefined):
  * What one caller streaming one execution costs on AWS, at list prices: the request through API
  * Gateway, the events function held for the whole execution (billed duration is wall time,
  * waiting included), its re-reads on PollingCompletions' schedule (each a strongly consistent
- * GetItem of an item under 4 KB: one read unit) and the progress writes the run makes (two per
- * node, each one write unit for an item under 1 KB; these are paid whether anyone streams or not).
+ * GetItem of an item under 4 KB: one read unit) and the progress writes the run makes (spaced by
+ * PROGRESS_WRITE_INTERVAL_MS, at most two per node, each one write unit for an item under 1 KB;
+ * paid whether anyone streams or not).
  */
 export function streamCost(seconds: number, nodes: number): { total: number; lines: [string, number][] } {
   const perMillion = (x: number) => x * 1_000_000;
@@ -150,12 +152,14 @@ export function streamCost(seconds: number, nodes: number): { total: number; lin
     t += POLL_BACKOFF_MS[Math.min(i, POLL_BACKOFF_MS.length - 1)] ?? 1000;
     reads += 1;
   }
+  // Spaced by the interval, none in the first; never more than one per node event.
+  const progressWrites = Math.max(0, Math.min(2 * nodes, Math.ceil((seconds * 1000) / PROGRESS_WRITE_INTERVAL_MS) - 1));
   const lines: [string, number][] = [
     ['API Gateway request (1)', PRICES.apiGatewayRestPerMillion],
     ['Lambda request (1)', PRICES.lambdaPerMillionRequests],
     [`Lambda duration (${seconds} s held at ${ASSUMPTIONS.lambdaMemoryMb} MB)`, perMillion(seconds * gb * PRICES.lambdaArmPerGbSecond)],
     [`DynamoDB re-reads (${reads}, 1 RRU each)`, (reads * PRICES.dynamoPerMillionReadUnits)],
-    [`DynamoDB progress writes (${2 * nodes}, 1 WRU each; every execution)`, 2 * nodes * PRICES.dynamoPerMillionWriteUnits],
+    [`DynamoDB progress writes (at most ${progressWrites}, 1 WRU each; every execution that long, streamed or not)`, progressWrites * PRICES.dynamoPerMillionWriteUnits],
   ];
   return { total: lines.reduce((s, [, d]) => s + d, 0), lines };
 }

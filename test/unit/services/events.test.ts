@@ -124,26 +124,43 @@ describe('event stream service', () => {
     expect(eventNames(await drain(it))).toContain('done');
   });
 
-  it('a run writes node progress at most once per node event, coalescing events that come during a write', async () => {
+  it('a run writes node progress spaced by the interval, one write at a time, coalescing what comes meanwhile', async () => {
     const d = testDeps(memoryStores());
     const { id } = await submitted(d);
     await markRunning(d, id);
-    let release: () => void = () => undefined;
     const record = d.executions.recordProgress.bind(d.executions);
-    let writes = 0;
+    const landed: number[] = [];
     d.executions.recordProgress = async (eid, p) => {
-      writes += 1;
-      await new Promise<void>((r) => (release = r));
+      landed.push(JSON.parse(p).n.length as number);
       return record(eid, p);
     };
-    const rec = progressRecorder(d, id, null);
+    const rec = progressRecorder(d, id, null, 40);
+    // Act: 10 events at once, nothing written before the interval; 5 more after the first write.
     for (let i = 0; i < 10; i++) rec.add({ node: `n${i}`, type: 'transform', state: 'started', at: 1000 + i });
-    release();
-    await new Promise((r) => setTimeout(r, 0));
-    release();
-    await rec.settle();
-    expect(writes).toBe(2);
+    expect(landed).toEqual([]);
+    await new Promise((r) => setTimeout(r, 60));
+    for (let i = 10; i < 15; i++) rec.add({ node: `n${i}`, type: 'transform', state: 'started', at: 1000 + i });
+    await new Promise((r) => setTimeout(r, 60));
+    // Assess
+    expect(landed).toEqual([10, 15]);
     const e = await d.executions.get(id, new Date(), true);
     expect(e?.progress).toBe(rec.packed());
+  });
+
+  it('an execution that ends within the interval makes no progress write; the terminal write carries it all', async () => {
+    const d = testDeps(memoryStores());
+    const { id } = await submitted(d);
+    let writes = 0;
+    const record = d.executions.recordProgress.bind(d.executions);
+    d.executions.recordProgress = async (eid, p) => {
+      writes += 1;
+      return record(eid, p);
+    };
+    await taskStart(d, id);
+    await taskRun(d, id);
+    expect(writes).toBe(0);
+    const e = await d.executions.get(id, new Date(), true);
+    expect(e?.status).toBe('completed');
+    expect(JSON.parse(e?.progress ?? '{}').n).toHaveLength(6);
   });
 });
