@@ -64,6 +64,7 @@ export const ROUTES: readonly Route[] = [
   { method: 'POST', path: '/v1/pipelines/{pipeline_id}/runs', handler: 'run-start', auth: 'owner', waits: true },
   { method: 'GET', path: '/v1/pipelines/{pipeline_id}/runs', handler: 'run-list', auth: 'owner' },
   { method: 'GET', path: '/v1/pipelines/{pipeline_id}/runs/{run_id}', handler: 'run-get', auth: 'owner', waits: true },
+  { method: 'GET', path: '/v1/pipelines/{pipeline_id}/runs/{run_id}/events', handler: 'run-events', auth: 'owner', streams: true },
   { method: 'GET', path: '/v1/pipelines/{pipeline_id}/deployment', handler: 'deployment-readiness', auth: 'owner' },
   { method: 'PUT', path: '/v1/pipelines/{pipeline_id}/deployment', handler: 'deployment-publish', auth: 'owner' },
   { method: 'DELETE', path: '/v1/pipelines/{pipeline_id}/deployment', handler: 'deployment-delete', auth: 'owner' },

@@ -28,22 +28,32 @@ export interface NodeEventData {
 }
 export type OutputEventData = { output: string } & OutputValue;
 export type ResultBody = ReturnType<typeof resultBody>;
+/**
+ * What a terminal execution adds: its outputs (those the reader may see, as in
+ * `response_data`) and `done`'s data, the body of the reader's own view of it (a caller's GET
+ * result, an owner's GET run).
+ */
+export interface FinalView {
+  outputs: Record<string, OutputValue>;
+  body: unknown;
+}
+export const callerFinal = (result: ResultBody): FinalView => ({ outputs: result.response_data, body: result });
 
 export type ExecutionEvent =
   | { id: number; event: 'status'; data: StatusEventData }
   | { id: number; event: 'node'; data: NodeEventData }
   | { id: number; event: 'output'; data: OutputEventData }
-  | { id: number; event: 'done'; data: ResultBody };
+  | { id: number; event: 'done'; data: unknown };
 
 /** How long a client waits before reconnecting after the stream drops (the `retry:` field). */
 export const EVENTS_RETRY_MS = 2000;
 
 /**
- * Every event of the execution as it stands. `shows` says which nodes a caller may see (hidden
- * inputs and outputs never appear); `result` is the result body (GET result's), given once the
- * execution is terminal: its visible outputs become `output` events, then it is `done`'s data.
+ * Every event of the execution as it stands. `shows` says which nodes the reader may see (for a
+ * caller, hidden inputs and outputs never appear); `final` is given once the execution is
+ * terminal: its outputs become `output` events, then its body is `done`'s data.
  */
-export function executionEvents(e: Execution, shows: (p: NodeProgress) => boolean, result: ResultBody | null): ExecutionEvent[] {
+export function executionEvents(e: Execution, shows: (p: NodeProgress) => boolean, final: FinalView | null): ExecutionEvent[] {
   type Unnumbered = ExecutionEvent extends infer T ? (T extends ExecutionEvent ? Omit<T, 'id'> : never) : never;
   const out: Unnumbered[] = [{ event: 'status', data: { status: 'pending', at: e.created_at } }];
   if (e.started_at) out.push({ event: 'status', data: { status: 'running', at: e.started_at } });
@@ -54,10 +64,10 @@ export function executionEvents(e: Execution, shows: (p: NodeProgress) => boolea
       data: { node_id: p.node, type: p.type, state: p.state, at: new Date(p.at).toISOString(), ...(p.duration_ms === undefined ? {} : { duration_ms: p.duration_ms }) },
     });
   }
-  if (isTerminal(e.status) && result !== null) {
+  if (isTerminal(e.status) && final !== null) {
     out.push({ event: 'status', data: { status: e.status, at: e.completed_at ?? e.started_at ?? e.created_at } });
-    for (const [output, value] of Object.entries(result.response_data)) out.push({ event: 'output', data: { output, ...value } });
-    out.push({ event: 'done', data: result });
+    for (const [output, value] of Object.entries(final.outputs)) out.push({ event: 'output', data: { output, ...value } });
+    out.push({ event: 'done', data: final.body });
   }
   return out.map((ev, i) => ({ ...ev, id: i + 1 }) as ExecutionEvent);
 }

@@ -5,11 +5,12 @@
  * processes (AWS) the same watch re-reads the record on its backoff schedule, ending at one
  * strongly consistent GetItem a second (docs/aws.md prices it).
  */
-import { callerShows, eventsAfter, executionEvents, formatEvent, KEEP_ALIVE_COMMENT, parseLastEventId, retryField, type ResultBody } from '../core/events';
+import { callerFinal, callerShows, eventsAfter, executionEvents, formatEvent, KEEP_ALIVE_COMMENT, parseLastEventId, retryField, type FinalView } from '../core/events';
+import type { NodeProgress } from '../core/progress';
 import { AppError } from '../core/errors';
 import { isTerminal } from '../core/transitions';
 import type { Execution } from '../core/types';
-import { resultBody } from '../core/views';
+import { responseData, resultBody, runBody } from '../core/views';
 import type { CallerAuth } from '../adapters/api';
 import type { Deps } from '../adapters/deps';
 import { liveDeployment, ownedExecution } from './caller.service';
@@ -37,21 +38,52 @@ export interface EventStreamOptions {
  * The body is pulled: a reader that does not read stops the loop (no events pile up in memory).
  */
 export async function openEventStream(d: Deps, auth: CallerAuth, executionId: string, opts: EventStreamOptions): Promise<AsyncIterable<string>> {
-  // Watch before the first read, so a write between that read and the first wait still wakes us.
-  const watch = d.completions.watch(executionId);
-  let first: Execution;
-  let shows: ReturnType<typeof callerShows>;
-  try {
-    first = await ownedExecution(d, auth, executionId);
+  return streamOf(d, executionId, opts, async () => {
+    const first = await ownedExecution(d, auth, executionId);
     // The authorizer let the key through, so the deployment was live a moment ago; one deleted
     // since reads as its executions do, gone.
     const dep = await liveDeployment(d, auth).catch((err: unknown) => {
       throw err instanceof AppError && err.code === 'DeploymentNotFound' ? new AppError('ExecutionNotFound') : err;
     });
-    shows = callerShows(
-      dep.inputs.filter((i) => i.visible).map((i) => i.id),
-      first.visible_outputs ?? [],
-    );
+    return {
+      first,
+      shows: callerShows(
+        dep.inputs.filter((i) => i.visible).map((i) => i.id),
+        first.visible_outputs ?? [],
+      ),
+      final: async (e) => callerFinal(resultBody(e, await outputLinks(d, e, opts.baseUrl, callerOutputIds(e)))),
+    };
+  });
+}
+
+/** An owner's run (404 Run Not Found otherwise): every node and output, `done` holding the run as GET run shows it. */
+export async function openRunEventStream(d: Deps, pipelineId: string, runId: string, opts: EventStreamOptions): Promise<AsyncIterable<string>> {
+  return streamOf(d, runId, opts, async () => {
+    const first = await d.executions.get(runId, d.clock.now());
+    if (!first || first.kind !== 'run' || first.pipeline_id !== pipelineId) throw new AppError('RunNotFound');
+    return {
+      first,
+      shows: () => true,
+      final: async (e) => {
+        const links = await outputLinks(d, e, opts.baseUrl, null);
+        return { outputs: responseData({ ...e, visible_outputs: null }, links), body: runBody(e, links) };
+      },
+    };
+  });
+}
+
+interface Source {
+  first: Execution;
+  shows: (p: NodeProgress) => boolean;
+  final: (e: Execution) => Promise<FinalView>;
+}
+
+async function streamOf(d: Deps, executionId: string, opts: EventStreamOptions, open: () => Promise<Source>): Promise<AsyncIterable<string>> {
+  // Watch before the first read, so a write between that read and the first wait still wakes us.
+  const watch = d.completions.watch(executionId);
+  let source: Source;
+  try {
+    source = await open();
   } catch (err) {
     watch.close();
     throw err;
@@ -60,16 +92,14 @@ export async function openEventStream(d: Deps, auth: CallerAuth, executionId: st
   const until = Date.now() + (opts.maxMs ?? EVENTS_STREAM_MAX_MS);
   let sent = parseLastEventId(opts.lastEventId);
 
-  const resultOf = async (e: Execution): Promise<ResultBody> => resultBody(e, await outputLinks(d, e, opts.baseUrl, callerOutputIds(e)));
-
   async function* stream(): AsyncGenerator<string> {
-    let e = first;
+    let e = source.first;
     let lastWrite = Date.now();
     try {
       yield retryField();
       for (;;) {
         const terminal = isTerminal(e.status);
-        const events = executionEvents(e, shows, terminal ? await resultOf(e) : null);
+        const events = executionEvents(e, source.shows, terminal ? await source.final(e) : null);
         for (const ev of eventsAfter(events, sent)) {
           yield formatEvent(ev);
           sent = ev.id;

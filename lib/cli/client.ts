@@ -316,9 +316,19 @@ export class PipegateClient {
    * execution (`signal` ends it). An error answer is a ServiceError as for any call; a stream
    * cut short simply ends (the caller reconnects with the last id it saw).
    */
-  async *executionEvents(executionId: string, key: string, lastEventId: string | undefined, signal: AbortSignal): AsyncGenerator<EventSourceMessage> {
+  executionEvents(executionId: string, key: string, lastEventId: string | undefined, signal: AbortSignal): AsyncGenerator<EventSourceMessage> {
     const url = new URL(`${this.baseUrl}/v1/deployments/executions/${enc(executionId)}/events/`);
-    const headers: Record<string, string> = { accept: 'text/event-stream', 'x-api-key': key, ...(lastEventId === undefined ? {} : { 'last-event-id': lastEventId }) };
+    return this.events(url, { accept: 'text/event-stream', 'x-api-key': key, ...(lastEventId === undefined ? {} : { 'last-event-id': lastEventId }) }, signal, 'caller');
+  }
+
+  /** An owner's run as server-sent events (contract §7), as executionEvents is for callers. */
+  async *runEvents(id: string, runId: string, lastEventId: string | undefined, signal: AbortSignal): AsyncGenerator<EventSourceMessage> {
+    const url = new URL(`${this.baseUrl}/v1/pipelines/${enc(id)}/runs/${enc(runId)}/events`);
+    const headers = await this.ownerHeaders('GET', url, { accept: 'text/event-stream', ...(lastEventId === undefined ? {} : { 'last-event-id': lastEventId }) });
+    yield* this.events(url, headers, signal, 'owner', id);
+  }
+
+  private async *events(url: URL, headers: Record<string, string>, signal: AbortSignal, audience: 'owner' | 'caller', pipeline?: string): AsyncGenerator<EventSourceMessage> {
     let res: Response;
     try {
       res = await this.fetchFn(url, { headers, signal });
@@ -334,7 +344,7 @@ export class PipegateClient {
         raw = undefined;
       }
       const errBody = typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? (raw as Record<string, unknown>) : { error: `HTTP ${res.status}` };
-      throw new ServiceError(res.status, errBody, 'caller');
+      throw new ServiceError(res.status, errBody, audience, pipeline);
     }
     const ready: EventSourceMessage[] = [];
     const parser = createParser({ onEvent: (m) => ready.push(m) });
@@ -370,11 +380,9 @@ export class PipegateClient {
     }
   }
 
-  private async owner<S extends v.GenericSchema>(method: string, path: string, schema: S, body?: unknown): Promise<Reply<v.InferOutput<S>>> {
-    const url = new URL(this.baseUrl + path);
-    const text = body === undefined ? undefined : JSON.stringify(body);
-    const headers: Record<string, string> = { accept: 'application/json' };
-    if (text !== undefined) headers['content-type'] = 'application/json';
+  /** The owner's credentials on a request: the local bearer token, or a SigV4 signature. */
+  private async ownerHeaders(method: string, url: URL, base: Record<string, string>, text?: string): Promise<Record<string, string>> {
+    const headers: Record<string, string> = { ...base };
     const auth = this.opts.connection.owner;
     switch (auth.kind) {
       case 'bearer':
@@ -393,6 +401,13 @@ export class PipegateClient {
       case 'no-region':
         throw new UsageError(`cannot tell which AWS region ${auth.host} is in`, 'pass --region or set AWS_REGION');
     }
+    return headers;
+  }
+
+  private async owner<S extends v.GenericSchema>(method: string, path: string, schema: S, body?: unknown): Promise<Reply<v.InferOutput<S>>> {
+    const url = new URL(this.baseUrl + path);
+    const text = body === undefined ? undefined : JSON.stringify(body);
+    const headers = await this.ownerHeaders(method, url, { accept: 'application/json', ...(text !== undefined ? { 'content-type': 'application/json' } : {}) }, text);
     const pipeline = /^\/v1\/pipelines\/([^/?]+)/.exec(path)?.[1];
     return this.send(method, url, headers, text, schema, 'owner', pipeline === undefined ? undefined : decodeURIComponent(pipeline));
   }

@@ -1,5 +1,5 @@
 /**
- * `--follow`: an execution's progress live, from its event stream (contract §4 events): one
+ * `--follow`: an execution's or a run's progress live, from its event stream (contract §4 and §7): one
  * compact line per node that finishes or fails, on stderr; on a terminal a spinner names what
  * is running meanwhile. A stream that drops is resumed with Last-Event-ID, so no line is lost
  * or printed twice. Ends at `done`, whose status it returns.
@@ -15,13 +15,17 @@ const RECONNECT_MS = 2000;
 const seconds = (ms: unknown): string => (typeof ms === 'number' ? `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s` : '');
 
 export interface FollowOptions {
-  executionId: string;
-  key: string;
+  /** `execution <id>` or `run <id>`, for messages. */
+  what: string;
+  /** Opens the stream after `lastEventId` (client.executionEvents or client.runEvents). */
+  open: (lastEventId: string | undefined, signal: AbortSignal) => AsyncIterable<EventSourceMessage>;
+  /** The command to read the result later, for messages. */
+  later: string;
   timeoutSeconds: number;
   followUp: string;
 }
 
-export async function followExecution(ctx: Ctx, o: FollowOptions): Promise<{ status: string }> {
+export async function followEvents(ctx: Ctx, o: FollowOptions): Promise<{ status: string }> {
   const { out } = ctx;
   const spinner = out.spinner();
   const running = new Set<string>();
@@ -47,7 +51,7 @@ export async function followExecution(ctx: Ctx, o: FollowOptions): Promise<{ sta
       }
       show();
     } else if (m.event === 'status' && spinner.interactive) {
-      spinner.update(`execution ${String(data.status)}…`);
+      spinner.update(`${o.what.split(' ')[0] ?? ''} ${String(data.status)}…`);
     }
     return null;
   };
@@ -59,16 +63,16 @@ export async function followExecution(ctx: Ctx, o: FollowOptions): Promise<{ sta
       let silent = 0;
       for (;;) {
         let fresh = false;
-        for await (const m of ctx.client.executionEvents(o.executionId, o.key, last, deadline)) {
+        for await (const m of o.open(last, deadline)) {
           if (m.id !== undefined) last = m.id;
           fresh = true;
           const status = handle(m);
           if (status !== null) return { status };
         }
         if (signal.aborted) throw new Error('stopped waiting');
-        if (deadline.aborted) throw new FailureError(`execution ${o.executionId} has not finished after ${o.timeoutSeconds} s; stopped following (it keeps going on the service)`);
+        if (deadline.aborted) throw new FailureError(`${o.what} has not finished after ${o.timeoutSeconds} s; stopped following (it keeps going on the service)`);
         silent = fresh ? 0 : silent + 1;
-        if (silent >= MAX_SILENT_RECONNECTS) throw new FailureError(`the event stream of execution ${o.executionId} keeps closing without news; read its result later with pipegate result ${o.executionId}`);
+        if (silent >= MAX_SILENT_RECONNECTS) throw new FailureError(`the event stream of ${o.what} keeps closing without news; look later with ${o.later}`);
         await ctx.sleep(RECONNECT_MS, deadline);
       }
     });

@@ -84,8 +84,9 @@ export function buildProgram(io: CliIO, deps: CliDeps, state: { code: number }):
     )
     .option('--wait', 'wait until the run finishes and print its outputs (default)')
     .option('--no-wait', 'print the run id and return at once')
+    .option('--follow', 'wait, printing each node as it finishes (a spinner on a terminal), from the run\'s event stream')
     .addOption(new Option('--timeout <seconds>', 'stop waiting after this long').default(600).argParser(wholeNumber('--timeout', 1, 86_400)))
-    .action(act((ctx, p: string, o: { input?: string[]; wait?: boolean; timeout: number }) => run(ctx, p, { ...o, input: o.input ?? [], wait: o.wait !== false })));
+    .action(act((ctx, p: string, o: { input?: string[]; wait?: boolean; follow?: boolean; timeout: number }) => run(ctx, p, { ...o, input: o.input ?? [], wait: o.wait !== false })));
 
   program
     .command('runs')

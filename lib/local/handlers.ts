@@ -18,6 +18,7 @@ import { createHandler as pipelineGet } from '../../functions/pipeline-get/handl
 import { createHandler as runStart } from '../../functions/run-start/handler';
 import { createHandler as runList } from '../../functions/run-list/handler';
 import { createHandler as runGet } from '../../functions/run-get/handler';
+import { createHandler as runEvents } from '../../functions/run-events/handler';
 import { createHandler as deploymentReadiness } from '../../functions/deployment-readiness/handler';
 import { createHandler as deploymentPublish } from '../../functions/deployment-publish/handler';
 import { createHandler as deploymentDelete } from '../../functions/deployment-delete/handler';
@@ -50,6 +51,7 @@ export const HTTP_HANDLERS: Record<string, (deps: DepsSource) => HttpLambda> = {
   'run-start': runStart,
   'run-list': runList,
   'run-get': runGet,
+  'run-events': runEvents,
   'deployment-readiness': deploymentReadiness,
   'deployment-publish': deploymentPublish,
   'deployment-delete': deploymentDelete,

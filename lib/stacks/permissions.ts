@@ -104,6 +104,8 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   'run-start': access(CREATE_EXECUTION, { send: ['executions'], secret: true, objects: ['read', 'write'] }),
   'run-list': access(READ, { query: RUNS, secret: true, objects: ['read'] }),
   'run-get': access(READ, { secret: true, objects: ['read'] }),
+  // A run's event stream: reads the record while it runs; `done` is the run's view (links: the master key).
+  'run-events': access(READ, { secret: true, objects: ['read'] }),
   'owner-execution-get': access(READ, { secret: true, objects: ['read'] }),
   // Cancels through the one lifecycle (conditional write, run pointer, owed callback, usage
   // counter), then stops the state machine.

@@ -223,3 +223,35 @@ describe('pipegate execute --follow', () => {
     expect(run.stdout).toContain('done');
   });
 });
+
+describe('an owner run as events', () => {
+  it('streams every node (hidden ones too, for the owner) and done holding the run as GET run shows it', async () => {
+    hold = true;
+    const before = held.length;
+    const started = await rt.owner('POST', '/v1/pipelines/hidden/runs', {});
+    expect(started.status).toBe(202);
+    const runId = String(started.body.run_id);
+    await waitUntil(async () => held.length, (n) => n > before);
+    const sse = await openSse(`${rt.url}/v1/pipelines/hidden/runs/${runId}/events`, { authorization: `Bearer ${rt.ownerToken}` });
+    expect(sse.status).toBe(200);
+    await sse.waitFor((evs) => names(evs).includes('node:call:started'));
+    hold = false;
+    release();
+    await sse.ended;
+    expect(names(sse.events)).toEqual(expect.arrayContaining(['node:secret_in:finished', 'node:secret_out:finished', 'status:completed', 'done']));
+    const run = await rt.owner('GET', `/v1/pipelines/hidden/runs/${runId}`);
+    expect(sse.events.at(-1)?.data).toEqual(run.body);
+    expect((await rt.owner('GET', `/v1/pipelines/gated/runs/${runId}/events`)).status).toBe(404);
+    expect((await rt.caller('GET', `/v1/pipelines/hidden/runs/${runId}/events`, hidden.apiKey)).status).toBe(401);
+  });
+
+  it('pipegate run --follow prints each node as it finishes, then the outputs', async () => {
+    const run = await runCli(['run', 'gated', '--follow', '--timeout', '60'], {
+      cwd: process.cwd(),
+      env: { PIPEGATE_URL: rt.url, PIPEGATE_OWNER_TOKEN: rt.ownerToken, NO_COLOR: '1' },
+    });
+    expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: expect.stringContaining('✓ call http') });
+    expect(run.stderr).toContain('✓ secret_out output');
+    expect(run.stdout).toContain('completed');
+  });
+});

@@ -118,6 +118,9 @@ describe('the owner API conforms', () => {
     expect((await owner('PUT', '/v1/pipelines/conform/deployment', {})).status).toBe(409);
 
     const first = await runToEnd('conform', { name: 'Ada', times: 1 });
+    const events = await call({ method: 'GET', path: `/v1/pipelines/conform/runs/${String(first.run_id)}/events`, headers: { accept: 'text/event-stream' } });
+    expect(events.text).toContain('event: done');
+    expect((await call({ method: 'GET', path: `/v1/pipelines/conform/runs/${UNKNOWN}/events` })).status).toBe(404);
     const second = await runToEnd('conform');
     expect([first.status, second.status]).toEqual(['completed', 'completed']);
 

@@ -23,12 +23,12 @@ const streamedMethod = (resources: Record<string, Resource>, fn = 'AssetGet'): R
 };
 
 describe('streamed methods from the template', () => {
-  it('streams the asset route and the execution events alone, each with its own time-out', async () => {
+  it('streams the asset route and the event streams alone, each with its own time-out', async () => {
     // Act
     const api = apiFromTemplate(resolveAssembly(await testAssembly(), localEnv()).stack('Pipegate'));
     // Assess
     const streamed = api.routes.filter((r) => r.streams);
-    expect(streamed.map((r) => `${r.method} ${r.path}`).sort()).toEqual(['GET /v1/assets/{token}', 'GET /v1/deployments/executions/{execution_id}/events']);
+    expect(streamed.map((r) => `${r.method} ${r.path}`).sort()).toEqual(['GET /v1/assets/{token}', 'GET /v1/deployments/executions/{execution_id}/events', 'GET /v1/pipelines/{pipeline_id}/runs/{run_id}/events']);
     for (const r of streamed) expect(r.integrationTimeoutMs).toBe(STREAMED_ROUTE_TIMEOUT_SECONDS * 1000);
     expect(api.integrationTimeoutMs).toBeLessThanOrEqual(29_000);
   }, SYNTH_TIMEOUT_MS);

@@ -6,7 +6,7 @@ import { parseInputs, splitAssignments, type InputValueType, type RawValue } fro
 import { fields } from '../output';
 import { executionFiles, splitFileInputs } from '../asset-inputs';
 import { result } from './executions';
-import { followExecution } from '../follow';
+import { followEvents } from '../follow';
 
 export interface ExecuteOptions {
   key?: string;
@@ -92,7 +92,13 @@ async function executeOnce(ctx: Ctx, deploymentId: string, opts: ExecuteOptions)
   const downloads = opts.download !== undefined ? { download: opts.download, force: opts.force === true } : {};
   if (opts.follow) {
     out.note(`execution ${executionId} ${accepted.body.status}`);
-    await followExecution(ctx, { executionId, key, timeoutSeconds: opts.timeout, followUp });
+    await followEvents(ctx, {
+      what: `execution ${executionId}`,
+      open: (last, signal) => client.executionEvents(executionId, key, last, signal),
+      later: `pipegate result ${executionId}`,
+      timeoutSeconds: opts.timeout,
+      followUp,
+    });
     return result(ctx, executionId, { key, ...downloads });
   }
   await waitUntilFinished(ctx, {

@@ -146,6 +146,7 @@ const EXPECTED_ERRORS: Record<string, ErrorName[]> = {
   'POST /v1/pipelines/{pipeline_id}/runs': ['InvalidRequest', 'PipelineNotFound', 'PayloadTooLarge'],
   'GET /v1/pipelines/{pipeline_id}/runs': ['InvalidRequest', 'PipelineNotFound'],
   'GET /v1/pipelines/{pipeline_id}/runs/{run_id}': ['RunNotFound'],
+  'GET /v1/pipelines/{pipeline_id}/runs/{run_id}/events': ['RunNotFound'],
   'GET /v1/pipelines/{pipeline_id}/deployment': ['PipelineNotFound'],
   'PUT /v1/pipelines/{pipeline_id}/deployment': [
     'InvalidRequest',
