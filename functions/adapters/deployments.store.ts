@@ -5,7 +5,7 @@ import { isConditionFailure, keys } from './dynamo';
 
 const FIELDS: readonly (keyof DeploymentRecord)[] = [
   'deployment_id', 'pipeline_id', 'version', 'revision', 'status', 'inputs', 'outputs', 'published_at', 'created_at',
-  'key_hashes', 'signing_secrets', 'deleted_at',
+  'key_hashes', 'signing_secrets', 'deleted_at', 'key_limits',
 ];
 
 function toRecord(item: Record<string, unknown>): DeploymentRecord {
