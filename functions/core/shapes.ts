@@ -418,7 +418,28 @@ const UsageWindow = v.object({
   p50_ms: v.pipe(nullableInt, v.description('Upper bound (ms) of the duration bin holding the median; null without executions.')),
   p95_ms: v.pipe(nullableInt, v.description('Upper bound (ms) of the duration bin holding the 95th percentile; null without executions.')),
 });
-const Usage = v.object({ pipeline_id: PipelineId, deployment_id: Uuid, last_hour: UsageWindow, last_day: UsageWindow });
+const CallerUsageWindow = v.object({
+  accepted: v.pipe(int(0), v.description('Executions accepted (202 or a waited 200).')),
+  refused_rate: v.pipe(int(0), v.description('Requests refused by the rate limit (429, any caller route).')),
+  refused_quota: v.pipe(int(0), v.description('Submits refused by the quota (429).')),
+  total: v.pipe(int(0), v.description('Executions finished (by their completion time).')),
+  by_status: v.object({ completed: int(0), failed: int(0), cancelled: int(0) }),
+  p50_ms: v.nullable(int(0)),
+  p95_ms: v.nullable(int(0)),
+});
+const ConsumerUsage = v.object({
+  consumer_id: v.pipe(v.nullable(Uuid), v.description("null: the deployment's own key (listed once it has limits and traffic).")),
+  name: v.nullable(v.string()),
+  last_hour: CallerUsageWindow,
+  last_day: CallerUsageWindow,
+});
+const Usage = v.object({
+  pipeline_id: PipelineId,
+  deployment_id: Uuid,
+  last_hour: UsageWindow,
+  last_day: UsageWindow,
+  by_consumer: v.pipe(v.array(ConsumerUsage), v.description('Each consumer (revoked ones included), over the same windows.')),
+});
 const OwnerExecution = v.object({
   hidden_inputs: v.pipe(v.array(NodeId), v.description('Input ids callers can neither see nor set (their published value was used).')),
   failed_node: v.pipe(v.nullable(FailedNode), v.description('The node whose failure ended the execution; null otherwise.')),
@@ -662,6 +683,8 @@ export const SHAPES = {
   ExecutionSummary,
   ExecutionList,
   UsageWindow,
+  CallerUsageWindow,
+  ConsumerUsage,
   Usage,
   OwnerExecution,
   ContractInput,

@@ -175,6 +175,32 @@ describe('consumers', () => {
     expect((await execute(a, key)).status).toBe(429);
   });
 
+  test('usage tells consumers apart: accepted, refused by rate, refused by quota, finished by status', async () => {
+    const dep = (await rt.publishPipeline('consumers-usage', greeting)).deploymentId;
+    const path = consumers('consumers-usage');
+    const free = await rt.owner('POST', path, { name: 'free', quota: { executions: 1, per: 'day' } });
+    const limited = await rt.owner('POST', path, { name: 'limited', rate_limit: { requests: 1, per_seconds: 3600 } });
+    const paid = await rt.owner('POST', path, { name: 'paid' });
+    const submit = (key: string) => rt.caller('POST', `/v1/deployments/${dep}/executions`, key, {});
+    const ids: string[] = [];
+    for (const [c, times] of [[free, 3], [limited, 2], [paid, 2]] as const) {
+      for (let i = 0; i < times; i++) {
+        const r = await submit(c.body.api_key as string);
+        if (r.status === 202) ids.push(r.body.execution_id as string);
+      }
+    }
+    expect(ids).toHaveLength(4);
+    for (const id of ids) await rt.waitForExecution(id, paid.body.api_key as string).catch(() => undefined);
+    const usage = await rt.owner('GET', '/v1/pipelines/consumers-usage/deployment/usage');
+    expect(usage.status).toBe(200);
+    const row = (name: string) => (usage.body.by_consumer as { name: string; last_day: Record<string, unknown> }[]).find((c) => c.name === name)?.last_day;
+    expect(row('free')).toMatchObject({ accepted: 1, refused_rate: 0, refused_quota: 2, total: 1, by_status: { completed: 1 } });
+    expect(row('limited')).toMatchObject({ accepted: 1, refused_rate: 1, refused_quota: 0, total: 1 });
+    expect(row('paid')).toMatchObject({ accepted: 2, refused_rate: 0, refused_quota: 0, total: 2, by_status: { completed: 2 } });
+    expect(row('paid')?.p50_ms).toEqual(expect.any(Number));
+    expect(usage.body.last_day).toMatchObject({ total: 4 });
+  });
+
   test('an unknown consumer is 404 and owner routes need the owner', async () => {
     const missing = await rt.owner('PATCH', `${consumers('consumers-a')}/00000000-0000-4000-8000-000000000000`, { name: 'x' });
     expect(missing.status).toBe(404);
