@@ -71,6 +71,8 @@ export const ROUTES: readonly Route[] = [
   { method: 'PATCH', path: '/v1/pipelines/{pipeline_id}/deployment/consumers/{consumer_id}', handler: 'deployment-consumers', auth: 'owner' },
   { method: 'DELETE', path: '/v1/pipelines/{pipeline_id}/deployment/consumers/{consumer_id}', handler: 'deployment-consumers', auth: 'owner' },
   { method: 'POST', path: '/v1/pipelines/{pipeline_id}/deployment/consumers/{consumer_id}/keys', handler: 'deployment-consumers', auth: 'owner' },
+  // The deployment key's own limits, enforced as a consumer's.
+  { method: 'PUT', path: '/v1/pipelines/{pipeline_id}/deployment/limits', handler: 'deployment-consumers', auth: 'owner' },
   { method: 'GET', path: '/v1/pipelines/{pipeline_id}/executions/{execution_id}', handler: 'owner-execution-get', auth: 'owner' },
   { method: 'GET', path: '/v1/secrets', handler: 'secret-list', auth: 'owner' },
   { method: 'PUT', path: '/v1/secrets/{name}', handler: 'secret-put', auth: 'owner' },

@@ -426,6 +426,22 @@ const OWNER_PATHS: Record<string, PathItem> = {
       },
     }),
   },
+  '/v1/pipelines/{pipeline_id}/deployment/limits': {
+    put: ownerOp({
+      operationId: 'setDeploymentKeyLimits',
+      summary: "Set the deployment key's own rate limit and quota (absent or null: none)",
+      description: "Enforced as a consumer's limits are; the deployment's consumers keep their own.",
+      parameters: [parameterRef('PipelineId')],
+      requestBody: { required: true, content: { 'application/json': { schema: schemaRef('KeyLimits') } } },
+      responses: {
+        '200': { description: 'The limits now in force.', content: { 'application/json': { schema: schemaRef('DeploymentKeyLimits') } } },
+        '400': { description: 'Invalid Request: `detail` names each refused field.', content: { 'application/json': { schema: schemaRef('InvalidRequest') } } },
+        '404': noLiveDeployment('Pipeline Not Found, or it has no deployment.'),
+        '409': { description: 'A concurrent change; try again.', content: { 'application/json': { schema: schemaRef('Conflict') } } },
+        '413': responseRef('PayloadTooLarge'),
+      },
+    }),
+  },
   '/v1/pipelines/{pipeline_id}/executions/{execution_id}': {
     get: ownerOp({
       operationId: 'getOwnerExecution',

@@ -6,7 +6,7 @@
 import type { QueueName } from '../../lib/queues';
 import type { ExecutionStatus } from './transitions';
 import type { UsageBucket } from './usage';
-import type { ConsumerRecord } from './consumers';
+import type { ConsumerRecord, Limits } from './consumers';
 import type {
   CallbackDelivery,
   DeploymentRecord,
@@ -277,6 +277,8 @@ export interface DeploymentsPort {
   ): Promise<DeploymentRecord | null>;
   replaceKeys(id: string, revision: number, keyHashes: KeyHash[]): Promise<DeploymentRecord | null>;
   replaceSigningSecrets(id: string, revision: number, secrets: SealedSecret[]): Promise<DeploymentRecord | null>;
+  /** The limits of the deployment's own key (null: none). */
+  setKeyLimits(id: string, revision: number, limits: Limits | null): Promise<DeploymentRecord | null>;
   /** Deletion keeps a tombstone (key hashes stay, so the deleted deployment's key answers 404). */
   markDeleted(id: string, at: string): Promise<boolean>;
 }

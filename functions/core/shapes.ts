@@ -561,6 +561,12 @@ export const ConsumerPatch = v.strictObject({
   expires_at: v.optional(v.nullable(ExpiresAt)),
   metadata: v.optional(ConsumerMetadata),
 });
+/** PUT …/deployment/limits: the deployment key's own limits; what is absent or null is removed. */
+export const KeyLimits = v.strictObject({
+  rate_limit: v.optional(v.nullable(RateLimit), null),
+  quota: v.optional(v.nullable(Quota), null),
+});
+const DeploymentKeyLimits = v.object({ deployment_id: Uuid, rate_limit: v.nullable(RateLimit), quota: v.nullable(Quota) });
 /** POST …/deployment/consumers/{consumer_id}/keys. */
 export const ConsumerRotate = v.strictObject({
   grace_seconds: v.optional(v.pipe(int(0, 7 * 24 * 3600), v.description('How long the old key keeps working.')), 0),
@@ -707,6 +713,8 @@ export const SHAPES = {
   NewConsumer,
   ConsumerList,
   ConsumerKey,
+  KeyLimits,
+  DeploymentKeyLimits,
   Forbidden,
   NotFoundPipeline: errorBody('PipelineNotFound', 'No pipeline with this id.'),
   NotFoundRun: errorBody('RunNotFound', 'No run with this id in this pipeline.'),

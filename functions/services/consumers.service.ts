@@ -9,7 +9,7 @@ import { consumerView, MAX_CONSUMERS_PER_DEPLOYMENT, type ConsumerRecord } from 
 import { AppError } from '../core/errors';
 import { PIPELINE_ID_PATTERN } from '../core/ids';
 import type { ConsumerChanges } from '../core/ports';
-import { ConsumerCreate, ConsumerPatch, ConsumerRotate } from '../core/shapes';
+import { ConsumerCreate, ConsumerPatch, ConsumerRotate, KeyLimits } from '../core/shapes';
 import { epochSeconds } from '../core/time';
 import type { DeploymentRecord } from '../core/types';
 import type { Deps } from '../adapters/deps';
@@ -141,4 +141,17 @@ export async function rotateConsumerKey(d: Deps, pipelineId: string, consumerId:
   });
   if (!updated) throw new AppError('Conflict', 'the consumer changed meanwhile; try again');
   return { consumer_id: c.consumer_id, api_key: key.apiKey };
+}
+
+/**
+ * PUT …/deployment/limits: the limits of the deployment's own key, which it keeps beside its
+ * consumers' (null or absent: none). Enforced exactly as a consumer's.
+ */
+export async function setDeploymentKeyLimits(d: Deps, pipelineId: string, body: string | null) {
+  const dep = await liveDeploymentOf(d, pipelineId);
+  const req = parse(KeyLimits, body);
+  const limits = { rate_limit: req.rate_limit, quota: req.quota };
+  const updated = await d.deployments.setKeyLimits(dep.deployment_id, dep.revision, limits.rate_limit === null && limits.quota === null ? null : limits);
+  if (!updated) throw new AppError('Conflict', 'the deployment changed meanwhile; try again');
+  return { deployment_id: dep.deployment_id, ...limits };
 }

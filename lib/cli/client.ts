@@ -337,6 +337,10 @@ export class PipegateClient {
     return this.owner('PATCH', `/v1/pipelines/${enc(id)}/deployment/consumers/${enc(consumerId)}`, ConsumerBody, body);
   }
 
+  setKeyLimits(id: string, body: Pick<ConsumerFields, 'rate_limit' | 'quota'>) {
+    return this.owner('PUT', `/v1/pipelines/${enc(id)}/deployment/limits`, v.looseObject({ deployment_id: v.string(), ...LimitsBody }), body);
+  }
+
   revokeConsumer(id: string, consumerId: string) {
     return this.owner('DELETE', `/v1/pipelines/${enc(id)}/deployment/consumers/${enc(consumerId)}`, v.unknown());
   }

@@ -13,6 +13,7 @@ import { DEFINITION_ASSET_MAX_BYTES, INLINE_ASSET_BODY_MAX_BYTES, sizeText, UPLO
 import { rotate } from './commands/keys';
 import {
   create as createConsumer,
+  keyLimits,
   list as listConsumers,
   revoke as revokeConsumer,
   rotate as rotateConsumerKey,
@@ -138,6 +139,13 @@ export function buildProgram(io: CliIO, deps: CliDeps, state: { code: number }):
     .addOption(new Option('--grace <seconds>', 'keep the old credential working this long').argParser(wholeNumber('--grace', 0, 604_800)))
     .option('--signing-secret', 'rotate the callback signing secret instead of the API key')
     .action(act((ctx, p: string, o: { grace?: number; signingSecret?: boolean }) => rotate(ctx, p, o)));
+  keys
+    .command('limits')
+    .description("set the deployment key's own rate limit and quota (what is not given is removed)")
+    .argument('<pipeline>', 'pipeline id')
+    .option('--rate <requests/seconds>', 'rate limit, e.g. 100/60')
+    .option('--quota <executions/period>', 'accepted executions per UTC day or month, e.g. 1000/day')
+    .action(act((ctx, p: string, o: ConsumerOptions) => keyLimits(ctx, p, o)));
 
   const consumers = program.command('consumers').description("a deployment's consumers: each caller its own API key, rate limit, quota and expiry");
   const limitOptions = (c: Command) =>

@@ -68,6 +68,10 @@ test('free and paid consumers from the CLI: limits, readable refusals, revoke, u
   expect(rotated.code).toBe(0);
   expect((await rt.caller('POST', `/v1/deployments/${dep.deploymentId}/executions`, paidKey, {})).status).toBe(202);
 
+  const own = await pg(['--json', 'keys', 'limits', 'tiers', '--quota', '1000/day']);
+  expect([own.code, JSON.parse(own.stdout)]).toEqual([0, expect.objectContaining({ rate_limit: null, quota: { executions: 1000, per: 'day' } })]);
+  expect((await pg(['keys', 'limits', 'tiers'])).stdout).toMatch(/rate —, quota —/);
+
   const usage = await pg(['usage', 'tiers']);
   expect(usage.code).toBe(0);
   expect(usage.stdout).toMatch(/CONSUMER \(LAST DAY\)/);

@@ -201,6 +201,25 @@ describe('consumers', () => {
     expect(usage.body.last_day).toMatchObject({ total: 4 });
   });
 
+  test("the deployment key can carry limits too, and usage lists it as the deployment's own", async () => {
+    const own = await rt.publishPipeline('consumers-own', greeting);
+    const set = await rt.owner('PUT', '/v1/pipelines/consumers-own/deployment/limits', { quota: { executions: 1, per: 'month' } });
+    expect(set.status).toBe(200);
+    expect(set.body).toMatchObject({ rate_limit: null, quota: { executions: 1, per: 'month' } });
+    const first = await execute(own, own.apiKey);
+    expect(first.status).toBe(202);
+    expect(first.headers.get('ratelimit')).toMatch(/^"quota";r=0;t=\d+$/);
+    const second = await execute(own, own.apiKey);
+    expect([second.status, second.body.limit]).toEqual([429, 'quota']);
+    const usage = await rt.owner('GET', '/v1/pipelines/consumers-own/deployment/usage');
+    expect(usage.body.by_consumer).toEqual([expect.objectContaining({ consumer_id: null, last_day: expect.objectContaining({ accepted: 1, refused_quota: 1 }) })]);
+    // Absent or null removes them.
+    expect((await rt.owner('PUT', '/v1/pipelines/consumers-own/deployment/limits', {})).status).toBe(200);
+    expect((await execute(own, own.apiKey)).status).toBe(202);
+    const bad = await rt.owner('PUT', '/v1/pipelines/consumers-own/deployment/limits', { rate_limit: { requests: 1 } });
+    expect([bad.status, (bad.body.detail as { path: string }[])[0]?.path]).toEqual([400, 'rate_limit.per_seconds']);
+  });
+
   test('an unknown consumer is 404 and owner routes need the owner', async () => {
     const missing = await rt.owner('PATCH', `${consumers('consumers-a')}/00000000-0000-4000-8000-000000000000`, { name: 'x' });
     expect(missing.status).toBe(404);

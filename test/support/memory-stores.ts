@@ -36,7 +36,7 @@ import type {
 import { bucketOf, usageIncrement, type UsageBucket } from '../../functions/core/usage';
 import { listingOf } from '../../functions/core/views';
 import type { StoreSet } from './fakes';
-import type { ConsumerRecord } from '../../functions/core/consumers';
+import type { ConsumerRecord, Limits } from '../../functions/core/consumers';
 
 const copy = <T>(x: T): T => structuredClone(x);
 
@@ -348,6 +348,10 @@ export class MemoryDeployments implements DeploymentsPort {
 
   async replaceKeys(id: string, revision: number, keyHashes: KeyHash[]): Promise<DeploymentRecord | null> {
     return this.update(id, revision, { key_hashes: keyHashes });
+  }
+
+  async setKeyLimits(id: string, revision: number, limits: Limits | null): Promise<DeploymentRecord | null> {
+    return this.update(id, revision, { key_limits: limits });
   }
 
   async replaceSigningSecrets(id: string, revision: number, secrets: SealedSecret[]): Promise<DeploymentRecord | null> {

@@ -131,3 +131,15 @@ export async function rotate(ctx: Ctx, pipeline: string, consumerId: string, o: 
   out.line(out.c.yellow(`  Store it now: it is shown only this once. ${grace > 0 ? `The old key keeps working for ${grace} s.` : 'The old key stopped working.'}`));
   return 0;
 }
+
+/** `pipegate keys limits <pipeline> [--rate R/S] [--quota N/period]`: the deployment key's own limits. */
+export async function keyLimits(ctx: Ctx, pipeline: string, o: Pick<ConsumerOptions, 'rate' | 'quota'>): Promise<number> {
+  checkPipelineId(pipeline, 'pipeline');
+  const { rate_limit, quota } = consumerFields(o);
+  const { body, raw } = await ctx.client.setKeyLimits(pipeline, { rate_limit: rate_limit ?? null, quota: quota ?? null });
+  const { out } = ctx;
+  out.document(raw);
+  const [r, q] = limits(body);
+  out.line(`${out.c.green('✔')} the deployment key of ${out.c.bold(pipeline)}: rate ${r}, quota ${q}`);
+  return 0;
+}

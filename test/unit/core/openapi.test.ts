@@ -162,6 +162,7 @@ const EXPECTED_ERRORS: Record<string, ErrorName[]> = {
   'PATCH /v1/pipelines/{pipeline_id}/deployment/consumers/{consumer_id}': ['InvalidRequest', 'PipelineNotFound', 'DeploymentNotFound', 'ConsumerNotFound', 'Conflict', 'PayloadTooLarge'],
   'DELETE /v1/pipelines/{pipeline_id}/deployment/consumers/{consumer_id}': ['PipelineNotFound', 'DeploymentNotFound', 'ConsumerNotFound', 'Conflict'],
   'POST /v1/pipelines/{pipeline_id}/deployment/consumers/{consumer_id}/keys': ['InvalidRequest', 'PipelineNotFound', 'DeploymentNotFound', 'ConsumerNotFound', 'Conflict', 'PayloadTooLarge'],
+  'PUT /v1/pipelines/{pipeline_id}/deployment/limits': ['InvalidRequest', 'PipelineNotFound', 'DeploymentNotFound', 'Conflict', 'PayloadTooLarge'],
   'GET /v1/pipelines/{pipeline_id}/executions/{execution_id}': ['ExecutionNotFound'],
   'POST /v1/pipelines/{pipeline_id}/executions/{execution_id}/cancel': ['ExecutionNotFound', 'ExecutionAlreadyFinished'],
   'POST /v1/pipelines/{pipeline_id}/executions/{execution_id}/callback/redeliver': ['ExecutionNotFound', 'Conflict'],
