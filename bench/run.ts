@@ -14,9 +14,11 @@
  *
  * `npm run bench -- --only retained` prints the retained-history section alone (about a minute);
  * `npm run bench -- --only media` the media section (about a minute);
+ * `npm run bench -- --only consumers` what a consumer key with limits adds (bench/consumers.ts);
  * `npm run bench -- --only scale` runs the load test on start:synth's scale model (bench/scale.ts;
  * minutes: a synthesis per deployment, then each rate's load and drain).
  */
+import { measureConsumers } from './consumers';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -358,7 +360,13 @@ async function main(): Promise<void> {
   const started = performance.now();
   mkdirSync(RESULTS, { recursive: true });
   const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined;
-  if (only !== undefined && only !== 'retained' && only !== 'media' && only !== 'scale') throw new Error(`--only takes "retained", "media" or "scale", not ${JSON.stringify(only)}`);
+  if (only !== undefined && only !== 'retained' && only !== 'media' && only !== 'scale' && only !== 'consumers') throw new Error(`--only takes "retained", "media", "scale" or "consumers", not ${JSON.stringify(only)}`);
+  if (only === 'consumers') {
+    const m = machine();
+    console.log(textTable(['what', 'latency (local runtime, one at a time)', 'cost'], await measureConsumers(log)));
+    console.log(`\n${m.nproc} cores · ${m.cpuModel} · ${m.memoryGiB} GiB · Node ${m.node} · ${m.platform} · ${((performance.now() - started) / 1000).toFixed(0)} s`);
+    return;
+  }
   if (only === 'scale') {
     const m = machine();
     const { figures, limits } = await measureScale(log);
