@@ -15,9 +15,11 @@
  * `npm run bench -- --only retained` prints the retained-history section alone (about a minute);
  * `npm run bench -- --only media` the media section (about a minute);
  * `npm run bench -- --only events` many readers of one execution's event stream (bench/events.ts);
+ * `npm run bench -- --only consumers` what a consumer key with limits adds (bench/consumers.ts);
  * `npm run bench -- --only scale` runs the load test on start:synth's scale model (bench/scale.ts;
  * minutes: a synthesis per deployment, then each rate's load and drain).
  */
+import { measureConsumers } from './consumers';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -360,7 +362,14 @@ async function main(): Promise<void> {
   const started = performance.now();
   mkdirSync(RESULTS, { recursive: true });
   const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined;
-  if (only !== undefined && only !== 'retained' && only !== 'media' && only !== 'scale' && only !== 'events') throw new Error(`--only takes "retained", "media", "scale" or "events", not ${JSON.stringify(only)}`);
+  const ONLY = ['retained', 'media', 'scale', 'events', 'consumers'];
+  if (only !== undefined && !ONLY.includes(only)) throw new Error(`--only takes ${ONLY.map((o) => JSON.stringify(o)).join(', ')}, not ${JSON.stringify(only)}`);
+  if (only === 'consumers') {
+    const m = machine();
+    console.log(textTable(['what', 'latency (local runtime, one at a time)', 'cost'], await measureConsumers(log)));
+    console.log(`\n${m.nproc} cores · ${m.cpuModel} · ${m.memoryGiB} GiB · Node ${m.node} · ${m.platform} · ${((performance.now() - started) / 1000).toFixed(0)} s`);
+    return;
+  }
   if (only === 'events') {
     const m = machine();
     console.log(textTable(HEADER, eventsRows(await measureEvents(log))));

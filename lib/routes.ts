@@ -4,7 +4,7 @@
  * Plain data: imports nothing from aws-cdk-lib.
  */
 export type RouteAuth = 'apiKey' | 'owner' | 'none';
-export type HttpVerb = 'GET' | 'POST' | 'PUT' | 'DELETE';
+export type HttpVerb = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 export interface Route {
   method: HttpVerb;
@@ -69,6 +69,14 @@ export const ROUTES: readonly Route[] = [
   { method: 'PUT', path: '/v1/pipelines/{pipeline_id}/deployment', handler: 'deployment-publish', auth: 'owner' },
   { method: 'DELETE', path: '/v1/pipelines/{pipeline_id}/deployment', handler: 'deployment-delete', auth: 'owner' },
   { method: 'POST', path: '/v1/pipelines/{pipeline_id}/deployment/keys', handler: 'deployment-keys', auth: 'owner' },
+  // Consumers: each caller its own key, limits and expiry (functions/core/consumers.ts).
+  { method: 'POST', path: '/v1/pipelines/{pipeline_id}/deployment/consumers', handler: 'deployment-consumers', auth: 'owner' },
+  { method: 'GET', path: '/v1/pipelines/{pipeline_id}/deployment/consumers', handler: 'deployment-consumers', auth: 'owner' },
+  { method: 'PATCH', path: '/v1/pipelines/{pipeline_id}/deployment/consumers/{consumer_id}', handler: 'deployment-consumers', auth: 'owner' },
+  { method: 'DELETE', path: '/v1/pipelines/{pipeline_id}/deployment/consumers/{consumer_id}', handler: 'deployment-consumers', auth: 'owner' },
+  { method: 'POST', path: '/v1/pipelines/{pipeline_id}/deployment/consumers/{consumer_id}/keys', handler: 'deployment-consumers', auth: 'owner' },
+  // The deployment key's own limits, enforced as a consumer's.
+  { method: 'PUT', path: '/v1/pipelines/{pipeline_id}/deployment/limits', handler: 'deployment-consumers', auth: 'owner' },
   { method: 'GET', path: '/v1/pipelines/{pipeline_id}/executions/{execution_id}', handler: 'owner-execution-get', auth: 'owner' },
   { method: 'GET', path: '/v1/secrets', handler: 'secret-list', auth: 'owner' },
   { method: 'PUT', path: '/v1/secrets/{name}', handler: 'secret-put', auth: 'owner' },

@@ -135,7 +135,15 @@ export const CALLER_RESPONSES: Record<string, JsonSchema> = {
   DeploymentNotFound: errorResponse('Deployment Not Found.', 'NotFoundDeployment'),
   ExecutionNotFound: errorResponse('Execution Not Found.', 'NotFoundExecution'),
   PayloadTooLarge: errorResponse('Payload Too Large.', 'PayloadTooLarge'),
-  TooManyRequests: errorResponse('Too Many Requests (AWS stage throttling).', 'TooManyRequests'),
+  TooManyRequests: errorResponse(
+    "Too Many Requests: the stage's throttle (AWS), or the key's own rate limit or quota (`limit` says which; `Retry-After` when to retry).",
+    'TooManyRequests',
+    {
+      'Retry-After': { description: "A key's limit: seconds until it allows again.", schema: { type: 'string', pattern: '^\\d+$' } },
+      'RateLimit-Policy': { description: 'A key with limits: its policies (IETF httpapi draft), e.g. `"rate";q=10;w=1`.', schema: { type: 'string' } },
+      RateLimit: { description: 'A key with limits: what is left of each policy, e.g. `"rate";r=0;t=1`.', schema: { type: 'string' } },
+    },
+  ),
   InternalError: errorResponse('Internal Error.', 'InternalError'),
   ServiceUnavailable: errorResponse('Service Unavailable: retry later.', 'ServiceUnavailable', {
     'Retry-After': { description: 'Seconds to wait before retrying.', required: true, schema: { type: 'string', pattern: '^\\d+$' } },

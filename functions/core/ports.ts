@@ -6,6 +6,7 @@
 import type { QueueName } from '../../lib/queues';
 import type { ExecutionStatus } from './transitions';
 import type { UsageBucket } from './usage';
+import type { ConsumerRecord, Limits } from './consumers';
 import type {
   CallbackDelivery,
   DeploymentRecord,
@@ -253,6 +254,24 @@ export interface PipelinesPort {
   claimDeployment(id: string, expected: string | null, next: string | null): Promise<boolean>;
 }
 
+/** What the owner may change of a consumer (revision and revocation are the store's). */
+export type ConsumerChanges = Partial<Pick<ConsumerRecord, 'name' | 'rate_limit' | 'quota' | 'expires_at' | 'metadata' | 'key_hashes' | 'key_prefix' | 'updated_at' | 'revoked_at'>>;
+/** What the usage view counts of a caller besides its finished executions. */
+export type CallerTally = 'accepted' | 'refused_rate' | 'refused_quota';
+
+export interface ConsumersPort {
+  get(deploymentId: string, consumerId: string, consistent?: boolean): Promise<ConsumerRecord | null>;
+  list(deploymentId: string): Promise<ConsumerRecord[]>;
+  create(c: ConsumerRecord): Promise<boolean>;
+  /** Applies to a consumer not revoked and still at `revision`; null otherwise. */
+  update(deploymentId: string, consumerId: string, revision: number, changes: ConsumerChanges): Promise<ConsumerRecord | null>;
+  touch(deploymentId: string, consumerId: string, at: string, olderThan: string): Promise<void>;
+  /** One more on a limit counter unless it reached `limit`: the new count, or null (refused). */
+  take(deploymentId: string, subject: string, counter: string, limit: number, expiresAt: number): Promise<number | null>;
+  giveBack(deploymentId: string, subject: string, counter: string): Promise<void>;
+  tally(deploymentId: string, subject: string, what: CallerTally, at: Date): Promise<void>;
+}
+
 export interface DeploymentsPort {
   get(id: string, consistent?: boolean): Promise<DeploymentRecord | null>;
   create(r: DeploymentRecord): Promise<boolean>;
@@ -264,6 +283,8 @@ export interface DeploymentsPort {
   ): Promise<DeploymentRecord | null>;
   replaceKeys(id: string, revision: number, keyHashes: KeyHash[]): Promise<DeploymentRecord | null>;
   replaceSigningSecrets(id: string, revision: number, secrets: SealedSecret[]): Promise<DeploymentRecord | null>;
+  /** The limits of the deployment's own key (null: none). */
+  setKeyLimits(id: string, revision: number, limits: Limits | null): Promise<DeploymentRecord | null>;
   /** Deletion keeps a tombstone (key hashes stay, so the deleted deployment's key answers 404). */
   markDeleted(id: string, at: string): Promise<boolean>;
 }

@@ -145,6 +145,7 @@ export function ownerExecutionBody(e: Execution, hiddenInputs: ReadonlySet<strin
     execution_id: e.execution_id,
     kind: e.kind,
     deployment_id: e.deployment_id,
+    consumer_id: e.consumer_id ?? null,
     hidden_inputs: Object.keys(e.inputs).filter((id) => hiddenInputs.has(id)),
     visible_outputs: e.visible_outputs,
     callback: e.callback === null ? null : redactUrl(e.callback),
@@ -161,6 +162,7 @@ export function executionSummaryBody(e: Execution) {
   const c = e.callback_delivery;
   return {
     execution_id: e.execution_id,
+    consumer_id: e.consumer_id ?? null,
     status: e.status,
     created_at: e.created_at,
     started_at: e.started_at,

@@ -16,6 +16,7 @@ import { epochSeconds } from '../core/time';
 import { enqueueNew } from './enqueue';
 import { checkAssets, storeAssets } from './asset-inputs.service';
 import { cancelExecution } from './lifecycle.service';
+import { spendQuota, tally, withLimitHeaders } from './limits.service';
 
 const IDEMPOTENCY_TTL_SECONDS = 24 * 3600;
 const IDEMPOTENCY_KEY_RE = /^[\x21-\x7e]{1,255}$/;
@@ -183,6 +184,30 @@ async function submit(d: Deps, auth: CallerAuth, req: ExecuteRequest) {
     }
   }
 
+  // The quota is spent only here, where the execution is about to be accepted (replays of an
+  // Idempotency-Key above spend nothing), and given back if it is not accepted after all.
+  const quota = await spendQuota(d, auth);
+  try {
+    const execution = await createExecution(d, auth, dep, executionId, parsed, assets, req.baseUrl, now);
+    if (auth.consumerId !== undefined || auth.limits?.rate_limit || quota) await tally(d, auth, 'accepted');
+    const answer = accepted(req.baseUrl, execution);
+    return quota ? { ...answer, headers: withLimitHeaders(answer.headers, [quota.state]) } : answer;
+  } catch (e) {
+    await quota?.giveBack();
+    throw e;
+  }
+}
+
+async function createExecution(
+  d: Deps,
+  auth: CallerAuth,
+  dep: Deployment,
+  executionId: string,
+  parsed: ReturnType<typeof parseExecutionRequest>,
+  assets: Awaited<ReturnType<typeof checkAssets>>,
+  baseUrl: string,
+  now: Date,
+): Promise<Execution> {
   const where = { kind: 'api' as const, deployment_id: dep.deployment_id, pipeline_id: dep.pipeline_id, execution_id: executionId };
   const refs = assets.length > 0 ? await storeAssets(d, where, assets, now) : null;
   const execution: Execution = {
@@ -191,11 +216,12 @@ async function submit(d: Deps, auth: CallerAuth, req: ExecuteRequest) {
     pipeline_id: dep.pipeline_id,
     version: dep.version,
     deployment_id: dep.deployment_id,
+    ...(auth.consumerId === undefined ? {} : { consumer_id: auth.consumerId }),
     status: 'pending',
     inputs: parsed.inputs,
     ...(refs === null ? {} : { assets: refs }),
     outputs: null,
-    base_url: req.baseUrl,
+    base_url: baseUrl,
     visible_outputs: dep.outputs.filter((o) => o.visible).map((o) => o.id),
     callback: parsed.callback,
     callback_delivery: null,
@@ -207,7 +233,7 @@ async function submit(d: Deps, auth: CallerAuth, req: ExecuteRequest) {
   };
   await d.executions.create(execution);
   await enqueueNew(d, executionId);
-  return accepted(req.baseUrl, execution);
+  return execution;
 }
 
 function accepted(baseUrl: string, e: Execution) {

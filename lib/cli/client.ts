@@ -174,7 +174,50 @@ const UsageWindow = v.looseObject({
   p50_ms: Nullable(v.number()),
   p95_ms: Nullable(v.number()),
 });
-export const UsageBody = v.looseObject({ pipeline_id: v.string(), deployment_id: v.string(), last_hour: UsageWindow, last_day: UsageWindow });
+const CallerUsageWindow = v.looseObject({
+  accepted: v.number(),
+  refused_rate: v.number(),
+  refused_quota: v.number(),
+  total: v.number(),
+  by_status: v.record(v.string(), v.number()),
+  p50_ms: Nullable(v.number()),
+  p95_ms: Nullable(v.number()),
+});
+const ConsumerUsageBody = v.looseObject({ consumer_id: Nullable(v.string()), name: Nullable(v.string()), last_hour: CallerUsageWindow, last_day: CallerUsageWindow });
+export const UsageBody = v.looseObject({
+  pipeline_id: v.string(),
+  deployment_id: v.string(),
+  last_hour: UsageWindow,
+  last_day: UsageWindow,
+  // Absent from services older than consumers.
+  by_consumer: v.optional(v.array(ConsumerUsageBody), []),
+});
+const LimitsBody = {
+  rate_limit: Nullable(v.looseObject({ requests: v.number(), per_seconds: v.number() })),
+  quota: Nullable(v.looseObject({ executions: v.number(), per: v.string() })),
+};
+export const ConsumerBody = v.looseObject({
+  consumer_id: v.string(),
+  name: v.string(),
+  status: v.string(),
+  key_prefix: v.string(),
+  ...LimitsBody,
+  expires_at: Nullable(v.string()),
+  metadata: v.record(v.string(), v.string()),
+  last_used_at: Nullable(v.string()),
+});
+export const NewConsumerBody = v.looseObject({ ...ConsumerBody.entries, api_key: v.string() });
+export const ConsumersBody = v.looseObject({ consumers: v.array(ConsumerBody) });
+export const ConsumerKeyBody = v.looseObject({ consumer_id: v.string(), api_key: v.string() });
+export type Consumer = v.InferOutput<typeof ConsumerBody>;
+/** What create and update send (lib/cli/commands/consumers.ts builds it from the options). */
+export interface ConsumerFields {
+  name?: string;
+  rate_limit?: { requests: number; per_seconds: number } | null;
+  quota?: { executions: number; per: 'day' | 'month' } | null;
+  expires_at?: string | null;
+  metadata?: Record<string, string>;
+}
 
 export type OwnerExecution = v.InferOutput<typeof OwnerExecutionBody>;
 export type ExecutionList = v.InferOutput<typeof ExecutionListBody>;
@@ -283,6 +326,30 @@ export class PipegateClient {
   redeliver(id: string, executionId: string) {
     return this.owner('POST', `/v1/pipelines/${enc(id)}/executions/${enc(executionId)}/callback/redeliver`, Delivery);
   }
+  createConsumer(id: string, body: ConsumerFields) {
+    return this.owner('POST', `/v1/pipelines/${enc(id)}/deployment/consumers`, NewConsumerBody, body);
+  }
+
+  listConsumers(id: string) {
+    return this.owner('GET', `/v1/pipelines/${enc(id)}/deployment/consumers`, ConsumersBody);
+  }
+
+  updateConsumer(id: string, consumerId: string, body: ConsumerFields) {
+    return this.owner('PATCH', `/v1/pipelines/${enc(id)}/deployment/consumers/${enc(consumerId)}`, ConsumerBody, body);
+  }
+
+  setKeyLimits(id: string, body: Pick<ConsumerFields, 'rate_limit' | 'quota'>) {
+    return this.owner('PUT', `/v1/pipelines/${enc(id)}/deployment/limits`, v.looseObject({ deployment_id: v.string(), ...LimitsBody }), body);
+  }
+
+  revokeConsumer(id: string, consumerId: string) {
+    return this.owner('DELETE', `/v1/pipelines/${enc(id)}/deployment/consumers/${enc(consumerId)}`, v.unknown());
+  }
+
+  rotateConsumerKey(id: string, consumerId: string, body: { grace_seconds?: number }) {
+    return this.owner('POST', `/v1/pipelines/${enc(id)}/deployment/consumers/${enc(consumerId)}/keys`, ConsumerKeyBody, body);
+  }
+
   usage(id: string) {
     return this.owner('GET', `/v1/pipelines/${enc(id)}/deployment/usage`, UsageBody);
   }

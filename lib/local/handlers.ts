@@ -23,6 +23,7 @@ import { createHandler as deploymentReadiness } from '../../functions/deployment
 import { createHandler as deploymentPublish } from '../../functions/deployment-publish/handler';
 import { createHandler as deploymentDelete } from '../../functions/deployment-delete/handler';
 import { createHandler as deploymentKeys } from '../../functions/deployment-keys/handler';
+import { createHandler as deploymentConsumers } from '../../functions/deployment-consumers/handler';
 import { createHandler as ownerExecutionGet } from '../../functions/owner-execution-get/handler';
 import { createHandler as secretList } from '../../functions/secret-list/handler';
 import { createHandler as secretPut } from '../../functions/secret-put/handler';
@@ -56,6 +57,7 @@ export const HTTP_HANDLERS: Record<string, (deps: DepsSource) => HttpLambda> = {
   'deployment-publish': deploymentPublish,
   'deployment-delete': deploymentDelete,
   'deployment-keys': deploymentKeys,
+  'deployment-consumers': deploymentConsumers,
   'owner-execution-get': ownerExecutionGet,
   'secret-list': secretList,
   'secret-put': secretPut,
