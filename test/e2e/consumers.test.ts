@@ -137,7 +137,8 @@ describe('consumers', () => {
     expect(first.status).toBe(200);
     expect(first.headers.get('ratelimit-policy')).toBe('"rate";q=2;w=3600');
     expect(first.headers.get('ratelimit')).toMatch(/^"rate";r=1;t=\d+$/);
-    expect((await execute(a, key)).status).toBe(202);
+    const accepted = await execute(a, key);
+    expect(accepted.status).toBe(202);
     const refused = await execute(a, key);
     expect(refused.status).toBe(429);
     expect(refused.body.limit).toBe('rate');
@@ -146,6 +147,9 @@ describe('consumers', () => {
     expect(retry).toBeGreaterThan(0);
     expect(retry).toBeLessThanOrEqual(3600);
     expect(refused.headers.get('ratelimit')).toMatch(/^"rate";r=0;t=\d+$/);
+    // An event stream (a streamed route) spends the same limit.
+    const stream = await rt.caller('GET', `/v1/deployments/executions/${accepted.body.execution_id as string}/events`, key);
+    expect([stream.status, stream.body.limit]).toEqual([429, 'rate']);
     // The limit is the consumer's, not the deployment's.
     expect((await execute(a, a.apiKey)).status).toBe(202);
   });
