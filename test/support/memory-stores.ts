@@ -4,8 +4,10 @@
  * (test/integration/stores.test.ts and others) keep checking the DynamoDB adapters themselves.
  */
 import {
+  EXECUTION_HEAD_FIELDS,
   InvalidCursorError,
   type DeploymentsPort,
+  type ExecutionHead,
   type ExecutionsPort,
   type PipelinesPort,
   type SweepKind,
@@ -52,6 +54,12 @@ export class MemoryExecutions implements ExecutionsPort {
     const e = this.items.get(id);
     if (!e || (e.expires_at !== null && e.expires_at <= epochSeconds(now))) return null;
     return strip(e);
+  }
+
+  async getHead(id: string, now: Date): Promise<ExecutionHead | null> {
+    const e = this.items.get(id);
+    if (!e || (e.expires_at !== null && e.expires_at <= epochSeconds(now))) return null;
+    return Object.fromEntries(EXECUTION_HEAD_FIELDS.map((f) => [f, structuredClone(e[f])])) as ExecutionHead;
   }
 
   async transition(id: string, to: ExecutionStatus, set: TransitionFields): Promise<TransitionResult> {
