@@ -27,8 +27,11 @@ export interface FunctionAccess {
   send: readonly QueueName[];
   /** The queue whose event source invokes the function. */
   consumes?: QueueName;
-  /** Reads the key material secret (pepper and master key). */
-  secret: boolean;
+  /**
+   * Reads the key material secret (pepper and master key); 'pepper': the pepper's own secret
+   * only, for the public-facing authorizer, which never needs the master key.
+   */
+  secret: boolean | 'pepper';
   /** Step Functions actions on the pipegate state machine (StopExecution: on its executions). */
   states: readonly StatesAction[];
   /** Object storage (Deps.objects); a function with none neither loads nor bundles the S3 client. */
@@ -69,7 +72,7 @@ const access = (table: readonly TableAction[], more: Partial<Omit<FunctionAccess
 /** Keyed by handler name (the folder under functions/). */
 export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   // Callers.
-  authorizer: access(READ, { secret: true }),
+  authorizer: access(READ, { secret: 'pepper' }),
   // Idempotency claim and execution record are conditional puts; an upload it uses is claimed
   // with a conditional update (single use).
   // Inline assets are written under the execution; an upload it uses is read (sniffed, hashed).

@@ -116,7 +116,10 @@ export class ServiceStack extends Stack {
         );
       }
       for (const q of access.send) fn.grantSend(stateful.queues[q].queue);
-      if (access.secret) fn.grantSecretRead(stateful.secret);
+      if (access.secret === 'pepper') {
+        fn.grantSecretRead(stateful.pepperSecret);
+        fn.fn.addEnvironment('PIPEGATE_SECRET_ARN', stateful.pepperSecret.secretArn);
+      } else if (access.secret) fn.grantSecretRead(stateful.secret);
       fn.grantObjects(stateful.objectPolicies, access.objects);
       if (access.consumes) {
         const pair = stateful.queues[access.consumes];

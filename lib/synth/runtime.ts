@@ -673,7 +673,9 @@ function recoveryDeps(
   workflow: LocalWorkflow | undefined,
   awsEndpoint: string,
 ): Deps {
-  const fnEnv = hosts.map((h) => h.spec.env).find((e) => e.PIPEGATE_TABLE && e.PIPEGATE_EXECUTIONS_QUEUE_URL && e.PIPEGATE_CALLBACKS_QUEUE_URL && e.PIPEGATE_SECRET_ARN);
+  // A function's wiring whose secret is the whole key material (the authorizer's is the pepper alone).
+  const whole = (arn: string | undefined) => secrets.find(arn ?? '')?.value.includes('"master_key"') === true;
+  const fnEnv = hosts.map((h) => h.spec.env).find((e) => e.PIPEGATE_TABLE && e.PIPEGATE_EXECUTIONS_QUEUE_URL && e.PIPEGATE_CALLBACKS_QUEUE_URL && whole(e.PIPEGATE_SECRET_ARN));
   if (!fnEnv || !workflow) throw new Error('No function of the assembly names the table, both queues and the secret');
   const queue = (url: string | undefined): LocalQueue => {
     const q = queues.get(resolved.arns.queueArnOfUrl(url ?? '') ?? '');

@@ -138,3 +138,40 @@ describe('the loop guard', () => {
     expect(LOOP_GUARDED_FUNCTIONS).toEqual(['task-run', 'pipeline-push']);
   });
 });
+
+describe('the key material, split', () => {
+  it('gives the authorizer the pepper-only secret and no grant on the key material; every other reader the key material', () => {
+    // Prepare
+    const app = buildTestApp();
+    const stateful = resourcesOf(Template.fromStack(app.stateful));
+    const svc = Template.fromStack(app.service).toJSON() as { Resources: Record<string, { Type: string; Properties?: Record<string, unknown> }> };
+    const ids = (prefix: string) => Object.keys(stateful).filter((id) => stateful[id]?.Type === 'AWS::SecretsManager::Secret' && id.startsWith(prefix));
+    const [pepperId] = ids('KeyPepper');
+    const [materialId] = ids('KeyMaterial');
+    const grantsOf = (fnName: string) => {
+      const roleId = app.service.getLogicalId(app.service.fn(fnName).role.node.defaultChild as CfnElement);
+      return Object.values(svc.Resources)
+        .filter((r) => r.Type === 'AWS::IAM::Policy' && JSON.stringify(r.Properties?.Roles).includes(roleId))
+        .flatMap((r) => (r.Properties?.PolicyDocument as { Statement: Statement[] }).Statement)
+        .filter((st) => [st.Action].flat().includes('secretsmanager:GetSecretValue'))
+        .map((st) => JSON.stringify(st.Resource));
+    };
+    const envOf = (fnName: string) => {
+      const id = app.service.getLogicalId(app.service.fn(fnName).fn.node.defaultChild as CfnElement);
+      return JSON.stringify((svc.Resources[id]?.Properties?.Environment as { Variables: Record<string, unknown> }).Variables.PIPEGATE_SECRET_ARN);
+    };
+    // Assess
+    expect(pepperId).toBeDefined();
+    expect(grantsOf('authorizer')).toHaveLength(1);
+    expect(grantsOf('authorizer')[0]).toContain(pepperId);
+    expect(grantsOf('authorizer')[0]).not.toContain(materialId);
+    expect(envOf('authorizer')).toContain(pepperId);
+    for (const name of ['execute', 'deployment-keys', 'secret-put', 'task-run', 'asset-get']) {
+      expect(grantsOf(name).join()).toContain(materialId);
+      expect(grantsOf(name).join()).not.toContain(pepperId);
+    }
+    const pepperInit = Object.entries(stateful).find(([id]) => id.startsWith('PepperInitResource'));
+    expect(pepperInit?.[1].Properties).toMatchObject({ SecretId: { Ref: pepperId }, CopyPepperFrom: { Ref: materialId } });
+    expect(JSON.stringify((pepperInit?.[1] as { DependsOn?: unknown }).DependsOn)).toContain('SecretInitResource');
+  });
+});
