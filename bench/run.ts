@@ -14,6 +14,7 @@
  *
  * `npm run bench -- --only retained` prints the retained-history section alone (about a minute);
  * `npm run bench -- --only media` the media section (about a minute);
+ * `npm run bench -- --only events` many readers of one execution's event stream (bench/events.ts);
  * `npm run bench -- --only scale` runs the load test on start:synth's scale model (bench/scale.ts;
  * minutes: a synthesis per deployment, then each rate's load and drain).
  */
@@ -36,6 +37,7 @@ import { markdownTable, textTable, type Row } from './table';
 import { measureRetained, type RetainedFigure } from './retained';
 import { measureScale, type RateFigure } from './scale';
 import { measureMedia, mediaRows } from './media';
+import { eventsRows, measureEvents } from './events';
 
 
 const RESULTS = join(__dirname, 'results');
@@ -358,7 +360,13 @@ async function main(): Promise<void> {
   const started = performance.now();
   mkdirSync(RESULTS, { recursive: true });
   const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined;
-  if (only !== undefined && only !== 'retained' && only !== 'media' && only !== 'scale') throw new Error(`--only takes "retained", "media" or "scale", not ${JSON.stringify(only)}`);
+  if (only !== undefined && only !== 'retained' && only !== 'media' && only !== 'scale' && only !== 'events') throw new Error(`--only takes "retained", "media", "scale" or "events", not ${JSON.stringify(only)}`);
+  if (only === 'events') {
+    const m = machine();
+    console.log(textTable(HEADER, eventsRows(await measureEvents(log))));
+    console.log(`\n${m.nproc} cores · ${m.cpuModel} · ${m.memoryGiB} GiB · Node ${m.node} · ${m.platform} · ${((performance.now() - started) / 1000).toFixed(0)} s`);
+    return;
+  }
   if (only === 'scale') {
     const m = machine();
     const { figures, limits } = await measureScale(log);

@@ -43,6 +43,9 @@ export const ROUTES: readonly Route[] = [
   { method: 'POST', path: '/v1/deployments/{deployment_id}/uploads', handler: 'upload-create', auth: 'apiKey' },
   { method: 'GET', path: '/v1/deployments/executions/{execution_id}/status', handler: 'execution-status', auth: 'apiKey', waits: true },
   { method: 'GET', path: '/v1/deployments/executions/{execution_id}/result', handler: 'execution-result', auth: 'apiKey', waits: true },
+  // Server-sent events until the execution is done (functions/core/events.ts); streamed, so an
+  // answer may stay open up to STREAMED_ROUTE_TIMEOUT_SECONDS.
+  { method: 'GET', path: '/v1/deployments/executions/{execution_id}/events', handler: 'execution-events', auth: 'apiKey', streams: true },
   { method: 'POST', path: '/v1/deployments/executions/{execution_id}/cancel', handler: 'execution-cancel', auth: 'apiKey' },
   { method: 'GET', path: '/v1/deployments/{deployment_id}', handler: 'deployment-contract', auth: 'apiKey' },
   { method: 'GET', path: '/v1/deployments/{deployment_id}/openapi.json', handler: 'deployment-openapi', auth: 'apiKey' },
@@ -61,6 +64,7 @@ export const ROUTES: readonly Route[] = [
   { method: 'POST', path: '/v1/pipelines/{pipeline_id}/runs', handler: 'run-start', auth: 'owner', waits: true },
   { method: 'GET', path: '/v1/pipelines/{pipeline_id}/runs', handler: 'run-list', auth: 'owner' },
   { method: 'GET', path: '/v1/pipelines/{pipeline_id}/runs/{run_id}', handler: 'run-get', auth: 'owner', waits: true },
+  { method: 'GET', path: '/v1/pipelines/{pipeline_id}/runs/{run_id}/events', handler: 'run-events', auth: 'owner', streams: true },
   { method: 'GET', path: '/v1/pipelines/{pipeline_id}/deployment', handler: 'deployment-readiness', auth: 'owner' },
   { method: 'PUT', path: '/v1/pipelines/{pipeline_id}/deployment', handler: 'deployment-publish', auth: 'owner' },
   { method: 'DELETE', path: '/v1/pipelines/{pipeline_id}/deployment', handler: 'deployment-delete', auth: 'owner' },

@@ -17,7 +17,7 @@ const USAGE_RETENTION_SECONDS = 2 * 24 * 3600;
 const FIELDS: readonly (keyof Execution)[] = [
   'execution_id', 'kind', 'pipeline_id', 'version', 'deployment_id', 'status', 'inputs', 'outputs', 'visible_outputs',
   'callback', 'callback_delivery', 'error_message', 'caller_error_message', 'created_at', 'started_at', 'completed_at', 'expires_at', 'run_by', 'requeued_at', 'reruns', 'rerun_at',
-  'trace', 'trace_truncated', 'assets', 'output_assets', 'base_url',
+  'trace', 'trace_truncated', 'assets', 'output_assets', 'base_url', 'progress',
 ];
 
 function toExecution(item: Record<string, unknown>): Execution {
@@ -308,6 +308,26 @@ export class ExecutionsStore implements ExecutionsPort {
           ConditionExpression: '#status = :pending',
           ExpressionAttributeNames: { '#status': 'status' },
           ExpressionAttributeValues: { ':pending': 'pending' },
+        }),
+      );
+      return true;
+    } catch (err) {
+      if (isConditionFailure(err)) return false;
+      throw err;
+    }
+  }
+
+  /** Node progress of a running execution: one conditional UpdateItem (see ExecutionsPort). */
+  async recordProgress(id: string, progress: string): Promise<boolean> {
+    try {
+      await this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: keys.execution(id),
+          UpdateExpression: 'SET progress = :p',
+          ConditionExpression: 'attribute_exists(pk) AND #status = :running',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ':p': progress, ':running': 'running' },
         }),
       );
       return true;

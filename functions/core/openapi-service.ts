@@ -239,6 +239,34 @@ const OWNER_PATHS: Record<string, PathItem> = {
       },
     }),
   },
+  '/v1/pipelines/{pipeline_id}/runs/{run_id}/events': {
+    get: ownerOp({
+      operationId: 'getRunEvents',
+      summary: "A run's live progress, as server-sent events",
+      description:
+        'As the caller route `GET /v1/deployments/executions/{execution_id}/events`, for a run: every node and output (nothing is hidden from the owner), and `done` holding the run as GET run shows it.',
+      parameters: [
+        parameterRef('PipelineId'),
+        parameterRef('RunId'),
+        { name: 'Last-Event-ID', in: 'header', required: false, schema: { type: 'string', pattern: '^\\d+$' }, description: 'The id of the last event received: the stream resumes after it.' },
+      ],
+      responses: {
+        '200': {
+          description: 'The event stream.',
+          content: {
+            'text/event-stream': {
+              schema: {
+                type: 'string',
+                description: 'Server-sent events: `id:`, `event:` (status, node, output, done) and `data:` (one line of JSON, described by `$defs` under the event\'s name).',
+                $defs: { status: schemaRef('StatusEvent'), node: schemaRef('NodeEvent'), output: schemaRef('OutputEvent'), done: schemaRef('Run') },
+              },
+            },
+          },
+        },
+        '404': { description: 'Run Not Found.', content: { 'application/json': { schema: schemaRef('NotFoundRun') } } },
+      },
+    }),
+  },
   '/v1/pipelines/{pipeline_id}/deployment': {
     get: ownerOp({
       operationId: 'getReadiness',

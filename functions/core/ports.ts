@@ -143,7 +143,7 @@ export type SweepKind = 'open' | 'callback';
 export type TransitionResult = { ok: true; execution: Execution } | { ok: false; current: Execution | null };
 
 export type TransitionFields = Partial<
-  Pick<Execution, 'started_at' | 'completed_at' | 'error_message' | 'caller_error_message' | 'outputs' | 'callback_delivery' | 'run_by' | 'trace' | 'trace_truncated'>
+  Pick<Execution, 'started_at' | 'completed_at' | 'error_message' | 'caller_error_message' | 'outputs' | 'callback_delivery' | 'run_by' | 'trace' | 'trace_truncated' | 'progress'>
 >;
 
 /** A list cursor that this store did not hand out (or handed out for another list). */
@@ -209,6 +209,12 @@ export interface ExecutionsPort {
   claimRerun(id: string, runBy: string, at: string): Promise<boolean>;
   /** Takes a settled execution (terminal, no callback owed) off the sweep index; false if it is not settled. */
   clearSweep(id: string): Promise<boolean>;
+  /**
+   * Replaces the node progress (packed, functions/core/progress.ts) of a running execution, in
+   * one conditional write; false once it is no longer running (a cancel won), so a late write
+   * never lands after the terminal one.
+   */
+  recordProgress(id: string, progress: string): Promise<boolean>;
   /** Stores the trace of an execution cancelled while it ran (once; only on a cancelled one). */
   recordTrace(id: string, set: { trace: NodeTrace[]; trace_truncated: boolean }): Promise<boolean>;
   /**

@@ -158,6 +158,32 @@ const ExecutionResult = v.object({
   response_data: v.pipe(v.record(v.string(), OutputValue), v.description('Visible outputs by id; `{}` unless completed.')),
 });
 
+/*
+ * The events route (GET …/executions/{execution_id}/events/, functions/core/events.ts): each
+ * server-sent event's `data`, by its `event` name. `done`'s data is the ExecutionResult.
+ */
+const StatusEvent = v.pipe(
+  v.strictObject({ status: ExecutionStatus, at: Timestamp }),
+  v.description('`event: status`: the execution as it moves (pending first, the terminal status last), with when.'),
+);
+const NodeEvent = v.pipe(
+  v.strictObject({
+    node_id: NodeId,
+    type: v.picklist(NODE_TYPES),
+    state: v.picklist(['started', 'finished', 'failed']),
+    at: Timestamp,
+    duration_ms: v.optional(v.pipe(int(0), v.description('Finished and failed nodes: how long the node took.'))),
+  }),
+  v.description('`event: node`: a node started, finished or failed; ids, types and times only, never values. Hidden inputs and outputs never appear.'),
+);
+const OutputEvent = v.pipe(
+  v.union([
+    v.strictObject({ output: v.string(), value: RawValue, value_type: v.literal('RAW') }),
+    v.strictObject({ output: v.string(), value: url, value_type: v.literal('ASSET'), media_type: v.string(), bytes: int(0), expires_at: Timestamp }),
+  ]),
+  v.description('`event: output`: a visible output once final, its id in `output` and the rest as in `response_data` (OutputValue).'),
+);
+
 /** The uploads route's request as documented; upload-request.ts parses it with its own messages. */
 const UploadRequest = v.strictObject({
   media_type: v.pipe(v.string(), v.description("The file's media type, e.g. image/png (the bytes are sniffed again when the upload is used).")),
@@ -516,6 +542,9 @@ export const SHAPES = {
   RawOutputValue,
   AssetOutputValue,
   ExecutionResult,
+  StatusEvent,
+  NodeEvent,
+  OutputEvent,
   CallerContract,
   UploadRequest,
   UploadAnswer,

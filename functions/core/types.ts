@@ -174,6 +174,11 @@ export interface Execution {
   trace?: NodeTrace[] | null;
   /** The stored trace was cut to fit the item size limit. */
   trace_truncated?: boolean | null;
+  /**
+   * Node progress written while the run goes on (functions/core/progress.ts, packed); what a
+   * caller's event stream shows of the nodes. Absent until the first node starts.
+   */
+  progress?: string | null;
 }
 
 export interface Deployment {

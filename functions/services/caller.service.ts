@@ -51,7 +51,7 @@ export function assertDeployment(auth: CallerAuth, deploymentId: string): void {
 }
 
 /** The execution, if it exists and belongs to the caller's live deployment; else 404. */
-async function ownedExecution(d: Deps, auth: CallerAuth, executionId: string): Promise<Execution> {
+export async function ownedExecution(d: Deps, auth: CallerAuth, executionId: string): Promise<Execution> {
   if (auth.deleted) throw new AppError('ExecutionNotFound');
   const e = await d.executions.get(executionId, d.clock.now());
   if (!e || e.kind !== 'api' || e.deployment_id !== auth.deploymentId) throw new AppError('ExecutionNotFound');

@@ -84,8 +84,9 @@ export function buildProgram(io: CliIO, deps: CliDeps, state: { code: number }):
     )
     .option('--wait', 'wait until the run finishes and print its outputs (default)')
     .option('--no-wait', 'print the run id and return at once')
+    .option('--follow', 'wait, printing each node as it finishes (a spinner on a terminal), from the run\'s event stream')
     .addOption(new Option('--timeout <seconds>', 'stop waiting after this long').default(600).argParser(wholeNumber('--timeout', 1, 86_400)))
-    .action(act((ctx, p: string, o: { input?: string[]; wait?: boolean; timeout: number }) => run(ctx, p, { ...o, input: o.input ?? [], wait: o.wait !== false })));
+    .action(act((ctx, p: string, o: { input?: string[]; wait?: boolean; follow?: boolean; timeout: number }) => run(ctx, p, { ...o, input: o.input ?? [], wait: o.wait !== false })));
 
   program
     .command('runs')
@@ -143,6 +144,7 @@ export function buildProgram(io: CliIO, deps: CliDeps, state: { code: number }):
     )
     .option('--callback <url>', 'URL to POST the outcome to when the execution finishes')
     .option('--wait', 'wait until the execution finishes and print its result')
+    .option('--follow', 'like --wait, printing each node as it finishes (a spinner on a terminal), from the execution\'s event stream')
     .option('--idempotency-key <key>', 'repeat-safe submit: the same key and body start nothing new')
     .addOption(new Option('--timeout <seconds>', 'with --wait, stop waiting after this long').default(600).argParser(wholeNumber('--timeout', 1, 86_400)))
     .option('--download <dir>', 'with --wait, save every ASSET output into <dir> as <output><extension>')
@@ -152,9 +154,9 @@ export function buildProgram(io: CliIO, deps: CliDeps, state: { code: number }):
         (
           ctx,
           d: string,
-          o: { key?: string; input?: string[]; callback?: string; wait?: boolean; idempotencyKey?: string; timeout: number; download?: string; force?: boolean },
+          o: { key?: string; input?: string[]; callback?: string; wait?: boolean; follow?: boolean; idempotencyKey?: string; timeout: number; download?: string; force?: boolean },
         ) => {
-          if (o.download !== undefined && !o.wait) throw new UsageError('--download needs --wait', `or save the outputs later: pipegate result <execution> --download ${o.download}`);
+          if (o.download !== undefined && !o.wait && !o.follow) throw new UsageError('--download needs --wait', `or save the outputs later: pipegate result <execution> --download ${o.download}`);
           return execute(ctx, d, { ...o, input: o.input ?? [] });
         },
       ),

@@ -85,6 +85,8 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   'execution-status': access(READ, { objects: ['read'] }),
   // Reading a result mints links to ASSET outputs (the master key).
   'execution-result': access(READ, { secret: true, objects: ['read'] }),
+  // Reads the record while the execution runs; its `done` is the result, with links to ASSET outputs (the master key).
+  'execution-events': access(READ, { secret: true, objects: ['read'] }),
   // Cancel moves the execution, then records the run pointer and owes a callback (afterTerminal).
   'execution-cancel': access(UPDATE, { states: ['StopExecution'], send: ['callbacks'], objects: ['read'] }),
   'deployment-contract': access(READ),
@@ -105,6 +107,8 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   'run-start': access(CREATE_EXECUTION, { send: ['executions'], secret: true, objects: ['read', 'write'] }),
   'run-list': access(READ, { query: RUNS, secret: true, objects: ['read'] }),
   'run-get': access(READ, { secret: true, objects: ['read'] }),
+  // A run's event stream: reads the record while it runs; `done` is the run's view (links: the master key).
+  'run-events': access(READ, { secret: true, objects: ['read'] }),
   'owner-execution-get': access(READ, { secret: true, objects: ['read'] }),
   // Cancels through the one lifecycle (conditional write, run pointer, owed callback, usage
   // counter), then stops the state machine.

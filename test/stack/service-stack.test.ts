@@ -129,9 +129,9 @@ describe('API routes from lib/routes.ts', () => {
     }
   });
 
-  it('streams the asset route, and only routes that say so', () => {
+  it('streams the asset route and the event streams, and only routes that say so', () => {
     // Assess
-    expect(ROUTES.filter((r) => r.streams).map((r) => r.handler)).toEqual(['asset-get']);
+    expect(ROUTES.filter((r) => r.streams).map((r) => r.handler).sort()).toEqual(['asset-get', 'execution-events', 'run-events']);
   });
 
   it('answers paths with no route 404 from a mock at the root, reaching no function', () => {

@@ -181,6 +181,13 @@ export class MemoryExecutions implements ExecutionsPort {
     return { runs: page.map(strip), next };
   }
 
+  async recordProgress(id: string, progress: string): Promise<boolean> {
+    const e = this.items.get(id);
+    if (!e || e.status !== 'running') return false;
+    e.progress = progress;
+    return true;
+  }
+
   async recordTrace(id: string, set: { trace: NodeTrace[]; trace_truncated: boolean }): Promise<boolean> {
     const e = this.items.get(id);
     if (!e || e.status !== 'cancelled' || e.trace) return false;

@@ -132,6 +132,7 @@ const EXPECTED_ERRORS: Record<string, ErrorName[]> = {
   ],
   'POST /v1/deployments/{deployment_id}/uploads': ['InvalidInputStructure', 'DeploymentNotFound', 'InvalidInput', 'PayloadTooLarge'],
   'GET /v1/deployments/executions/{execution_id}/status': ['ExecutionNotFound'],
+  'GET /v1/deployments/executions/{execution_id}/events': ['ExecutionNotFound'],
   'GET /v1/deployments/executions/{execution_id}/result': ['ExecutionNotFound', 'ExecutionNotCompleted'],
   'POST /v1/deployments/executions/{execution_id}/cancel': ['ExecutionNotFound', 'ExecutionAlreadyFinished'],
   'GET /v1/deployments/{deployment_id}': ['DeploymentNotFound'],
@@ -145,6 +146,7 @@ const EXPECTED_ERRORS: Record<string, ErrorName[]> = {
   'POST /v1/pipelines/{pipeline_id}/runs': ['InvalidRequest', 'PipelineNotFound', 'PayloadTooLarge'],
   'GET /v1/pipelines/{pipeline_id}/runs': ['InvalidRequest', 'PipelineNotFound'],
   'GET /v1/pipelines/{pipeline_id}/runs/{run_id}': ['RunNotFound'],
+  'GET /v1/pipelines/{pipeline_id}/runs/{run_id}/events': ['RunNotFound'],
   'GET /v1/pipelines/{pipeline_id}/deployment': ['PipelineNotFound'],
   'PUT /v1/pipelines/{pipeline_id}/deployment': [
     'InvalidRequest',
