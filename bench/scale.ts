@@ -15,7 +15,8 @@
  *   BENCH_SCALE_SECONDS    length of each rate's load (default 20)
  *   BENCH_SCALE_DEPLOYMENTS  which templates: `default` (the settings' defaults), `sized` (a
  *                          deployment sized for 2,000/s: throttleRateLimit 3000, burst 3000,
- *                          accountConcurrency 5000) or both (default both)
+ *                          accountConcurrency 5000, the per-address rate rule lifted) or both
+ *                          (default both)
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -35,10 +36,17 @@ export interface Deployment {
   rates: number[];
 }
 
+/**
+ * Every caller of the model comes from 127.0.0.1, where AWS's load comes from many addresses:
+ * the web ACL's per-address rate rule (not scaled) would refuse the whole load as one address's.
+ * At the default deployment's 1 and 2/s it stays under 1,200 a minute; the sized one lifts it.
+ */
+const ONE_ADDRESS_FOR_ALL = { rateLimitPerAddress: '2000000000' };
+
 export const DEPLOYMENTS: readonly Deployment[] = [
   // Its stage throttle is 100/s: 1 and 2 here are 100 and 200 on AWS, at and past it.
   { name: 'default', context: {}, accountConcurrency: 1000, rates: [1, 2] },
-  { name: 'sized', context: { throttleRateLimit: '3000', throttleBurstLimit: '3000', accountConcurrency: '5000' }, accountConcurrency: 5000, rates: [5, 10, 20] },
+  { name: 'sized', context: { throttleRateLimit: '3000', throttleBurstLimit: '3000', accountConcurrency: '5000', ...ONE_ADDRESS_FOR_ALL }, accountConcurrency: 5000, rates: [5, 10, 20] },
 ];
 
 export interface RateFigure {

@@ -87,6 +87,7 @@ const ConfigSchema = v.object({
   PIPEGATE_MAX_WAITERS: int(0, 0, 100_000),
   PIPEGATE_OWNER_SECRETS_TTL_SECONDS: int(60, 0, 3_600),
   PIPEGATE_PUBLIC_URL: v.optional(PublicUrlSchema),
+  PIPEGATE_API_URL: v.optional(v.pipe(v.string(), v.url('must be an absolute URL'))),
   PIPEGATE_ASSET_LINK_TTL_SECONDS: int(86_400, 60, 604_800),
   PIPEGATE_BUCKET: v.optional(v.pipe(v.string(), v.regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be an S3 bucket name')), 'pipegate-objects'),
   PIPEGATE_S3_ENDPOINT: v.optional(v.pipe(v.string(), v.url('must be an absolute URL'))),
@@ -148,6 +149,11 @@ export type Config = {
    * otherwise each request's own (API Gateway's host and stage, or the local Host header).
    */
   publicUrl: string | undefined;
+  /**
+   * The API's own base URL (API Gateway's host and stage; the local runtime's address): http
+   * nodes may not call it, nor publicUrl (the loop guard).
+   */
+  apiUrl: string | undefined;
   /** How long an asset link (GET /v1/assets/{token}) works after it is minted. */
   assetLinkTtlSeconds: number;
   /** The one bucket holding every object (asset bytes, large values); see functions/core/object-keys.ts. */
@@ -214,6 +220,7 @@ export function readConfig(env: Record<string, string | undefined> = process.env
     waitScope: c.AWS_LAMBDA_FUNCTION_NAME,
     ownerSecretsTtlSeconds: c.PIPEGATE_OWNER_SECRETS_TTL_SECONDS,
     publicUrl: c.PIPEGATE_PUBLIC_URL,
+    apiUrl: c.PIPEGATE_API_URL,
     assetLinkTtlSeconds: c.PIPEGATE_ASSET_LINK_TTL_SECONDS,
     bucket: c.PIPEGATE_BUCKET,
     s3Endpoint: c.PIPEGATE_S3_ENDPOINT,

@@ -2,7 +2,7 @@ import { randomInt } from 'node:crypto';
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { CLAIM_FIELDS, claimsOf, goneValue, planClaim, readClaim, type ClaimField, type ClaimOwner, type ClaimPlan, type ClaimValues } from '../core/claim-check';
 import { executionObjectKey } from '../core/object-keys';
-import { InvalidCursorError, type ExecutionsPort, type ObjectStorePort, type SweepKind, type TransitionFields, type TransitionResult } from '../core/ports';
+import { EXECUTION_HEAD_FIELDS, InvalidCursorError, type ExecutionHead, type ExecutionsPort, type ObjectStorePort, type SweepKind, type TransitionFields, type TransitionResult } from '../core/ports';
 import { epochSeconds } from '../core/time';
 import { allowedFrom, isTerminal, type ExecutionStatus } from '../core/transitions';
 import { packTrace, unpackTrace } from '../core/trace-codec';
@@ -26,6 +26,11 @@ function toExecution(item: Record<string, unknown>): Execution {
   e.trace = unpackTrace(item.trace);
   return e as unknown as Execution;
 }
+
+/** The head's fields the claim check may move to storage. */
+const HEAD_CLAIM_FIELDS: readonly ClaimField[] = ['error_message', 'caller_error_message'];
+
+const headOf = (e: Execution): ExecutionHead => Object.fromEntries(EXECUTION_HEAD_FIELDS.map((f) => [f, e[f]])) as ExecutionHead;
 
 /** What a deployment's list of executions shows of the values (views.ts executionSummaryBody). */
 const SUMMARY_FIELDS: readonly ClaimField[] = ['error_message'];
@@ -200,6 +205,30 @@ export class ExecutionsStore implements ExecutionsPort {
     if (!out.Item) return null;
     if (expired(toExecution(out.Item), now)) return null;
     return this.resolve(out.Item, null, only);
+  }
+
+  /**
+   * The execution's head (EXECUTION_HEAD_FIELDS), projected: DynamoDB charges a read by the
+   * bytes it returns, so a poll of a record holding 128 KiB of values costs one read unit, not 33,
+   * and values the claim check moved to storage are not fetched.
+   * The claims come along in case the error messages were moved to storage.
+   */
+  async getHead(id: string, now: Date, consistent = false): Promise<ExecutionHead | null> {
+    if (!isUuid(id)) return null;
+    const names = [...EXECUTION_HEAD_FIELDS, 'claims'];
+    const out = await this.db.send(
+      new GetCommand({
+        TableName: this.table,
+        Key: keys.execution(id),
+        ProjectionExpression: names.map((_, i) => `#h${i}`).join(', '),
+        ExpressionAttributeNames: Object.fromEntries(names.map((n, i) => [`#h${i}`, n])),
+        ConsistentRead: consistent,
+      }),
+    );
+    if (!out.Item) return null;
+    const e = toExecution(out.Item);
+    if (expired(e, now)) return null;
+    return headOf(await this.resolve(out.Item, null, HEAD_CLAIM_FIELDS));
   }
 
   /**

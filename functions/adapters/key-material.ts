@@ -5,11 +5,17 @@ import type { KeyMaterial, KeyMaterialPort } from '../core/ports';
 
 const SecretJson = v.object({
   pepper: v.pipe(v.string(), v.minLength(16)),
-  master_key: v.pipe(v.string(), v.base64()),
+  master_key: v.optional(v.pipe(v.string(), v.base64())),
 });
 
+/**
+ * The secret's values. The authorizer's secret holds the pepper alone: its master key reads as
+ * zero bytes, which every use of a master key refuses (functions/core/api-key.ts), so it fails
+ * closed rather than falling back on anything.
+ */
 export function parseKeyMaterial(text: string): KeyMaterial {
   const parsed = v.parse(SecretJson, JSON.parse(text));
+  if (parsed.master_key === undefined) return { pepper: Buffer.from(parsed.pepper, 'utf8'), masterKey: Buffer.alloc(0) };
   const masterKey = Buffer.from(parsed.master_key, 'base64');
   if (masterKey.length !== 32) throw new Error('master_key must be 32 bytes');
   return { pepper: Buffer.from(parsed.pepper, 'utf8'), masterKey };

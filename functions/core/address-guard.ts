@@ -145,3 +145,28 @@ export function checkUrl(url: string, opts: UrlCheckOptions): string | null {
   }
   return null;
 }
+
+/** What the loop guard says of a URL on pipegate's own API (shown to owners and, shortened, to callers). */
+export const LOOP_GUARD_REASON = "calls this pipegate service's own API (loop guard): a pipeline may not start executions of itself or any other of this service's";
+
+/** The host (name and port, lower-case, no trailing dot) a URL addresses; undefined when it is not a URL. */
+function hostOf(url: string): string | undefined {
+  try {
+    const u = new URL(url);
+    const name = u.hostname.replace(/\.+$/, '');
+    return u.port === '' ? name : `${name}:${u.port}`;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The loop guard: whether a URL addresses this service's own API, by host (the API's own
+ * execute-api host, a custom domain's, the local runtime's). Any path counts: every route of
+ * the API is either a caller's, which can start executions, or needs no call from a node.
+ */
+export function isOwnApiUrl(url: string, ownUrls: readonly (string | undefined)[]): boolean {
+  const host = hostOf(url);
+  if (host === undefined) return false;
+  return ownUrls.some((own) => own !== undefined && hostOf(own) === host);
+}

@@ -36,6 +36,8 @@ export type AssetTokenCheck =
  * serves two purposes and rotating the key material retires every link.
  */
 export function assetLinkKey(masterKey: Buffer): Buffer {
+  // HKDF takes any key, the authorizer's empty one too (functions/adapters/key-material.ts): refused here.
+  if (masterKey.length !== 32) throw new Error('the master key must be 32 bytes');
   return Buffer.from(hkdfSync('sha256', masterKey, Buffer.alloc(0), 'pipegate asset links v1', 32));
 }
 

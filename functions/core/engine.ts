@@ -1,4 +1,5 @@
 import { setMaxListeners } from 'node:events';
+import { isOwnApiUrl, LOOP_GUARD_REASON } from './address-guard';
 import { ExpressionError, evaluateExpression } from './jsonata-limits';
 import { bodySecretsBinding, MissingSecretError, redactDeep, secretRedactor, substituteSecrets } from './owner-secrets';
 import { DEFAULT_HTTP_TIMEOUT_MS, nodeDependencies, outputNodeIds, topologicalOrder } from './pipeline';
@@ -28,6 +29,8 @@ export interface EngineOptions {
   assetRefs?: Readonly<Record<string, ObjectRef>>;
   /** Object storage for assets the run makes (an http node's binary answer) and sends (`body_asset`). */
   objects?: EngineObjects;
+  /** This service's own base URLs: an http node may not call them (the loop guard). */
+  ownApiUrls?: readonly (string | undefined)[];
   /**
    * Told as each node starts and as it finishes or fails (never a stopped one), in the order it
    * happens: ids, types and times only, never values. Must not throw.
@@ -87,6 +90,7 @@ class NodeFailure extends Error {
  */
 export function callerReason(e: unknown, nodeType: string): string {
   if (e instanceof HttpNodeError) return `upstream answered ${e.httpStatus}`;
+  if (e instanceof LoopGuardError) return 'the loop guard refused its URL (this service\'s own API)';
   if (e instanceof MissingSecretError) return 'the pipeline is missing a setting';
   if (nodeType === 'http') return /timed? ?out/i.test(reasonOf(e)) ? 'the upstream request timed out' : 'the upstream request failed';
   if (nodeType === 'transform') return 'its expression failed';
@@ -121,6 +125,11 @@ function describeType(x: unknown): string {
 
 function isRaw(x: unknown): x is RawValue {
   return typeof x === 'string' || typeof x === 'boolean' || (typeof x === 'number' && Number.isFinite(x));
+}
+
+/** An http node's URL on this service's own API, refused before any connection. */
+export class LoopGuardError extends Error {
+  override readonly name = 'LoopGuardError';
 }
 
 /** A non-2xx answer to an http node: the upstream's status travels with the failure. */
@@ -215,6 +224,7 @@ interface RunContext {
   assets: Readonly<Record<string, AssetView>> | undefined;
   assetRefs: Readonly<Record<string, ObjectRef>> | undefined;
   objects: EngineObjects | undefined;
+  ownApiUrls: readonly (string | undefined)[];
   /** Every asset this run holds, by its URL: inputs and binary answers. Only these become ASSET outputs or bodies. */
   known: Map<string, { ref: ObjectRef; view: AssetView }>;
 }
@@ -291,6 +301,8 @@ async function runTransform(node: TransformNode, values: unknown[], ctx: RunCont
 
 async function runHttp(id: string, node: HttpNode, values: unknown[], ctx: RunContext): Promise<unknown> {
   const url = substituteSecrets(node.url, ctx.secrets);
+  // Checked after the secrets are in: a host may come from one.
+  if (isOwnApiUrl(url, ctx.ownApiUrls ?? [])) throw new LoopGuardError(`${safeUrl(url)} ${LOOP_GUARD_REASON}`);
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(node.headers ?? {})) {
     Object.defineProperty(headers, name, { value: substituteSecrets(value, ctx.secrets), enumerable: true, writable: true, configurable: true });
@@ -532,6 +544,7 @@ function runUnredacted(
       assets: opts.assets,
       assetRefs: opts.assetRefs,
       objects: opts.objects,
+      ownApiUrls: opts.ownApiUrls ?? [],
       known: new Map(),
     };
     const settled = new Map<string, unknown>();

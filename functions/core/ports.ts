@@ -150,11 +150,22 @@ export type TransitionFields = Partial<
 /** A list cursor that this store did not hand out (or handed out for another list). */
 export class InvalidCursorError extends Error {}
 
+/**
+ * What a status poll shows of an execution (views.ts statusBody) and what tells whose it is:
+ * a few hundred bytes whatever the record holds (inputs and outputs up to 256 KiB each).
+ */
+export const EXECUTION_HEAD_FIELDS = [
+  'execution_id', 'kind', 'deployment_id', 'pipeline_id', 'status', 'created_at', 'started_at', 'completed_at', 'expires_at', 'error_message', 'caller_error_message',
+] as const;
+export type ExecutionHead = Pick<Execution, (typeof EXECUTION_HEAD_FIELDS)[number]>;
+
 export interface ExecutionsPort {
   /** Writes a new execution; false when one with that id already exists. */
   create(e: Execution): Promise<boolean>;
   /** The execution, or null when unknown, malformed or past its retention. */
   get(id: string, now: Date, consistent?: boolean): Promise<Execution | null>;
+  /** Its head only (EXECUTION_HEAD_FIELDS), read with a projection: a read unit whatever the record's size. */
+  getHead(id: string, now: Date, consistent?: boolean): Promise<ExecutionHead | null>;
   /**
    * Moves an execution to `to` only from a status the transition table allows, in one
    * conditional write: retries, duplicates and races never produce a second terminal status.

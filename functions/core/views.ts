@@ -38,7 +38,7 @@ export function acceptedBody(baseUrl: string, e: Pick<Execution, 'execution_id' 
   };
 }
 
-export function statusBody(baseUrl: string, e: Execution) {
+export function statusBody(baseUrl: string, e: Pick<Execution, 'status' | 'execution_id' | 'deployment_id' | 'created_at' | 'started_at' | 'completed_at' | 'error_message' | 'caller_error_message'>) {
   return {
     status: e.status,
     execution_id: e.execution_id,

@@ -5,7 +5,7 @@ import { AppError, keyRefused } from '../core/errors';
 import { parseExecutionRequest } from '../core/execution-request';
 import { isTerminal } from '../core/transitions';
 import type { Deployment, Execution } from '../core/types';
-import type { WaitSlot } from '../core/ports';
+import type { ExecutionHead, WaitSlot } from '../core/ports';
 import { errorFields } from '../adapters/logger';
 import { POLL_HINT_SECONDS, preferenceApplied } from '../core/prefer';
 import { acceptedBody, executionUrls, resultBody, statusBody } from '../core/views';
@@ -59,6 +59,14 @@ export async function ownedExecution(d: Deps, auth: CallerAuth, executionId: str
   return e;
 }
 
+/** Its head only (what a status poll shows), if it belongs to the caller's live deployment; else 404. */
+async function ownedHead(d: Deps, auth: CallerAuth, executionId: string): Promise<ExecutionHead> {
+  if (auth.deleted) throw new AppError('ExecutionNotFound');
+  const e = await d.executions.getHead(executionId, d.clock.now());
+  if (!e || e.kind !== 'api' || e.deployment_id !== auth.deploymentId) throw new AppError('ExecutionNotFound');
+  return e;
+}
+
 /** A caller's `Prefer: wait`: how long was granted (0: no wait) and until when (epoch ms). */
 export interface Wait {
   seconds: number;
@@ -72,7 +80,13 @@ export const NO_WAIT: Wait = { seconds: 0, untilMs: 0 };
  * write where the runtime can (d.completions); re-reads with strong consistency after each
  * wake, since an eventually consistent read may not show the write that woke it yet.
  */
-export async function awaitTerminal(d: Deps, executionId: string, first: () => Promise<Execution>, wait: Wait): Promise<{ e: Execution; waited: number }> {
+export async function awaitTerminal<T extends Pick<Execution, 'status'> = Execution>(
+  d: Deps,
+  executionId: string,
+  first: () => Promise<T>,
+  wait: Wait,
+  reread: (current: T) => Promise<T | null> = (current) => rereadWhole(d, executionId, current as unknown as Execution) as Promise<T | null>,
+): Promise<{ e: T; waited: number }> {
   if (wait.seconds <= 0) return { e: await first(), waited: 0 };
   const slot = await takeWaitSlot(d);
   // Beyond the bound the preference is not honoured: the usual answer, with its Retry-After.
@@ -84,7 +98,7 @@ export async function awaitTerminal(d: Deps, executionId: string, first: () => P
     while (!isTerminal(e.status)) {
       const left = wait.untilMs - Date.now();
       if (left <= 0 || !(await watch.next(left))) break;
-      e = (await d.executions.get(executionId, d.clock.now(), true)) ?? e;
+      e = (await reread(e)) ?? e;
     }
     return { e, waited: wait.seconds };
   } finally {
@@ -93,6 +107,19 @@ export async function awaitTerminal(d: Deps, executionId: string, first: () => P
       await slot.release().catch((err: unknown) => d.log.warn('wait slot not given back; it lapses with its window', errorFields(err)));
     }
   }
+}
+
+/**
+ * A waiter's re-read of a whole execution: its head until it is terminal (a read unit, where
+ * the whole record may be 33 with 128 KiB of values: on AWS a waiter re-reads up to once a
+ * second), then the whole record once. Both strongly consistent: the write that woke the
+ * waiter, or that its timer is looking for, must show.
+ */
+async function rereadWhole(d: Deps, executionId: string, current: Execution): Promise<Execution | null> {
+  const head = await d.executions.getHead(executionId, d.clock.now(), true);
+  if (!head) return null;
+  if (!isTerminal(head.status)) return { ...current, ...head };
+  return d.executions.get(executionId, d.clock.now(), true);
 }
 
 /**
@@ -112,7 +139,7 @@ async function takeWaitSlot(d: Deps): Promise<WaitSlot | 'unbounded' | null> {
   }
 }
 
-const pollHint = (e: Execution): Record<string, string> =>
+const pollHint = (e: Pick<Execution, 'status'>): Record<string, string> =>
   isTerminal(e.status) ? {} : { 'retry-after': String(POLL_HINT_SECONDS) };
 
 export interface ExecuteRequest {
@@ -243,7 +270,10 @@ function accepted(baseUrl: string, e: Execution) {
 
 /** GET status: the record now, or once terminal within the wait; a poll hint while open. */
 export async function status(d: Deps, auth: CallerAuth, executionId: string, baseUrl: string, wait: Wait = NO_WAIT) {
-  const { e, waited } = await awaitTerminal(d, executionId, () => ownedExecution(d, auth, executionId), wait);
+  // Heads only: the first read eventually consistent (a poll may lag a write by a moment, and
+  // the next poll sees it), the re-reads after a wake strongly (the write that woke it must show).
+  const reread = () => d.executions.getHead(executionId, d.clock.now(), true);
+  const { e, waited } = await awaitTerminal(d, executionId, () => ownedHead(d, auth, executionId), wait, reread);
   return { body: statusBody(baseUrl, e), headers: { ...pollHint(e), ...preferenceApplied(waited) } };
 }
 

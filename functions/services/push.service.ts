@@ -2,6 +2,7 @@
  * Pushing a definition: the one owner use case that needs the validator (and with it the
  * JSONata compiler), kept apart so the other owner functions do not carry it.
  */
+import { isOwnApiUrl, LOOP_GUARD_REASON } from '../core/address-guard';
 import { AppError } from '../core/errors';
 import { PIPELINE_ID_PATTERN } from '../core/ids';
 import { secretReferences } from '../core/owner-secrets';
@@ -24,12 +25,21 @@ export async function push(d: Deps, id: string, body: string | null) {
   }
   const checked = validateDefinition(raw, { maxNodes: d.config.maxNodes });
   if (!checked.ok) throw new AppError('InvalidDefinition', checked.problems);
+  const loops = loopGuardProblems(checked.definition, [d.config.apiUrl, d.config.publicUrl]);
+  if (loops.length > 0) throw new AppError('InvalidDefinition', loops);
   const pushed = await d.pipelines.push(id, checked.definition, contentHash(checked.definition), d.clock.now().toISOString());
   const warnings = await missingSecretWarnings(d, checked.definition);
   return {
     status: pushed.created ? 201 : 200,
     body: { pipeline_id: id, version: pushed.version, created: pushed.created, ...(warnings.length > 0 ? { warnings } : {}) },
   };
+}
+
+/** http nodes whose URL, as written, is this service's own API (a URL built from a secret is checked at run time). */
+function loopGuardProblems(def: PipelineDefinition, ownUrls: readonly (string | undefined)[]): Problem[] {
+  return Object.entries(def.nodes)
+    .filter(([, n]) => n.type === 'http' && isOwnApiUrl(n.url, ownUrls))
+    .map(([id]) => ({ path: `nodes.${id}.url`, reason: LOOP_GUARD_REASON }));
 }
 
 /**

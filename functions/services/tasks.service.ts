@@ -55,6 +55,7 @@ export async function taskRun(d: Deps, executionId: string): Promise<{ status: s
     objects: engineObjects(d, e),
     ...(secrets === undefined ? {} : { secrets }),
     timeoutMs: d.config.executionTimeoutMs,
+    ownApiUrls: ownApiUrls(d.config),
     signal: abort.signal,
     now: () => d.clock.now().getTime(),
     onNode: (p) => progress.add(p),
@@ -76,6 +77,9 @@ export async function taskRun(d: Deps, executionId: string): Promise<{ status: s
   }
   return outcome(await finishExecution(d, e, 'failed', { error_message: result.error_message, caller_error_message: result.caller_message, ...traced }), 'failed');
 }
+
+/** The loop guard's URLs: the API's own (PIPEGATE_API_URL) and a custom domain's (PIPEGATE_PUBLIC_URL). */
+export const ownApiUrls = (c: Pick<Deps['config'], 'apiUrl' | 'publicUrl'>): (string | undefined)[] => [c.apiUrl, c.publicUrl];
 
 /** How long a node may fetch an asset input's file by its URL: as long as a run may last, and then some. */
 const ASSET_VIEW_TTL_SECONDS = 3600;

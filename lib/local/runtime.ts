@@ -247,6 +247,8 @@ async function startLocked(
     refuseWhileStopping(req, res);
   });
   const { url, forgetUrl } = await listen(server, opts, env, dataDir);
+  // Known only now: the loop guard's own URL (the functions read config when they run).
+  config.apiUrl ??= url;
 
   let stopping: Promise<StopReport> | undefined;
   const stop = async (stopOpts: StopOptions = {}): Promise<StopReport> => {

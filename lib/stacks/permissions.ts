@@ -27,8 +27,11 @@ export interface FunctionAccess {
   send: readonly QueueName[];
   /** The queue whose event source invokes the function. */
   consumes?: QueueName;
-  /** Reads the key material secret (pepper and master key). */
-  secret: boolean;
+  /**
+   * Reads the key material secret (pepper and master key); 'pepper': the pepper's own secret
+   * only, for the public-facing authorizer, which never needs the master key.
+   */
+  secret: boolean | 'pepper';
   /** Step Functions actions on the pipegate state machine (StopExecution: on its executions). */
   states: readonly StatesAction[];
   /** Object storage (Deps.objects); a function with none neither loads nor bundles the S3 client. */
@@ -72,7 +75,7 @@ const access = (table: readonly TableAction[], more: Partial<Omit<FunctionAccess
 export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   // Callers.
   // A consumer's last use is a conditional update of its item, beside its deployment's.
-  authorizer: access(READ, { secret: true, updateKeys: ['DEPLOYMENT#*'] }),
+  authorizer: access(READ, { secret: 'pepper', updateKeys: ['DEPLOYMENT#*'] }),
   // Idempotency claim and execution record are conditional puts; an upload it uses is claimed
   // with a conditional update (single use).
   // Inline assets are written under the execution; an upload it uses is read (sniffed, hashed).

@@ -14,7 +14,7 @@ export interface CustomResourceEvent {
   RequestId: string;
   LogicalResourceId: string;
   PhysicalResourceId?: string;
-  ResourceProperties: { SecretId?: unknown };
+  ResourceProperties: { SecretId?: unknown; CopyPepperFrom?: unknown };
 }
 
 const client = new SecretsManagerClient({});
@@ -39,6 +39,26 @@ export function completeMaterial(current: string, random: (bytes: number) => Buf
     changed = true;
   }
   return changed ? JSON.stringify(value) : null;
+}
+
+/**
+ * The pepper-only secret's new content: the source's pepper, or null when it already holds a
+ * pepper (never replaced, as above). Nothing else of the source is copied.
+ */
+export function pepperOnly(source: string, current: string): string | null {
+  const read = (text: string): Record<string, unknown> => {
+    try {
+      const v: unknown = JSON.parse(text);
+      return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+    } catch {
+      return {};
+    }
+  };
+  const have = read(current).pepper;
+  if (typeof have === 'string' && have.length >= 16) return null;
+  const pepper = read(source).pepper;
+  if (typeof pepper !== 'string' || pepper.length < 16) throw new Error('the key material holds no pepper to copy');
+  return JSON.stringify({ pepper });
 }
 
 async function respond(event: CustomResourceEvent, status: 'SUCCESS' | 'FAILED', physicalId: string, reason?: string): Promise<void> {
@@ -77,7 +97,11 @@ export async function handler(event: CustomResourceEvent): Promise<void> {
   try {
     if (!secretId) throw new Error('SecretId property missing');
     const current = await client.send(new GetSecretValueCommand({ SecretId: secretId }));
-    const next = completeMaterial(current.SecretString ?? '', randomBytes);
+    const from = event.ResourceProperties.CopyPepperFrom;
+    const next =
+      typeof from === 'string'
+        ? pepperOnly((await client.send(new GetSecretValueCommand({ SecretId: from }))).SecretString ?? '', current.SecretString ?? '')
+        : completeMaterial(current.SecretString ?? '', randomBytes);
     if (next !== null) await client.send(new PutSecretValueCommand({ SecretId: secretId, SecretString: next }));
     await respond(event, 'SUCCESS', physicalId);
   } catch (err) {

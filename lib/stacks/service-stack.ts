@@ -116,7 +116,10 @@ export class ServiceStack extends Stack {
         );
       }
       for (const q of access.send) fn.grantSend(stateful.queues[q].queue);
-      if (access.secret) fn.grantSecretRead(stateful.secret);
+      if (access.secret === 'pepper') {
+        fn.grantSecretRead(stateful.pepperSecret);
+        fn.fn.addEnvironment('PIPEGATE_SECRET_ARN', stateful.pepperSecret.secretArn);
+      } else if (access.secret) fn.grantSecretRead(stateful.secret);
       fn.grantObjects(stateful.objectPolicies, access.objects);
       if (access.consumes) {
         const pair = stateful.queues[access.consumes];
@@ -151,6 +154,9 @@ export class ServiceStack extends Stack {
 
     this.api = this.buildApi(settings);
     this.apiUrl = `https://${this.api.restApiId}.execute-api.${this.region}.${this.urlSuffix}/${settings.stageName}`;
+    // The loop guard: the function running http nodes, and the push that checks their URLs, know
+    // the API's own address (the API depends on neither, so this adds no cycle).
+    for (const name of LOOP_GUARDED_FUNCTIONS) this.fn(name).fn.addEnvironment('PIPEGATE_API_URL', this.apiUrl);
 
     this.buildSweeperSchedule();
     this.buildAlarms(stateful);
@@ -237,6 +243,7 @@ export class ServiceStack extends Stack {
       restApiName: settings.stackName,
       description: 'pipegate: pipelines as authenticated asynchronous HTTP APIs',
       endpointTypes: [apigw.EndpointType.REGIONAL],
+      policy: this.apiPolicy(settings),
       // Access logs need the account-level API Gateway logging role; retained because every
       // REST API in the account and region shares it.
       cloudWatchRole: true,
@@ -268,7 +275,7 @@ export class ServiceStack extends Stack {
       reason: 'The account-level role API Gateway itself uses to write access and execution logs; AWS maintains this policy for exactly that.',
     });
     if (settings.payloadGuard) {
-      this.guardPayloadSize(api, settings);
+      this.buildWebAcl(api, settings);
     } else {
       Validations.of(api).acknowledge({
         id: 'AwsSolutions-APIG3',
@@ -310,20 +317,90 @@ export class ServiceStack extends Stack {
   }
 
   /**
-   * Lambda takes at most 6 MB per synchronous invocation while API Gateway accepts 10 MB, so a
-   * body in between would fail the invocation and answer 500. WAF sees the request before API
-   * Gateway does: a Content-Length of 5,000,000 bytes or more (above the functions' own limits:
-   * 256 KiB, and 4 MiB for an execution request with inline assets) is answered 413. Bodies sent
-   * without a Content-Length (chunked) are not covered: see docs/aws.md.
+   * The API's resource policy. IAM alone lets any principal of the account whose own policies
+   * allow execute-api:Invoke call the owner routes; this limits them to `ownerPrincipals`:
+   * - a Deny of the owner methods (lib/routes.ts, auth 'owner') to every signed request whose
+   *   principal is none of them. aws:PrincipalArn exists only on IAM-signed requests, so the
+   *   Null condition keeps the Deny off unsigned callers, whatever a method pattern matches;
+   * - an Allow of every method to unsigned requests: with a resource policy present, API Gateway
+   *   refuses an unauthenticated method (docs, asset links, the 404 mock) anything it does not
+   *   allow, while a signed request still needs its identity policy (same account) as before;
+   * - an Allow of the owner methods to principals of other accounts, if any are named (a
+   *   cross-account call needs both sides to allow it).
    */
-  private guardPayloadSize(api: apigw.RestApi, settings: Settings): void {
+  private apiPolicy(settings: Settings): iam.PolicyDocument {
+    const accounts = settings.ownerPrincipals.length === 0 ? [this.account] : settings.ownerPrincipals.filter((p) => /^\d{12}$/.test(p));
+    const arns = settings.ownerPrincipals.filter((p) => p.startsWith('arn:'));
+    const ownerMethods = ownerMethodPatterns(settings.stageName);
+    const notConfigured: Record<string, Record<string, string | string[]>> = { Null: { 'aws:PrincipalArn': 'false' } };
+    if (accounts.length > 0) notConfigured.StringNotEquals = { 'aws:PrincipalAccount': accounts };
+    if (arns.length > 0) notConfigured.ArnNotLike = { 'aws:PrincipalArn': arns };
+    const statements = [
+      new iam.PolicyStatement({
+        sid: 'UnsignedCallers',
+        principals: [new iam.AnyPrincipal()],
+        actions: ['execute-api:Invoke'],
+        resources: ['execute-api:/*'],
+        conditions: { Null: { 'aws:PrincipalArn': 'true' } },
+      }),
+      new iam.PolicyStatement({
+        sid: 'OwnerRoutesOnlyToOwnerPrincipals',
+        effect: iam.Effect.DENY,
+        principals: [new iam.AnyPrincipal()],
+        actions: ['execute-api:Invoke'],
+        resources: ownerMethods,
+        conditions: notConfigured,
+      }),
+    ];
+    // Where the account is not known at synth, every named principal is allowed here.
+    const accountOf = (p: string) => (p.startsWith('arn:') ? p.split(':')[4] : p);
+    const foreign = Token.isUnresolved(this.account) ? settings.ownerPrincipals : settings.ownerPrincipals.filter((p) => accountOf(p) !== this.account);
+    if (foreign.length > 0) {
+      statements.push(
+        new iam.PolicyStatement({
+          sid: 'OwnerPrincipalsOfOtherAccounts',
+          principals: foreign.map((p) => (p.startsWith('arn:') ? new iam.ArnPrincipal(p) : new iam.AccountPrincipal(p))),
+          actions: ['execute-api:Invoke'],
+          resources: ownerMethods,
+        }),
+      );
+    }
+    return new iam.PolicyDocument({ statements });
+  }
+
+  /**
+   * The web ACL on the stage, its rules in the order WAF evaluates them:
+   * - Lambda takes at most 6 MB per synchronous invocation while API Gateway accepts 10 MB, so
+   *   a body in between would fail the invocation and answer 500. WAF sees the request before
+   *   API Gateway does: a Content-Length of 5,000,000 bytes or more (above the functions' own
+   *   limits: 256 KiB, and 4 MiB for an execution request with inline assets) is answered 413.
+   *   Bodies sent without a Content-Length (chunked) are not covered: see docs/aws.md.
+   * - Key checksums are public, so junk keys fail only at the authorizer, after they have spent
+   *   the stage's shared throttle: one address past `rateLimitPerAddress` requests a minute is
+   *   answered 429 before API Gateway counts it. Form links are public pages; their paths are
+   *   counted apart, against the stricter `formRateLimitPerAddress`.
+   * - Two AWS managed rule groups with no subscription fee and few capacity units (see
+   *   MANAGED_RULE_GROUPS).
+   */
+  private buildWebAcl(api: apigw.RestApi, settings: Settings): void {
     const visibility = (name: string) => ({ cloudWatchMetricsEnabled: true, metricName: `${settings.stackName}-${name}`, sampledRequestsEnabled: false });
+    const rateRule = (name: string, metric: string, priority: number, limit: number, bodyKey: string, scopeDown?: wafv2.CfnWebACL.StatementProperty): wafv2.CfnWebACL.RuleProperty => ({
+      name,
+      priority,
+      action: { block: { customResponse: { responseCode: 429, customResponseBodyKey: bodyKey, responseHeaders: [{ name: 'Retry-After', value: String(WAF_RATE_WINDOW_SECONDS) }] } } },
+      statement: {
+        rateBasedStatement: { limit, aggregateKeyType: 'IP', evaluationWindowSec: WAF_RATE_WINDOW_SECONDS, ...(scopeDown ? { scopeDownStatement: scopeDown } : {}) },
+      },
+      visibilityConfig: visibility(metric),
+    });
     const acl = new wafv2.CfnWebACL(this, 'ApiWebAcl', {
       scope: 'REGIONAL',
       defaultAction: { allow: {} },
       visibilityConfig: visibility('api'),
       customResponseBodies: {
         PayloadTooLarge: { contentType: 'APPLICATION_JSON', content: JSON.stringify(payloadTooLargeBody()) },
+        AddressRateLimited: { contentType: 'APPLICATION_JSON', content: JSON.stringify(rateLimitedBody('rateLimitPerAddress', settings.rateLimitPerAddress)) },
+        FormRateLimited: { contentType: 'APPLICATION_JSON', content: JSON.stringify(rateLimitedBody('formRateLimitPerAddress', settings.formRateLimitPerAddress)) },
       },
       rules: [
         {
@@ -339,6 +416,19 @@ export class ServiceStack extends Stack {
           },
           visibilityConfig: visibility('body-above-lambda-limit'),
         },
+        rateRule('RatePerAddress', 'rate-per-address', 1, settings.rateLimitPerAddress, 'AddressRateLimited'),
+        rateRule('FormRatePerAddress', 'form-rate-per-address', 2, settings.formRateLimitPerAddress, 'FormRateLimited', {
+          // CONTAINS: WAF sees the path with the stage in front on API Gateway's own host
+          // (/api/v1/forms/…) and without it behind a custom domain.
+          byteMatchStatement: { fieldToMatch: { uriPath: {} }, positionalConstraint: 'CONTAINS', searchString: FORM_PATH_PREFIX, textTransformations: [{ priority: 0, type: 'NONE' }] },
+        }),
+        ...MANAGED_RULE_GROUPS.map((name, i) => ({
+          name,
+          priority: 3 + i,
+          overrideAction: { none: {} },
+          statement: { managedRuleGroupStatement: { vendorName: 'AWS', name } },
+          visibilityConfig: visibility(name),
+        })),
       ],
     });
     new wafv2.CfnWebACLAssociation(this, 'ApiWebAclAssociation', { resourceArn: api.deploymentStage.stageArn, webAclArn: acl.attrArn });
@@ -426,6 +516,39 @@ export class ServiceStack extends Stack {
  * 4 MiB, is the largest) and below Lambda's 6 MB event.
  */
 export const PAYLOAD_GUARD_CONTENT_LENGTH = '^([5-9][0-9]{6}|[0-9]{8,})$';
+
+/**
+ * The owner routes as resource-policy method patterns (`execute-api:/<stage>/<METHOD>/<path>`,
+ * which API Gateway expands to this API's ARNs), each path parameter a wildcard.
+ */
+export const ownerMethodPatterns = (stage: string): string[] =>
+  ROUTES.filter((r) => r.auth === 'owner').map((r) => `execute-api:/${stage}/${r.method}${r.path.replace(/\{[^}]+\}/g, '*')}`);
+
+/** Functions told the API's own URL for the loop guard: the one running http nodes, and the push checking them. */
+export const LOOP_GUARDED_FUNCTIONS = [WORKERS.taskRun, 'pipeline-push'] as const;
+
+/** The rate-based rules' evaluation window: their limits are per minute. */
+export const WAF_RATE_WINDOW_SECONDS = 60;
+
+/** The path prefix of the public form links, counted by the stricter rate rule. */
+export const FORM_PATH_PREFIX = '/v1/forms/';
+
+/**
+ * AWS managed rule groups on the web ACL: no subscription fee (each costs $1 a month as a rule)
+ * and 225 capacity units together, well inside the 1,500 the per-request price includes.
+ * AmazonIpReputationList (25 WCU) blocks addresses Amazon's threat intelligence lists as bots and
+ * scanners; KnownBadInputsRuleSet (200 WCU) blocks request patterns of known exploits (Log4j,
+ * Java deserialization, localhost Host headers). Left out: CommonRuleSet (700 WCU) blocks bodies
+ * over 8 KB, below the execute route's 256 KiB; AnonymousIpList blocks hosting providers, where
+ * many callers' servers run.
+ */
+export const MANAGED_RULE_GROUPS = ['AWSManagedRulesAmazonIpReputationList', 'AWSManagedRulesKnownBadInputsRuleSet'] as const;
+
+/** What WAF answers an address past one of the rate-based rules' limits (the setting named). */
+export const rateLimitedBody = (setting: string, limit: number) => ({
+  error: ERRORS.TooManyRequests.message,
+  detail: `more than ${limit} requests a minute from one address (${setting}); wait and retry`,
+});
 
 /**
  * What WAF answers to a body above every route's limit: both limits, since it cannot tell

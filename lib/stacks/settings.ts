@@ -29,8 +29,9 @@ export interface Settings {
   /** The base URL callers use (a custom domain); none means API Gateway's own host and stage. */
   publicUrl: string | undefined;
   /**
-   * A WAF web ACL on the stage answers 413 to bodies of 1,000,000 bytes or more before they
-   * reach Lambda, whose 6 MB invocation limit would otherwise turn them into a 500.
+   * The WAF web ACL on the stage: it answers 413 to bodies of 5,000,000 bytes or more before they
+   * reach Lambda, whose 6 MB invocation limit would otherwise turn them into a 500, and carries
+   * the rate-based rules and the managed rule groups. false leaves the whole web ACL out.
    */
   payloadGuard: boolean;
   /**
@@ -45,7 +46,35 @@ export interface Settings {
    * million at CloudWatch Logs' ingestion price).
    */
   stateMachineLogLevel: 'ERROR' | 'ALL';
+  /**
+   * The web ACL's rate-based rule: requests a minute from one client address (WAF counts per
+   * source IP over a 60 s window) past which that address is answered 429 until its rate falls.
+   */
+  rateLimitPerAddress: number;
+  /** The same for paths under `/v1/forms/` (public form links), counted on their own and stricter. */
+  formRateLimitPerAddress: number;
+  /**
+   * Who may call the owner routes besides IAM's own check: 12-digit account ids (any principal of
+   * that account) and IAM principal ARNs (wildcards allowed). Empty means the deploying account.
+   */
+  ownerPrincipals: readonly string[];
 }
+
+/** WAF's smallest rate-based limit (per evaluation window). */
+const WAF_MIN_RATE_LIMIT = 10;
+const WAF_MAX_RATE_LIMIT = 2_000_000_000;
+
+const ACCOUNT_ID = /^\d{12}$/;
+const PRINCIPAL_ARN = /^arn:aws[a-z-]*:(iam|sts)::\d{12}:[A-Za-z0-9+=,.@_/*?-]+$/;
+/** An account root ARN names the whole account, as the account id does. */
+const ROOT_ARN = /^arn:aws[a-z-]*:iam::(\d{12}):root$/;
+
+/** Account ids and principal ARNs, from a list or a comma-separated string (`-c ownerPrincipals=a,b`). */
+const OwnerPrincipalsSchema = v.pipe(
+  v.union([v.array(v.string()), v.pipe(v.string(), v.transform((s) => s.split(',')))]),
+  v.transform((list) => list.map((p) => p.trim()).filter((p) => p !== '').map((p) => ROOT_ARN.exec(p)?.[1] ?? p)),
+  v.check((list) => list.every((p) => ACCOUNT_ID.test(p) || PRINCIPAL_ARN.test(p)), 'each must be a 12-digit account id or an IAM principal ARN'),
+);
 
 /** The retention periods CloudWatch Logs accepts. */
 const RETENTION_DAYS = [1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653];
@@ -73,6 +102,9 @@ const ContextSchema = v.object({
     DEFAULT_ACCOUNT_CONCURRENCY,
   ),
   stateMachineLogLevel: v.optional(v.picklist(['ERROR', 'ALL']), 'ERROR'),
+  rateLimitPerAddress: v.optional(num(WAF_MIN_RATE_LIMIT, WAF_MAX_RATE_LIMIT), 1_200),
+  formRateLimitPerAddress: v.optional(num(WAF_MIN_RATE_LIMIT, WAF_MAX_RATE_LIMIT), 120),
+  ownerPrincipals: v.optional(OwnerPrincipalsSchema, []),
 });
 
 export type SettingsInput = v.InferInput<typeof ContextSchema>;
@@ -84,6 +116,9 @@ export function parseSettings(input: Record<string, unknown>): Settings {
     throw new Error(`Invalid pipegate context:\n  ${lines.join('\n  ')}`);
   }
   const c = parsed.output;
+  if (c.formRateLimitPerAddress > c.rateLimitPerAddress) {
+    throw new Error(`formRateLimitPerAddress ${c.formRateLimitPerAddress} must not exceed rateLimitPerAddress ${c.rateLimitPerAddress}: form links are public and counted on their own`);
+  }
   const executionTimeoutMs = c.executionTimeoutMs ?? (c.stateMachineType === 'EXPRESS' ? EXPRESS_MAX_EXECUTION_TIMEOUT_MS : 300_000);
   if (c.stateMachineType === 'EXPRESS' && executionTimeoutMs > EXPRESS_MAX_EXECUTION_TIMEOUT_MS) {
     throw new Error(
@@ -110,6 +145,9 @@ export function parseSettings(input: Record<string, unknown>): Settings {
     payloadGuard: c.payloadGuard,
     accountConcurrency: c.accountConcurrency,
     stateMachineLogLevel: c.stateMachineLogLevel,
+    rateLimitPerAddress: c.rateLimitPerAddress,
+    formRateLimitPerAddress: c.formRateLimitPerAddress,
+    ownerPrincipals: c.ownerPrincipals,
   };
 }
 

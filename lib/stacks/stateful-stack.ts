@@ -36,6 +36,8 @@ export class StatefulStack extends Stack {
   readonly table: dynamodb.Table;
   readonly queues: Record<QueueName, QueuePair>;
   readonly secret: secretsmanager.Secret;
+  /** The pepper alone, copied from `secret`: all the authorizer reads. */
+  readonly pepperSecret: secretsmanager.Secret;
   readonly alarmTopic: sns.Topic;
   readonly bucket: s3.Bucket;
   /** What a function may do with objects, one customer-managed policy per action (lib/stacks/permissions.ts). */
@@ -111,6 +113,14 @@ export class StatefulStack extends Stack {
       id: 'AwsSolutions-SMG4',
       reason:
         'Not rotated: every stored API-key hash is keyed by the pepper and every signing secret is sealed by the master key, so rotating either would invalidate all keys and secrets.',
+    });
+    this.pepperSecret = new secretsmanager.Secret(this, 'KeyPepper', {
+      description: 'pipegate: the pepper for API-key hashes alone (a copy), for the authorizer, which needs no master key',
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+    Validations.of(this.pepperSecret).acknowledge({
+      id: 'AwsSolutions-SMG4',
+      reason: 'Not rotated: a copy of the pepper every stored API-key hash is keyed by; rotating it would invalidate all keys.',
     });
     this.initialiseSecret(settings);
   }
@@ -219,13 +229,21 @@ export class StatefulStack extends Stack {
     init.role.addToPrincipalPolicy(
       new iam.PolicyStatement({
         actions: ['secretsmanager:GetSecretValue', 'secretsmanager:PutSecretValue'],
-        resources: [this.secret.secretArn],
+        resources: [this.secret.secretArn, this.pepperSecret.secretArn],
       }),
     );
-    new CustomResource(this, 'SecretInitResource', {
+    const material = new CustomResource(this, 'SecretInitResource', {
       serviceToken: init.fn.functionArn,
       resourceType: 'Custom::PipegateSecretInit',
       properties: { SecretId: this.secret.secretArn },
     });
+    // After the material is complete: the pepper is copied from it (an existing stack keeps its
+    // pepper, so every stored key hash stays valid).
+    const pepper = new CustomResource(this, 'PepperInitResource', {
+      serviceToken: init.fn.functionArn,
+      resourceType: 'Custom::PipegateSecretInit',
+      properties: { SecretId: this.pepperSecret.secretArn, CopyPepperFrom: this.secret.secretArn },
+    });
+    pepper.node.addDependency(material);
   }
 }

@@ -9,6 +9,7 @@ import { isPlainObject } from '../../functions/core/values';
 import { gatewayResponseFromTemplate, type GatewayResponse } from '../gateway-responses';
 import type { AuthorizerSettings, GatewayRoute } from '../local/gateway';
 import { wildcardMatcher } from '../local/gateway';
+import type { PolicyDocument } from './iam';
 import type { ResolvedStack } from './physical';
 
 export interface TemplateApi {
@@ -23,6 +24,8 @@ export interface TemplateApi {
   integrationTimeoutMs: number;
   /** Whether a resource-based permission lets API Gateway invoke `functionArn` for `sourceArn`. */
   mayInvoke(functionArn: string, sourceArn: string): boolean;
+  /** The RestApi's resource policy (its Policy property), if it has one. */
+  policy?: PolicyDocument;
 }
 
 
@@ -44,7 +47,10 @@ export function apiFromTemplate(stack: ResolvedStack): TemplateApi {
   const ofType = (type: string) => Object.entries(resources).filter(([, r]) => r.Type === type);
   const apis = ofType('AWS::ApiGateway::RestApi');
   if (apis.length !== 1) throw new Error(`${stack.stack.id}: expected one AWS::ApiGateway::RestApi, found ${apis.length}`);
-  const [apiLogicalId] = apis[0] as [string, unknown];
+  const [apiLogicalId, apiResource] = apis[0] as [string, { Properties?: Record<string, unknown> }];
+  const rawPolicy = apiResource.Properties?.Policy;
+  const policy = rawPolicy === undefined ? undefined : stack.resolve(rawPolicy, `${stack.stack.id}.Resources.${apiLogicalId}.Properties.Policy`);
+  if (policy !== undefined && !(isPlainObject(policy) && policy.Statement !== undefined)) throw new Error(`${apiLogicalId}: Policy is not a policy document`);
   const apiId = stack.physical[apiLogicalId]?.ref ?? '';
   const rootId = stack.physical[apiLogicalId]?.attributes.RootResourceId ?? '';
 
@@ -150,5 +156,5 @@ export function apiFromTemplate(stack: ResolvedStack): TemplateApi {
         p.source(sourceArn),
     );
 
-  return { apiId, stage, routes, functionArns, authorizer, gatewayResponses, integrationTimeoutMs, mayInvoke };
+  return { apiId, stage, routes, functionArns, authorizer, gatewayResponses, integrationTimeoutMs, mayInvoke, ...(policy ? { policy: policy as unknown as PolicyDocument } : {}) };
 }

@@ -39,6 +39,7 @@ import { FunctionError, FunctionHost, type FunctionSpec } from './function-host'
 import { apiFromTemplate, type TemplateApi } from './gateway-from-template';
 import { assertKnownPolicies, credentialsFor, IamEvaluator, type IamDecision, type IamRequest } from './iam';
 import { describeRecovered, listen, ownerTokenOf, recoveredOf, type Recovered } from '../local/bootstrap';
+import { apiPolicyCheck } from './api-policy';
 import { firewallFromTemplate } from './waf';
 import { resolveAssembly, type ResolvedAssembly, type ResolvedStack } from './physical';
 import { scaled, scaleFactorOf, scaleModelFromTemplates, type ScaleModel } from './scale-model';
@@ -70,7 +71,15 @@ export interface SynthRuntimeOptions {
   scale?: number;
   /** The account's Lambda concurrency quota the model assumes (default: PIPEGATE_SCALE_ACCOUNT_CONCURRENCY, else AWS's 1,000). */
   accountConcurrency?: number;
+  /**
+   * The IAM principal the owner token stands for, checked against the API's resource policy
+   * (default: PIPEGATE_OWNER_PRINCIPAL, else a user of the template's account, DEFAULT_OWNER_USER).
+   */
+  ownerPrincipal?: string;
 }
+
+/** The owner token's principal by default: a user of the deploying account. */
+export const DEFAULT_OWNER_USER = 'pipegate-owner';
 
 export interface SynthRuntime {
   url: string;
@@ -137,6 +146,7 @@ const WIRING = new Set([
   'PIPEGATE_BASE_PATH',
   'PIPEGATE_SCALE',
   'PIPEGATE_SCALE_ACCOUNT_CONCURRENCY',
+  'PIPEGATE_OWNER_PRINCIPAL',
 ]);
 
 /** In the data dir after a stop that finished (see recoverUnfinished). */
@@ -523,6 +533,11 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
       basePath: env.PIPEGATE_BASE_PATH,
       integrationTimeoutMs: api.integrationTimeoutMs,
       api: { region, account, apiId: api.apiId, stage: api.stage },
+      resourcePolicy: apiPolicyCheck(
+        api.policy,
+        { partition: resolved.env.partition, region, account, apiId: api.apiId },
+        opts.ownerPrincipal ?? env.PIPEGATE_OWNER_PRINCIPAL ?? `arn:${resolved.env.partition}:iam::${account}:user/${DEFAULT_OWNER_USER}`,
+      ),
       firewall: firewallFromTemplate(serviceStack, `arn:${resolved.env.partition}:apigateway:${region}::/restapis/${api.apiId}/stages/${api.stage}`),
       log: (line) => requestLog.info('request', line),
     });
@@ -658,7 +673,9 @@ function recoveryDeps(
   workflow: LocalWorkflow | undefined,
   awsEndpoint: string,
 ): Deps {
-  const fnEnv = hosts.map((h) => h.spec.env).find((e) => e.PIPEGATE_TABLE && e.PIPEGATE_EXECUTIONS_QUEUE_URL && e.PIPEGATE_CALLBACKS_QUEUE_URL && e.PIPEGATE_SECRET_ARN);
+  // A function's wiring whose secret is the whole key material (the authorizer's is the pepper alone).
+  const whole = (arn: string | undefined) => secrets.find(arn ?? '')?.value.includes('"master_key"') === true;
+  const fnEnv = hosts.map((h) => h.spec.env).find((e) => e.PIPEGATE_TABLE && e.PIPEGATE_EXECUTIONS_QUEUE_URL && e.PIPEGATE_CALLBACKS_QUEUE_URL && whole(e.PIPEGATE_SECRET_ARN));
   if (!fnEnv || !workflow) throw new Error('No function of the assembly names the table, both queues and the secret');
   const queue = (url: string | undefined): LocalQueue => {
     const q = queues.get(resolved.arns.queueArnOfUrl(url ?? '') ?? '');

@@ -2,12 +2,21 @@
  * The AWS WAF web ACL a template associates with the API's stage, evaluated in front of the
  * local gateway as WAF evaluates it in front of API Gateway: rules in priority order, the first
  * matching Block or Allow ends the evaluation, a matching Count goes on, then the default action.
- * Only what can be decided from the request's headers before its body is read is served:
- * RegexMatchStatement and SizeConstraintStatement on one header (SingleHeader) with the text
- * transformations NONE and LOWERCASE, combined with And, Or and Not; Block (WAF's 403, or a
- * custom response), Allow and Count without custom request handling. Anything else stops the
- * start with the template path it found it at, rather than letting through requests WAF would
- * block (or blocking ones it would let through).
+ * Only what can be decided from the request's headers, path and source address before its body
+ * is read is served: RegexMatchStatement and SizeConstraintStatement on one header
+ * (SingleHeader), ByteMatchStatement on one header or the URI path, with the text
+ * transformations NONE and LOWERCASE, combined with And, Or and Not; RateBasedStatement keyed on
+ * the source address (AggregateKeyType IP) with an optional scope-down statement; Block (WAF's
+ * 403, or a custom response), Allow and Count without custom request handling. Anything else
+ * stops the start with the template path it found it at, rather than letting through requests
+ * WAF would block (or blocking ones it would let through), with one stated exception: the AWS
+ * managed rule groups in UNEVALUATED_MANAGED_GROUPS are accepted and match nothing here (their
+ * rules are AWS's; an IP reputation list holds no loopback address, and no test sends exploits).
+ *
+ * A rate-based rule counts, per address, the requests that reach it and match its scope-down
+ * statement over its evaluation window, and matches while that count is above its limit. WAF
+ * checks rates every few seconds, so on AWS a burst overshoots the limit a little before the
+ * block starts; here the count is exact.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { isPlainObject } from '../../functions/core/values';
@@ -17,7 +26,16 @@ import type { ResolvedStack } from './physical';
 /** What a rule may look at: the request before its body. */
 export interface FirewallRequest {
   headers: IncomingHttpHeaders;
+  /** The request target (path and query), as an IncomingMessage has it. */
+  url?: string;
+  /** The connection, for the source address rate-based rules count by. */
+  socket?: { remoteAddress?: string | undefined };
 }
+
+/** AWS managed rule groups accepted without evaluating their rules (see above). */
+export const UNEVALUATED_MANAGED_GROUPS: readonly string[] = ['AWSManagedRulesAmazonIpReputationList', 'AWSManagedRulesKnownBadInputsRuleSet'];
+
+const RATE_WINDOWS = [60, 120, 300, 600];
 
 /** The ACL's answer to a request: a Block's reply, or undefined to let it through. */
 export type Firewall = (req: FirewallRequest) => Reply | undefined;
@@ -38,9 +56,13 @@ const DEFAULT_BLOCK: Reply = { status: 403, headers: [['Content-Type', 'text/htm
 
 const CONTENT_TYPES: Readonly<Record<string, string>> = { APPLICATION_JSON: 'application/json', TEXT_HTML: 'text/html', TEXT_PLAIN: 'text/plain' };
 
-function headerField(field: unknown, where: string): (req: FirewallRequest) => string | undefined {
+/** The URI path WAF inspects: the target without its query. */
+const uriPathOf = (req: FirewallRequest): string => (req.url ?? '/').split('?')[0] ?? '/';
+
+function headerField(field: unknown, where: string, uriPath = false): (req: FirewallRequest) => string | undefined {
+  if (uriPath && isPlainObject(field) && isPlainObject(field.UriPath) && Object.keys(field).length === 1) return uriPathOf;
   if (!isPlainObject(field) || !isPlainObject(field.SingleHeader) || typeof field.SingleHeader.Name !== 'string' || Object.keys(field).length !== 1) {
-    throw new UnservedWebAclError(`${where}.FieldToMatch`, `only SingleHeader is served (found ${JSON.stringify(field)})`);
+    throw new UnservedWebAclError(`${where}.FieldToMatch`, `only SingleHeader${uriPath ? ' and UriPath are' : ' is'} served (found ${JSON.stringify(field)})`);
   }
   const name = field.SingleHeader.Name.toLowerCase();
   return (req) => {
@@ -71,7 +93,34 @@ const COMPARE: Readonly<Record<string, (n: number, size: number) => boolean>> = 
   GT: (n, size) => n > size,
 };
 
-function matcherOf(statement: unknown, where: string): Matcher {
+const POSITIONS: Readonly<Record<string, (value: string, search: string) => boolean>> = {
+  EXACTLY: (v, x) => v === x,
+  STARTS_WITH: (v, x) => v.startsWith(x),
+  ENDS_WITH: (v, x) => v.endsWith(x),
+  CONTAINS: (v, x) => v.includes(x),
+};
+
+/** A rate-based statement's per-address counts: the times of the requests it counted, in its window. */
+function rateMatcher(body: Record<string, unknown>, at: string, now: () => number): Matcher {
+  if (body.AggregateKeyType !== 'IP') throw new UnservedWebAclError(`${at}.AggregateKeyType`, `${String(body.AggregateKeyType)} is not served (IP is)`);
+  const limit = Number(body.Limit);
+  if (!Number.isInteger(limit) || limit < 10) throw new UnservedWebAclError(`${at}.Limit`, `${String(body.Limit)} is not a limit WAF takes (10 or more)`);
+  const windowSec = body.EvaluationWindowSec === undefined ? 300 : Number(body.EvaluationWindowSec);
+  if (!RATE_WINDOWS.includes(windowSec)) throw new UnservedWebAclError(`${at}.EvaluationWindowSec`, `${String(body.EvaluationWindowSec)} is not one of ${RATE_WINDOWS.join(', ')}`);
+  const scope = body.ScopeDownStatement === undefined ? () => true : matcherOf(body.ScopeDownStatement, `${at}.ScopeDownStatement`, now);
+  const seen = new Map<string, number[]>();
+  return (req) => {
+    if (!scope(req)) return false;
+    const key = req.socket?.remoteAddress ?? '';
+    const t = now();
+    const times = (seen.get(key) ?? []).filter((x) => x > t - windowSec * 1000);
+    times.push(t);
+    seen.set(key, times);
+    return times.length > limit;
+  };
+}
+
+function matcherOf(statement: unknown, where: string, now: () => number): Matcher {
   if (!isPlainObject(statement) || Object.keys(statement).length !== 1) throw new UnservedWebAclError(where, 'not a statement (one key expected)');
   const [kind, body] = Object.entries(statement)[0] as [string, unknown];
   const at = `${where}.${kind}`;
@@ -104,14 +153,36 @@ function matcherOf(statement: unknown, where: string): Matcher {
         return v !== undefined && compare(Buffer.byteLength(transform(v), 'utf8'), size);
       };
     }
+    case 'ByteMatchStatement': {
+      const read = headerField(body.FieldToMatch, at, true);
+      const transform = transformed(body.TextTransformations, at);
+      const position = POSITIONS[String(body.PositionalConstraint)];
+      if (!position) throw new UnservedWebAclError(`${at}.PositionalConstraint`, `${String(body.PositionalConstraint)} is not served (${Object.keys(POSITIONS).join(', ')} are)`);
+      const search = String(body.SearchString);
+      return (req) => {
+        const v = read(req);
+        return v !== undefined && position(transform(v), search);
+      };
+    }
+    case 'RateBasedStatement':
+      return rateMatcher(body, at, now);
+    case 'ManagedRuleGroupStatement': {
+      if (body.VendorName !== 'AWS' || !UNEVALUATED_MANAGED_GROUPS.includes(String(body.Name))) {
+        throw new UnservedWebAclError(at, `${String(body.VendorName)} ${String(body.Name)} is not served (${UNEVALUATED_MANAGED_GROUPS.join(', ')} are accepted, unevaluated)`);
+      }
+      for (const key of ['ExcludedRules', 'RuleActionOverrides', 'ScopeDownStatement', 'ManagedRuleGroupConfigs']) {
+        if (body[key] !== undefined) throw new UnservedWebAclError(`${at}.${key}`, 'not served');
+      }
+      return () => false;
+    }
     case 'NotStatement': {
-      const inner = matcherOf(body.Statement, `${at}.Statement`);
+      const inner = matcherOf(body.Statement, `${at}.Statement`, now);
       return (req) => !inner(req);
     }
     case 'AndStatement':
     case 'OrStatement': {
       if (!Array.isArray(body.Statements) || body.Statements.length < 2) throw new UnservedWebAclError(`${at}.Statements`, 'WAF requires at least two statements');
-      const parts = body.Statements.map((s, i) => matcherOf(s, `${at}.Statements[${i}]`));
+      const parts = body.Statements.map((s, i) => matcherOf(s, `${at}.Statements[${i}]`, now));
       return kind === 'AndStatement' ? (req) => parts.every((m) => m(req)) : (req) => parts.some((m) => m(req));
     }
     default:
@@ -137,10 +208,8 @@ function blockReply(block: unknown, bodies: Record<string, unknown>, where: stri
     headers.push(['Content-Type', type]);
     body = Buffer.from(String(b.Content));
   }
-  for (const h of Array.isArray(custom.ResponseHeaders) ? custom.ResponseHeaders.filter(isPlainObject) : []) {
-    // WAF prefixes the names of custom response headers with x-amzn-waf-.
-    headers.push([`x-amzn-waf-${String(h.Name)}`, String(h.Value)]);
-  }
+  // Sent as named: WAF prefixes x-amzn-waf- only to headers it inserts into a request it lets through.
+  for (const h of Array.isArray(custom.ResponseHeaders) ? custom.ResponseHeaders.filter(isPlainObject) : []) headers.push([String(h.Name), String(h.Value)]);
   return { status, headers, body };
 }
 
@@ -162,23 +231,29 @@ function verdictOf(action: unknown, bodies: Record<string, unknown>, where: stri
  * The firewall of one web ACL, from its resolved Properties (`where` names them in errors):
  * every rule is checked now, so an ACL this host cannot serve fails here, not per request.
  */
-export function webAclFirewall(props: Record<string, unknown>, where: string): Firewall {
+export function webAclFirewall(props: Record<string, unknown>, where: string, now: () => number = Date.now): Firewall {
   const bodies = isPlainObject(props.CustomResponseBodies) ? props.CustomResponseBodies : {};
   if (props.Rules !== undefined && !Array.isArray(props.Rules)) throw new UnservedWebAclError(`${where}.Rules`, 'not a list');
   const rules = ((props.Rules as unknown[] | undefined) ?? [])
     .map((rule, i) => {
       const at = `${where}.Rules[${i}]`;
       if (!isPlainObject(rule)) throw new UnservedWebAclError(at, 'not a rule');
-      if (rule.OverrideAction !== undefined) throw new UnservedWebAclError(`${at}.OverrideAction`, 'rule group references are not served');
       const priority = Number(rule.Priority);
       if (!Number.isInteger(priority) || priority < 0) throw new UnservedWebAclError(`${at}.Priority`, `${String(rule.Priority)} is not a priority`);
-      return { priority, matches: matcherOf(rule.Statement, `${at}.Statement`), verdict: verdictOf(rule.Action, bodies, `${at}.Action`, ['Block', 'Allow', 'Count']) };
+      const group = isPlainObject(rule.Statement) && rule.Statement.ManagedRuleGroupStatement !== undefined;
+      if (group !== (rule.OverrideAction !== undefined) || (group && rule.Action !== undefined)) {
+        throw new UnservedWebAclError(at, 'a rule group statement takes an OverrideAction and no Action; any other statement an Action');
+      }
+      // A group's own rules decide; the ones accepted here match nothing, whatever the override.
+      const verdict: Verdict = group ? { kind: 'count' } : verdictOf(rule.Action, bodies, `${at}.Action`, ['Block', 'Allow', 'Count']);
+      return { priority, matches: matcherOf(rule.Statement, `${at}.Statement`, now), verdict };
     })
     .sort((a, b) => a.priority - b.priority);
   const fallback = verdictOf(props.DefaultAction, bodies, `${where}.DefaultAction`, ['Block', 'Allow']);
   return (req) => {
     for (const rule of rules) {
-      if (rule.verdict.kind === 'count' || !rule.matches(req)) continue;
+      // Every rule reached is evaluated, a Count's too: a rate-based rule counts what it sees.
+      if (!rule.matches(req) || rule.verdict.kind === 'count') continue;
       return rule.verdict.kind === 'block' ? rule.verdict.reply : undefined;
     }
     return fallback.kind === 'block' ? fallback.reply : undefined;

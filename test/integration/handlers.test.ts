@@ -293,7 +293,8 @@ describe('errors', () => {
   });
 
   it('maps an unexpected failure to 500 with a request id and no internals', async () => {
-    const broken = { ...d, executions: { ...d.executions, get: async () => { throw new Error('secret internals'); } } } as unknown as Deps;
+    const fail = async () => { throw new Error('secret internals'); };
+    const broken = { ...d, executions: { ...d.executions, get: fail, getHead: fail } } as unknown as Deps;
     current = broken;
     try {
       const res = await status(proxyEvent({ method: 'GET', resource: '/v1/deployments/executions/{execution_id}/status', path: '/v1/deployments/executions/x/status', pathParameters: { execution_id: 'x' }, authorizer: { deployment_id: 'd', revision: '1', deleted: 'false' } }), context());
@@ -307,7 +308,8 @@ describe('errors', () => {
 
   it('maps an unreachable store to 503 with Retry-After', async () => {
     const down = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
-    current = { ...d, executions: { ...d.executions, get: async () => { throw down; } } } as unknown as Deps;
+    const fail = async () => { throw down; };
+    current = { ...d, executions: { ...d.executions, get: fail, getHead: fail } } as unknown as Deps;
     try {
       const res = await status(proxyEvent({ method: 'GET', resource: '/v1/deployments/executions/{execution_id}/status', path: '/v1/deployments/executions/x/status', pathParameters: { execution_id: 'x' }, authorizer: { deployment_id: 'd', revision: '1', deleted: 'false' } }), context());
       expect(res.statusCode).toBe(503);

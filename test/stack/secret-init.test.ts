@@ -2,7 +2,7 @@ import { GetSecretValueCommand, PutSecretValueCommand, SecretsManagerClient } fr
 import { mockClient } from 'aws-sdk-client-mock';
 import { parseKeyMaterial } from '../../functions/adapters/key-material';
 import { createHmac } from 'node:crypto';
-import { completeMaterial, handler, type CustomResourceEvent } from '../../lib/stacks/secret-init.handler';
+import { completeMaterial, handler, pepperOnly, type CustomResourceEvent } from '../../lib/stacks/secret-init.handler';
 import { startTestServer, type ReceivedRequest } from '../support/http-server';
 
 const realFetch = global.fetch;
@@ -12,6 +12,26 @@ const counter = (): ((n: number) => Buffer) => {
   let i = 0;
   return (n) => Buffer.alloc(n, ++i);
 };
+
+describe('pepperOnly', () => {
+  const material = JSON.stringify({ pepper: 'p'.repeat(64), master_key: Buffer.alloc(32, 7).toString('base64') });
+
+  it("copies the key material's pepper alone, which the functions read as a pepper with no master key", () => {
+    // Act
+    const next = pepperOnly(material, 'a generated password, not JSON');
+    // Assess
+    expect(JSON.parse(next ?? '')).toEqual({ pepper: 'p'.repeat(64) });
+    const read = parseKeyMaterial(next ?? '');
+    expect(read.pepper.toString()).toBe('p'.repeat(64));
+    expect(read.masterKey).toHaveLength(0);
+  });
+
+  it('keeps a pepper already there, and refuses a source without one', () => {
+    // Act / Assess
+    expect(pepperOnly(material, JSON.stringify({ pepper: 'q'.repeat(64) }))).toBeNull();
+    expect(() => pepperOnly('{}', '')).toThrow(/no pepper/);
+  });
+});
 
 describe('completeMaterial', () => {
   it('adds a 32-byte master key beside the generated pepper, in the shape the functions read', () => {

@@ -116,7 +116,8 @@ describe('key material secret', () => {
       .flatMap((r) => (r.Properties?.PolicyDocument as { Statement: { Action: unknown; Resource: unknown }[] }).Statement)
       .filter((s) => JSON.stringify(s.Action).includes('secretsmanager:'));
     // Assess
-    expect(writers).toEqual([{ Effect: 'Allow', Action: ['secretsmanager:GetSecretValue', 'secretsmanager:PutSecretValue'], Resource: { Ref: secretId } }]);
+    const pepperId = idOf(built.stateful.pepperSecret.node.defaultChild);
+    expect(writers).toEqual([{ Effect: 'Allow', Action: ['secretsmanager:GetSecretValue', 'secretsmanager:PutSecretValue'], Resource: [{ Ref: secretId }, { Ref: pepperId }] }]);
   });
 
   it('has an SNS alarm topic that refuses publishing without TLS', () => {

@@ -4,11 +4,13 @@
  * (test/integration/stores.test.ts and others) keep checking the DynamoDB adapters themselves.
  */
 import {
+  EXECUTION_HEAD_FIELDS,
   InvalidCursorError,
   type CallerTally,
   type ConsumerChanges,
   type ConsumersPort,
   type DeploymentsPort,
+  type ExecutionHead,
   type ExecutionsPort,
   type PipelinesPort,
   type SweepKind,
@@ -56,6 +58,12 @@ export class MemoryExecutions implements ExecutionsPort {
     const e = this.items.get(id);
     if (!e || (e.expires_at !== null && e.expires_at <= epochSeconds(now))) return null;
     return strip(e);
+  }
+
+  async getHead(id: string, now: Date): Promise<ExecutionHead | null> {
+    const e = this.items.get(id);
+    if (!e || (e.expires_at !== null && e.expires_at <= epochSeconds(now))) return null;
+    return Object.fromEntries(EXECUTION_HEAD_FIELDS.map((f) => [f, structuredClone(e[f])])) as ExecutionHead;
   }
 
   async transition(id: string, to: ExecutionStatus, set: TransitionFields): Promise<TransitionResult> {

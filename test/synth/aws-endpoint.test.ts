@@ -53,6 +53,7 @@ describe('the local AWS endpoint', () => {
   const express = new RecordingMachine('EXPRESS');
   let services: AwsServices;
   let secretArn: string;
+  let pepperArn: string;
   let bucket: string;
 
   beforeAll(async () => {
@@ -67,9 +68,11 @@ describe('the local AWS endpoint', () => {
     executions = new LocalQueue({ dir, name: 'executions', visibilityTimeoutSeconds: 30, maxReceiveCount: 5, batchSize: 10 });
     machineArn = resolved.stack('Pipegate').physical[logicalId(resolved, 'Pipegate', 'AWS::StepFunctions::StateMachine', 'StateMachine')]?.ref ?? '';
     secretArn = stateful.physical[logicalId(resolved, 'PipegateStateful', 'AWS::SecretsManager::Secret', 'KeyMaterial')]?.ref ?? '';
+    pepperArn = stateful.physical[logicalId(resolved, 'PipegateStateful', 'AWS::SecretsManager::Secret', 'KeyPepper')]?.ref ?? '';
     bucket = stateful.physical[logicalId(resolved, 'PipegateStateful', 'AWS::S3::Bucket', 'Objects')]?.ref ?? '';
     const secrets = new LocalSecretStore(path.join(dir, 'secrets.json'));
     secrets.define(secretArn, () => '{"pepper":"p"}');
+    secrets.define(pepperArn, () => '{"pepper":"q"}');
     services = {
       iam: IamEvaluator.fromAssembly(resolved),
       arns: resolved.arns,
@@ -194,14 +197,18 @@ describe('the local AWS endpoint', () => {
     }
   });
 
-  it('serves the key-material secret to the roles granted it, and nothing else of Secrets Manager', async () => {
+  it('serves the key-material secret to the roles granted it, the pepper alone to the authorizer, and nothing else of Secrets Manager', async () => {
     // Act
-    const got = await as('authorizer').secrets.send(new GetSecretValueCommand({ SecretId: secretArn }));
+    const got = await as('execute').secrets.send(new GetSecretValueCommand({ SecretId: secretArn }));
+    const pepper = await as('authorizer').secrets.send(new GetSecretValueCommand({ SecretId: pepperArn }));
+    const notTheMaterial = await errorName(as('authorizer').secrets.send(new GetSecretValueCommand({ SecretId: secretArn })));
     const refused = await errorName(as('execution-status').secrets.send(new GetSecretValueCommand({ SecretId: secretArn })));
     const put = await errorName(as('authorizer').secrets.send(new PutSecretValueCommand({ SecretId: secretArn, SecretString: '{}' })));
     const describe = await errorName(as('authorizer').secrets.send(new DescribeSecretCommand({ SecretId: secretArn })));
     // Assess
     expect(got).toMatchObject({ ARN: secretArn, SecretString: '{"pepper":"p"}' });
+    expect(pepper).toMatchObject({ ARN: pepperArn, SecretString: '{"pepper":"q"}' });
+    expect(notTheMaterial).toBe('AccessDeniedException');
     expect(refused).toBe('AccessDeniedException');
     expect(put).toBe('AccessDeniedException');
     expect(describe).toBe('UnknownOperationException');

@@ -55,7 +55,7 @@ describe('the web ACL evaluator', () => {
     expect(defaulted?.body.toString()).toMatch(/403 Forbidden/);
   });
 
-  it('answers a Block with its custom response: code, body by key with its type, x-amzn-waf- headers', () => {
+  it('answers a Block with its custom response: code, body by key with its type, headers as named', () => {
     // Prepare
     const fw = webAclFirewall({ DefaultAction: teapot, CustomResponseBodies: bodies, Rules: [] }, 'Acl');
 
@@ -66,7 +66,7 @@ describe('the web ACL evaluator', () => {
     expect(r?.status).toBe(418);
     expect(r?.headers).toEqual([
       ['Content-Type', 'application/json'],
-      ['x-amzn-waf-reason', 'tea'],
+      ['reason', 'tea'],
     ]);
     expect(JSON.parse(r?.body.toString() ?? '')).toEqual({ error: 'tea' });
   });
@@ -95,13 +95,85 @@ describe('the web ACL evaluator', () => {
     ['a body field', { DefaultAction: { Allow: {} }, Rules: [{ Priority: 0, Action: { Block: {} }, Statement: { SizeConstraintStatement: { FieldToMatch: { Body: {} }, ComparisonOperator: 'GT', Size: 1, TextTransformations: [{ Priority: 0, Type: 'NONE' }] } } }] }, /FieldToMatch: only SingleHeader/],
     ['a transformation', { DefaultAction: { Allow: {} }, Rules: [headerRule('r', 0, { Block: {} }, 'x', 'a')].map((r) => ({ ...r, Statement: { RegexMatchStatement: { ...r.Statement.RegexMatchStatement, TextTransformations: [{ Priority: 0, Type: 'URL_DECODE' }] } } })) }, /URL_DECODE is not served/],
     ['a CAPTCHA', { DefaultAction: { Allow: {} }, Rules: [headerRule('r', 0, { Captcha: {} }, 'x', 'a')] }, /Rules\[0\]\.Action: Captcha is not served/],
-    ['a rule group', { DefaultAction: { Allow: {} }, Rules: [{ Priority: 0, OverrideAction: { None: {} }, Statement: { ManagedRuleGroupStatement: { VendorName: 'AWS', Name: 'AWSManagedRulesCommonRuleSet' } } }] }, /OverrideAction: rule group/],
+    ['a rule group it does not accept', { DefaultAction: { Allow: {} }, Rules: [{ Priority: 0, OverrideAction: { None: {} }, Statement: { ManagedRuleGroupStatement: { VendorName: 'AWS', Name: 'AWSManagedRulesCommonRuleSet' } } }] }, /AWSManagedRulesCommonRuleSet is not served/],
+    ['an accepted rule group with an Action', { DefaultAction: { Allow: {} }, Rules: [{ Priority: 0, Action: { Block: {} }, Statement: { ManagedRuleGroupStatement: { VendorName: 'AWS', Name: 'AWSManagedRulesKnownBadInputsRuleSet' } } }] }, /OverrideAction and no Action/],
+    ['a rate rule keyed on a forwarded address', { DefaultAction: { Allow: {} }, Rules: [{ Priority: 0, Action: { Block: {} }, Statement: { RateBasedStatement: { Limit: 10, AggregateKeyType: 'FORWARDED_IP' } } }] }, /FORWARDED_IP is not served/],
+    ['a rate window WAF does not take', { DefaultAction: { Allow: {} }, Rules: [{ Priority: 0, Action: { Block: {} }, Statement: { RateBasedStatement: { Limit: 10, AggregateKeyType: 'IP', EvaluationWindowSec: 30 } } }] }, /EvaluationWindowSec/],
     ['inserted request headers', { DefaultAction: { Allow: { CustomRequestHandling: { InsertHeaders: [{ Name: 'a', Value: 'b' }] } } }, Rules: [] }, /DefaultAction\.Allow\.CustomRequestHandling/],
     ['a missing response body', { DefaultAction: { Block: { CustomResponse: { ResponseCode: 413, CustomResponseBodyKey: 'Nope' } } }, Rules: [] }, /no CustomResponseBodies\.Nope/],
   ])('refuses an ACL with %s, naming where', (_, props, message) => {
     // Act / Assess
     expect(() => webAclFirewall(props, 'Acl')).toThrow(UnservedWebAclError);
     expect(() => webAclFirewall(props, 'Acl')).toThrow(message);
+  });
+});
+
+describe('rate-based rules', () => {
+  const uriContains = (text: string) => ({ ByteMatchStatement: { FieldToMatch: { UriPath: {} }, PositionalConstraint: 'CONTAINS', SearchString: text, TextTransformations: [{ Priority: 0, Type: 'NONE' }] } });
+  const rateRule = (name: string, priority: number, limit: number, status: number, scope?: unknown) => ({
+    Name: name,
+    Priority: priority,
+    Action: { Block: { CustomResponse: { ResponseCode: status, ResponseHeaders: [{ Name: 'Retry-After', Value: '60' }] } } },
+    Statement: { RateBasedStatement: { Limit: limit, AggregateKeyType: 'IP', EvaluationWindowSec: 60, ...(scope ? { ScopeDownStatement: scope } : {}) } },
+  });
+  const from = (ip: string, url = '/v1/deployments/d') => ({ headers: {}, url, socket: { remoteAddress: ip } });
+
+  it('blocks an address past its limit within the window, counts each address apart, and lets it through once the window has passed', () => {
+    // Prepare
+    let now = 1_000_000;
+    const fw = webAclFirewall({ DefaultAction: { Allow: {} }, Rules: [rateRule('per-address', 1, 10, 429)] }, 'Acl', () => now);
+
+    // Act
+    const first = Array.from({ length: 10 }, () => fw(from('203.0.113.1'))?.status ?? 'pass');
+    const eleventh = fw(from('203.0.113.1'));
+    const other = fw(from('203.0.113.2'));
+    now += 60_001;
+    const later = fw(from('203.0.113.1'));
+
+    // Assess
+    expect(first.every((s) => s === 'pass')).toBe(true);
+    expect(eleventh?.status).toBe(429);
+    expect(eleventh?.headers).toContainEqual(['Retry-After', '60']);
+    expect(other).toBeUndefined();
+    expect(later).toBeUndefined();
+  });
+
+  it('counts only the paths its scope-down statement matches, against the stricter limit', () => {
+    // Prepare: the stack's shape, 20 a minute in all and 10 under /v1/forms/.
+    const fw = webAclFirewall(
+      { DefaultAction: { Allow: {} }, Rules: [rateRule('all', 1, 20, 429), rateRule('forms', 2, 10, 430, uriContains('/v1/forms/'))] },
+      'Acl',
+      () => 5,
+    );
+
+    // Act
+    const forms = Array.from({ length: 11 }, () => fw(from('198.51.100.7', '/api/v1/forms/f1?x=1'))?.status ?? 'pass');
+    const elsewhere = Array.from({ length: 9 }, () => fw(from('198.51.100.7'))?.status ?? 'pass');
+    const overall = fw(from('198.51.100.7'));
+
+    // Assess: the 11th form request meets the form limit; other paths go on to the overall one.
+    expect(forms.slice(0, 10).every((s) => s === 'pass')).toBe(true);
+    expect(forms[10]).toBe(430);
+    expect(elsewhere.every((s) => s === 'pass')).toBe(true);
+    expect(overall?.status).toBe(429);
+  });
+
+  it('accepts the AWS managed groups it knows as matching nothing, going on to the next rule', () => {
+    // Prepare
+    const fw = webAclFirewall(
+      {
+        DefaultAction: { Allow: {} },
+        Rules: [
+          { Name: 'bad', Priority: 0, OverrideAction: { None: {} }, Statement: { ManagedRuleGroupStatement: { VendorName: 'AWS', Name: 'AWSManagedRulesKnownBadInputsRuleSet' } } },
+          headerRule('teapot', 1, teapot, 'x-tea', '^yes$'),
+        ],
+        CustomResponseBodies: bodies,
+      },
+      'Acl',
+    );
+    // Act / Assess
+    expect(verdict(fw, { host: 'localhost' })).toBe('pass');
+    expect(verdict(fw, { 'x-tea': 'yes' })).toBe(418);
   });
 });
 

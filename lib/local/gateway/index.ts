@@ -17,7 +17,7 @@ import { createAuthorize, describe, ownerTokenCheck, UNCACHED, type AuthorizerSe
 import { API_ID, authorizerEvent, eventParts, proxyEvent, readBody, STAGE, type ApiIdentity } from './proxy-event';
 import { checkProxyResult } from './proxy-result';
 import { gatewayReplies, json, methodNotAllowed, send, type Reply } from './replies';
-import { compileRoutes, matchResource, normaliseBasePath, stripBasePath, trimSlash, type GatewayRoute } from './routing';
+import { compileRoutes, matchResource, normaliseBasePath, stripBasePath, trimSlash, type GatewayAuth, type GatewayRoute } from './routing';
 import { invokeBufferedInProcess, invokeStreamingInProcess, readStreamed, type LocalFunction, type StreamInvoker } from './streaming';
 
 export { createLambdaContext } from '../lambda-context';
@@ -68,6 +68,11 @@ export interface GatewayOptions {
   integrationTimeoutMs?: number;
   /** Region, account, API id and stage the method ARNs name. */
   api?: Partial<ApiIdentity>;
+  /**
+   * The API's resource policy (the synthesized mode's): whether it lets a request to a method of
+   * this authorization through. Refused requests get the ACCESS_DENIED gateway response.
+   */
+  resourcePolicy?: (auth: GatewayAuth, methodArn: string) => Promise<boolean>;
   /** A web ACL in front of the API (the synthesized mode's WAF): its reply, or undefined to let the request through. */
   firewall?: (req: IncomingMessage) => Reply | undefined;
 }
@@ -143,6 +148,9 @@ export function createGateway(opts: GatewayOptions): (req: IncomingMessage, res:
 
     const parts = eventParts({ req, requestId, requestTimeEpoch, method, fullPath, path, routePath, rawQuery, match, route }, api);
     let authorizer: Record<string, unknown> | undefined;
+    const policyAllows = () => opts.resourcePolicy?.(route.auth, parts.methodArn) ?? Promise.resolve(true);
+    // The policy's explicit Deny is checked before the authorizer runs; for IAM, after the signature.
+    if (route.auth !== 'owner' && !(await policyAllows())) return { reply: gateway('ACCESS_DENIED', requestId), ...at, cause: 'resource policy' };
     if (route.auth === 'apiKey') {
       const outcome = await authorize(authorizerEvent(parts));
       if (outcome.kind === 'unauthorized') return { reply: gateway('UNAUTHORIZED', requestId), ...at };
@@ -156,6 +164,7 @@ export function createGateway(opts: GatewayOptions): (req: IncomingMessage, res:
         reply.headers.push(['WWW-Authenticate', 'Bearer']);
         return { reply, ...at };
       }
+      if (!(await policyAllows())) return { reply: gateway('ACCESS_DENIED', requestId), ...at, cause: 'resource policy' };
       authorizer = { principalId: 'owner' };
     }
 

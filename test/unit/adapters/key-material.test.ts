@@ -1,6 +1,8 @@
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { mockClient } from 'aws-sdk-client-mock';
 import { parseKeyMaterial, SecretsManagerKeyMaterial } from '../../../functions/adapters/key-material';
+import { openSecret, sealSecret } from '../../../functions/core/api-key';
+import { assetLinkKey } from '../../../functions/core/asset-links';
 
 const sm = mockClient(SecretsManagerClient);
 const secret = JSON.stringify({ pepper: 'p'.repeat(32), master_key: Buffer.alloc(32, 9).toString('base64') });
@@ -44,8 +46,18 @@ describe('Secrets Manager adapter', () => {
     ['not JSON', 'nope'],
     ['a short pepper', JSON.stringify({ pepper: 'x', master_key: Buffer.alloc(32).toString('base64') })],
     ['a master key of the wrong size', JSON.stringify({ pepper: 'p'.repeat(32), master_key: Buffer.alloc(16).toString('base64') })],
-    ['a missing master key', JSON.stringify({ pepper: 'p'.repeat(32) })],
   ])('refuses %s', (_what, text) => {
     expect(() => parseKeyMaterial(text)).toThrow();
+  });
+
+  it("reads the authorizer's pepper-only secret with a master key of zero bytes, which sealing and opening refuse", () => {
+    // Act
+    const m = parseKeyMaterial(JSON.stringify({ pepper: 'p'.repeat(32) }));
+    // Assess
+    expect(m.pepper.toString()).toBe('p'.repeat(32));
+    expect(m.masterKey).toHaveLength(0);
+    expect(() => sealSecret('x', m.masterKey, Buffer.alloc(12))).toThrow(/32 bytes/);
+    expect(() => openSecret('x', m.masterKey)).toThrow(/32 bytes/);
+    expect(() => assetLinkKey(m.masterKey)).toThrow(/32 bytes/);
   });
 });
