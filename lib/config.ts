@@ -88,6 +88,8 @@ const ConfigSchema = v.object({
   PIPEGATE_OWNER_SECRETS_TTL_SECONDS: int(60, 0, 3_600),
   PIPEGATE_PUBLIC_URL: v.optional(PublicUrlSchema),
   PIPEGATE_ASSET_LINK_TTL_SECONDS: int(86_400, 60, 604_800),
+  PIPEGATE_FORM_LINK_ACTIONS_PER_MINUTE: int(30, 1, 100_000),
+  PIPEGATE_FORM_ADDRESS_ACTIONS_PER_MINUTE: int(10, 1, 100_000),
   PIPEGATE_BUCKET: v.optional(v.pipe(v.string(), v.regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be an S3 bucket name')), 'pipegate-objects'),
   PIPEGATE_S3_ENDPOINT: v.optional(v.pipe(v.string(), v.url('must be an absolute URL'))),
   PIPEGATE_S3_FORCE_PATH_STYLE: bool(false),
@@ -150,6 +152,10 @@ export type Config = {
   publicUrl: string | undefined;
   /** How long an asset link (GET /v1/assets/{token}) works after it is minted. */
   assetLinkTtlSeconds: number;
+  /** Runs and uploads one web-form link takes per minute (all addresses together); beyond: 429. */
+  formLinkActionsPerMinute: number;
+  /** Runs and uploads one client address makes per minute through web forms (all links together); beyond: 429. */
+  formAddressActionsPerMinute: number;
   /** The one bucket holding every object (asset bytes, large values); see functions/core/object-keys.ts. */
   bucket: string;
   /** A custom S3 endpoint (the local runtime's emulation, start:synth's endpoint); none on AWS. */
@@ -215,6 +221,8 @@ export function readConfig(env: Record<string, string | undefined> = process.env
     ownerSecretsTtlSeconds: c.PIPEGATE_OWNER_SECRETS_TTL_SECONDS,
     publicUrl: c.PIPEGATE_PUBLIC_URL,
     assetLinkTtlSeconds: c.PIPEGATE_ASSET_LINK_TTL_SECONDS,
+    formLinkActionsPerMinute: c.PIPEGATE_FORM_LINK_ACTIONS_PER_MINUTE,
+    formAddressActionsPerMinute: c.PIPEGATE_FORM_ADDRESS_ACTIONS_PER_MINUTE,
     bucket: c.PIPEGATE_BUCKET,
     s3Endpoint: c.PIPEGATE_S3_ENDPOINT,
     s3ForcePathStyle: c.PIPEGATE_S3_FORCE_PATH_STYLE,

@@ -6,6 +6,7 @@ import type {
   CompletionsPort,
   DeploymentsPort,
   ExecutionsPort,
+  FormsPort,
   HttpPort,
   IdSource,
   KeyMaterialPort,
@@ -27,6 +28,7 @@ import { createLogger, type Logger } from './logger';
 import { OwnerSecretsStore } from './owner-secrets.store';
 import { PipelinesStore } from './pipelines.store';
 import { UploadsStore } from './uploads.store';
+import { FormsStore } from './forms.store';
 
 /** Everything a service needs from the outside world: ports, configuration, clock, ids, log. */
 export interface Deps {
@@ -43,6 +45,8 @@ export interface Deps {
   objects: ObjectStorePort;
   /** Callers' uploads (single use, expiring). */
   uploads: UploadsPort;
+  /** Web-form links and their rate counters. */
+  forms: FormsPort;
   /** Wakes callers waiting for an execution to finish (`Prefer: wait`). */
   completions: CompletionsPort;
   /** Bounds the callers waiting at once; none: unbounded. */
@@ -129,6 +133,7 @@ export function createDeps(config: Config, overrides: Partial<Omit<Deps, 'config
     },
     /* eslint-enable @typescript-eslint/no-require-imports */
     uploads: overrides.uploads ?? stores.uploads,
+    forms: overrides.forms ?? stores.forms,
     // Lambdas share no memory: a waiting caller re-reads the record (see completions.ts).
     completions: overrides.completions ?? new PollingCompletions(),
     waitSlots: 'waitSlots' in overrides ? overrides.waitSlots : config.maxWaiters > 0 ? new DynamoWaitSlots(stores.db, config.table, config.waitScope, config.maxWaiters) : undefined,
@@ -154,6 +159,7 @@ export function dynamoStores(config: Config, objects?: () => ObjectStorePort) {
     executions: new ExecutionsStore(db, config.table, config.trackOpen, config.dynamodbEndpoint !== undefined, objects),
     deployments: new DeploymentsStore(db, config.table),
     uploads: new UploadsStore(db, config.table),
+    forms: new FormsStore(db, config.table),
   };
 }
 

@@ -13,6 +13,7 @@ export const ERRORS = {
   RunNotFound: { status: 404, message: 'Run Not Found' },
   SecretNotFound: { status: 404, message: 'Secret Not Found' },
   AssetNotFound: { status: 404, message: 'Asset Not Found' },
+  FormNotFound: { status: 404, message: 'Form Not Found' },
   AssetLinkExpired: { status: 410, message: 'Asset Link Expired' },
   RangeNotSatisfiable: { status: 416, message: 'Range Not Satisfiable' },
   RouteNotFound: { status: 404, message: 'Not Found' },

@@ -121,6 +121,8 @@ export interface ExecuteRequest {
   idempotencyKey: string | undefined;
   baseUrl: string;
   wait?: Wait;
+  /** Submitted through the deployment's web form: the hash of the link it came through. */
+  formLink?: string;
 }
 
 /**
@@ -139,7 +141,7 @@ export async function execute(d: Deps, auth: CallerAuth, req: ExecuteRequest) {
   return { status: 200, body: { ...resultBody(e, links), ...executionUrls(req.baseUrl, e.execution_id) }, headers };
 }
 
-async function submit(d: Deps, auth: CallerAuth, req: ExecuteRequest) {
+export async function submit(d: Deps, auth: CallerAuth, req: ExecuteRequest) {
   assertDeployment(auth, req.deploymentId);
   if (req.idempotencyKey !== undefined && !IDEMPOTENCY_KEY_RE.test(req.idempotencyKey)) {
     throw new AppError('InvalidInputStructure', 'Idempotency-Key must be 1 to 255 printable characters');
@@ -150,6 +152,8 @@ async function submit(d: Deps, auth: CallerAuth, req: ExecuteRequest) {
     { inputs: dep.inputs, outputs: dep.outputs },
     { maxBodyBytes: d.config.maxBodyBytes, maxInputs: d.config.maxInputs, allowPrivateUrls: d.config.allowPrivateUrls },
   );
+  // An open link must not make the service call out to an address of the visitor's choosing.
+  if (req.formLink !== undefined && parsed.callback !== null) throw new AppError('InvalidInputStructure', 'a web-form execution takes no callback');
   const now = d.clock.now();
   // Every asset is checked (sniffed, sized, its upload looked up) before anything is written.
   const assets = await checkAssets(d, dep, parsed.assets, now);
@@ -197,6 +201,7 @@ async function submit(d: Deps, auth: CallerAuth, req: ExecuteRequest) {
     outputs: null,
     base_url: req.baseUrl,
     visible_outputs: dep.outputs.filter((o) => o.visible).map((o) => o.id),
+    ...(req.formLink === undefined ? {} : { source: 'form' as const, form_link: req.formLink }),
     callback: parsed.callback,
     callback_delivery: null,
     error_message: null,
