@@ -71,10 +71,11 @@ export const ReadinessBody = v.looseObject({
 });
 export const PublishBody = v.looseObject({
   ...DeploymentBody.entries,
+  form_url: v.optional(v.nullable(v.string())),
   api_key: v.optional(v.string()),
   signing_secret: v.optional(v.string()),
 });
-export const RotateBody = v.looseObject({ api_key: v.optional(v.string()), signing_secret: v.optional(v.string()) });
+export const RotateBody = v.looseObject({ api_key: v.optional(v.string()), signing_secret: v.optional(v.string()), form_url: v.optional(v.string()) });
 export const CallerContractBody = v.looseObject({
   deployment_id: v.string(),
   inputs: v.array(v.looseObject({ id: v.string(), value_type: ValueType, value: Raw })),
@@ -257,13 +258,16 @@ export class PipegateClient {
   readiness(id: string) {
     return this.owner('GET', `/v1/pipelines/${enc(id)}/deployment`, ReadinessBody);
   }
-  publish(id: string, visibility: { inputs?: Record<string, { visible: boolean }>; outputs?: Record<string, { visible: boolean }> }) {
+  publish(
+    id: string,
+    visibility: { inputs?: Record<string, { visible: boolean }>; outputs?: Record<string, { visible: boolean }>; form?: { enabled: boolean; title?: string; description?: string } },
+  ) {
     return this.owner('PUT', `/v1/pipelines/${enc(id)}/deployment`, PublishBody, visibility);
   }
   deleteDeployment(id: string, deploymentId: string) {
     return this.owner('DELETE', `/v1/pipelines/${enc(id)}/deployment?confirm=${enc(deploymentId)}`, v.unknown());
   }
-  rotate(id: string, body: { grace_seconds?: number; credential?: 'api_key' | 'signing_secret' }) {
+  rotate(id: string, body: { grace_seconds?: number; credential?: 'api_key' | 'signing_secret' | 'form_link' }) {
     return this.owner('POST', `/v1/pipelines/${enc(id)}/deployment/keys`, RotateBody, body);
   }
 
