@@ -56,6 +56,7 @@ const DeploymentBody = v.looseObject({
   version: v.number(),
   published_at: v.string(),
   execute_url: v.string(),
+  form_url: v.optional(v.nullable(v.string())),
   inputs: v.array(ContractInputBody),
   outputs: v.array(ContractOutputBody),
 });
@@ -71,7 +72,6 @@ export const ReadinessBody = v.looseObject({
 });
 export const PublishBody = v.looseObject({
   ...DeploymentBody.entries,
-  form_url: v.optional(v.nullable(v.string())),
   api_key: v.optional(v.string()),
   signing_secret: v.optional(v.string()),
 });
