@@ -306,7 +306,8 @@ export const FORM_SCRIPT = `'use strict';
         return;
       }
       if (body.status === 'failed' || body.status === 'cancelled') {
-        fail('The run ' + body.status + ': ' + (body.error_message || 'no reason given') + '.');
+        var reason = body.error_message || 'no reason given';
+        fail('The run ' + body.status + ': ' + reason + (/[.!?]$/.test(reason) ? '' : '.'));
         return;
       }
       progress.textContent = body.status === 'running' ? 'Running…' : 'Waiting for its turn…';

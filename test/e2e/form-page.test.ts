@@ -183,4 +183,35 @@ describe('the web form in a browser', () => {
       await close();
     }
   }, 60_000);
+
+  browserIt('a crash of the runtime mid-run ends with the page showing the failure, not spinning', async () => {
+    const crashing = await startTestRuntime();
+    const { page, problems, close } = await phonePage();
+    try {
+      const slow: PipelineDefinition = {
+        nodes: {
+          word: { type: 'input', value_type: 'string', value: 'later' },
+          wait: { type: 'delay', inputs: ['word'], ms: 20_000 },
+          said: { type: 'output', from: 'wait' },
+        },
+      };
+      const p = await crashing.publishPipeline('slow', slow, { form: { enabled: true } });
+      await page.goto(p.body.form_url as string);
+      await page.getByRole('button', { name: 'Run' }).click();
+      const progress = page.locator('#progress');
+      await waitUntil(() => progress.innerText(), (t) => t === 'Running…' || t === 'Waiting for its turn…', 30_000, 100);
+      await crashing.stop({ drainMs: 0 });
+      const failure = page.locator('#failure');
+      await waitUntil(() => failure.innerText(), (t) => t.length > 0, 60_000, 200);
+      // A stop fails what is running as interrupted and answers the waiting poll with it; had
+      // the answer not come, the page gives up after its retries (the second form).
+      expect(await failure.innerText()).toMatch(/^(The run failed: Execution was interrupted by a service shutdown and did not finish\.|The service cannot be reached\.)$/);
+      expect(await page.locator('#run').isDisabled()).toBe(false);
+      // The lost requests are the browser's own network errors, nothing the page threw.
+      expect(problems.filter((m) => m.startsWith('page error'))).toEqual([]);
+    } finally {
+      await close();
+      await crashing.cleanup().catch(() => undefined);
+    }
+  }, 120_000);
 });
