@@ -4,14 +4,15 @@
  * the form, attaches a picture, runs it, and sees the text and the picture; no console errors;
  * axe-core finds no serious or critical violation; a tampered link shows nothing; disabling the
  * form takes the open page's link down at once. Prints the page's bytes and time to interactive
- * (docs/performance.md) and saves screenshots (docs/form-page.png is one).
+ * (docs/performance.md) and saves screenshots (docs/form-page.png is one). Runs against the
+ * local runtime, and against start:synth in test/e2e/synth/form-page.test.ts.
  */
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import type { PipelineDefinition } from '../../functions/core/types';
 import { dataUri, png } from '../support/media';
-import { startTestRuntime, waitUntil, type Published, type TestRuntime } from '../support/runtime';
+import { e2eMode, startE2eRuntime, waitUntil, type E2eRuntime, type Published } from '../support/runtime';
 
 const CHROMIUM = process.env.PIPEGATE_CHROMIUM ?? '/usr/bin/chromium';
 const haveChromium = existsSync(CHROMIUM);
@@ -42,7 +43,7 @@ const postcard: PipelineDefinition = {
   },
 };
 
-let rt: TestRuntime;
+let rt: E2eRuntime;
 let pub: Published;
 let formUrl: string;
 let browser: Browser | undefined;
@@ -50,7 +51,7 @@ let browser: Browser | undefined;
 const picture = png(96, 64, (x, y) => [40 + x * 2, 120 + y, 200 - x, 255]);
 
 beforeAll(async () => {
-  rt = await startTestRuntime();
+  rt = await startE2eRuntime();
   pub = await rt.publishPipeline('postcard', postcard, {
     inputs: { signature: { visible: false } },
     outputs: { signed: { visible: false } },
@@ -125,7 +126,7 @@ describe('the web form in a browser', () => {
       expect(problems).toEqual([]);
       console.log(
         `web form page: ${bytes} bytes for the page, its script and style sheet; ` +
-          `DOM interactive ${timing.interactive.toFixed(0)} ms, load ${timing.loaded.toFixed(0)} ms after navigation start (local runtime, loopback)`,
+          `DOM interactive ${timing.interactive.toFixed(0)} ms, load ${timing.loaded.toFixed(0)} ms after navigation start (${e2eMode() === 'local' ? 'local runtime' : 'start:synth'}, loopback)`,
       );
       writeFileSync(join(SCRATCH, 'form-page-figures.json'), JSON.stringify({ bytes, ...timing }, null, 2));
     } finally {
@@ -185,7 +186,7 @@ describe('the web form in a browser', () => {
   }, 60_000);
 
   browserIt('a crash of the runtime mid-run ends with the page showing the failure, not spinning', async () => {
-    const crashing = await startTestRuntime();
+    const crashing = await startE2eRuntime();
     const { page, problems, close } = await phonePage();
     try {
       const slow: PipelineDefinition = {
