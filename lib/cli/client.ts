@@ -57,6 +57,7 @@ const DeploymentBody = v.looseObject({
   published_at: v.string(),
   execute_url: v.string(),
   form_url: v.optional(v.nullable(v.string())),
+  form: v.optional(v.nullable(v.looseObject({ enabled: v.boolean(), title: v.nullable(v.string()), description: v.nullable(v.string()) }))),
   inputs: v.array(ContractInputBody),
   outputs: v.array(ContractOutputBody),
 });
