@@ -586,8 +586,10 @@ export const SHAPES = {
   UploadAnswer,
   OpenApiDocument,
   Unauthorized: errorBody('Unauthorized', 'Missing or refused credentials: for an API key, `reason` says which case it is and `detail` what to do; never which keys exist.', {
-    reason: v.optional(v.pipe(v.picklist(Object.keys(KEY_REFUSALS) as [KeyRefusal, ...KeyRefusal[]]), v.description(KEY_REASON_DOC))),
-    detail: v.optional(Detail),
+    // On AWS an owner route's IAM refusal is answered by the same ACCESS_DENIED response, whose
+    // template can only substitute: there `reason` and `detail` are empty strings.
+    reason: v.optional(v.pipe(v.union([v.picklist(Object.keys(KEY_REFUSALS) as [KeyRefusal, ...KeyRefusal[]]), v.literal('')]), v.description(`${KEY_REASON_DOC} Empty on an owner route refused by IAM (AWS only).`))),
+    detail: v.optional(v.union([Detail, v.literal('')])),
   }),
   NotFoundDeployment: errorBody('DeploymentNotFound', 'Unknown or deleted deployment.'),
   NotFoundExecution: errorBody('ExecutionNotFound', 'Unknown or expired execution, or one of another deployment (or pipeline).'),

@@ -178,26 +178,34 @@ export class FunctionHost {
     this.maxConcurrency = options.maxConcurrency ?? 4;
   }
 
-  /** Invokes synchronously (RequestResponse): the function's JSON result, or a FunctionError. */
-  async invoke(event: unknown): Promise<unknown> {
+  /**
+   * What both invocations check first, as Lambda does: the request's size, a concurrency slot
+   * (the scale model's; refused, not queued), then a sandbox. The caller gives the slot back.
+   */
+  private async begin(event: unknown, operation: string): Promise<{ text: string; sandbox: Sandbox; slot: (() => void) | undefined }> {
     if (this.stopped) throw new FunctionError('Lambda.ServiceException', `${this.spec.name} is stopped`);
     const text = JSON.stringify(event ?? null);
     if (Buffer.byteLength(text, 'utf8') > MAX_SYNC_PAYLOAD_BYTES) {
-      throw new FunctionError('RequestEntityTooLargeException', `Request must be smaller than ${MAX_SYNC_PAYLOAD_BYTES} bytes for the InvokeFunction operation`);
+      throw new FunctionError('RequestEntityTooLargeException', `Request must be smaller than ${MAX_SYNC_PAYLOAD_BYTES} bytes for the ${operation} operation`);
     }
     const slot = this.options.concurrency?.();
     if (this.options.concurrency && !slot) {
       this.stats.throttles += 1;
       throw new FunctionError('TooManyRequestsException', 'Rate Exceeded.');
     }
-    let sandbox: Sandbox;
     try {
-      sandbox = await this.acquire();
+      const sandbox = await this.acquire();
+      this.stats.invocations += 1;
+      return { text, sandbox, slot: slot ?? undefined };
     } catch (err) {
       slot?.();
       throw err;
     }
-    this.stats.invocations += 1;
+  }
+
+  /** Invokes synchronously (RequestResponse): the function's JSON result, or a FunctionError. */
+  async invoke(event: unknown): Promise<unknown> {
+    const { text, sandbox, slot } = await this.begin(event, 'InvokeFunction');
     const id = randomUUID();
     const timeoutMs = this.spec.timeoutSeconds * 1000;
     try {
@@ -235,24 +243,7 @@ export class FunctionHost {
    * that stops reading (destroys the stream) closes the function's response stream.
    */
   async invokeStream(event: unknown): Promise<Readable> {
-    if (this.stopped) throw new FunctionError('Lambda.ServiceException', `${this.spec.name} is stopped`);
-    const text = JSON.stringify(event ?? null);
-    if (Buffer.byteLength(text, 'utf8') > MAX_SYNC_PAYLOAD_BYTES) {
-      throw new FunctionError('RequestEntityTooLargeException', `Request must be smaller than ${MAX_SYNC_PAYLOAD_BYTES} bytes for the InvokeWithResponseStream operation`);
-    }
-    const slot = this.options.concurrency?.();
-    if (this.options.concurrency && !slot) {
-      this.stats.throttles += 1;
-      throw new FunctionError('TooManyRequestsException', 'Rate Exceeded.');
-    }
-    let sandbox: Sandbox;
-    try {
-      sandbox = await this.acquire();
-    } catch (err) {
-      slot?.();
-      throw err;
-    }
-    this.stats.invocations += 1;
+    const { text, sandbox, slot } = await this.begin(event, 'InvokeWithResponseStream');
     const id = randomUUID();
     const timeoutMs = this.spec.timeoutSeconds * 1000;
     let ackDue = false;

@@ -37,7 +37,8 @@ const executions = (p: Published) => `/v1/deployments/${p.deploymentId}/executio
 const slow: PipelineDefinition = {
   nodes: {
     name: { type: 'input', value_type: 'string', value: 'slow' },
-    wait: { type: 'delay', inputs: ['name'], ms: 1500 },
+    // Long enough that a loaded machine still finds it running when it looks (409, cancel).
+    wait: { type: 'delay', inputs: ['name'], ms: 8000 },
     out: { type: 'output', from: 'wait' },
   },
 };
@@ -321,7 +322,7 @@ describe('cancel', () => {
     expect(again.body).toEqual({ error: 'Execution already finished', status: 'cancelled' });
 
     // Its work stops: after the delay would have ended, it is still cancelled, with no outputs.
-    await sleep(1700);
+    await sleep(8200);
     const result = await rt.caller('GET', `/v1/deployments/executions/${id}/result/`, s.apiKey);
     expect(result.body).toMatchObject({ status: 'cancelled', response_data: {} });
     expect(rt.workflow.running()).not.toContain(id);

@@ -4,6 +4,7 @@
  * unless its pipeline sets `retry_interrupted: false`, which fails it with the reason.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
+import type { ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { PipelineDefinition } from '../../functions/core/types';
@@ -19,15 +20,20 @@ let receiver: TestServer;
 let runtime: RuntimeProcess | undefined;
 /** Calls the upstream got, by the `who` query parameter. */
 const calls = new Map<string, number>();
+/**
+ * The executions' own calls (each name's second) get no answer: their executions stay running,
+ * however slow the machine, until the kill cuts the connection. Every other call is answered.
+ */
+const held: ServerResponse[] = [];
 const hooks: { id: string; execution: string; status: string }[] = [];
 
-/** Calls the upstream (so a re-run shows), then waits long enough to be killed mid-run. */
+/** Calls the upstream (so a re-run shows); held there, the execution is killed mid-run. */
 const slowCall = (who: string, retryInterrupted?: boolean): PipelineDefinition => ({
   ...(retryInterrupted === undefined ? {} : { retry_interrupted: retryInterrupted }),
   nodes: {
     name: { type: 'input', value_type: 'string', value: who },
     call: { type: 'http', url: `${upstream.origin}/count?who=${who}` },
-    wait: { type: 'delay', inputs: ['call'], ms: 4000 },
+    wait: { type: 'delay', inputs: ['call'], ms: 100 },
     said: { type: 'transform', inputs: ['name', 'wait'], expression: "name & ' called ' & $string(wait.n) & ' times'" },
     out: { type: 'output', from: 'said' },
   },
@@ -38,7 +44,8 @@ beforeAll(async () => {
   upstream = await startTestServer((req, res) => {
     const who = new URL(req.path, 'http://x').searchParams.get('who') ?? '';
     calls.set(who, (calls.get(who) ?? 0) + 1);
-    reply(res, 200, { n: calls.get(who) });
+    if (calls.get(who) === 2) held.push(res);
+    else reply(res, 200, { n: calls.get(who) });
   });
   receiver = await startTestServer((req, res) => {
     hooks.push({ id: String(req.headers['webhook-id']), execution: (JSON.parse(req.body) as { execution_id: string }).execution_id, status: String(req.headers['x-pipegate-status']) });
@@ -47,6 +54,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  for (const res of held) res.destroy();
   await runtime?.stop();
   await upstream.close();
   await receiver.close();
@@ -74,7 +82,7 @@ it('runs an interrupted execution again from the start after a kill -9, or fails
   const statusOf = (id: string, key: string) =>
     request<Record<string, unknown>>(`${runtime?.url}/v1/deployments/executions/${id}/status/`, 'GET', undefined, { 'x-api-key': key });
 
-  // The publishing runs called the upstream once each; the executions call it once more, then wait.
+  // The publishing runs called the upstream once each; the executions call it once more and are held.
   const a = await submit(again);
   const b = await submit(once);
   await waitUntil(async () => [calls.get('again'), calls.get('once')], ([x, y]) => x === 2 && y === 2, 60_000, 50);

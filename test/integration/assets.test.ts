@@ -201,9 +201,10 @@ describe('uploads', () => {
     expect(String(e.detail)).toMatch(detail);
   });
 
-  it('answers 404 for another deployment than the key’s', async () => {
+  it('answers 401 other_deployment for another deployment than the key’s', async () => {
     const { auth } = await aDeployment();
     const e = await refusal(createUpload(d, auth, randomUUID(), JSON.stringify({ media_type: 'image/png', bytes: 5 })));
-    expect(e.status).toBe(404);
+    expect(e.status).toBe(401);
+    expect(String(e.detail)).toMatch(/another deployment/);
   });
 });

@@ -197,7 +197,7 @@ describe('the local AWS endpoint', () => {
   it('serves the key-material secret to the roles granted it, and nothing else of Secrets Manager', async () => {
     // Act
     const got = await as('authorizer').secrets.send(new GetSecretValueCommand({ SecretId: secretArn }));
-    const refused = await errorName(as('execute').secrets.send(new GetSecretValueCommand({ SecretId: secretArn })));
+    const refused = await errorName(as('execution-status').secrets.send(new GetSecretValueCommand({ SecretId: secretArn })));
     const put = await errorName(as('authorizer').secrets.send(new PutSecretValueCommand({ SecretId: secretArn, SecretString: '{}' })));
     const describe = await errorName(as('authorizer').secrets.send(new DescribeSecretCommand({ SecretId: secretArn })));
     // Assess

@@ -35,8 +35,9 @@ describe('an edited template', () => {
   beforeAll(async () => {
     rt = await start((t) => {
       revoke(t, 'ExecuteRole', 'sqs:SendMessage');
-      const unauthorized = Object.values(t.Resources).find((r) => r.Type === 'AWS::ApiGateway::GatewayResponse' && r.Properties?.ResponseType === 'UNAUTHORIZED');
-      if (!unauthorized?.Properties) throw new Error('no UNAUTHORIZED gateway response');
+      // A request without a key meets the authorizer's Deny, answered by ACCESS_DENIED.
+      const unauthorized = Object.values(t.Resources).find((r) => r.Type === 'AWS::ApiGateway::GatewayResponse' && r.Properties?.ResponseType === 'ACCESS_DENIED');
+      if (!unauthorized?.Properties) throw new Error('no ACCESS_DENIED gateway response');
       unauthorized.Properties.StatusCode = '418';
       unauthorized.Properties.ResponseTemplates = { 'application/json': '{"error":"changed in the template","request_id":"$context.requestId"}' };
       unauthorized.Properties.ResponseParameters = { 'gatewayresponse.header.X-From-Template': "'yes'" };

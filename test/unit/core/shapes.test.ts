@@ -20,6 +20,7 @@ import {
   TOP_LEVEL_FIELDS,
 } from '../../../functions/core/pipeline';
 import { SHAPES } from '../../../functions/core/shapes';
+import { GATEWAY_RESPONSES } from '../../../lib/gateway-responses';
 import type { Contract } from '../../../functions/core/types';
 import { thrown } from '../../support/thrown';
 
@@ -79,5 +80,15 @@ describe('request shapes validate at the edge as they are documented', () => {
   it('RotateRequest fills in its documented defaults', () => {
     expect(v.parse(SHAPES.RotateRequest, {})).toEqual({ grace_seconds: 0, credential: 'api_key' });
     expect(props('RotateRequest').grace_seconds?.default).toBe(0);
+  });
+});
+
+describe('the Unauthorized shape holds every body the gateway answers with', () => {
+  it("an API key's refusal, and AWS's ACCESS_DENIED for an owner refused by IAM, whose substitutions are empty", () => {
+    const denied = GATEWAY_RESPONSES.find((r) => r.type === 'ACCESS_DENIED');
+    const iamRefusal = JSON.parse((denied?.body ?? '').replace(/\$context\.authorizer\.[A-Za-z]+/g, '')) as unknown;
+    expect(v.is(SHAPES.Unauthorized, iamRefusal)).toBe(true);
+    expect(v.is(SHAPES.Unauthorized, { error: 'Unauthorized', reason: 'revoked', detail: 'this key was replaced' })).toBe(true);
+    expect(v.is(SHAPES.Unauthorized, { error: 'Unauthorized', reason: 'guessed' })).toBe(false);
   });
 });

@@ -19,6 +19,15 @@ import { testDeps } from '../../support/fakes';
 import { memoryStores } from '../../support/memory-stores';
 import { invokeStreamed } from '../../support/streamed';
 
+/** Whether a line matching `seen` is logged within 10 s: the stream's end is logged asynchronously. */
+async function logged(logs: readonly string[], seen: (line: string) => boolean): Promise<boolean> {
+  for (let waited = 0; waited < 10_000; waited += 10) {
+    if (logs.some(seen)) return true;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  return false;
+}
+
 const context = { awsRequestId: 'req-1' } as Context;
 const event = (): APIGatewayProxyEvent => proxyEvent({ method: 'GET', resource: '/v1/assets/{token}', path: '/v1/assets/x', pathParameters: { token: 'x' } });
 
@@ -141,8 +150,7 @@ describe('streamedHttpHandler', () => {
     // Assess
     await expect(read).rejects.toThrow();
     expect(outcome.reply.status).toBe(200);
-    await new Promise((r) => setImmediate(r));
-    expect(logs.some((l) => l.includes('"error"') && l.includes('streamed answer cut short'))).toBe(true);
+    expect(await logged(logs, (l) => l.includes('"error"') && l.includes('streamed answer cut short'))).toBe(true);
   });
 
   it('logs a client that goes away as a warning, not an error', async () => {
@@ -156,9 +164,8 @@ describe('streamedHttpHandler', () => {
     if (!outcome.ok) throw new Error(outcome.reason);
     // Act: read one chunk, then stop reading.
     for await (const _chunk of outcome.body) break;
-    await new Promise((r) => setTimeout(r, 20));
     // Assess
-    expect(logs.some((l) => l.includes('"warn"') && l.includes('the client went away'))).toBe(true);
+    expect(await logged(logs, (l) => l.includes('"warn"') && l.includes('the client went away'))).toBe(true);
     expect(logs.some((l) => l.includes('"error"'))).toBe(false);
   });
 });
