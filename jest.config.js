@@ -7,9 +7,9 @@ module.exports = {
   transform: {
     '^.+\\.(t|j|mj)s$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } }],
   },
-  // @middy/core and file-type (with its own dependencies) ship ESM only; let the transform
+  // @middy/core, file-type (with its own dependencies) and eventsource-parser ship ESM only; let the transform
   // turn them into CommonJS.
-  transformIgnorePatterns: ['/node_modules/(?!(@middy|file-type|strtok3|token-types|@tokenizer|@borewit|uint8array-extras)/)'],
+  transformIgnorePatterns: ['/node_modules/(?!(@middy|file-type|strtok3|token-types|@tokenizer|@borewit|uint8array-extras|eventsource-parser)/)'],
   setupFiles: ['<rootDir>/test/support/env.ts'],
   // One synth per run, shared by every suite that needs the assembly.
   globalSetup: '<rootDir>/test/support/global-setup.ts',

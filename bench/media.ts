@@ -60,13 +60,13 @@ class MediaChild {
   stop = (): Promise<unknown> => this.ask({ cmd: 'stop' });
 }
 
-async function json(url: string, method: string, headers: Record<string, string>, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
+export async function json(url: string, method: string, headers: Record<string, string>, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
   const res = await fetch(url, { method, headers: { ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
   const text = await res.text();
   return { status: res.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
 }
 
-async function publish(base: string, owner: Record<string, string>, id: string, def: unknown): Promise<{ deploymentId: string; apiKey: string }> {
+export async function publish(base: string, owner: Record<string, string>, id: string, def: unknown): Promise<{ deploymentId: string; apiKey: string }> {
   const pushed = await json(`${base}/v1/pipelines/${id}`, 'PUT', owner, def);
   if (pushed.status >= 300) throw new Error(`push ${id}: ${JSON.stringify(pushed.body)}`);
   const run = await json(`${base}/v1/pipelines/${id}/runs`, 'POST', { ...owner, prefer: 'wait=20' }, {});

@@ -14,9 +14,12 @@
  *
  * `npm run bench -- --only retained` prints the retained-history section alone (about a minute);
  * `npm run bench -- --only media` the media section (about a minute);
+ * `npm run bench -- --only events` many readers of one execution's event stream (bench/events.ts);
+ * `npm run bench -- --only consumers` what a consumer key with limits adds (bench/consumers.ts);
  * `npm run bench -- --only scale` runs the load test on start:synth's scale model (bench/scale.ts;
  * minutes: a synthesis per deployment, then each rate's load and drain).
  */
+import { measureConsumers } from './consumers';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -36,6 +39,7 @@ import { markdownTable, textTable, type Row } from './table';
 import { measureRetained, type RetainedFigure } from './retained';
 import { measureScale, type RateFigure } from './scale';
 import { measureMedia, mediaRows } from './media';
+import { eventsRows, measureEvents } from './events';
 
 
 const RESULTS = join(__dirname, 'results');
@@ -358,7 +362,20 @@ async function main(): Promise<void> {
   const started = performance.now();
   mkdirSync(RESULTS, { recursive: true });
   const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined;
-  if (only !== undefined && only !== 'retained' && only !== 'media' && only !== 'scale') throw new Error(`--only takes "retained", "media" or "scale", not ${JSON.stringify(only)}`);
+  const ONLY = ['retained', 'media', 'scale', 'events', 'consumers'];
+  if (only !== undefined && !ONLY.includes(only)) throw new Error(`--only takes ${ONLY.map((o) => JSON.stringify(o)).join(', ')}, not ${JSON.stringify(only)}`);
+  if (only === 'consumers') {
+    const m = machine();
+    console.log(textTable(['what', 'latency (local runtime, one at a time)', 'cost'], await measureConsumers(log)));
+    console.log(`\n${m.nproc} cores · ${m.cpuModel} · ${m.memoryGiB} GiB · Node ${m.node} · ${m.platform} · ${((performance.now() - started) / 1000).toFixed(0)} s`);
+    return;
+  }
+  if (only === 'events') {
+    const m = machine();
+    console.log(textTable(HEADER, eventsRows(await measureEvents(log))));
+    console.log(`\n${m.nproc} cores · ${m.cpuModel} · ${m.memoryGiB} GiB · Node ${m.node} · ${m.platform} · ${((performance.now() - started) / 1000).toFixed(0)} s`);
+    return;
+  }
   if (only === 'scale') {
     const m = machine();
     const { figures, limits } = await measureScale(log);

@@ -4,7 +4,7 @@
  * Plain data: imports nothing from aws-cdk-lib.
  */
 export type RouteAuth = 'apiKey' | 'owner' | 'none';
-export type HttpVerb = 'GET' | 'POST' | 'PUT' | 'DELETE';
+export type HttpVerb = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 export interface Route {
   method: HttpVerb;
@@ -43,6 +43,9 @@ export const ROUTES: readonly Route[] = [
   { method: 'POST', path: '/v1/deployments/{deployment_id}/uploads', handler: 'upload-create', auth: 'apiKey' },
   { method: 'GET', path: '/v1/deployments/executions/{execution_id}/status', handler: 'execution-status', auth: 'apiKey', waits: true },
   { method: 'GET', path: '/v1/deployments/executions/{execution_id}/result', handler: 'execution-result', auth: 'apiKey', waits: true },
+  // Server-sent events until the execution is done (functions/core/events.ts); streamed, so an
+  // answer may stay open up to STREAMED_ROUTE_TIMEOUT_SECONDS.
+  { method: 'GET', path: '/v1/deployments/executions/{execution_id}/events', handler: 'execution-events', auth: 'apiKey', streams: true },
   { method: 'POST', path: '/v1/deployments/executions/{execution_id}/cancel', handler: 'execution-cancel', auth: 'apiKey' },
   { method: 'GET', path: '/v1/deployments/{deployment_id}', handler: 'deployment-contract', auth: 'apiKey' },
   { method: 'GET', path: '/v1/deployments/{deployment_id}/openapi.json', handler: 'deployment-openapi', auth: 'apiKey' },
@@ -70,10 +73,19 @@ export const ROUTES: readonly Route[] = [
   { method: 'POST', path: '/v1/pipelines/{pipeline_id}/runs', handler: 'run-start', auth: 'owner', waits: true },
   { method: 'GET', path: '/v1/pipelines/{pipeline_id}/runs', handler: 'run-list', auth: 'owner' },
   { method: 'GET', path: '/v1/pipelines/{pipeline_id}/runs/{run_id}', handler: 'run-get', auth: 'owner', waits: true },
+  { method: 'GET', path: '/v1/pipelines/{pipeline_id}/runs/{run_id}/events', handler: 'run-events', auth: 'owner', streams: true },
   { method: 'GET', path: '/v1/pipelines/{pipeline_id}/deployment', handler: 'deployment-readiness', auth: 'owner' },
   { method: 'PUT', path: '/v1/pipelines/{pipeline_id}/deployment', handler: 'deployment-publish', auth: 'owner' },
   { method: 'DELETE', path: '/v1/pipelines/{pipeline_id}/deployment', handler: 'deployment-delete', auth: 'owner' },
   { method: 'POST', path: '/v1/pipelines/{pipeline_id}/deployment/keys', handler: 'deployment-keys', auth: 'owner' },
+  // Consumers: each caller its own key, limits and expiry (functions/core/consumers.ts).
+  { method: 'POST', path: '/v1/pipelines/{pipeline_id}/deployment/consumers', handler: 'deployment-consumers', auth: 'owner' },
+  { method: 'GET', path: '/v1/pipelines/{pipeline_id}/deployment/consumers', handler: 'deployment-consumers', auth: 'owner' },
+  { method: 'PATCH', path: '/v1/pipelines/{pipeline_id}/deployment/consumers/{consumer_id}', handler: 'deployment-consumers', auth: 'owner' },
+  { method: 'DELETE', path: '/v1/pipelines/{pipeline_id}/deployment/consumers/{consumer_id}', handler: 'deployment-consumers', auth: 'owner' },
+  { method: 'POST', path: '/v1/pipelines/{pipeline_id}/deployment/consumers/{consumer_id}/keys', handler: 'deployment-consumers', auth: 'owner' },
+  // The deployment key's own limits, enforced as a consumer's.
+  { method: 'PUT', path: '/v1/pipelines/{pipeline_id}/deployment/limits', handler: 'deployment-consumers', auth: 'owner' },
   { method: 'GET', path: '/v1/pipelines/{pipeline_id}/executions/{execution_id}', handler: 'owner-execution-get', auth: 'owner' },
   { method: 'GET', path: '/v1/secrets', handler: 'secret-list', auth: 'owner' },
   { method: 'PUT', path: '/v1/secrets/{name}', handler: 'secret-put', auth: 'owner' },

@@ -5,6 +5,8 @@
 import middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import { AppError, assertBodyWithin, toErrorResponse } from '../core/errors';
+import type { Limits } from '../core/consumers';
+import { spendRate, withLimitHeaders } from '../services/limits.service';
 import { waitSeconds } from '../core/prefer';
 import { isStoreUnavailable } from '../core/ports';
 import { Readable, type Writable } from 'node:stream';
@@ -100,8 +102,14 @@ export const httpHandler = (fn: (req: RequestInfo) => Promise<RouteAnswer>, opts
     })
     .handler(async (event, context) => {
       const requestId = context?.awsRequestId ?? event.requestContext?.requestId ?? 'unknown';
-      return toResult(await fn(requestInfo(event, deps(), requestId, opts)), requestId);
+      const d = deps();
+      // Every request with a caller's key spends its rate limit first (services/limits.service.ts).
+      const rate = hasCallerAuth(event) ? await spendRate(d, callerAuth(event)) : null;
+      const answer = await fn(requestInfo(event, d, requestId, opts));
+      return toResult(rate ? { ...answer, headers: withLimitHeaders(answer.headers, [rate]) } : answer, requestId);
     });
+
+const hasCallerAuth = (event: APIGatewayProxyEvent): boolean => typeof event.requestContext?.authorizer?.deployment_id === 'string';
 
 /** Every failure through the catalog; unexpected ones (5xx) logged, without the request's secrets. */
 function errorAnswer(error: unknown, requestId: string, deps: DepsSource, route: string | undefined): RouteAnswer {
@@ -152,7 +160,11 @@ export const streamedHttpHandler = (fn: (req: RequestInfo) => Promise<StreamedAn
     const requestId = context?.awsRequestId ?? event.requestContext?.requestId ?? 'unknown';
     let answer: StreamedAnswer;
     try {
-      answer = await fn(requestInfo(event, deps(), requestId, {}));
+      const d = deps();
+      // A stream opened with a caller's key spends its rate limit, as every other caller request does.
+      const rate = hasCallerAuth(event) ? await spendRate(d, callerAuth(event)) : null;
+      answer = await fn(requestInfo(event, d, requestId, {}));
+      if (rate) answer = { ...answer, headers: withLimitHeaders(answer.headers, [rate]) };
     } catch (e) {
       const failed = toResult(errorAnswer(e, requestId, deps, event.resource), requestId);
       const out = awslambda().HttpResponseStream.from(responseStream, { statusCode: failed.statusCode, headers: stringHeaders(failed.headers) });
@@ -210,6 +222,10 @@ export interface CallerAuth {
   deploymentId: string;
   revision: number;
   deleted: boolean;
+  /** The consumer whose key was used; absent for the deployment's own key. */
+  consumerId?: string;
+  /** Absent: none (the same as both null). */
+  limits?: Limits;
 }
 
 export function callerAuth(event: APIGatewayProxyEvent): CallerAuth {
@@ -218,5 +234,23 @@ export function callerAuth(event: APIGatewayProxyEvent): CallerAuth {
   // API Gateway hands context values to the integration as strings.
   const revision = Number(a.revision);
   if (!deploymentId || !Number.isInteger(revision)) throw new AppError('Unauthorized');
-  return { deploymentId, revision, deleted: String(a.deleted) === 'true' };
+  const positive = (x: unknown): number | null => {
+    const n = Number(x);
+    return x !== undefined && x !== null && Number.isInteger(n) && n > 0 ? n : null;
+  };
+  const requests = positive(a.rate_requests);
+  const perSeconds = positive(a.rate_per_seconds);
+  const executions = positive(a.quota_executions);
+  const per = a.quota_per === 'day' || a.quota_per === 'month' ? a.quota_per : null;
+  const consumerId = typeof a.consumer_id === 'string' && a.consumer_id !== '' ? a.consumer_id : undefined;
+  return {
+    deploymentId,
+    revision,
+    deleted: String(a.deleted) === 'true',
+    ...(consumerId === undefined ? {} : { consumerId }),
+    limits: {
+      rate_limit: requests !== null && perSeconds !== null ? { requests, per_seconds: perSeconds } : null,
+      quota: executions !== null && per !== null ? { executions, per } : null,
+    },
+  };
 }

@@ -1,11 +1,12 @@
 import { GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { DeploymentsPort } from '../core/ports';
+import type { Limits } from '../core/consumers';
 import type { ContractInput, ContractOutput, DeploymentRecord, FormSettings, KeyHash, SealedSecret } from '../core/types';
 import { isConditionFailure, keys } from './dynamo';
 
 const FIELDS: readonly (keyof DeploymentRecord)[] = [
   'deployment_id', 'pipeline_id', 'version', 'revision', 'status', 'inputs', 'outputs', 'published_at', 'created_at',
-  'key_hashes', 'signing_secrets', 'deleted_at', 'form',
+  'key_hashes', 'signing_secrets', 'deleted_at', 'key_limits', 'form',
 ];
 
 function toRecord(item: Record<string, unknown>): DeploymentRecord {
@@ -57,6 +58,10 @@ export class DeploymentsStore implements DeploymentsPort {
 
   async replaceKeys(id: string, revision: number, keyHashes: KeyHash[]): Promise<DeploymentRecord | null> {
     return this.update(id, revision, 'SET key_hashes = :k', { ':k': keyHashes });
+  }
+
+  async setKeyLimits(id: string, revision: number, limits: Limits | null): Promise<DeploymentRecord | null> {
+    return this.update(id, revision, 'SET key_limits = :l', { ':l': limits });
   }
 
   async replaceSigningSecrets(id: string, revision: number, secrets: SealedSecret[]): Promise<DeploymentRecord | null> {

@@ -4,6 +4,7 @@ import type {
   AssetLinksPort,
   Clock,
   CompletionsPort,
+  ConsumersPort,
   DeploymentsPort,
   ExecutionsPort,
   FormsPort,
@@ -21,6 +22,7 @@ import type {
 import { HmacAssetLinks } from './asset-links';
 import { PollingCompletions } from './completions';
 import { DynamoWaitSlots } from './wait-slots.store';
+import { ConsumersStore } from './consumers.store';
 import { DeploymentsStore } from './deployments.store';
 import { createDocumentClient } from './dynamo';
 import { ExecutionsStore } from './executions.store';
@@ -36,6 +38,8 @@ export interface Deps {
   pipelines: PipelinesPort;
   executions: ExecutionsPort;
   deployments: DeploymentsPort;
+  /** A deployment's consumers and the counters of every caller's limits. */
+  consumers: ConsumersPort;
   queue: QueuePort;
   workflow: WorkflowPort;
   keyMaterial: KeyMaterialPort;
@@ -89,6 +93,7 @@ export function createDeps(config: Config, overrides: Partial<Omit<Deps, 'config
     pipelines: overrides.pipelines ?? stores.pipelines,
     executions: overrides.executions ?? stores.executions,
     deployments: overrides.deployments ?? stores.deployments,
+    consumers: overrides.consumers ?? stores.consumers,
     ownerSecrets: overrides.ownerSecrets ?? new OwnerSecretsStore(stores.db, config.table, lazyKeyMaterial, config.ownerSecretsTtlSeconds * 1000),
     get queue(): QueuePort {
       if (!queue) {
@@ -158,6 +163,7 @@ export function dynamoStores(config: Config, objects?: () => ObjectStorePort) {
     // before the item: see ExecutionsStore's markerFollowUp.
     executions: new ExecutionsStore(db, config.table, config.trackOpen, config.dynamodbEndpoint !== undefined, objects),
     deployments: new DeploymentsStore(db, config.table),
+    consumers: new ConsumersStore(db, config.table),
     uploads: new UploadsStore(db, config.table),
     forms: new FormsStore(db, config.table),
   };

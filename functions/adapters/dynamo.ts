@@ -63,6 +63,10 @@ export const keys = {
   pipeline: (id: string) => ({ pk: `PIPELINE#${id}`, sk: 'META' }),
   version: (id: string, v: number) => ({ pk: `PIPELINE#${id}`, sk: `VERSION#${String(v).padStart(10, '0')}` }),
   deployment: (id: string) => ({ pk: `DEPLOYMENT#${id}`, sk: 'DEPLOYMENT' }),
+  /** Beside its deployment, so one Query lists a deployment's consumers. */
+  consumer: (deploymentId: string, consumerId: string) => ({ pk: `DEPLOYMENT#${deploymentId}`, sk: `CONSUMER#${consumerId}` }),
+  /** A limit counter of a subject (a consumer, or the deployment's own key). */
+  limit: (deploymentId: string, subject: string, counter: string) => ({ pk: `LIMIT#${deploymentId}#${subject}`, sk: counter }),
   execution: (id: string) => ({ pk: `EXEC#${id}`, sk: 'EXEC' }),
   idempotency: (deploymentId: string, keyHash: string) => ({ pk: `IDEM#${deploymentId}#${keyHash}`, sk: 'IDEM' }),
   upload: (id: string) => ({ pk: `UPLOAD#${id}`, sk: 'UPLOAD' }),

@@ -7,7 +7,7 @@ import { epochSeconds } from '../core/time';
 import { allowedFrom, isTerminal, type ExecutionStatus } from '../core/transitions';
 import { packTrace, unpackTrace } from '../core/trace-codec';
 import type { CallbackDelivery, Execution, IdempotencyRecord, NodeTrace } from '../core/types';
-import { bucketOf, usageIncrement, USAGE_SHARDS, USAGE_STATUSES, type UsageBucket, type UsageStatus } from '../core/usage';
+import { addUsageAttribute, bucketOf, usageIncrement, USAGE_SHARDS, type UsageBucket } from '../core/usage';
 import { allItems, isConditionFailure, keys } from './dynamo';
 import { isUuid } from '../core/ids';
 
@@ -17,7 +17,7 @@ const USAGE_RETENTION_SECONDS = 2 * 24 * 3600;
 const FIELDS: readonly (keyof Execution)[] = [
   'execution_id', 'kind', 'pipeline_id', 'version', 'deployment_id', 'status', 'inputs', 'outputs', 'visible_outputs',
   'callback', 'callback_delivery', 'error_message', 'caller_error_message', 'created_at', 'started_at', 'completed_at', 'expires_at', 'run_by', 'requeued_at', 'reruns', 'rerun_at',
-  'trace', 'trace_truncated', 'assets', 'output_assets', 'base_url', 'source', 'form_link',
+  'trace', 'trace_truncated', 'assets', 'output_assets', 'base_url', 'progress', 'consumer_id', 'source', 'form_link',
 ];
 
 function toExecution(item: Record<string, unknown>): Execution {
@@ -279,6 +279,26 @@ export class ExecutionsStore implements ExecutionsPort {
           ConditionExpression: '#status = :pending',
           ExpressionAttributeNames: { '#status': 'status' },
           ExpressionAttributeValues: { ':pending': 'pending' },
+        }),
+      );
+      return true;
+    } catch (err) {
+      if (isConditionFailure(err)) return false;
+      throw err;
+    }
+  }
+
+  /** Node progress of a running execution: one conditional UpdateItem (see ExecutionsPort). */
+  async recordProgress(id: string, progress: string): Promise<boolean> {
+    try {
+      await this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: keys.execution(id),
+          UpdateExpression: 'SET progress = :p',
+          ConditionExpression: 'attribute_exists(pk) AND #status = :running',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ':p': progress, ':running': 'running' },
         }),
       );
       return true;
@@ -629,8 +649,13 @@ export class ExecutionsStore implements ExecutionsPort {
       new UpdateCommand({
         TableName: this.table,
         Key: { pk: `USAGE#${inc.deploymentId}`, sk: `${inc.bucket}#${randomInt(USAGE_SHARDS)}` },
-        UpdateExpression: 'ADD #status :one, #bin :one SET expires_at = if_not_exists(expires_at, :exp)',
-        ExpressionAttributeNames: { '#status': `n_${inc.status}`, '#bin': `h_${inc.bin}` },
+        // A consumer's execution also counts under its consumer, in the same write.
+        UpdateExpression: `ADD #status :one, #bin :one${inc.consumerId === null ? '' : ', #cstatus :one, #cbin :one'} SET expires_at = if_not_exists(expires_at, :exp)`,
+        ExpressionAttributeNames: {
+          '#status': `n_${inc.status}`,
+          '#bin': `h_${inc.bin}`,
+          ...(inc.consumerId === null ? {} : { '#cstatus': `c#${inc.consumerId}#n_${inc.status}`, '#cbin': `c#${inc.consumerId}#h_${inc.bin}` }),
+        },
         ExpressionAttributeValues: { ':one': 1, ':exp': epochSeconds(inc.at) + USAGE_RETENTION_SECONDS },
       }),
     );
@@ -654,13 +679,7 @@ export class ExecutionsStore implements ExecutionsPort {
       const bucket = String(item.sk).split('#')[0] ?? '';
       let b = buckets.at(-1);
       if (b?.bucket !== bucket) buckets.push((b = { bucket, counts: {}, bins: {} }));
-      for (const [k, v] of Object.entries(item)) {
-        if (typeof v !== 'number') continue;
-        const status = /^n_(\w+)$/.exec(k)?.[1];
-        if (status && (USAGE_STATUSES as readonly string[]).includes(status)) b.counts[status as UsageStatus] = (b.counts[status as UsageStatus] ?? 0) + v;
-        const bin = /^h_(\d+)$/.exec(k)?.[1];
-        if (bin !== undefined) b.bins[Number(bin)] = (b.bins[Number(bin)] ?? 0) + v;
-      }
+      for (const [k, v] of Object.entries(item)) if (typeof v === 'number' && k !== 'expires_at') addUsageAttribute(b, k, v);
     }
     return buckets;
   }

@@ -2,7 +2,7 @@ import type { APIGatewayAuthorizerResult, APIGatewayRequestAuthorizerEvent } fro
 import { KEY_REFUSALS } from '../core/errors';
 import { lambdaDeps, type DepsSource } from '../adapters/deps';
 import { errorFields } from '../adapters/logger';
-import { authorize } from '../services/auth.service';
+import { authorize, type Authorized } from '../services/auth.service';
 
 /**
  * The REQUEST authorizer of every caller route. Caching is off (TTL 0, no identity sources):
@@ -41,8 +41,26 @@ export const createHandler =
     return {
       principalId: answer.deploymentId,
       policyDocument: { Version: '2012-10-17', Statement: [{ Action: 'execute-api:Invoke', Effect: 'Allow', Resource: callerRoutes }] },
-      context: { deployment_id: answer.deploymentId, revision: answer.revision, deleted: answer.deleted },
+      context: { deployment_id: answer.deploymentId, revision: answer.revision, deleted: answer.deleted, ...limitsContext(answer) },
     };
   };
+
+/**
+ * The caller's consumer and limits, for the handlers that enforce them (adapters/api.ts
+ * callerAuth). Flat: API Gateway takes only strings, numbers and booleans in a context.
+ */
+function limitsContext(a: Authorized): Record<string, string | number> {
+  const c: Record<string, string | number> = {};
+  if (a.consumerId !== undefined) c.consumer_id = a.consumerId;
+  if (a.limits.rate_limit) {
+    c.rate_requests = a.limits.rate_limit.requests;
+    c.rate_per_seconds = a.limits.rate_limit.per_seconds;
+  }
+  if (a.limits.quota) {
+    c.quota_executions = a.limits.quota.executions;
+    c.quota_per = a.limits.quota.per;
+  }
+  return c;
+}
 
 export const handler = createHandler(lambdaDeps);

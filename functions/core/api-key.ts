@@ -12,6 +12,9 @@ const CHECKSUM_CHARS = 6;
 const UUID = /^([0-9a-f]{8})-([0-9a-f]{4})-([0-9a-f]{4})-([0-9a-f]{4})-([0-9a-f]{12})$/;
 // 24 random bytes are exactly 32 base64url characters, so every key has the same length.
 const API_KEY = /^pgk_([0-9a-f]{32})([A-Za-z0-9_-]{32})([A-Za-z0-9_-]{6})$/;
+// A consumer's key also names its consumer (32 more hex characters), so the authorizer reads
+// that one consumer by key, not a list: 106 characters against the deployment key's 74.
+const CONSUMER_KEY = /^pgk_([0-9a-f]{32})([0-9a-f]{32})([A-Za-z0-9_-]{32})([A-Za-z0-9_-]{6})$/;
 
 const checksum = (body: string): string =>
   createHash('sha256').update(body).digest('base64url').slice(0, CHECKSUM_CHARS);
@@ -25,15 +28,38 @@ export function generateApiKey(deploymentId: string, random: Buffer): string {
   return body + checksum(body);
 }
 
-/** The deployment a well-formed key names, or null for anything malformed. */
-export function parseApiKey(key: string): { deploymentId: string } | null {
-  const match = API_KEY.exec(key);
-  if (match === null) return null;
-  const [, hex = '', , sum] = match;
-  if (sum !== checksum(key.slice(0, -CHECKSUM_CHARS))) return null;
-  const deploymentId = [hex.slice(0, 8), hex.slice(8, 12), hex.slice(12, 16), hex.slice(16, 20), hex.slice(20)].join('-');
-  return { deploymentId };
+const uuidHex = (id: string, what: string): string => {
+  const match = UUID.exec(id.toLowerCase());
+  if (match === null) throw new Error(`${what} id ${id} is not a UUID`);
+  return match.slice(1).join('');
+};
+const hexUuid = (hex: string): string => [hex.slice(0, 8), hex.slice(8, 12), hex.slice(12, 16), hex.slice(16, 20), hex.slice(20)].join('-');
+
+/** A new key for one consumer of a deployment: prefix, both ids' hex, random part, checksum. */
+export function generateConsumerKey(deploymentId: string, consumerId: string, random: Buffer): string {
+  if (random.length < KEY_RANDOM_BYTES) throw new Error(`an API key needs ${KEY_RANDOM_BYTES} random bytes`);
+  const body = `${API_KEY_PREFIX}${uuidHex(deploymentId, 'deployment')}${uuidHex(consumerId, 'consumer')}${random.subarray(0, KEY_RANDOM_BYTES).toString('base64url')}`;
+  return body + checksum(body);
 }
+
+/**
+ * The deployment a well-formed key names (and its consumer, for a consumer's key), or null for
+ * anything malformed.
+ */
+export function parseApiKey(key: string): { deploymentId: string; consumerId?: string } | null {
+  const consumer = CONSUMER_KEY.exec(key);
+  const match = consumer ?? API_KEY.exec(key);
+  if (match === null) return null;
+  if (match.at(-1) !== checksum(key.slice(0, -CHECKSUM_CHARS))) return null;
+  const deploymentId = hexUuid(match[1] ?? '');
+  return consumer === null ? { deploymentId } : { deploymentId, consumerId: hexUuid(consumer[2] ?? '') };
+}
+
+/**
+ * What a listing shows of a key: its first 12 characters (prefix and the deployment's) and its
+ * last 4 (checksum), enough to tell keys apart and never enough to use one.
+ */
+export const keyHint = (key: string): string => `${key.slice(0, 12)}…${key.slice(-4)}`;
 
 /** The stored form of a key: HMAC-SHA-256 under the service's pepper, hex. */
 export function hashApiKey(key: string, pepper: Buffer): string {

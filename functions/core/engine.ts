@@ -4,6 +4,7 @@ import { bodySecretsBinding, MissingSecretError, redactDeep, secretRedactor, sub
 import { DEFAULT_HTTP_TIMEOUT_MS, nodeDependencies, outputNodeIds, topologicalOrder } from './pipeline';
 import { answerObjectName, HTTP_ASSET_MAX_BYTES, isBinaryMediaType } from './output-assets';
 import type { HttpPort, ObjectRef } from './ports';
+import type { NodeProgress } from './progress';
 import type { DelayNode, NodeTrace, HttpNode, InputNode, OutputNode, PipelineDefinition, PipelineNode, RawValue, TransformNode } from './types';
 
 export interface EngineOptions {
@@ -27,6 +28,11 @@ export interface EngineOptions {
   assetRefs?: Readonly<Record<string, ObjectRef>>;
   /** Object storage for assets the run makes (an http node's binary answer) and sends (`body_asset`). */
   objects?: EngineObjects;
+  /**
+   * Told as each node starts and as it finishes or fails (never a stopped one), in the order it
+   * happens: ids, types and times only, never values. Must not throw.
+   */
+  onNode?: (p: NodeProgress) => void;
 }
 
 /** What the engine needs of object storage; the task supplies it (functions/services/tasks.service.ts). */
@@ -539,15 +545,22 @@ function runUnredacted(
         if (work.signal.aborted) throw new RunStopped('run finished');
         const clock: NodeClock = { start: now() };
         clocks.set(id, clock);
+        opts.onNode?.({ node: id, type: node.type, state: 'started', at: clock.start });
         try {
           const value = await runNode(id, node, values, inputValues, ctx);
-          if (!finished) Object.assign(clock, { end: now(), value: value instanceof AssetOutput ? value.toJSON() : value });
+          if (!finished) {
+            const end = now();
+            Object.assign(clock, { end, value: value instanceof AssetOutput ? value.toJSON() : value });
+            opts.onNode?.({ node: id, type: node.type, state: 'finished', at: end, duration_ms: Math.max(0, end - clock.start) });
+          }
           settled.set(id, value);
           return value;
         } catch (e) {
           if (work.signal.aborted || (e instanceof ExpressionError && e.kind === 'aborted')) throw new RunStopped('run finished');
           if (e instanceof ExpressionError && e.kind === 'deadline') throw new RunTimedOut();
-          Object.assign(clock, { end: now(), error: reasonOf(e), ...(e instanceof HttpNodeError ? { httpStatus: e.httpStatus } : {}) });
+          const end = now();
+          Object.assign(clock, { end, error: reasonOf(e), ...(e instanceof HttpNodeError ? { httpStatus: e.httpStatus } : {}) });
+          if (!finished) opts.onNode?.({ node: id, type: node.type, state: 'failed', at: end, duration_ms: Math.max(0, end - clock.start) });
           throw new NodeFailure(id, reasonOf(e), callerReason(e, node.type));
         }
       });

@@ -12,6 +12,7 @@ export const ERRORS = {
   PipelineNotFound: { status: 404, message: 'Pipeline Not Found' },
   RunNotFound: { status: 404, message: 'Run Not Found' },
   SecretNotFound: { status: 404, message: 'Secret Not Found' },
+  ConsumerNotFound: { status: 404, message: 'Consumer Not Found' },
   AssetNotFound: { status: 404, message: 'Asset Not Found' },
   FormNotFound: { status: 404, message: 'Form Not Found' },
   AssetLinkExpired: { status: 410, message: 'Asset Link Expired' },
@@ -82,6 +83,8 @@ export const KEY_REFUSALS = {
   revoked: "this API key was replaced by a key rotation and no longer works: ask the deployment's owner for the current key",
   expired: "this API key's grace period after a key rotation has ended: use the current key",
   other_deployment: "this API key belongs to another deployment: use this deployment's own key",
+  key_expired: "this API key has expired (its owner gave it an end date): ask the deployment's owner for a new key or a later date",
+  consumer_revoked: "this API key was revoked by the deployment's owner: ask the owner for a new key",
 } as const;
 
 export type KeyRefusal = keyof typeof KEY_REFUSALS;

@@ -34,6 +34,11 @@ const noLiveDeployment = (description: string) => ({
   content: jsonContent({ oneOf: [schemaRef('NotFoundPipeline'), schemaRef('NotFoundDeployment')] }),
 });
 
+const noConsumer = {
+  description: 'Pipeline, Deployment or Consumer Not Found.',
+  content: jsonContent({ oneOf: [schemaRef('NotFoundPipeline'), schemaRef('NotFoundDeployment'), schemaRef('NotFoundConsumer')] }),
+};
+
 /** The query parameters of a paged owner list. */
 const PAGE_PARAMETERS = [
   { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } },
@@ -87,7 +92,7 @@ function formPaths(): Record<string, PathItem> {
   const limited = {
     description: 'Too Many Requests: past the per-link or per-address limit of runs and uploads a minute (`detail` says which), or API Gateway throttling.',
     headers: { 'Retry-After': { description: 'Seconds until the limit allows another.', schema: { type: 'integer' } } },
-    content: jsonContent({ oneOf: [schemaRef('FormRateLimited'), schemaRef('TooManyRequests')] }),
+    content: jsonContent({ anyOf: [schemaRef('FormRateLimited'), schemaRef('TooManyRequests')] }),
   };
   const oneOf = (description: string, ...names: string[]) => ({ description, content: jsonContent(names.length === 1 ? schemaRef(names[0] ?? '') : { oneOf: names.map(schemaRef) }) });
   return {
@@ -330,6 +335,34 @@ const OWNER_PATHS: Record<string, PathItem> = {
       },
     }),
   },
+  '/v1/pipelines/{pipeline_id}/runs/{run_id}/events': {
+    get: ownerOp({
+      operationId: 'getRunEvents',
+      summary: "A run's live progress, as server-sent events",
+      description:
+        'As the caller route `GET /v1/deployments/executions/{execution_id}/events`, for a run: every node and output (nothing is hidden from the owner), and `done` holding the run as GET run shows it.',
+      parameters: [
+        parameterRef('PipelineId'),
+        parameterRef('RunId'),
+        { name: 'Last-Event-ID', in: 'header', required: false, schema: { type: 'string', pattern: '^\\d+$' }, description: 'The id of the last event received: the stream resumes after it.' },
+      ],
+      responses: {
+        '200': {
+          description: 'The event stream.',
+          content: {
+            'text/event-stream': {
+              schema: {
+                type: 'string',
+                description: 'Server-sent events: `id:`, `event:` (status, node, output, done) and `data:` (one line of JSON, described by `$defs` under the event\'s name).',
+                $defs: { status: schemaRef('StatusEvent'), node: schemaRef('NodeEvent'), output: schemaRef('OutputEvent'), done: schemaRef('Run') },
+              },
+            },
+          },
+        },
+        '404': { description: 'Run Not Found.', content: { 'application/json': { schema: schemaRef('NotFoundRun') } } },
+      },
+    }),
+  },
   '/v1/pipelines/{pipeline_id}/deployment': {
     get: ownerOp({
       operationId: 'getReadiness',
@@ -435,6 +468,95 @@ const OWNER_PATHS: Record<string, PathItem> = {
           description: 'A concurrent change; try again.',
           content: { 'application/json': { schema: schemaRef('Conflict') } },
         },
+        '413': responseRef('PayloadTooLarge'),
+      },
+    }),
+  },
+  '/v1/pipelines/{pipeline_id}/deployment/consumers': {
+    post: ownerOp({
+      operationId: 'createConsumer',
+      summary: 'Create a consumer: its own API key, rate limit, quota and expiry',
+      description: 'The key works like the deployment key (both header forms, every caller route) on this deployment only.',
+      parameters: [parameterRef('PipelineId')],
+      requestBody: { required: true, content: { 'application/json': { schema: schemaRef('ConsumerCreate') } } },
+      responses: {
+        '201': {
+          description: 'Created; the key is shown this once.',
+          headers: { 'Cache-Control': { description: 'Never cached.', required: true, schema: { const: 'no-store' } } },
+          content: { 'application/json': { schema: schemaRef('NewConsumer') } },
+        },
+        '400': { description: 'Invalid Request: `detail` names each refused field.', content: { 'application/json': { schema: schemaRef('InvalidRequest') } } },
+        '404': noLiveDeployment('Pipeline Not Found, or it has no deployment.'),
+        '409': { description: 'A consumer id clashed (a new id is drawn for each try); try again.', content: { 'application/json': { schema: schemaRef('Conflict') } } },
+        '413': responseRef('PayloadTooLarge'),
+      },
+    }),
+    get: ownerOp({
+      operationId: 'listConsumers',
+      summary: "The deployment's consumers: limits, key prefix and last use, never key material",
+      parameters: [parameterRef('PipelineId')],
+      responses: {
+        '200': { description: 'Every consumer.', content: { 'application/json': { schema: schemaRef('ConsumerList') } } },
+        '404': noLiveDeployment('Pipeline Not Found, or it has no deployment.'),
+      },
+    }),
+  },
+  '/v1/pipelines/{pipeline_id}/deployment/consumers/{consumer_id}': {
+    patch: ownerOp({
+      operationId: 'updateConsumer',
+      summary: "Change a consumer's name, limits, expiry or metadata (null removes a limit or the expiry)",
+      parameters: [parameterRef('PipelineId'), parameterRef('ConsumerId')],
+      requestBody: { required: true, content: { 'application/json': { schema: schemaRef('ConsumerPatch') } } },
+      responses: {
+        '200': { description: 'The consumer as it now is; its next request meets the new limits.', content: { 'application/json': { schema: schemaRef('Consumer') } } },
+        '400': { description: 'Invalid Request: `detail` names each refused field.', content: { 'application/json': { schema: schemaRef('InvalidRequest') } } },
+        '404': noConsumer,
+        '409': { description: 'The consumer is revoked, or changed meanwhile.', content: { 'application/json': { schema: schemaRef('Conflict') } } },
+        '413': responseRef('PayloadTooLarge'),
+      },
+    }),
+    delete: ownerOp({
+      operationId: 'revokeConsumer',
+      summary: "Revoke a consumer: its key is refused from the next request on (401 `consumer_revoked`)",
+      parameters: [parameterRef('PipelineId'), parameterRef('ConsumerId')],
+      responses: {
+        '204': { description: 'Revoked (also when it already was).' },
+        '404': noConsumer,
+        '409': { description: 'The consumer changed meanwhile; try again.', content: { 'application/json': { schema: schemaRef('Conflict') } } },
+      },
+    }),
+  },
+  '/v1/pipelines/{pipeline_id}/deployment/consumers/{consumer_id}/keys': {
+    post: ownerOp({
+      operationId: 'rotateConsumerKey',
+      summary: "Rotate a consumer's key; with a grace period the old one works until it ends",
+      parameters: [parameterRef('PipelineId'), parameterRef('ConsumerId')],
+      requestBody: { required: false, content: { 'application/json': { schema: schemaRef('ConsumerRotate') } } },
+      responses: {
+        '200': {
+          description: 'The new key, shown this once.',
+          headers: { 'Cache-Control': { description: 'Never cached.', required: true, schema: { const: 'no-store' } } },
+          content: { 'application/json': { schema: schemaRef('ConsumerKey') } },
+        },
+        '400': { description: 'Invalid Request.', content: { 'application/json': { schema: schemaRef('InvalidRequest') } } },
+        '404': noConsumer,
+        '409': { description: 'The consumer is revoked, or changed meanwhile.', content: { 'application/json': { schema: schemaRef('Conflict') } } },
+        '413': responseRef('PayloadTooLarge'),
+      },
+    }),
+  },
+  '/v1/pipelines/{pipeline_id}/deployment/limits': {
+    put: ownerOp({
+      operationId: 'setDeploymentKeyLimits',
+      summary: "Set the deployment key's own rate limit and quota (absent or null: none)",
+      description: "Enforced as a consumer's limits are; the deployment's consumers keep their own.",
+      parameters: [parameterRef('PipelineId')],
+      requestBody: { required: true, content: { 'application/json': { schema: schemaRef('KeyLimits') } } },
+      responses: {
+        '200': { description: 'The limits now in force.', content: { 'application/json': { schema: schemaRef('DeploymentKeyLimits') } } },
+        '400': { description: 'Invalid Request: `detail` names each refused field.', content: { 'application/json': { schema: schemaRef('InvalidRequest') } } },
+        '404': noLiveDeployment('Pipeline Not Found, or it has no deployment.'),
+        '409': { description: 'A concurrent change; try again.', content: { 'application/json': { schema: schemaRef('Conflict') } } },
         '413': responseRef('PayloadTooLarge'),
       },
     }),
@@ -594,6 +716,7 @@ const OWNER_PARAMETERS: Record<string, JsonSchema> = {
   PipelineId: { name: 'pipeline_id', in: 'path', required: true, schema: schemaRef('PipelineId') },
   RunId: { name: 'run_id', in: 'path', required: true, schema: schemaRef('Uuid'), description: 'A run id; anything else answers 404.' },
   SecretName: { name: 'name', in: 'path', required: true, schema: schemaRef('SecretName'), description: "The secret's name, as pipelines reference it." },
+  ConsumerId: { name: 'consumer_id', in: 'path', required: true, schema: schemaRef('Uuid'), description: 'A consumer id; anything else answers 404.' },
 };
 
 const OWNER_SECURITY_SCHEMES: Record<string, JsonSchema> = {

@@ -135,7 +135,15 @@ export const CALLER_RESPONSES: Record<string, JsonSchema> = {
   DeploymentNotFound: errorResponse('Deployment Not Found.', 'NotFoundDeployment'),
   ExecutionNotFound: errorResponse('Execution Not Found.', 'NotFoundExecution'),
   PayloadTooLarge: errorResponse('Payload Too Large.', 'PayloadTooLarge'),
-  TooManyRequests: errorResponse('Too Many Requests (AWS stage throttling).', 'TooManyRequests'),
+  TooManyRequests: errorResponse(
+    "Too Many Requests: the stage's throttle (AWS), or the key's own rate limit or quota (`limit` says which; `Retry-After` when to retry).",
+    'TooManyRequests',
+    {
+      'Retry-After': { description: "A key's limit: seconds until it allows again.", schema: { type: 'string', pattern: '^\\d+$' } },
+      'RateLimit-Policy': { description: 'A key with limits: its policies (IETF httpapi draft), e.g. `"rate";q=10;w=1`.', schema: { type: 'string' } },
+      RateLimit: { description: 'A key with limits: what is left of each policy, e.g. `"rate";r=0;t=1`.', schema: { type: 'string' } },
+    },
+  ),
   InternalError: errorResponse('Internal Error.', 'InternalError'),
   ServiceUnavailable: errorResponse('Service Unavailable: retry later.', 'ServiceUnavailable', {
     'Retry-After': { description: 'Seconds to wait before retrying.', required: true, schema: { type: 'string', pattern: '^\\d+$' } },
@@ -247,6 +255,41 @@ export function callerPaths(deploymentId?: string, names: CallerSchemaNames = { 
           },
         },
         { parameters: [...execution, parameterRef('PreferWait')] },
+      ),
+    },
+    '/v1/deployments/executions/{execution_id}/events': {
+      get: op(
+        {
+          operationId: 'getExecutionEvents',
+          summary: "An execution's live progress, as server-sent events",
+          description: [
+            'A `text/event-stream` until the execution is done: first a `retry:` hint, then events, each with an `id:` that orders them:',
+            '`status` (StatusEvent), `node` (NodeEvent), `output` (OutputEvent), and last `done`, whose data is exactly the result body of GET result; then the stream closes.',
+            'Send `Last-Event-ID` to resume after that event without repeats; a finished execution replays everything at once.',
+            'A comment (`: keep-alive`) comes at least every 15 s; a stream closes itself after 14 minutes without `done` (reconnect with Last-Event-ID).',
+          ].join(' '),
+        },
+        {
+          '200': {
+            description: 'The event stream.',
+            content: {
+              'text/event-stream': {
+                schema: {
+                  type: 'string',
+                  description: 'Server-sent events: `id:`, `event:` (status, node, output, done) and `data:` (one line of JSON, described by `$defs` under the event\'s name).',
+                  $defs: { status: schemaRef('StatusEvent'), node: schemaRef('NodeEvent'), output: schemaRef('OutputEvent'), done: schemaRef(names.result) },
+                },
+              },
+            },
+          },
+          '404': responseRef('ExecutionNotFound'),
+        },
+        {
+          parameters: [
+            ...execution,
+            { name: 'Last-Event-ID', in: 'header', required: false, schema: { type: 'string', pattern: '^\\d+$' }, description: 'The id of the last event received: the stream resumes after it.' },
+          ],
+        },
       ),
     },
     '/v1/deployments/executions/{execution_id}/cancel': {

@@ -6,6 +6,7 @@
 import type { QueueName } from '../../lib/queues';
 import type { ExecutionStatus } from './transitions';
 import type { UsageBucket } from './usage';
+import type { ConsumerRecord, Limits } from './consumers';
 import type {
   CallbackDelivery,
   FormSettings,
@@ -144,7 +145,7 @@ export type SweepKind = 'open' | 'callback';
 export type TransitionResult = { ok: true; execution: Execution } | { ok: false; current: Execution | null };
 
 export type TransitionFields = Partial<
-  Pick<Execution, 'started_at' | 'completed_at' | 'error_message' | 'caller_error_message' | 'outputs' | 'callback_delivery' | 'run_by' | 'trace' | 'trace_truncated'>
+  Pick<Execution, 'started_at' | 'completed_at' | 'error_message' | 'caller_error_message' | 'outputs' | 'callback_delivery' | 'run_by' | 'trace' | 'trace_truncated' | 'progress'>
 >;
 
 /** A list cursor that this store did not hand out (or handed out for another list). */
@@ -199,6 +200,12 @@ export interface ExecutionsPort {
   claimRerun(id: string, runBy: string, at: string): Promise<boolean>;
   /** Takes a settled execution (terminal, no callback owed) off the sweep index; false if it is not settled. */
   clearSweep(id: string): Promise<boolean>;
+  /**
+   * Replaces the node progress (packed, functions/core/progress.ts) of a running execution, in
+   * one conditional write; false once it is no longer running (a cancel won), so a late write
+   * never lands after the terminal one.
+   */
+  recordProgress(id: string, progress: string): Promise<boolean>;
   /** Stores the trace of an execution cancelled while it ran (once; only on a cancelled one). */
   recordTrace(id: string, set: { trace: NodeTrace[]; trace_truncated: boolean }): Promise<boolean>;
   /**
@@ -248,6 +255,24 @@ export interface PipelinesPort {
   claimDeployment(id: string, expected: string | null, next: string | null): Promise<boolean>;
 }
 
+/** What the owner may change of a consumer (revision and revocation are the store's). */
+export type ConsumerChanges = Partial<Pick<ConsumerRecord, 'name' | 'rate_limit' | 'quota' | 'expires_at' | 'metadata' | 'key_hashes' | 'key_prefix' | 'updated_at' | 'revoked_at'>>;
+/** What the usage view counts of a caller besides its finished executions. */
+export type CallerTally = 'accepted' | 'refused_rate' | 'refused_quota';
+
+export interface ConsumersPort {
+  get(deploymentId: string, consumerId: string, consistent?: boolean): Promise<ConsumerRecord | null>;
+  list(deploymentId: string): Promise<ConsumerRecord[]>;
+  create(c: ConsumerRecord): Promise<boolean>;
+  /** Applies to a consumer not revoked and still at `revision`; null otherwise. */
+  update(deploymentId: string, consumerId: string, revision: number, changes: ConsumerChanges): Promise<ConsumerRecord | null>;
+  touch(deploymentId: string, consumerId: string, at: string, olderThan: string): Promise<void>;
+  /** One more on a limit counter unless it reached `limit`: the new count, or null (refused). */
+  take(deploymentId: string, subject: string, counter: string, limit: number, expiresAt: number): Promise<number | null>;
+  giveBack(deploymentId: string, subject: string, counter: string): Promise<void>;
+  tally(deploymentId: string, subject: string, what: CallerTally, at: Date): Promise<void>;
+}
+
 export interface DeploymentsPort {
   get(id: string, consistent?: boolean): Promise<DeploymentRecord | null>;
   create(r: DeploymentRecord): Promise<boolean>;
@@ -259,6 +284,8 @@ export interface DeploymentsPort {
   ): Promise<DeploymentRecord | null>;
   replaceKeys(id: string, revision: number, keyHashes: KeyHash[]): Promise<DeploymentRecord | null>;
   replaceSigningSecrets(id: string, revision: number, secrets: SealedSecret[]): Promise<DeploymentRecord | null>;
+  /** The limits of the deployment's own key (null: none). */
+  setKeyLimits(id: string, revision: number, limits: Limits | null): Promise<DeploymentRecord | null>;
   /** Deletion keeps a tombstone (key hashes stay, so the deleted deployment's key answers 404). */
   markDeleted(id: string, at: string): Promise<boolean>;
   /** Sets the web form (a live deployment still at `revision`); null otherwise. */

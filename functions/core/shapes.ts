@@ -22,6 +22,14 @@ import { INPUT_VALUE_TYPES } from './values';
 import { UPLOAD_MAX_BYTES, UPLOAD_URL_TTL_SECONDS, UPLOAD_USE_SECONDS, UPLOAD_VALUE_PREFIX } from './assets';
 import { MAX_MEDIA_TYPES } from './pipeline';
 import { FORM_DESCRIPTION_MAX_CHARS, FORM_TITLE_MAX_CHARS } from './form-link';
+import {
+  MAX_CONSUMER_NAME_LENGTH,
+  MAX_METADATA_ENTRIES,
+  MAX_METADATA_VALUE_LENGTH,
+  MAX_QUOTA_EXECUTIONS,
+  MAX_RATE_REQUESTS,
+  MAX_RATE_WINDOW_SECONDS,
+} from './consumers';
 const CALLBACK_OUTCOMES = ['pending', 'delivered', 'dead_lettered'] as const;
 
 const int = (min: number, max = Number.MAX_SAFE_INTEGER) =>
@@ -197,6 +205,32 @@ const FormExecution = v.pipe(
     response_data: v.pipe(v.record(v.string(), OutputValue), v.description('Visible outputs by id; `{}` unless completed.')),
   }),
   v.description("A web-form execution as the form's page reads it."),
+);
+
+/*
+ * The events route (GET …/executions/{execution_id}/events/, functions/core/events.ts): each
+ * server-sent event's `data`, by its `event` name. `done`'s data is the ExecutionResult.
+ */
+const StatusEvent = v.pipe(
+  v.strictObject({ status: ExecutionStatus, at: Timestamp }),
+  v.description('`event: status`: the execution as it moves (pending first, the terminal status last), with when.'),
+);
+const NodeEvent = v.pipe(
+  v.strictObject({
+    node_id: NodeId,
+    type: v.picklist(NODE_TYPES),
+    state: v.picklist(['started', 'finished', 'failed']),
+    at: Timestamp,
+    duration_ms: v.optional(v.pipe(int(0), v.description('Finished and failed nodes: how long the node took.'))),
+  }),
+  v.description('`event: node`: a node started, finished or failed; ids, types and times only, never values. Hidden inputs and outputs never appear.'),
+);
+const OutputEvent = v.pipe(
+  v.union([
+    v.strictObject({ output: v.string(), value: RawValue, value_type: v.literal('RAW') }),
+    v.strictObject({ output: v.string(), value: url, value_type: v.literal('ASSET'), media_type: v.string(), bytes: int(0), expires_at: Timestamp }),
+  ]),
+  v.description('`event: output`: a visible output once final, its id in `output` and the rest as in `response_data` (OutputValue).'),
 );
 
 /** The uploads route's request as documented; upload-request.ts parses it with its own messages. */
@@ -427,6 +461,7 @@ const ExecutionSource = v.pipe(v.picklist(['api', 'form']), v.description('api: 
 const ExecutionSummary = v.object({
   execution_id: Uuid,
   source: ExecutionSource,
+  consumer_id: v.pipe(v.nullable(Uuid), v.description("The consumer whose key submitted it; null for the deployment's own key (and runs).")),
   status: ExecutionStatus,
   created_at: Timestamp,
   started_at: v.nullable(Timestamp),
@@ -452,7 +487,28 @@ const UsageWindow = v.object({
   p50_ms: v.pipe(nullableInt, v.description('Upper bound (ms) of the duration bin holding the median; null without executions.')),
   p95_ms: v.pipe(nullableInt, v.description('Upper bound (ms) of the duration bin holding the 95th percentile; null without executions.')),
 });
-const Usage = v.object({ pipeline_id: PipelineId, deployment_id: Uuid, last_hour: UsageWindow, last_day: UsageWindow });
+const CallerUsageWindow = v.object({
+  accepted: v.pipe(int(0), v.description('Executions accepted (202 or a waited 200).')),
+  refused_rate: v.pipe(int(0), v.description('Requests refused by the rate limit (429, any caller route).')),
+  refused_quota: v.pipe(int(0), v.description('Submits refused by the quota (429).')),
+  total: v.pipe(int(0), v.description('Executions finished (by their completion time).')),
+  by_status: v.object({ completed: int(0), failed: int(0), cancelled: int(0) }),
+  p50_ms: v.nullable(int(0)),
+  p95_ms: v.nullable(int(0)),
+});
+const ConsumerUsage = v.object({
+  consumer_id: v.pipe(v.nullable(Uuid), v.description("null: the deployment's own key (listed once it has limits and traffic).")),
+  name: v.nullable(v.string()),
+  last_hour: CallerUsageWindow,
+  last_day: CallerUsageWindow,
+});
+const Usage = v.object({
+  pipeline_id: PipelineId,
+  deployment_id: Uuid,
+  last_hour: UsageWindow,
+  last_day: UsageWindow,
+  by_consumer: v.pipe(v.array(ConsumerUsage), v.description('Each consumer (revoked ones included), over the same windows.')),
+});
 const OwnerExecution = v.object({
   hidden_inputs: v.pipe(v.array(NodeId), v.description('Input ids callers can neither see nor set (their published value was used).')),
   failed_node: v.pipe(v.nullable(FailedNode), v.description('The node whose failure ended the execution; null otherwise.')),
@@ -465,6 +521,7 @@ const OwnerExecution = v.object({
   source: v.pipe(v.nullable(ExecutionSource), v.description("Where a deployment's execution came from; null for runs.")),
   pipeline_id: PipelineId,
   deployment_id: v.nullable(Uuid),
+  consumer_id: v.pipe(v.nullable(Uuid), v.description("The consumer whose key submitted it; null for the deployment's own key (and runs).")),
   version: int(1),
   status: ExecutionStatus,
   inputs: v.record(v.string(), RawValue),
@@ -555,6 +612,74 @@ const RotateResult = v.pipe(
   v.union([v.object({ api_key: apiKey }), v.object({ signing_secret: signingSecret }), v.object({ form_url: url })]),
   v.description('The new credential, shown this once.'),
 );
+/* ------------------------------------------------------------------ consumers */
+
+const RateLimit = v.pipe(
+  v.strictObject({
+    requests: v.pipe(int(1, MAX_RATE_REQUESTS), v.description('Requests allowed per window.')),
+    per_seconds: v.pipe(int(1, MAX_RATE_WINDOW_SECONDS), v.description('The window, in seconds (fixed windows aligned to the epoch).')),
+  }),
+  v.description('Every caller request spends one; over it: 429 with `Retry-After`.'),
+);
+const Quota = v.pipe(
+  v.strictObject({
+    executions: v.pipe(int(1, MAX_QUOTA_EXECUTIONS), v.description('Accepted executions allowed per period.')),
+    per: v.pipe(v.picklist(['day', 'month']), v.description('The UTC day or calendar month; it refills at its start.')),
+  }),
+  v.description('Only accepted executions spend it, never reads; over it: 429 saying when it resets.'),
+);
+const ConsumerName = v.pipe(v.string(), v.regex(/\S/, 'name must not be blank'), v.maxLength(MAX_CONSUMER_NAME_LENGTH, `name must be at most ${MAX_CONSUMER_NAME_LENGTH} characters`));
+const ConsumerMetadata = v.pipe(
+  v.record(v.pipe(v.string(), v.maxLength(64)), v.pipe(v.string(), v.maxLength(MAX_METADATA_VALUE_LENGTH, `metadata values must be at most ${MAX_METADATA_VALUE_LENGTH} characters`))),
+  v.maxEntries(MAX_METADATA_ENTRIES, `metadata may have at most ${MAX_METADATA_ENTRIES} entries`),
+  v.description(`Yours to keep (a customer id, a plan): at most ${MAX_METADATA_ENTRIES} string entries, never shown to the consumer.`),
+);
+const ExpiresAt = v.pipe(v.string(), v.isoTimestamp('expires_at must be an ISO 8601 timestamp with a time zone'), v.description('After this moment the key is refused (401 `key_expired`); null: never.'));
+/** POST …/deployment/consumers. */
+export const ConsumerCreate = v.strictObject({
+  name: ConsumerName,
+  rate_limit: v.optional(v.nullable(RateLimit), null),
+  quota: v.optional(v.nullable(Quota), null),
+  expires_at: v.optional(v.nullable(ExpiresAt), null),
+  metadata: v.optional(ConsumerMetadata, {}),
+});
+/** PATCH …/deployment/consumers/{consumer_id}: only what is given changes; null removes a limit. */
+export const ConsumerPatch = v.strictObject({
+  name: v.optional(ConsumerName),
+  rate_limit: v.optional(v.nullable(RateLimit)),
+  quota: v.optional(v.nullable(Quota)),
+  expires_at: v.optional(v.nullable(ExpiresAt)),
+  metadata: v.optional(ConsumerMetadata),
+});
+/** PUT …/deployment/limits: the deployment key's own limits; what is absent or null is removed. */
+export const KeyLimits = v.strictObject({
+  rate_limit: v.optional(v.nullable(RateLimit), null),
+  quota: v.optional(v.nullable(Quota), null),
+});
+const DeploymentKeyLimits = v.object({ deployment_id: Uuid, rate_limit: v.nullable(RateLimit), quota: v.nullable(Quota) });
+/** POST …/deployment/consumers/{consumer_id}/keys. */
+export const ConsumerRotate = v.strictObject({
+  grace_seconds: v.optional(v.pipe(int(0, 7 * 24 * 3600), v.description('How long the old key keeps working.')), 0),
+});
+const consumerEntries = {
+  consumer_id: Uuid,
+  name: v.string(),
+  status: v.pipe(v.picklist(['active', 'expired', 'revoked']), v.description('revoked: by DELETE; expired: past `expires_at`.')),
+  key_prefix: v.pipe(v.string(), v.description("The key's first 12 and last 4 characters: tells keys apart, never usable.")),
+  rate_limit: v.nullable(RateLimit),
+  quota: v.nullable(Quota),
+  expires_at: v.nullable(Timestamp),
+  metadata: v.record(v.string(), v.string()),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  last_used_at: v.pipe(v.nullable(Timestamp), v.description('To the minute: written at most once a minute.')),
+  revoked_at: v.nullable(Timestamp),
+};
+const Consumer = v.object(consumerEntries);
+const NewConsumer = v.object({ ...consumerEntries, api_key: v.pipe(apiKey, v.description('Shown this once.')) });
+const ConsumerList = v.object({ consumers: v.pipe(v.array(Consumer), v.description('Oldest first; revoked ones included.')) });
+const ConsumerKey = v.object({ consumer_id: Uuid, api_key: v.pipe(apiKey, v.description('Shown this once.')) });
+
 const Forbidden = v.pipe(
   v.strictObject({ error: v.string() }),
   v.description("AWS: API Gateway refused the owner's IAM signature (Forbidden, or the signature problem it found)."),
@@ -581,6 +706,9 @@ export const SHAPES = {
   AssetOutputValue,
   OutputArtifact,
   ExecutionResult,
+  StatusEvent,
+  NodeEvent,
+  OutputEvent,
   CallerContract,
   UploadRequest,
   UploadAnswer,
@@ -610,7 +738,16 @@ export const SHAPES = {
   UnsupportedMediaType: errorBody('UnsupportedMediaType', 'A non-empty body with a content type other than JSON.', { detail: v.optional(Detail) }),
   ExecutionNotCompleted: errorBody('ExecutionNotCompleted', 'The result was fetched before the execution finished.', { status: v.picklist(['pending', 'running']) }),
   ExecutionAlreadyFinished: errorBody('ExecutionAlreadyFinished', 'Cancel of an execution that already finished.', { status: Terminal }),
-  TooManyRequests: errorBody('TooManyRequests', 'Throttled (AWS stage throttling).'),
+  TooManyRequests: errorBody(
+    'TooManyRequests',
+    "Throttled by the stage (AWS), or over the key's own limit: `limit` says which (`rate` or `quota`), `detail` the limit and when to retry; `Retry-After` carries the seconds.",
+    {
+      detail: v.optional(Detail),
+      limit: v.optional(v.picklist(['rate', 'quota'])),
+      retry_after: v.optional(v.pipe(int(1), v.description('Seconds until the limit allows again (the same as `Retry-After`).'))),
+      resets_at: v.optional(v.pipe(Timestamp, v.description('quota: when the period ends and the quota refills.'))),
+    },
+  ),
   ServiceUnavailable: errorBody('ServiceUnavailable', 'The store is unreachable for a moment; retry after `Retry-After` seconds.', { detail: v.optional(Detail) }),
   InternalError: errorBody('InternalError', 'Anything unexpected. No internals are shown; `request_id` finds the log line.', { request_id: v.string() }),
   GatewayError,
@@ -654,6 +791,8 @@ export const SHAPES = {
   ExecutionSummary,
   ExecutionList,
   UsageWindow,
+  CallerUsageWindow,
+  ConsumerUsage,
   Usage,
   OwnerExecution,
   ContractInput,
@@ -669,10 +808,22 @@ export const SHAPES = {
   Visibility,
   RotateRequest,
   RotateResult,
+  RateLimit,
+  Quota,
+  ConsumerCreate,
+  ConsumerPatch,
+  ConsumerRotate,
+  Consumer,
+  NewConsumer,
+  ConsumerList,
+  ConsumerKey,
+  KeyLimits,
+  DeploymentKeyLimits,
   Forbidden,
   NotFoundPipeline: errorBody('PipelineNotFound', 'No pipeline with this id.'),
   NotFoundRun: errorBody('RunNotFound', 'No run with this id in this pipeline.'),
   NotFoundSecret: errorBody('SecretNotFound', 'No owner secret with this name.'),
+  NotFoundConsumer: errorBody('ConsumerNotFound', 'No consumer with this id in this deployment.'),
   InvalidDefinition: errorBody('InvalidDefinition', 'The definition (or the pipeline id) was refused; `detail` lists every problem.', { detail: Problems }),
   InvalidRequest: errorBody('InvalidRequest', 'The request body or query was refused; `detail` lists every problem.', { detail: Problems }),
   ConfirmationRequired: errorBody('ConfirmationRequired', 'Delete without `?confirm=` naming the deployment id.', { detail: Detail }),

@@ -1,3 +1,4 @@
+import type { Limits } from './consumers';
 import type { ObjectRef } from './ports';
 import type { ExecutionStatus } from './transitions';
 
@@ -141,6 +142,8 @@ export interface Execution {
   pipeline_id: string;
   version: number;
   deployment_id: string | null;
+  /** The consumer whose key submitted it; null (or absent) for the deployment's own key and runs. */
+  consumer_id?: string | null;
   status: ExecutionStatus;
   /** The effective input values the engine runs with (asset inputs: see `assets`). */
   inputs: Record<string, RawValue>;
@@ -193,6 +196,11 @@ export interface Execution {
   trace?: NodeTrace[] | null;
   /** The stored trace was cut to fit the item size limit. */
   trace_truncated?: boolean | null;
+  /**
+   * Node progress written while the run goes on (functions/core/progress.ts, packed); what a
+   * caller's event stream shows of the nodes. Absent until the first node starts.
+   */
+  progress?: string | null;
 }
 
 export interface Deployment {
@@ -265,6 +273,8 @@ export interface DeploymentRecord extends Deployment {
   key_hashes: KeyHash[];
   signing_secrets: SealedSecret[];
   deleted_at: string | null;
+  /** Limits of the deployment's own key (its consumers carry their own); null: none. */
+  key_limits?: Limits | null;
 }
 
 /** What an Idempotency-Key claimed: the execution it started and the request it carried. */

@@ -28,12 +28,49 @@ export function binOf(durationMs: number): number {
   return i === -1 ? DURATION_BOUNDS_MS.length : i;
 }
 
+/** What a caller (a consumer, or the deployment's own key with limits) did in a bucket. */
+export interface CallerCounts {
+  counts: Partial<Record<UsageStatus, number>>;
+  bins: Record<number, number>;
+  accepted: number;
+  refused_rate: number;
+  refused_quota: number;
+}
+
 /** One bucket's counters, as the store holds them. */
 export interface UsageBucket {
   bucket: string;
   counts: Partial<Record<UsageStatus, number>>;
   /** Bin index → how many durations fell in it. */
   bins: Record<number, number>;
+  /** By subject: a consumer id, or `deployment` (functions/core/consumers.ts DEPLOYMENT_SUBJECT). */
+  callers?: Record<string, CallerCounts>;
+}
+
+export const emptyCallerCounts = (): CallerCounts => ({ counts: {}, bins: {}, accepted: 0, refused_rate: 0, refused_quota: 0 });
+
+/**
+ * Reads one usage attribute into a bucket: `n_<status>` and `h_<bin>` for the deployment,
+ * `c#<subject>#<the same or accepted, refused_rate, refused_quota>` for one caller. The one
+ * reader of the names the stores write.
+ */
+export function addUsageAttribute(b: UsageBucket, name: string, n: number): void {
+  const caller = /^c#([^#]+)#(\w+)$/.exec(name);
+  const field = caller ? caller[2] ?? '' : name;
+  let target: { counts: Partial<Record<UsageStatus, number>>; bins: Record<number, number> } = b;
+  if (caller) {
+    b.callers ??= {};
+    const c = (b.callers[caller[1] ?? ''] ??= emptyCallerCounts());
+    target = c;
+    if (field === 'accepted' || field === 'refused_rate' || field === 'refused_quota') {
+      c[field] += n;
+      return;
+    }
+  }
+  const status = /^n_(\w+)$/.exec(field)?.[1];
+  if (status && (USAGE_STATUSES as readonly string[]).includes(status)) target.counts[status as UsageStatus] = (target.counts[status as UsageStatus] ?? 0) + n;
+  const bin = /^h_(\d+)$/.exec(field)?.[1];
+  if (bin !== undefined) target.bins[Number(bin)] = (target.bins[Number(bin)] ?? 0) + n;
 }
 
 export interface UsageWindow {
@@ -55,10 +92,10 @@ export function isUsageStatus(s: ExecutionStatus): s is UsageStatus {
  * in the bucket of its completion. Null when it does not count (runs, and executions not
  * finished). Every store counts through this, so the rule is written once.
  */
-export function usageIncrement(e: Execution): { deploymentId: string; bucket: string; status: UsageStatus; bin: number; at: Date } | null {
+export function usageIncrement(e: Execution): { deploymentId: string; bucket: string; status: UsageStatus; bin: number; at: Date; consumerId: string | null } | null {
   if (e.kind !== 'api' || !e.deployment_id || !e.completed_at || !isUsageStatus(e.status)) return null;
   const at = new Date(e.completed_at);
-  return { deploymentId: e.deployment_id, bucket: bucketOf(at), status: e.status, bin: binOf(completionDuration(e) ?? 0), at };
+  return { deploymentId: e.deployment_id, bucket: bucketOf(at), status: e.status, bin: binOf(completionDuration(e) ?? 0), at, consumerId: e.consumer_id ?? null };
 }
 
 function percentile(bins: readonly number[], total: number, p: number): number | null {
@@ -75,21 +112,45 @@ function percentile(bins: readonly number[], total: number, p: number): number |
 /** Sums the buckets that start at or after `from` into one window. */
 export function summarize(buckets: readonly UsageBucket[], from: Date, to: Date): UsageWindow {
   const start = bucketOf(from);
+  const within = buckets.filter((b) => b.bucket >= start);
+  return { from: start, to: to.toISOString(), ...finished(within) };
+}
+
+function finished(parts: readonly { counts: Partial<Record<UsageStatus, number>>; bins: Record<number, number> }[]) {
   const by_status: Record<UsageStatus, number> = { completed: 0, failed: 0, cancelled: 0 };
   const bins = new Array<number>(DURATION_BOUNDS_MS.length + 1).fill(0);
-  for (const b of buckets) {
-    if (b.bucket < start) continue;
+  for (const b of parts) {
     for (const s of USAGE_STATUSES) by_status[s] += b.counts[s] ?? 0;
     for (const [i, n] of Object.entries(b.bins)) bins[Number(i)] = (bins[Number(i)] ?? 0) + n;
   }
   const total = USAGE_STATUSES.reduce((sum, s) => sum + by_status[s], 0);
   const timed = bins.reduce((a, b) => a + b, 0);
-  return {
-    from: start,
-    to: to.toISOString(),
-    total,
-    by_status,
-    p50_ms: percentile(bins, timed, 0.5),
-    p95_ms: percentile(bins, timed, 0.95),
-  };
+  return { total, by_status, p50_ms: percentile(bins, timed, 0.5), p95_ms: percentile(bins, timed, 0.95) };
+}
+
+export interface CallerWindow {
+  accepted: number;
+  refused_rate: number;
+  refused_quota: number;
+  /** Finished executions, as in UsageWindow. */
+  total: number;
+  by_status: Record<UsageStatus, number>;
+  p50_ms: number | null;
+  p95_ms: number | null;
+}
+
+/** Per caller (consumer id, or `deployment`), the same window: accepted, refused, finished. */
+export function summarizeCallers(buckets: readonly UsageBucket[], from: Date): Record<string, CallerWindow> {
+  const start = bucketOf(from);
+  const parts = new Map<string, CallerCounts[]>();
+  for (const b of buckets) {
+    if (b.bucket < start) continue;
+    for (const [id, c] of Object.entries(b.callers ?? {})) parts.set(id, [...(parts.get(id) ?? []), c]);
+  }
+  const out: Record<string, CallerWindow> = {};
+  for (const [id, cs] of [...parts].sort(([x], [y]) => x.localeCompare(y))) {
+    const sum = (k: 'accepted' | 'refused_rate' | 'refused_quota') => cs.reduce((n, c) => n + c[k], 0);
+    out[id] = { accepted: sum('accepted'), refused_rate: sum('refused_rate'), refused_quota: sum('refused_quota'), ...finished(cs) };
+  }
+  return out;
 }

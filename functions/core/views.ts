@@ -173,6 +173,7 @@ export function ownerExecutionBody(e: Execution, hiddenInputs: ReadonlySet<strin
     kind: e.kind,
     source: sourceOf(e),
     deployment_id: e.deployment_id,
+    consumer_id: e.consumer_id ?? null,
     hidden_inputs: Object.keys(e.inputs).filter((id) => hiddenInputs.has(id)),
     visible_outputs: e.visible_outputs,
     callback: e.callback === null ? null : redactUrl(e.callback),
@@ -190,6 +191,7 @@ export function executionSummaryBody(e: Execution) {
   return {
     execution_id: e.execution_id,
     source: sourceOf(e) ?? 'api',
+    consumer_id: e.consumer_id ?? null,
     status: e.status,
     created_at: e.created_at,
     started_at: e.started_at,

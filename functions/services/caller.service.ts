@@ -16,6 +16,7 @@ import { epochSeconds } from '../core/time';
 import { enqueueNew } from './enqueue';
 import { checkAssets, storeAssets } from './asset-inputs.service';
 import { cancelExecution } from './lifecycle.service';
+import { spendQuota, tally, withLimitHeaders } from './limits.service';
 
 const IDEMPOTENCY_TTL_SECONDS = 24 * 3600;
 const IDEMPOTENCY_KEY_RE = /^[\x21-\x7e]{1,255}$/;
@@ -51,7 +52,7 @@ export function assertDeployment(auth: CallerAuth, deploymentId: string): void {
 }
 
 /** The execution, if it exists and belongs to the caller's live deployment; else 404. */
-async function ownedExecution(d: Deps, auth: CallerAuth, executionId: string): Promise<Execution> {
+export async function ownedExecution(d: Deps, auth: CallerAuth, executionId: string): Promise<Execution> {
   if (auth.deleted) throw new AppError('ExecutionNotFound');
   const e = await d.executions.get(executionId, d.clock.now());
   if (!e || e.kind !== 'api' || e.deployment_id !== auth.deploymentId) throw new AppError('ExecutionNotFound');
@@ -187,6 +188,31 @@ export async function submit(d: Deps, auth: CallerAuth, req: ExecuteRequest) {
     }
   }
 
+  // The quota is spent only here, where the execution is about to be accepted (replays of an
+  // Idempotency-Key above spend nothing), and given back if it is not accepted after all.
+  const quota = await spendQuota(d, auth);
+  try {
+    const execution = await createExecution(d, auth, dep, executionId, parsed, assets, req.baseUrl, now, req.formLink);
+    if (auth.consumerId !== undefined || auth.limits?.rate_limit || quota) await tally(d, auth, 'accepted');
+    const answer = accepted(req.baseUrl, execution);
+    return quota ? { ...answer, headers: withLimitHeaders(answer.headers, [quota.state]) } : answer;
+  } catch (e) {
+    await quota?.giveBack();
+    throw e;
+  }
+}
+
+async function createExecution(
+  d: Deps,
+  auth: CallerAuth,
+  dep: Deployment,
+  executionId: string,
+  parsed: ReturnType<typeof parseExecutionRequest>,
+  assets: Awaited<ReturnType<typeof checkAssets>>,
+  baseUrl: string,
+  now: Date,
+  formLink: string | undefined,
+): Promise<Execution> {
   const where = { kind: 'api' as const, deployment_id: dep.deployment_id, pipeline_id: dep.pipeline_id, execution_id: executionId };
   const refs = assets.length > 0 ? await storeAssets(d, where, assets, now) : null;
   const execution: Execution = {
@@ -195,13 +221,14 @@ export async function submit(d: Deps, auth: CallerAuth, req: ExecuteRequest) {
     pipeline_id: dep.pipeline_id,
     version: dep.version,
     deployment_id: dep.deployment_id,
+    ...(auth.consumerId === undefined ? {} : { consumer_id: auth.consumerId }),
     status: 'pending',
     inputs: parsed.inputs,
     ...(refs === null ? {} : { assets: refs }),
     outputs: null,
-    base_url: req.baseUrl,
+    base_url: baseUrl,
     visible_outputs: dep.outputs.filter((o) => o.visible).map((o) => o.id),
-    ...(req.formLink === undefined ? {} : { source: 'form' as const, form_link: req.formLink }),
+    ...(formLink === undefined ? {} : { source: 'form' as const, form_link: formLink }),
     callback: parsed.callback,
     callback_delivery: null,
     error_message: null,
@@ -212,7 +239,7 @@ export async function submit(d: Deps, auth: CallerAuth, req: ExecuteRequest) {
   };
   await d.executions.create(execution);
   await enqueueNew(d, executionId);
-  return accepted(req.baseUrl, execution);
+  return execution;
 }
 
 function accepted(baseUrl: string, e: Execution) {

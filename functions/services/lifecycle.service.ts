@@ -25,7 +25,11 @@ const callbackFields = (e: Execution): { callback_delivery?: CallbackDelivery } 
 export async function markRunning(d: Deps, executionId: string, runBy?: string): Promise<{ proceed: boolean }> {
   const at = d.clock.now().toISOString();
   const t = await d.executions.transition(executionId, 'running', { started_at: at, ...(runBy ? { run_by: runBy } : {}) });
-  if (t.ok) return { proceed: true };
+  if (t.ok) {
+    // Event streams show the move at once; waiters for a terminal status just read again.
+    d.completions.notify(executionId);
+    return { proceed: true };
+  }
   if (runBy === undefined || t.current?.status !== 'running') return { proceed: false };
   if (t.current.run_by === runBy) return { proceed: true };
   // A re-run owed after a crash (sweeper, startup): the first workflow to claim it runs it.
@@ -40,7 +44,7 @@ export async function finishExecution(
   d: Deps,
   e: Execution,
   to: 'completed' | 'failed',
-  set: { outputs?: Execution['outputs']; output_assets?: Execution['output_assets']; error_message?: string; caller_error_message?: string; trace?: Execution['trace']; trace_truncated?: boolean },
+  set: { outputs?: Execution['outputs']; output_assets?: Execution['output_assets']; error_message?: string; caller_error_message?: string; trace?: Execution['trace']; trace_truncated?: boolean; progress?: string },
 ): Promise<Finished> {
   const completedAt = d.clock.now().toISOString();
   const t = await whileStoreUnavailable(() =>

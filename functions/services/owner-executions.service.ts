@@ -7,7 +7,8 @@ import { PIPELINE_ID_PATTERN } from '../core/ids';
 import { isTerminal, STATUSES, type ExecutionStatus } from '../core/transitions';
 import { InvalidCursorError } from '../core/ports';
 import type { DeploymentRecord, Execution } from '../core/types';
-import { summarize } from '../core/usage';
+import { summarize, summarizeCallers, type CallerWindow } from '../core/usage';
+import { DEPLOYMENT_SUBJECT } from '../core/consumers';
 import { deliveryView, executionSummaryBody, ownerExecutionBody } from '../core/views';
 import type { Deps } from '../adapters/deps';
 import { cancelExecution } from './lifecycle.service';
@@ -130,11 +131,24 @@ export async function usage(d: Deps, pipelineId: string) {
   const dep = await liveDeploymentOf(d, pipelineId);
   const now = d.clock.now();
   const dayAgo = new Date(now.getTime() - 24 * 3600 * 1000);
-  const buckets = await d.executions.usageSince(dep.deployment_id, dayAgo);
+  const hourAgo = new Date(now.getTime() - 3600 * 1000);
+  const [buckets, consumers] = await Promise.all([d.executions.usageSince(dep.deployment_id, dayAgo), d.consumers.list(dep.deployment_id)]);
+  const hour = summarizeCallers(buckets, hourAgo);
+  const day = summarizeCallers(buckets, dayAgo);
+  const names = new Map(consumers.map((c) => [c.consumer_id, c.name]));
+  // Every consumer, and the deployment's own key once it has counts (it has when it carries limits).
+  const ids = [...new Set([...consumers.map((c) => c.consumer_id), ...Object.keys(day)])];
+  const none = (): CallerWindow => ({ accepted: 0, refused_rate: 0, refused_quota: 0, total: 0, by_status: { completed: 0, failed: 0, cancelled: 0 }, p50_ms: null, p95_ms: null });
   return {
     pipeline_id: pipelineId,
     deployment_id: dep.deployment_id,
-    last_hour: summarize(buckets, new Date(now.getTime() - 3600 * 1000), now),
+    last_hour: summarize(buckets, hourAgo, now),
     last_day: summarize(buckets, dayAgo, now),
+    by_consumer: ids.map((id) => ({
+      consumer_id: id === DEPLOYMENT_SUBJECT ? null : id,
+      name: id === DEPLOYMENT_SUBJECT ? null : (names.get(id) ?? null),
+      last_hour: hour[id] ?? none(),
+      last_day: day[id] ?? none(),
+    })),
   };
 }

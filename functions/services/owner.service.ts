@@ -24,7 +24,7 @@ import { awaitTerminal, NO_WAIT, type Wait } from './caller.service';
 import { outputLinks } from './output-links';
 
 
-function parseJson(body: string | null, what: string): unknown {
+export function parseJson(body: string | null, what: string): unknown {
   if (body === null || body.trim() === '') return undefined;
   try {
     return JSON.parse(body) as unknown;
@@ -447,7 +447,7 @@ async function removeDeploymentObjects(d: Deps, deploymentId: string): Promise<v
  * that it is unknown. Without a grace period the keys that worked until now are revoked.
  */
 const RETIRED_KEYS_KEPT = 4;
-function retiredKeys(keys: readonly KeyHash[], grace: number, now: number): KeyHash[] {
+export function retiredKeys(keys: readonly KeyHash[], grace: number, now: number): KeyHash[] {
   const revoked = grace === 0 ? keys.filter((k) => k.expires_at === null || k.expires_at > now).map((k) => ({ hash: k.hash, expires_at: now, revoked_at: now })) : [];
   const past = keys.filter((k) => k.expires_at !== null && k.expires_at <= now);
   return [...revoked, ...past.sort((a, b) => (b.expires_at ?? 0) - (a.expires_at ?? 0))].slice(0, RETIRED_KEYS_KEPT);

@@ -10,6 +10,7 @@ import type { Execution } from '../core/types';
 import { referencedSecretNames } from '../core/owner-secrets';
 import { isTerminal } from '../core/transitions';
 import type { Deps } from '../adapters/deps';
+import { progressRecorder } from './progress.service';
 import { afterTerminal, failExecution, finishExecution, markRunning, whileStoreUnavailable, type Finished } from './lifecycle.service';
 
 export { ExecutionMessage } from './messages';
@@ -47,6 +48,7 @@ export async function taskRun(d: Deps, executionId: string): Promise<{ status: s
   const assets = e.assets ? await assetViews(d, e.assets) : undefined;
   const abort = new AbortController();
   const stopWatching = watchForCancel(d, executionId, abort);
+  const progress = progressRecorder(d, executionId, e.progress);
   const { result, trace: fullTrace } = await runPipelineTraced(version.definition, e.inputs, {
     http: d.http,
     ...(assets === undefined || !e.assets ? {} : { assets, assetRefs: e.assets }),
@@ -55,12 +57,15 @@ export async function taskRun(d: Deps, executionId: string): Promise<{ status: s
     timeoutMs: d.config.executionTimeoutMs,
     signal: abort.signal,
     now: () => d.clock.now().getTime(),
+    onNode: (p) => progress.add(p),
   }).finally(stopWatching);
+  // The last progress write lands before the terminal one, which then carries the whole list.
+  await progress.settle();
   const { trace, truncated } = capTrace(fullTrace, TRACE_MAX_BYTES);
-  const traced = { trace, trace_truncated: truncated };
+  const traced = { trace, trace_truncated: truncated, progress: progress.packed() };
   if (result.status === 'cancelled') {
     // The cancel already wrote the terminal status; the trace still shows where the work stopped.
-    await d.executions.recordTrace(executionId, traced).catch((err: unknown) =>
+    await d.executions.recordTrace(executionId, { trace, trace_truncated: truncated }).catch((err: unknown) =>
       d.log.warn('could not record the trace of a cancelled execution', { execution_id: executionId, error_message: String(err) }),
     );
     return { status: 'cancelled' };

@@ -3,6 +3,7 @@
  * credential (bearer token or SigV4); caller calls carry a deployment's API key. Every
  * response body is checked before use; the raw body is kept for `--json`.
  */
+import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import * as v from 'valibot';
 import { STATUSES } from '../../functions/core/transitions';
 import { UploadAnswer } from '../../functions/core/shapes';
@@ -175,7 +176,50 @@ const UsageWindow = v.looseObject({
   p50_ms: Nullable(v.number()),
   p95_ms: Nullable(v.number()),
 });
-export const UsageBody = v.looseObject({ pipeline_id: v.string(), deployment_id: v.string(), last_hour: UsageWindow, last_day: UsageWindow });
+const CallerUsageWindow = v.looseObject({
+  accepted: v.number(),
+  refused_rate: v.number(),
+  refused_quota: v.number(),
+  total: v.number(),
+  by_status: v.record(v.string(), v.number()),
+  p50_ms: Nullable(v.number()),
+  p95_ms: Nullable(v.number()),
+});
+const ConsumerUsageBody = v.looseObject({ consumer_id: Nullable(v.string()), name: Nullable(v.string()), last_hour: CallerUsageWindow, last_day: CallerUsageWindow });
+export const UsageBody = v.looseObject({
+  pipeline_id: v.string(),
+  deployment_id: v.string(),
+  last_hour: UsageWindow,
+  last_day: UsageWindow,
+  // Absent from services older than consumers.
+  by_consumer: v.optional(v.array(ConsumerUsageBody), []),
+});
+const LimitsBody = {
+  rate_limit: Nullable(v.looseObject({ requests: v.number(), per_seconds: v.number() })),
+  quota: Nullable(v.looseObject({ executions: v.number(), per: v.string() })),
+};
+export const ConsumerBody = v.looseObject({
+  consumer_id: v.string(),
+  name: v.string(),
+  status: v.string(),
+  key_prefix: v.string(),
+  ...LimitsBody,
+  expires_at: Nullable(v.string()),
+  metadata: v.record(v.string(), v.string()),
+  last_used_at: Nullable(v.string()),
+});
+export const NewConsumerBody = v.looseObject({ ...ConsumerBody.entries, api_key: v.string() });
+export const ConsumersBody = v.looseObject({ consumers: v.array(ConsumerBody) });
+export const ConsumerKeyBody = v.looseObject({ consumer_id: v.string(), api_key: v.string() });
+export type Consumer = v.InferOutput<typeof ConsumerBody>;
+/** What create and update send (lib/cli/commands/consumers.ts builds it from the options). */
+export interface ConsumerFields {
+  name?: string;
+  rate_limit?: { requests: number; per_seconds: number } | null;
+  quota?: { executions: number; per: 'day' | 'month' } | null;
+  expires_at?: string | null;
+  metadata?: Record<string, string>;
+}
 
 export type OwnerExecution = v.InferOutput<typeof OwnerExecutionBody>;
 export type ExecutionList = v.InferOutput<typeof ExecutionListBody>;
@@ -287,6 +331,30 @@ export class PipegateClient {
   redeliver(id: string, executionId: string) {
     return this.owner('POST', `/v1/pipelines/${enc(id)}/executions/${enc(executionId)}/callback/redeliver`, Delivery);
   }
+  createConsumer(id: string, body: ConsumerFields) {
+    return this.owner('POST', `/v1/pipelines/${enc(id)}/deployment/consumers`, NewConsumerBody, body);
+  }
+
+  listConsumers(id: string) {
+    return this.owner('GET', `/v1/pipelines/${enc(id)}/deployment/consumers`, ConsumersBody);
+  }
+
+  updateConsumer(id: string, consumerId: string, body: ConsumerFields) {
+    return this.owner('PATCH', `/v1/pipelines/${enc(id)}/deployment/consumers/${enc(consumerId)}`, ConsumerBody, body);
+  }
+
+  setKeyLimits(id: string, body: Pick<ConsumerFields, 'rate_limit' | 'quota'>) {
+    return this.owner('PUT', `/v1/pipelines/${enc(id)}/deployment/limits`, v.looseObject({ deployment_id: v.string(), ...LimitsBody }), body);
+  }
+
+  revokeConsumer(id: string, consumerId: string) {
+    return this.owner('DELETE', `/v1/pipelines/${enc(id)}/deployment/consumers/${enc(consumerId)}`, v.unknown());
+  }
+
+  rotateConsumerKey(id: string, consumerId: string, body: { grace_seconds?: number }) {
+    return this.owner('POST', `/v1/pipelines/${enc(id)}/deployment/consumers/${enc(consumerId)}/keys`, ConsumerKeyBody, body);
+  }
+
   usage(id: string) {
     return this.owner('GET', `/v1/pipelines/${enc(id)}/deployment/usage`, UsageBody);
   }
@@ -314,6 +382,56 @@ export class PipegateClient {
   executionResult(executionId: string, key: string) {
     return this.caller('GET', `/v1/deployments/executions/${enc(executionId)}/result/`, key, ResultBody);
   }
+  /**
+   * The execution's server-sent events (contract §4), one message at a time as they arrive,
+   * from after `lastEventId` when given. No overall deadline: the stream lasts as long as the
+   * execution (`signal` ends it). An error answer is a ServiceError as for any call; a stream
+   * cut short simply ends (the caller reconnects with the last id it saw).
+   */
+  executionEvents(executionId: string, key: string, lastEventId: string | undefined, signal: AbortSignal): AsyncGenerator<EventSourceMessage> {
+    const url = new URL(`${this.baseUrl}/v1/deployments/executions/${enc(executionId)}/events/`);
+    return this.events(url, { accept: 'text/event-stream', 'x-api-key': key, ...(lastEventId === undefined ? {} : { 'last-event-id': lastEventId }) }, signal, 'caller');
+  }
+
+  /** An owner's run as server-sent events (contract §7), as executionEvents is for callers. */
+  async *runEvents(id: string, runId: string, lastEventId: string | undefined, signal: AbortSignal): AsyncGenerator<EventSourceMessage> {
+    const url = new URL(`${this.baseUrl}/v1/pipelines/${enc(id)}/runs/${enc(runId)}/events`);
+    const headers = await this.ownerHeaders('GET', url, { accept: 'text/event-stream', ...(lastEventId === undefined ? {} : { 'last-event-id': lastEventId }) });
+    yield* this.events(url, headers, signal, 'owner', id);
+  }
+
+  private async *events(url: URL, headers: Record<string, string>, signal: AbortSignal, audience: 'owner' | 'caller', pipeline?: string): AsyncGenerator<EventSourceMessage> {
+    let res: Response;
+    try {
+      res = await this.fetchFn(url, { headers, signal });
+    } catch (e) {
+      throw new UnreachableError(this.baseUrl, networkReason(e));
+    }
+    if (!res.ok || !res.body) {
+      const text = await res.text().catch(() => '');
+      let raw: unknown;
+      try {
+        raw = JSON.parse(text) as unknown;
+      } catch {
+        raw = undefined;
+      }
+      const errBody = typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? (raw as Record<string, unknown>) : { error: `HTTP ${res.status}` };
+      throw new ServiceError(res.status, errBody, audience, pipeline);
+    }
+    const ready: EventSourceMessage[] = [];
+    const parser = createParser({ onEvent: (m) => ready.push(m) });
+    const decoder = new TextDecoder();
+    try {
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+        parser.feed(decoder.decode(chunk, { stream: true }));
+        while (ready.length > 0) yield ready.shift() as EventSourceMessage;
+      }
+    } catch (e) {
+      if (signal.aborted) return;
+      // A stream cut short (a restart, a proxy, the 15-minute limit) ends; the caller resumes.
+      if (!(e instanceof TypeError) && (e as { name?: string }).name !== 'AbortError') throw e;
+    }
+  }
   callerCancel(executionId: string, key: string) {
     return this.caller('POST', `/v1/deployments/executions/${enc(executionId)}/cancel/`, key, ExecutionStatusBody);
   }
@@ -334,11 +452,9 @@ export class PipegateClient {
     }
   }
 
-  private async owner<S extends v.GenericSchema>(method: string, path: string, schema: S, body?: unknown): Promise<Reply<v.InferOutput<S>>> {
-    const url = new URL(this.baseUrl + path);
-    const text = body === undefined ? undefined : JSON.stringify(body);
-    const headers: Record<string, string> = { accept: 'application/json' };
-    if (text !== undefined) headers['content-type'] = 'application/json';
+  /** The owner's credentials on a request: the local bearer token, or a SigV4 signature. */
+  private async ownerHeaders(method: string, url: URL, base: Record<string, string>, text?: string): Promise<Record<string, string>> {
+    const headers: Record<string, string> = { ...base };
     const auth = this.opts.connection.owner;
     switch (auth.kind) {
       case 'bearer':
@@ -357,6 +473,13 @@ export class PipegateClient {
       case 'no-region':
         throw new UsageError(`cannot tell which AWS region ${auth.host} is in`, 'pass --region or set AWS_REGION');
     }
+    return headers;
+  }
+
+  private async owner<S extends v.GenericSchema>(method: string, path: string, schema: S, body?: unknown): Promise<Reply<v.InferOutput<S>>> {
+    const url = new URL(this.baseUrl + path);
+    const text = body === undefined ? undefined : JSON.stringify(body);
+    const headers = await this.ownerHeaders(method, url, { accept: 'application/json', ...(text !== undefined ? { 'content-type': 'application/json' } : {}) }, text);
     const pipeline = /^\/v1\/pipelines\/([^/?]+)/.exec(path)?.[1];
     return this.send(method, url, headers, text, schema, 'owner', pipeline === undefined ? undefined : decodeURIComponent(pipeline));
   }

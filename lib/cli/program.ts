@@ -11,6 +11,15 @@ import { STATUSES } from '../../functions/core/transitions';
 import { cancel, executions, redeliver, result, show, usage, type ResultOptions } from './commands/executions';
 import { DEFINITION_ASSET_MAX_BYTES, INLINE_ASSET_BODY_MAX_BYTES, sizeText, UPLOAD_MAX_BYTES } from '../../functions/core/assets';
 import { rotate } from './commands/keys';
+import {
+  create as createConsumer,
+  keyLimits,
+  list as listConsumers,
+  revoke as revokeConsumer,
+  rotate as rotateConsumerKey,
+  update as updateConsumer,
+  type ConsumerOptions,
+} from './commands/consumers';
 import { list, runs } from './commands/list';
 import { publish, SNIPPET_LANGUAGES, type SnippetLanguage } from './commands/publish';
 import { push } from './commands/push';
@@ -84,8 +93,9 @@ export function buildProgram(io: CliIO, deps: CliDeps, state: { code: number }):
     )
     .option('--wait', 'wait until the run finishes and print its outputs (default)')
     .option('--no-wait', 'print the run id and return at once')
+    .option('--follow', 'wait, printing each node as it finishes (a spinner on a terminal), from the run\'s event stream')
     .addOption(new Option('--timeout <seconds>', 'stop waiting after this long').default(600).argParser(wholeNumber('--timeout', 1, 86_400)))
-    .action(act((ctx, p: string, o: { input?: string[]; wait?: boolean; timeout: number }) => run(ctx, p, { ...o, input: o.input ?? [], wait: o.wait !== false })));
+    .action(act((ctx, p: string, o: { input?: string[]; wait?: boolean; follow?: boolean; timeout: number }) => run(ctx, p, { ...o, input: o.input ?? [], wait: o.wait !== false })));
 
   program
     .command('runs')
@@ -149,6 +159,43 @@ export function buildProgram(io: CliIO, deps: CliDeps, state: { code: number }):
     .option('--signing-secret', 'rotate the callback signing secret instead of the API key')
     .option('--form-link', 'issue a new web-form link instead; the old link answers 404 at once')
     .action(act((ctx, p: string, o: { grace?: number; signingSecret?: boolean; formLink?: boolean }) => rotate(ctx, p, o)));
+  keys
+    .command('limits')
+    .description("set the deployment key's own rate limit and quota (what is not given is removed)")
+    .argument('<pipeline>', 'pipeline id')
+    .option('--rate <requests/seconds>', 'rate limit, e.g. 100/60')
+    .option('--quota <executions/period>', 'accepted executions per UTC day or month, e.g. 1000/day')
+    .action(act((ctx, p: string, o: ConsumerOptions) => keyLimits(ctx, p, o)));
+
+  const consumers = program.command('consumers').description("a deployment's consumers: each caller its own API key, rate limit, quota and expiry");
+  const limitOptions = (c: Command) =>
+    c
+      .option('--rate <requests/seconds>', 'rate limit, e.g. 1/1 (one request a second) or 100/60; none removes it')
+      .option('--quota <executions/period>', 'accepted executions per UTC day or month, e.g. 10/day; none removes it')
+      .option('--expires <time>', 'ISO 8601 time after which the key is refused; none removes it')
+      .option('--meta <key=value>', 'metadata for your own records (repeatable)', collect);
+  limitOptions(consumers.command('create').description('create a consumer and print its API key (shown once)').argument('<pipeline>', 'pipeline id').option('--name <name>', 'who it is for'))
+    .action(act((ctx, p: string, o: ConsumerOptions) => createConsumer(ctx, p, o)));
+  consumers
+    .command('list')
+    .description('every consumer with its limits, key prefix and last use (never a key)')
+    .argument('<pipeline>', 'pipeline id')
+    .action(act((ctx, p: string) => listConsumers(ctx, p)));
+  limitOptions(consumers.command('update').description("change a consumer's name, limits, expiry or metadata").argument('<pipeline>', 'pipeline id').argument('<consumer>', 'consumer id').option('--name <name>', 'a new name'))
+    .action(act((ctx, p: string, id: string, o: ConsumerOptions) => updateConsumer(ctx, p, id, o)));
+  consumers
+    .command('revoke')
+    .description("revoke a consumer: its key is refused from the next request on; the others keep working")
+    .argument('<pipeline>', 'pipeline id')
+    .argument('<consumer>', 'consumer id')
+    .action(act((ctx, p: string, id: string) => revokeConsumer(ctx, p, id)));
+  consumers
+    .command('rotate')
+    .description("issue a new key for a consumer; the old one stops at once unless --grace is given")
+    .argument('<pipeline>', 'pipeline id')
+    .argument('<consumer>', 'consumer id')
+    .addOption(new Option('--grace <seconds>', 'keep the old key working this long').argParser(wholeNumber('--grace', 0, 604_800)))
+    .action(act((ctx, p: string, id: string, o: { grace?: number }) => rotateConsumerKey(ctx, p, id, o)));
 
   program
     .command('execute')
@@ -162,6 +209,7 @@ export function buildProgram(io: CliIO, deps: CliDeps, state: { code: number }):
     )
     .option('--callback <url>', 'URL to POST the outcome to when the execution finishes')
     .option('--wait', 'wait until the execution finishes and print its result')
+    .option('--follow', 'like --wait, printing each node as it finishes (a spinner on a terminal), from the execution\'s event stream')
     .option('--idempotency-key <key>', 'repeat-safe submit: the same key and body start nothing new')
     .addOption(new Option('--timeout <seconds>', 'with --wait, stop waiting after this long').default(600).argParser(wholeNumber('--timeout', 1, 86_400)))
     .option('--download <dir>', 'with --wait, save every ASSET output into <dir> as <output><extension>')
@@ -171,9 +219,9 @@ export function buildProgram(io: CliIO, deps: CliDeps, state: { code: number }):
         (
           ctx,
           d: string,
-          o: { key?: string; input?: string[]; callback?: string; wait?: boolean; idempotencyKey?: string; timeout: number; download?: string; force?: boolean },
+          o: { key?: string; input?: string[]; callback?: string; wait?: boolean; follow?: boolean; idempotencyKey?: string; timeout: number; download?: string; force?: boolean },
         ) => {
-          if (o.download !== undefined && !o.wait) throw new UsageError('--download needs --wait', `or save the outputs later: pipegate result <execution> --download ${o.download}`);
+          if (o.download !== undefined && !o.wait && !o.follow) throw new UsageError('--download needs --wait', `or save the outputs later: pipegate result <execution> --download ${o.download}`);
           return execute(ctx, d, { ...o, input: o.input ?? [] });
         },
       ),

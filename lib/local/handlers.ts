@@ -6,6 +6,7 @@ import type { LocalFunction } from './gateway/streaming';
 import { createHandler as execute } from '../../functions/execute/handler';
 import { createHandler as executionStatus } from '../../functions/execution-status/handler';
 import { createHandler as executionResult } from '../../functions/execution-result/handler';
+import { createHandler as executionEvents } from '../../functions/execution-events/handler';
 import { createHandler as executionCancel } from '../../functions/execution-cancel/handler';
 import { createHandler as uploadCreate } from '../../functions/upload-create/handler';
 import { createHandler as deploymentContract } from '../../functions/deployment-contract/handler';
@@ -17,10 +18,12 @@ import { createHandler as pipelineGet } from '../../functions/pipeline-get/handl
 import { createHandler as runStart } from '../../functions/run-start/handler';
 import { createHandler as runList } from '../../functions/run-list/handler';
 import { createHandler as runGet } from '../../functions/run-get/handler';
+import { createHandler as runEvents } from '../../functions/run-events/handler';
 import { createHandler as deploymentReadiness } from '../../functions/deployment-readiness/handler';
 import { createHandler as deploymentPublish } from '../../functions/deployment-publish/handler';
 import { createHandler as deploymentDelete } from '../../functions/deployment-delete/handler';
 import { createHandler as deploymentKeys } from '../../functions/deployment-keys/handler';
+import { createHandler as deploymentConsumers } from '../../functions/deployment-consumers/handler';
 import { createHandler as ownerExecutionGet } from '../../functions/owner-execution-get/handler';
 import { createHandler as secretList } from '../../functions/secret-list/handler';
 import { createHandler as secretPut } from '../../functions/secret-put/handler';
@@ -41,6 +44,7 @@ export const HTTP_HANDLERS: Record<string, (deps: DepsSource) => HttpLambda> = {
   execute,
   'execution-status': executionStatus,
   'execution-result': executionResult,
+  'execution-events': executionEvents,
   'execution-cancel': executionCancel,
   'upload-create': uploadCreate,
   'deployment-contract': deploymentContract,
@@ -52,10 +56,12 @@ export const HTTP_HANDLERS: Record<string, (deps: DepsSource) => HttpLambda> = {
   'run-start': runStart,
   'run-list': runList,
   'run-get': runGet,
+  'run-events': runEvents,
   'deployment-readiness': deploymentReadiness,
   'deployment-publish': deploymentPublish,
   'deployment-delete': deploymentDelete,
   'deployment-keys': deploymentKeys,
+  'deployment-consumers': deploymentConsumers,
   'owner-execution-get': ownerExecutionGet,
   'secret-list': secretList,
   'secret-put': secretPut,

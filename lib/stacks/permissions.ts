@@ -54,6 +54,8 @@ const RUNS: readonly QueryTarget[] = ['gsi1'];
 const OWNER_SECRETS: readonly QueryTarget[] = ['table'];
 const EXECUTIONS: readonly QueryTarget[] = ['executions'];
 const USAGE: readonly QueryTarget[] = ['table'];
+/** The partitions of the limit counters and the usage buckets a caller's request may count in. */
+const LIMITS: readonly string[] = ['LIMIT#*', 'USAGE#*'];
 
 const access = (table: readonly TableAction[], more: Partial<Omit<FunctionAccess, 'table'>> = {}): FunctionAccess => ({
   table,
@@ -69,23 +71,28 @@ const access = (table: readonly TableAction[], more: Partial<Omit<FunctionAccess
 /** Keyed by handler name (the folder under functions/). */
 export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   // Callers.
-  authorizer: access(READ, { secret: true }),
+  // A consumer's last use is a conditional update of its item, beside its deployment's.
+  authorizer: access(READ, { secret: true, updateKeys: ['DEPLOYMENT#*'] }),
   // Idempotency claim and execution record are conditional puts; an upload it uses is claimed
   // with a conditional update (single use).
   // Inline assets are written under the execution; an upload it uses is read (sniffed, hashed).
   // Its waited answer, like every read of a result, mints links to ASSET outputs (the master key).
-  execute: access(CREATE_EXECUTION, { send: ['executions'], secret: true, objects: ['read', 'write'], updateKeys: ['UPLOAD#*'] }),
+  // Every caller route spends its key's rate limit (LIMIT#) and counts refusals (USAGE#); execute
+  // also spends the quota and counts acceptances there (services/limits.service.ts).
+  execute: access(CREATE_EXECUTION, { send: ['executions'], secret: true, objects: ['read', 'write'], updateKeys: ['UPLOAD#*', ...LIMITS] }),
   // Reads the deployment, records the upload (conditional put); the PUT URL is presigned.
-  'upload-create': access(['GetItem', 'PutItem'], { objects: ['write'] }),
+  'upload-create': access(['GetItem', 'PutItem'], { objects: ['write'], updateKeys: LIMITS }),
   // Every reader of an execution record may meet values kept in the bucket (the claim check,
   // functions/core/claim-check.ts): `objects: ['read']`, used only when a record holds a reference.
-  'execution-status': access(READ, { objects: ['read'] }),
+  'execution-status': access(READ, { objects: ['read'], updateKeys: LIMITS }),
   // Reading a result mints links to ASSET outputs (the master key).
-  'execution-result': access(READ, { secret: true, objects: ['read'] }),
+  'execution-result': access(READ, { secret: true, objects: ['read'], updateKeys: LIMITS }),
+  // Reads the record while the execution runs; its `done` is the result, with links to ASSET outputs (the master key).
+  'execution-events': access(READ, { secret: true, objects: ['read'], updateKeys: LIMITS }),
   // Cancel moves the execution, then records the run pointer and owes a callback (afterTerminal).
   'execution-cancel': access(UPDATE, { states: ['StopExecution'], send: ['callbacks'], objects: ['read'] }),
-  'deployment-contract': access(READ),
-  'deployment-openapi': access(READ),
+  'deployment-contract': access(READ, { updateKeys: LIMITS }),
+  'deployment-openapi': access(READ, { updateKeys: LIMITS }),
   // Serves a page shell and static files: nothing to read or write.
   'deployment-docs': access([]),
   // Checks the link with a key derived from the master key, then that the deployment (or
@@ -112,6 +119,8 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   'run-start': access(CREATE_EXECUTION, { send: ['executions'], secret: true, objects: ['read', 'write'] }),
   'run-list': access(READ, { query: RUNS, secret: true, objects: ['read'] }),
   'run-get': access(READ, { secret: true, objects: ['read'] }),
+  // A run's event stream: reads the record while it runs; `done` is the run's view (links: the master key).
+  'run-events': access(READ, { secret: true, objects: ['read'] }),
   'owner-execution-get': access(READ, { secret: true, objects: ['read'] }),
   // Cancels through the one lifecycle (conditional write, run pointer, owed callback, usage
   // counter), then stops the state machine.
@@ -129,6 +138,9 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   'deployment-publish': access(ALL, { query: RUNS, secret: true, objects: ['read'] }),
   // Rotation replaces keys, signing secrets or the form link (a new lookup item, the old one deleted) in the deployment item.
   'deployment-keys': access(['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem'], { secret: true }),
+  // Consumers are items of the deployment's partition: created (conditional put), listed (a
+  // Query of that partition), changed and revoked (conditional updates); a key needs the pepper.
+  'deployment-consumers': access(ALL, { query: ['table'], secret: true }),
   // A deleted deployment's objects go with it (removePrefix: ListObjectsV2, then DeleteObjects);
   // so does its form link's lookup item.
   'deployment-delete': access(['GetItem', 'UpdateItem', 'DeleteItem'], { objects: ['delete'] }),

@@ -118,6 +118,9 @@ describe('the owner API conforms', () => {
     expect((await owner('PUT', '/v1/pipelines/conform/deployment', {})).status).toBe(409);
 
     const first = await runToEnd('conform', { name: 'Ada', times: 1 });
+    const events = await call({ method: 'GET', path: `/v1/pipelines/conform/runs/${String(first.run_id)}/events`, headers: { accept: 'text/event-stream' } });
+    expect(events.text).toContain('event: done');
+    expect((await call({ method: 'GET', path: `/v1/pipelines/conform/runs/${UNKNOWN}/events` })).status).toBe(404);
     const second = await runToEnd('conform');
     expect([first.status, second.status]).toEqual(['completed', 'completed']);
 
@@ -210,6 +213,9 @@ describe('the caller API conforms, to the service document and to the deployment
       message: { value: 'Ada Ada Ada', value_type: 'RAW' },
       size: { value: 11, value_type: 'RAW' },
     });
+    const events = await caller('GET', `/v1/deployments/executions/${id}/events/`, key, undefined, { accept: 'text/event-stream' }, [own]);
+    expect(events.status).toBe(200);
+    expect(events.text).toContain('event: done');
 
     const viaAuthorization = await caller('POST', `/v1/deployments/${deploymentId}/executions`, null, undefined, { authorization: `Api-Key ${key}` }, [own]);
     expect(viaAuthorization.status).toBe(202);
@@ -261,6 +267,7 @@ describe('the caller API conforms, to the service document and to the deployment
       ['POST', `/v1/deployments/${deploymentId}/executions/`],
       ['GET', `/v1/deployments/executions/${UNKNOWN}/status/`],
       ['GET', `/v1/deployments/executions/${UNKNOWN}/result/`],
+      ['GET', `/v1/deployments/executions/${UNKNOWN}/events/`],
       ['POST', `/v1/deployments/executions/${UNKNOWN}/cancel/`],
       ['GET', `/v1/deployments/${deploymentId}/`],
       ['GET', `/v1/deployments/${deploymentId}/openapi.json`],

@@ -429,6 +429,23 @@ describe('no plaintext key or secret at rest or in the logs', () => {
     const rotatedSecret = (await rt.owner('POST', '/v1/pipelines/secretive/deployment/keys', { credential: 'signing_secret', grace_seconds: 600 })).body.signing_secret as string;
     await run(rotatedKey);
     await run(p.apiKey);
+    // A consumer's keys: used, rotated with grace, the rotated one used, then revoked and refused.
+    const consumer = (await rt.owner('POST', '/v1/pipelines/secretive/deployment/consumers', { name: 'planted', rate_limit: { requests: 100, per_seconds: 60 }, quota: { executions: 100, per: 'day' } })).body;
+    const consumerKey = consumer.api_key as string;
+    await run(consumerKey);
+    const consumerPath = `/v1/pipelines/secretive/deployment/consumers/${consumer.consumer_id as string}`;
+    const rotatedConsumerKey = (await rt.owner('POST', `${consumerPath}/keys`, { grace_seconds: 600 })).body.api_key as string;
+    await run(rotatedConsumerKey);
+    // Every owner answer about consumers after creation, and the views of their executions.
+    const consumerAnswers = [
+      await rt.owner('GET', '/v1/pipelines/secretive/deployment/consumers'),
+      await rt.owner('PATCH', consumerPath, { name: 'planted again' }),
+      await rt.owner('GET', '/v1/pipelines/secretive/deployment/usage'),
+      await rt.owner('GET', '/v1/pipelines/secretive/deployment/executions'),
+    ];
+    expect(consumerAnswers.map((r) => r.status)).toEqual([200, 200, 200, 200]);
+    await rt.owner('DELETE', consumerPath);
+    expect((await rt.caller('GET', `/v1/deployments/${p.deploymentId}/`, consumerKey)).body.reason).toBe('consumer_revoked');
     // Rejected credentials are a classic way for a key to end up in a log.
     await rt.caller('GET', `/v1/deployments/${p.deploymentId}/`, null, undefined, { authorization: `Bearer ${rotatedKey}` });
     await rt.caller('GET', `/v1/deployments/${p.deploymentId}/`, `${p.apiKey}x`);
@@ -450,7 +467,7 @@ describe('no plaintext key or secret at rest or in the logs', () => {
       [401, 'malformed'],
       [401, 'malformed'],
     ]);
-    const refusalText = refusals.map((r) => `${JSON.stringify([...r.headers.entries()])} ${r.text}`).join('\n');
+    const refusalText = [...refusals, ...consumerAnswers].map((r) => `${JSON.stringify([...r.headers.entries()])} ${r.text}`).join('\n');
     await waitUntil(async () => receiver.delivered().length, (n) => n >= 3);
 
     const secrets: [string, string][] = [
@@ -459,13 +476,16 @@ describe('no plaintext key or secret at rest or in the logs', () => {
       ['api key', p.apiKey],
       ['the other deployment\'s api key', up.apiKey],
       ['rotated api key', rotatedKey],
+      ['consumer api key', consumerKey],
+      ['rotated consumer api key', rotatedConsumerKey],
       ['signing secret', p.signingSecret],
       ['rotated signing secret', rotatedSecret],
     ];
     const needles: [string, Buffer][] = [];
     for (const [what, s] of secrets) {
       needles.push([what, Buffer.from(s)]);
-      if (s.startsWith('pgk_')) needles.push([`${what} (random part)`, Buffer.from(s.slice(36, 60))]);
+      // The random part: after the deployment's hex (and a consumer key's consumer hex).
+      if (s.startsWith('pgk_')) needles.push([`${what} (random part)`, Buffer.from(s.length > 74 ? s.slice(68, 100) : s.slice(36, 60))]);
       if (s.startsWith('whsec_')) {
         needles.push([`${what} (base64)`, Buffer.from(s.slice('whsec_'.length))]);
         needles.push([`${what} (raw bytes)`, Buffer.from(s.slice('whsec_'.length), 'base64')]);

@@ -129,9 +129,9 @@ describe('API routes from lib/routes.ts', () => {
     }
   });
 
-  it('streams the asset route, and only routes that say so', () => {
+  it('streams the asset route and the event streams, and only routes that say so', () => {
     // Assess
-    expect(ROUTES.filter((r) => r.streams).map((r) => r.handler)).toEqual(['asset-get']);
+    expect(ROUTES.filter((r) => r.streams).map((r) => r.handler).sort()).toEqual(['asset-get', 'execution-events', 'run-events']);
   });
 
   it('answers paths with no route 404 from a mock at the root, reaching no function', () => {
@@ -360,7 +360,25 @@ describe('least privilege, from lib/stacks/permissions.ts', () => {
     }
     const policies = Object.values(svc).filter((r) => r.Type === 'AWS::IAM::Policy').map((r) => JSON.stringify(r.Properties));
     expect(policies.some((p) => p.includes('"dynamodb:LeadingKeys":["WAITERS#*"]'))).toBe(true);
-    expect(policies.some((p) => p.includes('"dynamodb:LeadingKeys":["UPLOAD#*","WAITERS#*"]'))).toBe(true);
+    expect(policies.some((p) => p.includes('"dynamodb:LeadingKeys":["UPLOAD#*","LIMIT#*","USAGE#*","WAITERS#*"]'))).toBe(true);
+  });
+
+  it("lets every caller route spend its key's limits (counters and usage only), and the authorizer record a consumer's last use", () => {
+    const limited = (name: string) =>
+      Object.values(svc)
+        .filter((r) => r.Type === 'AWS::IAM::Policy' && asArray(r.Properties?.Roles).map(refOf).includes(roleId(name)))
+        .map((r) => JSON.stringify((r.Properties?.PolicyDocument as { Statement: { Condition?: unknown }[] }).Statement.filter((st) => st.Condition !== undefined)))
+        .join();
+    // execution-cancel may update any item already (it moves executions).
+    for (const r of ROUTES.filter((x) => x.auth === 'apiKey' && !accessFor(x.handler).table.includes('UpdateItem'))) {
+      expect(limited(r.handler)).toContain('"LIMIT#*","USAGE#*"');
+    }
+    expect(limited('authorizer')).toContain('["DEPLOYMENT#*"]');
+    expect(limited('authorizer')).not.toContain('LIMIT#');
+    // The consumers' owner routes: their items, a Query of the deployment's partition, the pepper.
+    const consumers = JSON.stringify(statementsOf(roleId('deployment-consumers')));
+    for (const action of ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query', 'secretsmanager:GetSecretValue']) expect(consumers).toContain(action);
+    expect(consumers).not.toContain('dynamodb:DeleteItem');
   });
 
   it('keeps read-only functions from writing', () => {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createDocumentClient } from '../../functions/adapters/dynamo';
 import { DeploymentsStore } from '../../functions/adapters/deployments.store';
+import { ConsumersStore } from '../../functions/adapters/consumers.store';
 import { ExecutionsStore } from '../../functions/adapters/executions.store';
 import { StaticKeyMaterial } from '../../functions/adapters/key-material';
 import { OwnerSecretsStore } from '../../functions/adapters/owner-secrets.store';
@@ -17,6 +18,7 @@ export interface TestDb {
   pipelines: PipelinesStore;
   executions: ExecutionsStore;
   deployments: DeploymentsStore;
+  consumers: ConsumersStore;
   /** Read through no cache (TTL 0), so a test sees every write at once. */
   ownerSecrets: OwnerSecretsStore;
   uploads: UploadsStore;
@@ -38,6 +40,7 @@ export async function startTestDb(opts: { inProcess?: boolean; objects?: ObjectS
     pipelines: new PipelinesStore(db, table),
     executions: new ExecutionsStore(db, table, true, false, opts.objects ? () => opts.objects as ObjectStorePort : undefined),
     deployments: new DeploymentsStore(db, table),
+    consumers: new ConsumersStore(db, table),
     ownerSecrets: new OwnerSecretsStore(db, table, testKeyMaterial, 0),
     uploads: new UploadsStore(db, table),
     close: async () => {

@@ -5,7 +5,7 @@ import { createDeps, type Deps } from '../../functions/adapters/deps';
 import { silentLogger } from '../../functions/adapters/logger';
 import { testKeyMaterial } from './dynamo';
 import type { Execution } from '../../functions/core/types';
-import type { DeploymentsPort, ExecutionsPort, HttpPort, OwnerSecretsPort, PipelinesPort, QueueName, QueuePort, UploadsPort, WorkflowPort } from '../../functions/core/ports';
+import type { DeploymentsPort, ExecutionsPort, ConsumersPort, HttpPort, OwnerSecretsPort, PipelinesPort, QueueName, QueuePort, UploadsPort, WorkflowPort } from '../../functions/core/ports';
 
 /** The stores, from dynalite (test/support/dynamo.ts) or in memory (memory-stores.ts). */
 export interface StoreSet {
@@ -14,6 +14,7 @@ export interface StoreSet {
   deployments: DeploymentsPort;
   ownerSecrets?: OwnerSecretsPort;
   uploads?: UploadsPort;
+  consumers?: ConsumersPort;
 }
 
 export class RecordingQueue implements QueuePort {
@@ -65,6 +66,7 @@ export function testDeps(stores: StoreSet & { table?: string }, overrides: Parti
     deployments: stores.deployments,
     ...(stores.ownerSecrets ? { ownerSecrets: stores.ownerSecrets } : {}),
     ...(stores.uploads ? { uploads: stores.uploads } : {}),
+    ...(stores.consumers ? { consumers: stores.consumers } : {}),
     queue,
     workflow,
     keyMaterial: testKeyMaterial,

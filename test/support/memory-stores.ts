@@ -5,6 +5,9 @@
  */
 import {
   InvalidCursorError,
+  type CallerTally,
+  type ConsumerChanges,
+  type ConsumersPort,
   type DeploymentsPort,
   type ExecutionsPort,
   type PipelinesPort,
@@ -34,6 +37,7 @@ import type {
 import { bucketOf, usageIncrement, type UsageBucket } from '../../functions/core/usage';
 import { listingOf } from '../../functions/core/views';
 import type { StoreSet } from './fakes';
+import type { ConsumerRecord, Limits } from '../../functions/core/consumers';
 
 const copy = <T>(x: T): T => structuredClone(x);
 
@@ -172,6 +176,13 @@ export class MemoryExecutions implements ExecutionsPort {
     const last = page[page.length - 1];
     const next = from + opts.limit < runs.length && last ? Buffer.from(`${pipelineId}|${sortKey(last)}`).toString('base64url') : null;
     return { runs: page.map(strip), next };
+  }
+
+  async recordProgress(id: string, progress: string): Promise<boolean> {
+    const e = this.items.get(id);
+    if (!e || e.status !== 'running') return false;
+    e.progress = progress;
+    return true;
   }
 
   async recordTrace(id: string, set: { trace: NodeTrace[]; trace_truncated: boolean }): Promise<boolean> {
@@ -347,6 +358,10 @@ export class MemoryDeployments implements DeploymentsPort {
     return this.update(id, revision, { key_hashes: keyHashes });
   }
 
+  async setKeyLimits(id: string, revision: number, limits: Limits | null): Promise<DeploymentRecord | null> {
+    return this.update(id, revision, { key_limits: limits });
+  }
+
   async replaceSigningSecrets(id: string, revision: number, secrets: SealedSecret[]): Promise<DeploymentRecord | null> {
     return this.update(id, revision, { signing_secrets: secrets });
   }
@@ -372,11 +387,58 @@ export class MemoryDeployments implements DeploymentsPort {
   }
 }
 
+/** Consumers and limit counters, with the DynamoDB adapter's conditions. */
+export class MemoryConsumers implements ConsumersPort {
+  readonly items = new Map<string, ConsumerRecord>();
+  readonly counters = new Map<string, number>();
+  readonly tallies: { deploymentId: string; subject: string; what: CallerTally }[] = [];
+  async get(deploymentId: string, consumerId: string): Promise<ConsumerRecord | null> {
+    const c = this.items.get(`${deploymentId}/${consumerId}`);
+    return c ? copy(c) : null;
+  }
+  async list(deploymentId: string): Promise<ConsumerRecord[]> {
+    return [...this.items.values()].filter((c) => c.deployment_id === deploymentId).map(copy);
+  }
+  async create(c: ConsumerRecord): Promise<boolean> {
+    const k = `${c.deployment_id}/${c.consumer_id}`;
+    if (this.items.has(k)) return false;
+    this.items.set(k, copy(c));
+    return true;
+  }
+  async update(deploymentId: string, consumerId: string, revision: number, changes: ConsumerChanges): Promise<ConsumerRecord | null> {
+    const c = this.items.get(`${deploymentId}/${consumerId}`);
+    if (!c || c.revision !== revision || c.revoked_at !== null) return null;
+    const defined = Object.fromEntries(Object.entries(changes).filter(([, v]) => v !== undefined));
+    Object.assign(c, copy(defined), { revision: c.revision + 1 });
+    return copy(c);
+  }
+  async touch(deploymentId: string, consumerId: string, at: string, olderThan: string): Promise<void> {
+    const c = this.items.get(`${deploymentId}/${consumerId}`);
+    if (c && (c.last_used_at === null || c.last_used_at < olderThan)) c.last_used_at = at;
+  }
+  async take(deploymentId: string, subject: string, counter: string, limit: number): Promise<number | null> {
+    const k = `${deploymentId}/${subject}/${counter}`;
+    const n = this.counters.get(k) ?? 0;
+    if (n >= limit) return null;
+    this.counters.set(k, n + 1);
+    return n + 1;
+  }
+  async giveBack(deploymentId: string, subject: string, counter: string): Promise<void> {
+    const k = `${deploymentId}/${subject}/${counter}`;
+    const n = this.counters.get(k) ?? 0;
+    if (n > 0) this.counters.set(k, n - 1);
+  }
+  async tally(deploymentId: string, subject: string, what: CallerTally): Promise<void> {
+    this.tallies.push({ deploymentId, subject, what });
+  }
+}
+
 /** Fresh in-memory stores: `testDeps(memoryStores())` gives a service everything it needs. */
 export function memoryStores(opts: { trackOpen?: boolean } = {}): StoreSet & {
   pipelines: MemoryPipelines;
   executions: MemoryExecutions;
   deployments: MemoryDeployments;
+  consumers: MemoryConsumers;
 } {
-  return { pipelines: new MemoryPipelines(), executions: new MemoryExecutions(opts.trackOpen), deployments: new MemoryDeployments() };
+  return { pipelines: new MemoryPipelines(), executions: new MemoryExecutions(opts.trackOpen), deployments: new MemoryDeployments(), consumers: new MemoryConsumers() };
 }

@@ -6,6 +6,7 @@ import { parseInputs, splitAssignments, type InputValueType, type RawValue } fro
 import { fields } from '../output';
 import { executionFiles, splitFileInputs } from '../asset-inputs';
 import { result } from './executions';
+import { followEvents } from '../follow';
 
 export interface ExecuteOptions {
   key?: string;
@@ -15,6 +16,8 @@ export interface ExecuteOptions {
   input: string[];
   callback?: string;
   wait?: boolean;
+  /** Print node progress live from the event stream, then the result (implies wait). */
+  follow?: boolean;
   idempotencyKey?: string;
   timeout: number;
 }
@@ -66,7 +69,7 @@ async function executeOnce(ctx: Ctx, deploymentId: string, opts: ExecuteOptions)
 
   const accepted = await client.execute(deploymentId, key, body, opts.idempotencyKey);
   const executionId = accepted.body.execution_id;
-  if (!opts.wait) {
+  if (!opts.wait && !opts.follow) {
     out.document(accepted.raw);
     out.line(`execution ${out.c.bold(executionId)} ${accepted.body.status}`);
     out.line(
@@ -81,17 +84,30 @@ async function executeOnce(ctx: Ctx, deploymentId: string, opts: ExecuteOptions)
     return 0;
   }
 
+  const followUp = [
+    `stopped waiting; execution ${executionId} keeps going on the service.`,
+    `  its result:  pipegate result ${executionId} --key <api key>`,
+    `  cancel it:   pipegate cancel ${executionId} --key <api key>`,
+  ].join('\n');
+  const downloads = opts.download !== undefined ? { download: opts.download, force: opts.force === true } : {};
+  if (opts.follow) {
+    out.note(`execution ${executionId} ${accepted.body.status}`);
+    await followEvents(ctx, {
+      what: `execution ${executionId}`,
+      open: (last, signal) => client.executionEvents(executionId, key, last, signal),
+      later: `pipegate result ${executionId}`,
+      timeoutSeconds: opts.timeout,
+      followUp,
+    });
+    return result(ctx, executionId, { key, ...downloads });
+  }
   await waitUntilFinished(ctx, {
     started: `execution ${executionId} ${accepted.body.status}`,
-    followUp: [
-      `stopped waiting; execution ${executionId} keeps going on the service.`,
-      `  its result:  pipegate result ${executionId} --key <api key>`,
-      `  cancel it:   pipegate cancel ${executionId} --key <api key>`,
-    ].join('\n'),
+    followUp,
     what: `execution ${executionId}`,
     timeoutSeconds: opts.timeout,
     poll: () => client.executionStatus(executionId, key),
     progress: (status, ms) => `execution ${status}… ${(ms / 1000).toFixed(1)} s`,
   });
-  return result(ctx, executionId, { key, ...(opts.download !== undefined ? { download: opts.download, force: opts.force === true } : {}) });
+  return result(ctx, executionId, { key, ...downloads });
 }

@@ -248,6 +248,26 @@ export async function usage(ctx: Ctx, pipeline: string): Promise<number> {
       out.c,
     ),
   );
+  if (body.by_consumer.length > 0) {
+    out.line('');
+    out.line(
+      table(
+        ['CONSUMER (LAST DAY)', 'ACCEPTED', 'RATE 429', 'QUOTA 429', 'COMPLETED', 'FAILED', 'CANCELLED', 'P50', 'P95'],
+        body.by_consumer.map((c) => [
+          c.consumer_id === null ? '(deployment key)' : `${c.name ?? ''} ${out.c.dim(c.consumer_id)}`,
+          String(c.last_day.accepted),
+          String(c.last_day.refused_rate),
+          String(c.last_day.refused_quota),
+          String(c.last_day.by_status.completed ?? 0),
+          String(c.last_day.by_status.failed ?? 0),
+          String(c.last_day.by_status.cancelled ?? 0),
+          ms(c.last_day.p50_ms),
+          ms(c.last_day.p95_ms),
+        ]),
+        out.c,
+      ),
+    );
+  }
   return 0;
 }
 

@@ -1,5 +1,6 @@
 import { inlineFiles, RUN_FILE_LIMIT, splitFileInputs } from '../asset-inputs';
 import { waitUntilFinished, type Ctx } from '../context';
+import { followEvents } from '../follow';
 import { checkPipelineId } from '../files';
 import { inputTypesOf, parseInputs, splitAssignments, type RawValue } from '../inputs';
 import { duration, fields, showValue } from '../output';
@@ -7,6 +8,8 @@ import { duration, fields, showValue } from '../output';
 export interface RunOptions {
   input: string[];
   wait: boolean;
+  /** Print node progress live from the run's event stream (implies wait). */
+  follow?: boolean;
   timeout: number;
 }
 
@@ -27,20 +30,31 @@ export async function run(ctx: Ctx, pipeline: string, opts: RunOptions): Promise
   const started = await client.startRun(pipeline, inputs);
   const { run_id: runId, version } = started.body;
 
-  if (!opts.wait) {
+  if (!opts.wait && !opts.follow) {
     out.document(started.raw);
     out.line(`run ${out.c.bold(runId)} of ${pipeline} version ${version} is ${started.body.status}`);
     if (!out.json) out.note(out.e.dim(`follow it: pipegate runs ${pipeline}  ·  ${started.body.status_url ?? ''}`.trimEnd()));
     return 0;
   }
 
+  const followUp = [
+    `stopped waiting; run ${runId} keeps going on the service.`,
+    `  follow it:  pipegate show ${pipeline} ${runId}`,
+    `  cancel it:  pipegate cancel ${pipeline} ${runId}`,
+  ].join('\n');
+  if (opts.follow) {
+    out.note(`run ${runId} of ${pipeline} version ${version} started`);
+    await followEvents(ctx, {
+      what: `run ${runId}`,
+      open: (last, signal) => client.runEvents(pipeline, runId, last, signal),
+      later: `pipegate show ${pipeline} ${runId}`,
+      timeoutSeconds: opts.timeout,
+      followUp,
+    });
+  }
   const final = await waitUntilFinished(ctx, {
     started: `run ${runId} of ${pipeline} version ${version} started`,
-    followUp: [
-      `stopped waiting; run ${runId} keeps going on the service.`,
-      `  follow it:  pipegate show ${pipeline} ${runId}`,
-      `  cancel it:  pipegate cancel ${pipeline} ${runId}`,
-    ].join('\n'),
+    followUp,
     what: `run ${runId}`,
     timeoutSeconds: opts.timeout,
     poll: () => client.getRun(pipeline, runId),

@@ -75,7 +75,7 @@ describe("a deployment's document and the whole-service document agree", () => {
     });
 
     // Assess
-    expect(ours.map((o) => o.id).sort()).toEqual(['cancelExecution', 'createUpload', 'execute', 'getDeploymentContract', 'getDeploymentOpenApi', 'getExecutionResult', 'getExecutionStatus']);
+    expect(ours.map((o) => o.id).sort()).toEqual(['cancelExecution', 'createUpload', 'execute', 'getDeploymentContract', 'getDeploymentOpenApi', 'getExecutionEvents', 'getExecutionResult', 'getExecutionStatus']);
     expect(ours.filter((o) => !o.same)).toEqual([]);
   });
 

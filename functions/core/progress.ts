@@ -1,0 +1,66 @@
+/**
+ * Node progress as the engine reports it while a run goes on (started, finished, failed), kept
+ * on the execution record so a caller's event stream (functions/core/events.ts) can show nodes
+ * as they move. Stored as one compact JSON string, like the trace (trace-codec.ts):
+ * `{"t":<first event, epoch ms>,"n":[[node, type, state, offset ms, duration ms?], …]}`, about
+ * 30 bytes an event. The list only ever grows (a re-run after a crash appends to it), so every
+ * earlier read of it is a prefix of every later one: event ids can be positions.
+ */
+import type { NodeType } from './types';
+
+export type NodeState = 'started' | 'finished' | 'failed';
+
+export interface NodeProgress {
+  node: string;
+  type: NodeType;
+  state: NodeState;
+  /** Epoch milliseconds. */
+  at: number;
+  /** Finished and failed nodes: how long the node took. */
+  duration_ms?: number;
+}
+
+/**
+ * Most progress entries an execution records: two per node of the largest pipeline (64 nodes)
+ * and its re-runs, with room to spare. Past it the run records no more progress (a caller's
+ * stream still gets every status, the outputs and `done`), which bounds the writes a run makes
+ * and the record's size (≈ 8 KB at most).
+ */
+export const PROGRESS_MAX_ENTRIES = 256;
+
+const TYPES: Record<string, NodeType> = { i: 'input', t: 'transform', h: 'http', d: 'delay', o: 'output' };
+const STATES: Record<string, NodeState> = { s: 'started', f: 'finished', x: 'failed' };
+const code = <T extends string>(table: Record<string, T>, value: T): string => Object.keys(table).find((k) => table[k] === value) ?? '?';
+
+export function packProgress(entries: readonly NodeProgress[]): string {
+  const t0 = entries.length > 0 ? Math.min(...entries.map((p) => p.at)) : 0;
+  const n = entries.map((p) => {
+    const row: (string | number)[] = [p.node, code(TYPES, p.type), code(STATES, p.state), p.at - t0];
+    if (p.duration_ms !== undefined) row.push(p.duration_ms);
+    return row;
+  });
+  return JSON.stringify({ t: t0, n });
+}
+
+/** The stored form back; [] for anything that is not one (never throws). */
+export function unpackProgress(stored: unknown): NodeProgress[] {
+  if (typeof stored !== 'string') return [];
+  let parsed: { t?: unknown; n?: unknown };
+  try {
+    parsed = JSON.parse(stored) as { t?: unknown; n?: unknown };
+  } catch {
+    return [];
+  }
+  if (typeof parsed?.t !== 'number' || !Array.isArray(parsed.n)) return [];
+  const t0 = parsed.t;
+  const out: NodeProgress[] = [];
+  for (const row of parsed.n as unknown[]) {
+    if (!Array.isArray(row)) return out;
+    const [node, type, state, offset, duration] = row as unknown[];
+    const t = typeof type === 'string' ? TYPES[type] : undefined;
+    const s = typeof state === 'string' ? STATES[state] : undefined;
+    if (typeof node !== 'string' || !t || !s || typeof offset !== 'number') return out;
+    out.push({ node, type: t, state: s, at: t0 + offset, ...(typeof duration === 'number' ? { duration_ms: duration } : {}) });
+  }
+  return out;
+}
