@@ -89,6 +89,8 @@ const ConfigSchema = v.object({
   PIPEGATE_PUBLIC_URL: v.optional(PublicUrlSchema),
   PIPEGATE_API_URL: v.optional(v.pipe(v.string(), v.url('must be an absolute URL'))),
   PIPEGATE_ASSET_LINK_TTL_SECONDS: int(86_400, 60, 604_800),
+  PIPEGATE_FORM_LINK_ACTIONS_PER_MINUTE: int(30, 1, 100_000),
+  PIPEGATE_FORM_ADDRESS_ACTIONS_PER_MINUTE: int(10, 1, 100_000),
   PIPEGATE_BUCKET: v.optional(v.pipe(v.string(), v.regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be an S3 bucket name')), 'pipegate-objects'),
   PIPEGATE_S3_ENDPOINT: v.optional(v.pipe(v.string(), v.url('must be an absolute URL'))),
   PIPEGATE_S3_FORCE_PATH_STYLE: bool(false),
@@ -156,6 +158,10 @@ export type Config = {
   apiUrl: string | undefined;
   /** How long an asset link (GET /v1/assets/{token}) works after it is minted. */
   assetLinkTtlSeconds: number;
+  /** Runs and uploads one web-form link takes per minute (all addresses together); beyond: 429. */
+  formLinkActionsPerMinute: number;
+  /** Runs and uploads one client address makes per minute through web forms (all links together); beyond: 429. */
+  formAddressActionsPerMinute: number;
   /** The one bucket holding every object (asset bytes, large values); see functions/core/object-keys.ts. */
   bucket: string;
   /** A custom S3 endpoint (the local runtime's emulation, start:synth's endpoint); none on AWS. */
@@ -222,6 +228,8 @@ export function readConfig(env: Record<string, string | undefined> = process.env
     publicUrl: c.PIPEGATE_PUBLIC_URL,
     apiUrl: c.PIPEGATE_API_URL,
     assetLinkTtlSeconds: c.PIPEGATE_ASSET_LINK_TTL_SECONDS,
+    formLinkActionsPerMinute: c.PIPEGATE_FORM_LINK_ACTIONS_PER_MINUTE,
+    formAddressActionsPerMinute: c.PIPEGATE_FORM_ADDRESS_ACTIONS_PER_MINUTE,
     bucket: c.PIPEGATE_BUCKET,
     s3Endpoint: c.PIPEGATE_S3_ENDPOINT,
     s3ForcePathStyle: c.PIPEGATE_S3_FORCE_PATH_STYLE,

@@ -57,6 +57,15 @@ export const ROUTES: readonly Route[] = [
   // A stored object's bytes: the URL is the capability (signed, expiring, bound to one object;
   // see functions/core/asset-links.ts), so a browser or a callback receiver opens it as it is.
   { method: 'GET', path: '/v1/assets/{token}', handler: 'asset-get', auth: 'none', streams: true },
+  // A deployment's web form: the link is the capability (functions/core/form-link.ts), so no key;
+  // the form's routes act as the deployment through the callers' code, rate-limited per link and
+  // per address (functions/services/form.service.ts; on AWS also a WAF rule on this prefix).
+  { method: 'GET', path: '/v1/forms/{form_token}', handler: 'form-page', auth: 'none' },
+  // The page's script and style sheet, the same for every form (the token is not checked).
+  { method: 'GET', path: '/v1/forms/{form_token}/files/{asset}', handler: 'form-page', auth: 'none' },
+  { method: 'POST', path: '/v1/forms/{form_token}/executions', handler: 'form-execute', auth: 'none', inlineAssets: true },
+  { method: 'GET', path: '/v1/forms/{form_token}/executions/{execution_id}', handler: 'form-execution', auth: 'none', waits: true },
+  { method: 'POST', path: '/v1/forms/{form_token}/uploads', handler: 'form-upload', auth: 'none' },
   // Owners: IAM on AWS, a bearer token on the local runtime.
   { method: 'GET', path: '/v1/pipelines', handler: 'pipeline-list', auth: 'owner' },
   { method: 'PUT', path: '/v1/pipelines/{pipeline_id}', handler: 'pipeline-push', auth: 'owner' },

@@ -11,6 +11,8 @@
  *   UPLOAD#<uuid> / UPLOAD                a caller's upload: its deployment, size, expiry, the execution that used it
  *   OWNERSECRETS / SECRET#<name>          an owner secret, sealed with the master key
  *   USAGE#<deployment> / <bucket start>    finished executions of a five-minute bucket (2 days)
+ *   FORM#<token hash> / FORM              a web-form link: its deployment (which decides whether it works)
+ *   FORMRATE#<link|address> / <minute>    web-form actions in a one-minute window (rate limits; 2 minutes)
  */
 export interface IndexDefinition {
   name: string;

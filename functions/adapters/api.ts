@@ -214,6 +214,9 @@ export function preferredWait(req: RequestInfo): { seconds: number; untilMs: num
   return { seconds, untilMs: Date.now() + seconds * 1000 };
 }
 
+/** The client's address as API Gateway saw it (the local gateway sets it the same way). */
+export const sourceAddress = (event: APIGatewayProxyEvent): string => event.requestContext?.identity?.sourceIp ?? 'unknown';
+
 /** The caller identity the authorizer put on the request (see the authorizer handler). */
 export interface CallerAuth {
   deploymentId: string;

@@ -1,12 +1,12 @@
 import { GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { DeploymentsPort } from '../core/ports';
 import type { Limits } from '../core/consumers';
-import type { ContractInput, ContractOutput, DeploymentRecord, KeyHash, SealedSecret } from '../core/types';
+import type { ContractInput, ContractOutput, DeploymentRecord, FormSettings, KeyHash, SealedSecret } from '../core/types';
 import { isConditionFailure, keys } from './dynamo';
 
 const FIELDS: readonly (keyof DeploymentRecord)[] = [
   'deployment_id', 'pipeline_id', 'version', 'revision', 'status', 'inputs', 'outputs', 'published_at', 'created_at',
-  'key_hashes', 'signing_secrets', 'deleted_at', 'key_limits',
+  'key_hashes', 'signing_secrets', 'deleted_at', 'key_limits', 'form',
 ];
 
 function toRecord(item: Record<string, unknown>): DeploymentRecord {
@@ -66,6 +66,10 @@ export class DeploymentsStore implements DeploymentsPort {
 
   async replaceSigningSecrets(id: string, revision: number, secrets: SealedSecret[]): Promise<DeploymentRecord | null> {
     return this.update(id, revision, 'SET signing_secrets = :s', { ':s': secrets });
+  }
+
+  async setForm(id: string, revision: number, form: FormSettings): Promise<DeploymentRecord | null> {
+    return this.update(id, revision, 'SET form = :f', { ':f': form });
   }
 
   /**

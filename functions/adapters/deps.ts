@@ -7,6 +7,7 @@ import type {
   ConsumersPort,
   DeploymentsPort,
   ExecutionsPort,
+  FormsPort,
   HttpPort,
   IdSource,
   KeyMaterialPort,
@@ -29,6 +30,7 @@ import { createLogger, type Logger } from './logger';
 import { OwnerSecretsStore } from './owner-secrets.store';
 import { PipelinesStore } from './pipelines.store';
 import { UploadsStore } from './uploads.store';
+import { FormsStore } from './forms.store';
 
 /** Everything a service needs from the outside world: ports, configuration, clock, ids, log. */
 export interface Deps {
@@ -47,6 +49,8 @@ export interface Deps {
   objects: ObjectStorePort;
   /** Callers' uploads (single use, expiring). */
   uploads: UploadsPort;
+  /** Web-form links and their rate counters. */
+  forms: FormsPort;
   /** Wakes callers waiting for an execution to finish (`Prefer: wait`). */
   completions: CompletionsPort;
   /** Bounds the callers waiting at once; none: unbounded. */
@@ -134,6 +138,7 @@ export function createDeps(config: Config, overrides: Partial<Omit<Deps, 'config
     },
     /* eslint-enable @typescript-eslint/no-require-imports */
     uploads: overrides.uploads ?? stores.uploads,
+    forms: overrides.forms ?? stores.forms,
     // Lambdas share no memory: a waiting caller re-reads the record (see completions.ts).
     completions: overrides.completions ?? new PollingCompletions(),
     waitSlots: 'waitSlots' in overrides ? overrides.waitSlots : config.maxWaiters > 0 ? new DynamoWaitSlots(stores.db, config.table, config.waitScope, config.maxWaiters) : undefined,
@@ -160,6 +165,7 @@ export function dynamoStores(config: Config, objects?: () => ObjectStorePort) {
     deployments: new DeploymentsStore(db, config.table),
     consumers: new ConsumersStore(db, config.table),
     uploads: new UploadsStore(db, config.table),
+    forms: new FormsStore(db, config.table),
   };
 }
 

@@ -70,6 +70,8 @@ export const keys = {
   execution: (id: string) => ({ pk: `EXEC#${id}`, sk: 'EXEC' }),
   idempotency: (deploymentId: string, keyHash: string) => ({ pk: `IDEM#${deploymentId}#${keyHash}`, sk: 'IDEM' }),
   upload: (id: string) => ({ pk: `UPLOAD#${id}`, sk: 'UPLOAD' }),
+  formLink: (tokenHash: string) => ({ pk: `FORM#${tokenHash}`, sk: 'FORM' }),
+  formRate: (key: string, windowStart: number) => ({ pk: `FORMRATE#${key}`, sk: String(windowStart) }),
   /** Every owner secret shares one partition, so one Query reads them all. */
   ownerSecret: (name: string) => ({ pk: OWNER_SECRETS_PK, sk: `SECRET#${name}` }),
 };

@@ -17,7 +17,7 @@ const USAGE_RETENTION_SECONDS = 2 * 24 * 3600;
 const FIELDS: readonly (keyof Execution)[] = [
   'execution_id', 'kind', 'pipeline_id', 'version', 'deployment_id', 'status', 'inputs', 'outputs', 'visible_outputs',
   'callback', 'callback_delivery', 'error_message', 'caller_error_message', 'created_at', 'started_at', 'completed_at', 'expires_at', 'run_by', 'requeued_at', 'reruns', 'rerun_at',
-  'trace', 'trace_truncated', 'assets', 'output_assets', 'base_url', 'progress', 'consumer_id',
+  'trace', 'trace_truncated', 'assets', 'output_assets', 'base_url', 'progress', 'consumer_id', 'source', 'form_link',
 ];
 
 function toExecution(item: Record<string, unknown>): Execution {

@@ -5,6 +5,7 @@
  */
 import * as v from 'valibot';
 import { AppError } from './errors';
+import { FormOption } from './shapes';
 import type { ExecutionStatus } from './transitions';
 import { isPlainObject } from './values';
 import type {
@@ -13,6 +14,7 @@ import type {
   ContractInput,
   ContractOutput,
   Deployment,
+  FormSettings,
   PipelineDefinition,
   Problem,
   RawValue,
@@ -55,8 +57,16 @@ const VisibilityEntry = v.pipe(
 const VisibilityMap = v.custom<Record<string, unknown>>(isPlainObject, 'must be an object');
 const PublishRequest = v.pipe(
   v.custom<Record<string, unknown>>(isPlainObject, 'must be an object'),
-  v.strictObject({ inputs: v.optional(VisibilityMap), outputs: v.optional(VisibilityMap) }, 'is not a known field'),
+  v.strictObject({ inputs: v.optional(VisibilityMap), outputs: v.optional(VisibilityMap), form: v.optional(FormOption) }, 'is not a known field'),
 );
+
+export type FormRequest = v.InferOutput<typeof FormOption>;
+
+/** The publish request's `form` (undefined: leave the form as it is); call after applyVisibility accepted the request. */
+export function requestedForm(request: unknown): FormRequest | undefined {
+  const parsed = v.safeParse(PublishRequest, request === null || request === undefined ? {} : request);
+  return parsed.success ? parsed.output.form : undefined;
+}
 
 const pathOf = (issue: v.BaseIssue<unknown>, prefix: string): string => {
   const inner = v.getDotPath(issue);
@@ -172,6 +182,8 @@ export interface Readiness {
     version: number;
     published_at: string;
     execute_url: string;
+    form_url: string | null;
+    form: { enabled: boolean; title: string | null; description: string | null } | null;
     inputs: ContractInput[];
     outputs: ContractOutput[];
   } | null;
@@ -190,7 +202,7 @@ export function readiness(args: {
   latestFinished: RunPointer | null;
   lastSuccessful: RunPointer | null;
   discovered: Contract | null;
-  deployment: (Deployment & { execute_url: string }) | null;
+  deployment: (Deployment & { execute_url: string; form_url?: string | null }) | null;
 }): Readiness {
   const { deployment, latestFinished, discovered } = args;
   let state: ReadinessState;
@@ -214,11 +226,17 @@ export function readiness(args: {
             version: deployment.version,
             published_at: deployment.published_at,
             execute_url: deployment.execute_url,
+            form_url: deployment.form_url ?? null,
+            form: formView(deployment.form),
             inputs: deployment.inputs,
             outputs: deployment.outputs,
           },
   };
 }
+
+/** A form's settings as the owner sees them (never its salt or hash). */
+export const formView = (f: FormSettings | null | undefined): { enabled: boolean; title: string | null; description: string | null } | null =>
+  f ? { enabled: f.enabled, title: f.title, description: f.description } : null;
 
 export interface CallerContract {
   deployment_id: string;

@@ -14,6 +14,7 @@ export const ERRORS = {
   SecretNotFound: { status: 404, message: 'Secret Not Found' },
   ConsumerNotFound: { status: 404, message: 'Consumer Not Found' },
   AssetNotFound: { status: 404, message: 'Asset Not Found' },
+  FormNotFound: { status: 404, message: 'Form Not Found' },
   AssetLinkExpired: { status: 410, message: 'Asset Link Expired' },
   RangeNotSatisfiable: { status: 416, message: 'Range Not Satisfiable' },
   RouteNotFound: { status: 404, message: 'Not Found' },

@@ -85,6 +85,97 @@ const DOCS_PATHS: Record<string, PathItem> = {
   },
 };
 
+/** A deployment's web form: the link is the capability (no credentials); rate-limited per link and per address. */
+function formPaths(): Record<string, PathItem> {
+  const token = { name: 'form_token', in: 'path', required: true, schema: { type: 'string', pattern: '^pgf_[A-Za-z0-9_-]{43}$' }, description: 'The token of the form link (`form_url`), as given.' };
+  const notFound = { description: 'Form Not Found: never issued or altered, rotated, disabled, or its deployment deleted.', content: jsonContent(schemaRef('FormNotFound')) };
+  const limited = {
+    description: 'Too Many Requests: past the per-link or per-address limit of runs and uploads a minute (`detail` says which), or API Gateway throttling.',
+    headers: { 'Retry-After': { description: 'Seconds until the limit allows another.', schema: { type: 'integer' } } },
+    content: jsonContent({ anyOf: [schemaRef('FormRateLimited'), schemaRef('TooManyRequests')] }),
+  };
+  const oneOf = (description: string, ...names: string[]) => ({ description, content: jsonContent(names.length === 1 ? schemaRef(names[0] ?? '') : { oneOf: names.map(schemaRef) }) });
+  return {
+    '/v1/forms/{form_token}': {
+      get: {
+        tags: ['forms'],
+        operationId: 'getForm',
+        summary: "The web form's page (HTML), generated from the published contract: visible inputs and outputs only",
+        security: [],
+        parameters: [token],
+        responses: { '200': { description: 'The page.', content: { 'text/html': { schema: { type: 'string' } } } }, '404': notFound, ...EVERY_ROUTE_RESPONSES },
+      },
+    },
+    '/v1/forms/{form_token}/files/{asset}': {
+      get: {
+        tags: ['forms'],
+        operationId: 'getFormAsset',
+        summary: "The form page's script or style sheet (the same for every form)",
+        security: [],
+        parameters: [token, { name: 'asset', in: 'path', required: true, schema: { type: 'string', enum: ['pipegate-form.js', 'pipegate-form.css'] } }],
+        responses: {
+          '200': { description: 'The file.', content: { 'text/javascript': { schema: { type: 'string' } }, 'text/css': { schema: { type: 'string' } } } },
+          '404': { description: 'No such file.', content: jsonContent(schemaRef('NotFound')) },
+          ...EVERY_ROUTE_RESPONSES,
+        },
+      },
+    },
+    '/v1/forms/{form_token}/executions': {
+      post: {
+        tags: ['forms'],
+        operationId: 'executeForm',
+        summary: 'Run the deployment through its form, as a caller would (no callback); counted against the rate limits',
+        security: [],
+        parameters: [token],
+        requestBody: { required: false, content: { 'application/json': { schema: schemaRef('FormExecutionRequest') } } },
+        responses: {
+          '202': { description: 'Queued.', headers: { Location: { description: 'status_url.', required: true, schema: { type: 'string', format: 'uri' } } }, content: jsonContent(schemaRef('FormAccepted')) },
+          '400': oneOf('Invalid Input Structure (a callback included), or Missing Callback URL.', 'InvalidInputStructure', 'MissingCallbackUrl'),
+          '404': notFound,
+          '413': responseRef('PayloadTooLarge'),
+          '415': oneOf('Unsupported Media Type.', 'UnsupportedMediaType'),
+          '422': oneOf('Invalid Input (a hidden or unknown input, a wrong value or file), or Invalid Callback URL.', 'InvalidInput', 'InvalidCallbackUrl'),
+          ...EVERY_ROUTE_RESPONSES,
+          '429': limited,
+        },
+      },
+    },
+    '/v1/forms/{form_token}/executions/{execution_id}': {
+      get: {
+        tags: ['forms'],
+        operationId: 'getFormExecution',
+        summary: 'A form execution: progress, then its result (`output_artifacts` filled); readable through the link that made it only',
+        security: [],
+        parameters: [token, parameterRef('ExecutionId'), parameterRef('PreferWait')],
+        responses: {
+          '200': { description: 'The execution (with `Prefer: wait=N`: once terminal, or after N seconds).', content: jsonContent(schemaRef('FormExecution')) },
+          '404': oneOf('Form Not Found, or Execution Not Found (unknown, expired, or not made through this link).', 'FormNotFound', 'NotFoundExecution'),
+          ...EVERY_ROUTE_RESPONSES,
+        },
+      },
+    },
+    '/v1/forms/{form_token}/uploads': {
+      post: {
+        tags: ['forms'],
+        operationId: 'createFormUpload',
+        summary: "A presigned PUT for a file, as the callers' uploads route; counted against the rate limits",
+        security: [],
+        parameters: [token],
+        requestBody: { required: true, content: { 'application/json': { schema: schemaRef('UploadRequest') } } },
+        responses: {
+          '201': { description: 'The upload URL and the asset value to send.', content: jsonContent(schemaRef('UploadAnswer')) },
+          '400': oneOf('Invalid Input Structure.', 'InvalidInputStructure'),
+          '404': notFound,
+          '413': responseRef('PayloadTooLarge'),
+          '422': oneOf('Invalid Input: no asset input takes this type and size.', 'InvalidInput'),
+          ...EVERY_ROUTE_RESPONSES,
+          '429': limited,
+        },
+      },
+    },
+  };
+}
+
 /** The capability links an ASSET value's URL points at: no credentials, the URL is the proof. */
 function assetPaths(): Record<string, PathItem> {
   // The asset's own media type is the answer's Content-Type; octet-stream stands for all of them.
@@ -655,7 +746,7 @@ const DESCRIPTION = [
 ].join('\n');
 
 export function serviceOpenApi() {
-  const paths = { ...callerPaths(), ...DOCS_PATHS, ...assetPaths(), ...OWNER_PATHS };
+  const paths = { ...callerPaths(), ...DOCS_PATHS, ...assetPaths(), ...formPaths(), ...OWNER_PATHS };
   const available = {
     securitySchemes: { ...CALLER_SECURITY_SCHEMES, ...OWNER_SECURITY_SCHEMES },
     parameters: { ...CALLER_PARAMETERS, ...OWNER_PARAMETERS },
@@ -684,6 +775,7 @@ export function serviceOpenApi() {
     ],
     tags: [
       { name: 'callers', description: 'Execute a published deployment, with its API key.' },
+      { name: 'forms', description: "A deployment's web form: anyone with its link (`form_url`) runs it in a browser, without a key." },
       { name: 'owners', description: 'Push, run, publish, rotate and delete pipelines; set owner secrets.' },
     ],
     paths,

@@ -9,6 +9,7 @@ import type { UsageBucket } from './usage';
 import type { ConsumerRecord, Limits } from './consumers';
 import type {
   CallbackDelivery,
+  FormSettings,
   DeploymentRecord,
   ContractInput,
   ContractOutput,
@@ -298,6 +299,26 @@ export interface DeploymentsPort {
   setKeyLimits(id: string, revision: number, limits: Limits | null): Promise<DeploymentRecord | null>;
   /** Deletion keeps a tombstone (key hashes stay, so the deleted deployment's key answers 404). */
   markDeleted(id: string, at: string): Promise<boolean>;
+  /** Sets the web form (a live deployment still at `revision`); null otherwise. */
+  setForm(id: string, revision: number, form: FormSettings): Promise<DeploymentRecord | null>;
+}
+
+/**
+ * Web-form links and their rate counters. A link's lookup item maps the token's hash to its
+ * deployment; the deployment's own `form` decides whether it still works (so a rotation, a
+ * disable or a delete is one conditional write on the deployment, effective at once).
+ */
+export interface FormsPort {
+  /** Records a link's hash for a deployment, before the deployment names it. */
+  putLink(tokenHash: string, deploymentId: string): Promise<void>;
+  /** The deployment a link's hash was recorded for, or null. */
+  findLink(tokenHash: string): Promise<string | null>;
+  removeLink(tokenHash: string): Promise<void>;
+  /**
+   * Counts one action against `key` in the fixed window starting at `windowStart` (epoch
+   * seconds) and returns the window's count including it. The counter lapses at `expiresAt`.
+   */
+  count(key: string, windowStart: number, expiresAt: number): Promise<number>;
 }
 
 /**

@@ -21,6 +21,7 @@ import { STATUSES, TERMINAL } from './transitions';
 import { INPUT_VALUE_TYPES } from './values';
 import { UPLOAD_MAX_BYTES, UPLOAD_URL_TTL_SECONDS, UPLOAD_USE_SECONDS, UPLOAD_VALUE_PREFIX } from './assets';
 import { MAX_MEDIA_TYPES } from './pipeline';
+import { FORM_DESCRIPTION_MAX_CHARS, FORM_TITLE_MAX_CHARS } from './form-link';
 import {
   MAX_CONSUMER_NAME_LENGTH,
   MAX_METADATA_ENTRIES,
@@ -155,16 +156,56 @@ const OwnerOutputAssets = v.pipe(
   v.description('Every ASSET output by id (hidden ones too) with a fresh link once completed; null before and otherwise.'),
 );
 
+const OutputArtifact = v.pipe(
+  v.object({
+    output: NodeId,
+    url: v.pipe(url, v.description('A fresh capability link to the bytes, as in response_data.')),
+    media_type: v.string(),
+    bytes: int(0),
+  }),
+  v.description('A file a web-form execution produced (a visible ASSET output).'),
+);
+
 const ExecutionResult = v.object({
   status: Terminal,
   execution_id: Uuid,
   deployment_id: Uuid,
   // A result exists only once terminal, so its duration is always known.
   completion_duration: v.pipe(int(0), v.description('Milliseconds from started_at to completed_at (0 when cancelled before it started).')),
-  output_artifacts: v.pipe(v.array(v.unknown()), v.maxLength(0), v.description('Always empty.')),
+  output_artifacts: v.pipe(
+    v.array(OutputArtifact),
+    v.description('Web-form executions: one entry per visible ASSET output once completed. Always empty for API executions.'),
+  ),
   error_message: nullableString,
   response_data: v.pipe(v.record(v.string(), OutputValue), v.description('Visible outputs by id; `{}` unless completed.')),
 });
+
+/** The web form's execute request: what the page sends (no callback: a form cannot make the service call out). */
+const FormExecutionRequest = v.pipe(
+  v.strictObject({
+    workflow_input: v.optional(v.pipe(v.record(v.string(), InputValue), v.description('Keyed by input id, as for callers.'))),
+  }),
+  v.description("POST /v1/forms/{form_token}/executions: the visible inputs, as the execute route takes them; hidden inputs cannot be set."),
+);
+const FormAccepted = v.pipe(
+  v.object({ status: v.literal('queued'), execution_id: Uuid, status_url: url }),
+  v.description('Accepted: read status_url (with `Prefer: wait=N` to be answered when it finishes).'),
+);
+const FormExecution = v.pipe(
+  v.object({
+    status: ExecutionStatus,
+    execution_id: Uuid,
+    status_url: v.pipe(url, v.description("This execution under the form's link; readable through this link only (and with the deployment key).")),
+    created_at: Timestamp,
+    started_at: v.nullable(Timestamp),
+    completed_at: v.nullable(Timestamp),
+    completion_duration: duration,
+    error_message: nullableString,
+    output_artifacts: v.array(OutputArtifact),
+    response_data: v.pipe(v.record(v.string(), OutputValue), v.description('Visible outputs by id; `{}` unless completed.')),
+  }),
+  v.description("A web-form execution as the form's page reads it."),
+);
 
 /*
  * The events route (GET …/executions/{execution_id}/events/, functions/core/events.ts): each
@@ -416,8 +457,10 @@ const NodeTrace = v.object({
   preview: v.pipe(nullableString, v.description("The node's value as JSON text, cut at 200 characters; owner secrets and credential-looking tokens are redacted.")),
 });
 const FailedNode = v.object({ node: NodeId, type: v.picklist(NODE_TYPES), error: nullableString, http_status: nullableInt });
+const ExecutionSource = v.pipe(v.picklist(['api', 'form']), v.description('api: a caller with the key; form: the web form.'));
 const ExecutionSummary = v.object({
   execution_id: Uuid,
+  source: ExecutionSource,
   consumer_id: v.pipe(v.nullable(Uuid), v.description("The consumer whose key submitted it; null for the deployment's own key (and runs).")),
   status: ExecutionStatus,
   created_at: Timestamp,
@@ -475,6 +518,7 @@ const OwnerExecution = v.object({
   run_id: Uuid,
   execution_id: Uuid,
   kind: v.picklist(['run', 'api']),
+  source: v.pipe(v.nullable(ExecutionSource), v.description("Where a deployment's execution came from; null for runs.")),
   pipeline_id: PipelineId,
   deployment_id: v.nullable(Uuid),
   consumer_id: v.pipe(v.nullable(Uuid), v.description("The consumer whose key submitted it; null for the deployment's own key (and runs).")),
@@ -496,11 +540,28 @@ const ContractInput = v.object({ id: NodeId, value_type: InputValueType, value: 
 const ContractOutput = v.object({ id: NodeId, visible: v.boolean() });
 const Contract = v.object({ inputs: v.array(ContractInput), outputs: v.array(ContractOutput) });
 const RunSummary = v.object({ run_id: Uuid, status: ExecutionStatus, version: int(1) });
+/** PUT …/deployment `form`: the web form, its link (form_url) and what its page says. */
+export const FormOption = v.pipe(
+  v.strictObject({
+    enabled: v.optional(
+      v.pipe(v.boolean('must be true or false'), v.description('false: the link answers 404 at once (true again brings the same link back). Absent: true.')),
+      true,
+    ),
+    title: v.optional(v.pipe(v.string('must be a string'), v.maxLength(FORM_TITLE_MAX_CHARS, `must be at most ${FORM_TITLE_MAX_CHARS} characters`), v.description("The page's heading; the pipeline id when absent."))),
+    description: v.optional(
+      v.pipe(v.string('must be a string'), v.maxLength(FORM_DESCRIPTION_MAX_CHARS, `must be at most ${FORM_DESCRIPTION_MAX_CHARS} characters`), v.description('Plain text shown under the heading.')),
+    ),
+  }),
+  v.description('The web form of the deployment. Absent: the form stays as it was (none on a first publish).'),
+);
+const FormView = v.object({ enabled: v.boolean(), title: nullableString, description: nullableString });
 const deploymentEntries = {
   deployment_id: Uuid,
   version: int(1),
   published_at: Timestamp,
   execute_url: url,
+  form_url: v.pipe(v.nullable(url), v.description('The web form: anyone with this link can use the deployment in a browser; null without an enabled form.')),
+  form: v.pipe(v.nullable(FormView), v.description("The web form's settings; null when it was never enabled.")),
   inputs: v.array(ContractInput),
   outputs: v.array(ContractOutput),
 };
@@ -536,16 +597,19 @@ const Visibility = v.strictObject({ visible: v.boolean() });
  * keys such as `constructor`, valid node ids); a test holds the two to the same fields.
  */
 const PublishRequest = v.pipe(
-  v.strictObject({ inputs: v.optional(v.record(v.string(), Visibility)), outputs: v.optional(v.record(v.string(), Visibility)) }),
-  v.description('Visibility per entry; an entry not mentioned keeps the visibility it had (visible on a first publish).'),
+  v.strictObject({ inputs: v.optional(v.record(v.string(), Visibility)), outputs: v.optional(v.record(v.string(), Visibility)), form: v.optional(FormOption) }),
+  v.description('Visibility per entry; an entry not mentioned keeps the visibility it had (visible on a first publish). `form`: the web form.'),
 );
 /** POST …/deployment/keys. */
 export const RotateRequest = v.strictObject({
   grace_seconds: v.optional(v.pipe(int(0, 7 * 24 * 3600), v.description('How long the old credential keeps working.')), 0),
-  credential: v.optional(v.picklist(['api_key', 'signing_secret']), 'api_key'),
+  credential: v.optional(
+    v.pipe(v.picklist(['api_key', 'signing_secret', 'form_link']), v.description('form_link: a new web-form link; the old one answers 404 at once (no grace period).')),
+    'api_key',
+  ),
 });
 const RotateResult = v.pipe(
-  v.union([v.object({ api_key: apiKey }), v.object({ signing_secret: signingSecret })]),
+  v.union([v.object({ api_key: apiKey }), v.object({ signing_secret: signingSecret }), v.object({ form_url: url })]),
   v.description('The new credential, shown this once.'),
 );
 /* ------------------------------------------------------------------ consumers */
@@ -640,6 +704,7 @@ export const SHAPES = {
   OutputValue,
   RawOutputValue,
   AssetOutputValue,
+  OutputArtifact,
   ExecutionResult,
   StatusEvent,
   NodeEvent,
@@ -692,6 +757,12 @@ export const SHAPES = {
   AssetNotFound: errorBody('AssetNotFound', 'No asset at this link: never issued or altered, its deployment deleted, or the object gone.', { detail: v.optional(Detail) }),
   AssetLinkExpired: errorBody('AssetLinkExpired', 'The link expired; read the result again for a fresh one.', { detail: v.optional(Detail), expired_at: Timestamp }),
   RangeNotSatisfiable: errorBody('RangeNotSatisfiable', 'The range starts past the end.', { detail: v.optional(Detail) }),
+  // Web forms (GET /v1/forms/{form_token}, …): the link is the capability; in no deployment's document.
+  FormExecutionRequest,
+  FormAccepted,
+  FormExecution,
+  FormNotFound: errorBody('FormNotFound', 'No form at this link: never issued or altered, rotated, disabled, or its deployment deleted.'),
+  FormRateLimited: errorBody('TooManyRequests', 'Too many runs or uploads through this form link, or from this address, in the last minute; `detail` says which limit and when to try again (also `Retry-After`).', { detail: Detail }),
   PipelineId,
   Problem,
   PipelineDefinition,
@@ -731,6 +802,8 @@ export const SHAPES = {
   Deployment,
   NewDeployment,
   Readiness,
+  FormOption,
+  FormView,
   PublishRequest,
   Visibility,
   RotateRequest,

@@ -93,6 +93,21 @@ export interface Contract {
 }
 
 export type ExecutionKind = 'run' | 'api';
+/** Where an execution of a deployment came from: a caller with the key, or the deployment's web form. */
+export type ExecutionSource = 'api' | 'form';
+
+/**
+ * A deployment's web form (GET /v1/forms/{form_token}). The link's token is never stored: it is
+ * derived from `salt` with the master key (functions/core/form-link.ts), so the owner can be
+ * shown it again; its lookup item is keyed by `token_hash` (HMAC with the pepper).
+ */
+export interface FormSettings {
+  enabled: boolean;
+  title: string | null;
+  description: string | null;
+  salt: string;
+  token_hash: string;
+}
 
 export type CallbackOutcome = 'pending' | 'delivered' | 'dead_lettered';
 /** One try at delivering a callback, as the owner sees it. */
@@ -148,6 +163,10 @@ export interface Execution {
   base_url?: string | null;
   /** Output ids a caller may see (API executions); null for runs, which see all. */
   visible_outputs: string[] | null;
+  /** 'form': submitted through the deployment's web form. Absent: a caller with the key (or a run). */
+  source?: ExecutionSource | null;
+  /** A form execution: the hash of the form link that made it, the only link that reads it. */
+  form_link?: string | null;
   callback: string | null;
   callback_delivery: CallbackDelivery | null;
   /** Why it failed, for the owner: node, reason, upstream URL and answer, secret names. */
@@ -195,6 +214,8 @@ export interface Deployment {
   outputs: ContractOutput[];
   published_at: string;
   created_at: string;
+  /** The web form; absent or null when the owner never enabled one. */
+  form?: FormSettings | null;
 }
 
 export interface PipelineSummary {

@@ -96,13 +96,40 @@ export function ownerOutputAssets(e: Execution, links: OutputLinks = {}): Record
   return out;
 }
 
+export interface OutputArtifact {
+  output: string;
+  url: string;
+  media_type: string;
+  bytes: number;
+}
+
+/**
+ * A web-form execution's files: one entry per visible ASSET output with its link, once
+ * completed. Every other execution has none (`[]`), as the contract says of API executions.
+ */
+export function outputArtifacts(e: Execution, links: OutputLinks = {}): OutputArtifact[] {
+  if (e.source !== 'form' || e.status !== 'completed') return [];
+  const assets = e.output_assets ?? {};
+  const ids = e.visible_outputs ?? Object.keys(assets);
+  const out: OutputArtifact[] = [];
+  for (const id of ids) {
+    const ref = Object.hasOwn(assets, id) ? assets[id] : undefined;
+    const link = Object.hasOwn(links, id) ? links[id] : undefined;
+    if (ref !== undefined && link !== undefined) out.push({ output: id, url: link.url, media_type: ref.media_type, bytes: ref.bytes });
+  }
+  return out;
+}
+
+/** Where an execution of a deployment came from; null for runs. */
+export const sourceOf = (e: Pick<Execution, 'kind' | 'source'>): 'api' | 'form' | null => (e.kind === 'run' ? null : (e.source ?? 'api'));
+
 export function resultBody(e: Execution, links: OutputLinks = {}) {
   return {
     status: e.status,
     execution_id: e.execution_id,
     deployment_id: e.deployment_id,
     completion_duration: completionDuration(e),
-    output_artifacts: [] as never[],
+    output_artifacts: outputArtifacts(e, links),
     error_message: callerErrorMessage(e),
     response_data: responseData(e, links),
   };
@@ -144,6 +171,7 @@ export function ownerExecutionBody(e: Execution, hiddenInputs: ReadonlySet<strin
     ...runBody(e, links),
     execution_id: e.execution_id,
     kind: e.kind,
+    source: sourceOf(e),
     deployment_id: e.deployment_id,
     consumer_id: e.consumer_id ?? null,
     hidden_inputs: Object.keys(e.inputs).filter((id) => hiddenInputs.has(id)),
@@ -162,6 +190,7 @@ export function executionSummaryBody(e: Execution) {
   const c = e.callback_delivery;
   return {
     execution_id: e.execution_id,
+    source: sourceOf(e) ?? 'api',
     consumer_id: e.consumer_id ?? null,
     status: e.status,
     created_at: e.created_at,

@@ -149,6 +149,8 @@ export interface ExecuteRequest {
   idempotencyKey: string | undefined;
   baseUrl: string;
   wait?: Wait;
+  /** Submitted through the deployment's web form: the hash of the link it came through. */
+  formLink?: string;
 }
 
 /**
@@ -167,7 +169,7 @@ export async function execute(d: Deps, auth: CallerAuth, req: ExecuteRequest) {
   return { status: 200, body: { ...resultBody(e, links), ...executionUrls(req.baseUrl, e.execution_id) }, headers };
 }
 
-async function submit(d: Deps, auth: CallerAuth, req: ExecuteRequest) {
+export async function submit(d: Deps, auth: CallerAuth, req: ExecuteRequest) {
   assertDeployment(auth, req.deploymentId);
   if (req.idempotencyKey !== undefined && !IDEMPOTENCY_KEY_RE.test(req.idempotencyKey)) {
     throw new AppError('InvalidInputStructure', 'Idempotency-Key must be 1 to 255 printable characters');
@@ -178,6 +180,8 @@ async function submit(d: Deps, auth: CallerAuth, req: ExecuteRequest) {
     { inputs: dep.inputs, outputs: dep.outputs },
     { maxBodyBytes: d.config.maxBodyBytes, maxInputs: d.config.maxInputs, allowPrivateUrls: d.config.allowPrivateUrls },
   );
+  // An open link must not make the service call out to an address of the visitor's choosing.
+  if (req.formLink !== undefined && parsed.callback !== null) throw new AppError('InvalidInputStructure', 'a web-form execution takes no callback');
   const now = d.clock.now();
   // Every asset is checked (sniffed, sized, its upload looked up) before anything is written.
   const assets = await checkAssets(d, dep, parsed.assets, now);
@@ -215,7 +219,7 @@ async function submit(d: Deps, auth: CallerAuth, req: ExecuteRequest) {
   // Idempotency-Key above spend nothing), and given back if it is not accepted after all.
   const quota = await spendQuota(d, auth);
   try {
-    const execution = await createExecution(d, auth, dep, executionId, parsed, assets, req.baseUrl, now);
+    const execution = await createExecution(d, auth, dep, executionId, parsed, assets, req.baseUrl, now, req.formLink);
     if (auth.consumerId !== undefined || auth.limits?.rate_limit || quota) await tally(d, auth, 'accepted');
     const answer = accepted(req.baseUrl, execution);
     return quota ? { ...answer, headers: withLimitHeaders(answer.headers, [quota.state]) } : answer;
@@ -234,6 +238,7 @@ async function createExecution(
   assets: Awaited<ReturnType<typeof checkAssets>>,
   baseUrl: string,
   now: Date,
+  formLink: string | undefined,
 ): Promise<Execution> {
   const where = { kind: 'api' as const, deployment_id: dep.deployment_id, pipeline_id: dep.pipeline_id, execution_id: executionId };
   const refs = assets.length > 0 ? await storeAssets(d, where, assets, now) : null;
@@ -250,6 +255,7 @@ async function createExecution(
     outputs: null,
     base_url: baseUrl,
     visible_outputs: dep.outputs.filter((o) => o.visible).map((o) => o.id),
+    ...(formLink === undefined ? {} : { source: 'form' as const, form_link: formLink }),
     callback: parsed.callback,
     callback_delivery: null,
     error_message: null,

@@ -3,14 +3,15 @@ import { randomBytes } from 'node:crypto';
 import * as v from 'valibot';
 import { generateApiKey, generateSigningSecret, hashApiKey, sealSecret } from '../core/api-key';
 import { parseAssetValue, type AssetValueForm } from '../core/assets';
-import { applyVisibility, assertPublishable, discoverContract, readiness as readinessView, restrictionsOf } from '../core/contract';
+import { applyVisibility, assertPublishable, discoverContract, formView, readiness as readinessView, requestedForm, restrictionsOf, type FormRequest } from '../core/contract';
+import { FORM_SALT_BYTES, formToken, formTokenHash, formUrl } from '../core/form-link';
 import { AppError } from '../core/errors';
 import { PIPELINE_ID_PATTERN } from '../core/ids';
 import { RotateRequest, RunRequest } from '../core/shapes';
 import { isTerminal } from '../core/transitions';
 import { referenceProblem, valueTypeProblem } from '../core/values';
 import { InvalidCursorError, type ObjectRef } from '../core/ports';
-import type { Contract, ContractInput, DeploymentRecord, Execution, KeyHash, PipelineDefinition, PipelineMeta, RawValue, RunPointer } from '../core/types';
+import type { Contract, ContractInput, DeploymentRecord, Execution, FormSettings, KeyHash, PipelineDefinition, PipelineMeta, RawValue, RunPointer } from '../core/types';
 import { executeUrl, runBody } from '../core/views';
 import type { Deps } from '../adapters/deps';
 import { epochSeconds } from '../core/time';
@@ -265,15 +266,53 @@ async function currentDeployment(d: Deps, m: PipelineMeta): Promise<DeploymentRe
 
 const contractOf = (r: DeploymentRecord): Contract => ({ inputs: r.inputs, outputs: r.outputs });
 
-function deploymentView(r: DeploymentRecord, baseUrl: string) {
+/** The form's link as the owner is shown it: derived again from its salt (never stored); null unless enabled. */
+async function formLinkOf(d: Deps, r: Pick<DeploymentRecord, 'form'>, baseUrl: string): Promise<string | null> {
+  if (!r.form?.enabled) return null;
+  const { masterKey } = await d.keyMaterial.material();
+  return formUrl(baseUrl, formToken(r.form.salt, masterKey));
+}
+
+async function deploymentView(d: Deps, r: DeploymentRecord, baseUrl: string) {
   return {
     deployment_id: r.deployment_id,
     version: r.version,
     published_at: r.published_at,
     execute_url: executeUrl(baseUrl, r.deployment_id),
+    form_url: await formLinkOf(d, r, baseUrl),
+    form: formView(r.form),
     inputs: r.inputs,
     outputs: r.outputs,
   };
+}
+
+/** A new form link: its lookup item first, so the link works the moment the deployment names it. */
+async function newFormLink(d: Deps, deploymentId: string): Promise<Pick<FormSettings, 'salt' | 'token_hash'>> {
+  const { pepper, masterKey } = await d.keyMaterial.material();
+  const salt = randomBytes(FORM_SALT_BYTES).toString('base64url');
+  const token_hash = formTokenHash(formToken(salt, masterKey), pepper);
+  await d.forms.putLink(token_hash, deploymentId);
+  return { salt, token_hash };
+}
+
+/**
+ * Applies a publish's `form` to the deployment: enabling keeps the link it had (or makes the
+ * first one), disabling keeps it for a later enable; title and description change when given.
+ */
+async function applyForm(d: Deps, r: DeploymentRecord, asked: FormRequest | undefined): Promise<DeploymentRecord> {
+  const before = r.form ?? null;
+  if (asked === undefined || (!asked.enabled && before === null)) return r;
+  const link = before ?? (await newFormLink(d, r.deployment_id));
+  const next: FormSettings = {
+    enabled: asked.enabled,
+    title: asked.title ?? before?.title ?? null,
+    description: asked.description ?? before?.description ?? null,
+    salt: link.salt,
+    token_hash: link.token_hash,
+  };
+  const updated = await d.deployments.setForm(r.deployment_id, r.revision, next);
+  if (!updated) throw new AppError('Conflict', 'the deployment changed while publishing; try again');
+  return updated;
 }
 
 export async function readiness(d: Deps, id: string, baseUrl: string) {
@@ -289,7 +328,7 @@ export async function readiness(d: Deps, id: string, baseUrl: string) {
     latestFinished: m.latest_finished,
     lastSuccessful: m.last_success,
     discovered: disc,
-    deployment: dep ? { ...dep, execute_url: executeUrl(baseUrl, dep.deployment_id) } : null,
+    deployment: dep ? { ...dep, execute_url: executeUrl(baseUrl, dep.deployment_id), form_url: await formLinkOf(d, dep, baseUrl) } : null,
   });
 }
 
@@ -326,14 +365,15 @@ export async function publish(d: Deps, id: string, body: string | null, baseUrl:
   const existing = m.deployment_id ? await d.deployments.get(m.deployment_id, true) : null;
   if (existing && existing.status === 'live') {
     const next = applyVisibility(contract, request, contractOf(existing));
-    const updated = await d.deployments.republish(existing.deployment_id, existing.revision, {
+    const republished = await d.deployments.republish(existing.deployment_id, existing.revision, {
       version,
       inputs: next.inputs,
       outputs: next.outputs,
       published_at: now,
     });
-    if (!updated) throw new AppError('Conflict', 'the deployment changed while publishing; try again');
-    return { status: 200, body: deploymentView(updated, baseUrl) };
+    if (!republished) throw new AppError('Conflict', 'the deployment changed while publishing; try again');
+    const updated = await applyForm(d, republished, requestedForm(request));
+    return { status: 200, body: await deploymentView(d, updated, baseUrl) };
   }
 
   const next = applyVisibility(contract, request, null);
@@ -362,9 +402,10 @@ export async function publish(d: Deps, id: string, body: string | null, baseUrl:
     deleted_at: null,
   };
   if (!(await d.deployments.create(record))) throw new AppError('Conflict', 'another publish of this pipeline is under way; try again');
+  const created = await applyForm(d, record, requestedForm(request));
   return {
     status: 201,
-    body: { ...deploymentView(record, baseUrl), api_key: creds.apiKey, signing_secret: creds.signingSecret },
+    body: { ...(await deploymentView(d, created, baseUrl)), api_key: creds.apiKey, signing_secret: creds.signingSecret },
   };
 }
 
@@ -377,6 +418,8 @@ export async function remove(d: Deps, id: string, confirm: string | undefined) {
   }
   if (!(await d.deployments.markDeleted(dep.deployment_id, d.clock.now().toISOString()))) throw new AppError('DeploymentNotFound');
   await d.pipelines.claimDeployment(id, dep.deployment_id, null);
+  // The link already answers 404 (its deployment is deleted); its lookup item goes too.
+  if (dep.form) await d.forms.removeLink(dep.form.token_hash).catch((err: unknown) => d.log.warn('form link lookup not removed', errorFields(err)));
   await removeDeploymentObjects(d, dep.deployment_id);
 }
 
@@ -414,7 +457,7 @@ export function retiredKeys(keys: readonly KeyHash[], grace: number, now: number
  * Rotates the API key (or the callback signing secret). Without a grace period the old one
  * stops at once; with one, both work until it ends, and callbacks carry both signatures.
  */
-export async function rotate(d: Deps, id: string, body: string | null) {
+export async function rotate(d: Deps, id: string, body: string | null, baseUrl = '') {
   const m = await meta(d, id);
   const parsed = v.safeParse(RotateRequest, parseJson(body, 'body') ?? {});
   if (!parsed.success) {
@@ -428,6 +471,7 @@ export async function rotate(d: Deps, id: string, body: string | null) {
   const until = Math.ceil(now.getTime() / 1000) + grace;
   const alive = <T extends { expires_at: number | null }>(xs: T[]): T[] =>
     grace === 0 ? [] : xs.filter((x) => x.expires_at === null || x.expires_at > epochSeconds(now)).map((x) => ({ ...x, expires_at: x.expires_at ?? until }));
+  if (parsed.output.credential === 'form_link') return { form_url: await rotateFormLink(d, dep, baseUrl) };
   const creds = await newCredentials(d, dep.deployment_id);
   if (parsed.output.credential === 'signing_secret') {
     const ok = await d.deployments.replaceSigningSecrets(dep.deployment_id, dep.revision, [
@@ -444,4 +488,18 @@ export async function rotate(d: Deps, id: string, body: string | null) {
   ]);
   if (!ok) throw new AppError('Conflict', 'the deployment changed while rotating; try again');
   return { api_key: creds.apiKey };
+}
+
+/** A new form link; the old one answers 404 from the deployment's write on (no grace period: a link is shared, not configured). */
+async function rotateFormLink(d: Deps, dep: DeploymentRecord, baseUrl: string): Promise<string> {
+  const before = dep.form;
+  if (!before) {
+    throw new AppError('InvalidRequest', [{ path: 'credential', reason: 'this deployment has no web form: publish with {"form": {"enabled": true}} first' }]);
+  }
+  const link = await newFormLink(d, dep.deployment_id);
+  const updated = await d.deployments.setForm(dep.deployment_id, dep.revision, { ...before, ...link });
+  if (!updated) throw new AppError('Conflict', 'the deployment changed while rotating; try again');
+  await d.forms.removeLink(before.token_hash).catch((err: unknown) => d.log.warn('old form link lookup not removed', errorFields(err)));
+  const { masterKey } = await d.keyMaterial.material();
+  return formUrl(baseUrl, formToken(link.salt, masterKey));
 }

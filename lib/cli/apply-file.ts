@@ -40,6 +40,8 @@ export interface ApplyFile {
   outputs: string[];
   /** What the file asks for each input and output (unmentioned ones are visible). */
   visibility: { inputs: Record<string, boolean>; outputs: Record<string, boolean> };
+  /** `publish.form`: the web form the file asks for; absent leaves the live form as it is. */
+  form?: { enabled: boolean; title?: string; description?: string };
   tests: ApplyTest[];
   /** Owner secrets to set before pushing, each from an environment variable (never a value in the file). */
   secrets: { name: string; fromEnv: string }[];
@@ -85,6 +87,29 @@ function nodesOf(nodes: unknown): { inputs: Map<string, InputValueType | null>; 
   return { inputs, outputs, all };
 }
 
+/** `publish.form`: `{enabled?: boolean (true), title?: string, description?: string}`. */
+function checkForm(block: unknown, problems: FileProblem[]): ApplyFile['form'] {
+  if (!isPlainObject(block) || block.form === undefined || block.form === null) return undefined;
+  const f = block.form;
+  const at = 'publish.form';
+  if (!isPlainObject(f)) {
+    problems.push({ path: at, reason: `must be an object with enabled, title and/or description, got ${describe(f)}` });
+    return undefined;
+  }
+  for (const key of Object.keys(f)) {
+    if (!['enabled', 'title', 'description'].includes(key)) problems.push({ path: joinPath(at, key), reason: 'unknown key; form holds only enabled, title and description' });
+  }
+  if (f.enabled !== undefined && typeof f.enabled !== 'boolean') problems.push({ path: joinPath(at, 'enabled'), reason: `must be true or false, got ${describe(f.enabled)}` });
+  for (const key of ['title', 'description'] as const) {
+    if (f[key] !== undefined && typeof f[key] !== 'string') problems.push({ path: joinPath(at, key), reason: `must be a string, got ${describe(f[key])}` });
+  }
+  return {
+    enabled: typeof f.enabled === 'boolean' ? f.enabled : true,
+    ...(typeof f.title === 'string' ? { title: f.title } : {}),
+    ...(typeof f.description === 'string' ? { description: f.description } : {}),
+  };
+}
+
 function checkPublish(block: unknown, nodes: ReturnType<typeof nodesOf>, problems: FileProblem[]): ApplyFile['visibility'] {
   const visibility: ApplyFile['visibility'] = { inputs: {}, outputs: {} };
   if (block === undefined || block === null) return visibility;
@@ -93,7 +118,7 @@ function checkPublish(block: unknown, nodes: ReturnType<typeof nodesOf>, problem
     return visibility;
   }
   for (const key of Object.keys(block)) {
-    if (!(PUBLISH_KEYS as readonly string[]).includes(key)) problems.push({ path: joinPath('publish', key), reason: 'unknown key; publish holds only inputs and outputs' });
+    if (!(PUBLISH_KEYS as readonly string[]).includes(key) && key !== 'form') problems.push({ path: joinPath('publish', key), reason: 'unknown key; publish holds only inputs, outputs and form' });
   }
   for (const section of PUBLISH_KEYS) {
     const map = block[section];
@@ -251,6 +276,7 @@ export function checkApplyDocument(doc: unknown, where: { path: string; shown: s
   if (!checked.ok) problems.push(...checked.problems);
   const nodes = nodesOf(doc.nodes);
   const visibility = checkPublish(doc.publish, nodes, problems);
+  const form = checkForm(doc.publish, problems);
   const tests = checkTests(doc.tests, nodes, problems);
   const secrets = checkSecrets(doc.secrets, problems);
   if (!checked.ok || problems.length > 0) return { ok: false, problems };
@@ -261,7 +287,7 @@ export function checkApplyDocument(doc: unknown, where: { path: string; shown: s
     if (node.type === 'input') inputs.push({ id, value_type: node.value_type, value: node.value });
     else if (node.type === 'output') outputs.push(id);
   }
-  return { ok: true, file: { ...where, definition, inputs, outputs, visibility, tests, secrets, files: [] } };
+  return { ok: true, file: { ...where, definition, inputs, outputs, visibility, ...(form ? { form } : {}), tests, secrets, files: [] } };
 }
 
 export interface Targets {

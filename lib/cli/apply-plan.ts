@@ -27,6 +27,7 @@ export type PublishAction = 'create' | 'update' | 'none';
 export interface VisibilityBody {
   inputs: Record<string, { visible: boolean }>;
   outputs: Record<string, { visible: boolean }>;
+  form?: { enabled: boolean; title?: string; description?: string };
 }
 
 export interface Plan {
@@ -66,7 +67,7 @@ export function visibilityBody(file: ApplyFile): VisibilityBody {
   const outputs: VisibilityBody['outputs'] = {};
   for (const i of file.inputs) inputs[i.id] = { visible: file.visibility.inputs[i.id] ?? true };
   for (const o of file.outputs) outputs[o] = { visible: file.visibility.outputs[o] ?? true };
-  return { inputs, outputs };
+  return { inputs, outputs, ...(file.form ? { form: file.form } : {}) };
 }
 
 /** Where the live visibility differs from what the file asks, as "hide input x" / "show output y". */
@@ -80,6 +81,13 @@ export function visibilityChanges(deployment: NonNullable<Readiness['deployment'
       const want = wanted[entry.id]?.visible;
       if (want !== undefined && want !== entry.visible) changes.push(`${want ? 'show' : 'hide'} ${kind} ${entry.id}`);
     }
+  }
+  const form = body.form;
+  if (form !== undefined) {
+    const live = deployment.form ?? null;
+    if ((live?.enabled ?? false) !== form.enabled) changes.push(form.enabled ? 'turn the web form on' : 'turn the web form off');
+    if (form.title !== undefined && form.title !== (live?.title ?? null)) changes.push("change the web form's title");
+    if (form.description !== undefined && form.description !== (live?.description ?? null)) changes.push("change the web form's description");
   }
   return changes;
 }

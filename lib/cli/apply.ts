@@ -332,6 +332,7 @@ async function applyOne(
     );
     lines.push(`      deployment   ${p.deployment_id}`);
     lines.push(`      execute URL  ${p.execute_url}`);
+    if (p.form_url) lines.push(`      form         ${p.form_url}`);
     if (p.api_key !== undefined || p.signing_secret !== undefined) {
       if (secrets) {
         try {

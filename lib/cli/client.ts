@@ -57,6 +57,8 @@ const DeploymentBody = v.looseObject({
   version: v.number(),
   published_at: v.string(),
   execute_url: v.string(),
+  form_url: v.optional(v.nullable(v.string())),
+  form: v.optional(v.nullable(v.looseObject({ enabled: v.boolean(), title: v.nullable(v.string()), description: v.nullable(v.string()) }))),
   inputs: v.array(ContractInputBody),
   outputs: v.array(ContractOutputBody),
 });
@@ -75,7 +77,7 @@ export const PublishBody = v.looseObject({
   api_key: v.optional(v.string()),
   signing_secret: v.optional(v.string()),
 });
-export const RotateBody = v.looseObject({ api_key: v.optional(v.string()), signing_secret: v.optional(v.string()) });
+export const RotateBody = v.looseObject({ api_key: v.optional(v.string()), signing_secret: v.optional(v.string()), form_url: v.optional(v.string()) });
 export const CallerContractBody = v.looseObject({
   deployment_id: v.string(),
   inputs: v.array(v.looseObject({ id: v.string(), value_type: ValueType, value: Raw })),
@@ -301,13 +303,16 @@ export class PipegateClient {
   readiness(id: string) {
     return this.owner('GET', `/v1/pipelines/${enc(id)}/deployment`, ReadinessBody);
   }
-  publish(id: string, visibility: { inputs?: Record<string, { visible: boolean }>; outputs?: Record<string, { visible: boolean }> }) {
+  publish(
+    id: string,
+    visibility: { inputs?: Record<string, { visible: boolean }>; outputs?: Record<string, { visible: boolean }>; form?: { enabled: boolean; title?: string; description?: string } },
+  ) {
     return this.owner('PUT', `/v1/pipelines/${enc(id)}/deployment`, PublishBody, visibility);
   }
   deleteDeployment(id: string, deploymentId: string) {
     return this.owner('DELETE', `/v1/pipelines/${enc(id)}/deployment?confirm=${enc(deploymentId)}`, v.unknown());
   }
-  rotate(id: string, body: { grace_seconds?: number; credential?: 'api_key' | 'signing_secret' }) {
+  rotate(id: string, body: { grace_seconds?: number; credential?: 'api_key' | 'signing_secret' | 'form_link' }) {
     return this.owner('POST', `/v1/pipelines/${enc(id)}/deployment/keys`, RotateBody, body);
   }
 

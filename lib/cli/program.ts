@@ -118,10 +118,28 @@ export function buildProgram(io: CliIO, deps: CliDeps, state: { code: number }):
     .option('--hide-output <ids>', 'outputs callers do not receive (comma-separated, repeatable)', collect)
     .option('--show-input <ids>', 'make hidden inputs visible again', collect)
     .option('--show-output <ids>', 'make hidden outputs visible again', collect)
+    .option('--form', 'turn on the web form: anyone with its link (printed) can run the pipeline in a browser')
+    .option('--no-form', 'turn the web form off (its link answers 404 at once; --form brings the same link back)')
+    .option('--form-title <text>', "the form page's heading (implies --form)")
+    .option('--form-description <text>', 'text shown under the heading (implies --form)')
     .addOption(new Option('--snippet <language>', 'the ready-to-run example to print').choices([...SNIPPET_LANGUAGES]).default('curl'))
     .action(
-      act((ctx, p: string, o: { hideInput?: string[]; hideOutput?: string[]; showInput?: string[]; showOutput?: string[]; snippet?: SnippetLanguage }) =>
-        publish(ctx, p, { hideInput: o.hideInput ?? [], hideOutput: o.hideOutput ?? [], showInput: o.showInput ?? [], showOutput: o.showOutput ?? [], snippet: o.snippet ?? 'curl' }),
+      act(
+        (
+          ctx,
+          p: string,
+          o: { hideInput?: string[]; hideOutput?: string[]; showInput?: string[]; showOutput?: string[]; snippet?: SnippetLanguage; form?: boolean; formTitle?: string; formDescription?: string },
+        ) =>
+          publish(ctx, p, {
+            hideInput: o.hideInput ?? [],
+            hideOutput: o.hideOutput ?? [],
+            showInput: o.showInput ?? [],
+            showOutput: o.showOutput ?? [],
+            snippet: o.snippet ?? 'curl',
+            form: o.form,
+            formTitle: o.formTitle,
+            formDescription: o.formDescription,
+          }),
       ),
     );
 
@@ -139,7 +157,8 @@ export function buildProgram(io: CliIO, deps: CliDeps, state: { code: number }):
     .argument('<pipeline>', 'pipeline id')
     .addOption(new Option('--grace <seconds>', 'keep the old credential working this long').argParser(wholeNumber('--grace', 0, 604_800)))
     .option('--signing-secret', 'rotate the callback signing secret instead of the API key')
-    .action(act((ctx, p: string, o: { grace?: number; signingSecret?: boolean }) => rotate(ctx, p, o)));
+    .option('--form-link', 'issue a new web-form link instead; the old link answers 404 at once')
+    .action(act((ctx, p: string, o: { grace?: number; signingSecret?: boolean; formLink?: boolean }) => rotate(ctx, p, o)));
   keys
     .command('limits')
     .description("set the deployment key's own rate limit and quota (what is not given is removed)")

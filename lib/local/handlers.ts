@@ -33,6 +33,10 @@ import { createHandler as ownerCallbackRedeliver } from '../../functions/owner-c
 import { createHandler as deploymentExecutions } from '../../functions/deployment-executions/handler';
 import { createHandler as deploymentUsage } from '../../functions/deployment-usage/handler';
 import { createHandler as assetGet } from '../../functions/asset-get/handler';
+import { createHandler as formPage } from '../../functions/form-page/handler';
+import { createHandler as formExecute } from '../../functions/form-execute/handler';
+import { createHandler as formExecution } from '../../functions/form-execution/handler';
+import { createHandler as formUpload } from '../../functions/form-upload/handler';
 
 export type HttpLambda = LocalFunction;
 
@@ -67,4 +71,8 @@ export const HTTP_HANDLERS: Record<string, (deps: DepsSource) => HttpLambda> = {
   'deployment-executions': deploymentExecutions,
   'deployment-usage': deploymentUsage,
   'asset-get': assetGet,
+  'form-page': formPage,
+  'form-execute': formExecute,
+  'form-execution': formExecution,
+  'form-upload': formUpload,
 };

@@ -101,6 +101,16 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   // Checks the link with a key derived from the master key, then that the deployment (or
   // pipeline) the object belongs to is still there.
   'asset-get': access(READ, { secret: true, objects: ['read'] }),
+  // Web forms: each request reads the link's lookup item and the deployment (the pepper hashes
+  // the token); the page reads the published version for the descriptions. Runs and uploads
+  // count against their rate counters (conditional-free UpdateItem on FORMRATE# only).
+  'form-page': access(READ, { secret: true }),
+  // As execute (inline assets, uploads claimed), plus the rate counters.
+  'form-execute': access(CREATE_EXECUTION, { send: ['executions'], secret: true, objects: ['read', 'write'], updateKeys: ['UPLOAD#*', 'FORMRATE#*'] }),
+  // As execution-result: the result's links need the master key.
+  'form-execution': access(READ, { secret: true, objects: ['read'] }),
+  // As upload-create, plus the rate counters.
+  'form-upload': access(['GetItem', 'PutItem'], { secret: true, objects: ['write'], updateKeys: ['FORMRATE#*'] }),
   // Owners.
   'pipeline-list': access([], { query: RUNS }),
   'pipeline-get': access(READ),
@@ -126,15 +136,17 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   'deployment-usage': access(READ, { query: USAGE }),
   // Readiness brings the run pointers up to date (syncRunPointers -> recordRunFinished).
   // Both read the newest runs, and discovery reads the inputs of the run it publishes.
-  'deployment-readiness': access(UPDATE, { query: RUNS, objects: ['read'] }),
+  // The form link is derived again from its salt with the master key.
+  'deployment-readiness': access(UPDATE, { query: RUNS, secret: true, objects: ['read'] }),
   'deployment-publish': access(ALL, { query: RUNS, secret: true, objects: ['read'] }),
-  // Rotation replaces keys and signing secrets in the deployment item.
-  'deployment-keys': access(UPDATE, { secret: true }),
+  // Rotation replaces keys, signing secrets or the form link (a new lookup item, the old one deleted) in the deployment item.
+  'deployment-keys': access(['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem'], { secret: true }),
   // Consumers are items of the deployment's partition: created (conditional put), listed (a
   // Query of that partition), changed and revoked (conditional updates); a key needs the pepper.
   'deployment-consumers': access(ALL, { query: ['table'], secret: true }),
-  // A deleted deployment's objects go with it (removePrefix: ListObjectsV2, then DeleteObjects).
-  'deployment-delete': access(UPDATE, { objects: ['delete'] }),
+  // A deleted deployment's objects go with it (removePrefix: ListObjectsV2, then DeleteObjects);
+  // so does its form link's lookup item.
+  'deployment-delete': access(['GetItem', 'UpdateItem', 'DeleteItem'], { objects: ['delete'] }),
   // Owner secrets: sealing needs the master key; listing never opens a value.
   'secret-put': access(['PutItem'], { secret: true }),
   'secret-list': access([], { query: OWNER_SECRETS }),

@@ -302,6 +302,29 @@ describe('the caller API conforms, to the service document and to the deployment
     expect((await caller('GET', '/v1/assets/v1.e30.AAAA', null)).status).toBe(404);
   });
 
+  it('serves a web form and its routes without a key, as documented', async () => {
+    const png1 = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
+    const p = await rt.publishPipeline(
+      'conform-form',
+      { nodes: { photo: { type: 'input', value_type: 'asset', value: png1, media_types: ['image/png'] }, name: { type: 'input', value_type: 'string', value: 'x' }, out: { type: 'output', from: 'name' } } },
+      { form: { enabled: true } },
+    );
+    const form = (p.body.form_url as string).slice(rt.url.length);
+    expect((await caller('GET', form, null)).status).toBe(200);
+    expect((await caller('GET', `/v1/forms/pgf_${'A'.repeat(43)}`, null)).status).toBe(404);
+    expect((await caller('GET', `${form}/files/pipegate-form.js`, null)).status).toBe(200);
+    expect((await caller('GET', `${form}/files/package.json`, null)).status).toBe(404);
+    const run = await caller('POST', `${form}/executions`, null, { workflow_input: { name: { value: 'y', value_type: 'RAW' } } });
+    expect(run.status).toBe(202);
+    expect((await caller('POST', `${form}/executions`, null, { callback: 'http://127.0.0.1:9/' })).status).toBe(400);
+    expect((await caller('POST', `${form}/executions`, null, { workflow_input: { nope: { value: 1, value_type: 'RAW' } } })).status).toBe(422);
+    const read = await caller('GET', `${form}/executions/${run.body.execution_id as string}`, null, undefined, { prefer: 'wait=20' });
+    expect(read.status).toBe(200);
+    expect((await caller('GET', `${form}/executions/${UNKNOWN}`, null)).status).toBe(404);
+    expect((await caller('POST', `${form}/uploads`, null, { media_type: 'image/png', bytes: 10 })).status).toBe(201);
+    expect((await caller('POST', `${form}/uploads`, null, { media_type: 'text/plain', bytes: 10 })).status).toBe(422);
+  });
+
   it('answers an upload for an asset input with its PUT URL, and refuses what no input takes', async () => {
     const media = await rt.publishPipeline('conform-media', {
       nodes: {

@@ -102,9 +102,9 @@ describe('API routes from lib/routes.ts', () => {
       expect(m?.props.AuthorizationType).toBe('CUSTOM');
       expect(refOf(m?.props.AuthorizerId)).toBe(authorizerId);
     } else if (route.auth === 'none') {
-      // Only the docs page and its static files (nothing of a deployment), and asset links,
-      // whose URL is a signed capability checked by the function itself.
-      expect(['deployment-docs', 'asset-get']).toContain(route.handler);
+      // Only the docs page and its static files (nothing of a deployment), asset links, whose
+      // URL is a signed capability checked by the function itself, and web forms, whose link is.
+      expect(['deployment-docs', 'asset-get', 'form-page', 'form-execute', 'form-execution', 'form-upload']).toContain(route.handler);
       expect(m?.props.AuthorizationType).toBe('NONE');
       expect(m?.props.AuthorizerId).toBeUndefined();
     } else {

@@ -24,6 +24,7 @@ import type {
   ContractInput,
   ContractOutput,
   DeploymentRecord,
+  FormSettings,
   Execution,
   IdempotencyRecord,
   KeyHash,
@@ -375,6 +376,10 @@ export class MemoryDeployments implements DeploymentsPort {
 
   async markDeleted(id: string, at: string): Promise<boolean> {
     return (await this.update(id, null, { deleted_at: at }, 'deleted')) !== null;
+  }
+
+  async setForm(id: string, revision: number, form: FormSettings): Promise<DeploymentRecord | null> {
+    return this.update(id, revision, { form });
   }
 
   private async update(

@@ -1,10 +1,20 @@
 import type { Ctx } from '../context';
+import { UsageError } from '../errors';
 import { checkPipelineId } from '../files';
 import { fields } from '../output';
 
-/** `pipegate keys rotate <pipeline> [--grace <seconds>] [--signing-secret]` */
-export async function rotate(ctx: Ctx, pipeline: string, opts: { grace?: number; signingSecret?: boolean }): Promise<number> {
+/** `pipegate keys rotate <pipeline> [--grace <seconds>] [--signing-secret | --form-link]` */
+export async function rotate(ctx: Ctx, pipeline: string, opts: { grace?: number; signingSecret?: boolean; formLink?: boolean }): Promise<number> {
   checkPipelineId(pipeline, 'pipeline');
+  if (opts.formLink) {
+    if (opts.signingSecret || opts.grace !== undefined) throw new UsageError('--form-link takes neither --signing-secret nor --grace (the old link stops at once)');
+    const { body, raw } = await ctx.client.rotate(pipeline, { credential: 'form_link' });
+    ctx.out.document(raw);
+    ctx.out.line(`${ctx.out.c.green('✔')} new web-form link for ${ctx.out.c.bold(pipeline)}`);
+    ctx.out.line(fields([['form', ctx.out.c.bold(body.form_url ?? '')]], ctx.out.c));
+    ctx.out.line(ctx.out.c.yellow('  The old link stopped working.'));
+    return 0;
+  }
   const credential = opts.signingSecret ? 'signing_secret' : 'api_key';
   const { body, raw } = await ctx.client.rotate(pipeline, {
     ...(opts.grace !== undefined ? { grace_seconds: opts.grace } : {}),

@@ -12,12 +12,16 @@ export interface PublishOptions {
   hideOutput: string[];
   showInput: string[];
   showOutput: string[];
+  /** --form (true) or --no-form (false): the web form; absent leaves it as it is. */
+  form?: boolean;
+  formTitle?: string;
+  formDescription?: string;
 }
 
 type Visibility = Record<string, { visible: boolean }>;
 
 /** Turns the --hide-input/--hide-output/--show-input/--show-output lists (comma-separated, repeatable) into the publish body. */
-export function visibilityBody(o: PublishOptions): { inputs?: Visibility; outputs?: Visibility } {
+export function visibilityBody(o: PublishOptions): { inputs?: Visibility; outputs?: Visibility; form?: { enabled: boolean; title?: string; description?: string } } {
   const section = (hide: string[], show: string[], what: string): Visibility | undefined => {
     const ids = (xs: string[]) => xs.flatMap((x) => x.split(',')).map((x) => x.trim()).filter((x) => x !== '');
     const map: Visibility = {};
@@ -30,7 +34,13 @@ export function visibilityBody(o: PublishOptions): { inputs?: Visibility; output
   };
   const inputs = section(o.hideInput, o.showInput, 'input');
   const outputs = section(o.hideOutput, o.showOutput, 'output');
-  return { ...(inputs ? { inputs } : {}), ...(outputs ? { outputs } : {}) };
+  const described = o.formTitle !== undefined || o.formDescription !== undefined;
+  if (o.form === false && described) throw new UsageError('--form-title and --form-description describe a form that --no-form turns off; pick one');
+  const form =
+    o.form === undefined && !described
+      ? undefined
+      : { enabled: o.form ?? true, ...(o.formTitle !== undefined ? { title: o.formTitle } : {}), ...(o.formDescription !== undefined ? { description: o.formDescription } : {}) };
+  return { ...(inputs ? { inputs } : {}), ...(outputs ? { outputs } : {}), ...(form ? { form } : {}) };
 }
 
 export type SnippetLanguage = 'curl' | 'typescript' | 'python' | 'none';
@@ -57,6 +67,7 @@ export function renderPublished(pipeline: string, p: Published, created: boolean
       [
         ['deployment', p.deployment_id],
         ['execute URL', p.execute_url],
+        ...(p.form_url ? ([['form', p.form_url]] as [string, string][]) : []),
         ['inputs', inputs.join(', ') || '(none)'],
         ['outputs', outputs.join(', ') || '(none)'],
       ],

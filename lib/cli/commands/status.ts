@@ -46,6 +46,7 @@ export function renderReadiness(r: Readiness, c: Colors): string {
     rows.push(['deployment', d.deployment_id]);
     rows.push(['live version', `${d.version} (published ${d.published_at})`]);
     rows.push(['execute URL', d.execute_url]);
+    if (d.form_url) rows.push(['form', d.form_url]);
     const inputs = d.inputs.map((i) => `${i.id}: ${i.value_type} = ${literal(i.value)}${i.visible ? '' : ' (hidden)'}`);
     const outputs = d.outputs.map((o) => `${o.id}${o.visible ? '' : ' (hidden)'}`);
     rows.push(['inputs', inputs.join(', ') || '(none)']);

@@ -245,6 +245,30 @@ describe('the plan', () => {
     expect(plan.publish.action).toBe('none');
   });
 
+  it('turns the web form on (and off) as publish.form asks, and does nothing once it is as asked', () => {
+    // Act
+    const on = computePlan(file({ publish: { form: { title: 'Greeter' } } }), readiness(), { version: 1, created: false });
+    const live = readiness({ deployment: { ...deployment(1), form: { enabled: true, title: 'Greeter', description: null } } });
+    const same = computePlan(file({ publish: { form: { title: 'Greeter' } } }), live, { version: 1, created: false });
+    const off = computePlan(file({ publish: { form: { enabled: false } } }), live, { version: 1, created: false });
+
+    // Assess
+    expect(on.publish.changes).toEqual(['turn the web form on', "change the web form's title"]);
+    expect(on.publish.body.form).toEqual({ enabled: true, title: 'Greeter' });
+    expect(same.publish.action).toBe('none');
+    expect(off.publish.changes).toEqual(['turn the web form off']);
+  });
+
+  it('refuses a malformed publish.form, naming the field', () => {
+    expect(checkApplyDocument({ nodes, publish: { form: { enabled: 'yes', colour: 'red' } } }, where)).toEqual({
+      ok: false,
+      problems: [
+        { path: 'publish.form.colour', reason: 'unknown key; form holds only enabled, title and description' },
+        { path: 'publish.form.enabled', reason: 'must be true or false, got the string "yes"' },
+      ],
+    });
+  });
+
   it('publishes a visibility change without a run when the latest run succeeded on this version with the file\'s values', () => {
     // Act
     const plan = computePlan(file({ publish: { inputs: { count: { visible: false } } } }), readiness(), { version: 1, created: false });

@@ -381,6 +381,24 @@ describe('publish', () => {
     expect(r.stdout).toContain('-H "X-API-Key: $PIPEGATE_API_KEY"');
   });
 
+  it('--form turns the web form on (with its title and description) and prints its link; --no-form turns it off', async () => {
+    // Prepare
+    const formUrl = 'http://127.0.0.1:8080/v1/forms/pgf_' + 'a'.repeat(43);
+
+    // Act
+    const on = await cli(['publish', 'greeting', '--form', '--form-title', 'Greeter', '--form-description', 'Says hello'], () => [200, { ...deployment, form_url: formUrl }]);
+    const off = await cli(['publish', 'greeting', '--no-form'], () => [200, { ...deployment, form_url: null }]);
+    const both = await cli(['publish', 'greeting', '--no-form', '--form-title', 'x']);
+
+    // Assess
+    expect(on.calls[0]?.body).toEqual({ form: { enabled: true, title: 'Greeter', description: 'Says hello' } });
+    expect(on.stdout).toContain(formUrl);
+    expect(off.calls[0]?.body).toEqual({ form: { enabled: false } });
+    expect(off.stdout).not.toContain('/v1/forms/');
+    expect(both.code).toBe(2);
+    expect(both.calls).toHaveLength(0);
+  });
+
   it('refuses the same id hidden and shown', async () => {
     // Act
     const r = await cli(['publish', 'greeting', '--hide-input', 'name', '--show-input', 'name']);
@@ -450,6 +468,18 @@ describe('keys rotate', () => {
     expect(r.calls[0]).toMatchObject({ method: 'POST', path: '/v1/pipelines/greeting/deployment/keys', body: { grace_seconds: 60, credential: 'signing_secret' } });
     expect(r.stdout).toContain('signing secret  whsec_new');
     expect(r.stdout).toContain('keeps working for 60 s');
+  });
+
+  it('--form-link asks for a new web-form link and prints it', async () => {
+    // Act
+    const r = await cli(['keys', 'rotate', 'greeting', '--form-link'], () => [200, { form_url: 'http://127.0.0.1:8080/v1/forms/pgf_new' }]);
+    const bad = await cli(['keys', 'rotate', 'greeting', '--form-link', '--grace', '60']);
+
+    // Assess
+    expect(r.code).toBe(0);
+    expect(r.calls[0]?.body).toEqual({ credential: 'form_link' });
+    expect(r.stdout).toContain('http://127.0.0.1:8080/v1/forms/pgf_new');
+    expect(bad.code).toBe(2);
   });
 
   it('rotates the API key by default, and --grace must be a whole number', async () => {

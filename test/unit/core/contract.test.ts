@@ -307,6 +307,8 @@ describe('readiness', () => {
       version: 2,
       published_at: deployment.published_at,
       execute_url: deployment.execute_url,
+      form_url: null,
+      form: null,
       inputs: deployment.inputs,
       outputs: deployment.outputs,
     });

@@ -1,0 +1,181 @@
+/**
+ * A deployment's web form (GET /v1/forms/{form_token} and its routes). The link is the
+ * capability: each request finds the form by the token's hash and checks, against the
+ * deployment itself (read consistently), that the form is enabled and still has this link, so a
+ * disable, a rotation or a delete holds from the write on. Execute, read and upload go through
+ * the callers' own code paths (validation, limits, lifecycle) as the deployment; every action
+ * that costs something is counted against the link and the client's address first.
+ */
+import { createHmac } from 'node:crypto';
+import { AppError } from '../core/errors';
+import { FORM_TOKEN_PATTERN, formExecutionUrl, formHashMatches, formTokenHash } from '../core/form-link';
+import { FORM_FILES, FORM_PAGE_CSP, FORM_SCRIPT, FORM_SCRIPT_NAME, FORM_STYLE, formPageHtml, type FormField } from '../core/form-page';
+import { isUuid } from '../core/ids';
+import { POLL_HINT_SECONDS, preferenceApplied } from '../core/prefer';
+import { epochSeconds } from '../core/time';
+import { isTerminal } from '../core/transitions';
+import type { DeploymentRecord, Execution } from '../core/types';
+import { resultBody } from '../core/views';
+import type { CallerAuth, RouteAnswer } from '../adapters/api';
+import type { Deps } from '../adapters/deps';
+import { awaitTerminal, NO_WAIT, submit, type Wait } from './caller.service';
+import { callerOutputIds, outputLinks } from './output-links';
+import { createUpload } from './uploads.service';
+
+interface OpenForm {
+  rec: DeploymentRecord;
+  /** The link's token hash: what its executions record, and its rate counter's key. */
+  hash: string;
+}
+
+/** The form behind a link, or 404 alike for a malformed, unknown, rotated, disabled or deleted one. */
+async function openForm(d: Deps, token: string): Promise<OpenForm> {
+  if (!FORM_TOKEN_PATTERN.test(token)) throw new AppError('FormNotFound');
+  const { pepper } = await d.keyMaterial.material();
+  const hash = formTokenHash(token, pepper);
+  const deploymentId = await d.forms.findLink(hash);
+  if (deploymentId === null) throw new AppError('FormNotFound');
+  const rec = await d.deployments.get(deploymentId, true);
+  if (!rec || rec.status !== 'live' || !rec.form?.enabled || !formHashMatches(hash, rec.form.token_hash)) throw new AppError('FormNotFound');
+  return { rec, hash };
+}
+
+/** The form acts as its deployment, as a caller with the key would (the revision keys the contract cache). */
+const authOf = (rec: DeploymentRecord): CallerAuth => ({ deploymentId: rec.deployment_id, revision: rec.revision, deleted: false });
+
+const RATE_WINDOW_SECONDS = 60;
+
+/**
+ * Counts one run or upload against the link and the address (fixed one-minute windows); 429
+ * with Retry-After (the seconds left in the window) past either limit. The address is kept only
+ * as an HMAC under the pepper.
+ */
+async function admit(d: Deps, hash: string, address: string): Promise<void> {
+  const now = epochSeconds(d.clock.now());
+  const start = now - (now % RATE_WINDOW_SECONDS);
+  const expires = start + 2 * RATE_WINDOW_SECONDS;
+  const { pepper } = await d.keyMaterial.material();
+  const addressKey = createHmac('sha256', pepper).update(`form address\0${address}`).digest('hex').slice(0, 32);
+  const [byLink, byAddress] = await Promise.all([
+    d.forms.count(`link#${hash.slice(0, 32)}`, start, expires),
+    d.forms.count(`addr#${addressKey}`, start, expires),
+  ]);
+  const retry = Math.max(1, start + RATE_WINDOW_SECONDS - now);
+  const refuse = (detail: string) => new AppError('TooManyRequests', detail, {}, { headers: { 'retry-after': String(retry) } });
+  if (byLink > d.config.formLinkActionsPerMinute) {
+    throw refuse(`this form takes at most ${d.config.formLinkActionsPerMinute} runs and uploads a minute from everyone together; try again in ${retry} seconds`);
+  }
+  if (byAddress > d.config.formAddressActionsPerMinute) {
+    throw refuse(`at most ${d.config.formAddressActionsPerMinute} runs and uploads a minute may come from one address through forms; try again in ${retry} seconds`);
+  }
+}
+
+const PAGE_HEADERS = {
+  'content-security-policy': FORM_PAGE_CSP,
+  'x-content-type-options': 'nosniff',
+  // The link is the capability: never send it on as a Referer, never keep it in a cache.
+  'referrer-policy': 'no-referrer',
+  'cache-control': 'no-store',
+};
+
+/** The page, generated from the published contract: visible inputs and outputs only. */
+export async function formPage(d: Deps, token: string, baseUrl: string): Promise<RouteAnswer> {
+  const { rec } = await openForm(d, token);
+  const version = await d.pipelines.getVersion(rec.pipeline_id, rec.version);
+  const nodes = version?.definition.nodes ?? {};
+  const about = (id: string): string | null => {
+    const n = Object.hasOwn(nodes, id) ? nodes[id] : undefined;
+    return n?.description ?? null;
+  };
+  const fields: FormField[] = rec.inputs
+    .filter((i) => i.visible)
+    .map((i) => ({ id: i.id, value_type: i.value_type, value: i.value, description: about(i.id), media_types: i.media_types ?? null, max_bytes: i.max_bytes ?? null }));
+  const outputs = rec.outputs.filter((o) => o.visible).map((o) => ({ id: o.id, description: about(o.id) }));
+  const html = formPageHtml({
+    baseUrl,
+    token,
+    title: rec.form?.title ?? rec.pipeline_id,
+    description: rec.form?.description ?? null,
+    fields,
+    outputs,
+  });
+  return { status: 200, headers: PAGE_HEADERS, text: { contentType: 'text/html; charset=utf-8', body: html } };
+}
+
+/** The page's script and style sheet: the same for every form, so cached. */
+export function formFile(name: string): RouteAnswer {
+  const contentType = Object.hasOwn(FORM_FILES, name) ? FORM_FILES[name] : undefined;
+  if (contentType === undefined) throw new AppError('RouteNotFound');
+  return {
+    status: 200,
+    headers: { 'x-content-type-options': 'nosniff', 'cache-control': 'public, max-age=3600' },
+    text: { contentType, body: name === FORM_SCRIPT_NAME ? FORM_SCRIPT : FORM_STYLE },
+  };
+}
+
+export interface FormExecuteRequest {
+  token: string;
+  body: string | null;
+  contentType: string | undefined;
+  baseUrl: string;
+  address: string;
+}
+
+/** POST …/executions: 202 with the execution's URL under this link. */
+export async function formExecute(d: Deps, req: FormExecuteRequest): Promise<RouteAnswer> {
+  const { rec, hash } = await openForm(d, req.token);
+  await admit(d, hash, req.address);
+  const accepted = await submit(d, authOf(rec), {
+    deploymentId: rec.deployment_id,
+    body: req.body,
+    contentType: req.contentType,
+    idempotencyKey: undefined,
+    baseUrl: req.baseUrl,
+    formLink: hash,
+  });
+  const statusUrl = formExecutionUrl(req.baseUrl, req.token, accepted.body.execution_id);
+  return { status: 202, body: { status: 'queued', execution_id: accepted.body.execution_id, status_url: statusUrl }, headers: { location: statusUrl } };
+}
+
+/**
+ * GET …/executions/{id}: the execution as the page shows it, with its result once finished
+ * (fresh links to the visible files). With `Prefer: wait=N`, answered when it finishes or the
+ * wait runs out, so the page long-polls rather than asking every second.
+ */
+export async function formExecution(d: Deps, token: string, executionId: string, baseUrl: string, wait: Wait = NO_WAIT): Promise<RouteAnswer> {
+  const { rec, hash } = await openForm(d, token);
+  const read = async (): Promise<Execution> => {
+    const e = isUuid(executionId) ? await d.executions.get(executionId, d.clock.now()) : null;
+    // Only the link that made it reads it: not another form's, not this form's previous link.
+    if (!e || e.kind !== 'api' || e.deployment_id !== rec.deployment_id || e.source !== 'form' || !formHashMatches(e.form_link ?? '', hash)) {
+      throw new AppError('ExecutionNotFound');
+    }
+    return e;
+  };
+  const { e, waited } = await awaitTerminal(d, executionId, read, wait);
+  const links = e.status === 'completed' ? await outputLinks(d, e, baseUrl, callerOutputIds(e)) : {};
+  const result = resultBody(e, links);
+  return {
+    status: 200,
+    headers: { 'cache-control': 'no-store', ...preferenceApplied(waited), ...(isTerminal(e.status) ? {} : { 'retry-after': String(POLL_HINT_SECONDS) }) },
+    body: {
+      status: e.status,
+      execution_id: e.execution_id,
+      status_url: formExecutionUrl(baseUrl, token, e.execution_id),
+      created_at: e.created_at,
+      started_at: e.started_at,
+      completed_at: e.completed_at,
+      completion_duration: result.completion_duration,
+      error_message: result.error_message,
+      output_artifacts: result.output_artifacts,
+      response_data: result.response_data,
+    },
+  };
+}
+
+/** POST …/uploads: a presigned PUT for a file too large to send inline, as the callers' uploads route answers. */
+export async function formUpload(d: Deps, token: string, body: string | null, address: string): Promise<RouteAnswer> {
+  const { rec, hash } = await openForm(d, token);
+  await admit(d, hash, address);
+  return { status: 201, body: await createUpload(d, authOf(rec), rec.deployment_id, body), headers: { 'cache-control': 'no-store' } };
+}

@@ -1,0 +1,218 @@
+/**
+ * A web form in a real browser (Chromium from Debian's packages, driven by playwright-core; the
+ * test skips, loudly, without it), on a phone-sized viewport: a person with only the link fills
+ * the form, attaches a picture, runs it, and sees the text and the picture; no console errors;
+ * axe-core finds no serious or critical violation; a tampered link shows nothing; disabling the
+ * form takes the open page's link down at once. Prints the page's bytes and time to interactive
+ * (docs/performance.md) and saves screenshots (docs/form-page.png is one). Runs against the
+ * local runtime, and against start:synth in test/e2e/synth/form-page.test.ts.
+ */
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import type { PipelineDefinition } from '../../functions/core/types';
+import { dataUri, png } from '../support/media';
+import { e2eMode, startE2eRuntime, waitUntil, type E2eRuntime, type Published } from '../support/runtime';
+
+const CHROMIUM = process.env.PIPEGATE_CHROMIUM ?? '/usr/bin/chromium';
+const haveChromium = existsSync(CHROMIUM);
+if (!haveChromium) {
+  console.warn(
+    `\n*** SKIPPING the web form browser test: no Chromium at ${CHROMIUM}. ***\n` +
+      '*** Install it with: apt-get install -y chromium (or set PIPEGATE_CHROMIUM) ***\n',
+  );
+}
+const browserIt = haveChromium ? it : it.skip;
+
+/** Where the screenshots go; PIPEGATE_SCREENSHOTS=docs writes docs/form-page.png for the README. */
+const SCRATCH = join(__dirname, '../../.screenshots');
+const SHOTS = process.env.PIPEGATE_SCREENSHOTS === 'docs' ? join(__dirname, '../../docs') : SCRATCH;
+
+const postcard: PipelineDefinition = {
+  description: 'Makes a postcard',
+  nodes: {
+    photo: { type: 'input', value_type: 'asset', value: dataUri('image/png', png(1, 1)), media_types: ['image/png', 'image/jpeg'], description: 'The picture on the front' },
+    greeting: { type: 'input', value_type: 'string', value: 'Greetings from', description: 'The words on the back' },
+    place: { type: 'input', value_type: 'string', value: 'the sea' },
+    copies: { type: 'input', value_type: 'integer', value: 1 },
+    signature: { type: 'input', value_type: 'string', value: 'HIDDEN-SIGNATURE' },
+    text: { type: 'transform', inputs: ['greeting', 'place', 'copies'], expression: "greeting & ' ' & place & ' (' & $string(copies) & ' copies)'" },
+    back: { type: 'output', from: 'text', description: 'The text of the card' },
+    front: { type: 'output', from: 'photo', description: 'The picture' },
+    signed: { type: 'output', from: 'signature' },
+  },
+};
+
+let rt: E2eRuntime;
+let pub: Published;
+let formUrl: string;
+let browser: Browser | undefined;
+// A picture a person would pick: big enough to see in the screenshot.
+const picture = png(96, 64, (x, y) => [40 + x * 2, 120 + y, 200 - x, 255]);
+
+beforeAll(async () => {
+  rt = await startE2eRuntime();
+  pub = await rt.publishPipeline('postcard', postcard, {
+    inputs: { signature: { visible: false } },
+    outputs: { signed: { visible: false } },
+    form: { enabled: true, title: 'Make a postcard', description: 'Pick a picture and say where it is from.' },
+  });
+  formUrl = pub.body.form_url as string;
+  if (haveChromium) {
+    const { chromium } = await import('playwright-core');
+    browser = await chromium.launch({ executablePath: CHROMIUM });
+  }
+  mkdirSync(SCRATCH, { recursive: true });
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await rt?.cleanup();
+});
+
+/** A phone: 390 × 844 CSS pixels, touch, as a person opening the link on one. */
+async function phonePage(opts: { bypassCSP?: boolean } = {}): Promise<{ page: Page; problems: string[]; close: () => Promise<void> }> {
+  const context = await (browser as Browser).newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true, ...opts });
+  const page = await context.newPage();
+  const problems: string[] = [];
+  page.on('console', (m) => {
+    if (m.type() === 'error') problems.push(`console: ${m.text()}`);
+  });
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  return { page, problems, close: () => context.close() };
+}
+
+describe('the web form in a browser', () => {
+  browserIt('a person with only the link runs it from a phone and sees the text and the picture', async () => {
+    const { page, problems, close } = await phonePage();
+    try {
+      // The page's own bytes: the HTML, its script and its style sheet (uncompressed; the runtime does not compress).
+      let bytes = 0;
+      page.on('response', (r) => {
+        if (r.url() === formUrl || r.url().startsWith(`${formUrl}/files/`)) void r.body().then((b) => (bytes += b.length), () => undefined);
+      });
+      const opened = await page.goto(formUrl);
+      expect(opened?.status()).toBe(200);
+      await page.locator('#run').waitFor();
+      const timing = await page.evaluate(() => {
+        // Runs in the page: the browser's Performance API (this project compiles without DOM types).
+        const perf = (globalThis as unknown as { performance: { getEntriesByType(t: string): { domInteractive: number; loadEventEnd: number }[] } }).performance;
+        const nav = perf.getEntriesByType('navigation')[0] ?? { domInteractive: NaN, loadEventEnd: NaN };
+        return { interactive: nav.domInteractive, loaded: nav.loadEventEnd };
+      });
+
+      // Labelled controls from the contract; the hidden input is nowhere.
+      await expect(page.getByLabel('greeting').inputValue()).resolves.toBe('Greetings from');
+      await expect(page.getByLabel('copies').inputValue()).resolves.toBe('1');
+      expect(await page.content()).not.toContain('HIDDEN-SIGNATURE');
+      expect(await page.locator('text=The picture on the front').count()).toBe(1);
+
+      await page.getByLabel('place').fill('Brighton');
+      await page.getByLabel('copies').fill('3');
+      await page.setInputFiles('#in-photo', { name: 'beach.png', mimeType: 'image/png', buffer: picture });
+      await page.screenshot({ path: join(SCRATCH, 'form-page-filled.png'), fullPage: true });
+      await page.getByRole('button', { name: 'Run' }).click();
+
+      const text = page.locator('[data-output="back"] .value');
+      await waitUntil(() => text.innerText(), (t) => t.includes('Brighton'), 60_000, 100);
+      expect(await text.innerText()).toBe('Greetings from Brighton (3 copies)');
+      const img = page.locator('[data-output="front"] img');
+      const width = await waitUntil(() => img.evaluate((el) => (el as unknown as { naturalWidth: number }).naturalWidth).catch(() => 0), (w) => w > 0, 30_000, 100);
+      expect(width).toBe(96);
+      expect(await page.locator('[data-output="signed"]').count()).toBe(0);
+      expect(await page.locator('#progress').innerText()).toMatch(/^Done in/);
+      await page.screenshot({ path: join(SHOTS, 'form-page.png'), fullPage: true });
+
+      expect(problems).toEqual([]);
+      console.log(
+        `web form page: ${bytes} bytes for the page, its script and style sheet; ` +
+          `DOM interactive ${timing.interactive.toFixed(0)} ms, load ${timing.loaded.toFixed(0)} ms after navigation start (${e2eMode() === 'local' ? 'local runtime' : 'start:synth'}, loopback)`,
+      );
+      writeFileSync(join(SCRATCH, 'form-page-figures.json'), JSON.stringify({ bytes, ...timing }, null, 2));
+    } finally {
+      await close();
+    }
+  }, 120_000);
+
+  browserIt('axe-core finds no serious or critical accessibility violation', async () => {
+    // axe is injected as a script, which the page's CSP (script-src 'self') refuses: this
+    // context bypasses the CSP for this check only; every other test runs under the CSP.
+    const { page, close } = await phonePage({ bypassCSP: true });
+    try {
+      await page.goto(formUrl);
+      await page.addScriptTag({ path: require.resolve('axe-core/axe.min.js') });
+      const violations = await page.evaluate(async () => {
+        const axe = (globalThis as unknown as { axe: { run: () => Promise<{ violations: { id: string; impact: string | null; help: string }[] }> } }).axe;
+        const r = await axe.run();
+        return r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help }));
+      });
+      expect(violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')).toEqual([]);
+    } finally {
+      await close();
+    }
+  }, 60_000);
+
+  browserIt('a tampered link shows nothing of the form', async () => {
+    const { page, close } = await phonePage();
+    try {
+      const tampered = formUrl.slice(0, -2) + (formUrl.endsWith('AA') ? 'BB' : 'AA');
+      const r = await page.goto(tampered);
+      expect(r?.status()).toBe(404);
+      const body = await page.content();
+      expect(body).not.toContain('postcard');
+      expect(body).not.toContain('Make a postcard');
+    } finally {
+      await close();
+    }
+  }, 60_000);
+
+  browserIt('disabling the form takes an open page down at once: its next run says so', async () => {
+    const { page, close } = await phonePage();
+    try {
+      await page.goto(formUrl);
+      await page.locator('#run').waitFor();
+      const off = await rt.owner('PUT', '/v1/pipelines/postcard/deployment', { form: { enabled: false } });
+      expect(off.status).toBe(200);
+      await page.getByRole('button', { name: 'Run' }).click();
+      const failure = page.locator('#failure');
+      await waitUntil(() => failure.innerText(), (t) => t.length > 0, 30_000, 100);
+      expect(await failure.innerText()).toBe('This form is no longer available.');
+      expect((await page.reload())?.status()).toBe(404);
+      await rt.owner('PUT', '/v1/pipelines/postcard/deployment', { form: { enabled: true } });
+      expect((await page.reload())?.status()).toBe(200);
+    } finally {
+      await close();
+    }
+  }, 60_000);
+
+  browserIt('a crash of the runtime mid-run ends with the page showing the failure, not spinning', async () => {
+    const crashing = await startE2eRuntime();
+    const { page, problems, close } = await phonePage();
+    try {
+      const slow: PipelineDefinition = {
+        nodes: {
+          word: { type: 'input', value_type: 'string', value: 'later' },
+          wait: { type: 'delay', inputs: ['word'], ms: 20_000 },
+          said: { type: 'output', from: 'wait' },
+        },
+      };
+      const p = await crashing.publishPipeline('slow', slow, { form: { enabled: true } });
+      await page.goto(p.body.form_url as string);
+      await page.getByRole('button', { name: 'Run' }).click();
+      const progress = page.locator('#progress');
+      await waitUntil(() => progress.innerText(), (t) => t === 'Running…' || t === 'Waiting for its turn…', 30_000, 100);
+      await crashing.stop({ drainMs: 0 });
+      const failure = page.locator('#failure');
+      await waitUntil(() => failure.innerText(), (t) => t.length > 0, 60_000, 200);
+      // A stop fails what is running as interrupted and answers the waiting poll with it; had
+      // the answer not come, the page gives up after its retries (the second form).
+      expect(await failure.innerText()).toMatch(/^(The run failed: Execution was interrupted by a service shutdown and did not finish\.|The service cannot be reached\.)$/);
+      expect(await page.locator('#run').isDisabled()).toBe(false);
+      // The lost requests are the browser's own network errors, nothing the page threw.
+      expect(problems.filter((m) => m.startsWith('page error'))).toEqual([]);
+    } finally {
+      await close();
+      await crashing.cleanup().catch(() => undefined);
+    }
+  }, 120_000);
+});

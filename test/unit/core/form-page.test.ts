@@ -1,0 +1,73 @@
+import fc from 'fast-check';
+import { FORM_TOKEN_PATTERN, formHashMatches, formToken, formTokenHash } from '../../../functions/core/form-link';
+import { FORM_PAGE_CSP, formPageHtml } from '../../../functions/core/form-page';
+
+const base = { baseUrl: 'https://api.example.com/api', token: `pgf_${'a'.repeat(43)}`, title: 'T', description: null, outputs: [] };
+
+describe('the form page', () => {
+  it('inserts titles, descriptions and published values as text, never as markup', () => {
+    const evil = '<script>alert(1)</script>"\'&';
+    const html = formPageHtml({
+      ...base,
+      title: evil,
+      description: evil,
+      fields: [{ id: 'name', value_type: 'string', value: evil, description: evil, media_types: null, max_bytes: null }],
+      outputs: [{ id: 'out', description: evil }],
+    });
+    expect(html).not.toContain('<script>alert');
+    expect(html).toContain('&lt;script&gt;alert(1)&lt;/script&gt;&quot;&#39;&amp;');
+    // The only script is the page's own file, from its origin.
+    expect(html.match(/<script/g)).toHaveLength(1);
+    expect(html).toContain(`<script src="${base.baseUrl}/v1/forms/${base.token}/files/pipegate-form.js" defer></script>`);
+    expect(FORM_PAGE_CSP).toContain("script-src 'self'");
+    expect(FORM_PAGE_CSP).not.toContain('unsafe');
+  });
+
+  it('escapes any text (property)', () => {
+    fc.assert(
+      fc.property(fc.string(), (text) => {
+        const html = formPageHtml({ ...base, title: text, description: text, fields: [], outputs: [] });
+        const body = html.slice(html.indexOf('<main'));
+        // Every < in the body is one of the page's own tags.
+        return !/<(?!\/?(main|h1|p|form|button|h2|div|body|html)\b)/.test(body);
+      }),
+    );
+  });
+
+  it('gives each visible input a labelled control of its kind, file pickers limited to the media types', () => {
+    const html = formPageHtml({
+      ...base,
+      fields: [
+        { id: 'n', value_type: 'integer', value: 3, description: null, media_types: null, max_bytes: null },
+        { id: 'b', value_type: 'boolean', value: true, description: null, media_types: null, max_bytes: null },
+        { id: 'f', value_type: 'asset', value: 'data:,', description: 'a photo', media_types: ['image/png'], max_bytes: 1024 },
+      ],
+    });
+    expect(html).toMatch(/<label for="in-n">n<\/label>.*<input type="number" id="in-n"[^>]*step="1" value="3"/s);
+    expect(html).toMatch(/<input type="checkbox" id="in-b"[^>]* checked/);
+    expect(html).toMatch(/<input type="file" id="in-f"[^>]*accept="image\/png" data-max-bytes="1024"/);
+    expect(html).toContain('accepts image/png, up to 1 KB');
+  });
+});
+
+describe('the form link', () => {
+  const key = Buffer.alloc(32, 7);
+  const pepper = Buffer.alloc(32, 9);
+
+  it('derives a well-formed token from the salt and the master key, different for every salt', () => {
+    fc.assert(
+      fc.property(fc.string({ minLength: 1 }), fc.string({ minLength: 1 }), (a, b) => {
+        const ta = formToken(a, key);
+        return FORM_TOKEN_PATTERN.test(ta) && (a === b) === (ta === formToken(b, key));
+      }),
+    );
+    expect(formToken('s', key)).not.toBe(formToken('s', Buffer.alloc(32, 8)));
+  });
+
+  it('matches a token only to its own hash', () => {
+    const t = formToken('salt', key);
+    expect(formHashMatches(formTokenHash(t, pepper), formTokenHash(t, pepper))).toBe(true);
+    expect(formHashMatches(formTokenHash(`${t.slice(0, -1)}x`, pepper), formTokenHash(t, pepper))).toBe(false);
+    expect(formHashMatches('', formTokenHash(t, pepper))).toBe(false);
+  });
+});
