@@ -151,6 +151,22 @@ describe('the owner API conforms', () => {
     expect((await owner('GET', '/v1/pipelines/conform/deployment')).body).toMatchObject({ state: 'needs_publish' });
   });
 
+  it('consumers: created, listed, changed, rotated, revoked; the deployment key\'s limits set and removed', async () => {
+    const base = '/v1/pipelines/conform/deployment/consumers';
+    const made = await owner('POST', base, { name: 'conform-consumer', rate_limit: { requests: 100, per_seconds: 60 }, quota: { executions: 1000, per: 'day' } });
+    expect(made.status).toBe(201);
+    const one = `${base}/${made.body.consumer_id as string}`;
+    expect((await owner('POST', base, { name: 'x', rate_limit: { requests: 0, per_seconds: 1 } })).status).toBe(400);
+    expect((await owner('GET', base)).status).toBe(200);
+    expect((await owner('PATCH', one, { quota: null })).status).toBe(200);
+    expect((await owner('PATCH', `${base}/${UNKNOWN}`, { name: 'x' })).status).toBe(404);
+    expect((await owner('POST', `${one}/keys`, { grace_seconds: 60 })).status).toBe(200);
+    expect((await owner('DELETE', one)).status).toBe(204);
+    expect((await owner('PATCH', one, { name: 'again' })).status).toBe(409);
+    expect((await owner('PUT', '/v1/pipelines/conform/deployment/limits', { rate_limit: { requests: 1000, per_seconds: 1 } })).status).toBe(200);
+    expect((await owner('PUT', '/v1/pipelines/conform/deployment/limits', {})).status).toBe(200);
+  });
+
   it('refuses to publish after a failed latest run and without inputs or outputs (409)', async () => {
     const failing: PipelineDefinition = {
       nodes: { x: { type: 'input', value_type: 'integer', value: 1 }, bad: { type: 'transform', inputs: ['x'], expression: '$error("boom")' }, o: { type: 'output', from: 'bad' } },
