@@ -6,7 +6,7 @@ import { isConditionFailure, keys } from './dynamo';
 
 const FIELDS: readonly (keyof DeploymentRecord)[] = [
   'deployment_id', 'pipeline_id', 'version', 'revision', 'status', 'inputs', 'outputs', 'published_at', 'created_at',
-  'key_hashes', 'signing_secrets', 'deleted_at', 'key_limits', 'form',
+  'key_hashes', 'signing_secrets', 'deleted_at', 'key_limits', 'form', 'node_detail',
 ];
 
 function toRecord(item: Record<string, unknown>): DeploymentRecord {
@@ -46,13 +46,14 @@ export class DeploymentsStore implements DeploymentsPort {
   async republish(
     id: string,
     revision: number,
-    next: { version: number; inputs: ContractInput[]; outputs: ContractOutput[]; published_at: string },
+    next: { version: number; inputs: ContractInput[]; outputs: ContractOutput[]; published_at: string; node_detail: boolean },
   ): Promise<DeploymentRecord | null> {
-    return this.update(id, revision, 'SET version = :v, inputs = :i, outputs = :o, published_at = :p', {
+    return this.update(id, revision, 'SET version = :v, inputs = :i, outputs = :o, published_at = :p, node_detail = :nd', {
       ':v': next.version,
       ':i': next.inputs,
       ':o': next.outputs,
       ':p': next.published_at,
+      ':nd': next.node_detail,
     });
   }
 

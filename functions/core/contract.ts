@@ -5,7 +5,7 @@
  */
 import * as v from 'valibot';
 import { AppError } from './errors';
-import { FormOption } from './shapes';
+import { EventsOption, FormOption } from './shapes';
 import type { ExecutionStatus } from './transitions';
 import { isPlainObject } from './values';
 import type {
@@ -57,10 +57,19 @@ const VisibilityEntry = v.pipe(
 const VisibilityMap = v.custom<Record<string, unknown>>(isPlainObject, 'must be an object');
 const PublishRequest = v.pipe(
   v.custom<Record<string, unknown>>(isPlainObject, 'must be an object'),
-  v.strictObject({ inputs: v.optional(VisibilityMap), outputs: v.optional(VisibilityMap), form: v.optional(FormOption) }, 'is not a known field'),
+  v.strictObject({ inputs: v.optional(VisibilityMap), outputs: v.optional(VisibilityMap), form: v.optional(FormOption), events: v.optional(EventsOption) }, 'is not a known field'),
 );
 
 export type FormRequest = v.InferOutput<typeof FormOption>;
+
+/**
+ * The publish request's `events.node_detail` (undefined: leave it as it is, true on a first
+ * publish); call after applyVisibility accepted the request.
+ */
+export function requestedNodeDetail(request: unknown): boolean | undefined {
+  const parsed = v.safeParse(PublishRequest, request === null || request === undefined ? {} : request);
+  return parsed.success ? parsed.output.events?.node_detail : undefined;
+}
 
 /** The publish request's `form` (undefined: leave the form as it is); call after applyVisibility accepted the request. */
 export function requestedForm(request: unknown): FormRequest | undefined {
@@ -184,6 +193,7 @@ export interface Readiness {
     execute_url: string;
     form_url: string | null;
     form: { enabled: boolean; title: string | null; description: string | null } | null;
+    events: { node_detail: boolean };
     inputs: ContractInput[];
     outputs: ContractOutput[];
   } | null;
@@ -228,6 +238,7 @@ export function readiness(args: {
             execute_url: deployment.execute_url,
             form_url: deployment.form_url ?? null,
             form: formView(deployment.form),
+            events: { node_detail: deployment.node_detail !== false },
             inputs: deployment.inputs,
             outputs: deployment.outputs,
           },

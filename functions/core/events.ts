@@ -26,6 +26,11 @@ export interface NodeEventData {
   at: string;
   duration_ms?: number;
 }
+/** A `node` event of a deployment published with node detail off: how many of how many are done. */
+export interface NodeCountData {
+  done: number;
+  total: number;
+}
 export type OutputEventData = { output: string } & OutputValue;
 export type ResultBody = ReturnType<typeof resultBody>;
 /**
@@ -41,7 +46,7 @@ export const callerFinal = (result: ResultBody): FinalView => ({ outputs: result
 
 export type ExecutionEvent =
   | { id: number; event: 'status'; data: StatusEventData }
-  | { id: number; event: 'node'; data: NodeEventData }
+  | { id: number; event: 'node'; data: NodeEventData | NodeCountData }
   | { id: number; event: 'output'; data: OutputEventData }
   | { id: number; event: 'done'; data: unknown };
 
@@ -49,16 +54,32 @@ export type ExecutionEvent =
 export const EVENTS_RETRY_MS = 2000;
 
 /**
- * Every event of the execution as it stands. `shows` says which nodes the reader may see (for a
- * caller, hidden inputs and outputs never appear); `final` is given once the execution is
- * terminal: its outputs become `output` events, then its body is `done`'s data.
+ * What a reader sees of the nodes: a filter (for a caller, hidden inputs and outputs never
+ * appear), or only counts of finished nodes out of `total` (a deployment published with
+ * `events.node_detail: false`: no ids, types or times, so the pipeline's shape stays private).
  */
-export function executionEvents(e: Execution, shows: (p: NodeProgress) => boolean, final: FinalView | null): ExecutionEvent[] {
+export type NodeView = ((p: NodeProgress) => boolean) | { countsOf: number };
+
+/**
+ * Every event of the execution as it stands, as `nodes` lets the reader see them; `final` is
+ * given once the execution is terminal: its outputs become `output` events, then its body is
+ * `done`'s data.
+ */
+export function executionEvents(e: Execution, nodes: NodeView, final: FinalView | null): ExecutionEvent[] {
   type Unnumbered = ExecutionEvent extends infer T ? (T extends ExecutionEvent ? Omit<T, 'id'> : never) : never;
   const out: Unnumbered[] = [{ event: 'status', data: { status: 'pending', at: e.created_at } }];
   if (e.started_at) out.push({ event: 'status', data: { status: 'running', at: e.started_at } });
+  const finished = new Set<string>();
   for (const p of unpackProgress(e.progress)) {
-    if (!shows(p)) continue;
+    if (typeof nodes !== 'function') {
+      // One event per node the first time it ends (a re-run after a crash ends some again):
+      // progress only grows, so every list is still a prefix of the next.
+      if (p.state === 'started' || finished.has(p.node)) continue;
+      finished.add(p.node);
+      out.push({ event: 'node', data: { done: finished.size, total: Math.max(nodes.countsOf, finished.size) } });
+      continue;
+    }
+    if (!nodes(p)) continue;
     out.push({
       event: 'node',
       data: { node_id: p.node, type: p.type, state: p.state, at: new Date(p.at).toISOString(), ...(p.duration_ms === undefined ? {} : { duration_ms: p.duration_ms }) },

@@ -216,14 +216,22 @@ const StatusEvent = v.pipe(
   v.description('`event: status`: the execution as it moves (pending first, the terminal status last), with when.'),
 );
 const NodeEvent = v.pipe(
-  v.strictObject({
-    node_id: NodeId,
-    type: v.picklist(NODE_TYPES),
-    state: v.picklist(['started', 'finished', 'failed']),
-    at: Timestamp,
-    duration_ms: v.optional(v.pipe(int(0), v.description('Finished and failed nodes: how long the node took.'))),
-  }),
-  v.description('`event: node`: a node started, finished or failed; ids, types and times only, never values. Hidden inputs and outputs never appear.'),
+  v.union([
+    v.strictObject({
+      node_id: NodeId,
+      type: v.picklist(NODE_TYPES),
+      state: v.picklist(['started', 'finished', 'failed']),
+      at: Timestamp,
+      duration_ms: v.optional(v.pipe(int(0), v.description('Finished and failed nodes: how long the node took.'))),
+    }),
+    v.strictObject({
+      done: v.pipe(int(1), v.description('Nodes finished (or failed) so far.')),
+      total: v.pipe(int(1), v.description("The pipeline's node count.")),
+    }),
+  ]),
+  v.description(
+    '`event: node`: a node started, finished or failed; ids, types and times only, never values. Hidden inputs and outputs never appear. A deployment published with `events.node_detail: false` sends only `{done, total}`, one event per node finished.',
+  ),
 );
 const OutputEvent = v.pipe(
   v.union([
@@ -555,6 +563,19 @@ export const FormOption = v.pipe(
   v.description('The web form of the deployment. Absent: the form stays as it was (none on a first publish).'),
 );
 const FormView = v.object({ enabled: v.boolean(), title: nullableString, description: nullableString });
+/** PUT …/deployment `events`: what callers' event streams show of the nodes. */
+export const EventsOption = v.pipe(
+  v.strictObject({
+    node_detail: v.optional(
+      v.pipe(
+        v.boolean('must be true or false'),
+        v.description('false: `node` events carry only counts `{done, total}`, never node ids, types or times (the pipeline\'s shape stays private). Absent: as it was (true on a first publish).'),
+      ),
+    ),
+  }),
+  v.description("Callers' event streams. Absent: as it was (node detail on a first publish)."),
+);
+const EventsView = v.object({ node_detail: v.boolean() });
 const deploymentEntries = {
   deployment_id: Uuid,
   version: int(1),
@@ -562,6 +583,7 @@ const deploymentEntries = {
   execute_url: url,
   form_url: v.pipe(v.nullable(url), v.description('The web form: anyone with this link can use the deployment in a browser; null without an enabled form.')),
   form: v.pipe(v.nullable(FormView), v.description("The web form's settings; null when it was never enabled.")),
+  events: v.pipe(EventsView, v.description("What callers' event streams show of the nodes.")),
   inputs: v.array(ContractInput),
   outputs: v.array(ContractOutput),
 };
@@ -597,7 +619,12 @@ const Visibility = v.strictObject({ visible: v.boolean() });
  * keys such as `constructor`, valid node ids); a test holds the two to the same fields.
  */
 const PublishRequest = v.pipe(
-  v.strictObject({ inputs: v.optional(v.record(v.string(), Visibility)), outputs: v.optional(v.record(v.string(), Visibility)), form: v.optional(FormOption) }),
+  v.strictObject({
+    inputs: v.optional(v.record(v.string(), Visibility)),
+    outputs: v.optional(v.record(v.string(), Visibility)),
+    form: v.optional(FormOption),
+    events: v.optional(EventsOption),
+  }),
   v.description('Visibility per entry; an entry not mentioned keeps the visibility it had (visible on a first publish). `form`: the web form.'),
 );
 /** POST …/deployment/keys. */
@@ -804,6 +831,8 @@ export const SHAPES = {
   Readiness,
   FormOption,
   FormView,
+  EventsOption,
+  EventsView,
   PublishRequest,
   Visibility,
   RotateRequest,

@@ -216,6 +216,11 @@ export interface Deployment {
   created_at: string;
   /** The web form; absent or null when the owner never enabled one. */
   form?: FormSettings | null;
+  /**
+   * Whether callers' event streams name each node (`node` events with ids, types and times);
+   * false leaves only counts `{done, total}`. Absent or null: true.
+   */
+  node_detail?: boolean | null;
 }
 
 export interface PipelineSummary {

@@ -5,8 +5,7 @@
  * processes (AWS) the same watch re-reads the record on its backoff schedule, ending at one
  * strongly consistent GetItem a second (docs/aws.md prices it).
  */
-import { callerFinal, callerShows, eventsAfter, executionEvents, formatEvent, KEEP_ALIVE_COMMENT, parseLastEventId, retryField, type FinalView } from '../core/events';
-import type { NodeProgress } from '../core/progress';
+import { callerFinal, callerShows, eventsAfter, executionEvents, formatEvent, KEEP_ALIVE_COMMENT, parseLastEventId, retryField, type FinalView, type NodeView } from '../core/events';
 import { AppError } from '../core/errors';
 import { isTerminal } from '../core/transitions';
 import type { Execution } from '../core/types';
@@ -45,12 +44,17 @@ export async function openEventStream(d: Deps, auth: CallerAuth, executionId: st
     const dep = await liveDeployment(d, auth).catch((err: unknown) => {
       throw err instanceof AppError && err.code === 'DeploymentNotFound' ? new AppError('ExecutionNotFound') : err;
     });
+    // Node detail off: counts only, of the nodes of the version this execution runs.
+    const nodes: NodeView =
+      dep.node_detail === false
+        ? { countsOf: Object.keys((await d.pipelines.getVersion(first.pipeline_id, first.version))?.definition.nodes ?? {}).length }
+        : callerShows(
+            dep.inputs.filter((i) => i.visible).map((i) => i.id),
+            first.visible_outputs ?? [],
+          );
     return {
       first,
-      shows: callerShows(
-        dep.inputs.filter((i) => i.visible).map((i) => i.id),
-        first.visible_outputs ?? [],
-      ),
+      shows: nodes,
       final: async (e) => callerFinal(resultBody(e, await outputLinks(d, e, opts.baseUrl, callerOutputIds(e)))),
     };
   });
@@ -74,7 +78,7 @@ export async function openRunEventStream(d: Deps, pipelineId: string, runId: str
 
 interface Source {
   first: Execution;
-  shows: (p: NodeProgress) => boolean;
+  shows: NodeView;
   final: (e: Execution) => Promise<FinalView>;
 }
 

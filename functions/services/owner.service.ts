@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import * as v from 'valibot';
 import { generateApiKey, generateSigningSecret, hashApiKey, sealSecret } from '../core/api-key';
 import { parseAssetValue, type AssetValueForm } from '../core/assets';
-import { applyVisibility, assertPublishable, discoverContract, formView, readiness as readinessView, requestedForm, restrictionsOf, type FormRequest } from '../core/contract';
+import { applyVisibility, assertPublishable, discoverContract, formView, readiness as readinessView, requestedForm, requestedNodeDetail, restrictionsOf, type FormRequest } from '../core/contract';
 import { FORM_SALT_BYTES, formToken, formTokenHash, formUrl } from '../core/form-link';
 import { AppError } from '../core/errors';
 import { PIPELINE_ID_PATTERN } from '../core/ids';
@@ -281,6 +281,7 @@ async function deploymentView(d: Deps, r: DeploymentRecord, baseUrl: string) {
     execute_url: executeUrl(baseUrl, r.deployment_id),
     form_url: await formLinkOf(d, r, baseUrl),
     form: formView(r.form),
+    events: { node_detail: r.node_detail !== false },
     inputs: r.inputs,
     outputs: r.outputs,
   };
@@ -370,6 +371,7 @@ export async function publish(d: Deps, id: string, body: string | null, baseUrl:
       inputs: next.inputs,
       outputs: next.outputs,
       published_at: now,
+      node_detail: requestedNodeDetail(request) ?? existing.node_detail !== false,
     });
     if (!republished) throw new AppError('Conflict', 'the deployment changed while publishing; try again');
     const updated = await applyForm(d, republished, requestedForm(request));
@@ -400,6 +402,7 @@ export async function publish(d: Deps, id: string, body: string | null, baseUrl:
     key_hashes: [{ hash: creds.keyHash, expires_at: null }],
     signing_secrets: [{ sealed: creds.sealed, expires_at: null }],
     deleted_at: null,
+    node_detail: requestedNodeDetail(request) ?? true,
   };
   if (!(await d.deployments.create(record))) throw new AppError('Conflict', 'another publish of this pipeline is under way; try again');
   const created = await applyForm(d, record, requestedForm(request));

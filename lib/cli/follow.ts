@@ -40,7 +40,12 @@ export async function followEvents(ctx: Ctx, o: FollowOptions): Promise<{ status
       return null;
     }
     if (m.event === 'done') return typeof data.status === 'string' ? data.status : 'unknown';
-    if (m.event === 'node') {
+    if (m.event === 'node' && typeof data.done === 'number') {
+      // A deployment published with node detail off: counts only.
+      spinner.stop();
+      out.note(`  ${out.e.green('✓')} ${data.done} of ${String(data.total)} nodes done`);
+      show();
+    } else if (m.event === 'node') {
       const id = String(data.node_id);
       if (data.state === 'started') running.add(id);
       else {

@@ -185,6 +185,25 @@ describe('GET …/executions/{id}/events', () => {
     expect(names(sse.events)).toEqual(expect.arrayContaining(['node:name:finished', 'node:out:finished', 'output', 'done']));
   });
 
+  it('with node detail off: node events carry only {done, total}; a republish keeps the choice until changed', async () => {
+    const counted = await rt.publishPipeline('counted', def(gateUrl()), { events: { node_detail: false } });
+    const view = await rt.owner('GET', '/v1/pipelines/counted/deployment');
+    expect((view.body.deployment as Record<string, unknown>).events).toEqual({ node_detail: false });
+    const id = (await submit(counted)).body.execution_id as string;
+    const sse = await openSse(eventsUrl(id), { 'x-api-key': counted.apiKey });
+    await sse.ended;
+    const nodes = sse.events.filter((e) => e.event === 'node').map((e) => e.data);
+    expect(nodes).toEqual([1, 2, 3, 4, 5, 6].map((done) => ({ done, total: 6 })));
+    expect(names(sse.events).at(-1)).toBe('done');
+
+    expect((await rt.owner('PUT', '/v1/pipelines/counted/deployment', {})).body.events).toEqual({ node_detail: false });
+    expect((await rt.owner('PUT', '/v1/pipelines/counted/deployment', { events: { node_detail: 'no' } })).status).toBe(400);
+    expect((await rt.owner('PUT', '/v1/pipelines/counted/deployment', { events: { node_detail: true } })).body.events).toEqual({ node_detail: true });
+    const again = await openSse(eventsUrl(id), { 'x-api-key': counted.apiKey });
+    await again.ended;
+    expect(names(again.events)).toContain('node:call:finished');
+  });
+
   it('answers 401 without a key, 404 for an unknown execution or another deployment\'s', async () => {
     const r = await submit(gated);
     const id = r.body.execution_id as string;

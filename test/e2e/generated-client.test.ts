@@ -160,7 +160,7 @@ describe('typed clients generated from the documents alone', () => {
       waitedStatus: 200,
       message: 'Hello, Grace Hello, Grace',
       duration: expect.any(Number),
-      documentPaths: 6,
+      documentPaths: 7,
     });
     const validator = createValidator(deploymentDoc);
     expect(observed.length).toBe(10);
@@ -211,7 +211,7 @@ describe('typed clients generated from the documents alone', () => {
       againStatus: 'cancelled',
       status: 'cancelled',
       result: 'cancelled',
-      documentPaths: 6,
+      documentPaths: 7,
       unknown: 'Execution Not Found',
     });
     const validator = createValidator(serviceDoc);

@@ -222,13 +222,14 @@ describe('deployments store', () => {
   it('republishes only from the revision that was read', async () => {
     const id = randomUUID();
     await db.deployments.create(record(id));
-    const next = { version: 2, inputs: [], outputs: [], published_at: 'later' };
+    const next = { version: 2, inputs: [], outputs: [], published_at: 'later', node_detail: false };
 
     const first = await db.deployments.republish(id, 1, next);
     const stale = await db.deployments.republish(id, 1, next);
 
     expect(first?.revision).toBe(2);
     expect(first?.version).toBe(2);
+    expect(first?.node_detail).toBe(false);
     expect(stale).toBeNull();
   });
 
@@ -241,6 +242,6 @@ describe('deployments store', () => {
     const tomb = await db.deployments.get(id);
     expect(tomb?.status).toBe('deleted');
     expect(tomb?.key_hashes).toHaveLength(1);
-    expect(await db.deployments.republish(id, tomb?.revision ?? 0, { version: 3, inputs: [], outputs: [], published_at: 'x' })).toBeNull();
+    expect(await db.deployments.republish(id, tomb?.revision ?? 0, { version: 3, inputs: [], outputs: [], published_at: 'x', node_detail: true })).toBeNull();
   });
 });

@@ -357,7 +357,7 @@ export class MemoryDeployments implements DeploymentsPort {
   async republish(
     id: string,
     revision: number,
-    next: { version: number; inputs: ContractInput[]; outputs: ContractOutput[]; published_at: string },
+    next: { version: number; inputs: ContractInput[]; outputs: ContractOutput[]; published_at: string; node_detail: boolean },
   ): Promise<DeploymentRecord | null> {
     return this.update(id, revision, next);
   }

@@ -309,6 +309,7 @@ describe('readiness', () => {
       execute_url: deployment.execute_url,
       form_url: null,
       form: null,
+      events: { node_detail: true },
       inputs: deployment.inputs,
       outputs: deployment.outputs,
     });

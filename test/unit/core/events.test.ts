@@ -5,7 +5,7 @@
  * resumes after Last-Event-ID never sees an event twice and never misses one.
  */
 import fc from 'fast-check';
-import { callerFinal, callerShows, eventsAfter, executionEvents, formatEvent, parseLastEventId, type ExecutionEvent, type ResultBody } from '../../../functions/core/events';
+import { callerFinal, callerShows, eventsAfter, executionEvents, formatEvent, parseLastEventId, type ExecutionEvent, type NodeView, type ResultBody } from '../../../functions/core/events';
 import { packProgress, unpackProgress, type NodeProgress } from '../../../functions/core/progress';
 import type { Execution } from '../../../functions/core/types';
 import { resultBody } from '../../../functions/core/views';
@@ -82,8 +82,20 @@ describe('executionEvents', () => {
       at: T0 + i,
     }));
     const { e } = recordAt({ ...base, started_at: iso(T0) }, ps, ps.length, null);
-    const nodes = executionEvents(e, shows, null).flatMap((x) => (x.event === 'node' ? [x.data.node_id] : []));
+    const nodes = executionEvents(e, shows, null).flatMap((x) => (x.event === 'node' && 'node_id' in x.data ? [x.data.node_id] : []));
     expect(nodes).toEqual(['name', 'out', 'step']);
+  });
+
+  it('with node detail off: counts only, one per node the first time it ends, never an id, type or time', () => {
+    const p = (node: string, state: NodeProgress['state'], at: number): NodeProgress => ({ node, type: 'transform', state, at });
+    // A crash re-run ends `a` a second time: counted once.
+    const ps = [p('a', 'started', T0), p('a', 'finished', T0 + 1), p('b', 'started', T0 + 2), p('a', 'started', T0 + 3), p('a', 'finished', T0 + 4), p('b', 'failed', T0 + 5)];
+    const { e } = recordAt({ ...base, started_at: iso(T0) }, ps, ps.length, null);
+    const nodes = executionEvents(e, { countsOf: 3 }, null).filter((x) => x.event === 'node');
+    expect(nodes.map((x) => x.data)).toEqual([
+      { done: 1, total: 3 },
+      { done: 2, total: 3 },
+    ]);
   });
 
   it('any later record extends the events of an earlier one, so a resuming reader never repeats or misses an event', () => {
@@ -92,11 +104,12 @@ describe('executionEvents', () => {
         progressArb,
         fc.constantFrom('completed' as const, 'failed' as const, 'cancelled' as const),
         fc.array(fc.nat(), { maxLength: 12 }),
-        (ps, end, cuts) => {
+        fc.constantFrom<NodeView>(all, { countsOf: 5 }),
+        (ps, end, cuts, view) => {
           const started = { ...base, started_at: iso(T0) };
           // The record's history: pending, running with 0..n entries, terminal.
           const history = [recordAt(base, [], 0, null), ...ps.map((_p, k) => recordAt(started, ps, k + 1, null)), recordAt(started, ps, ps.length, end)];
-          const lists = history.map(({ e, result }) => executionEvents(e, all, result && callerFinal(result)));
+          const lists = history.map(({ e, result }) => executionEvents(e, view, result && callerFinal(result)));
           for (let i = 1; i < lists.length; i++) expect(lists[i]?.slice(0, lists[i - 1]?.length)).toEqual(lists[i - 1]);
           // A reader that connects at random points of the history, each time after the last id it saw.
           const seen: ExecutionEvent[] = [];
