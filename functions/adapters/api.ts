@@ -177,7 +177,10 @@ export const streamedHttpHandler = (fn: (req: RequestInfo) => Promise<StreamedAn
       try {
         yield* answer.body;
       } catch (e) {
-        sourceFailed = true;
+        // Node 24 tears a pipeline down by throwing into its source (Node 20 returns it): a
+        // throw that arrives once the response stream is already destroyed is the client
+        // going away, not the source failing.
+        sourceFailed = !out.destroyed;
         throw e;
       }
     }
@@ -194,6 +197,19 @@ export const streamedHttpHandler = (fn: (req: RequestInfo) => Promise<StreamedAn
       out.destroy();
     }
   });
+
+/** A stream of server-sent events as a streamed route's answer. */
+export function eventStreamAnswer(events: AsyncIterable<string>): StreamedAnswer {
+  async function* utf8(): AsyncIterable<Uint8Array> {
+    for await (const chunk of events) yield Buffer.from(chunk, 'utf8');
+  }
+  return {
+    status: 200,
+    // no-transform: a proxy that compresses or buffers would hold events back.
+    headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform' },
+    body: utf8(),
+  };
+}
 
 /** write(), then end(): end(chunk) alone would bypass the metadata (the runtime writes it on write()). */
 function endWith(out: Writable, text: string): Promise<void> {

@@ -10,7 +10,9 @@ import {
   CALLER_SECURITY_SCHEMES,
   EVERY_ROUTE_RESPONSES,
   SCHEMAS,
+  LAST_EVENT_ID_PARAMETER,
   callerPaths,
+  eventStreamOk,
   jsonContent,
   parameterRef,
   reachableComponents,
@@ -344,21 +346,10 @@ const OWNER_PATHS: Record<string, PathItem> = {
       parameters: [
         parameterRef('PipelineId'),
         parameterRef('RunId'),
-        { name: 'Last-Event-ID', in: 'header', required: false, schema: { type: 'string', pattern: '^\\d+$' }, description: 'The id of the last event received: the stream resumes after it.' },
+        LAST_EVENT_ID_PARAMETER,
       ],
       responses: {
-        '200': {
-          description: 'The event stream.',
-          content: {
-            'text/event-stream': {
-              schema: {
-                type: 'string',
-                description: 'Server-sent events: `id:`, `event:` (status, node, output, done) and `data:` (one line of JSON, described by `$defs` under the event\'s name).',
-                $defs: { status: schemaRef('StatusEvent'), node: schemaRef('NodeEvent'), output: schemaRef('OutputEvent'), done: schemaRef('Run') },
-              },
-            },
-          },
-        },
+        '200': eventStreamOk('Run'),
         '404': { description: 'Run Not Found.', content: { 'application/json': { schema: schemaRef('NotFoundRun') } } },
       },
     }),

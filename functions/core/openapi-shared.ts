@@ -17,6 +17,22 @@ export const jsonContent = (schema: JsonSchema) => ({ 'application/json': { sche
 
 export const nullable = (s: JsonSchema) => ({ anyOf: [s, { type: 'null' }] });
 
+/** An events route's 200: the stream, each event's `data` by its name, `done` holding `doneSchema`. */
+export const eventStreamOk = (doneSchema: string) => ({
+  description: 'The event stream.',
+  content: {
+    'text/event-stream': {
+      schema: {
+        type: 'string',
+        description: "Server-sent events: `id:`, `event:` (status, node, output, done) and `data:` (one line of JSON, described by `$defs` under the event's name).",
+        $defs: { status: schemaRef('StatusEvent'), node: schemaRef('NodeEvent'), output: schemaRef('OutputEvent'), done: schemaRef(doneSchema) },
+      },
+    },
+  },
+});
+/** The `Last-Event-ID` header parameter of an events route. */
+export const LAST_EVENT_ID_PARAMETER = { name: 'Last-Event-ID', in: 'header', required: false, schema: { type: 'string', pattern: '^\\d+$' }, description: 'The id of the last event received: the stream resumes after it.' };
+
 const PLAIN_TYPE_KEYS = new Set(['type', 'minimum', 'maximum', 'additionalProperties', 'items', 'format']);
 
 /**
@@ -270,26 +286,10 @@ export function callerPaths(deploymentId?: string, names: CallerSchemaNames = { 
           ].join(' '),
         },
         {
-          '200': {
-            description: 'The event stream.',
-            content: {
-              'text/event-stream': {
-                schema: {
-                  type: 'string',
-                  description: 'Server-sent events: `id:`, `event:` (status, node, output, done) and `data:` (one line of JSON, described by `$defs` under the event\'s name).',
-                  $defs: { status: schemaRef('StatusEvent'), node: schemaRef('NodeEvent'), output: schemaRef('OutputEvent'), done: schemaRef(names.result) },
-                },
-              },
-            },
-          },
+          '200': eventStreamOk(names.result),
           '404': responseRef('ExecutionNotFound'),
         },
-        {
-          parameters: [
-            ...execution,
-            { name: 'Last-Event-ID', in: 'header', required: false, schema: { type: 'string', pattern: '^\\d+$' }, description: 'The id of the last event received: the stream resumes after it.' },
-          ],
-        },
+        { parameters: [...execution, LAST_EVENT_ID_PARAMETER] },
       ),
     },
     '/v1/deployments/executions/{execution_id}/cancel': {

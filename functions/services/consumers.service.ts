@@ -7,24 +7,15 @@ import * as v from 'valibot';
 import { generateConsumerKey, hashApiKey, keyHint } from '../core/api-key';
 import { consumerView, MAX_CONSUMERS_PER_DEPLOYMENT, type ConsumerRecord } from '../core/consumers';
 import { AppError } from '../core/errors';
-import { PIPELINE_ID_PATTERN } from '../core/ids';
 import type { ConsumerChanges } from '../core/ports';
 import { ConsumerCreate, ConsumerPatch, ConsumerRotate, KeyLimits } from '../core/shapes';
 import { epochSeconds } from '../core/time';
 import type { DeploymentRecord } from '../core/types';
 import type { Deps } from '../adapters/deps';
 import { parseJson, retiredKeys } from './owner.service';
+import { liveDeploymentOf } from './owner-executions.service';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
-async function liveDeploymentOf(d: Deps, pipelineId: string): Promise<DeploymentRecord> {
-  if (!PIPELINE_ID_PATTERN.test(pipelineId)) throw new AppError('PipelineNotFound');
-  const m = await d.pipelines.getMeta(pipelineId, true);
-  if (!m) throw new AppError('PipelineNotFound');
-  const dep = m.deployment_id ? await d.deployments.get(m.deployment_id, true) : null;
-  if (!dep || dep.status !== 'live') throw new AppError('DeploymentNotFound');
-  return dep;
-}
 
 function parse<S extends v.GenericSchema>(schema: S, body: string | null): v.InferOutput<S> {
   const parsed = v.safeParse(schema, parseJson(body, 'body') ?? {});

@@ -14,7 +14,8 @@ import type { Deps } from '../adapters/deps';
 import { cancelExecution } from './lifecycle.service';
 import { outputLinks } from './output-links';
 
-async function liveDeploymentOf(d: Deps, pipelineId: string): Promise<DeploymentRecord> {
+/** The pipeline's live deployment (strongly consistent), else 404 Pipeline or Deployment Not Found. */
+export async function liveDeploymentOf(d: Deps, pipelineId: string): Promise<DeploymentRecord> {
   if (!PIPELINE_ID_PATTERN.test(pipelineId)) throw new AppError('PipelineNotFound');
   const m = await d.pipelines.getMeta(pipelineId, true);
   if (!m) throw new AppError('PipelineNotFound');
