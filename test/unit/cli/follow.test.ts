@@ -21,7 +21,7 @@ const SECOND = [
   ev(8, 'done', result),
 ];
 
-async function follow(tty: boolean) {
+async function follow(tty: boolean, first: string[] = FIRST, second: string[] = SECOND) {
   const lastIds: (string | undefined)[] = [];
   let stdout = '';
   let stderr = '';
@@ -34,7 +34,7 @@ async function follow(tty: boolean) {
     if (url.pathname === `/v1/deployments/executions/${EXEC}/events/`) {
       lastIds.push(headers['last-event-id']);
       // The first connection drops before done (a restart, a proxy); the second goes on from the id.
-      const chunks = lastIds.length === 1 ? FIRST : SECOND.filter((c) => Number(/^id: (\d+)/.exec(c)?.[1]) > Number(headers['last-event-id'] ?? 0));
+      const chunks = lastIds.length === 1 ? first : second.filter((c) => Number(/^id: (\d+)/.exec(c)?.[1]) > Number(headers['last-event-id'] ?? 0));
       return new Response(chunks.join(''), { status: 200, headers: { 'content-type': 'text/event-stream' } });
     }
     if (url.pathname === `/v1/deployments/executions/${EXEC}/result/`) return Response.json(result);
@@ -69,5 +69,13 @@ describe('execute --follow', () => {
     expect(r.stderr).toContain('\r\u001b[2K');
     expect(r.stderr).toMatch(/running call…/);
     expect(r.stderr.match(/✓ call http/g)).toHaveLength(1);
+  });
+
+  it('prints counts for a deployment published with node detail off', async () => {
+    const counts = [ev(4, 'node', { done: 1, total: 2 }), ev(5, 'node', { done: 2, total: 2 }), ev(6, 'status', { status: 'completed', at: 'x' }), ev(7, 'done', result)];
+    const r = await follow(false, FIRST.slice(0, 3), counts);
+    expect(r.code).toBe(0);
+    const lines = r.stderr.split('\n').filter((l) => /^\s+[✓✗] /.test(l)).map((l) => l.trim());
+    expect(lines).toEqual(['✓ 1 of 2 nodes done', '✓ 2 of 2 nodes done']);
   });
 });
