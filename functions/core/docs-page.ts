@@ -7,6 +7,7 @@
  */
 import { DOCS_ASSETS } from '../../lib/docs-assets';
 import { INLINE_ASSET_BODY_MAX_BYTES } from './assets';
+import { escapeHtml, pageStart } from './html';
 import { deploymentSnippets } from './snippets';
 
 /** Our own script, served beside Swagger UI's files: the page allows scripts from its origin only. */
@@ -19,9 +20,6 @@ export const DOCS_FILES: Readonly<Record<string, string>> = {
 };
 
 export const docsAssetUrl = (baseUrl: string, name: string): string => `${baseUrl}/v1/docs/${name}`;
-
-const escapeHtml = (s: string): string =>
-  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] ?? c);
 
 /**
  * Swagger UI sets inline styles, so styles may be inline; scripts come only from this origin and
@@ -41,14 +39,7 @@ export const DOCS_PAGE_CSP = [
 
 export function docsPageHtml(deploymentId: string, baseUrl: string): string {
   const asset = (name: string) => escapeHtml(docsAssetUrl(baseUrl, name));
-  return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
-<title>pipegate deployment ${escapeHtml(deploymentId)}</title>
-<link rel="icon" href="data:,">
+  return `${pageStart(`pipegate deployment ${deploymentId}`)}
 <link rel="stylesheet" href="${asset('swagger-ui.css')}">
 <style>
   body { margin: 0; font-family: sans-serif; }

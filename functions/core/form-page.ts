@@ -9,6 +9,7 @@
  */
 import { INLINE_ASSET_BODY_MAX_BYTES } from './assets';
 import { FORM_SCRIPT_NAME, FORM_STYLE_NAME, formFileUrl, formUrl } from './form-link';
+import { escapeHtml, pageStart } from './html';
 import type { InputValueType, RawValue } from './types';
 
 export { FORM_SCRIPT_NAME, FORM_STYLE_NAME };
@@ -52,9 +53,6 @@ export interface FormPageArgs {
   fields: FormField[];
   outputs: { id: string; description: string | null }[];
 }
-
-const escapeHtml = (s: string): string =>
-  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] ?? c);
 
 /** Ids are node ids (letters, digits, `_`, `-`), safe in an id attribute once prefixed. */
 const controlId = (id: string): string => `in-${id}`;
@@ -106,14 +104,7 @@ export function formPageHtml(a: FormPageArgs): string {
         }<div class="value"></div></section>`,
     )
     .join('\n');
-  return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
-<title>${escapeHtml(a.title)}</title>
-<link rel="icon" href="data:,">
+  return `${pageStart(a.title)}
 <link rel="stylesheet" href="${asset(FORM_STYLE_NAME)}">
 <script src="${asset(FORM_SCRIPT_NAME)}" defer></script>
 </head>
