@@ -63,18 +63,13 @@ const PublishRequest = v.pipe(
 export type FormRequest = v.InferOutput<typeof FormOption>;
 
 /**
- * The publish request's `events.node_detail` (undefined: leave it as it is, true on a first
- * publish); call after applyVisibility accepted the request.
+ * The publish request's settings beside visibility, each undefined to leave it as it is: `form`
+ * (none on a first publish) and `events.node_detail` (true on a first publish). Call after
+ * applyVisibility accepted the request.
  */
-export function requestedNodeDetail(request: unknown): boolean | undefined {
+export function requestedSettings(request: unknown): { form: FormRequest | undefined; nodeDetail: boolean | undefined } {
   const parsed = v.safeParse(PublishRequest, request === null || request === undefined ? {} : request);
-  return parsed.success ? parsed.output.events?.node_detail : undefined;
-}
-
-/** The publish request's `form` (undefined: leave the form as it is); call after applyVisibility accepted the request. */
-export function requestedForm(request: unknown): FormRequest | undefined {
-  const parsed = v.safeParse(PublishRequest, request === null || request === undefined ? {} : request);
-  return parsed.success ? parsed.output.form : undefined;
+  return parsed.success ? { form: parsed.output.form, nodeDetail: parsed.output.events?.node_detail } : { form: undefined, nodeDetail: undefined };
 }
 
 const pathOf = (issue: v.BaseIssue<unknown>, prefix: string): string => {

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import * as v from 'valibot';
 import { generateApiKey, generateSigningSecret, hashApiKey, sealSecret } from '../core/api-key';
 import { parseAssetValue, type AssetValueForm } from '../core/assets';
-import { applyVisibility, assertPublishable, discoverContract, formView, readiness as readinessView, requestedForm, requestedNodeDetail, restrictionsOf, type FormRequest } from '../core/contract';
+import { applyVisibility, assertPublishable, discoverContract, formView, readiness as readinessView, requestedSettings, restrictionsOf, type FormRequest } from '../core/contract';
 import { FORM_SALT_BYTES, formToken, formTokenHash, formUrl } from '../core/form-link';
 import { AppError } from '../core/errors';
 import { PIPELINE_ID_PATTERN } from '../core/ids';
@@ -366,19 +366,21 @@ export async function publish(d: Deps, id: string, body: string | null, baseUrl:
   const existing = m.deployment_id ? await d.deployments.get(m.deployment_id, true) : null;
   if (existing && existing.status === 'live') {
     const next = applyVisibility(contract, request, contractOf(existing));
+    const asked = requestedSettings(request);
     const republished = await d.deployments.republish(existing.deployment_id, existing.revision, {
       version,
       inputs: next.inputs,
       outputs: next.outputs,
       published_at: now,
-      node_detail: requestedNodeDetail(request) ?? existing.node_detail !== false,
+      node_detail: asked.nodeDetail ?? existing.node_detail !== false,
     });
     if (!republished) throw new AppError('Conflict', 'the deployment changed while publishing; try again');
-    const updated = await applyForm(d, republished, requestedForm(request));
+    const updated = await applyForm(d, republished, asked.form);
     return { status: 200, body: await deploymentView(d, updated, baseUrl) };
   }
 
   const next = applyVisibility(contract, request, null);
+  const asked = requestedSettings(request);
   let deploymentId: string;
   if (m.deployment_id && !existing) {
     deploymentId = m.deployment_id; // claimed by a publish that stopped before writing the deployment
@@ -402,10 +404,10 @@ export async function publish(d: Deps, id: string, body: string | null, baseUrl:
     key_hashes: [{ hash: creds.keyHash, expires_at: null }],
     signing_secrets: [{ sealed: creds.sealed, expires_at: null }],
     deleted_at: null,
-    node_detail: requestedNodeDetail(request) ?? true,
+    node_detail: asked.nodeDetail ?? true,
   };
   if (!(await d.deployments.create(record))) throw new AppError('Conflict', 'another publish of this pipeline is under way; try again');
-  const created = await applyForm(d, record, requestedForm(request));
+  const created = await applyForm(d, record, asked.form);
   return {
     status: 201,
     body: { ...(await deploymentView(d, created, baseUrl)), api_key: creds.apiKey, signing_secret: creds.signingSecret },
