@@ -6,23 +6,15 @@
 import fc from 'fast-check';
 import { AppError } from '../../../functions/core/errors';
 import { createConsumer, listConsumers, updateConsumer } from '../../../functions/services/consumers.service';
-import { publish, startRun } from '../../../functions/services/owner.service';
-import { push } from '../../../functions/services/push.service';
-import { taskRun, taskStart } from '../../../functions/services/tasks.service';
 import { testDeps, type TestDeps } from '../../support/fakes';
+import { publishPipeline } from '../../support/published';
 import { memoryStores } from '../../support/memory-stores';
-import { greeting } from '../../support/runtime';
 
-const BASE = 'https://api.example';
 const NOW = new Date('2026-11-25T12:00:00.000Z');
 
 async function publishedDeps(): Promise<TestDeps> {
   const d = testDeps(memoryStores(), { clock: { now: () => NOW } });
-  await push(d, 'shop', JSON.stringify(greeting));
-  const run = await startRun(d, 'shop', null, BASE);
-  await taskStart(d, run.run_id);
-  await taskRun(d, run.run_id);
-  await publish(d, 'shop', null, BASE);
+  await publishPipeline(d, 'shop');
   return d;
 }
 
