@@ -185,7 +185,8 @@ export function assertKnownPolicies(principals: readonly Principal[]): void {
 
 /**
  * Resource policies by resource ARN: queue policies (AWS::SQS::QueuePolicy), topic policies
- * (AWS::SNS::TopicPolicy) and secret policies (AWS::SecretsManager::ResourcePolicy).
+ * (AWS::SNS::TopicPolicy), secret policies (AWS::SecretsManager::ResourcePolicy) and key
+ * policies (AWS::KMS::Key's KeyPolicy, by the key's ARN).
  */
 export function resourcePoliciesOf(assembly: ResolvedAssembly): Map<string, PolicyDocument[]> {
   const out = new Map<string, PolicyDocument[]>();
@@ -207,6 +208,9 @@ export function resourcePoliciesOf(assembly: ResolvedAssembly): Map<string, Poli
       } else if (r.Type === 'AWS::SNS::TopicPolicy') {
         const doc = stack.resolve(props.PolicyDocument, `${where}.PolicyDocument`) as PolicyDocument;
         for (const [i, topic] of asArray(props.Topics).entries()) add(stack.resolveString(topic, `${where}.Topics[${i}]`), doc);
+      } else if (r.Type === 'AWS::KMS::Key' && props.KeyPolicy !== undefined) {
+        const arn = stack.physical[logicalId]?.attributes.Arn;
+        if (arn) add(arn, stack.resolve(props.KeyPolicy, `${where}.KeyPolicy`) as PolicyDocument);
       } else if (r.Type === 'AWS::SecretsManager::ResourcePolicy') {
         add(stack.resolveString(props.SecretId, `${where}.SecretId`), stack.resolve(props.ResourcePolicy, `${where}.ResourcePolicy`) as PolicyDocument);
       }
