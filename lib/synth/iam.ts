@@ -219,6 +219,34 @@ export function resourcePoliciesOf(assembly: ResolvedAssembly): Map<string, Poli
   return out;
 }
 
+/**
+ * iam-simulate recognises condition keys with a variable part only in the `prefix/variable`
+ * form (aws:PrincipalTag/<tag>); KMS's `kms:EncryptionContext:<context key>` it drops as
+ * unknown, which would make every condition on it fail (or every Deny on it match). So that key
+ * is carried, in the request and in every policy's conditions alike, under a global key of the
+ * form it does evaluate; no pipegate role carries principal tags, so the names cannot collide.
+ */
+const KMS_CONTEXT_KEY = /^kms:encryptioncontext:(.+)$/i;
+const carriedKmsKey = (contextKey: string): string => `aws:PrincipalTag/kms-encryption-context.${contextKey}`;
+
+function withCarriedKmsKeys(doc: PolicyDocument): PolicyDocument {
+  const statements = asArray(doc.Statement).map((st) => {
+    if (!isPlainObject(st) || !isPlainObject(st.Condition)) return st;
+    const condition = Object.fromEntries(
+      Object.entries(st.Condition).map(([op, keys]) => [
+        op,
+        isPlainObject(keys) ? Object.fromEntries(Object.entries(keys).map(([k, v]) => [KMS_CONTEXT_KEY.test(k) ? carriedKmsKey(KMS_CONTEXT_KEY.exec(k)?.[1] ?? '') : k, v])) : keys,
+      ]),
+    );
+    return { ...st, Condition: condition };
+  });
+  return { ...doc, Statement: statements };
+}
+
+function carryKmsContext(context: Record<string, string | string[]>): Record<string, string | string[]> {
+  return Object.fromEntries(Object.entries(context).map(([k, v]) => [KMS_CONTEXT_KEY.test(k) ? carriedKmsKey(KMS_CONTEXT_KEY.exec(k)?.[1] ?? '') : k, v]));
+}
+
 export interface IamRequest {
   /** A role ARN, or a service principal such as `cloudwatch.amazonaws.com`. */
   principal: string;
@@ -279,8 +307,9 @@ export class IamEvaluator {
       'aws:CurrentTime': new Date().toISOString(),
       'aws:EpochTime': String(Math.floor(Date.now() / 1000)),
       ...(role ? { 'aws:PrincipalArn': role.roleArn, 'aws:PrincipalAccount': this.account } : {}),
-      ...req.context,
+      ...carryKmsContext(req.context ?? {}),
     };
+    const kms = req.action.toLowerCase().startsWith('kms:');
     const result = await runSimulation(
       {
         request: {
@@ -289,14 +318,14 @@ export class IamEvaluator {
           resource: { resource: req.resource, accountId: this.account },
           contextVariables,
         },
-        identityPolicies: (role?.policies ?? []).map((p, i) => ({ name: `${i}:${p.name}`, policy: p.document })),
+        identityPolicies: (role?.policies ?? []).map((p, i) => ({ name: `${i}:${p.name}`, policy: kms ? withCarriedKmsKeys(p.document) : p.document })),
         serviceControlPolicies: [],
         resourceControlPolicies: [],
         // Several resource policies on one resource (not the case today) are one document to IAM.
         resourcePolicy:
           resourcePolicies.length === 0
             ? undefined
-            : { Version: '2012-10-17', Statement: resourcePolicies.flatMap((d) => asArray(d.Statement)) },
+            : withCarriedKmsKeys({ Version: '2012-10-17', Statement: resourcePolicies.flatMap((d) => asArray(d.Statement)) }),
       },
       { simulationMode: 'Strict' },
     );

@@ -6,6 +6,7 @@ import { startSynthRuntime } from '../../lib/synth/runtime';
 import type { PipelineDefinition } from '../../functions/core/types';
 import { isTerminalStatus } from '../../functions/core/transitions';
 import { testAssembly } from './synth';
+import type { Assembly } from '../../lib/synth/assembly';
 
 export interface Reply<T = Record<string, unknown>> {
   status: number;
@@ -104,10 +105,12 @@ export async function startTestRuntime(opts: RuntimeOptions = {}): Promise<TestR
  * The runtime of the current mode (see useE2eMode), for suites that only speak HTTP. `env`
  * tunes the functions (PIPEGATE_* settings) in both modes.
  */
-export async function startE2eRuntime(opts: { env?: Record<string, string | undefined> } = {}): Promise<E2eRuntime> {
+export async function startE2eRuntime(
+  opts: { env?: Record<string, string | undefined>; assembly?: Assembly; log?: (line: string) => void } = {},
+): Promise<E2eRuntime> {
   if (mode === 'local') return startTestRuntime({ env: opts.env });
   const dataDir = mkdtempSync(join(tmpdir(), 'pipegate-e2e-synth-'));
-  const rt = await startSynthRuntime({ port: 0, inMemory: true, log: false, env: opts.env, dataDir, assembly: await testAssembly() });
+  const rt = await startSynthRuntime({ port: 0, inMemory: true, log: opts.log ?? false, env: opts.env, dataDir, assembly: opts.assembly ?? (await testAssembly()) });
   return withHelpers(rt, dataDir);
 }
 
