@@ -32,7 +32,8 @@ export interface FunctionAccess {
   consumes?: QueueName;
   /**
    * Reads the key material secret (pepper and master key); 'pepper': the pepper's own secret
-   * only, for the public-facing authorizer, which never needs the master key.
+   * only, for the functions that never need the master key (the authorizer, the form page and
+   * upload, consumer keys).
    */
   secret: boolean | 'pepper';
   /**
@@ -113,13 +114,14 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   // Web forms: each request reads the link's lookup item and the deployment (the pepper hashes
   // the token); the page reads the published version for the descriptions. Runs and uploads
   // count against their rate counters (conditional-free UpdateItem on FORMRATE# only).
-  'form-page': access(READ, { secret: true }),
+  // The token is hashed with the pepper alone: the pepper's own secret, as the authorizer's.
+  'form-page': access(READ, { secret: 'pepper' }),
   // As execute (inline assets, uploads claimed), plus the rate counters.
   'form-execute': access(CREATE_EXECUTION, { send: ['executions'], secret: true, objects: ['read', 'write'], updateKeys: ['UPLOAD#*', 'FORMRATE#*'] }),
   // As execution-result: the result's links need the master key.
   'form-execution': access(READ, { secret: true, objects: ['read'] }),
   // As upload-create, plus the rate counters.
-  'form-upload': access(['GetItem', 'PutItem'], { secret: true, objects: ['write'], updateKeys: ['FORMRATE#*'] }),
+  'form-upload': access(['GetItem', 'PutItem'], { secret: 'pepper', objects: ['write'], updateKeys: ['FORMRATE#*'] }),
   // Owners.
   'pipeline-list': access([], { query: RUNS }),
   'pipeline-get': access(READ),
@@ -152,7 +154,7 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   'deployment-keys': access(['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem'], { secret: true }),
   // Consumers are items of the deployment's partition: created (conditional put), listed (a
   // Query of that partition), changed and revoked (conditional updates); a key needs the pepper.
-  'deployment-consumers': access(ALL, { query: ['table'], secret: true }),
+  'deployment-consumers': access(ALL, { query: ['table'], secret: 'pepper' }),
   // A deleted deployment's objects go with it (removePrefix: ListObjectsV2, then DeleteObjects);
   // so does its form link's lookup item.
   'deployment-delete': access(['GetItem', 'UpdateItem', 'DeleteItem'], { objects: ['delete'] }),

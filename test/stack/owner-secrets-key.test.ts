@@ -73,6 +73,25 @@ describe('the owner secrets key', () => {
     expect(JSON.stringify(putPolicies)).not.toContain('secretsmanager:');
   });
 
+  it('leaves the key material to the functions that use the master key: pepper-only readers get KeyPepper alone', () => {
+    const materialId = built.stateful.getLogicalId(built.stateful.secret.node.defaultChild as CfnElement);
+    const pepperId = built.stateful.getLogicalId(built.stateful.pepperSecret.node.defaultChild as CfnElement);
+    const reads = (fnName: string): string => {
+      const roleId = built.service.getLogicalId(built.service.fn(fnName).role.node.defaultChild as CfnElement);
+      return JSON.stringify(
+        Object.values(svc)
+          .filter((r) => r.Type === 'AWS::IAM::Policy' && JSON.stringify(r.Properties?.Roles).includes(`"${roleId}"`))
+          .flatMap((r) => (r.Properties?.PolicyDocument as { Statement: Statement[] }).Statement)
+          .filter((st) => actions(st).includes('secretsmanager:GetSecretValue'))
+          .map((st) => st.Resource),
+      );
+    };
+    for (const name of ['authorizer', 'form-page', 'form-upload', 'deployment-consumers']) {
+      expect([name, reads(name).includes(pepperId), reads(name).includes(materialId)]).toEqual([name, true, false]);
+    }
+    for (const name of ['secret-put', 'secret-list', 'secret-delete']) expect([name, reads(name)]).toEqual([name, '[]']);
+  });
+
   it('is granted by no policy of the stateful stack', () => {
     const policies = Object.values(stateful).filter((r) => r.Type === 'AWS::IAM::Policy' || r.Type === 'AWS::IAM::ManagedPolicy');
     expect(JSON.stringify(policies)).not.toContain('kms:');
