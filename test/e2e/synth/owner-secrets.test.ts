@@ -4,6 +4,8 @@
  * policy; with task-run's grant taken out of the template, the run fails on the refused
  * Decrypt and the value never reaches the upstream.
  */
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { reply, startTestServer, type TestServer } from '../../support/http-server';
 import { testAssembly } from '../../support/synth';
 import { startE2eRuntime, useE2eMode, type E2eRuntime } from '../../support/runtime';
@@ -35,10 +37,19 @@ afterAll(async () => {
   await upstream?.close();
 });
 
+/** Every file under a directory. */
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const p = join(dir, name);
+    return statSync(p).isDirectory() ? filesUnder(p) : [p];
+  });
+}
+
 describe('with the template as synthesized', () => {
   let rt: E2eRuntime;
+  const lines: string[] = [];
   beforeAll(async () => {
-    rt = await startE2eRuntime();
+    rt = await startE2eRuntime({ log: (line) => lines.push(line) });
   });
   afterAll(async () => {
     await rt?.cleanup();
@@ -56,6 +67,16 @@ describe('with the template as synthesized', () => {
     expect([run.status, run.error_message ?? null]).toEqual(['completed', null]);
     expect(seen.at(-1)).toBe(`Bearer ${VALUE}`);
     expect(JSON.stringify(run)).not.toContain(VALUE);
+  });
+
+  it('keeps the value out of every file of the data dir (the KMS key material included) and out of the log', () => {
+    // Act
+    const files = filesUnder(rt.dataDir).map((f) => [f, readFileSync(f)] as const);
+
+    // Assess: the search can find (the key material file is there), and finds no value.
+    expect(files.map(([f]) => f).some((f) => f.endsWith('kms.json'))).toBe(true);
+    expect(files.filter(([, bytes]) => bytes.includes(VALUE)).map(([f]) => f)).toEqual([]);
+    expect(lines.join('\n')).not.toContain(VALUE);
   });
 });
 
