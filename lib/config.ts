@@ -66,6 +66,7 @@ const ConfigSchema = v.object({
   PIPEGATE_CALLBACKS_QUEUE_URL: v.optional(v.string(), ''),
   PIPEGATE_STATE_MACHINE_ARN: v.optional(v.string(), ''),
   PIPEGATE_SECRET_ARN: v.optional(v.string(), ''),
+  PIPEGATE_OWNER_SECRETS_KEY: v.optional(v.string(), ''),
   PIPEGATE_DYNAMODB_ENDPOINT: v.optional(v.string()),
   PIPEGATE_DYNAMODB_TRANSPORT: v.optional(v.picklist(['in-process', 'http'], 'must be in-process or http'), 'in-process'),
   PIPEGATE_EXECUTION_TIMEOUT_MS: int(300_000, 1_000, 3_600_000),
@@ -106,6 +107,8 @@ export type Config = {
   callbacksQueueUrl: string;
   stateMachineArn: string;
   secretArn: string;
+  /** The KMS key owner secrets are sealed under (its ARN); only the functions that seal or open them have one. */
+  ownerSecretsKey: string;
   dynamodbEndpoint: string | undefined;
   /**
    * Local runtime: how its own functions reach its dynalite — handed over in the process
@@ -210,6 +213,7 @@ export function readConfig(env: Record<string, string | undefined> = process.env
     callbacksQueueUrl: c.PIPEGATE_CALLBACKS_QUEUE_URL,
     stateMachineArn: c.PIPEGATE_STATE_MACHINE_ARN,
     secretArn: c.PIPEGATE_SECRET_ARN,
+    ownerSecretsKey: c.PIPEGATE_OWNER_SECRETS_KEY,
     dynamodbEndpoint: c.PIPEGATE_DYNAMODB_ENDPOINT,
     dynamodbTransport: c.PIPEGATE_DYNAMODB_TRANSPORT,
     executionTimeoutMs: c.PIPEGATE_EXECUTION_TIMEOUT_MS,

@@ -346,6 +346,17 @@ export interface KeyMaterialPort {
   material(): Promise<KeyMaterial>;
 }
 
+/**
+ * Data keys for envelope encryption (functions/core/envelope.ts), from a KMS key: a fresh one
+ * for each seal, and an encrypted one opened again under the same encryption context only.
+ */
+export interface DataKeysPort {
+  /** A new 32-byte data key, in plaintext (used once, then dropped) and encrypted under the KMS key (stored). */
+  generate(context: Readonly<Record<string, string>>): Promise<{ plaintext: Buffer; encrypted: Buffer }>;
+  /** The plaintext of an encrypted data key; a wrong context, key or blob throws. */
+  decrypt(encrypted: Buffer, context: Readonly<Record<string, string>>): Promise<Buffer>;
+}
+
 /* ------------------------------------------------------------------ object storage */
 
 /**

@@ -19,6 +19,8 @@ import { InProcessCompletions } from '../../functions/adapters/completions';
 import { createGuardedHttp } from '../../functions/adapters/guarded-http';
 import { createLogger, errorFields, silentLogger, type Logger } from '../../functions/adapters/logger';
 import { parseKeyMaterial, StaticKeyMaterial } from '../../functions/adapters/key-material';
+import { KmsDataKeys } from '../../functions/adapters/kms';
+import { LOCAL_OWNER_SECRETS_KEY, LocalKms, localKmsTransport } from './kms';
 import { sweepAll, sweepOnce } from '../../functions/services/sweeper.service';
 import { DataDirInUseError, lockDataDir, type DataDirLock } from './data-dir-lock';
 import { ensureTable, startDynalite, type LocalDynamo } from './dynamo';
@@ -179,10 +181,14 @@ async function startLocked(
   });
 
   const keyMaterial = new StaticKeyMaterial(material);
+  // Owner secrets are sealed under a KMS key here too: the emulation keeps its material in the data dir.
+  const kms = new LocalKms(join(dataDir, 'kms.json'));
+  kms.define(LOCAL_OWNER_SECRETS_KEY);
   const built = createDeps(config, {
     queue: new LocalQueuePort({ executions: queues.executions, callbacks: queues.callbacks }),
     workflow,
     keyMaterial,
+    dataKeys: new KmsDataKeys(localKmsTransport(kms), LOCAL_OWNER_SECRETS_KEY),
     http: createGuardedHttp({ allowPrivate: config.allowPrivateUrls }),
     objects: createObjectStore(config, config.bucket, s3Credentials),
     // Every function runs in this process, so the terminal write itself wakes waiting callers.

@@ -8,6 +8,7 @@ import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as cwActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sns from 'aws-cdk-lib/aws-sns';
@@ -18,6 +19,7 @@ import { DEFAULT_RESULT_RETENTION_DAYS, objectExpiryDays } from '../config';
 import { originOf, uploadCorsRule } from '../storage-cors';
 import { QUEUES, type QueueDefinition, type QueueName } from '../queues';
 import type { ObjectAction } from './permissions';
+import { OWNER_SECRET_PURPOSE } from '../../functions/core/envelope';
 import { OBJECT_KEY_ROOTS } from '../../functions/core/object-keys';
 import { MAIN_TABLE } from '../tables';
 import { PipegateFunction } from './pipegate-function';
@@ -39,6 +41,8 @@ export class StatefulStack extends Stack {
   readonly secret: secretsmanager.Secret;
   /** The pepper alone, copied from `secret`: all the authorizer reads. */
   readonly pepperSecret: secretsmanager.Secret;
+  /** Seals owner secrets' data keys (envelope encryption); granted in the service stack to the functions that seal or open them. */
+  readonly ownerSecretsKey: kms.Key;
   readonly alarmTopic: sns.Topic;
   readonly bucket: s3.Bucket;
   /** What a function may do with objects, one customer-managed policy per action (lib/stacks/permissions.ts). */
@@ -124,6 +128,35 @@ export class StatefulStack extends Stack {
       reason: 'Not rotated: a copy of the pepper every stored API-key hash is keyed by; rotating it would invalidate all keys.',
     });
     this.initialiseSecret(settings);
+    this.ownerSecretsKey = this.ownerSecretsKmsKey();
+  }
+
+  /**
+   * The KMS key owner secrets' data keys are encrypted under. Its policy is KMS's default (the
+   * account's IAM policies decide who uses it: the functions that seal or open owner secrets,
+   * granted in the service stack, whose roles this stack cannot name without a cycle) plus one
+   * Deny: no principal may use it for anything but an owner secret's encryption context, so a
+   * grant added elsewhere by mistake cannot turn it into a general-purpose key. Rotation is on
+   * (yearly, automatic; KMS keeps every earlier version to decrypt with); retained on delete,
+   * since every sealed secret would be lost with it.
+   */
+  private ownerSecretsKmsKey(): kms.Key {
+    const key = new kms.Key(this, 'OwnerSecretsKey', {
+      description: 'pipegate: encrypts the data keys of owner secrets (the encryption context names the secret)',
+      enableKeyRotation: true,
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+    key.addToResourcePolicy(
+      new iam.PolicyStatement({
+        sid: 'OwnerSecretsContextOnly',
+        effect: iam.Effect.DENY,
+        principals: [new iam.AnyPrincipal()],
+        actions: ['kms:Encrypt', 'kms:Decrypt', 'kms:ReEncrypt*', 'kms:GenerateDataKey*'],
+        resources: ['*'],
+        conditions: { StringNotEquals: { 'kms:EncryptionContext:purpose': OWNER_SECRET_PURPOSE } },
+      }),
+    );
+    return key;
   }
 
   /**

@@ -35,6 +35,7 @@ import { sweepAll } from '../../functions/services/sweeper.service';
 import { drainWorkflow, refuseWhileStopping, type StopOptions, type StopReport } from '../local/shutdown';
 import { forEachState, LocalWorkflow, type WorkflowTask } from '../local/workflow';
 import { cachedAssembly, loadAssembly, type Assembly } from './assembly';
+import { LocalKms } from '../local/kms';
 import { LocalSecretStore, startAwsEndpoint, type AwsEndpoint, type EndpointQueue, type StateMachinePort } from './aws-endpoint';
 import { FunctionError, FunctionHost, type FunctionSpec } from './function-host';
 import { apiFromTemplate, type TemplateApi } from './gateway-from-template';
@@ -136,6 +137,7 @@ const WIRING = new Set([
   'PIPEGATE_EXECUTIONS_QUEUE_URL',
   'PIPEGATE_CALLBACKS_QUEUE_URL',
   'PIPEGATE_SECRET_ARN',
+  'PIPEGATE_OWNER_SECRETS_KEY',
   'PIPEGATE_STATE_MACHINE_ARN',
   'PIPEGATE_BUCKET',
   'PIPEGATE_S3_ENDPOINT',
@@ -208,6 +210,14 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
 
     const secrets = new LocalSecretStore(join(dataDir, 'secrets-manager.json'));
     for (const stack of stacks) defineSecrets(stack, secrets);
+    // The templates' KMS keys, created once (their material in the data dir, as KMS keeps it).
+    const kms = new LocalKms(join(dataDir, 'kms.json'));
+    for (const stack of stacks) {
+      for (const [id, r] of Object.entries(stack.stack.template.Resources)) {
+        const arn = r.Type === 'AWS::KMS::Key' ? stack.physical[id]?.attributes.Arn : undefined;
+        if (arn) kms.define(arn);
+      }
+    }
 
     // Functions, by physical name and by ARN.
     const hosts = new Map<string, FunctionHost>();
@@ -384,6 +394,7 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
       queues: endpointQueues,
       stateMachines: machines,
       secrets,
+      kms,
       objects: { dir: join(dataDir, 'objects'), buckets, expirationDays, cors: corsRules },
       ...(scale ? { throughput: scale.dynamo } : {}),
     });

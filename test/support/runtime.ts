@@ -108,12 +108,15 @@ export async function startTestRuntime(opts: RuntimeOptions = {}): Promise<TestR
  * The runtime of the current mode (see useE2eMode), for suites that only speak HTTP. `env`
  * tunes the functions (PIPEGATE_* settings) in both modes.
  */
-export async function startE2eRuntime(opts: { env?: Record<string, string | undefined>; publicUrlIsOwn?: boolean } = {}): Promise<E2eRuntime> {
+export async function startE2eRuntime(
+  opts: { env?: Record<string, string | undefined>; publicUrlIsOwn?: boolean; assembly?: Assembly; log?: (line: string) => void } = {},
+): Promise<E2eRuntime> {
   if (mode === 'local') return startTestRuntime({ env: opts.env });
   const dataDir = mkdtempSync(join(tmpdir(), 'pipegate-e2e-synth-'));
   const port = opts.publicUrlIsOwn ? await freePort() : 0;
-  const assembly = opts.publicUrlIsOwn ? withPublicUrl(await testAssembly(), `http://127.0.0.1:${port}`) : await testAssembly();
-  const rt = await startSynthRuntime({ port, host: '127.0.0.1', inMemory: true, log: false, env: opts.env, dataDir, assembly });
+  const base = opts.assembly ?? (await testAssembly());
+  const assembly = opts.publicUrlIsOwn ? withPublicUrl(base, `http://127.0.0.1:${port}`) : base;
+  const rt = await startSynthRuntime({ port, host: '127.0.0.1', inMemory: true, log: opts.log ?? false, env: opts.env, dataDir, assembly });
   return withHelpers(rt, dataDir);
 }
 
