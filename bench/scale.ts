@@ -207,7 +207,7 @@ async function runRate(rt: SynthRuntime, dep: Deployment, target: { deploymentId
   }
 
   const refused: Record<string, number> = {};
-  for (const kind of ['lambda', 'stage', 'dynamo'] as const) {
+  for (const kind of ['lambda', 'stage', 'dynamo', 'states'] as const) {
     for (const [k, n] of Object.entries(rt.scale?.stats[kind] ?? {})) {
       const d = n - (before[kind]?.[k] ?? 0);
       if (d > 0) refused[`${kind} ${shortName(k)}`] = d;
