@@ -11,7 +11,7 @@ import { buildTestApp, crossStackRef, asArray, outputsOf, refOf, resourcesOf, ty
 import { unauthorizedBody } from '../../functions/core/errors';
 import { isPlainObject } from '../../functions/core/values';
 import { EXPRESS_MAX_EXECUTION_TIMEOUT_MS } from '../../lib/workflow-budget';
-import { AWS_MIN_UNRESERVED, concurrencyPlan, waitersBound } from '../../lib/concurrency';
+import { AWS_MIN_UNRESERVED, CLASS_SHARES, classOf, concurrencyPlan, waitersBound } from '../../lib/concurrency';
 import { parseSettings } from '../../lib/stacks/settings';
 
 // Prepare: one app for the whole file (building it is the slow part).
@@ -468,6 +468,22 @@ describe('concurrency budget, from lib/concurrency.ts', () => {
     // The public-facing authorizer and the waiting routes are never left to the shared pool.
     expect(Number(reservedOf(WORKERS.authorizer))).toBeGreaterThan(0);
     expect(Number(reservedOf('execute'))).toBeGreaterThan(0);
+  });
+
+  it("gives the event stream and the web form's routes shares of their own, sized to what they hold", () => {
+    // Assess: a stream is held for a whole execution, so its share is the viewers at once.
+    expect(classOf('execution-events')).toBe('stream');
+    for (const f of ['form-page', 'form-execute', 'form-execution', 'form-upload']) expect(classOf(f)).toBe('form');
+    expect(classOf('asset-get')).toBe('caller');
+    expect(classOf('run-events')).toBe('owner');
+    const reservable = built.settings.accountConcurrency - AWS_MIN_UNRESERVED;
+    expect(Number(reservedOf('execution-events'))).toBe(Math.floor((reservable * CLASS_SHARES.stream) / 100));
+    const form = ['form-page', 'form-execute', 'form-execution', 'form-upload'].reduce((n, f) => n + Number(reservedOf(f)), 0);
+    expect(form).toBeLessThanOrEqual(Math.floor((reservable * CLASS_SHARES.form) / 100));
+    // More than an "other caller route" gets: streams and form runs no longer share its 5.
+    expect(Number(reservedOf('execution-events'))).toBeGreaterThan(Number(reservedOf('execution-cancel')) * 5);
+    expect(Number(reservedOf('form-execute'))).toBeGreaterThan(Number(reservedOf('execution-cancel')));
+    expect(Object.values(CLASS_SHARES).reduce((a, b) => a + b, 0)).toBe(100);
   });
 
   it.each(Object.values(QUEUES))('$id event source polls with at most its consumer\'s reservation', (def) => {
