@@ -348,19 +348,22 @@ export function mediaObjectCost(m: Readonly<MediaScenario> = MEDIA): CostLine[] 
  * charge is `fixedMonthlyDollars`, not a per-execution figure). No KMS key is used: the secret
  * is encrypted with Secrets Manager's AWS-managed key, at no charge per call.
  */
-export function operationsCost(c: CostInput, opts: { logLevel: 'ERROR' | 'ALL'; waf: boolean; sampledShare?: number }): CostLine[] {
+export function operationsCost(c: CostInput, opts: { logLevel: 'ERROR' | 'ALL'; waf: boolean; sampledShare?: number; lambdaSystemLogLevel?: 'WARN' | 'INFO' }): CostLine[] {
   const M = 1_000_000;
   const b = ASSUMPTIONS.logBytes;
   const invocations = Object.values(lambdaInvocations(c)).reduce((s, x) => s + x, 0);
   const requests = c.apiRequests + (c.polls ?? 0);
   const machineEvents = opts.logLevel === 'ALL' ? ASSUMPTIONS.stateMachineEventsAll * c.whole.sfnStart : 0;
-  const bytes = invocations * (b.lambdaPlatform + b.lambdaOwn) + requests * b.accessLog + machineEvents * b.stateMachineEvent;
+  // The stack's default (`lambdaSystemLogLevel=WARN`) leaves out Lambda's START, END and REPORT lines.
+  const platform = (opts.lambdaSystemLogLevel ?? 'WARN') === 'INFO' ? b.lambdaPlatform : 0;
+  const lambdaBytes = platform + b.lambdaOwn;
+  const bytes = invocations * lambdaBytes + requests * b.accessLog + machineEvents * b.stateMachineEvent;
   const share = opts.sampledShare ?? ASSUMPTIONS.xraySampledShare;
   const traces = requests + 1 / c.batch + c.whole.sfnStart;
   const lines: CostLine[] = [
     {
       item: 'CloudWatch Logs',
-      perExecution: `${round(bytes / 1024, 1)} KB: ${round(invocations)} Lambda invocations × ${round((b.lambdaPlatform + b.lambdaOwn) / 1024, 2)} KB, ${round(requests)} access-log line(s)${machineEvents ? `, ${round(machineEvents)} state-machine events` : ', no state-machine events (log level ERROR)'}`,
+      perExecution: `${round(bytes / 1024, 1)} KB: ${lambdaBytes ? `${round(invocations)} Lambda invocations × ${round(lambdaBytes / 1024, 2)} KB` : `no Lambda lines on a success (${round(invocations)} invocations)`}, ${round(requests)} access-log line(s)${machineEvents ? `, ${round(machineEvents)} state-machine events` : ', no state-machine events (log level ERROR)'}`,
       dollars: (bytes / 1e9) * PRICES.logsPerGbIngested * M,
     },
     {
@@ -425,7 +428,15 @@ export function withConsumerKey(c: CostInput): CostInput {
  * `npm run bench` measured (bench/reference-wait.json), priced with everything the stack
  * turns on at its defaults.
  */
-export function allInHeadline(input: CostInput): { requestPath: number; operations: CostLine[]; allIn: number; logsAll: number; pipelineSecond: number; consumerKey: number } {
+export function allInHeadline(input: CostInput): {
+  requestPath: number;
+  operations: CostLine[];
+  allIn: number;
+  logsAll: number;
+  lambdaLinesInfo: number;
+  pipelineSecond: number;
+  consumerKey: number;
+} {
   const allInOf = (c: CostInput): number => totalDollars(costPerMillion(c)) + totalDollars(operationsCost(c, { logLevel: 'ERROR', waf: true }));
   const requestPath = totalDollars(costPerMillion(input));
   const operations = operationsCost(input, { logLevel: 'ERROR', waf: true });
@@ -435,6 +446,8 @@ export function allInHeadline(input: CostInput): { requestPath: number; operatio
     operations,
     allIn: allInOf(input),
     logsAll: totalDollars(withAll) - totalDollars(operations),
+    /** What `lambdaSystemLogLevel=INFO` (Lambda's START, END and REPORT lines) adds. */
+    lambdaLinesInfo: totalDollars(operationsCost(input, { logLevel: 'ERROR', waf: true, lambdaSystemLogLevel: 'INFO' })) - totalDollars(operations),
     pipelineSecond: totalDollars(pipelineSecondCost()),
     /** The same caller with a consumer key under a rate limit and a quota, all in. */
     consumerKey: allInOf(withConsumerKey(input)),

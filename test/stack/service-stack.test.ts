@@ -505,6 +505,20 @@ describe('concurrency budget, from lib/concurrency.ts', () => {
   });
 });
 
+describe("Lambda's own log lines", () => {
+  it("leaves out Lambda's START, END and REPORT lines by default (system log level WARN, JSON format), and keeps them with lambdaSystemLogLevel=INFO", () => {
+    // Act
+    const fns = (stack: Record<string, { Type?: string; Properties?: Record<string, unknown> }>) => Object.values(stack).filter((r) => r.Type === 'AWS::Lambda::Function');
+    const info = buildTestApp({ lambdaSystemLogLevel: 'INFO' });
+
+    // Assess
+    expect(fns(svc).length).toBeGreaterThan(30);
+    for (const r of fns(svc)) expect(r.Properties?.LoggingConfig).toMatchObject({ LogFormat: 'JSON', SystemLogLevel: 'WARN' });
+    for (const r of fns(resourcesOf(Template.fromStack(info.service)))) expect(r.Properties?.LoggingConfig).toMatchObject({ LogFormat: 'JSON', SystemLogLevel: 'INFO' });
+    expect(() => parseSettings({ lambdaSystemLogLevel: 'ERROR' })).toThrow(/lambdaSystemLogLevel/);
+  });
+});
+
 describe('alarms and outputs', () => {
   it('alarms on failed executions and on 5xx answers', () => {
     // Assess

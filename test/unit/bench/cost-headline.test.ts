@@ -26,6 +26,9 @@ describe('the all-in cost per million', () => {
     for (const l of h.operations) expect(aws).toContain(`${l.item} ${$(l.dollars)}`);
     expect(aws).toContain(`all in ${$(h.allIn)}`);
     expect(aws).toContain(`\`stateMachineLogLevel=ALL\` adds ${$(h.logsAll)}`);
+    expect(aws).toContain(`\`lambdaSystemLogLevel=INFO\` ${$(h.lambdaLinesInfo)}`);
+    expect(aws).toContain(`(≈ ${$(h.lambdaLinesInfo)} per million executions)`);
+    expect(aws).toContain(`**not reached**: ${$(h.allIn)}`);
     expect(aws).toContain(`${$(h.pipelineSecond)} per million per second of pipeline time`);
   });
 
