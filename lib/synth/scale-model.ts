@@ -256,12 +256,19 @@ export class PartitionThroughput {
 
   /**
    * The partition keys a call touches (`<table>` or `<table>/<index>`, then the value), or
-   * undefined for a call the model does not meter (Query, Scan, batches, DescribeTable).
+   * undefined for a call the model does not meter (Scan, batches, DescribeTable). A Query reads
+   * the one partition key value its key condition names, of the table or of its index.
    */
   keysOf(operation: string, body: Record<string, unknown>): { kind: 'read' | 'write'; keys: string[] } | undefined {
     const table = typeof body.TableName === 'string' ? body.TableName : '';
     const t = this.tables.get(table);
     if (!t) return undefined;
+    if (operation === 'Query') {
+      const index = typeof body.IndexName === 'string' ? body.IndexName : undefined;
+      const attr = index === undefined ? t.partitionKey : t.indexes[index];
+      const v = attr === undefined ? undefined : assignedValue(body, attr, 'KeyConditionExpression');
+      return v === undefined ? undefined : { kind: 'read', keys: [index === undefined ? `${table} ${v}` : `${table}/${index} ${v}`] };
+    }
     const item = isPlainObject(body.Item) ? body.Item : isPlainObject(body.Key) ? body.Key : undefined;
     const own = item ? stringValue(item[t.partitionKey]) : undefined;
     if (own === undefined) return undefined;
@@ -301,9 +308,11 @@ function stringValue(v: unknown): string | undefined {
 /**
  * The value an UpdateItem's `SET <attr> = :v` gives an attribute (named directly or through
  * ExpressionAttributeNames), when it is a plain value: what the index entry is written under.
+ * The same reading of a Query's KeyConditionExpression gives the partition key value it reads.
  */
-function assignedValue(body: Record<string, unknown>, attr: string): string | undefined {
-  const expr = typeof body.UpdateExpression === 'string' ? body.UpdateExpression : '';
+function assignedValue(body: Record<string, unknown>, attr: string, field: 'UpdateExpression' | 'KeyConditionExpression' = 'UpdateExpression'): string | undefined {
+  const text = body[field];
+  const expr = typeof text === 'string' ? text : '';
   const names = isPlainObject(body.ExpressionAttributeNames) ? body.ExpressionAttributeNames : {};
   const values = isPlainObject(body.ExpressionAttributeValues) ? body.ExpressionAttributeValues : {};
   const aliases = [attr, ...Object.entries(names).filter(([, v]) => v === attr).map(([k]) => k)];

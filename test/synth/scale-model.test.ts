@@ -142,6 +142,30 @@ describe('DynamoDB per-key throughput', () => {
     expect(meter.keysOf('Query', { TableName: 'T' })).toBeUndefined();
   });
 
+  it('charges a Query to the one partition key value its key condition reads, of the index or the table', () => {
+    const meter = new PartitionThroughput(tables, 0.01, noStats());
+    const sweep = {
+      TableName: 'T',
+      IndexName: 'sweep',
+      KeyConditionExpression: 'sweep = :k AND sweep_at < :before',
+      ExpressionAttributeValues: { ':k': { S: 'open#3' }, ':before': { S: '2026' } },
+    };
+    expect(meter.keysOf('Query', sweep)).toEqual({ kind: 'read', keys: ['T/sweep open#3'] });
+    expect(meter.keysOf('Query', { TableName: 'T', KeyConditionExpression: '#p = :p AND sk >= :from', ExpressionAttributeNames: { '#p': 'pk' }, ExpressionAttributeValues: { ':p': { S: 'USAGE#d' }, ':from': { S: 'a' } } })).toEqual({
+      kind: 'read',
+      keys: ['T USAGE#d'],
+    });
+    // 30 read units a second per key at 1/100: a sweeper reading 4 KB pages of one shard meets it.
+    const call = meter.keysOf('Query', sweep);
+    if (!call) throw new Error('not metered');
+    let admitted = 0;
+    while (meter.admit(call.kind, call.keys) && admitted < 100) {
+      meter.charge(call.kind, call.keys, 4096);
+      admitted += 1;
+    }
+    expect(admitted).toBe(30);
+  });
+
   it('throttles one index key written 40 times a second at 1/100 (4,000/s on AWS) and not the same writes over the sharded sweep keys', () => {
     // 20 executions/s write the sweep index twice each.
     expect(refusedOf(() => 'open', 40)).toBeGreaterThan(0);
