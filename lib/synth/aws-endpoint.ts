@@ -22,7 +22,7 @@ import type { BucketCorsRule } from '../storage-cors';
 import { contextOf, KmsError, type LocalKms } from '../local/kms';
 import type { LocalArns } from './physical';
 import { isPlainObject } from '../../functions/core/values';
-import type { PartitionThroughput } from './scale-model';
+import type { PartitionThroughput, StartExecutionThrottle } from './scale-model';
 
 /** A local queue as the endpoint uses it (lib/local/queue.ts LocalQueue). */
 export interface EndpointQueue {
@@ -58,6 +58,8 @@ export interface AwsServices {
   objects?: { dir: string; buckets: readonly string[]; expirationDays?: Readonly<Record<string, number>>; cors?: Readonly<Record<string, readonly BucketCorsRule[]>> };
   /** DynamoDB's per-key throughput, when the scale model is on (./scale-model). */
   throughput?: PartitionThroughput;
+  /** Step Functions' StartExecution throttle, when the scale model is on. */
+  startThrottle?: StartExecutionThrottle;
 }
 
 export interface Denial {
@@ -389,6 +391,7 @@ export async function startAwsEndpoint(options: AwsEndpointOptions = {}): Promis
         throw new AwsError(400, 'InvalidExecutionInput', 'Invalid State Machine Execution Input: not valid JSON');
       }
       if (!isPlainObject(input)) throw new AwsError(400, 'InvalidExecutionInput', 'pipegate state machines take a JSON object as input');
+      if (s.startThrottle && !s.startThrottle.admit(machine.type)) throw new AwsError(400, 'ThrottlingException', 'Rate exceeded');
       const startDate = Date.now() / 1000;
       if (machine.type === 'EXPRESS') {
         // No name idempotency for Express: every start is a new execution with its own run id.

@@ -396,7 +396,7 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
       secrets,
       kms,
       objects: { dir: join(dataDir, 'objects'), buckets, expirationDays, cors: corsRules },
-      ...(scale ? { throughput: scale.dynamo } : {}),
+      ...(scale ? { throughput: scale.dynamo, startThrottle: scale.states } : {}),
     });
     // S3's own lifecycle expiry, from the template's rules: a pass now and every hour.
     const expireObjects = () =>
