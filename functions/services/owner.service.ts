@@ -182,6 +182,8 @@ export async function startRun(d: Deps, id: string, body: string | null, baseUrl
     inputs,
     ...(assets === null ? {} : { assets }),
     outputs: null,
+    // Where the links its nodes are handed point (tasks.service.ts nodeLink).
+    base_url: baseUrl,
     visible_outputs: null,
     callback: null,
     callback_delivery: null,
