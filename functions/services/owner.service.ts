@@ -257,7 +257,7 @@ async function discovered(d: Deps, id: string, run: RunPointer | null): Promise<
   if (!run) return null;
   const [version, execution] = await Promise.all([d.pipelines.getVersion(id, run.version), d.executions.get(run.run_id, d.clock.now())]);
   if (!version) return null;
-  return discoverContract(version.definition, execution?.inputs ?? {});
+  return discoverContract(version.definition, execution?.inputs ?? {}, execution ?? undefined);
 }
 
 async function currentDeployment(d: Deps, m: PipelineMeta): Promise<DeploymentRecord | null> {
