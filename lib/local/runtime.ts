@@ -27,6 +27,7 @@ import { createLambdaContext } from './lambda-context';
 import { LocalQueue, LocalQueuePort } from './queue';
 import { listen, onRecordedPort, ownerTokenOf, persistent, recoveredOf, type Recovered } from './bootstrap';
 import { startLocalS3, type LocalS3 } from './s3';
+import { originOf, uploadCorsRule } from '../storage-cors';
 import { createObjectStore } from '../../functions/adapters/objects.store';
 import { drainWorkflow, refuseWhileStopping, type StopOptions, type StopReport } from './shutdown';
 import { LocalWorkflow } from './workflow';
@@ -146,6 +147,8 @@ async function startLocked(
     secretOf: (id) => (id === s3Credentials.accessKeyId ? s3Credentials.secretAccessKey : undefined),
     // The lifecycle rule the stack gives the bucket on AWS, applied here by the emulation.
     expirationDays: { [settings.bucket]: objectExpiryDays(settings.resultRetentionDays) },
+    // The CORS rule the stack gives the bucket, for this runtime's origin (known once it listens).
+    cors: () => (config.formUploadOrigin ? [uploadCorsRule(config.formUploadOrigin)] : []),
     host: opts.host ?? env.HOST ?? '127.0.0.1',
   }));
   const config: Config = { ...settings, dynamodbEndpoint: dynamo.endpoint, s3Endpoint: s3.url, s3ForcePathStyle: true };
@@ -252,6 +255,7 @@ async function startLocked(
   const { url, forgetUrl } = await listen(server, opts, env, dataDir);
   // Known only now: the loop guard's own URL (the functions read config when they run).
   config.apiUrl ??= url;
+  config.formUploadOrigin ??= originOf(url);
 
   let stopping: Promise<StopReport> | undefined;
   const stop = async (stopOpts: StopOptions = {}): Promise<StopReport> => {

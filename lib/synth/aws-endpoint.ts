@@ -18,6 +18,7 @@ import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import { credentialsFor, sessionNameOf, type IamDecision, type IamEvaluator, type Principal } from './iam';
 import { createS3Handler, type S3Handler } from '../local/s3';
+import type { BucketCorsRule } from '../storage-cors';
 import type { LocalArns } from './physical';
 import { isPlainObject } from '../../functions/core/values';
 import type { PartitionThroughput } from './scale-model';
@@ -51,7 +52,7 @@ export interface AwsServices {
   stateMachines?: ReadonlyMap<string, StateMachinePort>;
   secrets?: LocalSecretStore;
   /** S3: the templates' buckets (physical names), their objects kept under `dir`. */
-  objects?: { dir: string; buckets: readonly string[]; expirationDays?: Readonly<Record<string, number>> };
+  objects?: { dir: string; buckets: readonly string[]; expirationDays?: Readonly<Record<string, number>>; cors?: Readonly<Record<string, readonly BucketCorsRule[]>> };
   /** DynamoDB's per-key throughput, when the scale model is on (./scale-model). */
   throughput?: PartitionThroughput;
 }
@@ -158,6 +159,8 @@ export async function startAwsEndpoint(options: AwsEndpointOptions = {}): Promis
       dir: objects.dir,
       buckets: objects.buckets,
       expirationDays: objects.expirationDays,
+      // The template's CorsConfiguration: S3 answers a browser's preflight from it.
+      cors: (bucket) => objects.cors?.[bucket] ?? [],
       region: s.arns.env.region,
       secretOf: (id) => {
         const p = s.iam.principalByAccessKey(id);

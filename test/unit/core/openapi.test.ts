@@ -6,7 +6,7 @@
 import fc from 'fast-check';
 import { callerContract, readiness } from '../../../functions/core/contract';
 import { ERRORS, type ErrorName } from '../../../functions/core/errors';
-import { deploymentOpenApi } from '../../../functions/core/openapi';
+import { deploymentOpenApi, FORM_NOTE } from '../../../functions/core/openapi';
 import { TERMINAL } from '../../../functions/core/transitions';
 import type { ContractInput, ContractOutput, Execution, RawValue } from '../../../functions/core/types';
 import { acceptedBody, ownerExecutionBody, resultBody, runBody, statusBody } from '../../../functions/core/views';
@@ -457,5 +457,22 @@ describe('the response validator', () => {
       text: JSON.stringify({ error: 'Pipeline Not Found' }),
     });
     expect(problems).toEqual([]);
+  });
+});
+
+describe('a deployment with a web form, in its own document', () => {
+  const base = {
+    deployment_id: '6f1d7c2e-8a43-4b9e-9a57-2d1f0c3b4a51',
+    pipeline_id: 'snap',
+    version: 2,
+    published_at: '2026-11-22T10:00:00.000Z',
+    inputs: [{ id: 'word', value_type: 'string' as const, value: 'hi', visible: true }],
+    outputs: [{ id: 'said', visible: true }],
+  };
+  it('says that a form exists and what its executions mean for this key, only while it is on', () => {
+    const about = (d: object) => (deploymentOpenApi({ ...base, ...d }, BASE) as unknown as { info: { description: string } }).info.description;
+    expect(about({ form: { enabled: true } })).toContain(FORM_NOTE);
+    expect(about({ form: { enabled: false } })).not.toContain('web form');
+    expect(about({})).not.toContain('web form');
   });
 });
