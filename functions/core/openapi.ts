@@ -71,7 +71,10 @@ function executionRequest(c: ReturnType<typeof callerContract>): JsonSchema {
   };
 }
 
-/** This deployment's result: its visible outputs by id. */
+/** Each output's schema by the kind its contract recorded; older contracts did not: either. */
+const OUTPUT_SCHEMAS = { RAW: 'RawOutputValue', ASSET: 'AssetOutputValue', either: 'OutputValue' } as const;
+
+/** This deployment's result: its visible outputs by id, each RAW or ASSET as published. */
 function executionResult(c: ReturnType<typeof callerContract>): JsonSchema {
   const general = CALLER_SCHEMAS.ExecutionResult as { properties: Record<string, JsonSchema> };
   return {
@@ -81,7 +84,7 @@ function executionResult(c: ReturnType<typeof callerContract>): JsonSchema {
       response_data: {
         type: 'object',
         additionalProperties: false,
-        properties: Object.fromEntries(c.outputs.map((o) => [o.id, schemaRef('OutputValue')])),
+        properties: Object.fromEntries(c.outputs.map((o) => [o.id, schemaRef(OUTPUT_SCHEMAS[o.value_type ?? 'either'])])),
         description: 'Visible outputs by id once completed; `{}` otherwise.',
       },
     },

@@ -315,7 +315,7 @@ describe('the bodies built by the views conform (property)', () => {
     fc.record({ id: nodeId, value_type: fc.constant('boolean' as const), value: fc.boolean(), visible: fc.boolean() }),
     fc.record({ id: nodeId, value_type: fc.constant('reference' as const), value: fc.webUrl(), visible: fc.boolean() }),
   );
-  const contractOutput: fc.Arbitrary<ContractOutput> = fc.record({ id: nodeId, visible: fc.boolean() });
+  const contractOutput: fc.Arbitrary<ContractOutput> = fc.record({ id: nodeId, visible: fc.boolean(), value_type: fc.constantFrom('RAW' as const, 'ASSET' as const) }, { requiredKeys: ['id', 'visible'] });
   const deployment = fc.record({
     deployment_id: fc.uuid({ version: 4 }),
     pipeline_id: fc.stringMatching(/^[a-z0-9][a-z0-9-]{0,20}$/),
@@ -387,6 +387,37 @@ describe('a reference input in the per-deployment document', () => {
       properties: { value: { type: 'string', format: 'uri', default: 'https://example.com/a.json' }, value_type: { const: 'REFERENCE' } },
     });
     expect(input('limit')).toMatchObject({ properties: { value: { type: 'integer', default: 3 }, value_type: { const: 'RAW' } } });
+  });
+});
+
+describe('outputs in the per-deployment document', () => {
+  it("types each output by its contract's recorded kind, and an output of an older contract as either", () => {
+    // Prepare
+    const d = {
+      deployment_id: '6f1d7c2e-8a43-4b9e-9a57-2d1f0c3b4a51',
+      pipeline_id: 'thumbs',
+      version: 2,
+      inputs: [{ id: 'n', value_type: 'integer' as const, value: 3, visible: true }],
+      outputs: [
+        { id: 'caption', visible: true, value_type: 'RAW' as const },
+        { id: 'thumbnail', visible: true, value_type: 'ASSET' as const },
+        { id: 'older', visible: true },
+        { id: 'hidden', visible: false, value_type: 'ASSET' as const },
+      ],
+      published_at: '2026-11-25T02:00:00.000Z',
+    };
+
+    // Act
+    const generated = deploymentOpenApi(d, BASE) as unknown as JsonObject;
+    const data = resolvePointer(generated, '#/components/schemas/DeploymentExecutionResult/properties/response_data/properties');
+
+    // Assess
+    expect(data).toEqual({
+      caption: { $ref: '#/components/schemas/RawOutputValue' },
+      thumbnail: { $ref: '#/components/schemas/AssetOutputValue' },
+      older: { $ref: '#/components/schemas/OutputValue' },
+    });
+    expect(structuralProblems(generated)).toEqual([]);
   });
 });
 
