@@ -4,7 +4,8 @@
  * openapi-service.ts) and every per-deployment document (openapi.ts) are made of, so the two
  * cannot disagree. Error bodies take their messages from the catalog.
  */
-import { toJsonSchemaDefs } from '@valibot/to-json-schema';
+import { toJsonSchema, toJsonSchemaDefs } from '@valibot/to-json-schema';
+import { HEADER_VALUES, PARAMETER_VALUES } from './http-shapes';
 import { CALLER_SHAPES, SHAPES, type ShapeName } from './shapes';
 import type { Answer, HeaderName, ParameterName, Route, RouteAuth, SchemaName } from '../../lib/routes';
 
@@ -17,6 +18,13 @@ export const parameterRef = (name: string) => ({ $ref: `#/components/parameters/
 export const jsonContent = (schema: JsonSchema) => ({ 'application/json': { schema } });
 
 export const nullable = (s: JsonSchema) => ({ anyOf: [s, { type: 'null' }] });
+
+/** A parameter's or header's value (http-shapes.ts) as JSON Schema. */
+function valueSchema(name: keyof typeof PARAMETER_VALUES | keyof typeof HEADER_VALUES): JsonSchema {
+  const schema = name in PARAMETER_VALUES ? PARAMETER_VALUES[name as keyof typeof PARAMETER_VALUES] : HEADER_VALUES[name as keyof typeof HEADER_VALUES];
+  const { $schema: _, ...rest } = toJsonSchema(schema, { target: 'draft-2020-12', typeMode: 'output' });
+  return rest as JsonSchema;
+}
 
 /** An events route's 200: the stream, each event's `data` by its name, `done` holding `doneSchema`. */
 export const eventStreamOk = (doneSchema: string) => ({
@@ -32,7 +40,7 @@ export const eventStreamOk = (doneSchema: string) => ({
   },
 });
 /** The `Last-Event-ID` header parameter of an events route. */
-export const LAST_EVENT_ID_PARAMETER = { name: 'Last-Event-ID', in: 'header', required: false, schema: { type: 'string', pattern: '^\\d+$' }, description: 'The id of the last event received: the stream resumes after it.' };
+export const LAST_EVENT_ID_PARAMETER = { name: 'Last-Event-ID', in: 'header', required: false, schema: valueSchema('LastEventId'), description: 'The id of the last event received: the stream resumes after it.' };
 
 const PLAIN_TYPE_KEYS = new Set(['type', 'minimum', 'maximum', 'additionalProperties', 'items', 'format']);
 
@@ -112,15 +120,15 @@ export const PARAMETER_COMPONENTS = {
     name: 'Idempotency-Key',
     in: 'header',
     required: false,
-    // The execute handler's own check: 1 to 255 printable ASCII characters, no spaces.
-    schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' },
+    // The execute handler's own check.
+    schema: valueSchema('IdempotencyKey'),
     description: 'The same key and body within 24 hours returns the first 202 and starts nothing; the same key with another body answers 422.',
   },
   PreferWait: {
     name: 'Prefer',
     in: 'header',
     required: false,
-    schema: { type: 'string', examples: ['wait=20'] },
+    schema: valueSchema('PreferWait'),
     description:
       '`wait=N` (RFC 7240): answer as soon as the execution has finished, or after N seconds with the usual answer. N is capped (60 s locally, 25 s on AWS); a preference that cannot be used (not whole seconds, 0) is ignored, never an error.',
   },
@@ -133,31 +141,31 @@ export const PARAMETER_COMPONENTS = {
 /** The parameters one route takes, written in place. */
 const INLINE_PARAMETERS: Record<Exclude<ParameterName, keyof typeof PARAMETER_COMPONENTS>, JsonSchema> = {
   LastEventId: LAST_EVENT_ID_PARAMETER,
-  PageLimit: { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 100, default: 20 } },
-  PageCursor: { name: 'cursor', in: 'query', required: false, schema: { type: 'string' }, description: '`next_cursor` of the previous page.' },
+  PageLimit: { name: 'limit', in: 'query', required: false, schema: valueSchema('PageLimit') },
+  PageCursor: { name: 'cursor', in: 'query', required: false, schema: valueSchema('PageCursor'), description: '`next_cursor` of the previous page.' },
   Confirm: { name: 'confirm', in: 'query', required: true, schema: schemaRef('Uuid'), description: 'The deployment id, repeated as confirmation.' },
   StatusFilter: { name: 'status', in: 'query', required: false, schema: schemaRef('ExecutionStatus') },
-  Since: { name: 'since', in: 'query', required: false, schema: { type: 'string' }, description: 'Only executions created at or after this ISO 8601 time.' },
-  DocsAsset: { name: 'asset', in: 'path', required: true, schema: { type: 'string', enum: ['pipegate-docs.js', 'swagger-ui-bundle.js', 'swagger-ui.css'] } },
-  FormToken: { name: 'form_token', in: 'path', required: true, schema: { type: 'string', pattern: '^pgf_[A-Za-z0-9_-]{43}$' }, description: 'The token of the form link (`form_url`), as given.' },
-  FormAsset: { name: 'asset', in: 'path', required: true, schema: { type: 'string', enum: ['pipegate-form.js', 'pipegate-form.css'] } },
-  AssetToken: { name: 'token', in: 'path', required: true, schema: { type: 'string', maxLength: 2048 }, description: 'The token of the link, as given.' },
-  Range: { name: 'Range', in: 'header', required: false, schema: { type: 'string' }, description: 'One `bytes=` range.' },
+  Since: { name: 'since', in: 'query', required: false, schema: valueSchema('Since'), description: 'Only executions created at or after this ISO 8601 time.' },
+  DocsAsset: { name: 'asset', in: 'path', required: true, schema: valueSchema('DocsAsset') },
+  FormToken: { name: 'form_token', in: 'path', required: true, schema: valueSchema('FormToken'), description: 'The token of the form link (`form_url`), as given.' },
+  FormAsset: { name: 'asset', in: 'path', required: true, schema: valueSchema('FormAsset') },
+  AssetToken: { name: 'token', in: 'path', required: true, schema: valueSchema('AssetToken'), description: 'The token of the link, as given.' },
+  Range: { name: 'Range', in: 'header', required: false, schema: valueSchema('Range'), description: 'One `bytes=` range.' },
 };
 
 const parameter = (name: ParameterName): JsonSchema => (name in PARAMETER_COMPONENTS ? parameterRef(name) : INLINE_PARAMETERS[name as keyof typeof INLINE_PARAMETERS]);
 
 /** Every response header an answer documents (lib/routes.ts answers' `headers`); whether it is required is the answer's. */
-const HEADERS: Record<HeaderName, { name: string; description: string; schema: JsonSchema }> = {
-  Location: { name: 'Location', description: 'The status URL.', schema: { type: 'string', format: 'uri' } },
-  PreferenceApplied: { name: 'Preference-Applied', description: 'Present when a `Prefer: wait` was honoured: `wait=<seconds>` actually allowed.', schema: { type: 'string', pattern: '^wait=\\d+$' } },
-  RetryAfterPoll: { name: 'Retry-After', description: 'While the execution is open: seconds to wait before polling again.', schema: { type: 'string', pattern: '^\\d+$' } },
-  RetryAfterLimit: { name: 'Retry-After', description: 'Seconds until the limit allows another.', schema: { type: 'integer' } },
-  NoStore: { name: 'Cache-Control', description: 'Never cached.', schema: { const: 'no-store' } },
-  ContentLength: { name: 'Content-Length', description: 'The size in bytes.', schema: { type: 'string' } },
-  ContentDisposition: { name: 'Content-Disposition', description: '`inline` for images, audio, video, plain text and JSON; `attachment` for anything else.', schema: { type: 'string' } },
-  NoSniff: { name: 'X-Content-Type-Options', description: 'Always `nosniff`.', schema: { type: 'string' } },
-  ContentRange: { name: 'Content-Range', description: '`bytes <first>-<last>/<size>`.', schema: { type: 'string' } },
+const HEADERS: Record<HeaderName, { name: string; description: string }> = {
+  Location: { name: 'Location', description: 'The status URL.' },
+  PreferenceApplied: { name: 'Preference-Applied', description: 'Present when a `Prefer: wait` was honoured: `wait=<seconds>` actually allowed.' },
+  RetryAfterPoll: { name: 'Retry-After', description: 'While the execution is open: seconds to wait before polling again.' },
+  RetryAfterLimit: { name: 'Retry-After', description: 'Seconds until the limit allows another.' },
+  NoStore: { name: 'Cache-Control', description: 'Never cached.' },
+  ContentLength: { name: 'Content-Length', description: 'The size in bytes.' },
+  ContentDisposition: { name: 'Content-Disposition', description: '`inline` for images, audio, video, plain text and JSON; `attachment` for anything else.' },
+  NoSniff: { name: 'X-Content-Type-Options', description: 'Always `nosniff`.' },
+  ContentRange: { name: 'Content-Range', description: '`bytes <first>-<last>/<size>`.' },
 };
 
 export const CALLER_PARAMETERS: Record<string, JsonSchema> = {
@@ -257,8 +265,8 @@ export function routePaths(routes: readonly Route[], o: RoutePathOptions = {}): 
     const shapes = a.shape === undefined ? [] : typeof a.shape === 'string' ? [a.shape] : a.shape;
     const json = shapes.length === 1 ? named(shapes[0] as SchemaName) : { [a.overlapping ? 'anyOf' : 'oneOf']: shapes.map(named) };
     const headers = Object.entries(a.headers ?? {}).map(([h, required]) => {
-      const { name, description, schema } = HEADERS[h as HeaderName];
-      return [name, { description, ...(required ? { required: true } : {}), schema }];
+      const { name, description } = HEADERS[h as HeaderName];
+      return [name, { description, ...(required ? { required: true } : {}), schema: valueSchema(h as HeaderName) }];
     });
     return {
       description: a.description,
