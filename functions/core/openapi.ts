@@ -3,13 +3,14 @@
  * published values as defaults. Generated from the contract, so it is never out of date, and
  * made of the same parts as the whole-service document (openapi-shared.ts), so the two agree.
  */
+import { CALLER_ROUTES } from '../../lib/routes';
 import { callerContract } from './contract';
 import {
   CALLER_PARAMETERS,
   CALLER_RESPONSES,
   CALLER_SCHEMAS,
   CALLER_SECURITY_SCHEMES,
-  callerPaths,
+  routePaths,
   finishedSchema,
   reachableComponents,
   schemaRef,
@@ -97,7 +98,10 @@ export function deploymentOpenApi(d: DeploymentDocumentSource, baseUrl: string) 
     workflow_input: Object.fromEntries(c.inputs.map((i) => [i.id, { value: i.value, value_type: requestValueType(i.value_type) }])),
   };
   const names = { request: 'DeploymentExecutionRequest', result: 'DeploymentExecutionResult', finished: 'DeploymentExecutionFinished' };
-  const all = callerPaths(d.deployment_id, { ...names, requestExample });
+  const all = routePaths(
+    CALLER_ROUTES,
+    { deploymentId: d.deployment_id, rename: { ExecutionRequest: names.request, ExecutionResult: names.result, ExecutionFinished: names.finished }, examples: { ExecutionRequest: requestExample } },
+  );
   // The uploads route serves asset inputs only: a deployment without any does not offer it.
   const paths = c.inputs.some((i) => i.value_type === 'asset') ? all : Object.fromEntries(Object.entries(all).filter(([path]) => !path.endsWith('/uploads')));
   const result = executionResult(c);

@@ -7,10 +7,11 @@ import fc from 'fast-check';
 import { callerContract, readiness } from '../../../functions/core/contract';
 import { ERRORS, type ErrorName } from '../../../functions/core/errors';
 import { deploymentOpenApi, FORM_NOTE } from '../../../functions/core/openapi';
+import { routePaths } from '../../../functions/core/openapi-shared';
 import { TERMINAL } from '../../../functions/core/transitions';
 import type { ContractInput, ContractOutput, Execution, RawValue } from '../../../functions/core/types';
 import { acceptedBody, ownerExecutionBody, resultBody, runBody, statusBody } from '../../../functions/core/views';
-import { ROUTES } from '../../../lib/routes';
+import { CALLER_ROUTES, ROUTES, type Route } from '../../../lib/routes';
 import {
   createValidator,
   describeErrors,
@@ -66,6 +67,35 @@ describe('paths', () => {
 
     // Assess
     expect(documented).toEqual(ROUTES.map((r) => `${r.method} ${r.path}`).sort());
+  });
+
+  it("are the table's operations: each route's operationId, summary, body and answers as lib/routes.ts declares them", () => {
+    for (const r of ROUTES) {
+      // Act
+      const op = operations(doc).find((o) => o.method === r.method && o.template === r.path)?.operation as JsonObject;
+
+      // Assess
+      expect([op.operationId, op.summary, op.description]).toEqual([r.operationId, r.summary, r.description]);
+      expect(Object.keys(op.responses as JsonObject)).toEqual(expect.arrayContaining(Object.keys(r.answers)));
+      expect((op.requestBody as { content?: { 'application/json': { schema: unknown } } } | undefined)?.content?.['application/json'].schema).toEqual(
+        r.body === undefined ? undefined : { $ref: `#/components/schemas/${r.body.shape}` },
+      );
+    }
+  });
+
+  it('refuse a route without its operation, naming it', () => {
+    // Prepare
+    const route = ROUTES[0] as Route;
+    const bare = { method: route.method, path: route.path, handler: route.handler, auth: route.auth } as Route;
+
+    // Act / Assess
+    expect(() => routePaths([bare])).toThrow(`route ${route.method} ${route.path} has no operation`);
+    expect(() => routePaths([{ ...route, answers: {} }])).toThrow(/has no operation/);
+    expect(() => routePaths([route])).not.toThrow();
+  });
+
+  it("give each deployment's document exactly the routes a deployment key opens", () => {
+    expect(CALLER_ROUTES).toEqual(ROUTES.filter((r) => r.auth === 'apiKey'));
   });
 
   it('ask for the credentials each route takes: API keys for callers, bearer or SigV4 for owners', () => {
