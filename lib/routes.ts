@@ -37,12 +37,14 @@ export interface Route {
 export const STREAMED_ROUTE_TIMEOUT_SECONDS = 900;
 
 export const ROUTES: readonly Route[] = [
-  // Callers, with a deployment's API key.
-  { method: 'POST', path: '/v1/deployments/{deployment_id}/executions', handler: 'execute', auth: 'apiKey', waits: true, inlineAssets: true },
+  // Callers, with a deployment's API key. Every route whose answer carries execution values
+  // streams (`streams`): values pulled back from the claim check can pass Lambda's 6 MB buffered
+  // answer, and a streamed answer costs the same below it (docs/aws.md, Streamed answers).
+  { method: 'POST', path: '/v1/deployments/{deployment_id}/executions', handler: 'execute', auth: 'apiKey', waits: true, inlineAssets: true, streams: true },
   // A presigned PUT for a file too large to send inline (functions/core/upload-request.ts).
   { method: 'POST', path: '/v1/deployments/{deployment_id}/uploads', handler: 'upload-create', auth: 'apiKey' },
-  { method: 'GET', path: '/v1/deployments/executions/{execution_id}/status', handler: 'execution-status', auth: 'apiKey', waits: true },
-  { method: 'GET', path: '/v1/deployments/executions/{execution_id}/result', handler: 'execution-result', auth: 'apiKey', waits: true },
+  { method: 'GET', path: '/v1/deployments/executions/{execution_id}/status', handler: 'execution-status', auth: 'apiKey', waits: true, streams: true },
+  { method: 'GET', path: '/v1/deployments/executions/{execution_id}/result', handler: 'execution-result', auth: 'apiKey', waits: true, streams: true },
   // Server-sent events until the execution is done (functions/core/events.ts); streamed, so an
   // answer may stay open up to STREAMED_ROUTE_TIMEOUT_SECONDS.
   { method: 'GET', path: '/v1/deployments/executions/{execution_id}/events', handler: 'execution-events', auth: 'apiKey', streams: true },
@@ -64,15 +66,15 @@ export const ROUTES: readonly Route[] = [
   // The page's script and style sheet, the same for every form (the token is not checked).
   { method: 'GET', path: '/v1/forms/{form_token}/files/{asset}', handler: 'form-page', auth: 'none' },
   { method: 'POST', path: '/v1/forms/{form_token}/executions', handler: 'form-execute', auth: 'none', inlineAssets: true },
-  { method: 'GET', path: '/v1/forms/{form_token}/executions/{execution_id}', handler: 'form-execution', auth: 'none', waits: true },
+  { method: 'GET', path: '/v1/forms/{form_token}/executions/{execution_id}', handler: 'form-execution', auth: 'none', waits: true, streams: true },
   { method: 'POST', path: '/v1/forms/{form_token}/uploads', handler: 'form-upload', auth: 'none' },
   // Owners: IAM on AWS, a bearer token on the local runtime.
   { method: 'GET', path: '/v1/pipelines', handler: 'pipeline-list', auth: 'owner' },
   { method: 'PUT', path: '/v1/pipelines/{pipeline_id}', handler: 'pipeline-push', auth: 'owner' },
   { method: 'GET', path: '/v1/pipelines/{pipeline_id}', handler: 'pipeline-get', auth: 'owner' },
-  { method: 'POST', path: '/v1/pipelines/{pipeline_id}/runs', handler: 'run-start', auth: 'owner', waits: true },
-  { method: 'GET', path: '/v1/pipelines/{pipeline_id}/runs', handler: 'run-list', auth: 'owner' },
-  { method: 'GET', path: '/v1/pipelines/{pipeline_id}/runs/{run_id}', handler: 'run-get', auth: 'owner', waits: true },
+  { method: 'POST', path: '/v1/pipelines/{pipeline_id}/runs', handler: 'run-start', auth: 'owner', waits: true, streams: true },
+  { method: 'GET', path: '/v1/pipelines/{pipeline_id}/runs', handler: 'run-list', auth: 'owner', streams: true },
+  { method: 'GET', path: '/v1/pipelines/{pipeline_id}/runs/{run_id}', handler: 'run-get', auth: 'owner', waits: true, streams: true },
   { method: 'GET', path: '/v1/pipelines/{pipeline_id}/runs/{run_id}/events', handler: 'run-events', auth: 'owner', streams: true },
   { method: 'GET', path: '/v1/pipelines/{pipeline_id}/deployment', handler: 'deployment-readiness', auth: 'owner' },
   { method: 'PUT', path: '/v1/pipelines/{pipeline_id}/deployment', handler: 'deployment-publish', auth: 'owner' },
@@ -86,13 +88,13 @@ export const ROUTES: readonly Route[] = [
   { method: 'POST', path: '/v1/pipelines/{pipeline_id}/deployment/consumers/{consumer_id}/keys', handler: 'deployment-consumers', auth: 'owner' },
   // The deployment key's own limits, enforced as a consumer's.
   { method: 'PUT', path: '/v1/pipelines/{pipeline_id}/deployment/limits', handler: 'deployment-consumers', auth: 'owner' },
-  { method: 'GET', path: '/v1/pipelines/{pipeline_id}/executions/{execution_id}', handler: 'owner-execution-get', auth: 'owner' },
+  { method: 'GET', path: '/v1/pipelines/{pipeline_id}/executions/{execution_id}', handler: 'owner-execution-get', auth: 'owner', streams: true },
   { method: 'GET', path: '/v1/secrets', handler: 'secret-list', auth: 'owner' },
   { method: 'PUT', path: '/v1/secrets/{name}', handler: 'secret-put', auth: 'owner' },
   { method: 'DELETE', path: '/v1/secrets/{name}', handler: 'secret-delete', auth: 'owner' },
   { method: 'POST', path: '/v1/pipelines/{pipeline_id}/executions/{execution_id}/cancel', handler: 'owner-execution-cancel', auth: 'owner' },
   { method: 'POST', path: '/v1/pipelines/{pipeline_id}/executions/{execution_id}/callback/redeliver', handler: 'owner-callback-redeliver', auth: 'owner' },
-  { method: 'GET', path: '/v1/pipelines/{pipeline_id}/deployment/executions', handler: 'deployment-executions', auth: 'owner' },
+  { method: 'GET', path: '/v1/pipelines/{pipeline_id}/deployment/executions', handler: 'deployment-executions', auth: 'owner', streams: true },
   { method: 'GET', path: '/v1/pipelines/{pipeline_id}/deployment/usage', handler: 'deployment-usage', auth: 'owner' },
 ];
 
