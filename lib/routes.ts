@@ -4,7 +4,7 @@
  * Plain data: imports nothing from aws-cdk-lib.
  */
 export type RouteAuth = 'apiKey' | 'owner' | 'none';
-export type HttpVerb = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+export type HttpVerb = 'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 export interface Route {
   method: HttpVerb;
@@ -59,6 +59,8 @@ export const ROUTES: readonly Route[] = [
   // A stored object's bytes: the URL is the capability (signed, expiring, bound to one object;
   // see functions/core/asset-links.ts), so a browser or a callback receiver opens it as it is.
   { method: 'GET', path: '/v1/assets/{token}', handler: 'asset-get', auth: 'none', streams: true },
+  // The same answer's status and headers without the bytes (size and type before a download).
+  { method: 'HEAD', path: '/v1/assets/{token}', handler: 'asset-get', auth: 'none', streams: true },
   // A deployment's web form: the link is the capability (functions/core/form-link.ts), so no key;
   // the form's routes act as the deployment through the callers' code, rate-limited per link and
   // per address (functions/services/form.service.ts; on AWS also a WAF rule on this prefix).

@@ -219,6 +219,35 @@ function assetPaths(): Record<string, PathItem> {
           ...EVERY_ROUTE_RESPONSES,
         },
       },
+      head: {
+        tags: ['callers'],
+        operationId: 'headAsset',
+        summary: 'What GET answers at this link (status and headers: size, media type, disposition), without the bytes',
+        description: 'Answers as GET does, Range included, with no body: 404 and 410 as for GET.',
+        security: [],
+        parameters: [
+          { name: 'token', in: 'path', required: true, schema: { type: 'string', maxLength: 2048 }, description: 'The token of the link, as given.' },
+          { name: 'Range', in: 'header', required: false, schema: { type: 'string' }, description: 'One `bytes=` range.' },
+        ],
+        responses: {
+          '200': {
+            description: 'The headers GET would send: the size, the media type, the disposition.',
+            headers: {
+              'Content-Length': header('The size in bytes.'),
+              'Content-Type': header("The asset's media type."),
+              'Content-Disposition': header('`inline` for images, audio, video, plain text and JSON; `attachment` for anything else.'),
+              'Accept-Ranges': header('Always `bytes`.'),
+              'X-Content-Type-Options': header('Always `nosniff`.'),
+            },
+          },
+          '206': { description: 'The headers of the range asked for.', headers: { 'Content-Range': header('`bytes <first>-<last>/<size>`.') } },
+          // The answers GET gives, their bodies left out as HEAD's are.
+          '404': { description: 'Asset Not Found, as for GET.', content: jsonContent(schemaRef('AssetNotFound')) },
+          '410': { description: 'Asset Link Expired, as for GET: read the result again for a fresh link.', content: jsonContent(schemaRef('AssetLinkExpired')) },
+          '416': { description: 'Range Not Satisfiable.', content: jsonContent(schemaRef('RangeNotSatisfiable')) },
+          ...EVERY_ROUTE_RESPONSES,
+        },
+      },
     },
   };
 }
