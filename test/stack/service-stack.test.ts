@@ -131,19 +131,20 @@ describe('API routes from lib/routes.ts', () => {
 
   it('streams the asset route, the event streams and every answer that carries execution values, and only routes that say so', () => {
     // Assess: a value-carrying answer buffered again would fail past Lambda's 6 MB (test/e2e/large-results.test.ts).
-    expect(ROUTES.filter((r) => r.streams).map((r) => r.handler).sort()).toEqual([
-      'asset-get',
-      'deployment-executions',
-      'execute',
-      'execution-events',
-      'execution-result',
-      'execution-status',
-      'form-execution',
-      'owner-execution-get',
-      'run-events',
-      'run-get',
-      'run-list',
-      'run-start',
+    expect(ROUTES.filter((r) => r.streams).map((r) => `${r.method} ${r.handler}`).sort()).toEqual([
+      'GET asset-get',
+      'GET deployment-executions',
+      'GET execution-events',
+      'GET execution-result',
+      'GET execution-status',
+      'GET form-execution',
+      'GET owner-execution-get',
+      'GET run-events',
+      'GET run-get',
+      'GET run-list',
+      'HEAD asset-get',
+      'POST execute',
+      'POST run-start',
     ]);
   });
 
