@@ -8,7 +8,8 @@
 import type { PipelineDefinition } from '../../functions/core/types';
 import { MAX_BUFFERED_RESPONSE_BYTES } from '../../lib/local/gateway/streaming';
 import { startTestServer, type TestServer } from '../support/http-server';
-import { startE2eRuntime, type E2eRuntime, type Published, type Reply } from '../support/runtime';
+import type { Deps } from '../../functions/adapters/deps';
+import { e2eMode, startE2eRuntime, type E2eRuntime, type Published, type Reply } from '../support/runtime';
 
 jest.setTimeout(180_000);
 
@@ -150,9 +151,32 @@ describe('owner runs', () => {
     }
   });
 
-  it('the run list answers a page holding the run', async () => {
-    const r = await rt.owner<{ runs: { run_id: string; status: string }[] }>('GET', '/v1/pipelines/large-results/runs?limit=5');
+  it('the run list answers a page holding the run, its stored values named and not read', async () => {
+    const r = await rt.owner<{ runs: { run_id: string; status: string; outputs: unknown; values_not_listed: string[]; values_expired: string[] }[] }>(
+      'GET',
+      '/v1/pipelines/large-results/runs?limit=5',
+    );
     expect(r.status).toBe(200);
-    expect(r.body.runs.find((x) => x.run_id === runId)?.status).toBe('completed');
+    const listed = r.body.runs.find((x) => x.run_id === runId);
+    expect(listed?.status).toBe('completed');
+    expect(listed?.values_not_listed).toContain('outputs');
+    expect(listed?.outputs).toEqual({});
+    expect(listed?.values_expired).toEqual([]);
+    expect(Buffer.byteLength(r.text)).toBeLessThan(100_000);
+  });
+
+  it('once its stored values are gone, the run view says which (npm start: the objects removed as the expiry would)', async () => {
+    const seen = await rt.owner<{ values_expired: string[] }>('GET', `/v1/pipelines/large-results/runs/${runId}`);
+    expect(seen.body.values_expired).toEqual([]);
+    if (e2eMode() !== 'local') return;
+    const deps = (rt as unknown as { deps: Deps }).deps;
+    await deps.objects.removePrefix(`p/large-results/r/${runId}/`);
+    const r = await rt.owner<{ status: string; outputs: unknown; values_expired: string[] }>('GET', `/v1/pipelines/large-results/runs/${runId}`);
+    expect(r.status).toBe(200);
+    expect(r.body.status).toBe('completed');
+    expect(r.body.outputs).toEqual({});
+    expect(r.body.values_expired).toContain('outputs');
+    const owner = await rt.owner<{ values_expired: string[] }>('GET', `/v1/pipelines/large-results/executions/${runId}`);
+    expect(owner.body.values_expired).toContain('outputs');
   });
 });
