@@ -20,7 +20,7 @@ import { STATUSES, TERMINAL } from './transitions';
 
 import { INPUT_VALUE_TYPES } from './values';
 import { UPLOAD_MAX_BYTES, UPLOAD_URL_TTL_SECONDS, UPLOAD_USE_SECONDS, UPLOAD_VALUE_PREFIX } from './assets';
-import { MAX_MEDIA_TYPES } from './pipeline';
+import { MAX_MEDIA_TYPES } from './assets';
 import { FORM_DESCRIPTION_MAX_CHARS, FORM_TITLE_MAX_CHARS } from './form-link';
 import {
   MAX_CONSUMER_NAME_LENGTH,
