@@ -6,7 +6,7 @@
 import type { ShapeName } from '../functions/core/shapes';
 
 export type RouteAuth = 'apiKey' | 'owner' | 'none';
-export type HttpVerb = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+export type HttpVerb = 'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 /** A component schema: a shape (functions/core/shapes.ts), or the submit's finished answer derived from one. */
 export type SchemaName = ShapeName | 'ExecutionFinished';
@@ -97,8 +97,11 @@ const OWNER_EXECUTION_NOT_FOUND: Answer = { description: 'Execution Not Found: u
  * apart so that the function serving it bundles these operations, not every route's.
  */
 export const CALLER_ROUTES: readonly Route[] = [
+  // Every route whose answer carries execution values streams (`streams`): values pulled back
+  // from the claim check can pass Lambda's 6 MB buffered answer, and a streamed answer costs
+  // the same below it (docs/aws.md, Streamed answers).
   {
-    method: 'POST', path: '/v1/deployments/{deployment_id}/executions', handler: 'execute', auth: 'apiKey', waits: true, inlineAssets: true,
+    method: 'POST', path: '/v1/deployments/{deployment_id}/executions', handler: 'execute', auth: 'apiKey', waits: true, inlineAssets: true, streams: true,
     operationId: 'execute',
     summary: 'Start an execution of a deployment',
     params: ['DeploymentId', 'IdempotencyKey', 'PreferWait'],
@@ -130,7 +133,7 @@ export const CALLER_ROUTES: readonly Route[] = [
     },
   },
   {
-    method: 'GET', path: '/v1/deployments/executions/{execution_id}/status', handler: 'execution-status', auth: 'apiKey', waits: true,
+    method: 'GET', path: '/v1/deployments/executions/{execution_id}/status', handler: 'execution-status', auth: 'apiKey', waits: true, streams: true,
     operationId: 'getExecutionStatus',
     summary: "An execution's status",
     params: ['ExecutionId', 'PreferWait'],
@@ -140,7 +143,7 @@ export const CALLER_ROUTES: readonly Route[] = [
     },
   },
   {
-    method: 'GET', path: '/v1/deployments/executions/{execution_id}/result', handler: 'execution-result', auth: 'apiKey', waits: true,
+    method: 'GET', path: '/v1/deployments/executions/{execution_id}/result', handler: 'execution-result', auth: 'apiKey', waits: true, streams: true,
     operationId: 'getExecutionResult',
     summary: "An execution's result, once it has finished",
     params: ['ExecutionId', 'PreferWait'],
@@ -229,6 +232,21 @@ export const ROUTES: readonly Route[] = /* @__PURE__ */ CALLER_ROUTES.concat([
       '416': { description: 'Range Not Satisfiable.', shape: 'RangeNotSatisfiable' },
     },
   },
+  // The same answer's status and headers without the bytes (size and type before a download).
+  {
+    method: 'HEAD', path: '/v1/assets/{token}', handler: 'asset-get', auth: 'none', streams: true,
+    operationId: 'headAsset',
+    summary: 'What GET answers at this link (status and headers: size, media type, disposition), without the bytes',
+    description: 'Answers as GET does, Range included, with no body: 404 and 410 as for GET.',
+    params: ['AssetToken', 'Range'],
+    answers: {
+      '200': { description: 'The headers GET would send: the size, the media type, the disposition.', headers: { ContentLength: false, ContentDisposition: false, NoSniff: false } },
+      '206': { description: 'The headers of the range asked for.', headers: { ContentRange: false } },
+      '404': { description: 'Asset Not Found, as for GET (no body).' },
+      '410': { description: 'Asset Link Expired, as for GET (no body): read the result again for a fresh link.' },
+      '416': { description: 'Range Not Satisfiable (no body).' },
+    },
+  },
   // A deployment's web form: the link is the capability (functions/core/form-link.ts), so no key;
   // the form's routes act as the deployment through the callers' code, rate-limited per link and
   // per address (functions/services/form.service.ts; on AWS also a WAF rule on this prefix).
@@ -264,7 +282,7 @@ export const ROUTES: readonly Route[] = /* @__PURE__ */ CALLER_ROUTES.concat([
     },
   },
   {
-    method: 'GET', path: '/v1/forms/{form_token}/executions/{execution_id}', handler: 'form-execution', auth: 'none', waits: true,
+    method: 'GET', path: '/v1/forms/{form_token}/executions/{execution_id}', handler: 'form-execution', auth: 'none', waits: true, streams: true,
     operationId: 'getFormExecution',
     summary: 'A form execution: progress, then its result (`output_artifacts` filled); readable through the link that made it only',
     params: ['FormToken', 'ExecutionId', 'PreferWait'],
@@ -316,7 +334,7 @@ export const ROUTES: readonly Route[] = /* @__PURE__ */ CALLER_ROUTES.concat([
     answers: { '200': { description: 'The pipeline.', shape: 'Pipeline' }, '404': 'PipelineNotFound' },
   },
   {
-    method: 'POST', path: '/v1/pipelines/{pipeline_id}/runs', handler: 'run-start', auth: 'owner', waits: true,
+    method: 'POST', path: '/v1/pipelines/{pipeline_id}/runs', handler: 'run-start', auth: 'owner', waits: true, streams: true,
     operationId: 'startRun',
     summary: 'Run the latest version, with optional input overrides',
     params: ['PipelineId', 'PreferWait'],
@@ -330,7 +348,7 @@ export const ROUTES: readonly Route[] = /* @__PURE__ */ CALLER_ROUTES.concat([
     },
   },
   {
-    method: 'GET', path: '/v1/pipelines/{pipeline_id}/runs', handler: 'run-list', auth: 'owner',
+    method: 'GET', path: '/v1/pipelines/{pipeline_id}/runs', handler: 'run-list', auth: 'owner', streams: true,
     operationId: 'listRuns',
     summary: 'Runs, newest first',
     params: ['PipelineId', 'PageLimit', 'PageCursor'],
@@ -341,7 +359,7 @@ export const ROUTES: readonly Route[] = /* @__PURE__ */ CALLER_ROUTES.concat([
     },
   },
   {
-    method: 'GET', path: '/v1/pipelines/{pipeline_id}/runs/{run_id}', handler: 'run-get', auth: 'owner', waits: true,
+    method: 'GET', path: '/v1/pipelines/{pipeline_id}/runs/{run_id}', handler: 'run-get', auth: 'owner', waits: true, streams: true,
     operationId: 'getRun',
     summary: 'One run with its outputs',
     params: ['PipelineId', 'RunId', 'PreferWait'],
@@ -486,7 +504,7 @@ export const ROUTES: readonly Route[] = /* @__PURE__ */ CALLER_ROUTES.concat([
     },
   },
   {
-    method: 'GET', path: '/v1/pipelines/{pipeline_id}/executions/{execution_id}', handler: 'owner-execution-get', auth: 'owner',
+    method: 'GET', path: '/v1/pipelines/{pipeline_id}/executions/{execution_id}', handler: 'owner-execution-get', auth: 'owner', streams: true,
     operationId: 'getOwnerExecution',
     summary: 'Any run or API execution of the pipeline: inputs (hidden ones named), outputs, error, node trace and callback attempts',
     params: ['PipelineId', 'ExecutionId'],
@@ -548,7 +566,7 @@ export const ROUTES: readonly Route[] = /* @__PURE__ */ CALLER_ROUTES.concat([
     },
   },
   {
-    method: 'GET', path: '/v1/pipelines/{pipeline_id}/deployment/executions', handler: 'deployment-executions', auth: 'owner',
+    method: 'GET', path: '/v1/pipelines/{pipeline_id}/deployment/executions', handler: 'deployment-executions', auth: 'owner', streams: true,
     operationId: 'listDeploymentExecutions',
     summary: "The live deployment's API executions, newest first",
     description:

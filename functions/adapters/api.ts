@@ -155,7 +155,7 @@ export interface StreamedAnswer {
  * through the catalog like any route's; once the status is sent a failure can only cut the
  * body short, so it is logged and the stream destroyed (the client sees a short body).
  */
-export const streamedHttpHandler = (fn: (req: RequestInfo) => Promise<StreamedAnswer>) => (deps: DepsSource): StreamingHandler =>
+export const streamedHttpHandler = (fn: (req: RequestInfo) => Promise<StreamedAnswer>, opts: { inlineAssets?: boolean } = {}) => (deps: DepsSource): StreamingHandler =>
   awslambda().streamifyResponse(async (event, responseStream, context) => {
     const requestId = context?.awsRequestId ?? event.requestContext?.requestId ?? 'unknown';
     let answer: StreamedAnswer;
@@ -163,7 +163,7 @@ export const streamedHttpHandler = (fn: (req: RequestInfo) => Promise<StreamedAn
       const d = deps();
       // A stream opened with a caller's key spends its rate limit, as every other caller request does.
       const rate = hasCallerAuth(event) ? await spendRate(d, callerAuth(event)) : null;
-      answer = await fn(requestInfo(event, d, requestId, {}));
+      answer = await fn(requestInfo(event, d, requestId, opts));
       if (rate) answer = { ...answer, headers: withLimitHeaders(answer.headers, [rate]) };
     } catch (e) {
       const failed = toResult(errorAnswer(e, requestId, deps, event.resource), requestId);
@@ -197,6 +197,32 @@ export const streamedHttpHandler = (fn: (req: RequestInfo) => Promise<StreamedAn
       out.destroy();
     }
   });
+
+/**
+ * A JSON route whose answer streams (lib/routes.ts `streams`): the same answers as httpHandler,
+ * sent through Lambda response streaming. For routes whose body carries execution values (a
+ * result, a run, an owner's view): pulled back from the claim check they can pass Lambda's 6 MB
+ * buffered response limit, which would fail the read with an answer that names nothing; a
+ * streamed body has no such limit. The text is still built whole (the values are in memory
+ * anyway) and handed over in slices, so the response stream's backpressure applies.
+ */
+export const streamedJsonHandler = (fn: (req: RequestInfo) => Promise<RouteAnswer>, opts: { inlineAssets?: boolean } = {}) =>
+  streamedHttpHandler(async (req) => streamedFromAnswer(await fn(req)), opts);
+
+/** Slices of a streamed JSON answer: small enough that one never holds up the stream for long. */
+export const STREAMED_JSON_CHUNK_BYTES = 64 * 1024;
+
+/** A buffered answer as a streamed one: the same status, headers and bytes as toResult sends. */
+export function streamedFromAnswer(r: RouteAnswer): StreamedAnswer {
+  const type = r.text?.contentType ?? (r.body === undefined ? undefined : 'application/json; charset=utf-8');
+  const headers: Record<string, string> = { ...(type === undefined ? {} : { 'content-type': type }), ...r.headers };
+  const text = r.text ? r.text.body : r.body === undefined ? '' : JSON.stringify(r.body);
+  const bytes = Buffer.from(text, 'utf8');
+  async function* slices(): AsyncIterable<Uint8Array> {
+    for (let at = 0; at < bytes.length; at += STREAMED_JSON_CHUNK_BYTES) yield bytes.subarray(at, at + STREAMED_JSON_CHUNK_BYTES);
+  }
+  return { status: r.status, headers: { ...headers, 'content-length': String(bytes.length) }, body: slices() };
+}
 
 /** A stream of server-sent events as a streamed route's answer. */
 export function eventStreamAnswer(events: AsyncIterable<string>): StreamedAnswer {

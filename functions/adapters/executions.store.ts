@@ -147,27 +147,35 @@ export class ExecutionsStore implements ExecutionsPort {
     const claims = claimsOf(item.claims);
     if (claims.length === 0) return e;
     const fields = e as unknown as Record<string, unknown>;
+    const expired: ClaimField[] = [];
+    const unread: ClaimField[] = [];
     for (const ref of claims) {
       let values: ClaimValues | null;
       if (only && !ref.fields.some((f) => only.includes(f))) {
         values = null;
+        unread.push(...ref.fields);
       } else if (known?.ref.name === ref.name) {
         values = known.values;
       } else {
         const body = await this.objectStore().read(executionObjectKey(e, ref.name));
         values = body === null ? null : readClaim(ref, body);
         if (body !== null && values === null) throw new Error(`the stored values ${ref.name} of execution ${e.execution_id} do not match their reference`);
+        if (body === null) expired.push(...ref.fields);
       }
       for (const f of ref.fields) {
         const v = values === null ? goneValue(f) : (values[f] ?? null);
         fields[f] = f === 'trace' ? unpackTrace(v) : v;
       }
     }
+    if (expired.length > 0) e.expired_values = expired;
+    if (unread.length > 0) e.unread_values = unread;
     return e;
   }
 
   /** Writes a new execution; false when one with that id already exists. */
-  async create(e: Execution): Promise<boolean> {
+  async create(full: Execution): Promise<boolean> {
+    // What reads learned about the values is never stored.
+    const { expired_values: _expired, unread_values: _unread, ...e } = full;
     const plan = planClaim(claimValues(e as unknown as Record<string, unknown>));
     await this.putClaim(e, plan);
     const item: Record<string, unknown> = {
@@ -572,7 +580,10 @@ export class ExecutionsStore implements ExecutionsPort {
         ExclusiveStartKey: decodeCursor(opts.cursor, `RUNS#${pipelineId}`),
       }),
     );
-    return { runs: await Promise.all((out.Items ?? []).map((i) => this.resolve(i))), next: encodeCursor(out.LastEvaluatedKey) };
+    // A page shows each run's values only where its record holds them: one with values in
+    // storage would cost a GET per run (up to 100 a page, each up to MBs), so they stay unread
+    // (unread_values) but for an error message, which the list's rows show.
+    return { runs: await Promise.all((out.Items ?? []).map((i) => this.resolve(i, null, SUMMARY_CLAIM_FIELDS))), next: encodeCursor(out.LastEvaluatedKey) };
   }
 
   /**

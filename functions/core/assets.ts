@@ -15,6 +15,12 @@ import { isUuid } from './ids';
  */
 export const INLINE_ASSET_BODY_MAX_BYTES = 4 * 1024 * 1024;
 
+/**
+ * An asset input lists at most this many accepted media types. Here, not in pipeline.ts, so the
+ * request and answer shapes (shapes.ts) can name it without pulling JSONata into every bundle.
+ */
+export const MAX_MEDIA_TYPES = 32;
+
 /** An asset input's current value in a definition (a data URI) decodes to at most this many bytes. */
 export const DEFINITION_ASSET_MAX_BYTES = 64 * 1024;
 

@@ -15,8 +15,8 @@ export const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 export const HTTP_TIMEOUT_MAX_MS = 30_000;
 export const DEFAULT_HTTP_TIMEOUT_MS = 10_000;
 export const DELAY_MAX_MS = 60_000;
-/** An asset input lists at most this many accepted media types. */
-export const MAX_MEDIA_TYPES = 32;
+import { MAX_MEDIA_TYPES } from './assets';
+export { MAX_MEDIA_TYPES };
 
 export type ValidationResult = { ok: true; definition: PipelineDefinition } | { ok: false; problems: Problem[] };
 

@@ -20,7 +20,7 @@ import { STATUSES, TERMINAL } from './transitions';
 
 import { INPUT_VALUE_TYPES } from './values';
 import { UPLOAD_MAX_BYTES, UPLOAD_URL_TTL_SECONDS, UPLOAD_USE_SECONDS, UPLOAD_VALUE_PREFIX } from './assets';
-import { MAX_MEDIA_TYPES } from './pipeline';
+import { MAX_MEDIA_TYPES } from './assets';
 import { FORM_DESCRIPTION_MAX_CHARS, FORM_TITLE_MAX_CHARS } from './form-link';
 import {
   MAX_CONSUMER_NAME_LENGTH,
@@ -419,6 +419,13 @@ export const RunRequest = v.strictObject({
   inputs: v.optional(v.pipe(v.record(v.string(), RawValue), v.description('Overrides of input node values, by id.'))),
 });
 const RunAccepted = v.object({ run_id: Uuid, version: int(1), status: v.literal('pending'), status_url: url });
+const StoredValueFields = v.array(v.picklist(['inputs', 'outputs', 'error_message', 'trace', 'callback', 'visible_outputs']));
+const valuesExpired = v.pipe(
+  StoredValueFields,
+  v.description(
+    "Value fields whose stored copy has expired (values too large for the record live in the bucket for 8 days) or was deleted with the deployment: they read as empty ({} or null; an error message says so). Empty while every value is there.",
+  ),
+);
 const Run = v.object({
   run_id: Uuid,
   pipeline_id: PipelineId,
@@ -428,13 +435,21 @@ const Run = v.object({
   outputs: v.pipe(v.nullable(v.record(v.string(), RawValue)), v.description('Every RAW output by id once completed; null before and otherwise.')),
   output_assets: OwnerOutputAssets,
   error_message: nullableString,
+  values_expired: valuesExpired,
   created_at: Timestamp,
   started_at: v.nullable(Timestamp),
   completed_at: v.nullable(Timestamp),
   completion_duration: duration,
 });
+const RunListItem = v.object({
+  ...Run.entries,
+  values_not_listed: v.pipe(
+    StoredValueFields,
+    v.description('Value fields kept in storage (too large for the record) that a page of the list does not read: they show as empty here; GET the run for them.'),
+  ),
+});
 const nextCursor = v.pipe(nullableString, v.description('Pass as `cursor` for the next page; null on the last page.'));
-const RunList = v.object({ runs: v.pipe(v.array(Run), v.description('Newest first.')), next_cursor: nextCursor });
+const RunList = v.object({ runs: v.pipe(v.array(RunListItem), v.description('Newest first.')), next_cursor: nextCursor });
 
 const DeliveryAttempt = v.object({
   at: Timestamp,
@@ -541,6 +556,7 @@ const OwnerExecution = v.object({
   output_assets: OwnerOutputAssets,
   visible_outputs: v.pipe(v.nullable(v.array(NodeId)), v.description('Output ids the caller sees; null for runs.')),
   error_message: nullableString,
+  values_expired: valuesExpired,
   callback: v.pipe(nullableString, v.description('The callback URL without its query string.')),
   callback_delivery: v.nullable(CallbackDelivery),
   created_at: Timestamp,

@@ -1,3 +1,4 @@
+import type { ClaimField } from './claim-check';
 import type { Limits } from './consumers';
 import type { ObjectRef } from './ports';
 import type { ExecutionStatus } from './transitions';
@@ -208,6 +209,13 @@ export interface Execution {
    * caller's event stream shows of the nodes. Absent until the first node starts.
    */
   progress?: string | null;
+  /**
+   * Read-time only, never stored: value fields whose object the claim check moved them to is
+   * gone (the bucket's expiry, a deleted deployment), so they read as goneValue.
+   */
+  expired_values?: ClaimField[];
+  /** Read-time only, never stored: value fields a list left unread in storage (they read as goneValue). */
+  unread_values?: ClaimField[];
 }
 
 export interface Deployment {

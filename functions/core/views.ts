@@ -2,6 +2,7 @@
 import { assetOutputValue, type AssetOutputValue } from './output-assets';
 import type { ExecutionSummaryRecord, PresignedDownload } from './ports';
 import type { CallbackDelivery, Execution, PipelineListing, PipelineMeta, RawValue } from './types';
+import type { ClaimField } from './claim-check';
 
 /** Fresh links to ASSET outputs by output id (functions/services/output-links.ts); an output without one is not shown. */
 export type OutputLinks = Readonly<Record<string, PresignedDownload>>;
@@ -145,12 +146,25 @@ export function runBody(e: Execution, links: OutputLinks = {}) {
     outputs: e.status === 'completed' ? (e.outputs ?? {}) : null,
     output_assets: ownerOutputAssets(e, links),
     error_message: e.error_message,
+    values_expired: shownValueFields(e.expired_values),
     created_at: e.created_at,
     started_at: e.started_at,
     completed_at: e.completed_at,
     completion_duration: completionDuration(e),
   };
 }
+
+/** A run as a page of the run list shows it: values kept in storage are named, not read. */
+export function runListBody(e: Execution, links: OutputLinks = {}) {
+  return { ...runBody(e, links), values_not_listed: shownValueFields(e.unread_values) };
+}
+
+/** Value fields as the owner's views name them (the callers' copy of an error message is not one). */
+function shownValueFields(fields: readonly ClaimField[] | undefined): StoredValueField[] {
+  return [...new Set((fields ?? []).filter((f): f is StoredValueField => f !== 'caller_error_message'))];
+}
+
+export type StoredValueField = Exclude<ClaimField, 'caller_error_message'>;
 
 /** A delivery as the owner sees it: the attempt log always present (older records have none). */
 export function deliveryView(c: CallbackDelivery | null) {

@@ -1,9 +1,9 @@
 import { lambdaDeps } from '../adapters/deps';
-import { httpHandler, json } from '../adapters/api';
+import { streamedJsonHandler, json } from '../adapters/api';
 import { listExecutions } from '../services/owner-executions.service';
 
 /** GET /v1/pipelines/{pipeline_id}/deployment/executions?status=&since=&limit=&cursor= (newest first) */
-export const createHandler = httpHandler(async (req) =>
+export const createHandler = streamedJsonHandler(async (req) =>
   json(
     200,
     await listExecutions(req.deps, req.param('pipeline_id'), {

@@ -1,12 +1,12 @@
 import { lambdaDeps } from '../adapters/deps';
-import { bodyText, callerAuth, httpHandler, preferredWait } from '../adapters/api';
+import { bodyText, callerAuth, streamedJsonHandler, preferredWait } from '../adapters/api';
 import { execute } from '../services/caller.service';
 
 /**
  * POST /v1/deployments/{deployment_id}/executions/ → 202 with status and result URLs; with
  * `Prefer: wait=N`, 200 and the result when it finishes within N seconds.
  */
-export const createHandler = httpHandler(async (req) => {
+export const createHandler = streamedJsonHandler(async (req) => {
   const wait = preferredWait(req);
   const out = await execute(req.deps, callerAuth(req.event), {
     deploymentId: req.param('deployment_id'),

@@ -1,9 +1,9 @@
 import { lambdaDeps } from '../adapters/deps';
-import { httpHandler, json } from '../adapters/api';
+import { streamedJsonHandler, json } from '../adapters/api';
 import { getExecution } from '../services/owner-executions.service';
 
 /** GET /v1/pipelines/{pipeline_id}/executions/{execution_id}: the owner's view, trace and deliveries included. */
-export const createHandler = httpHandler(async (req) =>
+export const createHandler = streamedJsonHandler(async (req) =>
   json(200, await getExecution(req.deps, req.param('pipeline_id'), req.param('execution_id'), req.baseUrl)),
 );
 

@@ -1,9 +1,9 @@
 import { lambdaDeps } from '../adapters/deps';
-import { httpHandler, json, preferredWait } from '../adapters/api';
+import { streamedJsonHandler, json, preferredWait } from '../adapters/api';
 import { getRun } from '../services/owner.service';
 
 /** GET /v1/pipelines/{pipeline_id}/runs/{run_id} (`Prefer: wait=N` waits for the run to finish) */
-export const createHandler = httpHandler(async (req) => {
+export const createHandler = streamedJsonHandler(async (req) => {
   const out = await getRun(req.deps, req.param('pipeline_id'), req.param('run_id'), preferredWait(req), req.baseUrl);
   return json(200, out.body, out.headers);
 });

@@ -1,9 +1,9 @@
 import { lambdaDeps } from '../adapters/deps';
-import { httpHandler, json } from '../adapters/api';
+import { streamedJsonHandler, json } from '../adapters/api';
 import { listRuns } from '../services/owner.service';
 
 /** GET /v1/pipelines/{pipeline_id}/runs?limit=&cursor= (newest first) */
-export const createHandler = httpHandler(async (req) =>
+export const createHandler = streamedJsonHandler(async (req) =>
   json(200, await listRuns(req.deps, req.param('pipeline_id'), req.query('limit'), req.query('cursor'), req.baseUrl)),
 );
 

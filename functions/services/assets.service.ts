@@ -1,5 +1,5 @@
 /** Serving an object at its capability link (GET /v1/assets/{token}). */
-import { assetHeaders, assetLinkKey, parseRange, verifyAssetToken } from '../core/asset-links';
+import { assetHeaders, assetLinkKey, parseRange, verifyAssetToken, type AssetClaims } from '../core/asset-links';
 import { AppError } from '../core/errors';
 import { ownerOfKey, type ObjectOwner } from '../core/object-keys';
 import type { ObjectStorePort, OpenedObject } from '../core/ports';
@@ -21,7 +21,7 @@ const EXPIRED_DETAIL = (at: string) =>
  * objects are refused at once, whatever the store still holds), then opens the object. The
  * answer is the same 404 for a made-up, altered, foreign or revoked link.
  */
-export async function serveAsset(d: Deps, token: string, rangeHeader: string | undefined): Promise<AssetAnswer> {
+export async function serveAsset(d: Deps, token: string, rangeHeader: string | undefined, headOnly = false): Promise<AssetAnswer> {
   const now = d.clock.now();
   const { masterKey } = await d.keyMaterial.material();
   const check = verifyAssetToken(token, assetLinkKey(masterKey), now);
@@ -33,6 +33,8 @@ export async function serveAsset(d: Deps, token: string, rangeHeader: string | u
   const owner = ownerOfKey(claims.key);
   if (!owner || !(await ownerExists(d, owner))) throw new AppError('AssetNotFound', NOT_FOUND_DETAIL);
 
+  // HEAD: what GET would answer, status and headers, from the object's metadata alone.
+  if (headOnly) return headAnswer(d.objects, claims, rangeHeader, now);
   if (rangeHeader === undefined) {
     const whole = await openObject(d.objects, claims.key);
     if (!whole) throw new AppError('AssetNotFound', NOT_FOUND_DETAIL);
@@ -56,6 +58,29 @@ export async function serveAsset(d: Deps, token: string, rangeHeader: string | u
     },
     body: opened.body,
   };
+}
+
+async function headAnswer(objects: ObjectStorePort, claims: AssetClaims, rangeHeader: string | undefined, now: Date): Promise<AssetAnswer> {
+  const head = await objects.head(claims.key);
+  if (!head) throw new AppError('AssetNotFound', NOT_FOUND_DETAIL);
+  const range = parseRange(rangeHeader, head.bytes);
+  if (range.kind === 'unsatisfiable') {
+    throw new AppError('RangeNotSatisfiable', `the object is ${head.bytes} bytes`, {}, { headers: { 'content-range': `bytes */${head.bytes}` } });
+  }
+  if (range.kind === 'whole') return { status: 200, headers: { ...assetHeaders(claims, head.bytes, now), 'accept-ranges': 'bytes' }, body: none() };
+  return {
+    status: 206,
+    headers: {
+      ...assetHeaders(claims, range.end - range.start + 1, now),
+      'accept-ranges': 'bytes',
+      'content-range': `bytes ${range.start}-${range.end}/${head.bytes}`,
+    },
+    body: none(),
+  };
+}
+
+async function* none(): AsyncIterable<Uint8Array> {
+  yield* [];
 }
 
 async function ownerExists(d: Deps, owner: ObjectOwner): Promise<boolean> {

@@ -12,7 +12,7 @@ import { isTerminal } from '../core/transitions';
 import { referenceProblem, valueTypeProblem } from '../core/values';
 import { InvalidCursorError, type ObjectRef } from '../core/ports';
 import type { Contract, ContractInput, DeploymentRecord, Execution, FormSettings, KeyHash, PipelineDefinition, PipelineMeta, RawValue, RunPointer } from '../core/types';
-import { executeUrl, runBody } from '../core/views';
+import { executeUrl, runBody, runListBody } from '../core/views';
 import type { Deps } from '../adapters/deps';
 import { epochSeconds } from '../core/time';
 import { deploymentPrefix } from '../core/object-keys';
@@ -232,7 +232,7 @@ export async function listRuns(d: Deps, id: string, limitText: string | undefine
   }
   try {
     const page = await d.executions.listRuns(id, { limit, cursor });
-    const runs = await Promise.all(page.runs.map(async (r) => runBody(r, baseUrl === undefined ? {} : await outputLinks(d, r, baseUrl, null))));
+    const runs = await Promise.all(page.runs.map(async (r) => runListBody(r, baseUrl === undefined ? {} : await outputLinks(d, r, baseUrl, null))));
     return { runs, next_cursor: page.next };
   } catch (e) {
     if (e instanceof InvalidCursorError) throw new AppError('InvalidRequest', [{ path: 'cursor', reason: 'is not a cursor this list returned' }]);

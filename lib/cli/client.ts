@@ -44,6 +44,8 @@ export const RunBody = v.looseObject({
   inputs: v.record(v.string(), Raw),
   outputs: Nullable(v.record(v.string(), Raw)),
   error_message: Nullable(v.string()),
+  /** Older services do not send it. */
+  values_expired: v.optional(v.array(v.string())),
   created_at: v.string(),
   started_at: Nullable(v.string()),
   completed_at: Nullable(v.string()),
@@ -131,6 +133,7 @@ const TraceEntry = v.looseObject({
 });
 export const OwnerExecutionBody = v.looseObject({
   execution_id: v.string(),
+  values_expired: v.optional(v.array(v.string())),
   kind: v.picklist(['run', 'api']),
   pipeline_id: v.string(),
   version: v.number(),

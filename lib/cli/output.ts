@@ -156,3 +156,12 @@ export function duration(ms: number | null | undefined): string {
 export function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? '' : 's'}`;
 }
+
+/**
+ * The line that says a run's stored values are gone (values_expired), so empty inputs or
+ * outputs are not taken for what the run produced; null when nothing expired.
+ */
+export function expiredValuesLine(fields: readonly string[] | undefined): string | null {
+  if (!fields || fields.length === 0) return null;
+  return `stored values expired: ${fields.join(', ')} (values too large for the record are kept 8 days; they show as empty)`;
+}

@@ -201,9 +201,10 @@ export class ServiceStack extends Stack {
     if (name === WORKERS.taskRun) return Duration.seconds(taskRunLambdaTimeoutSeconds(settings.executionTimeoutMs));
     if (name === WORKERS.taskStart || name === WORKERS.taskFail) return TASK_TIMEOUT;
     if (name === WORKERS.sweeper) return SWEEPER_TIMEOUT;
-    if (ROUTES.some((r) => r.handler === name && r.waits)) return WAITING_ROUTE_TIMEOUT;
-    // A streamed answer lasts as long as the client takes to read it (2 MB/s past 10 MB).
+    // A streamed answer lasts as long as the client takes to read it (2 MB/s past 10 MB); on a
+    // route that also waits, the wait is capped (AWS_MAX_WAIT_SECONDS) and the rest is the body's.
     if (ROUTES.some((r) => r.handler === name && r.streams)) return Duration.seconds(STREAMED_ROUTE_TIMEOUT_SECONDS);
+    if (ROUTES.some((r) => r.handler === name && r.waits)) return WAITING_ROUTE_TIMEOUT;
     return ROUTE_TIMEOUT;
   }
 

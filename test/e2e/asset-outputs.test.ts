@@ -121,6 +121,25 @@ describe('an asset input passed through', () => {
     expect(JSON.stringify(again)).not.toContain('private_copy');
   });
 
+  it("answers HEAD on a link with GET's status and headers and no body; an altered link 404", async () => {
+    // Prepare
+    const bytes = png(6, 6);
+    const { result } = await finished(p, { workflow_input: { photo: asset(bytes.toString('base64')) } });
+    const url = (result.response_data.kept as AssetOut).value;
+    // Act
+    const byGet = await download(url);
+    const byHead = await fetch(url, { method: 'HEAD' });
+    const altered = await fetch(`${url.slice(0, -1)}${url.endsWith('A') ? 'B' : 'A'}`, { method: 'HEAD' });
+    // Assess
+    expect(byHead.status).toBe(200);
+    expect(Buffer.from(await byHead.arrayBuffer()).length).toBe(0);
+    for (const h of ['content-length', 'content-type', 'content-disposition', 'x-content-type-options', 'accept-ranges', 'cache-control']) {
+      expect({ h, v: byHead.headers.get(h) }).toEqual({ h, v: byGet.headers.get(h) });
+    }
+    expect(byHead.headers.get('content-length')).toBe(String(bytes.length));
+    expect(altered.status).toBe(404);
+  });
+
   it('answers the asset in the `Prefer: wait` answer too', async () => {
     const r = await rt.caller<{ status: string; response_data: Record<string, AssetOut> }>('POST', executions(p), p.apiKey, { workflow_input: { photo: asset(png(4, 4).toString('base64')) } }, { prefer: 'wait=20' });
     expect(r.status).toBe(200);

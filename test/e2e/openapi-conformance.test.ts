@@ -314,8 +314,11 @@ describe('the caller API conforms, to the service document and to the deployment
       expect((await caller('GET', path, null)).status).toBe(200);
       expect((await caller('GET', path, null, undefined, { range: 'bytes=1-2' })).status).toBe(206);
       expect((await caller('GET', path, null, undefined, { range: 'bytes=9-' })).status).toBe(416);
+      expect((await caller('HEAD', path, null)).status).toBe(200);
+      expect((await caller('HEAD', path, null, undefined, { range: 'bytes=1-2' })).status).toBe(206);
     }
     expect((await caller('GET', '/v1/assets/v1.e30.AAAA', null)).status).toBe(404);
+    expect((await caller('HEAD', '/v1/assets/v1.e30.AAAA', null)).status).toBe(404);
   });
 
   it('serves a web form and its routes without a key, as documented', async () => {

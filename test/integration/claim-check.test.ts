@@ -11,7 +11,7 @@ import { attributeBytes, INLINE_VALUES_MAX_BYTES, ITEM_MAX_BYTES } from '../../f
 import { executionPrefix } from '../../functions/core/object-keys';
 import type { HttpPort } from '../../functions/core/ports';
 import type { Execution, NodeTrace, PipelineDefinition } from '../../functions/core/types';
-import { resultBody } from '../../functions/core/views';
+import { resultBody, runBody } from '../../functions/core/views';
 import { sweepAll } from '../../functions/services/sweeper.service';
 import { taskFail, taskRun, taskStart } from '../../functions/services/tasks.service';
 import { startTestDb, type TestDb } from '../support/dynamo';
@@ -136,14 +136,28 @@ describe('values too large for the item', () => {
     expect((await db.executions.get(e.execution_id, new Date()))?.outputs).toEqual({ body: big(120_000) });
   });
 
-  it('an owner run keeps its values under the pipeline\'s prefix, and its list reads them', async () => {
+  it('an owner run keeps its values under the pipeline\'s prefix; its list names them unread and reads none, the run reads them', async () => {
     const e = await running({ kind: 'run', deployment_id: null, pipeline_id: 'big-run', inputs: {} });
+    const small = await running({ kind: 'run', deployment_id: null, pipeline_id: 'big-run', inputs: { note: 'hi' }, created_at: '2026-01-01T00:00:00.000Z' });
 
     await db.executions.transition(e.execution_id, 'completed', { outputs: { body: big(450_000) }, completed_at: new Date().toISOString() });
+    await db.executions.transition(small.execution_id, 'completed', { outputs: { body: 'small' }, completed_at: new Date().toISOString() });
+    const reads = objects.reads;
 
     expect(objects.keysUnder(`p/big-run/r/${e.execution_id}/`)).toHaveLength(1);
     const runs = await db.executions.listRuns('big-run', { limit: 5 });
-    expect(runs.runs[0]?.outputs).toEqual({ body: big(450_000) });
+    expect(objects.reads - reads).toBe(0);
+    const listed = runs.runs.find((r) => r.execution_id === e.execution_id);
+    expect(listed?.outputs).toEqual({});
+    expect(listed?.unread_values).toEqual(['outputs']);
+    expect(listed?.expired_values).toBeUndefined();
+    const other = runs.runs.find((r) => r.execution_id === small.execution_id);
+    expect(other?.outputs).toEqual({ body: 'small' });
+    expect(other?.unread_values).toBeUndefined();
+    const whole = await db.executions.get(e.execution_id, new Date());
+    expect(whole?.outputs).toEqual({ body: big(450_000) });
+    expect(whole?.unread_values).toBeUndefined();
+    expect(whole?.expired_values).toBeUndefined();
   });
 
   it('a callback URL and visible output ids too large for the item are stored the same way', async () => {
@@ -242,6 +256,17 @@ describe('a crash between the object and the record', () => {
     const read = await db.executions.get(e.execution_id, new Date());
     expect(read?.status).toBe('completed');
     expect(read?.outputs).toEqual({});
+    // Said, not silently empty: the view lists what is gone (views.ts runBody values_expired).
+    expect(read?.expired_values).toEqual(['outputs']);
+    expect(runBody(read!).values_expired).toEqual(['outputs']);
+  });
+
+  it('what a read learned about the values is never stored by a create', async () => {
+    const e = anExecution({ expired_values: ['outputs'], unread_values: ['inputs'] });
+    expect(await db.executions.create(e)).toBe(true);
+    const item = await rawItem(e.execution_id);
+    expect(item).not.toHaveProperty('expired_values');
+    expect(item).not.toHaveProperty('unread_values');
   });
 });
 

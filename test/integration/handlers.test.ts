@@ -2,7 +2,9 @@
  * The Lambda handlers as AWS invokes them: real API Gateway and SQS event shapes, a real
  * store (dynalite), recording queue and workflow ports.
  */
-import type { APIGatewayProxyResult, SQSBatchResponse } from 'aws-lambda';
+import { invokeStreamed } from '../support/streamed';
+import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context, SQSBatchResponse } from 'aws-lambda';
+import type { LocalFunction } from '../../lib/local/gateway/streaming';
 import { PollingCompletions } from '../../functions/adapters/completions';
 import type { Deps } from '../../functions/adapters/deps';
 import { createHandler as authorizerHandler } from '../../functions/authorizer/handler';
@@ -30,8 +32,13 @@ let current: Deps;
 const source = (): Deps => current;
 const authorizer = authorizerHandler(source);
 const callbackDispatch = callbackDispatchHandler(source);
-const execute = executeHandler(source);
-const status = statusHandler(source);
+/** Streamed routes (lib/routes.ts `streams`), read back whole as a proxy result. */
+const streamedAsResult = (fn: LocalFunction) => async (event: APIGatewayProxyEvent, ctx: Context): Promise<APIGatewayProxyResult> => {
+  const r = await invokeStreamed(fn, event, ctx);
+  return { statusCode: r.statusCode, headers: r.headers, body: r.bytes.toString('utf8') };
+};
+const execute = streamedAsResult(executeHandler(source));
+const status = streamedAsResult(statusHandler(source));
 const publish = publishHandler(source);
 const push = pushHandler(source);
 const runner = runnerHandler(source);

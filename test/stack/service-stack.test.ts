@@ -129,9 +129,23 @@ describe('API routes from lib/routes.ts', () => {
     }
   });
 
-  it('streams the asset route and the event streams, and only routes that say so', () => {
-    // Assess
-    expect(ROUTES.filter((r) => r.streams).map((r) => r.handler).sort()).toEqual(['asset-get', 'execution-events', 'run-events']);
+  it('streams the asset route, the event streams and every answer that carries execution values, and only routes that say so', () => {
+    // Assess: a value-carrying answer buffered again would fail past Lambda's 6 MB (test/e2e/large-results.test.ts).
+    expect(ROUTES.filter((r) => r.streams).map((r) => `${r.method} ${r.handler}`).sort()).toEqual([
+      'GET asset-get',
+      'GET deployment-executions',
+      'GET execution-events',
+      'GET execution-result',
+      'GET execution-status',
+      'GET form-execution',
+      'GET owner-execution-get',
+      'GET run-events',
+      'GET run-get',
+      'GET run-list',
+      'HEAD asset-get',
+      'POST execute',
+      'POST run-start',
+    ]);
   });
 
   it('answers paths with no route 404 from a mock at the root, reaching no function', () => {

@@ -358,6 +358,11 @@ export function createValidator(doc: JsonObject, opts: { basePath?: string; clos
     }
 
     const content = isObject(response.content) ? response.content : undefined;
+    // HTTP: a HEAD answer has no body; its status and headers are what GET's would be.
+    if (r.method.toUpperCase() === 'HEAD') {
+      if (r.text !== '') problems.push(`${at}: a HEAD answer has a body: ${JSON.stringify(r.text.slice(0, 200))}`);
+      return problems;
+    }
     if (content === undefined) {
       if (r.text !== '') problems.push(`${at}: the document says no body, got ${JSON.stringify(r.text.slice(0, 200))}`);
       return problems;

@@ -3,7 +3,7 @@ import { waitUntilFinished, type Ctx } from '../context';
 import { followEvents } from '../follow';
 import { checkPipelineId } from '../files';
 import { inputTypesOf, parseInputs, splitAssignments, type RawValue } from '../inputs';
-import { duration, fields, showValue } from '../output';
+import { duration, expiredValuesLine, fields, showValue } from '../output';
 
 export interface RunOptions {
   input: string[];
@@ -66,6 +66,8 @@ export async function run(ctx: Ctx, pipeline: string, opts: RunOptions): Promise
     out.line(`${out.c.green('✔')} ${pipeline} version ${r.version} completed in ${duration(r.completion_duration ?? 0)}  ${out.c.dim(`(run ${r.run_id})`)}`);
     const outputs = Object.entries(r.outputs ?? {});
     if (outputs.length > 0) out.line(fields(outputs.map(([k, v]) => [k, showValue(v)] as const), out.c));
+    const expired = expiredValuesLine(r.values_expired);
+    if (expired) out.line(out.c.yellow(expired));
     if (!out.json) out.note(out.e.dim(`next: pipegate status ${pipeline}  ·  pipegate publish ${pipeline}`));
     return 0;
   }

@@ -52,7 +52,7 @@ export async function invokeStreamingInProcess(fn: LocalFunction, event: APIGate
  * as on Lambda: JSON if they parse, else the text, which is no proxy result (API Gateway: 502).
  */
 export async function invokeBufferedInProcess(fn: LocalFunction, event: APIGatewayProxyEvent, context: Context): Promise<unknown> {
-  if (!isStreamingHandler(fn)) return (fn as BufferedHandler)(event, context);
+  if (!isStreamingHandler(fn)) return withinResponseLimit(await (fn as BufferedHandler)(event, context));
   const stream = await invokeStreamingInProcess(fn, event, context);
   const parts: Buffer[] = [];
   for await (const chunk of stream) parts.push(Buffer.from(chunk as Uint8Array));
@@ -62,6 +62,22 @@ export async function invokeBufferedInProcess(fn: LocalFunction, event: APIGatew
   } catch {
     return text;
   }
+}
+
+/** Lambda's limit on a buffered (Invoke) response payload: 6 MB, the result as JSON. */
+export const MAX_BUFFERED_RESPONSE_BYTES = 6 * 1024 * 1024;
+
+/**
+ * Lambda refuses a buffered result past its payload limit (Function.ResponseSizeTooLarge) and
+ * API Gateway answers 502 with no word of why: so does the local gateway, so a route that
+ * should stream fails here as it would there.
+ */
+function withinResponseLimit<T>(result: T): T {
+  const bytes = Buffer.byteLength(JSON.stringify(result ?? null), 'utf8');
+  if (bytes > MAX_BUFFERED_RESPONSE_BYTES) {
+    throw Object.assign(new Error(`Function.ResponseSizeTooLarge: response payload size (${bytes} bytes) exceeded maximum allowed payload size (${MAX_BUFFERED_RESPONSE_BYTES} bytes)`), { gatewayStatus: 502 });
+  }
+  return result;
 }
 
 /** Splits a streamed integration answer into its checked metadata and its body. */

@@ -163,3 +163,31 @@ describe('cancel, redeliver, usage, result', () => {
     expect(u.stdout).toMatch(/last day\s+40\s+39\s+1\s+0/);
   });
 });
+
+describe('show', () => {
+  const view = (extra: Record<string, unknown>) => ({
+    ...row('completed', { completed_at: '2026-11-22T10:00:01.000Z', completion_duration: 1 }),
+    kind: 'run',
+    pipeline_id: 'quotes',
+    version: 1,
+    deployment_id: null,
+    inputs: {},
+    outputs: {},
+    visible_outputs: null,
+    callback_delivery: null,
+    hidden_inputs: [],
+    trace: null,
+    ...extra,
+  });
+
+  it('says which stored values have expired, so empty outputs are not taken for what the run produced', async () => {
+    // Act
+    const gone = await cli(['show', 'quotes', EXE], () => [200, view({ values_expired: ['outputs', 'trace'] })]);
+    const whole = await cli(['show', 'quotes', EXE], () => [200, view({ values_expired: [], outputs: { body: 'hi' } })]);
+    // Assess
+    expect(gone.code).toBe(0);
+    expect(gone.stdout).toContain('stored values expired: outputs, trace');
+    expect(whole.stdout).not.toContain('expired');
+    expect(whole.stdout).toContain('hi');
+  });
+});

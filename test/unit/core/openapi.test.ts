@@ -170,6 +170,7 @@ const EXPECTED_ERRORS: Record<string, ErrorName[]> = {
   'GET /v1/deployments/{deployment_id}/docs': ['DeploymentNotFound'],
   'GET /v1/docs/{asset}': ['RouteNotFound'],
   'GET /v1/assets/{token}': ['AssetNotFound', 'AssetLinkExpired', 'RangeNotSatisfiable'],
+  'HEAD /v1/assets/{token}': ['AssetNotFound', 'AssetLinkExpired', 'RangeNotSatisfiable'],
   'GET /v1/forms/{form_token}': ['FormNotFound'],
   'GET /v1/forms/{form_token}/files/{asset}': ['RouteNotFound'],
   'POST /v1/forms/{form_token}/executions': ['FormNotFound', 'InvalidInputStructure', 'MissingCallbackUrl', 'PayloadTooLarge', 'UnsupportedMediaType', 'InvalidInput', 'InvalidCallbackUrl'],

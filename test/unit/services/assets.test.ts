@@ -65,9 +65,9 @@ async function stored(w: World, name: string, body: Buffer, mediaType: string): 
 
 const tokenOf = (url: string): string => url.slice(`${BASE}/v1/assets/`.length);
 
-async function get(w: World, token: string, headers: Record<string, string> = {}): Promise<StreamedResult & { body: string }> {
+async function get(w: World, token: string, headers: Record<string, string> = {}, method: 'GET' | 'HEAD' = 'GET'): Promise<StreamedResult & { body: string }> {
   const handler = createHandler(() => w.d);
-  const event = proxyEvent({ method: 'GET', resource: '/v1/assets/{token}', path: `/v1/assets/${token}`, pathParameters: { token }, headers });
+  const event = proxyEvent({ method, resource: '/v1/assets/{token}', path: `/v1/assets/${token}`, pathParameters: { token }, headers });
   const out = await invokeStreamed(handler, event, { awsRequestId: randomUUID() } as Context);
   return { ...out, body: out.bytes.toString('utf8') };
 }
@@ -237,5 +237,56 @@ describe('GET /v1/assets/{token}', () => {
     expect(failed.statusCode).toBe(500);
     expect(w.logs.join('\n')).toMatch(/disk on fire/);
     for (const text of [...answers, ...w.logs]) for (const s of secrets) expect(text).not.toContain(s);
+  });
+
+  describe('HEAD', () => {
+    const head = (w: World, token: string, headers: Record<string, string> = {}) => get(w, token, headers, 'HEAD');
+
+    it("answers GET's status and headers without a byte of the body, from the object's metadata alone", async () => {
+      // Prepare
+      const w = world();
+      const link = await w.d.assetLinks.link(await stored(w, 'out.drawing', SVG, 'image/svg+xml'), BASE, w.clock.at);
+      const opened: string[] = [];
+      const open = w.objects.open.bind(w.objects);
+      w.objects.open = (key, range) => {
+        opened.push(key);
+        return open(key, range);
+      };
+      // Act
+      const byGet = await get(w, tokenOf(link.url));
+      opened.length = 0;
+      const byHead = await head(w, tokenOf(link.url));
+      // Assess
+      expect(byHead.statusCode).toBe(200);
+      expect(byHead.bytes.length).toBe(0);
+      const { 'x-request-id': _g, ...getHeaders } = byGet.headers;
+      const { 'x-request-id': _h, ...headHeaders } = byHead.headers;
+      expect(headHeaders).toEqual(getHeaders);
+      expect(headHeaders).toMatchObject({ 'content-length': String(SVG.length), 'content-type': 'image/svg+xml', 'x-content-type-options': 'nosniff', 'accept-ranges': 'bytes' });
+      expect(headHeaders['content-disposition']).toMatch(/^attachment/);
+      expect(opened).toEqual([]);
+      expect(w.objects.reads).toBe(0);
+    });
+
+    it('answers a range as GET would (206 with Content-Range), and 416 past the end', async () => {
+      const w = world();
+      const link = await w.d.assetLinks.link(await stored(w, 'out.a', PNG, 'image/png'), BASE, w.clock.at);
+      const part = await head(w, tokenOf(link.url), { range: 'bytes=10-19' });
+      expect(part.statusCode).toBe(206);
+      expect(part.headers).toMatchObject({ 'content-length': '10', 'content-range': `bytes 10-19/${PNG.length}` });
+      expect(part.bytes.length).toBe(0);
+      expect((await head(w, tokenOf(link.url), { range: `bytes=${PNG.length}-` })).statusCode).toBe(416);
+    });
+
+    it('answers 410 once expired and 404 for an altered link or a gone object, as GET does', async () => {
+      const w = world();
+      const link = await w.d.assetLinks.link(await stored(w, 'out.a', PNG, 'image/png'), BASE, w.clock.at);
+      const token = tokenOf(link.url);
+      expect((await head(w, `${token.slice(0, -1)}${token.endsWith('A') ? 'B' : 'A'}`)).statusCode).toBe(404);
+      w.objects.items.clear();
+      expect((await head(w, token)).statusCode).toBe(404);
+      w.clock.at = new Date(Date.parse(link.expires_at));
+      expect((await head(w, token)).statusCode).toBe(410);
+    });
   });
 });
