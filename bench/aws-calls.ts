@@ -348,19 +348,22 @@ export function mediaObjectCost(m: Readonly<MediaScenario> = MEDIA): CostLine[] 
  * charge is `fixedMonthlyDollars`, not a per-execution figure). The owner secrets' KMS key
  * is priced apart (ownerSecretsKmsCost): a trivial pipeline names no secret and makes no KMS call.
  */
-export function operationsCost(c: CostInput, opts: { logLevel: 'ERROR' | 'ALL'; waf: boolean; sampledShare?: number }): CostLine[] {
+export function operationsCost(c: CostInput, opts: { logLevel: 'ERROR' | 'ALL'; waf: boolean; sampledShare?: number; lambdaSystemLogLevel?: 'WARN' | 'INFO' }): CostLine[] {
   const M = 1_000_000;
   const b = ASSUMPTIONS.logBytes;
   const invocations = Object.values(lambdaInvocations(c)).reduce((s, x) => s + x, 0);
   const requests = c.apiRequests + (c.polls ?? 0);
   const machineEvents = opts.logLevel === 'ALL' ? ASSUMPTIONS.stateMachineEventsAll * c.whole.sfnStart : 0;
-  const bytes = invocations * (b.lambdaPlatform + b.lambdaOwn) + requests * b.accessLog + machineEvents * b.stateMachineEvent;
+  // The stack's default (`lambdaSystemLogLevel=WARN`) leaves out Lambda's START, END and REPORT lines.
+  const platform = (opts.lambdaSystemLogLevel ?? 'WARN') === 'INFO' ? b.lambdaPlatform : 0;
+  const lambdaBytes = platform + b.lambdaOwn;
+  const bytes = invocations * lambdaBytes + requests * b.accessLog + machineEvents * b.stateMachineEvent;
   const share = opts.sampledShare ?? ASSUMPTIONS.xraySampledShare;
   const traces = requests + 1 / c.batch + c.whole.sfnStart;
   const lines: CostLine[] = [
     {
       item: 'CloudWatch Logs',
-      perExecution: `${round(bytes / 1024, 1)} KB: ${round(invocations)} Lambda invocations × ${round((b.lambdaPlatform + b.lambdaOwn) / 1024, 2)} KB, ${round(requests)} access-log line(s)${machineEvents ? `, ${round(machineEvents)} state-machine events` : ', no state-machine events (log level ERROR)'}`,
+      perExecution: `${round(bytes / 1024, 1)} KB: ${lambdaBytes ? `${round(invocations)} Lambda invocations × ${round(lambdaBytes / 1024, 2)} KB` : `no Lambda lines on a success (${round(invocations)} invocations)`}, ${round(requests)} access-log line(s)${machineEvents ? `, ${round(machineEvents)} state-machine events` : ', no state-machine events (log level ERROR)'}`,
       dollars: (bytes / 1e9) * PRICES.logsPerGbIngested * M,
     },
     {
@@ -392,20 +395,62 @@ export function pipelineSecondCost(): CostLine[] {
 }
 
 /**
+ * The calls a consumer key under a rate limit and a quota adds (issue 26), as the code makes
+ * them: on every caller request the authorizer's strongly consistent read of the consumer
+ * (`consumers.get`, functions/services/auth.service.ts) and the rate counter's conditional
+ * write (`consumers.take`, limits.service.ts); on an accepted execution besides, the quota
+ * counter's write (`consumers.take`) and the consumer's usage count (`consumers.tally`). Each
+ * item is under 1 KB. A deployment key without limits adds none of them.
+ */
+export const CONSUMER_KEY_CALLS = {
+  perRequest: { reads: 1, writes: 1 },
+  perExecution: { writes: 2 },
+} as const;
+
+/** The same execution called with a consumer key under both limits: `c` with those calls added. */
+export function withConsumerKey(c: CostInput): CostInput {
+  const requests = c.apiRequests + (c.polls ?? 0);
+  const reads = requests * CONSUMER_KEY_CALLS.perRequest.reads;
+  const writes = requests * CONSUMER_KEY_CALLS.perRequest.writes + CONSUMER_KEY_CALLS.perExecution.writes;
+  const whole = cloneCounts(c.whole);
+  whole.dynamo.GetItem = (whole.dynamo.GetItem ?? 0) + reads;
+  whole.dynamo.UpdateItem = (whole.dynamo.UpdateItem ?? 0) + writes;
+  whole.readUnits += reads;
+  whole.writeUnits += writes;
+  whole.storeMethods['consumers.get'] = (whole.storeMethods['consumers.get'] ?? 0) + reads;
+  whole.storeMethods['consumers.take'] = (whole.storeMethods['consumers.take'] ?? 0) + requests + 1;
+  whole.storeMethods['consumers.tally'] = (whole.storeMethods['consumers.tally'] ?? 0) + 1;
+  return { ...c, whole };
+}
+
+/**
  * The README's headline: a waiting caller of the trivial pipeline, from the inputs the last
  * `npm run bench` measured (bench/reference-wait.json), priced with everything the stack
  * turns on at its defaults.
  */
-export function allInHeadline(input: CostInput): { requestPath: number; operations: CostLine[]; allIn: number; logsAll: number; pipelineSecond: number } {
+export function allInHeadline(input: CostInput): {
+  requestPath: number;
+  operations: CostLine[];
+  allIn: number;
+  logsAll: number;
+  lambdaLinesInfo: number;
+  pipelineSecond: number;
+  consumerKey: number;
+} {
+  const allInOf = (c: CostInput): number => totalDollars(costPerMillion(c)) + totalDollars(operationsCost(c, { logLevel: 'ERROR', waf: true }));
   const requestPath = totalDollars(costPerMillion(input));
   const operations = operationsCost(input, { logLevel: 'ERROR', waf: true });
   const withAll = operationsCost(input, { logLevel: 'ALL', waf: true });
   return {
     requestPath,
     operations,
-    allIn: requestPath + totalDollars(operations),
+    allIn: allInOf(input),
     logsAll: totalDollars(withAll) - totalDollars(operations),
+    /** What `lambdaSystemLogLevel=INFO` (Lambda's START, END and REPORT lines) adds. */
+    lambdaLinesInfo: totalDollars(operationsCost(input, { logLevel: 'ERROR', waf: true, lambdaSystemLogLevel: 'INFO' })) - totalDollars(operations),
     pipelineSecond: totalDollars(pipelineSecondCost()),
+    /** The same caller with a consumer key under a rate limit and a quota, all in. */
+    consumerKey: allInOf(withConsumerKey(input)),
   };
 }
 

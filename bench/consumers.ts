@@ -10,19 +10,22 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startRuntime } from '../lib/local/runtime';
+import { CONSUMER_KEY_CALLS } from './aws-calls';
 import { PRICES } from './prices';
 import { fmt, summarize } from './stats';
 import type { Row } from './table';
 
-/** Calls a consumer key with both limits adds, per request and per accepted execution (README, "Consumers"). */
+/** What the calls a consumer key with both limits adds cost (CONSUMER_KEY_CALLS; README, "Consumers"). */
 export function consumerKeyCost() {
   const read = PRICES.dynamoPerMillionReadUnits;
   const write = PRICES.dynamoPerMillionWriteUnits;
+  const { perRequest, perExecution } = CONSUMER_KEY_CALLS;
+  const perMillionRequests = perRequest.reads * read + perRequest.writes * write;
   return {
     /** The consumer item's strongly consistent read (1 RRU) and the rate counter's write (1 WRU). */
-    perMillionRequests: read + write,
+    perMillionRequests,
     /** On top of the request's: the quota counter's write and the usage count (1 WRU each). */
-    perMillionExecutions: read + write + 2 * write,
+    perMillionExecutions: perMillionRequests + perExecution.writes * write,
   };
 }
 

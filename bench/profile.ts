@@ -4,6 +4,7 @@
  * profiles with BENCH_PROFILE=1; `node --import tsx bench/profile.ts <file.cpuprofile>` prints one.
  */
 import { readFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import { relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as v from 'valibot';
@@ -78,4 +79,21 @@ if (require.main === module) {
     process.exit(2);
   }
   console.log(formatProfile(summarizeProfile(JSON.parse(readFileSync(file, 'utf8')))));
+}
+
+/**
+ * A CPU profile of this process from now until the returned function is called, which gives
+ * the profile (what `node --cpu-prof` would write). For a bench whose whole system runs in
+ * its own process (start:synth and the scale model).
+ */
+export async function startProfile(): Promise<() => Promise<unknown>> {
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  return async () => {
+    const { profile } = await session.post('Profiler.stop');
+    session.disconnect();
+    return profile;
+  };
 }

@@ -33,11 +33,11 @@ import { executePath } from './execute-path';
 import { dynamoReads, dynamoWrites, type Counts } from './instrument';
 import { machine } from './machine';
 import { ALL_IN_TARGET_DOLLARS, ASSUMPTIONS, MEDIA, TARGET_DOLLARS_PER_MILLION } from './prices';
-import { busy, formatProfile, summarizeProfile } from './profile';
+import { busy, formatProfile, startProfile, summarizeProfile } from './profile';
 import { fmt, fmtRatio, median, ratio, verdict, type Verdict } from './stats';
 import { markdownTable, textTable, type Row } from './table';
 import { measureRetained, type RetainedFigure } from './retained';
-import { measureScale, type RateFigure } from './scale';
+import { measureScale, scaleOptionsOf, type RateFigure } from './scale';
 import { measureMedia, mediaRows } from './media';
 import { eventsRows, measureEvents } from './events';
 
@@ -346,7 +346,7 @@ function scaleRows(figures: RateFigure[], limits: Record<string, { name: string;
       Object.entries(f.refused)
         .map(([k, n]) => `${k} ${n}`)
         .join(', ') || 'none',
-      `${f.lost} · ${f.stuck} · ${f.unanswered}${f.timeouts ? ` (${f.timeouts} function time-outs)` : ''} · load ${fmt(f.load, 1)}`,
+      `${f.lost} · ${f.stuck} · ${f.unanswered}${f.timeouts ? ` (${f.timeouts} function time-outs)` : ''} · load ${fmt(f.load, 1)}→${fmt(f.loadEnd, 1)}`,
       held ? 'yes' : 'no',
     ];
   });
@@ -378,7 +378,15 @@ async function main(): Promise<void> {
   }
   if (only === 'scale') {
     const m = machine();
-    const { figures, limits } = await measureScale(log);
+    const { profile, ...opts } = scaleOptionsOf(process.argv);
+    const stopProfile = profile ? await startProfile() : undefined;
+    const { figures, limits } = await measureScale(log, opts);
+    if (stopProfile) {
+      const file = join(RESULTS, 'scale.cpuprofile');
+      const json = await stopProfile();
+      writeFileSync(file, JSON.stringify(json));
+      console.log(`${formatProfile(summarizeProfile(json))}\n(${file})\n`);
+    }
     const [header, rows] = scaleRows(figures, limits);
     console.log(textTable(header, rows));
     writeFileSync(join(RESULTS, 'scale.md'), `${markdownTable(header, rows)}\n`);

@@ -17,6 +17,12 @@
  *                          deployment sized for 2,000/s: throttleRateLimit 3000, burst 3000,
  *                          accountConcurrency 5000, the per-address rate rule lifted) or both
  *                          (default both)
+ *
+ * The same as options, which win over the variables, so one command re-runs a figure:
+ *   npm run bench -- --only scale --deployment sized --rate 20 --seconds 20 [--profile]
+ * `--profile` records a CPU profile of the whole run (start:synth, its functions, dynalite, the
+ * state machine interpreter and the callers all share this process) and prints where the time
+ * went by package; the profile is written to bench/results/scale.cpuprofile.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -68,6 +74,8 @@ export interface RateFigure {
   timeouts: number;
   /** This machine's 1-minute load average when the rate began: the model's clock is this machine's. */
   load: number;
+  /** And when its load ended (the drain not counted). */
+  loadEnd: number;
   /** The model's refusals by limit. */
   refused: Record<string, number>;
   accepted: number;
@@ -188,6 +196,7 @@ async function runRate(rt: SynthRuntime, dep: Deployment, target: { deploymentId
     callers.push(caller());
   }
   await Promise.all(callers);
+  const loadEnd = loadavg()[0] ?? 0;
 
   // Every accepted execution's final state, read outside the model's limits' way: the status
   // route, sent again while refused.
@@ -207,7 +216,7 @@ async function runRate(rt: SynthRuntime, dep: Deployment, target: { deploymentId
   }
 
   const refused: Record<string, number> = {};
-  for (const kind of ['lambda', 'stage', 'dynamo'] as const) {
+  for (const kind of ['lambda', 'stage', 'dynamo', 'states'] as const) {
     for (const [k, n] of Object.entries(rt.scale?.stats[kind] ?? {})) {
       const d = n - (before[kind]?.[k] ?? 0);
       if (d > 0) refused[`${kind} ${shortName(k)}`] = d;
@@ -226,6 +235,7 @@ async function runRate(rt: SynthRuntime, dep: Deployment, target: { deploymentId
     unanswered,
     timeouts: timeoutsOf() - timeoutsBefore,
     load,
+    loadEnd,
     refused,
     accepted: accepted.size,
     lost,
@@ -236,10 +246,33 @@ async function runRate(rt: SynthRuntime, dep: Deployment, target: { deploymentId
 /** `Pipegate-ExecuteFunctionAB12CD34-xyz` → `Execute`: the logical name, for a table. */
 const shortName = (k: string): string => k.replace(/Pipegate[A-Za-z]*-/g, '').replace(/Function[A-F0-9]{8}(-[A-Za-z0-9]+)?/g, '');
 
-export async function measureScale(log: (s: string) => void): Promise<{ figures: RateFigure[]; limits: Record<string, { name: string; template: number; scaled: number }[]> }> {
+export interface ScaleOptions {
+  rates?: number[];
+  seconds?: number;
+  deployments?: string[];
+}
+
+/** `--rate 5,20 --seconds 30 --deployment sized` from a command line (undefined where absent). */
+export function scaleOptionsOf(argv: readonly string[]): ScaleOptions & { profile: boolean } {
+  const value = (flag: string): string | undefined => (argv.includes(flag) ? argv[argv.indexOf(flag) + 1] : undefined);
+  const numbers = (flag: string): number[] | undefined => {
+    const text = value(flag);
+    if (text === undefined) return undefined;
+    const ns = text.split(',').map(Number);
+    if (ns.some((n) => !(n > 0))) throw new Error(`${flag} takes positive numbers, comma-separated, not ${JSON.stringify(text)}`);
+    return ns;
+  };
+  const deployments = value('--deployment')?.split(',');
+  for (const d of deployments ?? []) if (!DEPLOYMENTS.some((x) => x.name === d)) throw new Error(`--deployment takes ${DEPLOYMENTS.map((x) => x.name).join(' or ')}, not ${JSON.stringify(d)}`);
+  const rates = numbers('--rate');
+  const seconds = numbers('--seconds')?.[0];
+  return { ...(rates ? { rates } : {}), ...(seconds ? { seconds } : {}), ...(deployments ? { deployments } : {}), profile: argv.includes('--profile') };
+}
+
+export async function measureScale(log: (s: string) => void, opts: ScaleOptions = {}): Promise<{ figures: RateFigure[]; limits: Record<string, { name: string; template: number; scaled: number }[]> }> {
   const factor = Number(process.env.BENCH_SCALE ?? '0.01');
-  const seconds = Number(process.env.BENCH_SCALE_SECONDS ?? '20');
-  const which = process.env.BENCH_SCALE_DEPLOYMENTS ?? 'default,sized';
+  const seconds = opts.seconds ?? Number(process.env.BENCH_SCALE_SECONDS ?? '20');
+  const which = opts.deployments?.join(',') ?? process.env.BENCH_SCALE_DEPLOYMENTS ?? 'default,sized';
   const figures: RateFigure[] = [];
   const limits: Record<string, { name: string; template: number; scaled: number }[]> = {};
   for (const dep of DEPLOYMENTS.filter((d) => which.split(',').includes(d.name))) {
@@ -250,7 +283,7 @@ export async function measureScale(log: (s: string) => void): Promise<{ figures:
     try {
       limits[dep.name] = rt.scale?.limits().map((l) => ({ ...l, name: shortName(l.name) })) ?? [];
       const target = await publish(rt);
-      for (const rate of process.env.BENCH_SCALE_RATES ? process.env.BENCH_SCALE_RATES.split(',').map(Number) : dep.rates) {
+      for (const rate of opts.rates ?? (process.env.BENCH_SCALE_RATES ? process.env.BENCH_SCALE_RATES.split(',').map(Number) : dep.rates)) {
         await sleep(2_000);
         const f = await runRate(rt, dep, target, rate, seconds, log);
         log(JSON.stringify(f));

@@ -21,19 +21,26 @@ export const SQS_MAX_MAX_CONCURRENCY = 1000;
 /** AWS's default account concurrency in a Region; the `accountConcurrency` setting overrides it. */
 export const DEFAULT_ACCOUNT_CONCURRENCY = 1000;
 
-export type FunctionClass = 'authorizer' | 'waiting' | 'caller' | 'owner' | 'workflow' | 'consumer' | 'sweeper';
+export type FunctionClass = 'authorizer' | 'waiting' | 'caller' | 'stream' | 'form' | 'owner' | 'workflow' | 'consumer' | 'sweeper';
 
 /** Each class's share of the reservable concurrency (account − 100), in percent; they add up to 100. */
 export const CLASS_SHARES: Readonly<Record<FunctionClass, number>> = {
   // Every caller request passes it: starving it locks every caller out.
   authorizer: 10,
   // Held up to 28 s by `Prefer: wait`: the class that can eat the rest if left alone.
-  waiting: 38,
-  caller: 6,
+  waiting: 34,
+  caller: 4,
+  // An event stream holds its Lambda for as long as the execution runs (up to 14 min): each
+  // concurrent viewer is one, so the share is the number of viewers at once (63 of 1,000).
+  stream: 7,
+  // A web form's page, upload, run and progress: people at a browser, a few at a time per
+  // link (the form's own limits), kept apart so visitors cannot starve API callers or back.
+  form: 4,
   owner: 5,
   // task-run holds one for the whole pipeline; MarkRunning and MarkFailed briefly.
-  workflow: 30,
-  consumer: 10,
+  workflow: 27,
+  // A batch of up to 10 messages per invocation, each a StartExecution or a delivery.
+  consumer: 8,
   // One pass a minute; a few so an overlapping schedule is not throttled.
   sweeper: 1,
 };
@@ -48,7 +55,15 @@ const WEIGHTS: Readonly<Record<string, number>> = {
   'task-fail': 1,
   runner: 1,
   'callback-dispatch': 1,
+  // A run and its progress are held longer than the page and its uploads.
+  'form-execute': 2,
+  'form-execution': 2,
 };
+
+/** The web form's routes (lib/stacks/service-stack.ts's FORM_PATH_PREFIX, which imports CDK). */
+const isFormPath = (path: string): boolean => path.startsWith('/v1/forms/');
+/** Server-sent events held open while an execution runs (a streamed file is short, not one). */
+const isEventStream = (r: (typeof ROUTES)[number]): boolean => r.streams === true && r.path.endsWith('/events');
 
 /** Which class a function belongs to, from the route table and the workers. */
 export function classOf(name: string): FunctionClass {
@@ -61,6 +76,8 @@ export function classOf(name: string): FunctionClass {
   if (routes.length === 0) return 'caller';
   // Owner routes (one operator's CLI) stay in their small pool even where they wait.
   if (routes.every((r) => r.auth === 'owner')) return 'owner';
+  if (routes.some(isEventStream)) return 'stream';
+  if (routes.every((r) => isFormPath(r.path))) return 'form';
   return routes.some((r) => r.waits) ? 'waiting' : 'caller';
 }
 

@@ -2,7 +2,7 @@ import { randomInt } from 'node:crypto';
 import { GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { ConsumerRecord } from '../core/consumers';
 import type { CallerTally, ConsumerChanges, ConsumersPort } from '../core/ports';
-import { bucketOf, USAGE_SHARDS } from '../core/usage';
+import { bucketOf, callerAttribute, USAGE_SHARDS } from '../core/usage';
 import { epochSeconds } from '../core/time';
 import { allItems, isConditionFailure, keys } from './dynamo';
 
@@ -167,7 +167,7 @@ export class ConsumersStore implements ConsumersPort {
         TableName: this.table,
         Key: { pk: `USAGE#${deploymentId}`, sk: `${bucketOf(at)}#${randomInt(USAGE_SHARDS)}` },
         UpdateExpression: 'ADD #what :one SET expires_at = if_not_exists(expires_at, :exp)',
-        ExpressionAttributeNames: { '#what': `c#${subject}#${what}` },
+        ExpressionAttributeNames: { '#what': callerAttribute(subject, what) },
         ExpressionAttributeValues: { ':one': 1, ':exp': epochSeconds(at) + USAGE_RETENTION_SECONDS },
       }),
     );

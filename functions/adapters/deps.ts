@@ -114,8 +114,8 @@ export function createDeps(config: Config, overrides: Partial<Omit<Deps, 'config
     get workflow(): WorkflowPort {
       if (!workflow) {
         const { SFNClient } = require('@aws-sdk/client-sfn') as typeof import('@aws-sdk/client-sfn');
-        const { SfnWorkflowPort } = require('./sfn.workflow') as typeof import('./sfn.workflow');
-        workflow = new SfnWorkflowPort(new SFNClient({ region: config.region }), config.stateMachineArn);
+        const { SfnWorkflowPort, SFN_MAX_ATTEMPTS } = require('./sfn.workflow') as typeof import('./sfn.workflow');
+        workflow = new SfnWorkflowPort(new SFNClient({ region: config.region, maxAttempts: SFN_MAX_ATTEMPTS }), config.stateMachineArn);
       }
       return workflow;
     },

@@ -7,7 +7,7 @@ import { epochSeconds } from '../core/time';
 import { allowedFrom, isTerminal, type ExecutionStatus } from '../core/transitions';
 import { packTrace, unpackTrace } from '../core/trace-codec';
 import type { CallbackDelivery, Execution, IdempotencyRecord, NodeTrace } from '../core/types';
-import { addUsageAttribute, bucketOf, usageIncrement, USAGE_SHARDS, type UsageBucket } from '../core/usage';
+import { addUsageAttribute, bucketOf, usageAttributes, usageIncrement, USAGE_SHARDS, type UsageBucket } from '../core/usage';
 import { allItems, isConditionFailure, keys } from './dynamo';
 import { isUuid } from '../core/ids';
 
@@ -674,17 +674,14 @@ export class ExecutionsStore implements ExecutionsPort {
   async countFinished(e: Execution): Promise<void> {
     const inc = usageIncrement(e);
     if (inc === null) return;
+    const names = usageAttributes(inc);
     await this.db.send(
       new UpdateCommand({
         TableName: this.table,
         Key: { pk: `USAGE#${inc.deploymentId}`, sk: `${inc.bucket}#${randomInt(USAGE_SHARDS)}` },
         // A consumer's execution also counts under its consumer, in the same write.
-        UpdateExpression: `ADD #status :one, #bin :one${inc.consumerId === null ? '' : ', #cstatus :one, #cbin :one'} SET expires_at = if_not_exists(expires_at, :exp)`,
-        ExpressionAttributeNames: {
-          '#status': `n_${inc.status}`,
-          '#bin': `h_${inc.bin}`,
-          ...(inc.consumerId === null ? {} : { '#cstatus': `c#${inc.consumerId}#n_${inc.status}`, '#cbin': `c#${inc.consumerId}#h_${inc.bin}` }),
-        },
+        UpdateExpression: `ADD ${names.map((_, i) => `#a${i} :one`).join(', ')} SET expires_at = if_not_exists(expires_at, :exp)`,
+        ExpressionAttributeNames: Object.fromEntries(names.map((name, i) => [`#a${i}`, name])),
         ExpressionAttributeValues: { ':one': 1, ':exp': epochSeconds(inc.at) + USAGE_RETENTION_SECONDS },
       }),
     );

@@ -1,6 +1,16 @@
 import { StartExecutionCommand, StopExecutionCommand, type SFNClient } from '@aws-sdk/client-sfn';
 import type { WorkflowPort } from '../core/ports';
 
+/**
+ * Attempts the runner's client makes at a call before the message goes back to the queue.
+ * StartExecution is throttled per account (a token bucket, ThrottlingException); the SDK backs
+ * off from throttles with full jitter on a base of 1 s, doubling, so 5 attempts wait up to 15 s
+ * in all (7.5 s on average, inside the runner's 30 s time-out) before the message goes back to
+ * the queue for its visibility time-out (3 minutes). Either way the message is kept: a
+ * throttled start is late, never lost.
+ */
+export const SFN_MAX_ATTEMPTS = 5;
+
 /** StopExecution's `cause` is at most 32,768 characters. */
 const MAX_CAUSE_LENGTH = 32768;
 

@@ -443,8 +443,11 @@ export interface ObjectStorePort {
  * deleted. A fresh link is minted every time a result is read.
  */
 export interface AssetLinksPort {
-  /** `baseUrl` is the service's public base (functions/adapters/api.ts publicBaseUrl). */
-  link(ref: ObjectRef, baseUrl: string, now: Date): Promise<PresignedDownload>;
+  /**
+   * `baseUrl` is the service's public base (functions/adapters/api.ts publicBaseUrl); the link
+   * works for `ttlSeconds` (default: the configured link lifetime).
+   */
+  link(ref: ObjectRef, baseUrl: string, now: Date, ttlSeconds?: number): Promise<PresignedDownload>;
 }
 
 /* ------------------------------------------------------------------ uploads */

@@ -73,6 +73,19 @@ export function addUsageAttribute(b: UsageBucket, name: string, n: number): void
   if (bin !== undefined) target.bins[Number(bin)] = (target.bins[Number(bin)] ?? 0) + n;
 }
 
+/**
+ * The attributes one finished execution adds one to (the names addUsageAttribute reads): its
+ * status and duration bin, and the same under its consumer when it has one. Every store writes
+ * these, so the DynamoDB item and the test store split usage the same way.
+ */
+export function usageAttributes(inc: { status: UsageStatus; bin: number; consumerId: string | null }): string[] {
+  const own = [`n_${inc.status}`, `h_${inc.bin}`];
+  return inc.consumerId === null ? own : [...own, ...own.map((name) => callerAttribute(inc.consumerId as string, name))];
+}
+
+/** A caller's own counter in a usage bucket: `c#<subject>#<what>`. */
+export const callerAttribute = (subject: string, what: string): string => `c#${subject}#${what}`;
+
 export interface UsageWindow {
   from: string;
   to: string;

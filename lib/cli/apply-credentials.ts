@@ -1,6 +1,6 @@
 /**
  * The secrets file of `pipegate apply --secrets-out FILE`: the API key and signing secret of
- * each first publish, keyed by pipeline id. They exist nowhere else (the service keeps only a
+ * each first publish, and the key of each consumer apply creates, keyed by pipeline id. They exist nowhere else (the service keeps only a
  * hash and a sealed copy), so the file is readable by its owner only, written whole through a
  * rename so a crash never leaves half a file, and merged so earlier entries survive.
  */
@@ -14,6 +14,13 @@ export interface CredentialsEntry {
   api_key: string;
   signing_secret: string;
   execute_url: string;
+}
+
+/** A consumer's key, under its pipeline's entry, keyed by the consumer's name. */
+export interface ConsumerCredentials {
+  deployment_id: string;
+  consumer_id: string;
+  api_key: string;
 }
 
 
@@ -58,15 +65,36 @@ export class CredentialsFile {
     readExisting(this.path, shown);
   }
 
-  /** Adds (or replaces) one pipeline's entry; calls are written one after another. */
+  /**
+   * Adds (or replaces) one pipeline's deployment credentials. Consumer keys saved earlier for
+   * the same deployment stay; those of another (deleted) deployment go with it.
+   */
   save(pipelineId: string, entry: CredentialsEntry): Promise<void> {
-    const next = this.chain.then(() => this.write(pipelineId, entry));
+    return this.queue((doc) => {
+      const before = doc[pipelineId];
+      const kept = isPlainObject(before) && before.deployment_id === entry.deployment_id && isPlainObject(before.consumers) ? { consumers: before.consumers } : {};
+      return { ...doc, [pipelineId]: { ...entry, ...kept } };
+    });
+  }
+
+  /** Adds (or replaces) one consumer's key under its pipeline's entry, keeping everything else. */
+  saveConsumer(pipelineId: string, name: string, entry: ConsumerCredentials): Promise<void> {
+    return this.queue((doc) => {
+      const before = isPlainObject(doc[pipelineId]) ? doc[pipelineId] : {};
+      const consumers = isPlainObject(before.consumers) ? before.consumers : {};
+      return { ...doc, [pipelineId]: { ...before, consumers: { ...consumers, [name]: entry } } };
+    });
+  }
+
+  /** Calls are written one after another, each reading what the last one wrote. */
+  private queue(change: (doc: Record<string, unknown>) => Record<string, unknown>): Promise<void> {
+    const next = this.chain.then(() => this.write(change));
     this.chain = next.catch(() => undefined);
     return next;
   }
 
-  private write(pipelineId: string, entry: CredentialsEntry): void {
-    const doc = { ...readExisting(this.path, this.shown), [pipelineId]: entry };
+  private write(change: (doc: Record<string, unknown>) => Record<string, unknown>): void {
+    const doc = change(readExisting(this.path, this.shown));
     const tmp = `${this.path}.${process.pid}.tmp`;
     try {
       writeFileSync(tmp, `${JSON.stringify(doc, null, 2)}\n`, { mode: 0o600, flag: 'w' });

@@ -10,6 +10,7 @@ import { OWNER_SECRET_NAME_PATTERN } from '../../functions/core/owner-secrets';
 import { validateDefinition } from '../../functions/core/pipeline';
 import type { InputValueType, PipelineDefinition, RawValue } from '../../functions/core/types';
 import { expectedValue, isInputValueType, isPlainObject, isRawValue, matchesValueType } from '../../functions/core/values';
+import { checkConsumers, type DeclaredConsumer } from './apply-consumers';
 import { resolveDefinitionFiles, type DefinitionFile } from './definition-files';
 import { UsageError } from './errors';
 import { idFromPath, parsePipelineText } from './files';
@@ -47,11 +48,13 @@ export interface ApplyFile {
   secrets: { name: string; fromEnv: string }[];
   /** Files that asset inputs' `@path` values named, now data URIs in `definition`. */
   files: DefinitionFile[];
+  /** `consumers`: the deployment's consumers the file names, matched by name (lib/cli/apply-consumers.ts). */
+  consumers: DeclaredConsumer[];
 }
 
 export type CheckedFile = { ok: true; file: ApplyFile } | { ok: false; problems: FileProblem[] };
 
-const TOP_LEVEL = ['description', 'retry_interrupted', 'nodes', 'publish', 'tests', 'secrets'] as const;
+const TOP_LEVEL = ['description', 'retry_interrupted', 'nodes', 'publish', 'tests', 'secrets', 'consumers'] as const;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const PUBLISH_KEYS = ['inputs', 'outputs'] as const;
 const TEST_KEYS = ['name', 'inputs', 'expect'] as const;
@@ -279,6 +282,7 @@ export function checkApplyDocument(doc: unknown, where: { path: string; shown: s
   const form = checkForm(doc.publish, problems);
   const tests = checkTests(doc.tests, nodes, problems);
   const secrets = checkSecrets(doc.secrets, problems);
+  const consumers = checkConsumers(doc.consumers, problems);
   if (!checked.ok || problems.length > 0) return { ok: false, problems };
   const definition = checked.definition;
   const inputs: ApplyFile['inputs'] = [];
@@ -287,7 +291,7 @@ export function checkApplyDocument(doc: unknown, where: { path: string; shown: s
     if (node.type === 'input') inputs.push({ id, value_type: node.value_type, value: node.value });
     else if (node.type === 'output') outputs.push(id);
   }
-  return { ok: true, file: { ...where, definition, inputs, outputs, visibility, ...(form ? { form } : {}), tests, secrets, files: [] } };
+  return { ok: true, file: { ...where, definition, inputs, outputs, visibility, ...(form ? { form } : {}), tests, secrets, files: [], consumers } };
 }
 
 export interface Targets {

@@ -11,6 +11,7 @@ import { isTerminal } from '../../functions/core/transitions';
 import type { RawValue } from '../../functions/core/types';
 import { readTargets, type ApplyFile, type FileProblem } from './apply-file';
 import { compareOutputs, computePlan, predictPush, type Mismatch, type Plan, type PlannedRun, type PushOutcome } from './apply-plan';
+import { describeConsumers, planConsumers, type ConsumersPlan } from './apply-consumers';
 import { CredentialsFile } from './apply-credentials';
 import type { Readiness, Run } from './client';
 import { pollUntil, type Ctx } from './context';
@@ -41,7 +42,7 @@ export function configureApplyCommand(cmd: Command): Command {
     .description('make the service match pipeline files: push, run their tests, publish (pipelines as code)')
     .argument('<paths...>', 'pipeline files, or directories of them (*.json, *.yaml, *.yml directly inside); an asset input\'s value "@path" sends that file (relative to its pipeline file, at most 64 KiB)')
     .option('--dry-run', 'print the plan only; change nothing')
-    .option('--secrets-out <file>', 'write the API key and signing secret of first publishes to this JSON file (mode 0600); they are printed nowhere')
+    .option('--secrets-out <file>', 'write the API key and signing secret of first publishes, and the keys of consumers it creates, to this JSON file (mode 0600); they are printed nowhere')
     .addOption(new Option('--concurrency <n>', 'pipelines applied at the same time').default(DEFAULT_CONCURRENCY).argParser(wholeNumber('--concurrency', 1, 16)))
     .addOption(new Option('--timeout <seconds>', 'stop waiting for one run after this long').default(600).argParser(wholeNumber('--timeout', 1, 86_400)));
 }
@@ -72,6 +73,8 @@ export interface PipelineReport {
     push: PushOutcome;
     tests: { run: boolean; reason: string; runs: string[] };
     publish: { action: Plan['publish']['action']; reason: string };
+    /** Null when the file names no consumers. */
+    consumers: { create: string[]; update: string[]; unchanged: string[]; not_in_file: string[] } | null;
   } | null;
   pushed: PushOutcome | null;
   tests: { run: number; passed: number; failed: number; results: TestResult[] };
@@ -84,6 +87,8 @@ export interface PipelineReport {
   files: { input: string; path: string; bytes: number }[];
   /** Where the credentials of a first publish went; null when there were none. */
   secrets: 'saved' | 'not saved' | null;
+  /** What apply did to the consumers the file names (keys only in `--secrets-out`); null: none named, or not reached. */
+  consumers: { created: string[]; updated: string[]; unchanged: string[]; not_in_file: string[] } | null;
   error: { message: string; problems?: FileProblem[]; detail?: unknown } | null;
 }
 
@@ -113,11 +118,15 @@ function errorOf(e: unknown): NonNullable<PipelineReport['error']> {
   return { message: e instanceof Error ? e.message : String(e) };
 }
 
-function planView(plan: Plan): NonNullable<PipelineReport['plan']> {
+function planView(plan: Plan, consumers: ConsumersPlan | null): NonNullable<PipelineReport['plan']> {
   return {
     push: plan.push,
     tests: { run: plan.tests.run, reason: plan.tests.reason, runs: plan.tests.runs.map((r) => r.name) },
     publish: { action: plan.publish.action, reason: plan.publish.reason },
+    consumers:
+      consumers === null
+        ? null
+        : { create: consumers.create.map((c) => c.name), update: consumers.update.map((u) => u.name), unchanged: consumers.unchanged, not_in_file: consumers.not_in_file },
   };
 }
 
@@ -135,6 +144,7 @@ function emptyReport(file: ApplyFile): PipelineReport {
     secrets_set: [],
     files: file.files.map((f) => ({ input: f.input, path: f.shown, bytes: f.bytes })),
     secrets: null,
+    consumers: null,
     error: null,
   };
 }
@@ -143,7 +153,17 @@ interface Planned {
   file: ApplyFile;
   readiness: Readiness | null;
   plan: Plan | null;
+  /** Null when the file names no consumers. */
+  consumers: ConsumersPlan | null;
   error: unknown;
+}
+
+/** The consumers of the live deployment against the file's; null when the file names none. */
+async function planConsumersOf(ctx: Ctx, file: ApplyFile, live: boolean): Promise<ConsumersPlan | null> {
+  if (file.consumers.length === 0) return null;
+  if (!live) return planConsumers(file.consumers, null);
+  const listed = await ctx.client.listConsumers(file.id);
+  return planConsumers(file.consumers, listed.body.consumers);
 }
 
 /** Readiness and the latest definition, to plan before pushing (and without pushing, for --dry-run). */
@@ -166,11 +186,12 @@ async function planOne(ctx: Ctx, file: ApplyFile): Promise<Planned> {
       const sameContent = stored.ok && contentHash(stored.definition) === contentHash(file.definition);
       predicted = predictPush({ version: latest.version, sameContent });
     }
-    return { file, readiness, plan: computePlan(file, readiness, predicted), error: null };
+    const consumers = await planConsumersOf(ctx, file, (readiness?.deployment ?? null) !== null);
+    return { file, readiness, plan: computePlan(file, readiness, predicted), consumers, error: null };
   } catch (e) {
     // Failures that are not this pipeline's (no service, credentials refused) stop the whole apply.
     if (e instanceof UsageError || e instanceof UnreachableError || (e instanceof ServiceError && (e.status === 401 || e.status === 403))) throw e;
-    return { file, readiness: null, plan: null, error: e };
+    return { file, readiness: null, plan: null, consumers: null, error: e };
   }
 }
 
@@ -195,6 +216,7 @@ export function renderPlan(planned: readonly Planned[], c: Colors): string {
     lines.push(`    push     ${pushText}`);
     lines.push(`    runs     ${testsText}`);
     lines.push(`    publish  ${publishText}`);
+    if (p.consumers !== null) lines.push(`    consumers ${describeConsumers(p.consumers)}${(p.readiness?.deployment ?? null) === null ? ' (after publishing)' : ''}`);
   }
   return lines.join('\n');
 }
@@ -288,7 +310,7 @@ async function applyOne(
     report.pushed = { version: pushed.body.version, created: pushed.body.created };
     for (const w of pushed.body.warnings ?? []) warnings.push(`warning: ${file.id}: ${w.path}: ${w.reason}`);
     const plan = computePlan(file, readiness, report.pushed);
-    report.plan = planView(plan);
+    report.plan = planView(plan, planned.consumers);
     lines.push(`  ${c.green('✔')} ${pushed.body.created ? `pushed version ${pushed.body.version}` : `unchanged at version ${pushed.body.version}`}`);
 
     if (plan.tests.run) {
@@ -317,6 +339,7 @@ async function applyOne(
     if (plan.publish.action === 'none') {
       report.published = 'unchanged';
       lines.push(`  ${c.dim('·')} nothing to publish: ${plan.publish.reason}`);
+      if (live) await applyConsumers(ctx, file, live.deployment_id, secrets, report, lines, status);
       return { report, lines, warnings };
     }
     status('publishing');
@@ -358,11 +381,60 @@ async function applyOne(
         );
       }
     }
+    await applyConsumers(ctx, file, p.deployment_id, secrets, report, lines, status);
   } catch (e) {
     if (e instanceof UsageError) throw e;
     fail(e);
   }
   return { report, lines, warnings };
+}
+
+/**
+ * Makes the live deployment's consumers match the file (read afresh: the plan may be minutes
+ * old). Each new key is written to `--secrets-out` as soon as it exists; apply refused to start
+ * without one when it planned to create keys, and checks again here.
+ */
+async function applyConsumers(
+  ctx: Ctx,
+  file: ApplyFile,
+  deploymentId: string,
+  secrets: CredentialsFile | null,
+  report: PipelineReport,
+  lines: string[],
+  status: (text: string) => void,
+): Promise<void> {
+  if (file.consumers.length === 0) return;
+  const c = ctx.out.c;
+  status('consumers');
+  const plan = await planConsumersOf(ctx, file, true);
+  if (plan === null) return;
+  const done: NonNullable<PipelineReport['consumers']> = { created: [], updated: [], unchanged: plan.unchanged, not_in_file: plan.not_in_file };
+  report.consumers = done;
+  if (plan.ambiguous.length > 0) {
+    throw new Error(`more than one consumer is named ${plan.ambiguous.join(', ')}; apply matches consumers by name: rename or revoke the extra ones (pipegate consumers list ${file.id})`);
+  }
+  if (plan.create.length > 0 && secrets === null) {
+    throw new Error(`consumers ${plan.create.map((d) => d.name).join(', ')} not created: their keys can only be written to --secrets-out`);
+  }
+  for (const u of plan.update) {
+    await ctx.client.updateConsumer(file.id, u.consumer_id, u.body);
+    done.updated.push(u.name);
+    lines.push(`  ${c.green('✔')} consumer ${u.name}: updated ${Object.keys(u.body).join(', ')}`);
+  }
+  for (const d of plan.create) {
+    const made = await ctx.client.createConsumer(file.id, { name: d.name, ...d.fields });
+    try {
+      await secrets?.saveConsumer(file.id, d.name, { deployment_id: deploymentId, consumer_id: made.body.consumer_id, api_key: made.body.api_key });
+    } catch (e) {
+      throw new Error(
+        `consumer ${d.name} was created, but its key could not be written to ${secrets?.path ?? '--secrets-out'} (${(e as Error).message}); issue a new one with: pipegate consumers rotate ${file.id} ${made.body.consumer_id}`,
+      );
+    }
+    done.created.push(d.name);
+    lines.push(`  ${c.green('✔')} consumer ${d.name}: created, key written to ${secrets?.path ?? ''}`);
+  }
+  if (plan.unchanged.length > 0) lines.push(`  ${c.dim('·')} consumers unchanged: ${plan.unchanged.join(', ')}`);
+  if (plan.not_in_file.length > 0) lines.push(`  ${c.dim('·')} consumers not in the file, left as they are: ${plan.not_in_file.join(', ')}`);
 }
 
 function renderSummary(reports: readonly PipelineReport[], c: Colors): string {
@@ -424,6 +496,13 @@ export async function apply(ctx: Ctx, paths: readonly string[], opts: ApplyOptio
     progress.stop();
   }
   out.line(renderPlan(planned, out.c));
+  const newKeys = planned.flatMap((p) => (p.consumers?.create ?? []).map((d) => `${p.file.id}: ${d.name}`));
+  if (newKeys.length > 0 && !opts.dryRun && secrets === null) {
+    throw new UsageError(
+      `${plural(newKeys.length, 'consumer')} would get a new key (${newKeys.join(', ')}), and keys are written only to --secrets-out; nothing was changed`,
+      'add --secrets-out FILE (a file readable by you only, e.g. in your CI runner\'s temp dir)',
+    );
+  }
 
   if (opts.dryRun) {
     const reports = planned.map((p) => {
@@ -434,7 +513,7 @@ export async function apply(ctx: Ctx, paths: readonly string[], opts: ApplyOptio
         r.ok = false;
         r.error = errorOf(p.error);
       } else {
-        r.plan = planView(p.plan);
+        r.plan = planView(p.plan, p.consumers);
         r.published = p.plan.publish.action === 'none' ? 'unchanged' : 'skipped';
       }
       return r;

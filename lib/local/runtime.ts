@@ -27,8 +27,9 @@ import { ensureTable, startDynalite, type LocalDynamo } from './dynamo';
 import { createGateway, createLocalServer } from './gateway';
 import { createLambdaContext } from './lambda-context';
 import { LocalQueue, LocalQueuePort } from './queue';
-import { listen, ownerTokenOf, persistent, recoveredOf, type Recovered } from './bootstrap';
+import { listen, onRecordedPort, ownerTokenOf, persistent, recoveredOf, type Recovered } from './bootstrap';
 import { startLocalS3, type LocalS3 } from './s3';
+import { originOf, uploadCorsRule } from '../storage-cors';
 import { createObjectStore } from '../../functions/adapters/objects.store';
 import { drainWorkflow, refuseWhileStopping, type StopOptions, type StopReport } from './shutdown';
 import { LocalWorkflow } from './workflow';
@@ -138,15 +139,20 @@ async function startLocked(
     accessKeyId: LOCAL_S3_ACCESS_KEY_ID,
     secretAccessKey: persistent(join(dataDir, 's3-secret'), () => randomBytes(30).toString('base64')),
   };
-  const s3: LocalS3 = await startLocalS3({
+  // On the port it had last time (the data dir's `s3-port`) when free, so upload URLs handed
+  // out before a restart still work after it.
+  const s3: LocalS3 = await onRecordedPort(join(dataDir, 's3-port'), (port) => startLocalS3({
+    port,
     dir: join(dataDir, 'objects'),
     buckets: [settings.bucket],
     region: settings.region,
     secretOf: (id) => (id === s3Credentials.accessKeyId ? s3Credentials.secretAccessKey : undefined),
     // The lifecycle rule the stack gives the bucket on AWS, applied here by the emulation.
     expirationDays: { [settings.bucket]: objectExpiryDays(settings.resultRetentionDays) },
+    // The CORS rule the stack gives the bucket, for this runtime's origin (known once it listens).
+    cors: () => (config.formUploadOrigin ? [uploadCorsRule(config.formUploadOrigin)] : []),
     host: opts.host ?? env.HOST ?? '127.0.0.1',
-  });
+  }));
   const config: Config = { ...settings, dynamodbEndpoint: dynamo.endpoint, s3Endpoint: s3.url, s3ForcePathStyle: true };
   await ensureTable(dynamo.endpoint, config.table);
 
@@ -255,6 +261,7 @@ async function startLocked(
   const { url, forgetUrl } = await listen(server, opts, env, dataDir);
   // Known only now: the loop guard's own URL (the functions read config when they run).
   config.apiUrl ??= url;
+  config.formUploadOrigin ??= originOf(url);
 
   let stopping: Promise<StopReport> | undefined;
   const stop = async (stopOpts: StopOptions = {}): Promise<StopReport> => {

@@ -39,6 +39,12 @@ export interface PipegateFunctionProps {
   logRetentionDays: number;
   /** Packages left out of the bundle (see bundleExternals in permissions.ts). */
   externalModules?: string[];
+  /**
+   * Lambda's own lines (START, END and REPORT are INFO, a time-out or crash WARN or above):
+   * with one set, logs are in Lambda's JSON format and lines below the level are not written.
+   * The functions' own lines are JSON written to stdout either way, unfiltered.
+   */
+  systemLogLevel?: 'WARN' | 'INFO' | 'DEBUG';
   /** Files copied beside the bundle, into `toDir` (the docs page's static files). */
   copyFiles?: { fromDir: string; files: readonly string[]; toDir: string };
 }
@@ -82,6 +88,7 @@ export class PipegateFunction extends Construct {
       ...(props.reservedConcurrency !== undefined ? { reservedConcurrentExecutions: props.reservedConcurrency } : {}),
       tracing: lambda.Tracing.ACTIVE,
       logGroup: this.logGroup,
+      ...(props.systemLogLevel ? { loggingFormat: lambda.LoggingFormat.JSON, systemLogLevelV2: lambda.SystemLogLevel[props.systemLogLevel] } : {}),
       role: this.role,
       environment: {
         NODE_OPTIONS: '--enable-source-maps',

@@ -91,6 +91,7 @@ export class ServiceStack extends Stack {
         ...(plan ? { reservedConcurrency: plan.reserved[name] } : {}),
         environment: baseEnvironment,
         logRetentionDays: settings.logRetentionDays,
+        systemLogLevel: settings.lambdaSystemLogLevel,
         externalModules: bundleExternals(name),
         // The docs page's Swagger UI files travel beside this one function's bundle, read from
         // disk when asked for: no other bundle carries them, and its cold start does not parse them.

@@ -46,6 +46,8 @@ export interface Settings {
    * million at CloudWatch Logs' ingestion price).
    */
   stateMachineLogLevel: 'ERROR' | 'ALL';
+  /** Lambda's own log lines (START, END, REPORT are INFO): WARN leaves them out, for cost. */
+  lambdaSystemLogLevel: 'WARN' | 'INFO' | 'DEBUG';
   /**
    * The web ACL's rate-based rule: requests a minute from one client address (WAF counts per
    * source IP over a 60 s window) past which that address is answered 429 until its rate falls.
@@ -102,6 +104,7 @@ const ContextSchema = v.object({
     DEFAULT_ACCOUNT_CONCURRENCY,
   ),
   stateMachineLogLevel: v.optional(v.picklist(['ERROR', 'ALL']), 'ERROR'),
+  lambdaSystemLogLevel: v.optional(v.picklist(['WARN', 'INFO', 'DEBUG']), 'WARN'),
   rateLimitPerAddress: v.optional(num(WAF_MIN_RATE_LIMIT, WAF_MAX_RATE_LIMIT), 1_200),
   formRateLimitPerAddress: v.optional(num(WAF_MIN_RATE_LIMIT, WAF_MAX_RATE_LIMIT), 120),
   ownerPrincipals: v.optional(OwnerPrincipalsSchema, []),
@@ -145,6 +148,7 @@ export function parseSettings(input: Record<string, unknown>): Settings {
     payloadGuard: c.payloadGuard,
     accountConcurrency: c.accountConcurrency,
     stateMachineLogLevel: c.stateMachineLogLevel,
+    lambdaSystemLogLevel: c.lambdaSystemLogLevel,
     rateLimitPerAddress: c.rateLimitPerAddress,
     formRateLimitPerAddress: c.formRateLimitPerAddress,
     ownerPrincipals: c.ownerPrincipals,

@@ -16,6 +16,7 @@ import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 import { DEFAULT_RESULT_RETENTION_DAYS, objectExpiryDays } from '../config';
+import { originOf, uploadCorsRule } from '../storage-cors';
 import { QUEUES, type QueueDefinition, type QueueName } from '../queues';
 import type { ObjectAction } from './permissions';
 import { OWNER_SECRET_PURPOSE } from '../../functions/core/envelope';
@@ -94,7 +95,7 @@ export class StatefulStack extends Stack {
         'CloudWatch alarms cannot publish to a topic encrypted with the AWS-managed SNS key, and alarm notifications carry only alarm names and states.',
     });
 
-    this.bucket = this.objectsBucket();
+    this.bucket = this.objectsBucket(settings);
     this.objectPolicies = this.objectAccessPolicies(this.bucket);
 
     this.queues = {
@@ -167,8 +168,13 @@ export class StatefulStack extends Stack {
    * after it was written (lib/config.ts says why one more than the 7-day retention): that is
    * how executions' objects go, with no listing and no request of ours; a deleted deployment's
    * go at once as far as one bounded pass reaches, and the rule takes the rest.
+   *
+   * CORS lets a web form's page PUT a file straight to the bucket (lib/storage-cors.ts), from
+   * the API's public origin only. That origin must be known here: the API's own execute-api
+   * host is made by the service stack, which depends on this one, so only `publicUrl` (a custom
+   * domain) names it. Without it the bucket has no CORS rule and forms send files inline.
    */
-  private objectsBucket(): s3.Bucket {
+  private objectsBucket(settings: Settings): s3.Bucket {
     const bucket = new s3.Bucket(this, 'Objects', {
       blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
       objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
@@ -185,6 +191,7 @@ export class StatefulStack extends Stack {
         },
       ],
       removalPolicy: RemovalPolicy.RETAIN,
+      ...(settings.publicUrl ? { cors: [cdkCorsRule(uploadCorsRule(originOf(settings.publicUrl)))] } : {}),
     });
     Validations.of(bucket).acknowledge({
       id: 'AwsSolutions-S1',
@@ -280,3 +287,11 @@ export class StatefulStack extends Stack {
     pepper.node.addDependency(material);
   }
 }
+
+const cdkCorsRule = (r: ReturnType<typeof uploadCorsRule>): s3.CorsRule => ({
+  allowedMethods: r.allowedMethods.map((m) => m as s3.HttpMethods),
+  allowedOrigins: [...r.allowedOrigins],
+  allowedHeaders: [...r.allowedHeaders],
+  exposedHeaders: [...r.exposedHeaders],
+  maxAge: r.maxAgeSeconds,
+});

@@ -18,10 +18,11 @@ import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import { credentialsFor, sessionNameOf, type IamDecision, type IamEvaluator, type Principal } from './iam';
 import { createS3Handler, type S3Handler } from '../local/s3';
+import type { BucketCorsRule } from '../storage-cors';
 import { contextOf, KmsError, type LocalKms } from '../local/kms';
 import type { LocalArns } from './physical';
 import { isPlainObject } from '../../functions/core/values';
-import type { PartitionThroughput } from './scale-model';
+import type { PartitionThroughput, StartExecutionThrottle } from './scale-model';
 
 /** A local queue as the endpoint uses it (lib/local/queue.ts LocalQueue). */
 export interface EndpointQueue {
@@ -54,9 +55,11 @@ export interface AwsServices {
   /** KMS: the templates' keys (lib/local/kms.ts), their material in the data dir. */
   kms?: LocalKms;
   /** S3: the templates' buckets (physical names), their objects kept under `dir`. */
-  objects?: { dir: string; buckets: readonly string[]; expirationDays?: Readonly<Record<string, number>> };
+  objects?: { dir: string; buckets: readonly string[]; expirationDays?: Readonly<Record<string, number>>; cors?: Readonly<Record<string, readonly BucketCorsRule[]>> };
   /** DynamoDB's per-key throughput, when the scale model is on (./scale-model). */
   throughput?: PartitionThroughput;
+  /** Step Functions' StartExecution throttle, when the scale model is on. */
+  startThrottle?: StartExecutionThrottle;
 }
 
 export interface Denial {
@@ -163,6 +166,8 @@ export async function startAwsEndpoint(options: AwsEndpointOptions = {}): Promis
       dir: objects.dir,
       buckets: objects.buckets,
       expirationDays: objects.expirationDays,
+      // The template's CorsConfiguration: S3 answers a browser's preflight from it.
+      cors: (bucket) => objects.cors?.[bucket] ?? [],
       region: s.arns.env.region,
       secretOf: (id) => {
         const p = s.iam.principalByAccessKey(id);
@@ -386,6 +391,7 @@ export async function startAwsEndpoint(options: AwsEndpointOptions = {}): Promis
         throw new AwsError(400, 'InvalidExecutionInput', 'Invalid State Machine Execution Input: not valid JSON');
       }
       if (!isPlainObject(input)) throw new AwsError(400, 'InvalidExecutionInput', 'pipegate state machines take a JSON object as input');
+      if (s.startThrottle && !s.startThrottle.admit(machine.type)) throw new AwsError(400, 'ThrottlingException', 'Rate exceeded');
       const startDate = Date.now() / 1000;
       if (machine.type === 'EXPRESS') {
         // No name idempotency for Express: every start is a new execution with its own run id.

@@ -271,9 +271,18 @@ export interface IamDecision {
  * describes; there are no SCPs, RCPs, permission boundaries, session policies or VPC endpoint
  * policies in a pipegate deployment, so none are given.
  */
+const DECISIONS_KEPT = 20_000;
+
 export class IamEvaluator {
   private readonly byArn: Map<string, Principal>;
   private readonly byKey: Map<string, Principal>;
+  /**
+   * Decisions by request (principal, action, resource, condition values): the policies are
+   * fixed for the evaluator's life, so the same request is the same decision, and evaluating
+   * one is most of start:synth's own time under load (docs/performance.md). Off when a policy
+   * reads the time, the one input not in the key.
+   */
+  private readonly decisions: Map<string, IamDecision> | undefined;
 
   constructor(
     readonly principals: readonly Principal[],
@@ -282,6 +291,13 @@ export class IamEvaluator {
   ) {
     this.byArn = new Map(principals.map((p) => [p.roleArn, p]));
     this.byKey = new Map(principals.map((p) => [p.accessKeyId, p]));
+    const documents = JSON.stringify([principals.map((p) => p.policies.map((a) => a.document)), [...resourcePolicies.values()]]).toLowerCase();
+    this.decisions = documents.includes('aws:currenttime') || documents.includes('aws:epochtime') ? undefined : new Map();
+  }
+
+  /** Decisions kept (none when a policy reads the time). */
+  get cachedDecisions(): number {
+    return this.decisions?.size ?? 0;
   }
 
   static fromAssembly(assembly: ResolvedAssembly): IamEvaluator {
@@ -297,6 +313,19 @@ export class IamEvaluator {
   }
 
   async evaluate(req: IamRequest): Promise<IamDecision> {
+    if (!this.decisions) return this.decide(req);
+    const context = Object.entries(req.context ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    const key = JSON.stringify([req.principal, req.action, req.resource, context]);
+    const known = this.decisions.get(key);
+    if (known) return known;
+    const decision = await this.decide(req);
+    // Bounded: per-item condition values (DynamoDB's leading keys) are unbounded.
+    if (this.decisions.size >= DECISIONS_KEPT) this.decisions.clear();
+    this.decisions.set(key, decision);
+    return decision;
+  }
+
+  private async decide(req: IamRequest): Promise<IamDecision> {
     const role = this.byArn.get(req.principal);
     if (!role && req.principal.startsWith('arn:')) {
       return { allowed: false, result: 'ImplicitlyDenied', reason: `no role ${req.principal} in the templates` };

@@ -17,6 +17,9 @@
  *   key gets however the table scales (adaptive capacity splits partitions, never a key), for the
  *   table's key and the key of each global secondary index a write sets; beyond,
  *   ProvisionedThroughputExceededException (the SDK retries it, as on AWS).
+ * - Step Functions: StartExecution's token bucket per account and Region, one for Standard and
+ *   one for Express state machines; beyond, ThrottlingException (the SDK retries it; the runner
+ *   then leaves the message on the queue for another delivery).
  *
  * Every figure is rounded to a whole number, at least 1: at 1/100 a reservation of 42 becomes 1,
  * more than its share (the granularity figures printed with a run say by how much).
@@ -36,6 +39,14 @@ export const AWS_QUOTAS = {
   /** DynamoDB's most per partition key value, capacity units a second. */
   partitionReadUnits: 3_000,
   partitionWriteUnits: 1_000,
+  /**
+   * Step Functions' StartExecution throttle (AWS's "Quotas related to API action throttling"),
+   * in us-east-1, us-west-2 and eu-west-1; Standard's is 800 / 150 a second in other Regions.
+   */
+  startExecution: {
+    STANDARD: { burst: 1_300, rate: 300 },
+    EXPRESS: { burst: 6_000, rate: 6_000 },
+  },
 } as const;
 
 export interface ScaleModelOptions {
@@ -49,6 +60,8 @@ export interface ScaleStats {
   lambda: Record<string, number>;
   stage: Record<string, number>;
   dynamo: Record<string, number>;
+  /** StartExecution refused, by state machine type. */
+  states: Record<string, number>;
 }
 
 /** A limit as the template states it and as enforced here. */
@@ -177,6 +190,35 @@ export class StageThrottle {
   }
 }
 
+/** Step Functions' StartExecution throttle: a token bucket per state machine type, for the whole account. */
+export class StartExecutionThrottle {
+  private readonly buckets: Record<'STANDARD' | 'EXPRESS', TokenBucket>;
+  readonly limits: ScaledLimit[];
+
+  constructor(
+    factor: number,
+    private readonly stats: ScaleStats,
+    now: () => number = Date.now,
+  ) {
+    const q = AWS_QUOTAS.startExecution;
+    this.buckets = {
+      STANDARD: new TokenBucket(scaled(q.STANDARD.rate, factor), scaled(q.STANDARD.burst, factor), now),
+      EXPRESS: new TokenBucket(scaled(q.EXPRESS.rate, factor), scaled(q.EXPRESS.burst, factor), now),
+    };
+    this.limits = (['STANDARD', 'EXPRESS'] as const).flatMap((t) => [
+      { name: `StartExecution ${t} rate`, template: q[t].rate, scaled: this.buckets[t].rate },
+      { name: `StartExecution ${t} burst`, template: q[t].burst, scaled: this.buckets[t].burst },
+    ]);
+  }
+
+  /** Whether a StartExecution on a state machine of `type` passes; false: ThrottlingException. */
+  admit(type: 'STANDARD' | 'EXPRESS'): boolean {
+    if (this.buckets[type].take()) return true;
+    this.stats.states[type] = (this.stats.states[type] ?? 0) + 1;
+    return false;
+  }
+}
+
 /** The keys of one table a throughput meter charges: its own partition key and its indexes'. */
 export interface TableKeys {
   partitionKey: string;
@@ -214,12 +256,19 @@ export class PartitionThroughput {
 
   /**
    * The partition keys a call touches (`<table>` or `<table>/<index>`, then the value), or
-   * undefined for a call the model does not meter (Query, Scan, batches, DescribeTable).
+   * undefined for a call the model does not meter (Scan, batches, DescribeTable). A Query reads
+   * the one partition key value its key condition names, of the table or of its index.
    */
   keysOf(operation: string, body: Record<string, unknown>): { kind: 'read' | 'write'; keys: string[] } | undefined {
     const table = typeof body.TableName === 'string' ? body.TableName : '';
     const t = this.tables.get(table);
     if (!t) return undefined;
+    if (operation === 'Query') {
+      const index = typeof body.IndexName === 'string' ? body.IndexName : undefined;
+      const attr = index === undefined ? t.partitionKey : t.indexes[index];
+      const v = attr === undefined ? undefined : assignedValue(body, attr, 'KeyConditionExpression');
+      return v === undefined ? undefined : { kind: 'read', keys: [index === undefined ? `${table} ${v}` : `${table}/${index} ${v}`] };
+    }
     const item = isPlainObject(body.Item) ? body.Item : isPlainObject(body.Key) ? body.Key : undefined;
     const own = item ? stringValue(item[t.partitionKey]) : undefined;
     if (own === undefined) return undefined;
@@ -259,9 +308,11 @@ function stringValue(v: unknown): string | undefined {
 /**
  * The value an UpdateItem's `SET <attr> = :v` gives an attribute (named directly or through
  * ExpressionAttributeNames), when it is a plain value: what the index entry is written under.
+ * The same reading of a Query's KeyConditionExpression gives the partition key value it reads.
  */
-function assignedValue(body: Record<string, unknown>, attr: string): string | undefined {
-  const expr = typeof body.UpdateExpression === 'string' ? body.UpdateExpression : '';
+function assignedValue(body: Record<string, unknown>, attr: string, field: 'UpdateExpression' | 'KeyConditionExpression' = 'UpdateExpression'): string | undefined {
+  const text = body[field];
+  const expr = typeof text === 'string' ? text : '';
   const names = isPlainObject(body.ExpressionAttributeNames) ? body.ExpressionAttributeNames : {};
   const values = isPlainObject(body.ExpressionAttributeValues) ? body.ExpressionAttributeValues : {};
   const aliases = [attr, ...Object.entries(names).filter(([, v]) => v === attr).map(([k]) => k)];
@@ -278,6 +329,7 @@ export interface ScaleModel {
   lambda: LambdaConcurrency;
   stage: StageThrottle;
   dynamo: PartitionThroughput;
+  states: StartExecutionThrottle;
   /** Event source mapping → scaled MaximumConcurrency (undefined: none set). */
   queueConcurrency(maximumConcurrency: number | undefined): number | undefined;
   stats: ScaleStats;
@@ -296,7 +348,7 @@ export function scaleFactorOf(text: string | undefined): number | undefined {
 /** The model of the assembly's stacks: every figure from their templates, AWS's quotas beside them. */
 export function scaleModelFromTemplates(stacks: readonly ResolvedStack[], opts: ScaleModelOptions): ScaleModel {
   const { factor } = opts;
-  const stats: ScaleStats = { lambda: {}, stage: {}, dynamo: {} };
+  const stats: ScaleStats = { lambda: {}, stage: {}, dynamo: {}, states: {} };
   const reserved = new Map<string, number>();
   let method: { rate: number; burst: number } | undefined;
   const tables = new Map<string, TableKeys>();
@@ -329,13 +381,15 @@ export function scaleModelFromTemplates(stacks: readonly ResolvedStack[], opts: 
   const lambda = new LambdaConcurrency(reserved, opts.accountConcurrency ?? AWS_QUOTAS.accountConcurrency, factor, stats);
   const stage = new StageThrottle(method, factor, stats);
   const dynamo = new PartitionThroughput(tables, factor, stats);
+  const states = new StartExecutionThrottle(factor, stats);
   return {
     factor,
     lambda,
     stage,
     dynamo,
+    states,
     queueConcurrency: (max) => (max === undefined ? undefined : scaled(max, factor)),
     stats,
-    limits: () => [...lambda.limits, lambda.unreserved, ...stage.limits, ...dynamo.limits],
+    limits: () => [...lambda.limits, lambda.unreserved, ...stage.limits, ...dynamo.limits, ...states.limits],
   };
 }

@@ -184,6 +184,7 @@ describe('pipegate apply against a running local runtime', () => {
           push: { version: 1, created: false },
           tests: { run: false, reason: 'version 1 is live', runs: [] },
           publish: { action: 'none', reason: 'version 1 is live with the visibility the file asks' },
+          consumers: null,
         },
         pushed: { version: 1, created: false },
         tests: { run: 0, passed: 0, failed: 0, results: [] },
@@ -193,6 +194,7 @@ describe('pipegate apply against a running local runtime', () => {
         secrets: null,
         secrets_set: [],
         files: [],
+        consumers: null,
         error: null,
       });
     }
@@ -312,8 +314,8 @@ describe('pipegate apply against a running local runtime', () => {
     expect(done.stdout).toContain('· no runs: version 1 is live and its latest run succeeded; only the visibility changes');
     expect((await runsOf('stats')).length).toBe(runsBefore);
     expect((await readinessOf('stats')).deployment?.outputs).toEqual([
-      { id: 'doubled', visible: true },
-      { id: 'debug', visible: true },
+      { id: 'doubled', visible: true, value_type: 'RAW' },
+      { id: 'debug', visible: true, value_type: 'RAW' },
     ]);
     expect(await execute('stats')).toEqual({ doubled: 6, debug: 3 });
   });
@@ -364,7 +366,7 @@ describe('pipegate apply against a running local runtime', () => {
     expect(human.stderr).toMatch(/bad\/typos\.json \(3 problems\):\n {4}publish\.outputs\.p {2}no output node "p" \(outputs: o\)/);
     expect(human.stderr).toMatch(/tests\[0\]\.inputs\.n {2}must be a whole number \(input n is integer\), got the string "one"/);
     expect(human.stderr).toMatch(/tests\[0\]\.expect\.q/);
-    expect(human.stderr).toMatch(/bad\/package\.json \(2 problems\):\n {4}name {3}unknown key; a pipeline file holds only description, retry_interrupted, nodes, publish, tests, secrets\n {4}nodes {2}is required/);
+    expect(human.stderr).toMatch(/bad\/package\.json \(2 problems\):\n {4}name {3}unknown key; a pipeline file holds only description, retry_interrupted, nodes, publish, tests, secrets, consumers\n {4}nodes {2}is required/);
     expect(json.code).toBe(2);
     expect(JSON.parse(json.stdout)).toMatchObject({ ok: false, files: [{ file: 'bad/package.json' }, { file: 'bad/typos.json' }] });
     expect(missing.code).toBe(2);

@@ -17,6 +17,7 @@ import { createHandler as taskRunHandler } from '../../functions/task-run/handle
 import { createHandler as taskStartHandler } from '../../functions/task-start/handler';
 import { KEY_REFUSALS, type KeyRefusal } from '../../functions/core/errors';
 import type { HttpRequest } from '../../functions/core/ports';
+import { createLogger } from '../../functions/adapters/logger';
 import { startTestDb, type TestDb } from '../support/dynamo';
 import { authorizerEvent, context, proxyEvent, sqsEvent } from '../support/events';
 import { testDeps, type RecordingQueue, type RecordingWorkflow } from '../support/fakes';
@@ -151,6 +152,31 @@ describe('execute → runner → tasks → callback', () => {
       d.completions = inProcess;
     }
   }, 10_000);
+
+  it('writes no log line of its own for an execution that succeeds, from the submit to the status read (the cost model prices none)', async () => {
+    // Prepare: every handler below logs through a recording logger.
+    const p = await publishGreeting('quiet');
+    const lines: string[] = [];
+    current = { ...d, log: createLogger('pipegate', (l) => lines.push(l)) } as Deps;
+    try {
+      // Act
+      const auth = await authorize(p.apiKey);
+      const res = await execute(
+        proxyEvent({ method: 'POST', resource: '/v1/deployments/{deployment_id}/executions', path: `/v1/deployments/${p.deploymentId}/executions/`, pathParameters: { deployment_id: p.deploymentId }, body: '{}', authorizer: auth }),
+        context(),
+      );
+      const id = parse(res).execution_id as string;
+      await runner(sqsEvent([JSON.stringify({ execution_id: id })]), context());
+      await runWorkflow(id);
+      const st = await status(proxyEvent({ method: 'GET', resource: '/v1/deployments/executions/{execution_id}/status', path: `/v1/deployments/executions/${id}/status/`, pathParameters: { execution_id: id }, authorizer: auth }), context());
+
+      // Assess: warnings and errors only; bench/prices.ts's logBytes.lambdaOwn is 0 because of this.
+      expect(parse(st)).toMatchObject({ status: 'completed' });
+      expect(lines).toEqual([]);
+    } finally {
+      current = d;
+    }
+  });
 
   it('accepts with URLs that keep the stage, queues the execution, and the workflow completes it', async () => {
     const p = await publishGreeting('flow');

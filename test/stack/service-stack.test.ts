@@ -11,7 +11,7 @@ import { buildTestApp, crossStackRef, asArray, outputsOf, refOf, resourcesOf, ty
 import { unauthorizedBody } from '../../functions/core/errors';
 import { isPlainObject } from '../../functions/core/values';
 import { EXPRESS_MAX_EXECUTION_TIMEOUT_MS } from '../../lib/workflow-budget';
-import { AWS_MIN_UNRESERVED, concurrencyPlan, waitersBound } from '../../lib/concurrency';
+import { AWS_MIN_UNRESERVED, CLASS_SHARES, classOf, concurrencyPlan, waitersBound } from '../../lib/concurrency';
 import { parseSettings } from '../../lib/stacks/settings';
 
 // Prepare: one app for the whole file (building it is the slow part).
@@ -473,6 +473,22 @@ describe('concurrency budget, from lib/concurrency.ts', () => {
     expect(Number(reservedOf('execute'))).toBeGreaterThan(0);
   });
 
+  it("gives the event stream and the web form's routes shares of their own, sized to what they hold", () => {
+    // Assess: a stream is held for a whole execution, so its share is the viewers at once.
+    expect(classOf('execution-events')).toBe('stream');
+    for (const f of ['form-page', 'form-execute', 'form-execution', 'form-upload']) expect(classOf(f)).toBe('form');
+    expect(classOf('asset-get')).toBe('caller');
+    expect(classOf('run-events')).toBe('owner');
+    const reservable = built.settings.accountConcurrency - AWS_MIN_UNRESERVED;
+    expect(Number(reservedOf('execution-events'))).toBe(Math.floor((reservable * CLASS_SHARES.stream) / 100));
+    const form = ['form-page', 'form-execute', 'form-execution', 'form-upload'].reduce((n, f) => n + Number(reservedOf(f)), 0);
+    expect(form).toBeLessThanOrEqual(Math.floor((reservable * CLASS_SHARES.form) / 100));
+    // More than an "other caller route" gets: streams and form runs no longer share its 5.
+    expect(Number(reservedOf('execution-events'))).toBeGreaterThan(Number(reservedOf('execution-cancel')) * 5);
+    expect(Number(reservedOf('form-execute'))).toBeGreaterThan(Number(reservedOf('execution-cancel')));
+    expect(Object.values(CLASS_SHARES).reduce((a, b) => a + b, 0)).toBe(100);
+  });
+
   it.each(Object.values(QUEUES))('$id event source polls with at most its consumer\'s reservation', (def) => {
     const m = Object.values(svc).find(
       (r) => r.Type === 'AWS::Lambda::EventSourceMapping' && label(r.Properties?.EventSourceArn) === `stateful:${queueId(def.id)}`,
@@ -489,6 +505,20 @@ describe('concurrency budget, from lib/concurrency.ts', () => {
     const none = buildTestApp({ accountConcurrency: 0 });
     const fns = Object.values(resourcesOf(Template.fromStack(none.service))).filter((r) => r.Type === 'AWS::Lambda::Function');
     expect(fns.some((r) => r.Properties?.ReservedConcurrentExecutions !== undefined)).toBe(false);
+  });
+});
+
+describe("Lambda's own log lines", () => {
+  it("leaves out Lambda's START, END and REPORT lines by default (system log level WARN, JSON format), and keeps them with lambdaSystemLogLevel=INFO", () => {
+    // Act
+    const fns = (stack: Record<string, { Type?: string; Properties?: Record<string, unknown> }>) => Object.values(stack).filter((r) => r.Type === 'AWS::Lambda::Function');
+    const info = buildTestApp({ lambdaSystemLogLevel: 'INFO' });
+
+    // Assess
+    expect(fns(svc).length).toBeGreaterThan(30);
+    for (const r of fns(svc)) expect(r.Properties?.LoggingConfig).toMatchObject({ LogFormat: 'JSON', SystemLogLevel: 'WARN' });
+    for (const r of fns(resourcesOf(Template.fromStack(info.service)))) expect(r.Properties?.LoggingConfig).toMatchObject({ LogFormat: 'JSON', SystemLogLevel: 'INFO' });
+    expect(() => parseSettings({ lambdaSystemLogLevel: 'ERROR' })).toThrow(/lambdaSystemLogLevel/);
   });
 });
 

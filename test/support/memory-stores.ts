@@ -36,7 +36,7 @@ import type {
   RunPointer,
   SealedSecret,
 } from '../../functions/core/types';
-import { bucketOf, usageIncrement, type UsageBucket } from '../../functions/core/usage';
+import { addUsageAttribute, bucketOf, callerAttribute, usageAttributes, usageIncrement, type UsageBucket } from '../../functions/core/usage';
 import { listingOf } from '../../functions/core/views';
 import type { StoreSet } from './fakes';
 import type { ConsumerRecord, Limits } from '../../functions/core/consumers';
@@ -47,7 +47,11 @@ export class MemoryExecutions implements ExecutionsPort {
   readonly items = new Map<string, Execution & { sweep?: SweepKind; sweep_at?: string }>();
   private readonly idempotency = new Map<string, IdempotencyRecord & { expires_at: number }>();
 
-  constructor(private readonly trackOpen = true) {}
+  constructor(
+    private readonly trackOpen = true,
+    /** Usage counters, shared with MemoryConsumers' tallies as the table's usage items are. */
+    readonly usage = new MemoryUsage(),
+  ) {}
 
   async create(e: Execution): Promise<boolean> {
     if (this.items.has(e.execution_id)) return false;
@@ -246,22 +250,14 @@ export class MemoryExecutions implements ExecutionsPort {
     return strip(e);
   }
 
-  /** Finished API executions counted, as the DynamoDB store would add them to its buckets. */
-  readonly usage = new Map<string, UsageBucket>();
-
   async countFinished(e: Execution): Promise<void> {
     const inc = usageIncrement(e);
     if (inc === null) return;
-    const key = `${inc.deploymentId}#${inc.bucket}`;
-    const b = this.usage.get(key) ?? { bucket: inc.bucket, counts: {}, bins: {} };
-    b.counts[inc.status] = (b.counts[inc.status] ?? 0) + 1;
-    b.bins[inc.bin] = (b.bins[inc.bin] ?? 0) + 1;
-    this.usage.set(key, b);
+    for (const name of usageAttributes(inc)) this.usage.add(inc.deploymentId, inc.bucket, name);
   }
 
   async usageSince(deploymentId: string, from: Date): Promise<UsageBucket[]> {
-    const start = bucketOf(from);
-    return [...this.usage.entries()].filter(([k, b]) => k.startsWith(`${deploymentId}#`) && b.bucket >= start).map(([, b]) => copy(b));
+    return this.usage.since(deploymentId, from);
   }
 
   async claimIdempotency(
@@ -395,11 +391,38 @@ export class MemoryDeployments implements DeploymentsPort {
   }
 }
 
+/**
+ * The usage items of the table: attribute counters per deployment and five-minute bucket,
+ * written with the stores' own attribute names and read back by the same reader
+ * (addUsageAttribute), so usage splits by consumer here as in DynamoDB.
+ */
+export class MemoryUsage {
+  private readonly buckets = new Map<string, { deploymentId: string; bucket: string; attributes: Map<string, number> }>();
+  add(deploymentId: string, bucket: string, name: string): void {
+    const key = `${deploymentId}#${bucket}`;
+    const b = this.buckets.get(key) ?? { deploymentId, bucket, attributes: new Map<string, number>() };
+    b.attributes.set(name, (b.attributes.get(name) ?? 0) + 1);
+    this.buckets.set(key, b);
+  }
+  since(deploymentId: string, from: Date): UsageBucket[] {
+    const start = bucketOf(from);
+    return [...this.buckets.values()]
+      .filter((b) => b.deploymentId === deploymentId && b.bucket >= start)
+      .sort((x, y) => (x.bucket < y.bucket ? -1 : 1))
+      .map((b) => {
+        const out: UsageBucket = { bucket: b.bucket, counts: {}, bins: {} };
+        for (const [name, n] of b.attributes) addUsageAttribute(out, name, n);
+        return out;
+      });
+  }
+}
+
 /** Consumers and limit counters, with the DynamoDB adapter's conditions. */
 export class MemoryConsumers implements ConsumersPort {
   readonly items = new Map<string, ConsumerRecord>();
   readonly counters = new Map<string, number>();
   readonly tallies: { deploymentId: string; subject: string; what: CallerTally }[] = [];
+  constructor(readonly usage = new MemoryUsage()) {}
   async get(deploymentId: string, consumerId: string): Promise<ConsumerRecord | null> {
     const c = this.items.get(`${deploymentId}/${consumerId}`);
     return c ? copy(c) : null;
@@ -436,8 +459,9 @@ export class MemoryConsumers implements ConsumersPort {
     const n = this.counters.get(k) ?? 0;
     if (n > 0) this.counters.set(k, n - 1);
   }
-  async tally(deploymentId: string, subject: string, what: CallerTally): Promise<void> {
+  async tally(deploymentId: string, subject: string, what: CallerTally, at: Date): Promise<void> {
     this.tallies.push({ deploymentId, subject, what });
+    this.usage.add(deploymentId, bucketOf(at), callerAttribute(subject, what));
   }
 }
 
@@ -448,5 +472,6 @@ export function memoryStores(opts: { trackOpen?: boolean } = {}): StoreSet & {
   deployments: MemoryDeployments;
   consumers: MemoryConsumers;
 } {
-  return { pipelines: new MemoryPipelines(), executions: new MemoryExecutions(opts.trackOpen), deployments: new MemoryDeployments(), consumers: new MemoryConsumers() };
+  const usage = new MemoryUsage();
+  return { pipelines: new MemoryPipelines(), executions: new MemoryExecutions(opts.trackOpen, usage), deployments: new MemoryDeployments(), consumers: new MemoryConsumers(usage) };
 }

@@ -6,13 +6,14 @@ import { DescribeSecretCommand, GetSecretValueCommand, PutSecretValueCommand, Se
 import { DescribeExecutionCommand, SFNClient, StartExecutionCommand, StopExecutionCommand } from '@aws-sdk/client-sfn';
 import { SendMessageBatchCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { SfnWorkflowPort } from '../../functions/adapters/sfn.workflow';
+import { SFN_MAX_ATTEMPTS, SfnWorkflowPort } from '../../functions/adapters/sfn.workflow';
 import { createObjectStore } from '../../functions/adapters/objects.store';
 import { ensureTable, startDynalite, type LocalDynamo } from '../../lib/local/dynamo';
 import { LocalQueue } from '../../lib/local/queue';
 import { LocalSecretStore, startAwsEndpoint, type AwsEndpoint, type AwsServices, type StateMachinePort } from '../../lib/synth/aws-endpoint';
 import { credentialsFor, IamEvaluator } from '../../lib/synth/iam';
 import { resolveAssembly, type ResolvedAssembly } from '../../lib/synth/physical';
+import { StartExecutionThrottle } from '../../lib/synth/scale-model';
 import { SYNTH_TIMEOUT_MS, testAssembly } from '../support/synth';
 import { functionRoleArn, localEnv, logicalId, queueArn, tableArn } from './synth-helpers';
 
@@ -196,6 +197,27 @@ describe('the local AWS endpoint', () => {
       endpoint.serve(services);
     }
   });
+
+  it("answers a StartExecution past the scale model's throttle with ThrottlingException, which the SDK retries as a throttle", async () => {
+    // Prepare: Express at 1/6000 of its quota: one start banked, one more a second.
+    const throttle = new StartExecutionThrottle(1 / 6000, { lambda: {}, stage: {}, dynamo: {}, states: {} });
+    endpoint.serve({ ...services, stateMachines: new Map<string, StateMachinePort>([[machineArn, express]]), startThrottle: throttle });
+    const config = { endpoint: endpoint.url, region: 'us-east-1', credentials: credentialsFor(functionRoleArn(resolved, 'runner'), 'runner') };
+    const start = new StartExecutionCommand({ stateMachineArn: machineArn, name: 't-1', input: '{"execution_id":"t-1"}' });
+    try {
+      // Act
+      await new SFNClient({ ...config, maxAttempts: 1 }).send(start);
+      const refused = await new SFNClient({ ...config, maxAttempts: 1 }).send(start).catch((e: unknown) => e as { name: string; $retryable?: { throttling?: boolean } });
+      // The runner's own client: its retries wait for the bucket to refill.
+      const retried = await new SFNClient({ ...config, maxAttempts: SFN_MAX_ATTEMPTS }).send(start);
+      // Assess
+      expect(refused).toMatchObject({ name: 'ThrottlingException', message: 'Rate exceeded' });
+      expect(retried.$metadata.attempts).toBeGreaterThan(1);
+      expect(throttle.limits.find((l) => l.name === 'StartExecution EXPRESS rate')?.scaled).toBe(1);
+    } finally {
+      endpoint.serve(services);
+    }
+  }, 30_000);
 
   it('serves the key-material secret to the roles granted it, the pepper alone to the authorizer, and nothing else of Secrets Manager', async () => {
     // Act

@@ -104,3 +104,49 @@ describe('IAM from the synthesized templates', () => {
     expect(d.allowed).toBe(false);
   });
 });
+
+describe('decisions kept by request', () => {
+  const roleArn = 'arn:aws:iam::123456789012:role/r';
+  const table = 'arn:aws:dynamodb:us-east-1:123456789012:table/T';
+  const evaluator = (condition: Record<string, unknown>): IamEvaluator =>
+    new IamEvaluator([
+      {
+        stack: 'S',
+        logicalId: 'R',
+        roleArn,
+        roleName: 'r',
+        accessKeyId: 'AKIAR',
+        policies: [{ name: 'p', document: { Version: '2012-10-17', Statement: [{ Effect: 'Allow', Action: 'dynamodb:GetItem', Resource: table, Condition: condition }] } }],
+        unknownManagedPolicies: [],
+      },
+    ]);
+  const get = (key: string) => ({ principal: roleArn, action: 'dynamodb:GetItem', resource: table, context: { 'dynamodb:LeadingKeys': [key] } });
+
+  it('answers the same request with the same decision, each set of condition values apart', async () => {
+    // Prepare
+    const iam = evaluator({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['DEPLOYMENT#*'] } });
+
+    // Act
+    const first = await iam.evaluate(get('DEPLOYMENT#1'));
+    const again = await iam.evaluate(get('DEPLOYMENT#1'));
+    const other = await iam.evaluate(get('EXEC#1'));
+
+    // Assess
+    expect(first.allowed).toBe(true);
+    expect(again).toBe(first);
+    expect(other.allowed).toBe(false);
+    expect(iam.cachedDecisions).toBe(2);
+  });
+
+  it('keeps nothing when a policy reads the time, the one input not in the key', async () => {
+    // Prepare
+    const iam = evaluator({ DateLessThan: { 'aws:CurrentTime': '2000-01-01T00:00:00Z' } });
+
+    // Act
+    const refused = await iam.evaluate(get('DEPLOYMENT#1'));
+
+    // Assess
+    expect(refused.allowed).toBe(false);
+    expect(iam.cachedDecisions).toBe(0);
+  });
+});

@@ -8,11 +8,11 @@ import { concurrencyPlan } from '../../lib/concurrency';
 import { allFunctionNames } from '../../lib/stacks/permissions';
 import type { Assembly } from '../../lib/synth/assembly';
 import { resolveAssembly, type ResolvedAssembly } from '../../lib/synth/physical';
-import { AWS_QUOTAS, LambdaConcurrency, PartitionThroughput, scaleFactorOf, scaleModelFromTemplates, TokenBucket, type ScaleStats } from '../../lib/synth/scale-model';
+import { AWS_QUOTAS, LambdaConcurrency, PartitionThroughput, scaleFactorOf, scaleModelFromTemplates, StartExecutionThrottle, TokenBucket, type ScaleStats } from '../../lib/synth/scale-model';
 import { SYNTH_TIMEOUT_MS, testAssembly } from '../support/synth';
 import { localEnv } from './synth-helpers';
 
-const noStats = (): ScaleStats => ({ lambda: {}, stage: {}, dynamo: {} });
+const noStats = (): ScaleStats => ({ lambda: {}, stage: {}, dynamo: {}, states: {} });
 
 describe('read from the synthesized templates', () => {
   let assembly: Assembly;
@@ -39,6 +39,7 @@ describe('read from the synthesized templates', () => {
     expect(model.stage.limits.find((l) => l.name === 'method burst')).toEqual({ name: 'method burst', template: 200, scaled: 2 });
     const tables = [...model.dynamo.tables.values()];
     expect(tables).toEqual([{ partitionKey: 'pk', indexes: expect.objectContaining({ sweep: 'sweep' }) as unknown }]);
+    expect(model.limits()).toEqual(expect.arrayContaining([{ name: 'StartExecution EXPRESS rate', template: 6000, scaled: 60 }]));
   });
 });
 
@@ -76,6 +77,42 @@ describe('token buckets', () => {
   });
 });
 
+describe("Step Functions' StartExecution throttle", () => {
+  it("is AWS's bucket per state machine type times the factor: Standard 1,300 then 300/s, Express 6,000 then 6,000/s", () => {
+    // Act
+    const throttle = new StartExecutionThrottle(0.01, noStats());
+
+    // Assess
+    expect(throttle.limits).toEqual([
+      { name: 'StartExecution STANDARD rate', template: AWS_QUOTAS.startExecution.STANDARD.rate, scaled: 3 },
+      { name: 'StartExecution STANDARD burst', template: AWS_QUOTAS.startExecution.STANDARD.burst, scaled: 13 },
+      { name: 'StartExecution EXPRESS rate', template: AWS_QUOTAS.startExecution.EXPRESS.rate, scaled: 60 },
+      { name: 'StartExecution EXPRESS burst', template: AWS_QUOTAS.startExecution.EXPRESS.burst, scaled: 60 },
+    ]);
+    expect(AWS_QUOTAS.startExecution).toEqual({ STANDARD: { burst: 1300, rate: 300 }, EXPRESS: { burst: 6000, rate: 6000 } });
+  });
+
+  it('refuses starts past the burst until the rate refills it, each type on its own, counting the refusals', () => {
+    // Prepare: Standard at 1/100: 13 banked, 3 a second.
+    let now = 0;
+    const stats = noStats();
+    const throttle = new StartExecutionThrottle(0.01, stats, () => now);
+
+    // Act
+    const burst = Array.from({ length: 14 }, () => throttle.admit('STANDARD'));
+    const express = throttle.admit('EXPRESS');
+    now = 1000;
+    const refilled = Array.from({ length: 4 }, () => throttle.admit('STANDARD'));
+
+    // Assess
+    expect(burst.filter(Boolean)).toHaveLength(13);
+    expect(burst[13]).toBe(false);
+    expect(express).toBe(true);
+    expect(refilled).toEqual([true, true, true, false]);
+    expect(stats.states).toEqual({ STANDARD: 2 });
+  });
+});
+
 describe('DynamoDB per-key throughput', () => {
   const tables = new Map([['T', { partitionKey: 'pk', indexes: { sweep: 'sweep' } }]]);
   const setSweep = (id: string, key: string) => ({
@@ -103,6 +140,30 @@ describe('DynamoDB per-key throughput', () => {
     expect(meter.keysOf('UpdateItem', setSweep('x', 'open#3'))).toEqual({ kind: 'write', keys: ['T EXEC#x', 'T/sweep open#3'] });
     expect(meter.keysOf('GetItem', { TableName: 'T', Key: { pk: { S: 'EXEC#x' } } })).toEqual({ kind: 'read', keys: ['T EXEC#x'] });
     expect(meter.keysOf('Query', { TableName: 'T' })).toBeUndefined();
+  });
+
+  it('charges a Query to the one partition key value its key condition reads, of the index or the table', () => {
+    const meter = new PartitionThroughput(tables, 0.01, noStats());
+    const sweep = {
+      TableName: 'T',
+      IndexName: 'sweep',
+      KeyConditionExpression: 'sweep = :k AND sweep_at < :before',
+      ExpressionAttributeValues: { ':k': { S: 'open#3' }, ':before': { S: '2026' } },
+    };
+    expect(meter.keysOf('Query', sweep)).toEqual({ kind: 'read', keys: ['T/sweep open#3'] });
+    expect(meter.keysOf('Query', { TableName: 'T', KeyConditionExpression: '#p = :p AND sk >= :from', ExpressionAttributeNames: { '#p': 'pk' }, ExpressionAttributeValues: { ':p': { S: 'USAGE#d' }, ':from': { S: 'a' } } })).toEqual({
+      kind: 'read',
+      keys: ['T USAGE#d'],
+    });
+    // 30 read units a second per key at 1/100: a sweeper reading 4 KB pages of one shard meets it.
+    const call = meter.keysOf('Query', sweep);
+    if (!call) throw new Error('not metered');
+    let admitted = 0;
+    while (meter.admit(call.kind, call.keys) && admitted < 100) {
+      meter.charge(call.kind, call.keys, 4096);
+      admitted += 1;
+    }
+    expect(admitted).toBe(30);
   });
 
   it('throttles one index key written 40 times a second at 1/100 (4,000/s on AWS) and not the same writes over the sharded sweep keys', () => {

@@ -140,3 +140,34 @@ it('completes an execution whose MarkRunning is throttled for 4 s, longer than t
   expect(model.stats.lambda[taskStart] ?? 0).toBeGreaterThanOrEqual(before + 3);
   expect(done.body.status).toBe('completed');
 });
+
+it("completes an execution whose StartExecution meets Step Functions' throttle for 1.5 s: the runner's retries wait it out", async () => {
+  // Prepare: every StartExecution refused for 1.5 s, as an emptied account bucket refuses them.
+  await new Promise((res) => setTimeout(res, 2_000));
+  const model = rt.scale;
+  if (!model) throw new Error('no scale model');
+  const until = Date.now() + 1_500;
+  let refused = 0;
+  const admit = model.states.admit.bind(model.states);
+  const spy = jest.spyOn(model.states, 'admit').mockImplementation((type) => {
+    if (Date.now() >= until) return admit(type);
+    refused += 1;
+    return false;
+  });
+
+  // Act
+  const accepted = await submit();
+  const id = String(accepted.body.execution_id);
+  const done = await waitUntil(
+    () => request<Record<string, unknown>>(`${rt.url}/v1/deployments/executions/${id}/status/`, 'GET', undefined, { 'x-api-key': apiKey }),
+    (r) => r.body.status === 'completed' || r.body.status === 'failed',
+    40_000,
+    1_100,
+  );
+  spy.mockRestore();
+
+  // Assess
+  expect(accepted.status).toBe(202);
+  expect(refused).toBeGreaterThan(0);
+  expect(done.body.status).toBe('completed');
+});

@@ -67,6 +67,12 @@ describe('docs state the concurrency budget lib/concurrency.ts derives', () => {
       `${waitersBound(r.execute ?? 0)} for execute, ${waitersBound(r['execution-status'] ?? 0)} for execution-status, ${waitersBound(r['execution-result'] ?? 0)} for execution-result`,
     );
     expect(aws).toContain(`one of ${WAIT_SHARDS} counter items per function and ${WAIT_WINDOW_SECONDS} s window`);
-    expect(aws).toContain(`the sweeper ${r.sweeper}, each other caller route ${r['execution-cancel']} and each owner route ${r['pipeline-push']}: ${total} reserved`);
+    expect(aws).toContain(
+      `execution-events ${r['execution-events']}, form-execute and form-execution ${r['form-execute']} each, form-page and form-upload ${r['form-page']} each, the sweeper ${r.sweeper}, each other caller route ${r['execution-cancel']} and each owner route ${r['pipeline-push']}: ${total} reserved`,
+    );
+    expect(aws).toContain(`**${r['execution-events']} concurrent event streams with the default 1,000**`);
+    expect(aws).toContain(`**Concurrency: ${r['execution-events']} streams at once by default.**`);
+    expect(aws).toContain(`so ${concurrencyPlan(allFunctionNames(), 5000).reserved['execution-events']} at 5,000 and ${concurrencyPlan(allFunctionNames(), 10000).reserved['execution-events']} at 10,000`);
+    expect(aws).toContain(`and ${waitersBound(r['form-execution'] ?? 0)} for form-execution with the default 1,000`);
   });
 });

@@ -5,24 +5,14 @@
 import { generateApiKey } from '../../../functions/core/api-key';
 import { KEY_REFUSALS } from '../../../functions/core/errors';
 import { authorize } from '../../../functions/services/auth.service';
-import { publish, rotate, startRun } from '../../../functions/services/owner.service';
-import { push } from '../../../functions/services/push.service';
-import { taskRun, taskStart } from '../../../functions/services/tasks.service';
+import { rotate } from '../../../functions/services/owner.service';
 import { testDeps, type TestDeps } from '../../support/fakes';
+import { publishPipeline } from '../../support/published';
 import { memoryStores } from '../../support/memory-stores';
-import { greeting } from '../../support/runtime';
 
 const BASE = 'https://api.example';
 
-async function published(d: TestDeps, id: string): Promise<{ deploymentId: string; apiKey: string }> {
-  await push(d, id, JSON.stringify(greeting));
-  const run = await startRun(d, id, null, BASE);
-  await taskStart(d, run.run_id);
-  await taskRun(d, run.run_id);
-  const pub = await publish(d, id, null, BASE);
-  if (!('api_key' in pub.body)) throw new Error('a first publish returns the key');
-  return { deploymentId: pub.body.deployment_id, apiKey: pub.body.api_key };
-}
+const published = (d: TestDeps, id: string) => publishPipeline(d, id, { base: BASE });
 
 describe('authorize', () => {
   let now: Date;

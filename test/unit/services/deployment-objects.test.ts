@@ -2,10 +2,9 @@
  * A deleted deployment's objects go with it: one bounded pass at the delete, never failing it.
  */
 import type { ObjectStorePort } from '../../../functions/core/ports';
-import { DELETE_REMOVES_AT_MOST, publish, remove, startRun } from '../../../functions/services/owner.service';
-import { push } from '../../../functions/services/push.service';
-import { taskRun, taskStart } from '../../../functions/services/tasks.service';
+import { DELETE_REMOVES_AT_MOST,  remove } from '../../../functions/services/owner.service';
 import { testDeps, type TestDeps } from '../../support/fakes';
+import { publishPipeline } from '../../support/published';
 import { memoryStores } from '../../support/memory-stores';
 
 const BASE = 'https://api.example';
@@ -31,11 +30,8 @@ function recordingObjects(fail?: Error): ObjectStorePort & { removed: { prefix: 
 }
 
 async function published(d: TestDeps): Promise<string> {
-  await push(d, 'echo', JSON.stringify({ nodes: { a: { type: 'input', value_type: 'string', value: 'x' }, out: { type: 'output', from: 'a' } } }));
-  const run = await startRun(d, 'echo', null, BASE);
-  await taskStart(d, run.run_id);
-  await taskRun(d, run.run_id);
-  return (await publish(d, 'echo', null, BASE)).body.deployment_id;
+  const definition = { nodes: { a: { type: 'input', value_type: 'string', value: 'x' }, out: { type: 'output', from: 'a' } } };
+  return (await publishPipeline(d, 'echo', { definition, base: BASE })).deploymentId;
 }
 
 describe('deleting a deployment', () => {

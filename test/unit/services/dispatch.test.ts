@@ -9,12 +9,11 @@ import type { PipelineDefinition } from '../../../functions/core/types';
 import { callbackClaimMs } from '../../../lib/config';
 import { execute } from '../../../functions/services/caller.service';
 import { dispatchCallback } from '../../../functions/services/dispatch.service';
-import { publish, startRun } from '../../../functions/services/owner.service';
 import { redeliver } from '../../../functions/services/owner-executions.service';
-import { push } from '../../../functions/services/push.service';
 import { sweepOnce } from '../../../functions/services/sweeper.service';
 import { taskRun, taskStart } from '../../../functions/services/tasks.service';
 import { testDeps, type TestDeps } from '../../support/fakes';
+import { publishPipeline } from '../../support/published';
 import { memoryStores, type MemoryExecutions } from '../../support/memory-stores';
 
 const BASE = 'https://api.example';
@@ -50,13 +49,7 @@ async function owed(): Promise<Setup> {
   const stores = memoryStores();
   const base = testDeps(stores);
   const d = testDeps(stores, { http, clock: { now: () => new Date(clock.ms) }, config: { ...base.config, callbackScheduleSeconds: [1, 1] } });
-  await push(d, 'echo', JSON.stringify(echo));
-  const run = await startRun(d, 'echo', null, BASE);
-  await taskStart(d, run.run_id);
-  await taskRun(d, run.run_id);
-  const pub = await publish(d, 'echo', '{}', BASE);
-  const dep = await d.deployments.get(pub.body.deployment_id);
-  const auth = { deploymentId: pub.body.deployment_id, revision: dep?.revision ?? 0, deleted: false };
+  const { auth } = await publishPipeline(d, 'echo', { definition: echo, publishBody: '{}', base: BASE });
   const accepted = await execute(d, auth, { deploymentId: auth.deploymentId, body: JSON.stringify({ callback: HOOK }), contentType: 'application/json', idempotencyKey: undefined, baseUrl: BASE });
   const id = (accepted.body as { execution_id: string }).execution_id;
   await taskStart(d, id);

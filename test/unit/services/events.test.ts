@@ -8,24 +8,16 @@ import { InProcessCompletions, PollingCompletions } from '../../../functions/ada
 import { openEventStream } from '../../../functions/services/events.service';
 import { markRunning, finishExecution } from '../../../functions/services/lifecycle.service';
 import { progressRecorder } from '../../../functions/services/progress.service';
-import { publish, startRun } from '../../../functions/services/owner.service';
-import { push } from '../../../functions/services/push.service';
 import { taskRun, taskStart } from '../../../functions/services/tasks.service';
 import { execute } from '../../../functions/services/caller.service';
-import { greeting } from '../../support/runtime';
 import { testDeps, type TestDeps } from '../../support/fakes';
+import { publishPipeline } from '../../support/published';
 import { memoryStores } from '../../support/memory-stores';
 
 const BASE = 'https://api.example';
 
 async function published(d: TestDeps) {
-  await push(d, 'greet', JSON.stringify(greeting));
-  const run = await startRun(d, 'greet', null, BASE);
-  await taskStart(d, run.run_id);
-  await taskRun(d, run.run_id);
-  const pub = await publish(d, 'greet', null, BASE);
-  const dep = await d.deployments.get(pub.body.deployment_id);
-  return { deploymentId: pub.body.deployment_id, revision: dep?.revision ?? 0, deleted: false };
+  return (await publishPipeline(d, 'greet', { base: BASE })).auth;
 }
 
 async function submitted(d: TestDeps) {

@@ -16,6 +16,7 @@ import { listRuns, publish, startRun } from '../../../functions/services/owner.s
 import { push } from '../../../functions/services/push.service';
 import { taskFail, taskRun, taskStart } from '../../../functions/services/tasks.service';
 import { anExecution, testDeps, type TestDeps } from '../../support/fakes';
+import { publishPipeline } from '../../support/published';
 import { memoryStores } from '../../support/memory-stores';
 import { greeting } from '../../support/runtime';
 
@@ -151,14 +152,9 @@ describe('the execution lifecycle', () => {
 describe('the services on in-memory stores', () => {
   /** Pushes the greeting pipeline, runs it to the end through the state-machine tasks, publishes it. */
   async function published(d: TestDeps) {
-    await push(d, 'greet', JSON.stringify(greeting));
-    const run = await startRun(d, 'greet', null, BASE);
-    expect((await taskStart(d, run.run_id)).proceed).toBe(true);
-    expect(await taskRun(d, run.run_id)).toEqual({ status: 'completed' });
-    const pub = await publish(d, 'greet', null, BASE);
-    expect(pub.status).toBe(201);
-    const dep = await d.deployments.get(pub.body.deployment_id);
-    return { deploymentId: pub.body.deployment_id, auth: { deploymentId: pub.body.deployment_id, revision: dep?.revision ?? 0, deleted: false } };
+    const p = await publishPipeline(d, 'greet', { base: BASE });
+    expect(p.status).toBe(201);
+    return p;
   }
 
   it('refuses to publish before any successful run, with the contract message', async () => {

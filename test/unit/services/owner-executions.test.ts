@@ -9,11 +9,12 @@ import type { NodeTrace, PipelineDefinition } from '../../../functions/core/type
 import { binOf, bucketOf, DURATION_BOUNDS_MS, summarize } from '../../../functions/core/usage';
 import { execute } from '../../../functions/services/caller.service';
 import { dispatchCallback } from '../../../functions/services/dispatch.service';
-import { publish, startRun } from '../../../functions/services/owner.service';
+import { startRun } from '../../../functions/services/owner.service';
 import { cancel, getExecution, listExecutions, redeliver, usage } from '../../../functions/services/owner-executions.service';
 import { push } from '../../../functions/services/push.service';
 import { taskRun, taskStart } from '../../../functions/services/tasks.service';
 import { testDeps, type TestDeps } from '../../support/fakes';
+import { publishPipeline } from '../../support/published';
 import { memoryStores } from '../../support/memory-stores';
 
 const BASE = 'https://api.example';
@@ -29,15 +30,7 @@ const shout: PipelineDefinition = {
 };
 
 /** A live deployment of `shout` with `secret_word` hidden. */
-async function live(d: TestDeps): Promise<{ deploymentId: string; auth: { deploymentId: string; revision: number; deleted: boolean } }> {
-  await push(d, 'shout', JSON.stringify(shout));
-  const run = await startRun(d, 'shout', null, BASE);
-  await taskStart(d, run.run_id);
-  await taskRun(d, run.run_id);
-  const pub = await publish(d, 'shout', JSON.stringify({ inputs: { secret_word: { visible: false } } }), BASE);
-  const dep = await d.deployments.get(pub.body.deployment_id);
-  return { deploymentId: pub.body.deployment_id, auth: { deploymentId: pub.body.deployment_id, revision: dep?.revision ?? 0, deleted: false } };
-}
+const live = (d: TestDeps) => publishPipeline(d, 'shout', { definition: shout, publishBody: JSON.stringify({ inputs: { secret_word: { visible: false } } }), base: BASE });
 
 async function submit(d: TestDeps, auth: Awaited<ReturnType<typeof live>>['auth'], name: string, callback?: string): Promise<string> {
   const body = JSON.stringify({ workflow_input: { name: { value: name, value_type: 'RAW' } }, ...(callback ? { callback } : {}) });

@@ -9,7 +9,7 @@ import { memoryStores } from '../../support/memory-stores';
 
 const throttled = () => Object.assign(new Error('Rate of requests exceeds the allowed throughput'), { name: 'ThrottlingException' });
 
-async function finishedWith(failures: number) {
+async function finishedWith(failures: number, consumerId: string | null = null) {
   const stores = memoryStores();
   const errors: [string, LogFields | undefined][] = [];
   const d = testDeps(stores);
@@ -23,14 +23,19 @@ async function finishedWith(failures: number) {
     }
     return count(e);
   };
-  const e = anExecution({ deployment_id: 'dep' });
+  const e = anExecution({ deployment_id: 'dep', consumer_id: consumerId });
   await d.executions.create(e);
   await markRunning(d, e.execution_id);
   const running = await d.executions.get(e.execution_id, new Date(), true);
   if (!running) throw new Error('no execution');
   await finishExecution(d, running, 'completed', { outputs: {} });
   const usage = await d.executions.usageSince('dep', new Date(0));
-  return { errors, total: usage.reduce((n, b) => n + (b.counts.completed ?? 0), 0) };
+  await d.consumers.tally('dep', 'c-1', 'accepted', new Date());
+  return {
+    errors,
+    total: usage.reduce((n, b) => n + (b.counts.completed ?? 0), 0),
+    byCaller: (await d.executions.usageSince('dep', new Date(0))).map((b) => b.callers ?? {}),
+  };
 }
 
 describe('usage counting', () => {
@@ -38,6 +43,17 @@ describe('usage counting', () => {
     const r = await finishedWith(2);
     expect(r.total).toBe(1);
     expect(r.errors).toEqual([]);
+  });
+
+  it("splits a consumer's executions and tallies out of the deployment's, as the table's usage items do", async () => {
+    const r = await finishedWith(0, 'c-1');
+    expect(r.total).toBe(1);
+    const callers = r.byCaller.reduce((all, c) => ({ ...all, ...c }), {});
+    expect(callers['c-1']?.counts.completed).toBe(1);
+    expect(callers['c-1']?.accepted).toBe(1);
+    expect(Object.values(callers['c-1']?.bins ?? {}).reduce((a, b) => a + b, 0)).toBe(1);
+    const plain = await finishedWith(0);
+    expect(plain.byCaller.flatMap((c) => Object.keys(c).filter((k) => k !== 'c-1'))).toEqual([]);
   });
 
   it('logs an error naming the execution when the store keeps refusing', async () => {

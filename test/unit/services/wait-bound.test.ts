@@ -5,11 +5,8 @@
  */
 import type { WaitSlot, WaitSlotsPort } from '../../../functions/core/ports';
 import { execute, result, status } from '../../../functions/services/caller.service';
-import { publish, startRun } from '../../../functions/services/owner.service';
-import { push } from '../../../functions/services/push.service';
-import { taskRun, taskStart } from '../../../functions/services/tasks.service';
-import { greeting } from '../../support/runtime';
 import { anExecution, testDeps, type TestDeps } from '../../support/fakes';
+import { publishPipeline } from '../../support/published';
 import { memoryStores } from '../../support/memory-stores';
 
 const BASE = 'https://api.example';
@@ -72,13 +69,7 @@ describe('bounded waiting', () => {
   it('answers a waiting submit beyond the bound 202 with Retry-After, at once', async () => {
     // Prepare: no slot at all; a published pipeline to execute.
     const d = testDeps(memoryStores(), { waitSlots: new CountingSlots(0) });
-    await push(d, 'greet', JSON.stringify(greeting));
-    const run = await startRun(d, 'greet', null, BASE);
-    await taskStart(d, run.run_id);
-    await taskRun(d, run.run_id);
-    const pub = await publish(d, 'greet', null, BASE);
-    const dep = await d.deployments.get(pub.body.deployment_id);
-    const caller = { deploymentId: pub.body.deployment_id, revision: dep?.revision ?? 0, deleted: false };
+    const caller = (await publishPipeline(d, 'greet', { base: BASE })).auth;
     // Act
     const r = await execute(d, caller, { deploymentId: caller.deploymentId, body: JSON.stringify({ workflow_input: { name: { value: 'Ada', value_type: 'RAW' } } }), contentType: 'application/json', idempotencyKey: undefined, baseUrl: BASE, wait: wait(60_000) });
     // Assess
