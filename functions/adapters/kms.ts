@@ -5,7 +5,8 @@
  * the wire protocol because @aws-sdk/client-kms is not among the project's packages; the
  * two operations need no more than this.
  */
-import { signRequest } from '../../lib/cli/sigv4';
+import { Sha256 } from '@aws-crypto/sha256-js';
+import { SignatureV4 } from '@smithy/signature-v4';
 import type { DataKeysPort } from '../core/ports';
 
 export type KmsOperation = 'GenerateDataKey' | 'Decrypt';
@@ -81,10 +82,18 @@ export function awsKmsTransport(opts: AwsKmsOptions): KmsTransport {
       secretAccessKey: env.AWS_SECRET_ACCESS_KEY ?? '',
       ...(env.AWS_SESSION_TOKEN ? { sessionToken: env.AWS_SESSION_TOKEN } : {}),
     };
-    const headers = await signRequest(
-      { method: 'POST', url, headers: { 'content-type': 'application/x-amz-json-1.1', 'x-amz-target': `TrentService.${operation}` }, body: text },
-      { region: opts.region, service: 'kms', credentials },
-    );
+    const signer = new SignatureV4({ service: 'kms', region: opts.region, credentials, sha256: Sha256 });
+    const signed = await signer.sign({
+      method: 'POST',
+      protocol: url.protocol,
+      hostname: url.hostname,
+      ...(url.port ? { port: Number(url.port) } : {}),
+      path: url.pathname,
+      headers: { host: url.host, 'content-type': 'application/x-amz-json-1.1', 'x-amz-target': `TrentService.${operation}` },
+      body: text,
+    });
+    // fetch sets the host from the URL itself.
+    const headers = Object.fromEntries(Object.entries(signed.headers).filter(([k]) => k.toLowerCase() !== 'host'));
     const answer = await fetch(url, { method: 'POST', headers, body: text, signal: AbortSignal.timeout(10_000) });
     const parsed = (await answer.json().catch(() => ({}))) as Record<string, unknown>;
     if (!answer.ok) {
