@@ -345,8 +345,8 @@ export function mediaObjectCost(m: Readonly<MediaScenario> = MEDIA): CostLine[] 
  * (Lambda's lines, the access log, the state machine's events at `logLevel`), X-Ray's sampled
  * traces, the wait bound's counters for a waiting caller, and the web ACL's per-request
  * charge when the payload guard is on (its fixed monthly
- * charge is `fixedMonthlyDollars`, not a per-execution figure). No KMS key is used: the secret
- * is encrypted with Secrets Manager's AWS-managed key, at no charge per call.
+ * charge is `fixedMonthlyDollars`, not a per-execution figure). The owner secrets' KMS key
+ * is priced apart (ownerSecretsKmsCost): a trivial pipeline names no secret and makes no KMS call.
  */
 export function operationsCost(c: CostInput, opts: { logLevel: 'ERROR' | 'ALL'; waf: boolean; sampledShare?: number; lambdaSystemLogLevel?: 'WARN' | 'INFO' }): CostLine[] {
   const M = 1_000_000;
@@ -451,5 +451,27 @@ export function allInHeadline(input: CostInput): {
     pipelineSecond: totalDollars(pipelineSecondCost()),
     /** The same caller with a consumer key under a rate limit and a quota, all in. */
     consumerKey: allInOf(withConsumerKey(input)),
+  };
+}
+
+/**
+ * The owner secrets' KMS key, per million executions of a pipeline whose http nodes name
+ * `secrets` owner secrets. task-run keeps each data key it has opened for its container's life
+ * (functions/adapters/kms.ts), so it asks KMS once per secret per container, and a container is
+ * new for about ASSUMPTIONS.coldShare of the invocations; opened on every run instead, it would
+ * be one Decrypt per secret per execution. Setting a secret is one GenerateDataKey (an owner's
+ * action, not per execution: left out). The key's $1 a month is fixed, not per execution.
+ */
+export function ownerSecretsKmsCost(secrets = 1): { cached: CostLine; perRun: CostLine; keyMonthly: number } {
+  const M = 1_000_000;
+  const containers = ASSUMPTIONS.coldShare;
+  return {
+    cached: {
+      item: 'KMS Decrypt (data keys kept per container)',
+      perExecution: `${round(secrets * containers, 3)} Decrypt: ${secrets} per task-run container, ${containers * 100} % of runs start one`,
+      dollars: secrets * containers * PRICES.kmsPerRequest * M,
+    },
+    perRun: { item: 'KMS Decrypt (opened on every run)', perExecution: `${secrets} Decrypt`, dollars: secrets * PRICES.kmsPerRequest * M },
+    keyMonthly: PRICES.kmsPerKeyMonth,
   };
 }

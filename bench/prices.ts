@@ -29,6 +29,10 @@ export const PRICES = {
   dynamoPerMillionReadUnits: 0.125,
   /** https://aws.amazon.com/secrets-manager/pricing/ — $0.05 per 10,000 API calls. */
   secretsManagerPerCall: 0.05 / 10_000,
+  /** https://aws.amazon.com/kms/pricing/ — a customer-managed key, $1 a month (automatic rotation included: the first two rotations add $1 each, then none). */
+  kmsPerKeyMonth: 1,
+  /** https://aws.amazon.com/kms/pricing/ — $0.03 per 10,000 requests (symmetric: GenerateDataKey, Decrypt). */
+  kmsPerRequest: 0.03 / 10_000,
   /** https://aws.amazon.com/s3/pricing/ — S3 Standard storage, first 50 TB a month, per GB-month. */
   s3StandardPerGbMonth: 0.023,
   /** https://aws.amazon.com/s3/pricing/ — PUT, COPY, POST, LIST requests: $0.005 per 1,000. */

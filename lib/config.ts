@@ -66,6 +66,7 @@ const ConfigSchema = v.object({
   PIPEGATE_CALLBACKS_QUEUE_URL: v.optional(v.string(), ''),
   PIPEGATE_STATE_MACHINE_ARN: v.optional(v.string(), ''),
   PIPEGATE_SECRET_ARN: v.optional(v.string(), ''),
+  PIPEGATE_OWNER_SECRETS_KEY: v.optional(v.string(), ''),
   PIPEGATE_DYNAMODB_ENDPOINT: v.optional(v.string()),
   PIPEGATE_DYNAMODB_TRANSPORT: v.optional(v.picklist(['in-process', 'http'], 'must be in-process or http'), 'in-process'),
   PIPEGATE_EXECUTION_TIMEOUT_MS: int(300_000, 1_000, 3_600_000),
@@ -106,6 +107,8 @@ export type Config = {
   callbacksQueueUrl: string;
   stateMachineArn: string;
   secretArn: string;
+  /** The KMS key owner secrets are sealed under (its ARN); only the functions that seal or open them have one. */
+  ownerSecretsKey: string;
   dynamodbEndpoint: string | undefined;
   /**
    * Local runtime: how its own functions reach its dynalite — handed over in the process
@@ -156,6 +159,12 @@ export type Config = {
    * nodes may not call it, nor publicUrl (the loop guard).
    */
   apiUrl: string | undefined;
+  /**
+   * The origin the objects bucket's CORS rule lets browsers PUT from (lib/storage-cors.ts): the
+   * public URL's on AWS (the stack gives the bucket the rule), the local runtime's own. A web
+   * form served at this origin uploads files straight to storage; elsewhere it sends them inline.
+   */
+  formUploadOrigin: string | undefined;
   /** How long an asset link (GET /v1/assets/{token}) works after it is minted. */
   assetLinkTtlSeconds: number;
   /** Runs and uploads one web-form link takes per minute (all addresses together); beyond: 429. */
@@ -204,6 +213,7 @@ export function readConfig(env: Record<string, string | undefined> = process.env
     callbacksQueueUrl: c.PIPEGATE_CALLBACKS_QUEUE_URL,
     stateMachineArn: c.PIPEGATE_STATE_MACHINE_ARN,
     secretArn: c.PIPEGATE_SECRET_ARN,
+    ownerSecretsKey: c.PIPEGATE_OWNER_SECRETS_KEY,
     dynamodbEndpoint: c.PIPEGATE_DYNAMODB_ENDPOINT,
     dynamodbTransport: c.PIPEGATE_DYNAMODB_TRANSPORT,
     executionTimeoutMs: c.PIPEGATE_EXECUTION_TIMEOUT_MS,
@@ -227,6 +237,7 @@ export function readConfig(env: Record<string, string | undefined> = process.env
     ownerSecretsTtlSeconds: c.PIPEGATE_OWNER_SECRETS_TTL_SECONDS,
     publicUrl: c.PIPEGATE_PUBLIC_URL,
     apiUrl: c.PIPEGATE_API_URL,
+    formUploadOrigin: c.PIPEGATE_PUBLIC_URL ? new URL(c.PIPEGATE_PUBLIC_URL).origin : undefined,
     assetLinkTtlSeconds: c.PIPEGATE_ASSET_LINK_TTL_SECONDS,
     formLinkActionsPerMinute: c.PIPEGATE_FORM_LINK_ACTIONS_PER_MINUTE,
     formAddressActionsPerMinute: c.PIPEGATE_FORM_ADDRESS_ACTIONS_PER_MINUTE,

@@ -5,6 +5,7 @@ import type {
   Clock,
   CompletionsPort,
   ConsumersPort,
+  DataKeysPort,
   DeploymentsPort,
   ExecutionsPort,
   FormsPort,
@@ -43,6 +44,8 @@ export interface Deps {
   queue: QueuePort;
   workflow: WorkflowPort;
   keyMaterial: KeyMaterialPort;
+  /** Data keys from the owner secrets' KMS key (envelope encryption of owner secrets). */
+  dataKeys: DataKeysPort;
   ownerSecrets: OwnerSecretsPort;
   http: HttpPort;
   /** The one bucket: asset bytes and values too large for a record (functions/core/object-keys.ts). */
@@ -83,10 +86,12 @@ export function createDeps(config: Config, overrides: Partial<Omit<Deps, 'config
   let queue = overrides.queue;
   let workflow = overrides.workflow;
   let keyMaterial = overrides.keyMaterial;
+  let dataKeys = overrides.dataKeys;
   let http = overrides.http;
   let objects = overrides.objects;
   // The key material is read on first use; owner secrets ask for it through the getter below.
   const lazyKeyMaterial: KeyMaterialPort = { material: () => d.keyMaterial.material() };
+  const lazyDataKeys: DataKeysPort = { generate: (c) => d.dataKeys.generate(c), decrypt: (b, c) => d.dataKeys.decrypt(b, c) };
   /* eslint-disable @typescript-eslint/no-require-imports -- lazy on purpose, see above */
   const d: Deps = {
     config,
@@ -94,7 +99,7 @@ export function createDeps(config: Config, overrides: Partial<Omit<Deps, 'config
     executions: overrides.executions ?? stores.executions,
     deployments: overrides.deployments ?? stores.deployments,
     consumers: overrides.consumers ?? stores.consumers,
-    ownerSecrets: overrides.ownerSecrets ?? new OwnerSecretsStore(stores.db, config.table, lazyKeyMaterial, config.ownerSecretsTtlSeconds * 1000),
+    ownerSecrets: overrides.ownerSecrets ?? new OwnerSecretsStore(stores.db, config.table, lazyKeyMaterial, lazyDataKeys, config.ownerSecretsTtlSeconds * 1000),
     get queue(): QueuePort {
       if (!queue) {
         const { SQSClient } = require('@aws-sdk/client-sqs') as typeof import('@aws-sdk/client-sqs');
@@ -121,6 +126,13 @@ export function createDeps(config: Config, overrides: Partial<Omit<Deps, 'config
         keyMaterial = new SecretsManagerKeyMaterial(new SecretsManagerClient({ region: config.region }), config.secretArn);
       }
       return keyMaterial;
+    },
+    get dataKeys(): DataKeysPort {
+      if (!dataKeys) {
+        const { awsKmsTransport, KmsDataKeys } = require('./kms') as typeof import('./kms');
+        dataKeys = new KmsDataKeys(awsKmsTransport({ region: config.region }), config.ownerSecretsKey);
+      }
+      return dataKeys;
     },
     get http(): HttpPort {
       if (!http) {

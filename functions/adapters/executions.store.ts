@@ -2,7 +2,7 @@ import { randomInt } from 'node:crypto';
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { CLAIM_FIELDS, claimsOf, goneValue, planClaim, readClaim, type ClaimField, type ClaimOwner, type ClaimPlan, type ClaimValues } from '../core/claim-check';
 import { executionObjectKey } from '../core/object-keys';
-import { EXECUTION_HEAD_FIELDS, InvalidCursorError, type ExecutionHead, type ExecutionsPort, type ObjectStorePort, type SweepKind, type TransitionFields, type TransitionResult } from '../core/ports';
+import { EXECUTION_HEAD_FIELDS, EXECUTION_SUMMARY_FIELDS, InvalidCursorError, type ExecutionHead, type ExecutionSummaryRecord, type ExecutionsPort, type ObjectStorePort, type SweepKind, type TransitionFields, type TransitionResult } from '../core/ports';
 import { epochSeconds } from '../core/time';
 import { allowedFrom, isTerminal, type ExecutionStatus } from '../core/transitions';
 import { packTrace, unpackTrace } from '../core/trace-codec';
@@ -31,9 +31,10 @@ function toExecution(item: Record<string, unknown>): Execution {
 const HEAD_CLAIM_FIELDS: readonly ClaimField[] = ['error_message', 'caller_error_message'];
 
 const headOf = (e: Execution): ExecutionHead => Object.fromEntries(EXECUTION_HEAD_FIELDS.map((f) => [f, e[f]])) as ExecutionHead;
+const summaryOf = (e: Execution): ExecutionSummaryRecord => Object.fromEntries(EXECUTION_SUMMARY_FIELDS.map((f) => [f, e[f]])) as ExecutionSummaryRecord;
 
-/** What a deployment's list of executions shows of the values (views.ts executionSummaryBody). */
-const SUMMARY_FIELDS: readonly ClaimField[] = ['error_message'];
+/** The summary's fields the claim check may move to storage (views.ts executionSummaryBody shows the error message). */
+const SUMMARY_CLAIM_FIELDS: readonly ClaimField[] = ['error_message'];
 
 /** A record's value fields as one write stores them (the trace packed), for the claim check to weigh. */
 function claimValues(set: Partial<Record<string, unknown>>): ClaimValues {
@@ -195,7 +196,7 @@ export class ExecutionsStore implements ExecutionsPort {
   }
 
   /** The execution, or null when unknown or past its retention (TTL deletes lazily). */
-  async get(id: string, now: Date, consistent = false, only?: readonly ClaimField[]): Promise<Execution | null> {
+  async get(id: string, now: Date, consistent = false): Promise<Execution | null> {
     // Ids come from request paths too: only a UUID can name an execution, and a key over
     // DynamoDB's 2 KB limit would fail the read with a ValidationException (a 500).
     if (!isUuid(id)) return null;
@@ -204,7 +205,7 @@ export class ExecutionsStore implements ExecutionsPort {
     );
     if (!out.Item) return null;
     if (expired(toExecution(out.Item), now)) return null;
-    return this.resolve(out.Item, null, only);
+    return this.resolve(out.Item);
   }
 
   /**
@@ -214,8 +215,18 @@ export class ExecutionsStore implements ExecutionsPort {
    * The claims come along in case the error messages were moved to storage.
    */
   async getHead(id: string, now: Date, consistent = false): Promise<ExecutionHead | null> {
+    const e = await this.getProjected(id, now, consistent, EXECUTION_HEAD_FIELDS, HEAD_CLAIM_FIELDS);
+    return e === null ? null : headOf(e);
+  }
+
+  /**
+   * The execution's `fields` only (a ProjectionExpression: DynamoDB returns and charges those
+   * bytes, not the item's), with `claimed` read back from storage when the claim check moved
+   * them there; the claims come along for that. Other fields read as null.
+   */
+  private async getProjected(id: string, now: Date, consistent: boolean, fields: readonly string[], claimed: readonly ClaimField[]): Promise<Execution | null> {
     if (!isUuid(id)) return null;
-    const names = [...EXECUTION_HEAD_FIELDS, 'claims'];
+    const names = [...fields, 'claims'];
     const out = await this.db.send(
       new GetCommand({
         TableName: this.table,
@@ -226,9 +237,8 @@ export class ExecutionsStore implements ExecutionsPort {
       }),
     );
     if (!out.Item) return null;
-    const e = toExecution(out.Item);
-    if (expired(e, now)) return null;
-    return headOf(await this.resolve(out.Item, null, HEAD_CLAIM_FIELDS));
+    if (expired(toExecution(out.Item), now)) return null;
+    return this.resolve(out.Item, null, claimed);
   }
 
   /**
@@ -574,9 +584,9 @@ export class ExecutionsStore implements ExecutionsPort {
   async listByDeployment(
     deploymentId: string,
     opts: { limit: number; since?: string; status?: ExecutionStatus; cursor?: string; now: Date },
-  ): Promise<{ executions: Execution[]; next: string | null }> {
+  ): Promise<{ executions: ExecutionSummaryRecord[]; next: string | null }> {
     const partition = `EXECS#${deploymentId}`;
-    const found: Execution[] = [];
+    const found: ExecutionSummaryRecord[] = [];
     let start = decodeCursor(opts.cursor, partition, 'dep_pk');
     let looked = 0;
     const budget = opts.status ? opts.limit * 5 : opts.limit;
@@ -593,8 +603,14 @@ export class ExecutionsStore implements ExecutionsPort {
         }),
       );
       const items = out.Items ?? [];
-      // A summary shows the error message of the values: a page of 100 must not read 100 outputs of a MB each.
-      const fetched = await Promise.all(items.map((k) => this.get(String(k.pk).slice('EXEC#'.length), opts.now, false, SUMMARY_FIELDS)));
+      // A summary shows the error message of the values: a page of 100 must not read 100 items
+      // of 400 KB each, nor their outputs moved to storage.
+      const fetched = await Promise.all(
+        items.map(async (k) => {
+          const e = await this.getProjected(String(k.pk).slice('EXEC#'.length), opts.now, false, EXECUTION_SUMMARY_FIELDS, SUMMARY_CLAIM_FIELDS);
+          return e === null ? null : summaryOf(e);
+        }),
+      );
       start = out.LastEvaluatedKey;
       for (let i = 0; i < items.length; i++) {
         looked++;

@@ -38,6 +38,18 @@ export function s3ClientConfig(s: S3Settings, credentials?: S3ClientConfig['cred
   };
 }
 
+/**
+ * The origin presigned URLs for `bucket` point at (what a page's CSP must let it connect to):
+ * the endpoint's, by path, or S3's regional virtual-hosted one, as the SDK builds them.
+ */
+export function presignedOrigin(s: S3Settings, bucket: string): string {
+  if (s.s3Endpoint) {
+    const u = new URL(s.s3Endpoint);
+    return s.s3ForcePathStyle ? u.origin : `${u.protocol}//${bucket}.${u.host}`;
+  }
+  return `https://${bucket}.s3.${s.region}.amazonaws.com`;
+}
+
 const errorName = (e: unknown): string => (typeof e === 'object' && e !== null ? String((e as { name?: unknown }).name) : '');
 const statusOf = (e: unknown): number | undefined =>
   typeof e === 'object' && e !== null ? (e as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode : undefined;

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { DeleteCommand, PutCommand, QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { openSecret, sealSecret } from '../core/api-key';
-import type { KeyMaterialPort, OwnerSecretSummary, OwnerSecretsPort } from '../core/ports';
+import { openSecret } from '../core/api-key';
+import { isEnvelope, openEnvelope, ownerSecretContext, parseEnvelope, sealEnvelope } from '../core/envelope';
+import type { DataKeysPort, KeyMaterialPort, OwnerSecretSummary, OwnerSecretsPort } from '../core/ports';
 import { allItems, keys, OWNER_SECRETS_PK } from './dynamo';
 
 const SEAL_IV_BYTES = 12;
@@ -12,11 +13,9 @@ const SEAL_IV_BYTES = 12;
 const MISSING_REREAD_MS = 5_000;
 
 /**
- * The sealed plaintext carries the name, so a sealed value copied onto another secret's item
- * does not open as that secret.
+ * The earlier format (v1, sealed under the master key): its plaintext carries the name, so a
+ * sealed value copied onto another secret's item does not open as that secret.
  */
-const envelope = (name: string, value: string): string => JSON.stringify({ name, value });
-
 function unwrap(name: string, plaintext: string): string {
   const parsed = JSON.parse(plaintext) as { name?: unknown; value?: unknown };
   if (parsed.name !== name || typeof parsed.value !== 'string') throw new Error(`owner secret ${name} was sealed for another name`);
@@ -25,8 +24,11 @@ function unwrap(name: string, plaintext: string): string {
 
 /**
  * Owner secrets in the main table, one item each (OWNERSECRETS / SECRET#<name>), the value
- * sealed with the service's master key (AES-256-GCM, as signing secrets are). Reads for runs go
- * through a per-process cache that one Query refills at most once per TTL.
+ * sealed under its own data key from the KMS key, with the secret's name in the encryption
+ * context (functions/core/envelope.ts). Values sealed earlier under the master key (v1) still
+ * open, with the key material; setting a secret again seals it the new way. Reads for runs go
+ * through a per-process cache that one Query refills at most once per TTL; data keys already
+ * opened are kept by the KMS adapter, so a refill asks KMS only for secrets set since.
  */
 export class OwnerSecretsStore implements OwnerSecretsPort {
   private cache: { at: number; values: Promise<Map<string, string>> } | null = null;
@@ -35,13 +37,20 @@ export class OwnerSecretsStore implements OwnerSecretsPort {
     private readonly db: DynamoDBDocumentClient,
     private readonly table: string,
     private readonly keyMaterial: KeyMaterialPort,
+    private readonly dataKeys: DataKeysPort,
     private readonly ttlMs: number,
     private readonly now: () => number = Date.now,
   ) {}
 
   async put(name: string, value: string, updatedAt: string): Promise<OwnerSecretSummary> {
-    const { masterKey } = await this.keyMaterial.material();
-    const sealed = sealSecret(envelope(name, value), masterKey, randomBytes(SEAL_IV_BYTES));
+    const context = ownerSecretContext(name);
+    const dataKey = await this.dataKeys.generate(context);
+    let sealed: string;
+    try {
+      sealed = sealEnvelope(value, dataKey.plaintext, dataKey.encrypted, randomBytes(SEAL_IV_BYTES), context);
+    } finally {
+      dataKey.plaintext.fill(0);
+    }
     await this.db.send(new PutCommand({ TableName: this.table, Item: { ...keys.ownerSecret(name), name, sealed, updated_at: updatedAt } }));
     this.cache = null;
     return { name, updated_at: updatedAt };
@@ -81,9 +90,18 @@ export class OwnerSecretsStore implements OwnerSecretsPort {
 
   private async readAll(): Promise<Map<string, string>> {
     const items = await this.query(true);
-    if (items.length === 0) return new Map();
+    return new Map(await Promise.all(items.map(async (i): Promise<[string, string]> => [String(i.name), await this.open(String(i.name), String(i.sealed))])));
+  }
+
+  private async open(name: string, sealed: string): Promise<string> {
+    if (isEnvelope(sealed)) {
+      const envelope = parseEnvelope(sealed);
+      const context = ownerSecretContext(name);
+      return openEnvelope(envelope, await this.dataKeys.decrypt(envelope.encryptedDataKey, context), context);
+    }
+    // Read only when a value of the earlier format is met.
     const { masterKey } = await this.keyMaterial.material();
-    return new Map(items.map((i) => [String(i.name), unwrap(String(i.name), openSecret(String(i.sealed), masterKey))]));
+    return unwrap(name, openSecret(sealed, masterKey));
   }
 
   private query(withValues: boolean): Promise<Record<string, unknown>[]> {

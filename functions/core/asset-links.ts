@@ -116,6 +116,18 @@ export function fileNameOf(key: string): string {
   return /^[A-Za-z0-9_.-]{1,128}$/.test(last) ? last : 'asset';
 }
 
+/**
+ * How long past a run's time-out the links its nodes are handed keep working: a service a node
+ * passes a link to may fetch the file after it has answered (a job it queued, a retry).
+ */
+export const NODE_LINK_MARGIN_SECONDS = 3600;
+
+/**
+ * The lifetime of a link minted for a node when its run starts: the run's whole budget (its
+ * time-out) plus the margin, so the link outlives every node of the run that could hand it on.
+ */
+export const nodeLinkTtlSeconds = (executionTimeoutMs: number): number => Math.ceil(executionTimeoutMs / 1000) + NODE_LINK_MARGIN_SECONDS;
+
 /** How long a browser may keep what a link served: never past the link's own expiry, at most an hour. */
 export const MAX_ASSET_CACHE_SECONDS = 3600;
 

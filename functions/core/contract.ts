@@ -14,7 +14,9 @@ import type {
   ContractInput,
   ContractOutput,
   Deployment,
+  Execution,
   FormSettings,
+  OutputKind,
   PipelineDefinition,
   Problem,
   RawValue,
@@ -29,8 +31,26 @@ export function restrictionsOf(i: AssetRestrictions): AssetRestrictions {
   return out;
 }
 
-/** Every input and output node of a version, in declaration order, all visible. */
-export function discoverContract(def: PipelineDefinition, runInputs: Record<string, RawValue>): Contract {
+/**
+ * What an output answered in the run a contract is discovered from: ASSET when the run holds a
+ * file for it, RAW when a value; undefined when the run is unknown or answered neither (the
+ * definition alone cannot tell: a transform may pass on a file or a value).
+ */
+function outputKind(id: string, run: DiscoveryRun | undefined): OutputKind | undefined {
+  if (run === undefined) return undefined;
+  if (run.output_assets !== undefined && run.output_assets !== null && Object.hasOwn(run.output_assets, id)) return 'ASSET';
+  if (run.outputs !== undefined && run.outputs !== null && Object.hasOwn(run.outputs, id)) return 'RAW';
+  return undefined;
+}
+
+/** What discovery reads of the successful run's outputs: what each answered. */
+export type DiscoveryRun = Pick<Execution, 'outputs' | 'output_assets'>;
+
+/**
+ * Every input and output node of a version, in declaration order, all visible; each output
+ * with the kind the run answered for it (contract §3), where the run is known.
+ */
+export function discoverContract(def: PipelineDefinition, runInputs: Record<string, RawValue>, run?: DiscoveryRun): Contract {
   const inputs: ContractInput[] = [];
   const outputs: ContractOutput[] = [];
   for (const [id, node] of Object.entries(def.nodes)) {
@@ -39,7 +59,8 @@ export function discoverContract(def: PipelineDefinition, runInputs: Record<stri
       const used = node.value_type !== 'asset' && Object.prototype.hasOwnProperty.call(runInputs, id) ? runInputs[id] : undefined;
       inputs.push({ id, value_type: node.value_type, value: used ?? node.value, visible: true, ...restrictionsOf(node) });
     } else if (node.type === 'output') {
-      outputs.push({ id, visible: true });
+      const kind = outputKind(id, run);
+      outputs.push({ id, visible: true, ...(kind === undefined ? {} : { value_type: kind }) });
     }
   }
   return { inputs, outputs };
@@ -247,7 +268,8 @@ export const formView = (f: FormSettings | null | undefined): { enabled: boolean
 export interface CallerContract {
   deployment_id: string;
   inputs: ({ id: string; value_type: ContractInput['value_type']; value: RawValue } & AssetRestrictions)[];
-  outputs: { id: string }[];
+  /** `value_type` where the contract recorded it (older ones did not). */
+  outputs: { id: string; value_type?: OutputKind }[];
 }
 
 /** What a caller may see of a deployment: visible entries only, without the visibility flag. */
@@ -255,6 +277,6 @@ export function callerContract(d: Pick<Deployment, 'deployment_id' | 'inputs' | 
   return {
     deployment_id: d.deployment_id,
     inputs: d.inputs.filter((i) => i.visible).map((i) => ({ id: i.id, value_type: i.value_type, value: i.value, ...restrictionsOf(i) })),
-    outputs: d.outputs.filter((o) => o.visible).map((o) => ({ id: o.id })),
+    outputs: d.outputs.filter((o) => o.visible).map((o) => ({ id: o.id, ...(o.value_type === undefined ? {} : { value_type: o.value_type }) })),
   };
 }

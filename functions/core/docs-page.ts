@@ -108,6 +108,15 @@ export const DOCS_SCRIPT = `'use strict';
     ]);
   }
 
+  // The per-deployment document types each output by what its contract recorded (RAW or ASSET);
+  // a contract published before that was recorded gives either.
+  function outputKind(schema) {
+    var name = String(at(schema, ['$ref']) || '').split('/').pop();
+    if (name === 'AssetOutputValue') return 'file (ASSET: a link)';
+    if (name === 'RawOutputValue') return 'value (RAW)';
+    return 'value (RAW) or file (ASSET)';
+  }
+
   function showContract(spec) {
     var schemas = at(spec, ['components', 'schemas']) || {};
     var inputs = at(schemas, ['DeploymentExecutionRequest', 'properties', 'workflow_input', 'properties']) || {};
@@ -122,7 +131,7 @@ export const DOCS_SCRIPT = `'use strict';
     })));
     if (assetIds.length > 0) contract.appendChild(filesForm(assetIds, inputs));
     contract.appendChild(el('h2', 'Outputs'));
-    contract.appendChild(table(['id'], Object.keys(outputs).map(function (k) { return [k]; })));
+    contract.appendChild(table(['id', 'type'], Object.keys(outputs).map(function (k) { return [k, outputKind(outputs[k])]; })));
     var samples = at(spec, ['paths', '/v1/deployments/' + id + '/executions', 'post', 'x-codeSamples']) || [];
     samples.forEach(function (s) {
       contract.appendChild(el('h3', s.label || s.lang));

@@ -55,6 +55,8 @@ export interface AssetView {
   media_type: string;
   bytes: number;
   sha256: string;
+  /** When `url` stops working (ISO 8601). */
+  expires_at: string;
 }
 
 export type EngineResult =

@@ -2,7 +2,7 @@
  * A deployment's web form: the HTML is generated from the published contract (one labelled
  * control per visible input, with its published value and description; a place per visible
  * output), so it works as a plain page before its script runs. The script (served from this
- * origin, no inline script: the CSP forbids it) sends the form through the form's own routes,
+ * origin, no inline script: the CSP forbids it) uploads files and sends the form through the form's own routes,
  * long-polls the execution and shows the outputs: text as text, images inline, video and audio
  * playable, other files as downloads. Everything from a request or a result is inserted as
  * text or an attribute, never as HTML. Pure.
@@ -22,19 +22,24 @@ export const FORM_FILES: Readonly<Record<string, string>> = {
 /**
  * Scripts and styles from this origin only; calls, images and media from it too (output links
  * are this service's /v1/assets/ URLs); `blob:` for the preview of a picked picture, `data:` for
- * the empty icon that keeps the browser from asking for /favicon.ico.
+ * the empty icon that keeps the browser from asking for /favicon.ico. A page that uploads
+ * straight to storage may also connect to the storage origin (where its presigned PUTs go).
  */
-export const FORM_PAGE_CSP = [
-  "default-src 'none'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' blob: data:",
-  "media-src 'self'",
-  "connect-src 'self'",
-  "base-uri 'none'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-].join('; ');
+export function formPageCsp(storageOrigin: string | null = null): string {
+  return [
+    "default-src 'none'",
+    "script-src 'self'",
+    "style-src 'self'",
+    "img-src 'self' blob: data:",
+    "media-src 'self'",
+    storageOrigin === null ? "connect-src 'self'" : `connect-src 'self' ${storageOrigin}`,
+    "base-uri 'none'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+  ].join('; ');
+}
+
+export const FORM_PAGE_CSP = formPageCsp();
 
 export interface FormField {
   id: string;
@@ -52,6 +57,12 @@ export interface FormPageArgs {
   description: string | null;
   fields: FormField[];
   outputs: { id: string; description: string | null }[];
+  /**
+   * How the page sends files: `direct` through the form's uploads route and a presigned PUT to
+   * storage (the bucket's CORS rule allows this page's origin), `inline` in the run's body (up
+   * to the inline limit) where no CORS rule names this origin.
+   */
+  uploads?: 'direct' | 'inline';
 }
 
 /** Ids are node ids (letters, digits, `_`, `-`), safe in an id attribute once prefixed. */
@@ -109,7 +120,7 @@ export function formPageHtml(a: FormPageArgs): string {
 <script src="${asset(FORM_SCRIPT_NAME)}" defer></script>
 </head>
 <body>
-<main id="pipegate-form" data-form="${escapeHtml(formUrl(a.baseUrl, a.token))}" data-inline-max="${INLINE_ASSET_BODY_MAX_BYTES}">
+<main id="pipegate-form" data-form="${escapeHtml(formUrl(a.baseUrl, a.token))}" data-inline-max="${INLINE_ASSET_BODY_MAX_BYTES}" data-uploads="${a.uploads ?? 'inline'}">
 <h1>${escapeHtml(a.title)}</h1>
 ${a.description ? `<p class="about">${escapeHtml(a.description)}</p>` : ''}
 <form id="run-form" novalidate>
@@ -117,6 +128,7 @@ ${a.fields.map(control).join('\n')}
 <button id="run" type="submit">Run</button>
 </form>
 <p id="progress" role="status" aria-live="polite"></p>
+<progress id="upload-progress" max="100" value="0" aria-label="Upload" hidden></progress>
 <p id="failure" role="alert" hidden></p>
 <h2 id="outputs-heading" hidden>Outputs</h2>
 <div id="outputs" hidden>
@@ -143,6 +155,7 @@ input[type=file]{max-width:100%}
 button{font:inherit;padding:.6rem 1.6rem;border:0;border-radius:4px;background:#0b5cad;color:#fff;cursor:pointer}
 button[disabled]{background:#5a7fa6;cursor:progress}
 #progress{min-height:1.5em}
+#upload-progress{width:100%}
 #failure{color:#a40000;font-weight:600}
 .output{margin:0 0 1rem;padding:.75rem;background:#fff;border:1px solid #ddd;border-radius:4px}
 .output h3{margin:0 0 .3rem;font-size:1rem}
@@ -152,7 +165,9 @@ button[disabled]{background:#5a7fa6;cursor:progress}
 
 /**
  * The page's behaviour, plain browser JavaScript (served as it is, like the docs page's): read
- * the controls, send files inline as data URIs (up to the inline limit), POST the execution,
+ * the controls, upload files straight to storage (the form's uploads route, then a presigned PUT
+ * with its progress shown) or, where the bucket allows no PUT from this origin, send them inline
+ * as data URIs (up to the inline limit), POST the execution,
  * long-poll it with `Prefer: wait`, show the outputs. A refused request shows the service's own
  * `detail`; losing the service several times in a row ends the wait with a message.
  */
@@ -161,6 +176,8 @@ export const FORM_SCRIPT = `'use strict';
   var root = document.getElementById('pipegate-form');
   var formUrl = root.getAttribute('data-form');
   var inlineMax = Number(root.getAttribute('data-inline-max'));
+  var direct = root.getAttribute('data-uploads') === 'direct';
+  var bar = document.getElementById('upload-progress');
   var form = document.getElementById('run-form');
   var run = document.getElementById('run');
   var progress = document.getElementById('progress');
@@ -227,14 +244,73 @@ export const FORM_SCRIPT = `'use strict';
     });
   }
 
+  function checkSize(picker) {
+    var file = picker.files[0];
+    var max = Number(picker.getAttribute('data-max-bytes') || 0);
+    if (max > 0 && file.size > max) throw new Error(picker.name + ': ' + file.name + ' is ' + file.size + ' bytes; this input takes at most ' + max + '.');
+    return file;
+  }
+
+  // One file at a time, so the bar shows the bytes of all of them: sent so far over the total.
+  function putFile(put, file, done, total) {
+    return new Promise(function (resolve, reject) {
+      var xhr = new XMLHttpRequest();
+      xhr.open('PUT', put.upload_url);
+      Object.keys(put.headers || {}).forEach(function (h) {
+        // The browser sets Content-Length itself (it is signed: the file's exact size).
+        if (h.toLowerCase() !== 'content-length') xhr.setRequestHeader(h, put.headers[h]);
+      });
+      xhr.upload.onprogress = function (e) {
+        bar.value = Math.floor((100 * (done + e.loaded)) / total);
+        progress.textContent = 'Uploading ' + file.name + '… ' + bar.value + '%';
+      };
+      xhr.onload = function () {
+        if (xhr.status >= 200 && xhr.status < 300) resolve();
+        else reject(new Error('Storage refused ' + file.name + ' (HTTP ' + xhr.status + ').'));
+      };
+      xhr.onerror = function () { reject(new Error('Could not upload ' + file.name + ': storage cannot be reached.')); };
+      xhr.send(file);
+    });
+  }
+
+  function upload(pickers) {
+    var files = pickers.map(checkSize);
+    var total = files.reduce(function (n, f) { return n + f.size; }, 0) || 1;
+    var done = 0;
+    var assets = [];
+    bar.value = 0;
+    bar.hidden = false;
+    return files.reduce(function (chain, file, i) {
+      return chain.then(function () {
+        var type = file.type || 'application/octet-stream';
+        return call(formUrl + '/uploads', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ media_type: type, bytes: file.size }) });
+      }).then(function (put) {
+        return putFile(put, file, done, total).then(function () {
+          done += file.size;
+          assets[i] = put.asset;
+        });
+      });
+    }, Promise.resolve()).then(function () {
+      bar.hidden = true;
+      return assets;
+    }, function (e) {
+      bar.hidden = true;
+      throw e;
+    });
+  }
+
   function collect() {
     var input = {};
     var pending = [];
+    var pickers = [];
     Array.prototype.forEach.call(form.querySelectorAll('[data-input]'), function (c) {
       var id = c.getAttribute('data-input');
       var type = c.getAttribute('data-type');
       if (type === 'asset') {
-        if (c.files && c.files.length > 0) pending.push(readFile(c).then(function (uri) { input[id] = { value: uri, value_type: 'ASSET' }; }));
+        if (c.files && c.files.length > 0) {
+          if (direct) pickers.push(c);
+          else pending.push(readFile(c).then(function (uri) { input[id] = { value: uri, value_type: 'ASSET' }; }));
+        }
       } else if (type === 'boolean') {
         input[id] = { value: c.checked, value_type: 'RAW' };
       } else if (type === 'integer' || type === 'float') {
@@ -246,6 +322,11 @@ export const FORM_SCRIPT = `'use strict';
         input[id] = { value: c.value, value_type: 'RAW' };
       }
     });
+    if (pickers.length > 0) {
+      pending.push(upload(pickers).then(function (assets) {
+        pickers.forEach(function (c, i) { input[c.getAttribute('data-input')] = assets[i]; });
+      }));
+    }
     return Promise.all(pending).then(function () { return input; });
   }
 

@@ -4,8 +4,10 @@
  * openapi-service.ts) and every per-deployment document (openapi.ts) are made of, so the two
  * cannot disagree. Error bodies take their messages from the catalog.
  */
-import { toJsonSchemaDefs } from '@valibot/to-json-schema';
+import { toJsonSchema, toJsonSchemaDefs } from '@valibot/to-json-schema';
+import { HEADER_VALUES, PARAMETER_VALUES } from './http-shapes';
 import { CALLER_SHAPES, SHAPES, type ShapeName } from './shapes';
+import type { Answer, HeaderName, ParameterName, Route, RouteAuth, SchemaName } from '../../lib/routes';
 
 export type JsonSchema = Record<string, unknown>;
 export type PathItem = Record<string, unknown>;
@@ -16,6 +18,13 @@ export const parameterRef = (name: string) => ({ $ref: `#/components/parameters/
 export const jsonContent = (schema: JsonSchema) => ({ 'application/json': { schema } });
 
 export const nullable = (s: JsonSchema) => ({ anyOf: [s, { type: 'null' }] });
+
+/** A parameter's or header's value (http-shapes.ts) as JSON Schema. */
+function valueSchema(name: keyof typeof PARAMETER_VALUES | keyof typeof HEADER_VALUES): JsonSchema {
+  const schema = name in PARAMETER_VALUES ? PARAMETER_VALUES[name as keyof typeof PARAMETER_VALUES] : HEADER_VALUES[name as keyof typeof HEADER_VALUES];
+  const { $schema: _, ...rest } = toJsonSchema(schema, { target: 'draft-2020-12', typeMode: 'output' });
+  return rest as JsonSchema;
+}
 
 /** An events route's 200: the stream, each event's `data` by its name, `done` holding `doneSchema`. */
 export const eventStreamOk = (doneSchema: string) => ({
@@ -31,7 +40,7 @@ export const eventStreamOk = (doneSchema: string) => ({
   },
 });
 /** The `Last-Event-ID` header parameter of an events route. */
-export const LAST_EVENT_ID_PARAMETER = { name: 'Last-Event-ID', in: 'header', required: false, schema: { type: 'string', pattern: '^\\d+$' }, description: 'The id of the last event received: the stream resumes after it.' };
+export const LAST_EVENT_ID_PARAMETER = { name: 'Last-Event-ID', in: 'header', required: false, schema: valueSchema('LastEventId'), description: 'The id of the last event received: the stream resumes after it.' };
 
 const PLAIN_TYPE_KEYS = new Set(['type', 'minimum', 'maximum', 'additionalProperties', 'items', 'format']);
 
@@ -103,39 +112,67 @@ export const CALLER_SCHEMAS: Record<string, JsonSchema> = {
   ExecutionFinished: finishedSchema(SCHEMAS.ExecutionResult),
 };
 
-export const CALLER_PARAMETERS: Record<string, JsonSchema> = {
+/** The parameters routes share, as components (lib/routes.ts `params` names them). */
+export const PARAMETER_COMPONENTS = {
   DeploymentId: { name: 'deployment_id', in: 'path', required: true, schema: schemaRef('Uuid'), description: 'A deployment id; anything else answers 404.' },
   ExecutionId: { name: 'execution_id', in: 'path', required: true, schema: schemaRef('Uuid'), description: 'An execution id; anything else answers 404.' },
   IdempotencyKey: {
     name: 'Idempotency-Key',
     in: 'header',
     required: false,
-    // The execute handler's own check: 1 to 255 printable ASCII characters, no spaces.
-    schema: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' },
+    // The execute handler's own check.
+    schema: valueSchema('IdempotencyKey'),
     description: 'The same key and body within 24 hours returns the first 202 and starts nothing; the same key with another body answers 422.',
   },
   PreferWait: {
     name: 'Prefer',
     in: 'header',
     required: false,
-    schema: { type: 'string', examples: ['wait=20'] },
+    schema: valueSchema('PreferWait'),
     description:
       '`wait=N` (RFC 7240): answer as soon as the execution has finished, or after N seconds with the usual answer. N is capped (60 s locally, 25 s on AWS); a preference that cannot be used (not whole seconds, 0) is ignored, never an error.',
   },
+  PipelineId: { name: 'pipeline_id', in: 'path', required: true, schema: schemaRef('PipelineId') },
+  RunId: { name: 'run_id', in: 'path', required: true, schema: schemaRef('Uuid'), description: 'A run id; anything else answers 404.' },
+  SecretName: { name: 'name', in: 'path', required: true, schema: schemaRef('SecretName'), description: "The secret's name, as pipelines reference it." },
+  ConsumerId: { name: 'consumer_id', in: 'path', required: true, schema: schemaRef('Uuid'), description: 'A consumer id; anything else answers 404.' },
+} satisfies Partial<Record<ParameterName, JsonSchema>>;
+
+/** The parameters one route takes, written in place. */
+const INLINE_PARAMETERS: Record<Exclude<ParameterName, keyof typeof PARAMETER_COMPONENTS>, JsonSchema> = {
+  LastEventId: LAST_EVENT_ID_PARAMETER,
+  PageLimit: { name: 'limit', in: 'query', required: false, schema: valueSchema('PageLimit') },
+  PageCursor: { name: 'cursor', in: 'query', required: false, schema: valueSchema('PageCursor'), description: '`next_cursor` of the previous page.' },
+  Confirm: { name: 'confirm', in: 'query', required: true, schema: schemaRef('Uuid'), description: 'The deployment id, repeated as confirmation.' },
+  StatusFilter: { name: 'status', in: 'query', required: false, schema: schemaRef('ExecutionStatus') },
+  Since: { name: 'since', in: 'query', required: false, schema: valueSchema('Since'), description: 'Only executions created at or after this ISO 8601 time.' },
+  DocsAsset: { name: 'asset', in: 'path', required: true, schema: valueSchema('DocsAsset') },
+  FormToken: { name: 'form_token', in: 'path', required: true, schema: valueSchema('FormToken'), description: 'The token of the form link (`form_url`), as given.' },
+  FormAsset: { name: 'asset', in: 'path', required: true, schema: valueSchema('FormAsset') },
+  AssetToken: { name: 'token', in: 'path', required: true, schema: valueSchema('AssetToken'), description: 'The token of the link, as given.' },
+  Range: { name: 'Range', in: 'header', required: false, schema: valueSchema('Range'), description: 'One `bytes=` range.' },
 };
 
-/** Response headers of the caller routes that wait (`Prefer: wait`) or hint at a poll interval. */
-const PREFERENCE_APPLIED = {
-  'Preference-Applied': {
-    description: 'Present when a `Prefer: wait` was honoured: `wait=<seconds>` actually allowed.',
-    schema: { type: 'string', pattern: '^wait=\\d+$' },
-  },
+const parameter = (name: ParameterName): JsonSchema => (name in PARAMETER_COMPONENTS ? parameterRef(name) : INLINE_PARAMETERS[name as keyof typeof INLINE_PARAMETERS]);
+
+/** Every response header an answer documents (lib/routes.ts answers' `headers`); whether it is required is the answer's. */
+const HEADERS: Record<HeaderName, { name: string; description: string }> = {
+  Location: { name: 'Location', description: 'The status URL.' },
+  PreferenceApplied: { name: 'Preference-Applied', description: 'Present when a `Prefer: wait` was honoured: `wait=<seconds>` actually allowed.' },
+  RetryAfterPoll: { name: 'Retry-After', description: 'While the execution is open: seconds to wait before polling again.' },
+  RetryAfterLimit: { name: 'Retry-After', description: 'Seconds until the limit allows another.' },
+  NoStore: { name: 'Cache-Control', description: 'Never cached.' },
+  ContentLength: { name: 'Content-Length', description: 'The size in bytes.' },
+  ContentDisposition: { name: 'Content-Disposition', description: '`inline` for images, audio, video, plain text and JSON; `attachment` for anything else.' },
+  NoSniff: { name: 'X-Content-Type-Options', description: 'Always `nosniff`.' },
+  ContentRange: { name: 'Content-Range', description: '`bytes <first>-<last>/<size>`.' },
 };
-const RETRY_AFTER_HINT = {
-  'Retry-After': {
-    description: 'While the execution is open: seconds to wait before polling again.',
-    schema: { type: 'string', pattern: '^\\d+$' },
-  },
+
+export const CALLER_PARAMETERS: Record<string, JsonSchema> = {
+  DeploymentId: PARAMETER_COMPONENTS.DeploymentId,
+  ExecutionId: PARAMETER_COMPONENTS.ExecutionId,
+  IdempotencyKey: PARAMETER_COMPONENTS.IdempotencyKey,
+  PreferWait: PARAMETER_COMPONENTS.PreferWait,
 };
 
 const errorResponse = (description: string, schema: string, headers?: Record<string, JsonSchema>) => ({
@@ -185,155 +222,91 @@ export const EVERY_ROUTE_RESPONSES = {
   '5XX': responseRef('GatewayError'),
 };
 
-const CALLER_SECURITY = [{ ApiKeyHeader: [] }, { ApiKeyAuthorization: [] }];
+const SECURITY: Record<RouteAuth, unknown[]> = {
+  apiKey: [{ ApiKeyHeader: [] }, { ApiKeyAuthorization: [] }],
+  owner: [{ OwnerBearer: [] }, { AwsSigV4: [] }],
+  none: [],
+};
 
-export interface CallerSchemaNames {
-  /** The request body of execute. */
-  request: string;
-  /** The 200 body of result. */
-  result: string;
-  /** The 200 body of execute: the result and the execution's URLs (see finishedSchema). */
-  finished: string;
-  /** A request body that works as it is (a deployment's published values): "try it" starts from it. */
-  requestExample?: unknown;
+/** The answers a route gives for its credentials (the owners' components are in openapi-service.ts). */
+const CREDENTIAL_RESPONSES: Record<RouteAuth, Record<string, JsonSchema>> = {
+  apiKey: { '401': responseRef('Unauthorized') },
+  owner: { '401': responseRef('OwnerUnauthorized'), '403': responseRef('OwnerForbidden') },
+  none: {},
+};
+
+const tagOf = (r: Route): string => (r.auth === 'owner' ? 'owners' : r.path.startsWith('/v1/forms/') ? 'forms' : 'callers');
+
+const TEXT = { schema: { type: 'string' } };
+const MEDIA = {
+  html: { 'text/html': TEXT },
+  file: { 'text/javascript': TEXT, 'text/css': TEXT },
+  // The asset's own media type is the answer's Content-Type; octet-stream stands for all of them.
+  bytes: { 'application/octet-stream': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } },
+};
+
+export interface RoutePathOptions {
+  /** A per-deployment document: the paths name this deployment instead of taking `deployment_id`. */
+  deploymentId?: string;
+  /** Component names to use instead of the general ones (a deployment's own request and result). */
+  rename?: Partial<Record<SchemaName, string>>;
+  /** A request body that works as it is, by the body's shape: "try it" starts from it. */
+  examples?: Partial<Record<SchemaName, unknown>>;
 }
 
 /**
- * The caller operations. With a deployment id the paths name that deployment (a
- * per-deployment document); without, they take it as the `deployment_id` parameter.
+ * The documents' paths, built from the route table: each route's operation as lib/routes.ts
+ * declares it, its bodies and answers as references to the shapes.
  */
-export function callerPaths(deploymentId?: string, names: CallerSchemaNames = { request: 'ExecutionRequest', result: 'ExecutionResult', finished: 'ExecutionFinished' }): Record<string, PathItem> {
-  const dep = deploymentId ?? '{deployment_id}';
-  const depParam = deploymentId === undefined ? [parameterRef('DeploymentId')] : [];
-  const op = (o: { operationId: string; summary: string; description?: string }, responses: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
-    tags: ['callers'],
-    ...o,
-    security: CALLER_SECURITY,
-    ...extra,
-    responses: { ...responses, '401': responseRef('Unauthorized'), ...EVERY_ROUTE_RESPONSES },
-  });
-  const ok = (description: string, schema: string, headers?: Record<string, unknown>) => ({ description, ...(headers ? { headers } : {}), content: jsonContent(schemaRef(schema)) });
-  const oneOf = (description: string, ...schemas: string[]) => ({
-    description,
-    content: jsonContent(schemas.length === 1 ? schemaRef(schemas[0] ?? '') : { oneOf: schemas.map(schemaRef) }),
-  });
-  const execution = [parameterRef('ExecutionId')];
-  return {
-    [`/v1/deployments/${dep}/executions`]: {
-      post: op(
-        { operationId: 'execute', summary: 'Start an execution of a deployment' },
-        {
-          '200': {
-            description: 'Only with `Prefer: wait=N`: the execution finished within N seconds; its result and URLs.',
-            headers: { Location: { description: 'The status URL.', required: true, schema: { type: 'string', format: 'uri' } }, ...PREFERENCE_APPLIED },
-            content: jsonContent(schemaRef(names.finished)),
-          },
-          '202': {
-            description: 'Accepted and queued (with `Prefer: wait=N`: not finished within N seconds).',
-            headers: { Location: { description: 'The status URL.', required: true, schema: { type: 'string', format: 'uri' } }, ...PREFERENCE_APPLIED },
-            content: jsonContent(schemaRef('Accepted')),
-          },
-          '400': oneOf('Invalid Input Structure, or Missing Callback URL.', 'InvalidInputStructure', 'MissingCallbackUrl'),
-          '404': responseRef('DeploymentNotFound'),
-          '413': responseRef('PayloadTooLarge'),
-          '415': oneOf('Unsupported Media Type.', 'UnsupportedMediaType'),
-          '422': oneOf('Invalid Input, Invalid Callback URL, or Idempotency Key Reused.', 'InvalidInput', 'InvalidCallbackUrl', 'IdempotencyKeyReused'),
-        },
-        {
-          parameters: [...depParam, parameterRef('IdempotencyKey'), parameterRef('PreferWait')],
-          requestBody: {
-            required: false,
-            description: 'Optional; an empty body means `{}`.',
-            content: { 'application/json': { schema: schemaRef(names.request), ...(names.requestExample === undefined ? {} : { example: names.requestExample }) } },
-          },
-        },
-      ),
-    },
-    '/v1/deployments/executions/{execution_id}/status': {
-      get: op(
-        { operationId: 'getExecutionStatus', summary: "An execution's status" },
-        {
-          '200': ok('The status (with `Prefer: wait=N`: once terminal, or after N seconds).', 'ExecutionStatusBody', { ...RETRY_AFTER_HINT, ...PREFERENCE_APPLIED }),
-          '404': responseRef('ExecutionNotFound'),
-        },
-        { parameters: [...execution, parameterRef('PreferWait')] },
-      ),
-    },
-    '/v1/deployments/executions/{execution_id}/result': {
-      get: op(
-        { operationId: 'getExecutionResult', summary: "An execution's result, once it has finished" },
-        {
-          '200': ok('The result (visible outputs only).', names.result, PREFERENCE_APPLIED),
-          '404': responseRef('ExecutionNotFound'),
-          '409': {
-            ...oneOf('Execution not completed (with `Prefer: wait=N`: not within N seconds), with its current status.', 'ExecutionNotCompleted'),
-            headers: { 'Retry-After': { ...RETRY_AFTER_HINT['Retry-After'], required: true }, ...PREFERENCE_APPLIED },
-          },
-        },
-        { parameters: [...execution, parameterRef('PreferWait')] },
-      ),
-    },
-    '/v1/deployments/executions/{execution_id}/events': {
-      get: op(
-        {
-          operationId: 'getExecutionEvents',
-          summary: "An execution's live progress, as server-sent events",
-          description: [
-            'A `text/event-stream` until the execution is done: first a `retry:` hint, then events, each with an `id:` that orders them:',
-            '`status` (StatusEvent), `node` (NodeEvent), `output` (OutputEvent), and last `done`, whose data is exactly the result body of GET result; then the stream closes.',
-            'Send `Last-Event-ID` to resume after that event without repeats; a finished execution replays everything at once.',
-            'A comment (`: keep-alive`) comes at least every 15 s; a stream closes itself after 14 minutes without `done` (reconnect with Last-Event-ID).',
-          ].join(' '),
-        },
-        {
-          '200': eventStreamOk(names.result),
-          '404': responseRef('ExecutionNotFound'),
-        },
-        { parameters: [...execution, LAST_EVENT_ID_PARAMETER] },
-      ),
-    },
-    '/v1/deployments/executions/{execution_id}/cancel': {
-      post: op(
-        { operationId: 'cancelExecution', summary: 'Cancel a pending or running execution at once' },
-        {
-          '200': ok('Cancelled: the status.', 'ExecutionStatusBody'),
-          '404': responseRef('ExecutionNotFound'),
-          '409': oneOf('Execution already finished, with its status.', 'ExecutionAlreadyFinished'),
-        },
-        { parameters: execution },
-      ),
-    },
-    [`/v1/deployments/${dep}`]: {
-      get: op(
-        { operationId: 'getDeploymentContract', summary: 'The visible contract: input ids, types and published values; output ids' },
-        { '200': ok('The visible contract.', 'CallerContract'), '404': responseRef('DeploymentNotFound') },
-        depParam.length ? { parameters: depParam } : {},
-      ),
-    },
-    [`/v1/deployments/${dep}/uploads`]: {
-      post: op(
-        { operationId: 'createUpload', summary: 'A presigned PUT for a file too large to send inline', description: 'PUT exactly `bytes` bytes to `upload_url` with `headers`, then send `asset` as an asset input\'s value.' },
-        {
-          '201': ok('The upload URL and the asset value to send.', 'UploadAnswer'),
-          '400': oneOf('Invalid Input Structure.', 'InvalidInputStructure'),
-          '404': responseRef('DeploymentNotFound'),
-          '413': responseRef('PayloadTooLarge'),
-          '422': oneOf('Invalid Input: no asset input takes this type and size.', 'InvalidInput'),
-        },
-        {
-          ...(depParam.length ? { parameters: depParam } : {}),
-          requestBody: { required: true, content: { 'application/json': { schema: schemaRef('UploadRequest') } } },
-        },
-      ),
-    },
-    [`/v1/deployments/${dep}/openapi.json`]: {
-      get: op(
-        { operationId: 'getDeploymentOpenApi', summary: "This deployment's API as an OpenAPI 3.1 document" },
-        { '200': ok('The OpenAPI document.', 'OpenApiDocument'), '404': responseRef('DeploymentNotFound') },
-        depParam.length ? { parameters: depParam } : {},
-      ),
-    },
+export function routePaths(routes: readonly Route[], o: RoutePathOptions = {}): Record<string, PathItem> {
+  const named = (s: SchemaName) => schemaRef(o.rename?.[s] ?? s);
+  const answer = (a: Answer): JsonSchema => {
+    if (typeof a === 'string') return responseRef(a);
+    const shapes = a.shape === undefined ? [] : typeof a.shape === 'string' ? [a.shape] : a.shape;
+    const json = shapes.length === 1 ? named(shapes[0] as SchemaName) : { [a.overlapping ? 'anyOf' : 'oneOf']: shapes.map(named) };
+    const headers = Object.entries(a.headers ?? {}).map(([h, required]) => {
+      const { name, description } = HEADERS[h as HeaderName];
+      return [name, { description, ...(required ? { required: true } : {}), schema: valueSchema(h as HeaderName) }];
+    });
+    return {
+      description: a.description,
+      ...(headers.length ? { headers: Object.fromEntries(headers) } : {}),
+      ...(a.events !== undefined ? eventStreamOk(o.rename?.[a.events] ?? a.events) : {}),
+      ...(a.media !== undefined ? { content: MEDIA[a.media] } : shapes.length ? { content: jsonContent(json) } : {}),
+      ...(a.events !== undefined ? { description: a.description } : {}),
+    };
   };
+  const paths: Record<string, PathItem> = {};
+  for (const r of routes) {
+    // The table's types require an operation; a route added without one (or cast) stops here.
+    if (!r.operationId || !r.summary || r.answers === undefined || Object.keys(r.answers).length === 0) {
+      throw new Error(`route ${r.method} ${r.path} has no operation: give it operationId, summary and answers in lib/routes.ts`);
+    }
+    const path = o.deploymentId === undefined ? r.path : r.path.replace('{deployment_id}', o.deploymentId);
+    const parameters = (r.params ?? []).filter((p) => !(p === 'DeploymentId' && o.deploymentId !== undefined)).map(parameter);
+    const example = r.body === undefined ? undefined : o.examples?.[r.body.shape];
+    const operation = {
+      tags: [tagOf(r)],
+      operationId: r.operationId,
+      summary: r.summary,
+      ...(r.description === undefined ? {} : { description: r.description }),
+      security: SECURITY[r.auth],
+      ...(parameters.length ? { parameters } : {}),
+      ...(r.body === undefined
+        ? {}
+        : {
+            requestBody: {
+              required: r.body.optional !== true,
+              ...(r.body.description === undefined ? {} : { description: r.body.description }),
+              content: { 'application/json': { schema: named(r.body.shape), ...(example === undefined ? {} : { example }) } },
+            },
+          }),
+      // A route's own answer (a form's 429) takes the place of the shared one.
+      responses: { ...CREDENTIAL_RESPONSES[r.auth], ...EVERY_ROUTE_RESPONSES, ...Object.fromEntries(Object.entries(r.answers).map(([status, a]) => [status, answer(a)])) },
+    };
+    (paths[path] ??= {})[r.method.toLowerCase()] = operation;
+  }
+  return paths;
 }
 
 /**

@@ -3,13 +3,14 @@
  * published values as defaults. Generated from the contract, so it is never out of date, and
  * made of the same parts as the whole-service document (openapi-shared.ts), so the two agree.
  */
+import { CALLER_ROUTES } from '../../lib/routes';
 import { callerContract } from './contract';
 import {
   CALLER_PARAMETERS,
   CALLER_RESPONSES,
   CALLER_SCHEMAS,
   CALLER_SECURITY_SCHEMES,
-  callerPaths,
+  routePaths,
   finishedSchema,
   reachableComponents,
   schemaRef,
@@ -31,7 +32,17 @@ const JSON_TYPES: Record<InputValueType, JsonSchema> = {
   },
 };
 
-export type DeploymentDocumentSource = Pick<Deployment, 'deployment_id' | 'pipeline_id' | 'version' | 'inputs' | 'outputs' | 'published_at'>;
+export type DeploymentDocumentSource = Pick<Deployment, 'deployment_id' | 'pipeline_id' | 'version' | 'inputs' | 'outputs' | 'published_at'> & {
+  /** Only whether it is on: the link is the owner's to share, never a caller's to read. */
+  form?: { enabled: boolean } | null;
+};
+
+/**
+ * What a caller should know of a web form: that one exists, and what it means for the
+ * executions this key can read; never its link (the owner shares that with whom they choose).
+ */
+export const FORM_NOTE =
+  'This deployment also has a web form, a page its owner shares by link. Executions started from it are executions of this deployment: readable with this key, and their results list each visible file output in `output_artifacts` (which stays `[]` for executions started with a key).';
 
 /** This deployment's request body: its visible inputs, each typed, with the published value as default. */
 function executionRequest(c: ReturnType<typeof callerContract>): JsonSchema {
@@ -61,7 +72,10 @@ function executionRequest(c: ReturnType<typeof callerContract>): JsonSchema {
   };
 }
 
-/** This deployment's result: its visible outputs by id. */
+/** Each output's schema by the kind its contract recorded; older contracts did not: either. */
+const OUTPUT_SCHEMAS = { RAW: 'RawOutputValue', ASSET: 'AssetOutputValue', either: 'OutputValue' } as const;
+
+/** This deployment's result: its visible outputs by id, each RAW or ASSET as published. */
 function executionResult(c: ReturnType<typeof callerContract>): JsonSchema {
   const general = CALLER_SCHEMAS.ExecutionResult as { properties: Record<string, JsonSchema> };
   return {
@@ -71,7 +85,7 @@ function executionResult(c: ReturnType<typeof callerContract>): JsonSchema {
       response_data: {
         type: 'object',
         additionalProperties: false,
-        properties: Object.fromEntries(c.outputs.map((o) => [o.id, schemaRef('OutputValue')])),
+        properties: Object.fromEntries(c.outputs.map((o) => [o.id, schemaRef(OUTPUT_SCHEMAS[o.value_type ?? 'either'])])),
         description: 'Visible outputs by id once completed; `{}` otherwise.',
       },
     },
@@ -84,7 +98,10 @@ export function deploymentOpenApi(d: DeploymentDocumentSource, baseUrl: string) 
     workflow_input: Object.fromEntries(c.inputs.map((i) => [i.id, { value: i.value, value_type: requestValueType(i.value_type) }])),
   };
   const names = { request: 'DeploymentExecutionRequest', result: 'DeploymentExecutionResult', finished: 'DeploymentExecutionFinished' };
-  const all = callerPaths(d.deployment_id, { ...names, requestExample });
+  const all = routePaths(
+    CALLER_ROUTES,
+    { deploymentId: d.deployment_id, rename: { ExecutionRequest: names.request, ExecutionResult: names.result, ExecutionFinished: names.finished }, examples: { ExecutionRequest: requestExample } },
+  );
   // The uploads route serves asset inputs only: a deployment without any does not offer it.
   const paths = c.inputs.some((i) => i.value_type === 'asset') ? all : Object.fromEntries(Object.entries(all).filter(([path]) => !path.endsWith('/uploads')));
   const result = executionResult(c);
@@ -98,7 +115,7 @@ export function deploymentOpenApi(d: DeploymentDocumentSource, baseUrl: string) 
     info: {
       title: `pipegate deployment ${d.deployment_id}`,
       version: `${d.version}`,
-      description: `Pipeline ${d.pipeline_id}, version ${d.version}, published ${d.published_at}.`,
+      description: `Pipeline ${d.pipeline_id}, version ${d.version}, published ${d.published_at}.${d.form?.enabled ? `\n\n${FORM_NOTE}` : ''}`,
       // The API is its owner's, not pipegate's, so its terms are theirs; linters want a license
       // named, and an SPDX reference of its own says so plainly.
       license: { name: `Terms of the owner of pipeline ${d.pipeline_id}`, identifier: 'LicenseRef-Owner-Terms' },

@@ -160,6 +160,15 @@ export const EXECUTION_HEAD_FIELDS = [
 ] as const;
 export type ExecutionHead = Pick<Execution, (typeof EXECUTION_HEAD_FIELDS)[number]>;
 
+/**
+ * What an owner's list of a deployment's executions shows of each (views.ts
+ * executionSummaryBody), and what its filters and expiry read: no inputs, outputs or trace.
+ */
+export const EXECUTION_SUMMARY_FIELDS = [
+  'execution_id', 'kind', 'source', 'consumer_id', 'deployment_id', 'pipeline_id', 'status', 'created_at', 'started_at', 'completed_at', 'expires_at', 'error_message', 'callback_delivery',
+] as const;
+export type ExecutionSummaryRecord = Pick<Execution, (typeof EXECUTION_SUMMARY_FIELDS)[number]>;
+
 export interface ExecutionsPort {
   /** Writes a new execution; false when one with that id already exists. */
   create(e: Execution): Promise<boolean>;
@@ -223,14 +232,14 @@ export interface ExecutionsPort {
    * A deployment's API executions, newest first, from an index (never a scan); with `status`,
    * the page may hold fewer than `limit` (a bounded number of entries is looked at) and `next`
    * continues after the last one looked at. `since`: created at or after (ISO time). The
-   * executions are summaries: values kept in the bucket (functions/core/claim-check.ts) are
-   * read for the error message only, so inputs, outputs, trace, callback URL and visible
-   * outputs of such an execution read as empty here; `get` reads it whole.
+   * executions are summaries (EXECUTION_SUMMARY_FIELDS, read with a projection): an error
+   * message kept in the bucket (functions/core/claim-check.ts) is read back, no other value;
+   * `get` reads one whole.
    */
   listByDeployment(
     deploymentId: string,
     opts: { limit: number; since?: string; status?: ExecutionStatus; cursor?: string; now: Date },
-  ): Promise<{ executions: Execution[]; next: string | null }>;
+  ): Promise<{ executions: ExecutionSummaryRecord[]; next: string | null }>;
   /** Puts a settled callback back to pending as one owner redelivery, conditional on `previous`; null if it changed. */
   redeliver(id: string, previous: CallbackDelivery, at: string): Promise<Execution | null>;
   /**
@@ -346,6 +355,17 @@ export interface KeyMaterialPort {
   material(): Promise<KeyMaterial>;
 }
 
+/**
+ * Data keys for envelope encryption (functions/core/envelope.ts), from a KMS key: a fresh one
+ * for each seal, and an encrypted one opened again under the same encryption context only.
+ */
+export interface DataKeysPort {
+  /** A new 32-byte data key, in plaintext (used once, then dropped) and encrypted under the KMS key (stored). */
+  generate(context: Readonly<Record<string, string>>): Promise<{ plaintext: Buffer; encrypted: Buffer }>;
+  /** The plaintext of an encrypted data key; a wrong context, key or blob throws. */
+  decrypt(encrypted: Buffer, context: Readonly<Record<string, string>>): Promise<Buffer>;
+}
+
 /* ------------------------------------------------------------------ object storage */
 
 /**
@@ -432,8 +452,11 @@ export interface ObjectStorePort {
  * deleted. A fresh link is minted every time a result is read.
  */
 export interface AssetLinksPort {
-  /** `baseUrl` is the service's public base (functions/adapters/api.ts publicBaseUrl). */
-  link(ref: ObjectRef, baseUrl: string, now: Date): Promise<PresignedDownload>;
+  /**
+   * `baseUrl` is the service's public base (functions/adapters/api.ts publicBaseUrl); the link
+   * works for `ttlSeconds` (default: the configured link lifetime).
+   */
+  link(ref: ObjectRef, baseUrl: string, now: Date, ttlSeconds?: number): Promise<PresignedDownload>;
 }
 
 /* ------------------------------------------------------------------ uploads */

@@ -261,13 +261,17 @@ export const UploadAnswer = v.object({
   ),
 });
 
+const OutputKind = v.pipe(
+  v.picklist(['RAW', 'ASSET']),
+  v.description('What the output answers: a value (RAW) or a file (ASSET), as in the run the contract was published from. Absent on contracts published before it was recorded: either.'),
+);
 const CallerContract = v.object({
   deployment_id: Uuid,
   inputs: v.pipe(
     v.array(v.object({ id: NodeId, value_type: InputValueType, value: RawValue, ...assetRestrictions })),
     v.description('Visible inputs with their published values.'),
   ),
-  outputs: v.pipe(v.array(v.object({ id: NodeId })), v.description('Visible outputs.')),
+  outputs: v.pipe(v.array(v.object({ id: NodeId, value_type: v.optional(OutputKind) })), v.description('Visible outputs.')),
 });
 
 const OpenApiDocument = v.pipe(
@@ -545,7 +549,7 @@ const OwnerExecution = v.object({
   completion_duration: duration,
 });
 const ContractInput = v.object({ id: NodeId, value_type: InputValueType, value: RawValue, ...assetRestrictions, visible: v.boolean() });
-const ContractOutput = v.object({ id: NodeId, visible: v.boolean() });
+const ContractOutput = v.object({ id: NodeId, visible: v.boolean(), value_type: v.optional(OutputKind) });
 const Contract = v.object({ inputs: v.array(ContractInput), outputs: v.array(ContractOutput) });
 const RunSummary = v.object({ run_id: Uuid, status: ExecutionStatus, version: int(1) });
 /** PUT …/deployment `form`: the web form, its link (form_url) and what its page says. */

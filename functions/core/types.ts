@@ -83,9 +83,16 @@ export interface ContractInput extends AssetRestrictions {
   value: RawValue;
   visible: boolean;
 }
+/** What an output answers: a value (RAW) or a file (ASSET). */
+export type OutputKind = 'RAW' | 'ASSET';
 export interface ContractOutput {
   id: string;
   visible: boolean;
+  /**
+   * What the successful run the contract was discovered from answered for it. Absent on
+   * contracts published before it was recorded, and where that run's record is gone: RAW or ASSET.
+   */
+  value_type?: OutputKind;
 }
 export interface Contract {
   inputs: ContractInput[];

@@ -1,6 +1,6 @@
 /** The bodies users see, built from records in one place so every route answers alike. */
 import { assetOutputValue, type AssetOutputValue } from './output-assets';
-import type { PresignedDownload } from './ports';
+import type { ExecutionSummaryRecord, PresignedDownload } from './ports';
 import type { CallbackDelivery, Execution, PipelineListing, PipelineMeta, RawValue } from './types';
 
 /** Fresh links to ASSET outputs by output id (functions/services/output-links.ts); an output without one is not shown. */
@@ -186,7 +186,7 @@ export function ownerExecutionBody(e: Execution, hiddenInputs: ReadonlySet<strin
 }
 
 /** One row of the owner's list of a deployment's executions. */
-export function executionSummaryBody(e: Execution) {
+export function executionSummaryBody(e: ExecutionSummaryRecord) {
   const c = e.callback_delivery;
   return {
     execution_id: e.execution_id,

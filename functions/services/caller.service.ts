@@ -1,7 +1,9 @@
 /** The caller API's use cases: execute, status, result, cancel, contract (contract §4). */
 import { createHash } from 'node:crypto';
+import * as v from 'valibot';
 import { callerContract } from '../core/contract';
 import { AppError, keyRefused } from '../core/errors';
+import { IdempotencyKey } from '../core/http-shapes';
 import { parseExecutionRequest } from '../core/execution-request';
 import { isTerminal } from '../core/transitions';
 import type { Deployment, Execution } from '../core/types';
@@ -19,7 +21,6 @@ import { cancelExecution } from './lifecycle.service';
 import { spendQuota, tally, withLimitHeaders } from './limits.service';
 
 const IDEMPOTENCY_TTL_SECONDS = 24 * 3600;
-const IDEMPOTENCY_KEY_RE = /^[\x21-\x7e]{1,255}$/;
 
 /**
  * Published contracts by (deployment, revision). The authorizer reads the deployment on every
@@ -171,7 +172,7 @@ export async function execute(d: Deps, auth: CallerAuth, req: ExecuteRequest) {
 
 export async function submit(d: Deps, auth: CallerAuth, req: ExecuteRequest) {
   assertDeployment(auth, req.deploymentId);
-  if (req.idempotencyKey !== undefined && !IDEMPOTENCY_KEY_RE.test(req.idempotencyKey)) {
+  if (req.idempotencyKey !== undefined && !v.is(IdempotencyKey, req.idempotencyKey)) {
     throw new AppError('InvalidInputStructure', 'Idempotency-Key must be 1 to 255 printable characters');
   }
   const dep = await liveDeployment(d, auth);

@@ -9,7 +9,7 @@
 import { createHmac } from 'node:crypto';
 import { AppError } from '../core/errors';
 import { FORM_TOKEN_PATTERN, formExecutionUrl, formHashMatches, formTokenHash } from '../core/form-link';
-import { FORM_FILES, FORM_PAGE_CSP, FORM_SCRIPT, FORM_SCRIPT_NAME, FORM_STYLE, formPageHtml, type FormField } from '../core/form-page';
+import { FORM_FILES, FORM_SCRIPT, FORM_SCRIPT_NAME, FORM_STYLE, formPageCsp, formPageHtml, type FormField } from '../core/form-page';
 import { isUuid } from '../core/ids';
 import { POLL_HINT_SECONDS, preferenceApplied } from '../core/prefer';
 import { epochSeconds } from '../core/time';
@@ -18,6 +18,7 @@ import type { DeploymentRecord, Execution } from '../core/types';
 import { resultBody } from '../core/views';
 import type { CallerAuth, RouteAnswer } from '../adapters/api';
 import type { Deps } from '../adapters/deps';
+import { presignedOrigin } from '../adapters/objects.store';
 import { awaitTerminal, NO_WAIT, submit, type Wait } from './caller.service';
 import { callerOutputIds, outputLinks } from './output-links';
 import { createUpload } from './uploads.service';
@@ -71,7 +72,6 @@ async function admit(d: Deps, hash: string, address: string): Promise<void> {
 }
 
 const PAGE_HEADERS = {
-  'content-security-policy': FORM_PAGE_CSP,
   'x-content-type-options': 'nosniff',
   // The link is the capability: never send it on as a Referer, never keep it in a cache.
   'referrer-policy': 'no-referrer',
@@ -91,7 +91,10 @@ export async function formPage(d: Deps, token: string, baseUrl: string): Promise
     .filter((i) => i.visible)
     .map((i) => ({ id: i.id, value_type: i.value_type, value: i.value, description: about(i.id), media_types: i.media_types ?? null, max_bytes: i.max_bytes ?? null }));
   const outputs = rec.outputs.filter((o) => o.visible).map((o) => ({ id: o.id, description: about(o.id) }));
+  // Straight to storage only where the bucket's CORS rule names this page's origin.
+  const direct = d.config.formUploadOrigin !== undefined && d.config.formUploadOrigin === new URL(baseUrl).origin;
   const html = formPageHtml({
+    uploads: direct ? 'direct' : 'inline',
     baseUrl,
     token,
     title: rec.form?.title ?? rec.pipeline_id,
@@ -99,7 +102,8 @@ export async function formPage(d: Deps, token: string, baseUrl: string): Promise
     fields,
     outputs,
   });
-  return { status: 200, headers: PAGE_HEADERS, text: { contentType: 'text/html; charset=utf-8', body: html } };
+  const csp = formPageCsp(direct ? presignedOrigin(d.config, d.config.bucket) : null);
+  return { status: 200, headers: { ...PAGE_HEADERS, 'content-security-policy': csp }, text: { contentType: 'text/html; charset=utf-8', body: html } };
 }
 
 /** The page's script and style sheet: the same for every form, so cached. */

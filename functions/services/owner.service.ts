@@ -182,6 +182,8 @@ export async function startRun(d: Deps, id: string, body: string | null, baseUrl
     inputs,
     ...(assets === null ? {} : { assets }),
     outputs: null,
+    // Where the links its nodes are handed point (tasks.service.ts nodeLink).
+    base_url: baseUrl,
     visible_outputs: null,
     callback: null,
     callback_delivery: null,
@@ -255,7 +257,7 @@ async function discovered(d: Deps, id: string, run: RunPointer | null): Promise<
   if (!run) return null;
   const [version, execution] = await Promise.all([d.pipelines.getVersion(id, run.version), d.executions.get(run.run_id, d.clock.now())]);
   if (!version) return null;
-  return discoverContract(version.definition, execution?.inputs ?? {});
+  return discoverContract(version.definition, execution?.inputs ?? {}, execution ?? undefined);
 }
 
 async function currentDeployment(d: Deps, m: PipelineMeta): Promise<DeploymentRecord | null> {

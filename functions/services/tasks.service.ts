@@ -4,7 +4,8 @@ import { capTrace, runPipelineTraced, timeoutMessage, TRACE_MAX_BYTES, type Asse
 import { sha256Hex } from '../core/assets';
 import { executionObjectKey } from '../core/object-keys';
 import { answerMediaType } from '../core/output-assets';
-import type { ObjectRef } from '../core/ports';
+import type { ObjectRef, PresignedDownload } from '../core/ports';
+import { nodeLinkTtlSeconds, servedAsAttachment } from '../core/asset-links';
 import { sniffMediaType } from '../core/sniff';
 import type { Execution } from '../core/types';
 import { referencedSecretNames } from '../core/owner-secrets';
@@ -45,7 +46,7 @@ export async function taskRun(d: Deps, executionId: string): Promise<{ status: s
   const names = referencedSecretNames(version.definition);
   const secrets = names.length > 0 ? await whileStoreUnavailable(() => d.ownerSecrets.values(names)) : undefined;
 
-  const assets = e.assets ? await assetViews(d, e.assets) : undefined;
+  const assets = e.assets ? await assetViews(d, e, e.assets) : undefined;
   const abort = new AbortController();
   const stopWatching = watchForCancel(d, executionId, abort);
   const progress = progressRecorder(d, executionId, e.progress);
@@ -81,10 +82,25 @@ export async function taskRun(d: Deps, executionId: string): Promise<{ status: s
 /** The loop guard's URLs: the API's own (PIPEGATE_API_URL) and a custom domain's (PIPEGATE_PUBLIC_URL). */
 export const ownApiUrls = (c: Pick<Deps['config'], 'apiUrl' | 'publicUrl'>): (string | undefined)[] => [c.apiUrl, c.publicUrl];
 
-/** How long a node may fetch an asset input's file by its URL: as long as a run may last, and then some. */
-const ASSET_VIEW_TTL_SECONDS = 3600;
-
-const assetViewTtl = (d: Deps): number => Math.max(ASSET_VIEW_TTL_SECONDS, Math.ceil(d.config.executionTimeoutMs / 1000));
+/**
+ * The URL a node is handed for a file (an asset input, an http node's binary answer): a
+ * capability link to this service's own asset route, GET /v1/assets/{token}, working for the
+ * run's time-out plus a margin (core/asset-links.ts nodeLinkTtlSeconds). Not a presigned S3
+ * URL: on AWS those are signed with task-run's temporary role credentials and die with them
+ * (within hours, at a moment nobody chose) whatever their own expiry says, and a node may hand
+ * the URL to an outside service. The link points at the configured public URL, else the base
+ * the execution was submitted at, else the API's own; a record with none of them (written
+ * before runs recorded their base) falls back to a presigned URL.
+ *
+ * Nodes never fetch these links themselves (the loop guard refuses this service's host, and an
+ * http node's URL is fixed at push): `body_asset` reads the bucket directly.
+ */
+export async function nodeLink(d: Deps, e: Pick<Execution, 'base_url'>, ref: ObjectRef): Promise<PresignedDownload> {
+  const ttl = nodeLinkTtlSeconds(d.config.executionTimeoutMs);
+  const base = d.config.publicUrl ?? e.base_url ?? d.config.apiUrl;
+  if (base === undefined || base === null) return d.objects.presignDownload(ref.key, ref.media_type, ttl, servedAsAttachment(ref.media_type));
+  return d.assetLinks.link(ref, base, d.clock.now(), ttl);
+}
 
 /**
  * Storage for the assets a run makes and sends: an http node's binary answer is sniffed, hashed
@@ -97,8 +113,8 @@ function engineObjects(d: Deps, e: Execution): EngineObjects {
       const mediaType = answerMediaType(await sniffMediaType(bytes), declaredType);
       const ref: ObjectRef = { key: executionObjectKey(e, name), media_type: mediaType, bytes: bytes.length, sha256: sha256Hex(bytes) };
       await d.objects.put(ref.key, bytes, mediaType);
-      const link = await d.objects.presignDownload(ref.key, mediaType, assetViewTtl(d), true);
-      return { ref, view: { url: link.url, media_type: mediaType, bytes: ref.bytes, sha256: ref.sha256 } };
+      const link = await nodeLink(d, e, ref);
+      return { ref, view: { url: link.url, media_type: mediaType, bytes: ref.bytes, sha256: ref.sha256, expires_at: link.expires_at } };
     },
     async read(ref, maxBytes) {
       const bytes = await d.objects.read(ref.key, maxBytes + 1);
@@ -110,11 +126,12 @@ function engineObjects(d: Deps, e: Execution): EngineObjects {
 }
 
 /** Asset inputs as nodes see them: a time-limited URL and what the file is, never its bytes. */
-async function assetViews(d: Deps, refs: Record<string, ObjectRef>): Promise<Record<string, AssetView>> {
+async function assetViews(d: Deps, e: Execution, refs: Record<string, ObjectRef>): Promise<Record<string, AssetView>> {
   const views: Record<string, AssetView> = {};
   for (const [id, ref] of Object.entries(refs)) {
-    const link = await d.objects.presignDownload(ref.key, ref.media_type, assetViewTtl(d), true);
-    Object.defineProperty(views, id, { value: { url: link.url, media_type: ref.media_type, bytes: ref.bytes, sha256: ref.sha256 }, enumerable: true, writable: true, configurable: true });
+    const link = await nodeLink(d, e, ref);
+    const view: AssetView = { url: link.url, media_type: ref.media_type, bytes: ref.bytes, sha256: ref.sha256, expires_at: link.expires_at };
+    Object.defineProperty(views, id, { value: view, enumerable: true, writable: true, configurable: true });
   }
   return views;
 }

@@ -164,6 +164,8 @@ export const ExecutionListBody = v.looseObject({
       completion_duration: Nullable(v.number()),
       error_message: Nullable(v.string()),
       callback: Nullable(v.looseObject({ outcome: v.string(), attempts: v.number(), last_status: Nullable(v.number()), last_error: Nullable(v.string()) })),
+      /** Who started it: a caller with a key (`api`) or the web form (`form`). */
+      source: v.optional(v.string()),
     }),
   ),
   next_cursor: Nullable(v.string()),

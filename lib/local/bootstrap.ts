@@ -19,6 +19,29 @@ export function persistent(path: string, create: () => string): string {
   return value;
 }
 
+/**
+ * Starts a listener (`start(port)`, 0 for any free port) on the port recorded in `file` when
+ * there is one and it is free, else on a free port, and records the port it got. The local S3
+ * emulation listens this way: a presigned URL names its host and port, and SigV4 signs the
+ * host, so URLs handed out before a restart keep working after it unless another process took
+ * the port meanwhile.
+ */
+export async function onRecordedPort<T extends { url: string }>(file: string, start: (port: number) => Promise<T>): Promise<T> {
+  const recorded = existsSync(file) ? Number(readFileSync(file, 'utf8').trim()) : NaN;
+  let started: T | undefined;
+  if (Number.isInteger(recorded) && recorded > 0 && recorded < 65536) {
+    try {
+      started = await start(recorded);
+    } catch (e) {
+      if ((e as { code?: string }).code !== 'EADDRINUSE') throw e;
+    }
+  }
+  started ??= await start(0);
+  const port = new URL(started.url).port;
+  if (String(recorded) !== port) writeFileSync(file, `${port}\n`, { mode: 0o600 });
+  return started;
+}
+
 /** The owner token: given, PIPEGATE_OWNER_TOKEN, or generated once into the data dir. */
 export function ownerTokenOf(given: string | undefined, env: Record<string, string | undefined>, dataDir: string): string {
   return given ?? env.PIPEGATE_OWNER_TOKEN ?? persistent(join(dataDir, 'owner-token'), () => `pgo_${randomBytes(24).toString('base64url')}`);

@@ -19,14 +19,17 @@ import { InProcessCompletions } from '../../functions/adapters/completions';
 import { createGuardedHttp } from '../../functions/adapters/guarded-http';
 import { createLogger, errorFields, silentLogger, type Logger } from '../../functions/adapters/logger';
 import { parseKeyMaterial, StaticKeyMaterial } from '../../functions/adapters/key-material';
+import { KmsDataKeys } from '../../functions/adapters/kms';
+import { LOCAL_OWNER_SECRETS_KEY, LocalKms, localKmsTransport } from './kms';
 import { sweepAll, sweepOnce } from '../../functions/services/sweeper.service';
 import { DataDirInUseError, lockDataDir, type DataDirLock } from './data-dir-lock';
 import { ensureTable, startDynalite, type LocalDynamo } from './dynamo';
 import { createGateway, createLocalServer } from './gateway';
 import { createLambdaContext } from './lambda-context';
 import { LocalQueue, LocalQueuePort } from './queue';
-import { listen, ownerTokenOf, persistent, recoveredOf, type Recovered } from './bootstrap';
+import { listen, onRecordedPort, ownerTokenOf, persistent, recoveredOf, type Recovered } from './bootstrap';
 import { startLocalS3, type LocalS3 } from './s3';
+import { originOf, uploadCorsRule } from '../storage-cors';
 import { createObjectStore } from '../../functions/adapters/objects.store';
 import { drainWorkflow, refuseWhileStopping, type StopOptions, type StopReport } from './shutdown';
 import { LocalWorkflow } from './workflow';
@@ -136,15 +139,20 @@ async function startLocked(
     accessKeyId: LOCAL_S3_ACCESS_KEY_ID,
     secretAccessKey: persistent(join(dataDir, 's3-secret'), () => randomBytes(30).toString('base64')),
   };
-  const s3: LocalS3 = await startLocalS3({
+  // On the port it had last time (the data dir's `s3-port`) when free, so upload URLs handed
+  // out before a restart still work after it.
+  const s3: LocalS3 = await onRecordedPort(join(dataDir, 's3-port'), (port) => startLocalS3({
+    port,
     dir: join(dataDir, 'objects'),
     buckets: [settings.bucket],
     region: settings.region,
     secretOf: (id) => (id === s3Credentials.accessKeyId ? s3Credentials.secretAccessKey : undefined),
     // The lifecycle rule the stack gives the bucket on AWS, applied here by the emulation.
     expirationDays: { [settings.bucket]: objectExpiryDays(settings.resultRetentionDays) },
+    // The CORS rule the stack gives the bucket, for this runtime's origin (known once it listens).
+    cors: () => (config.formUploadOrigin ? [uploadCorsRule(config.formUploadOrigin)] : []),
     host: opts.host ?? env.HOST ?? '127.0.0.1',
-  });
+  }));
   const config: Config = { ...settings, dynamodbEndpoint: dynamo.endpoint, s3Endpoint: s3.url, s3ForcePathStyle: true };
   await ensureTable(dynamo.endpoint, config.table);
 
@@ -176,10 +184,14 @@ async function startLocked(
   });
 
   const keyMaterial = new StaticKeyMaterial(material);
+  // Owner secrets are sealed under a KMS key here too: the emulation keeps its material in the data dir.
+  const kms = new LocalKms(join(dataDir, 'kms.json'));
+  kms.define(LOCAL_OWNER_SECRETS_KEY);
   const built = createDeps(config, {
     queue: new LocalQueuePort({ executions: queues.executions, callbacks: queues.callbacks }),
     workflow,
     keyMaterial,
+    dataKeys: new KmsDataKeys(localKmsTransport(kms), LOCAL_OWNER_SECRETS_KEY),
     http: createGuardedHttp({ allowPrivate: config.allowPrivateUrls }),
     objects: createObjectStore(config, config.bucket, s3Credentials),
     // Every function runs in this process, so the terminal write itself wakes waiting callers.
@@ -249,6 +261,7 @@ async function startLocked(
   const { url, forgetUrl } = await listen(server, opts, env, dataDir);
   // Known only now: the loop guard's own URL (the functions read config when they run).
   config.apiUrl ??= url;
+  config.formUploadOrigin ??= originOf(url);
 
   let stopping: Promise<StopReport> | undefined;
   const stop = async (stopOpts: StopOptions = {}): Promise<StopReport> => {

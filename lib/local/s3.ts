@@ -28,6 +28,8 @@ import {
   type Authorization,
   type S3Address,
 } from './s3-request';
+import { corsHeaders, preflight } from './s3-cors';
+import type { BucketCorsRule } from '../storage-cors';
 
 export { S3Error };
 
@@ -55,6 +57,8 @@ export interface S3EmulationOptions {
   basePath?: string;
   /** A bucket's lifecycle rule: its objects expire this many days after they were written (see expire). */
   expirationDays?: Readonly<Record<string, number>>;
+  /** A bucket's CORS rules (none: CORS not enabled), asked per request so a rule may follow a URL known only later. */
+  cors?(bucket: string): readonly BucketCorsRule[];
   now?: () => number;
 }
 
@@ -154,6 +158,14 @@ export function createS3Handler(opts: S3EmulationOptions): S3Handler {
     const method = req.method ?? 'GET';
     try {
       const a = parseAddress(req.url ?? '/', opts.basePath ?? '');
+      // A browser's preflight carries no credentials; S3 answers it from the bucket's CORS rules.
+      const rules = buckets.has(a.bucket) ? (opts.cors?.(a.bucket) ?? []) : [];
+      if (method === 'OPTIONS') {
+        if (!buckets.has(a.bucket)) throw new S3Error(404, 'NoSuchBucket', 'The specified bucket does not exist', { BucketName: a.bucket });
+        res.writeHead(200, { ...preflight(rules, req.headers), 'Content-Length': '0', 'x-amz-request-id': randomUUID() }).end();
+        return;
+      }
+      for (const [k, v] of Object.entries(corsHeaders(rules, req.headers, method))) res.setHeader(k, v);
       const auth = parseAuthorization(a, req.headers);
       if (!auth) throw new S3Error(403, 'AccessDenied', 'Access Denied');
       const secret = opts.secretOf(auth.accessKeyId);

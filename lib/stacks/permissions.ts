@@ -10,6 +10,9 @@ export type TableAction = 'GetItem' | 'PutItem' | 'UpdateItem' | 'DeleteItem';
 /** What a Query reads: the table itself (by partition key) or one of its indexes. */
 export type QueryTarget = 'table' | 'gsi1' | 'sweep' | 'executions';
 export type StatesAction = 'StartExecution' | 'StopExecution';
+export type OwnerSecretsAction = 'seal' | 'open';
+/** What each owner-secrets action is on the KMS key. */
+export const OWNER_SECRETS_KMS_ACTIONS: Readonly<Record<OwnerSecretsAction, string>> = { seal: 'kms:GenerateDataKey', open: 'kms:Decrypt' };
 /**
  * What a function does with objects in the one bucket: read (GetObject, which HeadObject and
  * presigned GETs are authorized as), write (PutObject, and presigned PUTs), delete (DeleteObject
@@ -29,9 +32,15 @@ export interface FunctionAccess {
   consumes?: QueueName;
   /**
    * Reads the key material secret (pepper and master key); 'pepper': the pepper's own secret
-   * only, for the public-facing authorizer, which never needs the master key.
+   * only, for the functions that never need the master key (the authorizer, the form page and
+   * upload, consumer keys).
    */
   secret: boolean | 'pepper';
+  /**
+   * The owner secrets' KMS key: 'seal' is kms:GenerateDataKey, 'open' is kms:Decrypt, each only
+   * under an owner secret's encryption context (functions/core/envelope.ts).
+   */
+  ownerSecrets: readonly OwnerSecretsAction[];
   /** Step Functions actions on the pipegate state machine (StopExecution: on its executions). */
   states: readonly StatesAction[];
   /** Object storage (Deps.objects); a function with none neither loads nor bundles the S3 client. */
@@ -66,6 +75,7 @@ const access = (table: readonly TableAction[], more: Partial<Omit<FunctionAccess
   send: more.send ?? [],
   consumes: more.consumes,
   secret: more.secret ?? false,
+  ownerSecrets: more.ownerSecrets ?? [],
   states: more.states ?? [],
   objects: more.objects ?? [],
   updateKeys: more.updateKeys ?? [],
@@ -104,13 +114,14 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   // Web forms: each request reads the link's lookup item and the deployment (the pepper hashes
   // the token); the page reads the published version for the descriptions. Runs and uploads
   // count against their rate counters (conditional-free UpdateItem on FORMRATE# only).
-  'form-page': access(READ, { secret: true }),
+  // The token is hashed with the pepper alone: the pepper's own secret, as the authorizer's.
+  'form-page': access(READ, { secret: 'pepper' }),
   // As execute (inline assets, uploads claimed), plus the rate counters.
   'form-execute': access(CREATE_EXECUTION, { send: ['executions'], secret: true, objects: ['read', 'write'], updateKeys: ['UPLOAD#*', 'FORMRATE#*'] }),
   // As execution-result: the result's links need the master key.
   'form-execution': access(READ, { secret: true, objects: ['read'] }),
   // As upload-create, plus the rate counters.
-  'form-upload': access(['GetItem', 'PutItem'], { secret: true, objects: ['write'], updateKeys: ['FORMRATE#*'] }),
+  'form-upload': access(['GetItem', 'PutItem'], { secret: 'pepper', objects: ['write'], updateKeys: ['FORMRATE#*'] }),
   // Owners.
   'pipeline-list': access([], { query: RUNS }),
   'pipeline-get': access(READ),
@@ -143,20 +154,21 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   'deployment-keys': access(['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem'], { secret: true }),
   // Consumers are items of the deployment's partition: created (conditional put), listed (a
   // Query of that partition), changed and revoked (conditional updates); a key needs the pepper.
-  'deployment-consumers': access(ALL, { query: ['table'], secret: true }),
+  'deployment-consumers': access(ALL, { query: ['table'], secret: 'pepper' }),
   // A deleted deployment's objects go with it (removePrefix: ListObjectsV2, then DeleteObjects);
   // so does its form link's lookup item.
   'deployment-delete': access(['GetItem', 'UpdateItem', 'DeleteItem'], { objects: ['delete'] }),
-  // Owner secrets: sealing needs the master key; listing never opens a value.
-  'secret-put': access(['PutItem'], { secret: true }),
+  // Owner secrets: sealing asks KMS for a data key (no key material); listing never opens a value.
+  'secret-put': access(['PutItem'], { ownerSecrets: ['seal'] }),
   'secret-list': access([], { query: OWNER_SECRETS }),
   'secret-delete': access(['DeleteItem']),
   // Workers. The runner only starts the workflow, with no read first (runner.service.ts).
   runner: access([], { consumes: 'executions', states: ['StartExecution'] }),
   'task-start': access(UPDATE, { send: ['callbacks'], objects: ['read'] }),
-  // Reads the owner secrets a pipeline references (one Query per container per TTL) and opens them.
+  // Reads the owner secrets a pipeline references (one Query per container per TTL) and opens them:
+  // their data keys with KMS; values sealed before the KMS key (v1) with the master key, until set again.
   // Reads input assets and large values, stores outputs and values too large for the record.
-  'task-run': access(UPDATE, { query: OWNER_SECRETS, send: ['callbacks'], secret: true, objects: ['read', 'write'] }),
+  'task-run': access(UPDATE, { query: OWNER_SECRETS, send: ['callbacks'], secret: true, ownerSecrets: ['open'], objects: ['read', 'write'] }),
   'task-fail': access(UPDATE, { send: ['callbacks'], objects: ['read'] }),
   // Retries go back onto its own queue with a delay; the payload carries outputs kept in the bucket too.
   'callback-dispatch': access(UPDATE, { consumes: 'callbacks', secret: true, send: ['callbacks'], objects: ['read'] }),

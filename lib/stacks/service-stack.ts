@@ -18,6 +18,7 @@ import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import * as wafv2 from 'aws-cdk-lib/aws-wafv2';
 import type { Construct } from 'constructs';
 import { inlineLimitDetail } from '../../functions/core/assets';
+import { OWNER_SECRET_PURPOSE } from '../../functions/core/envelope';
 import { bodyLimitDetail, ERRORS } from '../../functions/core/errors';
 import { readConfig } from '../config';
 import { GATEWAY_RESPONSES } from '../gateway-responses';
@@ -26,7 +27,7 @@ import { ROUTES, STREAMED_ROUTE_TIMEOUT_SECONDS, WORKERS, type Route } from '../
 import { DOCS_ASSETS, DOCS_ASSETS_DIR, DOCS_ASSETS_PACKAGE } from '../docs-assets';
 
 const DOCS_FUNCTION = 'deployment-docs';
-import { accessFor, allFunctionNames, bundleExternals } from './permissions';
+import { accessFor, allFunctionNames, bundleExternals, OWNER_SECRETS_KMS_ACTIONS } from './permissions';
 import { PipegateFunction, REPO_ROOT } from './pipegate-function';
 import { type Settings } from './settings';
 import { concurrencyPlan, waitersBound, waits } from '../concurrency';
@@ -122,6 +123,17 @@ export class ServiceStack extends Stack {
         fn.fn.addEnvironment('PIPEGATE_SECRET_ARN', stateful.pepperSecret.secretArn);
       } else if (access.secret) fn.grantSecretRead(stateful.secret);
       fn.grantObjects(stateful.objectPolicies, access.objects);
+      if (access.ownerSecrets.length > 0) {
+        fn.role.addToPrincipalPolicy(
+          new iam.PolicyStatement({
+            actions: access.ownerSecrets.map((a) => OWNER_SECRETS_KMS_ACTIONS[a]),
+            resources: [stateful.ownerSecretsKey.keyArn],
+            // Only under an owner secret's encryption context, and one that names the secret.
+            conditions: { StringEquals: { 'kms:EncryptionContext:purpose': OWNER_SECRET_PURPOSE }, Null: { 'kms:EncryptionContext:secret_name': 'false' } },
+          }),
+        );
+        fn.fn.addEnvironment('PIPEGATE_OWNER_SECRETS_KEY', stateful.ownerSecretsKey.keyArn);
+      }
       if (access.consumes) {
         const pair = stateful.queues[access.consumes];
         fn.fn.addEventSource(

@@ -8,6 +8,7 @@ import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as cwActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sns from 'aws-cdk-lib/aws-sns';
@@ -15,8 +16,10 @@ import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 import { DEFAULT_RESULT_RETENTION_DAYS, objectExpiryDays } from '../config';
+import { originOf, uploadCorsRule } from '../storage-cors';
 import { QUEUES, type QueueDefinition, type QueueName } from '../queues';
 import type { ObjectAction } from './permissions';
+import { OWNER_SECRET_PURPOSE } from '../../functions/core/envelope';
 import { OBJECT_KEY_ROOTS } from '../../functions/core/object-keys';
 import { MAIN_TABLE } from '../tables';
 import { PipegateFunction } from './pipegate-function';
@@ -38,6 +41,8 @@ export class StatefulStack extends Stack {
   readonly secret: secretsmanager.Secret;
   /** The pepper alone, copied from `secret`: all the authorizer reads. */
   readonly pepperSecret: secretsmanager.Secret;
+  /** Seals owner secrets' data keys (envelope encryption); granted in the service stack to the functions that seal or open them. */
+  readonly ownerSecretsKey: kms.Key;
   readonly alarmTopic: sns.Topic;
   readonly bucket: s3.Bucket;
   /** What a function may do with objects, one customer-managed policy per action (lib/stacks/permissions.ts). */
@@ -90,7 +95,7 @@ export class StatefulStack extends Stack {
         'CloudWatch alarms cannot publish to a topic encrypted with the AWS-managed SNS key, and alarm notifications carry only alarm names and states.',
     });
 
-    this.bucket = this.objectsBucket();
+    this.bucket = this.objectsBucket(settings);
     this.objectPolicies = this.objectAccessPolicies(this.bucket);
 
     this.queues = {
@@ -123,6 +128,35 @@ export class StatefulStack extends Stack {
       reason: 'Not rotated: a copy of the pepper every stored API-key hash is keyed by; rotating it would invalidate all keys.',
     });
     this.initialiseSecret(settings);
+    this.ownerSecretsKey = this.ownerSecretsKmsKey();
+  }
+
+  /**
+   * The KMS key owner secrets' data keys are encrypted under. Its policy is KMS's default (the
+   * account's IAM policies decide who uses it: the functions that seal or open owner secrets,
+   * granted in the service stack, whose roles this stack cannot name without a cycle) plus one
+   * Deny: no principal may use it for anything but an owner secret's encryption context, so a
+   * grant added elsewhere by mistake cannot turn it into a general-purpose key. Rotation is on
+   * (yearly, automatic; KMS keeps every earlier version to decrypt with); retained on delete,
+   * since every sealed secret would be lost with it.
+   */
+  private ownerSecretsKmsKey(): kms.Key {
+    const key = new kms.Key(this, 'OwnerSecretsKey', {
+      description: 'pipegate: encrypts the data keys of owner secrets (the encryption context names the secret)',
+      enableKeyRotation: true,
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+    key.addToResourcePolicy(
+      new iam.PolicyStatement({
+        sid: 'OwnerSecretsContextOnly',
+        effect: iam.Effect.DENY,
+        principals: [new iam.AnyPrincipal()],
+        actions: ['kms:Encrypt', 'kms:Decrypt', 'kms:ReEncrypt*', 'kms:GenerateDataKey*'],
+        resources: ['*'],
+        conditions: { StringNotEquals: { 'kms:EncryptionContext:purpose': OWNER_SECRET_PURPOSE } },
+      }),
+    );
+    return key;
   }
 
   /**
@@ -134,8 +168,13 @@ export class StatefulStack extends Stack {
    * after it was written (lib/config.ts says why one more than the 7-day retention): that is
    * how executions' objects go, with no listing and no request of ours; a deleted deployment's
    * go at once as far as one bounded pass reaches, and the rule takes the rest.
+   *
+   * CORS lets a web form's page PUT a file straight to the bucket (lib/storage-cors.ts), from
+   * the API's public origin only. That origin must be known here: the API's own execute-api
+   * host is made by the service stack, which depends on this one, so only `publicUrl` (a custom
+   * domain) names it. Without it the bucket has no CORS rule and forms send files inline.
    */
-  private objectsBucket(): s3.Bucket {
+  private objectsBucket(settings: Settings): s3.Bucket {
     const bucket = new s3.Bucket(this, 'Objects', {
       blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
       objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
@@ -152,6 +191,7 @@ export class StatefulStack extends Stack {
         },
       ],
       removalPolicy: RemovalPolicy.RETAIN,
+      ...(settings.publicUrl ? { cors: [cdkCorsRule(uploadCorsRule(originOf(settings.publicUrl)))] } : {}),
     });
     Validations.of(bucket).acknowledge({
       id: 'AwsSolutions-S1',
@@ -247,3 +287,11 @@ export class StatefulStack extends Stack {
     pepper.node.addDependency(material);
   }
 }
+
+const cdkCorsRule = (r: ReturnType<typeof uploadCorsRule>): s3.CorsRule => ({
+  allowedMethods: r.allowedMethods.map((m) => m as s3.HttpMethods),
+  allowedOrigins: [...r.allowedOrigins],
+  allowedHeaders: [...r.allowedHeaders],
+  exposedHeaders: [...r.exposedHeaders],
+  maxAge: r.maxAgeSeconds,
+});

@@ -5,7 +5,7 @@
  * mapped to the IAM action and resource ARN AWS authorizes it as, evaluated against the
  * templates' policies, and refused as AWS refuses it, or carried out: DynamoDB forwarded to
  * dynalite, SQS onto the local queues, Step Functions onto the local state machines, Secrets
- * Manager onto a local secret store, S3 (requests without an X-Amz-Target) onto the same S3
+ * Manager onto a local secret store, KMS onto the local KMS (lib/local/kms.ts), S3 (requests without an X-Amz-Target) onto the same S3
  * emulation `npm start` uses (lib/local/s3.ts), its signatures verified against the role's
  * secret and each object or bucket action, presigned URLs included, authorized at use time.
  * Calls pipegate's functions never make are refused with UnknownOperationException rather than
@@ -18,6 +18,8 @@ import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import { credentialsFor, sessionNameOf, type IamDecision, type IamEvaluator, type Principal } from './iam';
 import { createS3Handler, type S3Handler } from '../local/s3';
+import type { BucketCorsRule } from '../storage-cors';
+import { contextOf, KmsError, type LocalKms } from '../local/kms';
 import type { LocalArns } from './physical';
 import { isPlainObject } from '../../functions/core/values';
 import type { PartitionThroughput, StartExecutionThrottle } from './scale-model';
@@ -50,8 +52,10 @@ export interface AwsServices {
   /** By state machine ARN. */
   stateMachines?: ReadonlyMap<string, StateMachinePort>;
   secrets?: LocalSecretStore;
+  /** KMS: the templates' keys (lib/local/kms.ts), their material in the data dir. */
+  kms?: LocalKms;
   /** S3: the templates' buckets (physical names), their objects kept under `dir`. */
-  objects?: { dir: string; buckets: readonly string[]; expirationDays?: Readonly<Record<string, number>> };
+  objects?: { dir: string; buckets: readonly string[]; expirationDays?: Readonly<Record<string, number>>; cors?: Readonly<Record<string, readonly BucketCorsRule[]>> };
   /** DynamoDB's per-key throughput, when the scale model is on (./scale-model). */
   throughput?: PartitionThroughput;
   /** Step Functions' StartExecution throttle, when the scale model is on. */
@@ -99,13 +103,14 @@ class AwsError extends Error {
   }
 }
 
-type Service = 'dynamodb' | 'sqs' | 'states' | 'secretsmanager';
+type Service = 'dynamodb' | 'sqs' | 'states' | 'secretsmanager' | 'kms';
 
 const TARGET_PREFIX: Readonly<Record<string, Service>> = {
   DynamoDB_20120810: 'dynamodb',
   AmazonSQS: 'sqs',
   AWSStepFunctions: 'states',
   secretsmanager: 'secretsmanager',
+  TrentService: 'kms',
 };
 
 const CONTENT_TYPE: Readonly<Record<Service, string>> = {
@@ -113,6 +118,7 @@ const CONTENT_TYPE: Readonly<Record<Service, string>> = {
   sqs: 'application/x-amz-json-1.0',
   states: 'application/x-amz-json-1.0',
   secretsmanager: 'application/x-amz-json-1.1',
+  kms: 'application/x-amz-json-1.1',
 };
 
 interface Caller {
@@ -160,6 +166,8 @@ export async function startAwsEndpoint(options: AwsEndpointOptions = {}): Promis
       dir: objects.dir,
       buckets: objects.buckets,
       expirationDays: objects.expirationDays,
+      // The template's CorsConfiguration: S3 answers a browser's preflight from it.
+      cors: (bucket) => objects.cors?.[bucket] ?? [],
       region: s.arns.env.region,
       secretOf: (id) => {
         const p = s.iam.principalByAccessKey(id);
@@ -207,6 +215,8 @@ export async function startAwsEndpoint(options: AwsEndpointOptions = {}): Promis
         return states(call, s, res);
       case 'secretsmanager':
         return secrets(call, s, res);
+      case 'kms':
+        return kms(call, s, res);
     }
   }
 
@@ -234,7 +244,7 @@ export async function startAwsEndpoint(options: AwsEndpointOptions = {}): Promis
   async function authorize(
     call: Call,
     s: AwsServices,
-    checks: readonly { action: string; resource: string; context?: Record<string, string> }[],
+    checks: readonly { action: string; resource: string; context?: Record<string, string | string[]> }[],
   ): Promise<void> {
     for (const c of checks) {
       const d: IamDecision = await s.iam.evaluate({ principal: call.caller.principal.roleArn, action: c.action, resource: c.resource, context: c.context });
@@ -449,6 +459,46 @@ export async function startAwsEndpoint(options: AwsEndpointOptions = {}): Promis
     const token = typeof body.ClientRequestToken === 'string' ? body.ClientRequestToken : undefined;
     const updated = s.secrets.put(secret.arn, body.SecretString, token);
     return json(res, call.service, { ARN: updated.arn, Name: updated.name, VersionId: updated.versionId, VersionStages: ['AWSCURRENT'] });
+  }
+
+  // --- KMS ----------------------------------------------------------------------------------
+
+  /**
+   * GenerateDataKey, Encrypt and Decrypt on the templates' keys. Each is authorized on the key's
+   * ARN (Decrypt's from the blob, as KMS finds it) with the request's encryption context as
+   * condition keys (kms:EncryptionContext:<key>, kms:EncryptionContextKeys), against the
+   * caller's policies and the key policy together.
+   */
+  async function kms(call: Call, s: AwsServices, res: ServerResponse): Promise<void> {
+    const { body, operation } = call;
+    if (operation !== 'GenerateDataKey' && operation !== 'Encrypt' && operation !== 'Decrypt') throw unknownOperation(call);
+    let context: Record<string, string>;
+    try {
+      context = contextOf(body.EncryptionContext);
+    } catch (e) {
+      throw new AwsError(400, 'ValidationException', e instanceof Error ? e.message : String(e));
+    }
+    let resource: string | undefined;
+    if (operation === 'Decrypt') {
+      const blob = typeof body.CiphertextBlob === 'string' ? Buffer.from(body.CiphertextBlob, 'base64') : Buffer.alloc(0);
+      resource = s.kms?.keyArnOfBlob(blob);
+      if (resource === undefined) throw new AwsError(400, 'InvalidCiphertextException', '');
+    } else {
+      const id = typeof body.KeyId === 'string' ? body.KeyId : '';
+      resource = s.kms?.keyArnOf(id) ?? (id.startsWith('arn:') ? id : `arn:${s.arns.env.partition}:kms:${s.arns.env.region}:${s.arns.env.account}:key/${id}`);
+    }
+    const conditions: Record<string, string | string[]> = { 'kms:EncryptionContextKeys': Object.keys(context) };
+    for (const [k, v] of Object.entries(context)) conditions[`kms:EncryptionContext:${k}`] = v;
+    await authorize(call, s, [{ action: `kms:${operation}`, resource, context: conditions }]);
+    if (!s.kms) throw new AwsError(400, 'NotFoundException', `Key '${resource}' does not exist`);
+    let answer: Record<string, unknown>;
+    try {
+      answer = s.kms.call(operation, body);
+    } catch (e) {
+      if (e instanceof KmsError) throw new AwsError(400, e.code, e.message);
+      throw e;
+    }
+    return json(res, call.service, answer);
   }
 
   await new Promise<void>((resolve, reject) => {

@@ -185,7 +185,8 @@ export function assertKnownPolicies(principals: readonly Principal[]): void {
 
 /**
  * Resource policies by resource ARN: queue policies (AWS::SQS::QueuePolicy), topic policies
- * (AWS::SNS::TopicPolicy) and secret policies (AWS::SecretsManager::ResourcePolicy).
+ * (AWS::SNS::TopicPolicy), secret policies (AWS::SecretsManager::ResourcePolicy) and key
+ * policies (AWS::KMS::Key's KeyPolicy, by the key's ARN).
  */
 export function resourcePoliciesOf(assembly: ResolvedAssembly): Map<string, PolicyDocument[]> {
   const out = new Map<string, PolicyDocument[]>();
@@ -207,12 +208,43 @@ export function resourcePoliciesOf(assembly: ResolvedAssembly): Map<string, Poli
       } else if (r.Type === 'AWS::SNS::TopicPolicy') {
         const doc = stack.resolve(props.PolicyDocument, `${where}.PolicyDocument`) as PolicyDocument;
         for (const [i, topic] of asArray(props.Topics).entries()) add(stack.resolveString(topic, `${where}.Topics[${i}]`), doc);
+      } else if (r.Type === 'AWS::KMS::Key' && props.KeyPolicy !== undefined) {
+        const arn = stack.physical[logicalId]?.attributes.Arn;
+        if (arn) add(arn, stack.resolve(props.KeyPolicy, `${where}.KeyPolicy`) as PolicyDocument);
       } else if (r.Type === 'AWS::SecretsManager::ResourcePolicy') {
         add(stack.resolveString(props.SecretId, `${where}.SecretId`), stack.resolve(props.ResourcePolicy, `${where}.ResourcePolicy`) as PolicyDocument);
       }
     }
   }
   return out;
+}
+
+/**
+ * iam-simulate recognises condition keys with a variable part only in the `prefix/variable`
+ * form (aws:PrincipalTag/<tag>); KMS's `kms:EncryptionContext:<context key>` it drops as
+ * unknown, which would make every condition on it fail (or every Deny on it match). So that key
+ * is carried, in the request and in every policy's conditions alike, under a global key of the
+ * form it does evaluate; no pipegate role carries principal tags, so the names cannot collide.
+ */
+const KMS_CONTEXT_KEY = /^kms:encryptioncontext:(.+)$/i;
+const carriedKmsKey = (contextKey: string): string => `aws:PrincipalTag/kms-encryption-context.${contextKey}`;
+
+function withCarriedKmsKeys(doc: PolicyDocument): PolicyDocument {
+  const statements = asArray(doc.Statement).map((st) => {
+    if (!isPlainObject(st) || !isPlainObject(st.Condition)) return st;
+    const condition = Object.fromEntries(
+      Object.entries(st.Condition).map(([op, keys]) => [
+        op,
+        isPlainObject(keys) ? Object.fromEntries(Object.entries(keys).map(([k, v]) => [KMS_CONTEXT_KEY.test(k) ? carriedKmsKey(KMS_CONTEXT_KEY.exec(k)?.[1] ?? '') : k, v])) : keys,
+      ]),
+    );
+    return { ...st, Condition: condition };
+  });
+  return { ...doc, Statement: statements };
+}
+
+function carryKmsContext(context: Record<string, string | string[]>): Record<string, string | string[]> {
+  return Object.fromEntries(Object.entries(context).map(([k, v]) => [KMS_CONTEXT_KEY.test(k) ? carriedKmsKey(KMS_CONTEXT_KEY.exec(k)?.[1] ?? '') : k, v]));
 }
 
 export interface IamRequest {
@@ -304,8 +336,9 @@ export class IamEvaluator {
       'aws:CurrentTime': new Date().toISOString(),
       'aws:EpochTime': String(Math.floor(Date.now() / 1000)),
       ...(role ? { 'aws:PrincipalArn': role.roleArn, 'aws:PrincipalAccount': this.account } : {}),
-      ...req.context,
+      ...carryKmsContext(req.context ?? {}),
     };
+    const kms = req.action.toLowerCase().startsWith('kms:');
     const result = await runSimulation(
       {
         request: {
@@ -314,14 +347,14 @@ export class IamEvaluator {
           resource: { resource: req.resource, accountId: this.account },
           contextVariables,
         },
-        identityPolicies: (role?.policies ?? []).map((p, i) => ({ name: `${i}:${p.name}`, policy: p.document })),
+        identityPolicies: (role?.policies ?? []).map((p, i) => ({ name: `${i}:${p.name}`, policy: kms ? withCarriedKmsKeys(p.document) : p.document })),
         serviceControlPolicies: [],
         resourceControlPolicies: [],
         // Several resource policies on one resource (not the case today) are one document to IAM.
         resourcePolicy:
           resourcePolicies.length === 0
             ? undefined
-            : { Version: '2012-10-17', Statement: resourcePolicies.flatMap((d) => asArray(d.Statement)) },
+            : withCarriedKmsKeys({ Version: '2012-10-17', Statement: resourcePolicies.flatMap((d) => asArray(d.Statement)) }),
       },
       { simulationMode: 'Strict' },
     );

@@ -88,6 +88,9 @@ export class LocalArns {
   secretArn(name: string): string {
     return this.arn('secretsmanager', `secret:${name}-${alnum(`secret/${name}`, 6)}`);
   }
+  kmsKeyArn(keyId: string): string {
+    return this.arn('kms', `key/${keyId}`);
+  }
   functionArn(name: string): string {
     return this.arn('lambda', `function:${name}`);
   }
@@ -187,6 +190,12 @@ function physicalOf(type: string, name: string, props: Record<string, unknown>, 
     }
     case 'AWS::Lambda::Function':
       return { ref: name, attributes: { Arn: arns.functionArn(name) } };
+    case 'AWS::KMS::Key': {
+      // KMS names a key by a random UUID; this one is fixed per logical id, so a restart finds its material.
+      const h = hash(`kms/${id}`, 32);
+      const keyId = `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-8${h.slice(17, 20)}-${h.slice(20, 32)}`;
+      return { ref: keyId, attributes: { Arn: arns.kmsKeyArn(keyId), KeyId: keyId } };
+    }
     case 'AWS::IAM::Role': {
       const rolePath = typeof props.Path === 'string' ? props.Path : '/';
       return { ref: name, attributes: { Arn: arns.roleArn(name, rolePath), RoleId: `AROA${alnum(`role/${name}`, 17, true)}` } };

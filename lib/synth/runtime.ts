@@ -22,6 +22,7 @@ import { lockDataDir } from '../local/data-dir-lock';
 import { ensureTableAs, startDynalite, type LocalDynamo } from '../local/dynamo';
 import { LocalQueue, LocalQueuePort } from '../local/queue';
 import { readConfig } from '../config';
+import type { BucketCorsRule } from '../storage-cors';
 import { isPlainObject } from '../../functions/core/values';
 import { createDeps, type Deps } from '../../functions/adapters/deps';
 import { isConditionFailure, localEndpointConfig } from '../../functions/adapters/dynamo';
@@ -34,6 +35,7 @@ import { sweepAll } from '../../functions/services/sweeper.service';
 import { drainWorkflow, refuseWhileStopping, type StopOptions, type StopReport } from '../local/shutdown';
 import { forEachState, LocalWorkflow, type WorkflowTask } from '../local/workflow';
 import { cachedAssembly, loadAssembly, type Assembly } from './assembly';
+import { LocalKms } from '../local/kms';
 import { LocalSecretStore, startAwsEndpoint, type AwsEndpoint, type EndpointQueue, type StateMachinePort } from './aws-endpoint';
 import { FunctionError, FunctionHost, type FunctionSpec } from './function-host';
 import { apiFromTemplate, type TemplateApi } from './gateway-from-template';
@@ -135,6 +137,7 @@ const WIRING = new Set([
   'PIPEGATE_EXECUTIONS_QUEUE_URL',
   'PIPEGATE_CALLBACKS_QUEUE_URL',
   'PIPEGATE_SECRET_ARN',
+  'PIPEGATE_OWNER_SECRETS_KEY',
   'PIPEGATE_STATE_MACHINE_ARN',
   'PIPEGATE_BUCKET',
   'PIPEGATE_S3_ENDPOINT',
@@ -207,6 +210,14 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
 
     const secrets = new LocalSecretStore(join(dataDir, 'secrets-manager.json'));
     for (const stack of stacks) defineSecrets(stack, secrets);
+    // The templates' KMS keys, created once (their material in the data dir, as KMS keeps it).
+    const kms = new LocalKms(join(dataDir, 'kms.json'));
+    for (const stack of stacks) {
+      for (const [id, r] of Object.entries(stack.stack.template.Resources)) {
+        const arn = r.Type === 'AWS::KMS::Key' ? stack.physical[id]?.attributes.Arn : undefined;
+        if (arn) kms.define(arn);
+      }
+    }
 
     // Functions, by physical name and by ARN.
     const hosts = new Map<string, FunctionHost>();
@@ -368,8 +379,12 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
     const bucketResources = stacks.flatMap((stack) =>
       Object.entries(stack.stack.template.Resources)
         .filter(([, r]) => r.Type === 'AWS::S3::Bucket')
-        .map(([id, r]) => ({ name: stack.physical[id]?.ref ?? '', days: expirationDaysOf(stack.resolve(r.Properties ?? {}, `${stack.stack.id}.Resources.${id}.Properties`)) })),
+        .map(([id, r]) => {
+          const props = stack.resolve(r.Properties ?? {}, `${stack.stack.id}.Resources.${id}.Properties`);
+          return { name: stack.physical[id]?.ref ?? '', days: expirationDaysOf(props), cors: corsRulesOf(props) };
+        }),
     );
+    const corsRules = Object.fromEntries(bucketResources.map((b) => [b.name, b.cors]));
     const buckets = bucketResources.map((b) => b.name);
     const expirationDays = Object.fromEntries(bucketResources.flatMap((b) => (b.days === undefined ? [] : [[b.name, b.days]])));
     endpoint.serve({
@@ -379,7 +394,8 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
       queues: endpointQueues,
       stateMachines: machines,
       secrets,
-      objects: { dir: join(dataDir, 'objects'), buckets, expirationDays },
+      kms,
+      objects: { dir: join(dataDir, 'objects'), buckets, expirationDays, cors: corsRules },
       ...(scale ? { throughput: scale.dynamo, startThrottle: scale.states } : {}),
     });
     // S3's own lifecycle expiry, from the template's rules: a pass now and every hour.
@@ -886,6 +902,19 @@ function rateMs(expression: string, where: string): number {
   if (!m?.[1] || !m[2]) throw new Error(`${where}: schedule ${expression} is not run locally (only rate(...) is)`);
   const unit = m[2].startsWith('minute') ? 60_000 : m[2].startsWith('hour') ? 3_600_000 : 86_400_000;
   return Number(m[1]) * unit;
+}
+
+/** A bucket's CORS rules from its CorsConfiguration, as S3 applies them (none: CORS not enabled). */
+function corsRulesOf(props: unknown): BucketCorsRule[] {
+  const rules = isPlainObject(props) && isPlainObject(props.CorsConfiguration) ? props.CorsConfiguration.CorsRules : undefined;
+  const strings = (x: unknown): string[] => (Array.isArray(x) ? x.filter((s): s is string => typeof s === 'string') : []);
+  return (Array.isArray(rules) ? rules : []).filter(isPlainObject).map((r) => ({
+    allowedMethods: strings(r.AllowedMethods),
+    allowedOrigins: strings(r.AllowedOrigins),
+    allowedHeaders: strings(r.AllowedHeaders),
+    exposedHeaders: strings(r.ExposedHeaders),
+    maxAgeSeconds: typeof r.MaxAge === 'number' ? r.MaxAge : 0,
+  }));
 }
 
 /**

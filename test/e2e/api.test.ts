@@ -137,7 +137,7 @@ describe('executing a deployment', () => {
         { id: 'loud', value_type: 'boolean', value: false },
         { id: 'word', value_type: 'string', value: 'hi' },
       ],
-      outputs: [{ id: 'product' }, { id: 'said' }],
+      outputs: [{ id: 'product', value_type: 'RAW' }, { id: 'said', value_type: 'RAW' }],
     });
 
     const hidden = await rt.caller('POST', executions(p), p.apiKey, { workflow_input: { secret: { value: 'x', value_type: 'RAW' } } });

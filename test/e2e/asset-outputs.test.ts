@@ -7,11 +7,14 @@
  * asset outputs absent from result and callback.
  */
 import { createHash } from 'node:crypto';
+import { nodeLinkTtlSeconds } from '../../functions/core/asset-links';
 import type { PipelineDefinition } from '../../functions/core/types';
 import { startTestServer, type ReceivedRequest, type TestServer } from '../support/http-server';
 import { dataUri, jpeg, png, svg } from '../support/media';
 import { startReceiver, type Receiver } from '../support/receiver';
-import { startE2eRuntime, waitUntil, type E2eRuntime, type Published } from '../support/runtime';
+import { readConfig } from '../../lib/config';
+import { EXPRESS_MAX_EXECUTION_TIMEOUT_MS } from '../../lib/workflow-budget';
+import { e2eMode, startE2eRuntime, waitUntil, type E2eRuntime, type Published } from '../support/runtime';
 
 jest.setTimeout(90_000);
 
@@ -34,6 +37,14 @@ beforeAll(async () => {
     } else if (req.path === '/drawing') {
       res.writeHead(200, { 'content-type': 'image/svg+xml' });
       res.end(svg());
+    } else if (req.path === '/fetch') {
+      // An outside service handed a file's URL in a JSON body: fetches it as anyone would.
+      const { image } = JSON.parse(req.body) as { image: { url: string; expires_at: string } };
+      void fetch(image.url).then(async (got) => {
+        const bytes = Buffer.from(await got.arrayBuffer());
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ status: got.status, sha256: sha(bytes), content_type: got.headers.get('content-type'), url: image.url, expires_at: image.expires_at }));
+      });
     } else if (req.path === '/echo') {
       // Answers the bytes it was sent, with the type it was sent as.
       res.writeHead(200, { 'content-type': String(req.headers['content-type'] ?? 'application/octet-stream') });
@@ -205,6 +216,38 @@ describe('http nodes and assets', () => {
     expect(served.bytes.equals(svg())).toBe(true);
     expect(served.headers.get('content-disposition')).toMatch(/^attachment/);
     expect(served.headers.get('x-content-type-options')).toBe('nosniff');
+  });
+
+  it("hands an outside service a link to this service's asset route that serves the bytes and lasts the run's time-out plus the margin", async () => {
+    // Prepare
+    const def: PipelineDefinition = {
+      nodes: {
+        photo: { type: 'input', value_type: 'asset', value: dataUri('image/png', png(1, 1)) },
+        hand: { type: 'http', method: 'POST', url: `${upstream.origin}/fetch`, inputs: ['photo'], body: '{"image": photo}' },
+        seen: { type: 'transform', inputs: ['hand'], expression: '$string(hand)' },
+        fetched: { type: 'output', from: 'seen' },
+      },
+    };
+    const p = await rt.publishPipeline('asset-hand', def);
+    const bytes = png(7, 5);
+    const before = Math.floor(Date.now() / 1000);
+
+    // Act
+    const { result } = await finished(p, { workflow_input: { photo: asset(bytes.toString('base64')) } });
+
+    // Assess
+    expect(result.status).toBe('completed');
+    const seen = JSON.parse(String((result.response_data.fetched as { value: string }).value)) as { status: number; sha256: string; content_type: string; url: string; expires_at: string };
+    expect(seen).toMatchObject({ status: 200, sha256: sha(bytes), content_type: 'image/png' });
+    expect(seen.url.startsWith(`${rt.url}/v1/assets/v1.`)).toBe(true);
+    // The token binds the expiry the node was told: the run's time-out plus the margin (the
+    // default time-out: npm start's, or the stack's for an Express state machine).
+    const payload = seen.url.split('/v1/assets/')[1]?.split('.')[1] ?? '';
+    const exp = (JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as unknown[])[3] as number;
+    expect(new Date(exp * 1000).toISOString()).toBe(seen.expires_at);
+    const ttl = nodeLinkTtlSeconds(e2eMode() === 'synth' ? EXPRESS_MAX_EXECUTION_TIMEOUT_MS : readConfig({}).executionTimeoutMs);
+    expect(exp).toBeGreaterThanOrEqual(before + ttl);
+    expect(exp).toBeLessThanOrEqual(Math.ceil(Date.now() / 1000) + ttl);
   });
 
   it('sends an asset as its raw body: the upstream receives the exact bytes and Content-Type', async () => {

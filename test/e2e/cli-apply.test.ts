@@ -314,8 +314,8 @@ describe('pipegate apply against a running local runtime', () => {
     expect(done.stdout).toContain('· no runs: version 1 is live and its latest run succeeded; only the visibility changes');
     expect((await runsOf('stats')).length).toBe(runsBefore);
     expect((await readinessOf('stats')).deployment?.outputs).toEqual([
-      { id: 'doubled', visible: true },
-      { id: 'debug', visible: true },
+      { id: 'doubled', visible: true, value_type: 'RAW' },
+      { id: 'debug', visible: true, value_type: 'RAW' },
     ]);
     expect(await execute('stats')).toEqual({ doubled: 6, debug: 3 });
   });

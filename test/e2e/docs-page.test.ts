@@ -34,6 +34,7 @@ const photoInfo: PipelineDefinition = {
     photo: { type: 'input', value_type: 'asset', value: `data:image/png;base64,${png(1, 1).toString('base64')}`, media_types: ['image/png'] },
     about: { type: 'transform', inputs: ['photo'], expression: "photo.media_type & ' ' & $string(photo.bytes) & ' ' & photo.sha256" },
     info: { type: 'output', from: 'about' },
+    photo_back: { type: 'output', from: 'photo' },
   },
 };
 
@@ -131,6 +132,9 @@ describe('GET /v1/deployments/{id}/docs', () => {
     // Generous waits: Chromium shares this 2-core machine with other suites.
     await page.locator('#files-form').waitFor({ state: 'visible', timeout: 60_000 });
     expect(await page.locator('#contract table').first().innerText()).toContain('asset');
+    // Outputs by the kind their contract recorded.
+    const outputs = await page.locator('#contract table').nth(1).locator('tbody tr').allInnerTexts();
+    expect(outputs).toEqual(['info\tvalue (RAW)', 'photo_back\tfile (ASSET: a link)']);
 
     // A small PNG: inline, accepted, and the execution sees exactly its bytes.
     const bytes = png(6, 6);

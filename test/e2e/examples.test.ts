@@ -83,14 +83,17 @@ async function execute(deploymentId: string, key: string, inputs: Record<string,
 
 const raw = (o: Record<string, string | number | boolean>) => Object.fromEntries(Object.entries(o).map(([k, value]) => [k, { value, value_type: 'RAW' }]));
 
-/** The caller's view must list exactly the entries the file's publish block leaves visible, with the nodes' values. */
+/**
+ * The caller's view must list exactly the entries the file's publish block leaves visible, with
+ * the nodes' values; every output of the examples checked this way answers a value (RAW).
+ */
 function expectedContract(deploymentId: string, f: ExampleFile) {
   const hidden = (section: 'inputs' | 'outputs', id: string) => f.publish?.[section]?.[id]?.visible === false;
   const nodes = Object.entries(f.nodes);
   return {
     deployment_id: deploymentId,
     inputs: nodes.filter(([id, n]) => n.type === 'input' && !hidden('inputs', id)).map(([id, n]) => ({ id, value_type: n.value_type, value: n.value })),
-    outputs: nodes.filter(([id, n]) => n.type === 'output' && !hidden('outputs', id)).map(([id]) => ({ id })),
+    outputs: nodes.filter(([id, n]) => n.type === 'output' && !hidden('outputs', id)).map(([id]) => ({ id, value_type: 'RAW' })),
   };
 }
 

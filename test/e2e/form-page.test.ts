@@ -7,9 +7,11 @@
  * (docs/performance.md) and saves screenshots (docs/form-page.png is one). Runs against the
  * local runtime, and against start:synth in test/e2e/synth/form-page.test.ts.
  */
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
+import { INLINE_ASSET_BODY_MAX_BYTES } from '../../functions/core/assets';
 import type { PipelineDefinition } from '../../functions/core/types';
 import { dataUri, png } from '../support/media';
 import { e2eMode, startE2eRuntime, waitUntil, type E2eRuntime, type Published } from '../support/runtime';
@@ -51,7 +53,8 @@ let browser: Browser | undefined;
 const picture = png(96, 64, (x, y) => [40 + x * 2, 120 + y, 200 - x, 255]);
 
 beforeAll(async () => {
-  rt = await startE2eRuntime();
+  // Under start:synth, as deployed with a public URL (its origin the one the bucket lets browsers PUT from).
+  rt = await startE2eRuntime({ publicUrlIsOwn: true });
   pub = await rt.publishPipeline('postcard', postcard, {
     inputs: { signature: { visible: false } },
     outputs: { signed: { visible: false } },
@@ -129,6 +132,47 @@ describe('the web form in a browser', () => {
           `DOM interactive ${timing.interactive.toFixed(0)} ms, load ${timing.loaded.toFixed(0)} ms after navigation start (${e2eMode() === 'local' ? 'local runtime' : 'start:synth'}, loopback)`,
       );
       writeFileSync(join(SCRATCH, 'form-page-figures.json'), JSON.stringify({ bytes, ...timing }, null, 2));
+    } finally {
+      await close();
+    }
+  }, 120_000);
+
+  browserIt('a picture larger than the inline limit goes straight to storage, with its progress shown, and comes back', async () => {
+    const { page, problems, close } = await phonePage();
+    try {
+      // Noise does not compress: 1,400 × 1,000 RGBA is about 4.8 MB, past the 4 MiB a run takes inline.
+      const noise = randomBytes(1400 * 1000 * 3);
+      const big = png(1400, 1000, (x, y) => [noise[(y * 1400 + x) * 3] ?? 0, noise[(y * 1400 + x) * 3 + 1] ?? 0, noise[(y * 1400 + x) * 3 + 2] ?? 0, 255]);
+      expect(big.length).toBeGreaterThan(INLINE_ASSET_BODY_MAX_BYTES);
+      const puts: { url: string; bytes: number }[] = [];
+      page.on('request', (r) => {
+        if (r.method() === 'PUT') puts.push({ url: r.url(), bytes: Number(r.headers()['content-length'] ?? r.postDataBuffer()?.length ?? 0) });
+      });
+      await page.goto(formUrl);
+      await page.locator('#run').waitFor();
+      expect(await page.locator('#pipegate-form').getAttribute('data-uploads')).toBe('direct');
+      // Every text the status line shows, as it changes.
+      await page.evaluate(() => {
+        const doc = (globalThis as unknown as { document: { getElementById(id: string): { textContent: string | null } } }).document;
+        const seen: string[] = [];
+        (globalThis as unknown as { seen: string[] }).seen = seen;
+        const target = doc.getElementById('progress');
+        const Observer = (globalThis as unknown as { MutationObserver: new (cb: () => void) => { observe(t: unknown, o: unknown): void } }).MutationObserver;
+        new Observer(() => seen.push(target.textContent ?? '')).observe(target, { childList: true, characterData: true, subtree: true });
+      });
+      await page.setInputFiles('#in-photo', { name: 'noise.png', mimeType: 'image/png', buffer: big });
+      await page.getByRole('button', { name: 'Run' }).click();
+      const img = page.locator('[data-output="front"] img');
+      const width = await waitUntil(() => img.evaluate((el) => (el as unknown as { naturalWidth: number }).naturalWidth).catch(() => 0), (w) => w > 0, 60_000, 100);
+      expect(width).toBe(1400);
+      // One PUT, of the whole file, not to this service but to storage.
+      expect(puts).toHaveLength(1);
+      expect(puts[0]?.url.startsWith(rt.url)).toBe(false);
+      const seen = await page.evaluate(() => (globalThis as unknown as { seen: string[] }).seen);
+      expect(seen.some((t) => /^Uploading noise\.png… \d+%$/.test(t))).toBe(true);
+      const back = await page.evaluate(async (src) => (await (await fetch(src)).arrayBuffer()).byteLength, (await img.getAttribute('src')) as string);
+      expect(back).toBe(big.length);
+      expect(problems).toEqual([]);
     } finally {
       await close();
     }

@@ -65,6 +65,16 @@ describe('publishing with a form', () => {
     expect(again.body.form_url).toBe(formUrl);
   });
 
+  it("tells callers, in the deployment's own OpenAPI document, that a form exists, never its link", async () => {
+    const doc = await rt.caller('GET', `/v1/deployments/${pub.deploymentId}/openapi.json`, pub.apiKey);
+    expect(doc.status).toBe(200);
+    const about = (doc.body.info as { description: string }).description;
+    expect(about).toContain('This deployment also has a web form');
+    expect(about).toContain('`output_artifacts`');
+    expect(doc.text).not.toContain(formUrl.split('/').pop() as string);
+    expect(doc.text).not.toContain('/v1/forms/');
+  });
+
   it('refuses a malformed form option, naming the field', async () => {
     const r = await rt.owner('PUT', '/v1/pipelines/captioner/deployment', { form: { enabled: 'yes' } });
     expect(r.status).toBe(400);

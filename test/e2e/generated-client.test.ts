@@ -42,6 +42,8 @@ const ASSET_PIPELINE: PipelineDefinition = {
     photo: { type: 'input', value_type: 'asset', value: `data:image/png;base64,${png(1, 1).toString('base64')}`, media_types: ['image/png'] },
     about: { type: 'transform', inputs: ['photo'], expression: "photo.media_type & ' ' & $string(photo.bytes) & ' ' & photo.sha256" },
     info: { type: 'output', from: 'about' },
+    // An ASSET output: its published kind types it as a file in the document.
+    kept: { type: 'output', from: 'photo' },
   },
 };
 
@@ -181,6 +183,9 @@ describe('typed clients generated from the documents alone', () => {
     expect(out).toEqual({
       inputs: ['photo:asset'],
       inline: `image/png ${bytes.length} ${sha}`,
+      keptType: 'image/png',
+      keptBytes: bytes.length,
+      keptLink: expect.stringContaining(`${rt.url}/v1/assets/`),
       uploadStatus: 201,
       stored: 200,
       uploaded: `image/png ${bytes.length} ${sha}`,

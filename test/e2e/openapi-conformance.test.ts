@@ -204,7 +204,7 @@ describe('the caller API conforms, to the service document and to the deployment
         { id: 'name', value_type: 'string', value: 'world' },
         { id: 'times', value_type: 'integer', value: 2 },
       ],
-      outputs: [{ id: 'message' }, { id: 'size' }],
+      outputs: [{ id: 'message', value_type: 'RAW' }, { id: 'size', value_type: 'RAW' }],
     });
 
     const doc = await caller('GET', `/v1/deployments/${deploymentId}/openapi.json`, key);

@@ -7,9 +7,10 @@
 import { readdirSync, readFileSync, rmSync, mkdtempSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import fc from 'fast-check';
-import { createDocumentClient } from '../../functions/adapters/dynamo';
+import { createDocumentClient, keys } from '../../functions/adapters/dynamo';
+import { ownerSecretContext, parseEnvelope } from '../../functions/core/envelope';
 import { createLogger } from '../../functions/adapters/logger';
 import { generateApiKey } from '../../functions/core/api-key';
 import { KEY_REFUSALS, type KeyRefusal } from '../../functions/core/errors';
@@ -494,6 +495,11 @@ describe('no plaintext key or secret at rest or in the logs', () => {
 
     const table = createDocumentClient({ region: rt.deps.config.region, endpoint: rt.deps.config.dynamodbEndpoint });
     const items = JSON.stringify((await table.send(new ScanCommand({ TableName: rt.deps.config.table }))).Items ?? []);
+    // The owner secret's data key (opened here as task-run opens it) is never kept in plaintext either.
+    const sealed = String((await table.send(new GetCommand({ TableName: rt.deps.config.table, Key: keys.ownerSecret('PLANTED') }))).Item?.sealed);
+    expect(sealed).toMatch(/^v2\./);
+    const dataKey = await rt.deps.dataKeys.decrypt(parseEnvelope(sealed).encryptedDataKey, ownerSecretContext('PLANTED'));
+    needles.push(['owner secret data key (raw bytes)', dataKey], ['owner secret data key (base64)', Buffer.from(dataKey.toString('base64'))]);
     expect(items).toContain(p.deploymentId);
     const log = lines.join('\n');
     expect(lines.length).toBeGreaterThan(10);

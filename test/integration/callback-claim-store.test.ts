@@ -120,7 +120,7 @@ describe('claimDelivery', () => {
     const read = await db.executions.get(id, new Date(T), true);
     const listed = (await db.executions.listByDeployment(e.deployment_id ?? '', { limit: 10, now: new Date(T) })).executions;
     const swept = await db.executions.listSweep('callback', 1000);
-    const returned = [read, again, ...listed, ...swept.filter((x) => x.execution_id === id)];
+    const returned = [read, again, ...swept.filter((x) => x.execution_id === id)];
     // Assess: the claim is stored, and nothing read back carries it.
     expect((await rawItem(id))?.callback_claim).toMatchObject({ attempt: 1, by: 'm2' });
     expect(again?.callback_delivery).toMatchObject({ attempts: 1, outcome: 'pending', redelivery: true });
@@ -130,5 +130,7 @@ describe('claimDelivery', () => {
       const answers = [x, ownerExecutionBody(x), executionSummaryBody(x), statusBody('https://api.example', x), resultBody(x)];
       for (const answer of answers) expect(JSON.stringify(answer)).not.toMatch(/claim|"by"|until_ms/);
     }
+    // A list reads summaries only (EXECUTION_SUMMARY_FIELDS), shown by the summary view.
+    for (const x of listed) for (const answer of [x, executionSummaryBody(x)]) expect(JSON.stringify(answer)).not.toMatch(/claim|"by"|until_ms/);
   });
 });

@@ -121,7 +121,7 @@ describe('values too large for the item', () => {
 
     expect(page.executions.map((e) => e.execution_id)).toEqual([bad.execution_id, ok.execution_id]);
     expect(page.executions[0]?.error_message).toBe(`Node 't' failed: ${big(300_000)}`);
-    expect(page.executions[1]?.outputs).toEqual({});
+    expect(page.executions[1]).not.toHaveProperty('outputs');
     expect(objects.reads - reads).toBe(1);
   });
 

@@ -4,11 +4,12 @@
  * made before the index existed being rebuilt with it.
  */
 import { randomUUID } from 'node:crypto';
-import { PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
-import { createDocumentClient } from '../../functions/adapters/dynamo';
+import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { createDocumentClient, keys } from '../../functions/adapters/dynamo';
 import { ExecutionsStore } from '../../functions/adapters/executions.store';
 import { InvalidCursorError } from '../../functions/core/ports';
 import type { CallbackDelivery, Execution } from '../../functions/core/types';
+import { executionSummaryBody } from '../../functions/core/views';
 import { ensureTable, ensureTableAs } from '../../lib/local/dynamo';
 import { MAIN_TABLE } from '../../lib/tables';
 import { startTestDb, type TestDb } from '../support/dynamo';
@@ -23,6 +24,9 @@ beforeAll(async () => {
 afterAll(async () => {
   await db?.close();
 });
+
+/** The read units DynamoDB charges an eventually consistent read of `bytes`: 0.5 per 4 KB started. */
+const readUnits = (bytes: number) => Math.ceil(bytes / 4096) / 2;
 
 const at = (minute: number) => new Date(Date.UTC(2026, 10, 22, 10, minute)).toISOString();
 
@@ -59,6 +63,36 @@ describe("a deployment's executions", () => {
     await expect(db.executions.listByDeployment(dep, { limit: 2, now, cursor: 'bm9wZQ' })).rejects.toBeInstanceOf(InvalidCursorError);
     const firstPage = await db.executions.listByDeployment(dep, { limit: 1, now });
     await expect(db.executions.listByDeployment('other', { limit: 2, now, cursor: firstPage.next ?? '' })).rejects.toBeInstanceOf(InvalidCursorError);
+  });
+});
+
+describe("a deployment's executions, read as summaries", () => {
+  it('read each execution\'s summary fields only: half a read unit each where the whole item is dozens', async () => {
+    // Prepare: three executions each holding 100 KB of values in the item.
+    const dep = `dep-${randomUUID()}`;
+    const made: Execution[] = [];
+    for (let i = 0; i < 3; i++) {
+      const e = anExecution({ deployment_id: dep, created_at: at(i), status: 'completed', inputs: { note: 'x'.repeat(60_000) }, outputs: { body: 'y'.repeat(40_000) } });
+      await db.executions.create(e);
+      made.push(e);
+    }
+    const raw = createDocumentClient({ region: 'local', endpoint: db.dynamo.endpoint });
+    const send = jest.spyOn(db.executions['db' as keyof typeof db.executions] as unknown as { send: (c: unknown) => Promise<unknown> }, 'send');
+    // Act: the store's own reads, as sent, replayed against the items.
+    const page = await db.executions.listByDeployment(dep, { limit: 10, now: new Date() });
+    const reads = send.mock.calls.map((c) => c[0]).filter((c): c is GetCommand => c instanceof GetCommand);
+    send.mockRestore();
+    const bytes = async (input: GetCommand['input']) => Buffer.byteLength(JSON.stringify((await raw.send(new GetCommand(input))).Item ?? {}));
+    const projected = await Promise.all(reads.map((c) => bytes(c.input)));
+    const whole = await bytes({ TableName: db.table, Key: keys.execution(made[0]?.execution_id ?? '') });
+    raw.destroy();
+    // Assess
+    expect(page.executions.map((e) => e.execution_id)).toEqual([...made].reverse().map((e) => e.execution_id));
+    expect(page.executions.map(executionSummaryBody)).toEqual([...made].reverse().map(executionSummaryBody));
+    expect(reads).toHaveLength(3);
+    for (const c of reads) expect(c.input.ProjectionExpression).toBeDefined();
+    for (const b of projected) expect(readUnits(b)).toBe(0.5);
+    expect(readUnits(whole)).toBeGreaterThanOrEqual(12);
   });
 });
 

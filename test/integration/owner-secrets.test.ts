@@ -2,9 +2,13 @@
  * Owner secrets on a real store (dynalite): sealed at rest, listed without values, read for
  * runs at most once per TTL, and used by a run without ever reaching its record.
  */
+import { randomBytes } from 'node:crypto';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { createDocumentClient, keys } from '../../functions/adapters/dynamo';
+import { KmsDataKeys } from '../../functions/adapters/kms';
 import { OwnerSecretsStore } from '../../functions/adapters/owner-secrets.store';
+import { sealSecret } from '../../functions/core/api-key';
+import { localKmsTransport } from '../../lib/local/kms';
 import type { Deps } from '../../functions/adapters/deps';
 import { AppError } from '../../functions/core/errors';
 import type { HttpRequest } from '../../functions/core/ports';
@@ -12,7 +16,7 @@ import { deleteSecret, listSecrets, putSecret } from '../../functions/services/o
 import { startRun } from '../../functions/services/owner.service';
 import { push } from '../../functions/services/push.service';
 import { taskRun, taskStart } from '../../functions/services/tasks.service';
-import { startTestDb, testKeyMaterial, type TestDb } from '../support/dynamo';
+import { startTestDb, TEST_KMS_KEY, testDataKeys, testKeyMaterial, testKms, type TestDb } from '../support/dynamo';
 import { testDeps } from '../support/fakes';
 import { rejection } from '../support/thrown';
 
@@ -85,8 +89,9 @@ describe('the owner secrets use cases', () => {
 
     // Assess
     expect(JSON.stringify(item)).not.toContain(VALUE);
-    expect(item?.sealed).toMatch(/^v1\./);
-    await expect(copied).rejects.toThrow('sealed for another name');
+    expect(item?.sealed).toMatch(/^v2\./);
+    // KMS refuses the data key under the other name's encryption context.
+    await expect(copied).rejects.toThrow(expect.objectContaining({ name: 'InvalidCiphertextException' }));
     await deleteSecret(d, 'B_TOKEN');
     await deleteSecret(d, 'A_TOKEN');
     client.destroy();
@@ -98,8 +103,8 @@ describe('reads for runs', () => {
     // Prepare
     const client = createDocumentClient({ region: 'local', endpoint: db.dynamo.endpoint });
     let now = 1_000_000;
-    const cached = new OwnerSecretsStore(client, db.table, testKeyMaterial, 60_000, () => now);
-    const other = new OwnerSecretsStore(client, db.table, testKeyMaterial, 0);
+    const cached = new OwnerSecretsStore(client, db.table, testKeyMaterial, testDataKeys, 60_000, () => now);
+    const other = new OwnerSecretsStore(client, db.table, testKeyMaterial, testDataKeys, 0);
     await other.put('ROTATING', 'first', new Date().toISOString());
     let queries = 0;
     const counting = client.send.bind(client);
@@ -131,6 +136,88 @@ describe('reads for runs', () => {
     expect(queries).toBe(4);
     await other.remove('ROTATING');
     await other.remove('MISSING');
+    client.destroy();
+  });
+});
+
+describe('under the KMS key', () => {
+  /** A data keys port over the test KMS that counts the calls it passes on. */
+  function counting(): { port: KmsDataKeys; calls: string[] } {
+    const calls: string[] = [];
+    const transport = localKmsTransport(testKms);
+    return { calls, port: new KmsDataKeys((op, body) => (calls.push(op), transport(op, body)), TEST_KMS_KEY) };
+  }
+
+  it('asks KMS for one data key per seal, and opens each data key once per process however often the cache refills', async () => {
+    // Prepare
+    const client = createDocumentClient({ region: 'local', endpoint: db.dynamo.endpoint });
+    const kms = counting();
+    let now = 1_000_000;
+    const store = new OwnerSecretsStore(client, db.table, testKeyMaterial, kms.port, 60_000, () => now);
+    await store.put('K_ONE', 'one', new Date().toISOString());
+    await store.put('K_TWO', 'two', new Date().toISOString());
+
+    // Act
+    const first = await store.values(['K_ONE', 'K_TWO']);
+    now += 60_000;
+    const refilled = await store.values(['K_ONE', 'K_TWO']);
+
+    // Assess
+    expect([...first]).toEqual([['K_ONE', 'one'], ['K_TWO', 'two']]);
+    expect([...refilled]).toEqual([...first]);
+    expect(kms.calls.sort()).toEqual(['Decrypt', 'Decrypt', 'GenerateDataKey', 'GenerateDataKey']);
+    await store.remove('K_ONE');
+    await store.remove('K_TWO');
+    client.destroy();
+  });
+
+  it('still opens a value sealed the earlier way (v1, master key) and seals it under KMS when it is set again', async () => {
+    // Prepare: an item as the previous release wrote it.
+    const client = createDocumentClient({ region: 'local', endpoint: db.dynamo.endpoint });
+    const { masterKey } = await testKeyMaterial.material();
+    const legacy = sealSecret(JSON.stringify({ name: 'OLD_TOKEN', value: VALUE }), masterKey, randomBytes(12));
+    await client.send(new PutCommand({ TableName: db.table, Item: { ...keys.ownerSecret('OLD_TOKEN'), name: 'OLD_TOKEN', sealed: legacy, updated_at: '2026-01-01T00:00:00.000Z' } }));
+
+    // Act
+    const before = await d.ownerSecrets.values(['OLD_TOKEN']);
+    await putSecret(d, 'OLD_TOKEN', JSON.stringify({ value: `${VALUE}-2` }));
+    const item = (await client.send(new GetCommand({ TableName: db.table, Key: keys.ownerSecret('OLD_TOKEN') }))).Item;
+    const after = await d.ownerSecrets.values(['OLD_TOKEN']);
+
+    // Assess
+    expect(before.get('OLD_TOKEN')).toBe(VALUE);
+    expect(item?.sealed).toMatch(/^v2\./);
+    expect(after.get('OLD_TOKEN')).toBe(`${VALUE}-2`);
+    await deleteSecret(d, 'OLD_TOKEN');
+    client.destroy();
+  });
+
+  it('keeps neither the value nor its data key in the table, in any spelling', async () => {
+    // Prepare: the data key KMS hands out for this seal is recorded.
+    const keysSeen: Buffer[] = [];
+    const transport = localKmsTransport(testKms);
+    const spy = new KmsDataKeys(async (op, body) => {
+      const out = await transport(op, body);
+      if (typeof out.Plaintext === 'string') keysSeen.push(Buffer.from(out.Plaintext, 'base64'));
+      return out;
+    }, TEST_KMS_KEY);
+    const client = createDocumentClient({ region: 'local', endpoint: db.dynamo.endpoint });
+    const store = new OwnerSecretsStore(client, db.table, testKeyMaterial, spy, 0);
+
+    // Act
+    await store.put('PLANTED', VALUE, new Date().toISOString());
+    const item = JSON.stringify((await client.send(new GetCommand({ TableName: db.table, Key: keys.ownerSecret('PLANTED') }))).Item);
+    const opened = await store.values(['PLANTED']);
+
+    // Assess
+    expect(opened.get('PLANTED')).toBe(VALUE);
+    // GenerateDataKey's and Decrypt's answers: the same key.
+    expect(keysSeen).toHaveLength(2);
+    expect(keysSeen[1]?.equals(keysSeen[0] as Buffer)).toBe(true);
+    for (const text of [VALUE, Buffer.from(VALUE).toString('base64'), Buffer.from(VALUE).toString('base64url')]) expect(item).not.toContain(text);
+    const dataKey = keysSeen[0] as Buffer;
+    for (const text of [dataKey.toString('base64'), dataKey.toString('base64url'), dataKey.toString('hex')]) expect(item).not.toContain(text);
+    await store.remove('PLANTED');
     client.destroy();
   });
 });

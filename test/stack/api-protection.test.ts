@@ -166,7 +166,7 @@ describe('the key material, split', () => {
     expect(grantsOf('authorizer')[0]).toContain(pepperId);
     expect(grantsOf('authorizer')[0]).not.toContain(materialId);
     expect(envOf('authorizer')).toContain(pepperId);
-    for (const name of ['execute', 'deployment-keys', 'secret-put', 'task-run', 'asset-get']) {
+    for (const name of ['execute', 'deployment-keys', 'task-run', 'asset-get']) {
       expect(grantsOf(name).join()).toContain(materialId);
       expect(grantsOf(name).join()).not.toContain(pepperId);
     }

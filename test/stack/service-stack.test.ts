@@ -5,7 +5,7 @@ import { GATEWAY_RESPONSES, gatewayResponseFromTemplate } from '../../lib/gatewa
 import { QUEUES, type QueueName } from '../../lib/queues';
 import { ROUTES, STREAMED_ROUTE_TIMEOUT_SECONDS, WORKERS, routeHandlers } from '../../lib/routes';
 import { MAIN_TABLE } from '../../lib/tables';
-import { ACCESS, accessFor, allFunctionNames, bundleExternals, type FunctionAccess } from '../../lib/stacks/permissions';
+import { ACCESS, accessFor, allFunctionNames, bundleExternals, OWNER_SECRETS_KMS_ACTIONS, type FunctionAccess } from '../../lib/stacks/permissions';
 import { ASL_PATH, ASL_SUBSTITUTIONS } from '../../lib/stacks/service-stack';
 import { buildTestApp, crossStackRef, asArray, outputsOf, refOf, resourcesOf, type Resources } from './stack-fixture';
 import { unauthorizedBody } from '../../functions/core/errors';
@@ -308,9 +308,12 @@ describe('least privilege, from lib/stacks/permissions.ts', () => {
     // Secret and state machine.
     expect(actionsOn(stmts, 'secretsmanager:')).toEqual(access.secret ? ['secretsmanager:GetSecretValue'] : []);
     expect(actionsOn(stmts, 'states:')).toEqual(access.states.map((s) => `states:${s}`).sort());
+    // The owner secrets' key, only under a condition on the encryption context (test/stack/owner-secrets-key.test.ts).
+    expect(actionsOn(stmts, 'kms:')).toEqual([]);
+    expect(actionsOn(statementsOf(roleId(name), svc, true), 'kms:')).toEqual(access.ownerSecrets.map((a) => OWNER_SECRETS_KMS_ACTIONS[a]).sort());
     // Nothing beyond those services, its own log group and X-Ray.
     const services = new Set(stmts.flatMap((s) => s.actions.map((a) => a.split(':')[0])));
-    for (const s of services) expect(['dynamodb', 'sqs', 'secretsmanager', 'states', 'logs', 'xray']).toContain(s);
+    for (const s of services) expect(['dynamodb', 'sqs', 'secretsmanager', 'states', 'kms', 'logs', 'xray']).toContain(s);
     expect(resourcesFor(stmts, 'logs:PutLogEvents')).toEqual([`service:${logicalId(built.service.fn(name).logGroup.node.defaultChild)}`]);
     for (const s of stmts) if (s.resources.includes('*')) expect(s.actions.every((a) => a.startsWith('xray:'))).toBe(true);
   });
@@ -354,7 +357,7 @@ describe('least privilege, from lib/stacks/permissions.ts', () => {
       const extra = statementsOf(roleId(name), svc, true);
       const waits = ROUTES.some((r) => r.handler === name && r.waits);
       const keys = [...accessFor(name).updateKeys, ...(waits ? ['WAITERS#*'] : [])];
-      expect(extra.flatMap((s) => s.actions)).toEqual(keys.length > 0 ? ['dynamodb:UpdateItem'] : []);
+      expect(extra.flatMap((s) => s.actions).filter((a) => !a.startsWith('kms:'))).toEqual(keys.length > 0 ? ['dynamodb:UpdateItem'] : []);
       const env = (svc[fnId(name)]?.Properties?.Environment as { Variables: Record<string, string> }).Variables;
       expect(env.PIPEGATE_MAX_WAITERS).toBe(waits ? String(waitersBound(plan.reserved[name] ?? 0)) : undefined);
     }

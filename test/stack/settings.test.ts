@@ -60,4 +60,18 @@ describe('deploy settings from context', () => {
     expect(functions.length).toBeGreaterThan(10);
     expect(new Set(urls)).toEqual(new Set(['https://pipes.example.org']));
   });
+
+  it("gives the objects bucket a CORS rule for the public URL's origin only: PUT with the signed header", () => {
+    // Prepare
+    const withUrl = buildTestApp({ publicUrl: 'https://pipes.example.org/v1base' });
+    const without = buildTestApp({});
+    // Act
+    const bucketOf = (t: Template) => Object.values(resourcesOf(t)).find((r) => r.Type === 'AWS::S3::Bucket')?.Properties;
+    // Assess
+    expect(bucketOf(Template.fromStack(withUrl.stateful))?.CorsConfiguration).toEqual({
+      CorsRules: [{ AllowedMethods: ['PUT'], AllowedOrigins: ['https://pipes.example.org'], AllowedHeaders: ['content-type'], ExposedHeaders: ['ETag'], MaxAge: 3000 }],
+    });
+    // No public URL, no origin to name: no rule (forms send files inline).
+    expect(bucketOf(Template.fromStack(without.stateful))?.CorsConfiguration).toBeUndefined();
+  });
 });

@@ -4,13 +4,23 @@ import { DeploymentsStore } from '../../functions/adapters/deployments.store';
 import { ConsumersStore } from '../../functions/adapters/consumers.store';
 import { ExecutionsStore } from '../../functions/adapters/executions.store';
 import { StaticKeyMaterial } from '../../functions/adapters/key-material';
+import { KmsDataKeys } from '../../functions/adapters/kms';
 import { OwnerSecretsStore } from '../../functions/adapters/owner-secrets.store';
 import { PipelinesStore } from '../../functions/adapters/pipelines.store';
 import { UploadsStore } from '../../functions/adapters/uploads.store';
 import { ensureTable, startDynalite, type LocalDynamo } from '../../lib/local/dynamo';
+import { LocalKms, localKmsTransport } from '../../lib/local/kms';
 import type { ObjectStorePort } from '../../functions/core/ports';
 
 export const testKeyMaterial = new StaticKeyMaterial({ pepper: Buffer.from('test-pepper-0123456789'), masterKey: Buffer.alloc(32, 7) });
+
+/** The ARN of the one key of testKms. */
+export const TEST_KMS_KEY = 'arn:aws:kms:local:000000000000:key/00000000-0000-4000-8000-000000000001';
+/** KMS as `npm start` emulates it, in memory, with one key. */
+export const testKms = new LocalKms();
+testKms.define(TEST_KMS_KEY);
+/** Data keys for owner secrets, from testKms. */
+export const testDataKeys = new KmsDataKeys(localKmsTransport(testKms), TEST_KMS_KEY);
 
 export interface TestDb {
   dynamo: LocalDynamo;
@@ -41,7 +51,7 @@ export async function startTestDb(opts: { inProcess?: boolean; objects?: ObjectS
     executions: new ExecutionsStore(db, table, true, false, opts.objects ? () => opts.objects as ObjectStorePort : undefined),
     deployments: new DeploymentsStore(db, table),
     consumers: new ConsumersStore(db, table),
-    ownerSecrets: new OwnerSecretsStore(db, table, testKeyMaterial, 0),
+    ownerSecrets: new OwnerSecretsStore(db, table, testKeyMaterial, testDataKeys, 0),
     uploads: new UploadsStore(db, table),
     close: async () => {
       db.destroy();

@@ -3,7 +3,7 @@ import { InProcessCompletions } from '../../functions/adapters/completions';
 import { readConfig, type Config } from '../../lib/config';
 import { createDeps, type Deps } from '../../functions/adapters/deps';
 import { silentLogger } from '../../functions/adapters/logger';
-import { testKeyMaterial } from './dynamo';
+import { testDataKeys, testKeyMaterial } from './dynamo';
 import type { Execution } from '../../functions/core/types';
 import type { DeploymentsPort, ExecutionsPort, ConsumersPort, HttpPort, OwnerSecretsPort, PipelinesPort, QueueName, QueuePort, UploadsPort, WorkflowPort } from '../../functions/core/ports';
 
@@ -70,6 +70,7 @@ export function testDeps(stores: StoreSet & { table?: string }, overrides: Parti
     queue,
     workflow,
     keyMaterial: testKeyMaterial,
+    dataKeys: testDataKeys,
     http: noHttp,
     completions: new InProcessCompletions(),
     log: silentLogger,

@@ -1,8 +1,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startRuntime, type Runtime, type RuntimeOptions } from '../../lib/local/runtime';
 import { startSynthRuntime } from '../../lib/synth/runtime';
+import type { Assembly } from '../../lib/synth/assembly';
+import { originOf, uploadCorsRule } from '../../lib/storage-cors';
 import type { PipelineDefinition } from '../../functions/core/types';
 import { isTerminalStatus } from '../../functions/core/transitions';
 import { testAssembly } from './synth';
@@ -104,11 +108,48 @@ export async function startTestRuntime(opts: RuntimeOptions = {}): Promise<TestR
  * The runtime of the current mode (see useE2eMode), for suites that only speak HTTP. `env`
  * tunes the functions (PIPEGATE_* settings) in both modes.
  */
-export async function startE2eRuntime(opts: { env?: Record<string, string | undefined> } = {}): Promise<E2eRuntime> {
+export async function startE2eRuntime(
+  opts: { env?: Record<string, string | undefined>; publicUrlIsOwn?: boolean; assembly?: Assembly; log?: (line: string) => void } = {},
+): Promise<E2eRuntime> {
   if (mode === 'local') return startTestRuntime({ env: opts.env });
   const dataDir = mkdtempSync(join(tmpdir(), 'pipegate-e2e-synth-'));
-  const rt = await startSynthRuntime({ port: 0, inMemory: true, log: false, env: opts.env, dataDir, assembly: await testAssembly() });
+  const port = opts.publicUrlIsOwn ? await freePort() : 0;
+  const base = opts.assembly ?? (await testAssembly());
+  const assembly = opts.publicUrlIsOwn ? withPublicUrl(base, `http://127.0.0.1:${port}`) : base;
+  const rt = await startSynthRuntime({ port, host: '127.0.0.1', inMemory: true, log: opts.log ?? false, env: opts.env, dataDir, assembly });
   return withHelpers(rt, dataDir);
+}
+
+/** A port free a moment ago (the runtime listens on it right after). */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/**
+ * The assembly as `-c publicUrl=<url>` would synthesize it, without a second synth: every
+ * function gets PIPEGATE_PUBLIC_URL and the objects bucket the CORS rule for the URL's origin
+ * (the same rule test/stack/settings.test.ts checks the stack writes).
+ */
+function withPublicUrl(assembly: Assembly, url: string): Assembly {
+  const rule = uploadCorsRule(originOf(url));
+  const copy = structuredClone(assembly);
+  for (const stack of copy.stacks) {
+    for (const r of Object.values(stack.template.Resources)) {
+      const props = (r.Properties ??= {});
+      if (r.Type === 'AWS::S3::Bucket') {
+        props.CorsConfiguration = {
+          CorsRules: [{ AllowedMethods: rule.allowedMethods, AllowedOrigins: rule.allowedOrigins, AllowedHeaders: rule.allowedHeaders, ExposedHeaders: rule.exposedHeaders, MaxAge: rule.maxAgeSeconds }],
+        };
+      }
+      const env = props.Environment as { Variables?: Record<string, unknown> } | undefined;
+      if (r.Type === 'AWS::Lambda::Function' && env?.Variables?.PIPEGATE_TABLE !== undefined) env.Variables.PIPEGATE_PUBLIC_URL = url;
+    }
+  }
+  return copy;
 }
 
 function withHelpers<R extends RuntimeBase>(rt: R, ownedDir: string | undefined): R & Helpers {

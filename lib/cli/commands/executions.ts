@@ -36,10 +36,11 @@ function callbackCell(c: ExecutionList['executions'][number]['callback'], colors
 
 function executionsTable(list: ExecutionList, c: Colors): string {
   return table(
-    ['EXECUTION', 'STATUS', 'CREATED', 'DURATION', 'CALLBACK', 'ERROR'],
+    ['EXECUTION', 'STATUS', 'SOURCE', 'CREATED', 'DURATION', 'CALLBACK', 'ERROR'],
     list.executions.map((e) => [
       e.execution_id,
       paintStatus(c, e.status),
+      e.source ?? '-',
       when(e.created_at),
       duration(e.completion_duration),
       callbackCell(e.callback, c),

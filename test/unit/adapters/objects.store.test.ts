@@ -11,7 +11,7 @@ import {
   S3ServiceException,
 } from '@aws-sdk/client-s3';
 import { mockClient } from 'aws-sdk-client-mock';
-import { s3ClientConfig, S3ObjectStore } from '../../../functions/adapters/objects.store';
+import { presignedOrigin, s3ClientConfig, S3ObjectStore } from '../../../functions/adapters/objects.store';
 
 const meta = { $metadata: {} };
 const NOW = new Date('2026-11-24T12:00:00.000Z');
@@ -118,6 +118,14 @@ describe('S3ObjectStore', () => {
     expect(url.searchParams.get('X-Amz-Date')).toBe('20261124T120000Z');
     // No checksum of an empty body rides along (S3 would refuse the caller's bytes with it).
     expect([...url.searchParams.keys()].filter((k) => k.toLowerCase().includes('checksum'))).toEqual([]);
+  });
+
+  it('names the origin its presigned URLs point at, on AWS and at a path-style endpoint', async () => {
+    for (const settings of [{ region: 'eu-west-1' }, { region: 'us-east-1' }, { region: 'local', s3Endpoint: 'http://127.0.0.1:4569', s3ForcePathStyle: true }]) {
+      const c = new S3Client({ ...s3ClientConfig(settings), credentials: { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'secret' } });
+      const up = await new S3ObjectStore(c, 'the-bucket', () => NOW).presignUpload('d/x/u/y', 'image/png', 1, 60);
+      expect(new URL(up.url).origin).toBe(presignedOrigin(settings, 'the-bucket'));
+    }
   });
 
   it('refuses an impossible upload size', async () => {

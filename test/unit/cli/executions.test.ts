@@ -90,7 +90,7 @@ describe('executions', () => {
       {
         pipeline_id: 'quotes',
         deployment_id: DEP,
-        executions: [row('failed', { error_message: 'Node rates failed', callback: { outcome: 'dead_lettered', attempts: 11, last_status: 500, last_error: 'HTTP 500' } })],
+        executions: [row('failed', { source: 'form', error_message: 'Node rates failed', callback: { outcome: 'dead_lettered', attempts: 11, last_status: 500, last_error: 'HTTP 500' } })],
         next_cursor: null,
       },
     ]);
@@ -98,7 +98,8 @@ describe('executions', () => {
     // Assess
     expect(r.code).toBe(0);
     expect(r.paths).toEqual([`GET /v1/pipelines/quotes/deployment/executions?status=failed&limit=5&since=2026-11-22T00%3A00%3A00Z`]);
-    expect(r.stdout).toMatch(new RegExp(`${EXE}\\s+failed\\s+2026-11-22 10:00:00Z\\s+dead_lettered ×11 500\\s+Node rates failed`));
+    expect(r.stdout).toMatch(/EXECUTION\s+STATUS\s+SOURCE\s+CREATED/);
+    expect(r.stdout).toMatch(new RegExp(`${EXE}\\s+failed\\s+form\\s+2026-11-22 10:00:00Z\\s+dead_lettered ×11 500\\s+Node rates failed`));
     expect(bad.code).toBe(2);
     expect(bad.paths).toEqual([]);
   });

@@ -51,6 +51,24 @@ describe('discoverContract', () => {
     });
   });
 
+  it('records what the run answered for each output, RAW or ASSET, and nothing where the run is unknown or answered neither', () => {
+    // Prepare
+    const ref = { key: 'p/x/r/run/in.photo', media_type: 'image/png', bytes: 3, sha256: 'a'.repeat(64) };
+    const withFile: PipelineDefinition = { nodes: { ...def.nodes, picture: { type: 'output', from: 'name' } } };
+
+    // Act
+    const known = discoverContract(withFile, {}, { outputs: { message: 'Hello, world!' }, output_assets: { picture: ref } });
+    const unknown = discoverContract(withFile, {});
+
+    // Assess
+    expect(known.outputs).toEqual([
+      { id: 'message', visible: true, value_type: 'RAW' },
+      { id: 'debug', visible: true },
+      { id: 'picture', visible: true, value_type: 'ASSET' },
+    ]);
+    expect(unknown.outputs.every((o) => !('value_type' in o))).toBe(true);
+  });
+
   it('keeps falsy run values instead of falling back to the node value', () => {
     // Prepare
     const flags: PipelineDefinition = { nodes: { on: { type: 'input', value_type: 'boolean', value: true } } };
@@ -373,5 +391,10 @@ describe('callerContract', () => {
       inputs: [{ id: 'name', value_type: 'string', value: 'world' }],
       outputs: [{ id: 'message' }],
     });
+  });
+
+  it("shows each visible output's recorded kind, and keeps the hidden ones out", () => {
+    const contract = applyVisibility(discoverContract(def, {}, { outputs: { message: 'Hi', debug: 'x' }, output_assets: null }), { outputs: { debug: { visible: false } } }, null);
+    expect(callerContract({ deployment_id: 'd-1', ...contract }).outputs).toEqual([{ id: 'message', value_type: 'RAW' }]);
   });
 });

@@ -20,7 +20,7 @@ function definition(nodes: Record<string, PipelineNode>): PipelineDefinition {
 const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
 const photoBytes = png(3, 3);
 const photoRef: ObjectRef = { key: 'd/dep/e/exec/in.photo', media_type: 'image/png', bytes: photoBytes.length, sha256: sha(photoBytes) };
-const photoView: AssetView = { url: 'http://127.0.0.1:9/in.photo?sig=1', media_type: 'image/png', bytes: photoBytes.length, sha256: sha(photoBytes) };
+const photoView: AssetView = { url: 'http://127.0.0.1:9/in.photo?sig=1', media_type: 'image/png', bytes: photoBytes.length, sha256: sha(photoBytes), expires_at: '2030-01-01T00:00:00.000Z' };
 
 /** Storage as the task provides it, in memory: what was stored and read. */
 function memoryObjects() {
@@ -32,7 +32,7 @@ function memoryObjects() {
       stored.set(key, { bytes, declared });
       const mediaType = bytes[0] === 0xff ? 'image/jpeg' : 'image/png';
       const ref = { key, media_type: mediaType, bytes: bytes.length, sha256: sha(bytes) };
-      return { ref, view: { url: `http://127.0.0.1:9/${name}?sig=2`, media_type: mediaType, bytes: bytes.length, sha256: ref.sha256 } };
+      return { ref, view: { url: `http://127.0.0.1:9/${name}?sig=2`, media_type: mediaType, bytes: bytes.length, sha256: ref.sha256, expires_at: '2030-01-01T00:00:00.000Z' } };
     },
     async read(ref) {
       reads.push(ref.key);

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { FORM_TOKEN_PATTERN, formHashMatches, formToken, formTokenHash } from '../../../functions/core/form-link';
-import { FORM_PAGE_CSP, formPageHtml } from '../../../functions/core/form-page';
+import { FORM_PAGE_CSP, formPageCsp, formPageHtml } from '../../../functions/core/form-page';
 
 const base = { baseUrl: 'https://api.example.com/api', token: `pgf_${'a'.repeat(43)}`, title: 'T', description: null, outputs: [] };
 
@@ -23,13 +23,20 @@ describe('the form page', () => {
     expect(FORM_PAGE_CSP).not.toContain('unsafe');
   });
 
+  it('sends files inline unless told the bucket takes its PUTs; then it may connect to storage too', () => {
+    expect(formPageHtml({ ...base, fields: [] })).toContain('data-uploads="inline"');
+    expect(formPageHtml({ ...base, fields: [], uploads: 'direct' })).toContain('data-uploads="direct"');
+    expect(FORM_PAGE_CSP).toContain("connect-src 'self';");
+    expect(formPageCsp('https://b.s3.eu-west-1.amazonaws.com')).toContain("connect-src 'self' https://b.s3.eu-west-1.amazonaws.com;");
+  });
+
   it('escapes any text (property)', () => {
     fc.assert(
       fc.property(fc.string(), (text) => {
         const html = formPageHtml({ ...base, title: text, description: text, fields: [], outputs: [] });
         const body = html.slice(html.indexOf('<main'));
         // Every < in the body is one of the page's own tags.
-        return !/<(?!\/?(main|h1|p|form|button|h2|div|body|html)\b)/.test(body);
+        return !/<(?!\/?(main|h1|p|form|button|h2|div|body|html|progress)\b)/.test(body);
       }),
     );
   });

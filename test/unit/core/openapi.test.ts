@@ -6,11 +6,12 @@
 import fc from 'fast-check';
 import { callerContract, readiness } from '../../../functions/core/contract';
 import { ERRORS, type ErrorName } from '../../../functions/core/errors';
-import { deploymentOpenApi } from '../../../functions/core/openapi';
+import { deploymentOpenApi, FORM_NOTE } from '../../../functions/core/openapi';
+import { routePaths } from '../../../functions/core/openapi-shared';
 import { TERMINAL } from '../../../functions/core/transitions';
 import type { ContractInput, ContractOutput, Execution, RawValue } from '../../../functions/core/types';
 import { acceptedBody, ownerExecutionBody, resultBody, runBody, statusBody } from '../../../functions/core/views';
-import { ROUTES } from '../../../lib/routes';
+import { CALLER_ROUTES, ROUTES, type Route } from '../../../lib/routes';
 import {
   createValidator,
   describeErrors,
@@ -66,6 +67,35 @@ describe('paths', () => {
 
     // Assess
     expect(documented).toEqual(ROUTES.map((r) => `${r.method} ${r.path}`).sort());
+  });
+
+  it("are the table's operations: each route's operationId, summary, body and answers as lib/routes.ts declares them", () => {
+    for (const r of ROUTES) {
+      // Act
+      const op = operations(doc).find((o) => o.method === r.method && o.template === r.path)?.operation as JsonObject;
+
+      // Assess
+      expect([op.operationId, op.summary, op.description]).toEqual([r.operationId, r.summary, r.description]);
+      expect(Object.keys(op.responses as JsonObject)).toEqual(expect.arrayContaining(Object.keys(r.answers)));
+      expect((op.requestBody as { content?: { 'application/json': { schema: unknown } } } | undefined)?.content?.['application/json'].schema).toEqual(
+        r.body === undefined ? undefined : { $ref: `#/components/schemas/${r.body.shape}` },
+      );
+    }
+  });
+
+  it('refuse a route without its operation, naming it', () => {
+    // Prepare
+    const route = ROUTES[0] as Route;
+    const bare = { method: route.method, path: route.path, handler: route.handler, auth: route.auth } as Route;
+
+    // Act / Assess
+    expect(() => routePaths([bare])).toThrow(`route ${route.method} ${route.path} has no operation`);
+    expect(() => routePaths([{ ...route, answers: {} }])).toThrow(/has no operation/);
+    expect(() => routePaths([route])).not.toThrow();
+  });
+
+  it("give each deployment's document exactly the routes a deployment key opens", () => {
+    expect(CALLER_ROUTES).toEqual(ROUTES.filter((r) => r.auth === 'apiKey'));
   });
 
   it('ask for the credentials each route takes: API keys for callers, bearer or SigV4 for owners', () => {
@@ -315,7 +345,7 @@ describe('the bodies built by the views conform (property)', () => {
     fc.record({ id: nodeId, value_type: fc.constant('boolean' as const), value: fc.boolean(), visible: fc.boolean() }),
     fc.record({ id: nodeId, value_type: fc.constant('reference' as const), value: fc.webUrl(), visible: fc.boolean() }),
   );
-  const contractOutput: fc.Arbitrary<ContractOutput> = fc.record({ id: nodeId, visible: fc.boolean() });
+  const contractOutput: fc.Arbitrary<ContractOutput> = fc.record({ id: nodeId, visible: fc.boolean(), value_type: fc.constantFrom('RAW' as const, 'ASSET' as const) }, { requiredKeys: ['id', 'visible'] });
   const deployment = fc.record({
     deployment_id: fc.uuid({ version: 4 }),
     pipeline_id: fc.stringMatching(/^[a-z0-9][a-z0-9-]{0,20}$/),
@@ -390,6 +420,37 @@ describe('a reference input in the per-deployment document', () => {
   });
 });
 
+describe('outputs in the per-deployment document', () => {
+  it("types each output by its contract's recorded kind, and an output of an older contract as either", () => {
+    // Prepare
+    const d = {
+      deployment_id: '6f1d7c2e-8a43-4b9e-9a57-2d1f0c3b4a51',
+      pipeline_id: 'thumbs',
+      version: 2,
+      inputs: [{ id: 'n', value_type: 'integer' as const, value: 3, visible: true }],
+      outputs: [
+        { id: 'caption', visible: true, value_type: 'RAW' as const },
+        { id: 'thumbnail', visible: true, value_type: 'ASSET' as const },
+        { id: 'older', visible: true },
+        { id: 'hidden', visible: false, value_type: 'ASSET' as const },
+      ],
+      published_at: '2026-11-25T02:00:00.000Z',
+    };
+
+    // Act
+    const generated = deploymentOpenApi(d, BASE) as unknown as JsonObject;
+    const data = resolvePointer(generated, '#/components/schemas/DeploymentExecutionResult/properties/response_data/properties');
+
+    // Assess
+    expect(data).toEqual({
+      caption: { $ref: '#/components/schemas/RawOutputValue' },
+      thumbnail: { $ref: '#/components/schemas/AssetOutputValue' },
+      older: { $ref: '#/components/schemas/OutputValue' },
+    });
+    expect(structuralProblems(generated)).toEqual([]);
+  });
+});
+
 describe('the response validator', () => {
   const validator = createValidator(doc);
   const headers = (h: Record<string, string> = {}) => new Headers({ 'content-type': 'application/json; charset=utf-8', ...h });
@@ -426,5 +487,22 @@ describe('the response validator', () => {
       text: JSON.stringify({ error: 'Pipeline Not Found' }),
     });
     expect(problems).toEqual([]);
+  });
+});
+
+describe('a deployment with a web form, in its own document', () => {
+  const base = {
+    deployment_id: '6f1d7c2e-8a43-4b9e-9a57-2d1f0c3b4a51',
+    pipeline_id: 'snap',
+    version: 2,
+    published_at: '2026-11-22T10:00:00.000Z',
+    inputs: [{ id: 'word', value_type: 'string' as const, value: 'hi', visible: true }],
+    outputs: [{ id: 'said', visible: true }],
+  };
+  it('says that a form exists and what its executions mean for this key, only while it is on', () => {
+    const about = (d: object) => (deploymentOpenApi({ ...base, ...d }, BASE) as unknown as { info: { description: string } }).info.description;
+    expect(about({ form: { enabled: true } })).toContain(FORM_NOTE);
+    expect(about({ form: { enabled: false } })).not.toContain('web form');
+    expect(about({})).not.toContain('web form');
   });
 });

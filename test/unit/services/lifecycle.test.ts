@@ -3,6 +3,7 @@
  * milliseconds, no network. The same rules run against DynamoDB in test/integration.
  */
 import { AppError } from '../../../functions/core/errors';
+import { serviceOpenApi } from '../../../functions/core/openapi-service';
 import type { Execution } from '../../../functions/core/types';
 import { cancel, execute, result, status } from '../../../functions/services/caller.service';
 import {
@@ -224,6 +225,26 @@ describe('the services on in-memory stores', () => {
     expect(again.body.execution_id).toBe(first.body.execution_id);
     await expect(other).rejects.toBeInstanceOf(AppError);
     await expect(other).rejects.toMatchObject({ status: 422 });
+  });
+
+  it.each([
+    ['empty', '', false],
+    ['with a space', 'order 42', false],
+    ['not ASCII', 'ordér-42', false],
+    ['256 characters', 'k'.repeat(256), false],
+    ['255 printable characters', '!~'.repeat(127) + 'k', true],
+  ])('takes an Idempotency-Key only as the documented schema does (%s)', async (_what, key, ok) => {
+    // Prepare
+    const d = testDeps(memoryStores());
+    const { deploymentId, auth } = await published(d);
+    const documented = (serviceOpenApi().components.parameters as Record<string, { schema: { minLength: number; maxLength: number; pattern: string } }>).IdempotencyKey?.schema;
+    // Act
+    const submitted = execute(d, auth, { deploymentId, body: '{}', contentType: 'application/json', idempotencyKey: key, baseUrl: BASE });
+    // Assess
+    if (ok) await expect(submitted).resolves.toMatchObject({ status: 202 });
+    else await expect(submitted).rejects.toMatchObject({ status: 400, code: 'InvalidInputStructure' });
+    const fits = key.length >= (documented?.minLength ?? 0) && key.length <= (documented?.maxLength ?? 0) && new RegExp(documented?.pattern ?? '').test(key);
+    expect(fits).toBe(ok);
   });
 
   it('ends a run that a failing step left pending as failed through MarkFailed', async () => {
