@@ -76,6 +76,8 @@ export interface RateFigure {
   load: number;
   /** And when its load ended (the drain not counted). */
   loadEnd: number;
+  /** Why the failed executions failed: their `error_message`, counted. */
+  failures: Record<string, number>;
   /** The model's refusals by limit. */
   refused: Record<string, number>;
   accepted: number;
@@ -142,6 +144,7 @@ async function runRate(rt: SynthRuntime, dep: Deployment, target: { deploymentId
   const latencies: number[] = [];
   let completed = 0;
   let failed = 0;
+  const failures: Record<string, number> = {};
   const before = JSON.parse(JSON.stringify(rt.scale?.stats ?? {})) as Record<string, Record<string, number>>;
   const timeoutsOf = () => [...rt.functions.values()].reduce((n, h) => n + h.stats.timeouts, 0);
   const timeoutsBefore = timeoutsOf();
@@ -182,7 +185,11 @@ async function runRate(rt: SynthRuntime, dep: Deployment, target: { deploymentId
     if (answer?.status !== 200) return;
     latencies.push(performance.now() - t0);
     if (answer.body.status === 'completed') completed += 1;
-    else failed += 1;
+    else {
+      failed += 1;
+      const why = String(answer.body.error_message ?? answer.body.status);
+      failures[why] = (failures[why] ?? 0) + 1;
+    }
   };
 
   log(`${dep.name}: ${rate}/s for ${seconds} s (${Math.round(rate / (rt.scale?.factor ?? 1))}/s on AWS)`);
@@ -236,6 +243,7 @@ async function runRate(rt: SynthRuntime, dep: Deployment, target: { deploymentId
     timeouts: timeoutsOf() - timeoutsBefore,
     load,
     loadEnd,
+    failures,
     refused,
     accepted: accepted.size,
     lost,

@@ -235,6 +235,7 @@ export class PartitionThroughput {
     readonly tables: ReadonlyMap<string, TableKeys>,
     private readonly factor: number,
     private readonly stats: ScaleStats,
+    private readonly now: () => number = Date.now,
   ) {
     this.limits = [
       { name: 'read units/s per key', template: AWS_QUOTAS.partitionReadUnits, scaled: scaled(AWS_QUOTAS.partitionReadUnits, factor) },
@@ -248,7 +249,7 @@ export class PartitionThroughput {
     if (!b) {
       const rate = scaled(kind === 'read' ? AWS_QUOTAS.partitionReadUnits : AWS_QUOTAS.partitionWriteUnits, this.factor);
       // DynamoDB banks up to 300 s of unused capacity; a key's burst is at most its partition's rate here.
-      b = new TokenBucket(rate, rate);
+      b = new TokenBucket(rate, rate, this.now);
       this.buckets.set(id, b);
     }
     return b;
