@@ -242,9 +242,10 @@ export const ROUTES: readonly Route[] = /* @__PURE__ */ CALLER_ROUTES.concat([
     answers: {
       '200': { description: 'The headers GET would send: the size, the media type, the disposition.', headers: { ContentLength: false, ContentDisposition: false, NoSniff: false } },
       '206': { description: 'The headers of the range asked for.', headers: { ContentRange: false } },
-      '404': { description: 'Asset Not Found, as for GET (no body).' },
-      '410': { description: 'Asset Link Expired, as for GET (no body): read the result again for a fresh link.' },
-      '416': { description: 'Range Not Satisfiable (no body).' },
+      // The answers GET gives, their bodies left out as HEAD's are.
+      '404': { description: 'Asset Not Found, as for GET.', shape: 'AssetNotFound' },
+      '410': { description: 'Asset Link Expired, as for GET: read the result again for a fresh link.', shape: 'AssetLinkExpired' },
+      '416': { description: 'Range Not Satisfiable.', shape: 'RangeNotSatisfiable' },
     },
   },
   // A deployment's web form: the link is the capability (functions/core/form-link.ts), so no key;

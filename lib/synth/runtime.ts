@@ -526,7 +526,11 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
       streamInvokers[name] = async (event) => {
         // lambda:InvokeFunction covers InvokeWithResponseStream too: the same permission check.
         if (!api.mayInvoke(fnArn, methodArn(event))) throw new IntegrationError(`Invalid permissions on Lambda function ${fnArn} for ${methodArn(event)}`, 500);
-        return fnByArn(fnArn, 'API').invokeStream(event);
+        return fnByArn(fnArn, 'API').invokeStream(event).catch((err: unknown) => {
+          // Throttled before it ran: the same INTEGRATION_FAILURE response as a buffered method.
+          if (err instanceof FunctionError && err.name === 'TooManyRequestsException') throw Object.assign(new IntegrationError(err.message, 500), { gatewayResponse: 'INTEGRATION_FAILURE' });
+          throw err;
+        });
       };
     }
     const authorizer = api.authorizer;

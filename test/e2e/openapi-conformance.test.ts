@@ -369,6 +369,8 @@ describe('the caller API conforms, to the service document and to the deployment
       expect((await caller('GET', path, null)).status).toBe(200);
       expect((await caller('GET', path, null, undefined, { range: 'bytes=1-2' })).status).toBe(206);
       expect((await caller('GET', path, null, undefined, { range: 'bytes=2000-' })).status).toBe(416);
+      expect((await caller('HEAD', path, null)).status).toBe(200);
+      expect((await caller('HEAD', path, null, undefined, { range: 'bytes=1-2' })).status).toBe(206);
     }
     expect((await caller('POST', uploads, media.apiKey, { media_type: 'video/mp4', bytes: 1024 })).status).toBe(422);
     expect((await caller('POST', uploads, media.apiKey, { media_type: 'image/png' })).status).toBe(400);

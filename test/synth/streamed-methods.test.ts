@@ -1,12 +1,12 @@
 /**
  * start:synth's gateway takes each method's response transfer mode from the template: the asset
  * route streams because its integration says STREAM (with the InvokeWithResponseStream URI and
- * its own time-out), every other method is buffered, and a template whose asset method is
+ * its own time-out), every method the route table does not mark `streams` is buffered, and a template whose asset method is
  * buffered serves it buffered (so its streaming handler answers 502 there, as on API Gateway).
  */
 import { apiFromTemplate } from '../../lib/synth/gateway-from-template';
 import { resolveAssembly } from '../../lib/synth/physical';
-import { STREAMED_ROUTE_TIMEOUT_SECONDS } from '../../lib/routes';
+import { ROUTES, STREAMED_ROUTE_TIMEOUT_SECONDS } from '../../lib/routes';
 import { SYNTH_TIMEOUT_MS, testAssembly } from '../support/synth';
 import { localEnv, withTemplate } from './synth-helpers';
 
@@ -23,12 +23,14 @@ const streamedMethod = (resources: Record<string, Resource>, fn = 'AssetGet'): R
 };
 
 describe('streamed methods from the template', () => {
-  it('streams the asset route and the event streams alone, each with its own time-out', async () => {
+  it('streams exactly the methods the route table marks (assets, event streams, answers carrying values), each with its own time-out', async () => {
     // Act
     const api = apiFromTemplate(resolveAssembly(await testAssembly(), localEnv()).stack('Pipegate'));
     // Assess
     const streamed = api.routes.filter((r) => r.streams);
-    expect(streamed.map((r) => `${r.method} ${r.path}`).sort()).toEqual(['GET /v1/assets/{token}', 'GET /v1/deployments/executions/{execution_id}/events', 'GET /v1/pipelines/{pipeline_id}/runs/{run_id}/events']);
+    const marked = ROUTES.filter((r) => r.streams).map((r) => `${r.method} ${r.path}`);
+    expect(streamed.map((r) => `${r.method} ${r.path}`).sort()).toEqual([...marked].sort());
+    expect(marked).toEqual(expect.arrayContaining(['GET /v1/assets/{token}', 'HEAD /v1/assets/{token}', 'GET /v1/deployments/executions/{execution_id}/events', 'GET /v1/deployments/executions/{execution_id}/result']));
     for (const r of streamed) expect(r.integrationTimeoutMs).toBe(STREAMED_ROUTE_TIMEOUT_SECONDS * 1000);
     expect(api.integrationTimeoutMs).toBeLessThanOrEqual(29_000);
   }, SYNTH_TIMEOUT_MS);

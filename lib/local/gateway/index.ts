@@ -186,6 +186,9 @@ export function createGateway(opts: GatewayOptions): (req: IncomingMessage, res:
         return { reply: streamed.reply, body: streamed.body, ...at };
       } catch (err) {
         if (err instanceof IntegrationTimeout) return { reply: gateway('INTEGRATION_TIMEOUT', requestId), ...at, cause: err.message };
+        // An invoke refused before the function ran (a throttle) is API Gateway's
+        // INTEGRATION_FAILURE, as for a buffered method (lib/synth/runtime.ts).
+        if ((err as { gatewayResponse?: unknown }).gatewayResponse === 'INTEGRATION_FAILURE') return { reply: gateway('INTEGRATION_FAILURE', requestId, 500), ...at, cause: describe(err) };
         const status = (err as { gatewayStatus?: unknown }).gatewayStatus;
         return { reply: gateway('DEFAULT_5XX', requestId, typeof status === 'number' ? status : 502), ...at, cause: describe(err) };
       }
