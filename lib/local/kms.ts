@@ -8,8 +8,7 @@
  * InvalidCiphertextException, as KMS refuses it.
  */
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import * as path from 'node:path';
+import { readSavedJson, writeSavedJson } from './saved-json';
 import type { KmsTransport } from '../../functions/adapters/kms';
 import { canonicalContext } from '../../functions/core/envelope';
 import { isPlainObject } from '../../functions/core/values';
@@ -41,12 +40,7 @@ export class LocalKms {
 
   constructor(private readonly file?: string) {
     if (!file) return;
-    let saved: unknown;
-    try {
-      saved = JSON.parse(readFileSync(file, 'utf8'));
-    } catch {
-      saved = {};
-    }
+    const saved = readSavedJson(file);
     for (const [arn, material] of Object.entries(isPlainObject(saved) ? saved : {})) {
       if (typeof material === 'string') this.keys.set(arn, Buffer.from(material, 'base64'));
     }
@@ -56,11 +50,7 @@ export class LocalKms {
   define(keyArn: string): void {
     if (this.keys.has(keyArn)) return;
     this.keys.set(keyArn, randomBytes(32));
-    if (!this.file) return;
-    mkdirSync(path.dirname(this.file), { recursive: true, mode: 0o700 });
-    const tmp = `${this.file}.${process.pid}.tmp`;
-    writeFileSync(tmp, JSON.stringify(Object.fromEntries([...this.keys].map(([k, v]) => [k, v.toString('base64')]))), { mode: 0o600 });
-    renameSync(tmp, this.file);
+    if (this.file) writeSavedJson(this.file, Object.fromEntries([...this.keys].map(([k, v]) => [k, v.toString('base64')])));
   }
 
   /** The key's ARN for a KeyId (its ARN or its id), or undefined. */

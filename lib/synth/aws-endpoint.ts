@@ -12,12 +12,11 @@
  * half-emulated.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import * as path from 'node:path';
 import { credentialsFor, sessionNameOf, type IamDecision, type IamEvaluator, type Principal } from './iam';
 import { createS3Handler, type S3Handler } from '../local/s3';
+import { readSavedJson, writeSavedJson } from '../local/saved-json';
 import type { BucketCorsRule } from '../storage-cors';
 import { contextOf, KmsError, type LocalKms } from '../local/kms';
 import type { LocalArns } from './physical';
@@ -591,12 +590,7 @@ export class LocalSecretStore {
 
   constructor(private readonly file?: string) {
     if (!file) return;
-    let saved: unknown;
-    try {
-      saved = JSON.parse(readFileSync(file, 'utf8'));
-    } catch {
-      saved = [];
-    }
+    const saved = readSavedJson(file);
     for (const r of Array.isArray(saved) ? saved : []) {
       if (isPlainObject(r) && typeof r.arn === 'string' && typeof r.value === 'string') this.secrets.set(r.arn, r as unknown as SecretRecord);
     }
@@ -623,12 +617,7 @@ export class LocalSecretStore {
     if (!name) throw new Error(`Not a secret ARN: ${arn}`);
     const record: SecretRecord = { arn, name, value, versionId, createdDate: Date.now() };
     this.secrets.set(arn, record);
-    if (this.file) {
-      mkdirSync(path.dirname(this.file), { recursive: true, mode: 0o700 });
-      const tmp = `${this.file}.${process.pid}.tmp`;
-      writeFileSync(tmp, JSON.stringify([...this.secrets.values()], null, 2), { mode: 0o600 });
-      renameSync(tmp, this.file);
-    }
+    if (this.file) writeSavedJson(this.file, [...this.secrets.values()]);
     return record;
   }
 }

@@ -46,6 +46,15 @@ afterAll(async () => {
 
 const submit = () => request<Record<string, unknown>>(`${rt.url}/v1/deployments/${deploymentId}/executions/`, 'POST', {}, { 'x-api-key': apiKey });
 
+/** Polls an execution's status until it has finished (completed or failed), or `timeoutMs`. */
+const finished = (id: string, timeoutMs: number) =>
+  waitUntil(
+    () => request<Record<string, unknown>>(`${rt.url}/v1/deployments/executions/${id}/status/`, 'GET', undefined, { 'x-api-key': apiKey }),
+    (r) => r.body.status === 'completed' || r.body.status === 'failed',
+    timeoutMs,
+    1_100,
+  );
+
 it("answers past the stage's method throttle (100/s, burst 200 at 1/100: 1/s, burst 2) with THROTTLED: 429 and Retry-After", async () => {
   // Act: a burst of 5 to one method, none of which reaches a function.
   const answers = await Promise.all(Array.from({ length: 5 }, () => request<Record<string, unknown>>(`${rt.url}/v1/deployments/executions/unknown/status/`, 'GET', undefined, { 'x-api-key': 'pg_wrong' })));
@@ -81,12 +90,7 @@ it('answers a call to a function at its reserved concurrency with INTEGRATION_FA
   expect(refused.body).toMatchObject({ error: 'Service Unavailable' });
   expect(taken.status).toBe(202);
   const id = String(taken.body.execution_id);
-  const done = await waitUntil(
-    () => request<Record<string, unknown>>(`${rt.url}/v1/deployments/executions/${id}/status/`, 'GET', undefined, { 'x-api-key': apiKey }),
-    (r) => r.body.status === 'completed',
-    30_000,
-    1_100,
-  );
+  const done = await finished(id, 30_000);
   expect(done.body.status).toBe('completed');
 });
 
@@ -103,12 +107,7 @@ it("lets a workflow task throttled at its reservation be retried by the state ma
   // Act
   const accepted = await submit();
   const id = String(accepted.body.execution_id);
-  const done = await waitUntil(
-    () => request<Record<string, unknown>>(`${rt.url}/v1/deployments/executions/${id}/status/`, 'GET', undefined, { 'x-api-key': apiKey }),
-    (r) => r.body.status === 'completed' || r.body.status === 'failed',
-    30_000,
-    1_100,
-  );
+  const done = await finished(id, 30_000);
 
   // Assess
   expect(accepted.status).toBe(202);
@@ -129,12 +128,7 @@ it('completes an execution whose MarkRunning is throttled for 4 s, longer than t
   // Act
   const accepted = await submit();
   const id = String(accepted.body.execution_id);
-  const done = await waitUntil(
-    () => request<Record<string, unknown>>(`${rt.url}/v1/deployments/executions/${id}/status/`, 'GET', undefined, { 'x-api-key': apiKey }),
-    (r) => r.body.status === 'completed' || r.body.status === 'failed',
-    40_000,
-    1_100,
-  );
+  const done = await finished(id, 40_000);
 
   // Assess
   expect(model.stats.lambda[taskStart] ?? 0).toBeGreaterThanOrEqual(before + 3);
@@ -158,12 +152,7 @@ it("completes an execution whose StartExecution meets Step Functions' throttle f
   // Act
   const accepted = await submit();
   const id = String(accepted.body.execution_id);
-  const done = await waitUntil(
-    () => request<Record<string, unknown>>(`${rt.url}/v1/deployments/executions/${id}/status/`, 'GET', undefined, { 'x-api-key': apiKey }),
-    (r) => r.body.status === 'completed' || r.body.status === 'failed',
-    40_000,
-    1_100,
-  );
+  const done = await finished(id, 40_000);
   spy.mockRestore();
 
   // Assess
