@@ -269,23 +269,28 @@ async function startLocked(
     draining = true;
     clearInterval(sweepTimer);
     clearInterval(expiryTimer);
-    await sweeping;
-    await expiring;
-    // No new workflow starts; their messages wait in the queue for the next start.
-    await queues.executions.stop();
-    const report = await drainWorkflow(workflow, d, drainMs, (id, err) => log.error('could not fail an interrupted execution', { execution_id: id, ...errorFields(err) }));
-    // Their task calls get a moment to return; anything still pending is queued again at the next start.
-    await workflow.stopAll(2_000);
-    await queues.callbacks.stop();
-    await new Promise<void>((res) => {
-      server.close(() => res());
-      server.closeAllConnections();
-    });
-    await dynamo.close();
-    await s3.stop();
-    forgetUrl();
-    await dataDirLock.release();
-    return report;
+    // Whatever step fails, the data dir is let go: a stop that threw must not leave the next
+    // start (or a supervisor's restart) waiting on a lock nobody holds any more.
+    try {
+      await sweeping;
+      await expiring;
+      // No new workflow starts; their messages wait in the queue for the next start.
+      await queues.executions.stop();
+      const report = await drainWorkflow(workflow, d, drainMs, (id, err) => log.error('could not fail an interrupted execution', { execution_id: id, ...errorFields(err) }));
+      // Their task calls get a moment to return; anything still pending is queued again at the next start.
+      await workflow.stopAll(2_000);
+      await queues.callbacks.stop();
+      await new Promise<void>((res) => {
+        server.close(() => res());
+        server.closeAllConnections();
+      });
+      await dynamo.close();
+      await s3.stop();
+      return report;
+    } finally {
+      forgetUrl();
+      await dataDirLock.release();
+    }
   };
   return {
     url,
