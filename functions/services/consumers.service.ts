@@ -11,6 +11,7 @@ import type { ConsumerChanges } from '../core/ports';
 import { ConsumerCreate, ConsumerPatch, ConsumerRotate, KeyLimits } from '../core/shapes';
 import { epochSeconds } from '../core/time';
 import type { DeploymentRecord } from '../core/types';
+import { isPlainObject } from '../core/values';
 import type { Deps } from '../adapters/deps';
 import { parseJson, retiredKeys } from './owner.service';
 import { liveDeploymentOf } from './owner-executions.service';
@@ -18,7 +19,11 @@ import { liveDeploymentOf } from './owner-executions.service';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 function parse<S extends v.GenericSchema>(schema: S, body: string | null): v.InferOutput<S> {
-  const parsed = v.safeParse(schema, parseJson(body, 'body') ?? {});
+  const raw = parseJson(body, 'body') ?? {};
+  // valibot's record takes a list as an object (and would store `[]` as `{}`); JSON Schema's
+  // `type: object`, which the documents say, does not.
+  if (isPlainObject(raw) && Array.isArray(raw.metadata)) throw new AppError('InvalidRequest', [{ path: 'metadata', reason: 'metadata must be an object of string values, not a list' }]);
+  const parsed = v.safeParse(schema, raw);
   if (!parsed.success) throw new AppError('InvalidRequest', parsed.issues.map((i) => ({ path: v.getDotPath(i) ?? '(body)', reason: i.message })));
   return parsed.output;
 }

@@ -65,6 +65,13 @@ describe('consumer bodies', () => {
     d = await publishedDeps();
   });
 
+  it('refuses metadata given as a list, on create and on update, naming the field', async () => {
+    await expect(createConsumer(d, 'shop', JSON.stringify({ name: 'listy', metadata: [] }))).rejects.toMatchObject({ status: 400, detail: [{ path: 'metadata' }] });
+    const made = await createConsumer(d, 'shop', JSON.stringify({ name: 'listy', metadata: { plan: 'free' } }));
+    await expect(updateConsumer(d, 'shop', made.consumer_id, JSON.stringify({ metadata: ['plan'] }))).rejects.toMatchObject({ status: 400, detail: [{ path: 'metadata' }] });
+    expect((await listConsumers(d, 'shop')).consumers.find((c) => c.consumer_id === made.consumer_id)?.metadata).toEqual({ plan: 'free' });
+  });
+
   it('create answers the consumer asked for or a 400 naming the fields (fuzzed)', async () => {
     await fc.assert(
       fc.asyncProperty(body, async (text) => {
