@@ -1,5 +1,5 @@
 /** Serving an object at its capability link (GET /v1/assets/{token}). */
-import { assetHeaders, assetLinkKey, parseRange, verifyAssetToken, type AssetClaims } from '../core/asset-links';
+import { assetHeaders, assetLinkKey, parseRange, verifyAssetToken } from '../core/asset-links';
 import { AppError } from '../core/errors';
 import { ownerOfKey, type ObjectOwner } from '../core/object-keys';
 import type { ObjectStorePort, OpenedObject } from '../core/ports';
@@ -33,9 +33,7 @@ export async function serveAsset(d: Deps, token: string, rangeHeader: string | u
   const owner = ownerOfKey(claims.key);
   if (!owner || !(await ownerExists(d, owner))) throw new AppError('AssetNotFound', NOT_FOUND_DETAIL);
 
-  // HEAD: what GET would answer, status and headers, from the object's metadata alone.
-  if (headOnly) return headAnswer(d.objects, claims, rangeHeader, now);
-  if (rangeHeader === undefined) {
+  if (rangeHeader === undefined && !headOnly) {
     const whole = await openObject(d.objects, claims.key);
     if (!whole) throw new AppError('AssetNotFound', NOT_FOUND_DETAIL);
     return { status: 200, headers: { ...assetHeaders(claims, whole.bytes, now), 'accept-ranges': 'bytes' }, body: whole.body };
@@ -46,36 +44,24 @@ export async function serveAsset(d: Deps, token: string, rangeHeader: string | u
   if (range.kind === 'unsatisfiable') {
     throw new AppError('RangeNotSatisfiable', `the object is ${head.bytes} bytes`, {}, { headers: { 'content-range': `bytes */${head.bytes}` } });
   }
-  const opened = range.kind === 'whole' ? await openObject(d.objects, claims.key) : await openObject(d.objects, claims.key, range);
-  if (!opened) throw new AppError('AssetNotFound', NOT_FOUND_DETAIL);
-  if (range.kind === 'whole') return { status: 200, headers: { ...assetHeaders(claims, opened.bytes, now), 'accept-ranges': 'bytes' }, body: opened.body };
-  return {
-    status: 206,
-    headers: {
-      ...assetHeaders(claims, range.end - range.start + 1, now),
-      'accept-ranges': 'bytes',
-      'content-range': `bytes ${range.start}-${range.end}/${opened.bytes}`,
-    },
-    body: opened.body,
-  };
-}
-
-async function headAnswer(objects: ObjectStorePort, claims: AssetClaims, rangeHeader: string | undefined, now: Date): Promise<AssetAnswer> {
-  const head = await objects.head(claims.key);
-  if (!head) throw new AppError('AssetNotFound', NOT_FOUND_DETAIL);
-  const range = parseRange(rangeHeader, head.bytes);
-  if (range.kind === 'unsatisfiable') {
-    throw new AppError('RangeNotSatisfiable', `the object is ${head.bytes} bytes`, {}, { headers: { 'content-range': `bytes */${head.bytes}` } });
+  // HEAD: what GET would answer, status and headers, from the object's metadata alone.
+  let body = none();
+  let total = head.bytes;
+  if (!headOnly) {
+    const opened = range.kind === 'whole' ? await openObject(d.objects, claims.key) : await openObject(d.objects, claims.key, range);
+    if (!opened) throw new AppError('AssetNotFound', NOT_FOUND_DETAIL);
+    body = opened.body;
+    total = opened.bytes;
   }
-  if (range.kind === 'whole') return { status: 200, headers: { ...assetHeaders(claims, head.bytes, now), 'accept-ranges': 'bytes' }, body: none() };
+  if (range.kind === 'whole') return { status: 200, headers: { ...assetHeaders(claims, total, now), 'accept-ranges': 'bytes' }, body };
   return {
     status: 206,
     headers: {
       ...assetHeaders(claims, range.end - range.start + 1, now),
       'accept-ranges': 'bytes',
-      'content-range': `bytes ${range.start}-${range.end}/${head.bytes}`,
+      'content-range': `bytes ${range.start}-${range.end}/${total}`,
     },
-    body: none(),
+    body,
   };
 }
 
