@@ -76,15 +76,16 @@ export function bodyText(event: APIGatewayProxyEvent): string | null {
   return event.isBase64Encoded ? Buffer.from(event.body, 'base64').toString('utf8') : event.body;
 }
 
+/** An answer's body as sent, buffered or streamed: the route's text, its JSON, or nothing. */
+function serialized(r: RouteAnswer): { contentType: Record<string, string>; text: string } {
+  if (r.text) return { contentType: { 'content-type': r.text.contentType }, text: r.text.body };
+  if (r.body === undefined) return { contentType: {}, text: '' };
+  return { contentType: { 'content-type': 'application/json; charset=utf-8' }, text: JSON.stringify(r.body) };
+}
+
 function toResult(r: RouteAnswer, requestId: string): APIGatewayProxyResult {
-  const headers: Record<string, string> = { 'x-request-id': requestId, ...r.headers };
-  if (r.text) return { statusCode: r.status, headers: { 'content-type': r.text.contentType, ...headers }, body: r.text.body };
-  if (r.body === undefined) return { statusCode: r.status, headers, body: '' };
-  return {
-    statusCode: r.status,
-    headers: { 'content-type': 'application/json; charset=utf-8', ...headers },
-    body: JSON.stringify(r.body),
-  };
+  const { contentType, text } = serialized(r);
+  return { statusCode: r.status, headers: { ...contentType, 'x-request-id': requestId, ...r.headers }, body: text };
 }
 
 /**
@@ -214,9 +215,8 @@ export const STREAMED_JSON_CHUNK_BYTES = 64 * 1024;
 
 /** A buffered answer as a streamed one: the same status, headers and bytes as toResult sends. */
 export function streamedFromAnswer(r: RouteAnswer): StreamedAnswer {
-  const type = r.text?.contentType ?? (r.body === undefined ? undefined : 'application/json; charset=utf-8');
-  const headers: Record<string, string> = { ...(type === undefined ? {} : { 'content-type': type }), ...r.headers };
-  const text = r.text ? r.text.body : r.body === undefined ? '' : JSON.stringify(r.body);
+  const { contentType, text } = serialized(r);
+  const headers: Record<string, string> = { ...contentType, ...r.headers };
   const bytes = Buffer.from(text, 'utf8');
   async function* slices(): AsyncIterable<Uint8Array> {
     for (let at = 0; at < bytes.length; at += STREAMED_JSON_CHUNK_BYTES) yield bytes.subarray(at, at + STREAMED_JSON_CHUNK_BYTES);
