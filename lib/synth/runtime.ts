@@ -175,15 +175,6 @@ async function wireSynth(
   const resolved = resolveAssembly(assembly, { partition: 'aws', urlSuffix: 'amazonaws.com', awsEndpointUrl: endpoint.url });
   const iam = memoized(IamEvaluator.fromAssembly(resolved), assembly);
   const stacks = assembly.stacks.map((s) => resolved.stack(s.id));
-  // The roles local code acts as; API Gateway's account-level logging role is not one.
-  const actedAs = new Set(
-    stacks.flatMap((s) =>
-      Object.values(s.stack.template.Resources)
-        .filter((r) => r.Type === 'AWS::Lambda::Function' || r.Type === 'AWS::StepFunctions::StateMachine')
-        .map((r) => s.resolveString(r.Properties?.Role ?? r.Properties?.RoleArn)),
-    ),
-  );
-  assertKnownPolicies(iam.principals.filter((p) => actedAs.has(p.roleArn)));
   const region = resolved.env.region;
   const factor = opts.scale ?? scaleFactorOf(env.PIPEGATE_SCALE);
   const accountConcurrency = opts.accountConcurrency ?? (env.PIPEGATE_SCALE_ACCOUNT_CONCURRENCY ? Number(env.PIPEGATE_SCALE_ACCOUNT_CONCURRENCY) : undefined);
@@ -275,6 +266,7 @@ async function wireSynth(
 
   // State machines: the template's definition with its substitutions, tasks calling the bundles.
   const machines = new Map<string, LocalWorkflow & StateMachinePort>();
+  const machineRoles: string[] = [];
   for (const stack of stacks) {
     for (const [id, r] of Object.entries(stack.stack.template.Resources)) {
       if (r.Type !== 'AWS::StepFunctions::StateMachine') continue;
@@ -282,6 +274,7 @@ async function wireSynth(
       const props = r.Properties ?? {};
       const arn = stack.physical[id]?.ref ?? '';
       const roleArn = stack.resolveString(props.RoleArn, `${where}.RoleArn`);
+      machineRoles.push(roleArn);
       const definition = stateMachineDefinition(stack, props, where);
       const tasks: Record<string, WorkflowTask> = {};
       forEachTask(definition, (name, resource) => {
@@ -310,6 +303,11 @@ async function wireSynth(
       machines.set(arn, port);
     }
   }
+
+  // Every role local code acts as (each resolved once, above), before anything acts as one;
+  // API Gateway's account-level logging role is not one.
+  const actedAs = new Set([...roles.values(), ...machineRoles]);
+  assertKnownPolicies(iam.principals.filter((p) => actedAs.has(p.roleArn)));
 
   // Queues with the event source mappings that consume them.
   const mappings = stacks.flatMap((stack) =>

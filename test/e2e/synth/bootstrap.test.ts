@@ -16,10 +16,12 @@ import { CreateTableCommand, DeleteTableCommand, DescribeTableCommand, DynamoDBC
 import { DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { localEndpointConfig } from '../../../functions/adapters/dynamo';
 import { startDynalite } from '../../../lib/local/dynamo';
+import type { Template } from '../../../lib/synth/assembly';
 import { startSynthRuntime, type SynthRuntime } from '../../../lib/synth/runtime';
 import { dataUri, png } from '../../support/media';
 import { greeting, withHelpers, type Helpers } from '../../support/runtime';
 import { SYNTH_TIMEOUT_MS, testAssembly } from '../../support/synth';
+import { withTemplate } from '../../synth/synth-helpers';
 
 jest.setTimeout(SYNTH_TIMEOUT_MS);
 
@@ -208,4 +210,31 @@ describe('the AWS endpoint’s port', () => {
       await new Promise((ok) => holder.close(ok));
     }
   });
+});
+
+it('refuses to start when a role that a function or the state machine acts as has a managed policy it cannot evaluate', async () => {
+  // Prepare: an unknown managed policy on the state machine's role, then on a function's role.
+  const onRoleOf = (type: string, property: 'Role' | 'RoleArn') => (t: Template) => {
+    const owner = Object.values(t.Resources).find((r) => r.Type === type);
+    const ref = (owner?.Properties?.[property] as { 'Fn::GetAtt'?: [string, string] } | undefined)?.['Fn::GetAtt']?.[0];
+    const role = ref ? t.Resources[ref] : undefined;
+    if (!role?.Properties) throw new Error(`no role for ${type}`);
+    role.Properties.ManagedPolicyArns = ['arn:aws:iam::aws:policy/NotAPolicyAnyoneKnows'];
+  };
+  const startWith = async (edit: (t: Template) => void) =>
+    startSynthRuntime({ port: 0, dataDir: newDataDir('policy'), inMemory: true, log: false, assembly: withTemplate(await testAssembly(), 'Pipegate', edit) }).then(
+      async (r) => {
+        await r.stop({ drainMs: 0 });
+        return 'started';
+      },
+      (e: unknown) => (e instanceof Error ? e.message : String(e)),
+    );
+
+  // Act
+  const machine = await startWith(onRoleOf('AWS::StepFunctions::StateMachine', 'RoleArn'));
+  const fn = await startWith(onRoleOf('AWS::Lambda::Function', 'Role'));
+
+  // Assess
+  expect(machine).toMatch(/Managed policies not known locally .*NotAPolicyAnyoneKnows/);
+  expect(fn).toMatch(/Managed policies not known locally .*NotAPolicyAnyoneKnows/);
 });
