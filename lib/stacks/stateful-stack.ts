@@ -203,7 +203,8 @@ export class StatefulStack extends Stack {
 
   /**
    * Read is s3:GetObject (HeadObject and presigned GETs are authorized as it), write
-   * s3:PutObject (and presigned PUTs), delete s3:DeleteObject, each on the bucket's two key
+   * s3:PutObject (presigned PUTs, and a multipart upload's Create, UploadPart and Complete) with
+   * s3:AbortMultipartUpload (a streamed write that fails), delete s3:DeleteObject, each on the bucket's two key
    * roots only (every key starts with d/ or p/). Readers and deleters also get s3:ListBucket:
    * without it S3 answers a missing key with 403 instead of 404 (a HeadObject could not tell
    * "not there" from "refused"), and removing a prefix lists it first. The policies live here,
@@ -225,7 +226,7 @@ export class StatefulStack extends Stack {
     };
     return {
       read: policy('ObjectsRead', 'pipegate: read objects', [new iam.PolicyStatement({ actions: ['s3:GetObject'], resources: objects }), list]),
-      write: policy('ObjectsWrite', 'pipegate: write objects', [new iam.PolicyStatement({ actions: ['s3:PutObject'], resources: objects })]),
+      write: policy('ObjectsWrite', 'pipegate: write objects', [new iam.PolicyStatement({ actions: ['s3:PutObject', 's3:AbortMultipartUpload'], resources: objects })]),
       delete: policy('ObjectsDelete', 'pipegate: delete objects', [new iam.PolicyStatement({ actions: ['s3:DeleteObject'], resources: objects }), list]),
     };
   }
