@@ -149,8 +149,9 @@ async function startLocked(
     secretOf: (id) => (id === s3Credentials.accessKeyId ? s3Credentials.secretAccessKey : undefined),
     // The lifecycle rule the stack gives the bucket on AWS, applied here by the emulation.
     expirationDays: { [settings.bucket]: objectExpiryDays(settings.resultRetentionDays) },
-    // The CORS rule the stack gives the bucket, for this runtime's origin (known once it listens).
-    cors: () => (config.formUploadOrigin ? [uploadCorsRule(config.formUploadOrigin)] : []),
+    // The upload rule the stack's upload-cors resource gives the bucket, for this runtime's own
+    // origin (known once it listens) and the public URL's.
+    cors: () => (config.formUploadOrigins.length > 0 ? [uploadCorsRule(...config.formUploadOrigins)] : []),
     host: opts.host ?? env.HOST ?? '127.0.0.1',
   }));
   const config: Config = { ...settings, dynamodbEndpoint: dynamo.endpoint, s3Endpoint: s3.url, s3ForcePathStyle: true };
@@ -261,7 +262,7 @@ async function startLocked(
   const { url, forgetUrl } = await listen(server, opts, env, dataDir);
   // Known only now: the loop guard's own URL (the functions read config when they run).
   config.apiUrl ??= url;
-  config.formUploadOrigin ??= originOf(url);
+  config.formUploadOrigins = [...new Set([...config.formUploadOrigins, originOf(url)])];
 
   let stopping: Promise<StopReport> | undefined;
   const stop = async (stopOpts: StopOptions = {}): Promise<StopReport> => {
