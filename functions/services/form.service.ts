@@ -93,7 +93,7 @@ export async function formPage(d: Deps, token: string, baseUrl: string): Promise
     .map((i) => ({ id: i.id, value_type: i.value_type, value: i.value, description: about(i.id), media_types: i.media_types ?? null, max_bytes: i.max_bytes ?? null }));
   const outputs = rec.outputs.filter((o) => o.visible).map((o) => ({ id: o.id, description: about(o.id) }));
   // Straight to storage only where the bucket's CORS rule names this page's origin.
-  const direct = d.config.formUploadOrigin !== undefined && d.config.formUploadOrigin === new URL(baseUrl).origin;
+  const direct = d.config.formUploadOrigins.includes(new URL(baseUrl).origin);
   const html = formPageHtml({
     uploads: direct ? 'direct' : 'inline',
     baseUrl,

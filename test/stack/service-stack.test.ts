@@ -259,7 +259,8 @@ describe('functions', () => {
   it('deploys one function for every route handler and worker', () => {
     // Assess
     const names = functions.map(([, r]) => String(r.Properties?.Description).replace(/^pipegate /, '')).sort();
-    expect(names).toEqual([...new Set([...routeHandlers(), ...Object.values(WORKERS)])].sort());
+    // ... and the upload-cors custom resource's (test/stack/upload-cors.test.ts).
+    expect(names).toEqual([...new Set([...routeHandlers(), ...Object.values(WORKERS), 'upload-cors'])].sort());
     expect(Object.keys(ACCESS).sort()).toEqual(allFunctionNames().sort());
   });
 
