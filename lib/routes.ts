@@ -292,6 +292,22 @@ export const ROUTES: readonly Route[] = /* @__PURE__ */ CALLER_ROUTES.concat([
       '404': { description: 'Form Not Found, or Execution Not Found (unknown, expired, or not made through this link).', shape: ['FormNotFound', 'NotFoundExecution'] },
     },
   },
+  // The page's live progress: the callers' event stream (functions/services/events.service.ts),
+  // its own function so that visitors' streams hold a share apart from API callers' (lib/concurrency.ts).
+  {
+    method: 'GET', path: '/v1/forms/{form_token}/executions/{execution_id}/events', handler: 'form-events', auth: 'none', streams: true,
+    operationId: 'getFormExecutionEvents',
+    summary: "A form execution's live progress, as server-sent events; readable through the link that made it only, counted against the rate limits",
+    description:
+      'The events of `GET /v1/deployments/executions/{execution_id}/events` (the nodes a caller sees), `done` holding exactly what `GET /v1/forms/{form_token}/executions/{execution_id}` answers. ' +
+      'Opening a stream counts against the per-link and per-address limits, as a run does.',
+    params: ['FormToken', 'ExecutionId', 'LastEventId'],
+    answers: {
+      '200': { description: 'The event stream.', events: 'FormExecution' },
+      '404': { description: 'Form Not Found, or Execution Not Found (unknown, expired, or not made through this link).', shape: ['FormNotFound', 'NotFoundExecution'] },
+      '429': FORM_LIMITED,
+    },
+  },
   {
     method: 'POST', path: '/v1/forms/{form_token}/uploads', handler: 'form-upload', auth: 'none',
     operationId: 'createFormUpload',

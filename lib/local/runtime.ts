@@ -123,8 +123,9 @@ async function wireLocal(
         secretOf: (id) => (id === s3Credentials.accessKeyId ? s3Credentials.secretAccessKey : undefined),
         // The lifecycle rule the stack gives the bucket on AWS, applied here by the emulation.
         expirationDays: { [settings.bucket]: objectExpiryDays(settings.resultRetentionDays) },
-        // The CORS rule the stack gives the bucket, for this runtime's origin (known once it listens).
-        cors: () => (config.formUploadOrigin ? [uploadCorsRule(config.formUploadOrigin)] : []),
+        // The upload rule the stack's upload-cors resource gives the bucket, for this runtime's own
+        // origin (known once it listens) and the public URL's.
+        cors: () => (config.formUploadOrigins.length > 0 ? [uploadCorsRule(...config.formUploadOrigins)] : []),
         host: opts.host ?? env.HOST ?? '127.0.0.1',
       }),
     (message) => log.warn(`S3 emulation: ${message}`),
@@ -230,7 +231,7 @@ async function wireLocal(
     listening(url) {
       // Known only now: the loop guard's own URL (the functions read config when they run).
       config.apiUrl ??= url;
-      config.formUploadOrigin ??= originOf(url);
+      config.formUploadOrigins = [...new Set([...config.formUploadOrigins, originOf(url)])];
     },
     say: (message, fields) => log.error(message, fields),
     s3Url: s3.url,
