@@ -364,6 +364,21 @@ export const ROUTES: readonly Route[] = /* @__PURE__ */ CALLER_ROUTES.concat([
       '413': 'PayloadTooLarge',
     },
   },
+  // A presigned PUT for a run's file too large for a definition's data URI (services/pipeline-uploads.service.ts).
+  {
+    method: 'POST', path: '/v1/pipelines/{pipeline_id}/uploads', handler: 'pipeline-upload', auth: 'owner',
+    operationId: 'createRunUpload',
+    summary: "A presigned PUT for a run's file, as the callers' uploads route",
+    description: "PUT exactly `bytes` bytes to `upload_url` with `headers`, then send `asset.value` as the asset input's value in a run's `inputs`. It serves one run of this pipeline, and no caller.",
+    params: ['PipelineId'],
+    body: { shape: 'UploadRequest' },
+    answers: {
+      '201': { description: 'The upload URL and the asset value to send.', shape: 'UploadAnswer' },
+      '400': { description: 'Invalid Request: the body, or no asset input of the latest version takes this type and size.', shape: 'InvalidRequest' },
+      '404': 'PipelineNotFound',
+      '413': 'PayloadTooLarge',
+    },
+  },
   {
     method: 'GET', path: '/v1/pipelines/{pipeline_id}/runs', handler: 'run-list', auth: 'owner', streams: true,
     operationId: 'listRuns',

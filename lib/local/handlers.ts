@@ -16,6 +16,7 @@ import { createHandler as pipelineList } from '../../functions/pipeline-list/han
 import { createHandler as pipelinePush } from '../../functions/pipeline-push/handler';
 import { createHandler as pipelineGet } from '../../functions/pipeline-get/handler';
 import { createHandler as runStart } from '../../functions/run-start/handler';
+import { createHandler as pipelineUpload } from '../../functions/pipeline-upload/handler';
 import { createHandler as runList } from '../../functions/run-list/handler';
 import { createHandler as runGet } from '../../functions/run-get/handler';
 import { createHandler as runEvents } from '../../functions/run-events/handler';
@@ -55,6 +56,7 @@ export const HTTP_HANDLERS: Record<string, (deps: DepsSource) => HttpLambda> = {
   'pipeline-push': pipelinePush,
   'pipeline-get': pipelineGet,
   'run-start': runStart,
+  'pipeline-upload': pipelineUpload,
   'run-list': runList,
   'run-get': runGet,
   'run-events': runEvents,

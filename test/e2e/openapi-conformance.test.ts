@@ -381,6 +381,27 @@ describe('the caller API conforms, to the service document and to the deployment
     expect((await caller('POST', `/v1/deployments/${UNKNOWN}/uploads/`, media.apiKey, { media_type: 'image/png', bytes: 1 })).status).toBe(401);
   });
 
+  it("answers an owner's upload with its PUT URL, a run uses it, and refuses what no input takes", async () => {
+    const png1 = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==', 'base64');
+    const def: PipelineDefinition = {
+      nodes: {
+        photo: { type: 'input', value_type: 'asset', media_types: ['image/png'], value: `data:image/png;base64,${png1.toString('base64')}` },
+        size: { type: 'transform', inputs: ['photo'], expression: 'photo.bytes' },
+        bytes: { type: 'output', from: 'size' },
+      },
+    };
+    expect((await owner('PUT', '/v1/pipelines/conform-owner-media', def)).status).toBe(201);
+    const uploads = '/v1/pipelines/conform-owner-media/uploads';
+    const created = await owner<{ upload_url: string; headers: Record<string, string>; asset: { value: string } }>('POST', uploads, { media_type: 'image/png', bytes: png1.length });
+    expect(created.status).toBe(201);
+    expect((await fetch(created.body.upload_url, { method: 'PUT', headers: created.body.headers, body: png1 })).status).toBe(200);
+    const run = await runToEnd('conform-owner-media', { photo: created.body.asset.value });
+    expect(run).toMatchObject({ status: 'completed', outputs: { bytes: png1.length } });
+    expect((await owner('POST', uploads, { media_type: 'video/mp4', bytes: 1024 })).status).toBe(400);
+    expect((await owner('POST', uploads, { media_type: 'image/png' })).status).toBe(400);
+    expect((await owner('POST', '/v1/pipelines/no-such-pipeline/uploads', { media_type: 'image/png', bytes: 1 })).status).toBe(404);
+  });
+
   it("401 for a key on a deployment not its own (here: unknown), 404 for unknown executions", async () => {
     expect((await caller('POST', `/v1/deployments/${UNKNOWN}/executions/`, key, {})).status).toBe(401);
     expect((await caller('GET', `/v1/deployments/${UNKNOWN}/`, key)).status).toBe(401);

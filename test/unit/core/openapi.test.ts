@@ -181,6 +181,7 @@ const EXPECTED_ERRORS: Record<string, ErrorName[]> = {
   'PUT /v1/pipelines/{pipeline_id}': ['InvalidDefinition', 'PayloadTooLarge'],
   'GET /v1/pipelines/{pipeline_id}': ['PipelineNotFound'],
   'POST /v1/pipelines/{pipeline_id}/runs': ['InvalidRequest', 'PipelineNotFound', 'PayloadTooLarge'],
+  'POST /v1/pipelines/{pipeline_id}/uploads': ['InvalidRequest', 'PipelineNotFound', 'PayloadTooLarge'],
   'GET /v1/pipelines/{pipeline_id}/runs': ['InvalidRequest', 'PipelineNotFound'],
   'GET /v1/pipelines/{pipeline_id}/runs/{run_id}': ['RunNotFound'],
   'GET /v1/pipelines/{pipeline_id}/runs/{run_id}/events': ['RunNotFound'],
