@@ -18,7 +18,7 @@ import type { DeploymentRecord, Execution } from '../core/types';
 import { resultBody } from '../core/views';
 import type { CallerAuth, RouteAnswer } from '../adapters/api';
 import type { Deps } from '../adapters/deps';
-import { presignedOrigin } from '../adapters/objects.store';
+import { presignedOrigin } from '../adapters/object-reads';
 import { awaitTerminal, NO_WAIT, submit, type Wait } from './caller.service';
 import { callerOutputIds, outputLinks } from './output-links';
 import { callerNodeView, streamOf } from './events.service';
