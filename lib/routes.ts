@@ -81,7 +81,7 @@ export const STREAMED_ROUTE_TIMEOUT_SECONDS = 900;
 /** Answers several routes give alike. */
 const FORM_NOT_FOUND: Answer = { description: 'Form Not Found: never issued or altered, rotated, disabled, or its deployment deleted.', shape: 'FormNotFound' };
 const FORM_LIMITED: Answer = {
-  description: 'Too Many Requests: past the per-link or per-address limit of runs and uploads a minute (`detail` says which), or API Gateway throttling.',
+  description: 'Too Many Requests: past the per-link or per-address limit of runs, uploads and progress streams a minute (`detail` says which), or API Gateway throttling.',
   shape: ['FormRateLimited', 'TooManyRequests'],
   overlapping: true,
   headers: { RetryAfterLimit: false },
