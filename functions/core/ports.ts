@@ -4,6 +4,7 @@
  * (test/support/memory-stores.ts) as well as on DynamoDB.
  */
 import type { QueueName } from '../../lib/queues';
+import type { ObjectOwner } from './object-keys';
 import type { ExecutionStatus } from './transitions';
 import type { UsageBucket } from './usage';
 import type { ConsumerRecord, Limits } from './consumers';
@@ -497,12 +498,13 @@ export interface AssetLinksPort {
 /* ------------------------------------------------------------------ uploads */
 
 /**
- * A caller's upload: a presigned PUT to `d/<deployment>/u/<upload>` handed out by the uploads
- * route, usable in one execution of that deployment until it expires.
+ * An upload: a presigned PUT handed out by an uploads route, usable in one execution of its
+ * owner until it expires. A caller's belongs to a deployment (`d/<deployment>/u/<upload>`), an
+ * owner's to a pipeline (`p/<pipeline>/u/<upload>`), whose runs alone may use it.
  */
 export interface UploadRecord {
   upload_id: string;
-  deployment_id: string;
+  owner: ObjectOwner;
   /** What the caller said it would send; the bytes are sniffed again when the upload is used. */
   media_type: string;
   bytes: number;
@@ -519,8 +521,8 @@ export interface UploadsPort {
   get(id: string, now: Date): Promise<UploadRecord | null>;
   /**
    * Marks the upload used by `executionId`, in one conditional write: only while it belongs to
-   * `deploymentId`, has not expired, and is unused or already used by that same execution (a
-   * retried request). False when any of that does not hold.
+   * `owner`, has not expired, and is unused or already used by that same execution (a retried
+   * request). False when any of that does not hold.
    */
-  consume(id: string, deploymentId: string, executionId: string, now: Date): Promise<boolean>;
+  consume(id: string, owner: ObjectOwner, executionId: string, now: Date): Promise<boolean>;
 }

@@ -9,7 +9,7 @@
  * AWS endpoint hands S3 requests to the same handler with IAM in `authorize`.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
+import { createReadStream, createWriteStream, readFileSync } from 'node:fs';
 import { mkdir, open, readdir, readFile, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -28,6 +28,7 @@ import {
   S3Error,
   verifySignature,
   xmlEscape,
+  xmlUnescape,
   type Authorization,
   type S3Address,
 } from './s3-request';
@@ -118,6 +119,8 @@ export function createS3Handler(opts: S3EmulationOptions): S3Handler {
   const buckets = new Set(opts.buckets);
   const tmpDir = path.join(opts.dir, '.tmp');
   const uploadsDir = path.join(opts.dir, '.uploads');
+  // Per bucket: the configuration set through the API (null: none set yet), read once from disk.
+  const corsSet = new Map<string, BucketCorsRule[] | null>();
 
   function objectPath(bucket: string, key: string): string {
     const segs = key.split('/').map(encodeSegment);
@@ -181,7 +184,7 @@ export function createS3Handler(opts: S3EmulationOptions): S3Handler {
     try {
       const a = parseAddress(req.url ?? '/', opts.basePath ?? '');
       // A browser's preflight carries no credentials; S3 answers it from the bucket's CORS rules.
-      const rules = buckets.has(a.bucket) ? (opts.cors?.(a.bucket) ?? []) : [];
+      const rules = buckets.has(a.bucket) ? corsRulesOf(a.bucket) : [];
       if (method === 'OPTIONS') {
         if (!buckets.has(a.bucket)) throw new S3Error(404, 'NoSuchBucket', 'The specified bucket does not exist', { BucketName: a.bucket });
         res.writeHead(200, { ...preflight(rules, req.headers), 'Content-Length': '0', 'x-amz-request-id': randomUUID() }).end();
@@ -198,7 +201,7 @@ export function createS3Handler(opts: S3EmulationOptions): S3Handler {
       for (const h of ['if-match', 'if-none-match', 'if-modified-since', 'if-unmodified-since', 'x-amz-copy-source']) {
         if (req.headers[h] !== undefined) throw new S3Error(501, 'NotImplemented', `The ${h} header is not emulated locally`);
       }
-      const subresource = a.query.find(([k]) => !k.startsWith('X-Amz-') && !k.startsWith('response-') && !['x-id', 'delete', 'list-type', 'prefix', 'max-keys', 'continuation-token', 'start-after', 'fetch-owner', 'uploads', 'uploadId', 'partNumber'].includes(k));
+      const subresource = a.query.find(([k]) => !k.startsWith('X-Amz-') && !k.startsWith('response-') && !['x-id', 'delete', 'list-type', 'prefix', 'max-keys', 'continuation-token', 'start-after', 'fetch-owner', 'uploads', 'uploadId', 'partNumber'].includes(k) && !(k === 'cors' && a.key === ''));
       if (subresource) throw new S3Error(501, 'NotImplemented', `The ${subresource[0]} parameter is not emulated locally`);
       if (a.key === '') return await bucketRequest(method, a, auth, req, res);
       const uploadId = queryValue(a, 'uploadId');
@@ -226,7 +229,63 @@ export function createS3Handler(opts: S3EmulationOptions): S3Handler {
   async function bucketRequest(method: string, a: S3Address, auth: Authorization, req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (method === 'POST' && queryValue(a, 'delete') !== undefined) return deleteObjects(a, auth, req, res);
     if (method === 'GET' && queryValue(a, 'list-type') === '2') return listObjects(a, auth, res);
-    throw new S3Error(501, 'NotImplemented', `${method} on a bucket is not emulated locally (only ListObjectsV2 and DeleteObjects)`);
+    if (queryValue(a, 'cors') !== undefined) return bucketCors(method, a, auth, req, res);
+    throw new S3Error(501, 'NotImplemented', `${method} on a bucket is not emulated locally (only ListObjectsV2, DeleteObjects and the CORS configuration)`);
+  }
+
+  /**
+   * A bucket's CORS configuration as set through the API (PutBucketCors, DeleteBucketCors), kept
+   * in the data dir as S3 keeps it; until one is set, the rules the emulation was given (`cors`).
+   */
+  function corsFile(bucket: string): string {
+    return path.join(opts.dir, '.cors', `${encodeSegment(bucket)}.json`);
+  }
+
+  function corsRulesOf(bucket: string): readonly BucketCorsRule[] {
+    let set = corsSet.get(bucket);
+    if (set === undefined) {
+      try {
+        set = JSON.parse(readFileSync(corsFile(bucket), 'utf8')) as BucketCorsRule[];
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+        set = null;
+      }
+      corsSet.set(bucket, set);
+    }
+    return set ?? opts.cors?.(bucket) ?? [];
+  }
+
+  async function setCorsRules(bucket: string, rules: BucketCorsRule[]): Promise<void> {
+    await mkdir(path.dirname(corsFile(bucket)), { recursive: true, mode: 0o700 });
+    await writeFile(corsFile(bucket), JSON.stringify(rules), { mode: 0o600 });
+    corsSet.set(bucket, rules);
+  }
+
+  /** GetBucketCors, PutBucketCors and DeleteBucketCors; S3 authorizes the delete as s3:PutBucketCORS. */
+  async function bucketCors(method: string, a: S3Address, auth: Authorization, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const id = { 'x-amz-request-id': randomUUID() };
+    if (method === 'GET') {
+      await authorizeOrThrow(auth, 's3:GetBucketCORS', arn(a.bucket));
+      const rules = corsRulesOf(a.bucket);
+      if (rules.length === 0) throw new S3Error(404, 'NoSuchCORSConfiguration', 'The CORS configuration does not exist', { BucketName: a.bucket });
+      const xml = `<?xml version="1.0" encoding="UTF-8"?>\n<CORSConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/">${rules.map(corsRuleXml).join('')}</CORSConfiguration>`;
+      res.writeHead(200, { ...id, 'Content-Type': 'application/xml', 'Content-Length': String(Buffer.byteLength(xml)) }).end(xml);
+      return;
+    }
+    if (method === 'DELETE') {
+      await authorizeOrThrow(auth, 's3:PutBucketCORS', arn(a.bucket));
+      await setCorsRules(a.bucket, []);
+      res.writeHead(204, id).end();
+      return;
+    }
+    if (method !== 'PUT') throw new S3Error(405, 'MethodNotAllowed', 'The specified method is not allowed against this resource.');
+    const body = await readSmallBody(req);
+    if (/^[0-9a-f]{64}$/.test(auth.payloadHash) && createHash('sha256').update(body).digest('hex') !== auth.payloadHash) {
+      throw new S3Error(400, 'XAmzContentSHA256Mismatch', "The provided 'x-amz-content-sha256' header does not match what was computed.");
+    }
+    await authorizeOrThrow(auth, 's3:PutBucketCORS', arn(a.bucket));
+    await setCorsRules(a.bucket, parseCorsConfiguration(body.toString('utf8')));
+    res.writeHead(200, { ...id, 'Content-Length': '0' }).end();
   }
 
   async function putObject(a: S3Address, auth: Authorization, req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -675,4 +734,40 @@ export async function startLocalS3(opts: S3EmulationOptions & { host?: string; p
         server.closeAllConnections();
       }),
   };
+}
+
+const CORS_METHODS = new Set(['GET', 'PUT', 'HEAD', 'POST', 'DELETE']);
+/** S3's limit on a bucket's CORS rules. */
+const MAX_CORS_RULES = 100;
+
+const malformed = (detail: string) => new S3Error(400, 'MalformedXML', `The XML you provided was not well-formed or did not validate against our published schema (${detail})`);
+
+/** A PutBucketCors body, checked as S3 checks it (1 to 100 rules, each with origins and known methods). */
+export function parseCorsConfiguration(xml: string): BucketCorsRule[] {
+  const values = (block: string, tag: string): string[] => [...block.matchAll(new RegExp(`<${tag}>([^<]*)</${tag}>`, 'g'))].map((m) => xmlUnescape(m[1] ?? ''));
+  if (!/<CORSConfiguration[\s>]/.test(xml)) throw malformed('no CORSConfiguration');
+  const blocks = [...xml.matchAll(/<CORSRule>([\s\S]*?)<\/CORSRule>/g)].map((m) => m[1] ?? '');
+  if (blocks.length === 0 || blocks.length > MAX_CORS_RULES) throw malformed(`${blocks.length} CORSRule elements`);
+  return blocks.map((b) => {
+    const methods = values(b, 'AllowedMethod');
+    const origins = values(b, 'AllowedOrigin');
+    if (methods.length === 0 || origins.length === 0) throw malformed('a CORSRule needs AllowedMethod and AllowedOrigin');
+    const unknown = methods.find((m) => !CORS_METHODS.has(m));
+    if (unknown !== undefined) throw new S3Error(400, 'InvalidRequest', `Found unsupported HTTP method in CORS config. Unsupported method is ${unknown}`);
+    const id = values(b, 'ID')[0];
+    const maxAge = values(b, 'MaxAgeSeconds')[0];
+    return {
+      ...(id !== undefined ? { id } : {}),
+      allowedMethods: methods,
+      allowedOrigins: origins,
+      allowedHeaders: values(b, 'AllowedHeader'),
+      exposedHeaders: values(b, 'ExposeHeader'),
+      maxAgeSeconds: maxAge === undefined ? 0 : Number(maxAge),
+    };
+  });
+}
+
+function corsRuleXml(r: BucketCorsRule): string {
+  const each = (tag: string, list: readonly string[]) => list.map((v) => `<${tag}>${xmlEscape(v)}</${tag}>`).join('');
+  return `<CORSRule>${r.id !== undefined ? `<ID>${xmlEscape(r.id)}</ID>` : ''}${each('AllowedHeader', r.allowedHeaders)}${each('AllowedMethod', r.allowedMethods)}${each('AllowedOrigin', r.allowedOrigins)}${each('ExposeHeader', r.exposedHeaders)}${r.maxAgeSeconds > 0 ? `<MaxAgeSeconds>${r.maxAgeSeconds}</MaxAgeSeconds>` : ''}</CORSRule>`;
 }

@@ -4,6 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { ObjectStorePort, PartedWrite, PresignedDownload, PresignedUpload, UploadRecord, UploadsPort } from '../../functions/core/ports';
+import { sameOwner, type ObjectOwner } from '../../functions/core/object-keys';
 import { epochSeconds } from '../../functions/core/time';
 
 export class MemoryObjects implements ObjectStorePort {
@@ -108,9 +109,9 @@ export class MemoryUploads implements UploadsPort {
     const r = this.records.get(id);
     return r && r.expires_at > epochSeconds(now) ? { ...r } : null;
   }
-  async consume(id: string, deploymentId: string, executionId: string, now: Date): Promise<boolean> {
+  async consume(id: string, owner: ObjectOwner, executionId: string, now: Date): Promise<boolean> {
     const r = this.records.get(id);
-    if (!r || r.deployment_id !== deploymentId || r.expires_at <= epochSeconds(now)) return false;
+    if (!r || !sameOwner(r.owner, owner) || r.expires_at <= epochSeconds(now)) return false;
     if (r.used_by !== null && r.used_by !== executionId) return false;
     r.used_by = executionId;
     return true;
