@@ -131,9 +131,10 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   // Query lists the owner secrets' names, to warn about references to missing ones.
   'pipeline-push': access(ALL, { query: OWNER_SECRETS }),
   // A run's asset inputs (data URIs) and inputs too large for the record are stored under the
-  // run; with `Prefer: wait` it reads the run back. Runs' views (run-start's waited answer too)
-  // mint links to ASSET outputs.
-  'run-start': access(CREATE_EXECUTION, { send: ['executions'], secret: true, objects: ['read', 'write'] }),
+  // run; an owner's upload it uses is read (sniffed, hashed) and claimed with a conditional
+  // update (single use); with `Prefer: wait` it reads the run back. Runs' views (run-start's
+  // waited answer too) mint links to ASSET outputs.
+  'run-start': access(CREATE_EXECUTION, { send: ['executions'], secret: true, objects: ['read', 'write'], updateKeys: ['UPLOAD#*'] }),
   // Reads the pipeline's latest version, records the upload (conditional put); the PUT URL is
   // presigned, under the pipeline's upload prefix only (p/*/u/*).
   'pipeline-upload': access(['GetItem', 'PutItem'], { objects: ['owner-upload'] }),
