@@ -4,15 +4,19 @@
  * functions that only read; `createObjectStore` joins the two into one ObjectStorePort.
  */
 import {
+  AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
+  CreateMultipartUploadCommand,
   DeleteObjectCommand,
   DeleteObjectsCommand,
   ListObjectsV2Command,
   PutObjectCommand,
   S3Client,
+  UploadPartCommand,
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
-import type { ObjectStorePort, PresignedUpload } from '../core/ports';
+import type { ObjectStorePort, PartedWrite, PresignedUpload } from '../core/ports';
 import { S3ObjectReads, splitObjectStore, type ObjectWritesPort, type S3Settings } from './object-reads';
 import type { CredentialSource } from './sigv4';
 
@@ -96,6 +100,34 @@ export class S3ObjectStore implements ObjectWritesPort {
       method: 'PUT',
       headers: { 'Content-Type': mediaType, 'Content-Length': String(bytes) },
       expires_at: new Date(issued.getTime() + ttlSeconds * 1000).toISOString(),
+    };
+  }
+
+  /**
+   * A multipart upload (CreateMultipartUpload, UploadPart, CompleteMultipartUpload, or
+   * AbortMultipartUpload). IAM authorizes the first three as s3:PutObject and the abort as
+   * s3:AbortMultipartUpload; an upload neither completed nor aborted (a function that died
+   * mid-write) is removed by the bucket's lifecycle rule a day after it began.
+   */
+  async begin(key: string, mediaType: string): Promise<PartedWrite> {
+    const created = await this.client.send(new CreateMultipartUploadCommand({ Bucket: this.bucket, Key: key, ContentType: mediaType }));
+    const uploadId = created.UploadId;
+    if (uploadId === undefined) throw new Error(`S3 answered CreateMultipartUpload of ${key} without an upload id`);
+    const parts: { ETag: string; PartNumber: number }[] = [];
+    const target = { Bucket: this.bucket, Key: key, UploadId: uploadId };
+    return {
+      part: async (bytes) => {
+        const PartNumber = parts.length + 1;
+        const out = await this.client.send(new UploadPartCommand({ ...target, PartNumber, Body: bytes, ContentLength: bytes.byteLength }));
+        if (out.ETag === undefined) throw new Error(`S3 answered UploadPart ${PartNumber} of ${key} without an ETag`);
+        parts.push({ ETag: out.ETag, PartNumber });
+      },
+      complete: async () => {
+        await this.client.send(new CompleteMultipartUploadCommand({ ...target, MultipartUpload: { Parts: parts } }));
+      },
+      abort: async () => {
+        await this.client.send(new AbortMultipartUploadCommand(target));
+      },
     };
   }
 
