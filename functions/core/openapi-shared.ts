@@ -86,6 +86,9 @@ export const SCHEMAS: Record<ShapeName, JsonSchema> = Object.fromEntries(
       // A loose object takes any further key; said outright, since a validator that closes
       // undeclared objects (the conformance tests' does) would otherwise refuse them.
       overrideSchema: (c) => (c.valibotSchema.type === 'loose_object' ? { ...c.jsonSchema, additionalProperties: true } : undefined),
+      // Checks with no JSON Schema keyword: `finite` holds for every JSON number, and each
+      // `check` is said in its field's description.
+      overrideAction: (c) => (c.valibotAction.type === 'finite' || c.valibotAction.type === 'check' ? c.jsonSchema : undefined),
     }),
   ).map(
     ([name, schema]) => [name, tidy(schema) as JsonSchema],
