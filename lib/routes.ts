@@ -16,7 +16,8 @@ export type ParameterName =
   | 'LastEventId' | 'PageLimit' | 'PageCursor' | 'Confirm' | 'StatusFilter' | 'Since' | 'DocsAsset' | 'FormToken' | 'FormAsset' | 'AssetToken' | 'Range';
 /** A response header (functions/core/openapi-shared.ts HEADERS). */
 export type HeaderName =
-  | 'Location' | 'PreferenceApplied' | 'RetryAfterPoll' | 'RetryAfterLimit' | 'NoStore' | 'ContentLength' | 'ContentDisposition' | 'NoSniff' | 'ContentRange';
+  | 'Location' | 'PreferenceApplied' | 'RetryAfterPoll' | 'RetryAfterLimit' | 'NoStore' | 'ContentLength' | 'ContentDisposition' | 'NoSniff' | 'ContentRange'
+  | 'ApiKeyChallenge' | 'BearerChallenge' | 'RetryAfterKeyLimit' | 'RetryAfterOutage' | 'RateLimitPolicy' | 'RateLimit';
 /** A response shared by several routes (the documents' `components.responses`). */
 export type ResponseName = 'DeploymentNotFound' | 'ExecutionNotFound' | 'PayloadTooLarge' | 'PipelineNotFound';
 
