@@ -81,7 +81,7 @@ export const STREAMED_ROUTE_TIMEOUT_SECONDS = 900;
 /** Answers several routes give alike. */
 const FORM_NOT_FOUND: Answer = { description: 'Form Not Found: never issued or altered, rotated, disabled, or its deployment deleted.', shape: 'FormNotFound' };
 const FORM_LIMITED: Answer = {
-  description: 'Too Many Requests: past the per-link or per-address limit of runs and uploads a minute (`detail` says which), or API Gateway throttling.',
+  description: 'Too Many Requests: past the per-link or per-address limit of runs, uploads and progress streams a minute (`detail` says which), or API Gateway throttling.',
   shape: ['FormRateLimited', 'TooManyRequests'],
   overlapping: true,
   headers: { RetryAfterLimit: false },
@@ -290,6 +290,22 @@ export const ROUTES: readonly Route[] = /* @__PURE__ */ CALLER_ROUTES.concat([
     answers: {
       '200': { description: 'The execution (with `Prefer: wait=N`: once terminal, or after N seconds).', shape: 'FormExecution' },
       '404': { description: 'Form Not Found, or Execution Not Found (unknown, expired, or not made through this link).', shape: ['FormNotFound', 'NotFoundExecution'] },
+    },
+  },
+  // The page's live progress: the callers' event stream (functions/services/events.service.ts),
+  // its own function so that visitors' streams hold a share apart from API callers' (lib/concurrency.ts).
+  {
+    method: 'GET', path: '/v1/forms/{form_token}/executions/{execution_id}/events', handler: 'form-events', auth: 'none', streams: true,
+    operationId: 'getFormExecutionEvents',
+    summary: "A form execution's live progress, as server-sent events; readable through the link that made it only, counted against the rate limits",
+    description:
+      'The events of `GET /v1/deployments/executions/{execution_id}/events` (the nodes a caller sees), `done` holding exactly what `GET /v1/forms/{form_token}/executions/{execution_id}` answers. ' +
+      'Opening a stream counts against the per-link and per-address limits, as a run does.',
+    params: ['FormToken', 'ExecutionId', 'LastEventId'],
+    answers: {
+      '200': { description: 'The event stream.', events: 'FormExecution' },
+      '404': { description: 'Form Not Found, or Execution Not Found (unknown, expired, or not made through this link).', shape: ['FormNotFound', 'NotFoundExecution'] },
+      '429': FORM_LIMITED,
     },
   },
   {

@@ -38,6 +38,7 @@ import { createHandler as formPage } from '../../functions/form-page/handler';
 import { createHandler as formExecute } from '../../functions/form-execute/handler';
 import { createHandler as formExecution } from '../../functions/form-execution/handler';
 import { createHandler as formUpload } from '../../functions/form-upload/handler';
+import { createHandler as formEvents } from '../../functions/form-events/handler';
 
 export type HttpLambda = LocalFunction;
 
@@ -77,4 +78,5 @@ export const HTTP_HANDLERS: Record<string, (deps: DepsSource) => HttpLambda> = {
   'form-execute': formExecute,
   'form-execution': formExecution,
   'form-upload': formUpload,
+  'form-events': formEvents,
 };

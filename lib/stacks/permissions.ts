@@ -121,6 +121,8 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   'form-execute': access(CREATE_EXECUTION, { send: ['executions'], secret: true, objects: ['read', 'write'], updateKeys: ['UPLOAD#*', 'FORMRATE#*'] }),
   // As execution-result: the result's links need the master key.
   'form-execution': access(READ, { secret: true, objects: ['read'] }),
+  // As form-execution (the record while it runs; `done` mints the result's links), plus the rate counters.
+  'form-events': access(READ, { secret: true, objects: ['read'], updateKeys: ['FORMRATE#*'] }),
   // As upload-create, plus the rate counters.
   'form-upload': access(['GetItem', 'PutItem'], { secret: 'pepper', objects: ['write'], updateKeys: ['FORMRATE#*'] }),
   // Owners.

@@ -340,6 +340,10 @@ describe('the caller API conforms, to the service document and to the deployment
     const read = await caller('GET', `${form}/executions/${run.body.execution_id as string}`, null, undefined, { prefer: 'wait=20' });
     expect(read.status).toBe(200);
     expect((await caller('GET', `${form}/executions/${UNKNOWN}`, null)).status).toBe(404);
+    const events = await caller('GET', `${form}/executions/${run.body.execution_id as string}/events`, null, undefined, { accept: 'text/event-stream' });
+    expect(events.status).toBe(200);
+    expect(events.text).toContain('event: done');
+    expect((await caller('GET', `${form}/executions/${UNKNOWN}/events`, null)).status).toBe(404);
     expect((await caller('POST', `${form}/uploads`, null, { media_type: 'image/png', bytes: 10 })).status).toBe(201);
     expect((await caller('POST', `${form}/uploads`, null, { media_type: 'text/plain', bytes: 10 })).status).toBe(422);
   });

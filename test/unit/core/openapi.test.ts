@@ -175,6 +175,7 @@ const EXPECTED_ERRORS: Record<string, ErrorName[]> = {
   'GET /v1/forms/{form_token}/files/{asset}': ['RouteNotFound'],
   'POST /v1/forms/{form_token}/executions': ['FormNotFound', 'InvalidInputStructure', 'MissingCallbackUrl', 'PayloadTooLarge', 'UnsupportedMediaType', 'InvalidInput', 'InvalidCallbackUrl'],
   'GET /v1/forms/{form_token}/executions/{execution_id}': ['FormNotFound', 'ExecutionNotFound'],
+  'GET /v1/forms/{form_token}/executions/{execution_id}/events': ['FormNotFound', 'ExecutionNotFound'],
   'POST /v1/forms/{form_token}/uploads': ['FormNotFound', 'InvalidInputStructure', 'InvalidInput', 'PayloadTooLarge'],
   'GET /v1/pipelines': [],
   'PUT /v1/pipelines/{pipeline_id}': ['InvalidDefinition', 'PayloadTooLarge'],
