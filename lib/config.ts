@@ -160,11 +160,12 @@ export type Config = {
    */
   apiUrl: string | undefined;
   /**
-   * The origin the objects bucket's CORS rule lets browsers PUT from (lib/storage-cors.ts): the
-   * public URL's on AWS (the stack gives the bucket the rule), the local runtime's own. A web
-   * form served at this origin uploads files straight to storage; elsewhere it sends them inline.
+   * The origins the objects bucket's CORS rule lets browsers PUT from (lib/storage-cors.ts): the
+   * API's own and the public URL's (on AWS the service stack's upload-cors resource puts the rule
+   * in; the local runtime's is its own address). A web form served at one of these uploads files
+   * straight to storage; elsewhere it sends them inline.
    */
-  formUploadOrigin: string | undefined;
+  formUploadOrigins: string[];
   /** How long an asset link (GET /v1/assets/{token}) works after it is minted. */
   assetLinkTtlSeconds: number;
   /** Runs and uploads one web-form link takes per minute (all addresses together); beyond: 429. */
@@ -237,7 +238,7 @@ export function readConfig(env: Record<string, string | undefined> = process.env
     ownerSecretsTtlSeconds: c.PIPEGATE_OWNER_SECRETS_TTL_SECONDS,
     publicUrl: c.PIPEGATE_PUBLIC_URL,
     apiUrl: c.PIPEGATE_API_URL,
-    formUploadOrigin: c.PIPEGATE_PUBLIC_URL ? new URL(c.PIPEGATE_PUBLIC_URL).origin : undefined,
+    formUploadOrigins: [c.PIPEGATE_API_URL, c.PIPEGATE_PUBLIC_URL].flatMap((u) => (u ? [new URL(u).origin] : [])),
     assetLinkTtlSeconds: c.PIPEGATE_ASSET_LINK_TTL_SECONDS,
     formLinkActionsPerMinute: c.PIPEGATE_FORM_LINK_ACTIONS_PER_MINUTE,
     formAddressActionsPerMinute: c.PIPEGATE_FORM_ADDRESS_ACTIONS_PER_MINUTE,

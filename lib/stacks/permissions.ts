@@ -16,9 +16,10 @@ export const OWNER_SECRETS_KMS_ACTIONS: Readonly<Record<OwnerSecretsAction, stri
 /**
  * What a function does with objects in the one bucket: read (GetObject, which HeadObject and
  * presigned GETs are authorized as), write (PutObject, and presigned PUTs), delete (DeleteObject
- * and, to find what a prefix holds, ListBucket).
+ * and, to find what a prefix holds, ListBucket); owner-upload: PutObject under the pipelines'
+ * upload prefix only (`p/<pipeline>/u/<upload>`), for the owners' presigned PUTs.
  */
-export type ObjectAction = 'read' | 'write' | 'delete';
+export type ObjectAction = 'read' | 'write' | 'delete' | 'owner-upload';
 export type { QueueName };
 
 export interface FunctionAccess {
@@ -43,7 +44,7 @@ export interface FunctionAccess {
   ownerSecrets: readonly OwnerSecretsAction[];
   /** Step Functions actions on the pipegate state machine (StopExecution: on its executions). */
   states: readonly StatesAction[];
-  /** Object storage (Deps.objects); a function with none neither loads nor bundles the S3 client. */
+  /** Object storage (Deps.objects); a function that only reads neither loads nor bundles the S3 client. */
   objects: readonly ObjectAction[];
   /**
    * UpdateItem on these partition keys only (`dynamodb:LeadingKeys` patterns), for a function
@@ -120,6 +121,8 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   'form-execute': access(CREATE_EXECUTION, { send: ['executions'], secret: true, objects: ['read', 'write'], updateKeys: ['UPLOAD#*', 'FORMRATE#*'] }),
   // As execution-result: the result's links need the master key.
   'form-execution': access(READ, { secret: true, objects: ['read'] }),
+  // As form-execution (the record while it runs; `done` mints the result's links), plus the rate counters.
+  'form-events': access(READ, { secret: true, objects: ['read'], updateKeys: ['FORMRATE#*'] }),
   // As upload-create, plus the rate counters.
   'form-upload': access(['GetItem', 'PutItem'], { secret: 'pepper', objects: ['write'], updateKeys: ['FORMRATE#*'] }),
   // Owners.
@@ -128,9 +131,13 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   // Query lists the owner secrets' names, to warn about references to missing ones.
   'pipeline-push': access(ALL, { query: OWNER_SECRETS }),
   // A run's asset inputs (data URIs) and inputs too large for the record are stored under the
-  // run; with `Prefer: wait` it reads the run back. Runs' views (run-start's waited answer too)
-  // mint links to ASSET outputs.
-  'run-start': access(CREATE_EXECUTION, { send: ['executions'], secret: true, objects: ['read', 'write'] }),
+  // run; an owner's upload it uses is read (sniffed, hashed) and claimed with a conditional
+  // update (single use); with `Prefer: wait` it reads the run back. Runs' views (run-start's
+  // waited answer too) mint links to ASSET outputs.
+  'run-start': access(CREATE_EXECUTION, { send: ['executions'], secret: true, objects: ['read', 'write'], updateKeys: ['UPLOAD#*'] }),
+  // Reads the pipeline's latest version, records the upload (conditional put); the PUT URL is
+  // presigned, under the pipeline's upload prefix only (p/*/u/*).
+  'pipeline-upload': access(['GetItem', 'PutItem'], { objects: ['owner-upload'] }),
   'run-list': access(READ, { query: RUNS, secret: true, objects: ['read'] }),
   'run-get': access(READ, { secret: true, objects: ['read'] }),
   // A run's event stream: reads the record while it runs; `done` is the run's view (links: the master key).
@@ -187,6 +194,9 @@ export function accessFor(name: string): FunctionAccess {
   return a;
 }
 
+/** Whether the function writes or deletes objects: only then does it load (and bundle) the S3 client. */
+export const writesObjects = (a: FunctionAccess): boolean => a.objects.some((o) => o !== 'read');
+
 /**
  * SDK packages a function's bundle leaves out. Clients are created lazily (functions/adapters/
  * deps.ts), so a function never loads a client its access does not include, and the credential
@@ -198,9 +208,11 @@ export function bundleExternals(name: string): string[] {
   const unused: string[] = [];
   if (a.send.length === 0) unused.push('@aws-sdk/client-sqs');
   if (a.states.length === 0) unused.push('@aws-sdk/client-sfn');
-  if (!a.secret) unused.push('@aws-sdk/client-secrets-manager');
-  if (a.objects.length === 0) unused.push('@aws-sdk/client-s3', '@aws-sdk/s3-request-presigner');
+  // Objects are read and key material is read by signed requests (functions/adapters/object-reads.ts,
+  // key-material.ts): the S3 client is for writes alone, the Secrets Manager client for nothing.
+  if (!writesObjects(a)) unused.push('@aws-sdk/client-s3', '@aws-sdk/s3-request-presigner');
   return [
+    '@aws-sdk/client-secrets-manager',
     ...unused,
     '@aws-sdk/nested-clients',
     '@aws-sdk/token-providers',

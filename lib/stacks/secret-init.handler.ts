@@ -6,16 +6,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { GetSecretValueCommand, PutSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { respond, type CustomResourceEvent } from './cfn-response';
 
-export interface CustomResourceEvent {
-  RequestType: 'Create' | 'Update' | 'Delete';
-  ResponseURL: string;
-  StackId: string;
-  RequestId: string;
-  LogicalResourceId: string;
-  PhysicalResourceId?: string;
-  ResourceProperties: { SecretId?: unknown; CopyPepperFrom?: unknown };
-}
+export type { CustomResourceEvent } from './cfn-response';
 
 const client = new SecretsManagerClient({});
 
@@ -59,35 +52,6 @@ export function pepperOnly(source: string, current: string): string | null {
   const pepper = read(source).pepper;
   if (typeof pepper !== 'string' || pepper.length < 16) throw new Error('the key material holds no pepper to copy');
   return JSON.stringify({ pepper });
-}
-
-async function respond(event: CustomResourceEvent, status: 'SUCCESS' | 'FAILED', physicalId: string, reason?: string): Promise<void> {
-  const body = JSON.stringify({
-    Status: status,
-    Reason: reason ?? status,
-    PhysicalResourceId: physicalId,
-    StackId: event.StackId,
-    RequestId: event.RequestId,
-    LogicalResourceId: event.LogicalResourceId,
-  });
-  // The response URL is an S3 URL presigned by CloudFormation (Signature Version 2 in the
-  // regions that still sign that way), whose signature covers the Content-Type header as sent:
-  // it was signed with none. A string body would make fetch add `text/plain;charset=UTF-8`
-  // (refused: SignatureDoesNotMatch, and the stack waits an hour for an answer); bytes carry no
-  // content type, which SigV2 reads as the empty one it signed and SigV4 (host only) ignores.
-  const bytes = Buffer.from(body, 'utf8');
-  let last: unknown;
-  for (let attempt = 0; attempt < 3; attempt += 1) {
-    try {
-      const res = await fetch(event.ResponseURL, { method: 'PUT', body: bytes, signal: AbortSignal.timeout(5_000) });
-      if (res.ok) return;
-      last = new Error(`CloudFormation response rejected: ${res.status}`);
-      if (res.status < 500) break;
-    } catch (err) {
-      last = err;
-    }
-  }
-  throw last instanceof Error ? last : new Error(String(last));
 }
 
 export async function handler(event: CustomResourceEvent): Promise<void> {

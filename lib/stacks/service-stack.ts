@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { CfnOutput, Duration, RemovalPolicy, Stack, Token, Validations, type StackProps } from 'aws-cdk-lib';
+import { CfnOutput, CustomResource, Duration, RemovalPolicy, Stack, Token, Validations, type StackProps } from 'aws-cdk-lib';
 import * as apigw from 'aws-cdk-lib/aws-apigateway';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as cwActions from 'aws-cdk-lib/aws-cloudwatch-actions';
@@ -25,6 +25,7 @@ import { GATEWAY_RESPONSES } from '../gateway-responses';
 import { QUEUES } from '../queues';
 import { ROUTES, STREAMED_ROUTE_TIMEOUT_SECONDS, WORKERS, type Route } from '../routes';
 import { DOCS_ASSETS, DOCS_ASSETS_DIR, DOCS_ASSETS_PACKAGE } from '../docs-assets';
+import { originOf } from '../storage-cors';
 
 const DOCS_FUNCTION = 'deployment-docs';
 import { accessFor, allFunctionNames, bundleExternals, OWNER_SECRETS_KMS_ACTIONS } from './permissions';
@@ -170,6 +171,10 @@ export class ServiceStack extends Stack {
     // The loop guard: the function running http nodes, and the push that checks their URLs, know
     // the API's own address (the API depends on neither, so this adds no cycle).
     for (const name of LOOP_GUARDED_FUNCTIONS) this.fn(name).fn.addEnvironment('PIPEGATE_API_URL', this.apiUrl);
+    // The form page uploads straight to storage when it is served at an origin the bucket's
+    // upload rule names (the API's own, the public URL's): it compares its own with these.
+    this.fn(FORM_PAGE_FUNCTION).fn.addEnvironment('PIPEGATE_API_URL', this.apiUrl);
+    this.buildUploadCors(stateful, settings);
 
     this.buildSweeperSchedule();
     this.buildAlarms(stateful);
@@ -493,6 +498,32 @@ export class ServiceStack extends Stack {
     });
   }
 
+  /**
+   * The web form's upload rule in the objects bucket's CORS configuration (lib/storage-cors.ts):
+   * PUT from the API's execute-api origin, and from the public URL's when there is one. A custom
+   * resource here, since only this stack knows the API's id; its function may read and write that
+   * one bucket's CORS configuration and nothing else (s3:PutBucketCORS also covers
+   * DeleteBucketCors). It runs on deploys that change the origins or the bucket, and on delete.
+   */
+  private buildUploadCors(stateful: StatefulStack, settings: Settings): void {
+    const fn = new PipegateFunction(this, 'UploadCors', {
+      name: 'upload-cors',
+      entry: path.join(__dirname, 'upload-cors.handler.ts'),
+      timeout: Duration.seconds(30),
+      logRetentionDays: settings.logRetentionDays,
+      systemLogLevel: settings.lambdaSystemLogLevel,
+    });
+    fn.role.addToPrincipalPolicy(
+      new iam.PolicyStatement({ actions: ['s3:GetBucketCORS', 's3:PutBucketCORS'], resources: [stateful.bucket.bucketArn] }),
+    );
+    const apiOrigin = `https://${this.api.restApiId}.execute-api.${this.region}.${this.urlSuffix}`;
+    new CustomResource(this, 'UploadCorsResource', {
+      serviceToken: fn.fn.functionArn,
+      resourceType: 'Custom::PipegateUploadCors',
+      properties: { Bucket: stateful.bucket.bucketName, Origins: [apiOrigin, ...(settings.publicUrl ? [originOf(settings.publicUrl)] : [])] },
+    });
+  }
+
   /** The sweeper, every minute: an ordinary scheduled Lambda, so a local host of this template runs it too. */
   private buildSweeperSchedule(): void {
     new events.Rule(this, 'SweeperSchedule', {
@@ -537,6 +568,9 @@ export const PAYLOAD_GUARD_CONTENT_LENGTH = '^([5-9][0-9]{6}|[0-9]{8,})$';
  */
 export const ownerMethodPatterns = (stage: string): string[] =>
   ROUTES.filter((r) => r.auth === 'owner').map((r) => `execute-api:/${stage}/${r.method}${r.path.replace(/\{[^}]+\}/g, '*')}`);
+
+/** The function serving the web form's page. */
+const FORM_PAGE_FUNCTION = 'form-page';
 
 /** Functions told the API's own URL for the loop guard: the one running http nodes, and the push checking them. */
 export const LOOP_GUARDED_FUNCTIONS = [WORKERS.taskRun, 'pipeline-push'] as const;

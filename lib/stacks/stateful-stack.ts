@@ -16,11 +16,10 @@ import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 import { DEFAULT_RESULT_RETENTION_DAYS, objectExpiryDays } from '../config';
-import { originOf, uploadCorsRule } from '../storage-cors';
 import { QUEUES, type QueueDefinition, type QueueName } from '../queues';
 import type { ObjectAction } from './permissions';
 import { OWNER_SECRET_PURPOSE } from '../../functions/core/envelope';
-import { OBJECT_KEY_ROOTS } from '../../functions/core/object-keys';
+import { OBJECT_KEY_ROOTS, PIPELINE_UPLOAD_KEYS } from '../../functions/core/object-keys';
 import { MAIN_TABLE } from '../tables';
 import { PipegateFunction } from './pipegate-function';
 import type { Settings } from './settings';
@@ -95,7 +94,7 @@ export class StatefulStack extends Stack {
         'CloudWatch alarms cannot publish to a topic encrypted with the AWS-managed SNS key, and alarm notifications carry only alarm names and states.',
     });
 
-    this.bucket = this.objectsBucket(settings);
+    this.bucket = this.objectsBucket();
     this.objectPolicies = this.objectAccessPolicies(this.bucket);
 
     this.queues = {
@@ -169,12 +168,12 @@ export class StatefulStack extends Stack {
    * how executions' objects go, with no listing and no request of ours; a deleted deployment's
    * go at once as far as one bounded pass reaches, and the rule takes the rest.
    *
-   * CORS lets a web form's page PUT a file straight to the bucket (lib/storage-cors.ts), from
-   * the API's public origin only. That origin must be known here: the API's own execute-api
-   * host is made by the service stack, which depends on this one, so only `publicUrl` (a custom
-   * domain) names it. Without it the bucket has no CORS rule and forms send files inline.
+   * No CorsConfiguration here: the web form's upload rule (lib/storage-cors.ts) names the API's
+   * execute-api origin, which only the service stack knows (naming it here would be a cycle), so
+   * the service stack's upload-cors custom resource owns the rule. A CorsConfiguration here would
+   * be rewritten by every update of this stack that touched it, dropping that rule.
    */
-  private objectsBucket(settings: Settings): s3.Bucket {
+  private objectsBucket(): s3.Bucket {
     const bucket = new s3.Bucket(this, 'Objects', {
       blockPublicAccess: s3.BlockPublicAccess.BLOCK_ALL,
       objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
@@ -191,7 +190,6 @@ export class StatefulStack extends Stack {
         },
       ],
       removalPolicy: RemovalPolicy.RETAIN,
-      ...(settings.publicUrl ? { cors: [cdkCorsRule(uploadCorsRule(originOf(settings.publicUrl)))] } : {}),
     });
     Validations.of(bucket).acknowledge({
       id: 'AwsSolutions-S1',
@@ -203,7 +201,8 @@ export class StatefulStack extends Stack {
 
   /**
    * Read is s3:GetObject (HeadObject and presigned GETs are authorized as it), write
-   * s3:PutObject (and presigned PUTs), delete s3:DeleteObject, each on the bucket's two key
+   * s3:PutObject (presigned PUTs, and a multipart upload's Create, UploadPart and Complete) with
+   * s3:AbortMultipartUpload (a streamed write that fails), delete s3:DeleteObject, each on the bucket's two key
    * roots only (every key starts with d/ or p/). Readers and deleters also get s3:ListBucket:
    * without it S3 answers a missing key with 403 instead of 404 (a HeadObject could not tell
    * "not there" from "refused"), and removing a prefix lists it first. The policies live here,
@@ -225,9 +224,23 @@ export class StatefulStack extends Stack {
     };
     return {
       read: policy('ObjectsRead', 'pipegate: read objects', [new iam.PolicyStatement({ actions: ['s3:GetObject'], resources: objects }), list]),
-      write: policy('ObjectsWrite', 'pipegate: write objects', [new iam.PolicyStatement({ actions: ['s3:PutObject'], resources: objects })]),
+      write: policy('ObjectsWrite', 'pipegate: write objects', [new iam.PolicyStatement({ actions: ['s3:PutObject', 's3:AbortMultipartUpload'], resources: objects })]),
       delete: policy('ObjectsDelete', 'pipegate: delete objects', [new iam.PolicyStatement({ actions: ['s3:DeleteObject'], resources: objects }), list]),
+      'owner-upload': this.ownerUploadPolicy(bucket, bucketId),
     };
+  }
+
+  /** PutObject under `p/<pipeline>/u/` alone: an owner's upload URL can write nothing else (functions/core/object-keys.ts). */
+  private ownerUploadPolicy(bucket: s3.Bucket, bucketId: string): iam.ManagedPolicy {
+    const p = new iam.ManagedPolicy(this, 'ObjectsOwnerUpload', {
+      description: 'pipegate: write owners\' uploads',
+      statements: [new iam.PolicyStatement({ actions: ['s3:PutObject'], resources: [bucket.arnForObjects(PIPELINE_UPLOAD_KEYS)] })],
+    });
+    Validations.of(p).acknowledge({
+      id: `AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/${PIPELINE_UPLOAD_KEYS}]`,
+      reason: 'Upload keys hold the pipeline and upload ids chosen at run time (functions/core/object-keys.ts): the grant covers owners\' uploads only, for one action.',
+    });
+    return p;
   }
 
   private queuePair(definition: QueueDefinition): QueuePair {
@@ -287,11 +300,3 @@ export class StatefulStack extends Stack {
     pepper.node.addDependency(material);
   }
 }
-
-const cdkCorsRule = (r: ReturnType<typeof uploadCorsRule>): s3.CorsRule => ({
-  allowedMethods: r.allowedMethods.map((m) => m as s3.HttpMethods),
-  allowedOrigins: [...r.allowedOrigins],
-  allowedHeaders: [...r.allowedHeaders],
-  exposedHeaders: [...r.exposedHeaders],
-  maxAge: r.maxAgeSeconds,
-});

@@ -42,9 +42,10 @@ export interface SynthOptions {
 
 /**
  * Bundles a synth makes: one per function of the service (lib/stacks/permissions.ts lists
- * them) and the stateful stack's secret initializer. Only for the "12 of 33" of progress lines.
+ * them), the stateful stack's secret initializer and the upload-cors custom resource. Only for
+ * the "12 of 33" of progress lines.
  */
-export const EXPECTED_BUNDLES = allFunctionNames().length + 1;
+export const EXPECTED_BUNDLES = allFunctionNames().length + 2;
 
 /**
  * Turns the synth's output into progress lines: the CDK prints `Bundling asset
