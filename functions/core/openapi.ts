@@ -49,8 +49,10 @@ function executionRequest(c: ReturnType<typeof callerContract>): JsonSchema {
   const general = CALLER_SCHEMAS.ExecutionRequest as { properties: Record<string, JsonSchema> };
   return {
     ...general,
+    // Every field as the general request documents it (a field added there appears here too);
+    // workflow_input names this deployment's inputs.
     properties: {
-      callback: general.properties.callback,
+      ...general.properties,
       workflow_input: {
         type: 'object',
         additionalProperties: false,
