@@ -66,7 +66,8 @@ export async function removeUploadRule(s3: S3Client, bucket: string): Promise<vo
   }
 }
 
-export async function handler(event: CustomResourceEvent, s3: S3Client = client): Promise<void> {
+/** One event against `s3` (tests give their own client). */
+export async function handle(event: CustomResourceEvent, s3: S3Client): Promise<void> {
   const bucket = typeof event.ResourceProperties.Bucket === 'string' ? event.ResourceProperties.Bucket : '';
   // Named after the bucket: an Update onto another bucket answers a new id, and CloudFormation
   // then deletes the old resource (the rule on the old bucket) with its old properties.
@@ -85,3 +86,6 @@ export async function handler(event: CustomResourceEvent, s3: S3Client = client)
     await respond(event, 'FAILED', physicalId, message);
   }
 }
+
+// Lambda passes its context second: the client is never taken from the caller here.
+export const handler = (event: CustomResourceEvent): Promise<void> => handle(event, client);

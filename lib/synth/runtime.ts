@@ -10,7 +10,8 @@
 import '../local/polyfills';
 import { randomInt, randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { isDeepStrictEqual } from 'node:util';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve as resolvePath } from 'node:path';
 import type { Readable } from 'node:stream';
@@ -200,6 +201,22 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
     );
     assertKnownPolicies(iam.principals.filter((p) => actedAs.has(p.roleArn)));
     const region = resolved.env.region;
+    // API Gateway's address exists before anything that names it: listening first gives the
+    // local one, which stands for the API's execute-api address wherever the templates name it
+    // (a function's PIPEGATE_API_URL, the upload-cors resource's origins). Until the API is
+    // set up every request is told to come back.
+    let serve: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
+    const server: Server = createLocalServer((req, res) => (serve ? serve(req, res) : refuseWhileStarting(req, res)));
+    const { url, forgetUrl } = await listen(server, opts, env, dataDir);
+    stoppers.push(
+      () =>
+        new Promise<void>((res) => {
+          server.close(() => res());
+          server.closeAllConnections();
+        }),
+    );
+    stoppers.push(async () => forgetUrl());
+    const localize = localApiAddress(stacks, url, env.PIPEGATE_BASE_PATH);
     const factor = opts.scale ?? scaleFactorOf(env.PIPEGATE_SCALE);
     const accountConcurrency = opts.accountConcurrency ?? (env.PIPEGATE_SCALE_ACCOUNT_CONCURRENCY ? Number(env.PIPEGATE_SCALE_ACCOUNT_CONCURRENCY) : undefined);
     const scale = factor === undefined ? undefined : scaleModelFromTemplates(stacks, { factor, accountConcurrency });
@@ -233,7 +250,7 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
       const arn = physical.attributes.Arn ?? '';
       const roleArn = stack.resolveString(fn.properties.Role, `${where}.Role`);
       roles.set(physical.ref, roleArn);
-      const variables = (isPlainObject(fn.properties.Environment) ? stack.resolve(fn.properties.Environment.Variables ?? {}, `${where}.Environment.Variables`) : {}) as Record<string, string>;
+      const variables = localize(isPlainObject(fn.properties.Environment) ? stack.resolve(fn.properties.Environment.Variables ?? {}, `${where}.Environment.Variables`) : {}) as Record<string, string>;
       const credentials = credentialsFor(roleArn);
       const memoryMb = Number(fn.properties.MemorySize ?? 128);
       const spec: FunctionSpec = {
@@ -408,7 +425,7 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
 
     // Custom resources, as CloudFormation runs them on the first deploy.
     progress(`${hosts.size} functions and ${queues.size} queues set up; running custom resources`);
-    for (const stack of stacks) await runCustomResources(stack, dataDir, fnByArn);
+    for (const stack of stacks) await runCustomResources(stack, dataDir, fnByArn, localize, log);
     progress('recovering what the last stop left unfinished');
 
     // A restart owes the work it finds unfinished what `npm start` owes it: AWS never restarts,
@@ -562,7 +579,7 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
       log: (line) => requestLog.info('request', line),
     });
     const throttled = scale ? stageThrottle(api, env.PIPEGATE_BASE_PATH, scale) : () => false;
-    const server: Server = createLocalServer((req, res) => {
+    serve = (req, res) => {
       if (draining) return refuseWhileStopping(req, res);
       if (throttled(req)) {
         req.resume();
@@ -570,17 +587,7 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
         return send(res, replies('THROTTLED', requestId), requestId);
       }
       gateway(req, res);
-    });
-    // The CLI finds this runtime as it finds npm start's (with PIPEGATE_DATA_DIR set to this data dir).
-    const { url, forgetUrl } = await listen(server, opts, env, dataDir);
-    stoppers.push(
-      () =>
-        new Promise<void>((res) => {
-          server.close(() => res());
-          server.closeAllConnections();
-        }),
-    );
-    stoppers.push(async () => forgetUrl());
+    };
     const workflow = [...machines.values()][0];
     if (!workflow || machines.size !== 1) throw new Error(`Expected one state machine in the assembly, found ${machines.size}`);
 
@@ -848,56 +855,152 @@ function defineSecrets(stack: ResolvedStack, store: LocalSecretStore): void {
   }
 }
 
+/** 503 + Retry-After while the runtime is still being set up (its address is taken first). */
+function refuseWhileStarting(req: IncomingMessage, res: ServerResponse): void {
+  req.resume();
+  res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '5', connection: 'close' });
+  res.end(JSON.stringify({ error: 'Service Unavailable', detail: 'pipegate is starting' }));
+}
+
 /**
- * Custom resources run as CloudFormation runs them: a Create event to the ServiceToken
- * function with a pre-signed URL (here a local one) it PUTs its outcome to. Once one has
- * succeeded it is recorded in the data dir and not created again, as a redeploy with unchanged
- * properties does not call it again.
+ * What stands for the API's own address in resolved template values: its execute-api base URL
+ * (stage included) becomes this runtime's URL (and base path), its bare origin this runtime's
+ * origin, in every string of a value.
  */
-async function runCustomResources(stack: ResolvedStack, dataDir: string, fnByArn: (arn: string, where: string) => FunctionHost): Promise<void> {
+function localApiAddress(stacks: ResolvedStack[], url: string, basePath: string | undefined): <T>(value: T) => T {
+  const pairs: Array<[string, string]> = [];
+  for (const stack of stacks) {
+    for (const [id, r] of Object.entries(stack.stack.template.Resources)) {
+      if (r.Type !== 'AWS::ApiGateway::RestApi') continue;
+      const origin = `https://${stack.physical[id]?.ref ?? id}.execute-api.${stack.resolveString({ Ref: 'AWS::Region' })}.${stack.resolveString({ Ref: 'AWS::URLSuffix' })}`;
+      for (const stage of Object.values(stack.stack.template.Resources)) {
+        if (stage.Type !== 'AWS::ApiGateway::Stage' || typeof stage.Properties?.StageName !== 'string') continue;
+        pairs.push([`${origin}/${stage.Properties.StageName}`, `${url}${normaliseBasePath(basePath)}`]);
+      }
+      pairs.push([origin, new URL(url).origin]);
+    }
+  }
+  const swap = (v: unknown): unknown => {
+    if (typeof v === 'string') return pairs.reduce((acc, [from, to]) => acc.split(from).join(to), v);
+    if (Array.isArray(v)) return v.map(swap);
+    if (isPlainObject(v)) return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, swap(x)]));
+    return v;
+  };
+  return <T>(value: T): T => swap(value) as T;
+}
+
+/** A custom resource as the data dir remembers it: its properties (null: recorded before they were) and physical id. */
+interface CreatedResource {
+  properties: Record<string, unknown> | null;
+  type?: string;
+  physicalId?: string;
+}
+
+function readCreated(file: string): Record<string, CreatedResource> {
+  if (!existsSync(file)) return {};
+  const saved = JSON.parse(readFileSync(file, 'utf8')) as unknown;
+  // The first format listed the created resources' keys only.
+  if (Array.isArray(saved)) return Object.fromEntries(saved.map((k) => [String(k), { properties: null }]));
+  return isPlainObject(saved) ? (saved as Record<string, CreatedResource>) : {};
+}
+
+/**
+ * Custom resources run as CloudFormation runs them: an event to the ServiceToken function with
+ * a pre-signed URL (here a local one) it PUTs its outcome to. Each one's properties are recorded
+ * in the data dir, and the next start sends what a redeploy would: nothing while they are the
+ * same, Update (with the old ones) when they changed, Delete for a resource no longer in the
+ * template. Resources recorded before their properties were are taken as unchanged.
+ */
+async function runCustomResources(
+  stack: ResolvedStack,
+  dataDir: string,
+  fnByArn: (arn: string, where: string) => FunctionHost,
+  localize: <T>(value: T) => T,
+  log: (line: string) => void,
+): Promise<void> {
   const file = join(dataDir, 'custom-resources.json');
-  const done = new Set<string>(existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as string[]) : []);
+  const created = readCreated(file);
+  const save = () => writeFileSync(file, JSON.stringify(created), { mode: 0o600 });
+  const prefix = `${stack.stack.stackName}/`;
+  const present = new Set<string>();
   for (const [id, r] of Object.entries(stack.stack.template.Resources)) {
     if (!r.Type.startsWith('Custom::') && r.Type !== 'AWS::CloudFormation::CustomResource') continue;
-    const key = `${stack.stack.stackName}/${id}`;
-    if (done.has(key)) continue;
+    const key = `${prefix}${id}`;
+    present.add(key);
     const where = `${stack.stack.id}.Resources.${id}.Properties`;
-    const properties = stack.resolve(r.Properties ?? {}, where) as Record<string, unknown>;
-    const fn = fnByArn(String(properties.ServiceToken), `${where}.ServiceToken`);
-    let answer: Record<string, unknown> | undefined;
-    const receiver = createServer((req, res) => {
-      let body = '';
-      req.on('data', (c: Buffer) => (body += c.toString('utf8')));
-      req.on('end', () => {
-        try {
-          answer = JSON.parse(body) as Record<string, unknown>;
-        } catch {
-          answer = { Status: 'FAILED', Reason: 'unreadable response' };
-        }
-        res.end();
-      });
-    });
-    await new Promise<void>((res) => receiver.listen(0, '127.0.0.1', () => res()));
-    try {
-      const { port } = receiver.address() as AddressInfo;
-      await fn.invoke({
-        RequestType: 'Create',
-        ServiceToken: properties.ServiceToken,
-        ResponseURL: `http://127.0.0.1:${port}/cloudformation-response/${randomUUID()}`,
-        StackId: stack.resolveString({ Ref: 'AWS::StackId' }),
-        RequestId: randomUUID(),
-        LogicalResourceId: id,
-        ResourceType: r.Type,
-        ResourceProperties: properties,
-      });
-    } finally {
-      receiver.closeAllConnections();
-      await new Promise((res) => receiver.close(res));
+    const properties = localize(stack.resolve(r.Properties ?? {}, where) as Record<string, unknown>);
+    const before = created[key];
+    if (before && (before.properties === null || isDeepStrictEqual(before.properties, properties))) {
+      if (before.properties === null) created[key] = { ...before, properties };
+      continue;
     }
-    if (answer?.Status !== 'SUCCESS') throw new Error(`${key}: custom resource failed: ${String(answer?.Reason ?? 'no response')}`);
-    done.add(key);
-    writeFileSync(file, JSON.stringify([...done]), { mode: 0o600 });
+    const physicalId = await invokeCustomResource(stack, id, r.Type, fnByArn(String(properties.ServiceToken), `${where}.ServiceToken`), properties, before?.properties ? { old: before.properties, physicalId: before.physicalId } : undefined);
+    created[key] = { properties, type: r.Type, physicalId };
+    save();
   }
+  for (const [key, was] of Object.entries(created)) {
+    if (!key.startsWith(prefix) || present.has(key)) continue;
+    const id = key.slice(prefix.length);
+    if (was.properties) {
+      let fn: FunctionHost | undefined;
+      try {
+        fn = fnByArn(String(was.properties.ServiceToken), `${key} (removed)`);
+      } catch {
+        log(`custom resource ${key} is no longer in the template, nor its function: not deleted`);
+      }
+      if (fn) await invokeCustomResource(stack, id, was.type ?? 'AWS::CloudFormation::CustomResource', fn, was.properties, { old: was.properties, physicalId: was.physicalId, remove: true });
+    }
+    delete created[key];
+    save();
+  }
+  save();
+}
+
+/** One event to a custom resource's function; its answered physical id, or an error naming its reason. */
+async function invokeCustomResource(
+  stack: ResolvedStack,
+  id: string,
+  type: string,
+  fn: FunctionHost,
+  properties: Record<string, unknown>,
+  previous?: { old: Record<string, unknown>; physicalId?: string; remove?: boolean },
+): Promise<string | undefined> {
+  const requestType = previous === undefined ? 'Create' : previous.remove ? 'Delete' : 'Update';
+  let answer: Record<string, unknown> | undefined;
+  const receiver = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString('utf8')));
+    req.on('end', () => {
+      try {
+        answer = JSON.parse(body) as Record<string, unknown>;
+      } catch {
+        answer = { Status: 'FAILED', Reason: 'unreadable response' };
+      }
+      res.end();
+    });
+  });
+  await new Promise<void>((res) => receiver.listen(0, '127.0.0.1', () => res()));
+  try {
+    const { port } = receiver.address() as AddressInfo;
+    await fn.invoke({
+      RequestType: requestType,
+      ServiceToken: properties.ServiceToken,
+      ResponseURL: `http://127.0.0.1:${port}/cloudformation-response/${randomUUID()}`,
+      StackId: stack.resolveString({ Ref: 'AWS::StackId' }),
+      RequestId: randomUUID(),
+      LogicalResourceId: id,
+      ResourceType: type,
+      ResourceProperties: properties,
+      ...(previous?.physicalId !== undefined ? { PhysicalResourceId: previous.physicalId } : {}),
+      ...(requestType === 'Update' && previous ? { OldResourceProperties: previous.old } : {}),
+    });
+  } finally {
+    receiver.closeAllConnections();
+    await new Promise((res) => receiver.close(res));
+  }
+  const key = `${stack.stack.stackName}/${id}`;
+  if (answer?.Status !== 'SUCCESS') throw new Error(`${key}: custom resource ${requestType} failed: ${String(answer?.Reason ?? 'no response')}`);
+  return typeof answer.PhysicalResourceId === 'string' ? answer.PhysicalResourceId : undefined;
 }
 
 /** `rate(1 minute)`, `rate(5 minutes)`, hours and days; cron() schedules are not run locally. */
