@@ -205,7 +205,7 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
     // local one, which stands for the API's execute-api address wherever the templates name it
     // (a function's PIPEGATE_API_URL, the upload-cors resource's origins). Until the API is
     // set up every request is told to come back.
-    let serve: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
+    let serve: ((req: IncomingMessage, res: ServerResponse) => void) | undefined = undefined;
     const server: Server = createLocalServer((req, res) => (serve ? serve(req, res) : refuseWhileStarting(req, res)));
     const { url, forgetUrl } = await listen(server, opts, env, dataDir);
     stoppers.push(
