@@ -31,7 +31,8 @@ export const CLASS_SHARES: Readonly<Record<FunctionClass, number>> = {
   waiting: 34,
   caller: 4,
   // An event stream holds its Lambda for as long as the execution runs (up to 14 min): each
-  // concurrent viewer is one, so the share is the number of viewers at once (63 of 1,000).
+  // concurrent viewer is one, so the share is the number of viewers at once (63 of 1,000:
+  // API callers' streams and the web form's, by WEIGHTS).
   stream: 7,
   // A web form's page, upload, run and progress: people at a browser, a few at a time per
   // link (the form's own limits), kept apart so visitors cannot starve API callers or back.
@@ -58,6 +59,10 @@ const WEIGHTS: Readonly<Record<string, number>> = {
   // A run and its progress are held longer than the page and its uploads.
   'form-execute': 2,
   'form-execution': 2,
+  // The stream share, split 5:2 between API callers' streams and the web form's: 45 and 18 of
+  // 63 with the default 1,000 (the total stays whole at 1,000, 5,000 and 10,000 alike).
+  'execution-events': 5,
+  'form-events': 2,
 };
 
 /** The web form's routes (lib/stacks/service-stack.ts's FORM_PATH_PREFIX, which imports CDK). */

@@ -292,6 +292,22 @@ export const ROUTES: readonly Route[] = /* @__PURE__ */ CALLER_ROUTES.concat([
       '404': { description: 'Form Not Found, or Execution Not Found (unknown, expired, or not made through this link).', shape: ['FormNotFound', 'NotFoundExecution'] },
     },
   },
+  // The page's live progress: the callers' event stream (functions/services/events.service.ts),
+  // its own function so that visitors' streams hold a share apart from API callers' (lib/concurrency.ts).
+  {
+    method: 'GET', path: '/v1/forms/{form_token}/executions/{execution_id}/events', handler: 'form-events', auth: 'none', streams: true,
+    operationId: 'getFormExecutionEvents',
+    summary: "A form execution's live progress, as server-sent events; readable through the link that made it only, counted against the rate limits",
+    description:
+      'The events of `GET /v1/deployments/executions/{execution_id}/events` (the nodes a caller sees), `done` holding exactly what `GET /v1/forms/{form_token}/executions/{execution_id}` answers. ' +
+      'Opening a stream counts against the per-link and per-address limits, as a run does.',
+    params: ['FormToken', 'ExecutionId', 'LastEventId'],
+    answers: {
+      '200': { description: 'The event stream.', events: 'FormExecution' },
+      '404': { description: 'Form Not Found, or Execution Not Found (unknown, expired, or not made through this link).', shape: ['FormNotFound', 'NotFoundExecution'] },
+      '429': FORM_LIMITED,
+    },
+  },
   {
     method: 'POST', path: '/v1/forms/{form_token}/uploads', handler: 'form-upload', auth: 'none',
     operationId: 'createFormUpload',
@@ -344,6 +360,21 @@ export const ROUTES: readonly Route[] = /* @__PURE__ */ CALLER_ROUTES.concat([
       '200': { description: 'The run finished within `Prefer: wait=N`: as `GET …/runs/{run_id}` shows it.', shape: 'Run', headers: { Location: true, PreferenceApplied: true } },
       '202': { description: 'Queued.', shape: 'RunAccepted', headers: { Location: true } },
       '400': { description: 'Invalid Request: the body, an unknown input or a value of the wrong type.', shape: 'InvalidRequest' },
+      '404': 'PipelineNotFound',
+      '413': 'PayloadTooLarge',
+    },
+  },
+  // A presigned PUT for a run's file too large for a definition's data URI (services/pipeline-uploads.service.ts).
+  {
+    method: 'POST', path: '/v1/pipelines/{pipeline_id}/uploads', handler: 'pipeline-upload', auth: 'owner',
+    operationId: 'createRunUpload',
+    summary: "A presigned PUT for a run's file, as the callers' uploads route",
+    description: "PUT exactly `bytes` bytes to `upload_url` with `headers`, then send `asset.value` as the asset input's value in a run's `inputs`. It serves one run of this pipeline, and no caller.",
+    params: ['PipelineId'],
+    body: { shape: 'UploadRequest' },
+    answers: {
+      '201': { description: 'The upload URL and the asset value to send.', shape: 'UploadAnswer' },
+      '400': { description: 'Invalid Request: the body, or no asset input of the latest version takes this type and size.', shape: 'InvalidRequest' },
       '404': 'PipelineNotFound',
       '413': 'PayloadTooLarge',
     },

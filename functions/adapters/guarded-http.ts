@@ -8,6 +8,8 @@ import * as dns from 'node:dns';
 import * as http from 'node:http';
 import * as https from 'node:https';
 import type { LookupFunction } from 'node:net';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { checkUrl, isBlockedAddress, isMetadataAddress } from '../core/address-guard';
 import { isBinaryMediaType } from '../core/output-assets';
 import type { HttpPort, HttpRequest, HttpResponse } from '../core/ports';
@@ -148,6 +150,13 @@ function withUserAgent(headers: Record<string, string>, userAgent: string | unde
   return { ...headers, 'user-agent': userAgent };
 }
 
+/** A streamed body's Content-Length (a node's own header, if it set one, stands). */
+function withLength(headers: Record<string, string>, body: HttpRequest['body']): Record<string, string> {
+  if (body === undefined || typeof body === 'string' || body instanceof Uint8Array) return headers;
+  if (Object.keys(headers).some((h) => h.toLowerCase() === 'content-length')) return headers;
+  return { ...headers, 'content-length': String(body.bytes) };
+}
+
 function exchange(opts: GuardedHttpOptions, lookup: LookupFunction, req: HttpRequest): Promise<HttpResponse> {
   return new Promise<HttpResponse>((resolve, reject) => {
     const refusal = checkUrl(req.url, { allowPrivate: opts.allowPrivate });
@@ -177,7 +186,7 @@ function exchange(opts: GuardedHttpOptions, lookup: LookupFunction, req: HttpReq
         port,
         path: `${url.pathname}${url.search}`,
         method: req.method,
-        headers: withUserAgent(req.headers, opts.userAgent),
+        headers: withLength(withUserAgent(req.headers, opts.userAgent), req.body),
         // A fresh socket per call, closed after the response: no pooled socket outlives the
         // exchange or keeps a Lambda or a test process alive.
         agent: false,
@@ -189,19 +198,38 @@ function exchange(opts: GuardedHttpOptions, lookup: LookupFunction, req: HttpReq
     }
 
     let settled = false;
+    // A streamed binary answer outlives the promise: its deadline, signal and socket are
+    // released only when its body ends (`release`).
+    let streaming = false;
+    let released = false;
+    let response: http.IncomingMessage | undefined;
+    /** Errors this exchange made itself (time-out, abort, the limit): passed on as they are. */
+    const own = new WeakSet<Error>();
+    const release = (): void => {
+      if (released) return;
+      released = true;
+      clearTimeout(timer);
+      req.signal?.removeEventListener('abort', onAbort);
+      if (response?.complete !== true) client.destroy();
+    };
     const finish = (err: Error | null, res?: HttpResponse): void => {
       if (settled) {
+        // While its body streams, a time-out or abort ends it with that error.
+        if (streaming && err !== null && !released) {
+          own.add(err);
+          response?.destroy(err);
+        }
         return;
       }
       settled = true;
-      clearTimeout(timer);
-      req.signal?.removeEventListener('abort', onAbort);
       if (err !== null || res === undefined) {
+        release();
         client.destroy();
         reject(err ?? new Error(`request to ${where} failed`));
-      } else {
-        resolve(res);
+        return;
       }
+      if (!streaming) release();
+      resolve(res);
     };
     const tooLarge = (): Error => new Error(`${binary ? 'binary response' : 'response'} larger than ${maxBytes} bytes`);
     // One deadline for the whole exchange (lookup, connect, headers and the full body), so a
@@ -212,6 +240,7 @@ function exchange(opts: GuardedHttpOptions, lookup: LookupFunction, req: HttpReq
 
     client.on('error', (err) => finish(describeFailure(err, host, where)));
     client.on('response', (res) => {
+      response = res;
       if (req.maxBinaryResponseBytes !== undefined && isBinaryMediaType(res.headers['content-type'])) {
         binary = true;
         maxBytes = req.maxBinaryResponseBytes;
@@ -219,6 +248,11 @@ function exchange(opts: GuardedHttpOptions, lookup: LookupFunction, req: HttpReq
       const declared = Number(res.headers['content-length']);
       if (Number.isFinite(declared) && declared > maxBytes) {
         finish(tooLarge());
+        return;
+      }
+      if (binary) {
+        streaming = true;
+        finish(null, { status: res.statusCode ?? 0, headers: flattenHeaders(res.headersDistinct), body: '', stream: streamBody(res) });
         return;
       }
       const chunks: Buffer[] = [];
@@ -232,17 +266,69 @@ function exchange(opts: GuardedHttpOptions, lookup: LookupFunction, req: HttpReq
         chunks.push(chunk);
       });
       res.on('end', () => {
-        const whole = Buffer.concat(chunks);
-        finish(null, {
-          status: res.statusCode ?? 0,
-          headers: flattenHeaders(res.headersDistinct),
-          ...(binary ? { body: '', bytes: new Uint8Array(whole.buffer, whole.byteOffset, whole.byteLength) } : { body: whole.toString('utf8') }),
-        });
+        finish(null, { status: res.statusCode ?? 0, headers: flattenHeaders(res.headersDistinct), body: Buffer.concat(chunks).toString('utf8') });
       });
       res.on('error', (err) => finish(describeFailure(err, host, where)));
       res.on('close', () => finish(new Error(`connection to ${where} closed before the response was complete`)));
     });
-    client.end(req.body);
+
+    /** The answer's bytes as they arrive, cut off past the binary limit. */
+    function streamBody(res: http.IncomingMessage): AsyncIterable<Uint8Array> {
+      const failure = (err: unknown): Error => (err instanceof Error && own.has(err) ? err : describeFailure(err, host, where));
+      async function* chunks(): AsyncGenerator<Uint8Array> {
+        let size = 0;
+        try {
+          for await (const chunk of res as AsyncIterable<Buffer>) {
+            size += chunk.length;
+            if (size > maxBytes) {
+              const e = tooLarge();
+              own.add(e);
+              throw e;
+            }
+            yield new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+          }
+          if (!res.complete) {
+            const e = new Error(`connection to ${where} closed before the response was complete`);
+            own.add(e);
+            throw e;
+          }
+        } catch (err) {
+          throw failure(err);
+        } finally {
+          release();
+        }
+      }
+      return {
+        [Symbol.asyncIterator]() {
+          const inner = chunks();
+          return {
+            next: () => inner.next(),
+            // Ending early (or before the first read, when a generator's finally would not run) closes the connection.
+            return: async () => {
+              release();
+              await inner.return(undefined);
+              return { done: true, value: undefined };
+            },
+          };
+        },
+      };
+    }
+
+    if (req.body !== undefined && typeof req.body !== 'string' && !(req.body instanceof Uint8Array)) {
+      const sized = req.body;
+      let sent = 0;
+      const counted = async function* (): AsyncGenerator<Uint8Array> {
+        for await (const chunk of sized.stream) {
+          sent += chunk.length;
+          if (sent > sized.bytes) throw new Error(`request body longer than its ${sized.bytes} bytes`);
+          yield chunk;
+        }
+        if (sent !== sized.bytes) throw new Error(`request body of ${sent} bytes, not ${sized.bytes}`);
+      };
+      pipeline(Readable.from(counted()), client).catch((err: unknown) => finish(err instanceof Error && err.message.startsWith('request body') ? err : describeFailure(err, host, where)));
+    } else {
+      client.end(req.body);
+    }
   });
 }
 

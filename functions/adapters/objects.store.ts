@@ -1,4 +1,7 @@
 import {
+  AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
+  CreateMultipartUploadCommand,
   DeleteObjectCommand,
   DeleteObjectsCommand,
   GetObjectCommand,
@@ -6,10 +9,11 @@ import {
   ListObjectsV2Command,
   PutObjectCommand,
   S3Client,
+  UploadPartCommand,
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
-import type { ByteRange, ObjectStorePort, OpenedObject, PresignedDownload, PresignedUpload } from '../core/ports';
+import type { ByteRange, ObjectStorePort, OpenedObject, PartedWrite, PresignedDownload, PresignedUpload } from '../core/ports';
 
 /** S3 deletes at most this many keys per DeleteObjects and lists at most this many per page. */
 const S3_BATCH = 1000;
@@ -179,6 +183,34 @@ export class S3ObjectStore implements ObjectStorePort {
       { expiresIn: ttlSeconds, signingDate: issued },
     );
     return { url, expires_at: new Date(issued.getTime() + ttlSeconds * 1000).toISOString() };
+  }
+
+  /**
+   * A multipart upload (CreateMultipartUpload, UploadPart, CompleteMultipartUpload, or
+   * AbortMultipartUpload). IAM authorizes the first three as s3:PutObject and the abort as
+   * s3:AbortMultipartUpload; an upload neither completed nor aborted (a function that died
+   * mid-write) is removed by the bucket's lifecycle rule a day after it began.
+   */
+  async begin(key: string, mediaType: string): Promise<PartedWrite> {
+    const created = await this.client.send(new CreateMultipartUploadCommand({ Bucket: this.bucket, Key: key, ContentType: mediaType }));
+    const uploadId = created.UploadId;
+    if (uploadId === undefined) throw new Error(`S3 answered CreateMultipartUpload of ${key} without an upload id`);
+    const parts: { ETag: string; PartNumber: number }[] = [];
+    const target = { Bucket: this.bucket, Key: key, UploadId: uploadId };
+    return {
+      part: async (bytes) => {
+        const PartNumber = parts.length + 1;
+        const out = await this.client.send(new UploadPartCommand({ ...target, PartNumber, Body: bytes, ContentLength: bytes.byteLength }));
+        if (out.ETag === undefined) throw new Error(`S3 answered UploadPart ${PartNumber} of ${key} without an ETag`);
+        parts.push({ ETag: out.ETag, PartNumber });
+      },
+      complete: async () => {
+        await this.client.send(new CompleteMultipartUploadCommand({ ...target, MultipartUpload: { Parts: parts } }));
+      },
+      abort: async () => {
+        await this.client.send(new AbortMultipartUploadCommand(target));
+      },
+    };
   }
 
   private async deleteBatch(keys: readonly string[]): Promise<void> {

@@ -1,14 +1,25 @@
 import { GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { isUuid } from '../core/ids';
+import type { ObjectOwner } from '../core/object-keys';
 import type { UploadRecord, UploadsPort } from '../core/ports';
 import { epochSeconds } from '../core/time';
 import { isConditionFailure, keys } from './dynamo';
 
-const FIELDS: readonly (keyof UploadRecord)[] = ['upload_id', 'deployment_id', 'media_type', 'bytes', 'created_at', 'expires_at', 'used_by'];
+const FIELDS: readonly (keyof UploadRecord)[] = ['upload_id', 'media_type', 'bytes', 'created_at', 'expires_at', 'used_by'];
 
-function toRecord(item: Record<string, unknown>): UploadRecord {
+/**
+ * The owner is one attribute, `deployment_id` (a caller's upload) or `pipeline_id` (an owner's),
+ * never both: a consume conditioned on one cannot match an upload of the other kind.
+ */
+const ownerAttribute = (o: ObjectOwner): { name: 'deployment_id' | 'pipeline_id'; value: string } =>
+  o.kind === 'deployment' ? { name: 'deployment_id', value: o.deployment_id } : { name: 'pipeline_id', value: o.pipeline_id };
+
+function toRecord(item: Record<string, unknown>): UploadRecord | null {
   const r: Record<string, unknown> = {};
   for (const f of FIELDS) r[f] = item[f] ?? null;
+  if (typeof item.deployment_id === 'string') r.owner = { kind: 'deployment', deployment_id: item.deployment_id };
+  else if (typeof item.pipeline_id === 'string') r.owner = { kind: 'pipeline', pipeline_id: item.pipeline_id };
+  else return null;
   return r as unknown as UploadRecord;
 }
 
@@ -21,8 +32,11 @@ export class UploadsStore implements UploadsPort {
 
   async create(u: UploadRecord): Promise<void> {
     // No used_by attribute until used: the single-use condition asks whether it exists.
-    const { used_by: _unused, ...rest } = u;
-    await this.db.send(new PutCommand({ TableName: this.table, Item: { ...keys.upload(u.upload_id), ...rest }, ConditionExpression: 'attribute_not_exists(pk)' }));
+    const { used_by: _unused, owner, ...rest } = u;
+    const o = ownerAttribute(owner);
+    await this.db.send(
+      new PutCommand({ TableName: this.table, Item: { ...keys.upload(u.upload_id), ...rest, [o.name]: o.value }, ConditionExpression: 'attribute_not_exists(pk)' }),
+    );
   }
 
   async get(id: string, now: Date): Promise<UploadRecord | null> {
@@ -31,19 +45,21 @@ export class UploadsStore implements UploadsPort {
     if (!out.Item) return null;
     const r = toRecord(out.Item);
     // TTL deletes lazily: an expired upload is gone for every reader.
-    return typeof r.expires_at === 'number' && r.expires_at > epochSeconds(now) ? r : null;
+    return r !== null && typeof r.expires_at === 'number' && r.expires_at > epochSeconds(now) ? r : null;
   }
 
-  async consume(id: string, deploymentId: string, executionId: string, now: Date): Promise<boolean> {
+  async consume(id: string, owner: ObjectOwner, executionId: string, now: Date): Promise<boolean> {
     if (!isUuid(id)) return false;
+    const o = ownerAttribute(owner);
     try {
       await this.db.send(
         new UpdateCommand({
           TableName: this.table,
           Key: keys.upload(id),
           UpdateExpression: 'SET used_by = :e',
-          ConditionExpression: 'attribute_exists(pk) AND deployment_id = :d AND expires_at > :now AND (attribute_not_exists(used_by) OR used_by = :e)',
-          ExpressionAttributeValues: { ':e': executionId, ':d': deploymentId, ':now': epochSeconds(now) },
+          ConditionExpression: 'attribute_exists(pk) AND #owner = :o AND expires_at > :now AND (attribute_not_exists(used_by) OR used_by = :e)',
+          ExpressionAttributeNames: { '#owner': o.name },
+          ExpressionAttributeValues: { ':e': executionId, ':o': o.value, ':now': epochSeconds(now) },
         }),
       );
       return true;

@@ -36,10 +36,15 @@ export const UPLOAD_USE_SECONDS = 24 * 3600;
 
 /** The route a caller uses for files too large to send inline (as a caller writes it). */
 export const UPLOADS_ROUTE = 'POST /v1/deployments/{deployment_id}/uploads/';
+/** The route an owner uses for a run's files larger than a definition's data URI may hold. */
+export const PIPELINE_UPLOADS_ROUTE = 'POST /v1/pipelines/{pipeline_id}/uploads';
 
 /** The asset value an upload answers with, to be put in `workflow_input` as it is. */
 export const UPLOAD_VALUE_PREFIX = 'upload:';
 export const uploadValue = (uploadId: string): string => `${UPLOAD_VALUE_PREFIX}${uploadId}`;
+/** An upload's asset value, well formed (whether the upload exists is checked on use). */
+export const isUploadValue = (x: unknown): x is string =>
+  typeof x === 'string' && x.startsWith(UPLOAD_VALUE_PREFIX) && isUuid(x.slice(UPLOAD_VALUE_PREFIX.length));
 
 /** The 413 detail for an execution request too large even for inline assets. */
 export function inlineLimitDetail(): string {

@@ -3,8 +3,8 @@ import { isOwnApiUrl, LOOP_GUARD_REASON } from './address-guard';
 import { ExpressionError, evaluateExpression } from './jsonata-limits';
 import { bodySecretsBinding, MissingSecretError, redactDeep, secretRedactor, substituteSecrets } from './owner-secrets';
 import { DEFAULT_HTTP_TIMEOUT_MS, nodeDependencies, outputNodeIds, topologicalOrder } from './pipeline';
-import { answerObjectName, HTTP_ASSET_MAX_BYTES, isBinaryMediaType } from './output-assets';
-import type { HttpPort, ObjectRef } from './ports';
+import { answerObjectName, HTTP_ASSET_MAX_BYTES } from './output-assets';
+import type { HttpPort, ObjectRef, SizedStream } from './ports';
 import type { NodeProgress } from './progress';
 import type { DelayNode, NodeTrace, HttpNode, InputNode, OutputNode, PipelineDefinition, PipelineNode, RawValue, TransformNode } from './types';
 
@@ -41,12 +41,13 @@ export interface EngineOptions {
 /** What the engine needs of object storage; the task supplies it (functions/services/tasks.service.ts). */
 export interface EngineObjects {
   /**
-   * Stores a binary answer as the object `name` of this execution: sniffs, hashes and writes it,
-   * and answers its reference and how nodes see it.
+   * Stores a binary answer as the object `name` of this execution as its bytes arrive: sniffs,
+   * counts and hashes them on the way (more than `maxBytes` fails, naming the limit, and leaves
+   * no object), and answers its reference and how nodes see it.
    */
-  store(name: string, bytes: Uint8Array, declaredType: string | undefined): Promise<{ ref: ObjectRef; view: AssetView }>;
-  /** The bytes of a stored object (at most `maxBytes`; more fails). */
-  read(ref: ObjectRef, maxBytes: number): Promise<Uint8Array>;
+  store(name: string, body: AsyncIterable<Uint8Array>, declaredType: string | undefined, maxBytes: number): Promise<{ ref: ObjectRef; view: AssetView }>;
+  /** A stored object's bytes as a stream of `ref.bytes` bytes, read as it is sent. */
+  open(ref: ObjectRef): Promise<SizedStream>;
 }
 
 /** An asset as a transform or http node sees it. */
@@ -310,14 +311,14 @@ async function runHttp(id: string, node: HttpNode, values: unknown[], ctx: RunCo
     Object.defineProperty(headers, name, { value: substituteSecrets(value, ctx.secrets), enumerable: true, writable: true, configurable: true });
   }
   const nodeHeaders = { ...headers };
-  let body: string | Uint8Array | undefined;
+  let body: string | SizedStream | undefined;
   if (node.body_asset !== undefined) {
     const i = (node.inputs ?? []).indexOf(node.body_asset);
     const held = heldAsset(values[i], ctx);
     if (held === null) throw new Error(`body_asset '${node.body_asset}' is not an asset`);
     if (held.ref.bytes > HTTP_ASSET_MAX_BYTES) throw new Error(`body_asset '${node.body_asset}' is ${held.ref.bytes} bytes, more than the http node's asset limit of ${HTTP_ASSET_MAX_BYTES} bytes`);
     if (ctx.objects === undefined) throw new Error('assets cannot be sent here: no object storage');
-    body = await ctx.objects.read(held.ref, HTTP_ASSET_MAX_BYTES);
+    body = await ctx.objects.open(held.ref);
     if (!Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = held.ref.media_type;
   } else if (node.body !== undefined) {
     const value = await evaluate(node.body, scope(node.inputs ?? [], values), ctx, { secrets: bodySecretsBinding(node.body, ctx.secrets) });
@@ -336,12 +337,18 @@ async function runHttp(id: string, node: HttpNode, values: unknown[], ctx: RunCo
     maxResponseBytes: HTTP_MAX_RESPONSE_BYTES,
     ...(ctx.objects === undefined ? {} : { maxBinaryResponseBytes: HTTP_ASSET_MAX_BYTES }),
   });
+  const { stream } = response;
+  if (stream !== undefined && (response.status < 200 || response.status > 299 || ctx.objects === undefined)) {
+    // A failed call's binary body is not read: ending it closes the connection.
+    await stream[Symbol.asyncIterator]().return?.();
+  }
   if (response.status < 200 || response.status > 299) {
     const excerpt = bodyExcerpt(response.body, sensitiveValues(url, nodeHeaders));
     throw new HttpNodeError(response.status, `HTTP ${response.status} from ${safeUrl(url)}${excerpt ? `: ${excerpt}` : ''}`);
   }
-  if (response.bytes !== undefined && ctx.objects !== undefined && isBinaryMediaType(response.headers['content-type'])) {
-    const stored = await ctx.objects.store(answerObjectName(id), response.bytes, response.headers['content-type']);
+  if (stream !== undefined) {
+    if (ctx.objects === undefined) throw new Error('a binary answer cannot be kept here: no object storage');
+    const stored = await ctx.objects.store(answerObjectName(id), stream, response.headers['content-type'], HTTP_ASSET_MAX_BYTES);
     ctx.known.set(stored.view.url, { ref: stored.ref, view: { ...stored.view } });
     return { ...stored.view };
   }

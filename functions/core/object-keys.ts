@@ -5,6 +5,7 @@
  *
  *   d/<deployment_id>/u/<upload_id>                 a caller's upload, before an execution uses it
  *   d/<deployment_id>/e/<execution_id>/<name>        an API execution's inputs, outputs, large values
+ *   p/<pipeline_id>/u/<upload_id>                   an owner's upload, before a run uses it
  *   p/<pipeline_id>/r/<run_id>/<name>                an owner's run (no deployment)
  *
  * `<name>` is a node id or a short role such as `in.photo`, `out.thumbnail`, `val.<node>`.
@@ -19,11 +20,30 @@ export type ObjectOwner =
   | { kind: 'deployment'; deployment_id: string }
   | { kind: 'pipeline'; pipeline_id: string };
 
+export const sameOwner = (a: ObjectOwner, b: ObjectOwner): boolean =>
+  a.kind === 'deployment' ? b.kind === 'deployment' && a.deployment_id === b.deployment_id : b.kind === 'pipeline' && a.pipeline_id === b.pipeline_id;
+
 /** The first part of every key this module makes: `d` (deployments) and `p` (pipelines). */
 export const OBJECT_KEY_ROOTS = ['d', 'p'] as const;
 
 export function uploadKey(deploymentId: string, uploadId: string): string {
   return `d/${deploymentId}/u/${uploadId}`;
+}
+
+export function pipelineUploadKey(pipelineId: string, uploadId: string): string {
+  return `p/${pipelineId}/u/${uploadId}`;
+}
+
+/** Every owner's upload key, as an IAM resource pattern: the one grant of the function making them. */
+export const PIPELINE_UPLOAD_KEYS = 'p/*/u/*';
+
+/** Where an upload's bytes go: under the deployment (callers) or the pipeline (owners) that made it. */
+export const ownerUploadKey = (owner: ObjectOwner, uploadId: string): string =>
+  owner.kind === 'deployment' ? uploadKey(owner.deployment_id, uploadId) : pipelineUploadKey(owner.pipeline_id, uploadId);
+
+/** Who an execution's objects belong to: its deployment for API executions, its pipeline for runs. */
+export function executionOwner(e: { kind: 'run' | 'api'; deployment_id: string | null; pipeline_id: string }): ObjectOwner {
+  return e.kind === 'api' && e.deployment_id ? { kind: 'deployment', deployment_id: e.deployment_id } : { kind: 'pipeline', pipeline_id: e.pipeline_id };
 }
 
 /** The prefix of everything an execution keeps: its deployment's for API executions, its pipeline's for runs. */
@@ -48,6 +68,9 @@ export function ownerOfKey(key: string): ObjectOwner | null {
     if (kind === 'e' && isUuid(id) && NAME.test(name)) return { kind: 'deployment', deployment_id: owner };
     return null;
   }
-  if (root === 'p' && PIPELINE.test(owner) && kind === 'r' && isUuid(id) && NAME.test(name)) return { kind: 'pipeline', pipeline_id: owner };
+  if (root === 'p' && PIPELINE.test(owner)) {
+    if (kind === 'u' && isUuid(id) && name === '' && !key.endsWith('/')) return { kind: 'pipeline', pipeline_id: owner };
+    if (kind === 'r' && isUuid(id) && NAME.test(name)) return { kind: 'pipeline', pipeline_id: owner };
+  }
   return null;
 }

@@ -4,6 +4,7 @@
  * (test/support/memory-stores.ts) as well as on DynamoDB.
  */
 import type { QueueName } from '../../lib/queues';
+import type { ObjectOwner } from './object-keys';
 import type { ExecutionStatus } from './transitions';
 import type { UsageBucket } from './usage';
 import type { ConsumerRecord, Limits } from './consumers';
@@ -31,25 +32,40 @@ export interface HttpRequest {
   method: string;
   url: string;
   headers: Record<string, string>;
-  /** Text is sent as UTF-8; bytes (an http node's `body_asset`) as they are. */
-  body?: string | Uint8Array;
+  /**
+   * Text is sent as UTF-8; bytes as they are; a sized stream (an http node's `body_asset`, read
+   * from storage as it is sent) with that Content-Length, and the call fails if the stream
+   * yields any other number of bytes.
+   */
+  body?: string | Uint8Array | SizedStream;
   timeoutMs: number;
   signal?: AbortSignal;
   /** Bodies past this size are cut off and the call fails. */
   maxResponseBytes?: number;
   /**
    * When set, an answer whose Content-Type is binary (output-assets.ts isBinaryMediaType) may be
-   * this large instead, and comes back as `bytes` (with `body` empty) rather than as text.
+   * this large instead, and comes back as `stream` (with `body` empty) rather than as text.
    */
   maxBinaryResponseBytes?: number;
+}
+
+/** Bytes that arrive as they are read, with their size known up front. */
+export interface SizedStream {
+  bytes: number;
+  stream: AsyncIterable<Uint8Array>;
 }
 
 export interface HttpResponse {
   status: number;
   headers: Record<string, string>;
   body: string;
-  /** A binary answer's bytes, when the request set maxBinaryResponseBytes. */
-  bytes?: Uint8Array;
+  /**
+   * A binary answer's bytes as they arrive, when the request set maxBinaryResponseBytes: never
+   * held whole. Reading past maxBinaryResponseBytes throws an error naming the limit; the
+   * exchange's time-out and signal still apply while it is read. Whoever receives it must read
+   * it to the end or end it early (its iterator's `return`), which closes the connection.
+   */
+  stream?: AsyncIterable<Uint8Array>;
 }
 
 /**
@@ -413,6 +429,21 @@ export interface PresignedDownload {
   expires_at: string;
 }
 
+/**
+ * An object being written in parts: nothing is visible at its key until `complete`, and `abort`
+ * leaves nothing behind (on S3, the bucket's lifecycle rule also removes the parts of an upload
+ * neither completed nor aborted, a day after it began).
+ */
+export interface PartedWrite {
+  /** Sends the next part, numbered from 1 in call order: each but the last at least MIN_PART_BYTES. */
+  part(bytes: Uint8Array): Promise<void>;
+  complete(): Promise<void>;
+  abort(): Promise<void>;
+}
+
+/** S3's smallest part of a multipart upload, the last one excepted (5 MiB). */
+export const MIN_PART_BYTES = 5 * 1024 * 1024;
+
 export interface ObjectStorePort {
   /** Stores the bytes under `key` (replacing any object there). */
   put(key: string, body: Uint8Array, mediaType: string): Promise<void>;
@@ -427,6 +458,11 @@ export interface ObjectStorePort {
    * Optional: where an adapter lacks it, the asset route falls back to `read`, whole.
    */
   open?(key: string, range?: ByteRange): Promise<OpenedObject | null>;
+  /**
+   * Starts an object written in parts as its bytes arrive (S3's multipart upload), stored as
+   * `mediaType`. Optional: where an adapter lacks it, a streamed write is held whole and `put`.
+   */
+  begin?(key: string, mediaType: string): Promise<PartedWrite>;
   /** Removes the objects; unknown keys are not an error. */
   remove(keys: readonly string[]): Promise<void>;
   /**
@@ -462,12 +498,13 @@ export interface AssetLinksPort {
 /* ------------------------------------------------------------------ uploads */
 
 /**
- * A caller's upload: a presigned PUT to `d/<deployment>/u/<upload>` handed out by the uploads
- * route, usable in one execution of that deployment until it expires.
+ * An upload: a presigned PUT handed out by an uploads route, usable in one execution of its
+ * owner until it expires. A caller's belongs to a deployment (`d/<deployment>/u/<upload>`), an
+ * owner's to a pipeline (`p/<pipeline>/u/<upload>`), whose runs alone may use it.
  */
 export interface UploadRecord {
   upload_id: string;
-  deployment_id: string;
+  owner: ObjectOwner;
   /** What the caller said it would send; the bytes are sniffed again when the upload is used. */
   media_type: string;
   bytes: number;
@@ -484,8 +521,8 @@ export interface UploadsPort {
   get(id: string, now: Date): Promise<UploadRecord | null>;
   /**
    * Marks the upload used by `executionId`, in one conditional write: only while it belongs to
-   * `deploymentId`, has not expired, and is unused or already used by that same execution (a
-   * retried request). False when any of that does not hold.
+   * `owner`, has not expired, and is unused or already used by that same execution (a retried
+   * request). False when any of that does not hold.
    */
-  consume(id: string, deploymentId: string, executionId: string, now: Date): Promise<boolean>;
+  consume(id: string, owner: ObjectOwner, executionId: string, now: Date): Promise<boolean>;
 }

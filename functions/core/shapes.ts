@@ -257,7 +257,9 @@ export const UploadAnswer = v.object({
   expires_at: Timestamp,
   asset: v.pipe(
     v.object({ value: v.pipe(v.string(), v.startsWith(UPLOAD_VALUE_PREFIX)), value_type: v.literal('ASSET') }),
-    v.description(`Put this in workflow_input as the asset input's value once the bytes are there, within ${UPLOAD_USE_SECONDS / 3600} hours; it serves one execution.`),
+    v.description(
+      `Put this as the asset input's value once the bytes are there, within ${UPLOAD_USE_SECONDS / 3600} hours: in workflow_input (a deployment's upload) or a run's inputs (a pipeline's); it serves one execution of its deployment or pipeline.`,
+    ),
   ),
 });
 
@@ -416,7 +418,12 @@ const Pipeline = v.object({
 
 /** POST /v1/pipelines/{id}/runs. */
 export const RunRequest = v.strictObject({
-  inputs: v.optional(v.pipe(v.record(v.string(), RawValue), v.description('Overrides of input node values, by id.'))),
+  inputs: v.optional(
+    v.pipe(
+      v.record(v.string(), RawValue),
+      v.description('Overrides of input node values, by id. An asset input takes a data URI (at most 64 KiB decoded) or an upload\'s `upload:<id>` from `POST /v1/pipelines/{pipeline_id}/uploads`.'),
+    ),
+  ),
 });
 const RunAccepted = v.object({ run_id: Uuid, version: int(1), status: v.literal('pending'), status_url: url });
 const StoredValueFields = v.array(v.picklist(['inputs', 'outputs', 'error_message', 'trace', 'callback', 'visible_outputs']));

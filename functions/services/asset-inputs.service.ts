@@ -6,10 +6,10 @@
  */
 import { assetRestrictionProblem, sha256Hex, type AssetValueForm } from '../core/assets';
 import { AppError } from '../core/errors';
-import { executionObjectKey, uploadKey } from '../core/object-keys';
+import { executionObjectKey, executionOwner, ownerUploadKey, sameOwner, type ObjectOwner } from '../core/object-keys';
 import type { ObjectRef } from '../core/ports';
 import { sniffMediaType } from '../core/sniff';
-import type { ContractInput, Deployment, Execution } from '../core/types';
+import type { ContractInput, Execution } from '../core/types';
 import type { Deps } from '../adapters/deps';
 
 /** An asset input that passed every check, ready to be stored or claimed. */
@@ -23,13 +23,17 @@ export interface CheckedAsset {
 
 const invalid = (id: string, reason: string) => new AppError('InvalidInput', `input '${id}' ${reason}`);
 
-/** Checks every asset input of a request; 422 naming the input for the first that does not fit. */
-export async function checkAssets(d: Deps, dep: Pick<Deployment, 'deployment_id' | 'inputs'>, forms: Record<string, AssetValueForm>, now: Date): Promise<CheckedAsset[]> {
+/**
+ * Checks every asset input of a request; 422 naming the input for the first that does not fit.
+ * `owner` is who the request runs for: uploads of anyone else (another deployment, a pipeline's
+ * owner for a caller, a caller for a run) are refused.
+ */
+export async function checkAssets(d: Deps, owner: ObjectOwner, inputs: readonly ContractInput[], forms: Record<string, AssetValueForm>, now: Date): Promise<CheckedAsset[]> {
   const checked: CheckedAsset[] = [];
-  for (const input of dep.inputs) {
+  for (const input of inputs) {
     const form = Object.hasOwn(forms, input.id) ? forms[input.id] : undefined;
     if (input.value_type !== 'asset' || form === undefined) continue;
-    checked.push(form.kind === 'inline' ? await checkInline(input, form.bytes) : await checkUpload(d, dep.deployment_id, input, form.uploadId, now));
+    checked.push(form.kind === 'inline' ? await checkInline(input, form.bytes) : await checkUpload(d, owner, input, form.uploadId, now));
   }
   return checked;
 }
@@ -41,11 +45,13 @@ async function checkInline(input: ContractInput, body: Uint8Array): Promise<Chec
   return { id: input.id, media_type, bytes: body.length, sha256: sha256Hex(body), source: { kind: 'inline', body } };
 }
 
-async function checkUpload(d: Deps, deploymentId: string, input: ContractInput, uploadId: string, now: Date): Promise<CheckedAsset> {
+async function checkUpload(d: Deps, owner: ObjectOwner, input: ContractInput, uploadId: string, now: Date): Promise<CheckedAsset> {
   const record = await d.uploads.get(uploadId, now);
-  // Unknown, expired and another deployment's uploads answer alike: a caller learns nothing of others'.
-  if (!record || record.deployment_id !== deploymentId) throw invalid(input.id, 'names an upload that does not exist or has expired (an upload can be used for a day, with the deployment that made it)');
-  const key = uploadKey(deploymentId, uploadId);
+  // Unknown, expired and others' uploads answer alike: a caller learns nothing of others'.
+  if (!record || !sameOwner(record.owner, owner)) {
+    throw invalid(input.id, `names an upload that does not exist or has expired (an upload can be used for a day, with the ${owner.kind} that made it)`);
+  }
+  const key = ownerUploadKey(owner, uploadId);
   const head = await d.objects.head(key);
   if (!head) throw invalid(input.id, 'names an upload whose bytes have not arrived: PUT them to its upload_url first');
   if (head.bytes !== record.bytes) throw invalid(input.id, `names an upload of ${head.bytes} bytes, not the ${record.bytes} it was made for`);
@@ -71,7 +77,7 @@ export async function storeAssets(d: Deps, e: Pick<Execution, 'kind' | 'deployme
       key = executionObjectKey(e, `in.${a.id}`);
       await d.objects.put(key, a.source.body, a.media_type);
     } else {
-      if (!(await d.uploads.consume(a.source.uploadId, e.deployment_id ?? '', e.execution_id, now))) {
+      if (!(await d.uploads.consume(a.source.uploadId, executionOwner(e), e.execution_id, now))) {
         throw invalid(a.id, 'names an upload that another execution has used already (an upload serves one execution; make a new one)');
       }
       key = a.source.key;

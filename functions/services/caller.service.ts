@@ -185,7 +185,7 @@ export async function submit(d: Deps, auth: CallerAuth, req: ExecuteRequest) {
   if (req.formLink !== undefined && parsed.callback !== null) throw new AppError('InvalidInputStructure', 'a web-form execution takes no callback');
   const now = d.clock.now();
   // Every asset is checked (sniffed, sized, its upload looked up) before anything is written.
-  const assets = await checkAssets(d, dep, parsed.assets, now);
+  const assets = await checkAssets(d, { kind: 'deployment', deployment_id: dep.deployment_id }, dep.inputs, parsed.assets, now);
   let executionId = d.ids.uuid();
 
   if (req.idempotencyKey !== undefined) {

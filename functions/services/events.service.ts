@@ -8,7 +8,7 @@
 import { callerFinal, callerShows, eventsAfter, executionEvents, formatEvent, KEEP_ALIVE_COMMENT, parseLastEventId, retryField, type FinalView, type NodeView } from '../core/events';
 import { AppError } from '../core/errors';
 import { isTerminal } from '../core/transitions';
-import type { Execution } from '../core/types';
+import type { DeploymentRecord, Execution } from '../core/types';
 import { responseData, resultBody, runBody } from '../core/views';
 import type { CallerAuth } from '../adapters/api';
 import type { Deps } from '../adapters/deps';
@@ -44,20 +44,23 @@ export async function openEventStream(d: Deps, auth: CallerAuth, executionId: st
     const dep = await liveDeployment(d, auth).catch((err: unknown) => {
       throw err instanceof AppError && err.code === 'DeploymentNotFound' ? new AppError('ExecutionNotFound') : err;
     });
-    // Node detail off: counts only, of the nodes of the version this execution runs.
-    const nodes: NodeView =
-      dep.node_detail === false
-        ? { countsOf: Object.keys((await d.pipelines.getVersion(first.pipeline_id, first.version))?.definition.nodes ?? {}).length }
-        : callerShows(
-            dep.inputs.filter((i) => i.visible).map((i) => i.id),
-            first.visible_outputs ?? [],
-          );
     return {
       first,
-      shows: nodes,
+      shows: await callerNodeView(d, dep, first),
       final: async (e) => callerFinal(resultBody(e, await outputLinks(d, e, opts.baseUrl, callerOutputIds(e)))),
     };
   });
+}
+
+/** What a caller (or the deployment's web form) sees of an execution's nodes. */
+export async function callerNodeView(d: Deps, dep: Pick<DeploymentRecord, 'node_detail' | 'inputs'>, first: Execution): Promise<NodeView> {
+  // Node detail off: counts only, of the nodes of the version this execution runs.
+  return dep.node_detail === false
+    ? { countsOf: Object.keys((await d.pipelines.getVersion(first.pipeline_id, first.version))?.definition.nodes ?? {}).length }
+    : callerShows(
+        dep.inputs.filter((i) => i.visible).map((i) => i.id),
+        first.visible_outputs ?? [],
+      );
 }
 
 /** An owner's run (404 Run Not Found otherwise): every node and output, `done` holding the run as GET run shows it. */
@@ -76,16 +79,22 @@ export async function openRunEventStream(d: Deps, pipelineId: string, runId: str
   });
 }
 
-interface Source {
+/** What a stream needs, found (and the reader's right to it checked) before any byte is sent. */
+export interface StreamSource {
   first: Execution;
   shows: NodeView;
   final: (e: Execution) => Promise<FinalView>;
 }
 
-async function streamOf(d: Deps, executionId: string, opts: EventStreamOptions, open: () => Promise<Source>): Promise<AsyncIterable<string>> {
+/**
+ * The one stream loop every event route shares (callers, owners' runs, the web form): `open`
+ * finds the execution and checks the reader may see it (throwing answers before the stream
+ * starts); then `retry:`, the events after Last-Event-ID, each new one as it is written, `done`.
+ */
+export async function streamOf(d: Deps, executionId: string, opts: EventStreamOptions, open: () => Promise<StreamSource>): Promise<AsyncIterable<string>> {
   // Watch before the first read, so a write between that read and the first wait still wakes us.
   const watch = d.completions.watch(executionId);
-  let source: Source;
+  let source: StreamSource;
   try {
     source = await open();
   } catch (err) {

@@ -21,6 +21,7 @@ import type { Deps } from '../adapters/deps';
 import { presignedOrigin } from '../adapters/objects.store';
 import { awaitTerminal, NO_WAIT, submit, type Wait } from './caller.service';
 import { callerOutputIds, outputLinks } from './output-links';
+import { callerNodeView, streamOf } from './events.service';
 import { createUpload } from './uploads.service';
 
 interface OpenForm {
@@ -148,20 +149,30 @@ export async function formExecute(d: Deps, req: FormExecuteRequest): Promise<Rou
  */
 export async function formExecution(d: Deps, token: string, executionId: string, baseUrl: string, wait: Wait = NO_WAIT): Promise<RouteAnswer> {
   const { rec, hash } = await openForm(d, token);
-  const read = async (): Promise<Execution> => {
-    const e = isUuid(executionId) ? await d.executions.get(executionId, d.clock.now()) : null;
-    // Only the link that made it reads it: not another form's, not this form's previous link.
-    if (!e || e.kind !== 'api' || e.deployment_id !== rec.deployment_id || e.source !== 'form' || !formHashMatches(e.form_link ?? '', hash)) {
-      throw new AppError('ExecutionNotFound');
-    }
-    return e;
-  };
-  const { e, waited } = await awaitTerminal(d, executionId, read, wait);
-  const links = e.status === 'completed' ? await outputLinks(d, e, baseUrl, callerOutputIds(e)) : {};
-  const result = resultBody(e, links);
+  const { e, waited } = await awaitTerminal(d, executionId, () => readFormExecution(d, rec, hash, executionId), wait);
+  const { body } = await formView(d, e, token, baseUrl);
   return {
     status: 200,
     headers: { 'cache-control': 'no-store', ...preferenceApplied(waited), ...(isTerminal(e.status) ? {} : { 'retry-after': String(POLL_HINT_SECONDS) }) },
+    body,
+  };
+}
+
+/** The execution, if this link made it: not another form's, not this form's previous link (404 alike). */
+async function readFormExecution(d: Deps, rec: DeploymentRecord, hash: string, executionId: string): Promise<Execution> {
+  const e = isUuid(executionId) ? await d.executions.get(executionId, d.clock.now()) : null;
+  if (!e || e.kind !== 'api' || e.deployment_id !== rec.deployment_id || e.source !== 'form' || !formHashMatches(e.form_link ?? '', hash)) {
+    throw new AppError('ExecutionNotFound');
+  }
+  return e;
+}
+
+/** A form execution as the page reads it (GET …/executions/{id}), with fresh links to its visible files once completed. */
+async function formView(d: Deps, e: Execution, token: string, baseUrl: string): Promise<{ result: ReturnType<typeof resultBody>; body: Record<string, unknown> }> {
+  const links = e.status === 'completed' ? await outputLinks(d, e, baseUrl, callerOutputIds(e)) : {};
+  const result = resultBody(e, links);
+  return {
+    result,
     body: {
       status: e.status,
       execution_id: e.execution_id,
@@ -175,6 +186,36 @@ export async function formExecution(d: Deps, token: string, executionId: string,
       response_data: result.response_data,
     },
   };
+}
+
+export interface FormEventsRequest {
+  token: string;
+  executionId: string;
+  address: string;
+  lastEventId: string | undefined;
+  baseUrl: string;
+}
+
+/**
+ * GET …/executions/{id}/events: the callers' event stream of a form execution (the same events,
+ * the nodes a caller sees), `done` holding what GET …/executions/{id} answers. 404 as that route
+ * before any byte is sent. Opening one counts against the link and the address, as a run does: a
+ * stream holds its function for as long as the execution runs.
+ */
+export async function openFormEventStream(d: Deps, req: FormEventsRequest): Promise<AsyncIterable<string>> {
+  return streamOf(d, req.executionId, { lastEventId: req.lastEventId, baseUrl: req.baseUrl }, async () => {
+    const { rec, hash } = await openForm(d, req.token);
+    await admit(d, hash, req.address);
+    const first = await readFormExecution(d, rec, hash, req.executionId);
+    return {
+      first,
+      shows: await callerNodeView(d, rec, first),
+      final: async (e) => {
+        const { result, body } = await formView(d, e, req.token, req.baseUrl);
+        return { outputs: result.response_data, body };
+      },
+    };
+  });
 }
 
 /** POST …/uploads: a presigned PUT for a file too large to send inline, as the callers' uploads route answers. */

@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import * as v from 'valibot';
 import { generateApiKey, generateSigningSecret, hashApiKey, sealSecret } from '../core/api-key';
-import { parseAssetValue, type AssetValueForm } from '../core/assets';
+import { DEFINITION_ASSET_MAX_BYTES, isUploadValue, parseAssetValue, PIPELINE_UPLOADS_ROUTE, type AssetValueForm } from '../core/assets';
 import { applyVisibility, assertPublishable, discoverContract, formView, readiness as readinessView, requestedSettings, restrictionsOf, type FormRequest } from '../core/contract';
 import { FORM_SALT_BYTES, formToken, formTokenHash, formUrl } from '../core/form-link';
 import { AppError } from '../core/errors';
@@ -99,7 +99,8 @@ function runInputs(def: PipelineDefinition, given: Record<string, RawValue>, all
       problems.push({ path: `inputs.${id}`, reason: `no input node with this id; ${known.length ? `the inputs are: ${known.join(', ')}` : 'this pipeline has no input nodes'}` });
       continue;
     }
-    const wrong = node.value_type === 'reference' ? referenceProblem(value, { allowPrivate }) : valueTypeProblem(node.value_type, value);
+    const wrong =
+      node.value_type === 'reference' ? referenceProblem(value, { allowPrivate }) : node.value_type === 'asset' ? runAssetProblem(value) : valueTypeProblem(node.value_type, value);
     if (wrong !== null) problems.push({ path: `inputs.${id}`, reason: wrong });
     else values[id] = value;
   }
@@ -107,7 +108,13 @@ function runInputs(def: PipelineDefinition, given: Record<string, RawValue>, all
   return values;
 }
 
-/** Splits a run's values: asset inputs' data URIs are checked against their nodes and stored; the rest stay values. */
+/** A run's asset value: a definition's (a small data URI), or an upload the pipeline's owner made. */
+function runAssetProblem(value: RawValue): string | null {
+  if (isUploadValue(value) || valueTypeProblem('asset', value) === null) return null;
+  return `must be a base64 data URI (data:<media type>;base64,...) of at most ${DEFINITION_ASSET_MAX_BYTES} bytes decoded, or an upload's value "upload:<id>" from ${PIPELINE_UPLOADS_ROUTE} (its type is asset)`;
+}
+
+/** Splits a run's values: asset inputs (data URIs, uploads) are checked against their nodes and stored or claimed; the rest stay values. */
 async function runAssets(
   d: Deps,
   def: PipelineDefinition,
@@ -130,14 +137,14 @@ async function runAssets(
     }
   }
   if (assetInputs.length === 0) return { inputs, assets: null };
-  let checked;
   try {
-    checked = await checkAssets(d, { deployment_id: '', inputs: assetInputs }, forms, now);
+    const checked = await checkAssets(d, { kind: 'pipeline', pipeline_id: where.pipeline_id }, assetInputs, forms, now);
+    // Claiming an upload can still refuse (used by another run since the check).
+    return { inputs, assets: await storeAssets(d, where, checked, now) };
   } catch (e) {
     if (e instanceof AppError && e.code === 'InvalidInput') throw new AppError('InvalidRequest', [{ path: 'inputs', reason: String(e.detail) }]);
     throw e;
   }
-  return { inputs, assets: await storeAssets(d, where, checked, now) };
 }
 
 /**
@@ -170,7 +177,7 @@ export async function startRun(d: Deps, id: string, body: string | null, baseUrl
   const allInputs = runInputs(version.definition, parsed.output.inputs ?? {}, d.config.allowPrivateUrls);
   const now = d.clock.now().toISOString();
   const runId = d.ids.uuid();
-  // Asset inputs (data URIs) are stored like a caller's: the record keeps their references.
+  // Asset inputs are stored (data URIs) or claimed (uploads) like a caller's: the record keeps their references.
   const { inputs, assets } = await runAssets(d, version.definition, allInputs, { kind: 'run', deployment_id: null, pipeline_id: id, execution_id: runId }, d.clock.now());
   const run: Execution = {
     execution_id: runId,

@@ -1,7 +1,6 @@
 /** The state machine's tasks: MarkRunning, RunNodes and MarkFailed, each a step of the one lifecycle. */
 import * as v from 'valibot';
 import { capTrace, runPipelineTraced, timeoutMessage, TRACE_MAX_BYTES, type AssetView, type EngineObjects } from '../core/engine';
-import { sha256Hex } from '../core/assets';
 import { executionObjectKey } from '../core/object-keys';
 import { answerMediaType } from '../core/output-assets';
 import type { ObjectRef, PresignedDownload } from '../core/ports';
@@ -11,6 +10,7 @@ import type { Execution } from '../core/types';
 import { referencedSecretNames } from '../core/owner-secrets';
 import { isTerminal } from '../core/transitions';
 import type { Deps } from '../adapters/deps';
+import { writeStream } from './object-writer';
 import { progressRecorder } from './progress.service';
 import { afterTerminal, failExecution, finishExecution, markRunning, whileStoreUnavailable, type Finished } from './lifecycle.service';
 
@@ -103,25 +103,43 @@ export async function nodeLink(d: Deps, e: Pick<Execution, 'base_url'>, ref: Obj
 }
 
 /**
- * Storage for the assets a run makes and sends: an http node's binary answer is sniffed, hashed
- * and stored under the execution's own prefix (so it expires and is removed with it); a body
- * asset is read back from storage, never from the record.
+ * Storage for the assets a run makes and sends: an http node's binary answer goes from the
+ * response to the bucket as it arrives, sniffed, counted and hashed on the way
+ * (services/object-writer.ts), under the execution's own prefix (so it expires and is removed
+ * with it); a body asset is streamed from storage to the request, never from the record and
+ * never held whole.
  */
 function engineObjects(d: Deps, e: Execution): EngineObjects {
   return {
-    async store(name, bytes, declaredType) {
-      const mediaType = answerMediaType(await sniffMediaType(bytes), declaredType);
-      const ref: ObjectRef = { key: executionObjectKey(e, name), media_type: mediaType, bytes: bytes.length, sha256: sha256Hex(bytes) };
-      await d.objects.put(ref.key, bytes, mediaType);
+    async store(name, body, declaredType, maxBytes) {
+      const key = executionObjectKey(e, name);
+      const written = await writeStream(d.objects, key, body, {
+        maxBytes,
+        what: 'binary response',
+        mediaType: async (head) => answerMediaType(await sniffMediaType(head), declaredType),
+      });
+      const ref: ObjectRef = { key, media_type: written.media_type, bytes: written.bytes, sha256: written.sha256 };
       const link = await nodeLink(d, e, ref);
-      return { ref, view: { url: link.url, media_type: mediaType, bytes: ref.bytes, sha256: ref.sha256, expires_at: link.expires_at } };
+      return { ref, view: { url: link.url, media_type: ref.media_type, bytes: ref.bytes, sha256: ref.sha256, expires_at: link.expires_at } };
     },
-    async read(ref, maxBytes) {
-      const bytes = await d.objects.read(ref.key, maxBytes + 1);
-      if (bytes === null) throw new Error('the stored file of this asset is gone');
-      if (bytes.length > maxBytes) throw new Error(`the asset is larger than ${maxBytes} bytes`);
-      return bytes;
+    async open(ref) {
+      const opened = d.objects.open ? await d.objects.open(ref.key) : await wholeObject(d, ref.key);
+      if (opened === null) throw new Error('the stored file of this asset is gone');
+      if (opened.bytes !== ref.bytes) throw new Error(`the stored file of this asset is ${opened.bytes} bytes, not ${ref.bytes}`);
+      return { bytes: opened.bytes, stream: opened.body };
     },
+  };
+}
+
+/** An object read whole, for a store without `open`. */
+async function wholeObject(d: Deps, key: string): Promise<{ bytes: number; body: AsyncIterable<Uint8Array> } | null> {
+  const bytes = await d.objects.read(key);
+  if (bytes === null) return null;
+  return {
+    bytes: bytes.length,
+    body: (async function* () {
+      yield bytes;
+    })(),
   };
 }
 

@@ -1,11 +1,11 @@
 /**
  * `--input id=@file` for asset inputs on run and execute: the files become ASSET values, inline
- * as data URIs while the request stays within the inline limit, else (execute only) through
- * the deployment's uploads route. Owner runs have no uploads route: their files go inline and
- * each must fit what a run's asset value may hold.
+ * as data URIs while they fit, else uploaded (execute: the deployment's uploads route; run: the
+ * pipeline's) and sent as the upload's value.
  */
 import { DEFINITION_ASSET_MAX_BYTES, INLINE_ASSET_BODY_MAX_BYTES } from '../../functions/core/assets';
 import { isFileReference, localFile, readDataUri, sniffFile, splitBySize, fileStream, TransferProgress, type LocalFile, type SniffedFile } from './asset-files';
+import type { Upload } from './client';
 import type { Ctx } from './context';
 import { FailureError, ServiceError } from './errors';
 import { splitAssignments, type InputValueType } from './inputs';
@@ -21,17 +21,26 @@ export function splitFileInputs(pairs: readonly string[], types: ReadonlyMap<str
   return { files, texts };
 }
 
-/** The limit an owner run's file meets: a run's asset value is a data URI of at most 64 KiB decoded. */
-export const RUN_FILE_LIMIT = {
-  maxBytes: DEFINITION_ASSET_MAX_BYTES,
-  what: 'the largest file an owner run takes (runs send files inline; they have no uploads route)',
-  hint: 'publish the pipeline and send larger files with pipegate execute <deployment> --input <id>=@<file>, which uploads them',
-};
+/**
+ * The owner routes' body limit as the service ships it (PIPEGATE_MAX_BODY_BYTES' default): a
+ * run's inline files together stay within it, or the largest go through uploads.
+ */
+export const RUN_BODY_MAX_BYTES = 256 * 1024;
 
-/** Each file as a data URI, by input id (owner runs). */
-export async function inlineFiles(files: readonly LocalFile[]): Promise<Record<string, string>> {
+/**
+ * Each file's asset value for a run: inline as a data URI when it holds at most
+ * DEFINITION_ASSET_MAX_BYTES (what a run's data URI may hold) and the request stays within
+ * RUN_BODY_MAX_BYTES, else uploaded through the pipeline's uploads route.
+ */
+export async function runFiles(ctx: Ctx, pipeline: string, files: readonly LocalFile[], otherChars: number): Promise<Record<string, string>> {
+  const sniffed = await Promise.all(files.map(sniffFile));
+  const small = sniffed.filter((f) => f.bytes <= DEFINITION_ASSET_MAX_BYTES);
+  const { inline, upload } = splitBySize(small, otherChars, RUN_BODY_MAX_BYTES);
   const values: Record<string, string> = {};
-  for (const f of files) values[f.input] = await readDataUri(await sniffFile(f));
+  for (const f of [...sniffed.filter((x) => x.bytes > DEFINITION_ASSET_MAX_BYTES), ...upload]) {
+    values[f.input] = await uploadFile(ctx, (req) => ctx.client.createRunUpload(pipeline, req), f);
+  }
+  for (const f of inline) values[f.input] = await readDataUri(f);
   return values;
 }
 
@@ -43,22 +52,26 @@ export async function executionFiles(ctx: Ctx, deploymentId: string, key: string
   const sniffed = await Promise.all(files.map(sniffFile));
   const { inline, upload } = splitBySize(sniffed, otherChars, INLINE_ASSET_BODY_MAX_BYTES);
   const values: Record<string, string> = {};
-  for (const f of upload) values[f.input] = await uploadFile(ctx, deploymentId, key, f);
+  for (const f of upload) values[f.input] = await uploadFile(ctx, (req) => ctx.client.createUpload(deploymentId, key, req), f);
   for (const f of inline) values[f.input] = await readDataUri(f);
   return values;
 }
 
+/** Asks an uploads route (a deployment's or a pipeline's) for one file's PUT. */
+export type CreateUpload = (req: { media_type: string; bytes: number }) => Promise<{ body: Upload }>;
+
 /**
  * One upload: ask the uploads route, PUT the file with exactly the headers it answered (the
- * size is signed), and return the value to put in workflow_input.
+ * size is signed), and return the asset value to send (in workflow_input, or a run's inputs).
  */
-export async function uploadFile(ctx: Ctx, deploymentId: string, key: string, f: SniffedFile): Promise<string> {
+export async function uploadFile(ctx: Ctx, create: CreateUpload, f: SniffedFile): Promise<string> {
   const { out, client } = ctx;
   let answer;
   try {
-    answer = (await client.createUpload(deploymentId, key, { media_type: f.mediaType, bytes: f.bytes })).body;
+    answer = (await create({ media_type: f.mediaType, bytes: f.bytes })).body;
   } catch (e) {
-    if (e instanceof ServiceError && e.status === 422) e.hint = `--input ${f.input}=@${f.shown}: the file is ${f.mediaType} (by its bytes), ${f.bytes} bytes`;
+    // A caller's route refuses a file no input takes with 422, the owner's with 400.
+    if (e instanceof ServiceError && (e.status === 422 || e.status === 400)) e.hint = `--input ${f.input}=@${f.shown}: the file is ${f.mediaType} (by its bytes), ${f.bytes} bytes`;
     throw e;
   }
   const progress = new TransferProgress(ctx.io.stderr, 'uploading', f.shown, f.bytes);

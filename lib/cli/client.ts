@@ -292,6 +292,9 @@ export class PipegateClient {
   getPipeline(id: string) {
     return this.owner('GET', `/v1/pipelines/${enc(id)}`, PipelineBody);
   }
+  createRunUpload(id: string, file: { media_type: string; bytes: number }) {
+    return this.owner('POST', `/v1/pipelines/${enc(id)}/uploads`, UploadAnswer, file);
+  }
   startRun(id: string, inputs: Record<string, string | number | boolean>) {
     return this.owner('POST', `/v1/pipelines/${enc(id)}/runs`, RunStartedBody, Object.keys(inputs).length ? { inputs } : {});
   }

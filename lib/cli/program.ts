@@ -88,7 +88,7 @@ export function buildProgram(io: CliIO, deps: CliDeps, state: { code: number }):
     .argument('<pipeline>', 'pipeline id')
     .option(
       '-i, --input <id=value>',
-      `override an input (repeatable); the value is read by the input's type; for an asset input, @path sends that file inline (at most ${sizeText(DEFINITION_ASSET_MAX_BYTES)} in a run)`,
+      `override an input (repeatable); the value is read by the input's type; for an asset input, @path sends that file: inline up to ${sizeText(DEFINITION_ASSET_MAX_BYTES)}, else through the pipeline's uploads route (at most ${sizeText(UPLOAD_MAX_BYTES)})`,
       collect,
     )
     .option('--wait', 'wait until the run finishes and print its outputs (default)')

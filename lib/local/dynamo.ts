@@ -148,8 +148,13 @@ function bodyBytes(body: unknown): Buffer {
 
 /** Creates the table unless it exists, then waits until it is active. */
 export async function ensureTable(endpoint: string, tableName: string, def: TableDefinition = MAIN_TABLE): Promise<void> {
+  await ensureTableAs(endpoint, tableInput(tableName, def));
+}
+
+/** The CreateTable input of a table of lib/tables.ts, as the stack declares it. */
+export function tableInput(tableName: string, def: TableDefinition = MAIN_TABLE): CreateTableCommandInput {
   const attrs = new Set([def.partitionKey, def.sortKey, ...def.indexes.flatMap((i) => [i.partitionKey, i.sortKey])]);
-  await ensureTableAs(endpoint, {
+  return {
     TableName: tableName,
     BillingMode: 'PAY_PER_REQUEST',
     AttributeDefinitions: [...attrs].map((name) => ({ AttributeName: name, AttributeType: 'S' })),
@@ -165,7 +170,7 @@ export async function ensureTable(endpoint: string, tableName: string, def: Tabl
       ],
       Projection: { ProjectionType: i.projection },
     })),
-  });
+  };
 }
 
 /**

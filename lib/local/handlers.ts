@@ -16,6 +16,7 @@ import { createHandler as pipelineList } from '../../functions/pipeline-list/han
 import { createHandler as pipelinePush } from '../../functions/pipeline-push/handler';
 import { createHandler as pipelineGet } from '../../functions/pipeline-get/handler';
 import { createHandler as runStart } from '../../functions/run-start/handler';
+import { createHandler as pipelineUpload } from '../../functions/pipeline-upload/handler';
 import { createHandler as runList } from '../../functions/run-list/handler';
 import { createHandler as runGet } from '../../functions/run-get/handler';
 import { createHandler as runEvents } from '../../functions/run-events/handler';
@@ -37,6 +38,7 @@ import { createHandler as formPage } from '../../functions/form-page/handler';
 import { createHandler as formExecute } from '../../functions/form-execute/handler';
 import { createHandler as formExecution } from '../../functions/form-execution/handler';
 import { createHandler as formUpload } from '../../functions/form-upload/handler';
+import { createHandler as formEvents } from '../../functions/form-events/handler';
 
 export type HttpLambda = LocalFunction;
 
@@ -54,6 +56,7 @@ export const HTTP_HANDLERS: Record<string, (deps: DepsSource) => HttpLambda> = {
   'pipeline-push': pipelinePush,
   'pipeline-get': pipelineGet,
   'run-start': runStart,
+  'pipeline-upload': pipelineUpload,
   'run-list': runList,
   'run-get': runGet,
   'run-events': runEvents,
@@ -75,4 +78,5 @@ export const HTTP_HANDLERS: Record<string, (deps: DepsSource) => HttpLambda> = {
   'form-execute': formExecute,
   'form-execution': formExecution,
   'form-upload': formUpload,
+  'form-events': formEvents,
 };

@@ -289,3 +289,33 @@ export function parseDeleteBody(xml: string): { keys: string[]; quiet: boolean }
   if (keys.length === 0 || keys.length > MAX_DELETE_KEYS) throw malformed();
   return { keys, quiet };
 }
+
+/** S3's most parts in one multipart upload. */
+export const MAX_PARTS = 10_000;
+
+/** CompleteMultipartUpload's body: `<CompleteMultipartUpload><Part><ETag>"…"</ETag><PartNumber>n</PartNumber></Part>…`, parts in order. */
+export function parseCompleteBody(xml: string): { partNumber: number; etag: string }[] {
+  const malformed = () => new S3Error(400, 'MalformedXML', 'The XML you provided was not well-formed or did not validate against our published schema');
+  const body = /^\s*(?:<\?xml[^>]*\?>\s*)?<CompleteMultipartUpload(?:\s+xmlns="[^"]*")?\s*>([\s\S]*)<\/CompleteMultipartUpload>\s*$/.exec(xml);
+  if (!body) throw malformed();
+  let rest = body[1] as string;
+  const parts: { partNumber: number; etag: string }[] = [];
+  for (;;) {
+    rest = rest.replace(/^\s+/, '');
+    if (rest === '') break;
+    const part = /^<Part>([\s\S]*?)<\/Part>/.exec(rest);
+    if (!part) throw malformed();
+    const inner = part[1] as string;
+    const n = /<PartNumber>\s*(\d{1,5})\s*<\/PartNumber>/.exec(inner);
+    const etag = /<ETag>([^<]*)<\/ETag>/.exec(inner);
+    if (!n || !etag) throw malformed();
+    parts.push({ partNumber: Number(n[1]), etag: xmlUnescape(etag[1] as string).trim() });
+    rest = rest.slice(part[0].length);
+  }
+  if (parts.length === 0) throw malformed();
+  if (parts.length > MAX_PARTS) throw new S3Error(400, 'InvalidArgument', `Part number must be an integer between 1 and ${MAX_PARTS}, inclusive`);
+  for (let i = 1; i < parts.length; i++) {
+    if ((parts[i]?.partNumber ?? 0) <= (parts[i - 1]?.partNumber ?? 0)) throw new S3Error(400, 'InvalidPartOrder', 'The list of parts was not in ascending order. Parts must be ordered by part number.');
+  }
+  return parts;
+}

@@ -1,6 +1,7 @@
 /**
  * S3 on one machine, for the calls pipegate makes (PutObject, HeadObject, GetObject with Range
- * and response overrides, DeleteObject, DeleteObjects, ListObjectsV2) and the presigned URLs it
+ * and response overrides, DeleteObject, DeleteObjects, ListObjectsV2, and a multipart upload's
+ * Create, UploadPart, Complete and Abort) and the presigned URLs it
  * hands out: path-style, objects as files under a directory, every request's SigV4 verified
  * (header-signed or presigned, expiry and the signed Content-Length enforced, so a presigned PUT
  * of more or fewer bytes is refused as S3 refuses it). Anything else answers NotImplemented
@@ -9,7 +10,7 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { createReadStream, createWriteStream, readFileSync } from 'node:fs';
-import { mkdir, open, readdir, rename, rm, rmdir, writeFile } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
@@ -17,8 +18,10 @@ import { pipeline } from 'node:stream/promises';
 import { Transform } from 'node:stream';
 import { crc32 } from 'node:zlib';
 import {
+  MAX_PARTS,
   parseAddress,
   parseAuthorization,
+  parseCompleteBody,
   parseDeleteBody,
   parseRange,
   queryValue,
@@ -82,7 +85,20 @@ export function lifecycleExpiryMs(writtenMs: number, days: number): number {
 export const MAX_SEGMENT_CHARS = 240;
 /** Local limit on one object, far above what pipegate stores (S3 allows 5 GB per PUT). */
 export const MAX_OBJECT_BYTES = 5 * 1024 * 1024 * 1024;
+/** S3's largest part of a multipart upload (5 GiB). */
+const MAX_PART_BYTES = 5 * 1024 * 1024 * 1024;
 const MAX_XML_BYTES = 2 * 1024 * 1024;
+/** S3's smallest part of a multipart upload, the last one excepted. */
+const MIN_PART_BYTES = 5 * 1024 * 1024;
+/** The bucket's lifecycle rule removes an upload neither completed nor aborted a day after it began (lib/stacks/stateful-stack.ts). */
+const ABORT_INCOMPLETE_UPLOAD_MS = 24 * 3600 * 1000;
+
+interface UploadMeta {
+  bucket: string;
+  key: string;
+  content_type: string;
+  initiated_ms: number;
+}
 const MAX_LIST_KEYS = 1000;
 
 interface Meta {
@@ -102,6 +118,7 @@ export function createS3Handler(opts: S3EmulationOptions): S3Handler {
   const now = opts.now ?? Date.now;
   const buckets = new Set(opts.buckets);
   const tmpDir = path.join(opts.dir, '.tmp');
+  const uploadsDir = path.join(opts.dir, '.uploads');
   // Per bucket: the configuration set through the API (null: none set yet), read once from disk.
   const corsSet = new Map<string, BucketCorsRule[] | null>();
 
@@ -152,6 +169,11 @@ export function createS3Handler(opts: S3EmulationOptions): S3Handler {
         removed++;
       }
     }
+    // Uploads neither completed nor aborted: their parts go, as the bucket's rule removes them (not counted as objects).
+    for (const id of await readdir(uploadsDir).catch(() => [] as string[])) {
+      const meta = await readUpload(id).catch(() => null);
+      if (meta === null || now() - meta.initiated_ms > ABORT_INCOMPLETE_UPLOAD_MS) await rm(path.join(uploadsDir, id), { recursive: true, force: true });
+    }
     return removed;
   }
 
@@ -179,9 +201,11 @@ export function createS3Handler(opts: S3EmulationOptions): S3Handler {
       for (const h of ['if-match', 'if-none-match', 'if-modified-since', 'if-unmodified-since', 'x-amz-copy-source']) {
         if (req.headers[h] !== undefined) throw new S3Error(501, 'NotImplemented', `The ${h} header is not emulated locally`);
       }
-      const subresource = a.query.find(([k]) => !k.startsWith('X-Amz-') && !k.startsWith('response-') && !['x-id', 'delete', 'list-type', 'prefix', 'max-keys', 'continuation-token', 'start-after', 'fetch-owner'].includes(k) && !(k === 'cors' && a.key === ''));
+      const subresource = a.query.find(([k]) => !k.startsWith('X-Amz-') && !k.startsWith('response-') && !['x-id', 'delete', 'list-type', 'prefix', 'max-keys', 'continuation-token', 'start-after', 'fetch-owner', 'uploads', 'uploadId', 'partNumber'].includes(k) && !(k === 'cors' && a.key === ''));
       if (subresource) throw new S3Error(501, 'NotImplemented', `The ${subresource[0]} parameter is not emulated locally`);
       if (a.key === '') return await bucketRequest(method, a, auth, req, res);
+      const uploadId = queryValue(a, 'uploadId');
+      if (queryValue(a, 'uploads') !== undefined || uploadId !== undefined || queryValue(a, 'partNumber') !== undefined) return await multipartRequest(method, a, auth, req, res);
       switch (method) {
         case 'PUT':
           return await putObject(a, auth, req, res);
@@ -321,6 +345,165 @@ export function createS3Handler(opts: S3EmulationOptions): S3Handler {
     } finally {
       await rm(tmp, { force: true });
     }
+  }
+
+  /** A multipart upload's calls: Create (POST ?uploads), UploadPart (PUT ?partNumber&uploadId), Complete (POST ?uploadId), Abort (DELETE ?uploadId). */
+  async function multipartRequest(method: string, a: S3Address, auth: Authorization, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const uploadId = queryValue(a, 'uploadId');
+    const partNumber = queryValue(a, 'partNumber');
+    if (method === 'POST' && queryValue(a, 'uploads') !== undefined && uploadId === undefined && partNumber === undefined) return createUpload(a, auth, req, res);
+    if (uploadId !== undefined && queryValue(a, 'uploads') === undefined) {
+      if (method === 'PUT' && partNumber !== undefined) return uploadPart(a, auth, uploadId, partNumber, req, res);
+      if (method === 'POST' && partNumber === undefined) return completeUpload(a, auth, uploadId, req, res);
+      if (method === 'DELETE' && partNumber === undefined) return abortUpload(a, auth, uploadId, res);
+    }
+    throw new S3Error(501, 'NotImplemented', `${method} with these multipart parameters is not emulated locally (only Create, UploadPart, Complete and Abort)`);
+  }
+
+  async function readUpload(id: string): Promise<UploadMeta | null> {
+    if (!/^[0-9a-f]{32}$/.test(id)) return null;
+    try {
+      return JSON.parse(await readFile(path.join(uploadsDir, id, 'upload.json'), 'utf8')) as UploadMeta;
+    } catch {
+      return null;
+    }
+  }
+
+  /** The upload `id` of this very bucket and key, or NoSuchUpload. */
+  async function uploadOf(a: S3Address, id: string): Promise<UploadMeta> {
+    const meta = await readUpload(id);
+    if (meta === null || meta.bucket !== a.bucket || meta.key !== a.key) {
+      throw new S3Error(404, 'NoSuchUpload', 'The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.', { UploadId: id });
+    }
+    return meta;
+  }
+
+  async function createUpload(a: S3Address, auth: Authorization, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    await authorizeOrThrow(auth, 's3:PutObject', arn(a.bucket, a.key));
+    objectPath(a.bucket, a.key); // the key's length is checked now, not at completion
+    await readSmallBody(req);
+    const id = randomUUID().replace(/-/g, '');
+    const meta: UploadMeta = {
+      bucket: a.bucket,
+      key: a.key,
+      content_type: typeof req.headers['content-type'] === 'string' ? req.headers['content-type'] : 'binary/octet-stream',
+      initiated_ms: now(),
+    };
+    await mkdir(path.join(uploadsDir, id), { recursive: true, mode: 0o700 });
+    await writeFile(path.join(uploadsDir, id, 'upload.json'), JSON.stringify(meta), { mode: 0o600 });
+    sendXml(
+      res,
+      200,
+      `<?xml version="1.0" encoding="UTF-8"?>\n<InitiateMultipartUploadResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Bucket>${xmlEscape(a.bucket)}</Bucket><Key>${xmlEscape(a.key)}</Key><UploadId>${id}</UploadId></InitiateMultipartUploadResult>`,
+    );
+  }
+
+  async function uploadPart(a: S3Address, auth: Authorization, id: string, partNumber: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    await authorizeOrThrow(auth, 's3:PutObject', arn(a.bucket, a.key));
+    if (!/^\d{1,5}$/.test(partNumber) || Number(partNumber) < 1 || Number(partNumber) > MAX_PARTS) {
+      throw new S3Error(400, 'InvalidArgument', `Part number must be an integer between 1 and ${MAX_PARTS}, inclusive`);
+    }
+    await uploadOf(a, id);
+    const length = req.headers['content-length'];
+    if (length === undefined) throw new S3Error(411, 'MissingContentLength', 'You must provide the Content-Length HTTP header.');
+    const size = Number(length);
+    if (size > MAX_PART_BYTES) throw new S3Error(400, 'EntityTooLarge', 'Your proposed upload exceeds the maximum allowed size', { MaxSizeAllowed: String(MAX_PART_BYTES) });
+    await mkdir(tmpDir, { recursive: true, mode: 0o700 });
+    const tmp = path.join(tmpDir, randomUUID());
+    try {
+      const md5 = await receiveBody(req, auth, createWriteStream(tmp, { mode: 0o600 }), size);
+      const dir = path.join(uploadsDir, id);
+      // An upload aborted meanwhile has no directory: the part is refused, not resurrected.
+      if ((await readUpload(id)) === null) throw new S3Error(404, 'NoSuchUpload', 'The specified upload does not exist.', { UploadId: id });
+      await rename(tmp, path.join(dir, `part-${Number(partNumber)}-${md5}`));
+      // A part sent again under the same number replaces the earlier one.
+      for (const f of await readdir(dir)) {
+        if (f.startsWith(`part-${Number(partNumber)}-`) && f !== `part-${Number(partNumber)}-${md5}`) await rm(path.join(dir, f), { force: true });
+      }
+      res.writeHead(200, { ETag: `"${md5}"`, 'x-amz-server-side-encryption': 'AES256', 'x-amz-request-id': randomUUID() }).end();
+    } finally {
+      await rm(tmp, { force: true });
+    }
+  }
+
+  async function completeUpload(a: S3Address, auth: Authorization, id: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    await authorizeOrThrow(auth, 's3:PutObject', arn(a.bucket, a.key));
+    const upload = await uploadOf(a, id);
+    const body = await readSmallBody(req);
+    if (/^[0-9a-f]{64}$/.test(auth.payloadHash) && createHash('sha256').update(body).digest('hex') !== auth.payloadHash) {
+      throw new S3Error(400, 'XAmzContentSHA256Mismatch', "The provided 'x-amz-content-sha256' header does not match what was computed.");
+    }
+    const listed = parseCompleteBody(body.toString('utf8'));
+    const dir = path.join(uploadsDir, id);
+    const files = await readdir(dir);
+    const parts: { file: string; md5: string; size: number }[] = [];
+    for (const [i, p] of listed.entries()) {
+      const md5 = /^"?([0-9a-f]{32})"?$/.exec(p.etag)?.[1];
+      const file = md5 === undefined ? undefined : files.find((f) => f === `part-${p.partNumber}-${md5}`);
+      if (file === undefined || md5 === undefined) {
+        throw new S3Error(400, 'InvalidPart', 'One or more of the specified parts could not be found. The part may not have been uploaded, or the specified entity tag may not match the part\'s entity tag.', { UploadId: id, PartNumber: String(p.partNumber), ETag: p.etag });
+      }
+      const { size } = await stat(path.join(dir, file));
+      if (size < MIN_PART_BYTES && i < listed.length - 1) {
+        throw new S3Error(400, 'EntityTooSmall', 'Your proposed upload is smaller than the minimum allowed object size.', { ProposedSize: String(size), MinSizeAllowed: String(MIN_PART_BYTES), PartNumber: String(p.partNumber), ETag: p.etag });
+      }
+      parts.push({ file, md5, size });
+    }
+    const size = parts.reduce((n, p) => n + p.size, 0);
+    const etag = `"${createHash('md5').update(Buffer.concat(parts.map((p) => Buffer.from(p.md5, 'hex')))).digest('hex')}-${parts.length}"`;
+    const meta: Meta = { key: a.key, content_type: upload.content_type, size, etag, last_modified: new Date(now()).toUTCString() };
+    const head = Buffer.from(JSON.stringify(meta), 'utf8');
+    const prefix = Buffer.alloc(4);
+    prefix.writeUInt32BE(head.length, 0);
+    await mkdir(tmpDir, { recursive: true, mode: 0o700 });
+    const tmp = path.join(tmpDir, randomUUID());
+    try {
+      const out = createWriteStream(tmp, { mode: 0o600 });
+      out.write(prefix);
+      out.write(head);
+      for (const p of parts) await pipeline(createReadStream(path.join(dir, p.file)), out, { end: false });
+      await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
+      await place(tmp, objectPath(a.bucket, a.key));
+    } finally {
+      await rm(tmp, { force: true });
+    }
+    await rm(dir, { recursive: true, force: true });
+    sendXml(
+      res,
+      200,
+      `<?xml version="1.0" encoding="UTF-8"?>\n<CompleteMultipartUploadResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Bucket>${xmlEscape(a.bucket)}</Bucket><Key>${xmlEscape(a.key)}</Key><ETag>${xmlEscape(etag)}</ETag></CompleteMultipartUploadResult>`,
+    );
+  }
+
+  async function abortUpload(a: S3Address, auth: Authorization, id: string, res: ServerResponse): Promise<void> {
+    await authorizeOrThrow(auth, 's3:AbortMultipartUpload', arn(a.bucket, a.key));
+    await uploadOf(a, id);
+    await rm(path.join(uploadsDir, id), { recursive: true, force: true });
+    res.writeHead(204, { 'x-amz-request-id': randomUUID() }).end();
+  }
+
+  /** Writes a request's body to `out`, checking its length and signed SHA-256; answers its MD5 (hex). */
+  async function receiveBody(req: IncomingMessage, auth: Authorization, out: NodeJS.WritableStream, size: number): Promise<string> {
+    const sha = createHash('sha256');
+    const md5 = createHash('md5');
+    let received = 0;
+    await pipeline(
+      req,
+      new Transform({
+        transform(chunk: Buffer, _enc, done) {
+          received += chunk.length;
+          sha.update(chunk);
+          md5.update(chunk);
+          done(null, chunk);
+        },
+      }),
+      out,
+    );
+    if (received !== size) throw new S3Error(400, 'IncompleteBody', 'You did not provide the number of bytes specified by the Content-Length HTTP header');
+    if (/^[0-9a-f]{64}$/.test(auth.payloadHash) && auth.payloadHash !== sha.digest('hex')) {
+      throw new S3Error(400, 'XAmzContentSHA256Mismatch', "The provided 'x-amz-content-sha256' header does not match what was computed.");
+    }
+    return md5.digest('hex');
   }
 
   /** Renames into place, creating the key's directories (again, should a delete have removed them meanwhile). */

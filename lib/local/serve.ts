@@ -4,19 +4,12 @@
  */
 import { ConfigError } from '../config';
 import { DataDirInUseError } from './data-dir-lock';
-import type { StopOptions, StopReport } from './shutdown';
-import { describeRecovered, type Recovered } from './bootstrap';
+import type { StopReport } from './shutdown';
+import { describeRecovered, type Booted } from './bootstrap';
 
-/** A started runtime, either kind. */
-export interface Served {
-  url: string;
-  ownerToken: string;
-  dataDir: string;
-  /** PIPEGATE_DRAIN_SECONDS. */
-  drainSeconds: number;
-  recovered: Recovered;
+/** A started runtime, either kind (what lib/local/bootstrap.ts gives both), with its state machine. */
+export interface Served extends Pick<Booted, 'url' | 'ownerToken' | 'dataDir' | 'drainSeconds' | 'recovered' | 'stop'> {
   workflow: { running(): string[] };
-  stop(opts?: StopOptions): Promise<StopReport>;
 }
 
 export interface ServeOptions<R extends Served> {

@@ -16,9 +16,10 @@ export const OWNER_SECRETS_KMS_ACTIONS: Readonly<Record<OwnerSecretsAction, stri
 /**
  * What a function does with objects in the one bucket: read (GetObject, which HeadObject and
  * presigned GETs are authorized as), write (PutObject, and presigned PUTs), delete (DeleteObject
- * and, to find what a prefix holds, ListBucket).
+ * and, to find what a prefix holds, ListBucket); owner-upload: PutObject under the pipelines'
+ * upload prefix only (`p/<pipeline>/u/<upload>`), for the owners' presigned PUTs.
  */
-export type ObjectAction = 'read' | 'write' | 'delete';
+export type ObjectAction = 'read' | 'write' | 'delete' | 'owner-upload';
 export type { QueueName };
 
 export interface FunctionAccess {
@@ -120,6 +121,8 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   'form-execute': access(CREATE_EXECUTION, { send: ['executions'], secret: true, objects: ['read', 'write'], updateKeys: ['UPLOAD#*', 'FORMRATE#*'] }),
   // As execution-result: the result's links need the master key.
   'form-execution': access(READ, { secret: true, objects: ['read'] }),
+  // As form-execution (the record while it runs; `done` mints the result's links), plus the rate counters.
+  'form-events': access(READ, { secret: true, objects: ['read'], updateKeys: ['FORMRATE#*'] }),
   // As upload-create, plus the rate counters.
   'form-upload': access(['GetItem', 'PutItem'], { secret: 'pepper', objects: ['write'], updateKeys: ['FORMRATE#*'] }),
   // Owners.
@@ -131,6 +134,9 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   // run; with `Prefer: wait` it reads the run back. Runs' views (run-start's waited answer too)
   // mint links to ASSET outputs.
   'run-start': access(CREATE_EXECUTION, { send: ['executions'], secret: true, objects: ['read', 'write'] }),
+  // Reads the pipeline's latest version, records the upload (conditional put); the PUT URL is
+  // presigned, under the pipeline's upload prefix only (p/*/u/*).
+  'pipeline-upload': access(['GetItem', 'PutItem'], { objects: ['owner-upload'] }),
   'run-list': access(READ, { query: RUNS, secret: true, objects: ['read'] }),
   'run-get': access(READ, { secret: true, objects: ['read'] }),
   // A run's event stream: reads the record while it runs; `done` is the run's view (links: the master key).

@@ -19,7 +19,7 @@ import { DEFAULT_RESULT_RETENTION_DAYS, objectExpiryDays } from '../config';
 import { QUEUES, type QueueDefinition, type QueueName } from '../queues';
 import type { ObjectAction } from './permissions';
 import { OWNER_SECRET_PURPOSE } from '../../functions/core/envelope';
-import { OBJECT_KEY_ROOTS } from '../../functions/core/object-keys';
+import { OBJECT_KEY_ROOTS, PIPELINE_UPLOAD_KEYS } from '../../functions/core/object-keys';
 import { MAIN_TABLE } from '../tables';
 import { PipegateFunction } from './pipegate-function';
 import type { Settings } from './settings';
@@ -201,7 +201,8 @@ export class StatefulStack extends Stack {
 
   /**
    * Read is s3:GetObject (HeadObject and presigned GETs are authorized as it), write
-   * s3:PutObject (and presigned PUTs), delete s3:DeleteObject, each on the bucket's two key
+   * s3:PutObject (presigned PUTs, and a multipart upload's Create, UploadPart and Complete) with
+   * s3:AbortMultipartUpload (a streamed write that fails), delete s3:DeleteObject, each on the bucket's two key
    * roots only (every key starts with d/ or p/). Readers and deleters also get s3:ListBucket:
    * without it S3 answers a missing key with 403 instead of 404 (a HeadObject could not tell
    * "not there" from "refused"), and removing a prefix lists it first. The policies live here,
@@ -223,9 +224,23 @@ export class StatefulStack extends Stack {
     };
     return {
       read: policy('ObjectsRead', 'pipegate: read objects', [new iam.PolicyStatement({ actions: ['s3:GetObject'], resources: objects }), list]),
-      write: policy('ObjectsWrite', 'pipegate: write objects', [new iam.PolicyStatement({ actions: ['s3:PutObject'], resources: objects })]),
+      write: policy('ObjectsWrite', 'pipegate: write objects', [new iam.PolicyStatement({ actions: ['s3:PutObject', 's3:AbortMultipartUpload'], resources: objects })]),
       delete: policy('ObjectsDelete', 'pipegate: delete objects', [new iam.PolicyStatement({ actions: ['s3:DeleteObject'], resources: objects }), list]),
+      'owner-upload': this.ownerUploadPolicy(bucket, bucketId),
     };
+  }
+
+  /** PutObject under `p/<pipeline>/u/` alone: an owner's upload URL can write nothing else (functions/core/object-keys.ts). */
+  private ownerUploadPolicy(bucket: s3.Bucket, bucketId: string): iam.ManagedPolicy {
+    const p = new iam.ManagedPolicy(this, 'ObjectsOwnerUpload', {
+      description: 'pipegate: write owners\' uploads',
+      statements: [new iam.PolicyStatement({ actions: ['s3:PutObject'], resources: [bucket.arnForObjects(PIPELINE_UPLOAD_KEYS)] })],
+    });
+    Validations.of(p).acknowledge({
+      id: `AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/${PIPELINE_UPLOAD_KEYS}]`,
+      reason: 'Upload keys hold the pipeline and upload ids chosen at run time (functions/core/object-keys.ts): the grant covers owners\' uploads only, for one action.',
+    });
+    return p;
   }
 
   private queuePair(definition: QueueDefinition): QueuePair {

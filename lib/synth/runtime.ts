@@ -9,18 +9,16 @@
  */
 import '../local/polyfills';
 import { randomInt, randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { isDeepStrictEqual } from 'node:util';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join, resolve as resolvePath } from 'node:path';
+import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import type { APIGatewayAuthorizerResult, APIGatewayProxyEvent, APIGatewayProxyResult, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { DynamoDBClient, type CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { createGateway, createLocalServer } from '../local/gateway';
-import { lockDataDir } from '../local/data-dir-lock';
-import { ensureTableAs, startDynalite, type LocalDynamo } from '../local/dynamo';
+import { createGateway } from '../local/gateway';
 import { LocalQueue, LocalQueuePort } from '../local/queue';
 import { readConfig } from '../config';
 import type { BucketCorsRule } from '../storage-cors';
@@ -32,8 +30,6 @@ import { parseKeyMaterial, StaticKeyMaterial } from '../../functions/adapters/ke
 import { sweepKey } from '../../functions/adapters/executions.store';
 import { createObjectStore } from '../../functions/adapters/objects.store';
 import { createLogger, silentLogger } from '../../functions/adapters/logger';
-import { sweepAll } from '../../functions/services/sweeper.service';
-import { drainWorkflow, refuseWhileStopping, type StopOptions, type StopReport } from '../local/shutdown';
 import { forEachState, LocalWorkflow, type WorkflowTask } from '../local/workflow';
 import { cachedAssembly, loadAssembly, type Assembly } from './assembly';
 import { LocalKms } from '../local/kms';
@@ -41,7 +37,7 @@ import { LocalSecretStore, startAwsEndpoint, type AwsEndpoint, type EndpointQueu
 import { FunctionError, FunctionHost, type FunctionSpec } from './function-host';
 import { apiFromTemplate, type TemplateApi } from './gateway-from-template';
 import { assertKnownPolicies, credentialsFor, IamEvaluator, type IamDecision, type IamRequest } from './iam';
-import { describeRecovered, listen, ownerTokenOf, recoveredOf, type Recovered } from '../local/bootstrap';
+import { bootstrap, describeRecovered, onRecordedPort, type Boot, type BootOptions, type Booted, type Wired } from '../local/bootstrap';
 import { apiPolicyCheck } from './api-policy';
 import { firewallFromTemplate } from './waf';
 import { resolveAssembly, type ResolvedAssembly, type ResolvedStack } from './physical';
@@ -49,18 +45,10 @@ import { scaled, scaleFactorOf, scaleModelFromTemplates, type ScaleModel } from 
 import { compileRoutes, matchResource, normaliseBasePath, stripBasePath } from '../local/gateway/routing';
 import { gatewayReplies, send } from '../local/gateway/replies';
 
-export interface SynthRuntimeOptions {
-  host?: string;
-  /** 0 picks a free port. */
-  port?: number;
-  dataDir?: string;
-  ownerToken?: string;
-  /** Environment to read settings from (defaults to process.env). */
-  env?: Record<string, string | undefined>;
+/** Host, port, data dir, owner token, env and inMemory as lib/local/bootstrap.ts takes them. */
+export interface SynthRuntimeOptions extends BootOptions {
   /** An assembly already loaded (tests pass an edited copy); default: the cached synth of the sources. */
   assembly?: Assembly;
-  /** Keep DynamoDB in memory instead of on disk under the data dir (tests). */
-  inMemory?: boolean;
   /** Environments kept warm per function at most (default 4). */
   maxConcurrency?: number;
   /** Each log line: the runtime's own and every function's. Default: stderr. */
@@ -84,10 +72,8 @@ export interface SynthRuntimeOptions {
 /** The owner token's principal by default: a user of the deploying account. */
 export const DEFAULT_OWNER_USER = 'pipegate-owner';
 
-export interface SynthRuntime {
-  url: string;
-  ownerToken: string;
-  dataDir: string;
+/** URL, owner token, data dir, drain time, what the start recovered and the stop: lib/local/bootstrap.ts. */
+export interface SynthRuntime extends Booted {
   assembly: Assembly;
   resolved: ResolvedAssembly;
   endpoint: AwsEndpoint;
@@ -100,8 +86,6 @@ export interface SynthRuntime {
   queues: ReadonlyMap<string, LocalQueue>;
   /** The one state machine a pipegate assembly has (what `npm start` calls `workflow`). */
   workflow: LocalWorkflow & StateMachinePort;
-  /** What the start found unfinished in the data dir and carried on (as `npm start` does). */
-  recovered: Recovered;
   /**
    * The table, queues and state machine as the functions see them, from this process and
    * outside IAM (the restart's recovery uses them; tests plant state with them).
@@ -109,16 +93,8 @@ export interface SynthRuntime {
   deps: Deps;
   /** Every scheduled target, running on its rate; `fire` invokes it once now, as the rule would. */
   schedules: readonly Schedule[];
-  /** PIPEGATE_DRAIN_SECONDS: how long a stop waits for running executions. */
-  drainSeconds: number;
   /** The scale model when one is on: its limits and what it refused. */
   scale?: ScaleModel;
-  /**
-   * Stops as `npm start` stops: every request answers 503 + Retry-After, the schedules and the
-   * executions queue's consumer stop, running executions get `drainMs` (PIPEGATE_DRAIN_SECONDS
-   * by default) to finish, the rest fail as interrupted; then everything is torn down.
-   */
-  stop(opts?: StopOptions): Promise<StopReport>;
 }
 
 export interface Schedule {
@@ -153,9 +129,6 @@ const WIRING = new Set([
   'PIPEGATE_OWNER_PRINCIPAL',
 ]);
 
-/** In the data dir after a stop that finished (see recoverUnfinished). */
-const CLEAN_STOP_FILE = 'clean-stop';
-
 /** API Gateway's own limit on a request's payload. */
 const API_GATEWAY_MAX_BODY_BYTES = 10 * 1024 * 1024;
 
@@ -170,452 +143,417 @@ class IntegrationError extends Error {
 }
 
 export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise<SynthRuntime> {
-  const env = opts.env ?? process.env;
   const log = opts.log === false ? () => undefined : (opts.log ?? ((line: string) => process.stderr.write(`${line}\n`)));
-  const dataDir = resolvePath(opts.dataDir ?? env.PIPEGATE_DATA_DIR ?? '.pipegate-synth');
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  const ownerToken =
-    ownerTokenOf(opts.ownerToken, env, dataDir);
-
   const progress = opts.progress ?? (() => undefined);
   const assembly = opts.assembly ?? loadAssembly((await cachedAssembly({ progress })).dir);
-  // One runtime per data dir, as for `npm start`.
-  const lock = await lockDataDir(dataDir);
-  const stoppers: Array<() => Promise<void>> = [() => lock.release()];
-  const stopAll = async () => {
-    for (const s of stoppers.splice(0).reverse()) await s().catch(() => undefined);
-  };
-  try {
-    const endpoint = await startAwsEndpoint({ log: (line) => log(line) });
-    stoppers.push(() => endpoint.stop());
-    const resolved = resolveAssembly(assembly, { partition: 'aws', urlSuffix: 'amazonaws.com', awsEndpointUrl: endpoint.url });
-    const iam = memoized(IamEvaluator.fromAssembly(resolved), assembly);
-    const stacks = assembly.stacks.map((s) => resolved.stack(s.id));
-    // The roles local code acts as; API Gateway's account-level logging role is not one.
-    const actedAs = new Set(
-      stacks.flatMap((s) =>
-        Object.values(s.stack.template.Resources)
-          .filter((r) => r.Type === 'AWS::Lambda::Function' || r.Type === 'AWS::StepFunctions::StateMachine')
-          .map((r) => s.resolveString(r.Properties?.Role ?? r.Properties?.RoleArn)),
-      ),
-    );
-    assertKnownPolicies(iam.principals.filter((p) => actedAs.has(p.roleArn)));
-    const region = resolved.env.region;
-    // API Gateway's address exists before anything that names it: listening first gives the
-    // local one, which stands for the API's execute-api address wherever the templates name it
-    // (a function's PIPEGATE_API_URL, the upload-cors resource's origins). Until the API is
-    // set up every request is told to come back.
-    let serve: ((req: IncomingMessage, res: ServerResponse) => void) | undefined = undefined;
-    const server: Server = createLocalServer((req, res) => (serve ? serve(req, res) : refuseWhileStarting(req, res)));
-    const { url, forgetUrl } = await listen(server, opts, env, dataDir);
-    stoppers.push(
-      () =>
-        new Promise<void>((res) => {
-          server.close(() => res());
-          server.closeAllConnections();
-        }),
-    );
-    stoppers.push(async () => forgetUrl());
-    const localize = localApiAddress(stacks, url, env.PIPEGATE_BASE_PATH);
-    const factor = opts.scale ?? scaleFactorOf(env.PIPEGATE_SCALE);
-    const accountConcurrency = opts.accountConcurrency ?? (env.PIPEGATE_SCALE_ACCOUNT_CONCURRENCY ? Number(env.PIPEGATE_SCALE_ACCOUNT_CONCURRENCY) : undefined);
-    const scale = factor === undefined ? undefined : scaleModelFromTemplates(stacks, { factor, accountConcurrency });
+  const { booted, wired } = await bootstrap(opts, '.pipegate-synth', (boot) => wireSynth(opts, boot, assembly, log, progress));
+  const said = describeRecovered(booted.recovered);
+  if (said !== null) log(`recovered ${said}`);
+  const { exposed } = wired;
+  return { ...booted, ...exposed };
+}
 
-    const dynamo: LocalDynamo = await startDynalite(opts.inMemory ? {} : { path: join(dataDir, 'db') });
-    stoppers.push(() => dynamo.close());
-    for (const stack of stacks) for (const input of tableInputs(stack)) await ensureTableAs(dynamo.endpoint, input);
+/** What start:synth exposes beside what every runtime does (lib/local/bootstrap.ts Booted). */
+type SynthParts = Omit<SynthRuntime, keyof Booted>;
 
-    const secrets = new LocalSecretStore(join(dataDir, 'secrets-manager.json'));
-    for (const stack of stacks) defineSecrets(stack, secrets);
-    // The templates' KMS keys, created once (their material in the data dir, as KMS keeps it).
-    const kms = new LocalKms(join(dataDir, 'kms.json'));
-    for (const stack of stacks) {
-      for (const [id, r] of Object.entries(stack.stack.template.Resources)) {
-        const arn = r.Type === 'AWS::KMS::Key' ? stack.physical[id]?.attributes.Arn : undefined;
-        if (arn) kms.define(arn);
-      }
+/** The service from the templates: the bundles in worker threads, every AWS call checked by IAM. */
+async function wireSynth(
+  opts: SynthRuntimeOptions,
+  boot: Boot,
+  assembly: Assembly,
+  log: (line: string) => void,
+  progress: (line: string) => void,
+): Promise<Wired & { exposed: SynthParts }> {
+  const { env, dataDir } = boot;
+  // On the port it had last time (the data dir's `aws-port`) when free: upload URLs the
+  // functions presign name it, so those handed out before a restart still work after it.
+  const endpoint = await onRecordedPort(
+    join(dataDir, 'aws-port'),
+    (port) => startAwsEndpoint({ port, log: (line) => log(line) }),
+    (message) => log(`AWS endpoint: ${message}`),
+  );
+  boot.onStop(() => endpoint.stop());
+  const resolved = resolveAssembly(assembly, { partition: 'aws', urlSuffix: 'amazonaws.com', awsEndpointUrl: endpoint.url });
+  const iam = memoized(IamEvaluator.fromAssembly(resolved), assembly);
+  const stacks = assembly.stacks.map((s) => resolved.stack(s.id));
+  const region = resolved.env.region;
+  const factor = opts.scale ?? scaleFactorOf(env.PIPEGATE_SCALE);
+  const accountConcurrency = opts.accountConcurrency ?? (env.PIPEGATE_SCALE_ACCOUNT_CONCURRENCY ? Number(env.PIPEGATE_SCALE_ACCOUNT_CONCURRENCY) : undefined);
+  const scale = factor === undefined ? undefined : scaleModelFromTemplates(stacks, { factor, accountConcurrency });
+
+  const dynamo = await boot.tables(stacks.flatMap((s) => tableInputs(s)));
+
+  const secrets = new LocalSecretStore(join(dataDir, 'secrets-manager.json'));
+  for (const stack of stacks) defineSecrets(stack, secrets);
+  // The templates' KMS keys, created once (their material in the data dir, as KMS keeps it).
+  const kms = new LocalKms(join(dataDir, 'kms.json'));
+  for (const stack of stacks) {
+    for (const [id, r] of Object.entries(stack.stack.template.Resources)) {
+      const arn = r.Type === 'AWS::KMS::Key' ? stack.physical[id]?.attributes.Arn : undefined;
+      if (arn) kms.define(arn);
     }
+  }
 
-    // Functions, by physical name and by ARN.
-    const hosts = new Map<string, FunctionHost>();
-    // Each function's execution role, resolved once here for everything that acts as it.
-    const roles = new Map<string, string>();
-    const byArn = new Map<string, FunctionHost>();
-    const tuning = Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[0].startsWith('PIPEGATE_') && !WIRING.has(e[0]) && e[1] !== undefined));
-    for (const fn of assembly.functions) {
-      const stack = resolved.stack(fn.stack);
-      const where = `${fn.stack}.Resources.${fn.logicalId}.Properties`;
-      const physical = stack.physical[fn.logicalId];
-      if (!physical) throw new Error(`${where}: no physical function`);
-      const arn = physical.attributes.Arn ?? '';
-      const roleArn = stack.resolveString(fn.properties.Role, `${where}.Role`);
-      roles.set(physical.ref, roleArn);
-      const variables = localize(isPlainObject(fn.properties.Environment) ? stack.resolve(fn.properties.Environment.Variables ?? {}, `${where}.Environment.Variables`) : {}) as Record<string, string>;
-      const credentials = credentialsFor(roleArn);
-      const memoryMb = Number(fn.properties.MemorySize ?? 128);
-      const spec: FunctionSpec = {
-        name: physical.ref,
-        arn,
-        file: fn.file,
-        exportName: fn.exportName,
-        root: fn.assetDir,
-        timeoutSeconds: Number(fn.properties.Timeout ?? 3),
-        memoryMb,
-        env: {
-          ...variables,
-          // Local callers and call-back receivers live on this machine's private addresses.
-          PIPEGATE_ALLOW_PRIVATE_URLS: 'true',
-          ...tuning,
-          // The wait bound is a share of the function's reservation, so it scales with it.
-          ...(scale && Number(variables.PIPEGATE_MAX_WAITERS) > 0 ? { PIPEGATE_MAX_WAITERS: String(scaled(Number(variables.PIPEGATE_MAX_WAITERS), scale.factor)) } : {}),
-          AWS_ENDPOINT_URL: endpoint.url,
-          // S3 addresses buckets by host name unless told otherwise; the local endpoint has one host.
-          PIPEGATE_S3_ENDPOINT: endpoint.url,
-          PIPEGATE_S3_FORCE_PATH_STYLE: 'true',
-          AWS_ACCESS_KEY_ID: credentials.accessKeyId,
-          AWS_SECRET_ACCESS_KEY: credentials.secretAccessKey,
-          AWS_SESSION_TOKEN: credentials.sessionToken,
-          AWS_REGION: region,
-          AWS_DEFAULT_REGION: region,
-          AWS_LAMBDA_FUNCTION_NAME: physical.ref,
-          AWS_LAMBDA_FUNCTION_VERSION: '$LATEST',
-          AWS_LAMBDA_FUNCTION_MEMORY_SIZE: String(memoryMb),
-          AWS_LAMBDA_LOG_GROUP_NAME: `/aws/lambda/${physical.ref}`,
-          AWS_EXECUTION_ENV: `AWS_Lambda_${String(fn.properties.Runtime ?? 'nodejs')}`,
-          LAMBDA_TASK_ROOT: fn.assetDir,
-          TZ: ':UTC',
-          // No profile or shared file of this machine may reach a function's SDK.
-          AWS_CONFIG_FILE: join(dataDir, 'no-aws-config'),
-          AWS_SHARED_CREDENTIALS_FILE: join(dataDir, 'no-aws-credentials'),
-          AWS_EC2_METADATA_DISABLED: 'true',
-          AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
-        },
-      };
-      const host = new FunctionHost(spec, {
-        // Under the scale model an environment per concurrent invocation Lambda allows, and no more.
-        maxConcurrency: scale ? scale.lambda.limitOf(spec.name) : opts.maxConcurrency,
-        ...(scale ? { concurrency: () => scale.lambda.acquire(spec.name) } : {}),
-        log: (name, line) => log(`[${name}] ${line}`),
-      });
-      stoppers.push(() => host.stop());
-      hosts.set(spec.name, host);
-      byArn.set(arn, host);
-    }
-    const fnByArn = (arn: string, where: string): FunctionHost => {
-      const h = byArn.get(arn) ?? hosts.get(arn);
-      if (!h) throw new Error(`${where}: no function ${arn} in the assembly`);
-      return h;
+  // Functions, by physical name and by ARN.
+  const hosts = new Map<string, FunctionHost>();
+  // Each function's execution role, resolved once here for everything that acts as it.
+  const roles = new Map<string, string>();
+  const byArn = new Map<string, FunctionHost>();
+  const tuning = Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[0].startsWith('PIPEGATE_') && !WIRING.has(e[0]) && e[1] !== undefined));
+  for (const fn of assembly.functions) {
+    const stack = resolved.stack(fn.stack);
+    const where = `${fn.stack}.Resources.${fn.logicalId}.Properties`;
+    const physical = stack.physical[fn.logicalId];
+    if (!physical) throw new Error(`${where}: no physical function`);
+    const arn = physical.attributes.Arn ?? '';
+    const roleArn = stack.resolveString(fn.properties.Role, `${where}.Role`);
+    roles.set(physical.ref, roleArn);
+    const variables = (isPlainObject(fn.properties.Environment) ? stack.resolve(fn.properties.Environment.Variables ?? {}, `${where}.Environment.Variables`) : {}) as Record<string, string>;
+    const credentials = credentialsFor(roleArn);
+    const memoryMb = Number(fn.properties.MemorySize ?? 128);
+    const spec: FunctionSpec = {
+      name: physical.ref,
+      arn,
+      file: fn.file,
+      exportName: fn.exportName,
+      root: fn.assetDir,
+      timeoutSeconds: Number(fn.properties.Timeout ?? 3),
+      memoryMb,
+      env: {
+        ...variables,
+        // Local callers and call-back receivers live on this machine's private addresses.
+        PIPEGATE_ALLOW_PRIVATE_URLS: 'true',
+        ...tuning,
+        // The wait bound is a share of the function's reservation, so it scales with it.
+        ...(scale && Number(variables.PIPEGATE_MAX_WAITERS) > 0 ? { PIPEGATE_MAX_WAITERS: String(scaled(Number(variables.PIPEGATE_MAX_WAITERS), scale.factor)) } : {}),
+        AWS_ENDPOINT_URL: endpoint.url,
+        // S3 addresses buckets by host name unless told otherwise; the local endpoint has one host.
+        PIPEGATE_S3_ENDPOINT: endpoint.url,
+        PIPEGATE_S3_FORCE_PATH_STYLE: 'true',
+        AWS_ACCESS_KEY_ID: credentials.accessKeyId,
+        AWS_SECRET_ACCESS_KEY: credentials.secretAccessKey,
+        AWS_SESSION_TOKEN: credentials.sessionToken,
+        AWS_REGION: region,
+        AWS_DEFAULT_REGION: region,
+        AWS_LAMBDA_FUNCTION_NAME: physical.ref,
+        AWS_LAMBDA_FUNCTION_VERSION: '$LATEST',
+        AWS_LAMBDA_FUNCTION_MEMORY_SIZE: String(memoryMb),
+        AWS_LAMBDA_LOG_GROUP_NAME: `/aws/lambda/${physical.ref}`,
+        AWS_EXECUTION_ENV: `AWS_Lambda_${String(fn.properties.Runtime ?? 'nodejs')}`,
+        LAMBDA_TASK_ROOT: fn.assetDir,
+        TZ: ':UTC',
+        // No profile or shared file of this machine may reach a function's SDK.
+        AWS_CONFIG_FILE: join(dataDir, 'no-aws-config'),
+        AWS_SHARED_CREDENTIALS_FILE: join(dataDir, 'no-aws-credentials'),
+        AWS_EC2_METADATA_DISABLED: 'true',
+        AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+      },
     };
-
-    // State machines: the template's definition with its substitutions, tasks calling the bundles.
-    const machines = new Map<string, LocalWorkflow & StateMachinePort>();
-    for (const stack of stacks) {
-      for (const [id, r] of Object.entries(stack.stack.template.Resources)) {
-        if (r.Type !== 'AWS::StepFunctions::StateMachine') continue;
-        const where = `${stack.stack.id}.Resources.${id}.Properties`;
-        const props = r.Properties ?? {};
-        const arn = stack.physical[id]?.ref ?? '';
-        const roleArn = stack.resolveString(props.RoleArn, `${where}.RoleArn`);
-        const definition = stateMachineDefinition(stack, props, where);
-        const tasks: Record<string, WorkflowTask> = {};
-        forEachTask(definition, (name, resource) => {
-          const fn = fnByArn(resource, `${where} state ${name}`);
-          tasks[name] = async (input) => {
-            const d = await iam.evaluate({ principal: roleArn, action: 'lambda:InvokeFunction', resource: fn.spec.arn });
-            if (!d.allowed) {
-              // What Step Functions reports when its role may not invoke the function.
-              throw new FunctionError('Lambda.AWSLambdaException', `User: ${roleArn} is not authorized to perform: lambda:InvokeFunction on resource: ${fn.spec.arn} (Service: Lambda, Status Code: 403, Error Code: AccessDeniedException)`);
-            }
-            return fn.invoke(input).catch((err: unknown) => {
-              // Step Functions names Lambda's service errors Lambda.<error>.
-              if (err instanceof FunctionError && err.name === 'TooManyRequestsException') throw new FunctionError('Lambda.TooManyRequestsException', err.message);
-              throw err;
-            });
-          };
-        });
-        const type = props.StateMachineType === 'EXPRESS' ? 'EXPRESS' : 'STANDARD';
-        const workflow = new LocalWorkflow({
-          definition,
-          tasks,
-          onError: (name, err) => log(`state machine ${arn}: execution ${name} failed: ${err instanceof Error ? err.message : String(err)}`),
-        });
-        const port = Object.assign(workflow, { type }) as LocalWorkflow & StateMachinePort;
-        stoppers.push(() => workflow.stopAll(2_000));
-        machines.set(arn, port);
-      }
-    }
-
-    // Queues with the event source mappings that consume them.
-    const mappings = stacks.flatMap((stack) =>
-      Object.entries(stack.stack.template.Resources)
-        .filter(([, r]) => r.Type === 'AWS::Lambda::EventSourceMapping')
-        .map(([id, r]) => {
-          const where = `${stack.stack.id}.Resources.${id}.Properties`;
-          const p = stack.resolve(r.Properties ?? {}, where) as Record<string, unknown>;
-          return {
-            where,
-            queueArn: String(p.EventSourceArn),
-            fn: fnByArn(String(p.FunctionName), where),
-            batchSize: Number(p.BatchSize ?? 10),
-            reportFailures: Array.isArray(p.FunctionResponseTypes) && p.FunctionResponseTypes.includes('ReportBatchItemFailures'),
-            enabled: p.Enabled !== false,
-            maximumConcurrency: isPlainObject(p.ScalingConfig) && p.ScalingConfig.MaximumConcurrency !== undefined ? Number(p.ScalingConfig.MaximumConcurrency) : undefined,
-          };
-        }),
-    );
-    const queues = new Map<string, LocalQueue>();
-    for (const stack of stacks) {
-      for (const [id, r] of Object.entries(stack.stack.template.Resources)) {
-        if (r.Type !== 'AWS::SQS::Queue') continue;
-        const where = `${stack.stack.id}.Resources.${id}.Properties`;
-        const props = stack.resolve(r.Properties ?? {}, where) as Record<string, unknown>;
-        const attrs = stack.physical[id]?.attributes ?? {};
-        const arn = attrs.Arn ?? '';
-        const redrive = isPlainObject(props.RedrivePolicy) ? props.RedrivePolicy : undefined;
-        if (redrive && ![...Object.values(resolved.stacks)].some((s) => Object.values(s.physical).some((x) => x.attributes.Arn === redrive.deadLetterTargetArn))) {
-          throw new Error(`${where}.RedrivePolicy: dead-letter target ${String(redrive.deadLetterTargetArn)} is not a queue of the assembly`);
-        }
-        const consumer = mappings.find((m) => m.queueArn === arn);
-        const queue = new LocalQueue({
-          dir: join(dataDir, 'queues'),
-          name: attrs.QueueName ?? id,
-          visibilityTimeoutSeconds: Number(props.VisibilityTimeout ?? 30),
-          // Without a redrive policy SQS keeps receiving a message until it expires.
-          maxReceiveCount: redrive ? Number(redrive.maxReceiveCount) : Number.MAX_SAFE_INTEGER,
-          batchSize: consumer?.batchSize ?? 10,
-          // The pollers invoke at most the mapping's MaximumConcurrency at once (else the function's concurrency).
-          ...(scale && consumer ? { concurrency: scale.queueConcurrency(consumer.maximumConcurrency) ?? scale.lambda.limitOf(consumer.fn.spec.name) } : {}),
-          onError: (err: unknown) => log(`queue ${arn}: ${err instanceof Error ? err.message : String(err)}`),
-        });
-        stoppers.push(() => queue.stop());
-        queues.set(arn, queue);
-      }
-    }
-
-    const endpointQueues = new Map<string, EndpointQueue>([...queues].map(([arn, q]) => [arn, q]));
-    const bucketResources = stacks.flatMap((stack) =>
-      Object.entries(stack.stack.template.Resources)
-        .filter(([, r]) => r.Type === 'AWS::S3::Bucket')
-        .map(([id, r]) => {
-          const props = stack.resolve(r.Properties ?? {}, `${stack.stack.id}.Resources.${id}.Properties`);
-          return { name: stack.physical[id]?.ref ?? '', days: expirationDaysOf(props), cors: corsRulesOf(props) };
-        }),
-    );
-    const corsRules = Object.fromEntries(bucketResources.map((b) => [b.name, b.cors]));
-    const buckets = bucketResources.map((b) => b.name);
-    const expirationDays = Object.fromEntries(bucketResources.flatMap((b) => (b.days === undefined ? [] : [[b.name, b.days]])));
-    endpoint.serve({
-      iam,
-      arns: resolved.arns,
-      dynamoEndpoint: dynamo.endpoint,
-      queues: endpointQueues,
-      stateMachines: machines,
-      secrets,
-      kms,
-      objects: { dir: join(dataDir, 'objects'), buckets, expirationDays, cors: corsRules },
-      ...(scale ? { throughput: scale.dynamo, startThrottle: scale.states } : {}),
+    const host = new FunctionHost(spec, {
+      // Under the scale model an environment per concurrent invocation Lambda allows, and no more.
+      maxConcurrency: scale ? scale.lambda.limitOf(spec.name) : opts.maxConcurrency,
+      ...(scale ? { concurrency: () => scale.lambda.acquire(spec.name) } : {}),
+      log: (name, line) => log(`[${name}] ${line}`),
     });
-    // S3's own lifecycle expiry, from the template's rules: a pass now and every hour.
-    const expireObjects = () =>
-      void endpoint.expireObjects().catch((err: unknown) => log(`object expiry failed: ${err instanceof Error ? err.message : String(err)}`));
-    expireObjects();
-    const expiryTimer = setInterval(expireObjects, 3600 * 1000);
-    expiryTimer.unref();
-    stoppers.push(async () => clearInterval(expiryTimer));
+    boot.onStop(() => host.stop());
+    hosts.set(spec.name, host);
+    byArn.set(arn, host);
+  }
+  const fnByArn = (arn: string, where: string): FunctionHost => {
+    const h = byArn.get(arn) ?? hosts.get(arn);
+    if (!h) throw new Error(`${where}: no function ${arn} in the assembly`);
+    return h;
+  };
 
-    // Custom resources, as CloudFormation runs them on the first deploy.
-    progress(`${hosts.size} functions and ${queues.size} queues set up; running custom resources`);
-    for (const stack of stacks) await runCustomResources(stack, dataDir, fnByArn, localize, log);
-    progress('recovering what the last stop left unfinished');
-
-    // A restart owes the work it finds unfinished what `npm start` owes it: AWS never restarts,
-    // but this process holds the state machine's runs, and they die with it.
-    const deps = recoveryDeps([...hosts.values()], dynamo.endpoint, resolved, queues, secrets, [...machines.values()][0], endpoint.url);
-    // Written by a stop that finished; absent after a kill (or a first start).
-    const cleanStop = join(dataDir, CLEAN_STOP_FILE);
-    const unclean = !existsSync(cleanStop);
-    rmSync(cleanStop, { force: true });
-    const recovered = await recoverUnfinished(deps, dynamo.endpoint, unclean);
-    const said = describeRecovered(recovered);
-    if (said !== null) {
-      log(`recovered ${said}`);
+  // State machines: the template's definition with its substitutions, tasks calling the bundles.
+  const machines = new Map<string, LocalWorkflow & StateMachinePort>();
+  const machineRoles: string[] = [];
+  for (const stack of stacks) {
+    for (const [id, r] of Object.entries(stack.stack.template.Resources)) {
+      if (r.Type !== 'AWS::StepFunctions::StateMachine') continue;
+      const where = `${stack.stack.id}.Resources.${id}.Properties`;
+      const props = r.Properties ?? {};
+      const arn = stack.physical[id]?.ref ?? '';
+      const roleArn = stack.resolveString(props.RoleArn, `${where}.RoleArn`);
+      machineRoles.push(roleArn);
+      const definition = stateMachineDefinition(stack, props, where);
+      const tasks: Record<string, WorkflowTask> = {};
+      forEachTask(definition, (name, resource) => {
+        const fn = fnByArn(resource, `${where} state ${name}`);
+        tasks[name] = async (input) => {
+          const d = await iam.evaluate({ principal: roleArn, action: 'lambda:InvokeFunction', resource: fn.spec.arn });
+          if (!d.allowed) {
+            // What Step Functions reports when its role may not invoke the function.
+            throw new FunctionError('Lambda.AWSLambdaException', `User: ${roleArn} is not authorized to perform: lambda:InvokeFunction on resource: ${fn.spec.arn} (Service: Lambda, Status Code: 403, Error Code: AccessDeniedException)`);
+          }
+          return fn.invoke(input).catch((err: unknown) => {
+            // Step Functions names Lambda's service errors Lambda.<error>.
+            if (err instanceof FunctionError && err.name === 'TooManyRequestsException') throw new FunctionError('Lambda.TooManyRequestsException', err.message);
+            throw err;
+          });
+        };
+      });
+      const type = props.StateMachineType === 'EXPRESS' ? 'EXPRESS' : 'STANDARD';
+      const workflow = new LocalWorkflow({
+        definition,
+        tasks,
+        onError: (name, err) => log(`state machine ${arn}: execution ${name} failed: ${err instanceof Error ? err.message : String(err)}`),
+      });
+      const port = Object.assign(workflow, { type }) as LocalWorkflow & StateMachinePort;
+      boot.onStop(() => workflow.stopAll(2_000));
+      machines.set(arn, port);
     }
+  }
 
-    // The event source mappings poll only with what the function's role allows.
-    for (const m of mappings) {
-      if (!m.enabled) continue;
-      const queue = queues.get(m.queueArn);
-      if (!queue) throw new Error(`${m.where}: event source ${m.queueArn} is not a queue of the assembly`);
-      const roleArn = roles.get(m.fn.spec.name);
-      if (roleArn === undefined) throw new Error(`${m.where}: no role for ${m.fn.spec.name}`);
-      for (const action of ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes']) {
-        const d = await iam.evaluate({ principal: roleArn, action, resource: m.queueArn });
-        // CloudFormation fails to create such a mapping ("The provided execution role does not have permissions").
-        if (!d.allowed) throw new Error(`${m.where}: the execution role of ${m.fn.spec.name} does not have permissions to call ${action.slice(4)} on SQS (${d.reason})`);
+  // Every role local code acts as (each resolved once, above), before anything acts as one;
+  // API Gateway's account-level logging role is not one.
+  const actedAs = new Set([...roles.values(), ...machineRoles]);
+  assertKnownPolicies(iam.principals.filter((p) => actedAs.has(p.roleArn)));
+
+  // Queues with the event source mappings that consume them.
+  const mappings = stacks.flatMap((stack) =>
+    Object.entries(stack.stack.template.Resources)
+      .filter(([, r]) => r.Type === 'AWS::Lambda::EventSourceMapping')
+      .map(([id, r]) => {
+        const where = `${stack.stack.id}.Resources.${id}.Properties`;
+        const p = stack.resolve(r.Properties ?? {}, where) as Record<string, unknown>;
+        return {
+          where,
+          queueArn: String(p.EventSourceArn),
+          fn: fnByArn(String(p.FunctionName), where),
+          batchSize: Number(p.BatchSize ?? 10),
+          reportFailures: Array.isArray(p.FunctionResponseTypes) && p.FunctionResponseTypes.includes('ReportBatchItemFailures'),
+          enabled: p.Enabled !== false,
+          maximumConcurrency: isPlainObject(p.ScalingConfig) && p.ScalingConfig.MaximumConcurrency !== undefined ? Number(p.ScalingConfig.MaximumConcurrency) : undefined,
+        };
+      }),
+  );
+  const queues = new Map<string, LocalQueue>();
+  for (const stack of stacks) {
+    for (const [id, r] of Object.entries(stack.stack.template.Resources)) {
+      if (r.Type !== 'AWS::SQS::Queue') continue;
+      const where = `${stack.stack.id}.Resources.${id}.Properties`;
+      const props = stack.resolve(r.Properties ?? {}, where) as Record<string, unknown>;
+      const attrs = stack.physical[id]?.attributes ?? {};
+      const arn = attrs.Arn ?? '';
+      const redrive = isPlainObject(props.RedrivePolicy) ? props.RedrivePolicy : undefined;
+      if (redrive && ![...Object.values(resolved.stacks)].some((s) => Object.values(s.physical).some((x) => x.attributes.Arn === redrive.deadLetterTargetArn))) {
+        throw new Error(`${where}.RedrivePolicy: dead-letter target ${String(redrive.deadLetterTargetArn)} is not a queue of the assembly`);
       }
+      const consumer = mappings.find((m) => m.queueArn === arn);
+      const queue = new LocalQueue({
+        dir: join(dataDir, 'queues'),
+        name: attrs.QueueName ?? id,
+        visibilityTimeoutSeconds: Number(props.VisibilityTimeout ?? 30),
+        // Without a redrive policy SQS keeps receiving a message until it expires.
+        maxReceiveCount: redrive ? Number(redrive.maxReceiveCount) : Number.MAX_SAFE_INTEGER,
+        batchSize: consumer?.batchSize ?? 10,
+        // The pollers invoke at most the mapping's MaximumConcurrency at once (else the function's concurrency).
+        ...(scale && consumer ? { concurrency: scale.queueConcurrency(consumer.maximumConcurrency) ?? scale.lambda.limitOf(consumer.fn.spec.name) } : {}),
+        onError: (err: unknown) => log(`queue ${arn}: ${err instanceof Error ? err.message : String(err)}`),
+      });
+      boot.onStop(() => queue.stop());
+      queues.set(arn, queue);
+    }
+  }
+
+  const endpointQueues = new Map<string, EndpointQueue>([...queues].map(([arn, q]) => [arn, q]));
+  const bucketResources = stacks.flatMap((stack) =>
+    Object.entries(stack.stack.template.Resources)
+      .filter(([, r]) => r.Type === 'AWS::S3::Bucket')
+      .map(([id, r]) => {
+        const props = stack.resolve(r.Properties ?? {}, `${stack.stack.id}.Resources.${id}.Properties`);
+        return { name: stack.physical[id]?.ref ?? '', days: expirationDaysOf(props), cors: corsRulesOf(props) };
+      }),
+  );
+  const corsRules = Object.fromEntries(bucketResources.map((b) => [b.name, b.cors]));
+  const buckets = bucketResources.map((b) => b.name);
+  const expirationDays = Object.fromEntries(bucketResources.flatMap((b) => (b.days === undefined ? [] : [[b.name, b.days]])));
+  endpoint.serve({
+    iam,
+    arns: resolved.arns,
+    dynamoEndpoint: dynamo.endpoint,
+    queues: endpointQueues,
+    stateMachines: machines,
+    secrets,
+    kms,
+    objects: { dir: join(dataDir, 'objects'), buckets, expirationDays, cors: corsRules },
+    ...(scale ? { throughput: scale.dynamo, startThrottle: scale.states } : {}),
+  });
+  // S3's own lifecycle expiry, from the template's rules: a pass at start and every hour.
+  boot.every(3600 * 1000, () => endpoint.expireObjects(), (err: unknown) => log(`object expiry failed: ${err instanceof Error ? err.message : String(err)}`), { now: true });
+
+  // Custom resources, as CloudFormation runs them on the first deploy.
+  progress(`${hosts.size} functions and ${queues.size} queues set up; running custom resources`);
+  // Those naming the API's own address run once it listens (listening, below): only then is the
+  // local address that stands for it known, as CloudFormation creates them after the API.
+  const namesApi = apiAddressNamed(stacks);
+  for (const stack of stacks) await runCustomResources(stack, dataDir, fnByArn, (v) => v, log, (props) => !namesApi(props));
+  progress('recovering what the last stop left unfinished');
+
+  // A restart owes the work it finds unfinished what `npm start` owes it: AWS never restarts,
+  // but this process holds the state machine's runs, and they die with it.
+  const deps = recoveryDeps([...hosts.values()], dynamo.endpoint, resolved, queues, secrets, [...machines.values()][0], endpoint.url);
+
+  // The event source mappings poll only with what the function's role allows.
+  const consumers: Array<() => void> = [];
+  for (const m of mappings) {
+    if (!m.enabled) continue;
+    const queue = queues.get(m.queueArn);
+    if (!queue) throw new Error(`${m.where}: event source ${m.queueArn} is not a queue of the assembly`);
+    const roleArn = roles.get(m.fn.spec.name);
+    if (roleArn === undefined) throw new Error(`${m.where}: no role for ${m.fn.spec.name}`);
+    for (const action of ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes']) {
+      const d = await iam.evaluate({ principal: roleArn, action, resource: m.queueArn });
+      // CloudFormation fails to create such a mapping ("The provided execution role does not have permissions").
+      if (!d.allowed) throw new Error(`${m.where}: the execution role of ${m.fn.spec.name} does not have permissions to call ${action.slice(4)} on SQS (${d.reason})`);
+    }
+    consumers.push(() =>
       queue.start(async (event: SQSEvent) => {
         const out = (await m.fn.invoke(event)) as SQSBatchResponse | null;
         // Without ReportBatchItemFailures Lambda ignores what the function returns.
         return m.reportFailures && out ? out : undefined;
-      });
-    }
+      }),
+    );
+  }
 
-    // Schedules: EventBridge rules with a rate, each target invoked as EventBridge invokes it.
-    const schedules: Schedule[] = [];
-    const halts: Array<() => Promise<void>> = [];
-    for (const stack of stacks) {
-      const permissions = Object.entries(stack.stack.template.Resources)
-        .filter(([, r]) => r.Type === 'AWS::Lambda::Permission')
-        .map(([id, r]) => stack.resolve(r.Properties ?? {}, `${stack.stack.id}.Resources.${id}.Properties`) as Record<string, unknown>);
-      for (const [id, r] of Object.entries(stack.stack.template.Resources)) {
-        if (r.Type !== 'AWS::Events::Rule') continue;
-        const where = `${stack.stack.id}.Resources.${id}.Properties`;
-        const p = stack.resolve(r.Properties ?? {}, where) as Record<string, unknown>;
-        if (typeof p.ScheduleExpression !== 'string' || p.State === 'DISABLED') continue;
-        const everyMs = rateMs(p.ScheduleExpression, where);
-        const ruleArn = stack.physical[id]?.attributes.Arn ?? '';
-        for (const target of Array.isArray(p.Targets) ? p.Targets.filter(isPlainObject) : []) {
-          const fn = fnByArn(String(target.Arn), `${where}.Targets`);
-          // Without a resource-based permission for events.amazonaws.com (and this rule) the
-          // rule fires and the invocation fails (its FailedInvocations metric).
-          const permitted = permissions.some(
-            (perm) =>
-              (perm.FunctionName === fn.spec.arn || perm.FunctionName === fn.spec.name) &&
-              perm.Principal === 'events.amazonaws.com' &&
-              (perm.Action === 'lambda:InvokeFunction' || perm.Action === 'lambda:*') &&
-              (typeof perm.SourceArn !== 'string' || perm.SourceArn === ruleArn),
-          );
-          const fire = async (): Promise<unknown> => {
-            if (!permitted) throw new Error(`${ruleArn}: events.amazonaws.com may not invoke ${fn.spec.arn} (no AWS::Lambda::Permission for the rule)`);
-            const event =
-              typeof target.Input === 'string'
-                ? (JSON.parse(target.Input) as unknown)
-                : { version: '0', id: randomUUID(), 'detail-type': 'Scheduled Event', source: 'aws.events', account: resolved.env.account, time: new Date().toISOString().replace(/\.\d+Z$/, 'Z'), region, resources: [ruleArn], detail: {} };
-            return fn.invoke(event);
-          };
-          // One pass at a time: a pass still running when the next is due is not started twice here
-          // (EventBridge would start it; the functions it targets are safe to run twice).
-          let running: Promise<unknown> | undefined;
-          const timer = setInterval(() => {
-            running ??= fire()
-              .catch((err: unknown) => log(`schedule ${ruleArn}: ${fn.spec.name} failed: ${err instanceof Error ? err.message : String(err)}`))
-              .finally(() => (running = undefined));
-          }, everyMs);
-          timer.unref();
-          const halt = async () => {
-            clearInterval(timer);
-            await running;
-          };
-          halts.push(halt);
-          stoppers.push(halt);
-          schedules.push({ ruleArn, functionName: fn.spec.name, everyMs, fire });
-        }
+  // Schedules: EventBridge rules with a rate, each target invoked as EventBridge invokes it.
+  const schedules: Schedule[] = [];
+  for (const stack of stacks) {
+    const permissions = Object.entries(stack.stack.template.Resources)
+      .filter(([, r]) => r.Type === 'AWS::Lambda::Permission')
+      .map(([id, r]) => stack.resolve(r.Properties ?? {}, `${stack.stack.id}.Resources.${id}.Properties`) as Record<string, unknown>);
+    for (const [id, r] of Object.entries(stack.stack.template.Resources)) {
+      if (r.Type !== 'AWS::Events::Rule') continue;
+      const where = `${stack.stack.id}.Resources.${id}.Properties`;
+      const p = stack.resolve(r.Properties ?? {}, where) as Record<string, unknown>;
+      if (typeof p.ScheduleExpression !== 'string' || p.State === 'DISABLED') continue;
+      const everyMs = rateMs(p.ScheduleExpression, where);
+      const ruleArn = stack.physical[id]?.attributes.Arn ?? '';
+      for (const target of Array.isArray(p.Targets) ? p.Targets.filter(isPlainObject) : []) {
+        const fn = fnByArn(String(target.Arn), `${where}.Targets`);
+        // Without a resource-based permission for events.amazonaws.com (and this rule) the
+        // rule fires and the invocation fails (its FailedInvocations metric).
+        const permitted = permissions.some(
+          (perm) =>
+            (perm.FunctionName === fn.spec.arn || perm.FunctionName === fn.spec.name) &&
+            perm.Principal === 'events.amazonaws.com' &&
+            (perm.Action === 'lambda:InvokeFunction' || perm.Action === 'lambda:*') &&
+            (typeof perm.SourceArn !== 'string' || perm.SourceArn === ruleArn),
+        );
+        const fire = async (): Promise<unknown> => {
+          if (!permitted) throw new Error(`${ruleArn}: events.amazonaws.com may not invoke ${fn.spec.arn} (no AWS::Lambda::Permission for the rule)`);
+          const event =
+            typeof target.Input === 'string'
+              ? (JSON.parse(target.Input) as unknown)
+              : { version: '0', id: randomUUID(), 'detail-type': 'Scheduled Event', source: 'aws.events', account: resolved.env.account, time: new Date().toISOString().replace(/\.\d+Z$/, 'Z'), region, resources: [ruleArn], detail: {} };
+          return fn.invoke(event);
+        };
+        // One pass at a time: a pass still running when the next is due is not started twice here
+        // (EventBridge would start it; the functions it targets are safe to run twice).
+        boot.every(everyMs, fire, (err: unknown) => log(`schedule ${ruleArn}: ${fn.spec.name} failed: ${err instanceof Error ? err.message : String(err)}`));
+        schedules.push({ ruleArn, functionName: fn.spec.name, everyMs, fire });
       }
     }
+  }
 
-    // The API.
-    const serviceStack = stacks.find((s) => Object.values(s.stack.template.Resources).some((r) => r.Type === 'AWS::ApiGateway::RestApi'));
-    if (!serviceStack) throw new Error('No stack of the assembly declares a REST API');
-    const api: TemplateApi = apiFromTemplate(serviceStack);
-    const account = resolved.env.account;
-    const invokeFromApi = (fnArn: string, sourceArn: string, event: unknown): Promise<unknown> => {
-      // Without a resource-based permission API Gateway cannot invoke the function: a 500.
-      if (!api.mayInvoke(fnArn, sourceArn)) return Promise.reject(new IntegrationError(`Invalid permissions on Lambda function ${fnArn} for ${sourceArn}`, 500));
-      return fnByArn(fnArn, 'API').invoke(event).catch((err: unknown) => {
-        if (err instanceof FunctionError && err.name === 'RequestEntityTooLargeException') throw new IntegrationError(err.message, 500);
+  // The API.
+  const serviceStack = stacks.find((s) => Object.values(s.stack.template.Resources).some((r) => r.Type === 'AWS::ApiGateway::RestApi'));
+  if (!serviceStack) throw new Error('No stack of the assembly declares a REST API');
+  const api: TemplateApi = apiFromTemplate(serviceStack);
+  const account = resolved.env.account;
+  const invokeFromApi = (fnArn: string, sourceArn: string, event: unknown): Promise<unknown> => {
+    // Without a resource-based permission API Gateway cannot invoke the function: a 500.
+    if (!api.mayInvoke(fnArn, sourceArn)) return Promise.reject(new IntegrationError(`Invalid permissions on Lambda function ${fnArn} for ${sourceArn}`, 500));
+    return fnByArn(fnArn, 'API').invoke(event).catch((err: unknown) => {
+      if (err instanceof FunctionError && err.name === 'RequestEntityTooLargeException') throw new IntegrationError(err.message, 500);
+      throw err;
+    });
+  };
+  const replies = gatewayReplies(api.gatewayResponses);
+  const methodArn = (event: APIGatewayProxyEvent) =>
+    `arn:aws:execute-api:${region}:${account}:${api.apiId}/${api.stage}/${event.httpMethod}${event.resource.replace(/\{[^}]+\}/g, (m) => event.pathParameters?.[m.slice(1, -1)] ?? '')}`;
+  const handlers: Record<string, (event: APIGatewayProxyEvent) => Promise<APIGatewayProxyResult>> = {};
+  // Methods whose integration streams (ResponseTransferMode STREAM) invoke with a response stream.
+  const streamInvokers: Record<string, (event: APIGatewayProxyEvent) => Promise<Readable>> = {};
+  for (const [name, fnArn] of Object.entries(api.functionArns)) {
+    handlers[name] = (event) =>
+      (invokeFromApi(fnArn, methodArn(event), event) as Promise<APIGatewayProxyResult>).catch((err: unknown) => {
+        // A throttled Lambda never ran, so it gave no proxy result: API Gateway answers its
+        // INTEGRATION_FAILURE response (a 500 unless the API declares one).
+        if (err instanceof FunctionError && err.name === 'TooManyRequestsException') return proxyResultOf(replies('INTEGRATION_FAILURE', event.requestContext.requestId, 500));
+        throw err;
+      });
+    streamInvokers[name] = async (event) => {
+      // lambda:InvokeFunction covers InvokeWithResponseStream too: the same permission check.
+      if (!api.mayInvoke(fnArn, methodArn(event))) throw new IntegrationError(`Invalid permissions on Lambda function ${fnArn} for ${methodArn(event)}`, 500);
+      return fnByArn(fnArn, 'API').invokeStream(event).catch((err: unknown) => {
+        // Throttled before it ran: the same INTEGRATION_FAILURE response as a buffered method.
+        if (err instanceof FunctionError && err.name === 'TooManyRequestsException') throw Object.assign(new IntegrationError(err.message, 500), { gatewayResponse: 'INTEGRATION_FAILURE' });
         throw err;
       });
     };
-    const replies = gatewayReplies(api.gatewayResponses);
-    const methodArn = (event: APIGatewayProxyEvent) =>
-      `arn:aws:execute-api:${region}:${account}:${api.apiId}/${api.stage}/${event.httpMethod}${event.resource.replace(/\{[^}]+\}/g, (m) => event.pathParameters?.[m.slice(1, -1)] ?? '')}`;
-    const handlers: Record<string, (event: APIGatewayProxyEvent) => Promise<APIGatewayProxyResult>> = {};
-    // Methods whose integration streams (ResponseTransferMode STREAM) invoke with a response stream.
-    const streamInvokers: Record<string, (event: APIGatewayProxyEvent) => Promise<Readable>> = {};
-    for (const [name, fnArn] of Object.entries(api.functionArns)) {
-      handlers[name] = (event) =>
-        (invokeFromApi(fnArn, methodArn(event), event) as Promise<APIGatewayProxyResult>).catch((err: unknown) => {
-          // A throttled Lambda never ran, so it gave no proxy result: API Gateway answers its
-          // INTEGRATION_FAILURE response (a 500 unless the API declares one).
-          if (err instanceof FunctionError && err.name === 'TooManyRequestsException') return proxyResultOf(replies('INTEGRATION_FAILURE', event.requestContext.requestId, 500));
-          throw err;
-        });
-      streamInvokers[name] = async (event) => {
-        // lambda:InvokeFunction covers InvokeWithResponseStream too: the same permission check.
-        if (!api.mayInvoke(fnArn, methodArn(event))) throw new IntegrationError(`Invalid permissions on Lambda function ${fnArn} for ${methodArn(event)}`, 500);
-        return fnByArn(fnArn, 'API').invokeStream(event).catch((err: unknown) => {
-          // Throttled before it ran: the same INTEGRATION_FAILURE response as a buffered method.
-          if (err instanceof FunctionError && err.name === 'TooManyRequestsException') throw Object.assign(new IntegrationError(err.message, 500), { gatewayResponse: 'INTEGRATION_FAILURE' });
-          throw err;
-        });
-      };
-    }
-    const authorizer = api.authorizer;
-    // PIPEGATE_LOG_FORMAT reaches the functions as a tuning variable, checked by their config reader.
-    const requestLog = createLogger('pipegate-synth', log, deps.config.logFormat ?? (process.stderr.isTTY ? 'text' : 'json'));
-    // While stopping: every request is told to come back, as under `npm start`.
-    let draining = false;
-    const gateway = createGateway({
-      routes: api.routes,
-      handlers,
-      streamInvokers,
-      authorizer: (event) =>
-        authorizer
-          ? (invokeFromApi(authorizer.functionArn, `arn:aws:execute-api:${region}:${account}:${api.apiId}/authorizers/${authorizer.authorizerId}`, event) as Promise<APIGatewayAuthorizerResult>)
-          : Promise.reject(new Error('The template declares no authorizer')),
-      authorizerSettings: authorizer?.settings,
-      gatewayResponses: api.gatewayResponses,
-      ownerToken,
-      maxBodyBytes: API_GATEWAY_MAX_BODY_BYTES,
-      basePath: env.PIPEGATE_BASE_PATH,
-      integrationTimeoutMs: api.integrationTimeoutMs,
-      api: { region, account, apiId: api.apiId, stage: api.stage },
-      resourcePolicy: apiPolicyCheck(
-        api.policy,
-        { partition: resolved.env.partition, region, account, apiId: api.apiId },
-        opts.ownerPrincipal ?? env.PIPEGATE_OWNER_PRINCIPAL ?? `arn:${resolved.env.partition}:iam::${account}:user/${DEFAULT_OWNER_USER}`,
-      ),
-      firewall: firewallFromTemplate(serviceStack, `arn:${resolved.env.partition}:apigateway:${region}::/restapis/${api.apiId}/stages/${api.stage}`),
-      log: (line) => requestLog.info('request', line),
-    });
-    const throttled = scale ? stageThrottle(api, env.PIPEGATE_BASE_PATH, scale) : () => false;
-    serve = (req, res) => {
-      if (draining) return refuseWhileStopping(req, res);
+  }
+  const authorizer = api.authorizer;
+  // PIPEGATE_LOG_FORMAT reaches the functions as a tuning variable, checked by their config reader.
+  const requestLog = createLogger('pipegate-synth', log, deps.config.logFormat ?? (process.stderr.isTTY ? 'text' : 'json'));
+  const gateway = createGateway({
+    routes: api.routes,
+    handlers,
+    streamInvokers,
+    authorizer: (event) =>
+      authorizer
+        ? (invokeFromApi(authorizer.functionArn, `arn:aws:execute-api:${region}:${account}:${api.apiId}/authorizers/${authorizer.authorizerId}`, event) as Promise<APIGatewayAuthorizerResult>)
+        : Promise.reject(new Error('The template declares no authorizer')),
+    authorizerSettings: authorizer?.settings,
+    gatewayResponses: api.gatewayResponses,
+    ownerToken: boot.ownerToken,
+    maxBodyBytes: API_GATEWAY_MAX_BODY_BYTES,
+    basePath: env.PIPEGATE_BASE_PATH,
+    integrationTimeoutMs: api.integrationTimeoutMs,
+    api: { region, account, apiId: api.apiId, stage: api.stage },
+    resourcePolicy: apiPolicyCheck(
+      api.policy,
+      { partition: resolved.env.partition, region, account, apiId: api.apiId },
+      opts.ownerPrincipal ?? env.PIPEGATE_OWNER_PRINCIPAL ?? `arn:${resolved.env.partition}:iam::${account}:user/${DEFAULT_OWNER_USER}`,
+    ),
+    firewall: firewallFromTemplate(serviceStack, `arn:${resolved.env.partition}:apigateway:${region}::/restapis/${api.apiId}/stages/${api.stage}`),
+    log: (line) => requestLog.info('request', line),
+  });
+  const throttled = scale ? stageThrottle(api, env.PIPEGATE_BASE_PATH, scale) : () => false;
+  const workflow = [...machines.values()][0];
+  if (!workflow || machines.size !== 1) throw new Error(`Expected one state machine in the assembly, found ${machines.size}`);
+  const executionsQueue = queues.get(resolved.arns.queueArnOfUrl(deps.config.executionsQueueUrl) ?? '');
+  if (!executionsQueue) throw new Error(`No local queue for ${deps.config.executionsQueueUrl}`);
+
+  return {
+    // The functions' own conditional writes, from this process: AWS never stops, so no role holds them.
+    deps,
+    workflow,
+    executionsQueue,
+    drainSeconds: deps.config.drainSeconds,
+    repair: () => indexUnmarkedOpen(deps, dynamo.endpoint),
+    start() {
+      for (const consume of consumers) consume();
+    },
+    handle(req, res) {
       if (throttled(req)) {
         req.resume();
         const requestId = randomUUID();
         return send(res, replies('THROTTLED', requestId), requestId);
       }
       gateway(req, res);
-    };
-    const workflow = [...machines.values()][0];
-    if (!workflow || machines.size !== 1) throw new Error(`Expected one state machine in the assembly, found ${machines.size}`);
-
-    const { drainSeconds } = deps.config;
-    const executionsQueue = queues.get(resolved.arns.queueArnOfUrl(deps.config.executionsQueueUrl) ?? '');
-    if (!executionsQueue) throw new Error(`No local queue for ${deps.config.executionsQueueUrl}`);
-    const stop = async (stopOpts: StopOptions = {}): Promise<StopReport> => {
-      const drainMs = stopOpts.drainMs ?? drainSeconds * 1000;
-      draining = true;
-      let report: StopReport;
-      try {
-        for (const halt of halts) await halt();
-        // No new workflow starts; their messages wait in the queue for the next start.
-        await executionsQueue.stop();
-        // The functions' own conditional write, from this process: AWS never stops, so no role holds it.
-        report = await drainWorkflow(workflow, deps, drainMs, (id, err) => log(`could not fail interrupted execution ${id}: ${err instanceof Error ? err.message : String(err)}`));
-      } finally {
-        await stopAll();
-      }
-      // Every write finished before the table closed: the next start needs no Scan.
-      writeFileSync(join(dataDir, CLEAN_STOP_FILE), `${new Date().toISOString()}\n`, { mode: 0o600 });
-      return report;
-    };
-    let stopping: Promise<StopReport> | undefined;
-    return {
-      url,
-      ownerToken,
-      dataDir,
+    },
+    async listening(url) {
+      // The API's execute-api address stands for this runtime's own wherever the templates name
+      // it: the functions' environments (read by a sandbox when it starts; none of these has
+      // been asked for before the API listens) and the custom resources left for now.
+      const localize = localApiAddress(stacks, url, boot.env.PIPEGATE_BASE_PATH);
+      for (const host of hosts.values()) Object.assign(host.spec.env, localize(host.spec.env));
+      for (const stack of stacks) await runCustomResources(stack, dataDir, fnByArn, localize, log, namesApi);
+    },
+    say: (message, fields) => log(`${message}${fields ? ` ${JSON.stringify(fields)}` : ''}`),
+    exposed: {
       assembly,
       resolved,
       endpoint,
@@ -624,17 +562,11 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
       stateMachines: machines,
       queues,
       workflow,
-      recovered,
       deps,
       schedules,
-      drainSeconds,
       ...(scale ? { scale } : {}),
-      stop: (stopOpts) => (stopping ??= stop(stopOpts)),
-    };
-  } catch (err) {
-    await stopAll();
-    throw err;
-  }
+    },
+  };
 }
 
 /** A gateway reply as the proxy result that renders it. */
@@ -731,21 +663,15 @@ function sweeperCredentials(hosts: FunctionHost[]): { accessKeyId: string; secre
 }
 
 /**
- * The start-up sweep of `npm start` (sweepAll with `startup`), after one Scan of the table: the
- * functions write as on AWS, moving the sweep marker in the status write itself, and dynalite
- * writes index entries before the item, so a process killed between the two can leave an open
- * execution off the index; the Scan puts such executions on it first. Only after an unclean
- * stop (no clean-stop file): a stop that finished left every write whole. The Scan is local
- * only: on AWS nothing restarts, and DynamoDB updates an item and its index entries together.
+ * Puts open executions that a kill left off the sweep index back on it (one Scan), and says how
+ * many: the functions write as on AWS, moving the sweep marker in the status write itself, and
+ * dynalite writes index entries before the item, so a process killed between the two can leave
+ * an open execution off the index. Run by the bootstrap after an unclean stop only: a stop that
+ * finished left every write whole. Local only: on AWS nothing restarts, and DynamoDB updates an
+ * item and its index entries together.
  */
-async function recoverUnfinished(d: Deps, dynamoEndpoint: string, unclean: boolean): Promise<Recovered> {
-  if (unclean) await indexUnmarkedOpen(d, dynamoEndpoint);
-  const swept = await sweepAll(d, { startup: true });
-  return recoveredOf(swept);
-}
-
-/** Puts open executions that a kill left off the sweep index back on it (one Scan). */
-async function indexUnmarkedOpen(d: Deps, dynamoEndpoint: string): Promise<void> {
+async function indexUnmarkedOpen(d: Deps, dynamoEndpoint: string): Promise<number> {
+  let indexed = 0;
   const db = DynamoDBDocumentClient.from(new DynamoDBClient({ region: 'local', ...localEndpointConfig(dynamoEndpoint) }));
   try {
     let start: Record<string, unknown> | undefined;
@@ -761,6 +687,7 @@ async function indexUnmarkedOpen(d: Deps, dynamoEndpoint: string): Promise<void>
         }),
       );
       for (const item of page.Items ?? []) {
+        indexed += 1;
         await db
           .send(
             new UpdateCommand({
@@ -781,6 +708,7 @@ async function indexUnmarkedOpen(d: Deps, dynamoEndpoint: string): Promise<void>
   } finally {
     db.destroy();
   }
+  return indexed;
 }
 
 /** DefinitionString (or Definition) with DefinitionSubstitutions applied, as Step Functions gets it. */
@@ -855,11 +783,17 @@ function defineSecrets(stack: ResolvedStack, store: LocalSecretStore): void {
   }
 }
 
-/** 503 + Retry-After while the runtime is still being set up (its address is taken first). */
-function refuseWhileStarting(req: IncomingMessage, res: ServerResponse): void {
-  req.resume();
-  res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '5', connection: 'close' });
-  res.end(JSON.stringify({ error: 'Service Unavailable', detail: 'pipegate is starting' }));
+/** Whether a resolved value names a REST API's execute-api address. */
+function apiAddressNamed(stacks: ResolvedStack[]): (value: unknown) => boolean {
+  const hosts = stacks.flatMap((stack) =>
+    Object.entries(stack.stack.template.Resources)
+      .filter(([, r]) => r.Type === 'AWS::ApiGateway::RestApi')
+      .map(([id]) => `${stack.physical[id]?.ref ?? id}.execute-api.`),
+  );
+  return (value) => {
+    const text = JSON.stringify(value);
+    return hosts.some((h) => text.includes(h));
+  };
 }
 
 /**
@@ -917,6 +851,7 @@ async function runCustomResources(
   fnByArn: (arn: string, where: string) => FunctionHost,
   localize: <T>(value: T) => T,
   log: (line: string) => void,
+  only: (properties: Record<string, unknown>) => boolean = () => true,
 ): Promise<void> {
   const file = join(dataDir, 'custom-resources.json');
   const created = readCreated(file);
@@ -928,7 +863,9 @@ async function runCustomResources(
     const key = `${prefix}${id}`;
     present.add(key);
     const where = `${stack.stack.id}.Resources.${id}.Properties`;
-    const properties = localize(stack.resolve(r.Properties ?? {}, where) as Record<string, unknown>);
+    const resolvedProps = stack.resolve(r.Properties ?? {}, where) as Record<string, unknown>;
+    if (!only(resolvedProps)) continue;
+    const properties = localize(resolvedProps);
     const before = created[key];
     if (before && (before.properties === null || isDeepStrictEqual(before.properties, properties))) {
       if (before.properties === null) created[key] = { ...before, properties };

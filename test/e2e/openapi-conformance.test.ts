@@ -340,6 +340,10 @@ describe('the caller API conforms, to the service document and to the deployment
     const read = await caller('GET', `${form}/executions/${run.body.execution_id as string}`, null, undefined, { prefer: 'wait=20' });
     expect(read.status).toBe(200);
     expect((await caller('GET', `${form}/executions/${UNKNOWN}`, null)).status).toBe(404);
+    const events = await caller('GET', `${form}/executions/${run.body.execution_id as string}/events`, null, undefined, { accept: 'text/event-stream' });
+    expect(events.status).toBe(200);
+    expect(events.text).toContain('event: done');
+    expect((await caller('GET', `${form}/executions/${UNKNOWN}/events`, null)).status).toBe(404);
     expect((await caller('POST', `${form}/uploads`, null, { media_type: 'image/png', bytes: 10 })).status).toBe(201);
     expect((await caller('POST', `${form}/uploads`, null, { media_type: 'text/plain', bytes: 10 })).status).toBe(422);
   });
@@ -375,6 +379,27 @@ describe('the caller API conforms, to the service document and to the deployment
     expect((await caller('POST', uploads, media.apiKey, { media_type: 'video/mp4', bytes: 1024 })).status).toBe(422);
     expect((await caller('POST', uploads, media.apiKey, { media_type: 'image/png' })).status).toBe(400);
     expect((await caller('POST', `/v1/deployments/${UNKNOWN}/uploads/`, media.apiKey, { media_type: 'image/png', bytes: 1 })).status).toBe(401);
+  });
+
+  it("answers an owner's upload with its PUT URL, a run uses it, and refuses what no input takes", async () => {
+    const png1 = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==', 'base64');
+    const def: PipelineDefinition = {
+      nodes: {
+        photo: { type: 'input', value_type: 'asset', media_types: ['image/png'], value: `data:image/png;base64,${png1.toString('base64')}` },
+        size: { type: 'transform', inputs: ['photo'], expression: 'photo.bytes' },
+        bytes: { type: 'output', from: 'size' },
+      },
+    };
+    expect((await owner('PUT', '/v1/pipelines/conform-owner-media', def)).status).toBe(201);
+    const uploads = '/v1/pipelines/conform-owner-media/uploads';
+    const created = await owner<{ upload_url: string; headers: Record<string, string>; asset: { value: string } }>('POST', uploads, { media_type: 'image/png', bytes: png1.length });
+    expect(created.status).toBe(201);
+    expect((await fetch(created.body.upload_url, { method: 'PUT', headers: created.body.headers, body: png1 })).status).toBe(200);
+    const run = await runToEnd('conform-owner-media', { photo: created.body.asset.value });
+    expect(run).toMatchObject({ status: 'completed', outputs: { bytes: png1.length } });
+    expect((await owner('POST', uploads, { media_type: 'video/mp4', bytes: 1024 })).status).toBe(400);
+    expect((await owner('POST', uploads, { media_type: 'image/png' })).status).toBe(400);
+    expect((await owner('POST', '/v1/pipelines/no-such-pipeline/uploads', { media_type: 'image/png', bytes: 1 })).status).toBe(404);
   });
 
   it("401 for a key on a deployment not its own (here: unknown), 404 for unknown executions", async () => {

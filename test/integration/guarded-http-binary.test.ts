@@ -1,7 +1,9 @@
 /**
- * Binary bodies through the guarded HTTP port: a binary answer comes back as bytes up to its
- * own limit (at the edge: exactly the limit passes, one byte more fails naming it, with or
- * without a Content-Length), text keeps the text limit, and bytes are sent as they are.
+ * Binary bodies through the guarded HTTP port: a binary answer comes back as a stream of its
+ * bytes up to its own limit (at the edge: exactly the limit passes, one byte more fails naming
+ * it, with or without a Content-Length), the exchange's deadline still holds while it streams,
+ * ending it early closes the connection, text keeps the text limit, and bytes (whole or as a
+ * sized stream) are sent as they are.
  */
 import { createGuardedHttp } from '../../functions/adapters/guarded-http';
 import { startTestServer, type ReceivedRequest, type TestServer } from '../support/http-server';
@@ -28,28 +30,40 @@ beforeAll(async () => {
 });
 afterAll(async () => server?.close());
 
+async function collect(body: AsyncIterable<Uint8Array> | undefined): Promise<Buffer> {
+  if (body === undefined) throw new Error('no stream');
+  const parts: Uint8Array[] = [];
+  for await (const c of body) parts.push(c);
+  return Buffer.concat(parts);
+}
+
 const get = (query: string) => http({ method: 'GET', url: `${server.origin}/?${query}`, headers: {}, timeoutMs: 5000, maxResponseBytes: 100, maxBinaryResponseBytes: LIMIT });
 
 describe('binary answers', () => {
-  it.each(['', '&chunked'])('takes exactly the binary limit as bytes (%s)', async (extra) => {
+  it.each(['', '&chunked'])('takes exactly the binary limit as a stream (%s)', async (extra) => {
     const res = await get(`n=${LIMIT}${extra}`);
     expect(res.body).toBe('');
-    expect(Buffer.from(res.bytes ?? new Uint8Array()).equals(pattern(LIMIT))).toBe(true);
+    expect((await collect(res.stream)).equals(pattern(LIMIT))).toBe(true);
   });
 
-  it.each(['', '&chunked'])('refuses one byte more, naming the limit (%s)', async (extra) => {
-    await expect(get(`n=${LIMIT + 1}${extra}`)).rejects.toThrow(new Error(`binary response larger than ${LIMIT} bytes`));
+  it('refuses one byte more, naming the limit, before streaming when the length is declared', async () => {
+    await expect(get(`n=${LIMIT + 1}`)).rejects.toThrow(new Error(`binary response larger than ${LIMIT} bytes`));
+  });
+
+  it('cuts off an undeclared answer once it passes the limit, naming it', async () => {
+    const res = await get(`n=${LIMIT + 1}&chunked`);
+    await expect(collect(res.stream)).rejects.toThrow(new Error(`binary response larger than ${LIMIT} bytes`));
   });
 
   it('keeps the text limit for text, even when a binary allowance is given', async () => {
     await expect(get('n=101&type=text/plain')).rejects.toThrow(new Error('response larger than 100 bytes'));
     const res = await get('n=100&type=application/json&chunked');
-    expect(res.bytes).toBeUndefined();
+    expect(res.stream).toBeUndefined();
   });
 
   it('answers text for a binary type when no binary allowance was asked for (callbacks)', async () => {
     const res = await http({ method: 'GET', url: `${server.origin}/?n=10`, headers: {}, timeoutMs: 5000 });
-    expect(res.bytes).toBeUndefined();
+    expect(res.stream).toBeUndefined();
     expect(typeof res.body).toBe('string');
   });
 
@@ -59,5 +73,51 @@ describe('binary answers', () => {
     await http({ method: 'POST', url: `${server.origin}/?n=1`, headers: { 'content-type': 'image/png' }, body, timeoutMs: 5000 });
     expect(seen[0]?.raw.equals(body)).toBe(true);
     expect(seen[0]?.headers['content-length']).toBe('3000');
+  });
+
+  it('sends a sized stream as it is read, with its Content-Length', async () => {
+    seen.length = 0;
+    const body = pattern(3000);
+    async function* parts() {
+      yield body.subarray(0, 1000);
+      yield body.subarray(1000);
+    }
+    await http({ method: 'POST', url: `${server.origin}/?n=1`, headers: { 'content-type': 'image/png' }, body: { bytes: 3000, stream: parts() }, timeoutMs: 5000 });
+    expect(seen[0]?.raw.equals(body)).toBe(true);
+    expect(seen[0]?.headers['content-length']).toBe('3000');
+  });
+
+  it('fails a sized stream that yields fewer bytes than it declared', async () => {
+    async function* short() {
+      yield pattern(10);
+    }
+    await expect(http({ method: 'POST', url: `${server.origin}/?n=1`, headers: {}, body: { bytes: 20, stream: short() }, timeoutMs: 5000 })).rejects.toThrow('request body of 10 bytes, not 20');
+  });
+});
+
+describe('a binary answer while it streams', () => {
+  let slow: TestServer;
+  let closed: Promise<void>;
+  beforeAll(async () => {
+    let onClose: () => void = () => undefined;
+    closed = new Promise((ok) => (onClose = ok));
+    slow = await startTestServer((_req, res) => {
+      // The first bytes, then nothing: the rest never comes.
+      res.writeHead(200, { 'content-type': 'video/mp4' });
+      res.write(pattern(100));
+      res.on('close', onClose);
+    });
+  });
+  afterAll(async () => slow?.close());
+
+  it('keeps the exchange deadline: a body that stops coming fails with the time-out', async () => {
+    const res = await http({ method: 'GET', url: slow.origin, headers: {}, timeoutMs: 300, maxBinaryResponseBytes: LIMIT });
+    await expect(collect(res.stream)).rejects.toThrow(new Error('timed out after 300 ms'));
+  });
+
+  it('closes the connection when the stream is ended before it is read', async () => {
+    const res = await http({ method: 'GET', url: slow.origin, headers: {}, timeoutMs: 60_000, maxBinaryResponseBytes: LIMIT });
+    await res.stream?.[Symbol.asyncIterator]().return?.();
+    await closed;
   });
 });

@@ -221,6 +221,54 @@ describe('S3ObjectStore on the local S3 emulation', () => {
     });
   });
 
+  describe('multipart writes', () => {
+    const MIB = 1024 * 1024;
+
+    it('stores parts as one object only once completed: exact bytes, media type and size', async () => {
+      const key = `d/${D}/e/${E}/node.big`;
+      const first = bytes(5 * MIB, 3);
+      const last = bytes(1234, 5);
+      const w = await store.begin(key, 'video/mp4');
+      await w.part(first);
+      expect(await store.head(key)).toBeNull();
+      await w.part(last);
+      expect(await store.head(key)).toBeNull();
+      await w.complete();
+      expect(await store.head(key)).toEqual({ bytes: first.length + last.length, media_type: 'video/mp4' });
+      expect(Buffer.from((await store.read(key)) as Uint8Array).equals(Buffer.concat([first, last]))).toBe(true);
+      expect(await store.removePrefix(`d/${D}/e/${E}/node.big`)).toBe(1);
+    });
+
+    it('leaves nothing after an abort, and refuses parts or completion of an aborted upload', async () => {
+      const key = `d/${D}/e/${E}/node.aborted`;
+      const w = await store.begin(key, 'image/png');
+      await w.part(bytes(5 * MIB));
+      await w.abort();
+      expect(await store.head(key)).toBeNull();
+      await expect(w.part(bytes(10))).rejects.toMatchObject({ name: 'NoSuchUpload' });
+      await expect(w.complete()).rejects.toMatchObject({ name: 'NoSuchUpload' });
+      expect(await store.removePrefix(`d/${D}/e/${E}/node.aborted`)).toBe(0);
+    });
+
+    it('refuses to complete with a part other than the last below 5 MiB, as S3 does', async () => {
+      const w = await store.begin('k/small-parts', 'image/png');
+      await w.part(bytes(100));
+      await w.part(bytes(100));
+      await expect(w.complete()).rejects.toMatchObject({ name: 'EntityTooSmall' });
+      await w.abort();
+      expect(await store.head('k/small-parts')).toBeNull();
+    });
+
+    it("removes an upload neither completed nor aborted a day after it began, as the bucket's rule does", async () => {
+      const w = await store.begin('k/forgotten', 'image/png');
+      await w.part(bytes(100));
+      clock += 24 * 3600 * 1000 + 1;
+      await s3.expire();
+      clock = Date.now();
+      await expect(w.complete()).rejects.toMatchObject({ name: 'NoSuchUpload' });
+    });
+  });
+
   it('refuses SDK calls signed with the wrong secret or an unknown key, and an unknown bucket', async () => {
     const wrong = createObjectStore(settings(), BUCKET, { accessKeyId: creds.accessKeyId, secretAccessKey: 'not-it' });
     const unknown = createObjectStore(settings(), BUCKET, { accessKeyId: 'AKNOBODY', secretAccessKey: creds.secretAccessKey });

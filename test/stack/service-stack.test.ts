@@ -104,7 +104,7 @@ describe('API routes from lib/routes.ts', () => {
     } else if (route.auth === 'none') {
       // Only the docs page and its static files (nothing of a deployment), asset links, whose
       // URL is a signed capability checked by the function itself, and web forms, whose link is.
-      expect(['deployment-docs', 'asset-get', 'form-page', 'form-execute', 'form-execution', 'form-upload']).toContain(route.handler);
+      expect(['deployment-docs', 'asset-get', 'form-page', 'form-execute', 'form-execution', 'form-upload', 'form-events']).toContain(route.handler);
       expect(m?.props.AuthorizationType).toBe('NONE');
       expect(m?.props.AuthorizerId).toBeUndefined();
     } else {
@@ -137,6 +137,7 @@ describe('API routes from lib/routes.ts', () => {
       'GET execution-events',
       'GET execution-result',
       'GET execution-status',
+      'GET form-events',
       'GET form-execution',
       'GET owner-execution-get',
       'GET run-events',
@@ -491,11 +492,15 @@ describe('concurrency budget, from lib/concurrency.ts', () => {
   it("gives the event stream and the web form's routes shares of their own, sized to what they hold", () => {
     // Assess: a stream is held for a whole execution, so its share is the viewers at once.
     expect(classOf('execution-events')).toBe('stream');
+    // The web form's stream draws on the stream share, apart from API callers' streams.
+    expect(classOf('form-events')).toBe('stream');
     for (const f of ['form-page', 'form-execute', 'form-execution', 'form-upload']) expect(classOf(f)).toBe('form');
     expect(classOf('asset-get')).toBe('caller');
     expect(classOf('run-events')).toBe('owner');
     const reservable = built.settings.accountConcurrency - AWS_MIN_UNRESERVED;
-    expect(Number(reservedOf('execution-events'))).toBe(Math.floor((reservable * CLASS_SHARES.stream) / 100));
+    // The two streams together hold the whole share, none of it lost to rounding.
+    expect(Number(reservedOf('execution-events')) + Number(reservedOf('form-events'))).toBe(Math.floor((reservable * CLASS_SHARES.stream) / 100));
+    expect(Number(reservedOf('form-events'))).toBeGreaterThan(Number(reservedOf('form-execution')));
     const form = ['form-page', 'form-execute', 'form-execution', 'form-upload'].reduce((n, f) => n + Number(reservedOf(f)), 0);
     expect(form).toBeLessThanOrEqual(Math.floor((reservable * CLASS_SHARES.form) / 100));
     // More than an "other caller route" gets: streams and form runs no longer share its 5.

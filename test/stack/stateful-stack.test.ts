@@ -161,7 +161,7 @@ describe('objects bucket', () => {
 
   it.each([
     ['read', ['s3:GetObject'], true],
-    ['write', ['s3:PutObject'], false],
+    ['write', ['s3:AbortMultipartUpload', 's3:PutObject'], false],
     ['delete', ['s3:DeleteObject'], true],
   ] as const)('grants %s on the d/ and p/ key roots only, with ListBucket where a missing key must read as 404', (action, actions, lists) => {
     // Act

@@ -3,7 +3,8 @@
  * ports, the same rules (a presigned PUT must carry exactly the signed size), no network.
  */
 import { randomBytes } from 'node:crypto';
-import type { ObjectStorePort, PresignedDownload, PresignedUpload, UploadRecord, UploadsPort } from '../../functions/core/ports';
+import type { ObjectStorePort, PartedWrite, PresignedDownload, PresignedUpload, UploadRecord, UploadsPort } from '../../functions/core/ports';
+import { sameOwner, type ObjectOwner } from '../../functions/core/object-keys';
 import { epochSeconds } from '../../functions/core/time';
 
 export class MemoryObjects implements ObjectStorePort {
@@ -25,6 +26,35 @@ export class MemoryObjects implements ObjectStorePort {
     this.puts++;
     this.objects.set(key, { body: new Uint8Array(body), media_type: mediaType });
   }
+  /** Multipart writes begun and not yet completed or aborted, by id: their parts so far. */
+  readonly uploads = new Map<number, { key: string; mediaType: string; parts: Uint8Array[] }>();
+  /** Every part sent to a multipart write, by size (what a streamed write held at once). */
+  readonly partSizes: number[] = [];
+  private nextUpload = 1;
+
+  async begin(key: string, mediaType: string): Promise<PartedWrite> {
+    const id = this.nextUpload++;
+    const upload = { key, mediaType, parts: [] as Uint8Array[] };
+    this.uploads.set(id, upload);
+    return {
+      part: async (bytes) => {
+        if (!this.uploads.has(id)) throw new Error('NoSuchUpload');
+        const previous = upload.parts[upload.parts.length - 1];
+        // As S3 refuses it at completion: every part but the last at least 5 MiB (here: the first part's size).
+        if (previous !== undefined && upload.parts[0] !== undefined && previous.length < upload.parts[0].length) throw new Error('EntityTooSmall');
+        this.partSizes.push(bytes.length);
+        upload.parts.push(Uint8Array.from(bytes));
+      },
+      complete: async () => {
+        if (!this.uploads.delete(id)) throw new Error('NoSuchUpload');
+        this.objects.set(key, { body: Buffer.concat(upload.parts), media_type: mediaType });
+      },
+      abort: async () => {
+        this.uploads.delete(id);
+      },
+    };
+  }
+
   async head(key: string): Promise<{ bytes: number; media_type: string } | null> {
     const o = this.objects.get(key);
     return o ? { bytes: o.body.length, media_type: o.media_type } : null;
@@ -79,9 +109,9 @@ export class MemoryUploads implements UploadsPort {
     const r = this.records.get(id);
     return r && r.expires_at > epochSeconds(now) ? { ...r } : null;
   }
-  async consume(id: string, deploymentId: string, executionId: string, now: Date): Promise<boolean> {
+  async consume(id: string, owner: ObjectOwner, executionId: string, now: Date): Promise<boolean> {
     const r = this.records.get(id);
-    if (!r || r.deployment_id !== deploymentId || r.expires_at <= epochSeconds(now)) return false;
+    if (!r || !sameOwner(r.owner, owner) || r.expires_at <= epochSeconds(now)) return false;
     if (r.used_by !== null && r.used_by !== executionId) return false;
     r.used_by = executionId;
     return true;

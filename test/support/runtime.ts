@@ -145,7 +145,7 @@ function withPublicUrl(assembly: Assembly, url: string): Assembly {
   return copy;
 }
 
-function withHelpers<R extends RuntimeBase>(rt: R, ownedDir: string | undefined): R & Helpers {
+export function withHelpers<R extends RuntimeBase>(rt: R, ownedDir: string | undefined): R & Helpers {
   const t: R & Helpers = {
     ...rt,
     owner: (method, path, body) => request(`${rt.url}${path}`, method, body, { authorization: `Bearer ${rt.ownerToken}` }),

@@ -1,4 +1,4 @@
-import { inlineFiles, RUN_FILE_LIMIT, splitFileInputs } from '../asset-inputs';
+import { runFiles, splitFileInputs } from '../asset-inputs';
 import { waitUntilFinished, type Ctx } from '../context';
 import { followEvents } from '../follow';
 import { checkPipelineId } from '../files';
@@ -23,9 +23,13 @@ export async function run(ctx: Ctx, pipeline: string, opts: RunOptions): Promise
     // Text becomes a value only once the pipeline says which type each input has.
     const { body: p } = await client.getPipeline(pipeline);
     const types = inputTypesOf(p.definition);
-    // Runs take files inline only (there is no uploads route for runs), each within the limit of a run's asset value.
-    const { files, texts } = splitFileInputs(opts.input, types, ctx.io.cwd, RUN_FILE_LIMIT);
-    inputs = { ...parseInputs(texts, types), ...(await inlineFiles(files)) };
+    const { files, texts } = splitFileInputs(opts.input, types, ctx.io.cwd);
+    inputs = parseInputs(texts, types);
+    if (files.length > 0) {
+      // The request with every file's value empty: what the inline files' data URIs add to.
+      const otherChars = Buffer.byteLength(JSON.stringify({ inputs: { ...inputs, ...Object.fromEntries(files.map((f) => [f.input, ''])) } }), 'utf8');
+      Object.assign(inputs, await runFiles(ctx, pipeline, files, otherChars));
+    }
   }
   const started = await client.startRun(pipeline, inputs);
   const { run_id: runId, version } = started.body;

@@ -1,7 +1,7 @@
 /**
  * Files on the command line against a fake service on 127.0.0.1 (a real HTTP server standing
  * in for pipegate and its object storage): `--input id=@file` inline or through an upload on
- * execute, inline only on run; `result --download` saving ASSET outputs (the documented result
+ * execute and on run (the deployment's or the pipeline's uploads route); `result --download` saving ASSET outputs (the documented result
  * shape); the local refusals (missing, unreadable, too large) and the service's (422, 410).
  */
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -88,6 +88,18 @@ function answer(req: Seen, res: ServerResponse): void {
   }
   if (req.method === 'GET' && req.path === '/v1/pipelines/photos') {
     return send(200, { pipeline_id: 'photos', version: 1, definition: { nodes: { photo: { type: 'input', value_type: 'asset', value: 'data:image/png;base64,AA==' }, out: { type: 'output', from: 'photo' } } } });
+  }
+  if (req.method === 'POST' && req.path === '/v1/pipelines/photos/uploads') {
+    if (state.uploadStatus !== 201) return send(state.uploadStatus, state.uploadBody);
+    const { media_type, bytes } = JSON.parse(req.body.toString()) as { media_type: string; bytes: number };
+    const id = randomUUID();
+    return send(201, {
+      upload_url: `${origin}/bucket/p/photos/u/${id}?X-Amz-Signature=abc`,
+      method: 'PUT',
+      headers: { 'content-type': media_type, 'content-length': String(bytes) },
+      expires_at: new Date(Date.now() + 3_600_000).toISOString(),
+      asset: { value: `upload:${id}`, value_type: 'ASSET' },
+    });
   }
   if (req.method === 'POST' && req.path === '/v1/pipelines/photos/runs') return send(202, { run_id: 'r-1', version: 1, status: 'pending' });
   send(599, { error: `unscripted ${req.method} ${req.path}` });
@@ -368,21 +380,54 @@ describe('run --input id=@file', () => {
     expect(JSON.parse(post?.body.toString() ?? '{}')).toStrictEqual({ inputs: { photo: `data:image/png;base64,${bytes.toString('base64')}` } });
   });
 
-  it('refuses a file over what a run takes inline, naming the limit and saying how to send it instead', async () => {
+  it('uploads a file over what a run takes inline through the pipeline\'s uploads route, PUT with its headers, then runs with the upload value', async () => {
     // Prepare
-    writeFileSync(join(dir, 'ok.png'), bigPng(DEFINITION_ASSET_MAX_BYTES));
-    writeFileSync(join(dir, 'big.png'), bigPng(DEFINITION_ASSET_MAX_BYTES + 1));
+    const okBytes = bigPng(DEFINITION_ASSET_MAX_BYTES);
+    const bigBytes = bigPng(DEFINITION_ASSET_MAX_BYTES + 1);
+    writeFileSync(join(dir, 'ok.png'), okBytes);
+    writeFileSync(join(dir, 'big.png'), bigBytes);
 
     // Act
     const ok = await cli(['run', 'photos', '-i', 'photo=@ok.png', '--no-wait']);
-    const big = await cli(['run', 'photos', '-i', 'photo=@big.png', '--no-wait']);
+    const okRun = seen.find((s) => s.path === '/v1/pipelines/photos/runs');
+    seen = [];
+    const big = await cli(['run', 'photos', '-i', 'photo=@big.png', '--no-wait'], { tty: true });
+
+    // Assess: at the limit inline, one byte over uploaded.
+    expect(ok.code).toBe(0);
+    expect(JSON.parse(okRun?.body.toString() ?? '{}')).toStrictEqual({ inputs: { photo: `data:image/png;base64,${okBytes.toString('base64')}` } });
+    expect(big.code).toBe(0);
+    expect(seen.map((s) => `${s.method} ${s.path.split('?')[0]?.replace(/[0-9a-f-]{36}$/, '<id>')}`)).toEqual([
+      'GET /v1/pipelines/photos',
+      'POST /v1/pipelines/photos/uploads',
+      'PUT /bucket/p/photos/u/<id>',
+      'POST /v1/pipelines/photos/runs',
+    ]);
+    const create = seen[1];
+    expect(create?.headers.authorization).toBe('Bearer pgo_test');
+    expect(JSON.parse(create?.body.toString() ?? '{}')).toStrictEqual({ media_type: 'image/png', bytes: bigBytes.length });
+    const put = seen[2];
+    expect(put?.headers.authorization).toBeUndefined();
+    expect(put?.body.equals(bigBytes)).toBe(true);
+    const id = put?.path.split('?')[0]?.split('/').pop();
+    expect(JSON.parse(seen[3]?.body.toString() ?? '{}')).toStrictEqual({ inputs: { photo: `upload:${id}` } });
+    expect(big.stderr).toContain(`uploaded big.png (image/png, ${bigBytes.length} bytes) for photo`);
+  });
+
+  it('shows the service\'s refusal of the upload with what the file is', async () => {
+    // Prepare
+    writeFileSync(join(dir, 'big.png'), bigPng(DEFINITION_ASSET_MAX_BYTES + 1));
+    state.uploadStatus = 400;
+    state.uploadBody = { error: 'InvalidRequest', message: 'Invalid Request', detail: [{ path: 'media_type', reason: 'no asset input takes it' }] };
+
+    // Act
+    const r = await cli(['run', 'photos', '-i', 'photo=@big.png', '--no-wait']);
 
     // Assess
-    expect(ok.code).toBe(0);
-    expect(big.code).toBe(2);
-    expect(big.stderr).toContain(`big.png is ${DEFINITION_ASSET_MAX_BYTES + 1} bytes, over the largest file an owner run takes`);
-    expect(big.stderr).toContain('they have no uploads route): 65536 bytes (64 KiB)');
-    expect(big.stderr).toContain('hint: publish the pipeline and send larger files with pipegate execute');
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain('no asset input takes it');
+    expect(r.stderr).toContain(`--input photo=@big.png: the file is image/png (by its bytes), ${DEFINITION_ASSET_MAX_BYTES + 1} bytes`);
+    expect(seen.some((s) => s.path === '/v1/pipelines/photos/runs')).toBe(false);
   });
 });
 

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { runPipelineTraced, type AssetView, type EngineObjects, type EngineOptions } from '../../../functions/core/engine';
 import { HTTP_ASSET_MAX_BYTES } from '../../../functions/core/output-assets';
 import { validateDefinition } from '../../../functions/core/pipeline';
-import type { HttpPort, HttpRequest, HttpResponse, ObjectRef } from '../../../functions/core/ports';
+import type { HttpPort, HttpRequest, HttpResponse, ObjectRef, SizedStream } from '../../../functions/core/ports';
 import type { PipelineDefinition, PipelineNode } from '../../../functions/core/types';
 import { dataUri, jpeg, png } from '../../support/media';
 
@@ -22,26 +22,39 @@ const photoBytes = png(3, 3);
 const photoRef: ObjectRef = { key: 'd/dep/e/exec/in.photo', media_type: 'image/png', bytes: photoBytes.length, sha256: sha(photoBytes) };
 const photoView: AssetView = { url: 'http://127.0.0.1:9/in.photo?sig=1', media_type: 'image/png', bytes: photoBytes.length, sha256: sha(photoBytes), expires_at: '2030-01-01T00:00:00.000Z' };
 
+async function collect(body: AsyncIterable<Uint8Array>): Promise<Uint8Array> {
+  const parts: Uint8Array[] = [];
+  for await (const c of body) parts.push(c);
+  return Buffer.concat(parts);
+}
+
+async function* chunked(bytes: Uint8Array, size: number): AsyncGenerator<Uint8Array> {
+  for (let at = 0; at < bytes.length; at += size) yield bytes.subarray(at, at + size);
+}
+
 /** Storage as the task provides it, in memory: what was stored and read. */
 function memoryObjects() {
   const stored = new Map<string, { bytes: Uint8Array; declared: string | undefined }>([[photoRef.key, { bytes: photoBytes, declared: 'image/png' }]]);
   const reads: string[] = [];
+  const limits: number[] = [];
   const objects: EngineObjects = {
-    async store(name, bytes, declared) {
+    async store(name, body, declared, maxBytes) {
+      limits.push(maxBytes);
+      const bytes = await collect(body);
       const key = `d/dep/e/exec/${name}`;
       stored.set(key, { bytes, declared });
       const mediaType = bytes[0] === 0xff ? 'image/jpeg' : 'image/png';
       const ref = { key, media_type: mediaType, bytes: bytes.length, sha256: sha(bytes) };
       return { ref, view: { url: `http://127.0.0.1:9/${name}?sig=2`, media_type: mediaType, bytes: bytes.length, sha256: ref.sha256, expires_at: '2030-01-01T00:00:00.000Z' } };
     },
-    async read(ref) {
+    async open(ref) {
       reads.push(ref.key);
       const o = stored.get(ref.key);
       if (!o) throw new Error('gone');
-      return o.bytes;
+      return { bytes: o.bytes.length, stream: chunked(o.bytes, 2) };
     },
   };
-  return { objects, stored, reads };
+  return { objects, stored, reads, limits };
 }
 
 const photoInput: PipelineNode = { type: 'input', value_type: 'asset', value: dataUri('image/png', png(1, 1)) };
@@ -105,7 +118,7 @@ describe('http nodes and assets', () => {
     const seen: HttpRequest[] = [];
     const http: HttpPort = async (req) => {
       seen.push(req);
-      return { status: 200, headers: { 'content-type': 'image/jpeg' }, body: '', bytes: answer } satisfies HttpResponse;
+      return { status: 200, headers: { 'content-type': 'image/jpeg' }, body: '', stream: chunked(answer, 100) } satisfies HttpResponse;
     };
     const mem = memoryObjects();
     const def = definition({
@@ -120,12 +133,42 @@ describe('http nodes and assets', () => {
 
     // Assess
     expect(seen[0]?.maxBinaryResponseBytes).toBe(HTTP_ASSET_MAX_BYTES);
-    expect(mem.stored.get('d/dep/e/exec/node.thumb')).toEqual({ bytes: answer, declared: 'image/jpeg' });
+    expect(mem.limits).toEqual([HTTP_ASSET_MAX_BYTES]);
+    expect(Buffer.from(mem.stored.get('d/dep/e/exec/node.thumb')?.bytes ?? []).equals(answer)).toBe(true);
+    expect(mem.stored.get('d/dep/e/exec/node.thumb')?.declared).toBe('image/jpeg');
     expect(result).toEqual({
       status: 'completed',
       outputs: { bytes: answer.length },
       output_assets: { image: { key: 'd/dep/e/exec/node.thumb', media_type: 'image/jpeg', bytes: answer.length, sha256: sha(answer) } },
     });
+  });
+
+  it('fails on a non-2xx binary answer without reading or storing its body, and ends it', async () => {
+    // Prepare
+    let read = 0;
+    let ended = false;
+    const body: AsyncIterable<Uint8Array> = {
+      [Symbol.asyncIterator]: () => ({
+        next: async () => {
+          read++;
+          return { done: false, value: new Uint8Array(10) };
+        },
+        return: async () => {
+          ended = true;
+          return { done: true, value: undefined };
+        },
+      }),
+    };
+    const http: HttpPort = async () => ({ status: 502, headers: { 'content-type': 'image/png' }, body: '', stream: body });
+    const mem = memoryObjects();
+    const def = definition({ thumb: { type: 'http', url: 'http://127.0.0.1:9/thumb' }, out: { type: 'output', from: 'thumb' } });
+
+    // Act
+    const { result } = await runPipelineTraced(def, {}, opts(http, mem.objects));
+
+    // Assess
+    expect(result).toMatchObject({ status: 'failed', caller_message: "Node 'thumb' failed: upstream answered 502" });
+    expect({ read, ended, stored: mem.limits.length }).toEqual({ read: 0, ended: true, stored: 0 });
   });
 
   it('keeps a JSON answer a value, and asks for no binary allowance without storage', async () => {
@@ -160,7 +203,9 @@ describe('http nodes and assets', () => {
     // Assess
     expect(result).toEqual({ status: 'completed', outputs: { out: 'ok' } });
     expect(mem.reads).toEqual([photoRef.key]);
-    expect(Buffer.from(seen[0]?.body as Uint8Array).equals(photoBytes)).toBe(true);
+    const sent = seen[0]?.body as SizedStream;
+    expect(sent.bytes).toBe(photoBytes.length);
+    expect(Buffer.from(await collect(sent.stream)).equals(photoBytes)).toBe(true);
     expect(seen[0]?.headers['content-type']).toBe('image/png');
   });
 

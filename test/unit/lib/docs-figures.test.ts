@@ -68,11 +68,14 @@ describe('docs state the concurrency budget lib/concurrency.ts derives', () => {
     );
     expect(aws).toContain(`one of ${WAIT_SHARDS} counter items per function and ${WAIT_WINDOW_SECONDS} s window`);
     expect(aws).toContain(
-      `execution-events ${r['execution-events']}, form-execute and form-execution ${r['form-execute']} each, form-page and form-upload ${r['form-page']} each, the sweeper ${r.sweeper}, each other caller route ${r['execution-cancel']} and each owner route ${r['pipeline-push']}: ${total} reserved`,
+      `execution-events ${r['execution-events']}, form-events ${r['form-events']}, form-execute and form-execution ${r['form-execute']} each, form-page and form-upload ${r['form-page']} each, the sweeper ${r.sweeper}, each other caller route ${r['execution-cancel']} and each owner route ${r['pipeline-push']}: ${total} reserved`,
     );
     expect(aws).toContain(`**${r['execution-events']} concurrent event streams with the default 1,000**`);
     expect(aws).toContain(`**Concurrency: ${r['execution-events']} streams at once by default.**`);
     expect(aws).toContain(`so ${concurrencyPlan(allFunctionNames(), 5000).reserved['execution-events']} at 5,000 and ${concurrencyPlan(allFunctionNames(), 10000).reserved['execution-events']} at 10,000`);
+    expect(aws).toContain(`**${r['form-events']} form pages following a run by stream**`);
+    expect(aws).toContain(`(${concurrencyPlan(allFunctionNames(), 5000).reserved['form-events']} and ${concurrencyPlan(allFunctionNames(), 10000).reserved['form-events']} for forms)`);
+    expect(aws).toContain(`with the other 2/7: ${r['form-events']} by default`);
     expect(aws).toContain(`and ${waitersBound(r['form-execution'] ?? 0)} for form-execution with the default 1,000`);
   });
 });
