@@ -511,6 +511,7 @@ export class ServiceStack extends Stack {
       entry: path.join(__dirname, 'upload-cors.handler.ts'),
       timeout: Duration.seconds(30),
       logRetentionDays: settings.logRetentionDays,
+      systemLogLevel: settings.lambdaSystemLogLevel,
     });
     fn.role.addToPrincipalPolicy(
       new iam.PolicyStatement({ actions: ['s3:GetBucketCORS', 's3:PutBucketCORS'], resources: [stateful.bucket.bucketArn] }),
