@@ -3,10 +3,9 @@
  * handler (the runtime's `wrapDeps`). DynamoDB is counted at the document client, one count
  * per request actually sent, with the capacity units dynalite reports for it (item size,
  * consistent or eventual); index copies are added from the table definition, since dynalite
- * does not charge them. Secrets go through the real SecretsManagerKeyMaterial cache over a client
+ * does not charge them. Secrets go through the real SecretsManagerKeyMaterial cache over a reader
  * answered in memory, so API calls are counted exactly as a Lambda container would make them.
  */
-import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DeploymentsStore } from '../functions/adapters/deployments.store';
 import type { Deps } from '../functions/adapters/deps';
@@ -337,18 +336,14 @@ export function instrumentation(onTerminal: (e: Execution) => void = () => undef
       };
       const executions = countMethods(store, 'executions', counts);
 
-      const sm = new SecretsManagerClient({ region: 'local', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
-      sm.middlewareStack.add(
-        () => async (args) => {
-          if (!(args.input && typeof args.input === 'object' && 'SecretId' in args.input)) throw new Error('unexpected Secrets Manager call');
-          counts.secretsApiCalls++;
-          const m = await d.keyMaterial.material();
-          const SecretString = JSON.stringify({ pepper: m.pepper.toString('utf8'), master_key: m.masterKey.toString('base64') });
-          return { output: { SecretString, $metadata: {} } as never, response: {} };
-        },
-        { step: 'initialize', name: 'pipegateBenchSecrets' },
-      );
-      const cached = new SecretsManagerKeyMaterial(sm, 'pipegate-bench');
+      // Each read is one GetSecretValue call on AWS.
+      const readSecret = async (secretId: string): Promise<string> => {
+        if (secretId !== 'pipegate-bench') throw new Error('unexpected Secrets Manager call');
+        counts.secretsApiCalls++;
+        const m = await d.keyMaterial.material();
+        return JSON.stringify({ pepper: m.pepper.toString('utf8'), master_key: m.masterKey.toString('base64') });
+      };
+      const cached = new SecretsManagerKeyMaterial(readSecret, 'pipegate-bench');
 
       return {
         ...d,

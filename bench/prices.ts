@@ -13,7 +13,17 @@ export const PRICES = {
   lambdaPerMillionRequests: 0.2,
   /** https://aws.amazon.com/lambda/pricing/ — duration on arm64 (Graviton), first 7.5 billion GB-s a month. */
   lambdaArmPerGbSecond: 0.0000133334,
-  /** https://aws.amazon.com/lambda/pricing/ — response streaming: each GB a function streams past the first 6 MB of a response. */
+  /**
+   * https://aws.amazon.com/lambda/pricing/ — response streaming: each GB a function streams past
+   * the first 6 MB of a response. The rate is NOT confirmed from AWS's own page: the stored
+   * copy of the pricing page renders its rates client-side, so the figure could not be read
+   * there. AWS's developer guide ("Response streaming for Lambda functions") confirms that
+   * streaming is charged (pointing at the pricing page), that the first 6 MB of a response
+   * stream at uncapped bandwidth and the rest at up to 2 MB/s, and that a streamed response may
+   * be 200 MB; a third-party summary of the pricing page gives the free tier (100 GiB of
+   * streaming a month, the first 6 MB of each response free) but not the rate. Check it before
+   * relying on the streaming figures.
+   */
   lambdaStreamedPerGb: 0.008,
   /** https://aws.amazon.com/sqs/pricing/ — standard queue, per million requests (each 64 KB chunk is one). */
   sqsPerMillionRequests: 0.4,

@@ -16,6 +16,7 @@
  * `npm run bench -- --only media` the media section (about a minute);
  * `npm run bench -- --only events` many readers of one execution's event stream (bench/events.ts);
  * `npm run bench -- --only consumers` what a consumer key with limits adds (bench/consumers.ts);
+ * `npm run bench -- --only bundles` the Lambda bundles alone (sizes, cold inits, what each holds);
  * `npm run bench -- --only scale` runs the load test on start:synth's scale model (bench/scale.ts;
  * minutes: a synthesis per deployment, then each rate's load and drain).
  */
@@ -362,11 +363,19 @@ async function main(): Promise<void> {
   const started = performance.now();
   mkdirSync(RESULTS, { recursive: true });
   const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined;
-  const ONLY = ['retained', 'media', 'scale', 'events', 'consumers'];
+  const ONLY = ['retained', 'media', 'scale', 'events', 'consumers', 'bundles'];
   if (only !== undefined && !ONLY.includes(only)) throw new Error(`--only takes ${ONLY.map((o) => JSON.stringify(o)).join(', ')}, not ${JSON.stringify(only)}`);
   if (only === 'consumers') {
     const m = machine();
     console.log(textTable(['what', 'latency (local runtime, one at a time)', 'cost'], await measureConsumers(log)));
+    console.log(`\n${m.nproc} cores · ${m.cpuModel} · ${m.memoryGiB} GiB · Node ${m.node} · ${m.platform} · ${((performance.now() - started) / 1000).toFixed(0)} s`);
+    return;
+  }
+  if (only === 'bundles') {
+    const m = machine();
+    const bundles = await measureBundles({ outRoot: join(RESULTS, 'bundles'), samples: 5 });
+    console.log(textTable(HEADER, bundleRows(bundles)));
+    for (const b of bundles) if (b.name !== HELLO) console.log(`${b.name}: ${packageLine(b)}`);
     console.log(`\n${m.nproc} cores · ${m.cpuModel} · ${m.memoryGiB} GiB · Node ${m.node} · ${m.platform} · ${((performance.now() - started) / 1000).toFixed(0)} s`);
     return;
   }

@@ -16,7 +16,8 @@ export type ParameterName =
   | 'LastEventId' | 'PageLimit' | 'PageCursor' | 'Confirm' | 'StatusFilter' | 'Since' | 'DocsAsset' | 'FormToken' | 'FormAsset' | 'AssetToken' | 'Range';
 /** A response header (functions/core/openapi-shared.ts HEADERS). */
 export type HeaderName =
-  | 'Location' | 'PreferenceApplied' | 'RetryAfterPoll' | 'RetryAfterLimit' | 'NoStore' | 'ContentLength' | 'ContentDisposition' | 'NoSniff' | 'ContentRange';
+  | 'Location' | 'PreferenceApplied' | 'RetryAfterPoll' | 'RetryAfterLimit' | 'NoStore' | 'ContentLength' | 'ContentDisposition' | 'NoSniff' | 'ContentRange'
+  | 'ApiKeyChallenge' | 'BearerChallenge' | 'RetryAfterKeyLimit' | 'RetryAfterOutage' | 'RateLimitPolicy' | 'RateLimit';
 /** A response shared by several routes (the documents' `components.responses`). */
 export type ResponseName = 'DeploymentNotFound' | 'ExecutionNotFound' | 'PayloadTooLarge' | 'PipelineNotFound';
 
@@ -81,7 +82,7 @@ export const STREAMED_ROUTE_TIMEOUT_SECONDS = 900;
 /** Answers several routes give alike. */
 const FORM_NOT_FOUND: Answer = { description: 'Form Not Found: never issued or altered, rotated, disabled, or its deployment deleted.', shape: 'FormNotFound' };
 const FORM_LIMITED: Answer = {
-  description: 'Too Many Requests: past the per-link or per-address limit of runs and uploads a minute (`detail` says which), or API Gateway throttling.',
+  description: 'Too Many Requests: past the per-link or per-address limit of runs, uploads and progress streams a minute (`detail` says which), or API Gateway throttling.',
   shape: ['FormRateLimited', 'TooManyRequests'],
   overlapping: true,
   headers: { RetryAfterLimit: false },

@@ -74,10 +74,10 @@ export const randomIds: IdSource = { uuid: () => randomUUID() };
 /**
  * The one place dependencies are built, for Lambda, the local runtime and tests alike: AWS
  * adapters from the configuration, each replaceable through `overrides`. The DynamoDB client
- * and stores are built at once (cheap until used); the SQS, Step Functions, Secrets
- * Manager and S3 clients and the guarded HTTP client are built on first use, and required only
- * then, so a function that never sends, starts, reads key material or touches objects neither
- * loads nor bundles them
+ * and stores are built at once (cheap until used); the SQS, Step Functions and S3 clients, the
+ * signed reads of key material and objects and the guarded HTTP client are built on first use,
+ * and required only then, so a function that never sends, starts or writes objects neither
+ * loads nor bundles those clients
  * (lib/stacks/permissions.ts bundleExternals leaves them out of its bundle).
  */
 export function createDeps(config: Config, overrides: Partial<Omit<Deps, 'config'>> = {}): Deps {
@@ -121,9 +121,9 @@ export function createDeps(config: Config, overrides: Partial<Omit<Deps, 'config
     },
     get keyMaterial(): KeyMaterialPort {
       if (!keyMaterial) {
-        const { SecretsManagerClient } = require('@aws-sdk/client-secrets-manager') as typeof import('@aws-sdk/client-secrets-manager');
-        const { SecretsManagerKeyMaterial } = require('./key-material') as typeof import('./key-material');
-        keyMaterial = new SecretsManagerKeyMaterial(new SecretsManagerClient({ region: config.region }), config.secretArn);
+        const { SecretsManagerKeyMaterial, secretsManagerReader } = require('./key-material') as typeof import('./key-material');
+        // A signed call with the DynamoDB client's credential provider: no Secrets Manager client.
+        keyMaterial = new SecretsManagerKeyMaterial(secretsManagerReader({ region: config.region, credentials: () => stores.db.config.credentials() }), config.secretArn);
       }
       return keyMaterial;
     },
@@ -143,8 +143,11 @@ export function createDeps(config: Config, overrides: Partial<Omit<Deps, 'config
     },
     get objects(): ObjectStorePort {
       if (!objects) {
-        const { createObjectStore } = require('./objects.store') as typeof import('./objects.store');
-        objects = createObjectStore(config, config.bucket);
+        const { S3ObjectReads, splitObjectStore } = require('./object-reads') as typeof import('./object-reads');
+        // Reads are signed with the DynamoDB client's credential provider (the environment's on
+        // Lambda): no S3 client until the first write, and none at all in a function that only reads.
+        const reads = new S3ObjectReads(config, config.bucket, () => stores.db.config.credentials());
+        objects = splitObjectStore(reads, () => (require('./objects.store') as typeof import('./objects.store')).createObjectWrites(config, config.bucket));
       }
       return objects;
     },

@@ -1,7 +1,41 @@
-import { GetSecretValueCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import * as v from 'valibot';
 
 import type { KeyMaterial, KeyMaterialPort } from '../core/ports';
+import { jsonServiceCall, serviceEndpoint, type CredentialSource, type RetryPolicy } from './sigv4';
+
+/** A secret's SecretString by id. */
+export type SecretReader = (secretId: string) => Promise<string>;
+
+export interface SecretsManagerOptions {
+  region: string;
+  credentials: CredentialSource;
+  /** Secrets Manager's endpoint; default from AWS_ENDPOINT_URL_SECRETS_MANAGER, AWS_ENDPOINT_URL, then the region's. */
+  endpoint?: string;
+  env?: Record<string, string | undefined>;
+  retry?: RetryPolicy;
+}
+
+/**
+ * GetSecretValue as one signed call of Secrets Manager's JSON protocol (./sigv4.ts), without the
+ * Secrets Manager client: its errors thrown as the service names them (ResourceNotFoundException,
+ * AccessDeniedException, ...), throttles and 5xx tried again as the SDK would.
+ */
+export function secretsManagerReader(opts: SecretsManagerOptions): SecretReader {
+  const call = jsonServiceCall({
+    region: opts.region,
+    service: 'secretsmanager',
+    targetPrefix: 'secretsmanager',
+    endpoint: opts.endpoint ?? serviceEndpoint(opts.env ?? process.env, 'SECRETS_MANAGER', `secretsmanager.${opts.region}.amazonaws.com`),
+    credentials: opts.credentials,
+    label: 'Secrets Manager',
+    ...(opts.retry ? { retry: opts.retry } : {}),
+  });
+  return async (secretId) => {
+    const out = await call('GetSecretValue', { SecretId: secretId });
+    if (typeof out.SecretString !== 'string') throw new Error(`Secrets Manager GetSecretValue: ${secretId} has no SecretString`);
+    return out.SecretString;
+  };
+}
 
 const SecretJson = v.object({
   pepper: v.pipe(v.string(), v.minLength(16)),
@@ -26,7 +60,7 @@ export class SecretsManagerKeyMaterial implements KeyMaterialPort {
   private cached: { at: number; value: Promise<KeyMaterial> } | null = null;
 
   constructor(
-    private readonly client: SecretsManagerClient,
+    private readonly readSecret: SecretReader,
     private readonly secretId: string,
     private readonly ttlMs = 15 * 60_000,
   ) {}
@@ -34,9 +68,7 @@ export class SecretsManagerKeyMaterial implements KeyMaterialPort {
   material(): Promise<KeyMaterial> {
     const now = Date.now();
     if (!this.cached || now - this.cached.at > this.ttlMs) {
-      const value = this.client
-        .send(new GetSecretValueCommand({ SecretId: this.secretId }))
-        .then((out) => parseKeyMaterial(out.SecretString ?? ''));
+      const value = this.readSecret(this.secretId).then(parseKeyMaterial);
       value.catch(() => (this.cached = null));
       this.cached = { at: now, value };
     }

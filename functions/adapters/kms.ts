@@ -1,25 +1,19 @@
 /**
  * Data keys from a KMS key (GenerateDataKey, Decrypt), over KMS's JSON protocol. One adapter
  * for every runtime; only the transport differs: SigV4-signed HTTP to KMS on AWS and to
- * start:synth's AWS endpoint, a call into lib/local/kms.ts in `npm start`. Written against
- * the wire protocol because @aws-sdk/client-kms is not among the project's packages; the
- * two operations need no more than this.
+ * start:synth's AWS endpoint (./sigv4.ts), a call into lib/local/kms.ts in `npm start`. Written
+ * against the wire protocol because @aws-sdk/client-kms is not among the project's packages;
+ * the two operations need no more than this.
  */
-import { Sha256 } from '@aws-crypto/sha256-js';
-import { SignatureV4 } from '@smithy/signature-v4';
 import type { DataKeysPort } from '../core/ports';
+import { AwsCallError, environmentCredentials, jsonServiceCall, serviceEndpoint, type RetryPolicy } from './sigv4';
 
 export type KmsOperation = 'GenerateDataKey' | 'Decrypt';
 /** One KMS call: the request's JSON body in, the answer's JSON body out; KMS's errors thrown with their names. */
 export type KmsTransport = (operation: KmsOperation, body: Record<string, unknown>) => Promise<Record<string, unknown>>;
 
 /** An error KMS answered, named as KMS names it (InvalidCiphertextException, AccessDeniedException, ...). */
-export class KmsCallError extends Error {
-  constructor(name: string, message: string, readonly status: number) {
-    super(message);
-    this.name = name;
-  }
-}
+export class KmsCallError extends AwsCallError {}
 
 /**
  * How many decrypted data keys a container keeps. Each owner secret has its own data key, and
@@ -68,39 +62,30 @@ export interface AwsKmsOptions {
   endpoint?: string;
   /** Where the credentials are read (Lambda hands them to the function in its environment). */
   env?: Record<string, string | undefined>;
+  /** Tests shorten the waits. */
+  retry?: RetryPolicy;
 }
+
+/**
+ * KMS throttles per account and Region (shared by every function opening owner secrets at once):
+ * a ThrottlingException is tried again after a random wait (full jitter), at most five attempts
+ * and about 3 s of waiting in all, then thrown.
+ */
+export const KMS_RETRY: RetryPolicy = { maxAttempts: 5, baseMs: 100, capMs: 1_600 };
 
 /** KMS over HTTPS (or start:synth's endpoint), signed with the environment's credentials. */
 export function awsKmsTransport(opts: AwsKmsOptions): KmsTransport {
   const env = opts.env ?? process.env;
-  const endpoint = opts.endpoint ?? env.AWS_ENDPOINT_URL_KMS ?? env.AWS_ENDPOINT_URL ?? `https://kms.${opts.region}.amazonaws.com`;
-  return async (operation, body) => {
-    const url = new URL('/', endpoint);
-    const text = JSON.stringify(body);
-    const credentials = {
-      accessKeyId: env.AWS_ACCESS_KEY_ID ?? '',
-      secretAccessKey: env.AWS_SECRET_ACCESS_KEY ?? '',
-      ...(env.AWS_SESSION_TOKEN ? { sessionToken: env.AWS_SESSION_TOKEN } : {}),
-    };
-    const signer = new SignatureV4({ service: 'kms', region: opts.region, credentials, sha256: Sha256 });
-    const signed = await signer.sign({
-      method: 'POST',
-      protocol: url.protocol,
-      hostname: url.hostname,
-      ...(url.port ? { port: Number(url.port) } : {}),
-      path: url.pathname,
-      headers: { host: url.host, 'content-type': 'application/x-amz-json-1.1', 'x-amz-target': `TrentService.${operation}` },
-      body: text,
-    });
-    // fetch sets the host from the URL itself.
-    const headers = Object.fromEntries(Object.entries(signed.headers).filter(([k]) => k.toLowerCase() !== 'host'));
-    const answer = await fetch(url, { method: 'POST', headers, body: text, signal: AbortSignal.timeout(10_000) });
-    const parsed = (await answer.json().catch(() => ({}))) as Record<string, unknown>;
-    if (!answer.ok) {
-      const type = typeof parsed.__type === 'string' ? (parsed.__type.split('#').pop() ?? parsed.__type) : `KMS${answer.status}`;
-      const message = typeof parsed.message === 'string' ? parsed.message : typeof parsed.Message === 'string' ? parsed.Message : '';
-      throw new KmsCallError(type, `KMS ${operation}: ${type}${message ? `: ${message}` : ''}`, answer.status);
-    }
-    return parsed;
-  };
+  const call = jsonServiceCall({
+    region: opts.region,
+    service: 'kms',
+    targetPrefix: 'TrentService',
+    endpoint: opts.endpoint ?? serviceEndpoint(env, 'KMS', `kms.${opts.region}.amazonaws.com`),
+    // Read at each call, as before: the environment is the one place Lambda puts them.
+    credentials: () => Promise.resolve(environmentCredentials(env)),
+    label: 'KMS',
+    error: (name, message, status) => new KmsCallError(name, message, status),
+    retry: opts.retry ?? KMS_RETRY,
+  });
+  return (operation, body) => call(operation, body);
 }

@@ -1,11 +1,14 @@
+/**
+ * The one bucket's writes through the S3 client: PutObject, deletes, listings and presigned
+ * PUTs. Its reads are signed fetches (./object-reads.ts), which keeps the S3 client out of the
+ * functions that only read; `createObjectStore` joins the two into one ObjectStorePort.
+ */
 import {
   AbortMultipartUploadCommand,
   CompleteMultipartUploadCommand,
   CreateMultipartUploadCommand,
   DeleteObjectCommand,
   DeleteObjectsCommand,
-  GetObjectCommand,
-  HeadObjectCommand,
   ListObjectsV2Command,
   PutObjectCommand,
   S3Client,
@@ -13,17 +16,14 @@ import {
   type S3ClientConfig,
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
-import type { ByteRange, ObjectStorePort, OpenedObject, PartedWrite, PresignedDownload, PresignedUpload } from '../core/ports';
+import type { ObjectStorePort, PartedWrite, PresignedUpload } from '../core/ports';
+import { S3ObjectReads, splitObjectStore, type ObjectWritesPort, type S3Settings } from './object-reads';
+import type { CredentialSource } from './sigv4';
+
+export { presignedOrigin, type S3Settings } from './object-reads';
 
 /** S3 deletes at most this many keys per DeleteObjects and lists at most this many per page. */
 const S3_BATCH = 1000;
-
-/** Where the S3 client sends its calls: AWS itself, or a local endpoint addressed by path. */
-export interface S3Settings {
-  region: string;
-  s3Endpoint?: string;
-  s3ForcePathStyle?: boolean;
-}
 
 /**
  * Client settings for the one bucket. Checksums are computed only where S3 requires them
@@ -43,32 +43,11 @@ export function s3ClientConfig(s: S3Settings, credentials?: S3ClientConfig['cred
 }
 
 /**
- * The origin presigned URLs for `bucket` point at (what a page's CSP must let it connect to):
- * the endpoint's, by path, or S3's regional virtual-hosted one, as the SDK builds them.
+ * The writes of ObjectStorePort on one S3 bucket. Presigned URLs are signed with this client's
+ * credentials: in Lambda those are the role's temporary credentials, and a URL dies with them
+ * whatever its own expiry says, so callers get short lifetimes (see docs/aws.md).
  */
-export function presignedOrigin(s: S3Settings, bucket: string): string {
-  if (s.s3Endpoint) {
-    const u = new URL(s.s3Endpoint);
-    return s.s3ForcePathStyle ? u.origin : `${u.protocol}//${bucket}.${u.host}`;
-  }
-  return `https://${bucket}.s3.${s.region}.amazonaws.com`;
-}
-
-const errorName = (e: unknown): string => (typeof e === 'object' && e !== null ? String((e as { name?: unknown }).name) : '');
-const statusOf = (e: unknown): number | undefined =>
-  typeof e === 'object' && e !== null ? (e as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode : undefined;
-/** HEAD answers carry no body, so the SDK names a missing key NotFound there and NoSuchKey on GET. */
-const isMissing = (e: unknown): boolean => errorName(e) === 'NoSuchKey' || errorName(e) === 'NotFound' || statusOf(e) === 404;
-
-const isAsyncIterable = (x: unknown): x is AsyncIterable<Uint8Array> =>
-  typeof x === 'object' && x !== null && typeof (x as { [Symbol.asyncIterator]?: unknown })[Symbol.asyncIterator] === 'function';
-
-/**
- * ObjectStorePort on one S3 bucket. Presigned URLs are signed with this client's credentials:
- * in Lambda those are the role's temporary credentials, and a URL dies with them whatever its
- * own expiry says, so callers get short lifetimes (see docs/aws.md).
- */
-export class S3ObjectStore implements ObjectStorePort {
+export class S3ObjectStore implements ObjectWritesPort {
   constructor(
     private readonly client: S3Client,
     private readonly bucket: string,
@@ -77,52 +56,6 @@ export class S3ObjectStore implements ObjectStorePort {
 
   async put(key: string, body: Uint8Array, mediaType: string): Promise<void> {
     await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentType: mediaType, ContentLength: body.byteLength }));
-  }
-
-  async head(key: string): Promise<{ bytes: number; media_type: string } | null> {
-    try {
-      const h = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key }));
-      return { bytes: h.ContentLength ?? 0, media_type: h.ContentType ?? 'application/octet-stream' };
-    } catch (e) {
-      if (isMissing(e)) return null;
-      throw e;
-    }
-  }
-
-  async read(key: string, maxBytes?: number): Promise<Uint8Array | null> {
-    if (maxBytes !== undefined && maxBytes <= 0) return (await this.head(key)) ? new Uint8Array(0) : null;
-    try {
-      const got = await this.client.send(
-        new GetObjectCommand({ Bucket: this.bucket, Key: key, ...(maxBytes === undefined ? {} : { Range: `bytes=0-${maxBytes - 1}` }) }),
-      );
-      return got.Body ? await got.Body.transformToByteArray() : new Uint8Array(0);
-    } catch (e) {
-      if (isMissing(e)) return null;
-      // S3 refuses any range of an empty object (416 InvalidRange) instead of answering nothing.
-      if (maxBytes !== undefined && (errorName(e) === 'InvalidRange' || statusOf(e) === 416)) return (await this.head(key)) ? new Uint8Array(0) : null;
-      throw e;
-    }
-  }
-
-  /**
-   * The object as a stream (bytes `range.start`..`range.end` inclusive when given, which must
-   * lie within it), with its whole size and media type; null when there is no such object. The
-   * body is S3's own response stream, so an answer is never held whole in memory.
-   */
-  async open(key: string, range?: ByteRange): Promise<OpenedObject | null> {
-    try {
-      const got = await this.client.send(
-        new GetObjectCommand({ Bucket: this.bucket, Key: key, ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}) }),
-      );
-      // Content-Range is `bytes <first>-<last>/<size>` on a ranged answer; otherwise the length is the size.
-      const total = range ? Number(/\/(\d+)$/.exec(got.ContentRange ?? '')?.[1]) : got.ContentLength;
-      const body = got.Body as unknown;
-      if (total === undefined || !Number.isSafeInteger(total) || !isAsyncIterable(body)) throw new Error(`S3 answered GetObject of ${key} without a size or a stream`);
-      return { bytes: total, media_type: got.ContentType ?? 'application/octet-stream', body };
-    } catch (e) {
-      if (isMissing(e)) return null;
-      throw e;
-    }
   }
 
   async remove(keys: readonly string[]): Promise<void> {
@@ -170,21 +103,6 @@ export class S3ObjectStore implements ObjectStorePort {
     };
   }
 
-  async presignDownload(key: string, mediaType: string, ttlSeconds: number, attachment: boolean): Promise<PresignedDownload> {
-    const issued = this.now();
-    const url = await getSignedUrl(
-      this.client,
-      new GetObjectCommand({
-        Bucket: this.bucket,
-        Key: key,
-        ResponseContentType: mediaType,
-        ResponseContentDisposition: attachment ? 'attachment' : 'inline',
-      }),
-      { expiresIn: ttlSeconds, signingDate: issued },
-    );
-    return { url, expires_at: new Date(issued.getTime() + ttlSeconds * 1000).toISOString() };
-  }
-
   /**
    * A multipart upload (CreateMultipartUpload, UploadPart, CompleteMultipartUpload, or
    * AbortMultipartUpload). IAM authorizes the first three as s3:PutObject and the abort as
@@ -226,8 +144,16 @@ export class S3ObjectStore implements ObjectStorePort {
   }
 }
 
+/**
+ * The store for `bucket`: reads signed with `credentials` (on Lambda the DynamoDB client's
+ * provider, see deps.ts; locally the runtime's own), writes through an S3 client built with
+ * the same credentials on the first write.
+ */
+export function createObjectStore(settings: S3Settings, bucket: string, credentials: CredentialSource): ObjectStorePort {
+  return splitObjectStore(new S3ObjectReads(settings, bucket, credentials), () => createObjectWrites(settings, bucket, credentials));
+}
 
-/** The store for `bucket`, its client built from the settings (and, locally, explicit credentials). */
-export function createObjectStore(settings: S3Settings, bucket: string, credentials?: S3ClientConfig['credentials']): S3ObjectStore {
+/** The writes for `bucket`, their client built from the settings (default credentials: the SDK's chain). */
+export function createObjectWrites(settings: S3Settings, bucket: string, credentials?: S3ClientConfig['credentials']): S3ObjectStore {
   return new S3ObjectStore(new S3Client(s3ClientConfig(settings, credentials)), bucket);
 }

@@ -5,7 +5,8 @@
  */
 import * as v from 'valibot';
 import { AppError } from './errors';
-import { EventsOption, FormOption } from './shapes';
+import { FORM_DESCRIPTION_MAX_CHARS, FORM_TITLE_MAX_CHARS } from './form-link';
+import { ownRecord, plainObject, strictFields } from './schema-parts';
 import type { ExecutionStatus } from './transitions';
 import { isPlainObject } from './values';
 import type {
@@ -67,18 +68,44 @@ export function discoverContract(def: PipelineDefinition, runInputs: Record<stri
 }
 
 
-const VisibilityEntry = v.pipe(
-  v.custom<Record<string, unknown>>(isPlainObject, 'must be an object'),
-  v.strictObject({ visible: v.boolean('must be true or false') }, (issue) =>
-    issue.expected === 'never' ? 'is not a known field' : 'is required',
-  ),
+/*
+ * The publish request (PUT …/deployment), declared once: applyVisibility checks bodies with it
+ * and shapes.ts documents it. Its messages are the `reason` of each problem a 400 lists.
+ */
+
+/** PUT …/deployment `form`: the web form, its link (form_url) and what its page says. */
+export const FormOption = v.pipe(
+  v.strictObject({
+    enabled: v.optional(
+      v.pipe(v.boolean('must be true or false'), v.description('false: the link answers 404 at once (true again brings the same link back). Absent: true.')),
+      true,
+    ),
+    title: v.optional(v.pipe(v.string('must be a string'), v.maxLength(FORM_TITLE_MAX_CHARS, `must be at most ${FORM_TITLE_MAX_CHARS} characters`), v.description("The page's heading; the pipeline id when absent."))),
+    description: v.optional(
+      v.pipe(v.string('must be a string'), v.maxLength(FORM_DESCRIPTION_MAX_CHARS, `must be at most ${FORM_DESCRIPTION_MAX_CHARS} characters`), v.description('Plain text shown under the heading.')),
+    ),
+  }),
+  v.description('The web form of the deployment. Absent: the form stays as it was (none on a first publish).'),
 );
-// The maps are walked by hand (below) rather than with v.record, which silently skips keys
-// such as `constructor` that are nonetheless valid node ids.
-const VisibilityMap = v.custom<Record<string, unknown>>(isPlainObject, 'must be an object');
-const PublishRequest = v.pipe(
-  v.custom<Record<string, unknown>>(isPlainObject, 'must be an object'),
+/** PUT …/deployment `events`: what callers' event streams show of the nodes. */
+export const EventsOption = v.pipe(
+  v.strictObject({
+    node_detail: v.optional(
+      v.pipe(
+        v.boolean('must be true or false'),
+        v.description('false: `node` events carry only counts `{done, total}`, never node ids, types or times (the pipeline\'s shape stays private). Absent: as it was (true on a first publish).'),
+      ),
+    ),
+  }),
+  v.description("Callers' event streams. Absent: as it was (node detail on a first publish)."),
+);
+export const Visibility = v.pipe(plainObject('must be an object'), v.strictObject({ visible: v.boolean('must be true or false') }, strictFields));
+/** Visibility by node id: every key is checked, `constructor` included (a valid node id). */
+const VisibilityMap = v.pipe(plainObject('must be an object'), ownRecord(v.string(), Visibility, 'must be an object'));
+export const PublishRequest = v.pipe(
+  plainObject('must be an object'),
   v.strictObject({ inputs: v.optional(VisibilityMap), outputs: v.optional(VisibilityMap), form: v.optional(FormOption), events: v.optional(EventsOption) }, 'is not a known field'),
+  v.description('Visibility per entry; an entry not mentioned keeps the visibility it had (visible on a first publish). `form`: the web form.'),
 );
 
 export type FormRequest = v.InferOutput<typeof FormOption>;
@@ -99,17 +126,26 @@ const pathOf = (issue: v.BaseIssue<unknown>, prefix: string): string => {
   return prefix === '' ? inner : `${prefix}.${inner}`;
 };
 
-function sectionProblems(section: 'inputs' | 'outputs', map: Record<string, unknown> | undefined, known: Set<string>): Problem[] {
-  if (map === undefined) return [];
+/** An issue inside one entry of `inputs` or `outputs`: reported with that entry, after its id is known to exist. */
+const entryOf = (i: v.BaseIssue<unknown>): [string, unknown] | null => {
+  const [section, entry] = i.path ?? [];
+  return entry !== undefined && (section?.key === 'inputs' || section?.key === 'outputs') ? [section.key, entry.key] : null;
+};
+
+function sectionProblems(section: 'inputs' | 'outputs', request: unknown, issues: v.BaseIssue<unknown>[], known: Set<string>): Problem[] {
+  const map = isPlainObject(request) ? request[section] : undefined;
+  if (!isPlainObject(map)) return [];
   const problems: Problem[] = [];
-  for (const [id, entry] of Object.entries(map)) {
+  for (const id of Object.keys(map)) {
     const at = `${section}.${id}`;
     if (!known.has(id)) {
       problems.push({ path: at, reason: `no ${section === 'inputs' ? 'input' : 'output'} node with this id` });
       continue;
     }
-    const parsed = v.safeParse(VisibilityEntry, entry);
-    if (!parsed.success) problems.push(...parsed.issues.map((i) => ({ path: pathOf(i, at), reason: i.message })));
+    for (const i of issues) {
+      const e = entryOf(i);
+      if (e !== null && e[0] === section && e[1] === id) problems.push({ path: pathOf(i, ''), reason: i.message });
+    }
   }
   return problems;
 }
@@ -120,19 +156,21 @@ function sectionProblems(section: 'inputs' | 'outputs', map: Record<string, unkn
  * deployment, so hiding something once is not undone by a later publish that forgets it.
  */
 export function applyVisibility(discovered: Contract, request: unknown, previous: Contract | null): Contract {
-  const parsed = v.safeParse(PublishRequest, request === null || request === undefined ? {} : request);
-  if (!parsed.success) {
-    throw new AppError('InvalidRequest', parsed.issues.map((i) => ({ path: pathOf(i, ''), reason: i.message })));
-  }
-  const body = parsed.output;
+  const body = request === null || request === undefined ? {} : request;
+  const parsed = v.safeParse(PublishRequest, body);
+  const issues = parsed.success ? [] : parsed.issues;
+  // The request's own problems first; an entry's only once its id is known to be a node's.
+  const top = issues.filter((i) => entryOf(i) === null);
+  if (top.length > 0) throw new AppError('InvalidRequest', top.map((i) => ({ path: pathOf(i, ''), reason: i.message })));
   const problems = [
-    ...sectionProblems('inputs', body.inputs, new Set(discovered.inputs.map((i) => i.id))),
-    ...sectionProblems('outputs', body.outputs, new Set(discovered.outputs.map((o) => o.id))),
+    ...sectionProblems('inputs', body, issues, new Set(discovered.inputs.map((i) => i.id))),
+    ...sectionProblems('outputs', body, issues, new Set(discovered.outputs.map((o) => o.id))),
   ];
-  if (problems.length > 0) throw new AppError('InvalidRequest', problems);
+  if (problems.length > 0 || !parsed.success) throw new AppError('InvalidRequest', problems);
+  const accepted = parsed.output;
 
   const asked = (section: 'inputs' | 'outputs', id: string): boolean | undefined => {
-    const map = body[section];
+    const map = accepted[section];
     if (map === undefined || !Object.prototype.hasOwnProperty.call(map, id)) return undefined;
     const entry = map[id];
     return isPlainObject(entry) && typeof entry.visible === 'boolean' ? entry.visible : undefined;

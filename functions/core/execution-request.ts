@@ -10,6 +10,7 @@ import { checkUrl } from './address-guard';
 import { acceptsText, INLINE_ASSET_BODY_MAX_BYTES, inlineLimitDetail, parseAssetValue, type AssetValueForm } from './assets';
 import { AppError, bodyLimitDetail } from './errors';
 import type { Contract, RawValue } from './types';
+import { ownRecord, plainObject, RawValue as RawValueSchema, strictFields } from './schema-parts';
 import { isPlainObject, referenceProblem, requestValueType, valueTypeProblem } from './values';
 
 export interface ExecutionRequest {
@@ -35,42 +36,58 @@ const REQUEST_VALUE_TYPES = ['RAW', 'REFERENCE', 'ASSET'] as const;
 const JSON_WHITESPACE = /^[ \t\r\n]*$/;
 const JSON_MEDIA_TYPE = /^application\/(?:json|[a-z0-9!#$&^_.+-]+\+json)$/;
 
-const plainObject = v.custom<Record<string, unknown>>(isPlainObject, 'must be an object');
+/*
+ * The request's shape, declared once: the parser below checks bodies with it, and shapes.ts
+ * documents it (ExecutionRequest, InputValue), so what is documented is what is checked. Its
+ * messages are what a caller reads in a 400's `detail` after the field's path.
+ */
 
-const strictFields = (issue: v.BaseIssue<unknown>): string =>
-  issue.expected === 'never' ? 'is not a known field' : 'is required';
-
-const RAW_MESSAGE = 'must be a string, a finite number or a boolean';
-
-const ValueObject = v.pipe(
-  plainObject,
+/** One entry of workflow_input. */
+export const InputValue = v.pipe(
+  plainObject('must be an object'),
   v.strictObject(
     {
-      value: v.union([v.string(), v.pipe(v.number(), v.finite(RAW_MESSAGE)), v.boolean()], RAW_MESSAGE),
-      value_type: v.picklist(REQUEST_VALUE_TYPES, `must be one of ${REQUEST_VALUE_TYPES.join(', ')}`),
+      value: RawValueSchema,
+      value_type: v.pipe(
+        v.picklist(REQUEST_VALUE_TYPES, `must be one of ${REQUEST_VALUE_TYPES.join(', ')}`),
+        v.description(
+          'RAW for string, integer, float and boolean inputs; REFERENCE (an absolute http(s) URL that passes the address guard) for reference inputs; ASSET (base64, a base64 data URI, or the value an upload answered) for asset inputs.',
+        ),
+      ),
     },
     strictFields,
   ),
 );
 
-// workflow_input's entries are checked one by one (below) rather than with v.record, which
-// silently skips keys such as `constructor` that are nonetheless valid input ids.
-const Body = v.pipe(
-  plainObject,
+/** workflow_input: every key is an input id to check, `constructor` included. */
+export const WorkflowInput = v.pipe(plainObject('must be an object'), ownRecord(v.string(), InputValue, 'must be an object'));
+
+/**
+ * The execute request. The callback is only a string here: whether it is blank (400 Missing
+ * Callback URL) or an allowed URL (422 Invalid Callback URL) is decided after the structure.
+ */
+export const ExecutionRequest = v.pipe(
+  plainObject('must be an object'),
   v.strictObject(
     {
-      callback: v.optional(v.nullable(v.string('must be a string'))),
-      workflow_input: v.optional(plainObject),
+      callback: v.optional(
+        v.pipe(
+          v.string('must be a string'),
+          v.metadata({ format: 'uri' }),
+          v.description('Absolute http(s) URL that receives a signed POST (Standard Webhooks) when the execution ends. null, empty or blank: 400 Missing Callback URL.'),
+        ),
+      ),
+      workflow_input: v.optional(v.pipe(WorkflowInput, v.description('Keyed by input id.'))),
     },
     strictFields,
   ),
+  v.description('An empty body means `{}`. Inputs not given take their published value; hidden inputs cannot be set.'),
 );
 
-type ValueObject = v.InferOutput<typeof ValueObject>;
 
-function structureError(issue: v.BaseIssue<unknown>, prefix: string | null): AppError {
-  const inner = v.getDotPath(issue);
-  const path = [prefix, inner].filter((p) => p !== null && p !== '').join('.');
+
+function structureError(issue: v.BaseIssue<unknown>): AppError {
+  const path = v.getDotPath(issue) ?? '';
   return new AppError('InvalidInputStructure', path === '' ? `body ${issue.message}` : `${path} ${issue.message}`);
 }
 
@@ -120,18 +137,19 @@ export function parseExecutionRequest(
   }
   if (oversize && size - inlineAssetChars(raw) > opts.maxBodyBytes) throw new AppError('PayloadTooLarge', bodyLimitDetail(opts.maxBodyBytes));
 
-  const body = v.safeParse(Body, raw, { abortEarly: true });
-  if (!body.success) throw structureError(body.issues[0], null);
-
-  const given: [string, ValueObject][] = [];
-  for (const [id, entry] of Object.entries(body.output.workflow_input ?? {})) {
-    const parsed = v.safeParse(ValueObject, entry, { abortEarly: true });
-    if (!parsed.success) throw structureError(parsed.issues[0], `workflow_input.${id}`);
-    given.push([id, parsed.output]);
-  }
+  const body = v.safeParse(ExecutionRequest, raw);
+  // A null callback is structurally a missing string, but it answers 400 Missing Callback URL,
+  // after every other structural problem. Of those, the top level's come first, then each
+  // input's in order: the first is the one reported.
+  const nullCallback = (i: v.BaseIssue<unknown>) => i.input === null && v.getDotPath(i) === 'callback';
+  const structural = body.success ? [] : body.issues.filter((i) => !nullCallback(i));
+  const first = structural.find((i) => (i.path?.length ?? 0) <= 1) ?? structural[0];
+  if (first !== undefined) throw structureError(first);
+  const request: v.InferOutput<typeof ExecutionRequest> = body.success ? body.output : {};
+  const given = Object.entries(request.workflow_input ?? {});
 
   const hasCallback = isPlainObject(raw) && Object.prototype.hasOwnProperty.call(raw, 'callback');
-  const callback = body.output.callback ?? null;
+  const callback = request.callback ?? null;
   if (hasCallback && (callback === null || callback.trim() === '')) {
     throw new AppError('MissingCallbackUrl', 'callback must be a URL when it is given');
   }

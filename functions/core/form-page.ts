@@ -3,7 +3,7 @@
  * control per visible input, with its published value and description; a place per visible
  * output), so it works as a plain page before its script runs. The script (served from this
  * origin, no inline script: the CSP forbids it) uploads files and sends the form through the form's own routes,
- * long-polls the execution and shows the outputs: text as text, images inline, video and audio
+ * follows the execution by its event stream (long-polling it where the stream fails) and shows the outputs: text as text, images inline, video and audio
  * playable, other files as downloads. Everything from a request or a result is inserted as
  * text or an attribute, never as HTML. Pure.
  */
@@ -168,7 +168,8 @@ button[disabled]{background:#5a7fa6;cursor:progress}
  * the controls, upload files straight to storage (the form's uploads route, then a presigned PUT
  * with its progress shown) or, where the bucket allows no PUT from this origin, send them inline
  * as data URIs (up to the inline limit), POST the execution,
- * long-poll it with `Prefer: wait`, show the outputs. A refused request shows the service's own
+ * follow it node by node by its event stream (or, where that fails, long-poll it with `Prefer:
+ * wait`), show the outputs. A refused request shows the service's own
  * `detail`; losing the service several times in a row ends the wait with a message.
  */
 export const FORM_SCRIPT = `'use strict';
@@ -186,6 +187,9 @@ export const FORM_SCRIPT = `'use strict';
   var outputsHeading = document.getElementById('outputs-heading');
   var WAIT = 20;
   var MAX_MISSES = 5;
+  // The stream's first event comes at once (its pending status); without it by then, poll.
+  var FIRST_EVENT_MS = 10000;
+  var MAX_STREAM_ERRORS = 3;
 
   function el(tag, text) {
     var e = document.createElement(tag);
@@ -361,6 +365,74 @@ export const FORM_SCRIPT = `'use strict';
     outputs.hidden = false;
   }
 
+  // The end of a run, from the stream's done or a poll: true once it is shown.
+  function finish(body) {
+    if (body.status === 'completed') {
+      progress.textContent = 'Done in ' + (body.completion_duration / 1000).toFixed(1) + ' s.';
+      run.disabled = false;
+      show(body);
+      return true;
+    }
+    if (body.status === 'failed' || body.status === 'cancelled') {
+      var reason = body.error_message || 'no reason given';
+      fail('The run ' + body.status + ': ' + reason + (/[.!?]$/.test(reason) ? '' : '.'));
+      return true;
+    }
+    return false;
+  }
+
+  // Follows the run by its event stream, node by node; falls back to the long poll when the
+  // browser has no EventSource, the stream is refused (404, 429, 503), nothing arrives in time
+  // (a proxy that buffers), or it keeps dropping. The poll then ends it, whatever happened.
+  function follow(url) {
+    if (typeof EventSource !== 'function') return poll(url, 0);
+    return new Promise(function (resolve) {
+      var source = new EventSource(url + '/events');
+      var over = false;
+      var errors = 0;
+      var finished = 0;
+      var timer = setTimeout(fallback, FIRST_EVENT_MS);
+      function stop() {
+        over = true;
+        clearTimeout(timer);
+        source.close();
+      }
+      function fallback() {
+        if (over) return;
+        stop();
+        resolve(poll(url, 0));
+      }
+      function heard(m) {
+        errors = 0;
+        clearTimeout(timer);
+        try { return JSON.parse(m.data); } catch (e) { return {}; }
+      }
+      source.addEventListener('status', function (m) {
+        var d = heard(m);
+        if (d.status === 'pending') progress.textContent = 'Waiting for its turn…';
+        else if (d.status === 'running') progress.textContent = 'Running…';
+      });
+      source.addEventListener('node', function (m) {
+        var d = heard(m);
+        if (typeof d.total === 'number') { progress.textContent = 'Running… ' + d.done + ' of ' + d.total + ' steps done.'; return; }
+        if (d.state === 'started') { progress.textContent = 'Running ' + d.node_id + '… (' + finished + ' steps done)'; return; }
+        if (d.state === 'finished') finished += 1;
+        progress.textContent = (d.state === 'failed' ? d.node_id + ' failed' : 'Finished ' + d.node_id) + ' (' + finished + ' steps done)';
+      });
+      source.addEventListener('done', function (m) {
+        var d = heard(m);
+        stop();
+        resolve(finish(d) ? undefined : poll(url, 0));
+      });
+      // The browser reconnects by itself (with Last-Event-ID) after a drop; a refusal closes it.
+      source.onerror = function () {
+        if (over) return;
+        errors += 1;
+        if (source.readyState === EventSource.CLOSED || errors >= MAX_STREAM_ERRORS) fallback();
+      };
+    });
+  }
+
   function poll(url, misses) {
     return fetch(url, { headers: { Prefer: 'wait=' + WAIT } }).then(function (r) {
       return r.json().catch(function () { return null; }).then(function (body) {
@@ -371,17 +443,7 @@ export const FORM_SCRIPT = `'use strict';
     }, function () {
       throw Object.assign(new Error('The service cannot be reached.'), { transient: true });
     }).then(function (body) {
-      if (body.status === 'completed') {
-        progress.textContent = 'Done in ' + (body.completion_duration / 1000).toFixed(1) + ' s.';
-        run.disabled = false;
-        show(body);
-        return;
-      }
-      if (body.status === 'failed' || body.status === 'cancelled') {
-        var reason = body.error_message || 'no reason given';
-        fail('The run ' + body.status + ': ' + reason + (/[.!?]$/.test(reason) ? '' : '.'));
-        return;
-      }
+      if (finish(body)) return;
       progress.textContent = body.status === 'running' ? 'Running…' : 'Waiting for its turn…';
       return poll(url, 0);
     }, function (e) {
@@ -406,7 +468,7 @@ export const FORM_SCRIPT = `'use strict';
       return call(formUrl + '/executions', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: body });
     }).then(function (accepted) {
       progress.textContent = 'Waiting for its turn…';
-      return poll(accepted.status_url, 0);
+      return follow(accepted.status_url);
     }).catch(function (e) { fail(e.message); });
   });
 })();

@@ -35,4 +35,10 @@ export const HEADER_VALUES = {
   ContentDisposition: v.string(),
   NoSniff: v.string(),
   ContentRange: v.string(),
+  ApiKeyChallenge: v.literal('Api-Key'),
+  BearerChallenge: v.literal('Bearer'),
+  RetryAfterKeyLimit: digits,
+  RetryAfterOutage: digits,
+  RateLimitPolicy: v.string(),
+  RateLimit: v.string(),
 };

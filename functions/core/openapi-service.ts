@@ -13,6 +13,7 @@ import {
   SCHEMAS,
   jsonContent,
   reachableComponents,
+  responseHeaders,
   routePaths,
   schemaRef,
   type JsonSchema,
@@ -22,7 +23,7 @@ const OWNER_RESPONSES: Record<'OwnerUnauthorized' | 'OwnerForbidden' | Extract<R
   OwnerUnauthorized: {
     description:
       'Missing or wrong owner credentials (`Unauthorized`): locally the owner token; on AWS an unsigned request, or an IAM identity that may not invoke this route (API Gateway\'s ACCESS_DENIED, answered 401 with `reason` and `detail` empty).',
-    headers: { 'WWW-Authenticate': { description: 'Always `Bearer` on the local runtime.', required: true, schema: { const: 'Bearer' } } },
+    headers: responseHeaders({ BearerChallenge: true }),
     content: jsonContent(schemaRef('Unauthorized')),
   },
   OwnerForbidden: {

@@ -86,6 +86,9 @@ export const SCHEMAS: Record<ShapeName, JsonSchema> = Object.fromEntries(
       // A loose object takes any further key; said outright, since a validator that closes
       // undeclared objects (the conformance tests' does) would otherwise refuse them.
       overrideSchema: (c) => (c.valibotSchema.type === 'loose_object' ? { ...c.jsonSchema, additionalProperties: true } : undefined),
+      // Checks with no JSON Schema keyword: `finite` holds for every JSON number, and each
+      // `check` is said in its field's description.
+      overrideAction: (c) => (c.valibotAction.type === 'finite' || c.valibotAction.type === 'check' ? c.jsonSchema : undefined),
     }),
   ).map(
     ([name, schema]) => [name, tidy(schema) as JsonSchema],
@@ -166,7 +169,22 @@ const HEADERS: Record<HeaderName, { name: string; description: string }> = {
   ContentDisposition: { name: 'Content-Disposition', description: '`inline` for images, audio, video, plain text and JSON; `attachment` for anything else.' },
   NoSniff: { name: 'X-Content-Type-Options', description: 'Always `nosniff`.' },
   ContentRange: { name: 'Content-Range', description: '`bytes <first>-<last>/<size>`.' },
+  ApiKeyChallenge: { name: 'WWW-Authenticate', description: 'Always `Api-Key`.' },
+  BearerChallenge: { name: 'WWW-Authenticate', description: 'Always `Bearer` on the local runtime.' },
+  RetryAfterKeyLimit: { name: 'Retry-After', description: "A key's limit: seconds until it allows again." },
+  RetryAfterOutage: { name: 'Retry-After', description: 'Seconds to wait before retrying.' },
+  RateLimitPolicy: { name: 'RateLimit-Policy', description: 'A key with limits: its policies (IETF httpapi draft), e.g. `"rate";q=10;w=1`.' },
+  RateLimit: { name: 'RateLimit', description: 'A key with limits: what is left of each policy, e.g. `"rate";r=0;t=1`.' },
 };
+
+/** An answer's headers by catalogue name (whether each is required is the answer's), as the documents write them. */
+export const responseHeaders = (headers: Partial<Record<HeaderName, boolean>>): Record<string, JsonSchema> =>
+  Object.fromEntries(
+    Object.entries(headers).map(([h, required]) => {
+      const { name, description } = HEADERS[h as HeaderName];
+      return [name, { description, ...(required ? { required: true } : {}), schema: valueSchema(h as HeaderName) }];
+    }),
+  );
 
 export const CALLER_PARAMETERS: Record<string, JsonSchema> = {
   DeploymentId: PARAMETER_COMPONENTS.DeploymentId,
@@ -182,25 +200,17 @@ const errorResponse = (description: string, schema: string, headers?: Record<str
 });
 
 export const CALLER_RESPONSES: Record<string, JsonSchema> = {
-  Unauthorized: errorResponse('No usable API key (`Unauthorized`): `reason` says which case (missing, malformed, unknown, revoked, expired, another scheme, two keys, another deployment\'s key), `detail` what to do.', 'Unauthorized', {
-    'WWW-Authenticate': { description: 'Always `Api-Key`.', required: true, schema: { const: 'Api-Key' } },
-  }),
+  Unauthorized: errorResponse('No usable API key (`Unauthorized`): `reason` says which case (missing, malformed, unknown, revoked, expired, another scheme, two keys, another deployment\'s key), `detail` what to do.', 'Unauthorized', responseHeaders({ ApiKeyChallenge: true })),
   DeploymentNotFound: errorResponse('Deployment Not Found.', 'NotFoundDeployment'),
   ExecutionNotFound: errorResponse('Execution Not Found.', 'NotFoundExecution'),
   PayloadTooLarge: errorResponse('Payload Too Large.', 'PayloadTooLarge'),
   TooManyRequests: errorResponse(
     "Too Many Requests: the stage's throttle (AWS), or the key's own rate limit or quota (`limit` says which; `Retry-After` when to retry).",
     'TooManyRequests',
-    {
-      'Retry-After': { description: "A key's limit: seconds until it allows again.", schema: { type: 'string', pattern: '^\\d+$' } },
-      'RateLimit-Policy': { description: 'A key with limits: its policies (IETF httpapi draft), e.g. `"rate";q=10;w=1`.', schema: { type: 'string' } },
-      RateLimit: { description: 'A key with limits: what is left of each policy, e.g. `"rate";r=0;t=1`.', schema: { type: 'string' } },
-    },
+    responseHeaders({ RetryAfterKeyLimit: false, RateLimitPolicy: false, RateLimit: false }),
   ),
   InternalError: errorResponse('Internal Error.', 'InternalError'),
-  ServiceUnavailable: errorResponse('Service Unavailable: retry later.', 'ServiceUnavailable', {
-    'Retry-After': { description: 'Seconds to wait before retrying.', required: true, schema: { type: 'string', pattern: '^\\d+$' } },
-  }),
+  ServiceUnavailable: errorResponse('Service Unavailable: retry later.', 'ServiceUnavailable', responseHeaders({ RetryAfterOutage: true })),
   GatewayError: errorResponse('The function failed or timed out behind the gateway.', 'GatewayError'),
 };
 
@@ -264,10 +274,7 @@ export function routePaths(routes: readonly Route[], o: RoutePathOptions = {}): 
     if (typeof a === 'string') return responseRef(a);
     const shapes = a.shape === undefined ? [] : typeof a.shape === 'string' ? [a.shape] : a.shape;
     const json = shapes.length === 1 ? named(shapes[0] as SchemaName) : { [a.overlapping ? 'anyOf' : 'oneOf']: shapes.map(named) };
-    const headers = Object.entries(a.headers ?? {}).map(([h, required]) => {
-      const { name, description } = HEADERS[h as HeaderName];
-      return [name, { description, ...(required ? { required: true } : {}), schema: valueSchema(h as HeaderName) }];
-    });
+    const headers = Object.entries(responseHeaders(a.headers ?? {}));
     return {
       description: a.description,
       ...(headers.length ? { headers: Object.fromEntries(headers) } : {}),

@@ -10,16 +10,18 @@
  * to an object the run does not own.
  */
 import { servedAsAttachment } from './asset-links';
-import { isMediaType } from './assets';
+import { isMediaType, UPLOAD_MAX_BYTES } from './assets';
 import type { ObjectRef, PresignedDownload } from './ports';
 import { UNKNOWN_MEDIA_TYPE } from './sniff';
 
 /**
  * The largest binary answer an http node takes, and the largest asset it sends as its body
- * (bytes). Both are held in the task's memory once: 32 MiB keeps a run with a few of them well
- * inside the task function's memory.
+ * (bytes): the largest upload (assets.ts UPLOAD_MAX_BYTES), so any asset a caller can hand in
+ * can be sent on. Neither is held in memory (an answer streams to the bucket a part at a time,
+ * services/object-writer.ts; a body streams from it), so the limit is set by time, not memory:
+ * 100 MiB within the http node's longest time-out (30 s) takes about 3.5 MB/s.
  */
-export const HTTP_ASSET_MAX_BYTES = 32 * 1024 * 1024;
+export const HTTP_ASSET_MAX_BYTES = UPLOAD_MAX_BYTES;
 
 /** The media type without parameters, lowercase; '' when there is none. */
 export const mediaTypeEssence = (contentType: string | undefined): string => (contentType ?? '').split(';')[0]?.trim().toLowerCase() ?? '';

@@ -18,10 +18,11 @@ import { NODE_ID_PATTERN, NODE_TYPES, PIPELINE_ID_PATTERN, RESERVED_NODE_IDS } f
 import { OWNER_SECRET_MAX_LENGTH, OWNER_SECRET_NAME_PATTERN } from './owner-secrets';
 import { STATUSES, TERMINAL } from './transitions';
 
-import { INPUT_VALUE_TYPES } from './values';
+import { ExecutionRequest, InputValue, WorkflowInput } from './execution-request';
+import { InputValueType, RawValue } from './schema-parts';
 import { UPLOAD_MAX_BYTES, UPLOAD_URL_TTL_SECONDS, UPLOAD_USE_SECONDS, UPLOAD_VALUE_PREFIX } from './assets';
 import { MAX_MEDIA_TYPES } from './assets';
-import { FORM_DESCRIPTION_MAX_CHARS, FORM_TITLE_MAX_CHARS } from './form-link';
+import { EventsOption, FormOption, PublishRequest, Visibility } from './contract';
 import {
   MAX_CONSUMER_NAME_LENGTH,
   MAX_METADATA_ENTRIES,
@@ -51,13 +52,6 @@ export const Timestamp = v.pipe(
 export const NodeId = v.pipe(v.string(), v.regex(NODE_ID_PATTERN));
 export const PipelineId = v.pipe(v.string(), v.regex(PIPELINE_ID_PATTERN));
 export const SecretName = v.pipe(v.string(), v.regex(OWNER_SECRET_NAME_PATTERN));
-export const RawValue = v.pipe(v.union([v.string(), v.number(), v.boolean()]), v.description('A string, a finite number or a boolean.'));
-export const InputValueType = v.pipe(
-  v.picklist(INPUT_VALUE_TYPES),
-  v.description(
-    '`reference`: an absolute http(s) URL; callers send it with value_type REFERENCE and nodes receive it as a string. `asset`: a file; callers send it with value_type ASSET (base64, a data URI, or an upload).',
-  ),
-);
 export const ExecutionStatus = v.pipe(
   v.picklist(STATUSES),
   v.description('pending → running → completed | failed | cancelled, and pending → cancelled; nothing else.'),
@@ -92,32 +86,7 @@ const assetRestrictions = {
   max_bytes: v.optional(v.pipe(int(1, UPLOAD_MAX_BYTES), v.description('Asset inputs: the largest file accepted; absent: up to the inline and upload limits.'))),
 };
 
-const InputValue = v.strictObject({
-  value: RawValue,
-  value_type: v.pipe(
-    v.picklist(['RAW', 'REFERENCE', 'ASSET']),
-    v.description(
-      'RAW for string, integer, float and boolean inputs; REFERENCE (an absolute http(s) URL that passes the address guard) for reference inputs; ASSET (base64, a base64 data URI, or the value an upload answered) for asset inputs.',
-    ),
-  ),
-});
 
-/**
- * The execute request as documented. Its parser (execution-request.ts) walks it by hand to
- * choose between a caller's 400 and 422 answers; a test holds the two to the same fields.
- */
-const ExecutionRequest = v.pipe(
-  v.strictObject({
-    callback: v.optional(
-      v.pipe(
-        url,
-        v.description('Absolute http(s) URL that receives a signed POST (Standard Webhooks) when the execution ends. null, empty or blank: 400 Missing Callback URL.'),
-      ),
-    ),
-    workflow_input: v.optional(v.pipe(v.record(v.string(), InputValue), v.description('Keyed by input id.'))),
-  }),
-  v.description('An empty body means `{}`. Inputs not given take their published value; hidden inputs cannot be set.'),
-);
 
 const Accepted = v.object({
   status: v.literal('queued'),
@@ -183,7 +152,7 @@ const ExecutionResult = v.object({
 /** The web form's execute request: what the page sends (no callback: a form cannot make the service call out). */
 const FormExecutionRequest = v.pipe(
   v.strictObject({
-    workflow_input: v.optional(v.pipe(v.record(v.string(), InputValue), v.description('Keyed by input id, as for callers.'))),
+    workflow_input: v.optional(v.pipe(WorkflowInput, v.description('Keyed by input id, as for callers.'))),
   }),
   v.description("POST /v1/forms/{form_token}/executions: the visible inputs, as the execute route takes them; hidden inputs cannot be set."),
 );
@@ -575,33 +544,7 @@ const ContractInput = v.object({ id: NodeId, value_type: InputValueType, value: 
 const ContractOutput = v.object({ id: NodeId, visible: v.boolean(), value_type: v.optional(OutputKind) });
 const Contract = v.object({ inputs: v.array(ContractInput), outputs: v.array(ContractOutput) });
 const RunSummary = v.object({ run_id: Uuid, status: ExecutionStatus, version: int(1) });
-/** PUT …/deployment `form`: the web form, its link (form_url) and what its page says. */
-export const FormOption = v.pipe(
-  v.strictObject({
-    enabled: v.optional(
-      v.pipe(v.boolean('must be true or false'), v.description('false: the link answers 404 at once (true again brings the same link back). Absent: true.')),
-      true,
-    ),
-    title: v.optional(v.pipe(v.string('must be a string'), v.maxLength(FORM_TITLE_MAX_CHARS, `must be at most ${FORM_TITLE_MAX_CHARS} characters`), v.description("The page's heading; the pipeline id when absent."))),
-    description: v.optional(
-      v.pipe(v.string('must be a string'), v.maxLength(FORM_DESCRIPTION_MAX_CHARS, `must be at most ${FORM_DESCRIPTION_MAX_CHARS} characters`), v.description('Plain text shown under the heading.')),
-    ),
-  }),
-  v.description('The web form of the deployment. Absent: the form stays as it was (none on a first publish).'),
-);
 const FormView = v.object({ enabled: v.boolean(), title: nullableString, description: nullableString });
-/** PUT …/deployment `events`: what callers' event streams show of the nodes. */
-export const EventsOption = v.pipe(
-  v.strictObject({
-    node_detail: v.optional(
-      v.pipe(
-        v.boolean('must be true or false'),
-        v.description('false: `node` events carry only counts `{done, total}`, never node ids, types or times (the pipeline\'s shape stays private). Absent: as it was (true on a first publish).'),
-      ),
-    ),
-  }),
-  v.description("Callers' event streams. Absent: as it was (node detail on a first publish)."),
-);
 const EventsView = v.object({ node_detail: v.boolean() });
 const deploymentEntries = {
   deployment_id: Uuid,
@@ -640,20 +583,6 @@ const Readiness = v.object({
   discovered: v.nullable(Contract),
   deployment: v.nullable(Deployment),
 });
-const Visibility = v.strictObject({ visible: v.boolean() });
-/**
- * PUT …/deployment as documented. contract.ts walks the maps by hand (valibot's record skips
- * keys such as `constructor`, valid node ids); a test holds the two to the same fields.
- */
-const PublishRequest = v.pipe(
-  v.strictObject({
-    inputs: v.optional(v.record(v.string(), Visibility)),
-    outputs: v.optional(v.record(v.string(), Visibility)),
-    form: v.optional(FormOption),
-    events: v.optional(EventsOption),
-  }),
-  v.description('Visibility per entry; an entry not mentioned keeps the visibility it had (visible on a first publish). `form`: the web form.'),
-);
 /** POST …/deployment/keys. */
 export const RotateRequest = v.strictObject({
   grace_seconds: v.optional(v.pipe(int(0, 7 * 24 * 3600), v.description('How long the old credential keeps working.')), 0),

@@ -18,7 +18,7 @@ import type { DeploymentRecord, Execution } from '../core/types';
 import { resultBody } from '../core/views';
 import type { CallerAuth, RouteAnswer } from '../adapters/api';
 import type { Deps } from '../adapters/deps';
-import { presignedOrigin } from '../adapters/objects.store';
+import { presignedOrigin } from '../adapters/object-reads';
 import { awaitTerminal, NO_WAIT, submit, type Wait } from './caller.service';
 import { callerOutputIds, outputLinks } from './output-links';
 import { callerNodeView, streamOf } from './events.service';
@@ -65,10 +65,10 @@ async function admit(d: Deps, hash: string, address: string): Promise<void> {
   const retry = Math.max(1, start + RATE_WINDOW_SECONDS - now);
   const refuse = (detail: string) => new AppError('TooManyRequests', detail, {}, { headers: { 'retry-after': String(retry) } });
   if (byLink > d.config.formLinkActionsPerMinute) {
-    throw refuse(`this form takes at most ${d.config.formLinkActionsPerMinute} runs and uploads a minute from everyone together; try again in ${retry} seconds`);
+    throw refuse(`this form takes at most ${d.config.formLinkActionsPerMinute} runs, uploads and progress streams a minute from everyone together; try again in ${retry} seconds`);
   }
   if (byAddress > d.config.formAddressActionsPerMinute) {
-    throw refuse(`at most ${d.config.formAddressActionsPerMinute} runs and uploads a minute may come from one address through forms; try again in ${retry} seconds`);
+    throw refuse(`at most ${d.config.formAddressActionsPerMinute} runs, uploads and progress streams a minute may come from one address through forms; try again in ${retry} seconds`);
   }
 }
 

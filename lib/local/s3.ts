@@ -461,8 +461,11 @@ export function createS3Handler(opts: S3EmulationOptions): S3Handler {
       const out = createWriteStream(tmp, { mode: 0o600 });
       out.write(prefix);
       out.write(head);
-      for (const p of parts) await pipeline(createReadStream(path.join(dir, p.file)), out, { end: false });
-      await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
+      // One write stream for every part (a pipeline per part would leave its listeners on it).
+      const all = async function* (): AsyncGenerator<Buffer> {
+        for (const p of parts) yield* createReadStream(path.join(dir, p.file)) as AsyncIterable<Buffer>;
+      };
+      await pipeline(all(), out);
       await place(tmp, objectPath(a.bucket, a.key));
     } finally {
       await rm(tmp, { force: true });

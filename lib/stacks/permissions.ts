@@ -44,7 +44,7 @@ export interface FunctionAccess {
   ownerSecrets: readonly OwnerSecretsAction[];
   /** Step Functions actions on the pipegate state machine (StopExecution: on its executions). */
   states: readonly StatesAction[];
-  /** Object storage (Deps.objects); a function with none neither loads nor bundles the S3 client. */
+  /** Object storage (Deps.objects); a function that only reads neither loads nor bundles the S3 client. */
   objects: readonly ObjectAction[];
   /**
    * UpdateItem on these partition keys only (`dynamodb:LeadingKeys` patterns), for a function
@@ -131,9 +131,10 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   // Query lists the owner secrets' names, to warn about references to missing ones.
   'pipeline-push': access(ALL, { query: OWNER_SECRETS }),
   // A run's asset inputs (data URIs) and inputs too large for the record are stored under the
-  // run; with `Prefer: wait` it reads the run back. Runs' views (run-start's waited answer too)
-  // mint links to ASSET outputs.
-  'run-start': access(CREATE_EXECUTION, { send: ['executions'], secret: true, objects: ['read', 'write'] }),
+  // run; an owner's upload it uses is read (sniffed, hashed) and claimed with a conditional
+  // update (single use); with `Prefer: wait` it reads the run back. Runs' views (run-start's
+  // waited answer too) mint links to ASSET outputs.
+  'run-start': access(CREATE_EXECUTION, { send: ['executions'], secret: true, objects: ['read', 'write'], updateKeys: ['UPLOAD#*'] }),
   // Reads the pipeline's latest version, records the upload (conditional put); the PUT URL is
   // presigned, under the pipeline's upload prefix only (p/*/u/*).
   'pipeline-upload': access(['GetItem', 'PutItem'], { objects: ['owner-upload'] }),
@@ -193,6 +194,9 @@ export function accessFor(name: string): FunctionAccess {
   return a;
 }
 
+/** Whether the function writes or deletes objects: only then does it load (and bundle) the S3 client. */
+export const writesObjects = (a: FunctionAccess): boolean => a.objects.some((o) => o !== 'read');
+
 /**
  * SDK packages a function's bundle leaves out. Clients are created lazily (functions/adapters/
  * deps.ts), so a function never loads a client its access does not include, and the credential
@@ -204,9 +208,11 @@ export function bundleExternals(name: string): string[] {
   const unused: string[] = [];
   if (a.send.length === 0) unused.push('@aws-sdk/client-sqs');
   if (a.states.length === 0) unused.push('@aws-sdk/client-sfn');
-  if (!a.secret) unused.push('@aws-sdk/client-secrets-manager');
-  if (a.objects.length === 0) unused.push('@aws-sdk/client-s3', '@aws-sdk/s3-request-presigner');
+  // Objects are read and key material is read by signed requests (functions/adapters/object-reads.ts,
+  // key-material.ts): the S3 client is for writes alone, the Secrets Manager client for nothing.
+  if (!writesObjects(a)) unused.push('@aws-sdk/client-s3', '@aws-sdk/s3-request-presigner');
   return [
+    '@aws-sdk/client-secrets-manager',
     ...unused,
     '@aws-sdk/nested-clients',
     '@aws-sdk/token-providers',

@@ -66,8 +66,14 @@ export async function removeUploadRule(s3: S3Client, bucket: string): Promise<vo
   }
 }
 
-/** One event against `s3` (tests give their own client). */
-export async function handle(event: CustomResourceEvent, s3: S3Client): Promise<void> {
+/**
+ * Lambda's entry point. Lambda calls it with (event, context): a default for a second
+ * parameter would be replaced by the context, so the client is passed on here instead.
+ */
+export const handler = (event: CustomResourceEvent): Promise<void> => answerUploadCors(event, client);
+
+/** Sets or removes the rule as the event asks, and answers CloudFormation. */
+export async function answerUploadCors(event: CustomResourceEvent, s3: S3Client): Promise<void> {
   const bucket = typeof event.ResourceProperties.Bucket === 'string' ? event.ResourceProperties.Bucket : '';
   // Named after the bucket: an Update onto another bucket answers a new id, and CloudFormation
   // then deletes the old resource (the rule on the old bucket) with its old properties.
@@ -86,6 +92,3 @@ export async function handle(event: CustomResourceEvent, s3: S3Client): Promise<
     await respond(event, 'FAILED', physicalId, message);
   }
 }
-
-// Lambda passes its context second: the client is never taken from the caller here.
-export const handler = (event: CustomResourceEvent): Promise<void> => handle(event, client);

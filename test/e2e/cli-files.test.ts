@@ -1,10 +1,10 @@
 /**
  * Files through the CLI end to end: the local runtime (its S3 emulation included) and the CLI
  * spawned as a real process. `execute --input photo=@file` inline and through an upload, `run`
- * inline, `apply` of a pipeline file whose asset input names a file, and the service's refusal
+ * inline and through the pipeline's upload, `apply` of a pipeline file whose asset input names a file, and the service's refusal
  * of a file of the wrong type shown to the user.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -103,6 +103,39 @@ describe('owner files', () => {
     // Assess
     expect(done.code).toBe(0);
     expect(json<{ outputs: Record<string, string> }>(done).outputs.info).toBe(`image/png ${bytes.length} ${sha(bytes)}`);
+  });
+
+  it('run --input photo=@file uploads a 300 KB photo through the pipeline\'s uploads route; the run\'s asset output serves its exact bytes', async () => {
+    // Prepare: a pipeline that hands the photo back, and a real PNG far over a run's inline 64 KiB.
+    const echo: PipelineDefinition = { nodes: { ...photoInfo.nodes, copy: { type: 'output', from: 'photo' } } };
+    const pushed = await fetch(`${rt.url}/v1/pipelines/photo-echo`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${rt.ownerToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify(echo),
+    });
+    expect(pushed.status).toBe(201);
+    // Random pixels barely compress: 320×320 is about 350 KB.
+    const noise = randomBytes(320 * 320 * 3);
+    const bytes = png(320, 320, (x, y) => [noise[(y * 320 + x) * 3] ?? 0, noise[(y * 320 + x) * 3 + 1] ?? 0, noise[(y * 320 + x) * 3 + 2] ?? 0, 255]);
+    expect(bytes.length).toBeGreaterThan(300_000);
+    writeFileSync(join(dir, 'x.png'), bytes);
+
+    // Act
+    const done = await pg(['run', 'photo-echo', '--input', 'photo=@x.png', '--json']);
+    const doc = json<{ status: string; outputs: Record<string, unknown>; output_assets: Record<string, unknown> }>(done);
+    const copy = doc.output_assets.copy as { value: string; value_type: string; media_type: string; bytes: number };
+    const served = await fetch(copy.value);
+    const body = Buffer.from(await served.arrayBuffer());
+
+    // Assess
+    expect(done.code).toBe(0);
+    expect(done.stderr).toContain(`uploaded x.png (image/png, ${bytes.length} bytes) for photo`);
+    expect(doc.status).toBe('completed');
+    expect(doc.outputs.info).toBe(`image/png ${bytes.length} ${sha(bytes)}`);
+    expect(copy).toMatchObject({ value_type: 'ASSET', media_type: 'image/png', bytes: bytes.length });
+    expect(served.status).toBe(200);
+    expect(served.headers.get('content-type')).toBe('image/png');
+    expect(sha(body)).toBe(sha(bytes));
   });
 
   it('apply takes an asset input\'s @path value as its current value, which a run without inputs uses', async () => {

@@ -136,7 +136,7 @@ describe('rate limits', () => {
       expect(statuses).toEqual([200, 200, 429]);
       expect(Number(last?.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
       expect(last?.body.error).toBe('Too Many Requests');
-      expect(String(last?.body.detail)).toMatch(/at most 3 runs and uploads a minute/);
+      expect(String(last?.body.detail)).toMatch(/at most 3 runs, uploads and progress streams a minute/);
       // The long poll is not counted: the page falls back to it.
       expect((await request(`${url}/executions/${id}`, 'GET', undefined, {})).status).toBe(200);
     } finally {

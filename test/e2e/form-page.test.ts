@@ -74,6 +74,29 @@ afterAll(async () => {
   await rt?.cleanup();
 });
 
+interface Seen {
+  text: string;
+  outputsHidden: boolean;
+}
+
+/** Records, in the page, every text the status line shows as it changes, and whether the outputs were hidden then. */
+async function watchProgress(page: Page): Promise<void> {
+  await page.evaluate(() => {
+    const doc = (globalThis as unknown as { document: { getElementById(id: string): { textContent: string | null; hidden: boolean } } }).document;
+    const seen: { text: string; outputsHidden: boolean }[] = [];
+    (globalThis as unknown as { seen: typeof seen }).seen = seen;
+    const target = doc.getElementById('progress');
+    const outputs = doc.getElementById('outputs');
+    // From the records, not the element: events dispatched in one go still leave one record each.
+    type Records = { addedNodes: { textContent: string | null }[] }[];
+    const Observer = (globalThis as unknown as { MutationObserver: new (cb: (r: Records) => void) => { observe(t: unknown, o: unknown): void } }).MutationObserver;
+    new Observer((records) => {
+      for (const r of records) for (const n of Array.from(r.addedNodes)) seen.push({ text: n.textContent ?? '', outputsHidden: outputs.hidden });
+    }).observe(target, { childList: true });
+  });
+}
+const seenProgress = (page: Page): Promise<Seen[]> => page.evaluate(() => (globalThis as unknown as { seen: Seen[] }).seen);
+
 /** A phone: 390 × 844 CSS pixels, touch, as a person opening the link on one. */
 async function phonePage(opts: { bypassCSP?: boolean } = {}): Promise<{ page: Page; problems: string[]; close: () => Promise<void> }> {
   const context = await (browser as Browser).newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true, ...opts });
@@ -179,6 +202,78 @@ describe('the web form in a browser', () => {
     }
   }, 120_000);
 
+  browserIt('follows the run by its event stream: progress node by node, then the result, with no poll', async () => {
+    const { page, problems, close } = await phonePage();
+    try {
+      const slow: PipelineDefinition = {
+        nodes: {
+          word: { type: 'input', value_type: 'string', value: 'later' },
+          pause: { type: 'delay', inputs: ['word'], ms: 1500 },
+          loud: { type: 'transform', inputs: ['pause'], expression: '$uppercase(pause)' },
+          said: { type: 'output', from: 'loud' },
+        },
+      };
+      const p = await rt.publishPipeline('slow-stream', slow, { form: { enabled: true } });
+      const url = p.body.form_url as string;
+      const asked: string[] = [];
+      page.on('request', (r) => {
+        if (r.method() === 'GET' && r.url().startsWith(`${url}/executions/`)) asked.push(r.url().slice(url.length));
+      });
+      await page.goto(url);
+      await page.locator('#run').waitFor();
+      await watchProgress(page);
+      await page.getByRole('button', { name: 'Run' }).click();
+      const text = page.locator('[data-output="said"] .value');
+      await waitUntil(() => text.innerText(), (t) => t.length > 0, 60_000, 100);
+      expect(await text.innerText()).toBe('LATER');
+      // Through the stream only: the run's events, and not one long poll.
+      expect(asked.filter((u) => u.endsWith('/events'))).toHaveLength(1);
+      expect(asked.filter((u) => !u.endsWith('/events'))).toEqual([]);
+      // Each node's progress was on the page while the outputs were still hidden, before the result.
+      const seen = await seenProgress(page);
+      const running = seen.findIndex((s) => s.text === 'Running pause… (1 steps done)');
+      const finished = seen.findIndex((s) => s.text === 'Finished loud (3 steps done)');
+      const done = seen.findIndex((s) => /^Done in/.test(s.text));
+      expect(running).toBeGreaterThanOrEqual(0);
+      expect(finished).toBeGreaterThan(running);
+      expect(done).toBeGreaterThan(finished);
+      expect(seen.slice(0, done).every((s) => s.outputsHidden)).toBe(true);
+      expect(problems).toEqual([]);
+    } finally {
+      await close();
+    }
+  }, 120_000);
+
+  browserIt('falls back to the long poll when the event stream fails, and still ends with the result', async () => {
+    const { page, problems, close } = await phonePage();
+    try {
+      // As a proxy that refuses or breaks the stream would.
+      const refused: string[] = [];
+      await page.route('**/events', (route) => {
+        refused.push(route.request().url());
+        return route.fulfill({ status: 503, contentType: 'application/json', body: '{"error":"Service Unavailable"}' });
+      });
+      const polls: string[] = [];
+      page.on('request', (r) => {
+        if (r.method() === 'GET' && r.url().startsWith(`${formUrl}/executions/`) && !r.url().endsWith('/events')) polls.push(r.headers().prefer ?? '');
+      });
+      await page.goto(formUrl);
+      await page.locator('#run').waitFor();
+      await page.getByLabel('place').fill('Hove');
+      await page.getByRole('button', { name: 'Run' }).click();
+      const text = page.locator('[data-output="back"] .value');
+      await waitUntil(() => text.innerText(), (t) => t.includes('Hove'), 60_000, 100);
+      expect(refused).toHaveLength(1);
+      expect(polls.length).toBeGreaterThanOrEqual(1);
+      expect(polls.every((p) => /^wait=\d+$/.test(p))).toBe(true);
+      expect(await page.locator('#progress').innerText()).toMatch(/^Done in/);
+      // The refused stream is the browser's own console line, nothing the page threw.
+      expect(problems.filter((m) => !/503|EventSource|event-stream/i.test(m))).toEqual([]);
+    } finally {
+      await close();
+    }
+  }, 120_000);
+
   browserIt('axe-core finds no serious or critical accessibility violation', async () => {
     // axe is injected as a script, which the page's CSP (script-src 'self') refuses: this
     // context bypasses the CSP for this check only; every other test runs under the CSP.
@@ -245,7 +340,8 @@ describe('the web form in a browser', () => {
       await page.goto(p.body.form_url as string);
       await page.getByRole('button', { name: 'Run' }).click();
       const progress = page.locator('#progress');
-      await waitUntil(() => progress.innerText(), (t) => t === 'Running…' || t === 'Waiting for its turn…', 30_000, 100);
+      // As the stream (or, without it, the poll) tells it: waiting, running, or a node of the run.
+      await waitUntil(() => progress.innerText(), (t) => /^(Running|Finished|Waiting for its turn)/.test(t), 30_000, 100);
       await crashing.stop({ drainMs: 0 });
       const failure = page.locator('#failure');
       await waitUntil(() => failure.innerText(), (t) => t.length > 0, 60_000, 200);

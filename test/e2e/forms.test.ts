@@ -194,7 +194,7 @@ describe('rate limits', () => {
       }
       expect(statuses).toEqual([202, 202, 429]);
       expect(Number(last?.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
-      expect(String(last?.body.detail)).toMatch(/at most 2 runs and uploads a minute/);
+      expect(String(last?.body.detail)).toMatch(/at most 2 runs, uploads and progress streams a minute/);
       // Reading a run is not counted: the page's long polls never run into the limit.
       const page = await fetch(url);
       expect(page.status).toBe(200);

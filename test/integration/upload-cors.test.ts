@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DeleteBucketCorsCommand, GetBucketCorsCommand, PutBucketCorsCommand, S3Client } from '@aws-sdk/client-s3';
 import { startLocalS3, type LocalS3 } from '../../lib/local/s3';
-import { handle } from '../../lib/stacks/upload-cors.handler';
+import { answerUploadCors } from '../../lib/stacks/upload-cors.handler';
 import type { CustomResourceEvent } from '../../lib/stacks/cfn-response';
 import { UPLOAD_CORS_RULE_ID } from '../../lib/storage-cors';
 import { reply, startTestServer, type TestServer } from '../support/http-server';
@@ -62,7 +62,7 @@ describe('the upload-cors custom resource on the S3 emulation', () => {
   });
   const run = async (e: CustomResourceEvent) => {
     answers.length = 0;
-    await handle(e, client);
+    await answerUploadCors(e, client);
     return answers[0];
   };
   const allowed = async (origin: string): Promise<boolean> => {

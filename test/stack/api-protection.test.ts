@@ -120,7 +120,7 @@ describe("the API's resource policy", () => {
 });
 
 describe('the loop guard', () => {
-  it("tells the function running http nodes and the push checking them the API's own URL, and no other function", () => {
+  it("tells the function running http nodes and the push checking them the API's own URL, and no other function but the form page (which compares its own origin with the bucket's upload rule)", () => {
     // Prepare
     const app = buildTestApp();
     const svc = resourcesOf(Template.fromStack(app.service));

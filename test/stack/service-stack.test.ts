@@ -334,7 +334,7 @@ describe('least privilege, from lib/stacks/permissions.ts', () => {
     for (const s of stmts) if (s.resources.includes('*')) expect(s.actions.every((a) => a.startsWith('xray:'))).toBe(true);
   });
 
-  it.each(Object.entries(ACCESS))('%s gets exactly the object policies its entry lists, and bundles the S3 client only then', (name, access) => {
+  it.each(Object.entries(ACCESS))('%s gets exactly the object policies its entry lists, and bundles the S3 client only if it writes', (name, access) => {
     // Act
     const attached = asArray(svc[roleId(name)]?.Properties?.ManagedPolicyArns ?? []).map(label);
     const policyIds = Object.fromEntries(
@@ -342,8 +342,11 @@ describe('least privilege, from lib/stacks/permissions.ts', () => {
     );
     // Assess
     expect(attached.filter((l) => l in policyIds).map((l) => policyIds[l]).sort()).toEqual([...access.objects].sort());
-    expect(bundleExternals(name).includes('@aws-sdk/client-s3')).toBe(access.objects.length === 0);
-    expect(bundleExternals(name).includes('@aws-sdk/s3-request-presigner')).toBe(access.objects.length === 0);
+    // Reads are signed requests (functions/adapters/object-reads.ts): the S3 client is for writes alone.
+    const writes = access.objects.includes('write') || access.objects.includes('delete');
+    expect(bundleExternals(name).includes('@aws-sdk/client-s3')).toBe(!writes);
+    expect(bundleExternals(name).includes('@aws-sdk/s3-request-presigner')).toBe(!writes);
+    expect(bundleExternals(name)).toContain('@aws-sdk/client-secrets-manager');
   });
 
   it('lets only the sweeper and a deployment delete remove objects', () => {

@@ -262,6 +262,27 @@ describe('the local AWS endpoint', () => {
       expect(await objects('execute').head(`d/${D}/e/${E}/none`)).toBeNull();
     });
 
+    it('lets a writer write in parts and abort (PutObject, AbortMultipartUpload), and refuses one without the grant', async () => {
+      // Prepare
+      const big = `d/${D}/e/${E}/node.parts`;
+      const before = endpoint.denials.length;
+      // Act
+      const done = await objects('task-run').begin?.(big, 'video/mp4');
+      await done?.part(new Uint8Array(5 * 1024 * 1024).fill(1));
+      await done?.part(Uint8Array.from([2, 3]));
+      await done?.complete();
+      const dropped = await objects('task-run').begin?.(`d/${D}/e/${E}/node.dropped`, 'video/mp4');
+      await dropped?.part(Uint8Array.from([4]));
+      await dropped?.abort();
+      const refused = await errorName(objects('deployment-contract').begin?.(`d/${D}/e/${E}/node.x`, 'video/mp4') ?? Promise.resolve());
+      // Assess
+      expect(await objects('task-run').head(big)).toEqual({ bytes: 5 * 1024 * 1024 + 2, media_type: 'video/mp4' });
+      expect(await objects('task-run').head(`d/${D}/e/${E}/node.dropped`)).toBeNull();
+      expect(refused).toBe('AccessDenied');
+      expect(endpoint.denials.slice(before).map((d) => [d.action, d.resource])).toEqual([['s3:PutObject', `arn:aws:s3:::${bucket}/d/${D}/e/${E}/node.x`]]);
+      await objects('sweeper').remove([big]);
+    });
+
     it('refuses a function without the grant with AccessDenied, recording the object ARN', async () => {
       // Prepare
       const before = endpoint.denials.length;

@@ -1,45 +1,51 @@
-import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
-import { mockClient } from 'aws-sdk-client-mock';
-import { parseKeyMaterial, SecretsManagerKeyMaterial } from '../../../functions/adapters/key-material';
+import { parseKeyMaterial, SecretsManagerKeyMaterial, secretsManagerReader } from '../../../functions/adapters/key-material';
 import { openSecret, sealSecret } from '../../../functions/core/api-key';
 import { assetLinkKey } from '../../../functions/core/asset-links';
+import { reply, startTestServer, type ReceivedRequest, type TestServer } from '../../support/http-server';
 
-const sm = mockClient(SecretsManagerClient);
 const secret = JSON.stringify({ pepper: 'p'.repeat(32), master_key: Buffer.alloc(32, 9).toString('base64') });
 
-beforeEach(() => sm.reset());
+/** A reader answering from a list, recording the ids asked for. */
+function fakeReader(answers: (string | Error)[]) {
+  const asked: string[] = [];
+  const read = (id: string): Promise<string> => {
+    asked.push(id);
+    const next = answers.length > 1 ? answers.shift() : answers[0];
+    return next instanceof Error ? Promise.reject(next) : Promise.resolve(next ?? '');
+  };
+  return { asked, read };
+}
 
 describe('Secrets Manager adapter', () => {
   it('reads the secret once and serves it from memory afterwards', async () => {
-    sm.on(GetSecretValueCommand).resolves({ SecretString: secret });
-    const secrets = new SecretsManagerKeyMaterial(new SecretsManagerClient({ region: 'eu-west-1' }), 'arn:secret');
+    const r = fakeReader([secret]);
+    const secrets = new SecretsManagerKeyMaterial(r.read, 'arn:secret');
 
     const [a, b] = await Promise.all([secrets.material(), secrets.material()]);
     const c = await secrets.material();
 
-    expect(sm.commandCalls(GetSecretValueCommand)).toHaveLength(1);
-    expect(sm.commandCalls(GetSecretValueCommand)[0]?.args[0].input).toEqual({ SecretId: 'arn:secret' });
+    expect(r.asked).toEqual(['arn:secret']);
     expect(a.masterKey).toEqual(Buffer.alloc(32, 9));
     expect(b).toBe(a);
     expect(c.pepper.toString()).toBe('p'.repeat(32));
   });
 
   it('does not keep a failed read: the next call tries again', async () => {
-    sm.on(GetSecretValueCommand).rejectsOnce(new Error('throttled')).resolves({ SecretString: secret });
-    const secrets = new SecretsManagerKeyMaterial(new SecretsManagerClient({ region: 'eu-west-1' }), 'arn:secret');
+    const r = fakeReader([new Error('throttled'), secret]);
+    const secrets = new SecretsManagerKeyMaterial(r.read, 'arn:secret');
 
     await expect(secrets.material()).rejects.toThrow('throttled');
     await expect(secrets.material()).resolves.toMatchObject({ masterKey: Buffer.alloc(32, 9) });
-    expect(sm.commandCalls(GetSecretValueCommand)).toHaveLength(2);
+    expect(r.asked).toHaveLength(2);
   });
 
   it('reads again once the cached value is older than its time to live', async () => {
-    sm.on(GetSecretValueCommand).resolves({ SecretString: secret });
-    const secrets = new SecretsManagerKeyMaterial(new SecretsManagerClient({ region: 'eu-west-1' }), 'arn:secret', 0);
+    const r = fakeReader([secret]);
+    const secrets = new SecretsManagerKeyMaterial(r.read, 'arn:secret', 0);
     await secrets.material();
-    await new Promise((r) => setTimeout(r, 2));
+    await new Promise((ok) => setTimeout(ok, 2));
     await secrets.material();
-    expect(sm.commandCalls(GetSecretValueCommand)).toHaveLength(2);
+    expect(r.asked).toHaveLength(2);
   });
 
   it.each([
@@ -59,5 +65,63 @@ describe('Secrets Manager adapter', () => {
     expect(() => sealSecret('x', m.masterKey, Buffer.alloc(12))).toThrow(/32 bytes/);
     expect(() => openSecret('x', m.masterKey)).toThrow(/32 bytes/);
     expect(() => assetLinkKey(m.masterKey)).toThrow(/32 bytes/);
+  });
+});
+
+describe('GetSecretValue as a signed call', () => {
+  let server: TestServer;
+  let seen: ReceivedRequest[] = [];
+  let answers: [number, unknown][] = [];
+  beforeAll(async () => {
+    server = await startTestServer((req, res) => {
+      seen.push(req);
+      const [status, body] = answers.shift() ?? [500, {}];
+      reply(res, status, body);
+    });
+  });
+  afterAll(() => server.close());
+  beforeEach(() => {
+    seen = [];
+    answers = [];
+  });
+  const reader = () =>
+    secretsManagerReader({
+      region: 'eu-west-1',
+      endpoint: server.origin,
+      credentials: { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'secret' },
+      retry: { maxAttempts: 3, baseMs: 1, capMs: 1, sleep: () => Promise.resolve() },
+    });
+
+  it("asks Secrets Manager's JSON protocol for the secret string, signed for secretsmanager", async () => {
+    answers = [[200, { ARN: 'arn:s', Name: 's', SecretString: secret, VersionId: 'v' }]];
+
+    const material = await new SecretsManagerKeyMaterial(reader(), 'arn:s').material();
+
+    expect(material.masterKey).toEqual(Buffer.alloc(32, 9));
+    expect(seen[0]?.headers['x-amz-target']).toBe('secretsmanager.GetSecretValue');
+    expect(JSON.parse(seen[0]?.body ?? '')).toEqual({ SecretId: 'arn:s' });
+    expect(seen[0]?.headers.authorization).toContain('/eu-west-1/secretsmanager/aws4_request');
+  });
+
+  it('throws a refusal by its name, tries a throttle again, and refuses a secret without a string', async () => {
+    answers = [
+      [400, { __type: 'AccessDeniedException', Message: 'not yours' }],
+      [400, { __type: 'ThrottlingException', message: 'Rate exceeded' }],
+      [200, { SecretString: secret }],
+      [200, { SecretBinary: 'AAAA' }],
+    ];
+
+    await expect(reader()('arn:s')).rejects.toMatchObject({ name: 'AccessDeniedException', status: 400 });
+    await expect(reader()('arn:s')).resolves.toBe(secret);
+    await expect(reader()('arn:s')).rejects.toThrow('has no SecretString');
+    expect(seen).toHaveLength(4);
+  });
+
+  it('reads the endpoint override the runtimes set, as the SDK does', async () => {
+    answers = [[200, { SecretString: secret }]];
+
+    await secretsManagerReader({ region: 'eu-west-1', credentials: { accessKeyId: 'a', secretAccessKey: 'b' }, env: { AWS_ENDPOINT_URL: server.origin } })('arn:s');
+
+    expect(seen).toHaveLength(1);
   });
 });

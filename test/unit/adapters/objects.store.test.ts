@@ -1,28 +1,20 @@
 import {
   DeleteObjectCommand,
   DeleteObjectsCommand,
-  GetObjectCommand,
-  HeadObjectCommand,
   ListObjectsV2Command,
-  NoSuchKey,
-  NotFound,
   PutObjectCommand,
   S3Client,
-  S3ServiceException,
 } from '@aws-sdk/client-s3';
 import { mockClient } from 'aws-sdk-client-mock';
 import { presignedOrigin, s3ClientConfig, S3ObjectStore } from '../../../functions/adapters/objects.store';
 
-const meta = { $metadata: {} };
 const NOW = new Date('2026-11-24T12:00:00.000Z');
 
-describe('S3ObjectStore', () => {
+describe('S3ObjectStore (the writes)', () => {
   const s3 = mockClient(S3Client);
   beforeEach(() => s3.reset());
   const client = () => new S3Client({ ...s3ClientConfig({ region: 'eu-west-1' }), credentials: { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'secret' } });
   const store = () => new S3ObjectStore(client(), 'the-bucket', () => NOW);
-  // What the SDK's streaming body offers the adapter.
-  const body = (bytes: number[]) => ({ transformToByteArray: () => Promise.resolve(Uint8Array.from(bytes)) });
 
   it('puts the bytes with their media type and exact length', async () => {
     s3.on(PutObjectCommand).resolves({});
@@ -31,37 +23,6 @@ describe('S3ObjectStore', () => {
 
     const input = s3.commandCalls(PutObjectCommand)[0]?.args[0].input;
     expect(input).toMatchObject({ Bucket: 'the-bucket', Key: 'd/x/e/y/out', ContentType: 'image/png', ContentLength: 3 });
-  });
-
-  it('heads an object as its size and media type, and a missing one as null', async () => {
-    s3.on(HeadObjectCommand, { Key: 'a' }).resolves({ ContentLength: 12, ContentType: 'image/jpeg' });
-    s3.on(HeadObjectCommand, { Key: 'b' }).rejects(new NotFound({ message: 'NotFound', ...meta }));
-
-    expect(await store().head('a')).toEqual({ bytes: 12, media_type: 'image/jpeg' });
-    expect(await store().head('b')).toBeNull();
-  });
-
-  it('passes other failures on', async () => {
-    s3.on(HeadObjectCommand).rejects(new S3ServiceException({ name: 'AccessDenied', $fault: 'client', message: 'denied', $metadata: { httpStatusCode: 403 } }));
-
-    await expect(store().head('a')).rejects.toMatchObject({ name: 'AccessDenied' });
-  });
-
-  it('reads the whole object, or the first maxBytes through a Range', async () => {
-    s3.on(GetObjectCommand).callsFake(() => ({ Body: body([9, 8, 7]) as never }));
-
-    expect(await store().read('a')).toEqual(Uint8Array.from([9, 8, 7]));
-    expect(await store().read('a', 2)).toEqual(Uint8Array.from([9, 8, 7]));
-    expect(s3.commandCalls(GetObjectCommand).map((c) => c.args[0].input.Range)).toEqual([undefined, 'bytes=0-1']);
-  });
-
-  it('reads a missing object as null, and an empty one (which refuses any Range) as empty', async () => {
-    s3.on(GetObjectCommand, { Key: 'gone' }).rejects(new NoSuchKey({ message: 'no', ...meta }));
-    s3.on(GetObjectCommand, { Key: 'empty' }).rejects(new S3ServiceException({ name: 'InvalidRange', $fault: 'client', message: 'range', $metadata: { httpStatusCode: 416 } }));
-    s3.on(HeadObjectCommand, { Key: 'empty' }).resolves({ ContentLength: 0, ContentType: 'text/plain' });
-
-    expect(await store().read('gone')).toBeNull();
-    expect(await store().read('empty', 10)).toEqual(new Uint8Array(0));
   });
 
   it('removes one key with DeleteObject and many in batches of 1000, each key once', async () => {
@@ -130,15 +91,5 @@ describe('S3ObjectStore', () => {
 
   it('refuses an impossible upload size', async () => {
     await expect(store().presignUpload('k', 'image/png', -1, 60)).rejects.toThrow('invalid upload size');
-  });
-
-  it('presigns a GET answering with the media type and attachment or inline', async () => {
-    const attached = new URL((await store().presignDownload('k/a', 'image/svg+xml', 300, true)).url);
-    const inline = await store().presignDownload('k/a', 'image/png', 300, false);
-
-    expect(attached.searchParams.get('response-content-type')).toBe('image/svg+xml');
-    expect(attached.searchParams.get('response-content-disposition')).toBe('attachment');
-    expect(new URL(inline.url).searchParams.get('response-content-disposition')).toBe('inline');
-    expect(inline.expires_at).toBe('2026-11-24T12:05:00.000Z');
   });
 });

@@ -7,6 +7,7 @@ import { SignatureV4 } from '@smithy/signature-v4';
 import fc from 'fast-check';
 import { createObjectStore } from '../../../functions/adapters/objects.store';
 import {
+  parseCompleteBody,
   parseAddress,
   parseAuthorization,
   parseDeleteBody,
@@ -166,5 +167,36 @@ describe('S3 request parsing', () => {
     );
     fc.assert(fc.property(fc.string({ unit: 'binary', maxLength: 200 }), (s) => onlyS3Errors(() => parseDeleteBody(s))), { numRuns: 2000 });
     expect(() => parseDeleteBody(`<Delete>${'<Object><Key>k</Key></Object>'.repeat(1001)}</Delete>`)).toThrow('not well-formed');
+  });
+});
+
+describe("CompleteMultipartUpload's body", () => {
+  it('reads the parts in order, ETags unescaped, whatever order their elements come in', () => {
+    const xml = '<?xml version="1.0" encoding="UTF-8"?><CompleteMultipartUpload xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Part><ETag>&quot;aa&quot;</ETag><PartNumber>1</PartNumber></Part><Part><PartNumber>3</PartNumber><ETag>"bb"</ETag></Part></CompleteMultipartUpload>';
+    expect(parseCompleteBody(xml)).toEqual([
+      { partNumber: 1, etag: '"aa"' },
+      { partNumber: 3, etag: '"bb"' },
+    ]);
+  });
+
+  it.each([
+    ['no parts', '<CompleteMultipartUpload></CompleteMultipartUpload>', 'MalformedXML'],
+    ['a part without its number', '<CompleteMultipartUpload><Part><ETag>"a"</ETag></Part></CompleteMultipartUpload>', 'MalformedXML'],
+    ['parts out of order', '<CompleteMultipartUpload><Part><PartNumber>2</PartNumber><ETag>"a"</ETag></Part><Part><PartNumber>1</PartNumber><ETag>"b"</ETag></Part></CompleteMultipartUpload>', 'InvalidPartOrder'],
+    ['another document', '<Delete><Object><Key>k</Key></Object></Delete>', 'MalformedXML'],
+  ])('refuses %s as S3 does', (_, xml, code) => {
+    expect(() => parseCompleteBody(xml)).toThrow(expect.objectContaining({ code }));
+  });
+
+  it('never throws anything but an S3Error on arbitrary text', () => {
+    fc.assert(
+      fc.property(fc.string(), (text) => {
+        try {
+          parseCompleteBody(`<CompleteMultipartUpload>${text}</CompleteMultipartUpload>`);
+        } catch (e) {
+          expect(e).toBeInstanceOf(S3Error);
+        }
+      }),
+    );
   });
 });

@@ -1,0 +1,10 @@
+/**
+ * The big binary answer suite (test/e2e/http-stream.test.ts) again, against `npm run
+ * start:synth`: the synthesized task-run bundle writes the answer in multipart parts to the
+ * template's bucket, each call checked against its role (s3:PutObject, s3:AbortMultipartUpload).
+ */
+import { useE2eMode } from '../../support/runtime';
+import '../http-stream.test';
+
+useE2eMode('synth');
+jest.setTimeout(180_000);
