@@ -165,8 +165,8 @@ export interface Wired {
   start(): Promise<void> | void;
   /** The API (answered 503 while stopping instead). */
   handle(req: IncomingMessage, res: ServerResponse): void;
-  /** Once listening: what only the URL tells. */
-  listening?(url: string): void;
+  /** Once listening: what only the URL tells (start:synth: custom resources that name the API's address). */
+  listening?(url: string): void | Promise<void>;
   say: Say;
 }
 
@@ -285,7 +285,7 @@ export async function bootstrap<W extends Wired>(
         }),
     );
     steps.push(forgetUrl);
-    wired.listening?.(url);
+    await wired.listening?.(url);
 
     const stop = async (stopOpts: StopOptions = {}): Promise<StopReport> => {
       draining = true;

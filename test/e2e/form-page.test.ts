@@ -53,8 +53,9 @@ let browser: Browser | undefined;
 const picture = png(96, 64, (x, y) => [40 + x * 2, 120 + y, 200 - x, 255]);
 
 beforeAll(async () => {
-  // Under start:synth, as deployed with a public URL (its origin the one the bucket lets browsers PUT from).
-  rt = await startE2eRuntime({ publicUrlIsOwn: true });
+  // Under start:synth as deployed without a public URL: the upload-cors resource gives the bucket
+  // the API's own origin (the local one), so files still go straight to storage.
+  rt = await startE2eRuntime();
   pub = await rt.publishPipeline('postcard', postcard, {
     inputs: { signature: { visible: false } },
     outputs: { signed: { visible: false } },

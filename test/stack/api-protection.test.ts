@@ -134,6 +134,7 @@ describe('the loop guard', () => {
       .map(([name]) => name)
       .sort();
     // Assess
+    // ... and the form page, which compares its own origin with the API's (test/stack/upload-cors.test.ts).
     expect(told).toEqual([...LOOP_GUARDED_FUNCTIONS, 'form-page'].sort());
     expect(LOOP_GUARDED_FUNCTIONS).toEqual(['task-run', 'pipeline-push']);
   });

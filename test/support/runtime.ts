@@ -6,7 +6,6 @@ import { join } from 'node:path';
 import { startRuntime, type Runtime, type RuntimeOptions } from '../../lib/local/runtime';
 import { startSynthRuntime } from '../../lib/synth/runtime';
 import type { Assembly } from '../../lib/synth/assembly';
-import { originOf, uploadCorsRule } from '../../lib/storage-cors';
 import type { PipelineDefinition } from '../../functions/core/types';
 import { isTerminalStatus } from '../../functions/core/transitions';
 import { testAssembly } from './synth';
@@ -131,20 +130,14 @@ async function freePort(): Promise<number> {
 
 /**
  * The assembly as `-c publicUrl=<url>` would synthesize it, without a second synth: every
- * function gets PIPEGATE_PUBLIC_URL and the objects bucket the CORS rule for the URL's origin
- * (the same rule test/stack/settings.test.ts checks the stack writes).
+ * function gets PIPEGATE_PUBLIC_URL. The upload-cors resource's origins need no edit: the
+ * API's own stands for this runtime's, which is the public URL's here.
  */
 function withPublicUrl(assembly: Assembly, url: string): Assembly {
-  const rule = uploadCorsRule(originOf(url));
   const copy = structuredClone(assembly);
   for (const stack of copy.stacks) {
     for (const r of Object.values(stack.template.Resources)) {
       const props = (r.Properties ??= {});
-      if (r.Type === 'AWS::S3::Bucket') {
-        props.CorsConfiguration = {
-          CorsRules: [{ AllowedMethods: rule.allowedMethods, AllowedOrigins: rule.allowedOrigins, AllowedHeaders: rule.allowedHeaders, ExposedHeaders: rule.exposedHeaders, MaxAge: rule.maxAgeSeconds }],
-        };
-      }
       const env = props.Environment as { Variables?: Record<string, unknown> } | undefined;
       if (r.Type === 'AWS::Lambda::Function' && env?.Variables?.PIPEGATE_TABLE !== undefined) env.Variables.PIPEGATE_PUBLIC_URL = url;
     }
