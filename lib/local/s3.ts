@@ -297,9 +297,6 @@ export function createS3Handler(opts: S3EmulationOptions): S3Handler {
     await authorizeOrThrow(auth, 's3:PutObject', arn(a.bucket, a.key));
     await mkdir(tmpDir, { recursive: true, mode: 0o700 });
     const tmp = path.join(tmpDir, randomUUID());
-    const sha = createHash('sha256');
-    const md5 = createHash('md5');
-    let received = 0;
     const meta: Meta = {
       key: a.key,
       content_type: typeof req.headers['content-type'] === 'string' ? req.headers['content-type'] : 'binary/octet-stream',
@@ -316,24 +313,7 @@ export function createS3Handler(opts: S3EmulationOptions): S3Handler {
       const out = createWriteStream(tmp, { mode: 0o600 });
       out.write(prefix);
       out.write(head);
-      await pipeline(
-        req,
-        new Transform({
-          transform(chunk: Buffer, _enc, done) {
-            received += chunk.length;
-            sha.update(chunk);
-            md5.update(chunk);
-            done(null, chunk);
-          },
-        }),
-        out,
-      );
-      if (received !== size) throw new S3Error(400, 'IncompleteBody', 'You did not provide the number of bytes specified by the Content-Length HTTP header');
-      const digest = sha.digest('hex');
-      if (/^[0-9a-f]{64}$/.test(auth.payloadHash) && auth.payloadHash !== digest) {
-        throw new S3Error(400, 'XAmzContentSHA256Mismatch', "The provided 'x-amz-content-sha256' header does not match what was computed.");
-      }
-      const etag = `"${md5.digest('hex')}"`;
+      const etag = `"${await receiveBody(req, auth, out, size)}"`;
       const fh = await open(tmp, 'r+');
       try {
         await fh.write(Buffer.from(JSON.stringify({ ...meta, etag }), 'utf8'), 0, head.length, 4);
