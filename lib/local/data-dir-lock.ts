@@ -34,7 +34,9 @@ export async function lockDataDir(dataDir: string, waitMs = 5_000): Promise<Data
       await db.open();
       return { release: () => db.close() };
     } catch (err) {
-      if (!isHeld(err)) throw err;
+      // A holder closing its database at this very moment can make an open fail otherwise
+      // (its files half-written): tried again like a held lock, and thrown as it is at the end.
+      if (Date.now() >= end && !isHeld(err)) throw err;
       if (Date.now() >= end) {
         throw new DataDirInUseError(
           `The data dir ${dataDir} is in use by another pipegate. Stop it, or set PIPEGATE_DATA_DIR to another folder.`,

@@ -25,12 +25,14 @@ async function answers(url: string): Promise<boolean> {
 }
 
 /** The data dir is free once the runtime, and any orphan of it, has gone. */
-async function dataDirFreeWithin(dataDir: string, ms: number): Promise<boolean> {
+async function dataDirFreeWithin(dataDir: string, ms: number, output?: () => string): Promise<boolean> {
   try {
     const lock = await lockDataDir(dataDir, ms);
     await lock.release();
     return true;
-  } catch {
+  } catch (e) {
+    // What the runtime said, so a failure shows whether it noticed and how far its stop got.
+    process.stderr.write(`data dir still held (${String(e)}); the runtime said:\n${output?.() ?? ''}\n`);
     return false;
   }
 }
@@ -73,7 +75,7 @@ describe('npm start under a supervisor', () => {
     const { url } = rt;
     await rt.kill9();
     // The orphaned service notices its parent is gone, drains (nothing runs) and exits.
-    expect(await dataDirFreeWithin(dataDir, 45_000)).toBe(true);
+    expect(await dataDirFreeWithin(dataDir, 45_000, rt.output)).toBe(true);
     expect(await answers(url)).toBe(false);
   });
 
