@@ -51,3 +51,33 @@ export function reply(res: ServerResponse, status: number, body?: unknown): void
   res.writeHead(status, { 'content-type': 'application/json' });
   res.end(JSON.stringify(body));
 }
+
+/**
+ * A fake AWS service on loopback: answers the queued `[status, body]` pairs in order (then
+ * `fallback`) through `write`, and keeps every request it received. `reset` empties both.
+ */
+export interface ScriptedServer extends TestServer {
+  readonly seen: ReceivedRequest[];
+  answers: [number, unknown][];
+  reset(): void;
+}
+
+export async function startScriptedServer(
+  fallback: [number, unknown],
+  write: (res: ServerResponse, status: number, body: unknown) => void = reply,
+): Promise<ScriptedServer> {
+  const scripted = { seen: [] as ReceivedRequest[], answers: [] as [number, unknown][] };
+  const server = await startTestServer((req, res) => {
+    scripted.seen.push(req);
+    const [status, body] = scripted.answers.shift() ?? fallback;
+    write(res, status, body);
+  });
+  return Object.assign(scripted, {
+    origin: server.origin,
+    close: () => server.close(),
+    reset() {
+      scripted.seen.length = 0;
+      scripted.answers = [];
+    },
+  });
+}

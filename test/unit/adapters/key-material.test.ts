@@ -1,7 +1,7 @@
 import { parseKeyMaterial, SecretsManagerKeyMaterial, secretsManagerReader } from '../../../functions/adapters/key-material';
 import { openSecret, sealSecret } from '../../../functions/core/api-key';
 import { assetLinkKey } from '../../../functions/core/asset-links';
-import { reply, startTestServer, type ReceivedRequest, type TestServer } from '../../support/http-server';
+import { startScriptedServer, type ScriptedServer } from '../../support/http-server';
 
 const secret = JSON.stringify({ pepper: 'p'.repeat(32), master_key: Buffer.alloc(32, 9).toString('base64') });
 
@@ -69,42 +69,33 @@ describe('Secrets Manager adapter', () => {
 });
 
 describe('GetSecretValue as a signed call', () => {
-  let server: TestServer;
-  let seen: ReceivedRequest[] = [];
-  let answers: [number, unknown][] = [];
+  let fake: ScriptedServer;
   beforeAll(async () => {
-    server = await startTestServer((req, res) => {
-      seen.push(req);
-      const [status, body] = answers.shift() ?? [500, {}];
-      reply(res, status, body);
-    });
+    fake = await startScriptedServer([500, {}]);
   });
-  afterAll(() => server.close());
-  beforeEach(() => {
-    seen = [];
-    answers = [];
-  });
+  afterAll(() => fake.close());
+  beforeEach(() => fake.reset());
   const reader = () =>
     secretsManagerReader({
       region: 'eu-west-1',
-      endpoint: server.origin,
+      endpoint: fake.origin,
       credentials: { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'secret' },
       retry: { maxAttempts: 3, baseMs: 1, capMs: 1, sleep: () => Promise.resolve() },
     });
 
   it("asks Secrets Manager's JSON protocol for the secret string, signed for secretsmanager", async () => {
-    answers = [[200, { ARN: 'arn:s', Name: 's', SecretString: secret, VersionId: 'v' }]];
+    fake.answers = [[200, { ARN: 'arn:s', Name: 's', SecretString: secret, VersionId: 'v' }]];
 
     const material = await new SecretsManagerKeyMaterial(reader(), 'arn:s').material();
 
     expect(material.masterKey).toEqual(Buffer.alloc(32, 9));
-    expect(seen[0]?.headers['x-amz-target']).toBe('secretsmanager.GetSecretValue');
-    expect(JSON.parse(seen[0]?.body ?? '')).toEqual({ SecretId: 'arn:s' });
-    expect(seen[0]?.headers.authorization).toContain('/eu-west-1/secretsmanager/aws4_request');
+    expect(fake.seen[0]?.headers['x-amz-target']).toBe('secretsmanager.GetSecretValue');
+    expect(JSON.parse(fake.seen[0]?.body ?? '')).toEqual({ SecretId: 'arn:s' });
+    expect(fake.seen[0]?.headers.authorization).toContain('/eu-west-1/secretsmanager/aws4_request');
   });
 
   it('throws a refusal by its name, tries a throttle again, and refuses a secret without a string', async () => {
-    answers = [
+    fake.answers = [
       [400, { __type: 'AccessDeniedException', Message: 'not yours' }],
       [400, { __type: 'ThrottlingException', message: 'Rate exceeded' }],
       [200, { SecretString: secret }],
@@ -114,14 +105,14 @@ describe('GetSecretValue as a signed call', () => {
     await expect(reader()('arn:s')).rejects.toMatchObject({ name: 'AccessDeniedException', status: 400 });
     await expect(reader()('arn:s')).resolves.toBe(secret);
     await expect(reader()('arn:s')).rejects.toThrow('has no SecretString');
-    expect(seen).toHaveLength(4);
+    expect(fake.seen).toHaveLength(4);
   });
 
   it('reads the endpoint override the runtimes set, as the SDK does', async () => {
-    answers = [[200, { SecretString: secret }]];
+    fake.answers = [[200, { SecretString: secret }]];
 
-    await secretsManagerReader({ region: 'eu-west-1', credentials: { accessKeyId: 'a', secretAccessKey: 'b' }, env: { AWS_ENDPOINT_URL: server.origin } })('arn:s');
+    await secretsManagerReader({ region: 'eu-west-1', credentials: { accessKeyId: 'a', secretAccessKey: 'b' }, env: { AWS_ENDPOINT_URL: fake.origin } })('arn:s');
 
-    expect(seen).toHaveLength(1);
+    expect(fake.seen).toHaveLength(1);
   });
 });

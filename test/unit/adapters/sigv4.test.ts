@@ -6,7 +6,7 @@
 import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { isRetryable, jsonServiceCall, presignUrl, signRequest, withRetries, type RetryPolicy } from '../../../functions/adapters/sigv4';
-import { reply, startTestServer, type ReceivedRequest, type TestServer } from '../../support/http-server';
+import { reply, startScriptedServer, startTestServer, type ScriptedServer } from '../../support/http-server';
 
 // The example credentials of AWS's SigV4 documentation (public, not a secret).
 const S3_DOC_CREDS = { accessKeyId: 'AKIAIOSFODNN7EXAMPLE', secretAccessKey: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY' };
@@ -125,83 +125,77 @@ describe('retries', () => {
 });
 
 describe('a JSON protocol call', () => {
-  let server: TestServer;
-  let seen: ReceivedRequest[] = [];
-  let answers: [number, unknown][] = [];
+  let fake: ScriptedServer;
   beforeAll(async () => {
-    server = await startTestServer((req, res) => {
-      seen.push(req);
-      const [status, body] = answers.shift() ?? [500, { __type: 'InternalFailure' }];
+    // A string body is a proxy's HTML error page, not JSON.
+    fake = await startScriptedServer([500, { __type: 'InternalFailure' }], (res, status, body) => {
       if (typeof body === 'string') {
         res.writeHead(status, { 'content-type': 'text/html' });
         res.end(body);
       } else reply(res, status, body);
     });
   });
-  afterAll(() => server.close());
-  beforeEach(() => {
-    seen = [];
-    answers = [];
-  });
+  afterAll(() => fake.close());
+  beforeEach(() => fake.reset());
   const call = () =>
     jsonServiceCall({
       region: 'eu-west-1',
       service: 'secretsmanager',
       targetPrefix: 'secretsmanager',
-      endpoint: server.origin,
+      endpoint: fake.origin,
       credentials: { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'secret', sessionToken: 'token' },
       label: 'Secrets Manager',
       retry: instant(),
     });
 
   it('posts the operation signed, and answers its JSON', async () => {
-    answers = [[200, { SecretString: 'x' }]];
+    fake.answers = [[200, { SecretString: 'x' }]];
 
     const out = await call()('GetSecretValue', { SecretId: 'arn:s' });
 
     expect(out).toEqual({ SecretString: 'x' });
-    expect(seen[0]?.method).toBe('POST');
-    expect(JSON.parse(seen[0]?.body ?? '')).toEqual({ SecretId: 'arn:s' });
-    expect(seen[0]?.headers).toMatchObject({
+    expect(fake.seen[0]?.method).toBe('POST');
+    expect(JSON.parse(fake.seen[0]?.body ?? '')).toEqual({ SecretId: 'arn:s' });
+    expect(fake.seen[0]?.headers).toMatchObject({
       'x-amz-target': 'secretsmanager.GetSecretValue',
       'content-type': 'application/x-amz-json-1.1',
       'x-amz-security-token': 'token',
-      host: new URL(server.origin).host,
+      host: new URL(fake.origin).host,
     });
-    expect(seen[0]?.headers.authorization).toMatch(/^AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE\/\d{8}\/eu-west-1\/secretsmanager\/aws4_request, SignedHeaders=content-type;host;x-amz-content-sha256;x-amz-date;x-amz-security-token;x-amz-target, /);
+    expect(fake.seen[0]?.headers.authorization).toMatch(/^AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE\/\d{8}\/eu-west-1\/secretsmanager\/aws4_request, SignedHeaders=content-type;host;x-amz-content-sha256;x-amz-date;x-amz-security-token;x-amz-target, /);
   });
 
   it("throws the service's error by the name after the namespace, with its status and message", async () => {
-    answers = [[400, { __type: 'com.amazonaws.secretsmanager#ResourceNotFoundException', Message: 'not here' }]];
+    fake.answers = [[400, { __type: 'com.amazonaws.secretsmanager#ResourceNotFoundException', Message: 'not here' }]];
 
     const e = (await call()('GetSecretValue', { SecretId: 'x' }).catch((x: unknown) => x)) as { name: string; message: string; $metadata: unknown };
 
     expect(e.name).toBe('ResourceNotFoundException');
     expect(e.message).toBe('Secrets Manager GetSecretValue: ResourceNotFoundException: not here');
     expect(e.$metadata).toEqual({ httpStatusCode: 400 });
-    expect(seen).toHaveLength(1);
+    expect(fake.seen).toHaveLength(1);
   });
 
   it('tries a throttle and a 5xx page again, then answers', async () => {
-    answers = [
+    fake.answers = [
       [400, { __type: 'ThrottlingException', message: 'Rate exceeded' }],
       [502, '<html>bad gateway</html>'],
       [200, { SecretString: 'y' }],
     ];
 
     expect(await call()('GetSecretValue', { SecretId: 'x' })).toEqual({ SecretString: 'y' });
-    expect(seen).toHaveLength(3);
+    expect(fake.seen).toHaveLength(3);
   });
 
   it('names an answer that is not JSON by its status, once the attempts are spent', async () => {
-    answers = [
+    fake.answers = [
       [503, 'busy'],
       [503, 'busy'],
       [503, 'busy'],
     ];
 
     await expect(call()('GetSecretValue', { SecretId: 'x' })).rejects.toMatchObject({ name: 'Secrets Manager503', status: 503 });
-    expect(seen).toHaveLength(3);
+    expect(fake.seen).toHaveLength(3);
   });
 
   it('throws a refused connection with its socket code, after the attempts', async () => {
