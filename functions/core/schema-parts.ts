@@ -27,7 +27,7 @@ export const InputValueType = v.pipe(
   ),
 );
 
-type RecordSchema<K extends v.GenericSchema<string, string>, V extends v.GenericSchema> = v.RecordSchema<K, V, string>;
+type RecordSchema<K extends v.GenericSchema<string, string>, V extends v.GenericSchema> = v.RecordSchema<K, V, string | undefined>;
 
 /**
  * `v.record` that checks every own key. valibot's record silently skips `__proto__`,
@@ -36,7 +36,7 @@ type RecordSchema<K extends v.GenericSchema<string, string>, V extends v.Generic
  * with a word rather than dropped. The output defines each key as an own property, so none of
  * them reaches a prototype. The schema stays a `record` for the JSON Schema converter.
  */
-export function ownRecord<K extends v.GenericSchema<string, string>, V extends v.GenericSchema>(key: K, value: V, message: string): RecordSchema<K, V> {
+export function ownRecord<K extends v.GenericSchema<string, string>, V extends v.GenericSchema>(key: K, value: V, message?: string): RecordSchema<K, V> {
   const schema = v.record(key, value, message);
   const base = schema['~run'].bind(schema);
   const run = (dataset: v.UnknownDataset, config: v.Config<v.BaseIssue<unknown>>): ReturnType<typeof base> => {

@@ -19,7 +19,7 @@ import { OWNER_SECRET_MAX_LENGTH, OWNER_SECRET_NAME_PATTERN } from './owner-secr
 import { STATUSES, TERMINAL } from './transitions';
 
 import { ExecutionRequest, InputValue, WorkflowInput } from './execution-request';
-import { InputValueType, RawValue } from './schema-parts';
+import { InputValueType, ownRecord, RawValue } from './schema-parts';
 import { UPLOAD_MAX_BYTES, UPLOAD_URL_TTL_SECONDS, UPLOAD_USE_SECONDS, UPLOAD_VALUE_PREFIX } from './assets';
 import { MAX_MEDIA_TYPES } from './assets';
 import { EventsOption, FormOption, PublishRequest, Visibility } from './contract';
@@ -612,8 +612,9 @@ const Quota = v.pipe(
   v.description('Only accepted executions spend it, never reads; over it: 429 saying when it resets.'),
 );
 const ConsumerName = v.pipe(v.string(), v.regex(/\S/, 'name must not be blank'), v.maxLength(MAX_CONSUMER_NAME_LENGTH, `name must be at most ${MAX_CONSUMER_NAME_LENGTH} characters`));
+// Every own key kept, `prototype` and `constructor` too (valibot's record drops them silently).
 const ConsumerMetadata = v.pipe(
-  v.record(v.pipe(v.string(), v.maxLength(64)), v.pipe(v.string(), v.maxLength(MAX_METADATA_VALUE_LENGTH, `metadata values must be at most ${MAX_METADATA_VALUE_LENGTH} characters`))),
+  ownRecord(v.pipe(v.string(), v.maxLength(64)), v.pipe(v.string(), v.maxLength(MAX_METADATA_VALUE_LENGTH, `metadata values must be at most ${MAX_METADATA_VALUE_LENGTH} characters`))),
   v.maxEntries(MAX_METADATA_ENTRIES, `metadata may have at most ${MAX_METADATA_ENTRIES} entries`),
   v.description(`Yours to keep (a customer id, a plan): at most ${MAX_METADATA_ENTRIES} string entries, never shown to the consumer.`),
 );

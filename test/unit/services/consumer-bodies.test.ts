@@ -72,6 +72,12 @@ describe('consumer bodies', () => {
     expect((await listConsumers(d, 'shop')).consumers.find((c) => c.consumer_id === made.consumer_id)?.metadata).toEqual({ plan: 'free' });
   });
 
+  it('keeps metadata keys named prototype and constructor (found by the fuzz: they were dropped)', async () => {
+    const made = await createConsumer(d, 'shop', JSON.stringify({ name: 'keys', metadata: { prototype: '', constructor: 'x' } }));
+    expect(made.metadata).toEqual({ prototype: '', constructor: 'x' });
+    expect((await listConsumers(d, 'shop')).consumers.find((c) => c.consumer_id === made.consumer_id)?.metadata).toEqual({ prototype: '', constructor: 'x' });
+  });
+
   it('create answers the consumer asked for or a 400 naming the fields (fuzzed)', async () => {
     await fc.assert(
       fc.asyncProperty(body, async (text) => {
