@@ -40,6 +40,12 @@ export const CALLER_UPLOAD_KEYS = 'd/*/u/*';
 /** Every owner's upload key, as an IAM resource pattern: the one grant of the function making them. */
 export const PIPELINE_UPLOAD_KEYS = 'p/*/u/*';
 
+/** Every key under an API execution (`executionPrefix` of kind api), as an IAM resource pattern. */
+export const CALLER_EXECUTION_KEYS = 'd/*/e/*';
+
+/** Every key under an owner's run (`executionPrefix` of kind run), as an IAM resource pattern. */
+export const PIPELINE_RUN_KEYS = 'p/*/r/*';
+
 /** Where an upload's bytes go: under the deployment (callers) or the pipeline (owners) that made it. */
 export const ownerUploadKey = (owner: ObjectOwner, uploadId: string): string =>
   owner.kind === 'deployment' ? uploadKey(owner.deployment_id, uploadId) : pipelineUploadKey(owner.pipeline_id, uploadId);

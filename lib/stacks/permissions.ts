@@ -15,13 +15,15 @@ export type OwnerSecretsAction = 'seal' | 'open';
 export const OWNER_SECRETS_KMS_ACTIONS: Readonly<Record<OwnerSecretsAction, string>> = { seal: 'kms:GenerateDataKey', open: 'kms:Decrypt' };
 /**
  * What a function does with objects in the one bucket: read (GetObject, which HeadObject and
- * presigned GETs are authorized as), write (PutObject, and presigned PUTs), delete (DeleteObject
- * and, to find what a prefix holds, ListBucket); owner-upload: PutObject under the pipelines'
- * upload prefix only (`p/<pipeline>/u/<upload>`), for the owners' presigned PUTs; caller-upload:
- * PutObject under the deployments' upload prefix only (`d/<deployment>/u/<upload>`), for the
- * callers' presigned PUTs (API and web form).
+ * presigned GETs are authorized as), delete (DeleteObject and, to find what a prefix holds,
+ * ListBucket). Writes are PutObject on one key family each (functions/core/object-keys.ts):
+ * caller-execution under the API executions (`d/<deployment>/e/<execution>/…`), owner-run under
+ * the owners' runs (`p/<pipeline>/r/<run>/…`), caller-upload and owner-upload under the callers'
+ * and owners' uploads (`d/<deployment>/u/<upload>`, `p/<pipeline>/u/<upload>`), for the presigned
+ * PUTs. multipart-abort is AbortMultipartUpload under both execution families, for a streamed
+ * write that fails (PutObject covers a multipart upload's Create, UploadPart and Complete).
  */
-export type ObjectAction = 'read' | 'write' | 'delete' | 'owner-upload' | 'caller-upload';
+export type ObjectAction = 'read' | 'delete' | 'caller-execution' | 'owner-run' | 'multipart-abort' | 'owner-upload' | 'caller-upload';
 export type { QueueName };
 
 export interface FunctionAccess {
@@ -91,11 +93,12 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   authorizer: access(READ, { secret: 'pepper', updateKeys: ['DEPLOYMENT#*'] }),
   // Idempotency claim and execution record are conditional puts; an upload it uses is claimed
   // with a conditional update (single use).
-  // Inline assets are written under the execution; an upload it uses is read (sniffed, hashed).
+  // Inline assets and inputs too large for the record are written under the execution
+  // (d/*/e/*, nothing else: an upload it uses is read where it is, sniffed and hashed, never copied).
   // Its waited answer, like every read of a result, mints links to ASSET outputs (the master key).
   // Every caller route spends its key's rate limit (LIMIT#) and counts refusals (USAGE#); execute
   // also spends the quota and counts acceptances there (services/limits.service.ts).
-  execute: access(CREATE_EXECUTION, { send: ['executions'], secret: true, objects: ['read', 'write'], updateKeys: ['UPLOAD#*', ...LIMITS] }),
+  execute: access(CREATE_EXECUTION, { send: ['executions'], secret: true, objects: ['read', 'caller-execution'], updateKeys: ['UPLOAD#*', ...LIMITS] }),
   // Reads the deployment, records the upload (conditional put); the PUT URL is presigned, under
   // the deployment's upload prefix only (d/*/u/*).
   'upload-create': access(['GetItem', 'PutItem'], { objects: ['caller-upload'], updateKeys: LIMITS }),
@@ -121,7 +124,7 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   // The token is hashed with the pepper alone: the pepper's own secret, as the authorizer's.
   'form-page': access(READ, { secret: 'pepper' }),
   // As execute (inline assets, uploads claimed), plus the rate counters.
-  'form-execute': access(CREATE_EXECUTION, { send: ['executions'], secret: true, objects: ['read', 'write'], updateKeys: ['UPLOAD#*', 'FORMRATE#*'] }),
+  'form-execute': access(CREATE_EXECUTION, { send: ['executions'], secret: true, objects: ['read', 'caller-execution'], updateKeys: ['UPLOAD#*', 'FORMRATE#*'] }),
   // As execution-result: the result's links need the master key.
   'form-execution': access(READ, { secret: true, objects: ['read'] }),
   // As form-execution (the record while it runs; `done` mints the result's links), plus the rate counters.
@@ -134,10 +137,10 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   // Query lists the owner secrets' names, to warn about references to missing ones.
   'pipeline-push': access(ALL, { query: OWNER_SECRETS }),
   // A run's asset inputs (data URIs) and inputs too large for the record are stored under the
-  // run; an owner's upload it uses is read (sniffed, hashed) and claimed with a conditional
-  // update (single use); with `Prefer: wait` it reads the run back. Runs' views (run-start's
-  // waited answer too) mint links to ASSET outputs.
-  'run-start': access(CREATE_EXECUTION, { send: ['executions'], secret: true, objects: ['read', 'write'], updateKeys: ['UPLOAD#*'] }),
+  // run (p/*/r/*, nothing else); an owner's upload it uses is read (sniffed, hashed) where it is
+  // and claimed with a conditional update (single use); with `Prefer: wait` it reads the run
+  // back. Runs' views (run-start's waited answer too) mint links to ASSET outputs.
+  'run-start': access(CREATE_EXECUTION, { send: ['executions'], secret: true, objects: ['read', 'owner-run'], updateKeys: ['UPLOAD#*'] }),
   // Reads the pipeline's latest version, records the upload (conditional put); the PUT URL is
   // presigned, under the pipeline's upload prefix only (p/*/u/*).
   'pipeline-upload': access(['GetItem', 'PutItem'], { objects: ['owner-upload'] }),
@@ -177,8 +180,17 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   'task-start': access(UPDATE, { send: ['callbacks'], objects: ['read'] }),
   // Reads the owner secrets a pipeline references (one Query per container per TTL) and opens them:
   // their data keys with KMS; values sealed before the KMS key (v1) with the master key, until set again.
-  // Reads input assets and large values, stores outputs and values too large for the record.
-  'task-run': access(UPDATE, { query: OWNER_SECRETS, send: ['callbacks'], secret: true, ownerSecrets: ['open'], objects: ['read', 'write'] }),
+  // Reads input assets and large values, stores outputs and values too large for the record
+  // under the execution it runs: one state machine runs both API executions (d/*/e/*) and owners'
+  // runs (p/*/r/*), so it writes both families. A binary answer is streamed in parts, and a
+  // stream that fails is aborted (multipart-abort).
+  'task-run': access(UPDATE, {
+    query: OWNER_SECRETS,
+    send: ['callbacks'],
+    secret: true,
+    ownerSecrets: ['open'],
+    objects: ['read', 'caller-execution', 'owner-run', 'multipart-abort'],
+  }),
   'task-fail': access(UPDATE, { send: ['callbacks'], objects: ['read'] }),
   // Retries go back onto its own queue with a delay; the payload carries outputs kept in the bucket too.
   'callback-dispatch': access(UPDATE, { consumes: 'callbacks', secret: true, send: ['callbacks'], objects: ['read'] }),

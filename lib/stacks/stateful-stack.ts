@@ -19,7 +19,7 @@ import { DEFAULT_RESULT_RETENTION_DAYS, objectExpiryDays } from '../config';
 import { QUEUES, type QueueDefinition, type QueueName } from '../queues';
 import type { ObjectAction } from './permissions';
 import { OWNER_SECRET_PURPOSE } from '../../functions/core/envelope';
-import { CALLER_UPLOAD_KEYS, OBJECT_KEY_ROOTS, PIPELINE_UPLOAD_KEYS } from '../../functions/core/object-keys';
+import { CALLER_EXECUTION_KEYS, CALLER_UPLOAD_KEYS, OBJECT_KEY_ROOTS, PIPELINE_RUN_KEYS, PIPELINE_UPLOAD_KEYS } from '../../functions/core/object-keys';
 import { MAIN_TABLE } from '../tables';
 import { PipegateFunction } from './pipegate-function';
 import type { Settings } from './settings';
@@ -200,13 +200,15 @@ export class StatefulStack extends Stack {
   }
 
   /**
-   * Read is s3:GetObject (HeadObject and presigned GETs are authorized as it), write
-   * s3:PutObject (presigned PUTs, and a multipart upload's Create, UploadPart and Complete) with
-   * s3:AbortMultipartUpload (a streamed write that fails), delete s3:DeleteObject, each on the bucket's two key
-   * roots only (every key starts with d/ or p/). Readers and deleters also get s3:ListBucket:
-   * without it S3 answers a missing key with 403 instead of 404 (a HeadObject could not tell
-   * "not there" from "refused"), and removing a prefix lists it first. The policies live here,
-   * beside the bucket, so that their object ARNs are this stack's own references.
+   * Read is s3:GetObject (HeadObject and presigned GETs are authorized as it) and delete
+   * s3:DeleteObject, each on the bucket's two key roots (every key starts with d/ or p/): readers
+   * and deleters also get s3:ListBucket, without which S3 answers a missing key with 403 instead
+   * of 404 (a HeadObject could not tell "not there" from "refused"), and removing a prefix lists
+   * it first. Writes are s3:PutObject (presigned PUTs, and a multipart upload's Create,
+   * UploadPart and Complete) on one key family each, so that a function, or a URL its role
+   * signs, can write nothing of another family; multipart-abort is s3:AbortMultipartUpload (a
+   * streamed write that fails) on the two execution families. The policies live here, beside
+   * the bucket, so that their object ARNs are this stack's own references.
    */
   private objectAccessPolicies(bucket: s3.Bucket): Record<ObjectAction, iam.ManagedPolicy> {
     const objects = OBJECT_KEY_ROOTS.map((root) => bucket.arnForObjects(`${root}/*`));
@@ -222,28 +224,41 @@ export class StatefulStack extends Stack {
       }
       return p;
     };
-    return {
+    const keys = (id: string, whose: string, action: string, families: readonly string[]) => this.keyFamilyPolicy(bucket, bucketId, id, whose, action, families);
+    const policies: Record<ObjectAction, iam.ManagedPolicy> = {
       read: policy('ObjectsRead', 'pipegate: read objects', [new iam.PolicyStatement({ actions: ['s3:GetObject'], resources: objects }), list]),
-      write: policy('ObjectsWrite', 'pipegate: write objects', [new iam.PolicyStatement({ actions: ['s3:PutObject', 's3:AbortMultipartUpload'], resources: objects })]),
       delete: policy('ObjectsDelete', 'pipegate: delete objects', [new iam.PolicyStatement({ actions: ['s3:DeleteObject'], resources: objects }), list]),
-      'owner-upload': this.uploadPolicy(bucket, bucketId, 'ObjectsOwnerUpload', "owners'", PIPELINE_UPLOAD_KEYS),
-      'caller-upload': this.uploadPolicy(bucket, bucketId, 'ObjectsCallerUpload', "callers'", CALLER_UPLOAD_KEYS),
+      'caller-execution': keys('ObjectsCallerExecution', "write callers' executions", 's3:PutObject', [CALLER_EXECUTION_KEYS]),
+      'owner-run': keys('ObjectsOwnerRun', "write owners' runs", 's3:PutObject', [PIPELINE_RUN_KEYS]),
+      'multipart-abort': keys('ObjectsMultipartAbort', "abort executions' and runs' multipart writes", 's3:AbortMultipartUpload', [CALLER_EXECUTION_KEYS, PIPELINE_RUN_KEYS]),
+      'owner-upload': keys('ObjectsOwnerUpload', "write owners' uploads", 's3:PutObject', [PIPELINE_UPLOAD_KEYS]),
+      'caller-upload': keys('ObjectsCallerUpload', "write callers' uploads", 's3:PutObject', [CALLER_UPLOAD_KEYS]),
     };
+    // Retired: the bucket-wide write, held by no function any more. `cdk deploy --all` updates
+    // this stack first, while the roles of a service stack deployed before still hold it:
+    // removing it here would fail (IAM refuses to delete a policy still attached) or, detached,
+    // leave those functions without their writes until the service stack is updated. So it
+    // stays as it was (a new description would replace it) for one release, then goes.
+    policy('ObjectsWrite', 'pipegate: write objects', [new iam.PolicyStatement({ actions: ['s3:PutObject', 's3:AbortMultipartUpload'], resources: objects })]);
+    return policies;
   }
 
   /**
-   * PutObject on one upload key pattern alone (`p/*\/u/*` owners', `d/*\/u/*` callers'): an
-   * upload URL signed by a role holding it can write nothing else (functions/core/object-keys.ts).
+   * One action on some key families alone (`d/*\/e/*` callers' executions, `p/*\/r/*` owners'
+   * runs, `d/*\/u/*` and `p/*\/u/*` their uploads; functions/core/object-keys.ts): a function, or a
+   * URL signed by a role holding it, can touch no key of another family.
    */
-  private uploadPolicy(bucket: s3.Bucket, bucketId: string, id: string, whose: string, keys: string): iam.ManagedPolicy {
+  private keyFamilyPolicy(bucket: s3.Bucket, bucketId: string, id: string, whose: string, action: string, families: readonly string[]): iam.ManagedPolicy {
     const p = new iam.ManagedPolicy(this, id, {
-      description: `pipegate: write ${whose} uploads`,
-      statements: [new iam.PolicyStatement({ actions: ['s3:PutObject'], resources: [bucket.arnForObjects(keys)] })],
+      description: `pipegate: ${whose}`,
+      statements: [new iam.PolicyStatement({ actions: [action], resources: families.map((keys) => bucket.arnForObjects(keys)) })],
     });
-    Validations.of(p).acknowledge({
-      id: `AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/${keys}]`,
-      reason: `Upload keys hold the owner and upload ids chosen at run time (functions/core/object-keys.ts): the grant covers ${whose} uploads only, for one action.`,
-    });
+    for (const keys of families) {
+      Validations.of(p).acknowledge({
+        id: `AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/${keys}]`,
+        reason: `Keys hold the owner and execution or upload ids chosen at run time (functions/core/object-keys.ts): the grant covers ${keys} only, for one action.`,
+      });
+    }
     return p;
   }
 

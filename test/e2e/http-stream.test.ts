@@ -4,7 +4,9 @@
  * test/e2e/synth/http-stream.test.ts): an upstream answers 10 MB of PNG bytes in chunks, without
  * a Content-Length, and holds back its last megabyte until the bucket has received a part of the
  * answer, which only a streamed write does. The output's link serves exactly those bytes; a
- * second http node sends the stored answer on as its raw body, streamed from storage.
+ * second http node sends the stored answer on as its raw body, streamed from storage. The same
+ * again in an owner's run, whose objects live under its pipeline (p/<pipeline>/r/<run>/) rather
+ * than a deployment: on start:synth task-run writes both under its own role.
  */
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync } from 'node:fs';
@@ -13,7 +15,7 @@ import type { ServerResponse } from 'node:http';
 import type { PipelineDefinition } from '../../functions/core/types';
 import { startTestServer, type TestServer } from '../support/http-server';
 import { png } from '../support/media';
-import { e2eMode, startE2eRuntime, type E2eRuntime } from '../support/runtime';
+import { e2eMode, startE2eRuntime, waitUntil, type E2eRuntime } from '../support/runtime';
 
 jest.setTimeout(120_000);
 
@@ -72,19 +74,21 @@ afterAll(async () => {
   await upstream?.close();
 });
 
+/** Fetches the big answer, then sends it on as the raw body of a second http node. */
+const bigAnswer = (): PipelineDefinition => ({
+  nodes: {
+    big: { type: 'http', url: `${upstream.origin}/big.png`, timeout_ms: 30_000 },
+    digest: { type: 'http', method: 'POST', url: `${upstream.origin}/digest`, inputs: ['big'], body_asset: 'big', timeout_ms: 30_000 },
+    sent: { type: 'transform', inputs: ['digest'], expression: 'digest.sha256' },
+    image: { type: 'output', from: 'big' },
+    sent_sha256: { type: 'output', from: 'sent' },
+  },
+});
+
 describe(`a 10 MB binary answer (${e2eMode()})`, () => {
   it('goes to storage as it arrives; the output link serves exactly those bytes, and body_asset sends them on', async () => {
     // Prepare
-    const def: PipelineDefinition = {
-      nodes: {
-        big: { type: 'http', url: `${upstream.origin}/big.png`, timeout_ms: 30_000 },
-        digest: { type: 'http', method: 'POST', url: `${upstream.origin}/digest`, inputs: ['big'], body_asset: 'big', timeout_ms: 30_000 },
-        sent: { type: 'transform', inputs: ['digest'], expression: 'digest.sha256' },
-        image: { type: 'output', from: 'big' },
-        sent_sha256: { type: 'output', from: 'sent' },
-      },
-    };
-    const p = await rt.publishPipeline('big-answer', def);
+    const p = await rt.publishPipeline('big-answer', bigAnswer());
 
     // Act
     const r = await rt.caller('POST', `/v1/deployments/${p.deploymentId}/executions/`, p.apiKey, { workflow_input: {} });
@@ -110,6 +114,40 @@ describe(`a 10 MB binary answer (${e2eMode()})`, () => {
     expect(echoed).toEqual({ bytes: TOTAL, sha256: sha(answer), content_type: 'image/png' });
     expect(result.response_data.sent_sha256.value).toBe(sha(answer));
     // Nothing of the upload is left behind once it completed.
+    expect(partStored()).toBe(false);
+  });
+
+  it("goes to storage under an owner's run too (p/<pipeline>/r/<run>/), and the run's output link serves exactly those bytes", async () => {
+    // Prepare
+    partSeenBeforeEnd = undefined;
+    echoed = undefined;
+    expect((await rt.owner('PUT', '/v1/pipelines/big-answer-run', bigAnswer())).status).toBe(201);
+
+    // Act
+    const started = await rt.owner<{ run_id: string }>('POST', '/v1/pipelines/big-answer-run/runs', { inputs: {} });
+    const run = await waitUntil(
+      () =>
+        rt.owner<{ status: string; error_message: string | null; outputs: Record<string, unknown>; output_assets: Record<string, { value: string; media_type: string; bytes: number }> | null }>(
+          'GET',
+          `/v1/pipelines/big-answer-run/runs/${started.body.run_id}`,
+        ),
+      (r) => ['completed', 'failed', 'cancelled'].includes(r.body.status),
+      90_000,
+      250,
+    );
+    const image = run.body.output_assets?.image;
+    const served = await fetch(image?.value ?? '');
+    const bytes = Buffer.from(await served.arrayBuffer());
+
+    // Assess
+    expect(started.status).toBe(202);
+    expect({ status: run.body.status, error: run.body.error_message }).toEqual({ status: 'completed', error: null });
+    expect(partSeenBeforeEnd).toBe(true);
+    expect(image).toMatchObject({ media_type: 'image/png', bytes: TOTAL });
+    expect(served.status).toBe(200);
+    expect(bytes.equals(answer)).toBe(true);
+    expect(echoed).toEqual({ bytes: TOTAL, sha256: sha(answer), content_type: 'image/png' });
+    expect(run.body.outputs.sent_sha256).toBe(sha(answer));
     expect(partStored()).toBe(false);
   });
 });

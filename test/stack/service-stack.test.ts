@@ -344,7 +344,7 @@ describe('least privilege, from lib/stacks/permissions.ts', () => {
     expect(attached.filter((l) => l in policyIds).map((l) => policyIds[l]).sort()).toEqual([...access.objects].sort());
     // Reads are signed requests (functions/adapters/object-reads.ts): the S3 client is for writes
     // alone, an upload's presigned PUT among them.
-    const writes = access.objects.includes('write') || access.objects.includes('delete') || access.objects.includes('owner-upload') || access.objects.includes('caller-upload');
+    const writes = (['delete', 'caller-execution', 'owner-run', 'multipart-abort', 'owner-upload', 'caller-upload'] as const).some((o) => access.objects.includes(o));
     expect(bundleExternals(name).includes('@aws-sdk/client-s3')).toBe(!writes);
     expect(bundleExternals(name).includes('@aws-sdk/s3-request-presigner')).toBe(!writes);
     expect(bundleExternals(name)).toContain('@aws-sdk/client-secrets-manager');
@@ -372,6 +372,40 @@ describe('least privilege, from lib/stacks/permissions.ts', () => {
     const s3 = [...statementsOf(roleId(name)), ...objectStatementsOf(name)].filter((st) => st.actions.some((a) => a.startsWith('s3:')));
     // Assess
     expect(s3).toEqual([{ actions: ['s3:PutObject'], resources: [keys] }]);
+  });
+
+  it('lets each function that writes objects write its own key families alone (the rest read at most)', () => {
+    // Act: every S3 action but the reads (GetObject, and ListBucket for 404s), per function.
+    const reads = ['s3:GetObject', 's3:ListBucket'];
+    const writes = Object.fromEntries(
+      allFunctionNames()
+        .map((name) => [
+          name,
+          [...statementsOf(roleId(name)), ...objectStatementsOf(name)]
+            .map((st) => ({ actions: st.actions.filter((a) => a.startsWith('s3:') && !reads.includes(a)).sort(), resources: [...st.resources].sort() }))
+            .filter((st) => st.actions.length > 0)
+            .sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b))),
+        ] as const)
+        .filter(([, st]) => st.length > 0),
+    );
+    // Assess
+    const put = (...resources: string[]) => ({ actions: ['s3:PutObject'], resources });
+    const deletes = { actions: ['s3:DeleteObject'], resources: ['bucket/d/*', 'bucket/p/*'] };
+    expect(writes).toEqual({
+      // Inline assets and large values, under the API execution it creates.
+      execute: [put('bucket/d/*/e/*')],
+      'form-execute': [put('bucket/d/*/e/*')],
+      // The same, under the owner's run it creates.
+      'run-start': [put('bucket/p/*/r/*')],
+      // Outputs and large values of whichever it runs, binary answers streamed in parts.
+      'task-run': [{ actions: ['s3:AbortMultipartUpload'], resources: ['bucket/d/*/e/*', 'bucket/p/*/r/*'] }, put('bucket/d/*/e/*'), put('bucket/p/*/r/*')],
+      // Presigned upload URLs.
+      'upload-create': [put('bucket/d/*/u/*')],
+      'form-upload': [put('bucket/d/*/u/*')],
+      'pipeline-upload': [put('bucket/p/*/u/*')],
+      'deployment-delete': [deletes],
+      sweeper: [deletes],
+    });
   });
 
   it('lets only the sweeper and a deployment delete remove objects', () => {

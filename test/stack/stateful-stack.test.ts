@@ -161,7 +161,6 @@ describe('objects bucket', () => {
 
   it.each([
     ['read', ['s3:GetObject'], true],
-    ['write', ['s3:AbortMultipartUpload', 's3:PutObject'], false],
     ['delete', ['s3:DeleteObject'], true],
   ] as const)('grants %s on the d/ and p/ key roots only, with ListBucket where a missing key must read as 404', (action, actions, lists) => {
     // Act
@@ -179,14 +178,30 @@ describe('objects bucket', () => {
   });
 
   it.each([
-    ['owner-upload', '/p/*/u/*'],
-    ['caller-upload', '/d/*/u/*'],
-  ] as const)('grants %s as PutObject on %s alone (the upload keys)', (action, keys) => {
+    ['caller-execution', 's3:PutObject', ['/d/*/e/*']],
+    ['owner-run', 's3:PutObject', ['/p/*/r/*']],
+    ['multipart-abort', 's3:AbortMultipartUpload', ['/d/*/e/*', '/p/*/r/*']],
+    ['owner-upload', 's3:PutObject', ['/p/*/u/*']],
+    ['caller-upload', 's3:PutObject', ['/d/*/u/*']],
+  ] as const)('grants %s as %s on %j alone (one key family each)', (action, iamAction, families) => {
     // Act
     const policy = data[idOf(built.stateful.objectPolicies[action].node.defaultChild)];
     const statements = (policy?.Properties?.PolicyDocument as { Statement: unknown[] }).Statement;
+    const arn = (keys: string) => ({ 'Fn::Join': ['', [{ 'Fn::GetAtt': [bucketId, 'Arn'] }, keys]] });
     // Assess
     expect(policy?.Type).toBe('AWS::IAM::ManagedPolicy');
-    expect(statements).toEqual([{ Effect: 'Allow', Action: 's3:PutObject', Resource: { 'Fn::Join': ['', [{ 'Fn::GetAtt': [bucketId, 'Arn'] }, keys]] } }]);
+    expect(statements).toEqual([{ Effect: 'Allow', Action: iamAction, Resource: families.length === 1 ? arn(families[0] ?? '') : families.map(arn) }]);
+  });
+
+  it('keeps the retired bucket-wide write as it was for one release, held by no action', () => {
+    // Act
+    const [retiredId, retired] = Object.entries(data).find(([id, r]) => id.startsWith('ObjectsWrite') && r.Type === 'AWS::IAM::ManagedPolicy') ?? [];
+    const arn = { 'Fn::GetAtt': [bucketId, 'Arn'] };
+    // Assess
+    expect(retired?.Properties?.Description).toBe('pipegate: write objects');
+    expect((retired?.Properties?.PolicyDocument as { Statement: unknown[] }).Statement).toEqual([
+      { Effect: 'Allow', Action: ['s3:AbortMultipartUpload', 's3:PutObject'], Resource: [{ 'Fn::Join': ['', [arn, '/d/*']] }, { 'Fn::Join': ['', [arn, '/p/*']] }] },
+    ]);
+    expect(Object.values(built.stateful.objectPolicies).map((p) => idOf(p.node.defaultChild))).not.toContain(retiredId);
   });
 });

@@ -312,9 +312,66 @@ describe('the local AWS endpoint', () => {
       expect(await errorName(objects('deployment-contract').removePrefix(`d/${D}/`))).toBe('AccessDenied');
     });
 
+    // Each function that writes objects writes its own key families (functions/core/object-keys.ts) and no other.
+    const P = 'photo-7';
+    const families = {
+      callerExecution: `d/${D}/e/${E}/val.node`,
+      ownerRun: `p/${P}/r/${E}/val.node`,
+      callerUpload: `d/${D}/u/${E}`,
+      ownerUpload: `p/${P}/u/${E}`,
+    };
+    it.each([
+      ['execute', ['callerExecution']],
+      ['form-execute', ['callerExecution']],
+      ['run-start', ['ownerRun']],
+      ['task-run', ['callerExecution', 'ownerRun']],
+    ] as const)("lets %s put objects under %j and refuses it every other key family with AccessDenied", async (fn, own) => {
+      // Act
+      const outcomes: Record<string, string> = {};
+      for (const [family, key] of Object.entries(families)) {
+        outcomes[family] = await errorName(objects(fn).put(key, Uint8Array.from([1]), 'application/json'));
+      }
+      // Assess
+      expect(outcomes).toEqual(Object.fromEntries(Object.keys(families).map((f) => [f, (own as readonly string[]).includes(f) ? 'no error' : 'AccessDenied'])));
+      await objects('sweeper').remove(own.map((f) => families[f]));
+    });
+
+    it('lets task-run stream in parts and abort under both execution families, and nowhere else; the functions that only put may not abort', async () => {
+      // Prepare
+      const streamed = async (fn: string, key: string): Promise<string> => {
+        const upload = await objects(fn).begin?.(key, 'image/png');
+        await upload?.part(Uint8Array.from([1, 2]));
+        await upload?.complete();
+        return (await objects('task-run').head(key))?.bytes === 2 ? 'stored' : 'missing';
+      };
+      const aborted = async (fn: string, key: string): Promise<string> => {
+        const upload = await objects(fn).begin?.(key, 'image/png');
+        await upload?.part(Uint8Array.from([3]));
+        return errorName(upload?.abort() ?? Promise.reject(new Error('no multipart')));
+      };
+      const parts = { callerExecution: `d/${D}/e/${E}/out.parts`, ownerRun: `p/${P}/r/${E}/out.parts` };
+      // Act
+      const streams = {
+        callerExecution: await streamed('task-run', parts.callerExecution),
+        ownerRun: await streamed('task-run', parts.ownerRun),
+        callerUpload: await errorName(streamed('task-run', families.callerUpload)),
+        ownerUpload: await errorName(streamed('task-run', families.ownerUpload)),
+      };
+      const aborts = {
+        taskRunCallerExecution: await aborted('task-run', `d/${D}/e/${E}/out.dropped`),
+        taskRunOwnerRun: await aborted('task-run', `p/${P}/r/${E}/out.dropped`),
+        execute: await aborted('execute', `d/${D}/e/${E}/in.dropped`),
+        runStart: await aborted('run-start', `p/${P}/r/${E}/in.dropped`),
+      };
+      // Assess
+      expect(streams).toEqual({ callerExecution: 'stored', ownerRun: 'stored', callerUpload: 'AccessDenied', ownerUpload: 'AccessDenied' });
+      expect(aborts).toEqual({ taskRunCallerExecution: 'no error', taskRunOwnerRun: 'no error', execute: 'AccessDenied', runStart: 'AccessDenied' });
+      await objects('sweeper').remove(Object.values(parts));
+    });
+
     it("authorizes a presigned URL at use time against its signer's role", async () => {
       // Prepare
-      const granted = await objects('execute').presignUpload(`d/${D}/u/${E}`, 'image/png', 2, 60);
+      const granted = await objects('upload-create').presignUpload(`d/${D}/u/${E}`, 'image/png', 2, 60);
       const refused = await objects('deployment-contract').presignUpload(`d/${D}/u/${D}`, 'image/png', 2, 60);
       const link = await objects('deployment-contract').presignDownload(`d/${D}/u/${E}`, 'image/png', 60, false);
       // Act

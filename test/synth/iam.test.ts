@@ -27,7 +27,7 @@ describe('IAM from the synthesized templates', () => {
     // The objects policies live in the stateful stack, beside the bucket.
     expect(execute?.policies.map((p) => p.name)).toEqual([
       expect.stringMatching(/^arn:aws:iam::123456789012:policy\/PipegateStateful-ObjectsRead/),
-      expect.stringMatching(/^arn:aws:iam::123456789012:policy\/PipegateStateful-ObjectsWrite/),
+      expect.stringMatching(/^arn:aws:iam::123456789012:policy\/PipegateStateful-ObjectsCallerExecution/),
       expect.stringMatching(/^Pipegate\/ExecuteRoleDefaultPolicy/),
     ]);
     expect(execute?.unknownManagedPolicies).toEqual([]);

@@ -1,5 +1,18 @@
 import { randomUUID } from 'node:crypto';
-import { executionOwner, ownerOfKey, ownerUploadKey, pipelineUploadKey, sameOwner } from '../../../functions/core/object-keys';
+import fc from 'fast-check';
+import {
+  CALLER_EXECUTION_KEYS,
+  CALLER_UPLOAD_KEYS,
+  executionObjectKey,
+  executionOwner,
+  ownerOfKey,
+  ownerUploadKey,
+  PIPELINE_RUN_KEYS,
+  PIPELINE_UPLOAD_KEYS,
+  pipelineUploadKey,
+  sameOwner,
+  uploadKey,
+} from '../../../functions/core/object-keys';
 
 describe('owner upload keys', () => {
   it('puts an owner’s upload under its pipeline and reads the pipeline back as its owner', () => {
@@ -28,5 +41,30 @@ describe('owner upload keys', () => {
     expect(executionOwner({ kind: 'api', deployment_id: dep, pipeline_id: 'media' })).toEqual({ kind: 'deployment', deployment_id: dep });
     expect(sameOwner({ kind: 'pipeline', pipeline_id: 'media' }, { kind: 'deployment', deployment_id: 'media' })).toBe(false);
     expect(sameOwner({ kind: 'deployment', deployment_id: dep }, { kind: 'deployment', deployment_id: dep })).toBe(true);
+  });
+});
+
+describe('the key families the write grants name (IAM resource patterns)', () => {
+  /** IAM's match of an object key against a resource pattern: `*` is any run of characters, `/` included. */
+  const matches = (pattern: string, key: string): boolean =>
+    new RegExp(`^${pattern.split('*').map((part) => part.replace(/[.+?^${}()|[\]\\/]/g, '\\$&')).join('.*')}$`).test(key);
+  const PATTERNS = { callerUpload: CALLER_UPLOAD_KEYS, callerExecution: CALLER_EXECUTION_KEYS, ownerUpload: PIPELINE_UPLOAD_KEYS, ownerRun: PIPELINE_RUN_KEYS };
+  const pipelineId = fc.stringMatching(/^[a-z0-9][a-z0-9-]{0,62}$/);
+  const name = fc.stringMatching(/^[A-Za-z0-9_.-]{1,128}$/);
+
+  it('puts every key a maker makes in its own family and in no other', () => {
+    fc.assert(
+      fc.property(fc.uuid(), fc.uuid(), pipelineId, name, (owner, id, pipeline, n) => {
+        const made = {
+          callerUpload: uploadKey(owner, id),
+          callerExecution: executionObjectKey({ kind: 'api', deployment_id: owner, pipeline_id: pipeline, execution_id: id }, n),
+          ownerUpload: pipelineUploadKey(pipeline, id),
+          ownerRun: executionObjectKey({ kind: 'run', deployment_id: null, pipeline_id: pipeline, execution_id: id }, n),
+        };
+        for (const [family, key] of Object.entries(made)) {
+          expect(Object.entries(PATTERNS).filter(([, p]) => matches(p, key)).map(([f]) => f)).toEqual([family]);
+        }
+      }),
+    );
   });
 });
