@@ -7,29 +7,17 @@
  * through the asset route, streamed from the asset function's worker (several MB, past
  * Lambda's 6 MB buffered answer), a range of them too; the asset function reads the object
  * with its own role. */
-import { createHash, randomBytes } from 'node:crypto';
-import type { PipelineDefinition } from '../../../functions/core/types';
-import { dataUri, png } from '../../support/media';
-import { startE2eRuntime, useE2eMode, type E2eRuntime, type Published } from '../../support/runtime';
+import { assetValue as asset, noisyPng, photoInfoPipeline, png, sha256Hex as sha } from '../../support/media';
+import { putOneByteShort, putUpload, startE2eRuntime, useE2eMode, type E2eRuntime, type Published, type UploadAnswer } from '../../support/runtime';
 import { SYNTH_TIMEOUT_MS } from '../../support/synth';
 
 useE2eMode('synth');
 jest.setTimeout(120_000);
 
-const photoPipeline: PipelineDefinition = {
-  nodes: {
-    photo: { type: 'input', value_type: 'asset', value: dataUri('image/png', png(1, 1)), media_types: ['image/png', 'image/jpeg'], max_bytes: 8_000_000 },
-    about: { type: 'transform', inputs: ['photo'], expression: "photo.media_type & ' ' & $string(photo.bytes) & ' ' & photo.sha256" },
-    link: { type: 'transform', inputs: ['photo'], expression: 'photo.url' },
-    info: { type: 'output', from: 'about' },
-    url: { type: 'output', from: 'link' },
-  },
-};
+const photoPipeline = photoInfoPipeline(8_000_000);
 
 let rt: E2eRuntime;
 let p: Published;
-const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
-const asset = (value: string) => ({ value, value_type: 'ASSET' });
 
 beforeAll(async () => {
   rt = await startE2eRuntime();
@@ -39,13 +27,7 @@ afterAll(async () => {
   await rt?.cleanup();
 });
 
-async function resultOf(workflow_input: Record<string, unknown>) {
-  const r = await rt.caller('POST', `/v1/deployments/${p.deploymentId}/executions/`, p.apiKey, { workflow_input });
-  expect(r.status).toBe(202);
-  const id = r.body.execution_id as string;
-  await rt.waitForExecution(id, p.apiKey, undefined, 60_000);
-  return (await rt.caller('GET', `/v1/deployments/executions/${id}/result/`, p.apiKey)).body;
-}
+const resultOf = (workflow_input: Record<string, unknown>) => rt.executeToEnd(p, workflow_input, 60_000);
 
 async function download(url: string): Promise<{ res: Response; bytes: Buffer }> {
   const res = await fetch(url);
@@ -55,22 +37,17 @@ async function download(url: string): Promise<{ res: Response; bytes: Buffer }> 
 describe('media on start:synth, IAM enforced', () => {
   it('uploads to the presigned URL, executes with upload:<id>, and the link streams the exact bytes', async () => {
     // Prepare: a real PNG of several MB (random pixels do not compress).
-    const noise = randomBytes(1400 * 1400 * 4);
-    const bytes = png(1400, 1400, (x, y) => {
-      const at = (y * 1400 + x) * 4;
-      return [noise[at] ?? 0, noise[at + 1] ?? 0, noise[at + 2] ?? 0, 255];
-    });
+    const bytes = noisyPng(1400, 1400);
     expect(bytes.length).toBeGreaterThan(6 * 1024 * 1024);
-    const created = await rt.caller<{ upload_url: string; headers: Record<string, string>; asset: { value: string } }>('POST', `/v1/deployments/${p.deploymentId}/uploads/`, p.apiKey, {
+    const created = await rt.caller<UploadAnswer>('POST', `/v1/deployments/${p.deploymentId}/uploads/`, p.apiKey, {
       media_type: 'image/png',
       bytes: bytes.length,
     });
     expect(created.status).toBe(201);
 
     // Act
-    const lower = Object.fromEntries(Object.entries(created.body.headers).map(([k, v]) => [k.toLowerCase(), v]));
-    const short = await fetch(created.body.upload_url, { method: 'PUT', headers: { ...lower, 'content-length': String(bytes.length - 1) }, body: bytes.subarray(1) });
-    const put = await fetch(created.body.upload_url, { method: 'PUT', headers: created.body.headers, body: bytes });
+    const short = await putOneByteShort(created.body, bytes);
+    const put = await putUpload(created.body, bytes);
     const result = await resultOf({ photo: asset(created.body.asset.value) });
     const data = result.response_data as Record<string, { value: string }>;
     const { res, bytes: served } = await download(data.url?.value ?? '');
