@@ -9,6 +9,7 @@ import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
 import fc from 'fast-check';
 import { AppError } from '../../../functions/core/errors';
 import { parseExecutionRequest } from '../../../functions/core/execution-request';
+import { validateDefinition } from '../../../functions/core/pipeline';
 import { deploymentOpenApi, type DeploymentDocumentSource } from '../../../functions/core/openapi';
 import type { InputValueType } from '../../../functions/core/types';
 import { INPUT_VALUE_TYPES, isRawValue, matchesValueType, requestValueType } from '../../../functions/core/values';
@@ -163,5 +164,24 @@ describe("an input value type's schema is the parser's check and the document's 
       }),
       { numRuns: 1000 },
     );
+  });
+});
+
+describe("a reference's form is the same in a definition", () => {
+  const problems = (nodes: Record<string, unknown>) => {
+    const r = validateDefinition({ nodes });
+    return r.ok ? [] : r.problems;
+  };
+
+  it.each([' https://example.com/', 'https:example.com', 'https://'])('refuses %j as a reference input value and as an http node url', (url) => {
+    expect(problems({ src: { type: 'input', value_type: 'reference', value: url }, out: { type: 'output', from: 'src' } })).toEqual([
+      { path: 'nodes.src.value', reason: expect.stringMatching(/^must be an absolute http or https URL because value_type is reference/) },
+    ]);
+    expect(problems({ call: { type: 'http', url }, out: { type: 'output', from: 'call' } })).toEqual([{ path: 'nodes.call.url', reason: 'must be an absolute http:// or https:// URL' }]);
+  });
+
+  it('takes one in any case, and an http node url with a secret placeholder', () => {
+    expect(problems({ src: { type: 'input', value_type: 'reference', value: 'HTTPS://Example.com/a' }, out: { type: 'output', from: 'src' } })).toEqual([]);
+    expect(problems({ call: { type: 'http', url: 'https://example.com/{{secrets.token}}/x' }, out: { type: 'output', from: 'call' } })).toEqual([]);
   });
 });
