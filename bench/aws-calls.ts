@@ -529,8 +529,8 @@ export function ownerUploadCost(bytes: number = MEDIA.inputBytes, storedDays: nu
     { item: 'WAF', perExecution: '1 request inspected', dollars: PRICES.wafPerMillionRequests },
     { item: 'Lambda requests', perExecution: `${request.functions.length}: ${request.functions.join(', ')}`, dollars: request.functions.length * PRICES.lambdaPerMillionRequests },
     {
-      item: 'Lambda duration (arm64)',
-      perExecution: `${gbSeconds.toFixed(4)} GB-s (${warmMs} ms + a ${ASSUMPTIONS.coldInitSeconds} s init)`,
+      item: 'Lambda duration',
+      perExecution: `${gbSeconds.toFixed(4)} GB-s on arm64 (${warmMs} ms + a ${ASSUMPTIONS.coldInitSeconds} s init)`,
       dollars: gbSeconds * PRICES.lambdaArmPerGbSecond * M,
     },
     {
