@@ -34,6 +34,9 @@ export function pipelineUploadKey(pipelineId: string, uploadId: string): string 
   return `p/${pipelineId}/u/${uploadId}`;
 }
 
+/** Every caller's upload key, as an IAM resource pattern: the one object grant of the functions making them. */
+export const CALLER_UPLOAD_KEYS = 'd/*/u/*';
+
 /** Every owner's upload key, as an IAM resource pattern: the one grant of the function making them. */
 export const PIPELINE_UPLOAD_KEYS = 'p/*/u/*';
 

@@ -5,7 +5,8 @@ import { sortedJson } from './canonical';
 import { expressionProblem } from './jsonata-limits';
 import { secretSyntaxProblems, withSecretPlaceholders } from './owner-secrets';
 import type { NodeType, PipelineDefinition, PipelineNode, Problem } from './types';
-import { expectedValue, INPUT_VALUE_TYPES, isAbsoluteHttpUrl, isInputValueType, isPlainObject, matchesValueType } from './values';
+import { InputValueType, ownRecord, plainObject, RawValue } from './schema-parts';
+import { expectedValue, isAbsoluteHttpUrl, isInputValueType, isPlainObject, isRawValue, matchesValueType } from './values';
 
 export const DEFAULT_MAX_NODES = 64;
 export const MAX_DESCRIPTION_LENGTH = 2000;
@@ -26,6 +27,14 @@ const UNSUPPORTED_HEADER_NAMES = new Set(['__proto__', 'prototype', 'constructor
 
 /* ------------------------------------------------------------------ schemas */
 
+/*
+ * The definition's shape, declared once: validateDefinition checks every field with these
+ * schemas, and shapes.ts documents them (PipelineDefinition, Node, InputNode, ...), so what is
+ * documented is what is checked. The walk below adds what a schema cannot say: every unknown
+ * field listed at once (a strict object reports the first), references, cycles, the rules
+ * between fields, and the deployment's own node limit. Messages are what an owner reads.
+ */
+
 /** Message for an object schema: the same hook reports a missing key and a non-object. */
 const objectMessage =
   (what: string) =>
@@ -39,8 +48,13 @@ const description = v.optional(
   ),
 );
 
-const nodeRefs = v.array(v.string('must be a node id (a string)'), 'must be a list of node ids');
-
+/**
+ * A reference to another node. Any string is taken, so that an id no node has is reported as
+ * "refers to node 'x', which does not exist"; every reference the walk accepts names a node,
+ * so it matches the node id pattern, which the document states.
+ */
+const nodeRef = v.pipe(v.string('must be a node id (a string)'), v.metadata({ pattern: NODE_ID_PATTERN.source }));
+const nodeRefs = v.array(nodeRef, 'must be a list of node ids');
 
 const integerIn = (min: number, max: number, unit = '') =>
   v.pipe(
@@ -50,80 +64,155 @@ const integerIn = (min: number, max: number, unit = '') =>
     v.maxValue(max, `must be at most ${max}${unit}`),
   );
 
-const NODE_SCHEMAS = {
-  input: v.object(
-    {
-      type: v.literal('input'),
-      value_type: v.picklist(INPUT_VALUE_TYPES, `must be one of ${INPUT_VALUE_TYPES.join(', ')}`),
-      value: v.union([v.string(), v.number(), v.boolean()], 'must be a string, a number or a boolean'),
-      media_types: v.optional(
-        v.pipe(
-          v.array(
-            v.pipe(v.string('must be a media type (a string)'), v.check(isMediaTypePattern, 'must be a lowercase media type such as image/png, or a whole type such as image/*')),
-            'must be a list of media types',
-          ),
-          v.minLength(1, 'must list at least one media type (leave it out to accept any)'),
-          v.maxLength(MAX_MEDIA_TYPES, `must list at most ${MAX_MEDIA_TYPES} media types`),
-          v.check((l: string[]) => new Set(l).size === l.length, 'must not list a media type twice'),
-        ),
+/** An expression: JSONata, checked for syntax by the walk. */
+const expression = (text: string) => v.pipe(v.string('must be a JSONata expression (a string)'), v.minLength(1, 'must not be empty'), v.description(text));
+
+/** What an asset input accepts: sniffed media types and a largest size. Contracts show them too. */
+export const ASSET_RESTRICTIONS = {
+  media_types: v.optional(
+    v.pipe(
+      v.array(
+        v.pipe(v.string('must be a media type (a string)'), v.check(isMediaTypePattern, 'must be a lowercase media type such as image/png, or a whole type such as image/*')),
+        'must be a list of media types',
       ),
-      max_bytes: v.optional(integerIn(1, UPLOAD_MAX_BYTES, ' bytes')),
-      description,
-    },
+      v.minLength(1, 'must list at least one media type (leave it out to accept any)'),
+      v.maxLength(MAX_MEDIA_TYPES, `must list at most ${MAX_MEDIA_TYPES} media types`),
+      v.check((l: string[]) => new Set(l).size === l.length, 'must not list a media type twice'),
+      v.description('Asset inputs: the media types accepted (`image/png`, or a whole type such as `image/*`), sniffed from the bytes; absent: any.'),
+    ),
+  ),
+  max_bytes: v.optional(
+    v.pipe(integerIn(1, UPLOAD_MAX_BYTES, ' bytes'), v.description('Asset inputs: the largest file accepted; absent: up to the inline and upload limits.')),
+  ),
+};
+
+/**
+ * Header names and values. The record checks every own key, so `__proto__`, `prototype` and
+ * `constructor` are refused with a word rather than dropped.
+ */
+const headers = v.pipe(
+  // An array would otherwise pass as an object keyed "0", "1", ...
+  plainObject('must be an object of header names to values'),
+  ownRecord(
+    v.pipe(
+      v.string(),
+      v.check((name: string) => !UNSUPPORTED_HEADER_NAMES.has(name), 'this header name is not supported'),
+      v.regex(HEADER_NAME, 'is not a valid HTTP header name'),
+    ),
+    v.pipe(
+      v.string('header values must be strings'),
+      v.check((s) => !/[\r\n\0]/.test(s), 'header values cannot hold line breaks or NUL characters'),
+    ),
+    'must be an object of header names to values',
+  ),
+  v.description('Header values may hold owner secret references, `{{secrets.NAME}}`.'),
+);
+
+export const InputNode = v.pipe(
+  v.strictObject(
+    { type: v.literal('input'), value_type: InputValueType, value: RawValue, ...ASSET_RESTRICTIONS, description },
     objectMessage('an object'),
   ),
-  output: v.object(
-    { type: v.literal('output'), from: v.string('must be a node id (a string)'), description },
-    objectMessage('an object'),
-  ),
-  transform: v.object(
-    { type: v.literal('transform'), inputs: nodeRefs, expression: v.string('must be a JSONata expression (a string)'), description },
-    objectMessage('an object'),
-  ),
-  http: v.object(
+  v.description('An input: the request key. `value` must match `value_type`.'),
+);
+export const OutputNode = v.pipe(
+  v.strictObject({ type: v.literal('output'), from: nodeRef, description }, objectMessage('an object')),
+  v.description("An output: the response key. Its value must be a string, a finite number, a boolean, or an asset of this run (an asset input or an http node's binary answer, passed on)."),
+);
+export const TransformNode = v.strictObject(
+  { type: v.literal('transform'), inputs: nodeRefs, expression: expression('JSONata, evaluated over `{ <input id>: value }`.'), description },
+  objectMessage('an object'),
+);
+export const HttpNode = v.pipe(
+  v.strictObject(
     {
       type: v.literal('http'),
       inputs: v.optional(nodeRefs),
-      method: v.optional(v.picklist(HTTP_METHODS, `must be one of ${HTTP_METHODS.join(', ')}`)),
-      url: v.pipe(v.string('must be a URL (a string)'), v.check((s: string) => isAbsoluteHttpUrl(withSecretPlaceholders(s)), 'must be an absolute http:// or https:// URL')),
-      headers: v.optional(
+      // The defaults are documented, and applied when the node runs: a definition is stored as
+      // written, so that its content hash does not change.
+      method: v.optional(v.pipe(v.picklist(HTTP_METHODS, `must be one of ${HTTP_METHODS.join(', ')}`), v.metadata({ default: 'GET' }))),
+      // No `format: uri`: `{{secrets.NAME}}` is not URI syntax until it is substituted.
+      url: v.pipe(
+        v.string('must be a URL (a string)'),
+        v.check((s: string) => isAbsoluteHttpUrl(withSecretPlaceholders(s)), 'must be an absolute http:// or https:// URL'),
+        v.description('Absolute http(s) URL, checked by the address guard when connecting. May hold owner secret references, `{{secrets.NAME}}`, substituted when the node runs.'),
+      ),
+      headers: v.optional(headers),
+      body: v.optional(expression('JSONata over `inputs`; its result is sent as JSON. Not allowed with GET. `$secrets.NAME` reads an owner secret.')),
+      body_asset: v.optional(
         v.pipe(
-          // record() alone would take an array as an object keyed "0", "1", ...
-          v.custom<Record<string, unknown>>((x) => isPlainObject(x), 'must be an object of header names to values'),
-          v.record(
-          v.pipe(v.string(), v.regex(HEADER_NAME, 'is not a valid HTTP header name')),
-          v.pipe(
-            v.string('header values must be strings'),
-            v.check((s) => !/[\r\n\0]/.test(s), 'header values cannot hold line breaks or NUL characters'),
-          ),
-            'must be an object of header names to values',
-          ),
+          v.string('must be the id of one of inputs (a string)'),
+          v.metadata({ pattern: NODE_ID_PATTERN.source }),
+          v.description('One of `inputs` whose value is an asset: its bytes are sent as the raw body, its media type as Content-Type (unless `headers` set one). Not with `body` or GET.'),
         ),
       ),
-      body: v.optional(v.string('must be a JSONata expression (a string)')),
-      body_asset: v.optional(v.string('must be the id of one of inputs (a string)')),
-      timeout_ms: v.optional(integerIn(1, HTTP_TIMEOUT_MAX_MS, ' ms')),
+      timeout_ms: v.optional(v.pipe(integerIn(1, HTTP_TIMEOUT_MAX_MS, ' ms'), v.metadata({ default: DEFAULT_HTTP_TIMEOUT_MS }))),
       description,
     },
     objectMessage('an object'),
   ),
-  delay: v.object(
-    {
-      type: v.literal('delay'),
-      inputs: v.custom<[string]>(
-        (x) => Array.isArray(x) && x.length === 1 && typeof x[0] === 'string',
-        'must list exactly one node id',
-      ),
-      ms: integerIn(0, DELAY_MAX_MS, ' ms'),
-      description,
-    },
-    objectMessage('an object'),
+  v.description(
+    "Its value is the parsed JSON (or text) response, or, for a binary answer (image, audio, video, octet-stream, PDF, ...), an asset `{url, media_type, bytes, sha256}` stored with the execution; a non-2xx response fails the node.",
   ),
-} as const;
+);
+export const DelayNode = v.strictObject(
+  {
+    type: v.literal('delay'),
+    inputs: v.pipe(v.array(nodeRef, 'must list exactly one node id'), v.length(1, 'must list exactly one node id')),
+    ms: integerIn(0, DELAY_MAX_MS, ' ms'),
+    description,
+  },
+  objectMessage('an object'),
+);
 
-export const TOP_LEVEL_FIELDS = ['description', 'retry_interrupted', 'nodes'] as const;
-/** The fields each node type takes: what shapes.ts documents (a test holds the two equal). */
-export const NODE_FIELDS: Record<NodeType, string[]> = Object.fromEntries(Object.entries(NODE_SCHEMAS).map(([type, s]) => [type, Object.keys(s.entries)])) as Record<NodeType, string[]>;
+const NODE_SCHEMAS = { input: InputNode, output: OutputNode, transform: TransformNode, http: HttpNode, delay: DelayNode } as const;
+/** The object schema of a node type, under its description. */
+const nodeObject = (type: NodeType) => {
+  const s = NODE_SCHEMAS[type];
+  return 'pipe' in s ? s.pipe[0] : s;
+};
+
+export const Node = v.variant('type', [InputNode, OutputNode, TransformNode, HttpNode, DelayNode]);
+
+/** A node id as a key of `nodes`. */
+const NodeKey = v.pipe(
+  v.string(),
+  v.check((id: string) => !RESERVED_NODE_IDS.includes(id), (issue) => `'${String(issue.input)}' is a reserved name and cannot be a node id`),
+  v.regex(
+    NODE_ID_PATTERN,
+    'invalid node id: it must start with a letter or an underscore, hold only letters, digits and underscores, and be at most 64 characters long',
+  ),
+);
+
+const DEFINITION_ENTRIES = {
+  description,
+  retry_interrupted: v.optional(
+    v.pipe(
+      v.boolean((issue) => `must be true or false, got ${describeType(issue.input)}`),
+      v.description(
+        "Local runtime: an execution interrupted by a crash (kill -9, power loss) runs again from the start at the next start, up to the state machine's retries (default true); false fails it instead, for http nodes that are not safe to repeat.",
+      ),
+    ),
+  ),
+  // Checked node by node by the walk, which lists every node's problems and then those
+  // between nodes; the limit stated is the default (PIPEGATE_MAX_NODES may lower or raise it).
+  nodes: v.pipe(
+    ownRecord(NodeKey, Node),
+    v.minEntries(1, 'must hold at least one node'),
+    v.maxEntries(DEFAULT_MAX_NODES),
+    // Valibot has no keyword for "not one of these" on a key.
+    v.metadata({ propertyNames: { pattern: NODE_ID_PATTERN.source, not: { enum: [...RESERVED_NODE_IDS] } } }),
+  ),
+};
+
+export const PipelineDefinitionSchema = v.pipe(
+  v.strictObject(DEFINITION_ENTRIES),
+  v.description('Checked whole on push: unknown types or fields, bad ids, missing references, cycles, type mismatches and JSONata syntax errors are all listed.'),
+);
+
+export const TOP_LEVEL_FIELDS = Object.keys(DEFINITION_ENTRIES) as (keyof typeof DEFINITION_ENTRIES)[];
+/** The fields each node type takes. */
+export const NODE_FIELDS: Record<NodeType, string[]> = Object.fromEntries(NODE_TYPES.map((type) => [type, Object.keys(nodeObject(type).entries)])) as Record<NodeType, string[]>;
 
 /* ------------------------------------------------------------------ paths */
 
@@ -185,21 +274,17 @@ function validate(input: unknown, maxNodes: number): ValidationResult {
     };
   }
   for (const key of Object.keys(input)) {
-    if (!(TOP_LEVEL_FIELDS as readonly string[]).includes(key)) {
+    if (!Object.hasOwn(DEFINITION_ENTRIES, key)) {
       problems.push({ path: joinPath('', key), reason: `unknown field; a definition holds only ${quoteList(TOP_LEVEL_FIELDS)}` });
     }
   }
-  let definitionDescription: string | undefined;
-  if (Object.hasOwn(input, 'description')) {
-    const parsed = v.safeParse(description, input.description, { abortPipeEarly: true });
-    if (parsed.success) definitionDescription = parsed.output;
-    else for (const issue of parsed.issues) problems.push({ path: issuePath('description', issue), reason: issue.message });
-  }
-
-  let retryInterrupted: boolean | undefined;
-  if (Object.hasOwn(input, 'retry_interrupted')) {
-    if (typeof input.retry_interrupted === 'boolean') retryInterrupted = input.retry_interrupted;
-    else problems.push({ path: 'retry_interrupted', reason: `must be true or false, got ${describeType(input.retry_interrupted)}` });
+  // Every field but the nodes, checked by its own schema; the nodes are walked below.
+  const fields: Record<string, unknown> = {};
+  for (const key of TOP_LEVEL_FIELDS) {
+    if (key === 'nodes' || !Object.hasOwn(input, key)) continue;
+    const parsed = v.safeParse(DEFINITION_ENTRIES[key], input[key], { abortPipeEarly: true });
+    if (parsed.success) fields[key] = parsed.output;
+    else for (const issue of parsed.issues) problems.push({ path: issuePath(key, issue), reason: issue.message });
   }
 
   const rawNodes = input.nodes;
@@ -221,14 +306,8 @@ function validate(input: unknown, maxNodes: number): ValidationResult {
     const nodePath = joinPath('nodes', id);
     const fact: NodeFacts = { id, type: null, refs: [] };
     facts.set(id, fact);
-    if (RESERVED_NODE_IDS.includes(id)) {
-      problems.push({ path: nodePath, reason: `'${id}' is a reserved name and cannot be a node id` });
-    } else if (!NODE_ID_PATTERN.test(id)) {
-      problems.push({
-        path: nodePath,
-        reason: 'invalid node id: it must start with a letter or an underscore, hold only letters, digits and underscores, and be at most 64 characters long',
-      });
-    }
+    const key = v.safeParse(NodeKey, id, { abortPipeEarly: true });
+    if (!key.success) problems.push(...key.issues.map((issue) => ({ path: nodePath, reason: issue.message })));
     const node = validateNode(rawNodes[id], nodePath, fact, problems);
     if (node) Object.defineProperty(nodes, id, { value: node, enumerable: true, writable: true, configurable: true });
   }
@@ -237,10 +316,8 @@ function validate(input: unknown, maxNodes: number): ValidationResult {
   problems.push(...findCycles(ids, facts));
 
   if (problems.length > 0) return { ok: false, problems };
-  const definition: PipelineDefinition = { nodes };
-  if (definitionDescription !== undefined) definition.description = definitionDescription;
-  if (retryInterrupted !== undefined) definition.retry_interrupted = retryInterrupted;
-  return { ok: true, definition };
+  // Each field was checked by its schema above; the nodes first, as definitions are stored.
+  return { ok: true, definition: { nodes, ...fields } as PipelineDefinition };
 }
 
 const isNodeType = (x: unknown): x is NodeType => typeof x === 'string' && (NODE_TYPES satisfies readonly NodeType[] as readonly string[]).includes(x);
@@ -262,20 +339,22 @@ function validateNode(raw: unknown, nodePath: string, fact: NodeFacts, problems:
   }
   const nodeType = type;
   fact.type = nodeType;
-  const schema = NODE_SCHEMAS[nodeType];
+  const { entries } = nodeObject(nodeType);
   const before = problems.length;
 
   for (const key of Object.keys(raw)) {
-    if (!Object.hasOwn(schema.entries, key)) {
+    if (!Object.hasOwn(entries, key)) {
       problems.push({
         path: joinPath(nodePath, key),
-        reason: `unknown field for ${nodeType === 'input' ? 'an' : 'a'} ${nodeType} node; allowed: ${quoteList(Object.keys(schema.entries))}`,
+        reason: `unknown field for ${nodeType === 'input' ? 'an' : 'a'} ${nodeType} node; allowed: ${quoteList(Object.keys(entries))}`,
       });
     }
   }
-  const parsed = v.safeParse(schema, raw, { abortPipeEarly: true });
+  const parsed = v.safeParse(NODE_SCHEMAS[nodeType], raw, { abortPipeEarly: true });
   if (!parsed.success) {
-    for (const issue of parsed.issues) problems.push({ path: issuePath(nodePath, issue), reason: issue.message });
+    // Unknown fields are listed above, all of them; the strict object names only the first.
+    const unknownField = (issue: v.BaseIssue<unknown>) => issue.expected === 'never' && issue.path?.length === 1;
+    for (const issue of parsed.issues) if (!unknownField(issue)) problems.push({ path: issuePath(nodePath, issue), reason: issue.message });
   }
 
   collectRefs(raw, nodeType, nodePath, fact);
@@ -313,8 +392,8 @@ function semanticChecks(raw: Record<string, unknown>, type: NodeType, nodePath: 
       const valueType = raw.value_type;
       if (!isInputValueType(valueType)) return;
       const value = raw.value;
-      const isRaw = typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean';
-      if (Object.hasOwn(raw, 'value') && isRaw && !matchesValueType(valueType, value)) {
+      // A value that is no RAW value at all is the schema's to report.
+      if (Object.hasOwn(raw, 'value') && isRawValue(value) && !matchesValueType(valueType, value)) {
         problems.push({
           path: joinPath(nodePath, 'value'),
           reason: `must be ${expectedValue(valueType)} because value_type is ${valueType}; got ${describeValue(value)}`,
@@ -331,7 +410,8 @@ function semanticChecks(raw: Record<string, unknown>, type: NodeType, nodePath: 
     case 'http': {
       const field = type === 'transform' ? 'expression' : 'body';
       const text = raw[field];
-      if (typeof text === 'string') {
+      // An empty one is the schema's to report; one of blanks is as empty.
+      if (typeof text === 'string' && text !== '') {
         const problem = text.trim() === '' ? 'must not be empty' : expressionProblem(text);
         if (problem) problems.push({ path: joinPath(nodePath, field), reason: problem });
       }
@@ -343,13 +423,6 @@ function semanticChecks(raw: Record<string, unknown>, type: NodeType, nodePath: 
         if (Object.hasOwn(raw, 'body')) problems.push({ path: at, reason: 'cannot be given with body: the request carries one or the other' });
         else if ((raw.method ?? 'GET') === 'GET') problems.push({ path: at, reason: 'a GET request cannot carry a body; use POST, PUT, PATCH or DELETE' });
         if (!Array.isArray(raw.inputs) || !raw.inputs.includes(raw.body_asset)) problems.push({ path: at, reason: 'must be one of the node\'s inputs' });
-      }
-      if (type === 'http' && isPlainObject(raw.headers)) {
-        for (const name of Object.keys(raw.headers)) {
-          if (UNSUPPORTED_HEADER_NAMES.has(name)) {
-            problems.push({ path: joinPath(joinPath(nodePath, 'headers'), name), reason: 'this header name is not supported' });
-          }
-        }
       }
       return;
     }

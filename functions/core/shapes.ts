@@ -14,15 +14,15 @@
  */
 import * as v from 'valibot';
 import { ERRORS, KEY_REFUSALS, type ErrorName, type KeyRefusal } from './errors';
-import { NODE_ID_PATTERN, NODE_TYPES, PIPELINE_ID_PATTERN, RESERVED_NODE_IDS } from './ids';
+import { NODE_ID_PATTERN, NODE_TYPES, PIPELINE_ID_PATTERN } from './ids';
 import { OWNER_SECRET_MAX_LENGTH, OWNER_SECRET_NAME_PATTERN } from './owner-secrets';
 import { STATUSES, TERMINAL } from './transitions';
 
 import { ExecutionRequest, InputValue, WorkflowInput } from './execution-request';
 import { InputValueType, ownRecord, RawValue } from './schema-parts';
 import { UPLOAD_MAX_BYTES, UPLOAD_URL_TTL_SECONDS, UPLOAD_USE_SECONDS, UPLOAD_VALUE_PREFIX } from './assets';
-import { MAX_MEDIA_TYPES } from './assets';
 import { EventsOption, FormOption, PublishRequest, Visibility } from './contract';
+import { ASSET_RESTRICTIONS, DelayNode, HttpNode, InputNode, Node, OutputNode, PipelineDefinitionSchema as PipelineDefinition, TransformNode } from './pipeline';
 import {
   MAX_CONSUMER_NAME_LENGTH,
   MAX_METADATA_ENTRIES,
@@ -73,20 +73,8 @@ const Problems = v.pipe(v.array(Problem), v.minLength(1), v.description('Every p
 
 /* ------------------------------------------------------------------ caller shapes */
 
-/** What an asset input accepts: sniffed media types and a largest size. */
-const assetRestrictions = {
-  media_types: v.optional(
-    v.pipe(
-      v.array(v.string()),
-      v.minLength(1),
-      v.maxLength(MAX_MEDIA_TYPES),
-      v.description('Asset inputs: the media types accepted (`image/png`, or a whole type such as `image/*`), sniffed from the bytes; absent: any.'),
-    ),
-  ),
-  max_bytes: v.optional(v.pipe(int(1, UPLOAD_MAX_BYTES), v.description('Asset inputs: the largest file accepted; absent: up to the inline and upload limits.'))),
-};
-
-
+/** What an asset input accepts: declared once, with the definition's input node. */
+const assetRestrictions = ASSET_RESTRICTIONS;
 
 const Accepted = v.object({
   status: v.literal('queued'),
@@ -263,78 +251,6 @@ const GatewayError = v.pipe(
 );
 
 /* ------------------------------------------------------------------ owner shapes */
-
-const description = v.optional(v.string());
-const nodeRefs = v.array(NodeId);
-
-const InputNode = v.pipe(
-  v.strictObject({ type: v.literal('input'), value_type: InputValueType, value: RawValue, ...assetRestrictions, description }),
-  v.description('An input: the request key. `value` must match `value_type`.'),
-);
-const OutputNode = v.pipe(
-  v.strictObject({ type: v.literal('output'), from: NodeId, description }),
-  v.description('An output: the response key. Its value must be a string, a finite number, a boolean, or an asset of this run (an asset input or an http node\'s binary answer, passed on).'),
-);
-const TransformNode = v.strictObject({
-  type: v.literal('transform'),
-  inputs: nodeRefs,
-  expression: v.pipe(v.string(), v.minLength(1), v.description('JSONata, evaluated over `{ <input id>: value }`.')),
-  description,
-});
-const HttpNode = v.pipe(
-  v.strictObject({
-    type: v.literal('http'),
-    inputs: v.optional(nodeRefs),
-    method: v.optional(v.picklist(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']), 'GET'),
-    // No `format: uri`: `{{secrets.NAME}}` is not URI syntax until it is substituted.
-    url: v.pipe(
-      v.string(),
-      v.description('Absolute http(s) URL, checked by the address guard when connecting. May hold owner secret references, `{{secrets.NAME}}`, substituted when the node runs.'),
-    ),
-    headers: v.optional(v.pipe(v.record(v.string(), v.string()), v.description('Header values may hold owner secret references, `{{secrets.NAME}}`.'))),
-    body: v.optional(v.pipe(v.string(), v.description('JSONata over `inputs`; its result is sent as JSON. Not allowed with GET. `$secrets.NAME` reads an owner secret.'))),
-    body_asset: v.optional(
-      v.pipe(NodeId, v.description('One of `inputs` whose value is an asset: its bytes are sent as the raw body, its media type as Content-Type (unless `headers` set one). Not with `body` or GET.')),
-    ),
-    timeout_ms: v.optional(int(1, 30_000), 10_000),
-    description,
-  }),
-  v.description('Its value is the parsed JSON (or text) response, or, for a binary answer (image, audio, video, octet-stream, PDF, ...), an asset `{url, media_type, bytes, sha256}` stored with the execution; a non-2xx response fails the node.'),
-);
-const DelayNode = v.strictObject({
-  type: v.literal('delay'),
-  inputs: v.pipe(nodeRefs, v.minLength(1), v.maxLength(1)),
-  ms: int(0, 60_000),
-  description,
-});
-const Node = v.variant('type', [InputNode, OutputNode, TransformNode, HttpNode, DelayNode]);
-
-/**
- * The definition as documented. pipeline.ts checks it with its own walk, which lists every
- * problem at once (valibot stops a union at its first failing member); a test holds the two to
- * the same node types and fields.
- */
-const PipelineDefinition = v.pipe(
-  v.strictObject({
-    description: v.optional(v.pipe(v.string(), v.maxLength(2000))),
-    retry_interrupted: v.optional(
-      v.pipe(
-        v.boolean(),
-        v.description(
-          'Local runtime: an execution interrupted by a crash (kill -9, power loss) runs again from the start at the next start, up to the state machine\'s retries (default true); false fails it instead, for http nodes that are not safe to repeat.',
-        ),
-      ),
-    ),
-    nodes: v.pipe(
-      v.record(v.string(), Node),
-      v.minEntries(1),
-      v.maxEntries(64),
-      // Valibot has no schema for "a key matching a pattern and not one of these".
-      v.metadata({ propertyNames: { pattern: NODE_ID_PATTERN.source, not: { enum: [...RESERVED_NODE_IDS] } } }),
-    ),
-  }),
-  v.description('Checked whole on push: unknown types or fields, bad ids, missing references, cycles, type mismatches and JSONata syntax errors are all listed.'),
-);
 
 const PushResult = v.object({
   pipeline_id: PipelineId,

@@ -1,3 +1,4 @@
+import type * as v from 'valibot';
 import type { ClaimField } from './claim-check';
 import type { Limits } from './consumers';
 import type { ObjectRef } from './ports';
@@ -12,65 +13,28 @@ export type RawValue = string | number | boolean;
  */
 export type InputValueType = 'string' | 'integer' | 'float' | 'boolean' | 'reference' | 'asset';
 
+/*
+ * A definition's types are its schemas' (pipeline.ts), so a field added there is typed here
+ * at once.
+ */
+type Schemas = typeof import('./pipeline');
+
 /** What an asset input accepts; both optional (no list: any media type; no size: up to the route's limits). */
-export interface AssetRestrictions {
-  /** Media types (`image/png`) or whole top-level types (`image/*`), sniffed from the bytes. */
-  media_types?: string[];
-  max_bytes?: number;
-}
-
-export interface InputNode extends AssetRestrictions {
-  type: 'input';
-  value_type: InputValueType;
-  value: RawValue;
-  description?: string;
-}
-export interface OutputNode {
-  type: 'output';
-  from: string;
-  description?: string;
-}
-export interface TransformNode {
-  type: 'transform';
-  inputs: string[];
-  expression: string;
-  description?: string;
-}
-export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
-export interface HttpNode {
-  type: 'http';
-  inputs?: string[];
-  method?: HttpMethod;
-  url: string;
-  headers?: Record<string, string>;
-  /** JSONata over the values of `inputs`; its result is sent as the JSON body. */
-  body?: string;
-  /**
-   * One of `inputs` whose value is an asset: its bytes (read from storage) are sent as the raw
-   * body, with its media type as Content-Type. Not with `body`.
-   */
-  body_asset?: string;
-  timeout_ms?: number;
-  description?: string;
-}
-export interface DelayNode {
-  type: 'delay';
-  inputs: [string];
-  ms: number;
-  description?: string;
-}
-export type PipelineNode = InputNode | OutputNode | TransformNode | HttpNode | DelayNode;
+export type AssetRestrictions = v.InferOutput<v.ObjectSchema<Schemas['ASSET_RESTRICTIONS'], undefined>>;
+export type InputNode = v.InferOutput<Schemas['InputNode']>;
+export type OutputNode = v.InferOutput<Schemas['OutputNode']>;
+export type TransformNode = v.InferOutput<Schemas['TransformNode']>;
+export type HttpNode = v.InferOutput<Schemas['HttpNode']>;
+export type HttpMethod = NonNullable<HttpNode['method']>;
+export type DelayNode = v.InferOutput<Schemas['DelayNode']>;
+export type PipelineNode = v.InferOutput<Schemas['Node']>;
 export type NodeType = PipelineNode['type'];
-
-export interface PipelineDefinition {
-  description?: string;
-  /**
-   * false: an execution interrupted by a crash of the local runtime is failed rather than run
-   * again from the start (for http nodes that are not safe to repeat). Absent means true.
-   */
-  retry_interrupted?: boolean;
-  nodes: Record<string, PipelineNode>;
-}
+/**
+ * `retry_interrupted` false: an execution interrupted by a crash of the local runtime is failed
+ * rather than run again from the start (for http nodes that are not safe to repeat). Absent
+ * means true.
+ */
+export type PipelineDefinition = v.InferOutput<Schemas['PipelineDefinitionSchema']>;
 
 /** One problem found in a definition or request: where, and why. */
 export interface Problem {

@@ -17,9 +17,11 @@ export const OWNER_SECRETS_KMS_ACTIONS: Readonly<Record<OwnerSecretsAction, stri
  * What a function does with objects in the one bucket: read (GetObject, which HeadObject and
  * presigned GETs are authorized as), write (PutObject, and presigned PUTs), delete (DeleteObject
  * and, to find what a prefix holds, ListBucket); owner-upload: PutObject under the pipelines'
- * upload prefix only (`p/<pipeline>/u/<upload>`), for the owners' presigned PUTs.
+ * upload prefix only (`p/<pipeline>/u/<upload>`), for the owners' presigned PUTs; caller-upload:
+ * PutObject under the deployments' upload prefix only (`d/<deployment>/u/<upload>`), for the
+ * callers' presigned PUTs (API and web form).
  */
-export type ObjectAction = 'read' | 'write' | 'delete' | 'owner-upload';
+export type ObjectAction = 'read' | 'write' | 'delete' | 'owner-upload' | 'caller-upload';
 export type { QueueName };
 
 export interface FunctionAccess {
@@ -94,8 +96,9 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   // Every caller route spends its key's rate limit (LIMIT#) and counts refusals (USAGE#); execute
   // also spends the quota and counts acceptances there (services/limits.service.ts).
   execute: access(CREATE_EXECUTION, { send: ['executions'], secret: true, objects: ['read', 'write'], updateKeys: ['UPLOAD#*', ...LIMITS] }),
-  // Reads the deployment, records the upload (conditional put); the PUT URL is presigned.
-  'upload-create': access(['GetItem', 'PutItem'], { objects: ['write'], updateKeys: LIMITS }),
+  // Reads the deployment, records the upload (conditional put); the PUT URL is presigned, under
+  // the deployment's upload prefix only (d/*/u/*).
+  'upload-create': access(['GetItem', 'PutItem'], { objects: ['caller-upload'], updateKeys: LIMITS }),
   // Every reader of an execution record may meet values kept in the bucket (the claim check,
   // functions/core/claim-check.ts): `objects: ['read']`, used only when a record holds a reference.
   'execution-status': access(READ, { objects: ['read'], updateKeys: LIMITS }),
@@ -124,7 +127,7 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   // As form-execution (the record while it runs; `done` mints the result's links), plus the rate counters.
   'form-events': access(READ, { secret: true, objects: ['read'], updateKeys: ['FORMRATE#*'] }),
   // As upload-create, plus the rate counters.
-  'form-upload': access(['GetItem', 'PutItem'], { secret: 'pepper', objects: ['write'], updateKeys: ['FORMRATE#*'] }),
+  'form-upload': access(['GetItem', 'PutItem'], { secret: 'pepper', objects: ['caller-upload'], updateKeys: ['FORMRATE#*'] }),
   // Owners.
   'pipeline-list': access([], { query: RUNS }),
   'pipeline-get': access(READ),

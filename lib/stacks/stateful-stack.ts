@@ -19,7 +19,7 @@ import { DEFAULT_RESULT_RETENTION_DAYS, objectExpiryDays } from '../config';
 import { QUEUES, type QueueDefinition, type QueueName } from '../queues';
 import type { ObjectAction } from './permissions';
 import { OWNER_SECRET_PURPOSE } from '../../functions/core/envelope';
-import { OBJECT_KEY_ROOTS, PIPELINE_UPLOAD_KEYS } from '../../functions/core/object-keys';
+import { CALLER_UPLOAD_KEYS, OBJECT_KEY_ROOTS, PIPELINE_UPLOAD_KEYS } from '../../functions/core/object-keys';
 import { MAIN_TABLE } from '../tables';
 import { PipegateFunction } from './pipegate-function';
 import type { Settings } from './settings';
@@ -226,19 +226,23 @@ export class StatefulStack extends Stack {
       read: policy('ObjectsRead', 'pipegate: read objects', [new iam.PolicyStatement({ actions: ['s3:GetObject'], resources: objects }), list]),
       write: policy('ObjectsWrite', 'pipegate: write objects', [new iam.PolicyStatement({ actions: ['s3:PutObject', 's3:AbortMultipartUpload'], resources: objects })]),
       delete: policy('ObjectsDelete', 'pipegate: delete objects', [new iam.PolicyStatement({ actions: ['s3:DeleteObject'], resources: objects }), list]),
-      'owner-upload': this.ownerUploadPolicy(bucket, bucketId),
+      'owner-upload': this.uploadPolicy(bucket, bucketId, 'ObjectsOwnerUpload', "owners'", PIPELINE_UPLOAD_KEYS),
+      'caller-upload': this.uploadPolicy(bucket, bucketId, 'ObjectsCallerUpload', "callers'", CALLER_UPLOAD_KEYS),
     };
   }
 
-  /** PutObject under `p/<pipeline>/u/` alone: an owner's upload URL can write nothing else (functions/core/object-keys.ts). */
-  private ownerUploadPolicy(bucket: s3.Bucket, bucketId: string): iam.ManagedPolicy {
-    const p = new iam.ManagedPolicy(this, 'ObjectsOwnerUpload', {
-      description: 'pipegate: write owners\' uploads',
-      statements: [new iam.PolicyStatement({ actions: ['s3:PutObject'], resources: [bucket.arnForObjects(PIPELINE_UPLOAD_KEYS)] })],
+  /**
+   * PutObject on one upload key pattern alone (`p/*\/u/*` owners', `d/*\/u/*` callers'): an
+   * upload URL signed by a role holding it can write nothing else (functions/core/object-keys.ts).
+   */
+  private uploadPolicy(bucket: s3.Bucket, bucketId: string, id: string, whose: string, keys: string): iam.ManagedPolicy {
+    const p = new iam.ManagedPolicy(this, id, {
+      description: `pipegate: write ${whose} uploads`,
+      statements: [new iam.PolicyStatement({ actions: ['s3:PutObject'], resources: [bucket.arnForObjects(keys)] })],
     });
     Validations.of(p).acknowledge({
-      id: `AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/${PIPELINE_UPLOAD_KEYS}]`,
-      reason: 'Upload keys hold the pipeline and upload ids chosen at run time (functions/core/object-keys.ts): the grant covers owners\' uploads only, for one action.',
+      id: `AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/${keys}]`,
+      reason: `Upload keys hold the owner and upload ids chosen at run time (functions/core/object-keys.ts): the grant covers ${whose} uploads only, for one action.`,
     });
     return p;
   }

@@ -343,11 +343,35 @@ describe('least privilege, from lib/stacks/permissions.ts', () => {
     // Assess
     expect(attached.filter((l) => l in policyIds).map((l) => policyIds[l]).sort()).toEqual([...access.objects].sort());
     // Reads are signed requests (functions/adapters/object-reads.ts): the S3 client is for writes
-    // alone, an owner upload's presigned PUT among them.
-    const writes = access.objects.includes('write') || access.objects.includes('delete') || access.objects.includes('owner-upload');
+    // alone, an upload's presigned PUT among them.
+    const writes = access.objects.includes('write') || access.objects.includes('delete') || access.objects.includes('owner-upload') || access.objects.includes('caller-upload');
     expect(bundleExternals(name).includes('@aws-sdk/client-s3')).toBe(!writes);
     expect(bundleExternals(name).includes('@aws-sdk/s3-request-presigner')).toBe(!writes);
     expect(bundleExternals(name)).toContain('@aws-sdk/client-secrets-manager');
+  });
+
+  /** The S3 statements of the customer-managed policies (beside the bucket) attached to a function's role. */
+  function objectStatementsOf(name: string): Statement[] {
+    const attached = asArray(svc[roleId(name)]?.Properties?.ManagedPolicyArns ?? []).map(label);
+    const inStateful = (x: unknown): string =>
+      isPlainObject(x) && Array.isArray(x['Fn::Join'])
+        ? asArray((x['Fn::Join'] as unknown[])[1]).map((p) => (refOf(p) === bucketId ? 'bucket' : String(p))).join('')
+        : refOf(x) === bucketId ? 'bucket' : JSON.stringify(x);
+    return attached
+      .filter((l) => l.startsWith('stateful:'))
+      .flatMap((l) => (data[l.slice('stateful:'.length)]?.Properties?.PolicyDocument as { Statement: { Action: unknown; Resource: unknown }[] }).Statement)
+      .map((st) => ({ actions: asArray(st.Action).map(String), resources: asArray(st.Resource).map(inStateful) }));
+  }
+
+  it.each([
+    ['upload-create', 'bucket/d/*/u/*'],
+    ['form-upload', 'bucket/d/*/u/*'],
+    ['pipeline-upload', 'bucket/p/*/u/*'],
+  ])("%s, which presigns uploads, may PutObject on %s alone: a URL it signs can write no other key", (name, keys) => {
+    // Act
+    const s3 = [...statementsOf(roleId(name)), ...objectStatementsOf(name)].filter((st) => st.actions.some((a) => a.startsWith('s3:')));
+    // Assess
+    expect(s3).toEqual([{ actions: ['s3:PutObject'], resources: [keys] }]);
   });
 
   it('lets only the sweeper and a deployment delete remove objects', () => {

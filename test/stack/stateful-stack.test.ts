@@ -177,4 +177,16 @@ describe('objects bucket', () => {
     });
     expect(statements.slice(1)).toEqual(lists ? [{ Effect: 'Allow', Action: 's3:ListBucket', Resource: arn }] : []);
   });
+
+  it.each([
+    ['owner-upload', '/p/*/u/*'],
+    ['caller-upload', '/d/*/u/*'],
+  ] as const)('grants %s as PutObject on %s alone (the upload keys)', (action, keys) => {
+    // Act
+    const policy = data[idOf(built.stateful.objectPolicies[action].node.defaultChild)];
+    const statements = (policy?.Properties?.PolicyDocument as { Statement: unknown[] }).Statement;
+    // Assess
+    expect(policy?.Type).toBe('AWS::IAM::ManagedPolicy');
+    expect(statements).toEqual([{ Effect: 'Allow', Action: 's3:PutObject', Resource: { 'Fn::Join': ['', [{ 'Fn::GetAtt': [bucketId, 'Arn'] }, keys]] } }]);
+  });
 });

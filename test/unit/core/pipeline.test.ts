@@ -239,7 +239,7 @@ describe('validateDefinition: input nodes', () => {
     ]);
     expect(problemsOf({ nodes: { v: { type: 'input', value_type: 'string' } } })).toEqual([{ path: 'nodes.v.value', reason: 'is required' }]);
     expect(problemsOf({ nodes: { v: { type: 'input', value_type: 'string', value: null } } })).toEqual([
-      { path: 'nodes.v.value', reason: 'must be a string, a number or a boolean' },
+      { path: 'nodes.v.value', reason: 'must be a string, a finite number or a boolean' },
     ]);
     expect(problemsOf({ nodes: { v: { type: 'input', value_type: 'string', value: 'x', description: 1 } } })).toEqual([
       { path: 'nodes.v.description', reason: 'must be a string' },

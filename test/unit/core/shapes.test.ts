@@ -1,9 +1,8 @@
 /**
- * The execute and publish requests are declared once, beside their parsers, and documented from
- * that declaration: these tests hold each parser's extra steps (which problem is reported, a
- * null callback's own error, entries of unknown ids) to the document's JSON Schema. The
- * definition keeps its own walk (it lists every problem at once); the tests below hold it to
- * the fields and limits its shape documents.
+ * The execute and publish requests and the pipeline definition are each declared once, beside
+ * their parsers, and documented from that declaration: these tests hold each parser's extra
+ * steps (which problem is reported, a null callback's own error, entries of unknown ids, the
+ * definition's walk over its nodes) to the document's JSON Schema.
  */
 import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
@@ -21,8 +20,10 @@ import {
   HTTP_METHODS,
   HTTP_TIMEOUT_MAX_MS,
   MAX_DESCRIPTION_LENGTH,
-  NODE_FIELDS,
+  Node,
+  PipelineDefinitionSchema,
   TOP_LEVEL_FIELDS,
+  validateDefinition,
 } from '../../../functions/core/pipeline';
 import { SHAPES } from '../../../functions/core/shapes';
 import { GATEWAY_RESPONSES } from '../../../lib/gateway-responses';
@@ -33,24 +34,85 @@ type Props = { properties: Record<string, Record<string, unknown>> };
 const props = (name: keyof typeof SCHEMAS) => (SCHEMAS[name] as Props).properties;
 const keys = (o: object) => Object.keys(o).sort();
 
-describe('the definition check and the PipelineDefinition shape', () => {
-  it('take the same top-level fields and the same fields per node type', () => {
+describe('the pipeline definition: one shape, checked and documented', () => {
+  it('is the schema the definition check uses', () => {
+    expect(SHAPES.PipelineDefinition).toBe(PipelineDefinitionSchema);
+    expect(SHAPES.Node).toBe(Node);
+    expect([SHAPES.InputNode, SHAPES.OutputNode, SHAPES.TransformNode, SHAPES.HttpNode, SHAPES.DelayNode]).toEqual(Node.options);
     expect(keys(SHAPES.PipelineDefinition.pipe[0].entries)).toEqual([...TOP_LEVEL_FIELDS].sort());
-    const documented = Object.fromEntries(SHAPES.Node.options.map((o) => {
-      const { entries } = ('pipe' in o ? o.pipe[0] : o) as { entries: v.ObjectEntries & { type: v.LiteralSchema<string, undefined> } };
-      return [entries.type.literal, keys(entries)];
-    }));
-    expect(documented).toEqual(Object.fromEntries(Object.entries(NODE_FIELDS).map(([t, f]) => [t, [...f].sort()])));
   });
 
-  it('state the same limits', () => {
+  it('states the limits and the defaults the engine applies', () => {
     const def = props('PipelineDefinition');
     expect(def.description?.maxLength).toBe(MAX_DESCRIPTION_LENGTH);
     expect(def.nodes?.maxProperties).toBe(DEFAULT_MAX_NODES);
     const http = props('HttpNode');
     expect(http.timeout_ms).toMatchObject({ maximum: HTTP_TIMEOUT_MAX_MS, default: DEFAULT_HTTP_TIMEOUT_MS });
-    expect(http.method?.enum).toEqual([...HTTP_METHODS]);
+    expect(http.method).toMatchObject({ enum: [...HTTP_METHODS], default: 'GET' });
     expect(props('DelayNode').ms?.maximum).toBe(DELAY_MAX_MS);
+  });
+
+  it('accepts nothing its document refuses: the walk adds problems, never takes more', () => {
+    const schema = documented('PipelineDefinition');
+    // Mostly right, wrong now and then: a field is its good value, or a near miss, or anything.
+    const mostly = <T,>(ok: fc.Arbitrary<T>, ...near: unknown[]) =>
+      fc.oneof({ arbitrary: ok as fc.Arbitrary<unknown>, weight: 40 }, { arbitrary: value, weight: 1 }, ...near.map((n) => ({ arbitrary: fc.constant(n), weight: 1 })));
+    const some = (ok: fc.Arbitrary<unknown>) => fc.oneof({ arbitrary: fc.constant(undefined), weight: 2 }, { arbitrary: ok, weight: 2 });
+    const rarely = (x: fc.Arbitrary<unknown>) => fc.oneof({ arbitrary: fc.constant(undefined), weight: 40 }, { arbitrary: x, weight: 1 });
+    const ref = (target: string) => mostly(fc.constant(target), 'ghost', 'out', 'b');
+    const middle = fc.oneof(
+      fc.record({ type: fc.constant('transform'), inputs: mostly(fc.tuple(ref('a'))), expression: mostly(fc.constantFrom('a', '$string(a)'), '', ' ', '('), description: some(fc.string({ maxLength: 3 })) }),
+      fc.record({
+        type: fc.constant('http'),
+        inputs: some(fc.tuple(ref('a'))),
+        method: some(mostly(fc.constant('POST'), 'get')),
+        url: mostly(fc.constant('https://x.example/'), '/rel'),
+        headers: some(fc.dictionary(mostly(fc.constant('Accept'), 'bad name', 'constructor', '__proto__') as fc.Arbitrary<string>, mostly(fc.constant('v'), 'a\nb'), { maxKeys: 2 })),
+        body: some(mostly(fc.constant('a'), '')),
+        timeout_ms: some(mostly(fc.integer({ min: 1, max: 30_000 }), 0, 30_001, 1.5)),
+      }),
+      fc.record({ type: fc.constant('delay'), inputs: mostly(fc.tuple(ref('a')), [], ['a', 'a']), ms: mostly(fc.integer({ min: 0, max: 60_000 }), -1, 60_001) }),
+    );
+    const input = mostly(
+      fc.oneof(
+        fc.record({ type: fc.constant('input'), value_type: fc.constant('string'), value: mostly(fc.string({ maxLength: 3 }), 1) }),
+        fc.record({ type: fc.constant('input'), value_type: fc.constant('integer'), value: mostly(fc.integer(), 1.5) }),
+        fc.record({
+          type: fc.constant('input'),
+          value_type: fc.constant('asset'),
+          value: fc.constant('data:image/png;base64,iVBORw0KGgo='),
+          media_types: some(mostly(fc.constant(['image/png']), [], ['image/png', 'image/png'], ['Image/PNG'])),
+          max_bytes: some(mostly(fc.integer({ min: 1, max: 10 }), 0)),
+        }),
+      ).chain((n) => fc.record({ x: rarely(value), description: some(mostly(fc.string({ maxLength: 3 }))) }).map((more) => ({ ...n, ...more }))),
+    );
+    const nodes = fc.record({
+      a: input,
+      b: mostly(middle),
+      out: fc.record({ type: fc.constant('output'), from: ref('b'), description: some(fc.string({ maxLength: 3 })) }),
+    });
+    const extraId = fc.constantFrom('c', 'constructor', '__proto__', 'execution_id', '9bad', 'x'.repeat(65));
+    const definition = mostly(
+      fc
+        .record({ nodes: mostly(nodes), extra: some(fc.tuple(extraId, middle)), description: some(mostly(fc.string({ maxLength: 5 }), 'x'.repeat(2001))), retry_interrupted: some(mostly(fc.boolean())), x: rarely(value) })
+        .map(({ extra, nodes: n, ...rest }) => ({ ...rest, nodes: Array.isArray(extra) && typeof n === 'object' && n !== null && !Array.isArray(n) ? { ...n, [extra[0] as string]: extra[1] } : n })),
+    );
+    let accepted = 0;
+    fc.assert(
+      fc.property(definition, (d) => {
+        const received = JSON.parse(JSON.stringify(d) ?? 'null') as unknown;
+        const result = validateDefinition(received);
+        if (result.ok) {
+          accepted += 1;
+          expect(schema(received)).toBe(true);
+          // What is stored is what was sent: no default written in, nothing dropped.
+          expect(result.definition).toEqual(received);
+        }
+      }),
+      { numRuns: 500 },
+    );
+    // The property says something only if some definitions pass.
+    expect(accepted).toBeGreaterThan(0);
   });
 });
 
