@@ -4,7 +4,8 @@
  * openapi-service.ts) and every per-deployment document (openapi.ts) are made of, so the two
  * cannot disagree. Error bodies take their messages from the catalog.
  */
-import { toJsonSchema, toJsonSchemaDefs } from '@valibot/to-json-schema';
+import { toJsonSchema, toJsonSchemaDefs, type ConversionConfig } from '@valibot/to-json-schema';
+import type * as v from 'valibot';
 import { HEADER_VALUES, PARAMETER_VALUES } from './http-shapes';
 import { CALLER_SHAPES, SHAPES, type ShapeName } from './shapes';
 import type { Answer, HeaderName, ParameterName, Route, RouteAuth, SchemaName } from '../../lib/routes';
@@ -18,29 +19,6 @@ export const parameterRef = (name: string) => ({ $ref: `#/components/parameters/
 export const jsonContent = (schema: JsonSchema) => ({ 'application/json': { schema } });
 
 export const nullable = (s: JsonSchema) => ({ anyOf: [s, { type: 'null' }] });
-
-/** A parameter's or header's value (http-shapes.ts) as JSON Schema. */
-function valueSchema(name: keyof typeof PARAMETER_VALUES | keyof typeof HEADER_VALUES): JsonSchema {
-  const schema = name in PARAMETER_VALUES ? PARAMETER_VALUES[name as keyof typeof PARAMETER_VALUES] : HEADER_VALUES[name as keyof typeof HEADER_VALUES];
-  const { $schema: _, ...rest } = toJsonSchema(schema, { target: 'draft-2020-12', typeMode: 'output' });
-  return rest as JsonSchema;
-}
-
-/** An events route's 200: the stream, each event's `data` by its name, `done` holding `doneSchema`. */
-export const eventStreamOk = (doneSchema: string) => ({
-  description: 'The event stream.',
-  content: {
-    'text/event-stream': {
-      schema: {
-        type: 'string',
-        description: "Server-sent events: `id:`, `event:` (status, node, output, done) and `data:` (one line of JSON, described by `$defs` under the event's name).",
-        $defs: { status: schemaRef('StatusEvent'), node: schemaRef('NodeEvent'), output: schemaRef('OutputEvent'), done: schemaRef(doneSchema) },
-      },
-    },
-  },
-});
-/** The `Last-Event-ID` header parameter of an events route. */
-export const LAST_EVENT_ID_PARAMETER = { name: 'Last-Event-ID', in: 'header', required: false, schema: valueSchema('LastEventId'), description: 'The id of the last event received: the stream resumes after it.' };
 
 const PLAIN_TYPE_KEYS = new Set(['type', 'minimum', 'maximum', 'additionalProperties', 'items', 'format']);
 
@@ -73,26 +51,55 @@ function tidy(x: unknown): unknown {
   return o;
 }
 
+/** How every schema becomes JSON Schema: the one set of converter settings. */
+const CONVERSION = {
+  target: 'draft-2020-12',
+  typeMode: 'output',
+  overrideRef: (c) => `#/components/schemas/${c.referenceId}`,
+  // A loose object takes any further key; said outright, since a validator that closes
+  // undeclared objects (the conformance tests' does) would otherwise refuse them.
+  overrideSchema: (c) => (c.valibotSchema.type === 'loose_object' ? { ...c.jsonSchema, additionalProperties: true } : undefined),
+  // Checks with no JSON Schema keyword: `finite` holds for every JSON number, and each
+  // `check` is said in its field's description.
+  overrideAction: (c) => (c.valibotAction.type === 'finite' || c.valibotAction.type === 'check' ? c.jsonSchema : undefined),
+} as const satisfies ConversionConfig;
+
+/**
+ * One schema as JSON Schema, in the documents' forms. A schema listed in `components` (by its
+ * component name) becomes a `$ref` to that component.
+ */
+export function jsonSchemaOf(schema: v.GenericSchema, components?: Record<string, v.GenericSchema>): JsonSchema {
+  const { $schema: _, $defs: __, ...rest } = toJsonSchema(schema, { ...CONVERSION, ...(components ? { definitions: components } : {}) });
+  return tidy(rest) as JsonSchema;
+}
+
+/** A parameter's or header's value (http-shapes.ts) as JSON Schema. */
+function valueSchema(name: keyof typeof PARAMETER_VALUES | keyof typeof HEADER_VALUES): JsonSchema {
+  return jsonSchemaOf(name in PARAMETER_VALUES ? PARAMETER_VALUES[name as keyof typeof PARAMETER_VALUES] : HEADER_VALUES[name as keyof typeof HEADER_VALUES]);
+}
+
+/** An events route's 200: the stream, each event's `data` by its name, `done` holding `doneSchema`. */
+export const eventStreamOk = (doneSchema: string) => ({
+  description: 'The event stream.',
+  content: {
+    'text/event-stream': {
+      schema: {
+        type: 'string',
+        description: "Server-sent events: `id:`, `event:` (status, node, output, done) and `data:` (one line of JSON, described by `$defs` under the event's name).",
+        $defs: { status: schemaRef('StatusEvent'), node: schemaRef('NodeEvent'), output: schemaRef('OutputEvent'), done: schemaRef(doneSchema) },
+      },
+    },
+  },
+});
+/** The `Last-Event-ID` header parameter of an events route. */
+export const LAST_EVENT_ID_PARAMETER = { name: 'Last-Event-ID', in: 'header', required: false, schema: valueSchema('LastEventId'), description: 'The id of the last event received: the stream resumes after it.' };
+
 /**
  * The named shapes (shapes.ts) as JSON Schema components; a shape used inside another is a
  * `$ref` to it. Converted once per process: the shapes are constants.
  */
 export const SCHEMAS: Record<ShapeName, JsonSchema> = Object.fromEntries(
-  Object.entries(
-    toJsonSchemaDefs(SHAPES, {
-      target: 'draft-2020-12',
-      typeMode: 'output',
-      overrideRef: (c) => `#/components/schemas/${c.referenceId}`,
-      // A loose object takes any further key; said outright, since a validator that closes
-      // undeclared objects (the conformance tests' does) would otherwise refuse them.
-      overrideSchema: (c) => (c.valibotSchema.type === 'loose_object' ? { ...c.jsonSchema, additionalProperties: true } : undefined),
-      // Checks with no JSON Schema keyword: `finite` holds for every JSON number, and each
-      // `check` is said in its field's description.
-      overrideAction: (c) => (c.valibotAction.type === 'finite' || c.valibotAction.type === 'check' ? c.jsonSchema : undefined),
-    }),
-  ).map(
-    ([name, schema]) => [name, tidy(schema) as JsonSchema],
-  ),
+  Object.entries(toJsonSchemaDefs(SHAPES, CONVERSION)).map(([name, schema]) => [name, tidy(schema) as JsonSchema]),
 ) as Record<ShapeName, JsonSchema>;
 
 /**

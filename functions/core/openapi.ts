@@ -3,6 +3,7 @@
  * published values as defaults. Generated from the contract, so it is never out of date, and
  * made of the same parts as the whole-service document (openapi-shared.ts), so the two agree.
  */
+import * as v from 'valibot';
 import { CALLER_ROUTES } from '../../lib/routes';
 import { callerContract } from './contract';
 import {
@@ -12,25 +13,14 @@ import {
   CALLER_SECURITY_SCHEMES,
   routePaths,
   finishedSchema,
+  jsonSchemaOf,
   reachableComponents,
-  schemaRef,
   type JsonSchema,
 } from './openapi-shared';
-import type { Deployment, InputValueType } from './types';
-import { acceptsText, INLINE_ASSET_BODY_MAX_BYTES, UPLOAD_VALUE_PREFIX, UPLOADS_ROUTE } from './assets';
-import { requestValueType } from './values';
-
-const JSON_TYPES: Record<InputValueType, JsonSchema> = {
-  string: { type: 'string' },
-  integer: { type: 'integer' },
-  float: { type: 'number' },
-  boolean: { type: 'boolean' },
-  reference: { type: 'string', format: 'uri', pattern: '^[Hh][Tt][Tt][Pp][Ss]?://' },
-  asset: {
-    type: 'string',
-    description: `The file: base64, a base64 data URI (data:<media type>;base64,...), or the \`asset.value\` an upload answered (${UPLOAD_VALUE_PREFIX}<upload id>). Inline files make the request body at most ${INLINE_ASSET_BODY_MAX_BYTES} bytes; send larger ones with ${UPLOADS_ROUTE}. The media type is sniffed from the bytes.`,
-  },
-};
+import { SHAPES } from './shapes';
+import type { Deployment } from './types';
+import { acceptsText } from './assets';
+import { requestValueType, VALUE_SCHEMAS } from './values';
 
 export type DeploymentDocumentSource = Pick<Deployment, 'deployment_id' | 'pipeline_id' | 'version' | 'inputs' | 'outputs' | 'published_at'> & {
   /** Only whether it is on: the link is the owner's to share, never a caller's to read. */
@@ -44,54 +34,52 @@ export type DeploymentDocumentSource = Pick<Deployment, 'deployment_id' | 'pipel
 export const FORM_NOTE =
   'This deployment also has a web form, a page its owner shares by link. Executions started from it are executions of this deployment: readable with this key, and their results list each visible file output in `output_artifacts` (which stays `[]` for executions started with a key).';
 
-/** This deployment's request body: its visible inputs, each typed, with the published value as default. */
-function executionRequest(c: ReturnType<typeof callerContract>): JsonSchema {
-  const general = CALLER_SCHEMAS.ExecutionRequest as { properties: Record<string, JsonSchema> };
-  return {
-    ...general,
-    // Every field as the general request documents it (a field added there appears here too);
-    // workflow_input names this deployment's inputs.
-    properties: {
-      ...general.properties,
-      workflow_input: {
-        type: 'object',
-        additionalProperties: false,
-        description: 'Keyed by input id; an input not given takes its published value.',
-        properties: Object.fromEntries(
-          c.inputs.map((i) => [
-            i.id,
-            {
-              type: 'object',
-              additionalProperties: false,
-              required: ['value', 'value_type'],
-              description: `Input \`${i.id}\` (${i.value_type}${i.value_type === 'asset' ? `: accepts ${acceptsText(i)}` : ''}).`,
-              properties: { value: { ...JSON_TYPES[i.value_type], default: i.value }, value_type: { const: requestValueType(i.value_type) } },
-            },
-          ]),
-        ),
-      },
-    },
-  };
+/**
+ * This deployment's `workflow_input`: each visible input by id, its value of the input's type
+ * (values.ts, the schema the execute parser checks with) with the published value as default.
+ */
+function workflowInput(c: ReturnType<typeof callerContract>) {
+  return v.pipe(
+    v.strictObject(
+      Object.fromEntries(
+        c.inputs.map((i) => [
+          i.id,
+          v.optional(
+            v.pipe(
+              v.strictObject({
+                // A metadata default: `value` stays required, as the parser has it.
+                value: v.pipe(VALUE_SCHEMAS[i.value_type], v.metadata({ default: i.value })),
+                value_type: v.literal(requestValueType(i.value_type)),
+              }),
+              v.description(`Input \`${i.id}\` (${i.value_type}${i.value_type === 'asset' ? `: accepts ${acceptsText(i)}` : ''}).`),
+            ),
+          ),
+        ]),
+      ),
+    ),
+    v.description('Keyed by input id; an input not given takes its published value.'),
+  );
 }
 
-/** Each output's schema by the kind its contract recorded; older contracts did not: either. */
-const OUTPUT_SCHEMAS = { RAW: 'RawOutputValue', ASSET: 'AssetOutputValue', either: 'OutputValue' } as const;
+/** This deployment's request body: every field as the general request documents it, and its own `workflow_input`. */
+function executionRequest(c: ReturnType<typeof callerContract>): JsonSchema {
+  const general = CALLER_SCHEMAS.ExecutionRequest as { properties: Record<string, JsonSchema> };
+  // A field added to the general request appears here too; only workflow_input is this deployment's.
+  return { ...general, properties: { ...general.properties, workflow_input: jsonSchemaOf(workflowInput(c)) } };
+}
 
-/** This deployment's result: its visible outputs by id, each RAW or ASSET as published. */
+/** Each output's shape by the kind its contract recorded; older contracts did not: either. */
+const OUTPUT_SHAPES = { RAW: 'RawOutputValue', ASSET: 'AssetOutputValue', either: 'OutputValue' } as const;
+const OUTPUT_COMPONENTS = Object.fromEntries(Object.values(OUTPUT_SHAPES).map((name) => [name, SHAPES[name]]));
+
+/** This deployment's result: its visible outputs by id, each RAW or ASSET as published (a `$ref` to its shape). */
 function executionResult(c: ReturnType<typeof callerContract>): JsonSchema {
   const general = CALLER_SCHEMAS.ExecutionResult as { properties: Record<string, JsonSchema> };
-  return {
-    ...general,
-    properties: {
-      ...general.properties,
-      response_data: {
-        type: 'object',
-        additionalProperties: false,
-        properties: Object.fromEntries(c.outputs.map((o) => [o.id, schemaRef(OUTPUT_SCHEMAS[o.value_type ?? 'either'])])),
-        description: 'Visible outputs by id once completed; `{}` otherwise.',
-      },
-    },
-  };
+  const responseData = v.pipe(
+    v.strictObject(Object.fromEntries(c.outputs.map((o) => [o.id, v.optional(SHAPES[OUTPUT_SHAPES[o.value_type ?? 'either']])]))),
+    v.description('Visible outputs by id once completed; `{}` otherwise.'),
+  );
+  return { ...general, properties: { ...general.properties, response_data: jsonSchemaOf(responseData, OUTPUT_COMPONENTS) } };
 }
 
 export function deploymentOpenApi(d: DeploymentDocumentSource, baseUrl: string) {

@@ -516,8 +516,9 @@ describe('runPipeline: runaway expressions', () => {
   });
 
   it('fails a node whose recursion grows without end (depth limit)', async () => {
-    // Act: a time limit far away, so that only the depth limit can stop it on a loaded machine
-    const result = await runPipeline(runaway('($f := function($x){1 + $f($x)}; $f(a))'), {}, opts({ expressionTimeLimitMs: 60_000 }));
+    // Act: the expression's and the run's time limits far away, so that only the depth limit
+    // can stop it, however loaded the machine (5,000 levels took over 5 s under a load of 20)
+    const result = await runPipeline(runaway('($f := function($x){1 + $f($x)}; $f(a))'), {}, opts({ expressionTimeLimitMs: 60_000, timeoutMs: 120_000 }));
 
     // Assess
     expect(result.status).toBe('failed');

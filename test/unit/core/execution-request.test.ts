@@ -259,6 +259,9 @@ describe('parseExecutionRequest: refusals', () => {
     ['a relative reference', { source: { value: '/data.json', value_type: 'REFERENCE' } }, "input 'source' must be an absolute http or https URL"],
     ['a reference that is a number', { source: { value: 5, value_type: 'REFERENCE' } }, "input 'source' must be an absolute http or https URL"],
     ['a file: reference', { source: { value: 'file:///etc/passwd', value_type: 'REFERENCE' } }, "input 'source' must be an absolute http or https URL"],
+    // URL parsing would take these (it trims and adds the slashes); the document's pattern does not.
+    ['a reference after a space', { source: { value: ' https://example.com/', value_type: 'REFERENCE' } }, "input 'source' must be an absolute http or https URL"],
+    ['a reference without its slashes', { source: { value: 'https:example.com', value_type: 'REFERENCE' } }, "input 'source' must be an absolute http or https URL"],
     ['a reference to a private address', { source: { value: 'http://10.0.0.7/x?token=t', value_type: 'REFERENCE' } }, "input 'source' is not an allowed URL: address 10.0.0.7 is not allowed"],
     ['a reference to the metadata address', { source: { value: 'http://169.254.169.254/latest/', value_type: 'REFERENCE' } }, 'address 169.254.169.254 is not allowed'],
     ['an ASSET value for a string input', { name: { value: 'a', value_type: 'ASSET' } }, "input 'name' takes value_type RAW (its type is string), got ASSET"],

@@ -110,7 +110,8 @@ describe("a deployment's document and the whole-service document agree", () => {
     expect(request.additionalProperties).toBe(false);
     expect(Object.fromEntries(Object.entries(request.properties as Record<string, JsonObject>).map(([id, s]) => [id, resolvePointer(s, '#/properties/value')]))).toEqual({
       name: { type: 'string', default: "O'Brien" },
-      times: { type: 'integer', default: 2 },
+      // Safe integers, as the execute parser checks them (values.ts).
+      times: { type: 'integer', minimum: -9007199254740991, maximum: 9007199254740991, default: 2 },
       ratio: { type: 'number', default: 0.5 },
       loud: { type: 'boolean', default: false },
       photo: { type: 'string', default: 'data:image/png;base64,iVBORw0KGgo=', description: expect.stringContaining('/uploads/') },
