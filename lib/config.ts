@@ -51,6 +51,9 @@ export const PublicUrlSchema = v.pipe(
 /** How long a finished execution's result stays readable; the bucket's lifecycle rule follows it. */
 export const DEFAULT_RESULT_RETENTION_DAYS = 7;
 
+/** Every route's body limit as the service ships it (PIPEGATE_MAX_BODY_BYTES unset): 256 KiB. */
+export const DEFAULT_MAX_BODY_BYTES = 262_144;
+
 /**
  * Days after writing that the bucket's lifecycle rule expires an object: one more than results
  * are kept. S3 counts whole days and expires at the next midnight UTC, so with 7 days an object
@@ -71,7 +74,7 @@ const ConfigSchema = v.object({
   PIPEGATE_DYNAMODB_TRANSPORT: v.optional(v.picklist(['in-process', 'http'], 'must be in-process or http'), 'in-process'),
   PIPEGATE_EXECUTION_TIMEOUT_MS: int(300_000, 1_000, 3_600_000),
   PIPEGATE_RESULT_RETENTION_DAYS: int(DEFAULT_RESULT_RETENTION_DAYS, 1, 365),
-  PIPEGATE_MAX_BODY_BYTES: int(262_144, 1_024, 10_000_000),
+  PIPEGATE_MAX_BODY_BYTES: int(DEFAULT_MAX_BODY_BYTES, 1_024, 10_000_000),
   PIPEGATE_MAX_NODES: int(64, 1, 1_000),
   PIPEGATE_MAX_INPUTS: int(32, 1, 1_000),
   PIPEGATE_CALLBACK_SCHEDULE: seconds,

@@ -4,7 +4,8 @@
  * (test/stack/service-stack.test.ts checks the synthesized template against this table).
  * Plain data: imports nothing from aws-cdk-lib.
  */
-import { bodyLimitDetail, ERRORS, unauthorizedBody } from '../functions/core/errors';
+import { bodyLimitDetail } from '../functions/core/body-size';
+import { ERRORS, unauthorizedBody } from '../functions/core/errors';
 
 /** API Gateway REST refuses larger bodies itself (10 MB). */
 export const API_GATEWAY_MAX_BODY_BYTES = 10 * 1_048_576;

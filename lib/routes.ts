@@ -49,7 +49,7 @@ export interface Route {
   /**
    * Takes inline ASSET values: bodies up to the inline limit (functions/core/assets.ts
    * INLINE_ASSET_BODY_MAX_BYTES) reach the handler, which counts all but those values against
-   * the usual limit.
+   * the usual limit (the rule: functions/core/body-size.ts).
    */
   inlineAssets?: true;
   /**

@@ -4,7 +4,8 @@
  */
 import middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
-import { AppError, assertBodyWithin, toErrorResponse } from '../core/errors';
+import { assertBodySize } from '../core/body-size';
+import { AppError, toErrorResponse } from '../core/errors';
 import type { Limits } from '../core/consumers';
 import { spendRate, withLimitHeaders } from '../services/limits.service';
 import { waitSeconds } from '../core/prefer';
@@ -125,10 +126,11 @@ function errorAnswer(error: unknown, requestId: string, deps: DepsSource, route:
 
 function requestInfo(event: APIGatewayProxyEvent, d: Deps, requestId: string, opts: { inlineAssets?: boolean }): RequestInfo {
   // API Gateway passes bodies up to 10 MB: the contract's limit is every route's to enforce
-  // (the local gateway checks it too, which once hid that owner routes did not).
-  // A route taking inline assets (lib/routes.ts inlineAssets) checks its own body in full.
+  // (the local gateway checks it too, which once hid that owner routes did not). A route
+  // taking inline assets (lib/routes.ts inlineAssets) is held to its ceiling here; what its
+  // ASSET values may take is known only once its parser has read them.
   const text = bodyText(event);
-  if (!opts.inlineAssets) assertBodyWithin(text, d.config.maxBodyBytes);
+  assertBodySize(text === null ? 0 : Buffer.byteLength(text, 'utf8'), { maxBodyBytes: d.config.maxBodyBytes, inlineAssets: opts.inlineAssets });
   return {
     event,
     deps: d,

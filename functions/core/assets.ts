@@ -4,7 +4,6 @@
  * value is decided by sniffing its bytes (functions/core/sniff.ts), never by what a caller says.
  */
 import { createHash } from 'node:crypto';
-import { bodyLimitDetail } from './errors';
 import { isUuid } from './ids';
 
 /**
@@ -45,11 +44,6 @@ export const uploadValue = (uploadId: string): string => `${UPLOAD_VALUE_PREFIX}
 /** An upload's asset value, well formed (whether the upload exists is checked on use). */
 export const isUploadValue = (x: unknown): x is string =>
   typeof x === 'string' && x.startsWith(UPLOAD_VALUE_PREFIX) && isUuid(x.slice(UPLOAD_VALUE_PREFIX.length));
-
-/** The 413 detail for an execution request too large even for inline assets. */
-export function inlineLimitDetail(): string {
-  return `${bodyLimitDetail(INLINE_ASSET_BODY_MAX_BYTES)} when it carries inline ASSET values; send larger files with ${UPLOADS_ROUTE} and put the asset it answers in workflow_input`;
-}
 
 // A media type essence as RFC 6838 spells it (type/subtype, restricted names), lowercase.
 const MEDIA_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}$/;

@@ -93,20 +93,6 @@ export type KeyRefusal = keyof typeof KEY_REFUSALS;
 export const keyRefused = (reason: KeyRefusal): AppError =>
   new AppError('Unauthorized', KEY_REFUSALS[reason], { reason }, { headers: { 'www-authenticate': 'Api-Key' } });
 
-/**
- * The body limit of every route (contract §4), checked once where every route's body is read
- * (adapters/api.ts): in UTF-8 bytes, before anything else looks at the body.
- */
-export function assertBodyWithin(text: string | null, maxBytes: number): void {
-  if (text !== null && Buffer.byteLength(text, 'utf8') > maxBytes) throw new AppError('PayloadTooLarge', bodyLimitDetail(maxBytes));
-}
-
-/** The 413 detail: the limit, in bytes and in a unit a person reads. */
-export function bodyLimitDetail(maxBytes: number): string {
-  const unit = maxBytes % 1_048_576 === 0 ? `${maxBytes / 1_048_576} MiB` : maxBytes % 1024 === 0 ? `${maxBytes / 1024} KiB` : null;
-  return `the request body must be at most ${maxBytes} bytes${unit ? ` (${unit})` : ''}`;
-}
-
 export type ErrorBody = { error: string; detail?: unknown } & Record<string, unknown>;
 
 /** A failure the user should see, carrying its catalog entry and any named fields. */

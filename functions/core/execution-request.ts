@@ -7,8 +7,9 @@ import { createHash } from 'node:crypto';
 import * as v from 'valibot';
 import { sortedJson } from './canonical';
 import { checkUrl } from './address-guard';
-import { acceptsText, INLINE_ASSET_BODY_MAX_BYTES, inlineLimitDetail, parseAssetValue, type AssetValueForm } from './assets';
-import { AppError, bodyLimitDetail } from './errors';
+import { acceptsText, parseAssetValue, type AssetValueForm } from './assets';
+import { assertBodySize, type BodyLimits } from './body-size';
+import { AppError } from './errors';
 import type { Contract, RawValue } from './types';
 import { ownRecord, plainObject, RawValue as RawValueSchema, strictFields } from './schema-parts';
 import { isPlainObject, referenceProblem, requestValueType, valueTypeProblem } from './values';
@@ -114,28 +115,27 @@ export function parseExecutionRequest(
   contract: Contract,
   opts: ExecutionRequestLimits,
 ): ExecutionRequest {
-  // The execute route takes inline assets, so its body size is checked here, not at the edge.
+  // The execute route takes inline assets: only its ceiling is known before the body is read
+  // as JSON, the rest once its ASSET values are counted (none in a body that is not JSON).
   const text = req.body ?? '';
   const size = Buffer.byteLength(text, 'utf8');
-  // Past the usual limit only inline ASSET values may take the room (up to the inline limit);
-  // everything else in the body still counts against the usual one.
-  const oversize = size > opts.maxBodyBytes;
-  if (size > Math.max(opts.maxBodyBytes, INLINE_ASSET_BODY_MAX_BYTES)) throw new AppError('PayloadTooLarge', inlineLimitDetail());
+  const limits: BodyLimits = { maxBodyBytes: opts.maxBodyBytes, inlineAssets: true };
+  assertBodySize(size, limits);
 
   let raw: unknown = {};
   if (!JSON_WHITESPACE.test(text)) {
     if (!isJsonContentType(req.contentType)) {
-      if (oversize) throw new AppError('PayloadTooLarge', bodyLimitDetail(opts.maxBodyBytes));
+      assertBodySize(size, limits, 0);
       throw new AppError('UnsupportedMediaType', 'the body must be JSON (Content-Type: application/json)');
     }
     try {
       raw = JSON.parse(text);
     } catch {
-      if (oversize) throw new AppError('PayloadTooLarge', bodyLimitDetail(opts.maxBodyBytes));
+      assertBodySize(size, limits, 0);
       throw new AppError('InvalidInputStructure', 'body is not valid JSON');
     }
   }
-  if (oversize && size - inlineAssetChars(raw) > opts.maxBodyBytes) throw new AppError('PayloadTooLarge', bodyLimitDetail(opts.maxBodyBytes));
+  assertBodySize(size, limits, inlineAssetChars(raw));
 
   const body = v.safeParse(ExecutionRequest, raw);
   // A null callback is structurally a missing string, but it answers 400 Missing Callback URL,

@@ -62,17 +62,19 @@ export async function writeStream(objects: ObjectStorePort, key: string, body: A
   let pending: Uint8Array[] = [];
   let pendingBytes = 0;
   let total = 0;
-  let mediaType: string | undefined;
-  let upload: PartedWrite | undefined;
+  let upload: { write: PartedWrite; mediaType: string } | undefined;
 
-  const typeOf = async (head: Uint8Array): Promise<string> => (mediaType ??= await opts.mediaType(head.subarray(0, SNIFF_BYTES)));
+  // Sniffed once, from the object's first bytes: its first part, or the whole of a small one.
+  const sniff = (head: Uint8Array): Promise<string> => opts.mediaType(head.subarray(0, SNIFF_BYTES));
   const flush = async (): Promise<void> => {
     const part = concat(pending, pendingBytes);
     pending = [];
     pendingBytes = 0;
-    const type = await typeOf(part);
-    upload ??= await (objects.begin as NonNullable<ObjectStorePort['begin']>).call(objects, key, type);
-    await upload.part(part);
+    if (upload === undefined) {
+      const mediaType = await sniff(part);
+      upload = { mediaType, write: await (objects.begin as NonNullable<ObjectStorePort['begin']>).call(objects, key, mediaType) };
+    }
+    await upload.write.part(part);
   };
 
   const iterator = body[Symbol.asyncIterator]();
@@ -92,18 +94,20 @@ export async function writeStream(objects: ObjectStorePort, key: string, body: A
       pendingBytes += chunk.length;
       if (parted && pendingBytes >= partBytes) await flush();
     }
+    let mediaType: string;
     if (upload === undefined) {
       const whole = concat(pending, pendingBytes);
-      const type = await typeOf(whole);
-      await objects.put(key, whole, type);
+      mediaType = await sniff(whole);
+      await objects.put(key, whole, mediaType);
     } else {
       if (pendingBytes > 0) await flush();
-      await upload.complete();
+      await upload.write.complete();
+      mediaType = upload.mediaType;
     }
-    return { bytes: total, sha256: hash.digest('hex'), media_type: mediaType ?? (await opts.mediaType(new Uint8Array(0))) };
+    return { bytes: total, sha256: hash.digest('hex'), media_type: mediaType };
   } catch (e) {
     if (!drained) await iterator.return?.().catch(() => undefined);
-    if (upload !== undefined) await upload.abort().catch(() => undefined);
+    if (upload !== undefined) await upload.write.abort().catch(() => undefined);
     throw e;
   }
 }

@@ -4,6 +4,7 @@
  * pipeline's) and sent as the upload's value.
  */
 import { DEFINITION_ASSET_MAX_BYTES, INLINE_ASSET_BODY_MAX_BYTES } from '../../functions/core/assets';
+import { DEFAULT_MAX_BODY_BYTES } from '../config';
 import { isFileReference, localFile, readDataUri, sniffFile, splitBySize, fileStream, TransferProgress, type LocalFile, type SniffedFile } from './asset-files';
 import type { Upload } from './client';
 import type { Ctx } from './context';
@@ -25,7 +26,7 @@ export function splitFileInputs(pairs: readonly string[], types: ReadonlyMap<str
  * The owner routes' body limit as the service ships it (PIPEGATE_MAX_BODY_BYTES' default): a
  * run's inline files together stay within it, or the largest go through uploads.
  */
-export const RUN_BODY_MAX_BYTES = 256 * 1024;
+export const RUN_BODY_MAX_BYTES = DEFAULT_MAX_BODY_BYTES;
 
 /**
  * Each file's asset value for a run: inline as a data URI when it holds at most

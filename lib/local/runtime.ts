@@ -10,7 +10,6 @@ import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { objectExpiryDays, readConfig, type Config } from '../config';
 import { QUEUES, type QueueName } from '../queues';
 import { ROUTES, STREAMED_ROUTE_TIMEOUT_SECONDS } from '../routes';
-import { INLINE_ASSET_BODY_MAX_BYTES } from '../../functions/core/assets';
 import asl from '../state-machine.asl.json';
 import { createDeps, type Deps } from '../../functions/adapters/deps';
 import { InProcessCompletions } from '../../functions/adapters/completions';
@@ -204,7 +203,6 @@ async function wireLocal(
     routes: ROUTES.map((r) => ({
       ...r,
       ...(r.waits ? { integrationTimeoutMs: Math.max(29_000, (config.maxWaitSeconds + 4) * 1000) } : {}),
-      ...(r.inlineAssets ? { maxBodyBytes: INLINE_ASSET_BODY_MAX_BYTES } : {}),
       ...(r.streams ? { integrationTimeoutMs: STREAMED_ROUTE_TIMEOUT_SECONDS * 1000 } : {}),
     })),
     handlers: Object.fromEntries(Object.entries(HTTP_HANDLERS).map(([name, create]) => [name, create(source)])),

@@ -17,9 +17,9 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import * as wafv2 from 'aws-cdk-lib/aws-wafv2';
 import type { Construct } from 'constructs';
-import { inlineLimitDetail } from '../../functions/core/assets';
+import { beyondEveryLimitDetail } from '../../functions/core/body-size';
 import { OWNER_SECRET_PURPOSE } from '../../functions/core/envelope';
-import { bodyLimitDetail, ERRORS } from '../../functions/core/errors';
+import { ERRORS } from '../../functions/core/errors';
 import { readConfig } from '../config';
 import { GATEWAY_RESPONSES } from '../gateway-responses';
 import { QUEUES } from '../queues';
@@ -602,7 +602,7 @@ export const rateLimitedBody = (setting: string, limit: number) => ({
  * What WAF answers to a body above every route's limit: both limits, since it cannot tell
  * which route's was meant (PIPEGATE_MAX_BODY_BYTES is not set on AWS).
  */
-export const payloadTooLargeBody = () => ({ error: ERRORS.PayloadTooLarge.message, detail: `${bodyLimitDetail(readConfig({}).maxBodyBytes)}; ${inlineLimitDetail()}` });
+export const payloadTooLargeBody = () => ({ error: ERRORS.PayloadTooLarge.message, detail: beyondEveryLimitDetail(readConfig({}).maxBodyBytes) });
 
 /** One JSON object per request; never headers, so API keys stay out of the logs. */
 const ACCESS_LOG_FORMAT = JSON.stringify({

@@ -21,6 +21,7 @@ import { DynamoDBDocumentClient, ScanCommand, UpdateCommand } from '@aws-sdk/lib
 import { createGateway } from '../local/gateway';
 import { LocalQueue, LocalQueuePort } from '../local/queue';
 import { readConfig } from '../config';
+import { API_GATEWAY_MAX_BODY_BYTES } from '../gateway-responses';
 import type { BucketCorsRule } from '../storage-cors';
 import { isPlainObject } from '../../functions/core/values';
 import { createDeps, type Deps } from '../../functions/adapters/deps';
@@ -128,9 +129,6 @@ const WIRING = new Set([
   'PIPEGATE_SCALE_ACCOUNT_CONCURRENCY',
   'PIPEGATE_OWNER_PRINCIPAL',
 ]);
-
-/** API Gateway's own limit on a request's payload. */
-const API_GATEWAY_MAX_BODY_BYTES = 10 * 1024 * 1024;
 
 /** An error that the local API Gateway answers with DEFAULT_5XX at this status. */
 class IntegrationError extends Error {

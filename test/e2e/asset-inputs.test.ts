@@ -4,29 +4,17 @@
  * {url, media_type, bytes, sha256}, the URL serving the exact bytes; refusals for the wrong
  * type, bad base64, an oversize body, a reused, foreign or resized upload.
  */
-import { createHash } from 'node:crypto';
 import { INLINE_ASSET_BODY_MAX_BYTES, UPLOADS_ROUTE } from '../../functions/core/assets';
-import type { PipelineDefinition } from '../../functions/core/types';
-import { dataUri, jpeg, mp4, png } from '../support/media';
-import { startTestRuntime, type Published, type TestRuntime } from '../support/runtime';
+import { assetValue as asset, dataUri, jpeg, mp4, photoInfoPipeline, png, sha256Hex as sha } from '../support/media';
+import { putOneByteShort, putUpload, startTestRuntime, type Published, type TestRuntime, type UploadAnswer } from '../support/runtime';
 
 jest.setTimeout(60_000);
 
-const photoPipeline: PipelineDefinition = {
-  nodes: {
-    photo: { type: 'input', value_type: 'asset', value: dataUri('image/png', png(1, 1)), media_types: ['image/png', 'image/jpeg'], max_bytes: 2_000_000 },
-    about: { type: 'transform', inputs: ['photo'], expression: "photo.media_type & ' ' & $string(photo.bytes) & ' ' & photo.sha256" },
-    link: { type: 'transform', inputs: ['photo'], expression: 'photo.url' },
-    info: { type: 'output', from: 'about' },
-    url: { type: 'output', from: 'link' },
-  },
-};
+const photoPipeline = photoInfoPipeline(2_000_000);
 
 let rt: TestRuntime;
 let p: Published;
-const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
 const executions = () => `/v1/deployments/${p.deploymentId}/executions/`;
-const asset = (value: string) => ({ value, value_type: 'ASSET' });
 
 beforeAll(async () => {
   rt = await startTestRuntime();
@@ -36,26 +24,13 @@ afterAll(async () => {
   await rt?.cleanup();
 });
 
-async function resultOf(workflow_input: Record<string, unknown>) {
-  const r = await rt.caller('POST', executions(), p.apiKey, { workflow_input });
-  expect(r.status).toBe(202);
-  const id = r.body.execution_id as string;
-  await rt.waitForExecution(id, p.apiKey);
-  return (await rt.caller('GET', `/v1/deployments/executions/${id}/result/`, p.apiKey)).body;
-}
+const resultOf = (workflow_input: Record<string, unknown>) => rt.executeToEnd(p, workflow_input);
 
 async function upload(bytes: Uint8Array, mediaType: string, deployment = p) {
-  const r = await rt.caller<{ upload_url: string; method: string; headers: Record<string, string>; asset: { value: string; value_type: string } }>(
-    'POST',
-    `/v1/deployments/${deployment.deploymentId}/uploads/`,
-    deployment.apiKey,
-    { media_type: mediaType, bytes: bytes.length },
-  );
+  const r = await rt.caller<UploadAnswer>('POST', `/v1/deployments/${deployment.deploymentId}/uploads/`, deployment.apiKey, { media_type: mediaType, bytes: bytes.length });
   expect(r.status).toBe(201);
   return r.body;
 }
-
-const put = (url: string, headers: Record<string, string>, body: Uint8Array) => fetch(url, { method: 'PUT', headers, body });
 
 describe('inline assets', () => {
   it('runs with a PNG sent as base64: the transform sees its sniffed type, size and hash, and its URL serves the exact bytes', async () => {
@@ -103,7 +78,7 @@ describe('uploads', () => {
     const up = await upload(bytes, 'image/jpeg');
 
     // Act
-    const sent = await put(up.upload_url, up.headers, bytes);
+    const sent = await putUpload(up, bytes);
     const result = await resultOf({ photo: up.asset });
     const again = await rt.caller('POST', executions(), p.apiKey, { workflow_input: { photo: up.asset } });
 
@@ -121,8 +96,7 @@ describe('uploads', () => {
     const up = await upload(bytes, 'image/png');
 
     // Act
-    const others = Object.fromEntries(Object.entries(up.headers).filter(([k]) => k.toLowerCase() !== 'content-length'));
-    const short = await put(up.upload_url, others, bytes.subarray(1));
+    const short = await putOneByteShort(up, bytes);
     const r = await rt.caller('POST', executions(), p.apiKey, { workflow_input: { photo: up.asset } });
 
     // Assess
@@ -136,7 +110,7 @@ describe('uploads', () => {
     const other = await rt.publishPipeline('photo-info-2', photoPipeline);
     const bytes = png(2, 2);
     const up = await upload(bytes, 'image/png', other);
-    await put(up.upload_url, up.headers, bytes);
+    await putUpload(up, bytes);
 
     // Act
     const r = await rt.caller('POST', executions(), p.apiKey, { workflow_input: { photo: up.asset } });

@@ -6,64 +6,28 @@
 import { randomUUID } from 'node:crypto';
 import { INLINE_ASSET_BODY_MAX_BYTES, UPLOAD_USE_SECONDS } from '../../functions/core/assets';
 import { AppError } from '../../functions/core/errors';
-import type { DeploymentRecord } from '../../functions/core/types';
 import type { CallerAuth } from '../../functions/adapters/api';
-import { execute } from '../../functions/services/caller.service';
 import { createUpload } from '../../functions/services/uploads.service';
-import { startTestDb, type TestDb } from '../support/dynamo';
-import { testDeps, type TestDeps } from '../support/fakes';
-import { dataUri, jpeg, mp4, png } from '../support/media';
-import { MemoryObjects } from '../support/memory-objects';
+import { startAssetWorld, type AssetWorld } from '../support/asset-world';
+import { assetValue as asset, dataUri, jpeg, mp4, png } from '../support/media';
+import { rejection } from '../support/thrown';
 
-let db: TestDb;
-let d: TestDeps;
-let objects: MemoryObjects;
-let nowMs = Date.parse('2026-11-24T12:00:00Z');
+let w: AssetWorld;
 
 beforeAll(async () => {
-  db = await startTestDb();
-  objects = new MemoryObjects(() => nowMs);
-  d = testDeps(db, { objects, clock: { now: () => new Date(nowMs) } });
+  w = await startAssetWorld('2026-11-24T12:00:00Z');
 });
 afterAll(async () => {
-  await db.close();
+  await w.close();
 });
 
-async function aDeployment(): Promise<{ dep: DeploymentRecord; auth: CallerAuth }> {
-  const dep: DeploymentRecord = {
-    deployment_id: randomUUID(),
-    pipeline_id: 'media',
-    version: 1,
-    revision: 1,
-    status: 'live',
-    inputs: [
-      { id: 'photo', value_type: 'asset', value: dataUri('image/png', png(1, 1)), visible: true, media_types: ['image/png', 'image/jpeg'], max_bytes: 200_000 },
-      { id: 'clip', value_type: 'asset', value: dataUri('video/mp4', mp4()), visible: true, media_types: ['video/*'] },
-      { id: 'caption', value_type: 'string', value: 'hi', visible: true },
-    ],
-    outputs: [{ id: 'out', visible: true }],
-    published_at: new Date(nowMs).toISOString(),
-    created_at: new Date(nowMs).toISOString(),
-    key_hashes: [],
-    signing_secrets: [],
-    deleted_at: null,
-  };
-  await db.deployments.create(dep);
-  return { dep, auth: { deploymentId: dep.deployment_id, revision: 1, deleted: false } };
-}
-
-const asset = (value: string) => ({ value, value_type: 'ASSET' });
-const submit = (auth: CallerAuth, workflow_input: Record<string, unknown>, idempotencyKey?: string) =>
-  execute(d, auth, { deploymentId: auth.deploymentId, body: JSON.stringify({ workflow_input }), contentType: 'application/json', idempotencyKey, baseUrl: 'http://127.0.0.1' });
-const refusal = async (p: Promise<unknown>): Promise<AppError> => {
-  try {
-    await p;
-  } catch (e) {
-    if (e instanceof AppError) return e;
-    throw e;
-  }
-  throw new Error('expected a refusal');
-};
+const aDeployment = () =>
+  w.aDeployment([
+    { id: 'photo', value_type: 'asset', value: dataUri('image/png', png(1, 1)), visible: true, media_types: ['image/png', 'image/jpeg'], max_bytes: 200_000 },
+    { id: 'clip', value_type: 'asset', value: dataUri('video/mp4', mp4()), visible: true, media_types: ['video/*'] },
+    { id: 'caption', value_type: 'string', value: 'hi', visible: true },
+  ]);
+const refusal = (p: Promise<unknown>): Promise<AppError> => rejection(p, AppError);
 
 describe('inline ASSET values', () => {
   it('stores the bytes under the execution and records a reference with the sniffed type, size and hash', async () => {
@@ -72,13 +36,13 @@ describe('inline ASSET values', () => {
     const photo = jpeg();
 
     // Act: a JPEG sent as a data URI that claims to be a PNG.
-    const r = await submit(auth, { photo: asset(dataUri('image/png', photo)) });
+    const r = await w.submit(auth, { photo: asset(dataUri('image/png', photo)) });
 
     // Assess
-    const e = await db.executions.get(r.body.execution_id, new Date(nowMs), true);
+    const e = await w.db.executions.get(r.body.execution_id, w.now(), true);
     const ref = e?.assets?.photo;
     expect(ref).toEqual({ key: `d/${auth.deploymentId}/e/${r.body.execution_id}/in.photo`, media_type: 'image/jpeg', bytes: photo.length, sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
-    expect(Buffer.from((await objects.read(ref?.key ?? '')) ?? []).equals(photo)).toBe(true);
+    expect(Buffer.from((await w.objects.read(ref?.key ?? '')) ?? []).equals(photo)).toBe(true);
     // The default of the input not sent is stored too.
     expect(e?.assets?.clip).toMatchObject({ media_type: 'video/mp4', bytes: mp4().length });
     expect(e?.inputs).toEqual({ caption: 'hi' });
@@ -88,21 +52,21 @@ describe('inline ASSET values', () => {
   it('refuses bytes of a type the input does not accept, naming it and what it accepts, and writes nothing', async () => {
     // Prepare
     const { auth } = await aDeployment();
-    const putsBefore = objects.puts;
+    const putsBefore = w.objects.puts;
 
     // Act
-    const e = await refusal(submit(auth, { photo: asset(mp4().toString('base64')) }));
+    const e = await refusal(w.submit(auth, { photo: asset(mp4().toString('base64')) }));
 
     // Assess
     expect(e.status).toBe(422);
     expect(e.detail).toBe("input 'photo' is video/mp4 (sniffed from its bytes) but accepts image/png or image/jpeg, at most 200000 bytes");
-    expect(objects.puts).toBe(putsBefore);
+    expect(w.objects.puts).toBe(putsBefore);
   });
 
   it('takes a value near the inline limit', async () => {
     const { auth } = await aDeployment();
     const big = Buffer.concat([mp4(), Buffer.alloc(INLINE_ASSET_BODY_MAX_BYTES * 0.7)]);
-    const r = await submit(auth, { clip: asset(big.toString('base64')) });
+    const r = await w.submit(auth, { clip: asset(big.toString('base64')) });
     expect(r.status).toBe(202);
   });
 });
@@ -114,21 +78,15 @@ describe('uploads', () => {
     const photo = png(20, 20);
 
     // Act
-    const up = await createUpload(d, auth, auth.deploymentId, JSON.stringify({ media_type: 'image/png', bytes: photo.length }));
-    const put = objects.completeUpload(up.upload_url, photo);
-    const first = await submit(auth, { photo: up.asset });
-    const again = await refusal(submit(auth, { photo: up.asset }));
+    const up = await w.upload(auth, photo.length);
+    const put = w.objects.completeUpload(up.upload_url, photo);
+    const first = await w.submit(auth, { photo: up.asset });
+    const again = await refusal(w.submit(auth, { photo: up.asset }));
 
     // Assess
-    expect(up).toEqual({
-      upload_url: expect.any(String),
-      method: 'PUT',
-      headers: { 'content-type': 'image/png', 'content-length': String(photo.length) },
-      expires_at: new Date(nowMs + 3600_000).toISOString(),
-      asset: { value: expect.stringMatching(/^upload:[0-9a-f-]{36}$/), value_type: 'ASSET' },
-    });
+    expect(up).toEqual(w.uploadAnswer(photo.length));
     expect(put).toBe('ok');
-    const e = await db.executions.get(first.body.execution_id, new Date(nowMs), true);
+    const e = await w.db.executions.get(first.body.execution_id, w.now(), true);
     expect(e?.assets?.photo).toMatchObject({ key: `d/${auth.deploymentId}/u/${up.asset.value.slice(7)}`, media_type: 'image/png', bytes: photo.length });
     expect(again.status).toBe(422);
     expect(again.detail).toMatch(/^input 'photo' names an upload that another execution has used already/);
@@ -137,10 +95,10 @@ describe('uploads', () => {
   it('lets a retry with the same Idempotency-Key through (the same execution)', async () => {
     const { auth } = await aDeployment();
     const photo = png(3, 3);
-    const up = await createUpload(d, auth, auth.deploymentId, JSON.stringify({ media_type: 'image/png', bytes: photo.length }));
-    objects.completeUpload(up.upload_url, photo);
-    const a = await submit(auth, { photo: up.asset }, 'k-1');
-    const b = await submit(auth, { photo: up.asset }, 'k-1');
+    const up = await w.upload(auth, photo.length);
+    w.objects.completeUpload(up.upload_url, photo);
+    const a = await w.submit(auth, { photo: up.asset }, 'k-1');
+    const b = await w.submit(auth, { photo: up.asset }, 'k-1');
     expect(b.body.execution_id).toBe(a.body.execution_id);
   });
 
@@ -148,23 +106,23 @@ describe('uploads', () => {
     ['no bytes yet', async () => undefined, /whose bytes have not arrived/],
     ['another deployment', async (u: { auth: CallerAuth; value: string }) => {
       const other = await aDeployment();
-      return { refused: refusal(submit(other.auth, { photo: asset(u.value) })) };
+      return { refused: refusal(w.submit(other.auth, { photo: asset(u.value) })) };
     }, /does not exist or has expired/],
     ['expired', async (u: { auth: CallerAuth; value: string; put: () => void }) => {
       u.put();
-      nowMs += (UPLOAD_USE_SECONDS + 1) * 1000;
+      w.advance(UPLOAD_USE_SECONDS + 1);
       return undefined;
     }, /does not exist or has expired/],
   ])('refuses an upload with %s', async (_name, act, detail) => {
     // Prepare
     const { auth } = await aDeployment();
     const photo = png(4, 4);
-    const up = await createUpload(d, auth, auth.deploymentId, JSON.stringify({ media_type: 'image/png', bytes: photo.length }));
-    const ctx = { auth, value: up.asset.value, put: () => objects.completeUpload(up.upload_url, photo) };
+    const up = await w.upload(auth, photo.length);
+    const ctx = { auth, value: up.asset.value, put: () => w.objects.completeUpload(up.upload_url, photo) };
 
     // Act
     const own = await act(ctx);
-    const e = await (own?.refused ?? refusal(submit(auth, { photo: up.asset })));
+    const e = await (own?.refused ?? refusal(w.submit(auth, { photo: up.asset })));
 
     // Assess
     expect(e.status).toBe(422);
@@ -174,17 +132,17 @@ describe('uploads', () => {
   it('refuses an upload whose bytes are not what the input accepts, sniffed whatever the upload said', async () => {
     const { auth } = await aDeployment();
     const clip = mp4();
-    const up = await createUpload(d, auth, auth.deploymentId, JSON.stringify({ media_type: 'image/png', bytes: clip.length }));
-    objects.completeUpload(up.upload_url, clip);
-    const e = await refusal(submit(auth, { photo: up.asset }));
+    const up = await w.upload(auth, clip.length);
+    w.objects.completeUpload(up.upload_url, clip);
+    const e = await refusal(w.submit(auth, { photo: up.asset }));
     expect(e.detail).toMatch(/^input 'photo' is video\/mp4 \(sniffed from its bytes\)/);
   });
 
   it('refuses a PUT of another size (as S3 does with the signed Content-Length)', async () => {
     const { auth } = await aDeployment();
-    const up = await createUpload(d, auth, auth.deploymentId, JSON.stringify({ media_type: 'image/png', bytes: 100 }));
-    expect(objects.completeUpload(up.upload_url, Buffer.alloc(101))).toBe('wrong_size');
-    expect(objects.completeUpload(up.upload_url, Buffer.alloc(99))).toBe('wrong_size');
+    const up = await w.upload(auth, 100);
+    expect(w.objects.completeUpload(up.upload_url, Buffer.alloc(101))).toBe('wrong_size');
+    expect(w.objects.completeUpload(up.upload_url, Buffer.alloc(99))).toBe('wrong_size');
   });
 
   it.each([
@@ -196,14 +154,14 @@ describe('uploads', () => {
     ['a size no input takes', JSON.stringify({ media_type: 'image/png', bytes: 200_001 }), 422, /no asset input takes 200001 bytes of image\/png/],
   ])('refuses an upload request with %s', async (_name, body, status, detail) => {
     const { auth } = await aDeployment();
-    const e = await refusal(createUpload(d, auth, auth.deploymentId, body));
+    const e = await refusal(createUpload(w.d, auth, auth.deploymentId, body));
     expect(e.status).toBe(status);
     expect(String(e.detail)).toMatch(detail);
   });
 
   it('answers 401 other_deployment for another deployment than the key’s', async () => {
     const { auth } = await aDeployment();
-    const e = await refusal(createUpload(d, auth, randomUUID(), JSON.stringify({ media_type: 'image/png', bytes: 5 })));
+    const e = await refusal(createUpload(w.d, auth, randomUUID(), JSON.stringify({ media_type: 'image/png', bytes: 5 })));
     expect(e.status).toBe(401);
     expect(String(e.detail)).toMatch(/another deployment/);
   });

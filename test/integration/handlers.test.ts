@@ -17,6 +17,8 @@ import { createHandler as runnerHandler } from '../../functions/runner/handler';
 import { createHandler as taskFailHandler } from '../../functions/task-fail/handler';
 import { createHandler as taskRunHandler } from '../../functions/task-run/handler';
 import { createHandler as taskStartHandler } from '../../functions/task-start/handler';
+import { INLINE_ASSET_BODY_MAX_BYTES } from '../../functions/core/assets';
+import { inlineLimitDetail } from '../../functions/core/body-size';
 import { KEY_REFUSALS, type KeyRefusal } from '../../functions/core/errors';
 import type { HttpRequest } from '../../functions/core/ports';
 import { createLogger } from '../../functions/adapters/logger';
@@ -323,6 +325,23 @@ describe('errors', () => {
     expect(res.statusCode).toBe(413);
     expect(parse(res)).toMatchObject({ error: 'Payload Too Large' });
     expect(await d.pipelines.getMeta('padded', true)).toBeNull();
+  });
+
+  it('answers 413 on the execute route for a body past the inline limit before looking anything up', async () => {
+    // Prepare: a key of a deployment other than the path's (401 had the body been smaller).
+    const p = await publishGreeting('oversize');
+    const auth = await authorize(p.apiKey);
+    const body = JSON.stringify({ workflow_input: { name: { value: 'x', value_type: 'RAW' } } }).padEnd(INLINE_ASSET_BODY_MAX_BYTES + 1, ' ');
+
+    // Act
+    const res = await execute(
+      proxyEvent({ method: 'POST', resource: '/v1/deployments/{deployment_id}/executions', path: '/v1/deployments/other/executions', pathParameters: { deployment_id: 'other' }, authorizer: auth, body }),
+      context(),
+    );
+
+    // Assess
+    expect(res.statusCode).toBe(413);
+    expect(parse(res)).toEqual({ error: 'Payload Too Large', detail: inlineLimitDetail() });
   });
 
   it('maps an unexpected failure to 500 with a request id and no internals', async () => {

@@ -10,6 +10,8 @@ import type {
 import fc from 'fast-check';
 import { createGateway, wildcardMatch, type BufferedHandler, type GatewayOptions, type ProxyHandler } from '../../lib/local/gateway';
 import { ROUTES, routeHandlers } from '../../lib/routes';
+import { INLINE_ASSET_BODY_MAX_BYTES } from '../../functions/core/assets';
+import { bodyLimitDetail, inlineLimitDetail } from '../../functions/core/body-size';
 import { unauthorizedBody } from '../../functions/core/errors';
 
 const OWNER_TOKEN = 'pgo_owner-secret-token';
@@ -315,6 +317,23 @@ describe('local gateway', () => {
     // Assess
     expect(res).toBe(413);
     expect(h.calls).toEqual([]);
+  });
+
+  it('lets a route taking inline assets (the route table says which) take a body past the usual limit, up to the inline one', async () => {
+    // Prepare: past the usual limit, far below the inline one.
+    const body = 'x'.repeat(MAX_BODY + 1);
+    const api = { 'X-API-Key': 'good', 'Content-Type': 'application/json' };
+
+    // Act
+    const execute = await call(h, 'POST', '/v1/deployments/d-1/executions', { headers: api, body });
+    const push = await call(h, 'PUT', '/v1/pipelines/p-1', { headers: { ...owner, 'Content-Type': 'application/json' }, body });
+    const beyond = await call(h, 'POST', '/v1/deployments/d-1/executions', { headers: { ...api, 'Content-Length': String(INLINE_ASSET_BODY_MAX_BYTES + 1) } });
+
+    // Assess: the handler counts the ASSET values; the gateway holds it to the ceiling only.
+    expect(execute.status).toBe(200);
+    expect(h.calls.map((c) => [c.handler, c.event.body?.length])).toEqual([['execute', MAX_BODY + 1]]);
+    expect([push.status, push.json()]).toEqual([413, { error: 'Payload Too Large', detail: bodyLimitDetail(MAX_BODY) }]);
+    expect([beyond.status, beyond.json()]).toEqual([413, { error: 'Payload Too Large', detail: inlineLimitDetail() }]);
   });
 
   it('accepts a body right at the limit', async () => {

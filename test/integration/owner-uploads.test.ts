@@ -7,30 +7,22 @@
 import { randomUUID } from 'node:crypto';
 import { UPLOAD_USE_SECONDS } from '../../functions/core/assets';
 import { AppError } from '../../functions/core/errors';
-import type { DeploymentRecord, PipelineDefinition } from '../../functions/core/types';
+import type { PipelineDefinition } from '../../functions/core/types';
 import type { CallerAuth } from '../../functions/adapters/api';
-import { execute } from '../../functions/services/caller.service';
 import { startRun } from '../../functions/services/owner.service';
 import { createPipelineUpload } from '../../functions/services/pipeline-uploads.service';
 import { push } from '../../functions/services/push.service';
-import { createUpload } from '../../functions/services/uploads.service';
-import { startTestDb, type TestDb } from '../support/dynamo';
-import { testDeps, type TestDeps } from '../support/fakes';
-import { dataUri, mp4, png } from '../support/media';
-import { MemoryObjects } from '../support/memory-objects';
+import { startAssetWorld, type AssetWorld } from '../support/asset-world';
+import { assetValue, dataUri, mp4, png } from '../support/media';
+import { rejection } from '../support/thrown';
 
-let db: TestDb;
-let d: TestDeps;
-let objects: MemoryObjects;
-let nowMs = Date.parse('2026-11-25T12:00:00Z');
+let w: AssetWorld;
 
 beforeAll(async () => {
-  db = await startTestDb();
-  objects = new MemoryObjects(() => nowMs);
-  d = testDeps(db, { objects, clock: { now: () => new Date(nowMs) } });
+  w = await startAssetWorld('2026-11-25T12:00:00Z');
 });
 afterAll(async () => {
-  await db.close();
+  await w.close();
 });
 
 const definition: PipelineDefinition = {
@@ -45,42 +37,19 @@ const definition: PipelineDefinition = {
 let n = 0;
 async function aPipeline(def: PipelineDefinition = definition): Promise<string> {
   const id = `media-${++n}-${randomUUID().slice(0, 8)}`;
-  await push(d, id, JSON.stringify(def));
+  await push(w.d, id, JSON.stringify(def));
   return id;
 }
 
 async function aDeployment(): Promise<CallerAuth> {
-  const dep: DeploymentRecord = {
-    deployment_id: randomUUID(),
-    pipeline_id: 'media',
-    version: 1,
-    revision: 1,
-    status: 'live',
-    inputs: [{ id: 'photo', value_type: 'asset', value: dataUri('image/png', png(1, 1)), visible: true, media_types: ['image/png'] }],
-    outputs: [{ id: 'out', visible: true }],
-    published_at: new Date(nowMs).toISOString(),
-    created_at: new Date(nowMs).toISOString(),
-    key_hashes: [],
-    signing_secrets: [],
-    deleted_at: null,
-  };
-  await db.deployments.create(dep);
-  return { deploymentId: dep.deployment_id, revision: 1, deleted: false };
+  const { auth } = await w.aDeployment([{ id: 'photo', value_type: 'asset', value: dataUri('image/png', png(1, 1)), visible: true, media_types: ['image/png'] }]);
+  return auth;
 }
 
-const ask = (pipelineId: string, bytes: number, media_type = 'image/png') => createPipelineUpload(d, pipelineId, JSON.stringify({ media_type, bytes }));
-const run = (pipelineId: string, inputs: Record<string, unknown>) => startRun(d, pipelineId, JSON.stringify({ inputs }), 'http://127.0.0.1');
-const callerSubmit = (auth: CallerAuth, value: string) =>
-  execute(d, auth, { deploymentId: auth.deploymentId, body: JSON.stringify({ workflow_input: { photo: { value, value_type: 'ASSET' } } }), contentType: 'application/json', idempotencyKey: undefined, baseUrl: 'http://127.0.0.1' });
-const refusal = async (p: Promise<unknown>): Promise<AppError> => {
-  try {
-    await p;
-  } catch (e) {
-    if (e instanceof AppError) return e;
-    throw e;
-  }
-  throw new Error('expected a refusal');
-};
+const ask = (pipelineId: string, bytes: number, media_type = 'image/png') => createPipelineUpload(w.d, pipelineId, JSON.stringify({ media_type, bytes }));
+const run = (pipelineId: string, inputs: Record<string, unknown>) => startRun(w.d, pipelineId, JSON.stringify({ inputs }), 'http://127.0.0.1');
+const callerSubmit = (auth: CallerAuth, value: string) => w.submit(auth, { photo: assetValue(value) });
+const refusal = (p: Promise<unknown>): Promise<AppError> => rejection(p, AppError);
 const detailText = (e: AppError): string => JSON.stringify(e.detail);
 
 describe('owner uploads', () => {
@@ -92,20 +61,14 @@ describe('owner uploads', () => {
 
     // Act
     const up = await ask(pipelineId, photo.length);
-    const put = objects.completeUpload(up.upload_url, photo);
+    const put = w.objects.completeUpload(up.upload_url, photo);
     const first = await run(pipelineId, { photo: up.asset.value });
     const again = await refusal(run(pipelineId, { photo: up.asset.value }));
 
     // Assess
-    expect(up).toEqual({
-      upload_url: expect.any(String),
-      method: 'PUT',
-      headers: { 'content-type': 'image/png', 'content-length': String(photo.length) },
-      expires_at: new Date(nowMs + 3600_000).toISOString(),
-      asset: { value: expect.stringMatching(/^upload:[0-9a-f-]{36}$/), value_type: 'ASSET' },
-    });
+    expect(up).toEqual(w.uploadAnswer(photo.length));
     expect(put).toBe('ok');
-    const r = await db.executions.get(first.run_id, new Date(nowMs), true);
+    const r = await w.db.executions.get(first.run_id, w.now(), true);
     expect(r?.assets?.photo).toEqual({ key: `p/${pipelineId}/u/${up.asset.value.slice(7)}`, media_type: 'image/png', bytes: photo.length, sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
     expect(r?.inputs).toEqual({ caption: 'hi' });
     expect(again.status).toBe(400);
@@ -119,7 +82,7 @@ describe('owner uploads', () => {
       'expired',
       async (u: { put: () => void }) => {
         u.put();
-        nowMs += (UPLOAD_USE_SECONDS + 1) * 1000;
+        w.advance(UPLOAD_USE_SECONDS + 1);
         return undefined;
       },
       /does not exist or has expired/,
@@ -130,7 +93,7 @@ describe('owner uploads', () => {
     const other = await aPipeline();
     const photo = png(4, 4);
     const up = await ask(pipelineId, photo.length);
-    const ctx = { value: up.asset.value, other, put: () => objects.completeUpload(up.upload_url, photo) };
+    const ctx = { value: up.asset.value, other, put: () => w.objects.completeUpload(up.upload_url, photo) };
 
     // Act
     const own = await act(ctx);
@@ -145,7 +108,7 @@ describe('owner uploads', () => {
     const pipelineId = await aPipeline();
     const clip = mp4();
     const up = await ask(pipelineId, clip.length);
-    objects.completeUpload(up.upload_url, clip);
+    w.objects.completeUpload(up.upload_url, clip);
     const e = await refusal(run(pipelineId, { photo: up.asset.value }));
     expect(e.status).toBe(400);
     expect(detailText(e)).toMatch(/input 'photo' is video\/mp4 \(sniffed from its bytes\) but accepts image\/png or image\/jpeg/);
@@ -154,8 +117,8 @@ describe('owner uploads', () => {
   it('refuses a PUT of another size (as S3 does with the signed Content-Length)', async () => {
     const pipelineId = await aPipeline();
     const up = await ask(pipelineId, 100);
-    expect(objects.completeUpload(up.upload_url, Buffer.alloc(101))).toBe('wrong_size');
-    expect(objects.completeUpload(up.upload_url, Buffer.alloc(99))).toBe('wrong_size');
+    expect(w.objects.completeUpload(up.upload_url, Buffer.alloc(101))).toBe('wrong_size');
+    expect(w.objects.completeUpload(up.upload_url, Buffer.alloc(99))).toBe('wrong_size');
   });
 
   it('keeps owners and callers apart: neither can use the other’s upload', async () => {
@@ -164,9 +127,9 @@ describe('owner uploads', () => {
     const auth = await aDeployment();
     const photo = png(5, 5);
     const owners = await ask(pipelineId, photo.length);
-    objects.completeUpload(owners.upload_url, photo);
-    const callers = await createUpload(d, auth, auth.deploymentId, JSON.stringify({ media_type: 'image/png', bytes: photo.length }));
-    objects.completeUpload(callers.upload_url, photo);
+    w.objects.completeUpload(owners.upload_url, photo);
+    const callers = await w.upload(auth, photo.length);
+    w.objects.completeUpload(callers.upload_url, photo);
 
     // Act
     const byCaller = await refusal(callerSubmit(auth, owners.asset.value));
@@ -189,9 +152,9 @@ describe('owner uploads', () => {
     const up = await ask(pipelineId, 10);
     const id = up.asset.value.slice('upload:'.length);
     const deploymentOwner = { kind: 'deployment', deployment_id: randomUUID() } as const;
-    expect(await d.uploads.consume(id, deploymentOwner, randomUUID(), new Date(nowMs))).toBe(false);
-    expect(await d.uploads.consume(id, { kind: 'pipeline', pipeline_id: `${pipelineId}-x` }, randomUUID(), new Date(nowMs))).toBe(false);
-    expect(await d.uploads.consume(id, { kind: 'pipeline', pipeline_id: pipelineId }, randomUUID(), new Date(nowMs))).toBe(true);
+    expect(await w.d.uploads.consume(id, deploymentOwner, randomUUID(), w.now())).toBe(false);
+    expect(await w.d.uploads.consume(id, { kind: 'pipeline', pipeline_id: `${pipelineId}-x` }, randomUUID(), w.now())).toBe(false);
+    expect(await w.d.uploads.consume(id, { kind: 'pipeline', pipeline_id: pipelineId }, randomUUID(), w.now())).toBe(true);
   });
 
   it.each([
@@ -204,7 +167,7 @@ describe('owner uploads', () => {
     ['a size no input takes', JSON.stringify({ media_type: 'image/png', bytes: 500_001 }), /no asset input takes 500001 bytes of image\/png/],
   ])('answers 400 to an upload request with %s', async (_name, body, detail) => {
     const pipelineId = await aPipeline();
-    const e = await refusal(createPipelineUpload(d, pipelineId, body));
+    const e = await refusal(createPipelineUpload(w.d, pipelineId, body));
     expect(e.status).toBe(400);
     expect(e.code).toBe('InvalidRequest');
     expect(detailText(e)).toMatch(detail);

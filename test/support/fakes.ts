@@ -4,7 +4,7 @@ import { readConfig, type Config } from '../../lib/config';
 import { createDeps, type Deps } from '../../functions/adapters/deps';
 import { silentLogger } from '../../functions/adapters/logger';
 import { testDataKeys, testKeyMaterial } from './dynamo';
-import type { Execution } from '../../functions/core/types';
+import type { DeploymentRecord, Execution } from '../../functions/core/types';
 import type { DeploymentsPort, ExecutionsPort, ConsumersPort, HttpPort, OwnerSecretsPort, PipelinesPort, QueueName, QueuePort, UploadsPort, WorkflowPort } from '../../functions/core/ports';
 
 /** The stores, from dynalite (test/support/dynamo.ts) or in memory (memory-stores.ts). */
@@ -77,6 +77,26 @@ export function testDeps(stores: StoreSet & { table?: string }, overrides: Parti
     ...overrides,
   });
   return { ...built, queue, workflow };
+}
+
+/** A live deployment record, as publish writes it, with whatever a test changes. */
+export function aDeploymentRecord(over: Partial<DeploymentRecord> = {}): DeploymentRecord {
+  const at = new Date().toISOString();
+  return {
+    deployment_id: randomUUID(),
+    pipeline_id: 'p',
+    version: 1,
+    revision: 1,
+    status: 'live',
+    inputs: [],
+    outputs: [],
+    published_at: at,
+    created_at: at,
+    key_hashes: [],
+    signing_secrets: [],
+    deleted_at: null,
+    ...over,
+  };
 }
 
 /** A pending API execution record, as execute writes it, with whatever a test changes. */

@@ -4,7 +4,9 @@
  * image from a well-known minimal encoding), an MP4 (ftyp + an empty moov/mdat, enough for any
  * sniffer and for players to recognise the container), and an SVG (text a browser would run).
  */
+import { createHash, randomBytes } from 'node:crypto';
 import { deflateSync } from 'node:zlib';
+import type { PipelineDefinition } from '../../functions/core/types';
 
 const CRC_TABLE = Array.from({ length: 256 }, (_, n) => {
   let c = n;
@@ -41,6 +43,15 @@ export function png(width = 2, height = 2, pixel: (x: number, y: number) => [num
   return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', ihdr), chunk('IDAT', deflateSync(Buffer.concat(rows))), chunk('IEND', Buffer.alloc(0))]);
 }
 
+/** A width×height PNG of random opaque pixels: they barely compress (about 3.4 bytes a pixel). */
+export function noisyPng(width: number, height: number): Buffer {
+  const noise = randomBytes(width * height * 3);
+  return png(width, height, (x, y) => {
+    const at = (y * width + x) * 3;
+    return [noise[at] ?? 0, noise[at + 1] ?? 0, noise[at + 2] ?? 0, 255];
+  });
+}
+
 /** A 1×1 baseline JPEG (JFIF). */
 export function jpeg(): Buffer {
   return Buffer.from(
@@ -71,3 +82,29 @@ export function mp4(): Buffer {
 export const svg = (): Buffer => Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>', 'utf8');
 
 export const dataUri = (mediaType: string, bytes: Uint8Array): string => `data:${mediaType};base64,${Buffer.from(bytes).toString('base64')}`;
+
+/** Lowercase hex SHA-256, as records and transforms see an asset's bytes. */
+export const sha256Hex = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex');
+
+/** A value of `workflow_input` for an asset input. */
+export const assetValue = (value: string) => ({ value, value_type: 'ASSET' });
+
+/**
+ * A transform's expression saying what the pipeline saw of asset input `id`: its sniffed type,
+ * size and hash, as `image/png 1234 <sha256>`.
+ */
+export const assetFactsExpression = (id: string): string => `${id}.media_type & ' ' & $string(${id}.bytes) & ' ' & ${id}.sha256`;
+
+/**
+ * A pipeline to publish and show what it made of a photo (PNG or JPEG up to `maxBytes`):
+ * output `info` is its facts (assetFactsExpression), `url` the link it was handed.
+ */
+export const photoInfoPipeline = (maxBytes: number): PipelineDefinition => ({
+  nodes: {
+    photo: { type: 'input', value_type: 'asset', value: dataUri('image/png', png(1, 1)), media_types: ['image/png', 'image/jpeg'], max_bytes: maxBytes },
+    about: { type: 'transform', inputs: ['photo'], expression: assetFactsExpression('photo') },
+    link: { type: 'transform', inputs: ['photo'], expression: 'photo.url' },
+    info: { type: 'output', from: 'about' },
+    url: { type: 'output', from: 'link' },
+  },
+});

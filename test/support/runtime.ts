@@ -50,6 +50,8 @@ export interface Helpers {
   /** push → run (until completed) → publish: a live deployment and its credentials. */
   publishPipeline(id: string, def: PipelineDefinition, visibility?: unknown): Promise<Published>;
   runToEnd(id: string, inputs?: Record<string, unknown>): Promise<Record<string, unknown>>;
+  /** A caller's execution of `deployment` with `workflow_input`, waited for: its result body. */
+  executeToEnd(deployment: Published, workflow_input: Record<string, unknown>, timeoutMs?: number): Promise<Record<string, unknown>>;
   waitForExecution(id: string, key: string, done?: (status: string) => boolean, timeoutMs?: number): Promise<Record<string, unknown>>;
   cleanup(): Promise<void>;
 }
@@ -62,6 +64,25 @@ export interface Published {
   apiKey: string;
   signingSecret: string;
   body: Record<string, unknown>;
+}
+
+/** What an uploads route answers (201): where and how to PUT the bytes, and the value to send. */
+export interface UploadAnswer {
+  upload_url: string;
+  method: string;
+  headers: Record<string, string>;
+  expires_at: string;
+  asset: { value: string; value_type: string };
+}
+
+/** What a client does with an upload's answer: PUT the bytes with the headers it gave. */
+export const putUpload = (up: Pick<UploadAnswer, 'upload_url' | 'headers'>, bytes: Uint8Array): Promise<Response> =>
+  fetch(up.upload_url, { method: 'PUT', headers: up.headers, body: bytes });
+
+/** The same PUT one byte short, its Content-Length to match: the signed size must refuse it. */
+export function putOneByteShort(up: Pick<UploadAnswer, 'upload_url' | 'headers'>, bytes: Uint8Array): Promise<Response> {
+  const lower = Object.fromEntries(Object.entries(up.headers).map(([k, v]) => [k.toLowerCase(), v]));
+  return fetch(up.upload_url, { method: 'PUT', headers: { ...lower, 'content-length': String(bytes.length - 1) }, body: bytes.subarray(1) });
 }
 
 export async function request<T>(url: string, method: string, body: unknown, headers: Record<string, string>): Promise<Reply<T>> {
@@ -161,6 +182,13 @@ export function withHelpers<R extends RuntimeBase>(rt: R, ownedDir: string | und
         60_000,
       );
       return run.body;
+    },
+    async executeToEnd(deployment, workflow_input, timeoutMs) {
+      const r = await t.caller('POST', `/v1/deployments/${deployment.deploymentId}/executions/`, deployment.apiKey, { workflow_input });
+      if (r.status !== 202) throw new Error(`execution refused: ${r.status} ${r.text}`);
+      const id = r.body.execution_id as string;
+      await t.waitForExecution(id, deployment.apiKey, undefined, timeoutMs);
+      return (await t.caller('GET', `/v1/deployments/executions/${id}/result/`, deployment.apiKey)).body;
     },
     async publishPipeline(id, def, visibility) {
       const pushed = await t.owner('PUT', `/v1/pipelines/${id}`, def);

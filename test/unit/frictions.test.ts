@@ -7,7 +7,8 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bodyExcerpt, HTTP_ERROR_EXCERPT_CHARS, runPipeline } from '../../functions/core/engine';
-import { assertBodyWithin, bodyLimitDetail, unauthorizedBody, UNAUTHORIZED_DETAIL } from '../../functions/core/errors';
+import { assertBodySize, bodyLimitDetail } from '../../functions/core/body-size';
+import { unauthorizedBody, UNAUTHORIZED_DETAIL } from '../../functions/core/errors';
 import { parseExecutionRequest } from '../../functions/core/execution-request';
 import type { PipelineDefinition } from '../../functions/core/types';
 import { resolveConnection } from '../../lib/cli/connection';
@@ -93,7 +94,7 @@ describe('caller errors that explain themselves', () => {
   });
 
   it('413 states the limit', () => {
-    expect(() => assertBodyWithin('x'.repeat(2000), 1024)).toThrow(
+    expect(() => assertBodySize(2000, { maxBodyBytes: 1024 })).toThrow(
       expect.objectContaining({ status: 413, detail: 'the request body must be at most 1024 bytes (1 KiB)' }),
     );
     expect(bodyLimitDetail(262_144)).toBe('the request body must be at most 262144 bytes (256 KiB)');

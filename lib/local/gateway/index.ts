@@ -9,8 +9,8 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
-import { inlineLimitDetail } from '../../../functions/core/assets';
-import { bodyLimitDetail, ERRORS, unauthorizedBody } from '../../../functions/core/errors';
+import { bodyCeiling, bodySizeProblem } from '../../../functions/core/body-size';
+import { ERRORS, unauthorizedBody } from '../../../functions/core/errors';
 import { GATEWAY_RESPONSES, type GatewayResponse } from '../../gateway-responses';
 import { createLambdaContext, LOCAL_ACCOUNT, LOCAL_REGION } from '../lambda-context';
 import { createAuthorize, describe, ownerTokenCheck, UNCACHED, type AuthorizerSettings, type RequestAuthorizer } from './authorizer';
@@ -135,13 +135,15 @@ export function createGateway(opts: GatewayOptions): (req: IncomingMessage, res:
     if (!route) return { reply: methodNotAllowed([...match.resource.methods.keys()]), route: match.resource.path };
     const at = { route: route.path };
 
-    const maxBody = Math.max(opts.maxBodyBytes, route.maxBodyBytes ?? 0);
+    const limits = { maxBodyBytes: opts.maxBodyBytes, inlineAssets: route.inlineAssets };
+    const maxBody = bodyCeiling(limits);
     const body = await readBody(req, maxBody);
     if (body === 'too_large') {
       // Answer now and let the connection close: the rest of the upload is never read.
       req.pause();
-      // API Gateway's own ceiling is 10 MB; here the gateway applies the configured limit, so it says that one.
-      const reply = json(413, { error: ERRORS.PayloadTooLarge.message, detail: maxBody > opts.maxBodyBytes ? inlineLimitDetail() : bodyLimitDetail(opts.maxBodyBytes) });
+      // API Gateway's own ceiling is 10 MB; here the gateway applies the configured limit, so it
+      // says that one (the body is past the ceiling: readBody stopped there).
+      const reply = json(413, { error: ERRORS.PayloadTooLarge.message, detail: bodySizeProblem(maxBody + 1, limits) });
       reply.headers.push(['Connection', 'close']);
       return { reply, ...at };
     }

@@ -19,8 +19,8 @@ export interface GatewayRoute {
   auth: GatewayAuth;
   /** This method's integration time-out, where it differs from the gateway's. */
   integrationTimeoutMs?: number;
-  /** This method's body limit, where it is larger than the gateway's (inline assets). */
-  maxBodyBytes?: number;
+  /** Takes inline ASSET values (lib/routes.ts `inlineAssets`): its body may reach the inline limit. */
+  inlineAssets?: boolean;
   /** The integration streams its answer (lib/routes.ts `streams`; a template's `ResponseTransferMode: STREAM`). */
   streams?: boolean;
 }

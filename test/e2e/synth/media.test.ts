@@ -10,34 +10,23 @@
  * alone (upload-create and form-upload d/*\/u/*, pipeline-upload p/*\/u/*): a web form's upload
  * PUTs and runs, and a URL any of them signs for another key (the other side's upload, an
  * execution's input or output) is refused 403. */
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { createObjectStore } from '../../../functions/adapters/objects.store';
 import { executionObjectKey, pipelineUploadKey, uploadKey } from '../../../functions/core/object-keys';
-import type { PipelineDefinition } from '../../../functions/core/types';
 import { credentialsFor } from '../../../lib/synth/iam';
 import type { SynthRuntime } from '../../../lib/synth/runtime';
-import { dataUri, png } from '../../support/media';
-import { request, startE2eRuntime, useE2eMode, type E2eRuntime, type Published } from '../../support/runtime';
+import { assetValue as asset, noisyPng, photoInfoPipeline, png, sha256Hex as sha } from '../../support/media';
+import { putOneByteShort, putUpload, request, startE2eRuntime, useE2eMode, type E2eRuntime, type Published, type UploadAnswer } from '../../support/runtime';
 import { SYNTH_TIMEOUT_MS } from '../../support/synth';
 import { functionRoleArn } from '../../synth/synth-helpers';
 
 useE2eMode('synth');
 jest.setTimeout(120_000);
 
-const photoPipeline: PipelineDefinition = {
-  nodes: {
-    photo: { type: 'input', value_type: 'asset', value: dataUri('image/png', png(1, 1)), media_types: ['image/png', 'image/jpeg'], max_bytes: 8_000_000 },
-    about: { type: 'transform', inputs: ['photo'], expression: "photo.media_type & ' ' & $string(photo.bytes) & ' ' & photo.sha256" },
-    link: { type: 'transform', inputs: ['photo'], expression: 'photo.url' },
-    info: { type: 'output', from: 'about' },
-    url: { type: 'output', from: 'link' },
-  },
-};
+const photoPipeline = photoInfoPipeline(8_000_000);
 
 let rt: E2eRuntime;
 let p: Published;
-const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
-const asset = (value: string) => ({ value, value_type: 'ASSET' });
 
 beforeAll(async () => {
   rt = await startE2eRuntime();
@@ -47,13 +36,7 @@ afterAll(async () => {
   await rt?.cleanup();
 });
 
-async function resultOf(workflow_input: Record<string, unknown>) {
-  const r = await rt.caller('POST', `/v1/deployments/${p.deploymentId}/executions/`, p.apiKey, { workflow_input });
-  expect(r.status).toBe(202);
-  const id = r.body.execution_id as string;
-  await rt.waitForExecution(id, p.apiKey, undefined, 60_000);
-  return (await rt.caller('GET', `/v1/deployments/executions/${id}/result/`, p.apiKey)).body;
-}
+const resultOf = (workflow_input: Record<string, unknown>) => rt.executeToEnd(p, workflow_input, 60_000);
 
 async function download(url: string): Promise<{ res: Response; bytes: Buffer }> {
   const res = await fetch(url);
@@ -63,22 +46,17 @@ async function download(url: string): Promise<{ res: Response; bytes: Buffer }> 
 describe('media on start:synth, IAM enforced', () => {
   it('uploads to the presigned URL, executes with upload:<id>, and the link streams the exact bytes', async () => {
     // Prepare: a real PNG of several MB (random pixels do not compress).
-    const noise = randomBytes(1400 * 1400 * 4);
-    const bytes = png(1400, 1400, (x, y) => {
-      const at = (y * 1400 + x) * 4;
-      return [noise[at] ?? 0, noise[at + 1] ?? 0, noise[at + 2] ?? 0, 255];
-    });
+    const bytes = noisyPng(1400, 1400);
     expect(bytes.length).toBeGreaterThan(6 * 1024 * 1024);
-    const created = await rt.caller<{ upload_url: string; headers: Record<string, string>; asset: { value: string } }>('POST', `/v1/deployments/${p.deploymentId}/uploads/`, p.apiKey, {
+    const created = await rt.caller<UploadAnswer>('POST', `/v1/deployments/${p.deploymentId}/uploads/`, p.apiKey, {
       media_type: 'image/png',
       bytes: bytes.length,
     });
     expect(created.status).toBe(201);
 
     // Act
-    const lower = Object.fromEntries(Object.entries(created.body.headers).map(([k, v]) => [k.toLowerCase(), v]));
-    const short = await fetch(created.body.upload_url, { method: 'PUT', headers: { ...lower, 'content-length': String(bytes.length - 1) }, body: bytes.subarray(1) });
-    const put = await fetch(created.body.upload_url, { method: 'PUT', headers: created.body.headers, body: bytes });
+    const short = await putOneByteShort(created.body, bytes);
+    const put = await putUpload(created.body, bytes);
     const result = await resultOf({ photo: asset(created.body.asset.value) });
     const data = result.response_data as Record<string, { value: string }>;
     const { res, bytes: served } = await download(data.url?.value ?? '');
@@ -121,8 +99,6 @@ describe('media on start:synth, IAM enforced', () => {
   });
 });
 
-type UploadAnswer = { upload_url: string; headers: Record<string, string>; asset: { value: string } };
-
 describe("callers' uploads on start:synth: their functions' URLs write callers' upload keys alone", () => {
   it('PUTs a web form upload to the URL form-upload presigned, and the run through the link completes with it', async () => {
     // Prepare
@@ -132,7 +108,7 @@ describe("callers' uploads on start:synth: their functions' URLs write callers' 
 
     // Act
     const created = await request<UploadAnswer>(`${formUrl}/uploads`, 'POST', { media_type: 'image/png', bytes: bytes.length }, {});
-    const put = await fetch(created.body.upload_url, { method: 'PUT', headers: created.body.headers, body: bytes });
+    const put = await putUpload(created.body, bytes);
     const accepted = await request<{ status_url: string }>(`${formUrl}/executions`, 'POST', { workflow_input: { photo: asset(created.body.asset.value) } }, {});
     let r = await request<{ status: string; response_data: Record<string, { value: string }> }>(accepted.body.status_url, 'GET', undefined, { prefer: 'wait=30' });
     while (r.body.status === 'pending' || r.body.status === 'running') r = await request(accepted.body.status_url, 'GET', undefined, { prefer: 'wait=30' });

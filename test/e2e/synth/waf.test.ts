@@ -5,7 +5,8 @@
  * owner routes alike; a smaller one goes on to the API. An edited rule changes the answer.
  */
 import { request as httpRequest } from 'node:http';
-import { bodyLimitDetail, ERRORS } from '../../../functions/core/errors';
+import { bodyLimitDetail } from '../../../functions/core/body-size';
+import { ERRORS } from '../../../functions/core/errors';
 import { readConfig } from '../../../lib/config';
 import { payloadTooLargeBody } from '../../../lib/stacks/service-stack';
 import type { SynthRuntime } from '../../../lib/synth/runtime';

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
-import { INLINE_ASSET_BODY_MAX_BYTES, inlineLimitDetail, parseAssetValue, UPLOADS_ROUTE } from '../../../functions/core/assets';
-import { AppError, bodyLimitDetail } from '../../../functions/core/errors';
+import { INLINE_ASSET_BODY_MAX_BYTES, parseAssetValue, UPLOADS_ROUTE } from '../../../functions/core/assets';
+import { bodyLimitDetail, inlineLimitDetail } from '../../../functions/core/body-size';
+import { AppError } from '../../../functions/core/errors';
 import { parseExecutionRequest } from '../../../functions/core/execution-request';
 import type { Contract } from '../../../functions/core/types';
 import { dataUri, png } from '../../support/media';

@@ -10,9 +10,8 @@ import { createLogger } from '../../../functions/adapters/logger';
 import { assetLinkKey } from '../../../functions/core/asset-links';
 import { executionObjectKey } from '../../../functions/core/object-keys';
 import type { ObjectRef } from '../../../functions/core/ports';
-import type { DeploymentRecord } from '../../../functions/core/types';
 import { proxyEvent } from '../../support/events';
-import { testDeps, testKeyMaterial, type TestDeps } from '../../support/fakes';
+import { aDeploymentRecord, testDeps, testKeyMaterial, type TestDeps } from '../../support/fakes';
 import { MemoryObjects, withoutStreams } from '../../support/memory-objects-links';
 import { memoryStores } from '../../support/memory-stores';
 
@@ -38,21 +37,8 @@ function world(opts: { streams?: boolean } = {}): World {
     clock: { now: () => clock.at },
     log: createLogger('test', (line) => logs.push(line)),
   });
-  const deploymentId = randomUUID();
-  const record: DeploymentRecord = {
-    deployment_id: deploymentId,
-    pipeline_id: 'photos',
-    version: 1,
-    revision: 1,
-    status: 'live',
-    inputs: [],
-    outputs: [],
-    published_at: clock.at.toISOString(),
-    created_at: clock.at.toISOString(),
-    key_hashes: [],
-    signing_secrets: [],
-    deleted_at: null,
-  };
+  const record = aDeploymentRecord({ pipeline_id: 'photos', published_at: clock.at.toISOString(), created_at: clock.at.toISOString() });
+  const deploymentId = record.deployment_id;
   void stores.deployments.create(record);
   return { d, objects, deploymentId, logs, clock };
 }
