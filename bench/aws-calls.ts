@@ -475,3 +475,99 @@ export function ownerSecretsKmsCost(secrets = 1): { cached: CostLine; perRun: Co
     keyMonthly: PRICES.kmsPerKeyMonth,
   };
 }
+
+/**
+ * One request's calls, as the code makes them, for what is priced from a list rather than
+ * counted by a bench run: each GetItem of an item under 4 KB (1 read unit strongly consistent,
+ * 0.5 eventually), each write of an item under 1 KB that no index holds (1 write unit).
+ * test/integration/route-calls.test.ts counts the services' calls on dynalite against these lists.
+ */
+export interface RouteCalls {
+  /** The Lambda functions the request invokes. */
+  functions: readonly string[];
+  strongReads: number;
+  eventualReads: number;
+  writes: number;
+}
+
+export const readUnitsOf = (c: Pick<RouteCalls, 'strongReads' | 'eventualReads'>): number => c.strongReads + c.eventualReads / 2;
+
+/**
+ * The owners' uploads route (`POST /v1/pipelines/{pipeline_id}/uploads`, function
+ * pipeline-upload; functions/services/pipeline-uploads.service.ts and issue-upload.ts).
+ * `request`: an owner route is IAM-signed, so no authorizer; the pipeline's item read strongly
+ * consistent (`pipelines.getMeta`), its latest version eventually (`pipelines.getVersion`, which
+ * a container keeps once read: its first upload reads it), the upload's item put conditionally
+ * (`uploads.create`); the PUT URL is signed in the function, no request to S3. `s3Puts`: the
+ * owner's PUT of the bytes to that URL. `use`: what a run that takes the upload adds
+ * (asset-inputs.service.ts): the upload's item read strongly consistent (`uploads.get`), the
+ * object's HeadObject and GetObject (size, sniffed type, hash), the single-use claim
+ * (`uploads.consume`).
+ */
+export const PIPELINE_UPLOAD_CALLS = {
+  request: { functions: ['pipeline-upload'], strongReads: 1, eventualReads: 1, writes: 1 },
+  s3Puts: 1,
+  use: { strongReads: 1, eventualReads: 0, writes: 1, s3Gets: 2 },
+} as const satisfies { request: RouteCalls; s3Puts: number; use: Omit<RouteCalls, 'functions'> & { s3Gets: number } };
+
+/**
+ * What one owner upload costs, per million uploads, from PIPELINE_UPLOAD_CALLS: the request
+ * (API Gateway, the web ACL's inspection, its access-log line, the function at its memory for
+ * its warm time plus an init, since an owner's occasional call seldom finds a warm container),
+ * the bytes' PUT and their storage until the lifecycle rule expires them (transfer in is free),
+ * and the calls of the run that uses it. Not per execution: an owner's action.
+ */
+export function ownerUploadCost(bytes: number = MEDIA.inputBytes, storedDays: number = MEDIA.storedDays): CostLine[] {
+  const M = 1_000_000;
+  const { request, s3Puts, use } = PIPELINE_UPLOAD_CALLS;
+  const gb = ASSUMPTIONS.lambdaMemoryMb / 1024;
+  const warmMs = request.functions.reduce((s, f) => s + (ASSUMPTIONS.lambdaWarmMs[f] ?? 0), 0);
+  const gbSeconds = gb * (warmMs / 1000 + request.functions.length * ASSUMPTIONS.coldInitSeconds);
+  const mb = round(bytes / (1024 * 1024), 1);
+  return [
+    { item: 'API Gateway REST', perExecution: '1 request (IAM-signed: no authorizer)', dollars: PRICES.apiGatewayRestPerMillion },
+    { item: 'WAF', perExecution: '1 request inspected', dollars: PRICES.wafPerMillionRequests },
+    { item: 'Lambda requests', perExecution: `${request.functions.length}: ${request.functions.join(', ')}`, dollars: request.functions.length * PRICES.lambdaPerMillionRequests },
+    {
+      item: 'Lambda duration',
+      perExecution: `${gbSeconds.toFixed(4)} GB-s on arm64 (${warmMs} ms + a ${ASSUMPTIONS.coldInitSeconds} s init)`,
+      dollars: gbSeconds * PRICES.lambdaArmPerGbSecond * M,
+    },
+    {
+      item: 'DynamoDB reads',
+      perExecution: `${round(readUnitsOf(request), 1)} RRU: the pipeline (strongly consistent), its latest version (eventually)`,
+      dollars: readUnitsOf(request) * PRICES.dynamoPerMillionReadUnits,
+    },
+    { item: 'DynamoDB writes', perExecution: `${request.writes} WRU: the upload's item`, dollars: request.writes * PRICES.dynamoPerMillionWriteUnits },
+    { item: 'CloudWatch Logs', perExecution: '1 access-log line', dollars: (ASSUMPTIONS.logBytes.accessLog / 1e9) * PRICES.logsPerGbIngested * M },
+    { item: 'S3 PUT requests', perExecution: `${s3Puts}: the owner's PUT of the bytes`, dollars: s3Puts * PRICES.s3PerMillionPuts },
+    {
+      item: 'S3 storage',
+      perExecution: `${mb} MB for ${storedDays} days (lifecycle expiry)`,
+      dollars: (bytes / GB) * (storedDays / 30) * PRICES.s3StandardPerGbMonth * M,
+    },
+    {
+      item: 'Run that uses it: DynamoDB',
+      perExecution: `${round(readUnitsOf(use), 1)} RRU + ${use.writes} WRU: the upload's read and its claim`,
+      dollars: readUnitsOf(use) * PRICES.dynamoPerMillionReadUnits + use.writes * PRICES.dynamoPerMillionWriteUnits,
+    },
+    { item: 'Run that uses it: S3 GET/HEAD', perExecution: `${use.s3Gets}: HEAD and GET of the bytes`, dollars: use.s3Gets * PRICES.s3PerMillionGets },
+  ];
+}
+
+/**
+ * What opening an event stream costs before the shared loop (events.service.ts `streamOf`)
+ * starts re-reading, by reader. `caller` (execution-events): the authorizer with its strongly
+ * consistent Get of the deployment, then the execution read eventually (`ownedExecution`); the
+ * deployment's contract is kept by the container per revision (`liveDeployment`), so a warm
+ * one reads it no more. `form` (form-events, no key, no authorizer; form.service.ts
+ * `openFormEventStream`): the link's item and the deployment, both strongly consistent
+ * (`openForm`: a disabled or rotated link stops at once), the two rate counters' `ADD`s (the
+ * link's and the address's, `admit`), and the execution read eventually.
+ */
+export const EVENT_STREAM_CALLS = {
+  caller: { functions: ['authorizer', 'execution-events'], strongReads: 1, eventualReads: 1, writes: 0 },
+  form: { functions: ['form-events'], strongReads: 2, eventualReads: 1, writes: 2 },
+} as const satisfies Record<string, RouteCalls>;
+
+export type StreamReader = keyof typeof EVENT_STREAM_CALLS;

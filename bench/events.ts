@@ -8,6 +8,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { POLL_BACKOFF_MS } from '../functions/adapters/completions';
+import { EVENT_STREAM_CALLS, readUnitsOf, type StreamReader } from './aws-calls';
 import { ASSUMPTIONS, PRICES } from './prices';
 import { PROGRESS_WRITE_INTERVAL_MS } from '../functions/services/progress.service';
 import { json, publish } from './media';
@@ -137,30 +138,44 @@ export async function measureEvents(log: (s: string) => void = () => undefined):
 }
 
 /**
- * What one caller streaming one execution costs on AWS, at list prices: the request through API
- * Gateway, the events function held for the whole execution (billed duration is wall time,
- * waiting included), its re-reads on PollingCompletions' schedule (each a strongly consistent
- * GetItem of an item under 4 KB: one read unit) and the progress writes the run makes (spaced by
- * PROGRESS_WRITE_INTERVAL_MS, at most two per node, each one write unit for an item under 1 KB;
- * paid whether anyone streams or not).
+ * What one reader streaming one execution costs on AWS, at list prices: opening the stream
+ * (EVENT_STREAM_CALLS: its request through API Gateway, its functions, its reads and writes),
+ * the events function held for the whole execution (billed duration is wall time, waiting
+ * included; any other function of the request at its warm time), the shared loop's re-reads on
+ * PollingCompletions' schedule (each a strongly consistent GetItem of an item under 4 KB: one
+ * read unit) and the progress writes the run makes (spaced by PROGRESS_WRITE_INTERVAL_MS, at
+ * most two per node, each one write unit for an item under 1 KB; paid whether anyone streams or
+ * not). `reader`: a caller with the key (execution-events) or a web form's viewer (form-events).
  */
-export function streamCost(seconds: number, nodes: number): { total: number; lines: [string, number][] } {
+export function streamCost(seconds: number, nodes: number, reader: StreamReader = 'caller'): { total: number; lines: [string, number][] } {
   const perMillion = (x: number) => x * 1_000_000;
   const gb = ASSUMPTIONS.lambdaMemoryMb / 1024;
-  let reads = 1;
+  const open = EVENT_STREAM_CALLS[reader];
+  const held = open.functions.at(-1) ?? '';
+  const others = open.functions.slice(0, -1);
+  const othersMs = others.reduce((s, f) => s + (ASSUMPTIONS.lambdaWarmMs[f] ?? 0), 0);
+  let rereads = 0;
   for (let t = 0, i = 0; t < seconds * 1000; i++) {
     t += POLL_BACKOFF_MS[Math.min(i, POLL_BACKOFF_MS.length - 1)] ?? 1000;
-    reads += 1;
+    rereads += 1;
   }
   // Spaced by the interval, none in the first; never more than one per node event.
   const progressWrites = Math.max(0, Math.min(2 * nodes, Math.ceil((seconds * 1000) / PROGRESS_WRITE_INTERVAL_MS) - 1));
+  const openReads = readUnitsOf(open);
   const lines: [string, number][] = [
     ['API Gateway request (1)', PRICES.apiGatewayRestPerMillion],
-    ['Lambda request (1)', PRICES.lambdaPerMillionRequests],
-    [`Lambda duration (${seconds} s held at ${ASSUMPTIONS.lambdaMemoryMb} MB)`, perMillion(seconds * gb * PRICES.lambdaArmPerGbSecond)],
-    [`DynamoDB re-reads (${reads}, 1 RRU each)`, (reads * PRICES.dynamoPerMillionReadUnits)],
-    [`DynamoDB progress writes (at most ${progressWrites}, 1 WRU each; every execution that long, streamed or not)`, progressWrites * PRICES.dynamoPerMillionWriteUnits],
+    [`Lambda requests (${open.functions.length}: ${open.functions.join(', ')})`, open.functions.length * PRICES.lambdaPerMillionRequests],
+    [
+      `Lambda duration (${held} held ${seconds} s${others.length ? `, ${others.join(', ')} ${othersMs} ms` : ''}, at ${ASSUMPTIONS.lambdaMemoryMb} MB)`,
+      perMillion((seconds + othersMs / 1000) * gb * PRICES.lambdaArmPerGbSecond),
+    ],
+    [`DynamoDB reads opening it (${openReads} RRU${reader === 'form' ? ': the link, the deployment, the execution' : ': the authorizer\'s, the execution'})`, openReads * PRICES.dynamoPerMillionReadUnits],
   ];
+  if (open.writes > 0) lines.push([`DynamoDB rate counters (${open.writes}, 1 WRU each: the link's and the address's)`, open.writes * PRICES.dynamoPerMillionWriteUnits]);
+  lines.push(
+    [`DynamoDB re-reads (${rereads}, 1 RRU each)`, rereads * PRICES.dynamoPerMillionReadUnits],
+    [`DynamoDB progress writes (at most ${progressWrites}, 1 WRU each; every execution that long, streamed or not)`, progressWrites * PRICES.dynamoPerMillionWriteUnits],
+  );
   return { total: lines.reduce((s, [, d]) => s + d, 0), lines };
 }
 
@@ -170,10 +185,12 @@ export function eventsRows(f: EventsFigures): Row[] {
   rows.push([`server CPU per execution, ${f.readers} readers`, `${fmt(f.loadCpuMs)} ms`, `${f.events} events each, all ended with done: ${f.allDone ? 'yes' : 'NO'}`, '', '', '']);
   rows.push([`  server CPU per stream`, `${fmt(f.cpuPerStreamMs, 2)} ms`, `(load − floor) / ${f.readers}`, '', '', '']);
   rows.push([`  server RSS after the load`, `${fmt(f.rssGrowth / 1048576, 1)} MB`, 'after a collection, against before it', '', '', '']);
-  for (const seconds of [10, 60]) {
-    const c = streamCost(seconds, 5);
-    rows.push([`cost per million streamed executions on AWS (${seconds} s, 5 nodes)`, `$${fmt(c.total, 2)}`, 'list prices', '', '', '']);
-    for (const [item, dollars] of c.lines) rows.push([`  ${item}`, `$${fmt(dollars, 2)}`, '', '', '', '']);
+  for (const reader of ['caller', 'form'] as const) {
+    for (const seconds of [10, 60]) {
+      const c = streamCost(seconds, 5, reader);
+      rows.push([`cost per million streamed executions on AWS, ${reader === 'form' ? "a web form's viewer" : 'a caller'} (${seconds} s, 5 nodes)`, `$${fmt(c.total, 2)}`, 'list prices', '', '', '']);
+      for (const [item, dollars] of c.lines) rows.push([`  ${item}`, `$${fmt(dollars, 2)}`, '', '', '', '']);
+    }
   }
   return rows;
 }

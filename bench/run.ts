@@ -25,7 +25,7 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import asl from '../lib/state-machine.asl.json';
-import { atExecutionTime, awsCalls, callerCost, costPerMillion, lambdaInvocations, mediaObjectCost, operationsCost, successPath, totalDollars, type CallMeasure, type CostLine } from './aws-calls';
+import { atExecutionTime, awsCalls, callerCost, costPerMillion, lambdaInvocations, mediaObjectCost, operationsCost, ownerUploadCost, successPath, totalDollars, type CallMeasure, type CostLine } from './aws-calls';
 import { initMedian, measureBundles, HELLO, type BundleFigure } from './bundles';
 import { callerShape, type CallerFigure, type CallerOptions, type CallerShape } from './callers';
 import { ServerChild } from './child';
@@ -282,6 +282,10 @@ function callRows(calls: CallMeasure, cost: Results['cost']): Row[] {
   rows.push(section(`objects of a media execution per million, on top (bench/prices.ts MEDIA: ${MEDIA.inputBytes / 1048576} MB in by upload, ${MEDIA.outputBytes / 1048576} MB out, ${MEDIA.downloads} download)`));
   for (const l of media) rows.push([`  ${l.item}`, `$${l.dollars.toFixed(2)}`, '', '', '', l.perExecution]);
   rows.push(['objects total', `$${totalDollars(media).toFixed(2)}`, '', '', '', '']);
+  const upload = ownerUploadCost();
+  rows.push(section(`an owner's upload (POST /v1/pipelines/{id}/uploads) per million uploads, ${MEDIA.inputBytes / 1048576} MB, and the run that uses it (PIPELINE_UPLOAD_CALLS)`));
+  for (const l of upload) rows.push([`  ${l.item}`, `$${l.dollars.toFixed(2)}`, '', '', '', l.perExecution]);
+  rows.push(['owner upload total', `$${totalDollars(upload).toFixed(2)}`, '', '', '', '']);
   return rows;
 }
 

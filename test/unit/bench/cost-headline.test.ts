@@ -6,8 +6,10 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { allInHeadline, type CostInput } from '../../../bench/aws-calls';
+import { allInHeadline, EVENT_STREAM_CALLS, ownerUploadCost, readUnitsOf, totalDollars, type CostInput } from '../../../bench/aws-calls';
 import { consumerKeyCost } from '../../../bench/consumers';
+import { streamCost } from '../../../bench/events';
+import { ASSUMPTIONS, PRICES } from '../../../bench/prices';
 
 const root = path.join(__dirname, '..', '..', '..');
 const flat = (file: string) => readFileSync(path.join(root, file), 'utf8').replace(/\s+/g, ' ');
@@ -38,5 +40,37 @@ describe('the all-in cost per million', () => {
     expect(consumerKeyCost()).toEqual({ perMillionRequests: 0.75, perMillionExecutions: 2 });
     expect(flat('docs/aws.md')).toContain(`the usage count; see Consumer keys below): all in ${$(h.consumerKey)} per million`);
     expect(flat('README.md')).toContain(`with such a key costs ≈ ${$(h.consumerKey)} per million all in`);
+  });
+});
+
+describe('the routes priced from their lists of calls', () => {
+  const aws = flat('docs/aws.md');
+  const readme = flat('README.md');
+
+  it("docs/aws.md and README: a caller's and a web form viewer's event stream, from EVENT_STREAM_CALLS", () => {
+    const caller10 = streamCost(10, 5, 'caller');
+    const caller60 = streamCost(60, 5, 'caller');
+    const form10 = streamCost(10, 5, 'form');
+    const form60 = streamCost(60, 5, 'form');
+    expect(aws).toContain(`A 10 s execution of 5 nodes: **≈ ${$(caller10.total)} per million** streamed executions`);
+    expect(aws).toContain(`a 60 s one: **≈ ${$(caller60.total)} per million**`);
+    expect(aws).toContain(`A 10 s execution of 5 nodes: **≈ ${$(form10.total)} per million** streamed executions; a 60 s one: **≈ ${$(form60.total)} per million**`);
+    expect(readme).toContain(`A stream of a 10 s execution costs ≈ ${$(caller10.total)} per million on AWS, a web form viewer's ≈ ${$(form10.total)}`);
+    // The viewer's stream differs from the caller's by the calls the lists name, nothing else.
+    const { caller, form } = EVENT_STREAM_CALLS;
+    const reads = (readUnitsOf(form) - readUnitsOf(caller)) * PRICES.dynamoPerMillionReadUnits;
+    const writes = (form.writes - caller.writes) * PRICES.dynamoPerMillionWriteUnits;
+    const authorizer = PRICES.lambdaPerMillionRequests + (ASSUMPTIONS.lambdaMemoryMb / 1024) * ((ASSUMPTIONS.lambdaWarmMs.authorizer ?? 0) / 1000) * PRICES.lambdaArmPerGbSecond * 1e6;
+    expect(form10.total - caller10.total).toBeCloseTo(reads + writes - authorizer, 9);
+  });
+
+  it('docs/aws.md and README: one owner upload, from PIPELINE_UPLOAD_CALLS', () => {
+    const lines = ownerUploadCost();
+    const total = totalDollars(lines);
+    expect(aws).toContain(`| **Owner upload total** | | **≈ ${$(total)}** |`);
+    // Each of the model's lines is a row of the table, with its figure.
+    const escape = (x: string) => x.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    for (const l of lines) expect(aws).toMatch(new RegExp(`\\| ${escape(l.item)}[^|]* \\| [^|]+ \\| ${escape(l.dollars.toFixed(2))} \\|`));
+    expect(readme).toContain(`upload of 1 MB costs ≈ ${$(total)} per million uploads`);
   });
 });
