@@ -22,7 +22,7 @@ import { ExecutionRequest, InputValue, WorkflowInput } from './execution-request
 import { InputValueType, ownRecord, RawValue } from './schema-parts';
 import { UPLOAD_MAX_BYTES, UPLOAD_URL_TTL_SECONDS, UPLOAD_USE_SECONDS, UPLOAD_VALUE_PREFIX } from './assets';
 import { EventsOption, FormOption, PublishRequest, Visibility } from './contract';
-import { ASSET_RESTRICTIONS, DelayNode, HttpNode, InputNode, Node, OutputNode, PipelineDefinitionSchema as PipelineDefinition, TransformNode } from './pipeline';
+import { ASSET_RESTRICTIONS, DelayNode, HttpNode, InputNode, Node, OutputNode, PipelineDefinitionSchema as PipelineDefinition, TransformNode } from './definition-schema';
 import {
   MAX_CONSUMER_NAME_LENGTH,
   MAX_METADATA_ENTRIES,

@@ -14,10 +14,10 @@ export type RawValue = string | number | boolean;
 export type InputValueType = 'string' | 'integer' | 'float' | 'boolean' | 'reference' | 'asset';
 
 /*
- * A definition's types are its schemas' (pipeline.ts), so a field added there is typed here
+ * A definition's types are its schemas' (definition-schema.ts), so a field added there is typed here
  * at once.
  */
-type Schemas = typeof import('./pipeline');
+type Schemas = typeof import('./definition-schema');
 
 /** What an asset input accepts; both optional (no list: any media type; no size: up to the route's limits). */
 export type AssetRestrictions = v.InferOutput<v.ObjectSchema<Schemas['ASSET_RESTRICTIONS'], undefined>>;
