@@ -13,6 +13,13 @@ import { reply, startTestServer, type TestServer } from '../support/http-server'
 
 jest.setTimeout(300_000);
 
+/**
+ * Each poll asks for up to ten statuses: at a second apart that is 600 requests a minute, half
+ * the per-address limit (1,200), which a faster poll overran on a slow start and then saw
+ * nothing but 429s.
+ */
+const POLL_MS = 1000;
+
 const slow: PipelineDefinition = {
   nodes: {
     name: { type: 'input', value_type: 'string', value: 'slow' },
@@ -48,7 +55,7 @@ async function publish(rt: RuntimeProcess, id: string, def: PipelineDefinition) 
   const owner = (m: string, p: string, b?: unknown) => request<Record<string, unknown>>(`${rt.url}${p}`, m, b, { authorization: `Bearer ${rt.ownerToken}` });
   await owner('PUT', `/v1/pipelines/${id}`, def);
   const run = await owner('POST', `/v1/pipelines/${id}/runs`, {});
-  await waitUntil(() => owner('GET', `/v1/pipelines/${id}/runs/${run.body.run_id}`), (r) => r.body.status === 'completed', 60_000);
+  await waitUntil(() => owner('GET', `/v1/pipelines/${id}/runs/${run.body.run_id}`), (r) => r.body.status === 'completed', 60_000, POLL_MS);
   const pub = await owner('PUT', `/v1/pipelines/${id}/deployment`, {});
   return { dep: pub.body.deployment_id as string, key: pub.body.api_key as string };
 }
@@ -71,6 +78,7 @@ it('finishes every accepted execution exactly once and delivers every callback a
     () => Promise.all(fast.map((id) => request<Record<string, unknown>>(`${runtime?.url}/v1/deployments/executions/${id}/status/`, 'GET', undefined, { 'x-api-key': g.key }))),
     (rs) => rs.every((r) => r.body.status === 'completed'),
     60_000,
+    POLL_MS,
   );
   await runtime.kill9();
 
@@ -84,6 +92,7 @@ it('finishes every accepted execution exactly once and delivers every callback a
     () => Promise.all([...fast.map((id) => statusOf(id, g.key)), ...slowIds.map((id) => statusOf(id, s.key))]),
     (rs) => rs.every((r) => isTerminalStatus(r.body.status)),
     90_000,
+    POLL_MS,
   );
   for (const r of finals.slice(0, 5)) expect(r.body.status).toBe('completed');
   for (const r of finals.slice(5)) {
