@@ -75,6 +75,7 @@ export function discoverContract(def: PipelineDefinition, runInputs: Record<stri
 
 /** PUT …/deployment `form`: the web form, its link (form_url) and what its page says. */
 export const FormOption = v.pipe(
+  plainObject('must be an object'),
   v.strictObject({
     enabled: v.optional(
       v.pipe(v.boolean('must be true or false'), v.description('false: the link answers 404 at once (true again brings the same link back). Absent: true.')),
@@ -84,11 +85,12 @@ export const FormOption = v.pipe(
     description: v.optional(
       v.pipe(v.string('must be a string'), v.maxLength(FORM_DESCRIPTION_MAX_CHARS, `must be at most ${FORM_DESCRIPTION_MAX_CHARS} characters`), v.description('Plain text shown under the heading.')),
     ),
-  }),
+  }, strictFields),
   v.description('The web form of the deployment. Absent: the form stays as it was (none on a first publish).'),
 );
 /** PUT …/deployment `events`: what callers' event streams show of the nodes. */
 export const EventsOption = v.pipe(
+  plainObject('must be an object'),
   v.strictObject({
     node_detail: v.optional(
       v.pipe(
@@ -96,7 +98,7 @@ export const EventsOption = v.pipe(
         v.description('false: `node` events carry only counts `{done, total}`, never node ids, types or times (the pipeline\'s shape stays private). Absent: as it was (true on a first publish).'),
       ),
     ),
-  }),
+  }, strictFields),
   v.description("Callers' event streams. Absent: as it was (node detail on a first publish)."),
 );
 export const Visibility = v.pipe(plainObject('must be an object'), v.strictObject({ visible: v.boolean('must be true or false') }, strictFields));
@@ -109,6 +111,7 @@ export const PublishRequest = v.pipe(
 );
 
 export type FormRequest = v.InferOutput<typeof FormOption>;
+export type EventsRequest = v.InferOutput<typeof EventsOption>;
 
 /**
  * The publish request's settings beside visibility, each undefined to leave it as it is: `form`

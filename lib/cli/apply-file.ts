@@ -6,6 +6,8 @@
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, extname, isAbsolute, join, relative, resolve } from 'node:path';
+import * as v from 'valibot';
+import { PublishRequest, type EventsRequest, type FormRequest } from '../../functions/core/contract';
 import { OWNER_SECRET_NAME_PATTERN } from '../../functions/core/owner-secrets';
 import { validateDefinition } from '../../functions/core/pipeline';
 import type { InputValueType, PipelineDefinition, RawValue } from '../../functions/core/types';
@@ -42,7 +44,9 @@ export interface ApplyFile {
   /** What the file asks for each input and output (unmentioned ones are visible). */
   visibility: { inputs: Record<string, boolean>; outputs: Record<string, boolean> };
   /** `publish.form`: the web form the file asks for; absent leaves the live form as it is. */
-  form?: { enabled: boolean; title?: string; description?: string };
+  form?: FormRequest;
+  /** `publish.events`: what callers' event streams show; absent leaves it as it is. */
+  events?: EventsRequest;
   tests: ApplyTest[];
   /** Owner secrets to set before pushing, each from an environment variable (never a value in the file). */
   secrets: { name: string; fromEnv: string }[];
@@ -90,73 +94,39 @@ function nodesOf(nodes: unknown): { inputs: Map<string, InputValueType | null>; 
   return { inputs, outputs, all };
 }
 
-/** `publish.form`: `{enabled?: boolean (true), title?: string, description?: string}`. */
-function checkForm(block: unknown, problems: FileProblem[]): ApplyFile['form'] {
-  if (!isPlainObject(block) || block.form === undefined || block.form === null) return undefined;
-  const f = block.form;
-  const at = 'publish.form';
-  if (!isPlainObject(f)) {
-    problems.push({ path: at, reason: `must be an object with enabled, title and/or description, got ${describe(f)}` });
-    return undefined;
-  }
-  for (const key of Object.keys(f)) {
-    if (!['enabled', 'title', 'description'].includes(key)) problems.push({ path: joinPath(at, key), reason: 'unknown key; form holds only enabled, title and description' });
-  }
-  if (f.enabled !== undefined && typeof f.enabled !== 'boolean') problems.push({ path: joinPath(at, 'enabled'), reason: `must be true or false, got ${describe(f.enabled)}` });
-  for (const key of ['title', 'description'] as const) {
-    if (f[key] !== undefined && typeof f[key] !== 'string') problems.push({ path: joinPath(at, key), reason: `must be a string, got ${describe(f[key])}` });
-  }
-  return {
-    enabled: typeof f.enabled === 'boolean' ? f.enabled : true,
-    ...(typeof f.title === 'string' ? { title: f.title } : {}),
-    ...(typeof f.description === 'string' ? { description: f.description } : {}),
-  };
-}
-
-function checkPublish(block: unknown, nodes: ReturnType<typeof nodesOf>, problems: FileProblem[]): ApplyFile['visibility'] {
+/**
+ * `publish`: the body of the service's publish request (`PublishRequest`, contract.ts),
+ * checked with the service's own schema, so the file takes exactly what a publish takes
+ * (`inputs`, `outputs`, `form`, `events`) with the same limits and words; beyond it, every
+ * entry must name an input or output node of this file.
+ */
+function checkPublish(block: unknown, nodes: ReturnType<typeof nodesOf>, problems: FileProblem[]): Pick<ApplyFile, 'visibility' | 'form' | 'events'> {
   const visibility: ApplyFile['visibility'] = { inputs: {}, outputs: {} };
-  if (block === undefined || block === null) return visibility;
-  if (!isPlainObject(block)) {
-    problems.push({ path: 'publish', reason: `must be an object with "inputs" and/or "outputs", got ${describe(block)}` });
-    return visibility;
+  if (block === undefined || block === null) return { visibility };
+  const parsed = v.safeParse(PublishRequest, block);
+  if (!parsed.success) {
+    for (const issue of parsed.issues) problems.push({ path: (issue.path ?? []).map((p) => String(p.key)).reduce(joinPath, 'publish'), reason: issue.message });
   }
-  for (const key of Object.keys(block)) {
-    if (!(PUBLISH_KEYS as readonly string[]).includes(key) && key !== 'form') problems.push({ path: joinPath('publish', key), reason: 'unknown key; publish holds only inputs, outputs and form' });
-  }
-  for (const section of PUBLISH_KEYS) {
-    const map = block[section];
-    const at = joinPath('publish', section);
-    if (map === undefined || map === null) continue;
-    if (!isPlainObject(map)) {
-      problems.push({ path: at, reason: `must be an object keyed by ${section === 'inputs' ? 'input' : 'output'} node id, got ${describe(map)}` });
-      continue;
-    }
-    const known = section === 'inputs' ? [...nodes.inputs.keys()] : [...nodes.outputs];
-    for (const [id, entry] of Object.entries(map)) {
-      const here = joinPath(at, id);
+  if (isPlainObject(block)) {
+    for (const section of PUBLISH_KEYS) {
+      const map = block[section];
+      if (!isPlainObject(map)) continue;
       const kind = section === 'inputs' ? 'input' : 'output';
-      if (!known.includes(id)) {
+      const known = section === 'inputs' ? [...nodes.inputs.keys()] : [...nodes.outputs];
+      for (const id of Object.keys(map)) {
+        if (known.includes(id)) continue;
         problems.push({
-          path: here,
+          path: joinPath(joinPath('publish', section), id),
           reason: nodes.all.has(id) ? `node ${id} is not an ${kind} node` : `no ${kind} node "${id}" (${kind}s: ${list(known)})`,
         });
-        continue;
       }
-      if (!isPlainObject(entry)) {
-        problems.push({ path: here, reason: `must be { visible: true | false }, got ${describe(entry)}` });
-        continue;
-      }
-      for (const key of Object.keys(entry)) {
-        if (key !== 'visible') problems.push({ path: joinPath(here, key), reason: 'unknown key; an entry holds only visible' });
-      }
-      if (typeof entry.visible !== 'boolean') {
-        problems.push({ path: joinPath(here, 'visible'), reason: entry.visible === undefined ? 'is required: true or false' : `must be true or false, got ${describe(entry.visible)}` });
-        continue;
-      }
-      visibility[section][id] = entry.visible;
     }
   }
-  return visibility;
+  if (!parsed.success) return { visibility };
+  const { inputs, outputs, form, events } = parsed.output;
+  for (const [id, entry] of Object.entries(inputs ?? {})) visibility.inputs[id] = entry.visible;
+  for (const [id, entry] of Object.entries(outputs ?? {})) visibility.outputs[id] = entry.visible;
+  return { visibility, ...(form ? { form } : {}), ...(events ? { events } : {}) };
 }
 
 function checkSecrets(block: unknown, problems: FileProblem[]): ApplyFile['secrets'] {
@@ -278,8 +248,7 @@ export function checkApplyDocument(doc: unknown, where: { path: string; shown: s
   const checked = validateDefinition(sent, { maxNodes: Number.MAX_SAFE_INTEGER });
   if (!checked.ok) problems.push(...checked.problems);
   const nodes = nodesOf(doc.nodes);
-  const visibility = checkPublish(doc.publish, nodes, problems);
-  const form = checkForm(doc.publish, problems);
+  const publish = checkPublish(doc.publish, nodes, problems);
   const tests = checkTests(doc.tests, nodes, problems);
   const secrets = checkSecrets(doc.secrets, problems);
   const consumers = checkConsumers(doc.consumers, problems);
@@ -291,7 +260,7 @@ export function checkApplyDocument(doc: unknown, where: { path: string; shown: s
     if (node.type === 'input') inputs.push({ id, value_type: node.value_type, value: node.value });
     else if (node.type === 'output') outputs.push(id);
   }
-  return { ok: true, file: { ...where, definition, inputs, outputs, visibility, ...(form ? { form } : {}), tests, secrets, files: [], consumers } };
+  return { ok: true, file: { ...where, definition, inputs, outputs, ...publish, tests, secrets, files: [], consumers } };
 }
 
 export interface Targets {

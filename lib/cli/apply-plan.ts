@@ -27,7 +27,8 @@ export type PublishAction = 'create' | 'update' | 'none';
 export interface VisibilityBody {
   inputs: Record<string, { visible: boolean }>;
   outputs: Record<string, { visible: boolean }>;
-  form?: { enabled: boolean; title?: string; description?: string };
+  form?: ApplyFile['form'];
+  events?: ApplyFile['events'];
 }
 
 export interface Plan {
@@ -67,7 +68,7 @@ export function visibilityBody(file: ApplyFile): VisibilityBody {
   const outputs: VisibilityBody['outputs'] = {};
   for (const i of file.inputs) inputs[i.id] = { visible: file.visibility.inputs[i.id] ?? true };
   for (const o of file.outputs) outputs[o] = { visible: file.visibility.outputs[o] ?? true };
-  return { inputs, outputs, ...(file.form ? { form: file.form } : {}) };
+  return { inputs, outputs, ...(file.form ? { form: file.form } : {}), ...(file.events ? { events: file.events } : {}) };
 }
 
 /** Where the live visibility differs from what the file asks, as "hide input x" / "show output y". */
@@ -89,6 +90,8 @@ export function visibilityChanges(deployment: NonNullable<Readiness['deployment'
     if (form.title !== undefined && form.title !== (live?.title ?? null)) changes.push("change the web form's title");
     if (form.description !== undefined && form.description !== (live?.description ?? null)) changes.push("change the web form's description");
   }
+  const detail = body.events?.node_detail;
+  if (detail !== undefined && detail !== (deployment.events?.node_detail ?? true)) changes.push(detail ? "show nodes in callers' event streams" : "show only counts in callers' event streams");
   return changes;
 }
 

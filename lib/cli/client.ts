@@ -61,6 +61,8 @@ const DeploymentBody = v.looseObject({
   execute_url: v.string(),
   form_url: v.optional(v.nullable(v.string())),
   form: v.optional(v.nullable(v.looseObject({ enabled: v.boolean(), title: v.nullable(v.string()), description: v.nullable(v.string()) }))),
+  // Absent from a service that predates it: node detail was always on there.
+  events: v.optional(v.looseObject({ node_detail: v.boolean() })),
   inputs: v.array(ContractInputBody),
   outputs: v.array(ContractOutputBody),
 });

@@ -13,6 +13,7 @@ import { CredentialsFile } from '../../../lib/cli/apply-credentials';
 import { mapBounded } from '../../../lib/cli/apply';
 import type { Readiness } from '../../../lib/cli/client';
 import { UsageError } from '../../../lib/cli/errors';
+import { FORM_TITLE_MAX_CHARS } from '../../../functions/core/form-link';
 
 const nodes = {
   name: { type: 'input', value_type: 'string', value: 'world' },
@@ -259,14 +260,36 @@ describe('the plan', () => {
     expect(off.publish.changes).toEqual(['turn the web form off']);
   });
 
-  it('refuses a malformed publish.form, naming the field', () => {
+  it('refuses a malformed publish.form, naming the field in the publish request\'s own words', () => {
     expect(checkApplyDocument({ nodes, publish: { form: { enabled: 'yes', colour: 'red' } } }, where)).toEqual({
       ok: false,
       problems: [
-        { path: 'publish.form.colour', reason: 'unknown key; form holds only enabled, title and description' },
-        { path: 'publish.form.enabled', reason: 'must be true or false, got the string "yes"' },
+        { path: 'publish.form.enabled', reason: 'must be true or false' },
+        { path: 'publish.form.colour', reason: 'is not a known field' },
       ],
     });
+  });
+
+  it('holds publish to the service\'s publish request: its limits, and every field it takes', () => {
+    // Arrange: one character over the form title's limit, which the file used to let through to the service
+    const long = 'x'.repeat(FORM_TITLE_MAX_CHARS + 1);
+
+    // Act
+    const tooLong = checkApplyDocument({ nodes, publish: { form: { title: long } } }, where);
+    const atLimit = checkApplyDocument({ nodes, publish: { form: { title: long.slice(1) } } }, where);
+    const plan = computePlan(file({ publish: { events: { node_detail: false } } }), readiness(), { version: 1, created: false });
+    const same = computePlan(
+      file({ publish: { events: { node_detail: false } } }),
+      readiness({ deployment: { ...deployment(1), events: { node_detail: false } } }),
+      { version: 1, created: false },
+    );
+
+    // Assess
+    expect(tooLong).toEqual({ ok: false, problems: [{ path: 'publish.form.title', reason: `must be at most ${FORM_TITLE_MAX_CHARS} characters` }] });
+    expect(atLimit.ok).toBe(true);
+    expect(plan.publish.changes).toEqual(["show only counts in callers' event streams"]);
+    expect(plan.publish.body.events).toEqual({ node_detail: false });
+    expect(same.publish.action).toBe('none');
   });
 
   it('publishes a visibility change without a run when the latest run succeeded on this version with the file\'s values', () => {

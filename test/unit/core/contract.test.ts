@@ -153,6 +153,19 @@ describe('applyVisibility', () => {
     ]);
   });
 
+  it('names unknown fields of form and events in its own words, and a form that is no object', () => {
+    // Act
+    const unknown = appError(() => applyVisibility(discovered, { form: { enabled: true, colour: 'red' }, events: { detail: false } }, null));
+    const notObject = appError(() => applyVisibility(discovered, { form: 5 }, null));
+
+    // Assess
+    expect(unknown.detail).toEqual([
+      { path: 'form.colour', reason: 'is not a known field' },
+      { path: 'events.detail', reason: 'is not a known field' },
+    ]);
+    expect(notObject.detail).toEqual([{ path: 'form', reason: 'must be an object' }]);
+  });
+
   it.each([
     ['a top-level array', []],
     ['a string body', 'inputs'],
