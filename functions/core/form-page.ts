@@ -390,6 +390,8 @@ export const FORM_SCRIPT = `'use strict';
       var source = new EventSource(url + '/events');
       var over = false;
       var errors = 0;
+      // Node ids seen finished: a run again after a crash finishes some nodes twice.
+      var finishedIds = Object.create(null);
       var finished = 0;
       var timer = setTimeout(fallback, FIRST_EVENT_MS);
       function stop() {
@@ -416,7 +418,10 @@ export const FORM_SCRIPT = `'use strict';
         var d = heard(m);
         if (typeof d.total === 'number') { progress.textContent = 'Running… ' + d.done + ' of ' + d.total + ' steps done.'; return; }
         if (d.state === 'started') { progress.textContent = 'Running ' + d.node_id + '… (' + finished + ' steps done)'; return; }
-        if (d.state === 'finished') finished += 1;
+        if (d.state === 'finished' && finishedIds[d.node_id] !== true) {
+          finishedIds[d.node_id] = true;
+          finished += 1;
+        }
         progress.textContent = (d.state === 'failed' ? d.node_id + ' failed' : 'Finished ' + d.node_id) + ' (' + finished + ' steps done)';
       });
       source.addEventListener('done', function (m) {

@@ -55,7 +55,11 @@ const picture = png(96, 64, (x, y) => [40 + x * 2, 120 + y, 200 - x, 255]);
 beforeAll(async () => {
   // Under start:synth as deployed without a public URL: the upload-cors resource gives the bucket
   // the API's own origin (the local one), so files still go straight to storage.
-  rt = await startE2eRuntime();
+  // Every test here runs from one address within a minute, each run, upload and stream counting
+  // against that address's web form limit (10 a minute by default): the limit is raised, so
+  // that adding a test never refuses another's run. The limits themselves are tested in
+  // test/e2e/forms.test.ts.
+  rt = await startE2eRuntime({ env: { PIPEGATE_FORM_ADDRESS_ACTIONS_PER_MINUTE: '100' } });
   pub = await rt.publishPipeline('postcard', postcard, {
     inputs: { signature: { visible: false } },
     outputs: { signed: { visible: false } },
@@ -239,6 +243,50 @@ describe('the web form in a browser', () => {
       expect(done).toBeGreaterThan(finished);
       expect(seen.slice(0, done).every((s) => s.outputsHidden)).toBe(true);
       expect(problems).toEqual([]);
+    } finally {
+      await close();
+    }
+  }, 120_000);
+
+  browserIt('counts each node once when a run after a crash finishes it again', async () => {
+    const { page, problems, close } = await phonePage();
+    try {
+      const slow: PipelineDefinition = {
+        nodes: {
+          word: { type: 'input', value_type: 'string', value: 'again' },
+          pause: { type: 'delay', inputs: ['word'], ms: 500 },
+          loud: { type: 'transform', inputs: ['pause'], expression: '$uppercase(pause)' },
+          said: { type: 'output', from: 'loud' },
+        },
+      };
+      const p = await rt.publishPipeline('rerun-stream', slow, { form: { enabled: true } });
+      const url = p.body.form_url as string;
+      // The first stream is what a reader sees of a run interrupted after pause and run again
+      // from the start: pause finishes twice. Its events carry no ids, so the reconnect that
+      // follows its end reads the real stream from the start, which finishes pause once more.
+      const node = (state: string, id: string) => `event: node\ndata: ${JSON.stringify({ node_id: id, type: id === 'word' ? 'input' : 'delay', state, at: new Date().toISOString() })}\n\n`;
+      let streams = 0;
+      await page.route('**/events', (route) => {
+        streams += 1;
+        if (streams > 1) return route.continue();
+        const body = `retry: 200\n\n${node('finished', 'word')}${node('started', 'pause')}${node('finished', 'pause')}${node('finished', 'word')}${node('started', 'pause')}${node('finished', 'pause')}`;
+        return route.fulfill({ status: 200, contentType: 'text/event-stream', body });
+      });
+      await page.goto(url);
+      await page.locator('#run').waitFor();
+      await watchProgress(page);
+      await page.getByRole('button', { name: 'Run' }).click();
+      const text = page.locator('[data-output="said"] .value');
+      await waitUntil(() => text.innerText(), (t) => t.length > 0, 60_000, 100);
+      expect(await text.innerText()).toBe('AGAIN');
+      const seen = (await seenProgress(page)).map((s) => s.text);
+      // Four nodes, each counted once, however often the streams said it finished.
+      expect(seen).toContain('Finished pause (2 steps done)');
+      expect(seen).toContain('Finished loud (3 steps done)');
+      expect(seen).toContain('Finished said (4 steps done)');
+      expect(seen.filter((t) => /\(([5-9]|\d\d+) steps done\)/.test(t))).toEqual([]);
+      expect(streams).toBeGreaterThanOrEqual(2);
+      expect(problems.filter((m) => !/EventSource|event-stream/i.test(m))).toEqual([]);
     } finally {
       await close();
     }

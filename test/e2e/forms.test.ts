@@ -202,6 +202,25 @@ describe('rate limits', () => {
       await limited.cleanup();
     }
   });
+
+  it('count one address across every link: the address limit answers 429 naming it', async () => {
+    const limited = await startE2eRuntime({ env: { PIPEGATE_FORM_ADDRESS_ACTIONS_PER_MINUTE: '2', PIPEGATE_FORM_LINK_ACTIONS_PER_MINUTE: '1000' } });
+    try {
+      const a = (await limited.publishPipeline('by-address-a', def, { form: { enabled: true } })).body.form_url as string;
+      const b = (await limited.publishPipeline('by-address-b', def, { form: { enabled: true } })).body.form_url as string;
+      // The windows are whole minutes: start well inside one, so the three requests share it.
+      if (new Date().getUTCSeconds() > 50) await sleep((61 - new Date().getUTCSeconds()) * 1000);
+      const first = await formRun(a, {});
+      const second = await formRun(b, {});
+      const third = await formRun(a, {});
+      // Two links, each far from its own limit: the third run is the address's third.
+      expect([first.status, second.status, third.status]).toEqual([202, 202, 429]);
+      expect(Number(third.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+      expect(String(third.body.detail)).toMatch(/at most 2 runs, uploads and progress streams a minute may come from one address/);
+    } finally {
+      await limited.cleanup();
+    }
+  });
 });
 
 describe('the owner controls the link', () => {
