@@ -101,6 +101,33 @@ async function watchProgress(page: Page): Promise<void> {
 }
 const seenProgress = (page: Page): Promise<Seen[]> => page.evaluate(() => (globalThis as unknown as { seen: Seen[] }).seen);
 
+/**
+ * A published pipeline with a form, four nodes long (word → pause → loud → said), whose delay
+ * leaves time to watch its progress: the form's link.
+ */
+async function slowForm(id: string, word: string, pauseMs: number): Promise<string> {
+  const slow: PipelineDefinition = {
+    nodes: {
+      word: { type: 'input', value_type: 'string', value: word },
+      pause: { type: 'delay', inputs: ['word'], ms: pauseMs },
+      loud: { type: 'transform', inputs: ['pause'], expression: '$uppercase(pause)' },
+      said: { type: 'output', from: 'loud' },
+    },
+  };
+  const p = await rt.publishPipeline(id, slow, { form: { enabled: true } });
+  return p.body.form_url as string;
+}
+
+/** Opens a slowForm's page, watches its progress line and runs it: the `said` output it shows. */
+async function runWatched(page: Page, url: string): Promise<string> {
+  await page.goto(url);
+  await page.locator('#run').waitFor();
+  await watchProgress(page);
+  await page.getByRole('button', { name: 'Run' }).click();
+  const text = page.locator('[data-output="said"] .value');
+  return waitUntil(() => text.innerText(), (t) => t.length > 0, 60_000, 100);
+}
+
 /** A phone: 390 × 844 CSS pixels, touch, as a person opening the link on one. */
 async function phonePage(opts: { bypassCSP?: boolean } = {}): Promise<{ page: Page; problems: string[]; close: () => Promise<void> }> {
   const context = await (browser as Browser).newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true, ...opts });
@@ -209,27 +236,12 @@ describe('the web form in a browser', () => {
   browserIt('follows the run by its event stream: progress node by node, then the result, with no poll', async () => {
     const { page, problems, close } = await phonePage();
     try {
-      const slow: PipelineDefinition = {
-        nodes: {
-          word: { type: 'input', value_type: 'string', value: 'later' },
-          pause: { type: 'delay', inputs: ['word'], ms: 1500 },
-          loud: { type: 'transform', inputs: ['pause'], expression: '$uppercase(pause)' },
-          said: { type: 'output', from: 'loud' },
-        },
-      };
-      const p = await rt.publishPipeline('slow-stream', slow, { form: { enabled: true } });
-      const url = p.body.form_url as string;
+      const url = await slowForm('slow-stream', 'later', 1500);
       const asked: string[] = [];
       page.on('request', (r) => {
         if (r.method() === 'GET' && r.url().startsWith(`${url}/executions/`)) asked.push(r.url().slice(url.length));
       });
-      await page.goto(url);
-      await page.locator('#run').waitFor();
-      await watchProgress(page);
-      await page.getByRole('button', { name: 'Run' }).click();
-      const text = page.locator('[data-output="said"] .value');
-      await waitUntil(() => text.innerText(), (t) => t.length > 0, 60_000, 100);
-      expect(await text.innerText()).toBe('LATER');
+      expect(await runWatched(page, url)).toBe('LATER');
       // Through the stream only: the run's events, and not one long poll.
       expect(asked.filter((u) => u.endsWith('/events'))).toHaveLength(1);
       expect(asked.filter((u) => !u.endsWith('/events'))).toEqual([]);
@@ -251,16 +263,7 @@ describe('the web form in a browser', () => {
   browserIt('counts each node once when a run after a crash finishes it again', async () => {
     const { page, problems, close } = await phonePage();
     try {
-      const slow: PipelineDefinition = {
-        nodes: {
-          word: { type: 'input', value_type: 'string', value: 'again' },
-          pause: { type: 'delay', inputs: ['word'], ms: 500 },
-          loud: { type: 'transform', inputs: ['pause'], expression: '$uppercase(pause)' },
-          said: { type: 'output', from: 'loud' },
-        },
-      };
-      const p = await rt.publishPipeline('rerun-stream', slow, { form: { enabled: true } });
-      const url = p.body.form_url as string;
+      const url = await slowForm('rerun-stream', 'again', 500);
       // The first stream is what a reader sees of a run interrupted after pause and run again
       // from the start: pause finishes twice. Its events carry no ids, so the reconnect that
       // follows its end reads the real stream from the start, which finishes pause once more.
@@ -272,13 +275,7 @@ describe('the web form in a browser', () => {
         const body = `retry: 200\n\n${node('finished', 'word')}${node('started', 'pause')}${node('finished', 'pause')}${node('finished', 'word')}${node('started', 'pause')}${node('finished', 'pause')}`;
         return route.fulfill({ status: 200, contentType: 'text/event-stream', body });
       });
-      await page.goto(url);
-      await page.locator('#run').waitFor();
-      await watchProgress(page);
-      await page.getByRole('button', { name: 'Run' }).click();
-      const text = page.locator('[data-output="said"] .value');
-      await waitUntil(() => text.innerText(), (t) => t.length > 0, 60_000, 100);
-      expect(await text.innerText()).toBe('AGAIN');
+      expect(await runWatched(page, url)).toBe('AGAIN');
       const seen = (await seenProgress(page)).map((s) => s.text);
       // Four nodes, each counted once, however often the streams said it finished.
       expect(seen).toContain('Finished pause (2 steps done)');
