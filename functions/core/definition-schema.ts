@@ -6,7 +6,7 @@
  */
 import * as v from 'valibot';
 import { isMediaTypePattern, MAX_MEDIA_TYPES, UPLOAD_MAX_BYTES } from './assets';
-import { NODE_ID_PATTERN, NODE_TYPES, RESERVED_NODE_IDS } from './ids';
+import { NODE_ID_PATTERN, RESERVED_NODE_IDS } from './ids';
 import { withSecretPlaceholders } from './owner-secrets';
 import { InputValueType, ownRecord, plainObject, RawValue } from './schema-parts';
 import type { NodeType } from './types';
@@ -215,6 +215,3 @@ export const PipelineDefinitionSchema = v.pipe(
 );
 
 export const TOP_LEVEL_FIELDS = Object.keys(DEFINITION_ENTRIES) as (keyof typeof DEFINITION_ENTRIES)[];
-/** The fields each node type takes. */
-export const NODE_FIELDS: Record<NodeType, string[]> = Object.fromEntries(NODE_TYPES.map((type) => [type, Object.keys(nodeObject(type).entries)])) as Record<NodeType, string[]>;
-

@@ -7,6 +7,7 @@ import { answerObjectName, HTTP_ASSET_MAX_BYTES } from './output-assets';
 import type { HttpPort, ObjectRef, SizedStream } from './ports';
 import type { NodeProgress } from './progress';
 import type { DelayNode, NodeTrace, HttpNode, InputNode, OutputNode, PipelineDefinition, PipelineNode, RawValue, TransformNode } from './types';
+import { isRawValue } from './values';
 
 export interface EngineOptions {
   http: HttpPort;
@@ -126,9 +127,6 @@ function describeType(x: unknown): string {
   return typeof x;
 }
 
-function isRaw(x: unknown): x is RawValue {
-  return typeof x === 'string' || typeof x === 'boolean' || (typeof x === 'number' && Number.isFinite(x));
-}
 
 /** An http node's URL on this service's own API, refused before any connection. */
 export class LoopGuardError extends Error {
@@ -292,7 +290,7 @@ async function runInput(id: string, node: InputNode, inputValues: Record<string,
 
 async function runOutput(node: OutputNode, [value]: unknown[], ctx: RunContext): Promise<RawValue | AssetOutput> {
   if (value === undefined) throw new Error(`'${node.from}' produced no value`);
-  if (isRaw(value)) return value;
+  if (isRawValue(value)) return value;
   const held = heldAsset(value, ctx);
   if (held !== null) return new AssetOutput(held.ref);
   throw new Error(`output must be a string, a finite number, a boolean or an asset of this run, got ${describeType(value)}`);
@@ -597,7 +595,7 @@ function runUnredacted(
         const define = <T>(o: Record<string, T>, id: string, value: T) => Object.defineProperty(o, id, { value, enumerable: true, writable: true, configurable: true });
         for (const id of outputNodeIds(def)) {
           const value = settled.get(id);
-          if (isRaw(value)) define(outputs, id, value);
+          if (isRawValue(value)) define(outputs, id, value);
           else if (value instanceof AssetOutput) define(outputAssets, id, { ...value.ref });
         }
         finish({ status: 'completed', outputs, ...(Object.keys(outputAssets).length > 0 ? { output_assets: outputAssets } : {}) });

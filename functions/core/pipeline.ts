@@ -29,7 +29,6 @@ export {
   MAX_DESCRIPTION_LENGTH,
   MAX_MEDIA_TYPES,
   Node,
-  NODE_FIELDS,
   OutputNode,
   PipelineDefinitionSchema,
   TOP_LEVEL_FIELDS,
