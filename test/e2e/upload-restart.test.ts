@@ -8,8 +8,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { dataUri, png } from '../support/media';
-import { startTestRuntime, type TestRuntime } from '../support/runtime';
+import { photoBytesPipeline, png } from '../support/media';
+import { putUpload, startTestRuntime, type TestRuntime } from '../support/runtime';
 
 jest.setTimeout(90_000);
 
@@ -30,13 +30,7 @@ const s3Port = () => readFileSync(join(dataDir, 's3-port'), 'utf8').trim();
 it('accepts the PUT of an upload created before the restart, and runs an execution with it', async () => {
   // Prepare: an upload created, the runtime restarted on the same data dir.
   rt = await start();
-  const p = await rt.publishPipeline('restart-photo', {
-    nodes: {
-      photo: { type: 'input', value_type: 'asset', value: dataUri('image/png', png(1, 1)) },
-      size: { type: 'transform', inputs: ['photo'], expression: 'photo.bytes' },
-      bytes: { type: 'output', from: 'size' },
-    },
-  });
+  const p = await rt.publishPipeline('restart-photo', photoBytesPipeline());
   const bytes = png(12, 12);
   const up = await rt.caller<{ upload_url: string; headers: Record<string, string>; asset: { value: string; value_type: string } }>('POST', `/v1/deployments/${p.deploymentId}/uploads/`, p.apiKey, { media_type: 'image/png', bytes: bytes.length });
   expect(up.status).toBe(201);
@@ -46,7 +40,7 @@ it('accepts the PUT of an upload created before the restart, and runs an executi
   rt = await start();
 
   // Act
-  const put = await fetch(up.body.upload_url, { method: 'PUT', headers: up.body.headers, body: bytes });
+  const put = await putUpload(up.body, bytes);
   const r = await rt.caller('POST', `/v1/deployments/${p.deploymentId}/executions/`, p.apiKey, { workflow_input: { photo: up.body.asset } });
   const id = r.body.execution_id as string;
   await rt.waitForExecution(id, p.apiKey);

@@ -95,6 +95,15 @@ export const assetValue = (value: string) => ({ value, value_type: 'ASSET' });
  */
 export const assetFactsExpression = (id: string): string => `${id}.media_type & ' ' & $string(${id}.bytes) & ' ' & ${id}.sha256`;
 
+/** A pipeline whose output `bytes` is the size of the photo it is given (any media type). */
+export const photoBytesPipeline = (): PipelineDefinition => ({
+  nodes: {
+    photo: { type: 'input', value_type: 'asset', value: dataUri('image/png', png(1, 1)) },
+    size: { type: 'transform', inputs: ['photo'], expression: 'photo.bytes' },
+    bytes: { type: 'output', from: 'size' },
+  },
+});
+
 /**
  * A pipeline to publish and show what it made of a photo (PNG or JPEG up to `maxBytes`):
  * output `info` is its facts (assetFactsExpression), `url` the link it was handed.

@@ -18,8 +18,8 @@ import { localEndpointConfig } from '../../../functions/adapters/dynamo';
 import { startDynalite } from '../../../lib/local/dynamo';
 import type { Template } from '../../../lib/synth/assembly';
 import { startSynthRuntime, type SynthRuntime } from '../../../lib/synth/runtime';
-import { dataUri, png } from '../../support/media';
-import { greeting, withHelpers, type Helpers } from '../../support/runtime';
+import { photoBytesPipeline, png } from '../../support/media';
+import { greeting, putUpload, withHelpers, type Helpers } from '../../support/runtime';
 import { SYNTH_TIMEOUT_MS, testAssembly } from '../../support/synth';
 import { withTemplate } from '../../synth/synth-helpers';
 
@@ -158,13 +158,7 @@ describe('the AWS endpoint’s port', () => {
   it('is kept across a restart: an upload URL created before it is PUT after it and the execution runs', async () => {
     // Prepare: an upload created, the runtime restarted on the same data dir.
     let r = await start(dataDir);
-    const p = await r.publishPipeline('restart-photo', {
-      nodes: {
-        photo: { type: 'input', value_type: 'asset', value: dataUri('image/png', png(1, 1)) },
-        size: { type: 'transform', inputs: ['photo'], expression: 'photo.bytes' },
-        bytes: { type: 'output', from: 'size' },
-      },
-    });
+    const p = await r.publishPipeline('restart-photo', photoBytesPipeline());
     const bytes = png(12, 12);
     const up = await r.caller<{ upload_url: string; headers: Record<string, string>; asset: unknown }>('POST', `/v1/deployments/${p.deploymentId}/uploads/`, p.apiKey, { media_type: 'image/png', bytes: bytes.length });
     const before = awsPort();
@@ -173,7 +167,7 @@ describe('the AWS endpoint’s port', () => {
     r = await start(dataDir);
 
     // Act
-    const put = await fetch(up.body.upload_url, { method: 'PUT', headers: up.body.headers, body: bytes });
+    const put = await putUpload(up.body, bytes);
     const run = await r.caller('POST', `/v1/deployments/${p.deploymentId}/executions/`, p.apiKey, { workflow_input: { photo: up.body.asset } });
     const id = String(run.body.execution_id);
     await r.waitForExecution(id, p.apiKey, undefined, 60_000);
