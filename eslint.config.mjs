@@ -1,8 +1,21 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import prettier from 'eslint-config-prettier';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'cdk.out/**', '.pipegate/**', '.pipegate-synth/**', '.tmp/**', 'coverage/**', 'dist/**', '**/*.js', '**/*.mjs'] },
+  {
+    ignores: [
+      'node_modules/**',
+      'cdk.out/**',
+      '.pipegate/**',
+      '.pipegate-synth/**',
+      '.tmp/**',
+      'coverage/**',
+      'dist/**',
+      '**/*.js',
+      '**/*.mjs',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -13,4 +26,6 @@ export default tseslint.config(
       eqeqeq: ['error', 'always'],
     },
   },
+  // Formatting is prettier's (npm run format:check); eslint keeps to correctness.
+  prettier,
 );
