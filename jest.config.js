@@ -9,7 +9,9 @@ module.exports = {
   },
   // @middy/core, file-type (with its own dependencies) and eventsource-parser ship ESM only; let the transform
   // turn them into CommonJS.
-  transformIgnorePatterns: ['/node_modules/(?!(@middy|file-type|strtok3|token-types|@tokenizer|@borewit|uint8array-extras|eventsource-parser)/)'],
+  transformIgnorePatterns: [
+    '/node_modules/(?!(@middy|file-type|strtok3|token-types|@tokenizer|@borewit|uint8array-extras|eventsource-parser)/)',
+  ],
   setupFiles: ['<rootDir>/test/support/env.ts'],
   // One synth per run, shared by every suite that needs the assembly.
   globalSetup: '<rootDir>/test/support/global-setup.ts',

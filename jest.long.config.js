@@ -1,3 +1,9 @@
 /** Long-running suites (reliability soak, fault injection); run with `npm run test:long`. */
 const base = require('./jest.config.js');
-module.exports = { ...base, testPathIgnorePatterns: ['/node_modules/'], testMatch: ['**/test/long/**/*.test.ts'], testTimeout: 600000, maxWorkers: 1 };
+module.exports = {
+  ...base,
+  testPathIgnorePatterns: ['/node_modules/'],
+  testMatch: ['**/test/long/**/*.test.ts'],
+  testTimeout: 600000,
+  maxWorkers: 1,
+};

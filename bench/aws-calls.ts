@@ -176,7 +176,11 @@ export function costPerMillion(c: CostInput): CostLine[] {
   const sends = Object.values(c.whole.sqsSend).reduce((s, x) => s + x, 0);
   // The event source mapping receives and deletes once per batch it hands the runner (and the dispatcher, one callback each).
   const sqs = sends + 2 * runnerInvocations + 2 * callbacks;
-  lines.push({ item: 'SQS', perExecution: `${round(sqs)}: ${round(sends)} send + receive/delete per batch`, dollars: sqs * PRICES.sqsPerMillionRequests });
+  lines.push({
+    item: 'SQS',
+    perExecution: `${round(sqs)}: ${round(sends)} send + receive/delete per batch`,
+    dollars: sqs * PRICES.sqsPerMillionRequests,
+  });
 
   if (c.stateMachine === 'EXPRESS') {
     const billedSeconds = Math.ceil(ASSUMPTIONS.expressSeconds / 0.1) * 0.1;
@@ -223,7 +227,11 @@ export function costPerMillion(c: CostInput): CostLine[] {
  * read it starts with is not one) and how long it stays up, to the read that sees the end or
  * to the wait's end.
  */
-export function awsWait(ms: number, maxSeconds: number, schedule: readonly number[] = POLL_BACKOFF_MS): { rereads: number; seconds: number } {
+export function awsWait(
+  ms: number,
+  maxSeconds: number,
+  schedule: readonly number[] = POLL_BACKOFF_MS,
+): { rereads: number; seconds: number } {
   const maxMs = maxSeconds * 1000;
   let t = 0;
   let rereads = 0;
@@ -235,7 +243,11 @@ export function awsWait(ms: number, maxSeconds: number, schedule: readonly numbe
 }
 
 /** awsWait averaged over measured wait times (the schedule is a step function, so per sample). */
-export function meanAwsWait(samplesMs: readonly number[], maxSeconds: number, schedule: readonly number[] = POLL_BACKOFF_MS): { rereads: number; seconds: number } {
+export function meanAwsWait(
+  samplesMs: readonly number[],
+  maxSeconds: number,
+  schedule: readonly number[] = POLL_BACKOFF_MS,
+): { rereads: number; seconds: number } {
   if (samplesMs.length === 0) return { rereads: 0, seconds: 0 };
   const each = samplesMs.map((ms) => awsWait(ms, maxSeconds, schedule));
   return {
@@ -272,7 +284,10 @@ export interface CallerMeasure {
  * wait is priced as the AWS mechanism runs it (scheduled re-reads, the execute function up for
  * the wait). One message per runner batch and Express, as the headline request-path figure.
  */
-export function callerCost(m: CallerMeasure, path: { tasks: string[]; states: string[] }): { whole: Counts; input: CostInput; lines: CostLine[] } {
+export function callerCost(
+  m: CallerMeasure,
+  path: { tasks: string[]; states: string[] },
+): { whole: Counts; input: CostInput; lines: CostLine[] } {
   const waited = m.perExecution.waits > 0;
   const whole = waited ? withScheduledRereads(m.perExecution, m.awsWait.rereads) : m.perExecution;
   const input: CostInput = {
@@ -329,14 +344,26 @@ export function mediaObjectCost(m: Readonly<MediaScenario> = MEDIA): CostLine[] 
   const outGb = (m.outputBytes / GB) * m.downloads;
   const mb = (b: number): string => round(b / (1024 * 1024), 1);
   return [
-    { item: 'S3 PUT requests', perExecution: `${m.puts}: the upload's presigned PUT, the output`, dollars: m.puts * PRICES.s3PerMillionPuts },
-    { item: 'S3 GET/HEAD requests', perExecution: `${m.gets}: submit's HEAD and GET of the upload, the run's GET, the download's GET`, dollars: m.gets * PRICES.s3PerMillionGets },
+    {
+      item: 'S3 PUT requests',
+      perExecution: `${m.puts}: the upload's presigned PUT, the output`,
+      dollars: m.puts * PRICES.s3PerMillionPuts,
+    },
+    {
+      item: 'S3 GET/HEAD requests',
+      perExecution: `${m.gets}: submit's HEAD and GET of the upload, the run's GET, the download's GET`,
+      dollars: m.gets * PRICES.s3PerMillionGets,
+    },
     {
       item: 'S3 storage',
       perExecution: `${mb(m.inputBytes + m.outputBytes)} MB for ${m.storedDays} days (lifecycle expiry)`,
       dollars: storedGbMonths * PRICES.s3StandardPerGbMonth * M,
     },
-    { item: 'Transfer out', perExecution: `${mb(m.outputBytes)} MB × ${m.downloads} download(s); in is free`, dollars: outGb * PRICES.transferOutPerGb * M },
+    {
+      item: 'Transfer out',
+      perExecution: `${mb(m.outputBytes)} MB × ${m.downloads} download(s); in is free`,
+      dollars: outGb * PRICES.transferOutPerGb * M,
+    },
   ];
 }
 
@@ -348,7 +375,10 @@ export function mediaObjectCost(m: Readonly<MediaScenario> = MEDIA): CostLine[] 
  * charge is `fixedMonthlyDollars`, not a per-execution figure). The owner secrets' KMS key
  * is priced apart (ownerSecretsKmsCost): a trivial pipeline names no secret and makes no KMS call.
  */
-export function operationsCost(c: CostInput, opts: { logLevel: 'ERROR' | 'ALL'; waf: boolean; sampledShare?: number; lambdaSystemLogLevel?: 'WARN' | 'INFO' }): CostLine[] {
+export function operationsCost(
+  c: CostInput,
+  opts: { logLevel: 'ERROR' | 'ALL'; waf: boolean; sampledShare?: number; lambdaSystemLogLevel?: 'WARN' | 'INFO' },
+): CostLine[] {
   const M = 1_000_000;
   const b = ASSUMPTIONS.logBytes;
   const invocations = Object.values(lambdaInvocations(c)).reduce((s, x) => s + x, 0);
@@ -372,10 +402,16 @@ export function operationsCost(c: CostInput, opts: { logLevel: 'ERROR' | 'ALL'; 
       dollars: traces * share * PRICES.xrayPerMillionTracesRecorded,
     },
   ];
-  if (opts.waf) lines.push({ item: 'WAF', perExecution: `${round(requests)} request(s) inspected`, dollars: requests * PRICES.wafPerMillionRequests });
+  if (opts.waf)
+    lines.push({ item: 'WAF', perExecution: `${round(requests)} request(s) inspected`, dollars: requests * PRICES.wafPerMillionRequests });
   // On AWS each granted wait takes a slot of the wait bound and gives it back: two ADDs of
   // 1 WRU the local runtime (unbounded) never makes, so the counts above lack them.
-  if (c.whole.waits > 0) lines.push({ item: 'Wait bound', perExecution: `${round(2 * c.whole.waits)} WRU: a slot taken and given back`, dollars: 2 * c.whole.waits * PRICES.dynamoPerMillionWriteUnits });
+  if (c.whole.waits > 0)
+    lines.push({
+      item: 'Wait bound',
+      perExecution: `${round(2 * c.whole.waits)} WRU: a slot taken and given back`,
+      dollars: 2 * c.whole.waits * PRICES.dynamoPerMillionWriteUnits,
+    });
   return lines;
 }
 
@@ -389,8 +425,16 @@ export const fixedMonthlyDollars = (): number => PRICES.wafPerWebAclMonth + ASSU
 export function pipelineSecondCost(): CostLine[] {
   const M = 1_000_000;
   return [
-    { item: 'task-run duration', perExecution: `1 s × ${ASSUMPTIONS.lambdaMemoryMb} MB`, dollars: (ASSUMPTIONS.lambdaMemoryMb / 1024) * PRICES.lambdaArmPerGbSecond * M },
-    { item: 'Express duration', perExecution: `1 s × ${ASSUMPTIONS.expressMemoryMb} MB`, dollars: (ASSUMPTIONS.expressMemoryMb / 1024) * PRICES.sfnExpressPerGbSecond * M },
+    {
+      item: 'task-run duration',
+      perExecution: `1 s × ${ASSUMPTIONS.lambdaMemoryMb} MB`,
+      dollars: (ASSUMPTIONS.lambdaMemoryMb / 1024) * PRICES.lambdaArmPerGbSecond * M,
+    },
+    {
+      item: 'Express duration',
+      perExecution: `1 s × ${ASSUMPTIONS.expressMemoryMb} MB`,
+      dollars: (ASSUMPTIONS.expressMemoryMb / 1024) * PRICES.sfnExpressPerGbSecond * M,
+    },
   ];
 }
 
@@ -437,7 +481,8 @@ export function allInHeadline(input: CostInput): {
   pipelineSecond: number;
   consumerKey: number;
 } {
-  const allInOf = (c: CostInput): number => totalDollars(costPerMillion(c)) + totalDollars(operationsCost(c, { logLevel: 'ERROR', waf: true }));
+  const allInOf = (c: CostInput): number =>
+    totalDollars(costPerMillion(c)) + totalDollars(operationsCost(c, { logLevel: 'ERROR', waf: true }));
   const requestPath = totalDollars(costPerMillion(input));
   const operations = operationsCost(input, { logLevel: 'ERROR', waf: true });
   const withAll = operationsCost(input, { logLevel: 'ALL', waf: true });
@@ -447,7 +492,8 @@ export function allInHeadline(input: CostInput): {
     allIn: allInOf(input),
     logsAll: totalDollars(withAll) - totalDollars(operations),
     /** What `lambdaSystemLogLevel=INFO` (Lambda's START, END and REPORT lines) adds. */
-    lambdaLinesInfo: totalDollars(operationsCost(input, { logLevel: 'ERROR', waf: true, lambdaSystemLogLevel: 'INFO' })) - totalDollars(operations),
+    lambdaLinesInfo:
+      totalDollars(operationsCost(input, { logLevel: 'ERROR', waf: true, lambdaSystemLogLevel: 'INFO' })) - totalDollars(operations),
     pipelineSecond: totalDollars(pipelineSecondCost()),
     /** The same caller with a consumer key under a rate limit and a quota, all in. */
     consumerKey: allInOf(withConsumerKey(input)),
@@ -527,7 +573,11 @@ export function ownerUploadCost(bytes: number = MEDIA.inputBytes, storedDays: nu
   return [
     { item: 'API Gateway REST', perExecution: '1 request (IAM-signed: no authorizer)', dollars: PRICES.apiGatewayRestPerMillion },
     { item: 'WAF', perExecution: '1 request inspected', dollars: PRICES.wafPerMillionRequests },
-    { item: 'Lambda requests', perExecution: `${request.functions.length}: ${request.functions.join(', ')}`, dollars: request.functions.length * PRICES.lambdaPerMillionRequests },
+    {
+      item: 'Lambda requests',
+      perExecution: `${request.functions.length}: ${request.functions.join(', ')}`,
+      dollars: request.functions.length * PRICES.lambdaPerMillionRequests,
+    },
     {
       item: 'Lambda duration',
       perExecution: `${gbSeconds.toFixed(4)} GB-s on arm64 (${warmMs} ms + a ${ASSUMPTIONS.coldInitSeconds} s init)`,
@@ -538,8 +588,16 @@ export function ownerUploadCost(bytes: number = MEDIA.inputBytes, storedDays: nu
       perExecution: `${round(readUnitsOf(request), 1)} RRU: the pipeline (strongly consistent), its latest version (eventually)`,
       dollars: readUnitsOf(request) * PRICES.dynamoPerMillionReadUnits,
     },
-    { item: 'DynamoDB writes', perExecution: `${request.writes} WRU: the upload's item`, dollars: request.writes * PRICES.dynamoPerMillionWriteUnits },
-    { item: 'CloudWatch Logs', perExecution: '1 access-log line', dollars: (ASSUMPTIONS.logBytes.accessLog / 1e9) * PRICES.logsPerGbIngested * M },
+    {
+      item: 'DynamoDB writes',
+      perExecution: `${request.writes} WRU: the upload's item`,
+      dollars: request.writes * PRICES.dynamoPerMillionWriteUnits,
+    },
+    {
+      item: 'CloudWatch Logs',
+      perExecution: '1 access-log line',
+      dollars: (ASSUMPTIONS.logBytes.accessLog / 1e9) * PRICES.logsPerGbIngested * M,
+    },
     { item: 'S3 PUT requests', perExecution: `${s3Puts}: the owner's PUT of the bytes`, dollars: s3Puts * PRICES.s3PerMillionPuts },
     {
       item: 'S3 storage',
@@ -551,7 +609,11 @@ export function ownerUploadCost(bytes: number = MEDIA.inputBytes, storedDays: nu
       perExecution: `${round(readUnitsOf(use), 1)} RRU + ${use.writes} WRU: the upload's read and its claim`,
       dollars: readUnitsOf(use) * PRICES.dynamoPerMillionReadUnits + use.writes * PRICES.dynamoPerMillionWriteUnits,
     },
-    { item: 'Run that uses it: S3 GET/HEAD', perExecution: `${use.s3Gets}: HEAD and GET of the bytes`, dollars: use.s3Gets * PRICES.s3PerMillionGets },
+    {
+      item: 'Run that uses it: S3 GET/HEAD',
+      perExecution: `${use.s3Gets}: HEAD and GET of the bytes`,
+      dollars: use.s3Gets * PRICES.s3PerMillionGets,
+    },
   ];
 }
 

@@ -48,7 +48,10 @@ function byPackage(meta: Metafile): Record<string, number> {
   return out;
 }
 
-export async function buildBundle(name: string, outRoot: string): Promise<{ file: string; bytes: number; packages: Record<string, number> }> {
+export async function buildBundle(
+  name: string,
+  outRoot: string,
+): Promise<{ file: string; bytes: number; packages: Record<string, number> }> {
   const outfile = join(outRoot, name, 'index.js');
   // Mirrors the `bundling` block of PipegateFunction (NodejsFunction passes these to esbuild).
   const result = await build({
@@ -82,7 +85,12 @@ export function measureInit(file: string): Promise<number> {
       ['-e', INIT_SCRIPT, file],
       {
         // As the functions run: source maps on (the stack sets this), nothing inherited from here.
-        env: { PATH: process.env.PATH ?? '', NODE_OPTIONS: '--enable-source-maps', AWS_REGION: 'us-east-1', AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
+        env: {
+          PATH: process.env.PATH ?? '',
+          NODE_OPTIONS: '--enable-source-maps',
+          AWS_REGION: 'us-east-1',
+          AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+        },
         timeout: 20_000,
       },
       (err, stdout, stderr) => {

@@ -137,7 +137,13 @@ function completed(body: string): void {
 }
 
 /** Runs one caller shape; the server's counts and CPU are read around the measured loop. */
-export async function callerShape(child: ServerChild, url: string, submit: Call, shape: CallerShape, o: CallerOptions): Promise<CallerFigure> {
+export async function callerShape(
+  child: ServerChild,
+  url: string,
+  submit: Call,
+  shape: CallerShape,
+  o: CallerOptions,
+): Promise<CallerFigure> {
   const http = new HttpClient(url, o.callers * 2);
   const receiver = shape === 'callback' ? await Receiver.start() : undefined;
   const key = submit.headers ?? {};

@@ -34,7 +34,11 @@ export async function measureConsumers(log: (s: string) => void, samples = 300):
   const rt = await startRuntime({ port: 0, dataDir, inMemory: true, log: false });
   try {
     const owner = async (method: string, path: string, body?: unknown) => {
-      const res = await fetch(`${rt.url}${path}`, { method, headers: { authorization: `Bearer ${rt.ownerToken}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+      const res = await fetch(`${rt.url}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${rt.ownerToken}`, 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
       return (await res.json()) as Record<string, unknown>;
     };
     await owner('PUT', '/v1/pipelines/bench-consumers', {
@@ -42,7 +46,11 @@ export async function measureConsumers(log: (s: string) => void, samples = 300):
     });
     await owner('POST', '/v1/pipelines/bench-consumers/runs', {});
     for (let i = 0; i < 200; i++) {
-      const published = await fetch(`${rt.url}/v1/pipelines/bench-consumers/deployment`, { method: 'PUT', headers: { authorization: `Bearer ${rt.ownerToken}`, 'content-type': 'application/json' }, body: '{}' });
+      const published = await fetch(`${rt.url}/v1/pipelines/bench-consumers/deployment`, {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${rt.ownerToken}`, 'content-type': 'application/json' },
+        body: '{}',
+      });
       if (published.status === 201) {
         const dep = (await published.json()) as { deployment_id: string; api_key: string };
         const consumer = await owner('POST', '/v1/pipelines/bench-consumers/deployment/consumers', {
@@ -61,12 +69,23 @@ export async function measureConsumers(log: (s: string) => void, samples = 300):
   }
 }
 
-async function compare(url: string, deploymentId: string, deploymentKey: string, consumerKey: string, samples: number, log: (s: string) => void): Promise<Row[]> {
+async function compare(
+  url: string,
+  deploymentId: string,
+  deploymentKey: string,
+  consumerKey: string,
+  samples: number,
+  log: (s: string) => void,
+): Promise<Row[]> {
   const time = async (method: string, path: string, key: string, status: number): Promise<number[]> => {
     const out: number[] = [];
     for (let i = 0; i < samples; i++) {
       const t = performance.now();
-      const res = await fetch(`${url}${path}`, { method, headers: { 'x-api-key': key, 'content-type': 'application/json' }, body: method === 'POST' ? '{}' : undefined });
+      const res = await fetch(`${url}${path}`, {
+        method,
+        headers: { 'x-api-key': key, 'content-type': 'application/json' },
+        body: method === 'POST' ? '{}' : undefined,
+      });
       await res.arrayBuffer();
       if (res.status !== status) throw new Error(`${method} ${path}: ${res.status}`);
       out.push(performance.now() - t);
@@ -90,7 +109,11 @@ async function compare(url: string, deploymentId: string, deploymentKey: string,
     const a = summarize(plain);
     const b = summarize(limited);
     rows.push([`${label}: deployment key`, `p50 ${fmt(a.p50, 2)} ms · p90 ${fmt(a.p90, 2)} ms`, '—']);
-    rows.push([`${label}: consumer key (rate + quota)`, `p50 ${fmt(b.p50, 2)} ms (+${fmt(b.p50 - a.p50, 2)}) · p90 ${fmt(b.p90, 2)} ms`, `+$${fmt(added, 3)} per million on AWS`]);
+    rows.push([
+      `${label}: consumer key (rate + quota)`,
+      `p50 ${fmt(b.p50, 2)} ms (+${fmt(b.p50 - a.p50, 2)}) · p90 ${fmt(b.p90, 2)} ms`,
+      `+$${fmt(added, 3)} per million on AWS`,
+    ]);
   }
   return rows;
 }

@@ -69,19 +69,38 @@ async function shapesOf(child: ServerChild, s: Shapes, label: string, one: Itera
       errors: r.errors,
     };
   };
-  const single = await run('one caller', (it) => closedLoop({ concurrency: 1, durationMs: s.durationMs / 2, maxIterations: s.maxRequests }, it));
-  const rated = await run(`${s.rate}/s offered`, (it) => fixedRate({ rate: s.rate, durationMs: s.durationMs, maxInFlight: s.maxInFlight }, it));
-  const closed = await run(`closed loop ×${s.concurrency}`, (it) => closedLoop({ concurrency: s.concurrency, durationMs: s.durationMs, maxIterations: s.maxRequests }, it));
+  const single = await run('one caller', (it) =>
+    closedLoop({ concurrency: 1, durationMs: s.durationMs / 2, maxIterations: s.maxRequests }, it),
+  );
+  const rated = await run(`${s.rate}/s offered`, (it) =>
+    fixedRate({ rate: s.rate, durationMs: s.durationMs, maxInFlight: s.maxInFlight }, it),
+  );
+  const closed = await run(`closed loop ×${s.concurrency}`, (it) =>
+    closedLoop({ concurrency: s.concurrency, durationMs: s.durationMs, maxIterations: s.maxRequests }, it),
+  );
   return { single, rated, closed };
 }
 
 /** Requests alone, each answered `want`: the floor, or the execute path. */
-export async function requestLoad(child: ServerChild, url: string, call: Call, want: number, s: Shapes, label: string): Promise<ShapeFigures> {
+export async function requestLoad(
+  child: ServerChild,
+  url: string,
+  call: Call,
+  want: number,
+  s: Shapes,
+  label: string,
+): Promise<ShapeFigures> {
   const http = new HttpClient(url, s.concurrency + s.maxInFlight);
   try {
-    return await shapesOf(child, s, label, async (client) => {
-      client.push((await post(http, call, want)).ms);
-    }, false);
+    return await shapesOf(
+      child,
+      s,
+      label,
+      async (client) => {
+        client.push((await post(http, call, want)).ms);
+      },
+      false,
+    );
   } finally {
     http.close();
   }
@@ -95,15 +114,21 @@ export async function requestLoad(child: ServerChild, url: string, call: Call, w
 export async function endToEnd(child: ServerChild, url: string, call: Call, s: Shapes): Promise<ShapeFigures> {
   const http = new HttpClient(url, s.concurrency + s.maxInFlight);
   try {
-    const figures = await shapesOf(child, s, 'end to end', async (client, server) => {
-      const p = await post(http, call, 202);
-      const id = (JSON.parse(p.body) as { execution_id?: unknown }).execution_id;
-      if (typeof id !== 'string') throw new Error(`no execution_id in ${p.body.slice(0, 200)}`);
-      const done = await child.finished(id);
-      if (done.status !== 'completed' || done.completed_at === null) throw new Error(`execution ${id} ended ${done.status}`);
-      client.push(done.seenAt - p.sentAt);
-      server.push(Date.parse(done.completed_at) - Date.parse(done.created_at));
-    }, true);
+    const figures = await shapesOf(
+      child,
+      s,
+      'end to end',
+      async (client, server) => {
+        const p = await post(http, call, 202);
+        const id = (JSON.parse(p.body) as { execution_id?: unknown }).execution_id;
+        if (typeof id !== 'string') throw new Error(`no execution_id in ${p.body.slice(0, 200)}`);
+        const done = await child.finished(id);
+        if (done.status !== 'completed' || done.completed_at === null) throw new Error(`execution ${id} ended ${done.status}`);
+        client.push(done.seenAt - p.sentAt);
+        server.push(Date.parse(done.completed_at) - Date.parse(done.created_at));
+      },
+      true,
+    );
     child.forget();
     return figures;
   } finally {

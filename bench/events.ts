@@ -106,7 +106,8 @@ export async function measureEvents(log: (s: string) => void = () => undefined):
       const id = String(r.body.execution_id);
       const streams = Array.from({ length: readers }, () => read(`${url}/v1/deployments/executions/${id}/events/`, dep.apiKey));
       // With no reader, wait for the end as a reader would (one waiting request).
-      if (readers === 0 && r.status !== 200) await json(`${url}/v1/deployments/executions/${id}/result`, 'GET', { ...key, prefer: 'wait=30' });
+      if (readers === 0 && r.status !== 200)
+        await json(`${url}/v1/deployments/executions/${id}/result`, 'GET', { ...key, prefer: 'wait=30' });
       const got = await Promise.all(streams);
       const ms = Date.now() - started;
       const after = await child.usage();
@@ -131,7 +132,16 @@ export async function measureEvents(log: (s: string) => void = () => undefined):
     }
     const floorCpuMs = median(floor);
     const loadCpuMs = median(load);
-    return { readers: READERS, floorCpuMs, loadCpuMs, cpuPerStreamMs: (loadCpuMs - floorCpuMs) / READERS, rssGrowth: median(rss), events, allDone, executionMs };
+    return {
+      readers: READERS,
+      floorCpuMs,
+      loadCpuMs,
+      cpuPerStreamMs: (loadCpuMs - floorCpuMs) / READERS,
+      rssGrowth: median(rss),
+      events,
+      allDone,
+      executionMs,
+    };
   } finally {
     await child.stop();
   }
@@ -169,26 +179,59 @@ export function streamCost(seconds: number, nodes: number, reader: StreamReader 
       `Lambda duration (${held} held ${seconds} s${others.length ? `, ${others.join(', ')} ${othersMs} ms` : ''}, at ${ASSUMPTIONS.lambdaMemoryMb} MB)`,
       perMillion((seconds + othersMs / 1000) * gb * PRICES.lambdaArmPerGbSecond),
     ],
-    [`DynamoDB reads opening it (${openReads} RRU${reader === 'form' ? ': the link, the deployment, the execution' : ': the authorizer\'s, the execution'})`, openReads * PRICES.dynamoPerMillionReadUnits],
+    [
+      `DynamoDB reads opening it (${openReads} RRU${reader === 'form' ? ': the link, the deployment, the execution' : ": the authorizer's, the execution"})`,
+      openReads * PRICES.dynamoPerMillionReadUnits,
+    ],
   ];
-  if (open.writes > 0) lines.push([`DynamoDB rate counters (${open.writes}, 1 WRU each: the link's and the address's)`, open.writes * PRICES.dynamoPerMillionWriteUnits]);
+  if (open.writes > 0)
+    lines.push([
+      `DynamoDB rate counters (${open.writes}, 1 WRU each: the link's and the address's)`,
+      open.writes * PRICES.dynamoPerMillionWriteUnits,
+    ]);
   lines.push(
     [`DynamoDB re-reads (${rereads}, 1 RRU each)`, rereads * PRICES.dynamoPerMillionReadUnits],
-    [`DynamoDB progress writes (at most ${progressWrites}, 1 WRU each; every execution that long, streamed or not)`, progressWrites * PRICES.dynamoPerMillionWriteUnits],
+    [
+      `DynamoDB progress writes (at most ${progressWrites}, 1 WRU each; every execution that long, streamed or not)`,
+      progressWrites * PRICES.dynamoPerMillionWriteUnits,
+    ],
   );
   return { total: lines.reduce((s, [, d]) => s + d, 0), lines };
 }
 
 export function eventsRows(f: EventsFigures): Row[] {
-  const rows: Row[] = [[`— event streams: ${f.readers} readers of one execution (${NODES} nodes of ${NODE_MS} ms) on the local runtime; server CPU in its own process (floor: the same execution, no reader)`, '', '', '', '', '']];
+  const rows: Row[] = [
+    [
+      `— event streams: ${f.readers} readers of one execution (${NODES} nodes of ${NODE_MS} ms) on the local runtime; server CPU in its own process (floor: the same execution, no reader)`,
+      '',
+      '',
+      '',
+      '',
+      '',
+    ],
+  ];
   rows.push([`server CPU per execution, no reader (floor)`, `${fmt(f.floorCpuMs)} ms`, `median of ${ROUNDS}`, '', '', '']);
-  rows.push([`server CPU per execution, ${f.readers} readers`, `${fmt(f.loadCpuMs)} ms`, `${f.events} events each, all ended with done: ${f.allDone ? 'yes' : 'NO'}`, '', '', '']);
+  rows.push([
+    `server CPU per execution, ${f.readers} readers`,
+    `${fmt(f.loadCpuMs)} ms`,
+    `${f.events} events each, all ended with done: ${f.allDone ? 'yes' : 'NO'}`,
+    '',
+    '',
+    '',
+  ]);
   rows.push([`  server CPU per stream`, `${fmt(f.cpuPerStreamMs, 2)} ms`, `(load − floor) / ${f.readers}`, '', '', '']);
   rows.push([`  server RSS after the load`, `${fmt(f.rssGrowth / 1048576, 1)} MB`, 'after a collection, against before it', '', '', '']);
   for (const reader of ['caller', 'form'] as const) {
     for (const seconds of [10, 60]) {
       const c = streamCost(seconds, 5, reader);
-      rows.push([`cost per million streamed executions on AWS, ${reader === 'form' ? "a web form's viewer" : 'a caller'} (${seconds} s, 5 nodes)`, `$${fmt(c.total, 2)}`, 'list prices', '', '', '']);
+      rows.push([
+        `cost per million streamed executions on AWS, ${reader === 'form' ? "a web form's viewer" : 'a caller'} (${seconds} s, 5 nodes)`,
+        `$${fmt(c.total, 2)}`,
+        'list prices',
+        '',
+        '',
+        '',
+      ]);
       for (const [item, dollars] of c.lines) rows.push([`  ${item}`, `$${fmt(dollars, 2)}`, '', '', '', '']);
     }
   }

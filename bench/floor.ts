@@ -30,7 +30,13 @@ export async function startFloor(opts: { path?: string } = {}): Promise<Floor> {
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const id = randomUUID();
-      const item = { ...keys.execution(id), execution_id: id, status: 'pending', body: Buffer.concat(chunks).toString('utf8'), created_at: new Date().toISOString() };
+      const item = {
+        ...keys.execution(id),
+        execution_id: id,
+        status: 'pending',
+        body: Buffer.concat(chunks).toString('utf8'),
+        created_at: new Date().toISOString(),
+      };
       db.send(new PutCommand({ TableName: TABLE, Item: item, ConditionExpression: 'attribute_not_exists(pk)' }))
         .then(() => db.send(new GetCommand({ TableName: TABLE, Key: keys.execution(id) })))
         .then((out) => {

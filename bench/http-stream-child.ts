@@ -47,14 +47,31 @@ async function main(): Promise<void> {
   if (way === 'streamed') {
     const objects: EngineObjects = {
       async store(name, body, declared, maxBytes) {
-        const w = await writeStream(store, `d/bench/e/1/${name}`, body, { maxBytes, what: 'binary response', mediaType: async (head) => answerMediaType(await sniffMediaType(head), declared) });
+        const w = await writeStream(store, `d/bench/e/1/${name}`, body, {
+          maxBytes,
+          what: 'binary response',
+          mediaType: async (head) => answerMediaType(await sniffMediaType(head), declared),
+        });
         bytes = w.bytes;
         const ref = { key: `d/bench/e/1/${name}`, media_type: w.media_type, bytes: w.bytes, sha256: w.sha256 };
-        return { ref, view: { url: 'http://127.0.0.1:9/x', media_type: w.media_type, bytes: w.bytes, sha256: w.sha256, expires_at: new Date().toISOString() } };
+        return {
+          ref,
+          view: {
+            url: 'http://127.0.0.1:9/x',
+            media_type: w.media_type,
+            bytes: w.bytes,
+            sha256: w.sha256,
+            expires_at: new Date().toISOString(),
+          },
+        };
       },
       open: () => Promise.reject(new Error('not used')),
     };
-    const r = await runPipeline({ nodes: { big: { type: 'http', url: upstream, timeout_ms: 30_000 }, out: { type: 'output', from: 'big' } } }, {}, { http, timeoutMs: 60_000, objects });
+    const r = await runPipeline(
+      { nodes: { big: { type: 'http', url: upstream, timeout_ms: 30_000 }, out: { type: 'output', from: 'big' } } },
+      {},
+      { http, timeoutMs: 60_000, objects },
+    );
     if (r.status !== 'completed') throw new Error(JSON.stringify(r));
   } else if (way === 'whole') {
     const res = await http({ method: 'GET', url: upstream, headers: {}, timeoutMs: 30_000, maxBinaryResponseBytes: 100 * 1024 * 1024 });

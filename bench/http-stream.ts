@@ -40,7 +40,12 @@ async function measure(SIZE: number): Promise<void> {
   for (let i = 64; i < SIZE; i++) answer[i] = (i * 131) % 251;
   const dir = mkdtempSync(join(tmpdir(), 'pipegate-bench-stream-'));
   const creds = { id: 'AKBENCH', secret: 'bench-secret' };
-  const s3 = await startLocalS3({ dir, buckets: ['bench'], region: 'local', secretOf: (id) => (id === creds.id ? creds.secret : undefined) });
+  const s3 = await startLocalS3({
+    dir,
+    buckets: ['bench'],
+    region: 'local',
+    secretOf: (id) => (id === creds.id ? creds.secret : undefined),
+  });
   const upstream = createServer((_req, res) => {
     // In 64 KiB chunks without a Content-Length, as a service generating its answer would.
     res.writeHead(200, { 'content-type': 'image/png' });
@@ -62,7 +67,17 @@ async function measure(SIZE: number): Promise<void> {
     for (const way of WAYS) {
       const child = fork(join(__dirname, 'http-stream-child.ts'), [], {
         execArgv: ['--import', 'tsx', '--expose-gc'],
-        env: { ...process.env, BENCH_WAY: way, BENCH_UPSTREAM: url, BENCH_S3: s3.url, BENCH_BUCKET: 'bench', BENCH_KEY: creds.id, BENCH_SECRET: creds.secret, BENCH_FILE: join(dir, 'copy.bin'), AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
+        env: {
+          ...process.env,
+          BENCH_WAY: way,
+          BENCH_UPSTREAM: url,
+          BENCH_S3: s3.url,
+          BENCH_BUCKET: 'bench',
+          BENCH_KEY: creds.id,
+          BENCH_SECRET: creds.secret,
+          BENCH_FILE: join(dir, 'copy.bin'),
+          AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+        },
         stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       });
       const run = await new Promise<Run>((resolve, reject) => {
@@ -78,13 +93,20 @@ async function measure(SIZE: number): Promise<void> {
   rmSync(dir, { recursive: true, force: true });
   const mb = (b: number): string => `${(b / MIB).toFixed(1)} MiB`;
   const floor = median(runs.filter((r) => r.way === 'copy').map((r) => r.ms));
-  process.stdout.write(`\nA ${mb(SIZE)} binary answer, ${ROUNDS} rounds, medians (each run a fresh process; load average ${(await import('node:os')).loadavg().map((x) => x.toFixed(2)).join(' ')})\n`);
+  process.stdout.write(
+    `\nA ${mb(SIZE)} binary answer, ${ROUNDS} rounds, medians (each run a fresh process; load average ${(await import('node:os'))
+      .loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' ')})\n`,
+  );
   process.stdout.write('| way | time | × floor | RSS growth | RSS peak over start |\n|---|---|---|---|---|\n');
   for (const way of WAYS) {
     const rs = runs.filter((r) => r.way === way);
     if (rs.some((r) => r.bytes !== SIZE && way !== 'copy')) throw new Error(`${way} took ${rs.map((r) => r.bytes).join(', ')} bytes`);
     const ms = median(rs.map((r) => r.ms));
-    process.stdout.write(`| ${way} | ${ms.toFixed(0)} ms | ×${(ms / floor).toFixed(2)} | ${mb(median(rs.map((r) => r.growth)))} | ${mb(median(rs.map((r) => r.peak)))} |\n`);
+    process.stdout.write(
+      `| ${way} | ${ms.toFixed(0)} ms | ×${(ms / floor).toFixed(2)} | ${mb(median(rs.map((r) => r.growth)))} | ${mb(median(rs.map((r) => r.peak)))} |\n`,
+    );
   }
 }
 

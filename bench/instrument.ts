@@ -175,7 +175,8 @@ export class IndexTracker {
     for (const [attr, index] of this.keyAttrs) if (item[attr] !== undefined) after.add(index);
     this.members.set(id, after);
     let units = 0;
-    for (const index of new Set([...before, ...after])) units += (before.has(index) && after.has(index) ? 2 : 1) * this.unitsOf(index, itemUnits);
+    for (const index of new Set([...before, ...after]))
+      units += (before.has(index) && after.has(index) ? 2 : 1) * this.unitsOf(index, itemUnits);
     return units;
   }
 

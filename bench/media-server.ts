@@ -38,7 +38,10 @@ async function main(): Promise<void> {
       reply({ rss: now, peak: Math.max(peak, now) });
       peak = now;
     } else if (m.cmd === 'object') {
-      const key = executionObjectKey({ kind: 'api', deployment_id: m.deploymentId, pipeline_id: 'bench', execution_id: randomUUID() }, 'out.image');
+      const key = executionObjectKey(
+        { kind: 'api', deployment_id: m.deploymentId, pipeline_id: 'bench', execution_id: randomUUID() },
+        'out.image',
+      );
       const body = Buffer.concat([Buffer.from('89504e470d0a1a0a', 'hex'), randomBytes(m.bytes - 8)]);
       void rt.deps.objects
         .put(key, body, 'image/png')

@@ -60,13 +60,27 @@ class MediaChild {
   stop = (): Promise<unknown> => this.ask({ cmd: 'stop' });
 }
 
-export async function json(url: string, method: string, headers: Record<string, string>, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
-  const res = await fetch(url, { method, headers: { ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+export async function json(
+  url: string,
+  method: string,
+  headers: Record<string, string>,
+  body?: unknown,
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  const res = await fetch(url, {
+    method,
+    headers: { ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
   const text = await res.text();
   return { status: res.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
 }
 
-export async function publish(base: string, owner: Record<string, string>, id: string, def: unknown): Promise<{ deploymentId: string; apiKey: string }> {
+export async function publish(
+  base: string,
+  owner: Record<string, string>,
+  id: string,
+  def: unknown,
+): Promise<{ deploymentId: string; apiKey: string }> {
   const pushed = await json(`${base}/v1/pipelines/${id}`, 'PUT', owner, def);
   if (pushed.status >= 300) throw new Error(`push ${id}: ${JSON.stringify(pushed.body)}`);
   const run = await json(`${base}/v1/pipelines/${id}/runs`, 'POST', { ...owner, prefer: 'wait=20' }, {});
@@ -125,7 +139,15 @@ async function closedLoop(child: MediaChild, concurrency: number, one: () => Pro
   );
   const seconds = (performance.now() - started) / 1000;
   const after = await child.rss();
-  return { perSecond: latencies.length / seconds, p50Ms: median(latencies), done: latencies.length, bytes: bytes / seconds, rssBefore: before.rss, rssAfter: after.rss, peak: after.peak };
+  return {
+    perSecond: latencies.length / seconds,
+    p50Ms: median(latencies),
+    done: latencies.length,
+    bytes: bytes / seconds,
+    rssBefore: before.rss,
+    rssAfter: after.rss,
+    peak: after.peak,
+  };
 }
 
 /** Reads a download to its end without keeping it: the client holds one chunk at a time. */
@@ -152,17 +174,31 @@ export async function measureMedia(log: (m: string) => void): Promise<MediaFigur
   try {
     const { url: base, ownerToken } = await child.ready;
     const owner = { authorization: `Bearer ${ownerToken}` };
-    const raw = await publish(base, owner, 'bench-raw', { nodes: { name: { type: 'input', value_type: 'string', value: 'x' }, out: { type: 'output', from: 'name' } } });
+    const raw = await publish(base, owner, 'bench-raw', {
+      nodes: { name: { type: 'input', value_type: 'string', value: 'x' }, out: { type: 'output', from: 'name' } },
+    });
     const photo = await publish(base, owner, 'bench-photo', {
       nodes: {
-        photo: { type: 'input', value_type: 'asset', value: `data:image/png;base64,${png(1, 1).toString('base64')}`, media_types: ['image/png'], max_bytes: 2 * MB },
+        photo: {
+          type: 'input',
+          value_type: 'asset',
+          value: `data:image/png;base64,${png(1, 1).toString('base64')}`,
+          media_types: ['image/png'],
+          max_bytes: 2 * MB,
+        },
         about: { type: 'transform', inputs: ['photo'], expression: "photo.media_type & ' ' & $string(photo.bytes)" },
         out: { type: 'output', from: 'about' },
       },
     });
     const echo = await publish(base, owner, 'bench-photo-out', {
       nodes: {
-        photo: { type: 'input', value_type: 'asset', value: `data:image/png;base64,${png(1, 1).toString('base64')}`, media_types: ['image/png'], max_bytes: 2 * MB },
+        photo: {
+          type: 'input',
+          value_type: 'asset',
+          value: `data:image/png;base64,${png(1, 1).toString('base64')}`,
+          media_types: ['image/png'],
+          max_bytes: 2 * MB,
+        },
         copy: { type: 'output', from: 'photo' },
       },
     });
@@ -185,9 +221,18 @@ export async function measureMedia(log: (m: string) => void): Promise<MediaFigur
     });
     log('media: 1 MB PNG through an upload, closed loop ×4');
     const upload = await closedLoop(child, 4, async () => {
-      const created = await json(`${base}/v1/deployments/${photo.deploymentId}/uploads`, 'POST', { 'x-api-key': photo.apiKey }, { media_type: 'image/png', bytes: image.length });
+      const created = await json(
+        `${base}/v1/deployments/${photo.deploymentId}/uploads`,
+        'POST',
+        { 'x-api-key': photo.apiKey },
+        { media_type: 'image/png', bytes: image.length },
+      );
       if (created.status !== 201) throw new Error(`upload answered ${created.status}`);
-      const put = await fetch(String(created.body.upload_url), { method: 'PUT', headers: created.body.headers as Record<string, string>, body: image });
+      const put = await fetch(String(created.body.upload_url), {
+        method: 'PUT',
+        headers: created.body.headers as Record<string, string>,
+        body: image,
+      });
       if (put.status !== 200) throw new Error(`PUT answered ${put.status}`);
       await execute(base, photo, { photo: created.body.asset });
       return image.length;
@@ -231,10 +276,16 @@ export function downloadCost(size: number, localSeconds: number): { lines: [stri
   const throttled = size > 10 * MB ? (size - 10 * MB) / (2 * MB) : 0;
   const seconds = Math.max(localSeconds, throttled);
   const lines: [string, number][] = [
-    [`API Gateway REST, ${Math.ceil(size / (10 * MB))} request(s) (one per started 10 MB streamed)`, Math.ceil(size / (10 * MB)) * PRICES.apiGatewayRestPerMillion],
+    [
+      `API Gateway REST, ${Math.ceil(size / (10 * MB))} request(s) (one per started 10 MB streamed)`,
+      Math.ceil(size / (10 * MB)) * PRICES.apiGatewayRestPerMillion,
+    ],
     ['Lambda request', PRICES.lambdaPerMillionRequests],
-    [`Lambda duration, ${ASSUMPTIONS.lambdaMemoryMb} MB × ${fmt(seconds, 2)} s`, (ASSUMPTIONS.lambdaMemoryMb / 1024) * seconds * PRICES.lambdaArmPerGbSecond * m],
-    ['Lambda bytes streamed past the first 6 MB', Math.max(0, size - 6 * MB) / 1024 ** 3 * PRICES.lambdaStreamedPerGb * m],
+    [
+      `Lambda duration, ${ASSUMPTIONS.lambdaMemoryMb} MB × ${fmt(seconds, 2)} s`,
+      (ASSUMPTIONS.lambdaMemoryMb / 1024) * seconds * PRICES.lambdaArmPerGbSecond * m,
+    ],
+    ['Lambda bytes streamed past the first 6 MB', (Math.max(0, size - 6 * MB) / 1024 ** 3) * PRICES.lambdaStreamedPerGb * m],
     ['DynamoDB, 1 strongly consistent read', PRICES.dynamoPerMillionReadUnits],
     ['S3 GET', PRICES.s3PerMillionGets],
     ['transfer out to the internet', gb * PRICES.transferOutPerGb * m],
@@ -243,7 +294,16 @@ export function downloadCost(size: number, localSeconds: number): { lines: [stri
 }
 
 export function mediaRows(f: MediaFigures): Row[] {
-  const rows: Row[] = [[`— media: closed loops of ${DURATION_MS / 1000} s on the local runtime; server RSS in its own process (floor: the same runtime, small RAW input)`, '', '', '', '', '']];
+  const rows: Row[] = [
+    [
+      `— media: closed loops of ${DURATION_MS / 1000} s on the local runtime; server RSS in its own process (floor: the same runtime, small RAW input)`,
+      '',
+      '',
+      '',
+      '',
+      '',
+    ],
+  ];
   const rss = (l: Load) => `RSS ${mb(l.rssBefore)} → ${mb(l.rssAfter)}, peak ${mb(l.peak)}`;
   const growth = (l: Load) => `${mb(l.rssAfter - l.rssBefore)} left, ${mb(l.peak - l.rssBefore)} at peak`;
   rows.push(['executions/s, small RAW input ×4 (floor)', `${fmt(f.floor.perSecond, 1)}/s`, `p50 ${fmt(f.floor.p50Ms)} ms`, '', '', '']);
@@ -253,14 +313,35 @@ export function mediaRows(f: MediaFigures): Row[] {
     [`executions/s, ${mb(f.imageBytes)} PNG through an upload ×4`, f.upload],
     [`executions/s, ${mb(f.imageBytes)} PNG in (inline) and out (result + download) ×4`, f.roundTrip],
   ] as const) {
-    rows.push([label, `${fmt(l.perSecond, 1)}/s`, `floor ${fmt(f.floor.perSecond, 1)}/s, p50 ${fmt(l.p50Ms)} ms`, `×${fmt(l.perSecond / f.floor.perSecond, 2)}`, '', '']);
+    rows.push([
+      label,
+      `${fmt(l.perSecond, 1)}/s`,
+      `floor ${fmt(f.floor.perSecond, 1)}/s, p50 ${fmt(l.p50Ms)} ms`,
+      `×${fmt(l.perSecond / f.floor.perSecond, 2)}`,
+      '',
+      '',
+    ]);
     rows.push(['  server RSS growth', growth(l), rss(l), '', '', '']);
   }
   for (const d of f.downloads) {
     const cost = downloadCost(d.size, d.load.p50Ms / 1000 / d.concurrency);
-    rows.push([`downloads of ${mb(d.size)} through a link ×${d.concurrency}`, `${fmt(d.load.perSecond, 1)}/s`, `${mb(d.load.bytes)}/s, p50 ${fmt(d.load.p50Ms)} ms`, '', '', '']);
+    rows.push([
+      `downloads of ${mb(d.size)} through a link ×${d.concurrency}`,
+      `${fmt(d.load.perSecond, 1)}/s`,
+      `${mb(d.load.bytes)}/s, p50 ${fmt(d.load.p50Ms)} ms`,
+      '',
+      '',
+      '',
+    ]);
     rows.push(['  server RSS growth', growth(d.load), rss(d.load), '', '', '']);
-    rows.push([`  cost per million downloads on AWS`, `$${fmt(cost.total, 2)}`, 'list prices; duration: this run\'s time per download or API Gateway\'s 2 MB/s past 10 MB, the longer', '', '', '']);
+    rows.push([
+      `  cost per million downloads on AWS`,
+      `$${fmt(cost.total, 2)}`,
+      "list prices; duration: this run's time per download or API Gateway's 2 MB/s past 10 MB, the longer",
+      '',
+      '',
+      '',
+    ]);
     for (const [item, dollars] of cost.lines) rows.push([`    ${item}`, `$${fmt(dollars, 2)}`, '', '', '', '']);
   }
   return rows;

@@ -73,7 +73,15 @@ export const ASSUMPTIONS = {
    * Warm billed duration per invocation, by function (task-run's own work is the pipeline's,
    * excluded; a callback's dispatch includes the receiver's answer over the internet).
    */
-  lambdaWarmMs: { authorizer: 15, execute: 35, 'execution-result': 15, runner: 40, 'task-start': 20, 'callback-dispatch': 50, 'pipeline-upload': 30 } as Record<string, number>,
+  lambdaWarmMs: {
+    authorizer: 15,
+    execute: 35,
+    'execution-result': 15,
+    runner: 40,
+    'task-start': 20,
+    'callback-dispatch': 50,
+    'pipeline-upload': 30,
+  } as Record<string, number>,
   /** Share of invocations that are cold, and the init each then bills (billed since August 2025). */
   coldShare: 0.01,
   coldInitSeconds: 0.4,

@@ -54,7 +54,17 @@ function finishedItem(deploymentId: string, i: number, now: number): Record<stri
     visible_outputs: ['message'],
     callback: i % 4 === 0 ? 'https://hooks.example.com/pipegate' : null,
     callback_delivery:
-      i % 4 === 0 ? { webhook_id: `msg_${id}`, attempts: 1, outcome: 'delivered', last_attempt_at: done, next_attempt_at: null, last_status: 204, last_error: null } : null,
+      i % 4 === 0
+        ? {
+            webhook_id: `msg_${id}`,
+            attempts: 1,
+            outcome: 'delivered',
+            last_attempt_at: done,
+            next_attempt_at: null,
+            last_status: 204,
+            last_error: null,
+          }
+        : null,
     error_message: i % 50 === 0 ? 'Node "greeting" failed: an example failure' : null,
     created_at: created,
     started_at: created,
@@ -164,4 +174,3 @@ export async function measureRetained(retained: number, opts: { starts?: number;
     rmSync(dataDir, { recursive: true, force: true });
   }
 }
-

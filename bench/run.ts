@@ -25,7 +25,20 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import asl from '../lib/state-machine.asl.json';
-import { atExecutionTime, awsCalls, callerCost, costPerMillion, lambdaInvocations, mediaObjectCost, operationsCost, ownerUploadCost, successPath, totalDollars, type CallMeasure, type CostLine } from './aws-calls';
+import {
+  atExecutionTime,
+  awsCalls,
+  callerCost,
+  costPerMillion,
+  lambdaInvocations,
+  mediaObjectCost,
+  operationsCost,
+  ownerUploadCost,
+  successPath,
+  totalDollars,
+  type CallMeasure,
+  type CostLine,
+} from './aws-calls';
 import { initMedian, measureBundles, HELLO, type BundleFigure } from './bundles';
 import { callerShape, type CallerFigure, type CallerOptions, type CallerShape } from './callers';
 import { ServerChild } from './child';
@@ -41,7 +54,6 @@ import { measureRetained, type RetainedFigure } from './retained';
 import { measureScale, scaleOptionsOf, type RateFigure } from './scale';
 import { measureMedia, mediaRows } from './media';
 import { eventsRows, measureEvents } from './events';
-
 
 const RESULTS = join(__dirname, 'results');
 const TARGETS = {
@@ -94,7 +106,11 @@ interface Results {
   cost: { low: CostLine[]; sustained: CostLine[]; standardLow: CostLine[] };
 }
 
-async function withChild<T>(mode: 'floor' | 'runtime', profileDir: string | undefined, fn: (c: ServerChild, ready: Awaited<ServerChild['ready']>) => Promise<T>): Promise<T> {
+async function withChild<T>(
+  mode: 'floor' | 'runtime',
+  profileDir: string | undefined,
+  fn: (c: ServerChild, ready: Awaited<ServerChild['ready']>) => Promise<T>,
+): Promise<T> {
   const child = new ServerChild(mode, profileDir ? { cpuProfileDir: join(profileDir, mode) } : {});
   try {
     return await fn(child, await child.ready);
@@ -138,13 +154,58 @@ function loadRows(r: Results): Row[] {
   const closed = `closed loop ×${shapes.concurrency}`;
   const p50 = `≤ ${TARGETS.e2eP50Ms} ms`;
   const tput = `≥ ${TARGETS.e2ePerSecond}/s`;
-  rows.push(row(`end to end, executions/s, ${closed}`, e2e.closed.perSecond, floor.closed.perSecond, rps, tput, verdict(e2e.closed.perSecond, 'min', TARGETS.e2ePerSecond)));
-  rows.push(row(`end to end, executions/s, ${rate}`, e2e.rated.perSecond, floor.rated.perSecond, rps, tput, verdict(e2e.rated.perSecond, 'min', TARGETS.e2ePerSecond * 0.98)));
-  rows.push(row(`end to end p50, client POST → completed, ${rate}`, e2e.rated.latency.p50, floor.rated.latency.p50, ms, p50, verdict(e2e.rated.latency.p50, 'max', TARGETS.e2eP50Ms)));
+  rows.push(
+    row(
+      `end to end, executions/s, ${closed}`,
+      e2e.closed.perSecond,
+      floor.closed.perSecond,
+      rps,
+      tput,
+      verdict(e2e.closed.perSecond, 'min', TARGETS.e2ePerSecond),
+    ),
+  );
+  rows.push(
+    row(
+      `end to end, executions/s, ${rate}`,
+      e2e.rated.perSecond,
+      floor.rated.perSecond,
+      rps,
+      tput,
+      verdict(e2e.rated.perSecond, 'min', TARGETS.e2ePerSecond * 0.98),
+    ),
+  );
+  rows.push(
+    row(
+      `end to end p50, client POST → completed, ${rate}`,
+      e2e.rated.latency.p50,
+      floor.rated.latency.p50,
+      ms,
+      p50,
+      verdict(e2e.rated.latency.p50, 'max', TARGETS.e2eP50Ms),
+    ),
+  );
   rows.push(row(`end to end p99, client POST → completed, ${rate}`, e2e.rated.latency.p99, floor.rated.latency.p99, ms));
-  rows.push(row(`end to end p50, server created → completed, ${rate}`, e2e.rated.serverLatency?.p50 ?? NaN, floor.rated.latency.p50, ms, p50, verdict(e2e.rated.serverLatency?.p50 ?? NaN, 'max', TARGETS.e2eP50Ms)));
+  rows.push(
+    row(
+      `end to end p50, server created → completed, ${rate}`,
+      e2e.rated.serverLatency?.p50 ?? NaN,
+      floor.rated.latency.p50,
+      ms,
+      p50,
+      verdict(e2e.rated.serverLatency?.p50 ?? NaN, 'max', TARGETS.e2eP50Ms),
+    ),
+  );
   rows.push(row(`end to end p99, server created → completed, ${rate}`, e2e.rated.serverLatency?.p99 ?? NaN, floor.rated.latency.p99, ms));
-  rows.push(row('end to end p50, client, one caller', e2e.single.latency.p50, floor.single.latency.p50, ms, p50, verdict(e2e.single.latency.p50, 'max', TARGETS.e2eP50Ms)));
+  rows.push(
+    row(
+      'end to end p50, client, one caller',
+      e2e.single.latency.p50,
+      floor.single.latency.p50,
+      ms,
+      p50,
+      verdict(e2e.single.latency.p50, 'max', TARGETS.e2eP50Ms),
+    ),
+  );
   rows.push(row('end to end p99, client, one caller', e2e.single.latency.p99, floor.single.latency.p99, ms));
   rows.push(row(`end to end p50, client, ${closed}`, e2e.closed.latency.p50, floor.closed.latency.p50, ms));
   rows.push(row(`end to end p99, client, ${closed}`, e2e.closed.latency.p99, floor.closed.latency.p99, ms));
@@ -163,7 +224,9 @@ function callerRows(r: Results): Row[] {
   const fl = r.floor.closed;
   const path = successPath(asl);
   const rows: Row[] = [
-    section(`caller shapes: ${callers.callers} callers each in a closed loop, POST → result in the caller's hands (floor: closed loop ×${shapes.concurrency})`),
+    section(
+      `caller shapes: ${callers.callers} callers each in a closed loop, POST → result in the caller's hands (floor: closed loop ×${shapes.concurrency})`,
+    ),
   ];
   for (const f of r.callers) {
     const label = SHAPES.find((x) => x.shape === f.shape)?.label ?? f.shape;
@@ -176,8 +239,22 @@ function callerRows(r: Results): Row[] {
       .join(', ');
     const sqs = Object.values(w.sqsSend).reduce((s, x) => s + x, 0) + 2 / cost.input.batch + 2 * (cost.input.callbacks ?? 0);
     const polls = f.requestsPer - 1;
-    rows.push([`${label}: executions/s`, rps(f.perSecond), rps(fl.perSecond), fmtRatio(ratio(f.perSecond, fl.perSecond)), tput ? `≥ ${tput}/s` : '', tput ? verdict(f.perSecond, 'min', tput) : '']);
-    rows.push([`  p50 · p99 POST → result`, `${ms(f.latency.p50)} · ${ms(f.latency.p99)}`, `${ms(fl.latency.p50)} · ${ms(fl.latency.p99)}`, fmtRatio(ratio(f.latency.p50, fl.latency.p50)), '', '']);
+    rows.push([
+      `${label}: executions/s`,
+      rps(f.perSecond),
+      rps(fl.perSecond),
+      fmtRatio(ratio(f.perSecond, fl.perSecond)),
+      tput ? `≥ ${tput}/s` : '',
+      tput ? verdict(f.perSecond, 'min', tput) : '',
+    ]);
+    rows.push([
+      `  p50 · p99 POST → result`,
+      `${ms(f.latency.p50)} · ${ms(f.latency.p99)}`,
+      `${ms(fl.latency.p50)} · ${ms(fl.latency.p99)}`,
+      fmtRatio(ratio(f.latency.p50, fl.latency.p50)),
+      '',
+      '',
+    ]);
     rows.push([
       `  server CPU per execution`,
       ms(f.cpuMsPer),
@@ -186,7 +263,14 @@ function callerRows(r: Results): Row[] {
       `≤ ×${TARGETS.callerCpuOverFloor}`,
       verdict(cpuRatio, 'max', TARGETS.callerCpuOverFloor),
     ]);
-    rows.push([`  HTTP requests per execution`, fmt(f.requestsPer, 2), polls > 0.005 ? `POST + ${fmt(polls, 2)} result GETs` : 'the POST alone', '', '', '']);
+    rows.push([
+      `  HTTP requests per execution`,
+      fmt(f.requestsPer, 2),
+      polls > 0.005 ? `POST + ${fmt(polls, 2)} result GETs` : 'the POST alone',
+      '',
+      '',
+      '',
+    ]);
     rows.push([
       `  AWS per execution${f.shape === 'wait' ? ' (waits as on AWS)' : ''}`,
       `${fmt(awsCalls(w), 1)} calls`,
@@ -209,16 +293,42 @@ function callerRows(r: Results): Row[] {
         .slice(0, 3)
         .map((l) => `${l.item} $${l.dollars.toFixed(2)}`)
         .join(', ');
-    rows.push([`  cost per million on AWS, at this run's POST → result times`, `$${totalDollars(cost.lines).toFixed(2)}`, top(cost.lines), '', '', '']);
+    rows.push([
+      `  cost per million on AWS, at this run's POST → result times`,
+      `$${totalDollars(cost.lines).toFixed(2)}`,
+      top(cost.lines),
+      '',
+      '',
+      '',
+    ]);
     const t = ASSUMPTIONS.awsExecutionSeconds;
     const atT = atExecutionTime(f, r.calls.whole, t, callers.pollMs, callers.waitSeconds);
     const costT = callerCost(atT, path).lines;
-    const how = f.shape === 'poll' ? `${fmt(atT.requestsPer - 1, 0)} polls` : f.shape === 'wait' ? `${fmt(atT.awsWait.rereads, 0)} re-reads over ${fmt(atT.awsWait.seconds * 1000, 0)} ms` : 'no time dependence';
-    rows.push([`  cost per million on AWS, executions taking ${t} s there`, `$${totalDollars(costT).toFixed(2)}`, `${how}; ${top(costT)}`, '', '', '']);
+    const how =
+      f.shape === 'poll'
+        ? `${fmt(atT.requestsPer - 1, 0)} polls`
+        : f.shape === 'wait'
+          ? `${fmt(atT.awsWait.rereads, 0)} re-reads over ${fmt(atT.awsWait.seconds * 1000, 0)} ms`
+          : 'no time dependence';
+    rows.push([
+      `  cost per million on AWS, executions taking ${t} s there`,
+      `$${totalDollars(costT).toFixed(2)}`,
+      `${how}; ${top(costT)}`,
+      '',
+      '',
+      '',
+    ]);
     const atTInput = callerCost(atT, path).input;
     const ops = operationsCost(atTInput, { logLevel: 'ERROR', waf: true });
     const allIn = totalDollars(costT) + totalDollars(ops);
-    rows.push([`  all in (logs at ERROR, X-Ray sampled, WAF)`, `$${allIn.toFixed(2)}`, ops.map((l) => `${l.item} $${l.dollars.toFixed(2)}`).join(', '), '', f.shape === 'wait' ? `≤ $${ALL_IN_TARGET_DOLLARS}` : '', f.shape === 'wait' ? verdict(allIn, 'max', ALL_IN_TARGET_DOLLARS) : '']);
+    rows.push([
+      `  all in (logs at ERROR, X-Ray sampled, WAF)`,
+      `$${allIn.toFixed(2)}`,
+      ops.map((l) => `${l.item} $${l.dollars.toFixed(2)}`).join(', '),
+      '',
+      f.shape === 'wait' ? `≤ $${ALL_IN_TARGET_DOLLARS}` : '',
+      f.shape === 'wait' ? verdict(allIn, 'max', ALL_IN_TARGET_DOLLARS) : '',
+    ]);
     // The headline's inputs, kept with the sources: docs-figures.test.ts prices them again and
     // checks the README's and docs/aws.md's all-in figure against it.
     if (f.shape === 'wait') writeFileSync(join(__dirname, 'reference-wait.json'), `${JSON.stringify(atTInput, null, 2)}\n`);
@@ -264,26 +374,76 @@ function callRows(calls: CallMeasure, cost: Results['cost']): Row[] {
   const path = calls.requestPath;
   const n = awsCalls(path);
   const rows: Row[] = [section(`AWS calls, counted at the adapters over ${calls.executions} executions`)];
-  rows.push(['execute request path (authorizer + execute)', `${fmt(n, 1)} calls`, describeCalls(path), '', `≤ ${TARGETS.requestPathCalls}`, verdict(n, 'max', TARGETS.requestPathCalls)]);
-  rows.push(['  first request of a cold execute container', `${fmt(awsCalls(calls.requestPathCold), 0)} calls`, describeCalls(calls.requestPathCold), '', '', '']);
+  rows.push([
+    'execute request path (authorizer + execute)',
+    `${fmt(n, 1)} calls`,
+    describeCalls(path),
+    '',
+    `≤ ${TARGETS.requestPathCalls}`,
+    verdict(n, 'max', TARGETS.requestPathCalls),
+  ]);
+  rows.push([
+    '  first request of a cold execute container',
+    `${fmt(awsCalls(calls.requestPathCold), 0)} calls`,
+    describeCalls(calls.requestPathCold),
+    '',
+    '',
+    '',
+  ]);
   rows.push(['whole execution', `${fmt(awsCalls(calls.whole), 1)} calls`, describeCalls(calls.whole), '', '', '']);
-  rows.push(['  DynamoDB request units', `${fmt(calls.whole.writeUnits + calls.whole.indexWriteUnits, 1)} WRU · ${fmt(calls.whole.readUnits, 1)} RRU`, `index copies ${fmt(calls.whole.indexWriteUnits, 1)} WRU`, '', '', '']);
+  rows.push([
+    '  DynamoDB request units',
+    `${fmt(calls.whole.writeUnits + calls.whole.indexWriteUnits, 1)} WRU · ${fmt(calls.whole.readUnits, 1)} RRU`,
+    `index copies ${fmt(calls.whole.indexWriteUnits, 1)} WRU`,
+    '',
+    '',
+    '',
+  ]);
   rows.push(section('cost per million trivial executions, us-east-1 list prices (bench/prices.ts)'));
   cost.low.forEach((l, i) => {
     const sustained = cost.sustained[i];
-    rows.push([`  ${l.item}`, `$${l.dollars.toFixed(2)}`, sustained ? `sustained $${sustained.dollars.toFixed(2)}` : '', '', '', l.perExecution]);
+    rows.push([
+      `  ${l.item}`,
+      `$${l.dollars.toFixed(2)}`,
+      sustained ? `sustained $${sustained.dollars.toFixed(2)}` : '',
+      '',
+      '',
+      l.perExecution,
+    ]);
   });
   const low = totalDollars(cost.low);
   const sus = totalDollars(cost.sustained);
-  rows.push(['request path total, Express, 1 message per runner batch', `$${low.toFixed(2)}`, '', '', `≤ $${TARGET_DOLLARS_PER_MILLION}`, verdict(low, 'max', TARGET_DOLLARS_PER_MILLION)]);
-  rows.push(['request path total, Express, sustained (10 per batch)', `$${sus.toFixed(2)}`, '', '', `≤ $${TARGET_DOLLARS_PER_MILLION}`, verdict(sus, 'max', TARGET_DOLLARS_PER_MILLION)]);
+  rows.push([
+    'request path total, Express, 1 message per runner batch',
+    `$${low.toFixed(2)}`,
+    '',
+    '',
+    `≤ $${TARGET_DOLLARS_PER_MILLION}`,
+    verdict(low, 'max', TARGET_DOLLARS_PER_MILLION),
+  ]);
+  rows.push([
+    'request path total, Express, sustained (10 per batch)',
+    `$${sus.toFixed(2)}`,
+    '',
+    '',
+    `≤ $${TARGET_DOLLARS_PER_MILLION}`,
+    verdict(sus, 'max', TARGET_DOLLARS_PER_MILLION),
+  ]);
   rows.push(['  same with a Standard state machine', `$${totalDollars(cost.standardLow).toFixed(2)}`, '', '', '', '']);
   const media = mediaObjectCost();
-  rows.push(section(`objects of a media execution per million, on top (bench/prices.ts MEDIA: ${MEDIA.inputBytes / 1048576} MB in by upload, ${MEDIA.outputBytes / 1048576} MB out, ${MEDIA.downloads} download)`));
+  rows.push(
+    section(
+      `objects of a media execution per million, on top (bench/prices.ts MEDIA: ${MEDIA.inputBytes / 1048576} MB in by upload, ${MEDIA.outputBytes / 1048576} MB out, ${MEDIA.downloads} download)`,
+    ),
+  );
   for (const l of media) rows.push([`  ${l.item}`, `$${l.dollars.toFixed(2)}`, '', '', '', l.perExecution]);
   rows.push(['objects total', `$${totalDollars(media).toFixed(2)}`, '', '', '', '']);
   const upload = ownerUploadCost();
-  rows.push(section(`an owner's upload (POST /v1/pipelines/{id}/uploads) per million uploads, ${MEDIA.inputBytes / 1048576} MB, and the run that uses it (PIPELINE_UPLOAD_CALLS)`));
+  rows.push(
+    section(
+      `an owner's upload (POST /v1/pipelines/{id}/uploads) per million uploads, ${MEDIA.inputBytes / 1048576} MB, and the run that uses it (PIPELINE_UPLOAD_CALLS)`,
+    ),
+  );
   for (const l of upload) rows.push([`  ${l.item}`, `$${l.dollars.toFixed(2)}`, '', '', '', l.perExecution]);
   rows.push(['owner upload total', `$${totalDollars(upload).toFixed(2)}`, '', '', '', '']);
   return rows;
@@ -295,7 +455,9 @@ const RETAINED_RATIO_MAX = 2;
 function retainedRows(empty: RetainedFigure, full: RetainedFigure): Row[] {
   const n = full.retained.toLocaleString('en-US');
   const rows: Row[] = [
-    section(`retained history: ${n} finished executions against ${empty.retained} (the sweeper reads the sweep index only; floor: the empty data dir)`),
+    section(
+      `retained history: ${n} finished executions against ${empty.retained} (the sweeper reads the sweep index only; floor: the empty data dir)`,
+    ),
   ];
   const grows = (label: string, a: number[], b: number[]): Row => {
     const value = median(b);
@@ -306,7 +468,14 @@ function retainedRows(empty: RetainedFigure, full: RetainedFigure): Row[] {
   rows.push(grows(`start-up (listening, start-up sweep included), median of ${full.startupMs.length}`, empty.startupMs, full.startupMs));
   rows.push(grows(`one sweeper pass, median of ${full.sweepMs.length}`, empty.sweepMs, full.sweepMs));
   rows.push([`  index entries the passes looked at`, fmt(full.sweepExamined, 0), fmt(empty.sweepExamined, 0), '', '', '']);
-  rows.push([`a Scan of the table, for contrast (${fmt(full.scanItems, 0)} items)`, ms(full.scanMs), ms(empty.scanMs), fmtRatio(ratio(full.scanMs, empty.scanMs)), '', '']);
+  rows.push([
+    `a Scan of the table, for contrast (${fmt(full.scanItems, 0)} items)`,
+    ms(full.scanMs),
+    ms(empty.scanMs),
+    fmtRatio(ratio(full.scanMs, empty.scanMs)),
+    '',
+    '',
+  ]);
   rows.push([`  writing the history into the data dir`, ms(full.seedMs), ms(empty.seedMs), '', '', '']);
   return rows;
 }
@@ -333,13 +502,23 @@ const HEADER: Row = ['figure', 'value', 'floor / detail', 'ratio', 'target', 're
 
 /** The scale model's run: one row per rate, then the limits it enforced. */
 function scaleRows(figures: RateFigure[], limits: Record<string, { name: string; template: number; scaled: number }[]>): [Row, Row[]] {
-  const header: Row = ['deployment', 'here/s (AWS/s)', 'finished', 'p50 · p99 arrival → result', 'answers', 'refused by the model', 'lost · stuck · 5xx w/o Retry-After · load avg', 'held'];
+  const header: Row = [
+    'deployment',
+    'here/s (AWS/s)',
+    'finished',
+    'p50 · p99 arrival → result',
+    'answers',
+    'refused by the model',
+    'lost · stuck · 5xx w/o Retry-After · load avg',
+    'held',
+  ];
   const rows: Row[] = figures.map((f) => {
     const factor = Number(process.env.BENCH_SCALE ?? '0.01');
     const refusals = (f.statuses['429'] ?? 0) + (f.statuses['503'] ?? 0);
     // Held: every caller had its result, nothing lost or stuck, and refusals rare enough that
     // callers were not made to queue behind a limit (under one per ten executions).
-    const held = f.lost === 0 && f.stuck === 0 && f.unanswered === 0 && f.failed === 0 && f.finished === f.offered && refusals <= f.offered / 10;
+    const held =
+      f.lost === 0 && f.stuck === 0 && f.unanswered === 0 && f.failed === 0 && f.finished === f.offered && refusals <= f.offered / 10;
     return [
       f.deployment,
       `${f.rate} (${Math.round(f.rate / factor)})`,
@@ -368,11 +547,14 @@ async function main(): Promise<void> {
   mkdirSync(RESULTS, { recursive: true });
   const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined;
   const ONLY = ['retained', 'media', 'scale', 'events', 'consumers', 'bundles'];
-  if (only !== undefined && !ONLY.includes(only)) throw new Error(`--only takes ${ONLY.map((o) => JSON.stringify(o)).join(', ')}, not ${JSON.stringify(only)}`);
+  if (only !== undefined && !ONLY.includes(only))
+    throw new Error(`--only takes ${ONLY.map((o) => JSON.stringify(o)).join(', ')}, not ${JSON.stringify(only)}`);
   if (only === 'consumers') {
     const m = machine();
     console.log(textTable(['what', 'latency (local runtime, one at a time)', 'cost'], await measureConsumers(log)));
-    console.log(`\n${m.nproc} cores · ${m.cpuModel} · ${m.memoryGiB} GiB · Node ${m.node} · ${m.platform} · ${((performance.now() - started) / 1000).toFixed(0)} s`);
+    console.log(
+      `\n${m.nproc} cores · ${m.cpuModel} · ${m.memoryGiB} GiB · Node ${m.node} · ${m.platform} · ${((performance.now() - started) / 1000).toFixed(0)} s`,
+    );
     return;
   }
   if (only === 'bundles') {
@@ -380,13 +562,17 @@ async function main(): Promise<void> {
     const bundles = await measureBundles({ outRoot: join(RESULTS, 'bundles'), samples: 5 });
     console.log(textTable(HEADER, bundleRows(bundles)));
     for (const b of bundles) if (b.name !== HELLO) console.log(`${b.name}: ${packageLine(b)}`);
-    console.log(`\n${m.nproc} cores · ${m.cpuModel} · ${m.memoryGiB} GiB · Node ${m.node} · ${m.platform} · ${((performance.now() - started) / 1000).toFixed(0)} s`);
+    console.log(
+      `\n${m.nproc} cores · ${m.cpuModel} · ${m.memoryGiB} GiB · Node ${m.node} · ${m.platform} · ${((performance.now() - started) / 1000).toFixed(0)} s`,
+    );
     return;
   }
   if (only === 'events') {
     const m = machine();
     console.log(textTable(HEADER, eventsRows(await measureEvents(log))));
-    console.log(`\n${m.nproc} cores · ${m.cpuModel} · ${m.memoryGiB} GiB · Node ${m.node} · ${m.platform} · ${((performance.now() - started) / 1000).toFixed(0)} s`);
+    console.log(
+      `\n${m.nproc} cores · ${m.cpuModel} · ${m.memoryGiB} GiB · Node ${m.node} · ${m.platform} · ${((performance.now() - started) / 1000).toFixed(0)} s`,
+    );
     return;
   }
   if (only === 'scale') {
@@ -403,23 +589,30 @@ async function main(): Promise<void> {
     const [header, rows] = scaleRows(figures, limits);
     console.log(textTable(header, rows));
     writeFileSync(join(RESULTS, 'scale.md'), `${markdownTable(header, rows)}\n`);
-    console.log(`\n${m.nproc} cores · ${m.cpuModel} · ${m.memoryGiB} GiB · Node ${m.node} · ${m.platform} · ${((performance.now() - started) / 1000).toFixed(0)} s`);
+    console.log(
+      `\n${m.nproc} cores · ${m.cpuModel} · ${m.memoryGiB} GiB · Node ${m.node} · ${m.platform} · ${((performance.now() - started) / 1000).toFixed(0)} s`,
+    );
     return;
   }
   if (only === 'media') {
     const m = machine();
     console.log(textTable(HEADER, mediaRows(await measureMedia(log))));
-    console.log(`\n${m.nproc} cores · ${m.cpuModel} · ${m.memoryGiB} GiB · Node ${m.node} · ${m.platform} · ${((performance.now() - started) / 1000).toFixed(0)} s`);
+    console.log(
+      `\n${m.nproc} cores · ${m.cpuModel} · ${m.memoryGiB} GiB · Node ${m.node} · ${m.platform} · ${((performance.now() - started) / 1000).toFixed(0)} s`,
+    );
     return;
   }
   if (only === 'retained') {
     const m = machine();
     const rows = await retainedSection();
     console.log(textTable(HEADER, rows));
-    console.log(`\n${m.nproc} cores · ${m.cpuModel} · ${m.memoryGiB} GiB · Node ${m.node} · ${m.platform} · ${((performance.now() - started) / 1000).toFixed(0)} s`);
+    console.log(
+      `\n${m.nproc} cores · ${m.cpuModel} · ${m.memoryGiB} GiB · Node ${m.node} · ${m.platform} · ${((performance.now() - started) / 1000).toFixed(0)} s`,
+    );
     return;
   }
-  const profileDir = process.env.BENCH_PROFILE === '1' ? join(RESULTS, 'profiles', new Date().toISOString().replace(/[:.]/g, '-')) : undefined;
+  const profileDir =
+    process.env.BENCH_PROFILE === '1' ? join(RESULTS, 'profiles', new Date().toISOString().replace(/[:.]/g, '-')) : undefined;
   const m = machine();
   log(`${m.nproc} cores, ${m.cpuModel}, ${m.memoryGiB} GiB, Node ${m.node}; ${shapes.durationMs} ms per load`);
 
@@ -437,7 +630,9 @@ async function main(): Promise<void> {
   });
 
   log('floor: bare HTTP server with one write and one read');
-  const floor = await withChild('floor', profileDir, (c, ready) => requestLoad(c, ready.url, call('00000000-0000-4000-8000-000000000000', 'x'), 202, shapes, 'floor'));
+  const floor = await withChild('floor', profileDir, (c, ready) =>
+    requestLoad(c, ready.url, call('00000000-0000-4000-8000-000000000000', 'x'), 202, shapes, 'floor'),
+  );
 
   log('local runtime: counting AWS calls, then end to end, then the caller shapes, then the execute path');
   const { calls, e2e, execute, shapesMeasured } = await withChild('runtime', profileDir, async (child, ready) => {
@@ -459,7 +654,14 @@ async function main(): Promise<void> {
   const retained = process.env.BENCH_SKIP_RETAINED === '1' ? [] : await retainedSection();
   const media = process.env.BENCH_SKIP_MEDIA === '1' ? [] : mediaRows(await measureMedia(log));
   const results: Results = { floor, e2e, execute, calls, callers: shapesMeasured, bundles, cost: costs(calls) };
-  const rows = [...loadRows(results), ...callerRows(results), ...bundleRows(bundles), ...retained, ...media, ...callRows(calls, results.cost)];
+  const rows = [
+    ...loadRows(results),
+    ...callerRows(results),
+    ...bundleRows(bundles),
+    ...retained,
+    ...media,
+    ...callRows(calls, results.cost),
+  ];
   const failures = [floor, e2e, execute].flatMap((f) => [f.single, f.rated, f.closed]).filter((f) => f.failed > 0 || f.skipped > 0);
 
   console.log(textTable(HEADER, rows));
@@ -467,8 +669,11 @@ async function main(): Promise<void> {
     const b = bundles.find((x) => x.name === name);
     if (b) console.log(`${name} bundle by package: ${packageLine(b)}`);
   }
-  for (const f of failures) console.log(`note: ${f.shape}: ${f.failed} failed, ${f.skipped} arrivals skipped (in flight limit) ${f.errors.slice(0, 2).join('; ')}`);
-  console.log(`\n${m.nproc} cores · ${m.cpuModel} · ${m.memoryGiB} GiB · Node ${m.node} · ${m.platform} · ${((performance.now() - started) / 1000).toFixed(0)} s`);
+  for (const f of failures)
+    console.log(`note: ${f.shape}: ${f.failed} failed, ${f.skipped} arrivals skipped (in flight limit) ${f.errors.slice(0, 2).join('; ')}`);
+  console.log(
+    `\n${m.nproc} cores · ${m.cpuModel} · ${m.memoryGiB} GiB · Node ${m.node} · ${m.platform} · ${((performance.now() - started) / 1000).toFixed(0)} s`,
+  );
 
   const stamp = new Date().toISOString();
   const payload = { at: stamp, machine: m, shapes, callers, targets: TARGETS, results };

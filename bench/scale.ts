@@ -52,7 +52,12 @@ const ONE_ADDRESS_FOR_ALL = { rateLimitPerAddress: '2000000000' };
 export const DEPLOYMENTS: readonly Deployment[] = [
   // Its stage throttle is 100/s: 1 and 2 here are 100 and 200 on AWS, at and past it.
   { name: 'default', context: {}, accountConcurrency: 1000, rates: [1, 2] },
-  { name: 'sized', context: { throttleRateLimit: '3000', throttleBurstLimit: '3000', accountConcurrency: '5000', ...ONE_ADDRESS_FOR_ALL }, accountConcurrency: 5000, rates: [5, 10, 20] },
+  {
+    name: 'sized',
+    context: { throttleRateLimit: '3000', throttleBurstLimit: '3000', accountConcurrency: '5000', ...ONE_ADDRESS_FOR_ALL },
+    accountConcurrency: 5000,
+    rates: [5, 10, 20],
+  },
 ];
 
 export interface RateFigure {
@@ -136,7 +141,14 @@ async function publish(rt: SynthRuntime): Promise<{ deploymentId: string; apiKey
   return { deploymentId: String(pub.body.deployment_id), apiKey: String(pub.body.api_key) };
 }
 
-async function runRate(rt: SynthRuntime, dep: Deployment, target: { deploymentId: string; apiKey: string }, rate: number, seconds: number, log: (s: string) => void): Promise<RateFigure> {
+async function runRate(
+  rt: SynthRuntime,
+  dep: Deployment,
+  target: { deploymentId: string; apiKey: string },
+  rate: number,
+  seconds: number,
+  log: (s: string) => void,
+): Promise<RateFigure> {
   const key = { 'x-api-key': target.apiKey };
   const statuses: Record<string, number> = {};
   let unanswered = 0;
@@ -152,7 +164,13 @@ async function runRate(rt: SynthRuntime, dep: Deployment, target: { deploymentId
   const deadline = performance.now() + seconds * 1000 + 60_000;
 
   /** One answer, counted; a refusal is waited out as its Retry-After says, then sent again. */
-  const send = async (url: string, method: string, headers: Record<string, string>, body?: unknown, until = deadline): Promise<Answer | undefined> => {
+  const send = async (
+    url: string,
+    method: string,
+    headers: Record<string, string>,
+    body?: unknown,
+    until = deadline,
+  ): Promise<Answer | undefined> => {
     while (performance.now() < until) {
       let a: Answer;
       try {
@@ -271,13 +289,23 @@ export function scaleOptionsOf(argv: readonly string[]): ScaleOptions & { profil
     return ns;
   };
   const deployments = value('--deployment')?.split(',');
-  for (const d of deployments ?? []) if (!DEPLOYMENTS.some((x) => x.name === d)) throw new Error(`--deployment takes ${DEPLOYMENTS.map((x) => x.name).join(' or ')}, not ${JSON.stringify(d)}`);
+  for (const d of deployments ?? [])
+    if (!DEPLOYMENTS.some((x) => x.name === d))
+      throw new Error(`--deployment takes ${DEPLOYMENTS.map((x) => x.name).join(' or ')}, not ${JSON.stringify(d)}`);
   const rates = numbers('--rate');
   const seconds = numbers('--seconds')?.[0];
-  return { ...(rates ? { rates } : {}), ...(seconds ? { seconds } : {}), ...(deployments ? { deployments } : {}), profile: argv.includes('--profile') };
+  return {
+    ...(rates ? { rates } : {}),
+    ...(seconds ? { seconds } : {}),
+    ...(deployments ? { deployments } : {}),
+    profile: argv.includes('--profile'),
+  };
 }
 
-export async function measureScale(log: (s: string) => void, opts: ScaleOptions = {}): Promise<{ figures: RateFigure[]; limits: Record<string, { name: string; template: number; scaled: number }[]> }> {
+export async function measureScale(
+  log: (s: string) => void,
+  opts: ScaleOptions = {},
+): Promise<{ figures: RateFigure[]; limits: Record<string, { name: string; template: number; scaled: number }[]> }> {
   const factor = Number(process.env.BENCH_SCALE ?? '0.01');
   const seconds = opts.seconds ?? Number(process.env.BENCH_SCALE_SECONDS ?? '20');
   const which = opts.deployments?.join(',') ?? process.env.BENCH_SCALE_DEPLOYMENTS ?? 'default,sized';
@@ -287,7 +315,15 @@ export async function measureScale(log: (s: string) => void, opts: ScaleOptions 
     log(`${dep.name}: synthesizing (cached after the first time)`);
     const assembly = loadAssembly((await cachedAssembly({ context: dep.context, progress: log })).dir);
     const dataDir = mkdtempSync(join(tmpdir(), 'pipegate-bench-scale-'));
-    const rt = await startSynthRuntime({ port: 0, inMemory: true, log: false, dataDir, assembly, scale: factor, accountConcurrency: dep.accountConcurrency });
+    const rt = await startSynthRuntime({
+      port: 0,
+      inMemory: true,
+      log: false,
+      dataDir,
+      assembly,
+      scale: factor,
+      accountConcurrency: dep.accountConcurrency,
+    });
     try {
       limits[dep.name] = rt.scale?.limits().map((l) => ({ ...l, name: shortName(l.name) })) ?? [];
       const target = await publish(rt);

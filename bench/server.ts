@@ -41,7 +41,8 @@ async function publishGreeting(rt: Runtime): Promise<{ apiKey: string; deploymen
   for (let i = 0; ; i++) {
     const r = await json(runUrl, 'GET', owner);
     if (r.status === 'completed') break;
-    if (r.status === 'failed' || r.status === 'cancelled' || i > 400) throw new Error(`the greeting run did not complete: ${JSON.stringify(r)}`);
+    if (r.status === 'failed' || r.status === 'cancelled' || i > 400)
+      throw new Error(`the greeting run did not complete: ${JSON.stringify(r)}`);
     await new Promise((res) => setTimeout(res, 10));
   }
   const pub = await json(`${rt.url}/v1/pipelines/greeting/deployment`, 'PUT', owner, {});
@@ -85,20 +86,20 @@ async function runtimeMode(dataDir: string): Promise<void> {
       inst.units = true;
       try {
         return await countExecutions(
-        {
-          counts: inst.counts,
-          post: async () => {
-            const out = await json(`${rt.url}/v1/deployments/${deploymentId}/executions`, 'POST', { 'x-api-key': apiKey }, {});
-            return String(out.execution_id);
+          {
+            counts: inst.counts,
+            post: async () => {
+              const out = await json(`${rt.url}/v1/deployments/${deploymentId}/executions`, 'POST', { 'x-api-key': apiKey }, {});
+              return String(out.execution_id);
+            },
+            waitTerminal: (id) => new Promise<string>((res) => waiting.set(id, res)),
+            pause,
+            resume: () => resume(),
+            idle: () => rt.workflow.idle(),
+            runnerInvocations: () => runnerInvocations,
           },
-          waitTerminal: (id) => new Promise<string>((res) => waiting.set(id, res)),
-          pause,
-          resume: () => resume(),
-          idle: () => rt.workflow.idle(),
-          runnerInvocations: () => runnerInvocations,
-        },
-        n,
-      );
+          n,
+        );
       } finally {
         inst.units = false;
       }
@@ -150,7 +151,7 @@ function serve(commands: Record<string, (arg?: number) => Promise<unknown>>): vo
         send({ type: 'reply', seq, ok: true, result: result ?? null });
         if (name === 'stop') process.disconnect();
       },
-      (err: unknown) => send({ type: 'reply', seq, ok: false, result: err instanceof Error ? err.stack ?? err.message : String(err) }),
+      (err: unknown) => send({ type: 'reply', seq, ok: false, result: err instanceof Error ? (err.stack ?? err.message) : String(err) }),
     );
   });
   // The parent went away (crashed or was killed): never outlive it.
@@ -159,10 +160,13 @@ function serve(commands: Record<string, (arg?: number) => Promise<unknown>>): vo
 
 const mode = process.argv[2] as ServerMode | undefined;
 const dataDir = mkdtempSync(join(tmpdir(), `pipegate-bench-${mode ?? 'x'}-`));
-(mode === 'floor' ? floorMode(dataDir) : mode === 'runtime' ? runtimeMode(dataDir) : Promise.reject(new Error('usage: server.ts runtime|floor'))).catch(
-  (err: unknown) => {
-    console.error(err);
-    rmSync(dataDir, { recursive: true, force: true });
-    process.exit(1);
-  },
-);
+(mode === 'floor'
+  ? floorMode(dataDir)
+  : mode === 'runtime'
+    ? runtimeMode(dataDir)
+    : Promise.reject(new Error('usage: server.ts runtime|floor'))
+).catch((err: unknown) => {
+  console.error(err);
+  rmSync(dataDir, { recursive: true, force: true });
+  process.exit(1);
+});

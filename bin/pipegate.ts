@@ -3,7 +3,13 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
 import { runCli } from '../lib/cli/program';
 
-runCli(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, env: process.env, cwd: process.cwd(), stdin: process.stdin }).then(
+runCli(process.argv.slice(2), {
+  stdout: process.stdout,
+  stderr: process.stderr,
+  env: process.env,
+  cwd: process.cwd(),
+  stdin: process.stdin,
+}).then(
   (code) => {
     process.exitCode = code;
     // Ctrl-C during a wait: the follow-up is printed; nothing is worth waiting for (a poll's timer).

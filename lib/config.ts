@@ -40,7 +40,14 @@ export const PublicUrlSchema = v.pipe(
     if (s === '') return true;
     try {
       const u = new URL(s);
-      return (u.protocol === 'http:' || u.protocol === 'https:') && u.hostname !== '' && u.search === '' && u.hash === '' && u.username === '' && u.password === '';
+      return (
+        (u.protocol === 'http:' || u.protocol === 'https:') &&
+        u.hostname !== '' &&
+        u.search === '' &&
+        u.hash === '' &&
+        u.username === '' &&
+        u.password === ''
+      );
     } catch {
       return false;
     }
@@ -95,7 +102,10 @@ const ConfigSchema = v.object({
   PIPEGATE_ASSET_LINK_TTL_SECONDS: int(86_400, 60, 604_800),
   PIPEGATE_FORM_LINK_ACTIONS_PER_MINUTE: int(30, 1, 100_000),
   PIPEGATE_FORM_ADDRESS_ACTIONS_PER_MINUTE: int(10, 1, 100_000),
-  PIPEGATE_BUCKET: v.optional(v.pipe(v.string(), v.regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be an S3 bucket name')), 'pipegate-objects'),
+  PIPEGATE_BUCKET: v.optional(
+    v.pipe(v.string(), v.regex(/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/, 'must be an S3 bucket name')),
+    'pipegate-objects',
+  ),
   PIPEGATE_S3_ENDPOINT: v.optional(v.pipe(v.string(), v.url('must be an absolute URL'))),
   PIPEGATE_S3_FORCE_PATH_STYLE: bool(false),
   PIPEGATE_LOG_FORMAT: v.optional(v.picklist(['json', 'text'], 'must be json or text')),

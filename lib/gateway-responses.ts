@@ -49,7 +49,12 @@ export interface GatewayResponse {
 
 export const GATEWAY_RESPONSES: readonly GatewayResponse[] = [
   // The detail names the accepted forms only, never which part of a key was wrong.
-  { type: 'UNAUTHORIZED', statusCode: '401', body: JSON.stringify(unauthorizedBody('apiKey')), headers: { 'WWW-Authenticate': "'Api-Key'" } },
+  {
+    type: 'UNAUTHORIZED',
+    statusCode: '401',
+    body: JSON.stringify(unauthorizedBody('apiKey')),
+    headers: { 'WWW-Authenticate': "'Api-Key'" },
+  },
   // The authorizer refuses a key with a Deny whose context says why (functions/core/errors.ts
   // KEY_REFUSALS): API Gateway's UNAUTHORIZED cannot see an authorizer's context, ACCESS_DENIED
   // can. The values are plain strings without quotes or backslashes, safe inside a JSON string.
@@ -114,7 +119,8 @@ export const GATEWAY_RESPONSES: readonly GatewayResponse[] = [
  */
 export function gatewayResponseFromTemplate(properties: Record<string, unknown>): GatewayResponse {
   const type = properties.ResponseType;
-  if (typeof type !== 'string' || !Object.hasOwn(RESPONSE_TYPE_STATUS, type)) throw new Error(`Unknown gateway response type ${String(type)}`);
+  if (typeof type !== 'string' || !Object.hasOwn(RESPONSE_TYPE_STATUS, type))
+    throw new Error(`Unknown gateway response type ${String(type)}`);
   const templates = (properties.ResponseTemplates ?? {}) as Record<string, unknown>;
   const body = templates['application/json'];
   const parameters = (properties.ResponseParameters ?? {}) as Record<string, unknown>;

@@ -12,12 +12,42 @@ export type HttpVerb = 'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 export type SchemaName = ShapeName | 'ExecutionFinished';
 /** A parameter (functions/core/openapi-shared.ts PARAMETERS): the components by name, the rest written in place. */
 export type ParameterName =
-  | 'DeploymentId' | 'ExecutionId' | 'IdempotencyKey' | 'PreferWait' | 'PipelineId' | 'RunId' | 'SecretName' | 'ConsumerId'
-  | 'LastEventId' | 'PageLimit' | 'PageCursor' | 'Confirm' | 'StatusFilter' | 'Since' | 'DocsAsset' | 'FormToken' | 'FormAsset' | 'AssetToken' | 'Range';
+  | 'DeploymentId'
+  | 'ExecutionId'
+  | 'IdempotencyKey'
+  | 'PreferWait'
+  | 'PipelineId'
+  | 'RunId'
+  | 'SecretName'
+  | 'ConsumerId'
+  | 'LastEventId'
+  | 'PageLimit'
+  | 'PageCursor'
+  | 'Confirm'
+  | 'StatusFilter'
+  | 'Since'
+  | 'DocsAsset'
+  | 'FormToken'
+  | 'FormAsset'
+  | 'AssetToken'
+  | 'Range';
 /** A response header (functions/core/openapi-shared.ts HEADERS). */
 export type HeaderName =
-  | 'Location' | 'PreferenceApplied' | 'RetryAfterPoll' | 'RetryAfterLimit' | 'NoStore' | 'ContentLength' | 'ContentDisposition' | 'NoSniff' | 'ContentRange'
-  | 'ApiKeyChallenge' | 'BearerChallenge' | 'RetryAfterKeyLimit' | 'RetryAfterOutage' | 'RateLimitPolicy' | 'RateLimit';
+  | 'Location'
+  | 'PreferenceApplied'
+  | 'RetryAfterPoll'
+  | 'RetryAfterLimit'
+  | 'NoStore'
+  | 'ContentLength'
+  | 'ContentDisposition'
+  | 'NoSniff'
+  | 'ContentRange'
+  | 'ApiKeyChallenge'
+  | 'BearerChallenge'
+  | 'RetryAfterKeyLimit'
+  | 'RetryAfterOutage'
+  | 'RateLimitPolicy'
+  | 'RateLimit';
 /** A response shared by several routes (the documents' `components.responses`). */
 export type ResponseName = 'DeploymentNotFound' | 'ExecutionNotFound' | 'PayloadTooLarge' | 'PipelineNotFound';
 
@@ -80,18 +110,34 @@ export interface Route {
 export const STREAMED_ROUTE_TIMEOUT_SECONDS = 900;
 
 /** Answers several routes give alike. */
-const FORM_NOT_FOUND: Answer = { description: 'Form Not Found: never issued or altered, rotated, disabled, or its deployment deleted.', shape: 'FormNotFound' };
+const FORM_NOT_FOUND: Answer = {
+  description: 'Form Not Found: never issued or altered, rotated, disabled, or its deployment deleted.',
+  shape: 'FormNotFound',
+};
 const FORM_LIMITED: Answer = {
-  description: 'Too Many Requests: past the per-link or per-address limit of runs, uploads and progress streams a minute (`detail` says which), or API Gateway throttling.',
+  description:
+    'Too Many Requests: past the per-link or per-address limit of runs, uploads and progress streams a minute (`detail` says which), or API Gateway throttling.',
   shape: ['FormRateLimited', 'TooManyRequests'],
   overlapping: true,
   headers: { RetryAfterLimit: false },
 };
-const NO_DEPLOYMENT: Answer = { description: 'Pipeline Not Found, or it has no deployment.', shape: ['NotFoundPipeline', 'NotFoundDeployment'] };
-const NOT_PUBLISHED: Answer = { description: 'Pipeline Not Found, or it is not published.', shape: ['NotFoundPipeline', 'NotFoundDeployment'] };
-const NO_CONSUMER: Answer = { description: 'Pipeline, Deployment or Consumer Not Found.', shape: ['NotFoundPipeline', 'NotFoundDeployment', 'NotFoundConsumer'] };
+const NO_DEPLOYMENT: Answer = {
+  description: 'Pipeline Not Found, or it has no deployment.',
+  shape: ['NotFoundPipeline', 'NotFoundDeployment'],
+};
+const NOT_PUBLISHED: Answer = {
+  description: 'Pipeline Not Found, or it is not published.',
+  shape: ['NotFoundPipeline', 'NotFoundDeployment'],
+};
+const NO_CONSUMER: Answer = {
+  description: 'Pipeline, Deployment or Consumer Not Found.',
+  shape: ['NotFoundPipeline', 'NotFoundDeployment', 'NotFoundConsumer'],
+};
 /** An execution the owner asked for by id that is not theirs to see. */
-const OWNER_EXECUTION_NOT_FOUND: Answer = { description: 'Execution Not Found: unknown, expired, or of another pipeline.', shape: 'NotFoundExecution' };
+const OWNER_EXECUTION_NOT_FOUND: Answer = {
+  description: 'Execution Not Found: unknown, expired, or of another pipeline.',
+  shape: 'NotFoundExecution',
+};
 
 /**
  * Callers, with a deployment's API key: each deployment's own document is made of these. Kept
@@ -102,24 +148,44 @@ export const CALLER_ROUTES: readonly Route[] = [
   // from the claim check can pass Lambda's 6 MB buffered answer, and a streamed answer costs
   // the same below it (docs/aws.md, Streamed answers).
   {
-    method: 'POST', path: '/v1/deployments/{deployment_id}/executions', handler: 'execute', auth: 'apiKey', waits: true, inlineAssets: true, streams: true,
+    method: 'POST',
+    path: '/v1/deployments/{deployment_id}/executions',
+    handler: 'execute',
+    auth: 'apiKey',
+    waits: true,
+    inlineAssets: true,
+    streams: true,
     operationId: 'execute',
     summary: 'Start an execution of a deployment',
     params: ['DeploymentId', 'IdempotencyKey', 'PreferWait'],
     body: { shape: 'ExecutionRequest', optional: true, description: 'Optional; an empty body means `{}`.' },
     answers: {
-      '200': { description: 'Only with `Prefer: wait=N`: the execution finished within N seconds; its result and URLs.', shape: 'ExecutionFinished', headers: { Location: true, PreferenceApplied: false } },
-      '202': { description: 'Accepted and queued (with `Prefer: wait=N`: not finished within N seconds).', shape: 'Accepted', headers: { Location: true, PreferenceApplied: false } },
+      '200': {
+        description: 'Only with `Prefer: wait=N`: the execution finished within N seconds; its result and URLs.',
+        shape: 'ExecutionFinished',
+        headers: { Location: true, PreferenceApplied: false },
+      },
+      '202': {
+        description: 'Accepted and queued (with `Prefer: wait=N`: not finished within N seconds).',
+        shape: 'Accepted',
+        headers: { Location: true, PreferenceApplied: false },
+      },
       '400': { description: 'Invalid Input Structure, or Missing Callback URL.', shape: ['InvalidInputStructure', 'MissingCallbackUrl'] },
       '404': 'DeploymentNotFound',
       '413': 'PayloadTooLarge',
       '415': { description: 'Unsupported Media Type.', shape: 'UnsupportedMediaType' },
-      '422': { description: 'Invalid Input, Invalid Callback URL, or Idempotency Key Reused.', shape: ['InvalidInput', 'InvalidCallbackUrl', 'IdempotencyKeyReused'] },
+      '422': {
+        description: 'Invalid Input, Invalid Callback URL, or Idempotency Key Reused.',
+        shape: ['InvalidInput', 'InvalidCallbackUrl', 'IdempotencyKeyReused'],
+      },
     },
   },
   // A presigned PUT for a file too large to send inline (functions/core/upload-request.ts).
   {
-    method: 'POST', path: '/v1/deployments/{deployment_id}/uploads', handler: 'upload-create', auth: 'apiKey',
+    method: 'POST',
+    path: '/v1/deployments/{deployment_id}/uploads',
+    handler: 'upload-create',
+    auth: 'apiKey',
     operationId: 'createUpload',
     summary: 'A presigned PUT for a file too large to send inline',
     description: "PUT exactly `bytes` bytes to `upload_url` with `headers`, then send `asset` as an asset input's value.",
@@ -134,30 +200,52 @@ export const CALLER_ROUTES: readonly Route[] = [
     },
   },
   {
-    method: 'GET', path: '/v1/deployments/executions/{execution_id}/status', handler: 'execution-status', auth: 'apiKey', waits: true, streams: true,
+    method: 'GET',
+    path: '/v1/deployments/executions/{execution_id}/status',
+    handler: 'execution-status',
+    auth: 'apiKey',
+    waits: true,
+    streams: true,
     operationId: 'getExecutionStatus',
     summary: "An execution's status",
     params: ['ExecutionId', 'PreferWait'],
     answers: {
-      '200': { description: 'The status (with `Prefer: wait=N`: once terminal, or after N seconds).', shape: 'ExecutionStatusBody', headers: { RetryAfterPoll: false, PreferenceApplied: false } },
+      '200': {
+        description: 'The status (with `Prefer: wait=N`: once terminal, or after N seconds).',
+        shape: 'ExecutionStatusBody',
+        headers: { RetryAfterPoll: false, PreferenceApplied: false },
+      },
       '404': 'ExecutionNotFound',
     },
   },
   {
-    method: 'GET', path: '/v1/deployments/executions/{execution_id}/result', handler: 'execution-result', auth: 'apiKey', waits: true, streams: true,
+    method: 'GET',
+    path: '/v1/deployments/executions/{execution_id}/result',
+    handler: 'execution-result',
+    auth: 'apiKey',
+    waits: true,
+    streams: true,
     operationId: 'getExecutionResult',
     summary: "An execution's result, once it has finished",
     params: ['ExecutionId', 'PreferWait'],
     answers: {
       '200': { description: 'The result (visible outputs only).', shape: 'ExecutionResult', headers: { PreferenceApplied: false } },
       '404': 'ExecutionNotFound',
-      '409': { description: 'Execution not completed (with `Prefer: wait=N`: not within N seconds), with its current status.', shape: 'ExecutionNotCompleted', headers: { RetryAfterPoll: true, PreferenceApplied: false } },
+      '409': {
+        description: 'Execution not completed (with `Prefer: wait=N`: not within N seconds), with its current status.',
+        shape: 'ExecutionNotCompleted',
+        headers: { RetryAfterPoll: true, PreferenceApplied: false },
+      },
     },
   },
   // Server-sent events until the execution is done (functions/core/events.ts); streamed, so an
   // answer may stay open up to STREAMED_ROUTE_TIMEOUT_SECONDS.
   {
-    method: 'GET', path: '/v1/deployments/executions/{execution_id}/events', handler: 'execution-events', auth: 'apiKey', streams: true,
+    method: 'GET',
+    path: '/v1/deployments/executions/{execution_id}/events',
+    handler: 'execution-events',
+    auth: 'apiKey',
+    streams: true,
     operationId: 'getExecutionEvents',
     summary: "An execution's live progress, as server-sent events",
     description:
@@ -169,7 +257,10 @@ export const CALLER_ROUTES: readonly Route[] = [
     answers: { '200': { description: 'The event stream.', events: 'ExecutionResult' }, '404': 'ExecutionNotFound' },
   },
   {
-    method: 'POST', path: '/v1/deployments/executions/{execution_id}/cancel', handler: 'execution-cancel', auth: 'apiKey',
+    method: 'POST',
+    path: '/v1/deployments/executions/{execution_id}/cancel',
+    handler: 'execution-cancel',
+    auth: 'apiKey',
     operationId: 'cancelExecution',
     summary: 'Cancel a pending or running execution at once',
     params: ['ExecutionId'],
@@ -180,14 +271,20 @@ export const CALLER_ROUTES: readonly Route[] = [
     },
   },
   {
-    method: 'GET', path: '/v1/deployments/{deployment_id}', handler: 'deployment-contract', auth: 'apiKey',
+    method: 'GET',
+    path: '/v1/deployments/{deployment_id}',
+    handler: 'deployment-contract',
+    auth: 'apiKey',
     operationId: 'getDeploymentContract',
     summary: 'The visible contract: input ids, types and published values; output ids',
     params: ['DeploymentId'],
     answers: { '200': { description: 'The visible contract.', shape: 'CallerContract' }, '404': 'DeploymentNotFound' },
   },
   {
-    method: 'GET', path: '/v1/deployments/{deployment_id}/openapi.json', handler: 'deployment-openapi', auth: 'apiKey',
+    method: 'GET',
+    path: '/v1/deployments/{deployment_id}/openapi.json',
+    handler: 'deployment-openapi',
+    auth: 'apiKey',
     operationId: 'getDeploymentOpenApi',
     summary: "This deployment's API as an OpenAPI 3.1 document",
     params: ['DeploymentId'],
@@ -200,14 +297,23 @@ export const ROUTES: readonly Route[] = /* @__PURE__ */ CALLER_ROUTES.concat([
   // one to a page load); the page asks for the key and sends it with its own calls to the
   // routes above, which the authorizer guards as usual. Neither serves anything of a deployment.
   {
-    method: 'GET', path: '/v1/deployments/{deployment_id}/docs', handler: 'deployment-docs', auth: 'none',
+    method: 'GET',
+    path: '/v1/deployments/{deployment_id}/docs',
+    handler: 'deployment-docs',
+    auth: 'none',
     operationId: 'getDeploymentDocs',
     summary: "This deployment's docs page (HTML): it asks for the API key, then shows the API and lets you try it",
     params: ['DeploymentId'],
-    answers: { '200': { description: 'The page. It holds nothing of the deployment but its id.', media: 'html' }, '404': 'DeploymentNotFound' },
+    answers: {
+      '200': { description: 'The page. It holds nothing of the deployment but its id.', media: 'html' },
+      '404': 'DeploymentNotFound',
+    },
   },
   {
-    method: 'GET', path: '/v1/docs/{asset}', handler: 'deployment-docs', auth: 'none',
+    method: 'GET',
+    path: '/v1/docs/{asset}',
+    handler: 'deployment-docs',
+    auth: 'none',
     operationId: 'getDocsAsset',
     summary: "A file of the docs page: its script, or Swagger UI's (from the swagger-ui-dist package)",
     params: ['DocsAsset'],
@@ -216,7 +322,11 @@ export const ROUTES: readonly Route[] = /* @__PURE__ */ CALLER_ROUTES.concat([
   // A stored object's bytes: the URL is the capability (signed, expiring, bound to one object;
   // see functions/core/asset-links.ts), so a browser or a callback receiver opens it as it is.
   {
-    method: 'GET', path: '/v1/assets/{token}', handler: 'asset-get', auth: 'none', streams: true,
+    method: 'GET',
+    path: '/v1/assets/{token}',
+    handler: 'asset-get',
+    auth: 'none',
+    streams: true,
     operationId: 'getAsset',
     summary: "A stored asset's bytes, at the link a result or callback gave (signed, expiring, bound to one object)",
     description:
@@ -226,22 +336,36 @@ export const ROUTES: readonly Route[] = /* @__PURE__ */ CALLER_ROUTES.concat([
       'One `Range: bytes=` range is honoured (206).',
     params: ['AssetToken', 'Range'],
     answers: {
-      '200': { description: 'The exact bytes, with their own media type as Content-Type.', media: 'bytes', headers: { ContentLength: false, ContentDisposition: false, NoSniff: false } },
+      '200': {
+        description: 'The exact bytes, with their own media type as Content-Type.',
+        media: 'bytes',
+        headers: { ContentLength: false, ContentDisposition: false, NoSniff: false },
+      },
       '206': { description: 'The range asked for.', media: 'bytes', headers: { ContentRange: false } },
-      '404': { description: 'Asset Not Found: the link was never issued or was altered, its deployment was deleted, or the object is gone.', shape: 'AssetNotFound' },
+      '404': {
+        description: 'Asset Not Found: the link was never issued or was altered, its deployment was deleted, or the object is gone.',
+        shape: 'AssetNotFound',
+      },
       '410': { description: 'Asset Link Expired: read the result again for a fresh link.', shape: 'AssetLinkExpired' },
       '416': { description: 'Range Not Satisfiable.', shape: 'RangeNotSatisfiable' },
     },
   },
   // The same answer's status and headers without the bytes (size and type before a download).
   {
-    method: 'HEAD', path: '/v1/assets/{token}', handler: 'asset-get', auth: 'none', streams: true,
+    method: 'HEAD',
+    path: '/v1/assets/{token}',
+    handler: 'asset-get',
+    auth: 'none',
+    streams: true,
     operationId: 'headAsset',
     summary: 'What GET answers at this link (status and headers: size, media type, disposition), without the bytes',
     description: 'Answers as GET does, Range included, with no body: 404 and 410 as for GET.',
     params: ['AssetToken', 'Range'],
     answers: {
-      '200': { description: 'The headers GET would send: the size, the media type, the disposition.', headers: { ContentLength: false, ContentDisposition: false, NoSniff: false } },
+      '200': {
+        description: 'The headers GET would send: the size, the media type, the disposition.',
+        headers: { ContentLength: false, ContentDisposition: false, NoSniff: false },
+      },
       '206': { description: 'The headers of the range asked for.', headers: { ContentRange: false } },
       // The answers GET gives, their bodies left out as HEAD's are.
       '404': { description: 'Asset Not Found, as for GET.', shape: 'AssetNotFound' },
@@ -253,7 +377,10 @@ export const ROUTES: readonly Route[] = /* @__PURE__ */ CALLER_ROUTES.concat([
   // the form's routes act as the deployment through the callers' code, rate-limited per link and
   // per address (functions/services/form.service.ts; on AWS also a WAF rule on this prefix).
   {
-    method: 'GET', path: '/v1/forms/{form_token}', handler: 'form-page', auth: 'none',
+    method: 'GET',
+    path: '/v1/forms/{form_token}',
+    handler: 'form-page',
+    auth: 'none',
     operationId: 'getForm',
     summary: "The web form's page (HTML), generated from the published contract: visible inputs and outputs only",
     params: ['FormToken'],
@@ -261,56 +388,88 @@ export const ROUTES: readonly Route[] = /* @__PURE__ */ CALLER_ROUTES.concat([
   },
   // The page's script and style sheet, the same for every form (the token is not checked).
   {
-    method: 'GET', path: '/v1/forms/{form_token}/files/{asset}', handler: 'form-page', auth: 'none',
+    method: 'GET',
+    path: '/v1/forms/{form_token}/files/{asset}',
+    handler: 'form-page',
+    auth: 'none',
     operationId: 'getFormAsset',
     summary: "The form page's script or style sheet (the same for every form)",
     params: ['FormToken', 'FormAsset'],
     answers: { '200': { description: 'The file.', media: 'file' }, '404': { description: 'No such file.', shape: 'NotFound' } },
   },
   {
-    method: 'POST', path: '/v1/forms/{form_token}/executions', handler: 'form-execute', auth: 'none', inlineAssets: true,
+    method: 'POST',
+    path: '/v1/forms/{form_token}/executions',
+    handler: 'form-execute',
+    auth: 'none',
+    inlineAssets: true,
     operationId: 'executeForm',
     summary: 'Run the deployment through its form, as a caller would (no callback); counted against the rate limits',
     params: ['FormToken'],
     body: { shape: 'FormExecutionRequest', optional: true },
     answers: {
       '202': { description: 'Queued.', shape: 'FormAccepted', headers: { Location: true } },
-      '400': { description: 'Invalid Input Structure (a callback included), or Missing Callback URL.', shape: ['InvalidInputStructure', 'MissingCallbackUrl'] },
+      '400': {
+        description: 'Invalid Input Structure (a callback included), or Missing Callback URL.',
+        shape: ['InvalidInputStructure', 'MissingCallbackUrl'],
+      },
       '404': FORM_NOT_FOUND,
       '413': 'PayloadTooLarge',
       '415': { description: 'Unsupported Media Type.', shape: 'UnsupportedMediaType' },
-      '422': { description: 'Invalid Input (a hidden or unknown input, a wrong value or file), or Invalid Callback URL.', shape: ['InvalidInput', 'InvalidCallbackUrl'] },
+      '422': {
+        description: 'Invalid Input (a hidden or unknown input, a wrong value or file), or Invalid Callback URL.',
+        shape: ['InvalidInput', 'InvalidCallbackUrl'],
+      },
       '429': FORM_LIMITED,
     },
   },
   {
-    method: 'GET', path: '/v1/forms/{form_token}/executions/{execution_id}', handler: 'form-execution', auth: 'none', waits: true, streams: true,
+    method: 'GET',
+    path: '/v1/forms/{form_token}/executions/{execution_id}',
+    handler: 'form-execution',
+    auth: 'none',
+    waits: true,
+    streams: true,
     operationId: 'getFormExecution',
     summary: 'A form execution: progress, then its result (`output_artifacts` filled); readable through the link that made it only',
     params: ['FormToken', 'ExecutionId', 'PreferWait'],
     answers: {
       '200': { description: 'The execution (with `Prefer: wait=N`: once terminal, or after N seconds).', shape: 'FormExecution' },
-      '404': { description: 'Form Not Found, or Execution Not Found (unknown, expired, or not made through this link).', shape: ['FormNotFound', 'NotFoundExecution'] },
+      '404': {
+        description: 'Form Not Found, or Execution Not Found (unknown, expired, or not made through this link).',
+        shape: ['FormNotFound', 'NotFoundExecution'],
+      },
     },
   },
   // The page's live progress: the callers' event stream (functions/services/events.service.ts),
   // its own function so that visitors' streams hold a share apart from API callers' (lib/concurrency.ts).
   {
-    method: 'GET', path: '/v1/forms/{form_token}/executions/{execution_id}/events', handler: 'form-events', auth: 'none', streams: true,
+    method: 'GET',
+    path: '/v1/forms/{form_token}/executions/{execution_id}/events',
+    handler: 'form-events',
+    auth: 'none',
+    streams: true,
     operationId: 'getFormExecutionEvents',
-    summary: "A form execution's live progress, as server-sent events; readable through the link that made it only, counted against the rate limits",
+    summary:
+      "A form execution's live progress, as server-sent events; readable through the link that made it only, counted against the rate limits",
     description:
       'The events of `GET /v1/deployments/executions/{execution_id}/events` (the nodes a caller sees), `done` holding exactly what `GET /v1/forms/{form_token}/executions/{execution_id}` answers. ' +
       'Opening a stream counts against the per-link and per-address limits, as a run does.',
     params: ['FormToken', 'ExecutionId', 'LastEventId'],
     answers: {
       '200': { description: 'The event stream.', events: 'FormExecution' },
-      '404': { description: 'Form Not Found, or Execution Not Found (unknown, expired, or not made through this link).', shape: ['FormNotFound', 'NotFoundExecution'] },
+      '404': {
+        description: 'Form Not Found, or Execution Not Found (unknown, expired, or not made through this link).',
+        shape: ['FormNotFound', 'NotFoundExecution'],
+      },
       '429': FORM_LIMITED,
     },
   },
   {
-    method: 'POST', path: '/v1/forms/{form_token}/uploads', handler: 'form-upload', auth: 'none',
+    method: 'POST',
+    path: '/v1/forms/{form_token}/uploads',
+    handler: 'form-upload',
+    auth: 'none',
     operationId: 'createFormUpload',
     summary: "A presigned PUT for a file, as the callers' uploads route; counted against the rate limits",
     params: ['FormToken'],
@@ -326,13 +485,19 @@ export const ROUTES: readonly Route[] = /* @__PURE__ */ CALLER_ROUTES.concat([
   },
   // Owners: IAM on AWS, a bearer token on the local runtime.
   {
-    method: 'GET', path: '/v1/pipelines', handler: 'pipeline-list', auth: 'owner',
+    method: 'GET',
+    path: '/v1/pipelines',
+    handler: 'pipeline-list',
+    auth: 'owner',
     operationId: 'listPipelines',
     summary: 'Every pipeline, with its latest version',
     answers: { '200': { description: 'The pipelines.', shape: 'PipelineList' } },
   },
   {
-    method: 'PUT', path: '/v1/pipelines/{pipeline_id}', handler: 'pipeline-push', auth: 'owner',
+    method: 'PUT',
+    path: '/v1/pipelines/{pipeline_id}',
+    handler: 'pipeline-push',
+    auth: 'owner',
     operationId: 'pushPipeline',
     summary: 'Push a definition: a new version, or the latest one when the content is unchanged',
     params: ['PipelineId'],
@@ -345,20 +510,32 @@ export const ROUTES: readonly Route[] = /* @__PURE__ */ CALLER_ROUTES.concat([
     },
   },
   {
-    method: 'GET', path: '/v1/pipelines/{pipeline_id}', handler: 'pipeline-get', auth: 'owner',
+    method: 'GET',
+    path: '/v1/pipelines/{pipeline_id}',
+    handler: 'pipeline-get',
+    auth: 'owner',
     operationId: 'getPipeline',
     summary: 'One pipeline with its latest definition',
     params: ['PipelineId'],
     answers: { '200': { description: 'The pipeline.', shape: 'Pipeline' }, '404': 'PipelineNotFound' },
   },
   {
-    method: 'POST', path: '/v1/pipelines/{pipeline_id}/runs', handler: 'run-start', auth: 'owner', waits: true, streams: true,
+    method: 'POST',
+    path: '/v1/pipelines/{pipeline_id}/runs',
+    handler: 'run-start',
+    auth: 'owner',
+    waits: true,
+    streams: true,
     operationId: 'startRun',
     summary: 'Run the latest version, with optional input overrides',
     params: ['PipelineId', 'PreferWait'],
     body: { shape: 'RunRequest', optional: true, description: 'Optional; an empty body means `{}`.' },
     answers: {
-      '200': { description: 'The run finished within `Prefer: wait=N`: as `GET …/runs/{run_id}` shows it.', shape: 'Run', headers: { Location: true, PreferenceApplied: true } },
+      '200': {
+        description: 'The run finished within `Prefer: wait=N`: as `GET …/runs/{run_id}` shows it.',
+        shape: 'Run',
+        headers: { Location: true, PreferenceApplied: true },
+      },
       '202': { description: 'Queued.', shape: 'RunAccepted', headers: { Location: true } },
       '400': { description: 'Invalid Request: the body, an unknown input or a value of the wrong type.', shape: 'InvalidRequest' },
       '404': 'PipelineNotFound',
@@ -367,21 +544,32 @@ export const ROUTES: readonly Route[] = /* @__PURE__ */ CALLER_ROUTES.concat([
   },
   // A presigned PUT for a run's file too large for a definition's data URI (services/pipeline-uploads.service.ts).
   {
-    method: 'POST', path: '/v1/pipelines/{pipeline_id}/uploads', handler: 'pipeline-upload', auth: 'owner',
+    method: 'POST',
+    path: '/v1/pipelines/{pipeline_id}/uploads',
+    handler: 'pipeline-upload',
+    auth: 'owner',
     operationId: 'createRunUpload',
     summary: "A presigned PUT for a run's file, as the callers' uploads route",
-    description: "PUT exactly `bytes` bytes to `upload_url` with `headers`, then send `asset.value` as the asset input's value in a run's `inputs`. It serves one run of this pipeline, and no caller.",
+    description:
+      "PUT exactly `bytes` bytes to `upload_url` with `headers`, then send `asset.value` as the asset input's value in a run's `inputs`. It serves one run of this pipeline, and no caller.",
     params: ['PipelineId'],
     body: { shape: 'UploadRequest' },
     answers: {
       '201': { description: 'The upload URL and the asset value to send.', shape: 'UploadAnswer' },
-      '400': { description: 'Invalid Request: the body, or no asset input of the latest version takes this type and size.', shape: 'InvalidRequest' },
+      '400': {
+        description: 'Invalid Request: the body, or no asset input of the latest version takes this type and size.',
+        shape: 'InvalidRequest',
+      },
       '404': 'PipelineNotFound',
       '413': 'PayloadTooLarge',
     },
   },
   {
-    method: 'GET', path: '/v1/pipelines/{pipeline_id}/runs', handler: 'run-list', auth: 'owner', streams: true,
+    method: 'GET',
+    path: '/v1/pipelines/{pipeline_id}/runs',
+    handler: 'run-list',
+    auth: 'owner',
+    streams: true,
     operationId: 'listRuns',
     summary: 'Runs, newest first',
     params: ['PipelineId', 'PageLimit', 'PageCursor'],
@@ -392,14 +580,23 @@ export const ROUTES: readonly Route[] = /* @__PURE__ */ CALLER_ROUTES.concat([
     },
   },
   {
-    method: 'GET', path: '/v1/pipelines/{pipeline_id}/runs/{run_id}', handler: 'run-get', auth: 'owner', waits: true, streams: true,
+    method: 'GET',
+    path: '/v1/pipelines/{pipeline_id}/runs/{run_id}',
+    handler: 'run-get',
+    auth: 'owner',
+    waits: true,
+    streams: true,
     operationId: 'getRun',
     summary: 'One run with its outputs',
     params: ['PipelineId', 'RunId', 'PreferWait'],
     answers: { '200': { description: 'The run.', shape: 'Run' }, '404': { description: 'Run Not Found.', shape: 'NotFoundRun' } },
   },
   {
-    method: 'GET', path: '/v1/pipelines/{pipeline_id}/runs/{run_id}/events', handler: 'run-events', auth: 'owner', streams: true,
+    method: 'GET',
+    path: '/v1/pipelines/{pipeline_id}/runs/{run_id}/events',
+    handler: 'run-events',
+    auth: 'owner',
+    streams: true,
     operationId: 'getRunEvents',
     summary: "A run's live progress, as server-sent events",
     description:
@@ -408,21 +605,31 @@ export const ROUTES: readonly Route[] = /* @__PURE__ */ CALLER_ROUTES.concat([
     answers: { '200': { description: 'The event stream.', events: 'Run' }, '404': { description: 'Run Not Found.', shape: 'NotFoundRun' } },
   },
   {
-    method: 'GET', path: '/v1/pipelines/{pipeline_id}/deployment', handler: 'deployment-readiness', auth: 'owner',
+    method: 'GET',
+    path: '/v1/pipelines/{pipeline_id}/deployment',
+    handler: 'deployment-readiness',
+    auth: 'owner',
     operationId: 'getReadiness',
     summary: 'Readiness, the discovered and the published contract',
     params: ['PipelineId'],
     answers: { '200': { description: 'The readiness view.', shape: 'Readiness' }, '404': 'PipelineNotFound' },
   },
   {
-    method: 'PUT', path: '/v1/pipelines/{pipeline_id}/deployment', handler: 'deployment-publish', auth: 'owner',
+    method: 'PUT',
+    path: '/v1/pipelines/{pipeline_id}/deployment',
+    handler: 'deployment-publish',
+    auth: 'owner',
     operationId: 'publish',
     summary: 'Publish (create or update) the deployment from the latest finished run',
     params: ['PipelineId'],
     body: { shape: 'PublishRequest', optional: true, description: 'Optional visibility per input and output; an empty body means `{}`.' },
     answers: {
       '200': { description: 'Updated: the deployment id stays the same.', shape: 'Deployment', headers: { NoStore: true } },
-      '201': { description: 'Created: the API key and signing secret are shown this once.', shape: 'NewDeployment', headers: { NoStore: true } },
+      '201': {
+        description: 'Created: the API key and signing secret are shown this once.',
+        shape: 'NewDeployment',
+        headers: { NoStore: true },
+      },
       '400': { description: 'Invalid Request: an unknown entry or a malformed visibility.', shape: 'InvalidRequest' },
       '404': 'PipelineNotFound',
       '409': {
@@ -433,7 +640,10 @@ export const ROUTES: readonly Route[] = /* @__PURE__ */ CALLER_ROUTES.concat([
     },
   },
   {
-    method: 'DELETE', path: '/v1/pipelines/{pipeline_id}/deployment', handler: 'deployment-delete', auth: 'owner',
+    method: 'DELETE',
+    path: '/v1/pipelines/{pipeline_id}/deployment',
+    handler: 'deployment-delete',
+    auth: 'owner',
     operationId: 'deleteDeployment',
     summary: 'Delete the deployment, at once and for good',
     params: ['PipelineId', 'Confirm'],
@@ -444,10 +654,14 @@ export const ROUTES: readonly Route[] = /* @__PURE__ */ CALLER_ROUTES.concat([
     },
   },
   {
-    method: 'POST', path: '/v1/pipelines/{pipeline_id}/deployment/keys', handler: 'deployment-keys', auth: 'owner',
+    method: 'POST',
+    path: '/v1/pipelines/{pipeline_id}/deployment/keys',
+    handler: 'deployment-keys',
+    auth: 'owner',
     operationId: 'rotateCredential',
     summary: 'Rotate the API key (or the callback signing secret)',
-    description: 'Without a grace period the old credential stops at once; with one, both work until it ends (callbacks then carry both signatures).',
+    description:
+      'Without a grace period the old credential stops at once; with one, both work until it ends (callbacks then carry both signatures).',
     params: ['PipelineId'],
     body: { shape: 'RotateRequest', optional: true, description: 'Optional; an empty body rotates the API key with no grace period.' },
     answers: {
@@ -460,7 +674,10 @@ export const ROUTES: readonly Route[] = /* @__PURE__ */ CALLER_ROUTES.concat([
   },
   // Consumers: each caller its own key, limits and expiry (functions/core/consumers.ts).
   {
-    method: 'POST', path: '/v1/pipelines/{pipeline_id}/deployment/consumers', handler: 'deployment-consumers', auth: 'owner',
+    method: 'POST',
+    path: '/v1/pipelines/{pipeline_id}/deployment/consumers',
+    handler: 'deployment-consumers',
+    auth: 'owner',
     operationId: 'createConsumer',
     summary: 'Create a consumer: its own API key, rate limit, quota and expiry',
     description: 'The key works like the deployment key (both header forms, every caller route) on this deployment only.',
@@ -475,14 +692,20 @@ export const ROUTES: readonly Route[] = /* @__PURE__ */ CALLER_ROUTES.concat([
     },
   },
   {
-    method: 'GET', path: '/v1/pipelines/{pipeline_id}/deployment/consumers', handler: 'deployment-consumers', auth: 'owner',
+    method: 'GET',
+    path: '/v1/pipelines/{pipeline_id}/deployment/consumers',
+    handler: 'deployment-consumers',
+    auth: 'owner',
     operationId: 'listConsumers',
     summary: "The deployment's consumers: limits, key prefix and last use, never key material",
     params: ['PipelineId'],
     answers: { '200': { description: 'Every consumer.', shape: 'ConsumerList' }, '404': NO_DEPLOYMENT },
   },
   {
-    method: 'PATCH', path: '/v1/pipelines/{pipeline_id}/deployment/consumers/{consumer_id}', handler: 'deployment-consumers', auth: 'owner',
+    method: 'PATCH',
+    path: '/v1/pipelines/{pipeline_id}/deployment/consumers/{consumer_id}',
+    handler: 'deployment-consumers',
+    auth: 'owner',
     operationId: 'updateConsumer',
     summary: "Change a consumer's name, limits, expiry or metadata (null removes a limit or the expiry)",
     params: ['PipelineId', 'ConsumerId'],
@@ -496,7 +719,10 @@ export const ROUTES: readonly Route[] = /* @__PURE__ */ CALLER_ROUTES.concat([
     },
   },
   {
-    method: 'DELETE', path: '/v1/pipelines/{pipeline_id}/deployment/consumers/{consumer_id}', handler: 'deployment-consumers', auth: 'owner',
+    method: 'DELETE',
+    path: '/v1/pipelines/{pipeline_id}/deployment/consumers/{consumer_id}',
+    handler: 'deployment-consumers',
+    auth: 'owner',
     operationId: 'revokeConsumer',
     summary: 'Revoke a consumer: its key is refused from the next request on (401 `consumer_revoked`)',
     params: ['PipelineId', 'ConsumerId'],
@@ -507,7 +733,10 @@ export const ROUTES: readonly Route[] = /* @__PURE__ */ CALLER_ROUTES.concat([
     },
   },
   {
-    method: 'POST', path: '/v1/pipelines/{pipeline_id}/deployment/consumers/{consumer_id}/keys', handler: 'deployment-consumers', auth: 'owner',
+    method: 'POST',
+    path: '/v1/pipelines/{pipeline_id}/deployment/consumers/{consumer_id}/keys',
+    handler: 'deployment-consumers',
+    auth: 'owner',
     operationId: 'rotateConsumerKey',
     summary: "Rotate a consumer's key; with a grace period the old one works until it ends",
     params: ['PipelineId', 'ConsumerId'],
@@ -522,7 +751,10 @@ export const ROUTES: readonly Route[] = /* @__PURE__ */ CALLER_ROUTES.concat([
   },
   // The deployment key's own limits, enforced as a consumer's.
   {
-    method: 'PUT', path: '/v1/pipelines/{pipeline_id}/deployment/limits', handler: 'deployment-consumers', auth: 'owner',
+    method: 'PUT',
+    path: '/v1/pipelines/{pipeline_id}/deployment/limits',
+    handler: 'deployment-consumers',
+    auth: 'owner',
     operationId: 'setDeploymentKeyLimits',
     summary: "Set the deployment key's own rate limit and quota (absent or null: none)",
     description: "Enforced as a consumer's limits are; the deployment's consumers keep their own.",
@@ -537,23 +769,34 @@ export const ROUTES: readonly Route[] = /* @__PURE__ */ CALLER_ROUTES.concat([
     },
   },
   {
-    method: 'GET', path: '/v1/pipelines/{pipeline_id}/executions/{execution_id}', handler: 'owner-execution-get', auth: 'owner', streams: true,
+    method: 'GET',
+    path: '/v1/pipelines/{pipeline_id}/executions/{execution_id}',
+    handler: 'owner-execution-get',
+    auth: 'owner',
+    streams: true,
     operationId: 'getOwnerExecution',
     summary: 'Any run or API execution of the pipeline: inputs (hidden ones named), outputs, error, node trace and callback attempts',
     params: ['PipelineId', 'ExecutionId'],
     answers: { '200': { description: 'The execution.', shape: 'OwnerExecution' }, '404': OWNER_EXECUTION_NOT_FOUND },
   },
   {
-    method: 'GET', path: '/v1/secrets', handler: 'secret-list', auth: 'owner',
+    method: 'GET',
+    path: '/v1/secrets',
+    handler: 'secret-list',
+    auth: 'owner',
     operationId: 'listSecrets',
     summary: "Every owner secret's name and when it was set, never a value",
     answers: { '200': { description: 'The secrets, by name.', shape: 'SecretList' } },
   },
   {
-    method: 'PUT', path: '/v1/secrets/{name}', handler: 'secret-put', auth: 'owner',
+    method: 'PUT',
+    path: '/v1/secrets/{name}',
+    handler: 'secret-put',
+    auth: 'owner',
     operationId: 'setSecret',
     summary: 'Create or replace an owner secret',
-    description: "Pipelines reference it as `{{secrets.NAME}}` in an http node's url and header values and `$secrets.NAME` in its body. The value is stored sealed and never returned.",
+    description:
+      "Pipelines reference it as `{{secrets.NAME}}` in an http node's url and header values and `$secrets.NAME` in its body. The value is stored sealed and never returned.",
     params: ['SecretName'],
     body: { shape: 'SecretValue' },
     answers: {
@@ -563,7 +806,10 @@ export const ROUTES: readonly Route[] = /* @__PURE__ */ CALLER_ROUTES.concat([
     },
   },
   {
-    method: 'DELETE', path: '/v1/secrets/{name}', handler: 'secret-delete', auth: 'owner',
+    method: 'DELETE',
+    path: '/v1/secrets/{name}',
+    handler: 'secret-delete',
+    auth: 'owner',
     operationId: 'deleteSecret',
     summary: 'Delete an owner secret; runs that reference it then fail naming it',
     params: ['SecretName'],
@@ -574,7 +820,10 @@ export const ROUTES: readonly Route[] = /* @__PURE__ */ CALLER_ROUTES.concat([
     },
   },
   {
-    method: 'POST', path: '/v1/pipelines/{pipeline_id}/executions/{execution_id}/cancel', handler: 'owner-execution-cancel', auth: 'owner',
+    method: 'POST',
+    path: '/v1/pipelines/{pipeline_id}/executions/{execution_id}/cancel',
+    handler: 'owner-execution-cancel',
+    auth: 'owner',
     operationId: 'cancelOwnerExecution',
     summary: 'Cancel a pending or running run or API execution at once',
     description: "The same move as a caller's cancel: one conditional write, its work stopped, its callback (if any) sent.",
@@ -586,7 +835,10 @@ export const ROUTES: readonly Route[] = /* @__PURE__ */ CALLER_ROUTES.concat([
     },
   },
   {
-    method: 'POST', path: '/v1/pipelines/{pipeline_id}/executions/{execution_id}/callback/redeliver', handler: 'owner-callback-redeliver', auth: 'owner',
+    method: 'POST',
+    path: '/v1/pipelines/{pipeline_id}/executions/{execution_id}/callback/redeliver',
+    handler: 'owner-callback-redeliver',
+    auth: 'owner',
     operationId: 'redeliverCallback',
     summary: 'Send a settled callback again: one new attempt with the same webhook-id',
     description:
@@ -599,7 +851,11 @@ export const ROUTES: readonly Route[] = /* @__PURE__ */ CALLER_ROUTES.concat([
     },
   },
   {
-    method: 'GET', path: '/v1/pipelines/{pipeline_id}/deployment/executions', handler: 'deployment-executions', auth: 'owner', streams: true,
+    method: 'GET',
+    path: '/v1/pipelines/{pipeline_id}/deployment/executions',
+    handler: 'deployment-executions',
+    auth: 'owner',
+    streams: true,
     operationId: 'listDeploymentExecutions',
     summary: "The live deployment's API executions, newest first",
     description:
@@ -612,10 +868,14 @@ export const ROUTES: readonly Route[] = /* @__PURE__ */ CALLER_ROUTES.concat([
     },
   },
   {
-    method: 'GET', path: '/v1/pipelines/{pipeline_id}/deployment/usage', handler: 'deployment-usage', auth: 'owner',
+    method: 'GET',
+    path: '/v1/pipelines/{pipeline_id}/deployment/usage',
+    handler: 'deployment-usage',
+    auth: 'owner',
     operationId: 'getDeploymentUsage',
     summary: "The live deployment's finished executions by status, with p50/p95 durations, over the last hour and day",
-    description: 'Kept as counters per five-minute bucket, written once per finished execution; percentiles are the upper bound of the duration bin they fall in.',
+    description:
+      'Kept as counters per five-minute bucket, written once per finished execution; percentiles are the upper bound of the duration bin they fall in.',
     params: ['PipelineId'],
     answers: { '200': { description: 'Usage.', shape: 'Usage' }, '404': NOT_PUBLISHED },
   },

@@ -10,9 +10,35 @@
 //   → 422 {"error": …} when the request is not one it can price
 import { serveJsonApi } from './json-api.mjs';
 
-
 const ORIGIN = 'DE';
-const EU = new Set(['AT', 'BE', 'BG', 'CY', 'CZ', 'DK', 'EE', 'ES', 'FI', 'FR', 'GR', 'HR', 'HU', 'IE', 'IT', 'LT', 'LU', 'LV', 'MT', 'NL', 'PL', 'PT', 'RO', 'SE', 'SI', 'SK']);
+const EU = new Set([
+  'AT',
+  'BE',
+  'BG',
+  'CY',
+  'CZ',
+  'DK',
+  'EE',
+  'ES',
+  'FI',
+  'FR',
+  'GR',
+  'HR',
+  'HU',
+  'IE',
+  'IT',
+  'LT',
+  'LU',
+  'LV',
+  'MT',
+  'NL',
+  'PL',
+  'PT',
+  'RO',
+  'SE',
+  'SI',
+  'SK',
+]);
 const ZONES = {
   domestic: { base: 4.5, perKg: 0.8, days: 2, expressDays: 1 },
   eu: { base: 9, perKg: 1.5, days: 4, expressDays: 2 },

@@ -37,14 +37,16 @@ function decodePng(bytes) {
     const length = bytes.readUInt32BE(at);
     const type = bytes.toString('latin1', at + 4, at + 8);
     const body = bytes.subarray(at + 8, at + 8 + length);
-    if (type === 'IHDR') header = { width: body.readUInt32BE(0), height: body.readUInt32BE(4), depth: body[8], color: body[9], interlace: body[12] };
+    if (type === 'IHDR')
+      header = { width: body.readUInt32BE(0), height: body.readUInt32BE(4), depth: body[8], color: body[9], interlace: body[12] };
     else if (type === 'IDAT') data.push(body);
     else if (type === 'IEND') break;
     at += 12 + length;
   }
   if (header === null) return { error: 'the PNG has no header' };
   const channels = CHANNELS[header.color];
-  if (header.depth !== 8 || channels === undefined || header.interlace !== 0) return { error: 'only 8-bit, non-interlaced grey, RGB and RGBA PNGs are taken' };
+  if (header.depth !== 8 || channels === undefined || header.interlace !== 0)
+    return { error: 'only 8-bit, non-interlaced grey, RGB and RGBA PNGs are taken' };
   const { width, height } = header;
   let raw;
   try {
@@ -73,7 +75,14 @@ function decodePng(bytes) {
   const rgba = Buffer.alloc(width * height * 4);
   for (let i = 0; i < width * height; i++) {
     const s = pixels.subarray(i * channels, (i + 1) * channels);
-    const [r, g, b, alpha] = channels === 1 ? [s[0], s[0], s[0], 255] : channels === 2 ? [s[0], s[0], s[0], s[1]] : channels === 3 ? [s[0], s[1], s[2], 255] : [s[0], s[1], s[2], s[3]];
+    const [r, g, b, alpha] =
+      channels === 1
+        ? [s[0], s[0], s[0], 255]
+        : channels === 2
+          ? [s[0], s[0], s[0], s[1]]
+          : channels === 3
+            ? [s[0], s[1], s[2], 255]
+            : [s[0], s[1], s[2], s[3]];
     rgba.set([r, g, b, alpha], i * 4);
   }
   return { width, height, rgba };

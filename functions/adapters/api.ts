@@ -94,29 +94,32 @@ function toResult(r: RouteAnswer, requestId: string): APIGatewayProxyResult {
  * mapped through the error catalog. Each handler file exports `createHandler = httpHandler(…)`
  * and `handler = createHandler(lambdaDeps)`; the local runtime builds its own from the same.
  */
-export const httpHandler = (fn: (req: RequestInfo) => Promise<RouteAnswer>, opts: { inlineAssets?: boolean } = {}) => (deps: DepsSource) =>
-  middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, Context>()
-    .use({
-      onError: async (request) => {
-        const requestId = request.context?.awsRequestId ?? request.event?.requestContext?.requestId ?? 'unknown';
-        request.response = toResult(errorAnswer(request.error, requestId, deps, request.event?.resource), requestId);
-      },
-    })
-    .handler(async (event, context) => {
-      const requestId = context?.awsRequestId ?? event.requestContext?.requestId ?? 'unknown';
-      const d = deps();
-      // Every request with a caller's key spends its rate limit first (services/limits.service.ts).
-      const rate = hasCallerAuth(event) ? await spendRate(d, callerAuth(event)) : null;
-      const answer = await fn(requestInfo(event, d, requestId, opts));
-      return toResult(rate ? { ...answer, headers: withLimitHeaders(answer.headers, [rate]) } : answer, requestId);
-    });
+export const httpHandler =
+  (fn: (req: RequestInfo) => Promise<RouteAnswer>, opts: { inlineAssets?: boolean } = {}) =>
+  (deps: DepsSource) =>
+    middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, Context>()
+      .use({
+        onError: async (request) => {
+          const requestId = request.context?.awsRequestId ?? request.event?.requestContext?.requestId ?? 'unknown';
+          request.response = toResult(errorAnswer(request.error, requestId, deps, request.event?.resource), requestId);
+        },
+      })
+      .handler(async (event, context) => {
+        const requestId = context?.awsRequestId ?? event.requestContext?.requestId ?? 'unknown';
+        const d = deps();
+        // Every request with a caller's key spends its rate limit first (services/limits.service.ts).
+        const rate = hasCallerAuth(event) ? await spendRate(d, callerAuth(event)) : null;
+        const answer = await fn(requestInfo(event, d, requestId, opts));
+        return toResult(rate ? { ...answer, headers: withLimitHeaders(answer.headers, [rate]) } : answer, requestId);
+      });
 
 const hasCallerAuth = (event: APIGatewayProxyEvent): boolean => typeof event.requestContext?.authorizer?.deployment_id === 'string';
 
 /** Every failure through the catalog; unexpected ones (5xx) logged, without the request's secrets. */
 function errorAnswer(error: unknown, requestId: string, deps: DepsSource, route: string | undefined): RouteAnswer {
   let e: unknown = error;
-  if (!(e instanceof AppError) && isStoreUnavailable(e)) e = new AppError('ServiceUnavailable', 'the store is unavailable; retry shortly', {}, { cause: e });
+  if (!(e instanceof AppError) && isStoreUnavailable(e))
+    e = new AppError('ServiceUnavailable', 'the store is unavailable; retry shortly', {}, { cause: e });
   const { status, body } = toErrorResponse(e, requestId);
   if (status >= 500) deps().log.error('request failed', { request_id: requestId, status, route, ...errorFields(error) });
   const headers = e instanceof AppError ? { ...e.headers } : {};
@@ -130,7 +133,10 @@ function requestInfo(event: APIGatewayProxyEvent, d: Deps, requestId: string, op
   // taking inline assets (lib/routes.ts inlineAssets) is held to its ceiling here; what its
   // ASSET values may take is known only once its parser has read them.
   const text = bodyText(event);
-  assertBodySize(text === null ? 0 : Buffer.byteLength(text, 'utf8'), { maxBodyBytes: d.config.maxBodyBytes, inlineAssets: opts.inlineAssets });
+  assertBodySize(text === null ? 0 : Buffer.byteLength(text, 'utf8'), {
+    maxBodyBytes: d.config.maxBodyBytes,
+    inlineAssets: opts.inlineAssets,
+  });
   return {
     event,
     deps: d,
@@ -158,48 +164,56 @@ export interface StreamedAnswer {
  * through the catalog like any route's; once the status is sent a failure can only cut the
  * body short, so it is logged and the stream destroyed (the client sees a short body).
  */
-export const streamedHttpHandler = (fn: (req: RequestInfo) => Promise<StreamedAnswer>, opts: { inlineAssets?: boolean } = {}) => (deps: DepsSource): StreamingHandler =>
-  awslambda().streamifyResponse(async (event, responseStream, context) => {
-    const requestId = context?.awsRequestId ?? event.requestContext?.requestId ?? 'unknown';
-    let answer: StreamedAnswer;
-    try {
-      const d = deps();
-      // A stream opened with a caller's key spends its rate limit, as every other caller request does.
-      const rate = hasCallerAuth(event) ? await spendRate(d, callerAuth(event)) : null;
-      answer = await fn(requestInfo(event, d, requestId, opts));
-      if (rate) answer = { ...answer, headers: withLimitHeaders(answer.headers, [rate]) };
-    } catch (e) {
-      const failed = toResult(errorAnswer(e, requestId, deps, event.resource), requestId);
-      const out = awslambda().HttpResponseStream.from(responseStream, { statusCode: failed.statusCode, headers: stringHeaders(failed.headers) });
-      await endWith(out, failed.body);
-      return;
-    }
-    const out = awslambda().HttpResponseStream.from(responseStream, { statusCode: answer.status, headers: { 'x-request-id': requestId, ...answer.headers } });
-    let sourceFailed = false;
-    async function* source(): AsyncIterable<Uint8Array> {
+export const streamedHttpHandler =
+  (fn: (req: RequestInfo) => Promise<StreamedAnswer>, opts: { inlineAssets?: boolean } = {}) =>
+  (deps: DepsSource): StreamingHandler =>
+    awslambda().streamifyResponse(async (event, responseStream, context) => {
+      const requestId = context?.awsRequestId ?? event.requestContext?.requestId ?? 'unknown';
+      let answer: StreamedAnswer;
       try {
-        yield* answer.body;
+        const d = deps();
+        // A stream opened with a caller's key spends its rate limit, as every other caller request does.
+        const rate = hasCallerAuth(event) ? await spendRate(d, callerAuth(event)) : null;
+        answer = await fn(requestInfo(event, d, requestId, opts));
+        if (rate) answer = { ...answer, headers: withLimitHeaders(answer.headers, [rate]) };
       } catch (e) {
-        // Node 24 tears a pipeline down by throwing into its source (Node 20 returns it): a
-        // throw that arrives once the response stream is already destroyed is the client
-        // going away, not the source failing.
-        sourceFailed = !out.destroyed;
-        throw e;
+        const failed = toResult(errorAnswer(e, requestId, deps, event.resource), requestId);
+        const out = awslambda().HttpResponseStream.from(responseStream, {
+          statusCode: failed.statusCode,
+          headers: stringHeaders(failed.headers),
+        });
+        await endWith(out, failed.body);
+        return;
       }
-    }
-    try {
-      // The metadata goes out on the first write() only (the runtime's rule): an empty object
-      // still needs one, so an empty chunk goes first.
-      out.write(new Uint8Array(0));
-      await pipeline(Readable.from(source(), { objectMode: false }), out);
-    } catch (e) {
-      // A client that goes away is ordinary; a store that fails mid-body is not.
-      const fields = { request_id: requestId, route: event.resource, ...errorFields(e) };
-      if (sourceFailed) deps().log.error('streamed answer cut short', fields);
-      else deps().log.warn('streamed answer cut short: the client went away', fields);
-      out.destroy();
-    }
-  });
+      const out = awslambda().HttpResponseStream.from(responseStream, {
+        statusCode: answer.status,
+        headers: { 'x-request-id': requestId, ...answer.headers },
+      });
+      let sourceFailed = false;
+      async function* source(): AsyncIterable<Uint8Array> {
+        try {
+          yield* answer.body;
+        } catch (e) {
+          // Node 24 tears a pipeline down by throwing into its source (Node 20 returns it): a
+          // throw that arrives once the response stream is already destroyed is the client
+          // going away, not the source failing.
+          sourceFailed = !out.destroyed;
+          throw e;
+        }
+      }
+      try {
+        // The metadata goes out on the first write() only (the runtime's rule): an empty object
+        // still needs one, so an empty chunk goes first.
+        out.write(new Uint8Array(0));
+        await pipeline(Readable.from(source(), { objectMode: false }), out);
+      } catch (e) {
+        // A client that goes away is ordinary; a store that fails mid-body is not.
+        const fields = { request_id: requestId, route: event.resource, ...errorFields(e) };
+        if (sourceFailed) deps().log.error('streamed answer cut short', fields);
+        else deps().log.warn('streamed answer cut short: the client went away', fields);
+        out.destroy();
+      }
+    });
 
 /**
  * A JSON route whose answer streams (lib/routes.ts `streams`): the same answers as httpHandler,
@@ -247,7 +261,8 @@ function endWith(out: Writable, text: string): Promise<void> {
   });
 }
 
-const stringHeaders = (h: APIGatewayProxyResult['headers']): Record<string, string> => Object.fromEntries(Object.entries(h ?? {}).map(([k, v]) => [k, String(v)]));
+const stringHeaders = (h: APIGatewayProxyResult['headers']): Record<string, string> =>
+  Object.fromEntries(Object.entries(h ?? {}).map(([k, v]) => [k, String(v)]));
 
 /**
  * The request's `Prefer: wait=N` (RFC 7240), capped at the configured maximum; counted from

@@ -18,7 +18,10 @@ export class HmacAssetLinks implements AssetLinksPort {
   async link(ref: ObjectRef, baseUrl: string, now: Date, ttlSeconds = this.ttlSeconds): Promise<PresignedDownload> {
     const { masterKey } = await this.keyMaterial.material();
     const exp = Math.floor(now.getTime() / 1000) + ttlSeconds;
-    const token = signAssetToken({ key: ref.key, media_type: ref.media_type, attachment: servedAsAttachment(ref.media_type), exp }, assetLinkKey(masterKey));
+    const token = signAssetToken(
+      { key: ref.key, media_type: ref.media_type, attachment: servedAsAttachment(ref.media_type), exp },
+      assetLinkKey(masterKey),
+    );
     return { url: `${baseUrl.replace(/\/+$/, '')}${ASSET_ROUTE_PREFIX}${token}`, expires_at: new Date(exp * 1000).toISOString() };
   }
 }

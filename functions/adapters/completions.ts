@@ -35,10 +35,13 @@ export class InProcessCompletions implements CompletionsPort {
           return Promise.resolve(true);
         }
         return new Promise<boolean>((resolve) => {
-          const timer = setTimeout(() => {
-            w.wake = undefined;
-            resolve(false);
-          }, Math.max(0, ms));
+          const timer = setTimeout(
+            () => {
+              w.wake = undefined;
+              resolve(false);
+            },
+            Math.max(0, ms),
+          );
           w.wake = () => {
             clearTimeout(timer);
             w.wake = undefined;
@@ -81,10 +84,13 @@ export class PollingCompletions implements CompletionsPort {
         new Promise<boolean>((resolve) => {
           const delay = this.delaysMs[Math.min(i++, this.delaysMs.length - 1)] ?? 1000;
           // At the deadline too: one last read gives the freshest answer.
-          const timer = setTimeout(() => {
-            pending = undefined;
-            resolve(true);
-          }, Math.max(0, Math.min(delay, ms)));
+          const timer = setTimeout(
+            () => {
+              pending = undefined;
+              resolve(true);
+            },
+            Math.max(0, Math.min(delay, ms)),
+          );
           pending = { timer, resolve };
         }),
       close: () => {

@@ -7,8 +7,20 @@ import { epochSeconds } from '../core/time';
 import { allItems, isConditionFailure, keys } from './dynamo';
 
 const FIELDS: readonly (keyof ConsumerRecord)[] = [
-  'consumer_id', 'deployment_id', 'name', 'rate_limit', 'quota', 'expires_at', 'metadata', 'key_hashes', 'key_prefix',
-  'created_at', 'updated_at', 'last_used_at', 'revoked_at', 'revision',
+  'consumer_id',
+  'deployment_id',
+  'name',
+  'rate_limit',
+  'quota',
+  'expires_at',
+  'metadata',
+  'key_hashes',
+  'key_prefix',
+  'created_at',
+  'updated_at',
+  'last_used_at',
+  'revoked_at',
+  'revision',
 ];
 
 function toRecord(item: Record<string, unknown>): ConsumerRecord {
@@ -33,7 +45,9 @@ export class ConsumersStore implements ConsumersPort {
   ) {}
 
   async get(deploymentId: string, consumerId: string, consistent = false): Promise<ConsumerRecord | null> {
-    const out = await this.db.send(new GetCommand({ TableName: this.table, Key: keys.consumer(deploymentId, consumerId), ConsistentRead: consistent }));
+    const out = await this.db.send(
+      new GetCommand({ TableName: this.table, Key: keys.consumer(deploymentId, consumerId), ConsistentRead: consistent }),
+    );
     return out.Item ? toRecord(out.Item) : null;
   }
 

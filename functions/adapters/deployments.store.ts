@@ -5,8 +5,21 @@ import type { ContractInput, ContractOutput, DeploymentRecord, FormSettings, Key
 import { isConditionFailure, keys } from './dynamo';
 
 const FIELDS: readonly (keyof DeploymentRecord)[] = [
-  'deployment_id', 'pipeline_id', 'version', 'revision', 'status', 'inputs', 'outputs', 'published_at', 'created_at',
-  'key_hashes', 'signing_secrets', 'deleted_at', 'key_limits', 'form', 'node_detail',
+  'deployment_id',
+  'pipeline_id',
+  'version',
+  'revision',
+  'status',
+  'inputs',
+  'outputs',
+  'published_at',
+  'created_at',
+  'key_hashes',
+  'signing_secrets',
+  'deleted_at',
+  'key_limits',
+  'form',
+  'node_detail',
 ];
 
 function toRecord(item: Record<string, unknown>): DeploymentRecord {

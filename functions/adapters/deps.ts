@@ -99,7 +99,9 @@ export function createDeps(config: Config, overrides: Partial<Omit<Deps, 'config
     executions: overrides.executions ?? stores.executions,
     deployments: overrides.deployments ?? stores.deployments,
     consumers: overrides.consumers ?? stores.consumers,
-    ownerSecrets: overrides.ownerSecrets ?? new OwnerSecretsStore(stores.db, config.table, lazyKeyMaterial, lazyDataKeys, config.ownerSecretsTtlSeconds * 1000),
+    ownerSecrets:
+      overrides.ownerSecrets ??
+      new OwnerSecretsStore(stores.db, config.table, lazyKeyMaterial, lazyDataKeys, config.ownerSecretsTtlSeconds * 1000),
     get queue(): QueuePort {
       if (!queue) {
         const { SQSClient } = require('@aws-sdk/client-sqs') as typeof import('@aws-sdk/client-sqs');
@@ -123,7 +125,10 @@ export function createDeps(config: Config, overrides: Partial<Omit<Deps, 'config
       if (!keyMaterial) {
         const { SecretsManagerKeyMaterial, secretsManagerReader } = require('./key-material') as typeof import('./key-material');
         // A signed call with the DynamoDB client's credential provider: no Secrets Manager client.
-        keyMaterial = new SecretsManagerKeyMaterial(secretsManagerReader({ region: config.region, credentials: () => stores.db.config.credentials() }), config.secretArn);
+        keyMaterial = new SecretsManagerKeyMaterial(
+          secretsManagerReader({ region: config.region, credentials: () => stores.db.config.credentials() }),
+          config.secretArn,
+        );
       }
       return keyMaterial;
     },
@@ -147,7 +152,9 @@ export function createDeps(config: Config, overrides: Partial<Omit<Deps, 'config
         // Reads are signed with the DynamoDB client's credential provider (the environment's on
         // Lambda): no S3 client until the first write, and none at all in a function that only reads.
         const reads = new S3ObjectReads(config, config.bucket, () => stores.db.config.credentials());
-        objects = splitObjectStore(reads, () => (require('./objects.store') as typeof import('./objects.store')).createObjectWrites(config, config.bucket));
+        objects = splitObjectStore(reads, () =>
+          (require('./objects.store') as typeof import('./objects.store')).createObjectWrites(config, config.bucket),
+        );
       }
       return objects;
     },
@@ -156,7 +163,12 @@ export function createDeps(config: Config, overrides: Partial<Omit<Deps, 'config
     forms: overrides.forms ?? stores.forms,
     // Lambdas share no memory: a waiting caller re-reads the record (see completions.ts).
     completions: overrides.completions ?? new PollingCompletions(),
-    waitSlots: 'waitSlots' in overrides ? overrides.waitSlots : config.maxWaiters > 0 ? new DynamoWaitSlots(stores.db, config.table, config.waitScope, config.maxWaiters) : undefined,
+    waitSlots:
+      'waitSlots' in overrides
+        ? overrides.waitSlots
+        : config.maxWaiters > 0
+          ? new DynamoWaitSlots(stores.db, config.table, config.waitScope, config.maxWaiters)
+          : undefined,
     assetLinks: overrides.assetLinks ?? new HmacAssetLinks(lazyKeyMaterial, config.assetLinkTtlSeconds),
     clock: overrides.clock ?? systemClock,
     ids: overrides.ids ?? randomIds,

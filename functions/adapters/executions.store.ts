@@ -1,8 +1,29 @@
 import { randomInt } from 'node:crypto';
 import { DeleteCommand, GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { CLAIM_FIELDS, claimsOf, goneValue, planClaim, readClaim, type ClaimField, type ClaimOwner, type ClaimPlan, type ClaimValues } from '../core/claim-check';
+import {
+  CLAIM_FIELDS,
+  claimsOf,
+  goneValue,
+  planClaim,
+  readClaim,
+  type ClaimField,
+  type ClaimOwner,
+  type ClaimPlan,
+  type ClaimValues,
+} from '../core/claim-check';
 import { executionObjectKey } from '../core/object-keys';
-import { EXECUTION_HEAD_FIELDS, EXECUTION_SUMMARY_FIELDS, InvalidCursorError, type ExecutionHead, type ExecutionSummaryRecord, type ExecutionsPort, type ObjectStorePort, type SweepKind, type TransitionFields, type TransitionResult } from '../core/ports';
+import {
+  EXECUTION_HEAD_FIELDS,
+  EXECUTION_SUMMARY_FIELDS,
+  InvalidCursorError,
+  type ExecutionHead,
+  type ExecutionSummaryRecord,
+  type ExecutionsPort,
+  type ObjectStorePort,
+  type SweepKind,
+  type TransitionFields,
+  type TransitionResult,
+} from '../core/ports';
 import { epochSeconds } from '../core/time';
 import { allowedFrom, isTerminal, type ExecutionStatus } from '../core/transitions';
 import { packTrace, unpackTrace } from '../core/trace-codec';
@@ -15,9 +36,36 @@ import { isUuid } from '../core/ids';
 const USAGE_RETENTION_SECONDS = 2 * 24 * 3600;
 
 const FIELDS: readonly (keyof Execution)[] = [
-  'execution_id', 'kind', 'pipeline_id', 'version', 'deployment_id', 'status', 'inputs', 'outputs', 'visible_outputs',
-  'callback', 'callback_delivery', 'error_message', 'caller_error_message', 'created_at', 'started_at', 'completed_at', 'expires_at', 'run_by', 'requeued_at', 'reruns', 'rerun_at',
-  'trace', 'trace_truncated', 'assets', 'output_assets', 'base_url', 'progress', 'consumer_id', 'source', 'form_link',
+  'execution_id',
+  'kind',
+  'pipeline_id',
+  'version',
+  'deployment_id',
+  'status',
+  'inputs',
+  'outputs',
+  'visible_outputs',
+  'callback',
+  'callback_delivery',
+  'error_message',
+  'caller_error_message',
+  'created_at',
+  'started_at',
+  'completed_at',
+  'expires_at',
+  'run_by',
+  'requeued_at',
+  'reruns',
+  'rerun_at',
+  'trace',
+  'trace_truncated',
+  'assets',
+  'output_assets',
+  'base_url',
+  'progress',
+  'consumer_id',
+  'source',
+  'form_link',
 ];
 
 function toExecution(item: Record<string, unknown>): Execution {
@@ -31,7 +79,8 @@ function toExecution(item: Record<string, unknown>): Execution {
 const HEAD_CLAIM_FIELDS: readonly ClaimField[] = ['error_message', 'caller_error_message'];
 
 const headOf = (e: Execution): ExecutionHead => Object.fromEntries(EXECUTION_HEAD_FIELDS.map((f) => [f, e[f]])) as ExecutionHead;
-const summaryOf = (e: Execution): ExecutionSummaryRecord => Object.fromEntries(EXECUTION_SUMMARY_FIELDS.map((f) => [f, e[f]])) as ExecutionSummaryRecord;
+const summaryOf = (e: Execution): ExecutionSummaryRecord =>
+  Object.fromEntries(EXECUTION_SUMMARY_FIELDS.map((f) => [f, e[f]])) as ExecutionSummaryRecord;
 
 /** The summary's fields the claim check may move to storage (views.ts executionSummaryBody shows the error message). */
 const SUMMARY_CLAIM_FIELDS: readonly ClaimField[] = ['error_message'];
@@ -63,8 +112,7 @@ function decodeCursor(c: string | undefined, partition: string, attribute = 'gsi
   return k;
 }
 
-const expired = (e: { expires_at: number | null }, now: Date): boolean =>
-  e.expires_at !== null && e.expires_at <= epochSeconds(now);
+const expired = (e: { expires_at: number | null }, now: Date): boolean => e.expires_at !== null && e.expires_at <= epochSeconds(now);
 
 /**
  * The sweep index's partition key is spread over SWEEP_SHARDS values per kind
@@ -159,7 +207,8 @@ export class ExecutionsStore implements ExecutionsPort {
       } else {
         const body = await this.objectStore().read(executionObjectKey(e, ref.name));
         values = body === null ? null : readClaim(ref, body);
-        if (body !== null && values === null) throw new Error(`the stored values ${ref.name} of execution ${e.execution_id} do not match their reference`);
+        if (body !== null && values === null)
+          throw new Error(`the stored values ${ref.name} of execution ${e.execution_id} do not match their reference`);
         if (body === null) expired.push(...ref.fields);
       }
       for (const f of ref.fields) {
@@ -208,9 +257,7 @@ export class ExecutionsStore implements ExecutionsPort {
     // Ids come from request paths too: only a UUID can name an execution, and a key over
     // DynamoDB's 2 KB limit would fail the read with a ValidationException (a 500).
     if (!isUuid(id)) return null;
-    const out = await this.db.send(
-      new GetCommand({ TableName: this.table, Key: keys.execution(id), ConsistentRead: consistent }),
-    );
+    const out = await this.db.send(new GetCommand({ TableName: this.table, Key: keys.execution(id), ConsistentRead: consistent }));
     if (!out.Item) return null;
     if (expired(toExecution(out.Item), now)) return null;
     return this.resolve(out.Item);
@@ -232,7 +279,13 @@ export class ExecutionsStore implements ExecutionsPort {
    * bytes, not the item's), with `claimed` read back from storage when the claim check moved
    * them there; the claims come along for that. Other fields read as null.
    */
-  private async getProjected(id: string, now: Date, consistent: boolean, fields: readonly string[], claimed: readonly ClaimField[]): Promise<Execution | null> {
+  private async getProjected(
+    id: string,
+    now: Date,
+    consistent: boolean,
+    fields: readonly string[],
+    claimed: readonly ClaimField[],
+  ): Promise<Execution | null> {
     if (!isUuid(id)) return null;
     const names = [...fields, 'claims'];
     const out = await this.db.send(
@@ -254,11 +307,7 @@ export class ExecutionsStore implements ExecutionsPort {
    * conditional write, so retries, duplicates and races can never produce a second terminal
    * status. A terminal move leaves the record on the sweep index only while a callback is owed.
    */
-  async transition(
-    id: string,
-    to: ExecutionStatus,
-    set: TransitionFields,
-  ): Promise<TransitionResult> {
+  async transition(id: string, to: ExecutionStatus, set: TransitionFields): Promise<TransitionResult> {
     const from = allowedFrom(to);
     if (from.length === 0) return { ok: false, current: await this.get(id, new Date(0), true) };
     const plan = planClaim(claimValues(set));
@@ -402,7 +451,13 @@ export class ExecutionsStore implements ExecutionsPort {
             'callback_delivery.attempts = :n AND callback_delivery.outcome = :pending AND ' +
             '(attribute_not_exists(callback_claim) OR callback_claim.attempt <> :n OR callback_claim.until_ms < :now OR callback_claim.#by = :by)',
           ExpressionAttributeNames: { '#by': 'by' },
-          ExpressionAttributeValues: { ':claim': { attempt: attempts, by, until_ms: untilMs }, ':n': attempts, ':pending': 'pending', ':now': nowMs, ':by': by },
+          ExpressionAttributeValues: {
+            ':claim': { attempt: attempts, by, until_ms: untilMs },
+            ':n': attempts,
+            ':pending': 'pending',
+            ':now': nowMs,
+            ':by': by,
+          },
         }),
       );
       return true;
@@ -489,7 +544,12 @@ export class ExecutionsStore implements ExecutionsPort {
    * leave it alone for a while. Conditional on what the sweeper saw: a pending execution, or a
    * delivery still at that attempt. Touches no key, so no index entry moves.
    */
-  async markRequeued(id: string, seen: { status: 'pending' } | { attempts: number }, at: string, opts: { releaseClaim?: boolean } = {}): Promise<boolean> {
+  async markRequeued(
+    id: string,
+    seen: { status: 'pending' } | { attempts: number },
+    at: string,
+    opts: { releaseClaim?: boolean } = {},
+  ): Promise<boolean> {
     const pending = 'status' in seen;
     try {
       await this.db.send(
@@ -514,9 +574,15 @@ export class ExecutionsStore implements ExecutionsPort {
       TableName: this.table,
       Key: keys.execution(id),
       UpdateExpression: 'SET reruns = :next, rerun_at = :at, started_at = :at, requeued_at = :at REMOVE run_by',
-      ConditionExpression: seenReruns === 0 ? '#status = :running AND attribute_not_exists(reruns)' : '#status = :running AND reruns = :seen',
+      ConditionExpression:
+        seenReruns === 0 ? '#status = :running AND attribute_not_exists(reruns)' : '#status = :running AND reruns = :seen',
       ExpressionAttributeNames: { '#status': 'status' },
-      ExpressionAttributeValues: { ':next': seenReruns + 1, ':at': at, ':running': 'running', ...(seenReruns === 0 ? {} : { ':seen': seenReruns }) },
+      ExpressionAttributeValues: {
+        ':next': seenReruns + 1,
+        ':at': at,
+        ':running': 'running',
+        ...(seenReruns === 0 ? {} : { ':seen': seenReruns }),
+      },
     });
   }
 
@@ -583,7 +649,10 @@ export class ExecutionsStore implements ExecutionsPort {
     // A page shows each run's values only where its record holds them: one with values in
     // storage would cost a GET per run (up to 100 a page, each up to MBs), so they stay unread
     // (unread_values) but for an error message, which the list's rows show.
-    return { runs: await Promise.all((out.Items ?? []).map((i) => this.resolve(i, null, SUMMARY_CLAIM_FIELDS))), next: encodeCursor(out.LastEvaluatedKey) };
+    return {
+      runs: await Promise.all((out.Items ?? []).map((i) => this.resolve(i, null, SUMMARY_CLAIM_FIELDS))),
+      next: encodeCursor(out.LastEvaluatedKey),
+    };
   }
 
   /**
@@ -618,7 +687,13 @@ export class ExecutionsStore implements ExecutionsPort {
       // of 400 KB each, nor their outputs moved to storage.
       const fetched = await Promise.all(
         items.map(async (k) => {
-          const e = await this.getProjected(String(k.pk).slice('EXEC#'.length), opts.now, false, EXECUTION_SUMMARY_FIELDS, SUMMARY_CLAIM_FIELDS);
+          const e = await this.getProjected(
+            String(k.pk).slice('EXEC#'.length),
+            opts.now,
+            false,
+            EXECUTION_SUMMARY_FIELDS,
+            SUMMARY_CLAIM_FIELDS,
+          );
           return e === null ? null : summaryOf(e);
         }),
       );
@@ -679,8 +754,15 @@ export class ExecutionsStore implements ExecutionsPort {
           TableName: this.table,
           Key: keys.execution(id),
           UpdateExpression: 'SET callback_delivery.next_attempt_at = :at, sweep = :cb, sweep_at = :at',
-          ConditionExpression: 'callback_delivery.attempts = :prev AND callback_delivery.outcome = :pending AND callback_delivery.next_attempt_at = :was',
-          ExpressionAttributeValues: { ':at': at, ':cb': 'callback', ':prev': previous.attempts, ':pending': 'pending', ':was': previous.next_attempt_at },
+          ConditionExpression:
+            'callback_delivery.attempts = :prev AND callback_delivery.outcome = :pending AND callback_delivery.next_attempt_at = :was',
+          ExpressionAttributeValues: {
+            ':at': at,
+            ':cb': 'callback',
+            ':prev': previous.attempts,
+            ':pending': 'pending',
+            ':was': previous.next_attempt_at,
+          },
           ReturnValues: 'ALL_NEW',
         }),
       );

@@ -266,7 +266,11 @@ function exchange(opts: GuardedHttpOptions, lookup: LookupFunction, req: HttpReq
         chunks.push(chunk);
       });
       res.on('end', () => {
-        finish(null, { status: res.statusCode ?? 0, headers: flattenHeaders(res.headersDistinct), body: Buffer.concat(chunks).toString('utf8') });
+        finish(null, {
+          status: res.statusCode ?? 0,
+          headers: flattenHeaders(res.headersDistinct),
+          body: Buffer.concat(chunks).toString('utf8'),
+        });
       });
       res.on('error', (err) => finish(describeFailure(err, host, where)));
       res.on('close', () => finish(new Error(`connection to ${where} closed before the response was complete`)));
@@ -325,7 +329,9 @@ function exchange(opts: GuardedHttpOptions, lookup: LookupFunction, req: HttpReq
         }
         if (sent !== sized.bytes) throw new Error(`request body of ${sent} bytes, not ${sized.bytes}`);
       };
-      pipeline(Readable.from(counted()), client).catch((err: unknown) => finish(err instanceof Error && err.message.startsWith('request body') ? err : describeFailure(err, host, where)));
+      pipeline(Readable.from(counted()), client).catch((err: unknown) =>
+        finish(err instanceof Error && err.message.startsWith('request body') ? err : describeFailure(err, host, where)),
+      );
     } else {
       client.end(req.body);
     }

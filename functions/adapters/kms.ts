@@ -43,7 +43,11 @@ export class KmsDataKeys implements DataKeysPort {
     const cached = this.opened.get(cacheKey);
     if (cached) return cached;
     // KeyId pins the key: a blob made under any other key is refused rather than opened.
-    const out = await this.transport('Decrypt', { CiphertextBlob: encrypted.toString('base64'), EncryptionContext: context, KeyId: this.keyId });
+    const out = await this.transport('Decrypt', {
+      CiphertextBlob: encrypted.toString('base64'),
+      EncryptionContext: context,
+      KeyId: this.keyId,
+    });
     const plaintext = blob(out.Plaintext, 'Plaintext');
     if (this.opened.size >= DATA_KEY_CACHE) this.opened.delete(this.opened.keys().next().value as string);
     this.opened.set(cacheKey, plaintext);

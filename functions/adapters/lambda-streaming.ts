@@ -31,7 +31,10 @@ export const STREAMING_RESPONSE = 'response';
 export function awslambda(): AwsLambdaGlobal {
   // The AWS SDK may define an `awslambda` of its own (InvokeStore) without the streaming API.
   const g = (globalThis as unknown as { awslambda?: Partial<AwsLambdaGlobal> }).awslambda;
-  if (typeof g?.streamifyResponse !== 'function' || !g.HttpResponseStream) throw new Error('awslambda is not defined: Lambda\'s Node.js runtime provides it, and locally lib/local/gateway/awslambda-shim.ts installs it');
+  if (typeof g?.streamifyResponse !== 'function' || !g.HttpResponseStream)
+    throw new Error(
+      "awslambda is not defined: Lambda's Node.js runtime provides it, and locally lib/local/gateway/awslambda-shim.ts installs it",
+    );
   return g as AwsLambdaGlobal;
 }
 

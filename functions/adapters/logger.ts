@@ -15,9 +15,17 @@ export interface Logger {
  */
 export type LogFormat = 'json' | 'text';
 
-export function createLogger(service = 'pipegate', sink: (line: string) => void = (l) => process.stdout.write(`${l}\n`), format: LogFormat = 'json'): Logger {
+export function createLogger(
+  service = 'pipegate',
+  sink: (line: string) => void = (l) => process.stdout.write(`${l}\n`),
+  format: LogFormat = 'json',
+): Logger {
   const write = (level: string, message: string, fields?: LogFields) =>
-    sink(format === 'text' ? textLine(level, message, fields ?? {}) : JSON.stringify({ level, time: new Date().toISOString(), service, message, ...fields }));
+    sink(
+      format === 'text'
+        ? textLine(level, message, fields ?? {})
+        : JSON.stringify({ level, time: new Date().toISOString(), service, message, ...fields }),
+    );
   return {
     info: (m, f) => write('info', m, f),
     warn: (m, f) => write('warn', m, f),

@@ -7,7 +7,17 @@
  * function's first write only.
  */
 import type { ByteRange, ObjectStorePort, OpenedObject, PresignedDownload } from '../core/ports';
-import { AwsCallError, awsUriEncode, presignUrl, readBody, signedRequest, withRetries, type AwsAnswer, type CredentialSource, type RetryPolicy } from './sigv4';
+import {
+  AwsCallError,
+  awsUriEncode,
+  presignUrl,
+  readBody,
+  signedRequest,
+  withRetries,
+  type AwsAnswer,
+  type CredentialSource,
+  type RetryPolicy,
+} from './sigv4';
 
 /** Where the bucket is reached: AWS itself, or a local endpoint addressed by path. */
 export interface S3Settings {
@@ -52,11 +62,15 @@ function s3Error(status: number, xml: string, what: string): AwsCallError {
   const code = /<Code>([^<]*)<\/Code>/.exec(xml)?.[1];
   const message = /<Message>([^<]*)<\/Message>/.exec(xml)?.[1] ?? '';
   // A HEAD answer has no body: the SDK names its failure by the status alone.
-  const name = code ?? ({ 400: 'BadRequest', 403: 'Forbidden', 404: 'NotFound', 416: 'InvalidRange' } as Record<number, string>)[status] ?? `S3${status}`;
+  const name =
+    code ??
+    ({ 400: 'BadRequest', 403: 'Forbidden', 404: 'NotFound', 416: 'InvalidRange' } as Record<number, string>)[status] ??
+    `S3${status}`;
   return new AwsCallError(name, `S3 ${what}: ${name}${message ? `: ${message}` : ''}`, status);
 }
 
-const isMissing = (e: unknown): boolean => e instanceof AwsCallError && (e.name === 'NoSuchKey' || e.name === 'NotFound' || e.status === 404);
+const isMissing = (e: unknown): boolean =>
+  e instanceof AwsCallError && (e.name === 'NoSuchKey' || e.name === 'NotFound' || e.status === 404);
 
 export class S3ObjectReads implements ObjectReadsPort {
   constructor(
@@ -71,7 +85,10 @@ export class S3ObjectReads implements ObjectReadsPort {
   private call(method: 'GET' | 'HEAD', key: string, what: string, headers: Record<string, string> = {}): Promise<AwsAnswer> {
     return withRetries(async () => {
       const { url, path } = s3ObjectAddress(this.settings, this.bucket, key);
-      const res = await signedRequest({ method, url, path, headers }, { region: this.settings.region, service: 's3', credentials: this.credentials });
+      const res = await signedRequest(
+        { method, url, path, headers },
+        { region: this.settings.region, service: 's3', credentials: this.credentials },
+      );
       if (res.status >= 200 && res.status < 300) return res;
       throw s3Error(res.status, (await readBody(res.body)).toString('utf8'), `${what} ${key}`);
     }, this.retry);
@@ -96,7 +113,8 @@ export class S3ObjectReads implements ObjectReadsPort {
     } catch (e) {
       if (isMissing(e)) return null;
       // S3 refuses any range of an empty object (416 InvalidRange) instead of answering nothing.
-      if (maxBytes !== undefined && e instanceof AwsCallError && (e.name === 'InvalidRange' || e.status === 416)) return (await this.head(key)) ? new Uint8Array(0) : null;
+      if (maxBytes !== undefined && e instanceof AwsCallError && (e.name === 'InvalidRange' || e.status === 416))
+        return (await this.head(key)) ? new Uint8Array(0) : null;
       throw e;
     }
   }
@@ -134,7 +152,10 @@ export class S3ObjectReads implements ObjectReadsPort {
     url.searchParams.set('response-content-disposition', attachment ? 'attachment' : 'inline');
     url.searchParams.set('response-content-type', mediaType);
     url.searchParams.set('x-id', 'GetObject');
-    const signed = await presignUrl({ method: 'GET', url, path, headers: {} }, { region: this.settings.region, service: 's3', credentials: this.credentials, now: issued, expiresIn: ttlSeconds });
+    const signed = await presignUrl(
+      { method: 'GET', url, path, headers: {} },
+      { region: this.settings.region, service: 's3', credentials: this.credentials, now: issued, expiresIn: ttlSeconds },
+    );
     return { url: signed, expires_at: new Date(issued.getTime() + ttlSeconds * 1000).toISOString() };
   }
 }
@@ -148,7 +169,8 @@ const READS: ReadonlySet<PropertyKey> = new Set<keyof ObjectReadsPort>(['head', 
  */
 export function splitObjectStore(reads: ObjectReadsPort, writes: () => ObjectWritesPort): ObjectStorePort {
   let writer: ObjectWritesPort | undefined;
-  const bound = (owner: object, value: unknown): unknown => (typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(owner) : value);
+  const bound = (owner: object, value: unknown): unknown =>
+    typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(owner) : value;
   return new Proxy(reads as unknown as ObjectStorePort, {
     get(target, prop) {
       // Symbols and `then` (asked by anything that awaits or inspects the store) are not writes.

@@ -55,7 +55,9 @@ export class S3ObjectStore implements ObjectWritesPort {
   ) {}
 
   async put(key: string, body: Uint8Array, mediaType: string): Promise<void> {
-    await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentType: mediaType, ContentLength: body.byteLength }));
+    await this.client.send(
+      new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentType: mediaType, ContentLength: body.byteLength }),
+    );
   }
 
   async remove(keys: readonly string[]): Promise<void> {
@@ -76,7 +78,9 @@ export class S3ObjectStore implements ObjectWritesPort {
     do {
       const pageSize = Math.min(S3_BATCH, limit - removed);
       if (pageSize <= 0) break;
-      const page = await this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token, MaxKeys: pageSize }));
+      const page = await this.client.send(
+        new ListObjectsV2Command({ Bucket: this.bucket, Prefix: prefix, ContinuationToken: token, MaxKeys: pageSize }),
+      );
       const keys = (page.Contents ?? []).flatMap((o) => (o.Key === undefined ? [] : [o.Key]));
       if (keys.length > 0) await this.deleteBatch(keys);
       removed += keys.length;
@@ -90,11 +94,15 @@ export class S3ObjectStore implements ObjectWritesPort {
     const issued = this.now();
     // Content-Type and Content-Length are signed (the presigner leaves Content-Type unsigned by
     // default): S3 then refuses a PUT of any other size or type with SignatureDoesNotMatch.
-    const url = await getSignedUrl(this.client, new PutObjectCommand({ Bucket: this.bucket, Key: key, ContentType: mediaType, ContentLength: bytes }), {
-      expiresIn: ttlSeconds,
-      signingDate: issued,
-      signableHeaders: new Set(['content-type', 'content-length']),
-    });
+    const url = await getSignedUrl(
+      this.client,
+      new PutObjectCommand({ Bucket: this.bucket, Key: key, ContentType: mediaType, ContentLength: bytes }),
+      {
+        expiresIn: ttlSeconds,
+        signingDate: issued,
+        signableHeaders: new Set(['content-type', 'content-length']),
+      },
+    );
     return {
       url,
       method: 'PUT',
@@ -139,7 +147,9 @@ export class S3ObjectStore implements ObjectWritesPort {
     const failed = out.Errors ?? [];
     if (failed.length > 0) {
       const first = failed[0];
-      throw new Error(`S3 could not delete ${failed.length} of ${keys.length} objects (first: ${first?.Key ?? '?'}: ${first?.Code ?? '?'} ${first?.Message ?? ''})`);
+      throw new Error(
+        `S3 could not delete ${failed.length} of ${keys.length} objects (first: ${first?.Key ?? '?'}: ${first?.Code ?? '?'} ${first?.Message ?? ''})`,
+      );
     }
   }
 }

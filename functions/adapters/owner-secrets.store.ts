@@ -58,7 +58,9 @@ export class OwnerSecretsStore implements OwnerSecretsPort {
 
   async list(): Promise<OwnerSecretSummary[]> {
     const items = await this.query(false);
-    return items.map((i) => ({ name: String(i.name), updated_at: String(i.updated_at) })).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    return items
+      .map((i) => ({ name: String(i.name), updated_at: String(i.updated_at) }))
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
   async remove(name: string): Promise<boolean> {
@@ -90,7 +92,11 @@ export class OwnerSecretsStore implements OwnerSecretsPort {
 
   private async readAll(): Promise<Map<string, string>> {
     const items = await this.query(true);
-    return new Map(await Promise.all(items.map(async (i): Promise<[string, string]> => [String(i.name), await this.open(String(i.name), String(i.sealed))])));
+    return new Map(
+      await Promise.all(
+        items.map(async (i): Promise<[string, string]> => [String(i.name), await this.open(String(i.name), String(i.sealed))]),
+      ),
+    );
   }
 
   private async open(name: string, sealed: string): Promise<string> {

@@ -92,12 +92,7 @@ export class PipelinesStore implements PipelinesPort {
    * pipeline's pointer (conditional on the version it read). A crash between them leaves an
    * orphan version that the next push adopts, so no version number is ever given twice.
    */
-  async push(
-    id: string,
-    definition: PipelineDefinition,
-    hash: string,
-    now: string,
-  ): Promise<{ version: number; created: boolean }> {
+  async push(id: string, definition: PipelineDefinition, hash: string, now: string): Promise<{ version: number; created: boolean }> {
     for (let attempt = 0; attempt < PUSH_ATTEMPTS; attempt++) {
       const meta = await this.getMeta(id, true);
       if (meta && meta.latest_hash === hash) return { version: meta.version, created: false };
@@ -112,9 +107,7 @@ export class PipelinesStore implements PipelinesPort {
         created_at: now,
       };
       try {
-        await this.db.send(
-          new PutCommand({ TableName: this.table, Item: item, ConditionExpression: 'attribute_not_exists(pk)' }),
-        );
+        await this.db.send(new PutCommand({ TableName: this.table, Item: item, ConditionExpression: 'attribute_not_exists(pk)' }));
       } catch (e) {
         if (!isConditionFailure(e)) throw e;
         const orphan = await this.getVersion(id, next);
@@ -131,14 +124,7 @@ export class PipelinesStore implements PipelinesPort {
     throw new Error(`pipeline ${id}: too many concurrent pushes`);
   }
 
-  private async advance(
-    id: string,
-    prev: number,
-    next: number,
-    hash: string,
-    definition: PipelineDefinition,
-    now: string,
-  ): Promise<void> {
+  private async advance(id: string, prev: number, next: number, hash: string, definition: PipelineDefinition, now: string): Promise<void> {
     await this.db.send(
       new UpdateCommand({
         TableName: this.table,

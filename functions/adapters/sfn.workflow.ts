@@ -37,9 +37,7 @@ export class SfnWorkflowPort implements WorkflowPort {
 
   async start(name: string, input: Record<string, unknown>): Promise<'started' | 'already_exists'> {
     try {
-      await this.client.send(
-        new StartExecutionCommand({ stateMachineArn: this.stateMachineArn, name, input: JSON.stringify(input) }),
-      );
+      await this.client.send(new StartExecutionCommand({ stateMachineArn: this.stateMachineArn, name, input: JSON.stringify(input) }));
       return 'started';
     } catch (err) {
       // Standard workflows answer a repeat of a running name with the same input as a success,

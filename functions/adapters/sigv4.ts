@@ -99,14 +99,20 @@ export async function presignUrl(req: Omit<SignableRequest, 'body'>, opts: SignO
   for (const [k, v] of Object.entries(req.headers)) headers[k.toLowerCase()] = v;
   // Named as S3's presigner names it: the header is hoisted into the query under this name.
   if (opts.service === 's3') headers['X-Amz-Content-Sha256'] = 'UNSIGNED-PAYLOAD';
-  const signed = await signerFor(opts).presign(toHttpRequest(req, headers), { expiresIn: opts.expiresIn, ...(opts.now ? { signingDate: opts.now } : {}) });
-  const search = Object.entries(signed.query ?? {}).flatMap(([k, v]) => (Array.isArray(v) ? v.map((x) => [k, x] as const) : v === null ? [] : [[k, v] as const]));
+  const signed = await signerFor(opts).presign(toHttpRequest(req, headers), {
+    expiresIn: opts.expiresIn,
+    ...(opts.now ? { signingDate: opts.now } : {}),
+  });
+  const search = Object.entries(signed.query ?? {}).flatMap(([k, v]) =>
+    Array.isArray(v) ? v.map((x) => [k, x] as const) : v === null ? [] : [[k, v] as const],
+  );
   // Escaped as SigV4 canonicalizes (URLSearchParams would write a space as `+`, which S3 reads as a plus sign).
   return `${req.url.origin}${req.path ?? req.url.pathname}?${search.map(([k, v]) => `${awsUriEncode(k)}=${awsUriEncode(v)}`).join('&')}`;
 }
 
 /** RFC 3986 escaping as SigV4 wants it: everything but A-Z a-z 0-9 - _ . ~ */
-export const awsUriEncode = (s: string): string => encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+export const awsUriEncode = (s: string): string =>
+  encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 
 /* ------------------------------------------------------------------ calls */
 
@@ -155,7 +161,11 @@ const RETRYABLE_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'ETIMEDOUT', 'EPI
 export function isRetryable(e: unknown): boolean {
   if (typeof e !== 'object' || e === null) return false;
   const { name, code, status } = e as { name?: unknown; code?: unknown; status?: unknown };
-  return (typeof name === 'string' && RETRYABLE_NAMES.has(name)) || (typeof status === 'number' && RETRYABLE_STATUS.has(status)) || (typeof code === 'string' && RETRYABLE_CODES.has(code));
+  return (
+    (typeof name === 'string' && RETRYABLE_NAMES.has(name)) ||
+    (typeof status === 'number' && RETRYABLE_STATUS.has(status)) ||
+    (typeof code === 'string' && RETRYABLE_CODES.has(code))
+  );
 }
 
 export interface RetryPolicy {
@@ -232,7 +242,10 @@ export async function signedRequest(req: SignableRequest, opts: SignOptions & { 
         resolve({ status: res.statusCode ?? 0, headers: flat, body: res });
       },
     );
-    const timer = setTimeout(() => r.destroy(Object.assign(new Error(`${opts.service ?? 'AWS'} did not answer within ${timeoutMs} ms`), { name: 'TimeoutError' })), timeoutMs);
+    const timer = setTimeout(
+      () => r.destroy(Object.assign(new Error(`${opts.service ?? 'AWS'} did not answer within ${timeoutMs} ms`), { name: 'TimeoutError' })),
+      timeoutMs,
+    );
     r.on('error', (e) => {
       clearTimeout(timer);
       reject(e);
@@ -261,7 +274,9 @@ export interface JsonServiceOptions {
  * its answer's JSON out, the service's error thrown as an AwsCallError named by its `__type`;
  * throttles and 5xx tried again under the retry policy.
  */
-export function jsonServiceCall(opts: JsonServiceOptions): (operation: string, body: Record<string, unknown>) => Promise<Record<string, unknown>> {
+export function jsonServiceCall(
+  opts: JsonServiceOptions,
+): (operation: string, body: Record<string, unknown>) => Promise<Record<string, unknown>> {
   return (operation, body) =>
     withRetries(async () => {
       const text = JSON.stringify(body);

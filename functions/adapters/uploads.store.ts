@@ -35,7 +35,11 @@ export class UploadsStore implements UploadsPort {
     const { used_by: _unused, owner, ...rest } = u;
     const o = ownerAttribute(owner);
     await this.db.send(
-      new PutCommand({ TableName: this.table, Item: { ...keys.upload(u.upload_id), ...rest, [o.name]: o.value }, ConditionExpression: 'attribute_not_exists(pk)' }),
+      new PutCommand({
+        TableName: this.table,
+        Item: { ...keys.upload(u.upload_id), ...rest, [o.name]: o.value },
+        ConditionExpression: 'attribute_not_exists(pk)',
+      }),
     );
   }
 
@@ -57,7 +61,8 @@ export class UploadsStore implements UploadsPort {
           TableName: this.table,
           Key: keys.upload(id),
           UpdateExpression: 'SET used_by = :e',
-          ConditionExpression: 'attribute_exists(pk) AND #owner = :o AND expires_at > :now AND (attribute_not_exists(used_by) OR used_by = :e)',
+          ConditionExpression:
+            'attribute_exists(pk) AND #owner = :o AND expires_at > :now AND (attribute_not_exists(used_by) OR used_by = :e)',
           ExpressionAttributeNames: { '#owner': o.name },
           ExpressionAttributeValues: { ':e': executionId, ':o': o.value, ':now': epochSeconds(now) },
         }),

@@ -7,6 +7,8 @@ import { serveAsset } from '../services/assets.service';
  * HEAD: the same status and headers without the bytes.
  * Streamed (lib/routes.ts `streams`): the bytes pass from the store to the client in chunks.
  */
-export const createHandler = streamedHttpHandler((req) => serveAsset(req.deps, req.param('token'), req.header('range'), req.event.httpMethod === 'HEAD'));
+export const createHandler = streamedHttpHandler((req) =>
+  serveAsset(req.deps, req.param('token'), req.header('range'), req.event.httpMethod === 'HEAD'),
+);
 
 export const handler = createHandler(lambdaDeps);

@@ -8,6 +8,8 @@ import { CallbackMessage, dispatchCallback } from '../services/dispatch.service'
  * bookkeeping itself failed, and the queue's dead-letter queue catches poison messages. The
  * message id names the claim on an attempt: a message that comes back may take its own again.
  */
-export const createHandler = sqsBatchHandler('callbacks', CallbackMessage, (d, msg, record) => dispatchCallback(d, msg, Math.random, record.messageId));
+export const createHandler = sqsBatchHandler('callbacks', CallbackMessage, (d, msg, record) =>
+  dispatchCallback(d, msg, Math.random, record.messageId),
+);
 
 export const handler = createHandler(lambdaDeps);

@@ -31,9 +31,7 @@ function embeddedIPv4(high: number, low: number): ipaddr.IPv4 {
 }
 
 function isBlockedIPv6(addr: ipaddr.IPv6): boolean {
-  const [w0, w1, w2, w3, w4, w5, w6, w7] = addr.parts as [
-    number, number, number, number, number, number, number, number,
-  ];
+  const [w0, w1, w2, w3, w4, w5, w6, w7] = addr.parts as [number, number, number, number, number, number, number, number];
   const firstFourZero = w0 === 0 && w1 === 0 && w2 === 0 && w3 === 0;
   // IPv4-compatible (::a.b.c.d, which also covers :: and ::1), IPv4-mapped (::ffff:a.b.c.d) and
   // SIIT (::ffff:0:a.b.c.d): a host or gateway may route these to the embedded IPv4 address.
@@ -147,7 +145,8 @@ export function checkUrl(url: string, opts: UrlCheckOptions): string | null {
 }
 
 /** What the loop guard says of a URL on pipegate's own API (shown to owners and, shortened, to callers). */
-export const LOOP_GUARD_REASON = "calls this pipegate service's own API (loop guard): a pipeline may not start executions of itself or any other of this service's";
+export const LOOP_GUARD_REASON =
+  "calls this pipegate service's own API (loop guard): a pipeline may not start executions of itself or any other of this service's";
 
 /** The host (name and port, lower-case, no trailing dot) a URL addresses; undefined when it is not a URL. */
 function hostOf(url: string): string | undefined {

@@ -16,8 +16,7 @@ const API_KEY = /^pgk_([0-9a-f]{32})([A-Za-z0-9_-]{32})([A-Za-z0-9_-]{6})$/;
 // that one consumer by key, not a list: 106 characters against the deployment key's 74.
 const CONSUMER_KEY = /^pgk_([0-9a-f]{32})([0-9a-f]{32})([A-Za-z0-9_-]{32})([A-Za-z0-9_-]{6})$/;
 
-const checksum = (body: string): string =>
-  createHash('sha256').update(body).digest('base64url').slice(0, CHECKSUM_CHARS);
+const checksum = (body: string): string => createHash('sha256').update(body).digest('base64url').slice(0, CHECKSUM_CHARS);
 
 /** A new key for a deployment: prefix, the deployment id's hex, random part, checksum. */
 export function generateApiKey(deploymentId: string, random: Buffer): string {
@@ -119,7 +118,12 @@ export function extractApiKey(headers: Record<string, string | undefined>): stri
  * What a key is to its deployment: `valid`, `revoked` (replaced without grace), `expired`
  * (its grace period ended) or `unknown`. Every stored hash is compared, in constant time each.
  */
-export function keyStatus(key: string, pepper: Buffer, stored: readonly KeyHash[], nowSeconds: number): 'valid' | 'revoked' | 'expired' | 'unknown' {
+export function keyStatus(
+  key: string,
+  pepper: Buffer,
+  stored: readonly KeyHash[],
+  nowSeconds: number,
+): 'valid' | 'revoked' | 'expired' | 'unknown' {
   const candidate = Buffer.from(hashApiKey(key, pepper), 'utf8');
   let status: 'valid' | 'revoked' | 'expired' | 'unknown' = 'unknown';
   for (const k of stored) {
@@ -182,7 +186,12 @@ export function openSecret(sealed: string, masterKey: Buffer): string {
   const iv = Buffer.from(ivText, 'base64url');
   const tag = Buffer.from(tagText, 'base64url');
   // Re-encoding catches non-canonical base64url that would otherwise decode to the same bytes.
-  if (iv.length !== GCM_IV_BYTES || tag.length !== GCM_TAG_BYTES || iv.toString('base64url') !== ivText || tag.toString('base64url') !== tagText) {
+  if (
+    iv.length !== GCM_IV_BYTES ||
+    tag.length !== GCM_TAG_BYTES ||
+    iv.toString('base64url') !== ivText ||
+    tag.toString('base64url') !== tagText
+  ) {
     throw new Error('sealed secret is malformed');
   }
   const ciphertext = Buffer.from(ciphertextText, 'base64url');

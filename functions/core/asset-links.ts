@@ -46,7 +46,9 @@ const tag = (signed: string, key: Buffer): Buffer => createHmac('sha256', key).u
 export function signAssetToken(claims: AssetClaims, key: Buffer): string {
   if (!Number.isInteger(claims.exp) || claims.exp <= 0) throw new Error('asset link expiry must be whole epoch seconds');
   if (!MEDIA_TYPE.test(claims.media_type)) throw new Error(`invalid media type '${claims.media_type}'`);
-  const payload = Buffer.from(JSON.stringify([claims.key, claims.media_type, claims.attachment ? 1 : 0, claims.exp]), 'utf8').toString('base64url');
+  const payload = Buffer.from(JSON.stringify([claims.key, claims.media_type, claims.attachment ? 1 : 0, claims.exp]), 'utf8').toString(
+    'base64url',
+  );
   const signed = `${ASSET_TOKEN_VERSION}.${payload}`;
   const token = `${signed}.${tag(signed, key).toString('base64url')}`;
   if (token.length > MAX_ASSET_TOKEN_CHARS) throw new Error('asset link token too long');
@@ -77,7 +79,14 @@ export function verifyAssetToken(token: string, key: Buffer, now: Date): AssetTo
   }
   if (!Array.isArray(decoded) || decoded.length !== 4) return invalid;
   const [objectKey, mediaType, attachment, exp] = decoded as unknown[];
-  if (typeof objectKey !== 'string' || typeof mediaType !== 'string' || !MEDIA_TYPE.test(mediaType) || (attachment !== 0 && attachment !== 1) || typeof exp !== 'number' || !Number.isInteger(exp)) {
+  if (
+    typeof objectKey !== 'string' ||
+    typeof mediaType !== 'string' ||
+    !MEDIA_TYPE.test(mediaType) ||
+    (attachment !== 0 && attachment !== 1) ||
+    typeof exp !== 'number' ||
+    !Number.isInteger(exp)
+  ) {
     return invalid;
   }
   if (exp * 1000 <= now.getTime()) return { ok: false, reason: 'expired', expired_at: new Date(exp * 1000).toISOString() };

@@ -73,9 +73,7 @@ function isBase64(s: string): boolean {
 }
 const DATA_URI = /^data:([^,;]*)((?:;[^,;]*)*),(.*)$/s;
 
-export type AssetValueForm =
-  | { kind: 'inline'; bytes: Uint8Array }
-  | { kind: 'upload'; uploadId: string };
+export type AssetValueForm = { kind: 'inline'; bytes: Uint8Array } | { kind: 'upload'; uploadId: string };
 
 /**
  * What an ASSET value says, or a reason fit to show after "input 'x' ": inline bytes from
@@ -85,7 +83,9 @@ export type AssetValueForm =
 export function parseAssetValue(value: string): { ok: true; form: AssetValueForm } | { ok: false; reason: string } {
   if (value.startsWith(UPLOAD_VALUE_PREFIX)) {
     const id = value.slice(UPLOAD_VALUE_PREFIX.length);
-    return isUuid(id) ? { ok: true, form: { kind: 'upload', uploadId: id } } : { ok: false, reason: `names no upload: an upload value is "${UPLOAD_VALUE_PREFIX}<upload id>" as ${UPLOADS_ROUTE} answers it` };
+    return isUuid(id)
+      ? { ok: true, form: { kind: 'upload', uploadId: id } }
+      : { ok: false, reason: `names no upload: an upload value is "${UPLOAD_VALUE_PREFIX}<upload id>" as ${UPLOADS_ROUTE} answers it` };
   }
   let payload = value;
   if (value.startsWith('data:')) {
@@ -96,7 +96,8 @@ export function parseAssetValue(value: string): { ok: true; form: AssetValueForm
     payload = m[3] ?? '';
   }
   if (payload === '') return { ok: false, reason: 'is empty: an asset needs at least one byte' };
-  if (!isBase64(payload)) return { ok: false, reason: 'is not valid base64 (standard alphabet A-Z a-z 0-9 + /, optional = padding, no whitespace)' };
+  if (!isBase64(payload))
+    return { ok: false, reason: 'is not valid base64 (standard alphabet A-Z a-z 0-9 + /, optional = padding, no whitespace)' };
   const bytes = new Uint8Array(Buffer.from(payload, 'base64'));
   return { ok: true, form: { kind: 'inline', bytes } };
 }
@@ -127,7 +128,8 @@ export function assetRestrictionProblem(
   asset: { media_type: string; bytes: number },
 ): string | null {
   const accepts = acceptsText(restrictions);
-  if (!acceptsMediaType(restrictions.media_types, asset.media_type)) return `is ${asset.media_type} (sniffed from its bytes) but accepts ${accepts}`;
+  if (!acceptsMediaType(restrictions.media_types, asset.media_type))
+    return `is ${asset.media_type} (sniffed from its bytes) but accepts ${accepts}`;
   if (restrictions.max_bytes !== undefined && asset.bytes > restrictions.max_bytes) return `is ${asset.bytes} bytes but accepts ${accepts}`;
   return null;
 }

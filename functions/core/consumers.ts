@@ -58,7 +58,12 @@ export function consumerView(c: ConsumerRecord, now: Date) {
   return {
     consumer_id: c.consumer_id,
     name: c.name,
-    status: c.revoked_at !== null ? ('revoked' as const) : c.expires_at !== null && Date.parse(c.expires_at) <= now.getTime() ? ('expired' as const) : ('active' as const),
+    status:
+      c.revoked_at !== null
+        ? ('revoked' as const)
+        : c.expires_at !== null && Date.parse(c.expires_at) <= now.getTime()
+          ? ('expired' as const)
+          : ('active' as const),
     key_prefix: c.key_prefix,
     rate_limit: c.rate_limit,
     quota: c.quota,

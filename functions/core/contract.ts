@@ -67,7 +67,6 @@ export function discoverContract(def: PipelineDefinition, runInputs: Record<stri
   return { inputs, outputs };
 }
 
-
 /*
  * The publish request (PUT …/deployment), declared once: applyVisibility checks bodies with it
  * and shapes.ts documents it. Its messages are the `reason` of each problem a 400 lists.
@@ -76,38 +75,72 @@ export function discoverContract(def: PipelineDefinition, runInputs: Record<stri
 /** PUT …/deployment `form`: the web form, its link (form_url) and what its page says. */
 export const FormOption = v.pipe(
   plainObject('must be an object'),
-  v.strictObject({
-    enabled: v.optional(
-      v.pipe(v.boolean('must be true or false'), v.description('false: the link answers 404 at once (true again brings the same link back). Absent: true.')),
-      true,
-    ),
-    title: v.optional(v.pipe(v.string('must be a string'), v.maxLength(FORM_TITLE_MAX_CHARS, `must be at most ${FORM_TITLE_MAX_CHARS} characters`), v.description("The page's heading; the pipeline id when absent."))),
-    description: v.optional(
-      v.pipe(v.string('must be a string'), v.maxLength(FORM_DESCRIPTION_MAX_CHARS, `must be at most ${FORM_DESCRIPTION_MAX_CHARS} characters`), v.description('Plain text shown under the heading.')),
-    ),
-  }, strictFields),
+  v.strictObject(
+    {
+      enabled: v.optional(
+        v.pipe(
+          v.boolean('must be true or false'),
+          v.description('false: the link answers 404 at once (true again brings the same link back). Absent: true.'),
+        ),
+        true,
+      ),
+      title: v.optional(
+        v.pipe(
+          v.string('must be a string'),
+          v.maxLength(FORM_TITLE_MAX_CHARS, `must be at most ${FORM_TITLE_MAX_CHARS} characters`),
+          v.description("The page's heading; the pipeline id when absent."),
+        ),
+      ),
+      description: v.optional(
+        v.pipe(
+          v.string('must be a string'),
+          v.maxLength(FORM_DESCRIPTION_MAX_CHARS, `must be at most ${FORM_DESCRIPTION_MAX_CHARS} characters`),
+          v.description('Plain text shown under the heading.'),
+        ),
+      ),
+    },
+    strictFields,
+  ),
   v.description('The web form of the deployment. Absent: the form stays as it was (none on a first publish).'),
 );
 /** PUT …/deployment `events`: what callers' event streams show of the nodes. */
 export const EventsOption = v.pipe(
   plainObject('must be an object'),
-  v.strictObject({
-    node_detail: v.optional(
-      v.pipe(
-        v.boolean('must be true or false'),
-        v.description('false: `node` events carry only counts `{done, total}`, never node ids, types or times (the pipeline\'s shape stays private). Absent: as it was (true on a first publish).'),
+  v.strictObject(
+    {
+      node_detail: v.optional(
+        v.pipe(
+          v.boolean('must be true or false'),
+          v.description(
+            "false: `node` events carry only counts `{done, total}`, never node ids, types or times (the pipeline's shape stays private). Absent: as it was (true on a first publish).",
+          ),
+        ),
       ),
-    ),
-  }, strictFields),
+    },
+    strictFields,
+  ),
   v.description("Callers' event streams. Absent: as it was (node detail on a first publish)."),
 );
-export const Visibility = v.pipe(plainObject('must be an object'), v.strictObject({ visible: v.boolean('must be true or false') }, strictFields));
+export const Visibility = v.pipe(
+  plainObject('must be an object'),
+  v.strictObject({ visible: v.boolean('must be true or false') }, strictFields),
+);
 /** Visibility by node id: every key is checked, `constructor` included (a valid node id). */
 const VisibilityMap = v.pipe(plainObject('must be an object'), ownRecord(v.string(), Visibility, 'must be an object'));
 export const PublishRequest = v.pipe(
   plainObject('must be an object'),
-  v.strictObject({ inputs: v.optional(VisibilityMap), outputs: v.optional(VisibilityMap), form: v.optional(FormOption), events: v.optional(EventsOption) }, 'is not a known field'),
-  v.description('Visibility per entry; an entry not mentioned keeps the visibility it had (visible on a first publish). `form`: the web form.'),
+  v.strictObject(
+    {
+      inputs: v.optional(VisibilityMap),
+      outputs: v.optional(VisibilityMap),
+      form: v.optional(FormOption),
+      events: v.optional(EventsOption),
+    },
+    'is not a known field',
+  ),
+  v.description(
+    'Visibility per entry; an entry not mentioned keeps the visibility it had (visible on a first publish). `form`: the web form.',
+  ),
 );
 
 export type FormRequest = v.InferOutput<typeof FormOption>;
@@ -120,7 +153,9 @@ export type EventsRequest = v.InferOutput<typeof EventsOption>;
  */
 export function requestedSettings(request: unknown): { form: FormRequest | undefined; nodeDetail: boolean | undefined } {
   const parsed = v.safeParse(PublishRequest, request === null || request === undefined ? {} : request);
-  return parsed.success ? { form: parsed.output.form, nodeDetail: parsed.output.events?.node_detail } : { form: undefined, nodeDetail: undefined };
+  return parsed.success
+    ? { form: parsed.output.form, nodeDetail: parsed.output.events?.node_detail }
+    : { form: undefined, nodeDetail: undefined };
 }
 
 const pathOf = (issue: v.BaseIssue<unknown>, prefix: string): string => {
@@ -164,7 +199,11 @@ export function applyVisibility(discovered: Contract, request: unknown, previous
   const issues = parsed.success ? [] : parsed.issues;
   // The request's own problems first; an entry's only once its id is known to be a node's.
   const top = issues.filter((i) => entryOf(i) === null);
-  if (top.length > 0) throw new AppError('InvalidRequest', top.map((i) => ({ path: pathOf(i, ''), reason: i.message })));
+  if (top.length > 0)
+    throw new AppError(
+      'InvalidRequest',
+      top.map((i) => ({ path: pathOf(i, ''), reason: i.message })),
+    );
   const problems = [
     ...sectionProblems('inputs', body, issues, new Set(discovered.inputs.map((i) => i.id))),
     ...sectionProblems('outputs', body, issues, new Set(discovered.outputs.map((o) => o.id))),
@@ -303,7 +342,9 @@ export function readiness(args: {
 }
 
 /** A form's settings as the owner sees them (never its salt or hash). */
-export const formView = (f: FormSettings | null | undefined): { enabled: boolean; title: string | null; description: string | null } | null =>
+export const formView = (
+  f: FormSettings | null | undefined,
+): { enabled: boolean; title: string | null; description: string | null } | null =>
   f ? { enabled: f.enabled, title: f.title, description: f.description } : null;
 
 export interface CallerContract {
@@ -318,6 +359,8 @@ export function callerContract(d: Pick<Deployment, 'deployment_id' | 'inputs' | 
   return {
     deployment_id: d.deployment_id,
     inputs: d.inputs.filter((i) => i.visible).map((i) => ({ id: i.id, value_type: i.value_type, value: i.value, ...restrictionsOf(i) })),
-    outputs: d.outputs.filter((o) => o.visible).map((o) => ({ id: o.id, ...(o.value_type === undefined ? {} : { value_type: o.value_type }) })),
+    outputs: d.outputs
+      .filter((o) => o.visible)
+      .map((o) => ({ id: o.id, ...(o.value_type === undefined ? {} : { value_type: o.value_type }) })),
   };
 }

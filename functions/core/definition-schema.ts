@@ -46,10 +46,7 @@ const objectMessage =
     issue.path && issue.path.length > 0 ? 'is required' : `must be ${what}`;
 
 const description = v.optional(
-  v.pipe(
-    v.string('must be a string'),
-    v.maxLength(MAX_DESCRIPTION_LENGTH, `must be at most ${MAX_DESCRIPTION_LENGTH} characters long`),
-  ),
+  v.pipe(v.string('must be a string'), v.maxLength(MAX_DESCRIPTION_LENGTH, `must be at most ${MAX_DESCRIPTION_LENGTH} characters long`)),
 );
 
 /**
@@ -69,24 +66,33 @@ const integerIn = (min: number, max: number, unit = '') =>
   );
 
 /** An expression: JSONata, checked for syntax by the walk. */
-const expression = (text: string) => v.pipe(v.string('must be a JSONata expression (a string)'), v.minLength(1, 'must not be empty'), v.description(text));
+const expression = (text: string) =>
+  v.pipe(v.string('must be a JSONata expression (a string)'), v.minLength(1, 'must not be empty'), v.description(text));
 
 /** What an asset input accepts: sniffed media types and a largest size. Contracts show them too. */
 export const ASSET_RESTRICTIONS = {
   media_types: v.optional(
     v.pipe(
       v.array(
-        v.pipe(v.string('must be a media type (a string)'), v.check(isMediaTypePattern, 'must be a lowercase media type such as image/png, or a whole type such as image/*')),
+        v.pipe(
+          v.string('must be a media type (a string)'),
+          v.check(isMediaTypePattern, 'must be a lowercase media type such as image/png, or a whole type such as image/*'),
+        ),
         'must be a list of media types',
       ),
       v.minLength(1, 'must list at least one media type (leave it out to accept any)'),
       v.maxLength(MAX_MEDIA_TYPES, `must list at most ${MAX_MEDIA_TYPES} media types`),
       v.check((l: string[]) => new Set(l).size === l.length, 'must not list a media type twice'),
-      v.description('Asset inputs: the media types accepted (`image/png`, or a whole type such as `image/*`), sniffed from the bytes; absent: any.'),
+      v.description(
+        'Asset inputs: the media types accepted (`image/png`, or a whole type such as `image/*`), sniffed from the bytes; absent: any.',
+      ),
     ),
   ),
   max_bytes: v.optional(
-    v.pipe(integerIn(1, UPLOAD_MAX_BYTES, ' bytes'), v.description('Asset inputs: the largest file accepted; absent: up to the inline and upload limits.')),
+    v.pipe(
+      integerIn(1, UPLOAD_MAX_BYTES, ' bytes'),
+      v.description('Asset inputs: the largest file accepted; absent: up to the inline and upload limits.'),
+    ),
   ),
 };
 
@@ -121,10 +127,17 @@ export const InputNode = v.pipe(
 );
 export const OutputNode = v.pipe(
   v.strictObject({ type: v.literal('output'), from: nodeRef, description }, objectMessage('an object')),
-  v.description("An output: the response key. Its value must be a string, a finite number, a boolean, or an asset of this run (an asset input or an http node's binary answer, passed on)."),
+  v.description(
+    "An output: the response key. Its value must be a string, a finite number, a boolean, or an asset of this run (an asset input or an http node's binary answer, passed on).",
+  ),
 );
 export const TransformNode = v.strictObject(
-  { type: v.literal('transform'), inputs: nodeRefs, expression: expression('JSONata, evaluated over `{ <input id>: value }`.'), description },
+  {
+    type: v.literal('transform'),
+    inputs: nodeRefs,
+    expression: expression('JSONata, evaluated over `{ <input id>: value }`.'),
+    description,
+  },
   objectMessage('an object'),
 );
 export const HttpNode = v.pipe(
@@ -139,15 +152,21 @@ export const HttpNode = v.pipe(
       url: v.pipe(
         v.string('must be a URL (a string)'),
         v.check((s: string) => isAbsoluteHttpUrl(withSecretPlaceholders(s)), 'must be an absolute http:// or https:// URL'),
-        v.description('Absolute http(s) URL, checked by the address guard when connecting. May hold owner secret references, `{{secrets.NAME}}`, substituted when the node runs.'),
+        v.description(
+          'Absolute http(s) URL, checked by the address guard when connecting. May hold owner secret references, `{{secrets.NAME}}`, substituted when the node runs.',
+        ),
       ),
       headers: v.optional(headers),
-      body: v.optional(expression('JSONata over `inputs`; its result is sent as JSON. Not allowed with GET. `$secrets.NAME` reads an owner secret.')),
+      body: v.optional(
+        expression('JSONata over `inputs`; its result is sent as JSON. Not allowed with GET. `$secrets.NAME` reads an owner secret.'),
+      ),
       body_asset: v.optional(
         v.pipe(
           v.string('must be the id of one of inputs (a string)'),
           v.metadata({ pattern: NODE_ID_PATTERN.source }),
-          v.description('One of `inputs` whose value is an asset: its bytes are sent as the raw body, its media type as Content-Type (unless `headers` set one). Not with `body` or GET.'),
+          v.description(
+            'One of `inputs` whose value is an asset: its bytes are sent as the raw body, its media type as Content-Type (unless `headers` set one). Not with `body` or GET.',
+          ),
         ),
       ),
       timeout_ms: v.optional(v.pipe(integerIn(1, HTTP_TIMEOUT_MAX_MS, ' ms'), v.metadata({ default: DEFAULT_HTTP_TIMEOUT_MS }))),
@@ -156,7 +175,7 @@ export const HttpNode = v.pipe(
     objectMessage('an object'),
   ),
   v.description(
-    "Its value is the parsed JSON (or text) response, or, for a binary answer (image, audio, video, octet-stream, PDF, ...), an asset `{url, media_type, bytes, sha256}` stored with the execution; a non-2xx response fails the node.",
+    'Its value is the parsed JSON (or text) response, or, for a binary answer (image, audio, video, octet-stream, PDF, ...), an asset `{url, media_type, bytes, sha256}` stored with the execution; a non-2xx response fails the node.',
   ),
 );
 export const DelayNode = v.strictObject(
@@ -181,7 +200,10 @@ export const Node = v.variant('type', [InputNode, OutputNode, TransformNode, Htt
 /** A node id as a key of `nodes`. */
 export const NodeKey = v.pipe(
   v.string(),
-  v.check((id: string) => !RESERVED_NODE_IDS.includes(id), (issue) => `'${String(issue.input)}' is a reserved name and cannot be a node id`),
+  v.check(
+    (id: string) => !RESERVED_NODE_IDS.includes(id),
+    (issue) => `'${String(issue.input)}' is a reserved name and cannot be a node id`,
+  ),
   v.regex(
     NODE_ID_PATTERN,
     'invalid node id: it must start with a letter or an underscore, hold only letters, digits and underscores, and be at most 64 characters long',
@@ -211,7 +233,9 @@ export const DEFINITION_ENTRIES = {
 
 export const PipelineDefinitionSchema = v.pipe(
   v.strictObject(DEFINITION_ENTRIES),
-  v.description('Checked whole on push: unknown types or fields, bad ids, missing references, cycles, type mismatches and JSONata syntax errors are all listed.'),
+  v.description(
+    'Checked whole on push: unknown types or fields, bad ids, missing references, cycles, type mismatches and JSONata syntax errors are all listed.',
+  ),
 );
 
 export const TOP_LEVEL_FIELDS = Object.keys(DEFINITION_ENTRIES) as (keyof typeof DEFINITION_ENTRIES)[];

@@ -6,7 +6,17 @@ import { DEFAULT_HTTP_TIMEOUT_MS, nodeDependencies, outputNodeIds, topologicalOr
 import { answerObjectName, HTTP_ASSET_MAX_BYTES } from './output-assets';
 import type { HttpPort, ObjectRef, SizedStream } from './ports';
 import type { NodeProgress } from './progress';
-import type { DelayNode, NodeTrace, HttpNode, InputNode, OutputNode, PipelineDefinition, PipelineNode, RawValue, TransformNode } from './types';
+import type {
+  DelayNode,
+  NodeTrace,
+  HttpNode,
+  InputNode,
+  OutputNode,
+  PipelineDefinition,
+  PipelineNode,
+  RawValue,
+  TransformNode,
+} from './types';
 import { isRawValue } from './values';
 
 export interface EngineOptions {
@@ -46,7 +56,12 @@ export interface EngineObjects {
    * counts and hashes them on the way (more than `maxBytes` fails, naming the limit, and leaves
    * no object), and answers its reference and how nodes see it.
    */
-  store(name: string, body: AsyncIterable<Uint8Array>, declaredType: string | undefined, maxBytes: number): Promise<{ ref: ObjectRef; view: AssetView }>;
+  store(
+    name: string,
+    body: AsyncIterable<Uint8Array>,
+    declaredType: string | undefined,
+    maxBytes: number,
+  ): Promise<{ ref: ObjectRef; view: AssetView }>;
   /** A stored object's bytes as a stream of `ref.bytes` bytes, read as it is sent. */
   open(ref: ObjectRef): Promise<SizedStream>;
 }
@@ -62,7 +77,11 @@ export interface AssetView {
 }
 
 export type EngineResult =
-  | { status: 'completed'; outputs: Record<string, RawValue>; /** ASSET outputs, when there are any: what each refers to. */ output_assets?: Record<string, ObjectRef> }
+  | {
+      status: 'completed';
+      outputs: Record<string, RawValue>;
+      /** ASSET outputs, when there are any: what each refers to. */ output_assets?: Record<string, ObjectRef>;
+    }
   | { status: 'failed'; error_message: string; /** The same failure for callers (callerReason). */ caller_message: string }
   | { status: 'cancelled' };
 
@@ -94,7 +113,7 @@ class NodeFailure extends Error {
  */
 export function callerReason(e: unknown, nodeType: string): string {
   if (e instanceof HttpNodeError) return `upstream answered ${e.httpStatus}`;
-  if (e instanceof LoopGuardError) return 'the loop guard refused its URL (this service\'s own API)';
+  if (e instanceof LoopGuardError) return "the loop guard refused its URL (this service's own API)";
   if (e instanceof MissingSecretError) return 'the pipeline is missing a setting';
   if (nodeType === 'http') return /timed? ?out/i.test(reasonOf(e)) ? 'the upstream request timed out' : 'the upstream request failed';
   if (nodeType === 'transform') return 'its expression failed';
@@ -109,9 +128,7 @@ class RunTimedOut extends Error {}
 class RunStopped extends Error {}
 
 export function timeoutMessage(timeoutMs: number): string {
-  return timeoutMs % 1000 === 0
-    ? `Execution timed out after ${timeoutMs / 1000} s`
-    : `Execution timed out after ${timeoutMs} ms`;
+  return timeoutMs % 1000 === 0 ? `Execution timed out after ${timeoutMs / 1000} s` : `Execution timed out after ${timeoutMs} ms`;
 }
 
 function reasonOf(e: unknown): string {
@@ -126,7 +143,6 @@ function describeType(x: unknown): string {
   if (typeof x === 'number') return 'a number that is not finite';
   return typeof x;
 }
-
 
 /** An http node's URL on this service's own API, refused before any connection. */
 export class LoopGuardError extends Error {
@@ -166,8 +182,11 @@ function sensitiveValues(url: string, headers: Record<string, string>): string[]
 export function bodyExcerpt(body: string, sensitive: readonly string[] = []): string {
   let text = body.slice(0, 4096);
   for (const s of [...sensitive].sort((a, b) => b.length - a.length)) text = text.split(s).join('[redacted]');
-  // eslint-disable-next-line no-control-regex -- control characters are exactly what is removed
-  text = redactCredentials(text).replace(/[\u0000-\u001f\u007f]+/g, ' ').replace(/\s+/g, ' ').trim();
+  text = redactCredentials(text)
+    // eslint-disable-next-line no-control-regex -- control characters are exactly what is removed
+    .replace(/[\u0000-\u001f\u007f]+/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim();
   return text.length > HTTP_ERROR_EXCERPT_CHARS ? `${text.slice(0, HTTP_ERROR_EXCERPT_CHARS)}…` : text;
 }
 
@@ -268,7 +287,12 @@ function scope(ids: string[], values: unknown[]): Record<string, unknown> {
   return out;
 }
 
-async function evaluate(text: string, input: Record<string, unknown>, ctx: RunContext, bindings?: Record<string, unknown>): Promise<unknown> {
+async function evaluate(
+  text: string,
+  input: Record<string, unknown>,
+  ctx: RunContext,
+  bindings?: Record<string, unknown>,
+): Promise<unknown> {
   return evaluateExpression(text, input, {
     timeLimitMs: ctx.expressionTimeLimitMs,
     deadline: ctx.deadline,
@@ -306,7 +330,12 @@ async function runHttp(id: string, node: HttpNode, values: unknown[], ctx: RunCo
   if (isOwnApiUrl(url, ctx.ownApiUrls ?? [])) throw new LoopGuardError(`${safeUrl(url)} ${LOOP_GUARD_REASON}`);
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(node.headers ?? {})) {
-    Object.defineProperty(headers, name, { value: substituteSecrets(value, ctx.secrets), enumerable: true, writable: true, configurable: true });
+    Object.defineProperty(headers, name, {
+      value: substituteSecrets(value, ctx.secrets),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
   }
   const nodeHeaders = { ...headers };
   let body: string | SizedStream | undefined;
@@ -314,7 +343,10 @@ async function runHttp(id: string, node: HttpNode, values: unknown[], ctx: RunCo
     const i = (node.inputs ?? []).indexOf(node.body_asset);
     const held = heldAsset(values[i], ctx);
     if (held === null) throw new Error(`body_asset '${node.body_asset}' is not an asset`);
-    if (held.ref.bytes > HTTP_ASSET_MAX_BYTES) throw new Error(`body_asset '${node.body_asset}' is ${held.ref.bytes} bytes, more than the http node's asset limit of ${HTTP_ASSET_MAX_BYTES} bytes`);
+    if (held.ref.bytes > HTTP_ASSET_MAX_BYTES)
+      throw new Error(
+        `body_asset '${node.body_asset}' is ${held.ref.bytes} bytes, more than the http node's asset limit of ${HTTP_ASSET_MAX_BYTES} bytes`,
+      );
     if (ctx.objects === undefined) throw new Error('assets cannot be sent here: no object storage');
     body = await ctx.objects.open(held.ref);
     if (!Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = held.ref.media_type;
@@ -439,7 +471,12 @@ function nodeOrder(def: PipelineDefinition): NodeOrder {
   }
 }
 
-function buildTrace(def: PipelineDefinition, order: readonly string[], clocks: ReadonlyMap<string, NodeClock>, redact: (text: string) => string): NodeTrace[] {
+function buildTrace(
+  def: PipelineDefinition,
+  order: readonly string[],
+  clocks: ReadonlyMap<string, NodeClock>,
+  redact: (text: string) => string,
+): NodeTrace[] {
   const iso = (ms: number | undefined): string | null => (ms === undefined ? null : new Date(ms).toISOString());
   return order.flatMap((id): NodeTrace[] => {
     const node = def.nodes[id];
@@ -491,8 +528,20 @@ export async function runPipelineTraced(
   const order = nodeOrder(def);
   const { result, clocks } = await runUnredacted(def, order, inputValues, opts);
   const trace = buildTrace(def, order.order, clocks, redact);
-  if (result.status === 'failed') return { result: { status: 'failed', error_message: redact(result.error_message), caller_message: redact(result.caller_message) }, trace };
-  if (result.status === 'completed') return { result: { status: 'completed', outputs: redactDeep(result.outputs, redact), ...(result.output_assets === undefined ? {} : { output_assets: result.output_assets }) }, trace };
+  if (result.status === 'failed')
+    return {
+      result: { status: 'failed', error_message: redact(result.error_message), caller_message: redact(result.caller_message) },
+      trace,
+    };
+  if (result.status === 'completed')
+    return {
+      result: {
+        status: 'completed',
+        outputs: redactDeep(result.outputs, redact),
+        ...(result.output_assets === undefined ? {} : { output_assets: result.output_assets }),
+      },
+      trace,
+    };
   return { result, trace };
 }
 
@@ -515,7 +564,11 @@ function runUnredacted(
     const work = new AbortController();
     // Every in-flight http and delay node listens on this signal; 64 nodes outgrow Node's default warning threshold.
     setMaxListeners(0, work.signal);
-    const timedOut: EngineResult = { status: 'failed', error_message: timeoutMessage(opts.timeoutMs), caller_message: timeoutMessage(opts.timeoutMs) };
+    const timedOut: EngineResult = {
+      status: 'failed',
+      error_message: timeoutMessage(opts.timeoutMs),
+      caller_message: timeoutMessage(opts.timeoutMs),
+    };
     let finished = false;
 
     const onCancel = (): void => finish({ status: 'cancelled' });
@@ -580,7 +633,8 @@ function runUnredacted(
           if (e instanceof ExpressionError && e.kind === 'deadline') throw new RunTimedOut();
           const end = now();
           Object.assign(clock, { end, error: reasonOf(e), ...(e instanceof HttpNodeError ? { httpStatus: e.httpStatus } : {}) });
-          if (!finished) opts.onNode?.({ node: id, type: node.type, state: 'failed', at: end, duration_ms: Math.max(0, end - clock.start) });
+          if (!finished)
+            opts.onNode?.({ node: id, type: node.type, state: 'failed', at: end, duration_ms: Math.max(0, end - clock.start) });
           throw new NodeFailure(id, reasonOf(e), callerReason(e, node.type));
         }
       });
@@ -592,7 +646,8 @@ function runUnredacted(
       () => {
         const outputs: Record<string, RawValue> = {};
         const outputAssets: Record<string, ObjectRef> = {};
-        const define = <T>(o: Record<string, T>, id: string, value: T) => Object.defineProperty(o, id, { value, enumerable: true, writable: true, configurable: true });
+        const define = <T>(o: Record<string, T>, id: string, value: T) =>
+          Object.defineProperty(o, id, { value, enumerable: true, writable: true, configurable: true });
         for (const id of outputNodeIds(def)) {
           const value = settled.get(id);
           if (isRawValue(value)) define(outputs, id, value);

@@ -55,7 +55,8 @@ function checkDataKey(dataKey: Buffer): void {
 export function sealEnvelope(plaintext: string, dataKey: Buffer, encryptedDataKey: Buffer, iv: Buffer, context: EncryptionContext): string {
   checkDataKey(dataKey);
   if (iv.length !== IV_BYTES) throw new Error(`the IV must be ${IV_BYTES} bytes`);
-  if (encryptedDataKey.length === 0 || encryptedDataKey.length > MAX_ENCRYPTED_KEY_BYTES) throw new Error('the encrypted data key is empty or too large');
+  if (encryptedDataKey.length === 0 || encryptedDataKey.length > MAX_ENCRYPTED_KEY_BYTES)
+    throw new Error('the encrypted data key is empty or too large');
   const cipher = createCipheriv('aes-256-gcm', dataKey, iv, { authTagLength: TAG_BYTES });
   cipher.setAAD(canonicalContext(context));
   const ciphertext = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);

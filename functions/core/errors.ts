@@ -57,7 +57,8 @@ export type ErrorName = keyof typeof ERRORS;
  */
 export const UNAUTHORIZED_DETAIL = {
   apiKey: "send the deployment's API key as 'X-API-Key: <key>' or 'Authorization: Api-Key <key>'",
-  ownerToken: "owner routes need 'Authorization: Bearer <owner token>': the token the local runtime printed at start (also in its data dir, file owner-token)",
+  ownerToken:
+    "owner routes need 'Authorization: Bearer <owner token>': the token the local runtime printed at start (also in its data dir, file owner-token)",
   ownerSigV4: 'owner routes need an AWS SigV4 signature (pipegate signs with your AWS credentials)',
 } as const;
 
@@ -76,7 +77,8 @@ export const unauthorizedBody = (kind: keyof typeof UNAUTHORIZED_DETAIL): ErrorB
  */
 export const KEY_REFUSALS = {
   missing: `no API key was sent: ${UNAUTHORIZED_DETAIL.apiKey}`,
-  wrong_scheme: "the Authorization header uses another scheme (Bearer, Basic or none): send 'Authorization: Api-Key <key>' or 'X-API-Key: <key>'",
+  wrong_scheme:
+    "the Authorization header uses another scheme (Bearer, Basic or none): send 'Authorization: Api-Key <key>' or 'X-API-Key: <key>'",
   two_keys: 'the request carries two different API keys (X-API-Key and Authorization): send one',
   malformed: 'this is not a pipegate API key (they start with pgk_ and end with a checksum): check that it was copied whole',
   unknown: "this API key is not valid: check it, or ask the deployment's owner for the current key",

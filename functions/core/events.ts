@@ -82,7 +82,13 @@ export function executionEvents(e: Execution, nodes: NodeView, final: FinalView 
     if (!nodes(p)) continue;
     out.push({
       event: 'node',
-      data: { node_id: p.node, type: p.type, state: p.state, at: new Date(p.at).toISOString(), ...(p.duration_ms === undefined ? {} : { duration_ms: p.duration_ms }) },
+      data: {
+        node_id: p.node,
+        type: p.type,
+        state: p.state,
+        at: new Date(p.at).toISOString(),
+        ...(p.duration_ms === undefined ? {} : { duration_ms: p.duration_ms }),
+      },
     });
   }
   if (isTerminal(e.status) && final !== null) {

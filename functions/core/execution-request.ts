@@ -75,7 +75,9 @@ export const ExecutionRequest = v.pipe(
         v.pipe(
           v.string('must be a string'),
           v.metadata({ format: 'uri' }),
-          v.description('Absolute http(s) URL that receives a signed POST (Standard Webhooks) when the execution ends. null, empty or blank: 400 Missing Callback URL.'),
+          v.description(
+            'Absolute http(s) URL that receives a signed POST (Standard Webhooks) when the execution ends. null, empty or blank: 400 Missing Callback URL.',
+          ),
         ),
       ),
       workflow_input: v.optional(v.pipe(WorkflowInput, v.description('Keyed by input id.'))),
@@ -84,8 +86,6 @@ export const ExecutionRequest = v.pipe(
   ),
   v.description('An empty body means `{}`. Inputs not given take their published value; hidden inputs cannot be set.'),
 );
-
-
 
 function structureError(issue: v.BaseIssue<unknown>): AppError {
   const path = v.getDotPath(issue) ?? '';
@@ -165,7 +165,10 @@ export function parseExecutionRequest(
     // Hidden and unknown ids answer alike so that a caller cannot learn what is hidden.
     if (input === undefined) {
       const known = [...visible.keys()];
-      throw new AppError('InvalidInput', `unknown input '${id}'; ${known.length ? `the inputs are: ${known.join(', ')}` : 'this deployment takes no inputs'}`);
+      throw new AppError(
+        'InvalidInput',
+        `unknown input '${id}'; ${known.length ? `the inputs are: ${known.join(', ')}` : 'this deployment takes no inputs'}`,
+      );
     }
     const wanted = requestValueType(input.value_type);
     if (value_type !== wanted) {
@@ -201,7 +204,8 @@ export function parseExecutionRequest(
 
 /** An ASSET value's form, or 422 naming the input; inline bytes over the input's max_bytes are refused here already. */
 function assetForm(id: string, input: Contract['inputs'][number], value: unknown): AssetValueForm {
-  if (typeof value !== 'string') throw new AppError('InvalidInput', `input '${id}' must be base64, a base64 data URI or an upload's value (a string)`);
+  if (typeof value !== 'string')
+    throw new AppError('InvalidInput', `input '${id}' must be base64, a base64 data URI or an upload's value (a string)`);
   const parsed = parseAssetValue(value);
   if (!parsed.ok) throw new AppError('InvalidInput', `input '${id}' ${parsed.reason}`);
   if (parsed.form.kind === 'inline' && input.max_bytes !== undefined && parsed.form.bytes.length > input.max_bytes) {
@@ -215,7 +219,8 @@ function inlineAssetChars(raw: unknown): number {
   if (!isPlainObject(raw) || !isPlainObject(raw.workflow_input)) return 0;
   let n = 0;
   for (const entry of Object.values(raw.workflow_input)) {
-    if (isPlainObject(entry) && entry.value_type === 'ASSET' && typeof entry.value === 'string') n += Buffer.byteLength(entry.value, 'utf8');
+    if (isPlainObject(entry) && entry.value_type === 'ASSET' && typeof entry.value === 'string')
+      n += Buffer.byteLength(entry.value, 'utf8');
   }
   return n;
 }

@@ -33,7 +33,8 @@ export function formHashMatches(candidate: string, stored: string): boolean {
 export const formUrl = (baseUrl: string, token: string): string => `${baseUrl}/v1/forms/${token}`;
 
 /** The form's own URL for one of its executions: readable through this link only (and with the deployment key). */
-export const formExecutionUrl = (baseUrl: string, token: string, executionId: string): string => `${formUrl(baseUrl, token)}/executions/${executionId}`;
+export const formExecutionUrl = (baseUrl: string, token: string, executionId: string): string =>
+  `${formUrl(baseUrl, token)}/executions/${executionId}`;
 
 /** The page's script and style sheet, under the form's link (…/files/<name>), so every form route shares one prefix. */
 export const FORM_SCRIPT_NAME = 'pipegate-form.js';

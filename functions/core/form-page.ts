@@ -69,7 +69,11 @@ export interface FormPageArgs {
 const controlId = (id: string): string => `in-${id}`;
 
 const sizeText = (bytes: number): string =>
-  bytes >= 1_048_576 ? `${(bytes / 1_048_576).toFixed(bytes % 1_048_576 === 0 ? 0 : 1)} MB` : bytes >= 1024 ? `${Math.round(bytes / 1024)} KB` : `${bytes} bytes`;
+  bytes >= 1_048_576
+    ? `${(bytes / 1_048_576).toFixed(bytes % 1_048_576 === 0 ? 0 : 1)} MB`
+    : bytes >= 1024
+      ? `${Math.round(bytes / 1024)} KB`
+      : `${bytes} bytes`;
 
 function control(f: FormField): string {
   const id = escapeHtml(controlId(f.id));

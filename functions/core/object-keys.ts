@@ -16,12 +16,12 @@ import { isUuid } from './ids';
 const NAME = /^[A-Za-z0-9_.-]{1,128}$/;
 const PIPELINE = /^[a-z0-9][a-z0-9-]{0,62}$/;
 
-export type ObjectOwner =
-  | { kind: 'deployment'; deployment_id: string }
-  | { kind: 'pipeline'; pipeline_id: string };
+export type ObjectOwner = { kind: 'deployment'; deployment_id: string } | { kind: 'pipeline'; pipeline_id: string };
 
 export const sameOwner = (a: ObjectOwner, b: ObjectOwner): boolean =>
-  a.kind === 'deployment' ? b.kind === 'deployment' && a.deployment_id === b.deployment_id : b.kind === 'pipeline' && a.pipeline_id === b.pipeline_id;
+  a.kind === 'deployment'
+    ? b.kind === 'deployment' && a.deployment_id === b.deployment_id
+    : b.kind === 'pipeline' && a.pipeline_id === b.pipeline_id;
 
 /** The first part of every key this module makes: `d` (deployments) and `p` (pipelines). */
 export const OBJECT_KEY_ROOTS = ['d', 'p'] as const;
@@ -52,11 +52,18 @@ export const ownerUploadKey = (owner: ObjectOwner, uploadId: string): string =>
 
 /** Who an execution's objects belong to: its deployment for API executions, its pipeline for runs. */
 export function executionOwner(e: { kind: 'run' | 'api'; deployment_id: string | null; pipeline_id: string }): ObjectOwner {
-  return e.kind === 'api' && e.deployment_id ? { kind: 'deployment', deployment_id: e.deployment_id } : { kind: 'pipeline', pipeline_id: e.pipeline_id };
+  return e.kind === 'api' && e.deployment_id
+    ? { kind: 'deployment', deployment_id: e.deployment_id }
+    : { kind: 'pipeline', pipeline_id: e.pipeline_id };
 }
 
 /** The prefix of everything an execution keeps: its deployment's for API executions, its pipeline's for runs. */
-export function executionPrefix(e: { kind: 'run' | 'api'; deployment_id: string | null; pipeline_id: string; execution_id: string }): string {
+export function executionPrefix(e: {
+  kind: 'run' | 'api';
+  deployment_id: string | null;
+  pipeline_id: string;
+  execution_id: string;
+}): string {
   return e.kind === 'api' && e.deployment_id ? `d/${e.deployment_id}/e/${e.execution_id}/` : `p/${e.pipeline_id}/r/${e.execution_id}/`;
 }
 

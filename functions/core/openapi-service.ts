@@ -22,7 +22,7 @@ import {
 const OWNER_RESPONSES: Record<'OwnerUnauthorized' | 'OwnerForbidden' | Extract<ResponseName, 'PipelineNotFound'>, JsonSchema> = {
   OwnerUnauthorized: {
     description:
-      'Missing or wrong owner credentials (`Unauthorized`): locally the owner token; on AWS an unsigned request, or an IAM identity that may not invoke this route (API Gateway\'s ACCESS_DENIED, answered 401 with `reason` and `detail` empty).',
+      "Missing or wrong owner credentials (`Unauthorized`): locally the owner token; on AWS an unsigned request, or an IAM identity that may not invoke this route (API Gateway's ACCESS_DENIED, answered 401 with `reason` and `detail` empty).",
     headers: responseHeaders({ BearerChallenge: true }),
     content: jsonContent(schemaRef('Unauthorized')),
   },
@@ -57,9 +57,9 @@ const OWNER_SECURITY_SCHEMES: Record<string, JsonSchema> = {
 };
 
 const DESCRIPTION = [
-  'The whole service: the caller API (a deployment\'s API key) and the owner API (IAM on AWS, a bearer token on the local runtime).',
+  "The whole service: the caller API (a deployment's API key) and the owner API (IAM on AWS, a bearer token on the local runtime).",
   '',
-  '- Paths are relative to the base URL, stage and any prefix included; a trailing slash is always optional. The base URL is `PIPEGATE_PUBLIC_URL` when the service is configured with one; otherwise, on AWS, API Gateway\'s host and stage, and on the local runtime the request\'s Host header (and `PIPEGATE_BASE_PATH`).',
+  "- Paths are relative to the base URL, stage and any prefix included; a trailing slash is always optional. The base URL is `PIPEGATE_PUBLIC_URL` when the service is configured with one; otherwise, on AWS, API Gateway's host and stage, and on the local runtime the request's Host header (and `PIPEGATE_BASE_PATH`).",
   '- Every error is JSON `{ "error": <message>, "detail"?: <explanation> }` plus named fields.',
   '- Timestamps are ISO 8601 UTC with milliseconds and `Z`.',
   '- The local runtime also answers `GET /health` with 200 `{"status":"ok"}`, without credentials.',
@@ -76,7 +76,8 @@ export function serviceOpenApi() {
   };
   const used = reachableComponents(paths, available);
   // Keep the components' declared order (readers browse them), but only those a path reaches.
-  const pick = (kind: keyof typeof available) => Object.fromEntries(Object.entries(available[kind]).filter(([name]) => used[kind]?.[name] !== undefined));
+  const pick = (kind: keyof typeof available) =>
+    Object.fromEntries(Object.entries(available[kind]).filter(([name]) => used[kind]?.[name] !== undefined));
   return {
     openapi: '3.1.0',
     info: {

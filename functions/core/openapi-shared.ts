@@ -75,7 +75,9 @@ export function jsonSchemaOf(schema: v.GenericSchema, components?: Record<string
 
 /** A parameter's or header's value (http-shapes.ts) as JSON Schema. */
 function valueSchema(name: keyof typeof PARAMETER_VALUES | keyof typeof HEADER_VALUES): JsonSchema {
-  return jsonSchemaOf(name in PARAMETER_VALUES ? PARAMETER_VALUES[name as keyof typeof PARAMETER_VALUES] : HEADER_VALUES[name as keyof typeof HEADER_VALUES]);
+  return jsonSchemaOf(
+    name in PARAMETER_VALUES ? PARAMETER_VALUES[name as keyof typeof PARAMETER_VALUES] : HEADER_VALUES[name as keyof typeof HEADER_VALUES],
+  );
 }
 
 /** An events route's 200: the stream, each event's `data` by its name, `done` holding `doneSchema`. */
@@ -85,14 +87,26 @@ export const eventStreamOk = (doneSchema: string) => ({
     'text/event-stream': {
       schema: {
         type: 'string',
-        description: "Server-sent events: `id:`, `event:` (status, node, output, done) and `data:` (one line of JSON, described by `$defs` under the event's name).",
-        $defs: { status: schemaRef('StatusEvent'), node: schemaRef('NodeEvent'), output: schemaRef('OutputEvent'), done: schemaRef(doneSchema) },
+        description:
+          "Server-sent events: `id:`, `event:` (status, node, output, done) and `data:` (one line of JSON, described by `$defs` under the event's name).",
+        $defs: {
+          status: schemaRef('StatusEvent'),
+          node: schemaRef('NodeEvent'),
+          output: schemaRef('OutputEvent'),
+          done: schemaRef(doneSchema),
+        },
       },
     },
   },
 });
 /** The `Last-Event-ID` header parameter of an events route. */
-export const LAST_EVENT_ID_PARAMETER = { name: 'Last-Event-ID', in: 'header', required: false, schema: valueSchema('LastEventId'), description: 'The id of the last event received: the stream resumes after it.' };
+export const LAST_EVENT_ID_PARAMETER = {
+  name: 'Last-Event-ID',
+  in: 'header',
+  required: false,
+  schema: valueSchema('LastEventId'),
+  description: 'The id of the last event received: the stream resumes after it.',
+};
 
 /**
  * The named shapes (shapes.ts) as JSON Schema components; a shape used inside another is a
@@ -124,15 +138,28 @@ export const CALLER_SCHEMAS: Record<string, JsonSchema> = {
 
 /** The parameters routes share, as components (lib/routes.ts `params` names them). */
 export const PARAMETER_COMPONENTS = {
-  DeploymentId: { name: 'deployment_id', in: 'path', required: true, schema: schemaRef('Uuid'), description: 'A deployment id; anything else answers 404.' },
-  ExecutionId: { name: 'execution_id', in: 'path', required: true, schema: schemaRef('Uuid'), description: 'An execution id; anything else answers 404.' },
+  DeploymentId: {
+    name: 'deployment_id',
+    in: 'path',
+    required: true,
+    schema: schemaRef('Uuid'),
+    description: 'A deployment id; anything else answers 404.',
+  },
+  ExecutionId: {
+    name: 'execution_id',
+    in: 'path',
+    required: true,
+    schema: schemaRef('Uuid'),
+    description: 'An execution id; anything else answers 404.',
+  },
   IdempotencyKey: {
     name: 'Idempotency-Key',
     in: 'header',
     required: false,
     // The execute handler's own check.
     schema: valueSchema('IdempotencyKey'),
-    description: 'The same key and body within 24 hours returns the first 202 and starts nothing; the same key with another body answers 422.',
+    description:
+      'The same key and body within 24 hours returns the first 202 and starts nothing; the same key with another body answers 422.',
   },
   PreferWait: {
     name: 'Prefer',
@@ -144,43 +171,95 @@ export const PARAMETER_COMPONENTS = {
   },
   PipelineId: { name: 'pipeline_id', in: 'path', required: true, schema: schemaRef('PipelineId') },
   RunId: { name: 'run_id', in: 'path', required: true, schema: schemaRef('Uuid'), description: 'A run id; anything else answers 404.' },
-  SecretName: { name: 'name', in: 'path', required: true, schema: schemaRef('SecretName'), description: "The secret's name, as pipelines reference it." },
-  ConsumerId: { name: 'consumer_id', in: 'path', required: true, schema: schemaRef('Uuid'), description: 'A consumer id; anything else answers 404.' },
+  SecretName: {
+    name: 'name',
+    in: 'path',
+    required: true,
+    schema: schemaRef('SecretName'),
+    description: "The secret's name, as pipelines reference it.",
+  },
+  ConsumerId: {
+    name: 'consumer_id',
+    in: 'path',
+    required: true,
+    schema: schemaRef('Uuid'),
+    description: 'A consumer id; anything else answers 404.',
+  },
 } satisfies Partial<Record<ParameterName, JsonSchema>>;
 
 /** The parameters one route takes, written in place. */
 const INLINE_PARAMETERS: Record<Exclude<ParameterName, keyof typeof PARAMETER_COMPONENTS>, JsonSchema> = {
   LastEventId: LAST_EVENT_ID_PARAMETER,
   PageLimit: { name: 'limit', in: 'query', required: false, schema: valueSchema('PageLimit') },
-  PageCursor: { name: 'cursor', in: 'query', required: false, schema: valueSchema('PageCursor'), description: '`next_cursor` of the previous page.' },
-  Confirm: { name: 'confirm', in: 'query', required: true, schema: schemaRef('Uuid'), description: 'The deployment id, repeated as confirmation.' },
+  PageCursor: {
+    name: 'cursor',
+    in: 'query',
+    required: false,
+    schema: valueSchema('PageCursor'),
+    description: '`next_cursor` of the previous page.',
+  },
+  Confirm: {
+    name: 'confirm',
+    in: 'query',
+    required: true,
+    schema: schemaRef('Uuid'),
+    description: 'The deployment id, repeated as confirmation.',
+  },
   StatusFilter: { name: 'status', in: 'query', required: false, schema: schemaRef('ExecutionStatus') },
-  Since: { name: 'since', in: 'query', required: false, schema: valueSchema('Since'), description: 'Only executions created at or after this ISO 8601 time.' },
+  Since: {
+    name: 'since',
+    in: 'query',
+    required: false,
+    schema: valueSchema('Since'),
+    description: 'Only executions created at or after this ISO 8601 time.',
+  },
   DocsAsset: { name: 'asset', in: 'path', required: true, schema: valueSchema('DocsAsset') },
-  FormToken: { name: 'form_token', in: 'path', required: true, schema: valueSchema('FormToken'), description: 'The token of the form link (`form_url`), as given.' },
+  FormToken: {
+    name: 'form_token',
+    in: 'path',
+    required: true,
+    schema: valueSchema('FormToken'),
+    description: 'The token of the form link (`form_url`), as given.',
+  },
   FormAsset: { name: 'asset', in: 'path', required: true, schema: valueSchema('FormAsset') },
-  AssetToken: { name: 'token', in: 'path', required: true, schema: valueSchema('AssetToken'), description: 'The token of the link, as given.' },
+  AssetToken: {
+    name: 'token',
+    in: 'path',
+    required: true,
+    schema: valueSchema('AssetToken'),
+    description: 'The token of the link, as given.',
+  },
   Range: { name: 'Range', in: 'header', required: false, schema: valueSchema('Range'), description: 'One `bytes=` range.' },
 };
 
-const parameter = (name: ParameterName): JsonSchema => (name in PARAMETER_COMPONENTS ? parameterRef(name) : INLINE_PARAMETERS[name as keyof typeof INLINE_PARAMETERS]);
+const parameter = (name: ParameterName): JsonSchema =>
+  name in PARAMETER_COMPONENTS ? parameterRef(name) : INLINE_PARAMETERS[name as keyof typeof INLINE_PARAMETERS];
 
 /** Every response header an answer documents (lib/routes.ts answers' `headers`); whether it is required is the answer's. */
 const HEADERS: Record<HeaderName, { name: string; description: string }> = {
   Location: { name: 'Location', description: 'The status URL.' },
-  PreferenceApplied: { name: 'Preference-Applied', description: 'Present when a `Prefer: wait` was honoured: `wait=<seconds>` actually allowed.' },
+  PreferenceApplied: {
+    name: 'Preference-Applied',
+    description: 'Present when a `Prefer: wait` was honoured: `wait=<seconds>` actually allowed.',
+  },
   RetryAfterPoll: { name: 'Retry-After', description: 'While the execution is open: seconds to wait before polling again.' },
   RetryAfterLimit: { name: 'Retry-After', description: 'Seconds until the limit allows another.' },
   NoStore: { name: 'Cache-Control', description: 'Never cached.' },
   ContentLength: { name: 'Content-Length', description: 'The size in bytes.' },
-  ContentDisposition: { name: 'Content-Disposition', description: '`inline` for images, audio, video, plain text and JSON; `attachment` for anything else.' },
+  ContentDisposition: {
+    name: 'Content-Disposition',
+    description: '`inline` for images, audio, video, plain text and JSON; `attachment` for anything else.',
+  },
   NoSniff: { name: 'X-Content-Type-Options', description: 'Always `nosniff`.' },
   ContentRange: { name: 'Content-Range', description: '`bytes <first>-<last>/<size>`.' },
   ApiKeyChallenge: { name: 'WWW-Authenticate', description: 'Always `Api-Key`.' },
   BearerChallenge: { name: 'WWW-Authenticate', description: 'Always `Bearer` on the local runtime.' },
   RetryAfterKeyLimit: { name: 'Retry-After', description: "A key's limit: seconds until it allows again." },
   RetryAfterOutage: { name: 'Retry-After', description: 'Seconds to wait before retrying.' },
-  RateLimitPolicy: { name: 'RateLimit-Policy', description: 'A key with limits: its policies (IETF httpapi draft), e.g. `"rate";q=10;w=1`.' },
+  RateLimitPolicy: {
+    name: 'RateLimit-Policy',
+    description: 'A key with limits: its policies (IETF httpapi draft), e.g. `"rate";q=10;w=1`.',
+  },
   RateLimit: { name: 'RateLimit', description: 'A key with limits: what is left of each policy, e.g. `"rate";r=0;t=1`.' },
 };
 
@@ -207,7 +286,11 @@ const errorResponse = (description: string, schema: string, headers?: Record<str
 });
 
 export const CALLER_RESPONSES: Record<string, JsonSchema> = {
-  Unauthorized: errorResponse('No usable API key (`Unauthorized`): `reason` says which case (missing, malformed, unknown, revoked, expired, another scheme, two keys, another deployment\'s key), `detail` what to do.', 'Unauthorized', responseHeaders({ ApiKeyChallenge: true })),
+  Unauthorized: errorResponse(
+    "No usable API key (`Unauthorized`): `reason` says which case (missing, malformed, unknown, revoked, expired, another scheme, two keys, another deployment's key), `detail` what to do.",
+    'Unauthorized',
+    responseHeaders({ ApiKeyChallenge: true }),
+  ),
   DeploymentNotFound: errorResponse('Deployment Not Found.', 'NotFoundDeployment'),
   ExecutionNotFound: errorResponse('Execution Not Found.', 'NotFoundExecution'),
   PayloadTooLarge: errorResponse('Payload Too Large.', 'PayloadTooLarge'),
@@ -316,7 +399,11 @@ export function routePaths(routes: readonly Route[], o: RoutePathOptions = {}): 
             },
           }),
       // A route's own answer (a form's 429) takes the place of the shared one.
-      responses: { ...CREDENTIAL_RESPONSES[r.auth], ...EVERY_ROUTE_RESPONSES, ...Object.fromEntries(Object.entries(r.answers).map(([status, a]) => [status, answer(a)])) },
+      responses: {
+        ...CREDENTIAL_RESPONSES[r.auth],
+        ...EVERY_ROUTE_RESPONSES,
+        ...Object.fromEntries(Object.entries(r.answers).map(([status, a]) => [status, answer(a)])),
+      },
     };
     (paths[path] ??= {})[r.method.toLowerCase()] = operation;
   }
@@ -327,7 +414,10 @@ export function routePaths(routes: readonly Route[], o: RoutePathOptions = {}): 
  * The components a document's paths reach, following references through components, so a
  * document carries no unused component (linters flag those) and nothing it needs is missing.
  */
-export function reachableComponents(roots: unknown, available: Record<string, Record<string, unknown>>): Record<string, Record<string, unknown>> {
+export function reachableComponents(
+  roots: unknown,
+  available: Record<string, Record<string, unknown>>,
+): Record<string, Record<string, unknown>> {
   const out: Record<string, Record<string, unknown>> = {};
   const visit = (x: unknown): void => {
     if (Array.isArray(x)) x.forEach(visit);

@@ -22,7 +22,10 @@ import type { Deployment } from './types';
 import { acceptsText } from './assets';
 import { requestValueType, VALUE_SCHEMAS } from './values';
 
-export type DeploymentDocumentSource = Pick<Deployment, 'deployment_id' | 'pipeline_id' | 'version' | 'inputs' | 'outputs' | 'published_at'> & {
+export type DeploymentDocumentSource = Pick<
+  Deployment,
+  'deployment_id' | 'pipeline_id' | 'version' | 'inputs' | 'outputs' | 'published_at'
+> & {
   /** Only whether it is on: the link is the owner's to share, never a caller's to read. */
   form?: { enabled: boolean } | null;
 };
@@ -88,12 +91,15 @@ export function deploymentOpenApi(d: DeploymentDocumentSource, baseUrl: string) 
     workflow_input: Object.fromEntries(c.inputs.map((i) => [i.id, { value: i.value, value_type: requestValueType(i.value_type) }])),
   };
   const names = { request: 'DeploymentExecutionRequest', result: 'DeploymentExecutionResult', finished: 'DeploymentExecutionFinished' };
-  const all = routePaths(
-    CALLER_ROUTES,
-    { deploymentId: d.deployment_id, rename: { ExecutionRequest: names.request, ExecutionResult: names.result, ExecutionFinished: names.finished }, examples: { ExecutionRequest: requestExample } },
-  );
+  const all = routePaths(CALLER_ROUTES, {
+    deploymentId: d.deployment_id,
+    rename: { ExecutionRequest: names.request, ExecutionResult: names.result, ExecutionFinished: names.finished },
+    examples: { ExecutionRequest: requestExample },
+  });
   // The uploads route serves asset inputs only: a deployment without any does not offer it.
-  const paths = c.inputs.some((i) => i.value_type === 'asset') ? all : Object.fromEntries(Object.entries(all).filter(([path]) => !path.endsWith('/uploads')));
+  const paths = c.inputs.some((i) => i.value_type === 'asset')
+    ? all
+    : Object.fromEntries(Object.entries(all).filter(([path]) => !path.endsWith('/uploads')));
   const result = executionResult(c);
   const used = reachableComponents(paths, {
     parameters: CALLER_PARAMETERS,

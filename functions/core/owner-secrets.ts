@@ -69,7 +69,10 @@ export function secretSyntaxProblems(nodeType: string, nodePath: string, raw: Re
     if (typeof text !== 'string') return;
     for (const m of text.matchAll(TEMPLATE_LIKE)) {
       if (!new RegExp(`^${TEMPLATE_REF.source}$`).test(m[0])) {
-        problems.push({ path, reason: `${m[0]} is not a secret reference; write {{secrets.NAME}} with NAME matching ${OWNER_SECRET_NAME_PATTERN.source}` });
+        problems.push({
+          path,
+          reason: `${m[0]} is not a secret reference; write {{secrets.NAME}} with NAME matching ${OWNER_SECRET_NAME_PATTERN.source}`,
+        });
       }
     }
   };
@@ -82,7 +85,10 @@ export function secretSyntaxProblems(nodeType: string, nodePath: string, raw: Re
       problems.push({ path: `${nodePath}.body`, reason: 'use $secrets.NAME for one secret; $secrets on its own is not available' });
     }
   } else if (nodeType === 'transform' && typeof raw.expression === 'string' && /\$secrets\b/.test(raw.expression)) {
-    problems.push({ path: `${nodePath}.expression`, reason: 'secrets are available only in http nodes (url, headers and body), not in transforms' });
+    problems.push({
+      path: `${nodePath}.expression`,
+      reason: 'secrets are available only in http nodes (url, headers and body), not in transforms',
+    });
   }
   return problems;
 }

@@ -56,7 +56,6 @@ function issuePath(base: string, issue: v.BaseIssue<unknown>): string {
   return path;
 }
 
-
 function quoteList(items: readonly string[]): string {
   return items.join(', ');
 }
@@ -79,7 +78,10 @@ export function validateDefinition(input: unknown, limits: { maxNodes: number } 
     return validate(input, limits.maxNodes);
   } catch (e) {
     // Plain JSON never gets here; exotic values (throwing getters, proxies) might.
-    return { ok: false, problems: [{ path: '', reason: `the definition could not be read: ${e instanceof Error ? e.message : String(e)}` }] };
+    return {
+      ok: false,
+      problems: [{ path: '', reason: `the definition could not be read: ${e instanceof Error ? e.message : String(e)}` }],
+    };
   }
 }
 
@@ -138,7 +140,8 @@ function validate(input: unknown, maxNodes: number): ValidationResult {
   return { ok: true, definition: { nodes, ...fields } as PipelineDefinition };
 }
 
-const isNodeType = (x: unknown): x is NodeType => typeof x === 'string' && (NODE_TYPES satisfies readonly NodeType[] as readonly string[]).includes(x);
+const isNodeType = (x: unknown): x is NodeType =>
+  typeof x === 'string' && (NODE_TYPES satisfies readonly NodeType[] as readonly string[]).includes(x);
 
 function validateNode(raw: unknown, nodePath: string, fact: NodeFacts, problems: Problem[]): PipelineNode | null {
   if (!isPlainObject(raw)) {
@@ -219,7 +222,8 @@ function semanticChecks(raw: Record<string, unknown>, type: NodeType, nodePath: 
       }
       if (valueType !== 'asset') {
         for (const field of ['media_types', 'max_bytes']) {
-          if (Object.hasOwn(raw, field)) problems.push({ path: joinPath(nodePath, field), reason: 'applies only to asset inputs (value_type asset)' });
+          if (Object.hasOwn(raw, field))
+            problems.push({ path: joinPath(nodePath, field), reason: 'applies only to asset inputs (value_type asset)' });
         }
       }
       return;
@@ -238,9 +242,12 @@ function semanticChecks(raw: Record<string, unknown>, type: NodeType, nodePath: 
       }
       if (type === 'http' && typeof raw.body_asset === 'string') {
         const at = joinPath(nodePath, 'body_asset');
-        if (Object.hasOwn(raw, 'body')) problems.push({ path: at, reason: 'cannot be given with body: the request carries one or the other' });
-        else if ((raw.method ?? 'GET') === 'GET') problems.push({ path: at, reason: 'a GET request cannot carry a body; use POST, PUT, PATCH or DELETE' });
-        if (!Array.isArray(raw.inputs) || !raw.inputs.includes(raw.body_asset)) problems.push({ path: at, reason: 'must be one of the node\'s inputs' });
+        if (Object.hasOwn(raw, 'body'))
+          problems.push({ path: at, reason: 'cannot be given with body: the request carries one or the other' });
+        else if ((raw.method ?? 'GET') === 'GET')
+          problems.push({ path: at, reason: 'a GET request cannot carry a body; use POST, PUT, PATCH or DELETE' });
+        if (!Array.isArray(raw.inputs) || !raw.inputs.includes(raw.body_asset))
+          problems.push({ path: at, reason: "must be one of the node's inputs" });
       }
       return;
     }
@@ -278,9 +285,7 @@ function findCycles(ids: string[], facts: Map<string, NodeFacts>): Problem[] {
   const deps = new Map<string, string[]>();
   for (const id of ids) {
     const fact = facts.get(id);
-    const targets = (fact?.refs ?? [])
-      .map((r) => r.target)
-      .filter((t) => t !== id && facts.has(t) && facts.get(t)?.type !== 'output');
+    const targets = (fact?.refs ?? []).map((r) => r.target).filter((t) => t !== id && facts.has(t) && facts.get(t)?.type !== 'output');
     deps.set(id, [...new Set(targets)]);
   }
   const remaining = new Set(ids);
@@ -332,7 +337,6 @@ function findCycles(ids: string[], facts: Map<string, NodeFacts>): Problem[] {
 }
 
 /* ------------------------------------------------------------------ canonical form */
-
 
 /** The definition as JSON with every object's keys sorted: `description` and `retry_interrupted` (when present) and `nodes` only. */
 export function canonicalDefinition(def: PipelineDefinition): string {

@@ -104,7 +104,6 @@ export interface IdSource {
   uuid(): string;
 }
 
-
 /** Messages out to the executions and callbacks queues (SQS on AWS, durable local queues). */
 export interface QueuePort {
   send(queue: QueueName, body: Record<string, unknown>, opts?: { delaySeconds?: number }): Promise<void>;
@@ -161,7 +160,19 @@ export type SweepKind = 'open' | 'callback';
 export type TransitionResult = { ok: true; execution: Execution } | { ok: false; current: Execution | null };
 
 export type TransitionFields = Partial<
-  Pick<Execution, 'started_at' | 'completed_at' | 'error_message' | 'caller_error_message' | 'outputs' | 'callback_delivery' | 'run_by' | 'trace' | 'trace_truncated' | 'progress'>
+  Pick<
+    Execution,
+    | 'started_at'
+    | 'completed_at'
+    | 'error_message'
+    | 'caller_error_message'
+    | 'outputs'
+    | 'callback_delivery'
+    | 'run_by'
+    | 'trace'
+    | 'trace_truncated'
+    | 'progress'
+  >
 >;
 
 /** A list cursor that this store did not hand out (or handed out for another list). */
@@ -172,7 +183,17 @@ export class InvalidCursorError extends Error {}
  * a few hundred bytes whatever the record holds (inputs and outputs up to 256 KiB each).
  */
 export const EXECUTION_HEAD_FIELDS = [
-  'execution_id', 'kind', 'deployment_id', 'pipeline_id', 'status', 'created_at', 'started_at', 'completed_at', 'expires_at', 'error_message', 'caller_error_message',
+  'execution_id',
+  'kind',
+  'deployment_id',
+  'pipeline_id',
+  'status',
+  'created_at',
+  'started_at',
+  'completed_at',
+  'expires_at',
+  'error_message',
+  'caller_error_message',
 ] as const;
 export type ExecutionHead = Pick<Execution, (typeof EXECUTION_HEAD_FIELDS)[number]>;
 
@@ -181,7 +202,19 @@ export type ExecutionHead = Pick<Execution, (typeof EXECUTION_HEAD_FIELDS)[numbe
  * executionSummaryBody), and what its filters and expiry read: no inputs, outputs or trace.
  */
 export const EXECUTION_SUMMARY_FIELDS = [
-  'execution_id', 'kind', 'source', 'consumer_id', 'deployment_id', 'pipeline_id', 'status', 'created_at', 'started_at', 'completed_at', 'expires_at', 'error_message', 'callback_delivery',
+  'execution_id',
+  'kind',
+  'source',
+  'consumer_id',
+  'deployment_id',
+  'pipeline_id',
+  'status',
+  'created_at',
+  'started_at',
+  'completed_at',
+  'expires_at',
+  'error_message',
+  'callback_delivery',
 ] as const;
 export type ExecutionSummaryRecord = Pick<Execution, (typeof EXECUTION_SUMMARY_FIELDS)[number]>;
 
@@ -222,7 +255,12 @@ export interface ExecutionsPort {
    * saw. `releaseClaim` drops any claim on the next delivery attempt in the same write: only for
    * a local start-up, when every holder is known dead (its process was the one before this one).
    */
-  markRequeued(id: string, seen: { status: 'pending' } | { attempts: number }, at: string, opts?: { releaseClaim?: boolean }): Promise<boolean>;
+  markRequeued(
+    id: string,
+    seen: { status: 'pending' } | { attempts: number },
+    at: string,
+    opts?: { releaseClaim?: boolean },
+  ): Promise<boolean>;
   /**
    * A `running` execution whose process died is owed a run from the start: one write, conditional
    * on the status and on the re-run count seen (`reruns`), bumps the count, sets `rerun_at` and
@@ -292,7 +330,12 @@ export interface PipelinesPort {
 }
 
 /** What the owner may change of a consumer (revision and revocation are the store's). */
-export type ConsumerChanges = Partial<Pick<ConsumerRecord, 'name' | 'rate_limit' | 'quota' | 'expires_at' | 'metadata' | 'key_hashes' | 'key_prefix' | 'updated_at' | 'revoked_at'>>;
+export type ConsumerChanges = Partial<
+  Pick<
+    ConsumerRecord,
+    'name' | 'rate_limit' | 'quota' | 'expires_at' | 'metadata' | 'key_hashes' | 'key_prefix' | 'updated_at' | 'revoked_at'
+  >
+>;
 /** What the usage view counts of a caller besides its finished executions. */
 export type CallerTally = 'accepted' | 'refused_rate' | 'refused_quota';
 
@@ -355,8 +398,14 @@ export const isStoreUnavailable = (e: unknown): boolean => {
   const name = (e as { name?: string }).name ?? '';
   const code = (e as { code?: string }).code ?? '';
   return (
-    ['ProvisionedThroughputExceededException', 'ThrottlingException', 'RequestLimitExceeded', 'ServiceUnavailable', 'InternalServerError', 'TimeoutError'].includes(name) ||
-    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(code)
+    [
+      'ProvisionedThroughputExceededException',
+      'ThrottlingException',
+      'RequestLimitExceeded',
+      'ServiceUnavailable',
+      'InternalServerError',
+      'TimeoutError',
+    ].includes(name) || ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE'].includes(code)
   );
 };
 

@@ -36,7 +36,11 @@ type RecordSchema<K extends v.GenericSchema<string, string>, V extends v.Generic
  * with a word rather than dropped. The output defines each key as an own property, so none of
  * them reaches a prototype. The schema stays a `record` for the JSON Schema converter.
  */
-export function ownRecord<K extends v.GenericSchema<string, string>, V extends v.GenericSchema>(key: K, value: V, message?: string): RecordSchema<K, V> {
+export function ownRecord<K extends v.GenericSchema<string, string>, V extends v.GenericSchema>(
+  key: K,
+  value: V,
+  message?: string,
+): RecordSchema<K, V> {
   const schema = v.record(key, value, message);
   const base = schema['~run'].bind(schema);
   const run = (dataset: v.UnknownDataset, config: v.Config<v.BaseIssue<unknown>>): ReturnType<typeof base> => {
@@ -54,7 +58,8 @@ export function ownRecord<K extends v.GenericSchema<string, string>, V extends v
       const valueDataset = value['~run']({ value: entryValue }, config);
       for (const issue of valueDataset.issues ?? []) issues.push({ ...issue, path: [at('value'), ...(issue.path ?? [])] });
       if (!keyDataset.typed || !valueDataset.typed) typed = false;
-      else Object.defineProperty(out, keyDataset.value, { value: valueDataset.value, enumerable: true, writable: true, configurable: true });
+      else
+        Object.defineProperty(out, keyDataset.value, { value: valueDataset.value, enumerable: true, writable: true, configurable: true });
       if (issues.length > 0 && config.abortEarly) break;
     }
     // The dataset's declared types are valibot's; this one is exactly what its record would give.

@@ -22,7 +22,16 @@ import { ExecutionRequest, InputValue, WorkflowInput } from './execution-request
 import { InputValueType, ownRecord, RawValue } from './schema-parts';
 import { UPLOAD_MAX_BYTES, UPLOAD_URL_TTL_SECONDS, UPLOAD_USE_SECONDS, UPLOAD_VALUE_PREFIX } from './assets';
 import { EventsOption, FormOption, PublishRequest, Visibility } from './contract';
-import { ASSET_RESTRICTIONS, DelayNode, HttpNode, InputNode, Node, OutputNode, PipelineDefinitionSchema as PipelineDefinition, TransformNode } from './definition-schema';
+import {
+  ASSET_RESTRICTIONS,
+  DelayNode,
+  HttpNode,
+  InputNode,
+  Node,
+  OutputNode,
+  PipelineDefinitionSchema as PipelineDefinition,
+  TransformNode,
+} from './definition-schema';
 import {
   MAX_CONSUMER_NAME_LENGTH,
   MAX_METADATA_ENTRIES,
@@ -34,7 +43,9 @@ import {
 const CALLBACK_OUTCOMES = ['pending', 'delivered', 'dead_lettered'] as const;
 
 const int = (min: number, max = Number.MAX_SAFE_INTEGER) =>
-  max === Number.MAX_SAFE_INTEGER ? v.pipe(v.number(), v.integer(), v.minValue(min)) : v.pipe(v.number(), v.integer(), v.minValue(min), v.maxValue(max));
+  max === Number.MAX_SAFE_INTEGER
+    ? v.pipe(v.number(), v.integer(), v.minValue(min))
+    : v.pipe(v.number(), v.integer(), v.minValue(min), v.maxValue(max));
 const url = v.pipe(v.string(), v.url());
 const nullableString = v.nullable(v.string());
 const nullableInt = v.nullable(v.pipe(v.number(), v.integer()));
@@ -92,16 +103,30 @@ const ExecutionStatusBody = v.object({
   created_at: Timestamp,
   started_at: v.nullable(Timestamp),
   completed_at: v.nullable(Timestamp),
-  completion_duration: v.pipe(duration, v.description('Milliseconds from started_at to completed_at (0 when cancelled before it started); null until terminal.')),
+  completion_duration: v.pipe(
+    duration,
+    v.description('Milliseconds from started_at to completed_at (0 when cancelled before it started); null until terminal.'),
+  ),
   error_message: nullableString,
 });
 
-const RawOutputValue = v.pipe(v.strictObject({ value: RawValue, value_type: v.literal('RAW') }), v.description('A string, number or boolean output.'));
+const RawOutputValue = v.pipe(
+  v.strictObject({ value: RawValue, value_type: v.literal('RAW') }),
+  v.description('A string, number or boolean output.'),
+);
 const AssetOutputValue = v.pipe(
   v.strictObject({
-    value: v.pipe(url, v.description('A capability link serving the exact bytes (GET /v1/assets/{token}); minted afresh on each read of the result.')),
+    value: v.pipe(
+      url,
+      v.description('A capability link serving the exact bytes (GET /v1/assets/{token}); minted afresh on each read of the result.'),
+    ),
     value_type: v.literal('ASSET'),
-    media_type: v.pipe(v.string(), v.description('Sniffed from the bytes; the link serves them with it, `nosniff`, and as an attachment for anything a browser could run.')),
+    media_type: v.pipe(
+      v.string(),
+      v.description(
+        'Sniffed from the bytes; the link serves them with it, `nosniff`, and as an attachment for anything a browser could run.',
+      ),
+    ),
     bytes: v.pipe(int(0), v.description('The size of the file.')),
     expires_at: v.pipe(Timestamp, v.description('When the link stops working; read the result again for a fresh one.')),
   }),
@@ -142,7 +167,9 @@ const FormExecutionRequest = v.pipe(
   v.strictObject({
     workflow_input: v.optional(v.pipe(WorkflowInput, v.description('Keyed by input id, as for callers.'))),
   }),
-  v.description("POST /v1/forms/{form_token}/executions: the visible inputs, as the execute route takes them; hidden inputs cannot be set."),
+  v.description(
+    'POST /v1/forms/{form_token}/executions: the visible inputs, as the execute route takes them; hidden inputs cannot be set.',
+  ),
 );
 const FormAccepted = v.pipe(
   v.object({ status: v.literal('queued'), execution_id: Uuid, status_url: url }),
@@ -152,7 +179,10 @@ const FormExecution = v.pipe(
   v.object({
     status: ExecutionStatus,
     execution_id: Uuid,
-    status_url: v.pipe(url, v.description("This execution under the form's link; readable through this link only (and with the deployment key).")),
+    status_url: v.pipe(
+      url,
+      v.description("This execution under the form's link; readable through this link only (and with the deployment key)."),
+    ),
     created_at: Timestamp,
     started_at: v.nullable(Timestamp),
     completed_at: v.nullable(Timestamp),
@@ -193,14 +223,24 @@ const NodeEvent = v.pipe(
 const OutputEvent = v.pipe(
   v.union([
     v.strictObject({ output: v.string(), value: RawValue, value_type: v.literal('RAW') }),
-    v.strictObject({ output: v.string(), value: url, value_type: v.literal('ASSET'), media_type: v.string(), bytes: int(0), expires_at: Timestamp }),
+    v.strictObject({
+      output: v.string(),
+      value: url,
+      value_type: v.literal('ASSET'),
+      media_type: v.string(),
+      bytes: int(0),
+      expires_at: Timestamp,
+    }),
   ]),
   v.description('`event: output`: a visible output once final, its id in `output` and the rest as in `response_data` (OutputValue).'),
 );
 
 /** The uploads route's request as documented; upload-request.ts parses it with its own messages. */
 const UploadRequest = v.strictObject({
-  media_type: v.pipe(v.string(), v.description("The file's media type, e.g. image/png (the bytes are sniffed again when the upload is used).")),
+  media_type: v.pipe(
+    v.string(),
+    v.description("The file's media type, e.g. image/png (the bytes are sniffed again when the upload is used)."),
+  ),
   bytes: v.pipe(int(1, UPLOAD_MAX_BYTES), v.description('The exact size of the file.')),
 });
 
@@ -222,7 +262,9 @@ export const UploadAnswer = v.object({
 
 const OutputKind = v.pipe(
   v.picklist(['RAW', 'ASSET']),
-  v.description('What the output answers: a value (RAW) or a file (ASSET), as in the run the contract was published from. Absent on contracts published before it was recorded: either.'),
+  v.description(
+    'What the output answers: a value (RAW) or a file (ASSET), as in the run the contract was published from. Absent on contracts published before it was recorded: either.',
+  ),
 );
 const CallerContract = v.object({
   deployment_id: Uuid,
@@ -260,7 +302,9 @@ const PushResult = v.object({
     v.pipe(
       v.array(Problem),
       v.minLength(1),
-      v.description('Present when the definition references owner secrets that are not set: each reference and where it is. Runs fail naming the secret until it is set.'),
+      v.description(
+        'Present when the definition references owner secrets that are not set: each reference and where it is. Runs fail naming the secret until it is set.',
+      ),
     ),
   ),
 });
@@ -306,7 +350,9 @@ export const RunRequest = v.strictObject({
   inputs: v.optional(
     v.pipe(
       v.record(v.string(), RawValue),
-      v.description('Overrides of input node values, by id. An asset input takes a data URI (at most 64 KiB decoded) or an upload\'s `upload:<id>` from `POST /v1/pipelines/{pipeline_id}/uploads`.'),
+      v.description(
+        "Overrides of input node values, by id. An asset input takes a data URI (at most 64 KiB decoded) or an upload's `upload:<id>` from `POST /v1/pipelines/{pipeline_id}/uploads`.",
+      ),
     ),
   ),
 });
@@ -315,7 +361,7 @@ const StoredValueFields = v.array(v.picklist(['inputs', 'outputs', 'error_messag
 const valuesExpired = v.pipe(
   StoredValueFields,
   v.description(
-    "Value fields whose stored copy has expired (values too large for the record live in the bucket for 8 days) or was deleted with the deployment: they read as empty ({} or null; an error message says so). Empty while every value is there.",
+    'Value fields whose stored copy has expired (values too large for the record live in the bucket for 8 days) or was deleted with the deployment: they read as empty ({} or null; an error message says so). Empty while every value is there.',
   ),
 );
 const Run = v.object({
@@ -324,7 +370,10 @@ const Run = v.object({
   version: int(1),
   status: ExecutionStatus,
   inputs: v.pipe(v.record(v.string(), RawValue), v.description('The effective input values.')),
-  outputs: v.pipe(v.nullable(v.record(v.string(), RawValue)), v.description('Every RAW output by id once completed; null before and otherwise.')),
+  outputs: v.pipe(
+    v.nullable(v.record(v.string(), RawValue)),
+    v.description('Every RAW output by id once completed; null before and otherwise.'),
+  ),
   output_assets: OwnerOutputAssets,
   error_message: nullableString,
   values_expired: valuesExpired,
@@ -337,7 +386,9 @@ const RunListItem = v.object({
   ...Run.entries,
   values_not_listed: v.pipe(
     StoredValueFields,
-    v.description('Value fields kept in storage (too large for the record) that a page of the list does not read: they show as empty here; GET the run for them.'),
+    v.description(
+      'Value fields kept in storage (too large for the record) that a page of the list does not read: they show as empty here; GET the run for them.',
+    ),
   ),
 });
 const nextCursor = v.pipe(nullableString, v.description('Pass as `cursor` for the next page; null on the last page.'));
@@ -366,21 +417,29 @@ const NodeTrace = v.object({
   type: v.picklist(NODE_TYPES),
   outcome: v.pipe(
     v.picklist(['completed', 'failed', 'stopped', 'not_run']),
-    v.description('stopped: the execution ended (failed elsewhere, timed out, cancelled) while this node was busy; not_run: it never started.'),
+    v.description(
+      'stopped: the execution ended (failed elsewhere, timed out, cancelled) while this node was busy; not_run: it never started.',
+    ),
   ),
   started_at: v.nullable(Timestamp),
   completed_at: v.nullable(Timestamp),
   duration_ms: duration,
   error: v.pipe(nullableString, v.description('Why the node failed (redacted, at most 500 characters).')),
   http_status: v.pipe(nullableInt, v.description("An http node's upstream status, when it answered with one that failed the node.")),
-  preview: v.pipe(nullableString, v.description("The node's value as JSON text, cut at 200 characters; owner secrets and credential-looking tokens are redacted.")),
+  preview: v.pipe(
+    nullableString,
+    v.description("The node's value as JSON text, cut at 200 characters; owner secrets and credential-looking tokens are redacted."),
+  ),
 });
 const FailedNode = v.object({ node: NodeId, type: v.picklist(NODE_TYPES), error: nullableString, http_status: nullableInt });
 const ExecutionSource = v.pipe(v.picklist(['api', 'form']), v.description('api: a caller with the key; form: the web form.'));
 const ExecutionSummary = v.object({
   execution_id: Uuid,
   source: ExecutionSource,
-  consumer_id: v.pipe(v.nullable(Uuid), v.description("The consumer whose key submitted it; null for the deployment's own key (and runs).")),
+  consumer_id: v.pipe(
+    v.nullable(Uuid),
+    v.description("The consumer whose key submitted it; null for the deployment's own key (and runs)."),
+  ),
   status: ExecutionStatus,
   created_at: Timestamp,
   started_at: v.nullable(Timestamp),
@@ -388,7 +447,9 @@ const ExecutionSummary = v.object({
   completion_duration: duration,
   error_message: nullableString,
   callback: v.pipe(
-    v.nullable(v.object({ outcome: v.picklist(CALLBACK_OUTCOMES), attempts: int(0), last_status: nullableInt, last_error: nullableString })),
+    v.nullable(
+      v.object({ outcome: v.picklist(CALLBACK_OUTCOMES), attempts: int(0), last_status: nullableInt, last_error: nullableString }),
+    ),
     v.description('How its callback went; null without one.'),
   ),
 });
@@ -431,16 +492,25 @@ const Usage = v.object({
 const OwnerExecution = v.object({
   hidden_inputs: v.pipe(v.array(NodeId), v.description('Input ids callers can neither see nor set (their published value was used).')),
   failed_node: v.pipe(v.nullable(FailedNode), v.description('The node whose failure ended the execution; null otherwise.')),
-  trace: v.pipe(v.nullable(v.array(NodeTrace)), v.description('What every node did, in dependency order; null until the execution has run.')),
+  trace: v.pipe(
+    v.nullable(v.array(NodeTrace)),
+    v.description('What every node did, in dependency order; null until the execution has run.'),
+  ),
   trace_truncated: v.pipe(v.boolean(), v.description('Previews or errors were cut further to keep the record within its size limit.')),
-  reruns: v.pipe(int(0), v.description('Times it ran again from the start after a crash of the local runtime interrupted it (always 0 on AWS).')),
+  reruns: v.pipe(
+    int(0),
+    v.description('Times it ran again from the start after a crash of the local runtime interrupted it (always 0 on AWS).'),
+  ),
   run_id: Uuid,
   execution_id: Uuid,
   kind: v.picklist(['run', 'api']),
   source: v.pipe(v.nullable(ExecutionSource), v.description("Where a deployment's execution came from; null for runs.")),
   pipeline_id: PipelineId,
   deployment_id: v.nullable(Uuid),
-  consumer_id: v.pipe(v.nullable(Uuid), v.description("The consumer whose key submitted it; null for the deployment's own key (and runs).")),
+  consumer_id: v.pipe(
+    v.nullable(Uuid),
+    v.description("The consumer whose key submitted it; null for the deployment's own key (and runs)."),
+  ),
   version: int(1),
   status: ExecutionStatus,
   inputs: v.record(v.string(), RawValue),
@@ -467,7 +537,10 @@ const deploymentEntries = {
   version: int(1),
   published_at: Timestamp,
   execute_url: url,
-  form_url: v.pipe(v.nullable(url), v.description('The web form: anyone with this link can use the deployment in a browser; null without an enabled form.')),
+  form_url: v.pipe(
+    v.nullable(url),
+    v.description('The web form: anyone with this link can use the deployment in a browser; null without an enabled form.'),
+  ),
   form: v.pipe(v.nullable(FormView), v.description("The web form's settings; null when it was never enabled.")),
   events: v.pipe(EventsView, v.description("What callers' event streams show of the nodes.")),
   inputs: v.array(ContractInput),
@@ -503,7 +576,10 @@ const Readiness = v.object({
 export const RotateRequest = v.strictObject({
   grace_seconds: v.optional(v.pipe(int(0, 7 * 24 * 3600), v.description('How long the old credential keeps working.')), 0),
   credential: v.optional(
-    v.pipe(v.picklist(['api_key', 'signing_secret', 'form_link']), v.description('form_link: a new web-form link; the old one answers 404 at once (no grace period).')),
+    v.pipe(
+      v.picklist(['api_key', 'signing_secret', 'form_link']),
+      v.description('form_link: a new web-form link; the old one answers 404 at once (no grace period).'),
+    ),
     'api_key',
   ),
 });
@@ -527,14 +603,25 @@ const Quota = v.pipe(
   }),
   v.description('Only accepted executions spend it, never reads; over it: 429 saying when it resets.'),
 );
-const ConsumerName = v.pipe(v.string(), v.regex(/\S/, 'name must not be blank'), v.maxLength(MAX_CONSUMER_NAME_LENGTH, `name must be at most ${MAX_CONSUMER_NAME_LENGTH} characters`));
+const ConsumerName = v.pipe(
+  v.string(),
+  v.regex(/\S/, 'name must not be blank'),
+  v.maxLength(MAX_CONSUMER_NAME_LENGTH, `name must be at most ${MAX_CONSUMER_NAME_LENGTH} characters`),
+);
 // Every own key kept, `prototype` and `constructor` too (valibot's record drops them silently).
 const ConsumerMetadata = v.pipe(
-  ownRecord(v.pipe(v.string(), v.maxLength(64)), v.pipe(v.string(), v.maxLength(MAX_METADATA_VALUE_LENGTH, `metadata values must be at most ${MAX_METADATA_VALUE_LENGTH} characters`))),
+  ownRecord(
+    v.pipe(v.string(), v.maxLength(64)),
+    v.pipe(v.string(), v.maxLength(MAX_METADATA_VALUE_LENGTH, `metadata values must be at most ${MAX_METADATA_VALUE_LENGTH} characters`)),
+  ),
   v.maxEntries(MAX_METADATA_ENTRIES, `metadata may have at most ${MAX_METADATA_ENTRIES} entries`),
   v.description(`Yours to keep (a customer id, a plan): at most ${MAX_METADATA_ENTRIES} string entries, never shown to the consumer.`),
 );
-const ExpiresAt = v.pipe(v.string(), v.isoTimestamp('expires_at must be an ISO 8601 timestamp with a time zone'), v.description('After this moment the key is refused (401 `key_expired`); null: never.'));
+const ExpiresAt = v.pipe(
+  v.string(),
+  v.isoTimestamp('expires_at must be an ISO 8601 timestamp with a time zone'),
+  v.description('After this moment the key is refused (401 `key_expired`); null: never.'),
+);
 /** POST …/deployment/consumers. */
 export const ConsumerCreate = v.strictObject({
   name: ConsumerName,
@@ -613,12 +700,21 @@ export const SHAPES = {
   UploadRequest,
   UploadAnswer,
   OpenApiDocument,
-  Unauthorized: errorBody('Unauthorized', 'Missing or refused credentials: for an API key, `reason` says which case it is and `detail` what to do; never which keys exist.', {
-    // On AWS an owner route's IAM refusal is answered by the same ACCESS_DENIED response, whose
-    // template can only substitute: there `reason` and `detail` are empty strings.
-    reason: v.optional(v.pipe(v.union([v.picklist(Object.keys(KEY_REFUSALS) as [KeyRefusal, ...KeyRefusal[]]), v.literal('')]), v.description(`${KEY_REASON_DOC} Empty on an owner route refused by IAM (AWS only).`))),
-    detail: v.optional(v.union([Detail, v.literal('')])),
-  }),
+  Unauthorized: errorBody(
+    'Unauthorized',
+    'Missing or refused credentials: for an API key, `reason` says which case it is and `detail` what to do; never which keys exist.',
+    {
+      // On AWS an owner route's IAM refusal is answered by the same ACCESS_DENIED response, whose
+      // template can only substitute: there `reason` and `detail` are empty strings.
+      reason: v.optional(
+        v.pipe(
+          v.union([v.picklist(Object.keys(KEY_REFUSALS) as [KeyRefusal, ...KeyRefusal[]]), v.literal('')]),
+          v.description(`${KEY_REASON_DOC} Empty on an owner route refused by IAM (AWS only).`),
+        ),
+      ),
+      detail: v.optional(v.union([Detail, v.literal('')])),
+    },
+  ),
   NotFoundDeployment: errorBody('DeploymentNotFound', 'Unknown or deleted deployment.'),
   NotFoundExecution: errorBody('ExecutionNotFound', 'Unknown or expired execution, or one of another deployment (or pipeline).'),
   InvalidInputStructure: errorBody(
@@ -632,11 +728,23 @@ export const SHAPES = {
     { detail: Detail },
   ),
   MissingCallbackUrl: errorBody('MissingCallbackUrl', '`callback` present but null, empty or blank.', { detail: v.optional(Detail) }),
-  InvalidCallbackUrl: errorBody('InvalidCallbackUrl', '`callback` not an absolute http(s) URL, or to a blocked address.', { detail: v.optional(Detail) }),
-  IdempotencyKeyReused: errorBody('IdempotencyKeyReused', 'The same Idempotency-Key was used with a different body.', { detail: v.optional(Detail) }),
-  PayloadTooLarge: errorBody('PayloadTooLarge', 'The body is larger than the limit (256 KiB by default; execution requests with inline ASSET values 4 MiB); `detail` names the limit and, for assets, the uploads route.', { detail: v.optional(Detail) }),
-  UnsupportedMediaType: errorBody('UnsupportedMediaType', 'A non-empty body with a content type other than JSON.', { detail: v.optional(Detail) }),
-  ExecutionNotCompleted: errorBody('ExecutionNotCompleted', 'The result was fetched before the execution finished.', { status: v.picklist(['pending', 'running']) }),
+  InvalidCallbackUrl: errorBody('InvalidCallbackUrl', '`callback` not an absolute http(s) URL, or to a blocked address.', {
+    detail: v.optional(Detail),
+  }),
+  IdempotencyKeyReused: errorBody('IdempotencyKeyReused', 'The same Idempotency-Key was used with a different body.', {
+    detail: v.optional(Detail),
+  }),
+  PayloadTooLarge: errorBody(
+    'PayloadTooLarge',
+    'The body is larger than the limit (256 KiB by default; execution requests with inline ASSET values 4 MiB); `detail` names the limit and, for assets, the uploads route.',
+    { detail: v.optional(Detail) },
+  ),
+  UnsupportedMediaType: errorBody('UnsupportedMediaType', 'A non-empty body with a content type other than JSON.', {
+    detail: v.optional(Detail),
+  }),
+  ExecutionNotCompleted: errorBody('ExecutionNotCompleted', 'The result was fetched before the execution finished.', {
+    status: v.picklist(['pending', 'running']),
+  }),
   ExecutionAlreadyFinished: errorBody('ExecutionAlreadyFinished', 'Cancel of an execution that already finished.', { status: Terminal }),
   TooManyRequests: errorBody(
     'TooManyRequests',
@@ -648,21 +756,34 @@ export const SHAPES = {
       resets_at: v.optional(v.pipe(Timestamp, v.description('quota: when the period ends and the quota refills.'))),
     },
   ),
-  ServiceUnavailable: errorBody('ServiceUnavailable', 'The store is unreachable for a moment; retry after `Retry-After` seconds.', { detail: v.optional(Detail) }),
-  InternalError: errorBody('InternalError', 'Anything unexpected. No internals are shown; `request_id` finds the log line.', { request_id: v.string() }),
+  ServiceUnavailable: errorBody('ServiceUnavailable', 'The store is unreachable for a moment; retry after `Retry-After` seconds.', {
+    detail: v.optional(Detail),
+  }),
+  InternalError: errorBody('InternalError', 'Anything unexpected. No internals are shown; `request_id` finds the log line.', {
+    request_id: v.string(),
+  }),
   GatewayError,
   // Owner API (only the whole-service document).
   NotFound: errorBody('RouteNotFound', 'Nothing is served at this path.'),
   // Asset links (GET /v1/assets/{token}): a caller route of the service, in no deployment's document.
-  AssetNotFound: errorBody('AssetNotFound', 'No asset at this link: never issued or altered, its deployment deleted, or the object gone.', { detail: v.optional(Detail) }),
-  AssetLinkExpired: errorBody('AssetLinkExpired', 'The link expired; read the result again for a fresh one.', { detail: v.optional(Detail), expired_at: Timestamp }),
+  AssetNotFound: errorBody('AssetNotFound', 'No asset at this link: never issued or altered, its deployment deleted, or the object gone.', {
+    detail: v.optional(Detail),
+  }),
+  AssetLinkExpired: errorBody('AssetLinkExpired', 'The link expired; read the result again for a fresh one.', {
+    detail: v.optional(Detail),
+    expired_at: Timestamp,
+  }),
   RangeNotSatisfiable: errorBody('RangeNotSatisfiable', 'The range starts past the end.', { detail: v.optional(Detail) }),
   // Web forms (GET /v1/forms/{form_token}, …): the link is the capability; in no deployment's document.
   FormExecutionRequest,
   FormAccepted,
   FormExecution,
   FormNotFound: errorBody('FormNotFound', 'No form at this link: never issued or altered, rotated, disabled, or its deployment deleted.'),
-  FormRateLimited: errorBody('TooManyRequests', 'Too many runs or uploads through this form link, or from this address, in the last minute; `detail` says which limit and when to try again (also `Retry-After`).', { detail: Detail }),
+  FormRateLimited: errorBody(
+    'TooManyRequests',
+    'Too many runs or uploads through this form link, or from this address, in the last minute; `detail` says which limit and when to try again (also `Retry-After`).',
+    { detail: Detail },
+  ),
   PipelineId,
   Problem,
   PipelineDefinition,
@@ -726,7 +847,9 @@ export const SHAPES = {
   NotFoundRun: errorBody('RunNotFound', 'No run with this id in this pipeline.'),
   NotFoundSecret: errorBody('SecretNotFound', 'No owner secret with this name.'),
   NotFoundConsumer: errorBody('ConsumerNotFound', 'No consumer with this id in this deployment.'),
-  InvalidDefinition: errorBody('InvalidDefinition', 'The definition (or the pipeline id) was refused; `detail` lists every problem.', { detail: Problems }),
+  InvalidDefinition: errorBody('InvalidDefinition', 'The definition (or the pipeline id) was refused; `detail` lists every problem.', {
+    detail: Problems,
+  }),
   InvalidRequest: errorBody('InvalidRequest', 'The request body or query was refused; `detail` lists every problem.', { detail: Problems }),
   ConfirmationRequired: errorBody('ConfirmationRequired', 'Delete without `?confirm=` naming the deployment id.', { detail: Detail }),
   PublishNoSuccessfulRun: errorBody(
@@ -734,8 +857,13 @@ export const SHAPES = {
     'Publish refused: no run of this pipeline has succeeded. While a run is still going, `detail` says so and how to wait for it, and `latest_run` names it.',
     { detail: v.optional(Detail), latest_run: v.optional(RunSummary) },
   ),
-  PublishLatestRunFailed: errorBody('PublishLatestRunFailed', 'Publish refused: the most recent finished run did not succeed.', { latest_run: RunSummary }),
-  PublishNoInputsOrOutputs: errorBody('PublishNoInputsOrOutputs', 'Publish refused: the version of the latest run has no Input and no Output nodes.'),
+  PublishLatestRunFailed: errorBody('PublishLatestRunFailed', 'Publish refused: the most recent finished run did not succeed.', {
+    latest_run: RunSummary,
+  }),
+  PublishNoInputsOrOutputs: errorBody(
+    'PublishNoInputsOrOutputs',
+    'Publish refused: the version of the latest run has no Input and no Output nodes.',
+  ),
   Conflict: errorBody('Conflict', 'A concurrent publish, rotation or delete changed the deployment; try again.', { detail: Detail }),
 } as const;
 

@@ -51,7 +51,8 @@ function exampleBody(doc: Obj, execute: Operation): { workflow_input: Record<str
   const workflow_input: Record<string, { value: RawValue; value_type: 'RAW' }> = {};
   for (const [id, s] of Object.entries(isObj(inputs) ? inputs : {})) {
     const value = at(s, 'properties', 'value', 'default');
-    if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') workflow_input[id] = { value, value_type: 'RAW' };
+    if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean')
+      workflow_input[id] = { value, value_type: 'RAW' };
   }
   return { workflow_input };
 }

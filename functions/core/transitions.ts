@@ -18,9 +18,7 @@ export const isTerminal = (s: ExecutionStatus): boolean => TERMINAL.includes(s);
 /** For a status read from outside (an HTTP answer, a stored item): is it a terminal one? */
 export const isTerminalStatus = (s: unknown): s is ExecutionStatus => typeof s === 'string' && (TERMINAL as readonly string[]).includes(s);
 
-export const canTransition = (from: ExecutionStatus, to: ExecutionStatus): boolean =>
-  TRANSITIONS[from].includes(to);
+export const canTransition = (from: ExecutionStatus, to: ExecutionStatus): boolean => TRANSITIONS[from].includes(to);
 
 /** The statuses from which `to` may be reached: what a conditional write must require. */
-export const allowedFrom = (to: ExecutionStatus): ExecutionStatus[] =>
-  STATUSES.filter((from) => canTransition(from, to));
+export const allowedFrom = (to: ExecutionStatus): ExecutionStatus[] => STATUSES.filter((from) => canTransition(from, to));

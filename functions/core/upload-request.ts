@@ -57,15 +57,30 @@ export function parseUploadRequest(body: string | null): UploadRequest {
  * 422 unless some visible asset input could take a file of this type and size (the caller's
  * word for now; the bytes are sniffed again when the upload is used).
  */
-export function checkUploadFits(inputs: readonly ContractInput[], req: UploadRequest, owner: 'deployment' | 'pipeline' = 'deployment'): void {
+export function checkUploadFits(
+  inputs: readonly ContractInput[],
+  req: UploadRequest,
+  owner: 'deployment' | 'pipeline' = 'deployment',
+): void {
   const assets = inputs.filter((i) => i.visible && i.value_type === 'asset');
   if (assets.length === 0) throw new AppError('InvalidInput', `this ${owner} takes no asset inputs`);
-  const fits = assets.some((i) => acceptsMediaType(i.media_types, req.media_type) && (i.max_bytes === undefined || req.bytes <= i.max_bytes));
+  const fits = assets.some(
+    (i) => acceptsMediaType(i.media_types, req.media_type) && (i.max_bytes === undefined || req.bytes <= i.max_bytes),
+  );
   if (!fits) {
-    throw new AppError('InvalidInput', `no asset input takes ${req.bytes} bytes of ${req.media_type}: ${assets.map((i) => `'${i.id}' accepts ${acceptsText(i)}`).join('; ')}`);
+    throw new AppError(
+      'InvalidInput',
+      `no asset input takes ${req.bytes} bytes of ${req.media_type}: ${assets.map((i) => `'${i.id}' accepts ${acceptsText(i)}`).join('; ')}`,
+    );
   }
 }
 
 export function uploadAnswer(uploadId: string, put: PresignedUpload): UploadAnswer {
-  return { upload_url: put.url, method: 'PUT', headers: put.headers, expires_at: put.expires_at, asset: { value: uploadValue(uploadId), value_type: 'ASSET' } };
+  return {
+    upload_url: put.url,
+    method: 'PUT',
+    headers: put.headers,
+    expires_at: put.expires_at,
+    asset: { value: uploadValue(uploadId), value_type: 'ASSET' },
+  };
 }

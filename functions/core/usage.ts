@@ -56,7 +56,7 @@ export const emptyCallerCounts = (): CallerCounts => ({ counts: {}, bins: {}, ac
  */
 export function addUsageAttribute(b: UsageBucket, name: string, n: number): void {
   const caller = /^c#([^#]+)#(\w+)$/.exec(name);
-  const field = caller ? caller[2] ?? '' : name;
+  const field = caller ? (caller[2] ?? '') : name;
   let target: { counts: Partial<Record<UsageStatus, number>>; bins: Record<number, number> } = b;
   if (caller) {
     b.callers ??= {};
@@ -68,7 +68,8 @@ export function addUsageAttribute(b: UsageBucket, name: string, n: number): void
     }
   }
   const status = /^n_(\w+)$/.exec(field)?.[1];
-  if (status && (USAGE_STATUSES as readonly string[]).includes(status)) target.counts[status as UsageStatus] = (target.counts[status as UsageStatus] ?? 0) + n;
+  if (status && (USAGE_STATUSES as readonly string[]).includes(status))
+    target.counts[status as UsageStatus] = (target.counts[status as UsageStatus] ?? 0) + n;
   const bin = /^h_(\d+)$/.exec(field)?.[1];
   if (bin !== undefined) target.bins[Number(bin)] = (target.bins[Number(bin)] ?? 0) + n;
 }
@@ -105,10 +106,19 @@ export function isUsageStatus(s: ExecutionStatus): s is UsageStatus {
  * in the bucket of its completion. Null when it does not count (runs, and executions not
  * finished). Every store counts through this, so the rule is written once.
  */
-export function usageIncrement(e: Execution): { deploymentId: string; bucket: string; status: UsageStatus; bin: number; at: Date; consumerId: string | null } | null {
+export function usageIncrement(
+  e: Execution,
+): { deploymentId: string; bucket: string; status: UsageStatus; bin: number; at: Date; consumerId: string | null } | null {
   if (e.kind !== 'api' || !e.deployment_id || !e.completed_at || !isUsageStatus(e.status)) return null;
   const at = new Date(e.completed_at);
-  return { deploymentId: e.deployment_id, bucket: bucketOf(at), status: e.status, bin: binOf(completionDuration(e) ?? 0), at, consumerId: e.consumer_id ?? null };
+  return {
+    deploymentId: e.deployment_id,
+    bucket: bucketOf(at),
+    status: e.status,
+    bin: binOf(completionDuration(e) ?? 0),
+    at,
+    consumerId: e.consumer_id ?? null,
+  };
 }
 
 function percentile(bins: readonly number[], total: number, p: number): number | null {

@@ -9,7 +9,14 @@ import { checkUrl, type UrlCheckOptions } from './address-guard';
 import { DEFINITION_ASSET_MAX_BYTES, INLINE_ASSET_BODY_MAX_BYTES, parseAssetValue, UPLOAD_VALUE_PREFIX, UPLOADS_ROUTE } from './assets';
 import type { InputValueType, RawValue } from './types';
 
-export const INPUT_VALUE_TYPES = ['string', 'integer', 'float', 'boolean', 'reference', 'asset'] as const satisfies readonly InputValueType[];
+export const INPUT_VALUE_TYPES = [
+  'string',
+  'integer',
+  'float',
+  'boolean',
+  'reference',
+  'asset',
+] as const satisfies readonly InputValueType[];
 
 /** What a caller puts in `value_type` beside a value: REFERENCE for reference inputs, ASSET for asset inputs, RAW for the rest. */
 export type RequestValueType = 'RAW' | 'REFERENCE' | 'ASSET';
@@ -83,8 +90,7 @@ export function referenceProblem(value: unknown, opts: UrlCheckOptions): string 
   return refused === null ? null : `is not an allowed URL: ${refused}`;
 }
 
-export const isPlainObject = (x: unknown): x is Record<string, unknown> =>
-  typeof x === 'object' && x !== null && !Array.isArray(x);
+export const isPlainObject = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
 
 export const isInputValueType = (x: unknown): x is InputValueType =>
   typeof x === 'string' && (INPUT_VALUE_TYPES as readonly string[]).includes(x);

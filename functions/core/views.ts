@@ -19,8 +19,7 @@ export const executionUrls = (baseUrl: string, executionId: string): ExecutionUr
   result_url: `${baseUrl}/v1/deployments/executions/${executionId}/result/`,
 });
 
-export const executeUrl = (baseUrl: string, deploymentId: string): string =>
-  `${baseUrl}/v1/deployments/${deploymentId}/executions/`;
+export const executeUrl = (baseUrl: string, deploymentId: string): string => `${baseUrl}/v1/deployments/${deploymentId}/executions/`;
 
 /** Milliseconds from start to finish; an execution cancelled before it started took 0. */
 export function completionDuration(e: Pick<Execution, 'started_at' | 'completed_at'>): number | null {
@@ -39,7 +38,13 @@ export function acceptedBody(baseUrl: string, e: Pick<Execution, 'execution_id' 
   };
 }
 
-export function statusBody(baseUrl: string, e: Pick<Execution, 'status' | 'execution_id' | 'deployment_id' | 'created_at' | 'started_at' | 'completed_at' | 'error_message' | 'caller_error_message'>) {
+export function statusBody(
+  baseUrl: string,
+  e: Pick<
+    Execution,
+    'status' | 'execution_id' | 'deployment_id' | 'created_at' | 'started_at' | 'completed_at' | 'error_message' | 'caller_error_message'
+  >,
+) {
   return {
     status: e.status,
     execution_id: e.execution_id,
@@ -75,7 +80,8 @@ export function responseData(e: Execution, links: OutputLinks = {}): Record<stri
   const assets = e.output_assets ?? {};
   const ids = e.visible_outputs ?? [...Object.keys(outputs), ...Object.keys(assets)];
   const data: Record<string, OutputValue> = {};
-  const define = (id: string, value: OutputValue) => Object.defineProperty(data, id, { value, enumerable: true, writable: true, configurable: true });
+  const define = (id: string, value: OutputValue) =>
+    Object.defineProperty(data, id, { value, enumerable: true, writable: true, configurable: true });
   for (const id of ids) {
     const value = Object.hasOwn(outputs, id) ? outputs[id] : undefined;
     const ref = Object.hasOwn(assets, id) ? assets[id] : undefined;
@@ -92,7 +98,8 @@ export function ownerOutputAssets(e: Execution, links: OutputLinks = {}): Record
   const out: Record<string, AssetOutputValue> = {};
   for (const [id, ref] of Object.entries(e.output_assets ?? {})) {
     const link = Object.hasOwn(links, id) ? links[id] : undefined;
-    if (link !== undefined) Object.defineProperty(out, id, { value: assetOutputValue(ref, link), enumerable: true, writable: true, configurable: true });
+    if (link !== undefined)
+      Object.defineProperty(out, id, { value: assetOutputValue(ref, link), enumerable: true, writable: true, configurable: true });
   }
   return out;
 }

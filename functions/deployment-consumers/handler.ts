@@ -1,7 +1,14 @@
 import { lambdaDeps } from '../adapters/deps';
 import { bodyText, httpHandler, json } from '../adapters/api';
 import { AppError } from '../core/errors';
-import { createConsumer, listConsumers, revokeConsumer, rotateConsumerKey, setDeploymentKeyLimits, updateConsumer } from '../services/consumers.service';
+import {
+  createConsumer,
+  listConsumers,
+  revokeConsumer,
+  rotateConsumerKey,
+  setDeploymentKeyLimits,
+  updateConsumer,
+} from '../services/consumers.service';
 
 /**
  * A deployment's consumers and key limits (one function for their six routes, all rare owner
@@ -16,7 +23,8 @@ export const createHandler = httpHandler(async (req) => {
   const noStore = { 'cache-control': 'no-store' };
   const route = `${req.event.httpMethod} ${req.event.resource.replace(/\/+$/, '')}`;
   if (route.endsWith('/deployment/limits')) return json(200, await setDeploymentKeyLimits(req.deps, pipelineId, body));
-  if (route.endsWith('/consumers/{consumer_id}/keys')) return json(200, await rotateConsumerKey(req.deps, pipelineId, consumerId, body), noStore);
+  if (route.endsWith('/consumers/{consumer_id}/keys'))
+    return json(200, await rotateConsumerKey(req.deps, pipelineId, consumerId, body), noStore);
   if (route.startsWith('POST ')) return json(201, await createConsumer(req.deps, pipelineId, body), noStore);
   if (route.startsWith('GET ')) return json(200, await listConsumers(req.deps, pipelineId));
   if (route.startsWith('PATCH ')) return json(200, await updateConsumer(req.deps, pipelineId, consumerId, body));

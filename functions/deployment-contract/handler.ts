@@ -3,6 +3,8 @@ import { callerAuth, httpHandler, json } from '../adapters/api';
 import { contract } from '../services/caller.service';
 
 /** GET /v1/deployments/{deployment_id}/ → the visible contract. */
-export const createHandler = httpHandler(async (req) => json(200, await contract(req.deps, callerAuth(req.event), req.param('deployment_id'))));
+export const createHandler = httpHandler(async (req) =>
+  json(200, await contract(req.deps, callerAuth(req.event), req.param('deployment_id'))),
+);
 
 export const handler = createHandler(lambdaDeps);

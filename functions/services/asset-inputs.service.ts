@@ -28,7 +28,13 @@ const invalid = (id: string, reason: string) => new AppError('InvalidInput', `in
  * `owner` is who the request runs for: uploads of anyone else (another deployment, a pipeline's
  * owner for a caller, a caller for a run) are refused.
  */
-export async function checkAssets(d: Deps, owner: ObjectOwner, inputs: readonly ContractInput[], forms: Record<string, AssetValueForm>, now: Date): Promise<CheckedAsset[]> {
+export async function checkAssets(
+  d: Deps,
+  owner: ObjectOwner,
+  inputs: readonly ContractInput[],
+  forms: Record<string, AssetValueForm>,
+  now: Date,
+): Promise<CheckedAsset[]> {
   const checked: CheckedAsset[] = [];
   for (const input of inputs) {
     const form = Object.hasOwn(forms, input.id) ? forms[input.id] : undefined;
@@ -49,12 +55,16 @@ async function checkUpload(d: Deps, owner: ObjectOwner, input: ContractInput, up
   const record = await d.uploads.get(uploadId, now);
   // Unknown, expired and others' uploads answer alike: a caller learns nothing of others'.
   if (!record || !sameOwner(record.owner, owner)) {
-    throw invalid(input.id, `names an upload that does not exist or has expired (an upload can be used for a day, with the ${owner.kind} that made it)`);
+    throw invalid(
+      input.id,
+      `names an upload that does not exist or has expired (an upload can be used for a day, with the ${owner.kind} that made it)`,
+    );
   }
   const key = ownerUploadKey(owner, uploadId);
   const head = await d.objects.head(key);
   if (!head) throw invalid(input.id, 'names an upload whose bytes have not arrived: PUT them to its upload_url first');
-  if (head.bytes !== record.bytes) throw invalid(input.id, `names an upload of ${head.bytes} bytes, not the ${record.bytes} it was made for`);
+  if (head.bytes !== record.bytes)
+    throw invalid(input.id, `names an upload of ${head.bytes} bytes, not the ${record.bytes} it was made for`);
   const body = await d.objects.read(key);
   if (!body) throw invalid(input.id, 'names an upload whose bytes have not arrived: PUT them to its upload_url first');
   const media_type = await sniffMediaType(body);
@@ -69,7 +79,12 @@ async function checkUpload(d: Deps, owner: ObjectOwner, input: ContractInput, up
  * links are minted from records only; the bucket's lifecycle removes them) and, for an upload,
  * a claim by an execution id that a retry with the same Idempotency-Key takes up again.
  */
-export async function storeAssets(d: Deps, e: Pick<Execution, 'kind' | 'deployment_id' | 'pipeline_id' | 'execution_id'>, checked: readonly CheckedAsset[], now: Date): Promise<Record<string, ObjectRef>> {
+export async function storeAssets(
+  d: Deps,
+  e: Pick<Execution, 'kind' | 'deployment_id' | 'pipeline_id' | 'execution_id'>,
+  checked: readonly CheckedAsset[],
+  now: Date,
+): Promise<Record<string, ObjectRef>> {
   const refs: Record<string, ObjectRef> = {};
   for (const a of checked) {
     let key: string;
@@ -82,7 +97,12 @@ export async function storeAssets(d: Deps, e: Pick<Execution, 'kind' | 'deployme
       }
       key = a.source.key;
     }
-    Object.defineProperty(refs, a.id, { value: { key, media_type: a.media_type, bytes: a.bytes, sha256: a.sha256 }, enumerable: true, writable: true, configurable: true });
+    Object.defineProperty(refs, a.id, {
+      value: { key, media_type: a.media_type, bytes: a.bytes, sha256: a.sha256 },
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
   }
   return refs;
 }

@@ -26,7 +26,8 @@ export async function serveAsset(d: Deps, token: string, rangeHeader: string | u
   const { masterKey } = await d.keyMaterial.material();
   const check = verifyAssetToken(token, assetLinkKey(masterKey), now);
   if (!check.ok) {
-    if (check.reason === 'expired') throw new AppError('AssetLinkExpired', EXPIRED_DETAIL(check.expired_at), { expired_at: check.expired_at });
+    if (check.reason === 'expired')
+      throw new AppError('AssetLinkExpired', EXPIRED_DETAIL(check.expired_at), { expired_at: check.expired_at });
     throw new AppError('AssetNotFound', NOT_FOUND_DETAIL);
   }
   const { claims } = check;
@@ -42,7 +43,12 @@ export async function serveAsset(d: Deps, token: string, rangeHeader: string | u
   if (!head) throw new AppError('AssetNotFound', NOT_FOUND_DETAIL);
   const range = parseRange(rangeHeader, head.bytes);
   if (range.kind === 'unsatisfiable') {
-    throw new AppError('RangeNotSatisfiable', `the object is ${head.bytes} bytes`, {}, { headers: { 'content-range': `bytes */${head.bytes}` } });
+    throw new AppError(
+      'RangeNotSatisfiable',
+      `the object is ${head.bytes} bytes`,
+      {},
+      { headers: { 'content-range': `bytes */${head.bytes}` } },
+    );
   }
   // HEAD: what GET would answer, status and headers, from the object's metadata alone.
   let body = none();

@@ -60,7 +60,9 @@ export async function authorize(d: Deps, headers: Record<string, string | undefi
     deploymentId: rec.deployment_id,
     revision: rec.revision,
     deleted: rec.status === 'deleted',
-    ...(consumer ? { consumerId: consumer.consumer_id, limits: { rate_limit: consumer.rate_limit, quota: consumer.quota } } : { limits: rec.key_limits ?? NO_LIMITS }),
+    ...(consumer
+      ? { consumerId: consumer.consumer_id, limits: { rate_limit: consumer.rate_limit, quota: consumer.quota } }
+      : { limits: rec.key_limits ?? NO_LIMITS }),
   };
 }
 

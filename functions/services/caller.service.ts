@@ -86,7 +86,8 @@ export async function awaitTerminal<T extends Pick<Execution, 'status'> = Execut
   executionId: string,
   first: () => Promise<T>,
   wait: Wait,
-  reread: (current: T) => Promise<T | null> = (current) => rereadWhole(d, executionId, current as unknown as Execution) as Promise<T | null>,
+  reread: (current: T) => Promise<T | null> = (current) =>
+    rereadWhole(d, executionId, current as unknown as Execution) as Promise<T | null>,
 ): Promise<{ e: T; waited: number }> {
   if (wait.seconds <= 0) return { e: await first(), waited: 0 };
   const slot = await takeWaitSlot(d);
@@ -182,7 +183,8 @@ export async function submit(d: Deps, auth: CallerAuth, req: ExecuteRequest) {
     { maxBodyBytes: d.config.maxBodyBytes, maxInputs: d.config.maxInputs, allowPrivateUrls: d.config.allowPrivateUrls },
   );
   // An open link must not make the service call out to an address of the visitor's choosing.
-  if (req.formLink !== undefined && parsed.callback !== null) throw new AppError('InvalidInputStructure', 'a web-form execution takes no callback');
+  if (req.formLink !== undefined && parsed.callback !== null)
+    throw new AppError('InvalidInputStructure', 'a web-form execution takes no callback');
   const now = d.clock.now();
   // Every asset is checked (sniffed, sized, its upload looked up) before anything is written.
   const assets = await checkAssets(d, { kind: 'deployment', deployment_id: dep.deployment_id }, dep.inputs, parsed.assets, now);

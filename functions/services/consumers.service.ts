@@ -22,9 +22,14 @@ function parse<S extends v.GenericSchema>(schema: S, body: string | null): v.Inf
   const raw = parseJson(body, 'body') ?? {};
   // valibot's record takes a list as an object (and would store `[]` as `{}`); JSON Schema's
   // `type: object`, which the documents say, does not.
-  if (isPlainObject(raw) && Array.isArray(raw.metadata)) throw new AppError('InvalidRequest', [{ path: 'metadata', reason: 'metadata must be an object of string values, not a list' }]);
+  if (isPlainObject(raw) && Array.isArray(raw.metadata))
+    throw new AppError('InvalidRequest', [{ path: 'metadata', reason: 'metadata must be an object of string values, not a list' }]);
   const parsed = v.safeParse(schema, raw);
-  if (!parsed.success) throw new AppError('InvalidRequest', parsed.issues.map((i) => ({ path: v.getDotPath(i) ?? '(body)', reason: i.message })));
+  if (!parsed.success)
+    throw new AppError(
+      'InvalidRequest',
+      parsed.issues.map((i) => ({ path: v.getDotPath(i) ?? '(body)', reason: i.message })),
+    );
   return parsed.output;
 }
 
@@ -32,7 +37,8 @@ function parse<S extends v.GenericSchema>(schema: S, body: string | null): v.Inf
 function expiry(at: string | null | undefined, now: Date, future: boolean): string | null | undefined {
   if (at === undefined || at === null) return at;
   const ms = Date.parse(at);
-  if (future && ms <= now.getTime()) throw new AppError('InvalidRequest', [{ path: 'expires_at', reason: 'expires_at must be in the future' }]);
+  if (future && ms <= now.getTime())
+    throw new AppError('InvalidRequest', [{ path: 'expires_at', reason: 'expires_at must be in the future' }]);
   return new Date(ms).toISOString();
 }
 
@@ -55,7 +61,9 @@ export async function createConsumer(d: Deps, pipelineId: string, body: string |
   const now = d.clock.now();
   const expiresAt = expiry(req.expires_at, now, true) ?? null;
   if ((await d.consumers.list(dep.deployment_id)).length >= MAX_CONSUMERS_PER_DEPLOYMENT) {
-    throw new AppError('InvalidRequest', [{ path: '(body)', reason: `a deployment has at most ${MAX_CONSUMERS_PER_DEPLOYMENT} consumers (revoked ones included)` }]);
+    throw new AppError('InvalidRequest', [
+      { path: '(body)', reason: `a deployment has at most ${MAX_CONSUMERS_PER_DEPLOYMENT} consumers (revoked ones included)` },
+    ]);
   }
   const consumerId = d.ids.uuid();
   const key = await newKey(d, dep.deployment_id, consumerId);
@@ -128,7 +136,12 @@ export async function rotateConsumerKey(d: Deps, pipelineId: string, consumerId:
   const nowSeconds = epochSeconds(now);
   // Rounded up, so a grace period is never shorter than asked.
   const until = Math.ceil(now.getTime() / 1000) + grace;
-  const alive = grace === 0 ? [] : c.key_hashes.filter((k) => k.expires_at === null || k.expires_at > nowSeconds).map((k) => ({ ...k, expires_at: k.expires_at ?? until }));
+  const alive =
+    grace === 0
+      ? []
+      : c.key_hashes
+          .filter((k) => k.expires_at === null || k.expires_at > nowSeconds)
+          .map((k) => ({ ...k, expires_at: k.expires_at ?? until }));
   const key = await newKey(d, dep.deployment_id, c.consumer_id);
   const updated = await d.consumers.update(dep.deployment_id, c.consumer_id, c.revision, {
     key_hashes: [{ hash: key.hash, expires_at: null }, ...alive, ...retiredKeys(c.key_hashes, grace, nowSeconds)],
@@ -147,7 +160,11 @@ export async function setDeploymentKeyLimits(d: Deps, pipelineId: string, body: 
   const dep = await liveDeploymentOf(d, pipelineId);
   const req = parse(KeyLimits, body);
   const limits = { rate_limit: req.rate_limit, quota: req.quota };
-  const updated = await d.deployments.setKeyLimits(dep.deployment_id, dep.revision, limits.rate_limit === null && limits.quota === null ? null : limits);
+  const updated = await d.deployments.setKeyLimits(
+    dep.deployment_id,
+    dep.revision,
+    limits.rate_limit === null && limits.quota === null ? null : limits,
+  );
   if (!updated) throw new AppError('Conflict', 'the deployment changed meanwhile; try again');
   return { deployment_id: dep.deployment_id, ...limits };
 }

@@ -79,7 +79,13 @@ export async function dispatchCallback(
   // message id) takes the claim again; if that message is dead-lettered, the sweeper queues the
   // owed callback again after its quiet period, which the configuration keeps longer than a
   // claim lasts (lib/config.ts).
-  const claimed = await d.executions.claimDelivery(e.execution_id, delivery.attempts, messageId, now.getTime() + callbackClaimMs(d.config), now.getTime());
+  const claimed = await d.executions.claimDelivery(
+    e.execution_id,
+    delivery.attempts,
+    messageId,
+    now.getTime() + callbackClaimMs(d.config),
+    now.getTime(),
+  );
   if (!claimed) {
     d.log.info('callback attempt claimed or recorded by another message; this one is dropped', { execution_id: e.execution_id, attempts });
     return 'claimed_elsewhere';
@@ -89,7 +95,14 @@ export async function dispatchCallback(
   let error: string | null = null;
   const sentAt = d.clock.now().getTime();
   try {
-    const res = await d.http({ method: 'POST', url: e.callback, headers, body, timeoutMs: d.config.callbackTimeoutMs, maxResponseBytes: 65_536 });
+    const res = await d.http({
+      method: 'POST',
+      url: e.callback,
+      headers,
+      body,
+      timeoutMs: d.config.callbackTimeoutMs,
+      maxResponseBytes: 65_536,
+    });
     status = res.status;
     if (res.status < 200 || res.status > 299) error = `HTTP ${res.status}`;
   } catch (err) {
@@ -98,12 +111,26 @@ export async function dispatchCallback(
   const attempt = logged(status, error, Math.max(0, d.clock.now().getTime() - sentAt));
 
   if (error === null) {
-    await d.executions.recordDelivery(e.execution_id, delivery.attempts, { ...base, ...attempt, outcome: 'delivered', last_status: status, last_error: null, next_attempt_at: null });
+    await d.executions.recordDelivery(e.execution_id, delivery.attempts, {
+      ...base,
+      ...attempt,
+      outcome: 'delivered',
+      last_status: status,
+      last_error: null,
+      next_attempt_at: null,
+    });
     return 'delivered';
   }
   const delay = redelivery ? null : nextRetryDelayMs(attempts, d.config.callbackScheduleSeconds, random);
   if (delay === null) {
-    await d.executions.recordDelivery(e.execution_id, delivery.attempts, { ...base, ...attempt, outcome: 'dead_lettered', last_status: status, last_error: error, next_attempt_at: null });
+    await d.executions.recordDelivery(e.execution_id, delivery.attempts, {
+      ...base,
+      ...attempt,
+      outcome: 'dead_lettered',
+      last_status: status,
+      last_error: error,
+      next_attempt_at: null,
+    });
     d.log.warn('callback dead-lettered', { execution_id: e.execution_id, attempts });
     return 'dead_lettered';
   }

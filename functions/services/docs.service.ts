@@ -18,7 +18,11 @@ const PAGE_HEADERS = {
  */
 export function docsPage(deploymentId: string, baseUrl: string): RouteAnswer {
   if (!isUuid(deploymentId)) throw new AppError('DeploymentNotFound');
-  return { status: 200, headers: PAGE_HEADERS, text: { contentType: 'text/html; charset=utf-8', body: docsPageHtml(deploymentId, baseUrl) } };
+  return {
+    status: 200,
+    headers: PAGE_HEADERS,
+    text: { contentType: 'text/html; charset=utf-8', body: docsPageHtml(deploymentId, baseUrl) },
+  };
 }
 
 export async function docsFile(name: string): Promise<RouteAnswer> {

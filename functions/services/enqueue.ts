@@ -19,7 +19,10 @@ export async function enqueueNew(d: Deps, executionId: string): Promise<void> {
     try {
       withdrawn = await d.executions.withdrawPending(executionId);
     } catch (again) {
-      d.log.error('could not queue an execution nor withdraw it; the sweeper will queue it', { execution_id: executionId, ...errorFields(again) });
+      d.log.error('could not queue an execution nor withdraw it; the sweeper will queue it', {
+        execution_id: executionId,
+        ...errorFields(again),
+      });
       throw err;
     }
     if (!withdrawn) return;

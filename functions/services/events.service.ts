@@ -5,7 +5,18 @@
  * processes (AWS) the same watch re-reads the record on its backoff schedule, ending at one
  * strongly consistent GetItem a second (docs/aws.md prices it).
  */
-import { callerFinal, callerShows, eventsAfter, executionEvents, formatEvent, KEEP_ALIVE_COMMENT, parseLastEventId, retryField, type FinalView, type NodeView } from '../core/events';
+import {
+  callerFinal,
+  callerShows,
+  eventsAfter,
+  executionEvents,
+  formatEvent,
+  KEEP_ALIVE_COMMENT,
+  parseLastEventId,
+  retryField,
+  type FinalView,
+  type NodeView,
+} from '../core/events';
 import { AppError } from '../core/errors';
 import { isTerminal } from '../core/transitions';
 import type { DeploymentRecord, Execution } from '../core/types';
@@ -36,7 +47,12 @@ export interface EventStreamOptions {
  * stream: `retry:`, the events after Last-Event-ID, each new one as it is written, `done` last.
  * The body is pulled: a reader that does not read stops the loop (no events pile up in memory).
  */
-export async function openEventStream(d: Deps, auth: CallerAuth, executionId: string, opts: EventStreamOptions): Promise<AsyncIterable<string>> {
+export async function openEventStream(
+  d: Deps,
+  auth: CallerAuth,
+  executionId: string,
+  opts: EventStreamOptions,
+): Promise<AsyncIterable<string>> {
   return streamOf(d, executionId, opts, async () => {
     const first = await ownedExecution(d, auth, executionId);
     // The authorizer let the key through, so the deployment was live a moment ago; one deleted
@@ -64,7 +80,12 @@ export async function callerNodeView(d: Deps, dep: Pick<DeploymentRecord, 'node_
 }
 
 /** An owner's run (404 Run Not Found otherwise): every node and output, `done` holding the run as GET run shows it. */
-export async function openRunEventStream(d: Deps, pipelineId: string, runId: string, opts: EventStreamOptions): Promise<AsyncIterable<string>> {
+export async function openRunEventStream(
+  d: Deps,
+  pipelineId: string,
+  runId: string,
+  opts: EventStreamOptions,
+): Promise<AsyncIterable<string>> {
   return streamOf(d, runId, opts, async () => {
     const first = await d.executions.get(runId, d.clock.now());
     if (!first || first.kind !== 'run' || first.pipeline_id !== pipelineId) throw new AppError('RunNotFound');
@@ -91,7 +112,12 @@ export interface StreamSource {
  * finds the execution and checks the reader may see it (throwing answers before the stream
  * starts); then `retry:`, the events after Last-Event-ID, each new one as it is written, `done`.
  */
-export async function streamOf(d: Deps, executionId: string, opts: EventStreamOptions, open: () => Promise<StreamSource>): Promise<AsyncIterable<string>> {
+export async function streamOf(
+  d: Deps,
+  executionId: string,
+  opts: EventStreamOptions,
+  open: () => Promise<StreamSource>,
+): Promise<AsyncIterable<string>> {
   // Watch before the first read, so a write between that read and the first wait still wakes us.
   const watch = d.completions.watch(executionId);
   let source: StreamSource;

@@ -38,7 +38,8 @@ async function openForm(d: Deps, token: string): Promise<OpenForm> {
   const deploymentId = await d.forms.findLink(hash);
   if (deploymentId === null) throw new AppError('FormNotFound');
   const rec = await d.deployments.get(deploymentId, true);
-  if (!rec || rec.status !== 'live' || !rec.form?.enabled || !formHashMatches(hash, rec.form.token_hash)) throw new AppError('FormNotFound');
+  if (!rec || rec.status !== 'live' || !rec.form?.enabled || !formHashMatches(hash, rec.form.token_hash))
+    throw new AppError('FormNotFound');
   return { rec, hash };
 }
 
@@ -65,10 +66,14 @@ async function admit(d: Deps, hash: string, address: string): Promise<void> {
   const retry = Math.max(1, start + RATE_WINDOW_SECONDS - now);
   const refuse = (detail: string) => new AppError('TooManyRequests', detail, {}, { headers: { 'retry-after': String(retry) } });
   if (byLink > d.config.formLinkActionsPerMinute) {
-    throw refuse(`this form takes at most ${d.config.formLinkActionsPerMinute} runs, uploads and progress streams a minute from everyone together; try again in ${retry} seconds`);
+    throw refuse(
+      `this form takes at most ${d.config.formLinkActionsPerMinute} runs, uploads and progress streams a minute from everyone together; try again in ${retry} seconds`,
+    );
   }
   if (byAddress > d.config.formAddressActionsPerMinute) {
-    throw refuse(`at most ${d.config.formAddressActionsPerMinute} runs, uploads and progress streams a minute may come from one address through forms; try again in ${retry} seconds`);
+    throw refuse(
+      `at most ${d.config.formAddressActionsPerMinute} runs, uploads and progress streams a minute may come from one address through forms; try again in ${retry} seconds`,
+    );
   }
 }
 
@@ -90,7 +95,14 @@ export async function formPage(d: Deps, token: string, baseUrl: string): Promise
   };
   const fields: FormField[] = rec.inputs
     .filter((i) => i.visible)
-    .map((i) => ({ id: i.id, value_type: i.value_type, value: i.value, description: about(i.id), media_types: i.media_types ?? null, max_bytes: i.max_bytes ?? null }));
+    .map((i) => ({
+      id: i.id,
+      value_type: i.value_type,
+      value: i.value,
+      description: about(i.id),
+      media_types: i.media_types ?? null,
+      max_bytes: i.max_bytes ?? null,
+    }));
   const outputs = rec.outputs.filter((o) => o.visible).map((o) => ({ id: o.id, description: about(o.id) }));
   // Straight to storage only where the bucket's CORS rule names this page's origin.
   const direct = d.config.formUploadOrigins.includes(new URL(baseUrl).origin);
@@ -104,7 +116,11 @@ export async function formPage(d: Deps, token: string, baseUrl: string): Promise
     outputs,
   });
   const csp = formPageCsp(direct ? presignedOrigin(d.config, d.config.bucket) : null);
-  return { status: 200, headers: { ...PAGE_HEADERS, 'content-security-policy': csp }, text: { contentType: 'text/html; charset=utf-8', body: html } };
+  return {
+    status: 200,
+    headers: { ...PAGE_HEADERS, 'content-security-policy': csp },
+    text: { contentType: 'text/html; charset=utf-8', body: html },
+  };
 }
 
 /** The page's script and style sheet: the same for every form, so cached. */
@@ -139,7 +155,11 @@ export async function formExecute(d: Deps, req: FormExecuteRequest): Promise<Rou
     formLink: hash,
   });
   const statusUrl = formExecutionUrl(req.baseUrl, req.token, accepted.body.execution_id);
-  return { status: 202, body: { status: 'queued', execution_id: accepted.body.execution_id, status_url: statusUrl }, headers: { location: statusUrl } };
+  return {
+    status: 202,
+    body: { status: 'queued', execution_id: accepted.body.execution_id, status_url: statusUrl },
+    headers: { location: statusUrl },
+  };
 }
 
 /**
@@ -147,13 +167,23 @@ export async function formExecute(d: Deps, req: FormExecuteRequest): Promise<Rou
  * (fresh links to the visible files). With `Prefer: wait=N`, answered when it finishes or the
  * wait runs out, so the page long-polls rather than asking every second.
  */
-export async function formExecution(d: Deps, token: string, executionId: string, baseUrl: string, wait: Wait = NO_WAIT): Promise<RouteAnswer> {
+export async function formExecution(
+  d: Deps,
+  token: string,
+  executionId: string,
+  baseUrl: string,
+  wait: Wait = NO_WAIT,
+): Promise<RouteAnswer> {
   const { rec, hash } = await openForm(d, token);
   const { e, waited } = await awaitTerminal(d, executionId, () => readFormExecution(d, rec, hash, executionId), wait);
   const { body } = await formView(d, e, token, baseUrl);
   return {
     status: 200,
-    headers: { 'cache-control': 'no-store', ...preferenceApplied(waited), ...(isTerminal(e.status) ? {} : { 'retry-after': String(POLL_HINT_SECONDS) }) },
+    headers: {
+      'cache-control': 'no-store',
+      ...preferenceApplied(waited),
+      ...(isTerminal(e.status) ? {} : { 'retry-after': String(POLL_HINT_SECONDS) }),
+    },
     body,
   };
 }
@@ -168,7 +198,12 @@ async function readFormExecution(d: Deps, rec: DeploymentRecord, hash: string, e
 }
 
 /** A form execution as the page reads it (GET …/executions/{id}), with fresh links to its visible files once completed. */
-async function formView(d: Deps, e: Execution, token: string, baseUrl: string): Promise<{ result: ReturnType<typeof resultBody>; body: Record<string, unknown> }> {
+async function formView(
+  d: Deps,
+  e: Execution,
+  token: string,
+  baseUrl: string,
+): Promise<{ result: ReturnType<typeof resultBody>; body: Record<string, unknown> }> {
   const links = e.status === 'completed' ? await outputLinks(d, e, baseUrl, callerOutputIds(e)) : {};
   const result = resultBody(e, links);
   return {

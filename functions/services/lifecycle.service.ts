@@ -44,7 +44,15 @@ export async function finishExecution(
   d: Deps,
   e: Execution,
   to: 'completed' | 'failed',
-  set: { outputs?: Execution['outputs']; output_assets?: Execution['output_assets']; error_message?: string; caller_error_message?: string; trace?: Execution['trace']; trace_truncated?: boolean; progress?: string },
+  set: {
+    outputs?: Execution['outputs'];
+    output_assets?: Execution['output_assets'];
+    error_message?: string;
+    caller_error_message?: string;
+    trace?: Execution['trace'];
+    trace_truncated?: boolean;
+    progress?: string;
+  },
 ): Promise<Finished> {
   const completedAt = d.clock.now().toISOString();
   const t = await whileStoreUnavailable(() =>
@@ -96,9 +104,9 @@ export async function cancelExecution(d: Deps, e: Execution): Promise<Finished> 
   if (!t.ok) return { ok: false, status: t.current?.status ?? 'missing' };
   await afterTerminal(d, t.execution);
   await countUsage(d, t.execution);
-  await d.workflow.stop(e.execution_id, 'cancelled').catch((err: unknown) =>
-    d.log.warn('could not stop workflow', { execution_id: e.execution_id, error_message: String(err) }),
-  );
+  await d.workflow
+    .stop(e.execution_id, 'cancelled')
+    .catch((err: unknown) => d.log.warn('could not stop workflow', { execution_id: e.execution_id, error_message: String(err) }));
   return t;
 }
 
@@ -130,7 +138,7 @@ export async function afterTerminal(d: Deps, e: Execution): Promise<void> {
  */
 async function countUsage(d: Deps, e: Execution): Promise<void> {
   await whileStoreUnavailable(() => d.executions.countFinished(e)).catch((err: unknown) =>
-    d.log.error('usage not counted: the deployment\'s usage misses this execution', {
+    d.log.error("usage not counted: the deployment's usage misses this execution", {
       execution_id: e.execution_id,
       deployment_id: e.deployment_id,
       ...errorFields(err),

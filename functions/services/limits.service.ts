@@ -45,12 +45,23 @@ export async function spendRate(d: Deps, auth: CallerAuth): Promise<LimitState |
   const now = d.clock.now();
   const w = rateWindow(limit, now.getTime());
   const n = await d.consumers.take(auth.deploymentId, subjectOf(auth), rateCounter(w.start), limit.requests, w.end + COUNTER_GRACE_SECONDS);
-  const state: LimitState = { policy: 'rate', limit: limit.requests, windowSeconds: limit.per_seconds, remaining: limit.requests - (n ?? limit.requests), resetSeconds: w.resetSeconds };
+  const state: LimitState = {
+    policy: 'rate',
+    limit: limit.requests,
+    windowSeconds: limit.per_seconds,
+    remaining: limit.requests - (n ?? limit.requests),
+    resetSeconds: w.resetSeconds,
+  };
   if (n === null) {
     await tally(d, auth, 'refused_rate');
-    throw new AppError('TooManyRequests', rateRefusalDetail(limit, w.resetSeconds), { limit: 'rate', retry_after: w.resetSeconds }, {
-      headers: { 'retry-after': String(w.resetSeconds), ...rateLimitHeaders([state]) },
-    });
+    throw new AppError(
+      'TooManyRequests',
+      rateRefusalDetail(limit, w.resetSeconds),
+      { limit: 'rate', retry_after: w.resetSeconds },
+      {
+        headers: { 'retry-after': String(w.resetSeconds), ...rateLimitHeaders([state]) },
+      },
+    );
   }
   return state;
 }
@@ -82,9 +93,14 @@ export async function spendQuota(d: Deps, auth: CallerAuth): Promise<QuotaSpent 
   };
   if (n === null) {
     await tally(d, auth, 'refused_quota');
-    throw new AppError('TooManyRequests', quotaRefusalDetail(quota, p.end), { limit: 'quota', resets_at: p.end.toISOString(), retry_after: p.resetSeconds }, {
-      headers: { 'retry-after': String(p.resetSeconds), ...rateLimitHeaders([state]) },
-    });
+    throw new AppError(
+      'TooManyRequests',
+      quotaRefusalDetail(quota, p.end),
+      { limit: 'quota', resets_at: p.end.toISOString(), retry_after: p.resetSeconds },
+      {
+        headers: { 'retry-after': String(p.resetSeconds), ...rateLimitHeaders([state]) },
+      },
+    );
   }
   return {
     state,

@@ -54,7 +54,12 @@ const concat = (chunks: readonly Uint8Array[], size: number): Uint8Array => {
  * multipart upload, if one was begun, is aborted before the error is rethrown, and the source is
  * ended, so neither an object nor a half-read connection is left behind.
  */
-export async function writeStream(objects: ObjectStorePort, key: string, body: AsyncIterable<Uint8Array>, opts: StreamWriteOptions): Promise<StreamWritten> {
+export async function writeStream(
+  objects: ObjectStorePort,
+  key: string,
+  body: AsyncIterable<Uint8Array>,
+  opts: StreamWriteOptions,
+): Promise<StreamWritten> {
   const partBytes = Math.max(1, opts.partBytes ?? PART_BYTES);
   const hash = createHash('sha256');
   // Without multipart the whole object is one part: the limit still holds while it streams.

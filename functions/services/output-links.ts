@@ -20,7 +20,12 @@ export async function outputLinks(
   for (const id of ids ?? Object.keys(refs)) {
     const ref = Object.hasOwn(refs, id) ? refs[id] : undefined;
     if (ref === undefined) continue;
-    Object.defineProperty(links, id, { value: await d.assetLinks.link(ref, baseUrl, now), enumerable: true, writable: true, configurable: true });
+    Object.defineProperty(links, id, {
+      value: await d.assetLinks.link(ref, baseUrl, now),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
   }
   return links;
 }

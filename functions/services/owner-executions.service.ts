@@ -42,9 +42,11 @@ export interface ListQuery {
 export async function listExecutions(d: Deps, pipelineId: string, q: ListQuery) {
   const problems: { path: string; reason: string }[] = [];
   const limit = q.limit === undefined ? 20 : Number(q.limit);
-  if (!Number.isInteger(limit) || limit < 1 || limit > 100) problems.push({ path: 'limit', reason: 'must be a whole number from 1 to 100' });
+  if (!Number.isInteger(limit) || limit < 1 || limit > 100)
+    problems.push({ path: 'limit', reason: 'must be a whole number from 1 to 100' });
   const status = q.status === undefined || q.status === '' ? undefined : (q.status as ExecutionStatus);
-  if (status !== undefined && !(STATUSES as readonly string[]).includes(status)) problems.push({ path: 'status', reason: `must be one of ${STATUSES.join(', ')}` });
+  if (status !== undefined && !(STATUSES as readonly string[]).includes(status))
+    problems.push({ path: 'status', reason: `must be one of ${STATUSES.join(', ')}` });
   let since: string | undefined;
   if (q.since !== undefined && q.since !== '') {
     const t = Date.parse(q.since);
@@ -63,7 +65,8 @@ export async function listExecutions(d: Deps, pipelineId: string, q: ListQuery) 
       now: d.clock.now(),
     });
   } catch (e) {
-    if (e instanceof InvalidCursorError) throw new AppError('InvalidRequest', [{ path: 'cursor', reason: 'is not a cursor this list returned' }]);
+    if (e instanceof InvalidCursorError)
+      throw new AppError('InvalidRequest', [{ path: 'cursor', reason: 'is not a cursor this list returned' }]);
     throw e;
   }
   return {
@@ -110,7 +113,8 @@ export async function redeliver(d: Deps, pipelineId: string, executionId: string
   const e = await executionOf(d, pipelineId, executionId, true);
   const delivery = e.callback_delivery;
   if (!e.callback) throw new AppError('Conflict', 'this execution was submitted without a callback');
-  if (!isTerminal(e.status) || !delivery) throw new AppError('Conflict', 'the execution has not finished; its callback is sent when it does');
+  if (!isTerminal(e.status) || !delivery)
+    throw new AppError('Conflict', 'the execution has not finished; its callback is sent when it does');
   if (delivery.outcome === 'pending') {
     const now = d.clock.now();
     const due = delivery.next_attempt_at === null ? 0 : Date.parse(delivery.next_attempt_at);
@@ -139,7 +143,15 @@ export async function usage(d: Deps, pipelineId: string) {
   const names = new Map(consumers.map((c) => [c.consumer_id, c.name]));
   // Every consumer, and the deployment's own key once it has counts (it has when it carries limits).
   const ids = [...new Set([...consumers.map((c) => c.consumer_id), ...Object.keys(day)])];
-  const none = (): CallerWindow => ({ accepted: 0, refused_rate: 0, refused_quota: 0, total: 0, by_status: { completed: 0, failed: 0, cancelled: 0 }, p50_ms: null, p95_ms: null });
+  const none = (): CallerWindow => ({
+    accepted: 0,
+    refused_rate: 0,
+    refused_quota: 0,
+    total: 0,
+    by_status: { completed: 0, failed: 0, cancelled: 0 },
+    p50_ms: null,
+    p95_ms: null,
+  });
   return {
     pipeline_id: pipelineId,
     deployment_id: dep.deployment_id,

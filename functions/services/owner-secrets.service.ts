@@ -23,7 +23,10 @@ export async function putSecret(d: Deps, name: string, body: string | null) {
   if (!parsed.success) {
     throw new AppError(
       'InvalidRequest',
-      parsed.issues.map((i) => ({ path: v.getDotPath(i) ?? '(body)', reason: v.getDotPath(i) ? i.message : 'must be an object: {"value": "…"}' })),
+      parsed.issues.map((i) => ({
+        path: v.getDotPath(i) ?? '(body)',
+        reason: v.getDotPath(i) ? i.message : 'must be an object: {"value": "…"}',
+      })),
     );
   }
   return d.ownerSecrets.put(name, parsed.output.value, d.clock.now().toISOString());

@@ -3,7 +3,16 @@ import { randomBytes } from 'node:crypto';
 import * as v from 'valibot';
 import { generateApiKey, generateSigningSecret, hashApiKey, sealSecret } from '../core/api-key';
 import { DEFINITION_ASSET_MAX_BYTES, isUploadValue, parseAssetValue, PIPELINE_UPLOADS_ROUTE, type AssetValueForm } from '../core/assets';
-import { applyVisibility, assertPublishable, discoverContract, formView, readiness as readinessView, requestedSettings, restrictionsOf, type FormRequest } from '../core/contract';
+import {
+  applyVisibility,
+  assertPublishable,
+  discoverContract,
+  formView,
+  readiness as readinessView,
+  requestedSettings,
+  restrictionsOf,
+  type FormRequest,
+} from '../core/contract';
 import { FORM_SALT_BYTES, formToken, formTokenHash, formUrl } from '../core/form-link';
 import { AppError } from '../core/errors';
 import { PIPELINE_ID_PATTERN } from '../core/ids';
@@ -11,7 +20,18 @@ import { RotateRequest, RunRequest } from '../core/shapes';
 import { isTerminal } from '../core/transitions';
 import { referenceProblem, valueTypeProblem } from '../core/values';
 import { InvalidCursorError, type ObjectRef } from '../core/ports';
-import type { Contract, ContractInput, DeploymentRecord, Execution, FormSettings, KeyHash, PipelineDefinition, PipelineMeta, RawValue, RunPointer } from '../core/types';
+import type {
+  Contract,
+  ContractInput,
+  DeploymentRecord,
+  Execution,
+  FormSettings,
+  KeyHash,
+  PipelineDefinition,
+  PipelineMeta,
+  RawValue,
+  RunPointer,
+} from '../core/types';
 import { executeUrl, runBody, runListBody } from '../core/views';
 import type { Deps } from '../adapters/deps';
 import { epochSeconds } from '../core/time';
@@ -22,7 +42,6 @@ import { POLL_HINT_SECONDS, preferenceApplied } from '../core/prefer';
 import { enqueueNew } from './enqueue';
 import { awaitTerminal, NO_WAIT, type Wait } from './caller.service';
 import { outputLinks } from './output-links';
-
 
 export function parseJson(body: string | null, what: string): unknown {
   if (body === null || body.trim() === '') return undefined;
@@ -58,7 +77,12 @@ async function syncRunPointers(d: Deps, id: string, m: PipelineMeta): Promise<{ 
     const fresh = await d.executions.get(r.execution_id, d.clock.now(), true);
     latest ??= fresh;
     if (fresh && isTerminal(fresh.status)) {
-      await d.pipelines.recordRunFinished(id, { run_id: fresh.execution_id, status: fresh.status, version: fresh.version, created_at: fresh.created_at });
+      await d.pipelines.recordRunFinished(id, {
+        run_id: fresh.execution_id,
+        status: fresh.status,
+        version: fresh.version,
+        created_at: fresh.created_at,
+      });
       changed = true;
       break;
     }
@@ -95,12 +119,21 @@ function runInputs(def: PipelineDefinition, given: Record<string, RawValue>, all
   for (const [id, value] of Object.entries(given)) {
     const node = def.nodes[id];
     if (!node || node.type !== 'input') {
-      const known = Object.entries(def.nodes).filter(([, n]) => n.type === 'input').map(([k]) => k);
-      problems.push({ path: `inputs.${id}`, reason: `no input node with this id; ${known.length ? `the inputs are: ${known.join(', ')}` : 'this pipeline has no input nodes'}` });
+      const known = Object.entries(def.nodes)
+        .filter(([, n]) => n.type === 'input')
+        .map(([k]) => k);
+      problems.push({
+        path: `inputs.${id}`,
+        reason: `no input node with this id; ${known.length ? `the inputs are: ${known.join(', ')}` : 'this pipeline has no input nodes'}`,
+      });
       continue;
     }
     const wrong =
-      node.value_type === 'reference' ? referenceProblem(value, { allowPrivate }) : node.value_type === 'asset' ? runAssetProblem(value) : valueTypeProblem(node.value_type, value);
+      node.value_type === 'reference'
+        ? referenceProblem(value, { allowPrivate })
+        : node.value_type === 'asset'
+          ? runAssetProblem(value)
+          : valueTypeProblem(node.value_type, value);
     if (wrong !== null) problems.push({ path: `inputs.${id}`, reason: wrong });
     else values[id] = value;
   }
@@ -142,7 +175,8 @@ async function runAssets(
     // Claiming an upload can still refuse (used by another run since the check).
     return { inputs, assets: await storeAssets(d, where, checked, now) };
   } catch (e) {
-    if (e instanceof AppError && e.code === 'InvalidInput') throw new AppError('InvalidRequest', [{ path: 'inputs', reason: String(e.detail) }]);
+    if (e instanceof AppError && e.code === 'InvalidInput')
+      throw new AppError('InvalidRequest', [{ path: 'inputs', reason: String(e.detail) }]);
     throw e;
   }
 }
@@ -170,7 +204,10 @@ export async function startRun(d: Deps, id: string, body: string | null, baseUrl
   if (shapeProblems.length) throw new AppError('InvalidRequest', shapeProblems);
   const parsed = v.safeParse(RunRequest, request);
   if (!parsed.success) {
-    throw new AppError('InvalidRequest', parsed.issues.map((i) => ({ path: v.getDotPath(i) ?? '(body)', reason: i.message })));
+    throw new AppError(
+      'InvalidRequest',
+      parsed.issues.map((i) => ({ path: v.getDotPath(i) ?? '(body)', reason: i.message })),
+    );
   }
   const version = await d.pipelines.getVersion(id, m.version);
   if (!version) throw new Error(`pipeline ${id} points at missing version ${m.version}`);
@@ -178,7 +215,13 @@ export async function startRun(d: Deps, id: string, body: string | null, baseUrl
   const now = d.clock.now().toISOString();
   const runId = d.ids.uuid();
   // Asset inputs are stored (data URIs) or claimed (uploads) like a caller's: the record keeps their references.
-  const { inputs, assets } = await runAssets(d, version.definition, allInputs, { kind: 'run', deployment_id: null, pipeline_id: id, execution_id: runId }, d.clock.now());
+  const { inputs, assets } = await runAssets(
+    d,
+    version.definition,
+    allInputs,
+    { kind: 'run', deployment_id: null, pipeline_id: id, execution_id: runId },
+    d.clock.now(),
+  );
   const run: Execution = {
     execution_id: runId,
     kind: 'run',
@@ -239,10 +282,13 @@ export async function listRuns(d: Deps, id: string, limitText: string | undefine
   }
   try {
     const page = await d.executions.listRuns(id, { limit, cursor });
-    const runs = await Promise.all(page.runs.map(async (r) => runListBody(r, baseUrl === undefined ? {} : await outputLinks(d, r, baseUrl, null))));
+    const runs = await Promise.all(
+      page.runs.map(async (r) => runListBody(r, baseUrl === undefined ? {} : await outputLinks(d, r, baseUrl, null))),
+    );
     return { runs, next_cursor: page.next };
   } catch (e) {
-    if (e instanceof InvalidCursorError) throw new AppError('InvalidRequest', [{ path: 'cursor', reason: 'is not a cursor this list returned' }]);
+    if (e instanceof InvalidCursorError)
+      throw new AppError('InvalidRequest', [{ path: 'cursor', reason: 'is not a cursor this list returned' }]);
     throw e;
   }
 }
@@ -365,7 +411,10 @@ export async function publish(d: Deps, id: string, body: string | null, baseUrl:
   const request = parseJson(body, 'body');
   const latest = m.latest_finished;
   const disc = latest?.status === 'completed' ? await discovered(d, id, latest) : null;
-  const unfinished = newest && !isTerminal(newest.status) ? { pipeline_id: id, run_id: newest.execution_id, status: newest.status, version: newest.version } : null;
+  const unfinished =
+    newest && !isTerminal(newest.status)
+      ? { pipeline_id: id, run_id: newest.execution_id, status: newest.status, version: newest.version }
+      : null;
   assertPublishable(latest, m.last_success, disc, unfinished);
   // assertPublishable refuses unless the latest finished run completed and discovered a contract.
   const contract = disc as Contract;
@@ -428,12 +477,16 @@ export async function remove(d: Deps, id: string, confirm: string | undefined) {
   const dep = await currentDeployment(d, m);
   if (!dep) throw new AppError('DeploymentNotFound');
   if (confirm !== dep.deployment_id) {
-    throw new AppError('ConfirmationRequired', `repeat the deployment id as ?confirm=${dep.deployment_id} to delete it; this cannot be undone`);
+    throw new AppError(
+      'ConfirmationRequired',
+      `repeat the deployment id as ?confirm=${dep.deployment_id} to delete it; this cannot be undone`,
+    );
   }
   if (!(await d.deployments.markDeleted(dep.deployment_id, d.clock.now().toISOString()))) throw new AppError('DeploymentNotFound');
   await d.pipelines.claimDeployment(id, dep.deployment_id, null);
   // The link already answers 404 (its deployment is deleted); its lookup item goes too.
-  if (dep.form) await d.forms.removeLink(dep.form.token_hash).catch((err: unknown) => d.log.warn('form link lookup not removed', errorFields(err)));
+  if (dep.form)
+    await d.forms.removeLink(dep.form.token_hash).catch((err: unknown) => d.log.warn('form link lookup not removed', errorFields(err)));
   await removeDeploymentObjects(d, dep.deployment_id);
 }
 
@@ -449,7 +502,8 @@ export const DELETE_REMOVES_AT_MOST = 10_000;
 async function removeDeploymentObjects(d: Deps, deploymentId: string): Promise<void> {
   try {
     const removed = await d.objects.removePrefix(deploymentPrefix(deploymentId), { maxKeys: DELETE_REMOVES_AT_MOST });
-    if (removed > 0) d.log.info('deployment objects removed', { deployment_id: deploymentId, removed, bounded: removed >= DELETE_REMOVES_AT_MOST });
+    if (removed > 0)
+      d.log.info('deployment objects removed', { deployment_id: deploymentId, removed, bounded: removed >= DELETE_REMOVES_AT_MOST });
   } catch (err) {
     d.log.error('deployment objects not removed (the lifecycle rule expires them)', { deployment_id: deploymentId, ...errorFields(err) });
   }
@@ -462,7 +516,10 @@ async function removeDeploymentObjects(d: Deps, deploymentId: string): Promise<v
  */
 const RETIRED_KEYS_KEPT = 4;
 export function retiredKeys(keys: readonly KeyHash[], grace: number, now: number): KeyHash[] {
-  const revoked = grace === 0 ? keys.filter((k) => k.expires_at === null || k.expires_at > now).map((k) => ({ hash: k.hash, expires_at: now, revoked_at: now })) : [];
+  const revoked =
+    grace === 0
+      ? keys.filter((k) => k.expires_at === null || k.expires_at > now).map((k) => ({ hash: k.hash, expires_at: now, revoked_at: now }))
+      : [];
   const past = keys.filter((k) => k.expires_at !== null && k.expires_at <= now);
   return [...revoked, ...past.sort((a, b) => (b.expires_at ?? 0) - (a.expires_at ?? 0))].slice(0, RETIRED_KEYS_KEPT);
 }
@@ -475,7 +532,10 @@ export async function rotate(d: Deps, id: string, body: string | null, baseUrl =
   const m = await meta(d, id);
   const parsed = v.safeParse(RotateRequest, parseJson(body, 'body') ?? {});
   if (!parsed.success) {
-    throw new AppError('InvalidRequest', parsed.issues.map((i) => ({ path: v.getDotPath(i) ?? '(body)', reason: i.message })));
+    throw new AppError(
+      'InvalidRequest',
+      parsed.issues.map((i) => ({ path: v.getDotPath(i) ?? '(body)', reason: i.message })),
+    );
   }
   const dep = await currentDeployment(d, m);
   if (!dep) throw new AppError('DeploymentNotFound');
@@ -484,7 +544,11 @@ export async function rotate(d: Deps, id: string, body: string | null, baseUrl =
   // Rounded up, so a grace period is never shorter than asked.
   const until = Math.ceil(now.getTime() / 1000) + grace;
   const alive = <T extends { expires_at: number | null }>(xs: T[]): T[] =>
-    grace === 0 ? [] : xs.filter((x) => x.expires_at === null || x.expires_at > epochSeconds(now)).map((x) => ({ ...x, expires_at: x.expires_at ?? until }));
+    grace === 0
+      ? []
+      : xs
+          .filter((x) => x.expires_at === null || x.expires_at > epochSeconds(now))
+          .map((x) => ({ ...x, expires_at: x.expires_at ?? until }));
   if (parsed.output.credential === 'form_link') return { form_url: await rotateFormLink(d, dep, baseUrl) };
   const creds = await newCredentials(d, dep.deployment_id);
   if (parsed.output.credential === 'signing_secret') {
@@ -508,7 +572,9 @@ export async function rotate(d: Deps, id: string, body: string | null, baseUrl =
 async function rotateFormLink(d: Deps, dep: DeploymentRecord, baseUrl: string): Promise<string> {
   const before = dep.form;
   if (!before) {
-    throw new AppError('InvalidRequest', [{ path: 'credential', reason: 'this deployment has no web form: publish with {"form": {"enabled": true}} first' }]);
+    throw new AppError('InvalidRequest', [
+      { path: 'credential', reason: 'this deployment has no web form: publish with {"form": {"enabled": true}} first' },
+    ]);
   }
   const link = await newFormLink(d, dep.deployment_id);
   const updated = await d.deployments.setForm(dep.deployment_id, dep.revision, { ...before, ...link });

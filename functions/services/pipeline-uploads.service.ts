@@ -24,7 +24,11 @@ export async function createPipelineUpload(d: Deps, pipelineId: string, body: st
   }
   if (raw === undefined) throw invalid('(body)', 'body is required: {"media_type": "image/png", "bytes": <size>}');
   const parsed = v.safeParse(UploadRequestSchema, raw);
-  if (!parsed.success) throw new AppError('InvalidRequest', parsed.issues.map((i) => ({ path: v.getDotPath(i) ?? '(body)', reason: i.message })));
+  if (!parsed.success)
+    throw new AppError(
+      'InvalidRequest',
+      parsed.issues.map((i) => ({ path: v.getDotPath(i) ?? '(body)', reason: i.message })),
+    );
   const req = parsed.output;
 
   const meta = await d.pipelines.getMeta(pipelineId, true);

@@ -27,7 +27,12 @@ export interface ProgressRecorder {
   readonly writes: number;
 }
 
-export function progressRecorder(d: Deps, executionId: string, stored: string | null | undefined, intervalMs = PROGRESS_WRITE_INTERVAL_MS): ProgressRecorder {
+export function progressRecorder(
+  d: Deps,
+  executionId: string,
+  stored: string | null | undefined,
+  intervalMs = PROGRESS_WRITE_INTERVAL_MS,
+): ProgressRecorder {
   // A re-run after a crash appends to what the first attempt wrote: the list only grows.
   const entries = unpackProgress(stored);
   let dirty = false;

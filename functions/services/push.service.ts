@@ -10,7 +10,6 @@ import { contentHash, validateDefinition } from '../core/pipeline';
 import type { PipelineDefinition, Problem } from '../core/types';
 import type { Deps } from '../adapters/deps';
 
-
 export async function push(d: Deps, id: string, body: string | null) {
   if (!PIPELINE_ID_PATTERN.test(id)) {
     throw new AppError('InvalidDefinition', [
@@ -54,4 +53,3 @@ async function missingSecretWarnings(d: Deps, def: PipelineDefinition): Promise<
     .filter((r) => !set.has(r.name))
     .map((r) => ({ path: r.path, reason: `secret '${r.name}' is not set; runs fail until it is (pipegate secrets set ${r.name})` }));
 }
-

@@ -140,7 +140,11 @@ async function repair(d: Deps, id: string, now: Date, opts: SweepOptions, report
     if (!(await d.executions.markRequeued(e.execution_id, { status: 'pending' }, now.toISOString()))) return;
     await d.queue.send('executions', { execution_id: e.execution_id, requeued: now.getTime() });
     report.requeued += 1;
-    d.log.warn('sweeper: pending execution queued again', { execution_id: e.execution_id, created_at: e.created_at, startup: opts.startup === true });
+    d.log.warn('sweeper: pending execution queued again', {
+      execution_id: e.execution_id,
+      created_at: e.created_at,
+      startup: opts.startup === true,
+    });
     return;
   }
 
@@ -183,7 +187,11 @@ async function recoverInterrupted(d: Deps, e: Execution, now: Date, report: Swee
     if (!(await d.executions.markRerun(e.execution_id, reruns, now.toISOString()))) return;
     await d.queue.send('executions', { execution_id: e.execution_id, requeued: now.getTime() });
     report.rerun += 1;
-    d.log.warn('sweeper: interrupted execution queued to run again', { execution_id: e.execution_id, rerun: reruns + 1, of: INTERRUPTED_RERUNS });
+    d.log.warn('sweeper: interrupted execution queued to run again', {
+      execution_id: e.execution_id,
+      rerun: reruns + 1,
+      of: INTERRUPTED_RERUNS,
+    });
     return;
   }
   const why = optedOut
@@ -212,8 +220,17 @@ async function requeueCallback(d: Deps, e: Execution, now: Date, opts: SweepOpti
   // takes over now (the claim goes in the same write). Elsewhere a claim still held makes this
   // message a dropped duplicate, and the claim (shorter than the quiet period) has run out by
   // the next pass.
-  if (!(await d.executions.markRequeued(e.execution_id, { attempts: delivery.attempts }, now.toISOString(), { releaseClaim: opts.startup === true }))) return;
+  if (
+    !(await d.executions.markRequeued(e.execution_id, { attempts: delivery.attempts }, now.toISOString(), {
+      releaseClaim: opts.startup === true,
+    }))
+  )
+    return;
   await d.queue.send('callbacks', { execution_id: e.execution_id, ...(due && due > now.getTime() ? { due_at: due } : {}) });
   report.callbacksRequeued += 1;
-  d.log.warn('sweeper: owed callback queued again', { execution_id: e.execution_id, attempts: delivery.attempts, startup: opts.startup === true });
+  d.log.warn('sweeper: owed callback queued again', {
+    execution_id: e.execution_id,
+    attempts: delivery.attempts,
+    startup: opts.startup === true,
+  });
 }

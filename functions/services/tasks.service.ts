@@ -40,7 +40,11 @@ export async function taskRun(d: Deps, executionId: string): Promise<{ status: s
     return { status: e.status };
   }
   const version = await whileStoreUnavailable(() => d.pipelines.getVersion(e.pipeline_id, e.version));
-  if (!version) return outcome(await finishExecution(d, e, 'failed', { error_message: `Pipeline version ${e.version} is no longer available` }), 'failed');
+  if (!version)
+    return outcome(
+      await finishExecution(d, e, 'failed', { error_message: `Pipeline version ${e.version} is no longer available` }),
+      'failed',
+    );
 
   // Only a pipeline that names secrets reads them (and the key material that opens them).
   const names = referencedSecretNames(version.definition);
@@ -67,16 +71,21 @@ export async function taskRun(d: Deps, executionId: string): Promise<{ status: s
   const traced = { trace, trace_truncated: truncated, progress: progress.packed() };
   if (result.status === 'cancelled') {
     // The cancel already wrote the terminal status; the trace still shows where the work stopped.
-    await d.executions.recordTrace(executionId, { trace, trace_truncated: truncated }).catch((err: unknown) =>
-      d.log.warn('could not record the trace of a cancelled execution', { execution_id: executionId, error_message: String(err) }),
-    );
+    await d.executions
+      .recordTrace(executionId, { trace, trace_truncated: truncated })
+      .catch((err: unknown) =>
+        d.log.warn('could not record the trace of a cancelled execution', { execution_id: executionId, error_message: String(err) }),
+      );
     return { status: 'cancelled' };
   }
   if (result.status === 'completed') {
     const assetOutputs = result.output_assets === undefined ? {} : { output_assets: result.output_assets };
     return outcome(await finishExecution(d, e, 'completed', { outputs: result.outputs, ...assetOutputs, ...traced }), 'completed');
   }
-  return outcome(await finishExecution(d, e, 'failed', { error_message: result.error_message, caller_error_message: result.caller_message, ...traced }), 'failed');
+  return outcome(
+    await finishExecution(d, e, 'failed', { error_message: result.error_message, caller_error_message: result.caller_message, ...traced }),
+    'failed',
+  );
 }
 
 /** The loop guard's URLs: the API's own (PIPEGATE_API_URL) and a custom domain's (PIPEGATE_PUBLIC_URL). */
@@ -98,7 +107,8 @@ export const ownApiUrls = (c: Pick<Deps['config'], 'apiUrl' | 'publicUrl'>): (st
 export async function nodeLink(d: Deps, e: Pick<Execution, 'base_url'>, ref: ObjectRef): Promise<PresignedDownload> {
   const ttl = nodeLinkTtlSeconds(d.config.executionTimeoutMs);
   const base = d.config.publicUrl ?? e.base_url ?? d.config.apiUrl;
-  if (base === undefined || base === null) return d.objects.presignDownload(ref.key, ref.media_type, ttl, servedAsAttachment(ref.media_type));
+  if (base === undefined || base === null)
+    return d.objects.presignDownload(ref.key, ref.media_type, ttl, servedAsAttachment(ref.media_type));
   return d.assetLinks.link(ref, base, d.clock.now(), ttl);
 }
 
@@ -120,7 +130,10 @@ function engineObjects(d: Deps, e: Execution): EngineObjects {
       });
       const ref: ObjectRef = { key, media_type: written.media_type, bytes: written.bytes, sha256: written.sha256 };
       const link = await nodeLink(d, e, ref);
-      return { ref, view: { url: link.url, media_type: ref.media_type, bytes: ref.bytes, sha256: ref.sha256, expires_at: link.expires_at } };
+      return {
+        ref,
+        view: { url: link.url, media_type: ref.media_type, bytes: ref.bytes, sha256: ref.sha256, expires_at: link.expires_at },
+      };
     },
     async open(ref) {
       const opened = d.objects.open ? await d.objects.open(ref.key) : await wholeObject(d, ref.key);
@@ -148,7 +161,13 @@ async function assetViews(d: Deps, e: Execution, refs: Record<string, ObjectRef>
   const views: Record<string, AssetView> = {};
   for (const [id, ref] of Object.entries(refs)) {
     const link = await nodeLink(d, e, ref);
-    const view: AssetView = { url: link.url, media_type: ref.media_type, bytes: ref.bytes, sha256: ref.sha256, expires_at: link.expires_at };
+    const view: AssetView = {
+      url: link.url,
+      media_type: ref.media_type,
+      bytes: ref.bytes,
+      sha256: ref.sha256,
+      expires_at: link.expires_at,
+    };
     Object.defineProperty(views, id, { value: view, enumerable: true, writable: true, configurable: true });
   }
   return views;

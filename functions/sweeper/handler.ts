@@ -6,12 +6,10 @@ import { sweepOnce, type SweepReport } from '../services/sweeper.service';
  * throws, so the function's Errors metric (and its alarm) sees it; what it repaired is logged.
  * The scheduled event carries nothing the pass needs, so it is not read.
  */
-export const createHandler =
-  (deps: DepsSource) =>
-  async (): Promise<SweepReport> => {
-    const report = await sweepOnce(deps());
-    if (report.errors > 0) throw new Error(`sweeper: ${report.errors} repair(s) failed; see the log lines before this one`);
-    return report;
-  };
+export const createHandler = (deps: DepsSource) => async (): Promise<SweepReport> => {
+  const report = await sweepOnce(deps());
+  if (report.errors > 0) throw new Error(`sweeper: ${report.errors} repair(s) failed; see the log lines before this one`);
+  return report;
+};
 
 export const handler = createHandler(lambdaDeps);

@@ -102,7 +102,8 @@ export function planConsumers(declared: readonly DeclaredConsumer[], existing: r
     }
     const body: ConsumerFields = {};
     const f = d.fields;
-    if (!sameJson(c.rate_limit && { requests: c.rate_limit.requests, per_seconds: c.rate_limit.per_seconds }, f.rate_limit)) body.rate_limit = f.rate_limit;
+    if (!sameJson(c.rate_limit && { requests: c.rate_limit.requests, per_seconds: c.rate_limit.per_seconds }, f.rate_limit))
+      body.rate_limit = f.rate_limit;
     if (!sameJson(c.quota && { executions: c.quota.executions, per: c.quota.per }, f.quota)) body.quota = f.quota;
     if (!sameTime(c.expires_at, f.expires_at)) body.expires_at = f.expires_at;
     if (!sameJson(sortedEntries(c.metadata), sortedEntries(f.metadata))) body.metadata = f.metadata;
@@ -120,6 +121,7 @@ export function describeConsumers(plan: ConsumersPlan): string {
   if (plan.update.length > 0) parts.push(`update ${plan.update.map((u) => `${u.name} (${Object.keys(u.body).join(', ')})`).join(', ')}`);
   if (plan.unchanged.length > 0) parts.push(`unchanged ${plan.unchanged.join(', ')}`);
   if (plan.ambiguous.length > 0) parts.push(`cannot match ${plan.ambiguous.join(', ')} (more than one consumer has that name)`);
-  if (plan.not_in_file.length > 0) parts.push(`${plan.not_in_file.length} not in the file left as ${plan.not_in_file.length === 1 ? 'it is' : 'they are'}`);
+  if (plan.not_in_file.length > 0)
+    parts.push(`${plan.not_in_file.length} not in the file left as ${plan.not_in_file.length === 1 ? 'it is' : 'they are'}`);
   return parts.join(' · ');
 }

@@ -23,7 +23,6 @@ export interface ConsumerCredentials {
   api_key: string;
 }
 
-
 function readExisting(path: string, shown: string): Record<string, unknown> {
   if (!existsSync(path)) return {};
   let text: string;
@@ -37,7 +36,10 @@ function readExisting(path: string, shown: string): Record<string, unknown> {
   try {
     doc = JSON.parse(text) as unknown;
   } catch {
-    throw new UsageError(`--secrets-out ${shown} exists and is not JSON`, 'apply merges new keys into a JSON object keyed by pipeline id; give another path');
+    throw new UsageError(
+      `--secrets-out ${shown} exists and is not JSON`,
+      'apply merges new keys into a JSON object keyed by pipeline id; give another path',
+    );
   }
   if (!isPlainObject(doc)) throw new UsageError(`--secrets-out ${shown} exists and does not hold a JSON object`, 'give another path');
   return doc;
@@ -55,8 +57,10 @@ export class CredentialsFile {
   ) {
     this.path = resolve(cwd, file);
     const dir = dirname(this.path);
-    if (!statSync(dir, { throwIfNoEntry: false })?.isDirectory()) throw new UsageError(`--secrets-out ${shown}: the directory ${dir} does not exist`);
-    if (statSync(this.path, { throwIfNoEntry: false })?.isDirectory()) throw new UsageError(`--secrets-out ${shown} is a directory; give a file path`);
+    if (!statSync(dir, { throwIfNoEntry: false })?.isDirectory())
+      throw new UsageError(`--secrets-out ${shown}: the directory ${dir} does not exist`);
+    if (statSync(this.path, { throwIfNoEntry: false })?.isDirectory())
+      throw new UsageError(`--secrets-out ${shown} is a directory; give a file path`);
     try {
       accessSync(dir, constants.W_OK);
     } catch {
@@ -72,7 +76,10 @@ export class CredentialsFile {
   save(pipelineId: string, entry: CredentialsEntry): Promise<void> {
     return this.queue((doc) => {
       const before = doc[pipelineId];
-      const kept = isPlainObject(before) && before.deployment_id === entry.deployment_id && isPlainObject(before.consumers) ? { consumers: before.consumers } : {};
+      const kept =
+        isPlainObject(before) && before.deployment_id === entry.deployment_id && isPlainObject(before.consumers)
+          ? { consumers: before.consumers }
+          : {};
       return { ...doc, [pipelineId]: { ...entry, ...kept } };
     });
   }

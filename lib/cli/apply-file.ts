@@ -65,7 +65,6 @@ const TEST_KEYS = ['name', 'inputs', 'expect'] as const;
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
 export const PIPELINE_FILE_EXTENSIONS = ['.json', '.yaml', '.yml'] as const;
 
-
 /** Same path notation as the service's validation: `tests[0].inputs.name`, `nodes["a-b"]`. */
 export function joinPath(base: string, key: string | number): string {
   if (typeof key === 'number') return `${base}[${key}]`;
@@ -74,10 +73,17 @@ export function joinPath(base: string, key: string | number): string {
 }
 
 const describe = (x: unknown): string =>
-  x === null ? 'null' : Array.isArray(x) ? 'a list' : typeof x === 'string' ? `the string ${JSON.stringify(x)}` : typeof x === 'object' ? 'an object' : `${typeof x} ${String(x)}`;
+  x === null
+    ? 'null'
+    : Array.isArray(x)
+      ? 'a list'
+      : typeof x === 'string'
+        ? `the string ${JSON.stringify(x)}`
+        : typeof x === 'object'
+          ? 'an object'
+          : `${typeof x} ${String(x)}`;
 
 const list = (xs: readonly string[]): string => (xs.length === 0 ? '(none)' : xs.join(', '));
-
 
 /** Input and output nodes as far as they can be read, even from a definition with problems. */
 function nodesOf(nodes: unknown): { inputs: Map<string, InputValueType | null>; outputs: Set<string>; all: Set<string> } {
@@ -100,12 +106,17 @@ function nodesOf(nodes: unknown): { inputs: Map<string, InputValueType | null>; 
  * (`inputs`, `outputs`, `form`, `events`) with the same limits and words; beyond it, every
  * entry must name an input or output node of this file.
  */
-function checkPublish(block: unknown, nodes: ReturnType<typeof nodesOf>, problems: FileProblem[]): Pick<ApplyFile, 'visibility' | 'form' | 'events'> {
+function checkPublish(
+  block: unknown,
+  nodes: ReturnType<typeof nodesOf>,
+  problems: FileProblem[],
+): Pick<ApplyFile, 'visibility' | 'form' | 'events'> {
   const visibility: ApplyFile['visibility'] = { inputs: {}, outputs: {} };
   if (block === undefined || block === null) return { visibility };
   const parsed = v.safeParse(PublishRequest, block);
   if (!parsed.success) {
-    for (const issue of parsed.issues) problems.push({ path: (issue.path ?? []).map((p) => String(p.key)).reduce(joinPath, 'publish'), reason: issue.message });
+    for (const issue of parsed.issues)
+      problems.push({ path: (issue.path ?? []).map((p) => String(p.key)).reduce(joinPath, 'publish'), reason: issue.message });
   }
   if (isPlainObject(block)) {
     for (const section of PUBLISH_KEYS) {
@@ -139,7 +150,10 @@ function checkSecrets(block: unknown, problems: FileProblem[]): ApplyFile['secre
   for (const [name, entry] of Object.entries(block)) {
     const at = joinPath('secrets', name);
     if (!OWNER_SECRET_NAME_PATTERN.test(name)) {
-      problems.push({ path: at, reason: 'is not a secret name: start with a letter or an underscore, then letters, digits and underscores (at most 64)' });
+      problems.push({
+        path: at,
+        reason: 'is not a secret name: start with a letter or an underscore, then letters, digits and underscores (at most 64)',
+      });
       continue;
     }
     if (!isPlainObject(entry)) {
@@ -152,12 +166,21 @@ function checkSecrets(block: unknown, problems: FileProblem[]): ApplyFile['secre
       // Not even a hint of the value goes into the report: only that it must not be here.
       problems.push({
         path: joinPath(at, key),
-        reason: key === 'value' ? 'secret values never go in a pipeline file; name an environment variable with from_env' : 'unknown key; an entry holds only from_env',
+        reason:
+          key === 'value'
+            ? 'secret values never go in a pipeline file; name an environment variable with from_env'
+            : 'unknown key; an entry holds only from_env',
       });
     }
     const env = entry.from_env;
     if (typeof env !== 'string' || !ENV_NAME.test(env)) {
-      problems.push({ path: joinPath(at, 'from_env'), reason: env === undefined ? 'is required: the environment variable holding the value' : 'must be an environment variable name, e.g. RATES_TOKEN' });
+      problems.push({
+        path: joinPath(at, 'from_env'),
+        reason:
+          env === undefined
+            ? 'is required: the environment variable holding the value'
+            : 'must be an environment variable name, e.g. RATES_TOKEN',
+      });
     }
     if (problems.length === before && typeof env === 'string') secrets.push({ name, fromEnv: env });
   }
@@ -180,25 +203,38 @@ function checkTests(block: unknown, nodes: ReturnType<typeof nodesOf>, problems:
     }
     const before = problems.length;
     for (const key of Object.keys(test)) {
-      if (!(TEST_KEYS as readonly string[]).includes(key)) problems.push({ path: joinPath(at, key), reason: 'unknown key; a test holds only name, inputs and expect' });
+      if (!(TEST_KEYS as readonly string[]).includes(key))
+        problems.push({ path: joinPath(at, key), reason: 'unknown key; a test holds only name, inputs and expect' });
     }
     const name = test.name;
     if (typeof name !== 'string' || name.trim() === '') {
-      problems.push({ path: joinPath(at, 'name'), reason: name === undefined ? 'is required: what the test checks, in words' : `must be a non-empty string, got ${describe(name)}` });
+      problems.push({
+        path: joinPath(at, 'name'),
+        reason: name === undefined ? 'is required: what the test checks, in words' : `must be a non-empty string, got ${describe(name)}`,
+      });
     } else if (names.has(name)) {
-      problems.push({ path: joinPath(at, 'name'), reason: `repeats the name of tests[${names.get(name) ?? 0}]; names tell tests apart in the report` });
+      problems.push({
+        path: joinPath(at, 'name'),
+        reason: `repeats the name of tests[${names.get(name) ?? 0}]; names tell tests apart in the report`,
+      });
     } else names.set(name, i);
 
     const inputs: Record<string, RawValue> = {};
     if (test.inputs !== undefined && test.inputs !== null) {
       const here = joinPath(at, 'inputs');
-      if (!isPlainObject(test.inputs)) problems.push({ path: here, reason: `must be an object of input id → value, got ${describe(test.inputs)}` });
+      if (!isPlainObject(test.inputs))
+        problems.push({ path: here, reason: `must be an object of input id → value, got ${describe(test.inputs)}` });
       else {
         for (const [id, value] of Object.entries(test.inputs)) {
           const p = joinPath(here, id);
           const type = nodes.inputs.get(id);
           if (!nodes.inputs.has(id)) {
-            problems.push({ path: p, reason: nodes.all.has(id) ? `node ${id} is not an input node` : `no input node "${id}" (inputs: ${list([...nodes.inputs.keys()])})` });
+            problems.push({
+              path: p,
+              reason: nodes.all.has(id)
+                ? `node ${id} is not an input node`
+                : `no input node "${id}" (inputs: ${list([...nodes.inputs.keys()])})`,
+            });
           } else if (type === null || type === undefined) {
             // The node's own problem is listed under nodes; its type is unknown.
             if (!isRawValue(value)) problems.push({ path: p, reason: `must be a string, number or boolean, got ${describe(value)}` });
@@ -219,9 +255,17 @@ function checkTests(block: unknown, nodes: ReturnType<typeof nodesOf>, problems:
       for (const [id, value] of Object.entries(test.expect)) {
         const p = joinPath(here, id);
         if (!nodes.outputs.has(id)) {
-          problems.push({ path: p, reason: nodes.all.has(id) ? `node ${id} is not an output node` : `no output node "${id}" (outputs: ${list([...nodes.outputs])})` });
+          problems.push({
+            path: p,
+            reason: nodes.all.has(id)
+              ? `node ${id} is not an output node`
+              : `no output node "${id}" (outputs: ${list([...nodes.outputs])})`,
+          });
         } else if (!isRawValue(value)) {
-          problems.push({ path: p, reason: `must be a string, a finite number or a boolean (outputs are RAW values), got ${describe(value)}` });
+          problems.push({
+            path: p,
+            reason: `must be a string, a finite number or a boolean (outputs are RAW values), got ${describe(value)}`,
+          });
         } else expect[id] = value;
       }
     }
@@ -230,17 +274,18 @@ function checkTests(block: unknown, nodes: ReturnType<typeof nodesOf>, problems:
   return tests;
 }
 
-
 /**
  * Checks a parsed pipeline file: the definition as the service would (locally, so a dry run
  * can report it too), unknown top-level keys, and the publish and tests blocks against the
  * file's own nodes.
  */
 export function checkApplyDocument(doc: unknown, where: { path: string; shown: string; id: string }): CheckedFile {
-  if (!isPlainObject(doc)) return { ok: false, problems: [{ path: '(file)', reason: `must hold an object with "nodes", got ${describe(doc)}` }] };
+  if (!isPlainObject(doc))
+    return { ok: false, problems: [{ path: '(file)', reason: `must hold an object with "nodes", got ${describe(doc)}` }] };
   const problems: FileProblem[] = [];
   for (const key of Object.keys(doc)) {
-    if (!(TOP_LEVEL as readonly string[]).includes(key)) problems.push({ path: joinPath('', key), reason: `unknown key; a pipeline file holds only ${TOP_LEVEL.join(', ')}` });
+    if (!(TOP_LEVEL as readonly string[]).includes(key))
+      problems.push({ path: joinPath('', key), reason: `unknown key; a pipeline file holds only ${TOP_LEVEL.join(', ')}` });
   }
   const sent: Record<string, unknown> = {};
   for (const key of ['description', 'retry_interrupted', 'nodes'] as const) if (Object.hasOwn(doc, key)) sent[key] = doc[key];
@@ -291,11 +336,18 @@ export function readTargets(paths: readonly string[], cwd: string): Targets {
       continue;
     }
     const inDir = readdirSync(abs, { withFileTypes: true })
-      .filter((d) => (d.isFile() || d.isSymbolicLink()) && (PIPELINE_FILE_EXTENSIONS as readonly string[]).includes(extname(d.name).toLowerCase()))
+      .filter(
+        (d) =>
+          (d.isFile() || d.isSymbolicLink()) && (PIPELINE_FILE_EXTENSIONS as readonly string[]).includes(extname(d.name).toLowerCase()),
+      )
       .map((d) => join(abs, d.name))
       .filter((f) => statSync(f, { throwIfNoEntry: false })?.isFile() === true)
       .sort();
-    if (inDir.length === 0) throw new UsageError(`${p} holds no pipeline files`, `apply reads the *.json, *.yaml and *.yml files directly in a directory (not its subdirectories)`);
+    if (inDir.length === 0)
+      throw new UsageError(
+        `${p} holds no pipeline files`,
+        `apply reads the *.json, *.yaml and *.yml files directly in a directory (not its subdirectories)`,
+      );
     chosen.push(...inDir);
   }
 
@@ -309,7 +361,15 @@ export function readTargets(paths: readonly string[], cwd: string): Targets {
     try {
       id = idFromPath(abs);
     } catch {
-      invalid.push({ shown, problems: [{ path: '(file)', reason: `the file name ${basename(abs)} does not make a pipeline id; rename it (ids are 1-63 lower-case letters, digits or dashes)` }] });
+      invalid.push({
+        shown,
+        problems: [
+          {
+            path: '(file)',
+            reason: `the file name ${basename(abs)} does not make a pipeline id; rename it (ids are 1-63 lower-case letters, digits or dashes)`,
+          },
+        ],
+      });
       continue;
     }
     try {
@@ -322,7 +382,10 @@ export function readTargets(paths: readonly string[], cwd: string): Targets {
       checked.file.files = resolved.files;
       const other = seen.get(id);
       if (other !== undefined) {
-        invalid.push({ shown, problems: [{ path: '(file)', reason: `${other} is pipeline ${id} too; each pipeline comes from one file` }] });
+        invalid.push({
+          shown,
+          problems: [{ path: '(file)', reason: `${other} is pipeline ${id} too; each pipeline comes from one file` }],
+        });
         continue;
       }
       seen.set(id, shown);

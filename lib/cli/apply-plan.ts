@@ -88,10 +88,12 @@ export function visibilityChanges(deployment: NonNullable<Readiness['deployment'
     const live = deployment.form ?? null;
     if ((live?.enabled ?? false) !== form.enabled) changes.push(form.enabled ? 'turn the web form on' : 'turn the web form off');
     if (form.title !== undefined && form.title !== (live?.title ?? null)) changes.push("change the web form's title");
-    if (form.description !== undefined && form.description !== (live?.description ?? null)) changes.push("change the web form's description");
+    if (form.description !== undefined && form.description !== (live?.description ?? null))
+      changes.push("change the web form's description");
   }
   const detail = body.events?.node_detail;
-  if (detail !== undefined && detail !== (deployment.events?.node_detail ?? true)) changes.push(detail ? "show nodes in callers' event streams" : "show only counts in callers' event streams");
+  if (detail !== undefined && detail !== (deployment.events?.node_detail ?? true))
+    changes.push(detail ? "show nodes in callers' event streams" : "show only counts in callers' event streams");
   return changes;
 }
 
@@ -138,7 +140,13 @@ export function computePlan(file: ApplyFile, readiness: Readiness | null, pushed
   } else if (!versionDiffers && ranWithFileValues(file, readiness, V)) {
     tests = { run: false, reason: `version ${V} is live and its latest run succeeded; only the visibility changes`, runs: [] };
   } else {
-    const why = pushed.created ? `version ${V} is new` : dep === null ? `version ${V} has never been published` : versionDiffers ? `version ${V} is not the live version` : `version ${V} needs a successful run with the file's values before publishing`;
+    const why = pushed.created
+      ? `version ${V} is new`
+      : dep === null
+        ? `version ${V} has never been published`
+        : versionDiffers
+          ? `version ${V} is not the live version`
+          : `version ${V} needs a successful run with the file's values before publishing`;
     tests = { run: true, reason: why, runs: scheduleRuns(file) };
   }
   return { pipeline_id: file.id, push: pushed, tests, publish: { action, reason, changes, body } };

@@ -28,23 +28,39 @@ export interface ApplyOptions {
 
 export const DEFAULT_CONCURRENCY = 4;
 
-const wholeNumber = (what: string, min: number, max: number) => (text: string): number => {
-  const n = Number(text);
-  if (!/^\d+$/.test(text.trim()) || !Number.isSafeInteger(n) || n < min || n > max) {
-    throw new InvalidArgumentError(`${what} must be a whole number from ${min} to ${max}`);
-  }
-  return n;
-};
+const wholeNumber =
+  (what: string, min: number, max: number) =>
+  (text: string): number => {
+    const n = Number(text);
+    if (!/^\d+$/.test(text.trim()) || !Number.isSafeInteger(n) || n < min || n > max) {
+      throw new InvalidArgumentError(`${what} must be a whole number from ${min} to ${max}`);
+    }
+    return n;
+  };
 
 /** Arguments and options of `apply`; the program adds the action. */
 export function configureApplyCommand(cmd: Command): Command {
   return cmd
     .description('make the service match pipeline files: push, run their tests, publish (pipelines as code)')
-    .argument('<paths...>', 'pipeline files, or directories of them (*.json, *.yaml, *.yml directly inside); an asset input\'s value "@path" sends that file (relative to its pipeline file, at most 64 KiB)')
+    .argument(
+      '<paths...>',
+      'pipeline files, or directories of them (*.json, *.yaml, *.yml directly inside); an asset input\'s value "@path" sends that file (relative to its pipeline file, at most 64 KiB)',
+    )
     .option('--dry-run', 'print the plan only; change nothing')
-    .option('--secrets-out <file>', 'write the API key and signing secret of first publishes, and the keys of consumers it creates, to this JSON file (mode 0600); they are printed nowhere')
-    .addOption(new Option('--concurrency <n>', 'pipelines applied at the same time').default(DEFAULT_CONCURRENCY).argParser(wholeNumber('--concurrency', 1, 16)))
-    .addOption(new Option('--timeout <seconds>', 'stop waiting for one run after this long').default(600).argParser(wholeNumber('--timeout', 1, 86_400)));
+    .option(
+      '--secrets-out <file>',
+      'write the API key and signing secret of first publishes, and the keys of consumers it creates, to this JSON file (mode 0600); they are printed nowhere',
+    )
+    .addOption(
+      new Option('--concurrency <n>', 'pipelines applied at the same time')
+        .default(DEFAULT_CONCURRENCY)
+        .argParser(wholeNumber('--concurrency', 1, 16)),
+    )
+    .addOption(
+      new Option('--timeout <seconds>', 'stop waiting for one run after this long')
+        .default(600)
+        .argParser(wholeNumber('--timeout', 1, 86_400)),
+    );
 }
 
 export interface TestResult {
@@ -126,7 +142,12 @@ function planView(plan: Plan, consumers: ConsumersPlan | null): NonNullable<Pipe
     consumers:
       consumers === null
         ? null
-        : { create: consumers.create.map((c) => c.name), update: consumers.update.map((u) => u.name), unchanged: consumers.unchanged, not_in_file: consumers.not_in_file },
+        : {
+            create: consumers.create.map((c) => c.name),
+            update: consumers.update.map((u) => u.name),
+            unchanged: consumers.unchanged,
+            not_in_file: consumers.not_in_file,
+          },
   };
 }
 
@@ -190,7 +211,8 @@ async function planOne(ctx: Ctx, file: ApplyFile): Promise<Planned> {
     return { file, readiness, plan: computePlan(file, readiness, predicted), consumers, error: null };
   } catch (e) {
     // Failures that are not this pipeline's (no service, credentials refused) stop the whole apply.
-    if (e instanceof UsageError || e instanceof UnreachableError || (e instanceof ServiceError && (e.status === 401 || e.status === 403))) throw e;
+    if (e instanceof UsageError || e instanceof UnreachableError || (e instanceof ServiceError && (e.status === 401 || e.status === 403)))
+      throw e;
     return { file, readiness: null, plan: null, consumers: null, error: e };
   }
 }
@@ -204,7 +226,11 @@ export function renderPlan(planned: readonly Planned[], c: Colors): string {
       continue;
     }
     const { push, tests, publish } = p.plan;
-    const pushText = push.created ? (push.version === 1 ? 'create, version 1' : `new version ${push.version}`) : `unchanged at version ${push.version}`;
+    const pushText = push.created
+      ? push.version === 1
+        ? 'create, version 1'
+        : `new version ${push.version}`
+      : `unchanged at version ${push.version}`;
     const testNames = tests.runs.map((r) => (r.test ? `"${r.name}"` : r.name));
     const testsText = tests.run ? `run ${testNames.join(', ')} (${tests.reason})` : `skipped (${tests.reason})`;
     const publishText =
@@ -212,11 +238,15 @@ export function renderPlan(planned: readonly Planned[], c: Colors): string {
         ? `none (${publish.reason})`
         : `${publish.action}${tests.run ? ' if every run passes' : ''} (${publish.reason})`;
     if (p.file.secrets.length > 0) lines.push(`    secrets  set ${p.file.secrets.map((s) => `${s.name} from $${s.fromEnv}`).join(', ')}`);
-    if (p.file.files.length > 0) lines.push(`    files    ${p.file.files.map((f) => `${f.input} ← ${f.shown} (${f.bytes} bytes)`).join(', ')}`);
+    if (p.file.files.length > 0)
+      lines.push(`    files    ${p.file.files.map((f) => `${f.input} ← ${f.shown} (${f.bytes} bytes)`).join(', ')}`);
     lines.push(`    push     ${pushText}`);
     lines.push(`    runs     ${testsText}`);
     lines.push(`    publish  ${publishText}`);
-    if (p.consumers !== null) lines.push(`    consumers ${describeConsumers(p.consumers)}${(p.readiness?.deployment ?? null) === null ? ' (after publishing)' : ''}`);
+    if (p.consumers !== null)
+      lines.push(
+        `    consumers ${describeConsumers(p.consumers)}${(p.readiness?.deployment ?? null) === null ? ' (after publishing)' : ''}`,
+      );
   }
   return lines.join('\n');
 }
@@ -227,7 +257,12 @@ function renderRun(r: TestResult, c: Colors): string[] {
   const label = r.test ? `test "${r.name}"` : r.name;
   if (r.passed) return [`  ${c.green('✔')} ${label}`];
   const lines = [`  ${c.red('✖')} ${label} failed  ${c.dim(`(run ${r.run_id})`)}`];
-  if (Object.keys(r.inputs).length > 0) lines.push(`      inputs: ${Object.entries(r.inputs).map(([k, v]) => `${k}=${literal(v)}`).join(', ')}`);
+  if (Object.keys(r.inputs).length > 0)
+    lines.push(
+      `      inputs: ${Object.entries(r.inputs)
+        .map(([k, v]) => `${k}=${literal(v)}`)
+        .join(', ')}`,
+    );
   if (r.status !== 'completed') lines.push(`      the run ${r.status}${r.error_message ? `: ${r.error_message}` : ''}`);
   else {
     const rows = r.mismatches.map((m) => [m.output, shownValue(m.expected), shownValue(m.actual)]);
@@ -311,7 +346,9 @@ async function applyOne(
     for (const w of pushed.body.warnings ?? []) warnings.push(`warning: ${file.id}: ${w.path}: ${w.reason}`);
     const plan = computePlan(file, readiness, report.pushed);
     report.plan = planView(plan, planned.consumers);
-    lines.push(`  ${c.green('✔')} ${pushed.body.created ? `pushed version ${pushed.body.version}` : `unchanged at version ${pushed.body.version}`}`);
+    lines.push(
+      `  ${c.green('✔')} ${pushed.body.created ? `pushed version ${pushed.body.version}` : `unchanged at version ${pushed.body.version}`}`,
+    );
 
     if (plan.tests.run) {
       let n = 0;
@@ -349,7 +386,10 @@ async function applyOne(
     report.published = created ? 'created' : 'updated';
     report.deployment_id = p.deployment_id;
     report.live_version = p.version;
-    const hidden = [...p.inputs.filter((i) => !i.visible).map((i) => `input ${i.id}`), ...p.outputs.filter((o) => !o.visible).map((o) => `output ${o.id}`)];
+    const hidden = [
+      ...p.inputs.filter((i) => !i.visible).map((i) => `input ${i.id}`),
+      ...p.outputs.filter((o) => !o.visible).map((o) => `output ${o.id}`),
+    ];
     lines.push(
       `  ${c.green('✔')} ${created ? 'published' : 'updated'}: version ${p.version} is live${hidden.length > 0 ? `, hiding ${hidden.join(', ')}` : ''}`,
     );
@@ -408,10 +448,17 @@ async function applyConsumers(
   status('consumers');
   const plan = await planConsumersOf(ctx, file, true);
   if (plan === null) return;
-  const done: NonNullable<PipelineReport['consumers']> = { created: [], updated: [], unchanged: plan.unchanged, not_in_file: plan.not_in_file };
+  const done: NonNullable<PipelineReport['consumers']> = {
+    created: [],
+    updated: [],
+    unchanged: plan.unchanged,
+    not_in_file: plan.not_in_file,
+  };
   report.consumers = done;
   if (plan.ambiguous.length > 0) {
-    throw new Error(`more than one consumer is named ${plan.ambiguous.join(', ')}; apply matches consumers by name: rename or revoke the extra ones (pipegate consumers list ${file.id})`);
+    throw new Error(
+      `more than one consumer is named ${plan.ambiguous.join(', ')}; apply matches consumers by name: rename or revoke the extra ones (pipegate consumers list ${file.id})`,
+    );
   }
   if (plan.create.length > 0 && secrets === null) {
     throw new Error(`consumers ${plan.create.map((d) => d.name).join(', ')} not created: their keys can only be written to --secrets-out`);
@@ -424,7 +471,11 @@ async function applyConsumers(
   for (const d of plan.create) {
     const made = await ctx.client.createConsumer(file.id, { name: d.name, ...d.fields });
     try {
-      await secrets?.saveConsumer(file.id, d.name, { deployment_id: deploymentId, consumer_id: made.body.consumer_id, api_key: made.body.api_key });
+      await secrets?.saveConsumer(file.id, d.name, {
+        deployment_id: deploymentId,
+        consumer_id: made.body.consumer_id,
+        api_key: made.body.api_key,
+      });
     } catch (e) {
       throw new Error(
         `consumer ${d.name} was created, but its key could not be written to ${secrets?.path ?? '--secrets-out'} (${(e as Error).message}); issue a new one with: pipegate consumers rotate ${file.id} ${made.body.consumer_id}`,
@@ -434,7 +485,8 @@ async function applyConsumers(
     lines.push(`  ${c.green('✔')} consumer ${d.name}: created, key written to ${secrets?.path ?? ''}`);
   }
   if (plan.unchanged.length > 0) lines.push(`  ${c.dim('·')} consumers unchanged: ${plan.unchanged.join(', ')}`);
-  if (plan.not_in_file.length > 0) lines.push(`  ${c.dim('·')} consumers not in the file, left as they are: ${plan.not_in_file.join(', ')}`);
+  if (plan.not_in_file.length > 0)
+    lines.push(`  ${c.dim('·')} consumers not in the file, left as they are: ${plan.not_in_file.join(', ')}`);
 }
 
 function renderSummary(reports: readonly PipelineReport[], c: Colors): string {
@@ -453,7 +505,9 @@ function renderSummary(reports: readonly PipelineReport[], c: Colors): string {
     r.live_version !== null ? String(r.live_version) : '-',
     r.deployment_id ?? '-',
   ]);
-  return [c.bold(`Summary: ${parts.join(' · ')}`), table(['PIPELINE', 'VERSION', 'RUNS', 'PUBLISH', 'LIVE', 'DEPLOYMENT'], rows, c)].join('\n');
+  return [c.bold(`Summary: ${parts.join(' · ')}`), table(['PIPELINE', 'VERSION', 'RUNS', 'PUBLISH', 'LIVE', 'DEPLOYMENT'], rows, c)].join(
+    '\n',
+  );
 }
 
 function reportInvalid(ctx: Ctx, invalid: readonly { shown: string; problems: FileProblem[] }[]): number {
@@ -475,11 +529,16 @@ export async function apply(ctx: Ctx, paths: readonly string[], opts: ApplyOptio
   const { out } = ctx;
   const { files, invalid } = readTargets(paths, ctx.io.cwd);
   if (invalid.length > 0) return reportInvalid(ctx, invalid);
-  const unsetSecrets = files.flatMap((f) => f.secrets.filter((s) => (ctx.io.env[s.fromEnv] ?? '') === '').map((s) => ({ file: f.shown, secret: s.name, from_env: s.fromEnv })));
+  const unsetSecrets = files.flatMap((f) =>
+    f.secrets.filter((s) => (ctx.io.env[s.fromEnv] ?? '') === '').map((s) => ({ file: f.shown, secret: s.name, from_env: s.fromEnv })),
+  );
   const unset = unsetSecrets.map((u) => `${u.file}: secrets.${u.secret} reads $${u.from_env}, which is not set`);
   // A plan needs no secret value (a merge request's preview job has none): it says which are unset.
   if (unset.length > 0 && !opts.dryRun) {
-    throw new UsageError(`${plural(unset.length, 'secret')} cannot be set:\n  ${unset.join('\n  ')}`, 'export the environment variables the files name (from_env), then apply again');
+    throw new UsageError(
+      `${plural(unset.length, 'secret')} cannot be set:\n  ${unset.join('\n  ')}`,
+      'export the environment variables the files name (from_env), then apply again',
+    );
   }
   const secrets = opts.secretsOut !== undefined && !opts.dryRun ? new CredentialsFile(opts.secretsOut, ctx.io.cwd) : null;
   const limit = Math.max(1, opts.concurrency);
@@ -500,7 +559,7 @@ export async function apply(ctx: Ctx, paths: readonly string[], opts: ApplyOptio
   if (newKeys.length > 0 && !opts.dryRun && secrets === null) {
     throw new UsageError(
       `${plural(newKeys.length, 'consumer')} would get a new key (${newKeys.join(', ')}), and keys are written only to --secrets-out; nothing was changed`,
-      'add --secrets-out FILE (a file readable by you only, e.g. in your CI runner\'s temp dir)',
+      "add --secrets-out FILE (a file readable by you only, e.g. in your CI runner's temp dir)",
     );
   }
 
@@ -520,7 +579,9 @@ export async function apply(ctx: Ctx, paths: readonly string[], opts: ApplyOptio
     });
     out.line('');
     if (unset.length > 0) {
-      out.line(`${plural(unset.length, 'secret')} not set here (an apply needs ${unset.length === 1 ? 'it' : 'them'}; the plan does not):\n  ${unset.join('\n  ')}`);
+      out.line(
+        `${plural(unset.length, 'secret')} not set here (an apply needs ${unset.length === 1 ? 'it' : 'them'}; the plan does not):\n  ${unset.join('\n  ')}`,
+      );
     }
     out.line(out.c.dim('dry run: nothing was pushed, run or published'));
     out.document({ ok: reports.every((r) => r.ok), dry_run: true, secrets_unset: unsetSecrets, pipelines: reports });

@@ -35,7 +35,12 @@ export const isFileReference = (text: string): boolean => text.startsWith('@');
  * Checks an `@path` value (exists, a file, readable, not empty, not over `maxBytes`) without
  * reading it; `limit` names the limit in the message when the file is too large.
  */
-export function localFile(input: string, text: string, cwd: string, limit: { maxBytes: number; what: string; hint?: string } = { maxBytes: UPLOAD_MAX_BYTES, what: 'the largest upload' }): LocalFile {
+export function localFile(
+  input: string,
+  text: string,
+  cwd: string,
+  limit: { maxBytes: number; what: string; hint?: string } = { maxBytes: UPLOAD_MAX_BYTES, what: 'the largest upload' },
+): LocalFile {
   const shown = text.slice(1);
   const flag = `--input ${input}=${text}`;
   if (shown === '') throw new UsageError(`${flag}: give a file after @, e.g. --input ${input}=@photo.png`);
@@ -53,7 +58,10 @@ export function localFile(input: string, text: string, cwd: string, limit: { max
   }
   if (bytes === 0) throw new UsageError(`${flag}: ${shown} is empty; an asset needs at least one byte`);
   if (bytes > limit.maxBytes) {
-    throw new UsageError(`${flag}: ${shown} is ${bytes} bytes, over ${limit.what}: ${limit.maxBytes} bytes (${sizeText(limit.maxBytes)})`, limit.hint);
+    throw new UsageError(
+      `${flag}: ${shown} is ${bytes} bytes, over ${limit.what}: ${limit.maxBytes} bytes (${sizeText(limit.maxBytes)})`,
+      limit.hint,
+    );
   }
   return { input, shown, path, bytes };
 }
@@ -95,7 +103,11 @@ export async function readDataUri(f: SniffedFile): Promise<string> {
  * `maxBody`, else the largest ones move to uploads until it does. `otherChars` is the request
  * without the files' values.
  */
-export function splitBySize(files: readonly SniffedFile[], otherChars: number, maxBody: number): { inline: SniffedFile[]; upload: SniffedFile[] } {
+export function splitBySize(
+  files: readonly SniffedFile[],
+  otherChars: number,
+  maxBody: number,
+): { inline: SniffedFile[]; upload: SniffedFile[] } {
   const inline = [...files].sort((a, b) => a.bytes - b.bytes);
   const upload: SniffedFile[] = [];
   let total = otherChars + inline.reduce((n, f) => n + dataUriLength(f), 0);

@@ -5,14 +5,29 @@
  */
 import { DEFINITION_ASSET_MAX_BYTES, INLINE_ASSET_BODY_MAX_BYTES } from '../../functions/core/assets';
 import { DEFAULT_MAX_BODY_BYTES } from '../config';
-import { isFileReference, localFile, readDataUri, sniffFile, splitBySize, fileStream, TransferProgress, type LocalFile, type SniffedFile } from './asset-files';
+import {
+  isFileReference,
+  localFile,
+  readDataUri,
+  sniffFile,
+  splitBySize,
+  fileStream,
+  TransferProgress,
+  type LocalFile,
+  type SniffedFile,
+} from './asset-files';
 import type { Upload } from './client';
 import type { Ctx } from './context';
 import { FailureError, ServiceError } from './errors';
 import { splitAssignments, type InputValueType } from './inputs';
 
 /** The `--input` pairs split into files (asset inputs given `@path`) and text for parseInputs. */
-export function splitFileInputs(pairs: readonly string[], types: ReadonlyMap<string, InputValueType>, cwd: string, limit?: Parameters<typeof localFile>[3]) {
+export function splitFileInputs(
+  pairs: readonly string[],
+  types: ReadonlyMap<string, InputValueType>,
+  cwd: string,
+  limit?: Parameters<typeof localFile>[3],
+) {
   const files: LocalFile[] = [];
   const texts: string[] = [];
   for (const [id, text] of splitAssignments(pairs)) {
@@ -33,7 +48,12 @@ export const RUN_BODY_MAX_BYTES = DEFAULT_MAX_BODY_BYTES;
  * DEFINITION_ASSET_MAX_BYTES (what a run's data URI may hold) and the request stays within
  * RUN_BODY_MAX_BYTES, else uploaded through the pipeline's uploads route.
  */
-export async function runFiles(ctx: Ctx, pipeline: string, files: readonly LocalFile[], otherChars: number): Promise<Record<string, string>> {
+export async function runFiles(
+  ctx: Ctx,
+  pipeline: string,
+  files: readonly LocalFile[],
+  otherChars: number,
+): Promise<Record<string, string>> {
   const sniffed = await Promise.all(files.map(sniffFile));
   const small = sniffed.filter((f) => f.bytes <= DEFINITION_ASSET_MAX_BYTES);
   const { inline, upload } = splitBySize(small, otherChars, RUN_BODY_MAX_BYTES);
@@ -49,7 +69,13 @@ export async function runFiles(ctx: Ctx, pipeline: string, files: readonly Local
  * Each file's ASSET value for an execution: inline while the whole request (`otherChars` without
  * the files) stays within INLINE_ASSET_BODY_MAX_BYTES, the largest ones uploaded otherwise.
  */
-export async function executionFiles(ctx: Ctx, deploymentId: string, key: string, files: readonly LocalFile[], otherChars: number): Promise<Record<string, string>> {
+export async function executionFiles(
+  ctx: Ctx,
+  deploymentId: string,
+  key: string,
+  files: readonly LocalFile[],
+  otherChars: number,
+): Promise<Record<string, string>> {
   const sniffed = await Promise.all(files.map(sniffFile));
   const { inline, upload } = splitBySize(sniffed, otherChars, INLINE_ASSET_BODY_MAX_BYTES);
   const values: Record<string, string> = {};
@@ -72,7 +98,8 @@ export async function uploadFile(ctx: Ctx, create: CreateUpload, f: SniffedFile)
     answer = (await create({ media_type: f.mediaType, bytes: f.bytes })).body;
   } catch (e) {
     // A caller's route refuses a file no input takes with 422, the owner's with 400.
-    if (e instanceof ServiceError && (e.status === 422 || e.status === 400)) e.hint = `--input ${f.input}=@${f.shown}: the file is ${f.mediaType} (by its bytes), ${f.bytes} bytes`;
+    if (e instanceof ServiceError && (e.status === 422 || e.status === 400))
+      e.hint = `--input ${f.input}=@${f.shown}: the file is ${f.mediaType} (by its bytes), ${f.bytes} bytes`;
     throw e;
   }
   const progress = new TransferProgress(ctx.io.stderr, 'uploading', f.shown, f.bytes);

@@ -18,7 +18,12 @@ const ValueType = v.picklist(INPUT_VALUE_TYPES);
 const Nullable = <T extends v.GenericSchema>(s: T) => v.nullable(s);
 
 const ProblemBody = v.looseObject({ path: v.string(), reason: v.string() });
-export const PushBody = v.looseObject({ pipeline_id: v.string(), version: v.number(), created: v.boolean(), warnings: v.optional(v.array(ProblemBody)) });
+export const PushBody = v.looseObject({
+  pipeline_id: v.string(),
+  version: v.number(),
+  created: v.boolean(),
+  warnings: v.optional(v.array(ProblemBody)),
+});
 export const SecretBody = v.looseObject({ name: v.string(), updated_at: v.string() });
 export const SecretsBody = v.looseObject({ secrets: v.array(SecretBody) });
 export const PipelineSummaryBody = v.looseObject({
@@ -35,7 +40,12 @@ export const PipelineBody = v.looseObject({
   version: v.number(),
   definition: v.looseObject({ nodes: v.record(v.string(), v.unknown()) }),
 });
-export const RunStartedBody = v.looseObject({ run_id: v.string(), version: v.number(), status: Status, status_url: v.optional(v.string()) });
+export const RunStartedBody = v.looseObject({
+  run_id: v.string(),
+  version: v.number(),
+  status: Status,
+  status_url: v.optional(v.string()),
+});
 export const RunBody = v.looseObject({
   run_id: v.string(),
   pipeline_id: v.string(),
@@ -81,7 +91,11 @@ export const PublishBody = v.looseObject({
   api_key: v.optional(v.string()),
   signing_secret: v.optional(v.string()),
 });
-export const RotateBody = v.looseObject({ api_key: v.optional(v.string()), signing_secret: v.optional(v.string()), form_url: v.optional(v.string()) });
+export const RotateBody = v.looseObject({
+  api_key: v.optional(v.string()),
+  signing_secret: v.optional(v.string()),
+  form_url: v.optional(v.string()),
+});
 export const CallerContractBody = v.looseObject({
   deployment_id: v.string(),
   inputs: v.array(v.looseObject({ id: v.string(), value_type: ValueType, value: Raw })),
@@ -119,7 +133,15 @@ const Delivery = v.looseObject({
   next_attempt_at: v.optional(Nullable(v.string())),
   redelivery: v.optional(v.boolean()),
   log: v.optional(
-    v.array(v.looseObject({ at: v.string(), duration_ms: v.number(), status: Nullable(v.number()), error: Nullable(v.string()), redelivery: v.optional(v.boolean()) })),
+    v.array(
+      v.looseObject({
+        at: v.string(),
+        duration_ms: v.number(),
+        status: Nullable(v.number()),
+        error: Nullable(v.string()),
+        redelivery: v.optional(v.boolean()),
+      }),
+    ),
   ),
 });
 const TraceEntry = v.looseObject({
@@ -168,7 +190,9 @@ export const ExecutionListBody = v.looseObject({
       completed_at: Nullable(v.string()),
       completion_duration: Nullable(v.number()),
       error_message: Nullable(v.string()),
-      callback: Nullable(v.looseObject({ outcome: v.string(), attempts: v.number(), last_status: Nullable(v.number()), last_error: Nullable(v.string()) })),
+      callback: Nullable(
+        v.looseObject({ outcome: v.string(), attempts: v.number(), last_status: Nullable(v.number()), last_error: Nullable(v.string()) }),
+      ),
       /** Who started it: a caller with a key (`api`) or the web form (`form`). */
       source: v.optional(v.string()),
     }),
@@ -192,7 +216,12 @@ const CallerUsageWindow = v.looseObject({
   p50_ms: Nullable(v.number()),
   p95_ms: Nullable(v.number()),
 });
-const ConsumerUsageBody = v.looseObject({ consumer_id: Nullable(v.string()), name: Nullable(v.string()), last_hour: CallerUsageWindow, last_day: CallerUsageWindow });
+const ConsumerUsageBody = v.looseObject({
+  consumer_id: Nullable(v.string()),
+  name: Nullable(v.string()),
+  last_hour: CallerUsageWindow,
+  last_day: CallerUsageWindow,
+});
 export const UsageBody = v.looseObject({
   pipeline_id: v.string(),
   deployment_id: v.string(),
@@ -315,7 +344,11 @@ export class PipegateClient {
   }
   publish(
     id: string,
-    visibility: { inputs?: Record<string, { visible: boolean }>; outputs?: Record<string, { visible: boolean }>; form?: { enabled: boolean; title?: string; description?: string } },
+    visibility: {
+      inputs?: Record<string, { visible: boolean }>;
+      outputs?: Record<string, { visible: boolean }>;
+      form?: { enabled: boolean; title?: string; description?: string };
+    },
   ) {
     return this.owner('PUT', `/v1/pipelines/${enc(id)}/deployment`, PublishBody, visibility);
   }
@@ -354,7 +387,12 @@ export class PipegateClient {
   }
 
   setKeyLimits(id: string, body: Pick<ConsumerFields, 'rate_limit' | 'quota'>) {
-    return this.owner('PUT', `/v1/pipelines/${enc(id)}/deployment/limits`, v.looseObject({ deployment_id: v.string(), ...LimitsBody }), body);
+    return this.owner(
+      'PUT',
+      `/v1/pipelines/${enc(id)}/deployment/limits`,
+      v.looseObject({ deployment_id: v.string(), ...LimitsBody }),
+      body,
+    );
   }
 
   revokeConsumer(id: string, consumerId: string) {
@@ -384,7 +422,14 @@ export class PipegateClient {
     return this.caller('GET', `/v1/deployments/${enc(deploymentId)}/`, key, CallerContractBody);
   }
   execute(deploymentId: string, key: string, body: unknown, idempotencyKey?: string) {
-    return this.caller('POST', `/v1/deployments/${enc(deploymentId)}/executions/`, key, AcceptedBody, body, idempotencyKey ? { 'idempotency-key': idempotencyKey } : {});
+    return this.caller(
+      'POST',
+      `/v1/deployments/${enc(deploymentId)}/executions/`,
+      key,
+      AcceptedBody,
+      body,
+      idempotencyKey ? { 'idempotency-key': idempotencyKey } : {},
+    );
   }
   executionStatus(executionId: string, key: string) {
     return this.caller('GET', `/v1/deployments/executions/${enc(executionId)}/status/`, key, ExecutionStatusBody);
@@ -398,19 +443,38 @@ export class PipegateClient {
    * execution (`signal` ends it). An error answer is a ServiceError as for any call; a stream
    * cut short simply ends (the caller reconnects with the last id it saw).
    */
-  executionEvents(executionId: string, key: string, lastEventId: string | undefined, signal: AbortSignal): AsyncGenerator<EventSourceMessage> {
+  executionEvents(
+    executionId: string,
+    key: string,
+    lastEventId: string | undefined,
+    signal: AbortSignal,
+  ): AsyncGenerator<EventSourceMessage> {
     const url = new URL(`${this.baseUrl}/v1/deployments/executions/${enc(executionId)}/events/`);
-    return this.events(url, { accept: 'text/event-stream', 'x-api-key': key, ...(lastEventId === undefined ? {} : { 'last-event-id': lastEventId }) }, signal, 'caller');
+    return this.events(
+      url,
+      { accept: 'text/event-stream', 'x-api-key': key, ...(lastEventId === undefined ? {} : { 'last-event-id': lastEventId }) },
+      signal,
+      'caller',
+    );
   }
 
   /** An owner's run as server-sent events (contract §7), as executionEvents is for callers. */
   async *runEvents(id: string, runId: string, lastEventId: string | undefined, signal: AbortSignal): AsyncGenerator<EventSourceMessage> {
     const url = new URL(`${this.baseUrl}/v1/pipelines/${enc(id)}/runs/${enc(runId)}/events`);
-    const headers = await this.ownerHeaders('GET', url, { accept: 'text/event-stream', ...(lastEventId === undefined ? {} : { 'last-event-id': lastEventId }) });
+    const headers = await this.ownerHeaders('GET', url, {
+      accept: 'text/event-stream',
+      ...(lastEventId === undefined ? {} : { 'last-event-id': lastEventId }),
+    });
     yield* this.events(url, headers, signal, 'owner', id);
   }
 
-  private async *events(url: URL, headers: Record<string, string>, signal: AbortSignal, audience: 'owner' | 'caller', pipeline?: string): AsyncGenerator<EventSourceMessage> {
+  private async *events(
+    url: URL,
+    headers: Record<string, string>,
+    signal: AbortSignal,
+    audience: 'owner' | 'caller',
+    pipeline?: string,
+  ): AsyncGenerator<EventSourceMessage> {
     let res: Response;
     try {
       res = await this.fetchFn(url, { headers, signal });
@@ -425,7 +489,8 @@ export class PipegateClient {
       } catch {
         raw = undefined;
       }
-      const errBody = typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? (raw as Record<string, unknown>) : { error: `HTTP ${res.status}` };
+      const errBody =
+        typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? (raw as Record<string, unknown>) : { error: `HTTP ${res.status}` };
       throw new ServiceError(res.status, errBody, audience, pipeline);
     }
     const ready: EventSourceMessage[] = [];
@@ -472,7 +537,13 @@ export class PipegateClient {
         break;
       case 'sigv4': {
         this.credentials ??= await defaultCredentials();
-        Object.assign(headers, await signRequest({ method, url, headers, ...(text !== undefined ? { body: text } : {}) }, { region: auth.region, credentials: this.credentials }));
+        Object.assign(
+          headers,
+          await signRequest(
+            { method, url, headers, ...(text !== undefined ? { body: text } : {}) },
+            { region: auth.region, credentials: this.credentials },
+          ),
+        );
         break;
       }
       case 'missing':
@@ -486,10 +557,20 @@ export class PipegateClient {
     return headers;
   }
 
-  private async owner<S extends v.GenericSchema>(method: string, path: string, schema: S, body?: unknown): Promise<Reply<v.InferOutput<S>>> {
+  private async owner<S extends v.GenericSchema>(
+    method: string,
+    path: string,
+    schema: S,
+    body?: unknown,
+  ): Promise<Reply<v.InferOutput<S>>> {
     const url = new URL(this.baseUrl + path);
     const text = body === undefined ? undefined : JSON.stringify(body);
-    const headers = await this.ownerHeaders(method, url, { accept: 'application/json', ...(text !== undefined ? { 'content-type': 'application/json' } : {}) }, text);
+    const headers = await this.ownerHeaders(
+      method,
+      url,
+      { accept: 'application/json', ...(text !== undefined ? { 'content-type': 'application/json' } : {}) },
+      text,
+    );
     const pipeline = /^\/v1\/pipelines\/([^/?]+)/.exec(path)?.[1];
     return this.send(method, url, headers, text, schema, 'owner', pipeline === undefined ? undefined : decodeURIComponent(pipeline));
   }
@@ -520,7 +601,12 @@ export class PipegateClient {
     let res: Response;
     let text: string;
     try {
-      res = await this.fetchFn(url, { method, headers, ...(body !== undefined ? { body } : {}), signal: AbortSignal.timeout(this.timeoutMs) });
+      res = await this.fetchFn(url, {
+        method,
+        headers,
+        ...(body !== undefined ? { body } : {}),
+        signal: AbortSignal.timeout(this.timeoutMs),
+      });
       text = await res.text();
     } catch (e) {
       throw new UnreachableError(this.baseUrl, networkReason(e));
@@ -534,7 +620,8 @@ export class PipegateClient {
       }
     }
     if (!res.ok) {
-      const errBody = typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? (raw as Record<string, unknown>) : { error: `HTTP ${res.status}` };
+      const errBody =
+        typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? (raw as Record<string, unknown>) : { error: `HTTP ${res.status}` };
       throw new ServiceError(res.status, errBody, audience, pipeline);
     }
     const parsed = v.safeParse(schema, raw);

@@ -126,7 +126,10 @@ export const cloudFormationLookup: StackLookup = async (stack, region) => {
     const res = await client.send(new DescribeStacksCommand({ StackName: stack }));
     outputs = res.Stacks?.[0]?.Outputs ?? [];
   } catch (e) {
-    throw new UsageError(`cannot read the outputs of stack ${stack}: ${(e as Error).message}`, 'check the stack name, AWS_REGION and your AWS credentials');
+    throw new UsageError(
+      `cannot read the outputs of stack ${stack}: ${(e as Error).message}`,
+      'check the stack name, AWS_REGION and your AWS credentials',
+    );
   } finally {
     client.destroy();
   }

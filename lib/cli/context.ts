@@ -59,7 +59,11 @@ export class Interrupted extends Error {
  * Runs `wait`; a Ctrl-C meanwhile stops waiting (the work keeps going on the service) and
  * prints `followUp`, which says how to look at it later and how to cancel it.
  */
-export async function waitOrInterrupt<T>(ctx: Pick<Ctx, 'onInterrupt'>, followUp: string, wait: (signal: AbortSignal) => Promise<T>): Promise<T> {
+export async function waitOrInterrupt<T>(
+  ctx: Pick<Ctx, 'onInterrupt'>,
+  followUp: string,
+  wait: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
   const abort = new AbortController();
   let stop: () => void = () => undefined;
   const interrupted = new Promise<never>((_, reject) => {
@@ -94,7 +98,13 @@ export async function createContext(io: CliIO, opts: GlobalOptions, deps: CliDep
 export async function pollUntil<T>(
   once: () => Promise<T>,
   done: (t: T) => boolean,
-  opts: { sleep: (ms: number) => Promise<void>; timeoutMs: number; onTick?: (t: T, elapsedMs: number) => void; what: string; signal?: AbortSignal },
+  opts: {
+    sleep: (ms: number) => Promise<void>;
+    timeoutMs: number;
+    onTick?: (t: T, elapsedMs: number) => void;
+    what: string;
+    signal?: AbortSignal;
+  },
 ): Promise<T> {
   const started = Date.now();
   let delay = 150;
@@ -105,7 +115,9 @@ export async function pollUntil<T>(
     opts.onTick?.(t, elapsed);
     if (done(t)) return t;
     if (elapsed >= opts.timeoutMs) {
-      throw new FailureError(`${opts.what} has not finished after ${Math.round(elapsed / 1000)} s; stopped waiting (it keeps going on the service)`);
+      throw new FailureError(
+        `${opts.what} has not finished after ${Math.round(elapsed / 1000)} s; stopped waiting (it keeps going on the service)`,
+      );
     }
     await opts.sleep(delay);
     delay = Math.min(1000, Math.round(delay * 1.5));
@@ -119,7 +131,14 @@ export async function pollUntil<T>(
  */
 export async function waitUntilFinished<T extends { body: { status: ExecutionStatus } }>(
   ctx: Ctx,
-  w: { started: string; followUp: string; what: string; timeoutSeconds: number; poll: () => Promise<T>; progress: (status: string, elapsedMs: number) => string },
+  w: {
+    started: string;
+    followUp: string;
+    what: string;
+    timeoutSeconds: number;
+    poll: () => Promise<T>;
+    progress: (status: string, elapsedMs: number) => string;
+  },
 ): Promise<T> {
   const spinner = ctx.out.spinner();
   try {

@@ -34,7 +34,14 @@ export function resolveDefinitionFiles(doc: unknown, baseDir: string): ResolvedF
   if (!isPlainObject(doc) || !isPlainObject(doc.nodes)) return { doc, files, problems };
   let nodes: Record<string, unknown> | null = null;
   for (const [id, node] of Object.entries(doc.nodes)) {
-    if (!isPlainObject(node) || node.type !== 'input' || node.value_type !== 'asset' || typeof node.value !== 'string' || !isFileReference(node.value)) continue;
+    if (
+      !isPlainObject(node) ||
+      node.type !== 'input' ||
+      node.value_type !== 'asset' ||
+      typeof node.value !== 'string' ||
+      !isFileReference(node.value)
+    )
+      continue;
     const shown = node.value.slice(1);
     const where = `nodes.${id}.value`;
     const read = readDefinitionFile(resolve(baseDir, shown), shown);

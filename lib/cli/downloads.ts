@@ -43,9 +43,18 @@ export function planDownloads(responseData: Record<string, { value_type: string 
   for (const [output, entry] of Object.entries(responseData)) {
     if (entry.value_type !== 'ASSET') continue;
     const parsed = v.safeParse(AssetOutputBody, entry);
-    if (!parsed.success) throw new FailureError(`output ${output} is an ASSET without a link, media_type and bytes this CLI understands (${v.getDotPath(parsed.issues[0]) ?? 'value'}: ${parsed.issues[0].message})`);
+    if (!parsed.success)
+      throw new FailureError(
+        `output ${output} is an ASSET without a link, media_type and bytes this CLI understands (${v.getDotPath(parsed.issues[0]) ?? 'value'}: ${parsed.issues[0].message})`,
+      );
     if (!SAFE_NAME.test(output)) throw new FailureError(`output ${JSON.stringify(output)} is not a plain file name; not saving it`);
-    planned.push({ output, url: parsed.output.value, mediaType: parsed.output.media_type, bytes: parsed.output.bytes, path: join(dir, output + extensionFor(parsed.output.media_type)) });
+    planned.push({
+      output,
+      url: parsed.output.value,
+      mediaType: parsed.output.media_type,
+      bytes: parsed.output.bytes,
+      path: join(dir, output + extensionFor(parsed.output.media_type)),
+    });
   }
   return planned;
 }
@@ -59,10 +68,17 @@ const shownPath = (cwd: string, abs: string): string => {
  * Downloads every planned file into `dir` (created when missing). Refuses, before fetching
  * anything, when a target exists and `force` is not set. Returns the paths written.
  */
-export async function downloadAll(ctx: Ctx, executionId: string, dirGiven: string, planned: readonly PlannedDownload[], force: boolean): Promise<string[]> {
+export async function downloadAll(
+  ctx: Ctx,
+  executionId: string,
+  dirGiven: string,
+  planned: readonly PlannedDownload[],
+  force: boolean,
+): Promise<string[]> {
   const dir = resolve(ctx.io.cwd, dirGiven);
   const taken = planned.filter((p) => existsSync(p.path)).map((p) => shownPath(ctx.io.cwd, p.path));
-  if (taken.length > 0 && !force) throw new UsageError(`would overwrite ${taken.join(', ')}`, 'pass --force to replace them, or choose another directory');
+  if (taken.length > 0 && !force)
+    throw new UsageError(`would overwrite ${taken.join(', ')}`, 'pass --force to replace them, or choose another directory');
   try {
     if (existsSync(dir) && !statSync(dir).isDirectory()) throw new UsageError(`--download ${dirGiven} is not a directory`);
     mkdirSync(dir, { recursive: true });
@@ -98,13 +114,15 @@ async function downloadOne(ctx: Ctx, executionId: string, dirGiven: string, p: P
       for await (const chunk of source) {
         received += chunk.length;
         // Stop at once rather than fill the disk with more than the result announced.
-        if (received > p.bytes) throw new FailureError(`output ${p.output}: the link sent more than the ${p.bytes} bytes the result says; not saved`);
+        if (received > p.bytes)
+          throw new FailureError(`output ${p.output}: the link sent more than the ${p.bytes} bytes the result says; not saved`);
         progress.add(chunk.length);
         yield chunk;
       }
     };
     await pipeline(Readable.fromWeb(res.body as NodeWebStream<Uint8Array>), count, createWriteStream(temp, { flags: 'wx' }));
-    if (received !== p.bytes) throw new FailureError(`output ${p.output}: received ${received} bytes, but the result says ${p.bytes}; not saved`);
+    if (received !== p.bytes)
+      throw new FailureError(`output ${p.output}: received ${received} bytes, but the result says ${p.bytes}; not saved`);
     renameSync(temp, p.path);
   } catch (e) {
     rmSync(temp, { force: true });

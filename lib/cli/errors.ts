@@ -8,7 +8,10 @@ export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 /** The user asked for something the CLI cannot do as asked: bad flags, files, input syntax. */
 export class UsageError extends Error {
   readonly exitCode = EXIT.usage;
-  constructor(message: string, readonly hint?: string) {
+  constructor(
+    message: string,
+    readonly hint?: string,
+  ) {
     super(message);
     this.name = 'UsageError';
   }
@@ -89,7 +92,12 @@ const hasExitCode = (e: unknown): e is { exitCode: number } =>
  */
 export function exitCodeFor(e: unknown): ExitCode {
   if (e instanceof UsageError) return EXIT.usage;
-  if (typeof e === 'object' && e !== null && typeof (e as { code?: unknown }).code === 'string' && (e as { code: string }).code.startsWith('commander.')) {
+  if (
+    typeof e === 'object' &&
+    e !== null &&
+    typeof (e as { code?: unknown }).code === 'string' &&
+    (e as { code: string }).code.startsWith('commander.')
+  ) {
     return hasExitCode(e) && e.exitCode === 0 ? EXIT.ok : EXIT.usage;
   }
   return EXIT.failure;

@@ -52,7 +52,8 @@ export function parsePipelineText(text: string, fileName: string): unknown {
     try {
       return parseJsonWithPosition(text);
     } catch (e) {
-      if (e instanceof JsonSyntaxError) throw new UsageError(`${fileName} is not valid JSON (line ${e.line}, column ${e.column}): ${e.reason}`);
+      if (e instanceof JsonSyntaxError)
+        throw new UsageError(`${fileName} is not valid JSON (line ${e.line}, column ${e.column}): ${e.reason}`);
       throw e;
     }
   }

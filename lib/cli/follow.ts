@@ -52,7 +52,9 @@ export async function followEvents(ctx: Ctx, o: FollowOptions): Promise<{ status
         running.delete(id);
         spinner.stop();
         const mark = data.state === 'failed' ? out.e.red('✗') : out.e.green('✓');
-        out.note(`  ${mark} ${id} ${out.e.dim(String(data.type))} ${data.state === 'failed' ? 'failed ' : ''}${seconds(data.duration_ms)}`.trimEnd());
+        out.note(
+          `  ${mark} ${id} ${out.e.dim(String(data.type))} ${data.state === 'failed' ? 'failed ' : ''}${seconds(data.duration_ms)}`.trimEnd(),
+        );
       }
       show();
     } else if (m.event === 'status' && spinner.interactive) {
@@ -75,9 +77,13 @@ export async function followEvents(ctx: Ctx, o: FollowOptions): Promise<{ status
           if (status !== null) return { status };
         }
         if (signal.aborted) throw new Error('stopped waiting');
-        if (deadline.aborted) throw new FailureError(`${o.what} has not finished after ${o.timeoutSeconds} s; stopped following (it keeps going on the service)`);
+        if (deadline.aborted)
+          throw new FailureError(
+            `${o.what} has not finished after ${o.timeoutSeconds} s; stopped following (it keeps going on the service)`,
+          );
         silent = fresh ? 0 : silent + 1;
-        if (silent >= MAX_SILENT_RECONNECTS) throw new FailureError(`the event stream of ${o.what} keeps closing without news; look later with ${o.later}`);
+        if (silent >= MAX_SILENT_RECONNECTS)
+          throw new FailureError(`the event stream of ${o.what} keeps closing without news; look later with ${o.later}`);
         await ctx.sleep(RECONNECT_MS, deadline);
       }
     });

@@ -40,7 +40,9 @@ export function parseValue(id: string, type: InputValueType, text: string): RawV
     }
     case 'reference':
       if (!isAbsoluteHttpUrl(text)) {
-        throw new UsageError(`--input ${id}=${text}: ${id} is a reference input; give an absolute http(s) URL such as https://example.com/data.json`);
+        throw new UsageError(
+          `--input ${id}=${text}: ${id} is a reference input; give an absolute http(s) URL such as https://example.com/data.json`,
+        );
       }
       return text;
     case 'asset':

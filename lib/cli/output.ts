@@ -140,7 +140,7 @@ export function fields(pairs: readonly (readonly [string, string])[], colors?: C
 }
 
 /** A RAW value as a person reads it: strings bare, numbers and booleans as written. */
-export const showValue = (v: unknown): string => (typeof v === 'string' ? v : JSON.stringify(v) ?? String(v));
+export const showValue = (v: unknown): string => (typeof v === 'string' ? v : (JSON.stringify(v) ?? String(v)));
 
 /** A RAW value as it would appear in a command or JSON: strings quoted. */
 export const literal = (v: unknown): string => JSON.stringify(v) ?? String(v);

@@ -34,13 +34,15 @@ import { colorEnabled, Output, type CliIO } from './output';
 // No default list: commander would print it as "(default: [])" in help.
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
-const wholeNumber = (what: string, min: number, max: number) => (text: string): number => {
-  const n = Number(text);
-  if (!/^\d+$/.test(text.trim()) || !Number.isSafeInteger(n) || n < min || n > max) {
-    throw new InvalidArgumentError(`${what} must be a whole number from ${min} to ${max}`);
-  }
-  return n;
-};
+const wholeNumber =
+  (what: string, min: number, max: number) =>
+  (text: string): number => {
+    const n = Number(text);
+    if (!/^\d+$/.test(text.trim()) || !Number.isSafeInteger(n) || n < min || n > max) {
+      throw new InvalidArgumentError(`${what} must be a whole number from ${min} to ${max}`);
+    }
+    return n;
+  };
 
 /** Builds the program; every action resolves the exit code into `state.code`. */
 export function buildProgram(io: CliIO, deps: CliDeps, state: { code: number }): Command {
@@ -53,8 +55,14 @@ export function buildProgram(io: CliIO, deps: CliDeps, state: { code: number }):
     .showHelpAfterError('(add --help for usage)')
     // Every command's help lists --json, --url and the rest, not only the top level's.
     .configureHelp({ showGlobalOptions: true })
-    .option('--url <url>', 'base URL of pipegate (env PIPEGATE_URL; default: the URL the local runtime recorded in <PIPEGATE_DATA_DIR or ./.pipegate>/runtime-url, else http://127.0.0.1:3000)')
-    .option('--token <token>', 'owner token of the local runtime (env PIPEGATE_OWNER_TOKEN; else <PIPEGATE_DATA_DIR or ./.pipegate>/owner-token)')
+    .option(
+      '--url <url>',
+      'base URL of pipegate (env PIPEGATE_URL; default: the URL the local runtime recorded in <PIPEGATE_DATA_DIR or ./.pipegate>/runtime-url, else http://127.0.0.1:3000)',
+    )
+    .option(
+      '--token <token>',
+      'owner token of the local runtime (env PIPEGATE_OWNER_TOKEN; else <PIPEGATE_DATA_DIR or ./.pipegate>/owner-token)',
+    )
     .option('--aws', 'sign owner calls with AWS SigV4 from the standard credential chain')
     .option('--stack <name>', 'take the URL from the ApiUrl output of this CloudFormation stack (implies --aws)')
     .option('--region <region>', 'AWS region to sign for (default: from the URL, else AWS_REGION)')
@@ -73,7 +81,10 @@ export function buildProgram(io: CliIO, deps: CliDeps, state: { code: number }):
   program
     .command('push')
     .description('push a pipeline definition (JSON or YAML); creates a new version when it changed')
-    .argument('<file>', `pipeline file (.json, .yaml or .yml); an asset input's value "@path" sends that file (relative to the pipeline file, at most ${sizeText(DEFINITION_ASSET_MAX_BYTES)})`)
+    .argument(
+      '<file>',
+      `pipeline file (.json, .yaml or .yml); an asset input's value "@path" sends that file (relative to the pipeline file, at most ${sizeText(DEFINITION_ASSET_MAX_BYTES)})`,
+    )
     .option('--id <pipeline>', 'pipeline id (default: the file name without its extension)')
     .action(act((ctx, file: string, o: { id?: string }) => push(ctx, file, o)));
 
@@ -93,9 +104,15 @@ export function buildProgram(io: CliIO, deps: CliDeps, state: { code: number }):
     )
     .option('--wait', 'wait until the run finishes and print its outputs (default)')
     .option('--no-wait', 'print the run id and return at once')
-    .option('--follow', 'wait, printing each node as it finishes (a spinner on a terminal), from the run\'s event stream')
-    .addOption(new Option('--timeout <seconds>', 'stop waiting after this long').default(600).argParser(wholeNumber('--timeout', 1, 86_400)))
-    .action(act((ctx, p: string, o: { input?: string[]; wait?: boolean; follow?: boolean; timeout: number }) => run(ctx, p, { ...o, input: o.input ?? [], wait: o.wait !== false })));
+    .option('--follow', "wait, printing each node as it finishes (a spinner on a terminal), from the run's event stream")
+    .addOption(
+      new Option('--timeout <seconds>', 'stop waiting after this long').default(600).argParser(wholeNumber('--timeout', 1, 86_400)),
+    )
+    .action(
+      act((ctx, p: string, o: { input?: string[]; wait?: boolean; follow?: boolean; timeout: number }) =>
+        run(ctx, p, { ...o, input: o.input ?? [], wait: o.wait !== false }),
+      ),
+    );
 
   program
     .command('runs')
@@ -112,7 +129,7 @@ export function buildProgram(io: CliIO, deps: CliDeps, state: { code: number }):
 
   program
     .command('publish')
-    .description('publish (or update) the pipeline\'s API from its latest successful run')
+    .description("publish (or update) the pipeline's API from its latest successful run")
     .argument('<pipeline>', 'pipeline id')
     .option('--hide-input <ids>', 'inputs callers may not see or set (comma-separated, repeatable)', collect)
     .option('--hide-output <ids>', 'outputs callers do not receive (comma-separated, repeatable)', collect)
@@ -128,7 +145,16 @@ export function buildProgram(io: CliIO, deps: CliDeps, state: { code: number }):
         (
           ctx,
           p: string,
-          o: { hideInput?: string[]; hideOutput?: string[]; showInput?: string[]; showOutput?: string[]; snippet?: SnippetLanguage; form?: boolean; formTitle?: string; formDescription?: string },
+          o: {
+            hideInput?: string[];
+            hideOutput?: string[];
+            showInput?: string[];
+            showOutput?: string[];
+            snippet?: SnippetLanguage;
+            form?: boolean;
+            formTitle?: string;
+            formDescription?: string;
+          },
         ) =>
           publish(ctx, p, {
             hideInput: o.hideInput ?? [],
@@ -145,12 +171,12 @@ export function buildProgram(io: CliIO, deps: CliDeps, state: { code: number }):
 
   program
     .command('delete')
-    .description('delete the pipeline\'s deployment (immediate, cannot be undone)')
+    .description("delete the pipeline's deployment (immediate, cannot be undone)")
     .argument('<pipeline>', 'pipeline id')
     .option('--yes', 'confirm the deletion')
     .action(act((ctx, p: string, o: { yes?: boolean }) => remove(ctx, p, o)));
 
-  const keys = program.command('keys').description('manage a deployment\'s credentials');
+  const keys = program.command('keys').description("manage a deployment's credentials");
   keys
     .command('rotate')
     .description('issue a new API key (or callback signing secret); the old one stops at once unless --grace is given')
@@ -167,31 +193,44 @@ export function buildProgram(io: CliIO, deps: CliDeps, state: { code: number }):
     .option('--quota <executions/period>', 'accepted executions per UTC day or month, e.g. 1000/day')
     .action(act((ctx, p: string, o: ConsumerOptions) => keyLimits(ctx, p, o)));
 
-  const consumers = program.command('consumers').description("a deployment's consumers: each caller its own API key, rate limit, quota and expiry");
+  const consumers = program
+    .command('consumers')
+    .description("a deployment's consumers: each caller its own API key, rate limit, quota and expiry");
   const limitOptions = (c: Command) =>
     c
       .option('--rate <requests/seconds>', 'rate limit, e.g. 1/1 (one request a second) or 100/60; none removes it')
       .option('--quota <executions/period>', 'accepted executions per UTC day or month, e.g. 10/day; none removes it')
       .option('--expires <time>', 'ISO 8601 time after which the key is refused; none removes it')
       .option('--meta <key=value>', 'metadata for your own records (repeatable)', collect);
-  limitOptions(consumers.command('create').description('create a consumer and print its API key (shown once)').argument('<pipeline>', 'pipeline id').option('--name <name>', 'who it is for'))
-    .action(act((ctx, p: string, o: ConsumerOptions) => createConsumer(ctx, p, o)));
+  limitOptions(
+    consumers
+      .command('create')
+      .description('create a consumer and print its API key (shown once)')
+      .argument('<pipeline>', 'pipeline id')
+      .option('--name <name>', 'who it is for'),
+  ).action(act((ctx, p: string, o: ConsumerOptions) => createConsumer(ctx, p, o)));
   consumers
     .command('list')
     .description('every consumer with its limits, key prefix and last use (never a key)')
     .argument('<pipeline>', 'pipeline id')
     .action(act((ctx, p: string) => listConsumers(ctx, p)));
-  limitOptions(consumers.command('update').description("change a consumer's name, limits, expiry or metadata").argument('<pipeline>', 'pipeline id').argument('<consumer>', 'consumer id').option('--name <name>', 'a new name'))
-    .action(act((ctx, p: string, id: string, o: ConsumerOptions) => updateConsumer(ctx, p, id, o)));
+  limitOptions(
+    consumers
+      .command('update')
+      .description("change a consumer's name, limits, expiry or metadata")
+      .argument('<pipeline>', 'pipeline id')
+      .argument('<consumer>', 'consumer id')
+      .option('--name <name>', 'a new name'),
+  ).action(act((ctx, p: string, id: string, o: ConsumerOptions) => updateConsumer(ctx, p, id, o)));
   consumers
     .command('revoke')
-    .description("revoke a consumer: its key is refused from the next request on; the others keep working")
+    .description('revoke a consumer: its key is refused from the next request on; the others keep working')
     .argument('<pipeline>', 'pipeline id')
     .argument('<consumer>', 'consumer id')
     .action(act((ctx, p: string, id: string) => revokeConsumer(ctx, p, id)));
   consumers
     .command('rotate')
-    .description("issue a new key for a consumer; the old one stops at once unless --grace is given")
+    .description('issue a new key for a consumer; the old one stops at once unless --grace is given')
     .argument('<pipeline>', 'pipeline id')
     .argument('<consumer>', 'consumer id')
     .addOption(new Option('--grace <seconds>', 'keep the old key working this long').argParser(wholeNumber('--grace', 0, 604_800)))
@@ -201,7 +240,7 @@ export function buildProgram(io: CliIO, deps: CliDeps, state: { code: number }):
     .command('execute')
     .description('execute a published deployment as a caller would')
     .argument('<deployment>', 'deployment id')
-    .option('--key <key>', 'the deployment\'s API key (env PIPEGATE_API_KEY)')
+    .option('--key <key>', "the deployment's API key (env PIPEGATE_API_KEY)")
     .option(
       '-i, --input <id=value>',
       `set an input (repeatable); the value is read by the input's type; for an asset input, @path sends that file: inline while the request stays within ${sizeText(INLINE_ASSET_BODY_MAX_BYTES)}, else through an upload (at most ${sizeText(UPLOAD_MAX_BYTES)})`,
@@ -209,9 +248,13 @@ export function buildProgram(io: CliIO, deps: CliDeps, state: { code: number }):
     )
     .option('--callback <url>', 'URL to POST the outcome to when the execution finishes')
     .option('--wait', 'wait until the execution finishes and print its result')
-    .option('--follow', 'like --wait, printing each node as it finishes (a spinner on a terminal), from the execution\'s event stream')
+    .option('--follow', "like --wait, printing each node as it finishes (a spinner on a terminal), from the execution's event stream")
     .option('--idempotency-key <key>', 'repeat-safe submit: the same key and body start nothing new')
-    .addOption(new Option('--timeout <seconds>', 'with --wait, stop waiting after this long').default(600).argParser(wholeNumber('--timeout', 1, 86_400)))
+    .addOption(
+      new Option('--timeout <seconds>', 'with --wait, stop waiting after this long')
+        .default(600)
+        .argParser(wholeNumber('--timeout', 1, 86_400)),
+    )
     .option('--download <dir>', 'with --wait, save every ASSET output into <dir> as <output><extension>')
     .option('--force', 'with --download, replace files that exist')
     .action(
@@ -219,9 +262,23 @@ export function buildProgram(io: CliIO, deps: CliDeps, state: { code: number }):
         (
           ctx,
           d: string,
-          o: { key?: string; input?: string[]; callback?: string; wait?: boolean; follow?: boolean; idempotencyKey?: string; timeout: number; download?: string; force?: boolean },
+          o: {
+            key?: string;
+            input?: string[];
+            callback?: string;
+            wait?: boolean;
+            follow?: boolean;
+            idempotencyKey?: string;
+            timeout: number;
+            download?: string;
+            force?: boolean;
+          },
         ) => {
-          if (o.download !== undefined && !o.wait && !o.follow) throw new UsageError('--download needs --wait', `or save the outputs later: pipegate result <execution> --download ${o.download}`);
+          if (o.download !== undefined && !o.wait && !o.follow)
+            throw new UsageError(
+              '--download needs --wait',
+              `or save the outputs later: pipegate result <execution> --download ${o.download}`,
+            );
           return execute(ctx, d, { ...o, input: o.input ?? [] });
         },
       ),
@@ -235,9 +292,15 @@ export function buildProgram(io: CliIO, deps: CliDeps, state: { code: number }):
     .addOption(new Option('--limit <n>', 'how many').default(20).argParser(wholeNumber('--limit', 1, 100)))
     .option('--since <time>', 'only executions created at or after this ISO 8601 time')
     .option('--watch', 'redraw the list every --interval seconds until Ctrl-C')
-    .addOption(new Option('--interval <seconds>', 'with --watch, seconds between refreshes').default(2).argParser(wholeNumber('--interval', 1, 3600)))
+    .addOption(
+      new Option('--interval <seconds>', 'with --watch, seconds between refreshes')
+        .default(2)
+        .argParser(wholeNumber('--interval', 1, 3600)),
+    )
     .action(
-      act((ctx, p: string, o: { status?: string; limit?: number; since?: string; watch?: boolean; interval?: number }) => executions(ctx, p, o)),
+      act((ctx, p: string, o: { status?: string; limit?: number; since?: string; watch?: boolean; interval?: number }) =>
+        executions(ctx, p, o),
+      ),
     );
 
   program
@@ -249,7 +312,9 @@ export function buildProgram(io: CliIO, deps: CliDeps, state: { code: number }):
 
   program
     .command('cancel')
-    .description('cancel a pending or running run or execution at once: <pipeline> <execution> as the owner, or <execution> --key K as a caller')
+    .description(
+      'cancel a pending or running run or execution at once: <pipeline> <execution> as the owner, or <execution> --key K as a caller',
+    )
     .argument('<pipeline|execution>', 'pipeline id (owner), or the execution id with --key (caller)')
     .argument('[execution]', 'execution or run id (owner)')
     .option('--key <key>', "as a caller: the deployment's API key (env PIPEGATE_API_KEY)")
@@ -277,10 +342,14 @@ export function buildProgram(io: CliIO, deps: CliDeps, state: { code: number }):
     .argument('<pipeline>', 'pipeline id')
     .action(act((ctx, p: string) => usage(ctx, p)));
 
-  const secrets = program.command('secrets').description('owner secrets that pipelines reference as {{secrets.NAME}} (values are never shown)');
+  const secrets = program
+    .command('secrets')
+    .description('owner secrets that pipelines reference as {{secrets.NAME}} (values are never shown)');
   secrets
     .command('set')
-    .description('create or replace a secret; the value is read from stdin, or from a prompt that does not echo (never from the command line)')
+    .description(
+      'create or replace a secret; the value is read from stdin, or from a prompt that does not echo (never from the command line)',
+    )
     .argument('<name>', 'secret name, e.g. RATES_TOKEN')
     .action(act((ctx, name: string) => setSecret(ctx, name)));
   secrets
@@ -310,7 +379,8 @@ export function describeError(e: unknown): { message: string; lines: string[]; h
       for (const p of problems) lines.push(`${p.path.padEnd(w)}  ${p.reason}`);
     } else if (typeof e.body.detail === 'string') lines.push(e.body.detail);
     const hint = e.hint ?? hintFor(e);
-    const message = problems.length > 0 ? `${e.message} (${problems.length} ${problems.length === 1 ? 'problem' : 'problems'}):` : e.message;
+    const message =
+      problems.length > 0 ? `${e.message} (${problems.length} ${problems.length === 1 ? 'problem' : 'problems'}):` : e.message;
     return { message, lines, ...(hint ? { hint } : {}) };
   }
   return { message: e instanceof Error ? e.message : String(e), lines: [] };

@@ -6,7 +6,13 @@
 import type { AwsCredentials } from '../../functions/adapters/sigv4';
 
 // The one signer (functions/adapters/sigv4.ts), service `execute-api` by default.
-export { signRequest, type AwsCredentials, type CredentialSource, type SignableRequest, type SignOptions } from '../../functions/adapters/sigv4';
+export {
+  signRequest,
+  type AwsCredentials,
+  type CredentialSource,
+  type SignableRequest,
+  type SignOptions,
+} from '../../functions/adapters/sigv4';
 
 /** The standard AWS credential chain, resolved once per process. */
 export async function defaultCredentials(): Promise<() => Promise<AwsCredentials>> {

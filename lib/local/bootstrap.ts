@@ -52,7 +52,9 @@ export async function onRecordedPort<T extends { url: string }>(
   started ??= await start(0);
   const port = new URL(started.url).port;
   if (Number.isInteger(recorded) && String(recorded) !== port) {
-    warn(`port ${recorded} (recorded in ${file}) is taken; listening on ${port} instead: URLs handed out before this start that name ${recorded} no longer work`);
+    warn(
+      `port ${recorded} (recorded in ${file}) is taken; listening on ${port} instead: URLs handed out before this start that name ${recorded} no longer work`,
+    );
   }
   if (String(recorded) !== port) writeFileSync(file, `${port}\n`, { mode: 0o600 });
   return started;
@@ -60,7 +62,9 @@ export async function onRecordedPort<T extends { url: string }>(
 
 /** The owner token: given, PIPEGATE_OWNER_TOKEN, or generated once into the data dir. */
 export function ownerTokenOf(given: string | undefined, env: Record<string, string | undefined>, dataDir: string): string {
-  return given ?? env.PIPEGATE_OWNER_TOKEN ?? persistent(join(dataDir, 'owner-token'), () => `pgo_${randomBytes(24).toString('base64url')}`);
+  return (
+    given ?? env.PIPEGATE_OWNER_TOKEN ?? persistent(join(dataDir, 'owner-token'), () => `pgo_${randomBytes(24).toString('base64url')}`)
+  );
 }
 
 /**
@@ -79,7 +83,10 @@ export async function listen(
     server.listen(opts.port ?? Number(env.PORT ?? 3000), host, () => res());
   });
   const { port } = server.address() as AddressInfo;
-  return { url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`, forgetUrl: recordRuntimeUrl(dataDir, host, port, env.PIPEGATE_BASE_PATH) };
+  return {
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    forgetUrl: recordRuntimeUrl(dataDir, host, port, env.PIPEGATE_BASE_PATH),
+  };
 }
 
 /** What a start-up sweep found and did, as both runtimes report it. */
@@ -295,7 +302,10 @@ export async function bootstrap<W extends Wired>(
         // No new workflow starts; their messages wait in the queue for the next start.
         await wired.executionsQueue.stop();
         report = await drainWorkflow(wired.workflow, wired.deps, stopOpts.drainMs ?? wired.drainSeconds * 1000, (id, err) =>
-          wired.say('could not fail an interrupted execution', { execution_id: id, error: err instanceof Error ? err.message : String(err) }),
+          wired.say('could not fail an interrupted execution', {
+            execution_id: id,
+            error: err instanceof Error ? err.message : String(err),
+          }),
         );
       } catch (e) {
         // Whatever step fails, the data dir is let go: a stop that threw must not leave the next

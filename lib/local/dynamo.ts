@@ -52,7 +52,9 @@ export async function startDynalite(opts: DynaliteOptions = {}): Promise<LocalDy
   const endpoint = `http://127.0.0.1:${port}`;
   const listener = server.listeners('request')[0] as RequestListener | undefined;
   if (!listener) throw new Error('dynalite started without a request listener');
-  const unregister = opts.inProcess ? serveInProcess(endpoint, { requestHandler: inProcessHandler(listener), signer: localSigner }) : () => undefined;
+  const unregister = opts.inProcess
+    ? serveInProcess(endpoint, { requestHandler: inProcessHandler(listener), signer: localSigner })
+    : () => undefined;
   return {
     endpoint,
     close: () =>
@@ -89,7 +91,8 @@ export function inProcessHandler(listener: RequestListener): HttpHandler {
         const headers: Record<string, string> = {};
         for (const [name, value] of Object.entries(request.headers)) headers[name.toLowerCase()] = value;
         const query = new URLSearchParams();
-        for (const [k, v] of Object.entries(request.query ?? {})) for (const x of Array.isArray(v) ? v : [v]) if (x !== null && x !== undefined) query.append(k, x);
+        for (const [k, v] of Object.entries(request.query ?? {}))
+          for (const x of Array.isArray(v) ? v : [v]) if (x !== null && x !== undefined) query.append(k, x);
         const search = query.toString();
 
         const req = Object.assign(new EventEmitter(), {
@@ -187,7 +190,12 @@ export async function ensureTableAs(endpoint: string, input: CreateTableCommandI
       await create();
     } catch (e) {
       if (!(e instanceof ResourceInUseException)) throw e;
-      await rebuildIfIndexMissing(client, tableName, (input.GlobalSecondaryIndexes ?? []).map((i) => i.IndexName ?? ''), create);
+      await rebuildIfIndexMissing(
+        client,
+        tableName,
+        (input.GlobalSecondaryIndexes ?? []).map((i) => i.IndexName ?? ''),
+        create,
+      );
     }
     await waitActive(client, tableName);
   } finally {
@@ -210,7 +218,12 @@ async function waitActive(client: DynamoDBClient, tableName: string): Promise<vo
  * item read, the table created anew from the definition, the items written back, which fills
  * the new index. Local data only; AWS adds an index in place (CloudFormation).
  */
-async function rebuildIfIndexMissing(client: DynamoDBClient, tableName: string, indexes: readonly string[], create: () => Promise<unknown>): Promise<void> {
+async function rebuildIfIndexMissing(
+  client: DynamoDBClient,
+  tableName: string,
+  indexes: readonly string[],
+  create: () => Promise<unknown>,
+): Promise<void> {
   const out = await client.send(new DescribeTableCommand({ TableName: tableName }));
   const have = new Set((out.Table?.GlobalSecondaryIndexes ?? []).map((i) => i.IndexName));
   if (indexes.every((name) => have.has(name))) return;

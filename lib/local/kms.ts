@@ -72,16 +72,33 @@ export class LocalKms {
     switch (operation) {
       case 'GenerateDataKey': {
         const arn = this.resolve(body.KeyId);
-        const bytes = body.NumberOfBytes !== undefined ? Number(body.NumberOfBytes) : body.KeySpec === 'AES_128' ? 16 : body.KeySpec === 'AES_256' ? 32 : NaN;
-        if (!Number.isInteger(bytes) || bytes < 1 || bytes > 1024) throw new KmsError('ValidationException', 'Please specify either number of bytes or key spec.');
+        const bytes =
+          body.NumberOfBytes !== undefined
+            ? Number(body.NumberOfBytes)
+            : body.KeySpec === 'AES_128'
+              ? 16
+              : body.KeySpec === 'AES_256'
+                ? 32
+                : NaN;
+        if (!Number.isInteger(bytes) || bytes < 1 || bytes > 1024)
+          throw new KmsError('ValidationException', 'Please specify either number of bytes or key spec.');
         const plaintext = randomBytes(bytes);
-        return { KeyId: arn, Plaintext: plaintext.toString('base64'), CiphertextBlob: this.encrypt(arn, plaintext, context).toString('base64') };
+        return {
+          KeyId: arn,
+          Plaintext: plaintext.toString('base64'),
+          CiphertextBlob: this.encrypt(arn, plaintext, context).toString('base64'),
+        };
       }
       case 'Encrypt': {
         const arn = this.resolve(body.KeyId);
         const plaintext = blobOf(body.Plaintext, 'Plaintext');
-        if (plaintext.length === 0 || plaintext.length > MAX_PLAINTEXT_BYTES) throw new KmsError('ValidationException', `Plaintext must be between 1 and ${MAX_PLAINTEXT_BYTES} bytes`);
-        return { KeyId: arn, CiphertextBlob: this.encrypt(arn, plaintext, context).toString('base64'), EncryptionAlgorithm: 'SYMMETRIC_DEFAULT' };
+        if (plaintext.length === 0 || plaintext.length > MAX_PLAINTEXT_BYTES)
+          throw new KmsError('ValidationException', `Plaintext must be between 1 and ${MAX_PLAINTEXT_BYTES} bytes`);
+        return {
+          KeyId: arn,
+          CiphertextBlob: this.encrypt(arn, plaintext, context).toString('base64'),
+          EncryptionAlgorithm: 'SYMMETRIC_DEFAULT',
+        };
       }
       case 'Decrypt': {
         const blob = blobOf(body.CiphertextBlob, 'CiphertextBlob');

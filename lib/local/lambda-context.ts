@@ -24,7 +24,8 @@ export function createLambdaContext(functionName: string, timeoutMsOrOptions: nu
     callbackWaitsForEmptyEventLoop: true,
     functionName,
     functionVersion: '$LATEST',
-    invokedFunctionArn: o.functionArn ?? `arn:aws:lambda:${o.region ?? LOCAL_REGION}:${o.account ?? LOCAL_ACCOUNT}:function:${functionName}`,
+    invokedFunctionArn:
+      o.functionArn ?? `arn:aws:lambda:${o.region ?? LOCAL_REGION}:${o.account ?? LOCAL_ACCOUNT}:function:${functionName}`,
     memoryLimitInMB: String(o.memoryMb ?? 1024),
     awsRequestId: requestId,
     logGroupName: `/aws/lambda/${functionName}`,

@@ -101,7 +101,9 @@ async function wireLocal(
     AWS_REGION: 'local',
   });
   const log =
-    opts.log === false ? silentLogger : (opts.log ?? createLogger('pipegate-local', undefined, settings.logFormat ?? (process.stdout.isTTY ? 'text' : 'json')));
+    opts.log === false
+      ? silentLogger
+      : (opts.log ?? createLogger('pipegate-local', undefined, settings.logFormat ?? (process.stdout.isTTY ? 'text' : 'json')));
   const dynamo = await boot.tables([tableInput(settings.table)], { inProcess: settings.dynamodbTransport === 'in-process' });
   // S3 on its own listener beside the API (same host): presigned upload URLs point at it. Its
   // one access key signs for every local function; the secret stays in the data dir.
@@ -182,7 +184,11 @@ async function wireLocal(
   wired.deps = d;
 
   // The sweeper's use case on a timer: lost messages, dead letters, runs past their deadline.
-  boot.every(config.sweepIntervalSeconds * 1000, () => sweepOnce(d), (err) => log.error('sweeper pass failed', errorFields(err)));
+  boot.every(
+    config.sweepIntervalSeconds * 1000,
+    () => sweepOnce(d),
+    (err) => log.error('sweeper pass failed', errorFields(err)),
+  );
   // S3 runs a bucket's lifecycle expiry about daily; here a pass at start and every hour.
   boot.every(
     OBJECT_EXPIRY_INTERVAL_MS,

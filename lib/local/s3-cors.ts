@@ -29,7 +29,7 @@ const forbidden = (method: string) =>
   new S3Error(
     403,
     'AccessForbidden',
-    'CORSResponse: This CORS request is not allowed. This is usually because the evalution of Origin, request method / Access-Control-Request-Method or Access-Control-Request-Headers are not whitelisted by the resource\'s CORS spec.',
+    "CORSResponse: This CORS request is not allowed. This is usually because the evalution of Origin, request method / Access-Control-Request-Method or Access-Control-Request-Headers are not whitelisted by the resource's CORS spec.",
     { Method: method, ResourceType: 'OBJECT' },
   );
 
@@ -39,7 +39,11 @@ export function preflight(rules: readonly BucketCorsRule[], headers: Headers): R
   const method = one(headers['access-control-request-method']);
   if (origin === undefined) throw new S3Error(400, 'BadRequest', 'Insufficient information. Origin request header needed.');
   if (method === undefined) throw new S3Error(400, 'BadRequest', 'Invalid Access-Control-Request-Method: null');
-  if (rules.length === 0) throw new S3Error(403, 'AccessForbidden', 'CORSResponse: CORS is not enabled for this bucket.', { Method: method, ResourceType: 'OBJECT' });
+  if (rules.length === 0)
+    throw new S3Error(403, 'AccessForbidden', 'CORSResponse: CORS is not enabled for this bucket.', {
+      Method: method,
+      ResourceType: 'OBJECT',
+    });
   const asked = (one(headers['access-control-request-headers']) ?? '')
     .split(',')
     .map((h) => h.trim().toLowerCase())

@@ -109,16 +109,28 @@ export function amzDateMs(s: string): number {
 export function parseAuthorization(a: S3Address, h: Headers): Authorization | null {
   const auth = header(h, 'authorization');
   const presigned = queryValue(a, 'X-Amz-Algorithm') !== undefined || queryValue(a, 'X-Amz-Signature') !== undefined;
-  if (auth !== undefined && presigned) throw new S3Error(400, 'InvalidArgument', 'Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter, Signature query string parameter or the Authorization header should be specified');
+  if (auth !== undefined && presigned)
+    throw new S3Error(
+      400,
+      'InvalidArgument',
+      'Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter, Signature query string parameter or the Authorization header should be specified',
+    );
   if (auth !== undefined) {
     const m = /^AWS4-HMAC-SHA256 +Credential=([^,\s]+), *SignedHeaders=([^,\s]+), *Signature=([0-9a-f]{64})$/.exec(auth.trim());
     if (!m) throw new S3Error(400, 'AuthorizationHeaderMalformed', 'The authorization header is malformed.');
     const cred = CREDENTIAL.exec(m[1] as string);
-    if (!cred || !SIGNED_HEADERS.test(m[2] as string)) throw new S3Error(400, 'AuthorizationHeaderMalformed', 'The authorization header is malformed; the Credential or SignedHeaders are mal-formed.');
+    if (!cred || !SIGNED_HEADERS.test(m[2] as string))
+      throw new S3Error(
+        400,
+        'AuthorizationHeaderMalformed',
+        'The authorization header is malformed; the Credential or SignedHeaders are mal-formed.',
+      );
     const amzDate = header(h, 'x-amz-date') ?? '';
-    if (Number.isNaN(amzDateMs(amzDate))) throw new S3Error(403, 'AccessDenied', 'AWS authentication requires a valid Date or x-amz-date header');
+    if (Number.isNaN(amzDateMs(amzDate)))
+      throw new S3Error(403, 'AccessDenied', 'AWS authentication requires a valid Date or x-amz-date header');
     const payloadHash = header(h, 'x-amz-content-sha256');
-    if (payloadHash === undefined) throw new S3Error(400, 'InvalidRequest', 'Missing required header for this request: x-amz-content-sha256');
+    if (payloadHash === undefined)
+      throw new S3Error(400, 'InvalidRequest', 'Missing required header for this request: x-amz-content-sha256');
     return {
       kind: 'header',
       accessKeyId: cred[1] as string,
@@ -134,7 +146,8 @@ export function parseAuthorization(a: S3Address, h: Headers): Authorization | nu
   }
   if (!presigned) return null;
   const bad = (what: string) => new S3Error(400, 'AuthorizationQueryParametersError', `Error parsing the X-Amz-${what} parameter.`);
-  if (queryValue(a, 'X-Amz-Algorithm') !== 'AWS4-HMAC-SHA256') throw new S3Error(400, 'AuthorizationQueryParametersError', 'X-Amz-Algorithm only supports "AWS4-HMAC-SHA256"');
+  if (queryValue(a, 'X-Amz-Algorithm') !== 'AWS4-HMAC-SHA256')
+    throw new S3Error(400, 'AuthorizationQueryParametersError', 'X-Amz-Algorithm only supports "AWS4-HMAC-SHA256"');
   const cred = CREDENTIAL.exec(queryValue(a, 'X-Amz-Credential') ?? '');
   if (!cred) throw bad('Credential');
   const amzDate = queryValue(a, 'X-Amz-Date') ?? '';
@@ -142,7 +155,8 @@ export function parseAuthorization(a: S3Address, h: Headers): Authorization | nu
   const expires = queryValue(a, 'X-Amz-Expires') ?? '';
   if (!/^\d{1,7}$/.test(expires)) throw bad('Expires');
   const expiresSeconds = Number(expires);
-  if (expiresSeconds > 604_800) throw new S3Error(400, 'AuthorizationQueryParametersError', 'X-Amz-Expires must be less than a week (in seconds) that is 604800');
+  if (expiresSeconds > 604_800)
+    throw new S3Error(400, 'AuthorizationQueryParametersError', 'X-Amz-Expires must be less than a week (in seconds) that is 604800');
   const signedHeaders = queryValue(a, 'X-Amz-SignedHeaders') ?? '';
   if (!SIGNED_HEADERS.test(signedHeaders)) throw bad('SignedHeaders');
   const signature = queryValue(a, 'X-Amz-Signature') ?? '';
@@ -180,7 +194,14 @@ const hmac = (key: Buffer | string, data: string): Buffer => createHmac('sha256'
 /** The signature a holder of `secret` computes for this request. */
 export function expectedSignature(method: string, a: S3Address, h: Headers, auth: Authorization, secret: string): string {
   const scope = `${auth.date}/${auth.region}/${auth.service}/aws4_request`;
-  const toSign = ['AWS4-HMAC-SHA256', auth.amzDate, scope, createHash('sha256').update(canonicalRequest(method, a, h, auth), 'utf8').digest('hex')].join('\n');
+  const toSign = [
+    'AWS4-HMAC-SHA256',
+    auth.amzDate,
+    scope,
+    createHash('sha256')
+      .update(canonicalRequest(method, a, h, auth), 'utf8')
+      .digest('hex'),
+  ].join('\n');
   const key = hmac(hmac(hmac(hmac(`AWS4${secret}`, auth.date), auth.region), auth.service), 'aws4_request');
   return hmac(key, toSign).toString('hex');
 }
@@ -192,23 +213,43 @@ export const MAX_SKEW_MS = 15 * 60 * 1000;
  * Checks a request's SigV4 as S3 does: scope, required signed headers, the signature, then the
  * time (a header-signed request within 15 minutes, a presigned URL before its expiry).
  */
-export function verifySignature(method: string, a: S3Address, h: Headers, auth: Authorization, secret: string, region: string, nowMs: number): void {
+export function verifySignature(
+  method: string,
+  a: S3Address,
+  h: Headers,
+  auth: Authorization,
+  secret: string,
+  region: string,
+  nowMs: number,
+): void {
   if (auth.service !== 's3' || auth.region !== region || auth.amzDate.slice(0, 8) !== auth.date) {
     const e = auth.kind === 'header' ? 'AuthorizationHeaderMalformed' : 'AuthorizationQueryParametersError';
-    throw new S3Error(400, e, `The authorization is malformed; the region '${auth.region}' or service '${auth.service}' is wrong, or the date does not match; expecting '${region}' and 's3'`);
+    throw new S3Error(
+      400,
+      e,
+      `The authorization is malformed; the region '${auth.region}' or service '${auth.service}' is wrong, or the date does not match; expecting '${region}' and 's3'`,
+    );
   }
-  if (!auth.signedHeaders.includes('host')) throw new S3Error(400, 'AccessDenied', 'There were headers present in the request which were not signed: host');
-  if (auth.kind === 'header' && !auth.signedHeaders.includes('x-amz-date')) throw new S3Error(403, 'AccessDenied', 'x-amz-date must be signed');
+  if (!auth.signedHeaders.includes('host'))
+    throw new S3Error(400, 'AccessDenied', 'There were headers present in the request which were not signed: host');
+  if (auth.kind === 'header' && !auth.signedHeaders.includes('x-amz-date'))
+    throw new S3Error(403, 'AccessDenied', 'x-amz-date must be signed');
   const want = Buffer.from(expectedSignature(method, a, h, auth, secret), 'hex');
   const got = Buffer.from(auth.signature, 'hex');
   if (want.length !== got.length || !timingSafeEqual(want, got)) {
-    throw new S3Error(403, 'SignatureDoesNotMatch', 'The request signature we calculated does not match the signature you provided. Check your key and signing method.', {
-      AWSAccessKeyId: auth.accessKeyId,
-    });
+    throw new S3Error(
+      403,
+      'SignatureDoesNotMatch',
+      'The request signature we calculated does not match the signature you provided. Check your key and signing method.',
+      {
+        AWSAccessKeyId: auth.accessKeyId,
+      },
+    );
   }
   const signedAt = amzDateMs(auth.amzDate);
   if (auth.kind === 'header') {
-    if (Math.abs(nowMs - signedAt) > MAX_SKEW_MS) throw new S3Error(403, 'RequestTimeTooSkewed', 'The difference between the request time and the current time is too large.');
+    if (Math.abs(nowMs - signedAt) > MAX_SKEW_MS)
+      throw new S3Error(403, 'RequestTimeTooSkewed', 'The difference between the request time and the current time is too large.');
     return;
   }
   if (signedAt > nowMs + MAX_SKEW_MS) throw new S3Error(403, 'AccessDenied', 'Request is not valid yet');
@@ -229,7 +270,8 @@ export function parseRange(value: string | undefined, size: number): { start: nu
   if (value === undefined) return null;
   const m = /^bytes=(\d*)-(\d*)$/.exec(value.trim());
   if (!m || (m[1] === '' && m[2] === '')) return null;
-  const invalid = () => new S3Error(416, 'InvalidRange', 'The requested range is not satisfiable', { RangeRequested: value, ActualObjectSize: String(size) });
+  const invalid = () =>
+    new S3Error(416, 'InvalidRange', 'The requested range is not satisfiable', { RangeRequested: value, ActualObjectSize: String(size) });
   if (m[1] === '') {
     const suffix = Number(m[2]);
     if (suffix === 0 || size === 0) throw invalid();
@@ -263,7 +305,8 @@ export const MAX_DELETE_KEYS = 1000;
 
 /** DeleteObjects' body: `<Delete><Object><Key>k</Key></Object>…<Quiet>true</Quiet></Delete>`. */
 export function parseDeleteBody(xml: string): { keys: string[]; quiet: boolean } {
-  const malformed = () => new S3Error(400, 'MalformedXML', 'The XML you provided was not well-formed or did not validate against our published schema');
+  const malformed = () =>
+    new S3Error(400, 'MalformedXML', 'The XML you provided was not well-formed or did not validate against our published schema');
   const body = /^\s*(?:<\?xml[^>]*\?>\s*)?<Delete(?:\s+xmlns="[^"]*")?\s*>([\s\S]*)<\/Delete>\s*$/.exec(xml);
   if (!body) throw malformed();
   let rest = body[1] as string;
@@ -295,8 +338,11 @@ export const MAX_PARTS = 10_000;
 
 /** CompleteMultipartUpload's body: `<CompleteMultipartUpload><Part><ETag>"…"</ETag><PartNumber>n</PartNumber></Part>…`, parts in order. */
 export function parseCompleteBody(xml: string): { partNumber: number; etag: string }[] {
-  const malformed = () => new S3Error(400, 'MalformedXML', 'The XML you provided was not well-formed or did not validate against our published schema');
-  const body = /^\s*(?:<\?xml[^>]*\?>\s*)?<CompleteMultipartUpload(?:\s+xmlns="[^"]*")?\s*>([\s\S]*)<\/CompleteMultipartUpload>\s*$/.exec(xml);
+  const malformed = () =>
+    new S3Error(400, 'MalformedXML', 'The XML you provided was not well-formed or did not validate against our published schema');
+  const body = /^\s*(?:<\?xml[^>]*\?>\s*)?<CompleteMultipartUpload(?:\s+xmlns="[^"]*")?\s*>([\s\S]*)<\/CompleteMultipartUpload>\s*$/.exec(
+    xml,
+  );
   if (!body) throw malformed();
   let rest = body[1] as string;
   const parts: { partNumber: number; etag: string }[] = [];
@@ -313,9 +359,11 @@ export function parseCompleteBody(xml: string): { partNumber: number; etag: stri
     rest = rest.slice(part[0].length);
   }
   if (parts.length === 0) throw malformed();
-  if (parts.length > MAX_PARTS) throw new S3Error(400, 'InvalidArgument', `Part number must be an integer between 1 and ${MAX_PARTS}, inclusive`);
+  if (parts.length > MAX_PARTS)
+    throw new S3Error(400, 'InvalidArgument', `Part number must be an integer between 1 and ${MAX_PARTS}, inclusive`);
   for (let i = 1; i < parts.length; i++) {
-    if ((parts[i]?.partNumber ?? 0) <= (parts[i - 1]?.partNumber ?? 0)) throw new S3Error(400, 'InvalidPartOrder', 'The list of parts was not in ascending order. Parts must be ordered by part number.');
+    if ((parts[i]?.partNumber ?? 0) <= (parts[i - 1]?.partNumber ?? 0))
+      throw new S3Error(400, 'InvalidPartOrder', 'The list of parts was not in ascending order. Parts must be ordered by part number.');
   }
   return parts;
 }

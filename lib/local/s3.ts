@@ -112,7 +112,8 @@ interface Meta {
 const arn = (bucket: string, key?: string): string => (key === undefined ? `arn:aws:s3:::${bucket}` : `arn:aws:s3:::${bucket}/${key}`);
 
 /** Key segments as file names: nothing a key holds can name `.`, `..` or leave the directory. */
-const encodeSegment = (s: string): string => encodeURIComponent(s).replace(/[.!'()*~]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+const encodeSegment = (s: string): string =>
+  encodeURIComponent(s).replace(/[.!'()*~]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 
 export function createS3Handler(opts: S3EmulationOptions): S3Handler {
   const now = opts.now ?? Date.now;
@@ -124,7 +125,12 @@ export function createS3Handler(opts: S3EmulationOptions): S3Handler {
 
   function objectPath(bucket: string, key: string): string {
     const segs = key.split('/').map(encodeSegment);
-    if (segs.some((s) => s.length > MAX_SEGMENT_CHARS)) throw new S3Error(400, 'KeyTooLongError', `Your key is too long (locally, each '/'-separated part of a key is limited to ${MAX_SEGMENT_CHARS} encoded characters)`);
+    if (segs.some((s) => s.length > MAX_SEGMENT_CHARS))
+      throw new S3Error(
+        400,
+        'KeyTooLongError',
+        `Your key is too long (locally, each '/'-separated part of a key is limited to ${MAX_SEGMENT_CHARS} encoded characters)`,
+      );
     const last = segs.pop() as string;
     return path.join(opts.dir, bucket, ...segs.map((s) => `d${s}`), `o${last}`);
   }
@@ -172,7 +178,8 @@ export function createS3Handler(opts: S3EmulationOptions): S3Handler {
     // Uploads neither completed nor aborted: their parts go, as the bucket's rule removes them (not counted as objects).
     for (const id of await readdir(uploadsDir).catch(() => [] as string[])) {
       const meta = await readUpload(id).catch(() => null);
-      if (meta === null || now() - meta.initiated_ms > ABORT_INCOMPLETE_UPLOAD_MS) await rm(path.join(uploadsDir, id), { recursive: true, force: true });
+      if (meta === null || now() - meta.initiated_ms > ABORT_INCOMPLETE_UPLOAD_MS)
+        await rm(path.join(uploadsDir, id), { recursive: true, force: true });
     }
     return removed;
   }
@@ -194,18 +201,41 @@ export function createS3Handler(opts: S3EmulationOptions): S3Handler {
       const auth = parseAuthorization(a, req.headers);
       if (!auth) throw new S3Error(403, 'AccessDenied', 'Access Denied');
       const secret = opts.secretOf(auth.accessKeyId);
-      if (secret === undefined) throw new S3Error(403, 'InvalidAccessKeyId', 'The AWS Access Key Id you provided does not exist in our records.', { AWSAccessKeyId: auth.accessKeyId });
+      if (secret === undefined)
+        throw new S3Error(403, 'InvalidAccessKeyId', 'The AWS Access Key Id you provided does not exist in our records.', {
+          AWSAccessKeyId: auth.accessKeyId,
+        });
       verifySignature(method, a, req.headers, auth, secret, opts.region, now());
-      if (auth.payloadHash.startsWith('STREAMING-')) throw new S3Error(501, 'NotImplemented', 'Chunked (streaming) uploads are not emulated locally');
+      if (auth.payloadHash.startsWith('STREAMING-'))
+        throw new S3Error(501, 'NotImplemented', 'Chunked (streaming) uploads are not emulated locally');
       if (!buckets.has(a.bucket)) throw new S3Error(404, 'NoSuchBucket', 'The specified bucket does not exist', { BucketName: a.bucket });
       for (const h of ['if-match', 'if-none-match', 'if-modified-since', 'if-unmodified-since', 'x-amz-copy-source']) {
         if (req.headers[h] !== undefined) throw new S3Error(501, 'NotImplemented', `The ${h} header is not emulated locally`);
       }
-      const subresource = a.query.find(([k]) => !k.startsWith('X-Amz-') && !k.startsWith('response-') && !['x-id', 'delete', 'list-type', 'prefix', 'max-keys', 'continuation-token', 'start-after', 'fetch-owner', 'uploads', 'uploadId', 'partNumber'].includes(k) && !(k === 'cors' && a.key === ''));
+      const subresource = a.query.find(
+        ([k]) =>
+          !k.startsWith('X-Amz-') &&
+          !k.startsWith('response-') &&
+          ![
+            'x-id',
+            'delete',
+            'list-type',
+            'prefix',
+            'max-keys',
+            'continuation-token',
+            'start-after',
+            'fetch-owner',
+            'uploads',
+            'uploadId',
+            'partNumber',
+          ].includes(k) &&
+          !(k === 'cors' && a.key === ''),
+      );
       if (subresource) throw new S3Error(501, 'NotImplemented', `The ${subresource[0]} parameter is not emulated locally`);
       if (a.key === '') return await bucketRequest(method, a, auth, req, res);
       const uploadId = queryValue(a, 'uploadId');
-      if (queryValue(a, 'uploads') !== undefined || uploadId !== undefined || queryValue(a, 'partNumber') !== undefined) return await multipartRequest(method, a, auth, req, res);
+      if (queryValue(a, 'uploads') !== undefined || uploadId !== undefined || queryValue(a, 'partNumber') !== undefined)
+        return await multipartRequest(method, a, auth, req, res);
       switch (method) {
         case 'PUT':
           return await putObject(a, auth, req, res);
@@ -226,11 +256,21 @@ export function createS3Handler(opts: S3EmulationOptions): S3Handler {
     }
   }
 
-  async function bucketRequest(method: string, a: S3Address, auth: Authorization, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async function bucketRequest(
+    method: string,
+    a: S3Address,
+    auth: Authorization,
+    req: IncomingMessage,
+    res: ServerResponse,
+  ): Promise<void> {
     if (method === 'POST' && queryValue(a, 'delete') !== undefined) return deleteObjects(a, auth, req, res);
     if (method === 'GET' && queryValue(a, 'list-type') === '2') return listObjects(a, auth, res);
     if (queryValue(a, 'cors') !== undefined) return bucketCors(method, a, auth, req, res);
-    throw new S3Error(501, 'NotImplemented', `${method} on a bucket is not emulated locally (only ListObjectsV2, DeleteObjects and the CORS configuration)`);
+    throw new S3Error(
+      501,
+      'NotImplemented',
+      `${method} on a bucket is not emulated locally (only ListObjectsV2, DeleteObjects and the CORS configuration)`,
+    );
   }
 
   /**
@@ -267,7 +307,8 @@ export function createS3Handler(opts: S3EmulationOptions): S3Handler {
     if (method === 'GET') {
       await authorizeOrThrow(auth, 's3:GetBucketCORS', arn(a.bucket));
       const rules = corsRulesOf(a.bucket);
-      if (rules.length === 0) throw new S3Error(404, 'NoSuchCORSConfiguration', 'The CORS configuration does not exist', { BucketName: a.bucket });
+      if (rules.length === 0)
+        throw new S3Error(404, 'NoSuchCORSConfiguration', 'The CORS configuration does not exist', { BucketName: a.bucket });
       const xml = `<?xml version="1.0" encoding="UTF-8"?>\n<CORSConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/">${rules.map(corsRuleXml).join('')}</CORSConfiguration>`;
       res.writeHead(200, { ...id, 'Content-Type': 'application/xml', 'Content-Length': String(Buffer.byteLength(xml)) }).end(xml);
       return;
@@ -292,7 +333,10 @@ export function createS3Handler(opts: S3EmulationOptions): S3Handler {
     const length = req.headers['content-length'];
     if (length === undefined) throw new S3Error(411, 'MissingContentLength', 'You must provide the Content-Length HTTP header.');
     const size = Number(length);
-    if (size > MAX_OBJECT_BYTES) throw new S3Error(400, 'EntityTooLarge', 'Your proposed upload exceeds the maximum allowed size', { MaxSizeAllowed: String(MAX_OBJECT_BYTES) });
+    if (size > MAX_OBJECT_BYTES)
+      throw new S3Error(400, 'EntityTooLarge', 'Your proposed upload exceeds the maximum allowed size', {
+        MaxSizeAllowed: String(MAX_OBJECT_BYTES),
+      });
     const target = objectPath(a.bucket, a.key);
     await authorizeOrThrow(auth, 's3:PutObject', arn(a.bucket, a.key));
     await mkdir(tmpDir, { recursive: true, mode: 0o700 });
@@ -328,16 +372,27 @@ export function createS3Handler(opts: S3EmulationOptions): S3Handler {
   }
 
   /** A multipart upload's calls: Create (POST ?uploads), UploadPart (PUT ?partNumber&uploadId), Complete (POST ?uploadId), Abort (DELETE ?uploadId). */
-  async function multipartRequest(method: string, a: S3Address, auth: Authorization, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async function multipartRequest(
+    method: string,
+    a: S3Address,
+    auth: Authorization,
+    req: IncomingMessage,
+    res: ServerResponse,
+  ): Promise<void> {
     const uploadId = queryValue(a, 'uploadId');
     const partNumber = queryValue(a, 'partNumber');
-    if (method === 'POST' && queryValue(a, 'uploads') !== undefined && uploadId === undefined && partNumber === undefined) return createUpload(a, auth, req, res);
+    if (method === 'POST' && queryValue(a, 'uploads') !== undefined && uploadId === undefined && partNumber === undefined)
+      return createUpload(a, auth, req, res);
     if (uploadId !== undefined && queryValue(a, 'uploads') === undefined) {
       if (method === 'PUT' && partNumber !== undefined) return uploadPart(a, auth, uploadId, partNumber, req, res);
       if (method === 'POST' && partNumber === undefined) return completeUpload(a, auth, uploadId, req, res);
       if (method === 'DELETE' && partNumber === undefined) return abortUpload(a, auth, uploadId, res);
     }
-    throw new S3Error(501, 'NotImplemented', `${method} with these multipart parameters is not emulated locally (only Create, UploadPart, Complete and Abort)`);
+    throw new S3Error(
+      501,
+      'NotImplemented',
+      `${method} with these multipart parameters is not emulated locally (only Create, UploadPart, Complete and Abort)`,
+    );
   }
 
   async function readUpload(id: string): Promise<UploadMeta | null> {
@@ -353,7 +408,12 @@ export function createS3Handler(opts: S3EmulationOptions): S3Handler {
   async function uploadOf(a: S3Address, id: string): Promise<UploadMeta> {
     const meta = await readUpload(id);
     if (meta === null || meta.bucket !== a.bucket || meta.key !== a.key) {
-      throw new S3Error(404, 'NoSuchUpload', 'The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.', { UploadId: id });
+      throw new S3Error(
+        404,
+        'NoSuchUpload',
+        'The specified upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.',
+        { UploadId: id },
+      );
     }
     return meta;
   }
@@ -378,7 +438,14 @@ export function createS3Handler(opts: S3EmulationOptions): S3Handler {
     );
   }
 
-  async function uploadPart(a: S3Address, auth: Authorization, id: string, partNumber: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async function uploadPart(
+    a: S3Address,
+    auth: Authorization,
+    id: string,
+    partNumber: string,
+    req: IncomingMessage,
+    res: ServerResponse,
+  ): Promise<void> {
     await authorizeOrThrow(auth, 's3:PutObject', arn(a.bucket, a.key));
     if (!/^\d{1,5}$/.test(partNumber) || Number(partNumber) < 1 || Number(partNumber) > MAX_PARTS) {
       throw new S3Error(400, 'InvalidArgument', `Part number must be an integer between 1 and ${MAX_PARTS}, inclusive`);
@@ -387,7 +454,10 @@ export function createS3Handler(opts: S3EmulationOptions): S3Handler {
     const length = req.headers['content-length'];
     if (length === undefined) throw new S3Error(411, 'MissingContentLength', 'You must provide the Content-Length HTTP header.');
     const size = Number(length);
-    if (size > MAX_PART_BYTES) throw new S3Error(400, 'EntityTooLarge', 'Your proposed upload exceeds the maximum allowed size', { MaxSizeAllowed: String(MAX_PART_BYTES) });
+    if (size > MAX_PART_BYTES)
+      throw new S3Error(400, 'EntityTooLarge', 'Your proposed upload exceeds the maximum allowed size', {
+        MaxSizeAllowed: String(MAX_PART_BYTES),
+      });
     await mkdir(tmpDir, { recursive: true, mode: 0o700 });
     const tmp = path.join(tmpDir, randomUUID());
     try {
@@ -398,7 +468,8 @@ export function createS3Handler(opts: S3EmulationOptions): S3Handler {
       await rename(tmp, path.join(dir, `part-${Number(partNumber)}-${md5}`));
       // A part sent again under the same number replaces the earlier one.
       for (const f of await readdir(dir)) {
-        if (f.startsWith(`part-${Number(partNumber)}-`) && f !== `part-${Number(partNumber)}-${md5}`) await rm(path.join(dir, f), { force: true });
+        if (f.startsWith(`part-${Number(partNumber)}-`) && f !== `part-${Number(partNumber)}-${md5}`)
+          await rm(path.join(dir, f), { force: true });
       }
       res.writeHead(200, { ETag: `"${md5}"`, 'x-amz-server-side-encryption': 'AES256', 'x-amz-request-id': randomUUID() }).end();
     } finally {
@@ -421,16 +492,28 @@ export function createS3Handler(opts: S3EmulationOptions): S3Handler {
       const md5 = /^"?([0-9a-f]{32})"?$/.exec(p.etag)?.[1];
       const file = md5 === undefined ? undefined : files.find((f) => f === `part-${p.partNumber}-${md5}`);
       if (file === undefined || md5 === undefined) {
-        throw new S3Error(400, 'InvalidPart', 'One or more of the specified parts could not be found. The part may not have been uploaded, or the specified entity tag may not match the part\'s entity tag.', { UploadId: id, PartNumber: String(p.partNumber), ETag: p.etag });
+        throw new S3Error(
+          400,
+          'InvalidPart',
+          "One or more of the specified parts could not be found. The part may not have been uploaded, or the specified entity tag may not match the part's entity tag.",
+          { UploadId: id, PartNumber: String(p.partNumber), ETag: p.etag },
+        );
       }
       const { size } = await stat(path.join(dir, file));
       if (size < MIN_PART_BYTES && i < listed.length - 1) {
-        throw new S3Error(400, 'EntityTooSmall', 'Your proposed upload is smaller than the minimum allowed object size.', { ProposedSize: String(size), MinSizeAllowed: String(MIN_PART_BYTES), PartNumber: String(p.partNumber), ETag: p.etag });
+        throw new S3Error(400, 'EntityTooSmall', 'Your proposed upload is smaller than the minimum allowed object size.', {
+          ProposedSize: String(size),
+          MinSizeAllowed: String(MIN_PART_BYTES),
+          PartNumber: String(p.partNumber),
+          ETag: p.etag,
+        });
       }
       parts.push({ file, md5, size });
     }
     const size = parts.reduce((n, p) => n + p.size, 0);
-    const etag = `"${createHash('md5').update(Buffer.concat(parts.map((p) => Buffer.from(p.md5, 'hex')))).digest('hex')}-${parts.length}"`;
+    const etag = `"${createHash('md5')
+      .update(Buffer.concat(parts.map((p) => Buffer.from(p.md5, 'hex'))))
+      .digest('hex')}-${parts.length}"`;
     const meta: Meta = { key: a.key, content_type: upload.content_type, size, etag, last_modified: new Date(now()).toUTCString() };
     const head = Buffer.from(JSON.stringify(meta), 'utf8');
     const prefix = Buffer.alloc(4);
@@ -482,7 +565,8 @@ export function createS3Handler(opts: S3EmulationOptions): S3Handler {
       }),
       out,
     );
-    if (received !== size) throw new S3Error(400, 'IncompleteBody', 'You did not provide the number of bytes specified by the Content-Length HTTP header');
+    if (received !== size)
+      throw new S3Error(400, 'IncompleteBody', 'You did not provide the number of bytes specified by the Content-Length HTTP header');
     if (/^[0-9a-f]{64}$/.test(auth.payloadHash) && auth.payloadHash !== sha.digest('hex')) {
       throw new S3Error(400, 'XAmzContentSHA256Mismatch', "The provided 'x-amz-content-sha256' header does not match what was computed.");
     }
@@ -502,7 +586,13 @@ export function createS3Handler(opts: S3EmulationOptions): S3Handler {
     }
   }
 
-  async function getObject(method: 'GET' | 'HEAD', a: S3Address, auth: Authorization, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async function getObject(
+    method: 'GET' | 'HEAD',
+    a: S3Address,
+    auth: Authorization,
+    req: IncomingMessage,
+    res: ServerResponse,
+  ): Promise<void> {
     await authorizeOrThrow(auth, 's3:GetObject', arn(a.bucket, a.key));
     const file = objectPath(a.bucket, a.key);
     const found = await readMeta(file);
@@ -523,7 +613,14 @@ export function createS3Handler(opts: S3EmulationOptions): S3Handler {
       'x-amz-request-id': randomUUID(),
     };
     for (const [k, v] of a.query) {
-      const name = { 'response-content-type': 'Content-Type', 'response-content-disposition': 'Content-Disposition', 'response-content-language': 'Content-Language', 'response-content-encoding': 'Content-Encoding', 'response-cache-control': 'Cache-Control', 'response-expires': 'Expires' }[k];
+      const name = {
+        'response-content-type': 'Content-Type',
+        'response-content-disposition': 'Content-Disposition',
+        'response-content-language': 'Content-Language',
+        'response-content-encoding': 'Content-Encoding',
+        'response-cache-control': 'Cache-Control',
+        'response-expires': 'Expires',
+      }[k];
       if (name) headers[name] = v;
     }
     const start = range?.start ?? 0;
@@ -559,12 +656,15 @@ export function createS3Handler(opts: S3EmulationOptions): S3Handler {
     }
     const md5 = req.headers['content-md5'];
     const crc = req.headers['x-amz-checksum-crc32'];
-    if (md5 === undefined && crc === undefined) throw new S3Error(400, 'InvalidRequest', 'Missing required header for this request: Content-MD5 OR x-amz-checksum-*');
-    if (typeof md5 === 'string' && createHash('md5').update(body).digest('base64') !== md5) throw new S3Error(400, 'BadDigest', 'The Content-MD5 you specified did not match what we received.');
+    if (md5 === undefined && crc === undefined)
+      throw new S3Error(400, 'InvalidRequest', 'Missing required header for this request: Content-MD5 OR x-amz-checksum-*');
+    if (typeof md5 === 'string' && createHash('md5').update(body).digest('base64') !== md5)
+      throw new S3Error(400, 'BadDigest', 'The Content-MD5 you specified did not match what we received.');
     if (typeof crc === 'string') {
       const want = Buffer.alloc(4);
       want.writeUInt32BE(crc32(body) >>> 0, 0);
-      if (want.toString('base64') !== crc) throw new S3Error(400, 'BadDigest', 'The CRC32 you specified did not match the calculated checksum.');
+      if (want.toString('base64') !== crc)
+        throw new S3Error(400, 'BadDigest', 'The CRC32 you specified did not match the calculated checksum.');
     }
     const { keys, quiet } = parseDeleteBody(body.toString('utf8'));
     let xml = '<?xml version="1.0" encoding="UTF-8"?>\n<DeleteResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">';
@@ -588,16 +688,19 @@ export function createS3Handler(opts: S3EmulationOptions): S3Handler {
 
   async function listObjects(a: S3Address, auth: Authorization, res: ServerResponse): Promise<void> {
     await authorizeOrThrow(auth, 's3:ListBucket', arn(a.bucket));
-    if (queryValue(a, 'delimiter') !== undefined || queryValue(a, 'encoding-type') !== undefined) throw new S3Error(501, 'NotImplemented', 'delimiter and encoding-type are not emulated locally');
+    if (queryValue(a, 'delimiter') !== undefined || queryValue(a, 'encoding-type') !== undefined)
+      throw new S3Error(501, 'NotImplemented', 'delimiter and encoding-type are not emulated locally');
     const prefix = queryValue(a, 'prefix') ?? '';
     const maxRaw = queryValue(a, 'max-keys');
-    if (maxRaw !== undefined && !/^\d{1,9}$/.test(maxRaw)) throw new S3Error(400, 'InvalidArgument', 'Provided max-keys not an integer or within integer range');
+    if (maxRaw !== undefined && !/^\d{1,9}$/.test(maxRaw))
+      throw new S3Error(400, 'InvalidArgument', 'Provided max-keys not an integer or within integer range');
     const maxKeys = Math.min(MAX_LIST_KEYS, maxRaw === undefined ? MAX_LIST_KEYS : Number(maxRaw));
     const token = queryValue(a, 'continuation-token');
     let after = queryValue(a, 'start-after') ?? '';
     if (token !== undefined) {
       const decoded = Buffer.from(token, 'base64url').toString('utf8');
-      if (token === '' || Buffer.from(decoded, 'utf8').toString('base64url') !== token) throw new S3Error(400, 'InvalidArgument', 'The continuation token provided is incorrect');
+      if (token === '' || Buffer.from(decoded, 'utf8').toString('base64url') !== token)
+        throw new S3Error(400, 'InvalidArgument', 'The continuation token provided is incorrect');
       after = decoded;
     }
     const keys = (await keysUnder(a.bucket, prefix)).filter((k) => Buffer.compare(Buffer.from(k), Buffer.from(after)) > 0);
@@ -612,7 +715,8 @@ export function createS3Handler(opts: S3EmulationOptions): S3Handler {
       xml += `<Contents><Key>${xmlEscape(key)}</Key><LastModified>${new Date(meta.last_modified).toISOString()}</LastModified><ETag>${xmlEscape(meta.etag)}</ETag><Size>${meta.size}</Size><StorageClass>STANDARD</StorageClass></Contents>`;
     }
     if (token !== undefined) xml += `<ContinuationToken>${xmlEscape(token)}</ContinuationToken>`;
-    if (truncated) xml += `<NextContinuationToken>${Buffer.from(page[page.length - 1] as string, 'utf8').toString('base64url')}</NextContinuationToken>`;
+    if (truncated)
+      xml += `<NextContinuationToken>${Buffer.from(page[page.length - 1] as string, 'utf8').toString('base64url')}</NextContinuationToken>`;
     const startAfter = queryValue(a, 'start-after');
     if (startAfter !== undefined) xml += `<StartAfter>${xmlEscape(startAfter)}</StartAfter>`;
     sendXml(res, 200, `${xml}</ListBucketResult>`);
@@ -644,9 +748,7 @@ export function createS3Handler(opts: S3EmulationOptions): S3Handler {
     const base = path.join(opts.dir, bucket, ...parts.map((p) => `d${encodeSegment(p)}`));
     if (parts.some((p) => encodeSegment(p).length > MAX_SEGMENT_CHARS)) return [];
     await walk(base, parts.map((p) => `${p}/`).join(''));
-    return found
-      .filter((k) => k.startsWith(prefix))
-      .sort((x, y) => Buffer.compare(Buffer.from(x, 'utf8'), Buffer.from(y, 'utf8')));
+    return found.filter((k) => k.startsWith(prefix)).sort((x, y) => Buffer.compare(Buffer.from(x, 'utf8'), Buffer.from(y, 'utf8')));
   }
 }
 
@@ -662,7 +764,11 @@ async function readSmallBody(req: IncomingMessage): Promise<Buffer> {
 }
 
 function sendXml(res: ServerResponse, status: number, xml: string): void {
-  res.writeHead(status, { 'Content-Type': 'application/xml', 'Content-Length': String(Buffer.byteLength(xml)), 'x-amz-request-id': randomUUID() });
+  res.writeHead(status, {
+    'Content-Type': 'application/xml',
+    'Content-Length': String(Buffer.byteLength(xml)),
+    'x-amz-request-id': randomUUID(),
+  });
   res.end(xml);
 }
 
@@ -682,7 +788,11 @@ export function sendError(res: ServerResponse, method: string, e: S3Error): void
     .join('');
   // Not every refused request was read whole; the connection is not reused after one.
   res.setHeader('Connection', 'close');
-  sendXml(res, e.status, `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${e.code}</Code><Message>${xmlEscape(e.message)}</Message>${extra}<RequestId>${requestId}</RequestId></Error>`);
+  sendXml(
+    res,
+    e.status,
+    `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${e.code}</Code><Message>${xmlEscape(e.message)}</Message>${extra}<RequestId>${requestId}</RequestId></Error>`,
+  );
 }
 
 export interface LocalS3 {
@@ -720,11 +830,13 @@ const CORS_METHODS = new Set(['GET', 'PUT', 'HEAD', 'POST', 'DELETE']);
 /** S3's limit on a bucket's CORS rules. */
 const MAX_CORS_RULES = 100;
 
-const malformed = (detail: string) => new S3Error(400, 'MalformedXML', `The XML you provided was not well-formed or did not validate against our published schema (${detail})`);
+const malformed = (detail: string) =>
+  new S3Error(400, 'MalformedXML', `The XML you provided was not well-formed or did not validate against our published schema (${detail})`);
 
 /** A PutBucketCors body, checked as S3 checks it (1 to 100 rules, each with origins and known methods). */
 export function parseCorsConfiguration(xml: string): BucketCorsRule[] {
-  const values = (block: string, tag: string): string[] => [...block.matchAll(new RegExp(`<${tag}>([^<]*)</${tag}>`, 'g'))].map((m) => xmlUnescape(m[1] ?? ''));
+  const values = (block: string, tag: string): string[] =>
+    [...block.matchAll(new RegExp(`<${tag}>([^<]*)</${tag}>`, 'g'))].map((m) => xmlUnescape(m[1] ?? ''));
   if (!/<CORSConfiguration[\s>]/.test(xml)) throw malformed('no CORSConfiguration');
   const blocks = [...xml.matchAll(/<CORSRule>([\s\S]*?)<\/CORSRule>/g)].map((m) => m[1] ?? '');
   if (blocks.length === 0 || blocks.length > MAX_CORS_RULES) throw malformed(`${blocks.length} CORSRule elements`);
@@ -733,7 +845,8 @@ export function parseCorsConfiguration(xml: string): BucketCorsRule[] {
     const origins = values(b, 'AllowedOrigin');
     if (methods.length === 0 || origins.length === 0) throw malformed('a CORSRule needs AllowedMethod and AllowedOrigin');
     const unknown = methods.find((m) => !CORS_METHODS.has(m));
-    if (unknown !== undefined) throw new S3Error(400, 'InvalidRequest', `Found unsupported HTTP method in CORS config. Unsupported method is ${unknown}`);
+    if (unknown !== undefined)
+      throw new S3Error(400, 'InvalidRequest', `Found unsupported HTTP method in CORS config. Unsupported method is ${unknown}`);
     const id = values(b, 'ID')[0];
     const maxAge = values(b, 'MaxAgeSeconds')[0];
     return {

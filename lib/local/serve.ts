@@ -51,7 +51,9 @@ function banner(rt: Served, what: string, details: Array<[string, string]>): str
 function stoppingMessage(signal: string, running: number, drainSeconds: number): string {
   return (
     `\n  ${signal}: stopping. New requests are answered 503; ` +
-    (running > 0 ? `waiting up to ${drainSeconds} s for ${running} running execution${running === 1 ? '' : 's'} to finish…\n` : 'nothing is running.\n')
+    (running > 0
+      ? `waiting up to ${drainSeconds} s for ${running} running execution${running === 1 ? '' : 's'} to finish…\n`
+      : 'nothing is running.\n')
   );
 }
 
@@ -60,7 +62,9 @@ function stoppedMessage(r: StopReport, drainSeconds: number): string {
   const outcome =
     r.running > 0
       ? `  ${r.finished} of ${r.running} finished in ${(r.waitedMs / 1000).toFixed(1)} s` +
-        (r.interrupted > 0 ? `; ${r.interrupted} still running after ${drainSeconds} s failed as interrupted (callbacks go out at the next start)` : '') +
+        (r.interrupted > 0
+          ? `; ${r.interrupted} still running after ${drainSeconds} s failed as interrupted (callbacks go out at the next start)`
+          : '') +
         '.\n'
       : '';
   return `${outcome}  stopped.\n`;
@@ -122,9 +126,12 @@ export function serve<R extends Served>(opts: ServeOptions<R>): void {
       stopOnSignals(rt);
     })
     .catch((e: unknown) => {
-      if (e instanceof ConfigError || e instanceof DataDirInUseError || opts.isUserError?.(e)) process.stderr.write(`${(e as Error).message}\n`);
+      if (e instanceof ConfigError || e instanceof DataDirInUseError || opts.isUserError?.(e))
+        process.stderr.write(`${(e as Error).message}\n`);
       else if ((e as { code?: string }).code === 'EADDRINUSE') {
-        process.stderr.write(`Port ${process.env.PORT ?? 3000} is already in use. Set PORT to another port, e.g. PORT=3001 ${opts.command}\n`);
+        process.stderr.write(
+          `Port ${process.env.PORT ?? 3000} is already in use. Set PORT to another port, e.g. PORT=3001 ${opts.command}\n`,
+        );
       } else process.stderr.write(`pipegate could not start: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
       process.exit(1);
     });

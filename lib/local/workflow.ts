@@ -250,12 +250,7 @@ export function forEachState(machine: Record<string, unknown>, visit: (state: Re
   for (const [name, state] of Object.entries(machine.States)) {
     if (!isPlainObject(state)) continue;
     visit(state, name);
-    const nested = [
-      ...(Array.isArray(state.Branches) ? state.Branches : []),
-      state.Iterator,
-      state.ItemProcessor,
-    ];
+    const nested = [...(Array.isArray(state.Branches) ? state.Branches : []), state.Iterator, state.ItemProcessor];
     for (const sub of nested) if (isPlainObject(sub)) forEachState(sub, visit);
   }
 }
-

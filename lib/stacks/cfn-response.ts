@@ -15,7 +15,12 @@ export interface CustomResourceEvent {
   OldResourceProperties?: Record<string, unknown>;
 }
 
-export async function respond(event: CustomResourceEvent, status: 'SUCCESS' | 'FAILED', physicalId: string, reason?: string): Promise<void> {
+export async function respond(
+  event: CustomResourceEvent,
+  status: 'SUCCESS' | 'FAILED',
+  physicalId: string,
+  reason?: string,
+): Promise<void> {
   const body = JSON.stringify({
     Status: status,
     Reason: reason ?? status,

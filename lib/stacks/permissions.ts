@@ -98,7 +98,12 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   // Its waited answer, like every read of a result, mints links to ASSET outputs (the master key).
   // Every caller route spends its key's rate limit (LIMIT#) and counts refusals (USAGE#); execute
   // also spends the quota and counts acceptances there (services/limits.service.ts).
-  execute: access(CREATE_EXECUTION, { send: ['executions'], secret: true, objects: ['read', 'caller-execution'], updateKeys: ['UPLOAD#*', ...LIMITS] }),
+  execute: access(CREATE_EXECUTION, {
+    send: ['executions'],
+    secret: true,
+    objects: ['read', 'caller-execution'],
+    updateKeys: ['UPLOAD#*', ...LIMITS],
+  }),
   // Reads the deployment, records the upload (conditional put); the PUT URL is presigned, under
   // the deployment's upload prefix only (d/*/u/*).
   'upload-create': access(['GetItem', 'PutItem'], { objects: ['caller-upload'], updateKeys: LIMITS }),
@@ -124,7 +129,12 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   // The token is hashed with the pepper alone: the pepper's own secret, as the authorizer's.
   'form-page': access(READ, { secret: 'pepper' }),
   // As execute (inline assets, uploads claimed), plus the rate counters.
-  'form-execute': access(CREATE_EXECUTION, { send: ['executions'], secret: true, objects: ['read', 'caller-execution'], updateKeys: ['UPLOAD#*', 'FORMRATE#*'] }),
+  'form-execute': access(CREATE_EXECUTION, {
+    send: ['executions'],
+    secret: true,
+    objects: ['read', 'caller-execution'],
+    updateKeys: ['UPLOAD#*', 'FORMRATE#*'],
+  }),
   // As execution-result: the result's links need the master key.
   'form-execution': access(READ, { secret: true, objects: ['read'] }),
   // As form-execution (the record while it runs; `done` mints the result's links), plus the rate counters.

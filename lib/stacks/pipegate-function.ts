@@ -88,7 +88,9 @@ export class PipegateFunction extends Construct {
       ...(props.reservedConcurrency !== undefined ? { reservedConcurrentExecutions: props.reservedConcurrency } : {}),
       tracing: lambda.Tracing.ACTIVE,
       logGroup: this.logGroup,
-      ...(props.systemLogLevel ? { loggingFormat: lambda.LoggingFormat.JSON, systemLogLevelV2: lambda.SystemLogLevel[props.systemLogLevel] } : {}),
+      ...(props.systemLogLevel
+        ? { loggingFormat: lambda.LoggingFormat.JSON, systemLogLevelV2: lambda.SystemLogLevel[props.systemLogLevel] }
+        : {}),
       role: this.role,
       environment: {
         NODE_OPTIONS: '--enable-source-maps',
@@ -142,9 +144,7 @@ export class PipegateFunction extends Construct {
   }
 
   grantSecretRead(secret: secretsmanager.ISecret): void {
-    this.role.addToPrincipalPolicy(
-      new iam.PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [secret.secretArn] }),
-    );
+    this.role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [secret.secretArn] }));
   }
 
   /**

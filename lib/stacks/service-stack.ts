@@ -32,7 +32,12 @@ import { accessFor, allFunctionNames, bundleExternals, OWNER_SECRETS_KMS_ACTIONS
 import { PipegateFunction, REPO_ROOT } from './pipegate-function';
 import { type Settings } from './settings';
 import { concurrencyPlan, waitersBound, waits } from '../concurrency';
-import { API_GATEWAY_INTEGRATION_TIMEOUT_SECONDS, AWS_MAX_WAIT_SECONDS, MARK_TASK_TIMEOUT_SECONDS, taskRunLambdaTimeoutSeconds } from '../workflow-budget';
+import {
+  API_GATEWAY_INTEGRATION_TIMEOUT_SECONDS,
+  AWS_MAX_WAIT_SECONDS,
+  MARK_TASK_TIMEOUT_SECONDS,
+  taskRunLambdaTimeoutSeconds,
+} from '../workflow-budget';
 import type { StatefulStack } from './stateful-stack';
 
 export const ASL_PATH = path.join(REPO_ROOT, 'lib', 'state-machine.asl.json');
@@ -97,7 +102,13 @@ export class ServiceStack extends Stack {
         // The docs page's Swagger UI files travel beside this one function's bundle, read from
         // disk when asked for: no other bundle carries them, and its cold start does not parse them.
         ...(name === DOCS_FUNCTION
-          ? { copyFiles: { fromDir: path.dirname(require.resolve(`${DOCS_ASSETS_PACKAGE}/package.json`)), files: Object.keys(DOCS_ASSETS), toDir: DOCS_ASSETS_DIR } }
+          ? {
+              copyFiles: {
+                fromDir: path.dirname(require.resolve(`${DOCS_ASSETS_PACKAGE}/package.json`)),
+                files: Object.keys(DOCS_ASSETS),
+                toDir: DOCS_ASSETS_DIR,
+              },
+            }
           : {}),
       });
       functions[name] = fn;
@@ -130,7 +141,10 @@ export class ServiceStack extends Stack {
             actions: access.ownerSecrets.map((a) => OWNER_SECRETS_KMS_ACTIONS[a]),
             resources: [stateful.ownerSecretsKey.keyArn],
             // Only under an owner secret's encryption context, and one that names the secret.
-            conditions: { StringEquals: { 'kms:EncryptionContext:purpose': OWNER_SECRET_PURPOSE }, Null: { 'kms:EncryptionContext:secret_name': 'false' } },
+            conditions: {
+              StringEquals: { 'kms:EncryptionContext:purpose': OWNER_SECRET_PURPOSE },
+              Null: { 'kms:EncryptionContext:secret_name': 'false' },
+            },
           }),
         );
         fn.fn.addEnvironment('PIPEGATE_OWNER_SECRETS_KEY', stateful.ownerSecretsKey.keyArn);
@@ -229,7 +243,11 @@ export class ServiceStack extends Stack {
       stateMachineType: settings.stateMachineType === 'EXPRESS' ? sfn.StateMachineType.EXPRESS : sfn.StateMachineType.STANDARD,
       // ERROR by default: a failed execution's events with its data, not every event of every
       // success (the cost model's largest optional line).
-      logs: { destination: logGroup, level: settings.stateMachineLogLevel === 'ALL' ? sfn.LogLevel.ALL : sfn.LogLevel.ERROR, includeExecutionData: true },
+      logs: {
+        destination: logGroup,
+        level: settings.stateMachineLogLevel === 'ALL' ? sfn.LogLevel.ALL : sfn.LogLevel.ERROR,
+        includeExecutionData: true,
+      },
       tracingEnabled: true,
     });
     if (settings.stateMachineLogLevel !== 'ALL') {
@@ -291,7 +309,8 @@ export class ServiceStack extends Stack {
     api.node.tryRemoveChild('Endpoint');
     Validations.of(api).acknowledge({
       id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs]',
-      reason: 'The account-level role API Gateway itself uses to write access and execution logs; AWS maintains this policy for exactly that.',
+      reason:
+        'The account-level role API Gateway itself uses to write access and execution logs; AWS maintains this policy for exactly that.',
     });
     if (settings.payloadGuard) {
       this.buildWebAcl(api, settings);
@@ -304,7 +323,8 @@ export class ServiceStack extends Stack {
     }
     Validations.of(api).acknowledge({
       id: 'AwsSolutions-COG4',
-      reason: 'Callers authenticate with per-deployment API keys checked by the Lambda authorizer; owners sign with IAM (SigV4). No Cognito users exist.',
+      reason:
+        'Callers authenticate with per-deployment API keys checked by the Lambda authorizer; owners sign with IAM (SigV4). No Cognito users exist.',
     });
 
     for (const r of GATEWAY_RESPONSES) {
@@ -373,7 +393,9 @@ export class ServiceStack extends Stack {
     ];
     // Where the account is not known at synth, every named principal is allowed here.
     const accountOf = (p: string) => (p.startsWith('arn:') ? p.split(':')[4] : p);
-    const foreign = Token.isUnresolved(this.account) ? settings.ownerPrincipals : settings.ownerPrincipals.filter((p) => accountOf(p) !== this.account);
+    const foreign = Token.isUnresolved(this.account)
+      ? settings.ownerPrincipals
+      : settings.ownerPrincipals.filter((p) => accountOf(p) !== this.account);
     if (foreign.length > 0) {
       statements.push(
         new iam.PolicyStatement({
@@ -402,13 +424,37 @@ export class ServiceStack extends Stack {
    *   MANAGED_RULE_GROUPS).
    */
   private buildWebAcl(api: apigw.RestApi, settings: Settings): void {
-    const visibility = (name: string) => ({ cloudWatchMetricsEnabled: true, metricName: `${settings.stackName}-${name}`, sampledRequestsEnabled: false });
-    const rateRule = (name: string, metric: string, priority: number, limit: number, bodyKey: string, scopeDown?: wafv2.CfnWebACL.StatementProperty): wafv2.CfnWebACL.RuleProperty => ({
+    const visibility = (name: string) => ({
+      cloudWatchMetricsEnabled: true,
+      metricName: `${settings.stackName}-${name}`,
+      sampledRequestsEnabled: false,
+    });
+    const rateRule = (
+      name: string,
+      metric: string,
+      priority: number,
+      limit: number,
+      bodyKey: string,
+      scopeDown?: wafv2.CfnWebACL.StatementProperty,
+    ): wafv2.CfnWebACL.RuleProperty => ({
       name,
       priority,
-      action: { block: { customResponse: { responseCode: 429, customResponseBodyKey: bodyKey, responseHeaders: [{ name: 'Retry-After', value: String(WAF_RATE_WINDOW_SECONDS) }] } } },
+      action: {
+        block: {
+          customResponse: {
+            responseCode: 429,
+            customResponseBodyKey: bodyKey,
+            responseHeaders: [{ name: 'Retry-After', value: String(WAF_RATE_WINDOW_SECONDS) }],
+          },
+        },
+      },
       statement: {
-        rateBasedStatement: { limit, aggregateKeyType: 'IP', evaluationWindowSec: WAF_RATE_WINDOW_SECONDS, ...(scopeDown ? { scopeDownStatement: scopeDown } : {}) },
+        rateBasedStatement: {
+          limit,
+          aggregateKeyType: 'IP',
+          evaluationWindowSec: WAF_RATE_WINDOW_SECONDS,
+          ...(scopeDown ? { scopeDownStatement: scopeDown } : {}),
+        },
       },
       visibilityConfig: visibility(metric),
     });
@@ -418,8 +464,14 @@ export class ServiceStack extends Stack {
       visibilityConfig: visibility('api'),
       customResponseBodies: {
         PayloadTooLarge: { contentType: 'APPLICATION_JSON', content: JSON.stringify(payloadTooLargeBody()) },
-        AddressRateLimited: { contentType: 'APPLICATION_JSON', content: JSON.stringify(rateLimitedBody('rateLimitPerAddress', settings.rateLimitPerAddress)) },
-        FormRateLimited: { contentType: 'APPLICATION_JSON', content: JSON.stringify(rateLimitedBody('formRateLimitPerAddress', settings.formRateLimitPerAddress)) },
+        AddressRateLimited: {
+          contentType: 'APPLICATION_JSON',
+          content: JSON.stringify(rateLimitedBody('rateLimitPerAddress', settings.rateLimitPerAddress)),
+        },
+        FormRateLimited: {
+          contentType: 'APPLICATION_JSON',
+          content: JSON.stringify(rateLimitedBody('formRateLimitPerAddress', settings.formRateLimitPerAddress)),
+        },
       },
       rules: [
         {
@@ -439,7 +491,12 @@ export class ServiceStack extends Stack {
         rateRule('FormRatePerAddress', 'form-rate-per-address', 2, settings.formRateLimitPerAddress, 'FormRateLimited', {
           // CONTAINS: WAF sees the path with the stage in front on API Gateway's own host
           // (/api/v1/forms/…) and without it behind a custom domain.
-          byteMatchStatement: { fieldToMatch: { uriPath: {} }, positionalConstraint: 'CONTAINS', searchString: FORM_PATH_PREFIX, textTransformations: [{ priority: 0, type: 'NONE' }] },
+          byteMatchStatement: {
+            fieldToMatch: { uriPath: {} },
+            positionalConstraint: 'CONTAINS',
+            searchString: FORM_PATH_PREFIX,
+            textTransformations: [{ priority: 0, type: 'NONE' }],
+          },
         }),
         ...MANAGED_RULE_GROUPS.map((name, i) => ({
           name,
@@ -458,18 +515,26 @@ export class ServiceStack extends Stack {
     // empty, so the optional trailing slash needs no second resource.
     const resource = api.root.resourceForPath(route.path);
     const pathParams = [...route.path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1] ?? '');
-    const authorizationType = { apiKey: apigw.AuthorizationType.CUSTOM, owner: apigw.AuthorizationType.IAM, none: apigw.AuthorizationType.NONE }[route.auth];
+    const authorizationType = {
+      apiKey: apigw.AuthorizationType.CUSTOM,
+      owner: apigw.AuthorizationType.IAM,
+      none: apigw.AuthorizationType.NONE,
+    }[route.auth];
     // STREAM makes the integration URI Lambda's InvokeWithResponseStream path
     // (2021-11-15/…/response-streaming-invocations); its time-out may then reach 15 minutes.
     const streaming = route.streams
       ? { responseTransferMode: apigw.ResponseTransferMode.STREAM, timeout: Duration.seconds(STREAMED_ROUTE_TIMEOUT_SECONDS) }
       : {};
-    const method = resource.addMethod(route.method, new apigw.LambdaIntegration(this.fn(route.handler).fn, { allowTestInvoke: false, ...streaming }), {
-      authorizationType,
-      authorizer: route.auth === 'apiKey' ? authorizer : undefined,
-      requestValidator: validator,
-      requestParameters: Object.fromEntries(pathParams.map((p) => [`method.request.path.${p}`, true])),
-    });
+    const method = resource.addMethod(
+      route.method,
+      new apigw.LambdaIntegration(this.fn(route.handler).fn, { allowTestInvoke: false, ...streaming }),
+      {
+        authorizationType,
+        authorizer: route.auth === 'apiKey' ? authorizer : undefined,
+        requestValidator: validator,
+        requestParameters: Object.fromEntries(pathParams.map((p) => [`method.request.path.${p}`, true])),
+      },
+    );
     if (route.auth === 'none') {
       const reason =
         route.handler === 'asset-get'
@@ -520,7 +585,10 @@ export class ServiceStack extends Stack {
     new CustomResource(this, 'UploadCorsResource', {
       serviceToken: fn.fn.functionArn,
       resourceType: 'Custom::PipegateUploadCors',
-      properties: { Bucket: stateful.bucket.bucketName, Origins: [apiOrigin, ...(settings.publicUrl ? [originOf(settings.publicUrl)] : [])] },
+      properties: {
+        Bucket: stateful.bucket.bucketName,
+        Origins: [apiOrigin, ...(settings.publicUrl ? [originOf(settings.publicUrl)] : [])],
+      },
     });
   }
 
@@ -537,7 +605,11 @@ export class ServiceStack extends Stack {
     const action = new cwActions.SnsAction(stateful.alarmTopic);
     const period = Duration.minutes(5);
     const alarms: [string, string, cloudwatch.IMetric][] = [
-      ['SweeperErrorsAlarm', 'pipegate: the sweeper failed (a pass, or repairs in it)', this.fn(WORKERS.sweeper).fn.metricErrors({ period })],
+      [
+        'SweeperErrorsAlarm',
+        'pipegate: the sweeper failed (a pass, or repairs in it)',
+        this.fn(WORKERS.sweeper).fn.metricErrors({ period }),
+      ],
       ['ExecutionsFailedAlarm', 'pipegate: state machine executions failed', this.stateMachine.metricFailed({ period })],
       ['ExecutionsTimedOutAlarm', 'pipegate: state machine executions timed out', this.stateMachine.metricTimedOut({ period })],
       ['Api5xxAlarm', 'pipegate: API answered 5xx', this.api.metricServerError({ period })],
@@ -602,7 +674,10 @@ export const rateLimitedBody = (setting: string, limit: number) => ({
  * What WAF answers to a body above every route's limit: both limits, since it cannot tell
  * which route's was meant (PIPEGATE_MAX_BODY_BYTES is not set on AWS).
  */
-export const payloadTooLargeBody = () => ({ error: ERRORS.PayloadTooLarge.message, detail: beyondEveryLimitDetail(readConfig({}).maxBodyBytes) });
+export const payloadTooLargeBody = () => ({
+  error: ERRORS.PayloadTooLarge.message,
+  detail: beyondEveryLimitDetail(readConfig({}).maxBodyBytes),
+});
 
 /** One JSON object per request; never headers, so API keys stay out of the logs. */
 const ACCESS_LOG_FORMAT = JSON.stringify({

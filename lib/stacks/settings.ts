@@ -73,9 +73,23 @@ const ROOT_ARN = /^arn:aws[a-z-]*:iam::(\d{12}):root$/;
 
 /** Account ids and principal ARNs, from a list or a comma-separated string (`-c ownerPrincipals=a,b`). */
 const OwnerPrincipalsSchema = v.pipe(
-  v.union([v.array(v.string()), v.pipe(v.string(), v.transform((s) => s.split(',')))]),
-  v.transform((list) => list.map((p) => p.trim()).filter((p) => p !== '').map((p) => ROOT_ARN.exec(p)?.[1] ?? p)),
-  v.check((list) => list.every((p) => ACCOUNT_ID.test(p) || PRINCIPAL_ARN.test(p)), 'each must be a 12-digit account id or an IAM principal ARN'),
+  v.union([
+    v.array(v.string()),
+    v.pipe(
+      v.string(),
+      v.transform((s) => s.split(',')),
+    ),
+  ]),
+  v.transform((list) =>
+    list
+      .map((p) => p.trim())
+      .filter((p) => p !== '')
+      .map((p) => ROOT_ARN.exec(p)?.[1] ?? p),
+  ),
+  v.check(
+    (list) => list.every((p) => ACCOUNT_ID.test(p) || PRINCIPAL_ARN.test(p)),
+    'each must be a 12-digit account id or an IAM principal ARN',
+  ),
 );
 
 /** The retention periods CloudWatch Logs accepts. */
@@ -93,14 +107,29 @@ const ContextSchema = v.object({
   throttleRateLimit: v.optional(num(1, 10_000), 100),
   throttleBurstLimit: v.optional(num(1, 5_000), 200),
   logRetentionDays: v.optional(
-    v.pipe(num(1, 3653), v.check((d) => RETENTION_DAYS.includes(d), `must be one of ${RETENTION_DAYS.join(', ')}`)),
+    v.pipe(
+      num(1, 3653),
+      v.check((d) => RETENTION_DAYS.includes(d), `must be one of ${RETENTION_DAYS.join(', ')}`),
+    ),
     30,
   ),
   alarmEmail: v.optional(v.pipe(v.string(), v.email())),
   publicUrl: v.optional(PublicUrlSchema),
-  payloadGuard: v.optional(v.union([v.boolean(), v.pipe(v.picklist(['true', 'false']), v.transform((x) => x === 'true'))]), true),
+  payloadGuard: v.optional(
+    v.union([
+      v.boolean(),
+      v.pipe(
+        v.picklist(['true', 'false']),
+        v.transform((x) => x === 'true'),
+      ),
+    ]),
+    true,
+  ),
   accountConcurrency: v.optional(
-    v.pipe(num(0, 1_000_000), v.check((n) => n === 0 || n >= 200, 'must be 0 (reserve nothing) or at least 200')),
+    v.pipe(
+      num(0, 1_000_000),
+      v.check((n) => n === 0 || n >= 200, 'must be 0 (reserve nothing) or at least 200'),
+    ),
     DEFAULT_ACCOUNT_CONCURRENCY,
   ),
   stateMachineLogLevel: v.optional(v.picklist(['ERROR', 'ALL']), 'ERROR'),
@@ -120,7 +149,9 @@ export function parseSettings(input: Record<string, unknown>): Settings {
   }
   const c = parsed.output;
   if (c.formRateLimitPerAddress > c.rateLimitPerAddress) {
-    throw new Error(`formRateLimitPerAddress ${c.formRateLimitPerAddress} must not exceed rateLimitPerAddress ${c.rateLimitPerAddress}: form links are public and counted on their own`);
+    throw new Error(
+      `formRateLimitPerAddress ${c.formRateLimitPerAddress} must not exceed rateLimitPerAddress ${c.rateLimitPerAddress}: form links are public and counted on their own`,
+    );
   }
   const executionTimeoutMs = c.executionTimeoutMs ?? (c.stateMachineType === 'EXPRESS' ? EXPRESS_MAX_EXECUTION_TIMEOUT_MS : 300_000);
   if (c.stateMachineType === 'EXPRESS' && executionTimeoutMs > EXPRESS_MAX_EXECUTION_TIMEOUT_MS) {

@@ -19,7 +19,13 @@ import { DEFAULT_RESULT_RETENTION_DAYS, objectExpiryDays } from '../config';
 import { QUEUES, type QueueDefinition, type QueueName } from '../queues';
 import type { ObjectAction } from './permissions';
 import { OWNER_SECRET_PURPOSE } from '../../functions/core/envelope';
-import { CALLER_EXECUTION_KEYS, CALLER_UPLOAD_KEYS, OBJECT_KEY_ROOTS, PIPELINE_RUN_KEYS, PIPELINE_UPLOAD_KEYS } from '../../functions/core/object-keys';
+import {
+  CALLER_EXECUTION_KEYS,
+  CALLER_UPLOAD_KEYS,
+  OBJECT_KEY_ROOTS,
+  PIPELINE_RUN_KEYS,
+  PIPELINE_UPLOAD_KEYS,
+} from '../../functions/core/object-keys';
 import { MAIN_TABLE } from '../tables';
 import { PipegateFunction } from './pipegate-function';
 import type { Settings } from './settings';
@@ -82,7 +88,12 @@ export class StatefulStack extends Stack {
         conditions: {
           StringEquals: { 'aws:SourceAccount': this.account },
           ArnLike: {
-            'aws:SourceArn': this.formatArn({ service: 'cloudwatch', resource: 'alarm', resourceName: '*', arnFormat: ArnFormat.COLON_RESOURCE_NAME }),
+            'aws:SourceArn': this.formatArn({
+              service: 'cloudwatch',
+              resource: 'alarm',
+              resourceName: '*',
+              arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+            }),
           },
         },
       }),
@@ -219,18 +230,29 @@ export class StatefulStack extends Stack {
       for (const root of OBJECT_KEY_ROOTS) {
         Validations.of(p).acknowledge({
           id: `AwsSolutions-IAM5[Resource::<${bucketId}.Arn>/${root}/*]`,
-          reason: 'Objects are keyed by ids chosen at run time (functions/core/object-keys.ts): the grant covers the key roots of deployments (d/) and pipelines (p/), for one action.',
+          reason:
+            'Objects are keyed by ids chosen at run time (functions/core/object-keys.ts): the grant covers the key roots of deployments (d/) and pipelines (p/), for one action.',
         });
       }
       return p;
     };
-    const keys = (id: string, whose: string, action: string, families: readonly string[]) => this.keyFamilyPolicy(bucket, bucketId, id, whose, action, families);
+    const keys = (id: string, whose: string, action: string, families: readonly string[]) =>
+      this.keyFamilyPolicy(bucket, bucketId, id, whose, action, families);
     const policies: Record<ObjectAction, iam.ManagedPolicy> = {
-      read: policy('ObjectsRead', 'pipegate: read objects', [new iam.PolicyStatement({ actions: ['s3:GetObject'], resources: objects }), list]),
-      delete: policy('ObjectsDelete', 'pipegate: delete objects', [new iam.PolicyStatement({ actions: ['s3:DeleteObject'], resources: objects }), list]),
+      read: policy('ObjectsRead', 'pipegate: read objects', [
+        new iam.PolicyStatement({ actions: ['s3:GetObject'], resources: objects }),
+        list,
+      ]),
+      delete: policy('ObjectsDelete', 'pipegate: delete objects', [
+        new iam.PolicyStatement({ actions: ['s3:DeleteObject'], resources: objects }),
+        list,
+      ]),
       'caller-execution': keys('ObjectsCallerExecution', "write callers' executions", 's3:PutObject', [CALLER_EXECUTION_KEYS]),
       'owner-run': keys('ObjectsOwnerRun', "write owners' runs", 's3:PutObject', [PIPELINE_RUN_KEYS]),
-      'multipart-abort': keys('ObjectsMultipartAbort', "abort executions' and runs' multipart writes", 's3:AbortMultipartUpload', [CALLER_EXECUTION_KEYS, PIPELINE_RUN_KEYS]),
+      'multipart-abort': keys('ObjectsMultipartAbort', "abort executions' and runs' multipart writes", 's3:AbortMultipartUpload', [
+        CALLER_EXECUTION_KEYS,
+        PIPELINE_RUN_KEYS,
+      ]),
       'owner-upload': keys('ObjectsOwnerUpload', "write owners' uploads", 's3:PutObject', [PIPELINE_UPLOAD_KEYS]),
       'caller-upload': keys('ObjectsCallerUpload', "write callers' uploads", 's3:PutObject', [CALLER_UPLOAD_KEYS]),
     };
@@ -239,7 +261,9 @@ export class StatefulStack extends Stack {
     // removing it here would fail (IAM refuses to delete a policy still attached) or, detached,
     // leave those functions without their writes until the service stack is updated. So it
     // stays as it was (a new description would replace it) for one release, then goes.
-    policy('ObjectsWrite', 'pipegate: write objects', [new iam.PolicyStatement({ actions: ['s3:PutObject', 's3:AbortMultipartUpload'], resources: objects })]);
+    policy('ObjectsWrite', 'pipegate: write objects', [
+      new iam.PolicyStatement({ actions: ['s3:PutObject', 's3:AbortMultipartUpload'], resources: objects }),
+    ]);
     return policies;
   }
 
@@ -248,7 +272,14 @@ export class StatefulStack extends Stack {
    * runs, `d/*\/u/*` and `p/*\/u/*` their uploads; functions/core/object-keys.ts): a function, or a
    * URL signed by a role holding it, can touch no key of another family.
    */
-  private keyFamilyPolicy(bucket: s3.Bucket, bucketId: string, id: string, whose: string, action: string, families: readonly string[]): iam.ManagedPolicy {
+  private keyFamilyPolicy(
+    bucket: s3.Bucket,
+    bucketId: string,
+    id: string,
+    whose: string,
+    action: string,
+    families: readonly string[],
+  ): iam.ManagedPolicy {
     const p = new iam.ManagedPolicy(this, id, {
       description: `pipegate: ${whose}`,
       statements: [new iam.PolicyStatement({ actions: [action], resources: families.map((keys) => bucket.arnForObjects(keys)) })],

@@ -38,7 +38,9 @@ const errorName = (err: unknown): string | undefined => (err instanceof Error ? 
 async function rulesOf(s3: S3Client, bucket: string): Promise<BucketCorsRule[]> {
   try {
     const got = await s3.send(new GetBucketCorsCommand({ Bucket: bucket }));
-    return (got.CORSRules ?? []).map((r) => fromS3CorsRule({ ...r, AllowedMethods: r.AllowedMethods ?? [], AllowedOrigins: r.AllowedOrigins ?? [] }));
+    return (got.CORSRules ?? []).map((r) =>
+      fromS3CorsRule({ ...r, AllowedMethods: r.AllowedMethods ?? [], AllowedOrigins: r.AllowedOrigins ?? [] }),
+    );
   } catch (err) {
     if (errorName(err) === 'NoSuchCORSConfiguration') return [];
     throw err;
@@ -77,7 +79,8 @@ export async function answerUploadCors(event: CustomResourceEvent, s3: S3Client)
   const bucket = typeof event.ResourceProperties.Bucket === 'string' ? event.ResourceProperties.Bucket : '';
   // Named after the bucket: an Update onto another bucket answers a new id, and CloudFormation
   // then deletes the old resource (the rule on the old bucket) with its old properties.
-  const physicalId = event.RequestType === 'Delete' && event.PhysicalResourceId ? event.PhysicalResourceId : `${bucket}/${UPLOAD_CORS_RULE_ID}`;
+  const physicalId =
+    event.RequestType === 'Delete' && event.PhysicalResourceId ? event.PhysicalResourceId : `${bucket}/${UPLOAD_CORS_RULE_ID}`;
   try {
     if (event.RequestType === 'Delete') {
       // A Create that failed before it named a bucket has nothing to remove.
@@ -88,7 +91,9 @@ export async function answerUploadCors(event: CustomResourceEvent, s3: S3Client)
     await respond(event, 'SUCCESS', physicalId);
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
-    console.error(JSON.stringify({ level: 'error', message: 'upload CORS rule not set', request_type: event.RequestType, error_message: message }));
+    console.error(
+      JSON.stringify({ level: 'error', message: 'upload CORS rule not set', request_type: event.RequestType, error_message: message }),
+    );
     await respond(event, 'FAILED', physicalId, message);
   }
 }

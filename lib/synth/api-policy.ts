@@ -35,11 +35,15 @@ const asArray = (x: unknown): unknown[] => (x === undefined ? [] : Array.isArray
 
 /** The policy with its `execute-api:/…` shorthand resources written out as ARNs. */
 export function expandApiPolicy(policy: PolicyDocument, api: ApiPolicyIdentity): PolicyDocument {
-  const expand = (r: unknown) => (typeof r === 'string' && r.startsWith('execute-api:/') ? `arn:${api.partition}:execute-api:${api.region}:${api.account}:${api.apiId}/${r.slice('execute-api:/'.length)}` : r);
+  const expand = (r: unknown) =>
+    typeof r === 'string' && r.startsWith('execute-api:/')
+      ? `arn:${api.partition}:execute-api:${api.region}:${api.account}:${api.apiId}/${r.slice('execute-api:/'.length)}`
+      : r;
   const statements = asArray(policy.Statement).map((s) => {
     if (!isPlainObject(s)) return s;
     const out: Record<string, unknown> = { ...s };
-    for (const key of ['Resource', 'NotResource']) if (s[key] !== undefined) out[key] = Array.isArray(s[key]) ? s[key].map(expand) : expand(s[key]);
+    for (const key of ['Resource', 'NotResource'])
+      if (s[key] !== undefined) out[key] = Array.isArray(s[key]) ? s[key].map(expand) : expand(s[key]);
     return out;
   });
   return { Version: policy.Version ?? '2012-10-17', Statement: statements };

@@ -270,7 +270,6 @@ export interface Assembly {
   functions: AssemblyFunction[];
 }
 
-
 const readJson = (file: string): unknown => JSON.parse(readFileSync(file, 'utf8'));
 
 interface ManifestArtifact {

@@ -54,7 +54,12 @@ export interface AwsServices {
   /** KMS: the templates' keys (lib/local/kms.ts), their material in the data dir. */
   kms?: LocalKms;
   /** S3: the templates' buckets (physical names), their objects kept under `dir`. */
-  objects?: { dir: string; buckets: readonly string[]; expirationDays?: Readonly<Record<string, number>>; cors?: Readonly<Record<string, readonly BucketCorsRule[]>> };
+  objects?: {
+    dir: string;
+    buckets: readonly string[];
+    expirationDays?: Readonly<Record<string, number>>;
+    cors?: Readonly<Record<string, readonly BucketCorsRule[]>>;
+  };
   /** DynamoDB's per-key throughput, when the scale model is on (./scale-model). */
   throughput?: PartitionThroughput;
   /** Step Functions' StartExecution throttle, when the scale model is on. */
@@ -135,7 +140,6 @@ interface Call {
   caller: Caller;
 }
 
-
 export async function startAwsEndpoint(options: AwsEndpointOptions = {}): Promise<AwsEndpoint> {
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const denials: Denial[] = [];
@@ -180,7 +184,10 @@ export async function startAwsEndpoint(options: AwsEndpointOptions = {}): Promis
         if (d.allowed) return undefined;
         denials.push({ at: new Date().toISOString(), principal: identity, action: c.action, resource: c.resource, reason: d.reason });
         log(`aws-endpoint: AccessDenied ${c.action} on ${c.resource} for ${identity}: ${d.reason}`);
-        const why = d.result === 'ExplicitlyDenied' ? 'with an explicit deny in a policy' : `because no identity-based policy allows the ${c.action} action`;
+        const why =
+          d.result === 'ExplicitlyDenied'
+            ? 'with an explicit deny in a policy'
+            : `because no identity-based policy allows the ${c.action} action`;
         return `User: ${identity} is not authorized to perform: ${c.action} on resource: "${c.resource}" ${why}`;
       },
     });
@@ -191,7 +198,8 @@ export async function startAwsEndpoint(options: AwsEndpointOptions = {}): Promis
     if (req.headers['x-amz-target'] === undefined && s3) return s3(req, res);
     const raw = await readBody(req);
     const service = serviceOf(req);
-    if (!service) throw new AwsError(400, 'UnknownOperationException', `No AWS JSON operation in X-Amz-Target ${String(req.headers['x-amz-target'])}`);
+    if (!service)
+      throw new AwsError(400, 'UnknownOperationException', `No AWS JSON operation in X-Amz-Target ${String(req.headers['x-amz-target'])}`);
     if (!services) throw new AwsError(503, 'ServiceUnavailable', 'The local AWS endpoint is not serving yet');
     const s = services;
     const operation = String(req.headers['x-amz-target']).split('.').slice(1).join('.');
@@ -231,7 +239,8 @@ export async function startAwsEndpoint(options: AwsEndpointOptions = {}): Promis
         service === 'sqs' ? 'InvalidClientTokenId;Sender' : undefined,
       );
     if (!m?.[1]) throw invalid();
-    if (m[4] !== service) throw new AwsError(400, 'InvalidSignatureException', `Credential should be scoped to correct service: '${service}'.`);
+    if (m[4] !== service)
+      throw new AwsError(400, 'InvalidSignatureException', `Credential should be scoped to correct service: '${service}'.`);
     const principal = s.iam.principalByAccessKey(m[1]);
     if (!principal) throw invalid();
     const token = String(req.headers['x-amz-security-token'] ?? '');
@@ -246,13 +255,26 @@ export async function startAwsEndpoint(options: AwsEndpointOptions = {}): Promis
     checks: readonly { action: string; resource: string; context?: Record<string, string | string[]> }[],
   ): Promise<void> {
     for (const c of checks) {
-      const d: IamDecision = await s.iam.evaluate({ principal: call.caller.principal.roleArn, action: c.action, resource: c.resource, context: c.context });
+      const d: IamDecision = await s.iam.evaluate({
+        principal: call.caller.principal.roleArn,
+        action: c.action,
+        resource: c.resource,
+        context: c.context,
+      });
       if (d.allowed) continue;
-      const denial: Denial = { at: new Date().toISOString(), principal: call.caller.identity, action: c.action, resource: c.resource, reason: d.reason };
+      const denial: Denial = {
+        at: new Date().toISOString(),
+        principal: call.caller.identity,
+        action: c.action,
+        resource: c.resource,
+        reason: d.reason,
+      };
       denials.push(denial);
       log(`aws-endpoint: AccessDenied ${c.action} on ${c.resource} for ${call.caller.identity}: ${d.reason}`);
       const why =
-        d.result === 'ExplicitlyDenied' ? 'with an explicit deny in a policy' : `because no identity-based policy allows the ${c.action} action`;
+        d.result === 'ExplicitlyDenied'
+          ? 'with an explicit deny in a policy'
+          : `because no identity-based policy allows the ${c.action} action`;
       const message = `User: ${call.caller.identity} is not authorized to perform: ${c.action} on resource: ${c.resource} ${why}`;
       throw call.service === 'sqs'
         ? new AwsError(403, 'AccessDenied', message, 'AccessDenied;Sender')
@@ -303,7 +325,11 @@ export async function startAwsEndpoint(options: AwsEndpointOptions = {}): Promis
     const metered = s.throughput?.keysOf(operation, body);
     if (metered && s.throughput && !s.throughput.admit(metered.kind, metered.keys)) {
       // What an on-demand table answers when one key (or an index's key) is past its partition's throughput.
-      throw new AwsError(400, 'ProvisionedThroughputExceededException', 'Throughput exceeds the current capacity for one or more global secondary indexes or partitions. DynamoDB is automatically scaling your table or index so please try again shortly.');
+      throw new AwsError(
+        400,
+        'ProvisionedThroughputExceededException',
+        'Throughput exceeds the current capacity for one or more global secondary indexes or partitions. DynamoDB is automatically scaling your table or index so please try again shortly.',
+      );
     }
     const forwarded: Record<string, string> = {};
     for (const h of ['content-type', 'x-amz-target', 'x-amz-date', 'authorization', 'x-amz-security-token']) {
@@ -333,15 +359,23 @@ export async function startAwsEndpoint(options: AwsEndpointOptions = {}): Promis
     // SendMessageBatch is authorized as sqs:SendMessage.
     await authorize(call, s, [{ action: 'sqs:SendMessage', resource: arn }]);
     const queue = s.queues?.get(arn);
-    if (!queue) throw new AwsError(400, 'QueueDoesNotExist', 'The specified queue does not exist.', 'AWS.SimpleQueueService.NonExistentQueue;Sender');
+    if (!queue)
+      throw new AwsError(400, 'QueueDoesNotExist', 'The specified queue does not exist.', 'AWS.SimpleQueueService.NonExistentQueue;Sender');
     const send = async (entry: Record<string, unknown>): Promise<{ MessageId: string; MD5OfMessageBody: string }> => {
       if (entry.MessageAttributes !== undefined || entry.MessageSystemAttributes !== undefined) {
-        throw new AwsError(400, 'InvalidParameterValue', 'Message attributes are not emulated locally (pipegate sends none)', 'InvalidParameterValue;Sender');
+        throw new AwsError(
+          400,
+          'InvalidParameterValue',
+          'Message attributes are not emulated locally (pipegate sends none)',
+          'InvalidParameterValue;Sender',
+        );
       }
       const text = entry.MessageBody;
-      if (typeof text !== 'string') throw new AwsError(400, 'MissingParameter', 'The request must contain the parameter MessageBody.', 'MissingParameter;Sender');
+      if (typeof text !== 'string')
+        throw new AwsError(400, 'MissingParameter', 'The request must contain the parameter MessageBody.', 'MissingParameter;Sender');
       const delay = entry.DelaySeconds;
-      if (delay !== undefined && typeof delay !== 'number') throw new AwsError(400, 'InvalidParameterValue', 'DelaySeconds must be a number', 'InvalidParameterValue;Sender');
+      if (delay !== undefined && typeof delay !== 'number')
+        throw new AwsError(400, 'InvalidParameterValue', 'DelaySeconds must be a number', 'InvalidParameterValue;Sender');
       try {
         const id = await queue.send(text, { delaySeconds: delay ?? 0 });
         return { MessageId: id, MD5OfMessageBody: createHash('md5').update(text, 'utf8').digest('hex') };
@@ -351,10 +385,28 @@ export async function startAwsEndpoint(options: AwsEndpointOptions = {}): Promis
     };
     if (operation === 'SendMessage') return json(res, call.service, await send(body));
     const entries = Array.isArray(body.Entries) ? body.Entries.filter(isPlainObject) : [];
-    if (entries.length === 0) throw new AwsError(400, 'EmptyBatchRequest', 'There should be at least one SendMessageBatchRequestEntry in the request.', 'AWS.SimpleQueueService.EmptyBatchRequest;Sender');
-    if (entries.length > 10) throw new AwsError(400, 'TooManyEntriesInBatchRequest', 'Maximum number of entries per request are 10.', 'AWS.SimpleQueueService.TooManyEntriesInBatchRequest;Sender');
+    if (entries.length === 0)
+      throw new AwsError(
+        400,
+        'EmptyBatchRequest',
+        'There should be at least one SendMessageBatchRequestEntry in the request.',
+        'AWS.SimpleQueueService.EmptyBatchRequest;Sender',
+      );
+    if (entries.length > 10)
+      throw new AwsError(
+        400,
+        'TooManyEntriesInBatchRequest',
+        'Maximum number of entries per request are 10.',
+        'AWS.SimpleQueueService.TooManyEntriesInBatchRequest;Sender',
+      );
     const ids = entries.map((e) => String(e.Id));
-    if (new Set(ids).size !== ids.length) throw new AwsError(400, 'BatchEntryIdsNotDistinct', 'Two or more batch entries in the request have the same Id.', 'AWS.SimpleQueueService.BatchEntryIdsNotDistinct;Sender');
+    if (new Set(ids).size !== ids.length)
+      throw new AwsError(
+        400,
+        'BatchEntryIdsNotDistinct',
+        'Two or more batch entries in the request have the same Id.',
+        'AWS.SimpleQueueService.BatchEntryIdsNotDistinct;Sender',
+      );
     const Successful: Record<string, string>[] = [];
     const Failed: Record<string, unknown>[] = [];
     for (const entry of entries) {
@@ -374,7 +426,8 @@ export async function startAwsEndpoint(options: AwsEndpointOptions = {}): Promis
     const { body, operation } = call;
     if (operation === 'StartExecution') {
       const machineArn = typeof body.stateMachineArn === 'string' ? body.stateMachineArn : '';
-      if (!/^arn:[^:]+:states:[^:]+:\d{12}:stateMachine:[^:]+$/.test(machineArn)) throw new AwsError(400, 'InvalidArn', `Invalid Arn: '${machineArn}'`);
+      if (!/^arn:[^:]+:states:[^:]+:\d{12}:stateMachine:[^:]+$/.test(machineArn))
+        throw new AwsError(400, 'InvalidArn', `Invalid Arn: '${machineArn}'`);
       await authorize(call, s, [{ action: 'states:StartExecution', resource: machineArn }]);
       const machine = s.stateMachines?.get(machineArn);
       if (!machine) throw new AwsError(400, 'StateMachineDoesNotExist', `State Machine Does Not Exist: '${machineArn}'`);
@@ -438,7 +491,9 @@ export async function startAwsEndpoint(options: AwsEndpointOptions = {}): Promis
     const id = typeof body.SecretId === 'string' ? body.SecretId : '';
     const secret = s.secrets?.find(id);
     // An unknown secret is authorized as the ARN it was named by (AWS answers the same way).
-    const resource = secret?.arn ?? (id.startsWith('arn:') ? id : `arn:${s.arns.env.partition}:secretsmanager:${s.arns.env.region}:${s.arns.env.account}:secret:${id}`);
+    const resource =
+      secret?.arn ??
+      (id.startsWith('arn:') ? id : `arn:${s.arns.env.partition}:secretsmanager:${s.arns.env.region}:${s.arns.env.account}:secret:${id}`);
     await authorize(call, s, [{ action: `secretsmanager:${operation}`, resource }]);
     if (!secret || !s.secrets) throw new AwsError(400, 'ResourceNotFoundException', "Secrets Manager can't find the specified secret.");
     if (operation === 'GetSecretValue') {
@@ -454,7 +509,8 @@ export async function startAwsEndpoint(options: AwsEndpointOptions = {}): Promis
         CreatedDate: secret.createdDate / 1000,
       });
     }
-    if (typeof body.SecretString !== 'string') throw new AwsError(400, 'InvalidParameterException', 'SecretString is required (SecretBinary is not emulated)');
+    if (typeof body.SecretString !== 'string')
+      throw new AwsError(400, 'InvalidParameterException', 'SecretString is required (SecretBinary is not emulated)');
     const token = typeof body.ClientRequestToken === 'string' ? body.ClientRequestToken : undefined;
     const updated = s.secrets.put(secret.arn, body.SecretString, token);
     return json(res, call.service, { ARN: updated.arn, Name: updated.name, VersionId: updated.versionId, VersionStages: ['AWSCURRENT'] });
@@ -484,7 +540,9 @@ export async function startAwsEndpoint(options: AwsEndpointOptions = {}): Promis
       if (resource === undefined) throw new AwsError(400, 'InvalidCiphertextException', '');
     } else {
       const id = typeof body.KeyId === 'string' ? body.KeyId : '';
-      resource = s.kms?.keyArnOf(id) ?? (id.startsWith('arn:') ? id : `arn:${s.arns.env.partition}:kms:${s.arns.env.region}:${s.arns.env.account}:key/${id}`);
+      resource =
+        s.kms?.keyArnOf(id) ??
+        (id.startsWith('arn:') ? id : `arn:${s.arns.env.partition}:kms:${s.arns.env.region}:${s.arns.env.account}:key/${id}`);
     }
     const conditions: Record<string, string | string[]> = { 'kms:EncryptionContextKeys': Object.keys(context) };
     for (const [k, v] of Object.entries(context)) conditions[`kms:EncryptionContext:${k}`] = v;
@@ -592,7 +650,8 @@ export class LocalSecretStore {
     if (!file) return;
     const saved = readSavedJson(file);
     for (const r of Array.isArray(saved) ? saved : []) {
-      if (isPlainObject(r) && typeof r.arn === 'string' && typeof r.value === 'string') this.secrets.set(r.arn, r as unknown as SecretRecord);
+      if (isPlainObject(r) && typeof r.arn === 'string' && typeof r.value === 'string')
+        this.secrets.set(r.arn, r as unknown as SecretRecord);
     }
   }
 

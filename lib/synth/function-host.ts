@@ -186,7 +186,10 @@ export class FunctionHost {
     if (this.stopped) throw new FunctionError('Lambda.ServiceException', `${this.spec.name} is stopped`);
     const text = JSON.stringify(event ?? null);
     if (Buffer.byteLength(text, 'utf8') > MAX_SYNC_PAYLOAD_BYTES) {
-      throw new FunctionError('RequestEntityTooLargeException', `Request must be smaller than ${MAX_SYNC_PAYLOAD_BYTES} bytes for the ${operation} operation`);
+      throw new FunctionError(
+        'RequestEntityTooLargeException',
+        `Request must be smaller than ${MAX_SYNC_PAYLOAD_BYTES} bytes for the ${operation} operation`,
+      );
     }
     const slot = this.options.concurrency?.();
     if (this.options.concurrency && !slot) {
@@ -213,7 +216,10 @@ export class FunctionHost {
         const timer = setTimeout(() => {
           this.stats.timeouts += 1;
           // Lambda ends the sandbox at the deadline; the next invocation starts a new one.
-          this.discard(sandbox, new FunctionError('Sandbox.Timedout', `Task timed out after ${this.spec.timeoutSeconds.toFixed(2)} seconds`));
+          this.discard(
+            sandbox,
+            new FunctionError('Sandbox.Timedout', `Task timed out after ${this.spec.timeoutSeconds.toFixed(2)} seconds`),
+          );
         }, timeoutMs);
         sandbox.pending.set(id, {
           resolve: (p) => {
@@ -228,7 +234,10 @@ export class FunctionHost {
         sandbox.worker.postMessage({ id, requestId: randomUUID(), event: text, deadline: Date.now() + timeoutMs });
       });
       if (Buffer.byteLength(payload, 'utf8') > MAX_SYNC_PAYLOAD_BYTES) {
-        throw new FunctionError('Function.ResponseSizeTooLarge', `Response payload size exceeded maximum allowed payload size (${MAX_SYNC_PAYLOAD_BYTES} bytes).`);
+        throw new FunctionError(
+          'Function.ResponseSizeTooLarge',
+          `Response payload size exceeded maximum allowed payload size (${MAX_SYNC_PAYLOAD_BYTES} bytes).`,
+        );
       }
       return JSON.parse(payload) as unknown;
     } finally {
@@ -343,26 +352,40 @@ export class FunctionHost {
         for (const line of lines) if (line !== '') log(spec.name, line);
       });
     }
-    worker.on('message', (m: { id: string; kind?: 'chunk' | 'end'; data?: Uint8Array; ok?: boolean; payload?: string; errorType?: string; errorMessage?: string; trace?: string[] }) => {
-      const p = sandbox.pending.get(m.id);
-      if (!p) return;
-      if (m.kind === 'chunk') {
-        if (m.data) p.chunk?.(m.data);
-        return;
-      }
-      sandbox.pending.delete(m.id);
-      if (m.kind === 'end') {
-        p.end?.();
-        return;
-      }
-      if (m.ok) p.resolve(m.payload ?? 'null');
-      else p.reject(new FunctionError(m.errorType ?? 'Error', m.errorMessage ?? '', m.trace ?? []));
-    });
+    worker.on(
+      'message',
+      (m: {
+        id: string;
+        kind?: 'chunk' | 'end';
+        data?: Uint8Array;
+        ok?: boolean;
+        payload?: string;
+        errorType?: string;
+        errorMessage?: string;
+        trace?: string[];
+      }) => {
+        const p = sandbox.pending.get(m.id);
+        if (!p) return;
+        if (m.kind === 'chunk') {
+          if (m.data) p.chunk?.(m.data);
+          return;
+        }
+        sandbox.pending.delete(m.id);
+        if (m.kind === 'end') {
+          p.end?.();
+          return;
+        }
+        if (m.ok) p.resolve(m.payload ?? 'null');
+        else p.reject(new FunctionError(m.errorType ?? 'Error', m.errorMessage ?? '', m.trace ?? []));
+      },
+    );
     worker.on('error', (err: Error & { code?: string }) => {
       const type = err.code === 'ERR_WORKER_OUT_OF_MEMORY' ? 'Runtime.OutOfMemory' : 'Runtime.ExitError';
       this.discard(sandbox, new FunctionError(type, `${spec.name}: ${err.message}`));
     });
-    worker.on('exit', (code) => this.discard(sandbox, new FunctionError('Runtime.ExitError', `${spec.name}: the runtime exited (status ${code})`)));
+    worker.on('exit', (code) =>
+      this.discard(sandbox, new FunctionError('Runtime.ExitError', `${spec.name}: the runtime exited (status ${code})`)),
+    );
     return sandbox;
   }
 

@@ -28,7 +28,6 @@ export interface TemplateApi {
   policy?: PolicyDocument;
 }
 
-
 /**
  * `arn:aws:apigateway:<region>:lambda:path/2015-03-31/functions/<function arn>/invocations`
  * (Invoke), or with `streaming`, `…/2021-11-15/functions/<function arn>/response-streaming-invocations`
@@ -38,7 +37,8 @@ function functionOfUri(uri: string, where: string, streaming = false): string {
   const m = streaming
     ? /:lambda:path\/2021-11-15\/functions\/(arn:[^/]+)\/response-streaming-invocations$/.exec(uri)
     : /:lambda:path\/2015-03-31\/functions\/(arn:[^/]+)\/invocations$/.exec(uri);
-  if (!m?.[1]) throw new Error(`${where}: integration URI ${uri} does not invoke a Lambda function${streaming ? ' with a response stream' : ''}`);
+  if (!m?.[1])
+    throw new Error(`${where}: integration URI ${uri} does not invoke a Lambda function${streaming ? ' with a response stream' : ''}`);
   return m[1];
 }
 
@@ -49,8 +49,10 @@ export function apiFromTemplate(stack: ResolvedStack): TemplateApi {
   if (apis.length !== 1) throw new Error(`${stack.stack.id}: expected one AWS::ApiGateway::RestApi, found ${apis.length}`);
   const [apiLogicalId, apiResource] = apis[0] as [string, { Properties?: Record<string, unknown> }];
   const rawPolicy = apiResource.Properties?.Policy;
-  const policy = rawPolicy === undefined ? undefined : stack.resolve(rawPolicy, `${stack.stack.id}.Resources.${apiLogicalId}.Properties.Policy`);
-  if (policy !== undefined && !(isPlainObject(policy) && policy.Statement !== undefined)) throw new Error(`${apiLogicalId}: Policy is not a policy document`);
+  const policy =
+    rawPolicy === undefined ? undefined : stack.resolve(rawPolicy, `${stack.stack.id}.Resources.${apiLogicalId}.Properties.Policy`);
+  if (policy !== undefined && !(isPlainObject(policy) && policy.Statement !== undefined))
+    throw new Error(`${apiLogicalId}: Policy is not a policy document`);
   const apiId = stack.physical[apiLogicalId]?.ref ?? '';
   const rootId = stack.physical[apiLogicalId]?.attributes.RootResourceId ?? '';
 
@@ -63,7 +65,10 @@ export function apiFromTemplate(stack: ResolvedStack): TemplateApi {
   for (const [id, r] of ofType('AWS::ApiGateway::Resource')) {
     const props = r.Properties ?? {};
     const self = stack.physical[id]?.ref ?? id;
-    parts.set(self, { parent: stack.resolveString(props.ParentId, `${id}.ParentId`), part: stack.resolveString(props.PathPart, `${id}.PathPart`) });
+    parts.set(self, {
+      parent: stack.resolveString(props.ParentId, `${id}.ParentId`),
+      part: stack.resolveString(props.PathPart, `${id}.PathPart`),
+    });
   }
   const pathOf = (resourceId: string): string => {
     const segments: string[] = [];
@@ -108,7 +113,8 @@ export function apiFromTemplate(stack: ResolvedStack): TemplateApi {
       // The root {proxy+} mock answers 404 for paths no method matches; the local gateway
       // answers those itself with the same body, so only its shape is checked here.
       const answer = JSON.stringify(integration.IntegrationResponses ?? []);
-      if (path !== '/{proxy+}' || !answer.includes('"StatusCode":"404"')) throw new Error(`${id}: a MOCK integration other than the 404 catch-all is not served locally`);
+      if (path !== '/{proxy+}' || !answer.includes('"StatusCode":"404"'))
+        throw new Error(`${id}: a MOCK integration other than the 404 catch-all is not served locally`);
       continue;
     }
     if (integration.Type !== 'AWS_PROXY') throw new Error(`${id}: integration type ${String(integration.Type)} is not served locally`);
@@ -134,7 +140,14 @@ export function apiFromTemplate(stack: ResolvedStack): TemplateApi {
     } else if (type === 'AWS_IAM') auth = 'owner';
     else if (type === 'NONE') auth = 'none';
     else throw new Error(`${id}: authorization type ${type} is not served locally`);
-    routes.push({ method, path, handler: name, auth, ...(streams ? { streams: true } : {}), ...(routeTimeoutMs === undefined ? {} : { integrationTimeoutMs: routeTimeoutMs }) });
+    routes.push({
+      method,
+      path,
+      handler: name,
+      auth,
+      ...(streams ? { streams: true } : {}),
+      ...(routeTimeoutMs === undefined ? {} : { integrationTimeoutMs: routeTimeoutMs }),
+    });
   }
 
   const gatewayResponses = ofType('AWS::ApiGateway::GatewayResponse').map(([id, r]) =>
@@ -156,5 +169,15 @@ export function apiFromTemplate(stack: ResolvedStack): TemplateApi {
         p.source(sourceArn),
     );
 
-  return { apiId, stage, routes, functionArns, authorizer, gatewayResponses, integrationTimeoutMs, mayInvoke, ...(policy ? { policy: policy as unknown as PolicyDocument } : {}) };
+  return {
+    apiId,
+    stage,
+    routes,
+    functionArns,
+    authorizer,
+    gatewayResponses,
+    integrationTimeoutMs,
+    mayInvoke,
+    ...(policy ? { policy: policy as unknown as PolicyDocument } : {}),
+  };
 }

@@ -46,7 +46,7 @@ const AWS_MANAGED: Readonly<Record<string, PolicyDocument>> = {
     Statement: [{ Effect: 'Allow', Action: ['logs:CreateLogGroup', 'logs:CreateLogStream', 'logs:PutLogEvents'], Resource: '*' }],
   },
   // v2
-  'AWSXRayDaemonWriteAccess': {
+  AWSXRayDaemonWriteAccess: {
     Version: '2012-10-17',
     Statement: [
       {
@@ -76,7 +76,10 @@ function awsManaged(arn: string): PolicyDocument | undefined {
  * by it, as AWS finds the session behind a temporary key); the session token carries the
  * session name (Lambda names it after the function); the secret is derived and not checked.
  */
-export function credentialsFor(roleArn: string, sessionName = 'local'): { accessKeyId: string; secretAccessKey: string; sessionToken: string } {
+export function credentialsFor(
+  roleArn: string,
+  sessionName = 'local',
+): { accessKeyId: string; secretAccessKey: string; sessionToken: string } {
   const h = createHash('sha256').update(roleArn).digest();
   const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
   let id = 'ASIA';
@@ -212,7 +215,10 @@ export function resourcePoliciesOf(assembly: ResolvedAssembly): Map<string, Poli
         const arn = stack.physical[logicalId]?.attributes.Arn;
         if (arn) add(arn, stack.resolve(props.KeyPolicy, `${where}.KeyPolicy`) as PolicyDocument);
       } else if (r.Type === 'AWS::SecretsManager::ResourcePolicy') {
-        add(stack.resolveString(props.SecretId, `${where}.SecretId`), stack.resolve(props.ResourcePolicy, `${where}.ResourcePolicy`) as PolicyDocument);
+        add(
+          stack.resolveString(props.SecretId, `${where}.SecretId`),
+          stack.resolve(props.ResourcePolicy, `${where}.ResourcePolicy`) as PolicyDocument,
+        );
       }
     }
   }
@@ -235,7 +241,11 @@ function withCarriedKmsKeys(doc: PolicyDocument): PolicyDocument {
     const condition = Object.fromEntries(
       Object.entries(st.Condition).map(([op, keys]) => [
         op,
-        isPlainObject(keys) ? Object.fromEntries(Object.entries(keys).map(([k, v]) => [KMS_CONTEXT_KEY.test(k) ? carriedKmsKey(KMS_CONTEXT_KEY.exec(k)?.[1] ?? '') : k, v])) : keys,
+        isPlainObject(keys)
+          ? Object.fromEntries(
+              Object.entries(keys).map(([k, v]) => [KMS_CONTEXT_KEY.test(k) ? carriedKmsKey(KMS_CONTEXT_KEY.exec(k)?.[1] ?? '') : k, v]),
+            )
+          : keys,
       ]),
     );
     return { ...st, Condition: condition };
@@ -244,7 +254,9 @@ function withCarriedKmsKeys(doc: PolicyDocument): PolicyDocument {
 }
 
 function carryKmsContext(context: Record<string, string | string[]>): Record<string, string | string[]> {
-  return Object.fromEntries(Object.entries(context).map(([k, v]) => [KMS_CONTEXT_KEY.test(k) ? carriedKmsKey(KMS_CONTEXT_KEY.exec(k)?.[1] ?? '') : k, v]));
+  return Object.fromEntries(
+    Object.entries(context).map(([k, v]) => [KMS_CONTEXT_KEY.test(k) ? carriedKmsKey(KMS_CONTEXT_KEY.exec(k)?.[1] ?? '') : k, v]),
+  );
 }
 
 export interface IamRequest {
@@ -291,7 +303,10 @@ export class IamEvaluator {
   ) {
     this.byArn = new Map(principals.map((p) => [p.roleArn, p]));
     this.byKey = new Map(principals.map((p) => [p.accessKeyId, p]));
-    const documents = JSON.stringify([principals.map((p) => p.policies.map((a) => a.document)), [...resourcePolicies.values()]]).toLowerCase();
+    const documents = JSON.stringify([
+      principals.map((p) => p.policies.map((a) => a.document)),
+      [...resourcePolicies.values()],
+    ]).toLowerCase();
     this.decisions = documents.includes('aws:currenttime') || documents.includes('aws:epochtime') ? undefined : new Map();
   }
 
@@ -347,7 +362,10 @@ export class IamEvaluator {
           resource: { resource: req.resource, accountId: this.account },
           contextVariables,
         },
-        identityPolicies: (role?.policies ?? []).map((p, i) => ({ name: `${i}:${p.name}`, policy: kms ? withCarriedKmsKeys(p.document) : p.document })),
+        identityPolicies: (role?.policies ?? []).map((p, i) => ({
+          name: `${i}:${p.name}`,
+          policy: kms ? withCarriedKmsKeys(p.document) : p.document,
+        })),
         serviceControlPolicies: [],
         resourceControlPolicies: [],
         // Several resource policies on one resource (not the case today) are one document to IAM.

@@ -43,7 +43,6 @@ export class IntrinsicError extends Error {
 /** Marks a value removed by `{ "Ref": "AWS::NoValue" }`; never returned from resolve(). */
 const NO_VALUE: unique symbol = Symbol('AWS::NoValue');
 
-
 /** `{ "Ref": ... }` or `{ "Fn::X": ... }` (a one-key object naming a function). */
 export function intrinsicName(x: unknown): string | undefined {
   if (!isPlainObject(x)) return undefined;
@@ -208,7 +207,8 @@ function call(fn: string, arg: unknown, ctx: ResolveContext, path: string): unkn
       const stackName = str(resolve(arg.StackName, ctx, `${path}.StackName`), path, 'StackName');
       const outputName = str(resolve(arg.OutputName, ctx, `${path}.OutputName`), path, 'OutputName');
       const region = arg.Region === undefined ? undefined : str(resolve(arg.Region, ctx, `${path}.Region`), path, 'Region');
-      if (region !== undefined && region !== ctx.region) throw new IntrinsicError(path, `output of ${stackName} in another region (${region})`);
+      if (region !== undefined && region !== ctx.region)
+        throw new IntrinsicError(path, `output of ${stackName} in another region (${region})`);
       if (arg.RoleArn !== undefined) throw new IntrinsicError(path, 'cross-account Fn::GetStackOutput (RoleArn) is not emulated');
       if (!ctx.stackOutput) throw new IntrinsicError(path, `Fn::GetStackOutput ${stackName}.${outputName} with no other stacks`);
       const v = ctx.stackOutput(stackName, outputName, region);

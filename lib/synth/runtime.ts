@@ -176,7 +176,8 @@ async function wireSynth(
   const stacks = assembly.stacks.map((s) => resolved.stack(s.id));
   const region = resolved.env.region;
   const factor = opts.scale ?? scaleFactorOf(env.PIPEGATE_SCALE);
-  const accountConcurrency = opts.accountConcurrency ?? (env.PIPEGATE_SCALE_ACCOUNT_CONCURRENCY ? Number(env.PIPEGATE_SCALE_ACCOUNT_CONCURRENCY) : undefined);
+  const accountConcurrency =
+    opts.accountConcurrency ?? (env.PIPEGATE_SCALE_ACCOUNT_CONCURRENCY ? Number(env.PIPEGATE_SCALE_ACCOUNT_CONCURRENCY) : undefined);
   const scale = factor === undefined ? undefined : scaleModelFromTemplates(stacks, { factor, accountConcurrency });
 
   const dynamo = await boot.tables(stacks.flatMap((s) => tableInputs(s)));
@@ -197,7 +198,9 @@ async function wireSynth(
   // Each function's execution role, resolved once here for everything that acts as it.
   const roles = new Map<string, string>();
   const byArn = new Map<string, FunctionHost>();
-  const tuning = Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[0].startsWith('PIPEGATE_') && !WIRING.has(e[0]) && e[1] !== undefined));
+  const tuning = Object.fromEntries(
+    Object.entries(env).filter((e): e is [string, string] => e[0].startsWith('PIPEGATE_') && !WIRING.has(e[0]) && e[1] !== undefined),
+  );
   for (const fn of assembly.functions) {
     const stack = resolved.stack(fn.stack);
     const where = `${fn.stack}.Resources.${fn.logicalId}.Properties`;
@@ -206,7 +209,11 @@ async function wireSynth(
     const arn = physical.attributes.Arn ?? '';
     const roleArn = stack.resolveString(fn.properties.Role, `${where}.Role`);
     roles.set(physical.ref, roleArn);
-    const variables = (isPlainObject(fn.properties.Environment) ? stack.resolve(fn.properties.Environment.Variables ?? {}, `${where}.Environment.Variables`) : {}) as Record<string, string>;
+    const variables = (
+      isPlainObject(fn.properties.Environment)
+        ? stack.resolve(fn.properties.Environment.Variables ?? {}, `${where}.Environment.Variables`)
+        : {}
+    ) as Record<string, string>;
     const credentials = credentialsFor(roleArn);
     const memoryMb = Number(fn.properties.MemorySize ?? 128);
     const spec: FunctionSpec = {
@@ -223,7 +230,9 @@ async function wireSynth(
         PIPEGATE_ALLOW_PRIVATE_URLS: 'true',
         ...tuning,
         // The wait bound is a share of the function's reservation, so it scales with it.
-        ...(scale && Number(variables.PIPEGATE_MAX_WAITERS) > 0 ? { PIPEGATE_MAX_WAITERS: String(scaled(Number(variables.PIPEGATE_MAX_WAITERS), scale.factor)) } : {}),
+        ...(scale && Number(variables.PIPEGATE_MAX_WAITERS) > 0
+          ? { PIPEGATE_MAX_WAITERS: String(scaled(Number(variables.PIPEGATE_MAX_WAITERS), scale.factor)) }
+          : {}),
         AWS_ENDPOINT_URL: endpoint.url,
         // S3 addresses buckets by host name unless told otherwise; the local endpoint has one host.
         PIPEGATE_S3_ENDPOINT: endpoint.url,
@@ -282,11 +291,15 @@ async function wireSynth(
           const d = await iam.evaluate({ principal: roleArn, action: 'lambda:InvokeFunction', resource: fn.spec.arn });
           if (!d.allowed) {
             // What Step Functions reports when its role may not invoke the function.
-            throw new FunctionError('Lambda.AWSLambdaException', `User: ${roleArn} is not authorized to perform: lambda:InvokeFunction on resource: ${fn.spec.arn} (Service: Lambda, Status Code: 403, Error Code: AccessDeniedException)`);
+            throw new FunctionError(
+              'Lambda.AWSLambdaException',
+              `User: ${roleArn} is not authorized to perform: lambda:InvokeFunction on resource: ${fn.spec.arn} (Service: Lambda, Status Code: 403, Error Code: AccessDeniedException)`,
+            );
           }
           return fn.invoke(input).catch((err: unknown) => {
             // Step Functions names Lambda's service errors Lambda.<error>.
-            if (err instanceof FunctionError && err.name === 'TooManyRequestsException') throw new FunctionError('Lambda.TooManyRequestsException', err.message);
+            if (err instanceof FunctionError && err.name === 'TooManyRequestsException')
+              throw new FunctionError('Lambda.TooManyRequestsException', err.message);
             throw err;
           });
         };
@@ -322,7 +335,10 @@ async function wireSynth(
           batchSize: Number(p.BatchSize ?? 10),
           reportFailures: Array.isArray(p.FunctionResponseTypes) && p.FunctionResponseTypes.includes('ReportBatchItemFailures'),
           enabled: p.Enabled !== false,
-          maximumConcurrency: isPlainObject(p.ScalingConfig) && p.ScalingConfig.MaximumConcurrency !== undefined ? Number(p.ScalingConfig.MaximumConcurrency) : undefined,
+          maximumConcurrency:
+            isPlainObject(p.ScalingConfig) && p.ScalingConfig.MaximumConcurrency !== undefined
+              ? Number(p.ScalingConfig.MaximumConcurrency)
+              : undefined,
         };
       }),
   );
@@ -335,7 +351,12 @@ async function wireSynth(
       const attrs = stack.physical[id]?.attributes ?? {};
       const arn = attrs.Arn ?? '';
       const redrive = isPlainObject(props.RedrivePolicy) ? props.RedrivePolicy : undefined;
-      if (redrive && ![...Object.values(resolved.stacks)].some((s) => Object.values(s.physical).some((x) => x.attributes.Arn === redrive.deadLetterTargetArn))) {
+      if (
+        redrive &&
+        ![...Object.values(resolved.stacks)].some((s) =>
+          Object.values(s.physical).some((x) => x.attributes.Arn === redrive.deadLetterTargetArn),
+        )
+      ) {
         throw new Error(`${where}.RedrivePolicy: dead-letter target ${String(redrive.deadLetterTargetArn)} is not a queue of the assembly`);
       }
       const consumer = mappings.find((m) => m.queueArn === arn);
@@ -347,7 +368,9 @@ async function wireSynth(
         maxReceiveCount: redrive ? Number(redrive.maxReceiveCount) : Number.MAX_SAFE_INTEGER,
         batchSize: consumer?.batchSize ?? 10,
         // The pollers invoke at most the mapping's MaximumConcurrency at once (else the function's concurrency).
-        ...(scale && consumer ? { concurrency: scale.queueConcurrency(consumer.maximumConcurrency) ?? scale.lambda.limitOf(consumer.fn.spec.name) } : {}),
+        ...(scale && consumer
+          ? { concurrency: scale.queueConcurrency(consumer.maximumConcurrency) ?? scale.lambda.limitOf(consumer.fn.spec.name) }
+          : {}),
         onError: (err: unknown) => log(`queue ${arn}: ${err instanceof Error ? err.message : String(err)}`),
       });
       boot.onStop(() => queue.stop());
@@ -379,14 +402,27 @@ async function wireSynth(
     ...(scale ? { throughput: scale.dynamo, startThrottle: scale.states } : {}),
   });
   // S3's own lifecycle expiry, from the template's rules: a pass at start and every hour.
-  boot.every(3600 * 1000, () => endpoint.expireObjects(), (err: unknown) => log(`object expiry failed: ${err instanceof Error ? err.message : String(err)}`), { now: true });
+  boot.every(
+    3600 * 1000,
+    () => endpoint.expireObjects(),
+    (err: unknown) => log(`object expiry failed: ${err instanceof Error ? err.message : String(err)}`),
+    { now: true },
+  );
 
   // Custom resources, as CloudFormation runs them on the first deploy.
   progress(`${hosts.size} functions and ${queues.size} queues set up; running custom resources`);
   // Those naming the API's own address run once it listens (listening, below): only then is the
   // local address that stands for it known, as CloudFormation creates them after the API.
   const namesApi = apiAddressNamed(stacks);
-  for (const stack of stacks) await runCustomResources(stack, dataDir, fnByArn, (v) => v, log, (props) => !namesApi(props));
+  for (const stack of stacks)
+    await runCustomResources(
+      stack,
+      dataDir,
+      fnByArn,
+      (v) => v,
+      log,
+      (props) => !namesApi(props),
+    );
   progress('recovering what the last stop left unfinished');
 
   // A restart owes the work it finds unfinished what `npm start` owes it: AWS never restarts,
@@ -404,7 +440,10 @@ async function wireSynth(
     for (const action of ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes']) {
       const d = await iam.evaluate({ principal: roleArn, action, resource: m.queueArn });
       // CloudFormation fails to create such a mapping ("The provided execution role does not have permissions").
-      if (!d.allowed) throw new Error(`${m.where}: the execution role of ${m.fn.spec.name} does not have permissions to call ${action.slice(4)} on SQS (${d.reason})`);
+      if (!d.allowed)
+        throw new Error(
+          `${m.where}: the execution role of ${m.fn.spec.name} does not have permissions to call ${action.slice(4)} on SQS (${d.reason})`,
+        );
     }
     consumers.push(() =>
       queue.start(async (event: SQSEvent) => {
@@ -440,16 +479,29 @@ async function wireSynth(
             (typeof perm.SourceArn !== 'string' || perm.SourceArn === ruleArn),
         );
         const fire = async (): Promise<unknown> => {
-          if (!permitted) throw new Error(`${ruleArn}: events.amazonaws.com may not invoke ${fn.spec.arn} (no AWS::Lambda::Permission for the rule)`);
+          if (!permitted)
+            throw new Error(`${ruleArn}: events.amazonaws.com may not invoke ${fn.spec.arn} (no AWS::Lambda::Permission for the rule)`);
           const event =
             typeof target.Input === 'string'
               ? (JSON.parse(target.Input) as unknown)
-              : { version: '0', id: randomUUID(), 'detail-type': 'Scheduled Event', source: 'aws.events', account: resolved.env.account, time: new Date().toISOString().replace(/\.\d+Z$/, 'Z'), region, resources: [ruleArn], detail: {} };
+              : {
+                  version: '0',
+                  id: randomUUID(),
+                  'detail-type': 'Scheduled Event',
+                  source: 'aws.events',
+                  account: resolved.env.account,
+                  time: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+                  region,
+                  resources: [ruleArn],
+                  detail: {},
+                };
           return fn.invoke(event);
         };
         // One pass at a time: a pass still running when the next is due is not started twice here
         // (EventBridge would start it; the functions it targets are safe to run twice).
-        boot.every(everyMs, fire, (err: unknown) => log(`schedule ${ruleArn}: ${fn.spec.name} failed: ${err instanceof Error ? err.message : String(err)}`));
+        boot.every(everyMs, fire, (err: unknown) =>
+          log(`schedule ${ruleArn}: ${fn.spec.name} failed: ${err instanceof Error ? err.message : String(err)}`),
+        );
         schedules.push({ ruleArn, functionName: fn.spec.name, everyMs, fire });
       }
     }
@@ -462,11 +514,14 @@ async function wireSynth(
   const account = resolved.env.account;
   const invokeFromApi = (fnArn: string, sourceArn: string, event: unknown): Promise<unknown> => {
     // Without a resource-based permission API Gateway cannot invoke the function: a 500.
-    if (!api.mayInvoke(fnArn, sourceArn)) return Promise.reject(new IntegrationError(`Invalid permissions on Lambda function ${fnArn} for ${sourceArn}`, 500));
-    return fnByArn(fnArn, 'API').invoke(event).catch((err: unknown) => {
-      if (err instanceof FunctionError && err.name === 'RequestEntityTooLargeException') throw new IntegrationError(err.message, 500);
-      throw err;
-    });
+    if (!api.mayInvoke(fnArn, sourceArn))
+      return Promise.reject(new IntegrationError(`Invalid permissions on Lambda function ${fnArn} for ${sourceArn}`, 500));
+    return fnByArn(fnArn, 'API')
+      .invoke(event)
+      .catch((err: unknown) => {
+        if (err instanceof FunctionError && err.name === 'RequestEntityTooLargeException') throw new IntegrationError(err.message, 500);
+        throw err;
+      });
   };
   const replies = gatewayReplies(api.gatewayResponses);
   const methodArn = (event: APIGatewayProxyEvent) =>
@@ -479,17 +534,22 @@ async function wireSynth(
       (invokeFromApi(fnArn, methodArn(event), event) as Promise<APIGatewayProxyResult>).catch((err: unknown) => {
         // A throttled Lambda never ran, so it gave no proxy result: API Gateway answers its
         // INTEGRATION_FAILURE response (a 500 unless the API declares one).
-        if (err instanceof FunctionError && err.name === 'TooManyRequestsException') return proxyResultOf(replies('INTEGRATION_FAILURE', event.requestContext.requestId, 500));
+        if (err instanceof FunctionError && err.name === 'TooManyRequestsException')
+          return proxyResultOf(replies('INTEGRATION_FAILURE', event.requestContext.requestId, 500));
         throw err;
       });
     streamInvokers[name] = async (event) => {
       // lambda:InvokeFunction covers InvokeWithResponseStream too: the same permission check.
-      if (!api.mayInvoke(fnArn, methodArn(event))) throw new IntegrationError(`Invalid permissions on Lambda function ${fnArn} for ${methodArn(event)}`, 500);
-      return fnByArn(fnArn, 'API').invokeStream(event).catch((err: unknown) => {
-        // Throttled before it ran: the same INTEGRATION_FAILURE response as a buffered method.
-        if (err instanceof FunctionError && err.name === 'TooManyRequestsException') throw Object.assign(new IntegrationError(err.message, 500), { gatewayResponse: 'INTEGRATION_FAILURE' });
-        throw err;
-      });
+      if (!api.mayInvoke(fnArn, methodArn(event)))
+        throw new IntegrationError(`Invalid permissions on Lambda function ${fnArn} for ${methodArn(event)}`, 500);
+      return fnByArn(fnArn, 'API')
+        .invokeStream(event)
+        .catch((err: unknown) => {
+          // Throttled before it ran: the same INTEGRATION_FAILURE response as a buffered method.
+          if (err instanceof FunctionError && err.name === 'TooManyRequestsException')
+            throw Object.assign(new IntegrationError(err.message, 500), { gatewayResponse: 'INTEGRATION_FAILURE' });
+          throw err;
+        });
     };
   }
   const authorizer = api.authorizer;
@@ -501,7 +561,11 @@ async function wireSynth(
     streamInvokers,
     authorizer: (event) =>
       authorizer
-        ? (invokeFromApi(authorizer.functionArn, `arn:aws:execute-api:${region}:${account}:${api.apiId}/authorizers/${authorizer.authorizerId}`, event) as Promise<APIGatewayAuthorizerResult>)
+        ? (invokeFromApi(
+            authorizer.functionArn,
+            `arn:aws:execute-api:${region}:${account}:${api.apiId}/authorizers/${authorizer.authorizerId}`,
+            event,
+          ) as Promise<APIGatewayAuthorizerResult>)
         : Promise.reject(new Error('The template declares no authorizer')),
     authorizerSettings: authorizer?.settings,
     gatewayResponses: api.gatewayResponses,
@@ -515,7 +579,10 @@ async function wireSynth(
       { partition: resolved.env.partition, region, account, apiId: api.apiId },
       opts.ownerPrincipal ?? env.PIPEGATE_OWNER_PRINCIPAL ?? `arn:${resolved.env.partition}:iam::${account}:user/${DEFAULT_OWNER_USER}`,
     ),
-    firewall: firewallFromTemplate(serviceStack, `arn:${resolved.env.partition}:apigateway:${region}::/restapis/${api.apiId}/stages/${api.stage}`),
+    firewall: firewallFromTemplate(
+      serviceStack,
+      `arn:${resolved.env.partition}:apigateway:${region}::/restapis/${api.apiId}/stages/${api.stage}`,
+    ),
     log: (line) => requestLog.info('request', line),
   });
   const throttled = scale ? stageThrottle(api, env.PIPEGATE_BASE_PATH, scale) : () => false;
@@ -585,7 +652,10 @@ function stageThrottle(api: TemplateApi, basePath: string | undefined, scale: Sc
     let resource = '/{proxy+}';
     if (path !== undefined) {
       try {
-        const segments = (path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path).split('/').slice(1).map((x) => decodeURIComponent(x));
+        const segments = (path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path)
+          .split('/')
+          .slice(1)
+          .map((x) => decodeURIComponent(x));
         const match = matchResource(resources, segments);
         if (match?.resource.methods.has(method)) resource = match.resource.path;
       } catch {
@@ -632,7 +702,9 @@ function recoveryDeps(
 ): Deps {
   // A function's wiring whose secret is the whole key material (the authorizer's is the pepper alone).
   const whole = (arn: string | undefined) => secrets.find(arn ?? '')?.value.includes('"master_key"') === true;
-  const fnEnv = hosts.map((h) => h.spec.env).find((e) => e.PIPEGATE_TABLE && e.PIPEGATE_EXECUTIONS_QUEUE_URL && e.PIPEGATE_CALLBACKS_QUEUE_URL && whole(e.PIPEGATE_SECRET_ARN));
+  const fnEnv = hosts
+    .map((h) => h.spec.env)
+    .find((e) => e.PIPEGATE_TABLE && e.PIPEGATE_EXECUTIONS_QUEUE_URL && e.PIPEGATE_CALLBACKS_QUEUE_URL && whole(e.PIPEGATE_SECRET_ARN));
   if (!fnEnv || !workflow) throw new Error('No function of the assembly names the table, both queues and the secret');
   const queue = (url: string | undefined): LocalQueue => {
     const q = queues.get(resolved.arns.queueArnOfUrl(url ?? '') ?? '');
@@ -643,12 +715,19 @@ function recoveryDeps(
   if (!secret) throw new Error(`No secret ${String(fnEnv.PIPEGATE_SECRET_ARN)}`);
   const config = readConfig({ ...fnEnv, PIPEGATE_DYNAMODB_ENDPOINT: dynamoEndpoint, AWS_REGION: resolved.env.region });
   return createDeps(config, {
-    queue: new LocalQueuePort({ executions: queue(fnEnv.PIPEGATE_EXECUTIONS_QUEUE_URL), callbacks: queue(fnEnv.PIPEGATE_CALLBACKS_QUEUE_URL) }),
+    queue: new LocalQueuePort({
+      executions: queue(fnEnv.PIPEGATE_EXECUTIONS_QUEUE_URL),
+      callbacks: queue(fnEnv.PIPEGATE_CALLBACKS_QUEUE_URL),
+    }),
     workflow,
     keyMaterial: new StaticKeyMaterial(parseKeyMaterial(secret.value)),
     http: createGuardedHttp({ allowPrivate: false }),
     // The recovery does the sweeper's work, so it reaches the bucket as the sweeper does.
-    objects: createObjectStore({ region: resolved.env.region, s3Endpoint: awsEndpoint, s3ForcePathStyle: true }, config.bucket, sweeperCredentials(hosts)),
+    objects: createObjectStore(
+      { region: resolved.env.region, s3Endpoint: awsEndpoint, s3ForcePathStyle: true },
+      config.bucket,
+      sweeperCredentials(hosts),
+    ),
     log: silentLogger,
   });
 }
@@ -656,7 +735,8 @@ function recoveryDeps(
 /** The credentials the sweeper function's sandbox holds (its role's). */
 function sweeperCredentials(hosts: FunctionHost[]): { accessKeyId: string; secretAccessKey: string; sessionToken: string } {
   const env = hosts.find((h) => h.spec.env.AWS_LAMBDA_FUNCTION_NAME === h.spec.name && /sweeper/i.test(h.spec.name))?.spec.env;
-  if (!env?.AWS_ACCESS_KEY_ID || !env.AWS_SECRET_ACCESS_KEY || !env.AWS_SESSION_TOKEN) throw new Error('No sweeper function in the assembly');
+  if (!env?.AWS_ACCESS_KEY_ID || !env.AWS_SECRET_ACCESS_KEY || !env.AWS_SESSION_TOKEN)
+    throw new Error('No sweeper function in the assembly');
   return { accessKeyId: env.AWS_ACCESS_KEY_ID, secretAccessKey: env.AWS_SECRET_ACCESS_KEY, sessionToken: env.AWS_SESSION_TOKEN };
 }
 
@@ -694,7 +774,12 @@ async function indexUnmarkedOpen(d: Deps, dynamoEndpoint: string): Promise<numbe
               UpdateExpression: 'SET sweep = :open, sweep_at = :at',
               ConditionExpression: '#s IN (:p, :r)',
               ExpressionAttributeNames: { '#s': 'status' },
-              ExpressionAttributeValues: { ':open': sweepKey('open', String(item.pk).slice('EXEC#'.length)), ':at': item.created_at, ':p': 'pending', ':r': 'running' },
+              ExpressionAttributeValues: {
+                ':open': sweepKey('open', String(item.pk).slice('EXEC#'.length)),
+                ':at': item.created_at,
+                ':p': 'pending',
+                ':r': 'running',
+              },
             }),
           )
           .catch((err: unknown) => {
@@ -711,8 +796,13 @@ async function indexUnmarkedOpen(d: Deps, dynamoEndpoint: string): Promise<numbe
 
 /** DefinitionString (or Definition) with DefinitionSubstitutions applied, as Step Functions gets it. */
 function stateMachineDefinition(stack: ResolvedStack, props: Record<string, unknown>, where: string): Record<string, unknown> {
-  let text = props.DefinitionString !== undefined ? stack.resolveString(props.DefinitionString, `${where}.DefinitionString`) : JSON.stringify(stack.resolve(props.Definition, `${where}.Definition`));
-  const subs = (props.DefinitionSubstitutions === undefined ? {} : stack.resolve(props.DefinitionSubstitutions, `${where}.DefinitionSubstitutions`)) as Record<string, unknown>;
+  let text =
+    props.DefinitionString !== undefined
+      ? stack.resolveString(props.DefinitionString, `${where}.DefinitionString`)
+      : JSON.stringify(stack.resolve(props.Definition, `${where}.Definition`));
+  const subs = (
+    props.DefinitionSubstitutions === undefined ? {} : stack.resolve(props.DefinitionSubstitutions, `${where}.DefinitionSubstitutions`)
+  ) as Record<string, unknown>;
   text = text.replace(/\$\{([^}]+)\}/g, (m, key: string) => {
     const v = subs[key];
     if (v === undefined) throw new Error(`${where}: DefinitionString names \${${key}}, which DefinitionSubstitutions does not give`);
@@ -727,7 +817,8 @@ function forEachTask(machine: Record<string, unknown>, visit: (name: string, res
   forEachState(machine, (state, name) => {
     if (state.Type !== 'Task') return;
     const resource = String(state.Resource);
-    if (!/^arn:[^:]+:lambda:[^:]+:\d{12}:function:[^:]+$/.test(resource)) throw new Error(`State ${name}: only direct Lambda function ARNs are run locally (got ${resource})`);
+    if (!/^arn:[^:]+:lambda:[^:]+:\d{12}:function:[^:]+$/.test(resource))
+      throw new Error(`State ${name}: only direct Lambda function ARNs are run locally (got ${resource})`);
     visit(name, resource);
   });
 }
@@ -747,8 +838,12 @@ export function tableInputs(stack: ResolvedStack): CreateTableCommandInput[] {
         BillingMode: (p.BillingMode as CreateTableCommandInput['BillingMode']) ?? 'PROVISIONED',
         AttributeDefinitions: p.AttributeDefinitions as CreateTableCommandInput['AttributeDefinitions'],
         KeySchema: p.KeySchema as CreateTableCommandInput['KeySchema'],
-        ...(p.GlobalSecondaryIndexes ? { GlobalSecondaryIndexes: p.GlobalSecondaryIndexes as CreateTableCommandInput['GlobalSecondaryIndexes'] } : {}),
-        ...(p.ProvisionedThroughput ? { ProvisionedThroughput: p.ProvisionedThroughput as CreateTableCommandInput['ProvisionedThroughput'] } : {}),
+        ...(p.GlobalSecondaryIndexes
+          ? { GlobalSecondaryIndexes: p.GlobalSecondaryIndexes as CreateTableCommandInput['GlobalSecondaryIndexes'] }
+          : {}),
+        ...(p.ProvisionedThroughput
+          ? { ProvisionedThroughput: p.ProvisionedThroughput as CreateTableCommandInput['ProvisionedThroughput'] }
+          : {}),
       };
     });
 }
@@ -869,7 +964,14 @@ async function runCustomResources(
       if (before.properties === null) created[key] = { ...before, properties };
       continue;
     }
-    const physicalId = await invokeCustomResource(stack, id, r.Type, fnByArn(String(properties.ServiceToken), `${where}.ServiceToken`), properties, before?.properties ? { old: before.properties, physicalId: before.physicalId } : undefined);
+    const physicalId = await invokeCustomResource(
+      stack,
+      id,
+      r.Type,
+      fnByArn(String(properties.ServiceToken), `${where}.ServiceToken`),
+      properties,
+      before?.properties ? { old: before.properties, physicalId: before.physicalId } : undefined,
+    );
     created[key] = { properties, type: r.Type, physicalId };
     save();
   }
@@ -883,7 +985,12 @@ async function runCustomResources(
       } catch {
         log(`custom resource ${key} is no longer in the template, nor its function: not deleted`);
       }
-      if (fn) await invokeCustomResource(stack, id, was.type ?? 'AWS::CloudFormation::CustomResource', fn, was.properties, { old: was.properties, physicalId: was.physicalId, remove: true });
+      if (fn)
+        await invokeCustomResource(stack, id, was.type ?? 'AWS::CloudFormation::CustomResource', fn, was.properties, {
+          old: was.properties,
+          physicalId: was.physicalId,
+          remove: true,
+        });
     }
     delete created[key];
     save();
@@ -934,7 +1041,8 @@ async function invokeCustomResource(
     await new Promise((res) => receiver.close(res));
   }
   const key = `${stack.stack.stackName}/${id}`;
-  if (answer?.Status !== 'SUCCESS') throw new Error(`${key}: custom resource ${requestType} failed: ${String(answer?.Reason ?? 'no response')}`);
+  if (answer?.Status !== 'SUCCESS')
+    throw new Error(`${key}: custom resource ${requestType} failed: ${String(answer?.Reason ?? 'no response')}`);
   return typeof answer.PhysicalResourceId === 'string' ? answer.PhysicalResourceId : undefined;
 }
 

@@ -172,7 +172,12 @@ export class StageThrottle {
   ) {
     this.account = new TokenBucket(scaled(AWS_QUOTAS.apiRatePerSecond, factor), scaled(AWS_QUOTAS.apiBurst, factor));
     this.limits = [
-      ...(method ? [{ name: 'method rate', template: method.rate, scaled: scaled(method.rate, factor) }, { name: 'method burst', template: method.burst, scaled: scaled(method.burst, factor) }] : []),
+      ...(method
+        ? [
+            { name: 'method rate', template: method.rate, scaled: scaled(method.rate, factor) },
+            { name: 'method burst', template: method.burst, scaled: scaled(method.burst, factor) },
+          ]
+        : []),
       { name: 'account rate', template: AWS_QUOTAS.apiRatePerSecond, scaled: this.account.rate },
     ];
   }
@@ -311,12 +316,21 @@ function stringValue(v: unknown): string | undefined {
  * ExpressionAttributeNames), when it is a plain value: what the index entry is written under.
  * The same reading of a Query's KeyConditionExpression gives the partition key value it reads.
  */
-function assignedValue(body: Record<string, unknown>, attr: string, field: 'UpdateExpression' | 'KeyConditionExpression' = 'UpdateExpression'): string | undefined {
+function assignedValue(
+  body: Record<string, unknown>,
+  attr: string,
+  field: 'UpdateExpression' | 'KeyConditionExpression' = 'UpdateExpression',
+): string | undefined {
   const text = body[field];
   const expr = typeof text === 'string' ? text : '';
   const names = isPlainObject(body.ExpressionAttributeNames) ? body.ExpressionAttributeNames : {};
   const values = isPlainObject(body.ExpressionAttributeValues) ? body.ExpressionAttributeValues : {};
-  const aliases = [attr, ...Object.entries(names).filter(([, v]) => v === attr).map(([k]) => k)];
+  const aliases = [
+    attr,
+    ...Object.entries(names)
+      .filter(([, v]) => v === attr)
+      .map(([k]) => k),
+  ];
   for (const alias of aliases) {
     const escaped = alias.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
     const m = new RegExp(`(?:^|[\\s,])${escaped}\\s*=\\s*(:[A-Za-z0-9_]+)`).exec(expr);
@@ -342,7 +356,8 @@ export interface ScaleModel {
 export function scaleFactorOf(text: string | undefined): number | undefined {
   if (text === undefined || text.trim() === '') return undefined;
   const n = text.includes('/') ? Number(text.split('/')[0]) / Number(text.split('/')[1]) : Number(text);
-  if (!Number.isFinite(n) || n <= 0 || n > 1) throw new Error(`PIPEGATE_SCALE must be a factor in (0, 1] such as 0.01 or 1/100, got ${text}`);
+  if (!Number.isFinite(n) || n <= 0 || n > 1)
+    throw new Error(`PIPEGATE_SCALE must be a factor in (0, 1] such as 0.01 or 1/100, got ${text}`);
   return n;
 }
 
@@ -357,17 +372,25 @@ export function scaleModelFromTemplates(stacks: readonly ResolvedStack[], opts: 
     for (const [id, r] of Object.entries(stack.stack.template.Resources)) {
       const where = `${stack.stack.id}.Resources.${id}.Properties`;
       if (r.Type === 'AWS::Lambda::Function' && r.Properties?.ReservedConcurrentExecutions !== undefined) {
-        reserved.set(stack.physical[id]?.ref ?? id, Number(stack.resolve(r.Properties.ReservedConcurrentExecutions, `${where}.ReservedConcurrentExecutions`)));
+        reserved.set(
+          stack.physical[id]?.ref ?? id,
+          Number(stack.resolve(r.Properties.ReservedConcurrentExecutions, `${where}.ReservedConcurrentExecutions`)),
+        );
       } else if (r.Type === 'AWS::ApiGateway::Stage') {
         const settings = stack.resolve(r.Properties?.MethodSettings ?? [], `${where}.MethodSettings`);
         for (const s of Array.isArray(settings) ? settings.filter(isPlainObject) : []) {
-          if (s.HttpMethod !== '*' || s.ResourcePath !== '/*') throw new Error(`${where}.MethodSettings: only the stage-wide setting (* /*) is modelled, found ${String(s.HttpMethod)} ${String(s.ResourcePath)}`);
-          if (s.ThrottlingRateLimit !== undefined) method = { rate: Number(s.ThrottlingRateLimit), burst: Number(s.ThrottlingBurstLimit ?? s.ThrottlingRateLimit) };
+          if (s.HttpMethod !== '*' || s.ResourcePath !== '/*')
+            throw new Error(
+              `${where}.MethodSettings: only the stage-wide setting (* /*) is modelled, found ${String(s.HttpMethod)} ${String(s.ResourcePath)}`,
+            );
+          if (s.ThrottlingRateLimit !== undefined)
+            method = { rate: Number(s.ThrottlingRateLimit), burst: Number(s.ThrottlingBurstLimit ?? s.ThrottlingRateLimit) };
         }
       } else if (r.Type === 'AWS::DynamoDB::Table') {
         const p = stack.resolve(r.Properties ?? {}, where) as Record<string, unknown>;
         const hashOf = (schema: unknown): string | undefined =>
-          (Array.isArray(schema) ? schema.filter(isPlainObject) : []).find((k) => k.KeyType === 'HASH')?.AttributeName as string | undefined;
+          (Array.isArray(schema) ? schema.filter(isPlainObject) : []).find((k) => k.KeyType === 'HASH')?.AttributeName as
+            string | undefined;
         const partitionKey = hashOf(p.KeySchema);
         if (!partitionKey) throw new Error(`${where}.KeySchema: no HASH key`);
         const indexes: Record<string, string> = {};

@@ -33,7 +33,10 @@ export interface FirewallRequest {
 }
 
 /** AWS managed rule groups accepted without evaluating their rules (see above). */
-export const UNEVALUATED_MANAGED_GROUPS: readonly string[] = ['AWSManagedRulesAmazonIpReputationList', 'AWSManagedRulesKnownBadInputsRuleSet'];
+export const UNEVALUATED_MANAGED_GROUPS: readonly string[] = [
+  'AWSManagedRulesAmazonIpReputationList',
+  'AWSManagedRulesKnownBadInputsRuleSet',
+];
 
 const RATE_WINDOWS = [60, 120, 300, 600];
 
@@ -52,17 +55,33 @@ type Matcher = (req: FirewallRequest) => boolean;
 type Verdict = { kind: 'block'; reply: Reply } | { kind: 'allow' } | { kind: 'count' };
 
 /** WAF's own answer to a Block without a custom response. */
-const DEFAULT_BLOCK: Reply = { status: 403, headers: [['Content-Type', 'text/html']], body: Buffer.from('<html><body><h1>403 Forbidden</h1></body></html>') };
+const DEFAULT_BLOCK: Reply = {
+  status: 403,
+  headers: [['Content-Type', 'text/html']],
+  body: Buffer.from('<html><body><h1>403 Forbidden</h1></body></html>'),
+};
 
-const CONTENT_TYPES: Readonly<Record<string, string>> = { APPLICATION_JSON: 'application/json', TEXT_HTML: 'text/html', TEXT_PLAIN: 'text/plain' };
+const CONTENT_TYPES: Readonly<Record<string, string>> = {
+  APPLICATION_JSON: 'application/json',
+  TEXT_HTML: 'text/html',
+  TEXT_PLAIN: 'text/plain',
+};
 
 /** The URI path WAF inspects: the target without its query. */
 const uriPathOf = (req: FirewallRequest): string => (req.url ?? '/').split('?')[0] ?? '/';
 
 function headerField(field: unknown, where: string, uriPath = false): (req: FirewallRequest) => string | undefined {
   if (uriPath && isPlainObject(field) && isPlainObject(field.UriPath) && Object.keys(field).length === 1) return uriPathOf;
-  if (!isPlainObject(field) || !isPlainObject(field.SingleHeader) || typeof field.SingleHeader.Name !== 'string' || Object.keys(field).length !== 1) {
-    throw new UnservedWebAclError(`${where}.FieldToMatch`, `only SingleHeader${uriPath ? ' and UriPath are' : ' is'} served (found ${JSON.stringify(field)})`);
+  if (
+    !isPlainObject(field) ||
+    !isPlainObject(field.SingleHeader) ||
+    typeof field.SingleHeader.Name !== 'string' ||
+    Object.keys(field).length !== 1
+  ) {
+    throw new UnservedWebAclError(
+      `${where}.FieldToMatch`,
+      `only SingleHeader${uriPath ? ' and UriPath are' : ' is'} served (found ${JSON.stringify(field)})`,
+    );
   }
   const name = field.SingleHeader.Name.toLowerCase();
   return (req) => {
@@ -72,7 +91,8 @@ function headerField(field: unknown, where: string, uriPath = false): (req: Fire
 }
 
 function transformed(transformations: unknown, where: string): (s: string) => string {
-  if (!Array.isArray(transformations) || transformations.length === 0) throw new UnservedWebAclError(`${where}.TextTransformations`, 'missing (WAF requires at least NONE)');
+  if (!Array.isArray(transformations) || transformations.length === 0)
+    throw new UnservedWebAclError(`${where}.TextTransformations`, 'missing (WAF requires at least NONE)');
   const steps = transformations
     .map((t, i) => {
       if (!isPlainObject(t)) throw new UnservedWebAclError(`${where}.TextTransformations[${i}]`, 'not a transformation');
@@ -102,11 +122,17 @@ const POSITIONS: Readonly<Record<string, (value: string, search: string) => bool
 
 /** A rate-based statement's per-address counts: the times of the requests it counted, in its window. */
 function rateMatcher(body: Record<string, unknown>, at: string, now: () => number): Matcher {
-  if (body.AggregateKeyType !== 'IP') throw new UnservedWebAclError(`${at}.AggregateKeyType`, `${String(body.AggregateKeyType)} is not served (IP is)`);
+  if (body.AggregateKeyType !== 'IP')
+    throw new UnservedWebAclError(`${at}.AggregateKeyType`, `${String(body.AggregateKeyType)} is not served (IP is)`);
   const limit = Number(body.Limit);
-  if (!Number.isInteger(limit) || limit < 10) throw new UnservedWebAclError(`${at}.Limit`, `${String(body.Limit)} is not a limit WAF takes (10 or more)`);
+  if (!Number.isInteger(limit) || limit < 10)
+    throw new UnservedWebAclError(`${at}.Limit`, `${String(body.Limit)} is not a limit WAF takes (10 or more)`);
   const windowSec = body.EvaluationWindowSec === undefined ? 300 : Number(body.EvaluationWindowSec);
-  if (!RATE_WINDOWS.includes(windowSec)) throw new UnservedWebAclError(`${at}.EvaluationWindowSec`, `${String(body.EvaluationWindowSec)} is not one of ${RATE_WINDOWS.join(', ')}`);
+  if (!RATE_WINDOWS.includes(windowSec))
+    throw new UnservedWebAclError(
+      `${at}.EvaluationWindowSec`,
+      `${String(body.EvaluationWindowSec)} is not one of ${RATE_WINDOWS.join(', ')}`,
+    );
   const scope = body.ScopeDownStatement === undefined ? () => true : matcherOf(body.ScopeDownStatement, `${at}.ScopeDownStatement`, now);
   const seen = new Map<string, number[]>();
   return (req) => {
@@ -121,7 +147,8 @@ function rateMatcher(body: Record<string, unknown>, at: string, now: () => numbe
 }
 
 function matcherOf(statement: unknown, where: string, now: () => number): Matcher {
-  if (!isPlainObject(statement) || Object.keys(statement).length !== 1) throw new UnservedWebAclError(where, 'not a statement (one key expected)');
+  if (!isPlainObject(statement) || Object.keys(statement).length !== 1)
+    throw new UnservedWebAclError(where, 'not a statement (one key expected)');
   const [kind, body] = Object.entries(statement)[0] as [string, unknown];
   const at = `${where}.${kind}`;
   if (!isPlainObject(body)) throw new UnservedWebAclError(at, 'empty statement');
@@ -133,7 +160,10 @@ function matcherOf(statement: unknown, where: string, now: () => number): Matche
       try {
         re = new RegExp(String(body.RegexString));
       } catch (err) {
-        throw new UnservedWebAclError(`${at}.RegexString`, `not a regular expression this host can run (${err instanceof Error ? err.message : String(err)})`);
+        throw new UnservedWebAclError(
+          `${at}.RegexString`,
+          `not a regular expression this host can run (${err instanceof Error ? err.message : String(err)})`,
+        );
       }
       // A request without the header has nothing to match.
       return (req) => {
@@ -157,7 +187,11 @@ function matcherOf(statement: unknown, where: string, now: () => number): Matche
       const read = headerField(body.FieldToMatch, at, true);
       const transform = transformed(body.TextTransformations, at);
       const position = POSITIONS[String(body.PositionalConstraint)];
-      if (!position) throw new UnservedWebAclError(`${at}.PositionalConstraint`, `${String(body.PositionalConstraint)} is not served (${Object.keys(POSITIONS).join(', ')} are)`);
+      if (!position)
+        throw new UnservedWebAclError(
+          `${at}.PositionalConstraint`,
+          `${String(body.PositionalConstraint)} is not served (${Object.keys(POSITIONS).join(', ')} are)`,
+        );
       const search = String(body.SearchString);
       return (req) => {
         const v = read(req);
@@ -168,7 +202,10 @@ function matcherOf(statement: unknown, where: string, now: () => number): Matche
       return rateMatcher(body, at, now);
     case 'ManagedRuleGroupStatement': {
       if (body.VendorName !== 'AWS' || !UNEVALUATED_MANAGED_GROUPS.includes(String(body.Name))) {
-        throw new UnservedWebAclError(at, `${String(body.VendorName)} ${String(body.Name)} is not served (${UNEVALUATED_MANAGED_GROUPS.join(', ')} are accepted, unevaluated)`);
+        throw new UnservedWebAclError(
+          at,
+          `${String(body.VendorName)} ${String(body.Name)} is not served (${UNEVALUATED_MANAGED_GROUPS.join(', ')} are accepted, unevaluated)`,
+        );
       }
       for (const key of ['ExcludedRules', 'RuleActionOverrides', 'ScopeDownStatement', 'ManagedRuleGroupConfigs']) {
         if (body[key] !== undefined) throw new UnservedWebAclError(`${at}.${key}`, 'not served');
@@ -181,7 +218,8 @@ function matcherOf(statement: unknown, where: string, now: () => number): Matche
     }
     case 'AndStatement':
     case 'OrStatement': {
-      if (!Array.isArray(body.Statements) || body.Statements.length < 2) throw new UnservedWebAclError(`${at}.Statements`, 'WAF requires at least two statements');
+      if (!Array.isArray(body.Statements) || body.Statements.length < 2)
+        throw new UnservedWebAclError(`${at}.Statements`, 'WAF requires at least two statements');
       const parts = body.Statements.map((s, i) => matcherOf(s, `${at}.Statements[${i}]`, now));
       return kind === 'AndStatement' ? (req) => parts.every((m) => m(req)) : (req) => parts.some((m) => m(req));
     }
@@ -196,20 +234,23 @@ function blockReply(block: unknown, bodies: Record<string, unknown>, where: stri
   const custom = block.CustomResponse;
   if (!isPlainObject(custom)) throw new UnservedWebAclError(`${where}.CustomResponse`, 'not a custom response');
   const status = Number(custom.ResponseCode);
-  if (!Number.isInteger(status) || status < 200 || status > 599) throw new UnservedWebAclError(`${where}.CustomResponse.ResponseCode`, `${String(custom.ResponseCode)} is not a status`);
+  if (!Number.isInteger(status) || status < 200 || status > 599)
+    throw new UnservedWebAclError(`${where}.CustomResponse.ResponseCode`, `${String(custom.ResponseCode)} is not a status`);
   const headers: Array<[string, string]> = [];
   let body = Buffer.alloc(0);
   if (custom.CustomResponseBodyKey !== undefined) {
     const key = String(custom.CustomResponseBodyKey);
     const b = bodies[key];
-    if (!isPlainObject(b)) throw new UnservedWebAclError(`${where}.CustomResponse.CustomResponseBodyKey`, `the ACL has no CustomResponseBodies.${key}`);
+    if (!isPlainObject(b))
+      throw new UnservedWebAclError(`${where}.CustomResponse.CustomResponseBodyKey`, `the ACL has no CustomResponseBodies.${key}`);
     const type = CONTENT_TYPES[String(b.ContentType)];
     if (!type) throw new UnservedWebAclError(`CustomResponseBodies.${key}.ContentType`, `${String(b.ContentType)} is unknown`);
     headers.push(['Content-Type', type]);
     body = Buffer.from(String(b.Content));
   }
   // Sent as named: WAF prefixes x-amzn-waf- only to headers it inserts into a request it lets through.
-  for (const h of Array.isArray(custom.ResponseHeaders) ? custom.ResponseHeaders.filter(isPlainObject) : []) headers.push([String(h.Name), String(h.Value)]);
+  for (const h of Array.isArray(custom.ResponseHeaders) ? custom.ResponseHeaders.filter(isPlainObject) : [])
+    headers.push([String(h.Name), String(h.Value)]);
   return { status, headers, body };
 }
 
@@ -218,12 +259,16 @@ function verdictOf(action: unknown, bodies: Record<string, unknown>, where: stri
   const keys = isPlainObject(action) ? Object.keys(action) : [];
   const [kind] = keys;
   if (keys.length !== 1 || kind === undefined || !allowed.includes(kind)) {
-    throw new UnservedWebAclError(where, `${keys.join(', ') || 'no action'} is not served (${allowed.join(', ')} are; CAPTCHA, Challenge and rule groups are not)`);
+    throw new UnservedWebAclError(
+      where,
+      `${keys.join(', ') || 'no action'} is not served (${allowed.join(', ')} are; CAPTCHA, Challenge and rule groups are not)`,
+    );
   }
   const body = (action as Record<string, unknown>)[kind];
   if (kind === 'Block') return { kind: 'block', reply: blockReply(body, bodies, `${where}.Block`) };
   // Headers WAF would insert into the request for the API: the functions would see them.
-  if (isPlainObject(body) && body.CustomRequestHandling !== undefined) throw new UnservedWebAclError(`${where}.${kind}.CustomRequestHandling`, 'inserting request headers is not served');
+  if (isPlainObject(body) && body.CustomRequestHandling !== undefined)
+    throw new UnservedWebAclError(`${where}.${kind}.CustomRequestHandling`, 'inserting request headers is not served');
   return kind === 'Allow' ? { kind: 'allow' } : { kind: 'count' };
 }
 
@@ -239,7 +284,8 @@ export function webAclFirewall(props: Record<string, unknown>, where: string, no
       const at = `${where}.Rules[${i}]`;
       if (!isPlainObject(rule)) throw new UnservedWebAclError(at, 'not a rule');
       const priority = Number(rule.Priority);
-      if (!Number.isInteger(priority) || priority < 0) throw new UnservedWebAclError(`${at}.Priority`, `${String(rule.Priority)} is not a priority`);
+      if (!Number.isInteger(priority) || priority < 0)
+        throw new UnservedWebAclError(`${at}.Priority`, `${String(rule.Priority)} is not a priority`);
       const group = isPlainObject(rule.Statement) && rule.Statement.ManagedRuleGroupStatement !== undefined;
       if (group !== (rule.OverrideAction !== undefined) || (group && rule.Action !== undefined)) {
         throw new UnservedWebAclError(at, 'a rule group statement takes an OverrideAction and no Action; any other statement an Action');
@@ -268,20 +314,31 @@ export function webAclFirewall(props: Record<string, unknown>, where: string, no
 export function firewallFromTemplate(stack: ResolvedStack, stageArn: string): Firewall | undefined {
   const resources = Object.entries(stack.stack.template.Resources);
   const associations = resources.filter(
-    ([id, r]) => r.Type === 'AWS::WAFv2::WebACLAssociation' && stack.resolveString(r.Properties?.ResourceArn, `${stack.stack.id}.Resources.${id}.Properties.ResourceArn`) === stageArn,
+    ([id, r]) =>
+      r.Type === 'AWS::WAFv2::WebACLAssociation' &&
+      stack.resolveString(r.Properties?.ResourceArn, `${stack.stack.id}.Resources.${id}.Properties.ResourceArn`) === stageArn,
   );
   const [association, second] = associations;
   if (!association) return undefined;
   // AWS associates at most one web ACL with a resource; the second association fails to create.
-  if (second) throw new UnservedWebAclError(`${stack.stack.id}.Resources.${second[0]}`, `a second web ACL association for ${stageArn} (the first is ${association[0]})`);
+  if (second)
+    throw new UnservedWebAclError(
+      `${stack.stack.id}.Resources.${second[0]}`,
+      `a second web ACL association for ${stageArn} (the first is ${association[0]})`,
+    );
   const [assocId, assoc] = association;
   const aclArn = stack.resolveString(assoc.Properties?.WebACLArn, `${stack.stack.id}.Resources.${assocId}.Properties.WebACLArn`);
   const acl = resources.find(([id, r]) => r.Type === 'AWS::WAFv2::WebACL' && stack.physical[id]?.attributes.Arn === aclArn);
-  if (!acl) throw new UnservedWebAclError(`${stack.stack.id}.Resources.${assocId}.Properties.WebACLArn`, `${aclArn} is not a web ACL of this template`);
+  if (!acl)
+    throw new UnservedWebAclError(
+      `${stack.stack.id}.Resources.${assocId}.Properties.WebACLArn`,
+      `${aclArn} is not a web ACL of this template`,
+    );
   const [aclId, aclResource] = acl;
   const where = `${stack.stack.id}.Resources.${aclId}.Properties`;
   const props = stack.resolve(aclResource.Properties ?? {}, where);
   if (!isPlainObject(props)) throw new UnservedWebAclError(where, 'not an object');
-  if (props.Scope !== 'REGIONAL') throw new UnservedWebAclError(`${where}.Scope`, `${String(props.Scope)}: an API Gateway stage takes a REGIONAL web ACL`);
+  if (props.Scope !== 'REGIONAL')
+    throw new UnservedWebAclError(`${where}.Scope`, `${String(props.Scope)}: an API Gateway stage takes a REGIONAL web ACL`);
   return webAclFirewall(props, where);
 }

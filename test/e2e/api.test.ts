@@ -137,7 +137,10 @@ describe('executing a deployment', () => {
         { id: 'loud', value_type: 'boolean', value: false },
         { id: 'word', value_type: 'string', value: 'hi' },
       ],
-      outputs: [{ id: 'product', value_type: 'RAW' }, { id: 'said', value_type: 'RAW' }],
+      outputs: [
+        { id: 'product', value_type: 'RAW' },
+        { id: 'said', value_type: 'RAW' },
+      ],
     });
 
     const hidden = await rt.caller('POST', executions(p), p.apiKey, { workflow_input: { secret: { value: 'x', value_type: 'RAW' } } });
@@ -218,7 +221,7 @@ describe('the error table (contract §5)', () => {
     }
   });
 
-  it('404 Execution Not Found for an unknown execution or another deployment\'s', async () => {
+  it("404 Execution Not Found for an unknown execution or another deployment's", async () => {
     const other = await rt.publishPipeline('other-exec', greeting);
     const theirs = await rt.caller('POST', executions(other), other.apiKey, {});
     for (const id of ['00000000-0000-4000-8000-000000000000', theirs.body.execution_id as string, 'not-a-uuid']) {
@@ -327,7 +330,10 @@ describe('cancel', () => {
     expect(result.body).toMatchObject({ status: 'cancelled', response_data: {} });
     expect(rt.workflow.running()).not.toContain(id);
 
-    const hook = await waitUntil(async () => received.filter((x) => x.body.includes(id)), (xs) => xs.length > 0);
+    const hook = await waitUntil(
+      async () => received.filter((x) => x.body.includes(id)),
+      (xs) => xs.length > 0,
+    );
     expect(hook[0]?.headers['x-pipegate-status']).toBe('cancelled');
     expect(JSON.parse(hook[0]?.body ?? '{}')).toEqual({ execution_id: id });
   });
@@ -339,7 +345,10 @@ describe('callbacks', () => {
     const r = await rt.caller('POST', executions(p), p.apiKey, { callback: receiverUrl });
     const id = r.body.execution_id as string;
 
-    const hook = await waitUntil(async () => received.filter((x) => x.body.includes(id)), (xs) => xs.length > 0);
+    const hook = await waitUntil(
+      async () => received.filter((x) => x.body.includes(id)),
+      (xs) => xs.length > 0,
+    );
     const got = hook[0] as Received;
     expect(JSON.parse(got.body)).toEqual({ product: ['1'], said: ['hi/s3cret'], execution_id: id });
     expect(got.headers['x-pipegate-status']).toBe('completed');
@@ -356,7 +365,10 @@ describe('callbacks', () => {
     const r = await rt.caller('POST', executions(greet), greet.apiKey, { callback: receiverUrl });
     const id = r.body.execution_id as string;
 
-    const hooks = await waitUntil(async () => received.filter((x) => x.body.includes(id)), (xs) => xs.length >= 3);
+    const hooks = await waitUntil(
+      async () => received.filter((x) => x.body.includes(id)),
+      (xs) => xs.length >= 3,
+    );
     expect(new Set(hooks.map((h) => h.headers['webhook-id'])).size).toBe(1);
     const view = await waitUntil(
       () => rt.owner('GET', `/v1/pipelines/greeting/executions/${id}`),
@@ -384,14 +396,22 @@ describe('callbacks: redirects and secret rotation', () => {
 
   it('signs with both secrets during a signing-secret rotation, and only the new one after', async () => {
     const p = await rt.publishPipeline('rotate-secret', greeting);
-    const rot = await rt.owner('POST', '/v1/pipelines/rotate-secret/deployment/keys', { credential: 'signing_secret', grace_seconds: 3600 });
+    const rot = await rt.owner('POST', '/v1/pipelines/rotate-secret/deployment/keys', {
+      credential: 'signing_secret',
+      grace_seconds: 3600,
+    });
     expect(rot.status).toBe(200);
     const fresh = rot.body.signing_secret as string;
     expect(fresh).toMatch(/^whsec_/);
 
     const r = await rt.caller('POST', executions(p), p.apiKey, { callback: receiverUrl });
     const id = r.body.execution_id as string;
-    const hook = (await waitUntil(async () => received.filter((x) => x.body.includes(id)), (xs) => xs.length > 0))[0] as Received;
+    const hook = (
+      await waitUntil(
+        async () => received.filter((x) => x.body.includes(id)),
+        (xs) => xs.length > 0,
+      )
+    )[0] as Received;
     const headers = {
       'webhook-id': String(hook.headers['webhook-id']),
       'webhook-timestamp': String(hook.headers['webhook-timestamp']),
@@ -404,7 +424,12 @@ describe('callbacks: redirects and secret rotation', () => {
     await rt.owner('POST', '/v1/pipelines/rotate-secret/deployment/keys', { credential: 'signing_secret' });
     const r2 = await rt.caller('POST', executions(p), p.apiKey, { callback: receiverUrl });
     const id2 = r2.body.execution_id as string;
-    const hook2 = (await waitUntil(async () => received.filter((x) => x.body.includes(id2)), (xs) => xs.length > 0))[0] as Received;
+    const hook2 = (
+      await waitUntil(
+        async () => received.filter((x) => x.body.includes(id2)),
+        (xs) => xs.length > 0,
+      )
+    )[0] as Received;
     expect(String(hook2.headers['webhook-signature']).split(' ')).toHaveLength(1);
     expect(() =>
       new Webhook(p.signingSecret).verify(hook2.body, {
@@ -441,7 +466,10 @@ describe('owner: readiness, versions, publishing, keys, delete', () => {
     expect(r2.body).toMatchObject({ state: 'live', published_at: pub.body.published_at });
 
     // A new version, run: the owner sees needs_publish and the live API still serves version 1.
-    const v2 = { ...greeting, nodes: { ...greeting.nodes, greeting: { type: 'transform', inputs: ['name'], expression: "'Bonjour, ' & name & '!'" } } } as PipelineDefinition;
+    const v2 = {
+      ...greeting,
+      nodes: { ...greeting.nodes, greeting: { type: 'transform', inputs: ['name'], expression: "'Bonjour, ' & name & '!'" } },
+    } as PipelineDefinition;
     const pushed = await rt.owner('PUT', `/v1/pipelines/${id}`, v2);
     expect(pushed.body).toMatchObject({ version: 2, created: true });
     await rt.runToEnd(id);
@@ -465,7 +493,11 @@ describe('owner: readiness, versions, publishing, keys, delete', () => {
 
   it('refuses to publish after a failed latest run, and a pipeline with no inputs or outputs', async () => {
     const failing: PipelineDefinition = {
-      nodes: { x: { type: 'input', value_type: 'integer', value: 1 }, o: { type: 'output', from: 'bad' }, bad: { type: 'transform', inputs: ['x'], expression: '$error("boom")' } },
+      nodes: {
+        x: { type: 'input', value_type: 'integer', value: 1 },
+        o: { type: 'output', from: 'bad' },
+        bad: { type: 'transform', inputs: ['x'], expression: '$error("boom")' },
+      },
     };
     await rt.owner('PUT', '/v1/pipelines/flaky', greeting);
     await rt.runToEnd('flaky');

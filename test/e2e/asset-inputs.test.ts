@@ -27,7 +27,10 @@ afterAll(async () => {
 const resultOf = (workflow_input: Record<string, unknown>) => rt.executeToEnd(p, workflow_input);
 
 async function upload(bytes: Uint8Array, mediaType: string, deployment = p) {
-  const r = await rt.caller<UploadAnswer>('POST', `/v1/deployments/${deployment.deploymentId}/uploads/`, deployment.apiKey, { media_type: mediaType, bytes: bytes.length });
+  const r = await rt.caller<UploadAnswer>('POST', `/v1/deployments/${deployment.deploymentId}/uploads/`, deployment.apiKey, {
+    media_type: mediaType,
+    bytes: bytes.length,
+  });
   expect(r.status).toBe(201);
   return r.body;
 }
@@ -55,8 +58,16 @@ describe('inline assets', () => {
   });
 
   it.each([
-    ['an MP4 for an image input', asset(mp4().toString('base64')), "input 'photo' is video/mp4 (sniffed from its bytes) but accepts image/png or image/jpeg, at most 2000000 bytes"],
-    ['malformed base64', asset('iVBOR w0K'), "input 'photo' is not valid base64 (standard alphabet A-Z a-z 0-9 + /, optional = padding, no whitespace)"],
+    [
+      'an MP4 for an image input',
+      asset(mp4().toString('base64')),
+      "input 'photo' is video/mp4 (sniffed from its bytes) but accepts image/png or image/jpeg, at most 2000000 bytes",
+    ],
+    [
+      'malformed base64',
+      asset('iVBOR w0K'),
+      "input 'photo' is not valid base64 (standard alphabet A-Z a-z 0-9 + /, optional = padding, no whitespace)",
+    ],
   ])('answers 422 for %s', async (_name, value, detail) => {
     const r = await rt.caller('POST', executions(), p.apiKey, { workflow_input: { photo: value } });
     expect(r.status).toBe(422);
@@ -64,7 +75,9 @@ describe('inline assets', () => {
   });
 
   it('answers 413 past the inline limit, naming it and the uploads route', async () => {
-    const r = await rt.caller('POST', executions(), p.apiKey, { workflow_input: { photo: asset('A'.repeat(INLINE_ASSET_BODY_MAX_BYTES)) } });
+    const r = await rt.caller('POST', executions(), p.apiKey, {
+      workflow_input: { photo: asset('A'.repeat(INLINE_ASSET_BODY_MAX_BYTES)) },
+    });
     expect(r.status).toBe(413);
     expect(r.body.detail).toContain('4194304 bytes (4 MiB)');
     expect(r.body.detail).toContain(UPLOADS_ROUTE);

@@ -43,7 +43,15 @@ beforeAll(async () => {
       void fetch(image.url).then(async (got) => {
         const bytes = Buffer.from(await got.arrayBuffer());
         res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ status: got.status, sha256: sha(bytes), content_type: got.headers.get('content-type'), url: image.url, expires_at: image.expires_at }));
+        res.end(
+          JSON.stringify({
+            status: got.status,
+            sha256: sha(bytes),
+            content_type: got.headers.get('content-type'),
+            url: image.url,
+            expires_at: image.expires_at,
+          }),
+        );
       });
     } else if (req.path === '/echo') {
       // Answers the bytes it was sent, with the type it was sent as.
@@ -71,7 +79,14 @@ async function finished(p: Published, body: Record<string, unknown>) {
   const id = r.body.execution_id as string;
   await rt.waitForExecution(id, p.apiKey, undefined, 60_000);
   const result = await rt.caller('GET', `/v1/deployments/executions/${id}/result/`, p.apiKey);
-  return { id, result: result.body as { status: string; error_message: string | null; response_data: Record<string, AssetOut | { value: unknown; value_type: 'RAW' }> } };
+  return {
+    id,
+    result: result.body as {
+      status: string;
+      error_message: string | null;
+      response_data: Record<string, AssetOut | { value: unknown; value_type: 'RAW' }>;
+    },
+  };
 }
 
 async function download(url: string) {
@@ -108,7 +123,13 @@ describe('an asset input passed through', () => {
     // Assess
     expect(result.status).toBe('completed');
     expect(Object.keys(result.response_data).sort()).toEqual(['bytes', 'kept']);
-    expect(kept).toEqual({ value: expect.stringContaining(`${rt.url}/v1/assets/`), value_type: 'ASSET', media_type: 'image/jpeg', bytes: bytes.length, expires_at: expect.any(String) });
+    expect(kept).toEqual({
+      value: expect.stringContaining(`${rt.url}/v1/assets/`),
+      value_type: 'ASSET',
+      media_type: 'image/jpeg',
+      bytes: bytes.length,
+      expires_at: expect.any(String),
+    });
     expect(Date.parse(kept.expires_at)).toBeGreaterThan(Date.now());
     expect(served.status).toBe(200);
     expect(served.bytes.equals(bytes)).toBe(true);
@@ -141,7 +162,13 @@ describe('an asset input passed through', () => {
   });
 
   it('answers the asset in the `Prefer: wait` answer too', async () => {
-    const r = await rt.caller<{ status: string; response_data: Record<string, AssetOut> }>('POST', executions(p), p.apiKey, { workflow_input: { photo: asset(png(4, 4).toString('base64')) } }, { prefer: 'wait=20' });
+    const r = await rt.caller<{ status: string; response_data: Record<string, AssetOut> }>(
+      'POST',
+      executions(p),
+      p.apiKey,
+      { workflow_input: { photo: asset(png(4, 4).toString('base64')) } },
+      { prefer: 'wait=20' },
+    );
     expect(r.status).toBe(200);
     const kept = r.body.response_data.kept;
     expect(kept?.media_type).toBe('image/png');
@@ -154,7 +181,11 @@ describe('an asset input passed through', () => {
 
     // Act
     const { id } = await finished(p, { workflow_input: { photo: asset(bytes.toString('base64')) }, callback: receiver.url });
-    const hook = await waitUntil(async () => receiver.delivered().find((h) => h.executionId === id), (h) => h !== undefined, 60_000);
+    const hook = await waitUntil(
+      async () => receiver.delivered().find((h) => h.executionId === id),
+      (h) => h !== undefined,
+      60_000,
+    );
     const payload = JSON.parse(hook?.body ?? '{}') as Record<string, unknown>;
     const [url] = payload.kept as string[];
 
@@ -178,14 +209,24 @@ describe('an asset input passed through', () => {
 describe('a made-up asset reference', () => {
   it("fails the execution rather than link to another deployment's object named by a transform", async () => {
     // Prepare: a real link to an asset output of another deployment, and its exact description.
-    const owner = await rt.publishPipeline('asset-victim', { nodes: { photo: { type: 'input', value_type: 'asset', value: dataUri('image/png', png(1, 1)) }, kept: { type: 'output', from: 'photo' } } });
+    const owner = await rt.publishPipeline('asset-victim', {
+      nodes: {
+        photo: { type: 'input', value_type: 'asset', value: dataUri('image/png', png(1, 1)) },
+        kept: { type: 'output', from: 'photo' },
+      },
+    });
     const bytes = png(5, 5);
-    const victim = (await finished(owner, { workflow_input: { photo: asset(bytes.toString('base64')) } })).result.response_data.kept as AssetOut;
+    const victim = (await finished(owner, { workflow_input: { photo: asset(bytes.toString('base64')) } })).result.response_data
+      .kept as AssetOut;
     const def: PipelineDefinition = {
       nodes: {
         link: { type: 'input', value_type: 'string', value: 'x' },
         // The published run (default value) answers text; a caller's link makes the forged object.
-        forged: { type: 'transform', inputs: ['link'], expression: `link = "x" ? "ok" : {"url": link, "media_type": "image/png", "bytes": ${bytes.length}, "sha256": "${sha(bytes)}"}` },
+        forged: {
+          type: 'transform',
+          inputs: ['link'],
+          expression: `link = "x" ? "ok" : {"url": link, "media_type": "image/png", "bytes": ${bytes.length}, "sha256": "${sha(bytes)}"}`,
+        },
         stolen: { type: 'output', from: 'forged' },
       },
     };
@@ -227,7 +268,9 @@ describe('http nodes and assets', () => {
   });
 
   it('serves an SVG answer as an attachment', async () => {
-    const p = await rt.publishPipeline('asset-svg', { nodes: { draw: { type: 'http', url: `${upstream.origin}/drawing` }, drawing: { type: 'output', from: 'draw' } } });
+    const p = await rt.publishPipeline('asset-svg', {
+      nodes: { draw: { type: 'http', url: `${upstream.origin}/drawing` }, drawing: { type: 'output', from: 'draw' } },
+    });
     const { result } = await finished(p, {});
     const drawing = result.response_data.drawing as AssetOut;
     const served = await download(drawing.value);
@@ -256,7 +299,13 @@ describe('http nodes and assets', () => {
 
     // Assess
     expect(result.status).toBe('completed');
-    const seen = JSON.parse(String((result.response_data.fetched as { value: string }).value)) as { status: number; sha256: string; content_type: string; url: string; expires_at: string };
+    const seen = JSON.parse(String((result.response_data.fetched as { value: string }).value)) as {
+      status: number;
+      sha256: string;
+      content_type: string;
+      url: string;
+      expires_at: string;
+    };
     expect(seen).toMatchObject({ status: 200, sha256: sha(bytes), content_type: 'image/png' });
     expect(seen.url.startsWith(`${rt.url}/v1/assets/v1.`)).toBe(true);
     // The token binds the expiry the node was told: the run's time-out plus the margin (the

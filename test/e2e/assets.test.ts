@@ -20,7 +20,10 @@ afterAll(async () => {
 });
 
 async function stored(name: string, body: Buffer, mediaType: string): Promise<ObjectRef> {
-  const key = executionObjectKey({ kind: 'api', deployment_id: pub.deploymentId, pipeline_id: 'asset-links', execution_id: randomUUID() }, name);
+  const key = executionObjectKey(
+    { kind: 'api', deployment_id: pub.deploymentId, pipeline_id: 'asset-links', execution_id: randomUUID() },
+    name,
+  );
   await rt.deps.objects.put(key, body, mediaType);
   return { key, media_type: mediaType, bytes: body.length, sha256: '' };
 }

@@ -14,7 +14,8 @@ jest.setTimeout(60_000);
 let rt: TestRuntime;
 let work: string;
 
-const pg = (args: string[]): Promise<CliRun> => runCli(args, { cwd: work, env: { PIPEGATE_URL: rt.url, PIPEGATE_OWNER_TOKEN: rt.ownerToken } });
+const pg = (args: string[]): Promise<CliRun> =>
+  runCli(args, { cwd: work, env: { PIPEGATE_URL: rt.url, PIPEGATE_OWNER_TOKEN: rt.ownerToken } });
 
 const file = (consumers: string) => `description: Greets someone
 nodes:
@@ -39,10 +40,13 @@ interface ConsumerView {
   quota: { executions: number; per: string } | null;
   metadata: Record<string, string>;
 }
-const consumersOf = async () => (await rt.owner<{ consumers: ConsumerView[] }>('GET', '/v1/pipelines/shop/deployment/consumers')).body.consumers;
+const consumersOf = async () =>
+  (await rt.owner<{ consumers: ConsumerView[] }>('GET', '/v1/pipelines/shop/deployment/consumers')).body.consumers;
 
 const submit = (deploymentId: string, key: string) =>
-  rt.caller<{ execution_id?: string; detail?: string; limit?: string }>('POST', `/v1/deployments/${deploymentId}/executions/`, key, { workflow_input: {} });
+  rt.caller<{ execution_id?: string; detail?: string; limit?: string }>('POST', `/v1/deployments/${deploymentId}/executions/`, key, {
+    workflow_input: {},
+  });
 
 beforeAll(async () => {
   rt = await startTestRuntime();
@@ -61,7 +65,9 @@ describe('apply with consumers', () => {
     const done = await pg(['apply', 'pipelines']);
     expect(done.code).toBe(2);
     expect(done.stdout).toContain('consumers create free (after publishing)');
-    expect(done.stderr).toMatch(/1 consumer would get a new key \(shop: free\), and keys are written only to --secrets-out; nothing was changed/);
+    expect(done.stderr).toMatch(
+      /1 consumer would get a new key \(shop: free\), and keys are written only to --secrets-out; nothing was changed/,
+    );
     expect((await rt.owner('GET', '/v1/pipelines/shop')).status).toBe(404);
   });
 

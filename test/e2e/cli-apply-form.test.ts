@@ -14,7 +14,8 @@ jest.setTimeout(60_000);
 
 let rt: TestRuntime;
 let work: string;
-const pg = (args: string[]): Promise<CliRun> => runCli(args, { cwd: work, env: { PIPEGATE_URL: rt.url, PIPEGATE_OWNER_TOKEN: rt.ownerToken, NO_COLOR: '1' } });
+const pg = (args: string[]): Promise<CliRun> =>
+  runCli(args, { cwd: work, env: { PIPEGATE_URL: rt.url, PIPEGATE_OWNER_TOKEN: rt.ownerToken, NO_COLOR: '1' } });
 
 const file = (form: string) => `nodes:
   name: { type: input, value_type: string, value: world }

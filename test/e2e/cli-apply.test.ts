@@ -12,7 +12,6 @@ import { runCli, type CliRun } from '../support/cli';
 
 jest.setTimeout(40_000);
 
-
 let rt: TestRuntime;
 let work: string;
 let dir: string;
@@ -70,17 +69,27 @@ interface ReadinessView {
 const runsOf = async (id: string) => (await rt.owner<{ runs: RunView[] }>('GET', `/v1/pipelines/${id}/runs?limit=100`)).body.runs;
 const readinessOf = async (id: string) => (await rt.owner<ReadinessView>('GET', `/v1/pipelines/${id}/deployment`)).body;
 const versionOf = async (id: string) => (await rt.owner<{ version: number }>('GET', `/v1/pipelines/${id}`)).body.version;
-const secrets = () => JSON.parse(readFileSync(secretsPath, 'utf8')) as Record<string, { deployment_id: string; api_key: string; signing_secret: string; execute_url: string }>;
+const secrets = () =>
+  JSON.parse(readFileSync(secretsPath, 'utf8')) as Record<
+    string,
+    { deployment_id: string; api_key: string; signing_secret: string; execute_url: string }
+  >;
 
 /** Executes a deployment as a caller and returns its response data. */
 async function execute(id: string, inputs: Record<string, unknown> = {}): Promise<Record<string, unknown>> {
   const s = secrets()[id];
   if (!s) throw new Error(`no secrets for ${id}`);
   const workflowInput = Object.fromEntries(Object.entries(inputs).map(([k, value]) => [k, { value, value_type: 'RAW' }]));
-  const accepted = await rt.caller<{ execution_id: string }>('POST', `/v1/deployments/${s.deployment_id}/executions/`, s.api_key, { workflow_input: workflowInput });
+  const accepted = await rt.caller<{ execution_id: string }>('POST', `/v1/deployments/${s.deployment_id}/executions/`, s.api_key, {
+    workflow_input: workflowInput,
+  });
   if (accepted.status !== 202) throw new Error(accepted.text);
   await rt.waitForExecution(accepted.body.execution_id, s.api_key);
-  const result = await rt.caller<{ response_data: Record<string, { value: unknown }> }>('GET', `/v1/deployments/executions/${accepted.body.execution_id}/result/`, s.api_key);
+  const result = await rt.caller<{ response_data: Record<string, { value: unknown }> }>(
+    'GET',
+    `/v1/deployments/executions/${accepted.body.execution_id}/result/`,
+    s.api_key,
+  );
   return Object.fromEntries(Object.entries(result.body.response_data).map(([k, v]) => [k, v.value]));
 }
 
@@ -117,9 +126,14 @@ describe('pipegate apply against a running local runtime', () => {
     // The plan comes first, then one block per pipeline, then the summary.
     const planAt = out.indexOf('Plan (3 pipelines):');
     expect(planAt).toBe(0);
-    expect(out).toMatch(/ {2}greeting {2}\(pipelines\/greeting\.yaml\)\n {4}push {5}create, version 1\n {4}runs {5}run "greets Ada", "greets the world by default"/);
+    expect(out).toMatch(
+      / {2}greeting {2}\(pipelines\/greeting\.yaml\)\n {4}push {5}create, version 1\n {4}runs {5}run "greets Ada", "greets the world by default"/,
+    );
     expect(out).toMatch(/ {4}publish {2}create if every run passes \(not published yet\)/);
-    const blocks = out.slice(out.indexOf('\n\n') + 2, out.indexOf('Summary:')).trim().split('\n\n');
+    const blocks = out
+      .slice(out.indexOf('\n\n') + 2, out.indexOf('Summary:'))
+      .trim()
+      .split('\n\n');
     expect(blocks).toHaveLength(3);
     for (const block of blocks) {
       const [header, ...rest] = block.split('\n');
@@ -138,7 +152,10 @@ describe('pipegate apply against a running local runtime', () => {
     const spans = await Promise.all(
       IDS.map(async (id) => {
         const runs = await runsOf(id);
-        return [Math.min(...runs.map((r) => Date.parse(r.created_at))), Math.max(...runs.map((r) => Date.parse(r.completed_at ?? '')))] as const;
+        return [
+          Math.min(...runs.map((r) => Date.parse(r.created_at))),
+          Math.max(...runs.map((r) => Date.parse(r.completed_at ?? ''))),
+        ] as const;
       }),
     );
     const overlapAt = (t: number) => spans.filter(([a, b]) => a <= t && t <= b).length;
@@ -257,7 +274,9 @@ describe('pipegate apply against a running local runtime', () => {
 
     // Assess
     expect(human.code).toBe(1);
-    expect(human.stdout).toMatch(/✖ test "greets Ada" failed {2}\(run [0-9a-f-]{36}\)\n {6}inputs: name="Ada"\n {6}output {3}expected {4}actual\n {6}message {2}"Hi, Ada!" {2}"Yo, Ada!"/);
+    expect(human.stdout).toMatch(
+      /✖ test "greets Ada" failed {2}\(run [0-9a-f-]{36}\)\n {6}inputs: name="Ada"\n {6}output {3}expected {4}actual\n {6}message {2}"Hi, Ada!" {2}"Yo, Ada!"/,
+    );
     expect(human.stdout).toContain('✖ test "greets the world by default" failed');
     expect(human.stdout).toContain('✖ not published: 2 runs failed; the live API keeps serving version 2');
     expect(human.stdout).toMatch(/0 published · 0 unchanged · 1 failed/);
@@ -366,7 +385,9 @@ describe('pipegate apply against a running local runtime', () => {
     expect(human.stderr).toMatch(/bad\/typos\.json \(3 problems\):\n {4}publish\.outputs\.p {2}no output node "p" \(outputs: o\)/);
     expect(human.stderr).toMatch(/tests\[0\]\.inputs\.n {2}must be a whole number \(input n is integer\), got the string "one"/);
     expect(human.stderr).toMatch(/tests\[0\]\.expect\.q/);
-    expect(human.stderr).toMatch(/bad\/package\.json \(2 problems\):\n {4}name {3}unknown key; a pipeline file holds only description, retry_interrupted, nodes, publish, tests, secrets, consumers\n {4}nodes {2}is required/);
+    expect(human.stderr).toMatch(
+      /bad\/package\.json \(2 problems\):\n {4}name {3}unknown key; a pipeline file holds only description, retry_interrupted, nodes, publish, tests, secrets, consumers\n {4}nodes {2}is required/,
+    );
     expect(json.code).toBe(2);
     expect(JSON.parse(json.stdout)).toMatchObject({ ok: false, files: [{ file: 'bad/package.json' }, { file: 'bad/typos.json' }] });
     expect(missing.code).toBe(2);
@@ -401,9 +422,13 @@ describe('apply --dry-run without secret values', () => {
     // Assess
     expect(dry.code).toBe(0);
     expect(dry.stdout).toContain('secrets  set PREVIEW_TOKEN from $PREVIEW_TOKEN_VALUE');
-    expect(dry.stdout).toContain('1 secret not set here (an apply needs it; the plan does not):\n  pipelines/tokened.json: secrets.PREVIEW_TOKEN reads $PREVIEW_TOKEN_VALUE, which is not set');
+    expect(dry.stdout).toContain(
+      '1 secret not set here (an apply needs it; the plan does not):\n  pipelines/tokened.json: secrets.PREVIEW_TOKEN reads $PREVIEW_TOKEN_VALUE, which is not set',
+    );
     expect(json.code).toBe(0);
-    expect((JSON.parse(json.stdout) as { secrets_unset: unknown }).secrets_unset).toEqual([{ file: 'pipelines/tokened.json', secret: 'PREVIEW_TOKEN', from_env: 'PREVIEW_TOKEN_VALUE' }]);
+    expect((JSON.parse(json.stdout) as { secrets_unset: unknown }).secrets_unset).toEqual([
+      { file: 'pipelines/tokened.json', secret: 'PREVIEW_TOKEN', from_env: 'PREVIEW_TOKEN_VALUE' },
+    ]);
     expect(real.code).toBe(2);
     expect(real.stderr).toContain('secrets.PREVIEW_TOKEN reads $PREVIEW_TOKEN_VALUE, which is not set');
   });

@@ -28,10 +28,33 @@ afterAll(async () => {
 });
 
 test('free and paid consumers from the CLI: limits, readable refusals, revoke, usage by consumer', async () => {
-  const free = await pg(['--json', 'consumers', 'create', 'tiers', '--name', 'free', '--quota', '10/day', '--rate', '1/1', '--meta', 'plan=free']);
+  const free = await pg([
+    '--json',
+    'consumers',
+    'create',
+    'tiers',
+    '--name',
+    'free',
+    '--quota',
+    '10/day',
+    '--rate',
+    '1/1',
+    '--meta',
+    'plan=free',
+  ]);
   expect(free.code).toBe(0);
-  const freeBody = JSON.parse(free.stdout) as { consumer_id: string; api_key: string; rate_limit: unknown; quota: unknown; metadata: unknown };
-  expect(freeBody).toMatchObject({ rate_limit: { requests: 1, per_seconds: 1 }, quota: { executions: 10, per: 'day' }, metadata: { plan: 'free' } });
+  const freeBody = JSON.parse(free.stdout) as {
+    consumer_id: string;
+    api_key: string;
+    rate_limit: unknown;
+    quota: unknown;
+    metadata: unknown;
+  };
+  expect(freeBody).toMatchObject({
+    rate_limit: { requests: 1, per_seconds: 1 },
+    quota: { executions: 10, per: 'day' },
+    metadata: { plan: 'free' },
+  });
   const paid = await pg(['consumers', 'create', 'tiers', '--name', 'paid']);
   expect(paid.code).toBe(0);
   expect(paid.stdout).toMatch(/shown only this once/);
@@ -41,7 +64,9 @@ test('free and paid consumers from the CLI: limits, readable refusals, revoke, u
   // Two requests in the same second from the free key: the second is refused, readably.
   let refused: Reply | undefined;
   for (let i = 0; i < 5 && refused === undefined; i++) {
-    const answers = await Promise.all([0, 1].map(() => rt.caller('POST', `/v1/deployments/${dep.deploymentId}/executions`, freeBody.api_key, {})));
+    const answers = await Promise.all(
+      [0, 1].map(() => rt.caller('POST', `/v1/deployments/${dep.deploymentId}/executions`, freeBody.api_key, {})),
+    );
     refused = answers.find((r) => r.status === 429);
   }
   expect(refused?.body).toMatchObject({ error: 'Too Many Requests', limit: 'rate' });
@@ -64,12 +89,25 @@ test('free and paid consumers from the CLI: limits, readable refusals, revoke, u
   expect([after.status, after.body.reason]).toEqual([401, 'consumer_revoked']);
   expect((await rt.caller('POST', `/v1/deployments/${dep.deploymentId}/executions`, paidKey, {})).status).toBe(202);
 
-  const rotated = await pg(['--json', 'consumers', 'rotate', 'tiers', (JSON.parse((await pg(['--json', 'consumers', 'list', 'tiers'])).stdout) as { consumers: { name: string; consumer_id: string }[] }).consumers.find((c) => c.name === 'paid')?.consumer_id ?? '', '--grace', '60']);
+  const rotated = await pg([
+    '--json',
+    'consumers',
+    'rotate',
+    'tiers',
+    (
+      JSON.parse((await pg(['--json', 'consumers', 'list', 'tiers'])).stdout) as { consumers: { name: string; consumer_id: string }[] }
+    ).consumers.find((c) => c.name === 'paid')?.consumer_id ?? '',
+    '--grace',
+    '60',
+  ]);
   expect(rotated.code).toBe(0);
   expect((await rt.caller('POST', `/v1/deployments/${dep.deploymentId}/executions`, paidKey, {})).status).toBe(202);
 
   const own = await pg(['--json', 'keys', 'limits', 'tiers', '--quota', '1000/day']);
-  expect([own.code, JSON.parse(own.stdout)]).toEqual([0, expect.objectContaining({ rate_limit: null, quota: { executions: 1000, per: 'day' } })]);
+  expect([own.code, JSON.parse(own.stdout)]).toEqual([
+    0,
+    expect.objectContaining({ rate_limit: null, quota: { executions: 1000, per: 'day' } }),
+  ]);
   expect((await pg(['keys', 'limits', 'tiers'])).stdout).toMatch(/rate —, quota —/);
 
   const usage = await pg(['usage', 'tiers']);

@@ -18,7 +18,13 @@ jest.setTimeout(120_000);
 
 const photoInfo: PipelineDefinition = {
   nodes: {
-    photo: { type: 'input', value_type: 'asset', value: `data:image/png;base64,${png(1, 1).toString('base64')}`, media_types: ['image/png', 'image/jpeg'], max_bytes: 8_000_000 },
+    photo: {
+      type: 'input',
+      value_type: 'asset',
+      value: `data:image/png;base64,${png(1, 1).toString('base64')}`,
+      media_types: ['image/png', 'image/jpeg'],
+      max_bytes: 8_000_000,
+    },
     about: { type: 'transform', inputs: ['photo'], expression: "photo.media_type & ' ' & $string(photo.bytes) & ' ' & photo.sha256" },
     info: { type: 'output', from: 'about' },
   },
@@ -28,7 +34,8 @@ let rt: TestRuntime;
 let p: Published;
 let dir: string;
 const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
-const pg = (args: string[]): Promise<CliRun> => runCli(args, { cwd: dir, env: { PIPEGATE_URL: rt.url, PIPEGATE_OWNER_TOKEN: rt.ownerToken, NO_COLOR: '1' } });
+const pg = (args: string[]): Promise<CliRun> =>
+  runCli(args, { cwd: dir, env: { PIPEGATE_URL: rt.url, PIPEGATE_OWNER_TOKEN: rt.ownerToken, NO_COLOR: '1' } });
 const json = <T = Record<string, unknown>>(d: CliRun): T => {
   try {
     return JSON.parse(d.stdout) as T;
@@ -78,7 +85,7 @@ describe('execute --input photo=@file', () => {
     expect(done.stderr).toContain(`uploaded large.png (image/png, ${bytes.length} bytes) for photo`);
   });
 
-  it('shows the service\'s refusal of a file of a type the input does not take', async () => {
+  it("shows the service's refusal of a file of a type the input does not take", async () => {
     // Prepare
     writeFileSync(join(dir, 'clip.mp4'), mp4());
 
@@ -105,7 +112,7 @@ describe('owner files', () => {
     expect(json<{ outputs: Record<string, string> }>(done).outputs.info).toBe(`image/png ${bytes.length} ${sha(bytes)}`);
   });
 
-  it('run --input photo=@file uploads a 300 KB photo through the pipeline\'s uploads route; the run\'s asset output serves its exact bytes', async () => {
+  it("run --input photo=@file uploads a 300 KB photo through the pipeline's uploads route; the run's asset output serves its exact bytes", async () => {
     // Prepare: a pipeline that hands the photo back, and a real PNG far over a run's inline 64 KiB.
     const echo: PipelineDefinition = { nodes: { ...photoInfo.nodes, copy: { type: 'output', from: 'photo' } } };
     const pushed = await fetch(`${rt.url}/v1/pipelines/photo-echo`, {
@@ -116,7 +123,12 @@ describe('owner files', () => {
     expect(pushed.status).toBe(201);
     // Random pixels barely compress: 320×320 is about 350 KB.
     const noise = randomBytes(320 * 320 * 3);
-    const bytes = png(320, 320, (x, y) => [noise[(y * 320 + x) * 3] ?? 0, noise[(y * 320 + x) * 3 + 1] ?? 0, noise[(y * 320 + x) * 3 + 2] ?? 0, 255]);
+    const bytes = png(320, 320, (x, y) => [
+      noise[(y * 320 + x) * 3] ?? 0,
+      noise[(y * 320 + x) * 3 + 1] ?? 0,
+      noise[(y * 320 + x) * 3 + 2] ?? 0,
+      255,
+    ]);
     expect(bytes.length).toBeGreaterThan(300_000);
     writeFileSync(join(dir, 'x.png'), bytes);
 
@@ -138,7 +150,7 @@ describe('owner files', () => {
     expect(sha(body)).toBe(sha(bytes));
   });
 
-  it('apply takes an asset input\'s @path value as its current value, which a run without inputs uses', async () => {
+  it("apply takes an asset input's @path value as its current value, which a run without inputs uses", async () => {
     // Prepare
     const bytes = png(7, 3);
     mkdirSync(join(dir, 'pipelines', 'assets'), { recursive: true });

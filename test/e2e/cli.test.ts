@@ -67,20 +67,24 @@ describe('pipegate CLI against a running local runtime', () => {
     const port = await closedPort();
 
     // Act
-    const [empty, unreachable, unreachableJson, noToken, fromDataDir, badToken, unknown, invalid, missing, badUsage, foundByDataDir] = await Promise.all([
-      pg(['list', '--json']),
-      pg(['list'], { env: { PIPEGATE_URL: `http://127.0.0.1:${port}` } }),
-      pg(['status', 'greeting', '--json', '--url', `http://127.0.0.1:${port}`]),
-      pg(['list'], { env: { PIPEGATE_OWNER_TOKEN: undefined }, cwd: emptyDir }),
-      pg(['list', '--json'], { env: { PIPEGATE_OWNER_TOKEN: undefined, PIPEGATE_DATA_DIR: dataDir }, cwd: emptyDir }),
-      pg(['list'], { env: { PIPEGATE_OWNER_TOKEN: 'pgo_wrong' } }),
-      pg(['status', 'ghost']),
-      pg(['push', 'invalid.json']),
-      pg(['push', 'missing.json']),
-      pg(['frobnicate']),
-      // No URL at all: the runtime (on a port picked at random) recorded its URL in the data dir.
-      pg(['list', '--json'], { env: { PIPEGATE_URL: undefined, PIPEGATE_OWNER_TOKEN: undefined, PIPEGATE_DATA_DIR: dataDir }, cwd: emptyDir }),
-    ]);
+    const [empty, unreachable, unreachableJson, noToken, fromDataDir, badToken, unknown, invalid, missing, badUsage, foundByDataDir] =
+      await Promise.all([
+        pg(['list', '--json']),
+        pg(['list'], { env: { PIPEGATE_URL: `http://127.0.0.1:${port}` } }),
+        pg(['status', 'greeting', '--json', '--url', `http://127.0.0.1:${port}`]),
+        pg(['list'], { env: { PIPEGATE_OWNER_TOKEN: undefined }, cwd: emptyDir }),
+        pg(['list', '--json'], { env: { PIPEGATE_OWNER_TOKEN: undefined, PIPEGATE_DATA_DIR: dataDir }, cwd: emptyDir }),
+        pg(['list'], { env: { PIPEGATE_OWNER_TOKEN: 'pgo_wrong' } }),
+        pg(['status', 'ghost']),
+        pg(['push', 'invalid.json']),
+        pg(['push', 'missing.json']),
+        pg(['frobnicate']),
+        // No URL at all: the runtime (on a port picked at random) recorded its URL in the data dir.
+        pg(['list', '--json'], {
+          env: { PIPEGATE_URL: undefined, PIPEGATE_OWNER_TOKEN: undefined, PIPEGATE_DATA_DIR: dataDir },
+          cwd: emptyDir,
+        }),
+      ]);
 
     // Assess
     expect(empty.code).toBe(0);
@@ -114,7 +118,8 @@ describe('pipegate CLI against a running local runtime', () => {
     expect(invalid.stdout).toBe('');
     expect(invalid.stderr).toMatch(/error: .*\(\d+ problems\):/);
     // Every problem on its own line, with its path.
-    for (const node of ['nodes.name', 'nodes.greeting', 'nodes.weird']) expect(invalid.stderr).toMatch(new RegExp(`^  ${node.replace('.', '\\.')}\\S*\\s{2,}\\S`, 'm'));
+    for (const node of ['nodes.name', 'nodes.greeting', 'nodes.weird'])
+      expect(invalid.stderr).toMatch(new RegExp(`^  ${node.replace('.', '\\.')}\\S*\\s{2,}\\S`, 'm'));
 
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain('no such file: missing.json');
@@ -172,12 +177,19 @@ describe('pipegate CLI against a running local runtime', () => {
 
     // Assess
     expect(greet.code).toBe(0);
-    expect(greet.stdout).toMatch(/^✔ greeting version 1 completed in \d+(\.\d+)? m?s {2}\(run [0-9a-f-]{36}\)\n {2}message {2}Hello, Ada!\n$/);
+    expect(greet.stdout).toMatch(
+      /^✔ greeting version 1 completed in \d+(\.\d+)? m?s {2}\(run [0-9a-f-]{36}\)\n {2}message {2}Hello, Ada!\n$/,
+    );
     expect(greet.stderr).toMatch(/run [0-9a-f-]{36} of greeting version 1 started/);
 
     expect(counter.code).toBe(0);
     const run = json(counter);
-    expect(run).toMatchObject({ pipeline_id: 'counter', version: 1, status: 'completed', inputs: { word: 'hi', times: 3, loud: true, scale: 0.5 } });
+    expect(run).toMatchObject({
+      pipeline_id: 'counter',
+      version: 1,
+      status: 'completed',
+      inputs: { word: 'hi', times: 3, loud: true, scale: 0.5 },
+    });
     expect(run.outputs).toEqual({ says: 'HI HI HI', size: 1.5 });
     expect(counter.stderr).not.toContain('✔');
 
@@ -199,7 +211,11 @@ describe('pipegate CLI against a running local runtime', () => {
 
   it('lists runs and shows readiness once a run succeeded', async () => {
     // Act
-    const [runs, runsJson, status] = await Promise.all([pg(['runs', 'greeting']), pg(['runs', 'broken-output', '--json']), pg(['status', 'greeting', '--json'])]);
+    const [runs, runsJson, status] = await Promise.all([
+      pg(['runs', 'greeting']),
+      pg(['runs', 'broken-output', '--json']),
+      pg(['status', 'greeting', '--json']),
+    ]);
 
     // Assess
     expect(runs.code).toBe(0);
@@ -213,12 +229,20 @@ describe('pipegate CLI against a running local runtime', () => {
 
   it('publishes: secrets once with a working curl command, hidden outputs, updates without secrets', async () => {
     // Act
-    const [greet, counter] = await Promise.all([pg(['publish', 'greeting', '--json']), pg(['publish', 'counter', '--hide-output', 'size', '--hide-input', 'scale'])]);
+    const [greet, counter] = await Promise.all([
+      pg(['publish', 'greeting', '--json']),
+      pg(['publish', 'counter', '--hide-output', 'size', '--hide-input', 'scale']),
+    ]);
 
     // Assess
     expect(greet.code).toBe(0);
     const g = json(greet);
-    expect(g).toMatchObject({ version: 1, deployment_id: expect.stringMatching(UUID), api_key: expect.any(String), signing_secret: expect.any(String) });
+    expect(g).toMatchObject({
+      version: 1,
+      deployment_id: expect.stringMatching(UUID),
+      api_key: expect.any(String),
+      signing_secret: expect.any(String),
+    });
     expect(g.execute_url).toBe(`${rt.url}/v1/deployments/${String(g.deployment_id)}/executions/`);
     live.greeting = { deployment: String(g.deployment_id), key: String(g.api_key) };
 

@@ -33,12 +33,25 @@ describe('consumers', () => {
     expect(made.headers.get('cache-control')).toBe('no-store');
     const key = made.body.api_key as string;
     expect(key).toMatch(/^pgk_[0-9a-f]{64}[A-Za-z0-9_-]{38}$/);
-    expect(made.body).toMatchObject({ name: 'acme', status: 'active', rate_limit: null, quota: null, expires_at: null, metadata: { plan: 'paid' } });
+    expect(made.body).toMatchObject({
+      name: 'acme',
+      status: 'active',
+      rate_limit: null,
+      quota: null,
+      expires_at: null,
+      metadata: { plan: 'paid' },
+    });
     expect(made.body.consumer_id).toMatch(UUID);
 
     const viaHeader = await execute(a, key);
     expect(viaHeader.status).toBe(202);
-    const viaAuthorization = await rt.caller('POST', `/v1/deployments/${a.deploymentId}/executions`, null, {}, { authorization: `Api-Key ${key}` });
+    const viaAuthorization = await rt.caller(
+      'POST',
+      `/v1/deployments/${a.deploymentId}/executions`,
+      null,
+      {},
+      { authorization: `Api-Key ${key}` },
+    );
     expect(viaAuthorization.status).toBe(202);
     const done = await rt.waitForExecution(viaHeader.body.execution_id as string, key);
     expect(done.status).toBe('completed');
@@ -102,7 +115,9 @@ describe('consumers', () => {
     const c = await create('consumers-a', { name: 'trial', expires_at: new Date(Date.now() + 3600_000).toISOString() });
     expect((await execute(a, c.body.api_key as string)).status).toBe(202);
     // The owner may move the end into the past: the trial ends now.
-    const ended = await rt.owner('PATCH', `${consumers('consumers-a')}/${c.body.consumer_id as string}`, { expires_at: new Date(Date.now() - 1000).toISOString() });
+    const ended = await rt.owner('PATCH', `${consumers('consumers-a')}/${c.body.consumer_id as string}`, {
+      expires_at: new Date(Date.now() - 1000).toISOString(),
+    });
     expect(ended.status).toBe(200);
     expect(ended.body.status).toBe('expired');
     const refused = await execute(a, c.body.api_key as string);
@@ -187,7 +202,11 @@ describe('consumers', () => {
     const paid = await rt.owner('POST', path, { name: 'paid' });
     const submit = (key: string) => rt.caller('POST', `/v1/deployments/${dep}/executions`, key, {});
     const ids: string[] = [];
-    for (const [c, times] of [[free, 3], [limited, 2], [paid, 2]] as const) {
+    for (const [c, times] of [
+      [free, 3],
+      [limited, 2],
+      [paid, 2],
+    ] as const) {
       for (let i = 0; i < times; i++) {
         const r = await submit(c.body.api_key as string);
         if (r.status === 202) ids.push(r.body.execution_id as string);
@@ -197,7 +216,8 @@ describe('consumers', () => {
     for (const id of ids) await rt.waitForExecution(id, paid.body.api_key as string).catch(() => undefined);
     const usage = await rt.owner('GET', '/v1/pipelines/consumers-usage/deployment/usage');
     expect(usage.status).toBe(200);
-    const row = (name: string) => (usage.body.by_consumer as { name: string; last_day: Record<string, unknown> }[]).find((c) => c.name === name)?.last_day;
+    const row = (name: string) =>
+      (usage.body.by_consumer as { name: string; last_day: Record<string, unknown> }[]).find((c) => c.name === name)?.last_day;
     expect(row('free')).toMatchObject({ accepted: 1, refused_rate: 0, refused_quota: 2, total: 1, by_status: { completed: 1 } });
     expect(row('limited')).toMatchObject({ accepted: 1, refused_rate: 1, refused_quota: 0, total: 1 });
     expect(row('paid')).toMatchObject({ accepted: 2, refused_rate: 0, refused_quota: 0, total: 2, by_status: { completed: 2 } });
@@ -216,7 +236,9 @@ describe('consumers', () => {
     const second = await execute(own, own.apiKey);
     expect([second.status, second.body.limit]).toEqual([429, 'quota']);
     const usage = await rt.owner('GET', '/v1/pipelines/consumers-own/deployment/usage');
-    expect(usage.body.by_consumer).toEqual([expect.objectContaining({ consumer_id: null, last_day: expect.objectContaining({ accepted: 1, refused_quota: 1 }) })]);
+    expect(usage.body.by_consumer).toEqual([
+      expect.objectContaining({ consumer_id: null, last_day: expect.objectContaining({ accepted: 1, refused_quota: 1 }) }),
+    ]);
     // Absent or null removes them.
     expect((await rt.owner('PUT', '/v1/pipelines/consumers-own/deployment/limits', {})).status).toBe(200);
     expect((await execute(own, own.apiKey)).status).toBe(202);

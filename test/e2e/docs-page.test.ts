@@ -31,7 +31,12 @@ const shop: PipelineDefinition = {
 
 const photoInfo: PipelineDefinition = {
   nodes: {
-    photo: { type: 'input', value_type: 'asset', value: `data:image/png;base64,${png(1, 1).toString('base64')}`, media_types: ['image/png'] },
+    photo: {
+      type: 'input',
+      value_type: 'asset',
+      value: `data:image/png;base64,${png(1, 1).toString('base64')}`,
+      media_types: ['image/png'],
+    },
     about: { type: 'transform', inputs: ['photo'], expression: "photo.media_type & ' ' & $string(photo.bytes) & ' ' & photo.sha256" },
     info: { type: 'output', from: 'about' },
     photo_back: { type: 'output', from: 'photo' },
@@ -82,86 +87,110 @@ describe('GET /v1/deployments/{id}/docs', () => {
 
   it('carries ready-to-run snippets in the deployment document', async () => {
     const doc = await rt.caller('GET', `/v1/deployments/${dep.deploymentId}/openapi.json`, dep.apiKey);
-    const post = (doc.body.paths as Record<string, { post?: Record<string, unknown> }>)[`/v1/deployments/${dep.deploymentId}/executions`]?.post;
+    const post = (doc.body.paths as Record<string, { post?: Record<string, unknown> }>)[`/v1/deployments/${dep.deploymentId}/executions`]
+      ?.post;
     const samples = post?.['x-codeSamples'] as { label: string; source: string }[];
     expect(samples.map((s) => s.label)).toEqual(['curl', 'TypeScript (openapi-fetch)', 'Python (requests)']);
     expect(samples[0]?.source).toContain(`/v1/deployments/${dep.deploymentId}/executions`);
   });
 
-  (haveChromium ? it : it.skip)('in a browser: no console errors, the visible inputs, and a try-it call that returns 202', async () => {
-    const page = await (browser as Browser).newPage();
-    const problems: string[] = [];
-    page.on('console', (m) => {
-      if (m.type() === 'error') problems.push(`console: ${m.text()}`);
-    });
-    page.on('pageerror', (e) => problems.push(`page: ${e.message}`));
-    const executed: number[] = [];
-    page.on('response', (res) => {
-      if (res.request().method() === 'POST' && res.url().endsWith(`/v1/deployments/${dep.deploymentId}/executions`)) executed.push(res.status());
-    });
+  (haveChromium ? it : it.skip)(
+    'in a browser: no console errors, the visible inputs, and a try-it call that returns 202',
+    async () => {
+      const page = await (browser as Browser).newPage();
+      const problems: string[] = [];
+      page.on('console', (m) => {
+        if (m.type() === 'error') problems.push(`console: ${m.text()}`);
+      });
+      page.on('pageerror', (e) => problems.push(`page: ${e.message}`));
+      const executed: number[] = [];
+      page.on('response', (res) => {
+        if (res.request().method() === 'POST' && res.url().endsWith(`/v1/deployments/${dep.deploymentId}/executions`))
+          executed.push(res.status());
+      });
 
-    const loaded = await page.goto(`${rt.url}/v1/deployments/${dep.deploymentId}/docs`);
-    expect(loaded?.status()).toBe(200);
-    await page.fill('#api-key', dep.apiKey);
-    await page.click('#load');
+      const loaded = await page.goto(`${rt.url}/v1/deployments/${dep.deploymentId}/docs`);
+      expect(loaded?.status()).toBe(200);
+      await page.fill('#api-key', dep.apiKey);
+      await page.click('#load');
 
-    const contract = page.locator('#contract');
-    await contract.waitFor({ state: 'visible' });
-    const inputs = await contract.locator('table').first().locator('tbody tr').allInnerTexts();
-    expect(inputs.map((row) => row.split('\t')[0])).toEqual(['item', 'count']);
-    expect(await contract.innerText()).not.toContain('secret_discount');
-    expect(await contract.innerText()).toContain('curl');
+      const contract = page.locator('#contract');
+      await contract.waitFor({ state: 'visible' });
+      const inputs = await contract.locator('table').first().locator('tbody tr').allInnerTexts();
+      expect(inputs.map((row) => row.split('\t')[0])).toEqual(['item', 'count']);
+      expect(await contract.innerText()).not.toContain('secret_discount');
+      expect(await contract.innerText()).toContain('curl');
 
-    const post = page.locator('.opblock-post').first();
-    await post.locator('.opblock-summary').click();
-    await post.locator('button.execute').click();
-    const status = post.locator('.live-responses-table tr.response .response-col_status').first();
-    await status.waitFor();
-    expect((await status.innerText()).trim()).toBe('202');
-    expect(executed).toEqual([202]);
-    expect(problems).toEqual([]);
-    await page.close();
-  }, 60_000);
-  (haveChromium ? it : it.skip)('in a browser: sends a chosen file for an asset input inline, and explains when a file is too large for the page', async () => {
-    const page = await (browser as Browser).newPage();
-    const problems: string[] = [];
-    page.on('pageerror', (e) => problems.push(`page: ${e.message}`));
-    await page.goto(`${rt.url}/v1/deployments/${photoDep.deploymentId}/docs`);
-    await page.fill('#api-key', photoDep.apiKey);
-    await page.click('#load');
-    // Generous waits: Chromium shares this 2-core machine with other suites.
-    await page.locator('#files-form').waitFor({ state: 'visible', timeout: 60_000 });
-    expect(await page.locator('#contract table').first().innerText()).toContain('asset');
-    // Outputs by the kind their contract recorded.
-    const outputs = await page.locator('#contract table').nth(1).locator('tbody tr').allInnerTexts();
-    expect(outputs).toEqual(['info\tvalue (RAW)', 'photo_back\tfile (ASSET: a link)']);
+      const post = page.locator('.opblock-post').first();
+      await post.locator('.opblock-summary').click();
+      await post.locator('button.execute').click();
+      const status = post.locator('.live-responses-table tr.response .response-col_status').first();
+      await status.waitFor();
+      expect((await status.innerText()).trim()).toBe('202');
+      expect(executed).toEqual([202]);
+      expect(problems).toEqual([]);
+      await page.close();
+    },
+    60_000,
+  );
+  (haveChromium ? it : it.skip)(
+    'in a browser: sends a chosen file for an asset input inline, and explains when a file is too large for the page',
+    async () => {
+      const page = await (browser as Browser).newPage();
+      const problems: string[] = [];
+      page.on('pageerror', (e) => problems.push(`page: ${e.message}`));
+      await page.goto(`${rt.url}/v1/deployments/${photoDep.deploymentId}/docs`);
+      await page.fill('#api-key', photoDep.apiKey);
+      await page.click('#load');
+      // Generous waits: Chromium shares this 2-core machine with other suites.
+      await page.locator('#files-form').waitFor({ state: 'visible', timeout: 60_000 });
+      expect(await page.locator('#contract table').first().innerText()).toContain('asset');
+      // Outputs by the kind their contract recorded.
+      const outputs = await page.locator('#contract table').nth(1).locator('tbody tr').allInnerTexts();
+      expect(outputs).toEqual(['info\tvalue (RAW)', 'photo_back\tfile (ASSET: a link)']);
 
-    // A small PNG: inline, accepted, and the execution sees exactly its bytes.
-    const bytes = png(6, 6);
-    await page.setInputFiles('#file-photo', { name: 'six.png', mimeType: 'image/png', buffer: bytes });
-    await page.click('#files-send');
-    const result = page.locator('#files-result');
-    // Polled from here: a predicate evaluated in the page would need the eval its CSP forbids.
-    await waitUntil(() => result.innerText(), (t) => /^HTTP \d+/.test(t), 60_000, 100);
-    const text = await result.innerText();
-    expect(text).toMatch(/^HTTP 202\n/);
-    const executionId = (JSON.parse(text.slice(text.indexOf('\n') + 1)) as { execution_id: string }).execution_id;
-    await rt.waitForExecution(executionId, photoDep.apiKey, undefined, 60_000);
-    const done = await rt.caller('GET', `/v1/deployments/executions/${executionId}/result/`, photoDep.apiKey);
-    const sha = createHash('sha256').update(bytes).digest('hex');
-    expect((done.body.response_data as Record<string, { value: string }>).info?.value).toBe(`image/png ${bytes.length} ${sha}`);
+      // A small PNG: inline, accepted, and the execution sees exactly its bytes.
+      const bytes = png(6, 6);
+      await page.setInputFiles('#file-photo', { name: 'six.png', mimeType: 'image/png', buffer: bytes });
+      await page.click('#files-send');
+      const result = page.locator('#files-result');
+      // Polled from here: a predicate evaluated in the page would need the eval its CSP forbids.
+      await waitUntil(
+        () => result.innerText(),
+        (t) => /^HTTP \d+/.test(t),
+        60_000,
+        100,
+      );
+      const text = await result.innerText();
+      expect(text).toMatch(/^HTTP 202\n/);
+      const executionId = (JSON.parse(text.slice(text.indexOf('\n') + 1)) as { execution_id: string }).execution_id;
+      await rt.waitForExecution(executionId, photoDep.apiKey, undefined, 60_000);
+      const done = await rt.caller('GET', `/v1/deployments/executions/${executionId}/result/`, photoDep.apiKey);
+      const sha = createHash('sha256').update(bytes).digest('hex');
+      expect((done.body.response_data as Record<string, { value: string }>).info?.value).toBe(`image/png ${bytes.length} ${sha}`);
 
-    // Over the inline limit: nothing is sent, and the page says how to send it.
-    const posts: string[] = [];
-    page.on('request', (r) => {
-      if (r.method() === 'POST') posts.push(r.url());
-    });
-    await page.setInputFiles('#file-photo', { name: 'big.png', mimeType: 'image/png', buffer: Buffer.concat([bytes, Buffer.alloc(INLINE_ASSET_BODY_MAX_BYTES)]) });
-    await page.click('#files-send');
-    await waitUntil(() => result.innerText(), (t) => t.includes('uploads route'), 60_000, 100);
-    expect(await result.innerText()).toContain(`over the ${INLINE_ASSET_BODY_MAX_BYTES} bytes this page sends inline`);
-    expect(posts).toEqual([]);
-    expect(problems).toEqual([]);
-    await page.close();
-  }, 180_000);
+      // Over the inline limit: nothing is sent, and the page says how to send it.
+      const posts: string[] = [];
+      page.on('request', (r) => {
+        if (r.method() === 'POST') posts.push(r.url());
+      });
+      await page.setInputFiles('#file-photo', {
+        name: 'big.png',
+        mimeType: 'image/png',
+        buffer: Buffer.concat([bytes, Buffer.alloc(INLINE_ASSET_BODY_MAX_BYTES)]),
+      });
+      await page.click('#files-send');
+      await waitUntil(
+        () => result.innerText(),
+        (t) => t.includes('uploads route'),
+        60_000,
+        100,
+      );
+      expect(await result.innerText()).toContain(`over the ${INLINE_ASSET_BODY_MAX_BYTES} bytes this page sends inline`);
+      expect(posts).toEqual([]);
+      expect(problems).toEqual([]);
+      await page.close();
+    },
+    180_000,
+  );
 });

@@ -48,13 +48,23 @@ afterAll(async () => {
 it('a stream open across a kill -9 and restart resumes with Last-Event-ID and loses nothing', async () => {
   const env = { PORT: String(await freePort()) };
   runtime = await spawnRuntime(dataDir, env);
-  const owner = (m: string, p: string, b?: unknown) => request<Record<string, unknown>>(`${runtime?.url}${p}`, m, b, { authorization: `Bearer ${runtime?.ownerToken}` });
+  const owner = (m: string, p: string, b?: unknown) =>
+    request<Record<string, unknown>>(`${runtime?.url}${p}`, m, b, { authorization: `Bearer ${runtime?.ownerToken}` });
   await owner('PUT', '/v1/pipelines/steps', steps);
   const run = await owner('POST', '/v1/pipelines/steps/runs', {});
-  await waitUntil(() => owner('GET', `/v1/pipelines/steps/runs/${String(run.body.run_id)}`), (r) => r.body.status === 'completed', 60_000);
+  await waitUntil(
+    () => owner('GET', `/v1/pipelines/steps/runs/${String(run.body.run_id)}`),
+    (r) => r.body.status === 'completed',
+    60_000,
+  );
   const pub = await owner('PUT', '/v1/pipelines/steps/deployment', {});
   const key = String(pub.body.api_key);
-  const accepted = await request<Record<string, unknown>>(`${runtime.url}/v1/deployments/${String(pub.body.deployment_id)}/executions/`, 'POST', {}, { 'x-api-key': key });
+  const accepted = await request<Record<string, unknown>>(
+    `${runtime.url}/v1/deployments/${String(pub.body.deployment_id)}/executions/`,
+    'POST',
+    {},
+    { 'x-api-key': key },
+  );
   const id = String(accepted.body.execution_id);
   const url = () => `${runtime?.url}/v1/deployments/executions/${id}/events/`;
 
@@ -71,7 +81,12 @@ it('a stream open across a kill -9 and restart resumes with Last-Event-ID and lo
   // Assess: what the client pieced together is exactly the whole stream, ending in done.
   const replay = await openSse(url(), { 'x-api-key': key });
   await replay.ended;
-  const joined = [...first.events, ...second.events].map((e) => [e.id, e.event, e.data.node_id ?? null, e.data.state ?? e.data.status ?? null]);
+  const joined = [...first.events, ...second.events].map((e) => [
+    e.id,
+    e.event,
+    e.data.node_id ?? null,
+    e.data.state ?? e.data.status ?? null,
+  ]);
   expect(joined).toEqual(replay.events.map((e) => [e.id, e.event, e.data.node_id ?? null, e.data.state ?? e.data.status ?? null]));
   expect(new Set(joined.map((j) => j[0])).size).toBe(joined.length);
   expect(second.events.at(-1)?.event).toBe('done');

@@ -49,7 +49,10 @@ beforeAll(async () => {
   await new Promise<void>((r) => gate.listen(0, '127.0.0.1', () => r()));
   rt = await startE2eRuntime({ env: { ...process.env, PIPEGATE_CANCEL_POLL_MS: '50' } });
   gated = await rt.publishPipeline('gated', def(gateUrl()));
-  hidden = await rt.publishPipeline('hidden', def(gateUrl()), { inputs: { secret_in: { visible: false } }, outputs: { secret_out: { visible: false } } });
+  hidden = await rt.publishPipeline('hidden', def(gateUrl()), {
+    inputs: { secret_in: { visible: false } },
+    outputs: { secret_out: { visible: false } },
+  });
 });
 
 afterEach(() => {
@@ -73,11 +76,21 @@ async function heldExecution(p: Published): Promise<string> {
   const before = held.length;
   const accepted = await submit(p);
   expect(accepted.status).toBe(202);
-  await waitUntil(async () => held.length, (n) => n > before);
+  await waitUntil(
+    async () => held.length,
+    (n) => n > before,
+  );
   return accepted.body.execution_id as string;
 }
 
-const names = (evs: Received[]) => evs.map((e) => (e.event === 'node' ? `node:${String(e.data.node_id)}:${String(e.data.state)}` : e.event === 'status' ? `status:${String(e.data.status)}` : `${e.event}`));
+const names = (evs: Received[]) =>
+  evs.map((e) =>
+    e.event === 'node'
+      ? `node:${String(e.data.node_id)}:${String(e.data.state)}`
+      : e.event === 'status'
+        ? `status:${String(e.data.status)}`
+        : `${e.event}`,
+  );
 const hasDone = (evs: Received[]) => evs.some((e) => e.event === 'done');
 
 describe('GET …/executions/{id}/events', () => {
@@ -96,7 +109,16 @@ describe('GET …/executions/{id}/events', () => {
     expect(sse.retry).toBeGreaterThan(0);
     const seen = names(sse.events);
     expect(seen.slice(0, 2)).toEqual(['status:pending', 'status:running']);
-    expect(seen).toEqual(expect.arrayContaining(['node:name:started', 'node:name:finished', 'node:call:started', 'node:call:finished', 'node:word:finished', 'node:out:finished']));
+    expect(seen).toEqual(
+      expect.arrayContaining([
+        'node:name:started',
+        'node:name:finished',
+        'node:call:started',
+        'node:call:finished',
+        'node:word:finished',
+        'node:out:finished',
+      ]),
+    );
     expect(seen.slice(seen.indexOf('status:completed'))).toEqual(['status:completed', 'output', 'output', 'done']);
     expect(seen.indexOf('node:call:finished')).toBeGreaterThan(seen.indexOf('node:call:started'));
     // Ids order the events: 1, 2, 3, …
@@ -109,7 +131,8 @@ describe('GET …/executions/{id}/events', () => {
     expect(callDone).toMatchObject({ node_id: 'call', type: 'http', state: 'finished' });
     expect(typeof callDone?.duration_ms).toBe('number');
     // Ids, types and timings only: no values in node events.
-    for (const e of sse.events.filter((x) => x.event === 'node')) expect(Object.keys(e.data).sort()).toEqual(expect.arrayContaining(['at', 'node_id', 'state', 'type']));
+    for (const e of sse.events.filter((x) => x.event === 'node'))
+      expect(Object.keys(e.data).sort()).toEqual(expect.arrayContaining(['at', 'node_id', 'state', 'type']));
     expect(sse.events.filter((e) => e.event === 'output').map((e) => e.data)).toEqual([
       { output: 'out', value: 'done', value_type: 'RAW' },
       { output: 'secret_out', value: 'hush', value_type: 'RAW' },
@@ -198,13 +221,15 @@ describe('GET …/executions/{id}/events', () => {
 
     expect((await rt.owner('PUT', '/v1/pipelines/counted/deployment', {})).body.events).toEqual({ node_detail: false });
     expect((await rt.owner('PUT', '/v1/pipelines/counted/deployment', { events: { node_detail: 'no' } })).status).toBe(400);
-    expect((await rt.owner('PUT', '/v1/pipelines/counted/deployment', { events: { node_detail: true } })).body.events).toEqual({ node_detail: true });
+    expect((await rt.owner('PUT', '/v1/pipelines/counted/deployment', { events: { node_detail: true } })).body.events).toEqual({
+      node_detail: true,
+    });
     const again = await openSse(eventsUrl(id), { 'x-api-key': counted.apiKey });
     await again.ended;
     expect(names(again.events)).toContain('node:call:finished');
   });
 
-  it('answers 401 without a key, 404 for an unknown execution or another deployment\'s', async () => {
+  it("answers 401 without a key, 404 for an unknown execution or another deployment's", async () => {
     const r = await submit(gated);
     const id = r.body.execution_id as string;
     expect((await rt.caller('GET', `/v1/deployments/executions/${id}/events/`, null)).status).toBe(401);
@@ -236,7 +261,9 @@ describe('pipegate execute --follow', () => {
     expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: expect.any(String) });
     expect(releasedOnLine).toBe(true);
     const lines = run.stderr.split('\n').filter((l) => /^\s+[✓✗] /.test(l));
-    expect(lines.map((l) => l.trim().split(' ').slice(0, 3).join(' '))).toEqual(expect.arrayContaining(['✓ name input', '✓ call http', '✓ word transform', '✓ out output']));
+    expect(lines.map((l) => l.trim().split(' ').slice(0, 3).join(' '))).toEqual(
+      expect.arrayContaining(['✓ name input', '✓ call http', '✓ word transform', '✓ out output']),
+    );
     // Not a terminal: no spinner frames.
     expect(run.stderr).not.toMatch(/⠋|\r/);
     expect(run.stdout).toContain('done');
@@ -250,14 +277,19 @@ describe('an owner run as events', () => {
     const started = await rt.owner('POST', '/v1/pipelines/hidden/runs', {});
     expect(started.status).toBe(202);
     const runId = String(started.body.run_id);
-    await waitUntil(async () => held.length, (n) => n > before);
+    await waitUntil(
+      async () => held.length,
+      (n) => n > before,
+    );
     const sse = await openSse(`${rt.url}/v1/pipelines/hidden/runs/${runId}/events`, { authorization: `Bearer ${rt.ownerToken}` });
     expect(sse.status).toBe(200);
     await sse.waitFor((evs) => names(evs).includes('node:call:started'));
     hold = false;
     release();
     await sse.ended;
-    expect(names(sse.events)).toEqual(expect.arrayContaining(['node:secret_in:finished', 'node:secret_out:finished', 'status:completed', 'done']));
+    expect(names(sse.events)).toEqual(
+      expect.arrayContaining(['node:secret_in:finished', 'node:secret_out:finished', 'status:completed', 'done']),
+    );
     const run = await rt.owner('GET', `/v1/pipelines/hidden/runs/${runId}`);
     expect(sse.events.at(-1)?.data).toEqual(run.body);
     expect((await rt.owner('GET', `/v1/pipelines/gated/runs/${runId}/events`)).status).toBe(404);

@@ -81,7 +81,8 @@ async function execute(deploymentId: string, key: string, inputs: Record<string,
   return (await rt.caller('GET', `/v1/deployments/executions/${id}/result/`, key)).body;
 }
 
-const raw = (o: Record<string, string | number | boolean>) => Object.fromEntries(Object.entries(o).map(([k, value]) => [k, { value, value_type: 'RAW' }]));
+const raw = (o: Record<string, string | number | boolean>) =>
+  Object.fromEntries(Object.entries(o).map(([k, value]) => [k, { value, value_type: 'RAW' }]));
 
 /**
  * The caller's view must list exactly the entries the file's publish block leaves visible, with
@@ -92,7 +93,9 @@ function expectedContract(deploymentId: string, f: ExampleFile) {
   const nodes = Object.entries(f.nodes);
   return {
     deployment_id: deploymentId,
-    inputs: nodes.filter(([id, n]) => n.type === 'input' && !hidden('inputs', id)).map(([id, n]) => ({ id, value_type: n.value_type, value: n.value })),
+    inputs: nodes
+      .filter(([id, n]) => n.type === 'input' && !hidden('inputs', id))
+      .map(([id, n]) => ({ id, value_type: n.value_type, value: n.value })),
     outputs: nodes.filter(([id, n]) => n.type === 'output' && !hidden('outputs', id)).map(([id]) => ({ id, value_type: 'RAW' })),
   };
 }
@@ -122,7 +125,8 @@ describe('examples/greeting.json', () => {
       'content-type': 'application/json',
     });
     const tests = [];
-    for (const t of asCode.tests ?? []) tests.push([t.name, ((await rt.runToEnd('greeting', t.inputs)).outputs as Record<string, unknown>).message, t.expect.message]);
+    for (const t of asCode.tests ?? [])
+      tests.push([t.name, ((await rt.runToEnd('greeting', t.inputs)).outputs as Record<string, unknown>).message, t.expect.message]);
     const published = await rt.owner('PUT', '/v1/pipelines/greeting/deployment', asCode.publish);
     const deploymentId = published.body.deployment_id as string;
     const key = published.body.api_key as string;
@@ -141,12 +145,14 @@ describe('examples/greeting.json', () => {
 describe('examples/text-stats.json', () => {
   const file = readExample('text-stats.json');
 
-  it('passes its tests, publishes with debug_words and title_words hidden, and measures a caller\'s text', async () => {
+  it("passes its tests, publishes with debug_words and title_words hidden, and measures a caller's text", async () => {
     // Act
     const { deploymentId, apiKey } = await pushTestPublish('text-stats', file);
     const contract = await rt.caller('GET', `/v1/deployments/${deploymentId}/`, apiKey);
     const result = await execute(deploymentId, apiKey, { text: 'Hello there, pipegate users!', words_per_minute: 100 });
-    const hidden = await rt.caller('POST', `/v1/deployments/${deploymentId}/executions/`, apiKey, { workflow_input: raw({ title_words: 2 }) });
+    const hidden = await rt.caller('POST', `/v1/deployments/${deploymentId}/executions/`, apiKey, {
+      workflow_input: raw({ title_words: 2 }),
+    });
 
     // Assess
     expect(contract.body).toEqual(expectedContract(deploymentId, file));
@@ -200,7 +206,7 @@ describe('examples/shipping-quote.json with examples/servers/shipping-rates.mjs'
     }
   });
 
-  it('points its http node at the rates server\'s default address', () => {
+  it("points its http node at the rates server's default address", () => {
     expect(file.nodes.quote).toMatchObject({ type: 'http', method: 'POST', url: 'http://127.0.0.1:4010/quote' });
   });
 
@@ -242,7 +248,11 @@ describe('examples/thumbnail.json with examples/servers/thumbnail.mjs', () => {
     });
     server.stdout?.on('data', (c: Buffer) => (serverLog += c.toString()));
     server.stderr?.on('data', (c: Buffer) => (serverLog += c.toString()));
-    serverUrl = await waitUntil(async () => /listening on (http:\/\/\S+)/.exec(serverLog)?.[1] ?? '', (url) => url !== '', 10_000);
+    serverUrl = await waitUntil(
+      async () => /listening on (http:\/\/\S+)/.exec(serverLog)?.[1] ?? '',
+      (url) => url !== '',
+      10_000,
+    );
   });
 
   afterAll(async () => {
@@ -256,13 +266,21 @@ describe('examples/thumbnail.json with examples/servers/thumbnail.mjs', () => {
   /** Width and height from a PNG's header. */
   const pngSize = (b: Buffer) => ({ width: b.readUInt32BE(16), height: b.readUInt32BE(20) });
 
-  it('points its http node at the image service\'s default address and sends the photo as its body', () => {
-    expect(file.nodes.resize).toMatchObject({ type: 'http', method: 'POST', url: 'http://127.0.0.1:4012/thumbnail?size=64', body_asset: 'photo' });
+  it("points its http node at the image service's default address and sends the photo as its body", () => {
+    expect(file.nodes.resize).toMatchObject({
+      type: 'http',
+      method: 'POST',
+      url: 'http://127.0.0.1:4012/thumbnail?size=64',
+      body_asset: 'photo',
+    });
   });
 
-  it('turns a caller\'s 200×120 PNG into a 64×38 PNG served by its link, and refuses a JPEG', async () => {
+  it("turns a caller's 200×120 PNG into a 64×38 PNG served by its link, and refuses a JPEG", async () => {
     // Prepare: the same pipeline, its url on the port the server took.
-    const local = { description: file.description, nodes: { ...file.nodes, resize: { ...file.nodes.resize, url: `${serverUrl}/thumbnail?size=64` } } };
+    const local = {
+      description: file.description,
+      nodes: { ...file.nodes, resize: { ...file.nodes.resize, url: `${serverUrl}/thumbnail?size=64` } },
+    };
     const pushed = await rt.owner('PUT', '/v1/pipelines/thumbnail', local);
     const run = await rt.runToEnd('thumbnail');
     const published = await rt.owner('PUT', '/v1/pipelines/thumbnail/deployment', {});
@@ -271,11 +289,19 @@ describe('examples/thumbnail.json with examples/servers/thumbnail.mjs', () => {
     const photo = png(200, 120);
 
     // Act
-    const accepted = await rt.caller('POST', `/v1/deployments/${deploymentId}/executions/`, key, { workflow_input: { photo: { value: photo.toString('base64'), value_type: 'ASSET' } } }, { prefer: 'wait=20' });
+    const accepted = await rt.caller(
+      'POST',
+      `/v1/deployments/${deploymentId}/executions/`,
+      key,
+      { workflow_input: { photo: { value: photo.toString('base64'), value_type: 'ASSET' } } },
+      { prefer: 'wait=20' },
+    );
     const thumbnail = (accepted.body.response_data as Record<string, { value: string; media_type: string; bytes: number }>).thumbnail;
     const served = await fetch(thumbnail?.value ?? '');
     const bytes = Buffer.from(await served.arrayBuffer());
-    const refused = await rt.caller('POST', `/v1/deployments/${deploymentId}/executions/`, key, { workflow_input: { photo: { value: jpeg().toString('base64'), value_type: 'ASSET' } } });
+    const refused = await rt.caller('POST', `/v1/deployments/${deploymentId}/executions/`, key, {
+      workflow_input: { photo: { value: jpeg().toString('base64'), value_type: 'ASSET' } },
+    });
 
     // Assess
     expect(pushed.status).toBe(201);

@@ -20,12 +20,18 @@ let answer = 200;
 let published: Published;
 
 beforeAll(async () => {
-  upstream = await startTestServer((_req, res) => reply(res, answer, answer === 200 ? { word: 'ok' } : { error: `${BODY_MARKER}: token refused` }));
+  upstream = await startTestServer((_req, res) =>
+    reply(res, answer, answer === 200 ? { word: 'ok' } : { error: `${BODY_MARKER}: token refused` }),
+  );
   rt = await startTestRuntime();
   expect((await rt.owner('PUT', `/v1/secrets/${SECRET_NAME}`, { value: 'some-token-value' })).status).toBe(200);
   const def: PipelineDefinition = {
     nodes: {
-      call: { type: 'http', url: `${upstream.origin}/${URL_MARKER}/upstream`, headers: { authorization: `Bearer {{secrets.${SECRET_NAME}}}` } },
+      call: {
+        type: 'http',
+        url: `${upstream.origin}/${URL_MARKER}/upstream`,
+        headers: { authorization: `Bearer {{secrets.${SECRET_NAME}}}` },
+      },
       word: { type: 'transform', inputs: ['call'], expression: 'call.word' },
       out: { type: 'output', from: 'word' },
     },
@@ -54,7 +60,8 @@ async function views(id: string) {
   return { caller: [status, result], owner };
 }
 
-const leaks = (text: string) => [URL_MARKER, BODY_MARKER, SECRET_NAME, upstream.origin, 'authorization', 'Bearer'].filter((m) => text.includes(m));
+const leaks = (text: string) =>
+  [URL_MARKER, BODY_MARKER, SECRET_NAME, upstream.origin, 'authorization', 'Bearer'].filter((m) => text.includes(m));
 
 it('an upstream that refuses: callers read the node and its status; the owner reads the URL and the answer', async () => {
   answer = 401;
@@ -77,5 +84,7 @@ it('a secret that is not set: callers read that a setting is missing; the owner 
     expect(r.body.error_message).toBe("Node 'call' failed: the pipeline is missing a setting");
     expect(leaks(r.text)).toEqual([]);
   }
-  expect(String(owner.body.error_message)).toContain(`secret '${SECRET_NAME}' is not set (set it with: pipegate secrets set ${SECRET_NAME})`);
+  expect(String(owner.body.error_message)).toContain(
+    `secret '${SECRET_NAME}' is not set (set it with: pipegate secrets set ${SECRET_NAME})`,
+  );
 });

@@ -63,7 +63,12 @@ describe('a form execution streams its progress through its link', () => {
     const done = s.events.at(-1)?.data as Record<string, unknown>;
     const read = await request<Record<string, unknown>>(`${formUrl}/executions/${id}`, 'GET', undefined, {});
     expect(done).toEqual({ ...read.body, completed_at: done.completed_at });
-    expect(done).toMatchObject({ status: 'completed', execution_id: id, output_artifacts: [], response_data: { said: { value: 'HI', value_type: 'RAW' } } });
+    expect(done).toMatchObject({
+      status: 'completed',
+      execution_id: id,
+      output_artifacts: [],
+      response_data: { said: { value: 'HI', value_type: 'RAW' } },
+    });
     expect(JSON.stringify(s.events)).not.toContain('HIDDEN');
 
     // Last-Event-ID resumes after that event, as for callers.
@@ -74,7 +79,7 @@ describe('a form execution streams its progress through its link', () => {
 });
 
 describe('the link is the capability', () => {
-  it('answers 404 revealing nothing for a wrong link, a made-up or API execution, and another link\'s execution', async () => {
+  it("answers 404 revealing nothing for a wrong link, a made-up or API execution, and another link's execution", async () => {
     const id = await formRun(formUrl);
     const token = formUrl.split('/').pop() as string;
     const flipped = `${rt.url}/v1/forms/${token.slice(0, -1)}${token.endsWith('A') ? 'B' : 'A'}`;

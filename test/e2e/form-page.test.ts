@@ -33,12 +33,22 @@ const SHOTS = process.env.PIPEGATE_SCREENSHOTS === 'docs' ? join(__dirname, '../
 const postcard: PipelineDefinition = {
   description: 'Makes a postcard',
   nodes: {
-    photo: { type: 'input', value_type: 'asset', value: dataUri('image/png', png(1, 1)), media_types: ['image/png', 'image/jpeg'], description: 'The picture on the front' },
+    photo: {
+      type: 'input',
+      value_type: 'asset',
+      value: dataUri('image/png', png(1, 1)),
+      media_types: ['image/png', 'image/jpeg'],
+      description: 'The picture on the front',
+    },
     greeting: { type: 'input', value_type: 'string', value: 'Greetings from', description: 'The words on the back' },
     place: { type: 'input', value_type: 'string', value: 'the sea' },
     copies: { type: 'input', value_type: 'integer', value: 1 },
     signature: { type: 'input', value_type: 'string', value: 'HIDDEN-SIGNATURE' },
-    text: { type: 'transform', inputs: ['greeting', 'place', 'copies'], expression: "greeting & ' ' & place & ' (' & $string(copies) & ' copies)'" },
+    text: {
+      type: 'transform',
+      inputs: ['greeting', 'place', 'copies'],
+      expression: "greeting & ' ' & place & ' (' & $string(copies) & ' copies)'",
+    },
     back: { type: 'output', from: 'text', description: 'The text of the card' },
     front: { type: 'output', from: 'photo', description: 'The picture' },
     signed: { type: 'output', from: 'signature' },
@@ -86,16 +96,20 @@ interface Seen {
 /** Records, in the page, every text the status line shows as it changes, and whether the outputs were hidden then. */
 async function watchProgress(page: Page): Promise<void> {
   await page.evaluate(() => {
-    const doc = (globalThis as unknown as { document: { getElementById(id: string): { textContent: string | null; hidden: boolean } } }).document;
+    const doc = (globalThis as unknown as { document: { getElementById(id: string): { textContent: string | null; hidden: boolean } } })
+      .document;
     const seen: { text: string; outputsHidden: boolean }[] = [];
     (globalThis as unknown as { seen: typeof seen }).seen = seen;
     const target = doc.getElementById('progress');
     const outputs = doc.getElementById('outputs');
     // From the records, not the element: events dispatched in one go still leave one record each.
     type Records = { addedNodes: { textContent: string | null }[] }[];
-    const Observer = (globalThis as unknown as { MutationObserver: new (cb: (r: Records) => void) => { observe(t: unknown, o: unknown): void } }).MutationObserver;
+    const Observer = (
+      globalThis as unknown as { MutationObserver: new (cb: (r: Records) => void) => { observe(t: unknown, o: unknown): void } }
+    ).MutationObserver;
     new Observer((records) => {
-      for (const r of records) for (const n of Array.from(r.addedNodes)) seen.push({ text: n.textContent ?? '', outputsHidden: outputs.hidden });
+      for (const r of records)
+        for (const n of Array.from(r.addedNodes)) seen.push({ text: n.textContent ?? '', outputsHidden: outputs.hidden });
     }).observe(target, { childList: true });
   });
 }
@@ -125,12 +139,23 @@ async function runWatched(page: Page, url: string): Promise<string> {
   await watchProgress(page);
   await page.getByRole('button', { name: 'Run' }).click();
   const text = page.locator('[data-output="said"] .value');
-  return waitUntil(() => text.innerText(), (t) => t.length > 0, 60_000, 100);
+  return waitUntil(
+    () => text.innerText(),
+    (t) => t.length > 0,
+    60_000,
+    100,
+  );
 }
 
 /** A phone: 390 × 844 CSS pixels, touch, as a person opening the link on one. */
 async function phonePage(opts: { bypassCSP?: boolean } = {}): Promise<{ page: Page; problems: string[]; close: () => Promise<void> }> {
-  const context = await (browser as Browser).newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true, ...opts });
+  const context = await (browser as Browser).newContext({
+    viewport: { width: 390, height: 844 },
+    deviceScaleFactor: 2,
+    isMobile: true,
+    hasTouch: true,
+    ...opts,
+  });
   const page = await context.newPage();
   const problems: string[] = [];
   page.on('console', (m) => {
@@ -141,264 +166,358 @@ async function phonePage(opts: { bypassCSP?: boolean } = {}): Promise<{ page: Pa
 }
 
 describe('the web form in a browser', () => {
-  browserIt('a person with only the link runs it from a phone and sees the text and the picture', async () => {
-    const { page, problems, close } = await phonePage();
-    try {
-      // The page's own bytes: the HTML, its script and its style sheet (uncompressed; the runtime does not compress).
-      let bytes = 0;
-      page.on('response', (r) => {
-        if (r.url() === formUrl || r.url().startsWith(`${formUrl}/files/`)) void r.body().then((b) => (bytes += b.length), () => undefined);
-      });
-      const opened = await page.goto(formUrl);
-      expect(opened?.status()).toBe(200);
-      await page.locator('#run').waitFor();
-      const timing = await page.evaluate(() => {
-        // Runs in the page: the browser's Performance API (this project compiles without DOM types).
-        const perf = (globalThis as unknown as { performance: { getEntriesByType(t: string): { domInteractive: number; loadEventEnd: number }[] } }).performance;
-        const nav = perf.getEntriesByType('navigation')[0] ?? { domInteractive: NaN, loadEventEnd: NaN };
-        return { interactive: nav.domInteractive, loaded: nav.loadEventEnd };
-      });
+  browserIt(
+    'a person with only the link runs it from a phone and sees the text and the picture',
+    async () => {
+      const { page, problems, close } = await phonePage();
+      try {
+        // The page's own bytes: the HTML, its script and its style sheet (uncompressed; the runtime does not compress).
+        let bytes = 0;
+        page.on('response', (r) => {
+          if (r.url() === formUrl || r.url().startsWith(`${formUrl}/files/`))
+            void r.body().then(
+              (b) => (bytes += b.length),
+              () => undefined,
+            );
+        });
+        const opened = await page.goto(formUrl);
+        expect(opened?.status()).toBe(200);
+        await page.locator('#run').waitFor();
+        const timing = await page.evaluate(() => {
+          // Runs in the page: the browser's Performance API (this project compiles without DOM types).
+          const perf = (
+            globalThis as unknown as { performance: { getEntriesByType(t: string): { domInteractive: number; loadEventEnd: number }[] } }
+          ).performance;
+          const nav = perf.getEntriesByType('navigation')[0] ?? { domInteractive: NaN, loadEventEnd: NaN };
+          return { interactive: nav.domInteractive, loaded: nav.loadEventEnd };
+        });
 
-      // Labelled controls from the contract; the hidden input is nowhere.
-      await expect(page.getByLabel('greeting').inputValue()).resolves.toBe('Greetings from');
-      await expect(page.getByLabel('copies').inputValue()).resolves.toBe('1');
-      expect(await page.content()).not.toContain('HIDDEN-SIGNATURE');
-      expect(await page.locator('text=The picture on the front').count()).toBe(1);
+        // Labelled controls from the contract; the hidden input is nowhere.
+        await expect(page.getByLabel('greeting').inputValue()).resolves.toBe('Greetings from');
+        await expect(page.getByLabel('copies').inputValue()).resolves.toBe('1');
+        expect(await page.content()).not.toContain('HIDDEN-SIGNATURE');
+        expect(await page.locator('text=The picture on the front').count()).toBe(1);
 
-      await page.getByLabel('place').fill('Brighton');
-      await page.getByLabel('copies').fill('3');
-      await page.setInputFiles('#in-photo', { name: 'beach.png', mimeType: 'image/png', buffer: picture });
-      await page.screenshot({ path: join(SCRATCH, 'form-page-filled.png'), fullPage: true });
-      await page.getByRole('button', { name: 'Run' }).click();
+        await page.getByLabel('place').fill('Brighton');
+        await page.getByLabel('copies').fill('3');
+        await page.setInputFiles('#in-photo', { name: 'beach.png', mimeType: 'image/png', buffer: picture });
+        await page.screenshot({ path: join(SCRATCH, 'form-page-filled.png'), fullPage: true });
+        await page.getByRole('button', { name: 'Run' }).click();
 
-      const text = page.locator('[data-output="back"] .value');
-      await waitUntil(() => text.innerText(), (t) => t.includes('Brighton'), 60_000, 100);
-      expect(await text.innerText()).toBe('Greetings from Brighton (3 copies)');
-      const img = page.locator('[data-output="front"] img');
-      const width = await waitUntil(() => img.evaluate((el) => (el as unknown as { naturalWidth: number }).naturalWidth).catch(() => 0), (w) => w > 0, 30_000, 100);
-      expect(width).toBe(96);
-      expect(await page.locator('[data-output="signed"]').count()).toBe(0);
-      expect(await page.locator('#progress').innerText()).toMatch(/^Done in/);
-      await page.screenshot({ path: join(SHOTS, 'form-page.png'), fullPage: true });
+        const text = page.locator('[data-output="back"] .value');
+        await waitUntil(
+          () => text.innerText(),
+          (t) => t.includes('Brighton'),
+          60_000,
+          100,
+        );
+        expect(await text.innerText()).toBe('Greetings from Brighton (3 copies)');
+        const img = page.locator('[data-output="front"] img');
+        const width = await waitUntil(
+          () => img.evaluate((el) => (el as unknown as { naturalWidth: number }).naturalWidth).catch(() => 0),
+          (w) => w > 0,
+          30_000,
+          100,
+        );
+        expect(width).toBe(96);
+        expect(await page.locator('[data-output="signed"]').count()).toBe(0);
+        expect(await page.locator('#progress').innerText()).toMatch(/^Done in/);
+        await page.screenshot({ path: join(SHOTS, 'form-page.png'), fullPage: true });
 
-      expect(problems).toEqual([]);
-      console.log(
-        `web form page: ${bytes} bytes for the page, its script and style sheet; ` +
-          `DOM interactive ${timing.interactive.toFixed(0)} ms, load ${timing.loaded.toFixed(0)} ms after navigation start (${e2eMode() === 'local' ? 'local runtime' : 'start:synth'}, loopback)`,
-      );
-      writeFileSync(join(SCRATCH, 'form-page-figures.json'), JSON.stringify({ bytes, ...timing }, null, 2));
-    } finally {
-      await close();
-    }
-  }, 120_000);
+        expect(problems).toEqual([]);
+        console.log(
+          `web form page: ${bytes} bytes for the page, its script and style sheet; ` +
+            `DOM interactive ${timing.interactive.toFixed(0)} ms, load ${timing.loaded.toFixed(0)} ms after navigation start (${e2eMode() === 'local' ? 'local runtime' : 'start:synth'}, loopback)`,
+        );
+        writeFileSync(join(SCRATCH, 'form-page-figures.json'), JSON.stringify({ bytes, ...timing }, null, 2));
+      } finally {
+        await close();
+      }
+    },
+    120_000,
+  );
 
-  browserIt('a picture larger than the inline limit goes straight to storage, with its progress shown, and comes back', async () => {
-    const { page, problems, close } = await phonePage();
-    try {
-      // Noise does not compress: 1,400 × 1,000 RGBA is about 4.8 MB, past the 4 MiB a run takes inline.
-      const noise = randomBytes(1400 * 1000 * 3);
-      const big = png(1400, 1000, (x, y) => [noise[(y * 1400 + x) * 3] ?? 0, noise[(y * 1400 + x) * 3 + 1] ?? 0, noise[(y * 1400 + x) * 3 + 2] ?? 0, 255]);
-      expect(big.length).toBeGreaterThan(INLINE_ASSET_BODY_MAX_BYTES);
-      const puts: { url: string; bytes: number }[] = [];
-      page.on('request', (r) => {
-        if (r.method() === 'PUT') puts.push({ url: r.url(), bytes: Number(r.headers()['content-length'] ?? r.postDataBuffer()?.length ?? 0) });
-      });
-      await page.goto(formUrl);
-      await page.locator('#run').waitFor();
-      expect(await page.locator('#pipegate-form').getAttribute('data-uploads')).toBe('direct');
-      // Every text the status line shows, as it changes.
-      await page.evaluate(() => {
-        const doc = (globalThis as unknown as { document: { getElementById(id: string): { textContent: string | null } } }).document;
-        const seen: string[] = [];
-        (globalThis as unknown as { seen: string[] }).seen = seen;
-        const target = doc.getElementById('progress');
-        const Observer = (globalThis as unknown as { MutationObserver: new (cb: () => void) => { observe(t: unknown, o: unknown): void } }).MutationObserver;
-        new Observer(() => seen.push(target.textContent ?? '')).observe(target, { childList: true, characterData: true, subtree: true });
-      });
-      await page.setInputFiles('#in-photo', { name: 'noise.png', mimeType: 'image/png', buffer: big });
-      await page.getByRole('button', { name: 'Run' }).click();
-      const img = page.locator('[data-output="front"] img');
-      const width = await waitUntil(() => img.evaluate((el) => (el as unknown as { naturalWidth: number }).naturalWidth).catch(() => 0), (w) => w > 0, 60_000, 100);
-      expect(width).toBe(1400);
-      // One PUT, of the whole file, not to this service but to storage.
-      expect(puts).toHaveLength(1);
-      expect(puts[0]?.url.startsWith(rt.url)).toBe(false);
-      const seen = await page.evaluate(() => (globalThis as unknown as { seen: string[] }).seen);
-      expect(seen.some((t) => /^Uploading noise\.png… \d+%$/.test(t))).toBe(true);
-      const back = await page.evaluate(async (src) => (await (await fetch(src)).arrayBuffer()).byteLength, (await img.getAttribute('src')) as string);
-      expect(back).toBe(big.length);
-      expect(problems).toEqual([]);
-    } finally {
-      await close();
-    }
-  }, 120_000);
+  browserIt(
+    'a picture larger than the inline limit goes straight to storage, with its progress shown, and comes back',
+    async () => {
+      const { page, problems, close } = await phonePage();
+      try {
+        // Noise does not compress: 1,400 × 1,000 RGBA is about 4.8 MB, past the 4 MiB a run takes inline.
+        const noise = randomBytes(1400 * 1000 * 3);
+        const big = png(1400, 1000, (x, y) => [
+          noise[(y * 1400 + x) * 3] ?? 0,
+          noise[(y * 1400 + x) * 3 + 1] ?? 0,
+          noise[(y * 1400 + x) * 3 + 2] ?? 0,
+          255,
+        ]);
+        expect(big.length).toBeGreaterThan(INLINE_ASSET_BODY_MAX_BYTES);
+        const puts: { url: string; bytes: number }[] = [];
+        page.on('request', (r) => {
+          if (r.method() === 'PUT')
+            puts.push({ url: r.url(), bytes: Number(r.headers()['content-length'] ?? r.postDataBuffer()?.length ?? 0) });
+        });
+        await page.goto(formUrl);
+        await page.locator('#run').waitFor();
+        expect(await page.locator('#pipegate-form').getAttribute('data-uploads')).toBe('direct');
+        // Every text the status line shows, as it changes.
+        await page.evaluate(() => {
+          const doc = (globalThis as unknown as { document: { getElementById(id: string): { textContent: string | null } } }).document;
+          const seen: string[] = [];
+          (globalThis as unknown as { seen: string[] }).seen = seen;
+          const target = doc.getElementById('progress');
+          const Observer = (
+            globalThis as unknown as { MutationObserver: new (cb: () => void) => { observe(t: unknown, o: unknown): void } }
+          ).MutationObserver;
+          new Observer(() => seen.push(target.textContent ?? '')).observe(target, { childList: true, characterData: true, subtree: true });
+        });
+        await page.setInputFiles('#in-photo', { name: 'noise.png', mimeType: 'image/png', buffer: big });
+        await page.getByRole('button', { name: 'Run' }).click();
+        const img = page.locator('[data-output="front"] img');
+        const width = await waitUntil(
+          () => img.evaluate((el) => (el as unknown as { naturalWidth: number }).naturalWidth).catch(() => 0),
+          (w) => w > 0,
+          60_000,
+          100,
+        );
+        expect(width).toBe(1400);
+        // One PUT, of the whole file, not to this service but to storage.
+        expect(puts).toHaveLength(1);
+        expect(puts[0]?.url.startsWith(rt.url)).toBe(false);
+        const seen = await page.evaluate(() => (globalThis as unknown as { seen: string[] }).seen);
+        expect(seen.some((t) => /^Uploading noise\.png… \d+%$/.test(t))).toBe(true);
+        const back = await page.evaluate(
+          async (src) => (await (await fetch(src)).arrayBuffer()).byteLength,
+          (await img.getAttribute('src')) as string,
+        );
+        expect(back).toBe(big.length);
+        expect(problems).toEqual([]);
+      } finally {
+        await close();
+      }
+    },
+    120_000,
+  );
 
-  browserIt('follows the run by its event stream: progress node by node, then the result, with no poll', async () => {
-    const { page, problems, close } = await phonePage();
-    try {
-      const url = await slowForm('slow-stream', 'later', 1500);
-      const asked: string[] = [];
-      page.on('request', (r) => {
-        if (r.method() === 'GET' && r.url().startsWith(`${url}/executions/`)) asked.push(r.url().slice(url.length));
-      });
-      expect(await runWatched(page, url)).toBe('LATER');
-      // Through the stream only: the run's events, and not one long poll.
-      expect(asked.filter((u) => u.endsWith('/events'))).toHaveLength(1);
-      expect(asked.filter((u) => !u.endsWith('/events'))).toEqual([]);
-      // Each node's progress was on the page while the outputs were still hidden, before the result.
-      const seen = await seenProgress(page);
-      const running = seen.findIndex((s) => s.text === 'Running pause… (1 steps done)');
-      const finished = seen.findIndex((s) => s.text === 'Finished loud (3 steps done)');
-      const done = seen.findIndex((s) => /^Done in/.test(s.text));
-      expect(running).toBeGreaterThanOrEqual(0);
-      expect(finished).toBeGreaterThan(running);
-      expect(done).toBeGreaterThan(finished);
-      expect(seen.slice(0, done).every((s) => s.outputsHidden)).toBe(true);
-      expect(problems).toEqual([]);
-    } finally {
-      await close();
-    }
-  }, 120_000);
+  browserIt(
+    'follows the run by its event stream: progress node by node, then the result, with no poll',
+    async () => {
+      const { page, problems, close } = await phonePage();
+      try {
+        const url = await slowForm('slow-stream', 'later', 1500);
+        const asked: string[] = [];
+        page.on('request', (r) => {
+          if (r.method() === 'GET' && r.url().startsWith(`${url}/executions/`)) asked.push(r.url().slice(url.length));
+        });
+        expect(await runWatched(page, url)).toBe('LATER');
+        // Through the stream only: the run's events, and not one long poll.
+        expect(asked.filter((u) => u.endsWith('/events'))).toHaveLength(1);
+        expect(asked.filter((u) => !u.endsWith('/events'))).toEqual([]);
+        // Each node's progress was on the page while the outputs were still hidden, before the result.
+        const seen = await seenProgress(page);
+        const running = seen.findIndex((s) => s.text === 'Running pause… (1 steps done)');
+        const finished = seen.findIndex((s) => s.text === 'Finished loud (3 steps done)');
+        const done = seen.findIndex((s) => /^Done in/.test(s.text));
+        expect(running).toBeGreaterThanOrEqual(0);
+        expect(finished).toBeGreaterThan(running);
+        expect(done).toBeGreaterThan(finished);
+        expect(seen.slice(0, done).every((s) => s.outputsHidden)).toBe(true);
+        expect(problems).toEqual([]);
+      } finally {
+        await close();
+      }
+    },
+    120_000,
+  );
 
-  browserIt('counts each node once when a run after a crash finishes it again', async () => {
-    const { page, problems, close } = await phonePage();
-    try {
-      const url = await slowForm('rerun-stream', 'again', 500);
-      // The first stream is what a reader sees of a run interrupted after pause and run again
-      // from the start: pause finishes twice. Its events carry no ids, so the reconnect that
-      // follows its end reads the real stream from the start, which finishes pause once more.
-      const node = (state: string, id: string) => `event: node\ndata: ${JSON.stringify({ node_id: id, type: id === 'word' ? 'input' : 'delay', state, at: new Date().toISOString() })}\n\n`;
-      let streams = 0;
-      await page.route('**/events', (route) => {
-        streams += 1;
-        if (streams > 1) return route.continue();
-        const body = `retry: 200\n\n${node('finished', 'word')}${node('started', 'pause')}${node('finished', 'pause')}${node('finished', 'word')}${node('started', 'pause')}${node('finished', 'pause')}`;
-        return route.fulfill({ status: 200, contentType: 'text/event-stream', body });
-      });
-      expect(await runWatched(page, url)).toBe('AGAIN');
-      const seen = (await seenProgress(page)).map((s) => s.text);
-      // Four nodes, each counted once, however often the streams said it finished.
-      expect(seen).toContain('Finished pause (2 steps done)');
-      expect(seen).toContain('Finished loud (3 steps done)');
-      expect(seen).toContain('Finished said (4 steps done)');
-      expect(seen.filter((t) => /\(([5-9]|\d\d+) steps done\)/.test(t))).toEqual([]);
-      expect(streams).toBeGreaterThanOrEqual(2);
-      expect(problems.filter((m) => !/EventSource|event-stream/i.test(m))).toEqual([]);
-    } finally {
-      await close();
-    }
-  }, 120_000);
+  browserIt(
+    'counts each node once when a run after a crash finishes it again',
+    async () => {
+      const { page, problems, close } = await phonePage();
+      try {
+        const url = await slowForm('rerun-stream', 'again', 500);
+        // The first stream is what a reader sees of a run interrupted after pause and run again
+        // from the start: pause finishes twice. Its events carry no ids, so the reconnect that
+        // follows its end reads the real stream from the start, which finishes pause once more.
+        const node = (state: string, id: string) =>
+          `event: node\ndata: ${JSON.stringify({ node_id: id, type: id === 'word' ? 'input' : 'delay', state, at: new Date().toISOString() })}\n\n`;
+        let streams = 0;
+        await page.route('**/events', (route) => {
+          streams += 1;
+          if (streams > 1) return route.continue();
+          const body = `retry: 200\n\n${node('finished', 'word')}${node('started', 'pause')}${node('finished', 'pause')}${node('finished', 'word')}${node('started', 'pause')}${node('finished', 'pause')}`;
+          return route.fulfill({ status: 200, contentType: 'text/event-stream', body });
+        });
+        expect(await runWatched(page, url)).toBe('AGAIN');
+        const seen = (await seenProgress(page)).map((s) => s.text);
+        // Four nodes, each counted once, however often the streams said it finished.
+        expect(seen).toContain('Finished pause (2 steps done)');
+        expect(seen).toContain('Finished loud (3 steps done)');
+        expect(seen).toContain('Finished said (4 steps done)');
+        expect(seen.filter((t) => /\(([5-9]|\d\d+) steps done\)/.test(t))).toEqual([]);
+        expect(streams).toBeGreaterThanOrEqual(2);
+        expect(problems.filter((m) => !/EventSource|event-stream/i.test(m))).toEqual([]);
+      } finally {
+        await close();
+      }
+    },
+    120_000,
+  );
 
-  browserIt('falls back to the long poll when the event stream fails, and still ends with the result', async () => {
-    const { page, problems, close } = await phonePage();
-    try {
-      // As a proxy that refuses or breaks the stream would.
-      const refused: string[] = [];
-      await page.route('**/events', (route) => {
-        refused.push(route.request().url());
-        return route.fulfill({ status: 503, contentType: 'application/json', body: '{"error":"Service Unavailable"}' });
-      });
-      const polls: string[] = [];
-      page.on('request', (r) => {
-        if (r.method() === 'GET' && r.url().startsWith(`${formUrl}/executions/`) && !r.url().endsWith('/events')) polls.push(r.headers().prefer ?? '');
-      });
-      await page.goto(formUrl);
-      await page.locator('#run').waitFor();
-      await page.getByLabel('place').fill('Hove');
-      await page.getByRole('button', { name: 'Run' }).click();
-      const text = page.locator('[data-output="back"] .value');
-      await waitUntil(() => text.innerText(), (t) => t.includes('Hove'), 60_000, 100);
-      expect(refused).toHaveLength(1);
-      expect(polls.length).toBeGreaterThanOrEqual(1);
-      expect(polls.every((p) => /^wait=\d+$/.test(p))).toBe(true);
-      expect(await page.locator('#progress').innerText()).toMatch(/^Done in/);
-      // The refused stream is the browser's own console line, nothing the page threw.
-      expect(problems.filter((m) => !/503|EventSource|event-stream/i.test(m))).toEqual([]);
-    } finally {
-      await close();
-    }
-  }, 120_000);
+  browserIt(
+    'falls back to the long poll when the event stream fails, and still ends with the result',
+    async () => {
+      const { page, problems, close } = await phonePage();
+      try {
+        // As a proxy that refuses or breaks the stream would.
+        const refused: string[] = [];
+        await page.route('**/events', (route) => {
+          refused.push(route.request().url());
+          return route.fulfill({ status: 503, contentType: 'application/json', body: '{"error":"Service Unavailable"}' });
+        });
+        const polls: string[] = [];
+        page.on('request', (r) => {
+          if (r.method() === 'GET' && r.url().startsWith(`${formUrl}/executions/`) && !r.url().endsWith('/events'))
+            polls.push(r.headers().prefer ?? '');
+        });
+        await page.goto(formUrl);
+        await page.locator('#run').waitFor();
+        await page.getByLabel('place').fill('Hove');
+        await page.getByRole('button', { name: 'Run' }).click();
+        const text = page.locator('[data-output="back"] .value');
+        await waitUntil(
+          () => text.innerText(),
+          (t) => t.includes('Hove'),
+          60_000,
+          100,
+        );
+        expect(refused).toHaveLength(1);
+        expect(polls.length).toBeGreaterThanOrEqual(1);
+        expect(polls.every((p) => /^wait=\d+$/.test(p))).toBe(true);
+        expect(await page.locator('#progress').innerText()).toMatch(/^Done in/);
+        // The refused stream is the browser's own console line, nothing the page threw.
+        expect(problems.filter((m) => !/503|EventSource|event-stream/i.test(m))).toEqual([]);
+      } finally {
+        await close();
+      }
+    },
+    120_000,
+  );
 
-  browserIt('axe-core finds no serious or critical accessibility violation', async () => {
-    // axe is injected as a script, which the page's CSP (script-src 'self') refuses: this
-    // context bypasses the CSP for this check only; every other test runs under the CSP.
-    const { page, close } = await phonePage({ bypassCSP: true });
-    try {
-      await page.goto(formUrl);
-      await page.addScriptTag({ path: require.resolve('axe-core/axe.min.js') });
-      const violations = await page.evaluate(async () => {
-        const axe = (globalThis as unknown as { axe: { run: () => Promise<{ violations: { id: string; impact: string | null; help: string }[] }> } }).axe;
-        const r = await axe.run();
-        return r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help }));
-      });
-      expect(violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')).toEqual([]);
-    } finally {
-      await close();
-    }
-  }, 60_000);
+  browserIt(
+    'axe-core finds no serious or critical accessibility violation',
+    async () => {
+      // axe is injected as a script, which the page's CSP (script-src 'self') refuses: this
+      // context bypasses the CSP for this check only; every other test runs under the CSP.
+      const { page, close } = await phonePage({ bypassCSP: true });
+      try {
+        await page.goto(formUrl);
+        await page.addScriptTag({ path: require.resolve('axe-core/axe.min.js') });
+        const violations = await page.evaluate(async () => {
+          const axe = (
+            globalThis as unknown as { axe: { run: () => Promise<{ violations: { id: string; impact: string | null; help: string }[] }> } }
+          ).axe;
+          const r = await axe.run();
+          return r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help }));
+        });
+        expect(violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')).toEqual([]);
+      } finally {
+        await close();
+      }
+    },
+    60_000,
+  );
 
-  browserIt('a tampered link shows nothing of the form', async () => {
-    const { page, close } = await phonePage();
-    try {
-      const tampered = formUrl.slice(0, -2) + (formUrl.endsWith('AA') ? 'BB' : 'AA');
-      const r = await page.goto(tampered);
-      expect(r?.status()).toBe(404);
-      const body = await page.content();
-      expect(body).not.toContain('postcard');
-      expect(body).not.toContain('Make a postcard');
-    } finally {
-      await close();
-    }
-  }, 60_000);
+  browserIt(
+    'a tampered link shows nothing of the form',
+    async () => {
+      const { page, close } = await phonePage();
+      try {
+        const tampered = formUrl.slice(0, -2) + (formUrl.endsWith('AA') ? 'BB' : 'AA');
+        const r = await page.goto(tampered);
+        expect(r?.status()).toBe(404);
+        const body = await page.content();
+        expect(body).not.toContain('postcard');
+        expect(body).not.toContain('Make a postcard');
+      } finally {
+        await close();
+      }
+    },
+    60_000,
+  );
 
-  browserIt('disabling the form takes an open page down at once: its next run says so', async () => {
-    const { page, close } = await phonePage();
-    try {
-      await page.goto(formUrl);
-      await page.locator('#run').waitFor();
-      const off = await rt.owner('PUT', '/v1/pipelines/postcard/deployment', { form: { enabled: false } });
-      expect(off.status).toBe(200);
-      await page.getByRole('button', { name: 'Run' }).click();
-      const failure = page.locator('#failure');
-      await waitUntil(() => failure.innerText(), (t) => t.length > 0, 30_000, 100);
-      expect(await failure.innerText()).toBe('This form is no longer available.');
-      expect((await page.reload())?.status()).toBe(404);
-      await rt.owner('PUT', '/v1/pipelines/postcard/deployment', { form: { enabled: true } });
-      expect((await page.reload())?.status()).toBe(200);
-    } finally {
-      await close();
-    }
-  }, 60_000);
+  browserIt(
+    'disabling the form takes an open page down at once: its next run says so',
+    async () => {
+      const { page, close } = await phonePage();
+      try {
+        await page.goto(formUrl);
+        await page.locator('#run').waitFor();
+        const off = await rt.owner('PUT', '/v1/pipelines/postcard/deployment', { form: { enabled: false } });
+        expect(off.status).toBe(200);
+        await page.getByRole('button', { name: 'Run' }).click();
+        const failure = page.locator('#failure');
+        await waitUntil(
+          () => failure.innerText(),
+          (t) => t.length > 0,
+          30_000,
+          100,
+        );
+        expect(await failure.innerText()).toBe('This form is no longer available.');
+        expect((await page.reload())?.status()).toBe(404);
+        await rt.owner('PUT', '/v1/pipelines/postcard/deployment', { form: { enabled: true } });
+        expect((await page.reload())?.status()).toBe(200);
+      } finally {
+        await close();
+      }
+    },
+    60_000,
+  );
 
-  browserIt('a crash of the runtime mid-run ends with the page showing the failure, not spinning', async () => {
-    const crashing = await startE2eRuntime();
-    const { page, problems, close } = await phonePage();
-    try {
-      const slow: PipelineDefinition = {
-        nodes: {
-          word: { type: 'input', value_type: 'string', value: 'later' },
-          wait: { type: 'delay', inputs: ['word'], ms: 20_000 },
-          said: { type: 'output', from: 'wait' },
-        },
-      };
-      const p = await crashing.publishPipeline('slow', slow, { form: { enabled: true } });
-      await page.goto(p.body.form_url as string);
-      await page.getByRole('button', { name: 'Run' }).click();
-      const progress = page.locator('#progress');
-      // As the stream (or, without it, the poll) tells it: waiting, running, or a node of the run.
-      await waitUntil(() => progress.innerText(), (t) => /^(Running|Finished|Waiting for its turn)/.test(t), 30_000, 100);
-      await crashing.stop({ drainMs: 0 });
-      const failure = page.locator('#failure');
-      await waitUntil(() => failure.innerText(), (t) => t.length > 0, 60_000, 200);
-      // A stop fails what is running as interrupted and answers the waiting poll with it; had
-      // the answer not come, the page gives up after its retries (the second form).
-      expect(await failure.innerText()).toMatch(/^(The run failed: Execution was interrupted by a service shutdown and did not finish\.|The service cannot be reached\.)$/);
-      expect(await page.locator('#run').isDisabled()).toBe(false);
-      // The lost requests are the browser's own network errors, nothing the page threw.
-      expect(problems.filter((m) => m.startsWith('page error'))).toEqual([]);
-    } finally {
-      await close();
-      await crashing.cleanup().catch(() => undefined);
-    }
-  }, 120_000);
+  browserIt(
+    'a crash of the runtime mid-run ends with the page showing the failure, not spinning',
+    async () => {
+      const crashing = await startE2eRuntime();
+      const { page, problems, close } = await phonePage();
+      try {
+        const slow: PipelineDefinition = {
+          nodes: {
+            word: { type: 'input', value_type: 'string', value: 'later' },
+            wait: { type: 'delay', inputs: ['word'], ms: 20_000 },
+            said: { type: 'output', from: 'wait' },
+          },
+        };
+        const p = await crashing.publishPipeline('slow', slow, { form: { enabled: true } });
+        await page.goto(p.body.form_url as string);
+        await page.getByRole('button', { name: 'Run' }).click();
+        const progress = page.locator('#progress');
+        // As the stream (or, without it, the poll) tells it: waiting, running, or a node of the run.
+        await waitUntil(
+          () => progress.innerText(),
+          (t) => /^(Running|Finished|Waiting for its turn)/.test(t),
+          30_000,
+          100,
+        );
+        await crashing.stop({ drainMs: 0 });
+        const failure = page.locator('#failure');
+        await waitUntil(
+          () => failure.innerText(),
+          (t) => t.length > 0,
+          60_000,
+          200,
+        );
+        // A stop fails what is running as interrupted and answers the waiting poll with it; had
+        // the answer not come, the page gives up after its retries (the second form).
+        expect(await failure.innerText()).toMatch(
+          /^(The run failed: Execution was interrupted by a service shutdown and did not finish\.|The service cannot be reached\.)$/,
+        );
+        expect(await page.locator('#run').isDisabled()).toBe(false);
+        // The lost requests are the browser's own network errors, nothing the page threw.
+        expect(problems.filter((m) => m.startsWith('page error'))).toEqual([]);
+      } finally {
+        await close();
+        await crashing.cleanup().catch(() => undefined);
+      }
+    },
+    120_000,
+  );
 });

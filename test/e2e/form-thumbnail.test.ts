@@ -28,13 +28,21 @@ let server: ChildProcess;
 let serverLog = '';
 let work: string;
 let browser: Browser | undefined;
-const pg = (args: string[]): Promise<CliRun> => runCli(args, { cwd: work, env: { PIPEGATE_URL: rt.url, PIPEGATE_OWNER_TOKEN: rt.ownerToken, NO_COLOR: '1' } });
+const pg = (args: string[]): Promise<CliRun> =>
+  runCli(args, { cwd: work, env: { PIPEGATE_URL: rt.url, PIPEGATE_OWNER_TOKEN: rt.ownerToken, NO_COLOR: '1' } });
 
 beforeAll(async () => {
-  server = spawn(process.execPath, [join(__dirname, '../../examples/servers/thumbnail.mjs')], { env: { ...process.env, PORT: '0', HOST: '127.0.0.1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  server = spawn(process.execPath, [join(__dirname, '../../examples/servers/thumbnail.mjs')], {
+    env: { ...process.env, PORT: '0', HOST: '127.0.0.1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   server.stdout?.on('data', (c: Buffer) => (serverLog += c.toString()));
   server.stderr?.on('data', (c: Buffer) => (serverLog += c.toString()));
-  const serverUrl = await waitUntil(async () => /listening on (http:\/\/\S+)/.exec(serverLog)?.[1] ?? '', (url) => url !== '', 10_000);
+  const serverUrl = await waitUntil(
+    async () => /listening on (http:\/\/\S+)/.exec(serverLog)?.[1] ?? '',
+    (url) => url !== '',
+    10_000,
+  );
   rt = await startE2eRuntime({ publicUrlIsOwn: true });
   work = mkdtempSync(join(tmpdir(), 'pipegate-thumbnail-form-'));
   // The example as it is, but for the image service's port (the example names 4012).
@@ -60,66 +68,87 @@ afterAll(async () => {
 });
 
 describe('the example media pipeline as a web form', () => {
-  browserIt('an owner publishes it with --form; a person with the link makes a thumbnail from a phone; only that execution lists output_artifacts', async () => {
-    // The owner, with the CLI.
-    expect((await pg(['push', 'thumbnail.json'])).code).toBe(0);
-    expect((await pg(['run', 'thumbnail'])).code).toBe(0);
-    const published = await pg(['publish', 'thumbnail', '--form', '--form-title', 'Make a thumbnail', '--json']);
-    expect(published.code).toBe(0);
-    const answer = JSON.parse(published.stdout) as { form_url: string; api_key: string; deployment_id: string };
-    expect(answer.form_url).toMatch(/\/v1\/forms\/pgf_/);
+  browserIt(
+    'an owner publishes it with --form; a person with the link makes a thumbnail from a phone; only that execution lists output_artifacts',
+    async () => {
+      // The owner, with the CLI.
+      expect((await pg(['push', 'thumbnail.json'])).code).toBe(0);
+      expect((await pg(['run', 'thumbnail'])).code).toBe(0);
+      const published = await pg(['publish', 'thumbnail', '--form', '--form-title', 'Make a thumbnail', '--json']);
+      expect(published.code).toBe(0);
+      const answer = JSON.parse(published.stdout) as { form_url: string; api_key: string; deployment_id: string };
+      expect(answer.form_url).toMatch(/\/v1\/forms\/pgf_/);
 
-    // The person: only the link, on a phone.
-    const context = await (browser as Browser).newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true });
-    const page = await context.newPage();
-    const problems: string[] = [];
-    page.on('console', (m) => m.type() === 'error' && problems.push(m.text()));
-    page.on('pageerror', (e) => problems.push(e.message));
-    try {
-      expect((await page.goto(answer.form_url))?.status()).toBe(200);
-      await page.locator('#run').waitFor();
-      const photo = png(640, 480, (x, y) => [(x * 255) / 640, (y * 255) / 480, 160, 255]);
-      await page.setInputFiles('#in-photo', { name: 'photo.png', mimeType: 'image/png', buffer: photo });
-      await page.getByRole('button', { name: 'Run' }).click();
-      const img = page.locator('[data-output="thumbnail"] img');
-      const size = await waitUntil(
-        () => img.evaluate((el) => ({ w: (el as unknown as { naturalWidth: number }).naturalWidth, h: (el as unknown as { naturalHeight: number }).naturalHeight })).catch(() => ({ w: 0, h: 0 })),
-        (s) => s.w > 0,
-        60_000,
-        100,
+      // The person: only the link, on a phone.
+      const context = await (browser as Browser).newContext({
+        viewport: { width: 390, height: 844 },
+        deviceScaleFactor: 2,
+        isMobile: true,
+        hasTouch: true,
+      });
+      const page = await context.newPage();
+      const problems: string[] = [];
+      page.on('console', (m) => m.type() === 'error' && problems.push(m.text()));
+      page.on('pageerror', (e) => problems.push(e.message));
+      try {
+        expect((await page.goto(answer.form_url))?.status()).toBe(200);
+        await page.locator('#run').waitFor();
+        const photo = png(640, 480, (x, y) => [(x * 255) / 640, (y * 255) / 480, 160, 255]);
+        await page.setInputFiles('#in-photo', { name: 'photo.png', mimeType: 'image/png', buffer: photo });
+        await page.getByRole('button', { name: 'Run' }).click();
+        const img = page.locator('[data-output="thumbnail"] img');
+        const size = await waitUntil(
+          () =>
+            img
+              .evaluate((el) => ({
+                w: (el as unknown as { naturalWidth: number }).naturalWidth,
+                h: (el as unknown as { naturalHeight: number }).naturalHeight,
+              }))
+              .catch(() => ({ w: 0, h: 0 })),
+          (s) => s.w > 0,
+          60_000,
+          100,
+        );
+        expect(size).toEqual({ w: 64, h: 48 });
+        expect(await page.locator('[data-output="thumbnail_bytes"] .value').innerText()).toMatch(/^\d+$/);
+        await page.screenshot({ path: join(SHOTS, 'form-thumbnail.png'), fullPage: true });
+        expect(problems).toEqual([]);
+      } finally {
+        await context.close();
+      }
+      expect(serverLog).toContain('640×480 → 200 64×48');
+
+      // The owner sees it came from the form; the deployment key reads its result, files listed.
+      const listed = await pg(['executions', 'thumbnail', '--json']);
+      const rows = (JSON.parse(listed.stdout) as { executions: { execution_id: string; source: string }[] }).executions;
+      expect(rows.map((r) => r.source)).toEqual(['form']);
+      const formId = rows[0]?.execution_id as string;
+      const fromForm = await rt.caller('GET', `/v1/deployments/executions/${formId}/result/`, answer.api_key);
+      expect(fromForm.status).toBe(200);
+      const artifacts = fromForm.body.output_artifacts as { output: string; url: string; media_type: string; bytes: number }[];
+      expect(artifacts).toEqual([
+        { output: 'thumbnail', url: expect.any(String) as string, media_type: 'image/png', bytes: expect.any(Number) as number },
+      ]);
+      const served = Buffer.from(await (await fetch(artifacts[0]?.url ?? '')).arrayBuffer());
+      expect({ width: served.readUInt32BE(16), height: served.readUInt32BE(20), bytes: served.length }).toEqual({
+        width: 64,
+        height: 48,
+        bytes: artifacts[0]?.bytes,
+      });
+
+      // A plain HTTP caller (what curl sends): the same pipeline, output_artifacts stays [].
+      const accepted = await rt.caller(
+        'POST',
+        `/v1/deployments/${answer.deployment_id}/executions/`,
+        answer.api_key,
+        { workflow_input: { photo: { value: png(200, 120).toString('base64'), value_type: 'ASSET' } } },
+        { prefer: 'wait=20' },
       );
-      expect(size).toEqual({ w: 64, h: 48 });
-      expect(await page.locator('[data-output="thumbnail_bytes"] .value').innerText()).toMatch(/^\d+$/);
-      await page.screenshot({ path: join(SHOTS, 'form-thumbnail.png'), fullPage: true });
-      expect(problems).toEqual([]);
-    } finally {
-      await context.close();
-    }
-    expect(serverLog).toContain('640×480 → 200 64×48');
-
-    // The owner sees it came from the form; the deployment key reads its result, files listed.
-    const listed = await pg(['executions', 'thumbnail', '--json']);
-    const rows = (JSON.parse(listed.stdout) as { executions: { execution_id: string; source: string }[] }).executions;
-    expect(rows.map((r) => r.source)).toEqual(['form']);
-    const formId = rows[0]?.execution_id as string;
-    const fromForm = await rt.caller('GET', `/v1/deployments/executions/${formId}/result/`, answer.api_key);
-    expect(fromForm.status).toBe(200);
-    const artifacts = fromForm.body.output_artifacts as { output: string; url: string; media_type: string; bytes: number }[];
-    expect(artifacts).toEqual([{ output: 'thumbnail', url: expect.any(String) as string, media_type: 'image/png', bytes: expect.any(Number) as number }]);
-    const served = Buffer.from(await (await fetch(artifacts[0]?.url ?? '')).arrayBuffer());
-    expect({ width: served.readUInt32BE(16), height: served.readUInt32BE(20), bytes: served.length }).toEqual({ width: 64, height: 48, bytes: artifacts[0]?.bytes });
-
-    // A plain HTTP caller (what curl sends): the same pipeline, output_artifacts stays [].
-    const accepted = await rt.caller(
-      'POST',
-      `/v1/deployments/${answer.deployment_id}/executions/`,
-      answer.api_key,
-      { workflow_input: { photo: { value: png(200, 120).toString('base64'), value_type: 'ASSET' } } },
-      { prefer: 'wait=20' },
-    );
-    expect(accepted.status).toBe(200);
-    const fromApi = await rt.caller('GET', `/v1/deployments/executions/${accepted.body.execution_id as string}/result/`, answer.api_key);
-    expect(fromApi.body).toMatchObject({ status: 'completed', output_artifacts: [] });
-    expect((fromApi.body.response_data as Record<string, { media_type: string }>).thumbnail?.media_type).toBe('image/png');
-  }, 180_000);
+      expect(accepted.status).toBe(200);
+      const fromApi = await rt.caller('GET', `/v1/deployments/executions/${accepted.body.execution_id as string}/result/`, answer.api_key);
+      expect(fromApi.body).toMatchObject({ status: 'completed', output_artifacts: [] });
+      expect((fromApi.body.response_data as Record<string, { media_type: string }>).thumbnail?.media_type).toBe('image/png');
+    },
+    180_000,
+  );
 });

@@ -17,12 +17,22 @@ const picture = png(6, 4, (x, y) => [x * 40, 200, y * 60, 255]);
 const def: PipelineDefinition = {
   description: 'Captions a picture',
   nodes: {
-    photo: { type: 'input', value_type: 'asset', value: dataUri('image/png', png(1, 1)), media_types: ['image/png', 'image/jpeg'], description: 'The picture to caption' },
+    photo: {
+      type: 'input',
+      value_type: 'asset',
+      value: dataUri('image/png', png(1, 1)),
+      media_types: ['image/png', 'image/jpeg'],
+      description: 'The picture to caption',
+    },
     caption: { type: 'input', value_type: 'string', value: 'a picture', description: 'What it shows' },
     times: { type: 'input', value_type: 'integer', value: 2 },
     loud: { type: 'input', value_type: 'boolean', value: false },
     secret_prefix: { type: 'input', value_type: 'string', value: 'HIDDEN-PREFIX' },
-    text: { type: 'transform', inputs: ['caption', 'times', 'loud', 'secret_prefix'], expression: "(loud ? $uppercase(caption) : caption) & ' x' & $string(times)" },
+    text: {
+      type: 'transform',
+      inputs: ['caption', 'times', 'loud', 'secret_prefix'],
+      expression: "(loud ? $uppercase(caption) : caption) & ' x' & $string(times)",
+    },
     line: { type: 'output', from: 'text', description: 'The caption' },
     image: { type: 'output', from: 'photo' },
     internal: { type: 'output', from: 'secret_prefix' },
@@ -35,7 +45,10 @@ let formUrl: string;
 
 beforeAll(async () => {
   rt = await startE2eRuntime({ env: { PIPEGATE_FORM_ADDRESS_ACTIONS_PER_MINUTE: '1000', PIPEGATE_FORM_LINK_ACTIONS_PER_MINUTE: '1000' } });
-  pub = await rt.publishPipeline('captioner', def, { ...visibility, form: { enabled: true, title: 'Caption a picture', description: 'Pick a picture and a caption.' } });
+  pub = await rt.publishPipeline('captioner', def, {
+    ...visibility,
+    form: { enabled: true, title: 'Caption a picture', description: 'Pick a picture and a caption.' },
+  });
   formUrl = pub.body.form_url as string;
 });
 afterAll(async () => {
@@ -131,7 +144,9 @@ describe('a run through the link', () => {
     expect(data.line).toEqual({ value: 'A CAT x3', value_type: 'RAW' });
     expect(data.internal).toBeUndefined();
     const artifacts = result.body.output_artifacts as { output: string; url: string; media_type: string; bytes: number }[];
-    expect(artifacts).toEqual([{ output: 'image', url: expect.stringMatching(/\/v1\/assets\//), media_type: 'image/png', bytes: picture.length }]);
+    expect(artifacts).toEqual([
+      { output: 'image', url: expect.stringMatching(/\/v1\/assets\//), media_type: 'image/png', bytes: picture.length },
+    ]);
     const bytes = Buffer.from(await (await fetch(artifacts[0]!.url)).arrayBuffer());
     expect(bytes.equals(picture)).toBe(true);
 
@@ -204,7 +219,9 @@ describe('rate limits', () => {
   });
 
   it('count one address across every link: the address limit answers 429 naming it', async () => {
-    const limited = await startE2eRuntime({ env: { PIPEGATE_FORM_ADDRESS_ACTIONS_PER_MINUTE: '2', PIPEGATE_FORM_LINK_ACTIONS_PER_MINUTE: '1000' } });
+    const limited = await startE2eRuntime({
+      env: { PIPEGATE_FORM_ADDRESS_ACTIONS_PER_MINUTE: '2', PIPEGATE_FORM_LINK_ACTIONS_PER_MINUTE: '1000' },
+    });
     try {
       const a = (await limited.publishPipeline('by-address-a', def, { form: { enabled: true } })).body.form_url as string;
       const b = (await limited.publishPipeline('by-address-b', def, { form: { enabled: true } })).body.form_url as string;
@@ -261,4 +278,3 @@ describe('the owner controls the link', () => {
     expect(JSON.stringify(r.body.detail)).toMatch(/no web form/);
   });
 });
-

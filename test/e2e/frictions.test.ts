@@ -33,15 +33,25 @@ describe('the local runtime', () => {
     const none = await rt.caller('GET', `/v1/deployments/${p.deploymentId}/`, null);
     expect([caller.status, caller.body]).toEqual([401, { error: 'Unauthorized', reason: 'malformed', detail: KEY_REFUSALS.malformed }]);
     // With no key at all, the detail names the forms a key is sent in.
-    expect([none.status, none.body.reason, String(none.body.detail)]).toEqual([401, 'missing', expect.stringContaining(UNAUTHORIZED_DETAIL.apiKey)]);
+    expect([none.status, none.body.reason, String(none.body.detail)]).toEqual([
+      401,
+      'missing',
+      expect.stringContaining(UNAUTHORIZED_DETAIL.apiKey),
+    ]);
     expect([owner.status, owner.body]).toEqual([401, { error: 'Unauthorized', detail: UNAUTHORIZED_DETAIL.ownerToken }]);
   });
 
   it('states the limit in a 413', async () => {
     // Act
-    const r = await rt.caller('POST', `/v1/deployments/${p.deploymentId}/executions/`, p.apiKey, 'x'.repeat(rt.deps.config.maxBodyBytes + 1), {
-      'content-type': 'application/json',
-    });
+    const r = await rt.caller(
+      'POST',
+      `/v1/deployments/${p.deploymentId}/executions/`,
+      p.apiKey,
+      'x'.repeat(rt.deps.config.maxBodyBytes + 1),
+      {
+        'content-type': 'application/json',
+      },
+    );
 
     // Assess
     expect(r.status).toBe(413);
@@ -51,20 +61,34 @@ describe('the local runtime', () => {
   it('says what differed when an Idempotency-Key is reused: the body hashes, not the bodies', async () => {
     // Prepare
     const path = `/v1/deployments/${p.deploymentId}/executions/`;
-    const first = await rt.caller('POST', path, p.apiKey, { workflow_input: { name: { value: 'Ada-private', value_type: 'RAW' } } }, { 'idempotency-key': 'k-1' });
+    const first = await rt.caller(
+      'POST',
+      path,
+      p.apiKey,
+      { workflow_input: { name: { value: 'Ada-private', value_type: 'RAW' } } },
+      { 'idempotency-key': 'k-1' },
+    );
 
     // Act
-    const second = await rt.caller('POST', path, p.apiKey, { workflow_input: { name: { value: 'Grace-private', value_type: 'RAW' } } }, { 'idempotency-key': 'k-1' });
+    const second = await rt.caller(
+      'POST',
+      path,
+      p.apiKey,
+      { workflow_input: { name: { value: 'Grace-private', value_type: 'RAW' } } },
+      { 'idempotency-key': 'k-1' },
+    );
 
     // Assess
     expect([first.status, first.text]).toEqual([202, expect.any(String)]);
     expect(second.status).toBe(422);
     expect(second.body.error).toBe('Idempotency Key Reused');
-    expect(second.body.detail).toMatch(/different request body \(SHA-256 of the canonical body: first [0-9a-f]{12}…, this one [0-9a-f]{12}…\)/);
+    expect(second.body.detail).toMatch(
+      /different request body \(SHA-256 of the canonical body: first [0-9a-f]{12}…, this one [0-9a-f]{12}…\)/,
+    );
     expect(second.text).not.toMatch(/Ada-private|Grace-private/);
   });
 
-  it('tells an owner who passes a caller\'s value object to a run which shape a run takes, and lists the inputs for an unknown one', async () => {
+  it("tells an owner who passes a caller's value object to a run which shape a run takes, and lists the inputs for an unknown one", async () => {
     // Act
     const shaped = await rt.owner('POST', '/v1/pipelines/frictions/runs', { inputs: { name: { value: 'Ada', value_type: 'RAW' } } });
     const unknown = await rt.owner('POST', '/v1/pipelines/frictions/runs', { inputs: { nmae: 'Ada' } });
@@ -72,7 +96,11 @@ describe('the local runtime', () => {
     // Assess
     expect(shaped.status).toBe(400);
     expect(shaped.body.detail).toEqual([
-      { path: 'inputs.name', reason: 'a run takes the bare value ({"inputs": {"name": <value>}}), not a caller\'s value object ({"value": …, "value_type": "RAW"})' },
+      {
+        path: 'inputs.name',
+        reason:
+          'a run takes the bare value ({"inputs": {"name": <value>}}), not a caller\'s value object ({"value": …, "value_type": "RAW"})',
+      },
     ]);
     expect(unknown.body.detail).toEqual([{ path: 'inputs.nmae', reason: 'no input node with this id; the inputs are: name' }]);
   });

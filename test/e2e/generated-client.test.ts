@@ -39,7 +39,12 @@ const PIPELINE: PipelineDefinition = {
 // An ASSET input: what the transform sees of the file proves the bytes arrived whole.
 const ASSET_PIPELINE: PipelineDefinition = {
   nodes: {
-    photo: { type: 'input', value_type: 'asset', value: `data:image/png;base64,${png(1, 1).toString('base64')}`, media_types: ['image/png'] },
+    photo: {
+      type: 'input',
+      value_type: 'asset',
+      value: `data:image/png;base64,${png(1, 1).toString('base64')}`,
+      media_types: ['image/png'],
+    },
     about: { type: 'transform', inputs: ['photo'], expression: "photo.media_type & ' ' & $string(photo.bytes) & ' ' & photo.sha256" },
     info: { type: 'output', from: 'about' },
     // An ASSET output: its published kind types it as a file in the document.
@@ -62,7 +67,13 @@ function recordingFetch(into: ObservedResponse[]): typeof fetch {
     const request = new Request(input, init);
     const response = await fetch(request);
     const url = new URL(request.url);
-    into.push({ method: request.method, path: `${url.pathname}${url.search}`, status: response.status, headers: response.headers, text: await response.clone().text() });
+    into.push({
+      method: request.method,
+      path: `${url.pathname}${url.search}`,
+      status: response.status,
+      headers: response.headers,
+      text: await response.clone().text(),
+    });
     return response;
   };
 }
@@ -102,7 +113,14 @@ beforeAll(async () => {
     writeFileSync(join(dir, 'assets.json'), JSON.stringify(assetDoc));
     await exec(process.execPath, [
       join(__dirname, '..', 'support', 'openapi-types.mjs'),
-      ...[join(dir, 'deployment.json'), join(src, 'api.ts'), join(dir, 'service.json'), join(src, 'service-api.ts'), join(dir, 'assets.json'), join(src, 'asset-api.ts')],
+      ...[
+        join(dir, 'deployment.json'),
+        join(src, 'api.ts'),
+        join(dir, 'service.json'),
+        join(src, 'service-api.ts'),
+        join(dir, 'assets.json'),
+        join(src, 'asset-api.ts'),
+      ],
     ]);
   });
   // The id a caller would paste in; a const, so the paths it builds keep their literal types.
@@ -112,7 +130,9 @@ beforeAll(async () => {
 
   diagnostics = await timed('compile', () => {
     const files = readdirSync(src).map((f) => join(src, f));
-    const worker = new Worker(join(__dirname, '..', 'support', 'compile-strict.mjs'), { workerData: { files, src, outDir: join(dir, 'out'), root: ROOT } });
+    const worker = new Worker(join(__dirname, '..', 'support', 'compile-strict.mjs'), {
+      workerData: { files, src, outDir: join(dir, 'out'), root: ROOT },
+    });
     return new Promise<string[]>((resolve, reject) => {
       worker.once('message', (lines: string[]) => resolve(lines));
       worker.once('error', reject);
@@ -174,7 +194,9 @@ describe('typed clients generated from the documents alone', () => {
     const observed: ObservedResponse[] = [];
     const bytes = png(9, 9);
     const sha = createHash('sha256').update(bytes).digest('hex');
-    const { run } = load<{ run: (base: string, key: string, f: typeof fetch, put: typeof fetch, png: Uint8Array) => Promise<Record<string, unknown>> }>('asset-client');
+    const { run } = load<{
+      run: (base: string, key: string, f: typeof fetch, put: typeof fetch, png: Uint8Array) => Promise<Record<string, unknown>>;
+    }>('asset-client');
 
     // Act
     const out = await timed('asset client', () => run(rt.url, assetPublished.apiKey, recordingFetch(observed), fetch, bytes));
@@ -198,10 +220,14 @@ describe('typed clients generated from the documents alone', () => {
   it('a client of the whole service: owner push (and a refused one), list, then the caller operations; every answer as docs/openapi.json says', async () => {
     // Prepare
     const observed: ObservedResponse[] = [];
-    const { run } = load<{ run: (base: string, owner: string, key: string, id: string, f: typeof fetch) => Promise<Record<string, unknown>> }>('service-client');
+    const { run } = load<{
+      run: (base: string, owner: string, key: string, id: string, f: typeof fetch) => Promise<Record<string, unknown>>;
+    }>('service-client');
 
     // Act
-    const out = await timed('service client', () => run(rt.url, rt.ownerToken, published.apiKey, published.deploymentId, recordingFetch(observed)));
+    const out = await timed('service client', () =>
+      run(rt.url, rt.ownerToken, published.apiKey, published.deploymentId, recordingFetch(observed)),
+    );
 
     // Assess
     expect(out).toEqual({

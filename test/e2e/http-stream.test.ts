@@ -127,10 +127,12 @@ describe(`a 10 MB binary answer (${e2eMode()})`, () => {
     const started = await rt.owner<{ run_id: string }>('POST', '/v1/pipelines/big-answer-run/runs', { inputs: {} });
     const run = await waitUntil(
       () =>
-        rt.owner<{ status: string; error_message: string | null; outputs: Record<string, unknown>; output_assets: Record<string, { value: string; media_type: string; bytes: number }> | null }>(
-          'GET',
-          `/v1/pipelines/big-answer-run/runs/${started.body.run_id}`,
-        ),
+        rt.owner<{
+          status: string;
+          error_message: string | null;
+          outputs: Record<string, unknown>;
+          output_assets: Record<string, { value: string; media_type: string; bytes: number }> | null;
+        }>('GET', `/v1/pipelines/big-answer-run/runs/${started.body.run_id}`),
       (r) => ['completed', 'failed', 'cancelled'].includes(r.body.status),
       90_000,
       250,

@@ -71,13 +71,11 @@ describe('callers', () => {
   let executionId: string;
 
   it('POST executions with Prefer: wait answers 200 with the whole result', async () => {
-    const r = await rt.caller<{ execution_id: string; status: string; response_data: Record<string, { value: unknown; value_type: string }> }>(
-      'POST',
-      `/v1/deployments/${published.deploymentId}/executions/`,
-      published.apiKey,
-      { workflow_input: {} },
-      { prefer: 'wait=25' },
-    );
+    const r = await rt.caller<{
+      execution_id: string;
+      status: string;
+      response_data: Record<string, { value: unknown; value_type: string }>;
+    }>('POST', `/v1/deployments/${published.deploymentId}/executions/`, published.apiKey, { workflow_input: {} }, { prefer: 'wait=25' });
     expectWholeAndLarge(r);
     expect(r.status).toBe(200);
     expect(r.headers.get('preference-applied')).toBe('wait=25');
@@ -101,7 +99,9 @@ describe('callers', () => {
   });
 
   it('GET status (streamed too) still answers a wait with its headers', async () => {
-    const r = await rt.caller<{ status: string }>('GET', `/v1/deployments/executions/${executionId}/status/`, published.apiKey, undefined, { prefer: 'wait=5' });
+    const r = await rt.caller<{ status: string }>('GET', `/v1/deployments/executions/${executionId}/status/`, published.apiKey, undefined, {
+      prefer: 'wait=5',
+    });
     expect(r.status).toBe(200);
     expect(r.body.status).toBe('completed');
     expect(r.headers.get('preference-applied')).toBe('wait=5');
@@ -115,7 +115,10 @@ describe('callers', () => {
   });
 
   it("the owner's list of executions answers as before", async () => {
-    const r = await rt.owner<{ executions: { execution_id: string; status: string }[] }>('GET', '/v1/pipelines/large-results/deployment/executions');
+    const r = await rt.owner<{ executions: { execution_id: string; status: string }[] }>(
+      'GET',
+      '/v1/pipelines/large-results/deployment/executions',
+    );
     expect(r.status).toBe(200);
     expect(r.body.executions.find((x) => x.execution_id === executionId)?.status).toBe('completed');
   });
@@ -152,10 +155,9 @@ describe('owner runs', () => {
   });
 
   it('the run list answers a page holding the run, its stored values named and not read', async () => {
-    const r = await rt.owner<{ runs: { run_id: string; status: string; outputs: unknown; values_not_listed: string[]; values_expired: string[] }[] }>(
-      'GET',
-      '/v1/pipelines/large-results/runs?limit=5',
-    );
+    const r = await rt.owner<{
+      runs: { run_id: string; status: string; outputs: unknown; values_not_listed: string[]; values_expired: string[] }[];
+    }>('GET', '/v1/pipelines/large-results/runs?limit=5');
     expect(r.status).toBe(200);
     const listed = r.body.runs.find((x) => x.run_id === runId);
     expect(listed?.status).toBe('completed');
@@ -171,7 +173,10 @@ describe('owner runs', () => {
     if (e2eMode() !== 'local') return;
     const deps = (rt as unknown as { deps: Deps }).deps;
     await deps.objects.removePrefix(`p/large-results/r/${runId}/`);
-    const r = await rt.owner<{ status: string; outputs: unknown; values_expired: string[] }>('GET', `/v1/pipelines/large-results/runs/${runId}`);
+    const r = await rt.owner<{ status: string; outputs: unknown; values_expired: string[] }>(
+      'GET',
+      `/v1/pipelines/large-results/runs/${runId}`,
+    );
     expect(r.status).toBe(200);
     expect(r.body.status).toBe('completed');
     expect(r.body.outputs).toEqual({});

@@ -75,18 +75,28 @@ it('an API execution completes; result, owner view and callback carry the exact 
   const status = await rt.waitForExecution(id, published.apiKey, undefined, 60_000);
   expect(status.status).toBe('completed');
 
-  const result = await rt.caller<{ response_data: Record<string, { value: string }> }>('GET', `/v1/deployments/executions/${id}/result/`, published.apiKey);
+  const result = await rt.caller<{ response_data: Record<string, { value: string }> }>(
+    'GET',
+    `/v1/deployments/executions/${id}/result/`,
+    published.apiKey,
+  );
   expect(result.status).toBe(200);
   expect(result.body.response_data.body?.value).toBe(bigText);
   expect(result.body.response_data.echo?.value).toBe(note);
 
-  const owner = await rt.owner<{ inputs: Record<string, string>; outputs: Record<string, string>; trace: unknown[] }>('GET', `/v1/pipelines/large-values/executions/${id}`);
+  const owner = await rt.owner<{ inputs: Record<string, string>; outputs: Record<string, string>; trace: unknown[] }>(
+    'GET',
+    `/v1/pipelines/large-values/executions/${id}`,
+  );
   expect(owner.status).toBe(200);
   expect(owner.body.inputs.note).toBe(note);
   expect(owner.body.outputs.body).toBe(bigText);
   expect(owner.body.trace.length).toBe(5);
 
-  const list = await rt.owner<{ executions: { execution_id: string; status: string }[] }>('GET', '/v1/pipelines/large-values/deployment/executions');
+  const list = await rt.owner<{ executions: { execution_id: string; status: string }[] }>(
+    'GET',
+    '/v1/pipelines/large-values/deployment/executions',
+  );
   expect(list.status).toBe(200);
   expect(list.body.executions.find((x) => x.execution_id === id)?.status).toBe('completed');
 

@@ -28,7 +28,6 @@ afterAll(async () => {
   await rt?.cleanup();
 });
 
-
 interface Call {
   method: string;
   path: string;
@@ -53,8 +52,14 @@ async function call<T = Record<string, unknown>>(c: Call, also: OpenApiValidator
 }
 
 const owner = <T = Record<string, unknown>>(method: string, path: string, body?: unknown) => call<T>({ method, path, body });
-const caller = (method: string, path: string, key: string | null, body?: unknown, headers?: Record<string, string>, also: OpenApiValidator[] = []) =>
-  call({ method, path, body, headers, as: key === null ? { none: true } : { key } }, also);
+const caller = (
+  method: string,
+  path: string,
+  key: string | null,
+  body?: unknown,
+  headers?: Record<string, string>,
+  also: OpenApiValidator[] = [],
+) => call({ method, path, body, headers, as: key === null ? { none: true } : { key } }, also);
 
 async function runToEnd(id: string, inputs?: Record<string, unknown>): Promise<Record<string, unknown>> {
   const started = await owner('POST', `/v1/pipelines/${id}/runs`, inputs ? { inputs } : {});
@@ -72,7 +77,11 @@ const typed: PipelineDefinition = {
     name: { type: 'input', value_type: 'string', value: 'world' },
     times: { type: 'input', value_type: 'integer', value: 2 },
     loud: { type: 'input', value_type: 'boolean', value: false },
-    text: { type: 'transform', inputs: ['name', 'times', 'loud'], expression: "($word := loud ? $uppercase(name) : name; $join([1..times].$word, ' '))" },
+    text: {
+      type: 'transform',
+      inputs: ['name', 'times', 'loud'],
+      expression: "($word := loud ? $uppercase(name) : name; $join([1..times].$word, ' '))",
+    },
     message: { type: 'output', from: 'text' },
     length: { type: 'transform', inputs: ['text'], expression: '$length(text)' },
     size: { type: 'output', from: 'length' },
@@ -118,7 +127,11 @@ describe('the owner API conforms', () => {
     expect((await owner('PUT', '/v1/pipelines/conform/deployment', {})).status).toBe(409);
 
     const first = await runToEnd('conform', { name: 'Ada', times: 1 });
-    const events = await call({ method: 'GET', path: `/v1/pipelines/conform/runs/${String(first.run_id)}/events`, headers: { accept: 'text/event-stream' } });
+    const events = await call({
+      method: 'GET',
+      path: `/v1/pipelines/conform/runs/${String(first.run_id)}/events`,
+      headers: { accept: 'text/event-stream' },
+    });
     expect(events.text).toContain('event: done');
     expect((await call({ method: 'GET', path: `/v1/pipelines/conform/runs/${UNKNOWN}/events` })).status).toBe(404);
     const second = await runToEnd('conform');
@@ -151,9 +164,13 @@ describe('the owner API conforms', () => {
     expect((await owner('GET', '/v1/pipelines/conform/deployment')).body).toMatchObject({ state: 'needs_publish' });
   });
 
-  it('consumers: created, listed, changed, rotated, revoked; the deployment key\'s limits set and removed', async () => {
+  it("consumers: created, listed, changed, rotated, revoked; the deployment key's limits set and removed", async () => {
     const base = '/v1/pipelines/conform/deployment/consumers';
-    const made = await owner('POST', base, { name: 'conform-consumer', rate_limit: { requests: 100, per_seconds: 60 }, quota: { executions: 1000, per: 'day' } });
+    const made = await owner('POST', base, {
+      name: 'conform-consumer',
+      rate_limit: { requests: 100, per_seconds: 60 },
+      quota: { executions: 1000, per: 'day' },
+    });
     expect(made.status).toBe(201);
     const one = `${base}/${made.body.consumer_id as string}`;
     expect((await owner('POST', base, { name: 'x', rate_limit: { requests: 0, per_seconds: 1 } })).status).toBe(400);
@@ -163,13 +180,19 @@ describe('the owner API conforms', () => {
     expect((await owner('POST', `${one}/keys`, { grace_seconds: 60 })).status).toBe(200);
     expect((await owner('DELETE', one)).status).toBe(204);
     expect((await owner('PATCH', one, { name: 'again' })).status).toBe(409);
-    expect((await owner('PUT', '/v1/pipelines/conform/deployment/limits', { rate_limit: { requests: 1000, per_seconds: 1 } })).status).toBe(200);
+    expect((await owner('PUT', '/v1/pipelines/conform/deployment/limits', { rate_limit: { requests: 1000, per_seconds: 1 } })).status).toBe(
+      200,
+    );
     expect((await owner('PUT', '/v1/pipelines/conform/deployment/limits', {})).status).toBe(200);
   });
 
   it('refuses to publish after a failed latest run and without inputs or outputs (409)', async () => {
     const failing: PipelineDefinition = {
-      nodes: { x: { type: 'input', value_type: 'integer', value: 1 }, bad: { type: 'transform', inputs: ['x'], expression: '$error("boom")' }, o: { type: 'output', from: 'bad' } },
+      nodes: {
+        x: { type: 'input', value_type: 'integer', value: 1 },
+        bad: { type: 'transform', inputs: ['x'], expression: '$error("boom")' },
+        o: { type: 'output', from: 'bad' },
+      },
     };
     await owner('PUT', '/v1/pipelines/conform-flaky', greeting);
     await runToEnd('conform-flaky');
@@ -185,13 +208,16 @@ describe('the owner API conforms', () => {
   });
 });
 
-describe('the caller API conforms, to the service document and to the deployment\'s own', () => {
+describe("the caller API conforms, to the service document and to the deployment's own", () => {
   let key: string;
   let deploymentId: string;
   let own: OpenApiValidator;
 
   beforeAll(async () => {
-    const p = await rt.publishPipeline('conform-caller', typed, { outputs: { debug: { visible: false } }, inputs: { loud: { visible: false } } });
+    const p = await rt.publishPipeline('conform-caller', typed, {
+      outputs: { debug: { visible: false } },
+      inputs: { loud: { visible: false } },
+    });
     key = p.apiKey;
     deploymentId = p.deploymentId;
   });
@@ -204,7 +230,10 @@ describe('the caller API conforms, to the service document and to the deployment
         { id: 'name', value_type: 'string', value: 'world' },
         { id: 'times', value_type: 'integer', value: 2 },
       ],
-      outputs: [{ id: 'message', value_type: 'RAW' }, { id: 'size', value_type: 'RAW' }],
+      outputs: [
+        { id: 'message', value_type: 'RAW' },
+        { id: 'size', value_type: 'RAW' },
+      ],
     });
 
     const doc = await caller('GET', `/v1/deployments/${deploymentId}/openapi.json`, key);
@@ -214,9 +243,16 @@ describe('the caller API conforms, to the service document and to the deployment
   });
 
   it('executes: 202 with Location, status, result; the same conforms to the deployment document', async () => {
-    const accepted = await caller('POST', `/v1/deployments/${deploymentId}/executions/`, key, {
-      workflow_input: { name: { value: 'Ada', value_type: 'RAW' }, times: { value: 3, value_type: 'RAW' } },
-    }, undefined, [own]);
+    const accepted = await caller(
+      'POST',
+      `/v1/deployments/${deploymentId}/executions/`,
+      key,
+      {
+        workflow_input: { name: { value: 'Ada', value_type: 'RAW' }, times: { value: 3, value_type: 'RAW' } },
+      },
+      undefined,
+      [own],
+    );
     expect(accepted.status).toBe(202);
     const id = accepted.body.execution_id as string;
 
@@ -233,7 +269,14 @@ describe('the caller API conforms, to the service document and to the deployment
     expect(events.status).toBe(200);
     expect(events.text).toContain('event: done');
 
-    const viaAuthorization = await caller('POST', `/v1/deployments/${deploymentId}/executions`, null, undefined, { authorization: `Api-Key ${key}` }, [own]);
+    const viaAuthorization = await caller(
+      'POST',
+      `/v1/deployments/${deploymentId}/executions`,
+      null,
+      undefined,
+      { authorization: `Api-Key ${key}` },
+      [own],
+    );
     expect(viaAuthorization.status).toBe(202);
   });
 
@@ -325,7 +368,13 @@ describe('the caller API conforms, to the service document and to the deployment
     const png1 = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
     const p = await rt.publishPipeline(
       'conform-form',
-      { nodes: { photo: { type: 'input', value_type: 'asset', value: png1, media_types: ['image/png'] }, name: { type: 'input', value_type: 'string', value: 'x' }, out: { type: 'output', from: 'name' } } },
+      {
+        nodes: {
+          photo: { type: 'input', value_type: 'asset', value: png1, media_types: ['image/png'] },
+          name: { type: 'input', value_type: 'string', value: 'x' },
+          out: { type: 'output', from: 'name' },
+        },
+      },
       { form: { enabled: true } },
     );
     const form = (p.body.form_url as string).slice(rt.url.length);
@@ -336,11 +385,15 @@ describe('the caller API conforms, to the service document and to the deployment
     const run = await caller('POST', `${form}/executions`, null, { workflow_input: { name: { value: 'y', value_type: 'RAW' } } });
     expect(run.status).toBe(202);
     expect((await caller('POST', `${form}/executions`, null, { callback: 'http://127.0.0.1:9/' })).status).toBe(400);
-    expect((await caller('POST', `${form}/executions`, null, { workflow_input: { nope: { value: 1, value_type: 'RAW' } } })).status).toBe(422);
+    expect((await caller('POST', `${form}/executions`, null, { workflow_input: { nope: { value: 1, value_type: 'RAW' } } })).status).toBe(
+      422,
+    );
     const read = await caller('GET', `${form}/executions/${run.body.execution_id as string}`, null, undefined, { prefer: 'wait=20' });
     expect(read.status).toBe(200);
     expect((await caller('GET', `${form}/executions/${UNKNOWN}`, null)).status).toBe(404);
-    const events = await caller('GET', `${form}/executions/${run.body.execution_id as string}/events`, null, undefined, { accept: 'text/event-stream' });
+    const events = await caller('GET', `${form}/executions/${run.body.execution_id as string}/events`, null, undefined, {
+      accept: 'text/event-stream',
+    });
     expect(events.status).toBe(200);
     expect(events.text).toContain('event: done');
     expect((await caller('GET', `${form}/executions/${UNKNOWN}/events`, null)).status).toBe(404);
@@ -351,7 +404,12 @@ describe('the caller API conforms, to the service document and to the deployment
   it('answers an upload for an asset input with its PUT URL, and refuses what no input takes', async () => {
     const media = await rt.publishPipeline('conform-media', {
       nodes: {
-        photo: { type: 'input', value_type: 'asset', media_types: ['image/png'], value: 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==' },
+        photo: {
+          type: 'input',
+          value_type: 'asset',
+          media_types: ['image/png'],
+          value: 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==',
+        },
         size: { type: 'transform', inputs: ['photo'], expression: 'photo.bytes' },
         bytes: { type: 'output', from: 'size' },
       },
@@ -368,7 +426,11 @@ describe('the caller API conforms, to the service document and to the deployment
       const deps = (rt as unknown as { deps: import('../../functions/adapters/deps').Deps }).deps;
       const key = uploadKey(media.deploymentId, up.asset.value.slice('upload:'.length));
       // Served as the document describes the route's body (application/octet-stream).
-      const link = await deps.assetLinks.link({ key, media_type: 'application/octet-stream', bytes: bytes.length, sha256: '' }, rt.url, new Date());
+      const link = await deps.assetLinks.link(
+        { key, media_type: 'application/octet-stream', bytes: bytes.length, sha256: '' },
+        rt.url,
+        new Date(),
+      );
       const path = link.url.slice(rt.url.length);
       expect((await caller('GET', path, null)).status).toBe(200);
       expect((await caller('GET', path, null, undefined, { range: 'bytes=1-2' })).status).toBe(206);
@@ -378,21 +440,31 @@ describe('the caller API conforms, to the service document and to the deployment
     }
     expect((await caller('POST', uploads, media.apiKey, { media_type: 'video/mp4', bytes: 1024 })).status).toBe(422);
     expect((await caller('POST', uploads, media.apiKey, { media_type: 'image/png' })).status).toBe(400);
-    expect((await caller('POST', `/v1/deployments/${UNKNOWN}/uploads/`, media.apiKey, { media_type: 'image/png', bytes: 1 })).status).toBe(401);
+    expect((await caller('POST', `/v1/deployments/${UNKNOWN}/uploads/`, media.apiKey, { media_type: 'image/png', bytes: 1 })).status).toBe(
+      401,
+    );
   });
 
   it("answers an owner's upload with its PUT URL, a run uses it, and refuses what no input takes", async () => {
     const png1 = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==', 'base64');
     const def: PipelineDefinition = {
       nodes: {
-        photo: { type: 'input', value_type: 'asset', media_types: ['image/png'], value: `data:image/png;base64,${png1.toString('base64')}` },
+        photo: {
+          type: 'input',
+          value_type: 'asset',
+          media_types: ['image/png'],
+          value: `data:image/png;base64,${png1.toString('base64')}`,
+        },
         size: { type: 'transform', inputs: ['photo'], expression: 'photo.bytes' },
         bytes: { type: 'output', from: 'size' },
       },
     };
     expect((await owner('PUT', '/v1/pipelines/conform-owner-media', def)).status).toBe(201);
     const uploads = '/v1/pipelines/conform-owner-media/uploads';
-    const created = await owner<{ upload_url: string; headers: Record<string, string>; asset: { value: string } }>('POST', uploads, { media_type: 'image/png', bytes: png1.length });
+    const created = await owner<{ upload_url: string; headers: Record<string, string>; asset: { value: string } }>('POST', uploads, {
+      media_type: 'image/png',
+      bytes: png1.length,
+    });
     expect(created.status).toBe(201);
     expect((await fetch(created.body.upload_url, { method: 'PUT', headers: created.body.headers, body: png1 })).status).toBe(200);
     const run = await runToEnd('conform-owner-media', { photo: created.body.asset.value });
@@ -402,11 +474,12 @@ describe('the caller API conforms, to the service document and to the deployment
     expect((await owner('POST', '/v1/pipelines/no-such-pipeline/uploads', { media_type: 'image/png', bytes: 1 })).status).toBe(404);
   });
 
-  it("401 for a key on a deployment not its own (here: unknown), 404 for unknown executions", async () => {
+  it('401 for a key on a deployment not its own (here: unknown), 404 for unknown executions', async () => {
     expect((await caller('POST', `/v1/deployments/${UNKNOWN}/executions/`, key, {})).status).toBe(401);
     expect((await caller('GET', `/v1/deployments/${UNKNOWN}/`, key)).status).toBe(401);
     expect((await caller('GET', `/v1/deployments/${UNKNOWN}/openapi.json`, key)).status).toBe(401);
-    for (const what of ['status', 'result']) expect((await caller('GET', `/v1/deployments/executions/${UNKNOWN}/${what}/`, key)).status).toBe(404);
+    for (const what of ['status', 'result'])
+      expect((await caller('GET', `/v1/deployments/executions/${UNKNOWN}/${what}/`, key)).status).toBe(404);
     expect((await caller('POST', `/v1/deployments/executions/not-a-uuid/cancel/`, key)).status).toBe(404);
   });
 });
@@ -426,7 +499,9 @@ describe('owner keys, executions and delete conform', () => {
 
   it('shows any execution to the owner, and 404 for an unknown one', async () => {
     const p = await rt.publishPipeline('conform-exec', greeting);
-    const accepted = await caller('POST', `/v1/deployments/${p.deploymentId}/executions/`, p.apiKey, { callback: 'http://127.0.0.1:9/hook?token=secret' });
+    const accepted = await caller('POST', `/v1/deployments/${p.deploymentId}/executions/`, p.apiKey, {
+      callback: 'http://127.0.0.1:9/hook?token=secret',
+    });
     const id = accepted.body.execution_id as string;
     const view = await waitUntil(
       () => owner('GET', `/v1/pipelines/conform-exec/executions/${id}`),
@@ -453,7 +528,10 @@ describe('owner keys, executions and delete conform', () => {
       expect(delivered.body.trace).toEqual(expect.arrayContaining([expect.objectContaining({ node: 'wait', outcome: 'completed' })]));
       const again = await owner('POST', `/v1/pipelines/conform-owner/executions/${hookedId}/callback/redeliver`);
       expect(again.status).toBe(202);
-      await waitUntil(async () => receiver.delivered().filter((h) => h.executionId === hookedId).length, (n) => n === 2);
+      await waitUntil(
+        async () => receiver.delivered().filter((h) => h.executionId === hookedId).length,
+        (n) => n === 2,
+      );
 
       const running = await caller('POST', `/v1/deployments/${p.deploymentId}/executions/`, p.apiKey, {});
       const runningId = running.body.execution_id as string;
@@ -463,7 +541,10 @@ describe('owner keys, executions and delete conform', () => {
       expect((await owner('POST', `/v1/pipelines/conform-owner/executions/${runningId}/cancel`)).status).toBe(409);
       expect((await owner('POST', `/v1/pipelines/conform-owner/executions/${UNKNOWN}/cancel`)).status).toBe(404);
 
-      const first = await owner<{ executions: { execution_id: string }[]; next_cursor: string | null }>('GET', '/v1/pipelines/conform-owner/deployment/executions?limit=1');
+      const first = await owner<{ executions: { execution_id: string }[]; next_cursor: string | null }>(
+        'GET',
+        '/v1/pipelines/conform-owner/deployment/executions?limit=1',
+      );
       expect(first.body.executions.map((e) => e.execution_id)).toEqual([runningId]);
       const next = await owner<{ executions: { execution_id: string }[] }>(
         'GET',
@@ -514,6 +595,7 @@ describe('coverage of the flow', () => {
     const successes = ROUTES.filter((r) => ![...covered].some((c) => c.startsWith(`${r.method} ${r.path} 2`)));
     expect(successes.map((r) => `${r.method} ${r.path}`)).toEqual([]);
     const statuses = new Set([...covered].map((c) => Number(c.split(' ').pop())));
-    for (const s of [200, 201, 202, 204, 400, 401, 404, 409, 413, 415, 422]) expect({ status: s, seen: statuses.has(s) }).toEqual({ status: s, seen: true });
+    for (const s of [200, 201, 202, 204, 400, 401, 404, 409, 413, 415, 422])
+      expect({ status: s, seen: statuses.has(s) }).toEqual({ status: s, seen: true });
   });
 });

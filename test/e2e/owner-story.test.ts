@@ -76,7 +76,10 @@ afterAll(async () => {
 it('finds a failed execution, shows where and why it failed and its callback attempts, redelivers, cancels a running one', async () => {
   // Prepare: a live API, one good execution, then the rates API breaks and a caller's request fails.
   mode = 'ok';
-  const p = await rt.publishPipeline('quotes', { ...quote, nodes: { ...quote.nodes, rates: { ...quote.nodes.rates, url: upstreamUrl } as PipelineDefinition['nodes'][string] } });
+  const p = await rt.publishPipeline('quotes', {
+    ...quote,
+    nodes: { ...quote.nodes, rates: { ...quote.nodes.rates, url: upstreamUrl } as PipelineDefinition['nodes'][string] },
+  });
   const good = await rt.caller('POST', `/v1/deployments/${p.deploymentId}/executions/`, p.apiKey, {});
   await rt.waitForExecution(good.body.execution_id as string, p.apiKey);
   mode = 'broken';

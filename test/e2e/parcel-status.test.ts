@@ -38,9 +38,15 @@ beforeAll(async () => {
   });
   server.stdout?.on('data', (c: Buffer) => (serverLog += c.toString()));
   server.stderr?.on('data', (c: Buffer) => (serverLog += c.toString()));
-  serverUrl = await waitUntil(async () => /listening on (http:\/\/\S+)/.exec(serverLog)?.[1] ?? '', (url) => url !== '', 10_000);
+  serverUrl = await waitUntil(
+    async () => /listening on (http:\/\/\S+)/.exec(serverLog)?.[1] ?? '',
+    (url) => url !== '',
+    10_000,
+  );
   // The example as it is, its url on the port the server took.
-  const example = JSON.parse(readFileSync(join(ROOT, 'examples', 'parcel-status.json'), 'utf8')) as { nodes: Record<string, Record<string, unknown>> };
+  const example = JSON.parse(readFileSync(join(ROOT, 'examples', 'parcel-status.json'), 'utf8')) as {
+    nodes: Record<string, Record<string, unknown>>;
+  };
   example.nodes.track = { ...example.nodes.track, url: `${serverUrl}/track` };
   writeFileSync(join(work, 'parcel-status.json'), JSON.stringify(example, null, 2));
 });
@@ -87,7 +93,12 @@ describe('examples/parcel-status.json', () => {
     // Assess
     expect({ code: done.code, stderr: done.stderr }).toEqual({ code: 0, stderr: expect.any(String) });
     expect(report.ok).toBe(true);
-    expect(report.pipelines[0]).toMatchObject({ pipeline_id: 'parcel-status', secrets_set: ['TRACKING_TOKEN'], published: 'created', tests: { run: 2, passed: 2, failed: 0 } });
+    expect(report.pipelines[0]).toMatchObject({
+      pipeline_id: 'parcel-status',
+      secrets_set: ['TRACKING_TOKEN'],
+      published: 'created',
+      tests: { run: 2, passed: 2, failed: 0 },
+    });
     expect(serverLog).toContain('POST /track {"number":"PG-2002","notify_url":"https://hooks.example.com/p/2002"} → 200');
     expect(`${done.stdout}${done.stderr}`).not.toContain(TOKEN);
   });
@@ -127,7 +138,12 @@ describe('examples/parcel-status.json', () => {
     expect(contract.body.inputs).toContainEqual({ id: 'notify_url', value_type: 'reference', value: 'https://example.com/parcel-events' });
     expect(result.body).toMatchObject({
       status: 'completed',
-      response_data: { summary: { value: 'PG-3003 is waiting for pickup (Hamburg depot); updates go to https://hooks.example.org/parcels?id=3003', value_type: 'RAW' } },
+      response_data: {
+        summary: {
+          value: 'PG-3003 is waiting for pickup (Hamburg depot); updates go to https://hooks.example.org/parcels?id=3003',
+          value_type: 'RAW',
+        },
+      },
     });
     expect({ status: metadata.status, body: metadata.body }).toEqual({
       status: 422,
@@ -138,12 +154,29 @@ describe('examples/parcel-status.json', () => {
 
   it('executes with a REFERENCE input through `pipegate execute`', async () => {
     // Act
-    const done = await pg(['execute', deploymentId, '--key', apiKey, '--input', 'tracking_number=PG-2002', '--input', 'notify_url=https://hooks.example.net/2002', '--wait', '--json']);
+    const done = await pg([
+      'execute',
+      deploymentId,
+      '--key',
+      apiKey,
+      '--input',
+      'tracking_number=PG-2002',
+      '--input',
+      'notify_url=https://hooks.example.net/2002',
+      '--wait',
+      '--json',
+    ]);
     const bad = await pg(['execute', deploymentId, '--key', apiKey, '--input', 'notify_url=not-a-url']);
 
     // Assess
     expect(done.code).toBe(0);
-    expect(JSON.parse(done.stdout)).toMatchObject({ status: 'completed', response_data: { status: { value: 'delivered' }, summary: { value: 'PG-2002 is delivered (Berlin, front door); updates go to https://hooks.example.net/2002' } } });
+    expect(JSON.parse(done.stdout)).toMatchObject({
+      status: 'completed',
+      response_data: {
+        status: { value: 'delivered' },
+        summary: { value: 'PG-2002 is delivered (Berlin, front door); updates go to https://hooks.example.net/2002' },
+      },
+    });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('notify_url is a reference input');
   });
@@ -166,7 +199,9 @@ describe('examples/parcel-status.json', () => {
     expect(refused.error_message).toMatch(/^Node 'track' failed: HTTP 401 from http:\/\/127\.0\.0\.1:\d+\/track: .*\[redacted\]/);
     expect(JSON.stringify(refused)).not.toContain(wrong);
     expect(deleted.code).toBe(0);
-    expect(missing.error_message).toBe("Node 'track' failed: secret 'TRACKING_TOKEN' is not set (set it with: pipegate secrets set TRACKING_TOKEN)");
+    expect(missing.error_message).toBe(
+      "Node 'track' failed: secret 'TRACKING_TOKEN' is not set (set it with: pipegate secrets set TRACKING_TOKEN)",
+    );
     expect(pushed.code).toBe(0);
     expect(pushed.stderr).toContain("warning: nodes.track.headers.authorization: secret 'TRACKING_TOKEN' is not set");
   });

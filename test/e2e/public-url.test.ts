@@ -17,17 +17,30 @@ afterAll(async () => {
 });
 
 /** A request with a Host header of the client's choosing (fetch does not let one set it). */
-function send(method: string, path: string, headers: Record<string, string>, body?: unknown): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Record<string, unknown> }> {
+function send(
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body?: unknown,
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Record<string, unknown> }> {
   const url = new URL(`${rt.url}${path}`);
   const payload = body === undefined ? undefined : JSON.stringify(body);
   return new Promise((resolve, reject) => {
     const req = httpRequest(
-      { host: url.hostname, port: url.port, path: url.pathname, method, headers: { host: 'evil.example', ...(payload ? { 'content-type': 'application/json' } : {}), ...headers } },
+      {
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname,
+        method,
+        headers: { host: 'evil.example', ...(payload ? { 'content-type': 'application/json' } : {}), ...headers },
+      },
       (res) => {
         let text = '';
         res.setEncoding('utf8');
         res.on('data', (c: string) => (text += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} }));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} }),
+        );
       },
     );
     req.on('error', reject);
@@ -59,6 +72,8 @@ describe('PIPEGATE_PUBLIC_URL', () => {
     expect(accepted.headers.location).toBe(accepted.body.status_url);
     expect(status.body.result_url).toMatch(new RegExp(`^${PUBLIC}/v1/deployments/executions/`));
     expect(doc.body.servers).toEqual([{ url: PUBLIC }]);
-    expect(JSON.stringify([run.body, published.body, accepted.body, accepted.headers, status.body, doc.body])).not.toContain('evil.example');
+    expect(JSON.stringify([run.body, published.body, accepted.body, accepted.headers, status.body, doc.body])).not.toContain(
+      'evil.example',
+    );
   });
 });

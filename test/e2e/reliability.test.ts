@@ -14,7 +14,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Deps } from '../../functions/adapters/deps';
 import type { LocalWorkflow } from '../../lib/local/workflow';
-import { StoreFaults, countingTransitions, duplicatingQueue, failingStarts, fastRetryWorkflow, forId, movingTo, stepError, terminalWrites, type TransitionCounts } from '../support/faults';
+import {
+  StoreFaults,
+  countingTransitions,
+  duplicatingQueue,
+  failingStarts,
+  fastRetryWorkflow,
+  forId,
+  movingTo,
+  stepError,
+  terminalWrites,
+  type TransitionCounts,
+} from '../support/faults';
 import { hooksByExecution, startReceiver, type Receiver } from '../support/receiver';
 import { printFigures, seededRandom, testSeed, type Figures } from '../support/figures';
 import { cancelRace, delayDef, judgeKillRounds, killRounds } from '../support/scenarios';
@@ -39,7 +50,17 @@ describe('kill -9 at random moments with executions and callbacks in flight', ()
   it('kill -9 and a restart within 100 ms, 5 rounds, callers submitting throughout: none lost, none left open, each terminal once, each callback under one id', async () => {
     // Restarted at once, as a supervisor does: the killed process may still be dying.
     // Callers submit without pause through every kill; the next process is spawned at once.
-    const r = await killRounds({ dataDir, rounds: 5, perRound: 0, continuous: true, maxKillDelayMs: 700, hookFailRate: 0.3, random, timeoutMs: 30_000, immediateRestart: true });
+    const r = await killRounds({
+      dataDir,
+      rounds: 5,
+      perRound: 0,
+      continuous: true,
+      maxKillDelayMs: 700,
+      hookFailRate: 0.3,
+      random,
+      timeoutMs: 30_000,
+      immediateRestart: true,
+    });
     // The new process is spawned in the same tick as the SIGKILL, never after waiting for the old
     // one's exit (scenarios.ts); how long spawn() itself takes is this test process's own speed on
     // a loaded machine, so it is printed, not asserted. Each round's restart coming up is asserted.
@@ -54,7 +75,8 @@ describe('kill -9 at random moments with executions and callbacks in flight', ()
     expect(twoIds).toEqual([]);
     expect(undelivered).toEqual([]);
     // An execution only ever reports the status it ended with.
-    for (const a of r.accepted) for (const h of r.receiver.hooks.filter((x) => x.executionId === a.id)) expect(h.status).toBe(r.final.get(a.id));
+    for (const a of r.accepted)
+      for (const h of r.receiver.hooks.filter((x) => x.executionId === a.id)) expect(h.status).toBe(r.final.get(a.id));
     // A kill inside a status write can leave dynalite's index behind the item; the restart reads
     // the items themselves, so nothing may be left open.
     expect(stuck.map((a) => [a.id, r.later.get(a.id)])).toEqual([]);
@@ -115,11 +137,23 @@ describe('duplicate queue deliveries', () => {
     const extraDeliveries = ids.reduce((n, id) => n + Math.max(0, (perExecution.get(id)?.delivered ?? 0) - 1), 0);
     fig('duplicates: executions', ids.length);
     fig('duplicates: extra queue messages sent', dup.duplicates());
-    fig('duplicates: workflow starts tried (each copy of a message)', [...starts.starts.entries()].filter(([k]) => ids.includes(k)).reduce((n, [, v]) => n + v, 0));
-    fig('duplicates: pending→running writes won', running.reduce((a, b) => a + b, 0));
-    fig('duplicates: terminal writes won', terminal.reduce((a, b) => a + b, 0));
+    fig(
+      'duplicates: workflow starts tried (each copy of a message)',
+      [...starts.starts.entries()].filter(([k]) => ids.includes(k)).reduce((n, [, v]) => n + v, 0),
+    );
+    fig(
+      'duplicates: pending→running writes won',
+      running.reduce((a, b) => a + b, 0),
+    );
+    fig(
+      'duplicates: terminal writes won',
+      terminal.reduce((a, b) => a + b, 0),
+    );
     fig('duplicates: callbacks delivered twice (same id)', extraDeliveries);
-    fig('duplicates: callback attempts recorded', attempts.reduce((a, b) => a + b, 0));
+    fig(
+      'duplicates: callback attempts recorded',
+      attempts.reduce((a, b) => a + b, 0),
+    );
     fig('duplicates: callback POSTs received', receiver.hooks.filter((h) => ids.includes(h.executionId)).length);
 
     expect(running).toEqual(ids.map(() => 1));
@@ -151,7 +185,11 @@ describe('an error injected at each step', () => {
 
   const wrap = (d: Deps): Deps => {
     const wired: { deps?: Deps } = {};
-    workflow = fastRetryWorkflow(() => wired.deps as Deps, 10, () => (workflowFailures += 1));
+    workflow = fastRetryWorkflow(
+      () => wired.deps as Deps,
+      10,
+      () => (workflowFailures += 1),
+    );
     const starts = failingStarts(workflow, (name) => {
       const left = startFaults.get(name) ?? 0;
       if (left <= 0) return false;
@@ -236,7 +274,10 @@ describe('an error injected at each step', () => {
     planned.push(id);
     await rt.caller('POST', executions(p), p.apiKey, {});
     cases.runnerDead = id;
-    const dead = await waitUntil(() => rt.queues.executions.deadLetters(), (ds) => ds.some((m) => m.body.includes(id)));
+    const dead = await waitUntil(
+      () => rt.queues.executions.deadLetters(),
+      (ds) => ds.some((m) => m.body.includes(id)),
+    );
     const letter = dead.find((m) => m.body.includes(id));
     expect(letter?.receiveCount).toBe(5);
     expect((await rt.caller('GET', `/v1/deployments/executions/${id}/status/`, p.apiKey)).body.status).toBe('pending');
@@ -253,16 +294,23 @@ describe('an error injected at each step', () => {
     expect(faults.count('start-transient')).toBe(2);
   });
 
-  it('stuck path 2: MarkRunning\'s first write landed but its answer was lost; the retry proceeds and the execution completes', async () => {
+  it("stuck path 2: MarkRunning's first write landed but its answer was lost; the retry proceeds and the execution completes", async () => {
     const id = randomUUID();
-    faults.add({ label: 'start-lost-reply', store: 'executions', method: 'transition', when: movingTo('running', id), times: 1, after: true });
+    faults.add({
+      label: 'start-lost-reply',
+      store: 'executions',
+      method: 'transition',
+      when: movingTo('running', id),
+      times: 1,
+      after: true,
+    });
     planned.push(id);
     await rt.caller('POST', executions(p), p.apiKey, {});
     expect((await rt.waitForExecution(id, p.apiKey, undefined, 5_000)).status).toBe('completed');
     expect(faults.count('start-lost-reply')).toBe(1);
   });
 
-  it('stuck path 1: execute\'s queue send fails (no Idempotency-Key); the execution is withdrawn and answered 503, nothing left pending', async () => {
+  it("stuck path 1: execute's queue send fails (no Idempotency-Key); the execution is withdrawn and answered 503, nothing left pending", async () => {
     const id = randomUUID();
     sendFaults.add(id);
     planned.push(id);
@@ -286,7 +334,10 @@ describe('an error injected at each step', () => {
     const s = await rt.waitForExecution(id, p.apiKey);
     expect(s).toMatchObject({ status: 'failed', error_message: expect.stringMatching(/^Execution failed/) });
     expect(faults.count('start-exhausted')).toBe(4);
-    await waitUntil(async () => receiver.delivered().filter((h) => h.executionId === id), (hs) => hs.length > 0 && hs[0]?.status === 'failed');
+    await waitUntil(
+      async () => receiver.delivered().filter((h) => h.executionId === id),
+      (hs) => hs.length > 0 && hs[0]?.status === 'failed',
+    );
   });
 
   it('RunNodes: a completion write that keeps failing ends in MarkFailed, failed, callback sent', async () => {
@@ -296,7 +347,10 @@ describe('an error injected at each step', () => {
     await rt.caller('POST', executions(p), p.apiKey, { callback: receiver.url });
     const s = await rt.waitForExecution(id, p.apiKey);
     expect(s).toMatchObject({ status: 'failed', error_message: expect.stringMatching(/^Execution failed/) });
-    await waitUntil(async () => receiver.delivered().filter((h) => h.executionId === id), (hs) => hs.length === 1);
+    await waitUntil(
+      async () => receiver.delivered().filter((h) => h.executionId === id),
+      (hs) => hs.length === 1,
+    );
   });
 
   it('RunNodes: a failing read of the version ends in MarkFailed, failed', async () => {
@@ -326,7 +380,11 @@ describe('an error injected at each step', () => {
       () => rt.owner('GET', `/v1/pipelines/steps/executions/${id}`),
       (v) => (v.body.callback_delivery as { outcome?: string } | null)?.outcome === 'dead_lettered',
     );
-    expect(view.body.callback_delivery).toMatchObject({ attempts: 4, outcome: 'dead_lettered', last_error: expect.stringMatching(/injected fault/) });
+    expect(view.body.callback_delivery).toMatchObject({
+      attempts: 4,
+      outcome: 'dead_lettered',
+      last_error: expect.stringMatching(/injected fault/),
+    });
     expect(view.body.status).toBe('completed');
   });
 
@@ -336,7 +394,10 @@ describe('an error injected at each step', () => {
     planned.push(id);
     await rt.caller('POST', executions(p), p.apiKey, { callback: receiver.url });
     cases.dispatchDead = id;
-    await waitUntil(() => rt.queues.callbacks.deadLetters(), (ds) => ds.some((m) => m.body.includes(id)));
+    await waitUntil(
+      () => rt.queues.callbacks.deadLetters(),
+      (ds) => ds.some((m) => m.body.includes(id)),
+    );
     expect((await rt.caller('GET', `/v1/deployments/executions/${id}/status/`, p.apiKey)).body.status).toBe('completed');
     const hooks = receiver.hooks.filter((h) => h.executionId === id);
     expect(hooks.length).toBe(5);
@@ -400,13 +461,17 @@ describe('stuck path 4: a dead-lettered executions message, with the process sti
     await rt?.cleanup();
   });
 
-  it('the sweeper\'s next pass queues the pending execution again and it completes, without a restart', async () => {
+  it("the sweeper's next pass queues the pending execution again and it completes, without a restart", async () => {
     const id = randomUUID();
     failing.add(id);
     planned.push(id);
     const r = await rt.caller('POST', executions(p), p.apiKey, {});
     expect(r.status).toBe(202);
-    await waitUntil(() => rt.queues.executions.deadLetters(), (ds) => ds.some((m) => m.body.includes(id)), 30_000);
+    await waitUntil(
+      () => rt.queues.executions.deadLetters(),
+      (ds) => ds.some((m) => m.body.includes(id)),
+      30_000,
+    );
     expect((await rt.deps.executions.get(id, new Date(), true))?.status).toBe('pending');
     // The runner works again; only a repair can bring the execution back to it.
     failing.delete(id);
@@ -436,13 +501,24 @@ describe('cancel racing completion over HTTP', () => {
 
   it('ends each execution either completed or cancelled, and a cancelled one never shows completed or outputs', async () => {
     const p = await rt.publishPipeline('race', delayDef(40));
-    const { outcomes, maxWaitMs } = await cancelRace({ url: rt.url, deploymentId: p.deploymentId, apiKey: p.apiKey, callback: receiver.url }, 40, random);
-    await waitUntil(async () => new Set(receiver.delivered().map((h) => h.executionId)), (s) => outcomes.every((o) => s.has(o.id)));
+    const { outcomes, maxWaitMs } = await cancelRace(
+      { url: rt.url, deploymentId: p.deploymentId, apiKey: p.apiKey, callback: receiver.url },
+      40,
+      random,
+    );
+    await waitUntil(
+      async () => new Set(receiver.delivered().map((h) => h.executionId)),
+      (s) => outcomes.every((o) => s.has(o.id)),
+    );
     const perExecution = hooksByExecution(receiver.hooks);
 
     const won = outcomes.filter((o) => o.cancelStatus === 200).length;
-    const badCancel = outcomes.filter((o) => o.cancelStatus === 200 && (o.final !== 'cancelled' || o.later !== 'cancelled' || JSON.stringify(o.outputs) !== '{}'));
-    const badLost = outcomes.filter((o) => o.cancelStatus === 409 && (o.cancelSaid !== 'completed' || o.final !== 'completed' || o.later !== 'completed'));
+    const badCancel = outcomes.filter(
+      (o) => o.cancelStatus === 200 && (o.final !== 'cancelled' || o.later !== 'cancelled' || JSON.stringify(o.outputs) !== '{}'),
+    );
+    const badLost = outcomes.filter(
+      (o) => o.cancelStatus === 409 && (o.cancelSaid !== 'completed' || o.final !== 'completed' || o.later !== 'completed'),
+    );
     const other = outcomes.filter((o) => o.cancelStatus !== 200 && o.cancelStatus !== 409);
     const hookMismatch = outcomes.filter((o) => {
       const h = perExecution.get(o.id);
@@ -494,7 +570,8 @@ describe('the store unavailable for a while', () => {
         rt.caller('POST', executions(p), p.apiKey, {}).then((r) => ['caller execute', r] as const),
         rt.caller('GET', `/v1/deployments/executions/${accepted[0]}/status/`, p.apiKey).then((r) => ['caller status', r] as const),
       ]);
-      for (const [route, r] of replies) seen.push({ route, status: r.status, retryAfter: r.headers.get('retry-after'), error: r.body.error });
+      for (const [route, r] of replies)
+        seen.push({ route, status: r.status, retryAfter: r.headers.get('retry-after'), error: r.body.error });
       await sleep(100);
     }
     faults.down = false;

@@ -48,7 +48,11 @@ beforeAll(async () => {
     else reply(res, 200, { n: calls.get(who) });
   });
   receiver = await startTestServer((req, res) => {
-    hooks.push({ id: String(req.headers['webhook-id']), execution: (JSON.parse(req.body) as { execution_id: string }).execution_id, status: String(req.headers['x-pipegate-status']) });
+    hooks.push({
+      id: String(req.headers['webhook-id']),
+      execution: (JSON.parse(req.body) as { execution_id: string }).execution_id,
+      status: String(req.headers['x-pipegate-status']),
+    });
     reply(res, 204);
   });
 });
@@ -62,10 +66,16 @@ afterAll(async () => {
 });
 
 async function publish(rt: RuntimeProcess, id: string, def: PipelineDefinition) {
-  const owner = (m: string, p: string, b?: unknown) => request<Record<string, unknown>>(`${rt.url}${p}`, m, b, { authorization: `Bearer ${rt.ownerToken}` });
+  const owner = (m: string, p: string, b?: unknown) =>
+    request<Record<string, unknown>>(`${rt.url}${p}`, m, b, { authorization: `Bearer ${rt.ownerToken}` });
   expect((await owner('PUT', `/v1/pipelines/${id}`, def)).status).toBe(201);
   const run = await owner('POST', `/v1/pipelines/${id}/runs`, {});
-  await waitUntil(() => owner('GET', `/v1/pipelines/${id}/runs/${run.body.run_id}`), (r) => r.body.status === 'completed', 60_000, 100);
+  await waitUntil(
+    () => owner('GET', `/v1/pipelines/${id}/runs/${run.body.run_id}`),
+    (r) => r.body.status === 'completed',
+    60_000,
+    100,
+  );
   const pub = await owner('PUT', `/v1/pipelines/${id}/deployment`, {});
   return { dep: pub.body.deployment_id as string, key: pub.body.api_key as string };
 }
@@ -75,7 +85,12 @@ it('runs an interrupted execution again from the start after a kill -9, or fails
   const again = await publish(runtime, 'runs-again', slowCall('again'));
   const once = await publish(runtime, 'runs-once', slowCall('once', false));
   const submit = async (p: { dep: string; key: string }) => {
-    const r = await request<Record<string, unknown>>(`${runtime?.url}/v1/deployments/${p.dep}/executions/`, 'POST', { callback: `${receiver.origin}/hook` }, { 'x-api-key': p.key });
+    const r = await request<Record<string, unknown>>(
+      `${runtime?.url}/v1/deployments/${p.dep}/executions/`,
+      'POST',
+      { callback: `${receiver.origin}/hook` },
+      { 'x-api-key': p.key },
+    );
     expect(r.status).toBe(202);
     return r.body.execution_id as string;
   };
@@ -85,7 +100,12 @@ it('runs an interrupted execution again from the start after a kill -9, or fails
   // The publishing runs called the upstream once each; the executions call it once more and are held.
   const a = await submit(again);
   const b = await submit(once);
-  await waitUntil(async () => [calls.get('again'), calls.get('once')], ([x, y]) => x === 2 && y === 2, 60_000, 50);
+  await waitUntil(
+    async () => [calls.get('again'), calls.get('once')],
+    ([x, y]) => x === 2 && y === 2,
+    60_000,
+    50,
+  );
   expect((await statusOf(a, again.key)).body.status).toBe('running');
   expect((await statusOf(b, once.key)).body.status).toBe('running');
   await runtime.kill9();
@@ -93,21 +113,38 @@ it('runs an interrupted execution again from the start after a kill -9, or fails
   runtime = await spawnRuntime(dataDir);
   expect(runtime.output()).toMatch(/recovered .*1 interrupted and running again, 1 interrupted \(marked failed\)/);
 
-  const finalA = await waitUntil(() => statusOf(a, again.key), (r) => r.body.status === 'completed', 90_000, 250);
-  const finalB = await waitUntil(() => statusOf(b, once.key), (r) => r.body.status === 'failed', 90_000, 250);
+  const finalA = await waitUntil(
+    () => statusOf(a, again.key),
+    (r) => r.body.status === 'completed',
+    90_000,
+    250,
+  );
+  const finalB = await waitUntil(
+    () => statusOf(b, once.key),
+    (r) => r.body.status === 'failed',
+    90_000,
+    250,
+  );
   // Run again from the start: the upstream was called once more.
   expect(calls.get('again')).toBe(3);
   expect(calls.get('once')).toBe(2);
   expect(finalA.body.error_message).toBeNull();
   expect(finalB.body.error_message).toMatch(/interrupted by a service restart/);
   const ownerView = (pipeline: string, id: string) =>
-    request<Record<string, unknown>>(`${runtime?.url}/v1/pipelines/${pipeline}/executions/${id}`, 'GET', undefined, { authorization: `Bearer ${runtime?.ownerToken}` });
+    request<Record<string, unknown>>(`${runtime?.url}/v1/pipelines/${pipeline}/executions/${id}`, 'GET', undefined, {
+      authorization: `Bearer ${runtime?.ownerToken}`,
+    });
   const [ownerA, ownerB] = [await ownerView('runs-again', a), await ownerView('runs-once', b)];
   expect([ownerA.body.reruns, ownerB.body.reruns]).toEqual([1, 0]);
   expect(ownerB.body.error_message).toMatch(/retry_interrupted/);
 
   // Each callback once, with the final status.
-  await waitUntil(async () => hooks.filter((h) => h.execution === a || h.execution === b).length, (n) => n >= 2, 60_000, 100);
+  await waitUntil(
+    async () => hooks.filter((h) => h.execution === a || h.execution === b).length,
+    (n) => n >= 2,
+    60_000,
+    100,
+  );
   const forA = hooks.filter((h) => h.execution === a);
   const forB = hooks.filter((h) => h.execution === b);
   expect([forA.length, forA[0]?.status, forB.length, forB[0]?.status]).toEqual([1, 'completed', 1, 'failed']);

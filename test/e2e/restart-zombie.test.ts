@@ -51,13 +51,23 @@ linux('comes up at once after kill -9 while the old process is still an unreaped
   let out = '';
   parent.stdout?.on('data', (c: Buffer) => (out += c.toString()));
   parent.stderr?.on('data', (c: Buffer) => (out += c.toString()));
-  await waitUntil(async () => out, (o) => /running at http/.test(o), 30_000, 50);
+  await waitUntil(
+    async () => out,
+    (o) => /running at http/.test(o),
+    30_000,
+    50,
+  );
   const pid = Number(/pid (\d+)/.exec(out)?.[1]);
   expect(pid).toBeGreaterThan(0);
   oldPid = pid;
 
   process.kill(pid, 'SIGKILL');
-  await waitUntil(async () => stateOf(pid), (s) => s === 'Z', 5_000, 5);
+  await waitUntil(
+    async () => stateOf(pid),
+    (s) => s === 'Z',
+    5_000,
+    5,
+  );
   // What fooled a pid-file guard: the dead process's pid still "exists".
   expect(() => process.kill(pid, 0)).not.toThrow();
 

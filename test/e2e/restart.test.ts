@@ -52,10 +52,16 @@ afterAll(async () => {
 });
 
 async function publish(rt: RuntimeProcess, id: string, def: PipelineDefinition) {
-  const owner = (m: string, p: string, b?: unknown) => request<Record<string, unknown>>(`${rt.url}${p}`, m, b, { authorization: `Bearer ${rt.ownerToken}` });
+  const owner = (m: string, p: string, b?: unknown) =>
+    request<Record<string, unknown>>(`${rt.url}${p}`, m, b, { authorization: `Bearer ${rt.ownerToken}` });
   await owner('PUT', `/v1/pipelines/${id}`, def);
   const run = await owner('POST', `/v1/pipelines/${id}/runs`, {});
-  await waitUntil(() => owner('GET', `/v1/pipelines/${id}/runs/${run.body.run_id}`), (r) => r.body.status === 'completed', 60_000, POLL_MS);
+  await waitUntil(
+    () => owner('GET', `/v1/pipelines/${id}/runs/${run.body.run_id}`),
+    (r) => r.body.status === 'completed',
+    60_000,
+    POLL_MS,
+  );
   const pub = await owner('PUT', `/v1/pipelines/${id}/deployment`, {});
   return { dep: pub.body.deployment_id as string, key: pub.body.api_key as string };
 }
@@ -67,7 +73,12 @@ it('finishes every accepted execution exactly once and delivers every callback a
   const g = await publish(runtime, 'greeting', greeting);
 
   const submit = async (p: { dep: string; key: string }) => {
-    const r = await request<Record<string, unknown>>(`${runtime?.url}/v1/deployments/${p.dep}/executions/`, 'POST', { callback: hookUrl }, { 'x-api-key': p.key });
+    const r = await request<Record<string, unknown>>(
+      `${runtime?.url}/v1/deployments/${p.dep}/executions/`,
+      'POST',
+      { callback: hookUrl },
+      { 'x-api-key': p.key },
+    );
     expect(r.status).toBe(202);
     return r.body.execution_id as string;
   };
@@ -75,7 +86,14 @@ it('finishes every accepted execution exactly once and delivers every callback a
   const fast = await Promise.all(Array.from({ length: 5 }, () => submit(g)));
   const slowIds = await Promise.all(Array.from({ length: 5 }, () => submit(s)));
   await waitUntil(
-    () => Promise.all(fast.map((id) => request<Record<string, unknown>>(`${runtime?.url}/v1/deployments/executions/${id}/status/`, 'GET', undefined, { 'x-api-key': g.key }))),
+    () =>
+      Promise.all(
+        fast.map((id) =>
+          request<Record<string, unknown>>(`${runtime?.url}/v1/deployments/executions/${id}/status/`, 'GET', undefined, {
+            'x-api-key': g.key,
+          }),
+        ),
+      ),
     (rs) => rs.every((r) => r.body.status === 'completed'),
     60_000,
     POLL_MS,
@@ -101,7 +119,11 @@ it('finishes every accepted execution exactly once and delivers every callback a
   }
 
   const all = [...fast, ...slowIds];
-  await waitUntil(async () => new Set(hooks.map((h) => h.execution)), (seen) => all.every((id) => seen.has(id)), 90_000);
+  await waitUntil(
+    async () => new Set(hooks.map((h) => h.execution)),
+    (seen) => all.every((id) => seen.has(id)),
+    90_000,
+  );
   // One webhook id per execution, whatever happened in between.
   const idsByExecution = new Map<string, Set<string>>();
   for (const h of hooks) idsByExecution.set(h.execution, (idsByExecution.get(h.execution) ?? new Set()).add(h.id));

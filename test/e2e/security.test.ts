@@ -104,8 +104,12 @@ describe('caller authentication and owner credentials', () => {
       ['one char changed in the deployment id', { 'x-api-key': oneCharChanged(key, 10) }, 'malformed'],
       ['one char changed in the random part', { 'x-api-key': oneCharChanged(key, 50) }, 'malformed'],
       ['one char changed in the checksum', { 'x-api-key': oneCharChanged(key, key.length - 1) }, 'malformed'],
-      ['a key of the right shape that was never issued', { 'x-api-key': `pgk_${'0'.repeat(32)}${'A'.repeat(key.length - 42)}${key.slice(-6)}` }, 'malformed'],
-      ["a made-up key with a valid checksum, for this deployment", { 'x-api-key': madeUp }, 'unknown'],
+      [
+        'a key of the right shape that was never issued',
+        { 'x-api-key': `pgk_${'0'.repeat(32)}${'A'.repeat(key.length - 42)}${key.slice(-6)}` },
+        'malformed',
+      ],
+      ['a made-up key with a valid checksum, for this deployment', { 'x-api-key': madeUp }, 'unknown'],
       ['a made-up key with a valid checksum, for no deployment', { 'x-api-key': nowhere }, 'unknown'],
       ['the owner token as an API key', { 'x-api-key': rt.ownerToken }, 'malformed'],
       ['a 20 KB key', { 'x-api-key': `${key}${'A'.repeat(20 * 1024)}` }, 'malformed'],
@@ -130,7 +134,11 @@ describe('caller authentication and owner credentials', () => {
   });
 
   it('accepts the key in either header, or in both when it is the same key', async () => {
-    const forms: Record<string, string>[] = [{ 'x-api-key': a.apiKey }, { authorization: `Api-Key ${a.apiKey}` }, { 'x-api-key': a.apiKey, authorization: `api-key ${a.apiKey}` }];
+    const forms: Record<string, string>[] = [
+      { 'x-api-key': a.apiKey },
+      { authorization: `Api-Key ${a.apiKey}` },
+      { 'x-api-key': a.apiKey, authorization: `api-key ${a.apiKey}` },
+    ];
     for (const headers of forms) {
       for (const route of callerRoutes(a.deploymentId, execA)) {
         const r = await send(route.method, route.path, headers);
@@ -173,7 +181,12 @@ describe('caller authentication and owner credentials', () => {
     const contract = `/v1/deployments/${a.deploymentId}/`;
     expect((await send('GET', contract, { 'x-api-key': second })).status).toBe(200);
     expect((await send('GET', contract, { 'x-api-key': third })).status).toBe(200);
-    const lapsed = await waitUntil(() => send('GET', contract, { 'x-api-key': second }), (r) => r.status === 401, 15_000, 250);
+    const lapsed = await waitUntil(
+      () => send('GET', contract, { 'x-api-key': second }),
+      (r) => r.status === 401,
+      15_000,
+      250,
+    );
     expect(lapsed.body.reason).toBe('expired');
     expect((await send('GET', contract, { 'x-api-key': third })).status).toBe(200);
     const first = await send('GET', contract, { 'x-api-key': a.apiKey });
@@ -216,7 +229,9 @@ describe('caller authentication and owner credentials', () => {
     const owner = ROUTES.filter((r) => r.auth === 'owner');
     const unexpected: string[] = [];
     for (const route of owner) {
-      const path = route.path.replace(/\{([a-z_]+)\}/g, (_, n: string) => params[n] ?? 'x') + (route.method === 'DELETE' ? `?confirm=${a.deploymentId}` : '');
+      const path =
+        route.path.replace(/\{([a-z_]+)\}/g, (_, n: string) => params[n] ?? 'x') +
+        (route.method === 'DELETE' ? `?confirm=${a.deploymentId}` : '');
       for (const [what, headers] of cases) {
         const r = await send(route.method, path, headers);
         if (r.status !== 401 || r.body.error !== 'Unauthorized') unexpected.push(`${what} → ${route.method} ${route.path}: ${r.status}`);
@@ -359,7 +374,11 @@ describe('no plaintext key or secret at rest or in the logs', () => {
   async function startEcho(): Promise<{ url: string; close: () => Promise<void> }> {
     const server = await startTestServer((req, res) => {
       const auth = req.headers.authorization ?? '';
-      reply(res, req.path === '/refuse' ? 401 : 200, req.path === '/refuse' ? { error: `token ${auth} is not valid` } : { you_sent: auth, path: req.path });
+      reply(
+        res,
+        req.path === '/refuse' ? 401 : 200,
+        req.path === '/refuse' ? { error: `token ${auth} is not valid` } : { you_sent: auth, path: req.path },
+      );
     });
     return { url: server.origin, close: () => server.close() };
   }
@@ -399,7 +418,16 @@ describe('no plaintext key or secret at rest or in the logs', () => {
       },
     };
     const refused: PipelineDefinition = {
-      nodes: { call: { type: 'http', method: 'POST', url: `${echo.url}/refuse`, headers: { authorization: 'Bearer {{secrets.PLANTED}}' }, body: '{"k": $secrets.PLANTED}' }, out: { type: 'output', from: 'call' } },
+      nodes: {
+        call: {
+          type: 'http',
+          method: 'POST',
+          url: `${echo.url}/refuse`,
+          headers: { authorization: 'Bearer {{secrets.PLANTED}}' },
+          body: '{"k": $secrets.PLANTED}',
+        },
+        out: { type: 'output', from: 'call' },
+      },
     };
     const up = await rt.publishPipeline('uses-secret', uses);
     const upRun = await rt.caller('POST', `/v1/deployments/${up.deploymentId}/executions/`, up.apiKey, {});
@@ -427,11 +455,19 @@ describe('no plaintext key or secret at rest or in the logs', () => {
     };
     await run(p.apiKey);
     const rotatedKey = (await rt.owner('POST', '/v1/pipelines/secretive/deployment/keys', { grace_seconds: 600 })).body.api_key as string;
-    const rotatedSecret = (await rt.owner('POST', '/v1/pipelines/secretive/deployment/keys', { credential: 'signing_secret', grace_seconds: 600 })).body.signing_secret as string;
+    const rotatedSecret = (
+      await rt.owner('POST', '/v1/pipelines/secretive/deployment/keys', { credential: 'signing_secret', grace_seconds: 600 })
+    ).body.signing_secret as string;
     await run(rotatedKey);
     await run(p.apiKey);
     // A consumer's keys: used, rotated with grace, the rotated one used, then revoked and refused.
-    const consumer = (await rt.owner('POST', '/v1/pipelines/secretive/deployment/consumers', { name: 'planted', rate_limit: { requests: 100, per_seconds: 60 }, quota: { executions: 100, per: 'day' } })).body;
+    const consumer = (
+      await rt.owner('POST', '/v1/pipelines/secretive/deployment/consumers', {
+        name: 'planted',
+        rate_limit: { requests: 100, per_seconds: 60 },
+        quota: { executions: 100, per: 'day' },
+      })
+    ).body;
     const consumerKey = consumer.api_key as string;
     await run(consumerKey);
     const consumerPath = `/v1/pipelines/secretive/deployment/consumers/${consumer.consumer_id as string}`;
@@ -469,13 +505,16 @@ describe('no plaintext key or secret at rest or in the logs', () => {
       [401, 'malformed'],
     ]);
     const refusalText = [...refusals, ...consumerAnswers].map((r) => `${JSON.stringify([...r.headers.entries()])} ${r.text}`).join('\n');
-    await waitUntil(async () => receiver.delivered().length, (n) => n >= 3);
+    await waitUntil(
+      async () => receiver.delivered().length,
+      (n) => n >= 3,
+    );
 
     const secrets: [string, string][] = [
       ['owner secret', ownerSecret],
       ['owner secret (percent-encoded)', encodeURIComponent(ownerSecret)],
       ['api key', p.apiKey],
-      ['the other deployment\'s api key', up.apiKey],
+      ["the other deployment's api key", up.apiKey],
       ['rotated api key', rotatedKey],
       ['consumer api key', consumerKey],
       ['rotated consumer api key', rotatedConsumerKey],
@@ -496,10 +535,15 @@ describe('no plaintext key or secret at rest or in the logs', () => {
     const table = createDocumentClient({ region: rt.deps.config.region, endpoint: rt.deps.config.dynamodbEndpoint });
     const items = JSON.stringify((await table.send(new ScanCommand({ TableName: rt.deps.config.table }))).Items ?? []);
     // The owner secret's data key (opened here as task-run opens it) is never kept in plaintext either.
-    const sealed = String((await table.send(new GetCommand({ TableName: rt.deps.config.table, Key: keys.ownerSecret('PLANTED') }))).Item?.sealed);
+    const sealed = String(
+      (await table.send(new GetCommand({ TableName: rt.deps.config.table, Key: keys.ownerSecret('PLANTED') }))).Item?.sealed,
+    );
     expect(sealed).toMatch(/^v2\./);
     const dataKey = await rt.deps.dataKeys.decrypt(parseEnvelope(sealed).encryptedDataKey, ownerSecretContext('PLANTED'));
-    needles.push(['owner secret data key (raw bytes)', dataKey], ['owner secret data key (base64)', Buffer.from(dataKey.toString('base64'))]);
+    needles.push(
+      ['owner secret data key (raw bytes)', dataKey],
+      ['owner secret data key (base64)', Buffer.from(dataKey.toString('base64'))],
+    );
     expect(items).toContain(p.deploymentId);
     const log = lines.join('\n');
     expect(lines.length).toBeGreaterThan(10);
@@ -549,9 +593,16 @@ describe('no upload URL, asset link or storage secret in the logs or at rest', (
       nodes: { photo: { type: 'input', value_type: 'asset', value: dataUri('image/png', png()) }, copy: { type: 'output', from: 'photo' } },
     });
     const bytes = png(40, 40);
-    const upload = await rt.caller('POST', `/v1/deployments/${p.deploymentId}/uploads/`, p.apiKey, { media_type: 'image/png', bytes: bytes.length });
+    const upload = await rt.caller('POST', `/v1/deployments/${p.deploymentId}/uploads/`, p.apiKey, {
+      media_type: 'image/png',
+      bytes: bytes.length,
+    });
     expect(upload.status).toBe(201);
-    const put = await fetch(upload.body.upload_url as string, { method: 'PUT', headers: upload.body.headers as Record<string, string>, body: bytes });
+    const put = await fetch(upload.body.upload_url as string, {
+      method: 'PUT',
+      headers: upload.body.headers as Record<string, string>,
+      body: bytes,
+    });
     expect(put.status).toBe(200);
     const submitted = await rt.caller('POST', `/v1/deployments/${p.deploymentId}/executions/`, p.apiKey, {
       callback: receiver.url,
@@ -564,7 +615,10 @@ describe('no upload URL, asset link or storage secret in the logs or at rest', (
     expect(link).toContain('/v1/assets/');
     const served = await fetch(link);
     expect(Buffer.from(await served.arrayBuffer())).toEqual(bytes);
-    await waitUntil(async () => receiver.delivered().length, (n) => n >= 1);
+    await waitUntil(
+      async () => receiver.delivered().length,
+      (n) => n >= 1,
+    );
 
     const signature = new URL(upload.body.upload_url as string).searchParams.get('X-Amz-Signature') ?? '';
     const token = link.slice(link.indexOf('/v1/assets/') + '/v1/assets/'.length);
@@ -584,13 +638,16 @@ describe('no upload URL, asset link or storage secret in the logs or at rest', (
     expect(log).toContain('/v1/assets/{token}');
     await rt.cleanup();
     // The storage secret's own file is where it lives; every other file is searched for it.
-    const files = filesUnder(dataDir).filter((f) => !f.endsWith('s3-secret')).map((f) => [f, readFileSync(f)] as const);
+    const files = filesUnder(dataDir)
+      .filter((f) => !f.endsWith('s3-secret'))
+      .map((f) => [f, readFileSync(f)] as const);
 
     const found: string[] = [];
     for (const [what, needle] of needles) {
       if (items.includes(needle)) found.push(`${what} in the table`);
       if (log.includes(needle)) found.push(`${what} in the log`);
-      for (const [file, content] of files) if (content.includes(Buffer.from(needle))) found.push(`${what} in ${file.slice(dataDir.length)}`);
+      for (const [file, content] of files)
+        if (content.includes(Buffer.from(needle))) found.push(`${what} in ${file.slice(dataDir.length)}`);
     }
     fig('media: log lines searched', lines.length);
     fig('media: plaintext found', found.length);

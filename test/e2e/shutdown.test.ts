@@ -22,10 +22,15 @@ afterAll(() => {
 });
 
 async function publishOn(rt: RuntimeProcess, id: string, ms: number): Promise<{ dep: string; key: string }> {
-  const owner = (m: string, p: string, b?: unknown) => request<Record<string, unknown>>(`${rt.url}${p}`, m, b, { authorization: `Bearer ${rt.ownerToken}` });
+  const owner = (m: string, p: string, b?: unknown) =>
+    request<Record<string, unknown>>(`${rt.url}${p}`, m, b, { authorization: `Bearer ${rt.ownerToken}` });
   await owner('PUT', `/v1/pipelines/${id}`, delayDef(ms));
   const run = await owner('POST', `/v1/pipelines/${id}/runs`, {});
-  await waitUntil(() => owner('GET', `/v1/pipelines/${id}/runs/${String(run.body.run_id)}`), (r) => r.body.status === 'completed', 30_000);
+  await waitUntil(
+    () => owner('GET', `/v1/pipelines/${id}/runs/${String(run.body.run_id)}`),
+    (r) => r.body.status === 'completed',
+    30_000,
+  );
   const pub = await owner('PUT', `/v1/pipelines/${id}/deployment`, {});
   if (pub.status !== 201) throw new Error(`publish refused: ${pub.text}`);
   return { dep: String(pub.body.deployment_id), key: String(pub.body.api_key) };
@@ -43,7 +48,11 @@ async function startRunning(rt: RuntimeProcess, t: { dep: string; key: string },
       return String(r.body.execution_id);
     }),
   );
-  await waitUntil(() => Promise.all(ids.map((id) => statusOf(rt.url, id, t.key))), (rs) => rs.every((r) => r.body.status === 'running'), 20_000);
+  await waitUntil(
+    () => Promise.all(ids.map((id) => statusOf(rt.url, id, t.key))),
+    (rs) => rs.every((r) => r.body.status === 'running'),
+    20_000,
+  );
   return ids;
 }
 
@@ -66,7 +75,9 @@ describe('stopping with executions running', () => {
     const refused = await request(`${rt.url}/v1/deployments/${t.dep}/executions/`, 'POST', {}, { 'x-api-key': t.key });
     expect(refused.status).toBe(503);
     expect(refused.headers.get('retry-after')).toBeTruthy();
-    const code = await new Promise<number | null>((r) => (rt?.child.exitCode !== null ? r(rt?.child.exitCode ?? null) : rt.child.once('exit', r)));
+    const code = await new Promise<number | null>((r) =>
+      rt?.child.exitCode !== null ? r(rt?.child.exitCode ?? null) : rt.child.once('exit', r),
+    );
     const tookMs = Date.now() - signalled;
     expect(code).toBe(0);
     expect(rt.output()).toMatch(/6 of 6 finished/);
@@ -128,8 +139,18 @@ describe('SIGTERM under load', () => {
       while (exitedAt === Infinity) {
         const sentAt = Date.now();
         try {
-          const r = await request<Record<string, unknown>>(`${proc.url}/v1/deployments/${t.dep}/executions/`, 'POST', {}, { 'x-api-key': t.key });
-          answers.push({ sentAt, status: r.status, retryAfter: r.headers.get('retry-after'), ...(r.status === 202 ? { id: String(r.body.execution_id) } : {}) });
+          const r = await request<Record<string, unknown>>(
+            `${proc.url}/v1/deployments/${t.dep}/executions/`,
+            'POST',
+            {},
+            { 'x-api-key': t.key },
+          );
+          answers.push({
+            sentAt,
+            status: r.status,
+            retryAfter: r.headers.get('retry-after'),
+            ...(r.status === 202 ? { id: String(r.body.execution_id) } : {}),
+          });
         } catch {
           answers.push({ sentAt, status: 'refused', retryAfter: null });
         }

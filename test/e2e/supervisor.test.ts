@@ -38,7 +38,9 @@ async function dataDirFreeWithin(dataDir: string, ms: number, output?: () => str
 }
 
 const exitOf = (rt: RuntimeProcess): Promise<number | null> =>
-  new Promise((r) => (rt.child.exitCode !== null || rt.child.signalCode !== null ? r(rt.child.exitCode) : rt.child.once('exit', (code) => r(code))));
+  new Promise((r) =>
+    rt.child.exitCode !== null || rt.child.signalCode !== null ? r(rt.child.exitCode) : rt.child.once('exit', (code) => r(code)),
+  );
 
 describe('npm start under a supervisor', () => {
   const dirs: string[] = [];
@@ -139,10 +141,18 @@ describe('at a terminal', () => {
     child.stdout.on('data', (c: Buffer) => (out += c.toString()));
     const exited = new Promise((r) => child.once('exit', r));
     try {
-      const url = await waitUntil(async () => /running at (http:\/\/\S+)/.exec(out)?.[1], (u) => u !== undefined, 30_000);
+      const url = await waitUntil(
+        async () => /running at (http:\/\/\S+)/.exec(out)?.[1],
+        (u) => u !== undefined,
+        30_000,
+      );
       const token = /owner token\s+(\S+)/.exec(out)?.[1] ?? '';
       await request(`${String(url)}/v1/pipelines`, 'GET', undefined, { authorization: `Bearer ${token}` });
-      await waitUntil(async () => out, (o) => /GET \/v1\/pipelines 200 \d+ ms/.test(o), 5_000);
+      await waitUntil(
+        async () => out,
+        (o) => /GET \/v1\/pipelines 200 \d+ ms/.test(o),
+        5_000,
+      );
       expect(out).not.toMatch(/"message":"request"/);
     } finally {
       // Ctrl-C, as typed at the terminal.

@@ -32,7 +32,12 @@ it('accepts the PUT of an upload created before the restart, and runs an executi
   rt = await start();
   const p = await rt.publishPipeline('restart-photo', photoBytesPipeline());
   const bytes = png(12, 12);
-  const up = await rt.caller<{ upload_url: string; headers: Record<string, string>; asset: { value: string; value_type: string } }>('POST', `/v1/deployments/${p.deploymentId}/uploads/`, p.apiKey, { media_type: 'image/png', bytes: bytes.length });
+  const up = await rt.caller<{ upload_url: string; headers: Record<string, string>; asset: { value: string; value_type: string } }>(
+    'POST',
+    `/v1/deployments/${p.deploymentId}/uploads/`,
+    p.apiKey,
+    { media_type: 'image/png', bytes: bytes.length },
+  );
   expect(up.status).toBe(201);
   const before = s3Port();
   expect(up.body.upload_url.startsWith(`http://127.0.0.1:${before}/`)).toBe(true);
@@ -41,7 +46,9 @@ it('accepts the PUT of an upload created before the restart, and runs an executi
 
   // Act
   const put = await putUpload(up.body, bytes);
-  const r = await rt.caller('POST', `/v1/deployments/${p.deploymentId}/executions/`, p.apiKey, { workflow_input: { photo: up.body.asset } });
+  const r = await rt.caller('POST', `/v1/deployments/${p.deploymentId}/executions/`, p.apiKey, {
+    workflow_input: { photo: up.body.asset },
+  });
   const id = r.body.execution_id as string;
   await rt.waitForExecution(id, p.apiKey);
   const result = await rt.caller('GET', `/v1/deployments/executions/${id}/result/`, p.apiKey);

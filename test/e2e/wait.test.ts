@@ -57,7 +57,10 @@ async function heldExecution(): Promise<string> {
   const before = held.length;
   const accepted = await submit();
   expect(accepted.status).toBe(202);
-  await waitUntil(async () => held.length, (n) => n > before);
+  await waitUntil(
+    async () => held.length,
+    (n) => n > before,
+  );
   return accepted.body.execution_id as string;
 }
 
@@ -114,7 +117,10 @@ describe('Prefer: wait', () => {
       ...Array.from({ length: 20 }, () => resultOf(id, { prefer: 'wait=60' })),
       ...Array.from({ length: 5 }, () => statusOf(id, { prefer: 'wait=60' })),
     ];
-    await waitUntil(async () => completions().watched, (n) => n === 1);
+    await waitUntil(
+      async () => completions().watched,
+      (n) => n === 1,
+    );
     release();
     const answers = await Promise.all(waiting);
     for (const a of answers) {
@@ -130,7 +136,10 @@ describe('Prefer: wait', () => {
   it('is cut short by a cancel', async () => {
     const id = await heldExecution();
     const waiting = resultOf(id, { prefer: 'wait=60' });
-    await waitUntil(async () => completions().watched, (n) => n === 1);
+    await waitUntil(
+      async () => completions().watched,
+      (n) => n === 1,
+    );
     const cancelled = await rt.caller('POST', `/v1/deployments/executions/${id}/cancel/`, gated.apiKey);
     expect(cancelled.status).toBe(200);
     const r = await waiting;
@@ -193,13 +202,21 @@ describe('Prefer: wait on runs, and a publish while the first run is going', () 
     const started = await owner('POST', '/v1/pipelines/gated-first/runs', {});
     expect(started.status).toBe(202);
     expect(started.headers.get('preference-applied')).toBeNull();
-    await waitUntil(async () => held.length, (n) => n > before);
+    await waitUntil(
+      async () => held.length,
+      (n) => n > before,
+    );
     const runId = String(started.body.run_id);
 
     const refused = await owner('PUT', '/v1/pipelines/gated-first/deployment', {});
     expect(refused.status).toBe(409);
-    expect(refused.body).toMatchObject({ error: 'To deploy the workflow, there must be at least one successful execution.', latest_run: { run_id: runId, status: 'running', version: 1 } });
-    expect(String(refused.body.detail)).toMatch(new RegExp(`run ${runId} is still running.*GET /v1/pipelines/gated-first/runs/${runId} with the header "Prefer: wait=60"`));
+    expect(refused.body).toMatchObject({
+      error: 'To deploy the workflow, there must be at least one successful execution.',
+      latest_run: { run_id: runId, status: 'running', version: 1 },
+    });
+    expect(String(refused.body.detail)).toMatch(
+      new RegExp(`run ${runId} is still running.*GET /v1/pipelines/gated-first/runs/${runId} with the header "Prefer: wait=60"`),
+    );
 
     // The wait it names: answers as soon as the run finishes.
     const waiting = owner('GET', `/v1/pipelines/gated-first/runs/${runId}`, undefined, { prefer: 'wait=20' });

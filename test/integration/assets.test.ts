@@ -23,7 +23,14 @@ afterAll(async () => {
 
 const aDeployment = () =>
   w.aDeployment([
-    { id: 'photo', value_type: 'asset', value: dataUri('image/png', png(1, 1)), visible: true, media_types: ['image/png', 'image/jpeg'], max_bytes: 200_000 },
+    {
+      id: 'photo',
+      value_type: 'asset',
+      value: dataUri('image/png', png(1, 1)),
+      visible: true,
+      media_types: ['image/png', 'image/jpeg'],
+      max_bytes: 200_000,
+    },
     { id: 'clip', value_type: 'asset', value: dataUri('video/mp4', mp4()), visible: true, media_types: ['video/*'] },
     { id: 'caption', value_type: 'string', value: 'hi', visible: true },
   ]);
@@ -41,7 +48,12 @@ describe('inline ASSET values', () => {
     // Assess
     const e = await w.db.executions.get(r.body.execution_id, w.now(), true);
     const ref = e?.assets?.photo;
-    expect(ref).toEqual({ key: `d/${auth.deploymentId}/e/${r.body.execution_id}/in.photo`, media_type: 'image/jpeg', bytes: photo.length, sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect(ref).toEqual({
+      key: `d/${auth.deploymentId}/e/${r.body.execution_id}/in.photo`,
+      media_type: 'image/jpeg',
+      bytes: photo.length,
+      sha256: expect.stringMatching(/^[0-9a-f]{64}$/),
+    });
     expect(Buffer.from((await w.objects.read(ref?.key ?? '')) ?? []).equals(photo)).toBe(true);
     // The default of the input not sent is stored too.
     expect(e?.assets?.clip).toMatchObject({ media_type: 'video/mp4', bytes: mp4().length });
@@ -87,7 +99,11 @@ describe('uploads', () => {
     expect(up).toEqual(w.uploadAnswer(photo.length));
     expect(put).toBe('ok');
     const e = await w.db.executions.get(first.body.execution_id, w.now(), true);
-    expect(e?.assets?.photo).toMatchObject({ key: `d/${auth.deploymentId}/u/${up.asset.value.slice(7)}`, media_type: 'image/png', bytes: photo.length });
+    expect(e?.assets?.photo).toMatchObject({
+      key: `d/${auth.deploymentId}/u/${up.asset.value.slice(7)}`,
+      media_type: 'image/png',
+      bytes: photo.length,
+    });
     expect(again.status).toBe(422);
     expect(again.detail).toMatch(/^input 'photo' names an upload that another execution has used already/);
   });
@@ -104,15 +120,23 @@ describe('uploads', () => {
 
   it.each([
     ['no bytes yet', async () => undefined, /whose bytes have not arrived/],
-    ['another deployment', async (u: { auth: CallerAuth; value: string }) => {
-      const other = await aDeployment();
-      return { refused: refusal(w.submit(other.auth, { photo: asset(u.value) })) };
-    }, /does not exist or has expired/],
-    ['expired', async (u: { auth: CallerAuth; value: string; put: () => void }) => {
-      u.put();
-      w.advance(UPLOAD_USE_SECONDS + 1);
-      return undefined;
-    }, /does not exist or has expired/],
+    [
+      'another deployment',
+      async (u: { auth: CallerAuth; value: string }) => {
+        const other = await aDeployment();
+        return { refused: refusal(w.submit(other.auth, { photo: asset(u.value) })) };
+      },
+      /does not exist or has expired/,
+    ],
+    [
+      'expired',
+      async (u: { auth: CallerAuth; value: string; put: () => void }) => {
+        u.put();
+        w.advance(UPLOAD_USE_SECONDS + 1);
+        return undefined;
+      },
+      /does not exist or has expired/,
+    ],
   ])('refuses an upload with %s', async (_name, act, detail) => {
     // Prepare
     const { auth } = await aDeployment();
@@ -149,9 +173,24 @@ describe('uploads', () => {
     ['no body', null, 400, /body is required/],
     ['an unknown field', JSON.stringify({ media_type: 'image/png', bytes: 5, name: 'x' }), 400, /name is not a known field/],
     ['a size of 0', JSON.stringify({ media_type: 'image/png', bytes: 0 }), 400, /bytes must be at least 1/],
-    ['a size over the largest upload', JSON.stringify({ media_type: 'image/png', bytes: 100 * 1024 * 1024 + 1 }), 400, /bytes must be at most 104857600/],
-    ['a type no input takes', JSON.stringify({ media_type: 'text/plain', bytes: 5 }), 422, /no asset input takes 5 bytes of text\/plain: 'photo' accepts image\/png or image\/jpeg, at most 200000 bytes; 'clip' accepts video\/\*/],
-    ['a size no input takes', JSON.stringify({ media_type: 'image/png', bytes: 200_001 }), 422, /no asset input takes 200001 bytes of image\/png/],
+    [
+      'a size over the largest upload',
+      JSON.stringify({ media_type: 'image/png', bytes: 100 * 1024 * 1024 + 1 }),
+      400,
+      /bytes must be at most 104857600/,
+    ],
+    [
+      'a type no input takes',
+      JSON.stringify({ media_type: 'text/plain', bytes: 5 }),
+      422,
+      /no asset input takes 5 bytes of text\/plain: 'photo' accepts image\/png or image\/jpeg, at most 200000 bytes; 'clip' accepts video\/\*/,
+    ],
+    [
+      'a size no input takes',
+      JSON.stringify({ media_type: 'image/png', bytes: 200_001 }),
+      422,
+      /no asset input takes 200001 bytes of image\/png/,
+    ],
   ])('refuses an upload request with %s', async (_name, body, status, detail) => {
     const { auth } = await aDeployment();
     const e = await refusal(createUpload(w.d, auth, auth.deploymentId, body));

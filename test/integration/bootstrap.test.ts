@@ -119,7 +119,10 @@ it('runs a schedule one pass at a time from the end of the start, and halts it b
   );
 
   // Act: several due times pass while the first pass waits; then a stop, and the gate opened.
-  await waitUntil(() => Promise.resolve(passes), (n) => n === 1);
+  await waitUntil(
+    () => Promise.resolve(passes),
+    (n) => n === 1,
+  );
   await sleep(60);
   const duringFirstPass = passes;
   let stopped = false;

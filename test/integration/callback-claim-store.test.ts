@@ -34,7 +34,11 @@ async function owed(attempts = 0): Promise<Execution> {
   const e = anExecution({ callback: 'https://hooks.example/x', inputs: { name: 'x' }, visible_outputs: ['out'] });
   await db.executions.create(e);
   await db.executions.transition(e.execution_id, 'running', {});
-  await db.executions.transition(e.execution_id, 'completed', { outputs: { out: 'x' }, completed_at: new Date(T).toISOString(), callback_delivery: pending(attempts) });
+  await db.executions.transition(e.execution_id, 'completed', {
+    outputs: { out: 'x' },
+    completed_at: new Date(T).toISOString(),
+    callback_delivery: pending(attempts),
+  });
   return e;
 }
 
@@ -48,7 +52,7 @@ async function rawItem(id: string): Promise<Record<string, unknown> | undefined>
 }
 
 describe('claimDelivery', () => {
-  it("holds an attempt against other messages while it lives, and lets its own message or anyone after it take it again", async () => {
+  it('holds an attempt against other messages while it lives, and lets its own message or anyone after it take it again', async () => {
     // Prepare
     const e = await owed(2);
     const id = e.execution_id;
@@ -86,7 +90,9 @@ describe('claimDelivery', () => {
       // Prepare
       const e = await owed(0);
       // Act
-      const claims = await Promise.all(Array.from({ length: 16 }, (_, i) => db.executions.claimDelivery(e.execution_id, 0, `m${i}`, T + 20_000, T)));
+      const claims = await Promise.all(
+        Array.from({ length: 16 }, (_, i) => db.executions.claimDelivery(e.execution_id, 0, `m${i}`, T + 20_000, T)),
+      );
       // Assess
       winners.push(claims.filter(Boolean).length);
       const held = (await rawItem(e.execution_id))?.callback_claim as { by: string } | undefined;
@@ -112,7 +118,12 @@ describe('claimDelivery', () => {
     const e = await owed(0);
     const id = e.execution_id;
     expect(await db.executions.claimDelivery(id, 0, 'm1', T + 20_000, T)).toBe(true);
-    const delivered: CallbackDelivery = { ...pending(1), outcome: 'delivered', last_status: 204, last_attempt_at: new Date(T).toISOString() };
+    const delivered: CallbackDelivery = {
+      ...pending(1),
+      outcome: 'delivered',
+      last_status: 204,
+      last_attempt_at: new Date(T).toISOString(),
+    };
     expect(await db.executions.recordDelivery(id, 0, delivered)).toBe(true);
     const again = await db.executions.redeliver(id, delivered, new Date(T + 1_000).toISOString());
     expect(await db.executions.claimDelivery(id, 1, 'm2', T + 21_000, T + 1_000)).toBe(true);
@@ -131,6 +142,7 @@ describe('claimDelivery', () => {
       for (const answer of answers) expect(JSON.stringify(answer)).not.toMatch(/claim|"by"|until_ms/);
     }
     // A list reads summaries only (EXECUTION_SUMMARY_FIELDS), shown by the summary view.
-    for (const x of listed) for (const answer of [x, executionSummaryBody(x)]) expect(JSON.stringify(answer)).not.toMatch(/claim|"by"|until_ms/);
+    for (const x of listed)
+      for (const answer of [x, executionSummaryBody(x)]) expect(JSON.stringify(answer)).not.toMatch(/claim|"by"|until_ms/);
   });
 });

@@ -55,7 +55,8 @@ beforeEach(() => {
 });
 
 const big = (n: number, c = 'x') => c.repeat(n);
-const rawItem = async (id: string) => (await raw.send(new GetCommand({ TableName: db.table, Key: keys.execution(id), ConsistentRead: true }))).Item ?? {};
+const rawItem = async (id: string) =>
+  (await raw.send(new GetCommand({ TableName: db.table, Key: keys.execution(id), ConsistentRead: true }))).Item ?? {};
 /** The item as dynalite weighs it against its 400 KB limit, and as DynamoDB's rules count it (attributeBytes, erring high). */
 const sizes = (item: Record<string, unknown>) => ({
   dynalite: itemSize(marshall(item, { removeUndefinedValues: true })),
@@ -63,7 +64,17 @@ const sizes = (item: Record<string, unknown>) => ({
 });
 
 const trace: NodeTrace[] = [
-  { node: 'call', type: 'http', outcome: 'completed', started_at: '2026-01-01T00:00:00.000Z', completed_at: '2026-01-01T00:00:01.000Z', duration_ms: 1000, error: null, http_status: 200, preview: '{"items":[…' },
+  {
+    node: 'call',
+    type: 'http',
+    outcome: 'completed',
+    started_at: '2026-01-01T00:00:00.000Z',
+    completed_at: '2026-01-01T00:00:01.000Z',
+    duration_ms: 1000,
+    error: null,
+    http_status: 200,
+    preview: '{"items":[…',
+  },
 ];
 
 async function running(over: Partial<Execution> = {}): Promise<Execution> {
@@ -73,27 +84,41 @@ async function running(over: Partial<Execution> = {}): Promise<Execution> {
   return e;
 }
 
-describe('dynalite holds items to DynamoDB\'s 400 KB, as AWS does', () => {
+describe("dynalite holds items to DynamoDB's 400 KB, as AWS does", () => {
   it('refuses a 560 KB item and an update that grows one past the limit with a ValidationException', async () => {
     const e = anExecution();
-    await expect(raw.send(new PutCommand({ TableName: db.table, Item: { ...keys.execution(e.execution_id), ...e, outputs: { body: big(560_000) } } }))).rejects.toMatchObject({
+    await expect(
+      raw.send(new PutCommand({ TableName: db.table, Item: { ...keys.execution(e.execution_id), ...e, outputs: { body: big(560_000) } } })),
+    ).rejects.toMatchObject({
       name: 'ValidationException',
       message: expect.stringMatching(/Item size has exceeded/),
     });
     await raw.send(new PutCommand({ TableName: db.table, Item: { ...keys.execution(e.execution_id), ...e } }));
     await expect(
-      raw.send(new UpdateCommand({ TableName: db.table, Key: keys.execution(e.execution_id), UpdateExpression: 'SET outputs = :o', ExpressionAttributeValues: { ':o': { body: big(560_000) } } })),
+      raw.send(
+        new UpdateCommand({
+          TableName: db.table,
+          Key: keys.execution(e.execution_id),
+          UpdateExpression: 'SET outputs = :o',
+          ExpressionAttributeValues: { ':o': { body: big(560_000) } },
+        }),
+      ),
     ).rejects.toMatchObject({ name: 'ValidationException' });
   });
 });
 
 describe('values too large for the item', () => {
-  it('a 300 KB input and a 560 KB output round-trip exactly; the item stays small; both objects lie under the execution\'s prefix', async () => {
+  it("a 300 KB input and a 560 KB output round-trip exactly; the item stays small; both objects lie under the execution's prefix", async () => {
     const input = big(300_000, 'é');
     const output = big(560_000);
     const e = await running({ inputs: { note: input, n: 3 }, visible_outputs: ['body'] });
 
-    const done = await db.executions.transition(e.execution_id, 'completed', { outputs: { body: output, small: 1 }, trace, trace_truncated: false, completed_at: new Date().toISOString() });
+    const done = await db.executions.transition(e.execution_id, 'completed', {
+      outputs: { body: output, small: 1 },
+      trace,
+      trace_truncated: false,
+      completed_at: new Date().toISOString(),
+    });
 
     expect(done.ok && done.execution.outputs).toEqual({ body: output, small: 1 });
     const read = await db.executions.get(e.execution_id, new Date(), true);
@@ -109,7 +134,7 @@ describe('values too large for the item', () => {
     expect(stored.every((k) => /^d\/[0-9a-f-]{36}\/e\/[0-9a-f-]{36}\/values\.[0-9a-f]{32}\.json$/.test(k))).toBe(true);
   });
 
-  it('a deployment\'s list reads stored values for the error message only (a summary must not read every output)', async () => {
+  it("a deployment's list reads stored values for the error message only (a summary must not read every output)", async () => {
     const deployment = anExecution().deployment_id!;
     const ok = await running({ deployment_id: deployment, created_at: '2026-01-01T00:00:00.000Z' });
     await db.executions.transition(ok.execution_id, 'completed', { outputs: { body: big(500_000) } });
@@ -129,18 +154,31 @@ describe('values too large for the item', () => {
     const e = await running({ inputs: { note: big(120_000) } });
     const before = objects.keysUnder(executionPrefix(e)).length;
 
-    await db.executions.transition(e.execution_id, 'completed', { outputs: { body: big(120_000) }, trace, completed_at: new Date().toISOString() });
+    await db.executions.transition(e.execution_id, 'completed', {
+      outputs: { body: big(120_000) },
+      trace,
+      completed_at: new Date().toISOString(),
+    });
 
     expect(objects.keysUnder(executionPrefix(e)).length).toBe(before);
     expect(sizes(await rawItem(e.execution_id)).dynamodb).toBeLessThan(ITEM_MAX_BYTES);
     expect((await db.executions.get(e.execution_id, new Date()))?.outputs).toEqual({ body: big(120_000) });
   });
 
-  it('an owner run keeps its values under the pipeline\'s prefix; its list names them unread and reads none, the run reads them', async () => {
+  it("an owner run keeps its values under the pipeline's prefix; its list names them unread and reads none, the run reads them", async () => {
     const e = await running({ kind: 'run', deployment_id: null, pipeline_id: 'big-run', inputs: {} });
-    const small = await running({ kind: 'run', deployment_id: null, pipeline_id: 'big-run', inputs: { note: 'hi' }, created_at: '2026-01-01T00:00:00.000Z' });
+    const small = await running({
+      kind: 'run',
+      deployment_id: null,
+      pipeline_id: 'big-run',
+      inputs: { note: 'hi' },
+      created_at: '2026-01-01T00:00:00.000Z',
+    });
 
-    await db.executions.transition(e.execution_id, 'completed', { outputs: { body: big(450_000) }, completed_at: new Date().toISOString() });
+    await db.executions.transition(e.execution_id, 'completed', {
+      outputs: { body: big(450_000) },
+      completed_at: new Date().toISOString(),
+    });
     await db.executions.transition(small.execution_id, 'completed', { outputs: { body: 'small' }, completed_at: new Date().toISOString() });
     const reads = objects.reads;
 
@@ -177,7 +215,11 @@ describe('values too large for the item', () => {
   it('a large error message is stored the same way', async () => {
     const e = await running();
 
-    await db.executions.transition(e.execution_id, 'failed', { error_message: `Node 't' failed: ${big(500_000)}`, caller_error_message: "Node 't' failed", completed_at: new Date().toISOString() });
+    await db.executions.transition(e.execution_id, 'failed', {
+      error_message: `Node 't' failed: ${big(500_000)}`,
+      caller_error_message: "Node 't' failed",
+      completed_at: new Date().toISOString(),
+    });
 
     const read = await db.executions.get(e.execution_id, new Date());
     expect(read?.error_message).toBe(`Node 't' failed: ${big(500_000)}`);
@@ -199,7 +241,7 @@ describe('retried and duplicate terminal writes', () => {
     expect(objects.keysUnder(executionPrefix(e))).toHaveLength(1);
   });
 
-  it('another write that loses leaves its object unreferenced; every read keeps the winner\'s values', async () => {
+  it("another write that loses leaves its object unreferenced; every read keeps the winner's values", async () => {
     const e = await running();
     await db.executions.transition(e.execution_id, 'completed', { outputs: { body: big(500_000, 'a') } });
 
@@ -220,7 +262,9 @@ describe('a crash between the object and the record', () => {
     const e = await running();
     objects.crashAfterNextPut = true;
 
-    await expect(db.executions.transition(e.execution_id, 'completed', { outputs: { body: big(500_000) } })).rejects.toThrow(/process died/);
+    await expect(db.executions.transition(e.execution_id, 'completed', { outputs: { body: big(500_000) } })).rejects.toThrow(
+      /process died/,
+    );
 
     const item = await rawItem(e.execution_id);
     expect(item.status).toBe('running');
@@ -281,7 +325,11 @@ describe('through the task that runs the nodes: no orphan visible, no execution 
     },
   };
 
-  async function pending(d: ReturnType<typeof testDeps>, over: Partial<Execution> = {}, definition: PipelineDefinition = def): Promise<Execution> {
+  async function pending(
+    d: ReturnType<typeof testDeps>,
+    over: Partial<Execution> = {},
+    definition: PipelineDefinition = def,
+  ): Promise<Execution> {
     const pipeline = definition === def ? 'big-answers' : 'big-answers-once';
     const { version } = await db.pipelines.push(pipeline, definition, `h-${pipeline}`, new Date().toISOString());
     const e = anExecution({ pipeline_id: pipeline, version, visible_outputs: ['body'], ...over });
@@ -290,7 +338,7 @@ describe('through the task that runs the nodes: no orphan visible, no execution 
     return e;
   }
 
-  it('RunNodes dies after storing the object: callers see no values, and MarkFailed (the state machine\'s Catch) ends it failed', async () => {
+  it("RunNodes dies after storing the object: callers see no values, and MarkFailed (the state machine's Catch) ends it failed", async () => {
     const d = testDeps(db, { http, objects });
     const e = await pending(d);
     objects.crashAfterNextPut = true;

@@ -22,7 +22,12 @@ beforeAll(async () => {
   inProcess = createDocumentClient({ region: 'local', endpoint: dynamo.endpoint });
   // Built by hand, without the registered handler: the SDK's own HTTP handler over loopback.
   loopback = DynamoDBDocumentClient.from(
-    new DynamoDBClient({ region: 'local', endpoint: dynamo.endpoint, credentials: { accessKeyId: 'local', secretAccessKey: 'local' }, maxAttempts: 3 }),
+    new DynamoDBClient({
+      region: 'local',
+      endpoint: dynamo.endpoint,
+      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+      maxAttempts: 3,
+    }),
   );
 });
 
@@ -71,10 +76,18 @@ describe('the in-process DynamoDB transport', () => {
     expect(viaProcess.Item).toEqual(viaHttp.Item);
     expect(viaProcess.Item).toEqual({ ...key, n: 1, s: 'é ✓', list: [1, 'two', { three: true }] });
     const updated = await inProcess.send(
-      new UpdateCommand({ TableName: table, Key: key, UpdateExpression: 'SET n = n + :one', ExpressionAttributeValues: { ':one': 1 }, ReturnValues: 'ALL_NEW' }),
+      new UpdateCommand({
+        TableName: table,
+        Key: key,
+        UpdateExpression: 'SET n = n + :one',
+        ExpressionAttributeValues: { ':one': 1 },
+        ReturnValues: 'ALL_NEW',
+      }),
     );
     expect(updated.Attributes?.n).toBe(2);
-    const q = await inProcess.send(new QueryCommand({ TableName: table, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': key.pk } }));
+    const q = await inProcess.send(
+      new QueryCommand({ TableName: table, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': key.pk } }),
+    );
     expect(q.Items).toHaveLength(1);
   });
 
@@ -82,11 +95,18 @@ describe('the in-process DynamoDB transport', () => {
     const key = { pk: `K#${randomUUID()}`, sk: 'A' };
     await inProcess.send(new PutCommand({ TableName: table, Item: key }));
     const err = await both((c) => c.send(new PutCommand({ TableName: table, Item: key, ConditionExpression: 'attribute_not_exists(pk)' })));
-    expect(err).toMatchObject({ class: 'ConditionalCheckFailedException', name: 'ConditionalCheckFailedException', fault: 'client', status: 400 });
+    expect(err).toMatchObject({
+      class: 'ConditionalCheckFailedException',
+      name: 'ConditionalCheckFailedException',
+      fault: 'client',
+      status: 400,
+    });
   });
 
   it('refuses an invalid request as loopback HTTP does', async () => {
-    const err = await both((c) => c.send(new UpdateCommand({ TableName: table, Key: { pk: 'x', sk: 'y' }, UpdateExpression: 'SET n = :missing' })));
+    const err = await both((c) =>
+      c.send(new UpdateCommand({ TableName: table, Key: { pk: 'x', sk: 'y' }, UpdateExpression: 'SET n = :missing' })),
+    );
     expect(err).toMatchObject({ name: 'ValidationException', fault: 'client', status: 400 });
     expect(String(err.message)).toMatch(/:missing/);
   });

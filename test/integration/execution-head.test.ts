@@ -55,7 +55,10 @@ describe('the head of an execution', () => {
     // Prepare
     const e = await created({ inputs: { note: 'x'.repeat(100_000) } });
     // Act: the store's own request, as sent, against the whole item.
-    const send = jest.spyOn(db.executions['db' as keyof typeof db.executions] as unknown as { send: (c: unknown) => Promise<unknown> }, 'send');
+    const send = jest.spyOn(
+      db.executions['db' as keyof typeof db.executions] as unknown as { send: (c: unknown) => Promise<unknown> },
+      'send',
+    );
     await db.executions.getHead(e.execution_id, new Date());
     const command = send.mock.calls[0]?.[0] as GetCommand;
     send.mockRestore();
@@ -73,7 +76,11 @@ describe('the head of an execution', () => {
     const e = await created();
     await db.executions.transition(e.execution_id, 'running', { started_at: new Date().toISOString() });
     const message = `Node 'n' failed: ${'y'.repeat(420_000)}`;
-    const done = await db.executions.transition(e.execution_id, 'failed', { error_message: message, caller_error_message: "Node 'n' failed", completed_at: new Date().toISOString() });
+    const done = await db.executions.transition(e.execution_id, 'failed', {
+      error_message: message,
+      caller_error_message: "Node 'n' failed",
+      completed_at: new Date().toISOString(),
+    });
     expect(done.ok).toBe(true);
     // Act
     const head = await db.executions.getHead(e.execution_id, new Date(), true);

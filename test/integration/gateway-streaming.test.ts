@@ -55,7 +55,15 @@ beforeAll(async () => {
     endless,
     buffered: async () => ({ statusCode: 200, body: 'plain' }),
   };
-  server = createServer(createGateway({ routes, handlers, authorizer: async () => ({ principalId: 'x', policyDocument: { Version: '2012-10-17', Statement: [] } }), ownerToken: 't', maxBodyBytes: 1024 }));
+  server = createServer(
+    createGateway({
+      routes,
+      handlers,
+      authorizer: async () => ({ principalId: 'x', policyDocument: { Version: '2012-10-17', Statement: [] } }),
+      ownerToken: 't',
+      maxBodyBytes: 1024,
+    }),
+  );
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });

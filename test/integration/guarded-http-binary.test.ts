@@ -37,7 +37,15 @@ async function collect(body: AsyncIterable<Uint8Array> | undefined): Promise<Buf
   return Buffer.concat(parts);
 }
 
-const get = (query: string) => http({ method: 'GET', url: `${server.origin}/?${query}`, headers: {}, timeoutMs: 5000, maxResponseBytes: 100, maxBinaryResponseBytes: LIMIT });
+const get = (query: string) =>
+  http({
+    method: 'GET',
+    url: `${server.origin}/?${query}`,
+    headers: {},
+    timeoutMs: 5000,
+    maxResponseBytes: 100,
+    maxBinaryResponseBytes: LIMIT,
+  });
 
 describe('binary answers', () => {
   it.each(['', '&chunked'])('takes exactly the binary limit as a stream (%s)', async (extra) => {
@@ -82,7 +90,13 @@ describe('binary answers', () => {
       yield body.subarray(0, 1000);
       yield body.subarray(1000);
     }
-    await http({ method: 'POST', url: `${server.origin}/?n=1`, headers: { 'content-type': 'image/png' }, body: { bytes: 3000, stream: parts() }, timeoutMs: 5000 });
+    await http({
+      method: 'POST',
+      url: `${server.origin}/?n=1`,
+      headers: { 'content-type': 'image/png' },
+      body: { bytes: 3000, stream: parts() },
+      timeoutMs: 5000,
+    });
     expect(seen[0]?.raw.equals(body)).toBe(true);
     expect(seen[0]?.headers['content-length']).toBe('3000');
   });
@@ -91,7 +105,9 @@ describe('binary answers', () => {
     async function* short() {
       yield pattern(10);
     }
-    await expect(http({ method: 'POST', url: `${server.origin}/?n=1`, headers: {}, body: { bytes: 20, stream: short() }, timeoutMs: 5000 })).rejects.toThrow('request body of 10 bytes, not 20');
+    await expect(
+      http({ method: 'POST', url: `${server.origin}/?n=1`, headers: {}, body: { bytes: 20, stream: short() }, timeoutMs: 5000 }),
+    ).rejects.toThrow('request body of 10 bytes, not 20');
   });
 });
 

@@ -35,9 +35,7 @@ async function startReceiver(): Promise<Receiver> {
           return;
         case '/echo':
           res.setHeader('content-type', 'application/json');
-          res.end(
-            JSON.stringify({ method: req.method, headers: req.headers, body: Buffer.concat(chunks).toString('utf8') }),
-          );
+          res.end(JSON.stringify({ method: req.method, headers: req.headers, body: Buffer.concat(chunks).toString('utf8') }));
           return;
         case '/fail':
           res.statusCode = 500;

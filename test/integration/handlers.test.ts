@@ -35,10 +35,12 @@ const source = (): Deps => current;
 const authorizer = authorizerHandler(source);
 const callbackDispatch = callbackDispatchHandler(source);
 /** Streamed routes (lib/routes.ts `streams`), read back whole as a proxy result. */
-const streamedAsResult = (fn: LocalFunction) => async (event: APIGatewayProxyEvent, ctx: Context): Promise<APIGatewayProxyResult> => {
-  const r = await invokeStreamed(fn, event, ctx);
-  return { statusCode: r.statusCode, headers: r.headers, body: r.bytes.toString('utf8') };
-};
+const streamedAsResult =
+  (fn: LocalFunction) =>
+  async (event: APIGatewayProxyEvent, ctx: Context): Promise<APIGatewayProxyResult> => {
+    const r = await invokeStreamed(fn, event, ctx);
+    return { statusCode: r.statusCode, headers: r.headers, body: r.bytes.toString('utf8') };
+  };
 const execute = streamedAsResult(executeHandler(source));
 const status = streamedAsResult(statusHandler(source));
 const publish = publishHandler(source);
@@ -75,11 +77,28 @@ async function runWorkflow(executionId: string) {
 }
 
 async function publishGreeting(pipelineId: string) {
-  await push(proxyEvent({ method: 'PUT', resource: '/v1/pipelines/{pipeline_id}', path: `/v1/pipelines/${pipelineId}`, pathParameters: { pipeline_id: pipelineId }, body: JSON.stringify(greeting) }), context());
+  await push(
+    proxyEvent({
+      method: 'PUT',
+      resource: '/v1/pipelines/{pipeline_id}',
+      path: `/v1/pipelines/${pipelineId}`,
+      pathParameters: { pipeline_id: pipelineId },
+      body: JSON.stringify(greeting),
+    }),
+    context(),
+  );
   const { startRun } = await import('../../functions/services/owner.service');
   const run = await startRun(d, pipelineId, null, 'https://x');
   await runWorkflow(run.run_id);
-  const pub = await publish(proxyEvent({ method: 'PUT', resource: '/v1/pipelines/{pipeline_id}/deployment', path: `/v1/pipelines/${pipelineId}/deployment`, pathParameters: { pipeline_id: pipelineId } }), context());
+  const pub = await publish(
+    proxyEvent({
+      method: 'PUT',
+      resource: '/v1/pipelines/{pipeline_id}/deployment',
+      path: `/v1/pipelines/${pipelineId}/deployment`,
+      pathParameters: { pipeline_id: pipelineId },
+    }),
+    context(),
+  );
   expect(pub.statusCode).toBe(201);
   const body = parse(pub);
   return { deploymentId: body.deployment_id as string, apiKey: body.api_key as string };
@@ -97,7 +116,11 @@ describe('authorizer', () => {
 
     expect(policy.principalId).toBe(p.deploymentId);
     expect(policy.policyDocument.Statement).toEqual([
-      { Action: 'execute-api:Invoke', Effect: 'Allow', Resource: 'arn:aws:execute-api:eu-west-1:123456789012:abc123/prod/*/v1/deployments/*' },
+      {
+        Action: 'execute-api:Invoke',
+        Effect: 'Allow',
+        Resource: 'arn:aws:execute-api:eu-west-1:123456789012:abc123/prod/*/v1/deployments/*',
+      },
     ]);
     expect(policy.context).toMatchObject({ deployment_id: p.deploymentId, deleted: false });
   });
@@ -106,7 +129,13 @@ describe('authorizer', () => {
     principalId: 'anonymous',
     policyDocument: {
       Version: '2012-10-17',
-      Statement: [{ Action: 'execute-api:Invoke', Effect: 'Deny', Resource: 'arn:aws:execute-api:eu-west-1:123456789012:abc123/prod/*/v1/deployments/*' }],
+      Statement: [
+        {
+          Action: 'execute-api:Invoke',
+          Effect: 'Deny',
+          Resource: 'arn:aws:execute-api:eu-west-1:123456789012:abc123/prod/*/v1/deployments/*',
+        },
+      ],
     },
     context: { reason, detail: KEY_REFUSALS[reason as KeyRefusal] },
   });
@@ -135,7 +164,13 @@ describe('execute → runner → tasks → callback', () => {
     const p = await publishGreeting('wait-poll');
     const auth = await authorize(p.apiKey);
     const res = await execute(
-      proxyEvent({ method: 'POST', resource: '/v1/deployments/{deployment_id}/executions', path: `/v1/deployments/${p.deploymentId}/executions/`, pathParameters: { deployment_id: p.deploymentId }, authorizer: auth }),
+      proxyEvent({
+        method: 'POST',
+        resource: '/v1/deployments/{deployment_id}/executions',
+        path: `/v1/deployments/${p.deploymentId}/executions/`,
+        pathParameters: { deployment_id: p.deploymentId },
+        authorizer: auth,
+      }),
       context(),
     );
     const id = parse(res).execution_id as string;
@@ -145,7 +180,14 @@ describe('execute → runner → tasks → callback', () => {
     const reads = jest.spyOn(d.executions, 'get');
     try {
       const waiting = status(
-        proxyEvent({ method: 'GET', resource: '/v1/deployments/executions/{execution_id}/status', path: `/v1/deployments/executions/${id}/status/`, pathParameters: { execution_id: id }, headers: { Prefer: 'wait=20' }, authorizer: auth }),
+        proxyEvent({
+          method: 'GET',
+          resource: '/v1/deployments/executions/{execution_id}/status',
+          path: `/v1/deployments/executions/${id}/status/`,
+          pathParameters: { execution_id: id },
+          headers: { Prefer: 'wait=20' },
+          authorizer: auth,
+        }),
         context(),
       );
       await new Promise((r) => setTimeout(r, 50));
@@ -171,13 +213,29 @@ describe('execute → runner → tasks → callback', () => {
       // Act
       const auth = await authorize(p.apiKey);
       const res = await execute(
-        proxyEvent({ method: 'POST', resource: '/v1/deployments/{deployment_id}/executions', path: `/v1/deployments/${p.deploymentId}/executions/`, pathParameters: { deployment_id: p.deploymentId }, body: '{}', authorizer: auth }),
+        proxyEvent({
+          method: 'POST',
+          resource: '/v1/deployments/{deployment_id}/executions',
+          path: `/v1/deployments/${p.deploymentId}/executions/`,
+          pathParameters: { deployment_id: p.deploymentId },
+          body: '{}',
+          authorizer: auth,
+        }),
         context(),
       );
       const id = parse(res).execution_id as string;
       await runner(sqsEvent([JSON.stringify({ execution_id: id })]), context());
       await runWorkflow(id);
-      const st = await status(proxyEvent({ method: 'GET', resource: '/v1/deployments/executions/{execution_id}/status', path: `/v1/deployments/executions/${id}/status/`, pathParameters: { execution_id: id }, authorizer: auth }), context());
+      const st = await status(
+        proxyEvent({
+          method: 'GET',
+          resource: '/v1/deployments/executions/{execution_id}/status',
+          path: `/v1/deployments/executions/${id}/status/`,
+          pathParameters: { execution_id: id },
+          authorizer: auth,
+        }),
+        context(),
+      );
 
       // Assess: warnings and errors only; bench/prices.ts's logBytes.lambdaOwn is 0 because of this.
       expect(parse(st)).toMatchObject({ status: 'completed' });
@@ -218,7 +276,16 @@ describe('execute → runner → tasks → callback', () => {
     await runner(sqsEvent([JSON.stringify({ execution_id: id })]), context());
     expect(d.workflow.started.filter((x) => x === id)).toHaveLength(1);
 
-    const st = await status(proxyEvent({ method: 'GET', resource: '/v1/deployments/executions/{execution_id}/status', path: `/v1/deployments/executions/${id}/status/`, pathParameters: { execution_id: id }, authorizer: auth }), context());
+    const st = await status(
+      proxyEvent({
+        method: 'GET',
+        resource: '/v1/deployments/executions/{execution_id}/status',
+        path: `/v1/deployments/executions/${id}/status/`,
+        pathParameters: { execution_id: id },
+        authorizer: auth,
+      }),
+      context(),
+    );
     expect(parse(st)).toMatchObject({ status: 'completed', error_message: null });
 
     const cbMessage = d.queue.on('callbacks').find((m) => m.body.execution_id === id);
@@ -244,7 +311,14 @@ describe('execute → runner → tasks → callback', () => {
     const p = await publishGreeting('dead');
     const auth = await authorize(p.apiKey);
     const res = await execute(
-      proxyEvent({ method: 'POST', resource: '/v1/deployments/{deployment_id}/executions', path: `/v1/deployments/${p.deploymentId}/executions`, pathParameters: { deployment_id: p.deploymentId }, body: JSON.stringify({ callback: 'https://hooks.example.com/y' }), authorizer: auth }),
+      proxyEvent({
+        method: 'POST',
+        resource: '/v1/deployments/{deployment_id}/executions',
+        path: `/v1/deployments/${p.deploymentId}/executions`,
+        pathParameters: { deployment_id: p.deploymentId },
+        body: JSON.stringify({ callback: 'https://hooks.example.com/y' }),
+        authorizer: auth,
+      }),
       context(),
     );
     const id = parse(res).execution_id as string;
@@ -259,7 +333,14 @@ describe('execute → runner → tasks → callback', () => {
         const { UpdateCommand } = await import('@aws-sdk/lib-dynamodb');
         const { createDocumentClient, keys } = await import('../../functions/adapters/dynamo');
         const raw = createDocumentClient({ region: 'local', endpoint: db.dynamo.endpoint });
-        await raw.send(new UpdateCommand({ TableName: db.table, Key: keys.execution(id), UpdateExpression: 'SET callback_delivery.next_attempt_at = :n', ExpressionAttributeValues: { ':n': null } }));
+        await raw.send(
+          new UpdateCommand({
+            TableName: db.table,
+            Key: keys.execution(id),
+            UpdateExpression: 'SET callback_delivery.next_attempt_at = :n',
+            ExpressionAttributeValues: { ':n': null },
+          }),
+        );
         raw.destroy();
       }
       outcomes.push(await dispatchCallback(d, { execution_id: id }));
@@ -275,7 +356,14 @@ describe('execute → runner → tasks → callback', () => {
     const p = await publishGreeting('claimed');
     const auth = await authorize(p.apiKey);
     const res = await execute(
-      proxyEvent({ method: 'POST', resource: '/v1/deployments/{deployment_id}/executions', path: `/v1/deployments/${p.deploymentId}/executions`, pathParameters: { deployment_id: p.deploymentId }, body: JSON.stringify({ callback: 'https://hooks.example.com/z' }), authorizer: auth }),
+      proxyEvent({
+        method: 'POST',
+        resource: '/v1/deployments/{deployment_id}/executions',
+        path: `/v1/deployments/${p.deploymentId}/executions`,
+        pathParameters: { deployment_id: p.deploymentId },
+        body: JSON.stringify({ callback: 'https://hooks.example.com/z' }),
+        authorizer: auth,
+      }),
       context(),
     );
     const id = parse(res).execution_id as string;
@@ -302,7 +390,13 @@ describe('execute → runner → tasks → callback', () => {
     const p = await publishGreeting('failing');
     const auth = await authorize(p.apiKey);
     const res = await execute(
-      proxyEvent({ method: 'POST', resource: '/v1/deployments/{deployment_id}/executions', path: `/v1/deployments/${p.deploymentId}/executions`, pathParameters: { deployment_id: p.deploymentId }, authorizer: auth }),
+      proxyEvent({
+        method: 'POST',
+        resource: '/v1/deployments/{deployment_id}/executions',
+        path: `/v1/deployments/${p.deploymentId}/executions`,
+        pathParameters: { deployment_id: p.deploymentId },
+        authorizer: auth,
+      }),
       context(),
     );
     const id = parse(res).execution_id as string;
@@ -319,7 +413,16 @@ describe('errors', () => {
     const body = JSON.stringify(greeting) + ' '.repeat(d.config.maxBodyBytes);
 
     // Act
-    const res = await push(proxyEvent({ method: 'PUT', resource: '/v1/pipelines/{pipeline_id}', path: '/v1/pipelines/padded', pathParameters: { pipeline_id: 'padded' }, body }), context());
+    const res = await push(
+      proxyEvent({
+        method: 'PUT',
+        resource: '/v1/pipelines/{pipeline_id}',
+        path: '/v1/pipelines/padded',
+        pathParameters: { pipeline_id: 'padded' },
+        body,
+      }),
+      context(),
+    );
 
     // Assess
     expect(res.statusCode).toBe(413);
@@ -331,11 +434,21 @@ describe('errors', () => {
     // Prepare: a key of a deployment other than the path's (401 had the body been smaller).
     const p = await publishGreeting('oversize');
     const auth = await authorize(p.apiKey);
-    const body = JSON.stringify({ workflow_input: { name: { value: 'x', value_type: 'RAW' } } }).padEnd(INLINE_ASSET_BODY_MAX_BYTES + 1, ' ');
+    const body = JSON.stringify({ workflow_input: { name: { value: 'x', value_type: 'RAW' } } }).padEnd(
+      INLINE_ASSET_BODY_MAX_BYTES + 1,
+      ' ',
+    );
 
     // Act
     const res = await execute(
-      proxyEvent({ method: 'POST', resource: '/v1/deployments/{deployment_id}/executions', path: '/v1/deployments/other/executions', pathParameters: { deployment_id: 'other' }, authorizer: auth, body }),
+      proxyEvent({
+        method: 'POST',
+        resource: '/v1/deployments/{deployment_id}/executions',
+        path: '/v1/deployments/other/executions',
+        pathParameters: { deployment_id: 'other' },
+        authorizer: auth,
+        body,
+      }),
       context(),
     );
 
@@ -345,11 +458,22 @@ describe('errors', () => {
   });
 
   it('maps an unexpected failure to 500 with a request id and no internals', async () => {
-    const fail = async () => { throw new Error('secret internals'); };
+    const fail = async () => {
+      throw new Error('secret internals');
+    };
     const broken = { ...d, executions: { ...d.executions, get: fail, getHead: fail } } as unknown as Deps;
     current = broken;
     try {
-      const res = await status(proxyEvent({ method: 'GET', resource: '/v1/deployments/executions/{execution_id}/status', path: '/v1/deployments/executions/x/status', pathParameters: { execution_id: 'x' }, authorizer: { deployment_id: 'd', revision: '1', deleted: 'false' } }), context());
+      const res = await status(
+        proxyEvent({
+          method: 'GET',
+          resource: '/v1/deployments/executions/{execution_id}/status',
+          path: '/v1/deployments/executions/x/status',
+          pathParameters: { execution_id: 'x' },
+          authorizer: { deployment_id: 'd', revision: '1', deleted: 'false' },
+        }),
+        context(),
+      );
       expect(res.statusCode).toBe(500);
       expect(parse(res)).toEqual({ error: 'Internal Error', request_id: expect.any(String) });
       expect(res.body).not.toContain('secret internals');
@@ -360,10 +484,21 @@ describe('errors', () => {
 
   it('maps an unreachable store to 503 with Retry-After', async () => {
     const down = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
-    const fail = async () => { throw down; };
+    const fail = async () => {
+      throw down;
+    };
     current = { ...d, executions: { ...d.executions, get: fail, getHead: fail } } as unknown as Deps;
     try {
-      const res = await status(proxyEvent({ method: 'GET', resource: '/v1/deployments/executions/{execution_id}/status', path: '/v1/deployments/executions/x/status', pathParameters: { execution_id: 'x' }, authorizer: { deployment_id: 'd', revision: '1', deleted: 'false' } }), context());
+      const res = await status(
+        proxyEvent({
+          method: 'GET',
+          resource: '/v1/deployments/executions/{execution_id}/status',
+          path: '/v1/deployments/executions/x/status',
+          pathParameters: { execution_id: 'x' },
+          authorizer: { deployment_id: 'd', revision: '1', deleted: 'false' },
+        }),
+        context(),
+      );
       expect(res.statusCode).toBe(503);
       expect(res.headers?.['retry-after']).toBe('1');
     } finally {
@@ -372,12 +507,38 @@ describe('errors', () => {
   });
 
   it('reports only the failed records of a runner batch', async () => {
-    const flaky = { ...d, workflow: { start: async (name: string) => { if (name.endsWith('1')) throw new Error('throttled'); return 'started' as const; }, stop: async () => undefined } };
+    const flaky = {
+      ...d,
+      workflow: {
+        start: async (name: string) => {
+          if (name.endsWith('1')) throw new Error('throttled');
+          return 'started' as const;
+        },
+        stop: async () => undefined,
+      },
+    };
     current = flaky as Deps;
     try {
       const ids = ['00000000-0000-4000-8000-000000000001', '00000000-0000-4000-8000-000000000002'];
       for (const id of ids) {
-        await d.executions.create({ execution_id: id, kind: 'api', pipeline_id: 'p', version: 1, deployment_id: null, status: 'pending', inputs: {}, outputs: null, visible_outputs: null, callback: null, callback_delivery: null, error_message: null, created_at: new Date().toISOString(), started_at: null, completed_at: null, expires_at: null });
+        await d.executions.create({
+          execution_id: id,
+          kind: 'api',
+          pipeline_id: 'p',
+          version: 1,
+          deployment_id: null,
+          status: 'pending',
+          inputs: {},
+          outputs: null,
+          visible_outputs: null,
+          callback: null,
+          callback_delivery: null,
+          error_message: null,
+          created_at: new Date().toISOString(),
+          started_at: null,
+          completed_at: null,
+          expires_at: null,
+        });
       }
       const event = sqsEvent([...ids.map((id) => JSON.stringify({ execution_id: id })), 'not json']);
       const out = (await runner(event, context())) as SQSBatchResponse;

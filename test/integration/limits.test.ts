@@ -27,7 +27,10 @@ describe('limit counters', () => {
     await fc.assert(
       fc.asyncProperty(
         fc.integer({ min: 1, max: 6 }),
-        fc.array(fc.record({ takes: fc.integer({ min: 0, max: 14 }), giveBacks: fc.integer({ min: 0, max: 4 }) }), { minLength: 1, maxLength: 4 }),
+        fc.array(fc.record({ takes: fc.integer({ min: 0, max: 14 }), giveBacks: fc.integer({ min: 0, max: 4 }) }), {
+          minLength: 1,
+          maxLength: 4,
+        }),
         async (limit, rounds) => {
           const subject = randomUUID();
           const counter = quotaCounter('day', '2026-11-24');

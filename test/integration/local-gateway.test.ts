@@ -43,7 +43,12 @@ async function fakeAuthorizer(event: APIGatewayRequestAuthorizerEvent): Promise<
   const key = event.headers?.['X-API-Key'];
   switch (key) {
     case 'good':
-      return allow('arn:aws:execute-api:local:000000000000:local/local/*', { deployment_id: 'd-1', key_version: 3, active: true, gone: null });
+      return allow('arn:aws:execute-api:local:000000000000:local/local/*', {
+        deployment_id: 'd-1',
+        key_version: 3,
+        active: true,
+        gone: null,
+      });
     case 'deny':
       return {
         principalId: 'key-owner',
@@ -68,12 +73,13 @@ async function fakeAuthorizer(event: APIGatewayRequestAuthorizerEvent): Promise<
 }
 
 async function startHarness(over: Partial<GatewayOptions> = {}): Promise<Harness> {
-  const harness: Partial<Harness> & { calls: Call[]; authCalls: APIGatewayRequestAuthorizerEvent[]; logs: Array<Record<string, unknown>> } = {
-    calls: [],
-    authCalls: [],
-    logs: [],
-    respond: async () => ({ statusCode: 200, body: '{"ok":true}' }),
-  };
+  const harness: Partial<Harness> & { calls: Call[]; authCalls: APIGatewayRequestAuthorizerEvent[]; logs: Array<Record<string, unknown>> } =
+    {
+      calls: [],
+      authCalls: [],
+      logs: [],
+      respond: async () => ({ statusCode: 200, body: '{"ok":true}' }),
+    };
   const handlers: Record<string, ProxyHandler> = {};
   for (const name of routeHandlers()) {
     const fn: BufferedHandler = async (event, context) => {
@@ -290,7 +296,10 @@ describe('local gateway', () => {
 
     // Assess
     expect(res.status).toBe(413);
-    expect(JSON.parse(res.body)).toEqual({ error: 'Payload Too Large', detail: expect.stringMatching(/^the request body must be at most \d+ bytes/) });
+    expect(JSON.parse(res.body)).toEqual({
+      error: 'Payload Too Large',
+      detail: expect.stringMatching(/^the request body must be at most \d+ bytes/),
+    });
     expect(h.calls).toEqual([]);
     expect(h.authCalls).toEqual([]);
   });
@@ -299,7 +308,10 @@ describe('local gateway', () => {
     // Prepare
     let written = 0;
     const res = await new Promise<number>((resolve, reject) => {
-      const req = request(new URL('/v1/pipelines/p-1', h.url), { method: 'PUT', headers: { ...owner, 'Content-Type': 'application/json' } });
+      const req = request(new URL('/v1/pipelines/p-1', h.url), {
+        method: 'PUT',
+        headers: { ...owner, 'Content-Type': 'application/json' },
+      });
       req.on('response', (r) => {
         r.resume();
         resolve(r.statusCode ?? 0);
@@ -327,7 +339,9 @@ describe('local gateway', () => {
     // Act
     const execute = await call(h, 'POST', '/v1/deployments/d-1/executions', { headers: api, body });
     const push = await call(h, 'PUT', '/v1/pipelines/p-1', { headers: { ...owner, 'Content-Type': 'application/json' }, body });
-    const beyond = await call(h, 'POST', '/v1/deployments/d-1/executions', { headers: { ...api, 'Content-Length': String(INLINE_ASSET_BODY_MAX_BYTES + 1) } });
+    const beyond = await call(h, 'POST', '/v1/deployments/d-1/executions', {
+      headers: { ...api, 'Content-Length': String(INLINE_ASSET_BODY_MAX_BYTES + 1) },
+    });
 
     // Assess: the handler counts the ASSET values; the gateway holds it to the ceiling only.
     expect(execute.status).toBe(200);
@@ -338,7 +352,10 @@ describe('local gateway', () => {
 
   it('accepts a body right at the limit', async () => {
     // Act
-    const res = await call(h, 'PUT', '/v1/pipelines/p-1', { headers: { ...owner, 'Content-Type': 'application/json' }, body: 'x'.repeat(MAX_BODY) });
+    const res = await call(h, 'PUT', '/v1/pipelines/p-1', {
+      headers: { ...owner, 'Content-Type': 'application/json' },
+      body: 'x'.repeat(MAX_BODY),
+    });
 
     // Assess
     expect(res.status).toBe(200);
@@ -347,7 +364,10 @@ describe('local gateway', () => {
 
   it('hands binary bodies over as base64 and text bodies as UTF-8', async () => {
     // Act
-    await call(h, 'PUT', '/v1/pipelines/p-1', { headers: { ...owner, 'Content-Type': 'application/octet-stream' }, body: Buffer.from([0, 255, 1]) });
+    await call(h, 'PUT', '/v1/pipelines/p-1', {
+      headers: { ...owner, 'Content-Type': 'application/octet-stream' },
+      body: Buffer.from([0, 255, 1]),
+    });
     await call(h, 'PUT', '/v1/pipelines/p-1', { headers: { ...owner, 'Content-Type': 'text/plain; charset=utf-8' }, body: 'héllo' });
 
     // Assess
@@ -370,7 +390,11 @@ describe('local gateway', () => {
     // Assess
     // ACCESS_DENIED renders the Deny's context ($context.authorizer.*); a policy that merely
     // does not match has none, and the fields render empty, as on AWS.
-    expect([denied.status, denied.json(), denied.headers['www-authenticate']]).toEqual([401, { error: 'Unauthorized', reason: 'revoked', detail: 'rotated away' }, 'Api-Key']);
+    expect([denied.status, denied.json(), denied.headers['www-authenticate']]).toEqual([
+      401,
+      { error: 'Unauthorized', reason: 'revoked', detail: 'rotated away' },
+      'Api-Key',
+    ]);
     expect(deniedGetAllowed.status).toBe(200);
     expect([noMatch.status, noMatch.json()]).toEqual([401, { error: 'Unauthorized', reason: '', detail: '' }]);
     expect(matched.status).toBe(200);
@@ -452,12 +476,22 @@ describe('local gateway', () => {
 
   it('logs one line per request without bodies or credentials', async () => {
     // Act
-    await call(h, 'PUT', '/v1/pipelines/p-1', { headers: { ...owner, 'Content-Type': 'application/json' }, body: '{"nodes":"body-marker"}' });
+    await call(h, 'PUT', '/v1/pipelines/p-1', {
+      headers: { ...owner, 'Content-Type': 'application/json' },
+      body: '{"nodes":"body-marker"}',
+    });
     await call(h, 'GET', '/nowhere');
 
     // Assess
     expect(h.logs).toHaveLength(2);
-    expect(h.logs[0]).toEqual({ method: 'PUT', path: '/v1/pipelines/p-1', route: '/v1/pipelines/{pipeline_id}', status: 200, duration_ms: expect.any(Number), request_id: expect.any(String) });
+    expect(h.logs[0]).toEqual({
+      method: 'PUT',
+      path: '/v1/pipelines/p-1',
+      route: '/v1/pipelines/{pipeline_id}',
+      status: 200,
+      duration_ms: expect.any(Number),
+      request_id: expect.any(String),
+    });
     expect(h.logs[1]).toMatchObject({ method: 'GET', route: null, status: 404 });
     const text = JSON.stringify(h.logs);
     expect(text).not.toContain('body-marker');
@@ -499,7 +533,12 @@ describe('local gateway options', () => {
     // Prepare
     const h = await startHarness({
       gatewayResponses: [
-        { type: 'ACCESS_DENIED', statusCode: '418', body: '{"nope":"$context.requestId","why":"$context.authorizer.reason","who":"$context.authorizer.principalId","none":"$context.authorizer.absent"}', headers: { 'X-Why': "'policy'" } },
+        {
+          type: 'ACCESS_DENIED',
+          statusCode: '418',
+          body: '{"nope":"$context.requestId","why":"$context.authorizer.reason","who":"$context.authorizer.principalId","none":"$context.authorizer.absent"}',
+          headers: { 'X-Why': "'policy'" },
+        },
         { type: 'DEFAULT_4XX', body: '{"e":$context.error.messageString}' },
       ],
     });
@@ -511,7 +550,11 @@ describe('local gateway options', () => {
     await h.close();
 
     // Assess
-    expect([denied.status, denied.json(), denied.headers['x-why']]).toEqual([418, { nope: denied.headers['x-request-id'], why: 'revoked', who: 'key-owner', none: '' }, 'policy']);
+    expect([denied.status, denied.json(), denied.headers['x-why']]).toEqual([
+      418,
+      { nope: denied.headers['x-request-id'], why: 'revoked', who: 'key-owner', none: '' },
+      'policy',
+    ]);
     expect([missing.status, missing.json(), missing.headers['www-authenticate']]).toEqual([401, { e: 'Unauthorized' }, undefined]);
     // No DEFAULT_5XX either: API Gateway's own body.
     expect(broken.status).toBe(500);
@@ -549,21 +592,25 @@ describe('local gateway options', () => {
   });
 
   it('refuses a route table naming a handler it was not given', () => {
-    expect(() =>
-      createGateway({ routes: ROUTES, handlers: {}, authorizer: fakeAuthorizer, ownerToken: 't', maxBodyBytes: 1 }),
-    ).toThrow('No handler for route');
+    expect(() => createGateway({ routes: ROUTES, handlers: {}, authorizer: fakeAuthorizer, ownerToken: 't', maxBodyBytes: 1 })).toThrow(
+      'No handler for route',
+    );
   });
 });
 
 describe('wildcardMatch', () => {
   it('matches a literal pattern only against itself, and * against anything', () => {
     fc.assert(
-      fc.property(fc.string().filter((s) => !s.includes('*') && !s.includes('?')), fc.string(), (literal, other) => {
-        expect(wildcardMatch(literal, literal)).toBe(true);
-        expect(wildcardMatch('*', other)).toBe(true);
-        expect(wildcardMatch(literal, other)).toBe(literal === other);
-        expect(wildcardMatch(`${literal}*`, `${literal}${other}`)).toBe(true);
-      }),
+      fc.property(
+        fc.string().filter((s) => !s.includes('*') && !s.includes('?')),
+        fc.string(),
+        (literal, other) => {
+          expect(wildcardMatch(literal, literal)).toBe(true);
+          expect(wildcardMatch('*', other)).toBe(true);
+          expect(wildcardMatch(literal, other)).toBe(literal === other);
+          expect(wildcardMatch(`${literal}*`, `${literal}${other}`)).toBe(true);
+        },
+      ),
     );
   });
 });

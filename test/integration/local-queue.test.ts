@@ -54,7 +54,8 @@ function gate(): { wait: Promise<void>; open: () => void } {
   return { wait, open };
 }
 
-const files = async (name: string): Promise<string[]> => (await readdir(path.join(dir, name)).catch(() => [])).filter((f) => f.endsWith('.json'));
+const files = async (name: string): Promise<string[]> =>
+  (await readdir(path.join(dir, name)).catch(() => [])).filter((f) => f.endsWith('.json'));
 
 describe('LocalQueue', () => {
   it('delivers a message that turns visible while a pump runs, without waiting for another message to wake it', async () => {
@@ -85,7 +86,9 @@ describe('LocalQueue', () => {
     });
     await q.send('{"execution_id":"e-1"}');
     let timer: NodeJS.Timeout | undefined;
-    const stalled = new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('the visible message was never delivered again')), 3000)));
+    const stalled = new Promise(
+      (_, reject) => (timer = setTimeout(() => reject(new Error('the visible message was never delivered again')), 3000)),
+    );
     await Promise.race([second.wait, stalled]).finally(() => clearTimeout(timer));
     expect(calls).toBe(2);
   });

@@ -43,7 +43,9 @@ const input = (id: string, extra: Record<string, unknown> = {}): Record<string, 
 describe('Promise.withResolvers polyfill', () => {
   it('resolves and rejects through the returned functions', async () => {
     // Prepare
-    const withResolvers = (Promise as unknown as { withResolvers: <T>() => { promise: Promise<T>; resolve: (v: T) => void; reject: (e: unknown) => void } }).withResolvers;
+    const withResolvers = (
+      Promise as unknown as { withResolvers: <T>() => { promise: Promise<T>; resolve: (v: T) => void; reject: (e: unknown) => void } }
+    ).withResolvers;
 
     // Act
     const a = withResolvers.call(Promise) as { promise: Promise<number>; resolve: (v: number) => void; reject: (e: unknown) => void };
@@ -72,7 +74,9 @@ describe('LocalWorkflow', () => {
     // Assess
     expect(started).toBe('started');
     // MarkRunning also gets the execution's own id ($$.Execution.Id), unique per start.
-    expect(calls.MarkRunning).toEqual([{ execution_id: 'exec-1', workflow_id: expect.stringMatching(/^arn:aws:states:local:\d+:execution:pipegate:exec-1:[0-9a-f-]{36}$/) }]);
+    expect(calls.MarkRunning).toEqual([
+      { execution_id: 'exec-1', workflow_id: expect.stringMatching(/^arn:aws:states:local:\d+:execution:pipegate:exec-1:[0-9a-f-]{36}$/) },
+    ]);
     expect(calls.RunNodes).toEqual([{ execution_id: 'exec-1' }]);
     expect(calls.MarkFailed).toEqual([]);
     expect(onError).not.toHaveBeenCalled();
@@ -157,7 +161,12 @@ describe('LocalWorkflow', () => {
     await wf.idle();
 
     // Assess: the first attempt and every retry the ASL allows a failed task (States.TaskFailed).
-    expect(calls.MarkRunning).toHaveLength(1 + retriersOf('MarkRunning').filter((r) => r.ErrorEquals.includes('States.TaskFailed')).reduce((n, r) => n + (r.MaxAttempts ?? 3), 0));
+    expect(calls.MarkRunning).toHaveLength(
+      1 +
+        retriersOf('MarkRunning')
+          .filter((r) => r.ErrorEquals.includes('States.TaskFailed'))
+          .reduce((n, r) => n + (r.MaxAttempts ?? 3), 0),
+    );
     expect(calls.RunNodes).toEqual([]);
     expect(calls.MarkFailed).toHaveLength(1);
   });

@@ -93,7 +93,8 @@ describe('S3ObjectStore on the local S3 emulation', () => {
     const keys = ['k/odd/a b', 'k/odd/..', 'k/odd/../x', 'k/odd/ü+%2F', 'k/odd//double', 'k/odd/.'];
     for (const [i, k] of keys.entries()) await store.put(k, bytes(3, i), 'text/plain');
 
-    for (const [i, k] of keys.entries()) expect(Buffer.from((await store.read(k)) as Uint8Array).equals(Buffer.from(bytes(3, i)))).toBe(true);
+    for (const [i, k] of keys.entries())
+      expect(Buffer.from((await store.read(k)) as Uint8Array).equals(Buffer.from(bytes(3, i)))).toBe(true);
     expect(await store.removePrefix('k/odd/')).toBe(keys.length);
     for (const k of keys) expect(await store.head(k)).toBeNull();
   });
@@ -296,7 +297,9 @@ describe('S3ObjectStore on the local S3 emulation', () => {
       { step: 'finalizeRequest', priority: 'low', name: 'tamper' },
     );
 
-    await expect(client.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'k/tampered', Body: 'original', ContentType: 'text/plain' }))).rejects.toMatchObject({
+    await expect(
+      client.send(new PutObjectCommand({ Bucket: BUCKET, Key: 'k/tampered', Body: 'original', ContentType: 'text/plain' })),
+    ).rejects.toMatchObject({
       name: 'XAmzContentSHA256Mismatch',
     });
     expect(await store.head('k/tampered')).toBeNull();

@@ -58,31 +58,48 @@ describe("a deployment's executions", () => {
     // Assess
     expect(all.executions.map((e) => e.execution_id)).toEqual([...made].reverse().map((e) => e.execution_id));
     expect(all.next).toBeNull();
-    expect(failed).toEqual(made.filter((e) => e.status === 'failed').reverse().map((e) => e.execution_id));
+    expect(failed).toEqual(
+      made
+        .filter((e) => e.status === 'failed')
+        .reverse()
+        .map((e) => e.execution_id),
+    );
     expect(since.executions.map((e) => e.created_at)).toEqual([at(11), at(10), at(9)]);
     await expect(db.executions.listByDeployment(dep, { limit: 2, now, cursor: 'bm9wZQ' })).rejects.toBeInstanceOf(InvalidCursorError);
     const firstPage = await db.executions.listByDeployment(dep, { limit: 1, now });
-    await expect(db.executions.listByDeployment('other', { limit: 2, now, cursor: firstPage.next ?? '' })).rejects.toBeInstanceOf(InvalidCursorError);
+    await expect(db.executions.listByDeployment('other', { limit: 2, now, cursor: firstPage.next ?? '' })).rejects.toBeInstanceOf(
+      InvalidCursorError,
+    );
   });
 });
 
 describe("a deployment's executions, read as summaries", () => {
-  it('read each execution\'s summary fields only: half a read unit each where the whole item is dozens', async () => {
+  it("read each execution's summary fields only: half a read unit each where the whole item is dozens", async () => {
     // Prepare: three executions each holding 100 KB of values in the item.
     const dep = `dep-${randomUUID()}`;
     const made: Execution[] = [];
     for (let i = 0; i < 3; i++) {
-      const e = anExecution({ deployment_id: dep, created_at: at(i), status: 'completed', inputs: { note: 'x'.repeat(60_000) }, outputs: { body: 'y'.repeat(40_000) } });
+      const e = anExecution({
+        deployment_id: dep,
+        created_at: at(i),
+        status: 'completed',
+        inputs: { note: 'x'.repeat(60_000) },
+        outputs: { body: 'y'.repeat(40_000) },
+      });
       await db.executions.create(e);
       made.push(e);
     }
     const raw = createDocumentClient({ region: 'local', endpoint: db.dynamo.endpoint });
-    const send = jest.spyOn(db.executions['db' as keyof typeof db.executions] as unknown as { send: (c: unknown) => Promise<unknown> }, 'send');
+    const send = jest.spyOn(
+      db.executions['db' as keyof typeof db.executions] as unknown as { send: (c: unknown) => Promise<unknown> },
+      'send',
+    );
     // Act: the store's own reads, as sent, replayed against the items.
     const page = await db.executions.listByDeployment(dep, { limit: 10, now: new Date() });
     const reads = send.mock.calls.map((c) => c[0]).filter((c): c is GetCommand => c instanceof GetCommand);
     send.mockRestore();
-    const bytes = async (input: GetCommand['input']) => Buffer.byteLength(JSON.stringify((await raw.send(new GetCommand(input))).Item ?? {}));
+    const bytes = async (input: GetCommand['input']) =>
+      Buffer.byteLength(JSON.stringify((await raw.send(new GetCommand(input))).Item ?? {}));
     const projected = await Promise.all(reads.map((c) => bytes(c.input)));
     const whole = await bytes({ TableName: db.table, Key: keys.execution(made[0]?.execution_id ?? '') });
     raw.destroy();
@@ -103,7 +120,8 @@ describe('usage counters', () => {
     const finished = (status: Execution['status'], ms: number) =>
       anExecution({ deployment_id: dep, status, started_at: at(5), completed_at: new Date(Date.parse(at(5)) + ms).toISOString() });
     // Act
-    for (const e of [finished('completed', 40), finished('completed', 3000), finished('failed', 40), finished('cancelled', 0)]) await db.executions.countFinished(e);
+    for (const e of [finished('completed', 40), finished('completed', 3000), finished('failed', 40), finished('cancelled', 0)])
+      await db.executions.countFinished(e);
     await db.executions.countFinished(finished('running', 10));
     await db.executions.countFinished({ ...finished('completed', 10), kind: 'run' });
     const buckets = await db.executions.usageSince(dep, new Date(at(0)));
@@ -126,7 +144,9 @@ describe('usage counters', () => {
     expect(buckets[0]?.counts).toEqual({ completed: 40 });
     const client = createDocumentClient({ region: 'local', endpoint: db.dynamo.endpoint });
     try {
-      const raw = await client.send(new QueryCommand({ TableName: db.table, KeyConditionExpression: 'pk = :p', ExpressionAttributeValues: { ':p': `USAGE#${dep}` } }));
+      const raw = await client.send(
+        new QueryCommand({ TableName: db.table, KeyConditionExpression: 'pk = :p', ExpressionAttributeValues: { ':p': `USAGE#${dep}` } }),
+      );
       expect(raw.Items?.length ?? 0).toBeGreaterThan(1);
     } finally {
       client.destroy();
@@ -150,7 +170,10 @@ describe('redelivery', () => {
     const e = anExecution({ status: 'failed', callback: 'https://hooks.example/x', callback_delivery: delivery, completed_at: at(1) });
     await db.executions.create(e);
     // Act
-    const [first, second] = await Promise.all([db.executions.redeliver(e.execution_id, delivery, at(2)), db.executions.redeliver(e.execution_id, delivery, at(2))]);
+    const [first, second] = await Promise.all([
+      db.executions.redeliver(e.execution_id, delivery, at(2)),
+      db.executions.redeliver(e.execution_id, delivery, at(2)),
+    ]);
     // Assess
     expect([first, second].filter((x) => x !== null)).toHaveLength(1);
     const now = await db.executions.get(e.execution_id, new Date());
@@ -160,7 +183,7 @@ describe('redelivery', () => {
 });
 
 describe('the next attempt brought forward', () => {
-  it('moves a pending delivery\'s next attempt once, conditional on the time that was read', async () => {
+  it("moves a pending delivery's next attempt once, conditional on the time that was read", async () => {
     // Prepare: on the retry schedule, next attempt at minute 30.
     const delivery: CallbackDelivery = {
       webhook_id: 'msg_2',
@@ -175,11 +198,18 @@ describe('the next attempt brought forward', () => {
     const e = anExecution({ status: 'completed', callback: 'https://hooks.example/x', callback_delivery: delivery, completed_at: at(1) });
     await db.executions.create(e);
     // Act
-    const [first, second] = await Promise.all([db.executions.attemptNow(e.execution_id, delivery, at(2)), db.executions.attemptNow(e.execution_id, delivery, at(3))]);
+    const [first, second] = await Promise.all([
+      db.executions.attemptNow(e.execution_id, delivery, at(2)),
+      db.executions.attemptNow(e.execution_id, delivery, at(3)),
+    ]);
     // Assess
     expect([first, second].filter((x) => x !== null)).toHaveLength(1);
     const now = await db.executions.get(e.execution_id, new Date());
-    expect(now?.callback_delivery).toMatchObject({ outcome: 'pending', attempts: 1, next_attempt_at: (first ?? second)?.callback_delivery?.next_attempt_at });
+    expect(now?.callback_delivery).toMatchObject({
+      outcome: 'pending',
+      attempts: 1,
+      next_attempt_at: (first ?? second)?.callback_delivery?.next_attempt_at,
+    });
     expect(now?.callback_delivery?.redelivery).toBeUndefined();
   });
 });
@@ -197,7 +227,9 @@ describe('a local table made before the executions index', () => {
     await ensureTable(db.dynamo.endpoint, table);
     // Assess
     expect((await store.get(e.execution_id, new Date()))?.execution_id).toBe(e.execution_id);
-    expect((await store.listByDeployment('dep-old', { limit: 10, now: new Date() })).executions.map((x) => x.execution_id)).toEqual([e.execution_id]);
+    expect((await store.listByDeployment('dep-old', { limit: 10, now: new Date() })).executions.map((x) => x.execution_id)).toEqual([
+      e.execution_id,
+    ]);
     doc.destroy();
   });
 });
@@ -225,7 +257,11 @@ describe("start:synth's table, made from the template's properties", () => {
         },
       ],
     };
-    await ensureTableAs(db.dynamo.endpoint, { ...input, GlobalSecondaryIndexes: undefined, AttributeDefinitions: input.AttributeDefinitions.slice(0, 2) });
+    await ensureTableAs(db.dynamo.endpoint, {
+      ...input,
+      GlobalSecondaryIndexes: undefined,
+      AttributeDefinitions: input.AttributeDefinitions.slice(0, 2),
+    });
     const doc = createDocumentClient({ region: 'local', endpoint: db.dynamo.endpoint });
     await doc.send(new PutCommand({ TableName: table, Item: { pk: 'a', sk: 'b', g1pk: 'x', g1sk: '1' } }));
 
@@ -234,7 +270,14 @@ describe("start:synth's table, made from the template's properties", () => {
     await ensureTableAs(db.dynamo.endpoint, input);
 
     // Assess
-    const found = await doc.send(new QueryCommand({ TableName: table, IndexName: 'later', KeyConditionExpression: 'g1pk = :x', ExpressionAttributeValues: { ':x': 'x' } }));
+    const found = await doc.send(
+      new QueryCommand({
+        TableName: table,
+        IndexName: 'later',
+        KeyConditionExpression: 'g1pk = :x',
+        ExpressionAttributeValues: { ':x': 'x' },
+      }),
+    );
     expect(found.Items).toEqual([{ pk: 'a', sk: 'b', g1pk: 'x', g1sk: '1' }]);
   });
 });

@@ -130,7 +130,10 @@ describe('reads for runs', () => {
     expect(first.get('ROTATING')).toBe('first');
     expect([...withinTtl]).toEqual([['ROTATING', 'first']]);
     expect(tooSoon.size).toBe(0);
-    expect([...reread]).toEqual([['ROTATING', 'second'], ['MISSING', 'now set']]);
+    expect([...reread]).toEqual([
+      ['ROTATING', 'second'],
+      ['MISSING', 'now set'],
+    ]);
     expect(afterTtl.get('ROTATING')).toBe('second');
     expect(afterOwnWrite.get('ROTATING')).toBe('third');
     expect(queries).toBe(4);
@@ -163,7 +166,10 @@ describe('under the KMS key', () => {
     const refilled = await store.values(['K_ONE', 'K_TWO']);
 
     // Assess
-    expect([...first]).toEqual([['K_ONE', 'one'], ['K_TWO', 'two']]);
+    expect([...first]).toEqual([
+      ['K_ONE', 'one'],
+      ['K_TWO', 'two'],
+    ]);
     expect([...refilled]).toEqual([...first]);
     expect(kms.calls.sort()).toEqual(['Decrypt', 'Decrypt', 'GenerateDataKey', 'GenerateDataKey']);
     await store.remove('K_ONE');
@@ -176,7 +182,12 @@ describe('under the KMS key', () => {
     const client = createDocumentClient({ region: 'local', endpoint: db.dynamo.endpoint });
     const { masterKey } = await testKeyMaterial.material();
     const legacy = sealSecret(JSON.stringify({ name: 'OLD_TOKEN', value: VALUE }), masterKey, randomBytes(12));
-    await client.send(new PutCommand({ TableName: db.table, Item: { ...keys.ownerSecret('OLD_TOKEN'), name: 'OLD_TOKEN', sealed: legacy, updated_at: '2026-01-01T00:00:00.000Z' } }));
+    await client.send(
+      new PutCommand({
+        TableName: db.table,
+        Item: { ...keys.ownerSecret('OLD_TOKEN'), name: 'OLD_TOKEN', sealed: legacy, updated_at: '2026-01-01T00:00:00.000Z' },
+      }),
+    );
 
     // Act
     const before = await d.ownerSecrets.values(['OLD_TOKEN']);
@@ -214,9 +225,11 @@ describe('under the KMS key', () => {
     // GenerateDataKey's and Decrypt's answers: the same key.
     expect(keysSeen).toHaveLength(2);
     expect(keysSeen[1]?.equals(keysSeen[0] as Buffer)).toBe(true);
-    for (const text of [VALUE, Buffer.from(VALUE).toString('base64'), Buffer.from(VALUE).toString('base64url')]) expect(item).not.toContain(text);
+    for (const text of [VALUE, Buffer.from(VALUE).toString('base64'), Buffer.from(VALUE).toString('base64url')])
+      expect(item).not.toContain(text);
     const dataKey = keysSeen[0] as Buffer;
-    for (const text of [dataKey.toString('base64'), dataKey.toString('base64url'), dataKey.toString('hex')]) expect(item).not.toContain(text);
+    for (const text of [dataKey.toString('base64'), dataKey.toString('base64url'), dataKey.toString('hex')])
+      expect(item).not.toContain(text);
     await store.remove('PLANTED');
     client.destroy();
   });
@@ -251,10 +264,15 @@ describe('a run that uses a secret', () => {
 
     // Assess
     expect(pushed.body.warnings).toEqual([
-      { path: 'nodes.call.headers.Authorization', reason: "secret 'RATES_TOKEN' is not set; runs fail until it is (pipegate secrets set RATES_TOKEN)" },
+      {
+        path: 'nodes.call.headers.Authorization',
+        reason: "secret 'RATES_TOKEN' is not set; runs fail until it is (pipegate secrets set RATES_TOKEN)",
+      },
     ]);
     expect(failed.status).toBe('failed');
-    expect(failed.error_message).toBe("Node 'call' failed: secret 'RATES_TOKEN' is not set (set it with: pipegate secrets set RATES_TOKEN)");
+    expect(failed.error_message).toBe(
+      "Node 'call' failed: secret 'RATES_TOKEN' is not set (set it with: pipegate secrets set RATES_TOKEN)",
+    );
     expect(repushed.body).not.toHaveProperty('warnings');
     expect(calls.at(-1)?.headers.Authorization).toBe(`Bearer ${VALUE}`);
     expect(completed.status).toBe('completed');

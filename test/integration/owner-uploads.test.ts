@@ -27,7 +27,13 @@ afterAll(async () => {
 
 const definition: PipelineDefinition = {
   nodes: {
-    photo: { type: 'input', value_type: 'asset', value: dataUri('image/png', png(1, 1)), media_types: ['image/png', 'image/jpeg'], max_bytes: 500_000 },
+    photo: {
+      type: 'input',
+      value_type: 'asset',
+      value: dataUri('image/png', png(1, 1)),
+      media_types: ['image/png', 'image/jpeg'],
+      max_bytes: 500_000,
+    },
     caption: { type: 'input', value_type: 'string', value: 'hi' },
     about: { type: 'transform', inputs: ['photo'], expression: 'photo.media_type' },
     info: { type: 'output', from: 'about' },
@@ -42,12 +48,16 @@ async function aPipeline(def: PipelineDefinition = definition): Promise<string> 
 }
 
 async function aDeployment(): Promise<CallerAuth> {
-  const { auth } = await w.aDeployment([{ id: 'photo', value_type: 'asset', value: dataUri('image/png', png(1, 1)), visible: true, media_types: ['image/png'] }]);
+  const { auth } = await w.aDeployment([
+    { id: 'photo', value_type: 'asset', value: dataUri('image/png', png(1, 1)), visible: true, media_types: ['image/png'] },
+  ]);
   return auth;
 }
 
-const ask = (pipelineId: string, bytes: number, media_type = 'image/png') => createPipelineUpload(w.d, pipelineId, JSON.stringify({ media_type, bytes }));
-const run = (pipelineId: string, inputs: Record<string, unknown>) => startRun(w.d, pipelineId, JSON.stringify({ inputs }), 'http://127.0.0.1');
+const ask = (pipelineId: string, bytes: number, media_type = 'image/png') =>
+  createPipelineUpload(w.d, pipelineId, JSON.stringify({ media_type, bytes }));
+const run = (pipelineId: string, inputs: Record<string, unknown>) =>
+  startRun(w.d, pipelineId, JSON.stringify({ inputs }), 'http://127.0.0.1');
 const callerSubmit = (auth: CallerAuth, value: string) => w.submit(auth, { photo: assetValue(value) });
 const refusal = (p: Promise<unknown>): Promise<AppError> => rejection(p, AppError);
 const detailText = (e: AppError): string => JSON.stringify(e.detail);
@@ -69,7 +79,12 @@ describe('owner uploads', () => {
     expect(up).toEqual(w.uploadAnswer(photo.length));
     expect(put).toBe('ok');
     const r = await w.db.executions.get(first.run_id, w.now(), true);
-    expect(r?.assets?.photo).toEqual({ key: `p/${pipelineId}/u/${up.asset.value.slice(7)}`, media_type: 'image/png', bytes: photo.length, sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect(r?.assets?.photo).toEqual({
+      key: `p/${pipelineId}/u/${up.asset.value.slice(7)}`,
+      media_type: 'image/png',
+      bytes: photo.length,
+      sha256: expect.stringMatching(/^[0-9a-f]{64}$/),
+    });
     expect(r?.inputs).toEqual({ caption: 'hi' });
     expect(again.status).toBe(400);
     expect(detailText(again)).toMatch(/input 'photo' names an upload that another execution has used already/);
@@ -77,7 +92,11 @@ describe('owner uploads', () => {
 
   it.each([
     ['no bytes yet', async () => undefined, /whose bytes have not arrived/],
-    ['another pipeline', async (u: { value: string; other: string }) => ({ refused: refusal(run(u.other, { photo: u.value })) }), /does not exist or has expired \(an upload can be used for a day, with the pipeline that made it\)/],
+    [
+      'another pipeline',
+      async (u: { value: string; other: string }) => ({ refused: refusal(run(u.other, { photo: u.value })) }),
+      /does not exist or has expired \(an upload can be used for a day, with the pipeline that made it\)/,
+    ],
     [
       'expired',
       async (u: { put: () => void }) => {
@@ -162,9 +181,21 @@ describe('owner uploads', () => {
     ['not JSON', '{', /body is not valid JSON/],
     ['an unknown field', JSON.stringify({ media_type: 'image/png', bytes: 5, name: 'x' }), /name/],
     ['a size of 0', JSON.stringify({ media_type: 'image/png', bytes: 0 }), /bytes.*must be at least 1/],
-    ['a size over the largest upload', JSON.stringify({ media_type: 'image/png', bytes: 100 * 1024 * 1024 + 1 }), /must be at most 104857600/],
-    ['a type no input takes', JSON.stringify({ media_type: 'text/plain', bytes: 5 }), /no asset input takes 5 bytes of text\/plain: 'photo' accepts image\/png or image\/jpeg, at most 500000 bytes/],
-    ['a size no input takes', JSON.stringify({ media_type: 'image/png', bytes: 500_001 }), /no asset input takes 500001 bytes of image\/png/],
+    [
+      'a size over the largest upload',
+      JSON.stringify({ media_type: 'image/png', bytes: 100 * 1024 * 1024 + 1 }),
+      /must be at most 104857600/,
+    ],
+    [
+      'a type no input takes',
+      JSON.stringify({ media_type: 'text/plain', bytes: 5 }),
+      /no asset input takes 5 bytes of text\/plain: 'photo' accepts image\/png or image\/jpeg, at most 500000 bytes/,
+    ],
+    [
+      'a size no input takes',
+      JSON.stringify({ media_type: 'image/png', bytes: 500_001 }),
+      /no asset input takes 500001 bytes of image\/png/,
+    ],
   ])('answers 400 to an upload request with %s', async (_name, body, detail) => {
     const pipelineId = await aPipeline();
     const e = await refusal(createPipelineUpload(w.d, pipelineId, body));

@@ -26,7 +26,11 @@ it('records progress while running only, never after the terminal write', async 
   expect(await db.executions.recordProgress(e.execution_id, list(2))).toBe(true);
   expect((await db.executions.get(e.execution_id, new Date(), true))?.progress).toBe(list(2));
   // The terminal write carries the whole list; a late write afterwards is refused.
-  const done = await db.executions.transition(e.execution_id, 'completed', { completed_at: new Date().toISOString(), outputs: {}, progress: list(4) });
+  const done = await db.executions.transition(e.execution_id, 'completed', {
+    completed_at: new Date().toISOString(),
+    outputs: {},
+    progress: list(4),
+  });
   expect(done.ok).toBe(true);
   expect(await db.executions.recordProgress(e.execution_id, list(3))).toBe(false);
   expect((await db.executions.get(e.execution_id, new Date(), true))?.progress).toBe(list(4));

@@ -69,9 +69,15 @@ async function counted<T>(act: () => Promise<T>): Promise<{ result: T; calls: Co
 }
 
 /** Requests by operation and consistency, units, index units: what the lists price. */
-const dynamoOf = (c: Counts) => ({ dynamo: c.dynamo, readUnits: c.readUnits, writeUnits: c.writeUnits, indexWriteUnits: c.indexWriteUnits });
+const dynamoOf = (c: Counts) => ({
+  dynamo: c.dynamo,
+  readUnits: c.readUnits,
+  writeUnits: c.writeUnits,
+  indexWriteUnits: c.indexWriteUnits,
+});
 /** The object store's port methods called (MemoryObjects' own clock, `nowMs`, is none of them). */
-const objectCalls = (c: Counts) => Object.fromEntries(Object.entries(c.storeMethods).filter(([k]) => k.startsWith('objects.') && k !== 'objects.nowMs'));
+const objectCalls = (c: Counts) =>
+  Object.fromEntries(Object.entries(c.storeMethods).filter(([k]) => k.startsWith('objects.') && k !== 'objects.nowMs'));
 
 beforeAll(async () => {
   db = await startTestDb();
@@ -144,11 +150,19 @@ describe('the owner upload route makes the calls PIPELINE_UPLOAD_CALLS prices', 
 describe('opening an event stream makes the calls EVENT_STREAM_CALLS prices', () => {
   /** A deployment with its web form, and one finished execution made through the form. */
   async function formExecution(d: TestDeps) {
-    const pub = await publishPipeline(d, `stream-calls-${randomUUID().slice(0, 8)}`, { publishBody: JSON.stringify({ form: { enabled: true } }) });
+    const pub = await publishPipeline(d, `stream-calls-${randomUUID().slice(0, 8)}`, {
+      publishBody: JSON.stringify({ form: { enabled: true } }),
+    });
     const rec = await d.deployments.get(pub.deploymentId, true);
     if (!rec?.form) throw new Error('no form');
     const token = formToken(rec.form.salt, (await testKeyMaterial.material()).masterKey);
-    const accepted = await formExecute(d, { token, body: '{}', contentType: 'application/json', baseUrl: TEST_BASE_URL, address: '192.0.2.7' });
+    const accepted = await formExecute(d, {
+      token,
+      body: '{}',
+      contentType: 'application/json',
+      baseUrl: TEST_BASE_URL,
+      address: '192.0.2.7',
+    });
     const id = String((accepted.body as { execution_id: string }).execution_id);
     if (!(await taskStart(d, id)).proceed) throw new Error('did not start');
     await taskRun(d, id);
@@ -169,7 +183,9 @@ describe('opening an event stream makes the calls EVENT_STREAM_CALLS prices', ()
     const { form } = EVENT_STREAM_CALLS;
 
     // Act
-    const opened = await counted(async () => drain(await openFormEventStream(d, { token, executionId: id, address: '192.0.2.8', lastEventId: undefined, baseUrl: TEST_BASE_URL })));
+    const opened = await counted(async () =>
+      drain(await openFormEventStream(d, { token, executionId: id, address: '192.0.2.8', lastEventId: undefined, baseUrl: TEST_BASE_URL })),
+    );
 
     // Assess
     expect(opened.result).toMatch(/event: done/);

@@ -34,10 +34,15 @@ describe('CORS on the local S3 emulation', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const preflight = (bucket: string, headers: Record<string, string>) => fetch(`${s3.url}/${bucket}/d/x/u/y?X-Amz-Signature=abc`, { method: 'OPTIONS', headers });
+  const preflight = (bucket: string, headers: Record<string, string>) =>
+    fetch(`${s3.url}/${bucket}/d/x/u/y?X-Amz-Signature=abc`, { method: 'OPTIONS', headers });
 
   it('answers the preflight of a PUT from the allowed origin with the signed header', async () => {
-    const r = await preflight(BUCKET, { Origin: PAGE, 'Access-Control-Request-Method': 'PUT', 'Access-Control-Request-Headers': 'Content-Type' });
+    const r = await preflight(BUCKET, {
+      Origin: PAGE,
+      'Access-Control-Request-Method': 'PUT',
+      'Access-Control-Request-Headers': 'Content-Type',
+    });
 
     expect(r.status).toBe(200);
     expect(r.headers.get('access-control-allow-origin')).toBe(PAGE);

@@ -50,7 +50,19 @@ describe('pipelines store', () => {
     const { PutCommand } = await import('@aws-sdk/lib-dynamodb');
     const { createDocumentClient, keys } = await import('../../functions/adapters/dynamo');
     const raw = createDocumentClient({ region: 'local', endpoint: db.dynamo.endpoint });
-    await raw.send(new PutCommand({ TableName: db.table, Item: { ...keys.version('orphan', 2), pipeline_id: 'orphan', version: 2, definition: JSON.stringify(def('B')), hash: 'hb', created_at: 'x' } }));
+    await raw.send(
+      new PutCommand({
+        TableName: db.table,
+        Item: {
+          ...keys.version('orphan', 2),
+          pipeline_id: 'orphan',
+          version: 2,
+          definition: JSON.stringify(def('B')),
+          hash: 'hb',
+          created_at: 'x',
+        },
+      }),
+    );
     raw.destroy();
 
     const next = await db.pipelines.push('orphan', def('C'), 'hc', '2026-01-01T00:00:05.000Z');
@@ -135,7 +147,15 @@ describe('executions store', () => {
     for (const e of [open, owed, plain]) await db.executions.create(e);
     for (const e of [owed, plain]) await db.executions.transition(e.execution_id, 'running', {});
     await db.executions.transition(owed.execution_id, 'completed', {
-      callback_delivery: { webhook_id: 'msg_1', attempts: 0, outcome: 'pending', last_status: null, last_error: null, last_attempt_at: null, next_attempt_at: null },
+      callback_delivery: {
+        webhook_id: 'msg_1',
+        attempts: 0,
+        outcome: 'pending',
+        last_status: null,
+        last_error: null,
+        last_attempt_at: null,
+        next_attempt_at: null,
+      },
     });
     await db.executions.transition(plain.execution_id, 'completed', {});
 
@@ -146,7 +166,15 @@ describe('executions store', () => {
     expect(owedIds).toContain(owed.execution_id);
     expect(owedIds).not.toContain(plain.execution_id);
 
-    const first = { webhook_id: 'msg_1', attempts: 1, outcome: 'delivered' as const, last_status: 200, last_error: null, last_attempt_at: 'now', next_attempt_at: null };
+    const first = {
+      webhook_id: 'msg_1',
+      attempts: 1,
+      outcome: 'delivered' as const,
+      last_status: 200,
+      last_error: null,
+      last_attempt_at: 'now',
+      next_attempt_at: null,
+    };
     expect(await db.executions.recordDelivery(owed.execution_id, 0, first)).toBe(true);
     expect(await db.executions.recordDelivery(owed.execution_id, 0, first)).toBe(false);
     expect((await db.executions.listSweep('callback', 1000)).map((e) => e.execution_id)).not.toContain(owed.execution_id);
@@ -164,20 +192,34 @@ describe('executions store', () => {
     await store.transition(e.execution_id, 'running', {});
     await store.transition(e.execution_id, 'failed', {
       completed_at: new Date().toISOString(),
-      callback_delivery: { webhook_id: 'msg_2', attempts: 0, outcome: 'pending', last_status: null, last_error: null, last_attempt_at: null, next_attempt_at: null },
+      callback_delivery: {
+        webhook_id: 'msg_2',
+        attempts: 0,
+        outcome: 'pending',
+        last_status: null,
+        last_error: null,
+        last_attempt_at: null,
+        next_attempt_at: null,
+      },
     });
     expect((await store.listSweep('callback', 1000)).map((x) => x.execution_id)).toContain(e.execution_id);
     raw.destroy();
   });
 
-  it('lists a pipeline\'s runs newest first, a page at a time', async () => {
+  it("lists a pipeline's runs newest first, a page at a time", async () => {
     for (let i = 0; i < 5; i++) {
-      await db.executions.create(execution({ kind: 'run', pipeline_id: 'lister', deployment_id: null, created_at: `2026-01-01T00:00:0${i}.000Z` }));
+      await db.executions.create(
+        execution({ kind: 'run', pipeline_id: 'lister', deployment_id: null, created_at: `2026-01-01T00:00:0${i}.000Z` }),
+      );
     }
     const first = await db.executions.listRuns('lister', { limit: 3 });
     const second = await db.executions.listRuns('lister', { limit: 3, cursor: first.next ?? undefined });
 
-    expect(first.runs.map((r) => r.created_at)).toEqual(['2026-01-01T00:00:04.000Z', '2026-01-01T00:00:03.000Z', '2026-01-01T00:00:02.000Z']);
+    expect(first.runs.map((r) => r.created_at)).toEqual([
+      '2026-01-01T00:00:04.000Z',
+      '2026-01-01T00:00:03.000Z',
+      '2026-01-01T00:00:02.000Z',
+    ]);
     expect(second.runs.map((r) => r.created_at)).toEqual(['2026-01-01T00:00:01.000Z', '2026-01-01T00:00:00.000Z']);
   });
 
@@ -185,7 +227,13 @@ describe('executions store', () => {
     const now = new Date();
     const claims = await Promise.all(
       Array.from({ length: 10 }, (_, i) =>
-        db.executions.claimIdempotency('dep', 'keyhash', { execution_id: `e${i}`, request_hash: 'h', created_at: now.toISOString() }, Math.floor(now.getTime() / 1000) + 60, now),
+        db.executions.claimIdempotency(
+          'dep',
+          'keyhash',
+          { execution_id: `e${i}`, request_hash: 'h', created_at: now.toISOString() },
+          Math.floor(now.getTime() / 1000) + 60,
+          now,
+        ),
       ),
     );
     const winners = claims.filter((c) => c.claimed);
@@ -198,7 +246,13 @@ describe('executions store', () => {
     const now = new Date();
     const past = Math.floor(now.getTime() / 1000) - 1;
     await db.executions.claimIdempotency('dep', 'old', { execution_id: 'a', request_hash: 'h', created_at: 'x' }, past, now);
-    const again = await db.executions.claimIdempotency('dep', 'old', { execution_id: 'b', request_hash: 'h2', created_at: 'y' }, past + 100, now);
+    const again = await db.executions.claimIdempotency(
+      'dep',
+      'old',
+      { execution_id: 'b', request_hash: 'h2', created_at: 'y' },
+      past + 100,
+      now,
+    );
     expect(again.claimed).toBe(true);
   });
 });
@@ -242,6 +296,14 @@ describe('deployments store', () => {
     const tomb = await db.deployments.get(id);
     expect(tomb?.status).toBe('deleted');
     expect(tomb?.key_hashes).toHaveLength(1);
-    expect(await db.deployments.republish(id, tomb?.revision ?? 0, { version: 3, inputs: [], outputs: [], published_at: 'x', node_detail: true })).toBeNull();
+    expect(
+      await db.deployments.republish(id, tomb?.revision ?? 0, {
+        version: 3,
+        inputs: [],
+        outputs: [],
+        published_at: 'x',
+        node_detail: true,
+      }),
+    ).toBeNull();
   });
 });

@@ -49,7 +49,14 @@ function depsAt(now: number, config: Partial<ReturnType<typeof testConfig>> = {}
   return testDeps(db, {
     executions: store,
     clock: { now: () => new Date(T0 + now) },
-    config: { ...testConfig(db), executionTimeoutMs: 60_000, sweepPendingAfterSeconds: 300, sweepGraceSeconds: 30, sweepLimit: 100, ...config },
+    config: {
+      ...testConfig(db),
+      executionTimeoutMs: 60_000,
+      sweepPendingAfterSeconds: 300,
+      sweepGraceSeconds: 30,
+      sweepLimit: 100,
+      ...config,
+    },
   });
 }
 
@@ -65,7 +72,8 @@ async function clearIndex(): Promise<void> {
   for (const e of [...(await store.listSweep('open', 10_000)), ...(await store.listSweep('callback', 10_000))]) {
     if (e.status === 'pending') await store.withdrawPending(e.execution_id);
     if (e.status === 'running') await store.transition(e.execution_id, 'failed', { completed_at: at(0) });
-    if (e.callback_delivery?.outcome === 'pending') await store.recordDelivery(e.execution_id, e.callback_delivery.attempts, { ...e.callback_delivery, outcome: 'delivered' });
+    if (e.callback_delivery?.outcome === 'pending')
+      await store.recordDelivery(e.execution_id, e.callback_delivery.attempts, { ...e.callback_delivery, outcome: 'delivered' });
     await store.clearSweep(e.execution_id);
   }
 }
@@ -88,7 +96,12 @@ it('queues a pending execution with no progress again, once per quiet period, an
   expect((await sweepOnce(again)).requeued).toBe(0);
   const later = depsAt(400_000 + 301_000);
   const r3 = await sweepOnce(later);
-  expect(later.queue.on('executions').map((m) => m.body.execution_id).sort()).toEqual([old.execution_id, young.execution_id].sort());
+  expect(
+    later.queue
+      .on('executions')
+      .map((m) => m.body.execution_id)
+      .sort(),
+  ).toEqual([old.execution_id, young.execution_id].sort());
   expect(r3.requeued).toBe(2);
 });
 
@@ -100,7 +113,10 @@ it('fails a running execution past its time-out plus grace with a clear message,
   const r = await sweepOnce(d);
   expect(r.timedOut).toBe(1);
   const after = await store.get(late.execution_id, new Date(T0), true);
-  expect(after).toMatchObject({ status: 'failed', error_message: 'Execution timed out after 60 s: it was still running past its time-out and was stopped' });
+  expect(after).toMatchObject({
+    status: 'failed',
+    error_message: 'Execution timed out after 60 s: it was still running past its time-out and was stopped',
+  });
   expect(after?.callback_delivery).toMatchObject({ outcome: 'pending', attempts: 0 });
   expect(d.queue.on('callbacks').map((m) => m.body.execution_id)).toEqual([late.execution_id]);
   expect((await store.get(onTime.execution_id, new Date(T0), true))?.status).toBe('running');
@@ -125,10 +141,23 @@ it('loses to the normal path: a run that completes first keeps its status', asyn
 
 it('queues an owed callback whose message was lost, with its due time, and leaves one that is due soon alone', async () => {
   const lost = await running(execution({ callback: 'https://hooks.example.com/x' }), at(0));
-  await store.transition(lost.execution_id, 'completed', { completed_at: at(1_000), outputs: {}, callback_delivery: newDelivery(lost.execution_id) });
+  await store.transition(lost.execution_id, 'completed', {
+    completed_at: at(1_000),
+    outputs: {},
+    callback_delivery: newDelivery(lost.execution_id),
+  });
   const waiting = await running(execution({ callback: 'https://hooks.example.com/y' }), at(0));
-  await store.transition(waiting.execution_id, 'completed', { completed_at: at(1_000), outputs: {}, callback_delivery: newDelivery(waiting.execution_id) });
-  await store.recordDelivery(waiting.execution_id, 0, { ...newDelivery(waiting.execution_id), attempts: 1, last_attempt_at: at(1_000), next_attempt_at: at(900_000) });
+  await store.transition(waiting.execution_id, 'completed', {
+    completed_at: at(1_000),
+    outputs: {},
+    callback_delivery: newDelivery(waiting.execution_id),
+  });
+  await store.recordDelivery(waiting.execution_id, 0, {
+    ...newDelivery(waiting.execution_id),
+    attempts: 1,
+    last_attempt_at: at(1_000),
+    next_attempt_at: at(900_000),
+  });
 
   const d = depsAt(600_000);
   const r = await sweepOnce(d);
@@ -180,14 +209,21 @@ it('at start-up queues every running execution to run again from the start, and 
   expect(r).toMatchObject({ requeued: 1, rerun: 1, interrupted: 0 });
   const after = await store.get(run.execution_id, new Date(T0), true);
   expect(after).toMatchObject({ status: 'running', reruns: 1, rerun_at: at(600_000), started_at: at(600_000), run_by: null });
-  expect(d.queue.on('executions').map((m) => m.body.execution_id).sort()).toEqual([pending.execution_id, run.execution_id].sort());
+  expect(
+    d.queue
+      .on('executions')
+      .map((m) => m.body.execution_id)
+      .sort(),
+  ).toEqual([pending.execution_id, run.execution_id].sort());
 });
 
 it('re-runs an interrupted execution once under duplicate recoveries, lets one workflow take it, and fails it once out of re-runs', async () => {
   const run = await running(execution(), at(1_000));
   // Two recoveries that read the same record: one conditional write wins.
   const d = depsAt(10_000);
-  expect(await Promise.all([store.markRerun(run.execution_id, 0, at(10_000)), store.markRerun(run.execution_id, 0, at(10_000))])).toEqual(expect.arrayContaining([true, false]));
+  expect(await Promise.all([store.markRerun(run.execution_id, 0, at(10_000)), store.markRerun(run.execution_id, 0, at(10_000))])).toEqual(
+    expect.arrayContaining([true, false]),
+  );
 
   // Two workflows for the same re-run (a duplicate message): the first to claim it runs it; a
   // retry of that one's MarkRunning still proceeds.
@@ -199,20 +235,32 @@ it('re-runs an interrupted execution once under duplicate recoveries, lets one w
   for (let n = 1; n <= INTERRUPTED_RERUNS; n++) {
     const r = await sweepAll(depsAt(20_000 + n * 1000), { startup: true });
     expect(r).toMatchObject(n < INTERRUPTED_RERUNS ? { rerun: 1, interrupted: 0 } : { rerun: 0, interrupted: 1 });
-    if (n < INTERRUPTED_RERUNS) expect(await taskStart(depsAt(20_500 + n * 1000), run.execution_id, `wf-${n + 2}`)).toEqual({ proceed: true });
+    if (n < INTERRUPTED_RERUNS)
+      expect(await taskStart(depsAt(20_500 + n * 1000), run.execution_id, `wf-${n + 2}`)).toEqual({ proceed: true });
   }
   const failed = await store.get(run.execution_id, new Date(T0), true);
   expect(failed?.status).toBe('failed');
-  expect(failed?.error_message).toBe(`Execution was interrupted by a service restart and did not finish; it had already been run again ${INTERRUPTED_RERUNS} times`);
+  expect(failed?.error_message).toBe(
+    `Execution was interrupted by a service restart and did not finish; it had already been run again ${INTERRUPTED_RERUNS} times`,
+  );
 });
 
-it("fails an interrupted execution at once when its pipeline sets retry_interrupted to false", async () => {
+it('fails an interrupted execution at once when its pipeline sets retry_interrupted to false', async () => {
   const d = depsAt(30_000);
-  await push(d, 'not-again', JSON.stringify({ retry_interrupted: false, nodes: { out: { type: 'output', from: 'in' }, in: { type: 'input', value_type: 'string', value: 'x' } } }));
+  await push(
+    d,
+    'not-again',
+    JSON.stringify({
+      retry_interrupted: false,
+      nodes: { out: { type: 'output', from: 'in' }, in: { type: 'input', value_type: 'string', value: 'x' } },
+    }),
+  );
   const run = await running(execution({ pipeline_id: 'not-again', version: 1 }), at(29_000));
   const r = await sweepAll(d, { startup: true });
   expect(r).toMatchObject({ rerun: 0, interrupted: 1 });
-  expect((await store.get(run.execution_id, new Date(T0), true))?.error_message).toMatch(/retry_interrupted to false, so it was not run again$/);
+  expect((await store.get(run.execution_id, new Date(T0), true))?.error_message).toMatch(
+    /retry_interrupted to false, so it was not run again$/,
+  );
 });
 
 it('runs as the scheduled Lambda: one pass, and a pass with a failed repair throws, so the errors alarm sees it', async () => {
@@ -235,7 +283,9 @@ it('starts a re-queued pending execution under a new workflow name when its firs
   const d = depsAt(400_000);
   const runnerHandler = createRunnerHandler(() => d);
   const sqsEvent = (body: Record<string, unknown>) =>
-    ({ Records: [{ messageId: 'm', receiptHandle: 'r', body: JSON.stringify(body), attributes: { ApproximateReceiveCount: '1' } }] }) as unknown as SQSEvent;
+    ({
+      Records: [{ messageId: 'm', receiptHandle: 'r', body: JSON.stringify(body), attributes: { ApproximateReceiveCount: '1' } }],
+    }) as unknown as SQSEvent;
   await runnerHandler(sqsEvent({ execution_id: e.execution_id }), {} as Context);
   expect(d.workflow.started).toEqual([e.execution_id]);
 
@@ -257,7 +307,11 @@ it('spreads the sweep index over several partition keys and still finds every en
   for (const e of made) await store.create(e);
   // Act
   const raw = await Promise.all(
-    made.map((e) => client.send(new GetCommand({ TableName: db.table, Key: { pk: `EXEC#${e.execution_id}`, sk: 'EXEC' }, ProjectionExpression: 'sweep' }))),
+    made.map((e) =>
+      client.send(
+        new GetCommand({ TableName: db.table, Key: { pk: `EXEC#${e.execution_id}`, sk: 'EXEC' }, ProjectionExpression: 'sweep' }),
+      ),
+    ),
   );
   const found = (await store.listSweep('open', 10_000)).map((e) => e.execution_id);
   // Assess: no single hot key; every one of them still on the index as read by the sweeper.

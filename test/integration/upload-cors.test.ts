@@ -28,7 +28,12 @@ describe('the upload-cors custom resource on the S3 emulation', () => {
   const answers: { Status?: string; PhysicalResourceId?: string; Reason?: string }[] = [];
 
   const start = async () => {
-    s3 = await startLocalS3({ dir, buckets: [BUCKET], region: 'local', secretOf: (id) => (id === creds.accessKeyId ? creds.secretAccessKey : undefined) });
+    s3 = await startLocalS3({
+      dir,
+      buckets: [BUCKET],
+      region: 'local',
+      secretOf: (id) => (id === creds.accessKeyId ? creds.secretAccessKey : undefined),
+    });
     client = new S3Client({ endpoint: s3.url, forcePathStyle: true, region: 'local', credentials: creds });
   };
   const stop = async () => {
@@ -66,7 +71,10 @@ describe('the upload-cors custom resource on the S3 emulation', () => {
     return answers[0];
   };
   const allowed = async (origin: string): Promise<boolean> => {
-    const r = await fetch(`${s3.url}/${BUCKET}/d/x/u/y`, { method: 'OPTIONS', headers: { Origin: origin, 'Access-Control-Request-Method': 'PUT', 'Access-Control-Request-Headers': 'content-type' } });
+    const r = await fetch(`${s3.url}/${BUCKET}/d/x/u/y`, {
+      method: 'OPTIONS',
+      headers: { Origin: origin, 'Access-Control-Request-Method': 'PUT', 'Access-Control-Request-Headers': 'content-type' },
+    });
     return r.status === 200 && r.headers.get('access-control-allow-origin') === origin;
   };
   const rules = async () => (await client.send(new GetBucketCorsCommand({ Bucket: BUCKET }))).CORSRules ?? [];

@@ -9,7 +9,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Deps } from '../../functions/adapters/deps';
 import type { LocalWorkflow } from '../../lib/local/workflow';
-import { StoreFaults, countingTransitions, duplicatingQueue, failingStarts, fastRetryWorkflow, stepError, terminalWrites, type TransitionCounts } from '../support/faults';
+import {
+  StoreFaults,
+  countingTransitions,
+  duplicatingQueue,
+  failingStarts,
+  fastRetryWorkflow,
+  stepError,
+  terminalWrites,
+  type TransitionCounts,
+} from '../support/faults';
 import { hooksByExecution, startReceiver } from '../support/receiver';
 import { printFigures, seededRandom, testSeed, type Figures } from '../support/figures';
 import { cancelRace, delayDef, judgeKillRounds, killRounds } from '../support/scenarios';
@@ -19,14 +28,25 @@ import { greeting, sleep, startTestRuntime, waitUntil } from '../support/runtime
 const SCALE = Number(process.env.PIPEGATE_SOAK ?? 1);
 const seed = testSeed();
 const random = seededRandom(seed);
-const figures: Figures = [['seed (PIPEGATE_TEST_SEED)', seed], ['scale (PIPEGATE_SOAK)', SCALE]];
+const figures: Figures = [
+  ['seed (PIPEGATE_TEST_SEED)', seed],
+  ['scale (PIPEGATE_SOAK)', SCALE],
+];
 const fig = (label: string, value: number | string) => figures.push([label, value]);
 afterAll(() => printFigures('Reliability (long)', figures));
 
 it('kill -9 at random moments, round after round: nothing lost, one terminal status, one callback id', async () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'pipegate-soak-kill-'));
   try {
-    const r = await killRounds({ dataDir, rounds: 8 * SCALE, perRound: 40, maxKillDelayMs: 2500, hookFailRate: 0.3, random, timeoutMs: 120_000 });
+    const r = await killRounds({
+      dataDir,
+      rounds: 8 * SCALE,
+      perRound: 40,
+      maxKillDelayMs: 2500,
+      hookFailRate: 0.3,
+      random,
+      timeoutMs: 120_000,
+    });
     const { lost, stuck, changed, twoIds, undelivered } = judgeKillRounds(r, fig);
     expect(lost).toEqual([]);
     expect(changed).toEqual([]);
@@ -49,12 +69,20 @@ it('duplicate deliveries at scale: one start, one terminal write, one callback i
     const p = await rt.publishPipeline('dup', delayDef(20));
     const ids: string[] = [];
     for (let i = 0; i < 200 * SCALE; i += 20) {
-      const batch = await Promise.all(Array.from({ length: 20 }, () => rt.caller('POST', `/v1/deployments/${p.deploymentId}/executions/`, p.apiKey, { callback: receiver.url })));
+      const batch = await Promise.all(
+        Array.from({ length: 20 }, () =>
+          rt.caller('POST', `/v1/deployments/${p.deploymentId}/executions/`, p.apiKey, { callback: receiver.url }),
+        ),
+      );
       ids.push(...batch.map((r) => r.body.execution_id as string));
     }
     for (const id of ids) await rt.deps.queue.send('executions', { execution_id: id });
     await Promise.all(ids.map((id) => rt.waitForExecution(id, p.apiKey, undefined, 120_000)));
-    await waitUntil(async () => new Set(receiver.delivered().map((h) => h.executionId)), (s) => ids.every((id) => s.has(id)), 120_000);
+    await waitUntil(
+      async () => new Set(receiver.delivered().map((h) => h.executionId)),
+      (s) => ids.every((id) => s.has(id)),
+      120_000,
+    );
     await rt.queues.executions.drain(60_000);
     const perExecution = hooksByExecution(receiver.hooks);
     const badStarts = ids.filter((id) => (counts.get(id)?.get('running') ?? 0) !== 1);
@@ -83,8 +111,17 @@ it('cancel racing completion at scale: completed or cancelled, never both', asyn
   const rt = await startTestRuntime({ env: { ...process.env, PIPEGATE_CALLBACK_SCHEDULE: '0,0,0', PIPEGATE_CANCEL_POLL_MS: '50' } });
   try {
     const p = await rt.publishPipeline('race', delayDef(40));
-    const { outcomes, maxWaitMs } = await cancelRace({ url: rt.url, deploymentId: p.deploymentId, apiKey: p.apiKey, callback: receiver.url }, 500 * SCALE, random, 20);
-    await waitUntil(async () => new Set(receiver.delivered().map((h) => h.executionId)), (s) => outcomes.every((o) => s.has(o.id)), 60_000);
+    const { outcomes, maxWaitMs } = await cancelRace(
+      { url: rt.url, deploymentId: p.deploymentId, apiKey: p.apiKey, callback: receiver.url },
+      500 * SCALE,
+      random,
+      20,
+    );
+    await waitUntil(
+      async () => new Set(receiver.delivered().map((h) => h.executionId)),
+      (s) => outcomes.every((o) => s.has(o.id)),
+      60_000,
+    );
     const perExecution = hooksByExecution(receiver.hooks);
     const bad = outcomes.filter((o) => {
       const h = perExecution.get(o.id);
@@ -118,7 +155,11 @@ it('random faults in every store call, the runner and callback delivery: all end
   let wholeFailures = 0;
   const wrap = (d: Deps): Deps => {
     const wired: { deps?: Deps } = {};
-    workflow = fastRetryWorkflow(() => wired.deps as Deps, 10, () => (wholeFailures += 1));
+    workflow = fastRetryWorkflow(
+      () => wired.deps as Deps,
+      10,
+      () => (wholeFailures += 1),
+    );
     const starts = failingStarts(workflow, () => {
       const hit = chaos && random() < 0.05;
       if (hit) startFaults += 1;
@@ -184,8 +225,14 @@ it('random faults in every store call, the runner and callback delivery: all end
     await rt.cleanup();
     rt = await start();
     fig('chaos: left open until the restart sweep', rt.recovered.resumed + rt.recovered.rerun + rt.recovered.interrupted);
-    const finals = await Promise.all(accepted.map((a) => rt.waitForExecution(a.id, a.key, undefined, 120_000).catch(() => ({ status: 'lost' }))));
-    await waitUntil(async () => new Set(receiver.delivered().map((h) => h.executionId)), (s) => accepted.every((a) => s.has(a.id)), 120_000).catch(() => undefined);
+    const finals = await Promise.all(
+      accepted.map((a) => rt.waitForExecution(a.id, a.key, undefined, 120_000).catch(() => ({ status: 'lost' }))),
+    );
+    await waitUntil(
+      async () => new Set(receiver.delivered().map((h) => h.executionId)),
+      (s) => accepted.every((a) => s.has(a.id)),
+      120_000,
+    ).catch(() => undefined);
     await sleep(1000);
     const later = await Promise.all(accepted.map((a) => rt.caller('GET', `/v1/deployments/executions/${a.id}/status/`, a.key)));
     const perExecution = hooksByExecution(receiver.hooks);
@@ -196,8 +243,14 @@ it('random faults in every store call, the runner and callback delivery: all end
     const undelivered = accepted.filter((a) => (perExecution.get(a.id)?.delivered ?? 0) === 0);
     const byStatus = new Map<string, number>();
     for (const f of finals) byStatus.set(String(f.status), (byStatus.get(String(f.status)) ?? 0) + 1);
-    fig('chaos: faults injected (stores, before the call)', ['pipelines', 'executions', 'deployments'].reduce((n, s) => n + faults.count(`${s} before`), 0));
-    fig('chaos: faults injected (stores, after the write)', ['pipelines', 'executions', 'deployments'].reduce((n, s) => n + faults.count(`${s} after`), 0));
+    fig(
+      'chaos: faults injected (stores, before the call)',
+      ['pipelines', 'executions', 'deployments'].reduce((n, s) => n + faults.count(`${s} before`), 0),
+    );
+    fig(
+      'chaos: faults injected (stores, after the write)',
+      ['pipelines', 'executions', 'deployments'].reduce((n, s) => n + faults.count(`${s} after`), 0),
+    );
     fig('chaos: faults injected (workflow.start)', startFaults);
     fig('chaos: faults injected (callback http)', httpFaults);
     fig('chaos: state machines that failed whole', wholeFailures);
@@ -255,12 +308,20 @@ it('store outages under traffic: 503s with Retry-After, then recovery with nothi
     await sleep(1000);
     traffic = false;
     await load;
-    const finals = await Promise.all(accepted.map((id) => rt.waitForExecution(id, p.apiKey, undefined, 120_000).catch(() => ({ status: 'lost' }))));
+    const finals = await Promise.all(
+      accepted.map((id) => rt.waitForExecution(id, p.apiKey, undefined, 120_000).catch(() => ({ status: 'lost' }))),
+    );
     const byStatus = new Map<string, number>();
     for (const f of finals) byStatus.set(String(f.status), (byStatus.get(String(f.status)) ?? 0) + 1);
     fig('outages: windows', 5 * SCALE);
     fig('outages: store calls failed', faults.count('outage'));
-    fig('outages: answers', [...answers.entries()].sort().map(([k, n]) => `${k}:${n}`).join(', '));
+    fig(
+      'outages: answers',
+      [...answers.entries()]
+        .sort()
+        .map(([k, n]) => `${k}:${n}`)
+        .join(', '),
+    );
     fig('outages: executions accepted', accepted.length);
     fig('outages: final statuses', [...byStatus.entries()].map(([s, n]) => `${s}:${n}`).join(' '));
     fig('outages: lost', finals.filter((f) => !isTerminalStatus(f.status)).length);

@@ -68,7 +68,13 @@ describe('mutated API keys', () => {
       fc.asyncProperty(mutation(p.apiKey), fc.boolean(), async (key, viaAuthorization) => {
         if (key === p.apiKey) return true;
         tried += 1;
-        const r = await rt.caller('GET', `/v1/deployments/${p.deploymentId}/`, null, undefined, viaAuthorization ? { authorization: `Api-Key ${key}` } : { 'x-api-key': key });
+        const r = await rt.caller(
+          'GET',
+          `/v1/deployments/${p.deploymentId}/`,
+          null,
+          undefined,
+          viaAuthorization ? { authorization: `Api-Key ${key}` } : { 'x-api-key': key },
+        );
         if (r.status !== 401) letThrough += 1;
         return r.status === 401;
       }),
@@ -94,28 +100,44 @@ describe('mutated API keys', () => {
       const [a = 0, b = 0, c = 0, d = 0] = o;
       const int = ((a << 24) >>> 0) + (b << 16) + (c << 8) + d;
       switch (how) {
-        case 0: return `${a}.${b}.${c}.${d}`;
-        case 1: return String(int);
-        case 2: return `0x${hex(int, 8)}`;
-        case 3: return o.map((x) => `0x${hex(x)}`).join('.');
-        case 4: return o.map((x) => `0${x.toString(8)}`).join('.');
-        case 5: return `${a}.${(b << 16) + (c << 8) + d}`;
-        case 6: return `[::ffff:${a}.${b}.${c}.${d}]`;
-        case 7: return `[::ffff:${hex(a)}${hex(b)}:${hex(c)}${hex(d)}]`;
-        case 8: return `[64:ff9b::${hex(a)}${hex(b)}:${hex(c)}${hex(d)}]`;
-        default: return `[2002:${hex(a)}${hex(b)}:${hex(c)}${hex(d)}::1]`;
+        case 0:
+          return `${a}.${b}.${c}.${d}`;
+        case 1:
+          return String(int);
+        case 2:
+          return `0x${hex(int, 8)}`;
+        case 3:
+          return o.map((x) => `0x${hex(x)}`).join('.');
+        case 4:
+          return o.map((x) => `0${x.toString(8)}`).join('.');
+        case 5:
+          return `${a}.${(b << 16) + (c << 8) + d}`;
+        case 6:
+          return `[::ffff:${a}.${b}.${c}.${d}]`;
+        case 7:
+          return `[::ffff:${hex(a)}${hex(b)}:${hex(c)}${hex(d)}]`;
+        case 8:
+          return `[64:ff9b::${hex(a)}${hex(b)}:${hex(c)}${hex(d)}]`;
+        default:
+          return `[2002:${hex(a)}${hex(b)}:${hex(c)}${hex(d)}::1]`;
       }
     };
     let tried = 0;
     let accepted = 0;
     await fc.assert(
-      fc.asyncProperty(privateV4, fc.nat(9), fc.constantFrom('http', 'https'), fc.option(fc.integer({ min: 1, max: 65535 })), async (o, how, scheme, port) => {
-        const callback = `${scheme}://${spell(o, how)}${port === null ? '' : `:${port}`}/hook`;
-        tried += 1;
-        const r = await rt.caller('POST', `/v1/deployments/${p.deploymentId}/executions/`, p.apiKey, { callback });
-        if (r.status !== 422) accepted += 1;
-        return r.status === 422 && r.body.error === 'Invalid Callback URL';
-      }),
+      fc.asyncProperty(
+        privateV4,
+        fc.nat(9),
+        fc.constantFrom('http', 'https'),
+        fc.option(fc.integer({ min: 1, max: 65535 })),
+        async (o, how, scheme, port) => {
+          const callback = `${scheme}://${spell(o, how)}${port === null ? '' : `:${port}`}/hook`;
+          tried += 1;
+          const r = await rt.caller('POST', `/v1/deployments/${p.deploymentId}/executions/`, p.apiKey, { callback });
+          if (r.status !== 422) accepted += 1;
+          return r.status === 422 && r.body.error === 'Invalid Callback URL';
+        },
+      ),
       { numRuns: Math.max(200, Math.floor(RUNS / 5)), seed },
     );
     fig('guard: private callback spellings tried', tried);

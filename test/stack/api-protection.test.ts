@@ -5,12 +5,32 @@
 import type { CfnElement } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { ROUTES } from '../../lib/routes';
-import { FORM_PATH_PREFIX, LOOP_GUARDED_FUNCTIONS, MANAGED_RULE_GROUPS, ownerMethodPatterns, rateLimitedBody, WAF_RATE_WINDOW_SECONDS } from '../../lib/stacks/service-stack';
+import {
+  FORM_PATH_PREFIX,
+  LOOP_GUARDED_FUNCTIONS,
+  MANAGED_RULE_GROUPS,
+  ownerMethodPatterns,
+  rateLimitedBody,
+  WAF_RATE_WINDOW_SECONDS,
+} from '../../lib/stacks/service-stack';
 import { parseSettings } from '../../lib/stacks/settings';
 import { buildTestApp, resourcesOf } from './stack-fixture';
 
-type Rule = { Name: string; Priority: number; Action?: unknown; OverrideAction?: unknown; Statement: Record<string, Record<string, unknown>> };
-type Statement = { Sid?: string; Effect: string; Principal: unknown; Action: string; Resource: string | string[]; Condition?: Record<string, Record<string, unknown>> };
+type Rule = {
+  Name: string;
+  Priority: number;
+  Action?: unknown;
+  OverrideAction?: unknown;
+  Statement: Record<string, Record<string, unknown>>;
+};
+type Statement = {
+  Sid?: string;
+  Effect: string;
+  Principal: unknown;
+  Action: string;
+  Resource: string | string[];
+  Condition?: Record<string, Record<string, unknown>>;
+};
 
 function built(context: Record<string, unknown> = {}) {
   const svc = resourcesOf(Template.fromStack(buildTestApp(context).service));
@@ -31,12 +51,23 @@ describe('the web ACL: rate-based rules and managed rule groups', () => {
     // Assess
     expect(rule('RatePerAddress')).toMatchObject({
       Priority: 1,
-      Action: { Block: { CustomResponse: { ResponseCode: 429, CustomResponseBodyKey: 'AddressRateLimited', ResponseHeaders: [{ Name: 'Retry-After', Value: String(WAF_RATE_WINDOW_SECONDS) }] } } },
+      Action: {
+        Block: {
+          CustomResponse: {
+            ResponseCode: 429,
+            CustomResponseBodyKey: 'AddressRateLimited',
+            ResponseHeaders: [{ Name: 'Retry-After', Value: String(WAF_RATE_WINDOW_SECONDS) }],
+          },
+        },
+      },
       Statement: { RateBasedStatement: { Limit: 1200, AggregateKeyType: 'IP', EvaluationWindowSec: 60 } },
     });
     expect(rule('RatePerAddress')?.Statement.RateBasedStatement?.ScopeDownStatement).toBeUndefined();
     expect(JSON.parse(byDefault.bodies.AddressRateLimited?.Content ?? '')).toEqual(rateLimitedBody('rateLimitPerAddress', 1200));
-    expect(rateLimitedBody('rateLimitPerAddress', 1200)).toEqual({ error: 'Too Many Requests', detail: expect.stringMatching(/more than 1200 requests a minute from one address \(rateLimitPerAddress\)/) });
+    expect(rateLimitedBody('rateLimitPerAddress', 1200)).toEqual({
+      error: 'Too Many Requests',
+      detail: expect.stringMatching(/more than 1200 requests a minute from one address \(rateLimitPerAddress\)/),
+    });
   });
 
   it('counts the form paths apart against the stricter formRateLimitPerAddress', () => {
@@ -48,7 +79,9 @@ describe('the web ACL: rate-based rules and managed rule groups', () => {
         RateBasedStatement: {
           Limit: 120,
           AggregateKeyType: 'IP',
-          ScopeDownStatement: { ByteMatchStatement: { FieldToMatch: { UriPath: {} }, PositionalConstraint: 'CONTAINS', SearchString: FORM_PATH_PREFIX } },
+          ScopeDownStatement: {
+            ByteMatchStatement: { FieldToMatch: { UriPath: {} }, PositionalConstraint: 'CONTAINS', SearchString: FORM_PATH_PREFIX },
+          },
         },
       },
     });
@@ -58,7 +91,9 @@ describe('the web ACL: rate-based rules and managed rule groups', () => {
   it('adds the cheap AWS managed rule groups after the rules of its own, with their own actions', () => {
     // Assess
     const groups = byDefault.rules.filter((r) => r.Statement.ManagedRuleGroupStatement);
-    expect(groups.map((r) => r.Statement.ManagedRuleGroupStatement)).toEqual(MANAGED_RULE_GROUPS.map((Name) => ({ VendorName: 'AWS', Name })));
+    expect(groups.map((r) => r.Statement.ManagedRuleGroupStatement)).toEqual(
+      MANAGED_RULE_GROUPS.map((Name) => ({ VendorName: 'AWS', Name })),
+    );
     expect(MANAGED_RULE_GROUPS).toEqual(['AWSManagedRulesAmazonIpReputationList', 'AWSManagedRulesKnownBadInputsRuleSet']);
     for (const g of groups) {
       expect(g.OverrideAction).toEqual({ None: {} });
@@ -74,7 +109,9 @@ describe('the web ACL: rate-based rules and managed rule groups', () => {
     expect(tuned.rules.find((r) => r.Name === 'RatePerAddress')?.Statement.RateBasedStatement?.Limit).toBe(600);
     expect(tuned.rules.find((r) => r.Name === 'FormRatePerAddress')?.Statement.RateBasedStatement?.Limit).toBe(30);
     expect(() => parseSettings({ rateLimitPerAddress: 9 })).toThrow(/rateLimitPerAddress/);
-    expect(() => parseSettings({ rateLimitPerAddress: 100, formRateLimitPerAddress: 200 })).toThrow(/formRateLimitPerAddress 200 must not exceed rateLimitPerAddress 100/);
+    expect(() => parseSettings({ rateLimitPerAddress: 100, formRateLimitPerAddress: 200 })).toThrow(
+      /formRateLimitPerAddress 200 must not exceed rateLimitPerAddress 100/,
+    );
   });
 });
 
@@ -88,7 +125,10 @@ describe("the API's resource policy", () => {
     const owner = ROUTES.filter((r) => r.auth === 'owner');
     // Assess
     expect(deny).toMatchObject({ Effect: 'Deny', Principal: { AWS: '*' }, Action: 'execute-api:Invoke' });
-    expect(deny?.Condition).toEqual({ Null: { 'aws:PrincipalArn': 'false' }, StringNotEquals: { 'aws:PrincipalAccount': ['123456789012'] } });
+    expect(deny?.Condition).toEqual({
+      Null: { 'aws:PrincipalArn': 'false' },
+      StringNotEquals: { 'aws:PrincipalAccount': ['123456789012'] },
+    });
     expect([...(deny?.Resource as string[])].sort()).toEqual(ownerMethodPatterns('api').sort());
     expect(deny?.Resource).toHaveLength(owner.length);
     expect(ownerMethodPatterns('api')).toContain('execute-api:/api/PUT/v1/pipelines/*');
@@ -107,14 +147,19 @@ describe("the API's resource policy", () => {
 
   it('with ownerPrincipals, denies everyone else and allows the principals of other accounts', () => {
     // Act
-    const narrowed = built({ ownerPrincipals: 'arn:aws:iam::123456789012:role/owners, 210987654321, arn:aws:iam::123456789012:root' }).statements;
+    const narrowed = built({
+      ownerPrincipals: 'arn:aws:iam::123456789012:role/owners, 210987654321, arn:aws:iam::123456789012:root',
+    }).statements;
     // Assess
     expect(sid(narrowed, 'OwnerRoutesOnlyToOwnerPrincipals')?.Condition).toEqual({
       Null: { 'aws:PrincipalArn': 'false' },
       StringNotEquals: { 'aws:PrincipalAccount': ['210987654321', '123456789012'] },
       ArnNotLike: { 'aws:PrincipalArn': ['arn:aws:iam::123456789012:role/owners'] },
     });
-    expect(sid(narrowed, 'OwnerPrincipalsOfOtherAccounts')).toMatchObject({ Effect: 'Allow', Principal: { AWS: 'arn:aws:iam::210987654321:root' } });
+    expect(sid(narrowed, 'OwnerPrincipalsOfOtherAccounts')).toMatchObject({
+      Effect: 'Allow',
+      Principal: { AWS: 'arn:aws:iam::210987654321:root' },
+    });
     expect(() => parseSettings({ ownerPrincipals: 'alice' })).toThrow(/ownerPrincipals/);
   });
 });
@@ -129,7 +174,11 @@ describe('the loop guard', () => {
       .filter(([, f]) => {
         const id = app.service.getLogicalId(f.fn.node.defaultChild as CfnElement);
         const env = (svc[id]?.Properties?.Environment as { Variables?: Record<string, unknown> } | undefined)?.Variables ?? {};
-        return env.PIPEGATE_API_URL !== undefined && JSON.stringify(env.PIPEGATE_API_URL).includes(`"Ref":"${apiId}"`) && JSON.stringify(env.PIPEGATE_API_URL).includes('execute-api');
+        return (
+          env.PIPEGATE_API_URL !== undefined &&
+          JSON.stringify(env.PIPEGATE_API_URL).includes(`"Ref":"${apiId}"`) &&
+          JSON.stringify(env.PIPEGATE_API_URL).includes('execute-api')
+        );
       })
       .map(([name]) => name)
       .sort();
@@ -145,8 +194,11 @@ describe('the key material, split', () => {
     // Prepare
     const app = buildTestApp();
     const stateful = resourcesOf(Template.fromStack(app.stateful));
-    const svc = Template.fromStack(app.service).toJSON() as { Resources: Record<string, { Type: string; Properties?: Record<string, unknown> }> };
-    const ids = (prefix: string) => Object.keys(stateful).filter((id) => stateful[id]?.Type === 'AWS::SecretsManager::Secret' && id.startsWith(prefix));
+    const svc = Template.fromStack(app.service).toJSON() as {
+      Resources: Record<string, { Type: string; Properties?: Record<string, unknown> }>;
+    };
+    const ids = (prefix: string) =>
+      Object.keys(stateful).filter((id) => stateful[id]?.Type === 'AWS::SecretsManager::Secret' && id.startsWith(prefix));
     const [pepperId] = ids('KeyPepper');
     const [materialId] = ids('KeyMaterial');
     const grantsOf = (fnName: string) => {
@@ -159,7 +211,9 @@ describe('the key material, split', () => {
     };
     const envOf = (fnName: string) => {
       const id = app.service.getLogicalId(app.service.fn(fnName).fn.node.defaultChild as CfnElement);
-      return JSON.stringify((svc.Resources[id]?.Properties?.Environment as { Variables: Record<string, unknown> }).Variables.PIPEGATE_SECRET_ARN);
+      return JSON.stringify(
+        (svc.Resources[id]?.Properties?.Environment as { Variables: Record<string, unknown> }).Variables.PIPEGATE_SECRET_ARN,
+      );
     };
     // Assess
     expect(pepperId).toBeDefined();

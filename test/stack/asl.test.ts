@@ -7,7 +7,10 @@ interface AslResult {
   errorsText: (separator?: string) => string;
 }
 // asl-validator ships CommonJS without type declarations.
-const aslValidator = createRequire(__filename)('asl-validator') as (definition: unknown, opts?: { checkPaths: boolean; checkArn: boolean }) => AslResult;
+const aslValidator = createRequire(__filename)('asl-validator') as (
+  definition: unknown,
+  opts?: { checkPaths: boolean; checkArn: boolean },
+) => AslResult;
 
 const substituted = (text: string): unknown => {
   let out = text;

@@ -32,7 +32,12 @@ const kmsStatementsOf = (fnName: string): Statement[] => {
 
 describe('the owner secrets key', () => {
   it('is a symmetric key with rotation on, retained on delete', () => {
-    const key = stateful[keyId] as { Type: string; Properties: Record<string, unknown>; DeletionPolicy?: string; UpdateReplacePolicy?: string };
+    const key = stateful[keyId] as {
+      Type: string;
+      Properties: Record<string, unknown>;
+      DeletionPolicy?: string;
+      UpdateReplacePolicy?: string;
+    };
     expect(key.Type).toBe('AWS::KMS::Key');
     expect(key.Properties.EnableKeyRotation).toBe(true);
     expect(key.DeletionPolicy).toBe('Retain');
@@ -42,8 +47,12 @@ describe('the owner secrets key', () => {
   it("refuses, in its own policy, any use outside an owner secret's encryption context", () => {
     const policy = (stateful[keyId]?.Properties?.KeyPolicy as { Statement: Statement[] }).Statement;
     const deny = policy.find((s) => s.Effect === 'Deny');
-    expect(deny).toMatchObject({ Principal: { AWS: '*' }, Condition: { StringNotEquals: { 'kms:EncryptionContext:purpose': OWNER_SECRET_PURPOSE } } });
-    for (const a of ['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey*', 'kms:ReEncrypt*']) expect(actions(deny as Statement)).toContain(a);
+    expect(deny).toMatchObject({
+      Principal: { AWS: '*' },
+      Condition: { StringNotEquals: { 'kms:EncryptionContext:purpose': OWNER_SECRET_PURPOSE } },
+    });
+    for (const a of ['kms:Decrypt', 'kms:Encrypt', 'kms:GenerateDataKey*', 'kms:ReEncrypt*'])
+      expect(actions(deny as Statement)).toContain(a);
     // The rest is KMS's default: the account's IAM policies decide who may use it.
     expect(policy.filter((s) => s.Effect === 'Allow')).toHaveLength(1);
   });
@@ -56,7 +65,10 @@ describe('the owner secrets key', () => {
       granted[name] = stmts.flatMap(actions).sort();
       for (const s of stmts) {
         expect(JSON.stringify(s.Resource)).toContain(keyId);
-        expect(s.Condition).toEqual({ StringEquals: { 'kms:EncryptionContext:purpose': OWNER_SECRET_PURPOSE }, Null: { 'kms:EncryptionContext:secret_name': 'false' } });
+        expect(s.Condition).toEqual({
+          StringEquals: { 'kms:EncryptionContext:purpose': OWNER_SECRET_PURPOSE },
+          Null: { 'kms:EncryptionContext:secret_name': 'false' },
+        });
       }
     }
     expect(granted).toEqual({ 'secret-put': ['kms:GenerateDataKey'], 'task-run': ['kms:Decrypt'] });
@@ -69,7 +81,9 @@ describe('the owner secrets key', () => {
       expect([name, 'PIPEGATE_OWNER_SECRETS_KEY' in env]).toEqual([name, ['secret-put', 'task-run'].includes(name)]);
     }
     const roleId = built.service.getLogicalId(built.service.fn('secret-put').role.node.defaultChild as CfnElement);
-    const putPolicies = Object.values(svc).filter((r) => r.Type === 'AWS::IAM::Policy' && JSON.stringify(r.Properties?.Roles).includes(`"${roleId}"`));
+    const putPolicies = Object.values(svc).filter(
+      (r) => r.Type === 'AWS::IAM::Policy' && JSON.stringify(r.Properties?.Roles).includes(`"${roleId}"`),
+    );
     expect(JSON.stringify(putPolicies)).not.toContain('secretsmanager:');
   });
 

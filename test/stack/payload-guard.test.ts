@@ -30,9 +30,11 @@ describe('the payload guard (bodies Lambda could not take)', () => {
         },
       }),
     );
-    expect(JSON.parse(String((acl?.Properties?.CustomResponseBodies as Record<string, { Content: string } | undefined>).PayloadTooLarge?.Content))).toEqual(
-      payloadTooLargeBody(),
-    );
+    expect(
+      JSON.parse(
+        String((acl?.Properties?.CustomResponseBodies as Record<string, { Content: string } | undefined>).PayloadTooLarge?.Content),
+      ),
+    ).toEqual(payloadTooLargeBody());
     expect(refOf(association?.Properties?.WebACLArn)).toBe(aclId);
     expect(JSON.stringify(association?.Properties?.ResourceArn)).toContain(stageId);
   });

@@ -55,7 +55,10 @@ describe('completeMaterial', () => {
 
   it('fills in whatever is missing or unusable, and keeps other fields', () => {
     // Act
-    const next = JSON.parse(completeMaterial('{"pepper":"short","master_key":"AAAA","note":"x"}', counter()) ?? '{}') as Record<string, string>;
+    const next = JSON.parse(completeMaterial('{"pepper":"short","master_key":"AAAA","note":"x"}', counter()) ?? '{}') as Record<
+      string,
+      string
+    >;
     // Assess
     expect(next.note).toBe('x');
     expect(next.pepper).not.toBe('short');
@@ -175,7 +178,14 @@ describe('secret-init answers a presigned S3 URL the way S3 checks it', () => {
     try {
       // Act / Assess: the failure surfaces (the Lambda errors and is logged) instead of passing silently.
       await expect(
-        handler({ RequestType: 'Delete', ResponseURL: `${server.origin}/x?Signature=bad`, StackId: 's', RequestId: 'r', LogicalResourceId: 'l', ResourceProperties: {} }),
+        handler({
+          RequestType: 'Delete',
+          ResponseURL: `${server.origin}/x?Signature=bad`,
+          StackId: 's',
+          RequestId: 'r',
+          LogicalResourceId: 'l',
+          ResourceProperties: {},
+        }),
       ).rejects.toThrow(/403/);
     } finally {
       await server.close();

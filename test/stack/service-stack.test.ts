@@ -5,7 +5,14 @@ import { GATEWAY_RESPONSES, gatewayResponseFromTemplate } from '../../lib/gatewa
 import { QUEUES, type QueueName } from '../../lib/queues';
 import { ROUTES, STREAMED_ROUTE_TIMEOUT_SECONDS, WORKERS, routeHandlers } from '../../lib/routes';
 import { MAIN_TABLE } from '../../lib/tables';
-import { ACCESS, accessFor, allFunctionNames, bundleExternals, OWNER_SECRETS_KMS_ACTIONS, type FunctionAccess } from '../../lib/stacks/permissions';
+import {
+  ACCESS,
+  accessFor,
+  allFunctionNames,
+  bundleExternals,
+  OWNER_SECRETS_KMS_ACTIONS,
+  type FunctionAccess,
+} from '../../lib/stacks/permissions';
 import { ASL_PATH, ASL_SUBSTITUTIONS } from '../../lib/stacks/service-stack';
 import { buildTestApp, crossStackRef, asArray, outputsOf, refOf, resourcesOf, type Resources } from './stack-fixture';
 import { unauthorizedBody } from '../../functions/core/errors';
@@ -26,8 +33,7 @@ const fnId = (name: string): string => logicalId(built.service.fn(name).fn.node.
 const roleId = (name: string): string => logicalId(built.service.fn(name).role.node.defaultChild);
 const tableId = built.stateful.getLogicalId(built.stateful.table.node.defaultChild as CfnElement);
 const bucketId = built.stateful.getLogicalId(built.stateful.bucket.node.defaultChild as CfnElement);
-const queueId = (q: QueueName): string =>
-  built.stateful.getLogicalId(built.stateful.queues[q].queue.node.defaultChild as CfnElement);
+const queueId = (q: QueueName): string => built.stateful.getLogicalId(built.stateful.queues[q].queue.node.defaultChild as CfnElement);
 
 /** A readable name for a policy resource: stateful:<id>, service:<id>, or the literal. */
 function label(x: unknown): string {
@@ -55,7 +61,9 @@ function statementsOf(role: string, resources: Resources = svc, conditioned = fa
     if (r.Type !== 'AWS::IAM::Policy') continue;
     const roles = asArray(r.Properties?.Roles).map(refOf);
     if (!roles.includes(role)) continue;
-    const doc = r.Properties?.PolicyDocument as { Statement: { Action: unknown; Resource: unknown; Effect: string; Condition?: unknown }[] };
+    const doc = r.Properties?.PolicyDocument as {
+      Statement: { Action: unknown; Resource: unknown; Effect: string; Condition?: unknown }[];
+    };
     for (const s of doc.Statement) {
       expect(s.Effect).toBe('Allow');
       if ((s.Condition !== undefined) !== conditioned) continue;
@@ -104,7 +112,9 @@ describe('API routes from lib/routes.ts', () => {
     } else if (route.auth === 'none') {
       // Only the docs page and its static files (nothing of a deployment), asset links, whose
       // URL is a signed capability checked by the function itself, and web forms, whose link is.
-      expect(['deployment-docs', 'asset-get', 'form-page', 'form-execute', 'form-execution', 'form-upload', 'form-events']).toContain(route.handler);
+      expect(['deployment-docs', 'asset-get', 'form-page', 'form-execute', 'form-execution', 'form-upload', 'form-events']).toContain(
+        route.handler,
+      );
       expect(m?.props.AuthorizationType).toBe('NONE');
       expect(m?.props.AuthorizerId).toBeUndefined();
     } else {
@@ -131,7 +141,11 @@ describe('API routes from lib/routes.ts', () => {
 
   it('streams the asset route, the event streams and every answer that carries execution values, and only routes that say so', () => {
     // Assess: a value-carrying answer buffered again would fail past Lambda's 6 MB (test/e2e/large-results.test.ts).
-    expect(ROUTES.filter((r) => r.streams).map((r) => `${r.method} ${r.handler}`).sort()).toEqual([
+    expect(
+      ROUTES.filter((r) => r.streams)
+        .map((r) => `${r.method} ${r.handler}`)
+        .sort(),
+    ).toEqual([
       'GET asset-get',
       'GET deployment-executions',
       'GET execution-events',
@@ -157,9 +171,15 @@ describe('API routes from lib/routes.ts', () => {
       (r) => r.Type === 'AWS::ApiGateway::Method' && JSON.stringify(r.Properties?.ResourceId).includes(`"${proxy?.[0]}"`),
     );
     expect(method?.Properties).toMatchObject({ HttpMethod: 'ANY', AuthorizationType: 'NONE' });
-    const integration = method?.Properties?.Integration as { Type: string; IntegrationResponses: { StatusCode: string; ResponseTemplates: Record<string, string> }[] };
+    const integration = method?.Properties?.Integration as {
+      Type: string;
+      IntegrationResponses: { StatusCode: string; ResponseTemplates: Record<string, string> }[];
+    };
     expect(integration.Type).toBe('MOCK');
-    expect(integration.IntegrationResponses[0]).toMatchObject({ StatusCode: '404', ResponseTemplates: { 'application/json': '{"error":"Not Found"}' } });
+    expect(integration.IntegrationResponses[0]).toMatchObject({
+      StatusCode: '404',
+      ResponseTemplates: { 'application/json': '{"error":"Not Found"}' },
+    });
   });
 
   it('calls the authorizer function on every request: REQUEST type, no identity source, no cache', () => {
@@ -174,7 +194,11 @@ describe('API routes from lib/routes.ts', () => {
   it('answers with contract-shaped bodies where API Gateway responds by itself', () => {
     // Prepare
     const expected: Record<string, { status?: string; body: string; headers?: Record<string, string> }> = {
-      UNAUTHORIZED: { status: '401', body: JSON.stringify(unauthorizedBody('apiKey')), headers: { 'gatewayresponse.header.WWW-Authenticate': "'Api-Key'" } },
+      UNAUTHORIZED: {
+        status: '401',
+        body: JSON.stringify(unauthorizedBody('apiKey')),
+        headers: { 'gatewayresponse.header.WWW-Authenticate': "'Api-Key'" },
+      },
       // The authorizer's Deny carries the reason in its context; API Gateway substitutes it here.
       ACCESS_DENIED: {
         status: '401',
@@ -202,7 +226,10 @@ describe('API routes from lib/routes.ts', () => {
         body: JSON.stringify(unauthorizedBody('ownerSigV4')),
         headers: { 'gatewayresponse.header.WWW-Authenticate': "'AWS4-HMAC-SHA256'" },
       },
-      REQUEST_TOO_LARGE: { status: '413', body: '{"error":"Payload Too Large","detail":"the request body must be at most 10485760 bytes (10 MiB)"}' },
+      REQUEST_TOO_LARGE: {
+        status: '413',
+        body: '{"error":"Payload Too Large","detail":"the request body must be at most 10485760 bytes (10 MiB)"}',
+      },
       DEFAULT_4XX: { body: '{"error":$context.error.messageString}' },
       DEFAULT_5XX: { body: '{"error":"Internal Error","request_id":"$context.requestId"}' },
     };
@@ -326,7 +353,9 @@ describe('least privilege, from lib/stacks/permissions.ts', () => {
     expect(actionsOn(stmts, 'states:')).toEqual(access.states.map((s) => `states:${s}`).sort());
     // The owner secrets' key, only under a condition on the encryption context (test/stack/owner-secrets-key.test.ts).
     expect(actionsOn(stmts, 'kms:')).toEqual([]);
-    expect(actionsOn(statementsOf(roleId(name), svc, true), 'kms:')).toEqual(access.ownerSecrets.map((a) => OWNER_SECRETS_KMS_ACTIONS[a]).sort());
+    expect(actionsOn(statementsOf(roleId(name), svc, true), 'kms:')).toEqual(
+      access.ownerSecrets.map((a) => OWNER_SECRETS_KMS_ACTIONS[a]).sort(),
+    );
     // Nothing beyond those services, its own log group and X-Ray.
     const services = new Set(stmts.flatMap((s) => s.actions.map((a) => a.split(':')[0])));
     for (const s of services) expect(['dynamodb', 'sqs', 'secretsmanager', 'states', 'kms', 'logs', 'xray']).toContain(s);
@@ -334,32 +363,53 @@ describe('least privilege, from lib/stacks/permissions.ts', () => {
     for (const s of stmts) if (s.resources.includes('*')) expect(s.actions.every((a) => a.startsWith('xray:'))).toBe(true);
   });
 
-  it.each(Object.entries(ACCESS))('%s gets exactly the object policies its entry lists, and bundles the S3 client only if it writes', (name, access) => {
-    // Act
-    const attached = asArray(svc[roleId(name)]?.Properties?.ManagedPolicyArns ?? []).map(label);
-    const policyIds = Object.fromEntries(
-      Object.entries(built.stateful.objectPolicies).map(([a, p]) => [`stateful:${built.stateful.getLogicalId(p.node.defaultChild as CfnElement)}`, a]),
-    );
-    // Assess
-    expect(attached.filter((l) => l in policyIds).map((l) => policyIds[l]).sort()).toEqual([...access.objects].sort());
-    // Reads are signed requests (functions/adapters/object-reads.ts): the S3 client is for writes
-    // alone, an upload's presigned PUT among them.
-    const writes = (['delete', 'caller-execution', 'owner-run', 'multipart-abort', 'owner-upload', 'caller-upload'] as const).some((o) => access.objects.includes(o));
-    expect(bundleExternals(name).includes('@aws-sdk/client-s3')).toBe(!writes);
-    expect(bundleExternals(name).includes('@aws-sdk/s3-request-presigner')).toBe(!writes);
-    expect(bundleExternals(name)).toContain('@aws-sdk/client-secrets-manager');
-  });
+  it.each(Object.entries(ACCESS))(
+    '%s gets exactly the object policies its entry lists, and bundles the S3 client only if it writes',
+    (name, access) => {
+      // Act
+      const attached = asArray(svc[roleId(name)]?.Properties?.ManagedPolicyArns ?? []).map(label);
+      const policyIds = Object.fromEntries(
+        Object.entries(built.stateful.objectPolicies).map(([a, p]) => [
+          `stateful:${built.stateful.getLogicalId(p.node.defaultChild as CfnElement)}`,
+          a,
+        ]),
+      );
+      // Assess
+      expect(
+        attached
+          .filter((l) => l in policyIds)
+          .map((l) => policyIds[l])
+          .sort(),
+      ).toEqual([...access.objects].sort());
+      // Reads are signed requests (functions/adapters/object-reads.ts): the S3 client is for writes
+      // alone, an upload's presigned PUT among them.
+      const writes = (['delete', 'caller-execution', 'owner-run', 'multipart-abort', 'owner-upload', 'caller-upload'] as const).some((o) =>
+        access.objects.includes(o),
+      );
+      expect(bundleExternals(name).includes('@aws-sdk/client-s3')).toBe(!writes);
+      expect(bundleExternals(name).includes('@aws-sdk/s3-request-presigner')).toBe(!writes);
+      expect(bundleExternals(name)).toContain('@aws-sdk/client-secrets-manager');
+    },
+  );
 
   /** The S3 statements of the customer-managed policies (beside the bucket) attached to a function's role. */
   function objectStatementsOf(name: string): Statement[] {
     const attached = asArray(svc[roleId(name)]?.Properties?.ManagedPolicyArns ?? []).map(label);
     const inStateful = (x: unknown): string =>
       isPlainObject(x) && Array.isArray(x['Fn::Join'])
-        ? asArray((x['Fn::Join'] as unknown[])[1]).map((p) => (refOf(p) === bucketId ? 'bucket' : String(p))).join('')
-        : refOf(x) === bucketId ? 'bucket' : JSON.stringify(x);
+        ? asArray((x['Fn::Join'] as unknown[])[1])
+            .map((p) => (refOf(p) === bucketId ? 'bucket' : String(p)))
+            .join('')
+        : refOf(x) === bucketId
+          ? 'bucket'
+          : JSON.stringify(x);
     return attached
       .filter((l) => l.startsWith('stateful:'))
-      .flatMap((l) => (data[l.slice('stateful:'.length)]?.Properties?.PolicyDocument as { Statement: { Action: unknown; Resource: unknown }[] }).Statement)
+      .flatMap(
+        (l) =>
+          (data[l.slice('stateful:'.length)]?.Properties?.PolicyDocument as { Statement: { Action: unknown; Resource: unknown }[] })
+            .Statement,
+      )
       .map((st) => ({ actions: asArray(st.Action).map(String), resources: asArray(st.Resource).map(inStateful) }));
   }
 
@@ -367,7 +417,7 @@ describe('least privilege, from lib/stacks/permissions.ts', () => {
     ['upload-create', 'bucket/d/*/u/*'],
     ['form-upload', 'bucket/d/*/u/*'],
     ['pipeline-upload', 'bucket/p/*/u/*'],
-  ])("%s, which presigns uploads, may PutObject on %s alone: a URL it signs can write no other key", (name, keys) => {
+  ])('%s, which presigns uploads, may PutObject on %s alone: a URL it signs can write no other key', (name, keys) => {
     // Act
     const s3 = [...statementsOf(roleId(name)), ...objectStatementsOf(name)].filter((st) => st.actions.some((a) => a.startsWith('s3:')));
     // Assess
@@ -379,13 +429,19 @@ describe('least privilege, from lib/stacks/permissions.ts', () => {
     const reads = ['s3:GetObject', 's3:ListBucket'];
     const writes = Object.fromEntries(
       allFunctionNames()
-        .map((name) => [
-          name,
-          [...statementsOf(roleId(name)), ...objectStatementsOf(name)]
-            .map((st) => ({ actions: st.actions.filter((a) => a.startsWith('s3:') && !reads.includes(a)).sort(), resources: [...st.resources].sort() }))
-            .filter((st) => st.actions.length > 0)
-            .sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b))),
-        ] as const)
+        .map(
+          (name) =>
+            [
+              name,
+              [...statementsOf(roleId(name)), ...objectStatementsOf(name)]
+                .map((st) => ({
+                  actions: st.actions.filter((a) => a.startsWith('s3:') && !reads.includes(a)).sort(),
+                  resources: [...st.resources].sort(),
+                }))
+                .filter((st) => st.actions.length > 0)
+                .sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b))),
+            ] as const,
+        )
         .filter(([, st]) => st.length > 0),
     );
     // Assess
@@ -398,7 +454,11 @@ describe('least privilege, from lib/stacks/permissions.ts', () => {
       // The same, under the owner's run it creates.
       'run-start': [put('bucket/p/*/r/*')],
       // Outputs and large values of whichever it runs, binary answers streamed in parts.
-      'task-run': [{ actions: ['s3:AbortMultipartUpload'], resources: ['bucket/d/*/e/*', 'bucket/p/*/r/*'] }, put('bucket/d/*/e/*'), put('bucket/p/*/r/*')],
+      'task-run': [
+        { actions: ['s3:AbortMultipartUpload'], resources: ['bucket/d/*/e/*', 'bucket/p/*/r/*'] },
+        put('bucket/d/*/e/*'),
+        put('bucket/p/*/r/*'),
+      ],
       // Presigned upload URLs.
       'upload-create': [put('bucket/d/*/u/*')],
       'form-upload': [put('bucket/d/*/u/*')],
@@ -410,7 +470,11 @@ describe('least privilege, from lib/stacks/permissions.ts', () => {
 
   it('lets only the sweeper and a deployment delete remove objects', () => {
     // Assess
-    expect(allFunctionNames().filter((n) => accessFor(n).objects.includes('delete')).sort()).toEqual(['deployment-delete', WORKERS.sweeper].sort());
+    expect(
+      allFunctionNames()
+        .filter((n) => accessFor(n).objects.includes('delete'))
+        .sort(),
+    ).toEqual(['deployment-delete', WORKERS.sweeper].sort());
   });
 
   it('lets only the runner start executions, and only the two cancels (caller and owner) stop them', () => {
@@ -439,7 +503,9 @@ describe('least privilege, from lib/stacks/permissions.ts', () => {
       const env = (svc[fnId(name)]?.Properties?.Environment as { Variables: Record<string, string> }).Variables;
       expect(env.PIPEGATE_MAX_WAITERS).toBe(waits ? String(waitersBound(plan.reserved[name] ?? 0)) : undefined);
     }
-    const policies = Object.values(svc).filter((r) => r.Type === 'AWS::IAM::Policy').map((r) => JSON.stringify(r.Properties));
+    const policies = Object.values(svc)
+      .filter((r) => r.Type === 'AWS::IAM::Policy')
+      .map((r) => JSON.stringify(r.Properties));
     expect(policies.some((p) => p.includes('"dynamodb:LeadingKeys":["WAITERS#*"]'))).toBe(true);
     expect(policies.some((p) => p.includes('"dynamodb:LeadingKeys":["UPLOAD#*","LIMIT#*","USAGE#*","WAITERS#*"]'))).toBe(true);
   });
@@ -448,7 +514,11 @@ describe('least privilege, from lib/stacks/permissions.ts', () => {
     const limited = (name: string) =>
       Object.values(svc)
         .filter((r) => r.Type === 'AWS::IAM::Policy' && asArray(r.Properties?.Roles).map(refOf).includes(roleId(name)))
-        .map((r) => JSON.stringify((r.Properties?.PolicyDocument as { Statement: { Condition?: unknown }[] }).Statement.filter((st) => st.Condition !== undefined)))
+        .map((r) =>
+          JSON.stringify(
+            (r.Properties?.PolicyDocument as { Statement: { Condition?: unknown }[] }).Statement.filter((st) => st.Condition !== undefined),
+          ),
+        )
         .join();
     // execution-cancel may update any item already (it moves executions).
     for (const r of ROUTES.filter((x) => x.auth === 'apiKey' && !accessFor(x.handler).table.includes('UpdateItem'))) {
@@ -458,12 +528,23 @@ describe('least privilege, from lib/stacks/permissions.ts', () => {
     expect(limited('authorizer')).not.toContain('LIMIT#');
     // The consumers' owner routes: their items, a Query of the deployment's partition, the pepper.
     const consumers = JSON.stringify(statementsOf(roleId('deployment-consumers')));
-    for (const action of ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query', 'secretsmanager:GetSecretValue']) expect(consumers).toContain(action);
+    for (const action of ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query', 'secretsmanager:GetSecretValue'])
+      expect(consumers).toContain(action);
     expect(consumers).not.toContain('dynamodb:DeleteItem');
   });
 
   it('keeps read-only functions from writing', () => {
-    for (const name of ['execution-status', 'execution-result', 'deployment-contract', 'deployment-openapi', 'pipeline-list', 'run-get', 'deployment-executions', 'deployment-usage', 'owner-execution-get']) {
+    for (const name of [
+      'execution-status',
+      'execution-result',
+      'deployment-contract',
+      'deployment-openapi',
+      'pipeline-list',
+      'run-get',
+      'deployment-executions',
+      'deployment-usage',
+      'owner-execution-get',
+    ]) {
       const actions = actionsOn(statementsOf(roleId(name)), '');
       expect(actions).not.toContain('dynamodb:PutItem');
       expect(actions).not.toContain('dynamodb:UpdateItem');
@@ -561,7 +642,9 @@ describe('concurrency budget, from lib/concurrency.ts', () => {
     expect(classOf('run-events')).toBe('owner');
     const reservable = built.settings.accountConcurrency - AWS_MIN_UNRESERVED;
     // The two streams together hold the whole share, none of it lost to rounding.
-    expect(Number(reservedOf('execution-events')) + Number(reservedOf('form-events'))).toBe(Math.floor((reservable * CLASS_SHARES.stream) / 100));
+    expect(Number(reservedOf('execution-events')) + Number(reservedOf('form-events'))).toBe(
+      Math.floor((reservable * CLASS_SHARES.stream) / 100),
+    );
     expect(Number(reservedOf('form-events'))).toBeGreaterThan(Number(reservedOf('form-execution')));
     const form = ['form-page', 'form-execute', 'form-execution', 'form-upload'].reduce((n, f) => n + Number(reservedOf(f)), 0);
     expect(form).toBeLessThanOrEqual(Math.floor((reservable * CLASS_SHARES.form) / 100));
@@ -571,7 +654,7 @@ describe('concurrency budget, from lib/concurrency.ts', () => {
     expect(Object.values(CLASS_SHARES).reduce((a, b) => a + b, 0)).toBe(100);
   });
 
-  it.each(Object.values(QUEUES))('$id event source polls with at most its consumer\'s reservation', (def) => {
+  it.each(Object.values(QUEUES))("$id event source polls with at most its consumer's reservation", (def) => {
     const m = Object.values(svc).find(
       (r) => r.Type === 'AWS::Lambda::EventSourceMapping' && label(r.Properties?.EventSourceArn) === `stateful:${queueId(def.id)}`,
     );
@@ -593,13 +676,15 @@ describe('concurrency budget, from lib/concurrency.ts', () => {
 describe("Lambda's own log lines", () => {
   it("leaves out Lambda's START, END and REPORT lines by default (system log level WARN, JSON format), and keeps them with lambdaSystemLogLevel=INFO", () => {
     // Act
-    const fns = (stack: Record<string, { Type?: string; Properties?: Record<string, unknown> }>) => Object.values(stack).filter((r) => r.Type === 'AWS::Lambda::Function');
+    const fns = (stack: Record<string, { Type?: string; Properties?: Record<string, unknown> }>) =>
+      Object.values(stack).filter((r) => r.Type === 'AWS::Lambda::Function');
     const info = buildTestApp({ lambdaSystemLogLevel: 'INFO' });
 
     // Assess
     expect(fns(svc).length).toBeGreaterThan(30);
     for (const r of fns(svc)) expect(r.Properties?.LoggingConfig).toMatchObject({ LogFormat: 'JSON', SystemLogLevel: 'WARN' });
-    for (const r of fns(resourcesOf(Template.fromStack(info.service)))) expect(r.Properties?.LoggingConfig).toMatchObject({ LogFormat: 'JSON', SystemLogLevel: 'INFO' });
+    for (const r of fns(resourcesOf(Template.fromStack(info.service))))
+      expect(r.Properties?.LoggingConfig).toMatchObject({ LogFormat: 'JSON', SystemLogLevel: 'INFO' });
     expect(() => parseSettings({ lambdaSystemLogLevel: 'ERROR' })).toThrow(/lambdaSystemLogLevel/);
   });
 });
@@ -620,10 +705,17 @@ describe('alarms and outputs', () => {
     expect(rules[0]?.Properties?.ScheduleExpression).toBe('rate(1 minute)');
     const targets = asArray(rules[0]?.Properties?.Targets) as { Arn: unknown }[];
     expect(targets.map((t) => JSON.stringify(t.Arn))).toEqual([JSON.stringify({ 'Fn::GetAtt': [fnId(WORKERS.sweeper), 'Arn'] })]);
-    const invokes = Object.values(svc).filter((r) => r.Type === 'AWS::Lambda::Permission' && r.Properties?.Principal === 'events.amazonaws.com');
-    expect(invokes.map((r) => JSON.stringify(r.Properties?.FunctionName))).toEqual([JSON.stringify({ 'Fn::GetAtt': [fnId(WORKERS.sweeper), 'Arn'] })]);
+    const invokes = Object.values(svc).filter(
+      (r) => r.Type === 'AWS::Lambda::Permission' && r.Properties?.Principal === 'events.amazonaws.com',
+    );
+    expect(invokes.map((r) => JSON.stringify(r.Properties?.FunctionName))).toEqual([
+      JSON.stringify({ 'Fn::GetAtt': [fnId(WORKERS.sweeper), 'Arn'] }),
+    ]);
     const alarm = Object.values(svc).find(
-      (r) => r.Type === 'AWS::CloudWatch::Alarm' && r.Properties?.MetricName === 'Errors' && JSON.stringify(r.Properties?.Dimensions).includes(fnId(WORKERS.sweeper)),
+      (r) =>
+        r.Type === 'AWS::CloudWatch::Alarm' &&
+        r.Properties?.MetricName === 'Errors' &&
+        JSON.stringify(r.Properties?.Dimensions).includes(fnId(WORKERS.sweeper)),
     );
     expect(alarm?.Properties).toMatchObject({ Namespace: 'AWS/Lambda', Threshold: 0, ComparisonOperator: 'GreaterThanThreshold' });
     // It reads the sweep index: open executions are tracked on AWS.

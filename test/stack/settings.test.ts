@@ -7,7 +7,12 @@ describe('deploy settings from context', () => {
     // Act
     const s = parseSettings({});
     // Assess
-    expect(s).toMatchObject({ stackName: 'Pipegate', stageName: 'api', stateMachineType: 'EXPRESS', executionTimeoutMs: EXPRESS_MAX_EXECUTION_TIMEOUT_MS });
+    expect(s).toMatchObject({
+      stackName: 'Pipegate',
+      stageName: 'api',
+      stateMachineType: 'EXPRESS',
+      executionTimeoutMs: EXPRESS_MAX_EXECUTION_TIMEOUT_MS,
+    });
     expect(EXPRESS_MAX_EXECUTION_TIMEOUT_MS).toBe(176_000);
   });
 
@@ -32,7 +37,10 @@ describe('deploy settings from context', () => {
 
   it('reads command-line strings and rejects nonsense', () => {
     // Act / Assess
-    expect(parseSettings({ throttleRateLimit: '50', throttleBurstLimit: '75' })).toMatchObject({ throttleRateLimit: 50, throttleBurstLimit: 75 });
+    expect(parseSettings({ throttleRateLimit: '50', throttleBurstLimit: '75' })).toMatchObject({
+      throttleRateLimit: 50,
+      throttleBurstLimit: 75,
+    });
     expect(() => parseSettings({ stateMachineType: 'express' })).toThrow(/stateMachineType/);
     expect(() => parseSettings({ logRetentionDays: 31 })).toThrow(/logRetentionDays/);
     expect(() => parseSettings({ throttleRateLimit: 'fast' })).toThrow(/throttleRateLimit/);
@@ -46,7 +54,9 @@ describe('deploy settings from context', () => {
     // Assess
     const machine = Object.values(resources).find((r) => r.Type === 'AWS::StepFunctions::StateMachine');
     expect(machine?.Properties?.StateMachineType).toBe('STANDARD');
-    const taskRun = Object.values(resources).find((r) => r.Type === 'AWS::Lambda::Function' && r.Properties?.Description === 'pipegate task-run');
+    const taskRun = Object.values(resources).find(
+      (r) => r.Type === 'AWS::Lambda::Function' && r.Properties?.Description === 'pipegate task-run',
+    );
     expect(Number(taskRun?.Properties?.Timeout)).toBeGreaterThan(300);
   });
 
@@ -55,8 +65,12 @@ describe('deploy settings from context', () => {
     const built = buildTestApp({ publicUrl: 'https://pipes.example.org/' });
     // Act
     // Every function of the service (not the upload-cors custom resource's, which reads no configuration).
-    const functions = Object.values(resourcesOf(Template.fromStack(built.service))).filter((r) => r.Type === 'AWS::Lambda::Function' && r.Properties?.Description !== 'pipegate upload-cors');
-    const urls = functions.map((f) => (f.Properties?.Environment as { Variables?: Record<string, unknown> } | undefined)?.Variables?.PIPEGATE_PUBLIC_URL);
+    const functions = Object.values(resourcesOf(Template.fromStack(built.service))).filter(
+      (r) => r.Type === 'AWS::Lambda::Function' && r.Properties?.Description !== 'pipegate upload-cors',
+    );
+    const urls = functions.map(
+      (f) => (f.Properties?.Environment as { Variables?: Record<string, unknown> } | undefined)?.Variables?.PIPEGATE_PUBLIC_URL,
+    );
     // Assess
     expect(functions.length).toBeGreaterThan(10);
     expect(new Set(urls)).toEqual(new Set(['https://pipes.example.org']));

@@ -45,7 +45,6 @@ export function outputsOf(template: Template): Record<string, { Value: unknown }
   return (template.toJSON() as { Outputs?: Record<string, { Value: unknown }> }).Outputs ?? {};
 }
 
-
 /** The logical id in a { Ref } or { Fn::GetAtt: [id, attr] }, else undefined. */
 export function refOf(x: unknown): string | undefined {
   if (!isPlainObject(x)) return undefined;
@@ -65,9 +64,9 @@ export function crossStackRef(x: unknown, producer: Template): string | undefine
   if (isPlainObject(get) && typeof get.OutputName === 'string') return refOf(outputsOf(producer)[get.OutputName]?.Value);
   const imp = x['Fn::ImportValue'];
   if (typeof imp === 'string') {
-    const out = Object.values((producer.toJSON() as { Outputs?: Record<string, { Value: unknown; Export?: { Name?: unknown } }> }).Outputs ?? {}).find(
-      (o) => o.Export?.Name === imp,
-    );
+    const out = Object.values(
+      (producer.toJSON() as { Outputs?: Record<string, { Value: unknown; Export?: { Name?: unknown } }> }).Outputs ?? {},
+    ).find((o) => o.Export?.Name === imp);
     return refOf(out?.Value);
   }
   return undefined;

@@ -76,7 +76,9 @@ describe('queues from lib/queues.ts', () => {
     const denies = policies
       .filter((p) => (p.Properties?.Queues as unknown[]).some((q) => refOf(q) === id))
       .flatMap((p) => (p.Properties?.PolicyDocument as { Statement: Record<string, unknown>[] }).Statement)
-      .filter((s) => s.Effect === 'Deny' && isPlainObject(s.Condition) && JSON.stringify(s.Condition).includes('"aws:SecureTransport":"false"'));
+      .filter(
+        (s) => s.Effect === 'Deny' && isPlainObject(s.Condition) && JSON.stringify(s.Condition).includes('"aws:SecureTransport":"false"'),
+      );
     expect(denies).toHaveLength(1);
   });
 
@@ -117,7 +119,13 @@ describe('key material secret', () => {
       .filter((s) => JSON.stringify(s.Action).includes('secretsmanager:'));
     // Assess
     const pepperId = idOf(built.stateful.pepperSecret.node.defaultChild);
-    expect(writers).toEqual([{ Effect: 'Allow', Action: ['secretsmanager:GetSecretValue', 'secretsmanager:PutSecretValue'], Resource: [{ Ref: secretId }, { Ref: pepperId }] }]);
+    expect(writers).toEqual([
+      {
+        Effect: 'Allow',
+        Action: ['secretsmanager:GetSecretValue', 'secretsmanager:PutSecretValue'],
+        Resource: [{ Ref: secretId }, { Ref: pepperId }],
+      },
+    ]);
   });
 
   it('has an SNS alarm topic that refuses publishing without TLS', () => {
@@ -134,9 +142,16 @@ describe('objects bucket', () => {
 
   it('is private, ACL-free, encrypted with S3-managed keys, unversioned and retained', () => {
     // Assess
-    expect(props.PublicAccessBlockConfiguration).toEqual({ BlockPublicAcls: true, BlockPublicPolicy: true, IgnorePublicAcls: true, RestrictPublicBuckets: true });
+    expect(props.PublicAccessBlockConfiguration).toEqual({
+      BlockPublicAcls: true,
+      BlockPublicPolicy: true,
+      IgnorePublicAcls: true,
+      RestrictPublicBuckets: true,
+    });
     expect(props.OwnershipControls).toEqual({ Rules: [{ ObjectOwnership: 'BucketOwnerEnforced' }] });
-    expect(props.BucketEncryption).toEqual({ ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }] });
+    expect(props.BucketEncryption).toEqual({
+      ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: 'AES256' } }],
+    });
     expect(props.VersioningConfiguration).toBeUndefined();
     expect(bucket?.DeletionPolicy).toBe('Retain');
   });
@@ -144,7 +159,9 @@ describe('objects bucket', () => {
   it('refuses requests without TLS (and below TLS 1.2)', () => {
     // Act
     const policy = Object.values(data).find((r) => r.Type === 'AWS::S3::BucketPolicy' && refOf(r.Properties?.Bucket) === bucketId);
-    const denies = (policy?.Properties?.PolicyDocument as { Statement: { Effect: string; Condition?: unknown }[] }).Statement.filter((s) => s.Effect === 'Deny');
+    const denies = (policy?.Properties?.PolicyDocument as { Statement: { Effect: string; Condition?: unknown }[] }).Statement.filter(
+      (s) => s.Effect === 'Deny',
+    );
     // Assess
     expect(denies.map((s) => s.Condition)).toEqual(
       expect.arrayContaining([{ Bool: { 'aws:SecureTransport': 'false' } }, { NumericLessThan: { 's3:TlsVersion': 1.2 } }]),
@@ -155,27 +172,33 @@ describe('objects bucket', () => {
     // Assess
     expect(objectExpiryDays(DEFAULT_RESULT_RETENTION_DAYS)).toBe(8);
     expect(props.LifecycleConfiguration).toEqual({
-      Rules: [{ Id: 'expire-with-results', Status: 'Enabled', ExpirationInDays: 8, AbortIncompleteMultipartUpload: { DaysAfterInitiation: 1 } }],
+      Rules: [
+        { Id: 'expire-with-results', Status: 'Enabled', ExpirationInDays: 8, AbortIncompleteMultipartUpload: { DaysAfterInitiation: 1 } },
+      ],
     });
   });
 
   it.each([
     ['read', ['s3:GetObject'], true],
     ['delete', ['s3:DeleteObject'], true],
-  ] as const)('grants %s on the d/ and p/ key roots only, with ListBucket where a missing key must read as 404', (action, actions, lists) => {
-    // Act
-    const policy = data[idOf(built.stateful.objectPolicies[action].node.defaultChild)];
-    const statements = (policy?.Properties?.PolicyDocument as { Statement: { Action: unknown; Resource: unknown; Effect: string }[] }).Statement;
-    const arn = { 'Fn::GetAtt': [bucketId, 'Arn'] };
-    // Assess
-    expect(policy?.Type).toBe('AWS::IAM::ManagedPolicy');
-    expect(statements[0]).toEqual({
-      Effect: 'Allow',
-      Action: actions.length === 1 ? actions[0] : actions,
-      Resource: [{ 'Fn::Join': ['', [arn, '/d/*']] }, { 'Fn::Join': ['', [arn, '/p/*']] }],
-    });
-    expect(statements.slice(1)).toEqual(lists ? [{ Effect: 'Allow', Action: 's3:ListBucket', Resource: arn }] : []);
-  });
+  ] as const)(
+    'grants %s on the d/ and p/ key roots only, with ListBucket where a missing key must read as 404',
+    (action, actions, lists) => {
+      // Act
+      const policy = data[idOf(built.stateful.objectPolicies[action].node.defaultChild)];
+      const statements = (policy?.Properties?.PolicyDocument as { Statement: { Action: unknown; Resource: unknown; Effect: string }[] })
+        .Statement;
+      const arn = { 'Fn::GetAtt': [bucketId, 'Arn'] };
+      // Assess
+      expect(policy?.Type).toBe('AWS::IAM::ManagedPolicy');
+      expect(statements[0]).toEqual({
+        Effect: 'Allow',
+        Action: actions.length === 1 ? actions[0] : actions,
+        Resource: [{ 'Fn::Join': ['', [arn, '/d/*']] }, { 'Fn::Join': ['', [arn, '/p/*']] }],
+      });
+      expect(statements.slice(1)).toEqual(lists ? [{ Effect: 'Allow', Action: 's3:ListBucket', Resource: arn }] : []);
+    },
+  );
 
   it.each([
     ['caller-execution', 's3:PutObject', ['/d/*/e/*']],
@@ -190,17 +213,24 @@ describe('objects bucket', () => {
     const arn = (keys: string) => ({ 'Fn::Join': ['', [{ 'Fn::GetAtt': [bucketId, 'Arn'] }, keys]] });
     // Assess
     expect(policy?.Type).toBe('AWS::IAM::ManagedPolicy');
-    expect(statements).toEqual([{ Effect: 'Allow', Action: iamAction, Resource: families.length === 1 ? arn(families[0] ?? '') : families.map(arn) }]);
+    expect(statements).toEqual([
+      { Effect: 'Allow', Action: iamAction, Resource: families.length === 1 ? arn(families[0] ?? '') : families.map(arn) },
+    ]);
   });
 
   it('keeps the retired bucket-wide write as it was for one release, held by no action', () => {
     // Act
-    const [retiredId, retired] = Object.entries(data).find(([id, r]) => id.startsWith('ObjectsWrite') && r.Type === 'AWS::IAM::ManagedPolicy') ?? [];
+    const [retiredId, retired] =
+      Object.entries(data).find(([id, r]) => id.startsWith('ObjectsWrite') && r.Type === 'AWS::IAM::ManagedPolicy') ?? [];
     const arn = { 'Fn::GetAtt': [bucketId, 'Arn'] };
     // Assess
     expect(retired?.Properties?.Description).toBe('pipegate: write objects');
     expect((retired?.Properties?.PolicyDocument as { Statement: unknown[] }).Statement).toEqual([
-      { Effect: 'Allow', Action: ['s3:AbortMultipartUpload', 's3:PutObject'], Resource: [{ 'Fn::Join': ['', [arn, '/d/*']] }, { 'Fn::Join': ['', [arn, '/p/*']] }] },
+      {
+        Effect: 'Allow',
+        Action: ['s3:AbortMultipartUpload', 's3:PutObject'],
+        Resource: [{ 'Fn::Join': ['', [arn, '/d/*']] }, { 'Fn::Join': ['', [arn, '/p/*']] }],
+      },
     ]);
     expect(Object.values(built.stateful.objectPolicies).map((p) => idOf(p.node.defaultChild))).not.toContain(retiredId);
   });

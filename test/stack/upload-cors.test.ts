@@ -20,7 +20,10 @@ function text(x: unknown, stateful: Template): string {
   const remote = crossStackRef(x, stateful);
   if (remote) return `stateful:${remote}`;
   if (isPlainObject(x) && typeof x.Ref === 'string') return `<${x.Ref}>`;
-  if (isPlainObject(x) && Array.isArray(x['Fn::Join'])) return asArray((x['Fn::Join'] as unknown[])[1]).map((p) => text(p, stateful)).join('');
+  if (isPlainObject(x) && Array.isArray(x['Fn::Join']))
+    return asArray((x['Fn::Join'] as unknown[])[1])
+      .map((p) => text(p, stateful))
+      .join('');
   return JSON.stringify(x);
 }
 
@@ -35,7 +38,9 @@ describe('the upload-cors custom resource', () => {
     const props = customResourceOf(svc)?.Properties ?? {};
     // Assess
     expect(text(props.Bucket, stateful)).toBe(`stateful:${bucketId}`);
-    expect(asArray(props.Origins).map((o) => text(o, stateful))).toEqual([`https://<${apiId}>.execute-api.${plain.service.region}.<AWS::URLSuffix>`]);
+    expect(asArray(props.Origins).map((o) => text(o, stateful))).toEqual([
+      `https://<${apiId}>.execute-api.${plain.service.region}.<AWS::URLSuffix>`,
+    ]);
   });
 
   it("adds the public URL's origin (no path) when there is one", () => {
@@ -57,7 +62,11 @@ describe('the upload-cors custom resource', () => {
     // Act
     const statements = Object.values(svc)
       .filter((r) => r.Type === 'AWS::IAM::Policy' && asArray(r.Properties?.Roles).map(refOf).includes(roleId))
-      .flatMap((r) => (r.Properties?.PolicyDocument as { Statement: { Action: unknown; Resource: unknown; Effect: string; Condition?: unknown }[] }).Statement);
+      .flatMap(
+        (r) =>
+          (r.Properties?.PolicyDocument as { Statement: { Action: unknown; Resource: unknown; Effect: string; Condition?: unknown }[] })
+            .Statement,
+      );
     const s3 = statements.filter((s) => asArray(s.Action).some((a) => String(a).startsWith('s3:')));
     // Assess
     expect(svc[fnId]?.Type).toBe('AWS::Lambda::Function');
@@ -68,7 +77,12 @@ describe('the upload-cors custom resource', () => {
     expect(s3[0]?.Condition).toBeUndefined();
     // Beyond S3: its own log group and its traces, as every function.
     const others = statements.filter((s) => !s3.includes(s)).flatMap((s) => asArray(s.Action).map(String));
-    expect([...new Set(others)].sort()).toEqual(['logs:CreateLogStream', 'logs:PutLogEvents', 'xray:PutTelemetryRecords', 'xray:PutTraceSegments']);
+    expect([...new Set(others)].sort()).toEqual([
+      'logs:CreateLogStream',
+      'logs:PutLogEvents',
+      'xray:PutTelemetryRecords',
+      'xray:PutTraceSegments',
+    ]);
   });
 
   it("tells the form page the API's own URL, so it knows the page is served at an origin the rule names", () => {

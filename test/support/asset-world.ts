@@ -47,12 +47,24 @@ export async function startAssetWorld(startsAt: string): Promise<AssetWorld> {
     },
     async aDeployment(inputs) {
       const at = now().toISOString();
-      const dep = aDeploymentRecord({ pipeline_id: 'media', inputs, outputs: [{ id: 'out', visible: true }], published_at: at, created_at: at });
+      const dep = aDeploymentRecord({
+        pipeline_id: 'media',
+        inputs,
+        outputs: [{ id: 'out', visible: true }],
+        published_at: at,
+        created_at: at,
+      });
       await db.deployments.create(dep);
       return { dep, auth: { deploymentId: dep.deployment_id, revision: dep.revision, deleted: false } };
     },
     submit: (auth, workflowInput, idempotencyKey) =>
-      execute(d, auth, { deploymentId: auth.deploymentId, body: JSON.stringify({ workflow_input: workflowInput }), contentType: 'application/json', idempotencyKey, baseUrl: BASE_URL }),
+      execute(d, auth, {
+        deploymentId: auth.deploymentId,
+        body: JSON.stringify({ workflow_input: workflowInput }),
+        contentType: 'application/json',
+        idempotencyKey,
+        baseUrl: BASE_URL,
+      }),
     uploadAnswer: (bytes, mediaType = 'image/png') => ({
       upload_url: expect.any(String),
       method: 'PUT',
@@ -60,7 +72,8 @@ export async function startAssetWorld(startsAt: string): Promise<AssetWorld> {
       expires_at: new Date(nowMs + 3600_000).toISOString(),
       asset: { value: expect.stringMatching(/^upload:[0-9a-f-]{36}$/), value_type: 'ASSET' },
     }),
-    upload: (auth, bytes, mediaType = 'image/png') => createUpload(d, auth, auth.deploymentId, JSON.stringify({ media_type: mediaType, bytes })),
+    upload: (auth, bytes, mediaType = 'image/png') =>
+      createUpload(d, auth, auth.deploymentId, JSON.stringify({ media_type: mediaType, bytes })),
     close: () => db.close(),
   };
 }

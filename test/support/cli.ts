@@ -26,7 +26,11 @@ export function runCli(args: string[], opts: CliOptions): Promise<CliRun> {
   const base = { PATH: process.env.PATH, HOME: process.env.HOME, TMPDIR: process.env.TMPDIR, ...opts.env };
   for (const [k, v] of Object.entries(base)) if (v !== undefined) env[k] = v;
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [PIPEGATE_BIN, ...args], { cwd: opts.cwd, env, stdio: [opts.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [PIPEGATE_BIN, ...args], {
+      cwd: opts.cwd,
+      env,
+      stdio: [opts.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout?.on('data', (c: Buffer) => (stdout += c.toString()));

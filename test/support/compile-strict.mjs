@@ -22,7 +22,10 @@ const program = ts.createProgram(files, {
 const emitted = program.emit();
 parentPort.postMessage(
   [...ts.getPreEmitDiagnostics(program), ...emitted.diagnostics].map((d) => {
-    const where = d.file && d.start !== undefined ? `${d.file.fileName.slice(src.length + 1)}:${d.file.getLineAndCharacterOfPosition(d.start).line + 1} ` : '';
+    const where =
+      d.file && d.start !== undefined
+        ? `${d.file.fileName.slice(src.length + 1)}:${d.file.getLineAndCharacterOfPosition(d.start).line + 1} `
+        : '';
     return `${where}${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`;
   }),
 );

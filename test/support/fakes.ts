@@ -5,7 +5,18 @@ import { createDeps, type Deps } from '../../functions/adapters/deps';
 import { silentLogger } from '../../functions/adapters/logger';
 import { testDataKeys, testKeyMaterial } from './dynamo';
 import type { DeploymentRecord, Execution } from '../../functions/core/types';
-import type { DeploymentsPort, ExecutionsPort, ConsumersPort, HttpPort, OwnerSecretsPort, PipelinesPort, QueueName, QueuePort, UploadsPort, WorkflowPort } from '../../functions/core/ports';
+import type {
+  DeploymentsPort,
+  ExecutionsPort,
+  ConsumersPort,
+  HttpPort,
+  OwnerSecretsPort,
+  PipelinesPort,
+  QueueName,
+  QueuePort,
+  UploadsPort,
+  WorkflowPort,
+} from '../../functions/core/ports';
 
 /** The stores, from dynalite (test/support/dynamo.ts) or in memory (memory-stores.ts). */
 export interface StoreSet {
@@ -43,7 +54,10 @@ export class RecordingWorkflow implements WorkflowPort {
 export { testKeyMaterial };
 
 export function testConfig(db: { table?: string }, overrides: Partial<Config> = {}): Config {
-  return { ...readConfig({ PIPEGATE_TABLE: db.table ?? 'pipegate', PIPEGATE_ALLOW_PRIVATE_URLS: 'true', PIPEGATE_CANCEL_POLL_MS: '50' }), ...overrides };
+  return {
+    ...readConfig({ PIPEGATE_TABLE: db.table ?? 'pipegate', PIPEGATE_ALLOW_PRIVATE_URLS: 'true', PIPEGATE_CANCEL_POLL_MS: '50' }),
+    ...overrides,
+  };
 }
 
 export const noHttp: HttpPort = async () => {

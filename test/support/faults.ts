@@ -75,7 +75,9 @@ export class StoreFaults {
           const method = String(prop);
           return async (...args: unknown[]) => {
             if (this.down) throw this.hit('outage', unavailableError);
-            const rule = this.rules.find((r) => r.store === name && (r.method === '*' || r.method === method) && r.left > 0 && (r.when?.(args) ?? true));
+            const rule = this.rules.find(
+              (r) => r.store === name && (r.method === '*' || r.method === method) && r.left > 0 && (r.when?.(args) ?? true),
+            );
             if (!rule) return (value as Method).apply(obj, args);
             rule.left -= 1;
             const err = this.hit(rule.label, rule.error ?? (() => stepError(`${name}.${method}`)));
@@ -130,7 +132,10 @@ export function fastRetryWorkflow(deps: DepsSource, intervalMs = 20, onError?: (
 }
 
 /** Workflow starts that fail for chosen executions (the runner's call), counted. */
-export function failingStarts(workflow: WorkflowPort, fails: (name: string) => boolean): WorkflowPort & { injected: () => number; starts: Map<string, number> } {
+export function failingStarts(
+  workflow: WorkflowPort,
+  fails: (name: string) => boolean,
+): WorkflowPort & { injected: () => number; starts: Map<string, number> } {
   let injected = 0;
   const starts = new Map<string, number>();
   return {
@@ -150,7 +155,11 @@ export function failingStarts(workflow: WorkflowPort, fails: (name: string) => b
 }
 
 /** Sends every message `copies` times, as an at-least-once queue may deliver it. */
-export function duplicatingQueue(d: Deps, copies: number, only: QueueName[] = ['executions', 'callbacks']): Deps & { duplicates: () => number } {
+export function duplicatingQueue(
+  d: Deps,
+  copies: number,
+  only: QueueName[] = ['executions', 'callbacks'],
+): Deps & { duplicates: () => number } {
   let duplicates = 0;
   return {
     ...d,

@@ -36,7 +36,22 @@ const segment = (known: string[]) =>
     { weight: 1, arbitrary: fc.stringMatching(/^[A-Za-z0-9._~-]{1,70}$/) },
     {
       weight: 1,
-      arbitrary: fc.constantFrom('%00', '%ZZ', '%', '%2e%2e', '%2F', '%C0%AF', '..%2f..%2fetc', 'a'.repeat(2500), '%F0%9F%98%80', 'null', 'undefined', '0', '-1', 'NaN'),
+      arbitrary: fc.constantFrom(
+        '%00',
+        '%ZZ',
+        '%',
+        '%2e%2e',
+        '%2F',
+        '%C0%AF',
+        '..%2f..%2fetc',
+        'a'.repeat(2500),
+        '%F0%9F%98%80',
+        'null',
+        'undefined',
+        '0',
+        '-1',
+        'NaN',
+      ),
     },
   );
 
@@ -49,7 +64,10 @@ const query = (ctx: FuzzContext) =>
         .array(
           fc.tuple(
             fc.constantFrom('confirm', 'limit', 'cursor', 'x', ''),
-            fc.oneof(fc.constantFrom(...ctx.known.deployment_id, '1', '0', '101', '-5', '1e3', 'abc', ''), fc.string({ maxLength: 60 }).map(encodeURIComponent)),
+            fc.oneof(
+              fc.constantFrom(...ctx.known.deployment_id, '1', '0', '101', '-5', '1e3', 'abc', ''),
+              fc.string({ maxLength: 60 }).map(encodeURIComponent),
+            ),
           ),
           { maxLength: 3 },
         )
@@ -85,12 +103,10 @@ const body = (ctx: FuzzContext) =>
     { weight: 2, arbitrary: fc.string({ unit: 'binary', maxLength: 200 }) },
     {
       weight: 4,
-      arbitrary: fc
-        .tuple(fc.constantFrom(...ctx.validBodies), fc.nat(), fc.jsonValue({ maxDepth: 2 }))
-        .map(([valid, at, replacement]) => {
-          const all = paths(valid);
-          return JSON.stringify(mutate(valid, all[at % all.length] ?? [], replacement));
-        }),
+      arbitrary: fc.tuple(fc.constantFrom(...ctx.validBodies), fc.nat(), fc.jsonValue({ maxDepth: 2 })).map(([valid, at, replacement]) => {
+        const all = paths(valid);
+        return JSON.stringify(mutate(valid, all[at % all.length] ?? [], replacement));
+      }),
     },
     {
       weight: 1,
@@ -149,7 +165,16 @@ const ownerAuth = (ctx: FuzzContext) =>
   );
 
 const extraHeaders = fc.dictionary(
-  fc.constantFrom('idempotency-key', 'x-forwarded-proto', 'x-forwarded-for', 'accept', 'x-request-id', 'content-encoding', 'transfer-encoding-x', 'cookie'),
+  fc.constantFrom(
+    'idempotency-key',
+    'x-forwarded-proto',
+    'x-forwarded-for',
+    'accept',
+    'x-request-id',
+    'content-encoding',
+    'transfer-encoding-x',
+    'cookie',
+  ),
   headerText(300),
   { maxKeys: 3 },
 );

@@ -28,7 +28,11 @@ function chunk(type: string, data: Buffer): Buffer {
 }
 
 /** A width×height RGBA PNG; each pixel from `pixel(x, y)` (default: a gradient). */
-export function png(width = 2, height = 2, pixel: (x: number, y: number) => [number, number, number, number] = (x, y) => [x * 40, y * 40, 128, 255]): Buffer {
+export function png(
+  width = 2,
+  height = 2,
+  pixel: (x: number, y: number) => [number, number, number, number] = (x, y) => [x * 40, y * 40, 128, 255],
+): Buffer {
   const ihdr = Buffer.alloc(13);
   ihdr.writeUInt32BE(width, 0);
   ihdr.writeUInt32BE(height, 4);
@@ -40,7 +44,12 @@ export function png(width = 2, height = 2, pixel: (x: number, y: number) => [num
     for (let x = 0; x < width; x++) Buffer.from(pixel(x, y)).copy(row, 1 + x * 4);
     rows.push(row);
   }
-  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', ihdr), chunk('IDAT', deflateSync(Buffer.concat(rows))), chunk('IEND', Buffer.alloc(0))]);
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk('IHDR', ihdr),
+    chunk('IDAT', deflateSync(Buffer.concat(rows))),
+    chunk('IEND', Buffer.alloc(0)),
+  ]);
 }
 
 /** A width×height PNG of random opaque pixels: they barely compress (about 3.4 bytes a pixel). */
@@ -81,7 +90,8 @@ export function mp4(): Buffer {
 
 export const svg = (): Buffer => Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>', 'utf8');
 
-export const dataUri = (mediaType: string, bytes: Uint8Array): string => `data:${mediaType};base64,${Buffer.from(bytes).toString('base64')}`;
+export const dataUri = (mediaType: string, bytes: Uint8Array): string =>
+  `data:${mediaType};base64,${Buffer.from(bytes).toString('base64')}`;
 
 /** Lowercase hex SHA-256, as records and transforms see an asset's bytes. */
 export const sha256Hex = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex');
@@ -110,7 +120,13 @@ export const photoBytesPipeline = (): PipelineDefinition => ({
  */
 export const photoInfoPipeline = (maxBytes: number): PipelineDefinition => ({
   nodes: {
-    photo: { type: 'input', value_type: 'asset', value: dataUri('image/png', png(1, 1)), media_types: ['image/png', 'image/jpeg'], max_bytes: maxBytes },
+    photo: {
+      type: 'input',
+      value_type: 'asset',
+      value: dataUri('image/png', png(1, 1)),
+      media_types: ['image/png', 'image/jpeg'],
+      max_bytes: maxBytes,
+    },
     about: { type: 'transform', inputs: ['photo'], expression: assetFactsExpression('photo') },
     link: { type: 'transform', inputs: ['photo'], expression: 'photo.url' },
     info: { type: 'output', from: 'about' },

@@ -3,7 +3,14 @@
  * ports, the same rules (a presigned PUT must carry exactly the signed size), no network.
  */
 import { randomBytes } from 'node:crypto';
-import type { ObjectStorePort, PartedWrite, PresignedDownload, PresignedUpload, UploadRecord, UploadsPort } from '../../functions/core/ports';
+import type {
+  ObjectStorePort,
+  PartedWrite,
+  PresignedDownload,
+  PresignedUpload,
+  UploadRecord,
+  UploadsPort,
+} from '../../functions/core/ports';
 import { sameOwner, type ObjectOwner } from '../../functions/core/object-keys';
 import { epochSeconds } from '../../functions/core/time';
 
@@ -41,7 +48,8 @@ export class MemoryObjects implements ObjectStorePort {
         if (!this.uploads.has(id)) throw new Error('NoSuchUpload');
         const previous = upload.parts[upload.parts.length - 1];
         // As S3 refuses it at completion: every part but the last at least 5 MiB (here: the first part's size).
-        if (previous !== undefined && upload.parts[0] !== undefined && previous.length < upload.parts[0].length) throw new Error('EntityTooSmall');
+        if (previous !== undefined && upload.parts[0] !== undefined && previous.length < upload.parts[0].length)
+          throw new Error('EntityTooSmall');
         this.partSizes.push(bytes.length);
         upload.parts.push(Uint8Array.from(bytes));
       },
@@ -84,7 +92,10 @@ export class MemoryObjects implements ObjectStorePort {
     };
   }
   async presignDownload(key: string, _mediaType: string, ttlSeconds: number): Promise<PresignedDownload> {
-    return { url: `http://127.0.0.1:9/memory-objects/get/${encodeURIComponent(key)}`, expires_at: new Date(this.nowMs() + ttlSeconds * 1000).toISOString() };
+    return {
+      url: `http://127.0.0.1:9/memory-objects/get/${encodeURIComponent(key)}`,
+      expires_at: new Date(this.nowMs() + ttlSeconds * 1000).toISOString(),
+    };
   }
 
   /** What a client's PUT to a presigned URL does: refused unless in time and of exactly the signed size. */

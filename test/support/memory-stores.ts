@@ -36,7 +36,14 @@ import type {
   RunPointer,
   SealedSecret,
 } from '../../functions/core/types';
-import { addUsageAttribute, bucketOf, callerAttribute, usageAttributes, usageIncrement, type UsageBucket } from '../../functions/core/usage';
+import {
+  addUsageAttribute,
+  bucketOf,
+  callerAttribute,
+  usageAttributes,
+  usageIncrement,
+  type UsageBucket,
+} from '../../functions/core/usage';
 import { listingOf } from '../../functions/core/views';
 import type { StoreSet } from './fakes';
 import type { ConsumerRecord, Limits } from '../../functions/core/consumers';
@@ -93,7 +100,8 @@ export class MemoryExecutions implements ExecutionsPort {
 
   async recordDelivery(id: string, previousAttempts: number, delivery: CallbackDelivery): Promise<boolean> {
     const e = this.items.get(id);
-    if (!e?.callback_delivery || e.callback_delivery.attempts !== previousAttempts || e.callback_delivery.outcome !== 'pending') return false;
+    if (!e?.callback_delivery || e.callback_delivery.attempts !== previousAttempts || e.callback_delivery.outcome !== 'pending')
+      return false;
     e.callback_delivery = copy(delivery);
     if (delivery.outcome !== 'pending') {
       delete e.sweep;
@@ -138,10 +146,18 @@ export class MemoryExecutions implements ExecutionsPort {
     return { ids: page.map((e) => e.execution_id), next: all.length > limit && last ? { after: key(last) } : undefined };
   }
 
-  async markRequeued(id: string, seen: { status: 'pending' } | { attempts: number }, at: string, opts: { releaseClaim?: boolean } = {}): Promise<boolean> {
+  async markRequeued(
+    id: string,
+    seen: { status: 'pending' } | { attempts: number },
+    at: string,
+    opts: { releaseClaim?: boolean } = {},
+  ): Promise<boolean> {
     const e = this.items.get(id);
     if (!e) return false;
-    const ok = 'status' in seen ? e.status === 'pending' : e.callback_delivery?.attempts === seen.attempts && e.callback_delivery.outcome === 'pending';
+    const ok =
+      'status' in seen
+        ? e.status === 'pending'
+        : e.callback_delivery?.attempts === seen.attempts && e.callback_delivery.outcome === 'pending';
     if (ok) e.requeued_at = at;
     if (ok && opts.releaseClaim) this.claims.delete(id);
     return ok;
@@ -244,7 +260,8 @@ export class MemoryExecutions implements ExecutionsPort {
   async attemptNow(id: string, previous: CallbackDelivery, at: string): Promise<Execution | null> {
     const e = this.items.get(id);
     const c = e?.callback_delivery;
-    if (!e || !c || c.attempts !== previous.attempts || c.outcome !== 'pending' || c.next_attempt_at !== previous.next_attempt_at) return null;
+    if (!e || !c || c.attempts !== previous.attempts || c.outcome !== 'pending' || c.next_attempt_at !== previous.next_attempt_at)
+      return null;
     e.callback_delivery = { ...c, next_attempt_at: at };
     Object.assign(e, { sweep: 'callback', sweep_at: at });
     return strip(e);
@@ -473,5 +490,10 @@ export function memoryStores(opts: { trackOpen?: boolean } = {}): StoreSet & {
   consumers: MemoryConsumers;
 } {
   const usage = new MemoryUsage();
-  return { pipelines: new MemoryPipelines(), executions: new MemoryExecutions(opts.trackOpen, usage), deployments: new MemoryDeployments(), consumers: new MemoryConsumers(usage) };
+  return {
+    pipelines: new MemoryPipelines(),
+    executions: new MemoryExecutions(opts.trackOpen, usage),
+    deployments: new MemoryDeployments(),
+    consumers: new MemoryConsumers(usage),
+  };
 }

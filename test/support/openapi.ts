@@ -156,13 +156,16 @@ export function structuralProblems(input: unknown): string[] {
   if (!isObject(input)) return ['the document is not an object'];
   const doc = input;
   const problems: string[] = [];
-  if (typeof doc.openapi !== 'string' || !/^3\.1\.\d+$/.test(doc.openapi)) problems.push(`openapi must be 3.1.x, got ${JSON.stringify(doc.openapi)}`);
+  if (typeof doc.openapi !== 'string' || !/^3\.1\.\d+$/.test(doc.openapi))
+    problems.push(`openapi must be 3.1.x, got ${JSON.stringify(doc.openapi)}`);
   const info = doc.info;
-  if (!isObject(info) || typeof info.title !== 'string' || typeof info.version !== 'string') problems.push('info needs a title and a version (strings)');
+  if (!isObject(info) || typeof info.title !== 'string' || typeof info.version !== 'string')
+    problems.push('info needs a title and a version (strings)');
   if (!isObject(doc.paths)) problems.push('paths must be an object');
 
   walk(doc, '#', (node, at) => {
-    if (typeof node.$ref === 'string' && resolvePointer(doc, node.$ref) === undefined) problems.push(`${at}: $ref ${node.$ref} does not resolve`);
+    if (typeof node.$ref === 'string' && resolvePointer(doc, node.$ref) === undefined)
+      problems.push(`${at}: $ref ${node.$ref} does not resolve`);
   });
 
   const components = isObject(doc.components) ? doc.components : {};
@@ -185,7 +188,9 @@ export function structuralProblems(input: unknown): string[] {
     }
     for (const alternative of req) {
       if (!isObject(alternative)) problems.push(`${at}: each security requirement must be an object`);
-      else for (const name of Object.keys(alternative)) if (!Object.hasOwn(schemes, name)) problems.push(`${at}: unknown security scheme ${name}`);
+      else
+        for (const name of Object.keys(alternative))
+          if (!Object.hasOwn(schemes, name)) problems.push(`${at}: unknown security scheme ${name}`);
     }
   };
   checkSecurity(doc.security, 'security');
@@ -230,8 +235,10 @@ export function structuralProblems(input: unknown): string[] {
     }
     checkSecurity(operation.security, at);
 
-    const params = [...(Array.isArray(pathItem.parameters) ? pathItem.parameters : []), ...(Array.isArray(operation.parameters) ? operation.parameters : [])]
-      .map((x) => deref(doc, x));
+    const params = [
+      ...(Array.isArray(pathItem.parameters) ? pathItem.parameters : []),
+      ...(Array.isArray(operation.parameters) ? operation.parameters : []),
+    ].map((x) => deref(doc, x));
     const seen = new Set<string>();
     for (const param of params) {
       if (!isObject(param) || typeof param.name !== 'string' || !PARAMETER_PLACES.includes(String(param.in))) {
@@ -241,10 +248,12 @@ export function structuralProblems(input: unknown): string[] {
       const key = `${String(param.in)}:${param.name}`;
       if (seen.has(key)) problems.push(`${at}: parameter ${key} is declared twice`);
       seen.add(key);
-      if ((param.schema === undefined) === (param.content === undefined)) problems.push(`${at}: parameter ${key} needs exactly one of schema or content`);
+      if ((param.schema === undefined) === (param.content === undefined))
+        problems.push(`${at}: parameter ${key} needs exactly one of schema or content`);
       if (param.schema !== undefined) compiles(param.schema, `${at} parameter ${key}`);
       if (param.in === 'path' && param.required !== true) problems.push(`${at}: path parameter ${param.name} must be required`);
-      if (param.in === 'path' && !templateParams(template).includes(param.name)) problems.push(`${at}: path parameter ${param.name} is not in the path`);
+      if (param.in === 'path' && !templateParams(template).includes(param.name))
+        problems.push(`${at}: path parameter ${param.name} is not in the path`);
     }
     for (const name of templateParams(template)) {
       if (!seen.has(`path:${name}`)) problems.push(`${at}: path parameter {${name}} is not declared`);
@@ -307,13 +316,22 @@ export interface OpenApiValidator {
  */
 export function createValidator(doc: JsonObject, opts: { basePath?: string; closed?: boolean } = {}): OpenApiValidator {
   const compiler = schemaCompiler(doc, { closed: opts.closed ?? true });
-  const ops = operations(doc).map((o) => ({ ...o, segments: o.template.replace(/(.)\/$/, '$1').split('/').slice(1) }));
+  const ops = operations(doc).map((o) => ({
+    ...o,
+    segments: o.template
+      .replace(/(.)\/$/, '$1')
+      .split('/')
+      .slice(1),
+  }));
 
   const match = (method: string, rawPath: string): OperationRef | undefined => {
     let path = rawPath.split('?')[0] ?? '';
     if (opts.basePath && path.startsWith(opts.basePath)) path = path.slice(opts.basePath.length);
     if (path.length > 1 && path.endsWith('/')) path = path.slice(0, -1);
-    const segments = path.split('/').slice(1).map((s) => decodeURIComponent(s));
+    const segments = path
+      .split('/')
+      .slice(1)
+      .map((s) => decodeURIComponent(s));
     let best: (typeof ops)[number] | undefined;
     let bestLiterals = -1;
     for (const o of ops) {
@@ -369,7 +387,8 @@ export function createValidator(doc: JsonObject, opts: { basePath?: string; clos
     }
     const contentType = (r.headers.get('content-type') ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
     const media = content[contentType];
-    if (!isObject(media)) return [...problems, `${at}: content type ${JSON.stringify(contentType)} is not documented (${Object.keys(content).join(', ')})`];
+    if (!isObject(media))
+      return [...problems, `${at}: content type ${JSON.stringify(contentType)} is not documented (${Object.keys(content).join(', ')})`];
     let body: unknown = r.text;
     if (contentType.endsWith('json')) {
       try {
@@ -388,6 +407,9 @@ export function createValidator(doc: JsonObject, opts: { basePath?: string; clos
 
 export function describeErrors(validate: ValidateFunction): string {
   return (validate.errors ?? [])
-    .map((e) => `${e.instancePath || '(body)'} ${e.message ?? 'is invalid'}${e.params && Object.keys(e.params).length ? ` ${JSON.stringify(e.params)}` : ''}`)
+    .map(
+      (e) =>
+        `${e.instancePath || '(body)'} ${e.message ?? 'is invalid'}${e.params && Object.keys(e.params).length ? ` ${JSON.stringify(e.params)}` : ''}`,
+    )
     .join('; ');
 }

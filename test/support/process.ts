@@ -19,7 +19,11 @@ const ROOT = join(__dirname, '..', '..');
  * `npm start` (or `npm run start:synth` in the synth e2e mode) as a real process (through
  * tsx, or through npm itself with `how` = 'npm'), on a free port, with its own data dir.
  */
-export async function spawnRuntime(dataDir: string, env: Record<string, string> = {}, how: 'node' | 'npm' = 'node'): Promise<RuntimeProcess> {
+export async function spawnRuntime(
+  dataDir: string,
+  env: Record<string, string> = {},
+  how: 'node' | 'npm' = 'node',
+): Promise<RuntimeProcess> {
   const synth = e2eMode() === 'synth';
   const script = synth ? 'local-synth.ts' : 'local.ts';
   const child =

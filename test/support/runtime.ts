@@ -82,7 +82,11 @@ export const putUpload = (up: Pick<UploadAnswer, 'upload_url' | 'headers'>, byte
 /** The same PUT one byte short, its Content-Length to match: the signed size must refuse it. */
 export function putOneByteShort(up: Pick<UploadAnswer, 'upload_url' | 'headers'>, bytes: Uint8Array): Promise<Response> {
   const lower = Object.fromEntries(Object.entries(up.headers).map(([k, v]) => [k.toLowerCase(), v]));
-  return fetch(up.upload_url, { method: 'PUT', headers: { ...lower, 'content-length': String(bytes.length - 1) }, body: bytes.subarray(1) });
+  return fetch(up.upload_url, {
+    method: 'PUT',
+    headers: { ...lower, 'content-length': String(bytes.length - 1) },
+    body: bytes.subarray(1),
+  });
 }
 
 export async function request<T>(url: string, method: string, body: unknown, headers: Record<string, string>): Promise<Reply<T>> {
@@ -116,7 +120,6 @@ export async function waitUntil<T>(fn: () => Promise<T>, ok: (v: T) => boolean, 
     await sleep(stepMs);
   }
 }
-
 
 export async function startTestRuntime(opts: RuntimeOptions = {}): Promise<TestRuntime> {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'pipegate-e2e-'));

@@ -60,10 +60,15 @@ const quickDef: PipelineDefinition = {
 };
 
 async function publishOn(rt: RuntimeProcess, id: string, def: PipelineDefinition): Promise<{ dep: string; key: string }> {
-  const owner = (m: string, p: string, b?: unknown) => request<Record<string, unknown>>(`${rt.url}${p}`, m, b, { authorization: `Bearer ${rt.ownerToken}` });
+  const owner = (m: string, p: string, b?: unknown) =>
+    request<Record<string, unknown>>(`${rt.url}${p}`, m, b, { authorization: `Bearer ${rt.ownerToken}` });
   await owner('PUT', `/v1/pipelines/${id}`, def);
   const run = await owner('POST', `/v1/pipelines/${id}/runs`, {});
-  await waitUntil(() => owner('GET', `/v1/pipelines/${id}/runs/${String(run.body.run_id)}`), (r) => r.body.status === 'completed', 30_000);
+  await waitUntil(
+    () => owner('GET', `/v1/pipelines/${id}/runs/${String(run.body.run_id)}`),
+    (r) => r.body.status === 'completed',
+    30_000,
+  );
   const pub = await owner('PUT', `/v1/pipelines/${id}/deployment`, {});
   if (pub.status !== 201) throw new Error(`publish refused: ${pub.text}`);
   return { dep: String(pub.body.deployment_id), key: String(pub.body.api_key) };
@@ -102,7 +107,12 @@ export async function killRounds(opts: KillRoundsOptions): Promise<KillRoundsRes
           const t = targets[Math.floor(random() * targets.length)] ?? targets[0];
           if (!t) return;
           try {
-            const r = await request<Record<string, unknown>>(`${url}/v1/deployments/${t.dep}/executions/`, 'POST', { callback: receiver.url }, { 'x-api-key': t.key });
+            const r = await request<Record<string, unknown>>(
+              `${url}/v1/deployments/${t.dep}/executions/`,
+              'POST',
+              { callback: receiver.url },
+              { 'x-api-key': t.key },
+            );
             if (r.status === 202) accepted.push({ id: String(r.body.execution_id), key: t.key });
             else throw new Error(`execute answered ${r.status}: ${r.text}`);
           } catch (e) {
@@ -221,14 +231,20 @@ export async function cancelRace(
   random: () => number = Math.random,
   concurrency = 10,
 ): Promise<{ outcomes: CancelRaceOutcome[]; maxWaitMs: number }> {
-  const call = (method: string, path: string, body?: unknown) => request<Record<string, unknown>>(`${t.url}${path}`, method, body, { 'x-api-key': t.apiKey });
+  const call = (method: string, path: string, body?: unknown) =>
+    request<Record<string, unknown>>(`${t.url}${path}`, method, body, { 'x-api-key': t.apiKey });
   const submit = async (): Promise<string> => {
     const r = await call('POST', `/v1/deployments/${t.deploymentId}/executions/`, t.callback ? { callback: t.callback } : {});
     if (r.status !== 202) throw new Error(`execute answered ${r.status}: ${r.text}`);
     return String(r.body.execution_id);
   };
   const terminal = (id: string) =>
-    waitUntil(() => call('GET', `/v1/deployments/executions/${id}/status/`), (s) => isTerminalStatus(s.body.status), 20_000, 5);
+    waitUntil(
+      () => call('GET', `/v1/deployments/executions/${id}/status/`),
+      (s) => isTerminalStatus(s.body.status),
+      20_000,
+      5,
+    );
 
   // Measured at the same concurrency as the race itself, since that is what sets the pace.
   const took = await Promise.all(
@@ -245,7 +261,14 @@ export async function cancelRace(
     await sleep(random() * maxWaitMs);
     const c = await call('POST', `/v1/deployments/executions/${id}/cancel/`);
     const done = await terminal(id);
-    return { id, cancelStatus: c.status, cancelSaid: String(c.body.status), final: String(done.body.status), later: '', outputs: undefined };
+    return {
+      id,
+      cancelStatus: c.status,
+      cancelSaid: String(c.body.status),
+      final: String(done.body.status),
+      later: '',
+      outputs: undefined,
+    };
   };
   const outcomes: CancelRaceOutcome[] = [];
   for (let i = 0; i < n; i += concurrency) {
@@ -287,7 +310,9 @@ export function judgeKillRounds(r: KillRoundsResult, fig: (label: string, value:
     lost: r.accepted.filter((a) => !/^(pending|running|completed|failed|cancelled)$/.test(r.later.get(a.id) ?? '')),
     stuck: r.accepted.filter((a) => !isTerminalStatus(r.later.get(a.id))),
     changed: r.accepted.filter(
-      (a) => r.final.has(a.id) && (r.later.get(a.id) !== r.final.get(a.id) || (r.firstTerminal.has(a.id) && r.firstTerminal.get(a.id) !== r.later.get(a.id))),
+      (a) =>
+        r.final.has(a.id) &&
+        (r.later.get(a.id) !== r.final.get(a.id) || (r.firstTerminal.has(a.id) && r.firstTerminal.get(a.id) !== r.later.get(a.id))),
     ),
     twoIds: r.accepted.filter((a) => (perExecution.get(a.id)?.ids.size ?? 0) > 1),
     undelivered: r.accepted.filter((a) => r.final.has(a.id) && (perExecution.get(a.id)?.delivered ?? 0) === 0),

@@ -41,7 +41,8 @@ export async function openSse(url: string, headers: Record<string, string>): Pro
     async waitFor(pred, timeoutMs = 15_000) {
       const end = Date.now() + timeoutMs;
       while (!pred(events)) {
-        if (Date.now() > end) throw new Error(`events not seen within ${timeoutMs} ms: ${JSON.stringify(events.map((e) => [e.id, e.event]))}`);
+        if (Date.now() > end)
+          throw new Error(`events not seen within ${timeoutMs} ms: ${JSON.stringify(events.map((e) => [e.id, e.event]))}`);
         await new Promise<void>((resolve) => {
           const wake = () => {
             waiters.delete(wake);

@@ -10,7 +10,8 @@ import type { PolicyDocument } from '../../lib/synth/iam';
 import { buildTestApp, resourcesOf } from '../stack/stack-fixture';
 
 const API: ApiPolicyIdentity = { partition: 'aws', region: 'us-east-1', account: '123456789012', apiId: 'abc123' };
-const arn = (method: string, path: string) => `arn:aws:execute-api:us-east-1:123456789012:abc123/api/${method}${path.replace(/\{[^}]+\}/g, 'x')}`;
+const arn = (method: string, path: string) =>
+  `arn:aws:execute-api:us-east-1:123456789012:abc123/api/${method}${path.replace(/\{[^}]+\}/g, 'x')}`;
 
 function policyOf(context: Record<string, unknown> = {}): PolicyDocument {
   const built = buildTestApp(context);
@@ -61,7 +62,17 @@ describe("the API's resource policy under start:synth", () => {
     const statements = (byDefault.Statement as Array<{ Sid?: string }>).filter((s) => s.Sid !== 'UnsignedCallers');
     const noAllow = apiPolicyCheck({ ...byDefault, Statement: statements }, API, 'arn:aws:iam::123456789012:user/nobody');
     const denyStatus = apiPolicyCheck(
-      { Version: '2012-10-17', Statement: [{ Effect: 'Deny', Principal: '*', Action: 'execute-api:Invoke', Resource: 'execute-api:/api/GET/v1/deployments/executions/*/status' }] },
+      {
+        Version: '2012-10-17',
+        Statement: [
+          {
+            Effect: 'Deny',
+            Principal: '*',
+            Action: 'execute-api:Invoke',
+            Resource: 'execute-api:/api/GET/v1/deployments/executions/*/status',
+          },
+        ],
+      },
       API,
       'arn:aws:iam::123456789012:user/nobody',
     );
@@ -74,12 +85,19 @@ describe("the API's resource policy under start:synth", () => {
 
   it("writes the execute-api shorthand out as this API's ARNs", () => {
     // Act
-    const expanded = expandApiPolicy({ Statement: [{ Effect: 'Allow', Principal: '*', Action: 'execute-api:Invoke', Resource: ['execute-api:/*', 'arn:aws:s3:::x'] }] }, API);
+    const expanded = expandApiPolicy(
+      { Statement: [{ Effect: 'Allow', Principal: '*', Action: 'execute-api:Invoke', Resource: ['execute-api:/*', 'arn:aws:s3:::x'] }] },
+      API,
+    );
     // Assess
-    expect(expanded.Statement).toEqual([expect.objectContaining({ Resource: ['arn:aws:execute-api:us-east-1:123456789012:abc123/*', 'arn:aws:s3:::x'] })]);
+    expect(expanded.Statement).toEqual([
+      expect.objectContaining({ Resource: ['arn:aws:execute-api:us-east-1:123456789012:abc123/*', 'arn:aws:s3:::x'] }),
+    ]);
   });
 
   it('allows everything when the API has no resource policy', async () => {
-    await expect(apiPolicyCheck(undefined, API, 'arn:aws:iam::999999999999:user/x')('owner', arn('GET', '/v1/secrets'))).resolves.toBe(true);
+    await expect(apiPolicyCheck(undefined, API, 'arn:aws:iam::999999999999:user/x')('owner', arn('GET', '/v1/secrets'))).resolves.toBe(
+      true,
+    );
   });
 });

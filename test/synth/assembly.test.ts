@@ -61,7 +61,9 @@ describe('the synthesized assembly', () => {
     expect(env.PIPEGATE_EXECUTIONS_QUEUE_URL).toMatch(new RegExp(`^${ENDPOINT}/123456789012/PipegateStateful-ExecutionsQueue`));
     expect(resolved.arns.queueArnOfUrl(env.PIPEGATE_EXECUTIONS_QUEUE_URL ?? '')).toBe(queue?.attributes.Arn);
     expect(env.PIPEGATE_SECRET_ARN).toBe(secret?.ref);
-    expect(env.PIPEGATE_SECRET_ARN).toMatch(/^arn:aws:secretsmanager:us-east-1:123456789012:secret:PipegateStateful-KeyMaterial[0-9A-F]+-[a-z0-5]{6}$/);
+    expect(env.PIPEGATE_SECRET_ARN).toMatch(
+      /^arn:aws:secretsmanager:us-east-1:123456789012:secret:PipegateStateful-KeyMaterial[0-9A-F]+-[a-z0-5]{6}$/,
+    );
     for (const f of assembly.functions) {
       const vars = resolved.stack(f.stack).resolve((f.properties.Environment as { Variables: unknown } | undefined)?.Variables ?? {});
       for (const v of Object.values(vars as Record<string, unknown>)) expect(typeof v).toBe('string');
@@ -71,7 +73,8 @@ describe('the synthesized assembly', () => {
   it('resolves the state machine substitutions to the task functions and every policy document', () => {
     // Prepare
     const service = resolved.stack('Pipegate');
-    const [machineId, machine] = Object.entries(service.stack.template.Resources).find(([, r]) => r.Type === 'AWS::StepFunctions::StateMachine') ?? [];
+    const [machineId, machine] =
+      Object.entries(service.stack.template.Resources).find(([, r]) => r.Type === 'AWS::StepFunctions::StateMachine') ?? [];
     // Act
     const subs = service.resolve(machine?.Properties?.DefinitionSubstitutions) as Record<string, string>;
     const policies = assembly.stacks.flatMap((s) =>
@@ -92,7 +95,8 @@ describe('the assembly cache key', () => {
   let root: string;
   beforeAll(() => {
     root = mkdtempSync(path.join(tmpdir(), 'pipegate-hash-'));
-    for (const p of ['lib/stacks', 'lib/local', 'functions/execute', 'bin']) cpSync(path.join(REPO_ROOT, p), path.join(root, p), { recursive: true });
+    for (const p of ['lib/stacks', 'lib/local', 'functions/execute', 'bin'])
+      cpSync(path.join(REPO_ROOT, p), path.join(root, p), { recursive: true });
     for (const f of ['cdk.json', 'package-lock.json', 'lib/routes.ts']) cpSync(path.join(REPO_ROOT, f), path.join(root, f));
   });
   afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -105,7 +109,14 @@ describe('the assembly cache key', () => {
     touch(path.join('lib', 'local', readdirSync(path.join(root, 'lib', 'local'))[0] ?? ''));
     expect(inputsHash(root)).toBe(before);
     const seen = new Set([before]);
-    for (const rel of ['functions/execute/handler.ts', 'lib/stacks/app.ts', 'lib/routes.ts', 'bin/app.ts', 'cdk.json', 'package-lock.json']) {
+    for (const rel of [
+      'functions/execute/handler.ts',
+      'lib/stacks/app.ts',
+      'lib/routes.ts',
+      'bin/app.ts',
+      'cdk.json',
+      'package-lock.json',
+    ]) {
       touch(rel);
       const h = inputsHash(root);
       expect(seen.has(h)).toBe(false);

@@ -10,7 +10,13 @@ import { SFN_MAX_ATTEMPTS, SfnWorkflowPort } from '../../functions/adapters/sfn.
 import { createObjectStore } from '../../functions/adapters/objects.store';
 import { ensureTable, startDynalite, type LocalDynamo } from '../../lib/local/dynamo';
 import { LocalQueue } from '../../lib/local/queue';
-import { LocalSecretStore, startAwsEndpoint, type AwsEndpoint, type AwsServices, type StateMachinePort } from '../../lib/synth/aws-endpoint';
+import {
+  LocalSecretStore,
+  startAwsEndpoint,
+  type AwsEndpoint,
+  type AwsServices,
+  type StateMachinePort,
+} from '../../lib/synth/aws-endpoint';
 import { credentialsFor, IamEvaluator } from '../../lib/synth/iam';
 import { resolveAssembly, type ResolvedAssembly } from '../../lib/synth/physical';
 import { StartExecutionThrottle } from '../../lib/synth/scale-model';
@@ -67,7 +73,8 @@ describe('the local AWS endpoint', () => {
     table = stateful.physical[logicalId(resolved, 'PipegateStateful', 'AWS::DynamoDB::Table', 'Table')]?.ref ?? '';
     await ensureTable(dynamo.endpoint, table);
     executions = new LocalQueue({ dir, name: 'executions', visibilityTimeoutSeconds: 30, maxReceiveCount: 5, batchSize: 10 });
-    machineArn = resolved.stack('Pipegate').physical[logicalId(resolved, 'Pipegate', 'AWS::StepFunctions::StateMachine', 'StateMachine')]?.ref ?? '';
+    machineArn =
+      resolved.stack('Pipegate').physical[logicalId(resolved, 'Pipegate', 'AWS::StepFunctions::StateMachine', 'StateMachine')]?.ref ?? '';
     secretArn = stateful.physical[logicalId(resolved, 'PipegateStateful', 'AWS::SecretsManager::Secret', 'KeyMaterial')]?.ref ?? '';
     pepperArn = stateful.physical[logicalId(resolved, 'PipegateStateful', 'AWS::SecretsManager::Secret', 'KeyPepper')]?.ref ?? '';
     bucket = stateful.physical[logicalId(resolved, 'PipegateStateful', 'AWS::S3::Bucket', 'Objects')]?.ref ?? '';
@@ -120,14 +127,21 @@ describe('the local AWS endpoint', () => {
       expect.objectContaining({
         action: 'dynamodb:PutItem',
         resource: tableArn(resolved),
-        principal: expect.stringMatching(/^arn:aws:sts::123456789012:assumed-role\/Pipegate-ExecutionStatusRole[0-9A-F]+\/execution-status$/),
+        principal: expect.stringMatching(
+          /^arn:aws:sts::123456789012:assumed-role\/Pipegate-ExecutionStatusRole[0-9A-F]+\/execution-status$/,
+        ),
       }),
     ]);
   });
 
   it('authorizes a Query on an index against the index ARN', async () => {
     // Prepare
-    const query = new QueryCommand({ TableName: table, IndexName: 'gsi1', KeyConditionExpression: 'gsi1pk = :p', ExpressionAttributeValues: { ':p': 'PIPELINES' } });
+    const query = new QueryCommand({
+      TableName: table,
+      IndexName: 'gsi1',
+      KeyConditionExpression: 'gsi1pk = :p',
+      ExpressionAttributeValues: { ':p': 'PIPELINES' },
+    });
     // Act
     const allowed = await as('pipeline-list').doc.send(query);
     const refused = await errorName(as('execution-status').doc.send(query));
@@ -143,7 +157,13 @@ describe('the local AWS endpoint', () => {
     // Act
     const sent = await as('execute').sqs.send(new SendMessageCommand({ QueueUrl: url, MessageBody: '{"a":1}', DelaySeconds: 5 }));
     const batch = await as('run-start').sqs.send(
-      new SendMessageBatchCommand({ QueueUrl: url, Entries: [{ Id: 'x', MessageBody: 'one' }, { Id: 'y', MessageBody: 'two', DelaySeconds: 901 }] }),
+      new SendMessageBatchCommand({
+        QueueUrl: url,
+        Entries: [
+          { Id: 'x', MessageBody: 'one' },
+          { Id: 'y', MessageBody: 'two', DelaySeconds: 901 },
+        ],
+      }),
     );
     const refused = await errorName(as('execution-status').sqs.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'x' })));
     // Assess
@@ -169,11 +189,13 @@ describe('the local AWS endpoint', () => {
     // Closed: the same name and input is now a reuse too.
     expect(await runner.start('run-1', { execution_id: 'run-1' })).toBe('already_exists');
     await cancel.stop('never-started', 'x');
-    expect(await errorName(as('execute').sfn.send(new StartExecutionCommand({ stateMachineArn: machineArn, name: 'n', input: '{}' })))).toBe(
-      'AccessDeniedException',
-    );
+    expect(
+      await errorName(as('execute').sfn.send(new StartExecutionCommand({ stateMachineArn: machineArn, name: 'n', input: '{}' }))),
+    ).toBe('AccessDeniedException');
     expect(endpoint.denials.at(-1)).toMatchObject({ action: 'states:StartExecution', resource: machineArn });
-    expect(await errorName(as('runner').sfn.send(new DescribeExecutionCommand({ executionArn: `${machineArn}:x` })))).toBe('UnknownOperationException');
+    expect(await errorName(as('runner').sfn.send(new DescribeExecutionCommand({ executionArn: `${machineArn}:x` })))).toBe(
+      'UnknownOperationException',
+    );
   });
 
   it('starts every Express execution anew, with an express: ARN, and stops none', async () => {
@@ -188,7 +210,9 @@ describe('the local AWS endpoint', () => {
       await new SfnWorkflowPort(as('execution-cancel').sfn, machineArn).stop('e-1', 'cancelled');
       const direct = await errorName(as('execution-cancel').sfn.send(new StopExecutionCommand({ executionArn: first.executionArn })));
       // Assess
-      expect(first.executionArn).toMatch(new RegExp(`^arn:aws:states:us-east-1:123456789012:express:${machineArn.split(':').pop()}:e-1:[0-9a-f-]{36}$`));
+      expect(first.executionArn).toMatch(
+        new RegExp(`^arn:aws:states:us-east-1:123456789012:express:${machineArn.split(':').pop()}:e-1:[0-9a-f-]{36}$`),
+      );
       expect(second.executionArn).not.toBe(first.executionArn);
       expect(express.started.map((s) => s.name)).toEqual(['e-1', 'e-1']);
       expect(express.stopped).toEqual([]);
@@ -202,12 +226,18 @@ describe('the local AWS endpoint', () => {
     // Prepare: Express at 1/6000 of its quota: one start banked, one more a second.
     const throttle = new StartExecutionThrottle(1 / 6000, { lambda: {}, stage: {}, dynamo: {}, states: {} });
     endpoint.serve({ ...services, stateMachines: new Map<string, StateMachinePort>([[machineArn, express]]), startThrottle: throttle });
-    const config = { endpoint: endpoint.url, region: 'us-east-1', credentials: credentialsFor(functionRoleArn(resolved, 'runner'), 'runner') };
+    const config = {
+      endpoint: endpoint.url,
+      region: 'us-east-1',
+      credentials: credentialsFor(functionRoleArn(resolved, 'runner'), 'runner'),
+    };
     const start = new StartExecutionCommand({ stateMachineArn: machineArn, name: 't-1', input: '{"execution_id":"t-1"}' });
     try {
       // Act
       await new SFNClient({ ...config, maxAttempts: 1 }).send(start);
-      const refused = await new SFNClient({ ...config, maxAttempts: 1 }).send(start).catch((e: unknown) => e as { name: string; $retryable?: { throttling?: boolean } });
+      const refused = await new SFNClient({ ...config, maxAttempts: 1 })
+        .send(start)
+        .catch((e: unknown) => e as { name: string; $retryable?: { throttling?: boolean } });
       // The runner's own client: its retries wait for the bucket to refill.
       const retried = await new SFNClient({ ...config, maxAttempts: SFN_MAX_ATTEMPTS }).send(start);
       // Assess
@@ -238,11 +268,15 @@ describe('the local AWS endpoint', () => {
 
   it('refuses a key that names no role of the templates', async () => {
     // Prepare
-    const stranger = new DynamoDBClient({ endpoint: endpoint.url, region: 'us-east-1', credentials: { accessKeyId: 'AKIAEXAMPLE', secretAccessKey: 'x' } });
+    const stranger = new DynamoDBClient({
+      endpoint: endpoint.url,
+      region: 'us-east-1',
+      credentials: { accessKeyId: 'AKIAEXAMPLE', secretAccessKey: 'x' },
+    });
     // Act / Assess
-    expect(await errorName(DynamoDBDocumentClient.from(stranger).send(new GetCommand({ TableName: table, Key: { pk: 'a', sk: 'b' } })))).toBe(
-      'UnrecognizedClientException',
-    );
+    expect(
+      await errorName(DynamoDBDocumentClient.from(stranger).send(new GetCommand({ TableName: table, Key: { pk: 'a', sk: 'b' } }))),
+    ).toBe('UnrecognizedClientException');
   });
 
   describe('S3, with the IAM of each role', () => {
@@ -250,7 +284,11 @@ describe('the local AWS endpoint', () => {
     const E = '5a1c2a9e-2b43-4c7c-8a57-2f6f4f0f4f20';
     /** The adapter as a function's sandbox builds it (start:synth sets the endpoint and path-style). */
     const objects = (fn: string) =>
-      createObjectStore({ region: 'us-east-1', s3Endpoint: endpoint.url, s3ForcePathStyle: true }, bucket, credentialsFor(functionRoleArn(resolved, fn), fn));
+      createObjectStore(
+        { region: 'us-east-1', s3Endpoint: endpoint.url, s3ForcePathStyle: true },
+        bucket,
+        credentialsFor(functionRoleArn(resolved, fn), fn),
+      );
     const key = `d/${D}/e/${E}/out.photo`;
 
     it('lets a function granted the bucket write, head and read objects, and answers a missing key 404', async () => {
@@ -279,7 +317,9 @@ describe('the local AWS endpoint', () => {
       expect(await objects('task-run').head(big)).toEqual({ bytes: 5 * 1024 * 1024 + 2, media_type: 'video/mp4' });
       expect(await objects('task-run').head(`d/${D}/e/${E}/node.dropped`)).toBeNull();
       expect(refused).toBe('AccessDenied');
-      expect(endpoint.denials.slice(before).map((d) => [d.action, d.resource])).toEqual([['s3:PutObject', `arn:aws:s3:::${bucket}/d/${D}/e/${E}/node.x`]]);
+      expect(endpoint.denials.slice(before).map((d) => [d.action, d.resource])).toEqual([
+        ['s3:PutObject', `arn:aws:s3:::${bucket}/d/${D}/e/${E}/node.x`],
+      ]);
       await objects('sweeper').remove([big]);
     });
 
@@ -325,14 +365,16 @@ describe('the local AWS endpoint', () => {
       ['form-execute', ['callerExecution']],
       ['run-start', ['ownerRun']],
       ['task-run', ['callerExecution', 'ownerRun']],
-    ] as const)("lets %s put objects under %j and refuses it every other key family with AccessDenied", async (fn, own) => {
+    ] as const)('lets %s put objects under %j and refuses it every other key family with AccessDenied', async (fn, own) => {
       // Act
       const outcomes: Record<string, string> = {};
       for (const [family, key] of Object.entries(families)) {
         outcomes[family] = await errorName(objects(fn).put(key, Uint8Array.from([1]), 'application/json'));
       }
       // Assess
-      expect(outcomes).toEqual(Object.fromEntries(Object.keys(families).map((f) => [f, (own as readonly string[]).includes(f) ? 'no error' : 'AccessDenied'])));
+      expect(outcomes).toEqual(
+        Object.fromEntries(Object.keys(families).map((f) => [f, (own as readonly string[]).includes(f) ? 'no error' : 'AccessDenied'])),
+      );
       await objects('sweeper').remove(own.map((f) => families[f]));
     });
 
@@ -365,7 +407,12 @@ describe('the local AWS endpoint', () => {
       };
       // Assess
       expect(streams).toEqual({ callerExecution: 'stored', ownerRun: 'stored', callerUpload: 'AccessDenied', ownerUpload: 'AccessDenied' });
-      expect(aborts).toEqual({ taskRunCallerExecution: 'no error', taskRunOwnerRun: 'no error', execute: 'AccessDenied', runStart: 'AccessDenied' });
+      expect(aborts).toEqual({
+        taskRunCallerExecution: 'no error',
+        taskRunOwnerRun: 'no error',
+        execute: 'AccessDenied',
+        runStart: 'AccessDenied',
+      });
       await objects('sweeper').remove(Object.values(parts));
     });
 

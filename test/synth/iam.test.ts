@@ -76,7 +76,11 @@ describe('IAM from the synthesized templates', () => {
     });
     const strippedResolved = resolveAssembly(stripped, localEnv());
     const strippedIam = IamEvaluator.fromAssembly(strippedResolved);
-    const request = { principal: functionRoleArn(strippedResolved, 'execute'), action: 'sqs:SendMessage', resource: queueArn(strippedResolved, 'Executions') };
+    const request = {
+      principal: functionRoleArn(strippedResolved, 'execute'),
+      action: 'sqs:SendMessage',
+      resource: queueArn(strippedResolved, 'Executions'),
+    };
     // Act
     const before = await iam.evaluate(request);
     const after = await strippedIam.evaluate(request);
@@ -99,7 +103,11 @@ describe('IAM from the synthesized templates', () => {
 
   it('denies a role the templates do not hold', async () => {
     // Act
-    const d = await iam.evaluate({ principal: 'arn:aws:iam::123456789012:role/nobody', action: 'dynamodb:GetItem', resource: tableArn(resolved) });
+    const d = await iam.evaluate({
+      principal: 'arn:aws:iam::123456789012:role/nobody',
+      action: 'dynamodb:GetItem',
+      resource: tableArn(resolved),
+    });
     // Assess
     expect(d.allowed).toBe(false);
   });
@@ -116,11 +124,24 @@ describe('decisions kept by request', () => {
         roleArn,
         roleName: 'r',
         accessKeyId: 'AKIAR',
-        policies: [{ name: 'p', document: { Version: '2012-10-17', Statement: [{ Effect: 'Allow', Action: 'dynamodb:GetItem', Resource: table, Condition: condition }] } }],
+        policies: [
+          {
+            name: 'p',
+            document: {
+              Version: '2012-10-17',
+              Statement: [{ Effect: 'Allow', Action: 'dynamodb:GetItem', Resource: table, Condition: condition }],
+            },
+          },
+        ],
         unknownManagedPolicies: [],
       },
     ]);
-  const get = (key: string) => ({ principal: roleArn, action: 'dynamodb:GetItem', resource: table, context: { 'dynamodb:LeadingKeys': [key] } });
+  const get = (key: string) => ({
+    principal: roleArn,
+    action: 'dynamodb:GetItem',
+    resource: table,
+    context: { 'dynamodb:LeadingKeys': [key] },
+  });
 
   it('answers the same request with the same decision, each set of condition values apart', async () => {
     // Prepare

@@ -93,7 +93,9 @@ describe('the intrinsic resolver', () => {
     expect(errorOf({ a: { Ref: 'Missing' } }).message).toMatch(/^\$\.a\.Ref: Ref to Missing/);
     expect(errorOf({ 'Fn::GetAtt': ['Table', 'StreamArn'] }).message).toMatch(/Table has no attribute StreamArn/);
     expect(errorOf({ 'Fn::ImportValue': 'Nope' }).message).toMatch(/no stack exports Nope/);
-    expect(errorOf({ 'Fn::GetStackOutput': { StackName: 'Other', Region: 'eu-west-1', OutputName: 'QueueArn' } }).message).toMatch(/another region/);
+    expect(errorOf({ 'Fn::GetStackOutput': { StackName: 'Other', Region: 'eu-west-1', OutputName: 'QueueArn' } }).message).toMatch(
+      /another region/,
+    );
     expect(errorOf({ 'Fn::Select': [5, ['a']] }).message).toMatch(/out of range/);
     expect(errorOf({ Ref: 'AWS::NotAThing' }).message).toMatch(/unknown pseudo parameter/);
     expect(errorOf({ 'Fn::Join': ['', [{ Ref: 'Zones' }]] }).message).toMatch(/joined value must be a string/);
@@ -119,8 +121,8 @@ describe('the intrinsic resolver', () => {
     });
 
     it('selects from a split exactly what was joined', () => {
-    // Single characters: a longer delimiter can overlap the parts' own ends ("-" + "--" + "-a")
-    const delimiter = fc.constantFrom(':', '/', ',', '|');
+      // Single characters: a longer delimiter can overlap the parts' own ends ("-" + "--" + "-a")
+      const delimiter = fc.constantFrom(':', '/', ',', '|');
       fc.assert(
         fc.property(delimiter, fc.array(fc.string(), { minLength: 1, maxLength: 6 }), fc.nat(), (d, raw, n) => {
           // Prepare: parts that do not contain the delimiter.
@@ -136,10 +138,14 @@ describe('the intrinsic resolver', () => {
 
     it('substitutes nothing in a template without ${ and keeps ${!x} literal', () => {
       fc.assert(
-        fc.property(fc.string().filter((s) => !s.includes('${')), fc.stringMatching(/^[A-Za-z0-9]{1,8}$/), (text, name) => {
-          expect(resolve({ 'Fn::Sub': text }, ctx())).toBe(text);
-          expect(resolve({ 'Fn::Sub': `${text}\${!${name}}` }, ctx())).toBe(`${text}\${${name}}`);
-        }),
+        fc.property(
+          fc.string().filter((s) => !s.includes('${')),
+          fc.stringMatching(/^[A-Za-z0-9]{1,8}$/),
+          (text, name) => {
+            expect(resolve({ 'Fn::Sub': text }, ctx())).toBe(text);
+            expect(resolve({ 'Fn::Sub': `${text}\${!${name}}` }, ctx())).toBe(`${text}\${${name}}`);
+          },
+        ),
       );
     });
 

@@ -47,7 +47,12 @@ describe('KMS on the local AWS endpoint', () => {
   /** The adapter as a function's bundle builds it, signed as that function's role. */
   const as = (fn: string, key = keyArn): KmsDataKeys => {
     const c = credentialsFor(functionRoleArn(resolved, fn), fn);
-    const env = { AWS_ENDPOINT_URL: endpoint.url, AWS_ACCESS_KEY_ID: c.accessKeyId, AWS_SECRET_ACCESS_KEY: c.secretAccessKey, AWS_SESSION_TOKEN: c.sessionToken };
+    const env = {
+      AWS_ENDPOINT_URL: endpoint.url,
+      AWS_ACCESS_KEY_ID: c.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: c.secretAccessKey,
+      AWS_SESSION_TOKEN: c.sessionToken,
+    };
     return new KmsDataKeys(awsKmsTransport({ region: resolved.env.region, env }), key);
   };
 
@@ -77,7 +82,12 @@ describe('KMS on the local AWS endpoint', () => {
     };
 
     // Assess
-    expect(refused).toEqual({ executeDecrypt: 'AccessDeniedException', dispatchDecrypt: 'AccessDeniedException', taskRunGenerate: 'AccessDeniedException', secretPutDecrypt: 'AccessDeniedException' });
+    expect(refused).toEqual({
+      executeDecrypt: 'AccessDeniedException',
+      dispatchDecrypt: 'AccessDeniedException',
+      taskRunGenerate: 'AccessDeniedException',
+      secretPutDecrypt: 'AccessDeniedException',
+    });
     expect(endpoint.denials.slice(before).map((d) => [d.action, d.resource])).toEqual([
       ['kms:Decrypt', keyArn],
       ['kms:Decrypt', keyArn],
@@ -86,7 +96,7 @@ describe('KMS on the local AWS endpoint', () => {
     ]);
   });
 
-  it('refuses a granted function any other encryption context (the grant and the key policy require an owner secret\'s)', async () => {
+  it("refuses a granted function any other encryption context (the grant and the key policy require an owner secret's)", async () => {
     // Act
     const noName = await errorName(as('secret-put').generate({ purpose: 'pipegate-owner-secret' }));
     const otherPurpose = await errorName(as('secret-put').generate({ purpose: 'something-else', secret_name: 'A' }));
@@ -98,7 +108,9 @@ describe('KMS on the local AWS endpoint', () => {
 
   it('keeps the key material in the data dir, and refuses a key the grants do not name (AccessDenied, as AWS answers before looking the key up)', async () => {
     // Act
-    const unknown = await errorName(as('secret-put', keyArn.replace(/key\/.*/, 'key/00000000-0000-4000-8000-000000000000')).generate(ownerSecretContext('A')));
+    const unknown = await errorName(
+      as('secret-put', keyArn.replace(/key\/.*/, 'key/00000000-0000-4000-8000-000000000000')).generate(ownerSecretContext('A')),
+    );
 
     // Assess
     expect(Object.keys(JSON.parse(readFileSync(path.join(dir, 'kms.json'), 'utf8')) as object)).toEqual([keyArn]);

@@ -8,7 +8,16 @@ import { concurrencyPlan } from '../../lib/concurrency';
 import { allFunctionNames } from '../../lib/stacks/permissions';
 import type { Assembly } from '../../lib/synth/assembly';
 import { resolveAssembly, type ResolvedAssembly } from '../../lib/synth/physical';
-import { AWS_QUOTAS, LambdaConcurrency, PartitionThroughput, scaleFactorOf, scaleModelFromTemplates, StartExecutionThrottle, TokenBucket, type ScaleStats } from '../../lib/synth/scale-model';
+import {
+  AWS_QUOTAS,
+  LambdaConcurrency,
+  PartitionThroughput,
+  scaleFactorOf,
+  scaleModelFromTemplates,
+  StartExecutionThrottle,
+  TokenBucket,
+  type ScaleStats,
+} from '../../lib/synth/scale-model';
 import { SYNTH_TIMEOUT_MS, testAssembly } from '../support/synth';
 import { localEnv } from './synth-helpers';
 
@@ -47,7 +56,15 @@ describe('Lambda concurrency', () => {
   it('refuses an invocation past the scaled reservation and takes it again once one ends; unreserved functions share what is left', () => {
     // Prepare: 213 and 90 reserved of 1,000, at 1/100: 2, 1, and 7 unreserved.
     const stats = noStats();
-    const lambda = new LambdaConcurrency(new Map([['execute', 213], ['authorizer', 90]]), 1000, 0.01, stats);
+    const lambda = new LambdaConcurrency(
+      new Map([
+        ['execute', 213],
+        ['authorizer', 90],
+      ]),
+      1000,
+      0.01,
+      stats,
+    );
 
     // Act
     const a = lambda.acquire('execute');
@@ -152,7 +169,14 @@ describe('DynamoDB per-key throughput', () => {
       ExpressionAttributeValues: { ':k': { S: 'open#3' }, ':before': { S: '2026' } },
     };
     expect(meter.keysOf('Query', sweep)).toEqual({ kind: 'read', keys: ['T/sweep open#3'] });
-    expect(meter.keysOf('Query', { TableName: 'T', KeyConditionExpression: '#p = :p AND sk >= :from', ExpressionAttributeNames: { '#p': 'pk' }, ExpressionAttributeValues: { ':p': { S: 'USAGE#d' }, ':from': { S: 'a' } } })).toEqual({
+    expect(
+      meter.keysOf('Query', {
+        TableName: 'T',
+        KeyConditionExpression: '#p = :p AND sk >= :from',
+        ExpressionAttributeNames: { '#p': 'pk' },
+        ExpressionAttributeValues: { ':p': { S: 'USAGE#d' }, ':from': { S: 'a' } },
+      }),
+    ).toEqual({
       kind: 'read',
       keys: ['T USAGE#d'],
     });

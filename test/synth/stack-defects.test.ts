@@ -29,7 +29,7 @@ describe('the synthesized stacks', () => {
     beforeAll(async () => {
       dynamo = await startDynalite();
       endpoint = await startAwsEndpoint({ log: () => undefined });
-      const r = resolveAssembly((await testAssembly()), localEnv(endpoint.url));
+      const r = resolveAssembly(await testAssembly(), localEnv(endpoint.url));
       endpoint.serve({ iam: IamEvaluator.fromAssembly(r), arns: r.arns, dynamoEndpoint: dynamo.endpoint });
       table = r.stack('PipegateStateful').physical[logicalId(r, 'PipegateStateful', 'AWS::DynamoDB::Table', 'Table')]?.ref ?? '';
       await ensureTable(dynamo.endpoint, table);
@@ -41,7 +41,11 @@ describe('the synthesized stacks', () => {
 
     it('may UpdateItem the table (recordRunFinished)', async () => {
       // Act
-      const d = await iam.evaluate({ principal: functionRoleArn(resolved, 'deployment-readiness'), action: 'dynamodb:UpdateItem', resource: tableArn(resolved) });
+      const d = await iam.evaluate({
+        principal: functionRoleArn(resolved, 'deployment-readiness'),
+        action: 'dynamodb:UpdateItem',
+        resource: tableArn(resolved),
+      });
       // Assess
       expect(d).toMatchObject({ allowed: true });
     });
@@ -53,9 +57,18 @@ describe('the synthesized stacks', () => {
       );
       await admin.send(new PutCommand({ TableName: table, Item: { pk: 'PIPELINE#p1', sk: 'META' } }));
       const role = functionRoleArn(resolved, 'deployment-readiness');
-      const client = new DynamoDBClient({ endpoint: endpoint.url, region: 'us-east-1', credentials: credentialsFor(role, 'deployment-readiness') });
+      const client = new DynamoDBClient({
+        endpoint: endpoint.url,
+        region: 'us-east-1',
+        credentials: credentialsFor(role, 'deployment-readiness'),
+      });
       const store = new PipelinesStore(DynamoDBDocumentClient.from(client), table);
-      const run = { run_id: '00000000-0000-4000-8000-000000000001', status: 'completed' as const, version: 1, created_at: '2026-11-22T00:00:00.000Z' };
+      const run = {
+        run_id: '00000000-0000-4000-8000-000000000001',
+        status: 'completed' as const,
+        version: 1,
+        created_at: '2026-11-22T00:00:00.000Z',
+      };
       // Act
       await store.recordRunFinished('p1', run);
       // Assess
@@ -66,9 +79,12 @@ describe('the synthesized stacks', () => {
   });
 
   describe('the alarm topic', () => {
-    const topic = () => resolved.stack('PipegateStateful').physical[logicalId(resolved, 'PipegateStateful', 'AWS::SNS::Topic', 'Alarms')]?.ref ?? '';
+    const topic = () =>
+      resolved.stack('PipegateStateful').physical[logicalId(resolved, 'PipegateStateful', 'AWS::SNS::Topic', 'Alarms')]?.ref ?? '';
     const alarm = () =>
-      resolved.stack('PipegateStateful').physical[logicalId(resolved, 'PipegateStateful', 'AWS::CloudWatch::Alarm', 'ExecutionsDeadLetterAlarm')]?.attributes.Arn ?? '';
+      resolved.stack('PipegateStateful').physical[
+        logicalId(resolved, 'PipegateStateful', 'AWS::CloudWatch::Alarm', 'ExecutionsDeadLetterAlarm')
+      ]?.attributes.Arn ?? '';
     const publish = (context: Record<string, string>) =>
       iam.evaluate({ principal: 'cloudwatch.amazonaws.com', action: 'sns:Publish', resource: topic(), context });
 
@@ -82,7 +98,10 @@ describe('the synthesized stacks', () => {
 
     it("refuses another account's alarms and any publish without TLS", async () => {
       // Act
-      const other = await publish({ 'aws:SourceAccount': '210987654321', 'aws:SourceArn': 'arn:aws:cloudwatch:us-east-1:210987654321:alarm:x' });
+      const other = await publish({
+        'aws:SourceAccount': '210987654321',
+        'aws:SourceArn': 'arn:aws:cloudwatch:us-east-1:210987654321:alarm:x',
+      });
       const plain = await publish({ 'aws:SourceAccount': resolved.env.account, 'aws:SourceArn': alarm(), 'aws:SecureTransport': 'false' });
       // Assess
       expect(other.allowed).toBe(false);

@@ -23,62 +23,91 @@ const streamedMethod = (resources: Record<string, Resource>, fn = 'AssetGet'): R
 };
 
 describe('streamed methods from the template', () => {
-  it('streams exactly the methods the route table marks (assets, event streams, answers carrying values), each with its own time-out', async () => {
-    // Act
-    const api = apiFromTemplate(resolveAssembly(await testAssembly(), localEnv()).stack('Pipegate'));
-    // Assess
-    const streamed = api.routes.filter((r) => r.streams);
-    const marked = ROUTES.filter((r) => r.streams).map((r) => `${r.method} ${r.path}`);
-    expect(streamed.map((r) => `${r.method} ${r.path}`).sort()).toEqual([...marked].sort());
-    expect(marked).toEqual(expect.arrayContaining(['GET /v1/assets/{token}', 'HEAD /v1/assets/{token}', 'GET /v1/deployments/executions/{execution_id}/events', 'GET /v1/deployments/executions/{execution_id}/result']));
-    for (const r of streamed) expect(r.integrationTimeoutMs).toBe(STREAMED_ROUTE_TIMEOUT_SECONDS * 1000);
-    expect(api.integrationTimeoutMs).toBeLessThanOrEqual(29_000);
-  }, SYNTH_TIMEOUT_MS);
+  it(
+    'streams exactly the methods the route table marks (assets, event streams, answers carrying values), each with its own time-out',
+    async () => {
+      // Act
+      const api = apiFromTemplate(resolveAssembly(await testAssembly(), localEnv()).stack('Pipegate'));
+      // Assess
+      const streamed = api.routes.filter((r) => r.streams);
+      const marked = ROUTES.filter((r) => r.streams).map((r) => `${r.method} ${r.path}`);
+      expect(streamed.map((r) => `${r.method} ${r.path}`).sort()).toEqual([...marked].sort());
+      expect(marked).toEqual(
+        expect.arrayContaining([
+          'GET /v1/assets/{token}',
+          'HEAD /v1/assets/{token}',
+          'GET /v1/deployments/executions/{execution_id}/events',
+          'GET /v1/deployments/executions/{execution_id}/result',
+        ]),
+      );
+      for (const r of streamed) expect(r.integrationTimeoutMs).toBe(STREAMED_ROUTE_TIMEOUT_SECONDS * 1000);
+      expect(api.integrationTimeoutMs).toBeLessThanOrEqual(29_000);
+    },
+    SYNTH_TIMEOUT_MS,
+  );
 
-  it('serves the method buffered when the template says BUFFERED with the Invoke URI', async () => {
-    // Prepare
-    const edited = withTemplate(await testAssembly(), 'Pipegate', (t) => {
-      const integration = streamedMethod(t.Resources as Record<string, Resource>);
-      delete integration.ResponseTransferMode;
-      delete integration.TimeoutInMillis;
-      integration.Uri = JSON.parse(
-        JSON.stringify(integration.Uri).replace('/2021-11-15/functions/', '/2015-03-31/functions/').replace('/response-streaming-invocations', '/invocations'),
-      ) as unknown;
-    });
-    // Act
-    const api = apiFromTemplate(resolveAssembly(edited, localEnv()).stack('Pipegate'));
-    // Assess
-    expect(api.routes.find((r) => r.path === '/v1/assets/{token}')?.streams).toBeUndefined();
-  }, SYNTH_TIMEOUT_MS);
+  it(
+    'serves the method buffered when the template says BUFFERED with the Invoke URI',
+    async () => {
+      // Prepare
+      const edited = withTemplate(await testAssembly(), 'Pipegate', (t) => {
+        const integration = streamedMethod(t.Resources as Record<string, Resource>);
+        delete integration.ResponseTransferMode;
+        delete integration.TimeoutInMillis;
+        integration.Uri = JSON.parse(
+          JSON.stringify(integration.Uri)
+            .replace('/2021-11-15/functions/', '/2015-03-31/functions/')
+            .replace('/response-streaming-invocations', '/invocations'),
+        ) as unknown;
+      });
+      // Act
+      const api = apiFromTemplate(resolveAssembly(edited, localEnv()).stack('Pipegate'));
+      // Assess
+      expect(api.routes.find((r) => r.path === '/v1/assets/{token}')?.streams).toBeUndefined();
+    },
+    SYNTH_TIMEOUT_MS,
+  );
 
-  it('serves the events route buffered when the template says BUFFERED: it does not stream there', async () => {
-    // Prepare
-    const edited = withTemplate(await testAssembly(), 'Pipegate', (t) => {
-      const integration = streamedMethod(t.Resources as Record<string, Resource>, 'ExecutionEvents');
-      delete integration.ResponseTransferMode;
-      delete integration.TimeoutInMillis;
-      integration.Uri = JSON.parse(
-        JSON.stringify(integration.Uri).replace('/2021-11-15/functions/', '/2015-03-31/functions/').replace('/response-streaming-invocations', '/invocations'),
-      ) as unknown;
-    });
-    // Act
-    const api = apiFromTemplate(resolveAssembly(edited, localEnv()).stack('Pipegate'));
-    // Assess
-    expect(api.routes.find((r) => r.path === '/v1/deployments/executions/{execution_id}/events')?.streams).toBeUndefined();
-    expect(api.routes.find((r) => r.path === '/v1/assets/{token}')?.streams).toBe(true);
-  }, SYNTH_TIMEOUT_MS);
+  it(
+    'serves the events route buffered when the template says BUFFERED: it does not stream there',
+    async () => {
+      // Prepare
+      const edited = withTemplate(await testAssembly(), 'Pipegate', (t) => {
+        const integration = streamedMethod(t.Resources as Record<string, Resource>, 'ExecutionEvents');
+        delete integration.ResponseTransferMode;
+        delete integration.TimeoutInMillis;
+        integration.Uri = JSON.parse(
+          JSON.stringify(integration.Uri)
+            .replace('/2021-11-15/functions/', '/2015-03-31/functions/')
+            .replace('/response-streaming-invocations', '/invocations'),
+        ) as unknown;
+      });
+      // Act
+      const api = apiFromTemplate(resolveAssembly(edited, localEnv()).stack('Pipegate'));
+      // Assess
+      expect(api.routes.find((r) => r.path === '/v1/deployments/executions/{execution_id}/events')?.streams).toBeUndefined();
+      expect(api.routes.find((r) => r.path === '/v1/assets/{token}')?.streams).toBe(true);
+    },
+    SYNTH_TIMEOUT_MS,
+  );
 
-  it('refuses a STREAM method whose URI is the buffered Invoke path', async () => {
-    // Prepare
-    const edited = withTemplate(await testAssembly(), 'Pipegate', (t) => {
-      const integration = streamedMethod(t.Resources as Record<string, Resource>);
-      integration.Uri = JSON.parse(
-        JSON.stringify(integration.Uri).replace('/2021-11-15/functions/', '/2015-03-31/functions/').replace('/response-streaming-invocations', '/invocations'),
-      ) as unknown;
-    });
-    // Act
-    const read = () => apiFromTemplate(resolveAssembly(edited, localEnv()).stack('Pipegate'));
-    // Assess
-    expect(read).toThrow(/does not invoke a Lambda function with a response stream/);
-  }, SYNTH_TIMEOUT_MS);
+  it(
+    'refuses a STREAM method whose URI is the buffered Invoke path',
+    async () => {
+      // Prepare
+      const edited = withTemplate(await testAssembly(), 'Pipegate', (t) => {
+        const integration = streamedMethod(t.Resources as Record<string, Resource>);
+        integration.Uri = JSON.parse(
+          JSON.stringify(integration.Uri)
+            .replace('/2021-11-15/functions/', '/2015-03-31/functions/')
+            .replace('/response-streaming-invocations', '/invocations'),
+        ) as unknown;
+      });
+      // Act
+      const read = () => apiFromTemplate(resolveAssembly(edited, localEnv()).stack('Pipegate'));
+      // Assess
+      expect(read).toThrow(/does not invoke a Lambda function with a response stream/);
+    },
+    SYNTH_TIMEOUT_MS,
+  );
 });

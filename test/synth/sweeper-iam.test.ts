@@ -65,7 +65,14 @@ describe("the sweeper's role", () => {
   });
 
   const allowed = async (c: Call) =>
-    (await iam.evaluate({ principal: functionRoleArn(resolved, 'sweeper'), action: c.action, resource: c.resource, context: { 'aws:SecureTransport': 'true' } })).allowed;
+    (
+      await iam.evaluate({
+        principal: functionRoleArn(resolved, 'sweeper'),
+        action: c.action,
+        resource: c.resource,
+        context: { 'aws:SecureTransport': 'true' },
+      })
+    ).allowed;
 
   it('allows every call of a pass that makes each kind of repair, and nothing else a pipegate function calls', async () => {
     // Prepare: the store as the functions build it on AWS (open executions indexed, the marker
@@ -78,7 +85,12 @@ describe("the sweeper's role", () => {
       const e = anExecution({ created_at: at(0), ...over });
       await executions.create(e);
       if (to) await executions.transition(e.execution_id, 'running', { started_at: at(0) });
-      if (to === 'completed') await executions.transition(e.execution_id, 'completed', { completed_at: at(1_000), outputs: {}, ...(e.callback ? { callback_delivery: newDelivery(e.execution_id) } : {}) });
+      if (to === 'completed')
+        await executions.transition(e.execution_id, 'completed', {
+          completed_at: at(1_000),
+          outputs: {},
+          ...(e.callback ? { callback_delivery: newDelivery(e.execution_id) } : {}),
+        });
       return e;
     };
     await make({}); // pending, its message lost: queued again
@@ -107,7 +119,14 @@ describe("the sweeper's role", () => {
     expect(report).toMatchObject({ requeued: 1, timedOut: 2, callbacksRequeued: 1, errors: 0 });
     expect(d.workflow.started.concat(d.workflow.stopped)).toEqual([]);
     const distinct = [...new Map(made.map((c) => [`${c.action} ${c.resource}`, c])).values()];
-    expect(distinct.map((c) => `${c.action} ${c.resource.replace(table, 'table').replace(queues.executions, 'executions').replace(queues.callbacks, 'callbacks')}`).sort()).toEqual([
+    expect(
+      distinct
+        .map(
+          (c) =>
+            `${c.action} ${c.resource.replace(table, 'table').replace(queues.executions, 'executions').replace(queues.callbacks, 'callbacks')}`,
+        )
+        .sort(),
+    ).toEqual([
       'dynamodb:GetItem table',
       'dynamodb:Query table/index/sweep',
       'dynamodb:UpdateItem table',
@@ -119,7 +138,9 @@ describe("the sweeper's role", () => {
     // Everything else any pipegate function is granted is refused to the sweeper.
     const stack = resolved.stack('Pipegate');
     const machine = stack.physical[logicalId(resolved, 'Pipegate', 'AWS::StepFunctions::StateMachine', 'StateMachine')]?.ref ?? '';
-    const secret = resolved.stack('PipegateStateful').physical[logicalId(resolved, 'PipegateStateful', 'AWS::SecretsManager::Secret', 'KeyMaterial')]?.ref ?? '';
+    const secret =
+      resolved.stack('PipegateStateful').physical[logicalId(resolved, 'PipegateStateful', 'AWS::SecretsManager::Secret', 'KeyMaterial')]
+        ?.ref ?? '';
     const others: Call[] = [
       { action: 'dynamodb:PutItem', resource: table },
       { action: 'dynamodb:DeleteItem', resource: table },

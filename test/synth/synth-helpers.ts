@@ -33,12 +33,18 @@ export function functionRoleArn(resolved: ResolvedAssembly, fn: string): string 
 }
 
 export function tableArn(resolved: ResolvedAssembly): string {
-  return resolved.stack('PipegateStateful').physical[logicalId(resolved, 'PipegateStateful', 'AWS::DynamoDB::Table', 'Table')]?.attributes.Arn ?? '';
+  return (
+    resolved.stack('PipegateStateful').physical[logicalId(resolved, 'PipegateStateful', 'AWS::DynamoDB::Table', 'Table')]?.attributes.Arn ??
+    ''
+  );
 }
 
 /** `Executions` or `Callbacks`. */
 export function queueArn(resolved: ResolvedAssembly, which: string): string {
-  return resolved.stack('PipegateStateful').physical[logicalId(resolved, 'PipegateStateful', 'AWS::SQS::Queue', `${which}Queue`)]?.attributes.Arn ?? '';
+  return (
+    resolved.stack('PipegateStateful').physical[logicalId(resolved, 'PipegateStateful', 'AWS::SQS::Queue', `${which}Queue`)]?.attributes
+      .Arn ?? ''
+  );
 }
 
 /** A copy of the assembly whose template of one stack `edit` has changed (the files stay as they are). */

@@ -7,11 +7,19 @@ const headerRule = (name: string, priority: number, action: Record<string, unkno
   Name: name,
   Priority: priority,
   Action: action,
-  Statement: { RegexMatchStatement: { FieldToMatch: { SingleHeader: { Name: header } }, RegexString: regex, TextTransformations: [{ Priority: 0, Type: 'NONE' }] } },
+  Statement: {
+    RegexMatchStatement: {
+      FieldToMatch: { SingleHeader: { Name: header } },
+      RegexString: regex,
+      TextTransformations: [{ Priority: 0, Type: 'NONE' }],
+    },
+  },
   VisibilityConfig: { CloudWatchMetricsEnabled: false, MetricName: name, SampledRequestsEnabled: false },
 });
 
-const teapot = { Block: { CustomResponse: { ResponseCode: 418, CustomResponseBodyKey: 'Tea', ResponseHeaders: [{ Name: 'reason', Value: 'tea' }] } } };
+const teapot = {
+  Block: { CustomResponse: { ResponseCode: 418, CustomResponseBodyKey: 'Tea', ResponseHeaders: [{ Name: 'reason', Value: 'tea' }] } },
+};
 const bodies = { Tea: { ContentType: 'APPLICATION_JSON', Content: '{"error":"tea"}' } };
 
 /** The status a request with these headers gets, or `pass`. */
@@ -24,7 +32,10 @@ describe('the web ACL evaluator', () => {
       {
         DefaultAction: { Allow: {} },
         CustomResponseBodies: bodies,
-        Rules: [headerRule('block-big', 5, teapot, 'content-length', '^[0-9]{4,}$'), headerRule('allow-trusted', 1, { Allow: {} }, 'x-trusted', '^yes$')],
+        Rules: [
+          headerRule('block-big', 5, teapot, 'content-length', '^[0-9]{4,}$'),
+          headerRule('allow-trusted', 1, { Allow: {} }, 'x-trusted', '^yes$'),
+        ],
       },
       'Acl',
     );
@@ -41,7 +52,10 @@ describe('the web ACL evaluator', () => {
       {
         DefaultAction: { Block: {} },
         CustomResponseBodies: bodies,
-        Rules: [headerRule('count-all', 0, { Count: {} }, 'x-any', '.*'), headerRule('allow-json', 1, { Allow: {} }, 'content-type', '^application/json')],
+        Rules: [
+          headerRule('count-all', 0, { Count: {} }, 'x-any', '.*'),
+          headerRule('allow-json', 1, { Allow: {} }, 'content-type', '^application/json'),
+        ],
       },
       'Acl',
     );
@@ -73,12 +87,32 @@ describe('the web ACL evaluator', () => {
 
   it('compares sizes, combines with And, Or and Not, lowercases, and matches nothing on a missing header', () => {
     // Prepare: block a body of 7 digits or more unless the request says it is a test (any case).
-    const size = { SizeConstraintStatement: { FieldToMatch: { SingleHeader: { Name: 'Content-Length' } }, ComparisonOperator: 'GE', Size: 7, TextTransformations: [{ Priority: 0, Type: 'NONE' }] } };
-    const isTest = { RegexMatchStatement: { FieldToMatch: { SingleHeader: { Name: 'x-mode' } }, RegexString: '^test$', TextTransformations: [{ Priority: 0, Type: 'LOWERCASE' }] } };
+    const size = {
+      SizeConstraintStatement: {
+        FieldToMatch: { SingleHeader: { Name: 'Content-Length' } },
+        ComparisonOperator: 'GE',
+        Size: 7,
+        TextTransformations: [{ Priority: 0, Type: 'NONE' }],
+      },
+    };
+    const isTest = {
+      RegexMatchStatement: {
+        FieldToMatch: { SingleHeader: { Name: 'x-mode' } },
+        RegexString: '^test$',
+        TextTransformations: [{ Priority: 0, Type: 'LOWERCASE' }],
+      },
+    };
     const fw = webAclFirewall(
       {
         DefaultAction: { Allow: {} },
-        Rules: [{ Name: 'r', Priority: 0, Action: { Block: {} }, Statement: { AndStatement: { Statements: [size, { NotStatement: { Statement: isTest } }] } } }],
+        Rules: [
+          {
+            Name: 'r',
+            Priority: 0,
+            Action: { Block: {} },
+            Statement: { AndStatement: { Statements: [size, { NotStatement: { Statement: isTest } }] } },
+          },
+        ],
       },
       'Acl',
     );
@@ -91,16 +125,113 @@ describe('the web ACL evaluator', () => {
   });
 
   it.each([
-    ['a statement it does not serve', { DefaultAction: { Allow: {} }, Rules: [{ Priority: 0, Action: { Block: {} }, Statement: { GeoMatchStatement: { CountryCodes: ['XX'] } } }] }, /Rules\[0\]\.Statement\.GeoMatchStatement/],
-    ['a body field', { DefaultAction: { Allow: {} }, Rules: [{ Priority: 0, Action: { Block: {} }, Statement: { SizeConstraintStatement: { FieldToMatch: { Body: {} }, ComparisonOperator: 'GT', Size: 1, TextTransformations: [{ Priority: 0, Type: 'NONE' }] } } }] }, /FieldToMatch: only SingleHeader/],
-    ['a transformation', { DefaultAction: { Allow: {} }, Rules: [headerRule('r', 0, { Block: {} }, 'x', 'a')].map((r) => ({ ...r, Statement: { RegexMatchStatement: { ...r.Statement.RegexMatchStatement, TextTransformations: [{ Priority: 0, Type: 'URL_DECODE' }] } } })) }, /URL_DECODE is not served/],
-    ['a CAPTCHA', { DefaultAction: { Allow: {} }, Rules: [headerRule('r', 0, { Captcha: {} }, 'x', 'a')] }, /Rules\[0\]\.Action: Captcha is not served/],
-    ['a rule group it does not accept', { DefaultAction: { Allow: {} }, Rules: [{ Priority: 0, OverrideAction: { None: {} }, Statement: { ManagedRuleGroupStatement: { VendorName: 'AWS', Name: 'AWSManagedRulesCommonRuleSet' } } }] }, /AWSManagedRulesCommonRuleSet is not served/],
-    ['an accepted rule group with an Action', { DefaultAction: { Allow: {} }, Rules: [{ Priority: 0, Action: { Block: {} }, Statement: { ManagedRuleGroupStatement: { VendorName: 'AWS', Name: 'AWSManagedRulesKnownBadInputsRuleSet' } } }] }, /OverrideAction and no Action/],
-    ['a rate rule keyed on a forwarded address', { DefaultAction: { Allow: {} }, Rules: [{ Priority: 0, Action: { Block: {} }, Statement: { RateBasedStatement: { Limit: 10, AggregateKeyType: 'FORWARDED_IP' } } }] }, /FORWARDED_IP is not served/],
-    ['a rate window WAF does not take', { DefaultAction: { Allow: {} }, Rules: [{ Priority: 0, Action: { Block: {} }, Statement: { RateBasedStatement: { Limit: 10, AggregateKeyType: 'IP', EvaluationWindowSec: 30 } } }] }, /EvaluationWindowSec/],
-    ['inserted request headers', { DefaultAction: { Allow: { CustomRequestHandling: { InsertHeaders: [{ Name: 'a', Value: 'b' }] } } }, Rules: [] }, /DefaultAction\.Allow\.CustomRequestHandling/],
-    ['a missing response body', { DefaultAction: { Block: { CustomResponse: { ResponseCode: 413, CustomResponseBodyKey: 'Nope' } } }, Rules: [] }, /no CustomResponseBodies\.Nope/],
+    [
+      'a statement it does not serve',
+      {
+        DefaultAction: { Allow: {} },
+        Rules: [{ Priority: 0, Action: { Block: {} }, Statement: { GeoMatchStatement: { CountryCodes: ['XX'] } } }],
+      },
+      /Rules\[0\]\.Statement\.GeoMatchStatement/,
+    ],
+    [
+      'a body field',
+      {
+        DefaultAction: { Allow: {} },
+        Rules: [
+          {
+            Priority: 0,
+            Action: { Block: {} },
+            Statement: {
+              SizeConstraintStatement: {
+                FieldToMatch: { Body: {} },
+                ComparisonOperator: 'GT',
+                Size: 1,
+                TextTransformations: [{ Priority: 0, Type: 'NONE' }],
+              },
+            },
+          },
+        ],
+      },
+      /FieldToMatch: only SingleHeader/,
+    ],
+    [
+      'a transformation',
+      {
+        DefaultAction: { Allow: {} },
+        Rules: [headerRule('r', 0, { Block: {} }, 'x', 'a')].map((r) => ({
+          ...r,
+          Statement: {
+            RegexMatchStatement: { ...r.Statement.RegexMatchStatement, TextTransformations: [{ Priority: 0, Type: 'URL_DECODE' }] },
+          },
+        })),
+      },
+      /URL_DECODE is not served/,
+    ],
+    [
+      'a CAPTCHA',
+      { DefaultAction: { Allow: {} }, Rules: [headerRule('r', 0, { Captcha: {} }, 'x', 'a')] },
+      /Rules\[0\]\.Action: Captcha is not served/,
+    ],
+    [
+      'a rule group it does not accept',
+      {
+        DefaultAction: { Allow: {} },
+        Rules: [
+          {
+            Priority: 0,
+            OverrideAction: { None: {} },
+            Statement: { ManagedRuleGroupStatement: { VendorName: 'AWS', Name: 'AWSManagedRulesCommonRuleSet' } },
+          },
+        ],
+      },
+      /AWSManagedRulesCommonRuleSet is not served/,
+    ],
+    [
+      'an accepted rule group with an Action',
+      {
+        DefaultAction: { Allow: {} },
+        Rules: [
+          {
+            Priority: 0,
+            Action: { Block: {} },
+            Statement: { ManagedRuleGroupStatement: { VendorName: 'AWS', Name: 'AWSManagedRulesKnownBadInputsRuleSet' } },
+          },
+        ],
+      },
+      /OverrideAction and no Action/,
+    ],
+    [
+      'a rate rule keyed on a forwarded address',
+      {
+        DefaultAction: { Allow: {} },
+        Rules: [{ Priority: 0, Action: { Block: {} }, Statement: { RateBasedStatement: { Limit: 10, AggregateKeyType: 'FORWARDED_IP' } } }],
+      },
+      /FORWARDED_IP is not served/,
+    ],
+    [
+      'a rate window WAF does not take',
+      {
+        DefaultAction: { Allow: {} },
+        Rules: [
+          {
+            Priority: 0,
+            Action: { Block: {} },
+            Statement: { RateBasedStatement: { Limit: 10, AggregateKeyType: 'IP', EvaluationWindowSec: 30 } },
+          },
+        ],
+      },
+      /EvaluationWindowSec/,
+    ],
+    [
+      'inserted request headers',
+      { DefaultAction: { Allow: { CustomRequestHandling: { InsertHeaders: [{ Name: 'a', Value: 'b' }] } } }, Rules: [] },
+      /DefaultAction\.Allow\.CustomRequestHandling/,
+    ],
+    [
+      'a missing response body',
+      { DefaultAction: { Block: { CustomResponse: { ResponseCode: 413, CustomResponseBodyKey: 'Nope' } } }, Rules: [] },
+      /no CustomResponseBodies\.Nope/,
+    ],
   ])('refuses an ACL with %s, naming where', (_, props, message) => {
     // Act / Assess
     expect(() => webAclFirewall(props, 'Acl')).toThrow(UnservedWebAclError);
@@ -109,12 +240,26 @@ describe('the web ACL evaluator', () => {
 });
 
 describe('rate-based rules', () => {
-  const uriContains = (text: string) => ({ ByteMatchStatement: { FieldToMatch: { UriPath: {} }, PositionalConstraint: 'CONTAINS', SearchString: text, TextTransformations: [{ Priority: 0, Type: 'NONE' }] } });
+  const uriContains = (text: string) => ({
+    ByteMatchStatement: {
+      FieldToMatch: { UriPath: {} },
+      PositionalConstraint: 'CONTAINS',
+      SearchString: text,
+      TextTransformations: [{ Priority: 0, Type: 'NONE' }],
+    },
+  });
   const rateRule = (name: string, priority: number, limit: number, status: number, scope?: unknown) => ({
     Name: name,
     Priority: priority,
     Action: { Block: { CustomResponse: { ResponseCode: status, ResponseHeaders: [{ Name: 'Retry-After', Value: '60' }] } } },
-    Statement: { RateBasedStatement: { Limit: limit, AggregateKeyType: 'IP', EvaluationWindowSec: 60, ...(scope ? { ScopeDownStatement: scope } : {}) } },
+    Statement: {
+      RateBasedStatement: {
+        Limit: limit,
+        AggregateKeyType: 'IP',
+        EvaluationWindowSec: 60,
+        ...(scope ? { ScopeDownStatement: scope } : {}),
+      },
+    },
   });
   const from = (ip: string, url = '/v1/deployments/d') => ({ headers: {}, url, socket: { remoteAddress: ip } });
 
@@ -164,7 +309,12 @@ describe('rate-based rules', () => {
       {
         DefaultAction: { Allow: {} },
         Rules: [
-          { Name: 'bad', Priority: 0, OverrideAction: { None: {} }, Statement: { ManagedRuleGroupStatement: { VendorName: 'AWS', Name: 'AWSManagedRulesKnownBadInputsRuleSet' } } },
+          {
+            Name: 'bad',
+            Priority: 0,
+            OverrideAction: { None: {} },
+            Statement: { ManagedRuleGroupStatement: { VendorName: 'AWS', Name: 'AWSManagedRulesKnownBadInputsRuleSet' } },
+          },
           headerRule('teapot', 1, teapot, 'x-tea', '^yes$'),
         ],
         CustomResponseBodies: bodies,
@@ -178,16 +328,38 @@ describe('rate-based rules', () => {
 });
 
 describe('the web ACL of a stage', () => {
-  const stageArn = (stage: string) => ({ 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':apigateway:', { Ref: 'AWS::Region' }, '::/restapis/', { Ref: 'Api' }, `/stages/${stage}`]] });
+  const stageArn = (stage: string) => ({
+    'Fn::Join': [
+      '',
+      ['arn:', { Ref: 'AWS::Partition' }, ':apigateway:', { Ref: 'AWS::Region' }, '::/restapis/', { Ref: 'Api' }, `/stages/${stage}`],
+    ],
+  });
   const acl = (status: number) => ({
     Type: 'AWS::WAFv2::WebACL',
     Properties: { Scope: 'REGIONAL', DefaultAction: { Block: { CustomResponse: { ResponseCode: status } } }, VisibilityConfig: {} },
   });
-  const association = (stage: string, aclId: string) => ({ Type: 'AWS::WAFv2::WebACLAssociation', Properties: { ResourceArn: stageArn(stage), WebACLArn: { 'Fn::GetAtt': [aclId, 'Arn'] } } });
+  const association = (stage: string, aclId: string) => ({
+    Type: 'AWS::WAFv2::WebACLAssociation',
+    Properties: { ResourceArn: stageArn(stage), WebACLArn: { 'Fn::GetAtt': [aclId, 'Arn'] } },
+  });
 
   const firewallOf = (resources: Template['Resources'], stage: string): Firewall | undefined => {
     const template: Template = { Resources: { Api: { Type: 'AWS::ApiGateway::RestApi', Properties: {} }, ...resources } };
-    const assembly: Assembly = { dir: '/nowhere', functions: [], stacks: [{ id: 'S', stackName: 'S', account: '123456789012', region: 'eu-west-1', templateFile: 'S.template.json', template, dependencies: [] }] };
+    const assembly: Assembly = {
+      dir: '/nowhere',
+      functions: [],
+      stacks: [
+        {
+          id: 'S',
+          stackName: 'S',
+          account: '123456789012',
+          region: 'eu-west-1',
+          templateFile: 'S.template.json',
+          template,
+          dependencies: [],
+        },
+      ],
+    };
     const resolved = resolveAssembly(assembly, localEnv());
     const s = resolved.stack('S');
     return firewallFromTemplate(s, `arn:aws:apigateway:eu-west-1::/restapis/${s.physical.Api?.ref ?? ''}/stages/${stage}`);
@@ -195,7 +367,12 @@ describe('the web ACL of a stage', () => {
 
   it('is the ACL the association for that stage names, not another ACL of the template', () => {
     // Prepare
-    const resources = { First: acl(451), Second: acl(429), ProdAssoc: association('prod', 'Second'), DevAssoc: association('dev', 'First') };
+    const resources = {
+      First: acl(451),
+      Second: acl(429),
+      ProdAssoc: association('prod', 'Second'),
+      DevAssoc: association('dev', 'First'),
+    };
 
     // Act / Assess
     expect(firewallOf(resources, 'prod')?.({ headers: {} })?.status).toBe(429);
@@ -210,6 +387,8 @@ describe('the web ACL of a stage', () => {
 
   it('refuses a stage with two associations, as AWS does', () => {
     // Act / Assess
-    expect(() => firewallOf({ First: acl(451), Second: acl(429), A: association('prod', 'First'), B: association('prod', 'Second') }, 'prod')).toThrow(/second web ACL association/);
+    expect(() =>
+      firewallOf({ First: acl(451), Second: acl(429), A: association('prod', 'First'), B: association('prod', 'Second') }, 'prod'),
+    ).toThrow(/second web ACL association/);
   });
 });

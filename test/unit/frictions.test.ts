@@ -56,10 +56,14 @@ describe('an http node that gets an error answer', () => {
     const body = `{"error":"card declined","echo":"Bearer hdr-secret-456","key":"qs-secret-123","token":"abc"}\n${'x'.repeat(500)}`;
 
     // Act
-    const r = await runPipeline(def({ authorization: 'Bearer hdr-secret-456' }), {}, {
-      http: async () => ({ status: 402, headers: {}, body }),
-      timeoutMs: 5_000,
-    });
+    const r = await runPipeline(
+      def({ authorization: 'Bearer hdr-secret-456' }),
+      {},
+      {
+        http: async () => ({ status: 402, headers: {}, body }),
+        timeoutMs: 5_000,
+      },
+    );
 
     // Assess
     expect(r.status).toBe('failed');
@@ -150,17 +154,22 @@ describe('the CLI', () => {
   it('hints that a pipeline id was given where a deployment id belongs', async () => {
     const r = await cli(['execute', 'greeting', '--key', 'pgk_x'], () => [404, { error: 'Deployment Not Found' }]);
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain('hint: "greeting" looks like a pipeline id; execute takes the deployment id (a UUID), which pipegate status greeting shows');
+    expect(r.stderr).toContain(
+      'hint: "greeting" looks like a pipeline id; execute takes the deployment id (a UUID), which pipegate status greeting shows',
+    );
   });
 
   it('names the real pipeline in its hints', async () => {
-    const r = await cli(['publish', 'shop-api'], () => [409, { error: 'To deploy the workflow, there must be at least one successful execution.' }]);
+    const r = await cli(['publish', 'shop-api'], () => [
+      409,
+      { error: 'To deploy the workflow, there must be at least one successful execution.' },
+    ]);
     expect(r.stderr).toContain('hint: run it until a run succeeds: pipegate run shop-api');
     const d = await cli(['keys', 'rotate', 'shop-api'], () => [404, { error: 'Deployment Not Found' }]);
     expect(d.stderr).toContain('pipegate publish shop-api');
   });
 
-  it('shows the global options and no empty defaults in every command\'s help', async () => {
+  it("shows the global options and no empty defaults in every command's help", async () => {
     for (const command of ['run', 'execute', 'publish', 'runs', 'apply']) {
       const r = await cli([command, '--help'], () => [599, {}]);
       expect({ command, code: r.code }).toEqual({ command, code: 0 });

@@ -107,7 +107,9 @@ export async function update(ctx: Ctx, pipeline: string, consumerId: string, o: 
   const { out } = ctx;
   out.document(raw);
   const [rate, quota] = limits(body);
-  out.line(`${out.c.green('✔')} consumer ${out.c.bold(body.name)} updated: rate ${rate}, quota ${quota}, expires ${body.expires_at ?? 'never'}`);
+  out.line(
+    `${out.c.green('✔')} consumer ${out.c.bold(body.name)} updated: rate ${rate}, quota ${quota}, expires ${body.expires_at ?? 'never'}`,
+  );
   return 0;
 }
 
@@ -128,7 +130,11 @@ export async function rotate(ctx: Ctx, pipeline: string, consumerId: string, o: 
   out.line(`${out.c.green('✔')} new API key for consumer ${out.c.bold(consumerId)}`);
   out.line(fields([['API key', out.c.bold(body.api_key)]], out.c));
   const grace = o.grace ?? 0;
-  out.line(out.c.yellow(`  Store it now: it is shown only this once. ${grace > 0 ? `The old key keeps working for ${grace} s.` : 'The old key stopped working.'}`));
+  out.line(
+    out.c.yellow(
+      `  Store it now: it is shown only this once. ${grace > 0 ? `The old key keeps working for ${grace} s.` : 'The old key stopped working.'}`,
+    ),
+  );
   return 0;
 }
 

@@ -24,7 +24,12 @@ export interface ExecuteOptions {
 
 /** A pipeline id given where a deployment id belongs is the common slip; say where to find the id. */
 function deploymentHint(e: unknown, deploymentId: string): never {
-  if (e instanceof ServiceError && e.body.error === 'Deployment Not Found' && !isUuid(deploymentId) && PIPELINE_ID_PATTERN.test(deploymentId)) {
+  if (
+    e instanceof ServiceError &&
+    e.body.error === 'Deployment Not Found' &&
+    !isUuid(deploymentId) &&
+    PIPELINE_ID_PATTERN.test(deploymentId)
+  ) {
     e.hint = `"${deploymentId}" looks like a pipeline id; execute takes the deployment id (a UUID), which pipegate status ${deploymentId} shows`;
   }
   throw e;
@@ -42,7 +47,10 @@ export async function execute(ctx: Ctx, deploymentId: string, opts: ExecuteOptio
 async function executeOnce(ctx: Ctx, deploymentId: string, opts: ExecuteOptions): Promise<number> {
   const key = callerKey(ctx, opts.key);
   if (key === undefined) {
-    throw new UsageError('execute needs the deployment\'s API key', 'pass --key <api key> or set PIPEGATE_API_KEY (publish printed it once)');
+    throw new UsageError(
+      "execute needs the deployment's API key",
+      'pass --key <api key> or set PIPEGATE_API_KEY (publish printed it once)',
+    );
   }
   splitAssignments(opts.input); // syntax errors before any request
   const { out, client } = ctx;

@@ -12,7 +12,11 @@ import { duration, expiredValuesLine, fields, showValue, table, type Colors } fr
 
 const when = (iso: string | null | undefined): string => (iso ? iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z') : '');
 const paintStatus = (c: Colors, s: string): string =>
-  s === 'completed' || s === 'delivered' ? c.green(s) : s === 'failed' || s === 'cancelled' || s === 'dead_lettered' ? c.red(s) : c.yellow(s);
+  s === 'completed' || s === 'delivered'
+    ? c.green(s)
+    : s === 'failed' || s === 'cancelled' || s === 'dead_lettered'
+      ? c.red(s)
+      : c.yellow(s);
 const oneLine = (s: string | null | undefined, max = 60): string => {
   if (!s) return '';
   const flat = s.replace(/\s+/g, ' ');
@@ -147,7 +151,9 @@ export async function show(ctx: Ctx, pipeline: string, executionId: string): Pro
   if (out.json) return 0;
   const c = out.c;
   const hidden = new Set(e.hidden_inputs ?? []);
-  out.line(`${c.bold(e.kind === 'run' ? 'run' : 'execution')} ${e.execution_id}  ${paintStatus(c, e.status)}  ${c.dim(`${pipeline} version ${e.version}`)}`);
+  out.line(
+    `${c.bold(e.kind === 'run' ? 'run' : 'execution')} ${e.execution_id}  ${paintStatus(c, e.status)}  ${c.dim(`${pipeline} version ${e.version}`)}`,
+  );
   const times: [string, string][] = [
     ['created', when(e.created_at)],
     ['started', when(e.started_at)],
@@ -155,7 +161,12 @@ export async function show(ctx: Ctx, pipeline: string, executionId: string): Pro
     ['duration', duration(e.completion_duration)],
     ['error', e.error_message ?? ''],
   ];
-  out.line(fields(times.filter(([, v]) => v !== ''), c));
+  out.line(
+    fields(
+      times.filter(([, v]) => v !== ''),
+      c,
+    ),
+  );
   const expired = expiredValuesLine(e.values_expired);
   if (expired) out.line(c.yellow(expired));
   if (e.failed_node) {
@@ -165,13 +176,25 @@ export async function show(ctx: Ctx, pipeline: string, executionId: string): Pro
   const inputs = Object.entries(e.inputs);
   if (inputs.length > 0) {
     out.line(c.bold('inputs'));
-    out.line(fields(inputs.map(([k, val]) => [k, `${showValue(val)}${hidden.has(k) ? c.dim('  (hidden: callers cannot see or set it)') : ''}`] as const), c));
+    out.line(
+      fields(
+        inputs.map(
+          ([k, val]) => [k, `${showValue(val)}${hidden.has(k) ? c.dim('  (hidden: callers cannot see or set it)') : ''}`] as const,
+        ),
+        c,
+      ),
+    );
   }
   const outputs = Object.entries(e.outputs ?? {});
   if (outputs.length > 0) {
     const visible = e.visible_outputs === null ? null : new Set(e.visible_outputs);
     out.line(c.bold('outputs'));
-    out.line(fields(outputs.map(([k, val]) => [k, `${showValue(val)}${visible && !visible.has(k) ? c.dim('  (hidden)') : ''}`] as const), c));
+    out.line(
+      fields(
+        outputs.map(([k, val]) => [k, `${showValue(val)}${visible && !visible.has(k) ? c.dim('  (hidden)') : ''}`] as const),
+        c,
+      ),
+    );
   }
   if (e.trace) {
     out.line(c.bold('trace'));
@@ -197,7 +220,10 @@ export async function cancel(ctx: Ctx, first: string, second: string | undefined
   if (second === undefined) {
     const key = callerKey(ctx, opts.key);
     if (key === undefined) {
-      throw new UsageError('cancel needs the pipeline and the execution', 'pipegate cancel <pipeline> <execution> (as the owner), or pipegate cancel <execution> --key <api key> (as a caller)');
+      throw new UsageError(
+        'cancel needs the pipeline and the execution',
+        'pipegate cancel <pipeline> <execution> (as the owner), or pipegate cancel <execution> --key <api key> (as a caller)',
+      );
     }
     const { body, raw } = await client.callerCancel(first, key);
     out.document(raw);
@@ -286,7 +312,7 @@ export interface ResultOptions {
 export async function result(ctx: Ctx, executionId: string, opts: ResultOptions): Promise<number> {
   const key = callerKey(ctx, opts.key);
   if (key === undefined) {
-    throw new UsageError('result needs the deployment\'s API key', 'pass --key <api key> or set PIPEGATE_API_KEY');
+    throw new UsageError("result needs the deployment's API key", 'pass --key <api key> or set PIPEGATE_API_KEY');
   }
   const { out, client } = ctx;
   const { body: r, raw } = await client.executionResult(executionId, key);
@@ -294,7 +320,13 @@ export async function result(ctx: Ctx, executionId: string, opts: ResultOptions)
   if (r.status === 'completed') {
     out.line(`${out.c.green('✔')} execution ${executionId} completed in ${duration(r.completion_duration ?? 0)}`);
     const data = Object.entries(r.response_data);
-    if (data.length > 0) out.line(fields(data.map(([k, val]) => [k, showValue(val.value)] as const), out.c));
+    if (data.length > 0)
+      out.line(
+        fields(
+          data.map(([k, val]) => [k, showValue(val.value)] as const),
+          out.c,
+        ),
+      );
     if (opts.download !== undefined) {
       const planned = planDownloads(r.response_data, resolve(ctx.io.cwd, opts.download));
       if (planned.length === 0) {

@@ -4,10 +4,15 @@ import { checkPipelineId } from '../files';
 import { fields } from '../output';
 
 /** `pipegate keys rotate <pipeline> [--grace <seconds>] [--signing-secret | --form-link]` */
-export async function rotate(ctx: Ctx, pipeline: string, opts: { grace?: number; signingSecret?: boolean; formLink?: boolean }): Promise<number> {
+export async function rotate(
+  ctx: Ctx,
+  pipeline: string,
+  opts: { grace?: number; signingSecret?: boolean; formLink?: boolean },
+): Promise<number> {
   checkPipelineId(pipeline, 'pipeline');
   if (opts.formLink) {
-    if (opts.signingSecret || opts.grace !== undefined) throw new UsageError('--form-link takes neither --signing-secret nor --grace (the old link stops at once)');
+    if (opts.signingSecret || opts.grace !== undefined)
+      throw new UsageError('--form-link takes neither --signing-secret nor --grace (the old link stops at once)');
     const { body, raw } = await ctx.client.rotate(pipeline, { credential: 'form_link' });
     ctx.out.document(raw);
     ctx.out.line(`${ctx.out.c.green('✔')} new web-form link for ${ctx.out.c.bold(pipeline)}`);

@@ -44,7 +44,14 @@ export async function runs(ctx: Ctx, pipeline: string, opts: { limit?: number })
   out.line(
     table(
       ['RUN', 'VERSION', 'STATUS', 'CREATED', 'DURATION', 'ERROR'],
-      body.runs.map((r) => [r.run_id, String(r.version), paint(r.status), when(r.created_at), duration(r.completion_duration), r.error_message ?? '']),
+      body.runs.map((r) => [
+        r.run_id,
+        String(r.version),
+        paint(r.status),
+        when(r.created_at),
+        duration(r.completion_duration),
+        r.error_message ?? '',
+      ]),
       out.c,
     ),
   );

@@ -21,9 +21,17 @@ export interface PublishOptions {
 type Visibility = Record<string, { visible: boolean }>;
 
 /** Turns the --hide-input/--hide-output/--show-input/--show-output lists (comma-separated, repeatable) into the publish body. */
-export function visibilityBody(o: PublishOptions): { inputs?: Visibility; outputs?: Visibility; form?: { enabled: boolean; title?: string; description?: string } } {
+export function visibilityBody(o: PublishOptions): {
+  inputs?: Visibility;
+  outputs?: Visibility;
+  form?: { enabled: boolean; title?: string; description?: string };
+} {
   const section = (hide: string[], show: string[], what: string): Visibility | undefined => {
-    const ids = (xs: string[]) => xs.flatMap((x) => x.split(',')).map((x) => x.trim()).filter((x) => x !== '');
+    const ids = (xs: string[]) =>
+      xs
+        .flatMap((x) => x.split(','))
+        .map((x) => x.trim())
+        .filter((x) => x !== '');
     const map: Visibility = {};
     for (const id of ids(hide)) map[id] = { visible: false };
     for (const id of ids(show)) {
@@ -35,11 +43,16 @@ export function visibilityBody(o: PublishOptions): { inputs?: Visibility; output
   const inputs = section(o.hideInput, o.showInput, 'input');
   const outputs = section(o.hideOutput, o.showOutput, 'output');
   const described = o.formTitle !== undefined || o.formDescription !== undefined;
-  if (o.form === false && described) throw new UsageError('--form-title and --form-description describe a form that --no-form turns off; pick one');
+  if (o.form === false && described)
+    throw new UsageError('--form-title and --form-description describe a form that --no-form turns off; pick one');
   const form =
     o.form === undefined && !described
       ? undefined
-      : { enabled: o.form ?? true, ...(o.formTitle !== undefined ? { title: o.formTitle } : {}), ...(o.formDescription !== undefined ? { description: o.formDescription } : {}) };
+      : {
+          enabled: o.form ?? true,
+          ...(o.formTitle !== undefined ? { title: o.formTitle } : {}),
+          ...(o.formDescription !== undefined ? { description: o.formDescription } : {}),
+        };
   return { ...(inputs ? { inputs } : {}), ...(outputs ? { outputs } : {}), ...(form ? { form } : {}) };
 }
 
@@ -53,7 +66,17 @@ export const SNIPPET_LANGUAGES: readonly SnippetLanguage[] = ['curl', 'typescrip
 export function publishedSnippets(pipeline: string, p: Published): DeploymentSnippets {
   const suffix = new RegExp(`/v1/deployments/${p.deployment_id}/executions/?$`);
   const baseUrl = p.execute_url.replace(suffix, '');
-  const doc = deploymentOpenApi({ deployment_id: p.deployment_id, pipeline_id: pipeline, version: p.version, published_at: p.published_at, inputs: p.inputs, outputs: p.outputs }, baseUrl);
+  const doc = deploymentOpenApi(
+    {
+      deployment_id: p.deployment_id,
+      pipeline_id: pipeline,
+      version: p.version,
+      published_at: p.published_at,
+      inputs: p.inputs,
+      outputs: p.outputs,
+    },
+    baseUrl,
+  );
   return deploymentSnippets(doc);
 }
 
@@ -97,7 +120,12 @@ export function renderPublished(pipeline: string, p: Published, created: boolean
         : `    # export ${SNIPPET_KEY_VARIABLE}= the API key shown at the first publish (lost it? pipegate keys rotate ${pipeline})`,
     );
     const text = publishedSnippets(pipeline, p)[snippet];
-    lines.push(text.split('\n').map((l) => `    ${l}`).join('\n'));
+    lines.push(
+      text
+        .split('\n')
+        .map((l) => `    ${l}`)
+        .join('\n'),
+    );
   }
   return lines.join('\n');
 }

@@ -27,7 +27,10 @@ export async function run(ctx: Ctx, pipeline: string, opts: RunOptions): Promise
     inputs = parseInputs(texts, types);
     if (files.length > 0) {
       // The request with every file's value empty: what the inline files' data URIs add to.
-      const otherChars = Buffer.byteLength(JSON.stringify({ inputs: { ...inputs, ...Object.fromEntries(files.map((f) => [f.input, ''])) } }), 'utf8');
+      const otherChars = Buffer.byteLength(
+        JSON.stringify({ inputs: { ...inputs, ...Object.fromEntries(files.map((f) => [f.input, ''])) } }),
+        'utf8',
+      );
       Object.assign(inputs, await runFiles(ctx, pipeline, files, otherChars));
     }
   }
@@ -67,14 +70,24 @@ export async function run(ctx: Ctx, pipeline: string, opts: RunOptions): Promise
   const r = final.body;
   out.document(final.raw);
   if (r.status === 'completed') {
-    out.line(`${out.c.green('✔')} ${pipeline} version ${r.version} completed in ${duration(r.completion_duration ?? 0)}  ${out.c.dim(`(run ${r.run_id})`)}`);
+    out.line(
+      `${out.c.green('✔')} ${pipeline} version ${r.version} completed in ${duration(r.completion_duration ?? 0)}  ${out.c.dim(`(run ${r.run_id})`)}`,
+    );
     const outputs = Object.entries(r.outputs ?? {});
-    if (outputs.length > 0) out.line(fields(outputs.map(([k, v]) => [k, showValue(v)] as const), out.c));
+    if (outputs.length > 0)
+      out.line(
+        fields(
+          outputs.map(([k, v]) => [k, showValue(v)] as const),
+          out.c,
+        ),
+      );
     const expired = expiredValuesLine(r.values_expired);
     if (expired) out.line(out.c.yellow(expired));
     if (!out.json) out.note(out.e.dim(`next: pipegate status ${pipeline}  ·  pipegate publish ${pipeline}`));
     return 0;
   }
-  out.note(`${out.e.red('✖')} run ${r.run_id} of ${pipeline} version ${r.version} ${r.status}${r.error_message ? `: ${r.error_message}` : ''}`);
+  out.note(
+    `${out.e.red('✖')} run ${r.run_id} of ${pipeline} version ${r.version} ${r.status}${r.error_message ? `: ${r.error_message}` : ''}`,
+  );
   return 1;
 }

@@ -73,7 +73,10 @@ export function createAuthorize(authorizer: RequestAuthorizer, settings: Authori
   };
 }
 
-async function callAuthorizer(authorizer: RequestAuthorizer, event: APIGatewayRequestAuthorizerEvent): Promise<AuthOutcome | { result: AuthorizerResult }> {
+async function callAuthorizer(
+  authorizer: RequestAuthorizer,
+  event: APIGatewayRequestAuthorizerEvent,
+): Promise<AuthOutcome | { result: AuthorizerResult }> {
   let raw: unknown;
   try {
     raw = await authorizer(event, createLambdaContext('authorizer'));
@@ -132,7 +135,10 @@ export function wildcardMatch(pattern: string, value: string, ignoreCase = false
 
 /** wildcardMatch with the pattern compiled once, for patterns checked on every request. */
 export function wildcardMatcher(pattern: string, ignoreCase = false): (value: string) => boolean {
-  const source = pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replaceAll('*', '.*').replaceAll('?', '.');
+  const source = pattern
+    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+    .replaceAll('*', '.*')
+    .replaceAll('?', '.');
   const re = new RegExp(`^${source}$`, ignoreCase ? 'is' : 's');
   return (value) => re.test(value);
 }

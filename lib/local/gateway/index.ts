@@ -118,7 +118,8 @@ export function createGateway(opts: GatewayOptions): (req: IncomingMessage, res:
       if (method !== 'GET') return { reply: methodNotAllowed(['GET']), route: '/health' };
       return { reply: json(200, { status: 'ok' }), route: '/health' };
     }
-    if (path === undefined || routePath === undefined || !routePath.startsWith('/')) return { reply: json(404, { error: 'Not Found' }), route: null };
+    if (path === undefined || routePath === undefined || !routePath.startsWith('/'))
+      return { reply: json(404, { error: 'Not Found' }), route: null };
 
     let decoded: string[];
     try {
@@ -152,7 +153,8 @@ export function createGateway(opts: GatewayOptions): (req: IncomingMessage, res:
     let authorizer: Record<string, unknown> | undefined;
     const policyAllows = () => opts.resourcePolicy?.(route.auth, parts.methodArn) ?? Promise.resolve(true);
     // The policy's explicit Deny is checked before the authorizer runs; for IAM, after the signature.
-    if (route.auth !== 'owner' && !(await policyAllows())) return { reply: gateway('ACCESS_DENIED', requestId), ...at, cause: 'resource policy' };
+    if (route.auth !== 'owner' && !(await policyAllows()))
+      return { reply: gateway('ACCESS_DENIED', requestId), ...at, cause: 'resource policy' };
     if (route.auth === 'apiKey') {
       const outcome = await authorize(authorizerEvent(parts));
       if (outcome.kind === 'unauthorized') return { reply: gateway('UNAUTHORIZED', requestId), ...at };
@@ -184,13 +186,19 @@ export function createGateway(opts: GatewayOptions): (req: IncomingMessage, res:
           Promise.resolve().then(async () => readStreamed(await invoke(event, context))),
           timeoutMs,
         );
-        if (!streamed.ok) return { reply: gateway('DEFAULT_5XX', requestId, 502), ...at, cause: `Malformed streamed Lambda proxy response: ${streamed.reason}` };
+        if (!streamed.ok)
+          return {
+            reply: gateway('DEFAULT_5XX', requestId, 502),
+            ...at,
+            cause: `Malformed streamed Lambda proxy response: ${streamed.reason}`,
+          };
         return { reply: streamed.reply, body: streamed.body, ...at };
       } catch (err) {
         if (err instanceof IntegrationTimeout) return { reply: gateway('INTEGRATION_TIMEOUT', requestId), ...at, cause: err.message };
         // An invoke refused before the function ran (a throttle) is API Gateway's
         // INTEGRATION_FAILURE, as for a buffered method (lib/synth/runtime.ts).
-        if ((err as { gatewayResponse?: unknown }).gatewayResponse === 'INTEGRATION_FAILURE') return { reply: gateway('INTEGRATION_FAILURE', requestId, 500), ...at, cause: describe(err) };
+        if ((err as { gatewayResponse?: unknown }).gatewayResponse === 'INTEGRATION_FAILURE')
+          return { reply: gateway('INTEGRATION_FAILURE', requestId, 500), ...at, cause: describe(err) };
         const status = (err as { gatewayStatus?: unknown }).gatewayStatus;
         return { reply: gateway('DEFAULT_5XX', requestId, typeof status === 'number' ? status : 502), ...at, cause: describe(err) };
       }
@@ -209,7 +217,8 @@ export function createGateway(opts: GatewayOptions): (req: IncomingMessage, res:
       return { reply: gateway('DEFAULT_5XX', requestId, typeof status === 'number' ? status : 502), ...at, cause: describe(err) };
     }
     const checked = checkProxyResult(result);
-    if (!checked.ok) return { reply: gateway('DEFAULT_5XX', requestId, 502), ...at, cause: `Malformed Lambda proxy response: ${checked.reason}` };
+    if (!checked.ok)
+      return { reply: gateway('DEFAULT_5XX', requestId, 502), ...at, cause: `Malformed Lambda proxy response: ${checked.reason}` };
     return { reply: checked.reply, ...at };
   }
 

@@ -98,7 +98,12 @@ export function authorizerEvent(parts: EventParts): APIGatewayRequestAuthorizerE
   return { type: 'REQUEST', methodArn: parts.methodArn, ...parts.common, requestContext: parts.requestContext };
 }
 
-export function proxyEvent(parts: EventParts, body: Buffer, contentType: string | undefined, authorizer: Record<string, unknown> | undefined): APIGatewayProxyEvent {
+export function proxyEvent(
+  parts: EventParts,
+  body: Buffer,
+  contentType: string | undefined,
+  authorizer: Record<string, unknown> | undefined,
+): APIGatewayProxyEvent {
   const textual = isTextual(contentType);
   return {
     ...parts.common,

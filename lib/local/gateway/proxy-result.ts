@@ -18,7 +18,8 @@ export function checkProxyResult(result: unknown): { ok: true; reply: Reply } | 
     return { ok: false, reason: 'statusCode must be an integer from 100 to 599' };
   }
   if (body !== undefined && typeof body !== 'string') return { ok: false, reason: 'body must be a string' };
-  if (isBase64Encoded !== undefined && typeof isBase64Encoded !== 'boolean') return { ok: false, reason: 'isBase64Encoded must be a boolean' };
+  if (isBase64Encoded !== undefined && typeof isBase64Encoded !== 'boolean')
+    return { ok: false, reason: 'isBase64Encoded must be a boolean' };
 
   const single: Array<[string, string]> = [];
   if (headers !== undefined) {
@@ -32,7 +33,8 @@ export function checkProxyResult(result: unknown): { ok: true; reply: Reply } | 
   if (multiValueHeaders !== undefined) {
     if (!isPlainObject(multiValueHeaders)) return { ok: false, reason: 'multiValueHeaders must be an object' };
     for (const [name, values] of Object.entries(multiValueHeaders)) {
-      if (!Array.isArray(values) || !values.every(isHeaderValue)) return { ok: false, reason: `multiValueHeaders ${name} must be a list of strings` };
+      if (!Array.isArray(values) || !values.every(isHeaderValue))
+        return { ok: false, reason: `multiValueHeaders ${name} must be a list of strings` };
       for (const value of values) multi.push([name, String(value)]);
     }
   }
@@ -55,4 +57,3 @@ export function checkProxyResult(result: unknown): { ok: true; reply: Reply } | 
     reply: { status: statusCode, headers: all, body: isBase64Encoded === true ? Buffer.from(text, 'base64') : Buffer.from(text, 'utf8') },
   };
 }
-

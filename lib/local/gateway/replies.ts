@@ -28,7 +28,12 @@ const MESSAGES: Partial<Record<ResponseType, string>> = {
  * `authorizer` is the context a Lambda authorizer returned, as `$context.authorizer.<key>`
  * reads it (also on a Deny); a key it did not return renders empty, as on AWS.
  */
-export type GatewayReplies = (type: ResponseType, requestId: string, status?: number, authorizer?: Readonly<Record<string, unknown>>) => Reply;
+export type GatewayReplies = (
+  type: ResponseType,
+  requestId: string,
+  status?: number,
+  authorizer?: Readonly<Record<string, unknown>>,
+) => Reply;
 
 /**
  * Renders API Gateway's answer of a type: its own Gateway Response if declared, else
@@ -49,16 +54,19 @@ export function gatewayReplies(responses: readonly GatewayResponse[]): GatewayRe
     const code = own?.statusCode !== undefined ? Number(own.statusCode) : natural;
     const message = MESSAGES[type] ?? (code >= 500 ? 'Internal server error' : 'Bad request');
     const template = response?.body ?? '{"message":$context.error.messageString}';
-    const body = template.replace(/\$context\.(requestId|error\.messageString|error\.message|error\.responseType|authorizer\.[A-Za-z0-9_]+)\b/g, (_, name: string) => {
-      if (name === 'requestId') return requestId;
-      if (name.startsWith('authorizer.')) {
-        const value = authorizer?.[name.slice('authorizer.'.length)];
-        return value === undefined || value === null ? '' : String(value);
-      }
-      if (name === 'error.messageString') return JSON.stringify(message);
-      if (name === 'error.message') return message;
-      return type;
-    });
+    const body = template.replace(
+      /\$context\.(requestId|error\.messageString|error\.message|error\.responseType|authorizer\.[A-Za-z0-9_]+)\b/g,
+      (_, name: string) => {
+        if (name === 'requestId') return requestId;
+        if (name.startsWith('authorizer.')) {
+          const value = authorizer?.[name.slice('authorizer.'.length)];
+          return value === undefined || value === null ? '' : String(value);
+        }
+        if (name === 'error.messageString') return JSON.stringify(message);
+        if (name === 'error.message') return message;
+        return type;
+      },
+    );
     const headers: Array<[string, string]> = [['Content-Type', 'application/json']];
     for (const [name, value] of Object.entries(response?.headers ?? {})) headers.push([name, literalHeader(name, value)]);
     return { status: code, headers, body: Buffer.from(body) };

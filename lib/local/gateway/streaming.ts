@@ -75,7 +75,12 @@ export const MAX_BUFFERED_RESPONSE_BYTES = 6 * 1024 * 1024;
 function withinResponseLimit<T>(result: T): T {
   const bytes = Buffer.byteLength(JSON.stringify(result ?? null), 'utf8');
   if (bytes > MAX_BUFFERED_RESPONSE_BYTES) {
-    throw Object.assign(new Error(`Function.ResponseSizeTooLarge: response payload size (${bytes} bytes) exceeded maximum allowed payload size (${MAX_BUFFERED_RESPONSE_BYTES} bytes)`), { gatewayStatus: 502 });
+    throw Object.assign(
+      new Error(
+        `Function.ResponseSizeTooLarge: response payload size (${bytes} bytes) exceeded maximum allowed payload size (${MAX_BUFFERED_RESPONSE_BYTES} bytes)`,
+      ),
+      { gatewayStatus: 502 },
+    );
   }
   return result;
 }
@@ -102,12 +107,18 @@ export async function readStreamed(stream: Readable): Promise<StreamedOutcome> {
     stream.destroy();
     return { ok: false, reason: 'the metadata is not JSON' };
   }
-  const { statusCode, headers, multiValueHeaders, cookies, ...extra } = (typeof metadata === 'object' && metadata !== null ? metadata : {}) as Record<string, unknown>;
+  const { statusCode, headers, multiValueHeaders, cookies, ...extra } = (
+    typeof metadata === 'object' && metadata !== null ? metadata : {}
+  ) as Record<string, unknown>;
   const unexpected = Object.keys(extra);
   const checked =
     unexpected.length > 0
       ? ({ ok: false, reason: `unexpected metadata field(s) ${unexpected.join(', ')}` } as const)
-      : checkProxyResult({ statusCode, ...(headers === undefined ? {} : { headers }), ...(multiValueHeaders === undefined ? {} : { multiValueHeaders }) });
+      : checkProxyResult({
+          statusCode,
+          ...(headers === undefined ? {} : { headers }),
+          ...(multiValueHeaders === undefined ? {} : { multiValueHeaders }),
+        });
   if (!checked.ok) {
     stream.destroy();
     return { ok: false, reason: checked.reason };

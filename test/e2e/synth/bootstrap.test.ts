@@ -12,7 +12,15 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { CreateTableCommand, DeleteTableCommand, DescribeTableCommand, DynamoDBClient, PutItemCommand, ScanCommand, type CreateTableCommandInput } from '@aws-sdk/client-dynamodb';
+import {
+  CreateTableCommand,
+  DeleteTableCommand,
+  DescribeTableCommand,
+  DynamoDBClient,
+  PutItemCommand,
+  ScanCommand,
+  type CreateTableCommandInput,
+} from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { localEndpointConfig } from '../../../functions/adapters/dynamo';
 import { startDynalite } from '../../../lib/local/dynamo';
@@ -45,12 +53,20 @@ const newDataDir = (name: string) => {
 
 async function start(dataDir: string): Promise<SynthRuntime & Helpers> {
   lines = [];
-  const started = await startSynthRuntime({ port: 0, host: '127.0.0.1', dataDir, inMemory: false, log: (line) => lines.push(line), assembly: await testAssembly() });
+  const started = await startSynthRuntime({
+    port: 0,
+    host: '127.0.0.1',
+    dataDir,
+    inMemory: false,
+    log: (line) => lines.push(line),
+    assembly: await testAssembly(),
+  });
   rt = withHelpers(started, undefined);
   return rt;
 }
 
-const documentClient = (endpoint: string) => DynamoDBDocumentClient.from(new DynamoDBClient({ region: 'local', ...localEndpointConfig(endpoint) }));
+const documentClient = (endpoint: string) =>
+  DynamoDBDocumentClient.from(new DynamoDBClient({ region: 'local', ...localEndpointConfig(endpoint) }));
 
 it('repairs the sweep index only after an unclean stop, and then runs what a kill left off it', async () => {
   // Prepare: a finished execution copied as a pending one that a kill left off the sweep index.
@@ -64,9 +80,24 @@ it('repairs the sweep index only after an unclean stop, and then runs what a kil
   const finished = await r.deps.executions.get(doneId, r.deps.clock.now(), true);
   if (!finished) throw new Error('no finished execution');
   const planted = randomUUID();
-  await r.deps.executions.create({ ...finished, execution_id: planted, status: 'pending', outputs: null, error_message: null, started_at: null, completed_at: null, created_at: new Date().toISOString() });
+  await r.deps.executions.create({
+    ...finished,
+    execution_id: planted,
+    status: 'pending',
+    outputs: null,
+    error_message: null,
+    started_at: null,
+    completed_at: null,
+    created_at: new Date().toISOString(),
+  });
   const db = documentClient(r.deps.config.dynamodbEndpoint ?? '');
-  await db.send(new UpdateCommand({ TableName: r.deps.config.table, Key: { pk: `EXEC#${planted}`, sk: 'EXEC' }, UpdateExpression: 'REMOVE sweep, sweep_at' }));
+  await db.send(
+    new UpdateCommand({
+      TableName: r.deps.config.table,
+      Key: { pk: `EXEC#${planted}`, sk: 'EXEC' },
+      UpdateExpression: 'REMOVE sweep, sweep_at',
+    }),
+  );
   db.destroy();
   await r.stop({ drainMs: 0 });
   const markedClean = readFileSync(join(dataDir, 'clean-stop'), 'utf8').length > 0;
@@ -117,7 +148,9 @@ it('rebuilds a table that lacks one of the template’s indexes, its items kept'
       BillingMode: 'PAY_PER_REQUEST',
       AttributeDefinitions: described.AttributeDefinitions,
       KeySchema: described.KeySchema,
-      ...(rest.length > 0 ? { GlobalSecondaryIndexes: rest.map((i) => ({ IndexName: i.IndexName, KeySchema: i.KeySchema, Projection: i.Projection })) } : {}),
+      ...(rest.length > 0
+        ? { GlobalSecondaryIndexes: rest.map((i) => ({ IndexName: i.IndexName, KeySchema: i.KeySchema, Projection: i.Projection })) }
+        : {}),
     };
     for (let i = 0; ; i++) {
       try {
@@ -137,7 +170,9 @@ it('rebuilds a table that lacks one of the template’s indexes, its items kept'
   // Act
   r = await start(dataDir);
   const check = new DynamoDBClient({ region: 'local', ...localEndpointConfig(r.deps.config.dynamodbEndpoint ?? '') });
-  const indexes = ((await check.send(new DescribeTableCommand({ TableName: table }))).Table?.GlobalSecondaryIndexes ?? []).map((i) => i.IndexName);
+  const indexes = ((await check.send(new DescribeTableCommand({ TableName: table }))).Table?.GlobalSecondaryIndexes ?? []).map(
+    (i) => i.IndexName,
+  );
   // Counted before this start's own writes: the first request comes after.
   const count = (await check.send(new ScanCommand({ TableName: table, Select: 'COUNT', ConsistentRead: true }))).Count;
   check.destroy();
@@ -160,7 +195,12 @@ describe('the AWS endpoint’s port', () => {
     let r = await start(dataDir);
     const p = await r.publishPipeline('restart-photo', photoBytesPipeline());
     const bytes = png(12, 12);
-    const up = await r.caller<{ upload_url: string; headers: Record<string, string>; asset: unknown }>('POST', `/v1/deployments/${p.deploymentId}/uploads/`, p.apiKey, { media_type: 'image/png', bytes: bytes.length });
+    const up = await r.caller<{ upload_url: string; headers: Record<string, string>; asset: unknown }>(
+      'POST',
+      `/v1/deployments/${p.deploymentId}/uploads/`,
+      p.apiKey,
+      { media_type: 'image/png', bytes: bytes.length },
+    );
     const before = awsPort();
     const endpointBefore = r.endpoint.url;
     await r.stop();
@@ -168,7 +208,9 @@ describe('the AWS endpoint’s port', () => {
 
     // Act
     const put = await putUpload(up.body, bytes);
-    const run = await r.caller('POST', `/v1/deployments/${p.deploymentId}/executions/`, p.apiKey, { workflow_input: { photo: up.body.asset } });
+    const run = await r.caller('POST', `/v1/deployments/${p.deploymentId}/executions/`, p.apiKey, {
+      workflow_input: { photo: up.body.asset },
+    });
     const id = String(run.body.execution_id);
     await r.waitForExecution(id, p.apiKey, undefined, 60_000);
     const result = await r.caller('GET', `/v1/deployments/executions/${id}/result/`, p.apiKey);
@@ -216,7 +258,13 @@ it('refuses to start when a role that a function or the state machine acts as ha
     role.Properties.ManagedPolicyArns = ['arn:aws:iam::aws:policy/NotAPolicyAnyoneKnows'];
   };
   const startWith = async (edit: (t: Template) => void) =>
-    startSynthRuntime({ port: 0, dataDir: newDataDir('policy'), inMemory: true, log: false, assembly: withTemplate(await testAssembly(), 'Pipegate', edit) }).then(
+    startSynthRuntime({
+      port: 0,
+      dataDir: newDataDir('policy'),
+      inMemory: true,
+      log: false,
+      assembly: withTemplate(await testAssembly(), 'Pipegate', edit),
+    }).then(
       async (r) => {
         await r.stop({ drainMs: 0 });
         return 'started';

@@ -16,7 +16,16 @@ import { executionObjectKey, pipelineUploadKey, uploadKey } from '../../../funct
 import { credentialsFor } from '../../../lib/synth/iam';
 import type { SynthRuntime } from '../../../lib/synth/runtime';
 import { assetValue as asset, noisyPng, photoInfoPipeline, png, sha256Hex as sha } from '../../support/media';
-import { putOneByteShort, putUpload, request, startE2eRuntime, useE2eMode, type E2eRuntime, type Published, type UploadAnswer } from '../../support/runtime';
+import {
+  putOneByteShort,
+  putUpload,
+  request,
+  startE2eRuntime,
+  useE2eMode,
+  type E2eRuntime,
+  type Published,
+  type UploadAnswer,
+} from '../../support/runtime';
 import { SYNTH_TIMEOUT_MS } from '../../support/synth';
 import { functionRoleArn } from '../../synth/synth-helpers';
 
@@ -109,9 +118,20 @@ describe("callers' uploads on start:synth: their functions' URLs write callers' 
     // Act
     const created = await request<UploadAnswer>(`${formUrl}/uploads`, 'POST', { media_type: 'image/png', bytes: bytes.length }, {});
     const put = await putUpload(created.body, bytes);
-    const accepted = await request<{ status_url: string }>(`${formUrl}/executions`, 'POST', { workflow_input: { photo: asset(created.body.asset.value) } }, {});
-    let r = await request<{ status: string; response_data: Record<string, { value: string }> }>(accepted.body.status_url, 'GET', undefined, { prefer: 'wait=30' });
-    while (r.body.status === 'pending' || r.body.status === 'running') r = await request(accepted.body.status_url, 'GET', undefined, { prefer: 'wait=30' });
+    const accepted = await request<{ status_url: string }>(
+      `${formUrl}/executions`,
+      'POST',
+      { workflow_input: { photo: asset(created.body.asset.value) } },
+      {},
+    );
+    let r = await request<{ status: string; response_data: Record<string, { value: string }> }>(
+      accepted.body.status_url,
+      'GET',
+      undefined,
+      { prefer: 'wait=30' },
+    );
+    while (r.body.status === 'pending' || r.body.status === 'running')
+      r = await request(accepted.body.status_url, 'GET', undefined, { prefer: 'wait=30' });
 
     // Assess
     expect(created.status).toBe(201);
@@ -129,13 +149,23 @@ describe("callers' uploads on start:synth: their functions' URLs write callers' 
   ] as const)("PUTs a URL %s's role signs for one of its %s' upload keys, and refuses 403 any other key", async (fn, side) => {
     // Prepare: an execution whose inline input is stored under it (and served back by its `url` output).
     const original = png(8, 8);
-    const done = await rt.caller<{ execution_id: string }>('POST', `/v1/deployments/${p.deploymentId}/executions/`, p.apiKey, { workflow_input: { photo: asset(original.toString('base64')) } }, { prefer: 'wait=30' });
+    const done = await rt.caller<{ execution_id: string }>(
+      'POST',
+      `/v1/deployments/${p.deploymentId}/executions/`,
+      p.apiKey,
+      { workflow_input: { photo: asset(original.toString('base64')) } },
+      { prefer: 'wait=30' },
+    );
     const executionId = done.body.execution_id;
     const link = (done.body as unknown as { response_data: Record<string, { value: string }> }).response_data.url?.value ?? '';
     const synth = rt as unknown as SynthRuntime;
     const bucket = [...synth.functions.values()].map((h) => h.spec.env.PIPEGATE_BUCKET).find((b) => b !== undefined) ?? '';
     // Signed with the credentials start:synth hands the function's sandbox (its role's).
-    const objects = createObjectStore({ region: synth.resolved.env.region, s3Endpoint: synth.endpoint.url, s3ForcePathStyle: true }, bucket, credentialsFor(functionRoleArn(synth.resolved, fn)));
+    const objects = createObjectStore(
+      { region: synth.resolved.env.region, s3Endpoint: synth.endpoint.url, s3ForcePathStyle: true },
+      bucket,
+      credentialsFor(functionRoleArn(synth.resolved, fn)),
+    );
     const bytes = png(4, 4, () => [255, 0, 0, 255]);
     const putAs = async (key: string): Promise<string> => {
       const signed = await objects.presignUpload(key, 'image/png', bytes.length, 60);

@@ -57,7 +57,9 @@ describe('the owner routes behind the resource policy', () => {
   it('lets callers and the public routes through whoever the owner is', async () => {
     // Act
     const docs = await request(`${theirs.url}/v1/docs/swagger-ui.css`, 'GET', undefined, {});
-    const call = await request<{ error: string }>(`${theirs.url}/v1/deployments/00000000-0000-4000-8000-000000000000`, 'GET', undefined, { 'x-api-key': 'pgk_not-a-key' });
+    const call = await request<{ error: string }>(`${theirs.url}/v1/deployments/00000000-0000-4000-8000-000000000000`, 'GET', undefined, {
+      'x-api-key': 'pgk_not-a-key',
+    });
     // Assess: the docs file is served; the caller reaches the authorizer, which refuses the key.
     expect(docs.status).toBe(200);
     expect(call.status).toBe(401);

@@ -6,7 +6,15 @@
  */
 import type { PipelineDefinition } from '../../../functions/core/types';
 import { assetFactsExpression, dataUri, noisyPng, png, sha256Hex as sha } from '../../support/media';
-import { putOneByteShort, putUpload, startE2eRuntime, useE2eMode, waitUntil, type E2eRuntime, type UploadAnswer } from '../../support/runtime';
+import {
+  putOneByteShort,
+  putUpload,
+  startE2eRuntime,
+  useE2eMode,
+  waitUntil,
+  type E2eRuntime,
+  type UploadAnswer,
+} from '../../support/runtime';
 import { SYNTH_TIMEOUT_MS } from '../../support/synth';
 
 useE2eMode('synth');
@@ -46,10 +54,16 @@ describe("owners' uploads on start:synth, IAM enforced", () => {
     // Act
     const short = await putOneByteShort(created.body, bytes);
     const put = await putUpload(created.body, bytes);
-    const started = await rt.owner<{ run_id: string }>('POST', '/v1/pipelines/owner-upload-synth/runs', { inputs: { photo: created.body.asset.value } });
+    const started = await rt.owner<{ run_id: string }>('POST', '/v1/pipelines/owner-upload-synth/runs', {
+      inputs: { photo: created.body.asset.value },
+    });
     expect({ put: put.status, started: started.status, body: started.body }).toMatchObject({ put: 200, started: 202 });
     const run = await waitUntil(
-      () => rt.owner<{ status: string; outputs: Record<string, unknown>; output_assets: Record<string, unknown> }>('GET', `/v1/pipelines/owner-upload-synth/runs/${started.body.run_id}`),
+      () =>
+        rt.owner<{ status: string; outputs: Record<string, unknown>; output_assets: Record<string, unknown> }>(
+          'GET',
+          `/v1/pipelines/owner-upload-synth/runs/${started.body.run_id}`,
+        ),
       (r) => ['completed', 'failed', 'cancelled'].includes(r.body.status),
       60_000,
     );

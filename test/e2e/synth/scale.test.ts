@@ -17,7 +17,8 @@ let dataDir: string;
 let deploymentId: string;
 let apiKey: string;
 
-const owner = (method: string, path: string, body?: unknown) => request<Record<string, unknown>>(`${rt.url}${path}`, method, body, { authorization: `Bearer ${rt.ownerToken}` });
+const owner = (method: string, path: string, body?: unknown) =>
+  request<Record<string, unknown>>(`${rt.url}${path}`, method, body, { authorization: `Bearer ${rt.ownerToken}` });
 /** An owner call sent again while the stage throttles it, as a client honouring Retry-After would. */
 async function ownerCall(method: string, path: string, body?: unknown) {
   for (;;) {
@@ -32,7 +33,12 @@ beforeAll(async () => {
   rt = await startSynthRuntime({ port: 0, inMemory: true, log: false, dataDir, assembly: await testAssembly(), scale: 0.01 });
   await ownerCall('PUT', '/v1/pipelines/greeting', greeting);
   const run = await ownerCall('POST', '/v1/pipelines/greeting/runs', {});
-  await waitUntil(() => ownerCall('GET', `/v1/pipelines/greeting/runs/${String(run.body.run_id)}`), (r) => r.body.status === 'completed', 30_000, 500);
+  await waitUntil(
+    () => ownerCall('GET', `/v1/pipelines/greeting/runs/${String(run.body.run_id)}`),
+    (r) => r.body.status === 'completed',
+    30_000,
+    500,
+  );
   const pub = await ownerCall('PUT', '/v1/pipelines/greeting/deployment', {});
   deploymentId = String(pub.body.deployment_id);
   apiKey = String(pub.body.api_key);
@@ -44,7 +50,8 @@ afterAll(async () => {
   if (dataDir) rmSync(dataDir, { recursive: true, force: true });
 });
 
-const submit = () => request<Record<string, unknown>>(`${rt.url}/v1/deployments/${deploymentId}/executions/`, 'POST', {}, { 'x-api-key': apiKey });
+const submit = () =>
+  request<Record<string, unknown>>(`${rt.url}/v1/deployments/${deploymentId}/executions/`, 'POST', {}, { 'x-api-key': apiKey });
 
 /** Polls an execution's status until it has finished (completed or failed), or `timeoutMs`. */
 const finished = (id: string, timeoutMs: number) =>
@@ -57,7 +64,13 @@ const finished = (id: string, timeoutMs: number) =>
 
 it("answers past the stage's method throttle (100/s, burst 200 at 1/100: 1/s, burst 2) with THROTTLED: 429 and Retry-After", async () => {
   // Act: a burst of 5 to one method, none of which reaches a function.
-  const answers = await Promise.all(Array.from({ length: 5 }, () => request<Record<string, unknown>>(`${rt.url}/v1/deployments/executions/unknown/status/`, 'GET', undefined, { 'x-api-key': 'pg_wrong' })));
+  const answers = await Promise.all(
+    Array.from({ length: 5 }, () =>
+      request<Record<string, unknown>>(`${rt.url}/v1/deployments/executions/unknown/status/`, 'GET', undefined, {
+        'x-api-key': 'pg_wrong',
+      }),
+    ),
+  );
 
   // Assess
   const throttled = answers.filter((a) => a.status === 429);

@@ -31,7 +31,8 @@ describe('the sweeper schedule', () => {
 
   it('runs every minute and its pass carries a stuck pending execution to the end', async () => {
     // Prepare: a published version, and an execution of it left pending ten minutes ago (its message lost).
-    const owner = (method: string, path: string, body?: unknown) => request<Record<string, unknown>>(`${rt.url}${path}`, method, body, { authorization: `Bearer ${rt.ownerToken}` });
+    const owner = (method: string, path: string, body?: unknown) =>
+      request<Record<string, unknown>>(`${rt.url}${path}`, method, body, { authorization: `Bearer ${rt.ownerToken}` });
     const pushed = await owner('PUT', '/v1/pipelines/greeting', greeting);
     const id = randomUUID();
     const created = new Date(Date.now() - 10 * 60_000).toISOString();
@@ -61,7 +62,10 @@ describe('the sweeper schedule', () => {
     // Assess
     expect(sweeper.everyMs).toBe(60_000);
     expect(report).toMatchObject({ requeued: 1, errors: 0 });
-    const done = await waitUntil(() => rt.deps.executions.get(id, new Date(), true), (e) => e?.status === 'completed');
+    const done = await waitUntil(
+      () => rt.deps.executions.get(id, new Date(), true),
+      (e) => e?.status === 'completed',
+    );
     expect(done?.outputs).toEqual({ message: 'Hello, Ada!' });
     expect(rt.endpoint.denials).toEqual([]);
   });
@@ -70,7 +74,9 @@ describe('the sweeper schedule', () => {
 it('does not invoke a scheduled target without a Lambda permission for its rule', async () => {
   // Prepare
   const rt = await start((t) => {
-    const permission = Object.entries(t.Resources).find(([, r]) => r.Type === 'AWS::Lambda::Permission' && r.Properties?.Principal === 'events.amazonaws.com');
+    const permission = Object.entries(t.Resources).find(
+      ([, r]) => r.Type === 'AWS::Lambda::Permission' && r.Properties?.Principal === 'events.amazonaws.com',
+    );
     if (!permission) throw new Error('no permission for EventBridge in the template');
     delete t.Resources[permission[0]];
   });

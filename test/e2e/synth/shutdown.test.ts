@@ -38,19 +38,33 @@ it('drains on SIGTERM: refuses new work, lets what finishes in time complete, fa
   const env = { PIPEGATE_DRAIN_SECONDS: '3' };
   rt = await spawnRuntime(dataDir, env);
   const url = rt.url;
-  const owner = (m: string, p: string, b?: unknown) => request<Record<string, unknown>>(`${url}${p}`, m, b, { authorization: `Bearer ${rt?.ownerToken ?? ''}` });
+  const owner = (m: string, p: string, b?: unknown) =>
+    request<Record<string, unknown>>(`${url}${p}`, m, b, { authorization: `Bearer ${rt?.ownerToken ?? ''}` });
   const def = gatedDef(`${gate.origin}/`);
   await owner('PUT', '/v1/pipelines/gated', def);
   const run = await owner('POST', '/v1/pipelines/gated/runs', {});
-  await waitUntil(() => owner('GET', `/v1/pipelines/gated/runs/${String(run.body.run_id)}`), (r) => r.body.status === 'completed', 30_000);
+  await waitUntil(
+    () => owner('GET', `/v1/pipelines/gated/runs/${String(run.body.run_id)}`),
+    (r) => r.body.status === 'completed',
+    30_000,
+  );
   const pub = await owner('PUT', '/v1/pipelines/gated/deployment', {});
   const dep = String(pub.body.deployment_id);
   const key = String(pub.body.api_key);
   open = false;
   const ids = await Promise.all(
-    [1, 2].map(async () => String((await request<Record<string, unknown>>(`${url}/v1/deployments/${dep}/executions`, 'POST', {}, { 'x-api-key': key })).body.execution_id)),
+    [1, 2].map(async () =>
+      String(
+        (await request<Record<string, unknown>>(`${url}/v1/deployments/${dep}/executions`, 'POST', {}, { 'x-api-key': key })).body
+          .execution_id,
+      ),
+    ),
   );
-  await waitUntil(() => Promise.resolve(held.length), (n) => n === 2, 20_000);
+  await waitUntil(
+    () => Promise.resolve(held.length),
+    (n) => n === 2,
+    20_000,
+  );
 
   // The CLI finds it through the URL it recorded in its data dir.
   const recorded = readFileSync(join(dataDir, 'runtime-url'), 'utf8');
@@ -61,7 +75,9 @@ it('drains on SIGTERM: refuses new work, lets what finishes in time complete, fa
   await sleep(300);
   const refused = await request(`${url}/v1/deployments/${dep}/executions`, 'POST', {}, { 'x-api-key': key });
   reply(held.shift() as ServerResponse, 200, { word: 'done' });
-  const code = await new Promise<number | null>((r) => (rt?.child.exitCode !== null ? r(rt?.child.exitCode ?? null) : rt.child.once('exit', r)));
+  const code = await new Promise<number | null>((r) =>
+    rt?.child.exitCode !== null ? r(rt?.child.exitCode ?? null) : rt.child.once('exit', r),
+  );
   const tookMs = Date.now() - signalled;
   const urlLeftBehind = existsSync(join(dataDir, 'runtime-url'));
   // A finished stop says so, and the next start then skips the Scan an unclean stop needs.
@@ -69,7 +85,11 @@ it('drains on SIGTERM: refuses new work, lets what finishes in time complete, fa
   const output = rt.output();
   rt = await spawnRuntime(dataDir, env);
   const markStillThere = existsSync(join(dataDir, 'clean-stop'));
-  const finals = await Promise.all(ids.map((id) => request<Record<string, unknown>>(`${rt?.url ?? ''}/v1/deployments/executions/${id}/status`, 'GET', undefined, { 'x-api-key': key })));
+  const finals = await Promise.all(
+    ids.map((id) =>
+      request<Record<string, unknown>>(`${rt?.url ?? ''}/v1/deployments/executions/${id}/status`, 'GET', undefined, { 'x-api-key': key }),
+    ),
+  );
 
   // Assess
   expect(recorded).toBe(`${url}\n`);

@@ -36,10 +36,14 @@ describe('an edited template', () => {
     rt = await start((t) => {
       revoke(t, 'ExecuteRole', 'sqs:SendMessage');
       // A request without a key meets the authorizer's Deny, answered by ACCESS_DENIED.
-      const unauthorized = Object.values(t.Resources).find((r) => r.Type === 'AWS::ApiGateway::GatewayResponse' && r.Properties?.ResponseType === 'ACCESS_DENIED');
+      const unauthorized = Object.values(t.Resources).find(
+        (r) => r.Type === 'AWS::ApiGateway::GatewayResponse' && r.Properties?.ResponseType === 'ACCESS_DENIED',
+      );
       if (!unauthorized?.Properties) throw new Error('no ACCESS_DENIED gateway response');
       unauthorized.Properties.StatusCode = '418';
-      unauthorized.Properties.ResponseTemplates = { 'application/json': '{"error":"changed in the template","request_id":"$context.requestId"}' };
+      unauthorized.Properties.ResponseTemplates = {
+        'application/json': '{"error":"changed in the template","request_id":"$context.requestId"}',
+      };
       unauthorized.Properties.ResponseParameters = { 'gatewayresponse.header.X-From-Template': "'yes'" };
     });
   });
@@ -47,7 +51,8 @@ describe('an edited template', () => {
     await rt?.stop();
   });
 
-  const owner = (method: string, path: string, body?: unknown) => request<Record<string, unknown>>(`${rt.url}${path}`, method, body, { authorization: `Bearer ${rt.ownerToken}` });
+  const owner = (method: string, path: string, body?: unknown) =>
+    request<Record<string, unknown>>(`${rt.url}${path}`, method, body, { authorization: `Bearer ${rt.ownerToken}` });
 
   it('answers with the gateway response the template declares', async () => {
     // Act
@@ -74,7 +79,12 @@ describe('an edited template', () => {
     })();
 
     // Act
-    const r = await request<Record<string, unknown>>(`${rt.url}/v1/deployments/${pub.body.deployment_id}/executions`, 'POST', {}, { 'x-api-key': String(pub.body.api_key) });
+    const r = await request<Record<string, unknown>>(
+      `${rt.url}/v1/deployments/${pub.body.deployment_id}/executions`,
+      'POST',
+      {},
+      { 'x-api-key': String(pub.body.api_key) },
+    );
 
     // Assess: the send is refused, the pending record withdrawn, the caller told to retry.
     expect(r.status).toBe(503);
@@ -96,7 +106,8 @@ describe('an authorizer whose role lost its read of the table', () => {
 
   it('answers callers 503 with Retry-After (AUTHORIZER_CONFIGURATION_ERROR), not a bare 500', async () => {
     // Prepare: owner routes need no authorizer.
-    const owner = (method: string, path: string, body?: unknown) => request<Record<string, unknown>>(`${rt.url}${path}`, method, body, { authorization: `Bearer ${rt.ownerToken}` });
+    const owner = (method: string, path: string, body?: unknown) =>
+      request<Record<string, unknown>>(`${rt.url}${path}`, method, body, { authorization: `Bearer ${rt.ownerToken}` });
     await owner('PUT', '/v1/pipelines/greeting', greeting);
     await owner('POST', '/v1/pipelines/greeting/runs', {});
     let pub: Awaited<ReturnType<typeof owner>> | undefined;
@@ -107,7 +118,12 @@ describe('an authorizer whose role lost its read of the table', () => {
     expect(pub?.status).toBe(201);
 
     // Act
-    const r = await request<Record<string, unknown>>(`${rt.url}/v1/deployments/${String(pub?.body.deployment_id)}/executions`, 'POST', {}, { 'x-api-key': String(pub?.body.api_key) });
+    const r = await request<Record<string, unknown>>(
+      `${rt.url}/v1/deployments/${String(pub?.body.deployment_id)}/executions`,
+      'POST',
+      {},
+      { 'x-api-key': String(pub?.body.api_key) },
+    );
 
     // Assess
     expect(r.status).toBe(503);

@@ -22,7 +22,7 @@ const preflight = (rt: SynthRuntime, origin: string) =>
 
 const originOf = (rt: SynthRuntime) => new URL(rt.url).origin;
 
-describe("the upload-cors custom resource under start:synth", () => {
+describe('the upload-cors custom resource under start:synth', () => {
   const dirs: string[] = [];
   const running: SynthRuntime[] = [];
   const start = async (dataDir: string, edit?: (t: Template) => void) => {

@@ -32,8 +32,16 @@ const invokedSince = (rt: SynthRuntime, before: Map<string, number>): string[] =
   [...invocations(rt)].filter(([name, n]) => n > (before.get(name) ?? 0)).map(([name]) => name);
 
 type Route = { method: string; path: string; headers: Record<string, string> };
-const execute = (): Route => ({ method: 'POST', path: '/v1/deployments/00000000-0000-4000-8000-000000000000/executions', headers: { 'x-api-key': 'pgk_not-a-key' } });
-const push = (rt: SynthRuntime): Route => ({ method: 'PUT', path: '/v1/pipelines/padded', headers: { authorization: `Bearer ${rt.ownerToken}` } });
+const execute = (): Route => ({
+  method: 'POST',
+  path: '/v1/deployments/00000000-0000-4000-8000-000000000000/executions',
+  headers: { 'x-api-key': 'pgk_not-a-key' },
+});
+const push = (rt: SynthRuntime): Route => ({
+  method: 'PUT',
+  path: '/v1/pipelines/padded',
+  headers: { authorization: `Bearer ${rt.ownerToken}` },
+});
 
 /** A JSON body of exactly `bytes` bytes; the answer is read even when the server stops reading the upload. */
 function send(rt: SynthRuntime, route: Route, bytes: number): Promise<{ status: number; body: unknown }> {

@@ -48,10 +48,15 @@ it('wakes a waiting result request when a held execution completes, capped at th
   open = false;
   const accepted = await rt.caller('POST', `/v1/deployments/${gated.deploymentId}/executions/`, gated.apiKey, {});
   expect(accepted.status).toBe(202);
-  await waitUntil(async () => held.length, (n) => n > 0);
+  await waitUntil(
+    async () => held.length,
+    (n) => n > 0,
+  );
 
   // Act: wait longer than the stack allows, then let it finish.
-  const waiting = rt.caller('GET', `/v1/deployments/executions/${String(accepted.body.execution_id)}/result/`, gated.apiKey, undefined, { prefer: 'wait=60' });
+  const waiting = rt.caller('GET', `/v1/deployments/executions/${String(accepted.body.execution_id)}/result/`, gated.apiKey, undefined, {
+    prefer: 'wait=60',
+  });
   await new Promise((r) => setTimeout(r, 500));
   open = true;
   release();
@@ -60,7 +65,9 @@ it('wakes a waiting result request when a held execution completes, capped at th
   // Assess
   const template = (await testAssembly()).stacks.find((s) => s.stackName === 'Pipegate')?.template;
   const maxWait = Object.values(template?.Resources ?? {})
-    .map((res) => (res.Properties?.Environment as { Variables?: Record<string, unknown> } | undefined)?.Variables?.PIPEGATE_MAX_WAIT_SECONDS)
+    .map(
+      (res) => (res.Properties?.Environment as { Variables?: Record<string, unknown> } | undefined)?.Variables?.PIPEGATE_MAX_WAIT_SECONDS,
+    )
     .find((v) => v !== undefined);
   expect(r.status).toBe(200);
   expect(r.headers.get('preference-applied')).toBe(`wait=${String(maxWait)}`);

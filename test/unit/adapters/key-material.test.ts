@@ -111,7 +111,11 @@ describe('GetSecretValue as a signed call', () => {
   it('reads the endpoint override the runtimes set, as the SDK does', async () => {
     fake.answers = [[200, { SecretString: secret }]];
 
-    await secretsManagerReader({ region: 'eu-west-1', credentials: { accessKeyId: 'a', secretAccessKey: 'b' }, env: { AWS_ENDPOINT_URL: fake.origin } })('arn:s');
+    await secretsManagerReader({
+      region: 'eu-west-1',
+      credentials: { accessKeyId: 'a', secretAccessKey: 'b' },
+      env: { AWS_ENDPOINT_URL: fake.origin },
+    })('arn:s');
 
     expect(fake.seen).toHaveLength(1);
   });

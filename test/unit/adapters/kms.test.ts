@@ -12,7 +12,10 @@ describe('KMS over signed HTTP', () => {
   });
   afterAll(() => fake.close());
   beforeEach(() => fake.reset());
-  const THROTTLE: [number, unknown] = [400, { __type: 'ThrottlingException', message: 'You have exceeded the rate at which you may call KMS.' }];
+  const THROTTLE: [number, unknown] = [
+    400,
+    { __type: 'ThrottlingException', message: 'You have exceeded the rate at which you may call KMS.' },
+  ];
   const keys = (waits: number[] = []) =>
     new KmsDataKeys(
       awsKmsTransport({
@@ -33,7 +36,11 @@ describe('KMS over signed HTTP', () => {
 
     // Assess
     expect(plain).toEqual(Buffer.alloc(32, 1));
-    expect(fake.seen.map((r) => r.headers['x-amz-target'])).toEqual(['TrentService.Decrypt', 'TrentService.Decrypt', 'TrentService.Decrypt']);
+    expect(fake.seen.map((r) => r.headers['x-amz-target'])).toEqual([
+      'TrentService.Decrypt',
+      'TrentService.Decrypt',
+      'TrentService.Decrypt',
+    ]);
     expect(waits).toEqual([100, 200]);
   });
 
@@ -41,10 +48,16 @@ describe('KMS over signed HTTP', () => {
     const waits: number[] = [];
     fake.answers = [THROTTLE, THROTTLE, THROTTLE, THROTTLE, THROTTLE, THROTTLE];
 
-    const e = await keys(waits).generate({ purpose: 'x' }).catch((x: unknown) => x);
+    const e = await keys(waits)
+      .generate({ purpose: 'x' })
+      .catch((x: unknown) => x);
 
     expect(e).toBeInstanceOf(KmsCallError);
-    expect(e).toMatchObject({ name: 'ThrottlingException', status: 400, message: expect.stringMatching(/^KMS GenerateDataKey: ThrottlingException: You have exceeded/) as unknown });
+    expect(e).toMatchObject({
+      name: 'ThrottlingException',
+      status: 400,
+      message: expect.stringMatching(/^KMS GenerateDataKey: ThrottlingException: You have exceeded/) as unknown,
+    });
     expect(fake.seen).toHaveLength(5);
     expect(waits).toEqual([100, 200, 400, 800]);
     expect(Math.max(...waits)).toBeLessThanOrEqual(KMS_RETRY.capMs);
@@ -53,7 +66,10 @@ describe('KMS over signed HTTP', () => {
   it('throws a refusal at once, named as KMS names it', async () => {
     fake.answers = [[400, { __type: 'com.amazonaws.kms#InvalidCiphertextException' }]];
 
-    await expect(keys().decrypt(Buffer.from('blob'), { purpose: 'x' })).rejects.toMatchObject({ name: 'InvalidCiphertextException', status: 400 });
+    await expect(keys().decrypt(Buffer.from('blob'), { purpose: 'x' })).rejects.toMatchObject({
+      name: 'InvalidCiphertextException',
+      status: 400,
+    });
     expect(fake.seen).toHaveLength(1);
   });
 });

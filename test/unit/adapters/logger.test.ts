@@ -5,7 +5,14 @@ describe('log formats', () => {
     const lines: string[] = [];
     return { lines, log: createLogger('svc', (l) => lines.push(l), format) };
   };
-  const request = { method: 'POST', path: '/v1/pipelines/greeting/runs', route: '/v1/pipelines/{pipeline_id}/runs', status: 202, duration_ms: 14.237, request_id: 'r-1' };
+  const request = {
+    method: 'POST',
+    path: '/v1/pipelines/greeting/runs',
+    route: '/v1/pipelines/{pipeline_id}/runs',
+    status: 202,
+    duration_ms: 14.237,
+    request_id: 'r-1',
+  };
 
   it('writes one JSON object a line by default', () => {
     const { lines, log } = capture();

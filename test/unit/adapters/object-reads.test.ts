@@ -11,7 +11,8 @@ import { startTestServer, type ReceivedRequest, type TestServer } from '../../su
 
 const CREDS = { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'secret' };
 const NO_WAIT: RetryPolicy = { maxAttempts: 3, baseMs: 100, capMs: 1000, sleep: () => Promise.resolve() };
-const xmlError = (code: string) => `<?xml version="1.0" encoding="UTF-8"?><Error><Code>${code}</Code><Message>about ${code}</Message></Error>`;
+const xmlError = (code: string) =>
+  `<?xml version="1.0" encoding="UTF-8"?><Error><Code>${code}</Code><Message>about ${code}</Message></Error>`;
 
 type Answer = (req: ReceivedRequest, res: ServerResponse) => void;
 const send =
@@ -36,7 +37,14 @@ describe('S3ObjectReads', () => {
     seen = [];
     answers = [];
   });
-  const reads = () => new S3ObjectReads({ region: 'local', s3Endpoint: server.origin, s3ForcePathStyle: true }, 'the-bucket', CREDS, () => new Date(), NO_WAIT);
+  const reads = () =>
+    new S3ObjectReads(
+      { region: 'local', s3Endpoint: server.origin, s3ForcePathStyle: true },
+      'the-bucket',
+      CREDS,
+      () => new Date(),
+      NO_WAIT,
+    );
 
   it('heads an object as its size and media type, signed for S3, by path', async () => {
     answers = [send(200, { 'content-length': '12', 'content-type': 'image/jpeg' })];
@@ -45,7 +53,9 @@ describe('S3ObjectReads', () => {
     expect(seen[0]?.method).toBe('HEAD');
     expect(seen[0]?.path).toBe('/the-bucket/d/x/e/y/out.image');
     expect(seen[0]?.headers['x-amz-content-sha256']).toBe('e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');
-    expect(seen[0]?.headers.authorization).toMatch(/^AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE\/\d{8}\/local\/s3\/aws4_request, SignedHeaders=host;x-amz-content-sha256;x-amz-date, /);
+    expect(seen[0]?.headers.authorization).toMatch(
+      /^AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE\/\d{8}\/local\/s3\/aws4_request, SignedHeaders=host;x-amz-content-sha256;x-amz-date, /,
+    );
   });
 
   it('sends a key escaped once, its dot segments kept', async () => {
@@ -68,7 +78,12 @@ describe('S3ObjectReads', () => {
   it('throws a refusal by the name S3 gives it, with its status, and tries it only once', async () => {
     answers = [send(403, {}, xmlError('AccessDenied')), send(403)];
 
-    await expect(reads().read('k')).rejects.toMatchObject({ name: 'AccessDenied', status: 403, $metadata: { httpStatusCode: 403 }, message: 'S3 GetObject k: AccessDenied: about AccessDenied' });
+    await expect(reads().read('k')).rejects.toMatchObject({
+      name: 'AccessDenied',
+      status: 403,
+      $metadata: { httpStatusCode: 403 },
+      message: 'S3 GetObject k: AccessDenied: about AccessDenied',
+    });
     await expect(reads().head('k')).rejects.toMatchObject({ name: 'Forbidden', status: 403 });
     expect(seen).toHaveLength(2);
   });
@@ -88,7 +103,11 @@ describe('S3ObjectReads', () => {
   });
 
   it('reads the first maxBytes through a Range, and an empty object (which refuses any Range) as empty', async () => {
-    answers = [send(206, { 'content-range': 'bytes 0-1/3' }, 'ab'), send(416, {}, xmlError('InvalidRange')), send(200, { 'content-length': '0' })];
+    answers = [
+      send(206, { 'content-range': 'bytes 0-1/3' }, 'ab'),
+      send(416, {}, xmlError('InvalidRange')),
+      send(200, { 'content-length': '0' }),
+    ];
 
     expect(Buffer.from((await reads().read('k', 2)) ?? []).toString()).toBe('ab');
     expect(await reads().read('empty', 10)).toEqual(new Uint8Array(0));
@@ -128,7 +147,12 @@ describe('splitObjectStore', () => {
       removePrefix: () => Promise.resolve(0),
       presignUpload: () => Promise.reject(new Error('unused')),
     };
-    const reads = { head: () => Promise.resolve(null), read: () => Promise.resolve(null), open: () => Promise.resolve(null), presignDownload: () => Promise.reject(new Error('unused')) };
+    const reads = {
+      head: () => Promise.resolve(null),
+      read: () => Promise.resolve(null),
+      open: () => Promise.resolve(null),
+      presignDownload: () => Promise.reject(new Error('unused')),
+    };
     const store = splitObjectStore(reads, () => (built++, writer));
 
     // Act

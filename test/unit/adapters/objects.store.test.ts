@@ -1,10 +1,4 @@
-import {
-  DeleteObjectCommand,
-  DeleteObjectsCommand,
-  ListObjectsV2Command,
-  PutObjectCommand,
-  S3Client,
-} from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, DeleteObjectsCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { mockClient } from 'aws-sdk-client-mock';
 import { presignedOrigin, s3ClientConfig, S3ObjectStore } from '../../../functions/adapters/objects.store';
 
@@ -13,7 +7,8 @@ const NOW = new Date('2026-11-24T12:00:00.000Z');
 describe('S3ObjectStore (the writes)', () => {
   const s3 = mockClient(S3Client);
   beforeEach(() => s3.reset());
-  const client = () => new S3Client({ ...s3ClientConfig({ region: 'eu-west-1' }), credentials: { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'secret' } });
+  const client = () =>
+    new S3Client({ ...s3ClientConfig({ region: 'eu-west-1' }), credentials: { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'secret' } });
   const store = () => new S3ObjectStore(client(), 'the-bucket', () => NOW);
 
   it('puts the bytes with their media type and exact length', async () => {
@@ -44,17 +39,28 @@ describe('S3ObjectStore (the writes)', () => {
   });
 
   it('removes a prefix page by page and counts what it removed', async () => {
-    s3.on(ListObjectsV2Command, { ContinuationToken: undefined }).resolves({ Contents: [{ Key: 'd/x/1' }, { Key: 'd/x/2' }], IsTruncated: true, NextContinuationToken: 't1' });
+    s3.on(ListObjectsV2Command, { ContinuationToken: undefined }).resolves({
+      Contents: [{ Key: 'd/x/1' }, { Key: 'd/x/2' }],
+      IsTruncated: true,
+      NextContinuationToken: 't1',
+    });
     s3.on(ListObjectsV2Command, { ContinuationToken: 't1' }).resolves({ Contents: [{ Key: 'd/x/3' }], IsTruncated: false });
     s3.on(DeleteObjectsCommand).resolves({});
 
     expect(await store().removePrefix('d/x/')).toBe(3);
     expect(s3.commandCalls(ListObjectsV2Command).map((c) => c.args[0].input.Prefix)).toEqual(['d/x/', 'd/x/']);
-    expect(s3.commandCalls(DeleteObjectsCommand).map((c) => c.args[0].input.Delete?.Objects?.map((o) => o.Key))).toEqual([['d/x/1', 'd/x/2'], ['d/x/3']]);
+    expect(s3.commandCalls(DeleteObjectsCommand).map((c) => c.args[0].input.Delete?.Objects?.map((o) => o.Key))).toEqual([
+      ['d/x/1', 'd/x/2'],
+      ['d/x/3'],
+    ]);
   });
 
   it('stops a bounded removal at maxKeys, listing no more than it may remove', async () => {
-    s3.on(ListObjectsV2Command, { ContinuationToken: undefined }).resolves({ Contents: [{ Key: 'd/x/1' }, { Key: 'd/x/2' }], IsTruncated: true, NextContinuationToken: 't1' });
+    s3.on(ListObjectsV2Command, { ContinuationToken: undefined }).resolves({
+      Contents: [{ Key: 'd/x/1' }, { Key: 'd/x/2' }],
+      IsTruncated: true,
+      NextContinuationToken: 't1',
+    });
     s3.on(DeleteObjectsCommand).resolves({});
 
     expect(await store().removePrefix('d/x/', { maxKeys: 2 })).toBe(2);
@@ -82,7 +88,11 @@ describe('S3ObjectStore (the writes)', () => {
   });
 
   it('names the origin its presigned URLs point at, on AWS and at a path-style endpoint', async () => {
-    for (const settings of [{ region: 'eu-west-1' }, { region: 'us-east-1' }, { region: 'local', s3Endpoint: 'http://127.0.0.1:4569', s3ForcePathStyle: true }]) {
+    for (const settings of [
+      { region: 'eu-west-1' },
+      { region: 'us-east-1' },
+      { region: 'local', s3Endpoint: 'http://127.0.0.1:4569', s3ForcePathStyle: true },
+    ]) {
       const c = new S3Client({ ...s3ClientConfig(settings), credentials: { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'secret' } });
       const up = await new S3ObjectStore(c, 'the-bucket', () => NOW).presignUpload('d/x/u/y', 'image/png', 1, 60);
       expect(new URL(up.url).origin).toBe(presignedOrigin(settings, 'the-bucket'));

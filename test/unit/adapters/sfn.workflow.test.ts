@@ -48,7 +48,9 @@ describe('SfnWorkflowPort', () => {
 
   it('lets other start failures through', async () => {
     // Prepare
-    sfn.on(StartExecutionCommand).rejects(new SFNServiceException({ name: 'ThrottlingException', $fault: 'client', message: 'slow down', ...meta }));
+    sfn
+      .on(StartExecutionCommand)
+      .rejects(new SFNServiceException({ name: 'ThrottlingException', $fault: 'client', message: 'slow down', ...meta }));
 
     // Act / Assess
     await expect(port().start('exec-1', {})).rejects.toThrow('slow down');
@@ -82,7 +84,9 @@ describe('SfnWorkflowPort', () => {
 
   it('lets other stop failures through', async () => {
     // Prepare
-    sfn.on(StopExecutionCommand).rejects(new SFNServiceException({ name: 'AccessDeniedException', $fault: 'client', message: 'denied', ...meta }));
+    sfn
+      .on(StopExecutionCommand)
+      .rejects(new SFNServiceException({ name: 'AccessDeniedException', $fault: 'client', message: 'denied', ...meta }));
 
     // Act / Assess
     await expect(port().stop('exec-3', 'cancelled')).rejects.toThrow('denied');

@@ -14,7 +14,13 @@ const S3_DOC_DATE = new Date('2013-05-24T00:00:00Z');
 const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
 
 /** No waiting in tests; the waits asked for are recorded instead. */
-const instant = (waits: number[] = [], random = () => 1): RetryPolicy => ({ maxAttempts: 3, baseMs: 100, capMs: 1000, sleep: (ms) => (waits.push(ms), Promise.resolve()), random });
+const instant = (waits: number[] = [], random = () => 1): RetryPolicy => ({
+  maxAttempts: 3,
+  baseMs: 100,
+  capMs: 1000,
+  sleep: (ms) => (waits.push(ms), Promise.resolve()),
+  random,
+});
 
 describe('SigV4 signing', () => {
   it("matches S3's documented example: GET /test.txt with a Range", async () => {
@@ -41,12 +47,22 @@ describe('SigV4 signing', () => {
   ])("presigns a GET exactly as S3's presigner does (%s)", async (_what, key, where) => {
     // Prepare
     const creds = { ...S3_DOC_CREDS, sessionToken: 'FwoGZXIvYXdzEXAMPLE' };
-    const sdk = new S3Client({ ...where, credentials: creds, requestChecksumCalculation: 'WHEN_REQUIRED', responseChecksumValidation: 'WHEN_REQUIRED' });
-    const expected = await getSignedUrl(sdk, new GetObjectCommand({ Bucket: 'the-bucket', Key: key, ResponseContentType: 'image/png', ResponseContentDisposition: 'attachment' }), {
-      expiresIn: 300,
-      signingDate: S3_DOC_DATE,
+    const sdk = new S3Client({
+      ...where,
+      credentials: creds,
+      requestChecksumCalculation: 'WHEN_REQUIRED',
+      responseChecksumValidation: 'WHEN_REQUIRED',
     });
-    const base = 'endpoint' in where ? new URL(`${where.endpoint}/the-bucket`) : new URL(`https://the-bucket.s3.${where.region}.amazonaws.com`);
+    const expected = await getSignedUrl(
+      sdk,
+      new GetObjectCommand({ Bucket: 'the-bucket', Key: key, ResponseContentType: 'image/png', ResponseContentDisposition: 'attachment' }),
+      {
+        expiresIn: 300,
+        signingDate: S3_DOC_DATE,
+      },
+    );
+    const base =
+      'endpoint' in where ? new URL(`${where.endpoint}/the-bucket`) : new URL(`https://the-bucket.s3.${where.region}.amazonaws.com`);
     const path = `${base.pathname.replace(/\/$/, '')}/${key
       .split('/')
       .map((s) => encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`))
@@ -57,7 +73,10 @@ describe('SigV4 signing', () => {
     url.searchParams.set('x-id', 'GetObject');
 
     // Act
-    const ours = await presignUrl({ method: 'GET', url, path, headers: {} }, { region: where.region, service: 's3', credentials: creds, now: S3_DOC_DATE, expiresIn: 300 });
+    const ours = await presignUrl(
+      { method: 'GET', url, path, headers: {} },
+      { region: where.region, service: 's3', credentials: creds, now: S3_DOC_DATE, expiresIn: 300 },
+    );
 
     // Assess: same address, same signed query, parameter by parameter.
     const a = new URL(ours);
@@ -162,13 +181,19 @@ describe('a JSON protocol call', () => {
       'x-amz-security-token': 'token',
       host: new URL(fake.origin).host,
     });
-    expect(fake.seen[0]?.headers.authorization).toMatch(/^AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE\/\d{8}\/eu-west-1\/secretsmanager\/aws4_request, SignedHeaders=content-type;host;x-amz-content-sha256;x-amz-date;x-amz-security-token;x-amz-target, /);
+    expect(fake.seen[0]?.headers.authorization).toMatch(
+      /^AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE\/\d{8}\/eu-west-1\/secretsmanager\/aws4_request, SignedHeaders=content-type;host;x-amz-content-sha256;x-amz-date;x-amz-security-token;x-amz-target, /,
+    );
   });
 
   it("throws the service's error by the name after the namespace, with its status and message", async () => {
     fake.answers = [[400, { __type: 'com.amazonaws.secretsmanager#ResourceNotFoundException', Message: 'not here' }]];
 
-    const e = (await call()('GetSecretValue', { SecretId: 'x' }).catch((x: unknown) => x)) as { name: string; message: string; $metadata: unknown };
+    const e = (await call()('GetSecretValue', { SecretId: 'x' }).catch((x: unknown) => x)) as {
+      name: string;
+      message: string;
+      $metadata: unknown;
+    };
 
     expect(e.name).toBe('ResourceNotFoundException');
     expect(e.message).toBe('Secrets Manager GetSecretValue: ResourceNotFoundException: not here');
@@ -203,10 +228,14 @@ describe('a JSON protocol call', () => {
     const origin = closed.origin;
     await closed.close();
 
-    const e = await jsonServiceCall({ region: 'eu-west-1', service: 'kms', targetPrefix: 'TrentService', endpoint: origin, credentials: { accessKeyId: 'a', secretAccessKey: 'b' }, retry: instant() })(
-      'Decrypt',
-      {},
-    ).catch((x: unknown) => x);
+    const e = await jsonServiceCall({
+      region: 'eu-west-1',
+      service: 'kms',
+      targetPrefix: 'TrentService',
+      endpoint: origin,
+      credentials: { accessKeyId: 'a', secretAccessKey: 'b' },
+      retry: instant(),
+    })('Decrypt', {}).catch((x: unknown) => x);
 
     expect(e).toMatchObject({ code: 'ECONNREFUSED' });
   });

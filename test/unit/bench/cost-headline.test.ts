@@ -54,13 +54,19 @@ describe('the routes priced from their lists of calls', () => {
     const form60 = streamCost(60, 5, 'form');
     expect(aws).toContain(`A 10 s execution of 5 nodes: **≈ ${$(caller10.total)} per million** streamed executions`);
     expect(aws).toContain(`a 60 s one: **≈ ${$(caller60.total)} per million**`);
-    expect(aws).toContain(`A 10 s execution of 5 nodes: **≈ ${$(form10.total)} per million** streamed executions; a 60 s one: **≈ ${$(form60.total)} per million**`);
-    expect(readme).toContain(`A stream of a 10 s execution costs ≈ ${$(caller10.total)} per million on AWS, a web form viewer's ≈ ${$(form10.total)}`);
+    expect(aws).toContain(
+      `A 10 s execution of 5 nodes: **≈ ${$(form10.total)} per million** streamed executions; a 60 s one: **≈ ${$(form60.total)} per million**`,
+    );
+    expect(readme).toContain(
+      `A stream of a 10 s execution costs ≈ ${$(caller10.total)} per million on AWS, a web form viewer's ≈ ${$(form10.total)}`,
+    );
     // The viewer's stream differs from the caller's by the calls the lists name, nothing else.
     const { caller, form } = EVENT_STREAM_CALLS;
     const reads = (readUnitsOf(form) - readUnitsOf(caller)) * PRICES.dynamoPerMillionReadUnits;
     const writes = (form.writes - caller.writes) * PRICES.dynamoPerMillionWriteUnits;
-    const authorizer = PRICES.lambdaPerMillionRequests + (ASSUMPTIONS.lambdaMemoryMb / 1024) * ((ASSUMPTIONS.lambdaWarmMs.authorizer ?? 0) / 1000) * PRICES.lambdaArmPerGbSecond * 1e6;
+    const authorizer =
+      PRICES.lambdaPerMillionRequests +
+      (ASSUMPTIONS.lambdaMemoryMb / 1024) * ((ASSUMPTIONS.lambdaWarmMs.authorizer ?? 0) / 1000) * PRICES.lambdaArmPerGbSecond * 1e6;
     expect(form10.total - caller10.total).toBeCloseTo(reads + writes - authorizer, 9);
   });
 

@@ -1,6 +1,17 @@
 import fc from 'fast-check';
 import { fmt, fmtRatio, median, percentile, perSecond, ratio, summarize, verdict } from '../../../bench/stats';
-import { atExecutionTime, awsWait, callerCost, costPerMillion, lambdaInvocations, meanAwsWait, mediaObjectCost, successPath, totalDollars, withScheduledRereads } from '../../../bench/aws-calls';
+import {
+  atExecutionTime,
+  awsWait,
+  callerCost,
+  costPerMillion,
+  lambdaInvocations,
+  meanAwsWait,
+  mediaObjectCost,
+  successPath,
+  totalDollars,
+  withScheduledRereads,
+} from '../../../bench/aws-calls';
 import { diffCounts, emptyCounts, IndexTracker, scaleCounts, updatedAttributes } from '../../../bench/instrument';
 import { MEDIA, PRICES } from '../../../bench/prices';
 import asl from '../../../lib/state-machine.asl.json';
@@ -69,10 +80,13 @@ describe('bench cost inputs', () => {
   });
 
   it('reads the attributes an update expression sets and removes', () => {
-    const u = updatedAttributes('SET #status = :to, #completed_at = :completed_at, sweep = if_not_exists(sweep, :x) REMOVE sweep_at, gsi1pk', {
-      '#status': 'status',
-      '#completed_at': 'completed_at',
-    });
+    const u = updatedAttributes(
+      'SET #status = :to, #completed_at = :completed_at, sweep = if_not_exists(sweep, :x) REMOVE sweep_at, gsi1pk',
+      {
+        '#status': 'status',
+        '#completed_at': 'completed_at',
+      },
+    );
     expect([...u.set].sort()).toEqual(['completed_at', 'status', 'sweep']);
     expect([...u.remove].sort()).toEqual(['gsi1pk', 'sweep_at']);
   });
@@ -109,10 +123,35 @@ describe('bench cost inputs', () => {
 describe('bench cost model', () => {
   it('prices the counts docs/aws.md assumes at the total it states (≈ $9.5 per million)', () => {
     // Prepare
-    const whole = { ...emptyCounts(), dynamo: { GetItem: 2, PutItem: 1, UpdateItem: 2 }, readUnits: 2, writeUnits: 3, indexWriteUnits: 0, sqsSend: { executions: 1 }, sfnStart: 1, secretsLookups: 1 };
+    const whole = {
+      ...emptyCounts(),
+      dynamo: { GetItem: 2, PutItem: 1, UpdateItem: 2 },
+      readUnits: 2,
+      writeUnits: 3,
+      indexWriteUnits: 0,
+      sqsSend: { executions: 1 },
+      sfnStart: 1,
+      secretsLookups: 1,
+    };
     // Act
-    const lines = costPerMillion({ whole, apiRequests: 1, apiFunctions: ['authorizer', 'execute'], batch: 1, taskStates: 2, stateTransitions: 4, stateMachine: 'EXPRESS' });
-    const standard = costPerMillion({ whole, apiRequests: 1, apiFunctions: ['authorizer', 'execute'], batch: 1, taskStates: 2, stateTransitions: 4, stateMachine: 'STANDARD' });
+    const lines = costPerMillion({
+      whole,
+      apiRequests: 1,
+      apiFunctions: ['authorizer', 'execute'],
+      batch: 1,
+      taskStates: 2,
+      stateTransitions: 4,
+      stateMachine: 'EXPRESS',
+    });
+    const standard = costPerMillion({
+      whole,
+      apiRequests: 1,
+      apiFunctions: ['authorizer', 'execute'],
+      batch: 1,
+      taskStates: 2,
+      stateTransitions: 4,
+      stateMachine: 'STANDARD',
+    });
     // Assess
     expect(totalDollars(lines)).toBeCloseTo(9.5, 1);
     expect(lines.find((l) => l.item === 'DynamoDB writes')?.dollars).toBeCloseTo(1.88, 2);
@@ -123,10 +162,19 @@ describe('bench cost model', () => {
 describe('bench cost of caller shapes', () => {
   const path = successPath(asl);
   // One execution as counted at the adapters with no caller traffic beyond the POST.
-  const base = { ...emptyCounts(), dynamo: { GetItem: 2, PutItem: 1, UpdateItem: 2 }, readUnits: 2, writeUnits: 3, sqsSend: { executions: 1 }, sfnStart: 1, secretsLookups: 1 };
-  const dollars = (lines: { item: string; dollars: number }[], item: string): number => lines.find((l) => l.item === item)?.dollars ?? Number.NaN;
+  const base = {
+    ...emptyCounts(),
+    dynamo: { GetItem: 2, PutItem: 1, UpdateItem: 2 },
+    readUnits: 2,
+    writeUnits: 3,
+    sqsSend: { executions: 1 },
+    sfnStart: 1,
+    secretsLookups: 1,
+  };
+  const dollars = (lines: { item: string; dollars: number }[], item: string): number =>
+    lines.find((l) => l.item === item)?.dollars ?? Number.NaN;
 
-  it('re-reads a wait on AWS on the completions schedule: 50, 100, 200, 400, 800 ms, then every second, to the wait\'s end', () => {
+  it("re-reads a wait on AWS on the completions schedule: 50, 100, 200, 400, 800 ms, then every second, to the wait's end", () => {
     // Act
     const at = (ms: number) => awsWait(ms, 25);
     // Assess
@@ -181,7 +229,20 @@ describe('bench cost of caller shapes', () => {
     const perPoll = (totalDollars(poll.lines) - totalDollars(submitOnly.lines)) / 4;
     expect(perPoll).toBeGreaterThan(3.5 + 0.4 + 1.5 * 0.125 + 0.25 * 0.03 * 13.3334);
     expect(perPoll).toBeLessThan(4.3);
-    expect(totalDollars(submitOnly.lines)).toBeCloseTo(totalDollars(costPerMillion({ whole: base, apiRequests: 1, apiFunctions: ['authorizer', 'execute'], batch: 1, taskStates: 2, stateTransitions: 4, stateMachine: 'EXPRESS' })), 9);
+    expect(totalDollars(submitOnly.lines)).toBeCloseTo(
+      totalDollars(
+        costPerMillion({
+          whole: base,
+          apiRequests: 1,
+          apiFunctions: ['authorizer', 'execute'],
+          batch: 1,
+          taskStates: 2,
+          stateTransitions: 4,
+          stateMachine: 'EXPRESS',
+        }),
+      ),
+      9,
+    );
   });
 
   it('prices a wait as the execute function up for the wait plus its scheduled re-reads', () => {
@@ -189,7 +250,10 @@ describe('bench cost of caller shapes', () => {
     const perExecution = { ...base, dynamo: { ...base.dynamo, GetItem: 4 }, readUnits: 3.5, waits: 1, waitWakes: 1 };
     // Act
     const wait = callerCost({ requestsPer: 1, perExecution, awsWait: { rereads: 5, seconds: 1.55 } }, path);
-    const notWaiting = callerCost({ requestsPer: 1, perExecution: { ...perExecution, waits: 0, waitWakes: 0 }, awsWait: { rereads: 5, seconds: 1.55 } }, path);
+    const notWaiting = callerCost(
+      { requestsPer: 1, perExecution: { ...perExecution, waits: 0, waitWakes: 0 }, awsWait: { rereads: 5, seconds: 1.55 } },
+      path,
+    );
     // Assess
     expect(wait.whole.readUnits).toBe(7.5);
     expect(wait.input.waitSeconds).toBe(1.55);
@@ -211,9 +275,17 @@ describe('bench cost of caller shapes', () => {
 
   it('re-prices a shape at another execution time: polls until the first at or after it, waits on the schedule', () => {
     // Prepare: ten polls measured, each a consistent and an eventual read (1.5 RRU); one wait measured.
-    const polled = { requestsPer: 11, perExecution: { ...base, dynamo: { ...base.dynamo, GetItem: 22 }, readUnits: 17 }, awsWait: { rereads: 0, seconds: 0 } };
+    const polled = {
+      requestsPer: 11,
+      perExecution: { ...base, dynamo: { ...base.dynamo, GetItem: 22 }, readUnits: 17 },
+      awsWait: { rereads: 0, seconds: 0 },
+    };
     const waited = { requestsPer: 1, perExecution: { ...base, waits: 1, waitWakes: 1 }, awsWait: { rereads: 9, seconds: 5.55 } };
-    const called = { requestsPer: 1, perExecution: { ...base, sqsSend: { executions: 1, callbacks: 1 } }, awsWait: { rereads: 0, seconds: 0 } };
+    const called = {
+      requestsPer: 1,
+      perExecution: { ...base, sqsSend: { executions: 1, callbacks: 1 } },
+      awsWait: { rereads: 0, seconds: 0 },
+    };
     // Act
     const poll = atExecutionTime(polled, base, 0.5, 250, 25);
     const quick = atExecutionTime(polled, base, 0.1, 250, 25);
@@ -259,7 +331,10 @@ describe("the media execution's object cost", () => {
     const twice = mediaObjectCost({ ...MEDIA, downloads: 2 });
     const bigger = mediaObjectCost({ ...MEDIA, inputBytes: 10 * MEDIA.inputBytes });
     // Assess
-    expect(twice.find((l) => l.item === 'Transfer out')?.dollars).toBeCloseTo(2 * (mediaObjectCost().find((l) => l.item === 'Transfer out')?.dollars ?? 0), 6);
+    expect(twice.find((l) => l.item === 'Transfer out')?.dollars).toBeCloseTo(
+      2 * (mediaObjectCost().find((l) => l.item === 'Transfer out')?.dollars ?? 0),
+      6,
+    );
     expect(totalDollars(bigger)).toBeGreaterThan(totalDollars(mediaObjectCost()));
     expect(PRICES.s3PerMillionPuts).toBe(5);
   });

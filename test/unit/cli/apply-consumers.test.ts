@@ -42,7 +42,10 @@ describe('checkConsumers', () => {
     });
     expect(problems).toEqual([]);
     expect(declared).toEqual([
-      { name: 'free', fields: { rate_limit: { requests: 1, per_seconds: 1 }, quota: { executions: 10, per: 'day' }, expires_at: null, metadata: {} } },
+      {
+        name: 'free',
+        fields: { rate_limit: { requests: 1, per_seconds: 1 }, quota: { executions: 10, per: 'day' }, expires_at: null, metadata: {} },
+      },
       { name: 'paid', fields: { rate_limit: null, quota: null, expires_at: '2027-01-01T00:00:00Z', metadata: { plan: 'pro' } } },
       { name: 'team b', fields: { rate_limit: null, quota: null, expires_at: null, metadata: {} } },
       { name: 'bare', fields: { rate_limit: null, quota: null, expires_at: null, metadata: {} } },
@@ -74,7 +77,9 @@ describe('checkConsumers', () => {
   });
 
   it('refuses a block that is not an object', () => {
-    expect(problemsOf(['free']).problems).toEqual([{ path: 'consumers', reason: expect.stringMatching(/object of consumer name/) as unknown as string }]);
+    expect(problemsOf(['free']).problems).toEqual([
+      { path: 'consumers', reason: expect.stringMatching(/object of consumer name/) as unknown as string },
+    ]);
   });
 
   it('never throws, and accepts only what the service would create (fuzzed)', () => {
@@ -83,9 +88,15 @@ describe('checkConsumers', () => {
       json,
       fc.record(
         {
-          rate_limit: fc.oneof(json, fc.record({ requests: fc.integer({ min: -2, max: 2_000_000 }), per_seconds: fc.integer({ min: -2, max: 4000 }) })),
+          rate_limit: fc.oneof(
+            json,
+            fc.record({ requests: fc.integer({ min: -2, max: 2_000_000 }), per_seconds: fc.integer({ min: -2, max: 4000 }) }),
+          ),
           quota: fc.oneof(json, fc.record({ executions: fc.integer({ min: -2, max: 10 }), per: fc.constantFrom('day', 'month', 'year') })),
-          expires_at: fc.oneof(json, fc.date({ noInvalidDate: true }).map((d) => d.toISOString())),
+          expires_at: fc.oneof(
+            json,
+            fc.date({ noInvalidDate: true }).map((d) => d.toISOString()),
+          ),
           metadata: fc.dictionary(fc.string({ maxLength: 70 }), fc.oneof(fc.string({ maxLength: 300 }), json), { maxKeys: 20 }),
         },
         { requiredKeys: [] },
@@ -95,7 +106,9 @@ describe('checkConsumers', () => {
       fc.property(fc.dictionary(fc.string({ maxLength: 120 }), entry, { maxKeys: 5 }), (block) => {
         const { declared, problems } = problemsOf(block);
         for (const d of declared) expect(v.safeParse(ConsumerCreate, { name: d.name, ...d.fields }).success).toBe(true);
-        expect(declared.length + new Set(problems.map((p) => p.path.split(/[.[]/)[1])).size).toBeGreaterThanOrEqual(Object.keys(block).length > 0 ? 1 : 0);
+        expect(declared.length + new Set(problems.map((p) => p.path.split(/[.[]/)[1])).size).toBeGreaterThanOrEqual(
+          Object.keys(block).length > 0 ? 1 : 0,
+        );
       }),
       { numRuns: 300 },
     );
@@ -103,7 +116,10 @@ describe('checkConsumers', () => {
 
   it('is part of a pipeline file, and a bad block makes the file one that cannot be applied', () => {
     const nodes = { x: { type: 'input', value_type: 'string', value: 'a' }, out: { type: 'output', from: 'x' } };
-    const ok = checkApplyDocument({ nodes, consumers: { free: { quota: { executions: 10, per: 'day' } } } }, { path: '/p.json', shown: 'p.json', id: 'p' });
+    const ok = checkApplyDocument(
+      { nodes, consumers: { free: { quota: { executions: 10, per: 'day' } } } },
+      { path: '/p.json', shown: 'p.json', id: 'p' },
+    );
     expect(ok.ok && ok.file.consumers.map((c) => c.name)).toEqual(['free']);
     const bad = checkApplyDocument({ nodes, consumers: { free: { quota: 3 } } }, { path: '/p.json', shown: 'p.json', id: 'p' });
     expect(bad.ok).toBe(false);
@@ -152,9 +168,16 @@ describe('planConsumers', () => {
   });
 
   it('applying a plan and planning again leaves nothing to do (fuzzed)', () => {
-    const rate = fc.option(fc.record({ requests: fc.integer({ min: 1, max: 5 }), per_seconds: fc.integer({ min: 1, max: 5 }) }), { nil: null });
-    const quota = fc.option(fc.record({ executions: fc.integer({ min: 1, max: 5 }), per: fc.constantFrom('day' as const, 'month' as const) }), { nil: null });
-    const expires = fc.option(fc.constantFrom('2027-01-01T00:00:00Z', '2027-01-01T00:00:00.000Z', '2028-06-01T12:00:00+02:00'), { nil: null });
+    const rate = fc.option(fc.record({ requests: fc.integer({ min: 1, max: 5 }), per_seconds: fc.integer({ min: 1, max: 5 }) }), {
+      nil: null,
+    });
+    const quota = fc.option(
+      fc.record({ executions: fc.integer({ min: 1, max: 5 }), per: fc.constantFrom('day' as const, 'month' as const) }),
+      { nil: null },
+    );
+    const expires = fc.option(fc.constantFrom('2027-01-01T00:00:00Z', '2027-01-01T00:00:00.000Z', '2028-06-01T12:00:00+02:00'), {
+      nil: null,
+    });
     const meta = fc.dictionary(fc.constantFrom('a', 'b', 'c'), fc.constantFrom('1', '2'), { maxKeys: 3 });
     const fields = fc.record({ rate_limit: rate, quota, expires_at: expires, metadata: meta });
     const names = fc.uniqueArray(fc.constantFrom('a', 'b', 'c', 'd'), { maxLength: 4 });
@@ -166,7 +189,7 @@ describe('planConsumers', () => {
         // What the service does with the plan's requests.
         const after = existing.map((c) => {
           const u = plan.update.find((x) => x.consumer_id === c.consumer_id);
-          return u ? { ...c, ...u.body } as Consumer : c;
+          return u ? ({ ...c, ...u.body } as Consumer) : c;
         });
         after.push(...plan.create.map((d) => live(d.name, d.fields)));
         const again = planConsumers(declared, after);

@@ -108,7 +108,11 @@ describe('pipeline file checks', () => {
       {
         nodes,
         test: [],
-        publish: { inputs: { nme: { visible: false }, message: { visible: true } }, outputs: { debug: { visible: 'no', extra: 1 } }, everything: true },
+        publish: {
+          inputs: { nme: { visible: false }, message: { visible: true } },
+          outputs: { debug: { visible: 'no', extra: 1 } },
+          everything: true,
+        },
         tests: [
           { name: 'bad inputs', inputs: { name: 42, count: 1.5, nope: 'x' }, expect: { message: 'x' } },
           { name: 'bad expect', expect: { greeting: 'x', missing: 1, debug: { deep: true } } },
@@ -158,10 +162,13 @@ describe('pipeline file checks', () => {
     expect(byPath.get('tests[3].expect')).toMatch(/object of output id/);
   });
 
-  it('lists definition problems beside the blocks\' problems', () => {
+  it("lists definition problems beside the blocks' problems", () => {
     // Act
     const checked = checkApplyDocument(
-      { nodes: { ...nodes, broken: { type: 'transform', inputs: ['ghost'], expression: '1' } }, tests: [{ name: 't', expect: { nope: 1 } }] },
+      {
+        nodes: { ...nodes, broken: { type: 'transform', inputs: ['ghost'], expression: '1' } },
+        tests: [{ name: 't', expect: { nope: 1 } }],
+      },
       where,
     );
 
@@ -201,7 +208,9 @@ describe('which files a set of paths names', () => {
     expect(t.files.map((f) => f.id)).toEqual(['a', 'b']);
     expect(t.invalid.map((i) => i.shown).sort()).toEqual(['c.yml', 'package.json']);
     expect(t.invalid.find((i) => i.shown === 'c.yml')?.problems[0]?.reason).toMatch(/not valid YAML/);
-    expect(t.invalid.find((i) => i.shown === 'package.json')?.problems.map((p) => p.path)).toEqual(expect.arrayContaining(['name', 'version', 'nodes']));
+    expect(t.invalid.find((i) => i.shown === 'package.json')?.problems.map((p) => p.path)).toEqual(
+      expect.arrayContaining(['name', 'version', 'nodes']),
+    );
   });
 
   it('refuses a missing path, a directory without pipeline files, and two files for one pipeline', () => {
@@ -218,7 +227,9 @@ describe('which files a set of paths names', () => {
     expect(() => readTargets(['empty'], dir)).toThrow(/holds no pipeline files/);
     expect(() => readTargets([], dir)).toThrow(UsageError);
     expect(both.files.map((f) => f.shown)).toEqual(['greeting.json']);
-    expect(both.invalid).toEqual([{ shown: 'greeting.yaml', problems: [{ path: '(file)', reason: expect.stringMatching(/greeting\.json is pipeline greeting too/) }] }]);
+    expect(both.invalid).toEqual([
+      { shown: 'greeting.yaml', problems: [{ path: '(file)', reason: expect.stringMatching(/greeting\.json is pipeline greeting too/) }] },
+    ]);
   });
 });
 
@@ -236,10 +247,14 @@ describe('the plan', () => {
 
   it('does nothing when the pushed version is live with the visibility the file asks', () => {
     // Act
-    const plan = computePlan(file({ publish: { outputs: { debug: { visible: false } } } }), readiness({ deployment: deployment(1, { outputs: ['debug'] }) }), {
-      version: 1,
-      created: false,
-    });
+    const plan = computePlan(
+      file({ publish: { outputs: { debug: { visible: false } } } }),
+      readiness({ deployment: deployment(1, { outputs: ['debug'] }) }),
+      {
+        version: 1,
+        created: false,
+      },
+    );
 
     // Assess
     expect(plan.tests).toEqual({ run: false, reason: 'version 1 is live', runs: [] });
@@ -260,7 +275,7 @@ describe('the plan', () => {
     expect(off.publish.changes).toEqual(['turn the web form off']);
   });
 
-  it('refuses a malformed publish.form, naming the field in the publish request\'s own words', () => {
+  it("refuses a malformed publish.form, naming the field in the publish request's own words", () => {
     expect(checkApplyDocument({ nodes, publish: { form: { enabled: 'yes', colour: 'red' } } }, where)).toEqual({
       ok: false,
       problems: [
@@ -270,7 +285,7 @@ describe('the plan', () => {
     });
   });
 
-  it('holds publish to the service\'s publish request: its limits, and every field it takes', () => {
+  it("holds publish to the service's publish request: its limits, and every field it takes", () => {
     // Arrange: one character over the form title's limit, which the file used to let through to the service
     const long = 'x'.repeat(FORM_TITLE_MAX_CHARS + 1);
 
@@ -285,14 +300,17 @@ describe('the plan', () => {
     );
 
     // Assess
-    expect(tooLong).toEqual({ ok: false, problems: [{ path: 'publish.form.title', reason: `must be at most ${FORM_TITLE_MAX_CHARS} characters` }] });
+    expect(tooLong).toEqual({
+      ok: false,
+      problems: [{ path: 'publish.form.title', reason: `must be at most ${FORM_TITLE_MAX_CHARS} characters` }],
+    });
     expect(atLimit.ok).toBe(true);
     expect(plan.publish.changes).toEqual(["show only counts in callers' event streams"]);
     expect(plan.publish.body.events).toEqual({ node_detail: false });
     expect(same.publish.action).toBe('none');
   });
 
-  it('publishes a visibility change without a run when the latest run succeeded on this version with the file\'s values', () => {
+  it("publishes a visibility change without a run when the latest run succeeded on this version with the file's values", () => {
     // Act
     const plan = computePlan(file({ publish: { inputs: { count: { visible: false } } } }), readiness(), { version: 1, created: false });
 
@@ -312,7 +330,13 @@ describe('the plan', () => {
     const f = file({ publish: { outputs: { debug: { visible: false } } } });
     const failed = readiness({ publishable: false, latest_run: { run_id: 'r2', status: 'failed', version: 1 } });
     const otherValues = readiness({
-      discovered: { inputs: [{ id: 'name', value_type: 'string', value: 'Ada', visible: true }, { id: 'count', value_type: 'integer', value: 2, visible: true }], outputs: [] },
+      discovered: {
+        inputs: [
+          { id: 'name', value_type: 'string', value: 'Ada', visible: true },
+          { id: 'count', value_type: 'integer', value: 2, visible: true },
+        ],
+        outputs: [],
+      },
     });
 
     // Act
@@ -328,7 +352,10 @@ describe('the plan', () => {
   it('tests and updates when the live version is another one, even if the version was pushed before', () => {
     // Act
     const fresh = computePlan(file(), readiness(), { version: 2, created: true });
-    const earlierFailure = computePlan(file(), readiness({ latest_run: { run_id: 'r9', status: 'completed', version: 2 } }), { version: 2, created: false });
+    const earlierFailure = computePlan(file(), readiness({ latest_run: { run_id: 'r9', status: 'completed', version: 2 } }), {
+      version: 2,
+      created: false,
+    });
 
     // Assess
     expect(fresh.tests).toMatchObject({ run: true, reason: 'version 2 is new' });
@@ -344,7 +371,7 @@ describe('the plan', () => {
 });
 
 describe('run order', () => {
-  it('ends with a test that uses the file\'s values, so publishing snapshots them', () => {
+  it("ends with a test that uses the file's values, so publishing snapshots them", () => {
     // Act
     const runs = scheduleRuns(
       file({
@@ -404,7 +431,12 @@ describe('the secrets file', () => {
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-  const entry = (n: number) => ({ deployment_id: `d${n}`, api_key: `pgk_${n}`, signing_secret: `whsec_${n}`, execute_url: `http://x/${n}` });
+  const entry = (n: number) => ({
+    deployment_id: `d${n}`,
+    api_key: `pgk_${n}`,
+    signing_secret: `whsec_${n}`,
+    execute_url: `http://x/${n}`,
+  });
 
   it('is created readable by its owner only and merges entries, written one after another', async () => {
     // Prepare

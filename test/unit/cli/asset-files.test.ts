@@ -79,15 +79,35 @@ function answer(req: Seen, res: ServerResponse): void {
     return send(200, { status: 'completed', execution_id: EXEC, deployment_id: DEP, error_message: null, completion_duration: 5 });
   }
   if (req.method === 'GET' && req.path === `/v1/deployments/executions/${EXEC}/result/`) {
-    return send(200, { status: 'completed', execution_id: EXEC, deployment_id: DEP, completion_duration: 5, output_artifacts: [], error_message: null, response_data: state.responseData });
+    return send(200, {
+      status: 'completed',
+      execution_id: EXEC,
+      deployment_id: DEP,
+      completion_duration: 5,
+      output_artifacts: [],
+      error_message: null,
+      response_data: state.responseData,
+    });
   }
   const asset = state.assets.get(req.path);
   if (req.method === 'GET' && asset) {
-    res.writeHead(asset.status, { 'content-type': 'application/octet-stream', 'content-length': String(asset.declared ?? asset.body.length) });
+    res.writeHead(asset.status, {
+      'content-type': 'application/octet-stream',
+      'content-length': String(asset.declared ?? asset.body.length),
+    });
     return void res.end(asset.body);
   }
   if (req.method === 'GET' && req.path === '/v1/pipelines/photos') {
-    return send(200, { pipeline_id: 'photos', version: 1, definition: { nodes: { photo: { type: 'input', value_type: 'asset', value: 'data:image/png;base64,AA==' }, out: { type: 'output', from: 'photo' } } } });
+    return send(200, {
+      pipeline_id: 'photos',
+      version: 1,
+      definition: {
+        nodes: {
+          photo: { type: 'input', value_type: 'asset', value: 'data:image/png;base64,AA==' },
+          out: { type: 'output', from: 'photo' },
+        },
+      },
+    });
   }
   if (req.method === 'POST' && req.path === '/v1/pipelines/photos/uploads') {
     if (state.uploadStatus !== 201) return send(state.uploadStatus, state.uploadBody);
@@ -205,11 +225,14 @@ describe('execute --input id=@file', () => {
     expect(r.stderr).toContain(`uploaded big.png (image/png, ${bytes.length} bytes) for photo`);
   });
 
-  it('shows the 422 detail when the uploads route refuses the file\'s type', async () => {
+  it("shows the 422 detail when the uploads route refuses the file's type", async () => {
     // Prepare
     writeFileSync(join(dir, 'clip.mp4'), Buffer.concat([mp4(), Buffer.alloc(INLINE_ASSET_BODY_MAX_BYTES)]));
     state.uploadStatus = 422;
-    state.uploadBody = { error: 'Invalid Input', detail: "no asset input takes 4194396 bytes of video/mp4: 'photo' accepts image/png or image/jpeg" };
+    state.uploadBody = {
+      error: 'Invalid Input',
+      detail: "no asset input takes 4194396 bytes of video/mp4: 'photo' accepts image/png or image/jpeg",
+    };
 
     // Act
     const r = await cli(['execute', DEP, '--key', 'k', '-i', 'photo=@clip.mp4']);
@@ -318,14 +341,25 @@ describe('splitBySize', () => {
 describe('splitBySize, for any files and limit', () => {
   it('places every file once, keeps the inline request within the limit whenever any file stays inline, and uploads only files at least as large as every inline one', () => {
     fc.assert(
-      fc.property(fc.array(fc.integer({ min: 1, max: 10_000_000 }), { maxLength: 8 }), fc.nat(1000), fc.integer({ min: 0, max: 20_000_000 }), (sizes, other, max) => {
-        const files = sizes.map((bytes, i): SniffedFile => ({ input: `f${i}`, shown: `f${i}`, path: `f${i}`, bytes, mediaType: 'image/png' }));
-        const { inline, upload } = splitBySize(files, other, max);
-        expect([...inline, ...upload].map((f) => f.input).sort()).toStrictEqual(files.map((f) => f.input).sort());
-        if (inline.length > 0) expect(other + inline.reduce((n, f) => n + dataUriLength(f), 0)).toBeLessThanOrEqual(max);
-        const largestInline = Math.max(0, ...inline.map((f) => f.bytes));
-        expect(upload.every((f) => f.bytes >= largestInline)).toBe(true);
-      }),
+      fc.property(
+        fc.array(fc.integer({ min: 1, max: 10_000_000 }), { maxLength: 8 }),
+        fc.nat(1000),
+        fc.integer({ min: 0, max: 20_000_000 }),
+        (sizes, other, max) => {
+          const files = sizes.map((bytes, i): SniffedFile => ({
+            input: `f${i}`,
+            shown: `f${i}`,
+            path: `f${i}`,
+            bytes,
+            mediaType: 'image/png',
+          }));
+          const { inline, upload } = splitBySize(files, other, max);
+          expect([...inline, ...upload].map((f) => f.input).sort()).toStrictEqual(files.map((f) => f.input).sort());
+          if (inline.length > 0) expect(other + inline.reduce((n, f) => n + dataUriLength(f), 0)).toBeLessThanOrEqual(max);
+          const largestInline = Math.max(0, ...inline.map((f) => f.bytes));
+          expect(upload.every((f) => f.bytes >= largestInline)).toBe(true);
+        },
+      ),
     );
   });
 });
@@ -352,7 +386,13 @@ describe('TransferProgress and media types', () => {
     // Assess
     expect(tty.split('\r\x1b[2K').filter(Boolean)).toHaveLength(20);
     expect(tty.endsWith('\r\x1b[2K')).toBe(true);
-    expect(log.split('\n').filter(Boolean)).toStrictEqual(['uploading a.png 0% (0.1 MB of 2.0 MB)', 'uploading a.png 25% (0.5 MB of 2.0 MB)', 'uploading a.png 50% (1.0 MB of 2.0 MB)', 'uploading a.png 75% (1.5 MB of 2.0 MB)', 'uploading a.png 100% (2.0 MB of 2.0 MB)']);
+    expect(log.split('\n').filter(Boolean)).toStrictEqual([
+      'uploading a.png 0% (0.1 MB of 2.0 MB)',
+      'uploading a.png 25% (0.5 MB of 2.0 MB)',
+      'uploading a.png 50% (1.0 MB of 2.0 MB)',
+      'uploading a.png 75% (1.5 MB of 2.0 MB)',
+      'uploading a.png 100% (2.0 MB of 2.0 MB)',
+    ]);
     expect(small).toBe('');
   });
 
@@ -377,10 +417,12 @@ describe('run --input id=@file', () => {
     // Assess
     expect(r.code).toBe(0);
     const post = seen.find((s) => s.path === '/v1/pipelines/photos/runs');
-    expect(JSON.parse(post?.body.toString() ?? '{}')).toStrictEqual({ inputs: { photo: `data:image/png;base64,${bytes.toString('base64')}` } });
+    expect(JSON.parse(post?.body.toString() ?? '{}')).toStrictEqual({
+      inputs: { photo: `data:image/png;base64,${bytes.toString('base64')}` },
+    });
   });
 
-  it('uploads a file over what a run takes inline through the pipeline\'s uploads route, PUT with its headers, then runs with the upload value', async () => {
+  it("uploads a file over what a run takes inline through the pipeline's uploads route, PUT with its headers, then runs with the upload value", async () => {
     // Prepare
     const okBytes = bigPng(DEFINITION_ASSET_MAX_BYTES);
     const bigBytes = bigPng(DEFINITION_ASSET_MAX_BYTES + 1);
@@ -395,7 +437,9 @@ describe('run --input id=@file', () => {
 
     // Assess: at the limit inline, one byte over uploaded.
     expect(ok.code).toBe(0);
-    expect(JSON.parse(okRun?.body.toString() ?? '{}')).toStrictEqual({ inputs: { photo: `data:image/png;base64,${okBytes.toString('base64')}` } });
+    expect(JSON.parse(okRun?.body.toString() ?? '{}')).toStrictEqual({
+      inputs: { photo: `data:image/png;base64,${okBytes.toString('base64')}` },
+    });
     expect(big.code).toBe(0);
     expect(seen.map((s) => `${s.method} ${s.path.split('?')[0]?.replace(/[0-9a-f-]{36}$/, '<id>')}`)).toEqual([
       'GET /v1/pipelines/photos',
@@ -414,11 +458,15 @@ describe('run --input id=@file', () => {
     expect(big.stderr).toContain(`uploaded big.png (image/png, ${bigBytes.length} bytes) for photo`);
   });
 
-  it('shows the service\'s refusal of the upload with what the file is', async () => {
+  it("shows the service's refusal of the upload with what the file is", async () => {
     // Prepare
     writeFileSync(join(dir, 'big.png'), bigPng(DEFINITION_ASSET_MAX_BYTES + 1));
     state.uploadStatus = 400;
-    state.uploadBody = { error: 'InvalidRequest', message: 'Invalid Request', detail: [{ path: 'media_type', reason: 'no asset input takes it' }] };
+    state.uploadBody = {
+      error: 'InvalidRequest',
+      message: 'Invalid Request',
+      detail: [{ path: 'media_type', reason: 'no asset input takes it' }],
+    };
 
     // Act
     const r = await cli(['run', 'photos', '-i', 'photo=@big.png', '--no-wait']);
@@ -434,8 +482,18 @@ describe('run --input id=@file', () => {
 describe('result --download', () => {
   const link = (name: string) => `${origin}/v1/assets/${name}-token`;
   const assetOut = (name: string, mediaType: string, body: Buffer, extra: { status?: number; declared?: number } = {}) => {
-    state.assets.set(`/v1/assets/${name}-token`, { status: extra.status ?? 200, body, ...(extra.declared !== undefined ? { declared: extra.declared } : {}) });
-    return { value: link(name), value_type: 'ASSET', media_type: mediaType, bytes: extra.declared ?? body.length, expires_at: new Date(Date.now() + 3_600_000).toISOString() };
+    state.assets.set(`/v1/assets/${name}-token`, {
+      status: extra.status ?? 200,
+      body,
+      ...(extra.declared !== undefined ? { declared: extra.declared } : {}),
+    });
+    return {
+      value: link(name),
+      value_type: 'ASSET',
+      media_type: mediaType,
+      bytes: extra.declared ?? body.length,
+      expires_at: new Date(Date.now() + 3_600_000).toISOString(),
+    };
   };
 
   it('saves every ASSET output as <output><ext> from its media type, and prints the paths', async () => {
@@ -493,7 +551,9 @@ describe('result --download', () => {
 
     // Assess
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain(`the link of output thumb has expired (HTTP 410); links are fresh on each read of the result: read it again with pipegate result ${EXEC} --download out`);
+    expect(r.stderr).toContain(
+      `the link of output thumb has expired (HTTP 410); links are fresh on each read of the result: read it again with pipegate result ${EXEC} --download out`,
+    );
     expect(existsSync(join(dir, 'out', 'thumb.png'))).toBe(false);
   });
 

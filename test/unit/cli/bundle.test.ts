@@ -8,7 +8,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildCli } from '../../../bin/build-cli';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const { freshBundle, ROOT } = require('../../../bin/cli-bundle.js') as { freshBundle(dist?: string, root?: string): string | null; ROOT: string };
+const { freshBundle, ROOT } = require('../../../bin/cli-bundle.js') as {
+  freshBundle(dist?: string, root?: string): string | null;
+  ROOT: string;
+};
 
 jest.setTimeout(60_000);
 
@@ -26,13 +29,16 @@ describe('the CLI bundle', () => {
     expect(built.inputs.some((p) => p.includes('node_modules'))).toBe(false);
   });
 
-  it('answers --help and --version as the TypeScript sources do, with V8\'s code cache written on first use and read after', () => {
+  it("answers --help and --version as the TypeScript sources do, with V8's code cache written on first use and read after", () => {
     const env = { ...process.env, NO_COLOR: '1' };
     // What bin/pipegate.js does with a current bundle.
     const launch = join(dist, 'launch.js');
     writeFileSync(launch, `require(${JSON.stringify(join(ROOT, 'bin', 'cli-bundle.js'))}).runBundle(${JSON.stringify(built.file)});`);
     for (const args of [['--help'], ['--version'], ['push', '--help']]) {
-      const fromSources = execFileSync(process.execPath, ['--import', 'tsx', join(ROOT, 'bin', 'pipegate.ts'), ...args], { cwd: ROOT, env }).toString();
+      const fromSources = execFileSync(process.execPath, ['--import', 'tsx', join(ROOT, 'bin', 'pipegate.ts'), ...args], {
+        cwd: ROOT,
+        env,
+      }).toString();
       expect(execFileSync(process.execPath, [launch, ...args], { cwd: ROOT, env }).toString()).toBe(fromSources);
       expect(existsSync(`${built.file}.v8cache`)).toBe(true);
       expect(execFileSync(process.execPath, [launch, ...args], { cwd: ROOT, env }).toString()).toBe(fromSources);

@@ -110,7 +110,9 @@ const readiness = (state: string, dep: unknown = null) => ({
 describe('push', () => {
   it('sends description and nodes with the owner token and reports the new version', async () => {
     // Act
-    const r = await cli(['push', 'greeting.yaml'], (c) => (c.method === 'PUT' && c.path === '/v1/pipelines/greeting' ? [201, { pipeline_id: 'greeting', version: 1, created: true }] : undefined));
+    const r = await cli(['push', 'greeting.yaml'], (c) =>
+      c.method === 'PUT' && c.path === '/v1/pipelines/greeting' ? [201, { pipeline_id: 'greeting', version: 1, created: true }] : undefined,
+    );
 
     // Assess
     expect(r.code).toBe(0);
@@ -207,7 +209,9 @@ describe('list and runs', () => {
     const runs = [runView('failed', { run_id: 'r-2', error_message: 'node obj failed' }), runView('completed')];
 
     // Act
-    const r = await cli(['runs', 'greeting', '--limit', '5'], (c) => (c.path === '/v1/pipelines/greeting/runs?limit=5' ? [200, { runs, next_cursor: null }] : undefined));
+    const r = await cli(['runs', 'greeting', '--limit', '5'], (c) =>
+      c.path === '/v1/pipelines/greeting/runs?limit=5' ? [200, { runs, next_cursor: null }] : undefined,
+    );
 
     // Assess
     expect(r.code).toBe(0);
@@ -234,7 +238,10 @@ describe('run', () => {
 
   it('reads inputs by type, waits until the run finishes and prints its outputs', async () => {
     // Act
-    const r = await cli(['run', 'greeting', '-i', 'times=3', '--input', 'loud=true', '-i', 'scale=0.5', '-i', 'word=42'], runScript('completed'));
+    const r = await cli(
+      ['run', 'greeting', '-i', 'times=3', '--input', 'loud=true', '-i', 'scale=0.5', '-i', 'word=42'],
+      runScript('completed'),
+    );
 
     // Assess
     expect(r.code).toBe(0);
@@ -283,7 +290,12 @@ describe('run', () => {
     // Assess
     expect(r.code).toBe(0);
     expect(r.calls).toHaveLength(1);
-    expect(JSON.parse(r.stdout)).toEqual({ run_id: 'r-1', version: 3, status: 'pending', status_url: `${BASE}/v1/pipelines/greeting/runs/r-1` });
+    expect(JSON.parse(r.stdout)).toEqual({
+      run_id: 'r-1',
+      version: 3,
+      status: 'pending',
+      status_url: `${BASE}/v1/pipelines/greeting/runs/r-1`,
+    });
   });
 
   it.each([
@@ -377,7 +389,9 @@ describe('publish', () => {
     expect(r.stdout).toContain('✔ updated greeting version 3');
     expect(r.stdout).not.toContain('Store these now');
     expect(r.stdout).not.toMatch(/^ *export PIPEGATE_API_KEY=/m);
-    expect(r.stdout).toContain('# export PIPEGATE_API_KEY= the API key shown at the first publish (lost it? pipegate keys rotate greeting)');
+    expect(r.stdout).toContain(
+      '# export PIPEGATE_API_KEY= the API key shown at the first publish (lost it? pipegate keys rotate greeting)',
+    );
     expect(r.stdout).toContain('-H "X-API-Key: $PIPEGATE_API_KEY"');
   });
 
@@ -386,7 +400,10 @@ describe('publish', () => {
     const formUrl = 'http://127.0.0.1:8080/v1/forms/pgf_' + 'a'.repeat(43);
 
     // Act
-    const on = await cli(['publish', 'greeting', '--form', '--form-title', 'Greeter', '--form-description', 'Says hello'], () => [200, { ...deployment, form_url: formUrl }]);
+    const on = await cli(['publish', 'greeting', '--form', '--form-title', 'Greeter', '--form-description', 'Says hello'], () => [
+      200,
+      { ...deployment, form_url: formUrl },
+    ]);
     const off = await cli(['publish', 'greeting', '--no-form'], () => [200, { ...deployment, form_url: null }]);
     const both = await cli(['publish', 'greeting', '--no-form', '--form-title', 'x']);
 
@@ -410,7 +427,10 @@ describe('publish', () => {
 
   it('reports a refusal with exit 1 and says to run', async () => {
     // Act
-    const r = await cli(['publish', 'greeting'], () => [409, { error: 'To deploy the workflow, there must be at least one successful execution.' }]);
+    const r = await cli(['publish', 'greeting'], () => [
+      409,
+      { error: 'To deploy the workflow, there must be at least one successful execution.' },
+    ]);
 
     // Assess
     expect(r.code).toBe(1);
@@ -465,7 +485,11 @@ describe('keys rotate', () => {
 
     // Assess
     expect(r.code).toBe(0);
-    expect(r.calls[0]).toMatchObject({ method: 'POST', path: '/v1/pipelines/greeting/deployment/keys', body: { grace_seconds: 60, credential: 'signing_secret' } });
+    expect(r.calls[0]).toMatchObject({
+      method: 'POST',
+      path: '/v1/pipelines/greeting/deployment/keys',
+      body: { grace_seconds: 60, credential: 'signing_secret' },
+    });
     expect(r.stdout).toContain('signing secret  whsec_new');
     expect(r.stdout).toContain('keeps working for 60 s');
   });
@@ -504,7 +528,13 @@ describe('execute', () => {
     deployment_id: DEP,
     execution_id: 'e-1',
   };
-  const statusView = (status: string) => ({ status, execution_id: 'e-1', deployment_id: DEP, error_message: status === 'failed' ? 'boom' : null, completion_duration: status === 'completed' || status === 'failed' ? 12 : null });
+  const statusView = (status: string) => ({
+    status,
+    execution_id: 'e-1',
+    deployment_id: DEP,
+    error_message: status === 'failed' ? 'boom' : null,
+    completion_duration: status === 'completed' || status === 'failed' ? 12 : null,
+  });
   const script =
     (final: string): Script =>
     (c, nth) => {
@@ -512,14 +542,28 @@ describe('execute', () => {
       if (c.path === `/v1/deployments/${DEP}/executions/`) return [202, accepted];
       if (c.path === '/v1/deployments/executions/e-1/status/') return [200, statusView(nth < 2 ? 'running' : final)];
       if (c.path === '/v1/deployments/executions/e-1/result/') {
-        return [200, { status: final, execution_id: 'e-1', deployment_id: DEP, completion_duration: 12, output_artifacts: [], error_message: final === 'failed' ? 'boom' : null, response_data: final === 'completed' ? { says: { value: 'hi hi hi', value_type: 'RAW' } } : {} }];
+        return [
+          200,
+          {
+            status: final,
+            execution_id: 'e-1',
+            deployment_id: DEP,
+            completion_duration: 12,
+            output_artifacts: [],
+            error_message: final === 'failed' ? 'boom' : null,
+            response_data: final === 'completed' ? { says: { value: 'hi hi hi', value_type: 'RAW' } } : {},
+          },
+        ];
       }
       return undefined;
     };
 
   it('sends typed inputs with the key, callback and idempotency key, waits and prints the result', async () => {
     // Act
-    const r = await cli(['execute', DEP, '--key', 'pgk_k', '-i', 'times=3', '--callback', 'https://example.com/hook', '--idempotency-key', 'job-7', '--wait'], script('completed'));
+    const r = await cli(
+      ['execute', DEP, '--key', 'pgk_k', '-i', 'times=3', '--callback', 'https://example.com/hook', '--idempotency-key', 'job-7', '--wait'],
+      script('completed'),
+    );
 
     // Assess
     expect(r.code).toBe(0);

@@ -36,7 +36,10 @@ describe('connection', () => {
 
     // Assess
     expect(flags).toEqual({ baseUrl: 'http://localhost:5000', owner: { kind: 'bearer', token: 'pgo_flag', source: '--token' } });
-    expect(fromEnv).toEqual({ baseUrl: 'http://127.0.0.1:4000', owner: { kind: 'bearer', token: 'pgo_env', source: 'PIPEGATE_OWNER_TOKEN' } });
+    expect(fromEnv).toEqual({
+      baseUrl: 'http://127.0.0.1:4000',
+      owner: { kind: 'bearer', token: 'pgo_env', source: 'PIPEGATE_OWNER_TOKEN' },
+    });
   });
 
   it('reads the token file under PIPEGATE_DATA_DIR', async () => {
@@ -52,7 +55,10 @@ describe('connection', () => {
     const c = await resolveConnection({}, {}, join(dir, 'elsewhere'));
 
     // Assess
-    expect(c.owner).toEqual({ kind: 'missing', looked: ['--token', 'PIPEGATE_OWNER_TOKEN', join(dir, 'elsewhere', '.pipegate', 'owner-token')] });
+    expect(c.owner).toEqual({
+      kind: 'missing',
+      looked: ['--token', 'PIPEGATE_OWNER_TOKEN', join(dir, 'elsewhere', '.pipegate', 'owner-token')],
+    });
   });
 
   it('signs with SigV4 for a remote URL without a token, never sending the local token file there', async () => {
@@ -159,7 +165,9 @@ describe('stack outputs', () => {
 
   it('explain a stack without ApiUrl, and a stack that cannot be read', async () => {
     // Prepare
-    cfn.on(DescribeStacksCommand, { StackName: 'Other' }).resolves({ Stacks: [{ StackName: 'Other', CreationTime: new Date(), StackStatus: 'CREATE_COMPLETE', Outputs: [] }] });
+    cfn
+      .on(DescribeStacksCommand, { StackName: 'Other' })
+      .resolves({ Stacks: [{ StackName: 'Other', CreationTime: new Date(), StackStatus: 'CREATE_COMPLETE', Outputs: [] }] });
     cfn.on(DescribeStacksCommand, { StackName: 'Gone' }).rejects(new Error('Stack with id Gone does not exist'));
 
     // Act

@@ -37,7 +37,11 @@ async function cli(args: string[]) {
   let stderr = '';
   const fakeFetch = (async (input: string | URL | Request, init?: RequestInit) => {
     const url = new URL(String(input));
-    calls.push({ method: init?.method ?? 'GET', path: url.pathname, body: typeof init?.body === 'string' ? (JSON.parse(init.body) as unknown) : undefined });
+    calls.push({
+      method: init?.method ?? 'GET',
+      path: url.pathname,
+      body: typeof init?.body === 'string' ? (JSON.parse(init.body) as unknown) : undefined,
+    });
     if (init?.method === 'PUT') return Response.json({ pipeline_id: 'photo', version: 1, created: true });
     return Response.json({ error: 'Pipeline Not Found' }, { status: 404 });
   }) as typeof fetch;
@@ -53,7 +57,7 @@ async function cli(args: string[]) {
 }
 
 describe('resolveDefinitionFiles', () => {
-  it('replaces an asset input\'s @path (relative to the file) with a data URI, leaving other inputs and values alone', () => {
+  it("replaces an asset input's @path (relative to the file) with a data URI, leaving other inputs and values alone", () => {
     // Prepare
     const bytes = png(3, 3);
     writeFileSync(join(dir, 'pipelines', 'assets', 'cat.png'), bytes);
@@ -121,7 +125,9 @@ describe('push and apply with @path values', () => {
     expect(ok.code).toBe(0);
     expect(ok.calls[0]?.body).toMatchObject({ nodes: { photo: { value: `data:image/png;base64,${bytes.toString('base64')}` } } });
     expect(big.code).toBe(2);
-    expect(big.stderr).toContain('nodes.photo.value: @assets/big.png is 65537 bytes; an asset input\'s value in a definition holds at most 65536 bytes (64 KiB)');
+    expect(big.stderr).toContain(
+      "nodes.photo.value: @assets/big.png is 65537 bytes; an asset input's value in a definition holds at most 65536 bytes (64 KiB)",
+    );
     expect(big.calls).toHaveLength(0);
   });
 
@@ -141,7 +147,9 @@ describe('push and apply with @path values', () => {
     const b64 = bytes.toString('base64');
     expect(human.stdout + human.stderr).not.toContain(b64);
     expect(json.stdout).not.toContain(b64);
-    expect((JSON.parse(json.stdout) as { pipelines: { files: unknown }[] }).pipelines[0]?.files).toStrictEqual([{ input: 'photo', path: 'assets/cat.png', bytes: bytes.length }]);
+    expect((JSON.parse(json.stdout) as { pipelines: { files: unknown }[] }).pipelines[0]?.files).toStrictEqual([
+      { input: 'photo', path: 'assets/cat.png', bytes: bytes.length },
+    ]);
     expect(human.calls.every((c) => c.method === 'GET')).toBe(true);
   });
 

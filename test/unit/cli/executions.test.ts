@@ -67,11 +67,16 @@ const row = (status: string, extra: Record<string, unknown> = {}) => ({
 describe('waits and Ctrl-C', () => {
   it('execute --wait prints the id first; Ctrl-C exits 130 saying how to get the result and how to cancel', async () => {
     // Act
-    const r = await cli(['execute', DEP, '--key', 'pgk_k', '--wait'], (method, path) => {
-      if (method === 'POST') return [202, { status: 'queued', status_url: 's', result_url: 'r', deployment_id: DEP, execution_id: EXE }];
-      if (path.endsWith('/status/')) return [200, { status: 'running', execution_id: EXE, deployment_id: DEP, error_message: null, completion_duration: null }];
-      return undefined;
-    }, { interruptAfterPolls: 2 });
+    const r = await cli(
+      ['execute', DEP, '--key', 'pgk_k', '--wait'],
+      (method, path) => {
+        if (method === 'POST') return [202, { status: 'queued', status_url: 's', result_url: 'r', deployment_id: DEP, execution_id: EXE }];
+        if (path.endsWith('/status/'))
+          return [200, { status: 'running', execution_id: EXE, deployment_id: DEP, error_message: null, completion_duration: null }];
+        return undefined;
+      },
+      { interruptAfterPolls: 2 },
+    );
     // Assess
     expect(r.code).toBe(130);
     expect(r.stderr.indexOf(`execution ${EXE} queued`)).toBeLessThan(r.stderr.indexOf('stopped waiting'));
@@ -90,7 +95,13 @@ describe('executions', () => {
       {
         pipeline_id: 'quotes',
         deployment_id: DEP,
-        executions: [row('failed', { source: 'form', error_message: 'Node rates failed', callback: { outcome: 'dead_lettered', attempts: 11, last_status: 500, last_error: 'HTTP 500' } })],
+        executions: [
+          row('failed', {
+            source: 'form',
+            error_message: 'Node rates failed',
+            callback: { outcome: 'dead_lettered', attempts: 11, last_status: 500, last_error: 'HTTP 500' },
+          }),
+        ],
         next_cursor: null,
       },
     ]);
@@ -107,7 +118,10 @@ describe('executions', () => {
   it('--watch redraws until Ctrl-C, then exits 0; with --json one document per refresh', async () => {
     // Prepare
     let n = 0;
-    const script: Script = () => [200, { pipeline_id: 'quotes', deployment_id: DEP, executions: [row(++n > 1 ? 'completed' : 'running')], next_cursor: null }];
+    const script: Script = () => [
+      200,
+      { pipeline_id: 'quotes', deployment_id: DEP, executions: [row(++n > 1 ? 'completed' : 'running')], next_cursor: null },
+    ];
     // Act
     const human = await cli(['executions', 'quotes', '--watch'], script, { interruptAfterPolls: 2 });
     n = 0;
@@ -116,11 +130,12 @@ describe('executions', () => {
     expect(human.code).toBe(0);
     expect(human.paths).toHaveLength(2);
     expect(human.stdout).toMatch(/running[\s\S]*completed/);
-    expect(json.stdout.trim().split('\n').map((l) => (JSON.parse(l) as { executions: { status: string }[] }).executions[0]?.status)).toEqual([
-      'running',
-      'completed',
-      'completed',
-    ]);
+    expect(
+      json.stdout
+        .trim()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as { executions: { status: string }[] }).executions[0]?.status),
+    ).toEqual(['running', 'completed', 'completed']);
   });
 });
 
@@ -137,8 +152,25 @@ it('--watch stops at Ctrl-C during the wait between refreshes, not after it', as
 describe('cancel, redeliver, usage, result', () => {
   it('cancels as the owner (pipeline and execution) or as a caller (execution and --key)', async () => {
     // Act
-    const owner = await cli(['cancel', 'quotes', EXE], () => [200, { ...row('cancelled'), kind: 'api', pipeline_id: 'quotes', version: 1, deployment_id: DEP, inputs: {}, outputs: null, visible_outputs: [], callback: null, callback_delivery: null }]);
-    const caller = await cli(['cancel', EXE, '--key', 'pgk_k'], () => [200, { status: 'cancelled', execution_id: EXE, deployment_id: DEP, error_message: null }]);
+    const owner = await cli(['cancel', 'quotes', EXE], () => [
+      200,
+      {
+        ...row('cancelled'),
+        kind: 'api',
+        pipeline_id: 'quotes',
+        version: 1,
+        deployment_id: DEP,
+        inputs: {},
+        outputs: null,
+        visible_outputs: [],
+        callback: null,
+        callback_delivery: null,
+      },
+    ]);
+    const caller = await cli(['cancel', EXE, '--key', 'pgk_k'], () => [
+      200,
+      { status: 'cancelled', execution_id: EXE, deployment_id: DEP, error_message: null },
+    ]);
     const neither = await cli(['cancel', EXE], () => undefined);
     // Assess
     expect(owner.paths).toEqual([`POST /v1/pipelines/quotes/executions/${EXE}/cancel`]);
@@ -154,8 +186,18 @@ describe('cancel, redeliver, usage, result', () => {
       202,
       { webhook_id: 'msg_1', attempts: 11, outcome: 'pending', last_status: 500, last_error: 'HTTP 500', redelivery: true, log: [] },
     ]);
-    const window = (total: number) => ({ from: 'a', to: 'b', total, by_status: { completed: total - 1, failed: 1, cancelled: 0 }, p50_ms: 100, p95_ms: 2500 });
-    const u = await cli(['usage', 'quotes'], () => [200, { pipeline_id: 'quotes', deployment_id: DEP, last_hour: window(3), last_day: window(40) }]);
+    const window = (total: number) => ({
+      from: 'a',
+      to: 'b',
+      total,
+      by_status: { completed: total - 1, failed: 1, cancelled: 0 },
+      p50_ms: 100,
+      p95_ms: 2500,
+    });
+    const u = await cli(['usage', 'quotes'], () => [
+      200,
+      { pipeline_id: 'quotes', deployment_id: DEP, last_hour: window(3), last_day: window(40) },
+    ]);
     // Assess
     expect(again.paths).toEqual([`POST /v1/pipelines/quotes/executions/${EXE}/callback/redeliver`]);
     expect(again.stdout).toContain('queued again (attempt 12, webhook-id msg_1)');

@@ -9,7 +9,6 @@ const usageError = (fn: () => unknown): UsageError => thrown(fn, UsageError);
 
 const FIXTURES = join(__dirname, '..', '..', 'fixtures', 'cli');
 
-
 describe('pipeline files', () => {
   let dir: string;
   beforeAll(() => {
@@ -108,13 +107,16 @@ describe('pipeline ids', () => {
     expect(idFromPath(path)).toBe(id);
   });
 
-  it.each([['My Pipeline.json'], ['greeting.v2.json'], ['-lead.json'], ['UPPER.yaml']])('cannot come from %s, and say to pass --id', (path) => {
-    // Act
-    const e = usageError(() => idFromPath(path));
+  it.each([['My Pipeline.json'], ['greeting.v2.json'], ['-lead.json'], ['UPPER.yaml']])(
+    'cannot come from %s, and say to pass --id',
+    (path) => {
+      // Act
+      const e = usageError(() => idFromPath(path));
 
-    // Assess
-    expect(e.hint).toContain('--id');
-  });
+      // Assess
+      expect(e.hint).toContain('--id');
+    },
+  );
 
   it('given with --id must match the pipeline id rule', () => {
     // Act

@@ -11,8 +11,21 @@ const DEP = '6f1c0f7e-2a55-4d1e-9a53-0a2f3c4b5d6e';
 const EXEC = '0b9a1c2d-3e4f-4a5b-8c6d-7e8f9a0b1c2d';
 
 const ev = (id: number, event: string, data: unknown) => `id: ${id}\nevent: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
-const result = { status: 'completed', execution_id: EXEC, deployment_id: DEP, completion_duration: 900, output_artifacts: [], error_message: null, response_data: { out: { value: 'hi', value_type: 'RAW' } } };
-const FIRST = ['retry: 2000\n\n', ev(1, 'status', { status: 'pending', at: 'x' }), ev(2, 'status', { status: 'running', at: 'x' }), ev(3, 'node', { node_id: 'call', type: 'http', state: 'started', at: 'x' })];
+const result = {
+  status: 'completed',
+  execution_id: EXEC,
+  deployment_id: DEP,
+  completion_duration: 900,
+  output_artifacts: [],
+  error_message: null,
+  response_data: { out: { value: 'hi', value_type: 'RAW' } },
+};
+const FIRST = [
+  'retry: 2000\n\n',
+  ev(1, 'status', { status: 'pending', at: 'x' }),
+  ev(2, 'status', { status: 'running', at: 'x' }),
+  ev(3, 'node', { node_id: 'call', type: 'http', state: 'started', at: 'x' }),
+];
 const SECOND = [
   ev(4, 'node', { node_id: 'call', type: 'http', state: 'finished', at: 'x', duration_ms: 812 }),
   ev(5, 'node', { node_id: 'shape', type: 'transform', state: 'failed', at: 'x', duration_ms: 3 }),
@@ -29,12 +42,16 @@ async function follow(tty: boolean, first: string[] = FIRST, second: string[] = 
     const url = new URL(String(input));
     const headers = (init?.headers ?? {}) as Record<string, string>;
     if (init?.method === 'POST' && url.pathname === `/v1/deployments/${DEP}/executions/`) {
-      return Response.json({ status: 'queued', status_url: `${BASE}/s`, result_url: `${BASE}/r`, deployment_id: DEP, execution_id: EXEC }, { status: 202 });
+      return Response.json(
+        { status: 'queued', status_url: `${BASE}/s`, result_url: `${BASE}/r`, deployment_id: DEP, execution_id: EXEC },
+        { status: 202 },
+      );
     }
     if (url.pathname === `/v1/deployments/executions/${EXEC}/events/`) {
       lastIds.push(headers['last-event-id']);
       // The first connection drops before done (a restart, a proxy); the second goes on from the id.
-      const chunks = lastIds.length === 1 ? first : second.filter((c) => Number(/^id: (\d+)/.exec(c)?.[1]) > Number(headers['last-event-id'] ?? 0));
+      const chunks =
+        lastIds.length === 1 ? first : second.filter((c) => Number(/^id: (\d+)/.exec(c)?.[1]) > Number(headers['last-event-id'] ?? 0));
       return new Response(chunks.join(''), { status: 200, headers: { 'content-type': 'text/event-stream' } });
     }
     if (url.pathname === `/v1/deployments/executions/${EXEC}/result/`) return Response.json(result);
@@ -57,7 +74,10 @@ describe('execute --follow', () => {
     const r = await follow(false);
     expect(r.code).toBe(0);
     expect(r.lastIds).toEqual([undefined, '3']);
-    const lines = r.stderr.split('\n').filter((l) => /^\s+[✓✗] /.test(l)).map((l) => l.trim());
+    const lines = r.stderr
+      .split('\n')
+      .filter((l) => /^\s+[✓✗] /.test(l))
+      .map((l) => l.trim());
     expect(lines).toEqual(['✓ call http 0.81 s', '✗ shape transform failed 0.00 s']);
     expect(r.stderr).not.toMatch(/\r|⠋/);
     expect(r.stdout).toContain('completed');
@@ -72,10 +92,18 @@ describe('execute --follow', () => {
   });
 
   it('prints counts for a deployment published with node detail off', async () => {
-    const counts = [ev(4, 'node', { done: 1, total: 2 }), ev(5, 'node', { done: 2, total: 2 }), ev(6, 'status', { status: 'completed', at: 'x' }), ev(7, 'done', result)];
+    const counts = [
+      ev(4, 'node', { done: 1, total: 2 }),
+      ev(5, 'node', { done: 2, total: 2 }),
+      ev(6, 'status', { status: 'completed', at: 'x' }),
+      ev(7, 'done', result),
+    ];
     const r = await follow(false, FIRST.slice(0, 3), counts);
     expect(r.code).toBe(0);
-    const lines = r.stderr.split('\n').filter((l) => /^\s+[✓✗] /.test(l)).map((l) => l.trim());
+    const lines = r.stderr
+      .split('\n')
+      .filter((l) => /^\s+[✓✗] /.test(l))
+      .map((l) => l.trim());
     expect(lines).toEqual(['✓ 1 of 2 nodes done', '✓ 2 of 2 nodes done']);
   });
 });

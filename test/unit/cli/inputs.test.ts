@@ -5,7 +5,6 @@ import { thrown } from '../../support/thrown';
 
 const usageError = (fn: () => unknown): UsageError => thrown(fn, UsageError);
 
-
 describe('--input values are read by the input type', () => {
   it.each<[InputValueType, string, unknown]>([
     ['string', 'Ada', 'Ada'],

@@ -13,7 +13,10 @@ const sink = (isTTY: boolean) => {
   const s = { text: '', isTTY, write: (c: string) => (s.text += c) };
   return s;
 };
-const io = (tty: boolean, env: Record<string, string> = {}): CliIO & { stdout: ReturnType<typeof sink>; stderr: ReturnType<typeof sink> } => ({
+const io = (
+  tty: boolean,
+  env: Record<string, string> = {},
+): CliIO & { stdout: ReturnType<typeof sink>; stderr: ReturnType<typeof sink> } => ({
   stdout: sink(tty),
   stderr: sink(tty),
   env,
@@ -23,10 +26,13 @@ const io = (tty: boolean, env: Record<string, string> = {}): CliIO & { stdout: R
 describe('tables', () => {
   it('align columns by the widest cell, header first, no trailing blanks', () => {
     // Act
-    const text = table(['ID', 'VERSION', 'DESCRIPTION'], [
-      ['greeting', '1', 'Greets'],
-      ['x', '123', ''],
-    ]);
+    const text = table(
+      ['ID', 'VERSION', 'DESCRIPTION'],
+      [
+        ['greeting', '1', 'Greets'],
+        ['x', '123', ''],
+      ],
+    );
 
     // Assess
     expect(text).toBe(['ID        VERSION  DESCRIPTION', 'greeting  1        Greets', 'x         123'].join('\n'));
@@ -37,7 +43,13 @@ describe('tables', () => {
     const green = (s: string) => `\x1b[32m${s}\x1b[39m`;
 
     // Act
-    const text = table(['S', 'N'], [[green('ok'), '1'], ['failed', '2']]);
+    const text = table(
+      ['S', 'N'],
+      [
+        [green('ok'), '1'],
+        ['failed', '2'],
+      ],
+    );
 
     // Assess
     expect(text.split('\n')[1]).toBe(`${green('ok')}      1`);
@@ -45,7 +57,12 @@ describe('tables', () => {
   });
 
   it('label/value fields align the values', () => {
-    expect(fields([['a', '1'], ['longer', '2']])).toBe('  a       1\n  longer  2');
+    expect(
+      fields([
+        ['a', '1'],
+        ['longer', '2'],
+      ]),
+    ).toBe('  a       1\n  longer  2');
   });
 });
 
@@ -170,8 +187,16 @@ describe('next steps by readiness', () => {
     ['failed run', { latest_run: { run_id: 'r', status: 'failed', version: 1 } }, /latest run failed; fix the pipeline/],
     ['not published', { state: 'not_published', publishable: true }, /^publish it: pipegate publish greeting$/],
     ['live', { state: 'live', publishable: true, deployment: dep }, /pipegate execute dep-1 --key/],
-    ['needs publish', { state: 'needs_publish', publishable: true, deployment: dep, latest_run: { run_id: 'r', status: 'completed', version: 3 } }, /version 3 ran successfully but version 2 is live/],
-    ['needs publish, failed', { state: 'needs_publish', publishable: false, deployment: dep, latest_run: { run_id: 'r', status: 'failed', version: 3 } }, /callers keep the live version 2/],
+    [
+      'needs publish',
+      { state: 'needs_publish', publishable: true, deployment: dep, latest_run: { run_id: 'r', status: 'completed', version: 3 } },
+      /version 3 ran successfully but version 2 is live/,
+    ],
+    [
+      'needs publish, failed',
+      { state: 'needs_publish', publishable: false, deployment: dep, latest_run: { run_id: 'r', status: 'failed', version: 3 } },
+      /callers keep the live version 2/,
+    ],
   ])('%s', (_, over, expected) => {
     expect(nextStep({ ...base, ...over })).toMatch(expected);
   });
@@ -193,7 +218,17 @@ describe('error descriptions', () => {
   it('list problems aligned by path', () => {
     // Act
     const d = describeError(
-      new ServiceError(400, { error: 'Invalid Pipeline Definition', detail: [{ path: 'a', reason: 'r1' }, { path: 'nodes.x', reason: 'r2' }] }, 'owner'),
+      new ServiceError(
+        400,
+        {
+          error: 'Invalid Pipeline Definition',
+          detail: [
+            { path: 'a', reason: 'r1' },
+            { path: 'nodes.x', reason: 'r2' },
+          ],
+        },
+        'owner',
+      ),
     );
 
     // Assess
@@ -201,7 +236,9 @@ describe('error descriptions', () => {
   });
 
   it('show a string detail and API Gateway bodies that carry `message`', () => {
-    expect(describeError(new ServiceError(400, { error: 'Confirmation Required', detail: 'repeat the id' }, 'owner')).lines).toEqual(['repeat the id']);
+    expect(describeError(new ServiceError(400, { error: 'Confirmation Required', detail: 'repeat the id' }, 'owner')).lines).toEqual([
+      'repeat the id',
+    ]);
     expect(describeError(new ServiceError(403, { message: 'Missing Authentication Token' }, 'owner'))).toMatchObject({
       message: 'Missing Authentication Token',
       hint: expect.stringContaining('execute-api:Invoke'),

@@ -26,7 +26,10 @@ describe('SigV4 signing of owner calls', () => {
     // Prepare
     const url = new URL('https://abc123.execute-api.eu-west-1.amazonaws.com/prod/v1/pipelines/greeting/deployment?confirm=d-1');
     const sign = (body: string, u = url) =>
-      signRequest({ method: 'PUT', url: u, headers: { 'Content-Type': 'application/json' }, body }, { region: 'eu-west-1', credentials: CREDS, now: WHEN });
+      signRequest(
+        { method: 'PUT', url: u, headers: { 'Content-Type': 'application/json' }, body },
+        { region: 'eu-west-1', credentials: CREDS, now: WHEN },
+      );
 
     // Act
     const a = await sign('{"inputs":{}}');

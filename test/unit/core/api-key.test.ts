@@ -89,9 +89,16 @@ describe('API keys', () => {
 
   it('parsing never throws, whatever the string', () => {
     fc.assert(
-      fc.property(fc.oneof(fc.string(), fc.string({ unit: 'binary' }), fc.string().map((s) => `pgk_${s}`)), (s) => {
-        expect(parseApiKey(s)).toBeNull();
-      }),
+      fc.property(
+        fc.oneof(
+          fc.string(),
+          fc.string({ unit: 'binary' }),
+          fc.string().map((s) => `pgk_${s}`),
+        ),
+        (s) => {
+          expect(parseApiKey(s)).toBeNull();
+        },
+      ),
     );
   });
 });
@@ -194,7 +201,14 @@ describe('keyStatus', () => {
     ['past its grace period', [{ hash, expires_at: 100 }], 'expired'],
     ['revoked', [{ hash, expires_at: 90, revoked_at: 90 }], 'revoked'],
     ['not stored', [{ hash: other, expires_at: null }], 'unknown'],
-    ['stored twice, once current', [{ hash, expires_at: 90, revoked_at: 90 }, { hash, expires_at: null }], 'valid'],
+    [
+      'stored twice, once current',
+      [
+        { hash, expires_at: 90, revoked_at: 90 },
+        { hash, expires_at: null },
+      ],
+      'valid',
+    ],
     ['against nothing', [], 'unknown'],
   ])('says a key %s is %s', (_what, stored, expected) => {
     expect(keyStatus(key, pepper, stored, 100)).toBe(expected);
@@ -289,7 +303,14 @@ describe('sealed secrets', () => {
 
   it.each([
     ['another version', (s: string) => s.replace(/^v1/, 'v2')],
-    ['a truncated tag', (s: string) => s.split('.').map((p, i) => (i === 2 ? p.slice(0, 8) : p)).join('.')],
+    [
+      'a truncated tag',
+      (s: string) =>
+        s
+          .split('.')
+          .map((p, i) => (i === 2 ? p.slice(0, 8) : p))
+          .join('.'),
+    ],
     ['a missing part', (s: string) => s.split('.').slice(0, 3).join('.')],
     ['an extra part', (s: string) => `${s}.AAAA`],
   ])('refuse %s', (_name, mutate) => {

@@ -93,19 +93,34 @@ describe('asset link tokens', () => {
 });
 
 describe('what a browser may show inline', () => {
-  it.each(['image/svg+xml', 'text/html', 'application/xhtml+xml', 'text/xml', 'application/xml', 'text/javascript', 'application/javascript', 'application/pdf', 'application/octet-stream', 'image/x-unknown', 'multipart/form-data', 'TEXT/HTML; charset=utf-8'])(
-    '%s is an attachment',
-    (type) => expect(servedAsAttachment(type)).toBe(true),
-  );
-  it.each(['image/png', 'image/jpeg', 'image/webp', 'video/mp4', 'audio/mpeg', 'text/plain; charset=utf-8', 'application/json'])('%s is inline', (type) =>
-    expect(servedAsAttachment(type)).toBe(false),
+  it.each([
+    'image/svg+xml',
+    'text/html',
+    'application/xhtml+xml',
+    'text/xml',
+    'application/xml',
+    'text/javascript',
+    'application/javascript',
+    'application/pdf',
+    'application/octet-stream',
+    'image/x-unknown',
+    'multipart/form-data',
+    'TEXT/HTML; charset=utf-8',
+  ])('%s is an attachment', (type) => expect(servedAsAttachment(type)).toBe(true));
+  it.each(['image/png', 'image/jpeg', 'image/webp', 'video/mp4', 'audio/mpeg', 'text/plain; charset=utf-8', 'application/json'])(
+    '%s is inline',
+    (type) => expect(servedAsAttachment(type)).toBe(false),
   );
 });
 
 describe('asset answer headers', () => {
   it('carry the exact type and length, nosniff, the disposition, and a cache life within the link', () => {
     // Act
-    const h = assetHeaders(claims({ media_type: 'image/svg+xml', attachment: true, exp: Math.floor(NOW.getTime() / 1000) + 90 }), 1234, NOW);
+    const h = assetHeaders(
+      claims({ media_type: 'image/svg+xml', attachment: true, exp: Math.floor(NOW.getTime() / 1000) + 90 }),
+      1234,
+      NOW,
+    );
     // Assess
     expect(h).toMatchObject({
       'content-type': 'image/svg+xml',

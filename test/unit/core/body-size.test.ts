@@ -47,7 +47,9 @@ describe('the body-size rule at its edges', () => {
     expect(ok).toBeNull();
     expect(over).toBe(inlineLimitDetail());
     expect(overUnparsed).toBe(inlineLimitDetail());
-    expect(over).toBe(`the request body must be at most 4194304 bytes (4 MiB) when it carries inline ASSET values; send larger files with ${UPLOADS_ROUTE} and put the asset it answers in workflow_input`);
+    expect(over).toBe(
+      `the request body must be at most 4194304 bytes (4 MiB) when it carries inline ASSET values; send larger files with ${UPLOADS_ROUTE} and put the asset it answers in workflow_input`,
+    );
   });
 
   it('lets ASSET values take the room past the usual limit, byte for byte, and nothing else', () => {
@@ -95,7 +97,10 @@ function model(size: number, limits: BodyLimits, assetBytes: number | undefined)
 
 describe('the body-size rule (fuzzed)', () => {
   // The configured range (lib/config.ts PIPEGATE_MAX_BODY_BYTES) and sizes near every edge.
-  const limits = fc.record({ maxBodyBytes: fc.oneof(fc.constant(MAX), fc.integer({ min: 1024, max: 10_000_000 })), inlineAssets: fc.boolean() });
+  const limits = fc.record({
+    maxBodyBytes: fc.oneof(fc.constant(MAX), fc.integer({ min: 1024, max: 10_000_000 })),
+    inlineAssets: fc.boolean(),
+  });
   const near = (edge: number) => fc.integer({ min: -3, max: 3 }).map((d) => Math.max(0, edge + d));
 
   it('answers as the model does', () => {
@@ -149,7 +154,12 @@ describe('the execute parser follows the rule: only ASSET values take the extra 
   };
   // base64 of 3n bytes is 4n characters of A: no padding, so any multiple of 4 is valid.
   const body = (assetChars: number, noteChars: number) =>
-    JSON.stringify({ workflow_input: { file: { value: 'A'.repeat(assetChars), value_type: 'ASSET' }, note: { value: 'n'.repeat(noteChars), value_type: 'RAW' } } });
+    JSON.stringify({
+      workflow_input: {
+        file: { value: 'A'.repeat(assetChars), value_type: 'ASSET' },
+        note: { value: 'n'.repeat(noteChars), value_type: 'RAW' },
+      },
+    });
 
   it('takes a body whose other bytes are exactly the usual limit, and refuses one byte more of a RAW value', () => {
     // Prepare: the skeleton and the note fill the usual limit; the asset is 2000 more.

@@ -2,13 +2,7 @@ import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
 import { Webhook } from 'standardwebhooks';
 import { generateSigningSecret } from '../../../functions/core/api-key';
-import {
-  buildCallbackPayload,
-  nextRetryDelayMs,
-  scheduleTotalSeconds,
-  signWebhook,
-  webhookIdFor,
-} from '../../../functions/core/callback';
+import { buildCallbackPayload, nextRetryDelayMs, scheduleTotalSeconds, signWebhook, webhookIdFor } from '../../../functions/core/callback';
 
 const EXECUTION = '0b7e0b7c-5d1e-4e0a-8f43-2c1d9e8a7b6c';
 

@@ -1,11 +1,5 @@
 import fc from 'fast-check';
-import {
-  applyVisibility,
-  assertPublishable,
-  callerContract,
-  discoverContract,
-  readiness,
-} from '../../../functions/core/contract';
+import { applyVisibility, assertPublishable, callerContract, discoverContract, readiness } from '../../../functions/core/contract';
 import { AppError, isAppError } from '../../../functions/core/errors';
 import type { Contract, Deployment, PipelineDefinition, RunPointer } from '../../../functions/core/types';
 import { thrown } from '../../support/thrown';
@@ -155,7 +149,9 @@ describe('applyVisibility', () => {
 
   it('names unknown fields of form and events in its own words, and a form that is no object', () => {
     // Act
-    const unknown = appError(() => applyVisibility(discovered, { form: { enabled: true, colour: 'red' }, events: { detail: false } }, null));
+    const unknown = appError(() =>
+      applyVisibility(discovered, { form: { enabled: true, colour: 'red' }, events: { detail: false } }, null),
+    );
     const notObject = appError(() => applyVisibility(discovered, { form: 5 }, null));
 
     // Assess
@@ -393,7 +389,11 @@ describe('readiness', () => {
 describe('callerContract', () => {
   it('shows visible entries only, without the visibility flag', () => {
     // Prepare
-    const contract = applyVisibility(discoverContract(def, {}), { inputs: { times: { visible: false } }, outputs: { debug: { visible: false } } }, null);
+    const contract = applyVisibility(
+      discoverContract(def, {}),
+      { inputs: { times: { visible: false } }, outputs: { debug: { visible: false } } },
+      null,
+    );
 
     // Act
     const shown = callerContract({ deployment_id: 'd-1', ...contract });
@@ -407,7 +407,11 @@ describe('callerContract', () => {
   });
 
   it("shows each visible output's recorded kind, and keeps the hidden ones out", () => {
-    const contract = applyVisibility(discoverContract(def, {}, { outputs: { message: 'Hi', debug: 'x' }, output_assets: null }), { outputs: { debug: { visible: false } } }, null);
+    const contract = applyVisibility(
+      discoverContract(def, {}, { outputs: { message: 'Hi', debug: 'x' }, output_assets: null }),
+      { outputs: { debug: { visible: false } } },
+      null,
+    );
     expect(callerContract({ deployment_id: 'd-1', ...contract }).outputs).toEqual([{ id: 'message', value_type: 'RAW' }]);
   });
 });

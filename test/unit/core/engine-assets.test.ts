@@ -20,7 +20,13 @@ function definition(nodes: Record<string, PipelineNode>): PipelineDefinition {
 const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
 const photoBytes = png(3, 3);
 const photoRef: ObjectRef = { key: 'd/dep/e/exec/in.photo', media_type: 'image/png', bytes: photoBytes.length, sha256: sha(photoBytes) };
-const photoView: AssetView = { url: 'http://127.0.0.1:9/in.photo?sig=1', media_type: 'image/png', bytes: photoBytes.length, sha256: sha(photoBytes), expires_at: '2030-01-01T00:00:00.000Z' };
+const photoView: AssetView = {
+  url: 'http://127.0.0.1:9/in.photo?sig=1',
+  media_type: 'image/png',
+  bytes: photoBytes.length,
+  sha256: sha(photoBytes),
+  expires_at: '2030-01-01T00:00:00.000Z',
+};
 
 async function collect(body: AsyncIterable<Uint8Array>): Promise<Uint8Array> {
   const parts: Uint8Array[] = [];
@@ -34,7 +40,9 @@ async function* chunked(bytes: Uint8Array, size: number): AsyncGenerator<Uint8Ar
 
 /** Storage as the task provides it, in memory: what was stored and read. */
 function memoryObjects() {
-  const stored = new Map<string, { bytes: Uint8Array; declared: string | undefined }>([[photoRef.key, { bytes: photoBytes, declared: 'image/png' }]]);
+  const stored = new Map<string, { bytes: Uint8Array; declared: string | undefined }>([
+    [photoRef.key, { bytes: photoBytes, declared: 'image/png' }],
+  ]);
   const reads: string[] = [];
   const limits: number[] = [];
   const objects: EngineObjects = {
@@ -45,7 +53,16 @@ function memoryObjects() {
       stored.set(key, { bytes, declared });
       const mediaType = bytes[0] === 0xff ? 'image/jpeg' : 'image/png';
       const ref = { key, media_type: mediaType, bytes: bytes.length, sha256: sha(bytes) };
-      return { ref, view: { url: `http://127.0.0.1:9/${name}?sig=2`, media_type: mediaType, bytes: bytes.length, sha256: ref.sha256, expires_at: '2030-01-01T00:00:00.000Z' } };
+      return {
+        ref,
+        view: {
+          url: `http://127.0.0.1:9/${name}?sig=2`,
+          media_type: mediaType,
+          bytes: bytes.length,
+          sha256: ref.sha256,
+          expires_at: '2030-01-01T00:00:00.000Z',
+        },
+      };
     },
     async open(ref) {
       reads.push(ref.key);
@@ -73,7 +90,11 @@ describe('ASSET outputs', () => {
     const def = definition({
       photo: photoInput,
       same: { type: 'transform', inputs: ['photo'], expression: 'photo' },
-      rebuilt: { type: 'transform', inputs: ['photo'], expression: '{"url": photo.url, "media_type": photo.media_type, "bytes": photo.bytes, "sha256": photo.sha256}' },
+      rebuilt: {
+        type: 'transform',
+        inputs: ['photo'],
+        expression: '{"url": photo.url, "media_type": photo.media_type, "bytes": photo.bytes, "sha256": photo.sha256}',
+      },
       a: { type: 'output', from: 'photo' },
       b: { type: 'output', from: 'same' },
       c: { type: 'output', from: 'rebuilt' },
@@ -89,19 +110,29 @@ describe('ASSET outputs', () => {
   });
 
   it.each([
-    ['a URL the run does not hold (another execution\'s link)', '{"url": "http://127.0.0.1:9/v1/assets/v1.forged.tag", "media_type": "image/png", "bytes": 1, "sha256": photo.sha256}'],
+    [
+      "a URL the run does not hold (another execution's link)",
+      '{"url": "http://127.0.0.1:9/v1/assets/v1.forged.tag", "media_type": "image/png", "bytes": 1, "sha256": photo.sha256}',
+    ],
     ['a held URL with another size', '{"url": photo.url, "media_type": photo.media_type, "bytes": 1, "sha256": photo.sha256}'],
     ['a held URL with another media type', '{"url": photo.url, "media_type": "text/html"}'],
     ['an object naming a storage key', '{"key": "d/other/e/x/in.photo", "media_type": "image/png", "bytes": 10, "sha256": photo.sha256}'],
   ])('refuses a transform result that makes up an asset: %s', async (_name, expression) => {
     // Prepare
-    const def = definition({ photo: photoInput, forged: { type: 'transform', inputs: ['photo'], expression }, out: { type: 'output', from: 'forged' } });
+    const def = definition({
+      photo: photoInput,
+      forged: { type: 'transform', inputs: ['photo'], expression },
+      out: { type: 'output', from: 'forged' },
+    });
 
     // Act
     const { result } = await runPipelineTraced(def, {}, opts(noHttp, memoryObjects().objects));
 
     // Assess
-    expect(result).toMatchObject({ status: 'failed', error_message: "Node 'out' failed: output must be a string, a finite number, a boolean or an asset of this run, got object" });
+    expect(result).toMatchObject({
+      status: 'failed',
+      error_message: "Node 'out' failed: output must be a string, a finite number, a boolean or an asset of this run, got object",
+    });
   });
 
   it('treats an asset input as nothing special when the task gave no reference for it', async () => {
@@ -177,7 +208,11 @@ describe('http nodes and assets', () => {
       seen.push(req);
       return { status: 200, headers: { 'content-type': 'application/json' }, body: '{"n":1}' };
     };
-    const def = definition({ call: { type: 'http', url: 'http://127.0.0.1:9/' }, n: { type: 'transform', inputs: ['call'], expression: 'call.n' }, out: { type: 'output', from: 'n' } });
+    const def = definition({
+      call: { type: 'http', url: 'http://127.0.0.1:9/' },
+      n: { type: 'transform', inputs: ['call'], expression: 'call.n' },
+      out: { type: 'output', from: 'n' },
+    });
     const { result } = await runPipelineTraced(def, {}, { http, timeoutMs: 5000 });
     expect(result).toEqual({ status: 'completed', outputs: { out: 1 } });
     expect(seen[0]?.maxBinaryResponseBytes).toBeUndefined();
@@ -222,8 +257,14 @@ describe('http nodes and assets', () => {
 
 describe('body_asset validation', () => {
   it.each([
-    [{ type: 'http', method: 'POST', url: 'http://x.test/', inputs: ['photo'], body_asset: 'photo', body: 'photo' }, 'cannot be given with body: the request carries one or the other'],
-    [{ type: 'http', url: 'http://x.test/', inputs: ['photo'], body_asset: 'photo' }, 'a GET request cannot carry a body; use POST, PUT, PATCH or DELETE'],
+    [
+      { type: 'http', method: 'POST', url: 'http://x.test/', inputs: ['photo'], body_asset: 'photo', body: 'photo' },
+      'cannot be given with body: the request carries one or the other',
+    ],
+    [
+      { type: 'http', url: 'http://x.test/', inputs: ['photo'], body_asset: 'photo' },
+      'a GET request cannot carry a body; use POST, PUT, PATCH or DELETE',
+    ],
     [{ type: 'http', method: 'POST', url: 'http://x.test/', inputs: [], body_asset: 'photo' }, "must be one of the node's inputs"],
   ])('refuses %j', (node, reason) => {
     const result = validateDefinition({ nodes: { photo: photoInput, send: node, out: { type: 'output', from: 'send' } } });

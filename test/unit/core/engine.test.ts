@@ -153,7 +153,11 @@ describe('runPipeline: node types', () => {
     const result = await runPipeline(def, {}, opts());
 
     // Assess
-    expect(result).toEqual({ status: 'failed', error_message: "Node 'bad' failed: 'missing' produced no value", caller_message: "Node 'bad' failed: it produced no usable value" });
+    expect(result).toEqual({
+      status: 'failed',
+      error_message: "Node 'bad' failed: 'missing' produced no value",
+      caller_message: "Node 'bad' failed: it produced no usable value",
+    });
   });
 
   it.each([
@@ -298,7 +302,11 @@ describe('runPipeline: http nodes', () => {
     const result = await runPipeline(def, {}, opts({ http }));
 
     // Assess
-    expect(result).toEqual({ status: 'failed', error_message: "Node 'call' failed: HTTP 503 from https://api.example.com/v1/items: busy", caller_message: "Node 'call' failed: upstream answered 503" });
+    expect(result).toEqual({
+      status: 'failed',
+      error_message: "Node 'call' failed: HTTP 503 from https://api.example.com/v1/items: busy",
+      caller_message: "Node 'call' failed: upstream answered 503",
+    });
   });
 
   it('fails the node with the port message when the call itself fails', async () => {
@@ -315,7 +323,11 @@ describe('runPipeline: http nodes', () => {
     const result = await runPipeline(def, {}, opts({ http }));
 
     // Assess
-    expect(result).toEqual({ status: 'failed', error_message: "Node 'call' failed: address 10.0.0.1 is not allowed", caller_message: "Node 'call' failed: the upstream request failed" });
+    expect(result).toEqual({
+      status: 'failed',
+      error_message: "Node 'call' failed: address 10.0.0.1 is not allowed",
+      caller_message: "Node 'call' failed: the upstream request failed",
+    });
   });
 });
 
@@ -380,7 +392,11 @@ describe('runPipeline: scheduling', () => {
     const result = await runPipeline(def, {}, opts({ http: held.port }));
 
     // Assess
-    expect(result).toEqual({ status: 'failed', error_message: "Node 'bad' failed: HTTP 500 from https://bad.example/", caller_message: "Node 'bad' failed: upstream answered 500" });
+    expect(result).toEqual({
+      status: 'failed',
+      error_message: "Node 'bad' failed: HTTP 500 from https://bad.example/",
+      caller_message: "Node 'bad' failed: upstream answered 500",
+    });
     expect(held.call('https://busy.example/').req.signal?.aborted).toBe(true);
   });
 });
@@ -406,7 +422,11 @@ describe('runPipeline: time-out and cancellation', () => {
     const result = await runPipeline(def, {}, opts({ http: held.port, timeoutMs: 50 }));
 
     // Assess
-    expect(result).toEqual({ status: 'failed', error_message: 'Execution timed out after 50 ms', caller_message: 'Execution timed out after 50 ms' });
+    expect(result).toEqual({
+      status: 'failed',
+      error_message: 'Execution timed out after 50 ms',
+      caller_message: 'Execution timed out after 50 ms',
+    });
     expect(held.calls[0]?.req.signal?.aborted).toBe(true);
   });
 
@@ -475,7 +495,11 @@ describe('runPipeline: no timer outlives a run', () => {
     const result = await run;
 
     // Assess
-    expect(result).toEqual({ status: 'failed', error_message: 'Execution timed out after 30 s', caller_message: 'Execution timed out after 30 s' });
+    expect(result).toEqual({
+      status: 'failed',
+      error_message: 'Execution timed out after 30 s',
+      caller_message: 'Execution timed out after 30 s',
+    });
     expect(jest.getTimerCount()).toBe(0);
   });
 
@@ -518,7 +542,11 @@ describe('runPipeline: runaway expressions', () => {
   it('fails a node whose recursion grows without end (depth limit)', async () => {
     // Act: the expression's and the run's time limits far away, so that only the depth limit
     // can stop it, however loaded the machine (5,000 levels took over 5 s under a load of 20)
-    const result = await runPipeline(runaway('($f := function($x){1 + $f($x)}; $f(a))'), {}, opts({ expressionTimeLimitMs: 60_000, timeoutMs: 120_000 }));
+    const result = await runPipeline(
+      runaway('($f := function($x){1 + $f($x)}; $f(a))'),
+      {},
+      opts({ expressionTimeLimitMs: 60_000, timeoutMs: 120_000 }),
+    );
 
     // Assess
     expect(result.status).toBe('failed');
@@ -534,7 +562,11 @@ describe('runPipeline: runaway expressions', () => {
     );
 
     // Assess
-    expect(result).toEqual({ status: 'failed', error_message: 'Execution timed out after 60 ms', caller_message: 'Execution timed out after 60 ms' });
+    expect(result).toEqual({
+      status: 'failed',
+      error_message: 'Execution timed out after 60 ms',
+      caller_message: 'Execution timed out after 60 ms',
+    });
   });
 
   it('bounds an endless expression by the default limit too', async () => {
@@ -612,7 +644,9 @@ describe('node order', () => {
     // Prepare
     const order = jest.mocked(pipeline.topologicalOrder);
     order.mockClear();
-    const def = { nodes: { a: { type: 'input', value_type: 'string', value: 'x' }, b: { type: 'output', from: 'a' } } } as PipelineDefinition;
+    const def = {
+      nodes: { a: { type: 'input', value_type: 'string', value: 'x' }, b: { type: 'output', from: 'a' } },
+    } as PipelineDefinition;
 
     // Act
     const { result, trace } = await runPipelineTraced(def, { a: 'x' }, opts());

@@ -1,6 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
-import { canonicalContext, isEnvelope, openEnvelope, ownerSecretContext, parseEnvelope, sealEnvelope } from '../../../functions/core/envelope';
+import {
+  canonicalContext,
+  isEnvelope,
+  openEnvelope,
+  ownerSecretContext,
+  parseEnvelope,
+  sealEnvelope,
+} from '../../../functions/core/envelope';
 
 const dataKey = Buffer.alloc(32, 3);
 const edk = Buffer.from('an encrypted data key, as KMS returns it');
@@ -19,7 +26,8 @@ describe('the owner-secret envelope', () => {
           expect(envelope.encryptedDataKey.equals(edk)).toBe(true);
           expect(openEnvelope(envelope, dataKey, { ...context })).toBe(value);
           const key = Object.keys(context)[0] as string;
-          if (context[key] !== changed) expect(() => openEnvelope(envelope, dataKey, { ...context, [key]: changed })).toThrow('failed authentication');
+          if (context[key] !== changed)
+            expect(() => openEnvelope(envelope, dataKey, { ...context, [key]: changed })).toThrow('failed authentication');
         },
       ),
     );

@@ -5,7 +5,17 @@
  * resumes after Last-Event-ID never sees an event twice and never misses one.
  */
 import fc from 'fast-check';
-import { callerFinal, callerShows, eventsAfter, executionEvents, formatEvent, parseLastEventId, type ExecutionEvent, type NodeView, type ResultBody } from '../../../functions/core/events';
+import {
+  callerFinal,
+  callerShows,
+  eventsAfter,
+  executionEvents,
+  formatEvent,
+  parseLastEventId,
+  type ExecutionEvent,
+  type NodeView,
+  type ResultBody,
+} from '../../../functions/core/events';
 import { packProgress, unpackProgress, type NodeProgress } from '../../../functions/core/progress';
 import type { Execution } from '../../../functions/core/types';
 import { resultBody } from '../../../functions/core/views';
@@ -25,7 +35,8 @@ const progressArb = fc.array(
   }),
   { maxLength: 40 },
 );
-const clean = (ps: NodeProgress[]) => ps.map((p) => (p.duration_ms === undefined ? { node: p.node, type: p.type, state: p.state, at: p.at } : p));
+const clean = (ps: NodeProgress[]) =>
+  ps.map((p) => (p.duration_ms === undefined ? { node: p.node, type: p.type, state: p.state, at: p.at } : p));
 
 describe('progress codec', () => {
   it('round-trips any progress list', () => {
@@ -33,14 +44,30 @@ describe('progress codec', () => {
   });
 
   it('reads anything that is not a stored list as empty, never throwing', () => {
-    fc.assert(fc.property(fc.oneof(fc.string(), fc.jsonValue().map((j) => JSON.stringify(j)), fc.anything()), (x) => expect(Array.isArray(unpackProgress(x))).toBe(true)));
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.string(),
+          fc.jsonValue().map((j) => JSON.stringify(j)),
+          fc.anything(),
+        ),
+        (x) => expect(Array.isArray(unpackProgress(x))).toBe(true),
+      ),
+    );
     expect(unpackProgress(null)).toEqual([]);
-    expect(unpackProgress('{"t":1,"n":[["a","t","s",0],["b","?","s",0]]}')).toEqual([{ node: 'a', type: 'transform', state: 'started', at: 1 }]);
+    expect(unpackProgress('{"t":1,"n":[["a","t","s",0],["b","?","s",0]]}')).toEqual([
+      { node: 'a', type: 'transform', state: 'started', at: 1 },
+    ]);
   });
 });
 
 /** The record after `k` progress entries; optionally terminal (with its result). */
-function recordAt(base: Execution, ps: NodeProgress[], k: number, terminal: 'completed' | 'failed' | 'cancelled' | null): { e: Execution; result: ResultBody | null } {
+function recordAt(
+  base: Execution,
+  ps: NodeProgress[],
+  k: number,
+  terminal: 'completed' | 'failed' | 'cancelled' | null,
+): { e: Execution; result: ResultBody | null } {
   const e: Execution = {
     ...base,
     status: terminal ?? (base.started_at ? 'running' : 'pending'),
@@ -70,7 +97,11 @@ describe('executionEvents', () => {
 
   it('a cancel before the start: pending, cancelled, done', () => {
     const { e, result } = recordAt(base, [], 0, 'cancelled');
-    expect(executionEvents(e, all, result && callerFinal(result)).map((x) => (x.event === 'status' ? x.data.status : x.event))).toEqual(['pending', 'cancelled', 'done']);
+    expect(executionEvents(e, all, result && callerFinal(result)).map((x) => (x.event === 'status' ? x.data.status : x.event))).toEqual([
+      'pending',
+      'cancelled',
+      'done',
+    ]);
   });
 
   it('leaves out what callers may not see: hidden input and output nodes', () => {
@@ -89,7 +120,14 @@ describe('executionEvents', () => {
   it('with node detail off: counts only, one per node the first time it ends, never an id, type or time', () => {
     const p = (node: string, state: NodeProgress['state'], at: number): NodeProgress => ({ node, type: 'transform', state, at });
     // A crash re-run ends `a` a second time: counted once.
-    const ps = [p('a', 'started', T0), p('a', 'finished', T0 + 1), p('b', 'started', T0 + 2), p('a', 'started', T0 + 3), p('a', 'finished', T0 + 4), p('b', 'failed', T0 + 5)];
+    const ps = [
+      p('a', 'started', T0),
+      p('a', 'finished', T0 + 1),
+      p('b', 'started', T0 + 2),
+      p('a', 'started', T0 + 3),
+      p('a', 'finished', T0 + 4),
+      p('b', 'failed', T0 + 5),
+    ];
     const { e } = recordAt({ ...base, started_at: iso(T0) }, ps, ps.length, null);
     const nodes = executionEvents(e, { countsOf: 3 }, null).filter((x) => x.event === 'node');
     expect(nodes.map((x) => x.data)).toEqual([
@@ -108,7 +146,11 @@ describe('executionEvents', () => {
         (ps, end, cuts, view) => {
           const started = { ...base, started_at: iso(T0) };
           // The record's history: pending, running with 0..n entries, terminal.
-          const history = [recordAt(base, [], 0, null), ...ps.map((_p, k) => recordAt(started, ps, k + 1, null)), recordAt(started, ps, ps.length, end)];
+          const history = [
+            recordAt(base, [], 0, null),
+            ...ps.map((_p, k) => recordAt(started, ps, k + 1, null)),
+            recordAt(started, ps, ps.length, end),
+          ];
           const lists = history.map(({ e, result }) => executionEvents(e, view, result && callerFinal(result)));
           for (let i = 1; i < lists.length; i++) expect(lists[i]?.slice(0, lists[i - 1]?.length)).toEqual(lists[i - 1]);
           // A reader that connects at random points of the history, each time after the last id it saw.

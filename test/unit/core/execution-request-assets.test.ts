@@ -17,7 +17,8 @@ const contract: Contract = {
   outputs: [{ id: 'thumb', visible: true }],
 };
 const opts = { maxBodyBytes: 1024, maxInputs: 8, allowPrivateUrls: false };
-const parse = (body: unknown, o = opts) => parseExecutionRequest({ body: typeof body === 'string' ? body : JSON.stringify(body), contentType: 'application/json' }, contract, o);
+const parse = (body: unknown, o = opts) =>
+  parseExecutionRequest({ body: typeof body === 'string' ? body : JSON.stringify(body), contentType: 'application/json' }, contract, o);
 const appError = (fn: () => unknown): AppError => thrown(fn, AppError);
 const asset = (value: string) => ({ value, value_type: 'ASSET' });
 
@@ -58,16 +59,24 @@ describe('parseExecutionRequest: ASSET values', () => {
   });
 
   it('refuses inline bytes over the input max_bytes at once, naming what it accepts', () => {
-    const e = appError(() => parse({ workflow_input: { photo: asset(Buffer.alloc(1001, 1).toString('base64')) } }, { ...opts, maxBodyBytes: 4096 }));
+    const e = appError(() =>
+      parse({ workflow_input: { photo: asset(Buffer.alloc(1001, 1).toString('base64')) } }, { ...opts, maxBodyBytes: 4096 }),
+    );
     expect(e.status).toBe(422);
     expect(e.detail).toBe("input 'photo' is 1001 bytes but accepts image/png or image/jpeg, at most 1000 bytes");
     // At the edge: exactly max_bytes passes the size check.
-    expect(parse({ workflow_input: { photo: asset(Buffer.alloc(1000, 1).toString('base64')) } }, { ...opts, maxBodyBytes: 4096 }).assets.photo).toBeDefined();
+    expect(
+      parse({ workflow_input: { photo: asset(Buffer.alloc(1000, 1).toString('base64')) } }, { ...opts, maxBodyBytes: 4096 }).assets.photo,
+    ).toBeDefined();
   });
 
   it('answers 422 for ASSET sent to a string input and RAW sent to an asset input', () => {
-    expect(appError(() => parse({ workflow_input: { caption: asset('aGk=') } })).detail).toBe("input 'caption' takes value_type RAW (its type is string), got ASSET");
-    expect(appError(() => parse({ workflow_input: { photo: { value: 'aGk=', value_type: 'RAW' } } })).detail).toBe("input 'photo' takes value_type ASSET (its type is asset), got RAW");
+    expect(appError(() => parse({ workflow_input: { caption: asset('aGk=') } })).detail).toBe(
+      "input 'caption' takes value_type RAW (its type is string), got ASSET",
+    );
+    expect(appError(() => parse({ workflow_input: { photo: { value: 'aGk=', value_type: 'RAW' } } })).detail).toBe(
+      "input 'photo' takes value_type ASSET (its type is asset), got RAW",
+    );
   });
 
   it('lets inline ASSET values past the usual body limit, up to the inline limit', () => {
@@ -82,7 +91,11 @@ describe('parseExecutionRequest: ASSET values', () => {
   });
 
   it('still counts everything but ASSET values against the usual limit', () => {
-    const e = appError(() => parse({ workflow_input: { any: asset(Buffer.alloc(3000).toString('base64')), caption: { value: 'x'.repeat(2000), value_type: 'RAW' } } }));
+    const e = appError(() =>
+      parse({
+        workflow_input: { any: asset(Buffer.alloc(3000).toString('base64')), caption: { value: 'x'.repeat(2000), value_type: 'RAW' } },
+      }),
+    );
     expect(e.status).toBe(413);
     expect(e.detail).toBe(bodyLimitDetail(1024));
   });
@@ -91,7 +104,10 @@ describe('parseExecutionRequest: ASSET values', () => {
     // Prepare: a body of exactly the limit, and one byte more.
     const skeleton = JSON.stringify({ workflow_input: { any: asset('') } });
     const fill = INLINE_ASSET_BODY_MAX_BYTES - skeleton.length;
-    const atLimit = JSON.stringify({ workflow_input: { any: asset('A'.repeat(fill - (fill % 4))) } }).padEnd(INLINE_ASSET_BODY_MAX_BYTES, ' ');
+    const atLimit = JSON.stringify({ workflow_input: { any: asset('A'.repeat(fill - (fill % 4))) } }).padEnd(
+      INLINE_ASSET_BODY_MAX_BYTES,
+      ' ',
+    );
     const over = `${atLimit} `;
 
     // Act
@@ -115,28 +131,40 @@ describe('parseExecutionRequest: ASSET values', () => {
 describe('parseAssetValue (fuzzed)', () => {
   it('decodes whatever bytes were encoded, as base64 and as a data URI', () => {
     fc.assert(
-      fc.property(fc.uint8Array({ minLength: 1, maxLength: 300 }), fc.constantFrom('image/png', 'application/octet-stream', ''), (bytes, type) => {
-        const b64 = Buffer.from(bytes).toString('base64');
-        for (const value of [b64, `data:${type};base64,${b64}`, b64.replace(/=+$/, '')]) {
-          const r = parseAssetValue(value);
-          expect(r.ok && r.form.kind === 'inline' && Buffer.from(r.form.bytes).equals(Buffer.from(bytes))).toBe(true);
-        }
-      }),
+      fc.property(
+        fc.uint8Array({ minLength: 1, maxLength: 300 }),
+        fc.constantFrom('image/png', 'application/octet-stream', ''),
+        (bytes, type) => {
+          const b64 = Buffer.from(bytes).toString('base64');
+          for (const value of [b64, `data:${type};base64,${b64}`, b64.replace(/=+$/, '')]) {
+            const r = parseAssetValue(value);
+            expect(r.ok && r.form.kind === 'inline' && Buffer.from(r.form.bytes).equals(Buffer.from(bytes))).toBe(true);
+          }
+        },
+      ),
     );
   });
 
   it('never throws, and the request parser answers only catalog errors, whatever the value', () => {
     fc.assert(
-      fc.property(fc.oneof(fc.string(), fc.base64String(), fc.string().map((s) => `data:${s}`), fc.string().map((s) => `upload:${s}`)), (value) => {
-        const r = parseAssetValue(value);
-        expect(typeof r.ok).toBe('boolean');
-        try {
-          parse({ workflow_input: { any: asset(value) } });
-        } catch (e) {
-          expect(e).toBeInstanceOf(AppError);
-          expect([413, 422]).toContain((e as AppError).status);
-        }
-      }),
+      fc.property(
+        fc.oneof(
+          fc.string(),
+          fc.base64String(),
+          fc.string().map((s) => `data:${s}`),
+          fc.string().map((s) => `upload:${s}`),
+        ),
+        (value) => {
+          const r = parseAssetValue(value);
+          expect(typeof r.ok).toBe('boolean');
+          try {
+            parse({ workflow_input: { any: asset(value) } });
+          } catch (e) {
+            expect(e).toBeInstanceOf(AppError);
+            expect([413, 422]).toContain((e as AppError).status);
+          }
+        },
+      ),
       { numRuns: 500 },
     );
   });

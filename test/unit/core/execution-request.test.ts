@@ -64,7 +64,9 @@ describe('parseExecutionRequest: accepted requests', () => {
 
   it('takes a REFERENCE URL for a reference input and hands it on as a string', () => {
     // Act
-    const result = parseJson({ workflow_input: { source: { value: 'https://data.example.org/v1/items?page=2', value_type: 'REFERENCE' } } });
+    const result = parseJson({
+      workflow_input: { source: { value: 'https://data.example.org/v1/items?page=2', value_type: 'REFERENCE' } },
+    });
 
     // Assess
     expect(result.inputs.source).toBe('https://data.example.org/v1/items?page=2');
@@ -111,16 +113,20 @@ describe('parseExecutionRequest: accepted requests', () => {
     expect(typeof refused.detail).toBe('string');
   });
 
-  it.each([undefined, '', 'application/json', 'Application/JSON; charset=utf-8', 'application/vnd.pipegate+json', 'application/merge-patch+json ; charset=UTF-8'])(
-    'accepts content type %p',
-    (contentType) => {
-      // Act
-      const result = parse('{"workflow_input":{"name":{"value":"Ada","value_type":"RAW"}}}', contentType);
+  it.each([
+    undefined,
+    '',
+    'application/json',
+    'Application/JSON; charset=utf-8',
+    'application/vnd.pipegate+json',
+    'application/merge-patch+json ; charset=UTF-8',
+  ])('accepts content type %p', (contentType) => {
+    // Act
+    const result = parse('{"workflow_input":{"name":{"value":"Ada","value_type":"RAW"}}}', contentType);
 
-      // Assess
-      expect(result.inputs.name).toBe('Ada');
-    },
-  );
+    // Assess
+    expect(result.inputs.name).toBe('Ada');
+  });
 
   it('hashes equal requests equally, whatever their whitespace and key order', () => {
     // Prepare
@@ -204,11 +210,31 @@ describe('parseExecutionRequest: refusals', () => {
     ['a value object that is not an object', '{"workflow_input":{"name":"Ada"}}', 'workflow_input.name must be an object'],
     ['a value object without value', '{"workflow_input":{"name":{"value_type":"RAW"}}}', 'workflow_input.name.value is required'],
     ['a value object without value_type', '{"workflow_input":{"name":{"value":"Ada"}}}', 'workflow_input.name.value_type is required'],
-    ['a value object with extra fields', '{"workflow_input":{"name":{"value":"Ada","value_type":"RAW","x":1}}}', 'workflow_input.name.x is not a known field'],
-    ['an unknown value_type', '{"workflow_input":{"name":{"value":"Ada","value_type":"raw"}}}', 'workflow_input.name.value_type must be one of RAW, REFERENCE, ASSET'],
-    ['an object value', '{"workflow_input":{"name":{"value":{},"value_type":"RAW"}}}', 'workflow_input.name.value must be a string, a finite number or a boolean'],
-    ['a null value', '{"workflow_input":{"name":{"value":null,"value_type":"RAW"}}}', 'workflow_input.name.value must be a string, a finite number or a boolean'],
-    ['an infinite value', '{"workflow_input":{"times":{"value":1e999,"value_type":"RAW"}}}', 'workflow_input.times.value must be a string, a finite number or a boolean'],
+    [
+      'a value object with extra fields',
+      '{"workflow_input":{"name":{"value":"Ada","value_type":"RAW","x":1}}}',
+      'workflow_input.name.x is not a known field',
+    ],
+    [
+      'an unknown value_type',
+      '{"workflow_input":{"name":{"value":"Ada","value_type":"raw"}}}',
+      'workflow_input.name.value_type must be one of RAW, REFERENCE, ASSET',
+    ],
+    [
+      'an object value',
+      '{"workflow_input":{"name":{"value":{},"value_type":"RAW"}}}',
+      'workflow_input.name.value must be a string, a finite number or a boolean',
+    ],
+    [
+      'a null value',
+      '{"workflow_input":{"name":{"value":null,"value_type":"RAW"}}}',
+      'workflow_input.name.value must be a string, a finite number or a boolean',
+    ],
+    [
+      'an infinite value',
+      '{"workflow_input":{"times":{"value":1e999,"value_type":"RAW"}}}',
+      'workflow_input.times.value must be a string, a finite number or a boolean',
+    ],
     ['a constructor entry that is malformed', '{"workflow_input":{"constructor":[]}}', 'workflow_input.constructor must be an object'],
     ['a callback that is not a string', '{"callback":42}', 'callback must be a string'],
   ])('refuses %s with 400 Invalid Input Structure', (_name, body, detail) => {
@@ -255,22 +281,78 @@ describe('parseExecutionRequest: refusals', () => {
   it.each([
     ['an unknown input', { nope: { value: 'x', value_type: 'RAW' } }, "unknown input 'nope'"],
     ['a hidden input, answered like an unknown one', { secret: { value: 'x', value_type: 'RAW' } }, "unknown input 'secret'"],
-    ['a REFERENCE value for a string input', { name: { value: 'https://example.com/', value_type: 'REFERENCE' } }, "input 'name' takes value_type RAW (its type is string), got REFERENCE"],
-    ['a RAW value for a reference input', { source: { value: 'https://example.com/', value_type: 'RAW' } }, "input 'source' takes value_type REFERENCE (its type is reference), got RAW"],
-    ['a relative reference', { source: { value: '/data.json', value_type: 'REFERENCE' } }, "input 'source' must be an absolute http or https URL"],
-    ['a reference that is a number', { source: { value: 5, value_type: 'REFERENCE' } }, "input 'source' must be an absolute http or https URL"],
-    ['a file: reference', { source: { value: 'file:///etc/passwd', value_type: 'REFERENCE' } }, "input 'source' must be an absolute http or https URL"],
+    [
+      'a REFERENCE value for a string input',
+      { name: { value: 'https://example.com/', value_type: 'REFERENCE' } },
+      "input 'name' takes value_type RAW (its type is string), got REFERENCE",
+    ],
+    [
+      'a RAW value for a reference input',
+      { source: { value: 'https://example.com/', value_type: 'RAW' } },
+      "input 'source' takes value_type REFERENCE (its type is reference), got RAW",
+    ],
+    [
+      'a relative reference',
+      { source: { value: '/data.json', value_type: 'REFERENCE' } },
+      "input 'source' must be an absolute http or https URL",
+    ],
+    [
+      'a reference that is a number',
+      { source: { value: 5, value_type: 'REFERENCE' } },
+      "input 'source' must be an absolute http or https URL",
+    ],
+    [
+      'a file: reference',
+      { source: { value: 'file:///etc/passwd', value_type: 'REFERENCE' } },
+      "input 'source' must be an absolute http or https URL",
+    ],
     // URL parsing would take these (it trims and adds the slashes); the document's pattern does not.
-    ['a reference after a space', { source: { value: ' https://example.com/', value_type: 'REFERENCE' } }, "input 'source' must be an absolute http or https URL"],
-    ['a reference without its slashes', { source: { value: 'https:example.com', value_type: 'REFERENCE' } }, "input 'source' must be an absolute http or https URL"],
-    ['a reference to a private address', { source: { value: 'http://10.0.0.7/x?token=t', value_type: 'REFERENCE' } }, "input 'source' is not an allowed URL: address 10.0.0.7 is not allowed"],
-    ['a reference to the metadata address', { source: { value: 'http://169.254.169.254/latest/', value_type: 'REFERENCE' } }, 'address 169.254.169.254 is not allowed'],
-    ['an ASSET value for a string input', { name: { value: 'a', value_type: 'ASSET' } }, "input 'name' takes value_type RAW (its type is string), got ASSET"],
+    [
+      'a reference after a space',
+      { source: { value: ' https://example.com/', value_type: 'REFERENCE' } },
+      "input 'source' must be an absolute http or https URL",
+    ],
+    [
+      'a reference without its slashes',
+      { source: { value: 'https:example.com', value_type: 'REFERENCE' } },
+      "input 'source' must be an absolute http or https URL",
+    ],
+    [
+      'a reference to a private address',
+      { source: { value: 'http://10.0.0.7/x?token=t', value_type: 'REFERENCE' } },
+      "input 'source' is not an allowed URL: address 10.0.0.7 is not allowed",
+    ],
+    [
+      'a reference to the metadata address',
+      { source: { value: 'http://169.254.169.254/latest/', value_type: 'REFERENCE' } },
+      'address 169.254.169.254 is not allowed',
+    ],
+    [
+      'an ASSET value for a string input',
+      { name: { value: 'a', value_type: 'ASSET' } },
+      "input 'name' takes value_type RAW (its type is string), got ASSET",
+    ],
     ['a number for a string input', { name: { value: 5, value_type: 'RAW' } }, "input 'name' must be a string"],
-    ['a string for an integer input', { times: { value: '5', value_type: 'RAW' } }, "input 'times' must be a whole number (its type is integer)"],
-    ['a fraction for an integer input', { times: { value: 1.5, value_type: 'RAW' } }, "input 'times' must be a whole number (its type is integer)"],
-    ['a string for a float input', { ratio: { value: '0.5', value_type: 'RAW' } }, "input 'ratio' must be a finite number (its type is float)"],
-    ['a string for a boolean input', { loud: { value: 'true', value_type: 'RAW' } }, "input 'loud' must be true or false (its type is boolean)"],
+    [
+      'a string for an integer input',
+      { times: { value: '5', value_type: 'RAW' } },
+      "input 'times' must be a whole number (its type is integer)",
+    ],
+    [
+      'a fraction for an integer input',
+      { times: { value: 1.5, value_type: 'RAW' } },
+      "input 'times' must be a whole number (its type is integer)",
+    ],
+    [
+      'a string for a float input',
+      { ratio: { value: '0.5', value_type: 'RAW' } },
+      "input 'ratio' must be a finite number (its type is float)",
+    ],
+    [
+      'a string for a boolean input',
+      { loud: { value: 'true', value_type: 'RAW' } },
+      "input 'loud' must be true or false (its type is boolean)",
+    ],
   ])('refuses %s with 422 Invalid Input', (_name, workflow_input, detail) => {
     // Act
     const error = appError(() => parseJson({ workflow_input }));
@@ -325,9 +407,12 @@ describe('parseExecutionRequest: fuzzed', () => {
       if (!(e instanceof AppError)) throw e;
     }
   };
-  const contentTypes = fc.option(fc.oneof(fc.constantFrom('application/json', 'text/plain', 'application/ld+json; charset=utf-8'), fc.string()), {
-    nil: undefined,
-  });
+  const contentTypes = fc.option(
+    fc.oneof(fc.constantFrom('application/json', 'text/plain', 'application/ld+json; charset=utf-8'), fc.string()),
+    {
+      nil: undefined,
+    },
+  );
 
   it('returns or throws an AppError for arbitrary strings', () => {
     fc.assert(

@@ -47,8 +47,18 @@ describe('owner upload keys', () => {
 describe('the key families the write grants name (IAM resource patterns)', () => {
   /** IAM's match of an object key against a resource pattern: `*` is any run of characters, `/` included. */
   const matches = (pattern: string, key: string): boolean =>
-    new RegExp(`^${pattern.split('*').map((part) => part.replace(/[.+?^${}()|[\]\\/]/g, '\\$&')).join('.*')}$`).test(key);
-  const PATTERNS = { callerUpload: CALLER_UPLOAD_KEYS, callerExecution: CALLER_EXECUTION_KEYS, ownerUpload: PIPELINE_UPLOAD_KEYS, ownerRun: PIPELINE_RUN_KEYS };
+    new RegExp(
+      `^${pattern
+        .split('*')
+        .map((part) => part.replace(/[.+?^${}()|[\]\\/]/g, '\\$&'))
+        .join('.*')}$`,
+    ).test(key);
+  const PATTERNS = {
+    callerUpload: CALLER_UPLOAD_KEYS,
+    callerExecution: CALLER_EXECUTION_KEYS,
+    ownerUpload: PIPELINE_UPLOAD_KEYS,
+    ownerRun: PIPELINE_RUN_KEYS,
+  };
   const pipelineId = fc.stringMatching(/^[a-z0-9][a-z0-9-]{0,62}$/);
   const name = fc.stringMatching(/^[A-Za-z0-9_.-]{1,128}$/);
 
@@ -62,7 +72,11 @@ describe('the key families the write grants name (IAM resource patterns)', () =>
           ownerRun: executionObjectKey({ kind: 'run', deployment_id: null, pipeline_id: pipeline, execution_id: id }, n),
         };
         for (const [family, key] of Object.entries(made)) {
-          expect(Object.entries(PATTERNS).filter(([, p]) => matches(p, key)).map(([f]) => f)).toEqual([family]);
+          expect(
+            Object.entries(PATTERNS)
+              .filter(([, p]) => matches(p, key))
+              .map(([f]) => f),
+          ).toEqual([family]);
         }
       }),
     );

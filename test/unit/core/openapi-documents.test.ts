@@ -59,7 +59,9 @@ describe("a deployment's document and the whole-service document agree", () => {
 
     // Assess
     expect(differing).toEqual([]);
-    expect(Object.keys(components.schemas ?? {})).toEqual(expect.arrayContaining(['Accepted', 'ExecutionStatusBody', 'ExecutionNotCompleted', 'CallerContract']));
+    expect(Object.keys(components.schemas ?? {})).toEqual(
+      expect.arrayContaining(['Accepted', 'ExecutionStatusBody', 'ExecutionNotCompleted', 'CallerContract']),
+    );
   });
 
   it('every caller operation is there, with the same id, summary, security and responses', () => {
@@ -70,12 +72,24 @@ describe("a deployment's document and the whole-service document agree", () => {
     const ours = [...byId(deployment).entries()].map(([id, o]) => {
       const s = theirs.get(id);
       // The deployment's own request and result schemas stand in for the general ones.
-      const mine = JSON.stringify([o.operation.summary, o.operation.security, o.operation.responses]).replaceAll('/DeploymentExecution', '/Execution');
+      const mine = JSON.stringify([o.operation.summary, o.operation.security, o.operation.responses]).replaceAll(
+        '/DeploymentExecution',
+        '/Execution',
+      );
       return { id, same: s !== undefined && mine === JSON.stringify([s.operation.summary, s.operation.security, s.operation.responses]) };
     });
 
     // Assess
-    expect(ours.map((o) => o.id).sort()).toEqual(['cancelExecution', 'createUpload', 'execute', 'getDeploymentContract', 'getDeploymentOpenApi', 'getExecutionEvents', 'getExecutionResult', 'getExecutionStatus']);
+    expect(ours.map((o) => o.id).sort()).toEqual([
+      'cancelExecution',
+      'createUpload',
+      'execute',
+      'getDeploymentContract',
+      'getDeploymentOpenApi',
+      'getExecutionEvents',
+      'getExecutionResult',
+      'getExecutionStatus',
+    ]);
     expect(ours.filter((o) => !o.same)).toEqual([]);
   });
 
@@ -108,7 +122,11 @@ describe("a deployment's document and the whole-service document agree", () => {
     const request = resolvePointer(deployment, '#/components/schemas/DeploymentExecutionRequest/properties/workflow_input') as JsonObject;
     const result = resolvePointer(deployment, '#/components/schemas/DeploymentExecutionResult/properties/response_data') as JsonObject;
     expect(request.additionalProperties).toBe(false);
-    expect(Object.fromEntries(Object.entries(request.properties as Record<string, JsonObject>).map(([id, s]) => [id, resolvePointer(s, '#/properties/value')]))).toEqual({
+    expect(
+      Object.fromEntries(
+        Object.entries(request.properties as Record<string, JsonObject>).map(([id, s]) => [id, resolvePointer(s, '#/properties/value')]),
+      ),
+    ).toEqual({
       name: { type: 'string', default: "O'Brien" },
       // Safe integers, as the execute parser checks them (values.ts).
       times: { type: 'integer', minimum: -9007199254740991, maximum: 9007199254740991, default: 2 },
@@ -122,19 +140,28 @@ describe("a deployment's document and the whole-service document agree", () => {
 
   it('declares what callers meet: 409 bodies with status, string details, response headers, the Idempotency-Key rule', () => {
     const schema = (name: string) => resolvePointer(deployment, `#/components/schemas/${name}`) as JsonObject;
-    expect(schema('ExecutionNotCompleted')).toMatchObject({ required: ['error', 'status'], properties: { status: { enum: ['pending', 'running'] } } });
+    expect(schema('ExecutionNotCompleted')).toMatchObject({
+      required: ['error', 'status'],
+      properties: { status: { enum: ['pending', 'running'] } },
+    });
     expect(schema('ExecutionAlreadyFinished')).toMatchObject({ required: ['error', 'status'] });
     expect(schema('InvalidInput')).toMatchObject({ properties: { detail: { type: 'string' } } });
     const execute = byId(deployment).get('execute')?.operation as JsonObject;
     expect(resolvePointer(execute, '#/responses/202/headers/Location')).toMatchObject({ required: true });
     expect(resolvePointer(deployment, '#/components/responses/Unauthorized/headers/WWW-Authenticate')).toMatchObject({ required: true });
     expect(resolvePointer(deployment, '#/components/responses/ServiceUnavailable/headers/Retry-After')).toMatchObject({ required: true });
-    expect(resolvePointer(deployment, '#/components/parameters/IdempotencyKey/schema')).toMatchObject({ minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7e]+$' });
+    expect(resolvePointer(deployment, '#/components/parameters/IdempotencyKey/schema')).toMatchObject({
+      minLength: 1,
+      maxLength: 255,
+      pattern: '^[\\x21-\\x7e]+$',
+    });
     for (const { operation } of operations(deployment)) expect(Object.keys(operation.responses as JsonObject)).toContain('429');
   });
 
   it('types the paths of a served document, so generated clients see them', () => {
-    expect(resolvePointer(service, '#/components/schemas/OpenApiDocument/properties/paths/additionalProperties')).toMatchObject({ type: 'object' });
+    expect(resolvePointer(service, '#/components/schemas/OpenApiDocument/properties/paths/additionalProperties')).toMatchObject({
+      type: 'object',
+    });
   });
 });
 
@@ -170,12 +197,23 @@ describe('linters and validators nobody here wrote', () => {
     const reports = run.stdout
       .slice(run.stdout.indexOf('{'))
       .split(/\n\}(?=\s*\{)/)
-      .map((part, i, all) => JSON.parse(i < all.length - 1 ? `${part}\n}` : part) as { totals: { errors: number; warnings: number }; problems: RedoclyProblem[] });
+      .map(
+        (part, i, all) =>
+          JSON.parse(i < all.length - 1 ? `${part}\n}` : part) as {
+            totals: { errors: number; warnings: number };
+            problems: RedoclyProblem[];
+          },
+      );
 
     // Assess
-    const problems = reports.flatMap((r) => r.problems).map((p) => `${p.severity} ${p.ruleId} ${p.location?.[0]?.source?.ref ?? ''}${p.location?.[0]?.pointer ?? ''}: ${p.message}`);
+    const problems = reports
+      .flatMap((r) => r.problems)
+      .map((p) => `${p.severity} ${p.ruleId} ${p.location?.[0]?.source?.ref ?? ''}${p.location?.[0]?.pointer ?? ''}: ${p.message}`);
     expect(problems).toEqual([]);
-    expect(reports.map((r) => r.totals)).toEqual([expect.objectContaining({ errors: 0, warnings: 0 }), expect.objectContaining({ errors: 0, warnings: 0 })]);
+    expect(reports.map((r) => r.totals)).toEqual([
+      expect.objectContaining({ errors: 0, warnings: 0 }),
+      expect.objectContaining({ errors: 0, warnings: 0 }),
+    ]);
   });
 
   it.each([

@@ -40,13 +40,44 @@ describe('structure', () => {
 
   it.each<[string, (d: JsonObject) => void, RegExp]>([
     ['a wrong version', (d) => (d.openapi = '3.0.3'), /openapi must be 3\.1/],
-    ['a dangling $ref', (d) => ((resolvePointer(d, '#/components/schemas/Run') as JsonObject).properties = { run_id: { $ref: '#/components/schemas/Nope' } }), /does not resolve/],
-    ['a misspelt schema type', (d) => ((resolvePointer(d, '#/components/schemas/Uuid') as JsonObject).type = 'strin'), /do(es)? not compile.*Uuid/],
-    ['an unknown schema keyword', (d) => ((resolvePointer(d, '#/components/schemas/Uuid') as JsonObject).formt = 'uuid'), /does not compile/],
-    ['a response without a description', (d) => delete (resolvePointer(d, '#/paths/~1v1~1pipelines/get/responses/200') as JsonObject).description, /needs a description/],
-    ['an undeclared path parameter', (d) => ((resolvePointer(d, '#/paths/~1v1~1pipelines~1{pipeline_id}~1runs~1{run_id}/get') as JsonObject).parameters = [{ $ref: '#/components/parameters/PipelineId' }]), /\{run_id\} is not declared/],
-    ['an unknown security scheme', (d) => ((resolvePointer(d, '#/paths/~1v1~1pipelines/get') as JsonObject).security = [{ Nope: [] }]), /unknown security scheme Nope/],
-    ['a bad status key', (d) => ((resolvePointer(d, '#/paths/~1v1~1pipelines/get/responses') as JsonObject)['2000'] = { description: 'x' }), /not a status code/],
+    [
+      'a dangling $ref',
+      (d) => ((resolvePointer(d, '#/components/schemas/Run') as JsonObject).properties = { run_id: { $ref: '#/components/schemas/Nope' } }),
+      /does not resolve/,
+    ],
+    [
+      'a misspelt schema type',
+      (d) => ((resolvePointer(d, '#/components/schemas/Uuid') as JsonObject).type = 'strin'),
+      /do(es)? not compile.*Uuid/,
+    ],
+    [
+      'an unknown schema keyword',
+      (d) => ((resolvePointer(d, '#/components/schemas/Uuid') as JsonObject).formt = 'uuid'),
+      /does not compile/,
+    ],
+    [
+      'a response without a description',
+      (d) => delete (resolvePointer(d, '#/paths/~1v1~1pipelines/get/responses/200') as JsonObject).description,
+      /needs a description/,
+    ],
+    [
+      'an undeclared path parameter',
+      (d) =>
+        ((resolvePointer(d, '#/paths/~1v1~1pipelines~1{pipeline_id}~1runs~1{run_id}/get') as JsonObject).parameters = [
+          { $ref: '#/components/parameters/PipelineId' },
+        ]),
+      /\{run_id\} is not declared/,
+    ],
+    [
+      'an unknown security scheme',
+      (d) => ((resolvePointer(d, '#/paths/~1v1~1pipelines/get') as JsonObject).security = [{ Nope: [] }]),
+      /unknown security scheme Nope/,
+    ],
+    [
+      'a bad status key',
+      (d) => ((resolvePointer(d, '#/paths/~1v1~1pipelines/get/responses') as JsonObject)['2000'] = { description: 'x' }),
+      /not a status code/,
+    ],
   ])('finds %s', (_what, mutate, expected) => {
     // Prepare
     const broken = clone();
@@ -63,7 +94,9 @@ describe('structure', () => {
 describe('paths', () => {
   it('cover exactly the route table: every route and method, nothing else', () => {
     // Act
-    const documented = operations(doc).map((o) => `${o.method} ${o.template}`).sort();
+    const documented = operations(doc)
+      .map((o) => `${o.method} ${o.template}`)
+      .sort();
 
     // Assess
     expect(documented).toEqual(ROUTES.map((r) => `${r.method} ${r.path}`).sort());
@@ -77,9 +110,9 @@ describe('paths', () => {
       // Assess
       expect([op.operationId, op.summary, op.description]).toEqual([r.operationId, r.summary, r.description]);
       expect(Object.keys(op.responses as JsonObject)).toEqual(expect.arrayContaining(Object.keys(r.answers)));
-      expect((op.requestBody as { content?: { 'application/json': { schema: unknown } } } | undefined)?.content?.['application/json'].schema).toEqual(
-        r.body === undefined ? undefined : { $ref: `#/components/schemas/${r.body.shape}` },
-      );
+      expect(
+        (op.requestBody as { content?: { 'application/json': { schema: unknown } } } | undefined)?.content?.['application/json'].schema,
+      ).toEqual(r.body === undefined ? undefined : { $ref: `#/components/schemas/${r.body.shape}` });
     }
   });
 
@@ -119,7 +152,12 @@ describe('paths', () => {
     expect(schemes.ApiKeyHeader).toMatchObject({ type: 'apiKey', in: 'header', name: 'X-API-Key' });
     expect(schemes.ApiKeyAuthorization).toMatchObject({ type: 'apiKey', in: 'header', name: 'Authorization' });
     expect(schemes.OwnerBearer).toMatchObject({ type: 'http', scheme: 'bearer' });
-    expect(schemes.AwsSigV4).toMatchObject({ type: 'apiKey', in: 'header', name: 'Authorization', 'x-amazon-apigateway-authtype': 'awsSigv4' });
+    expect(schemes.AwsSigV4).toMatchObject({
+      type: 'apiKey',
+      in: 'header',
+      name: 'Authorization',
+      'x-amazon-apigateway-authtype': 'awsSigv4',
+    });
   });
 });
 
@@ -173,7 +211,15 @@ const EXPECTED_ERRORS: Record<string, ErrorName[]> = {
   'HEAD /v1/assets/{token}': ['AssetNotFound', 'AssetLinkExpired', 'RangeNotSatisfiable'],
   'GET /v1/forms/{form_token}': ['FormNotFound'],
   'GET /v1/forms/{form_token}/files/{asset}': ['RouteNotFound'],
-  'POST /v1/forms/{form_token}/executions': ['FormNotFound', 'InvalidInputStructure', 'MissingCallbackUrl', 'PayloadTooLarge', 'UnsupportedMediaType', 'InvalidInput', 'InvalidCallbackUrl'],
+  'POST /v1/forms/{form_token}/executions': [
+    'FormNotFound',
+    'InvalidInputStructure',
+    'MissingCallbackUrl',
+    'PayloadTooLarge',
+    'UnsupportedMediaType',
+    'InvalidInput',
+    'InvalidCallbackUrl',
+  ],
   'GET /v1/forms/{form_token}/executions/{execution_id}': ['FormNotFound', 'ExecutionNotFound'],
   'GET /v1/forms/{form_token}/executions/{execution_id}/events': ['FormNotFound', 'ExecutionNotFound'],
   'POST /v1/forms/{form_token}/uploads': ['FormNotFound', 'InvalidInputStructure', 'InvalidInput', 'PayloadTooLarge'],
@@ -196,13 +242,50 @@ const EXPECTED_ERRORS: Record<string, ErrorName[]> = {
     'PayloadTooLarge',
   ],
   'DELETE /v1/pipelines/{pipeline_id}/deployment': ['ConfirmationRequired', 'PipelineNotFound', 'DeploymentNotFound'],
-  'POST /v1/pipelines/{pipeline_id}/deployment/keys': ['InvalidRequest', 'PipelineNotFound', 'DeploymentNotFound', 'Conflict', 'PayloadTooLarge'],
-  'POST /v1/pipelines/{pipeline_id}/deployment/consumers': ['InvalidRequest', 'PipelineNotFound', 'DeploymentNotFound', 'Conflict', 'PayloadTooLarge'],
+  'POST /v1/pipelines/{pipeline_id}/deployment/keys': [
+    'InvalidRequest',
+    'PipelineNotFound',
+    'DeploymentNotFound',
+    'Conflict',
+    'PayloadTooLarge',
+  ],
+  'POST /v1/pipelines/{pipeline_id}/deployment/consumers': [
+    'InvalidRequest',
+    'PipelineNotFound',
+    'DeploymentNotFound',
+    'Conflict',
+    'PayloadTooLarge',
+  ],
   'GET /v1/pipelines/{pipeline_id}/deployment/consumers': ['PipelineNotFound', 'DeploymentNotFound'],
-  'PATCH /v1/pipelines/{pipeline_id}/deployment/consumers/{consumer_id}': ['InvalidRequest', 'PipelineNotFound', 'DeploymentNotFound', 'ConsumerNotFound', 'Conflict', 'PayloadTooLarge'],
-  'DELETE /v1/pipelines/{pipeline_id}/deployment/consumers/{consumer_id}': ['PipelineNotFound', 'DeploymentNotFound', 'ConsumerNotFound', 'Conflict'],
-  'POST /v1/pipelines/{pipeline_id}/deployment/consumers/{consumer_id}/keys': ['InvalidRequest', 'PipelineNotFound', 'DeploymentNotFound', 'ConsumerNotFound', 'Conflict', 'PayloadTooLarge'],
-  'PUT /v1/pipelines/{pipeline_id}/deployment/limits': ['InvalidRequest', 'PipelineNotFound', 'DeploymentNotFound', 'Conflict', 'PayloadTooLarge'],
+  'PATCH /v1/pipelines/{pipeline_id}/deployment/consumers/{consumer_id}': [
+    'InvalidRequest',
+    'PipelineNotFound',
+    'DeploymentNotFound',
+    'ConsumerNotFound',
+    'Conflict',
+    'PayloadTooLarge',
+  ],
+  'DELETE /v1/pipelines/{pipeline_id}/deployment/consumers/{consumer_id}': [
+    'PipelineNotFound',
+    'DeploymentNotFound',
+    'ConsumerNotFound',
+    'Conflict',
+  ],
+  'POST /v1/pipelines/{pipeline_id}/deployment/consumers/{consumer_id}/keys': [
+    'InvalidRequest',
+    'PipelineNotFound',
+    'DeploymentNotFound',
+    'ConsumerNotFound',
+    'Conflict',
+    'PayloadTooLarge',
+  ],
+  'PUT /v1/pipelines/{pipeline_id}/deployment/limits': [
+    'InvalidRequest',
+    'PipelineNotFound',
+    'DeploymentNotFound',
+    'Conflict',
+    'PayloadTooLarge',
+  ],
   'GET /v1/pipelines/{pipeline_id}/executions/{execution_id}': ['ExecutionNotFound'],
   'POST /v1/pipelines/{pipeline_id}/executions/{execution_id}/cancel': ['ExecutionNotFound', 'ExecutionAlreadyFinished'],
   'POST /v1/pipelines/{pipeline_id}/executions/{execution_id}/callback/redeliver': ['ExecutionNotFound', 'Conflict'],
@@ -249,11 +332,15 @@ describe('errors', () => {
     for (const { template, method, operation } of operations(doc)) {
       const responses = operation.responses as JsonObject;
       const unavailable = resolvePointer(doc, (responses['503'] as JsonObject).$ref as string) as JsonObject;
-      expect({ at: `${method} ${template}`, header: (unavailable.headers as JsonObject)['Retry-After'] }).toMatchObject({ header: { required: true } });
+      expect({ at: `${method} ${template}`, header: (unavailable.headers as JsonObject)['Retry-After'] }).toMatchObject({
+        header: { required: true },
+      });
       // The docs page and its files take no credentials, so they never answer 401.
       if (responses['401'] === undefined && (operation.security as unknown[] | undefined)?.length === 0) continue;
       const unauthorized = resolvePointer(doc, (responses['401'] as JsonObject).$ref as string) as JsonObject;
-      expect({ at: `${method} ${template}`, header: (unauthorized.headers as JsonObject)['WWW-Authenticate'] }).toMatchObject({ header: { required: true } });
+      expect({ at: `${method} ${template}`, header: (unauthorized.headers as JsonObject)['WWW-Authenticate'] }).toMatchObject({
+        header: { required: true },
+      });
     }
   });
 });
@@ -267,7 +354,9 @@ const conforms = (name: string, body: unknown): string => {
   return validate(body) ? '' : `${name}: ${describeErrors(validate)} in ${JSON.stringify(body)}`;
 };
 
-const iso = fc.date({ min: new Date('2000-01-01T00:00:00.000Z'), max: new Date('2100-01-01T00:00:00.000Z'), noInvalidDate: true }).map((d) => d.toISOString());
+const iso = fc
+  .date({ min: new Date('2000-01-01T00:00:00.000Z'), max: new Date('2100-01-01T00:00:00.000Z'), noInvalidDate: true })
+  .map((d) => d.toISOString());
 const nodeId = fc.stringMatching(/^[A-Za-z_][A-Za-z0-9_]{0,10}$/);
 const raw: fc.Arbitrary<RawValue> = fc.oneof(fc.string(), fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.boolean());
 const status = fc.constantFrom<Execution['status']>('pending', 'running', 'completed', 'failed', 'cancelled');
@@ -344,11 +433,19 @@ describe('the bodies built by the views conform (property)', () => {
   const contractInput: fc.Arbitrary<ContractInput> = fc.oneof(
     fc.record({ id: nodeId, value_type: fc.constant('string' as const), value: fc.string(), visible: fc.boolean() }),
     fc.record({ id: nodeId, value_type: fc.constant('integer' as const), value: fc.integer(), visible: fc.boolean() }),
-    fc.record({ id: nodeId, value_type: fc.constant('float' as const), value: fc.double({ noNaN: true, noDefaultInfinity: true }), visible: fc.boolean() }),
+    fc.record({
+      id: nodeId,
+      value_type: fc.constant('float' as const),
+      value: fc.double({ noNaN: true, noDefaultInfinity: true }),
+      visible: fc.boolean(),
+    }),
     fc.record({ id: nodeId, value_type: fc.constant('boolean' as const), value: fc.boolean(), visible: fc.boolean() }),
     fc.record({ id: nodeId, value_type: fc.constant('reference' as const), value: fc.webUrl(), visible: fc.boolean() }),
   );
-  const contractOutput: fc.Arbitrary<ContractOutput> = fc.record({ id: nodeId, visible: fc.boolean(), value_type: fc.constantFrom('RAW' as const, 'ASSET' as const) }, { requiredKeys: ['id', 'visible'] });
+  const contractOutput: fc.Arbitrary<ContractOutput> = fc.record(
+    { id: nodeId, visible: fc.boolean(), value_type: fc.constantFrom('RAW' as const, 'ASSET' as const) },
+    { requiredKeys: ['id', 'visible'] },
+  );
   const deployment = fc.record({
     deployment_id: fc.uuid({ version: 4 }),
     pipeline_id: fc.stringMatching(/^[a-z0-9][a-z0-9-]{0,20}$/),
@@ -367,17 +464,24 @@ describe('the bodies built by the views conform (property)', () => {
 
   it('the readiness view and the caller contract of any deployment', () => {
     fc.assert(
-      fc.property(deployment, fc.option(deployment, { nil: null }), pointer, pointer, pointer, (d, other, latestRun, latestFinished, lastSuccessful) => {
-        const view = readiness({
-          pipeline_id: d.pipeline_id,
-          latestRun,
-          latestFinished,
-          lastSuccessful,
-          discovered: other === null ? null : { inputs: other.inputs, outputs: other.outputs },
-          deployment: latestFinished === null ? null : { ...d, execute_url: `${BASE}/v1/deployments/${d.deployment_id}/executions/` },
-        });
-        expect([conforms('Readiness', view), conforms('CallerContract', callerContract(d))].filter((p) => p !== '')).toEqual([]);
-      }),
+      fc.property(
+        deployment,
+        fc.option(deployment, { nil: null }),
+        pointer,
+        pointer,
+        pointer,
+        (d, other, latestRun, latestFinished, lastSuccessful) => {
+          const view = readiness({
+            pipeline_id: d.pipeline_id,
+            latestRun,
+            latestFinished,
+            lastSuccessful,
+            discovered: other === null ? null : { inputs: other.inputs, outputs: other.outputs },
+            deployment: latestFinished === null ? null : { ...d, execute_url: `${BASE}/v1/deployments/${d.deployment_id}/executions/` },
+          });
+          expect([conforms('Readiness', view), conforms('CallerContract', callerContract(d))].filter((p) => p !== '')).toEqual([]);
+        },
+      ),
     );
   });
 
@@ -410,7 +514,8 @@ describe('a reference input in the per-deployment document', () => {
 
     // Act
     const generated = deploymentOpenApi(d, BASE) as unknown as JsonObject;
-    const input = (id: string) => resolvePointer(generated, `#/components/schemas/DeploymentExecutionRequest/properties/workflow_input/properties/${id}`);
+    const input = (id: string) =>
+      resolvePointer(generated, `#/components/schemas/DeploymentExecutionRequest/properties/workflow_input/properties/${id}`);
 
     // Assess
     expect(input('source')).toMatchObject({
@@ -459,19 +564,51 @@ describe('the response validator', () => {
   const headers = (h: Record<string, string> = {}) => new Headers({ 'content-type': 'application/json; charset=utf-8', ...h });
 
   it('matches literal segments before parameters and ignores trailing slashes and queries', () => {
-    expect(validator.match('GET', '/v1/deployments/executions/abc/status/')?.template).toBe('/v1/deployments/executions/{execution_id}/status');
+    expect(validator.match('GET', '/v1/deployments/executions/abc/status/')?.template).toBe(
+      '/v1/deployments/executions/{execution_id}/status',
+    );
     expect(validator.match('GET', '/v1/deployments/abc/openapi.json')?.template).toBe('/v1/deployments/{deployment_id}/openapi.json');
     expect(validator.match('DELETE', '/v1/pipelines/p/deployment?confirm=x')?.template).toBe('/v1/pipelines/{pipeline_id}/deployment');
     expect(validator.match('PATCH', '/v1/pipelines/p')).toBeUndefined();
   });
 
   it.each<[string, { method: string; path: string; status: number; headers: Headers; text: string }, RegExp]>([
-    ['an undocumented status', { method: 'GET', path: '/v1/pipelines', status: 418, headers: headers(), text: '{}' }, /status 418 is not documented/],
-    ['a missing required field', { method: 'GET', path: '/v1/pipelines', status: 200, headers: headers(), text: '{}' }, /must have required property 'pipelines'/],
-    ['a field the document does not describe', { method: 'POST', path: '/v1/pipelines/p/deployment/keys', status: 200, headers: headers({ 'cache-control': 'no-store' }), text: '{"api_key":"pgk_x","extra":1}' }, /must NOT have unevaluated properties/],
-    ['another error message', { method: 'GET', path: '/v1/pipelines/p', status: 404, headers: headers(), text: '{"error":"Deployment Not Found"}' }, /must be equal to constant/],
-    ['a missing required header', { method: 'POST', path: '/v1/deployments/d/executions/', status: 401, headers: headers(), text: '{"error":"Unauthorized"}' }, /header WWW-Authenticate is missing/],
-    ['a body where none is documented', { method: 'DELETE', path: '/v1/pipelines/p/deployment', status: 204, headers: headers(), text: '{}' }, /says no body/],
+    [
+      'an undocumented status',
+      { method: 'GET', path: '/v1/pipelines', status: 418, headers: headers(), text: '{}' },
+      /status 418 is not documented/,
+    ],
+    [
+      'a missing required field',
+      { method: 'GET', path: '/v1/pipelines', status: 200, headers: headers(), text: '{}' },
+      /must have required property 'pipelines'/,
+    ],
+    [
+      'a field the document does not describe',
+      {
+        method: 'POST',
+        path: '/v1/pipelines/p/deployment/keys',
+        status: 200,
+        headers: headers({ 'cache-control': 'no-store' }),
+        text: '{"api_key":"pgk_x","extra":1}',
+      },
+      /must NOT have unevaluated properties/,
+    ],
+    [
+      'another error message',
+      { method: 'GET', path: '/v1/pipelines/p', status: 404, headers: headers(), text: '{"error":"Deployment Not Found"}' },
+      /must be equal to constant/,
+    ],
+    [
+      'a missing required header',
+      { method: 'POST', path: '/v1/deployments/d/executions/', status: 401, headers: headers(), text: '{"error":"Unauthorized"}' },
+      /header WWW-Authenticate is missing/,
+    ],
+    [
+      'a body where none is documented',
+      { method: 'DELETE', path: '/v1/pipelines/p/deployment', status: 204, headers: headers(), text: '{}' },
+      /says no body/,
+    ],
     ['an unknown route', { method: 'GET', path: '/v2/nothing', status: 200, headers: headers(), text: '{}' }, /no operation/],
   ])('reports %s', (_what, response, expected) => {
     // Act
@@ -503,7 +640,8 @@ describe('a deployment with a web form, in its own document', () => {
     outputs: [{ id: 'said', visible: true }],
   };
   it('says that a form exists and what its executions mean for this key, only while it is on', () => {
-    const about = (d: object) => (deploymentOpenApi({ ...base, ...d }, BASE) as unknown as { info: { description: string } }).info.description;
+    const about = (d: object) =>
+      (deploymentOpenApi({ ...base, ...d }, BASE) as unknown as { info: { description: string } }).info.description;
     expect(about({ form: { enabled: true } })).toContain(FORM_NOTE);
     expect(about({ form: { enabled: false } })).not.toContain('web form');
     expect(about({})).not.toContain('web form');

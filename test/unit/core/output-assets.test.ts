@@ -16,10 +16,31 @@ import { callerOutputIds, outputLinks } from '../../../functions/services/output
 
 describe('isBinaryMediaType', () => {
   it.each([
-    'image/png', 'image/jpeg; charset=binary', 'IMAGE/WEBP', 'image/svg+xml', 'video/mp4', 'audio/mpeg', 'application/octet-stream', 'application/pdf', 'application/zip', 'font/woff2',
+    'image/png',
+    'image/jpeg; charset=binary',
+    'IMAGE/WEBP',
+    'image/svg+xml',
+    'video/mp4',
+    'audio/mpeg',
+    'application/octet-stream',
+    'application/pdf',
+    'application/zip',
+    'font/woff2',
   ])('%s is a file', (t) => expect(isBinaryMediaType(t)).toBe(true));
   it.each([
-    undefined, '', 'application/json', 'application/json; charset=utf-8', 'application/problem+json', 'text/plain', 'text/html', 'text/csv', 'application/xml', 'application/atom+xml', 'application/javascript', 'not a type', 'multipart/form-data',
+    undefined,
+    '',
+    'application/json',
+    'application/json; charset=utf-8',
+    'application/problem+json',
+    'text/plain',
+    'text/html',
+    'text/csv',
+    'application/xml',
+    'application/atom+xml',
+    'application/javascript',
+    'not a type',
+    'multipart/form-data',
   ])('%s stays a value', (t) => expect(isBinaryMediaType(t)).toBe(false));
 });
 
@@ -38,7 +59,11 @@ describe('answerMediaType', () => {
 
 describe('Content-Type handling (property)', () => {
   it('never throws, and never stores an unproven type a browser would show inline', () => {
-    const contentType = fc.oneof(fc.string(), fc.constantFrom('image/png', 'IMAGE/SVG+XML;x=1', 'text/html', 'application/pdf ; q=1', ''), fc.constant(undefined));
+    const contentType = fc.oneof(
+      fc.string(),
+      fc.constantFrom('image/png', 'IMAGE/SVG+XML;x=1', 'text/html', 'application/pdf ; q=1', ''),
+      fc.constant(undefined),
+    );
     fc.assert(
       fc.property(contentType, fc.constantFrom('image/png', 'application/octet-stream'), (declared, sniffed) => {
         expect(typeof isBinaryMediaType(declared)).toBe('boolean');
@@ -81,7 +106,13 @@ describe('response_data and the callback', () => {
   it('shows a visible ASSET output as its link with media type, size and expiry', () => {
     expect(responseData(execution(), { image: link('image') })).toEqual({
       caption: { value: 'a cat', value_type: 'RAW' },
-      image: { value: 'https://api.test/v1/assets/image', value_type: 'ASSET', media_type: 'image/png', bytes: 42, expires_at: '2026-11-25T00:00:00.000Z' },
+      image: {
+        value: 'https://api.test/v1/assets/image',
+        value_type: 'ASSET',
+        media_type: 'image/png',
+        bytes: 42,
+        expires_at: '2026-11-25T00:00:00.000Z',
+      },
     });
   });
 
@@ -93,11 +124,18 @@ describe('response_data and the callback', () => {
 
   it('sends an ASSET output in the callback as a list holding its link, and no hidden one', () => {
     const payload = buildCallbackPayload(execution(), { image: link('image'), secret_image: link('secret_image') });
-    expect(payload).toEqual({ caption: ['a cat'], image: ['https://api.test/v1/assets/image'], execution_id: '00000000-0000-4000-8000-000000000001' });
+    expect(payload).toEqual({
+      caption: ['a cat'],
+      image: ['https://api.test/v1/assets/image'],
+      execution_id: '00000000-0000-4000-8000-000000000001',
+    });
   });
 
   it('shows the owner every ASSET output, hidden ones too', () => {
-    expect(Object.keys(ownerOutputAssets(execution(), { image: link('image'), secret_image: link('secret_image') }) ?? {})).toEqual(['image', 'secret_image']);
+    expect(Object.keys(ownerOutputAssets(execution(), { image: link('image'), secret_image: link('secret_image') }) ?? {})).toEqual([
+      'image',
+      'secret_image',
+    ]);
     expect(ownerOutputAssets(execution({ status: 'failed' }))).toBeNull();
   });
 });
@@ -108,7 +146,9 @@ describe('outputLinks', () => {
     const minted: string[] = [];
     const d = {
       clock: { now: () => new Date('2026-11-24T00:00:00Z') },
-      assetLinks: { link: async (r: ObjectRef, base: string) => (minted.push(r.key), { url: `${base}/v1/assets/${r.key}`, expires_at: 'x' }) },
+      assetLinks: {
+        link: async (r: ObjectRef, base: string) => (minted.push(r.key), { url: `${base}/v1/assets/${r.key}`, expires_at: 'x' }),
+      },
     } as unknown as Deps;
     return { d, minted };
   }

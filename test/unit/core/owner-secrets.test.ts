@@ -56,10 +56,30 @@ describe('secret references', () => {
   });
 
   it.each<[string, Record<string, unknown>, string, string]>([
-    ['a malformed template', { type: 'http', url: 'https://a.example/{{secrets.9x}}' }, 'nodes.n.url', '{{secrets.9x}} is not a secret reference'],
-    ['a template without a name', { type: 'http', url: 'https://a.example/', headers: { 'x-k': '{{ secrets }}' } }, 'nodes.n.headers["x-k"]', '{{ secrets }} is not a secret reference'],
-    ['$secrets used whole', { type: 'http', method: 'POST', url: 'https://a.example/', body: '$secrets' }, 'nodes.n.body', 'use $secrets.NAME for one secret'],
-    ['$secrets in a transform', { type: 'transform', inputs: [], expression: '$secrets.TOKEN' }, 'nodes.n.expression', 'secrets are available only in http nodes'],
+    [
+      'a malformed template',
+      { type: 'http', url: 'https://a.example/{{secrets.9x}}' },
+      'nodes.n.url',
+      '{{secrets.9x}} is not a secret reference',
+    ],
+    [
+      'a template without a name',
+      { type: 'http', url: 'https://a.example/', headers: { 'x-k': '{{ secrets }}' } },
+      'nodes.n.headers["x-k"]',
+      '{{ secrets }} is not a secret reference',
+    ],
+    [
+      '$secrets used whole',
+      { type: 'http', method: 'POST', url: 'https://a.example/', body: '$secrets' },
+      'nodes.n.body',
+      'use $secrets.NAME for one secret',
+    ],
+    [
+      '$secrets in a transform',
+      { type: 'transform', inputs: [], expression: '$secrets.TOKEN' },
+      'nodes.n.expression',
+      'secrets are available only in http nodes',
+    ],
   ])('refuse %s at push', (_what, node, path, reason) => {
     // Act
     const problems = problemsOf({ n: node });
@@ -101,7 +121,13 @@ describe('substitution', () => {
 
   it('binds only the names a body references', () => {
     // Act
-    const binding = bodySecretsBinding('{"k": $secrets.A}', new Map([['A', '1'], ['OTHER', '2']]));
+    const binding = bodySecretsBinding(
+      '{"k": $secrets.A}',
+      new Map([
+        ['A', '1'],
+        ['OTHER', '2'],
+      ]),
+    );
 
     // Assess
     expect({ ...binding }).toEqual({ A: '1' });
@@ -152,7 +178,11 @@ describe('the engine with owner secrets', () => {
       seen.push(req);
       return { status: 200, headers: {}, body: '{"ok":true}' };
     };
-    const def = definition({ ...authenticated.nodes, answer: { type: 'output', from: 'flag' }, flag: { type: 'transform', inputs: ['call'], expression: 'call.ok' } });
+    const def = definition({
+      ...authenticated.nodes,
+      answer: { type: 'output', from: 'flag' },
+      flag: { type: 'transform', inputs: ['call'], expression: 'call.ok' },
+    });
 
     // Act
     const result = await runPipeline(def, {}, { http, timeoutMs: 5000, secrets });
@@ -196,7 +226,11 @@ describe('the engine with owner secrets', () => {
       throw new Error(`upstream said: bad token ${req.headers.Authorization} at ${req.url}`);
     };
     const inUrl = definition({
-      call: { type: 'http', url: 'https://api.example.com/k/{{secrets.UPSTREAM}}/x', headers: { Authorization: 'Bearer {{secrets.UPSTREAM}}' } },
+      call: {
+        type: 'http',
+        url: 'https://api.example.com/k/{{secrets.UPSTREAM}}/x',
+        headers: { Authorization: 'Bearer {{secrets.UPSTREAM}}' },
+      },
       answer: { type: 'output', from: 'call' },
     });
     const status401: HttpPort = async () => ({ status: 401, headers: {}, body: '' });
@@ -208,7 +242,15 @@ describe('the engine with owner secrets', () => {
 
     // Assess
     expect(echoed).toEqual({ status: 'completed', outputs: { answer: `Bearer ${REDACTED}` } });
-    expect(failed).toEqual({ status: 'failed', error_message: `Node 'call' failed: upstream said: bad token Bearer ${REDACTED} at https://api.example.com/echo`, caller_message: "Node 'call' failed: the upstream request failed" });
-    expect(refused).toEqual({ status: 'failed', error_message: `Node 'call' failed: HTTP 401 from https://api.example.com/k/${REDACTED}/x`, caller_message: "Node 'call' failed: upstream answered 401" });
+    expect(failed).toEqual({
+      status: 'failed',
+      error_message: `Node 'call' failed: upstream said: bad token Bearer ${REDACTED} at https://api.example.com/echo`,
+      caller_message: "Node 'call' failed: the upstream request failed",
+    });
+    expect(refused).toEqual({
+      status: 'failed',
+      error_message: `Node 'call' failed: HTTP 401 from https://api.example.com/k/${REDACTED}/x`,
+      caller_message: "Node 'call' failed: upstream answered 401",
+    });
   });
 });

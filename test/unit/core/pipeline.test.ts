@@ -109,7 +109,9 @@ describe('validateDefinition: the top level', () => {
   });
 
   it('takes retry_interrupted as a boolean, keeps it, and counts it in the content', () => {
-    expect(problemsOf({ ...greeting(), retry_interrupted: 'no' })).toEqual([{ path: 'retry_interrupted', reason: 'must be true or false, got a string' }]);
+    expect(problemsOf({ ...greeting(), retry_interrupted: 'no' })).toEqual([
+      { path: 'retry_interrupted', reason: 'must be true or false, got a string' },
+    ]);
     const off = validateDefinition({ ...greeting(), retry_interrupted: false });
     expect(off.ok && off.definition.retry_interrupted).toBe(false);
     const plain = validateDefinition(greeting());
@@ -188,7 +190,9 @@ describe('validateDefinition: node ids and types', () => {
     expect(problemsOf(withNode('odd', { value: 1 }))).toEqual([
       { path: 'nodes.odd.type', reason: 'is required: one of input, output, transform, http, delay' },
     ]);
-    expect(problemsOf(withNode('odd', 'input'))).toEqual([{ path: 'nodes.odd', reason: 'must be an object describing the node, got a string' }]);
+    expect(problemsOf(withNode('odd', 'input'))).toEqual([
+      { path: 'nodes.odd', reason: 'must be an object describing the node, got a string' },
+    ]);
     expect(problemsOf(withNode('odd', { type: 3 }))).toEqual([
       { path: 'nodes.odd.type', reason: 'unknown node type a number; expected one of input, output, transform, http, delay' },
     ]);
@@ -196,8 +200,14 @@ describe('validateDefinition: node ids and types', () => {
 
   it('reports every unknown field of a node', () => {
     expect(problemsOf(withNode('extra', { ...input, colour: 'red', size: 2 }))).toEqual([
-      { path: 'nodes.extra.colour', reason: 'unknown field for an input node; allowed: type, value_type, value, media_types, max_bytes, description' },
-      { path: 'nodes.extra.size', reason: 'unknown field for an input node; allowed: type, value_type, value, media_types, max_bytes, description' },
+      {
+        path: 'nodes.extra.colour',
+        reason: 'unknown field for an input node; allowed: type, value_type, value, media_types, max_bytes, description',
+      },
+      {
+        path: 'nodes.extra.size',
+        reason: 'unknown field for an input node; allowed: type, value_type, value, media_types, max_bytes, description',
+      },
     ]);
   });
 });
@@ -237,7 +247,9 @@ describe('validateDefinition: input nodes', () => {
     expect(problemsOf({ nodes: { v: { type: 'input', value_type: 'date', value: 'x' } } })).toEqual([
       { path: 'nodes.v.value_type', reason: 'must be one of string, integer, float, boolean, reference, asset' },
     ]);
-    expect(problemsOf({ nodes: { v: { type: 'input', value_type: 'string' } } })).toEqual([{ path: 'nodes.v.value', reason: 'is required' }]);
+    expect(problemsOf({ nodes: { v: { type: 'input', value_type: 'string' } } })).toEqual([
+      { path: 'nodes.v.value', reason: 'is required' },
+    ]);
     expect(problemsOf({ nodes: { v: { type: 'input', value_type: 'string', value: null } } })).toEqual([
       { path: 'nodes.v.value', reason: 'must be a string, a finite number or a boolean' },
     ]);
@@ -348,11 +360,15 @@ describe('validateDefinition: transform, http and delay nodes', () => {
     expect(problemsOf(withNode('d', { type: 'delay', inputs: ['name', 'greeting'], ms: 10 }))).toEqual([
       { path: 'nodes.d.inputs', reason: 'must list exactly one node id' },
     ]);
-    expect(problemsOf(withNode('d', { type: 'delay', inputs: [], ms: 10 }))).toEqual([{ path: 'nodes.d.inputs', reason: 'must list exactly one node id' }]);
+    expect(problemsOf(withNode('d', { type: 'delay', inputs: [], ms: 10 }))).toEqual([
+      { path: 'nodes.d.inputs', reason: 'must list exactly one node id' },
+    ]);
     expect(problemsOf(withNode('d', { type: 'delay', inputs: ['name'], ms: 60001 }))).toEqual([
       { path: 'nodes.d.ms', reason: 'must be at most 60000 ms' },
     ]);
-    expect(problemsOf(withNode('d', { type: 'delay', inputs: ['name'], ms: -1 }))).toEqual([{ path: 'nodes.d.ms', reason: 'must be at least 0 ms' }]);
+    expect(problemsOf(withNode('d', { type: 'delay', inputs: ['name'], ms: -1 }))).toEqual([
+      { path: 'nodes.d.ms', reason: 'must be at least 0 ms' },
+    ]);
     expect(problemsOf(withNode('d', { type: 'delay', inputs: ['gone'], ms: 1 }))).toEqual([
       { path: 'nodes.d.inputs[0]', reason: "refers to node 'gone', which does not exist" },
     ]);
@@ -406,9 +422,20 @@ describe('validateDefinition: never throws', () => {
 
   it('on anything at all', () => {
     fc.assert(
-      fc.property(fc.anything({ withBigInt: true, withMap: true, withSet: true, withDate: true, withTypedArray: true, withSparseArray: true, withNullPrototype: true }), (input) => {
-        wellFormed(validateDefinition(input));
-      }),
+      fc.property(
+        fc.anything({
+          withBigInt: true,
+          withMap: true,
+          withSet: true,
+          withDate: true,
+          withTypedArray: true,
+          withSparseArray: true,
+          withNullPrototype: true,
+        }),
+        (input) => {
+          wellFormed(validateDefinition(input));
+        },
+      ),
       { numRuns: 500 },
     );
   });
@@ -463,7 +490,20 @@ describe('validateDefinition: never throws', () => {
     op: fc.constantFrom('set', 'delete', 'rename', 'add'),
     value: fc.oneof(
       fc.jsonValue(),
-      fc.constantFrom('input', 'output', 'transform', 'http', 'delay', 'name', 'greeting', 'message', 'who', '1 +', '$x', 'https://a.example/'),
+      fc.constantFrom(
+        'input',
+        'output',
+        'transform',
+        'http',
+        'delay',
+        'name',
+        'greeting',
+        'message',
+        'who',
+        '1 +',
+        '$x',
+        'https://a.example/',
+      ),
     ),
     key: fc.oneof(fc.string(), fc.constantFrom('type', 'inputs', 'from', 'value', 'expression', 'url', 'ms', 'body', 'execution_id')),
   });
@@ -557,7 +597,11 @@ describe('canonicalDefinition and contentHash', () => {
           const changed = structuredClone(base) as { description?: string; nodes: Record<string, Record<string, unknown>> };
           if (change === 'description') changed.description = `${base.description}${text}`;
           if (change === 'node value') changed.nodes.name = { ...changed.nodes.name, value: `${base.nodes.name.value}${text}` };
-          if (change === 'expression') changed.nodes.greeting = { ...changed.nodes.greeting, expression: `${base.nodes.greeting.expression} & ${JSON.stringify(text)}` };
+          if (change === 'expression')
+            changed.nodes.greeting = {
+              ...changed.nodes.greeting,
+              expression: `${base.nodes.greeting.expression} & ${JSON.stringify(text)}`,
+            };
           if (change === 'new node') changed.nodes.extra_node = { type: 'input', value_type: 'string', value: text };
           if (change === 'node description') changed.nodes[target] = { ...changed.nodes[target], description: text };
           if (change === 'rename node') {
@@ -585,7 +629,7 @@ describe('graph helpers', () => {
     return result.definition;
   };
 
-  it('lists each node type\'s dependencies', () => {
+  it("lists each node type's dependencies", () => {
     const { nodes } = def();
     expect(nodes.who && nodeDependencies(nodes.who)).toEqual([]);
     expect(nodes.text && nodeDependencies(nodes.text)).toEqual(['shout']);

@@ -19,12 +19,22 @@ describe('Prefer: wait (RFC 7240)', () => {
     expect(waitSeconds(['wait=x', 'wait=9'], 60)).toBe(0);
   });
 
-  it.each([[[]], [['']], [['wait']], [['wait=']], [['wait=-1']], [['wait=1.5']], [['wait=abc']], [['wait=0']], [['wait="x"']], [['respond-async']], [['=5']], [['wait="5']]])(
-    'ignores %j (no wait, never an error)',
-    (values) => {
-      expect(waitSeconds(values as string[], 60)).toBe(0);
-    },
-  );
+  it.each([
+    [[]],
+    [['']],
+    [['wait']],
+    [['wait=']],
+    [['wait=-1']],
+    [['wait=1.5']],
+    [['wait=abc']],
+    [['wait=0']],
+    [['wait="x"']],
+    [['respond-async']],
+    [['=5']],
+    [['wait="5']],
+  ])('ignores %j (no wait, never an error)', (values) => {
+    expect(waitSeconds(values as string[], 60)).toBe(0);
+  });
 
   it('keeps commas inside quoted values', () => {
     expect(parsePreferences(['a="x,y", wait=2']).get('a')).toBe('x,y');

@@ -55,36 +55,59 @@ describe('the pipeline definition: one shape, checked and documented', () => {
   it('accepts nothing its document refuses: the walk adds problems, never takes more', () => {
     const schema = documented('PipelineDefinition');
     // Mostly right, wrong now and then: a field is its good value, or a near miss, or anything.
-    const mostly = <T,>(ok: fc.Arbitrary<T>, ...near: unknown[]) =>
-      fc.oneof({ arbitrary: ok as fc.Arbitrary<unknown>, weight: 40 }, { arbitrary: value, weight: 1 }, ...near.map((n) => ({ arbitrary: fc.constant(n), weight: 1 })));
+    const mostly = <T>(ok: fc.Arbitrary<T>, ...near: unknown[]) =>
+      fc.oneof(
+        { arbitrary: ok as fc.Arbitrary<unknown>, weight: 40 },
+        { arbitrary: value, weight: 1 },
+        ...near.map((n) => ({ arbitrary: fc.constant(n), weight: 1 })),
+      );
     const some = (ok: fc.Arbitrary<unknown>) => fc.oneof({ arbitrary: fc.constant(undefined), weight: 2 }, { arbitrary: ok, weight: 2 });
     const rarely = (x: fc.Arbitrary<unknown>) => fc.oneof({ arbitrary: fc.constant(undefined), weight: 40 }, { arbitrary: x, weight: 1 });
     const ref = (target: string) => mostly(fc.constant(target), 'ghost', 'out', 'b');
     const middle = fc.oneof(
-      fc.record({ type: fc.constant('transform'), inputs: mostly(fc.tuple(ref('a'))), expression: mostly(fc.constantFrom('a', '$string(a)'), '', ' ', '('), description: some(fc.string({ maxLength: 3 })) }),
+      fc.record({
+        type: fc.constant('transform'),
+        inputs: mostly(fc.tuple(ref('a'))),
+        expression: mostly(fc.constantFrom('a', '$string(a)'), '', ' ', '('),
+        description: some(fc.string({ maxLength: 3 })),
+      }),
       fc.record({
         type: fc.constant('http'),
         inputs: some(fc.tuple(ref('a'))),
         method: some(mostly(fc.constant('POST'), 'get')),
         url: mostly(fc.constant('https://x.example/'), '/rel'),
-        headers: some(fc.dictionary(mostly(fc.constant('Accept'), 'bad name', 'constructor', '__proto__') as fc.Arbitrary<string>, mostly(fc.constant('v'), 'a\nb'), { maxKeys: 2 })),
+        headers: some(
+          fc.dictionary(
+            mostly(fc.constant('Accept'), 'bad name', 'constructor', '__proto__') as fc.Arbitrary<string>,
+            mostly(fc.constant('v'), 'a\nb'),
+            { maxKeys: 2 },
+          ),
+        ),
         body: some(mostly(fc.constant('a'), '')),
         timeout_ms: some(mostly(fc.integer({ min: 1, max: 30_000 }), 0, 30_001, 1.5)),
       }),
-      fc.record({ type: fc.constant('delay'), inputs: mostly(fc.tuple(ref('a')), [], ['a', 'a']), ms: mostly(fc.integer({ min: 0, max: 60_000 }), -1, 60_001) }),
+      fc.record({
+        type: fc.constant('delay'),
+        inputs: mostly(fc.tuple(ref('a')), [], ['a', 'a']),
+        ms: mostly(fc.integer({ min: 0, max: 60_000 }), -1, 60_001),
+      }),
     );
     const input = mostly(
-      fc.oneof(
-        fc.record({ type: fc.constant('input'), value_type: fc.constant('string'), value: mostly(fc.string({ maxLength: 3 }), 1) }),
-        fc.record({ type: fc.constant('input'), value_type: fc.constant('integer'), value: mostly(fc.integer(), 1.5) }),
-        fc.record({
-          type: fc.constant('input'),
-          value_type: fc.constant('asset'),
-          value: fc.constant('data:image/png;base64,iVBORw0KGgo='),
-          media_types: some(mostly(fc.constant(['image/png']), [], ['image/png', 'image/png'], ['Image/PNG'])),
-          max_bytes: some(mostly(fc.integer({ min: 1, max: 10 }), 0)),
-        }),
-      ).chain((n) => fc.record({ x: rarely(value), description: some(mostly(fc.string({ maxLength: 3 }))) }).map((more) => ({ ...n, ...more }))),
+      fc
+        .oneof(
+          fc.record({ type: fc.constant('input'), value_type: fc.constant('string'), value: mostly(fc.string({ maxLength: 3 }), 1) }),
+          fc.record({ type: fc.constant('input'), value_type: fc.constant('integer'), value: mostly(fc.integer(), 1.5) }),
+          fc.record({
+            type: fc.constant('input'),
+            value_type: fc.constant('asset'),
+            value: fc.constant('data:image/png;base64,iVBORw0KGgo='),
+            media_types: some(mostly(fc.constant(['image/png']), [], ['image/png', 'image/png'], ['Image/PNG'])),
+            max_bytes: some(mostly(fc.integer({ min: 1, max: 10 }), 0)),
+          }),
+        )
+        .chain((n) =>
+          fc.record({ x: rarely(value), description: some(mostly(fc.string({ maxLength: 3 }))) }).map((more) => ({ ...n, ...more })),
+        ),
     );
     const nodes = fc.record({
       a: input,
@@ -94,8 +117,18 @@ describe('the pipeline definition: one shape, checked and documented', () => {
     const extraId = fc.constantFrom('c', 'constructor', '__proto__', 'execution_id', '9bad', 'x'.repeat(65));
     const definition = mostly(
       fc
-        .record({ nodes: mostly(nodes), extra: some(fc.tuple(extraId, middle)), description: some(mostly(fc.string({ maxLength: 5 }), 'x'.repeat(2001))), retry_interrupted: some(mostly(fc.boolean())), x: rarely(value) })
-        .map(({ extra, nodes: n, ...rest }) => ({ ...rest, nodes: Array.isArray(extra) && typeof n === 'object' && n !== null && !Array.isArray(n) ? { ...n, [extra[0] as string]: extra[1] } : n })),
+        .record({
+          nodes: mostly(nodes),
+          extra: some(fc.tuple(extraId, middle)),
+          description: some(mostly(fc.string({ maxLength: 5 }), 'x'.repeat(2001))),
+          retry_interrupted: some(mostly(fc.boolean())),
+          x: rarely(value),
+        })
+        .map(({ extra, nodes: n, ...rest }) => ({
+          ...rest,
+          nodes:
+            Array.isArray(extra) && typeof n === 'object' && n !== null && !Array.isArray(n) ? { ...n, [extra[0] as string]: extra[1] } : n,
+        })),
     );
     let accepted = 0;
     fc.assert(
@@ -138,12 +171,25 @@ function documented(name: string): ValidateFunction {
 }
 
 /** Bodies near the shape: right, and wrong in one place or another. */
-const value = fc.oneof(fc.string(), fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.boolean(), fc.constant(null), fc.constant([]), fc.object());
+const value = fc.oneof(
+  fc.string(),
+  fc.integer(),
+  fc.double({ noNaN: true, noDefaultInfinity: true }),
+  fc.boolean(),
+  fc.constant(null),
+  fc.constant([]),
+  fc.object(),
+);
 const ids = fc.constantFrom('a', 'constructor', '__proto__', 'prototype', 'other');
 const visibility = fc.oneof(fc.record({ visible: fc.oneof(fc.boolean(), value) }), fc.record({ visible: fc.boolean(), x: value }), value);
 
 describe('the execute request: one shape, parsed and documented', () => {
-  const parse = (body: unknown) => parseExecutionRequest({ body: JSON.stringify(body), contentType: 'application/json' }, contract, { maxBodyBytes: 262_144, maxInputs: 4, allowPrivateUrls: false });
+  const parse = (body: unknown) =>
+    parseExecutionRequest({ body: JSON.stringify(body), contentType: 'application/json' }, contract, {
+      maxBodyBytes: 262_144,
+      maxInputs: 4,
+      allowPrivateUrls: false,
+    });
   // JSON.stringify drops what JSON cannot hold (undefined); JSON.parse gives back an own
   // `__proto__` key as the service receives it.
   const asReceived = (x: unknown): unknown => JSON.parse(JSON.stringify(x) ?? 'null');
@@ -155,9 +201,19 @@ describe('the execute request: one shape, parsed and documented', () => {
 
   it('refuses exactly the structure its document refuses (400), and takes what it documents', () => {
     const schema = documented('ExecutionRequest');
-    const entry = fc.oneof(fc.record({ value, value_type: fc.constantFrom('RAW', 'REFERENCE', 'ASSET', 'raw') }, { requiredKeys: [] }), value);
+    const entry = fc.oneof(
+      fc.record({ value, value_type: fc.constantFrom('RAW', 'REFERENCE', 'ASSET', 'raw') }, { requiredKeys: [] }),
+      value,
+    );
     const body = fc.oneof(
-      fc.record({ callback: fc.oneof(fc.constant('https://example.com/hook'), value), workflow_input: fc.oneof(fc.dictionary(ids, entry), value), x: value }, { requiredKeys: [] }),
+      fc.record(
+        {
+          callback: fc.oneof(fc.constant('https://example.com/hook'), value),
+          workflow_input: fc.oneof(fc.dictionary(ids, entry), value),
+          x: value,
+        },
+        { requiredKeys: [] },
+      ),
       value,
     );
     fc.assert(
@@ -191,7 +247,15 @@ describe('the publish request: one shape, parsed and documented', () => {
     const schema = documented('PublishRequest');
     const known = fc.constantFrom('a', 'constructor');
     const body = fc.oneof(
-      fc.record({ inputs: fc.oneof(fc.dictionary(known, visibility), value), outputs: fc.oneof(fc.dictionary(fc.constant('o'), visibility), value), form: fc.oneof(fc.record({ enabled: fc.boolean(), title: fc.string() }, { requiredKeys: [] }), value), x: value }, { requiredKeys: [] }),
+      fc.record(
+        {
+          inputs: fc.oneof(fc.dictionary(known, visibility), value),
+          outputs: fc.oneof(fc.dictionary(fc.constant('o'), visibility), value),
+          form: fc.oneof(fc.record({ enabled: fc.boolean(), title: fc.string() }, { requiredKeys: [] }), value),
+          x: value,
+        },
+        { requiredKeys: [] },
+      ),
       value,
     );
     fc.assert(
@@ -212,9 +276,14 @@ describe('the publish request: one shape, parsed and documented', () => {
   });
 
   it('checks every entry, constructor and __proto__ included', () => {
-    const problems = (body: string) => (thrown(() => applyVisibility(contract, JSON.parse(body), null), AppError).detail as { path: string; reason: string }[]);
-    expect(problems('{"inputs":{"constructor":{"visible":1}}}')).toEqual([{ path: 'inputs.constructor.visible', reason: 'must be true or false' }]);
-    expect(problems('{"inputs":{"__proto__":{"visible":true}}}')).toEqual([{ path: 'inputs.__proto__', reason: 'no input node with this id' }]);
+    const problems = (body: string) =>
+      thrown(() => applyVisibility(contract, JSON.parse(body), null), AppError).detail as { path: string; reason: string }[];
+    expect(problems('{"inputs":{"constructor":{"visible":1}}}')).toEqual([
+      { path: 'inputs.constructor.visible', reason: 'must be true or false' },
+    ]);
+    expect(problems('{"inputs":{"__proto__":{"visible":true}}}')).toEqual([
+      { path: 'inputs.__proto__', reason: 'no input node with this id' },
+    ]);
     expect(applyVisibility(contract, JSON.parse('{"inputs":{"constructor":{"visible":false}}}'), null).inputs[1]?.visible).toBe(false);
   });
 });

@@ -17,7 +17,7 @@ const doc = deploymentOpenApi(
     version: 1,
     published_at: '2026-11-22T10:00:00.000Z',
     inputs: [
-      { id: 'name', value_type: 'string', value: "O'Brien says \"hi\" $HOME `x`", visible: true },
+      { id: 'name', value_type: 'string', value: 'O\'Brien says "hi" $HOME `x`', visible: true },
       { id: 'loud', value_type: 'boolean', value: true, visible: true },
       { id: 'times', value_type: 'integer', value: 3, visible: true },
       { id: 'hidden', value_type: 'string', value: 'no', visible: false },
@@ -28,7 +28,7 @@ const doc = deploymentOpenApi(
 );
 const BODY = {
   workflow_input: {
-    name: { value: "O'Brien says \"hi\" $HOME `x`", value_type: 'RAW' },
+    name: { value: 'O\'Brien says "hi" $HOME `x`', value_type: 'RAW' },
     loud: { value: true, value_type: 'RAW' },
     times: { value: 3, value_type: 'RAW' },
   },
@@ -69,10 +69,17 @@ describe('deploymentSnippets', () => {
   it('Python: valid Python whose body literal is the published values', () => {
     // Act: Python itself evaluates the json= literal.
     const literal = /json=([\s\S]*?),\n {4}headers=/.exec(s.python)?.[1] ?? '';
-    const evaluated = execFileSync('python3', ['-c', 'import ast, json, sys; src = sys.stdin.read(); ast.parse(src.split("\\0")[0]); print(json.dumps(ast.literal_eval(src.split("\\0")[1])))'], {
-      input: `${s.python}\0${literal}`,
-      encoding: 'utf8',
-    });
+    const evaluated = execFileSync(
+      'python3',
+      [
+        '-c',
+        'import ast, json, sys; src = sys.stdin.read(); ast.parse(src.split("\\0")[0]); print(json.dumps(ast.literal_eval(src.split("\\0")[1])))',
+      ],
+      {
+        input: `${s.python}\0${literal}`,
+        encoding: 'utf8',
+      },
+    );
 
     // Assess
     expect(JSON.parse(evaluated)).toEqual(BODY);

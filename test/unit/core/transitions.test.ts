@@ -1,12 +1,22 @@
 import fc from 'fast-check';
-import { allowedFrom, canTransition, isTerminal, STATUSES, TERMINAL, TRANSITIONS, type ExecutionStatus } from '../../../functions/core/transitions';
+import {
+  allowedFrom,
+  canTransition,
+  isTerminal,
+  STATUSES,
+  TERMINAL,
+  TRANSITIONS,
+  type ExecutionStatus,
+} from '../../../functions/core/transitions';
 
 const status = fc.constantFrom(...STATUSES);
 
 describe('execution status transitions', () => {
   it('allows exactly the moves of contract §4', () => {
     const allowed = STATUSES.flatMap((from) => STATUSES.filter((to) => canTransition(from, to)).map((to) => `${from}→${to}`));
-    expect(allowed.sort()).toEqual(['pending→cancelled', 'pending→running', 'running→cancelled', 'running→completed', 'running→failed'].sort());
+    expect(allowed.sort()).toEqual(
+      ['pending→cancelled', 'pending→running', 'running→cancelled', 'running→completed', 'running→failed'].sort(),
+    );
   });
 
   it('refuses every move outside the table, and every move out of a terminal status', () => {

@@ -48,7 +48,11 @@ function documented(): ValidateFunction {
 type Outcome = { ok: true } | { ok: false; code: string; detail: unknown };
 function parse(body: unknown): Outcome {
   try {
-    parseExecutionRequest({ body: JSON.stringify(body), contentType: 'application/json' }, { inputs: DEPLOYMENT.inputs, outputs: DEPLOYMENT.outputs }, { maxBodyBytes: 262_144, maxInputs: 8, allowPrivateUrls: false });
+    parseExecutionRequest(
+      { body: JSON.stringify(body), contentType: 'application/json' },
+      { inputs: DEPLOYMENT.inputs, outputs: DEPLOYMENT.outputs },
+      { maxBodyBytes: 262_144, maxInputs: 8, allowPrivateUrls: false },
+    );
     return { ok: true };
   } catch (e) {
     if (!(e instanceof AppError)) throw e;
@@ -69,7 +73,15 @@ const ASSET_NOT_STRING = "input 'asset' must be base64, a base64 data URI or an 
 const namesHost = (s: string): boolean => URL.canParse(s) && new URL(s).hostname !== '';
 
 /** Values of every JSON kind, and near each type's edges. */
-const anyValue = fc.oneof(fc.string(), fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.boolean(), fc.constant(null), fc.constant([]), fc.object());
+const anyValue = fc.oneof(
+  fc.string(),
+  fc.integer(),
+  fc.double({ noNaN: true, noDefaultInfinity: true }),
+  fc.boolean(),
+  fc.constant(null),
+  fc.constant([]),
+  fc.object(),
+);
 const NEAR: Record<InputValueType, fc.Arbitrary<unknown>> = {
   string: fc.oneof(fc.string(), fc.constant('')),
   integer: fc.oneof(
@@ -109,7 +121,9 @@ const NEAR: Record<InputValueType, fc.Arbitrary<unknown>> = {
     fc.constantFrom('upload:x', 'data:,hi', 'not base64!', ''),
   ),
 };
-const typed = fc.constantFrom(...INPUT_VALUE_TYPES).chain((type) => fc.record({ type: fc.constant(type), value: fc.oneof(NEAR[type], anyValue) }));
+const typed = fc
+  .constantFrom(...INPUT_VALUE_TYPES)
+  .chain((type) => fc.record({ type: fc.constant(type), value: fc.oneof(NEAR[type], anyValue) }));
 
 describe("an input value type's schema is the parser's check and the document's word", () => {
   const validate = documented();
@@ -138,7 +152,11 @@ describe("an input value type's schema is the parser's check and the document's 
           expect(got).toEqual({ ok: false, code: 'InvalidInput', detail: WRONG_TYPE.reference });
         } else if (type === 'reference') {
           // The address guard, after the form; its description names it.
-          if (!got.ok) expect(got).toMatchObject({ code: 'InvalidInput', detail: expect.stringMatching(/^input 'reference' is not an allowed URL: /) });
+          if (!got.ok)
+            expect(got).toMatchObject({
+              code: 'InvalidInput',
+              detail: expect.stringMatching(/^input 'reference' is not an allowed URL: /),
+            });
         } else {
           expect(got).toEqual({ ok: true });
         }
@@ -151,7 +169,13 @@ describe("an input value type's schema is the parser's check and the document's 
     const ajv = new Ajv2020({ strict: false, validateFormats: false });
     const doc = deploymentOpenApi(DEPLOYMENT, 'https://x.example/api') as unknown as { components: { schemas: Record<string, unknown> } };
     const valueOf = (t: InputValueType) =>
-      ajv.compile((doc.components.schemas.DeploymentExecutionRequest as { properties: { workflow_input: { properties: Record<string, { properties: { value: object } }> } } }).properties.workflow_input.properties[t]?.properties.value ?? {});
+      ajv.compile(
+        (
+          doc.components.schemas.DeploymentExecutionRequest as {
+            properties: { workflow_input: { properties: Record<string, { properties: { value: object } }> } };
+          }
+        ).properties.workflow_input.properties[t]?.properties.value ?? {},
+      );
     const documentedValue = Object.fromEntries(INPUT_VALUE_TYPES.map((t) => [t, valueOf(t)])) as Record<InputValueType, ValidateFunction>;
     fc.assert(
       fc.property(typed, ({ type, value }) => {
@@ -173,15 +197,27 @@ describe("a reference's form is the same in a definition", () => {
     return r.ok ? [] : r.problems;
   };
 
-  it.each([' https://example.com/', 'https:example.com', 'https://'])('refuses %j as a reference input value and as an http node url', (url) => {
-    expect(problems({ src: { type: 'input', value_type: 'reference', value: url }, out: { type: 'output', from: 'src' } })).toEqual([
-      { path: 'nodes.src.value', reason: expect.stringMatching(/^must be an absolute http or https URL because value_type is reference/) },
-    ]);
-    expect(problems({ call: { type: 'http', url }, out: { type: 'output', from: 'call' } })).toEqual([{ path: 'nodes.call.url', reason: 'must be an absolute http:// or https:// URL' }]);
-  });
+  it.each([' https://example.com/', 'https:example.com', 'https://'])(
+    'refuses %j as a reference input value and as an http node url',
+    (url) => {
+      expect(problems({ src: { type: 'input', value_type: 'reference', value: url }, out: { type: 'output', from: 'src' } })).toEqual([
+        {
+          path: 'nodes.src.value',
+          reason: expect.stringMatching(/^must be an absolute http or https URL because value_type is reference/),
+        },
+      ]);
+      expect(problems({ call: { type: 'http', url }, out: { type: 'output', from: 'call' } })).toEqual([
+        { path: 'nodes.call.url', reason: 'must be an absolute http:// or https:// URL' },
+      ]);
+    },
+  );
 
   it('takes one in any case, and an http node url with a secret placeholder', () => {
-    expect(problems({ src: { type: 'input', value_type: 'reference', value: 'HTTPS://Example.com/a' }, out: { type: 'output', from: 'src' } })).toEqual([]);
-    expect(problems({ call: { type: 'http', url: 'https://example.com/{{secrets.token}}/x' }, out: { type: 'output', from: 'call' } })).toEqual([]);
+    expect(
+      problems({ src: { type: 'input', value_type: 'reference', value: 'HTTPS://Example.com/a' }, out: { type: 'output', from: 'src' } }),
+    ).toEqual([]);
+    expect(
+      problems({ call: { type: 'http', url: 'https://example.com/{{secrets.token}}/x' }, out: { type: 'output', from: 'call' } }),
+    ).toEqual([]);
   });
 });

@@ -2,10 +2,22 @@ import type { Execution } from '../../../functions/core/types';
 import { acceptedBody, completionDuration, redactUrl, resultBody, statusBody } from '../../../functions/core/views';
 
 const base: Execution = {
-  execution_id: 'e1', kind: 'api', pipeline_id: 'p', version: 1, deployment_id: 'd1', status: 'completed',
-  inputs: { name: 'x' }, outputs: { shown: 'a', hidden: 'b', n: 2 }, visible_outputs: ['shown', 'n'], callback: null,
-  callback_delivery: null, error_message: null, created_at: '2026-01-01T00:00:00.000Z',
-  started_at: '2026-01-01T00:00:01.000Z', completed_at: '2026-01-01T00:00:01.250Z', expires_at: null,
+  execution_id: 'e1',
+  kind: 'api',
+  pipeline_id: 'p',
+  version: 1,
+  deployment_id: 'd1',
+  status: 'completed',
+  inputs: { name: 'x' },
+  outputs: { shown: 'a', hidden: 'b', n: 2 },
+  visible_outputs: ['shown', 'n'],
+  callback: null,
+  callback_delivery: null,
+  error_message: null,
+  created_at: '2026-01-01T00:00:00.000Z',
+  started_at: '2026-01-01T00:00:01.000Z',
+  completed_at: '2026-01-01T00:00:01.250Z',
+  expires_at: null,
 };
 
 describe('response bodies', () => {
@@ -32,7 +44,7 @@ describe('response bodies', () => {
     expect(resultBody(base).output_artifacts).toEqual([]);
   });
 
-  it('hides a callback URL\'s query string, which may carry a token', () => {
+  it("hides a callback URL's query string, which may carry a token", () => {
     expect(redactUrl('https://hooks.example.com/in?token=abc')).toBe('https://hooks.example.com/in?…');
     expect(redactUrl('https://hooks.example.com/in')).toBe('https://hooks.example.com/in');
   });

@@ -13,13 +13,17 @@ describe('PIPEGATE_PUBLIC_URL', () => {
     expect(readConfig(raw === undefined ? {} : { PIPEGATE_PUBLIC_URL: raw }).publicUrl).toBe(expected);
   });
 
-  it.each(['api.example.org', '/prod', 'ftp://api.example.org', 'https://api.example.org/?stage=prod', 'https://api.example.org/#x', 'https://user:pw@api.example.org'])(
-    'refuses %j at start, naming the variable',
-    (raw) => {
-      expect(() => readConfig({ PIPEGATE_PUBLIC_URL: raw })).toThrow(ConfigError);
-      expect(() => readConfig({ PIPEGATE_PUBLIC_URL: raw })).toThrow(/PIPEGATE_PUBLIC_URL/);
-    },
-  );
+  it.each([
+    'api.example.org',
+    '/prod',
+    'ftp://api.example.org',
+    'https://api.example.org/?stage=prod',
+    'https://api.example.org/#x',
+    'https://user:pw@api.example.org',
+  ])('refuses %j at start, naming the variable', (raw) => {
+    expect(() => readConfig({ PIPEGATE_PUBLIC_URL: raw })).toThrow(ConfigError);
+    expect(() => readConfig({ PIPEGATE_PUBLIC_URL: raw })).toThrow(/PIPEGATE_PUBLIC_URL/);
+  });
 });
 
 describe('the sweeper quiet period and the callback claim', () => {

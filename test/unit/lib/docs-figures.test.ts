@@ -37,7 +37,9 @@ describe('docs state the workflow budget the code computes', () => {
     expect(aws).toContain(`which leaves ${EXPRESS_LIMIT_SECONDS - maxS} s of the ${EXPRESS_LIMIT_SECONDS} s`);
     expect(aws).toContain(`MarkRunning's worst case is ${START_ALLOWANCE_SECONDS} s and MarkFailed's ${FAIL_ALLOWANCE_SECONDS} s`);
     expect(aws).toContain(`at the ${MARK_TASK_TIMEOUT_SECONDS} s Lambda time-out`);
-    expect(aws).toContain(`RunNodes' retry waits ${RUN_RETRY_WAITS_SECONDS} s, the final write ${RUN_RECORD_SECONDS} s and the transitions ${TRANSITIONS_SECONDS} s`);
+    expect(aws).toContain(
+      `RunNodes' retry waits ${RUN_RETRY_WAITS_SECONDS} s, the final write ${RUN_RECORD_SECONDS} s and the transitions ${TRANSITIONS_SECONDS} s`,
+    );
     expect(aws).toContain(`state time-out is the execution time-out plus ${runNodesTimeoutSeconds(0)} s`);
     expect(aws).toContain(`time-out the execution time-out plus ${taskRunLambdaTimeoutSeconds(0)} s`);
     expect(aws).toContain(`| \`executionTimeoutMs\` | ${maxMs} (Express)`);
@@ -61,8 +63,12 @@ describe('docs state the concurrency budget lib/concurrency.ts derives', () => {
 
   it('docs/aws.md: the default reservations and their total', () => {
     const total = Object.values(r).reduce((a, b) => a + b, 0);
-    expect(aws).toContain(`the authorizer ${r.authorizer}, execute ${r.execute}, execution-status ${r['execution-status']}, execution-result ${r['execution-result']}, task-run ${r['task-run']}`);
-    expect(aws).toContain(`runner and callback-dispatch ${r.runner} each (queue maximum concurrency ${plan.queueMaxConcurrency.executions})`);
+    expect(aws).toContain(
+      `the authorizer ${r.authorizer}, execute ${r.execute}, execution-status ${r['execution-status']}, execution-result ${r['execution-result']}, task-run ${r['task-run']}`,
+    );
+    expect(aws).toContain(
+      `runner and callback-dispatch ${r.runner} each (queue maximum concurrency ${plan.queueMaxConcurrency.executions})`,
+    );
     expect(aws).toContain(
       `${waitersBound(r.execute ?? 0)} for execute, ${waitersBound(r['execution-status'] ?? 0)} for execution-status, ${waitersBound(r['execution-result'] ?? 0)} for execution-result`,
     );
@@ -72,9 +78,13 @@ describe('docs state the concurrency budget lib/concurrency.ts derives', () => {
     );
     expect(aws).toContain(`**${r['execution-events']} concurrent event streams with the default 1,000**`);
     expect(aws).toContain(`**Concurrency: ${r['execution-events']} streams at once by default.**`);
-    expect(aws).toContain(`so ${concurrencyPlan(allFunctionNames(), 5000).reserved['execution-events']} at 5,000 and ${concurrencyPlan(allFunctionNames(), 10000).reserved['execution-events']} at 10,000`);
+    expect(aws).toContain(
+      `so ${concurrencyPlan(allFunctionNames(), 5000).reserved['execution-events']} at 5,000 and ${concurrencyPlan(allFunctionNames(), 10000).reserved['execution-events']} at 10,000`,
+    );
     expect(aws).toContain(`**${r['form-events']} form pages following a run by stream**`);
-    expect(aws).toContain(`(${concurrencyPlan(allFunctionNames(), 5000).reserved['form-events']} and ${concurrencyPlan(allFunctionNames(), 10000).reserved['form-events']} for forms)`);
+    expect(aws).toContain(
+      `(${concurrencyPlan(allFunctionNames(), 5000).reserved['form-events']} and ${concurrencyPlan(allFunctionNames(), 10000).reserved['form-events']} for forms)`,
+    );
     expect(aws).toContain(`with the other 2/7: ${r['form-events']} by default`);
     expect(aws).toContain(`and ${waitersBound(r['form-execution'] ?? 0)} for form-execution with the default 1,000`);
   });

@@ -29,7 +29,8 @@ async function logged(logs: readonly string[], seen: (line: string) => boolean):
 }
 
 const context = { awsRequestId: 'req-1' } as Context;
-const event = (): APIGatewayProxyEvent => proxyEvent({ method: 'GET', resource: '/v1/assets/{token}', path: '/v1/assets/x', pathParameters: { token: 'x' } });
+const event = (): APIGatewayProxyEvent =>
+  proxyEvent({ method: 'GET', resource: '/v1/assets/{token}', path: '/v1/assets/x', pathParameters: { token: 'x' } });
 
 async function bytesOf(stream: Readable): Promise<Buffer> {
   const parts: Buffer[] = [];
@@ -62,7 +63,9 @@ describe('the awslambda stand-in', () => {
     // Assess
     expect(isStreamingHandler(handler)).toBe(true);
     expect((handler as unknown as Record<symbol, unknown>)[Symbol.for('aws.lambda.runtime.handler.streaming')]).toBe('response');
-    expect(raw.equals(Buffer.concat([Buffer.from('{"statusCode":201,"headers":{"a":"b"}}'), METADATA_DELIMITER, Buffer.from('body')]))).toBe(true);
+    expect(
+      raw.equals(Buffer.concat([Buffer.from('{"statusCode":201,"headers":{"a":"b"}}'), METADATA_DELIMITER, Buffer.from('body')])),
+    ).toBe(true);
   });
 
   it('sends no metadata when the handler only calls end(chunk), as the runtime does', async () => {
@@ -87,7 +90,11 @@ describe('streamedHttpHandler', () => {
   it('sends the status and headers, then the bytes as they come', async () => {
     // Prepare
     const { d } = withLogs();
-    const handler = streamedHttpHandler(async () => ({ status: 200, headers: { 'content-type': 'image/png' }, body: chunks(Buffer.from('ab'), Buffer.from('cd')) }))(() => d);
+    const handler = streamedHttpHandler(async () => ({
+      status: 200,
+      headers: { 'content-type': 'image/png' },
+      body: chunks(Buffer.from('ab'), Buffer.from('cd')),
+    }))(() => d);
     // Act
     const res = await invokeStreamed(handler, event(), context);
     // Assess
@@ -201,7 +208,11 @@ describe('reading a streamed answer', () => {
     ['a buffered JSON answer', Buffer.from(JSON.stringify({ statusCode: 200, body: 'x' })), /ended before its metadata delimiter/],
     ['metadata that is not JSON', Buffer.concat([Buffer.from('nope'), METADATA_DELIMITER]), /not JSON/],
     ['a bad status', Buffer.concat([Buffer.from('{"statusCode":99}'), METADATA_DELIMITER]), /statusCode/],
-    ['an unknown field', Buffer.concat([Buffer.from('{"statusCode":200,"body":"x"}'), METADATA_DELIMITER]), /unexpected metadata field\(s\) body/],
+    [
+      'an unknown field',
+      Buffer.concat([Buffer.from('{"statusCode":200,"body":"x"}'), METADATA_DELIMITER]),
+      /unexpected metadata field\(s\) body/,
+    ],
     ['an endless prelude', Buffer.alloc(70 * 1024, 0x20), /no metadata delimiter/],
   ])('refuses %s', async (_name, raw, reason) => {
     // Act
@@ -214,7 +225,9 @@ describe('reading a streamed answer', () => {
   it('gives a buffered invocation of a streaming handler no proxy result (API Gateway: 502)', async () => {
     // Prepare
     const { d } = withLogs();
-    const handler: StreamingHandler = streamedHttpHandler(async () => ({ status: 200, headers: {}, body: chunks(Buffer.from('bytes')) }))(() => d);
+    const handler: StreamingHandler = streamedHttpHandler(async () => ({ status: 200, headers: {}, body: chunks(Buffer.from('bytes')) }))(
+      () => d,
+    );
     // Act
     const payload = await invokeBufferedInProcess(handler, event(), context);
     // Assess

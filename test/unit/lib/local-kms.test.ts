@@ -20,7 +20,10 @@ describe('the local KMS', () => {
 
     // Act
     const out = kms.call('GenerateDataKey', { KeyId: KEY, KeySpec: 'AES_256', EncryptionContext: context });
-    const opened = kms.call('Decrypt', { CiphertextBlob: out.CiphertextBlob, EncryptionContext: { secret_name: 'A', purpose: 'pipegate-owner-secret' } });
+    const opened = kms.call('Decrypt', {
+      CiphertextBlob: out.CiphertextBlob,
+      EncryptionContext: { secret_name: 'A', purpose: 'pipegate-owner-secret' },
+    });
 
     // Assess
     expect(Buffer.from(String(out.Plaintext), 'base64')).toHaveLength(32);
@@ -29,7 +32,9 @@ describe('the local KMS', () => {
     expect(() => kms.call('Decrypt', { CiphertextBlob: out.CiphertextBlob, EncryptionContext: { ...context, secret_name: 'B' } })).toThrow(
       expect.objectContaining({ code: 'InvalidCiphertextException' }),
     );
-    expect(() => kms.call('Decrypt', { CiphertextBlob: out.CiphertextBlob })).toThrow(expect.objectContaining({ code: 'InvalidCiphertextException' }));
+    expect(() => kms.call('Decrypt', { CiphertextBlob: out.CiphertextBlob })).toThrow(
+      expect.objectContaining({ code: 'InvalidCiphertextException' }),
+    );
     expect(() => kms.call('Decrypt', { CiphertextBlob: Buffer.from('junk').toString('base64'), EncryptionContext: context })).toThrow(
       expect.objectContaining({ code: 'InvalidCiphertextException' }),
     );
@@ -46,9 +51,9 @@ describe('the local KMS', () => {
     expect(() => kms.call('Decrypt', { CiphertextBlob: out.CiphertextBlob, EncryptionContext: context, KeyId: OTHER })).toThrow(
       expect.objectContaining({ code: 'IncorrectKeyException' }),
     );
-    expect(kms.call('Decrypt', { CiphertextBlob: out.CiphertextBlob, EncryptionContext: context, KeyId: KEY.split('/')[1] }).Plaintext).toBe(
-      Buffer.from('x').toString('base64'),
-    );
+    expect(
+      kms.call('Decrypt', { CiphertextBlob: out.CiphertextBlob, EncryptionContext: context, KeyId: KEY.split('/')[1] }).Plaintext,
+    ).toBe(Buffer.from('x').toString('base64'));
     expect(() => kms.call('ScheduleKeyDeletion', { KeyId: KEY })).toThrow(expect.objectContaining({ code: 'UnknownOperationException' }));
   });
 

@@ -75,32 +75,51 @@ describe('S3 request parsing', () => {
   });
 
   it('verifies header-signed requests as the SDK signs them (S3: the path unescaped again, the payload hash in a header)', async () => {
-    const signer = new SignatureV4({ credentials: creds, region: 'local', service: 's3', sha256: Sha256, uriEscapePath: false, applyChecksum: true });
+    const signer = new SignatureV4({
+      credentials: creds,
+      region: 'local',
+      service: 's3',
+      sha256: Sha256,
+      uriEscapePath: false,
+      applyChecksum: true,
+    });
     await fc.assert(
-      fc.asyncProperty(keys, fc.dictionary(fc.stringMatching(/^[a-z-]{1,12}$/), fc.string({ maxLength: 20 }), { maxKeys: 4 }), async (key, query) => {
-        const path = `/bkt/${key.split('/').map((s) => encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)).join('/')}`;
-        const signed = await signer.sign({
-          method: 'PUT',
-          protocol: 'http:',
-          hostname: '127.0.0.1',
-          port: 4569,
-          path,
-          query,
-          headers: { host: '127.0.0.1:4569', 'content-type': 'image/png', 'content-length': '3', 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD' },
-        });
-        const search = Object.entries(query)
-          .map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`)
-          .join('&');
-        const headers = Object.fromEntries(Object.entries(signed.headers).map(([k, v]) => [k.toLowerCase(), v]));
-        const a = parseAddress(search ? `${path}?${search}` : path);
-        const auth = parseAuthorization(a, headers);
+      fc.asyncProperty(
+        keys,
+        fc.dictionary(fc.stringMatching(/^[a-z-]{1,12}$/), fc.string({ maxLength: 20 }), { maxKeys: 4 }),
+        async (key, query) => {
+          const path = `/bkt/${key
+            .split('/')
+            .map((s) => encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`))
+            .join('/')}`;
+          const signed = await signer.sign({
+            method: 'PUT',
+            protocol: 'http:',
+            hostname: '127.0.0.1',
+            port: 4569,
+            path,
+            query,
+            headers: {
+              host: '127.0.0.1:4569',
+              'content-type': 'image/png',
+              'content-length': '3',
+              'x-amz-content-sha256': 'UNSIGNED-PAYLOAD',
+            },
+          });
+          const search = Object.entries(query)
+            .map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(v)}`)
+            .join('&');
+          const headers = Object.fromEntries(Object.entries(signed.headers).map(([k, v]) => [k.toLowerCase(), v]));
+          const a = parseAddress(search ? `${path}?${search}` : path);
+          const auth = parseAuthorization(a, headers);
 
-        expect(a.key).toBe(key);
-        verifySignature('PUT', a, headers, auth!, creds.secretAccessKey, 'local', Date.now());
-        expect(() => verifySignature('PUT', a, { ...headers, 'content-length': '4' }, auth!, creds.secretAccessKey, 'local', Date.now())).toThrow(
-          'does not match',
-        );
-      }),
+          expect(a.key).toBe(key);
+          verifySignature('PUT', a, headers, auth!, creds.secretAccessKey, 'local', Date.now());
+          expect(() =>
+            verifySignature('PUT', a, { ...headers, 'content-length': '4' }, auth!, creds.secretAccessKey, 'local', Date.now()),
+          ).toThrow('does not match');
+        },
+      ),
       { numRuns: 100 },
     );
   });
@@ -121,7 +140,12 @@ describe('S3 request parsing', () => {
       fc.property(target, auth, text, (t, authorization, date) => {
         onlyS3Errors(() => {
           const a = parseAddress(t);
-          const parsed = parseAuthorization(a, { authorization, 'x-amz-date': date, 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD', host: 'h' });
+          const parsed = parseAuthorization(a, {
+            authorization,
+            'x-amz-date': date,
+            'x-amz-content-sha256': 'UNSIGNED-PAYLOAD',
+            host: 'h',
+          });
           if (parsed) verifySignature('GET', a, { host: 'h' }, parsed, 's', 'local', Date.now());
         });
       }),
@@ -131,7 +155,9 @@ describe('S3 request parsing', () => {
 
   it('reads a Range within the object or refuses it with InvalidRange, and ignores what it cannot read', () => {
     const header = fc.oneof(
-      fc.tuple(fc.option(fc.nat(3000), { nil: undefined }), fc.option(fc.nat(3000), { nil: undefined })).map(([a, b]) => `bytes=${a ?? ''}-${b ?? ''}`),
+      fc
+        .tuple(fc.option(fc.nat(3000), { nil: undefined }), fc.option(fc.nat(3000), { nil: undefined }))
+        .map(([a, b]) => `bytes=${a ?? ''}-${b ?? ''}`),
       fc.string({ maxLength: 30 }),
     );
     fc.assert(
@@ -156,23 +182,31 @@ describe('S3 request parsing', () => {
     expect(parseRange('bytes=0-1,5-6', 100)).toBeNull();
   });
 
-  it("reads back every key of a DeleteObjects body, and refuses anything else as MalformedXML", () => {
+  it('reads back every key of a DeleteObjects body, and refuses anything else as MalformedXML', () => {
     fc.assert(
-      fc.property(fc.array(fc.string({ unit: 'grapheme', minLength: 1, maxLength: 30 }), { minLength: 1, maxLength: 20 }), fc.boolean(), (ks, quiet) => {
-        const xml = `<?xml version="1.0" encoding="UTF-8"?><Delete xmlns="http://s3.amazonaws.com/doc/2006-03-01/">${ks
-          .map((k) => `<Object><Key>${xmlEscape(k)}</Key></Object>`)
-          .join('')}<Quiet>${quiet}</Quiet></Delete>`;
-        expect(parseDeleteBody(xml)).toEqual({ keys: ks, quiet });
-      }),
+      fc.property(
+        fc.array(fc.string({ unit: 'grapheme', minLength: 1, maxLength: 30 }), { minLength: 1, maxLength: 20 }),
+        fc.boolean(),
+        (ks, quiet) => {
+          const xml = `<?xml version="1.0" encoding="UTF-8"?><Delete xmlns="http://s3.amazonaws.com/doc/2006-03-01/">${ks
+            .map((k) => `<Object><Key>${xmlEscape(k)}</Key></Object>`)
+            .join('')}<Quiet>${quiet}</Quiet></Delete>`;
+          expect(parseDeleteBody(xml)).toEqual({ keys: ks, quiet });
+        },
+      ),
     );
-    fc.assert(fc.property(fc.string({ unit: 'binary', maxLength: 200 }), (s) => onlyS3Errors(() => parseDeleteBody(s))), { numRuns: 2000 });
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary', maxLength: 200 }), (s) => onlyS3Errors(() => parseDeleteBody(s))),
+      { numRuns: 2000 },
+    );
     expect(() => parseDeleteBody(`<Delete>${'<Object><Key>k</Key></Object>'.repeat(1001)}</Delete>`)).toThrow('not well-formed');
   });
 });
 
 describe("CompleteMultipartUpload's body", () => {
   it('reads the parts in order, ETags unescaped, whatever order their elements come in', () => {
-    const xml = '<?xml version="1.0" encoding="UTF-8"?><CompleteMultipartUpload xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Part><ETag>&quot;aa&quot;</ETag><PartNumber>1</PartNumber></Part><Part><PartNumber>3</PartNumber><ETag>"bb"</ETag></Part></CompleteMultipartUpload>';
+    const xml =
+      '<?xml version="1.0" encoding="UTF-8"?><CompleteMultipartUpload xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Part><ETag>&quot;aa&quot;</ETag><PartNumber>1</PartNumber></Part><Part><PartNumber>3</PartNumber><ETag>"bb"</ETag></Part></CompleteMultipartUpload>';
     expect(parseCompleteBody(xml)).toEqual([
       { partNumber: 1, etag: '"aa"' },
       { partNumber: 3, etag: '"bb"' },
@@ -182,7 +216,11 @@ describe("CompleteMultipartUpload's body", () => {
   it.each([
     ['no parts', '<CompleteMultipartUpload></CompleteMultipartUpload>', 'MalformedXML'],
     ['a part without its number', '<CompleteMultipartUpload><Part><ETag>"a"</ETag></Part></CompleteMultipartUpload>', 'MalformedXML'],
-    ['parts out of order', '<CompleteMultipartUpload><Part><PartNumber>2</PartNumber><ETag>"a"</ETag></Part><Part><PartNumber>1</PartNumber><ETag>"b"</ETag></Part></CompleteMultipartUpload>', 'InvalidPartOrder'],
+    [
+      'parts out of order',
+      '<CompleteMultipartUpload><Part><PartNumber>2</PartNumber><ETag>"a"</ETag></Part><Part><PartNumber>1</PartNumber><ETag>"b"</ETag></Part></CompleteMultipartUpload>',
+      'InvalidPartOrder',
+    ],
     ['another document', '<Delete><Object><Key>k</Key></Object></Delete>', 'MalformedXML'],
   ])('refuses %s as S3 does', (_, xml, code) => {
     expect(() => parseCompleteBody(xml)).toThrow(expect.objectContaining({ code }));

@@ -1,7 +1,28 @@
-import { fromS3CorsRule, toS3CorsRule, uploadCorsRule, UPLOAD_CORS_RULE_ID, withoutUploadRule, withUploadRule, type BucketCorsRule } from '../../../lib/storage-cors';
+import {
+  fromS3CorsRule,
+  toS3CorsRule,
+  uploadCorsRule,
+  UPLOAD_CORS_RULE_ID,
+  withoutUploadRule,
+  withUploadRule,
+  type BucketCorsRule,
+} from '../../../lib/storage-cors';
 
-const someoneElses: BucketCorsRule = { id: 'their-rule', allowedMethods: ['GET'], allowedOrigins: ['https://elsewhere.example'], allowedHeaders: [], exposedHeaders: [], maxAgeSeconds: 60 };
-const unnamed: BucketCorsRule = { allowedMethods: ['HEAD'], allowedOrigins: ['*'], allowedHeaders: [], exposedHeaders: [], maxAgeSeconds: 0 };
+const someoneElses: BucketCorsRule = {
+  id: 'their-rule',
+  allowedMethods: ['GET'],
+  allowedOrigins: ['https://elsewhere.example'],
+  allowedHeaders: [],
+  exposedHeaders: [],
+  maxAgeSeconds: 60,
+};
+const unnamed: BucketCorsRule = {
+  allowedMethods: ['HEAD'],
+  allowedOrigins: ['*'],
+  allowedHeaders: [],
+  exposedHeaders: [],
+  maxAgeSeconds: 0,
+};
 
 describe('the upload rule in a bucket CORS configuration', () => {
   it('puts the rule in beside the rules others set, one origin list, no duplicates', () => {

@@ -12,7 +12,12 @@ describe('bundle progress', () => {
     feed('npm warn something\nBundling asset Pipegate/Execute/Function/Code/Sta');
     feed('ge...\n  ...index.js  319kb\nBundling asset Pipegate/RunList/Function/Code/Stage...\n');
     feed('Bundling asset PipegateStateful/SecretInit/Function/Code/Stage...\nBundling asset Pipegate/Extra/Function/Code/Stage...\n');
-    expect(lines).toEqual(['bundling 1 of 3: Pipegate/Execute', 'bundling 2 of 3: Pipegate/RunList', 'bundling 3 of 3: PipegateStateful/SecretInit', 'bundling 4: Pipegate/Extra']);
+    expect(lines).toEqual([
+      'bundling 1 of 3: Pipegate/Execute',
+      'bundling 2 of 3: Pipegate/RunList',
+      'bundling 3 of 3: PipegateStateful/SecretInit',
+      'bundling 4: Pipegate/Extra',
+    ]);
   });
 
   it('expects one bundle per function of the service, the secret initializer and the upload CORS resource', () => {
@@ -24,7 +29,10 @@ describe('bundle progress', () => {
     const root = mkdtempSync(join(tmpdir(), 'pipegate-synth-progress-'));
     try {
       writeFileSync(join(root, 'cdk.json'), JSON.stringify({ app: `${JSON.stringify(process.execPath)} app.js` }));
-      writeFileSync(join(root, 'app.js'), "process.stderr.write('Bundling asset Pipegate/Execute/Function/Code/Stage...\\n'); process.exit(3);");
+      writeFileSync(
+        join(root, 'app.js'),
+        "process.stderr.write('Bundling asset Pipegate/Execute/Function/Code/Stage...\\n'); process.exit(3);",
+      );
       const lines: string[] = [];
       await expect(synthesize(join(root, 'out'), { root, progress: (l) => lines.push(l) })).rejects.toThrow(/cdk synth failed/);
       expect(lines).toEqual([`bundling 1 of ${EXPECTED_BUNDLES}: Pipegate/Execute`]);

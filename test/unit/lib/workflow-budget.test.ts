@@ -18,7 +18,13 @@ import {
 import { workflowTimeoutSeconds } from '../../../functions/services/runner.service';
 import type { Deps } from '../../../functions/adapters/deps';
 
-interface AslRetrier { ErrorEquals: string[]; IntervalSeconds?: number; MaxAttempts?: number; BackoffRate?: number; MaxDelaySeconds?: number }
+interface AslRetrier {
+  ErrorEquals: string[];
+  IntervalSeconds?: number;
+  MaxAttempts?: number;
+  BackoffRate?: number;
+  MaxDelaySeconds?: number;
+}
 const states = asl.States as unknown as Record<string, { Retry?: AslRetrier[] }>;
 
 /**
@@ -66,7 +72,9 @@ describe('stuck path 3: RunNodes reaching its deadline leaves MarkFailed room in
   });
 
   it('moves with the ASL: more retries in MarkFailed mean a longer allowance', () => {
-    const doc = { States: { MarkFailed: { Retry: [{ ErrorEquals: ['States.ALL'], IntervalSeconds: 1, MaxAttempts: 5, BackoffRate: 2 }] } } };
+    const doc = {
+      States: { MarkFailed: { Retry: [{ ErrorEquals: ['States.ALL'], IntervalSeconds: 1, MaxAttempts: 5, BackoffRate: 2 }] } },
+    };
     // 6 attempts of 10 s and waits of 1 + 2 + 4 + 8 + 16 s: the ≈ 91 s the old fixed 30 s ignored.
     expect(worstCaseSeconds(retriersOf('MarkFailed', doc), 10)).toBe(91);
   });

@@ -51,7 +51,12 @@ async function stored(w: World, name: string, body: Buffer, mediaType: string): 
 
 const tokenOf = (url: string): string => url.slice(`${BASE}/v1/assets/`.length);
 
-async function get(w: World, token: string, headers: Record<string, string> = {}, method: 'GET' | 'HEAD' = 'GET'): Promise<StreamedResult & { body: string }> {
+async function get(
+  w: World,
+  token: string,
+  headers: Record<string, string> = {},
+  method: 'GET' | 'HEAD' = 'GET',
+): Promise<StreamedResult & { body: string }> {
   const handler = createHandler(() => w.d);
   const event = proxyEvent({ method, resource: '/v1/assets/{token}', path: `/v1/assets/${token}`, pathParameters: { token }, headers });
   const out = await invokeStreamed(handler, event, { awsRequestId: randomUUID() } as Context);
@@ -213,7 +218,11 @@ describe('GET /v1/assets/{token}', () => {
     // Prepare
     const w = world();
     const { masterKey, pepper } = await testKeyMaterial.material();
-    const secrets = [masterKey, pepper, assetLinkKey(masterKey)].flatMap((k) => [k.toString('hex'), k.toString('base64'), k.toString('base64url')]);
+    const secrets = [masterKey, pepper, assetLinkKey(masterKey)].flatMap((k) => [
+      k.toString('hex'),
+      k.toString('base64'),
+      k.toString('base64url'),
+    ]);
     const ok = await w.d.assetLinks.link(await stored(w, 'out.a', PNG, 'image/png'), BASE, w.clock.at);
     const answers = [ok.url, (await get(w, tokenOf(ok.url))).body, (await get(w, 'v1.e30.AAAA')).body];
     w.objects.open = () => Promise.reject(new Error('disk on fire'));
@@ -248,7 +257,12 @@ describe('GET /v1/assets/{token}', () => {
       const { 'x-request-id': _g, ...getHeaders } = byGet.headers;
       const { 'x-request-id': _h, ...headHeaders } = byHead.headers;
       expect(headHeaders).toEqual(getHeaders);
-      expect(headHeaders).toMatchObject({ 'content-length': String(SVG.length), 'content-type': 'image/svg+xml', 'x-content-type-options': 'nosniff', 'accept-ranges': 'bytes' });
+      expect(headHeaders).toMatchObject({
+        'content-length': String(SVG.length),
+        'content-type': 'image/svg+xml',
+        'x-content-type-options': 'nosniff',
+        'accept-ranges': 'bytes',
+      });
       expect(headHeaders['content-disposition']).toMatch(/^attachment/);
       expect(opened).toEqual([]);
       expect(w.objects.reads).toBe(0);

@@ -27,7 +27,11 @@ describe('authorize', () => {
   });
 
   it('passes a valid key in either header, with its deployment', async () => {
-    for (const headers of [{ 'x-api-key': a.apiKey }, { Authorization: `Api-Key ${a.apiKey}` }, { 'X-API-Key': a.apiKey, authorization: `api-key ${a.apiKey}` }]) {
+    for (const headers of [
+      { 'x-api-key': a.apiKey },
+      { Authorization: `Api-Key ${a.apiKey}` },
+      { 'X-API-Key': a.apiKey, authorization: `api-key ${a.apiKey}` },
+    ]) {
       expect(await authorize(d, headers, a.deploymentId)).toMatchObject({ ok: true, deploymentId: a.deploymentId, deleted: false });
     }
     // Routes that name no deployment (an execution's status) take the key's own.
@@ -44,12 +48,20 @@ describe('authorize', () => {
     ['garbage', 'malformed', { 'x-api-key': 'hello' }],
     ['a key with its checksum broken', 'malformed', { 'x-api-key': 'BROKEN' }],
   ])('refuses %s as %s', async (_what, reason, raw: Record<string, string>) => {
-    const headers = Object.fromEntries(Object.entries(raw).map(([k, v]) => [k, v.replace('KEY', a.apiKey).replace('BROKEN', `${a.apiKey.slice(0, -1)}${a.apiKey.endsWith('A') ? 'B' : 'A'}`)]));
+    const headers = Object.fromEntries(
+      Object.entries(raw).map(([k, v]) => [
+        k,
+        v.replace('KEY', a.apiKey).replace('BROKEN', `${a.apiKey.slice(0, -1)}${a.apiKey.endsWith('A') ? 'B' : 'A'}`),
+      ]),
+    );
     expect(await authorize(d, headers, a.deploymentId)).toEqual({ ok: false, reason });
   });
 
   it('refuses two different keys in one request', async () => {
-    expect(await authorize(d, { 'x-api-key': a.apiKey, authorization: `Api-Key ${b.apiKey}` }, a.deploymentId)).toEqual({ ok: false, reason: 'two_keys' });
+    expect(await authorize(d, { 'x-api-key': a.apiKey, authorization: `Api-Key ${b.apiKey}` }, a.deploymentId)).toEqual({
+      ok: false,
+      reason: 'two_keys',
+    });
   });
 
   it('answers unknown alike for a made-up key of a real deployment and of one that does not exist', async () => {

@@ -25,10 +25,28 @@ const near = fc.record(
     rate_limit: fc.oneof(
       json,
       fc.constant(null),
-      fc.record({ requests: fc.oneof(fc.integer({ min: -1, max: 1_000_001 }), fc.double(), json), per_seconds: fc.oneof(fc.integer({ min: -1, max: 3601 }), json) }, { requiredKeys: [] }),
+      fc.record(
+        {
+          requests: fc.oneof(fc.integer({ min: -1, max: 1_000_001 }), fc.double(), json),
+          per_seconds: fc.oneof(fc.integer({ min: -1, max: 3601 }), json),
+        },
+        { requiredKeys: [] },
+      ),
     ),
-    quota: fc.oneof(json, fc.constant(null), fc.record({ executions: fc.oneof(fc.integer({ min: -1, max: 5 }), json), per: fc.oneof(fc.constantFrom('day', 'month', 'week'), json) }, { requiredKeys: [] })),
-    expires_at: fc.oneof(json, fc.constant(null), fc.date({ min: new Date('2020-01-01'), max: new Date('2030-01-01'), noInvalidDate: true }).map((x) => x.toISOString()), fc.constantFrom('2027-01-01', '2027-01-01T00:00:00+01:00', 'soon')),
+    quota: fc.oneof(
+      json,
+      fc.constant(null),
+      fc.record(
+        { executions: fc.oneof(fc.integer({ min: -1, max: 5 }), json), per: fc.oneof(fc.constantFrom('day', 'month', 'week'), json) },
+        { requiredKeys: [] },
+      ),
+    ),
+    expires_at: fc.oneof(
+      json,
+      fc.constant(null),
+      fc.date({ min: new Date('2020-01-01'), max: new Date('2030-01-01'), noInvalidDate: true }).map((x) => x.toISOString()),
+      fc.constantFrom('2027-01-01', '2027-01-01T00:00:00+01:00', 'soon'),
+    ),
     metadata: fc.oneof(json, fc.dictionary(fc.string({ maxLength: 70 }), fc.oneof(fc.string({ maxLength: 260 }), json), { maxKeys: 18 })),
     extra: json,
   },
@@ -66,16 +84,25 @@ describe('consumer bodies', () => {
   });
 
   it('refuses metadata given as a list, on create and on update, naming the field', async () => {
-    await expect(createConsumer(d, 'shop', JSON.stringify({ name: 'listy', metadata: [] }))).rejects.toMatchObject({ status: 400, detail: [{ path: 'metadata' }] });
+    await expect(createConsumer(d, 'shop', JSON.stringify({ name: 'listy', metadata: [] }))).rejects.toMatchObject({
+      status: 400,
+      detail: [{ path: 'metadata' }],
+    });
     const made = await createConsumer(d, 'shop', JSON.stringify({ name: 'listy', metadata: { plan: 'free' } }));
-    await expect(updateConsumer(d, 'shop', made.consumer_id, JSON.stringify({ metadata: ['plan'] }))).rejects.toMatchObject({ status: 400, detail: [{ path: 'metadata' }] });
+    await expect(updateConsumer(d, 'shop', made.consumer_id, JSON.stringify({ metadata: ['plan'] }))).rejects.toMatchObject({
+      status: 400,
+      detail: [{ path: 'metadata' }],
+    });
     expect((await listConsumers(d, 'shop')).consumers.find((c) => c.consumer_id === made.consumer_id)?.metadata).toEqual({ plan: 'free' });
   });
 
   it('keeps metadata keys named prototype and constructor (found by the fuzz: they were dropped)', async () => {
     const made = await createConsumer(d, 'shop', JSON.stringify({ name: 'keys', metadata: { prototype: '', constructor: 'x' } }));
     expect(made.metadata).toEqual({ prototype: '', constructor: 'x' });
-    expect((await listConsumers(d, 'shop')).consumers.find((c) => c.consumer_id === made.consumer_id)?.metadata).toEqual({ prototype: '', constructor: 'x' });
+    expect((await listConsumers(d, 'shop')).consumers.find((c) => c.consumer_id === made.consumer_id)?.metadata).toEqual({
+      prototype: '',
+      constructor: 'x',
+    });
   });
 
   it('create answers the consumer asked for or a 400 naming the fields (fuzzed)', async () => {

@@ -48,9 +48,19 @@ async function owed(): Promise<Setup> {
   };
   const stores = memoryStores();
   const base = testDeps(stores);
-  const d = testDeps(stores, { http, clock: { now: () => new Date(clock.ms) }, config: { ...base.config, callbackScheduleSeconds: [1, 1] } });
+  const d = testDeps(stores, {
+    http,
+    clock: { now: () => new Date(clock.ms) },
+    config: { ...base.config, callbackScheduleSeconds: [1, 1] },
+  });
   const { auth } = await publishPipeline(d, 'echo', { definition: echo, publishBody: '{}', base: BASE });
-  const accepted = await execute(d, auth, { deploymentId: auth.deploymentId, body: JSON.stringify({ callback: HOOK }), contentType: 'application/json', idempotencyKey: undefined, baseUrl: BASE });
+  const accepted = await execute(d, auth, {
+    deploymentId: auth.deploymentId,
+    body: JSON.stringify({ callback: HOOK }),
+    contentType: 'application/json',
+    idempotencyKey: undefined,
+    baseUrl: BASE,
+  });
   const id = (accepted.body as { execution_id: string }).execution_id;
   await taskStart(d, id);
   await taskRun(d, id);
@@ -206,7 +216,10 @@ describe("the owner's redelivery", () => {
     expect([outcome, duplicate, stale]).toEqual(['delivered', 'claimed_elsewhere', 'skipped']);
     expect(s.posts).toHaveLength(2);
     expect(new Set(s.posts).size).toBe(1);
-    expect((await s.d.executions.get(s.id, new Date(s.clock.ms), true))?.callback_delivery).toMatchObject({ attempts: 2, outcome: 'delivered' });
+    expect((await s.d.executions.get(s.id, new Date(s.clock.ms), true))?.callback_delivery).toMatchObject({
+      attempts: 2,
+      outcome: 'delivered',
+    });
   });
 });
 
@@ -216,7 +229,12 @@ describe('ASSET outputs in callbacks', () => {
     const s = await owed();
     const item = (s.d.executions as MemoryExecutions).items.get(s.id);
     if (!item) throw new Error('no execution');
-    Object.assign(item, { outputs: {}, output_assets: { out: { key: `d/${item.deployment_id}/e/${s.id}/node.x`, media_type: 'image/png', bytes: 3, sha256: 'ab'.repeat(32) } } });
+    Object.assign(item, {
+      outputs: {},
+      output_assets: {
+        out: { key: `d/${item.deployment_id}/e/${s.id}/node.x`, media_type: 'image/png', bytes: 3, sha256: 'ab'.repeat(32) },
+      },
+    });
     let status = 500;
     s.answer.next = async () => status;
 
@@ -233,4 +251,3 @@ describe('ASSET outputs in callbacks', () => {
     expect(links[0]?.[0]).not.toBe(links[1]?.[0]);
   });
 });
-

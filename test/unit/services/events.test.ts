@@ -22,7 +22,13 @@ async function published(d: TestDeps) {
 
 async function submitted(d: TestDeps) {
   const auth = await published(d);
-  const r = await execute(d, auth, { deploymentId: auth.deploymentId, body: '{}', contentType: 'application/json', idempotencyKey: undefined, baseUrl: BASE });
+  const r = await execute(d, auth, {
+    deploymentId: auth.deploymentId,
+    body: '{}',
+    contentType: 'application/json',
+    idempotencyKey: undefined,
+    baseUrl: BASE,
+  });
   return { auth, id: r.body.execution_id };
 }
 
@@ -78,7 +84,9 @@ describe('event stream service', () => {
   it('sends a keep-alive comment on a quiet stream, and closes itself at its time limit without done', async () => {
     const d = testDeps(memoryStores());
     const { auth, id } = await submitted(d);
-    const text = await drain((await openEventStream(d, auth, id, { lastEventId: undefined, baseUrl: BASE, keepAliveMs: 40, maxMs: 300 }))[Symbol.asyncIterator]());
+    const text = await drain(
+      (await openEventStream(d, auth, id, { lastEventId: undefined, baseUrl: BASE, keepAliveMs: 40, maxMs: 300 }))[Symbol.asyncIterator](),
+    );
     expect(text).toContain(': keep-alive\n\n');
     expect(eventNames(text)).toEqual(['status']);
   });

@@ -237,13 +237,18 @@ describe('the services on in-memory stores', () => {
     // Prepare
     const d = testDeps(memoryStores());
     const { deploymentId, auth } = await published(d);
-    const documented = (serviceOpenApi().components.parameters as Record<string, { schema: { minLength: number; maxLength: number; pattern: string } }>).IdempotencyKey?.schema;
+    const documented = (
+      serviceOpenApi().components.parameters as Record<string, { schema: { minLength: number; maxLength: number; pattern: string } }>
+    ).IdempotencyKey?.schema;
     // Act
     const submitted = execute(d, auth, { deploymentId, body: '{}', contentType: 'application/json', idempotencyKey: key, baseUrl: BASE });
     // Assess
     if (ok) await expect(submitted).resolves.toMatchObject({ status: 202 });
     else await expect(submitted).rejects.toMatchObject({ status: 400, code: 'InvalidInputStructure' });
-    const fits = key.length >= (documented?.minLength ?? 0) && key.length <= (documented?.maxLength ?? 0) && new RegExp(documented?.pattern ?? '').test(key);
+    const fits =
+      key.length >= (documented?.minLength ?? 0) &&
+      key.length <= (documented?.maxLength ?? 0) &&
+      new RegExp(documented?.pattern ?? '').test(key);
     expect(fits).toBe(ok);
   });
 

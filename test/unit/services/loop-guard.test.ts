@@ -61,7 +61,11 @@ describe('the loop guard at run time', () => {
       return Promise.resolve({ status: 200, headers: { 'content-type': 'application/json' }, body: '"ok"' });
     };
     const run = (host: string) =>
-      runPipeline(checked.definition, {}, { http, timeoutMs: 5000, secrets: new Map([['HOST', host]]), ownApiUrls: ownApiUrls({ apiUrl: API, publicUrl: undefined }) });
+      runPipeline(
+        checked.definition,
+        {},
+        { http, timeoutMs: 5000, secrets: new Map([['HOST', host]]), ownApiUrls: ownApiUrls({ apiUrl: API, publicUrl: undefined }) },
+      );
 
     // Act
     const refused = await run('abc123.execute-api.us-east-1.amazonaws.com');
@@ -70,7 +74,9 @@ describe('the loop guard at run time', () => {
     // Assess
     expect(refused.status).toBe('failed');
     expect(refused.status === 'failed' && refused.error_message).toMatch(/loop guard/);
-    expect(refused.status === 'failed' && refused.caller_message).toBe("Node 'go' failed: the loop guard refused its URL (this service's own API)");
+    expect(refused.status === 'failed' && refused.caller_message).toBe(
+      "Node 'go' failed: the loop guard refused its URL (this service's own API)",
+    );
     expect(allowed.status).toBe('completed');
     expect(sent.map((r) => r.url)).toEqual(['https://api.example.org/v1/deployments/x/executions']);
     expect(callerReason(new LoopGuardError('x'), 'http')).toMatch(/loop guard/);

@@ -17,12 +17,20 @@ const ref: ObjectRef = { key: 'd/dep/e/exec/in.photo', media_type: 'image/svg+xm
 function deps(config: { publicUrl?: string; apiUrl?: string; executionTimeoutMs?: number } = {}) {
   const presigned: string[] = [];
   const d = {
-    config: { executionTimeoutMs: 900_000, publicUrl: config.publicUrl, apiUrl: config.apiUrl, ...(config.executionTimeoutMs === undefined ? {} : { executionTimeoutMs: config.executionTimeoutMs }) },
+    config: {
+      executionTimeoutMs: 900_000,
+      publicUrl: config.publicUrl,
+      apiUrl: config.apiUrl,
+      ...(config.executionTimeoutMs === undefined ? {} : { executionTimeoutMs: config.executionTimeoutMs }),
+    },
     clock: { now: () => NOW },
     // The configured caller link lifetime (1 h by default) must not be what a node gets.
     assetLinks: new HmacAssetLinks({ material: async () => ({ pepper: Buffer.alloc(32), masterKey: MASTER }) }, 60),
     objects: {
-      presignDownload: async (key: string, _m: string, ttl: number): Promise<PresignedDownload> => (presigned.push(key), { url: `http://s3.test/${key}`, expires_at: new Date(NOW.getTime() + ttl * 1000).toISOString() }),
+      presignDownload: async (key: string, _m: string, ttl: number): Promise<PresignedDownload> => (
+        presigned.push(key),
+        { url: `http://s3.test/${key}`, expires_at: new Date(NOW.getTime() + ttl * 1000).toISOString() }
+      ),
     },
   } as unknown as Deps;
   return { d, presigned };
@@ -38,7 +46,10 @@ describe('links minted for nodes', () => {
     expect(link.url.startsWith('https://abc.execute-api.test/prod/v1/assets/v1.')).toBe(true);
     const exp = NOW.getTime() / 1000 + 901 + NODE_LINK_MARGIN_SECONDS;
     expect(link.expires_at).toBe(new Date(exp * 1000).toISOString());
-    expect(verifyAssetToken(tokenOf(link.url), assetLinkKey(MASTER), NOW)).toEqual({ ok: true, claims: { key: ref.key, media_type: ref.media_type, attachment: true, exp } });
+    expect(verifyAssetToken(tokenOf(link.url), assetLinkKey(MASTER), NOW)).toEqual({
+      ok: true,
+      claims: { key: ref.key, media_type: ref.media_type, attachment: true, exp },
+    });
     expect(presigned).toEqual([]);
   });
 
@@ -47,12 +58,20 @@ describe('links minted for nodes', () => {
     const link = await nodeLink(d, { base_url: 'http://127.0.0.1:3000' }, ref);
     const at = (s: number) => new Date(NOW.getTime() + s * 1000);
     expect(verifyAssetToken(tokenOf(link.url), assetLinkKey(MASTER), at(nodeLinkTtlSeconds(900_000) - 1)).ok).toBe(true);
-    expect(verifyAssetToken(tokenOf(link.url), assetLinkKey(MASTER), at(nodeLinkTtlSeconds(900_000)))).toMatchObject({ ok: false, reason: 'expired' });
+    expect(verifyAssetToken(tokenOf(link.url), assetLinkKey(MASTER), at(nodeLinkTtlSeconds(900_000)))).toMatchObject({
+      ok: false,
+      reason: 'expired',
+    });
   });
 
   it('point at the public URL first, then the base the execution was submitted at, then the API', async () => {
-    expect((await nodeLink(deps({ publicUrl: 'https://api.example.test', apiUrl: 'https://x.test' }).d, { base_url: 'https://y.test' }, ref)).url).toMatch(/^https:\/\/api\.example\.test\/v1\/assets\//);
-    expect((await nodeLink(deps({ apiUrl: 'https://x.test' }).d, { base_url: 'https://y.test' }, ref)).url).toMatch(/^https:\/\/y\.test\/v1\/assets\//);
+    expect(
+      (await nodeLink(deps({ publicUrl: 'https://api.example.test', apiUrl: 'https://x.test' }).d, { base_url: 'https://y.test' }, ref))
+        .url,
+    ).toMatch(/^https:\/\/api\.example\.test\/v1\/assets\//);
+    expect((await nodeLink(deps({ apiUrl: 'https://x.test' }).d, { base_url: 'https://y.test' }, ref)).url).toMatch(
+      /^https:\/\/y\.test\/v1\/assets\//,
+    );
     expect((await nodeLink(deps({ apiUrl: 'https://x.test' }).d, {}, ref)).url).toMatch(/^https:\/\/x\.test\/v1\/assets\//);
   });
 

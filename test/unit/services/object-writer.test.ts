@@ -44,7 +44,11 @@ describe('writeStream', () => {
     bytes[0] = 0x89;
 
     // Act
-    const written = await writeStream(objects, 'd/x/e/1/node.a', source(bytes, 7).body, { maxBytes: 100, partBytes: 20, mediaType: sniffed });
+    const written = await writeStream(objects, 'd/x/e/1/node.a', source(bytes, 7).body, {
+      maxBytes: 100,
+      partBytes: 20,
+      mediaType: sniffed,
+    });
 
     // Assess
     expect(written).toEqual({ bytes: 100, sha256: sha(bytes), media_type: 'image/png' });
@@ -121,7 +125,9 @@ describe('writeStream', () => {
   it('holds the limit on a store without multipart writes, storing the whole once', async () => {
     const objects = new MemoryObjects();
     Object.defineProperty(objects, 'begin', { value: undefined });
-    await expect(writeStream(objects, 'k', source(pattern(101), 7).body, { maxBytes: 100, partBytes: 20, mediaType: sniffed })).rejects.toThrow('object larger than 100 bytes');
+    await expect(
+      writeStream(objects, 'k', source(pattern(101), 7).body, { maxBytes: 100, partBytes: 20, mediaType: sniffed }),
+    ).rejects.toThrow('object larger than 100 bytes');
     const ok = await writeStream(objects, 'k', source(pattern(100), 7).body, { maxBytes: 100, partBytes: 20, mediaType: sniffed });
     expect(ok.bytes).toBe(100);
     expect(objects.puts).toBe(1);
@@ -129,13 +135,22 @@ describe('writeStream', () => {
 
   it('stores the same bytes and hash however the answer is cut into chunks and parts', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.uint8Array({ maxLength: 300 }), fc.integer({ min: 1, max: 50 }), fc.integer({ min: 1, max: 80 }), async (bytes, chunk, part) => {
-        const objects = new MemoryObjects();
-        const written = await writeStream(objects, 'k', source(bytes, chunk).body, { maxBytes: 300, partBytes: part, mediaType: sniffed });
-        expect(written.bytes).toBe(bytes.length);
-        expect(written.sha256).toBe(sha(bytes));
-        expect(Buffer.from(objects.objects.get('k')?.body ?? []).equals(Buffer.from(bytes))).toBe(true);
-      }),
+      fc.asyncProperty(
+        fc.uint8Array({ maxLength: 300 }),
+        fc.integer({ min: 1, max: 50 }),
+        fc.integer({ min: 1, max: 80 }),
+        async (bytes, chunk, part) => {
+          const objects = new MemoryObjects();
+          const written = await writeStream(objects, 'k', source(bytes, chunk).body, {
+            maxBytes: 300,
+            partBytes: part,
+            mediaType: sniffed,
+          });
+          expect(written.bytes).toBe(bytes.length);
+          expect(written.sha256).toBe(sha(bytes));
+          expect(Buffer.from(objects.objects.get('k')?.body ?? []).equals(Buffer.from(bytes))).toBe(true);
+        },
+      ),
       { numRuns: 200 },
     );
   });

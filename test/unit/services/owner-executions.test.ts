@@ -30,11 +30,22 @@ const shout: PipelineDefinition = {
 };
 
 /** A live deployment of `shout` with `secret_word` hidden. */
-const live = (d: TestDeps) => publishPipeline(d, 'shout', { definition: shout, publishBody: JSON.stringify({ inputs: { secret_word: { visible: false } } }), base: BASE });
+const live = (d: TestDeps) =>
+  publishPipeline(d, 'shout', {
+    definition: shout,
+    publishBody: JSON.stringify({ inputs: { secret_word: { visible: false } } }),
+    base: BASE,
+  });
 
 async function submit(d: TestDeps, auth: Awaited<ReturnType<typeof live>>['auth'], name: string, callback?: string): Promise<string> {
   const body = JSON.stringify({ workflow_input: { name: { value: name, value_type: 'RAW' } }, ...(callback ? { callback } : {}) });
-  const accepted = await execute(d, auth, { deploymentId: auth.deploymentId, body, contentType: 'application/json', idempotencyKey: undefined, baseUrl: BASE });
+  const accepted = await execute(d, auth, {
+    deploymentId: auth.deploymentId,
+    body,
+    contentType: 'application/json',
+    idempotencyKey: undefined,
+    baseUrl: BASE,
+  });
   return (accepted.body as { execution_id: string }).execution_id;
 }
 
@@ -170,12 +181,15 @@ describe('callback redelivery', () => {
       [500, false],
       [204, true],
     ]);
-    await expect(redeliver(d, 'shout', plain)).rejects.toMatchObject({ status: 409, detail: expect.stringContaining('without a callback') });
+    await expect(redeliver(d, 'shout', plain)).rejects.toMatchObject({
+      status: 409,
+      detail: expect.stringContaining('without a callback'),
+    });
   });
 });
 
 describe('redeliver during the retry schedule', () => {
-  it('brings the next attempt forward once, through the same claim; the schedule\'s own message then finds it taken', async () => {
+  it("brings the next attempt forward once, through the same claim; the schedule's own message then finds it taken", async () => {
     // Prepare: the first attempt fails; the next is an hour away.
     const stores = memoryStores();
     let answer = 500;
@@ -254,7 +268,13 @@ describe('the node trace', () => {
     const def: PipelineDefinition = {
       nodes: {
         q: { type: 'input', value_type: 'string', value: 'a word '.repeat(150) },
-        call: { type: 'http', method: 'GET', url: 'https://api.example/echo', headers: { authorization: 'Bearer {{secrets.TOKEN}}' }, inputs: ['q'] },
+        call: {
+          type: 'http',
+          method: 'GET',
+          url: 'https://api.example/echo',
+          headers: { authorization: 'Bearer {{secrets.TOKEN}}' },
+          inputs: ['q'],
+        },
         text: { type: 'transform', inputs: ['call'], expression: '$string(call)' },
         out: { type: 'output', from: 'text' },
         long: { type: 'output', from: 'q' },
@@ -266,7 +286,11 @@ describe('the node trace', () => {
       body: JSON.stringify({ echoed: req.headers.authorization, api_key: 'pgk_0123456789abcdef0123456789abcdef' }),
     });
     // Act
-    const { result, trace } = await runPipelineTraced(def, {}, { http, timeoutMs: 5000, secrets: new Map([['TOKEN', 's3cr3t-value-!"\\']]) });
+    const { result, trace } = await runPipelineTraced(
+      def,
+      {},
+      { http, timeoutMs: 5000, secrets: new Map([['TOKEN', 's3cr3t-value-!"\\']]) },
+    );
     // Assess
     expect(result).toMatchObject({ status: 'completed' });
     const text = JSON.stringify(trace);
@@ -309,10 +333,50 @@ describe('the stored trace', () => {
   it('round-trips through its compact form, which stays small', () => {
     // Prepare
     const trace: NodeTrace[] = [
-      { node: 'name', type: 'input', outcome: 'completed', started_at: '2026-11-22T10:00:00.005Z', completed_at: '2026-11-22T10:00:00.005Z', duration_ms: 0, error: null, http_status: null, preview: '"Ada"' },
-      { node: 'rates', type: 'http', outcome: 'failed', started_at: '2026-11-22T10:00:00.007Z', completed_at: '2026-11-22T10:00:00.049Z', duration_ms: 42, error: 'HTTP 502 from https://rates.example/: down', http_status: 502, preview: null },
-      { node: 'wait', type: 'delay', outcome: 'stopped', started_at: '2026-11-22T10:00:00.007Z', completed_at: null, duration_ms: null, error: null, http_status: null, preview: null },
-      { node: 'out', type: 'output', outcome: 'not_run', started_at: null, completed_at: null, duration_ms: null, error: null, http_status: null, preview: null },
+      {
+        node: 'name',
+        type: 'input',
+        outcome: 'completed',
+        started_at: '2026-11-22T10:00:00.005Z',
+        completed_at: '2026-11-22T10:00:00.005Z',
+        duration_ms: 0,
+        error: null,
+        http_status: null,
+        preview: '"Ada"',
+      },
+      {
+        node: 'rates',
+        type: 'http',
+        outcome: 'failed',
+        started_at: '2026-11-22T10:00:00.007Z',
+        completed_at: '2026-11-22T10:00:00.049Z',
+        duration_ms: 42,
+        error: 'HTTP 502 from https://rates.example/: down',
+        http_status: 502,
+        preview: null,
+      },
+      {
+        node: 'wait',
+        type: 'delay',
+        outcome: 'stopped',
+        started_at: '2026-11-22T10:00:00.007Z',
+        completed_at: null,
+        duration_ms: null,
+        error: null,
+        http_status: null,
+        preview: null,
+      },
+      {
+        node: 'out',
+        type: 'output',
+        outcome: 'not_run',
+        started_at: null,
+        completed_at: null,
+        duration_ms: null,
+        error: null,
+        http_status: null,
+        preview: null,
+      },
     ];
     // Act
     const packed = packTrace(trace);

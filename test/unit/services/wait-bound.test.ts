@@ -71,7 +71,14 @@ describe('bounded waiting', () => {
     const d = testDeps(memoryStores(), { waitSlots: new CountingSlots(0) });
     const caller = (await publishPipeline(d, 'greet', { base: BASE })).auth;
     // Act
-    const r = await execute(d, caller, { deploymentId: caller.deploymentId, body: JSON.stringify({ workflow_input: { name: { value: 'Ada', value_type: 'RAW' } } }), contentType: 'application/json', idempotencyKey: undefined, baseUrl: BASE, wait: wait(60_000) });
+    const r = await execute(d, caller, {
+      deploymentId: caller.deploymentId,
+      body: JSON.stringify({ workflow_input: { name: { value: 'Ada', value_type: 'RAW' } } }),
+      contentType: 'application/json',
+      idempotencyKey: undefined,
+      baseUrl: BASE,
+      wait: wait(60_000),
+    });
     // Assess
     expect(r.status).toBe(202);
     expect(r.headers).toMatchObject({ 'retry-after': expect.any(String) });
