@@ -1,9 +1,16 @@
+/**
+ * Two projects, so that only the suites that serve or read the synthesized cloud assembly pay
+ * for the synth (a cold one takes minutes here): `synthesized` (test/synth, test/e2e/synth)
+ * has the global setup that builds the assembly once per run, or finds it in .tmp/synth;
+ * `sources` (every other suite) runs without it, so a unit test after an edit in functions/
+ * starts in seconds. `npx jest test/unit/core/engine.test.ts` runs one file of `sources`;
+ * `npx jest --selectProjects synthesized` the synthesized suites alone.
+ */
 /** @type {import('jest').Config} */
-module.exports = {
+const base = {
   testEnvironment: 'node',
+  rootDir: __dirname,
   roots: ['<rootDir>/test'],
-  testMatch: ['**/*.test.ts'],
-  testPathIgnorePatterns: ['/node_modules/', '/test/long/'],
   transform: {
     '^.+\\.(t|j|mj)s$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } }],
   },
@@ -13,8 +20,31 @@ module.exports = {
     '/node_modules/(?!(@middy|file-type|strtok3|token-types|@tokenizer|@borewit|uint8array-extras|eventsource-parser)/)',
   ],
   setupFiles: ['<rootDir>/test/support/env.ts'],
-  // One synth per run, shared by every suite that needs the assembly.
-  globalSetup: '<rootDir>/test/support/global-setup.ts',
+};
+
+/** Suites that read or serve the synthesized assembly. */
+const SYNTHESIZED = ['<rootDir>/test/synth/', '<rootDir>/test/e2e/synth/'];
+
+/** @type {import('jest').Config} */
+module.exports = {
+  projects: [
+    {
+      ...base,
+      displayName: 'sources',
+      testMatch: ['**/*.test.ts'],
+      testPathIgnorePatterns: ['/node_modules/', '/test/long/', ...SYNTHESIZED],
+    },
+    {
+      ...base,
+      displayName: 'synthesized',
+      testMatch: SYNTHESIZED.map((dir) => `${dir}**/*.test.ts`),
+      testPathIgnorePatterns: ['/node_modules/'],
+      // One synth per run, shared by every suite of this project (only when one of them runs).
+      globalSetup: '<rootDir>/test/support/global-setup.ts',
+    },
+  ],
   testTimeout: 30000,
   maxWorkers: 2,
 };
+
+module.exports.base = base;
