@@ -42,10 +42,10 @@ export interface SynthOptions {
 
 /**
  * Bundles a synth makes: one per function of the service (lib/stacks/permissions.ts lists
- * them), the stateful stack's secret initializer and the upload-cors custom resource. Only for
+ * them), the stateful stack's secret initializer and the upload-cors and concurrency-check custom resources. Only for
  * the "12 of 33" of progress lines.
  */
-export const EXPECTED_BUNDLES = allFunctionNames().length + 2;
+export const EXPECTED_BUNDLES = allFunctionNames().length + 3;
 
 /**
  * Turns the synth's output into progress lines: the CDK prints `Bundling asset

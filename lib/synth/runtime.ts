@@ -42,7 +42,8 @@ import { bootstrap, describeRecovered, onRecordedPort, type Boot, type BootOptio
 import { apiPolicyCheck } from './api-policy';
 import { firewallFromTemplate } from './waf';
 import { resolveAssembly, type ResolvedAssembly, type ResolvedStack } from './physical';
-import { scaled, scaleFactorOf, scaleModelFromTemplates, type ScaleModel } from './scale-model';
+import { AWS_QUOTAS, scaled, scaleFactorOf, scaleModelFromTemplates, templateReservations, type ScaleModel } from './scale-model';
+import { readSavedJson, writeSavedJson } from '../local/saved-json';
 import { compileRoutes, matchResource, normaliseBasePath, stripBasePath } from '../local/gateway/routing';
 import { gatewayReplies, send } from '../local/gateway/replies';
 
@@ -61,8 +62,13 @@ export interface SynthRuntimeOptions extends BootOptions {
    * enforced as AWS enforces them. Default: PIPEGATE_SCALE, else no model.
    */
   scale?: number;
-  /** The account's Lambda concurrency quota the model assumes (default: PIPEGATE_SCALE_ACCOUNT_CONCURRENCY, else AWS's 1,000). */
+  /**
+   * The emulated account's Lambda concurrency quota, as GetAccountSettings answers it and the
+   * scale model shares it (default: PIPEGATE_SCALE_ACCOUNT_CONCURRENCY, else AWS's 1,000).
+   */
   accountConcurrency?: number;
+  /** Units other functions of the emulated account have reserved (default: PIPEGATE_SCALE_ACCOUNT_RESERVED, else 0). */
+  accountReservedElsewhere?: number;
   /**
    * The IAM principal the owner token stands for, checked against the API's resource policy
    * (default: PIPEGATE_OWNER_PRINCIPAL, else a user of the template's account, DEFAULT_OWNER_USER).
@@ -127,6 +133,7 @@ const WIRING = new Set([
   'PIPEGATE_BASE_PATH',
   'PIPEGATE_SCALE',
   'PIPEGATE_SCALE_ACCOUNT_CONCURRENCY',
+  'PIPEGATE_SCALE_ACCOUNT_RESERVED',
   'PIPEGATE_OWNER_PRINCIPAL',
 ]);
 
@@ -178,7 +185,17 @@ async function wireSynth(
   const factor = opts.scale ?? scaleFactorOf(env.PIPEGATE_SCALE);
   const accountConcurrency =
     opts.accountConcurrency ?? (env.PIPEGATE_SCALE_ACCOUNT_CONCURRENCY ? Number(env.PIPEGATE_SCALE_ACCOUNT_CONCURRENCY) : undefined);
-  const scale = factor === undefined ? undefined : scaleModelFromTemplates(stacks, { factor, accountConcurrency });
+  const reservedElsewhere =
+    opts.accountReservedElsewhere ?? (env.PIPEGATE_SCALE_ACCOUNT_RESERVED ? Number(env.PIPEGATE_SCALE_ACCOUNT_RESERVED) : 0);
+  const scale = factor === undefined ? undefined : scaleModelFromTemplates(stacks, { factor, accountConcurrency, reservedElsewhere });
+  // The account as Lambda's GetAccountSettings reports it: what this service's functions held
+  // when the data dir last started (a redeploy's functions still hold the old plan while the
+  // deploy-time check runs) and what others reserved are not unreserved.
+  const reservationsFile = join(dataDir, 'lambda-reservations.json');
+  const saved = readSavedJson(reservationsFile);
+  let heldByService = isPlainObject(saved) && typeof saved.total === 'number' ? saved.total : 0;
+  const quota = accountConcurrency ?? AWS_QUOTAS.accountConcurrency;
+  const lambdaAccount = () => ({ quota, unreserved: Math.max(0, quota - reservedElsewhere - heldByService) });
 
   const dynamo = await boot.tables(stacks.flatMap((s) => tableInputs(s)));
 
@@ -399,6 +416,7 @@ async function wireSynth(
     secrets,
     kms,
     objects: { dir: join(dataDir, 'objects'), buckets, expirationDays, cors: corsRules },
+    lambdaAccount,
     ...(scale ? { throughput: scale.dynamo, startThrottle: scale.states } : {}),
   });
   // S3's own lifecycle expiry, from the template's rules: a pass at start and every hour.
@@ -423,6 +441,9 @@ async function wireSynth(
       log,
       (props) => !namesApi(props),
     );
+  // Past the deploy-time concurrency check: the functions now hold the template's reservations.
+  heldByService = [...templateReservations(stacks).values()].reduce((a, b) => a + b, 0);
+  writeSavedJson(reservationsFile, { total: heldByService });
   progress('recovering what the last stop left unfinished');
 
   // A restart owes the work it finds unfinished what `npm start` owes it: AWS never restarts,
