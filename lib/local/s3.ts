@@ -22,6 +22,7 @@ import { multipartRequest, expireUploads } from './s3-multipart';
 import { deleteObject, deleteObjects, expireObjects, getObject, listObjects, putObject } from './s3-objects';
 import { parseAddress, parseAuthorization, queryValue, S3Error, verifySignature, xmlEscape } from './s3-request';
 import { corsHeaders, preflight } from './s3-cors';
+import { drainRest } from './drain';
 
 export { S3Error };
 export type { S3Check, S3EmulationOptions } from './s3-context';
@@ -123,6 +124,11 @@ export function createS3Handler(opts: S3EmulationOptions): S3Handler {
       }
     } catch (err) {
       const e = err instanceof S3Error ? err : new S3Error(500, 'InternalError', err instanceof Error ? err.message : String(err));
+      // A refused request's body may still be arriving (a PUT refused on its headers: a
+      // signature over another length, no permission): S3 reads the rest before it answers, so
+      // the client gets the error and not a reset (lib/local/drain.ts).
+      const drained = await drainRest(req);
+      if (!drained && !res.headersSent) res.setHeader('Connection', 'close');
       sendError(res, method, e);
     }
   }
@@ -142,8 +148,6 @@ export function sendError(res: ServerResponse, method: string, e: S3Error): void
   const extra = Object.entries(e.extra)
     .map(([k, v]) => `<${k}>${xmlEscape(v)}</${k}>`)
     .join('');
-  // Not every refused request was read whole; the connection is not reused after one.
-  res.setHeader('Connection', 'close');
   sendXml(
     res,
     e.status,

@@ -12,6 +12,7 @@ import type { Readable } from 'node:stream';
 import { bodyCeiling, bodySizeProblem } from '../../../functions/core/body-size';
 import { ERRORS, unauthorizedBody } from '../../../functions/core/errors';
 import { GATEWAY_RESPONSES, type GatewayResponse } from '../../gateway-responses';
+import { drainRest } from '../drain';
 import { createLambdaContext, LOCAL_ACCOUNT, LOCAL_REGION } from '../lambda-context';
 import { createAuthorize, describe, ownerTokenCheck, UNCACHED, type AuthorizerSettings, type RequestAuthorizer } from './authorizer';
 import { API_ID, authorizerEvent, eventParts, proxyEvent, readBody, STAGE, type ApiIdentity } from './proxy-event';
@@ -106,11 +107,7 @@ export function createGateway(opts: GatewayOptions): (req: IncomingMessage, res:
     const rawQuery = queryAt === -1 ? '' : target.slice(queryAt + 1);
 
     const blocked = opts.firewall?.(req);
-    if (blocked) {
-      // The body is never read: the connection closes after the answer.
-      req.pause();
-      return { reply: { ...blocked, headers: [...blocked.headers, ['Connection', 'close']] }, route: null };
-    }
+    if (blocked) return { reply: await answerEarly(req, blocked), route: null };
 
     const path = stripBasePath(fullPath, basePath);
     const routePath = path !== undefined && path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
@@ -140,13 +137,10 @@ export function createGateway(opts: GatewayOptions): (req: IncomingMessage, res:
     const maxBody = bodyCeiling(limits);
     const body = await readBody(req, maxBody);
     if (body === 'too_large') {
-      // Answer now and let the connection close: the rest of the upload is never read.
-      req.pause();
       // API Gateway's own ceiling is 10 MB; here the gateway applies the configured limit, so it
       // says that one (the body is past the ceiling: readBody stopped there).
       const reply = json(413, { error: ERRORS.PayloadTooLarge.message, detail: bodySizeProblem(maxBody + 1, limits) });
-      reply.headers.push(['Connection', 'close']);
-      return { reply, ...at };
+      return { reply: await answerEarly(req, reply), ...at };
     }
 
     const parts = eventParts({ req, requestId, requestTimeEpoch, method, fullPath, path, routePath, rawQuery, match, route }, api);
@@ -249,6 +243,17 @@ export function createGateway(opts: GatewayOptions): (req: IncomingMessage, res:
       })
       .catch(() => undefined);
   };
+}
+
+/**
+ * A reply given without the body: the rest of the body is read and dropped first, so the client,
+ * still sending, gets the answer and not a reset (lib/local/drain.ts); when that cannot be done
+ * (a body declared past the drain's bound, one that stopped arriving) the connection closes after
+ * the answer.
+ */
+async function answerEarly(req: IncomingMessage, reply: Reply): Promise<Reply> {
+  if (await drainRest(req)) return reply;
+  return { ...reply, headers: [...reply.headers, ['Connection', 'close']] };
 }
 
 class IntegrationTimeout extends Error {}
