@@ -20,7 +20,11 @@ export const createHandler =
   (deps: DepsSource) =>
   async (event: APIGatewayRequestAuthorizerEvent): Promise<APIGatewayAuthorizerResult> => {
     const d = deps();
-    const headers: Record<string, string | undefined> = { ...(event.headers ?? {}) };
+    // Every value of a header sent twice (`headers` keeps only the last): two keys are refused.
+    const headers: Record<string, string | readonly string[] | undefined> = {
+      ...(event.headers ?? {}),
+      ...(event.multiValueHeaders ?? {}),
+    };
     let answer;
     try {
       answer = await authorize(d, headers, event.pathParameters?.deployment_id);

@@ -48,6 +48,8 @@ export const isUploadValue = (x: unknown): x is string =>
 // A media type essence as RFC 6838 spells it (type/subtype, restricted names), lowercase.
 const MEDIA_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}$/;
 export const isMediaType = (s: string): boolean => MEDIA_TYPE.test(s);
+/** The same in any case: what a request may send (it is lower-cased before isMediaType), for the documents. */
+export const MEDIA_TYPE_ANY_CASE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}$/;
 /** A pattern an input accepts: a media type, or a whole top-level type such as `image/*`. */
 export const isMediaTypePattern = (s: string): boolean => isMediaType(s) || /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/\*$/.test(s);
 

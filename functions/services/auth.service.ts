@@ -27,7 +27,11 @@ export type AuthAnswer = ({ ok: true } & Authorized) | { ok: false; reason: KeyR
  * `pathDeploymentId` is the deployment the route names, if it names one: a key of another
  * deployment is refused there rather than passed on.
  */
-export async function authorize(d: Deps, headers: Record<string, string | undefined>, pathDeploymentId?: string): Promise<AuthAnswer> {
+export async function authorize(
+  d: Deps,
+  headers: Readonly<Record<string, string | readonly string[] | undefined>>,
+  pathDeploymentId?: string,
+): Promise<AuthAnswer> {
   const presented = readApiKey(headers);
   if (!('key' in presented)) return { ok: false, reason: presented.refused };
   const parsed = parseApiKey(presented.key);

@@ -6,7 +6,8 @@
  * there. The pieces live beside this file, one concern each.
  */
 import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, maxHeaderSize, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
 import { bodyCeiling, bodySizeProblem } from '../../../functions/core/body-size';
@@ -35,7 +36,31 @@ export function createLocalServer(listener: (req: IncomingMessage, res: ServerRe
   const server = createServer(listener);
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
+  server.on('clientError', answerUnreadable);
   return server;
+}
+
+/**
+ * A request Node's parser cannot take never reaches the gateway: Node answers it alone, bare
+ * (a 431 past `maxHeaderSize`, 16 KiB, a 400 for anything else it cannot parse). These say the
+ * same in the API's JSON error shape, naming what was wrong.
+ */
+function answerUnreadable(err: NodeJS.ErrnoException & { bytesParsed?: number }, socket: Duplex): void {
+  if (!socket.writable || err.code === 'ECONNRESET') {
+    socket.destroy();
+    return;
+  }
+  const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
+  const { status, message } = tooLarge ? ERRORS.RequestHeaderFieldsTooLarge : ERRORS.BadRequest;
+  const body = JSON.stringify({
+    error: message,
+    detail: tooLarge
+      ? `the request line and headers are larger than ${maxHeaderSize} bytes: send fewer or shorter headers`
+      : `the request is not HTTP/1.1 this server can read (${err.code ?? 'unparsable'})`,
+  });
+  socket.end(
+    `HTTP/1.1 ${status} ${message}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }
 
 /** A function behind a route: a buffered proxy handler or a streaming one (Lambda invokes either way). */
@@ -125,7 +150,22 @@ export function createGateway(opts: GatewayOptions): (req: IncomingMessage, res:
         .slice(1)
         .map((s) => decodeURIComponent(s));
     } catch {
-      return { reply: json(400, { error: 'Bad Request' }), route: null };
+      const bad = routePath.split('/').find((s) => {
+        try {
+          decodeURIComponent(s);
+          return false;
+        } catch {
+          return true;
+        }
+      });
+      const shown = (bad ?? '').length > 80 ? `${(bad ?? '').slice(0, 80)}…` : (bad ?? '');
+      return {
+        reply: json(400, {
+          error: ERRORS.BadRequest.message,
+          detail: `the path segment "${shown}" is not percent-encoded UTF-8: each %XX must be a byte of a UTF-8 character`,
+        }),
+        route: null,
+      };
     }
     const match = matchResource(resources, decoded);
     if (!match) return { reply: json(404, { error: 'Not Found' }), route: null };
