@@ -17,10 +17,13 @@
  * `npm run bench -- --only events` many readers of one execution's event stream (bench/events.ts);
  * `npm run bench -- --only consumers` what a consumer key with limits adds (bench/consumers.ts);
  * `npm run bench -- --only bundles` the Lambda bundles alone (sizes, cold inits, what each holds);
+ * `npm run bench -- --only uploads` a 100 MiB upload PUT, checked and executed, against the
+ * runtime's resident memory (bench/upload-memory.ts; about two minutes);
  * `npm run bench -- --only scale` runs the load test on start:synth's scale model (bench/scale.ts;
  * minutes: a synthesis per deployment, then each rate's load and drain).
  */
 import { measureConsumers } from './consumers';
+import { measureUploadMemory, uploadMemoryRows } from './upload-memory';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -546,12 +549,21 @@ async function main(): Promise<void> {
   const started = performance.now();
   mkdirSync(RESULTS, { recursive: true });
   const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined;
-  const ONLY = ['retained', 'media', 'scale', 'events', 'consumers', 'bundles'];
+  const ONLY = ['retained', 'media', 'scale', 'events', 'consumers', 'bundles', 'uploads'];
   if (only !== undefined && !ONLY.includes(only))
     throw new Error(`--only takes ${ONLY.map((o) => JSON.stringify(o)).join(', ')}, not ${JSON.stringify(only)}`);
   if (only === 'consumers') {
     const m = machine();
     console.log(textTable(['what', 'latency (local runtime, one at a time)', 'cost'], await measureConsumers(log)));
+    console.log(
+      `\n${m.nproc} cores · ${m.cpuModel} · ${m.memoryGiB} GiB · Node ${m.node} · ${m.platform} · ${((performance.now() - started) / 1000).toFixed(0)} s`,
+    );
+    return;
+  }
+  if (only === 'uploads') {
+    const m = machine();
+    const [header, rows] = uploadMemoryRows(await measureUploadMemory(log));
+    console.log(textTable(header, rows));
     console.log(
       `\n${m.nproc} cores · ${m.cpuModel} · ${m.memoryGiB} GiB · Node ${m.node} · ${m.platform} · ${((performance.now() - started) / 1000).toFixed(0)} s`,
     );
