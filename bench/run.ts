@@ -36,6 +36,8 @@ import {
   lambdaInvocations,
   mediaObjectCost,
   operationsCost,
+  monthlyBill,
+  fixedMonthlyDollars,
   ownerUploadCost,
   successPath,
   totalDollars,
@@ -322,12 +324,15 @@ function callerRows(r: Results): Row[] {
       '',
     ]);
     const atTInput = callerCost(atT, path).input;
-    const ops = operationsCost(atTInput, { logLevel: 'ERROR', waf: true });
-    const allIn = totalDollars(costT) + totalDollars(ops);
+    // The bill at 1 M a month (docs/aws.md): X-Ray at its default rule's sampling there, the
+    // deploy's defaults (no wait bound), the fixed charges spread over the month's executions.
+    const bill = monthlyBill(atTInput, 1_000_000);
+    const ops = operationsCost(atTInput, { logLevel: 'ERROR', waf: true, monthlyExecutions: 1_000_000, waitBound: false });
+    const allIn = bill.perMillion;
     rows.push([
-      `  all in (logs at ERROR, X-Ray sampled, WAF)`,
+      `  all in at 1 M a month (fixed charges included)`,
       `$${allIn.toFixed(2)}`,
-      ops.map((l) => `${l.item} $${l.dollars.toFixed(2)}`).join(', '),
+      [...ops.map((l) => `${l.item} $${l.dollars.toFixed(2)}`), `fixed $${fixedMonthlyDollars().toFixed(2)} a month`].join(', '),
       '',
       f.shape === 'wait' ? `≤ $${ALL_IN_TARGET_DOLLARS}` : '',
       f.shape === 'wait' ? verdict(allIn, 'max', ALL_IN_TARGET_DOLLARS) : '',

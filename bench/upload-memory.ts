@@ -65,7 +65,11 @@ const ask = <T>(child: ChildProcess, message: string): Promise<T> =>
     child.send(message);
   });
 
-async function oneRun(way: Way, file: Buffer, upstream: { url: string; received: () => number; reset: () => void }): Promise<UploadMemoryFigure> {
+async function oneRun(
+  way: Way,
+  file: Buffer,
+  upstream: { url: string; received: () => number; reset: () => void },
+): Promise<UploadMemoryFigure> {
   const child = fork(join(__dirname, 'upload-memory-child.ts'), [], {
     execArgv: ['--import', 'tsx', '--expose-gc'],
     env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' },
@@ -79,7 +83,7 @@ async function oneRun(way: Way, file: Buffer, upstream: { url: string; received:
     const owner = { authorization: `Bearer ${ownerToken}` };
     await call(`${url}/v1/pipelines/upload-bench`, 'PUT', pipeline(upstream.url), owner);
     const run = await call(`${url}/v1/pipelines/upload-bench/runs`, 'POST', {}, { ...owner, prefer: 'wait=20' });
-    if (run.status !== "completed") throw new Error(`the owner's run ended ${JSON.stringify(run)}`);
+    if (run.status !== 'completed') throw new Error(`the owner's run ended ${JSON.stringify(run)}`);
     const pub = await call(`${url}/v1/pipelines/upload-bench/deployment`, 'PUT', {}, owner);
     const key = { 'x-api-key': String(pub.api_key) };
     const deployment = String(pub.deployment_id);
@@ -98,7 +102,10 @@ async function oneRun(way: Way, file: Buffer, upstream: { url: string; received:
       );
       let status = String(e.status);
       while (status !== 'completed' && status !== 'failed') {
-        const s = await call(`${url}/v1/deployments/executions/${String(e.execution_id)}/status/`, 'GET', undefined, { ...key, prefer: 'wait=25' });
+        const s = await call(`${url}/v1/deployments/executions/${String(e.execution_id)}/status/`, 'GET', undefined, {
+          ...key,
+          prefer: 'wait=25',
+        });
         status = String(s.status);
       }
       if (status !== 'completed') throw new Error(`the execution ${status}`);
@@ -176,6 +183,16 @@ export function uploadMemoryRows(figures: readonly UploadMemoryFigure[]): [strin
     f.way === 'put' ? '' : `${(f.forwarded / MIB).toFixed(1)} MiB`,
     f.way === 'put' ? '' : `peak < ${mb(UPLOAD_MEMORY_GOAL_BYTES)}: ${f.peak < UPLOAD_MEMORY_GOAL_BYTES ? 'met' : 'NOT met'}`,
   ]);
-  rows.push([`${SIZE / MIB} MiB file, ${ROUNDS} rounds, medians; load ${loadavg().map((x) => x.toFixed(2)).join(' ')}`, '', '', '', '', '', '']);
+  rows.push([
+    `${SIZE / MIB} MiB file, ${ROUNDS} rounds, medians; load ${loadavg()
+      .map((x) => x.toFixed(2))
+      .join(' ')}`,
+    '',
+    '',
+    '',
+    '',
+    '',
+    '',
+  ]);
   return [header, rows];
 }

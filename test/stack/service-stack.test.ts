@@ -20,6 +20,8 @@ import { isPlainObject } from '../../functions/core/values';
 import { EXPRESS_MAX_EXECUTION_TIMEOUT_MS } from '../../lib/workflow-budget';
 import { CLASS_SHARES, classOf, concurrencyPlan, DEFAULT_MAX_ACCOUNT_SHARE, minimumReservation, waitersBound } from '../../lib/concurrency';
 import { parseSettings } from '../../lib/stacks/settings';
+import { ASSUMPTIONS } from '../../bench/prices';
+import { fixedMonthlyCosts } from '../../bench/aws-calls';
 import type { Template as SynthTemplate } from '../../lib/synth/assembly';
 import { reserving as reservingEdit } from '../synth/synth-helpers';
 
@@ -775,6 +777,21 @@ describe('custom resources and schedules', () => {
       'Custom::PipegateUploadCors',
     ]);
     for (const r of custom) expect(Number(r.Properties?.ServiceTimeout)).toBe(300);
+  });
+
+  it("counts in the cost model's fixed charges what the stacks create: alarms, secrets, keys, polled queues, web ACL rules", () => {
+    // Act
+    const all = [...Object.values(svc), ...Object.values(data)];
+    const count = (type: string) => all.filter((r) => r.Type === type).length;
+    const acl = all.find((r) => r.Type === 'AWS::WAFv2::WebACL');
+    // Assess
+    expect(count('AWS::CloudWatch::Alarm')).toBe(ASSUMPTIONS.alarms);
+    expect(count('AWS::SecretsManager::Secret')).toBe(2);
+    expect(count('AWS::KMS::Key')).toBe(1);
+    expect(count('AWS::Lambda::EventSourceMapping')).toBe(ASSUMPTIONS.polledQueues);
+    expect(count('AWS::WAFv2::WebACL')).toBe(1);
+    expect((acl?.Properties?.Rules as unknown[]).length).toBe(ASSUMPTIONS.wafRules);
+    expect(fixedMonthlyCosts().map((f) => f.perMonth)).toContain('2 secrets (key material, pepper)');
   });
 
   it("lets no failed sweeper pass be retried by Lambda's asynchronous retries, which would overlap the next passes", () => {
