@@ -65,8 +65,11 @@ export interface Contract {
 }
 
 export type ExecutionKind = 'run' | 'api';
-/** Where an execution of a deployment came from: a caller with the key, or the deployment's web form. */
-export type ExecutionSource = 'api' | 'form';
+/**
+ * Where an execution of a deployment came from: a caller with the key (the REST API), the
+ * deployment's web form, or an MCP client's tools/call (with the key too).
+ */
+export type ExecutionSource = 'api' | 'form' | 'mcp';
 
 /**
  * A deployment's web form (GET /v1/forms/{form_token}). The link's token is never stored: it is
@@ -135,7 +138,7 @@ export interface Execution {
   base_url?: string | null;
   /** Output ids a caller may see (API executions); null for runs, which see all. */
   visible_outputs: string[] | null;
-  /** 'form': submitted through the deployment's web form. Absent: a caller with the key (or a run). */
+  /** 'form': submitted through the deployment's web form; 'mcp': a tools/call. Absent: a caller with the key (or a run). */
   source?: ExecutionSource | null;
   /** A form execution: the hash of the form link that made it, the only link that reads it. */
   form_link?: string | null;

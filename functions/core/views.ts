@@ -1,7 +1,7 @@
 /** The bodies users see, built from records in one place so every route answers alike. */
 import { assetOutputValue, type AssetOutputValue } from './output-assets';
 import type { ExecutionSummaryRecord, PresignedDownload } from './ports';
-import type { CallbackDelivery, Execution, PipelineListing, PipelineMeta, RawValue } from './types';
+import type { CallbackDelivery, Execution, ExecutionSource, PipelineListing, PipelineMeta, RawValue } from './types';
 import type { ClaimField } from './claim-check';
 
 /** Fresh links to ASSET outputs by output id (functions/services/output-links.ts); an output without one is not shown. */
@@ -129,7 +129,7 @@ export function outputArtifacts(e: Execution, links: OutputLinks = {}): OutputAr
 }
 
 /** Where an execution of a deployment came from; null for runs. */
-export const sourceOf = (e: Pick<Execution, 'kind' | 'source'>): 'api' | 'form' | null => (e.kind === 'run' ? null : (e.source ?? 'api'));
+export const sourceOf = (e: Pick<Execution, 'kind' | 'source'>): ExecutionSource | null => (e.kind === 'run' ? null : (e.source ?? 'api'));
 
 export function resultBody(e: Execution, links: OutputLinks = {}) {
   return {

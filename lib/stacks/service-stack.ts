@@ -188,6 +188,8 @@ export class ServiceStack extends Stack {
     // The form page uploads straight to storage when it is served at an origin the bucket's
     // upload rule names (the API's own, the public URL's): it compares its own with these.
     this.fn(FORM_PAGE_FUNCTION).fn.addEnvironment('PIPEGATE_API_URL', this.apiUrl);
+    // The MCP server refuses browser pages of other origins (DNS rebinding): it knows its own from these.
+    this.fn(MCP_FUNCTION).fn.addEnvironment('PIPEGATE_API_URL', this.apiUrl);
     this.buildUploadCors(stateful, settings);
 
     this.buildSweeperSchedule();
@@ -643,6 +645,7 @@ export const ownerMethodPatterns = (stage: string): string[] =>
 
 /** The function serving the web form's page. */
 const FORM_PAGE_FUNCTION = 'form-page';
+const MCP_FUNCTION = 'deployment-mcp';
 
 /** Functions told the API's own URL for the loop guard: the one running http nodes, and the push checking them. */
 export const LOOP_GUARDED_FUNCTIONS = [WORKERS.taskRun, 'pipeline-push'] as const;
