@@ -315,6 +315,8 @@ export const CALLER_ROUTES: readonly Route[] = [
     path: MCP_ROUTE_PATH,
     handler: 'deployment-mcp',
     auth: 'apiKey',
+    // One function serves both methods, and it is a streaming one.
+    streams: true,
     operationId: 'mcpStream',
     summary: 'No server-initiated stream: 405 (the MCP server keeps no session)',
     params: ['DeploymentId'],

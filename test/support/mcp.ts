@@ -77,7 +77,7 @@ export interface ConformanceCheck {
   details?: unknown;
 }
 
-const CONFORMANCE_CLI = require.resolve('@modelcontextprotocol/conformance/dist/index.js');
+export const CONFORMANCE_CLI = require.resolve('@modelcontextprotocol/conformance/dist/index.js');
 
 /**
  * One server scenario of the official suite against `url`, run as its CLI runs it (a process
