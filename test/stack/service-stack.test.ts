@@ -148,6 +148,8 @@ describe('API routes from lib/routes.ts', () => {
     ).toEqual([
       'GET asset-get',
       'GET deployment-executions',
+      // The MCP server: progress, then the result, on one SSE answer (both methods: one function).
+      'GET deployment-mcp',
       'GET execution-events',
       'GET execution-result',
       'GET execution-status',
@@ -158,6 +160,7 @@ describe('API routes from lib/routes.ts', () => {
       'GET run-get',
       'GET run-list',
       'HEAD asset-get',
+      'POST deployment-mcp',
       'POST execute',
       'POST run-start',
     ]);
@@ -451,6 +454,8 @@ describe('least privilege, from lib/stacks/permissions.ts', () => {
       // Inline assets and large values, under the API execution it creates.
       execute: [put('bucket/d/*/e/*')],
       'form-execute': [put('bucket/d/*/e/*')],
+      // An MCP tools/call is an execute: its inline and fetched files, under the execution.
+      'deployment-mcp': [put('bucket/d/*/e/*')],
       // The same, under the owner's run it creates.
       'run-start': [put('bucket/p/*/r/*')],
       // Outputs and large values of whichever it runs, binary answers streamed in parts.
@@ -477,13 +482,13 @@ describe('least privilege, from lib/stacks/permissions.ts', () => {
     ).toEqual(['deployment-delete', WORKERS.sweeper].sort());
   });
 
-  it('lets only the runner start executions, and only the two cancels (caller and owner) stop them', () => {
+  it("lets only the runner start executions, and only the cancels (caller's, owner's, and an MCP client's tasks/cancel) stop them", () => {
     // Act
     const starters = allFunctionNames().filter((n) => actionsOn(statementsOf(roleId(n)), 'states:StartExecution').length > 0);
     const stoppers = allFunctionNames().filter((n) => actionsOn(statementsOf(roleId(n)), 'states:StopExecution').length > 0);
     // Assess
     expect(starters).toEqual([WORKERS.runner]);
-    expect(stoppers.sort()).toEqual(['execution-cancel', 'owner-execution-cancel']);
+    expect(stoppers.sort()).toEqual(['deployment-mcp', 'execution-cancel', 'owner-execution-cancel']);
     const machine = logicalId(built.service.stateMachine.node.defaultChild);
     expect(resourcesFor(statementsOf(roleId(WORKERS.runner)), 'states:StartExecution')).toEqual([`service:${machine}`]);
     for (const stopper of stoppers) {
@@ -550,6 +555,57 @@ describe('least privilege, from lib/stacks/permissions.ts', () => {
       expect(actions).not.toContain('dynamodb:UpdateItem');
       expect(actions).not.toContain('sqs:SendMessage');
     }
+  });
+});
+
+describe('the MCP server function (deployment-mcp)', () => {
+  const name = 'deployment-mcp';
+
+  it("holds an execute's grants, a cancel's, and nothing else", () => {
+    // Act
+    const plain = statementsOf(roleId(name))
+      .filter((st) => !st.actions.every((a) => a.startsWith('logs:') || a.startsWith('xray:')))
+      .map((st) => ({ actions: [...st.actions].sort(), resources: [...st.resources].sort() }))
+      .sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
+    const conditioned = statementsOf(roleId(name), svc, true).map((st) => st.actions);
+    const machine = logicalId(built.service.stateMachine.node.defaultChild);
+    // Assess: the records an execute writes and a cancel moves, the executions queue (submit) and
+    // the callbacks queue (a cancel owes its callback), the key material (links), StopExecution.
+    expect(actionsOn(plain, 'dynamodb:')).toEqual(['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem']);
+    expect(resourcesFor(plain, 'dynamodb:GetItem')).toEqual([`stateful:${tableId}`]);
+    expect(resourcesFor(plain, 'sqs:SendMessage')).toEqual(
+      [`stateful:${queueId('callbacks')}`, `stateful:${queueId('executions')}`].sort(),
+    );
+    expect(actionsOn(plain, 'secretsmanager:')).toEqual(['secretsmanager:GetSecretValue']);
+    expect(resourcesFor(plain, 'states:StopExecution')).toEqual([
+      `arn:aws:states:${built.service.region}:${built.service.account}:execution:service:${machine}:*`,
+    ]);
+    expect(actionsOn(plain, 'dynamodb:Query')).toEqual([]);
+    expect(actionsOn(plain, 'states:StartExecution')).toEqual([]);
+    expect(conditioned).toEqual([['dynamodb:UpdateItem']]);
+    const policies = Object.values(svc)
+      .filter((r) => r.Type === 'AWS::IAM::Policy' && asArray(r.Properties?.Roles).map(refOf).includes(roleId(name)))
+      .map((r) => JSON.stringify(r.Properties));
+    expect(policies.some((p) => p.includes('"dynamodb:LeadingKeys":["UPLOAD#*","LIMIT#*","USAGE#*","WAITERS#*"]'))).toBe(true);
+    expect(accessFor(name).objects).toEqual(['read', 'caller-execution']);
+  });
+
+  it('serves both methods of the MCP URL streamed, behind the key authorizer, with its share of the waiting routes', () => {
+    const fn = svc[fnId(name)]?.Properties ?? {};
+    expect(fn.Timeout).toBe(STREAMED_ROUTE_TIMEOUT_SECONDS);
+    const env = (fn.Environment as { Variables: Record<string, unknown> }).Variables;
+    expect(JSON.stringify(env.PIPEGATE_API_URL)).toContain('execute-api');
+    const plan = concurrencyPlan(allFunctionNames(), built.settings.accountConcurrency);
+    expect(classOf(name)).toBe('waiting');
+    expect(Number(fn.ReservedConcurrentExecutions)).toBe(plan.reserved[name]);
+    expect(plan.reserved[name]).toBeGreaterThan(0);
+    expect(env.PIPEGATE_MAX_WAITERS).toBe(String(waitersBound(plan.reserved[name] ?? 0)));
+    const routes = ROUTES.filter((r) => r.handler === name);
+    expect(routes.map((r) => `${r.method} ${r.path}`).sort()).toEqual([
+      'GET /v1/deployments/{deployment_id}/mcp',
+      'POST /v1/deployments/{deployment_id}/mcp',
+    ]);
+    for (const r of routes) expect([r.auth, r.streams]).toEqual(['apiKey', true]);
   });
 });
 

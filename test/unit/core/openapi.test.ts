@@ -205,6 +205,9 @@ const EXPECTED_ERRORS: Record<string, ErrorName[]> = {
   'POST /v1/deployments/executions/{execution_id}/cancel': ['ExecutionNotFound', 'ExecutionAlreadyFinished'],
   'GET /v1/deployments/{deployment_id}': ['DeploymentNotFound'],
   'GET /v1/deployments/{deployment_id}/openapi.json': ['DeploymentNotFound'],
+  // The MCP transport's own refusals are JSON-RPC error objects, not the catalog's bodies.
+  'POST /v1/deployments/{deployment_id}/mcp': ['Forbidden', 'DeploymentNotFound', 'PayloadTooLarge'],
+  'GET /v1/deployments/{deployment_id}/mcp': ['MethodNotAllowed', 'DeploymentNotFound'],
   'GET /v1/deployments/{deployment_id}/docs': ['DeploymentNotFound'],
   'GET /v1/docs/{asset}': ['RouteNotFound'],
   'GET /v1/assets/{token}': ['AssetNotFound', 'AssetLinkExpired', 'RangeNotSatisfiable'],
