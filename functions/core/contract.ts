@@ -287,6 +287,7 @@ export interface Readiness {
     version: number;
     published_at: string;
     execute_url: string;
+    mcp_url: string;
     form_url: string | null;
     form: { enabled: boolean; title: string | null; description: string | null } | null;
     events: { node_detail: boolean };
@@ -308,7 +309,7 @@ export function readiness(args: {
   latestFinished: RunPointer | null;
   lastSuccessful: RunPointer | null;
   discovered: Contract | null;
-  deployment: (Deployment & { execute_url: string; form_url?: string | null }) | null;
+  deployment: (Deployment & { execute_url: string; mcp_url: string; form_url?: string | null }) | null;
 }): Readiness {
   const { deployment, latestFinished, discovered } = args;
   let state: ReadinessState;
@@ -332,6 +333,7 @@ export function readiness(args: {
             version: deployment.version,
             published_at: deployment.published_at,
             execute_url: deployment.execute_url,
+            mcp_url: deployment.mcp_url,
             form_url: deployment.form_url ?? null,
             form: formView(deployment.form),
             events: { node_detail: deployment.node_detail !== false },

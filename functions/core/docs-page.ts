@@ -137,6 +137,13 @@ export const DOCS_SCRIPT = `'use strict';
       contract.appendChild(el('h3', s.label || s.lang));
       contract.appendChild(el('pre', s.source));
     });
+    // The same deployment as an agent's tool: its MCP URL and a client's configuration.
+    var mcp = at(spec, ['paths', '/v1/deployments/' + id + '/mcp', 'post', 'x-codeSamples']) || [];
+    if (mcp.length > 0) {
+      contract.appendChild(el('h2', 'As an MCP tool'));
+      contract.appendChild(el('p', 'MCP URL: ' + base + '/v1/deployments/' + id + '/mcp (send the key as Authorization: Bearer <key>)'));
+      mcp.forEach(function (s) { contract.appendChild(el('pre', s.source)); });
+    }
     contract.hidden = false;
   }
 
@@ -246,5 +253,11 @@ export function withCodeSamples<T extends { paths: Record<string, unknown> }>(do
     { lang: 'TypeScript', label: 'TypeScript (openapi-fetch)', source: s.typescript },
     { lang: 'Python', label: 'Python (requests)', source: s.python },
   ];
-  return { ...doc, paths: { ...doc.paths, [path]: { ...item, post: { ...item.post, 'x-codeSamples': samples } } } };
+  const paths = { ...doc.paths, [path]: { ...item, post: { ...item.post, 'x-codeSamples': samples } } };
+  // The MCP operation: a client's configuration, for agents.
+  const mcpPath = `/v1/deployments/${deploymentId}/mcp`;
+  const mcp = doc.paths[mcpPath] as { post?: Record<string, unknown> } | undefined;
+  if (mcp?.post)
+    paths[mcpPath] = { ...mcp, post: { ...mcp.post, 'x-codeSamples': [{ lang: 'JSON', label: 'MCP client', source: s.mcp }] } };
+  return { ...doc, paths };
 }

@@ -576,6 +576,12 @@ const deploymentEntries = {
   version: int(1),
   published_at: Timestamp,
   execute_url: url,
+  mcp_url: v.pipe(
+    url,
+    v.description(
+      'The deployment as an MCP server (Streamable HTTP): point an MCP client here with `Authorization: Bearer <API key>`; its one tool runs the deployment.',
+    ),
+  ),
   form_url: v.pipe(
     v.nullable(url),
     v.description('The web form: anyone with this link can use the deployment in a browser; null without an enabled form.'),

@@ -11,6 +11,8 @@ export interface DeploymentSnippets {
   curl: string;
   typescript: string;
   python: string;
+  /** An MCP client's configuration for the deployment's MCP URL (the `mcpServers` JSON most clients read). */
+  mcp: string;
 }
 
 export const SNIPPET_KEY_VARIABLE = 'PIPEGATE_API_KEY';
@@ -181,5 +183,30 @@ export function deploymentSnippets(document: unknown): DeploymentSnippets {
     `print(result.json()["status"], result.json()["response_data"])`,
   ].join('\n');
 
-  return { curl, typescript: ts, python: py };
+  return { curl, typescript: ts, python: py, mcp: mcpSnippet(document, base) };
+}
+
+/**
+ * The deployment as an MCP server in a client's configuration: the `mcpServers` entry most
+ * clients read (Claude Desktop and Code, Cursor, Windsurf; VS Code calls the object `servers`),
+ * its URL from the document's MCP operation and the key as `Authorization: Bearer`, read from
+ * PIPEGATE_API_KEY where the client expands variables (`${VAR}`), never written in.
+ */
+function mcpSnippet(document: Obj, base: string): string {
+  const mcp = operation(document, 'mcp');
+  const url = `${base}${mcp.path}`;
+  const name = serverName(document);
+  const config = { mcpServers: { [name]: { type: 'http', url, headers: { Authorization: `Bearer \${${SNIPPET_KEY_VARIABLE}}` } } } };
+  return [
+    `// An MCP client's configuration (Streamable HTTP). ${SNIPPET_KEY_VARIABLE} holds the deployment's API key`,
+    `// (or write the key in its place where your client does not expand variables):`,
+    JSON.stringify(config, null, 2),
+    `// Claude Code: claude mcp add --transport http ${name} ${shellQuote(url)} --header "Authorization: Bearer $${SNIPPET_KEY_VARIABLE}"`,
+  ].join('\n');
+}
+
+/** The server's name in a client's list: the pipeline the document describes (its description says which). */
+function serverName(document: Obj): string {
+  const described = /^Pipeline (\S+),/.exec(String(at(document, 'info', 'description')))?.[1];
+  return described ?? 'pipegate';
 }

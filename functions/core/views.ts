@@ -20,6 +20,8 @@ export const executionUrls = (baseUrl: string, executionId: string): ExecutionUr
 });
 
 export const executeUrl = (baseUrl: string, deploymentId: string): string => `${baseUrl}/v1/deployments/${deploymentId}/executions/`;
+/** The deployment as an MCP server (functions/core/mcp-tool.ts). */
+export const mcpUrl = (baseUrl: string, deploymentId: string): string => `${baseUrl}/v1/deployments/${deploymentId}/mcp`;
 
 /** Milliseconds from start to finish; an execution cancelled before it started took 0. */
 export function completionDuration(e: Pick<Execution, 'started_at' | 'completed_at'>): number | null {

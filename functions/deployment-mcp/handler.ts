@@ -1,7 +1,7 @@
 import { lambdaDeps } from '../adapters/deps';
 import { bodyText, callerAuth, streamedHttpHandler } from '../adapters/api';
 import { streamedAnswerOf, webRequestOf } from '../adapters/mcp-http';
-import { mcpUrl } from '../core/mcp-tool';
+import { mcpUrl } from '../core/views';
 import { serveMcp } from '../services/mcp.service';
 
 /**

@@ -480,7 +480,14 @@ describe('the bodies built by the views conform (property)', () => {
             latestFinished,
             lastSuccessful,
             discovered: other === null ? null : { inputs: other.inputs, outputs: other.outputs },
-            deployment: latestFinished === null ? null : { ...d, execute_url: `${BASE}/v1/deployments/${d.deployment_id}/executions/` },
+            deployment:
+              latestFinished === null
+                ? null
+                : {
+                    ...d,
+                    execute_url: `${BASE}/v1/deployments/${d.deployment_id}/executions/`,
+                    mcp_url: `${BASE}/v1/deployments/${d.deployment_id}/mcp`,
+                  },
           });
           expect([conforms('Readiness', view), conforms('CallerContract', callerContract(d))].filter((p) => p !== '')).toEqual([]);
         },

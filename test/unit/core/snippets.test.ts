@@ -10,6 +10,7 @@ import { deploymentSnippets, shellQuote } from '../../../functions/core/snippets
 
 const ID = '0b0c1e4e-7d3c-4a57-9a51-0d7b8a2f6c11';
 const BASE = 'https://abc123.execute-api.eu-west-1.amazonaws.com/api';
+const PIPELINE = 'greet';
 const doc = deploymentOpenApi(
   {
     deployment_id: ID,
@@ -84,6 +85,23 @@ describe('deploymentSnippets', () => {
     // Assess
     expect(JSON.parse(evaluated)).toEqual(BODY);
     expect(s.python).toContain(`os.environ["PIPEGATE_API_KEY"]`);
+  });
+
+  it("MCP: a client's configuration for the deployment's MCP URL, the key as a Bearer token from the environment", () => {
+    // Act: the JSON part is JSON.
+    const json = s.mcp
+      .split('\n')
+      .filter((l) => !l.startsWith('//'))
+      .join('\n');
+    // Assess
+    expect(JSON.parse(json)).toEqual({
+      mcpServers: {
+        [PIPELINE]: { type: 'http', url: `${BASE}/v1/deployments/${ID}/mcp`, headers: { Authorization: 'Bearer ${PIPEGATE_API_KEY}' } },
+      },
+    });
+    expect(s.mcp).toContain(
+      `claude mcp add --transport http ${PIPELINE} '${BASE}/v1/deployments/${ID}/mcp' --header "Authorization: Bearer $PIPEGATE_API_KEY"`,
+    );
   });
 
   it('refuses what is not a deployment document', () => {
