@@ -501,6 +501,65 @@ export function allInHeadline(input: CostInput): {
 }
 
 /**
+ * An MCP client (functions/services/mcp.service.ts). A tools/call is the waiting caller's
+ * execution exactly (the same submit, the same wait, the same reads: a progress token makes
+ * each wake read the whole record instead of its head, the same read unit for a record under
+ * 4 KB), through the MCP function instead of execute. A session, once per client connection,
+ * adds what precedes the calls: initialize, the initialized notification, the client's GET
+ * (answered 405) and tools/list, each an API request through the authorizer (its strongly
+ * consistent read of the deployment) and the MCP function; the tool is kept by the container
+ * per deployment revision, so a warm one reads nothing else.
+ */
+export const MCP_SESSION_CALLS = {
+  requests: 4,
+  functions: ['authorizer', 'deployment-mcp'],
+  strongReads: 1,
+} as const;
+
+/** An MCP client's cost per million, all in at the stack's defaults: one tools/call, and one session's handshake. */
+export function mcpCost(input: CostInput): { call: number; session: CostLine[]; sessionTotal: number } {
+  const allInOf = (c: CostInput): number =>
+    totalDollars(costPerMillion(c)) + totalDollars(operationsCost(c, { logLevel: 'ERROR', waf: true }));
+  const call = allInOf({ ...input, apiFunctions: ['authorizer', 'deployment-mcp'] });
+  const M = 1_000_000;
+  const { requests, functions, strongReads } = MCP_SESSION_CALLS;
+  const gb = ASSUMPTIONS.lambdaMemoryMb / 1024;
+  const warmMs = functions.reduce((s, f) => s + (ASSUMPTIONS.lambdaWarmMs[f] ?? 0), 0);
+  const invocations = requests * functions.length;
+  const gbSeconds = gb * ((requests * warmMs) / 1000) + ASSUMPTIONS.coldShare * invocations * ASSUMPTIONS.coldInitSeconds * gb;
+  const session: CostLine[] = [
+    { item: 'API Gateway REST', perExecution: `${requests} requests`, dollars: requests * PRICES.apiGatewayRestPerMillion },
+    {
+      item: 'Lambda requests',
+      perExecution: `${invocations}: authorizer and deployment-mcp, each ×${requests}`,
+      dollars: invocations * PRICES.lambdaPerMillionRequests,
+    },
+    {
+      item: 'Lambda duration (arm64)',
+      perExecution: `${gbSeconds.toFixed(4)} GB-s (${requests} × ${warmMs} ms warm + ${ASSUMPTIONS.coldShare * 100} % cold)`,
+      dollars: gbSeconds * PRICES.lambdaArmPerGbSecond * M,
+    },
+    {
+      item: 'DynamoDB reads',
+      perExecution: `${requests * strongReads} RRU: the authorizer's read of the deployment`,
+      dollars: requests * strongReads * PRICES.dynamoPerMillionReadUnits,
+    },
+    { item: 'WAF', perExecution: `${requests} requests inspected`, dollars: requests * PRICES.wafPerMillionRequests },
+    {
+      item: 'CloudWatch Logs',
+      perExecution: `${requests} access-log lines`,
+      dollars: ((requests * ASSUMPTIONS.logBytes.accessLog) / 1e9) * PRICES.logsPerGbIngested * M,
+    },
+    {
+      item: 'X-Ray',
+      perExecution: `${requests} traces × ${ASSUMPTIONS.xraySampledShare * 100} % sampled`,
+      dollars: requests * ASSUMPTIONS.xraySampledShare * PRICES.xrayPerMillionTracesRecorded,
+    },
+  ];
+  return { call, session, sessionTotal: totalDollars(session) };
+}
+
+/**
  * The owner secrets' KMS key, per million executions of a pipeline whose http nodes name
  * `secrets` owner secrets. task-run keeps each data key it has opened for its container's life
  * (functions/adapters/kms.ts), so it asks KMS once per secret per container, and a container is

@@ -19,7 +19,6 @@ import { jsonSchemaOf, type JsonSchema } from './openapi-shared';
 import type { ExecutionUrls, OutputValue } from './views';
 import type { NodeProgress } from './progress';
 
-
 /** The dialect every schema here is written in (MCP's default since 2025-11-25, said outright). */
 export const JSON_SCHEMA_DIALECT = 'https://json-schema.org/draft/2020-12/schema';
 

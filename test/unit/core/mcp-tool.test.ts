@@ -94,7 +94,10 @@ describe('the tool', () => {
   });
 
   it('answers the visible outputs, values and file links as the contract recorded them, none required', () => {
-    const out = toolDefinition(dep, def).outputSchema as unknown as { properties: Record<string, Record<string, unknown>>; required?: unknown };
+    const out = toolDefinition(dep, def).outputSchema as unknown as {
+      properties: Record<string, Record<string, unknown>>;
+      required?: unknown;
+    };
     expect(Object.keys(out.properties)).toEqual(['caption', 'thumb', 'old']);
     expect(out.properties.caption).toEqual({ type: ['string', 'number', 'boolean'] });
     expect(out.properties.thumb).toMatchObject({ type: 'object', required: ['url', 'media_type', 'bytes', 'expires_at'] });

@@ -64,13 +64,16 @@ describe('docs state the concurrency budget lib/concurrency.ts derives', () => {
   it('docs/aws.md: the default reservations and their total', () => {
     const total = Object.values(r).reduce((a, b) => a + b, 0);
     expect(aws).toContain(
-      `the authorizer ${r.authorizer}, execute ${r.execute}, execution-status ${r['execution-status']}, execution-result ${r['execution-result']}, task-run ${r['task-run']}`,
+      `the authorizer ${r.authorizer}, execute ${r.execute}, execution-status ${r['execution-status']}, execution-result ${r['execution-result']}, deployment-mcp ${r['deployment-mcp']}, task-run ${r['task-run']}`,
     );
     expect(aws).toContain(
       `runner and callback-dispatch ${r.runner} each (queue maximum concurrency ${plan.queueMaxConcurrency.executions})`,
     );
     expect(aws).toContain(
-      `${waitersBound(r.execute ?? 0)} for execute, ${waitersBound(r['execution-status'] ?? 0)} for execution-status, ${waitersBound(r['execution-result'] ?? 0)} for execution-result`,
+      `${waitersBound(r.execute ?? 0)} for execute, ${waitersBound(r['execution-status'] ?? 0)} for execution-status, ${waitersBound(r['execution-result'] ?? 0)} for execution-result, ${waitersBound(r['deployment-mcp'] ?? 0)} for deployment-mcp`,
+    );
+    expect(aws).toContain(
+      `part of the waiting routes' share (${r['deployment-mcp']} with the default 1,000; ${waitersBound(r['deployment-mcp'] ?? 0)} may wait at once)`,
     );
     expect(aws).toContain(`one of ${WAIT_SHARDS} counter items per function and ${WAIT_WINDOW_SECONDS} s window`);
     expect(aws).toContain(
