@@ -4,12 +4,15 @@
  * again against start:synth in test/e2e/synth/mcp.test.ts): initialize, the tool list, a call
  * with progress, a failing run, refused arguments, a task (followed to its end, and cancelled),
  * a run longer than the wait, asset outputs as resource links and asset arguments by URL, a
- * consumer key at its quota and its rate limit, wrong keys, GET, delete and republish.
+ * consumer key at its quota and its rate limit, wrong keys, GET, delete and republish; and the
+ * same client through `pipegate mcp`, the CLI's stdio bridge.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { PipelineDefinition } from '../../functions/core/types';
+import { PIPEGATE_BIN } from '../support/cli';
 import { startTestServer, type TestServer } from '../support/http-server';
 import { mcpClient, mcpUrlOf } from '../support/mcp';
 import { dataUri, png } from '../support/media';
@@ -506,5 +509,58 @@ describe('republish and delete', () => {
     expect(deleted.status).toBe(204);
     const e = (await rejection(c.listTools())) as StreamableHTTPError;
     expect(e.code).toBe(404);
+  });
+});
+
+describe('the stdio bridge (pipegate mcp)', () => {
+  let napper: TestServer;
+  beforeAll(async () => {
+    napper = await startTestServer((req, res) => {
+      const ms = Number((JSON.parse(req.body || '{}') as { ms?: number }).ms ?? 0);
+      setTimeout(() => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ slept: ms }));
+      }, ms);
+    });
+  });
+  afterAll(async () => {
+    await napper?.close();
+  });
+
+  it("serves a client that starts servers as processes: the deployment's tool, its calls and progress, through the CLI", async () => {
+    const p = await rt.publishPipeline('mcp-bridged', {
+      description: 'Naps, then says how long',
+      nodes: {
+        ms: { type: 'input', value_type: 'integer', value: 0 },
+        nap: { type: 'http', method: 'POST', url: `${napper.origin}/nap`, inputs: ['ms'], body: '{"ms": ms}' },
+        slept: { type: 'transform', inputs: ['nap'], expression: 'nap.slept' },
+        out: { type: 'output', from: 'slept' },
+      },
+    });
+    const bridged = async (key: string) => {
+      const c = new Client({ name: 'stdio-client', version: '1.0.0' });
+      const env: Record<string, string> = { PIPEGATE_URL: rt.url, PIPEGATE_API_KEY: key, NO_COLOR: '1' };
+      for (const k of ['PATH', 'HOME', 'TMPDIR']) if (process.env[k] !== undefined) env[k] = process.env[k] as string;
+      await c.connect(
+        new StdioClientTransport({ command: process.execPath, args: [PIPEGATE_BIN, 'mcp', p.deploymentId], env, stderr: 'pipe' }),
+      );
+      clients.push(c);
+      return c;
+    };
+    const c = await bridged(p.apiKey);
+    expect(c.getServerVersion()?.name).toBe('mcp-bridged');
+    expect((await c.listTools()).tools.map((t) => t.name)).toEqual(['mcp_bridged']);
+    const seen: number[] = [];
+    const r = (await c.callTool({ name: 'mcp_bridged', arguments: { ms: 1500 } }, undefined, {
+      onprogress: (x) => seen.push(x.progress),
+    })) as CallToolResult;
+    expect(r.structuredContent).toEqual({ out: 1500 });
+    // The input node's progress comes a nap before the result, whatever the pipes do.
+    expect(seen[0]).toBe(1);
+    expect(seen).toEqual([...seen].sort((a, b) => a - b));
+    // The service's refusal of the key reaches the client as an answer, not a hang.
+    const refused = await rejection(bridged(`${p.apiKey.slice(0, -1)}${p.apiKey.endsWith('A') ? 'B' : 'A'}`));
+    expect(refused.message).toContain('HTTP 401');
+    expect(refused.message).toContain('"reason":"malformed"');
   });
 });
