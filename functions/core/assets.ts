@@ -28,6 +28,9 @@ export const DEFINITION_ASSET_MAX_BYTES = 64 * 1024;
  * execute function's memory: 100 MiB keeps that inside a 1 GB function with room.
  */
 export const UPLOAD_MAX_BYTES = 100 * 1024 * 1024;
+
+/** Bytes whose format is not recognised are served and checked as this (functions/core/sniff.ts). */
+export const UNKNOWN_MEDIA_TYPE = 'application/octet-stream';
 /** How long an upload URL accepts the PUT (seconds). */
 export const UPLOAD_URL_TTL_SECONDS = 3600;
 /** How long an upload may be used in an execution after it was created (seconds): a day. */
