@@ -15,6 +15,7 @@ import { isAbsoluteHttpUrl } from './values';
 export { MAX_MEDIA_TYPES };
 export const DEFAULT_MAX_NODES = 64;
 export const MAX_DESCRIPTION_LENGTH = 2000;
+export const MAX_LABEL_LENGTH = 80;
 export const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 export const HTTP_TIMEOUT_MAX_MS = 30_000;
 export const DEFAULT_HTTP_TIMEOUT_MS = 10_000;
@@ -45,6 +46,22 @@ const objectMessage =
   (issue: v.BaseIssue<unknown>): string =>
     issue.path && issue.path.length > 0 ? 'is required' : `must be ${what}`;
 
+/** What a person reads instead of an input's or output's id (the web form's field names). */
+const label = v.optional(
+  v.pipe(
+    v.string('must be a string'),
+    v.check((s: string) => s.trim() !== '', 'must not be empty'),
+    v.maxLength(MAX_LABEL_LENGTH, `must be at most ${MAX_LABEL_LENGTH} characters long`),
+    v.check(
+      (s: string) => ![...s].some((c) => c.charCodeAt(0) < 32 || c.charCodeAt(0) === 127),
+      'must be one line, without control characters',
+    ),
+    v.description(
+      `Shown instead of the id where people read it (the web form's field and result names); one line, at most ${MAX_LABEL_LENGTH} characters. Without one the form shows the id as words (\`thumbnail_bytes\` → "Thumbnail bytes").`,
+    ),
+  ),
+);
+
 const description = v.optional(
   v.pipe(v.string('must be a string'), v.maxLength(MAX_DESCRIPTION_LENGTH, `must be at most ${MAX_DESCRIPTION_LENGTH} characters long`)),
 );
@@ -69,6 +86,16 @@ const integerIn = (min: number, max: number, unit = '') =>
 const expression = (text: string) =>
   v.pipe(v.string('must be a JSONata expression (a string)'), v.minLength(1, 'must not be empty'), v.description(text));
 
+export const SVG_MEDIA_TYPE = 'image/svg+xml';
+/**
+ * Why an input cannot list SVG. Media types are sniffed from the bytes, and an SVG file is XML
+ * text that no sniffer can tell from other XML (file-type calls it application/xml), so an
+ * input listing it would refuse every SVG anyone sends; and an SVG is a document that can run
+ * script, which the asset route would have to serve as an attachment anyway.
+ */
+export const SVG_REFUSAL =
+  'cannot be image/svg+xml: files are recognised by their bytes, and an SVG is XML text that cannot be told apart from other XML, so no SVG would ever pass (an SVG can also carry script); take drawings as PNG (image/png) instead';
+
 /** What an asset input accepts: sniffed media types and a largest size. Contracts show them too. */
 export const ASSET_RESTRICTIONS = {
   media_types: v.optional(
@@ -77,6 +104,7 @@ export const ASSET_RESTRICTIONS = {
         v.pipe(
           v.string('must be a media type (a string)'),
           v.check(isMediaTypePattern, 'must be a lowercase media type such as image/png, or a whole type such as image/*'),
+          v.check((t: string) => t !== SVG_MEDIA_TYPE, SVG_REFUSAL),
         ),
         'must be a list of media types',
       ),
@@ -120,13 +148,13 @@ const headers = v.pipe(
 
 export const InputNode = v.pipe(
   v.strictObject(
-    { type: v.literal('input'), value_type: InputValueType, value: RawValue, ...ASSET_RESTRICTIONS, description },
+    { type: v.literal('input'), value_type: InputValueType, value: RawValue, ...ASSET_RESTRICTIONS, label, description },
     objectMessage('an object'),
   ),
   v.description('An input: the request key. `value` must match `value_type`.'),
 );
 export const OutputNode = v.pipe(
-  v.strictObject({ type: v.literal('output'), from: nodeRef, description }, objectMessage('an object')),
+  v.strictObject({ type: v.literal('output'), from: nodeRef, label, description }, objectMessage('an object')),
   v.description(
     "An output: the response key. Its value must be a string, a finite number, a boolean, or an asset of this run (an asset input or an http node's binary answer, passed on).",
   ),
