@@ -253,6 +253,8 @@ for (const f of fields) {
     const file = picker.files?.[0];
     if (preview === null) return;
     if (file !== undefined && /^image\//.test(file.type)) {
+      // A file that is not the picture its name says shows no broken image.
+      preview.onerror = () => (preview.hidden = true);
       preview.src = URL.createObjectURL(file);
       preview.alt = `Preview of ${file.name}`;
       preview.hidden = false;
@@ -411,6 +413,7 @@ function show(result: FormView): void {
 
 const seconds = (ms: number): string => {
   const s = ms / 1000;
+  if (s < 1) return 'under a second';
   return s < 10 ? `${s.toFixed(1)} seconds` : `${Math.round(s)} seconds`;
 };
 
@@ -440,20 +443,24 @@ interface NodeEvent {
   total?: number;
 }
 
-/** "Step 2 of 3: Resize": the steps are the nodes that do work (not the inputs and outputs). */
+/**
+ * "Step 2 of 3: Resize": the steps are the nodes that do work (not the inputs and outputs),
+ * numbered in the order they start. A run again after a crash starts and finishes some nodes
+ * twice: each keeps its number.
+ */
 function stepWords(): (d: NodeEvent) => string | null {
-  const finished = new Set<string>();
+  const order: string[] = [];
   const total = stepsDeclared;
   return (d) => {
     if (typeof d.total === 'number' && typeof d.done === 'number') return `Step ${d.done} of ${d.total} done`;
     if (d.node_id === undefined || d.type === 'input' || d.type === 'output') return null;
+    if (!order.includes(d.node_id)) order.push(d.node_id);
     const name = labelOf(d.node_id, null);
-    const of = total !== null && total > 0 ? ` of ${total}` : '';
-    if (d.state === 'started') return `Step ${Math.min(finished.size + 1, total ?? Infinity)}${of}: ${name}`;
-    if (d.state === 'failed') return `${name} did not work`;
-    // A run again after a crash finishes some nodes twice: each is counted once.
-    finished.add(d.node_id);
-    return `Step ${finished.size}${of} done: ${name}`;
+    const n = order.indexOf(d.node_id) + 1;
+    const step = total !== null && total > 0 ? `Step ${Math.min(n, total)} of ${total}` : `Step ${n}`;
+    if (d.state === 'started') return `${step}: ${name}`;
+    if (d.state === 'failed') return `${step} did not work: ${name}`;
+    return `${step} done: ${name}`;
   };
 }
 
