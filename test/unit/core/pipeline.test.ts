@@ -203,11 +203,11 @@ describe('validateDefinition: node ids and types', () => {
     expect(problemsOf(withNode('extra', { ...input, colour: 'red', size: 2 }))).toEqual([
       {
         path: 'nodes.extra.colour',
-        reason: 'unknown field for an input node; allowed: type, value_type, value, media_types, max_bytes, description',
+        reason: 'unknown field for an input node; allowed: type, value_type, value, media_types, max_bytes, label, description',
       },
       {
         path: 'nodes.extra.size',
-        reason: 'unknown field for an input node; allowed: type, value_type, value, media_types, max_bytes, description',
+        reason: 'unknown field for an input node; allowed: type, value_type, value, media_types, max_bytes, label, description',
       },
     ]);
   });
