@@ -1,5 +1,10 @@
 /** What the web form says to people: sizes, kinds of file, problems, download names. */
 import fc from 'fast-check';
+import { assetRestrictionProblem } from '../../../functions/core/assets';
+import { AppError } from '../../../functions/core/errors';
+import { parseExecutionRequest } from '../../../functions/core/execution-request';
+import type { Contract } from '../../../functions/core/types';
+import { thrown } from '../../support/thrown';
 import {
   downloadName,
   extensionOf,
@@ -154,5 +159,72 @@ describe('problems, before sending and from the service', () => {
     );
     const copies = spec({ label: 'Copies', value_type: 'integer' });
     expect(refusalWords(copies, 'must be a whole number (its type is integer)')).toBe('Copies must be a whole number, like 3');
+  });
+});
+
+describe("the page reads the service's own refusals (the messages as the execute parser and asset checks write them)", () => {
+  const contract: Contract = {
+    inputs: [
+      { id: 'copies', value_type: 'integer', value: 1, visible: true },
+      { id: 'ratio', value_type: 'float', value: 0.5, visible: true },
+      { id: 'page', value_type: 'reference', value: 'https://example.com/a', visible: true },
+      {
+        id: 'photo',
+        value_type: 'asset',
+        value: 'data:image/png;base64,iVBORw0KGgo=',
+        visible: true,
+        media_types: ['image/png'],
+        max_bytes: 10,
+      },
+    ],
+    outputs: [{ id: 'out', visible: true }],
+  };
+  const refusal = (input: Record<string, unknown>): unknown => {
+    const body = JSON.stringify({ workflow_input: input });
+    const e = thrown(
+      () =>
+        parseExecutionRequest({ body, contentType: 'application/json' }, contract, {
+          maxBodyBytes: 4096,
+          maxInputs: 8,
+          allowPrivateUrls: false,
+        }),
+      AppError,
+    );
+    return e.body().detail;
+  };
+  const specs: Record<string, FieldSpec> = {
+    copies: spec({ id: 'copies', label: 'Copies', value_type: 'integer' }),
+    ratio: spec({ id: 'ratio', label: 'Ratio', value_type: 'float' }),
+    page: spec({ id: 'page', label: 'Page', value_type: 'reference' }),
+    photo: spec({ media_types: ['image/png'], max_bytes: 10 }),
+  };
+  const said = (detail: unknown) => {
+    const named = refusedInput(detail);
+    const field = named === null ? undefined : specs[named.id];
+    return named === null || field === undefined ? null : refusalWords(field, named.reason);
+  };
+
+  it.each([
+    [{ copies: { value: 2.5, value_type: 'RAW' } }, 'Copies must be a whole number, like 3'],
+    [{ ratio: { value: 'half', value_type: 'RAW' } }, 'Ratio must be a number, like 2.5'],
+    [
+      { page: { value: 'nope', value_type: 'REFERENCE' } },
+      'Page must be a web address starting with https://, like https://example.com/page',
+    ],
+    [
+      { page: { value: 'http://127.0.0.1/x', value_type: 'REFERENCE' } },
+      expect.stringMatching(/^Page cannot be used: this service does not fetch that address/),
+    ],
+    [
+      { photo: { value: `data:image/png;base64,${Buffer.alloc(11).toString('base64')}`, value_type: 'ASSET' } },
+      'Photo must be 10 bytes or smaller; the file you chose is 11 bytes',
+    ],
+  ])('%j is said as %s', (input, words) => {
+    expect(said(refusal(input))).toEqual(words);
+  });
+
+  it('a sniffing refusal, as the asset check words it', () => {
+    const reason = assetRestrictionProblem({ media_types: ['image/png'] }, { media_type: 'application/octet-stream', bytes: 3 });
+    expect(said(`input 'photo' ${reason}`)).toBe('Photo must be a PNG image; the file you chose is not one');
   });
 });
