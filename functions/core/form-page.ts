@@ -9,7 +9,7 @@
  */
 import { createHash } from 'node:crypto';
 import { BROWSER_SCRIPTS } from '../browser/scripts.generated';
-import { INLINE_ASSET_BODY_MAX_BYTES } from './assets';
+import { INLINE_ASSET_BODY_MAX_BYTES, UPLOAD_MAX_BYTES } from './assets';
 import { fileHint, labelOf } from './form-text';
 import { FORM_SCRIPT_NAME, FORM_STYLE_NAME, formFileUrl, formUrl } from './form-link';
 import { escapeHtml, pageStart } from './html';
@@ -83,6 +83,14 @@ export interface FormPageArgs {
 
 /** Ids are node ids (letters, digits, `_`, `-`), safe in an id attribute once prefixed. */
 const controlId = (id: string): string => `in-${id}`;
+
+/**
+ * A file sent straight to storage may be as large as the uploads route takes: the page says so
+ * and checks it where the input sets no smaller limit. (Inline, every file of a run shares the
+ * inline limit, which the page checks for them together.)
+ */
+const withUploadLimit = (f: FormField, uploads: 'direct' | 'inline'): FormField =>
+  f.value_type === 'asset' && f.max_bytes === null && uploads === 'direct' ? { ...f, max_bytes: UPLOAD_MAX_BYTES } : f;
 
 function control(f: FormField): string {
   const id = escapeHtml(controlId(f.id));
@@ -163,7 +171,7 @@ export function formPageHtml(a: FormPageArgs): string {
 <h1>${escapeHtml(a.title)}</h1>
 ${a.description ? `<p class="about">${escapeHtml(a.description)}</p>` : ''}
 <form id="run-form" novalidate>
-${a.fields.map(control).join('\n')}
+${a.fields.map((f) => control(withUploadLimit(f, a.uploads ?? 'inline'))).join('\n')}
 <button id="run" type="submit">Run</button>
 </form>
 <p id="progress" role="status" aria-live="polite"></p>

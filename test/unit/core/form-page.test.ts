@@ -1,4 +1,5 @@
 import fc from 'fast-check';
+import { UPLOAD_MAX_BYTES } from '../../../functions/core/assets';
 import { FORM_TOKEN_PATTERN, formHashMatches, formToken, formTokenHash } from '../../../functions/core/form-link';
 import { FORM_NOT_FOUND_CSP, FORM_PAGE_CSP, formNotFoundHtml, formPageCsp, formPageHtml } from '../../../functions/core/form-page';
 
@@ -72,6 +73,24 @@ describe('the form page', () => {
     // A place for each field's problem, and the summary at the top.
     expect(html).toContain('<p class="error" id="in-copies-error" hidden></p>');
     expect(html.indexOf('id="error-summary"')).toBeLessThan(html.indexOf('<form'));
+  });
+
+  it('a file without a limit of its own is limited, and said to be, by the uploads route where the page uploads straight to storage', () => {
+    const field = {
+      id: 'f',
+      label: null,
+      value_type: 'asset' as const,
+      value: 'data:,',
+      description: null,
+      media_types: null,
+      max_bytes: null,
+    };
+    const direct = formPageHtml({ ...base, fields: [field], uploads: 'direct' });
+    expect(direct).toContain(`data-max-bytes="${UPLOAD_MAX_BYTES}"`);
+    expect(direct).toContain('A file, 104 MB or smaller.');
+    const inline = formPageHtml({ ...base, fields: [field], uploads: 'inline' });
+    expect(inline).not.toContain('data-max-bytes');
+    expect(inline).toContain('A file. If you choose none');
   });
 
   it('a link that opens no form: a page a person can read, no script, its style allowed by hash alone', () => {
