@@ -5,6 +5,9 @@
  */
 import { createHash } from 'node:crypto';
 import { isUuid } from './ids';
+import { acceptsMediaType } from './media-types';
+
+export { acceptsMediaType };
 
 /**
  * The largest execution request body that may carry inline assets. API Gateway accepts 10 MB,
@@ -53,12 +56,6 @@ const MEDIA_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]
 export const isMediaType = (s: string): boolean => MEDIA_TYPE.test(s);
 /** A pattern an input accepts: a media type, or a whole top-level type such as `image/*`. */
 export const isMediaTypePattern = (s: string): boolean => isMediaType(s) || /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/\*$/.test(s);
-
-/** Whether `mediaType` is one of `accepted` (exact, or `type/*`); no list accepts everything. */
-export function acceptsMediaType(accepted: readonly string[] | undefined, mediaType: string): boolean {
-  if (accepted === undefined || accepted.length === 0) return true;
-  return accepted.some((a) => (a.endsWith('/*') ? mediaType.startsWith(a.slice(0, -1)) : a === mediaType));
-}
 
 const BASE64_ALPHABET = /^[A-Za-z0-9+/]*$/;
 

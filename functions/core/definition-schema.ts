@@ -13,8 +13,8 @@ import { description, describeType } from './nodes/kind';
 import { ownRecord } from './schema-parts';
 
 export { MAX_MEDIA_TYPES, Node, describeType };
-export { MAX_DESCRIPTION_LENGTH } from './nodes/kind';
-export { ASSET_RESTRICTIONS } from './nodes/input';
+export { MAX_DESCRIPTION_LENGTH, MAX_LABEL_LENGTH } from './nodes/kind';
+export { ASSET_RESTRICTIONS, SVG_MEDIA_TYPE, SVG_REFUSAL } from './nodes/input';
 export { DEFAULT_HTTP_TIMEOUT_MS, HTTP_METHODS, HTTP_TIMEOUT_MAX_MS } from './nodes/http';
 export { DELAY_MAX_MS } from './nodes/delay';
 export const DEFAULT_MAX_NODES = 64;

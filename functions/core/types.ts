@@ -3,15 +3,11 @@ import type { ClaimField } from './claim-check';
 import type { Limits } from './consumers';
 import type { ObjectRef } from './ports';
 import type { ExecutionStatus } from './transitions';
+import type { InputValueType } from './value-types';
 
 /** A RAW value: what inputs hold and outputs must produce. */
 export type RawValue = string | number | boolean;
-/**
- * `reference`: an absolute http(s) URL, sent by callers as value_type REFERENCE; nodes see the string.
- * `asset`: a file (image, video, ...), sent by callers as value_type ASSET; its current value in
- * a definition is a base64 data URI.
- */
-export type InputValueType = 'string' | 'integer' | 'float' | 'boolean' | 'reference' | 'asset';
+export type { InputValueType };
 
 /*
  * A definition's types are its schemas' (definition-schema.ts, and each node type's in

@@ -3,7 +3,17 @@ import * as v from 'valibot';
 import { isMediaTypePattern, MAX_MEDIA_TYPES, UPLOAD_MAX_BYTES } from '../assets';
 import { InputValueType, RawValue } from '../schema-parts';
 import { expectedValue, isInputValueType, isRawValue, matchesValueType } from '../values';
-import { defineNode, describeType, description, integerIn, objectMessage, type FieldProblem } from './kind';
+import { defineNode, describeType, description, integerIn, label, objectMessage, type FieldProblem } from './kind';
+
+export const SVG_MEDIA_TYPE = 'image/svg+xml';
+/**
+ * Why an input cannot list SVG. Media types are sniffed from the bytes, and an SVG file is XML
+ * text that no sniffer can tell from other XML (file-type calls it application/xml), so an
+ * input listing it would refuse every SVG anyone sends; and an SVG is a document that can run
+ * script, which the asset route would have to serve as an attachment anyway.
+ */
+export const SVG_REFUSAL =
+  'cannot be image/svg+xml: files are recognised by their bytes, and an SVG is XML text that cannot be told apart from other XML, so no SVG would ever pass (an SVG can also carry script); take drawings as PNG (image/png) instead';
 
 /** What an asset input accepts: sniffed media types and a largest size. Contracts show them too. */
 export const ASSET_RESTRICTIONS = {
@@ -13,6 +23,7 @@ export const ASSET_RESTRICTIONS = {
         v.pipe(
           v.string('must be a media type (a string)'),
           v.check(isMediaTypePattern, 'must be a lowercase media type such as image/png, or a whole type such as image/*'),
+          v.check((t: string) => t !== SVG_MEDIA_TYPE, SVG_REFUSAL),
         ),
         'must be a list of media types',
       ),
@@ -40,7 +51,7 @@ function describeValue(x: unknown): string {
 
 export const input = defineNode({
   object: v.strictObject(
-    { type: v.literal('input'), value_type: InputValueType, value: RawValue, ...ASSET_RESTRICTIONS, description },
+    { type: v.literal('input'), value_type: InputValueType, value: RawValue, ...ASSET_RESTRICTIONS, label, description },
     objectMessage('an object'),
   ),
   description: 'An input: the request key. `value` must match `value_type`.',

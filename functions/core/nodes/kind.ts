@@ -107,6 +107,7 @@ export function defineNode<O extends NodeObjectSchema>(spec: NodeKindSpec<O>): N
 /* ------------------------------------------------------------------ schema parts every kind uses */
 
 export const MAX_DESCRIPTION_LENGTH = 2000;
+export const MAX_LABEL_LENGTH = 80;
 
 /** A value's kind, for messages: "an array", "a string". */
 export function describeType(x: unknown): string {
@@ -123,6 +124,22 @@ export const objectMessage =
 
 export const description = v.optional(
   v.pipe(v.string('must be a string'), v.maxLength(MAX_DESCRIPTION_LENGTH, `must be at most ${MAX_DESCRIPTION_LENGTH} characters long`)),
+);
+
+/** What a person reads instead of an input's or output's id (the web form's field names). */
+export const label = v.optional(
+  v.pipe(
+    v.string('must be a string'),
+    v.check((s: string) => s.trim() !== '', 'must not be empty'),
+    v.maxLength(MAX_LABEL_LENGTH, `must be at most ${MAX_LABEL_LENGTH} characters long`),
+    v.check(
+      (s: string) => ![...s].some((c) => c.charCodeAt(0) < 32 || c.charCodeAt(0) === 127),
+      'must be one line, without control characters',
+    ),
+    v.description(
+      `Shown instead of the id where people read it (the web form's field and result names); one line, at most ${MAX_LABEL_LENGTH} characters. Without one the form shows the id as words (\`thumbnail_bytes\` → "Thumbnail bytes").`,
+    ),
+  ),
 );
 
 /**

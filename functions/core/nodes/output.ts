@@ -1,7 +1,7 @@
 /** The output node: a response key; its value is a RAW value or an asset of this run. */
 import * as v from 'valibot';
 import { isRawValue } from '../values';
-import { defineNode, description, nodeRef, objectMessage } from './kind';
+import { defineNode, description, label, nodeRef, objectMessage } from './kind';
 import { AssetOutput } from './run-context';
 
 function describeType(x: unknown): string {
@@ -12,7 +12,7 @@ function describeType(x: unknown): string {
 }
 
 export const output = defineNode({
-  object: v.strictObject({ type: v.literal('output'), from: nodeRef, description }, objectMessage('an object')),
+  object: v.strictObject({ type: v.literal('output'), from: nodeRef, label, description }, objectMessage('an object')),
   description:
     "An output: the response key. Its value must be a string, a finite number, a boolean, or an asset of this run (an asset input or an http node's binary answer, passed on).",
   code: 'o',
