@@ -105,7 +105,10 @@ function inputSchema(dep: Pick<Deployment, 'deployment_id' | 'inputs' | 'outputs
     const node = Object.hasOwn(def.nodes, i.id) ? def.nodes[i.id] : undefined;
     const base = i.value_type === 'asset' ? { type: 'string' } : jsonSchemaOf(VALUE_SCHEMAS[i.value_type]);
     const { description: _, ...schema } = base;
+    // The label the owner gave the input (the web form shows it too) is its schema's title.
+    const label = node?.type === 'input' ? node.label : undefined;
     properties[i.id] = {
+      ...(label ? { title: label } : {}),
       ...schema,
       description: inputDescription(i, node?.description),
       ...(i.value_type === 'asset' ? {} : { default: i.value }),

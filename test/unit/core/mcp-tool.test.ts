@@ -48,7 +48,7 @@ const dep: Pick<Deployment, 'deployment_id' | 'pipeline_id' | 'version' | 'input
 const def: PipelineDefinition = {
   description: 'Captions a photo',
   nodes: {
-    name: { type: 'input', value_type: 'string', value: 'world', description: 'Who is in it.' },
+    name: { type: 'input', value_type: 'string', value: 'world', label: 'Who', description: 'Who is in it.' },
     times: { type: 'input', value_type: 'integer', value: 2 },
     site: { type: 'input', value_type: 'reference', value: 'https://example.com/' },
     photo: { type: 'input', value_type: 'asset', value: 'data:image/png;base64,iVBORw0KGgo=' },
@@ -81,7 +81,7 @@ describe('the tool', () => {
       type: 'object',
       additionalProperties: false,
       properties: {
-        name: { type: 'string', default: 'world', description: 'Who is in it. Left out: the published value.' },
+        name: { title: 'Who', type: 'string', default: 'world', description: 'Who is in it. Left out: the published value.' },
         times: { type: 'integer', default: 2 },
         site: { type: 'string', format: 'uri', default: 'https://example.com/' },
         photo: { type: 'string' },
