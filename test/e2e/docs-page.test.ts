@@ -113,6 +113,11 @@ describe('GET /v1/deployments/{id}/docs', () => {
     const samples = post?.['x-codeSamples'] as { label: string; source: string }[];
     expect(samples.map((s) => s.label)).toEqual(['curl', 'TypeScript (openapi-fetch)', 'Python (requests)']);
     expect(samples[0]?.source).toContain(`/v1/deployments/${dep.deploymentId}/executions`);
+    // The same deployment as an agent's tool: a client's configuration on the MCP operation.
+    const mcp = (doc.body.paths as Record<string, { post?: Record<string, unknown> }>)[`/v1/deployments/${dep.deploymentId}/mcp`]?.post;
+    const config = mcp?.['x-codeSamples'] as { label: string; source: string }[];
+    expect(config.map((s) => s.label)).toEqual(['MCP client']);
+    expect(config[0]?.source).toContain(`"url": "${rt.url}/v1/deployments/${dep.deploymentId}/mcp"`);
   });
 
   (haveChromium ? it : it.skip)(
@@ -141,6 +146,7 @@ describe('GET /v1/deployments/{id}/docs', () => {
       expect(inputs.map((row) => row.split('\t')[0])).toEqual(['item', 'count']);
       expect(await contract.innerText()).not.toContain('secret_discount');
       expect(await contract.innerText()).toContain('curl');
+      expect(await contract.innerText()).toContain(`MCP URL: ${rt.url}/v1/deployments/${dep.deploymentId}/mcp`);
 
       const post = page.locator('.opblock-post').first();
       await post.locator('.opblock-summary').click();
