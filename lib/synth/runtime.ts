@@ -17,7 +17,7 @@ import { LocalKms } from '../local/kms';
 import { LocalSecretStore, startAwsEndpoint, type AwsEndpoint, type StateMachinePort, type EndpointQueue } from './aws-endpoint';
 import type { FunctionHost } from './function-host';
 import { assertKnownPolicies, IamEvaluator, type IamDecision, type IamRequest } from './iam';
-import { bootstrap, describeRecovered, onRecordedPort, type Boot, type BootOptions, type Booted, type Wired } from '../local/bootstrap';
+import { bootstrap, onRecordedPort, type Boot, type BootOptions, type Booted, type Wired } from '../local/bootstrap';
 import { resolveAssembly, type ResolvedAssembly } from './physical';
 import { scaleFactorOf, scaleModelFromTemplates, type ScaleModel } from './scale-model';
 import { wireApi } from './wiring/api';
@@ -41,8 +41,6 @@ export interface SynthRuntimeOptions extends BootOptions {
   maxConcurrency?: number;
   /** Each log line: the runtime's own and every function's. Default: stderr. */
   log?: ((line: string) => void) | false;
-  /** A line per stage of the start (synth, bundles, functions, custom resources, recovery). */
-  progress?: (line: string) => void;
   /**
    * The scale model's factor (./scale-model): the templates' limits and AWS's quotas times this,
    * enforced as AWS enforces them. Default: PIPEGATE_SCALE, else no model.
@@ -86,9 +84,9 @@ export async function startSynthRuntime(opts: SynthRuntimeOptions = {}): Promise
   const log = opts.log === false ? () => undefined : (opts.log ?? ((line: string) => process.stderr.write(`${line}\n`)));
   const progress = opts.progress ?? (() => undefined);
   const assembly = opts.assembly ?? loadAssembly((await cachedAssembly({ progress })).dir);
-  const { booted, wired } = await bootstrap(opts, '.pipegate-synth', (boot) => wireSynth(opts, boot, assembly, log, progress));
-  const said = describeRecovered(booted.recovered);
-  if (said !== null) log(`recovered ${said}`);
+  const { booted, wired } = await bootstrap({ ...opts, progress }, '.pipegate-synth', (boot) =>
+    wireSynth(opts, boot, assembly, log, progress),
+  );
   const { exposed } = wired;
   return { ...booted, ...exposed };
 }
@@ -175,7 +173,6 @@ async function wireSynth(
       log,
       (props) => !namesApi(props),
     );
-  progress('recovering what the last stop left unfinished');
 
   // A restart owes the work it finds unfinished what `npm start` owes it: AWS never restarts,
   // but this process holds the state machine's runs, and they die with it.
