@@ -88,6 +88,8 @@ export interface SynthResult {
   dir: string;
   /** Milliseconds the synth took; 0 when the cache answered. */
   ms: number;
+  /** Of which bundling (the bundler's own lines, timed as they arrived). */
+  bundleMs: number;
   cached: boolean;
 }
 
@@ -191,7 +193,7 @@ export async function cachedAssembly(options: SynthOptions & { cacheDir?: string
   mkdirSync(cacheDir, { recursive: true });
   let waitingSaid = false;
   for (;;) {
-    if (existsSync(done)) return { dir, ms: 0, cached: true };
+    if (existsSync(done)) return { dir, ms: 0, bundleMs: 0, cached: true };
     try {
       mkdirSync(lock);
     } catch (err) {
@@ -210,7 +212,7 @@ export async function cachedAssembly(options: SynthOptions & { cacheDir?: string
     }
     try {
       writeFileSync(path.join(lock, 'pid'), String(process.pid));
-      if (existsSync(done)) return { dir, ms: 0, cached: true };
+      if (existsSync(done)) return { dir, ms: 0, bundleMs: 0, cached: true };
       const partial = `${dir}.partial-${process.pid}`;
       rmSync(partial, { recursive: true, force: true });
       options.progress?.(`synthesizing the CDK app (first start, or the sources changed)${estimateLine(readLastSynth(cacheDir))}`);
@@ -221,7 +223,7 @@ export async function cachedAssembly(options: SynthOptions & { cacheDir?: string
       rmSync(dir, { recursive: true, force: true });
       renameSync(partial, dir);
       prune(cacheDir, key);
-      return { dir, ms, cached: false };
+      return { dir, ms, bundleMs, cached: false };
     } finally {
       rmSync(lock, { recursive: true, force: true });
     }
