@@ -384,7 +384,14 @@ export const ROUTES: readonly Route[] = /* @__PURE__ */ CALLER_ROUTES.concat([
     operationId: 'getForm',
     summary: "The web form's page (HTML), generated from the published contract: visible inputs and outputs only",
     params: ['FormToken'],
-    answers: { '200': { description: 'The page.', media: 'html' }, '404': FORM_NOT_FOUND },
+    answers: {
+      '200': { description: 'The page.', media: 'html' },
+      '404': {
+        description:
+          'No form behind this link (never issued or altered, rotated, disabled, or its deployment deleted, alike): a page saying so in words, for the person who followed it.',
+        media: 'html',
+      },
+    },
   },
   // The page's script and style sheet, the same for every form (the token is not checked).
   {

@@ -55,6 +55,7 @@ export function discoverContract(def: PipelineDefinition, runInputs: Record<stri
   const inputs: ContractInput[] = [];
   const outputs: ContractOutput[] = [];
   for (const [id, node] of Object.entries(def.nodes)) {
+    // Input and output nodes are the contract's two roles (each node type says its own: functions/core/nodes/).
     if (node.type === 'input') {
       // An asset's run value is stored bytes, not a value to publish: the definition's stays.
       const used = node.value_type !== 'asset' && Object.prototype.hasOwnProperty.call(runInputs, id) ? runInputs[id] : undefined;

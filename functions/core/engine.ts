@@ -1,23 +1,20 @@
 import { setMaxListeners } from 'node:events';
 import { isOwnApiUrl, LOOP_GUARD_REASON } from './address-guard';
 import { ExpressionError, evaluateExpression } from './jsonata-limits';
-import { bodySecretsBinding, MissingSecretError, redactDeep, secretRedactor, substituteSecrets } from './owner-secrets';
-import { DEFAULT_HTTP_TIMEOUT_MS, nodeDependencies, outputNodeIds, topologicalOrder } from './pipeline';
-import { answerObjectName, HTTP_ASSET_MAX_BYTES } from './output-assets';
-import type { HttpPort, ObjectRef, SizedStream } from './ports';
+import { kindOf, kindOfType, type NodeType } from './nodes';
+import { HttpNodeError, LoopGuardError, redactCredentials, safeUrl } from './nodes/http-errors';
+import { reasonOf } from './nodes/kind';
+import { AssetOutput, type AssetView, type EngineObjects, type HeldAsset, type RunContext } from './nodes/run-context';
+import { redactDeep, secretRedactor } from './owner-secrets';
+import { outputNodeIds, topologicalOrder } from './pipeline';
+import type { HttpPort, ObjectRef } from './ports';
 import type { NodeProgress } from './progress';
-import type {
-  DelayNode,
-  NodeTrace,
-  HttpNode,
-  InputNode,
-  OutputNode,
-  PipelineDefinition,
-  PipelineNode,
-  RawValue,
-  TransformNode,
-} from './types';
+import type { NodeTrace, PipelineDefinition, RawValue } from './types';
 import { isRawValue } from './values';
+
+export type { AssetView, EngineObjects } from './nodes/run-context';
+export { HTTP_MAX_RESPONSE_BYTES } from './nodes/http';
+export { bodyExcerpt, HTTP_ERROR_EXCERPT_CHARS, HttpNodeError, LoopGuardError, redactCredentials } from './nodes/http-errors';
 
 export interface EngineOptions {
   http: HttpPort;
@@ -49,33 +46,6 @@ export interface EngineOptions {
   onNode?: (p: NodeProgress) => void;
 }
 
-/** What the engine needs of object storage; the task supplies it (functions/services/tasks.service.ts). */
-export interface EngineObjects {
-  /**
-   * Stores a binary answer as the object `name` of this execution as its bytes arrive: sniffs,
-   * counts and hashes them on the way (more than `maxBytes` fails, naming the limit, and leaves
-   * no object), and answers its reference and how nodes see it.
-   */
-  store(
-    name: string,
-    body: AsyncIterable<Uint8Array>,
-    declaredType: string | undefined,
-    maxBytes: number,
-  ): Promise<{ ref: ObjectRef; view: AssetView }>;
-  /** A stored object's bytes as a stream of `ref.bytes` bytes, read as it is sent. */
-  open(ref: ObjectRef): Promise<SizedStream>;
-}
-
-/** An asset as a transform or http node sees it. */
-export interface AssetView {
-  url: string;
-  media_type: string;
-  bytes: number;
-  sha256: string;
-  /** When `url` stops working (ISO 8601). */
-  expires_at: string;
-}
-
 export type EngineResult =
   | {
       status: 'completed';
@@ -84,8 +54,6 @@ export type EngineResult =
     }
   | { status: 'failed'; error_message: string; /** The same failure for callers (callerReason). */ caller_message: string }
   | { status: 'cancelled' };
-
-export const HTTP_MAX_RESPONSE_BYTES = 1_048_576;
 
 // setTimeout treats anything longer than this as 1 ms.
 const MAX_TIMER_MS = 2_147_483_647;
@@ -109,16 +77,10 @@ class NodeFailure extends Error {
 /**
  * A node's failure as a caller may read it: what kind of thing went wrong, never the upstream's
  * URL or answer, a header, an expression's text or a secret's name (the owner's message has
- * them, in the owner's views).
+ * them, in the owner's views). Each node type says its own (functions/core/nodes/).
  */
-export function callerReason(e: unknown, nodeType: string): string {
-  if (e instanceof HttpNodeError) return `upstream answered ${e.httpStatus}`;
-  if (e instanceof LoopGuardError) return "the loop guard refused its URL (this service's own API)";
-  if (e instanceof MissingSecretError) return 'the pipeline is missing a setting';
-  if (nodeType === 'http') return /timed? ?out/i.test(reasonOf(e)) ? 'the upstream request timed out' : 'the upstream request failed';
-  if (nodeType === 'transform') return 'its expression failed';
-  if (nodeType === 'output') return 'it produced no usable value';
-  return 'it failed';
+export function callerReason(e: unknown, nodeType: NodeType): string {
+  return kindOfType(nodeType).callerReason(e);
 }
 
 /** The run's deadline passed while a node was busy (seen from inside a JSONata evaluation). */
@@ -129,83 +91,6 @@ class RunStopped extends Error {}
 
 export function timeoutMessage(timeoutMs: number): string {
   return timeoutMs % 1000 === 0 ? `Execution timed out after ${timeoutMs / 1000} s` : `Execution timed out after ${timeoutMs} ms`;
-}
-
-function reasonOf(e: unknown): string {
-  if (e instanceof Error) return e.message;
-  if (typeof e === 'object' && e !== null && 'message' in e && typeof e.message === 'string') return e.message;
-  return String(e);
-}
-
-function describeType(x: unknown): string {
-  if (x === null) return 'null';
-  if (Array.isArray(x)) return 'array';
-  if (typeof x === 'number') return 'a number that is not finite';
-  return typeof x;
-}
-
-/** An http node's URL on this service's own API, refused before any connection. */
-export class LoopGuardError extends Error {
-  override readonly name = 'LoopGuardError';
-}
-
-/** A non-2xx answer to an http node: the upstream's status travels with the failure. */
-export class HttpNodeError extends Error {
-  constructor(
-    readonly httpStatus: number,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'HttpNodeError';
-  }
-}
-
-export const HTTP_ERROR_EXCERPT_CHARS = 160;
-
-/** What the node itself sent that must never come back in a message: header values, query values, URL credentials. */
-function sensitiveValues(url: string, headers: Record<string, string>): string[] {
-  const values = Object.values(headers).flatMap((h) => [h, ...h.split(/\s+/)]);
-  try {
-    const u = new URL(url);
-    values.push(...u.searchParams.values(), decodeURIComponent(u.password), decodeURIComponent(u.username));
-  } catch {
-    // An invalid URL never reached the network.
-  }
-  return values.filter((x) => x.length >= 4);
-}
-
-/**
- * A short, single-line excerpt of an upstream's error body, fit for error_message: control
- * characters gone, whatever the node sent as a credential (or anything that reads like one)
- * replaced, and cut to HTTP_ERROR_EXCERPT_CHARS.
- */
-export function bodyExcerpt(body: string, sensitive: readonly string[] = []): string {
-  let text = body.slice(0, 4096);
-  for (const s of [...sensitive].sort((a, b) => b.length - a.length)) text = text.split(s).join('[redacted]');
-  text = redactCredentials(text)
-    // eslint-disable-next-line no-control-regex -- control characters are exactly what is removed
-    .replace(/[\u0000-\u001f\u007f]+/g, ' ')
-    .replace(/\s+/g, ' ')
-    .trim();
-  return text.length > HTTP_ERROR_EXCERPT_CHARS ? `${text.slice(0, HTTP_ERROR_EXCERPT_CHARS)}…` : text;
-}
-
-/** Credential-shaped text: auth schemes with their token, key=value pairs named like secrets, and long opaque tokens. */
-export function redactCredentials(text: string): string {
-  return text
-    .replace(/\b(bearer|basic|api-key|token)(\s+)[^\s"',;]+/gi, '$1$2[redacted]')
-    .replace(/("?[\w-]*(?:secret|password|passwd|token|api[_-]?key|authorization)[\w-]*"?\s*[:=]\s*"?)([^"\s,;}&]+)/gi, '$1[redacted]')
-    .replace(/[A-Za-z0-9_\-+/=]{32,}/g, '[redacted]');
-}
-
-/** The URL without query, fragment or credentials: those may hold secrets. */
-function safeUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.origin}${u.pathname}`;
-  } catch {
-    return '(invalid URL)';
-  }
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
@@ -226,189 +111,49 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
-function parseResponseBody(body: string): unknown {
-  if (body.trim() === '') return body;
-  try {
-    return JSON.parse(body) as unknown;
-  } catch {
-    return body;
-  }
-}
-
-interface RunContext {
-  http: HttpPort;
-  secrets: ReadonlyMap<string, string>;
-  signal: AbortSignal;
+interface EngineLimits {
   deadline: number;
   expressionTimeLimitMs: number | undefined;
-  assets: Readonly<Record<string, AssetView>> | undefined;
-  assetRefs: Readonly<Record<string, ObjectRef>> | undefined;
-  objects: EngineObjects | undefined;
   ownApiUrls: readonly (string | undefined)[];
-  /** Every asset this run holds, by its URL: inputs and binary answers. Only these become ASSET outputs or bodies. */
-  known: Map<string, { ref: ObjectRef; view: AssetView }>;
 }
 
-/** An output node's value when it is an asset of this run; stored as its reference only. */
-class AssetOutput {
-  constructor(readonly ref: ObjectRef) {}
-
-  /** What the owner's trace preview shows: never a URL. */
-  toJSON(): Record<string, unknown> {
-    return { value_type: 'ASSET', media_type: this.ref.media_type, bytes: this.ref.bytes };
-  }
-}
-
-/**
- * The asset of this run a value stands for, or null. A value is one only when it is an object
- * whose `url` is that of an asset the run holds, and whose other fields, if given, agree with it:
- * nothing a transform writes can name an object the run does not hold.
- */
-function heldAsset(value: unknown, ctx: RunContext): { ref: ObjectRef; view: AssetView } | null {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;
-  const o = value as Record<string, unknown>;
-  if (typeof o.url !== 'string') return null;
-  const held = ctx.known.get(o.url);
-  if (held === undefined) return null;
-  for (const field of ['media_type', 'bytes', 'sha256'] as const) {
-    if (Object.hasOwn(o, field) && o[field] !== held.view[field]) return null;
-  }
-  return held;
-}
-
-/** The object a JSONata expression sees: each dependency's value by id, absent when it has none. */
-function scope(ids: string[], values: unknown[]): Record<string, unknown> {
-  // No prototype, so a node id can never reach Object.prototype members.
-  const out = Object.create(null) as Record<string, unknown>;
-  ids.forEach((id, i) => {
-    const value = values[i];
-    if (value !== undefined) out[id] = value;
-  });
-  return out;
-}
-
-async function evaluate(
-  text: string,
-  input: Record<string, unknown>,
-  ctx: RunContext,
-  bindings?: Record<string, unknown>,
-): Promise<unknown> {
-  return evaluateExpression(text, input, {
-    timeLimitMs: ctx.expressionTimeLimitMs,
-    deadline: ctx.deadline,
-    signal: ctx.signal,
-    ...(bindings === undefined ? {} : { bindings }),
-  });
-}
-
-async function runInput(id: string, node: InputNode, inputValues: Record<string, RawValue>, ctx: RunContext): Promise<unknown> {
-  if (node.value_type === 'asset') {
-    const view = ctx.assets !== undefined && Object.hasOwn(ctx.assets, id) ? ctx.assets[id] : undefined;
-    if (view === undefined) throw new Error('the file of this asset input was not stored');
-    const ref = ctx.assetRefs !== undefined && Object.hasOwn(ctx.assetRefs, id) ? ctx.assetRefs[id] : undefined;
-    if (ref !== undefined) ctx.known.set(view.url, { ref, view: { ...view } });
-    return { ...view };
-  }
-  return Object.hasOwn(inputValues, id) ? inputValues[id] : node.value;
-}
-
-async function runOutput(node: OutputNode, [value]: unknown[], ctx: RunContext): Promise<RawValue | AssetOutput> {
-  if (value === undefined) throw new Error(`'${node.from}' produced no value`);
-  if (isRawValue(value)) return value;
-  const held = heldAsset(value, ctx);
-  if (held !== null) return new AssetOutput(held.ref);
-  throw new Error(`output must be a string, a finite number, a boolean or an asset of this run, got ${describeType(value)}`);
-}
-
-async function runTransform(node: TransformNode, values: unknown[], ctx: RunContext): Promise<unknown> {
-  return evaluate(node.expression, scope(node.inputs, values), ctx);
-}
-
-async function runHttp(id: string, node: HttpNode, values: unknown[], ctx: RunContext): Promise<unknown> {
-  const url = substituteSecrets(node.url, ctx.secrets);
-  // Checked after the secrets are in: a host may come from one.
-  if (isOwnApiUrl(url, ctx.ownApiUrls ?? [])) throw new LoopGuardError(`${safeUrl(url)} ${LOOP_GUARD_REASON}`);
-  const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(node.headers ?? {})) {
-    Object.defineProperty(headers, name, {
-      value: substituteSecrets(value, ctx.secrets),
-      enumerable: true,
-      writable: true,
-      configurable: true,
-    });
-  }
-  const nodeHeaders = { ...headers };
-  let body: string | SizedStream | undefined;
-  if (node.body_asset !== undefined) {
-    const i = (node.inputs ?? []).indexOf(node.body_asset);
-    const held = heldAsset(values[i], ctx);
-    if (held === null) throw new Error(`body_asset '${node.body_asset}' is not an asset`);
-    if (held.ref.bytes > HTTP_ASSET_MAX_BYTES)
-      throw new Error(
-        `body_asset '${node.body_asset}' is ${held.ref.bytes} bytes, more than the http node's asset limit of ${HTTP_ASSET_MAX_BYTES} bytes`,
-      );
-    if (ctx.objects === undefined) throw new Error('assets cannot be sent here: no object storage');
-    body = await ctx.objects.open(held.ref);
-    if (!Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = held.ref.media_type;
-  } else if (node.body !== undefined) {
-    const value = await evaluate(node.body, scope(node.inputs ?? [], values), ctx, { secrets: bodySecretsBinding(node.body, ctx.secrets) });
-    if (value !== undefined) {
-      body = JSON.stringify(value);
-      if (!Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = 'application/json';
-    }
-  }
-  const response = await ctx.http({
-    method: node.method ?? 'GET',
-    url,
-    headers,
-    ...(body === undefined ? {} : { body }),
-    timeoutMs: node.timeout_ms ?? DEFAULT_HTTP_TIMEOUT_MS,
-    signal: ctx.signal,
-    maxResponseBytes: HTTP_MAX_RESPONSE_BYTES,
-    ...(ctx.objects === undefined ? {} : { maxBinaryResponseBytes: HTTP_ASSET_MAX_BYTES }),
-  });
-  const { stream } = response;
-  if (stream !== undefined && (response.status < 200 || response.status > 299 || ctx.objects === undefined)) {
-    // A failed call's binary body is not read: ending it closes the connection.
-    await stream[Symbol.asyncIterator]().return?.();
-  }
-  if (response.status < 200 || response.status > 299) {
-    const excerpt = bodyExcerpt(response.body, sensitiveValues(url, nodeHeaders));
-    throw new HttpNodeError(response.status, `HTTP ${response.status} from ${safeUrl(url)}${excerpt ? `: ${excerpt}` : ''}`);
-  }
-  if (stream !== undefined) {
-    if (ctx.objects === undefined) throw new Error('a binary answer cannot be kept here: no object storage');
-    const stored = await ctx.objects.store(answerObjectName(id), stream, response.headers['content-type'], HTTP_ASSET_MAX_BYTES);
-    ctx.known.set(stored.view.url, { ref: stored.ref, view: { ...stored.view } });
-    return { ...stored.view };
-  }
-  return parseResponseBody(response.body);
-}
-
-async function runDelay(node: DelayNode, [value]: unknown[], ctx: RunContext): Promise<unknown> {
-  await sleep(node.ms, ctx.signal);
-  return value;
-}
-
-function runNode(
-  id: string,
-  node: PipelineNode,
-  values: unknown[],
-  inputValues: Record<string, RawValue>,
-  ctx: RunContext,
-): Promise<unknown> {
-  switch (node.type) {
-    case 'input':
-      return runInput(id, node, inputValues, ctx);
-    case 'output':
-      return runOutput(node, values, ctx);
-    case 'transform':
-      return runTransform(node, values, ctx);
-    case 'http':
-      return runHttp(id, node, values, ctx);
-    case 'delay':
-      return runDelay(node, values, ctx);
-  }
+/** The context every node of one run receives (functions/core/nodes/run-context.ts). */
+function runContext(opts: EngineOptions, inputValues: Record<string, RawValue>, signal: AbortSignal, limits: EngineLimits): RunContext {
+  const known = new Map<string, HeldAsset>();
+  return {
+    http: opts.http,
+    signal,
+    secrets: opts.secrets ?? new Map<string, string>(),
+    inputValues,
+    assets: opts.assets,
+    assetRefs: opts.assetRefs,
+    objects: opts.objects,
+    evaluate: (text, input, bindings) =>
+      evaluateExpression(text, input, {
+        timeLimitMs: limits.expressionTimeLimitMs,
+        deadline: limits.deadline,
+        signal,
+        ...(bindings === undefined ? {} : { bindings }),
+      }),
+    guard(url) {
+      if (isOwnApiUrl(url, limits.ownApiUrls)) throw new LoopGuardError(`${safeUrl(url)} ${LOOP_GUARD_REASON}`);
+    },
+    sleep: (ms) => sleep(ms, signal),
+    hold(asset) {
+      known.set(asset.view.url, asset);
+    },
+    held(value) {
+      if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;
+      const o = value as Record<string, unknown>;
+      if (typeof o.url !== 'string') return null;
+      const held = known.get(o.url);
+      if (held === undefined) return null;
+      for (const field of ['media_type', 'bytes', 'sha256'] as const) {
+        if (Object.hasOwn(o, field) && o[field] !== held.view[field]) return null;
+      }
+      return held;
+    },
+  };
 }
 
 /** Longest value preview kept per node, in characters of its JSON text. */
@@ -595,24 +340,19 @@ function runUnredacted(
       return;
     }
 
-    const ctx: RunContext = {
-      http: opts.http,
-      secrets: opts.secrets ?? new Map<string, string>(),
-      signal: work.signal,
+    const ctx = runContext(opts, inputValues, work.signal, {
       deadline: Date.now() + opts.timeoutMs,
       expressionTimeLimitMs: opts.expressionTimeLimitMs,
-      assets: opts.assets,
-      assetRefs: opts.assetRefs,
-      objects: opts.objects,
       ownApiUrls: opts.ownApiUrls ?? [],
-      known: new Map(),
-    };
+    });
     const settled = new Map<string, unknown>();
     const pending = new Map<string, Promise<unknown>>();
     for (const id of nodes.order) {
       const node = def.nodes[id];
       if (!node) continue;
-      const deps = nodeDependencies(node).map((d) => pending.get(d) ?? Promise.resolve(settled.get(d)));
+      const deps = kindOf(node)
+        .dependencies(node)
+        .map((d) => pending.get(d) ?? Promise.resolve(settled.get(d)));
       // A dependency's rejection skips this node and passes the original failure on unchanged.
       const result = Promise.all(deps).then(async (values) => {
         if (work.signal.aborted) throw new RunStopped('run finished');
@@ -620,7 +360,7 @@ function runUnredacted(
         clocks.set(id, clock);
         opts.onNode?.({ node: id, type: node.type, state: 'started', at: clock.start });
         try {
-          const value = await runNode(id, node, values, inputValues, ctx);
+          const value = await kindOf(node).run(node, values, ctx, id);
           if (!finished) {
             const end = now();
             Object.assign(clock, { end, value: value instanceof AssetOutput ? value.toJSON() : value });
@@ -635,7 +375,7 @@ function runUnredacted(
           Object.assign(clock, { end, error: reasonOf(e), ...(e instanceof HttpNodeError ? { httpStatus: e.httpStatus } : {}) });
           if (!finished)
             opts.onNode?.({ node: id, type: node.type, state: 'failed', at: end, duration_ms: Math.max(0, end - clock.start) });
-          throw new NodeFailure(id, reasonOf(e), callerReason(e, node.type));
+          throw new NodeFailure(id, reasonOf(e), kindOf(node).callerReason(e));
         }
       });
       result.catch(onFailure);

@@ -539,9 +539,10 @@ export interface ObjectStorePort {
 export interface AssetLinksPort {
   /**
    * `baseUrl` is the service's public base (functions/adapters/api.ts publicBaseUrl); the link
-   * works for `ttlSeconds` (default: the configured link lifetime).
+   * works for `ttlSeconds` (default: the configured link lifetime); a browser saves it as
+   * `fileName` (else after the object key).
    */
-  link(ref: ObjectRef, baseUrl: string, now: Date, ttlSeconds?: number): Promise<PresignedDownload>;
+  link(ref: ObjectRef, baseUrl: string, now: Date, ttlSeconds?: number, fileName?: string): Promise<PresignedDownload>;
 }
 
 /* ------------------------------------------------------------------ uploads */

@@ -6,6 +6,7 @@
  * 30 bytes an event. The list only ever grows (a re-run after a crash appends to it), so every
  * earlier read of it is a prefix of every later one: event ids can be positions.
  */
+import { NODE_CODES, NODE_TYPE_OF_CODE } from './nodes';
 import type { NodeType } from './types';
 
 export type NodeState = 'started' | 'finished' | 'failed';
@@ -28,14 +29,14 @@ export interface NodeProgress {
  */
 export const PROGRESS_MAX_ENTRIES = 256;
 
-const TYPES: Record<string, NodeType> = { i: 'input', t: 'transform', h: 'http', d: 'delay', o: 'output' };
+const TYPES: Readonly<Record<string, NodeType>> = NODE_TYPE_OF_CODE;
 const STATES: Record<string, NodeState> = { s: 'started', f: 'finished', x: 'failed' };
 const code = <T extends string>(table: Record<string, T>, value: T): string => Object.keys(table).find((k) => table[k] === value) ?? '?';
 
 export function packProgress(entries: readonly NodeProgress[]): string {
   const t0 = entries.length > 0 ? Math.min(...entries.map((p) => p.at)) : 0;
   const n = entries.map((p) => {
-    const row: (string | number)[] = [p.node, code(TYPES, p.type), code(STATES, p.state), p.at - t0];
+    const row: (string | number)[] = [p.node, NODE_CODES[p.type], code(STATES, p.state), p.at - t0];
     if (p.duration_ms !== undefined) row.push(p.duration_ms);
     return row;
   });

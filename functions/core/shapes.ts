@@ -14,7 +14,8 @@
  */
 import * as v from 'valibot';
 import { ERRORS, KEY_REFUSALS, type ErrorName, type KeyRefusal } from './errors';
-import { NODE_ID_PATTERN, NODE_TYPES, PIPELINE_ID_PATTERN } from './ids';
+import { NODE_ID_PATTERN, PIPELINE_ID_PATTERN } from './ids';
+import { NODE_TYPES } from './nodes';
 import { OWNER_SECRET_MAX_LENGTH, OWNER_SECRET_NAME_PATTERN } from './owner-secrets';
 import { STATUSES, TERMINAL } from './transitions';
 

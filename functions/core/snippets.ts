@@ -6,6 +6,7 @@
  * written into the snippet.
  */
 import type { RawValue } from './types';
+import type { RequestValueType } from './values';
 
 export interface DeploymentSnippets {
   curl: string;
@@ -17,6 +18,9 @@ export const SNIPPET_KEY_VARIABLE = 'PIPEGATE_API_KEY';
 
 type Obj = Record<string, unknown>;
 const isObj = (x: unknown): x is Obj => typeof x === 'object' && x !== null && !Array.isArray(x);
+
+const REQUEST_VALUE_TYPES: readonly string[] = ['RAW', 'REFERENCE', 'ASSET'] satisfies RequestValueType[];
+const isRequestValueType = (x: unknown): x is RequestValueType => typeof x === 'string' && REQUEST_VALUE_TYPES.includes(x);
 
 function at(x: unknown, ...keys: string[]): unknown {
   let v = x;
@@ -44,15 +48,21 @@ function operation(doc: Obj, operationId: string): Operation {
   throw new Error(`not a pipegate deployment document: no ${operationId} operation`);
 }
 
-/** The body that sends every input with its published value (the schema's defaults). */
-function exampleBody(doc: Obj, execute: Operation): { workflow_input: Record<string, { value: RawValue; value_type: 'RAW' }> } {
+/**
+ * The body that sends every input with its published value (the schema's defaults), each with
+ * the `value_type` its schema fixes (RAW, REFERENCE or ASSET: values.ts `requestValueType`), so
+ * the body pasted as printed is one the execute route takes.
+ */
+function exampleBody(doc: Obj, execute: Operation): { workflow_input: Record<string, { value: RawValue; value_type: RequestValueType }> } {
   const schema = deref(doc, at(execute.operation, 'requestBody', 'content', 'application/json', 'schema'));
   const inputs = at(schema, 'properties', 'workflow_input', 'properties');
-  const workflow_input: Record<string, { value: RawValue; value_type: 'RAW' }> = {};
+  const workflow_input: Record<string, { value: RawValue; value_type: RequestValueType }> = {};
   for (const [id, s] of Object.entries(isObj(inputs) ? inputs : {})) {
     const value = at(s, 'properties', 'value', 'default');
+    const kind = at(s, 'properties', 'value_type', 'const');
+    if (!isRequestValueType(kind)) throw new Error(`not a pipegate deployment document: input '${id}' names no value_type`);
     if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean')
-      workflow_input[id] = { value, value_type: 'RAW' };
+      workflow_input[id] = { value, value_type: kind };
   }
   return { workflow_input };
 }

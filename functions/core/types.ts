@@ -3,38 +3,37 @@ import type { ClaimField } from './claim-check';
 import type { Limits } from './consumers';
 import type { ObjectRef } from './ports';
 import type { ExecutionStatus } from './transitions';
+import type { InputValueType } from './value-types';
 
 /** A RAW value: what inputs hold and outputs must produce. */
 export type RawValue = string | number | boolean;
-/**
- * `reference`: an absolute http(s) URL, sent by callers as value_type REFERENCE; nodes see the string.
- * `asset`: a file (image, video, ...), sent by callers as value_type ASSET; its current value in
- * a definition is a base64 data URI.
- */
-export type InputValueType = 'string' | 'integer' | 'float' | 'boolean' | 'reference' | 'asset';
+export type { InputValueType };
 
 /*
- * A definition's types are its schemas' (definition-schema.ts), so a field added there is typed here
- * at once.
+ * A definition's types are its schemas' (definition-schema.ts, and each node type's in
+ * functions/core/nodes/), so a field added there is typed here at once.
  */
 type Schemas = typeof import('./definition-schema');
+type Nodes = typeof import('./nodes');
 
 /** What an asset input accepts; both optional (no list: any media type; no size: up to the route's limits). */
 export type AssetRestrictions = v.InferOutput<v.ObjectSchema<Schemas['ASSET_RESTRICTIONS'], undefined>>;
-export type InputNode = v.InferOutput<Schemas['InputNode']>;
-export type OutputNode = v.InferOutput<Schemas['OutputNode']>;
-export type TransformNode = v.InferOutput<Schemas['TransformNode']>;
-export type HttpNode = v.InferOutput<Schemas['HttpNode']>;
+export type NodeType = import('./nodes').NodeType;
+export type PipelineNode = import('./nodes').PipelineNode;
+export type InputNode = v.InferOutput<Nodes['input']['object']>;
+export type OutputNode = v.InferOutput<Nodes['output']['object']>;
+export type TransformNode = v.InferOutput<Nodes['transform']['object']>;
+export type HttpNode = v.InferOutput<Nodes['http']['object']>;
 export type HttpMethod = NonNullable<HttpNode['method']>;
-export type DelayNode = v.InferOutput<Schemas['DelayNode']>;
-export type PipelineNode = v.InferOutput<Schemas['Node']>;
-export type NodeType = PipelineNode['type'];
+export type DelayNode = v.InferOutput<Nodes['delay']['object']>;
 /**
  * `retry_interrupted` false: an execution interrupted by a crash of the local runtime is failed
  * rather than run again from the start (for http nodes that are not safe to repeat). Absent
  * means true.
  */
-export type PipelineDefinition = v.InferOutput<Schemas['PipelineDefinitionSchema']>;
+export type PipelineDefinition = Omit<v.InferOutput<Schemas['PipelineDefinitionSchema']>, 'nodes'> & {
+  nodes: Record<string, PipelineNode>;
+};
 
 /** One problem found in a definition or request: where, and why. */
 export interface Problem {

@@ -7,7 +7,7 @@ import type { ObjectRef, PresignedDownload } from '../core/ports';
 import { nodeLinkTtlSeconds, servedAsAttachment } from '../core/asset-links';
 import { sniffMediaType } from '../core/sniff';
 import type { Execution } from '../core/types';
-import { referencedSecretNames } from '../core/owner-secrets';
+import { referencedSecretNames } from '../core/nodes/secrets';
 import { isTerminal } from '../core/transitions';
 import type { Deps } from '../adapters/deps';
 import { writeStream } from './object-writer';

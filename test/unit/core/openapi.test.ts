@@ -209,7 +209,8 @@ const EXPECTED_ERRORS: Record<string, ErrorName[]> = {
   'GET /v1/docs/{asset}': ['RouteNotFound'],
   'GET /v1/assets/{token}': ['AssetNotFound', 'AssetLinkExpired', 'RangeNotSatisfiable'],
   'HEAD /v1/assets/{token}': ['AssetNotFound', 'AssetLinkExpired', 'RangeNotSatisfiable'],
-  'GET /v1/forms/{form_token}': ['FormNotFound'],
+  // Its 404 is a page for the person who followed the link (HTML), not a catalog error body.
+  'GET /v1/forms/{form_token}': [],
   'GET /v1/forms/{form_token}/files/{asset}': ['RouteNotFound'],
   'POST /v1/forms/{form_token}/executions': [
     'FormNotFound',
