@@ -226,17 +226,12 @@ export class Bundler {
       .map((n) => ({ dir: path.join(base, n), t: statSync(path.join(base, n), { throwIfNoEntry: false })?.mtimeMs ?? 0 }))
       .sort((a, b) => b.t - a.t);
     for (const { dir } of entries) {
-      let record: InputsRecord;
-      try {
-        record = JSON.parse(readFileSync(path.join(dir, 'inputs.json'), 'utf8')) as InputsRecord;
-      } catch {
-        continue;
-      }
-      if (record.format !== CACHE_FORMAT || record.options !== options) continue;
+      const record = readRecord(dir);
+      if (!record || record.format !== CACHE_FORMAT || record.options !== options) continue;
       const same =
         Object.entries(record.files).every(([f, h]) => this.fileHash(f) === h) &&
         Object.entries(record.dirs).every(([d, h]) => this.dirHash(d) === h);
-      if (!same || !existsSync(path.join(dir, 'index.js')) || !existsSync(path.join(dir, 'index.js.map'))) continue;
+      if (!same) continue;
       const now = new Date();
       utimesSync(dir, now, now);
       return dir;
@@ -346,8 +341,20 @@ export class Bundler {
         continue;
       }
       mkdirSync(path.dirname(to), { recursive: true });
-      if (existsSync(to)) rmSync(from, { recursive: true, force: true });
-      else renameSync(from, to);
+      try {
+        renameSync(from, to);
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw err;
+        // Another synth (a test run beside start:synth) stored the same entry first: the same
+        // inputs, so the same bundle; keep theirs. One that is not whole (damaged by hand) is
+        // replaced.
+        if (readRecord(to)) rmSync(from, { recursive: true, force: true });
+        else {
+          rmSync(to, { recursive: true, force: true });
+          renameSync(from, to);
+        }
+      }
       this.ready.set(n, { dir: to, source: 'built' });
       this.prune(n, key);
     }
@@ -385,6 +392,19 @@ export class Bundler {
     writeFileSync(path.join(this.cacheDir, 'rate.json'), JSON.stringify(rate));
   }
 }
+
+/** An entry's record when the entry is whole (its record readable, its bundle and map there). */
+function readRecord(dir: string): InputsRecord | undefined {
+  try {
+    const record = JSON.parse(readFileSync(path.join(dir, 'inputs.json'), 'utf8')) as InputsRecord;
+    const whole = isPlainRecord(record.files) && isPlainRecord(record.dirs);
+    return whole && existsSync(path.join(dir, 'index.js')) && existsSync(path.join(dir, 'index.js.map')) ? record : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const isPlainRecord = (v: unknown): v is Record<string, string> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Whether the file or folder changed this close to `started` or later (so perhaps while esbuild read it). */
 const changedSince = (abs: string, started: number): boolean =>

@@ -133,6 +133,19 @@ describe('the bundler', () => {
     expect(code(back.dir)).toContain('apple');
   });
 
+  it('replaces an entry that is not whole (damaged by hand) instead of serving or keeping it', () => {
+    // Prepare
+    const first = bundler().bundle('alpha');
+    writeFileSync(path.join(first.dir, 'inputs.json'), '{');
+    // Act: the same inputs, so the same entry, which is there but unreadable.
+    const again = bundler().bundle('alpha');
+    const third = bundler().bundle('alpha');
+    // Assess
+    expect(again).toEqual({ dir: first.dir, source: 'built' });
+    expect(third).toEqual({ dir: first.dir, source: 'cache' });
+    expect(code(third.dir)).toContain('apple');
+  });
+
   it('builds again for other options', () => {
     // Prepare
     const bundled = bundler().bundle('alpha');
