@@ -24,11 +24,8 @@ import { readConfig } from '../config';
 import { GATEWAY_RESPONSES } from '../gateway-responses';
 import { QUEUES } from '../queues';
 import { ROUTES, STREAMED_ROUTE_TIMEOUT_SECONDS, WORKERS, type Route } from '../routes';
-import { DOCS_ASSETS, DOCS_ASSETS_DIR, DOCS_ASSETS_PACKAGE } from '../docs-assets';
 import { originOf } from '../storage-cors';
-
-const DOCS_FUNCTION = 'deployment-docs';
-import { accessFor, allFunctionNames, bundleExternals, OWNER_SECRETS_KMS_ACTIONS } from './permissions';
+import { accessFor, allFunctionNames, OWNER_SECRETS_KMS_ACTIONS } from './permissions';
 import { PipegateFunction, REPO_ROOT } from './pipegate-function';
 import { type Settings } from './settings';
 import { concurrencyPlan, waitersBound, waits } from '../concurrency';
@@ -98,18 +95,6 @@ export class ServiceStack extends Stack {
         environment: baseEnvironment,
         logRetentionDays: settings.logRetentionDays,
         systemLogLevel: settings.lambdaSystemLogLevel,
-        externalModules: bundleExternals(name),
-        // The docs page's Swagger UI files travel beside this one function's bundle, read from
-        // disk when asked for: no other bundle carries them, and its cold start does not parse them.
-        ...(name === DOCS_FUNCTION
-          ? {
-              copyFiles: {
-                fromDir: path.dirname(require.resolve(`${DOCS_ASSETS_PACKAGE}/package.json`)),
-                files: Object.keys(DOCS_ASSETS),
-                toDir: DOCS_ASSETS_DIR,
-              },
-            }
-          : {}),
       });
       functions[name] = fn;
       fn.grantTable(stateful.table, access.table, access.query);
@@ -575,7 +560,6 @@ export class ServiceStack extends Stack {
   private buildUploadCors(stateful: StatefulStack, settings: Settings): void {
     const fn = new PipegateFunction(this, 'UploadCors', {
       name: 'upload-cors',
-      entry: path.join(__dirname, 'upload-cors.handler.ts'),
       timeout: Duration.seconds(30),
       logRetentionDays: settings.logRetentionDays,
       systemLogLevel: settings.lambdaSystemLogLevel,
