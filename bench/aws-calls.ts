@@ -77,13 +77,17 @@ export function successPath(asl: { StartAt: string; States: Record<string, unkno
   let name: string | undefined = asl.StartAt;
   while (name !== undefined) {
     if (states.includes(name) || states.length > 100) throw new Error(`the success path loops at ${name}`);
-    const state = asl.States[name] as { Type?: string; Next?: string; End?: boolean; Choices?: { Next?: string }[] } | undefined;
+    const state = asl.States[name] as
+      { Type?: string; Next?: string; End?: boolean; Default?: string; Choices?: { Next?: string }[] } | undefined;
     if (!state) throw new Error(`no state ${name}`);
     states.push(name);
     if (state.Type === 'Task') tasks.push(name);
     if (state.Type === 'Succeed' || state.Type === 'Fail' || state.End) break;
-    // A Choice's first rule is the one that proceeds (ShouldRun: start.proceed == true).
-    name = state.Type === 'Choice' ? state.Choices?.[0]?.Next : state.Next;
+    // A Choice takes its first rule that moves on (ShouldRun: start.proceed == true), not one
+    // that waits or steps again (AfterStep: an execution done in one step takes its Default).
+    const forward = (next: string | undefined): boolean =>
+      next !== undefined && !states.includes(next) && (asl.States[next] as { Type?: string } | undefined)?.Type !== 'Wait';
+    name = state.Type === 'Choice' ? (state.Choices?.map((c) => c.Next).find(forward) ?? state.Default) : state.Next;
   }
   return { states, tasks };
 }

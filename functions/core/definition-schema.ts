@@ -18,6 +18,8 @@ export { ASSET_RESTRICTIONS, SVG_MEDIA_TYPE, SVG_REFUSAL } from './nodes/input';
 export { DEFAULT_HTTP_TIMEOUT_MS, HTTP_METHODS, HTTP_TIMEOUT_MAX_MS } from './nodes/http';
 export { DELAY_MAX_MS } from './nodes/delay';
 export const DEFAULT_MAX_NODES = 64;
+/** The longest an execution may be given (a definition's `timeout_ms`): 7 days, a wait node's longest wait. */
+export const MAX_EXECUTION_TIMEOUT_MS = 604_800_000;
 
 /*
  * validateDefinition (pipeline.ts) checks every field with these schemas, and shapes.ts
@@ -53,6 +55,17 @@ export const DEFINITION_ENTRIES = {
       v.boolean((issue) => `must be true or false, got ${describeType(issue.input)}`),
       v.description(
         "Local runtime: an execution interrupted by a crash (kill -9, power loss) runs again from the start at the next start, up to the state machine's retries (default true); false fails it instead, for http nodes that are not safe to repeat.",
+      ),
+    ),
+  ),
+  timeout_ms: v.optional(
+    v.pipe(
+      v.number('must be a number'),
+      v.integer('must be a whole number'),
+      v.minValue(1_000, 'must be at least 1000 ms'),
+      v.maxValue(MAX_EXECUTION_TIMEOUT_MS, `must be at most ${MAX_EXECUTION_TIMEOUT_MS} ms (7 days)`),
+      v.description(
+        "The longest an execution may take, from its start to its end, waits included (default: the service's configured time-out, 300 s unless set). A pipeline that can outlast five minutes (a job, a wait, a long delay or time-out) runs on the Standard workflow.",
       ),
     ),
   ),

@@ -75,7 +75,7 @@ export function executionEvents(e: Execution, nodes: NodeView, final: FinalView 
     if (typeof nodes !== 'function') {
       // One event per node the first time it ends (a re-run after a crash ends some again):
       // progress only grows, so every list is still a prefix of the next.
-      if (p.state === 'started' || finished.has(p.node)) continue;
+      if ((p.state !== 'finished' && p.state !== 'failed') || finished.has(p.node)) continue;
       finished.add(p.node);
       out.push({ event: 'node', data: { done: finished.size, total: Math.max(nodes.countsOf, finished.size) } });
       continue;

@@ -33,6 +33,16 @@ function namesIn(text: string, pattern: RegExp): string[] {
   return [...text.matchAll(pattern)].map((m) => m[1] ?? '');
 }
 
+/** The value at a dotted path (`poll.url`); the node kinds' own helper, kept here so that this module imports none of them. */
+function at(raw: Readonly<Record<string, unknown>>, dotted: string): unknown {
+  let cur: unknown = raw;
+  for (const key of dotted.split('.')) {
+    if (typeof cur !== 'object' || cur === null || Array.isArray(cur) || !Object.hasOwn(cur, key)) return undefined;
+    cur = (cur as Record<string, unknown>)[key];
+  }
+  return cur;
+}
+
 function keyPath(base: string, key: string): string {
   return /^[A-Za-z_][A-Za-z0-9_]*$/.test(key) ? `${base}.${key}` : `${base}[${JSON.stringify(key)}]`;
 }
@@ -59,7 +69,7 @@ export function nodeSecretReferences(fields: SecretFieldsOf, nodePath: string, n
     }
   }
   for (const field of fields.bindings) {
-    const text = node[field];
+    const text = at(node, field);
     if (typeof text === 'string') for (const name of namesIn(text, BODY_REF)) refs.push({ name, path: `${nodePath}.${field}` });
   }
   return refs;
@@ -90,7 +100,7 @@ export function secretSyntaxProblems(fields: SecretFieldsOf, nodePath: string, r
     } else checkTemplate(value, `${nodePath}.${field}`);
   }
   for (const field of fields.expressions) {
-    const text = raw[field];
+    const text = at(raw, field);
     if (typeof text !== 'string') continue;
     if (fields.bindings.includes(field)) {
       if (BODY_BARE.test(text))

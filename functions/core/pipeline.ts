@@ -5,7 +5,7 @@ import { nodeDependencies } from './nodes';
 import { DEFAULT_MAX_NODES, DEFINITION_ENTRIES, describeType, NodeKey, TOP_LEVEL_FIELDS } from './definition-schema';
 import { expressionProblem } from './jsonata-limits';
 import { isNodeType, kindOfType, NODE_TYPES, nodeIdsOfRole, type NodeType, type PipelineNode } from './nodes';
-import type { FieldPath } from './nodes/kind';
+import { fieldAt, type FieldPath } from './nodes/kind';
 import { secretSyntaxProblems } from './owner-secrets';
 import type { PipelineDefinition, Problem } from './types';
 import { isPlainObject } from './values';
@@ -176,11 +176,11 @@ function validateNode(raw: unknown, nodePath: string, fact: NodeFacts, problems:
 
   for (const ref of kind.references(raw)) fact.refs.push({ path: fieldPath(nodePath, ref.at), target: ref.target });
   for (const field of kind.expressions) {
-    const text = raw[field];
+    const text = fieldAt(raw, field);
     // An empty one is the schema's to report; one of blanks is as empty.
     if (typeof text === 'string' && text !== '') {
       const problem = text.trim() === '' ? 'must not be empty' : expressionProblem(text);
-      if (problem) problems.push({ path: joinPath(nodePath, field), reason: problem });
+      if (problem) problems.push({ path: fieldPath(nodePath, field.split('.')), reason: problem });
     }
   }
   for (const p of kind.checks?.(raw) ?? []) problems.push({ path: fieldPath(nodePath, p.at), reason: p.reason });
@@ -281,11 +281,13 @@ function findCycles(ids: string[], facts: Map<string, NodeFacts>): Problem[] {
 
 /* ------------------------------------------------------------------ canonical form */
 
-/** The definition as JSON with every object's keys sorted: `description` and `retry_interrupted` (when present) and `nodes` only. */
+/** The definition as JSON with every object's keys sorted: its top-level fields that are present, `nodes` always. */
 export function canonicalDefinition(def: PipelineDefinition): string {
   const content: Record<string, unknown> = { nodes: def.nodes };
-  if (def.description !== undefined) content.description = def.description;
-  if (def.retry_interrupted !== undefined) content.retry_interrupted = def.retry_interrupted;
+  for (const field of TOP_LEVEL_FIELDS) {
+    const value = (def as Record<string, unknown>)[field];
+    if (field !== 'nodes' && value !== undefined) content[field] = value;
+  }
   return sortedJson(content);
 }
 

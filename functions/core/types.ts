@@ -162,6 +162,11 @@ export interface Execution {
   run_by?: string | null;
   /** When the sweeper last queued it (or its callback) again. */
   requeued_at?: string | null;
+  /**
+   * Which workflow runs it (absent: 0, the first): bumped when a waiting execution is woken
+   * early (functions/services/wake.ts); a workflow of an older generation stands down.
+   */
+  gen?: number | null;
   /** Times it was run again from the start after a crash of the local runtime interrupted it. */
   reruns?: number | null;
   /** Set while a re-run is owed and no workflow has taken it yet (see ExecutionsPort.markRerun). */
@@ -175,6 +180,11 @@ export interface Execution {
    * caller's event stream shows of the nodes. Absent until the first node starts.
    */
   progress?: string | null;
+  /**
+   * While a running execution waits (a long delay, a job between polls, an event): the nodes it
+   * waits on, as its last step left them. Packed JSON (WaitingNode[]); absent or null otherwise.
+   */
+  waiting?: string | null;
   /**
    * Read-time only, never stored: value fields whose object the claim check moved them to is
    * gone (the bucket's expiry, a deleted deployment), so they read as goneValue.

@@ -9,7 +9,8 @@ import * as v from 'valibot';
 import { delay } from './delay';
 import { http } from './http';
 import { input } from './input';
-import type { NodeKind, NodeObjectSchema } from './kind';
+import type { NodeKind, NodeObjectSchema, Outcome, Resumed } from './kind';
+import type { RunContext } from './run-context';
 import { output } from './output';
 import { transform } from './transform';
 
@@ -30,9 +31,20 @@ export const NODE_TYPES = Object.keys(NODE_KINDS) as NodeType[];
  * Any kind, as the walks and the engine use it: they hand each kind nodes of its own type only
  * (`kindOf`), which is what makes the widening below safe.
  */
-export type AnyNodeKind = Omit<NodeKind<NodeObjectSchema>, 'dependencies' | 'run'> & {
+export type AnyNodeKind = Omit<NodeKind<NodeObjectSchema>, 'dependencies' | 'run' | 'resume' | 'repeatable' | 'waits' | 'longestMs'> & {
   dependencies(node: PipelineNode): readonly string[];
-  run: (...args: [node: PipelineNode, ...rest: Parameters<NodeKind['run']> extends [unknown, ...infer R] ? R : never]) => Promise<unknown>;
+  repeatable(node: PipelineNode): boolean;
+  waits(node: PipelineNode): boolean;
+  longestMs(node: PipelineNode): number;
+  run(node: PipelineNode, values: readonly unknown[], ctx: RunContext, id: string): Promise<Outcome>;
+  resume?(
+    node: PipelineNode,
+    values: readonly unknown[],
+    ctx: RunContext,
+    id: string,
+    memo: Readonly<Record<string, unknown>>,
+    event: Resumed | undefined,
+  ): Promise<Outcome>;
 };
 
 export const isNodeType = (x: unknown): x is NodeType => typeof x === 'string' && Object.hasOwn(NODE_KINDS, x);

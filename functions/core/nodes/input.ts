@@ -61,6 +61,10 @@ export const input = defineNode({
   references: () => [],
   dependencies: () => [],
   example: { type: 'input', value_type: 'string', value: 'world' },
+  durability: 'pure',
+  repeatable: () => true,
+  waits: () => false,
+  longestMs: () => 0,
   expressions: [],
   secrets: { templates: [], bindings: [] },
   checks(raw) {
@@ -88,9 +92,9 @@ export const input = defineNode({
       if (view === undefined) throw new Error('the file of this asset input was not stored');
       const ref = ctx.assetRefs !== undefined && Object.hasOwn(ctx.assetRefs, id) ? ctx.assetRefs[id] : undefined;
       if (ref !== undefined) ctx.hold({ ref, view: { ...view } });
-      return { ...view };
+      return { value: { ...view } };
     }
-    return Object.hasOwn(ctx.inputValues, id) ? ctx.inputValues[id] : node.value;
+    return { value: Object.hasOwn(ctx.inputValues, id) ? ctx.inputValues[id] : node.value };
   },
   callerReason: () => 'it failed',
 });

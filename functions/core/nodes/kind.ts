@@ -16,6 +16,12 @@ import * as v from 'valibot';
 import { NODE_ID_PATTERN } from '../ids';
 import type { RunContext } from './run-context';
 
+/** A wait node's event: the object posted to its resume URL, and when. */
+export interface Resumed {
+  value: unknown;
+  at: number;
+}
+
 /** A path inside a node: field names and list positions. */
 export type FieldPath = readonly (string | number)[];
 
@@ -41,9 +47,33 @@ export type ContractRole = 'input' | 'output' | null;
 export interface SecretFields {
   /** Fields (a string, or an object of strings such as headers) where `{{secrets.NAME}}` is substituted. */
   templates: readonly string[];
-  /** JSONata fields (among `expressions`) where `$secrets.NAME` is bound. */
+  /** JSONata fields (among `expressions`, dotted paths) where `$secrets.NAME` is bound. */
   bindings: readonly string[];
 }
+
+/**
+ * A node that is not finished at the end of a step: what it keeps until its next step (`memo`,
+ * JSON only, stored with the execution) and when that step is due (`until`, epoch ms; null:
+ * only an event or the node's own time-out wakes it). The state machine waits, no Lambda runs.
+ */
+export class Waiting {
+  constructor(
+    readonly until: number | null,
+    readonly memo: Readonly<Record<string, unknown>>,
+    /** What views say of it meanwhile: polls made so far, the upstream's status. */
+    readonly detail: { polls?: number; status?: string } = {},
+  ) {}
+}
+
+/** What one step of a node came to: its value, or a wait. */
+export type Outcome = { value: unknown } | Waiting;
+
+/**
+ * How a node's value is kept across steps. `pure` nodes call nothing: their values are
+ * recorded with the step that computed them and computed again if it was cut short.
+ * `recorded` nodes (calls, waits) are recorded the moment they finish, and never run again.
+ */
+export type Durability = 'pure' | 'recorded';
 
 /** The strict object schema of a node type: its `type` literal and its fields. */
 export type NodeObjectSchema = v.StrictObjectSchema<
@@ -71,7 +101,7 @@ export interface NodeKindSpec<O extends NodeObjectSchema> {
   references(raw: Readonly<Record<string, unknown>>): NodeReference[];
   /** The ids it reads, in the order its run receives their values. */
   dependencies(node: NodeOf<O>): readonly string[];
-  /** Fields holding JSONata: checked for syntax at push. */
+  /** Fields holding JSONata, as dotted paths (`body`, `poll.url`): checked for syntax at push. */
   expressions: readonly string[];
   secrets: SecretFields;
   /** Rules between its fields, on the raw node (only fields of the right type are looked at). */
@@ -83,8 +113,30 @@ export interface NodeKindSpec<O extends NodeObjectSchema> {
    * expression with a syntax error must each be refused at push.
    */
   example: NodeOf<O>;
-  /** Runs a node, given its dependencies' values in `dependencies` order. */
-  run(node: NodeOf<O>, values: readonly unknown[], ctx: RunContext, id: string): Promise<unknown>;
+  durability: Durability;
+  /**
+   * Whether its first step may be made again when a crash cut it short in the middle (an http
+   * call whose answer was never recorded). A node that is not is failed instead, naming it.
+   */
+  repeatable(node: NodeOf<O>): boolean;
+  /** Whether it may wait for the state machine (polls, long waits): such a pipeline runs on the Standard workflow. */
+  waits(node: NodeOf<O>): boolean;
+  /** The longest a node may take in all, milliseconds (its own time-out, its delay). */
+  longestMs(node: NodeOf<O>): number;
+  /** A node's first step, given its dependencies' values in `dependencies` order. */
+  run(node: NodeOf<O>, values: readonly unknown[], ctx: RunContext, id: string): Promise<Outcome>;
+  /**
+   * A later step of a node that was waiting: due (`until` passed) or woken by an event (a
+   * resume). Kinds that never wait leave it out.
+   */
+  resume?(
+    node: NodeOf<O>,
+    values: readonly unknown[],
+    ctx: RunContext,
+    id: string,
+    memo: Readonly<Record<string, unknown>>,
+    event: Resumed | undefined,
+  ): Promise<Outcome>;
   /**
    * Why a node failed, as callers may read it: what kind of thing went wrong, never an
    * upstream's URL or answer, a header, an expression's text or a secret's name.
@@ -167,6 +219,16 @@ export function listReferences(raw: Readonly<Record<string, unknown>>, field = '
   const list = raw[field];
   if (!Array.isArray(list)) return [];
   return list.flatMap((target: unknown, i) => (typeof target === 'string' ? [{ at: [field, i], target }] : []));
+}
+
+/** The value at a dotted field path of a raw node (`poll.url`), if every step is an object. */
+export function fieldAt(raw: Readonly<Record<string, unknown>>, dotted: string): unknown {
+  let cur: unknown = raw;
+  for (const key of dotted.split('.')) {
+    if (typeof cur !== 'object' || cur === null || Array.isArray(cur) || !Object.hasOwn(cur, key)) return undefined;
+    cur = (cur as Record<string, unknown>)[key];
+  }
+  return cur;
 }
 
 /** The reason of an error, as thrown. */

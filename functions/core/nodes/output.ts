@@ -21,13 +21,17 @@ export const output = defineNode({
   references: (raw) => (typeof raw.from === 'string' ? [{ at: ['from'], target: raw.from }] : []),
   dependencies: (node) => [node.from],
   example: { type: 'output', from: 'a' },
+  durability: 'pure',
+  repeatable: () => true,
+  waits: () => false,
+  longestMs: () => 0,
   expressions: [],
   secrets: { templates: [], bindings: [] },
   async run(node, [value], ctx) {
     if (value === undefined) throw new Error(`'${node.from}' produced no value`);
-    if (isRawValue(value)) return value;
+    if (isRawValue(value)) return { value };
     const held = ctx.held(value);
-    if (held !== null) return new AssetOutput(held.ref);
+    if (held !== null) return { value: new AssetOutput(held.ref) };
     throw new Error(`output must be a string, a finite number, a boolean or an asset of this run, got ${describeType(value)}`);
   },
   callerReason: () => 'it produced no usable value',

@@ -50,8 +50,20 @@ export class AssetOutput {
   }
 }
 
+/**
+ * A wait this short is made inside the step: the state machine's Wait counts whole seconds, and
+ * a transition costs more than the wait.
+ */
+export const IN_STEP_WAIT_MAX_MS = 1_000;
+
 export interface RunContext {
   http: HttpPort;
+  /** The execution's id (absent in a run outside any execution). */
+  executionId: string | undefined;
+  /** Epoch milliseconds now. */
+  now(): number;
+  /** When the whole run must have ended (epoch ms). */
+  deadline: number;
   /** Aborts when the run ends (finished, failed, timed out or cancelled). */
   signal: AbortSignal;
   /** Owner secret values the definition references, by name. */

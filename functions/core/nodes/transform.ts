@@ -19,8 +19,12 @@ export const transform = defineNode({
   references: (raw) => listReferences(raw),
   dependencies: (node) => node.inputs,
   example: { type: 'transform', inputs: ['a', 'b'], expression: "a & ', ' & b" },
+  durability: 'pure',
+  repeatable: () => true,
+  waits: () => false,
+  longestMs: () => 0,
   expressions: ['expression'],
   secrets: { templates: [], bindings: [] },
-  run: (node, values, ctx) => ctx.evaluate(node.expression, scope(node.inputs, values)),
+  run: async (node, values, ctx) => ({ value: await ctx.evaluate(node.expression, scope(node.inputs, values)) }),
   callerReason: () => 'its expression failed',
 });

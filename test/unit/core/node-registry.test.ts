@@ -5,7 +5,7 @@
  * a reference or an expression check fails here by name.
  */
 import * as v from 'valibot';
-import { defineNode, type NodeKindSpec } from '../../../functions/core/nodes/kind';
+import { defineNode, fieldAt, type NodeKindSpec } from '../../../functions/core/nodes/kind';
 import {
   Node,
   NODE_CODES,
@@ -109,9 +109,13 @@ describe('the node registry', () => {
       }
     });
 
+    it('uses every expression field in its example', () => {
+      for (const field of kind.expressions) expect(typeof fieldAt(kind.example as Record<string, unknown>, field)).toBe('string');
+    });
+
     it('refuses each expression with a syntax error, naming the field', () => {
       for (const field of kind.expressions) {
-        const r = validateDefinition(definitionWith({ ...kind.example, [field]: '(' }));
+        const r = validateDefinition(definitionWith(withField(kind.example, field.split('.'), '(')));
         expect(r.ok ? [] : r.problems.map((p) => p.path)).toContain(`nodes.n.${field}`);
       }
     });
@@ -133,7 +137,11 @@ describe('the node registry', () => {
       example: { type: 'echo' as const, inputs: ['a'] },
       expressions: [],
       secrets: { templates: [], bindings: [] },
-      run: async (_n: unknown, [value]: readonly unknown[]) => value,
+      durability: 'pure',
+      repeatable: () => true,
+      waits: () => false,
+      longestMs: () => 0,
+      run: async (_n: unknown, [value]: readonly unknown[]) => ({ value }),
       callerReason: () => 'it failed',
     } satisfies NodeKindSpec<
       v.StrictObjectSchema<

@@ -13,6 +13,7 @@ import {
   RUN_RECORD_SECONDS,
   RUN_RETRY_WAITS_SECONDS,
   START_ALLOWANCE_SECONDS,
+  STEP_TIMEOUT_SECONDS,
   TRANSITIONS_SECONDS,
   runNodesTimeoutSeconds,
   taskRunLambdaTimeoutSeconds,
@@ -40,8 +41,11 @@ describe('docs state the workflow budget the code computes', () => {
     expect(aws).toContain(
       `RunNodes' retry waits ${RUN_RETRY_WAITS_SECONDS} s, the final write ${RUN_RECORD_SECONDS} s and the transitions ${TRANSITIONS_SECONDS} s`,
     );
-    expect(aws).toContain(`state time-out is the execution time-out plus ${runNodesTimeoutSeconds(0)} s`);
-    expect(aws).toContain(`time-out the execution time-out plus ${taskRunLambdaTimeoutSeconds(0)} s`);
+    expect(aws).toContain(
+      `each RunNodes state's time-out is the time left to the deadline plus ${RUN_RECORD_SECONDS} s, at most a step's longest, ${STEP_TIMEOUT_SECONDS} s`,
+    );
+    expect(runNodesTimeoutSeconds(0)).toBe(RUN_RECORD_SECONDS);
+    expect(aws).toContain(`\`task-run\`'s Lambda time-out is ${taskRunLambdaTimeoutSeconds()} s`);
     expect(aws).toContain(`| \`executionTimeoutMs\` | ${maxMs} (Express)`);
     expect(aws).toContain(`at most ${maxMs} with Express`);
     expect(aws).toContain(`pipelines that need more than ${maxS} s`);
