@@ -118,7 +118,7 @@ const subtypeWord = (mediaType: string): string =>
 
 /** "PNG", "JPEG", "MP4": a format's name as people say it. */
 export function formatName(mediaType: string): string {
-  const known = FORMAT_NAMES[mediaType];
+  const known = Object.hasOwn(FORMAT_NAMES, mediaType) ? FORMAT_NAMES[mediaType] : undefined;
   if (known !== undefined) return known;
   const word = subtypeWord(mediaType);
   return word.length <= 4 ? word.toUpperCase() : word;
@@ -126,7 +126,8 @@ export function formatName(mediaType: string): string {
 
 /** The extension a file of this media type is saved with, without the dot: "png", "jpg", "bin". */
 export function extensionOf(mediaType: string): string {
-  const known = EXTENSIONS[mediaType.toLowerCase()];
+  // Own keys only: a media type such as `__proto__` must not reach Object.prototype.
+  const known = Object.hasOwn(EXTENSIONS, mediaType.toLowerCase()) ? EXTENSIONS[mediaType.toLowerCase()] : undefined;
   if (known !== undefined) return known;
   const word = subtypeWord(mediaType.toLowerCase());
   return /^[a-z0-9]{1,8}$/.test(word) ? word : 'bin';

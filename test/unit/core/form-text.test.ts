@@ -8,6 +8,7 @@ import { thrown } from '../../support/thrown';
 import {
   downloadName,
   extensionOf,
+  formatName,
   fileHint,
   fileProblem,
   kindWords,
@@ -105,6 +106,14 @@ describe('labels and download names', () => {
   ])('a %s output downloads as %s', (type, name) => {
     expect(downloadName('thumbnail', type)).toBe(name);
   });
+
+  it.each(['__proto__', 'constructor', 'toString', 'hasOwnProperty'])(
+    'names the media type %j like any unknown one (no prototype member)',
+    (t) => {
+      expect(extensionOf(t)).toMatch(/^[a-z0-9]{1,8}$/);
+      expect(typeof formatName(t)).toBe('string');
+    },
+  );
 
   it('an extension is always short and safe', () => {
     fc.assert(fc.property(fc.string(), (t) => /^[a-z0-9]{1,8}$/.test(extensionOf(t))));
