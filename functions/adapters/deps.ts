@@ -15,6 +15,7 @@ import type {
   ObjectStorePort,
   OwnerSecretsPort,
   PipelinesPort,
+  StepsPort,
   QueuePort,
   WaitSlotsPort,
   UploadsPort,
@@ -27,6 +28,7 @@ import { ConsumersStore } from './consumers.store';
 import { DeploymentsStore } from './deployments.store';
 import { createDocumentClient } from './dynamo';
 import { ExecutionsStore } from './executions.store';
+import { StepsStore } from './steps.store';
 import { createLogger, type Logger } from './logger';
 import { OwnerSecretsStore } from './owner-secrets.store';
 import { PipelinesStore } from './pipelines.store';
@@ -38,6 +40,8 @@ export interface Deps {
   config: Config;
   pipelines: PipelinesPort;
   executions: ExecutionsPort;
+  /** Each execution's node records: what its steps finished, and what waits (functions/core/engine.ts). */
+  steps: StepsPort;
   deployments: DeploymentsPort;
   /** A deployment's consumers and the counters of every caller's limits. */
   consumers: ConsumersPort;
@@ -97,6 +101,7 @@ export function createDeps(config: Config, overrides: Partial<Omit<Deps, 'config
     config,
     pipelines: overrides.pipelines ?? stores.pipelines,
     executions: overrides.executions ?? stores.executions,
+    steps: overrides.steps ?? stores.steps,
     deployments: overrides.deployments ?? stores.deployments,
     consumers: overrides.consumers ?? stores.consumers,
     ownerSecrets:
@@ -189,6 +194,10 @@ export function dynamoStores(config: Config, objects?: () => ObjectStorePort) {
     // A custom endpoint is dynalite (the local runtime, tests), which writes index entries
     // before the item: see ExecutionsStore's markerFollowUp.
     executions: new ExecutionsStore(db, config.table, config.trackOpen, config.dynamodbEndpoint !== undefined, objects),
+    steps: new StepsStore(db, config.table, () => {
+      if (!objects) throw new Error('node values too large for their record need object storage, and this store was given none');
+      return objects();
+    }),
     deployments: new DeploymentsStore(db, config.table),
     consumers: new ConsumersStore(db, config.table),
     uploads: new UploadsStore(db, config.table),

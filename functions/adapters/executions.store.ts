@@ -54,6 +54,7 @@ const FIELDS: readonly (keyof Execution)[] = [
   'completed_at',
   'expires_at',
   'run_by',
+  'gen',
   'requeued_at',
   'reruns',
   'rerun_at',
@@ -63,6 +64,7 @@ const FIELDS: readonly (keyof Execution)[] = [
   'output_assets',
   'base_url',
   'progress',
+  'waiting',
   'consumer_id',
   'source',
   'form_link',
@@ -384,17 +386,37 @@ export class ExecutionsStore implements ExecutionsPort {
     }
   }
 
-  /** Node progress of a running execution: one conditional UpdateItem (see ExecutionsPort). */
-  async recordProgress(id: string, progress: string): Promise<boolean> {
+  /** The next generation of a running execution (see ExecutionsPort). */
+  async bumpGeneration(id: string, seen: number): Promise<boolean> {
     try {
       await this.db.send(
         new UpdateCommand({
           TableName: this.table,
           Key: keys.execution(id),
-          UpdateExpression: 'SET progress = :p',
+          UpdateExpression: 'SET gen = :next',
+          ConditionExpression: `attribute_exists(pk) AND #status = :running AND ${seen === 0 ? '(attribute_not_exists(gen) OR gen = :seen)' : 'gen = :seen'}`,
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ':next': seen + 1, ':seen': seen, ':running': 'running' },
+        }),
+      );
+      return true;
+    } catch (err) {
+      if (isConditionFailure(err)) return false;
+      throw err;
+    }
+  }
+
+  /** Node progress of a running execution: one conditional UpdateItem (see ExecutionsPort). */
+  async recordProgress(id: string, progress: string, waiting?: string | null): Promise<boolean> {
+    try {
+      await this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: keys.execution(id),
+          UpdateExpression: `SET progress = :p${waiting === undefined ? '' : ', waiting = :w'}`,
           ConditionExpression: 'attribute_exists(pk) AND #status = :running',
           ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: { ':p': progress, ':running': 'running' },
+          ExpressionAttributeValues: { ':p': progress, ':running': 'running', ...(waiting === undefined ? {} : { ':w': waiting }) },
         }),
       );
       return true;

@@ -32,7 +32,7 @@ import type {
   RawValue,
   RunPointer,
 } from '../core/types';
-import { executeUrl, runBody, runListBody } from '../core/views';
+import { executeUrl, mcpUrl, runBody, runListBody } from '../core/views';
 import { ownerRequestBody as parseJson } from '../core/json-body';
 import type { Deps } from '../adapters/deps';
 import { epochSeconds } from '../core/time';
@@ -327,6 +327,7 @@ async function deploymentView(d: Deps, r: DeploymentRecord, baseUrl: string) {
     version: r.version,
     published_at: r.published_at,
     execute_url: executeUrl(baseUrl, r.deployment_id),
+    mcp_url: mcpUrl(baseUrl, r.deployment_id),
     form_url: await formLinkOf(d, r, baseUrl),
     form: formView(r.form),
     events: { node_detail: r.node_detail !== false },
@@ -377,7 +378,14 @@ export async function readiness(d: Deps, id: string, baseUrl: string) {
     latestFinished: m.latest_finished,
     lastSuccessful: m.last_success,
     discovered: disc,
-    deployment: dep ? { ...dep, execute_url: executeUrl(baseUrl, dep.deployment_id), form_url: await formLinkOf(d, dep, baseUrl) } : null,
+    deployment: dep
+      ? {
+          ...dep,
+          execute_url: executeUrl(baseUrl, dep.deployment_id),
+          mcp_url: mcpUrl(baseUrl, dep.deployment_id),
+          form_url: await formLinkOf(d, dep, baseUrl),
+        }
+      : null,
   });
 }
 

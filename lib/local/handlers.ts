@@ -10,6 +10,7 @@ import { createHandler as executionEvents } from '../../functions/execution-even
 import { createHandler as executionCancel } from '../../functions/execution-cancel/handler';
 import { createHandler as uploadCreate } from '../../functions/upload-create/handler';
 import { createHandler as deploymentContract } from '../../functions/deployment-contract/handler';
+import { createHandler as deploymentMcp } from '../../functions/deployment-mcp/handler';
 import { createHandler as deploymentOpenapi } from '../../functions/deployment-openapi/handler';
 import { createHandler as deploymentDocs } from '../../functions/deployment-docs/handler';
 import { createHandler as pipelineList } from '../../functions/pipeline-list/handler';
@@ -50,6 +51,7 @@ export const HTTP_HANDLERS: Record<string, (deps: DepsSource) => HttpLambda> = {
   'execution-cancel': executionCancel,
   'upload-create': uploadCreate,
   'deployment-contract': deploymentContract,
+  'deployment-mcp': deploymentMcp,
   'deployment-openapi': deploymentOpenapi,
   'deployment-docs': deploymentDocs,
   'pipeline-list': pipelineList,

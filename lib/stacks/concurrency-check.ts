@@ -3,7 +3,6 @@
  * allowed to read the account's Lambda settings and nothing else, and the custom resource every
  * reserving function waits for.
  */
-import * as path from 'node:path';
 import { CustomResource, Duration } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type { Construct, IDependable } from 'constructs';
@@ -33,7 +32,6 @@ export interface ConcurrencyCheckProps {
 export function buildConcurrencyCheck(scope: Construct, props: ConcurrencyCheckProps): IDependable {
   const fn = new PipegateFunction(scope, 'ConcurrencyCheck', {
     name: 'concurrency-check',
-    entry: path.join(__dirname, 'concurrency-check.handler.ts'),
     timeout: Duration.seconds(30),
     logRetentionDays: props.settings.logRetentionDays,
     systemLogLevel: props.settings.lambdaSystemLogLevel,

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createDocumentClient } from '../../functions/adapters/dynamo';
 import { DeploymentsStore } from '../../functions/adapters/deployments.store';
 import { ConsumersStore } from '../../functions/adapters/consumers.store';
+import { StepsStore } from '../../functions/adapters/steps.store';
 import { ExecutionsStore } from '../../functions/adapters/executions.store';
 import { StaticKeyMaterial } from '../../functions/adapters/key-material';
 import { KmsDataKeys } from '../../functions/adapters/kms';
@@ -27,6 +28,7 @@ export interface TestDb {
   table: string;
   pipelines: PipelinesStore;
   executions: ExecutionsStore;
+  steps: StepsStore;
   deployments: DeploymentsStore;
   consumers: ConsumersStore;
   /** Read through no cache (TTL 0), so a test sees every write at once. */
@@ -49,6 +51,10 @@ export async function startTestDb(opts: { inProcess?: boolean; objects?: ObjectS
     table,
     pipelines: new PipelinesStore(db, table),
     executions: new ExecutionsStore(db, table, true, false, opts.objects ? () => opts.objects as ObjectStorePort : undefined),
+    steps: new StepsStore(db, table, () => {
+      if (!opts.objects) throw new Error('this test database was started without object storage');
+      return opts.objects;
+    }),
     deployments: new DeploymentsStore(db, table),
     consumers: new ConsumersStore(db, table),
     ownerSecrets: new OwnerSecretsStore(db, table, testKeyMaterial, testDataKeys, 0),

@@ -12,6 +12,7 @@ import type {
   HttpPort,
   OwnerSecretsPort,
   PipelinesPort,
+  StepsPort,
   QueueName,
   QueuePort,
   UploadsPort,
@@ -22,6 +23,7 @@ import type {
 export interface StoreSet {
   pipelines: PipelinesPort;
   executions: ExecutionsPort;
+  steps?: StepsPort;
   deployments: DeploymentsPort;
   ownerSecrets?: OwnerSecretsPort;
   uploads?: UploadsPort;
@@ -77,6 +79,7 @@ export function testDeps(stores: StoreSet & { table?: string }, overrides: Parti
   const built = createDeps(overrides.config ?? testConfig(stores), {
     pipelines: stores.pipelines,
     executions: stores.executions,
+    ...(stores.steps ? { steps: stores.steps } : {}),
     deployments: stores.deployments,
     ...(stores.ownerSecrets ? { ownerSecrets: stores.ownerSecrets } : {}),
     ...(stores.uploads ? { uploads: stores.uploads } : {}),

@@ -11,6 +11,7 @@ import {
   billText,
   dollars,
   EVENT_STREAM_CALLS,
+  mcpCost,
   ownerUploadCost,
   readUnitsOf,
   totalDollars,
@@ -109,6 +110,25 @@ describe('the bill by the month', () => {
     expect(consumerKeyCost()).toEqual({ perMillionRequests: 0.75, perMillionExecutions: 2 });
     expect(aws).toContain(`the usage count; see Consumer keys below): ${dollars(h.consumerKey)} per million`);
     expect(readme).toContain(`with such a key costs ≈ ${dollars(h.consumerKey)} per million at 1 M executions a month`);
+  });
+});
+
+describe('MCP clients', () => {
+  const m = mcpCost(input);
+  const aws = flat('docs/aws.md');
+
+  it('docs/aws.md: a tools/call is the waiting caller through the MCP function, and a session its handshake', () => {
+    expect(aws).toContain(`all in ${$(m.call)} per million calls at 1 M a month, the ${$(m.call - h.million.perMillion)} over execute`);
+    expect(aws).toContain(`${$(m.sessionTotal)} per million sessions`);
+    const part = (item: string) => m.session.filter((l) => l.item.startsWith(item)).reduce((s, l) => s + l.dollars, 0);
+    expect(aws).toContain(
+      `(API Gateway ${$(part('API Gateway'))}, Lambda ${$(part('Lambda'))}, the authorizer's reads ${$(part('DynamoDB'))}, WAF ${$(part('WAF'))}, logs and traces ${$(part('CloudWatch') + part('X-Ray'))})`,
+    );
+    // The call differs from execute's by the two functions' warm durations alone.
+    const gbSeconds =
+      (ASSUMPTIONS.lambdaMemoryMb / 1024) *
+      (((ASSUMPTIONS.lambdaWarmMs['deployment-mcp'] ?? 0) - (ASSUMPTIONS.lambdaWarmMs.execute ?? 0)) / 1000);
+    expect(m.call - h.million.perMillion).toBeCloseTo(gbSeconds * PRICES.lambdaArmPerGbSecond * 1e6, 9);
   });
 });
 

@@ -205,11 +205,15 @@ const EXPECTED_ERRORS: Record<string, ErrorName[]> = {
   'POST /v1/deployments/executions/{execution_id}/cancel': ['ExecutionNotFound', 'ExecutionAlreadyFinished'],
   'GET /v1/deployments/{deployment_id}': ['DeploymentNotFound'],
   'GET /v1/deployments/{deployment_id}/openapi.json': ['DeploymentNotFound'],
+  // The MCP transport's own refusals are JSON-RPC error objects, not the catalog's bodies.
+  'POST /v1/deployments/{deployment_id}/mcp': ['Forbidden', 'DeploymentNotFound', 'PayloadTooLarge'],
+  'GET /v1/deployments/{deployment_id}/mcp': ['MethodNotAllowed', 'DeploymentNotFound'],
   'GET /v1/deployments/{deployment_id}/docs': ['DeploymentNotFound'],
   'GET /v1/docs/{asset}': ['RouteNotFound'],
   'GET /v1/assets/{token}': ['AssetNotFound', 'AssetLinkExpired', 'RangeNotSatisfiable'],
   'HEAD /v1/assets/{token}': ['AssetNotFound', 'AssetLinkExpired', 'RangeNotSatisfiable'],
-  'GET /v1/forms/{form_token}': ['FormNotFound'],
+  // Its 404 is a page for the person who followed the link (HTML), not a catalog error body.
+  'GET /v1/forms/{form_token}': [],
   'GET /v1/forms/{form_token}/files/{asset}': ['RouteNotFound'],
   'POST /v1/forms/{form_token}/executions': [
     'FormNotFound',
@@ -310,8 +314,9 @@ describe('errors', () => {
       expect(expected).toBeDefined();
       // Routes without credentials (the docs page) never answer 401.
       const every = r.auth === 'none' ? EVERY_ROUTE.filter((e) => e !== 'Unauthorized') : EVERY_ROUTE;
-      // Every route that takes a body answers 415 to one that is not JSON (core/json-body.ts).
-      const notJson: ErrorName[] = r.body === undefined ? [] : ['UnsupportedMediaType'];
+      // Every route that takes a body answers 415 to one that is not JSON (core/json-body.ts),
+      // in the catalog's words unless it says its own (the MCP server's JSON-RPC error).
+      const notJson: ErrorName[] = r.body === undefined || r.answers['415'] !== undefined ? [] : ['UnsupportedMediaType'];
       const errors = [...new Set([...every, ...(expected ?? []), ...notJson])];
       expect({ route: key, errors: documented }).toEqual({ route: key, errors: pairs(...errors).sort() });
     }
@@ -482,7 +487,14 @@ describe('the bodies built by the views conform (property)', () => {
             latestFinished,
             lastSuccessful,
             discovered: other === null ? null : { inputs: other.inputs, outputs: other.outputs },
-            deployment: latestFinished === null ? null : { ...d, execute_url: `${BASE}/v1/deployments/${d.deployment_id}/executions/` },
+            deployment:
+              latestFinished === null
+                ? null
+                : {
+                    ...d,
+                    execute_url: `${BASE}/v1/deployments/${d.deployment_id}/executions/`,
+                    mcp_url: `${BASE}/v1/deployments/${d.deployment_id}/mcp`,
+                  },
           });
           expect([conforms('Readiness', view), conforms('CallerContract', callerContract(d))].filter((p) => p !== '')).toEqual([]);
         },

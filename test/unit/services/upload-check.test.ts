@@ -86,7 +86,9 @@ describe('the check of an upload an execution names', () => {
     // Act
     const refused = await checkAssets(d, owner, [photo], { photo: { kind: 'upload', uploadId } }, NOW).catch((e: unknown) => e);
     // Assess
-    expect(isAppError(refused) && refused.detail).toBe(`input 'photo' names an upload of ${3 * MIB} bytes, not the ${2 * MIB} it was made for`);
+    expect(isAppError(refused) && refused.detail).toBe(
+      `input 'photo' names an upload of ${3 * MIB} bytes, not the ${2 * MIB} it was made for`,
+    );
     expect(objects.chunksServed()).toBe(0);
   });
 });
