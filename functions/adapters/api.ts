@@ -63,7 +63,10 @@ export function headerValuesOf(event: APIGatewayProxyEvent, name: string): strin
 }
 
 export function baseUrlOf(event: APIGatewayProxyEvent): string {
-  const proto = (headerOf(event.headers, 'x-forwarded-proto') ?? 'https').split(',')[0]?.trim() || 'https';
+  // Only a scheme a URL can have: a forged X-Forwarded-Proto ("!", "javascript") must not make
+  // the URLs of an answer (or a Request built from one) invalid.
+  const said = (headerOf(event.headers, 'x-forwarded-proto') ?? 'https').split(',')[0]?.trim().toLowerCase();
+  const proto = said === 'http' || said === 'https' ? said : 'https';
   const host = headerOf(event.headers, 'host') ?? event.requestContext?.domainName ?? 'localhost';
   // requestContext.path carries what precedes the route (the stage, a custom domain's base path).
   const full = event.requestContext?.path ?? event.path;

@@ -95,6 +95,9 @@ it('a stream open across a kill -9 and restart resumes with Last-Event-ID and lo
   // once, waited, and finished once; `first`, finished before the kill, never ran again.
   const of = (node: string, state: string) =>
     replay.events.filter((e) => e.event === 'node' && e.data.node_id === node && e.data.state === state).length;
-  expect([of('long', 'started'), of('long', 'waiting'), of('long', 'finished')]).toEqual([1, 1, 1]);
+  // (Its `waiting` event is shown when the write that parks it lands; a kill just before loses
+  // that view, never the wait: at most one.)
+  expect([of('long', 'started'), of('long', 'finished')]).toEqual([1, 1]);
+  expect(of('long', 'waiting')).toBeLessThanOrEqual(1);
   expect([of('first', 'started'), of('first', 'finished')]).toEqual([1, 1]);
 });
