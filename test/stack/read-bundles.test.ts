@@ -12,12 +12,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildBundle } from '../../bench/bundles';
 import { accessFor, allFunctionNames, writesObjects } from '../../lib/stacks/permissions';
+import type { FunctionName } from '../../lib/routes';
 
 const READ_ONLY = allFunctionNames().filter((n) => accessFor(n).objects.length > 0 && !writesObjects(accessFor(n)));
 const CLIENTS = ['@aws-sdk/client-s3', '@aws-sdk/s3-request-presigner', '@aws-sdk/client-secrets-manager'];
 const RUNS_PIPELINES = new Set(['task-run', 'task-start', 'task-fail']);
 /** Functions that load the documented shapes (shapes.ts) but check no definition. */
-const SHAPE_READERS = ['pipeline-list', 'upload-create', 'deployment-openapi'];
+const SHAPE_READERS: FunctionName[] = ['pipeline-list', 'upload-create', 'deployment-openapi'];
 
 describe('bundles of the functions that read values', () => {
   let out: string;

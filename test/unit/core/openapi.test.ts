@@ -488,7 +488,7 @@ describe('the bodies built by the views conform (property)', () => {
   it('every per-deployment OpenAPI document is structurally valid and conforms to OpenApiDocument', () => {
     fc.assert(
       fc.property(deployment, (d) => {
-        const generated = deploymentOpenApi(d, BASE);
+        const generated = deploymentOpenApi(d, BASE, CALLER_ROUTES);
         expect(structuralProblems(generated)).toEqual([]);
         expect(conforms('OpenApiDocument', generated)).toBe('');
       }),
@@ -513,7 +513,7 @@ describe('a reference input in the per-deployment document', () => {
     };
 
     // Act
-    const generated = deploymentOpenApi(d, BASE) as unknown as JsonObject;
+    const generated = deploymentOpenApi(d, BASE, CALLER_ROUTES) as unknown as JsonObject;
     const input = (id: string) =>
       resolvePointer(generated, `#/components/schemas/DeploymentExecutionRequest/properties/workflow_input/properties/${id}`);
 
@@ -546,7 +546,7 @@ describe('outputs in the per-deployment document', () => {
     };
 
     // Act
-    const generated = deploymentOpenApi(d, BASE) as unknown as JsonObject;
+    const generated = deploymentOpenApi(d, BASE, CALLER_ROUTES) as unknown as JsonObject;
     const data = resolvePointer(generated, '#/components/schemas/DeploymentExecutionResult/properties/response_data/properties');
 
     // Assess
@@ -641,7 +641,7 @@ describe('a deployment with a web form, in its own document', () => {
   };
   it('says that a form exists and what its executions mean for this key, only while it is on', () => {
     const about = (d: object) =>
-      (deploymentOpenApi({ ...base, ...d }, BASE) as unknown as { info: { description: string } }).info.description;
+      (deploymentOpenApi({ ...base, ...d }, BASE, CALLER_ROUTES) as unknown as { info: { description: string } }).info.description;
     expect(about({ form: { enabled: true } })).toContain(FORM_NOTE);
     expect(about({ form: { enabled: false } })).not.toContain('web form');
     expect(about({})).not.toContain('web form');

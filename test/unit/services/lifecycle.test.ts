@@ -20,6 +20,7 @@ import { anExecution, testDeps, type TestDeps } from '../../support/fakes';
 import { publishPipeline } from '../../support/published';
 import { memoryStores } from '../../support/memory-stores';
 import { greeting } from '../../support/runtime';
+import { ROUTES } from '../../../lib/routes';
 
 const BASE = 'https://api.example';
 
@@ -238,7 +239,7 @@ describe('the services on in-memory stores', () => {
     const d = testDeps(memoryStores());
     const { deploymentId, auth } = await published(d);
     const documented = (
-      serviceOpenApi().components.parameters as Record<string, { schema: { minLength: number; maxLength: number; pattern: string } }>
+      serviceOpenApi(ROUTES).components.parameters as Record<string, { schema: { minLength: number; maxLength: number; pattern: string } }>
     ).IdempotencyKey?.schema;
     // Act
     const submitted = execute(d, auth, { deploymentId, body: '{}', contentType: 'application/json', idempotencyKey: key, baseUrl: BASE });
