@@ -3,7 +3,6 @@
  * depend on them only, never on an adapter, so every rule can be tested on in-memory fakes
  * (test/support/memory-stores.ts) as well as on DynamoDB.
  */
-import type { QueueName } from '../../lib/queues';
 import type { ObjectOwner } from './object-keys';
 import type { ExecutionStatus } from './transitions';
 import type { UsageBucket } from './usage';
@@ -26,8 +25,9 @@ import type {
   SealedSecret,
 } from './types';
 
-/** Queue names come from the one queue definition (plain data). */
-export type { QueueName };
+/** The queues the domain sends to; lib/queues.ts defines each one (time-outs, receives, batches) by these names. */
+export const QUEUE_NAMES = ['executions', 'callbacks'] as const;
+export type QueueName = (typeof QUEUE_NAMES)[number];
 export interface HttpRequest {
   method: string;
   url: string;

@@ -5,7 +5,7 @@
  */
 import { withCodeSamples } from '../core/docs-page';
 import { deploymentOpenApi } from '../core/openapi';
-import type { CallerAuth } from '../adapters/api';
+import type { CallerAuth } from '../core/consumers';
 import type { Deps } from '../adapters/deps';
 import { CALLER_ROUTES } from '../../lib/routes';
 import { assertDeployment, liveDeployment } from './caller.service';

@@ -12,7 +12,7 @@ import { errorFields } from '../adapters/logger';
 import { POLL_HINT_SECONDS, preferenceApplied } from '../core/prefer';
 import { acceptedBody, executionUrls, resultBody, statusBody } from '../core/views';
 import { callerOutputIds, outputLinks } from './output-links';
-import type { CallerAuth } from '../adapters/api';
+import type { CallerAuth } from '../core/consumers';
 import type { Deps } from '../adapters/deps';
 import { epochSeconds } from '../core/time';
 import { enqueueNew } from './enqueue';

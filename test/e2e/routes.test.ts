@@ -3,6 +3,7 @@
  * lib/local/handlers.ts) answers, with credentials that pass, something other than a 5XX.
  * A route whose functions/<handler>/handler.ts is missing or exports no createHandler stops the
  * runtime from starting (the first test names it); one whose handler throws answers 5XX here.
+ * Every caller route spends its key's rate limit.
  */
 import { randomUUID } from 'node:crypto';
 import { ROUTES } from '../../lib/routes';
@@ -54,5 +55,27 @@ describe('every route of lib/routes.ts answers locally', () => {
 
     // Assess: the credentials pass, so the answer is the handler's own (shown with its body).
     expect(`${r.status} ${r.text.slice(0, 300)}`).toMatch(/^(?!401|403)[1-4]\d\d /);
+  });
+
+  describe("with the key's rate limit spent", () => {
+    beforeAll(async () => {
+      const set = await rt.owner('PUT', '/v1/pipelines/routes-all/deployment/limits', { rate_limit: { requests: 1, per_seconds: 3600 } });
+      expect(set.status).toBe(200);
+      expect((await rt.caller('GET', `/v1/deployments/${p.deploymentId}`, p.apiKey)).status).toBe(200);
+    });
+
+    it.each(ROUTES.filter((r) => r.auth === 'apiKey').map((r) => [r.method, r.path, r] as const))(
+      '%s %s refuses with 429 (every caller route spends the rate limit: its handler passes `gate: callerLimits`)',
+      async (_m, _p, route) => {
+        // Act
+        const path = route.path.replace(/\{([a-z_]+)\}/g, (_, name: string) => (name === 'deployment_id' ? p.deploymentId : randomUUID()));
+        const r = await request<{ limit?: string }>(`${rt.url}${path}`, route.method, route.method === 'POST' ? {} : undefined, {
+          'x-api-key': p.apiKey,
+        });
+
+        // Assess
+        expect([r.status, r.body.limit]).toEqual([429, 'rate']);
+      },
+    );
   });
 });
