@@ -6,8 +6,11 @@ import type {
   CompletionsPort,
   ConsumersPort,
   DataKeysPort,
+  DeliveriesPort,
   DeploymentsPort,
+  ExecutionListsPort,
   ExecutionsPort,
+  IdempotencyPort,
   FormsPort,
   HttpPort,
   IdSource,
@@ -18,6 +21,8 @@ import type {
   QueuePort,
   WaitSlotsPort,
   UploadsPort,
+  SweepPort,
+  UsagePort,
   WorkflowPort,
 } from '../core/ports';
 import { HmacAssetLinks } from './asset-links';
@@ -26,7 +31,7 @@ import { DynamoWaitSlots } from './wait-slots.store';
 import { ConsumersStore } from './consumers.store';
 import { DeploymentsStore } from './deployments.store';
 import { createDocumentClient } from './dynamo';
-import { ExecutionsStore } from './executions.store';
+import { executionStores } from './execution-stores';
 import { createLogger, type Logger } from './logger';
 import { OwnerSecretsStore } from './owner-secrets.store';
 import { PipelinesStore } from './pipelines.store';
@@ -37,7 +42,18 @@ import { FormsStore } from './forms.store';
 export interface Deps {
   config: Config;
   pipelines: PipelinesPort;
+  /** The execution records and their status moves. */
   executions: ExecutionsPort;
+  /** Callback deliveries, on the execution records. */
+  deliveries: DeliveriesPort;
+  /** The sweep index and its repairs. */
+  sweep: SweepPort;
+  /** The owner's lists of runs and executions. */
+  executionLists: ExecutionListsPort;
+  /** Deployments' usage counters. */
+  usage: UsagePort;
+  /** Idempotency-Key claims. */
+  idempotency: IdempotencyPort;
   deployments: DeploymentsPort;
   /** A deployment's consumers and the counters of every caller's limits. */
   consumers: ConsumersPort;
@@ -97,6 +113,11 @@ export function createDeps(config: Config, overrides: Partial<Omit<Deps, 'config
     config,
     pipelines: overrides.pipelines ?? stores.pipelines,
     executions: overrides.executions ?? stores.executions,
+    deliveries: overrides.deliveries ?? stores.deliveries,
+    sweep: overrides.sweep ?? stores.sweep,
+    executionLists: overrides.executionLists ?? stores.executionLists,
+    usage: overrides.usage ?? stores.usage,
+    idempotency: overrides.idempotency ?? stores.idempotency,
     deployments: overrides.deployments ?? stores.deployments,
     consumers: overrides.consumers ?? stores.consumers,
     ownerSecrets:
@@ -187,8 +208,8 @@ export function dynamoStores(config: Config, objects?: () => ObjectStorePort) {
     db,
     pipelines: new PipelinesStore(db, config.table),
     // A custom endpoint is dynalite (the local runtime, tests), which writes index entries
-    // before the item: see ExecutionsStore's markerFollowUp.
-    executions: new ExecutionsStore(db, config.table, config.trackOpen, config.dynamodbEndpoint !== undefined, objects),
+    // before the item: see ExecutionItemsOptions' markerFollowUp.
+    ...executionStores(db, config.table, { trackOpen: config.trackOpen, markerFollowUp: config.dynamodbEndpoint !== undefined, objects }),
     deployments: new DeploymentsStore(db, config.table),
     consumers: new ConsumersStore(db, config.table),
     uploads: new UploadsStore(db, config.table),

@@ -192,7 +192,7 @@ export async function submit(d: Deps, auth: CallerAuth, req: ExecuteRequest) {
 
   if (req.idempotencyKey !== undefined) {
     const keyHash = createHash('sha256').update(req.idempotencyKey).digest('hex');
-    const claim = await d.executions.claimIdempotency(
+    const claim = await d.idempotency.claimIdempotency(
       dep.deployment_id,
       keyHash,
       { execution_id: executionId, request_hash: parsed.requestHash, created_at: now.toISOString() },

@@ -68,7 +68,7 @@ const RECENT_RUNS = 5;
  * truth, the pointers a summary. Returns the newest run, if any.
  */
 async function syncRunPointers(d: Deps, id: string, m: PipelineMeta): Promise<{ meta: PipelineMeta; latest: Execution | null }> {
-  const recent = await d.executions.listRuns(id, { limit: RECENT_RUNS });
+  const recent = await d.executionLists.listRuns(id, { limit: RECENT_RUNS });
   const known = m.latest_finished ? `${m.latest_finished.created_at}#${m.latest_finished.run_id}` : '';
   let changed = false;
   let latest: Execution | null = null;
@@ -281,7 +281,7 @@ export async function listRuns(d: Deps, id: string, limitText: string | undefine
     throw new AppError('InvalidRequest', [{ path: 'limit', reason: 'must be a whole number from 1 to 100' }]);
   }
   try {
-    const page = await d.executions.listRuns(id, { limit, cursor });
+    const page = await d.executionLists.listRuns(id, { limit, cursor });
     const runs = await Promise.all(
       page.runs.map(async (r) => runListBody(r, baseUrl === undefined ? {} : await outputLinks(d, r, baseUrl, null))),
     );

@@ -420,7 +420,7 @@ describe('an error injected at each step', () => {
       (v) => (v.body.callback_delivery as { outcome?: string } | null)?.outcome === 'delivered',
     );
     expect(view.body.status).toBe('completed');
-    const open = await rt.deps.executions.listSweep('open', 1000);
+    const open = await rt.deps.sweep.listSweep('open', 1000);
     expect(open.map((e) => e.execution_id)).toEqual([]);
     fig('steps: left non-terminal after the restart', open.length);
   });

@@ -372,7 +372,7 @@ describe('execute → runner → tasks → callback', () => {
     const holder = sqsEvent([JSON.stringify({ execution_id: id })]);
     const duplicate = sqsEvent([JSON.stringify({ execution_id: id })]);
     const now = Date.now();
-    expect(await d.executions.claimDelivery(id, 0, holder.Records[0]?.messageId ?? '', now + 60_000, now)).toBe(true);
+    expect(await d.deliveries.claimDelivery(id, 0, holder.Records[0]?.messageId ?? '', now + 60_000, now)).toBe(true);
     calls.length = 0;
     // Act
     const dropped = (await callbackDispatch(duplicate, context())) as SQSBatchResponse;

@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { createDocumentClient } from '../../functions/adapters/dynamo';
 import { DeploymentsStore } from '../../functions/adapters/deployments.store';
-import { ExecutionsStore } from '../../functions/adapters/executions.store';
+import { executionStores } from '../../functions/adapters/execution-stores';
 import { FormsStore } from '../../functions/adapters/forms.store';
 import { PipelinesStore } from '../../functions/adapters/pipelines.store';
 import { UploadsStore } from '../../functions/adapters/uploads.store';
@@ -46,7 +46,7 @@ function countedDeps(): TestDeps {
     {
       table: db.table,
       pipelines: new PipelinesStore(client, db.table),
-      executions: new ExecutionsStore(client, db.table, true, false),
+      ...executionStores(client, db.table, { trackOpen: true, markerFollowUp: false }),
       deployments: new DeploymentsStore(client, db.table),
       uploads: countMethods(new UploadsStore(uploadsClient, db.table), 'uploads', uploadCounts),
     },

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createDocumentClient } from '../../functions/adapters/dynamo';
 import { DeploymentsStore } from '../../functions/adapters/deployments.store';
 import { ConsumersStore } from '../../functions/adapters/consumers.store';
-import { ExecutionsStore } from '../../functions/adapters/executions.store';
+import { executionStores, type ExecutionStores } from '../../functions/adapters/execution-stores';
 import { StaticKeyMaterial } from '../../functions/adapters/key-material';
 import { KmsDataKeys } from '../../functions/adapters/kms';
 import { OwnerSecretsStore } from '../../functions/adapters/owner-secrets.store';
@@ -22,11 +23,12 @@ testKms.define(TEST_KMS_KEY);
 /** Data keys for owner secrets, from testKms. */
 export const testDataKeys = new KmsDataKeys(localKmsTransport(testKms), TEST_KMS_KEY);
 
-export interface TestDb {
+export interface TestDb extends ExecutionStores {
   dynamo: LocalDynamo;
   table: string;
+  /** The document client every store here sends through. */
+  client: DynamoDBDocumentClient;
   pipelines: PipelinesStore;
-  executions: ExecutionsStore;
   deployments: DeploymentsStore;
   consumers: ConsumersStore;
   /** Read through no cache (TTL 0), so a test sees every write at once. */
@@ -47,8 +49,13 @@ export async function startTestDb(opts: { inProcess?: boolean; objects?: ObjectS
   return {
     dynamo,
     table,
+    client: db,
     pipelines: new PipelinesStore(db, table),
-    executions: new ExecutionsStore(db, table, true, false, opts.objects ? () => opts.objects as ObjectStorePort : undefined),
+    ...executionStores(db, table, {
+      trackOpen: true,
+      markerFollowUp: false,
+      objects: opts.objects ? () => opts.objects as ObjectStorePort : undefined,
+    }),
     deployments: new DeploymentsStore(db, table),
     consumers: new ConsumersStore(db, table),
     ownerSecrets: new OwnerSecretsStore(db, table, testKeyMaterial, testDataKeys, 0),

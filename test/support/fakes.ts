@@ -6,15 +6,20 @@ import { silentLogger } from '../../functions/adapters/logger';
 import { testDataKeys, testKeyMaterial } from './dynamo';
 import type { DeploymentRecord, Execution } from '../../functions/core/types';
 import type {
+  DeliveriesPort,
   DeploymentsPort,
+  ExecutionListsPort,
   ExecutionsPort,
+  IdempotencyPort,
   ConsumersPort,
   HttpPort,
   OwnerSecretsPort,
   PipelinesPort,
   QueueName,
   QueuePort,
+  SweepPort,
   UploadsPort,
+  UsagePort,
   WorkflowPort,
 } from '../../functions/core/ports';
 
@@ -22,6 +27,11 @@ import type {
 export interface StoreSet {
   pipelines: PipelinesPort;
   executions: ExecutionsPort;
+  deliveries: DeliveriesPort;
+  sweep: SweepPort;
+  executionLists: ExecutionListsPort;
+  usage: UsagePort;
+  idempotency: IdempotencyPort;
   deployments: DeploymentsPort;
   ownerSecrets?: OwnerSecretsPort;
   uploads?: UploadsPort;
@@ -77,6 +87,11 @@ export function testDeps(stores: StoreSet & { table?: string }, overrides: Parti
   const built = createDeps(overrides.config ?? testConfig(stores), {
     pipelines: stores.pipelines,
     executions: stores.executions,
+    deliveries: stores.deliveries,
+    sweep: stores.sweep,
+    executionLists: stores.executionLists,
+    usage: stores.usage,
+    idempotency: stores.idempotency,
     deployments: stores.deployments,
     ...(stores.ownerSecrets ? { ownerSecrets: stores.ownerSecrets } : {}),
     ...(stores.uploads ? { uploads: stores.uploads } : {}),
