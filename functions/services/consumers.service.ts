@@ -13,7 +13,8 @@ import { epochSeconds } from '../core/time';
 import type { DeploymentRecord } from '../core/types';
 import { isPlainObject } from '../core/values';
 import type { Deps } from '../adapters/deps';
-import { parseJson, retiredKeys } from './owner.service';
+import { parseJson } from './pipelines.service';
+import { retiredKeys } from './keys.service';
 import { liveDeploymentOf } from './owner-executions.service';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;

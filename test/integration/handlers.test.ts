@@ -87,7 +87,7 @@ async function publishGreeting(pipelineId: string) {
     }),
     context(),
   );
-  const { startRun } = await import('../../functions/services/owner.service');
+  const { startRun } = await import('../../functions/services/runs.service');
   const run = await startRun(d, pipelineId, null, 'https://x');
   await runWorkflow(run.run_id);
   const pub = await publish(

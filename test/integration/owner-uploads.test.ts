@@ -9,7 +9,7 @@ import { UPLOAD_USE_SECONDS } from '../../functions/core/assets';
 import { AppError } from '../../functions/core/errors';
 import type { PipelineDefinition } from '../../functions/core/types';
 import type { CallerAuth } from '../../functions/core/consumers';
-import { startRun } from '../../functions/services/owner.service';
+import { startRun } from '../../functions/services/runs.service';
 import { createPipelineUpload } from '../../functions/services/pipeline-uploads.service';
 import { push } from '../../functions/services/push.service';
 import { startAssetWorld, type AssetWorld } from '../support/asset-world';

@@ -17,7 +17,7 @@ import type { PipelineDefinition } from '../../functions/core/types';
 import { authorize } from '../../functions/services/auth.service';
 import { openEventStream } from '../../functions/services/events.service';
 import { formExecute, openFormEventStream } from '../../functions/services/form.service';
-import { startRun } from '../../functions/services/owner.service';
+import { startRun } from '../../functions/services/runs.service';
 import { createPipelineUpload } from '../../functions/services/pipeline-uploads.service';
 import { push } from '../../functions/services/push.service';
 import { taskRun, taskStart } from '../../functions/services/tasks.service';

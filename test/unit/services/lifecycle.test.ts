@@ -13,7 +13,8 @@ import {
   finishExecution,
   markRunning,
 } from '../../../functions/services/lifecycle.service';
-import { listRuns, publish, startRun } from '../../../functions/services/owner.service';
+import { listRuns, startRun } from '../../../functions/services/runs.service';
+import { publish } from '../../../functions/services/publish.service';
 import { push } from '../../../functions/services/push.service';
 import { taskFail, taskRun, taskStart } from '../../../functions/services/tasks.service';
 import { anExecution, testDeps, type TestDeps } from '../../support/fakes';

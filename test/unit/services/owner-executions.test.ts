@@ -9,7 +9,7 @@ import type { NodeTrace, PipelineDefinition } from '../../../functions/core/type
 import { binOf, bucketOf, DURATION_BOUNDS_MS, summarize } from '../../../functions/core/usage';
 import { execute } from '../../../functions/services/caller.service';
 import { dispatchCallback } from '../../../functions/services/dispatch.service';
-import { startRun } from '../../../functions/services/owner.service';
+import { startRun } from '../../../functions/services/runs.service';
 import { cancel, getExecution, listExecutions, redeliver, usage } from '../../../functions/services/owner-executions.service';
 import { push } from '../../../functions/services/push.service';
 import { taskRun, taskStart } from '../../../functions/services/tasks.service';
