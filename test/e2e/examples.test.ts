@@ -194,7 +194,6 @@ describe('examples/shipping-quote.json with examples/servers/shipping-rates.mjs'
     serverUrl = await waitUntil(
       async () => /listening on (http:\/\/\S+)/.exec(serverLog)?.[1] ?? '',
       (url) => url !== '',
-      10_000,
     );
   });
 
@@ -251,7 +250,6 @@ describe('examples/thumbnail.json with examples/servers/thumbnail.mjs', () => {
     serverUrl = await waitUntil(
       async () => /listening on (http:\/\/\S+)/.exec(serverLog)?.[1] ?? '',
       (url) => url !== '',
-      10_000,
     );
   });
 

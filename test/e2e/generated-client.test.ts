@@ -139,7 +139,7 @@ beforeAll(async () => {
       worker.once('exit', (code) => reject(new Error(`the compile worker exited with ${code} before answering`)));
     });
   });
-}, 120_000);
+});
 
 afterAll(async () => {
   // The figures this suite costs: `npx jest test/e2e/generated-client.test.ts`.

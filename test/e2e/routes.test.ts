@@ -10,8 +10,6 @@ import { ROUTES } from '../../lib/routes';
 import { loadHandler } from '../../lib/local/handlers';
 import { greeting, request, startTestRuntime, type Published, type TestRuntime } from '../support/runtime';
 
-jest.setTimeout(60_000);
-
 /** Path parameters that name nothing: every handler reaches its own lookup and answers. */
 const PARAMS: Record<string, () => string> = {
   pipeline_id: () => 'no-such-pipeline',

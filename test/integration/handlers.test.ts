@@ -202,7 +202,7 @@ describe('execute → runner → tasks → callback', () => {
       reads.mockRestore();
       d.completions = inProcess;
     }
-  }, 10_000);
+  });
 
   it('writes no log line of its own for an execution that succeeds, from the submit to the status read (the cost model prices none)', async () => {
     // Prepare: every handler below logs through a recording logger.

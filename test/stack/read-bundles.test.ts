@@ -42,33 +42,25 @@ describe('bundles of the functions that read values', () => {
     );
   });
 
-  it.each(READ_ONLY)(
-    '%s holds no S3 or Secrets Manager client',
-    async (name) => {
-      // Act
-      const built = await buildBundle(name, out);
+  it.each(READ_ONLY)('%s holds no S3 or Secrets Manager client', async (name) => {
+    // Act
+    const built = await buildBundle(name, out);
 
-      // Assess
-      expect(CLIENTS.filter((p) => p in built.packages)).toEqual([]);
-      if (!RUNS_PIPELINES.has(name)) expect(Object.keys(built.packages)).not.toContain('jsonata');
-    },
-    30_000,
-  );
+    // Assess
+    expect(CLIENTS.filter((p) => p in built.packages)).toEqual([]);
+    if (!RUNS_PIPELINES.has(name)) expect(Object.keys(built.packages)).not.toContain('jsonata');
+  });
 
-  it.each(SHAPE_READERS)(
-    '%s holds no JSONata',
-    async (name) => {
-      // Act
-      const built = await buildBundle(name, out);
+  it.each(SHAPE_READERS)('%s holds no JSONata', async (name) => {
+    // Act
+    const built = await buildBundle(name, out);
 
-      // Assess
-      expect(Object.keys(built.packages)).not.toContain('jsonata');
-    },
-    30_000,
-  );
+    // Assess
+    expect(Object.keys(built.packages)).not.toContain('jsonata');
+  });
 
   it('pipeline-push holds JSONata, which the check above looks for by that name', async () => {
     const built = await buildBundle('pipeline-push', out);
     expect(Object.keys(built.packages)).toContain('jsonata');
-  }, 30_000);
+  });
 });

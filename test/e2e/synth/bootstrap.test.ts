@@ -112,7 +112,7 @@ it('repairs the sweep index only after an unclean stop, and then runs what a kil
   rmSync(join(dataDir, 'clean-stop'));
   r = await start(dataDir);
   const afterKill = { unclean: r.uncleanStop, repaired: r.repaired, resumed: r.recovered.resumed };
-  const recovered = await r.waitForExecution(planted, p.apiKey, undefined, 60_000);
+  const recovered = await r.waitForExecution(planted, p.apiKey);
 
   // Assess
   expect(firstStart).toEqual({ unclean: true, repaired: 0 });
@@ -212,7 +212,7 @@ describe('the AWS endpoint’s port', () => {
       workflow_input: { photo: up.body.asset },
     });
     const id = String(run.body.execution_id);
-    await r.waitForExecution(id, p.apiKey, undefined, 60_000);
+    await r.waitForExecution(id, p.apiKey);
     const result = await r.caller('GET', `/v1/deployments/executions/${id}/result/`, p.apiKey);
 
     // Assess

@@ -13,8 +13,6 @@ const { freshBundle, ROOT } = require('../../../bin/cli-bundle.js') as {
   ROOT: string;
 };
 
-jest.setTimeout(60_000);
-
 describe('the CLI bundle', () => {
   const dist = mkdtempSync(join(tmpdir(), 'pipegate-cli-dist-'));
   afterAll(() => rmSync(dist, { recursive: true, force: true }));

@@ -289,7 +289,7 @@ describe('the node trace', () => {
     const { result, trace } = await runPipelineTraced(
       def,
       {},
-      { http, timeoutMs: 5000, secrets: new Map([['TOKEN', 's3cr3t-value-!"\\']]) },
+      { http, timeoutMs: 60_000, secrets: new Map([['TOKEN', 's3cr3t-value-!"\\']]) },
     );
     // Assess
     expect(result).toMatchObject({ status: 'completed' });

@@ -61,5 +61,5 @@ describe('usage counting', () => {
     expect(r.total).toBe(0);
     expect(r.errors).toHaveLength(1);
     expect(r.errors[0]?.[0]).toMatch(/usage not counted/);
-  }, 20_000);
+  });
 });
