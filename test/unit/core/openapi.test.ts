@@ -186,7 +186,8 @@ function documentedErrors(method: string, path: string): string[] {
 const pairs = (...names: ErrorName[]): string[] => names.map((n) => `${ERRORS[n].status} ${ERRORS[n].message}`);
 const EVERY_ROUTE: ErrorName[] = ['Unauthorized', 'TooManyRequests', 'InternalError', 'ServiceUnavailable'];
 
-// contract §5 for callers, section 7 (and the catalog) for owners.
+// contract §5 for callers, section 7 (and the catalog) for owners. A second statement of each
+// route's errors, kept by hand on purpose: an answer dropped from lib/routes.ts fails here.
 const EXPECTED_ERRORS: Record<string, ErrorName[]> = {
   'POST /v1/deployments/{deployment_id}/executions': [
     'InvalidInputStructure',
@@ -306,8 +307,8 @@ describe('errors', () => {
       // Act
       const documented = documentedErrors(r.method, r.path);
 
-      // Assess
-      expect(expected).toBeDefined();
+      // Assess: a new route's errors are listed above.
+      expect({ route: key, listedInExpectedErrors: expected !== undefined }).toEqual({ route: key, listedInExpectedErrors: true });
       // Routes without credentials (the docs page) never answer 401.
       const every = r.auth === 'none' ? EVERY_ROUTE.filter((e) => e !== 'Unauthorized') : EVERY_ROUTE;
       expect({ route: key, errors: documented }).toEqual({ route: key, errors: pairs(...every, ...(expected ?? [])).sort() });
