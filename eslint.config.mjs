@@ -12,6 +12,7 @@ export default tseslint.config(
       '.tmp/**',
       'coverage/**',
       'dist/**',
+      'functions/browser/scripts.generated.ts',
       '**/*.js',
       '**/*.mjs',
     ],

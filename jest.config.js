@@ -6,21 +6,7 @@
  * starts in seconds. `npx jest test/unit/core/engine.test.ts` runs one file of `sources`;
  * `npx jest --selectProjects synthesized` the synthesized suites alone.
  */
-/** @type {import('jest').Config} */
-const base = {
-  testEnvironment: 'node',
-  rootDir: __dirname,
-  roots: ['<rootDir>/test'],
-  transform: {
-    '^.+\\.(t|j|mj)s$': ['@swc/jest', { jsc: { target: 'es2022', parser: { syntax: 'typescript' } }, module: { type: 'commonjs' } }],
-  },
-  // @middy/core, file-type (with its own dependencies) and eventsource-parser ship ESM only; let the transform
-  // turn them into CommonJS.
-  transformIgnorePatterns: [
-    '/node_modules/(?!(@middy|file-type|strtok3|token-types|@tokenizer|@borewit|uint8array-extras|eventsource-parser)/)',
-  ],
-  setupFiles: ['<rootDir>/test/support/env.ts'],
-};
+const base = require('./jest.base.js');
 
 /** Suites that read or serve the synthesized assembly. */
 const SYNTHESIZED = ['<rootDir>/test/synth/', '<rootDir>/test/e2e/synth/'];
@@ -48,5 +34,3 @@ module.exports = {
   testTimeout: 300_000,
   maxWorkers: 2,
 };
-
-module.exports.base = base;

@@ -1,5 +1,5 @@
 /** Long-running suites (reliability soak, fault injection); run with `npm run test:long`. */
-const { base } = require('./jest.config.js');
+const base = require('./jest.base.js');
 module.exports = {
   ...base,
   testPathIgnorePatterns: ['/node_modules/'],

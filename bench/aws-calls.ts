@@ -77,13 +77,17 @@ export function successPath(asl: { StartAt: string; States: Record<string, unkno
   let name: string | undefined = asl.StartAt;
   while (name !== undefined) {
     if (states.includes(name) || states.length > 100) throw new Error(`the success path loops at ${name}`);
-    const state = asl.States[name] as { Type?: string; Next?: string; End?: boolean; Choices?: { Next?: string }[] } | undefined;
+    const state = asl.States[name] as
+      { Type?: string; Next?: string; End?: boolean; Default?: string; Choices?: { Next?: string }[] } | undefined;
     if (!state) throw new Error(`no state ${name}`);
     states.push(name);
     if (state.Type === 'Task') tasks.push(name);
     if (state.Type === 'Succeed' || state.Type === 'Fail' || state.End) break;
-    // A Choice's first rule is the one that proceeds (ShouldRun: start.proceed == true).
-    name = state.Type === 'Choice' ? state.Choices?.[0]?.Next : state.Next;
+    // A Choice takes its first rule that moves on (ShouldRun: start.proceed == true), not one
+    // that waits or steps again (AfterStep: an execution done in one step takes its Default).
+    const forward = (next: string | undefined): boolean =>
+      next !== undefined && !states.includes(next) && (asl.States[next] as { Type?: string } | undefined)?.Type !== 'Wait';
+    name = state.Type === 'Choice' ? (state.Choices?.map((c) => c.Next).find(forward) ?? state.Default) : state.Next;
   }
   return { states, tasks };
 }
@@ -498,6 +502,65 @@ export function allInHeadline(input: CostInput): {
     /** The same caller with a consumer key under a rate limit and a quota, all in. */
     consumerKey: allInOf(withConsumerKey(input)),
   };
+}
+
+/**
+ * An MCP client (functions/services/mcp.service.ts). A tools/call is the waiting caller's
+ * execution exactly (the same submit, the same wait, the same reads: a progress token makes
+ * each wake read the whole record instead of its head, the same read unit for a record under
+ * 4 KB), through the MCP function instead of execute. A session, once per client connection,
+ * adds what precedes the calls: initialize, the initialized notification, the client's GET
+ * (answered 405) and tools/list, each an API request through the authorizer (its strongly
+ * consistent read of the deployment) and the MCP function; the tool is kept by the container
+ * per deployment revision, so a warm one reads nothing else.
+ */
+export const MCP_SESSION_CALLS = {
+  requests: 4,
+  functions: ['authorizer', 'deployment-mcp'],
+  strongReads: 1,
+} as const;
+
+/** An MCP client's cost per million, all in at the stack's defaults: one tools/call, and one session's handshake. */
+export function mcpCost(input: CostInput): { call: number; session: CostLine[]; sessionTotal: number } {
+  const allInOf = (c: CostInput): number =>
+    totalDollars(costPerMillion(c)) + totalDollars(operationsCost(c, { logLevel: 'ERROR', waf: true }));
+  const call = allInOf({ ...input, apiFunctions: ['authorizer', 'deployment-mcp'] });
+  const M = 1_000_000;
+  const { requests, functions, strongReads } = MCP_SESSION_CALLS;
+  const gb = ASSUMPTIONS.lambdaMemoryMb / 1024;
+  const warmMs = functions.reduce((s, f) => s + (ASSUMPTIONS.lambdaWarmMs[f] ?? 0), 0);
+  const invocations = requests * functions.length;
+  const gbSeconds = gb * ((requests * warmMs) / 1000) + ASSUMPTIONS.coldShare * invocations * ASSUMPTIONS.coldInitSeconds * gb;
+  const session: CostLine[] = [
+    { item: 'API Gateway REST', perExecution: `${requests} requests`, dollars: requests * PRICES.apiGatewayRestPerMillion },
+    {
+      item: 'Lambda requests',
+      perExecution: `${invocations}: authorizer and deployment-mcp, each ×${requests}`,
+      dollars: invocations * PRICES.lambdaPerMillionRequests,
+    },
+    {
+      item: 'Lambda duration (arm64)',
+      perExecution: `${gbSeconds.toFixed(4)} GB-s (${requests} × ${warmMs} ms warm + ${ASSUMPTIONS.coldShare * 100} % cold)`,
+      dollars: gbSeconds * PRICES.lambdaArmPerGbSecond * M,
+    },
+    {
+      item: 'DynamoDB reads',
+      perExecution: `${requests * strongReads} RRU: the authorizer's read of the deployment`,
+      dollars: requests * strongReads * PRICES.dynamoPerMillionReadUnits,
+    },
+    { item: 'WAF', perExecution: `${requests} requests inspected`, dollars: requests * PRICES.wafPerMillionRequests },
+    {
+      item: 'CloudWatch Logs',
+      perExecution: `${requests} access-log lines`,
+      dollars: ((requests * ASSUMPTIONS.logBytes.accessLog) / 1e9) * PRICES.logsPerGbIngested * M,
+    },
+    {
+      item: 'X-Ray',
+      perExecution: `${requests} traces × ${ASSUMPTIONS.xraySampledShare * 100} % sampled`,
+      dollars: requests * ASSUMPTIONS.xraySampledShare * PRICES.xrayPerMillionTracesRecorded,
+    },
+  ];
+  return { call, session, sessionTotal: totalDollars(session) };
 }
 
 /**

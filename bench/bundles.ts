@@ -1,6 +1,6 @@
 /**
  * Every Lambda bundle, built with the esbuild options the stack uses
- * (lib/stacks/pipegate-function.ts), measured for size and for cold init: a fresh `node`
+ * (lib/stacks/bundler.ts), measured for size and for cold init: a fresh `node`
  * process timing the `require` of the bundle, with the NODE_OPTIONS the functions run with.
  * A hello-world handler bundled the same way is the floor.
  */
@@ -8,9 +8,11 @@ import { execFile } from 'node:child_process';
 import { mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { build, type Metafile } from 'esbuild';
-import { ESBUILD_TARGET, handlerEntry, REPO_ROOT } from '../lib/stacks/pipegate-function';
+import { REPO_ROOT } from '../lib/stacks/pipegate-function';
 import type { FunctionName } from '../lib/routes';
-import { allFunctionNames, bundleExternals } from '../lib/stacks/permissions';
+import { allFunctionNames } from '../lib/stacks/permissions';
+import { bundleSpec } from '../lib/stacks/bundles';
+import { esbuildOptions } from '../lib/stacks/bundler';
 import { median } from './stats';
 import { AWSLAMBDA_SHIM_SOURCE } from '../lib/local/gateway/awslambda-shim';
 
@@ -27,7 +29,8 @@ export interface BundleFigure {
   packages: Record<string, number>;
 }
 
-const entryOf = (name: string): string => (name === HELLO ? join(__dirname, 'hello', 'handler.ts') : handlerEntry(name));
+const entryOf = (name: string): string =>
+  name === HELLO ? join(__dirname, 'hello', 'handler.ts') : join(REPO_ROOT, bundleSpec(name).entry);
 
 /** The package a bundled input file belongs to. */
 export function packageOf(input: string): string {
@@ -51,19 +54,10 @@ export async function buildBundle(
   outRoot: string,
 ): Promise<{ file: string; bytes: number; packages: Record<string, number> }> {
   const outfile = join(outRoot, name, 'index.js');
-  // Mirrors the `bundling` block of PipegateFunction (NodejsFunction passes these to esbuild).
   const result = await build({
+    ...esbuildOptions({ external: name === HELLO ? [] : bundleSpec(name).external }),
     entryPoints: [entryOf(name)],
     absWorkingDir: REPO_ROOT,
-    bundle: true,
-    platform: 'node',
-    target: ESBUILD_TARGET,
-    format: 'cjs',
-    minify: true,
-    sourcemap: true,
-    sourcesContent: false,
-    mainFields: ['module', 'main'],
-    external: name === HELLO ? [] : bundleExternals(name),
     outfile,
     metafile: true,
     logLevel: 'error',

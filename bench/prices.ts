@@ -76,6 +76,9 @@ export const ASSUMPTIONS = {
   lambdaWarmMs: {
     authorizer: 15,
     execute: 35,
+    // An MCP request: execute's work for a tools/call, plus the SDK's Server and transport built
+    // for it (not measured on AWS: a guess above execute's; the local bench prints its figures).
+    'deployment-mcp': 45,
     'execution-result': 15,
     runner: 40,
     'task-start': 20,

@@ -17,10 +17,15 @@
  * `npm run bench -- --only events` many readers of one execution's event stream (bench/events.ts);
  * `npm run bench -- --only consumers` what a consumer key with limits adds (bench/consumers.ts);
  * `npm run bench -- --only bundles` the Lambda bundles alone (sizes, cold inits, what each holds);
+ * `npm run bench -- --only cli` the CLI's start, bare and through npx (bench/cli-start.ts; a minute);
+ * `npm run bench -- --only synth` a cold synth, one with every bundle cached, and a cached one
+ * (bench/synth.ts; one to several minutes);
  * `npm run bench -- --only scale` runs the load test on start:synth's scale model (bench/scale.ts;
  * minutes: a synthesis per deployment, then each rate's load and drain).
  */
 import { measureConsumers } from './consumers';
+import { cliStartRows, measureCliStart } from './cli-start';
+import { measureSynth, synthRows } from './synth';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -546,7 +551,7 @@ async function main(): Promise<void> {
   const started = performance.now();
   mkdirSync(RESULTS, { recursive: true });
   const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined;
-  const ONLY = ['retained', 'media', 'scale', 'events', 'consumers', 'bundles'];
+  const ONLY = ['retained', 'media', 'scale', 'events', 'consumers', 'bundles', 'cli', 'synth'];
   if (only !== undefined && !ONLY.includes(only))
     throw new Error(`--only takes ${ONLY.map((o) => JSON.stringify(o)).join(', ')}, not ${JSON.stringify(only)}`);
   if (only === 'consumers') {
@@ -554,6 +559,24 @@ async function main(): Promise<void> {
     console.log(textTable(['what', 'latency (local runtime, one at a time)', 'cost'], await measureConsumers(log)));
     console.log(
       `\n${m.nproc} cores · ${m.cpuModel} · ${m.memoryGiB} GiB · Node ${m.node} · ${m.platform} · ${((performance.now() - started) / 1000).toFixed(0)} s`,
+    );
+    return;
+  }
+  if (only === 'cli') {
+    const m = machine();
+    const { figures, load } = measureCliStart();
+    console.log(textTable(['command', 'wall, median (range)', '÷ floor', 'CPU, median', '÷ floor'], cliStartRows(figures)));
+    console.log(
+      `\nload ${load[0].toFixed(1)} → ${load[1].toFixed(1)} · ${m.nproc} cores · ${m.cpuModel} · Node ${m.node} · ${((performance.now() - started) / 1000).toFixed(0)} s`,
+    );
+    return;
+  }
+  if (only === 'synth') {
+    const m = machine();
+    const figures = await measureSynth(log);
+    console.log(textTable(['synth', 'took', 'bundling', 'of cold', 'load before → after'], synthRows(figures)));
+    console.log(
+      `\n${m.nproc} cores · ${m.cpuModel} · ${m.memoryGiB} GiB · Node ${m.node} · ${((performance.now() - started) / 1000).toFixed(0)} s`,
     );
     return;
   }

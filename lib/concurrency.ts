@@ -51,6 +51,9 @@ const WEIGHTS: Readonly<Record<string, number>> = {
   execute: 5,
   'execution-status': 2,
   'execution-result': 1,
+  // MCP clients' calls wait like an execute with `Prefer: wait`, and tasks/result may hold one
+  // longer: a share beside execute's, smaller while agents are fewer than programs.
+  'deployment-mcp': 2,
   'task-run': 4,
   'task-start': 1,
   'task-fail': 1,

@@ -79,7 +79,7 @@ const ConfigSchema = v.object({
   PIPEGATE_OWNER_SECRETS_KEY: v.optional(v.string(), ''),
   PIPEGATE_DYNAMODB_ENDPOINT: v.optional(v.string()),
   PIPEGATE_DYNAMODB_TRANSPORT: v.optional(v.picklist(['in-process', 'http'], 'must be in-process or http'), 'in-process'),
-  PIPEGATE_EXECUTION_TIMEOUT_MS: int(300_000, 1_000, 3_600_000),
+  PIPEGATE_EXECUTION_TIMEOUT_MS: int(300_000, 1_000, 604_800_000),
   PIPEGATE_RESULT_RETENTION_DAYS: int(DEFAULT_RESULT_RETENTION_DAYS, 1, 365),
   PIPEGATE_MAX_BODY_BYTES: int(DEFAULT_MAX_BODY_BYTES, 1_024, 10_000_000),
   PIPEGATE_MAX_NODES: int(64, 1, 1_000),

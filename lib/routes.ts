@@ -16,6 +16,9 @@ export type {
   SchemaName,
 } from '../functions/core/route-types';
 
+/** The MCP route's path (functions/core/mcp-tool.ts): the authorizer takes `Authorization: Bearer` on it alone. */
+export const MCP_ROUTE_PATH = '/v1/deployments/{deployment_id}/mcp';
+
 /**
  * How long a streamed answer may last: API Gateway's ceiling for a streamed integration (15
  * minutes), used as its integration time-out and as the function's time-out. Past the first
@@ -184,6 +187,54 @@ const CALLER_TABLE = [
       '409': { description: 'Execution already finished, with its status.', shape: 'ExecutionAlreadyFinished' },
     },
   },
+  // The deployment as an MCP server (functions/core/mcp-tool.ts): stateless Streamable HTTP,
+  // streamed so that a tools/call sends progress before its result and may wait like `Prefer:
+  // wait` (`waits`: it holds a wait slot). Takes `Authorization: Bearer <key>` too.
+  {
+    method: 'POST',
+    path: MCP_ROUTE_PATH,
+    handler: 'deployment-mcp',
+    auth: 'apiKey',
+    waits: true,
+    inlineAssets: true,
+    streams: true,
+    operationId: 'mcp',
+    summary: 'This deployment as an MCP server: one tool that runs it (Streamable HTTP, stateless)',
+    description:
+      'Send each JSON-RPC message of the Model Context Protocol in a POST, with `Accept: application/json, text/event-stream` and the key (`Authorization: Bearer <key>` as MCP clients send it, or either of the usual forms). ' +
+      '`tools/list` gives one tool, named after the pipeline (`-` as `_`), whose arguments are the visible inputs as plain values; `tools/call` runs an execution (source `mcp`, the same limits and usage as an execute) and answers with its outputs, after `notifications/progress` when the call carries a `progressToken`; ' +
+      'as a task (`params.task`) it answers at once, and `tasks/get`, `tasks/result`, `tasks/cancel` follow the execution. No session is kept: any request may go to any instance.',
+    params: ['DeploymentId'],
+    body: { shape: 'McpMessage', description: 'One JSON-RPC message.' },
+    answers: {
+      '200': {
+        description: "A request's answer: a `text/event-stream` of JSON-RPC messages (progress, then the response), or one JSON message.",
+        media: 'mcp',
+      },
+      '202': { description: 'Accepted: a notification or a response; no body.' },
+      '400': { description: 'Not a JSON-RPC message the transport takes (parse error, invalid request).', shape: 'McpErrorAnswer' },
+      '403': { description: "An `Origin` other than the service's own.", shape: 'OriginRefused' },
+      '404': 'DeploymentNotFound',
+      '406': { description: 'Accept does not list both application/json and text/event-stream.', shape: 'McpErrorAnswer' },
+      '413': 'PayloadTooLarge',
+      '415': { description: 'Content-Type other than application/json.', shape: 'McpErrorAnswer' },
+    },
+  },
+  {
+    method: 'GET',
+    path: MCP_ROUTE_PATH,
+    handler: 'deployment-mcp',
+    auth: 'apiKey',
+    // One function serves both methods, and it is a streaming one.
+    streams: true,
+    operationId: 'mcpStream',
+    summary: 'No server-initiated stream: 405 (the MCP server keeps no session)',
+    params: ['DeploymentId'],
+    answers: {
+      '405': { description: 'Method Not Allowed: POST messages instead.', shape: 'McpMethodNotAllowed', headers: { Allow: true } },
+      '404': 'DeploymentNotFound',
+    },
+  },
   {
     method: 'GET',
     path: '/v1/deployments/{deployment_id}',
@@ -302,7 +353,14 @@ const OTHER_TABLE = [
     operationId: 'getForm',
     summary: "The web form's page (HTML), generated from the published contract: visible inputs and outputs only",
     params: ['FormToken'],
-    answers: { '200': { description: 'The page.', media: 'html' }, '404': FORM_NOT_FOUND },
+    answers: {
+      '200': { description: 'The page.', media: 'html' },
+      '404': {
+        description:
+          'No form behind this link (never issued or altered, rotated, disabled, or its deployment deleted, alike): a page saying so in words, for the person who followed it.',
+        media: 'html',
+      },
+    },
   },
   // The page's script and style sheet, the same for every form (the token is not checked).
   {

@@ -14,6 +14,13 @@
  * changing a retry there moves the budget (and the longest Express execution time-out) with it.
  */
 import asl from './state-machine.asl.json';
+import { HTTP_TIMEOUT_MAX_MS } from '../functions/core/nodes/http';
+
+/**
+ * A step starts no node after this long and hands the rest to the next step (the state
+ * machine goes straight on): the nodes under way finish inside the task's time-out.
+ */
+export const STEP_BUDGET_MS = 60_000;
 
 /** Step Functions Express: an execution runs 5 minutes at most. */
 export const EXPRESS_LIMIT_SECONDS = 300;
@@ -82,11 +89,25 @@ export const RUN_RETRY_WAITS_SECONDS = retriersOf('RunNodes')
   .flatMap(retryWaitsSeconds)
   .reduce((a, b) => a + b, 0);
 
-/** RunNodes' state time-out (TimeoutSecondsPath), seconds. */
-export const runNodesTimeoutSeconds = (executionTimeoutMs: number): number => Math.ceil(executionTimeoutMs / 1000) + RUN_RECORD_SECONDS;
+/**
+ * One step's longest: its budget, then the slowest node it may have started just before the
+ * budget ran out (an http request), then the room to record the outcome.
+ */
+export const STEP_TIMEOUT_SECONDS = Math.ceil(STEP_BUDGET_MS / 1000) + Math.ceil(HTTP_TIMEOUT_MAX_MS / 1000) + RUN_RECORD_SECONDS;
 
-export const taskRunLambdaTimeoutSeconds = (executionTimeoutMs: number): number =>
-  runNodesTimeoutSeconds(executionTimeoutMs) + TASK_RUN_LAMBDA_EXTRA_SECONDS;
+/**
+ * RunNodes' state time-out (TimeoutSecondsPath `$.run.step_timeout`), seconds, for a step that
+ * starts `remainingMs` before the execution's deadline: a step's longest, but never past the
+ * deadline by more than the room to record the time-out. Each step answers the next one's (the
+ * runner gives the first), so a step hung near the deadline is cut off there and MarkFailed
+ * still fits an Express execution's five minutes.
+ */
+export const runNodesTimeoutSeconds = (remainingMs: number): number =>
+  Math.max(1, Math.min(STEP_TIMEOUT_SECONDS, Math.ceil(Math.max(0, remainingMs) / 1000) + RUN_RECORD_SECONDS));
+
+/** The task-run Lambda's time-out: a step's longest, and a little more, so the state's time-out fires first. */
+export const TASK_RUN_LAMBDA_TIMEOUT_SECONDS = STEP_TIMEOUT_SECONDS + TASK_RUN_LAMBDA_EXTRA_SECONDS;
+export const taskRunLambdaTimeoutSeconds = (_executionTimeoutMs?: number): number => TASK_RUN_LAMBDA_TIMEOUT_SECONDS;
 
 /** The longest execution time-out whose whole run, MarkFailed included, fits an Express execution (176 s). */
 export const EXPRESS_MAX_EXECUTION_TIMEOUT_MS =

@@ -15,11 +15,17 @@ export class HmacAssetLinks implements AssetLinksPort {
     private readonly ttlSeconds: number,
   ) {}
 
-  async link(ref: ObjectRef, baseUrl: string, now: Date, ttlSeconds = this.ttlSeconds): Promise<PresignedDownload> {
+  async link(ref: ObjectRef, baseUrl: string, now: Date, ttlSeconds = this.ttlSeconds, fileName?: string): Promise<PresignedDownload> {
     const { masterKey } = await this.keyMaterial.material();
     const exp = Math.floor(now.getTime() / 1000) + ttlSeconds;
     const token = signAssetToken(
-      { key: ref.key, media_type: ref.media_type, attachment: servedAsAttachment(ref.media_type), exp },
+      {
+        key: ref.key,
+        media_type: ref.media_type,
+        attachment: servedAsAttachment(ref.media_type),
+        exp,
+        ...(fileName === undefined ? {} : { name: fileName }),
+      },
       assetLinkKey(masterKey),
     );
     return { url: `${baseUrl.replace(/\/+$/, '')}${ASSET_ROUTE_PREFIX}${token}`, expires_at: new Date(exp * 1000).toISOString() };

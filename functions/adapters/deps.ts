@@ -18,6 +18,7 @@ import type {
   ObjectStorePort,
   OwnerSecretsPort,
   PipelinesPort,
+  StepsPort,
   QueuePort,
   WaitSlotsPort,
   UploadsPort,
@@ -32,6 +33,7 @@ import { ConsumersStore } from './consumers.store';
 import { DeploymentsStore } from './deployments.store';
 import { createDocumentClient } from './dynamo';
 import { executionStores } from './execution-stores';
+import { StepsStore } from './steps.store';
 import { createLogger, type Logger } from './logger';
 import { OwnerSecretsStore } from './owner-secrets.store';
 import { PipelinesStore } from './pipelines.store';
@@ -54,6 +56,8 @@ export interface Deps {
   usage: UsagePort;
   /** Idempotency-Key claims. */
   idempotency: IdempotencyPort;
+  /** Each execution's node records: what its steps finished, and what waits (functions/core/engine.ts). */
+  steps: StepsPort;
   deployments: DeploymentsPort;
   /** A deployment's consumers and the counters of every caller's limits. */
   consumers: ConsumersPort;
@@ -118,6 +122,7 @@ export function createDeps(config: Config, overrides: Partial<Omit<Deps, 'config
     executionLists: overrides.executionLists ?? stores.executionLists,
     usage: overrides.usage ?? stores.usage,
     idempotency: overrides.idempotency ?? stores.idempotency,
+    steps: overrides.steps ?? stores.steps,
     deployments: overrides.deployments ?? stores.deployments,
     consumers: overrides.consumers ?? stores.consumers,
     ownerSecrets:
@@ -210,6 +215,10 @@ export function dynamoStores(config: Config, objects?: () => ObjectStorePort) {
     // A custom endpoint is dynalite (the local runtime, tests), which writes index entries
     // before the item: see ExecutionItemsOptions' markerFollowUp.
     ...executionStores(db, config.table, { trackOpen: config.trackOpen, markerFollowUp: config.dynamodbEndpoint !== undefined, objects }),
+    steps: new StepsStore(db, config.table, () => {
+      if (!objects) throw new Error('node values too large for their record need object storage, and this store was given none');
+      return objects();
+    }),
     deployments: new DeploymentsStore(db, config.table),
     consumers: new ConsumersStore(db, config.table),
     uploads: new UploadsStore(db, config.table),

@@ -147,17 +147,34 @@ export class ExecutionsStore implements ExecutionsPort {
     return out !== null;
   }
 
-  /** Node progress of a running execution: one conditional UpdateItem (see ExecutionsPort). */
-  async recordProgress(id: string, progress: string): Promise<boolean> {
+  /** The next generation of a running execution (see ExecutionsPort). */
+  async bumpGeneration(id: string, seen: number): Promise<boolean> {
     const out = await conditionalWrite(
       this.items.db.send(
         new UpdateCommand({
           TableName: this.items.table,
           Key: keys.execution(id),
-          UpdateExpression: 'SET progress = :p',
+          UpdateExpression: 'SET gen = :next',
+          ConditionExpression: `attribute_exists(pk) AND #status = :running AND ${seen === 0 ? '(attribute_not_exists(gen) OR gen = :seen)' : 'gen = :seen'}`,
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ':next': seen + 1, ':seen': seen, ':running': 'running' },
+        }),
+      ),
+    );
+    return out !== null;
+  }
+
+  /** Node progress of a running execution: one conditional UpdateItem (see ExecutionsPort). */
+  async recordProgress(id: string, progress: string, waiting?: string | null): Promise<boolean> {
+    const out = await conditionalWrite(
+      this.items.db.send(
+        new UpdateCommand({
+          TableName: this.items.table,
+          Key: keys.execution(id),
+          UpdateExpression: `SET progress = :p${waiting === undefined ? '' : ', waiting = :w'}`,
           ConditionExpression: 'attribute_exists(pk) AND #status = :running',
           ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: { ':p': progress, ':running': 'running' },
+          ExpressionAttributeValues: { ':p': progress, ':running': 'running', ...(waiting === undefined ? {} : { ':w': waiting }) },
         }),
       ),
     );

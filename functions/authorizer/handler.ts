@@ -3,6 +3,7 @@ import { KEY_REFUSALS } from '../core/errors';
 import { lambdaDeps, type DepsSource } from '../adapters/deps';
 import { errorFields } from '../adapters/logger';
 import { authorize, type Authorized } from '../services/auth.service';
+import { MCP_ROUTE_PATH } from '../../lib/routes';
 
 /**
  * The REQUEST authorizer of every caller route. Caching is off (TTL 0, no identity sources):
@@ -23,7 +24,8 @@ export const createHandler =
     const headers: Record<string, string | undefined> = { ...(event.headers ?? {}) };
     let answer;
     try {
-      answer = await authorize(d, headers, event.pathParameters?.deployment_id);
+      // MCP clients send their token as `Authorization: Bearer`: taken on that route alone.
+      answer = await authorize(d, headers, event.pathParameters?.deployment_id, { bearer: event.resource === MCP_ROUTE_PATH });
     } catch (e) {
       d.log.error('authorizer failed', errorFields(e));
       throw e;

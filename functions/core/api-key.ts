@@ -78,16 +78,19 @@ export function keyMatches(key: string, pepper: Buffer, storedHashes: string[]):
 
 // Whatever follows the scheme is the key: one with a space in it is then refused as malformed.
 const API_KEY_SCHEME = /^api-key(?:[ \t]+(.+))?$/is;
+const BEARER_SCHEME = /^bearer(?:[ \t]+(.+))?$/is;
 
 /** What a request presents as its API key, or why it presents none. */
 export type PresentedKey = { key: string } | { refused: 'missing' | 'wrong_scheme' | 'two_keys' };
 
 /**
- * The key from `X-API-Key` or `Authorization: Api-Key <key>`. Two different keys in one
- * request are refused rather than choosing between them; an Authorization header of another
- * scheme (Bearer, Basic, a bare key) is named as such when no key came with the request.
+ * The key from `X-API-Key` or `Authorization: Api-Key <key>`, and with `bearer` (the MCP route,
+ * where clients send `Authorization: Bearer <token>`) from `Authorization: Bearer <key>` too.
+ * Two different keys in one request are refused rather than choosing between them; an
+ * Authorization header of another scheme (Bearer elsewhere, Basic, a bare key) is named as
+ * such when no key came with the request.
  */
-export function readApiKey(headers: Record<string, string | undefined>): PresentedKey {
+export function readApiKey(headers: Record<string, string | undefined>, opts: { bearer?: boolean } = {}): PresentedKey {
   const keys = new Set<string>();
   let otherScheme = false;
   for (const [name, value] of Object.entries(headers)) {
@@ -97,7 +100,7 @@ export function readApiKey(headers: Record<string, string | undefined>): Present
       const key = value.trim();
       if (key !== '') keys.add(key);
     } else if (lower === 'authorization' && value.trim() !== '') {
-      const match = API_KEY_SCHEME.exec(value.trim());
+      const match = API_KEY_SCHEME.exec(value.trim()) ?? (opts.bearer ? BEARER_SCHEME.exec(value.trim()) : null);
       if (match === null) otherScheme = true;
       else if (match[1] !== undefined) keys.add(match[1].trim());
     }

@@ -5,7 +5,10 @@
  * or guessed (256-bit tag). The token is signed, not encrypted: it shows the object's key
  * (deployment and execution ids), which its holder knows already and which grant nothing.
  *
- *   v1.<base64url(JSON [key, media_type, attachment 0|1, expires epoch seconds])>.<base64url(HMAC-SHA-256)>
+ *   v1.<base64url(JSON [key, media_type, attachment 0|1, expires epoch seconds(, file name)])>.<base64url(HMAC-SHA-256)>
+ *
+ * The file name, when there is one, is what a browser saves the download as (an output's
+ * `<output id>.<extension>`); links without it name the file after the object key.
  */
 import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
 
@@ -23,7 +26,12 @@ export interface AssetClaims {
   attachment: boolean;
   /** Expiry, whole seconds since the epoch. */
   exp: number;
+  /** The name a browser saves it as (Content-Disposition's filename); else the key's last segment. */
+  name?: string;
 }
+
+/** A file name a link may carry: the characters object keys allow, so it needs no quoting in a header. */
+export const isLinkFileName = (s: unknown): s is string => typeof s === 'string' && /^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}$/.test(s);
 
 export type AssetTokenCheck =
   | { ok: true; claims: AssetClaims }
@@ -46,9 +54,15 @@ const tag = (signed: string, key: Buffer): Buffer => createHmac('sha256', key).u
 export function signAssetToken(claims: AssetClaims, key: Buffer): string {
   if (!Number.isInteger(claims.exp) || claims.exp <= 0) throw new Error('asset link expiry must be whole epoch seconds');
   if (!MEDIA_TYPE.test(claims.media_type)) throw new Error(`invalid media type '${claims.media_type}'`);
-  const payload = Buffer.from(JSON.stringify([claims.key, claims.media_type, claims.attachment ? 1 : 0, claims.exp]), 'utf8').toString(
-    'base64url',
-  );
+  if (claims.name !== undefined && !isLinkFileName(claims.name)) throw new Error(`invalid file name '${claims.name}'`);
+  const fields = [
+    claims.key,
+    claims.media_type,
+    claims.attachment ? 1 : 0,
+    claims.exp,
+    ...(claims.name === undefined ? [] : [claims.name]),
+  ];
+  const payload = Buffer.from(JSON.stringify(fields), 'utf8').toString('base64url');
   const signed = `${ASSET_TOKEN_VERSION}.${payload}`;
   const token = `${signed}.${tag(signed, key).toString('base64url')}`;
   if (token.length > MAX_ASSET_TOKEN_CHARS) throw new Error('asset link token too long');
@@ -77,20 +91,22 @@ export function verifyAssetToken(token: string, key: Buffer, now: Date): AssetTo
   } catch {
     return invalid;
   }
-  if (!Array.isArray(decoded) || decoded.length !== 4) return invalid;
-  const [objectKey, mediaType, attachment, exp] = decoded as unknown[];
+  if (!Array.isArray(decoded) || (decoded.length !== 4 && decoded.length !== 5)) return invalid;
+  const [objectKey, mediaType, attachment, exp, name] = decoded as unknown[];
   if (
     typeof objectKey !== 'string' ||
     typeof mediaType !== 'string' ||
     !MEDIA_TYPE.test(mediaType) ||
     (attachment !== 0 && attachment !== 1) ||
     typeof exp !== 'number' ||
-    !Number.isInteger(exp)
+    !Number.isInteger(exp) ||
+    (decoded.length === 5 && !isLinkFileName(name))
   ) {
     return invalid;
   }
   if (exp * 1000 <= now.getTime()) return { ok: false, reason: 'expired', expired_at: new Date(exp * 1000).toISOString() };
-  return { ok: true, claims: { key: objectKey, media_type: mediaType, attachment: attachment === 1, exp } };
+  const claims: AssetClaims = { key: objectKey, media_type: mediaType, attachment: attachment === 1, exp };
+  return { ok: true, claims: isLinkFileName(name) ? { ...claims, name } : claims };
 }
 
 /**
@@ -143,7 +159,7 @@ export const MAX_ASSET_CACHE_SECONDS = 3600;
 /** The headers every asset answer carries, whatever the bytes. */
 export function assetHeaders(claims: AssetClaims, bytes: number, now: Date): Record<string, string> {
   const remaining = Math.max(0, Math.min(MAX_ASSET_CACHE_SECONDS, claims.exp - Math.ceil(now.getTime() / 1000)));
-  const name = fileNameOf(claims.key);
+  const name = claims.name ?? fileNameOf(claims.key);
   return {
     'content-type': claims.media_type,
     'content-length': String(bytes),

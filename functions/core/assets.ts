@@ -5,6 +5,9 @@
  */
 import { createHash } from 'node:crypto';
 import { isUuid } from './ids';
+import { acceptsMediaType } from './media-types';
+
+export { acceptsMediaType };
 
 /**
  * The largest execution request body that may carry inline assets. API Gateway accepts 10 MB,
@@ -28,6 +31,9 @@ export const DEFINITION_ASSET_MAX_BYTES = 64 * 1024;
  * execute function's memory: 100 MiB keeps that inside a 1 GB function with room.
  */
 export const UPLOAD_MAX_BYTES = 100 * 1024 * 1024;
+
+/** Bytes whose format is not recognised are served and checked as this (functions/core/sniff.ts). */
+export const UNKNOWN_MEDIA_TYPE = 'application/octet-stream';
 /** How long an upload URL accepts the PUT (seconds). */
 export const UPLOAD_URL_TTL_SECONDS = 3600;
 /** How long an upload may be used in an execution after it was created (seconds): a day. */
@@ -50,12 +56,6 @@ const MEDIA_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]
 export const isMediaType = (s: string): boolean => MEDIA_TYPE.test(s);
 /** A pattern an input accepts: a media type, or a whole top-level type such as `image/*`. */
 export const isMediaTypePattern = (s: string): boolean => isMediaType(s) || /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/\*$/.test(s);
-
-/** Whether `mediaType` is one of `accepted` (exact, or `type/*`); no list accepts everything. */
-export function acceptsMediaType(accepted: readonly string[] | undefined, mediaType: string): boolean {
-  if (accepted === undefined || accepted.length === 0) return true;
-  return accepted.some((a) => (a.endsWith('/*') ? mediaType.startsWith(a.slice(0, -1)) : a === mediaType));
-}
 
 const BASE64_ALPHABET = /^[A-Za-z0-9+/]*$/;
 

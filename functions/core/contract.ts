@@ -55,6 +55,7 @@ export function discoverContract(def: PipelineDefinition, runInputs: Record<stri
   const inputs: ContractInput[] = [];
   const outputs: ContractOutput[] = [];
   for (const [id, node] of Object.entries(def.nodes)) {
+    // Input and output nodes are the contract's two roles (each node type says its own: functions/core/nodes/).
     if (node.type === 'input') {
       // An asset's run value is stored bytes, not a value to publish: the definition's stays.
       const used = node.value_type !== 'asset' && Object.prototype.hasOwnProperty.call(runInputs, id) ? runInputs[id] : undefined;
@@ -287,6 +288,7 @@ export interface Readiness {
     version: number;
     published_at: string;
     execute_url: string;
+    mcp_url: string;
     form_url: string | null;
     form: { enabled: boolean; title: string | null; description: string | null } | null;
     events: { node_detail: boolean };
@@ -308,7 +310,7 @@ export function readiness(args: {
   latestFinished: RunPointer | null;
   lastSuccessful: RunPointer | null;
   discovered: Contract | null;
-  deployment: (Deployment & { execute_url: string; form_url?: string | null }) | null;
+  deployment: (Deployment & { execute_url: string; mcp_url: string; form_url?: string | null }) | null;
 }): Readiness {
   const { deployment, latestFinished, discovered } = args;
   let state: ReadinessState;
@@ -332,6 +334,7 @@ export function readiness(args: {
             version: deployment.version,
             published_at: deployment.published_at,
             execute_url: deployment.execute_url,
+            mcp_url: deployment.mcp_url,
             form_url: deployment.form_url ?? null,
             form: formView(deployment.form),
             events: { node_detail: deployment.node_detail !== false },

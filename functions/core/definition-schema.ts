@@ -1,35 +1,25 @@
 /**
  * The pipeline definition's shape, declared once (schemas only: no JSONata, so that shapes.ts,
  * which documents it, and every function that loads shapes.ts stay free of the evaluator).
- * pipeline.ts checks definitions with these schemas; types.ts infers the definition's types
- * from them.
+ * Each node type's schema is its kind's (functions/core/nodes/); this file holds the definition
+ * around them. pipeline.ts checks definitions with these schemas; types.ts infers the
+ * definition's types from them.
  */
 import * as v from 'valibot';
-import { isMediaTypePattern, MAX_MEDIA_TYPES, UPLOAD_MAX_BYTES } from './assets';
+import { MAX_MEDIA_TYPES } from './assets';
 import { NODE_ID_PATTERN, RESERVED_NODE_IDS } from './ids';
-import { withSecretPlaceholders } from './owner-secrets';
-import { InputValueType, ownRecord, plainObject, RawValue } from './schema-parts';
-import type { NodeType } from './types';
-import { isAbsoluteHttpUrl } from './values';
+import { Node, NODE_KINDS } from './nodes';
+import { description, describeType } from './nodes/kind';
+import { ownRecord } from './schema-parts';
 
-export { MAX_MEDIA_TYPES };
+export { MAX_MEDIA_TYPES, Node, describeType };
+export { MAX_DESCRIPTION_LENGTH, MAX_LABEL_LENGTH } from './nodes/kind';
+export { ASSET_RESTRICTIONS, SVG_MEDIA_TYPE, SVG_REFUSAL } from './nodes/input';
+export { DEFAULT_HTTP_TIMEOUT_MS, HTTP_METHODS, HTTP_TIMEOUT_MAX_MS } from './nodes/http';
+export { DELAY_MAX_MS } from './nodes/delay';
 export const DEFAULT_MAX_NODES = 64;
-export const MAX_DESCRIPTION_LENGTH = 2000;
-export const HTTP_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
-export const HTTP_TIMEOUT_MAX_MS = 30_000;
-export const DEFAULT_HTTP_TIMEOUT_MS = 10_000;
-export const DELAY_MAX_MS = 60_000;
-
-const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-// Names valibot's record() skips silently; refusing them beats dropping a header without a word.
-const UNSUPPORTED_HEADER_NAMES = new Set(['__proto__', 'prototype', 'constructor']);
-
-/** A value's kind, for messages: "an array", "a string". */
-export function describeType(x: unknown): string {
-  if (x === null) return 'null';
-  if (Array.isArray(x)) return 'an array';
-  return typeof x === 'object' ? 'an object' : `a ${typeof x}`;
-}
+/** The longest an execution may be given (a definition's `timeout_ms`): 7 days, a wait node's longest wait. */
+export const MAX_EXECUTION_TIMEOUT_MS = 604_800_000;
 
 /*
  * validateDefinition (pipeline.ts) checks every field with these schemas, and shapes.ts
@@ -39,163 +29,11 @@ export function describeType(x: unknown): string {
  * deployment's own node limit. Messages are what an owner reads.
  */
 
-/** Message for an object schema: the same hook reports a missing key and a non-object. */
-const objectMessage =
-  (what: string) =>
-  (issue: v.BaseIssue<unknown>): string =>
-    issue.path && issue.path.length > 0 ? 'is required' : `must be ${what}`;
-
-const description = v.optional(
-  v.pipe(v.string('must be a string'), v.maxLength(MAX_DESCRIPTION_LENGTH, `must be at most ${MAX_DESCRIPTION_LENGTH} characters long`)),
-);
-
-/**
- * A reference to another node. Any string is taken, so that an id no node has is reported as
- * "refers to node 'x', which does not exist"; every reference the walk accepts names a node,
- * so it matches the node id pattern, which the document states.
- */
-const nodeRef = v.pipe(v.string('must be a node id (a string)'), v.metadata({ pattern: NODE_ID_PATTERN.source }));
-const nodeRefs = v.array(nodeRef, 'must be a list of node ids');
-
-const integerIn = (min: number, max: number, unit = '') =>
-  v.pipe(
-    v.number('must be a number'),
-    v.integer('must be a whole number'),
-    v.minValue(min, `must be at least ${min}${unit}`),
-    v.maxValue(max, `must be at most ${max}${unit}`),
-  );
-
-/** An expression: JSONata, checked for syntax by the walk. */
-const expression = (text: string) =>
-  v.pipe(v.string('must be a JSONata expression (a string)'), v.minLength(1, 'must not be empty'), v.description(text));
-
-/** What an asset input accepts: sniffed media types and a largest size. Contracts show them too. */
-export const ASSET_RESTRICTIONS = {
-  media_types: v.optional(
-    v.pipe(
-      v.array(
-        v.pipe(
-          v.string('must be a media type (a string)'),
-          v.check(isMediaTypePattern, 'must be a lowercase media type such as image/png, or a whole type such as image/*'),
-        ),
-        'must be a list of media types',
-      ),
-      v.minLength(1, 'must list at least one media type (leave it out to accept any)'),
-      v.maxLength(MAX_MEDIA_TYPES, `must list at most ${MAX_MEDIA_TYPES} media types`),
-      v.check((l: string[]) => new Set(l).size === l.length, 'must not list a media type twice'),
-      v.description(
-        'Asset inputs: the media types accepted (`image/png`, or a whole type such as `image/*`), sniffed from the bytes; absent: any.',
-      ),
-    ),
-  ),
-  max_bytes: v.optional(
-    v.pipe(
-      integerIn(1, UPLOAD_MAX_BYTES, ' bytes'),
-      v.description('Asset inputs: the largest file accepted; absent: up to the inline and upload limits.'),
-    ),
-  ),
-};
-
-/**
- * Header names and values. The record checks every own key, so `__proto__`, `prototype` and
- * `constructor` are refused with a word rather than dropped.
- */
-const headers = v.pipe(
-  // An array would otherwise pass as an object keyed "0", "1", ...
-  plainObject('must be an object of header names to values'),
-  ownRecord(
-    v.pipe(
-      v.string(),
-      v.check((name: string) => !UNSUPPORTED_HEADER_NAMES.has(name), 'this header name is not supported'),
-      v.regex(HEADER_NAME, 'is not a valid HTTP header name'),
-    ),
-    v.pipe(
-      v.string('header values must be strings'),
-      v.check((s) => !/[\r\n\0]/.test(s), 'header values cannot hold line breaks or NUL characters'),
-    ),
-    'must be an object of header names to values',
-  ),
-  v.description('Header values may hold owner secret references, `{{secrets.NAME}}`.'),
-);
-
-export const InputNode = v.pipe(
-  v.strictObject(
-    { type: v.literal('input'), value_type: InputValueType, value: RawValue, ...ASSET_RESTRICTIONS, description },
-    objectMessage('an object'),
-  ),
-  v.description('An input: the request key. `value` must match `value_type`.'),
-);
-export const OutputNode = v.pipe(
-  v.strictObject({ type: v.literal('output'), from: nodeRef, description }, objectMessage('an object')),
-  v.description(
-    "An output: the response key. Its value must be a string, a finite number, a boolean, or an asset of this run (an asset input or an http node's binary answer, passed on).",
-  ),
-);
-export const TransformNode = v.strictObject(
-  {
-    type: v.literal('transform'),
-    inputs: nodeRefs,
-    expression: expression('JSONata, evaluated over `{ <input id>: value }`.'),
-    description,
-  },
-  objectMessage('an object'),
-);
-export const HttpNode = v.pipe(
-  v.strictObject(
-    {
-      type: v.literal('http'),
-      inputs: v.optional(nodeRefs),
-      // The defaults are documented, and applied when the node runs: a definition is stored as
-      // written, so that its content hash does not change.
-      method: v.optional(v.pipe(v.picklist(HTTP_METHODS, `must be one of ${HTTP_METHODS.join(', ')}`), v.metadata({ default: 'GET' }))),
-      // No `format: uri`: `{{secrets.NAME}}` is not URI syntax until it is substituted.
-      url: v.pipe(
-        v.string('must be a URL (a string)'),
-        v.check((s: string) => isAbsoluteHttpUrl(withSecretPlaceholders(s)), 'must be an absolute http:// or https:// URL'),
-        v.description(
-          'Absolute http(s) URL, checked by the address guard when connecting. May hold owner secret references, `{{secrets.NAME}}`, substituted when the node runs.',
-        ),
-      ),
-      headers: v.optional(headers),
-      body: v.optional(
-        expression('JSONata over `inputs`; its result is sent as JSON. Not allowed with GET. `$secrets.NAME` reads an owner secret.'),
-      ),
-      body_asset: v.optional(
-        v.pipe(
-          v.string('must be the id of one of inputs (a string)'),
-          v.metadata({ pattern: NODE_ID_PATTERN.source }),
-          v.description(
-            'One of `inputs` whose value is an asset: its bytes are sent as the raw body, its media type as Content-Type (unless `headers` set one). Not with `body` or GET.',
-          ),
-        ),
-      ),
-      timeout_ms: v.optional(v.pipe(integerIn(1, HTTP_TIMEOUT_MAX_MS, ' ms'), v.metadata({ default: DEFAULT_HTTP_TIMEOUT_MS }))),
-      description,
-    },
-    objectMessage('an object'),
-  ),
-  v.description(
-    'Its value is the parsed JSON (or text) response, or, for a binary answer (image, audio, video, octet-stream, PDF, ...), an asset `{url, media_type, bytes, sha256}` stored with the execution; a non-2xx response fails the node.',
-  ),
-);
-export const DelayNode = v.strictObject(
-  {
-    type: v.literal('delay'),
-    inputs: v.pipe(v.array(nodeRef, 'must list exactly one node id'), v.length(1, 'must list exactly one node id')),
-    ms: integerIn(0, DELAY_MAX_MS, ' ms'),
-    description,
-  },
-  objectMessage('an object'),
-);
-
-export const NODE_SCHEMAS = { input: InputNode, output: OutputNode, transform: TransformNode, http: HttpNode, delay: DelayNode } as const;
-/** The object schema of a node type, under its description. */
-export const nodeObject = (type: NodeType) => {
-  const s = NODE_SCHEMAS[type];
-  return 'pipe' in s ? s.pipe[0] : s;
-};
-
-export const Node = v.variant('type', [InputNode, OutputNode, TransformNode, HttpNode, DelayNode]);
+export const InputNode = NODE_KINDS.input.schema;
+export const OutputNode = NODE_KINDS.output.schema;
+export const TransformNode = NODE_KINDS.transform.schema;
+export const HttpNode = NODE_KINDS.http.schema;
+export const DelayNode = NODE_KINDS.delay.schema;
 
 /** A node id as a key of `nodes`. */
 export const NodeKey = v.pipe(
@@ -217,6 +55,17 @@ export const DEFINITION_ENTRIES = {
       v.boolean((issue) => `must be true or false, got ${describeType(issue.input)}`),
       v.description(
         "Local runtime: an execution interrupted by a crash (kill -9, power loss) runs again from the start at the next start, up to the state machine's retries (default true); false fails it instead, for http nodes that are not safe to repeat.",
+      ),
+    ),
+  ),
+  timeout_ms: v.optional(
+    v.pipe(
+      v.number('must be a number'),
+      v.integer('must be a whole number'),
+      v.minValue(1_000, 'must be at least 1000 ms'),
+      v.maxValue(MAX_EXECUTION_TIMEOUT_MS, `must be at most ${MAX_EXECUTION_TIMEOUT_MS} ms (7 days)`),
+      v.description(
+        "The longest an execution may take, from its start to its end, waits included (default: the service's configured time-out, 300 s unless set). A pipeline that can outlast five minutes (a job, a wait, a long delay or time-out) runs on the Standard workflow.",
       ),
     ),
   ),

@@ -1,28 +1,28 @@
 import { setMaxListeners } from 'node:events';
 import { isOwnApiUrl, LOOP_GUARD_REASON } from './address-guard';
 import { ExpressionError, evaluateExpression } from './jsonata-limits';
-import { bodySecretsBinding, MissingSecretError, redactDeep, secretRedactor, substituteSecrets } from './owner-secrets';
-import { DEFAULT_HTTP_TIMEOUT_MS, nodeDependencies, outputNodeIds, topologicalOrder } from './pipeline';
-import { answerObjectName, HTTP_ASSET_MAX_BYTES } from './output-assets';
-import type { HttpPort, ObjectRef, SizedStream } from './ports';
+import { kindOf, kindOfType, type NodeType, type PipelineNode } from './nodes';
+import { HttpNodeError, LoopGuardError, redactCredentials, safeUrl } from './nodes/http-errors';
+import { reasonOf } from './nodes/kind';
+import { Waiting, type Resumed } from './nodes/kind';
+import { AssetOutput, type AssetView, type EngineObjects, type HeldAsset, type RunContext } from './nodes/run-context';
+import { redactDeep, secretRedactor } from './owner-secrets';
+import { outputNodeIds, topologicalOrder } from './pipeline';
+import type { HttpPort, ObjectRef } from './ports';
 import type { NodeProgress } from './progress';
-import type {
-  DelayNode,
-  NodeTrace,
-  HttpNode,
-  InputNode,
-  OutputNode,
-  PipelineDefinition,
-  PipelineNode,
-  RawValue,
-  TransformNode,
-} from './types';
+import type { NodeTrace, PipelineDefinition, RawValue } from './types';
 import { isRawValue } from './values';
+
+export type { AssetView, EngineObjects } from './nodes/run-context';
+export { HTTP_MAX_RESPONSE_BYTES } from './nodes/http';
+export { bodyExcerpt, HTTP_ERROR_EXCERPT_CHARS, HttpNodeError, LoopGuardError, redactCredentials } from './nodes/http-errors';
 
 export interface EngineOptions {
   http: HttpPort;
-  /** Whole-run time limit in milliseconds. */
+  /** Whole-run time limit in milliseconds, from the run's start (`startedAt`). */
   timeoutMs: number;
+  /** When the run started (epoch ms): its deadline is this plus `timeoutMs` (default: now). */
+  startedAt?: number;
   /** Cancellation: when it aborts, the run resolves `cancelled` and its work is stopped. */
   signal?: AbortSignal;
   /** Longest a single JSONata evaluation may take (default EXPRESSION_LIMITS.timeLimitMs). */
@@ -32,7 +32,7 @@ export interface EngineOptions {
    * node that needs it). Every one of them is redacted from the result: error message and outputs.
    */
   secrets?: ReadonlyMap<string, string>;
-  /** Milliseconds since the epoch, for the trace's times (default Date.now). */
+  /** Milliseconds since the epoch, for the trace's times and the nodes' waits (default Date.now). */
   now?: () => number;
   /** Asset inputs by id, as nodes see them: where to fetch the file and what it is, never its bytes. */
   assets?: Readonly<Record<string, AssetView>>;
@@ -42,38 +42,13 @@ export interface EngineOptions {
   objects?: EngineObjects;
   /** This service's own base URLs: an http node may not call them (the loop guard). */
   ownApiUrls?: readonly (string | undefined)[];
+  /** The execution's id: http nodes send `Idempotency-Key: <execution id>.<node id>`. */
+  executionId?: string;
   /**
-   * Told as each node starts and as it finishes or fails (never a stopped one), in the order it
-   * happens: ids, types and times only, never values. Must not throw.
+   * Told as each node starts, waits, polls, and finishes or fails (never a stopped one), in the
+   * order it happens: ids, types, times and counts only, never values. Must not throw.
    */
   onNode?: (p: NodeProgress) => void;
-}
-
-/** What the engine needs of object storage; the task supplies it (functions/services/tasks.service.ts). */
-export interface EngineObjects {
-  /**
-   * Stores a binary answer as the object `name` of this execution as its bytes arrive: sniffs,
-   * counts and hashes them on the way (more than `maxBytes` fails, naming the limit, and leaves
-   * no object), and answers its reference and how nodes see it.
-   */
-  store(
-    name: string,
-    body: AsyncIterable<Uint8Array>,
-    declaredType: string | undefined,
-    maxBytes: number,
-  ): Promise<{ ref: ObjectRef; view: AssetView }>;
-  /** A stored object's bytes as a stream of `ref.bytes` bytes, read as it is sent. */
-  open(ref: ObjectRef): Promise<SizedStream>;
-}
-
-/** An asset as a transform or http node sees it. */
-export interface AssetView {
-  url: string;
-  media_type: string;
-  bytes: number;
-  sha256: string;
-  /** When `url` stops working (ISO 8601). */
-  expires_at: string;
 }
 
 export type EngineResult =
@@ -85,10 +60,95 @@ export type EngineResult =
   | { status: 'failed'; error_message: string; /** The same failure for callers (callerReason). */ caller_message: string }
   | { status: 'cancelled' };
 
-export const HTTP_MAX_RESPONSE_BYTES = 1_048_576;
+/* ------------------------------------------------------------------ the journal: nodes recorded across steps */
+
+export type NodeRecordState = 'calling' | 'waiting' | 'done';
+
+/**
+ * One node as the execution keeps it between steps (the store keeps one item per node). Written
+ * only by steps, with a conditional write on `rev`; `event` alone is written by a resume, which
+ * may come before the node's first step (the item then holds the event and nothing else).
+ */
+export interface NodeRecord {
+  /** Absent on an item that holds only an event. */
+  state?: NodeRecordState;
+  /** Bumped by every step's write; absent before the first. */
+  rev?: number;
+  started_at?: number;
+  ended_at?: number;
+  /** done: the value (assets as their views at the time; see `assets`). */
+  value?: unknown;
+  /** done, an output node passing an asset on: what it refers to. */
+  output_asset?: ObjectRef;
+  /** Assets the node made (an http node's binary answer), each with the URL its value holds. */
+  assets?: HeldAsset[];
+  /** waiting: what the node's kind keeps until its next step. */
+  memo?: Record<string, unknown>;
+  /** waiting: when its next step is due (epoch ms); null: only an event or its own time-out. */
+  until?: number | null;
+  /** waiting: polls made so far and the upstream's last status, for views. */
+  polls?: number;
+  status?: string;
+  /** calling: a call that must not be made twice is under way until then (epoch ms). */
+  lease_until?: number;
+  /** A wait node's event: the object posted to its resume URL. */
+  event?: Resumed;
+}
+
+/** The nodes an execution has recorded, and the conditional write that records one more. */
+export interface Journal {
+  /** The records as read when the step began. */
+  readonly nodes: ReadonlyMap<string, NodeRecord>;
+  /**
+   * Records `rec` (every field but `event`, which it keeps) if the node's revision is still
+   * `prev` (undefined: no step wrote it yet) and, unless `sawEvent`, no event came since the
+   * step read it: a step never records a wait for an event it has not seen. False when another
+   * step (or an event) moved it first.
+   */
+  save(id: string, rec: NodeRecord, prev: number | undefined, sawEvent?: boolean): Promise<boolean>;
+}
+
+/** A journal held in memory: a whole run in one process (tests, runPipeline). */
+export class MemoryJournal implements Journal {
+  readonly nodes = new Map<string, NodeRecord>();
+  async save(id: string, rec: NodeRecord, prev: number | undefined, sawEvent = false): Promise<boolean> {
+    const current = this.nodes.get(id);
+    if (current?.rev !== prev) return false;
+    if (!sawEvent && current?.event !== undefined) return false;
+    this.nodes.set(id, { ...rec, ...(current?.event === undefined ? {} : { event: current.event }) });
+    return true;
+  }
+  /** A resume: the event is kept once (false: one was kept before). */
+  resume(id: string, event: Resumed): boolean {
+    const current = this.nodes.get(id);
+    if (current?.event !== undefined) return false;
+    this.nodes.set(id, { ...(current ?? {}), event });
+    return true;
+  }
+}
+
+/** A node waiting at the end of a step. */
+export interface WaitingNode {
+  node: string;
+  type: NodeType;
+  /** When its next step is due; null: an event (or its own time-out, kept in `until` by its kind). */
+  until: number | null;
+  started_at: number;
+  polls?: number;
+  status?: string;
+}
+
+export type StepResult =
+  | EngineResult
+  /** Nothing more can run now: the next step is due at `wake` (epoch ms; null: only an event wakes the execution). */
+  | { status: 'waiting'; wake: number | null; waiting: WaitingNode[] }
+  /** The step's time ran out with work left: the next step may start at once. */
+  | { status: 'continue' };
 
 // setTimeout treats anything longer than this as 1 ms.
 const MAX_TIMER_MS = 2_147_483_647;
+
+export { IN_STEP_WAIT_MAX_MS } from './nodes/run-context';
 
 /** A node's own failure, carried unchanged through its dependents to the run. */
 class NodeFailure extends Error {
@@ -109,103 +169,42 @@ class NodeFailure extends Error {
 /**
  * A node's failure as a caller may read it: what kind of thing went wrong, never the upstream's
  * URL or answer, a header, an expression's text or a secret's name (the owner's message has
- * them, in the owner's views).
+ * them, in the owner's views). Each node type says its own (functions/core/nodes/).
  */
-export function callerReason(e: unknown, nodeType: string): string {
-  if (e instanceof HttpNodeError) return `upstream answered ${e.httpStatus}`;
-  if (e instanceof LoopGuardError) return "the loop guard refused its URL (this service's own API)";
-  if (e instanceof MissingSecretError) return 'the pipeline is missing a setting';
-  if (nodeType === 'http') return /timed? ?out/i.test(reasonOf(e)) ? 'the upstream request timed out' : 'the upstream request failed';
-  if (nodeType === 'transform') return 'its expression failed';
-  if (nodeType === 'output') return 'it produced no usable value';
-  return 'it failed';
+export function callerReason(e: unknown, nodeType: NodeType): string {
+  return kindOfType(nodeType).callerReason(e);
 }
 
 /** The run's deadline passed while a node was busy (seen from inside a JSONata evaluation). */
 class RunTimedOut extends Error {}
 
-/** Work interrupted because the run had already ended; nothing to report. */
+/** Work interrupted because the step had already ended; nothing to report. */
 class RunStopped extends Error {}
+
+/** A node that cannot finish in this step (waiting, or not started for lack of time): its dependents wait too. */
+class Parked extends Error {
+  constructor(readonly waiting: WaitingNode | null) {
+    super('parked');
+  }
+}
+
+/** Another step recorded the node first: this step leaves it to that one. */
+class Overtaken extends Error {}
+
+/**
+ * The journal could not be written (the store failed): not the node's failure. The step ends
+ * by throwing it, so that the state machine tries the step again (it resumes from what was
+ * recorded), as it would after a crash.
+ */
+export class JournalError extends Error {
+  constructor(readonly original: unknown) {
+    super(`the step's record could not be written: ${reasonOf(original)}`);
+    this.name = 'JournalError';
+  }
+}
 
 export function timeoutMessage(timeoutMs: number): string {
   return timeoutMs % 1000 === 0 ? `Execution timed out after ${timeoutMs / 1000} s` : `Execution timed out after ${timeoutMs} ms`;
-}
-
-function reasonOf(e: unknown): string {
-  if (e instanceof Error) return e.message;
-  if (typeof e === 'object' && e !== null && 'message' in e && typeof e.message === 'string') return e.message;
-  return String(e);
-}
-
-function describeType(x: unknown): string {
-  if (x === null) return 'null';
-  if (Array.isArray(x)) return 'array';
-  if (typeof x === 'number') return 'a number that is not finite';
-  return typeof x;
-}
-
-/** An http node's URL on this service's own API, refused before any connection. */
-export class LoopGuardError extends Error {
-  override readonly name = 'LoopGuardError';
-}
-
-/** A non-2xx answer to an http node: the upstream's status travels with the failure. */
-export class HttpNodeError extends Error {
-  constructor(
-    readonly httpStatus: number,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'HttpNodeError';
-  }
-}
-
-export const HTTP_ERROR_EXCERPT_CHARS = 160;
-
-/** What the node itself sent that must never come back in a message: header values, query values, URL credentials. */
-function sensitiveValues(url: string, headers: Record<string, string>): string[] {
-  const values = Object.values(headers).flatMap((h) => [h, ...h.split(/\s+/)]);
-  try {
-    const u = new URL(url);
-    values.push(...u.searchParams.values(), decodeURIComponent(u.password), decodeURIComponent(u.username));
-  } catch {
-    // An invalid URL never reached the network.
-  }
-  return values.filter((x) => x.length >= 4);
-}
-
-/**
- * A short, single-line excerpt of an upstream's error body, fit for error_message: control
- * characters gone, whatever the node sent as a credential (or anything that reads like one)
- * replaced, and cut to HTTP_ERROR_EXCERPT_CHARS.
- */
-export function bodyExcerpt(body: string, sensitive: readonly string[] = []): string {
-  let text = body.slice(0, 4096);
-  for (const s of [...sensitive].sort((a, b) => b.length - a.length)) text = text.split(s).join('[redacted]');
-  text = redactCredentials(text)
-    // eslint-disable-next-line no-control-regex -- control characters are exactly what is removed
-    .replace(/[\u0000-\u001f\u007f]+/g, ' ')
-    .replace(/\s+/g, ' ')
-    .trim();
-  return text.length > HTTP_ERROR_EXCERPT_CHARS ? `${text.slice(0, HTTP_ERROR_EXCERPT_CHARS)}…` : text;
-}
-
-/** Credential-shaped text: auth schemes with their token, key=value pairs named like secrets, and long opaque tokens. */
-export function redactCredentials(text: string): string {
-  return text
-    .replace(/\b(bearer|basic|api-key|token)(\s+)[^\s"',;]+/gi, '$1$2[redacted]')
-    .replace(/("?[\w-]*(?:secret|password|passwd|token|api[_-]?key|authorization)[\w-]*"?\s*[:=]\s*"?)([^"\s,;}&]+)/gi, '$1[redacted]')
-    .replace(/[A-Za-z0-9_\-+/=]{32,}/g, '[redacted]');
-}
-
-/** The URL without query, fragment or credentials: those may hold secrets. */
-function safeUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.origin}${u.pathname}`;
-  } catch {
-    return '(invalid URL)';
-  }
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
@@ -218,197 +217,445 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
       clearTimeout(timer);
       reject(new RunStopped('aborted'));
     };
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
+    const timer = setTimeout(
+      () => {
+        signal.removeEventListener('abort', onAbort);
+        resolve();
+      },
+      Math.min(Math.max(ms, 0), MAX_TIMER_MS),
+    );
     signal.addEventListener('abort', onAbort, { once: true });
   });
 }
 
-function parseResponseBody(body: string): unknown {
-  if (body.trim() === '') return body;
-  try {
-    return JSON.parse(body) as unknown;
-  } catch {
-    return body;
-  }
-}
-
-interface RunContext {
-  http: HttpPort;
-  secrets: ReadonlyMap<string, string>;
-  signal: AbortSignal;
+interface EngineLimits {
+  /** For evaluations: by Date.now. */
   deadline: number;
+  /** For nodes: by the run's own clock (`now`). */
+  runDeadline: number;
   expressionTimeLimitMs: number | undefined;
-  assets: Readonly<Record<string, AssetView>> | undefined;
-  assetRefs: Readonly<Record<string, ObjectRef>> | undefined;
-  objects: EngineObjects | undefined;
   ownApiUrls: readonly (string | undefined)[];
-  /** Every asset this run holds, by its URL: inputs and binary answers. Only these become ASSET outputs or bodies. */
-  known: Map<string, { ref: ObjectRef; view: AssetView }>;
 }
 
-/** An output node's value when it is an asset of this run; stored as its reference only. */
-class AssetOutput {
-  constructor(readonly ref: ObjectRef) {}
-
-  /** What the owner's trace preview shows: never a URL. */
-  toJSON(): Record<string, unknown> {
-    return { value_type: 'ASSET', media_type: this.ref.media_type, bytes: this.ref.bytes };
-  }
+/** The context every node of one step receives (functions/core/nodes/run-context.ts). */
+function runContext(
+  opts: EngineOptions,
+  inputValues: Record<string, RawValue>,
+  signal: AbortSignal,
+  limits: EngineLimits,
+  known: Map<string, HeldAsset>,
+): RunContext {
+  return {
+    http: opts.http,
+    signal,
+    secrets: opts.secrets ?? new Map<string, string>(),
+    inputValues,
+    assets: opts.assets,
+    assetRefs: opts.assetRefs,
+    objects: opts.objects,
+    executionId: opts.executionId,
+    now: opts.now ?? Date.now,
+    deadline: limits.runDeadline,
+    evaluate: (text, input, bindings) =>
+      evaluateExpression(text, input, {
+        timeLimitMs: limits.expressionTimeLimitMs,
+        deadline: limits.deadline,
+        signal,
+        ...(bindings === undefined ? {} : { bindings }),
+      }),
+    guard(url) {
+      if (isOwnApiUrl(url, limits.ownApiUrls)) throw new LoopGuardError(`${safeUrl(url)} ${LOOP_GUARD_REASON}`);
+    },
+    sleep: (ms) => sleep(ms, signal),
+    hold(asset) {
+      known.set(asset.view.url, asset);
+    },
+    held(value) {
+      if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;
+      const o = value as Record<string, unknown>;
+      if (typeof o.url !== 'string') return null;
+      const held = known.get(o.url);
+      if (held === undefined) return null;
+      for (const field of ['media_type', 'bytes', 'sha256'] as const) {
+        if (Object.hasOwn(o, field) && o[field] !== held.view[field]) return null;
+      }
+      return held;
+    },
+  };
 }
 
-/**
- * The asset of this run a value stands for, or null. A value is one only when it is an object
- * whose `url` is that of an asset the run holds, and whose other fields, if given, agree with it:
- * nothing a transform writes can name an object the run does not hold.
- */
-function heldAsset(value: unknown, ctx: RunContext): { ref: ObjectRef; view: AssetView } | null {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;
+/** Replaces every asset view (an object whose `url` is in `fresh`) with its fresh one, deep. */
+function relinked(value: unknown, fresh: ReadonlyMap<string, HeldAsset>): unknown {
+  if (fresh.size === 0 || typeof value !== 'object' || value === null) return value;
+  if (Array.isArray(value)) return value.map((v) => relinked(v, fresh));
   const o = value as Record<string, unknown>;
-  if (typeof o.url !== 'string') return null;
-  const held = ctx.known.get(o.url);
-  if (held === undefined) return null;
-  for (const field of ['media_type', 'bytes', 'sha256'] as const) {
-    if (Object.hasOwn(o, field) && o[field] !== held.view[field]) return null;
+  if (typeof o.url === 'string') {
+    const held = fresh.get(o.url);
+    if (held !== undefined) return { ...held.view };
   }
-  return held;
-}
-
-/** The object a JSONata expression sees: each dependency's value by id, absent when it has none. */
-function scope(ids: string[], values: unknown[]): Record<string, unknown> {
-  // No prototype, so a node id can never reach Object.prototype members.
-  const out = Object.create(null) as Record<string, unknown>;
-  ids.forEach((id, i) => {
-    const value = values[i];
-    if (value !== undefined) out[id] = value;
-  });
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(o))
+    Object.defineProperty(out, k, { value: relinked(v, fresh), enumerable: true, writable: true, configurable: true });
   return out;
 }
 
-async function evaluate(
-  text: string,
-  input: Record<string, unknown>,
-  ctx: RunContext,
-  bindings?: Record<string, unknown>,
-): Promise<unknown> {
-  return evaluateExpression(text, input, {
-    timeLimitMs: ctx.expressionTimeLimitMs,
-    deadline: ctx.deadline,
-    signal: ctx.signal,
-    ...(bindings === undefined ? {} : { bindings }),
-  });
+export interface StepOptions extends EngineOptions {
+  /** The execution's recorded nodes, and where this step records more. */
+  journal: Journal;
+  /**
+   * The step starts no node after this long (ms) and answers `continue`; nodes under way
+   * finish. Default: no limit.
+   */
+  budgetMs?: number;
+  /** A fresh view of an asset a node made in an earlier step (its link may have expired since). */
+  relink?: (asset: HeldAsset) => Promise<AssetView>;
 }
 
-async function runInput(id: string, node: InputNode, inputValues: Record<string, RawValue>, ctx: RunContext): Promise<unknown> {
-  if (node.value_type === 'asset') {
-    const view = ctx.assets !== undefined && Object.hasOwn(ctx.assets, id) ? ctx.assets[id] : undefined;
-    if (view === undefined) throw new Error('the file of this asset input was not stored');
-    const ref = ctx.assetRefs !== undefined && Object.hasOwn(ctx.assetRefs, id) ? ctx.assetRefs[id] : undefined;
-    if (ref !== undefined) ctx.known.set(view.url, { ref, view: { ...view } });
-    return { ...view };
-  }
-  return Object.hasOwn(inputValues, id) ? inputValues[id] : node.value;
+type NodeClock = { start: number; end?: number; value?: unknown; error?: string; httpStatus?: number; stopped?: boolean };
+
+/** What a step did, for its trace: each node's times and outcome. */
+export interface StepTraced {
+  result: StepResult;
+  clocks: ReadonlyMap<string, NodeClock>;
 }
 
-async function runOutput(node: OutputNode, [value]: unknown[], ctx: RunContext): Promise<RawValue | AssetOutput> {
-  if (value === undefined) throw new Error(`'${node.from}' produced no value`);
-  if (isRawValue(value)) return value;
-  const held = heldAsset(value, ctx);
-  if (held !== null) return new AssetOutput(held.ref);
-  throw new Error(`output must be a string, a finite number, a boolean or an asset of this run, got ${describeType(value)}`);
+/**
+ * One step of an execution: every node that can run now runs (each as soon as the nodes it
+ * reads are done, independent ones at the same time), nodes recorded by earlier steps are not
+ * run again, and a node that has to wait (a long delay, a job's next poll, an event) is recorded
+ * waiting with its dependents left for a later step. Ends with the run's outcome, or with when
+ * the next step is due. The first node failure, the deadline or a cancellation ends the step at
+ * once and aborts whatever is in flight. Rejects only with a JournalError (the store failed: the
+ * step is to be tried again), and leaves no timer behind once settled.
+ */
+export function runStep(def: PipelineDefinition, inputValues: Record<string, RawValue>, opts: StepOptions): Promise<StepTraced> {
+  return runUnredacted(def, nodeOrder(def), inputValues, opts);
 }
 
-async function runTransform(node: TransformNode, values: unknown[], ctx: RunContext): Promise<unknown> {
-  return evaluate(node.expression, scope(node.inputs, values), ctx);
-}
+async function runUnredacted(
+  def: PipelineDefinition,
+  nodes: NodeOrder,
+  inputValues: Record<string, RawValue>,
+  opts: StepOptions,
+): Promise<StepTraced> {
+  const now = opts.now ?? Date.now;
+  const clocks = new Map<string, NodeClock>();
+  const deadline = (opts.startedAt ?? now()) + opts.timeoutMs;
+  const timedOut: EngineResult = {
+    status: 'failed',
+    error_message: timeoutMessage(opts.timeoutMs),
+    caller_message: timeoutMessage(opts.timeoutMs),
+  };
+  if (opts.signal?.aborted) return { result: { status: 'cancelled' }, clocks };
+  if (!nodes.ok)
+    return {
+      result: { status: 'failed', error_message: `Invalid pipeline: ${nodes.problem}`, caller_message: 'Invalid pipeline' },
+      clocks,
+    };
+  if (now() >= deadline) return { result: timedOut, clocks };
 
-async function runHttp(id: string, node: HttpNode, values: unknown[], ctx: RunContext): Promise<unknown> {
-  const url = substituteSecrets(node.url, ctx.secrets);
-  // Checked after the secrets are in: a host may come from one.
-  if (isOwnApiUrl(url, ctx.ownApiUrls ?? [])) throw new LoopGuardError(`${safeUrl(url)} ${LOOP_GUARD_REASON}`);
-  const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(node.headers ?? {})) {
-    Object.defineProperty(headers, name, {
-      value: substituteSecrets(value, ctx.secrets),
-      enumerable: true,
-      writable: true,
-      configurable: true,
-    });
-  }
-  const nodeHeaders = { ...headers };
-  let body: string | SizedStream | undefined;
-  if (node.body_asset !== undefined) {
-    const i = (node.inputs ?? []).indexOf(node.body_asset);
-    const held = heldAsset(values[i], ctx);
-    if (held === null) throw new Error(`body_asset '${node.body_asset}' is not an asset`);
-    if (held.ref.bytes > HTTP_ASSET_MAX_BYTES)
-      throw new Error(
-        `body_asset '${node.body_asset}' is ${held.ref.bytes} bytes, more than the http node's asset limit of ${HTTP_ASSET_MAX_BYTES} bytes`,
-      );
-    if (ctx.objects === undefined) throw new Error('assets cannot be sent here: no object storage');
-    body = await ctx.objects.open(held.ref);
-    if (!Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = held.ref.media_type;
-  } else if (node.body !== undefined) {
-    const value = await evaluate(node.body, scope(node.inputs ?? [], values), ctx, { secrets: bodySecretsBinding(node.body, ctx.secrets) });
-    if (value !== undefined) {
-      body = JSON.stringify(value);
-      if (!Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) headers['content-type'] = 'application/json';
+  const given = opts.journal;
+  const redact = secretRedactor(opts.secrets?.values() ?? []);
+  const hasSecrets = (opts.secrets?.size ?? 0) > 0;
+  // Whatever the store throws is the step's failure, never the node's. What is recorded leaves
+  // the step: an owner secret's value an upstream echoed is taken out, as from outputs and traces.
+  const journal: Journal = {
+    nodes: given.nodes,
+    save: (id, rec, prev, sawEvent) =>
+      given
+        .save(
+          id,
+          hasSecrets
+            ? {
+                ...rec,
+                ...(rec.value === undefined ? {} : { value: redactDeep(rec.value, redact) }),
+                ...(rec.memo === undefined ? {} : { memo: redactDeep(rec.memo, redact) }),
+              }
+            : rec,
+          prev,
+          sawEvent,
+        )
+        .catch((e: unknown) => {
+          throw new JournalError(e);
+        }),
+  };
+  let journalError: JournalError | undefined;
+  // What earlier steps recorded: values back, with fresh links for the assets they made.
+  const known = new Map<string, HeldAsset>();
+  const fresh = new Map<string, HeldAsset>();
+  for (const rec of journal.nodes.values()) {
+    for (const asset of rec.assets ?? []) {
+      const view = opts.relink ? await opts.relink(asset) : asset.view;
+      const held = { ref: asset.ref, view: { ...view } };
+      fresh.set(asset.view.url, held);
+      known.set(asset.view.url, held);
+      known.set(view.url, held);
     }
   }
-  const response = await ctx.http({
-    method: node.method ?? 'GET',
-    url,
-    headers,
-    ...(body === undefined ? {} : { body }),
-    timeoutMs: node.timeout_ms ?? DEFAULT_HTTP_TIMEOUT_MS,
-    signal: ctx.signal,
-    maxResponseBytes: HTTP_MAX_RESPONSE_BYTES,
-    ...(ctx.objects === undefined ? {} : { maxBinaryResponseBytes: HTTP_ASSET_MAX_BYTES }),
+  const recorded = (id: string): NodeRecord | undefined => journal.nodes.get(id);
+  const doneValue = (rec: NodeRecord): unknown =>
+    rec.output_asset !== undefined ? new AssetOutput(rec.output_asset) : relinked(rec.value, fresh);
+
+  const traced = await new Promise<StepTraced>((resolveTraced) => {
+    const resolve = (result: StepResult): void => resolveTraced({ result, clocks });
+    const work = new AbortController();
+    // Every in-flight http and delay node listens on this signal; 64 nodes outgrow Node's default warning threshold.
+    setMaxListeners(0, work.signal);
+    let finished = false;
+    const stepStart = now();
+    const budgetEnd = opts.budgetMs === undefined ? Infinity : stepStart + opts.budgetMs;
+
+    const onCancel = (): void => finish({ status: 'cancelled' });
+    const timer = setTimeout(() => finish(timedOut), Math.min(Math.max(deadline - now(), 0), MAX_TIMER_MS));
+    function finish(result: StepResult): void {
+      if (finished) return;
+      finished = true;
+      clearTimeout(timer);
+      opts.signal?.removeEventListener('abort', onCancel);
+      work.abort(new RunStopped('step finished'));
+      resolve(result);
+    }
+    opts.signal?.addEventListener('abort', onCancel, { once: true });
+
+    const onFailure = (e: unknown): void => {
+      if (e instanceof RunStopped || e instanceof Parked || e instanceof Overtaken) return;
+      if (e instanceof JournalError) {
+        journalError ??= e;
+        finish({ status: 'continue' });
+        return;
+      }
+      if (e instanceof RunTimedOut) finish(timedOut);
+      else if (e instanceof NodeFailure) finish({ status: 'failed', error_message: e.message, caller_message: e.callerMessage });
+      else finish({ status: 'failed', error_message: `Execution failed: ${reasonOf(e)}`, caller_message: 'Execution failed' });
+    };
+
+    const ctx = runContext(
+      opts,
+      inputValues,
+      work.signal,
+      // Evaluations measure their limits by the process's own clock: the deadline, as much later.
+      {
+        deadline: Date.now() + Math.max(0, deadline - now()),
+        runDeadline: deadline,
+        expressionTimeLimitMs: opts.expressionTimeLimitMs,
+        ownApiUrls: opts.ownApiUrls ?? [],
+      },
+      known,
+    );
+    const settled = new Map<string, unknown>();
+    const pending = new Map<string, Promise<unknown>>();
+    /** Pure nodes computed in this step and not recorded yet. */
+    const unrecorded = new Map<string, { value: unknown; start: number; end: number }>();
+    const parked: WaitingNode[] = [];
+    let leftForLater = false;
+    let overtaken = false;
+
+    /** Records every pure value computed so far, so that a later step reads rather than computes them. */
+    const recordPure = async (): Promise<void> => {
+      const batch = [...unrecorded.entries()];
+      unrecorded.clear();
+      await Promise.all(
+        batch.map(async ([id, { value, start, end }]) => {
+          const rec: NodeRecord = { state: 'done', rev: 1, started_at: start, ended_at: end, ...storedValue(value) };
+          // A pure node recorded by another step meanwhile holds the same value: nothing to do.
+          await journal.save(id, rec, recorded(id)?.rev, recorded(id)?.event !== undefined);
+        }),
+      );
+    };
+
+    const runOne = async (id: string, node: PipelineNode, values: unknown[]): Promise<unknown> => {
+      const kind = kindOf(node);
+      const rec = recorded(id);
+      if (rec?.state === 'done') {
+        const value = doneValue(rec);
+        settled.set(id, value);
+        return value;
+      }
+      if (work.signal.aborted) throw new RunStopped('step finished');
+      const at = now();
+      const sawEvent = rec?.event !== undefined;
+      // A node whose event came before its first step takes it at once (a fast webhook).
+      const resuming = rec?.state === 'waiting' || (rec?.state === undefined && sawEvent);
+      if (rec?.state === 'waiting' && rec.until !== null && rec.until !== undefined && rec.until > at && rec.event === undefined) {
+        throw parkedFor(id, node, rec, rec.until);
+      }
+      if (!resuming && at >= budgetEnd) {
+        leftForLater = true;
+        throw new Parked(null);
+      }
+      const clock: NodeClock = { start: resuming || rec?.state === 'calling' ? (rec.started_at ?? at) : at };
+      clocks.set(id, clock);
+      let prev = rec?.rev;
+      if (resuming && rec?.state === undefined) opts.onNode?.({ node: id, type: node.type, state: 'started', at: clock.start });
+      if (!resuming) {
+        if (rec?.state === 'calling') {
+          // A step before this one began the node and never recorded how it went.
+          if ((rec.lease_until ?? 0) > at) throw parkedFor(id, node, rec, rec.lease_until ?? at);
+          if (!kind.repeatable(node)) {
+            throw new NodeFailure(
+              id,
+              'it was interrupted in the middle of its call (a crash or a time-out), and its request is not safe to repeat: set "retry_interrupted": true on the node to repeat it',
+              'it was interrupted in the middle of its call',
+            );
+          }
+        } else opts.onNode?.({ node: id, type: node.type, state: 'started', at: clock.start });
+        if (kind.durability === 'recorded' && !kind.repeatable(node)) {
+          // Pure values it reads are recorded first, so a repeat after a crash sees the same ones.
+          await recordPure();
+          const lease = at + kind.longestMs(node) + LEASE_MARGIN_MS;
+          if (
+            !(await journal.save(
+              id,
+              { state: 'calling', rev: (prev ?? 0) + 1, started_at: clock.start, lease_until: lease },
+              prev,
+              sawEvent,
+            ))
+          ) {
+            throw new Overtaken();
+          }
+          prev = (prev ?? 0) + 1;
+        }
+      }
+      try {
+        const outcome = resuming && rec !== undefined ? await resumeOf(kind, node, values, id, rec) : await kind.run(node, values, ctx, id);
+        if (finished) throw new RunStopped('step finished');
+        const end = now();
+        if (outcome instanceof Waiting) {
+          const waitingRec: NodeRecord = {
+            state: 'waiting',
+            rev: (prev ?? 0) + 1,
+            started_at: clock.start,
+            memo: { ...outcome.memo },
+            until: outcome.until,
+            ...(outcome.detail.polls === undefined ? {} : { polls: outcome.detail.polls }),
+            ...(outcome.detail.status === undefined ? {} : { status: outcome.detail.status }),
+          };
+          if (!(await journal.save(id, waitingRec, prev, sawEvent))) throw new Overtaken();
+          const polled = outcome.detail.polls !== undefined && outcome.detail.polls !== rec?.polls;
+          if (!resuming) opts.onNode?.({ node: id, type: node.type, state: 'waiting', at: end });
+          else if (polled) opts.onNode?.({ node: id, type: node.type, state: 'polled', at: end, polls: outcome.detail.polls });
+          throw parkedFor(id, node, waitingRec, outcome.until);
+        }
+        const value = outcome.value;
+        if (kind.durability === 'recorded') {
+          const made = [...known.values()].filter((h) => !fresh.has(h.view.url) && containsUrl(value, h.view.url));
+          const doneRec: NodeRecord = {
+            state: 'done',
+            rev: (prev ?? 0) + 1,
+            started_at: clock.start,
+            ended_at: end,
+            ...storedValue(value),
+            ...(made.length > 0 ? { assets: made.map((h) => ({ ref: h.ref, view: { ...h.view } })) } : {}),
+          };
+          if (!(await journal.save(id, doneRec, prev, sawEvent))) throw new Overtaken();
+        } else unrecorded.set(id, { value, start: clock.start, end });
+        if (!finished) {
+          Object.assign(clock, { end, value: value instanceof AssetOutput ? value.toJSON() : value });
+          opts.onNode?.({ node: id, type: node.type, state: 'finished', at: end, duration_ms: Math.max(0, end - clock.start) });
+        }
+        settled.set(id, value);
+        return value;
+      } catch (e) {
+        if (e instanceof Parked || e instanceof Overtaken || e instanceof NodeFailure || e instanceof JournalError) throw e;
+        if (work.signal.aborted || (e instanceof ExpressionError && e.kind === 'aborted')) throw new RunStopped('step finished');
+        if (e instanceof ExpressionError && e.kind === 'deadline') throw new RunTimedOut();
+        const end = now();
+        Object.assign(clock, { end, error: reasonOf(e), ...(e instanceof HttpNodeError ? { httpStatus: e.httpStatus } : {}) });
+        if (!finished) opts.onNode?.({ node: id, type: node.type, state: 'failed', at: end, duration_ms: Math.max(0, end - clock.start) });
+        throw new NodeFailure(id, reasonOf(e), kind.callerReason(e));
+      }
+    };
+
+    const resumeOf = (kind: ReturnType<typeof kindOf>, node: PipelineNode, values: unknown[], id: string, rec: NodeRecord) => {
+      if (kind.resume === undefined) throw new Error(`a ${node.type} node cannot be resumed`);
+      return kind.resume(node, values, ctx, id, rec.memo ?? {}, rec.event);
+    };
+
+    const parkedFor = (id: string, node: PipelineNode, rec: NodeRecord, until: number | null): Parked => {
+      const w: WaitingNode = {
+        node: id,
+        type: node.type,
+        until,
+        started_at: rec.started_at ?? now(),
+        ...(rec.polls === undefined ? {} : { polls: rec.polls }),
+        ...(rec.status === undefined ? {} : { status: rec.status }),
+      };
+      parked.push(w);
+      return new Parked(w);
+    };
+
+    for (const id of nodes.order) {
+      const node = def.nodes[id];
+      if (!node) continue;
+      const deps = kindOf(node)
+        .dependencies(node)
+        .map((d) => pending.get(d) ?? Promise.resolve(settled.get(d)));
+      // A dependency's rejection skips this node and passes the original failure on unchanged.
+      const result = Promise.all(deps).then((values) => runOne(id, node, values));
+      result.catch((e: unknown) => {
+        if (e instanceof Overtaken) overtaken = true;
+        onFailure(e);
+      });
+      pending.set(id, result);
+    }
+
+    Promise.allSettled(pending.values()).then(async (outcomes) => {
+      if (finished) return;
+      if (outcomes.some((o) => o.status === 'rejected' && !(o.reason instanceof Parked) && !(o.reason instanceof Overtaken))) return;
+      if (overtaken) {
+        finish({ status: 'continue' });
+        return;
+      }
+      if (parked.length > 0 || leftForLater) {
+        try {
+          await recordPure();
+        } catch (e) {
+          onFailure(e);
+          return;
+        }
+        if (leftForLater && parked.every((w) => w.until !== null && w.until <= now())) {
+          finish({ status: 'continue' });
+          return;
+        }
+        if (leftForLater) {
+          finish({ status: 'continue' });
+          return;
+        }
+        const timers = parked.map((w) => w.until).filter((u): u is number => u !== null);
+        const wake = timers.length > 0 ? Math.min(...timers) : null;
+        finish({ status: 'waiting', wake, waiting: parked });
+        return;
+      }
+      const outputs: Record<string, RawValue> = {};
+      const outputAssets: Record<string, ObjectRef> = {};
+      const define = <T>(o: Record<string, T>, id: string, value: T) =>
+        Object.defineProperty(o, id, { value, enumerable: true, writable: true, configurable: true });
+      for (const id of outputNodeIds(def)) {
+        const value = settled.get(id);
+        if (isRawValue(value)) define(outputs, id, value);
+        else if (value instanceof AssetOutput) define(outputAssets, id, { ...value.ref });
+      }
+      finish({ status: 'completed', outputs, ...(Object.keys(outputAssets).length > 0 ? { output_assets: outputAssets } : {}) });
+    });
   });
-  const { stream } = response;
-  if (stream !== undefined && (response.status < 200 || response.status > 299 || ctx.objects === undefined)) {
-    // A failed call's binary body is not read: ending it closes the connection.
-    await stream[Symbol.asyncIterator]().return?.();
-  }
-  if (response.status < 200 || response.status > 299) {
-    const excerpt = bodyExcerpt(response.body, sensitiveValues(url, nodeHeaders));
-    throw new HttpNodeError(response.status, `HTTP ${response.status} from ${safeUrl(url)}${excerpt ? `: ${excerpt}` : ''}`);
-  }
-  if (stream !== undefined) {
-    if (ctx.objects === undefined) throw new Error('a binary answer cannot be kept here: no object storage');
-    const stored = await ctx.objects.store(answerObjectName(id), stream, response.headers['content-type'], HTTP_ASSET_MAX_BYTES);
-    ctx.known.set(stored.view.url, { ref: stored.ref, view: { ...stored.view } });
-    return { ...stored.view };
-  }
-  return parseResponseBody(response.body);
+  if (journalError !== undefined) throw journalError;
+  return traced;
 }
 
-async function runDelay(node: DelayNode, [value]: unknown[], ctx: RunContext): Promise<unknown> {
-  await sleep(node.ms, ctx.signal);
-  return value;
+/** Beyond a non-repeatable call's own time-out, how long its claim keeps another step off it. */
+export const LEASE_MARGIN_MS = 30_000;
+
+/** A node's value as a record keeps it: an output passing an asset on keeps the asset's reference. */
+function storedValue(value: unknown): Pick<NodeRecord, 'value' | 'output_asset'> {
+  if (value instanceof AssetOutput) return { output_asset: { ...value.ref } };
+  return value === undefined ? {} : { value };
 }
 
-function runNode(
-  id: string,
-  node: PipelineNode,
-  values: unknown[],
-  inputValues: Record<string, RawValue>,
-  ctx: RunContext,
-): Promise<unknown> {
-  switch (node.type) {
-    case 'input':
-      return runInput(id, node, inputValues, ctx);
-    case 'output':
-      return runOutput(node, values, ctx);
-    case 'transform':
-      return runTransform(node, values, ctx);
-    case 'http':
-      return runHttp(id, node, values, ctx);
-    case 'delay':
-      return runDelay(node, values, ctx);
-  }
+function containsUrl(value: unknown, url: string): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  if (Array.isArray(value)) return value.some((v) => containsUrl(v, url));
+  const o = value as Record<string, unknown>;
+  return o.url === url || Object.values(o).some((v) => containsUrl(v, url));
 }
 
 /** Longest value preview kept per node, in characters of its JSON text. */
@@ -475,13 +722,26 @@ function buildTrace(
   def: PipelineDefinition,
   order: readonly string[],
   clocks: ReadonlyMap<string, NodeClock>,
+  journal: ReadonlyMap<string, NodeRecord>,
   redact: (text: string) => string,
 ): NodeTrace[] {
   const iso = (ms: number | undefined): string | null => (ms === undefined ? null : new Date(ms).toISOString());
   return order.flatMap((id): NodeTrace[] => {
     const node = def.nodes[id];
     if (!node) return [];
-    const c = clocks.get(id);
+    const rec = journal.get(id);
+    // A node done in an earlier step: its record says how it went.
+    const c: NodeClock | undefined =
+      clocks.get(id) ??
+      (rec?.state === 'done' && rec.started_at !== undefined
+        ? {
+            start: rec.started_at,
+            end: rec.ended_at ?? rec.started_at,
+            value: rec.output_asset ? new AssetOutput(rec.output_asset).toJSON() : rec.value,
+          }
+        : rec?.started_at !== undefined
+          ? { start: rec.started_at }
+          : undefined);
     const ended = c?.end !== undefined;
     const outcome: NodeTrace['outcome'] = !c ? 'not_run' : c.error !== undefined ? 'failed' : ended ? 'completed' : 'stopped';
     return [
@@ -501,10 +761,43 @@ function buildTrace(
   });
 }
 
+/** A step's result with every owner secret's value taken out of what leaves it. */
+function redactResult<R extends StepResult>(result: R, redact: (text: string) => string): StepResult {
+  if (result.status === 'failed')
+    return { status: 'failed', error_message: redact(result.error_message), caller_message: redact(result.caller_message) };
+  if (result.status === 'completed')
+    return {
+      status: 'completed',
+      outputs: redactDeep(result.outputs, redact),
+      ...(result.output_assets === undefined ? {} : { output_assets: result.output_assets }),
+    };
+  return result;
+}
+
 /**
- * Runs a validated definition. Each node starts as soon as every node it reads is done; the
- * first node failure, the time-out or a cancellation ends the run at once and aborts whatever
- * is still in flight. Never rejects, and leaves no timer behind once resolved.
+ * One step, plus what each node did so far (see NodeTrace: nodes recorded by earlier steps
+ * included). An upstream may echo a credential back (in an error body, a header dump, a JSON
+ * field), and a URL may carry one: nothing that leaves the step, result or trace, keeps an
+ * owner secret's value.
+ */
+export async function runStepTraced(
+  def: PipelineDefinition,
+  inputValues: Record<string, RawValue>,
+  opts: StepOptions,
+): Promise<{ result: StepResult; trace: NodeTrace[] }> {
+  const redact = secretRedactor(opts.secrets?.values() ?? []);
+  const order = nodeOrder(def);
+  const before = new Map(opts.journal.nodes);
+  const { result, clocks } = await runUnredacted(def, order, inputValues, opts);
+  return { result: redactResult(result, redact), trace: buildTrace(def, order.order, clocks, before, redact) };
+}
+
+/**
+ * Runs a validated definition whole, in this process: steps one after another, waiting between
+ * them as the state machine would, with a journal in memory. Each node starts as soon as every
+ * node it reads is done; the first node failure, the time-out or a cancellation ends the run at
+ * once and aborts whatever is still in flight. Never rejects, and leaves no timer behind once
+ * resolved.
  */
 export async function runPipeline(
   def: PipelineDefinition,
@@ -514,148 +807,33 @@ export async function runPipeline(
   return (await runPipelineTraced(def, inputValues, opts)).result;
 }
 
-/**
- * runPipeline, plus what each node did (see NodeTrace). An upstream may echo a credential back
- * (in an error body, a header dump, a JSON field), and a URL may carry one: nothing that leaves
- * the run, result or trace, keeps an owner secret's value.
- */
+/** runPipeline, plus what each node did (see NodeTrace). */
 export async function runPipelineTraced(
   def: PipelineDefinition,
   inputValues: Record<string, RawValue>,
-  opts: EngineOptions,
+  opts: EngineOptions & { journal?: MemoryJournal },
 ): Promise<{ result: EngineResult; trace: NodeTrace[] }> {
+  const now = opts.now ?? Date.now;
+  const startedAt = opts.startedAt ?? now();
+  const journal = opts.journal ?? new MemoryJournal();
   const redact = secretRedactor(opts.secrets?.values() ?? []);
   const order = nodeOrder(def);
-  const { result, clocks } = await runUnredacted(def, order, inputValues, opts);
-  const trace = buildTrace(def, order.order, clocks, redact);
-  if (result.status === 'failed')
-    return {
-      result: { status: 'failed', error_message: redact(result.error_message), caller_message: redact(result.caller_message) },
-      trace,
-    };
-  if (result.status === 'completed')
-    return {
-      result: {
-        status: 'completed',
-        outputs: redactDeep(result.outputs, redact),
-        ...(result.output_assets === undefined ? {} : { output_assets: result.output_assets }),
-      },
-      trace,
-    };
-  return { result, trace };
-}
-
-type NodeClock = { start: number; end?: number; value?: unknown; error?: string; httpStatus?: number };
-
-function runUnredacted(
-  def: PipelineDefinition,
-  nodes: NodeOrder,
-  inputValues: Record<string, RawValue>,
-  opts: EngineOptions,
-): Promise<{ result: EngineResult; clocks: ReadonlyMap<string, NodeClock> }> {
-  const now = opts.now ?? Date.now;
   const clocks = new Map<string, NodeClock>();
-  return new Promise<{ result: EngineResult; clocks: ReadonlyMap<string, NodeClock> }>((resolveTraced) => {
-    const resolve = (result: EngineResult): void => resolveTraced({ result, clocks });
-    if (opts.signal?.aborted) {
-      resolve({ status: 'cancelled' });
-      return;
+  const deadline = startedAt + opts.timeoutMs;
+  for (;;) {
+    const step = await runUnredacted(def, order, inputValues, { ...opts, startedAt, journal });
+    for (const [id, c] of step.clocks) clocks.set(id, c);
+    const { result } = step;
+    if (result.status === 'waiting' || result.status === 'continue') {
+      const until = result.status === 'waiting' ? Math.min(result.wake ?? deadline, deadline) : now();
+      const signal = opts.signal ?? new AbortController().signal;
+      try {
+        await sleep(Math.max(0, until - now()), signal);
+      } catch {
+        return { result: { status: 'cancelled' }, trace: buildTrace(def, order.order, clocks, journal.nodes, redact) };
+      }
+      continue;
     }
-    const work = new AbortController();
-    // Every in-flight http and delay node listens on this signal; 64 nodes outgrow Node's default warning threshold.
-    setMaxListeners(0, work.signal);
-    const timedOut: EngineResult = {
-      status: 'failed',
-      error_message: timeoutMessage(opts.timeoutMs),
-      caller_message: timeoutMessage(opts.timeoutMs),
-    };
-    let finished = false;
-
-    const onCancel = (): void => finish({ status: 'cancelled' });
-    const timer = setTimeout(() => finish(timedOut), Math.min(Math.max(opts.timeoutMs, 0), MAX_TIMER_MS));
-    function finish(result: EngineResult): void {
-      if (finished) return;
-      finished = true;
-      clearTimeout(timer);
-      opts.signal?.removeEventListener('abort', onCancel);
-      work.abort(new RunStopped('run finished'));
-      resolve(result);
-    }
-    opts.signal?.addEventListener('abort', onCancel, { once: true });
-
-    const onFailure = (e: unknown): void => {
-      if (e instanceof RunStopped) return;
-      if (e instanceof RunTimedOut) finish(timedOut);
-      else if (e instanceof NodeFailure) finish({ status: 'failed', error_message: e.message, caller_message: e.callerMessage });
-      else finish({ status: 'failed', error_message: `Execution failed: ${reasonOf(e)}`, caller_message: 'Execution failed' });
-    };
-
-    if (!nodes.ok) {
-      finish({ status: 'failed', error_message: `Invalid pipeline: ${nodes.problem}`, caller_message: 'Invalid pipeline' });
-      return;
-    }
-
-    const ctx: RunContext = {
-      http: opts.http,
-      secrets: opts.secrets ?? new Map<string, string>(),
-      signal: work.signal,
-      deadline: Date.now() + opts.timeoutMs,
-      expressionTimeLimitMs: opts.expressionTimeLimitMs,
-      assets: opts.assets,
-      assetRefs: opts.assetRefs,
-      objects: opts.objects,
-      ownApiUrls: opts.ownApiUrls ?? [],
-      known: new Map(),
-    };
-    const settled = new Map<string, unknown>();
-    const pending = new Map<string, Promise<unknown>>();
-    for (const id of nodes.order) {
-      const node = def.nodes[id];
-      if (!node) continue;
-      const deps = nodeDependencies(node).map((d) => pending.get(d) ?? Promise.resolve(settled.get(d)));
-      // A dependency's rejection skips this node and passes the original failure on unchanged.
-      const result = Promise.all(deps).then(async (values) => {
-        if (work.signal.aborted) throw new RunStopped('run finished');
-        const clock: NodeClock = { start: now() };
-        clocks.set(id, clock);
-        opts.onNode?.({ node: id, type: node.type, state: 'started', at: clock.start });
-        try {
-          const value = await runNode(id, node, values, inputValues, ctx);
-          if (!finished) {
-            const end = now();
-            Object.assign(clock, { end, value: value instanceof AssetOutput ? value.toJSON() : value });
-            opts.onNode?.({ node: id, type: node.type, state: 'finished', at: end, duration_ms: Math.max(0, end - clock.start) });
-          }
-          settled.set(id, value);
-          return value;
-        } catch (e) {
-          if (work.signal.aborted || (e instanceof ExpressionError && e.kind === 'aborted')) throw new RunStopped('run finished');
-          if (e instanceof ExpressionError && e.kind === 'deadline') throw new RunTimedOut();
-          const end = now();
-          Object.assign(clock, { end, error: reasonOf(e), ...(e instanceof HttpNodeError ? { httpStatus: e.httpStatus } : {}) });
-          if (!finished)
-            opts.onNode?.({ node: id, type: node.type, state: 'failed', at: end, duration_ms: Math.max(0, end - clock.start) });
-          throw new NodeFailure(id, reasonOf(e), callerReason(e, node.type));
-        }
-      });
-      result.catch(onFailure);
-      pending.set(id, result);
-    }
-
-    Promise.all(pending.values()).then(
-      () => {
-        const outputs: Record<string, RawValue> = {};
-        const outputAssets: Record<string, ObjectRef> = {};
-        const define = <T>(o: Record<string, T>, id: string, value: T) =>
-          Object.defineProperty(o, id, { value, enumerable: true, writable: true, configurable: true });
-        for (const id of outputNodeIds(def)) {
-          const value = settled.get(id);
-          if (isRawValue(value)) define(outputs, id, value);
-          else if (value instanceof AssetOutput) define(outputAssets, id, { ...value.ref });
-        }
-        finish({ status: 'completed', outputs, ...(Object.keys(outputAssets).length > 0 ? { output_assets: outputAssets } : {}) });
-      },
-      () => undefined,
-    );
-  });
+    return { result: redactResult(result, redact) as EngineResult, trace: buildTrace(def, order.order, clocks, journal.nodes, redact) };
+  }
 }

@@ -7,6 +7,7 @@
  * from any later one, and an event's id is its position: resuming after `Last-Event-ID: n` is
  * "skip the first n", across reconnects, function instances and restarts alike.
  */
+import { kindOfType } from './nodes';
 import { unpackProgress, type NodeProgress, type NodeState } from './progress';
 import { isTerminal, type ExecutionStatus } from './transitions';
 import type { Execution, NodeType } from './types';
@@ -74,7 +75,7 @@ export function executionEvents(e: Execution, nodes: NodeView, final: FinalView 
     if (typeof nodes !== 'function') {
       // One event per node the first time it ends (a re-run after a crash ends some again):
       // progress only grows, so every list is still a prefix of the next.
-      if (p.state === 'started' || finished.has(p.node)) continue;
+      if ((p.state !== 'finished' && p.state !== 'failed') || finished.has(p.node)) continue;
       finished.add(p.node);
       out.push({ event: 'node', data: { done: finished.size, total: Math.max(nodes.countsOf, finished.size) } });
       continue;
@@ -124,5 +125,8 @@ export const retryField = (ms = EVENTS_RETRY_MS): string => `retry: ${ms}\n\n`;
  * named by their input and output ids.)
  */
 export function callerShows(visibleInputs: readonly string[], visibleOutputs: readonly string[]): (p: NodeProgress) => boolean {
-  return (p) => (p.type === 'input' ? visibleInputs.includes(p.node) : p.type === 'output' ? visibleOutputs.includes(p.node) : true);
+  return (p) => {
+    const role = kindOfType(p.type).role;
+    return role === 'input' ? visibleInputs.includes(p.node) : role === 'output' ? visibleOutputs.includes(p.node) : true;
+  };
 }

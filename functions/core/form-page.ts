@@ -7,7 +7,10 @@
  * playable, other files as downloads. Everything from a request or a result is inserted as
  * text or an attribute, never as HTML. Pure.
  */
-import { INLINE_ASSET_BODY_MAX_BYTES } from './assets';
+import { createHash } from 'node:crypto';
+import { BROWSER_SCRIPTS } from '../browser/scripts.generated';
+import { INLINE_ASSET_BODY_MAX_BYTES, UPLOAD_MAX_BYTES } from './assets';
+import { fileHint, labelOf } from './form-text';
 import { FORM_SCRIPT_NAME, FORM_STYLE_NAME, formFileUrl, formUrl } from './form-link';
 import { escapeHtml, pageStart } from './html';
 import type { InputValueType, RawValue } from './types';
@@ -43,11 +46,19 @@ export const FORM_PAGE_CSP = formPageCsp();
 
 export interface FormField {
   id: string;
+  /** The definition's `label`, shown instead of the id (which becomes words when there is none). */
+  label: string | null;
   value_type: InputValueType;
   value: RawValue;
   description: string | null;
   media_types: string[] | null;
   max_bytes: number | null;
+}
+
+export interface FormOutput {
+  id: string;
+  label: string | null;
+  description: string | null;
 }
 
 export interface FormPageArgs {
@@ -56,7 +67,12 @@ export interface FormPageArgs {
   title: string;
   description: string | null;
   fields: FormField[];
-  outputs: { id: string; description: string | null }[];
+  outputs: FormOutput[];
+  /**
+   * How many steps (transform, http and delay nodes) a run takes, for "Step 2 of 3"; null where
+   * the deployment shows callers counts only (its events then say the total themselves).
+   */
+  steps?: number | null;
   /**
    * How the page sends files: `direct` through the form's uploads route and a presigned PUT to
    * storage (the bucket's CORS rule allows this page's origin), `inline` in the run's body (up
@@ -68,43 +84,65 @@ export interface FormPageArgs {
 /** Ids are node ids (letters, digits, `_`, `-`), safe in an id attribute once prefixed. */
 const controlId = (id: string): string => `in-${id}`;
 
-const sizeText = (bytes: number): string =>
-  bytes >= 1_048_576
-    ? `${(bytes / 1_048_576).toFixed(bytes % 1_048_576 === 0 ? 0 : 1)} MB`
-    : bytes >= 1024
-      ? `${Math.round(bytes / 1024)} KB`
-      : `${bytes} bytes`;
+/**
+ * A file sent straight to storage may be as large as the uploads route takes: the page says so
+ * and checks it where the input sets no smaller limit. (Inline, every file of a run shares the
+ * inline limit, which the page checks for them together.)
+ */
+const withUploadLimit = (f: FormField, uploads: 'direct' | 'inline'): FormField =>
+  f.value_type === 'asset' && f.max_bytes === null && uploads === 'direct' ? { ...f, max_bytes: UPLOAD_MAX_BYTES } : f;
 
 function control(f: FormField): string {
   const id = escapeHtml(controlId(f.id));
-  const data = `data-input="${escapeHtml(f.id)}" data-type="${f.value_type}"`;
-  const help = f.description ? `<p class="help" id="${id}-help">${escapeHtml(f.description)}</p>` : '';
-  const described = f.description ? ` aria-describedby="${id}-help"` : '';
-  const label = `<label for="${id}">${escapeHtml(f.id)}</label>`;
+  const label = labelOf(f.id, f.label);
+  const data = [
+    `data-input="${escapeHtml(f.id)}"`,
+    `data-type="${f.value_type}"`,
+    `data-label="${escapeHtml(label)}"`,
+    f.media_types && f.media_types.length > 0 ? `data-media-types="${escapeHtml(f.media_types.join(','))}"` : '',
+    f.max_bytes !== null ? `data-max-bytes="${f.max_bytes}"` : '',
+  ]
+    .filter((x) => x !== '')
+    .join(' ');
+  const hints: string[] = [];
+  if (f.description) hints.push(`<p class="hint" id="${id}-hint">${escapeHtml(f.description)}</p>`);
+  if (f.value_type === 'asset') hints.push(`<p class="hint" id="${id}-note">${escapeHtml(fileHint(f))}</p>`);
+  const describedBy = [f.description ? `${id}-hint` : null, f.value_type === 'asset' ? `${id}-note` : null].filter((x) => x !== null);
+  const described = describedBy.length > 0 ? ` aria-describedby="${describedBy.join(' ')}"` : '';
+  const error = `<p class="error" id="${id}-error" hidden></p>`;
+  const labelTag = `<label for="${id}">${escapeHtml(label)}</label>`;
+  const name = escapeHtml(f.id);
   const value = escapeHtml(String(f.value));
+  const field = (inner: string, cls = 'field') => `<div class="${cls}" id="field-${name}">${inner}</div>`;
   switch (f.value_type) {
     case 'boolean':
-      return `<div class="field check"><input type="checkbox" id="${id}" name="${escapeHtml(f.id)}" ${data}${f.value === true ? ' checked' : ''}${described}> ${label}${help}</div>`;
+      return field(
+        `<input type="checkbox" id="${id}" name="${name}" ${data}${f.value === true ? ' checked' : ''}${described}><div>${labelTag}${hints.join('')}${error}</div>`,
+        'field check',
+      );
     case 'integer':
     case 'float':
-      return `<div class="field">${label}${help}<input type="number" id="${id}" name="${escapeHtml(f.id)}" ${data} step="${f.value_type === 'integer' ? '1' : 'any'}" value="${value}" required${described}></div>`;
+      // Text with a numeric keyboard, as GOV.UK advises: a number input drops what it cannot parse.
+      return field(
+        `${labelTag}${hints.join('')}${error}<input type="text" inputmode="${f.value_type === 'integer' ? 'numeric' : 'decimal'}" id="${id}" name="${name}" ${data} value="${value}" autocomplete="off" spellcheck="false"${described}>`,
+      );
     case 'reference':
-      return `<div class="field">${label}${help}<input type="url" id="${id}" name="${escapeHtml(f.id)}" ${data} value="${value}" required${described}></div>`;
+      return field(
+        `${labelTag}${hints.join('')}${error}<input type="url" id="${id}" name="${name}" ${data} value="${value}" autocomplete="url" spellcheck="false"${described}>`,
+      );
     case 'asset': {
       const accept = f.media_types && f.media_types.length > 0 ? ` accept="${escapeHtml(f.media_types.join(','))}"` : '';
-      const limits = [
-        f.media_types && f.media_types.length > 0 ? `accepts ${f.media_types.join(', ')}` : null,
-        f.max_bytes !== null ? `up to ${sizeText(f.max_bytes)}` : null,
-      ].filter((x) => x !== null);
-      const note = `<p class="help" id="${id}-note">${escapeHtml(limits.length ? `A file: ${limits.join(', ')}. ` : 'A file. ')}Leave empty to use the published one.</p>`;
-      const max = f.max_bytes !== null ? ` data-max-bytes="${f.max_bytes}"` : '';
-      return `<div class="field">${label}${help}${note}<input type="file" id="${id}" name="${escapeHtml(f.id)}" ${data}${accept}${max} aria-describedby="${f.description ? `${id}-help ` : ''}${id}-note"><img class="preview" alt="" hidden></div>`;
+      return field(
+        `${labelTag}${hints.join('')}${error}<input type="file" id="${id}" name="${name}" ${data}${accept}${described}><img class="preview" alt="" hidden>`,
+      );
     }
     default: {
       const long = String(f.value).length > 60 || String(f.value).includes('\n');
-      return long
-        ? `<div class="field">${label}${help}<textarea id="${id}" name="${escapeHtml(f.id)}" ${data} rows="4"${described}>${value}</textarea></div>`
-        : `<div class="field">${label}${help}<input type="text" id="${id}" name="${escapeHtml(f.id)}" ${data} value="${value}"${described}></div>`;
+      return field(
+        long
+          ? `${labelTag}${hints.join('')}${error}<textarea id="${id}" name="${name}" ${data} rows="4"${described}>${value}</textarea>`
+          : `${labelTag}${hints.join('')}${error}<input type="text" id="${id}" name="${name}" ${data} value="${value}"${described}>`,
+      );
     }
   }
 }
@@ -112,29 +150,34 @@ function control(f: FormField): string {
 export function formPageHtml(a: FormPageArgs): string {
   const asset = (name: string) => escapeHtml(formFileUrl(a.baseUrl, a.token, name));
   const outputs = a.outputs
-    .map(
-      (o) =>
-        `<section class="output" data-output="${escapeHtml(o.id)}" aria-labelledby="out-${escapeHtml(o.id)}"><h3 id="out-${escapeHtml(o.id)}">${escapeHtml(o.id)}</h3>${
-          o.description ? `<p class="help">${escapeHtml(o.description)}</p>` : ''
-        }<div class="value"></div></section>`,
-    )
+    .map((o) => {
+      const id = escapeHtml(o.id);
+      return `<section class="output" data-output="${id}" data-label="${escapeHtml(labelOf(o.id, o.label))}" aria-labelledby="out-${id}"><h3 id="out-${id}">${escapeHtml(labelOf(o.id, o.label))}</h3>${
+        o.description ? `<p class="hint">${escapeHtml(o.description)}</p>` : ''
+      }<div class="value"></div></section>`;
+    })
     .join('\n');
+  const steps = a.steps === null || a.steps === undefined ? '' : ` data-steps="${a.steps}"`;
   return `${pageStart(a.title)}
 <link rel="stylesheet" href="${asset(FORM_STYLE_NAME)}">
 <script src="${asset(FORM_SCRIPT_NAME)}" defer></script>
 </head>
 <body>
-<main id="pipegate-form" data-form="${escapeHtml(formUrl(a.baseUrl, a.token))}" data-inline-max="${INLINE_ASSET_BODY_MAX_BYTES}" data-uploads="${a.uploads ?? 'inline'}">
+<main id="pipegate-form" data-form="${escapeHtml(formUrl(a.baseUrl, a.token))}" data-inline-max="${INLINE_ASSET_BODY_MAX_BYTES}" data-uploads="${a.uploads ?? 'inline'}"${steps}>
+<div id="error-summary" class="error-summary" tabindex="-1" role="alert" aria-labelledby="error-summary-title" hidden>
+<h2 id="error-summary-title">There is a problem</h2>
+<ul id="error-list"></ul>
+</div>
 <h1>${escapeHtml(a.title)}</h1>
 ${a.description ? `<p class="about">${escapeHtml(a.description)}</p>` : ''}
 <form id="run-form" novalidate>
-${a.fields.map(control).join('\n')}
+${a.fields.map((f) => control(withUploadLimit(f, a.uploads ?? 'inline'))).join('\n')}
 <button id="run" type="submit">Run</button>
 </form>
 <p id="progress" role="status" aria-live="polite"></p>
 <progress id="upload-progress" max="100" value="0" aria-label="Upload" hidden></progress>
 <p id="failure" role="alert" hidden></p>
-<h2 id="outputs-heading" hidden>Outputs</h2>
+<h2 id="outputs-heading" hidden>Results</h2>
 <div id="outputs" hidden>
 ${outputs}
 </div>
@@ -144,341 +187,77 @@ ${outputs}
 `;
 }
 
-export const FORM_STYLE = `*{box-sizing:border-box}
-body{margin:0;font:16px/1.5 system-ui,sans-serif;color:#1a1a1a;background:#fafafa}
-main{max-width:42rem;margin:0 auto;padding:1rem}
-h1{font-size:1.5rem;margin:.5rem 0}
-.about{margin:0 0 1rem;white-space:pre-line}
-.field{margin:0 0 1rem}
-.field label{display:block;font-weight:600}
-.field.check label{display:inline;font-weight:600}
-.help{margin:.1rem 0 .3rem;color:#444;font-size:.9rem}
-input[type=text],input[type=number],input[type=url],textarea{width:100%;padding:.5rem;font:inherit;border:1px solid #767676;border-radius:4px;background:#fff}
-input[type=file]{max-width:100%}
-.preview{display:block;max-width:8rem;max-height:8rem;margin-top:.4rem}
-button{font:inherit;padding:.6rem 1.6rem;border:0;border-radius:4px;background:#0b5cad;color:#fff;cursor:pointer}
-button[disabled]{background:#5a7fa6;cursor:progress}
-#progress{min-height:1.5em}
-#upload-progress{width:100%}
-#failure{color:#a40000;font-weight:600}
-.output{margin:0 0 1rem;padding:.75rem;background:#fff;border:1px solid #ddd;border-radius:4px}
-.output h3{margin:0 0 .3rem;font-size:1rem}
-.output pre{margin:0;white-space:pre-wrap;word-break:break-word;font:inherit}
-.output img,.output video{display:block;max-width:100%;height:auto}
-`;
-
 /**
- * The page's behaviour, plain browser JavaScript (served as it is, like the docs page's): read
- * the controls, upload files straight to storage (the form's uploads route, then a presigned PUT
- * with its progress shown) or, where the bucket allows no PUT from this origin, send them inline
- * as data URIs (up to the inline limit), POST the execution,
- * follow it node by node by its event stream (or, where that fails, long-poll it with `Prefer:
- * wait`), show the outputs. A refused request shows the service's own
- * `detail`; losing the service several times in a row ends the wait with a message.
+ * What a link that opens no form shows (mistyped, rotated, disabled, deleted: alike, so it tells
+ * nothing of which): a page a person can read, not the API's JSON. No script; its one style
+ * block is allowed by its hash.
  */
-export const FORM_SCRIPT = `'use strict';
-(function () {
-  var root = document.getElementById('pipegate-form');
-  var formUrl = root.getAttribute('data-form');
-  var inlineMax = Number(root.getAttribute('data-inline-max'));
-  var direct = root.getAttribute('data-uploads') === 'direct';
-  var bar = document.getElementById('upload-progress');
-  var form = document.getElementById('run-form');
-  var run = document.getElementById('run');
-  var progress = document.getElementById('progress');
-  var failure = document.getElementById('failure');
-  var outputs = document.getElementById('outputs');
-  var outputsHeading = document.getElementById('outputs-heading');
-  var WAIT = 20;
-  var MAX_MISSES = 5;
-  // The stream's first event comes at once (its pending status); without it by then, poll.
-  var FIRST_EVENT_MS = 10000;
-  var MAX_STREAM_ERRORS = 3;
+const NOT_FOUND_STYLE =
+  'body{margin:0;font:18px/1.5 system-ui,sans-serif;color:#0b0c0c;background:#f3f2f1}main{max-width:40rem;margin:0 auto;padding:1.5rem 1rem;background:#fff;min-height:100vh}h1{font-size:1.75rem;line-height:1.2}';
 
-  function el(tag, text) {
-    var e = document.createElement(tag);
-    if (text !== undefined && text !== null) e.textContent = String(text);
-    return e;
-  }
-  function fail(message) {
-    failure.textContent = message;
-    failure.hidden = false;
-    progress.textContent = '';
-    run.disabled = false;
-  }
-  function detailOf(body, status) {
-    if (body && typeof body.detail === 'string') return body.detail;
-    if (body && Array.isArray(body.detail)) return body.detail.map(function (p) { return p.path + ': ' + p.reason; }).join('; ');
-    if (body && typeof body.error === 'string') return body.error;
-    return 'HTTP ' + status;
-  }
-  function call(url, options) {
-    return fetch(url, options).then(function (r) {
-      return r.text().then(function (text) {
-        var body = null;
-        try { body = text ? JSON.parse(text) : null; } catch (e) { body = null; }
-        if (r.status === 429) throw new Error('Too many runs right now: ' + detailOf(body, r.status) + '.');
-        if (r.status === 404) throw new Error('This form is no longer available.');
-        if (!r.ok) throw new Error(detailOf(body, r.status));
-        return body;
-      });
-    });
-  }
-
-  Array.prototype.forEach.call(form.querySelectorAll('input[type=file]'), function (picker) {
-    picker.addEventListener('change', function () {
-      var preview = picker.parentNode.querySelector('.preview');
-      var file = picker.files && picker.files[0];
-      if (!preview) return;
-      if (file && /^image\\//.test(file.type)) {
-        preview.src = URL.createObjectURL(file);
-        preview.alt = 'Preview of ' + file.name;
-        preview.hidden = false;
-      } else {
-        preview.hidden = true;
-      }
-    });
-  });
-
-  function readFile(picker) {
-    var file = picker.files[0];
-    var max = Number(picker.getAttribute('data-max-bytes') || 0);
-    if (max > 0 && file.size > max) return Promise.reject(new Error(picker.name + ': ' + file.name + ' is ' + file.size + ' bytes; this input takes at most ' + max + '.'));
-    return new Promise(function (resolve, reject) {
-      var reader = new FileReader();
-      reader.onload = function () { resolve(reader.result); };
-      reader.onerror = function () { reject(new Error('Could not read ' + file.name + '.')); };
-      reader.readAsDataURL(file);
-    });
-  }
-
-  function checkSize(picker) {
-    var file = picker.files[0];
-    var max = Number(picker.getAttribute('data-max-bytes') || 0);
-    if (max > 0 && file.size > max) throw new Error(picker.name + ': ' + file.name + ' is ' + file.size + ' bytes; this input takes at most ' + max + '.');
-    return file;
-  }
-
-  // One file at a time, so the bar shows the bytes of all of them: sent so far over the total.
-  function putFile(put, file, done, total) {
-    return new Promise(function (resolve, reject) {
-      var xhr = new XMLHttpRequest();
-      xhr.open('PUT', put.upload_url);
-      Object.keys(put.headers || {}).forEach(function (h) {
-        // The browser sets Content-Length itself (it is signed: the file's exact size).
-        if (h.toLowerCase() !== 'content-length') xhr.setRequestHeader(h, put.headers[h]);
-      });
-      xhr.upload.onprogress = function (e) {
-        bar.value = Math.floor((100 * (done + e.loaded)) / total);
-        progress.textContent = 'Uploading ' + file.name + '… ' + bar.value + '%';
-      };
-      xhr.onload = function () {
-        if (xhr.status >= 200 && xhr.status < 300) resolve();
-        else reject(new Error('Storage refused ' + file.name + ' (HTTP ' + xhr.status + ').'));
-      };
-      xhr.onerror = function () { reject(new Error('Could not upload ' + file.name + ': storage cannot be reached.')); };
-      xhr.send(file);
-    });
-  }
-
-  function upload(pickers) {
-    var files = pickers.map(checkSize);
-    var total = files.reduce(function (n, f) { return n + f.size; }, 0) || 1;
-    var done = 0;
-    var assets = [];
-    bar.value = 0;
-    bar.hidden = false;
-    return files.reduce(function (chain, file, i) {
-      return chain.then(function () {
-        var type = file.type || 'application/octet-stream';
-        return call(formUrl + '/uploads', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ media_type: type, bytes: file.size }) });
-      }).then(function (put) {
-        return putFile(put, file, done, total).then(function () {
-          done += file.size;
-          assets[i] = put.asset;
-        });
-      });
-    }, Promise.resolve()).then(function () {
-      bar.hidden = true;
-      return assets;
-    }, function (e) {
-      bar.hidden = true;
-      throw e;
-    });
-  }
-
-  function collect() {
-    var input = {};
-    var pending = [];
-    var pickers = [];
-    Array.prototype.forEach.call(form.querySelectorAll('[data-input]'), function (c) {
-      var id = c.getAttribute('data-input');
-      var type = c.getAttribute('data-type');
-      if (type === 'asset') {
-        if (c.files && c.files.length > 0) {
-          if (direct) pickers.push(c);
-          else pending.push(readFile(c).then(function (uri) { input[id] = { value: uri, value_type: 'ASSET' }; }));
-        }
-      } else if (type === 'boolean') {
-        input[id] = { value: c.checked, value_type: 'RAW' };
-      } else if (type === 'integer' || type === 'float') {
-        if (c.value.trim() === '' || !isFinite(Number(c.value))) throw new Error(id + ' must be a number.');
-        input[id] = { value: Number(c.value), value_type: 'RAW' };
-      } else if (type === 'reference') {
-        input[id] = { value: c.value.trim(), value_type: 'REFERENCE' };
-      } else {
-        input[id] = { value: c.value, value_type: 'RAW' };
-      }
-    });
-    if (pickers.length > 0) {
-      pending.push(upload(pickers).then(function (assets) {
-        pickers.forEach(function (c, i) { input[c.getAttribute('data-input')] = assets[i]; });
-      }));
-    }
-    return Promise.all(pending).then(function () { return input; });
-  }
-
-  function show(result) {
-    var data = result.response_data || {};
-    Array.prototype.forEach.call(outputs.querySelectorAll('.output'), function (section) {
-      var id = section.getAttribute('data-output');
-      var box = section.querySelector('.value');
-      box.textContent = '';
-      var out = Object.prototype.hasOwnProperty.call(data, id) ? data[id] : null;
-      if (!out) { box.appendChild(el('p', '(no value)')); return; }
-      if (out.value_type !== 'ASSET') { box.appendChild(el('pre', out.value)); return; }
-      var type = String(out.media_type || '');
-      var media;
-      if (/^image\\//.test(type) && type !== 'image/svg+xml') {
-        media = el('img');
-        media.alt = id;
-        media.src = out.value;
-      } else if (/^video\\//.test(type) || /^audio\\//.test(type)) {
-        media = el(/^video/.test(type) ? 'video' : 'audio');
-        media.controls = true;
-        media.src = out.value;
-        media.setAttribute('aria-label', id);
-      }
-      if (media) box.appendChild(media);
-      var link = el('a', 'Download ' + id + ' (' + type + ', ' + out.bytes + ' bytes)');
-      link.href = out.value;
-      link.setAttribute('download', id);
-      box.appendChild(el('p')).appendChild(link);
-    });
-    outputsHeading.hidden = false;
-    outputs.hidden = false;
-  }
-
-  // The end of a run, from the stream's done or a poll: true once it is shown.
-  function finish(body) {
-    if (body.status === 'completed') {
-      progress.textContent = 'Done in ' + (body.completion_duration / 1000).toFixed(1) + ' s.';
-      run.disabled = false;
-      show(body);
-      return true;
-    }
-    if (body.status === 'failed' || body.status === 'cancelled') {
-      var reason = body.error_message || 'no reason given';
-      fail('The run ' + body.status + ': ' + reason + (/[.!?]$/.test(reason) ? '' : '.'));
-      return true;
-    }
-    return false;
-  }
-
-  // Follows the run by its event stream, node by node; falls back to the long poll when the
-  // browser has no EventSource, the stream is refused (404, 429, 503), nothing arrives in time
-  // (a proxy that buffers), or it keeps dropping. The poll then ends it, whatever happened.
-  function follow(url) {
-    if (typeof EventSource !== 'function') return poll(url, 0);
-    return new Promise(function (resolve) {
-      var source = new EventSource(url + '/events');
-      var over = false;
-      var errors = 0;
-      // Node ids seen finished: a run again after a crash finishes some nodes twice.
-      var finishedIds = Object.create(null);
-      var finished = 0;
-      var timer = setTimeout(fallback, FIRST_EVENT_MS);
-      function stop() {
-        over = true;
-        clearTimeout(timer);
-        source.close();
-      }
-      function fallback() {
-        if (over) return;
-        stop();
-        resolve(poll(url, 0));
-      }
-      function heard(m) {
-        errors = 0;
-        clearTimeout(timer);
-        try { return JSON.parse(m.data); } catch (e) { return {}; }
-      }
-      source.addEventListener('status', function (m) {
-        var d = heard(m);
-        if (d.status === 'pending') progress.textContent = 'Waiting for its turn…';
-        else if (d.status === 'running') progress.textContent = 'Running…';
-      });
-      source.addEventListener('node', function (m) {
-        var d = heard(m);
-        if (typeof d.total === 'number') { progress.textContent = 'Running… ' + d.done + ' of ' + d.total + ' steps done.'; return; }
-        if (d.state === 'started') { progress.textContent = 'Running ' + d.node_id + '… (' + finished + ' steps done)'; return; }
-        if (d.state === 'finished' && finishedIds[d.node_id] !== true) {
-          finishedIds[d.node_id] = true;
-          finished += 1;
-        }
-        progress.textContent = (d.state === 'failed' ? d.node_id + ' failed' : 'Finished ' + d.node_id) + ' (' + finished + ' steps done)';
-      });
-      source.addEventListener('done', function (m) {
-        var d = heard(m);
-        stop();
-        resolve(finish(d) ? undefined : poll(url, 0));
-      });
-      // The browser reconnects by itself (with Last-Event-ID) after a drop; a refusal closes it.
-      source.onerror = function () {
-        if (over) return;
-        errors += 1;
-        if (source.readyState === EventSource.CLOSED || errors >= MAX_STREAM_ERRORS) fallback();
-      };
-    });
-  }
-
-  function poll(url, misses) {
-    return fetch(url, { headers: { Prefer: 'wait=' + WAIT } }).then(function (r) {
-      return r.json().catch(function () { return null; }).then(function (body) {
-        if (r.status === 404) throw new Error('This run can no longer be read (the form was changed or taken down).');
-        if (!r.ok || !body) throw Object.assign(new Error('HTTP ' + r.status), { transient: r.status >= 500 });
-        return body;
-      });
-    }, function () {
-      throw Object.assign(new Error('The service cannot be reached.'), { transient: true });
-    }).then(function (body) {
-      if (finish(body)) return;
-      progress.textContent = body.status === 'running' ? 'Running…' : 'Waiting for its turn…';
-      return poll(url, 0);
-    }, function (e) {
-      if (e.transient && misses + 1 < MAX_MISSES) {
-        progress.textContent = 'Lost contact with the service; trying again…';
-        return new Promise(function (resolve) { setTimeout(resolve, 1000 * (misses + 1)); }).then(function () { return poll(url, misses + 1); });
-      }
-      throw e;
-    });
-  }
-
-  form.addEventListener('submit', function (event) {
-    event.preventDefault();
-    failure.hidden = true;
-    outputs.hidden = true;
-    outputsHeading.hidden = true;
-    run.disabled = true;
-    progress.textContent = 'Sending…';
-    Promise.resolve().then(collect).then(function (input) {
-      var body = JSON.stringify({ workflow_input: input });
-      if (new Blob([body]).size > inlineMax) throw new Error('The files are too large together: a run takes at most ' + inlineMax + ' bytes of files.');
-      return call(formUrl + '/executions', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: body });
-    }).then(function (accepted) {
-      progress.textContent = 'Waiting for its turn…';
-      return follow(accepted.status_url);
-    }).catch(function (e) { fail(e.message); });
-  });
-})();
+export function formNotFoundHtml(): string {
+  return `${pageStart('This link does not open a form')}
+<style>${NOT_FOUND_STYLE}</style>
+</head>
+<body>
+<main>
+<h1>This link does not open a form</h1>
+<p>The link may have been copied with a character missing, or the form may have been changed or taken down by the person who shares it.</p>
+<p>Check that you copied the whole link. If it still does not work, ask whoever sent it for a new link.</p>
+</main>
+</body>
+</html>
 `;
+}
+
+export const FORM_NOT_FOUND_CSP = [
+  "default-src 'none'",
+  `style-src 'sha256-${createHash('sha256').update(NOT_FOUND_STYLE).digest('base64')}'`,
+  'img-src data:',
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+export const FORM_STYLE = `*{box-sizing:border-box}
+body{margin:0;font:18px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#0b0c0c;background:#f3f2f1}
+main{max-width:40rem;min-height:100vh;margin:0 auto;padding:1rem 1rem 3rem;background:#fff}
+h1{font-size:1.75rem;line-height:1.2;margin:.5rem 0 .75rem}
+.about{margin:0 0 1.5rem;white-space:pre-line}
+.field{margin:0 0 1.5rem}
+.field label{display:block;font-weight:700;margin:0 0 .25rem}
+.hint{margin:0 0 .5rem;color:#505a5f}
+.error{margin:0 0 .5rem;color:#d4351c;font-weight:700}
+.field-error{border-left:5px solid #d4351c;padding-left:.75rem}
+input[type=text],input[type=url],textarea{display:block;width:100%;min-height:2.75rem;padding:.4rem .5rem;font:inherit;border:2px solid #0b0c0c;border-radius:0;background:#fff;color:inherit}
+.field-error input[type=text],.field-error input[type=url],.field-error textarea{border-color:#d4351c}
+input[type=file]{display:block;width:100%;min-height:2.75rem;font:inherit}
+input[type=file]::file-selector-button{min-height:2.75rem;margin:0 .75rem 0 0;padding:.4rem 1rem;font:inherit;font-weight:700;border:2px solid #0b0c0c;border-radius:0;background:#f3f2f1;color:#0b0c0c;cursor:pointer}
+.check{display:flex;gap:.75rem;align-items:flex-start}
+.check input{flex:none;width:2.75rem;height:2.75rem;margin:0;accent-color:#0b0c0c}
+.check label{padding-top:.45rem}
+:focus-visible{outline:3px solid #fd0;outline-offset:0;box-shadow:0 0 0 5px #0b0c0c}
+.preview{display:block;max-width:8rem;max-height:8rem;margin-top:.5rem}
+button{min-height:2.75rem;font:inherit;font-weight:700;padding:.5rem 1.5rem;border:0;border-radius:0;background:#00703c;color:#fff;box-shadow:0 2px 0 #002d18;cursor:pointer}
+button[disabled]{opacity:.6;cursor:progress}
+.error-summary{margin:0 0 1.5rem;padding:1rem;border:5px solid #d4351c}
+.error-summary:focus{outline:3px solid #fd0}
+.error-summary h2{margin:0 0 .5rem;font-size:1.3rem}
+.error-summary ul{margin:0;padding:0;list-style:none}
+.error-summary a{display:inline-block;min-height:2.75rem;padding:.5rem 0;color:#d4351c;font-weight:700}
+#progress{min-height:1.5em;font-weight:700}
+#upload-progress{width:100%;height:1rem}
+#failure{color:#d4351c;font-weight:700}
+#outputs-heading{font-size:1.4rem;margin:1.5rem 0 .75rem}
+.output{margin:0 0 1rem;padding:.75rem 1rem;border:1px solid #b1b4b6}
+.output h3{margin:0 0 .3rem;font-size:1.1rem}
+.output pre{margin:0;white-space:pre-wrap;word-break:break-word;font:inherit}
+.output img,.output video{display:block;max-width:100%;height:auto;margin:0 0 .5rem}
+.output audio{display:block;width:100%;margin:0 0 .5rem}
+.output .link{display:inline-block;min-height:2.75rem;padding:.5rem 0;word-break:break-all;color:#1d70b8}
+.visually-hidden{position:absolute!important;width:1px!important;height:1px!important;margin:0!important;padding:0!important;overflow:hidden!important;clip:rect(0 0 0 0)!important;white-space:nowrap!important;border:0!important}
+.output .download{display:inline-flex;align-items:center;min-height:2.75rem;padding:.4rem 1rem;border:2px solid #0b0c0c;color:#0b0c0c;font-weight:700;text-decoration:none}
+`;
+
+/** The page's behaviour: functions/browser/form.ts, bundled by `npm run build:browser`. */
+export const FORM_SCRIPT = BROWSER_SCRIPTS.form;

@@ -41,4 +41,5 @@ export const HEADER_VALUES = {
   RetryAfterOutage: digits,
   RateLimitPolicy: v.string(),
   RateLimit: v.string(),
+  Allow: v.string(),
 };

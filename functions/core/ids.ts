@@ -12,4 +12,3 @@ export const NODE_ID_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
  * turn into an object's prototype instead of a key wherever a definition is rebuilt.
  */
 export const RESERVED_NODE_IDS: readonly string[] = ['execution_id', '__proto__'];
-export const NODE_TYPES = ['input', 'output', 'transform', 'http', 'delay'] as const;

@@ -251,6 +251,7 @@ const HEADERS: Record<HeaderName, { name: string; description: string }> = {
   NoSniff: { name: 'X-Content-Type-Options', description: 'Always `nosniff`.' },
   ContentRange: { name: 'Content-Range', description: '`bytes <first>-<last>/<size>`.' },
   ApiKeyChallenge: { name: 'WWW-Authenticate', description: 'Always `Api-Key`.' },
+  Allow: { name: 'Allow', description: 'The methods the path takes.' },
   BearerChallenge: { name: 'WWW-Authenticate', description: 'Always `Bearer` on the local runtime.' },
   RetryAfterKeyLimit: { name: 'Retry-After', description: "A key's limit: seconds until it allows again." },
   RetryAfterOutage: { name: 'Retry-After', description: 'Seconds to wait before retrying.' },
@@ -341,6 +342,17 @@ const MEDIA = {
   file: { 'text/javascript': TEXT, 'text/css': TEXT },
   // The asset's own media type is the answer's Content-Type; octet-stream stands for all of them.
   bytes: { 'application/octet-stream': { schema: { type: 'string', contentMediaType: 'application/octet-stream' } } },
+  // MCP's Streamable HTTP: the answers to one request as server-sent events (`data:` one
+  // JSON-RPC message each), or as one JSON message.
+  mcp: {
+    'text/event-stream': {
+      schema: {
+        type: 'string',
+        description: 'Server-sent events, each `data:` one JSON-RPC message: notifications (progress), then the response.',
+      },
+    },
+    'application/json': { schema: schemaRef('McpMessage') },
+  },
 };
 
 export interface RoutePathOptions {

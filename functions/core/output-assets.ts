@@ -10,9 +10,8 @@
  * to an object the run does not own.
  */
 import { servedAsAttachment } from './asset-links';
-import { isMediaType, UPLOAD_MAX_BYTES } from './assets';
+import { isMediaType, UNKNOWN_MEDIA_TYPE, UPLOAD_MAX_BYTES } from './assets';
 import type { ObjectRef, PresignedDownload } from './ports';
-import { UNKNOWN_MEDIA_TYPE } from './sniff';
 
 /**
  * The largest binary answer an http node takes, and the largest asset it sends as its body

@@ -4,7 +4,6 @@
  * `$secrets.NAME` in its body expression. Pure: finding references, substituting values, and
  * redacting values from anything that leaves a run (messages, outputs, traces).
  */
-import type { PipelineDefinition } from './types';
 
 export const OWNER_SECRET_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 export const OWNER_SECRET_MAX_LENGTH = 4096;
@@ -34,36 +33,54 @@ function namesIn(text: string, pattern: RegExp): string[] {
   return [...text.matchAll(pattern)].map((m) => m[1] ?? '');
 }
 
-function headerPath(nodePath: string, header: string): string {
-  return /^[A-Za-z_][A-Za-z0-9_]*$/.test(header) ? `${nodePath}.headers.${header}` : `${nodePath}.headers[${JSON.stringify(header)}]`;
+/** The value at a dotted path (`poll.url`); the node kinds' own helper, kept here so that this module imports none of them. */
+function at(raw: Readonly<Record<string, unknown>>, dotted: string): unknown {
+  let cur: unknown = raw;
+  for (const key of dotted.split('.')) {
+    if (typeof cur !== 'object' || cur === null || Array.isArray(cur) || !Object.hasOwn(cur, key)) return undefined;
+    cur = (cur as Record<string, unknown>)[key];
+  }
+  return cur;
 }
 
-/** Every secret reference of a definition, in node order, with where it sits. */
-export function secretReferences(def: PipelineDefinition): SecretReference[] {
+function keyPath(base: string, key: string): string {
+  return /^[A-Za-z_][A-Za-z0-9_]*$/.test(key) ? `${base}.${key}` : `${base}[${JSON.stringify(key)}]`;
+}
+
+/** Where a node type may name secrets (its kind's `secrets`), and which of its fields are JSONata. */
+export interface SecretFieldsOf {
+  type: string;
+  templates: readonly string[];
+  bindings: readonly string[];
+  expressions: readonly string[];
+}
+
+/** The names a node's fields reference, with where: `{{secrets.NAME}}` in templates, `$secrets.NAME` in bindings. */
+export function nodeSecretReferences(fields: SecretFieldsOf, nodePath: string, node: Readonly<Record<string, unknown>>): SecretReference[] {
   const refs: SecretReference[] = [];
-  for (const [id, node] of Object.entries(def.nodes)) {
-    if (node.type !== 'http') continue;
-    const nodePath = `nodes.${id}`;
-    for (const name of namesIn(node.url, TEMPLATE_REF)) refs.push({ name, path: `${nodePath}.url` });
-    for (const [header, value] of Object.entries(node.headers ?? {})) {
-      for (const name of namesIn(value, TEMPLATE_REF)) refs.push({ name, path: headerPath(nodePath, header) });
+  for (const field of fields.templates) {
+    const value = node[field];
+    if (typeof value === 'string') for (const name of namesIn(value, TEMPLATE_REF)) refs.push({ name, path: `${nodePath}.${field}` });
+    else if (typeof value === 'object' && value !== null) {
+      for (const [key, text] of Object.entries(value)) {
+        if (typeof text === 'string')
+          for (const name of namesIn(text, TEMPLATE_REF)) refs.push({ name, path: keyPath(`${nodePath}.${field}`, key) });
+      }
     }
-    if (node.body !== undefined) for (const name of namesIn(node.body, BODY_REF)) refs.push({ name, path: `${nodePath}.body` });
+  }
+  for (const field of fields.bindings) {
+    const text = at(node, field);
+    if (typeof text === 'string') for (const name of namesIn(text, BODY_REF)) refs.push({ name, path: `${nodePath}.${field}` });
   }
   return refs;
-}
-
-/** The distinct secret names a definition needs to run, sorted. */
-export function referencedSecretNames(def: PipelineDefinition): string[] {
-  return [...new Set(secretReferences(def).map((r) => r.name))].sort();
 }
 
 /**
  * Push-time checks on one node's raw fields (before the definition is typed): malformed
  * `{{secrets…}}` templates, `$secrets` used whole (it would hand the expression every value),
- * and secrets outside an http node, where nothing would substitute them.
+ * and secrets in an expression that binds none, where nothing would substitute them.
  */
-export function secretSyntaxProblems(nodeType: string, nodePath: string, raw: Record<string, unknown>): ReferenceProblem[] {
+export function secretSyntaxProblems(fields: SecretFieldsOf, nodePath: string, raw: Readonly<Record<string, unknown>>): ReferenceProblem[] {
   const problems: ReferenceProblem[] = [];
   const checkTemplate = (text: unknown, path: string): void => {
     if (typeof text !== 'string') return;
@@ -76,19 +93,24 @@ export function secretSyntaxProblems(nodeType: string, nodePath: string, raw: Re
       }
     }
   };
-  if (nodeType === 'http') {
-    checkTemplate(raw.url, `${nodePath}.url`);
-    if (typeof raw.headers === 'object' && raw.headers !== null && !Array.isArray(raw.headers)) {
-      for (const [header, value] of Object.entries(raw.headers)) checkTemplate(value, headerPath(nodePath, header));
+  for (const field of fields.templates) {
+    const value = raw[field];
+    if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
+      for (const [key, text] of Object.entries(value)) checkTemplate(text, keyPath(`${nodePath}.${field}`, key));
+    } else checkTemplate(value, `${nodePath}.${field}`);
+  }
+  for (const field of fields.expressions) {
+    const text = at(raw, field);
+    if (typeof text !== 'string') continue;
+    if (fields.bindings.includes(field)) {
+      if (BODY_BARE.test(text))
+        problems.push({ path: `${nodePath}.${field}`, reason: 'use $secrets.NAME for one secret; $secrets on its own is not available' });
+    } else if (/\$secrets\b/.test(text)) {
+      problems.push({
+        path: `${nodePath}.${field}`,
+        reason: `secrets are available only in http nodes (url, headers and body), not in ${fields.type} nodes`,
+      });
     }
-    if (typeof raw.body === 'string' && BODY_BARE.test(raw.body)) {
-      problems.push({ path: `${nodePath}.body`, reason: 'use $secrets.NAME for one secret; $secrets on its own is not available' });
-    }
-  } else if (nodeType === 'transform' && typeof raw.expression === 'string' && /\$secrets\b/.test(raw.expression)) {
-    problems.push({
-      path: `${nodePath}.expression`,
-      reason: 'secrets are available only in http nodes (url, headers and body), not in transforms',
-    });
   }
   return problems;
 }

@@ -1,20 +1,14 @@
 import { createHash } from 'node:crypto';
 import * as v from 'valibot';
 import { sortedJson } from './canonical';
-import {
-  DEFAULT_MAX_NODES,
-  DEFINITION_ENTRIES,
-  describeType,
-  NODE_SCHEMAS,
-  NodeKey,
-  nodeObject,
-  TOP_LEVEL_FIELDS,
-} from './definition-schema';
-import { NODE_TYPES } from './ids';
+import { nodeDependencies } from './nodes';
+import { DEFAULT_MAX_NODES, DEFINITION_ENTRIES, describeType, NodeKey, TOP_LEVEL_FIELDS } from './definition-schema';
 import { expressionProblem } from './jsonata-limits';
+import { isNodeType, kindOfType, NODE_TYPES, nodeIdsOfRole, type NodeType, type PipelineNode } from './nodes';
+import { fieldAt, type FieldPath } from './nodes/kind';
 import { secretSyntaxProblems } from './owner-secrets';
-import type { NodeType, PipelineDefinition, PipelineNode, Problem } from './types';
-import { expectedValue, isInputValueType, isPlainObject, isRawValue, matchesValueType } from './values';
+import type { PipelineDefinition, Problem } from './types';
+import { isPlainObject } from './values';
 
 export {
   ASSET_RESTRICTIONS,
@@ -34,7 +28,8 @@ export {
   TOP_LEVEL_FIELDS,
   TransformNode,
 } from './definition-schema';
-export { NODE_ID_PATTERN, NODE_TYPES, PIPELINE_ID_PATTERN, RESERVED_NODE_IDS } from './ids';
+export { NODE_ID_PATTERN, PIPELINE_ID_PATTERN, RESERVED_NODE_IDS } from './ids';
+export { NODE_TYPES, nodeDependencies } from './nodes';
 
 export type ValidationResult = { ok: true; definition: PipelineDefinition } | { ok: false; problems: Problem[] };
 /* ------------------------------------------------------------------ paths */
@@ -45,6 +40,10 @@ function joinPath(base: string, key: string | number): string {
   if (typeof key === 'number') return `${base}[${key}]`;
   if (IDENTIFIER.test(key)) return base === '' ? key : `${base}.${key}`;
   return `${base}[${JSON.stringify(key)}]`;
+}
+
+function fieldPath(base: string, at: FieldPath): string {
+  return at.reduce<string>((path, key) => joinPath(path, key), base);
 }
 
 function issuePath(base: string, issue: v.BaseIssue<unknown>): string {
@@ -140,9 +139,6 @@ function validate(input: unknown, maxNodes: number): ValidationResult {
   return { ok: true, definition: { nodes, ...fields } as PipelineDefinition };
 }
 
-const isNodeType = (x: unknown): x is NodeType =>
-  typeof x === 'string' && (NODE_TYPES satisfies readonly NodeType[] as readonly string[]).includes(x);
-
 function validateNode(raw: unknown, nodePath: string, fact: NodeFacts, problems: Problem[]): PipelineNode | null {
   if (!isPlainObject(raw)) {
     problems.push({ path: nodePath, reason: `must be an object describing the node, got ${describeType(raw)}` });
@@ -158,102 +154,40 @@ function validateNode(raw: unknown, nodePath: string, fact: NodeFacts, problems:
     problems.push({ path: joinPath(nodePath, 'type'), reason: `unknown node type ${shown}; expected one of ${quoteList(NODE_TYPES)}` });
     return null;
   }
-  const nodeType = type;
-  fact.type = nodeType;
-  const { entries } = nodeObject(nodeType);
+  const kind = kindOfType(type);
+  fact.type = type;
+  const { entries } = kind.object;
   const before = problems.length;
 
   for (const key of Object.keys(raw)) {
     if (!Object.hasOwn(entries, key)) {
       problems.push({
         path: joinPath(nodePath, key),
-        reason: `unknown field for ${nodeType === 'input' ? 'an' : 'a'} ${nodeType} node; allowed: ${quoteList(Object.keys(entries))}`,
+        reason: `unknown field for ${/^[aeiou]/.test(type) ? 'an' : 'a'} ${type} node; allowed: ${quoteList(Object.keys(entries))}`,
       });
     }
   }
-  const parsed = v.safeParse(NODE_SCHEMAS[nodeType], raw, { abortPipeEarly: true });
+  const parsed = v.safeParse(kind.schema, raw, { abortPipeEarly: true });
   if (!parsed.success) {
     // Unknown fields are listed above, all of them; the strict object names only the first.
     const unknownField = (issue: v.BaseIssue<unknown>) => issue.expected === 'never' && issue.path?.length === 1;
     for (const issue of parsed.issues) if (!unknownField(issue)) problems.push({ path: issuePath(nodePath, issue), reason: issue.message });
   }
 
-  collectRefs(raw, nodeType, nodePath, fact);
-  semanticChecks(raw, nodeType, nodePath, problems);
-  problems.push(...secretSyntaxProblems(nodeType, nodePath, raw));
+  for (const ref of kind.references(raw)) fact.refs.push({ path: fieldPath(nodePath, ref.at), target: ref.target });
+  for (const field of kind.expressions) {
+    const text = fieldAt(raw, field);
+    // An empty one is the schema's to report; one of blanks is as empty.
+    if (typeof text === 'string' && text !== '') {
+      const problem = text.trim() === '' ? 'must not be empty' : expressionProblem(text);
+      if (problem) problems.push({ path: fieldPath(nodePath, field.split('.')), reason: problem });
+    }
+  }
+  for (const p of kind.checks?.(raw) ?? []) problems.push({ path: fieldPath(nodePath, p.at), reason: p.reason });
+  problems.push(...secretSyntaxProblems({ type, ...kind.secrets, expressions: kind.expressions }, nodePath, raw));
 
   if (!parsed.success || problems.length > before) return null;
-  return parsed.output;
-}
-
-function collectRefs(raw: Record<string, unknown>, type: NodeType, nodePath: string, fact: NodeFacts): void {
-  if (type === 'output') {
-    if (typeof raw.from === 'string') fact.refs.push({ path: joinPath(nodePath, 'from'), target: raw.from });
-    return;
-  }
-  if (type === 'transform' || type === 'http' || type === 'delay') {
-    const list = raw.inputs;
-    if (!Array.isArray(list)) return;
-    if (type === 'delay' && list.length !== 1) return;
-    list.forEach((target: unknown, i) => {
-      if (typeof target === 'string') fact.refs.push({ path: joinPath(joinPath(nodePath, 'inputs'), i), target });
-    });
-  }
-}
-
-function describeValue(x: unknown): string {
-  if (typeof x === 'string') return `the string ${JSON.stringify(x.length > 40 ? `${x.slice(0, 40)}…` : x)}`;
-  if (typeof x === 'number' || typeof x === 'boolean') return String(x);
-  return describeType(x);
-}
-
-function semanticChecks(raw: Record<string, unknown>, type: NodeType, nodePath: string, problems: Problem[]): void {
-  switch (type) {
-    case 'input': {
-      const valueType = raw.value_type;
-      if (!isInputValueType(valueType)) return;
-      const value = raw.value;
-      // A value that is no RAW value at all is the schema's to report.
-      if (Object.hasOwn(raw, 'value') && isRawValue(value) && !matchesValueType(valueType, value)) {
-        problems.push({
-          path: joinPath(nodePath, 'value'),
-          reason: `must be ${expectedValue(valueType)} because value_type is ${valueType}; got ${describeValue(value)}`,
-        });
-      }
-      if (valueType !== 'asset') {
-        for (const field of ['media_types', 'max_bytes']) {
-          if (Object.hasOwn(raw, field))
-            problems.push({ path: joinPath(nodePath, field), reason: 'applies only to asset inputs (value_type asset)' });
-        }
-      }
-      return;
-    }
-    case 'transform':
-    case 'http': {
-      const field = type === 'transform' ? 'expression' : 'body';
-      const text = raw[field];
-      // An empty one is the schema's to report; one of blanks is as empty.
-      if (typeof text === 'string' && text !== '') {
-        const problem = text.trim() === '' ? 'must not be empty' : expressionProblem(text);
-        if (problem) problems.push({ path: joinPath(nodePath, field), reason: problem });
-      }
-      if (type === 'http' && Object.hasOwn(raw, 'body') && (raw.method ?? 'GET') === 'GET') {
-        problems.push({ path: joinPath(nodePath, 'body'), reason: 'a GET request cannot carry a body; use POST, PUT, PATCH or DELETE' });
-      }
-      if (type === 'http' && typeof raw.body_asset === 'string') {
-        const at = joinPath(nodePath, 'body_asset');
-        if (Object.hasOwn(raw, 'body'))
-          problems.push({ path: at, reason: 'cannot be given with body: the request carries one or the other' });
-        else if ((raw.method ?? 'GET') === 'GET')
-          problems.push({ path: at, reason: 'a GET request cannot carry a body; use POST, PUT, PATCH or DELETE' });
-        if (!Array.isArray(raw.inputs) || !raw.inputs.includes(raw.body_asset))
-          problems.push({ path: at, reason: "must be one of the node's inputs" });
-      }
-      return;
-    }
-    default:
-      return;
-  }
+  return parsed.output as PipelineNode;
 }
 
 function checkReferences(facts: Map<string, NodeFacts>, problems: Problem[]): void {
@@ -265,8 +199,12 @@ function checkReferences(facts: Map<string, NodeFacts>, problems: Problem[]): vo
         problems.push({ path, reason: `a node cannot take its own value ('${target}')` });
       } else if (!targetFact) {
         problems.push({ path, reason: `refers to node '${target}', which does not exist` });
-      } else if (targetFact.type === 'output') {
-        problems.push({ path, reason: `refers to '${target}', an output node; output nodes cannot feed other nodes` });
+      } else if (targetFact.type !== null && !kindOfType(targetFact.type).feeds) {
+        const t = targetFact.type;
+        problems.push({
+          path,
+          reason: `refers to '${target}', ${/^[aeiou]/.test(t) ? 'an' : 'a'} ${t} node; ${t} nodes cannot feed other nodes`,
+        });
       } else if (seen.has(target)) {
         problems.push({ path, reason: `lists '${target}' more than once` });
       }
@@ -285,7 +223,12 @@ function findCycles(ids: string[], facts: Map<string, NodeFacts>): Problem[] {
   const deps = new Map<string, string[]>();
   for (const id of ids) {
     const fact = facts.get(id);
-    const targets = (fact?.refs ?? []).map((r) => r.target).filter((t) => t !== id && facts.has(t) && facts.get(t)?.type !== 'output');
+    const targets = (fact?.refs ?? [])
+      .map((r) => r.target)
+      .filter((t) => {
+        const targetType = facts.get(t)?.type;
+        return t !== id && targetType !== undefined && (targetType === null || kindOfType(targetType).feeds);
+      });
     deps.set(id, [...new Set(targets)]);
   }
   const remaining = new Set(ids);
@@ -338,11 +281,13 @@ function findCycles(ids: string[], facts: Map<string, NodeFacts>): Problem[] {
 
 /* ------------------------------------------------------------------ canonical form */
 
-/** The definition as JSON with every object's keys sorted: `description` and `retry_interrupted` (when present) and `nodes` only. */
+/** The definition as JSON with every object's keys sorted: its top-level fields that are present, `nodes` always. */
 export function canonicalDefinition(def: PipelineDefinition): string {
   const content: Record<string, unknown> = { nodes: def.nodes };
-  if (def.description !== undefined) content.description = def.description;
-  if (def.retry_interrupted !== undefined) content.retry_interrupted = def.retry_interrupted;
+  for (const field of TOP_LEVEL_FIELDS) {
+    const value = (def as Record<string, unknown>)[field];
+    if (field !== 'nodes' && value !== undefined) content[field] = value;
+  }
   return sortedJson(content);
 }
 
@@ -352,22 +297,6 @@ export function contentHash(def: PipelineDefinition): string {
 }
 
 /* ------------------------------------------------------------------ graph helpers */
-
-/** The ids a node reads, in the order it lists them. */
-export function nodeDependencies(node: PipelineNode): string[] {
-  switch (node.type) {
-    case 'input':
-      return [];
-    case 'output':
-      return [node.from];
-    case 'transform':
-      return [...node.inputs];
-    case 'http':
-      return [...(node.inputs ?? [])];
-    case 'delay':
-      return [...node.inputs];
-  }
-}
 
 /**
  * Every node id, each after all of its dependencies; among nodes that are ready together,
@@ -400,10 +329,10 @@ export function topologicalOrder(def: PipelineDefinition): string[] {
 
 /** Input node ids in declaration order. */
 export function inputNodeIds(def: PipelineDefinition): string[] {
-  return Object.keys(def.nodes).filter((id) => def.nodes[id]?.type === 'input');
+  return nodeIdsOfRole(def.nodes, 'input');
 }
 
 /** Output node ids in declaration order. */
 export function outputNodeIds(def: PipelineDefinition): string[] {
-  return Object.keys(def.nodes).filter((id) => def.nodes[id]?.type === 'output');
+  return nodeIdsOfRole(def.nodes, 'output');
 }

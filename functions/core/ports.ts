@@ -3,6 +3,8 @@
  * depend on them only, never on an adapter, so every rule can be tested on in-memory fakes
  * (test/support/memory-stores.ts) as well as on DynamoDB.
  */
+import type { NodeRecord, NodeRecordState } from './engine';
+import type { Resumed } from './nodes/kind';
 import type { ObjectOwner } from './object-keys';
 import type { ExecutionStatus } from './transitions';
 import type { UsageBucket } from './usage';
@@ -74,6 +76,25 @@ export interface HttpResponse {
  * never follows redirects (a 3xx is returned as it is).
  */
 export type HttpPort = (req: HttpRequest) => Promise<HttpResponse>;
+
+/** What the steps store needs of an execution: where its objects live and when its records expire. */
+export type StepOwner = Pick<Execution, 'execution_id' | 'kind' | 'deployment_id' | 'pipeline_id' | 'expires_at'>;
+
+/**
+ * An execution's nodes as its steps record them (functions/core/engine.ts NodeRecord), one item
+ * each beside the execution's record; values too large for an item live in the bucket.
+ */
+export interface StepsPort {
+  /** Every node record of the execution, read strongly. */
+  load(e: StepOwner): Promise<Map<string, NodeRecord>>;
+  /** The step's conditional write (functions/core/engine.ts Journal.save). */
+  save(e: StepOwner, node: string, rec: NodeRecord, prev: number | undefined, sawEvent: boolean): Promise<boolean>;
+  /**
+   * A resume's event, kept once: `kept` false when one was kept before; otherwise the node's
+   * state before it (`waiting`: the execution is parked on it and must be woken).
+   */
+  keepEvent(e: StepOwner, node: string, event: Resumed): Promise<{ kept: false } | { kept: true; state: NodeRecordState | undefined }>;
+}
 
 /** An owner secret as anyone may see it: never its value. */
 export interface OwnerSecretSummary {
@@ -241,7 +262,12 @@ export interface ExecutionsPort {
    * one conditional write; false once it is no longer running (a cancel won), so a late write
    * never lands after the terminal one.
    */
-  recordProgress(id: string, progress: string): Promise<boolean>;
+  recordProgress(id: string, progress: string, waiting?: string | null): Promise<boolean>;
+  /**
+   * Moves a running execution to its next generation (`seen` + 1), once: false when it is not
+   * running or another wake moved it first. The workflow of that generation takes it over.
+   */
+  bumpGeneration(id: string, seen: number): Promise<boolean>;
   /** Stores the trace of an execution cancelled while it ran (once; only on a cancelled one). */
   recordTrace(id: string, set: { trace: NodeTrace[]; trace_truncated: boolean }): Promise<boolean>;
 }
@@ -566,9 +592,10 @@ export interface ObjectStorePort {
 export interface AssetLinksPort {
   /**
    * `baseUrl` is the service's public base (functions/adapters/api.ts publicBaseUrl); the link
-   * works for `ttlSeconds` (default: the configured link lifetime).
+   * works for `ttlSeconds` (default: the configured link lifetime); a browser saves it as
+   * `fileName` (else after the object key).
    */
-  link(ref: ObjectRef, baseUrl: string, now: Date, ttlSeconds?: number): Promise<PresignedDownload>;
+  link(ref: ObjectRef, baseUrl: string, now: Date, ttlSeconds?: number, fileName?: string): Promise<PresignedDownload>;
 }
 
 /* ------------------------------------------------------------------ uploads */

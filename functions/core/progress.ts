@@ -6,9 +6,14 @@
  * 30 bytes an event. The list only ever grows (a re-run after a crash appends to it), so every
  * earlier read of it is a prefix of every later one: event ids can be positions.
  */
+import { NODE_CODES, NODE_TYPE_OF_CODE } from './nodes';
 import type { NodeType } from './types';
 
-export type NodeState = 'started' | 'finished' | 'failed';
+/**
+ * started · waiting (it waits for the state machine: a long delay, a job between polls, an
+ * event) · polled (a job was polled again and is not done) · finished · failed.
+ */
+export type NodeState = 'started' | 'waiting' | 'polled' | 'finished' | 'failed';
 
 export interface NodeProgress {
   node: string;
@@ -18,6 +23,8 @@ export interface NodeProgress {
   at: number;
   /** Finished and failed nodes: how long the node took. */
   duration_ms?: number;
+  /** Polled nodes: how many polls so far. */
+  polls?: number;
 }
 
 /**
@@ -27,16 +34,22 @@ export interface NodeProgress {
  * and the record's size (≈ 8 KB at most).
  */
 export const PROGRESS_MAX_ENTRIES = 256;
+/**
+ * Polls are shown while the list holds fewer entries than this, so that a job polled for hours
+ * leaves room for every node's start and end.
+ */
+export const PROGRESS_POLL_ROOM = PROGRESS_MAX_ENTRIES - 2 * 64;
 
-const TYPES: Record<string, NodeType> = { i: 'input', t: 'transform', h: 'http', d: 'delay', o: 'output' };
-const STATES: Record<string, NodeState> = { s: 'started', f: 'finished', x: 'failed' };
+const TYPES: Readonly<Record<string, NodeType>> = NODE_TYPE_OF_CODE;
+const STATES: Record<string, NodeState> = { s: 'started', w: 'waiting', p: 'polled', f: 'finished', x: 'failed' };
 const code = <T extends string>(table: Record<string, T>, value: T): string => Object.keys(table).find((k) => table[k] === value) ?? '?';
 
 export function packProgress(entries: readonly NodeProgress[]): string {
   const t0 = entries.length > 0 ? Math.min(...entries.map((p) => p.at)) : 0;
   const n = entries.map((p) => {
-    const row: (string | number)[] = [p.node, code(TYPES, p.type), code(STATES, p.state), p.at - t0];
+    const row: (string | number)[] = [p.node, NODE_CODES[p.type], code(STATES, p.state), p.at - t0];
     if (p.duration_ms !== undefined) row.push(p.duration_ms);
+    else if (p.polls !== undefined) row.push(p.polls);
     return row;
   });
   return JSON.stringify({ t: t0, n });
@@ -60,7 +73,8 @@ export function unpackProgress(stored: unknown): NodeProgress[] {
     const t = typeof type === 'string' ? TYPES[type] : undefined;
     const s = typeof state === 'string' ? STATES[state] : undefined;
     if (typeof node !== 'string' || !t || !s || typeof offset !== 'number') return out;
-    out.push({ node, type: t, state: s, at: t0 + offset, ...(typeof duration === 'number' ? { duration_ms: duration } : {}) });
+    const extra = typeof duration !== 'number' ? {} : s === 'polled' ? { polls: duration } : { duration_ms: duration };
+    out.push({ node, type: t, state: s, at: t0 + offset, ...extra });
   }
   return out;
 }

@@ -48,7 +48,8 @@ export type HeaderName =
   | 'RetryAfterKeyLimit'
   | 'RetryAfterOutage'
   | 'RateLimitPolicy'
-  | 'RateLimit';
+  | 'RateLimit'
+  | 'Allow';
 /** A response shared by several routes (the documents' `components.responses`). */
 export type ResponseName = 'DeploymentNotFound' | 'ExecutionNotFound' | 'PayloadTooLarge' | 'PipelineNotFound';
 
@@ -60,8 +61,11 @@ export type Answer =
       /** The JSON body's shape; several: one of them (`oneOf`, or `anyOf` with `overlapping`). */
       shape?: SchemaName | readonly SchemaName[];
       overlapping?: true;
-      /** A body that is not JSON: an HTML page, the docs or form page's script or style sheet, a file's own bytes. */
-      media?: 'html' | 'file' | 'bytes';
+      /**
+       * A body that is not JSON: an HTML page, the docs or form page's script or style sheet, a
+       * file's own bytes; `mcp`: JSON-RPC answers, one JSON message or a `text/event-stream` of them.
+       */
+      media?: 'html' | 'file' | 'bytes' | 'mcp';
       /** A server-sent event stream whose `done` event holds this shape. */
       events?: SchemaName;
       /** The headers it carries: true when always present. */

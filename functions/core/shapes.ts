@@ -14,7 +14,8 @@
  */
 import * as v from 'valibot';
 import { ERRORS, KEY_REFUSALS, type ErrorName, type KeyRefusal } from './errors';
-import { NODE_ID_PATTERN, NODE_TYPES, PIPELINE_ID_PATTERN } from './ids';
+import { NODE_ID_PATTERN, PIPELINE_ID_PATTERN } from './ids';
+import { NODE_TYPES } from './nodes';
 import { OWNER_SECRET_MAX_LENGTH, OWNER_SECRET_NAME_PATTERN } from './owner-secrets';
 import { STATUSES, TERMINAL } from './transitions';
 
@@ -83,6 +84,38 @@ const Problem = v.strictObject({ path: v.string(), reason: v.string() });
 const Problems = v.pipe(v.array(Problem), v.minLength(1), v.description('Every problem found, each with its path and reason.'));
 
 /* ------------------------------------------------------------------ caller shapes */
+
+/** A JSON-RPC id: a string or an integer (MCP never sends null as one). */
+const JsonRpcId = v.union([v.string(), v.pipe(v.number(), v.integer())]);
+/**
+ * One message of the Model Context Protocol as the MCP route takes it (JSON-RPC 2.0): the SDK's
+ * transport checks each against the protocol's own schemas, so this documents the envelope only.
+ */
+const McpMessage = v.pipe(
+  v.looseObject({
+    jsonrpc: v.literal('2.0'),
+    id: v.optional(JsonRpcId),
+    method: v.optional(
+      v.pipe(
+        v.string(),
+        v.description('initialize, tools/list, tools/call, tasks/get, tasks/result, tasks/cancel, ping, or a notification.'),
+      ),
+    ),
+    params: v.optional(v.looseObject({})),
+  }),
+  v.description(
+    'A JSON-RPC 2.0 message of the Model Context Protocol (revisions 2025-06-18 and 2025-11-25): a request (`id`, `method`, `params`) or a notification (`method`, no `id`).',
+  ),
+);
+/** What the transport answers by itself, before any method runs (a body that is not JSON-RPC, a wrong Accept or Content-Type). */
+const McpErrorAnswer = v.pipe(
+  v.looseObject({
+    jsonrpc: v.literal('2.0'),
+    id: v.nullable(JsonRpcId),
+    error: v.looseObject({ code: v.pipe(v.number(), v.integer()), message: v.string() }),
+  }),
+  v.description('A JSON-RPC error object: -32700 parse error, -32600 invalid request, -32000 for a wrong Accept or Content-Type.'),
+);
 
 /** What an asset input accepts: declared once, with the definition's input node. */
 const assetRestrictions = ASSET_RESTRICTIONS;
@@ -432,7 +465,10 @@ const NodeTrace = v.object({
   ),
 });
 const FailedNode = v.object({ node: NodeId, type: v.picklist(NODE_TYPES), error: nullableString, http_status: nullableInt });
-const ExecutionSource = v.pipe(v.picklist(['api', 'form']), v.description('api: a caller with the key; form: the web form.'));
+const ExecutionSource = v.pipe(
+  v.picklist(['api', 'form', 'mcp']),
+  v.description("api: a caller with the key; form: the web form; mcp: an MCP client's tools/call, with the key."),
+);
 const ExecutionSummary = v.object({
   execution_id: Uuid,
   source: ExecutionSource,
@@ -464,6 +500,10 @@ const UsageWindow = v.object({
   to: Timestamp,
   total: v.pipe(int(0), v.description('Finished executions in the window.')),
   by_status: v.object({ completed: int(0), failed: int(0), cancelled: int(0) }),
+  by_source: v.pipe(
+    v.object({ api: int(0), form: int(0), mcp: int(0) }),
+    v.description("Finished executions by where they came from: the REST API, the web form, MCP clients' tools/call."),
+  ),
   p50_ms: v.pipe(nullableInt, v.description('Upper bound (ms) of the duration bin holding the median; null without executions.')),
   p95_ms: v.pipe(nullableInt, v.description('Upper bound (ms) of the duration bin holding the 95th percentile; null without executions.')),
 });
@@ -537,6 +577,12 @@ const deploymentEntries = {
   version: int(1),
   published_at: Timestamp,
   execute_url: url,
+  mcp_url: v.pipe(
+    url,
+    v.description(
+      'The deployment as an MCP server (Streamable HTTP): point an MCP client here with `Authorization: Bearer <API key>`; its one tool runs the deployment.',
+    ),
+  ),
   form_url: v.pipe(
     v.nullable(url),
     v.description('The web form: anyone with this link can use the deployment in a browser; null without an enabled form.'),
@@ -765,6 +811,17 @@ export const SHAPES = {
     request_id: v.string(),
   }),
   GatewayError,
+  // A deployment's MCP server (POST /v1/deployments/{deployment_id}/mcp).
+  McpMessage,
+  McpErrorAnswer,
+  OriginRefused: errorBody(
+    'Forbidden',
+    "A browser's request from another origin (its `Origin` header): the MCP transport refuses those, against DNS rebinding.",
+    { detail: Detail },
+  ),
+  McpMethodNotAllowed: errorBody('MethodNotAllowed', 'GET: the server is stateless and opens no server-initiated stream; POST messages.', {
+    detail: Detail,
+  }),
   // Owner API.
   NotFound: errorBody('RouteNotFound', 'Nothing is served at this path.'),
   // Asset links (GET /v1/assets/{token}): a caller route of the service, in no deployment's document.

@@ -3,9 +3,9 @@
  * of magic numbers and container formats), never taken from a caller's word. Pure: no I/O.
  */
 import { fileTypeFromBuffer } from 'file-type';
+import { UNKNOWN_MEDIA_TYPE } from './assets';
 
-/** Bytes whose format is not recognised are served and checked as this. */
-export const UNKNOWN_MEDIA_TYPE = 'application/octet-stream';
+export { UNKNOWN_MEDIA_TYPE };
 
 /** How many leading bytes sniffing needs (file-type's own figure): read no more of a stored object. */
 export const SNIFF_BYTES = 4100;

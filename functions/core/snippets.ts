@@ -6,17 +6,23 @@
  * written into the snippet.
  */
 import type { RawValue } from './types';
+import type { RequestValueType } from './values';
 
 export interface DeploymentSnippets {
   curl: string;
   typescript: string;
   python: string;
+  /** An MCP client's configuration for the deployment's MCP URL (the `mcpServers` JSON most clients read). */
+  mcp: string;
 }
 
 export const SNIPPET_KEY_VARIABLE = 'PIPEGATE_API_KEY';
 
 type Obj = Record<string, unknown>;
 const isObj = (x: unknown): x is Obj => typeof x === 'object' && x !== null && !Array.isArray(x);
+
+const REQUEST_VALUE_TYPES: readonly string[] = ['RAW', 'REFERENCE', 'ASSET'] satisfies RequestValueType[];
+const isRequestValueType = (x: unknown): x is RequestValueType => typeof x === 'string' && REQUEST_VALUE_TYPES.includes(x);
 
 function at(x: unknown, ...keys: string[]): unknown {
   let v = x;
@@ -44,15 +50,21 @@ function operation(doc: Obj, operationId: string): Operation {
   throw new Error(`not a pipegate deployment document: no ${operationId} operation`);
 }
 
-/** The body that sends every input with its published value (the schema's defaults). */
-function exampleBody(doc: Obj, execute: Operation): { workflow_input: Record<string, { value: RawValue; value_type: 'RAW' }> } {
+/**
+ * The body that sends every input with its published value (the schema's defaults), each with
+ * the `value_type` its schema fixes (RAW, REFERENCE or ASSET: values.ts `requestValueType`), so
+ * the body pasted as printed is one the execute route takes.
+ */
+function exampleBody(doc: Obj, execute: Operation): { workflow_input: Record<string, { value: RawValue; value_type: RequestValueType }> } {
   const schema = deref(doc, at(execute.operation, 'requestBody', 'content', 'application/json', 'schema'));
   const inputs = at(schema, 'properties', 'workflow_input', 'properties');
-  const workflow_input: Record<string, { value: RawValue; value_type: 'RAW' }> = {};
+  const workflow_input: Record<string, { value: RawValue; value_type: RequestValueType }> = {};
   for (const [id, s] of Object.entries(isObj(inputs) ? inputs : {})) {
     const value = at(s, 'properties', 'value', 'default');
+    const kind = at(s, 'properties', 'value_type', 'const');
+    if (!isRequestValueType(kind)) throw new Error(`not a pipegate deployment document: input '${id}' names no value_type`);
     if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean')
-      workflow_input[id] = { value, value_type: 'RAW' };
+      workflow_input[id] = { value, value_type: kind };
   }
   return { workflow_input };
 }
@@ -181,5 +193,30 @@ export function deploymentSnippets(document: unknown): DeploymentSnippets {
     `print(result.json()["status"], result.json()["response_data"])`,
   ].join('\n');
 
-  return { curl, typescript: ts, python: py };
+  return { curl, typescript: ts, python: py, mcp: mcpSnippet(document, base) };
+}
+
+/**
+ * The deployment as an MCP server in a client's configuration: the `mcpServers` entry most
+ * clients read (Claude Desktop and Code, Cursor, Windsurf; VS Code calls the object `servers`),
+ * its URL from the document's MCP operation and the key as `Authorization: Bearer`, read from
+ * PIPEGATE_API_KEY where the client expands variables (`${VAR}`), never written in.
+ */
+function mcpSnippet(document: Obj, base: string): string {
+  const mcp = operation(document, 'mcp');
+  const url = `${base}${mcp.path}`;
+  const name = serverName(document);
+  const config = { mcpServers: { [name]: { type: 'http', url, headers: { Authorization: `Bearer \${${SNIPPET_KEY_VARIABLE}}` } } } };
+  return [
+    `// An MCP client's configuration (Streamable HTTP). ${SNIPPET_KEY_VARIABLE} holds the deployment's API key`,
+    `// (or write the key in its place where your client does not expand variables):`,
+    JSON.stringify(config, null, 2),
+    `// Claude Code: claude mcp add --transport http ${name} ${shellQuote(url)} --header "Authorization: Bearer $${SNIPPET_KEY_VARIABLE}"`,
+  ].join('\n');
+}
+
+/** The server's name in a client's list: the pipeline the document describes (its description says which). */
+function serverName(document: Obj): string {
+  const described = /^Pipeline (\S+),/.exec(String(at(document, 'info', 'description')))?.[1];
+  return described ?? 'pipegate';
 }

@@ -5,9 +5,10 @@
  * as `{"t":<first start, epoch ms>,"n":[[node, type, outcome, start offset, duration, error,
  * http status, preview], …]}` with trailing nulls left out, a few nodes add ≈ 40 bytes each.
  */
+import { NODE_CODES, NODE_TYPE_OF_CODE } from './nodes';
 import type { NodeTrace, NodeType } from './types';
 
-const TYPES: Record<string, NodeType> = { i: 'input', t: 'transform', h: 'http', d: 'delay', o: 'output' };
+const TYPES: Readonly<Record<string, NodeType>> = NODE_TYPE_OF_CODE;
 const OUTCOMES: Record<string, NodeTrace['outcome']> = { c: 'completed', f: 'failed', s: 'stopped', n: 'not_run' };
 const code = <T extends string>(table: Record<string, T>, value: T): string => Object.keys(table).find((k) => table[k] === value) ?? '?';
 
@@ -19,7 +20,7 @@ export function packTrace(trace: readonly NodeTrace[]): string {
   const n = trace.map((t) => {
     const row: (string | number | null)[] = [
       t.node,
-      code(TYPES, t.type),
+      NODE_CODES[t.type],
       code(OUTCOMES, t.outcome),
       t.started_at === null ? null : Date.parse(t.started_at) - t0,
       t.duration_ms,

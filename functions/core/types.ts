@@ -3,38 +3,37 @@ import type { ClaimField } from './claim-check';
 import type { Limits } from './consumers';
 import type { ObjectRef } from './ports';
 import type { ExecutionStatus } from './transitions';
+import type { InputValueType } from './value-types';
 
 /** A RAW value: what inputs hold and outputs must produce. */
 export type RawValue = string | number | boolean;
-/**
- * `reference`: an absolute http(s) URL, sent by callers as value_type REFERENCE; nodes see the string.
- * `asset`: a file (image, video, ...), sent by callers as value_type ASSET; its current value in
- * a definition is a base64 data URI.
- */
-export type InputValueType = 'string' | 'integer' | 'float' | 'boolean' | 'reference' | 'asset';
+export type { InputValueType };
 
 /*
- * A definition's types are its schemas' (definition-schema.ts), so a field added there is typed here
- * at once.
+ * A definition's types are its schemas' (definition-schema.ts, and each node type's in
+ * functions/core/nodes/), so a field added there is typed here at once.
  */
 type Schemas = typeof import('./definition-schema');
+type Nodes = typeof import('./nodes');
 
 /** What an asset input accepts; both optional (no list: any media type; no size: up to the route's limits). */
 export type AssetRestrictions = v.InferOutput<v.ObjectSchema<Schemas['ASSET_RESTRICTIONS'], undefined>>;
-export type InputNode = v.InferOutput<Schemas['InputNode']>;
-export type OutputNode = v.InferOutput<Schemas['OutputNode']>;
-export type TransformNode = v.InferOutput<Schemas['TransformNode']>;
-export type HttpNode = v.InferOutput<Schemas['HttpNode']>;
+export type NodeType = import('./nodes').NodeType;
+export type PipelineNode = import('./nodes').PipelineNode;
+export type InputNode = v.InferOutput<Nodes['input']['object']>;
+export type OutputNode = v.InferOutput<Nodes['output']['object']>;
+export type TransformNode = v.InferOutput<Nodes['transform']['object']>;
+export type HttpNode = v.InferOutput<Nodes['http']['object']>;
 export type HttpMethod = NonNullable<HttpNode['method']>;
-export type DelayNode = v.InferOutput<Schemas['DelayNode']>;
-export type PipelineNode = v.InferOutput<Schemas['Node']>;
-export type NodeType = PipelineNode['type'];
+export type DelayNode = v.InferOutput<Nodes['delay']['object']>;
 /**
  * `retry_interrupted` false: an execution interrupted by a crash of the local runtime is failed
  * rather than run again from the start (for http nodes that are not safe to repeat). Absent
  * means true.
  */
-export type PipelineDefinition = v.InferOutput<Schemas['PipelineDefinitionSchema']>;
+export type PipelineDefinition = Omit<v.InferOutput<Schemas['PipelineDefinitionSchema']>, 'nodes'> & {
+  nodes: Record<string, PipelineNode>;
+};
 
 /** One problem found in a definition or request: where, and why. */
 export interface Problem {
@@ -65,8 +64,11 @@ export interface Contract {
 }
 
 export type ExecutionKind = 'run' | 'api';
-/** Where an execution of a deployment came from: a caller with the key, or the deployment's web form. */
-export type ExecutionSource = 'api' | 'form';
+/**
+ * Where an execution of a deployment came from: a caller with the key (the REST API), the
+ * deployment's web form, or an MCP client's tools/call (with the key too).
+ */
+export type ExecutionSource = 'api' | 'form' | 'mcp';
 
 /**
  * A deployment's web form (GET /v1/forms/{form_token}). The link's token is never stored: it is
@@ -135,7 +137,7 @@ export interface Execution {
   base_url?: string | null;
   /** Output ids a caller may see (API executions); null for runs, which see all. */
   visible_outputs: string[] | null;
-  /** 'form': submitted through the deployment's web form. Absent: a caller with the key (or a run). */
+  /** 'form': submitted through the deployment's web form; 'mcp': a tools/call. Absent: a caller with the key (or a run). */
   source?: ExecutionSource | null;
   /** A form execution: the hash of the form link that made it, the only link that reads it. */
   form_link?: string | null;
@@ -160,6 +162,11 @@ export interface Execution {
   run_by?: string | null;
   /** When the sweeper last queued it (or its callback) again. */
   requeued_at?: string | null;
+  /**
+   * Which workflow runs it (absent: 0, the first): bumped when a waiting execution is woken
+   * early (functions/services/wake.ts); a workflow of an older generation stands down.
+   */
+  gen?: number | null;
   /** Times it was run again from the start after a crash of the local runtime interrupted it. */
   reruns?: number | null;
   /** Set while a re-run is owed and no workflow has taken it yet (see ExecutionsPort.markRerun). */
@@ -173,6 +180,11 @@ export interface Execution {
    * caller's event stream shows of the nodes. Absent until the first node starts.
    */
   progress?: string | null;
+  /**
+   * While a running execution waits (a long delay, a job between polls, an event): the nodes it
+   * waits on, as its last step left them. Packed JSON (WaitingNode[]); absent or null otherwise.
+   */
+  waiting?: string | null;
   /**
    * Read-time only, never stored: value fields whose object the claim check moved them to is
    * gone (the bucket's expiry, a deleted deployment), so they read as goneValue.

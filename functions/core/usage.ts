@@ -6,7 +6,7 @@
  * in, which is exact enough to see a p95 move from 250 ms to 2.5 s.
  */
 import type { ExecutionStatus } from './transitions';
-import type { Execution } from './types';
+import type { Execution, ExecutionSource } from './types';
 import { completionDuration } from './views';
 
 export const USAGE_BUCKET_MS = 5 * 60 * 1000;
@@ -16,6 +16,8 @@ export const USAGE_SHARDS = 8;
 export const DURATION_BOUNDS_MS = [10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000, 60_000, 120_000, 300_000] as const;
 export const USAGE_STATUSES = ['completed', 'failed', 'cancelled'] as const;
 export type UsageStatus = (typeof USAGE_STATUSES)[number];
+/** Where finished executions came from, each counted apart (`s_<source>`): the REST API, the web form, MCP tool calls. */
+export const USAGE_SOURCES = ['api', 'form', 'mcp'] as const satisfies readonly ExecutionSource[];
 
 /** The bucket a moment falls in, as the ISO time of its start. */
 export function bucketOf(at: Date): string {
@@ -45,6 +47,8 @@ export interface UsageBucket {
   bins: Record<number, number>;
   /** By subject: a consumer id, or `deployment` (functions/core/consumers.ts DEPLOYMENT_SUBJECT). */
   callers?: Record<string, CallerCounts>;
+  /** Finished executions by where they came from; absent in buckets written before it was counted. */
+  sources?: Partial<Record<ExecutionSource, number>>;
 }
 
 export const emptyCallerCounts = (): CallerCounts => ({ counts: {}, bins: {}, accepted: 0, refused_rate: 0, refused_quota: 0 });
@@ -67,6 +71,12 @@ export function addUsageAttribute(b: UsageBucket, name: string, n: number): void
       return;
     }
   }
+  const source = caller ? undefined : /^s_(\w+)$/.exec(field)?.[1];
+  if (source !== undefined && (USAGE_SOURCES as readonly string[]).includes(source)) {
+    b.sources ??= {};
+    b.sources[source as ExecutionSource] = (b.sources[source as ExecutionSource] ?? 0) + n;
+    return;
+  }
   const status = /^n_(\w+)$/.exec(field)?.[1];
   if (status && (USAGE_STATUSES as readonly string[]).includes(status))
     target.counts[status as UsageStatus] = (target.counts[status as UsageStatus] ?? 0) + n;
@@ -79,9 +89,12 @@ export function addUsageAttribute(b: UsageBucket, name: string, n: number): void
  * status and duration bin, and the same under its consumer when it has one. Every store writes
  * these, so the DynamoDB item and the test store split usage the same way.
  */
-export function usageAttributes(inc: { status: UsageStatus; bin: number; consumerId: string | null }): string[] {
+export function usageAttributes(inc: { status: UsageStatus; bin: number; consumerId: string | null; source?: ExecutionSource }): string[] {
   const own = [`n_${inc.status}`, `h_${inc.bin}`];
-  return inc.consumerId === null ? own : [...own, ...own.map((name) => callerAttribute(inc.consumerId as string, name))];
+  const bySource = inc.source === undefined ? [] : [`s_${inc.source}`];
+  return inc.consumerId === null
+    ? [...own, ...bySource]
+    : [...own, ...bySource, ...own.map((name) => callerAttribute(inc.consumerId as string, name))];
 }
 
 /** A caller's own counter in a usage bucket: `c#<subject>#<what>`. */
@@ -92,6 +105,8 @@ export interface UsageWindow {
   to: string;
   total: number;
   by_status: Record<UsageStatus, number>;
+  /** Finished executions by where they came from (buckets from before sources were counted add to none). */
+  by_source: Record<ExecutionSource, number>;
   /** Upper bounds (ms) of the bins holding the 50th and 95th percentile; null without executions; anything past the last bound reads as that bound. */
   p50_ms: number | null;
   p95_ms: number | null;
@@ -106,9 +121,15 @@ export function isUsageStatus(s: ExecutionStatus): s is UsageStatus {
  * in the bucket of its completion. Null when it does not count (runs, and executions not
  * finished). Every store counts through this, so the rule is written once.
  */
-export function usageIncrement(
-  e: Execution,
-): { deploymentId: string; bucket: string; status: UsageStatus; bin: number; at: Date; consumerId: string | null } | null {
+export function usageIncrement(e: Execution): {
+  deploymentId: string;
+  bucket: string;
+  status: UsageStatus;
+  bin: number;
+  at: Date;
+  consumerId: string | null;
+  source: ExecutionSource;
+} | null {
   if (e.kind !== 'api' || !e.deployment_id || !e.completed_at || !isUsageStatus(e.status)) return null;
   const at = new Date(e.completed_at);
   return {
@@ -118,6 +139,7 @@ export function usageIncrement(
     bin: binOf(completionDuration(e) ?? 0),
     at,
     consumerId: e.consumer_id ?? null,
+    source: e.source ?? 'api',
   };
 }
 
@@ -136,7 +158,10 @@ function percentile(bins: readonly number[], total: number, p: number): number |
 export function summarize(buckets: readonly UsageBucket[], from: Date, to: Date): UsageWindow {
   const start = bucketOf(from);
   const within = buckets.filter((b) => b.bucket >= start);
-  return { from: start, to: to.toISOString(), ...finished(within) };
+  const by_source = Object.fromEntries(USAGE_SOURCES.map((s) => [s, 0])) as Record<ExecutionSource, number>;
+  for (const b of within) for (const s of USAGE_SOURCES) by_source[s] += b.sources?.[s] ?? 0;
+  const { total, by_status, p50_ms, p95_ms } = finished(within);
+  return { from: start, to: to.toISOString(), total, by_status, by_source, p50_ms, p95_ms };
 }
 
 function finished(parts: readonly { counts: Partial<Record<UsageStatus, number>>; bins: Record<number, number> }[]) {

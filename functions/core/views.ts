@@ -1,7 +1,7 @@
 /** The bodies users see, built from records in one place so every route answers alike. */
 import { assetOutputValue, type AssetOutputValue } from './output-assets';
 import type { ExecutionSummaryRecord, PresignedDownload } from './ports';
-import type { CallbackDelivery, Execution, PipelineListing, PipelineMeta, RawValue } from './types';
+import type { CallbackDelivery, Execution, ExecutionSource, PipelineListing, PipelineMeta, RawValue } from './types';
 import type { ClaimField } from './claim-check';
 
 /** Fresh links to ASSET outputs by output id (functions/services/output-links.ts); an output without one is not shown. */
@@ -20,6 +20,8 @@ export const executionUrls = (baseUrl: string, executionId: string): ExecutionUr
 });
 
 export const executeUrl = (baseUrl: string, deploymentId: string): string => `${baseUrl}/v1/deployments/${deploymentId}/executions/`;
+/** The deployment as an MCP server (functions/core/mcp-tool.ts). */
+export const mcpUrl = (baseUrl: string, deploymentId: string): string => `${baseUrl}/v1/deployments/${deploymentId}/mcp`;
 
 /** Milliseconds from start to finish; an execution cancelled before it started took 0. */
 export function completionDuration(e: Pick<Execution, 'started_at' | 'completed_at'>): number | null {
@@ -129,7 +131,7 @@ export function outputArtifacts(e: Execution, links: OutputLinks = {}): OutputAr
 }
 
 /** Where an execution of a deployment came from; null for runs. */
-export const sourceOf = (e: Pick<Execution, 'kind' | 'source'>): 'api' | 'form' | null => (e.kind === 'run' ? null : (e.source ?? 'api'));
+export const sourceOf = (e: Pick<Execution, 'kind' | 'source'>): ExecutionSource | null => (e.kind === 'run' ? null : (e.source ?? 'api'));
 
 export function resultBody(e: Execution, links: OutputLinks = {}) {
   return {

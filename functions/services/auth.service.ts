@@ -25,10 +25,16 @@ export type AuthAnswer = ({ ok: true } & Authorized) | { ok: false; reason: KeyR
  * a deployment that does not exist is `unknown`, like any key that never matched.
  * A deleted deployment's key still authenticates, so its requests get 404, not 401.
  * `pathDeploymentId` is the deployment the route names, if it names one: a key of another
- * deployment is refused there rather than passed on.
+ * deployment is refused there rather than passed on. `bearer`: the route also takes
+ * `Authorization: Bearer <key>` (the MCP route).
  */
-export async function authorize(d: Deps, headers: Record<string, string | undefined>, pathDeploymentId?: string): Promise<AuthAnswer> {
-  const presented = readApiKey(headers);
+export async function authorize(
+  d: Deps,
+  headers: Record<string, string | undefined>,
+  pathDeploymentId?: string,
+  opts: { bearer?: boolean } = {},
+): Promise<AuthAnswer> {
+  const presented = readApiKey(headers, opts);
   if (!('key' in presented)) return { ok: false, reason: presented.refused };
   const parsed = parseApiKey(presented.key);
   if (parsed === null) return { ok: false, reason: 'malformed' };

@@ -153,6 +153,11 @@ export interface ExecuteRequest {
   wait?: Wait;
   /** Submitted through the deployment's web form: the hash of the link it came through. */
   formLink?: string;
+  /** Submitted by an MCP client's tools/call (functions/services/mcp.service.ts). */
+  mcp?: {
+    /** Files its asset arguments named by URL, fetched already: they take the place of those inputs' values. */
+    files: Record<string, Uint8Array>;
+  };
 }
 
 /**
@@ -187,7 +192,9 @@ export async function submit(d: Deps, auth: CallerAuth, req: ExecuteRequest) {
     throw new AppError('InvalidInputStructure', 'a web-form execution takes no callback');
   const now = d.clock.now();
   // Every asset is checked (sniffed, sized, its upload looked up) before anything is written.
-  const assets = await checkAssets(d, { kind: 'deployment', deployment_id: dep.deployment_id }, dep.inputs, parsed.assets, now);
+  const forms = { ...parsed.assets };
+  for (const [id, bytes] of Object.entries(req.mcp?.files ?? {})) forms[id] = { kind: 'inline', bytes };
+  const assets = await checkAssets(d, { kind: 'deployment', deployment_id: dep.deployment_id }, dep.inputs, forms, now);
   let executionId = d.ids.uuid();
 
   if (req.idempotencyKey !== undefined) {
@@ -222,7 +229,9 @@ export async function submit(d: Deps, auth: CallerAuth, req: ExecuteRequest) {
   // Idempotency-Key above spend nothing), and given back if it is not accepted after all.
   const quota = await spendQuota(d, auth);
   try {
-    const execution = await createExecution(d, auth, dep, executionId, parsed, assets, req.baseUrl, now, req.formLink);
+    const source =
+      req.formLink !== undefined ? { source: 'form' as const, form_link: req.formLink } : req.mcp ? { source: 'mcp' as const } : {};
+    const execution = await createExecution(d, auth, dep, executionId, parsed, assets, req.baseUrl, now, source);
     if (auth.consumerId !== undefined || auth.limits?.rate_limit || quota) await tally(d, auth, 'accepted');
     const answer = accepted(req.baseUrl, execution);
     return quota ? { ...answer, headers: withLimitHeaders(answer.headers, [quota.state]) } : answer;
@@ -241,7 +250,7 @@ async function createExecution(
   assets: Awaited<ReturnType<typeof checkAssets>>,
   baseUrl: string,
   now: Date,
-  formLink: string | undefined,
+  source: Pick<Execution, 'source' | 'form_link'>,
 ): Promise<Execution> {
   const where = { kind: 'api' as const, deployment_id: dep.deployment_id, pipeline_id: dep.pipeline_id, execution_id: executionId };
   const refs = assets.length > 0 ? await storeAssets(d, where, assets, now) : null;
@@ -258,7 +267,7 @@ async function createExecution(
     outputs: null,
     base_url: baseUrl,
     visible_outputs: dep.outputs.filter((o) => o.visible).map((o) => o.id),
-    ...(formLink === undefined ? {} : { source: 'form' as const, form_link: formLink }),
+    ...source,
     callback: parsed.callback,
     callback_delivery: null,
     error_message: null,

@@ -9,7 +9,17 @@
 import { createHmac } from 'node:crypto';
 import { AppError } from '../core/errors';
 import { FORM_TOKEN_PATTERN, formExecutionUrl, formHashMatches, formTokenHash } from '../core/form-link';
-import { FORM_FILES, FORM_SCRIPT, FORM_SCRIPT_NAME, FORM_STYLE, formPageCsp, formPageHtml, type FormField } from '../core/form-page';
+import {
+  FORM_FILES,
+  FORM_NOT_FOUND_CSP,
+  FORM_SCRIPT,
+  FORM_SCRIPT_NAME,
+  FORM_STYLE,
+  formNotFoundHtml,
+  formPageCsp,
+  formPageHtml,
+  type FormField,
+} from '../core/form-page';
 import { isUuid } from '../core/ids';
 import { POLL_HINT_SECONDS, preferenceApplied } from '../core/prefer';
 import { epochSeconds } from '../core/time';
@@ -87,24 +97,42 @@ const PAGE_HEADERS = {
 
 /** The page, generated from the published contract: visible inputs and outputs only. */
 export async function formPage(d: Deps, token: string, baseUrl: string): Promise<RouteAnswer> {
-  const { rec } = await openForm(d, token);
+  let opened: OpenForm;
+  try {
+    opened = await openForm(d, token);
+  } catch (e) {
+    // A person followed this link: a page they can read, saying what to do, not the API's JSON.
+    if (!(e instanceof AppError) || e.code !== 'FormNotFound') throw e;
+    return {
+      status: 404,
+      headers: { ...PAGE_HEADERS, 'content-security-policy': FORM_NOT_FOUND_CSP },
+      text: { contentType: 'text/html; charset=utf-8', body: formNotFoundHtml() },
+    };
+  }
+  const { rec } = opened;
   const version = await d.pipelines.getVersion(rec.pipeline_id, rec.version);
   const nodes = version?.definition.nodes ?? {};
-  const about = (id: string): string | null => {
-    const n = Object.hasOwn(nodes, id) ? nodes[id] : undefined;
-    return n?.description ?? null;
+  const node = (id: string) => (Object.hasOwn(nodes, id) ? nodes[id] : undefined);
+  const about = (id: string): string | null => node(id)?.description ?? null;
+  const labelOf = (id: string): string | null => {
+    const n = node(id);
+    return n !== undefined && (n.type === 'input' || n.type === 'output') ? (n.label ?? null) : null;
   };
   const fields: FormField[] = rec.inputs
     .filter((i) => i.visible)
     .map((i) => ({
       id: i.id,
+      label: labelOf(i.id),
       value_type: i.value_type,
       value: i.value,
       description: about(i.id),
       media_types: i.media_types ?? null,
       max_bytes: i.max_bytes ?? null,
     }));
-  const outputs = rec.outputs.filter((o) => o.visible).map((o) => ({ id: o.id, description: about(o.id) }));
+  const outputs = rec.outputs.filter((o) => o.visible).map((o) => ({ id: o.id, label: labelOf(o.id), description: about(o.id) }));
+  // The steps a caller's events show one by one (every node but inputs and outputs); with node
+  // detail off the events count every node themselves.
+  const steps = rec.node_detail === false ? null : Object.values(nodes).filter((n) => n.type !== 'input' && n.type !== 'output').length;
   // Straight to storage only where the bucket's CORS rule names this page's origin.
   const direct = d.config.formUploadOrigins.includes(new URL(baseUrl).origin);
   const html = formPageHtml({
@@ -115,6 +143,7 @@ export async function formPage(d: Deps, token: string, baseUrl: string): Promise
     description: rec.form?.description ?? null,
     fields,
     outputs,
+    steps,
   });
   const csp = formPageCsp(direct ? presignedOrigin(d.config, d.config.bucket) : null);
   return {

@@ -22,8 +22,17 @@ const callbackFields = (e: Execution): { callback_delivery?: CallbackDelivery } 
  * pending → running, once. A duplicate start, or a cancelled execution, does not proceed;
  * a retry by the same workflow (`runBy`) whose first write landed does.
  */
-export async function markRunning(d: Deps, executionId: string, runBy?: string): Promise<{ proceed: boolean }> {
+export async function markRunning(d: Deps, executionId: string, runBy?: string, gen = 0): Promise<{ proceed: boolean }> {
   const at = d.clock.now().toISOString();
+  if (gen > 0) {
+    // A workflow of a later generation (a wake): the execution is running already; it proceeds
+    // unless a still later wake came first (one workflow name per generation).
+    const e = await d.executions.get(executionId, d.clock.now(), true);
+    if (e?.status !== 'running' || (e.gen ?? 0) > gen) return { proceed: false };
+    // A re-run owed after a crash (the sweeper at a local start-up) is claimed as any other.
+    if (e.rerun_at && runBy !== undefined) return { proceed: await d.sweep.claimRerun(executionId, runBy, at) };
+    return { proceed: true };
+  }
   const t = await d.executions.transition(executionId, 'running', { started_at: at, ...(runBy ? { run_by: runBy } : {}) });
   if (t.ok) {
     // Event streams show the move at once; waiters for a terminal status just read again.

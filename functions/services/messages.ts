@@ -8,6 +8,12 @@ export const ExecutionMessage = v.object({
    * name of its own, since a Standard state machine refuses a closed execution's name for 90 days.
    */
   requeued: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
+  /**
+   * The execution's generation (absent: 0): a running execution woken before its state machine
+   * would look again (a wait node's event) is taken over by a new workflow of the next
+   * generation, and the older one stands down at its next step (functions/services/wake.ts).
+   */
+  gen: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
 });
 export const CallbackMessage = v.object({
   execution_id: v.pipe(v.string(), v.uuid()),

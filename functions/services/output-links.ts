@@ -1,7 +1,14 @@
 /** Links to an execution's ASSET outputs, minted afresh every time a result is read or a callback sent. */
+import { downloadName } from '../core/form-text';
+import { isLinkFileName } from '../core/asset-links';
 import type { PresignedDownload } from '../core/ports';
 import type { Execution } from '../core/types';
 import type { Deps } from '../adapters/deps';
+
+const fileNameFor = (id: string, mediaType: string): string | undefined => {
+  const name = downloadName(id, mediaType);
+  return isLinkFileName(name) ? name : undefined;
+};
 
 /**
  * A fresh capability link (Deps.assetLinks) for each ASSET output of a completed execution
@@ -21,7 +28,8 @@ export async function outputLinks(
     const ref = Object.hasOwn(refs, id) ? refs[id] : undefined;
     if (ref === undefined) continue;
     Object.defineProperty(links, id, {
-      value: await d.assetLinks.link(ref, baseUrl, now),
+      // Saved by a browser as `<output id>.<extension of its media type>` (thumbnail.png).
+      value: await d.assetLinks.link(ref, baseUrl, now, undefined, fileNameFor(id, ref.media_type)),
       enumerable: true,
       writable: true,
       configurable: true,

@@ -11,7 +11,7 @@ import {
 import { AppError } from '../core/errors';
 import { isTerminal } from '../core/transitions';
 import type { Contract, DeploymentRecord, FormSettings, RunPointer } from '../core/types';
-import { executeUrl } from '../core/views';
+import { executeUrl, mcpUrl } from '../core/views';
 import type { Deps } from '../adapters/deps';
 import { currentDeployment, parseJson, pipelineMeta } from './pipelines.service';
 import { syncRunPointers } from './runs.service';
@@ -34,6 +34,7 @@ async function deploymentView(d: Deps, r: DeploymentRecord, baseUrl: string) {
     version: r.version,
     published_at: r.published_at,
     execute_url: executeUrl(baseUrl, r.deployment_id),
+    mcp_url: mcpUrl(baseUrl, r.deployment_id),
     form_url: await formLinkOf(d, r, baseUrl),
     form: formView(r.form),
     events: { node_detail: r.node_detail !== false },
@@ -75,7 +76,14 @@ export async function readiness(d: Deps, id: string, baseUrl: string) {
     latestFinished: m.latest_finished,
     lastSuccessful: m.last_success,
     discovered: disc,
-    deployment: dep ? { ...dep, execute_url: executeUrl(baseUrl, dep.deployment_id), form_url: await formLinkOf(d, dep, baseUrl) } : null,
+    deployment: dep
+      ? {
+          ...dep,
+          execute_url: executeUrl(baseUrl, dep.deployment_id),
+          mcp_url: mcpUrl(baseUrl, dep.deployment_id),
+          form_url: await formLinkOf(d, dep, baseUrl),
+        }
+      : null,
   });
 }
 

@@ -5,7 +5,7 @@
 import { isOwnApiUrl, LOOP_GUARD_REASON } from '../core/address-guard';
 import { AppError } from '../core/errors';
 import { PIPELINE_ID_PATTERN } from '../core/ids';
-import { secretReferences } from '../core/owner-secrets';
+import { secretReferences } from '../core/nodes/secrets';
 import { contentHash, validateDefinition } from '../core/pipeline';
 import type { PipelineDefinition, Problem } from '../core/types';
 import type { Deps } from '../adapters/deps';

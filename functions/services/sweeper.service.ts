@@ -185,7 +185,12 @@ async function recoverInterrupted(d: Deps, e: Execution, now: Date, report: Swee
   const optedOut = (await d.pipelines.getVersion(e.pipeline_id, e.version))?.definition.retry_interrupted === false;
   if (!optedOut && reruns < INTERRUPTED_RERUNS) {
     if (!(await d.sweep.markRerun(e.execution_id, reruns, now.toISOString()))) return;
-    await d.queue.send('executions', { execution_id: e.execution_id, requeued: now.getTime() });
+    // The workflow that takes it over is of its current generation (a woken execution's).
+    await d.queue.send('executions', {
+      execution_id: e.execution_id,
+      requeued: now.getTime(),
+      ...((e.gen ?? 0) > 0 ? { gen: e.gen ?? 0 } : {}),
+    });
     report.rerun += 1;
     d.log.warn('sweeper: interrupted execution queued to run again', {
       execution_id: e.execution_id,

@@ -1,13 +1,25 @@
 /** The state machine's tasks: MarkRunning, RunNodes and MarkFailed, each a step of the one lifecycle. */
 import * as v from 'valibot';
-import { capTrace, runPipelineTraced, timeoutMessage, TRACE_MAX_BYTES, type AssetView, type EngineObjects } from '../core/engine';
+import {
+  capTrace,
+  runStepTraced,
+  timeoutMessage,
+  TRACE_MAX_BYTES,
+  type AssetView,
+  type EngineObjects,
+  type Journal,
+  type NodeRecord,
+} from '../core/engine';
+import { kindOf } from '../core/nodes';
+import { runNodesTimeoutSeconds, STEP_BUDGET_MS } from '../../lib/workflow-budget';
+import { errorFields } from '../adapters/logger';
 import { executionObjectKey } from '../core/object-keys';
 import { answerMediaType } from '../core/output-assets';
 import type { ObjectRef, PresignedDownload } from '../core/ports';
 import { nodeLinkTtlSeconds, servedAsAttachment } from '../core/asset-links';
 import { sniffMediaType } from '../core/sniff';
-import type { Execution } from '../core/types';
-import { referencedSecretNames } from '../core/owner-secrets';
+import type { Execution, PipelineDefinition } from '../core/types';
+import { referencedSecretNames } from '../core/nodes/secrets';
 import { isTerminal } from '../core/transitions';
 import type { Deps } from '../adapters/deps';
 import { writeStream } from './object-writer';
@@ -22,51 +34,112 @@ export { ExecutionMessage } from './messages';
  * the execution already running by it (the first attempt's write landed, its reply was lost),
  * it proceeds, or the record would say `running` with nothing running it.
  */
-export const taskStart = (d: Deps, executionId: string, workflowId?: string): Promise<{ proceed: boolean }> =>
-  markRunning(d, executionId, workflowId);
+export const taskStart = (d: Deps, executionId: string, workflowId?: string, gen = 0): Promise<{ proceed: boolean }> =>
+  markRunning(d, executionId, workflowId, gen);
 
 const outcome = (f: Finished, to: string): { status: string } => ({ status: f.ok ? to : f.status });
 
 /**
- * RunNodes: evaluates the version's DAG and records the outcome with a conditional write.
- * While it runs it watches for a cancel (a poll of the record), so cancelled work stops
- * promptly on AWS too, where stopping the state machine does not stop a running Lambda.
+ * What a step tells the state machine: `done` (the execution ended, or is no longer this
+ * workflow's to run), `wait` `seconds` (a Wait state, then the next step: nothing runs
+ * meanwhile), or `step` (the step's time ran out with work left: the next step at once).
  */
-export async function taskRun(d: Deps, executionId: string): Promise<{ status: string }> {
+export interface StepAnswer {
+  status: string;
+  next: 'done' | 'wait' | 'step';
+  seconds?: number;
+  /** The next step's state time-out (lib/workflow-budget.ts runNodesTimeoutSeconds). */
+  step_timeout?: number;
+}
+
+/**
+ * The longest a Wait lasts before the next step looks again. Step Functions allows a year; a
+ * shorter one keeps a long wait's history small and lets a changed deadline (none today) or a
+ * lost wake-up be noticed within the day.
+ */
+export const MAX_WAIT_SECONDS = 86_400;
+
+/**
+ * The execution's time-out: its definition's `timeout_ms`, else the configured default. A run
+ * of an Express workflow is cut to what Express allows (lib/workflow-budget.ts) by the stack's
+ * settings, which set the default; a definition that asks for more runs on Standard.
+ */
+export const executionTimeoutMs = (d: Deps, def: PipelineDefinition): number => def.timeout_ms ?? d.config.executionTimeoutMs;
+
+/**
+ * RunNodes: one step of the execution (functions/core/engine.ts runStep). Nodes finished by
+ * earlier steps are read from their records, not run again; every node that can run now runs;
+ * a node that must wait is recorded waiting, and the state machine waits until the next one is
+ * due. The execution's end is recorded with a conditional write. While it runs it watches for a
+ * cancel (a poll of the record), so cancelled work stops promptly on AWS too, where stopping
+ * the state machine does not stop a running Lambda.
+ */
+export async function taskRun(d: Deps, executionId: string, gen = 0): Promise<StepAnswer> {
   const e = await whileStoreUnavailable(() => d.executions.get(executionId, d.clock.now(), true));
-  if (!e) return { status: 'missing' };
+  if (!e) return { status: 'missing', next: 'done' };
   if (e.status !== 'running') {
     if (isTerminal(e.status)) await afterTerminal(d, e);
-    return { status: e.status };
+    return { status: e.status, next: 'done' };
   }
+  // A newer workflow took the execution over (it was woken): this one stands down.
+  if ((e.gen ?? 0) > gen) return { status: 'superseded', next: 'done' };
   const version = await whileStoreUnavailable(() => d.pipelines.getVersion(e.pipeline_id, e.version));
-  if (!version)
-    return outcome(
-      await finishExecution(d, e, 'failed', { error_message: `Pipeline version ${e.version} is no longer available` }),
-      'failed',
-    );
+  if (!version) {
+    const f = await finishExecution(d, e, 'failed', { error_message: `Pipeline version ${e.version} is no longer available` });
+    return { ...outcome(f, 'failed'), next: 'done' };
+  }
+  const def = version.definition;
 
   // Only a pipeline that names secrets reads them (and the key material that opens them).
-  const names = referencedSecretNames(version.definition);
+  const names = referencedSecretNames(def);
   const secrets = names.length > 0 ? await whileStoreUnavailable(() => d.ownerSecrets.values(names)) : undefined;
 
   const assets = e.assets ? await assetViews(d, e, e.assets) : undefined;
+  // Only a pipeline whose nodes record anything has records to read.
+  const records = hasRecordedKinds(def) ? await whileStoreUnavailable(() => d.steps.load(e)) : new Map<string, NodeRecord>();
+  const journal: Journal = { nodes: records, save: (id, rec, prev, sawEvent) => d.steps.save(e, id, rec, prev, sawEvent ?? false) };
   const abort = new AbortController();
   const stopWatching = watchForCancel(d, executionId, abort);
   const progress = progressRecorder(d, executionId, e.progress);
-  const { result, trace: fullTrace } = await runPipelineTraced(version.definition, e.inputs, {
+  const timeoutMs = executionTimeoutMs(d, def);
+  const { result, trace: fullTrace } = await runStepTraced(def, e.inputs, {
     http: d.http,
     ...(assets === undefined || !e.assets ? {} : { assets, assetRefs: e.assets }),
     objects: engineObjects(d, e),
     ...(secrets === undefined ? {} : { secrets }),
-    timeoutMs: d.config.executionTimeoutMs,
+    timeoutMs,
+    startedAt: Date.parse(e.started_at ?? e.created_at),
+    executionId,
     ownApiUrls: ownApiUrls(d.config),
     signal: abort.signal,
     now: () => d.clock.now().getTime(),
     onNode: (p) => progress.add(p),
-  }).finally(stopWatching);
-  // The last progress write lands before the terminal one, which then carries the whole list.
-  await progress.settle();
+    journal,
+    budgetMs: STEP_BUDGET_MS,
+    relink: async (asset) => {
+      const link = await nodeLink(d, e, asset.ref);
+      return { ...asset.view, url: link.url, expires_at: link.expires_at };
+    },
+  }).finally(async () => {
+    stopWatching();
+    // The last progress write lands before the terminal one, which then carries the whole list.
+    await progress.settle();
+  });
+  if (result.status === 'waiting' || result.status === 'continue') {
+    const waiting = result.status === 'waiting' ? JSON.stringify(result.waiting) : null;
+    // Event streams show the wait at once (they wake on a notification, else on their next poll).
+    await d.executions
+      .recordProgress(executionId, progress.packed(), waiting)
+      .then((ok) => ok && d.completions.notify(executionId))
+      .catch((err: unknown) => d.log.warn('node progress not recorded', { execution_id: executionId, ...errorFields(err) }));
+    const now = d.clock.now().getTime();
+    const deadline = Date.parse(e.started_at ?? e.created_at) + timeoutMs;
+    if (result.status === 'continue') return { status: 'running', next: 'step', step_timeout: runNodesTimeoutSeconds(deadline - now) };
+    // Wake for the first node due, or at the deadline to record the time-out; whole seconds.
+    const wake = Math.min(result.wake ?? deadline, deadline);
+    const seconds = Math.min(MAX_WAIT_SECONDS, Math.max(1, Math.ceil((wake - now) / 1000)));
+    return { status: 'running', next: 'wait', seconds, step_timeout: runNodesTimeoutSeconds(deadline - now - seconds * 1000) };
+  }
   const { trace, truncated } = capTrace(fullTrace, TRACE_MAX_BYTES);
   const traced = { trace, trace_truncated: truncated, progress: progress.packed() };
   if (result.status === 'cancelled') {
@@ -76,17 +149,23 @@ export async function taskRun(d: Deps, executionId: string): Promise<{ status: s
       .catch((err: unknown) =>
         d.log.warn('could not record the trace of a cancelled execution', { execution_id: executionId, error_message: String(err) }),
       );
-    return { status: 'cancelled' };
+    return { status: 'cancelled', next: 'done' };
   }
   if (result.status === 'completed') {
     const assetOutputs = result.output_assets === undefined ? {} : { output_assets: result.output_assets };
-    return outcome(await finishExecution(d, e, 'completed', { outputs: result.outputs, ...assetOutputs, ...traced }), 'completed');
+    const f = await finishExecution(d, e, 'completed', { outputs: result.outputs, ...assetOutputs, ...traced });
+    return { ...outcome(f, 'completed'), next: 'done' };
   }
-  return outcome(
-    await finishExecution(d, e, 'failed', { error_message: result.error_message, caller_error_message: result.caller_message, ...traced }),
-    'failed',
-  );
+  const f = await finishExecution(d, e, 'failed', {
+    error_message: result.error_message,
+    caller_error_message: result.caller_message,
+    ...traced,
+  });
+  return { ...outcome(f, 'failed'), next: 'done' };
 }
+
+/** Whether any node of the definition is recorded as it finishes (a call, a wait): else a step records nothing. */
+const hasRecordedKinds = (def: PipelineDefinition): boolean => Object.values(def.nodes).some((n) => kindOf(n).durability === 'recorded');
 
 /** The loop guard's URLs: the API's own (PIPEGATE_API_URL) and a custom domain's (PIPEGATE_PUBLIC_URL). */
 export const ownApiUrls = (c: Pick<Deps['config'], 'apiUrl' | 'publicUrl'>): (string | undefined)[] => [c.apiUrl, c.publicUrl];

@@ -8,8 +8,8 @@ const StartEvent = v.object({ ...ExecutionMessage.entries, workflow_id: v.option
 export const createHandler =
   (deps: DepsSource) =>
   async (event: unknown): Promise<{ proceed: boolean }> => {
-    const { execution_id, workflow_id } = v.parse(StartEvent, event);
-    return taskStart(deps(), execution_id, workflow_id);
+    const { execution_id, workflow_id, gen } = v.parse(StartEvent, event);
+    return taskStart(deps(), execution_id, workflow_id, gen);
   };
 
 export const handler = createHandler(lambdaDeps);

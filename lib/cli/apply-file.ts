@@ -9,6 +9,7 @@ import { basename, dirname, extname, isAbsolute, join, relative, resolve } from 
 import * as v from 'valibot';
 import { PublishRequest, type EventsRequest, type FormRequest } from '../../functions/core/contract';
 import { OWNER_SECRET_NAME_PATTERN } from '../../functions/core/owner-secrets';
+import { TOP_LEVEL_FIELDS } from '../../functions/core/definition-schema';
 import { validateDefinition } from '../../functions/core/pipeline';
 import type { InputValueType, PipelineDefinition, RawValue } from '../../functions/core/types';
 import { expectedValue, isInputValueType, isPlainObject, isRawValue, matchesValueType } from '../../functions/core/values';
@@ -35,7 +36,7 @@ export interface ApplyFile {
   /** The path as a person reads it (relative to where the command runs). */
   shown: string;
   id: string;
-  /** Only `description`, `retry_interrupted` and `nodes`: what the service receives. */
+  /** Only the definition's own top-level fields (TOP_LEVEL_FIELDS): what the service receives. */
   definition: PipelineDefinition;
   /** Input nodes in declaration order, with their current values. */
   inputs: { id: string; value_type: InputValueType; value: RawValue }[];
@@ -58,7 +59,8 @@ export interface ApplyFile {
 
 export type CheckedFile = { ok: true; file: ApplyFile } | { ok: false; problems: FileProblem[] };
 
-const TOP_LEVEL = ['description', 'retry_interrupted', 'nodes', 'publish', 'tests', 'secrets', 'consumers'] as const;
+/** A pipeline file: the definition's own fields, then what only the CLI reads. */
+const TOP_LEVEL = [...TOP_LEVEL_FIELDS, 'publish', 'tests', 'secrets', 'consumers'] as const;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const PUBLISH_KEYS = ['inputs', 'outputs'] as const;
 const TEST_KEYS = ['name', 'inputs', 'expect'] as const;
@@ -288,7 +290,7 @@ export function checkApplyDocument(doc: unknown, where: { path: string; shown: s
       problems.push({ path: joinPath('', key), reason: `unknown key; a pipeline file holds only ${TOP_LEVEL.join(', ')}` });
   }
   const sent: Record<string, unknown> = {};
-  for (const key of ['description', 'retry_interrupted', 'nodes'] as const) if (Object.hasOwn(doc, key)) sent[key] = doc[key];
+  for (const key of TOP_LEVEL_FIELDS) if (Object.hasOwn(doc, key)) sent[key] = doc[key];
   // The service applies its own node limit at push; here only the shape and references matter.
   const checked = validateDefinition(sent, { maxNodes: Number.MAX_SAFE_INTEGER });
   if (!checked.ok) problems.push(...checked.problems);

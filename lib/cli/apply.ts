@@ -17,6 +17,7 @@ import type { Readiness, Run } from './client';
 import { pollUntil, type Ctx } from './context';
 import { EXIT, ServiceError, UnreachableError, UsageError } from './errors';
 import { literal, plural, table, type Colors } from './output';
+import { mcpUrlOf } from './commands/publish';
 
 export interface ApplyOptions {
   dryRun?: boolean;
@@ -395,6 +396,7 @@ async function applyOne(
     );
     lines.push(`      deployment   ${p.deployment_id}`);
     lines.push(`      execute URL  ${p.execute_url}`);
+    lines.push(`      MCP URL      ${mcpUrlOf(p)}`);
     if (p.form_url) lines.push(`      form         ${p.form_url}`);
     if (p.api_key !== undefined || p.signing_secret !== undefined) {
       if (secrets) {

@@ -69,6 +69,8 @@ const DeploymentBody = v.looseObject({
   version: v.number(),
   published_at: v.string(),
   execute_url: v.string(),
+  // Absent from a service that predates the MCP server.
+  mcp_url: v.optional(v.string()),
   form_url: v.optional(v.nullable(v.string())),
   form: v.optional(v.nullable(v.looseObject({ enabled: v.boolean(), title: v.nullable(v.string()), description: v.nullable(v.string()) }))),
   // Absent from a service that predates it: node detail was always on there.

@@ -5,6 +5,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { basename, dirname, extname, resolve } from 'node:path';
 import { parseDocument } from 'yaml';
+import { TOP_LEVEL_FIELDS } from '../../functions/core/definition-schema';
 import { PIPELINE_ID_PATTERN } from '../../functions/core/ids';
 import { resolveDefinitionFiles, type DefinitionFile } from './definition-files';
 import { UsageError } from './errors';
@@ -15,8 +16,8 @@ export interface PipelineFile {
   path: string;
   /** The pipeline id: `--id`, else the file name without its extension. */
   id: string;
-  /** What the service receives: only `description` and `retry_interrupted` (when present) and `nodes`. */
-  definition: { description?: unknown; retry_interrupted?: unknown; nodes: unknown };
+  /** What the service receives: the definition's own top-level fields (TOP_LEVEL_FIELDS), when present. */
+  definition: { nodes: unknown } & Record<string, unknown>;
   /** The file's `publish` block, as written (undefined when absent). */
   publish: unknown;
   /** The file's `tests` block, as written (undefined when absent). */
@@ -90,10 +91,8 @@ export function loadPipelineFile(path: string, opts: { id?: string; cwd?: string
     throw new UsageError(`${path}: ${resolved.problems.map((p) => `${p.path}: ${p.reason}`).join('\n  ')}`);
   }
   const o = resolved.doc as Record<string, unknown>;
-  const definition: PipelineFile['definition'] = {
-    ...(o.description !== undefined ? { description: o.description } : {}),
-    ...(o.retry_interrupted !== undefined ? { retry_interrupted: o.retry_interrupted } : {}),
-    nodes: o.nodes,
-  };
+  const fields: Record<string, unknown> = {};
+  for (const key of TOP_LEVEL_FIELDS) if (key !== 'nodes' && o[key] !== undefined) fields[key] = o[key];
+  const definition: PipelineFile['definition'] = { ...fields, nodes: o.nodes };
   return { path: abs, id, definition, publish: o.publish, tests: o.tests, files: resolved.files };
 }

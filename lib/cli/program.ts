@@ -7,6 +7,7 @@ import { version } from '../../package.json';
 import { apply, configureApplyCommand, type ApplyOptions } from './apply';
 import { remove } from './commands/delete';
 import { execute } from './commands/execute';
+import { mcpBridge } from './commands/mcp';
 import { STATUSES } from '../../functions/core/transitions';
 import { cancel, executions, redeliver, result, show, usage, type ResultOptions } from './commands/executions';
 import { DEFINITION_ASSET_MAX_BYTES, INLINE_ASSET_BODY_MAX_BYTES, sizeText, UPLOAD_MAX_BYTES } from '../../functions/core/assets';
@@ -283,6 +284,15 @@ export function buildProgram(io: CliIO, deps: CliDeps, state: { code: number }):
         },
       ),
     );
+
+  program
+    .command('mcp')
+    .description(
+      "a local MCP server on stdin/stdout for clients that only start servers as processes: relays to the deployment's MCP URL with the key",
+    )
+    .argument('<deployment>', 'deployment id')
+    .option('--key <key>', "the deployment's API key, or a consumer's (env PIPEGATE_API_KEY)")
+    .action(act((ctx, d: string, o: { key?: string }) => mcpBridge(ctx, d, o)));
 
   program
     .command('executions')

@@ -6,7 +6,7 @@
  * come from is each runtime's own: it builds them in `wire` and hands back a `Wired`.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join, resolve } from 'node:path';
@@ -110,6 +110,13 @@ export function describeRecovered(r: Recovered): string | null {
   return `${r.resumed} queued, ${r.rerun} interrupted and running again, ${r.interrupted} interrupted (marked failed), ${r.callbacks} callbacks resumed`;
 }
 
+/** What the start-up recovery did, as its progress line says it. */
+export function recoveryLine(r: Recovered, repaired: number | null): string {
+  const fixed = repaired ? `put ${repaired} open execution${repaired === 1 ? '' : 's'} back on the sweep index; ` : '';
+  const did = describeRecovered(r);
+  return did === null ? `${fixed}nothing was left unfinished` : `${fixed}recovered ${did}`;
+}
+
 /** In the data dir after a stop that finished; removed at every start. */
 export const CLEAN_STOP_FILE = 'clean-stop';
 
@@ -123,6 +130,8 @@ export interface BootOptions {
   env?: Record<string, string | undefined>;
   /** Keep DynamoDB in memory instead of on disk under the data dir (tests). */
   inMemory?: boolean;
+  /** A line per stage of the start (the runtime's own, then the recovery's: what it found and did). */
+  progress?: (line: string) => void;
 }
 
 /** Where a runtime's own messages go (errors of passes and stops, a port given up). */
@@ -134,8 +143,8 @@ export interface Boot {
   dataDir: string;
   ownerToken: string;
   /**
-   * The last stop did not finish: no clean-stop file in the data dir (a kill, a crash, or a
-   * first start). Only then can a write be half done.
+   * The last stop did not finish: no clean-stop file in a data dir that held anything (a kill
+   * or a crash). Only then can a write be half done.
    */
   unclean: boolean;
   /** A teardown step: run at the stop after the drain, and when the start fails, last registered first. */
@@ -184,6 +193,8 @@ export interface Booted {
   dataDir: string;
   drainSeconds: number;
   recovered: Recovered;
+  /** Whether the data dir was new (missing or empty): no stop before, nothing to recover. */
+  freshDataDir: boolean;
   /** Whether the last stop had not finished (see Boot.unclean). */
   uncleanStop: boolean;
   /** What `repair` put right; null when it did not run (a clean stop before, or none to run). */
@@ -208,7 +219,9 @@ export async function bootstrap<W extends Wired>(
   wire: (boot: Boot) => Promise<W>,
 ): Promise<{ booted: Booted; wired: W }> {
   const env = opts.env ?? process.env;
+  const progress = opts.progress ?? (() => undefined);
   const dataDir = resolve(opts.dataDir ?? env.PIPEGATE_DATA_DIR ?? defaultDataDir);
+  const fresh = !existsSync(dataDir) || readdirSync(dataDir).length === 0;
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   // One runtime per data dir.
   const lock = await lockDataDir(dataDir);
@@ -236,7 +249,7 @@ export async function bootstrap<W extends Wired>(
   try {
     // Left by versions that guarded the data dir with a pid file.
     rmSync(join(dataDir, 'runtime.pid'), { force: true });
-    const unclean = !existsSync(cleanStop);
+    const unclean = !fresh && !existsSync(cleanStop);
     rmSync(cleanStop, { force: true });
     const boot: Boot = {
       env,
@@ -275,8 +288,16 @@ export async function bootstrap<W extends Wired>(
 
     // Recovery before anything new arrives: nothing accepted is ever lost. The sweep reads the
     // sweep index, so it costs what is open, not what is retained.
+    progress(
+      fresh
+        ? 'a new data dir: nothing to recover'
+        : unclean
+          ? 'the last stop did not finish: repairing what it may have left half written, then recovering its unfinished work'
+          : 'the last stop finished: looking for work it left queued or owed',
+    );
     const repaired = unclean && wired.repair ? await wired.repair() : null;
     const recovered = recoveredOf(await sweepAll(wired.deps, { startup: true }));
+    if (!fresh) progress(recoveryLine(recovered, repaired));
     await wired.start();
     for (const arm of arms) arm();
 
@@ -325,6 +346,7 @@ export async function bootstrap<W extends Wired>(
         dataDir,
         drainSeconds: wired.drainSeconds,
         recovered,
+        freshDataDir: fresh,
         uncleanStop: unclean,
         repaired,
         stop: (stopOpts) => (stopping ??= stop(stopOpts)),

@@ -120,6 +120,16 @@ export const ACCESS: Readonly<Record<FunctionName, FunctionAccess>> = {
   // Cancel moves the execution, then records the run pointer and owes a callback (afterTerminal).
   'execution-cancel': access(UPDATE, { states: ['StopExecution'], send: ['callbacks'], objects: ['read'] }),
   'deployment-contract': access(READ, { updateKeys: LIMITS }),
+  // The MCP server: tools/call is an execute (the same records, queue, inline files and limits),
+  // then a waited read of the result (links: the master key); its tool reads the published
+  // version; tasks/cancel is the caller's cancel (the transition, StopExecution, the owed callback).
+  'deployment-mcp': access(['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem'], {
+    send: ['executions', 'callbacks'],
+    secret: true,
+    states: ['StopExecution'],
+    objects: ['read', 'caller-execution'],
+    updateKeys: ['UPLOAD#*', ...LIMITS],
+  }),
   'deployment-openapi': access(READ, { updateKeys: LIMITS }),
   // Serves a page shell and static files: nothing to read or write.
   'deployment-docs': access([]),

@@ -4,32 +4,37 @@
  * lib/stacks/permissions.ts lists.
  */
 import * as path from 'node:path';
-import { ArnFormat, Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import {
+  ArnFormat,
+  AssetHashType,
+  DockerImage,
+  Duration,
+  RemovalPolicy,
+  Stack,
+  Validations,
+  type BundlingOptions,
+  type ILocalBundling,
+} from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
-import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import * as sfn from 'aws-cdk-lib/aws-stepfunctions';
 import { Construct } from 'constructs';
+import { bundleSpec } from './bundles';
+import { sharedBundler } from './bundler';
 import type { ObjectAction, QueryTarget, StatesAction, TableAction } from './permissions';
-import { shellQuote } from '../../functions/core/snippets';
 
 export const REPO_ROOT = path.resolve(__dirname, '..', '..');
+/** Kept in step with esbuild's target (bundles.ts ESBUILD_TARGET). */
 export const RUNTIME = lambda.Runtime.NODEJS_24_X;
-/** esbuild's target, kept in step with RUNTIME. */
-export const ESBUILD_TARGET = 'node24';
 export const DEFAULT_MEMORY_MB = 256;
 
-export const handlerEntry = (name: string): string => path.join(REPO_ROOT, 'functions', name, 'handler.ts');
-
 export interface PipegateFunctionProps {
-  /** Name of the handler folder under functions/ (also the function's label in the console). */
+  /** Its bundle in lib/stacks/bundles.ts (also the function's label in the console). */
   name: string;
-  /** Source file exporting `handler`; defaults to functions/<name>/handler.ts. */
-  entry?: string;
   timeout: Duration;
   memorySize?: number;
   /** Its share of the account's concurrency (lib/concurrency.ts); none draws on the shared pool. */
@@ -37,20 +42,16 @@ export interface PipegateFunctionProps {
   environment?: Record<string, string>;
   /** One of the periods CloudWatch Logs accepts (checked in settings.ts). */
   logRetentionDays: number;
-  /** Packages left out of the bundle (see bundleExternals in permissions.ts). */
-  externalModules?: string[];
   /**
    * Lambda's own lines (START, END and REPORT are INFO, a time-out or crash WARN or above):
    * with one set, logs are in Lambda's JSON format and lines below the level are not written.
    * The functions' own lines are JSON written to stdout either way, unfiltered.
    */
   systemLogLevel?: 'WARN' | 'INFO' | 'DEBUG';
-  /** Files copied beside the bundle, into `toDir` (the docs page's static files). */
-  copyFiles?: { fromDir: string; files: readonly string[]; toDir: string };
 }
 
 export class PipegateFunction extends Construct {
-  readonly fn: nodejs.NodejsFunction;
+  readonly fn: lambda.Function;
   readonly role: iam.Role;
   readonly logGroup: logs.LogGroup;
 
@@ -75,11 +76,12 @@ export class PipegateFunction extends Construct {
       }),
     );
 
-    this.fn = new nodejs.NodejsFunction(this, 'Function', {
-      entry: props.entry ?? handlerEntry(props.name),
-      handler: 'handler',
-      projectRoot: REPO_ROOT,
-      depsLockFilePath: path.join(REPO_ROOT, 'package-lock.json'),
+    // A function without a bundle entry fails here, where it is declared, rather than at synth.
+    bundleSpec(props.name);
+    this.fn = new lambda.Function(this, 'Function', {
+      // The asset's hash is its output's (index.js, its map, the copied files), as NodejsFunction's is.
+      code: lambda.Code.fromAsset(REPO_ROOT, { assetHashType: AssetHashType.OUTPUT, bundling: bundlingOf(props.name) }),
+      handler: 'index.handler',
       description: `pipegate ${props.name}`,
       runtime: RUNTIME,
       architecture: lambda.Architecture.ARM_64,
@@ -95,23 +97,6 @@ export class PipegateFunction extends Construct {
       environment: {
         NODE_OPTIONS: '--enable-source-maps',
         ...props.environment,
-      },
-      bundling: {
-        minify: true,
-        sourceMap: true,
-        // Stack traces need file and line, not the original text: keeps the bundle small.
-        sourcesContent: false,
-        target: ESBUILD_TARGET,
-        format: nodejs.OutputFormat.CJS,
-        // ESM builds of the SDK tree-shake far better than its CommonJS ones.
-        mainFields: ['module', 'main'],
-        // The SDK v3 is bundled, not taken from the runtime: the function runs the exact client
-        // versions the tests ran against (package-lock.json), and a minified, tree-shaken
-        // bundle loads faster on a cold start than the runtime's full SDK from disk.
-        bundleAwsSDK: true,
-        // Only what this function can use: SDK clients it never creates stay out.
-        externalModules: props.externalModules ?? [],
-        ...(props.copyFiles ? { commandHooks: copyHooks(props.copyFiles) } : {}),
       },
     });
 
@@ -179,14 +164,21 @@ export function executionArnPattern(machine: sfn.StateMachine): string {
   });
 }
 
-/** esbuild bundles locally; after it, copy the listed files into the asset folder. */
-function copyHooks(c: NonNullable<PipegateFunctionProps['copyFiles']>): nodejs.ICommandHooks {
-  return {
-    beforeBundling: () => [],
-    beforeInstall: () => [],
-    afterBundling: (_inputDir: string, outputDir: string) => [
-      `mkdir -p ${shellQuote(path.join(outputDir, c.toDir))}`,
-      ...c.files.map((f) => `cp ${shellQuote(path.join(c.fromDir, f))} ${shellQuote(path.join(outputDir, c.toDir, f))}`),
-    ],
-  };
+/**
+ * The function's bundle from lib/stacks/bundler.ts (esbuild in this process, a stack's bundles
+ * built together, a cache across synths). The CDK calls it when the stack is bundled at all
+ * (context `aws:cdk:bundling-stacks`); the image is never used, as local bundling always answers.
+ */
+function bundlingOf(name: string): BundlingOptions {
+  return { image: DockerImage.fromRegistry('pipegate-bundles-locally'), local: new LocalBundle(name) };
+}
+
+class LocalBundle implements ILocalBundling {
+  // An own field: the CDK's asset cache keys each asset by its bundling options, this included.
+  constructor(readonly bundle: string) {}
+
+  tryBundle(outputDir: string): boolean {
+    sharedBundler(REPO_ROOT).writeTo(this.bundle, outputDir);
+    return true;
+  }
 }

@@ -24,11 +24,8 @@ import { readConfig } from '../config';
 import { GATEWAY_RESPONSES } from '../gateway-responses';
 import { QUEUES } from '../queues';
 import { ROUTES, STREAMED_ROUTE_TIMEOUT_SECONDS, WORKERS, type FunctionName, type Route } from '../routes';
-import { DOCS_ASSETS, DOCS_ASSETS_DIR, DOCS_ASSETS_PACKAGE } from '../docs-assets';
 import { originOf } from '../storage-cors';
-
-const DOCS_FUNCTION = 'deployment-docs';
-import { accessFor, allFunctionNames, bundleExternals, OWNER_SECRETS_KMS_ACTIONS } from './permissions';
+import { accessFor, allFunctionNames, OWNER_SECRETS_KMS_ACTIONS } from './permissions';
 import { PipegateFunction, REPO_ROOT } from './pipegate-function';
 import { type Settings } from './settings';
 import { concurrencyPlan, waitersBound, waits } from '../concurrency';
@@ -98,18 +95,6 @@ export class ServiceStack extends Stack {
         environment: baseEnvironment,
         logRetentionDays: settings.logRetentionDays,
         systemLogLevel: settings.lambdaSystemLogLevel,
-        externalModules: bundleExternals(name),
-        // The docs page's Swagger UI files travel beside this one function's bundle, read from
-        // disk when asked for: no other bundle carries them, and its cold start does not parse them.
-        ...(name === DOCS_FUNCTION
-          ? {
-              copyFiles: {
-                fromDir: path.dirname(require.resolve(`${DOCS_ASSETS_PACKAGE}/package.json`)),
-                files: Object.keys(DOCS_ASSETS),
-                toDir: DOCS_ASSETS_DIR,
-              },
-            }
-          : {}),
       });
       functions[name] = fn;
       fn.grantTable(stateful.table, access.table, access.query);
@@ -188,6 +173,8 @@ export class ServiceStack extends Stack {
     // The form page uploads straight to storage when it is served at an origin the bucket's
     // upload rule names (the API's own, the public URL's): it compares its own with these.
     this.fn(FORM_PAGE_FUNCTION).fn.addEnvironment('PIPEGATE_API_URL', this.apiUrl);
+    // The MCP server refuses browser pages of other origins (DNS rebinding): it knows its own from these.
+    this.fn(MCP_FUNCTION).fn.addEnvironment('PIPEGATE_API_URL', this.apiUrl);
     this.buildUploadCors(stateful, settings);
 
     this.buildSweeperSchedule();
@@ -573,7 +560,6 @@ export class ServiceStack extends Stack {
   private buildUploadCors(stateful: StatefulStack, settings: Settings): void {
     const fn = new PipegateFunction(this, 'UploadCors', {
       name: 'upload-cors',
-      entry: path.join(__dirname, 'upload-cors.handler.ts'),
       timeout: Duration.seconds(30),
       logRetentionDays: settings.logRetentionDays,
       systemLogLevel: settings.lambdaSystemLogLevel,
@@ -643,6 +629,7 @@ export const ownerMethodPatterns = (stage: string): string[] =>
 
 /** The function serving the web form's page. */
 const FORM_PAGE_FUNCTION = 'form-page';
+const MCP_FUNCTION = 'deployment-mcp';
 
 /** Functions told the API's own URL for the loop guard: the one running http nodes, and the push checking them. */
 export const LOOP_GUARDED_FUNCTIONS = [WORKERS.taskRun, 'pipeline-push'] as const;

@@ -5,11 +5,10 @@ import * as v from 'valibot';
 import type { Node } from 'constructs';
 import { PublicUrlSchema } from '../config';
 
-import { EXPRESS_MAX_EXECUTION_TIMEOUT_MS, taskRunLambdaTimeoutSeconds } from '../workflow-budget';
+import { EXPRESS_MAX_EXECUTION_TIMEOUT_MS } from '../workflow-budget';
 import { DEFAULT_ACCOUNT_CONCURRENCY } from '../concurrency';
 
 export { EXPRESS_MAX_EXECUTION_TIMEOUT_MS };
-const LAMBDA_MAX_TIMEOUT_SECONDS = 900;
 
 /** Synth needs no AWS call when both are explicit; the CLI fills them in from credentials on deploy. */
 export const PLACEHOLDER_ENV = { account: '123456789012', region: 'us-east-1' } as const;
@@ -103,7 +102,8 @@ const ContextSchema = v.object({
   stackName: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z][A-Za-z0-9-]{0,100}$/)), 'Pipegate'),
   stageName: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_]{1,64}$/)), 'api'),
   stateMachineType: v.optional(v.picklist(['EXPRESS', 'STANDARD']), 'EXPRESS'),
-  executionTimeoutMs: v.optional(num(1_000, 3_600_000)),
+  // Up to 7 days (a definition's own `timeout_ms` at most): the steps keep it, not one Lambda.
+  executionTimeoutMs: v.optional(num(1_000, 604_800_000)),
   throttleRateLimit: v.optional(num(1, 10_000), 100),
   throttleBurstLimit: v.optional(num(1, 5_000), 200),
   logRetentionDays: v.optional(
@@ -158,12 +158,6 @@ export function parseSettings(input: Record<string, unknown>): Settings {
     throw new Error(
       `executionTimeoutMs ${executionTimeoutMs} does not fit an Express state machine (5 minutes in all): ` +
         `use at most ${EXPRESS_MAX_EXECUTION_TIMEOUT_MS}, or set stateMachineType=STANDARD`,
-    );
-  }
-  if (taskRunLambdaTimeoutSeconds(executionTimeoutMs) > LAMBDA_MAX_TIMEOUT_SECONDS) {
-    throw new Error(
-      `executionTimeoutMs ${executionTimeoutMs} is longer than one Lambda invocation can run the nodes ` +
-        `(${(LAMBDA_MAX_TIMEOUT_SECONDS - taskRunLambdaTimeoutSeconds(0)) * 1000} ms at most)`,
     );
   }
   return {

@@ -2,7 +2,6 @@
  * What outlives a redeploy: the table, the queues with their dead-letter queues, the objects
  * bucket, the key material secret and the alarm topic. Built from lib/tables.ts and lib/queues.ts.
  */
-import * as path from 'node:path';
 import { ArnFormat, CustomResource, Duration, RemovalPolicy, Stack, Validations, type StackProps } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as cwActions from 'aws-cdk-lib/aws-cloudwatch-actions';
@@ -325,7 +324,6 @@ export class StatefulStack extends Stack {
   private initialiseSecret(settings: Settings): void {
     const init = new PipegateFunction(this, 'SecretInit', {
       name: 'secret-init',
-      entry: path.join(__dirname, 'secret-init.handler.ts'),
       timeout: Duration.seconds(30),
       logRetentionDays: settings.logRetentionDays,
     });

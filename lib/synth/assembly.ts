@@ -7,8 +7,10 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import * as path from 'node:path';
-import { allFunctionNames } from '../stacks/permissions';
+import { bundleSpecs } from '../stacks/bundles';
+import { BUNDLE_LINE_PREFIX, loadScaled } from '../stacks/bundler';
 import { PLACEHOLDER_ENV } from '../stacks/settings';
 import { isPlainObject } from '../../functions/core/values';
 
@@ -32,44 +34,62 @@ const NOT_INPUTS = ['lib/local', 'lib/cli', 'lib/synth'];
  */
 const LOCAL_CONTEXT: Readonly<Record<string, string>> = { nag: 'false' };
 
+/**
+ * Nor are the CDK's own default CloudFormation rules (`CDK_VALIDATION=false`): they only report
+ * too, leave every template and manifest the same byte for byte, and took over half of the
+ * app's time here (7 of 13 s of CPU). `npm run synth` and deploys still run them.
+ */
+const LOCAL_ENV: Readonly<Record<string, string>> = { CDK_VALIDATION: 'false' };
+
 export interface SynthOptions {
   root?: string;
   /** Extra `-c key=value` context (also part of the cache key). */
   context?: Record<string, string>;
-  /** A line per stage of a synth that is not answered from the cache (a first start takes a minute). */
+  /** A line per stage of a synth that is not answered from the cache, with estimates from earlier ones. */
   progress?: (line: string) => void;
 }
 
-/**
- * Bundles a synth makes: one per function of the service (lib/stacks/permissions.ts lists
- * them), the stateful stack's secret initializer and the upload-cors custom resource. Only for
- * the "12 of 33" of progress lines.
- */
-export const EXPECTED_BUNDLES = allFunctionNames().length + 2;
+/** Bundles a synth makes: every entry of lib/stacks/bundles.ts. */
+export const EXPECTED_BUNDLES = Object.keys(bundleSpecs()).length;
 
 /**
- * Turns the synth's output into progress lines: the CDK prints `Bundling asset
- * <stack>/<function>/…/Stage...` before each esbuild run. Chunks may split lines.
+ * Relays the bundler's lines from the synth's output (lib/stacks/bundler.ts writes them to
+ * stderr while the CDK runs the app), and times the bundling they announce. Chunks may split lines.
  */
-export function bundleProgress(progress: (line: string) => void, total = EXPECTED_BUNDLES): (chunk: string) => void {
-  let count = 0;
-  let rest = '';
-  return (chunk) => {
-    const lines = (rest + chunk).split('\n');
-    rest = lines.pop() ?? '';
-    for (const line of lines) {
-      const m = /^Bundling asset ([^/\s]+\/[^/\s]+)/.exec(line.trim());
-      if (!m) continue;
-      count += 1;
-      progress(`bundling ${count}${count <= total ? ` of ${total}` : ''}: ${m[1]}`);
+export class BundleLines {
+  /** Milliseconds between each "to build" line and its batch's last "built" line. */
+  bundleMs = 0;
+  private rest = '';
+  private since: number | undefined;
+
+  constructor(
+    private readonly progress: (line: string) => void,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  feed(chunk: string): void {
+    const lines = (this.rest + chunk).split('\n');
+    this.rest = lines.pop() ?? '';
+    for (const raw of lines) {
+      if (!raw.startsWith(BUNDLE_LINE_PREFIX)) continue;
+      const line = raw.slice(BUNDLE_LINE_PREFIX.length).trim();
+      if (/ bundles to build\b/.test(line)) this.since = this.now();
+      const built = /^built (\d+) of (\d+)\b/.exec(line);
+      if (built && built[1] === built[2] && this.since !== undefined) {
+        this.bundleMs += this.now() - this.since;
+        this.since = undefined;
+      }
+      this.progress(line);
     }
-  };
+  }
 }
 
 export interface SynthResult {
   dir: string;
   /** Milliseconds the synth took; 0 when the cache answered. */
   ms: number;
+  /** Of which bundling (the bundler's own lines, timed as they arrived). */
+  bundleMs: number;
   cached: boolean;
 }
 
@@ -97,13 +117,14 @@ export function inputsHash(root: string = REPO_ROOT, context: Record<string, str
  * Runs the CDK CLI as `npm run synth` does (explicit account and region, no telemetry, no
  * version check, no notices; esbuild bundles locally) into `outdir`.
  */
-export async function synthesize(outdir: string, options: SynthOptions = {}): Promise<number> {
+export async function synthesize(outdir: string, options: SynthOptions = {}): Promise<{ ms: number; bundleMs: number }> {
   const root = options.root ?? REPO_ROOT;
   const context = { account: SYNTH_ENV.account, region: SYNTH_ENV.region, ...LOCAL_CONTEXT, ...options.context };
   const env: NodeJS.ProcessEnv = {};
   // No credentials, profile or default environment of the caller's may leak into the synth.
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('AWS_') && !k.startsWith('CDK_')) env[k] = v;
   Object.assign(env, {
+    ...LOCAL_ENV,
     CDK_DISABLE_CLI_TELEMETRY: 'true',
     CDK_DISABLE_VERSION_CHECK: '1',
     AWS_EC2_METADATA_DISABLED: 'true',
@@ -119,19 +140,19 @@ export async function synthesize(outdir: string, options: SynthOptions = {}): Pr
   ];
   const started = Date.now();
   const output: string[] = [];
-  const report = options.progress ? bundleProgress(options.progress) : () => undefined;
+  const lines = new BundleLines(options.progress ?? (() => undefined));
   const code = await new Promise<number | null>((resolve, reject) => {
     const child = spawn(process.execPath, args, { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout.on('data', (d: Buffer) => output.push(d.toString()));
     child.stderr.on('data', (d: Buffer) => {
       output.push(d.toString());
-      report(d.toString());
+      lines.feed(d.toString());
     });
     child.on('error', reject);
     child.on('close', resolve);
   });
   if (code !== 0) throw new Error(`cdk synth failed (exit ${code}):\n${output.join('').slice(-4000)}`);
-  return Date.now() - started;
+  return { ms: Date.now() - started, bundleMs: lines.bundleMs };
 }
 
 const pidAlive = (pid: number): boolean => {
@@ -172,7 +193,7 @@ export async function cachedAssembly(options: SynthOptions & { cacheDir?: string
   mkdirSync(cacheDir, { recursive: true });
   let waitingSaid = false;
   for (;;) {
-    if (existsSync(done)) return { dir, ms: 0, cached: true };
+    if (existsSync(done)) return { dir, ms: 0, bundleMs: 0, cached: true };
     try {
       mkdirSync(lock);
     } catch (err) {
@@ -191,21 +212,56 @@ export async function cachedAssembly(options: SynthOptions & { cacheDir?: string
     }
     try {
       writeFileSync(path.join(lock, 'pid'), String(process.pid));
-      if (existsSync(done)) return { dir, ms: 0, cached: true };
+      if (existsSync(done)) return { dir, ms: 0, bundleMs: 0, cached: true };
       const partial = `${dir}.partial-${process.pid}`;
       rmSync(partial, { recursive: true, force: true });
-      options.progress?.('synthesizing the CDK app (first start, or the sources changed): about a minute');
-      const ms = await synthesize(partial, options);
+      options.progress?.(`synthesizing the CDK app (first start, or the sources changed)${estimateLine(readLastSynth(cacheDir))}`);
+      const { ms, bundleMs } = await synthesize(partial, options);
       options.progress?.(`synthesized in ${(ms / 1000).toFixed(1)} s`);
+      writeLastSynth(cacheDir, { ms, bundleMs, load: loadavg()[0] ?? 0 });
       writeFileSync(path.join(partial, '.complete'), new Date().toISOString());
       rmSync(dir, { recursive: true, force: true });
       renameSync(partial, dir);
       prune(cacheDir, key);
-      return { dir, ms, cached: false };
+      return { dir, ms, bundleMs, cached: false };
     } finally {
       rmSync(lock, { recursive: true, force: true });
     }
   }
+}
+
+interface LastSynth {
+  ms: number;
+  bundleMs: number;
+  load: number;
+}
+
+const LAST_SYNTH = 'last-synth.json';
+
+function readLastSynth(cacheDir: string): LastSynth | undefined {
+  try {
+    const r = JSON.parse(readFileSync(path.join(cacheDir, LAST_SYNTH), 'utf8')) as LastSynth;
+    return r.ms > 0 && r.bundleMs >= 0 && r.load >= 0 ? r : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function writeLastSynth(cacheDir: string, r: LastSynth): void {
+  writeFileSync(path.join(cacheDir, LAST_SYNTH), JSON.stringify(r));
+}
+
+const seconds = (ms: number): string => `${Math.max(1, Math.round(ms / 1000))} s`;
+
+/** What the last synth here says of this one: its time besides bundling, scaled by the load now against then. */
+function estimateLine(last: LastSynth | undefined): string {
+  if (!last) return '; no earlier synth here to estimate from, the bundling estimate follows as it starts';
+  const now = loadavg()[0] ?? 0;
+  const rest = loadScaled(last.ms - last.bundleMs, last.load, now);
+  return (
+    `: about ${seconds(rest)} besides bundling, from the last synth here ` +
+    `(${seconds(last.ms)}, ${seconds(last.bundleMs)} of it bundling, at load ${last.load.toFixed(1)}; ${now.toFixed(1)} now)`
+  );
 }
 
 function prune(cacheDir: string, keep: string): void {

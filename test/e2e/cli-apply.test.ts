@@ -384,7 +384,7 @@ describe('pipegate apply against a running local runtime', () => {
     expect(human.stderr).toMatch(/tests\[0\]\.inputs\.n {2}must be a whole number \(input n is integer\), got the string "one"/);
     expect(human.stderr).toMatch(/tests\[0\]\.expect\.q/);
     expect(human.stderr).toMatch(
-      /bad\/package\.json \(2 problems\):\n {4}name {3}unknown key; a pipeline file holds only description, retry_interrupted, nodes, publish, tests, secrets, consumers\n {4}nodes {2}is required/,
+      /bad\/package\.json \(2 problems\):\n {4}name {3}unknown key; a pipeline file holds only description, retry_interrupted, timeout_ms, nodes, publish, tests, secrets, consumers\n {4}nodes {2}is required/,
     );
     expect(json.code).toBe(2);
     expect(JSON.parse(json.stdout)).toMatchObject({ ok: false, files: [{ file: 'bad/package.json' }, { file: 'bad/typos.json' }] });

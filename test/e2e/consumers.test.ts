@@ -212,7 +212,13 @@ describe('consumers', () => {
     }
     expect(ids).toHaveLength(4);
     for (const id of ids) await rt.waitForExecution(id, paid.body.api_key as string).catch(() => undefined);
-    const usage = await rt.owner('GET', '/v1/pipelines/consumers-usage/deployment/usage');
+    // Usage is counted just after the terminal write, which is what the status shows first:
+    // read it until the four finished executions are in (or a hang ends the test).
+    let usage = await rt.owner('GET', '/v1/pipelines/consumers-usage/deployment/usage');
+    while ((usage.body.last_day as { total?: number } | undefined)?.total !== 4) {
+      await new Promise((r) => setTimeout(r, 100));
+      usage = await rt.owner('GET', '/v1/pipelines/consumers-usage/deployment/usage');
+    }
     expect(usage.status).toBe(200);
     const row = (name: string) =>
       (usage.body.by_consumer as { name: string; last_day: Record<string, unknown> }[]).find((c) => c.name === name)?.last_day;

@@ -44,7 +44,27 @@ const photoInfo: PipelineDefinition = {
   },
 };
 
+// An input of every value type: the page's try-it and its snippets send each as its type takes it.
+const everyType: PipelineDefinition = {
+  nodes: {
+    name: { type: 'input', value_type: 'string', value: 'world' },
+    times: { type: 'input', value_type: 'integer', value: 2 },
+    ratio: { type: 'input', value_type: 'float', value: 0.5 },
+    loud: { type: 'input', value_type: 'boolean', value: true },
+    page: { type: 'input', value_type: 'reference', value: 'https://example.com/parcels/1' },
+    photo: {
+      type: 'input',
+      value_type: 'asset',
+      value: `data:image/png;base64,${png(2, 2).toString('base64')}`,
+      media_types: ['image/png'],
+    },
+    text: { type: 'transform', inputs: ['name', 'times', 'ratio', 'loud', 'page', 'photo'], expression: "name & ' ' & photo.media_type" },
+    message: { type: 'output', from: 'text' },
+  },
+};
+
 let rt: TestRuntime;
+let everyDep: Published;
 let dep: Published;
 let photoDep: Published;
 let browser: Browser | undefined;
@@ -53,6 +73,7 @@ beforeAll(async () => {
   rt = await startTestRuntime();
   dep = await rt.publishPipeline('shop', shop, { inputs: { secret_discount: { visible: false } } });
   photoDep = await rt.publishPipeline('photo-info', photoInfo);
+  everyDep = await rt.publishPipeline('every-type', everyType);
   if (haveChromium) {
     const { chromium } = await import('playwright-core');
     browser = await chromium.launch({ executablePath: CHROMIUM });
@@ -93,6 +114,11 @@ describe('GET /v1/deployments/{id}/docs', () => {
     const samples = post?.['x-codeSamples'] as { label: string; source: string }[];
     expect(samples.map((s) => s.label)).toEqual(['curl', 'TypeScript (openapi-fetch)', 'Python (requests)']);
     expect(samples[0]?.source).toContain(`/v1/deployments/${dep.deploymentId}/executions`);
+    // The same deployment as an agent's tool: a client's configuration on the MCP operation.
+    const mcp = (doc.body.paths as Record<string, { post?: Record<string, unknown> }>)[`/v1/deployments/${dep.deploymentId}/mcp`]?.post;
+    const config = mcp?.['x-codeSamples'] as { label: string; source: string }[];
+    expect(config.map((s) => s.label)).toEqual(['MCP client']);
+    expect(config[0]?.source).toContain(`"url": "${rt.url}/v1/deployments/${dep.deploymentId}/mcp"`);
   });
 
   (haveChromium ? it : it.skip)(
@@ -123,6 +149,7 @@ describe('GET /v1/deployments/{id}/docs', () => {
       expect(inputs.map((row) => row.split('\t')[0])).toEqual(['item', 'count']);
       expect(await contract.innerText()).not.toContain('secret_discount');
       expect(await contract.innerText()).toContain('curl');
+      expect(await contract.innerText()).toContain(`MCP URL: ${rt.url}/v1/deployments/${dep.deploymentId}/mcp`);
 
       const post = page.locator('.opblock-post').first();
       await post.locator('.opblock-summary').click();
@@ -197,5 +224,37 @@ describe('GET /v1/deployments/{id}/docs', () => {
       await page.close();
     },
     180_000,
+  );
+  (haveChromium ? it : it.skip)(
+    'in a browser: the try-it of a deployment with an input of every value type (string, integer, float, boolean, reference, asset) returns 202 as it stands',
+    async () => {
+      const page = await (browser as Browser).newPage();
+      const problems: string[] = [];
+      page.on('pageerror', (e) => problems.push(`page: ${e.message}`));
+      const executed: number[] = [];
+      page.on('response', (res) => {
+        if (res.request().method() === 'POST' && res.url().endsWith(`/v1/deployments/${everyDep.deploymentId}/executions`))
+          executed.push(res.status());
+      });
+      await page.goto(`${rt.url}/v1/deployments/${everyDep.deploymentId}/docs`);
+      await page.fill('#api-key', everyDep.apiKey);
+      await page.click('#load');
+      await page.locator('#contract').waitFor({ state: 'visible', timeout: 60_000 });
+      // The curl the page shows says REFERENCE and ASSET where those inputs take them.
+      const curl = await page.locator('#contract h3:text-is("curl") + pre').innerText();
+      expect(curl).toContain('"page":{"value":"https://example.com/parcels/1","value_type":"REFERENCE"}');
+      expect(curl).toContain('"value_type":"ASSET"');
+
+      const post = page.locator('.opblock-post').first();
+      await post.locator('.opblock-summary').click();
+      await post.locator('button.execute').click();
+      const status = post.locator('.live-responses-table tr.response .response-col_status').first();
+      await status.waitFor({ timeout: 60_000 });
+      expect((await status.innerText()).trim()).toBe('202');
+      expect(executed).toEqual([202]);
+      expect(problems).toEqual([]);
+      await page.close();
+    },
+    120_000,
   );
 });

@@ -3,10 +3,12 @@
  * description and nodes, as the CLI sends), every test of its `tests` block is run and must
  * produce its `expect`, it is published with its `publish` block, and a caller executes it.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { parse } from 'yaml';
+import { deploymentSnippets } from '../../functions/core/snippets';
 import { jpeg, png } from '../support/media';
 import { greeting, request, startTestRuntime, waitUntil, type TestRuntime } from '../support/runtime';
 
@@ -36,6 +38,8 @@ const readExample = (file: string): ExampleFile => {
 
 /** What the service receives: the CLI strips the pipelines-as-code blocks. */
 const definition = (f: ExampleFile) => ({ description: f.description, nodes: f.nodes });
+
+const execFileAsync = promisify(execFile);
 
 let rt: TestRuntime;
 
@@ -139,6 +143,42 @@ describe('examples/greeting.json', () => {
     expect(published.status).toBe(201);
     expect(contract.body).toEqual(expectedContract(deploymentId, asCode));
     expect(result).toMatchObject({ status: 'completed', response_data: { message: { value: 'Hello, Grace!', value_type: 'RAW' } } });
+  });
+});
+
+describe('examples/postcard.json', () => {
+  const file = readExample('postcard.json');
+
+  it('runs, publishes with a form, and the curl snippet publish prints (a picture and a web address among its inputs) runs as printed', async () => {
+    // Prepare
+    const pushed = await rt.owner('PUT', '/v1/pipelines/postcard', definition(file));
+    expect(pushed.status).toBe(201);
+    const run = await rt.runToEnd('postcard', {});
+    expect({ status: run.status, back: (run.outputs as Record<string, unknown>).back }).toEqual({
+      status: 'completed',
+      back: 'Greetings from the sea (1 copies)',
+    });
+    const published = await rt.owner('PUT', '/v1/pipelines/postcard/deployment', { form: { enabled: true, title: 'Make a postcard' } });
+    expect(published.status).toBe(201);
+    const { deployment_id: deploymentId, api_key: apiKey } = published.body as { deployment_id: string; api_key: string };
+    const doc = await rt.caller('GET', `/v1/deployments/${deploymentId}/openapi.json`, apiKey);
+
+    // Act: the curl line, through a shell, as a caller pastes it.
+    const curl = await execFileAsync('sh', ['-c', deploymentSnippets(doc.body).curl], {
+      env: { ...process.env, PIPEGATE_API_KEY: apiKey },
+    });
+    const accepted = JSON.parse(curl.stdout) as { status: string; execution_id: string };
+    await rt.waitForExecution(accepted.execution_id, apiKey);
+    const result = await rt.caller('GET', `/v1/deployments/executions/${accepted.execution_id}/result/`, apiKey);
+
+    // Assess
+    expect(accepted.status).toBe('queued');
+    expect(result.body).toMatchObject({ status: 'completed', error_message: null });
+    const data = result.body.response_data as Record<string, { value: unknown; value_type: string; media_type?: string }>;
+    expect(data.back).toEqual({ value: 'Greetings from the sea (1 copies)', value_type: 'RAW' });
+    expect(data.more).toEqual({ value: 'https://example.com/places/the-sea', value_type: 'RAW' });
+    expect(data.front).toMatchObject({ value_type: 'ASSET', media_type: 'image/png' });
+    expect(published.body.form_url).toMatch(/\/v1\/forms\/pgf_/);
   });
 });
 

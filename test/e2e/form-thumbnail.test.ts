@@ -95,6 +95,11 @@ describe('the example media pipeline as a web form', () => {
       try {
         expect((await page.goto(answer.form_url))?.status()).toBe(200);
         await page.locator('#run').waitFor();
+        // What the person reads before choosing: the example's labels, the kind and size in words.
+        const form = await page.locator('#run-form').innerText();
+        expect(form).toContain('Photo');
+        expect(form).toContain('A PNG image, 10 MB or smaller.');
+        expect(form).not.toMatch(/image\/|MiB|\d bytes|accepts/);
         const photo = png(640, 480, (x, y) => [(x * 255) / 640, (y * 255) / 480, 160, 255]);
         await page.setInputFiles('#in-photo', { name: 'photo.png', mimeType: 'image/png', buffer: photo });
         await page.getByRole('button', { name: 'Run' }).click();
@@ -113,6 +118,8 @@ describe('the example media pipeline as a web form', () => {
         );
         expect(size).toEqual({ w: 64, h: 48 });
         expect(await page.locator('[data-output="thumbnail_bytes"] .value').innerText()).toMatch(/^\d+$/);
+        expect(await page.locator('#out-thumbnail').innerText()).toBe('Thumbnail');
+        expect(await page.locator('[data-output="thumbnail"] a.download').getAttribute('download')).toBe('thumbnail.png');
         await page.screenshot({ path: join(SHOTS, 'form-thumbnail.png'), fullPage: true });
         expect(problems).toEqual([]);
       } finally {

@@ -102,9 +102,9 @@ describe('the page', () => {
     expect(res.headers.get('referrer-policy')).toBe('no-referrer');
     const html = await res.text();
     expect(html).toContain('<h1>Caption a picture</h1>');
-    expect(html).toMatch(/<label for="in-caption">caption<\/label>/);
+    expect(html).toMatch(/<label for="in-caption">Caption<\/label>/);
     expect(html).toMatch(/type="file" id="in-photo"[^>]*accept="image\/png,image\/jpeg"/);
-    expect(html).toMatch(/type="number" id="in-times"[^>]*value="2"/);
+    expect(html).toMatch(/type="text" inputmode="numeric" id="in-times"[^>]*value="2"/);
     expect(html).toMatch(/type="checkbox" id="in-loud"/);
     expect(html).toContain('The picture to caption');
     expect(html).toContain('data-output="line"');
@@ -117,14 +117,24 @@ describe('the page', () => {
     expect(script.headers.get('content-type')).toMatch(/javascript/);
   });
 
-  it('answers 404 alike for a tampered, unknown or malformed link', async () => {
+  it('answers 404 alike for a tampered, unknown or malformed link: the same page in words, for a person', async () => {
     const token = formUrl.split('/').pop() as string;
     const flipped = token.slice(0, -1) + (token.endsWith('A') ? 'B' : 'A');
+    const pages = new Set<string>();
     for (const bad of [flipped, `pgf_${'A'.repeat(43)}`, 'nonsense']) {
-      const r = await request<Record<string, unknown>>(`${rt.url}/v1/forms/${bad}`, 'GET', undefined, {});
+      const r = await fetch(`${rt.url}/v1/forms/${bad}`);
       expect(r.status).toBe(404);
-      expect(r.body).toEqual({ error: 'Form Not Found' });
+      expect(r.headers.get('content-type')).toBe('text/html; charset=utf-8');
+      expect(r.headers.get('content-security-policy')).toMatch(/^default-src 'none'; style-src 'sha256-/);
+      expect(r.headers.get('cache-control')).toBe('no-store');
+      pages.add(await r.text());
     }
+    expect(pages.size).toBe(1);
+    expect([...pages][0]).toContain('<h1>This link does not open a form</h1>');
+    // The form's other routes keep answering callers' JSON.
+    const run = await request<Record<string, unknown>>(`${rt.url}/v1/forms/${flipped}/executions`, 'POST', {}, {});
+    expect(run.status).toBe(404);
+    expect(run.body).toEqual({ error: 'Form Not Found' });
   });
 });
 

@@ -52,8 +52,33 @@ const ASSET_PIPELINE: PipelineDefinition = {
   },
 };
 
+// One input of every value type, each taking its published value: the snippets send them all.
+const EVERY_TYPE_PIPELINE: PipelineDefinition = {
+  nodes: {
+    name: { type: 'input', value_type: 'string', value: 'world' },
+    times: { type: 'input', value_type: 'integer', value: 2 },
+    ratio: { type: 'input', value_type: 'float', value: 0.5 },
+    loud: { type: 'input', value_type: 'boolean', value: true },
+    page: { type: 'input', value_type: 'reference', value: 'https://example.com/parcels/1' },
+    photo: {
+      type: 'input',
+      value_type: 'asset',
+      value: `data:image/png;base64,${png(2, 2).toString('base64')}`,
+      media_types: ['image/png'],
+    },
+    text: {
+      type: 'transform',
+      inputs: ['name', 'times', 'ratio', 'loud', 'page', 'photo'],
+      expression: "name & ' ' & $string(times) & ' ' & $string(ratio) & ' ' & $string(loud) & ' ' & $string(page) & ' ' & photo.media_type",
+    },
+    message: { type: 'output', from: 'text' },
+  },
+};
+
 let rt: TestRuntime;
 let published: Published;
+let everyPublished: Published;
+let everyDoc: JsonObject;
 let assetPublished: Published;
 let assetDoc: JsonObject;
 let dir: string;
@@ -99,6 +124,10 @@ beforeAll(async () => {
   const assets = await rt.caller<JsonObject>('GET', `/v1/deployments/${assetPublished.deploymentId}/openapi.json`, assetPublished.apiKey);
   if (assets.status !== 200) throw new Error(`asset document: ${assets.status} ${assets.text}`);
   assetDoc = assets.body;
+  everyPublished = await rt.publishPipeline('typed-every', EVERY_TYPE_PIPELINE);
+  const every = await rt.caller<JsonObject>('GET', `/v1/deployments/${everyPublished.deploymentId}/openapi.json`, everyPublished.apiKey);
+  if (every.status !== 200) throw new Error(`every-type document: ${every.status} ${every.text}`);
+  everyDoc = every.body;
 
   dir = mkdtempSync(join(tmpdir(), 'pipegate-typed-client-'));
   const src = join(dir, 'src');
@@ -111,6 +140,8 @@ beforeAll(async () => {
     writeFileSync(join(dir, 'deployment.json'), JSON.stringify(deploymentDoc));
     writeFileSync(join(dir, 'service.json'), JSON.stringify(serviceDoc));
     writeFileSync(join(dir, 'assets.json'), JSON.stringify(assetDoc));
+    writeFileSync(join(dir, 'every.json'), JSON.stringify(everyDoc));
+    mkdirSync(join(src, 'every'));
     await exec(process.execPath, [
       join(__dirname, '..', 'support', 'openapi-types.mjs'),
       ...[
@@ -120,6 +151,8 @@ beforeAll(async () => {
         join(src, 'service-api.ts'),
         join(dir, 'assets.json'),
         join(src, 'asset-api.ts'),
+        join(dir, 'every.json'),
+        join(src, 'every', 'api.ts'),
       ],
     ]);
   });
@@ -127,9 +160,13 @@ beforeAll(async () => {
   writeFileSync(join(src, 'deployment.ts'), `export const DEPLOYMENT_ID = ${JSON.stringify(published.deploymentId)};\n`);
   writeFileSync(join(src, 'asset-deployment.ts'), `export const ASSET_DEPLOYMENT_ID = ${JSON.stringify(assetPublished.deploymentId)};\n`);
   writeFileSync(join(src, 'snippet.ts'), deploymentSnippets(deploymentDoc).typescript);
+  // As a caller pastes it beside the types of its own deployment's document.
+  writeFileSync(join(src, 'every', 'snippet.ts'), deploymentSnippets(everyDoc).typescript);
 
   diagnostics = await timed('compile', () => {
-    const files = readdirSync(src).map((f) => join(src, f));
+    const files = readdirSync(src, { recursive: true, encoding: 'utf8' })
+      .filter((f) => f.endsWith('.ts'))
+      .map((f) => join(src, f));
     const worker = new Worker(join(__dirname, '..', 'support', 'compile-strict.mjs'), {
       workerData: { files, src, outDir: join(dir, 'out'), root: ROOT },
     });
@@ -268,5 +305,29 @@ describe('typed clients generated from the documents alone', () => {
     expect(typescript.stdout.trim()).toBe('completed {"message":{"value":"Hello, world","value_type":"RAW"}}');
     expect(python.stdout.trim()).toBe("completed {'message': {'value': 'Hello, world', 'value_type': 'RAW'}}");
     expect(JSON.parse(curl.stdout)).toMatchObject({ status: 'queued', deployment_id: published.deploymentId });
+  });
+
+  it('the snippets of a deployment with an input of every value type (string, integer, float, boolean, reference, asset) run as printed: each gets 202 and its execution completes', async () => {
+    // Prepare
+    const env = { ...process.env, PIPEGATE_API_KEY: everyPublished.apiKey };
+    const snippets = deploymentSnippets(everyDoc);
+    const expected = `world 2 0.5 true https://example.com/parcels/1 image/png`;
+
+    // Act
+    const [typescript, python, curl] = await timed('every-type snippets', () =>
+      Promise.all([
+        exec(process.execPath, [join(dir, 'out', 'every', 'snippet.js')], { env }),
+        exec('python3', ['-c', snippets.python], { env }),
+        exec('sh', ['-c', snippets.curl], { env }),
+      ]),
+    );
+
+    // Assess: the TypeScript and Python snippets wait for the result themselves; curl's answer is the 202's body.
+    expect(typescript.stdout.trim()).toBe(`completed ${JSON.stringify({ message: { value: expected, value_type: 'RAW' } })}`);
+    expect(python.stdout.trim()).toBe(`completed {'message': {'value': '${expected}', 'value_type': 'RAW'}}`);
+    const accepted = JSON.parse(curl.stdout) as { status: string; execution_id: string };
+    expect(accepted).toMatchObject({ status: 'queued', deployment_id: everyPublished.deploymentId });
+    const done = await rt.waitForExecution(accepted.execution_id, everyPublished.apiKey);
+    expect(done).toMatchObject({ status: 'completed' });
   });
 });

@@ -350,13 +350,23 @@ describe('an error injected at each step', () => {
     );
   });
 
-  it('RunNodes: a failing read of the version ends in MarkFailed, failed', async () => {
+  it('RunNodes: a step whose read of the version fails once is tried again, and the execution completes', async () => {
     const id = randomUUID();
     faults.add({ label: 'run-read', store: 'pipelines', method: 'getVersion', when: (args) => args[0] === 'steps', times: 1 });
     planned.push(id);
     await rt.caller('POST', executions(p), p.apiKey, {});
-    expect((await rt.waitForExecution(id, p.apiKey)).status).toBe('failed');
+    expect((await rt.waitForExecution(id, p.apiKey)).status).toBe('completed');
     expect(faults.count('run-read')).toBe(1);
+  });
+
+  it('RunNodes: a read of the version that keeps failing ends in MarkFailed, failed', async () => {
+    const id = randomUUID();
+    // Every attempt fails: the first and the state machine's two tries again.
+    faults.add({ label: 'run-read-always', store: 'pipelines', method: 'getVersion', when: (args) => args[0] === 'steps', times: 3 });
+    planned.push(id);
+    await rt.caller('POST', executions(p), p.apiKey, {});
+    expect((await rt.waitForExecution(id, p.apiKey)).status).toBe('failed');
+    expect(faults.count('run-read-always')).toBe(3);
   });
 
   it('MarkFailed: its own failing write is retried until it lands', async () => {

@@ -28,7 +28,7 @@ function recorder(over: Partial<Record<keyof Calls, WorkflowTask>> = {}): { call
     calls,
     tasks: {
       MarkRunning: wrap('MarkRunning', async () => ({ proceed: true })),
-      RunNodes: wrap('RunNodes', async () => ({ status: 'completed' })),
+      RunNodes: wrap('RunNodes', async () => ({ status: 'completed', next: 'done' })),
       MarkFailed: wrap('MarkFailed', async () => ({ status: 'failed' })),
     },
   };
@@ -36,7 +36,8 @@ function recorder(over: Partial<Record<keyof Calls, WorkflowTask>> = {}): { call
 
 const input = (id: string, extra: Record<string, unknown> = {}): Record<string, unknown> => ({
   execution_id: id,
-  timeout_seconds: 30,
+  gen: 0,
+  run: { next: 'step', step_timeout: 30 },
   ...extra,
 });
 
@@ -75,9 +76,13 @@ describe('LocalWorkflow', () => {
     expect(started).toBe('started');
     // MarkRunning also gets the execution's own id ($$.Execution.Id), unique per start.
     expect(calls.MarkRunning).toEqual([
-      { execution_id: 'exec-1', workflow_id: expect.stringMatching(/^arn:aws:states:local:\d+:execution:pipegate:exec-1:[0-9a-f-]{36}$/) },
+      {
+        execution_id: 'exec-1',
+        gen: 0,
+        workflow_id: expect.stringMatching(/^arn:aws:states:local:\d+:execution:pipegate:exec-1:[0-9a-f-]{36}$/),
+      },
     ]);
-    expect(calls.RunNodes).toEqual([{ execution_id: 'exec-1' }]);
+    expect(calls.RunNodes).toEqual([{ execution_id: 'exec-1', gen: 0 }]);
     expect(calls.MarkFailed).toEqual([]);
     expect(onError).not.toHaveBeenCalled();
     expect(wf.running()).toEqual([]);
@@ -220,14 +225,14 @@ describe('LocalWorkflow', () => {
     await expect(wf.stop('exec-7', 'again')).resolves.toBeUndefined();
   });
 
-  it('honours TimeoutSecondsPath from the execution input', async () => {
+  it('honours TimeoutSecondsPath from the execution input, and tries a timed-out step again before failing it', async () => {
     // Prepare
     const hold = gate();
     const { calls, tasks } = recorder({ RunNodes: () => hold.wait.then(() => ({})) });
-    const wf = new LocalWorkflow({ definition, tasks });
+    const wf = new LocalWorkflow({ definition, tasks, retryIntervalOverrides: { RunNodes: 0 } });
 
     // Act
-    await wf.start('exec-8', input('exec-8', { timeout_seconds: 1 }));
+    await wf.start('exec-8', input('exec-8', { run: { next: 'step', step_timeout: 1 } }));
     const failed = new Promise<void>((resolve) => {
       const poll = (): void => {
         if (calls.MarkFailed.length > 0) resolve();
@@ -239,13 +244,17 @@ describe('LocalWorkflow', () => {
     hold.open();
     await wf.idle();
 
-    // Assess
-    expect(calls.RunNodes).toEqual([{ execution_id: 'exec-8' }]);
+    // Assess: the first attempt and the two retries of States.Timeout (a step is safe to repeat).
+    expect(calls.RunNodes).toEqual([
+      { execution_id: 'exec-8', gen: 0 },
+      { execution_id: 'exec-8', gen: 0 },
+      { execution_id: 'exec-8', gen: 0 },
+    ]);
     const marked = calls.MarkFailed[0] as { error: { Error: string } };
     expect(marked.error.Error).toBe('States.Timeout');
   });
 
-  it('fails the execution, not the process, when timeout_seconds is missing', async () => {
+  it('fails the execution, not the process, when the step time-out is missing', async () => {
     // Prepare
     const { calls, tasks } = recorder();
     const onError = jest.fn();

@@ -165,7 +165,7 @@ describe("the API's resource policy", () => {
 });
 
 describe('the loop guard', () => {
-  it("tells the function running http nodes and the push checking them the API's own URL, and no other function but the form page (which compares its own origin with the bucket's upload rule)", () => {
+  it("tells the function running http nodes and the push checking them the API's own URL, and no other function but the form page (which compares its own origin with the bucket's upload rule) and the MCP server (which refuses other origins)", () => {
     // Prepare
     const app = buildTestApp();
     const svc = resourcesOf(Template.fromStack(app.service));
@@ -183,8 +183,9 @@ describe('the loop guard', () => {
       .map(([name]) => name)
       .sort();
     // Assess
-    // ... and the form page, which compares its own origin with the API's (test/stack/upload-cors.test.ts).
-    expect(told).toEqual([...LOOP_GUARDED_FUNCTIONS, 'form-page'].sort());
+    // ... and the form page, which compares its own origin with the API's (test/stack/upload-cors.test.ts),
+    // and the MCP server, which refuses browser pages of other origins (DNS rebinding).
+    expect(told).toEqual([...LOOP_GUARDED_FUNCTIONS, 'form-page', 'deployment-mcp'].sort());
     expect(LOOP_GUARDED_FUNCTIONS).toEqual(['task-run', 'pipeline-push']);
   });
 });

@@ -26,7 +26,7 @@ import { ASL_PATH, ASL_SUBSTITUTIONS } from '../../lib/stacks/service-stack';
 import { buildTestApp, crossStackRef, asArray, outputsOf, refOf, resourcesOf, type Resources } from './stack-fixture';
 import { unauthorizedBody } from '../../functions/core/errors';
 import { isPlainObject } from '../../functions/core/values';
-import { EXPRESS_MAX_EXECUTION_TIMEOUT_MS } from '../../lib/workflow-budget';
+import { EXPRESS_MAX_EXECUTION_TIMEOUT_MS, taskRunLambdaTimeoutSeconds } from '../../lib/workflow-budget';
 import { AWS_MIN_UNRESERVED, CLASS_SHARES, classOf, concurrencyPlan, waitersBound } from '../../lib/concurrency';
 import { parseSettings } from '../../lib/stacks/settings';
 
@@ -148,7 +148,7 @@ describe('API routes from lib/routes.ts', () => {
     }
   });
 
-  it('streams every route that may wait, or whose answer is events, bytes or a read of execution values', () => {
+  it('streams every route that may wait, or whose answer is events (or MCP messages), bytes or a read of execution values', () => {
     // Prepare: a value-carrying answer buffered again would fail past Lambda's 6 MB
     // (test/e2e/large-results.test.ts); a wait may outlast a buffered integration.
     const VALUES: readonly SchemaName[] = [
@@ -170,7 +170,10 @@ describe('API routes from lib/routes.ts', () => {
             ([status, a]) =>
               status.startsWith('2') &&
               typeof a === 'object' &&
-              (a.events !== undefined || a.media === 'bytes' || (r.method === 'GET' && shapesOf(a).some((s) => VALUES.includes(s)))),
+              (a.events !== undefined ||
+                a.media === 'bytes' ||
+                a.media === 'mcp' ||
+                (r.method === 'GET' && shapesOf(a).some((s) => VALUES.includes(s)))),
           );
 
     // Act
@@ -185,6 +188,7 @@ describe('API routes from lib/routes.ts', () => {
         'GET execution-result',
         'GET run-get',
         'GET execution-events',
+        'POST deployment-mcp',
       ]),
     );
     expect(buffered).toEqual([]);
@@ -348,12 +352,12 @@ describe('functions', () => {
     }
   });
 
-  it('fits the Express state machine: execution time-out within its budget, task-run just above it', () => {
+  it("fits the Express state machine: execution time-out within its budget, task-run a step's longest", () => {
     // Assess
     expect(built.settings.stateMachineType).toBe('EXPRESS');
     expect(built.settings.executionTimeoutMs).toBeLessThanOrEqual(EXPRESS_MAX_EXECUTION_TIMEOUT_MS);
     const taskRunTimeout = Number(svc[fnId(WORKERS.taskRun)]?.Properties?.Timeout);
-    expect(taskRunTimeout * 1000).toBeGreaterThan(built.settings.executionTimeoutMs);
+    expect(taskRunTimeout).toBe(taskRunLambdaTimeoutSeconds());
     expect(taskRunTimeout).toBeLessThanOrEqual(300);
   });
 });
@@ -481,6 +485,8 @@ describe('least privilege, from lib/stacks/permissions.ts', () => {
       // Inline assets and large values, under the API execution it creates.
       execute: [put('bucket/d/*/e/*')],
       'form-execute': [put('bucket/d/*/e/*')],
+      // An MCP tools/call is an execute: its inline and fetched files, under the execution.
+      'deployment-mcp': [put('bucket/d/*/e/*')],
       // The same, under the owner's run it creates.
       'run-start': [put('bucket/p/*/r/*')],
       // Outputs and large values of whichever it runs, binary answers streamed in parts.
@@ -507,13 +513,13 @@ describe('least privilege, from lib/stacks/permissions.ts', () => {
     ).toEqual(['deployment-delete', WORKERS.sweeper].sort());
   });
 
-  it('lets only the runner start executions, and only the two cancels (caller and owner) stop them', () => {
+  it("lets only the runner start executions, and only the cancels (caller's, owner's, and an MCP client's tasks/cancel) stop them", () => {
     // Act
     const starters = allFunctionNames().filter((n) => actionsOn(statementsOf(roleId(n)), 'states:StartExecution').length > 0);
     const stoppers = allFunctionNames().filter((n) => actionsOn(statementsOf(roleId(n)), 'states:StopExecution').length > 0);
     // Assess
     expect(starters).toEqual([WORKERS.runner]);
-    expect(stoppers.sort()).toEqual(['execution-cancel', 'owner-execution-cancel']);
+    expect(stoppers.sort()).toEqual(['deployment-mcp', 'execution-cancel', 'owner-execution-cancel']);
     const machine = logicalId(built.service.stateMachine.node.defaultChild);
     expect(resourcesFor(statementsOf(roleId(WORKERS.runner)), 'states:StartExecution')).toEqual([`service:${machine}`]);
     for (const stopper of stoppers) {
@@ -580,6 +586,57 @@ describe('least privilege, from lib/stacks/permissions.ts', () => {
       expect(actions).not.toContain('dynamodb:UpdateItem');
       expect(actions).not.toContain('sqs:SendMessage');
     }
+  });
+});
+
+describe('the MCP server function (deployment-mcp)', () => {
+  const name = 'deployment-mcp';
+
+  it("holds an execute's grants, a cancel's, and nothing else", () => {
+    // Act
+    const plain = statementsOf(roleId(name))
+      .filter((st) => !st.actions.every((a) => a.startsWith('logs:') || a.startsWith('xray:')))
+      .map((st) => ({ actions: [...st.actions].sort(), resources: [...st.resources].sort() }))
+      .sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
+    const conditioned = statementsOf(roleId(name), svc, true).map((st) => st.actions);
+    const machine = logicalId(built.service.stateMachine.node.defaultChild);
+    // Assess: the records an execute writes and a cancel moves, the executions queue (submit) and
+    // the callbacks queue (a cancel owes its callback), the key material (links), StopExecution.
+    expect(actionsOn(plain, 'dynamodb:')).toEqual(['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem']);
+    expect(resourcesFor(plain, 'dynamodb:GetItem')).toEqual([`stateful:${tableId}`]);
+    expect(resourcesFor(plain, 'sqs:SendMessage')).toEqual(
+      [`stateful:${queueId('callbacks')}`, `stateful:${queueId('executions')}`].sort(),
+    );
+    expect(actionsOn(plain, 'secretsmanager:')).toEqual(['secretsmanager:GetSecretValue']);
+    expect(resourcesFor(plain, 'states:StopExecution')).toEqual([
+      `arn:aws:states:${built.service.region}:${built.service.account}:execution:service:${machine}:*`,
+    ]);
+    expect(actionsOn(plain, 'dynamodb:Query')).toEqual([]);
+    expect(actionsOn(plain, 'states:StartExecution')).toEqual([]);
+    expect(conditioned).toEqual([['dynamodb:UpdateItem']]);
+    const policies = Object.values(svc)
+      .filter((r) => r.Type === 'AWS::IAM::Policy' && asArray(r.Properties?.Roles).map(refOf).includes(roleId(name)))
+      .map((r) => JSON.stringify(r.Properties));
+    expect(policies.some((p) => p.includes('"dynamodb:LeadingKeys":["UPLOAD#*","LIMIT#*","USAGE#*","WAITERS#*"]'))).toBe(true);
+    expect(accessFor(name).objects).toEqual(['read', 'caller-execution']);
+  });
+
+  it('serves both methods of the MCP URL streamed, behind the key authorizer, with its share of the waiting routes', () => {
+    const fn = svc[fnId(name)]?.Properties ?? {};
+    expect(fn.Timeout).toBe(STREAMED_ROUTE_TIMEOUT_SECONDS);
+    const env = (fn.Environment as { Variables: Record<string, unknown> }).Variables;
+    expect(JSON.stringify(env.PIPEGATE_API_URL)).toContain('execute-api');
+    const plan = concurrencyPlan(allFunctionNames(), built.settings.accountConcurrency);
+    expect(classOf(name)).toBe('waiting');
+    expect(Number(fn.ReservedConcurrentExecutions)).toBe(plan.reserved[name]);
+    expect(plan.reserved[name]).toBeGreaterThan(0);
+    expect(env.PIPEGATE_MAX_WAITERS).toBe(String(waitersBound(plan.reserved[name] ?? 0)));
+    const routes = ROUTES.filter((r) => r.handler === name);
+    expect(routes.map((r) => `${r.method} ${r.path}`).sort()).toEqual([
+      'GET /v1/deployments/{deployment_id}/mcp',
+      'POST /v1/deployments/{deployment_id}/mcp',
+    ]);
+    for (const r of routes) expect([r.auth, r.streams]).toEqual(['apiKey', true]);
   });
 });
 

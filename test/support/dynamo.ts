@@ -4,6 +4,7 @@ import { createDocumentClient } from '../../functions/adapters/dynamo';
 import { DeploymentsStore } from '../../functions/adapters/deployments.store';
 import { ConsumersStore } from '../../functions/adapters/consumers.store';
 import { executionStores, type ExecutionStores } from '../../functions/adapters/execution-stores';
+import { StepsStore } from '../../functions/adapters/steps.store';
 import { StaticKeyMaterial } from '../../functions/adapters/key-material';
 import { KmsDataKeys } from '../../functions/adapters/kms';
 import { OwnerSecretsStore } from '../../functions/adapters/owner-secrets.store';
@@ -29,6 +30,7 @@ export interface TestDb extends ExecutionStores {
   /** The document client every store here sends through. */
   client: DynamoDBDocumentClient;
   pipelines: PipelinesStore;
+  steps: StepsStore;
   deployments: DeploymentsStore;
   consumers: ConsumersStore;
   /** Read through no cache (TTL 0), so a test sees every write at once. */
@@ -55,6 +57,10 @@ export async function startTestDb(opts: { inProcess?: boolean; objects?: ObjectS
       trackOpen: true,
       markerFollowUp: false,
       objects: opts.objects ? () => opts.objects as ObjectStorePort : undefined,
+    }),
+    steps: new StepsStore(db, table, () => {
+      if (!opts.objects) throw new Error('this test database was started without object storage');
+      return opts.objects;
     }),
     deployments: new DeploymentsStore(db, table),
     consumers: new ConsumersStore(db, table),

@@ -15,6 +15,7 @@ import type {
   HttpPort,
   OwnerSecretsPort,
   PipelinesPort,
+  StepsPort,
   QueueName,
   QueuePort,
   SweepPort,
@@ -32,6 +33,7 @@ export interface StoreSet {
   executionLists: ExecutionListsPort;
   usage: UsagePort;
   idempotency: IdempotencyPort;
+  steps?: StepsPort;
   deployments: DeploymentsPort;
   ownerSecrets?: OwnerSecretsPort;
   uploads?: UploadsPort;
@@ -92,6 +94,7 @@ export function testDeps(stores: StoreSet & { table?: string }, overrides: Parti
     executionLists: stores.executionLists,
     usage: stores.usage,
     idempotency: stores.idempotency,
+    ...(stores.steps ? { steps: stores.steps } : {}),
     deployments: stores.deployments,
     ...(stores.ownerSecrets ? { ownerSecrets: stores.ownerSecrets } : {}),
     ...(stores.uploads ? { uploads: stores.uploads } : {}),

@@ -51,6 +51,9 @@ import {
 } from '../../functions/core/usage';
 import { listingOf } from '../../functions/core/views';
 import type { StoreSet } from './fakes';
+import { MemoryJournal, type NodeRecord, type NodeRecordState } from '../../functions/core/engine';
+import type { Resumed } from '../../functions/core/nodes/kind';
+import type { StepOwner, StepsPort } from '../../functions/core/ports';
 import type { ConsumerRecord, Limits } from '../../functions/core/consumers';
 
 const copy = <T>(x: T): T => structuredClone(x);
@@ -211,10 +214,18 @@ export class MemoryExecutions implements ExecutionsPort, DeliveriesPort, SweepPo
     return { runs: page.map(strip), next };
   }
 
-  async recordProgress(id: string, progress: string): Promise<boolean> {
+  async recordProgress(id: string, progress: string, waiting?: string | null): Promise<boolean> {
     const e = this.items.get(id);
     if (!e || e.status !== 'running') return false;
     e.progress = progress;
+    if (waiting !== undefined) e.waiting = waiting;
+    return true;
+  }
+
+  async bumpGeneration(id: string, seen: number): Promise<boolean> {
+    const e = this.items.get(id);
+    if (!e || e.status !== 'running' || (e.gen ?? 0) !== seen) return false;
+    e.gen = seen + 1;
     return true;
   }
 
@@ -487,10 +498,38 @@ export class MemoryConsumers implements ConsumersPort {
   }
 }
 
+/** Node records by execution, with the store's conditional writes (functions/adapters/steps.store.ts). */
+export class MemorySteps implements StepsPort {
+  readonly journals = new Map<string, MemoryJournal>();
+  private journal(e: StepOwner): MemoryJournal {
+    let j = this.journals.get(e.execution_id);
+    if (!j) {
+      j = new MemoryJournal();
+      this.journals.set(e.execution_id, j);
+    }
+    return j;
+  }
+  async load(e: StepOwner): Promise<Map<string, NodeRecord>> {
+    return new Map(structuredClone([...this.journal(e).nodes]));
+  }
+  save(e: StepOwner, node: string, rec: NodeRecord, prev: number | undefined, sawEvent: boolean): Promise<boolean> {
+    return this.journal(e).save(node, structuredClone(rec), prev, sawEvent);
+  }
+  async keepEvent(
+    e: StepOwner,
+    node: string,
+    event: Resumed,
+  ): Promise<{ kept: false } | { kept: true; state: NodeRecordState | undefined }> {
+    const before = this.journal(e).nodes.get(node)?.state;
+    return this.journal(e).resume(node, structuredClone(event)) ? { kept: true, state: before } : { kept: false };
+  }
+}
+
 /** Fresh in-memory stores: `testDeps(memoryStores())` gives a service everything it needs. */
 export function memoryStores(opts: { trackOpen?: boolean } = {}): StoreSet & {
   pipelines: MemoryPipelines;
   executions: MemoryExecutions;
+  steps: MemorySteps;
   deployments: MemoryDeployments;
   consumers: MemoryConsumers;
 } {
@@ -505,6 +544,7 @@ export function memoryStores(opts: { trackOpen?: boolean } = {}): StoreSet & {
     executionLists: executions,
     usage: executions,
     idempotency: executions,
+    steps: new MemorySteps(),
     deployments: new MemoryDeployments(),
     consumers: new MemoryConsumers(usage),
   };

@@ -57,8 +57,13 @@ export function visibilityBody(o: PublishOptions): {
   return { ...(inputs ? { inputs } : {}), ...(outputs ? { outputs } : {}), ...(form ? { form } : {}) };
 }
 
-export type SnippetLanguage = 'curl' | 'typescript' | 'python' | 'none';
-export const SNIPPET_LANGUAGES: readonly SnippetLanguage[] = ['curl', 'typescript', 'python', 'none'];
+export type SnippetLanguage = 'curl' | 'typescript' | 'python' | 'mcp' | 'none';
+export const SNIPPET_LANGUAGES: readonly SnippetLanguage[] = ['curl', 'typescript', 'python', 'mcp', 'none'];
+
+/** The MCP URL the publish answered; a service from before it had none: the same path under the execute URL's base. */
+export const mcpUrlOf = (p: Published): string =>
+  p.mcp_url ??
+  p.execute_url.replace(new RegExp(`/v1/deployments/${p.deployment_id}/executions/?$`), `/v1/deployments/${p.deployment_id}/mcp`);
 
 /**
  * Ready-to-run snippets for a published deployment, from the same OpenAPI document the service
@@ -92,6 +97,8 @@ export function renderPublished(pipeline: string, p: Published, created: boolean
       [
         ['deployment', p.deployment_id],
         ['execute URL', p.execute_url],
+        // For agents: an MCP client takes this URL and the key (--snippet mcp prints a configuration).
+        ['MCP URL', mcpUrlOf(p)],
         ...(p.form_url ? ([['form', p.form_url]] as [string, string][]) : []),
         ['inputs', inputs.join(', ') || '(none)'],
         ['outputs', outputs.join(', ') || '(none)'],
@@ -115,7 +122,7 @@ export function renderPublished(pipeline: string, p: Published, created: boolean
   }
   if (snippet !== 'none') {
     lines.push('');
-    lines.push(c.dim(`  Try it (${snippet}; --snippet curl|typescript|python|none):`));
+    lines.push(c.dim(`  Try it (${snippet}; --snippet ${SNIPPET_LANGUAGES.join('|')}):`));
     lines.push(
       p.api_key
         ? `    export ${SNIPPET_KEY_VARIABLE}=${p.api_key}`

@@ -59,6 +59,7 @@ async function start(dataDir: string): Promise<SynthRuntime & Helpers> {
     dataDir,
     inMemory: false,
     log: (line) => lines.push(line),
+    progress: (line) => lines.push(line),
     assembly: await testAssembly(),
   });
   rt = withHelpers(started, undefined);
@@ -115,7 +116,7 @@ it('repairs the sweep index only after an unclean stop, and then runs what a kil
   const recovered = await r.waitForExecution(planted, p.apiKey);
 
   // Assess
-  expect(firstStart).toEqual({ unclean: true, repaired: 0 });
+  expect(firstStart).toEqual({ unclean: false, repaired: null });
   expect(markedClean).toBe(true);
   expect(afterClean).toEqual({ unclean: false, repaired: null, resumed: 0 });
   expect(stillPending).toBe('pending');

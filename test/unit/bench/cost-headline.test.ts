@@ -6,7 +6,15 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { allInHeadline, EVENT_STREAM_CALLS, ownerUploadCost, readUnitsOf, totalDollars, type CostInput } from '../../../bench/aws-calls';
+import {
+  allInHeadline,
+  EVENT_STREAM_CALLS,
+  mcpCost,
+  ownerUploadCost,
+  readUnitsOf,
+  totalDollars,
+  type CostInput,
+} from '../../../bench/aws-calls';
 import { consumerKeyCost } from '../../../bench/consumers';
 import { streamCost } from '../../../bench/events';
 import { ASSUMPTIONS, PRICES } from '../../../bench/prices';
@@ -40,6 +48,25 @@ describe('the all-in cost per million', () => {
     expect(consumerKeyCost()).toEqual({ perMillionRequests: 0.75, perMillionExecutions: 2 });
     expect(flat('docs/aws.md')).toContain(`the usage count; see Consumer keys below): all in ${$(h.consumerKey)} per million`);
     expect(flat('README.md')).toContain(`with such a key costs ≈ ${$(h.consumerKey)} per million all in`);
+  });
+});
+
+describe('MCP clients', () => {
+  const m = mcpCost(input);
+  const aws = flat('docs/aws.md');
+
+  it('docs/aws.md: a tools/call is the waiting caller through the MCP function, and a session its handshake', () => {
+    expect(aws).toContain(`all in ${$(m.call)} per million calls, the ${$(m.call - h.allIn)} over execute`);
+    expect(aws).toContain(`${$(m.sessionTotal)} per million sessions`);
+    const part = (item: string) => m.session.filter((l) => l.item.startsWith(item)).reduce((s, l) => s + l.dollars, 0);
+    expect(aws).toContain(
+      `(API Gateway ${$(part('API Gateway'))}, Lambda ${$(part('Lambda'))}, the authorizer's reads ${$(part('DynamoDB'))}, WAF ${$(part('WAF'))}, logs and traces ${$(part('CloudWatch') + part('X-Ray'))})`,
+    );
+    // The call differs from execute's by the two functions' warm durations alone.
+    const gbSeconds =
+      (ASSUMPTIONS.lambdaMemoryMb / 1024) *
+      (((ASSUMPTIONS.lambdaWarmMs['deployment-mcp'] ?? 0) - (ASSUMPTIONS.lambdaWarmMs.execute ?? 0)) / 1000);
+    expect(m.call - h.allIn).toBeCloseTo(gbSeconds * PRICES.lambdaArmPerGbSecond * 1e6, 9);
   });
 });
 

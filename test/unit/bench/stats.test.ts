@@ -75,7 +75,7 @@ describe('bench cost inputs', () => {
     // Act
     const path = successPath(asl);
     // Assess
-    expect(path.states).toEqual(['MarkRunning', 'ShouldRun', 'RunNodes', 'Done']);
+    expect(path.states).toEqual(['MarkRunning', 'ShouldRun', 'RunNodes', 'AfterStep', 'Done']);
     expect(path.tasks).toEqual(['MarkRunning', 'RunNodes']);
   });
 

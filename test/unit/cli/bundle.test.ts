@@ -1,16 +1,17 @@
 /**
  * The CLI's prebuilt bundle: built by the prepare script, it answers as the sources do, and
- * the launcher uses it only while no source it was built from is newer.
+ * the launcher uses it only while every source it was built from holds the same content.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildCli } from '../../../bin/build-cli';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const { freshBundle, ROOT } = require('../../../bin/cli-bundle.js') as {
+const { freshBundle, ROOT, sha256 } = require('../../../bin/cli-bundle.js') as {
   freshBundle(dist?: string, root?: string): string | null;
   ROOT: string;
+  sha256(file: string): string;
 };
 
 describe('the CLI bundle', () => {
@@ -43,12 +44,37 @@ describe('the CLI bundle', () => {
     }
   });
 
-  it('is used while current, and not once a source is newer', () => {
+  it('is used while current; a missing build is not', () => {
     expect(freshBundle(dist, ROOT)).toBe(built.file);
-    // As if lib/cli/program.ts had been edited after the build.
-    const past = new Date(Date.now() - 365 * 24 * 3600 * 1000);
-    utimesSync(built.file, past, past);
-    expect(freshBundle(dist, ROOT)).toBeNull();
     expect(freshBundle(join(dist, 'missing'), ROOT)).toBeNull();
+  });
+
+  it('stays current when a source is only touched (a checkout, a pull), and not once its content changes', () => {
+    // Prepare: a repository of one source, with the bundle built from it a year ago.
+    const root = mkdtempSync(join(tmpdir(), 'pipegate-cli-root-'));
+    const out = join(root, 'dist');
+    try {
+      mkdirSync(out);
+      writeFileSync(join(root, 'a.ts'), 'export const a = 1;');
+      writeFileSync(join(out, 'pipegate.js'), '');
+      writeFileSync(join(out, 'pipegate.inputs.json'), JSON.stringify({ 'a.ts': sha256(join(root, 'a.ts')) }));
+      const past = new Date(Date.now() - 365 * 24 * 3600 * 1000);
+      utimesSync(join(out, 'pipegate.js'), past, past);
+      // Act and assess: the same bytes, newer than the bundle.
+      expect(freshBundle(out, root)).toBe(join(out, 'pipegate.js'));
+      writeFileSync(join(root, 'a.ts'), 'export const a = 2;');
+      expect(freshBundle(out, root)).toBeNull();
+      // A source recorded as changed during its build ('') is never current; nor, in the list
+      // of an older build (no hashes), one newer than the bundle.
+      writeFileSync(join(out, 'pipegate.inputs.json'), JSON.stringify({ 'a.ts': '' }));
+      utimesSync(join(root, 'a.ts'), past, past);
+      expect(freshBundle(out, root)).toBeNull();
+      writeFileSync(join(out, 'pipegate.inputs.json'), JSON.stringify(['a.ts']));
+      expect(freshBundle(out, root)).toBe(join(out, 'pipegate.js'));
+      utimesSync(join(root, 'a.ts'), new Date(), new Date());
+      expect(freshBundle(out, root)).toBeNull();
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 });

@@ -159,6 +159,12 @@ describe('formatting helpers', () => {
     expect(shown).toContain('export PIPEGATE_API_KEY=pgk_1');
     expect(shown).toContain('import requests');
     expect(renderPublished('greet', p, false, plain, 'none')).not.toContain('curl');
+    // For agents: the MCP URL always (derived from the execute URL where the service did not say it), and a client's configuration.
+    expect(shown).toMatch(/MCP URL +http:\/\/127\.0\.0\.1:3000\/v1\/deployments\/d\/mcp\n/);
+    expect(renderPublished('greet', { ...p, mcp_url: 'https://x.example/v1/deployments/d/mcp' }, false, plain, 'none')).toContain(
+      'https://x.example/v1/deployments/d/mcp',
+    );
+    expect(renderPublished('greet', p, false, plain, 'mcp')).toContain('"Authorization": "Bearer ${PIPEGATE_API_KEY}"');
   });
 
   it('builds the publish body from hide/show lists', () => {

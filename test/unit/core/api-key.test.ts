@@ -187,6 +187,19 @@ describe('readApiKey', () => {
   ])('reads %s', (_name, headers, expected) => {
     expect(readApiKey(headers)).toEqual(expected);
   });
+
+  // The MCP route, where clients send their token as `Authorization: Bearer`.
+  it.each([
+    ['Bearer', { Authorization: 'Bearer k1' }, { key: 'k1' }],
+    ['bearer in any case, with tabs', { authorization: 'bEaReR\tk1' }, { key: 'k1' }],
+    ['Bearer without a token', { Authorization: 'Bearer ' }, { refused: 'missing' }],
+    ['Bearer beside the same key in X-API-Key', { 'X-API-Key': 'k1', Authorization: 'Bearer k1' }, { key: 'k1' }],
+    ['Bearer beside another key', { 'X-API-Key': 'k1', Authorization: 'Bearer k2' }, { refused: 'two_keys' }],
+    ['Api-Key still', { Authorization: 'Api-Key k1' }, { key: 'k1' }],
+    ['Basic still refused', { authorization: 'Basic azE6' }, { refused: 'wrong_scheme' }],
+  ])('reads %s where Bearer is taken', (_name, headers, expected) => {
+    expect(readApiKey(headers, { bearer: true })).toEqual(expected);
+  });
 });
 
 describe('keyStatus', () => {

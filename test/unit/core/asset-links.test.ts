@@ -132,6 +132,26 @@ describe('asset answer headers', () => {
     });
     expect(assetHeaders(claims(), 1, NOW)['cache-control']).toBe('private, max-age=3600');
   });
+
+  it("name the file as the link says (an output's <id>.<extension>), bound by the signature; links without a name keep the key's", () => {
+    // Prepare
+    const named = signAssetToken(claims({ name: 'thumbnail.png' }), KEY);
+    const checked = verifyAssetToken(named, KEY, NOW);
+
+    // Assess
+    expect(checked).toEqual({ ok: true, claims: claims({ name: 'thumbnail.png' }) });
+    expect(checked.ok && assetHeaders(checked.claims, 1, NOW)['content-disposition']).toBe('inline; filename="thumbnail.png"');
+    expect(verifyAssetToken(signAssetToken(claims(), KEY), KEY, NOW)).toEqual({ ok: true, claims: claims() });
+    // A name that could break the header is never signed.
+    for (const bad of ['a"b.png', 'a b.png', '.hidden', '', 'x'.repeat(129)])
+      expect(() => signAssetToken(claims({ name: bad }), KEY)).toThrow();
+    // Changing the name changes the payload, which the tag no longer matches.
+    const [v, payload, tag] = named.split('.');
+    const renamed = Buffer.from(
+      JSON.stringify([...(JSON.parse(Buffer.from(payload ?? '', 'base64url').toString()) as unknown[]).slice(0, 4), 'x.html']),
+    ).toString('base64url');
+    expect(verifyAssetToken(`${v}.${renamed}.${tag}`, KEY, NOW)).toEqual({ ok: false, reason: 'invalid' });
+  });
 });
 
 describe('Range', () => {

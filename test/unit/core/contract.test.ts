@@ -248,7 +248,7 @@ describe('assertPublishable', () => {
 
 describe('readiness', () => {
   const discovered = discoverContract(def, { name: 'Ada' });
-  const deployment: Deployment & { execute_url: string } = {
+  const deployment: Deployment & { execute_url: string; mcp_url: string } = {
     deployment_id: '6f1c0f7e-2a55-4d1e-9a53-0a2f3c4b5d6e',
     pipeline_id: 'greeter',
     version: 2,
@@ -259,6 +259,7 @@ describe('readiness', () => {
     published_at: '2026-01-02T00:00:00.000Z',
     created_at: '2026-01-02T00:00:00.000Z',
     execute_url: 'https://api.example.com/v1/deployments/6f1c0f7e-2a55-4d1e-9a53-0a2f3c4b5d6e/executions/',
+    mcp_url: 'https://api.example.com/v1/deployments/6f1c0f7e-2a55-4d1e-9a53-0a2f3c4b5d6e/mcp',
   };
 
   it('asks for a run when none succeeded', () => {
@@ -334,6 +335,7 @@ describe('readiness', () => {
       version: 2,
       published_at: deployment.published_at,
       execute_url: deployment.execute_url,
+      mcp_url: deployment.mcp_url,
       form_url: null,
       form: null,
       events: { node_detail: true },

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
+import { UPLOAD_MAX_BYTES } from '../../../functions/core/assets';
 import { FORM_TOKEN_PATTERN, formHashMatches, formToken, formTokenHash } from '../../../functions/core/form-link';
-import { FORM_PAGE_CSP, formPageCsp, formPageHtml } from '../../../functions/core/form-page';
+import { FORM_NOT_FOUND_CSP, FORM_PAGE_CSP, formNotFoundHtml, formPageCsp, formPageHtml } from '../../../functions/core/form-page';
 
 const base = { baseUrl: 'https://api.example.com/api', token: `pgf_${'a'.repeat(43)}`, title: 'T', description: null, outputs: [] };
 
@@ -11,8 +12,8 @@ describe('the form page', () => {
       ...base,
       title: evil,
       description: evil,
-      fields: [{ id: 'name', value_type: 'string', value: evil, description: evil, media_types: null, max_bytes: null }],
-      outputs: [{ id: 'out', description: evil }],
+      fields: [{ id: 'name', label: evil, value_type: 'string', value: evil, description: evil, media_types: null, max_bytes: null }],
+      outputs: [{ id: 'out', label: evil, description: evil }],
     });
     expect(html).not.toContain('<script>alert');
     expect(html).toContain('&lt;script&gt;alert(1)&lt;/script&gt;&quot;&#39;&amp;');
@@ -36,24 +37,68 @@ describe('the form page', () => {
         const html = formPageHtml({ ...base, title: text, description: text, fields: [], outputs: [] });
         const body = html.slice(html.indexOf('<main'));
         // Every < in the body is one of the page's own tags.
-        return !/<(?!\/?(main|h1|p|form|button|h2|div|body|html|progress)\b)/.test(body);
+        return !/<(?!\/?(main|h1|p|form|button|h2|div|ul|body|html|progress)\b)/.test(body);
       }),
     );
   });
 
-  it('gives each visible input a labelled control of its kind, file pickers limited to the media types', () => {
+  it('gives each visible input a control of its kind, labelled with its label or its id as words', () => {
     const html = formPageHtml({
       ...base,
       fields: [
-        { id: 'n', value_type: 'integer', value: 3, description: null, media_types: null, max_bytes: null },
-        { id: 'b', value_type: 'boolean', value: true, description: null, media_types: null, max_bytes: null },
-        { id: 'f', value_type: 'asset', value: 'data:,', description: 'a photo', media_types: ['image/png'], max_bytes: 1024 },
+        { id: 'copies', label: null, value_type: 'integer', value: 3, description: null, media_types: null, max_bytes: null },
+        { id: 'b', label: 'Loud?', value_type: 'boolean', value: true, description: null, media_types: null, max_bytes: null },
+        {
+          id: 'f',
+          label: 'Your photo',
+          value_type: 'asset',
+          value: 'data:,',
+          description: 'a photo',
+          media_types: ['image/png'],
+          max_bytes: 10_485_760,
+        },
       ],
+      outputs: [{ id: 'thumbnail_bytes', label: null, description: null }],
     });
-    expect(html).toMatch(/<label for="in-n">n<\/label>.*<input type="number" id="in-n"[^>]*step="1" value="3"/s);
-    expect(html).toMatch(/<input type="checkbox" id="in-b"[^>]* checked/);
-    expect(html).toMatch(/<input type="file" id="in-f"[^>]*accept="image\/png" data-max-bytes="1024"/);
-    expect(html).toContain('accepts image/png, up to 1 KB');
+    expect(html).toMatch(/<label for="in-copies">Copies<\/label>.*<input type="text" inputmode="numeric" id="in-copies"[^>]* value="3"/s);
+    expect(html).toMatch(/<input type="checkbox" id="in-b"[^>]* checked[^>]*><div><label for="in-b">Loud\?<\/label>/);
+    expect(html).toMatch(/<label for="in-f">Your photo<\/label>/);
+    expect(html).toMatch(
+      /<input type="file" id="in-f"[^>]*data-media-types="image\/png" data-max-bytes="10485760"[^>]*accept="image\/png"/,
+    );
+    // Kinds and sizes as people say them: no media type, no byte count, one unit.
+    expect(html).toContain('A PNG image, 10.4 MB or smaller. If you choose none, the example file is used.');
+    expect(html.replace(/<[^>]*>/g, '')).not.toMatch(/accepts|image\/|MiB|\d bytes/);
+    expect(html).toContain('<h3 id="out-thumbnail_bytes">Thumbnail bytes</h3>');
+    // A place for each field's problem, and the summary at the top.
+    expect(html).toContain('<p class="error" id="in-copies-error" hidden></p>');
+    expect(html.indexOf('id="error-summary"')).toBeLessThan(html.indexOf('<form'));
+  });
+
+  it('a file without a limit of its own is limited, and said to be, by the uploads route where the page uploads straight to storage', () => {
+    const field = {
+      id: 'f',
+      label: null,
+      value_type: 'asset' as const,
+      value: 'data:,',
+      description: null,
+      media_types: null,
+      max_bytes: null,
+    };
+    const direct = formPageHtml({ ...base, fields: [field], uploads: 'direct' });
+    expect(direct).toContain(`data-max-bytes="${UPLOAD_MAX_BYTES}"`);
+    expect(direct).toContain('A file, 104 MB or smaller.');
+    const inline = formPageHtml({ ...base, fields: [field], uploads: 'inline' });
+    expect(inline).not.toContain('data-max-bytes');
+    expect(inline).toContain('A file. If you choose none');
+  });
+
+  it('a link that opens no form: a page a person can read, no script, its style allowed by hash alone', () => {
+    const html = formNotFoundHtml();
+    expect(html).toContain('<h1>This link does not open a form</h1>');
+    expect(html).not.toContain('<script');
+    expect(FORM_NOT_FOUND_CSP).toMatch(/style-src 'sha256-[A-Za-z0-9+/]+=*'/);
+    expect(FORM_NOT_FOUND_CSP).not.toContain('script-src');
   });
 });
 

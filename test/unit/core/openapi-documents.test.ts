@@ -201,14 +201,19 @@ describe('linters and validators nobody here wrote', () => {
           },
       );
 
-    // Assess
+    // Assess: one warning each is by design. GET on the MCP URL has no 2XX: the MCP transport
+    // prescribes 405 from a server that opens no server-initiated stream.
+    const byDesign = (p: RedoclyProblem) =>
+      p.ruleId === 'operation-2xx-response' && /~1mcp\/get\/responses$/.test(p.location?.[0]?.pointer ?? '');
     const problems = reports
       .flatMap((r) => r.problems)
+      .filter((p) => !byDesign(p))
       .map((p) => `${p.severity} ${p.ruleId} ${p.location?.[0]?.source?.ref ?? ''}${p.location?.[0]?.pointer ?? ''}: ${p.message}`);
     expect(problems).toEqual([]);
+    expect(reports.map((r) => r.problems.filter(byDesign).length)).toEqual([1, 1]);
     expect(reports.map((r) => r.totals)).toEqual([
-      expect.objectContaining({ errors: 0, warnings: 0 }),
-      expect.objectContaining({ errors: 0, warnings: 0 }),
+      expect.objectContaining({ errors: 0, warnings: 1 }),
+      expect.objectContaining({ errors: 0, warnings: 1 }),
     ]);
   });
 

@@ -206,11 +206,15 @@ const EXPECTED_ERRORS: Record<string, ErrorName[]> = {
   'POST /v1/deployments/executions/{execution_id}/cancel': ['ExecutionNotFound', 'ExecutionAlreadyFinished'],
   'GET /v1/deployments/{deployment_id}': ['DeploymentNotFound'],
   'GET /v1/deployments/{deployment_id}/openapi.json': ['DeploymentNotFound'],
+  // The MCP transport's own refusals are JSON-RPC error objects, not the catalog's bodies.
+  'POST /v1/deployments/{deployment_id}/mcp': ['Forbidden', 'DeploymentNotFound', 'PayloadTooLarge'],
+  'GET /v1/deployments/{deployment_id}/mcp': ['MethodNotAllowed', 'DeploymentNotFound'],
   'GET /v1/deployments/{deployment_id}/docs': ['DeploymentNotFound'],
   'GET /v1/docs/{asset}': ['RouteNotFound'],
   'GET /v1/assets/{token}': ['AssetNotFound', 'AssetLinkExpired', 'RangeNotSatisfiable'],
   'HEAD /v1/assets/{token}': ['AssetNotFound', 'AssetLinkExpired', 'RangeNotSatisfiable'],
-  'GET /v1/forms/{form_token}': ['FormNotFound'],
+  // Its 404 is a page for the person who followed the link (HTML), not a catalog error body.
+  'GET /v1/forms/{form_token}': [],
   'GET /v1/forms/{form_token}/files/{asset}': ['RouteNotFound'],
   'POST /v1/forms/{form_token}/executions': [
     'FormNotFound',
@@ -478,7 +482,14 @@ describe('the bodies built by the views conform (property)', () => {
             latestFinished,
             lastSuccessful,
             discovered: other === null ? null : { inputs: other.inputs, outputs: other.outputs },
-            deployment: latestFinished === null ? null : { ...d, execute_url: `${BASE}/v1/deployments/${d.deployment_id}/executions/` },
+            deployment:
+              latestFinished === null
+                ? null
+                : {
+                    ...d,
+                    execute_url: `${BASE}/v1/deployments/${d.deployment_id}/executions/`,
+                    mcp_url: `${BASE}/v1/deployments/${d.deployment_id}/mcp`,
+                  },
           });
           expect([conforms('Readiness', view), conforms('CallerContract', callerContract(d))].filter((p) => p !== '')).toEqual([]);
         },

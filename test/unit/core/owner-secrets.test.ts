@@ -6,10 +6,9 @@ import {
   bodySecretsBinding,
   redactDeep,
   redactSecrets,
-  referencedSecretNames,
-  secretReferences,
   substituteSecrets,
 } from '../../../functions/core/owner-secrets';
+import { referencedSecretNames, secretReferences } from '../../../functions/core/nodes/secrets';
 import { validateDefinition } from '../../../functions/core/pipeline';
 import type { HttpPort, HttpRequest } from '../../../functions/core/ports';
 import type { PipelineDefinition } from '../../../functions/core/types';

@@ -1,5 +1,7 @@
 import { DEFINITION_ASSET_MAX_BYTES } from '../../../functions/core/assets';
+import { SVG_MEDIA_TYPE, SVG_REFUSAL } from '../../../functions/core/definition-schema';
 import { validateDefinition } from '../../../functions/core/pipeline';
+import { sniffMediaType } from '../../../functions/core/sniff';
 import { dataUri, png } from '../../support/media';
 
 const withInput = (input: Record<string, unknown>) => ({
@@ -60,6 +62,29 @@ describe('validateDefinition: asset inputs', () => {
     [{ max_bytes: 1.5 }, 'nodes.photo.max_bytes', 'must be a whole number'],
   ])('refuses restrictions %j', (extra, path, reason) => {
     expect(problems(withInput({ value_type: 'asset', value: dataUri('image/png', png()), ...extra }))).toEqual([{ path, reason }]);
+  });
+
+  it('refuses image/svg+xml, saying why (no SVG could ever pass the sniffing), and takes the types beside it', () => {
+    // Act
+    const alone = problems(withInput({ value_type: 'asset', value: dataUri('image/png', png()), media_types: ['image/svg+xml'] }));
+    const among = problems(
+      withInput({ value_type: 'asset', value: dataUri('image/png', png()), media_types: ['image/png', 'image/svg+xml', 'image/*'] }),
+    );
+
+    // Assess
+    expect(alone).toEqual([{ path: 'nodes.photo.media_types[0]', reason: SVG_REFUSAL }]);
+    expect(among).toEqual([{ path: 'nodes.photo.media_types[1]', reason: SVG_REFUSAL }]);
+    expect(SVG_REFUSAL).toMatch(/XML.*no SVG would ever pass.*script/);
+    // Its neighbours on the edge: a whole image type, and other XML-based types, stay accepted.
+    for (const ok of [['image/*'], ['application/xml'], ['image/svg']])
+      expect(problems(withInput({ value_type: 'asset', value: dataUri('image/png', png()), media_types: ok }))).toEqual([]);
+  });
+
+  it('an SVG is sniffed as XML, so an input listing image/svg+xml could never take one', async () => {
+    const svg = Buffer.from(
+      '<?xml version="1.0"?><svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"><script>alert(1)</script></svg>',
+    );
+    expect(await sniffMediaType(svg)).not.toBe(SVG_MEDIA_TYPE);
   });
 
   it('refuses media_types and max_bytes on inputs that are not assets', () => {

@@ -9,6 +9,7 @@ import {
   validateDefinition,
 } from '../../../functions/core/pipeline';
 import type { PipelineDefinition, Problem } from '../../../functions/core/types';
+import { MAX_LABEL_LENGTH } from '../../../functions/core/definition-schema';
 
 const greeting = () => ({
   description: 'Greets someone',
@@ -103,8 +104,8 @@ describe('validateDefinition: the top level', () => {
 
   it('lists every unknown top-level field', () => {
     expect(problemsOf({ ...greeting(), publish: {}, 'odd key': 1 })).toEqual([
-      { path: 'publish', reason: 'unknown field; a definition holds only description, retry_interrupted, nodes' },
-      { path: '["odd key"]', reason: 'unknown field; a definition holds only description, retry_interrupted, nodes' },
+      { path: 'publish', reason: 'unknown field; a definition holds only description, retry_interrupted, timeout_ms, nodes' },
+      { path: '["odd key"]', reason: 'unknown field; a definition holds only description, retry_interrupted, timeout_ms, nodes' },
     ]);
   });
 
@@ -202,11 +203,11 @@ describe('validateDefinition: node ids and types', () => {
     expect(problemsOf(withNode('extra', { ...input, colour: 'red', size: 2 }))).toEqual([
       {
         path: 'nodes.extra.colour',
-        reason: 'unknown field for an input node; allowed: type, value_type, value, media_types, max_bytes, description',
+        reason: 'unknown field for an input node; allowed: type, value_type, value, media_types, max_bytes, label, description',
       },
       {
         path: 'nodes.extra.size',
-        reason: 'unknown field for an input node; allowed: type, value_type, value, media_types, max_bytes, description',
+        reason: 'unknown field for an input node; allowed: type, value_type, value, media_types, max_bytes, label, description',
       },
     ]);
   });
@@ -363,8 +364,8 @@ describe('validateDefinition: transform, http and delay nodes', () => {
     expect(problemsOf(withNode('d', { type: 'delay', inputs: [], ms: 10 }))).toEqual([
       { path: 'nodes.d.inputs', reason: 'must list exactly one node id' },
     ]);
-    expect(problemsOf(withNode('d', { type: 'delay', inputs: ['name'], ms: 60001 }))).toEqual([
-      { path: 'nodes.d.ms', reason: 'must be at most 60000 ms' },
+    expect(problemsOf(withNode('d', { type: 'delay', inputs: ['name'], ms: 86_400_001 }))).toEqual([
+      { path: 'nodes.d.ms', reason: 'must be at most 86400000 ms' },
     ]);
     expect(problemsOf(withNode('d', { type: 'delay', inputs: ['name'], ms: -1 }))).toEqual([
       { path: 'nodes.d.ms', reason: 'must be at least 0 ms' },
@@ -372,7 +373,7 @@ describe('validateDefinition: transform, http and delay nodes', () => {
     expect(problemsOf(withNode('d', { type: 'delay', inputs: ['gone'], ms: 1 }))).toEqual([
       { path: 'nodes.d.inputs[0]', reason: "refers to node 'gone', which does not exist" },
     ]);
-    expect(validateDefinition(withNode('d', { type: 'delay', inputs: ['name'], ms: 60000 })).ok).toBe(true);
+    expect(validateDefinition(withNode('d', { type: 'delay', inputs: ['name'], ms: 86_400_000 })).ok).toBe(true);
   });
 });
 
@@ -672,5 +673,45 @@ describe('graph helpers', () => {
   it('lists input and output ids in declaration order', () => {
     expect(inputNodeIds(def())).toEqual(['who', 'count', 'ratio', 'loud']);
     expect(outputNodeIds(def())).toEqual(['text', 'pong']);
+  });
+});
+
+describe('labels: what people read instead of an input or output id', () => {
+  const labelled = (input: unknown, output: unknown) => ({
+    nodes: {
+      photo: { type: 'input', value_type: 'string', value: 'x', ...(input === undefined ? {} : { label: input }) },
+      thumbnail_bytes: { type: 'output', from: 'photo', ...(output === undefined ? {} : { label: output }) },
+    },
+  });
+  const problemsOf = (def: unknown) => {
+    const r = validateDefinition(def);
+    return r.ok ? [] : r.problems;
+  };
+
+  it('takes a label on inputs and outputs, up to its limit, and keeps it', () => {
+    const r = validateDefinition(labelled('Your photo', 'x'.repeat(MAX_LABEL_LENGTH)));
+    expect(r.ok && r.definition.nodes.photo).toMatchObject({ label: 'Your photo' });
+    expect(r.ok && r.definition.nodes.thumbnail_bytes).toMatchObject({ label: 'x'.repeat(MAX_LABEL_LENGTH) });
+  });
+
+  it.each([
+    ['one character over the limit', 'x'.repeat(MAX_LABEL_LENGTH + 1), `must be at most ${MAX_LABEL_LENGTH} characters long`],
+    ['empty', '', 'must not be empty'],
+    ['blank', '   ', 'must not be empty'],
+    ['two lines', 'Your\nphoto', 'must be one line, without control characters'],
+    ['a number', 5, 'must be a string'],
+  ])('refuses a label that is %s', (_name, label, reason) => {
+    expect(problemsOf(labelled(label, undefined))).toEqual([{ path: 'nodes.photo.label', reason }]);
+  });
+
+  it('is a field of inputs and outputs only', () => {
+    const def = {
+      nodes: {
+        a: { type: 'input', value_type: 'string', value: 'x' },
+        t: { type: 'transform', inputs: ['a'], expression: 'a', label: 'Step' },
+        o: { type: 'output', from: 't' },
+      },
+    };
+    expect(problemsOf(def)).toEqual([{ path: 'nodes.t.label', reason: expect.stringContaining('unknown field for a transform node') }]);
   });
 });

@@ -11,6 +11,7 @@ import { CALLER_ROUTES } from '../../../lib/routes';
 
 const ID = '0b0c1e4e-7d3c-4a57-9a51-0d7b8a2f6c11';
 const BASE = 'https://abc123.execute-api.eu-west-1.amazonaws.com/api';
+const PIPELINE = 'greet';
 const doc = deploymentOpenApi(
   {
     deployment_id: ID,
@@ -86,6 +87,60 @@ describe('deploymentSnippets', () => {
     // Assess
     expect(JSON.parse(evaluated)).toEqual(BODY);
     expect(s.python).toContain(`os.environ["PIPEGATE_API_KEY"]`);
+  });
+
+  it("MCP: a client's configuration for the deployment's MCP URL, the key as a Bearer token from the environment", () => {
+    // Act: the JSON part is JSON.
+    const json = s.mcp
+      .split('\n')
+      .filter((l) => !l.startsWith('//'))
+      .join('\n');
+    // Assess
+    expect(JSON.parse(json)).toEqual({
+      mcpServers: {
+        [PIPELINE]: { type: 'http', url: `${BASE}/v1/deployments/${ID}/mcp`, headers: { Authorization: 'Bearer ${PIPEGATE_API_KEY}' } },
+      },
+    });
+    expect(s.mcp).toContain(
+      `claude mcp add --transport http ${PIPELINE} '${BASE}/v1/deployments/${ID}/mcp' --header "Authorization: Bearer $PIPEGATE_API_KEY"`,
+    );
+  });
+
+  it('sends each input with the value_type its type takes: REFERENCE for a reference, ASSET for an asset, RAW for the rest', () => {
+    // Prepare
+    const photo = 'data:image/png;base64,iVBORw0KGgo=';
+    const typed = deploymentOpenApi(
+      {
+        deployment_id: ID,
+        pipeline_id: 'all',
+        version: 1,
+        published_at: '2026-11-22T10:00:00.000Z',
+        inputs: [
+          { id: 'ratio', value_type: 'float', value: 0.5, visible: true },
+          { id: 'page', value_type: 'reference', value: 'https://example.com/a', visible: true },
+          { id: 'photo', value_type: 'asset', value: photo, visible: true, media_types: ['image/png'] },
+        ],
+        outputs: [{ id: 'out', visible: true }],
+      },
+      BASE,
+      CALLER_ROUTES,
+    );
+
+    // Act
+    const curl = deploymentSnippets(typed).curl;
+    const dataLine = curl.split('\n').find((l) => l.trimStart().startsWith('-d ')) ?? '';
+    const unquoted = execFileSync('sh', ['-c', `printf '%s' ${dataLine.trim().slice(3)}`], { encoding: 'utf8' });
+
+    // Assess
+    expect(JSON.parse(unquoted)).toEqual({
+      workflow_input: {
+        ratio: { value: 0.5, value_type: 'RAW' },
+        page: { value: 'https://example.com/a', value_type: 'REFERENCE' },
+        photo: { value: photo, value_type: 'ASSET' },
+      },
+    });
+    expect(deploymentSnippets(typed).typescript).toContain('value_type: "ASSET"');
+    expect(deploymentSnippets(typed).python).toContain('"value_type": "REFERENCE"');
   });
 
   it('refuses what is not a deployment document', () => {

@@ -13,6 +13,7 @@ import {
   RUN_RECORD_SECONDS,
   RUN_RETRY_WAITS_SECONDS,
   START_ALLOWANCE_SECONDS,
+  STEP_TIMEOUT_SECONDS,
   TRANSITIONS_SECONDS,
   runNodesTimeoutSeconds,
   taskRunLambdaTimeoutSeconds,
@@ -40,8 +41,11 @@ describe('docs state the workflow budget the code computes', () => {
     expect(aws).toContain(
       `RunNodes' retry waits ${RUN_RETRY_WAITS_SECONDS} s, the final write ${RUN_RECORD_SECONDS} s and the transitions ${TRANSITIONS_SECONDS} s`,
     );
-    expect(aws).toContain(`state time-out is the execution time-out plus ${runNodesTimeoutSeconds(0)} s`);
-    expect(aws).toContain(`time-out the execution time-out plus ${taskRunLambdaTimeoutSeconds(0)} s`);
+    expect(aws).toContain(
+      `each RunNodes state's time-out is the time left to the deadline plus ${RUN_RECORD_SECONDS} s, at most a step's longest, ${STEP_TIMEOUT_SECONDS} s`,
+    );
+    expect(runNodesTimeoutSeconds(0)).toBe(RUN_RECORD_SECONDS);
+    expect(aws).toContain(`\`task-run\`'s Lambda time-out is ${taskRunLambdaTimeoutSeconds()} s`);
     expect(aws).toContain(`| \`executionTimeoutMs\` | ${maxMs} (Express)`);
     expect(aws).toContain(`at most ${maxMs} with Express`);
     expect(aws).toContain(`pipelines that need more than ${maxS} s`);
@@ -64,13 +68,16 @@ describe('docs state the concurrency budget lib/concurrency.ts derives', () => {
   it('docs/aws.md: the default reservations and their total', () => {
     const total = Object.values(r).reduce((a, b) => a + b, 0);
     expect(aws).toContain(
-      `the authorizer ${r.authorizer}, execute ${r.execute}, execution-status ${r['execution-status']}, execution-result ${r['execution-result']}, task-run ${r['task-run']}`,
+      `the authorizer ${r.authorizer}, execute ${r.execute}, execution-status ${r['execution-status']}, execution-result ${r['execution-result']}, deployment-mcp ${r['deployment-mcp']}, task-run ${r['task-run']}`,
     );
     expect(aws).toContain(
       `runner and callback-dispatch ${r.runner} each (queue maximum concurrency ${plan.queueMaxConcurrency.executions})`,
     );
     expect(aws).toContain(
-      `${waitersBound(r.execute ?? 0)} for execute, ${waitersBound(r['execution-status'] ?? 0)} for execution-status, ${waitersBound(r['execution-result'] ?? 0)} for execution-result`,
+      `${waitersBound(r.execute ?? 0)} for execute, ${waitersBound(r['execution-status'] ?? 0)} for execution-status, ${waitersBound(r['execution-result'] ?? 0)} for execution-result, ${waitersBound(r['deployment-mcp'] ?? 0)} for deployment-mcp`,
+    );
+    expect(aws).toContain(
+      `part of the waiting routes' share (${r['deployment-mcp']} with the default 1,000; ${waitersBound(r['deployment-mcp'] ?? 0)} may wait at once)`,
     );
     expect(aws).toContain(`one of ${WAIT_SHARDS} counter items per function and ${WAIT_WINDOW_SECONDS} s window`);
     expect(aws).toContain(

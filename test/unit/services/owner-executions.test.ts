@@ -5,8 +5,17 @@
 import { packTrace, unpackTrace } from '../../../functions/core/trace-codec';
 import { capTrace, previewOf, runPipelineTraced, TRACE_PREVIEW_CHARS } from '../../../functions/core/engine';
 import type { HttpPort } from '../../../functions/core/ports';
-import type { NodeTrace, PipelineDefinition } from '../../../functions/core/types';
-import { binOf, bucketOf, DURATION_BOUNDS_MS, summarize } from '../../../functions/core/usage';
+import type { Execution, NodeTrace, PipelineDefinition } from '../../../functions/core/types';
+import {
+  addUsageAttribute,
+  binOf,
+  bucketOf,
+  DURATION_BOUNDS_MS,
+  summarize,
+  usageAttributes,
+  usageIncrement,
+  type UsageBucket,
+} from '../../../functions/core/usage';
 import { execute } from '../../../functions/services/caller.service';
 import { dispatchCallback } from '../../../functions/services/dispatch.service';
 import { startRun } from '../../../functions/services/runs.service';
@@ -259,6 +268,52 @@ describe('usage', () => {
     expect(hour).toMatchObject({ total: 100, by_status: { completed: 100, failed: 0, cancelled: 0 }, p50_ms: 50, p95_ms: 5000 });
     expect(empty).toMatchObject({ total: 0, p50_ms: null, p95_ms: null });
     expect(binOf(999_999)).toBe(DURATION_BOUNDS_MS.length);
+  });
+
+  it("counts finished executions by where they came from: the REST API, the web form, MCP clients' calls", () => {
+    // Prepare: the attributes each execution adds (as every store writes them), read back.
+    const now = new Date('2026-11-22T12:00:00Z');
+    const bucket: UsageBucket = { bucket: bucketOf(now), counts: {}, bins: {} };
+    const finished = (source: Execution['source'], consumer: string | null) =>
+      usageIncrement({
+        execution_id: 'e',
+        kind: 'api',
+        pipeline_id: 'p',
+        version: 1,
+        deployment_id: 'd',
+        consumer_id: consumer,
+        status: 'completed',
+        inputs: {},
+        outputs: {},
+        visible_outputs: [],
+        ...(source === undefined ? {} : { source }),
+        callback: null,
+        callback_delivery: null,
+        error_message: null,
+        created_at: now.toISOString(),
+        started_at: now.toISOString(),
+        completed_at: now.toISOString(),
+        expires_at: null,
+      });
+    for (const [source, consumer] of [
+      ['mcp', 'c1'],
+      ['mcp', null],
+      ['form', null],
+      [undefined, null],
+    ] as const) {
+      const inc = finished(source, consumer);
+      if (inc) for (const name of usageAttributes(inc)) addUsageAttribute(bucket, name, 1);
+    }
+    // Act
+    const window = summarize(
+      [bucket, { bucket: bucketOf(now), counts: { completed: 3 }, bins: {} }],
+      new Date(now.getTime() - 60_000),
+      now,
+    );
+    // Assess: a bucket from before sources were counted adds to none; a consumer's counters are apart.
+    expect(window.by_source).toEqual({ api: 1, form: 1, mcp: 2 });
+    expect(window.total).toBe(7);
+    expect(bucket.callers?.c1?.counts).toEqual({ completed: 1 });
   });
 });
 
