@@ -9,18 +9,17 @@ import { mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { build, type Metafile } from 'esbuild';
 import { REPO_ROOT } from '../lib/stacks/pipegate-function';
-import { routeHandlers, WORKERS } from '../lib/routes';
+import type { FunctionName } from '../lib/routes';
+import { allFunctionNames } from '../lib/stacks/permissions';
 import { bundleSpec } from '../lib/stacks/bundles';
 import { esbuildOptions } from '../lib/stacks/bundler';
 import { median } from './stats';
 import { AWSLAMBDA_SHIM_SOURCE } from '../lib/local/gateway/awslambda-shim';
 
-export const HELLO = 'hello-world';
+export const HELLO = 'hello-world' as const;
 
 /** Every function the stack deploys: route handlers and workers. */
-export function functionNames(): string[] {
-  return [...new Set([...routeHandlers(), ...Object.values(WORKERS)])];
-}
+export const functionNames = (): FunctionName[] => allFunctionNames();
 
 export interface BundleFigure {
   name: string;
@@ -51,7 +50,7 @@ function byPackage(meta: Metafile): Record<string, number> {
 }
 
 export async function buildBundle(
-  name: string,
+  name: FunctionName | typeof HELLO,
   outRoot: string,
 ): Promise<{ file: string; bytes: number; packages: Record<string, number> }> {
   const outfile = join(outRoot, name, 'index.js');
@@ -96,9 +95,9 @@ export function measureInit(file: string): Promise<number> {
   });
 }
 
-export async function measureBundles(opts: { outRoot: string; samples: number; names?: string[] }): Promise<BundleFigure[]> {
+export async function measureBundles(opts: { outRoot: string; samples: number; names?: FunctionName[] }): Promise<BundleFigure[]> {
   mkdirSync(opts.outRoot, { recursive: true });
-  const names = [HELLO, ...(opts.names ?? functionNames())];
+  const names: (FunctionName | typeof HELLO)[] = [HELLO, ...(opts.names ?? functionNames())];
   const built = await Promise.all(names.map(async (name) => ({ name, ...(await buildBundle(name, opts.outRoot)) })));
   const figures: BundleFigure[] = built.map((b) => ({ name: b.name, bytes: b.bytes, initMs: [], packages: b.packages }));
   // Round-robin, one process at a time: noise spreads over every bundle alike, and the machine

@@ -10,7 +10,7 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DeploymentsStore } from '../functions/adapters/deployments.store';
 import type { Deps } from '../functions/adapters/deps';
 import { createDocumentClient } from '../functions/adapters/dynamo';
-import { ExecutionsStore } from '../functions/adapters/executions.store';
+import { executionStores } from '../functions/adapters/execution-stores';
 import { PipelinesStore } from '../functions/adapters/pipelines.store';
 import { SecretsManagerKeyMaterial } from '../functions/adapters/key-material';
 import type { Execution } from '../functions/core/types';
@@ -328,7 +328,8 @@ export function instrumentation(onTerminal: (e: Execution) => void = () => undef
     wrap(d) {
       const db = createDocumentClient({ region: d.config.region, endpoint: d.config.dynamodbEndpoint });
       countDynamo(db, counts, () => inst.units);
-      const store = new ExecutionsStore(db, d.config.table, d.config.trackOpen);
+      const stores = executionStores(db, d.config.table, { trackOpen: d.config.trackOpen });
+      const store = stores.executions;
       const originalTransition = store.transition.bind(store);
       store.transition = async (id, to, set) => {
         const out = await originalTransition(id, to, set);
@@ -349,6 +350,11 @@ export function instrumentation(onTerminal: (e: Execution) => void = () => undef
       return {
         ...d,
         executions,
+        deliveries: countMethods(stores.deliveries, 'deliveries', counts),
+        sweep: countMethods(stores.sweep, 'sweep', counts),
+        executionLists: countMethods(stores.executionLists, 'executionLists', counts),
+        usage: countMethods(stores.usage, 'usage', counts),
+        idempotency: countMethods(stores.idempotency, 'idempotency', counts),
         pipelines: countMethods(new PipelinesStore(db, d.config.table), 'pipelines', counts),
         deployments: countMethods(new DeploymentsStore(db, d.config.table), 'deployments', counts),
         queue: {

@@ -5,7 +5,8 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { serviceOpenApiText } from '../functions/core/openapi-service';
+import { ROUTES } from '../lib/routes';
 
 const file = join(__dirname, '..', 'docs', 'openapi.json');
-writeFileSync(file, serviceOpenApiText());
+writeFileSync(file, serviceOpenApiText(ROUTES));
 process.stdout.write(`wrote ${file}\n`);

@@ -2,8 +2,9 @@
  * The one queue definition, read by the CDK stateful stack and the local runtime's queues.
  * Plain data: imports nothing from aws-cdk-lib.
  */
-export const QUEUE_NAMES = ['executions', 'callbacks'] as const;
-export type QueueName = (typeof QUEUE_NAMES)[number];
+import { QUEUE_NAMES, type QueueName } from '../functions/core/ports';
+
+export { QUEUE_NAMES, type QueueName };
 
 export interface QueueDefinition {
   id: QueueName;

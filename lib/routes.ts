@@ -3,108 +3,18 @@
  * local gateway matches requests against it, so both serve exactly the same API.
  * Plain data: imports nothing from aws-cdk-lib.
  */
-import type { ShapeName } from '../functions/core/shapes';
+import type { Answer, Route } from '../functions/core/route-types';
 
-export type RouteAuth = 'apiKey' | 'owner' | 'none';
-export type HttpVerb = 'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
-
-/** A component schema: a shape (functions/core/shapes.ts), or the submit's finished answer derived from one. */
-export type SchemaName = ShapeName | 'ExecutionFinished';
-/** A parameter (functions/core/openapi-shared.ts PARAMETERS): the components by name, the rest written in place. */
-export type ParameterName =
-  | 'DeploymentId'
-  | 'ExecutionId'
-  | 'IdempotencyKey'
-  | 'PreferWait'
-  | 'PipelineId'
-  | 'RunId'
-  | 'SecretName'
-  | 'ConsumerId'
-  | 'LastEventId'
-  | 'PageLimit'
-  | 'PageCursor'
-  | 'Confirm'
-  | 'StatusFilter'
-  | 'Since'
-  | 'DocsAsset'
-  | 'FormToken'
-  | 'FormAsset'
-  | 'AssetToken'
-  | 'Range';
-/** A response header (functions/core/openapi-shared.ts HEADERS). */
-export type HeaderName =
-  | 'Location'
-  | 'PreferenceApplied'
-  | 'RetryAfterPoll'
-  | 'RetryAfterLimit'
-  | 'NoStore'
-  | 'ContentLength'
-  | 'ContentDisposition'
-  | 'NoSniff'
-  | 'ContentRange'
-  | 'ApiKeyChallenge'
-  | 'BearerChallenge'
-  | 'RetryAfterKeyLimit'
-  | 'RetryAfterOutage'
-  | 'RateLimitPolicy'
-  | 'RateLimit'
-  | 'Allow';
-/** A response shared by several routes (the documents' `components.responses`). */
-export type ResponseName = 'DeploymentNotFound' | 'ExecutionNotFound' | 'PayloadTooLarge' | 'PipelineNotFound';
-
-/** One answer of a route: a shared response by name, or its own. */
-export type Answer =
-  | ResponseName
-  | {
-      description: string;
-      /** The JSON body's shape; several: one of them (`oneOf`, or `anyOf` with `overlapping`). */
-      shape?: SchemaName | readonly SchemaName[];
-      overlapping?: true;
-      /**
-       * A body that is not JSON: an HTML page, the docs or form page's script or style sheet, a
-       * file's own bytes; `mcp`: JSON-RPC answers, one JSON message or a `text/event-stream` of them.
-       */
-      media?: 'html' | 'file' | 'bytes' | 'mcp';
-      /** A server-sent event stream whose `done` event holds this shape. */
-      events?: SchemaName;
-      /** The headers it carries: true when always present. */
-      headers?: Partial<Record<HeaderName, boolean>>;
-    };
-
-export interface Route {
-  method: HttpVerb;
-  /** API Gateway style path, parameters in braces; a trailing slash is always optional. */
-  path: string;
-  /** Folder under functions/ holding handler.ts. */
-  handler: string;
-  auth: RouteAuth;
-  /** Honours `Prefer: wait=N`: may hold the request open until the execution finishes. */
-  waits?: true;
-  /**
-   * Takes inline ASSET values: bodies up to the inline limit (functions/core/assets.ts
-   * INLINE_ASSET_BODY_MAX_BYTES) reach the handler, which counts all but those values against
-   * the usual limit (the rule: functions/core/body-size.ts).
-   */
-  inlineAssets?: true;
-  /**
-   * The answer streams (API Gateway `ResponseTransferMode: STREAM`, a Lambda streaming handler
-   * written with `streamedHttpHandler`): bodies of any size pass through in chunks, never held
-   * whole, and binary needs no binary media types. Bounded by STREAMED_ROUTE_TIMEOUT_SECONDS.
-   */
-  streams?: true;
-  /**
-   * The route's operation in the OpenAPI documents (functions/core/openapi-shared.ts
-   * routePaths): tag and security follow from `auth` and the path; every route also answers
-   * 429/500/503/5XX, and 401 (and 403 for owners) when it takes credentials.
-   */
-  operationId: string;
-  summary: string;
-  description?: string;
-  /** In the order documented; path parameters included. */
-  params?: readonly ParameterName[];
-  body?: { shape: SchemaName; optional?: true; description?: string };
-  answers: Readonly<Record<string, Answer>>;
-}
+export type {
+  Answer,
+  HeaderName,
+  HttpVerb,
+  ParameterName,
+  ResponseName,
+  Route,
+  RouteAuth,
+  SchemaName,
+} from '../functions/core/route-types';
 
 /** The MCP route's path (functions/core/mcp-tool.ts): the authorizer takes `Authorization: Bearer` on it alone. */
 export const MCP_ROUTE_PATH = '/v1/deployments/{deployment_id}/mcp';
@@ -150,7 +60,7 @@ const OWNER_EXECUTION_NOT_FOUND: Answer = {
  * Callers, with a deployment's API key: each deployment's own document is made of these. Kept
  * apart so that the function serving it bundles these operations, not every route's.
  */
-export const CALLER_ROUTES: readonly Route[] = [
+const CALLER_TABLE = [
   // Every route whose answer carries execution values streams (`streams`): values pulled back
   // from the claim check can pass Lambda's 6 MB buffered answer, and a streamed answer costs
   // the same below it (docs/aws.md, Streamed answers).
@@ -345,9 +255,13 @@ export const CALLER_ROUTES: readonly Route[] = [
     params: ['DeploymentId'],
     answers: { '200': { description: 'The OpenAPI document.', shape: 'OpenApiDocument' }, '404': 'DeploymentNotFound' },
   },
-];
+] as const satisfies readonly Route[];
 
-export const ROUTES: readonly Route[] = /* @__PURE__ */ CALLER_ROUTES.concat([
+/** The folders (functions/<name>/handler.ts) serving caller routes. */
+export type CallerHandlerName = (typeof CALLER_TABLE)[number]['handler'];
+export const CALLER_ROUTES: readonly Route<CallerHandlerName>[] = CALLER_TABLE;
+
+const OTHER_TABLE = [
   // The docs page and its files load in a browser without a key header (a browser cannot add
   // one to a page load); the page asks for the key and sends it with its own calls to the
   // routes above, which the authorizer guards as usual. Neither serves anything of a deployment.
@@ -941,7 +855,16 @@ export const ROUTES: readonly Route[] = /* @__PURE__ */ CALLER_ROUTES.concat([
     params: ['PipelineId'],
     answers: { '200': { description: 'Usage.', shape: 'Usage' }, '404': NOT_PUBLISHED },
   },
-]);
+] as const satisfies readonly Route[];
+
+/**
+ * Every route handler's folder (functions/<name>/handler.ts): a name only the table can
+ * introduce. What is keyed by it (each function's access, lib/stacks/permissions.ts) must name
+ * every one, so a route whose handler lacks an entry there does not compile.
+ */
+export type HandlerName = CallerHandlerName | (typeof OTHER_TABLE)[number]['handler'];
+
+export const ROUTES: readonly Route<HandlerName>[] = /* @__PURE__ */ (CALLER_ROUTES as readonly Route<HandlerName>[]).concat(OTHER_TABLE);
 
 /** Functions that are not behind a route: the authorizer, queue consumers, state-machine tasks. */
 export const WORKERS = {
@@ -954,4 +877,9 @@ export const WORKERS = {
   sweeper: 'sweeper',
 } as const;
 
-export const routeHandlers = (): string[] => [...new Set(ROUTES.map((r) => r.handler))];
+export type WorkerName = (typeof WORKERS)[keyof typeof WORKERS];
+/** Every function pipegate deploys, by folder under functions/. */
+export type FunctionName = HandlerName | WorkerName;
+
+/** Each route handler once, in the table's order. */
+export const routeHandlers = (): HandlerName[] => [...new Set(ROUTES.map((r) => r.handler))];

@@ -7,8 +7,7 @@ import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-l
 import { assertBodySize } from '../core/body-size';
 import { AppError, toErrorResponse } from '../core/errors';
 import { assertJsonMediaType } from '../core/json-body';
-import type { Limits } from '../core/consumers';
-import { spendRate, withLimitHeaders } from '../services/limits.service';
+import type { CallerAuth } from '../core/consumers';
 import { waitSeconds } from '../core/prefer';
 import { isStoreUnavailable } from '../core/ports';
 import { Readable, type Writable } from 'node:stream';
@@ -101,12 +100,28 @@ function toResult(r: RouteAnswer, requestId: string): APIGatewayProxyResult {
 }
 
 /**
+ * What runs on every request of a route before its own function reads it (a caller route's
+ * rate limit: services/limits.service.ts `callerLimits`). It may refuse by throwing an
+ * AppError; what it returns, if anything, is applied to the answer's headers.
+ */
+export type RequestGate = (
+  d: Deps,
+  event: APIGatewayProxyEvent,
+) => Promise<((headers: Record<string, string> | undefined) => Record<string, string>) | null>;
+
+export interface RouteOptions {
+  /** The route takes inline ASSET values (lib/routes.ts `inlineAssets`). */
+  inlineAssets?: boolean;
+  gate?: RequestGate;
+}
+
+/**
  * A route: given where its dependencies come from, a Lambda handler (middy) with every failure
  * mapped through the error catalog. Each handler file exports `createHandler = httpHandler(…)`
  * and `handler = createHandler(lambdaDeps)`; the local runtime builds its own from the same.
  */
 export const httpHandler =
-  (fn: (req: RequestInfo) => Promise<RouteAnswer>, opts: { inlineAssets?: boolean } = {}) =>
+  (fn: (req: RequestInfo) => Promise<RouteAnswer>, opts: RouteOptions = {}) =>
   (deps: DepsSource) =>
     middy<APIGatewayProxyEvent, APIGatewayProxyResult, Error, Context>()
       .use({
@@ -118,13 +133,10 @@ export const httpHandler =
       .handler(async (event, context) => {
         const requestId = context?.awsRequestId ?? event.requestContext?.requestId ?? 'unknown';
         const d = deps();
-        // Every request with a caller's key spends its rate limit first (services/limits.service.ts).
-        const rate = hasCallerAuth(event) ? await spendRate(d, callerAuth(event)) : null;
+        const finish = opts.gate ? await opts.gate(d, event) : null;
         const answer = await fn(requestInfo(event, d, requestId, opts));
-        return toResult(rate ? { ...answer, headers: withLimitHeaders(answer.headers, [rate]) } : answer, requestId);
+        return toResult(finish ? { ...answer, headers: finish(answer.headers) } : answer, requestId);
       });
-
-const hasCallerAuth = (event: APIGatewayProxyEvent): boolean => typeof event.requestContext?.authorizer?.deployment_id === 'string';
 
 /** Every failure through the catalog; unexpected ones (5xx) logged, without the request's secrets. */
 function errorAnswer(error: unknown, requestId: string, deps: DepsSource, route: string | undefined): RouteAnswer {
@@ -138,7 +150,7 @@ function errorAnswer(error: unknown, requestId: string, deps: DepsSource, route:
   return { status, body, headers };
 }
 
-function requestInfo(event: APIGatewayProxyEvent, d: Deps, requestId: string, opts: { inlineAssets?: boolean }): RequestInfo {
+function requestInfo(event: APIGatewayProxyEvent, d: Deps, requestId: string, opts: RouteOptions): RequestInfo {
   // API Gateway passes bodies up to 10 MB: the contract's limit is every route's to enforce
   // (the local gateway checks it too, which once hid that owner routes did not). A route
   // taking inline assets (lib/routes.ts inlineAssets) is held to its ceiling here; what its
@@ -176,17 +188,16 @@ export interface StreamedAnswer {
  * body short, so it is logged and the stream destroyed (the client sees a short body).
  */
 export const streamedHttpHandler =
-  (fn: (req: RequestInfo) => Promise<StreamedAnswer>, opts: { inlineAssets?: boolean } = {}) =>
+  (fn: (req: RequestInfo) => Promise<StreamedAnswer>, opts: RouteOptions = {}) =>
   (deps: DepsSource): StreamingHandler =>
     awslambda().streamifyResponse(async (event, responseStream, context) => {
       const requestId = context?.awsRequestId ?? event.requestContext?.requestId ?? 'unknown';
       let answer: StreamedAnswer;
       try {
         const d = deps();
-        // A stream opened with a caller's key spends its rate limit, as every other caller request does.
-        const rate = hasCallerAuth(event) ? await spendRate(d, callerAuth(event)) : null;
+        const finish = opts.gate ? await opts.gate(d, event) : null;
         answer = await fn(requestInfo(event, d, requestId, opts));
-        if (rate) answer = { ...answer, headers: withLimitHeaders(answer.headers, [rate]) };
+        if (finish) answer = { ...answer, headers: finish(answer.headers) };
       } catch (e) {
         const failed = toResult(errorAnswer(e, requestId, deps, event.resource), requestId);
         const out = awslambda().HttpResponseStream.from(responseStream, {
@@ -234,7 +245,7 @@ export const streamedHttpHandler =
  * streamed body has no such limit. The text is still built whole (the values are in memory
  * anyway) and handed over in slices, so the response stream's backpressure applies.
  */
-export const streamedJsonHandler = (fn: (req: RequestInfo) => Promise<RouteAnswer>, opts: { inlineAssets?: boolean } = {}) =>
+export const streamedJsonHandler = (fn: (req: RequestInfo) => Promise<RouteAnswer>, opts: RouteOptions = {}) =>
   streamedHttpHandler(async (req) => streamedFromAnswer(await fn(req)), opts);
 
 /** Slices of a streamed JSON answer: small enough that one never holds up the stream for long. */
@@ -288,16 +299,6 @@ export function preferredWait(req: RequestInfo): { seconds: number; untilMs: num
 export const sourceAddress = (event: APIGatewayProxyEvent): string => event.requestContext?.identity?.sourceIp ?? 'unknown';
 
 /** The caller identity the authorizer put on the request (see the authorizer handler). */
-export interface CallerAuth {
-  deploymentId: string;
-  revision: number;
-  deleted: boolean;
-  /** The consumer whose key was used; absent for the deployment's own key. */
-  consumerId?: string;
-  /** Absent: none (the same as both null). */
-  limits?: Limits;
-}
-
 export function callerAuth(event: APIGatewayProxyEvent): CallerAuth {
   const a = (event.requestContext?.authorizer ?? {}) as Record<string, unknown>;
   const deploymentId = typeof a.deployment_id === 'string' ? a.deployment_id : '';

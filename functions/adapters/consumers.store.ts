@@ -4,7 +4,7 @@ import type { ConsumerRecord } from '../core/consumers';
 import type { CallerTally, ConsumerChanges, ConsumersPort } from '../core/ports';
 import { bucketOf, callerAttribute, USAGE_SHARDS } from '../core/usage';
 import { epochSeconds } from '../core/time';
-import { allItems, isConditionFailure, keys } from './dynamo';
+import { allItems, conditionalWrite, keys } from './dynamo';
 
 const FIELDS: readonly (keyof ConsumerRecord)[] = [
   'consumer_id',
@@ -67,20 +67,17 @@ export class ConsumersStore implements ConsumersPort {
   }
 
   async create(c: ConsumerRecord): Promise<boolean> {
-    try {
-      await this.db.send(
+    const out = await conditionalWrite(
+      this.db.send(
         new PutCommand({
           TableName: this.table,
           // Absent rather than null: the conditions below ask attribute_not_exists of them.
           Item: { ...keys.consumer(c.deployment_id, c.consumer_id), ...withoutNulls(c) },
           ConditionExpression: 'attribute_not_exists(pk)',
         }),
-      );
-      return true;
-    } catch (e) {
-      if (isConditionFailure(e)) return false;
-      throw e;
-    }
+      ),
+    );
+    return out !== null;
   }
 
   /** Applies `changes` to a consumer not revoked and still at `revision`; null otherwise. */
@@ -94,8 +91,8 @@ export class ConsumersStore implements ConsumersPort {
       values[`:${k}`] = val;
       sets.push(`#${k} = :${k}`);
     }
-    try {
-      const out = await this.db.send(
+    const out = await conditionalWrite(
+      this.db.send(
         new UpdateCommand({
           TableName: this.table,
           Key: keys.consumer(deploymentId, consumerId),
@@ -105,18 +102,15 @@ export class ConsumersStore implements ConsumersPort {
           ExpressionAttributeValues: values,
           ReturnValues: 'ALL_NEW',
         }),
-      );
-      return toRecord(out.Attributes ?? {});
-    } catch (e) {
-      if (isConditionFailure(e)) return null;
-      throw e;
-    }
+      ),
+    );
+    return out && toRecord(out.Attributes ?? {});
   }
 
   /** Records a use, at most once per `olderThan` (the condition skips the write otherwise). */
   async touch(deploymentId: string, consumerId: string, at: string, olderThan: string): Promise<void> {
-    try {
-      await this.db.send(
+    await conditionalWrite(
+      this.db.send(
         new UpdateCommand({
           TableName: this.table,
           Key: keys.consumer(deploymentId, consumerId),
@@ -124,10 +118,8 @@ export class ConsumersStore implements ConsumersPort {
           ConditionExpression: 'attribute_exists(pk) AND (attribute_not_exists(last_used_at) OR last_used_at < :old)',
           ExpressionAttributeValues: { ':at': at, ':old': olderThan },
         }),
-      );
-    } catch (e) {
-      if (!isConditionFailure(e)) throw e;
-    }
+      ),
+    );
   }
 
   /**
@@ -135,8 +127,8 @@ export class ConsumersStore implements ConsumersPort {
    * One conditional write, so concurrent takers can never together pass the limit.
    */
   async take(deploymentId: string, subject: string, counter: string, limit: number, expiresAt: number): Promise<number | null> {
-    try {
-      const out = await this.db.send(
+    const out = await conditionalWrite(
+      this.db.send(
         new UpdateCommand({
           TableName: this.table,
           Key: keys.limit(deploymentId, subject, counter),
@@ -145,18 +137,15 @@ export class ConsumersStore implements ConsumersPort {
           ExpressionAttributeValues: { ':one': 1, ':limit': limit, ':exp': expiresAt },
           ReturnValues: 'UPDATED_NEW',
         }),
-      );
-      return Number(out.Attributes?.n ?? limit);
-    } catch (e) {
-      if (isConditionFailure(e)) return null;
-      throw e;
-    }
+      ),
+    );
+    return out && Number(out.Attributes?.n ?? limit);
   }
 
   /** Gives back what `take` counted for a request that was not accepted after all. */
   async giveBack(deploymentId: string, subject: string, counter: string): Promise<void> {
-    try {
-      await this.db.send(
+    await conditionalWrite(
+      this.db.send(
         new UpdateCommand({
           TableName: this.table,
           Key: keys.limit(deploymentId, subject, counter),
@@ -164,10 +153,8 @@ export class ConsumersStore implements ConsumersPort {
           ConditionExpression: 'n > :zero',
           ExpressionAttributeValues: { ':minus': -1, ':zero': 0 },
         }),
-      );
-    } catch (e) {
-      if (!isConditionFailure(e)) throw e;
-    }
+      ),
+    );
   }
 
   /**

@@ -2,7 +2,7 @@ import { GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } fr
 import type { DeploymentsPort } from '../core/ports';
 import type { Limits } from '../core/consumers';
 import type { ContractInput, ContractOutput, DeploymentRecord, FormSettings, KeyHash, SealedSecret } from '../core/types';
-import { isConditionFailure, keys } from './dynamo';
+import { conditionalWrite, keys } from './dynamo';
 
 const FIELDS: readonly (keyof DeploymentRecord)[] = [
   'deployment_id',
@@ -40,19 +40,16 @@ export class DeploymentsStore implements DeploymentsPort {
   }
 
   async create(r: DeploymentRecord): Promise<boolean> {
-    try {
-      await this.db.send(
+    const out = await conditionalWrite(
+      this.db.send(
         new PutCommand({
           TableName: this.table,
           Item: { ...keys.deployment(r.deployment_id), ...r },
           ConditionExpression: 'attribute_not_exists(pk)',
         }),
-      );
-      return true;
-    } catch (e) {
-      if (isConditionFailure(e)) return false;
-      throw e;
-    }
+      ),
+    );
+    return out !== null;
   }
 
   /** Republishes a live deployment, only if nobody changed it since `revision` was read. */
@@ -101,8 +98,8 @@ export class DeploymentsStore implements DeploymentsPort {
     values: Record<string, unknown>,
     status: 'live' | 'deleted' = 'live',
   ): Promise<DeploymentRecord | null> {
-    try {
-      const out = await this.db.send(
+    const out = await conditionalWrite(
+      this.db.send(
         new UpdateCommand({
           TableName: this.table,
           Key: keys.deployment(id),
@@ -118,11 +115,8 @@ export class DeploymentsStore implements DeploymentsPort {
           },
           ReturnValues: 'ALL_NEW',
         }),
-      );
-      return toRecord(out.Attributes ?? {});
-    } catch (e) {
-      if (isConditionFailure(e)) return null;
-      throw e;
-    }
+      ),
+    );
+    return out && toRecord(out.Attributes ?? {});
   }
 }

@@ -6,8 +6,11 @@ import type {
   CompletionsPort,
   ConsumersPort,
   DataKeysPort,
+  DeliveriesPort,
   DeploymentsPort,
+  ExecutionListsPort,
   ExecutionsPort,
+  IdempotencyPort,
   FormsPort,
   HttpPort,
   IdSource,
@@ -19,6 +22,8 @@ import type {
   QueuePort,
   WaitSlotsPort,
   UploadsPort,
+  SweepPort,
+  UsagePort,
   WorkflowPort,
 } from '../core/ports';
 import { HmacAssetLinks } from './asset-links';
@@ -27,7 +32,7 @@ import { DynamoWaitSlots } from './wait-slots.store';
 import { ConsumersStore } from './consumers.store';
 import { DeploymentsStore } from './deployments.store';
 import { createDocumentClient } from './dynamo';
-import { ExecutionsStore } from './executions.store';
+import { executionStores } from './execution-stores';
 import { StepsStore } from './steps.store';
 import { createLogger, type Logger } from './logger';
 import { OwnerSecretsStore } from './owner-secrets.store';
@@ -39,7 +44,18 @@ import { FormsStore } from './forms.store';
 export interface Deps {
   config: Config;
   pipelines: PipelinesPort;
+  /** The execution records and their status moves. */
   executions: ExecutionsPort;
+  /** Callback deliveries, on the execution records. */
+  deliveries: DeliveriesPort;
+  /** The sweep index and its repairs. */
+  sweep: SweepPort;
+  /** The owner's lists of runs and executions. */
+  executionLists: ExecutionListsPort;
+  /** Deployments' usage counters. */
+  usage: UsagePort;
+  /** Idempotency-Key claims. */
+  idempotency: IdempotencyPort;
   /** Each execution's node records: what its steps finished, and what waits (functions/core/engine.ts). */
   steps: StepsPort;
   deployments: DeploymentsPort;
@@ -101,6 +117,11 @@ export function createDeps(config: Config, overrides: Partial<Omit<Deps, 'config
     config,
     pipelines: overrides.pipelines ?? stores.pipelines,
     executions: overrides.executions ?? stores.executions,
+    deliveries: overrides.deliveries ?? stores.deliveries,
+    sweep: overrides.sweep ?? stores.sweep,
+    executionLists: overrides.executionLists ?? stores.executionLists,
+    usage: overrides.usage ?? stores.usage,
+    idempotency: overrides.idempotency ?? stores.idempotency,
     steps: overrides.steps ?? stores.steps,
     deployments: overrides.deployments ?? stores.deployments,
     consumers: overrides.consumers ?? stores.consumers,
@@ -192,8 +213,8 @@ export function dynamoStores(config: Config, objects?: () => ObjectStorePort) {
     db,
     pipelines: new PipelinesStore(db, config.table),
     // A custom endpoint is dynalite (the local runtime, tests), which writes index entries
-    // before the item: see ExecutionsStore's markerFollowUp.
-    executions: new ExecutionsStore(db, config.table, config.trackOpen, config.dynamodbEndpoint !== undefined, objects),
+    // before the item: see ExecutionItemsOptions' markerFollowUp.
+    ...executionStores(db, config.table, { trackOpen: config.trackOpen, markerFollowUp: config.dynamodbEndpoint !== undefined, objects }),
     steps: new StepsStore(db, config.table, () => {
       if (!objects) throw new Error('node values too large for their record need object storage, and this store was given none');
       return objects();

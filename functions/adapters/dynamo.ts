@@ -57,6 +57,21 @@ export function createDocumentClient(opts: DynamoOptions): DynamoDBDocumentClien
 export const isConditionFailure = (e: unknown): boolean =>
   typeof e === 'object' && e !== null && (e as { name?: string }).name === 'ConditionalCheckFailedException';
 
+/**
+ * A conditional write (a PutItem, UpdateItem or DeleteItem with a ConditionExpression): its
+ * output, or null when the condition did not hold; any other failure is thrown. Every store's
+ * conditional write goes through here, so losing a race is always a null, never an exception
+ * to catch at each write.
+ */
+export async function conditionalWrite<T extends object>(write: Promise<T>): Promise<T | null> {
+  try {
+    return await write;
+  } catch (e) {
+    if (isConditionFailure(e)) return null;
+    throw e;
+  }
+}
+
 export const OWNER_SECRETS_PK = 'OWNERSECRETS';
 
 export const keys = {

@@ -2,7 +2,7 @@ import { GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocum
 import type { PipelinesPort } from '../core/ports';
 import type { PipelineDefinition, PipelineListing, PipelineMeta, PipelineVersion, RunPointer } from '../core/types';
 import { listingOf } from '../core/views';
-import { allItems, isConditionFailure, keys, nonEmpty } from './dynamo';
+import { allItems, conditionalWrite, keys, nonEmpty } from './dynamo';
 
 interface MetaItem {
   pipeline_id: string;
@@ -106,43 +106,48 @@ export class PipelinesStore implements PipelinesPort {
         hash,
         created_at: now,
       };
-      try {
-        await this.db.send(new PutCommand({ TableName: this.table, Item: item, ConditionExpression: 'attribute_not_exists(pk)' }));
-      } catch (e) {
-        if (!isConditionFailure(e)) throw e;
+      const put = this.db.send(new PutCommand({ TableName: this.table, Item: item, ConditionExpression: 'attribute_not_exists(pk)' }));
+      if ((await conditionalWrite(put)) === null) {
+        // Another push took this version number: finish its advance if it stopped halfway, and go again.
         const orphan = await this.getVersion(id, next);
-        if (orphan) await this.advance(id, prev, orphan.version, orphan.hash, orphan.definition, orphan.created_at).catch(ignoreRace);
+        if (orphan) await this.advance(id, prev, orphan.version, orphan.hash, orphan.definition, orphan.created_at);
         continue;
       }
-      try {
-        await this.advance(id, prev, next, hash, definition, now);
-        return { version: next, created: true };
-      } catch (e) {
-        if (!isConditionFailure(e)) throw e;
-      }
+      if (await this.advance(id, prev, next, hash, definition, now)) return { version: next, created: true };
     }
     throw new Error(`pipeline ${id}: too many concurrent pushes`);
   }
 
-  private async advance(id: string, prev: number, next: number, hash: string, definition: PipelineDefinition, now: string): Promise<void> {
-    await this.db.send(
-      new UpdateCommand({
-        TableName: this.table,
-        Key: keys.pipeline(id),
-        UpdateExpression:
-          'SET version = :next, latest_hash = :hash, description = :desc, updated_at = :now, created_at = if_not_exists(created_at, :now), pipeline_id = :id, gsi1pk = :list, gsi1sk = :id',
-        ConditionExpression: prev === 0 ? 'attribute_not_exists(version)' : 'version = :prev',
-        ExpressionAttributeValues: {
-          ':next': next,
-          ':hash': hash,
-          ':desc': definition.description ?? null,
-          ':now': now,
-          ':id': id,
-          ':list': 'PIPELINES',
-          ...(prev === 0 ? {} : { ':prev': prev }),
-        },
-      }),
+  /** Moves the pipeline from version `prev` to `next`; false when another push moved it first. */
+  private async advance(
+    id: string,
+    prev: number,
+    next: number,
+    hash: string,
+    definition: PipelineDefinition,
+    now: string,
+  ): Promise<boolean> {
+    const out = await conditionalWrite(
+      this.db.send(
+        new UpdateCommand({
+          TableName: this.table,
+          Key: keys.pipeline(id),
+          UpdateExpression:
+            'SET version = :next, latest_hash = :hash, description = :desc, updated_at = :now, created_at = if_not_exists(created_at, :now), pipeline_id = :id, gsi1pk = :list, gsi1sk = :id',
+          ConditionExpression: prev === 0 ? 'attribute_not_exists(version)' : 'version = :prev',
+          ExpressionAttributeValues: {
+            ':next': next,
+            ':hash': hash,
+            ':desc': definition.description ?? null,
+            ':now': now,
+            ':id': id,
+            ':list': 'PIPELINES',
+            ...(prev === 0 ? {} : { ':prev': prev }),
+          },
+        }),
+      ),
     );
+    return out !== null;
   }
 
   /** Records a finished run on the pipeline, keeping only the newest (by creation time). */
@@ -155,8 +160,9 @@ export class PipelinesStore implements PipelinesPort {
   }
 
   private async setPointer(id: string, name: 'latest_finished' | 'last_success', run: RunPointer, key: string): Promise<void> {
-    try {
-      await this.db.send(
+    // Refused when a newer run already finished: the older one must not overwrite it.
+    await conditionalWrite(
+      this.db.send(
         new UpdateCommand({
           TableName: this.table,
           Key: keys.pipeline(id),
@@ -164,18 +170,15 @@ export class PipelinesStore implements PipelinesPort {
           ConditionExpression: `attribute_exists(pk) AND (attribute_not_exists(${name}_key) OR ${name}_key <= :key)`,
           ExpressionAttributeValues: { ':run': run, ':key': key },
         }),
-      );
-    } catch (e) {
-      // A newer run already finished: the older one must not overwrite it.
-      if (!isConditionFailure(e)) throw e;
-    }
+      ),
+    );
   }
 
   /** Claims the pipeline's single deployment slot: succeeds only if it holds `expected`. */
   async claimDeployment(id: string, expected: string | null, next: string | null): Promise<boolean> {
     const names = { '#d': 'deployment_id' };
-    try {
-      await this.db.send(
+    const out = await conditionalWrite(
+      this.db.send(
         new UpdateCommand({
           TableName: this.table,
           Key: keys.pipeline(id),
@@ -187,15 +190,8 @@ export class PipelinesStore implements PipelinesPort {
             ...(expected === null ? {} : { ':expected': expected }),
           }),
         }),
-      );
-      return true;
-    } catch (e) {
-      if (isConditionFailure(e)) return false;
-      throw e;
-    }
+      ),
+    );
+    return out !== null;
   }
 }
-
-const ignoreRace = (e: unknown): void => {
-  if (!isConditionFailure(e)) throw e;
-};

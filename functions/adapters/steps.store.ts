@@ -12,7 +12,7 @@ import type { Resumed } from '../core/nodes/kind';
 import type { HeldAsset } from '../core/nodes/run-context';
 import { executionObjectKey } from '../core/object-keys';
 import type { ObjectRef, ObjectStorePort, StepOwner, StepsPort } from '../core/ports';
-import { allItems, isConditionFailure, keys } from './dynamo';
+import { allItems, conditionalWrite, keys } from './dynamo';
 
 /** Most JSON text a node's value or memo keeps in its item; more goes to the bucket. */
 export const NODE_INLINE_MAX_BYTES = 32 * 1024;
@@ -157,8 +157,8 @@ export class StepsStore implements StepsPort {
       names['#et'] = 'et';
       conditions.push('attribute_not_exists(#et)');
     }
-    try {
-      await this.db.send(
+    const out = await conditionalWrite(
+      this.db.send(
         new UpdateCommand({
           TableName: this.table,
           Key: this.key(e, node),
@@ -167,12 +167,9 @@ export class StepsStore implements StepsPort {
           ExpressionAttributeNames: names,
           ExpressionAttributeValues: values,
         }),
-      );
-      return true;
-    } catch (err) {
-      if (isConditionFailure(err)) return false;
-      throw err;
-    }
+      ),
+    );
+    return out !== null;
   }
 
   async keepEvent(
@@ -187,8 +184,8 @@ export class StepsStore implements StepsPort {
       values[':exp'] = e.expires_at;
       sets.push('expires_at = if_not_exists(expires_at, :exp)');
     }
-    try {
-      const out = await this.db.send(
+    const out = await conditionalWrite(
+      this.db.send(
         new UpdateCommand({
           TableName: this.table,
           Key: this.key(e, node),
@@ -197,11 +194,8 @@ export class StepsStore implements StepsPort {
           ExpressionAttributeValues: values,
           ReturnValues: 'ALL_OLD',
         }),
-      );
-      return { kept: true, state: (out.Attributes as Item | undefined)?.st };
-    } catch (err) {
-      if (isConditionFailure(err)) return { kept: false };
-      throw err;
-    }
+      ),
+    );
+    return out === null ? { kept: false } : { kept: true, state: (out.Attributes as Item | undefined)?.st };
   }
 }

@@ -3,7 +3,7 @@ import { isUuid } from '../core/ids';
 import type { ObjectOwner } from '../core/object-keys';
 import type { UploadRecord, UploadsPort } from '../core/ports';
 import { epochSeconds } from '../core/time';
-import { isConditionFailure, keys } from './dynamo';
+import { conditionalWrite, keys } from './dynamo';
 
 const FIELDS: readonly (keyof UploadRecord)[] = ['upload_id', 'media_type', 'bytes', 'created_at', 'expires_at', 'used_by'];
 
@@ -55,8 +55,8 @@ export class UploadsStore implements UploadsPort {
   async consume(id: string, owner: ObjectOwner, executionId: string, now: Date): Promise<boolean> {
     if (!isUuid(id)) return false;
     const o = ownerAttribute(owner);
-    try {
-      await this.db.send(
+    const out = await conditionalWrite(
+      this.db.send(
         new UpdateCommand({
           TableName: this.table,
           Key: keys.upload(id),
@@ -66,11 +66,8 @@ export class UploadsStore implements UploadsPort {
           ExpressionAttributeNames: { '#owner': o.name },
           ExpressionAttributeValues: { ':e': executionId, ':o': o.value, ':now': epochSeconds(now) },
         }),
-      );
-      return true;
-    } catch (e) {
-      if (isConditionFailure(e)) return false;
-      throw e;
-    }
+      ),
+    );
+    return out !== null;
   }
 }

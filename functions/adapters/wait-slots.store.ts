@@ -1,7 +1,7 @@
 import { randomInt } from 'node:crypto';
 import { UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { WaitSlot, WaitSlotsPort } from '../core/ports';
-import { isConditionFailure } from './dynamo';
+import { conditionalWrite } from './dynamo';
 
 /** A waiter holds a Lambda 28 s at most, so it outlives its window by one at most. */
 export const WAIT_WINDOW_SECONDS = 30;
@@ -38,8 +38,8 @@ export class DynamoWaitSlots implements WaitSlotsPort {
   async acquire(now: Date): Promise<WaitSlot | null> {
     const window = Math.floor(now.getTime() / (WAIT_WINDOW_SECONDS * 1000));
     const Key = { pk: `WAITERS#${this.scope}#${randomInt(this.shards)}`, sk: `W#${window}` };
-    try {
-      await this.db.send(
+    const taken = await conditionalWrite(
+      this.db.send(
         new UpdateCommand({
           TableName: this.table,
           Key,
@@ -47,11 +47,9 @@ export class DynamoWaitSlots implements WaitSlotsPort {
           ConditionExpression: 'attribute_not_exists(n) OR n < :cap',
           ExpressionAttributeValues: { ':one': 1, ':cap': this.perShard, ':expires': (window + 3) * WAIT_WINDOW_SECONDS },
         }),
-      );
-    } catch (err) {
-      if (isConditionFailure(err)) return null;
-      throw err;
-    }
+      ),
+    );
+    if (taken === null) return null;
     return {
       release: async () => {
         await this.db.send(

@@ -24,6 +24,17 @@ export interface Limits {
   quota: Quota | null;
 }
 
+/** The caller identity the authorizer put on a request (functions/adapters/api.ts reads it from the event). */
+export interface CallerAuth {
+  deploymentId: string;
+  revision: number;
+  deleted: boolean;
+  /** The consumer whose key was used; absent for the deployment's own key. */
+  consumerId?: string;
+  /** Absent: none (the same as both null). */
+  limits?: Limits;
+}
+
 /** Consumers one deployment may have (revoked ones included: their keys must keep saying so). */
 export const MAX_CONSUMERS_PER_DEPLOYMENT = 1000;
 export const MAX_RATE_REQUESTS = 1_000_000;

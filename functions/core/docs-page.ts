@@ -5,7 +5,6 @@
  * key to load; everything the deployment publishes is fetched with the key, through the
  * authorizer, like any caller request.
  */
-import { DOCS_ASSETS } from '../../lib/docs-assets';
 import { BROWSER_SCRIPTS } from '../browser/scripts.generated';
 import { INLINE_ASSET_BODY_MAX_BYTES } from './assets';
 import { escapeHtml, pageStart } from './html';
@@ -13,12 +12,6 @@ import { deploymentSnippets } from './snippets';
 
 /** Our own script, served beside Swagger UI's files: the page allows scripts from its origin only. */
 export const DOCS_SCRIPT_NAME = 'pipegate-docs.js';
-
-/** Every file served under /v1/docs/, with its content type. */
-export const DOCS_FILES: Readonly<Record<string, string>> = {
-  ...DOCS_ASSETS,
-  [DOCS_SCRIPT_NAME]: 'text/javascript; charset=utf-8',
-};
 
 export const docsAssetUrl = (baseUrl: string, name: string): string => `${baseUrl}/v1/docs/${name}`;
 

@@ -3,21 +3,20 @@
  * operation, built by openapi-shared.ts as every per-deployment document is. docs/openapi.json is this,
  * written by `npm run openapi`; a test holds the committed file equal to it.
  */
-import { ROUTES, type ResponseName } from '../../lib/routes';
 import {
   CALLER_PARAMETERS,
   CALLER_RESPONSES,
-  CALLER_SCHEMAS,
   CALLER_SECURITY_SCHEMES,
   PARAMETER_COMPONENTS,
-  SCHEMAS,
   jsonContent,
+  orderedSchemas,
   reachableComponents,
   responseHeaders,
   routePaths,
   schemaRef,
   type JsonSchema,
 } from './openapi-shared';
+import type { ResponseName, Route } from './route-types';
 
 const OWNER_RESPONSES: Record<'OwnerUnauthorized' | 'OwnerForbidden' | Extract<ResponseName, 'PipelineNotFound'>, JsonSchema> = {
   OwnerUnauthorized: {
@@ -66,13 +65,14 @@ const DESCRIPTION = [
   '- Each deployment describes its own request and response at `GET /v1/deployments/{deployment_id}/openapi.json`.',
 ].join('\n');
 
-export function serviceOpenApi() {
-  const paths = routePaths(ROUTES);
+/** `routes`: every route of the table (lib/routes.ts ROUTES); the caller routes among them are those with `auth: 'apiKey'`. */
+export function serviceOpenApi(routes: readonly Route[]) {
+  const paths = routePaths(routes);
   const available = {
     securitySchemes: { ...CALLER_SECURITY_SCHEMES, ...OWNER_SECURITY_SCHEMES },
     parameters: { ...CALLER_PARAMETERS, ...OWNER_PARAMETERS },
     responses: { ...CALLER_RESPONSES, ...OWNER_RESPONSES },
-    schemas: { ...CALLER_SCHEMAS, ...SCHEMAS },
+    schemas: orderedSchemas(routes.filter((r) => r.auth === 'apiKey')),
   };
   const used = reachableComponents(paths, available);
   // Keep the components' declared order (readers browse them), but only those a path reaches.
@@ -111,4 +111,4 @@ export function serviceOpenApi() {
 }
 
 /** docs/openapi.json's exact text. */
-export const serviceOpenApiText = (): string => `${JSON.stringify(serviceOpenApi(), null, 2)}\n`;
+export const serviceOpenApiText = (routes: readonly Route[]): string => `${JSON.stringify(serviceOpenApi(routes), null, 2)}\n`;

@@ -7,8 +7,8 @@
 import { toJsonSchema, toJsonSchemaDefs, type ConversionConfig } from '@valibot/to-json-schema';
 import type * as v from 'valibot';
 import { HEADER_VALUES, PARAMETER_VALUES } from './http-shapes';
-import { CALLER_SHAPES, SHAPES, type ShapeName } from './shapes';
-import type { Answer, HeaderName, ParameterName, Route, RouteAuth, SchemaName } from '../../lib/routes';
+import { SHAPES, type ShapeName } from './shapes';
+import type { Answer, HeaderName, ParameterName, Route, RouteAuth, SchemaName } from './route-types';
 
 export type JsonSchema = Record<string, unknown>;
 export type PathItem = Record<string, unknown>;
@@ -131,10 +131,8 @@ export function finishedSchema(result: JsonSchema): JsonSchema {
   };
 }
 
-export const CALLER_SCHEMAS: Record<string, JsonSchema> = {
-  ...Object.fromEntries(CALLER_SHAPES.map((name) => [name, SCHEMAS[name]])),
-  ExecutionFinished: finishedSchema(SCHEMAS.ExecutionResult),
-};
+/** Every component schema: the shapes, and the submit's finished answer derived from one. */
+export const ALL_SCHEMAS: Record<SchemaName, JsonSchema> = { ...SCHEMAS, ExecutionFinished: finishedSchema(SCHEMAS.ExecutionResult) };
 
 /** The parameters routes share, as components (lib/routes.ts `params` names them). */
 export const PARAMETER_COMPONENTS = {
@@ -458,4 +456,22 @@ export function reachableComponents(
   };
   visit(roots);
   return out;
+}
+
+/**
+ * Every component schema in the order the whole-service document lists them: first those the
+ * caller routes reach (the shapes in their declared order, then the submit's finished answer),
+ * then the rest. Which shapes are the callers' follows from the routes, never from where a
+ * shape sits in SHAPES.
+ */
+export function orderedSchemas(callerRoutes: readonly Route[]): Record<string, JsonSchema> {
+  const reached =
+    reachableComponents(routePaths(callerRoutes), { parameters: CALLER_PARAMETERS, responses: CALLER_RESPONSES, schemas: ALL_SCHEMAS })
+      .schemas ?? {};
+  const caller = (Object.keys(SHAPES) as ShapeName[]).filter((name) => reached[name] !== undefined);
+  return {
+    ...Object.fromEntries(caller.map((name) => [name, SCHEMAS[name]])),
+    ExecutionFinished: ALL_SCHEMAS.ExecutionFinished,
+    ...SCHEMAS,
+  };
 }

@@ -4,12 +4,11 @@
  * made of the same parts as the whole-service document (openapi-shared.ts), so the two agree.
  */
 import * as v from 'valibot';
-import { CALLER_ROUTES } from '../../lib/routes';
 import { callerContract } from './contract';
 import {
   CALLER_PARAMETERS,
   CALLER_RESPONSES,
-  CALLER_SCHEMAS,
+  ALL_SCHEMAS,
   CALLER_SECURITY_SCHEMES,
   routePaths,
   finishedSchema,
@@ -19,6 +18,7 @@ import {
 } from './openapi-shared';
 import { SHAPES } from './shapes';
 import type { Deployment } from './types';
+import type { Route } from './route-types';
 import { acceptsText } from './assets';
 import { requestValueType, VALUE_SCHEMAS } from './values';
 
@@ -66,7 +66,7 @@ function workflowInput(c: ReturnType<typeof callerContract>) {
 
 /** This deployment's request body: every field as the general request documents it, and its own `workflow_input`. */
 function executionRequest(c: ReturnType<typeof callerContract>): JsonSchema {
-  const general = CALLER_SCHEMAS.ExecutionRequest as { properties: Record<string, JsonSchema> };
+  const general = ALL_SCHEMAS.ExecutionRequest as { properties: Record<string, JsonSchema> };
   // A field added to the general request appears here too; only workflow_input is this deployment's.
   return { ...general, properties: { ...general.properties, workflow_input: jsonSchemaOf(workflowInput(c)) } };
 }
@@ -77,7 +77,7 @@ const OUTPUT_COMPONENTS = Object.fromEntries(Object.values(OUTPUT_SHAPES).map((n
 
 /** This deployment's result: its visible outputs by id, each RAW or ASSET as published (a `$ref` to its shape). */
 function executionResult(c: ReturnType<typeof callerContract>): JsonSchema {
-  const general = CALLER_SCHEMAS.ExecutionResult as { properties: Record<string, JsonSchema> };
+  const general = ALL_SCHEMAS.ExecutionResult as { properties: Record<string, JsonSchema> };
   const responseData = v.pipe(
     v.strictObject(Object.fromEntries(c.outputs.map((o) => [o.id, v.optional(SHAPES[OUTPUT_SHAPES[o.value_type ?? 'either']])]))),
     v.description('Visible outputs by id once completed; `{}` otherwise.'),
@@ -85,13 +85,14 @@ function executionResult(c: ReturnType<typeof callerContract>): JsonSchema {
   return { ...general, properties: { ...general.properties, response_data: jsonSchemaOf(responseData, OUTPUT_COMPONENTS) } };
 }
 
-export function deploymentOpenApi(d: DeploymentDocumentSource, baseUrl: string) {
+/** `routes`: the caller routes (lib/routes.ts CALLER_ROUTES), the operations each deployment's document offers. */
+export function deploymentOpenApi(d: DeploymentDocumentSource, baseUrl: string, routes: readonly Route[]) {
   const c = callerContract(d);
   const requestExample = {
     workflow_input: Object.fromEntries(c.inputs.map((i) => [i.id, { value: i.value, value_type: requestValueType(i.value_type) }])),
   };
   const names = { request: 'DeploymentExecutionRequest', result: 'DeploymentExecutionResult', finished: 'DeploymentExecutionFinished' };
-  const all = routePaths(CALLER_ROUTES, {
+  const all = routePaths(routes, {
     deploymentId: d.deployment_id,
     rename: { ExecutionRequest: names.request, ExecutionResult: names.result, ExecutionFinished: names.finished },
     examples: { ExecutionRequest: requestExample },
@@ -104,7 +105,7 @@ export function deploymentOpenApi(d: DeploymentDocumentSource, baseUrl: string) 
   const used = reachableComponents(paths, {
     parameters: CALLER_PARAMETERS,
     responses: CALLER_RESPONSES,
-    schemas: { ...CALLER_SCHEMAS, [names.request]: executionRequest(c), [names.result]: result, [names.finished]: finishedSchema(result) },
+    schemas: { ...ALL_SCHEMAS, [names.request]: executionRequest(c), [names.result]: result, [names.finished]: finishedSchema(result) },
   });
   return {
     openapi: '3.1.0',

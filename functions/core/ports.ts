@@ -5,7 +5,6 @@
  */
 import type { NodeRecord, NodeRecordState } from './engine';
 import type { Resumed } from './nodes/kind';
-import type { QueueName } from '../../lib/queues';
 import type { ObjectOwner } from './object-keys';
 import type { ExecutionStatus } from './transitions';
 import type { UsageBucket } from './usage';
@@ -28,8 +27,9 @@ import type {
   SealedSecret,
 } from './types';
 
-/** Queue names come from the one queue definition (plain data). */
-export type { QueueName };
+/** The queues the domain sends to; lib/queues.ts defines each one (time-outs, receives, batches) by these names. */
+export const QUEUE_NAMES = ['executions', 'callbacks'] as const;
+export type QueueName = (typeof QUEUE_NAMES)[number];
 export interface HttpRequest {
   method: string;
   url: string;
@@ -239,6 +239,10 @@ export const EXECUTION_SUMMARY_FIELDS = [
 ] as const;
 export type ExecutionSummaryRecord = Pick<Execution, (typeof EXECUTION_SUMMARY_FIELDS)[number]>;
 
+/**
+ * The execution records: one item each, written once and then moved only by conditional
+ * writes (functions/adapters/executions.store.ts).
+ */
 export interface ExecutionsPort {
   /** Writes a new execution; false when one with that id already exists. */
   create(e: Execution): Promise<boolean>;
@@ -253,8 +257,23 @@ export interface ExecutionsPort {
   transition(id: string, to: ExecutionStatus, set: TransitionFields): Promise<TransitionResult>;
   /** Deletes an execution only while it is still `pending` (its queue message could not be sent). */
   withdrawPending(id: string): Promise<boolean>;
-  /** Records a delivery attempt, conditional on the attempt count read before. */
-  recordDelivery(id: string, previousAttempts: number, delivery: CallbackDelivery): Promise<boolean>;
+  /**
+   * Replaces the node progress (packed, functions/core/progress.ts) of a running execution, in
+   * one conditional write; false once it is no longer running (a cancel won), so a late write
+   * never lands after the terminal one.
+   */
+  recordProgress(id: string, progress: string, waiting?: string | null): Promise<boolean>;
+  /**
+   * Moves a running execution to its next generation (`seen` + 1), once: false when it is not
+   * running or another wake moved it first. The workflow of that generation takes it over.
+   */
+  bumpGeneration(id: string, seen: number): Promise<boolean>;
+  /** Stores the trace of an execution cancelled while it ran (once; only on a cancelled one). */
+  recordTrace(id: string, set: { trace: NodeTrace[]; trace_truncated: boolean }): Promise<boolean>;
+}
+
+/** A finished execution's callback delivery, kept on its record (functions/adapters/deliveries.store.ts). */
+export interface DeliveriesPort {
   /**
    * Claims the next delivery attempt (the one after `attempts`) for `by` until `untilMs`, so
    * that of duplicate messages only one sends it. Conditional on the attempt count and a
@@ -262,8 +281,22 @@ export interface ExecutionsPort {
    * taken again (its message came back). False when any of that does not hold.
    */
   claimDelivery(id: string, attempts: number, by: string, untilMs: number, nowMs: number): Promise<boolean>;
-  /** Executions on the sweep index of that kind (oldest first), at most `limit`. */
-  listSweep(kind: SweepKind, limit?: number): Promise<Execution[]>;
+  /** Records a delivery attempt, conditional on the attempt count read before. */
+  recordDelivery(id: string, previousAttempts: number, delivery: CallbackDelivery): Promise<boolean>;
+  /** Puts a settled callback back to pending as one owner redelivery, conditional on `previous`; null if it changed. */
+  redeliver(id: string, previous: CallbackDelivery, at: string): Promise<Execution | null>;
+  /**
+   * Brings a callback's next scheduled attempt forward to `at`, conditional on `previous`
+   * (same attempts, still pending, the same next attempt time); null if it changed.
+   */
+  attemptNow(id: string, previous: CallbackDelivery, at: string): Promise<Execution | null>;
+}
+
+/**
+ * The sweep index and the repairs made from it: what the sweeper and a local start-up find
+ * open, re-queue or re-run (functions/adapters/sweep.store.ts).
+ */
+export interface SweepPort {
   /** One page of the sweep index: ids of `kind` marked before `before`, oldest first. */
   sweepPage(
     kind: SweepKind,
@@ -271,6 +304,8 @@ export interface ExecutionsPort {
     limit: number,
     cursor?: Record<string, unknown>,
   ): Promise<{ ids: string[]; next: Record<string, unknown> | undefined }>;
+  /** Executions on the sweep index of that kind (oldest first), at most `limit`. */
+  listSweep(kind: SweepKind, limit?: number): Promise<Execution[]>;
   /**
    * Notes that the sweeper queued an execution (or its callback) again, conditional on what it
    * saw. `releaseClaim` drops any claim on the next delivery attempt in the same write: only for
@@ -295,19 +330,12 @@ export interface ExecutionsPort {
   claimRerun(id: string, runBy: string, at: string): Promise<boolean>;
   /** Takes a settled execution (terminal, no callback owed) off the sweep index; false if it is not settled. */
   clearSweep(id: string): Promise<boolean>;
-  /**
-   * Replaces the node progress (packed, functions/core/progress.ts) of a running execution, in
-   * one conditional write; false once it is no longer running (a cancel won), so a late write
-   * never lands after the terminal one.
-   */
-  recordProgress(id: string, progress: string, waiting?: string | null): Promise<boolean>;
-  /**
-   * Moves a running execution to its next generation (`seen` + 1), once: false when it is not
-   * running or another wake moved it first. The workflow of that generation takes it over.
-   */
-  bumpGeneration(id: string, seen: number): Promise<boolean>;
-  /** Stores the trace of an execution cancelled while it ran (once; only on a cancelled one). */
-  recordTrace(id: string, set: { trace: NodeTrace[]; trace_truncated: boolean }): Promise<boolean>;
+}
+
+/** The owner's lists of runs and of a deployment's executions, read from indexes (functions/adapters/execution-lists.store.ts). */
+export interface ExecutionListsPort {
+  /** A pipeline's runs, newest first, a page at a time; `cursor` is what the previous page returned. */
+  listRuns(pipelineId: string, opts: { limit: number; cursor?: string }): Promise<{ runs: Execution[]; next: string | null }>;
   /**
    * A deployment's API executions, newest first, from an index (never a scan); with `status`,
    * the page may hold fewer than `limit` (a bounded number of entries is looked at) and `next`
@@ -320,19 +348,18 @@ export interface ExecutionsPort {
     deploymentId: string,
     opts: { limit: number; since?: string; status?: ExecutionStatus; cursor?: string; now: Date },
   ): Promise<{ executions: ExecutionSummaryRecord[]; next: string | null }>;
-  /** Puts a settled callback back to pending as one owner redelivery, conditional on `previous`; null if it changed. */
-  redeliver(id: string, previous: CallbackDelivery, at: string): Promise<Execution | null>;
-  /**
-   * Brings a callback's next scheduled attempt forward to `at`, conditional on `previous`
-   * (same attempts, still pending, the same next attempt time); null if it changed.
-   */
-  attemptNow(id: string, previous: CallbackDelivery, at: string): Promise<Execution | null>;
+}
+
+/** A deployment's usage counters (functions/adapters/usage.store.ts). */
+export interface UsagePort {
   /** Counts a finished API execution in its deployment's usage bucket. */
   countFinished(e: Execution): Promise<void>;
   /** A deployment's usage buckets from `from` on. */
   usageSince(deploymentId: string, from: Date): Promise<UsageBucket[]>;
-  /** A pipeline's runs, newest first, a page at a time; `cursor` is what the previous page returned. */
-  listRuns(pipelineId: string, opts: { limit: number; cursor?: string }): Promise<{ runs: Execution[]; next: string | null }>;
+}
+
+/** Idempotency-Key claims of the execute route (functions/adapters/idempotency.store.ts). */
+export interface IdempotencyPort {
   /** Claims an Idempotency-Key until `expiresAt` (epoch seconds) with one conditional write. */
   claimIdempotency(
     deploymentId: string,

@@ -720,11 +720,13 @@ const Forbidden = v.pipe(
 );
 
 /**
- * Every named shape, in the order the documents list them. A document carries only those its
- * paths reach. Add a shape here and reference it from a path by name.
+ * Every named shape. A document carries only those its paths reach: the whole-service one
+ * lists those of the caller routes first, then the rest, each group in this order
+ * (openapi-shared.ts orderedSchemas). Add a shape anywhere here and reference it from a path
+ * by name.
  */
 export const SHAPES = {
-  // Caller API (also every per-deployment document).
+  // Caller API.
   Uuid,
   Timestamp,
   NodeId,
@@ -821,7 +823,7 @@ export const SHAPES = {
   McpMethodNotAllowed: errorBody('MethodNotAllowed', 'GET: the server is stateless and opens no server-initiated stream; POST messages.', {
     detail: Detail,
   }),
-  // Owner API (only the whole-service document).
+  // Owner API.
   NotFound: errorBody('RouteNotFound', 'Nothing is served at this path.'),
   // Asset links (GET /v1/assets/{token}): a caller route of the service, in no deployment's document.
   AssetNotFound: errorBody('AssetNotFound', 'No asset at this link: never issued or altered, its deployment deleted, or the object gone.', {
@@ -926,6 +928,4 @@ export const SHAPES = {
 } as const;
 
 export type ShapeName = keyof typeof SHAPES;
-/** The names the caller API uses: every per-deployment document draws on these only. */
-export const CALLER_SHAPES: readonly ShapeName[] = Object.keys(SHAPES).slice(0, Object.keys(SHAPES).indexOf('NotFound')) as ShapeName[];
 export type Shape<N extends ShapeName> = v.InferOutput<(typeof SHAPES)[N]>;

@@ -1,6 +1,6 @@
 import { lambdaDeps } from '../adapters/deps';
 import { httpHandler, json } from '../adapters/api';
-import { remove } from '../services/owner.service';
+import { remove } from '../services/deployment-delete.service';
 
 /** DELETE /v1/pipelines/{pipeline_id}/deployment?confirm={deployment_id} → 204 */
 export const createHandler = httpHandler(async (req) => {

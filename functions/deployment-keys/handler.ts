@@ -1,6 +1,6 @@
 import { lambdaDeps } from '../adapters/deps';
 import { jsonBodyText, httpHandler, json } from '../adapters/api';
-import { rotate } from '../services/owner.service';
+import { rotate } from '../services/keys.service';
 
 /** POST /v1/pipelines/{pipeline_id}/deployment/keys → the new key (or signing secret), shown once. */
 export const createHandler = httpHandler(async (req) =>

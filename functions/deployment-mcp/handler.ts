@@ -1,4 +1,5 @@
 import { lambdaDeps } from '../adapters/deps';
+import { callerLimits } from '../services/limits.service';
 import { bodyText, callerAuth, streamedHttpHandler } from '../adapters/api';
 import { streamedAnswerOf, webRequestOf } from '../adapters/mcp-http';
 import { mcpUrl } from '../core/views';
@@ -20,7 +21,7 @@ export const createHandler = streamedHttpHandler(
     });
     return streamedAnswerOf(answer.response, answer.done);
   },
-  { inlineAssets: true },
+  { inlineAssets: true, gate: callerLimits },
 );
 
 export const handler = createHandler(lambdaDeps);

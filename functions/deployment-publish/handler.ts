@@ -1,6 +1,6 @@
 import { lambdaDeps } from '../adapters/deps';
 import { jsonBodyText, httpHandler, json } from '../adapters/api';
-import { publish } from '../services/owner.service';
+import { publish } from '../services/publish.service';
 
 /** PUT /v1/pipelines/{pipeline_id}/deployment → 201 (created, with key and secret once) or 200. */
 export const createHandler = httpHandler(async (req) => {

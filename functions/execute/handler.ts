@@ -1,4 +1,5 @@
 import { lambdaDeps } from '../adapters/deps';
+import { callerLimits } from '../services/limits.service';
 import { bodyText, callerAuth, streamedJsonHandler, preferredWait } from '../adapters/api';
 import { execute } from '../services/caller.service';
 
@@ -19,7 +20,7 @@ export const createHandler = streamedJsonHandler(
     });
     return { status: out.status, body: out.body, headers: out.headers };
   },
-  { inlineAssets: true },
+  { inlineAssets: true, gate: callerLimits },
 );
 
 export const handler = createHandler(lambdaDeps);

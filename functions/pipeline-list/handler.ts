@@ -1,6 +1,6 @@
 import { lambdaDeps } from '../adapters/deps';
 import { httpHandler, json } from '../adapters/api';
-import { list } from '../services/owner.service';
+import { list } from '../services/pipelines.service';
 
 /** GET /v1/pipelines */
 export const createHandler = httpHandler(async (req) => json(200, await list(req.deps)));

@@ -1,6 +1,6 @@
 import { lambdaDeps } from '../adapters/deps';
 import { streamedJsonHandler, json, preferredWait } from '../adapters/api';
-import { getRun } from '../services/owner.service';
+import { getRun } from '../services/runs.service';
 
 /** GET /v1/pipelines/{pipeline_id}/runs/{run_id} (`Prefer: wait=N` waits for the run to finish) */
 export const createHandler = streamedJsonHandler(async (req) => {

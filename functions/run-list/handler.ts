@@ -1,6 +1,6 @@
 import { lambdaDeps } from '../adapters/deps';
 import { streamedJsonHandler, json } from '../adapters/api';
-import { listRuns } from '../services/owner.service';
+import { listRuns } from '../services/runs.service';
 
 /** GET /v1/pipelines/{pipeline_id}/runs?limit=&cursor= (newest first) */
 export const createHandler = streamedJsonHandler(async (req) =>

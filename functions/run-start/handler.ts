@@ -1,6 +1,6 @@
 import { lambdaDeps } from '../adapters/deps';
 import { jsonBodyText, streamedJsonHandler, json, preferredWait } from '../adapters/api';
-import { startRunWaiting } from '../services/owner.service';
+import { startRunWaiting } from '../services/runs.service';
 
 /** POST /v1/pipelines/{pipeline_id}/runs → 202 (200 with the run when it finished within `Prefer: wait=N`) */
 export const createHandler = streamedJsonHandler(async (req) => {

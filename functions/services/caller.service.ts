@@ -12,7 +12,7 @@ import { errorFields } from '../adapters/logger';
 import { POLL_HINT_SECONDS, preferenceApplied } from '../core/prefer';
 import { acceptedBody, executionUrls, resultBody, statusBody } from '../core/views';
 import { callerOutputIds, outputLinks } from './output-links';
-import type { CallerAuth } from '../adapters/api';
+import type { CallerAuth } from '../core/consumers';
 import type { Deps } from '../adapters/deps';
 import { epochSeconds } from '../core/time';
 import { enqueueNew } from './enqueue';
@@ -199,7 +199,7 @@ export async function submit(d: Deps, auth: CallerAuth, req: ExecuteRequest) {
 
   if (req.idempotencyKey !== undefined) {
     const keyHash = createHash('sha256').update(req.idempotencyKey).digest('hex');
-    const claim = await d.executions.claimIdempotency(
+    const claim = await d.idempotency.claimIdempotency(
       dep.deployment_id,
       keyHash,
       { execution_id: executionId, request_hash: parsed.requestHash, created_at: now.toISOString() },

@@ -13,7 +13,7 @@ import { epochSeconds } from '../core/time';
 import type { DeploymentRecord } from '../core/types';
 import { isPlainObject } from '../core/values';
 import type { Deps } from '../adapters/deps';
-import { retiredKeys } from './owner.service';
+import { retiredKeys } from './keys.service';
 import { ownerRequestBody as parseJson } from '../core/json-body';
 import { liveDeploymentOf } from './owner-executions.service';
 

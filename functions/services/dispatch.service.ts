@@ -46,7 +46,7 @@ export async function dispatchCallback(
   const { redelivery: _flag, ...rest } = delivery;
   const base = { ...rest, attempts, last_attempt_at: now.toISOString() };
   if (!deployment || deployment.status !== 'live') {
-    await d.executions.recordDelivery(e.execution_id, delivery.attempts, {
+    await d.deliveries.recordDelivery(e.execution_id, delivery.attempts, {
       ...base,
       ...logged(null, 'the deployment was deleted', 0),
       outcome: 'dead_lettered',
@@ -79,7 +79,7 @@ export async function dispatchCallback(
   // message id) takes the claim again; if that message is dead-lettered, the sweeper queues the
   // owed callback again after its quiet period, which the configuration keeps longer than a
   // claim lasts (lib/config.ts).
-  const claimed = await d.executions.claimDelivery(
+  const claimed = await d.deliveries.claimDelivery(
     e.execution_id,
     delivery.attempts,
     messageId,
@@ -111,7 +111,7 @@ export async function dispatchCallback(
   const attempt = logged(status, error, Math.max(0, d.clock.now().getTime() - sentAt));
 
   if (error === null) {
-    await d.executions.recordDelivery(e.execution_id, delivery.attempts, {
+    await d.deliveries.recordDelivery(e.execution_id, delivery.attempts, {
       ...base,
       ...attempt,
       outcome: 'delivered',
@@ -123,7 +123,7 @@ export async function dispatchCallback(
   }
   const delay = redelivery ? null : nextRetryDelayMs(attempts, d.config.callbackScheduleSeconds, random);
   if (delay === null) {
-    await d.executions.recordDelivery(e.execution_id, delivery.attempts, {
+    await d.deliveries.recordDelivery(e.execution_id, delivery.attempts, {
       ...base,
       ...attempt,
       outcome: 'dead_lettered',
@@ -135,7 +135,7 @@ export async function dispatchCallback(
     return 'dead_lettered';
   }
   const due = now.getTime() + delay;
-  const recorded = await d.executions.recordDelivery(e.execution_id, delivery.attempts, {
+  const recorded = await d.deliveries.recordDelivery(e.execution_id, delivery.attempts, {
     ...base,
     ...attempt,
     outcome: 'pending',

@@ -1,9 +1,16 @@
 /** The deployment docs page and its files (GET /v1/deployments/{id}/docs, GET /v1/docs/{asset}). */
 import { AppError } from '../core/errors';
-import { DOCS_FILES, DOCS_PAGE_CSP, DOCS_SCRIPT, DOCS_SCRIPT_NAME, docsPageHtml } from '../core/docs-page';
+import { DOCS_ASSETS } from '../../lib/docs-assets';
+import { DOCS_PAGE_CSP, DOCS_SCRIPT, DOCS_SCRIPT_NAME, docsPageHtml } from '../core/docs-page';
 import { isUuid } from '../core/ids';
 import type { RouteAnswer } from '../adapters/api';
 import { readDocsAsset } from '../adapters/docs-assets';
+
+/** Every file served under /v1/docs/, with its content type: Swagger UI's (lib/docs-assets.ts) and our script. */
+const DOCS_FILES: Readonly<Record<string, string>> = {
+  ...DOCS_ASSETS,
+  [DOCS_SCRIPT_NAME]: 'text/javascript; charset=utf-8',
+};
 
 const PAGE_HEADERS = {
   'content-security-policy': DOCS_PAGE_CSP,

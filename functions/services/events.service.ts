@@ -21,7 +21,7 @@ import { AppError } from '../core/errors';
 import { isTerminal } from '../core/transitions';
 import type { DeploymentRecord, Execution } from '../core/types';
 import { responseData, resultBody, runBody } from '../core/views';
-import type { CallerAuth } from '../adapters/api';
+import type { CallerAuth } from '../core/consumers';
 import type { Deps } from '../adapters/deps';
 import { liveDeployment, ownedExecution } from './caller.service';
 import { callerOutputIds, outputLinks } from './output-links';

@@ -30,7 +30,7 @@ export async function markRunning(d: Deps, executionId: string, runBy?: string, 
     const e = await d.executions.get(executionId, d.clock.now(), true);
     if (e?.status !== 'running' || (e.gen ?? 0) > gen) return { proceed: false };
     // A re-run owed after a crash (the sweeper at a local start-up) is claimed as any other.
-    if (e.rerun_at && runBy !== undefined) return { proceed: await d.executions.claimRerun(executionId, runBy, at) };
+    if (e.rerun_at && runBy !== undefined) return { proceed: await d.sweep.claimRerun(executionId, runBy, at) };
     return { proceed: true };
   }
   const t = await d.executions.transition(executionId, 'running', { started_at: at, ...(runBy ? { run_by: runBy } : {}) });
@@ -42,7 +42,7 @@ export async function markRunning(d: Deps, executionId: string, runBy?: string, 
   if (runBy === undefined || t.current?.status !== 'running') return { proceed: false };
   if (t.current.run_by === runBy) return { proceed: true };
   // A re-run owed after a crash (sweeper, startup): the first workflow to claim it runs it.
-  return { proceed: Boolean(t.current.rerun_at) && (await d.executions.claimRerun(executionId, runBy, at)) };
+  return { proceed: Boolean(t.current.rerun_at) && (await d.sweep.claimRerun(executionId, runBy, at)) };
 }
 
 /**
@@ -146,7 +146,7 @@ export async function afterTerminal(d: Deps, e: Execution): Promise<void> {
  * error in the log, naming the execution the deployment's usage now misses, not a warning.
  */
 async function countUsage(d: Deps, e: Execution): Promise<void> {
-  await whileStoreUnavailable(() => d.executions.countFinished(e)).catch((err: unknown) =>
+  await whileStoreUnavailable(() => d.usage.countFinished(e)).catch((err: unknown) =>
     d.log.error("usage not counted: the deployment's usage misses this execution", {
       execution_id: e.execution_id,
       deployment_id: e.deployment_id,

@@ -21,7 +21,8 @@ import {
 } from '../core/consumers';
 import { AppError } from '../core/errors';
 import type { CallerTally } from '../core/ports';
-import type { CallerAuth } from '../adapters/api';
+import type { CallerAuth } from '../core/consumers';
+import { callerAuth, type RequestGate } from '../adapters/api';
 import type { Deps } from '../adapters/deps';
 import { errorFields } from '../adapters/logger';
 
@@ -122,3 +123,14 @@ export function withLimitHeaders(headers: Record<string, string> | undefined, st
   for (const [k, v] of Object.entries(own)) out[k] = out[k] === undefined ? v : `${v}, ${out[k]}`;
   return out;
 }
+
+/**
+ * Every caller route's gate (its handler passes `{ gate: callerLimits }`): each request with a
+ * caller's key spends one of the key's rate limit before anything else (a refusal is the 429),
+ * and an accepted answer carries the RateLimit headers. test/e2e/routes.test.ts holds every
+ * `apiKey` route of the table to it.
+ */
+export const callerLimits: RequestGate = async (d, event) => {
+  const rate = await spendRate(d, callerAuth(event));
+  return rate ? (headers) => withLimitHeaders(headers, [rate]) : null;
+};

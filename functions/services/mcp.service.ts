@@ -46,7 +46,7 @@ import { isTerminal } from '../core/transitions';
 import type { Deployment, Execution, PipelineDefinition } from '../core/types';
 import { isPlainObject } from '../core/values';
 import { executionUrls, resultBody, statusBody } from '../core/views';
-import type { CallerAuth } from '../adapters/api';
+import type { CallerAuth } from '../core/consumers';
 import type { Deps } from '../adapters/deps';
 import { errorFields } from '../adapters/logger';
 import { assertDeployment, awaitTerminal, cancel, liveDeployment, ownedExecution, status, submit } from './caller.service';

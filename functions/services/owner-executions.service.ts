@@ -54,9 +54,9 @@ export async function listExecutions(d: Deps, pipelineId: string, q: ListQuery) 
   }
   if (problems.length) throw new AppError('InvalidRequest', problems);
   const dep = await liveDeploymentOf(d, pipelineId);
-  let page: Awaited<ReturnType<Deps['executions']['listByDeployment']>>;
+  let page: Awaited<ReturnType<Deps['executionLists']['listByDeployment']>>;
   try {
-    page = await d.executions.listByDeployment(dep.deployment_id, {
+    page = await d.executionLists.listByDeployment(dep.deployment_id, {
       limit,
       ...(since ? { since } : {}),
       ...(status ? { status } : {}),
@@ -119,12 +119,12 @@ export async function redeliver(d: Deps, pipelineId: string, executionId: string
     const due = delivery.next_attempt_at === null ? 0 : Date.parse(delivery.next_attempt_at);
     // Already owed now (a redelivery, an attempt brought forward or simply due): nothing new.
     if (delivery.redelivery || due <= now.getTime()) return { status: 202, body: deliveryView(delivery) };
-    const forward = await d.executions.attemptNow(e.execution_id, delivery, now.toISOString());
+    const forward = await d.deliveries.attemptNow(e.execution_id, delivery, now.toISOString());
     if (!forward) throw new AppError('Conflict', 'the delivery changed while asking; look again and retry');
     await d.queue.send('callbacks', { execution_id: e.execution_id });
     return { status: 202, body: deliveryView(forward.callback_delivery) };
   }
-  const updated = await d.executions.redeliver(e.execution_id, delivery, d.clock.now().toISOString());
+  const updated = await d.deliveries.redeliver(e.execution_id, delivery, d.clock.now().toISOString());
   if (!updated) throw new AppError('Conflict', 'the delivery changed while asking; look again and retry');
   await d.queue.send('callbacks', { execution_id: e.execution_id });
   return { status: 202, body: deliveryView(updated.callback_delivery) };
@@ -136,7 +136,7 @@ export async function usage(d: Deps, pipelineId: string) {
   const now = d.clock.now();
   const dayAgo = new Date(now.getTime() - 24 * 3600 * 1000);
   const hourAgo = new Date(now.getTime() - 3600 * 1000);
-  const [buckets, consumers] = await Promise.all([d.executions.usageSince(dep.deployment_id, dayAgo), d.consumers.list(dep.deployment_id)]);
+  const [buckets, consumers] = await Promise.all([d.usage.usageSince(dep.deployment_id, dayAgo), d.consumers.list(dep.deployment_id)]);
   const hour = summarizeCallers(buckets, hourAgo);
   const day = summarizeCallers(buckets, dayAgo);
   const names = new Map(consumers.map((c) => [c.consumer_id, c.name]));

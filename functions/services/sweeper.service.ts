@@ -84,7 +84,7 @@ export async function sweepOnce(d: Deps, opts: SweepOptions = {}): Promise<Sweep
   for (const kind of kinds) {
     let budget = perKind;
     while (budget > 0) {
-      const page = await d.executions.sweepPage(kind, before, budget, positions.get(kind));
+      const page = await d.sweep.sweepPage(kind, before, budget, positions.get(kind));
       positions.set(kind, page.next);
       budget -= page.ids.length;
       for (const id of page.ids) {
@@ -137,7 +137,7 @@ async function repair(d: Deps, id: string, now: Date, opts: SweepOptions, report
 
   if (e.status === 'pending') {
     if (!opts.startup && (age(e.created_at) < quietMs || age(e.requeued_at) < quietMs)) return;
-    if (!(await d.executions.markRequeued(e.execution_id, { status: 'pending' }, now.toISOString()))) return;
+    if (!(await d.sweep.markRequeued(e.execution_id, { status: 'pending' }, now.toISOString()))) return;
     await d.queue.send('executions', { execution_id: e.execution_id, requeued: now.getTime() });
     report.requeued += 1;
     d.log.warn('sweeper: pending execution queued again', {
@@ -169,7 +169,7 @@ async function repair(d: Deps, id: string, now: Date, opts: SweepOptions, report
     await requeueCallback(d, e, now, opts, report);
     return;
   }
-  if (await d.executions.clearSweep(e.execution_id)) report.markersCleared += 1;
+  if (await d.sweep.clearSweep(e.execution_id)) report.markersCleared += 1;
 }
 
 /**
@@ -184,7 +184,7 @@ async function recoverInterrupted(d: Deps, e: Execution, now: Date, report: Swee
   const reruns = e.reruns ?? 0;
   const optedOut = (await d.pipelines.getVersion(e.pipeline_id, e.version))?.definition.retry_interrupted === false;
   if (!optedOut && reruns < INTERRUPTED_RERUNS) {
-    if (!(await d.executions.markRerun(e.execution_id, reruns, now.toISOString()))) return;
+    if (!(await d.sweep.markRerun(e.execution_id, reruns, now.toISOString()))) return;
     // The workflow that takes it over is of its current generation (a woken execution's).
     await d.queue.send('executions', {
       execution_id: e.execution_id,
@@ -226,7 +226,7 @@ async function requeueCallback(d: Deps, e: Execution, now: Date, opts: SweepOpti
   // message a dropped duplicate, and the claim (shorter than the quiet period) has run out by
   // the next pass.
   if (
-    !(await d.executions.markRequeued(e.execution_id, { attempts: delivery.attempts }, now.toISOString(), {
+    !(await d.sweep.markRequeued(e.execution_id, { attempts: delivery.attempts }, now.toISOString(), {
       releaseClaim: opts.startup === true,
     }))
   )

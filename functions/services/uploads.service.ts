@@ -1,7 +1,7 @@
 /** The callers' uploads route: a presigned PUT for one file, recorded for single use by one execution. */
 import { AppError } from '../core/errors';
 import { checkUploadFits, parseUploadRequest, type UploadAnswer } from '../core/upload-request';
-import type { CallerAuth } from '../adapters/api';
+import type { CallerAuth } from '../core/consumers';
 import type { Deps } from '../adapters/deps';
 import { assertDeployment } from './caller.service';
 import { issueUpload } from './issue-upload';

@@ -1,84 +1,40 @@
-/** Route handler name (lib/routes.ts) → the factory of the function its Lambda runs. */
+/**
+ * Each route handler of the table (lib/routes.ts), loaded by its folder as the stack bundles
+ * it (functions/<name>/handler.ts exporting `createHandler`), so a route needs no line here.
+ * The runtime loads them all as it starts: a folder that is missing, or a handler.ts without
+ * `createHandler`, stops `npm start` naming it, rather than answering that route 5XX later.
+ */
 // First: a streamed route's handler calls `awslambda.streamifyResponse` as its module loads.
 import './gateway/awslambda-shim';
+import { join } from 'node:path';
 import type { DepsSource } from '../../functions/adapters/deps';
+import { routeHandlers, type HandlerName } from '../routes';
 import type { LocalFunction } from './gateway/streaming';
-import { createHandler as execute } from '../../functions/execute/handler';
-import { createHandler as executionStatus } from '../../functions/execution-status/handler';
-import { createHandler as executionResult } from '../../functions/execution-result/handler';
-import { createHandler as executionEvents } from '../../functions/execution-events/handler';
-import { createHandler as executionCancel } from '../../functions/execution-cancel/handler';
-import { createHandler as uploadCreate } from '../../functions/upload-create/handler';
-import { createHandler as deploymentContract } from '../../functions/deployment-contract/handler';
-import { createHandler as deploymentMcp } from '../../functions/deployment-mcp/handler';
-import { createHandler as deploymentOpenapi } from '../../functions/deployment-openapi/handler';
-import { createHandler as deploymentDocs } from '../../functions/deployment-docs/handler';
-import { createHandler as pipelineList } from '../../functions/pipeline-list/handler';
-import { createHandler as pipelinePush } from '../../functions/pipeline-push/handler';
-import { createHandler as pipelineGet } from '../../functions/pipeline-get/handler';
-import { createHandler as runStart } from '../../functions/run-start/handler';
-import { createHandler as pipelineUpload } from '../../functions/pipeline-upload/handler';
-import { createHandler as runList } from '../../functions/run-list/handler';
-import { createHandler as runGet } from '../../functions/run-get/handler';
-import { createHandler as runEvents } from '../../functions/run-events/handler';
-import { createHandler as deploymentReadiness } from '../../functions/deployment-readiness/handler';
-import { createHandler as deploymentPublish } from '../../functions/deployment-publish/handler';
-import { createHandler as deploymentDelete } from '../../functions/deployment-delete/handler';
-import { createHandler as deploymentKeys } from '../../functions/deployment-keys/handler';
-import { createHandler as deploymentConsumers } from '../../functions/deployment-consumers/handler';
-import { createHandler as ownerExecutionGet } from '../../functions/owner-execution-get/handler';
-import { createHandler as secretList } from '../../functions/secret-list/handler';
-import { createHandler as secretPut } from '../../functions/secret-put/handler';
-import { createHandler as secretDelete } from '../../functions/secret-delete/handler';
-import { createHandler as ownerExecutionCancel } from '../../functions/owner-execution-cancel/handler';
-import { createHandler as ownerCallbackRedeliver } from '../../functions/owner-callback-redeliver/handler';
-import { createHandler as deploymentExecutions } from '../../functions/deployment-executions/handler';
-import { createHandler as deploymentUsage } from '../../functions/deployment-usage/handler';
-import { createHandler as assetGet } from '../../functions/asset-get/handler';
-import { createHandler as formPage } from '../../functions/form-page/handler';
-import { createHandler as formExecute } from '../../functions/form-execute/handler';
-import { createHandler as formExecution } from '../../functions/form-execution/handler';
-import { createHandler as formUpload } from '../../functions/form-upload/handler';
-import { createHandler as formEvents } from '../../functions/form-events/handler';
 
 export type HttpLambda = LocalFunction;
+/** What every handler.ts exports as `createHandler` (functions/adapters/api.ts builds it). */
+export type HandlerFactory = (deps: DepsSource) => HttpLambda;
 
-export const HTTP_HANDLERS: Record<string, (deps: DepsSource) => HttpLambda> = {
-  execute,
-  'execution-status': executionStatus,
-  'execution-result': executionResult,
-  'execution-events': executionEvents,
-  'execution-cancel': executionCancel,
-  'upload-create': uploadCreate,
-  'deployment-contract': deploymentContract,
-  'deployment-mcp': deploymentMcp,
-  'deployment-openapi': deploymentOpenapi,
-  'deployment-docs': deploymentDocs,
-  'pipeline-list': pipelineList,
-  'pipeline-push': pipelinePush,
-  'pipeline-get': pipelineGet,
-  'run-start': runStart,
-  'pipeline-upload': pipelineUpload,
-  'run-list': runList,
-  'run-get': runGet,
-  'run-events': runEvents,
-  'deployment-readiness': deploymentReadiness,
-  'deployment-publish': deploymentPublish,
-  'deployment-delete': deploymentDelete,
-  'deployment-keys': deploymentKeys,
-  'deployment-consumers': deploymentConsumers,
-  'owner-execution-get': ownerExecutionGet,
-  'secret-list': secretList,
-  'secret-put': secretPut,
-  'secret-delete': secretDelete,
-  'owner-execution-cancel': ownerExecutionCancel,
-  'owner-callback-redeliver': ownerCallbackRedeliver,
-  'deployment-executions': deploymentExecutions,
-  'deployment-usage': deploymentUsage,
-  'asset-get': assetGet,
-  'form-page': formPage,
-  'form-execute': formExecute,
-  'form-execution': formExecution,
-  'form-upload': formUpload,
-  'form-events': formEvents,
-};
+const FUNCTIONS_DIR = join(__dirname, '..', '..', 'functions');
+
+export function loadHandler(name: HandlerName): HandlerFactory {
+  const file = join(FUNCTIONS_DIR, name, 'handler');
+  let mod: { createHandler?: unknown };
+  try {
+    // By name, as start:synth loads each bundle: the table is the list (tsx and jest compile it).
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- a path known only at run time
+    mod = require(file) as { createHandler?: unknown };
+  } catch (e) {
+    const missing = (e as { code?: string }).code === 'MODULE_NOT_FOUND' && String((e as Error).message).includes(file);
+    if (missing) throw new Error(`lib/routes.ts names handler "${name}", but there is no functions/${name}/handler.ts`, { cause: e });
+    throw e;
+  }
+  if (typeof mod.createHandler !== 'function') {
+    throw new Error(`functions/${name}/handler.ts exports no createHandler (httpHandler, streamedHttpHandler or streamedJsonHandler)`);
+  }
+  return mod.createHandler as HandlerFactory;
+}
+
+/** Every route handler's factory, by name. */
+export const loadHandlers = (): Record<HandlerName, HandlerFactory> =>
+  Object.fromEntries(routeHandlers().map((name) => [name, loadHandler(name)])) as Record<HandlerName, HandlerFactory>;

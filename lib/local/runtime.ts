@@ -36,7 +36,7 @@ import { createHandler as callbackDispatch } from '../../functions/callback-disp
 import { createHandler as taskStart } from '../../functions/task-start/handler';
 import { createHandler as taskRun } from '../../functions/task-run/handler';
 import { createHandler as taskFail } from '../../functions/task-fail/handler';
-import { HTTP_HANDLERS } from './handlers';
+import { loadHandlers } from './handlers';
 
 /** Host, port, data dir, owner token, env and inMemory as lib/local/bootstrap.ts takes them. */
 export interface RuntimeOptions extends BootOptions {
@@ -211,7 +211,7 @@ async function wireLocal(
       ...(r.waits ? { integrationTimeoutMs: Math.max(29_000, (config.maxWaitSeconds + 4) * 1000) } : {}),
       ...(r.streams ? { integrationTimeoutMs: STREAMED_ROUTE_TIMEOUT_SECONDS * 1000 } : {}),
     })),
-    handlers: Object.fromEntries(Object.entries(HTTP_HANDLERS).map(([name, create]) => [name, create(source)])),
+    handlers: Object.fromEntries(Object.entries(loadHandlers()).map(([name, create]) => [name, create(source)])),
     authorizer: (event) => authorizerFn(event),
     ownerToken: boot.ownerToken,
     maxBodyBytes: config.maxBodyBytes,

@@ -2,7 +2,7 @@
  * What each function may touch on AWS, as data: the service stack grants exactly this and the
  * stack tests check the synthesized policies against it. Plain data: no aws-cdk-lib.
  */
-import { routeHandlers, WORKERS } from '../routes';
+import { routeHandlers, WORKERS, type FunctionName } from '../routes';
 import type { QueueName } from '../queues';
 
 /** Item actions on the main table. */
@@ -93,8 +93,11 @@ const access = (table: readonly TableAction[], more: Partial<Omit<FunctionAccess
   ...(more.updateAttributes ? { updateAttributes: more.updateAttributes } : {}),
 });
 
-/** Keyed by handler name (the folder under functions/). */
-export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
+/**
+ * Keyed by function name (the folder under functions/): every route handler of the table and
+ * every worker must have its entry, or this does not compile.
+ */
+export const ACCESS: Readonly<Record<FunctionName, FunctionAccess>> = {
   // Callers.
   // A consumer's last use is a conditional update of its item, beside its deployment's: of that
   // one attribute, so a compromised authorizer cannot revoke, re-key or re-scope a deployment.
@@ -229,13 +232,9 @@ export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
 };
 
 /** Every function pipegate deploys: the route handlers and the workers. */
-export const allFunctionNames = (): string[] => [...new Set([...routeHandlers(), ...Object.values(WORKERS)])];
+export const allFunctionNames = (): FunctionName[] => [...new Set([...routeHandlers(), ...Object.values(WORKERS)])];
 
-export function accessFor(name: string): FunctionAccess {
-  const a = ACCESS[name];
-  if (!a) throw new Error(`No access entry for function "${name}" in lib/stacks/permissions.ts`);
-  return a;
-}
+export const accessFor = (name: FunctionName): FunctionAccess => ACCESS[name];
 
 /** Whether the function writes or deletes objects: only then does it load (and bundle) the S3 client. */
 export const writesObjects = (a: FunctionAccess): boolean => a.objects.some((o) => o !== 'read');
@@ -246,7 +245,7 @@ export const writesObjects = (a: FunctionAccess): boolean => a.objects.some((o) 
  * providers beyond the environment's are never used in Lambda. Should one be required all the
  * same, the Lambda Node.js runtime ships the SDK v3, so nothing breaks: it only is not bundled.
  */
-export function bundleExternals(name: string): string[] {
+export function bundleExternals(name: FunctionName): string[] {
   const a = accessFor(name);
   const unused: string[] = [];
   if (a.send.length === 0) unused.push('@aws-sdk/client-sqs');

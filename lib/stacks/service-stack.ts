@@ -24,7 +24,7 @@ import { readConfig } from '../config';
 import { GATEWAY_RESPONSES } from '../gateway-responses';
 import { QUEUES } from '../queues';
 import { MAIN_TABLE } from '../tables';
-import { ROUTES, STREAMED_ROUTE_TIMEOUT_SECONDS, WORKERS, type Route } from '../routes';
+import { ROUTES, STREAMED_ROUTE_TIMEOUT_SECONDS, WORKERS, type FunctionName, type Route } from '../routes';
 import { originOf } from '../storage-cors';
 import { accessFor, allFunctionNames, OWNER_SECRETS_KMS_ACTIONS } from './permissions';
 import { PipegateFunction, REPO_ROOT } from './pipegate-function';
@@ -214,7 +214,7 @@ export class ServiceStack extends Stack {
     return `arn:${part(this.partition, 'Partition')}:states:${part(this.region, 'Region')}:${part(this.account, 'AccountId')}:execution:<${machineId}.Name>:*`;
   }
 
-  private timeoutFor(name: string, settings: Settings): Duration {
+  private timeoutFor(name: FunctionName, settings: Settings): Duration {
     const access = accessFor(name);
     if (access.consumes) return Duration.seconds(QUEUES[access.consumes].consumerTimeoutSeconds);
     if (name === WORKERS.taskRun) return Duration.seconds(taskRunLambdaTimeoutSeconds(settings.executionTimeoutMs));

@@ -181,7 +181,7 @@ describe('executing a deployment', () => {
     expect(accepted.map((a) => a.status)).toEqual(Array(50).fill(202));
     const results = await Promise.all(
       accepted.map(async (a, i) => {
-        await rt.waitForExecution(a.body.execution_id as string, greet.apiKey, undefined, 30_000);
+        await rt.waitForExecution(a.body.execution_id as string, greet.apiKey);
         const r = await rt.caller('GET', `/v1/deployments/executions/${a.body.execution_id}/result/`, greet.apiKey);
         return [r.body.status, (r.body.response_data as Record<string, { value: string }>).message?.value, i] as const;
       }),

@@ -8,8 +8,6 @@ import { INLINE_ASSET_BODY_MAX_BYTES, UPLOADS_ROUTE } from '../../functions/core
 import { assetValue as asset, dataUri, jpeg, mp4, photoInfoPipeline, png, sha256Hex as sha } from '../support/media';
 import { putOneByteShort, putUpload, startTestRuntime, type Published, type TestRuntime, type UploadAnswer } from '../support/runtime';
 
-jest.setTimeout(60_000);
-
 const photoPipeline = photoInfoPipeline(2_000_000);
 
 let rt: TestRuntime;

@@ -16,8 +16,6 @@ import { readConfig } from '../../lib/config';
 import { EXPRESS_MAX_EXECUTION_TIMEOUT_MS } from '../../lib/workflow-budget';
 import { e2eMode, startE2eRuntime, waitUntil, type E2eRuntime, type Published } from '../support/runtime';
 
-jest.setTimeout(90_000);
-
 let rt: E2eRuntime;
 let upstream: TestServer;
 let receiver: Receiver;
@@ -77,7 +75,7 @@ async function finished(p: Published, body: Record<string, unknown>) {
   const r = await rt.caller('POST', executions(p), p.apiKey, body);
   expect(r.status).toBe(202);
   const id = r.body.execution_id as string;
-  await rt.waitForExecution(id, p.apiKey, undefined, 60_000);
+  await rt.waitForExecution(id, p.apiKey);
   const result = await rt.caller('GET', `/v1/deployments/executions/${id}/result/`, p.apiKey);
   return {
     id,
@@ -184,7 +182,6 @@ describe('an asset input passed through', () => {
     const hook = await waitUntil(
       async () => receiver.delivered().find((h) => h.executionId === id),
       (h) => h !== undefined,
-      60_000,
     );
     const payload = JSON.parse(hook?.body ?? '{}') as Record<string, unknown>;
     const [url] = payload.kept as string[];

@@ -9,8 +9,6 @@ import { join } from 'node:path';
 import { startTestRuntime, type TestRuntime } from '../support/runtime';
 import { runCli, type CliRun } from '../support/cli';
 
-jest.setTimeout(60_000);
-
 let rt: TestRuntime;
 let work: string;
 

@@ -10,8 +10,6 @@ import { join } from 'node:path';
 import { runCli, type CliRun } from '../support/cli';
 import { startTestRuntime, type TestRuntime } from '../support/runtime';
 
-jest.setTimeout(60_000);
-
 let rt: TestRuntime;
 let work: string;
 const pg = (args: string[]): Promise<CliRun> =>

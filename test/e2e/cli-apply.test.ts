@@ -10,8 +10,6 @@ import { join } from 'node:path';
 import { startTestRuntime, type TestRuntime } from '../support/runtime';
 import { runCli, type CliRun } from '../support/cli';
 
-jest.setTimeout(40_000);
-
 let rt: TestRuntime;
 let work: string;
 let dir: string;

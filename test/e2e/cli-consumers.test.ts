@@ -10,8 +10,6 @@ import { join } from 'node:path';
 import { runCli } from '../support/cli';
 import { greeting, startTestRuntime, type Published, type Reply, type TestRuntime } from '../support/runtime';
 
-jest.setTimeout(60_000);
-
 let rt: TestRuntime;
 let dep: Published;
 let cwd: string;

@@ -14,8 +14,6 @@ import { runCli, type CliRun } from '../support/cli';
 import { jpeg, mp4, png } from '../support/media';
 import { startTestRuntime, type Published, type TestRuntime } from '../support/runtime';
 
-jest.setTimeout(120_000);
-
 const photoInfo: PipelineDefinition = {
   nodes: {
     photo: {

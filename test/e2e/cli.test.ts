@@ -12,8 +12,6 @@ import { promisify } from 'node:util';
 import { startRuntime, type Runtime } from '../../lib/local/runtime';
 import { runCli, type CliRun } from '../support/cli';
 
-jest.setTimeout(60_000);
-
 const ROOT = join(__dirname, '..', '..');
 const FIXTURES = join(ROOT, 'test', 'fixtures', 'cli');
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;

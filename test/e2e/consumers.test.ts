@@ -5,8 +5,6 @@
  */
 import { greeting, request, startE2eRuntime, type E2eRuntime, type Published, type Reply } from '../support/runtime';
 
-jest.setTimeout(60_000);
-
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 describe('consumers', () => {

@@ -9,6 +9,7 @@ import { INLINE_ASSET_BODY_MAX_BYTES } from '../../functions/core/assets';
 import type { PipelineDefinition } from '../../functions/core/types';
 import { png } from '../support/media';
 import { startTestRuntime, waitUntil, type Published, type TestRuntime } from '../support/runtime';
+import { HANG_MS } from '../support/hang';
 
 const CHROMIUM = process.env.PIPEGATE_CHROMIUM ?? '/usr/bin/chromium';
 const haveChromium = existsSync(CHROMIUM);
@@ -77,7 +78,7 @@ beforeAll(async () => {
     const { chromium } = await import('playwright-core');
     browser = await chromium.launch({ executablePath: CHROMIUM });
   }
-}, 120_000);
+});
 
 afterAll(async () => {
   await browser?.close();
@@ -124,6 +125,8 @@ describe('GET /v1/deployments/{id}/docs', () => {
     'in a browser: no console errors, the visible inputs, and a try-it call that returns 202',
     async () => {
       const page = await (browser as Browser).newPage();
+      // Actions and navigations wait for their condition: only a hang reaches the limit.
+      page.setDefaultTimeout(HANG_MS);
       const problems: string[] = [];
       page.on('console', (m) => {
         if (m.type() === 'error') problems.push(`console: ${m.text()}`);
@@ -164,13 +167,15 @@ describe('GET /v1/deployments/{id}/docs', () => {
     'in a browser: sends a chosen file for an asset input inline, and explains when a file is too large for the page',
     async () => {
       const page = await (browser as Browser).newPage();
+      // Actions and navigations wait for their condition: only a hang reaches the limit.
+      page.setDefaultTimeout(HANG_MS);
       const problems: string[] = [];
       page.on('pageerror', (e) => problems.push(`page: ${e.message}`));
       await page.goto(`${rt.url}/v1/deployments/${photoDep.deploymentId}/docs`);
       await page.fill('#api-key', photoDep.apiKey);
       await page.click('#load');
       // Generous waits: Chromium shares this 2-core machine with other suites.
-      await page.locator('#files-form').waitFor({ state: 'visible', timeout: 60_000 });
+      await page.locator('#files-form').waitFor({ state: 'visible', timeout: HANG_MS });
       expect(await page.locator('#contract table').first().innerText()).toContain('asset');
       // Outputs by the kind their contract recorded.
       const outputs = await page.locator('#contract table').nth(1).locator('tbody tr').allInnerTexts();
@@ -185,13 +190,13 @@ describe('GET /v1/deployments/{id}/docs', () => {
       await waitUntil(
         () => result.innerText(),
         (t) => /^HTTP \d+/.test(t),
-        60_000,
+        HANG_MS,
         100,
       );
       const text = await result.innerText();
       expect(text).toMatch(/^HTTP 202\n/);
       const executionId = (JSON.parse(text.slice(text.indexOf('\n') + 1)) as { execution_id: string }).execution_id;
-      await rt.waitForExecution(executionId, photoDep.apiKey, undefined, 60_000);
+      await rt.waitForExecution(executionId, photoDep.apiKey);
       const done = await rt.caller('GET', `/v1/deployments/executions/${executionId}/result/`, photoDep.apiKey);
       const sha = createHash('sha256').update(bytes).digest('hex');
       expect((done.body.response_data as Record<string, { value: string }>).info?.value).toBe(`image/png ${bytes.length} ${sha}`);
@@ -210,7 +215,7 @@ describe('GET /v1/deployments/{id}/docs', () => {
       await waitUntil(
         () => result.innerText(),
         (t) => t.includes('uploads route'),
-        60_000,
+        HANG_MS,
         100,
       );
       expect(await result.innerText()).toContain(`over the ${INLINE_ASSET_BODY_MAX_BYTES} bytes this page sends inline`);

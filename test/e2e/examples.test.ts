@@ -234,7 +234,6 @@ describe('examples/shipping-quote.json with examples/servers/shipping-rates.mjs'
     serverUrl = await waitUntil(
       async () => /listening on (http:\/\/\S+)/.exec(serverLog)?.[1] ?? '',
       (url) => url !== '',
-      10_000,
     );
   });
 
@@ -291,7 +290,6 @@ describe('examples/thumbnail.json with examples/servers/thumbnail.mjs', () => {
     serverUrl = await waitUntil(
       async () => /listening on (http:\/\/\S+)/.exec(serverLog)?.[1] ?? '',
       (url) => url !== '',
-      10_000,
     );
   });
 

@@ -8,8 +8,6 @@ import type { PipelineDefinition } from '../../functions/core/types';
 import { reply, startTestServer, type TestServer } from '../support/http-server';
 import { startTestRuntime, type Published, type TestRuntime } from '../support/runtime';
 
-jest.setTimeout(60_000);
-
 const URL_MARKER = 'planted-path-segment';
 const BODY_MARKER = 'planted-upstream-body';
 const SECRET_NAME = 'PLANTED_SECRET_NAME';

@@ -9,8 +9,6 @@ import type { PipelineDefinition } from '../../functions/core/types';
 import { request, sleep, startE2eRuntime, type E2eRuntime, type Published } from '../support/runtime';
 import { openSse } from '../support/sse';
 
-jest.setTimeout(120_000);
-
 let rt: E2eRuntime;
 let pub: Published;
 let formUrl: string;
@@ -31,7 +29,7 @@ beforeAll(async () => {
   rt = await startE2eRuntime({ env: { PIPEGATE_FORM_ADDRESS_ACTIONS_PER_MINUTE: '1000', PIPEGATE_FORM_LINK_ACTIONS_PER_MINUTE: '1000' } });
   pub = await rt.publishPipeline('shouter', def, { ...visibility, form: { enabled: true } });
   formUrl = pub.body.form_url as string;
-}, 180_000);
+});
 afterAll(async () => {
   await rt?.cleanup();
 });

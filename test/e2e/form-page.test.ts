@@ -15,6 +15,7 @@ import { INLINE_ASSET_BODY_MAX_BYTES } from '../../functions/core/assets';
 import type { PipelineDefinition } from '../../functions/core/types';
 import { png } from '../support/media';
 import { e2eMode, startE2eRuntime, waitUntil, type E2eRuntime, type Published } from '../support/runtime';
+import { HANG_MS } from '../support/hang';
 
 const CHROMIUM = process.env.PIPEGATE_CHROMIUM ?? '/usr/bin/chromium';
 const haveChromium = existsSync(CHROMIUM);
@@ -67,7 +68,7 @@ beforeAll(async () => {
     browser = await chromium.launch({ executablePath: CHROMIUM });
   }
   mkdirSync(SCRATCH, { recursive: true });
-}, 120_000);
+});
 
 afterAll(async () => {
   await browser?.close();
@@ -128,7 +129,7 @@ async function runWatched(page: Page, url: string): Promise<string> {
   return waitUntil(
     () => text.innerText(),
     (t) => t.length > 0,
-    60_000,
+    HANG_MS,
     100,
   );
 }
@@ -143,6 +144,8 @@ async function phonePage(opts: { bypassCSP?: boolean } = {}): Promise<{ page: Pa
     ...opts,
   });
   const page = await context.newPage();
+  // Actions and navigations wait for their condition: only a hang reaches the limit.
+  page.setDefaultTimeout(HANG_MS);
   const problems: string[] = [];
   page.on('console', (m) => {
     if (m.type() === 'error') problems.push(`console: ${m.text()}`);
@@ -195,7 +198,7 @@ async function fillAndRun(page: Page, place: string): Promise<string> {
   return waitUntil(
     () => text.innerText(),
     (t) => t.includes(place),
-    60_000,
+    HANG_MS,
     100,
   );
 }
@@ -247,7 +250,7 @@ describe('the web form in a browser', () => {
         const width = await waitUntil(
           () => img.evaluate((el) => (el as unknown as { naturalWidth: number }).naturalWidth).catch(() => 0),
           (w) => w > 0,
-          30_000,
+          HANG_MS,
           100,
         );
         expect(width).toBe(96);
@@ -425,7 +428,7 @@ describe('the web form in a browser', () => {
         const width = await waitUntil(
           () => img.evaluate((el) => (el as unknown as { naturalWidth: number }).naturalWidth).catch(() => 0),
           (w) => w > 0,
-          60_000,
+          HANG_MS,
           100,
         );
         expect(width).toBe(1400);
@@ -536,7 +539,7 @@ describe('the web form in a browser', () => {
         await waitUntil(
           () => text.innerText(),
           (t) => t.includes('Hove'),
-          60_000,
+          HANG_MS,
           100,
         );
         expect(refused).toHaveLength(1);
@@ -592,7 +595,7 @@ describe('the web form in a browser', () => {
         await waitUntil(
           () => failure.innerText(),
           (t) => t.length > 0,
-          30_000,
+          HANG_MS,
           100,
         );
         expect(await failure.innerText()).toBe('This form is no longer available.');
@@ -627,7 +630,7 @@ describe('the web form in a browser', () => {
         await waitUntil(
           () => progress.innerText(),
           (t) => /^(Starting|Step|Working|Waiting for its turn)/.test(t),
-          30_000,
+          HANG_MS,
           100,
         );
         await crashing.stop({ drainMs: 0 });
@@ -635,7 +638,7 @@ describe('the web form in a browser', () => {
         await waitUntil(
           () => failure.innerText(),
           (t) => t.length > 0,
-          60_000,
+          HANG_MS,
           200,
         );
         // A stop fails what is running as interrupted and answers the waiting poll with it; had

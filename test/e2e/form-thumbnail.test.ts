@@ -15,6 +15,7 @@ import type { Browser } from 'playwright-core';
 import { runCli, type CliRun } from '../support/cli';
 import { png } from '../support/media';
 import { startE2eRuntime, waitUntil, type E2eRuntime } from '../support/runtime';
+import { HANG_MS } from '../support/hang';
 
 const CHROMIUM = process.env.PIPEGATE_CHROMIUM ?? '/usr/bin/chromium';
 const haveChromium = existsSync(CHROMIUM);
@@ -41,7 +42,6 @@ beforeAll(async () => {
   const serverUrl = await waitUntil(
     async () => /listening on (http:\/\/\S+)/.exec(serverLog)?.[1] ?? '',
     (url) => url !== '',
-    10_000,
   );
   rt = await startE2eRuntime({ publicUrlIsOwn: true });
   work = mkdtempSync(join(tmpdir(), 'pipegate-thumbnail-form-'));
@@ -54,7 +54,7 @@ beforeAll(async () => {
     browser = await chromium.launch({ executablePath: CHROMIUM });
   }
   mkdirSync(SCRATCH, { recursive: true });
-}, 240_000);
+});
 
 afterAll(async () => {
   await browser?.close();
@@ -87,6 +87,8 @@ describe('the example media pipeline as a web form', () => {
         hasTouch: true,
       });
       const page = await context.newPage();
+      // Actions and navigations wait for their condition: only a hang reaches the limit.
+      page.setDefaultTimeout(HANG_MS);
       const problems: string[] = [];
       page.on('console', (m) => m.type() === 'error' && problems.push(m.text()));
       page.on('pageerror', (e) => problems.push(e.message));
@@ -111,7 +113,7 @@ describe('the example media pipeline as a web form', () => {
               }))
               .catch(() => ({ w: 0, h: 0 })),
           (s) => s.w > 0,
-          60_000,
+          HANG_MS,
           100,
         );
         expect(size).toEqual({ w: 64, h: 48 });

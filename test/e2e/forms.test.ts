@@ -9,8 +9,6 @@ import type { PipelineDefinition } from '../../functions/core/types';
 import { dataUri, png } from '../support/media';
 import { request, sleep, startE2eRuntime, type E2eRuntime, type Published } from '../support/runtime';
 
-jest.setTimeout(90_000);
-
 let rt: E2eRuntime;
 const picture = png(6, 4, (x, y) => [x * 40, 200, y * 60, 255]);
 

@@ -180,7 +180,7 @@ beforeAll(async () => {
       worker.once('exit', (code) => reject(new Error(`the compile worker exited with ${code} before answering`)));
     });
   });
-}, 120_000);
+});
 
 afterAll(async () => {
   // The figures this suite costs: `npx jest test/e2e/generated-client.test.ts`.
@@ -331,7 +331,7 @@ describe('typed clients generated from the documents alone', () => {
     expect(python.stdout.trim()).toBe(`completed {'message': {'value': '${expected}', 'value_type': 'RAW'}}`);
     const accepted = JSON.parse(curl.stdout) as { status: string; execution_id: string };
     expect(accepted).toMatchObject({ status: 'queued', deployment_id: everyPublished.deploymentId });
-    const done = await rt.waitForExecution(accepted.execution_id, everyPublished.apiKey, undefined, 60_000);
+    const done = await rt.waitForExecution(accepted.execution_id, everyPublished.apiKey);
     expect(done).toMatchObject({ status: 'completed' });
   });
 });

@@ -16,8 +16,7 @@ import type { PipelineDefinition } from '../../functions/core/types';
 import { startTestServer, type TestServer } from '../support/http-server';
 import { png } from '../support/media';
 import { e2eMode, startE2eRuntime, waitUntil, type E2eRuntime } from '../support/runtime';
-
-jest.setTimeout(120_000);
+import { HANG_MS } from '../support/hang';
 
 const TOTAL = 10_000_000;
 const HELD_BACK = 1_000_000;
@@ -52,7 +51,7 @@ beforeAll(async () => {
       res.writeHead(200, { 'content-type': 'image/png' });
       void (async () => {
         await write(res, answer.subarray(0, TOTAL - HELD_BACK));
-        const until = Date.now() + 15_000;
+        const until = Date.now() + HANG_MS;
         while (!partStored() && Date.now() < until) await new Promise((ok) => setTimeout(ok, 50));
         partSeenBeforeEnd = partStored();
         await write(res, answer.subarray(TOTAL - HELD_BACK));
@@ -94,7 +93,7 @@ describe(`a 10 MB binary answer (${e2eMode()})`, () => {
     const r = await rt.caller('POST', `/v1/deployments/${p.deploymentId}/executions/`, p.apiKey, { workflow_input: {} });
     expect(r.status).toBe(202);
     const id = r.body.execution_id as string;
-    await rt.waitForExecution(id, p.apiKey, undefined, 90_000);
+    await rt.waitForExecution(id, p.apiKey);
     const result = (await rt.caller('GET', `/v1/deployments/executions/${id}/result/`, p.apiKey)).body as {
       status: string;
       error_message: string | null;
@@ -134,7 +133,7 @@ describe(`a 10 MB binary answer (${e2eMode()})`, () => {
           output_assets: Record<string, { value: string; media_type: string; bytes: number }> | null;
         }>('GET', `/v1/pipelines/big-answer-run/runs/${started.body.run_id}`),
       (r) => ['completed', 'failed', 'cancelled'].includes(r.body.status),
-      90_000,
+      HANG_MS,
       250,
     );
     const image = run.body.output_assets?.image;

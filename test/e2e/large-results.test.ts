@@ -11,8 +11,6 @@ import { startTestServer, type TestServer } from '../support/http-server';
 import type { Deps } from '../../functions/adapters/deps';
 import { e2eMode, startE2eRuntime, type E2eRuntime, type Published, type Reply } from '../support/runtime';
 
-jest.setTimeout(180_000);
-
 /** ≈ 0.9 MB of JSON, under the http node's 1 MiB answer limit; strings and whole numbers, so $string gives back the same text. */
 const bigAnswer = {
   items: Array.from({ length: 8_000 }, (_, i) => ({ id: i, name: `item-${i}`, text: 'x'.repeat(80) })),

@@ -9,8 +9,6 @@ import { startTestServer, type TestServer } from '../support/http-server';
 import { startReceiver, type Receiver } from '../support/receiver';
 import { startE2eRuntime, waitUntil, type E2eRuntime, type Published } from '../support/runtime';
 
-jest.setTimeout(120_000);
-
 /** ≈ 560 KB of JSON: strings and whole numbers only, so JSONata's $string gives back the same text. */
 const bigAnswer = {
   items: Array.from({ length: 5_000 }, (_, i) => ({ id: i, name: `item-${i}`, text: 'x'.repeat(72) })),
@@ -72,7 +70,7 @@ it('an API execution completes; result, owner view and callback carry the exact 
   expect(submitted.status).toBe(202);
   const id = String(submitted.body.execution_id);
 
-  const status = await rt.waitForExecution(id, published.apiKey, undefined, 60_000);
+  const status = await rt.waitForExecution(id, published.apiKey);
   expect(status.status).toBe('completed');
 
   const result = await rt.caller<{ response_data: Record<string, { value: string }> }>(
@@ -103,7 +101,6 @@ it('an API execution completes; result, owner view and callback carry the exact 
   const hook = await waitUntil(
     async () => receiver.delivered().find((h) => h.executionId === id),
     (h) => h !== undefined,
-    30_000,
   );
   const payload = JSON.parse(hook?.body ?? '{}') as Record<string, unknown>;
   expect(payload.body).toEqual([bigText]);

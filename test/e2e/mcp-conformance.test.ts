@@ -14,8 +14,6 @@ import { startTestServer, type TestServer } from '../support/http-server';
 import { CONFORMANCE_CLI, mcpUrlOf, runConformance, startAuthProxy, type AuthProxy, type ConformanceCheck } from '../support/mcp';
 import { greeting, startTestRuntime, type Published, type TestRuntime } from '../support/runtime';
 
-jest.setTimeout(180_000);
-
 /** Scenarios that do not apply to a deployment's server, and why. */
 const NOT_APPLICABLE: Record<string, string> = {
   'logging-set-level': 'no logging capability: a deployment sends its progress as notifications/progress, not log messages',

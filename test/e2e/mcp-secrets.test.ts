@@ -14,8 +14,6 @@ import { reply, startTestServer, type TestServer } from '../support/http-server'
 import { mcpUrlOf } from '../support/mcp';
 import { startTestRuntime, type TestRuntime } from '../support/runtime';
 
-jest.setTimeout(90_000);
-
 const stamp = `${Date.now()}-${Math.random().toString(36).slice(2)}`;
 const HIDDEN_VALUE = `planted-hidden-value-${stamp}`;
 const HIDDEN_DESCRIPTION = `planted-hidden-description-${stamp}`;

@@ -18,8 +18,6 @@ import { mcpClient, mcpUrlOf } from '../support/mcp';
 import { dataUri, png } from '../support/media';
 import { greeting, request, startE2eRuntime, waitUntil, type E2eRuntime, type Published } from '../support/runtime';
 
-jest.setTimeout(120_000);
-
 /** A call waits this long for its execution here (PIPEGATE_MAX_WAIT_SECONDS), so that a longer run is quick to show. */
 const WAIT_SECONDS = 6;
 
@@ -260,7 +258,7 @@ describe('runs longer than the wait, and tasks', () => {
     const meta = r._meta?.['pipegate/execution'] as { execution_id: string; status: string; status_url: string; result_url: string };
     expect(meta.status).toBe('running');
     expect(text(r)).toContain(meta.status_url);
-    const done = await rt.waitForExecution(meta.execution_id, slow.apiKey, undefined, 60_000);
+    const done = await rt.waitForExecution(meta.execution_id, slow.apiKey);
     expect(done.status).toBe('completed');
     expect((await rt.caller('GET', `/v1/deployments/executions/${meta.execution_id}/result/`, slow.apiKey)).body.response_data).toEqual({
       out: { value: ms, value_type: 'RAW' },

@@ -13,7 +13,6 @@ import { isTerminalStatus } from '../../functions/core/transitions';
 import { uploadKey } from '../../functions/core/object-keys';
 
 // Waits are bounded generously: a loaded machine (or Node 24's first compiles) is slow.
-jest.setTimeout(120_000);
 
 let rt: E2eRuntime;
 const service = createValidator(loadServiceDocument());
@@ -566,7 +565,6 @@ describe('owner keys, executions and delete conform', () => {
       const delivered = await waitUntil(
         () => owner('GET', `/v1/pipelines/conform-owner/executions/${hookedId}`),
         (r) => (r.body.callback_delivery as { outcome?: string } | null)?.outcome === 'delivered',
-        60_000,
       );
       expect(delivered.body.trace).toEqual(expect.arrayContaining([expect.objectContaining({ node: 'wait', outcome: 'completed' })]));
       const again = await owner('POST', `/v1/pipelines/conform-owner/executions/${hookedId}/callback/redeliver`);

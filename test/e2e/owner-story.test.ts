@@ -15,8 +15,6 @@ import { runCli, type CliOptions, type CliRun } from '../support/cli';
 import { startReceiver, type Receiver } from '../support/receiver';
 import { startTestRuntime, waitUntil, type TestRuntime } from '../support/runtime';
 
-jest.setTimeout(180_000);
-
 let rt: TestRuntime;
 let receiver: Receiver;
 let upstream: Server;

@@ -12,8 +12,6 @@ import { join } from 'node:path';
 import { startTestRuntime, waitUntil, type TestRuntime } from '../support/runtime';
 import { runCli, type CliRun } from '../support/cli';
 
-jest.setTimeout(60_000);
-
 const ROOT = join(__dirname, '..', '..');
 const TOKEN = `trk_${Math.random().toString(36).slice(2)}${Date.now()}`;
 
@@ -41,7 +39,6 @@ beforeAll(async () => {
   serverUrl = await waitUntil(
     async () => /listening on (http:\/\/\S+)/.exec(serverLog)?.[1] ?? '',
     (url) => url !== '',
-    10_000,
   );
   // The example as it is, its url on the port the server took.
   const example = JSON.parse(readFileSync(join(ROOT, 'examples', 'parcel-status.json'), 'utf8')) as {

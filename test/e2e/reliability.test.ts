@@ -32,8 +32,6 @@ import { cancelRace, delayDef, judgeKillRounds, killRounds } from '../support/sc
 import { isTerminalStatus } from '../../functions/core/transitions';
 import { greeting, sleep, startTestRuntime, waitUntil, type Published, type TestRuntime } from '../support/runtime';
 
-jest.setTimeout(60_000);
-
 const seed = testSeed();
 const random = seededRandom(seed);
 const figures: Figures = [['seed (PIPEGATE_TEST_SEED)', seed]];
@@ -58,7 +56,6 @@ describe('kill -9 at random moments with executions and callbacks in flight', ()
       maxKillDelayMs: 700,
       hookFailRate: 0.3,
       random,
-      timeoutMs: 30_000,
       immediateRestart: true,
     });
     // The new process is spawned in the same tick as the SIGKILL, never after waiting for the old
@@ -80,7 +77,7 @@ describe('kill -9 at random moments with executions and callbacks in flight', ()
     // A kill inside a status write can leave dynalite's index behind the item; the restart reads
     // the items themselves, so nothing may be left open.
     expect(stuck.map((a) => [a.id, r.later.get(a.id)])).toEqual([]);
-  }, 150_000);
+  });
 });
 
 describe('duplicate queue deliveries', () => {
@@ -306,7 +303,7 @@ describe('an error injected at each step', () => {
     });
     planned.push(id);
     await rt.caller('POST', executions(p), p.apiKey, {});
-    expect((await rt.waitForExecution(id, p.apiKey, undefined, 5_000)).status).toBe('completed');
+    expect((await rt.waitForExecution(id, p.apiKey)).status).toBe('completed');
     expect(faults.count('start-lost-reply')).toBe(1);
   });
 
@@ -430,7 +427,7 @@ describe('an error injected at each step', () => {
       (v) => (v.body.callback_delivery as { outcome?: string } | null)?.outcome === 'delivered',
     );
     expect(view.body.status).toBe('completed');
-    const open = await rt.deps.executions.listSweep('open', 1000);
+    const open = await rt.deps.sweep.listSweep('open', 1000);
     expect(open.map((e) => e.execution_id)).toEqual([]);
     fig('steps: left non-terminal after the restart', open.length);
   });
@@ -480,14 +477,13 @@ describe('stuck path 4: a dead-lettered executions message, with the process sti
     await waitUntil(
       () => rt.queues.executions.deadLetters(),
       (ds) => ds.some((m) => m.body.includes(id)),
-      30_000,
     );
     expect((await rt.deps.executions.get(id, new Date(), true))?.status).toBe('pending');
     // The runner works again; only a repair can bring the execution back to it.
     failing.delete(id);
     clockAheadMs = (rt.deps.config.sweepPendingAfterSeconds + 1) * 1000;
     const deadAt = Date.now();
-    const done = await rt.waitForExecution(id, p.apiKey, undefined, 10_000);
+    const done = await rt.waitForExecution(id, p.apiKey);
     expect(done.status).toBe('completed');
     // Execute's own message, then exactly one from a sweeper pass.
     expect(sends.get(id)).toBe(2);
@@ -586,7 +582,7 @@ describe('the store unavailable for a while', () => {
     }
     faults.down = false;
 
-    const finals = await Promise.all(accepted.map((id) => rt.waitForExecution(id, p.apiKey, undefined, 40_000)));
+    const finals = await Promise.all(accepted.map((id) => rt.waitForExecution(id, p.apiKey)));
     const fresh = await rt.caller('POST', executions(p), p.apiKey, {});
     expect(fresh.status).toBe(202);
     expect((await rt.waitForExecution(fresh.body.execution_id as string, p.apiKey)).status).toBe('completed');

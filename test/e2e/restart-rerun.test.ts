@@ -11,8 +11,7 @@ import type { PipelineDefinition } from '../../functions/core/types';
 import { spawnRuntime, type RuntimeProcess } from '../support/process';
 import { request, waitUntil } from '../support/runtime';
 import { reply, startTestServer, type TestServer } from '../support/http-server';
-
-jest.setTimeout(240_000);
+import { HANG_MS } from '../support/hang';
 
 let dataDir: string;
 let upstream: TestServer;
@@ -73,7 +72,7 @@ async function publish(rt: RuntimeProcess, id: string, def: PipelineDefinition) 
   await waitUntil(
     () => owner('GET', `/v1/pipelines/${id}/runs/${run.body.run_id}`),
     (r) => r.body.status === 'completed',
-    60_000,
+    HANG_MS,
     100,
   );
   const pub = await owner('PUT', `/v1/pipelines/${id}/deployment`, {});
@@ -103,7 +102,7 @@ it('runs an interrupted execution again from the start after a kill -9, or fails
   await waitUntil(
     async () => [calls.get('again'), calls.get('once')],
     ([x, y]) => x === 2 && y === 2,
-    60_000,
+    HANG_MS,
     50,
   );
   expect((await statusOf(a, again.key)).body.status).toBe('running');
@@ -116,13 +115,13 @@ it('runs an interrupted execution again from the start after a kill -9, or fails
   const finalA = await waitUntil(
     () => statusOf(a, again.key),
     (r) => r.body.status === 'completed',
-    90_000,
+    HANG_MS,
     250,
   );
   const finalB = await waitUntil(
     () => statusOf(b, once.key),
     (r) => r.body.status === 'failed',
-    90_000,
+    HANG_MS,
     250,
   );
   // Run again from the start: the upstream was called once more.
@@ -142,7 +141,7 @@ it('runs an interrupted execution again from the start after a kill -9, or fails
   await waitUntil(
     async () => hooks.filter((h) => h.execution === a || h.execution === b).length,
     (n) => n >= 2,
-    60_000,
+    HANG_MS,
     100,
   );
   const forA = hooks.filter((h) => h.execution === a);

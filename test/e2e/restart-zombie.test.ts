@@ -11,8 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnRuntime, type RuntimeProcess } from '../support/process';
 import { waitUntil } from '../support/runtime';
-
-jest.setTimeout(60_000);
+import { HANG_MS } from '../support/hang';
 
 const ROOT = join(__dirname, '..', '..');
 
@@ -42,8 +41,9 @@ const linux = process.platform === 'linux' ? it : it.skip;
 
 linux('comes up at once after kill -9 while the old process is still an unreaped zombie', async () => {
   // `exec sleep` replaces the shell with a parent that never waits for its child, so the
-  // runtime stays a zombie after its death until the parent itself goes.
-  parent = spawn('sh', ['-c', `"${process.execPath}" --import tsx bin/local.ts & echo "pid $!"; exec sleep 60`], {
+  // runtime stays a zombie after its death until the parent itself goes (afterAll kills it;
+  // only a hang outlasts the sleep).
+  parent = spawn('sh', ['-c', `"${process.execPath}" --import tsx bin/local.ts & echo "pid $!"; exec sleep 600`], {
     cwd: ROOT,
     env: { ...process.env, PORT: '0', PIPEGATE_DATA_DIR: dataDir },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -54,7 +54,7 @@ linux('comes up at once after kill -9 while the old process is still an unreaped
   await waitUntil(
     async () => out,
     (o) => /running at http/.test(o),
-    30_000,
+    HANG_MS,
     50,
   );
   const pid = Number(/pid (\d+)/.exec(out)?.[1]);
@@ -65,7 +65,7 @@ linux('comes up at once after kill -9 while the old process is still an unreaped
   await waitUntil(
     async () => stateOf(pid),
     (s) => s === 'Z',
-    5_000,
+    HANG_MS,
     5,
   );
   // What fooled a pid-file guard: the dead process's pid still "exists".

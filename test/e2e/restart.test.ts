@@ -10,8 +10,7 @@ import { spawnRuntime, type RuntimeProcess } from '../support/process';
 import { greeting, request, waitUntil } from '../support/runtime';
 import { isTerminalStatus } from '../../functions/core/transitions';
 import { reply, startTestServer, type TestServer } from '../support/http-server';
-
-jest.setTimeout(300_000);
+import { HANG_MS } from '../support/hang';
 
 /**
  * Each poll asks for up to ten statuses: at a second apart that is 600 requests a minute, half
@@ -59,7 +58,7 @@ async function publish(rt: RuntimeProcess, id: string, def: PipelineDefinition) 
   await waitUntil(
     () => owner('GET', `/v1/pipelines/${id}/runs/${run.body.run_id}`),
     (r) => r.body.status === 'completed',
-    60_000,
+    HANG_MS,
     POLL_MS,
   );
   const pub = await owner('PUT', `/v1/pipelines/${id}/deployment`, {});
@@ -95,7 +94,7 @@ it('finishes every accepted execution exactly once and delivers every callback a
         ),
       ),
     (rs) => rs.every((r) => r.body.status === 'completed'),
-    60_000,
+    HANG_MS,
     POLL_MS,
   );
   await runtime.kill9();
@@ -109,7 +108,7 @@ it('finishes every accepted execution exactly once and delivers every callback a
   const finals = await waitUntil(
     () => Promise.all([...fast.map((id) => statusOf(id, g.key)), ...slowIds.map((id) => statusOf(id, s.key))]),
     (rs) => rs.every((r) => isTerminalStatus(r.body.status)),
-    90_000,
+    HANG_MS,
     POLL_MS,
   );
   for (const r of finals.slice(0, 5)) expect(r.body.status).toBe('completed');
@@ -122,7 +121,6 @@ it('finishes every accepted execution exactly once and delivers every callback a
   await waitUntil(
     async () => new Set(hooks.map((h) => h.execution)),
     (seen) => all.every((id) => seen.has(id)),
-    90_000,
   );
   // One webhook id per execution, whatever happened in between.
   const idsByExecution = new Map<string, Set<string>>();

@@ -23,8 +23,7 @@ import { fuzzRequest, prepareFuzz, sendFuzz, StatusTally } from '../support/fuzz
 import { greeting, request, sleep, startTestRuntime, waitUntil, type Published, type Reply, type TestRuntime } from '../support/runtime';
 import { reply, startTestServer } from '../support/http-server';
 import { dataUri, png } from '../support/media';
-
-jest.setTimeout(60_000);
+import { HANG_MS } from '../support/hang';
 
 const seed = testSeed();
 const figures: Figures = [['seed (PIPEGATE_TEST_SEED)', seed]];
@@ -217,8 +216,9 @@ describe('caller authentication and owner credentials', () => {
       expect([route.name, (await send(route.method, route.path, { 'x-api-key': second })).status]).toEqual([route.name, route.ok]);
     }
 
-    // The grace period ends on a whole second, so 2 s leave at least one for the checks below.
-    const graced = await rt.owner('POST', '/v1/pipelines/auth-a/deployment/keys', { grace_seconds: 2 });
+    // The two checks below must run before the grace period ends: 10 s leave them room on a
+    // loaded machine (its end is waited for after).
+    const graced = await rt.owner('POST', '/v1/pipelines/auth-a/deployment/keys', { grace_seconds: 10 });
     const third = graced.body.api_key as string;
     const contract = `/v1/deployments/${a.deploymentId}/`;
     expect((await send('GET', contract, { 'x-api-key': second })).status).toBe(200);
@@ -226,7 +226,7 @@ describe('caller authentication and owner credentials', () => {
     const lapsed = await waitUntil(
       () => send('GET', contract, { 'x-api-key': second }),
       (r) => r.status === 401,
-      15_000,
+      HANG_MS,
       250,
     );
     expect(lapsed.body.reason).toBe('expired');

@@ -11,8 +11,6 @@ import { join } from 'node:path';
 import { photoBytesPipeline, png } from '../support/media';
 import { putUpload, startTestRuntime, type TestRuntime } from '../support/runtime';
 
-jest.setTimeout(90_000);
-
 let dataDir: string;
 let rt: TestRuntime | undefined;
 

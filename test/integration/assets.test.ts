@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { INLINE_ASSET_BODY_MAX_BYTES, UPLOAD_USE_SECONDS } from '../../functions/core/assets';
 import { AppError } from '../../functions/core/errors';
-import type { CallerAuth } from '../../functions/adapters/api';
+import type { CallerAuth } from '../../functions/core/consumers';
 import { createUpload } from '../../functions/services/uploads.service';
 import { startAssetWorld, type AssetWorld } from '../support/asset-world';
 import { assetValue as asset, dataUri, jpeg, mp4, png } from '../support/media';

@@ -57,11 +57,11 @@ describe('claimDelivery', () => {
     const e = await owed(2);
     const id = e.execution_id;
     // Act
-    const taken = await db.executions.claimDelivery(id, 2, 'm1', T + 20_000, T);
-    const other = await db.executions.claimDelivery(id, 2, 'm2', T + 25_000, T + 5_000);
-    const atTheEnd = await db.executions.claimDelivery(id, 2, 'm2', T + 40_000, T + 20_000);
-    const own = await db.executions.claimDelivery(id, 2, 'm1', T + 30_000, T + 10_000);
-    const expired = await db.executions.claimDelivery(id, 2, 'm3', T + 50_000, T + 30_001);
+    const taken = await db.deliveries.claimDelivery(id, 2, 'm1', T + 20_000, T);
+    const other = await db.deliveries.claimDelivery(id, 2, 'm2', T + 25_000, T + 5_000);
+    const atTheEnd = await db.deliveries.claimDelivery(id, 2, 'm2', T + 40_000, T + 20_000);
+    const own = await db.deliveries.claimDelivery(id, 2, 'm1', T + 30_000, T + 10_000);
+    const expired = await db.deliveries.claimDelivery(id, 2, 'm3', T + 50_000, T + 30_001);
     // Assess
     expect([taken, other, atTheEnd, own, expired]).toEqual([true, false, false, true, true]);
     expect((await rawItem(id))?.callback_claim).toEqual({ attempt: 2, by: 'm3', until_ms: T + 50_000 });
@@ -73,12 +73,12 @@ describe('claimDelivery', () => {
     const id = e.execution_id;
     const missing = anExecution().execution_id;
     // Act
-    const stale = await db.executions.claimDelivery(id, 0, 'm1', T + 20_000, T);
-    const ahead = await db.executions.claimDelivery(id, 2, 'm1', T + 20_000, T);
-    const recorded = await db.executions.recordDelivery(id, 1, { ...pending(2), outcome: 'delivered', last_status: 204 });
-    const settled = await db.executions.claimDelivery(id, 2, 'm1', T + 20_000, T);
-    const absent = await db.executions.claimDelivery(missing, 0, 'm1', T + 20_000, T);
-    await db.executions.markRequeued(missing, { attempts: 0 }, new Date(T).toISOString(), { releaseClaim: true });
+    const stale = await db.deliveries.claimDelivery(id, 0, 'm1', T + 20_000, T);
+    const ahead = await db.deliveries.claimDelivery(id, 2, 'm1', T + 20_000, T);
+    const recorded = await db.deliveries.recordDelivery(id, 1, { ...pending(2), outcome: 'delivered', last_status: 204 });
+    const settled = await db.deliveries.claimDelivery(id, 2, 'm1', T + 20_000, T);
+    const absent = await db.deliveries.claimDelivery(missing, 0, 'm1', T + 20_000, T);
+    await db.sweep.markRequeued(missing, { attempts: 0 }, new Date(T).toISOString(), { releaseClaim: true });
     // Assess
     expect([stale, ahead, recorded, settled, absent]).toEqual([false, false, true, false, false]);
     expect(await rawItem(missing)).toBeUndefined();
@@ -91,7 +91,7 @@ describe('claimDelivery', () => {
       const e = await owed(0);
       // Act
       const claims = await Promise.all(
-        Array.from({ length: 16 }, (_, i) => db.executions.claimDelivery(e.execution_id, 0, `m${i}`, T + 20_000, T)),
+        Array.from({ length: 16 }, (_, i) => db.deliveries.claimDelivery(e.execution_id, 0, `m${i}`, T + 20_000, T)),
       );
       // Assess
       winners.push(claims.filter(Boolean).length);
@@ -104,10 +104,10 @@ describe('claimDelivery', () => {
   it('is released whole at a local start-up, so a new message can take the attempt at once', async () => {
     // Prepare
     const e = await owed(0);
-    expect(await db.executions.claimDelivery(e.execution_id, 0, 'dead', T + 20_000, T)).toBe(true);
+    expect(await db.deliveries.claimDelivery(e.execution_id, 0, 'dead', T + 20_000, T)).toBe(true);
     // Act
-    const marked = await db.executions.markRequeued(e.execution_id, { attempts: 0 }, new Date(T).toISOString(), { releaseClaim: true });
-    const taken = await db.executions.claimDelivery(e.execution_id, 0, 'new', T + 21_000, T + 1_000);
+    const marked = await db.sweep.markRequeued(e.execution_id, { attempts: 0 }, new Date(T).toISOString(), { releaseClaim: true });
+    const taken = await db.deliveries.claimDelivery(e.execution_id, 0, 'new', T + 21_000, T + 1_000);
     // Assess
     expect(marked).toBe(true);
     expect(taken).toBe(true);
@@ -117,20 +117,20 @@ describe('claimDelivery', () => {
     // Prepare: a claim held while the attempt is recorded, then a redelivery and its claim.
     const e = await owed(0);
     const id = e.execution_id;
-    expect(await db.executions.claimDelivery(id, 0, 'm1', T + 20_000, T)).toBe(true);
+    expect(await db.deliveries.claimDelivery(id, 0, 'm1', T + 20_000, T)).toBe(true);
     const delivered: CallbackDelivery = {
       ...pending(1),
       outcome: 'delivered',
       last_status: 204,
       last_attempt_at: new Date(T).toISOString(),
     };
-    expect(await db.executions.recordDelivery(id, 0, delivered)).toBe(true);
-    const again = await db.executions.redeliver(id, delivered, new Date(T + 1_000).toISOString());
-    expect(await db.executions.claimDelivery(id, 1, 'm2', T + 21_000, T + 1_000)).toBe(true);
+    expect(await db.deliveries.recordDelivery(id, 0, delivered)).toBe(true);
+    const again = await db.deliveries.redeliver(id, delivered, new Date(T + 1_000).toISOString());
+    expect(await db.deliveries.claimDelivery(id, 1, 'm2', T + 21_000, T + 1_000)).toBe(true);
     // Act
     const read = await db.executions.get(id, new Date(T), true);
-    const listed = (await db.executions.listByDeployment(e.deployment_id ?? '', { limit: 10, now: new Date(T) })).executions;
-    const swept = await db.executions.listSweep('callback', 1000);
+    const listed = (await db.executionLists.listByDeployment(e.deployment_id ?? '', { limit: 10, now: new Date(T) })).executions;
+    const swept = await db.sweep.listSweep('callback', 1000);
     const returned = [read, again, ...swept.filter((x) => x.execution_id === id)];
     // Assess: the claim is stored, and nothing read back carries it.
     expect((await rawItem(id))?.callback_claim).toMatchObject({ attempt: 1, by: 'm2' });

@@ -142,7 +142,7 @@ describe('values too large for the item', () => {
     await db.executions.transition(bad.execution_id, 'failed', { error_message: `Node 't' failed: ${big(300_000)}` });
     const reads = objects.reads;
 
-    const page = await db.executions.listByDeployment(deployment, { limit: 5, now: new Date() });
+    const page = await db.executionLists.listByDeployment(deployment, { limit: 5, now: new Date() });
 
     expect(page.executions.map((e) => e.execution_id)).toEqual([bad.execution_id, ok.execution_id]);
     expect(page.executions[0]?.error_message).toBe(`Node 't' failed: ${big(300_000)}`);
@@ -183,7 +183,7 @@ describe('values too large for the item', () => {
     const reads = objects.reads;
 
     expect(objects.keysUnder(`p/big-run/r/${e.execution_id}/`)).toHaveLength(1);
-    const runs = await db.executions.listRuns('big-run', { limit: 5 });
+    const runs = await db.executionLists.listRuns('big-run', { limit: 5 });
     expect(objects.reads - reads).toBe(0);
     const listed = runs.runs.find((r) => r.execution_id === e.execution_id);
     expect(listed?.outputs).toEqual({});

@@ -55,10 +55,7 @@ describe('the head of an execution', () => {
     // Prepare
     const e = await created({ inputs: { note: 'x'.repeat(100_000) } });
     // Act: the store's own request, as sent, against the whole item.
-    const send = jest.spyOn(
-      db.executions['db' as keyof typeof db.executions] as unknown as { send: (c: unknown) => Promise<unknown> },
-      'send',
-    );
+    const send = jest.spyOn(db.client as unknown as { send: (c: unknown) => Promise<unknown> }, 'send');
     await db.executions.getHead(e.execution_id, new Date());
     const command = send.mock.calls[0]?.[0] as GetCommand;
     send.mockRestore();

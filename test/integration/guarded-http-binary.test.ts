@@ -42,7 +42,7 @@ const get = (query: string) =>
     method: 'GET',
     url: `${server.origin}/?${query}`,
     headers: {},
-    timeoutMs: 5000,
+    timeoutMs: 60_000,
     maxResponseBytes: 100,
     maxBinaryResponseBytes: LIMIT,
   });
@@ -70,7 +70,7 @@ describe('binary answers', () => {
   });
 
   it('answers text for a binary type when no binary allowance was asked for (callbacks)', async () => {
-    const res = await http({ method: 'GET', url: `${server.origin}/?n=10`, headers: {}, timeoutMs: 5000 });
+    const res = await http({ method: 'GET', url: `${server.origin}/?n=10`, headers: {}, timeoutMs: 60_000 });
     expect(res.stream).toBeUndefined();
     expect(typeof res.body).toBe('string');
   });
@@ -78,7 +78,7 @@ describe('binary answers', () => {
   it('sends a byte body exactly as given', async () => {
     seen.length = 0;
     const body = pattern(3000);
-    await http({ method: 'POST', url: `${server.origin}/?n=1`, headers: { 'content-type': 'image/png' }, body, timeoutMs: 5000 });
+    await http({ method: 'POST', url: `${server.origin}/?n=1`, headers: { 'content-type': 'image/png' }, body, timeoutMs: 60_000 });
     expect(seen[0]?.raw.equals(body)).toBe(true);
     expect(seen[0]?.headers['content-length']).toBe('3000');
   });
@@ -95,7 +95,7 @@ describe('binary answers', () => {
       url: `${server.origin}/?n=1`,
       headers: { 'content-type': 'image/png' },
       body: { bytes: 3000, stream: parts() },
-      timeoutMs: 5000,
+      timeoutMs: 60_000,
     });
     expect(seen[0]?.raw.equals(body)).toBe(true);
     expect(seen[0]?.headers['content-length']).toBe('3000');
@@ -106,7 +106,7 @@ describe('binary answers', () => {
       yield pattern(10);
     }
     await expect(
-      http({ method: 'POST', url: `${server.origin}/?n=1`, headers: {}, body: { bytes: 20, stream: short() }, timeoutMs: 5000 }),
+      http({ method: 'POST', url: `${server.origin}/?n=1`, headers: {}, body: { bytes: 20, stream: short() }, timeoutMs: 60_000 }),
     ).rejects.toThrow('request body of 10 bytes, not 20');
   });
 });

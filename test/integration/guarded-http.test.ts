@@ -133,7 +133,7 @@ describe('guarded HTTP adapter', () => {
 
     it('returns a 200 JSON response with lower-cased headers, repeated values joined', async () => {
       // Act
-      const res = await send({ method: 'GET', url: `${receiver.base}/json`, headers: {}, timeoutMs: 5000 });
+      const res = await send({ method: 'GET', url: `${receiver.base}/json`, headers: {}, timeoutMs: 60_000 });
 
       // Assess
       expect(res.status).toBe(200);
@@ -150,7 +150,7 @@ describe('guarded HTTP adapter', () => {
         url: `${receiver.base}/echo`,
         headers: { 'Content-Type': 'application/json', 'X-Pipegate-Status': 'completed' },
         body: '{"execution_id":"e1"}',
-        timeoutMs: 5000,
+        timeoutMs: 60_000,
       });
 
       // Assess
@@ -168,7 +168,7 @@ describe('guarded HTTP adapter', () => {
         method: 'GET',
         url: `${receiver.base}/echo`,
         headers: { 'User-Agent': 'custom/2' },
-        timeoutMs: 5000,
+        timeoutMs: 60_000,
       });
 
       // Assess
@@ -178,7 +178,7 @@ describe('guarded HTTP adapter', () => {
 
     it('returns a 500 as a response rather than throwing', async () => {
       // Act
-      const res = await send({ method: 'POST', url: `${receiver.base}/fail`, headers: {}, body: '{}', timeoutMs: 5000 });
+      const res = await send({ method: 'POST', url: `${receiver.base}/fail`, headers: {}, body: '{}', timeoutMs: 60_000 });
 
       // Assess
       expect(res.status).toBe(500);
@@ -187,7 +187,7 @@ describe('guarded HTTP adapter', () => {
 
     it('does not follow a redirect', async () => {
       // Act
-      const res = await send({ method: 'GET', url: `${receiver.base}/redirect`, headers: {}, timeoutMs: 5000 });
+      const res = await send({ method: 'GET', url: `${receiver.base}/redirect`, headers: {}, timeoutMs: 60_000 });
 
       // Assess
       expect(res.status).toBe(302);
@@ -218,7 +218,7 @@ describe('guarded HTTP adapter', () => {
         method: 'GET',
         url: `${receiver.base}/big-chunked`,
         headers: {},
-        timeoutMs: 5000,
+        timeoutMs: 60_000,
         maxResponseBytes: 64 * 1024,
       });
 
@@ -228,7 +228,7 @@ describe('guarded HTTP adapter', () => {
 
     it('fails on a declared body past the default 1 MiB limit', async () => {
       // Act
-      const call = send({ method: 'GET', url: `${receiver.base}/big-declared`, headers: {}, timeoutMs: 5000 });
+      const call = send({ method: 'GET', url: `${receiver.base}/big-declared`, headers: {}, timeoutMs: 60_000 });
 
       // Assess
       await expect(call).rejects.toThrow(new Error('response larger than 1048576 bytes'));
@@ -241,7 +241,7 @@ describe('guarded HTTP adapter', () => {
         method: 'GET',
         url: `${receiver.base}/hang`,
         headers: {},
-        timeoutMs: 10000,
+        timeoutMs: 60_000,
         signal: controller.signal,
       });
       await receiver.nextRequest();
@@ -259,7 +259,7 @@ describe('guarded HTTP adapter', () => {
       controller.abort();
 
       // Act
-      const call = send({ method: 'GET', url: `${receiver.base}/json`, headers: {}, timeoutMs: 5000, signal: controller.signal });
+      const call = send({ method: 'GET', url: `${receiver.base}/json`, headers: {}, timeoutMs: 60_000, signal: controller.signal });
 
       // Assess
       await expect(call).rejects.toThrow(new Error('aborted'));
@@ -273,7 +273,7 @@ describe('guarded HTTP adapter', () => {
       await closed.close();
 
       // Act
-      const call = send({ method: 'GET', url: `http://127.0.0.1:${port}/hook?token=s3cret`, headers: {}, timeoutMs: 5000 });
+      const call = send({ method: 'GET', url: `http://127.0.0.1:${port}/hook?token=s3cret`, headers: {}, timeoutMs: 60_000 });
 
       // Assess
       await expect(call).rejects.toThrow(new Error(`connection refused by 127.0.0.1:${port}`));
@@ -284,7 +284,7 @@ describe('guarded HTTP adapter', () => {
       const guarded = createGuardedHttp({ allowPrivate: true, resolve: fakeResolver({}) });
 
       // Act
-      const call = guarded({ method: 'GET', url: 'http://nowhere.test/hook', headers: {}, timeoutMs: 5000 });
+      const call = guarded({ method: 'GET', url: 'http://nowhere.test/hook', headers: {}, timeoutMs: 60_000 });
 
       // Assess
       await expect(call).rejects.toThrow(new Error('host nowhere.test not found'));
@@ -292,7 +292,7 @@ describe('guarded HTTP adapter', () => {
 
     it('reports an invalid header instead of throwing synchronously', async () => {
       // Act
-      const call = send({ method: 'GET', url: `${receiver.base}/json`, headers: { 'x-bad': 'a\r\nb' }, timeoutMs: 5000 });
+      const call = send({ method: 'GET', url: `${receiver.base}/json`, headers: { 'x-bad': 'a\r\nb' }, timeoutMs: 60_000 });
 
       // Assess
       await expect(call).rejects.toThrow(new Error('invalid character in a request header'));
@@ -304,7 +304,7 @@ describe('guarded HTTP adapter', () => {
       const guarded = createGuardedHttp({ allowPrivate: true, resolve: fakeResolver({ 'rebind.test': ['127.0.0.1'] }) });
 
       // Act
-      const res = await guarded({ method: 'GET', url: `http://rebind.test:${receiver.port}/json`, headers: {}, timeoutMs: 5000 });
+      const res = await guarded({ method: 'GET', url: `http://rebind.test:${receiver.port}/json`, headers: {}, timeoutMs: 60_000 });
 
       // Assess
       expect(res.status).toBe(200);
@@ -320,7 +320,7 @@ describe('guarded HTTP adapter', () => {
         const guarded = createGuardedHttp({ allowPrivate: true, resolve: fakeResolver({ 'metadata.test': [address] }) });
 
         // Act
-        const call = guarded({ method: 'GET', url: 'http://metadata.test/latest/meta-data/', headers: {}, timeoutMs: 5000 });
+        const call = guarded({ method: 'GET', url: 'http://metadata.test/latest/meta-data/', headers: {}, timeoutMs: 60_000 });
 
         // Assess
         await expect(call).rejects.toThrow(`address ${address} of host metadata.test is not allowed`);
@@ -334,7 +334,7 @@ describe('guarded HTTP adapter', () => {
       const guarded = createGuardedHttp({ allowPrivate: false, resolve: fakeResolver({ 'rebind.test': ['127.0.0.1'] }) });
 
       // Act
-      const call = guarded({ method: 'POST', url: `http://rebind.test:${receiver.port}/json`, headers: {}, body: '{}', timeoutMs: 5000 });
+      const call = guarded({ method: 'POST', url: `http://rebind.test:${receiver.port}/json`, headers: {}, body: '{}', timeoutMs: 60_000 });
 
       // Assess
       await expect(call).rejects.toThrow(new Error('address 127.0.0.1 of host rebind.test is not allowed'));
@@ -350,7 +350,7 @@ describe('guarded HTTP adapter', () => {
       });
 
       // Act
-      const call = guarded({ method: 'GET', url: 'http://mixed.test/', headers: {}, timeoutMs: 5000 });
+      const call = guarded({ method: 'GET', url: 'http://mixed.test/', headers: {}, timeoutMs: 60_000 });
 
       // Assess
       await expect(call).rejects.toThrow(new Error('address 169.254.169.254 of host mixed.test is not allowed'));
@@ -361,7 +361,7 @@ describe('guarded HTTP adapter', () => {
       const guarded = createGuardedHttp({ allowPrivate: false });
 
       // Act
-      const call = guarded({ method: 'GET', url: `${receiver.base}/json?token=s3cret`, headers: {}, timeoutMs: 5000 });
+      const call = guarded({ method: 'GET', url: `${receiver.base}/json?token=s3cret`, headers: {}, timeoutMs: 60_000 });
 
       // Assess
       await expect(call).rejects.toThrow(new Error('address 127.0.0.1 is not allowed'));
@@ -373,7 +373,7 @@ describe('guarded HTTP adapter', () => {
       const guarded = createGuardedHttp({ allowPrivate: false });
 
       // Act
-      const call = guarded({ method: 'GET', url: `http://2130706433:${receiver.port}/json`, headers: {}, timeoutMs: 5000 });
+      const call = guarded({ method: 'GET', url: `http://2130706433:${receiver.port}/json`, headers: {}, timeoutMs: 60_000 });
 
       // Assess
       await expect(call).rejects.toThrow(new Error('address 127.0.0.1 is not allowed'));
@@ -385,8 +385,8 @@ describe('guarded HTTP adapter', () => {
       const guarded = createGuardedHttp({ allowPrivate: false });
 
       // Act
-      const byName = guarded({ method: 'GET', url: `http://localhost:${receiver.port}/`, headers: {}, timeoutMs: 5000 });
-      const byScheme = guarded({ method: 'GET', url: 'file:///etc/passwd', headers: {}, timeoutMs: 5000 });
+      const byName = guarded({ method: 'GET', url: `http://localhost:${receiver.port}/`, headers: {}, timeoutMs: 60_000 });
+      const byScheme = guarded({ method: 'GET', url: 'file:///etc/passwd', headers: {}, timeoutMs: 60_000 });
 
       // Assess
       await expect(byName).rejects.toThrow(new Error('host localhost is not allowed'));

@@ -87,7 +87,7 @@ async function publishGreeting(pipelineId: string) {
     }),
     context(),
   );
-  const { startRun } = await import('../../functions/services/owner.service');
+  const { startRun } = await import('../../functions/services/runs.service');
   const run = await startRun(d, pipelineId, null, 'https://x');
   await runWorkflow(run.run_id);
   const pub = await publish(
@@ -202,7 +202,7 @@ describe('execute → runner → tasks → callback', () => {
       reads.mockRestore();
       d.completions = inProcess;
     }
-  }, 10_000);
+  });
 
   it('writes no log line of its own for an execution that succeeds, from the submit to the status read (the cost model prices none)', async () => {
     // Prepare: every handler below logs through a recording logger.
@@ -372,7 +372,7 @@ describe('execute → runner → tasks → callback', () => {
     const holder = sqsEvent([JSON.stringify({ execution_id: id })]);
     const duplicate = sqsEvent([JSON.stringify({ execution_id: id })]);
     const now = Date.now();
-    expect(await d.executions.claimDelivery(id, 0, holder.Records[0]?.messageId ?? '', now + 60_000, now)).toBe(true);
+    expect(await d.deliveries.claimDelivery(id, 0, holder.Records[0]?.messageId ?? '', now + 60_000, now)).toBe(true);
     calls.length = 0;
     // Act
     const dropped = (await callbackDispatch(duplicate, context())) as SQSBatchResponse;

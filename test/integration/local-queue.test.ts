@@ -6,6 +6,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { LocalQueue, LocalQueuePort, type LocalQueueOptions } from '../../lib/local/queue';
+import { HANG_MS } from '../support/hang';
 
 const run = promisify(execFile);
 
@@ -38,7 +39,7 @@ function queue(over: Partial<LocalQueueOptions> = {}): LocalQueue {
   return q;
 }
 
-async function waitFor(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 5000): Promise<void> {
+async function waitFor(check: () => boolean | Promise<boolean>, what: string, timeoutMs = HANG_MS): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
@@ -87,7 +88,7 @@ describe('LocalQueue', () => {
     await q.send('{"execution_id":"e-1"}');
     let timer: NodeJS.Timeout | undefined;
     const stalled = new Promise(
-      (_, reject) => (timer = setTimeout(() => reject(new Error('the visible message was never delivered again')), 3000)),
+      (_, reject) => (timer = setTimeout(() => reject(new Error('the visible message was never delivered again')), HANG_MS)),
     );
     await Promise.race([second.wait, stalled]).finally(() => clearTimeout(timer));
     expect(calls).toBe(2);

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { createDocumentClient, keys } from '../../functions/adapters/dynamo';
-import { ExecutionsStore } from '../../functions/adapters/executions.store';
+import { executionStores } from '../../functions/adapters/execution-stores';
 import { InvalidCursorError } from '../../functions/core/ports';
 import type { CallbackDelivery, Execution } from '../../functions/core/types';
 import { executionSummaryBody } from '../../functions/core/views';
@@ -44,17 +44,17 @@ describe("a deployment's executions", () => {
     await db.executions.create(anExecution({ kind: 'run', deployment_id: null, created_at: at(31) }));
     const now = new Date();
     // Act
-    const all = await db.executions.listByDeployment(dep, { limit: 100, now });
+    const all = await db.executionLists.listByDeployment(dep, { limit: 100, now });
     const failed: string[] = [];
     let cursor: string | undefined;
     let pages = 0;
     do {
-      const page = await db.executions.listByDeployment(dep, { limit: 2, status: 'failed', now, ...(cursor ? { cursor } : {}) });
+      const page = await db.executionLists.listByDeployment(dep, { limit: 2, status: 'failed', now, ...(cursor ? { cursor } : {}) });
       failed.push(...page.executions.map((e) => e.execution_id));
       cursor = page.next ?? undefined;
       pages++;
     } while (cursor && pages < 20);
-    const since = await db.executions.listByDeployment(dep, { limit: 100, since: at(9), now });
+    const since = await db.executionLists.listByDeployment(dep, { limit: 100, since: at(9), now });
     // Assess
     expect(all.executions.map((e) => e.execution_id)).toEqual([...made].reverse().map((e) => e.execution_id));
     expect(all.next).toBeNull();
@@ -65,9 +65,9 @@ describe("a deployment's executions", () => {
         .map((e) => e.execution_id),
     );
     expect(since.executions.map((e) => e.created_at)).toEqual([at(11), at(10), at(9)]);
-    await expect(db.executions.listByDeployment(dep, { limit: 2, now, cursor: 'bm9wZQ' })).rejects.toBeInstanceOf(InvalidCursorError);
-    const firstPage = await db.executions.listByDeployment(dep, { limit: 1, now });
-    await expect(db.executions.listByDeployment('other', { limit: 2, now, cursor: firstPage.next ?? '' })).rejects.toBeInstanceOf(
+    await expect(db.executionLists.listByDeployment(dep, { limit: 2, now, cursor: 'bm9wZQ' })).rejects.toBeInstanceOf(InvalidCursorError);
+    const firstPage = await db.executionLists.listByDeployment(dep, { limit: 1, now });
+    await expect(db.executionLists.listByDeployment('other', { limit: 2, now, cursor: firstPage.next ?? '' })).rejects.toBeInstanceOf(
       InvalidCursorError,
     );
   });
@@ -90,12 +90,9 @@ describe("a deployment's executions, read as summaries", () => {
       made.push(e);
     }
     const raw = createDocumentClient({ region: 'local', endpoint: db.dynamo.endpoint });
-    const send = jest.spyOn(
-      db.executions['db' as keyof typeof db.executions] as unknown as { send: (c: unknown) => Promise<unknown> },
-      'send',
-    );
+    const send = jest.spyOn(db.client as unknown as { send: (c: unknown) => Promise<unknown> }, 'send');
     // Act: the store's own reads, as sent, replayed against the items.
-    const page = await db.executions.listByDeployment(dep, { limit: 10, now: new Date() });
+    const page = await db.executionLists.listByDeployment(dep, { limit: 10, now: new Date() });
     const reads = send.mock.calls.map((c) => c[0]).filter((c): c is GetCommand => c instanceof GetCommand);
     send.mockRestore();
     const bytes = async (input: GetCommand['input']) =>
@@ -121,15 +118,15 @@ describe('usage counters', () => {
       anExecution({ deployment_id: dep, status, started_at: at(5), completed_at: new Date(Date.parse(at(5)) + ms).toISOString() });
     // Act
     for (const e of [finished('completed', 40), finished('completed', 3000), finished('failed', 40), finished('cancelled', 0)])
-      await db.executions.countFinished(e);
-    await db.executions.countFinished(finished('running', 10));
-    await db.executions.countFinished({ ...finished('completed', 10), kind: 'run' });
-    const buckets = await db.executions.usageSince(dep, new Date(at(0)));
+      await db.usage.countFinished(e);
+    await db.usage.countFinished(finished('running', 10));
+    await db.usage.countFinished({ ...finished('completed', 10), kind: 'run' });
+    const buckets = await db.usage.usageSince(dep, new Date(at(0)));
     // Assess
     expect(buckets).toHaveLength(1);
     expect(buckets[0]?.counts).toEqual({ completed: 2, failed: 1, cancelled: 1 });
     expect(Object.values(buckets[0]?.bins ?? {}).reduce((a, b) => a + b, 0)).toBe(4);
-    expect(await db.executions.usageSince(dep, new Date(at(10)))).toEqual([]);
+    expect(await db.usage.usageSince(dep, new Date(at(10)))).toEqual([]);
   });
 
   it('spreads one bucket over several items (no hot key) and adds them up on read', async () => {
@@ -137,9 +134,9 @@ describe('usage counters', () => {
     const dep = `dep-${randomUUID()}`;
     const done = () => anExecution({ deployment_id: dep, status: 'completed', started_at: at(5), completed_at: at(6) });
     // Act
-    for (let i = 0; i < 40; i += 1) await db.executions.countFinished(done());
+    for (let i = 0; i < 40; i += 1) await db.usage.countFinished(done());
     // Assess: one bucket of 40, written to more than one item of the partition.
-    const buckets = await db.executions.usageSince(dep, new Date(at(0)));
+    const buckets = await db.usage.usageSince(dep, new Date(at(0)));
     expect(buckets).toHaveLength(1);
     expect(buckets[0]?.counts).toEqual({ completed: 40 });
     const client = createDocumentClient({ region: 'local', endpoint: db.dynamo.endpoint });
@@ -171,14 +168,14 @@ describe('redelivery', () => {
     await db.executions.create(e);
     // Act
     const [first, second] = await Promise.all([
-      db.executions.redeliver(e.execution_id, delivery, at(2)),
-      db.executions.redeliver(e.execution_id, delivery, at(2)),
+      db.deliveries.redeliver(e.execution_id, delivery, at(2)),
+      db.deliveries.redeliver(e.execution_id, delivery, at(2)),
     ]);
     // Assess
     expect([first, second].filter((x) => x !== null)).toHaveLength(1);
     const now = await db.executions.get(e.execution_id, new Date());
     expect(now?.callback_delivery).toMatchObject({ outcome: 'pending', redelivery: true, attempts: 2, webhook_id: 'msg_1' });
-    expect((await db.executions.listSweep('callback')).map((x) => x.execution_id)).toContain(e.execution_id);
+    expect((await db.sweep.listSweep('callback')).map((x) => x.execution_id)).toContain(e.execution_id);
   });
 });
 
@@ -199,8 +196,8 @@ describe('the next attempt brought forward', () => {
     await db.executions.create(e);
     // Act
     const [first, second] = await Promise.all([
-      db.executions.attemptNow(e.execution_id, delivery, at(2)),
-      db.executions.attemptNow(e.execution_id, delivery, at(3)),
+      db.deliveries.attemptNow(e.execution_id, delivery, at(2)),
+      db.deliveries.attemptNow(e.execution_id, delivery, at(3)),
     ]);
     // Assess
     expect([first, second].filter((x) => x !== null)).toHaveLength(1);
@@ -220,16 +217,16 @@ describe('a local table made before the executions index', () => {
     const table = `old-${randomUUID().slice(0, 8)}`;
     await ensureTable(db.dynamo.endpoint, table, { ...MAIN_TABLE, indexes: MAIN_TABLE.indexes.filter((i) => i.name !== 'executions') });
     const doc = createDocumentClient({ region: 'local', endpoint: db.dynamo.endpoint });
-    const store = new ExecutionsStore(doc, table);
+    const { executions: store, executionLists } = executionStores(doc, table);
     const e = anExecution({ deployment_id: 'dep-old' });
     await store.create(e);
     // Act
     await ensureTable(db.dynamo.endpoint, table);
     // Assess
     expect((await store.get(e.execution_id, new Date()))?.execution_id).toBe(e.execution_id);
-    expect((await store.listByDeployment('dep-old', { limit: 10, now: new Date() })).executions.map((x) => x.execution_id)).toEqual([
-      e.execution_id,
-    ]);
+    expect(
+      (await executionLists.listByDeployment('dep-old', { limit: 10, now: new Date() })).executions.map((x) => x.execution_id),
+    ).toEqual([e.execution_id]);
     doc.destroy();
   });
 });

@@ -13,7 +13,7 @@ import type { Deps } from '../../functions/adapters/deps';
 import { AppError } from '../../functions/core/errors';
 import type { HttpRequest } from '../../functions/core/ports';
 import { deleteSecret, listSecrets, putSecret } from '../../functions/services/owner-secrets.service';
-import { startRun } from '../../functions/services/owner.service';
+import { startRun } from '../../functions/services/runs.service';
 import { push } from '../../functions/services/push.service';
 import { taskRun, taskStart } from '../../functions/services/tasks.service';
 import { startTestDb, TEST_KMS_KEY, testDataKeys, testKeyMaterial, testKms, type TestDb } from '../support/dynamo';

@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { createDocumentClient } from '../../functions/adapters/dynamo';
 import { DeploymentsStore } from '../../functions/adapters/deployments.store';
-import { ExecutionsStore } from '../../functions/adapters/executions.store';
+import { executionStores } from '../../functions/adapters/execution-stores';
 import { FormsStore } from '../../functions/adapters/forms.store';
 import { PipelinesStore } from '../../functions/adapters/pipelines.store';
 import { UploadsStore } from '../../functions/adapters/uploads.store';
@@ -17,7 +17,7 @@ import type { PipelineDefinition } from '../../functions/core/types';
 import { authorize } from '../../functions/services/auth.service';
 import { openEventStream } from '../../functions/services/events.service';
 import { formExecute, openFormEventStream } from '../../functions/services/form.service';
-import { startRun } from '../../functions/services/owner.service';
+import { startRun } from '../../functions/services/runs.service';
 import { createPipelineUpload } from '../../functions/services/pipeline-uploads.service';
 import { push } from '../../functions/services/push.service';
 import { taskRun, taskStart } from '../../functions/services/tasks.service';
@@ -46,7 +46,7 @@ function countedDeps(): TestDeps {
     {
       table: db.table,
       pipelines: new PipelinesStore(client, db.table),
-      executions: new ExecutionsStore(client, db.table, true, false),
+      ...executionStores(client, db.table, { trackOpen: true, markerFollowUp: false }),
       deployments: new DeploymentsStore(client, db.table),
       uploads: countMethods(new UploadsStore(uploadsClient, db.table), 'uploads', uploadCounts),
     },

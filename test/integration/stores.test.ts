@@ -159,8 +159,8 @@ describe('executions store', () => {
     });
     await db.executions.transition(plain.execution_id, 'completed', {});
 
-    const openIds = (await db.executions.listSweep('open', 1000)).map((e) => e.execution_id);
-    const owedIds = (await db.executions.listSweep('callback', 1000)).map((e) => e.execution_id);
+    const openIds = (await db.sweep.listSweep('open', 1000)).map((e) => e.execution_id);
+    const owedIds = (await db.sweep.listSweep('callback', 1000)).map((e) => e.execution_id);
     expect(openIds).toContain(open.execution_id);
     expect(openIds).not.toContain(plain.execution_id);
     expect(owedIds).toContain(owed.execution_id);
@@ -175,19 +175,19 @@ describe('executions store', () => {
       last_attempt_at: 'now',
       next_attempt_at: null,
     };
-    expect(await db.executions.recordDelivery(owed.execution_id, 0, first)).toBe(true);
-    expect(await db.executions.recordDelivery(owed.execution_id, 0, first)).toBe(false);
-    expect((await db.executions.listSweep('callback', 1000)).map((e) => e.execution_id)).not.toContain(owed.execution_id);
+    expect(await db.deliveries.recordDelivery(owed.execution_id, 0, first)).toBe(true);
+    expect(await db.deliveries.recordDelivery(owed.execution_id, 0, first)).toBe(false);
+    expect((await db.sweep.listSweep('callback', 1000)).map((e) => e.execution_id)).not.toContain(owed.execution_id);
   });
 
   it('without open tracking (AWS) indexes only owed callbacks', async () => {
-    const { ExecutionsStore } = await import('../../functions/adapters/executions.store');
+    const { executionStores } = await import('../../functions/adapters/execution-stores');
     const { createDocumentClient } = await import('../../functions/adapters/dynamo');
     const raw = createDocumentClient({ region: 'local', endpoint: db.dynamo.endpoint });
-    const store = new ExecutionsStore(raw, db.table, false);
+    const { executions: store, sweep } = executionStores(raw, db.table, { trackOpen: false });
     const e = execution({ callback: 'https://hooks.example.com/x' });
     await store.create(e);
-    expect((await store.listSweep('open', 1000)).map((x) => x.execution_id)).not.toContain(e.execution_id);
+    expect((await sweep.listSweep('open', 1000)).map((x) => x.execution_id)).not.toContain(e.execution_id);
 
     await store.transition(e.execution_id, 'running', {});
     await store.transition(e.execution_id, 'failed', {
@@ -202,7 +202,7 @@ describe('executions store', () => {
         next_attempt_at: null,
       },
     });
-    expect((await store.listSweep('callback', 1000)).map((x) => x.execution_id)).toContain(e.execution_id);
+    expect((await sweep.listSweep('callback', 1000)).map((x) => x.execution_id)).toContain(e.execution_id);
     raw.destroy();
   });
 
@@ -212,8 +212,8 @@ describe('executions store', () => {
         execution({ kind: 'run', pipeline_id: 'lister', deployment_id: null, created_at: `2026-01-01T00:00:0${i}.000Z` }),
       );
     }
-    const first = await db.executions.listRuns('lister', { limit: 3 });
-    const second = await db.executions.listRuns('lister', { limit: 3, cursor: first.next ?? undefined });
+    const first = await db.executionLists.listRuns('lister', { limit: 3 });
+    const second = await db.executionLists.listRuns('lister', { limit: 3, cursor: first.next ?? undefined });
 
     expect(first.runs.map((r) => r.created_at)).toEqual([
       '2026-01-01T00:00:04.000Z',
@@ -227,7 +227,7 @@ describe('executions store', () => {
     const now = new Date();
     const claims = await Promise.all(
       Array.from({ length: 10 }, (_, i) =>
-        db.executions.claimIdempotency(
+        db.idempotency.claimIdempotency(
           'dep',
           'keyhash',
           { execution_id: `e${i}`, request_hash: 'h', created_at: now.toISOString() },
@@ -245,8 +245,8 @@ describe('executions store', () => {
   it('lets an expired idempotency key be claimed again', async () => {
     const now = new Date();
     const past = Math.floor(now.getTime() / 1000) - 1;
-    await db.executions.claimIdempotency('dep', 'old', { execution_id: 'a', request_hash: 'h', created_at: 'x' }, past, now);
-    const again = await db.executions.claimIdempotency(
+    await db.idempotency.claimIdempotency('dep', 'old', { execution_id: 'a', request_hash: 'h', created_at: 'x' }, past, now);
+    const again = await db.idempotency.claimIdempotency(
       'dep',
       'old',
       { execution_id: 'b', request_hash: 'h2', created_at: 'y' },

@@ -4,6 +4,8 @@
  */
 import { GetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { ExecutionsStore } from '../../functions/adapters/executions.store';
+import { ExecutionItems } from '../../functions/adapters/execution-items';
+import { executionStores, type ExecutionStores } from '../../functions/adapters/execution-stores';
 import { createDocumentClient } from '../../functions/adapters/dynamo';
 import type { Execution } from '../../functions/core/types';
 import { sweepAll, sweepOnce } from '../../functions/services/sweeper.service';
@@ -21,6 +23,8 @@ let db: TestDb;
 let commands: string[];
 let client: DynamoDBDocumentClient;
 let store: ExecutionsStore;
+/** Every store of the execution items, over the counting client. */
+let stores: ExecutionStores;
 
 beforeAll(async () => {
   db = await startTestDb();
@@ -32,7 +36,8 @@ beforeAll(async () => {
     commands.push((c as object).constructor.name);
     return send(c);
   };
-  store = new ExecutionsStore(client, db.table, true, true);
+  stores = executionStores(client, db.table, { trackOpen: true, markerFollowUp: true });
+  store = stores.executions;
 });
 afterAll(async () => {
   client.destroy();
@@ -47,7 +52,7 @@ const execution = (over: Partial<Execution> = {}): Execution => anExecution({ cr
 /** Deps whose clock reads `now` ms after T0, over the counting store. */
 function depsAt(now: number, config: Partial<ReturnType<typeof testConfig>> = {}) {
   return testDeps(db, {
-    executions: store,
+    ...stores,
     clock: { now: () => new Date(T0 + now) },
     config: {
       ...testConfig(db),
@@ -69,12 +74,15 @@ async function running(e: Execution, startedAt: string): Promise<Execution> {
 
 async function clearIndex(): Promise<void> {
   // Settle everything a previous test left, so each test sees only its own entries.
-  for (const e of [...(await store.listSweep('open', 10_000)), ...(await store.listSweep('callback', 10_000))]) {
+  for (const e of [...(await stores.sweep.listSweep('open', 10_000)), ...(await stores.sweep.listSweep('callback', 10_000))]) {
     if (e.status === 'pending') await store.withdrawPending(e.execution_id);
     if (e.status === 'running') await store.transition(e.execution_id, 'failed', { completed_at: at(0) });
     if (e.callback_delivery?.outcome === 'pending')
-      await store.recordDelivery(e.execution_id, e.callback_delivery.attempts, { ...e.callback_delivery, outcome: 'delivered' });
-    await store.clearSweep(e.execution_id);
+      await stores.deliveries.recordDelivery(e.execution_id, e.callback_delivery.attempts, {
+        ...e.callback_delivery,
+        outcome: 'delivered',
+      });
+    await stores.sweep.clearSweep(e.execution_id);
   }
 }
 
@@ -152,7 +160,7 @@ it('queues an owed callback whose message was lost, with its due time, and leave
     outputs: {},
     callback_delivery: newDelivery(waiting.execution_id),
   });
-  await store.recordDelivery(waiting.execution_id, 0, {
+  await stores.deliveries.recordDelivery(waiting.execution_id, 0, {
     ...newDelivery(waiting.execution_id),
     attempts: 1,
     last_attempt_at: at(1_000),
@@ -168,14 +176,15 @@ it('queues an owed callback whose message was lost, with its due time, and leave
 it('takes a settled execution whose marker a crash left behind off the index', async () => {
   const e = await running(execution(), at(0));
   // The terminal write landed; its follow-up marker removal did not (the process died).
-  const noFollowUp = new ExecutionsStore(client, db.table, true, true);
-  (noFollowUp as unknown as { clearSweepQuietly: () => Promise<void> }).clearSweepQuietly = async () => undefined;
+  const items = new ExecutionItems(client, db.table, { trackOpen: true, markerFollowUp: true });
+  items.clearSweepQuietly = async () => undefined;
+  const noFollowUp = new ExecutionsStore(items);
   await noFollowUp.transition(e.execution_id, 'completed', { completed_at: at(1_000), outputs: {} });
-  expect((await store.listSweep('open')).map((x) => x.execution_id)).toContain(e.execution_id);
+  expect((await stores.sweep.listSweep('open')).map((x) => x.execution_id)).toContain(e.execution_id);
 
   const r = await sweepOnce(depsAt(600_000));
   expect(r.markersCleared).toBe(1);
-  expect((await store.listSweep('open')).map((x) => x.execution_id)).not.toContain(e.execution_id);
+  expect((await stores.sweep.listSweep('open')).map((x) => x.execution_id)).not.toContain(e.execution_id);
 });
 
 it('looks at a bounded number of entries per pass and covers them all over successive passes, by Query only', async () => {
@@ -221,9 +230,9 @@ it('re-runs an interrupted execution once under duplicate recoveries, lets one w
   const run = await running(execution(), at(1_000));
   // Two recoveries that read the same record: one conditional write wins.
   const d = depsAt(10_000);
-  expect(await Promise.all([store.markRerun(run.execution_id, 0, at(10_000)), store.markRerun(run.execution_id, 0, at(10_000))])).toEqual(
-    expect.arrayContaining([true, false]),
-  );
+  expect(
+    await Promise.all([stores.sweep.markRerun(run.execution_id, 0, at(10_000)), stores.sweep.markRerun(run.execution_id, 0, at(10_000))]),
+  ).toEqual(expect.arrayContaining([true, false]));
 
   // Two workflows for the same re-run (a duplicate message): the first to claim it runs it; a
   // retry of that one's MarkRunning still proceeds.
@@ -313,7 +322,7 @@ it('spreads the sweep index over several partition keys and still finds every en
       ),
     ),
   );
-  const found = (await store.listSweep('open', 10_000)).map((e) => e.execution_id);
+  const found = (await stores.sweep.listSweep('open', 10_000)).map((e) => e.execution_id);
   // Assess: no single hot key; every one of them still on the index as read by the sweeper.
   expect(new Set(raw.map((r) => r.Item?.sweep)).size).toBeGreaterThan(1);
   for (const e of made) expect(found).toContain(e.execution_id);

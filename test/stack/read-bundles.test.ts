@@ -12,12 +12,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildBundle } from '../../bench/bundles';
 import { accessFor, allFunctionNames, writesObjects } from '../../lib/stacks/permissions';
+import type { FunctionName } from '../../lib/routes';
 
 const READ_ONLY = allFunctionNames().filter((n) => accessFor(n).objects.length > 0 && !writesObjects(accessFor(n)));
 const CLIENTS = ['@aws-sdk/client-s3', '@aws-sdk/s3-request-presigner', '@aws-sdk/client-secrets-manager'];
 const RUNS_PIPELINES = new Set(['task-run', 'task-start', 'task-fail']);
 /** Functions that load the documented shapes (shapes.ts) but check no definition. */
-const SHAPE_READERS = ['pipeline-list', 'upload-create', 'deployment-openapi'];
+const SHAPE_READERS: FunctionName[] = ['pipeline-list', 'upload-create', 'deployment-openapi'];
 
 describe('bundles of the functions that read values', () => {
   let out: string;
@@ -41,33 +42,25 @@ describe('bundles of the functions that read values', () => {
     );
   });
 
-  it.each(READ_ONLY)(
-    '%s holds no S3 or Secrets Manager client',
-    async (name) => {
-      // Act
-      const built = await buildBundle(name, out);
+  it.each(READ_ONLY)('%s holds no S3 or Secrets Manager client', async (name) => {
+    // Act
+    const built = await buildBundle(name, out);
 
-      // Assess
-      expect(CLIENTS.filter((p) => p in built.packages)).toEqual([]);
-      if (!RUNS_PIPELINES.has(name)) expect(Object.keys(built.packages)).not.toContain('jsonata');
-    },
-    30_000,
-  );
+    // Assess
+    expect(CLIENTS.filter((p) => p in built.packages)).toEqual([]);
+    if (!RUNS_PIPELINES.has(name)) expect(Object.keys(built.packages)).not.toContain('jsonata');
+  });
 
-  it.each(SHAPE_READERS)(
-    '%s holds no JSONata',
-    async (name) => {
-      // Act
-      const built = await buildBundle(name, out);
+  it.each(SHAPE_READERS)('%s holds no JSONata', async (name) => {
+    // Act
+    const built = await buildBundle(name, out);
 
-      // Assess
-      expect(Object.keys(built.packages)).not.toContain('jsonata');
-    },
-    30_000,
-  );
+    // Assess
+    expect(Object.keys(built.packages)).not.toContain('jsonata');
+  });
 
   it('pipeline-push holds JSONata, which the check above looks for by that name', async () => {
     const built = await buildBundle('pipeline-push', out);
     expect(Object.keys(built.packages)).toContain('jsonata');
-  }, 30_000);
+  });
 });

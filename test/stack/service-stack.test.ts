@@ -3,7 +3,16 @@ import { Template } from 'aws-cdk-lib/assertions';
 import type { CfnElement } from 'aws-cdk-lib';
 import { GATEWAY_RESPONSES, gatewayResponseFromTemplate } from '../../lib/gateway-responses';
 import { QUEUES, type QueueName } from '../../lib/queues';
-import { ROUTES, STREAMED_ROUTE_TIMEOUT_SECONDS, WORKERS, routeHandlers } from '../../lib/routes';
+import {
+  ROUTES,
+  STREAMED_ROUTE_TIMEOUT_SECONDS,
+  WORKERS,
+  routeHandlers,
+  type Answer,
+  type FunctionName,
+  type Route,
+  type SchemaName,
+} from '../../lib/routes';
 import { MAIN_TABLE } from '../../lib/tables';
 import {
   ACCESS,
@@ -147,31 +156,50 @@ describe('API routes from lib/routes.ts', () => {
     }
   });
 
-  it('streams the asset route, the event streams and every answer that carries execution values, and only routes that say so', () => {
-    // Assess: a value-carrying answer buffered again would fail past Lambda's 6 MB (test/e2e/large-results.test.ts).
-    expect(
-      ROUTES.filter((r) => r.streams)
-        .map((r) => `${r.method} ${r.handler}`)
-        .sort(),
-    ).toEqual([
-      'GET asset-get',
-      'GET deployment-executions',
-      // The MCP server: progress, then the result, on one SSE answer (both methods: one function).
-      'GET deployment-mcp',
-      'GET execution-events',
-      'GET execution-result',
-      'GET execution-status',
-      'GET form-events',
-      'GET form-execution',
-      'GET owner-execution-get',
-      'GET run-events',
-      'GET run-get',
-      'GET run-list',
-      'HEAD asset-get',
-      'POST deployment-mcp',
-      'POST execute',
-      'POST run-start',
-    ]);
+  it('streams every route that may wait, or whose answer is events (or MCP messages), bytes or a read of execution values', () => {
+    // Prepare: a value-carrying answer buffered again would fail past Lambda's 6 MB
+    // (test/e2e/large-results.test.ts); a wait may outlast a buffered integration.
+    const VALUES: readonly SchemaName[] = [
+      'ExecutionFinished',
+      'ExecutionResult',
+      'FormExecution',
+      'Run',
+      'RunList',
+      'OwnerExecution',
+      'ExecutionList',
+    ];
+    const shapesOf = (a: Answer): readonly SchemaName[] =>
+      typeof a === 'string' || a.shape === undefined ? [] : typeof a.shape === 'string' ? [a.shape] : a.shape;
+    const mustStream = (r: Route): boolean =>
+      r.method === 'HEAD'
+        ? ROUTES.some((g) => g.method === 'GET' && g.path === r.path && mustStream(g))
+        : r.waits === true ||
+          Object.entries(r.answers).some(
+            ([status, a]) =>
+              status.startsWith('2') &&
+              typeof a === 'object' &&
+              (a.events !== undefined ||
+                a.media === 'bytes' ||
+                a.media === 'mcp' ||
+                (r.method === 'GET' && shapesOf(a).some((s) => VALUES.includes(s)))),
+          );
+
+    // Act
+    const buffered = ROUTES.filter((r) => mustStream(r) && r.streams !== true).map((r) => `${r.method} ${r.path}`);
+
+    // Assess: the rule reaches the routes it was written for, and each of them streams.
+    expect(ROUTES.filter(mustStream).map((r) => `${r.method} ${r.handler}`)).toEqual(
+      expect.arrayContaining([
+        'GET asset-get',
+        'HEAD asset-get',
+        'POST execute',
+        'GET execution-result',
+        'GET run-get',
+        'GET execution-events',
+        'POST deployment-mcp',
+      ]),
+    );
+    expect(buffered).toEqual([]);
   });
 
   it('answers paths with no route 404 from a mock at the root, reaching no function', () => {
@@ -346,35 +374,38 @@ describe('least privilege, from lib/stacks/permissions.ts', () => {
   const expectedDynamo = (a: FunctionAccess): string[] =>
     [...a.table.map((x) => `dynamodb:${x}`), ...(a.query.length > 0 ? ['dynamodb:Query'] : [])].sort();
 
-  it.each(Object.entries(ACCESS))('%s gets exactly its table, queue, secret and state-machine access', (name, access) => {
-    // Act
-    const stmts = statementsOf(roleId(name));
-    // Assess: item actions on the table; Query only on the targets listed (an index by name, or the table).
-    expect(actionsOn(stmts, 'dynamodb:')).toEqual(expectedDynamo(access));
-    for (const a of access.table) expect(resourcesFor(stmts, `dynamodb:${a}`)).toEqual([`stateful:${tableId}`]);
-    const queried = access.query.map((t) => (t === 'table' ? `stateful:${tableId}` : `stateful:${tableId}/index/${t}`));
-    expect(resourcesFor(stmts, 'dynamodb:Query')).toEqual(queried.sort());
-    for (const t of access.query) expect(['table', ...MAIN_TABLE.indexes.map((x) => x.name)]).toContain(t);
-    // Queues: sends only where listed; consuming only the queue of its event source.
-    expect(resourcesFor(stmts, 'sqs:SendMessage')).toEqual(access.send.map((q) => `stateful:${queueId(q)}`).sort());
-    expect(resourcesFor(stmts, 'sqs:ReceiveMessage')).toEqual(access.consumes ? [`stateful:${queueId(access.consumes)}`] : []);
-    expect(actionsOn(stmts, 'sqs:').filter((a) => a !== 'sqs:SendMessage').length > 0).toBe(access.consumes !== undefined);
-    // Secret and state machine.
-    expect(actionsOn(stmts, 'secretsmanager:')).toEqual(access.secret ? ['secretsmanager:GetSecretValue'] : []);
-    expect(actionsOn(stmts, 'states:')).toEqual(access.states.map((s) => `states:${s}`).sort());
-    // The owner secrets' key, only under a condition on the encryption context (test/stack/owner-secrets-key.test.ts).
-    expect(actionsOn(stmts, 'kms:')).toEqual([]);
-    expect(actionsOn(statementsOf(roleId(name), svc, true), 'kms:')).toEqual(
-      access.ownerSecrets.map((a) => OWNER_SECRETS_KMS_ACTIONS[a]).sort(),
-    );
-    // Nothing beyond those services, its own log group and X-Ray.
-    const services = new Set(stmts.flatMap((s) => s.actions.map((a) => a.split(':')[0])));
-    for (const s of services) expect(['dynamodb', 'sqs', 'secretsmanager', 'states', 'kms', 'logs', 'xray']).toContain(s);
-    expect(resourcesFor(stmts, 'logs:PutLogEvents')).toEqual([`service:${logicalId(built.service.fn(name).logGroup.node.defaultChild)}`]);
-    for (const s of stmts) if (s.resources.includes('*')) expect(s.actions.every((a) => a.startsWith('xray:'))).toBe(true);
-  });
+  it.each(Object.entries(ACCESS) as [FunctionName, FunctionAccess][])(
+    '%s gets exactly its table, queue, secret and state-machine access',
+    (name, access) => {
+      // Act
+      const stmts = statementsOf(roleId(name));
+      // Assess: item actions on the table; Query only on the targets listed (an index by name, or the table).
+      expect(actionsOn(stmts, 'dynamodb:')).toEqual(expectedDynamo(access));
+      for (const a of access.table) expect(resourcesFor(stmts, `dynamodb:${a}`)).toEqual([`stateful:${tableId}`]);
+      const queried = access.query.map((t) => (t === 'table' ? `stateful:${tableId}` : `stateful:${tableId}/index/${t}`));
+      expect(resourcesFor(stmts, 'dynamodb:Query')).toEqual(queried.sort());
+      for (const t of access.query) expect(['table', ...MAIN_TABLE.indexes.map((x) => x.name)]).toContain(t);
+      // Queues: sends only where listed; consuming only the queue of its event source.
+      expect(resourcesFor(stmts, 'sqs:SendMessage')).toEqual(access.send.map((q) => `stateful:${queueId(q)}`).sort());
+      expect(resourcesFor(stmts, 'sqs:ReceiveMessage')).toEqual(access.consumes ? [`stateful:${queueId(access.consumes)}`] : []);
+      expect(actionsOn(stmts, 'sqs:').filter((a) => a !== 'sqs:SendMessage').length > 0).toBe(access.consumes !== undefined);
+      // Secret and state machine.
+      expect(actionsOn(stmts, 'secretsmanager:')).toEqual(access.secret ? ['secretsmanager:GetSecretValue'] : []);
+      expect(actionsOn(stmts, 'states:')).toEqual(access.states.map((s) => `states:${s}`).sort());
+      // The owner secrets' key, only under a condition on the encryption context (test/stack/owner-secrets-key.test.ts).
+      expect(actionsOn(stmts, 'kms:')).toEqual([]);
+      expect(actionsOn(statementsOf(roleId(name), svc, true), 'kms:')).toEqual(
+        access.ownerSecrets.map((a) => OWNER_SECRETS_KMS_ACTIONS[a]).sort(),
+      );
+      // Nothing beyond those services, its own log group and X-Ray.
+      const services = new Set(stmts.flatMap((s) => s.actions.map((a) => a.split(':')[0])));
+      for (const s of services) expect(['dynamodb', 'sqs', 'secretsmanager', 'states', 'kms', 'logs', 'xray']).toContain(s);
+      expect(resourcesFor(stmts, 'logs:PutLogEvents')).toEqual([`service:${logicalId(built.service.fn(name).logGroup.node.defaultChild)}`]);
+      for (const s of stmts) if (s.resources.includes('*')) expect(s.actions.every((a) => a.startsWith('xray:'))).toBe(true);
+    },
+  );
 
-  it.each(Object.entries(ACCESS))(
+  it.each(Object.entries(ACCESS) as [FunctionName, FunctionAccess][])(
     '%s gets exactly the object policies its entry lists, and bundles the S3 client only if it writes',
     (name, access) => {
       // Act

@@ -3,7 +3,7 @@
  * in-memory object storage on one clock the test moves (an upload's day of use runs out),
  * deployments stored as publish writes them, and a caller's requests made through the services.
  */
-import type { CallerAuth } from '../../functions/adapters/api';
+import type { CallerAuth } from '../../functions/core/consumers';
 import type { ContractInput, DeploymentRecord } from '../../functions/core/types';
 import { execute } from '../../functions/services/caller.service';
 import { createUpload } from '../../functions/services/uploads.service';

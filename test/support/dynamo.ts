@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createDocumentClient } from '../../functions/adapters/dynamo';
 import { DeploymentsStore } from '../../functions/adapters/deployments.store';
 import { ConsumersStore } from '../../functions/adapters/consumers.store';
+import { executionStores, type ExecutionStores } from '../../functions/adapters/execution-stores';
 import { StepsStore } from '../../functions/adapters/steps.store';
-import { ExecutionsStore } from '../../functions/adapters/executions.store';
 import { StaticKeyMaterial } from '../../functions/adapters/key-material';
 import { KmsDataKeys } from '../../functions/adapters/kms';
 import { OwnerSecretsStore } from '../../functions/adapters/owner-secrets.store';
@@ -23,11 +24,12 @@ testKms.define(TEST_KMS_KEY);
 /** Data keys for owner secrets, from testKms. */
 export const testDataKeys = new KmsDataKeys(localKmsTransport(testKms), TEST_KMS_KEY);
 
-export interface TestDb {
+export interface TestDb extends ExecutionStores {
   dynamo: LocalDynamo;
   table: string;
+  /** The document client every store here sends through. */
+  client: DynamoDBDocumentClient;
   pipelines: PipelinesStore;
-  executions: ExecutionsStore;
   steps: StepsStore;
   deployments: DeploymentsStore;
   consumers: ConsumersStore;
@@ -49,8 +51,13 @@ export async function startTestDb(opts: { inProcess?: boolean; objects?: ObjectS
   return {
     dynamo,
     table,
+    client: db,
     pipelines: new PipelinesStore(db, table),
-    executions: new ExecutionsStore(db, table, true, false, opts.objects ? () => opts.objects as ObjectStorePort : undefined),
+    ...executionStores(db, table, {
+      trackOpen: true,
+      markerFollowUp: false,
+      objects: opts.objects ? () => opts.objects as ObjectStorePort : undefined,
+    }),
     steps: new StepsStore(db, table, () => {
       if (!opts.objects) throw new Error('this test database was started without object storage');
       return opts.objects;

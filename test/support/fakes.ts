@@ -6,8 +6,11 @@ import { silentLogger } from '../../functions/adapters/logger';
 import { testDataKeys, testKeyMaterial } from './dynamo';
 import type { DeploymentRecord, Execution } from '../../functions/core/types';
 import type {
+  DeliveriesPort,
   DeploymentsPort,
+  ExecutionListsPort,
   ExecutionsPort,
+  IdempotencyPort,
   ConsumersPort,
   HttpPort,
   OwnerSecretsPort,
@@ -15,7 +18,9 @@ import type {
   StepsPort,
   QueueName,
   QueuePort,
+  SweepPort,
   UploadsPort,
+  UsagePort,
   WorkflowPort,
 } from '../../functions/core/ports';
 
@@ -23,6 +28,11 @@ import type {
 export interface StoreSet {
   pipelines: PipelinesPort;
   executions: ExecutionsPort;
+  deliveries: DeliveriesPort;
+  sweep: SweepPort;
+  executionLists: ExecutionListsPort;
+  usage: UsagePort;
+  idempotency: IdempotencyPort;
   steps?: StepsPort;
   deployments: DeploymentsPort;
   ownerSecrets?: OwnerSecretsPort;
@@ -79,6 +89,11 @@ export function testDeps(stores: StoreSet & { table?: string }, overrides: Parti
   const built = createDeps(overrides.config ?? testConfig(stores), {
     pipelines: stores.pipelines,
     executions: stores.executions,
+    deliveries: stores.deliveries,
+    sweep: stores.sweep,
+    executionLists: stores.executionLists,
+    usage: stores.usage,
+    idempotency: stores.idempotency,
     ...(stores.steps ? { steps: stores.steps } : {}),
     deployments: stores.deployments,
     ...(stores.ownerSecrets ? { ownerSecrets: stores.ownerSecrets } : {}),

@@ -89,7 +89,13 @@ export class StoreFaults {
     return {
       ...d,
       pipelines: wrapStore('pipelines', d.pipelines),
+      // Every store of the execution items is the `executions` store here, as one table item is.
       executions: wrapStore('executions', d.executions),
+      deliveries: wrapStore('executions', d.deliveries),
+      sweep: wrapStore('executions', d.sweep),
+      executionLists: wrapStore('executions', d.executionLists),
+      usage: wrapStore('executions', d.usage),
+      idempotency: wrapStore('executions', d.idempotency),
       deployments: wrapStore('deployments', d.deployments),
     };
   }

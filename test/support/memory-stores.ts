@@ -11,7 +11,12 @@ import {
   type ConsumersPort,
   type DeploymentsPort,
   type ExecutionHead,
+  type DeliveriesPort,
+  type ExecutionListsPort,
   type ExecutionsPort,
+  type IdempotencyPort,
+  type SweepPort,
+  type UsagePort,
   type PipelinesPort,
   type SweepKind,
   type TransitionFields,
@@ -53,7 +58,7 @@ import type { ConsumerRecord, Limits } from '../../functions/core/consumers';
 
 const copy = <T>(x: T): T => structuredClone(x);
 
-export class MemoryExecutions implements ExecutionsPort {
+export class MemoryExecutions implements ExecutionsPort, DeliveriesPort, SweepPort, ExecutionListsPort, UsagePort, IdempotencyPort {
   readonly items = new Map<string, Execution & { sweep?: SweepKind; sweep_at?: string }>();
   private readonly idempotency = new Map<string, IdempotencyRecord & { expires_at: number }>();
 
@@ -529,9 +534,16 @@ export function memoryStores(opts: { trackOpen?: boolean } = {}): StoreSet & {
   consumers: MemoryConsumers;
 } {
   const usage = new MemoryUsage();
+  // One map of execution items serves every port of them, as one table item does.
+  const executions = new MemoryExecutions(opts.trackOpen, usage);
   return {
     pipelines: new MemoryPipelines(),
-    executions: new MemoryExecutions(opts.trackOpen, usage),
+    executions,
+    deliveries: executions,
+    sweep: executions,
+    executionLists: executions,
+    usage: executions,
+    idempotency: executions,
     steps: new MemorySteps(),
     deployments: new MemoryDeployments(),
     consumers: new MemoryConsumers(usage),

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { e2eMode } from './runtime';
+import { HANG_MS } from './hang';
 
 export interface RuntimeProcess {
   child: ChildProcess;
@@ -45,7 +46,10 @@ export async function spawnRuntime(
   child.stderr?.on('data', (c: Buffer) => (out += c.toString()));
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`runtime did not start:\n${out}`)), 30_000);
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`runtime did not start within ${HANG_MS} ms:\n${out}`));
+    }, HANG_MS);
     const check = () => {
       const m = /running at (http:\/\/\S+)/.exec(out);
       if (m?.[1]) {

@@ -3,7 +3,8 @@
  * the state machine's tasks to the end, publish. The service tests that need a deployment to
  * act on start here.
  */
-import { publish, startRun } from '../../functions/services/owner.service';
+import { publish } from '../../functions/services/publish.service';
+import { startRun } from '../../functions/services/runs.service';
 import { push } from '../../functions/services/push.service';
 import { taskRun, taskStart } from '../../functions/services/tasks.service';
 import type { TestDeps } from './fakes';

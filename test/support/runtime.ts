@@ -9,6 +9,7 @@ import type { Assembly } from '../../lib/synth/assembly';
 import type { PipelineDefinition } from '../../functions/core/types';
 import { isTerminalStatus } from '../../functions/core/transitions';
 import { testAssembly } from './synth';
+import { HANG_MS } from './hang';
 
 export interface Reply<T = Record<string, unknown>> {
   status: number;
@@ -111,7 +112,8 @@ export async function request<T>(url: string, method: string, body: unknown, hea
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-export async function waitUntil<T>(fn: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 15_000, stepMs = 25): Promise<T> {
+/** Polls `fn` every `stepMs` until `ok`; only a hang reaches `timeoutMs` (test/support/hang.ts). */
+export async function waitUntil<T>(fn: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = HANG_MS, stepMs = 25): Promise<T> {
   const end = Date.now() + timeoutMs;
   for (;;) {
     const v = await fn();
@@ -182,7 +184,6 @@ export function withHelpers<R extends RuntimeBase>(rt: R, ownedDir: string | und
       const run = await waitUntil(
         () => t.owner('GET', `/v1/pipelines/${id}/runs/${runId}`),
         (r) => isTerminalStatus(r.body.status),
-        60_000,
       );
       return run.body;
     },
@@ -207,13 +208,16 @@ export function withHelpers<R extends RuntimeBase>(rt: R, ownedDir: string | und
         body: pub.body,
       };
     },
-    async waitForExecution(id, key, done = (s) => isTerminalStatus(s), timeoutMs = 15_000) {
-      const r = await waitUntil(
-        () => t.caller('GET', `/v1/deployments/executions/${id}/status/`, key),
-        (x) => done(x.body.status as string),
-        timeoutMs,
-      );
-      return r.body;
+    async waitForExecution(id, key, done = (s) => isTerminalStatus(s), timeoutMs = HANG_MS) {
+      // Polls less often the longer it waits (to 500 ms): many waiters at once must not load the
+      // runtime they wait for. A status it waits for does not go away, so none is missed.
+      const end = Date.now() + timeoutMs;
+      for (let step = 25; ; step = Math.min(500, step * 2)) {
+        const r = await t.caller('GET', `/v1/deployments/executions/${id}/status/`, key);
+        if (done(r.body.status as string)) return r.body;
+        if (Date.now() > end) throw new Error(`execution ${id} not done within ${timeoutMs} ms; last status: ${r.text}`);
+        await sleep(step);
+      }
     },
     async cleanup() {
       await rt.stop({ drainMs: 0 });

@@ -7,6 +7,7 @@ import { spawnRuntime, type RuntimeProcess } from './process';
 import { request, sleep, waitUntil, type Reply } from './runtime';
 import { isTerminalStatus } from '../../functions/core/transitions';
 import { hooksByExecution, startReceiver, type Receiver } from './receiver';
+import { HANG_MS } from './hang';
 
 // ---------------------------------------------------------------------------------------------
 // kill -9 rounds against a real `npm start` process
@@ -27,7 +28,7 @@ export interface KillRoundsOptions {
   hookFailRate: number;
   random?: () => number;
   timeoutMs?: number;
-  /** Give up waiting once no execution has turned terminal for this long (default 8000). */
+  /** Give up waiting once no execution has turned terminal for this long (default 30 s: a loaded machine stalls for seconds). */
   stallMs?: number;
   /**
    * Start the next process at once, while the killed one may still be dying, as a supervisor
@@ -67,7 +68,6 @@ async function publishOn(rt: RuntimeProcess, id: string, def: PipelineDefinition
   await waitUntil(
     () => owner('GET', `/v1/pipelines/${id}/runs/${String(run.body.run_id)}`),
     (r) => r.body.status === 'completed',
-    30_000,
   );
   const pub = await owner('PUT', `/v1/pipelines/${id}/deployment`, {});
   if (pub.status !== 201) throw new Error(`publish refused: ${pub.text}`);
@@ -164,9 +164,9 @@ export async function killRounds(opts: KillRoundsOptions): Promise<KillRoundsRes
     // Waits until every accepted execution is terminal, or until nothing has moved for
     // `stallMs` (an execution here takes well under a second; a stalled one is stuck).
     const final = new Map<string, string>();
-    const deadline = Date.now() + (opts.timeoutMs ?? 60_000);
+    const deadline = Date.now() + (opts.timeoutMs ?? HANG_MS);
     let lastProgress = Date.now();
-    while (final.size < accepted.length && Date.now() < deadline && Date.now() - lastProgress < (opts.stallMs ?? 8000)) {
+    while (final.size < accepted.length && Date.now() < deadline && Date.now() - lastProgress < (opts.stallMs ?? 30_000)) {
       for (const a of accepted) {
         if (final.has(a.id)) continue;
         const r = await statusOf(rt.url, a.id, a.key);
@@ -242,7 +242,7 @@ export async function cancelRace(
     waitUntil(
       () => call('GET', `/v1/deployments/executions/${id}/status/`),
       (s) => isTerminalStatus(s.body.status),
-      20_000,
+      HANG_MS,
       5,
     );
 

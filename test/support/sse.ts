@@ -4,6 +4,7 @@
  * came while the execution ran from events that came all at the end).
  */
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
+import { HANG_MS } from './hang';
 
 export interface Received {
   id: string | undefined;
@@ -38,7 +39,7 @@ export async function openSse(url: string, headers: Record<string, string>): Pro
     comments,
     retry: undefined,
     ended: Promise.resolve(),
-    async waitFor(pred, timeoutMs = 15_000) {
+    async waitFor(pred, timeoutMs = HANG_MS) {
       const end = Date.now() + timeoutMs;
       while (!pred(events)) {
         if (Date.now() > end)

@@ -10,8 +10,11 @@ import { cachedAssembly, loadAssembly, type Assembly } from '../../lib/synth/ass
 import { startSynthRuntime, type SynthRuntime } from '../../lib/synth/runtime';
 import { withTemplate } from '../synth/synth-helpers';
 
-/** Jest hook time-out for a test file that may run the synth. */
-export const SYNTH_TIMEOUT_MS = 240_000;
+/**
+ * Jest hook time-out for a test file that may run the synth: a cold one of every bundle takes
+ * minutes here (a first start:synth 351 s under load), so only a hang reaches this.
+ */
+export const SYNTH_TIMEOUT_MS = 600_000;
 
 let loaded: Promise<Assembly> | undefined;
 

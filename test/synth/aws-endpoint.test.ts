@@ -290,7 +290,7 @@ describe('the local AWS endpoint', () => {
     } finally {
       endpoint.serve(services);
     }
-  }, 30_000);
+  });
 
   it('serves the key-material secret to the roles granted it, the pepper alone to the authorizer, and nothing else of Secrets Manager', async () => {
     // Act

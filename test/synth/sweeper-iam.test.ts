@@ -6,7 +6,7 @@
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { createDocumentClient } from '../../functions/adapters/dynamo';
-import { ExecutionsStore } from '../../functions/adapters/executions.store';
+import { executionStores } from '../../functions/adapters/execution-stores';
 import { PipelinesStore } from '../../functions/adapters/pipelines.store';
 import type { QueuePort } from '../../functions/core/ports';
 import type { Execution } from '../../functions/core/types';
@@ -77,7 +77,8 @@ describe("the sweeper's role", () => {
   it('allows every call of a pass that makes each kind of repair, and nothing else a pipegate function calls', async () => {
     // Prepare: the store as the functions build it on AWS (open executions indexed, the marker
     // moved in the status write), over the recording client.
-    const executions = new ExecutionsStore(client, db.table, true, false);
+    const stores = executionStores(client, db.table, { trackOpen: true, markerFollowUp: false });
+    const { executions } = stores;
     const pipelines = new PipelinesStore(client, db.table);
     const t0 = Date.parse('2026-11-22T12:00:00.000Z');
     const at = (ms: number) => new Date(t0 + ms).toISOString();
@@ -104,7 +105,7 @@ describe("the sweeper's role", () => {
       },
     };
     const d = testDeps(db, {
-      executions,
+      ...stores,
       pipelines,
       clock: { now: () => new Date(t0 + 3_600_000) },
       config: { ...testConfig(db), executionTimeoutMs: 60_000, sweepPendingAfterSeconds: 300, sweepGraceSeconds: 30 },

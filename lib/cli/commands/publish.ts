@@ -1,4 +1,5 @@
 import { deploymentOpenApi } from '../../../functions/core/openapi';
+import { CALLER_ROUTES } from '../../routes';
 import { deploymentSnippets, SNIPPET_KEY_VARIABLE, type DeploymentSnippets } from '../../../functions/core/snippets';
 import type { Published } from '../client';
 import type { Ctx } from '../context';
@@ -81,6 +82,7 @@ export function publishedSnippets(pipeline: string, p: Published): DeploymentSni
       outputs: p.outputs,
     },
     baseUrl,
+    CALLER_ROUTES,
   );
   return deploymentSnippets(doc);
 }

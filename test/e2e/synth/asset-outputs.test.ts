@@ -7,4 +7,3 @@ import { useE2eMode } from '../../support/runtime';
 import '../asset-outputs.test';
 
 useE2eMode('synth');
-jest.setTimeout(120_000);

@@ -27,9 +27,10 @@ import { startDynalite } from '../../../lib/local/dynamo';
 import type { Template } from '../../../lib/synth/assembly';
 import { startSynthRuntime, type SynthRuntime } from '../../../lib/synth/runtime';
 import { photoBytesPipeline, png } from '../../support/media';
-import { greeting, putUpload, withHelpers, type Helpers } from '../../support/runtime';
+import { greeting, putUpload, waitUntil, withHelpers, type Helpers } from '../../support/runtime';
 import { SYNTH_TIMEOUT_MS, testAssembly } from '../../support/synth';
 import { withTemplate } from '../../synth/synth-helpers';
+import { HANG_MS } from '../../support/hang';
 
 jest.setTimeout(SYNTH_TIMEOUT_MS);
 
@@ -113,7 +114,7 @@ it('repairs the sweep index only after an unclean stop, and then runs what a kil
   rmSync(join(dataDir, 'clean-stop'));
   r = await start(dataDir);
   const afterKill = { unclean: r.uncleanStop, repaired: r.repaired, resumed: r.recovered.resumed };
-  const recovered = await r.waitForExecution(planted, p.apiKey, undefined, 60_000);
+  const recovered = await r.waitForExecution(planted, p.apiKey);
 
   // Assess
   expect(firstStart).toEqual({ unclean: false, repaired: null });
@@ -153,15 +154,22 @@ it('rebuilds a table that lacks one of the template’s indexes, its items kept'
         ? { GlobalSecondaryIndexes: rest.map((i) => ({ IndexName: i.IndexName, KeySchema: i.KeySchema, Projection: i.Projection })) }
         : {}),
     };
-    for (let i = 0; ; i++) {
+    // dynalite deletes and creates asynchronously (even with its delays at 0): wait for each,
+    // with a limit only a hang reaches, before the next call relies on it.
+    const until = Date.now() + HANG_MS;
+    for (;;) {
       try {
         await client.send(new CreateTableCommand(input));
         break;
       } catch (e) {
-        if (i > 100) throw e;
+        if (Date.now() > until) throw e;
         await new Promise((res) => setTimeout(res, 20));
       }
     }
+    await waitUntil(
+      async () => (await client.send(new DescribeTableCommand({ TableName: table }))).Table?.TableStatus,
+      (status) => status === 'ACTIVE',
+    );
     for (const item of all) await client.send(new PutItemCommand({ TableName: table, Item: item }));
   } finally {
     client.destroy();
@@ -213,7 +221,7 @@ describe('the AWS endpoint’s port', () => {
       workflow_input: { photo: up.body.asset },
     });
     const id = String(run.body.execution_id);
-    await r.waitForExecution(id, p.apiKey, undefined, 60_000);
+    await r.waitForExecution(id, p.apiKey);
     const result = await r.caller('GET', `/v1/deployments/executions/${id}/result/`, p.apiKey);
 
     // Assess

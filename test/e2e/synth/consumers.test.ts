@@ -7,4 +7,3 @@ import { useE2eMode } from '../../support/runtime';
 import '../consumers.test';
 
 useE2eMode('synth');
-jest.setTimeout(120_000);

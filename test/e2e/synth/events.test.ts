@@ -7,4 +7,3 @@ import { useE2eMode } from '../../support/runtime';
 import '../events.test';
 
 useE2eMode('synth');
-jest.setTimeout(90_000);

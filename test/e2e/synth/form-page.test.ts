@@ -6,4 +6,3 @@ import { useE2eMode } from '../../support/runtime';
 import '../form-page.test';
 
 useE2eMode('synth');
-jest.setTimeout(180_000);

@@ -7,4 +7,3 @@ import { useE2eMode } from '../../support/runtime';
 import '../forms.test';
 
 useE2eMode('synth');
-jest.setTimeout(180_000);

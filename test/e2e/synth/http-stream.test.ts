@@ -8,4 +8,3 @@ import { useE2eMode } from '../../support/runtime';
 import '../http-stream.test';
 
 useE2eMode('synth');
-jest.setTimeout(180_000);

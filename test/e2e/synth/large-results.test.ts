@@ -7,4 +7,3 @@ import { useE2eMode } from '../../support/runtime';
 import '../large-results.test';
 
 useE2eMode('synth');
-jest.setTimeout(240_000);

@@ -6,4 +6,3 @@ import { useE2eMode } from '../../support/runtime';
 import '../large-values.test';
 
 useE2eMode('synth');
-jest.setTimeout(180_000);

@@ -30,7 +30,6 @@ import { SYNTH_TIMEOUT_MS } from '../../support/synth';
 import { functionRoleArn } from '../../synth/synth-helpers';
 
 useE2eMode('synth');
-jest.setTimeout(120_000);
 
 const photoPipeline = photoInfoPipeline(8_000_000);
 
@@ -45,7 +44,7 @@ afterAll(async () => {
   await rt?.cleanup();
 });
 
-const resultOf = (workflow_input: Record<string, unknown>) => rt.executeToEnd(p, workflow_input, 60_000);
+const resultOf = (workflow_input: Record<string, unknown>) => rt.executeToEnd(p, workflow_input);
 
 async function download(url: string): Promise<{ res: Response; bytes: Buffer }> {
   const res = await fetch(url);

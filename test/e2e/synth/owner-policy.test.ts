@@ -12,8 +12,6 @@ import { startSynthRuntime, type SynthRuntime } from '../../../lib/synth/runtime
 import { request } from '../../support/runtime';
 import { testAssembly } from '../../support/synth';
 
-jest.setTimeout(240_000);
-
 const dirs: string[] = [];
 async function runtime(ownerPrincipal: string): Promise<SynthRuntime> {
   const dataDir = mkdtempSync(join(tmpdir(), 'pipegate-synth-owner-policy-'));

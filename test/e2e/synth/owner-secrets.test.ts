@@ -13,7 +13,6 @@ import { withTemplate } from '../../synth/synth-helpers';
 import { isPlainObject } from '../../../functions/core/values';
 
 useE2eMode('synth');
-jest.setTimeout(120_000);
 
 const VALUE = `planted-${Date.now()}`;
 let upstream: TestServer;

@@ -18,7 +18,6 @@ import {
 import { SYNTH_TIMEOUT_MS } from '../../support/synth';
 
 useE2eMode('synth');
-jest.setTimeout(120_000);
 
 const echo: PipelineDefinition = {
   nodes: {
@@ -65,7 +64,6 @@ describe("owners' uploads on start:synth, IAM enforced", () => {
           `/v1/pipelines/owner-upload-synth/runs/${started.body.run_id}`,
         ),
       (r) => ['completed', 'failed', 'cancelled'].includes(r.body.status),
-      60_000,
     );
     const copy = run.body.output_assets.copy as { value: string; media_type: string; bytes: number };
     const served = await fetch(copy.value);

@@ -10,8 +10,7 @@ import { startSynthRuntime, type SynthRuntime } from '../../../lib/synth/runtime
 import { greeting, request, waitUntil } from '../../support/runtime';
 import { SYNTH_TIMEOUT_MS, testAssembly } from '../../support/synth';
 import { reserving, withTemplate } from '../../synth/synth-helpers';
-
-jest.setTimeout(60_000);
+import { HANG_MS } from '../../support/hang';
 
 let rt: SynthRuntime;
 let dataDir: string;
@@ -39,7 +38,7 @@ beforeAll(async () => {
   await waitUntil(
     () => ownerCall('GET', `/v1/pipelines/greeting/runs/${String(run.body.run_id)}`),
     (r) => r.body.status === 'completed',
-    30_000,
+    HANG_MS,
     500,
   );
   const pub = await ownerCall('PUT', '/v1/pipelines/greeting/deployment', {});

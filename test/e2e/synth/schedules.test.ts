@@ -10,8 +10,6 @@ import type { SynthRuntime } from '../../../lib/synth/runtime';
 import { greeting, request, waitUntil } from '../../support/runtime';
 import { ownSynthRuntimes } from '../../support/synth';
 
-jest.setTimeout(60_000);
-
 const start = ownSynthRuntimes('schedules');
 
 const sweeperOf = (rt: SynthRuntime) => {

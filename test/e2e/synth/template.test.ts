@@ -9,8 +9,6 @@ import type { SynthRuntime } from '../../../lib/synth/runtime';
 import { greeting, request } from '../../support/runtime';
 import { ownSynthRuntimes } from '../../support/synth';
 
-jest.setTimeout(120_000);
-
 interface Statement {
   Action: string | string[];
   Effect: string;

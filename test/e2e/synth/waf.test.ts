@@ -12,8 +12,6 @@ import { payloadTooLargeBody } from '../../../lib/stacks/service-stack';
 import type { SynthRuntime } from '../../../lib/synth/runtime';
 import { ownSynthRuntimes } from '../../support/synth';
 
-jest.setTimeout(60_000);
-
 /** The smallest Content-Length the template's rule blocks. */
 const LIMIT = 5_000_000;
 /** What the web ACL answers (both limits: it cannot tell which route's was meant). */

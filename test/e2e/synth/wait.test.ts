@@ -11,7 +11,6 @@ import { startE2eRuntime, useE2eMode, waitUntil, type E2eRuntime, type Published
 import { gatedDef } from '../../support/scenarios';
 
 useE2eMode('synth');
-jest.setTimeout(60_000);
 
 let rt: E2eRuntime;
 let gated: Published;

@@ -14,8 +14,6 @@ const { freshBundle, ROOT, sha256 } = require('../../../bin/cli-bundle.js') as {
   sha256(file: string): string;
 };
 
-jest.setTimeout(60_000);
-
 describe('the CLI bundle', () => {
   const dist = mkdtempSync(join(tmpdir(), 'pipegate-cli-dist-'));
   afterAll(() => rmSync(dist, { recursive: true, force: true }));

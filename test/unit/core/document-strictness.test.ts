@@ -7,11 +7,12 @@ import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import fc from 'fast-check';
 import { serviceOpenApi } from '../../../functions/core/openapi-service';
+import { ROUTES } from '../../../lib/routes';
 import { parseUploadRequest } from '../../../functions/core/upload-request';
 import { sinceOf } from '../../../functions/services/owner-executions.service';
 
 type Json = Record<string, unknown>;
-const doc = serviceOpenApi() as unknown as Json;
+const doc = serviceOpenApi(ROUTES) as unknown as Json;
 const ajv = new Ajv2020({ strict: false });
 addFormats(ajv);
 

@@ -77,7 +77,7 @@ function memoryObjects() {
 const photoInput: PipelineNode = { type: 'input', value_type: 'asset', value: dataUri('image/png', png(1, 1)) };
 
 function opts(http: HttpPort, objects: EngineObjects, over: Partial<EngineOptions> = {}): EngineOptions {
-  return { http, timeoutMs: 5000, assets: { photo: photoView }, assetRefs: { photo: photoRef }, objects, ...over };
+  return { http, timeoutMs: 60_000, assets: { photo: photoView }, assetRefs: { photo: photoRef }, objects, ...over };
 }
 
 const noHttp: HttpPort = async () => {
@@ -213,7 +213,7 @@ describe('http nodes and assets', () => {
       n: { type: 'transform', inputs: ['call'], expression: 'call.n' },
       out: { type: 'output', from: 'n' },
     });
-    const { result } = await runPipelineTraced(def, {}, { http, timeoutMs: 5000 });
+    const { result } = await runPipelineTraced(def, {}, { http, timeoutMs: 60_000 });
     expect(result).toEqual({ status: 'completed', outputs: { out: 1 } });
     expect(seen[0]?.maxBinaryResponseBytes).toBeUndefined();
   });

@@ -29,6 +29,7 @@ import { SHAPES } from '../../../functions/core/shapes';
 import { GATEWAY_RESPONSES } from '../../../lib/gateway-responses';
 import type { Contract } from '../../../functions/core/types';
 import { thrown } from '../../support/thrown';
+import { ROUTES } from '../../../lib/routes';
 
 type Props = { properties: Record<string, Record<string, unknown>> };
 const props = (name: keyof typeof SCHEMAS) => (SCHEMAS[name] as Props).properties;
@@ -164,7 +165,7 @@ const contract: Contract = {
 function documented(name: string): ValidateFunction {
   const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: false });
   addFormats(ajv);
-  ajv.addSchema({ ...serviceOpenApi(), $id: 'urn:pipegate:doc' });
+  ajv.addSchema({ ...serviceOpenApi(ROUTES), $id: 'urn:pipegate:doc' });
   const validate = ajv.getSchema(`urn:pipegate:doc#/components/schemas/${name}`);
   if (validate === undefined) throw new Error(`no component ${name}`);
   return validate;

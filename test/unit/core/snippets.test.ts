@@ -7,6 +7,7 @@
 import { execFileSync } from 'node:child_process';
 import { deploymentOpenApi } from '../../../functions/core/openapi';
 import { deploymentSnippets, shellQuote } from '../../../functions/core/snippets';
+import { CALLER_ROUTES } from '../../../lib/routes';
 
 const ID = '0b0c1e4e-7d3c-4a57-9a51-0d7b8a2f6c11';
 const BASE = 'https://abc123.execute-api.eu-west-1.amazonaws.com/api';
@@ -26,6 +27,7 @@ const doc = deploymentOpenApi(
     outputs: [{ id: 'message', visible: true }],
   },
   BASE,
+  CALLER_ROUTES,
 );
 const BODY = {
   workflow_input: {
@@ -121,6 +123,7 @@ describe('deploymentSnippets', () => {
         outputs: [{ id: 'out', visible: true }],
       },
       BASE,
+      CALLER_ROUTES,
     );
 
     // Act

@@ -13,6 +13,7 @@ import { validateDefinition } from '../../../functions/core/pipeline';
 import { deploymentOpenApi, type DeploymentDocumentSource } from '../../../functions/core/openapi';
 import type { InputValueType } from '../../../functions/core/types';
 import { INPUT_VALUE_TYPES, isRawValue, matchesValueType, requestValueType } from '../../../functions/core/values';
+import { CALLER_ROUTES } from '../../../lib/routes';
 
 /** One visible input per type, its id the type's name. */
 const PUBLISHED: Record<InputValueType, unknown> = {
@@ -39,7 +40,7 @@ const DEPLOYMENT = {
  */
 function documented(): ValidateFunction {
   const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: false });
-  ajv.addSchema({ ...deploymentOpenApi(DEPLOYMENT, 'https://x.example/api'), $id: 'urn:pipegate:deployment' });
+  ajv.addSchema({ ...deploymentOpenApi(DEPLOYMENT, 'https://x.example/api', CALLER_ROUTES), $id: 'urn:pipegate:deployment' });
   const validate = ajv.getSchema('urn:pipegate:deployment#/components/schemas/DeploymentExecutionRequest');
   if (validate === undefined) throw new Error('no DeploymentExecutionRequest');
   return validate;
@@ -167,7 +168,9 @@ describe("an input value type's schema is the parser's check and the document's 
 
   it("a definition's or run's value check (matchesValueType) takes what the document's value schema takes", () => {
     const ajv = new Ajv2020({ strict: false, validateFormats: false });
-    const doc = deploymentOpenApi(DEPLOYMENT, 'https://x.example/api') as unknown as { components: { schemas: Record<string, unknown> } };
+    const doc = deploymentOpenApi(DEPLOYMENT, 'https://x.example/api', CALLER_ROUTES) as unknown as {
+      components: { schemas: Record<string, unknown> };
+    };
     const valueOf = (t: InputValueType) =>
       ajv.compile(
         (

@@ -12,7 +12,7 @@ import { FORM_SCRIPT } from '../../../functions/core/form-page';
 it('the committed bundle is a fresh build of functions/browser (else run: npm run build:browser)', async () => {
   const fresh = await browserScriptsModule();
   expect(readFileSync(GENERATED, 'utf8') === fresh).toBe(true);
-}, 60_000);
+});
 
 it('the pages serve those scripts: self-contained, strict, with nothing left to import', () => {
   expect(FORM_SCRIPT).toBe(BROWSER_SCRIPTS.form);

@@ -5,7 +5,7 @@
 import { generateApiKey } from '../../../functions/core/api-key';
 import { KEY_REFUSALS } from '../../../functions/core/errors';
 import { authorize } from '../../../functions/services/auth.service';
-import { rotate } from '../../../functions/services/owner.service';
+import { rotate } from '../../../functions/services/keys.service';
 import { testDeps, type TestDeps } from '../../support/fakes';
 import { publishPipeline } from '../../support/published';
 import { memoryStores } from '../../support/memory-stores';

@@ -2,7 +2,7 @@
  * A deleted deployment's objects go with it: one bounded pass at the delete, never failing it.
  */
 import type { ObjectStorePort } from '../../../functions/core/ports';
-import { DELETE_REMOVES_AT_MOST, remove } from '../../../functions/services/owner.service';
+import { DELETE_REMOVES_AT_MOST, remove } from '../../../functions/services/deployment-delete.service';
 import { testDeps, type TestDeps } from '../../support/fakes';
 import { publishPipeline } from '../../support/published';
 import { memoryStores } from '../../support/memory-stores';

@@ -108,14 +108,14 @@ describe('duplicate callback messages', () => {
     // Prepare: m1 claimed attempt 0 and died before recording it.
     const s = await owed();
     const { d, id, clock } = s;
-    expect(await d.executions.claimDelivery(id, 0, 'm1', clock.ms + callbackClaimMs(d.config), clock.ms)).toBe(true);
+    expect(await d.deliveries.claimDelivery(id, 0, 'm1', clock.ms + callbackClaimMs(d.config), clock.ms)).toBe(true);
     s.answer.next = async () => 500;
     // Act: another message while the claim lives; then m1 back (its message returned to the queue).
     const other = await dispatch(s, 'm2');
     const back = await dispatch(s, 'm1');
     // Attempt 1: claimed by m3, which dies too; m4 while the claim lives, and after it has run out.
     clock.ms += 1_000;
-    expect(await d.executions.claimDelivery(id, 1, 'm3', clock.ms + 5_000, clock.ms)).toBe(true);
+    expect(await d.deliveries.claimDelivery(id, 1, 'm3', clock.ms + 5_000, clock.ms)).toBe(true);
     const whileHeld = await dispatch(s, 'm4');
     clock.ms += 5_001;
     s.answer.next = async () => 204;
@@ -131,8 +131,8 @@ describe('duplicate callback messages', () => {
     const { d, id, clock } = await owed();
     expect(await dispatchCallback(d, { execution_id: id }, () => 0, 'm1')).toBe('delivered');
     // Act / Assess
-    expect(await d.executions.claimDelivery(id, 0, 'm1', clock.ms + 1_000, clock.ms)).toBe(false);
-    expect(await d.executions.claimDelivery(id, 1, 'm2', clock.ms + 1_000, clock.ms)).toBe(false);
+    expect(await d.deliveries.claimDelivery(id, 0, 'm1', clock.ms + 1_000, clock.ms)).toBe(false);
+    expect(await d.deliveries.claimDelivery(id, 1, 'm2', clock.ms + 1_000, clock.ms)).toBe(false);
   });
 });
 
@@ -144,7 +144,7 @@ describe("a dead holder's claim and the sweeper", () => {
     const quietMs = d.config.sweepPendingAfterSeconds * 1000;
     const claimedAt = clock.ms;
     const sentBefore = d.queue.on('callbacks').length;
-    expect(await d.executions.claimDelivery(id, 0, 'm1', claimedAt + callbackClaimMs(d.config), claimedAt)).toBe(true);
+    expect(await d.deliveries.claimDelivery(id, 0, 'm1', claimedAt + callbackClaimMs(d.config), claimedAt)).toBe(true);
     // Act: a pass within the quiet period; then the first pass past it, and its message.
     clock.ms = claimedAt + quietMs - 1;
     const early = await sweepOnce(d);
@@ -168,7 +168,7 @@ describe("a dead holder's claim and the sweeper", () => {
     const { d, id, clock } = s;
     const quietMs = d.config.sweepPendingAfterSeconds * 1000;
     clock.ms += quietMs + 1;
-    expect(await d.executions.claimDelivery(id, 0, 'm1', clock.ms + callbackClaimMs(d.config), clock.ms)).toBe(true);
+    expect(await d.deliveries.claimDelivery(id, 0, 'm1', clock.ms + callbackClaimMs(d.config), clock.ms)).toBe(true);
     // Act
     const first = await sweepOnce(d);
     const dropped = await dispatch(s, 'requeue-1');
@@ -185,7 +185,7 @@ describe("a dead holder's claim and the sweeper", () => {
     // Prepare
     const s = await owed();
     const { d, id, clock } = s;
-    expect(await d.executions.claimDelivery(id, 0, 'm1', clock.ms + callbackClaimMs(d.config), clock.ms)).toBe(true);
+    expect(await d.deliveries.claimDelivery(id, 0, 'm1', clock.ms + callbackClaimMs(d.config), clock.ms)).toBe(true);
     // Act
     const swept = await sweepOnce(d, { startup: true });
     const outcome = await dispatch(s, 'startup-message');

@@ -13,6 +13,7 @@ import { execute } from '../../../functions/services/caller.service';
 import { testDeps, type TestDeps } from '../../support/fakes';
 import { publishPipeline } from '../../support/published';
 import { memoryStores } from '../../support/memory-stores';
+import { HANG_MS } from '../../support/hang';
 
 const BASE = 'https://api.example';
 
@@ -67,12 +68,12 @@ describe('event stream service', () => {
     const { auth, id } = await submitted(d);
     const it = (await openEventStream(d, auth, id, { lastEventId: undefined, baseUrl: BASE, keepAliveMs: 60_000 }))[Symbol.asyncIterator]();
     expect(await it.next()).toMatchObject({ value: expect.stringMatching(/^retry: \d+\n\n$/) });
-    expect(await nextOrIdle(it, 1000)).toMatch(/event: status\ndata: \{"status":"pending"/);
+    expect(await nextOrIdle(it, HANG_MS)).toMatch(/event: status\ndata: \{"status":"pending"/);
     expect(await nextOrIdle(it, 100)).toBe('idle');
     // Act: the run moves on.
     await markRunning(d, id);
     // Assess
-    expect(await nextOrIdle(it, 1000)).toMatch(/"status":"running"/);
+    expect(await nextOrIdle(it, HANG_MS)).toMatch(/"status":"running"/);
     const e = await d.executions.get(id, new Date(), true);
     if (!e) throw new Error('gone');
     await finishExecution(d, e, 'completed', { outputs: { message: 'hi' } });

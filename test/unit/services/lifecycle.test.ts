@@ -13,13 +13,15 @@ import {
   finishExecution,
   markRunning,
 } from '../../../functions/services/lifecycle.service';
-import { listRuns, publish, startRun } from '../../../functions/services/owner.service';
+import { listRuns, startRun } from '../../../functions/services/runs.service';
+import { publish } from '../../../functions/services/publish.service';
 import { push } from '../../../functions/services/push.service';
 import { taskFail, taskRun, taskStart } from '../../../functions/services/tasks.service';
 import { anExecution, testDeps, type TestDeps } from '../../support/fakes';
 import { publishPipeline } from '../../support/published';
 import { memoryStores } from '../../support/memory-stores';
 import { greeting } from '../../support/runtime';
+import { ROUTES } from '../../../lib/routes';
 
 const BASE = 'https://api.example';
 
@@ -238,7 +240,7 @@ describe('the services on in-memory stores', () => {
     const d = testDeps(memoryStores());
     const { deploymentId, auth } = await published(d);
     const documented = (
-      serviceOpenApi().components.parameters as Record<string, { schema: { minLength: number; maxLength: number; pattern: string } }>
+      serviceOpenApi(ROUTES).components.parameters as Record<string, { schema: { minLength: number; maxLength: number; pattern: string } }>
     ).IdempotencyKey?.schema;
     // Act
     const submitted = execute(d, auth, { deploymentId, body: '{}', contentType: 'application/json', idempotencyKey: key, baseUrl: BASE });

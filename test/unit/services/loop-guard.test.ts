@@ -64,7 +64,7 @@ describe('the loop guard at run time', () => {
       runPipeline(
         checked.definition,
         {},
-        { http, timeoutMs: 5000, secrets: new Map([['HOST', host]]), ownApiUrls: ownApiUrls({ apiUrl: API, publicUrl: undefined }) },
+        { http, timeoutMs: 60_000, secrets: new Map([['HOST', host]]), ownApiUrls: ownApiUrls({ apiUrl: API, publicUrl: undefined }) },
       );
 
     // Act

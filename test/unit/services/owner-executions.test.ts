@@ -18,7 +18,7 @@ import {
 } from '../../../functions/core/usage';
 import { execute } from '../../../functions/services/caller.service';
 import { dispatchCallback } from '../../../functions/services/dispatch.service';
-import { startRun } from '../../../functions/services/owner.service';
+import { startRun } from '../../../functions/services/runs.service';
 import { cancel, getExecution, listExecutions, redeliver, usage } from '../../../functions/services/owner-executions.service';
 import { push } from '../../../functions/services/push.service';
 import { taskRun, taskStart } from '../../../functions/services/tasks.service';
@@ -344,7 +344,7 @@ describe('the node trace', () => {
     const { result, trace } = await runPipelineTraced(
       def,
       {},
-      { http, timeoutMs: 5000, secrets: new Map([['TOKEN', 's3cr3t-value-!"\\']]) },
+      { http, timeoutMs: 60_000, secrets: new Map([['TOKEN', 's3cr3t-value-!"\\']]) },
     );
     // Assess
     expect(result).toMatchObject({ status: 'completed' });

@@ -33,7 +33,7 @@ describe('reads of a status poll', () => {
     // Prepare
     const { d, e, get, getHead } = await seeded();
     // Act: the execution finishes while the poll waits.
-    const polled = status(d, auth, e.execution_id, 'https://x', { seconds: 5, untilMs: Date.now() + 5_000 });
+    const polled = status(d, auth, e.execution_id, 'https://x', { seconds: 60, untilMs: Date.now() + 60_000 });
     await new Promise((r) => setTimeout(r, 20));
     await d.executions.transition(e.execution_id, 'running', { started_at: new Date().toISOString() });
     await d.executions.transition(e.execution_id, 'completed', { outputs: {}, completed_at: new Date().toISOString() });
@@ -59,7 +59,7 @@ describe('reads of a waiting result', () => {
     // Prepare
     const { d, e, get, getHead } = await seeded();
     // Act: woken twice, by a move to running and then by the completion.
-    const waited = result(d, auth, e.execution_id, { seconds: 5, untilMs: Date.now() + 5_000 });
+    const waited = result(d, auth, e.execution_id, { seconds: 60, untilMs: Date.now() + 60_000 });
     await new Promise((r) => setTimeout(r, 20));
     await d.executions.transition(e.execution_id, 'running', { started_at: new Date().toISOString() });
     d.completions.notify(e.execution_id);
