@@ -413,7 +413,8 @@ export class ExecutionsStore implements ExecutionsPort {
         new UpdateCommand({
           TableName: this.table,
           Key: keys.execution(id),
-          UpdateExpression: `SET progress = :p${waiting === undefined ? '' : ', waiting = :w'}`,
+          // A step's end (waiting given) starts the re-run count afresh (ports.ts recordProgress).
+          UpdateExpression: `SET progress = :p${waiting === undefined ? '' : ', waiting = :w REMOVE reruns'}`,
           ConditionExpression: 'attribute_exists(pk) AND #status = :running',
           ExpressionAttributeNames: { '#status': 'status' },
           ExpressionAttributeValues: { ':p': progress, ':running': 'running', ...(waiting === undefined ? {} : { ':w': waiting }) },
@@ -595,7 +596,7 @@ export class ExecutionsStore implements ExecutionsPort {
     return this.conditionalUpdate({
       TableName: this.table,
       Key: keys.execution(id),
-      UpdateExpression: 'SET reruns = :next, rerun_at = :at, started_at = :at, requeued_at = :at REMOVE run_by',
+      UpdateExpression: 'SET reruns = :next, rerun_at = :at, requeued_at = :at REMOVE run_by',
       ConditionExpression:
         seenReruns === 0 ? '#status = :running AND attribute_not_exists(reruns)' : '#status = :running AND reruns = :seen',
       ExpressionAttributeNames: { '#status': 'status' },
@@ -608,14 +609,14 @@ export class ExecutionsStore implements ExecutionsPort {
     });
   }
 
-  async claimRerun(id: string, runBy: string, at: string): Promise<boolean> {
+  async claimRerun(id: string, runBy: string): Promise<boolean> {
     return this.conditionalUpdate({
       TableName: this.table,
       Key: keys.execution(id),
-      UpdateExpression: 'SET run_by = :me, started_at = :at REMOVE rerun_at',
+      UpdateExpression: 'SET run_by = :me REMOVE rerun_at',
       ConditionExpression: '#status = :running AND attribute_exists(rerun_at)',
       ExpressionAttributeNames: { '#status': 'status' },
-      ExpressionAttributeValues: { ':me': runBy, ':at': at, ':running': 'running' },
+      ExpressionAttributeValues: { ':me': runBy, ':running': 'running' },
     });
   }
 
