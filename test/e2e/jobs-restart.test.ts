@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { PipelineDefinition } from '../../functions/core/types';
 import { isTerminalStatus } from '../../functions/core/transitions';
-import { startImageJobs, pngSize, renderJob, type ImageJobs } from '../support/image-jobs';
+import { startCallbackReceiver, startImageJobs, pngSize, renderJob, type ImageJobs } from '../support/image-jobs';
 import { spawnRuntime, type RuntimeProcess } from '../support/process';
 import { request, waitUntil, type Reply } from '../support/runtime';
 
@@ -23,6 +23,8 @@ const POLL_MS = 1000;
 let dataDir: string;
 let jobs: ImageJobs;
 let runtime: RuntimeProcess;
+/** Servers a test started, stopped after the file whether it passed or not. */
+const servers: { close(): Promise<void> }[] = [];
 
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'pipegate-jobs-restart-'));
@@ -33,6 +35,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await runtime?.stop();
   await jobs?.close();
+  await Promise.all(servers.map((s) => s.close()));
   rmSync(dataDir, { recursive: true, force: true });
 });
 
@@ -52,12 +55,15 @@ async function publish(id: string, def: PipelineDefinition) {
   );
   const pub = await owner('PUT', `/v1/pipelines/${id}/deployment`, {});
   expect(pub.status).toBe(201);
-  return { dep: pub.body.deployment_id as string, key: pub.body.api_key as string };
+  return { dep: pub.body.deployment_id as string, key: pub.body.api_key as string, secret: pub.body.signing_secret as string };
 }
 
-async function execute(p: { dep: string; key: string }, inputs: Record<string, string | number>) {
+async function execute(p: { dep: string; key: string }, inputs: Record<string, string | number>, callback?: string) {
   const workflow_input = Object.fromEntries(Object.entries(inputs).map(([k, value]) => [k, { value, value_type: 'RAW' }]));
-  const r = await caller(p.key, 'POST', `/v1/deployments/${p.dep}/executions/`, { workflow_input });
+  const r = await caller(p.key, 'POST', `/v1/deployments/${p.dep}/executions/`, {
+    workflow_input,
+    ...(callback === undefined ? {} : { callback }),
+  });
   expect(r.status).toBe(202);
   return r.body.execution_id as string;
 }
@@ -84,10 +90,12 @@ async function restart(): Promise<number> {
   return Date.now();
 }
 
-it('goes on polling a job after a kill -9: one submit, more polls after the restart, the picture the job made', async () => {
+it('goes on polling a job after a kill -9: one submit, more polls after the restart, the picture the job made, its callback', async () => {
   // Prepare
   const render = await publish('render-job', renderJob(jobs.url));
-  const id = await execute(render, { prompt: 'a lighthouse in a storm', seconds: 20, size: 24 });
+  const receiver = await startCallbackReceiver(render.secret);
+  servers.push(receiver);
+  const id = await execute(render, { prompt: 'a lighthouse in a storm', seconds: 20, size: 24 }, `${receiver.url}/storm`);
   const key = `${id}.render`;
   const before = await waitUntil(
     () => pollsOf(key),
@@ -103,6 +111,12 @@ it('goes on polling a job after a kill -9: one submit, more polls after the rest
   const bytes = Buffer.from(
     await (await fetch((result.response_data as Record<string, { value: string }>).picture?.value ?? '')).arrayBuffer(),
   );
+  const callbacks = await waitUntil(
+    () => receiver.received(),
+    (cs) => cs.length > 0,
+    60_000,
+    POLL_MS,
+  );
 
   // Assess
   expect(result).toMatchObject({ status: 'completed', error_message: null });
@@ -111,6 +125,8 @@ it('goes on polling a job after a kill -9: one submit, more polls after the rest
   expect(job?.status).toBe('succeeded');
   expect(pngSize(bytes)).toEqual({ width: 24, height: 24 });
   expect(createHash('sha256').update(bytes).digest('hex')).toBe(job?.output?.sha256);
+  expect(callbacks[0]).toMatchObject({ path: '/storm', status: 'completed', signature: 'valid' });
+  expect(JSON.parse(callbacks[0]?.body ?? '{}')).toMatchObject({ execution_id: id, picture_type: ['image/png'] });
 });
 
 it('lives through a kill -9 at every other poll of one job: still one submit and the right result', async () => {

@@ -8,7 +8,7 @@
  */
 import { createHash } from 'node:crypto';
 import { isTerminalStatus } from '../../functions/core/transitions';
-import { startImageJobs, pngSize, renderJob, type ImageJobs } from '../support/image-jobs';
+import { startCallbackReceiver, startImageJobs, pngSize, renderJob, type CallbackReceiver, type ImageJobs } from '../support/image-jobs';
 import { openSse } from '../support/sse';
 import { sleep, startE2eRuntime, waitUntil, type E2eRuntime, type Published } from '../support/runtime';
 
@@ -22,13 +22,17 @@ let jobs: ImageJobs;
 /** A second service that asks to be polled every second (Retry-After: 1). */
 let eager: ImageJobs;
 let render: Published;
+let receiver: CallbackReceiver;
 let long: { id: string; accepted: number };
 
 type Inputs = Record<string, string | number>;
 const workflowInput = (inputs: Inputs) => Object.fromEntries(Object.entries(inputs).map(([k, value]) => [k, { value, value_type: 'RAW' }]));
 
-async function submit(to: Published, inputs: Inputs): Promise<string> {
-  const r = await rt.caller('POST', `/v1/deployments/${to.deploymentId}/executions/`, to.apiKey, { workflow_input: workflowInput(inputs) });
+async function submit(to: Published, inputs: Inputs, callback?: string): Promise<string> {
+  const r = await rt.caller('POST', `/v1/deployments/${to.deploymentId}/executions/`, to.apiKey, {
+    workflow_input: workflowInput(inputs),
+    ...(callback === undefined ? {} : { callback }),
+  });
   if (r.status !== 202) throw new Error(`execution refused: ${r.status} ${r.text}`);
   return r.body.execution_id as string;
 }
@@ -54,17 +58,18 @@ beforeAll(async () => {
     env: { PIPEGATE_EXECUTION_TIMEOUT_MS: '20000', PIPEGATE_SWEEP_INTERVAL_SECONDS: '2', PIPEGATE_SWEEP_GRACE_SECONDS: '1' },
   });
   render = await rt.publishPipeline('render-job', renderJob(jobs.url));
+  receiver = await startCallbackReceiver(render.signingSecret);
   long = { id: await submit(render, { prompt: 'a slow sunrise', seconds: THREE_MINUTES_S, size: 48 }), accepted: Date.now() };
 }, 120_000);
 
 afterAll(async () => {
   await rt?.cleanup();
-  await Promise.all([jobs?.close(), eager?.close()]);
+  await Promise.all([jobs?.close(), eager?.close(), receiver?.close()]);
 });
 
-it('polls a job to its end: one submit keyed <execution>.render, waiting between polls, the PNG the service made as an asset', async () => {
+it('polls a job to its end: one submit keyed <execution>.render, waiting between polls, the PNG the service made as an asset, the signed callback', async () => {
   // Act
-  const id = await submit(render, { prompt: 'a red kite', seconds: 4, size: 40 });
+  const id = await submit(render, { prompt: 'a red kite', seconds: 4, size: 40 }, `${receiver.url}/render`);
   const key = `${id}.render`;
   // Submitted and polled once, not done yet: the execution runs, waiting for its next poll.
   const polledOnce = await waitUntil(
@@ -84,6 +89,13 @@ it('polls a job to its end: one submit keyed <execution>.render, waiting between
   const stream = await openSse(`${rt.url}/v1/deployments/executions/${id}/events`, { 'x-api-key': render.apiKey });
   await stream.ended;
   const renderStates = stream.events.filter((e) => e.event === 'node' && e.data.node_id === 'render').map((e) => e.data.state);
+  const callbacks = await waitUntil(
+    async () => (await receiver.received()).filter((c) => c.body.includes(id)),
+    (cs) => cs.length > 0,
+    60_000,
+  );
+  const calledLink = (JSON.parse(callbacks[0]?.body ?? '{}') as { picture?: string[] }).picture?.[0] ?? '';
+  const called = Buffer.from(await (await fetch(calledLink)).arrayBuffer());
 
   // Assess
   expect(polledOnce.job?.status).toMatch(/^(queued|running)$/);
@@ -98,6 +110,13 @@ it('polls a job to its end: one submit keyed <execution>.render, waiting between
   expect(renderStates[0]).toBe('started');
   expect(renderStates).toContain('waiting');
   expect(renderStates.at(-1)).toBe('finished');
+  expect(callbacks[0]).toMatchObject({ path: '/render', status: 'completed', signature: 'valid' });
+  expect(JSON.parse(callbacks[0]?.body ?? '{}')).toEqual({
+    execution_id: id,
+    picture: [expect.stringContaining('/v1/assets/')],
+    picture_type: ['image/png'],
+  });
+  expect(createHash('sha256').update(called).digest('hex')).toBe(job?.output?.sha256);
 });
 
 it("fails the execution with the job's own words for the owner, and a safe reason for the caller", async () => {

@@ -1,7 +1,8 @@
 /**
- * The example image job service (examples/servers/image-jobs.mjs) as the suites about jobs use
- * it: started as a newcomer starts it (`node examples/servers/image-jobs.mjs`, its own process,
- * so it outlives a kill -9 of pipegate), on a free port, with its counters read over HTTP.
+ * The example image job service (examples/servers/image-jobs.mjs) and callback receiver
+ * (callback-receiver.mjs) as the suites about jobs use them: started as a newcomer starts them
+ * (`node examples/servers/<file>`, processes of their own, so they outlive a kill -9 of
+ * pipegate), on free ports, with what they counted read over HTTP.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -43,8 +44,15 @@ export interface ImageJobs {
   close(): Promise<void>;
 }
 
-export async function startImageJobs(env: Record<string, string> = {}): Promise<ImageJobs> {
-  const child: ChildProcess = spawn(process.execPath, [join(ROOT, 'examples', 'servers', 'image-jobs.mjs')], {
+interface ExampleServer {
+  url: string;
+  log(): string;
+  close(): Promise<void>;
+}
+
+/** examples/servers/<file> as `node` runs it, on a free port; resolves once it prints its URL. */
+async function startExampleServer(file: string, env: Record<string, string>): Promise<ExampleServer> {
+  const child: ChildProcess = spawn(process.execPath, [join(ROOT, 'examples', 'servers', file)], {
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -53,27 +61,61 @@ export async function startImageJobs(env: Record<string, string> = {}): Promise<
   child.stderr?.on('data', (c: Buffer) => (log += c.toString()));
   const url = await waitUntil(
     async () => {
-      if (child.exitCode !== null) throw new Error(`the image job service exited:\n${log}`);
+      if (child.exitCode !== null) throw new Error(`examples/servers/${file} exited:\n${log}`);
       return /listening on (http:\/\/\S+)/.exec(log)?.[1] ?? '';
     },
     (u) => u !== '',
     30_000,
   );
-  const get = async <T>(path: string): Promise<T> => (await (await fetch(`${url}${path}`)).json()) as T;
-  const jobs = async (key?: string) =>
-    (await get<{ jobs: JobView[] }>(`/v1/jobs${key === undefined ? '' : `?idempotency_key=${encodeURIComponent(key)}`}`)).jobs;
   return {
     url,
     log: () => log,
-    stats: () => get<JobStats>('/v1/stats'),
-    jobs: () => jobs(),
-    jobOf: async (key) => (await jobs(key))[0],
     async close() {
       if (child.exitCode !== null) return;
       const exited = new Promise((r) => child.once('exit', r));
       child.kill('SIGTERM');
       await exited;
     },
+  };
+}
+
+export async function startImageJobs(env: Record<string, string> = {}): Promise<ImageJobs> {
+  const { url, log, close } = await startExampleServer('image-jobs.mjs', env);
+  const get = async <T>(path: string): Promise<T> => (await (await fetch(`${url}${path}`)).json()) as T;
+  const jobs = async (key?: string) =>
+    (await get<{ jobs: JobView[] }>(`/v1/jobs${key === undefined ? '' : `?idempotency_key=${encodeURIComponent(key)}`}`)).jobs;
+  return {
+    url,
+    log,
+    stats: () => get<JobStats>('/v1/stats'),
+    jobs: () => jobs(),
+    jobOf: async (key) => (await jobs(key))[0],
+    close,
+  };
+}
+
+/** A callback as examples/servers/callback-receiver.mjs lists it (GET /received). */
+export interface ReceivedCallback {
+  path: string;
+  webhook_id: string | null;
+  status: string | null;
+  signature: 'valid' | 'invalid' | 'not checked';
+  body: string;
+}
+
+export interface CallbackReceiver {
+  url: string;
+  received(): Promise<ReceivedCallback[]>;
+  close(): Promise<void>;
+}
+
+/** The example callback receiver, checking signatures with `signingSecret`. */
+export async function startCallbackReceiver(signingSecret: string): Promise<CallbackReceiver> {
+  const server = await startExampleServer('callback-receiver.mjs', { PIPEGATE_SIGNING_SECRET: signingSecret });
+  return {
+    url: server.url,
+    received: async () => ((await (await fetch(`${server.url}/received`)).json()) as { callbacks: ReceivedCallback[] }).callbacks,
+    close: server.close,
   };
 }
 
