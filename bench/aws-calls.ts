@@ -4,7 +4,8 @@
  */
 import { POLL_BACKOFF_MS } from '../functions/adapters/completions';
 import { awsCalls, cloneCounts, diffCounts, dynamoReads, dynamoWrites, meanCounts, type Counts } from './instrument';
-import { ASSUMPTIONS, MEDIA, PRICES, type MediaScenario } from './prices';
+import { ASSUMPTIONS, BILL_VOLUMES, MEDIA, PRICES, type MediaScenario } from './prices';
+import { DEFAULT_RESULT_RETENTION_DAYS } from '../lib/config';
 
 export interface CountHooks {
   counts: Counts;
@@ -371,17 +372,57 @@ export function mediaObjectCost(m: Readonly<MediaScenario> = MEDIA): CostLine[] 
   ];
 }
 
+/** A month, as the bill counts it. */
+export const MONTH_SECONDS = 30 * 24 * 3600;
+
+/**
+ * The share of a source's requests X-Ray's default sampling rule records: the first each
+ * second, then 5 % of the rest. A source at 0.4 a second (a million a month) is all recorded; at
+ * 40 a second (a hundred million), 7.4 %.
+ */
+export function xraySampledShareAt(perSecond: number): number {
+  if (perSecond <= 0) return 0;
+  return (Math.min(perSecond, 1) + ASSUMPTIONS.xraySampledShare * Math.max(0, perSecond - 1)) / perSecond;
+}
+
+/**
+ * Traces per execution, and how many of them X-Ray records. Each source that starts a trace
+ * samples on its own: API Gateway (each caller request, through its Lambdas), Lambda for the
+ * runner invoked by the SQS poller (no trace to continue), Step Functions (each execution, with
+ * its tasks). With `monthlyExecutions`, each at its own rate under the default rule (one a
+ * second, then 5 %), traffic spread evenly over the month; without, `sampledShare` of them.
+ */
+export function xrayTraces(
+  c: CostInput,
+  opts: { monthlyExecutions?: number; sampledShare?: number },
+): { traces: number; recorded: number } {
+  const sources = [c.apiRequests + (c.polls ?? 0), 1 / c.batch, c.whole.sfnStart];
+  const traces = sources.reduce((a, b) => a + b, 0);
+  if (opts.monthlyExecutions === undefined) return { traces, recorded: traces * (opts.sampledShare ?? ASSUMPTIONS.xraySampledShare) };
+  const perSecond = opts.monthlyExecutions / MONTH_SECONDS;
+  return { traces, recorded: sources.reduce((n, perExecution) => n + perExecution * xraySampledShareAt(perExecution * perSecond), 0) };
+}
+
 /**
  * What the stack turns on beside the request path, per million executions: CloudWatch Logs
- * (Lambda's lines, the access log, the state machine's events at `logLevel`), X-Ray's sampled
- * traces, the wait bound's counters for a waiting caller, and the web ACL's per-request
- * charge when the payload guard is on (its fixed monthly
- * charge is `fixedMonthlyDollars`, not a per-execution figure). The owner secrets' KMS key
- * is priced apart (ownerSecretsKmsCost): a trivial pipeline names no secret and makes no KMS call.
+ * (Lambda's lines, the access log, the state machine's events at `logLevel`), X-Ray's recorded
+ * traces (at a monthly volume's own sampling when given), the web ACL's per-request charge when
+ * the payload guard is on, the execution record's storage and backups, the answers' transfer
+ * out, and, when the deploy reserves concurrency (`waitBound`), the wait bound's counters for a
+ * waiting caller. Fixed monthly charges are `fixedMonthlyCosts`. The owner secrets' KMS key is
+ * priced apart (ownerSecretsKmsCost): a trivial pipeline names no secret and makes no KMS call.
  */
 export function operationsCost(
   c: CostInput,
-  opts: { logLevel: 'ERROR' | 'ALL'; waf: boolean; sampledShare?: number; lambdaSystemLogLevel?: 'WARN' | 'INFO' },
+  opts: {
+    logLevel: 'ERROR' | 'ALL';
+    waf: boolean;
+    sampledShare?: number;
+    monthlyExecutions?: number;
+    lambdaSystemLogLevel?: 'WARN' | 'INFO';
+    /** The wait bound's counters (only with `reservedConcurrency`; default true, the model's earlier pricing). */
+    waitBound?: boolean;
+  },
 ): CostLine[] {
   const M = 1_000_000;
   const b = ASSUMPTIONS.logBytes;
@@ -392,8 +433,7 @@ export function operationsCost(
   const platform = (opts.lambdaSystemLogLevel ?? 'WARN') === 'INFO' ? b.lambdaPlatform : 0;
   const lambdaBytes = platform + b.lambdaOwn;
   const bytes = invocations * lambdaBytes + requests * b.accessLog + machineEvents * b.stateMachineEvent;
-  const share = opts.sampledShare ?? ASSUMPTIONS.xraySampledShare;
-  const traces = requests + 1 / c.batch + c.whole.sfnStart;
+  const { traces, recorded } = xrayTraces(c, opts);
   const lines: CostLine[] = [
     {
       item: 'CloudWatch Logs',
@@ -402,15 +442,31 @@ export function operationsCost(
     },
     {
       item: 'X-Ray',
-      perExecution: `${round(traces)} traces × ${share * 100} % sampled`,
-      dollars: traces * share * PRICES.xrayPerMillionTracesRecorded,
+      perExecution: `${round(traces)} traces, ${round((recorded / traces) * 100, 1)} % recorded${opts.monthlyExecutions === undefined ? '' : ' (the default rule at this volume)'}`,
+      dollars: recorded * PRICES.xrayPerMillionTracesRecorded,
     },
   ];
   if (opts.waf)
     lines.push({ item: 'WAF', perExecution: `${round(requests)} request(s) inspected`, dollars: requests * PRICES.wafPerMillionRequests });
-  // On AWS each granted wait takes a slot of the wait bound and gives it back: two ADDs of
-  // 1 WRU the local runtime (unbounded) never makes, so the counts above lack them.
-  if (c.whole.waits > 0)
+  if (opts.monthlyExecutions !== undefined) {
+    const months = (DEFAULT_RESULT_RETENTION_DAYS + ASSUMPTIONS.recordTtlLagDays) / 30;
+    const gbMonths = (ASSUMPTIONS.executionRecordBytes / 1e9) * months;
+    lines.push(
+      {
+        item: 'DynamoDB storage and backups',
+        perExecution: `${round(ASSUMPTIONS.executionRecordBytes / 1000, 1)} KB kept ${DEFAULT_RESULT_RETENTION_DAYS + ASSUMPTIONS.recordTtlLagDays} days, with point-in-time recovery`,
+        dollars: gbMonths * (PRICES.dynamoStoragePerGbMonth + PRICES.dynamoPitrPerGbMonth) * M,
+      },
+      {
+        item: 'Transfer out (answers)',
+        perExecution: `${round(requests)} answer(s) × ${ASSUMPTIONS.answerBytes} B`,
+        dollars: ((requests * ASSUMPTIONS.answerBytes) / GB) * PRICES.transferOutPerGb * M,
+      },
+    );
+  }
+  // With a reservation, each granted wait takes a slot of the wait bound and gives it back: two
+  // ADDs of 1 WRU the local runtime (unbounded) never makes, so the counts above lack them.
+  if (c.whole.waits > 0 && opts.waitBound !== false)
     lines.push({
       item: 'Wait bound',
       perExecution: `${round(2 * c.whole.waits)} WRU: a slot taken and given back`,
@@ -419,8 +475,74 @@ export function operationsCost(
   return lines;
 }
 
-/** The web ACL's fixed charge a month (with `payloadGuard`, the default). */
-export const fixedMonthlyDollars = (): number => PRICES.wafPerWebAclMonth + ASSUMPTIONS.wafRules * PRICES.wafPerRuleMonth;
+/** A charge by the month, whatever the volume. */
+export interface FixedCost {
+  item: string;
+  perMonth: string;
+  dollars: number;
+}
+
+/**
+ * What a deployment costs a month before its first execution, at the defaults: the web ACL and
+ * its rules (`payloadGuard`), the owner secrets' KMS key, the two secrets, the alarms, the SQS
+ * pollers' empty receives, and the sweeper's passes (with their X-Ray traces: one a minute is
+ * recorded whole under the default rule).
+ */
+export function fixedMonthlyCosts(opts: { waf: boolean } = { waf: true }): FixedCost[] {
+  const s = ASSUMPTIONS;
+  const sweeperGbSeconds = s.sweeperPassesPerMonth * (s.sweeperPassMs / 1000) * (s.lambdaMemoryMb / 1024);
+  const lines: FixedCost[] = [];
+  if (opts.waf)
+    lines.push({
+      item: 'WAF web ACL and rules',
+      perMonth: `1 web ACL, ${s.wafRules} rules`,
+      dollars: PRICES.wafPerWebAclMonth + s.wafRules * PRICES.wafPerRuleMonth,
+    });
+  lines.push(
+    { item: 'KMS key (owner secrets)', perMonth: '1 customer-managed key', dollars: PRICES.kmsPerKeyMonth },
+    { item: 'Secrets Manager', perMonth: '2 secrets (key material, pepper)', dollars: 2 * PRICES.secretsManagerPerSecretMonth },
+    { item: 'CloudWatch alarms', perMonth: `${s.alarms} alarms`, dollars: s.alarms * PRICES.cloudwatchAlarmPerMonth },
+    {
+      item: 'SQS pollers',
+      perMonth: `${s.polledQueues} queues × ${Math.round(s.pollerReceivesPerQueueMonth / 1000)}k empty receives`,
+      dollars: (s.polledQueues * s.pollerReceivesPerQueueMonth * PRICES.sqsPerMillionRequests) / 1e6,
+    },
+    {
+      item: 'Sweeper',
+      perMonth: `${Math.round(s.sweeperPassesPerMonth / 1000)}k passes: invocations, ${s.sweeperPassMs} ms at ${s.lambdaMemoryMb} MB, ${s.sweeperQueries} Queries, a trace each`,
+      dollars:
+        (s.sweeperPassesPerMonth * PRICES.lambdaPerMillionRequests) / 1e6 +
+        sweeperGbSeconds * PRICES.lambdaArmPerGbSecond +
+        (s.sweeperPassesPerMonth * s.sweeperQueries * 0.5 * PRICES.dynamoPerMillionReadUnits) / 1e6 +
+        (s.sweeperPassesPerMonth * PRICES.xrayPerMillionTracesRecorded) / 1e6,
+    },
+  );
+  return lines;
+}
+
+/** The web ACL's fixed charge a month and the rest: fixedMonthlyCosts in all. */
+export const fixedMonthlyDollars = (opts: { waf: boolean } = { waf: true }): number =>
+  fixedMonthlyCosts(opts).reduce((n, l) => n + l.dollars, 0);
+
+/** One month of a deployment at `monthlyExecutions` executions like `c`: what it costs, and per million. */
+export interface MonthlyBill {
+  monthlyExecutions: number;
+  /** Per million executions, at this volume's sampling. */
+  variable: CostLine[];
+  fixed: FixedCost[];
+  /** Dollars for the month: the variable lines at this volume and the fixed ones. */
+  month: number;
+  /** `month` per million executions. */
+  perMillion: number;
+}
+
+/** The bill at a monthly volume, as the stack deploys by default (nothing reserved, so no wait bound). */
+export function monthlyBill(c: CostInput, monthlyExecutions: number, opts: { waf: boolean } = { waf: true }): MonthlyBill {
+  const variable = [...costPerMillion(c), ...operationsCost(c, { logLevel: 'ERROR', waf: opts.waf, monthlyExecutions, waitBound: false })];
+  const fixed = fixedMonthlyCosts(opts);
+  const month = (totalDollars(variable) * monthlyExecutions) / 1e6 + fixed.reduce((n, l) => n + l.dollars, 0);
+  return { monthlyExecutions, variable, fixed, month, perMillion: (month / monthlyExecutions) * 1e6 };
+}
 
 /**
  * A second of pipeline time per execution, per million executions: task-run's Lambda duration
@@ -471,36 +593,81 @@ export function withConsumerKey(c: CostInput): CostInput {
   return { ...c, whole };
 }
 
+/** What giving something up takes off a month's bill, per million executions at its volume. */
+export interface GoalLever {
+  lever: string;
+  /** Dollars per million it gives back at this volume. */
+  saves: number;
+  /** Per million at this volume with it and every lever before it taken. */
+  then: number;
+}
+
+/**
+ * Toward ≤ $12 per million, at a bill's volume: each lever the model can price, largest kind
+ * first, what it gives back and where the bill then stands with it and those before it.
+ */
+export function goalLevers(c: CostInput, bill: MonthlyBill): GoalLever[] {
+  const M = 1_000_000;
+  const line = (item: string) => bill.variable.find((l) => l.item === item)?.dollars ?? 0;
+  const fixedWaf = bill.fixed.find((f) => f.item === 'WAF web ACL and rules')?.dollars ?? 0;
+  const gb = ASSUMPTIONS.lambdaMemoryMb / 1024;
+  const levers: [string, number][] = [
+    ['X-Ray off (tracing is on in every function, the stage and the state machine; no setting yet)', line('X-Ray')],
+    ['`payloadGuard=false` (no web ACL: no 413 before Lambda, no rate-based rules)', line('WAF') + (fixedWaf / bill.monthlyExecutions) * M],
+    ['`PIPEGATE_TRACK_OPEN=false` (the sweeper no longer finds lost executions)', 2 * PRICES.dynamoPerMillionWriteUnits],
+    ["no owner's view of the live API (its executions index and usage counter; no setting)", 2 * PRICES.dynamoPerMillionWriteUnits],
+    [
+      'callers that do not hold a Lambda while they wait (a callback, or polls far apart)',
+      (c.waitSeconds ?? 0) * gb * PRICES.lambdaArmPerGbSecond * M + c.whole.waitWakes * PRICES.dynamoPerMillionReadUnits,
+    ],
+  ];
+  let then = bill.perMillion;
+  return levers.map(([lever, saves]) => {
+    then -= saves;
+    return { lever, saves, then };
+  });
+}
+
 /**
  * The README's headline: a waiting caller of the trivial pipeline, from the inputs the last
- * `npm run bench` measured (bench/reference-wait.json), priced with everything the stack
- * turns on at its defaults.
+ * `npm run bench` measured (bench/reference-wait.json), billed by the month at 10 k, 1 M and
+ * 100 M executions with everything the stack turns on at its defaults (nothing reserved, so no
+ * wait bound), X-Ray at the sampling its default rule gives at each volume, fixed costs included.
  */
 export function allInHeadline(input: CostInput): {
   requestPath: number;
-  operations: CostLine[];
-  allIn: number;
+  bills: MonthlyBill[];
+  /** The bill at 1 M a month, the README's headline. */
+  million: MonthlyBill;
+  fixed: number;
   logsAll: number;
   lambdaLinesInfo: number;
   pipelineSecond: number;
   consumerKey: number;
+  /** What `-c reservedConcurrency` adds per waiting execution: the wait bound's counters. */
+  waitBound: number;
+  levers: GoalLever[][];
 } {
-  const allInOf = (c: CostInput): number =>
-    totalDollars(costPerMillion(c)) + totalDollars(operationsCost(c, { logLevel: 'ERROR', waf: true }));
   const requestPath = totalDollars(costPerMillion(input));
-  const operations = operationsCost(input, { logLevel: 'ERROR', waf: true });
-  const withAll = operationsCost(input, { logLevel: 'ALL', waf: true });
+  const bills = BILL_VOLUMES.map((v) => monthlyBill(input, v));
+  const million = bills.find((b) => b.monthlyExecutions === 1_000_000) as MonthlyBill;
+  const operations = operationsCost(input, { logLevel: 'ERROR', waf: true, waitBound: false });
+  const withAll = operationsCost(input, { logLevel: 'ALL', waf: true, waitBound: false });
   return {
     requestPath,
-    operations,
-    allIn: allInOf(input),
+    bills,
+    million,
+    fixed: fixedMonthlyDollars(),
     logsAll: totalDollars(withAll) - totalDollars(operations),
     /** What `lambdaSystemLogLevel=INFO` (Lambda's START, END and REPORT lines) adds. */
     lambdaLinesInfo:
-      totalDollars(operationsCost(input, { logLevel: 'ERROR', waf: true, lambdaSystemLogLevel: 'INFO' })) - totalDollars(operations),
+      totalDollars(operationsCost(input, { logLevel: 'ERROR', waf: true, lambdaSystemLogLevel: 'INFO', waitBound: false })) -
+      totalDollars(operations),
     pipelineSecond: totalDollars(pipelineSecondCost()),
-    /** The same caller with a consumer key under a rate limit and a quota, all in. */
-    consumerKey: allInOf(withConsumerKey(input)),
+    /** The same caller with a consumer key under a rate limit and a quota, at 1 M a month. */
+    consumerKey: monthlyBill(withConsumerKey(input), 1_000_000).perMillion,
+    waitBound: totalDollars(operationsCost(input, { logLevel: 'ERROR', waf: true })) - totalDollars(operations),
+    levers: bills.map((b) => goalLevers(input, b)),
   };
 }
 
@@ -522,9 +689,8 @@ export const MCP_SESSION_CALLS = {
 
 /** An MCP client's cost per million, all in at the stack's defaults: one tools/call, and one session's handshake. */
 export function mcpCost(input: CostInput): { call: number; session: CostLine[]; sessionTotal: number } {
-  const allInOf = (c: CostInput): number =>
-    totalDollars(costPerMillion(c)) + totalDollars(operationsCost(c, { logLevel: 'ERROR', waf: true }));
-  const call = allInOf({ ...input, apiFunctions: ['authorizer', 'deployment-mcp'] });
+  // As the bill prices an execution: at 1 M calls a month, fixed charges included.
+  const call = monthlyBill({ ...input, apiFunctions: ['authorizer', 'deployment-mcp'] }, 1_000_000).perMillion;
   const M = 1_000_000;
   const { requests, functions, strongReads } = MCP_SESSION_CALLS;
   const gb = ASSUMPTIONS.lambdaMemoryMb / 1024;
@@ -556,8 +722,8 @@ export function mcpCost(input: CostInput): { call: number; session: CostLine[]; 
     },
     {
       item: 'X-Ray',
-      perExecution: `${requests} traces × ${ASSUMPTIONS.xraySampledShare * 100} % sampled`,
-      dollars: requests * ASSUMPTIONS.xraySampledShare * PRICES.xrayPerMillionTracesRecorded,
+      perExecution: `${requests} traces, all recorded at a million sessions a month (the default rule)`,
+      dollars: requests * xraySampledShareAt((requests * M) / MONTH_SECONDS) * PRICES.xrayPerMillionTracesRecorded,
     },
   ];
   return { call, session, sessionTotal: totalDollars(session) };
@@ -696,3 +862,39 @@ export const EVENT_STREAM_CALLS = {
 } as const satisfies Record<string, RouteCalls>;
 
 export type StreamReader = keyof typeof EVENT_STREAM_CALLS;
+
+/** Dollars as the docs write them: two decimals, thousands separated. */
+export const dollars = (x: number): string => `$${x.toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`;
+
+const volumeName = (v: number): string => (v >= 1e6 ? `${v / 1e6} M` : `${v / 1e3} k`);
+
+/**
+ * docs/aws.md's bill by the month and the levers toward the goal, as markdown tables, and the
+ * fixed charges as a sentence: rendered from the model, so the prose cannot drift from it.
+ */
+export function billText(h: ReturnType<typeof allInHeadline>): { bill: string; fixed: string; levers: string } {
+  const head = `| Per million executions | ${h.bills.map((b) => `${volumeName(b.monthlyExecutions)} a month`).join(' | ')} |`;
+  const rule = `|---|${h.bills.map(() => '---').join('|')}|`;
+  const items = h.bills[0]?.variable.map((l) => l.item) ?? [];
+  const row = (name: string, cell: (b: MonthlyBill) => string) => `| ${name} | ${h.bills.map(cell).join(' | ')} |`;
+  const bill = [
+    head,
+    rule,
+    ...items.map((item) => row(item, (b) => dollars(b.variable.find((l) => l.item === item)?.dollars ?? 0))),
+    row('**Per execution, in all**', (b) => `**${dollars(totalDollars(b.variable))}**`),
+    row('Fixed charges, spread', (b) => dollars((h.fixed / b.monthlyExecutions) * 1e6)),
+    row('**All in, per million**', (b) => `**${dollars(b.perMillion)}**`),
+    row('The month', (b) => dollars(b.month)),
+  ].join('\n');
+  const fixedLines = h.million.fixed.map((f) => `${f.item} ${dollars(f.dollars)} (${f.perMonth})`);
+  const fixed = fixedLines.join('; ');
+  const leverRows = (h.levers[0] ?? []).map(
+    (l, i) => `| ${l.lever} | ${h.levers.map((ls) => `${dollars(ls[i]?.saves ?? 0)} → ${dollars(ls[i]?.then ?? 0)}`).join(' | ')} |`,
+  );
+  const levers = [
+    `| Lever (each with those above it) | ${h.bills.map((b) => `${volumeName(b.monthlyExecutions)} a month: gives back → then`).join(' | ')} |`,
+    rule,
+    ...leverRows,
+  ].join('\n');
+  return { bill, fixed, levers };
+}

@@ -59,6 +59,14 @@ export const PRICES = {
   logsPerGbIngested: 0.5,
   /** https://aws.amazon.com/xray/pricing/ — traces recorded, per million (the first 100,000 a month free, left out). */
   xrayPerMillionTracesRecorded: 5,
+  /** https://aws.amazon.com/dynamodb/pricing/on-demand/ — table storage (Standard table class), per GB-month (the first 25 GB free, left out). */
+  dynamoStoragePerGbMonth: 0.25,
+  /** https://aws.amazon.com/dynamodb/pricing/on-demand/ — continuous backups (point-in-time recovery), per GB-month of table size. */
+  dynamoPitrPerGbMonth: 0.2,
+  /** https://aws.amazon.com/secrets-manager/pricing/ — per secret per month. */
+  secretsManagerPerSecretMonth: 0.4,
+  /** https://aws.amazon.com/cloudwatch/pricing/ — a standard-resolution alarm on one metric, per month. */
+  cloudwatchAlarmPerMonth: 0.1,
   /** https://aws.amazon.com/waf/pricing/ — per million requests inspected; $5 a month per web ACL and $1 per rule besides. */
   wafPerMillionRequests: 0.6,
   wafPerWebAclMonth: 5,
@@ -130,7 +138,37 @@ export const ASSUMPTIONS = {
    * About 235 capacity units in all, inside the 1,500 the per-request price covers.
    */
   wafRules: 5,
+  /**
+   * CloudWatch alarms the stacks create (test/stack/service-stack.test.ts counts them): the
+   * sweeper's errors, failed and timed-out executions, the API's 5xx, and each queue's
+   * dead-letter queue.
+   */
+  alarms: 6,
+  /**
+   * Empty receives a month of the Lambda pollers on each SQS event source when idle: five
+   * pollers, each a 20 s long poll, three a minute (AWS starts five per event source).
+   */
+  pollerReceivesPerQueueMonth: 5 * 3 * 60 * 24 * 30,
+  /** Queues with an event source (executions, callbacks). */
+  polledQueues: 2,
+  /** The sweeper: one pass a minute (lib/stacks/service-stack.ts), ≈ 100 ms at 256 MB, two Queries of ≤ 4 KB. */
+  sweeperPassesPerMonth: 60 * 24 * 30,
+  sweeperPassMs: 100,
+  sweeperQueries: 2,
+  /**
+   * An execution's record as stored (≈ 1.2 KB with its node trace: the write counts above
+   * assume ≤ 1 KB items, the trace can pass it), kept for the result retention (7 days) and
+   * until DynamoDB's lazy TTL deletes it (assumed 2 days more), in the table and its
+   * point-in-time backups.
+   */
+  executionRecordBytes: 1200,
+  recordTtlLagDays: 2,
+  /** Bytes out to the internet per answer of an API request (status line, headers, a small JSON body). */
+  answerBytes: 600,
 } as const;
+
+/** Monthly volumes the bill is given at (docs/aws.md, the README's headline). */
+export const BILL_VOLUMES = [10_000, 1_000_000, 100_000_000] as const;
 
 export const TARGET_DOLLARS_PER_MILLION = 10;
 /** The goal for a waiting caller of a trivial pipeline, everything the stack turns on included. */

@@ -17,6 +17,8 @@
  * `npm run bench -- --only events` many readers of one execution's event stream (bench/events.ts);
  * `npm run bench -- --only consumers` what a consumer key with limits adds (bench/consumers.ts);
  * `npm run bench -- --only bundles` the Lambda bundles alone (sizes, cold inits, what each holds);
+ * `npm run bench -- --only uploads` a 100 MiB upload PUT, checked and executed, against the
+ * runtime's resident memory (bench/upload-memory.ts; about two minutes);
  * `npm run bench -- --only cli` the CLI's start, bare and through npx (bench/cli-start.ts; a minute);
  * `npm run bench -- --only synth` a cold synth, one with every bundle cached, and a cached one
  * (bench/synth.ts; one to several minutes);
@@ -24,6 +26,7 @@
  * minutes: a synthesis per deployment, then each rate's load and drain).
  */
 import { measureConsumers } from './consumers';
+import { measureUploadMemory, uploadMemoryRows } from './upload-memory';
 import { cliStartRows, measureCliStart } from './cli-start';
 import { measureSynth, synthRows } from './synth';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -38,6 +41,8 @@ import {
   lambdaInvocations,
   mediaObjectCost,
   operationsCost,
+  monthlyBill,
+  fixedMonthlyDollars,
   ownerUploadCost,
   successPath,
   totalDollars,
@@ -324,12 +329,15 @@ function callerRows(r: Results): Row[] {
       '',
     ]);
     const atTInput = callerCost(atT, path).input;
-    const ops = operationsCost(atTInput, { logLevel: 'ERROR', waf: true });
-    const allIn = totalDollars(costT) + totalDollars(ops);
+    // The bill at 1 M a month (docs/aws.md): X-Ray at its default rule's sampling there, the
+    // deploy's defaults (no wait bound), the fixed charges spread over the month's executions.
+    const bill = monthlyBill(atTInput, 1_000_000);
+    const ops = operationsCost(atTInput, { logLevel: 'ERROR', waf: true, monthlyExecutions: 1_000_000, waitBound: false });
+    const allIn = bill.perMillion;
     rows.push([
-      `  all in (logs at ERROR, X-Ray sampled, WAF)`,
+      `  all in at 1 M a month (fixed charges included)`,
       `$${allIn.toFixed(2)}`,
-      ops.map((l) => `${l.item} $${l.dollars.toFixed(2)}`).join(', '),
+      [...ops.map((l) => `${l.item} $${l.dollars.toFixed(2)}`), `fixed $${fixedMonthlyDollars().toFixed(2)} a month`].join(', '),
       '',
       f.shape === 'wait' ? `≤ $${ALL_IN_TARGET_DOLLARS}` : '',
       f.shape === 'wait' ? verdict(allIn, 'max', ALL_IN_TARGET_DOLLARS) : '',
@@ -551,12 +559,21 @@ async function main(): Promise<void> {
   const started = performance.now();
   mkdirSync(RESULTS, { recursive: true });
   const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined;
-  const ONLY = ['retained', 'media', 'scale', 'events', 'consumers', 'bundles', 'cli', 'synth'];
+  const ONLY = ['retained', 'media', 'scale', 'events', 'consumers', 'bundles', 'cli', 'synth', 'uploads'];
   if (only !== undefined && !ONLY.includes(only))
     throw new Error(`--only takes ${ONLY.map((o) => JSON.stringify(o)).join(', ')}, not ${JSON.stringify(only)}`);
   if (only === 'consumers') {
     const m = machine();
     console.log(textTable(['what', 'latency (local runtime, one at a time)', 'cost'], await measureConsumers(log)));
+    console.log(
+      `\n${m.nproc} cores · ${m.cpuModel} · ${m.memoryGiB} GiB · Node ${m.node} · ${m.platform} · ${((performance.now() - started) / 1000).toFixed(0)} s`,
+    );
+    return;
+  }
+  if (only === 'uploads') {
+    const m = machine();
+    const [header, rows] = uploadMemoryRows(await measureUploadMemory(log));
+    console.log(textTable(header, rows));
     console.log(
       `\n${m.nproc} cores · ${m.cpuModel} · ${m.memoryGiB} GiB · Node ${m.node} · ${m.platform} · ${((performance.now() - started) / 1000).toFixed(0)} s`,
     );

@@ -13,9 +13,11 @@
  *   BENCH_SCALE_RATES      executions/s offered here, comma-separated (default: 1,2 for
  *                          `default`, 5,10,20 for `sized`)
  *   BENCH_SCALE_SECONDS    length of each rate's load (default 20)
- *   BENCH_SCALE_DEPLOYMENTS  which templates: `default` (the settings' defaults), `sized` (a
- *                          deployment sized for 2,000/s: throttleRateLimit 3000, burst 3000,
- *                          accountConcurrency 5000, the per-address rate rule lifted) or both
+ *   BENCH_SCALE_DEPLOYMENTS  which templates: `default` (the settings' defaults: nothing
+ *                          reserved, every function in an account of 1,000), `sized` (a
+ *                          deployment sized for 2,000/s in an account of 5,000 given over to
+ *                          it: throttleRateLimit 3000, burst 3000, reservedConcurrency 4900,
+ *                          maxAccountShare 100, the per-address rate rule lifted) or both
  *                          (default both)
  *
  * The same as options, which win over the variables, so one command re-runs a figure:
@@ -36,7 +38,7 @@ export interface Deployment {
   name: string;
   /** CDK context the stack is synthesized with. */
   context: Record<string, string>;
-  /** The account's Lambda concurrency the model assumes (what the deployment's accountConcurrency says). */
+  /** The emulated account's Lambda concurrency quota (the deployment's reservedConcurrency must fit it). */
   accountConcurrency: number;
   /** Executions/s offered here, unless BENCH_SCALE_RATES says. */
   rates: number[];
@@ -54,7 +56,13 @@ export const DEPLOYMENTS: readonly Deployment[] = [
   { name: 'default', context: {}, accountConcurrency: 1000, rates: [1, 2] },
   {
     name: 'sized',
-    context: { throttleRateLimit: '3000', throttleBurstLimit: '3000', accountConcurrency: '5000', ...ONE_ADDRESS_FOR_ALL },
+    context: {
+      throttleRateLimit: '3000',
+      throttleBurstLimit: '3000',
+      reservedConcurrency: '4900',
+      maxAccountShare: '100',
+      ...ONE_ADDRESS_FOR_ALL,
+    },
     accountConcurrency: 5000,
     rates: [5, 10, 20],
   },

@@ -6,6 +6,7 @@ import middy from '@middy/core';
 import type { APIGatewayProxyEvent, APIGatewayProxyResult, Context } from 'aws-lambda';
 import { assertBodySize } from '../core/body-size';
 import { AppError, toErrorResponse } from '../core/errors';
+import { assertJsonMediaType } from '../core/json-body';
 import type { Limits } from '../core/consumers';
 import { spendRate, withLimitHeaders } from '../services/limits.service';
 import { waitSeconds } from '../core/prefer';
@@ -75,6 +76,13 @@ export function baseUrlOf(event: APIGatewayProxyEvent): string {
 export function bodyText(event: APIGatewayProxyEvent): string | null {
   if (event.body === null || event.body === undefined) return null;
   return event.isBase64Encoded ? Buffer.from(event.body, 'base64').toString('utf8') : event.body;
+}
+
+/** The body of a route that takes JSON: 415 for a non-empty body sent as anything else, as on every such route. */
+export function jsonBodyText(event: APIGatewayProxyEvent): string | null {
+  const text = bodyText(event);
+  assertJsonMediaType(text, headerOf(event.headers, 'content-type'));
+  return text;
 }
 
 /** An answer's body as sent, buffered or streamed: the route's text, its JSON, or nothing. */

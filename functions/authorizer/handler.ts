@@ -21,7 +21,11 @@ export const createHandler =
   (deps: DepsSource) =>
   async (event: APIGatewayRequestAuthorizerEvent): Promise<APIGatewayAuthorizerResult> => {
     const d = deps();
-    const headers: Record<string, string | undefined> = { ...(event.headers ?? {}) };
+    // Every value of a header sent twice (`headers` keeps only the last): two keys are refused.
+    const headers: Record<string, string | readonly string[] | undefined> = {
+      ...(event.headers ?? {}),
+      ...(event.multiValueHeaders ?? {}),
+    };
     let answer;
     try {
       // MCP clients send their token as `Authorization: Bearer`: taken on that route alone.

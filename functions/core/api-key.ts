@@ -85,28 +85,36 @@ export type PresentedKey = { key: string } | { refused: 'missing' | 'wrong_schem
 
 /**
  * The key from `X-API-Key` or `Authorization: Api-Key <key>`, and with `bearer` (the MCP route,
- * where clients send `Authorization: Bearer <token>`) from `Authorization: Bearer <key>` too.
- * Two different keys in one request are refused rather than choosing between them; an
- * Authorization header of another scheme (Bearer elsewhere, Basic, a bare key) is named as
- * such when no key came with the request.
+ * where clients send `Authorization: Bearer <token>`) from `Authorization: Bearer <key>` too. A
+ * header may come with several values (API Gateway's `multiValueHeaders`: a header sent twice);
+ * more than one key in one request, or two different Authorization headers, is refused rather
+ * than choosing between them (API Gateway's `headers` keeps only the last). An Authorization
+ * header of another scheme (Bearer elsewhere, Basic, a bare key) is named as such when no key
+ * came with the request.
  */
-export function readApiKey(headers: Record<string, string | undefined>, opts: { bearer?: boolean } = {}): PresentedKey {
+export function readApiKey(
+  headers: Readonly<Record<string, string | readonly string[] | undefined>>,
+  opts: { bearer?: boolean } = {},
+): PresentedKey {
   const keys = new Set<string>();
+  const authorizations = new Set<string>();
   let otherScheme = false;
-  for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined) continue;
+  for (const [name, given] of Object.entries(headers)) {
     const lower = name.toLowerCase();
-    if (lower === 'x-api-key') {
-      const key = value.trim();
-      if (key !== '') keys.add(key);
-    } else if (lower === 'authorization' && value.trim() !== '') {
-      const match = API_KEY_SCHEME.exec(value.trim()) ?? (opts.bearer ? BEARER_SCHEME.exec(value.trim()) : null);
-      if (match === null) otherScheme = true;
-      else if (match[1] !== undefined) keys.add(match[1].trim());
+    for (const value of given === undefined ? [] : typeof given === 'string' ? [given] : given) {
+      if (lower === 'x-api-key') {
+        const key = value.trim();
+        if (key !== '') keys.add(key);
+      } else if (lower === 'authorization' && value.trim() !== '') {
+        authorizations.add(value.trim());
+        const match = API_KEY_SCHEME.exec(value.trim()) ?? (opts.bearer ? BEARER_SCHEME.exec(value.trim()) : null);
+        if (match === null) otherScheme = true;
+        else if (match[1] !== undefined) keys.add(match[1].trim());
+      }
     }
   }
   const [key] = keys;
-  if (keys.size > 1) return { refused: 'two_keys' };
+  if (keys.size > 1 || authorizations.size > 1) return { refused: 'two_keys' };
   if (key !== undefined) return { key };
   return { refused: otherScheme ? 'wrong_scheme' : 'missing' };
 }

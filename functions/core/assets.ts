@@ -27,8 +27,8 @@ export const MAX_MEDIA_TYPES = 32;
 export const DEFINITION_ASSET_MAX_BYTES = 64 * 1024;
 
 /**
- * The largest upload (bytes). Using an upload reads it once to sniff and hash it, in the
- * execute function's memory: 100 MiB keeps that inside a 1 GB function with room.
+ * The largest upload (bytes). Using an upload reads it once, as a stream, to count, hash and
+ * sniff it (digestStream): the function holds its head, never the file.
  */
 export const UPLOAD_MAX_BYTES = 100 * 1024 * 1024;
 
@@ -54,6 +54,8 @@ export const isUploadValue = (x: unknown): x is string =>
 // A media type essence as RFC 6838 spells it (type/subtype, restricted names), lowercase.
 const MEDIA_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}$/;
 export const isMediaType = (s: string): boolean => MEDIA_TYPE.test(s);
+/** The same in any case: what a request may send (it is lower-cased before isMediaType), for the documents. */
+export const MEDIA_TYPE_ANY_CASE = /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}$/;
 /** A pattern an input accepts: a media type, or a whole top-level type such as `image/*`. */
 export const isMediaTypePattern = (s: string): boolean => isMediaType(s) || /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/\*$/.test(s);
 
@@ -104,6 +106,30 @@ export function parseAssetValue(value: string): { ok: true; form: AssetValueForm
 
 /** Lowercase hex SHA-256 of the bytes. */
 export const sha256Hex = (bytes: Uint8Array): string => createHash('sha256').update(bytes).digest('hex');
+
+/** What a stream of bytes is, read once: its size, SHA-256 and its first `keep` bytes (for sniffing). */
+export interface StreamDigest {
+  bytes: number;
+  sha256: string;
+  head: Uint8Array;
+}
+
+/**
+ * Reads a stream to its end holding at most `keep` bytes of it: the size, the SHA-256 and the
+ * head, so a file of any size is checked in bounded memory (an upload of 100 MiB in a 256 MB
+ * function).
+ */
+export async function digestStream(body: AsyncIterable<Uint8Array>, keep: number): Promise<StreamDigest> {
+  const hash = createHash('sha256');
+  const head = new Uint8Array(keep);
+  let bytes = 0;
+  for await (const chunk of body) {
+    hash.update(chunk);
+    if (bytes < keep) head.set(chunk.subarray(0, keep - bytes), bytes);
+    bytes += chunk.length;
+  }
+  return { bytes, sha256: hash.digest('hex'), head: head.subarray(0, Math.min(bytes, keep)) };
+}
 
 /** "3 MiB", "64 KiB" or "1000 bytes": a size as a person reads it. */
 export function sizeText(bytes: number): string {

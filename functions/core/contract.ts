@@ -153,7 +153,7 @@ export type EventsRequest = v.InferOutput<typeof EventsOption>;
  * applyVisibility accepted the request.
  */
 export function requestedSettings(request: unknown): { form: FormRequest | undefined; nodeDetail: boolean | undefined } {
-  const parsed = v.safeParse(PublishRequest, request === null || request === undefined ? {} : request);
+  const parsed = v.safeParse(PublishRequest, request === undefined ? {} : request);
   return parsed.success
     ? { form: parsed.output.form, nodeDetail: parsed.output.events?.node_detail }
     : { form: undefined, nodeDetail: undefined };
@@ -195,7 +195,8 @@ function sectionProblems(section: 'inputs' | 'outputs', request: unknown, issues
  * deployment, so hiding something once is not undone by a later publish that forgets it.
  */
 export function applyVisibility(discovered: Contract, request: unknown, previous: Contract | null): Contract {
-  const body = request === null || request === undefined ? {} : request;
+  // No body is `{}`; a JSON `null` is a body, and not an object.
+  const body = request === undefined ? {} : request;
   const parsed = v.safeParse(PublishRequest, body);
   const issues = parsed.success ? [] : parsed.issues;
   // The request's own problems first; an entry's only once its id is known to be a node's.

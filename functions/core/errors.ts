@@ -19,6 +19,10 @@ export const ERRORS = {
   RangeNotSatisfiable: { status: 416, message: 'Range Not Satisfiable' },
   RouteNotFound: { status: 404, message: 'Not Found' },
   MethodNotAllowed: { status: 405, message: 'Method Not Allowed' },
+  // The gateway's own answers to a request it cannot read: a path that is not percent-encoded
+  // UTF-8, a request line or headers past the server's limit.
+  BadRequest: { status: 400, message: 'Bad Request' },
+  RequestHeaderFieldsTooLarge: { status: 431, message: 'Request Header Fields Too Large' },
   InvalidInputStructure: { status: 400, message: 'Invalid Input Structure' },
   InvalidInput: { status: 422, message: 'Invalid Input' },
   MissingCallbackUrl: { status: 400, message: 'Missing Callback URL' },
@@ -79,7 +83,7 @@ export const KEY_REFUSALS = {
   missing: `no API key was sent: ${UNAUTHORIZED_DETAIL.apiKey}`,
   wrong_scheme:
     "the Authorization header uses another scheme (Bearer, Basic or none): send 'Authorization: Api-Key <key>' or 'X-API-Key: <key>'",
-  two_keys: 'the request carries two different API keys (X-API-Key and Authorization): send one',
+  two_keys: 'the request carries more than one API key (X-API-Key and Authorization, or either header twice): send one',
   malformed: 'this is not a pipegate API key (they start with pgk_ and end with a checksum): check that it was copied whole',
   unknown: "this API key is not valid: check it, or ask the deployment's owner for the current key",
   revoked: "this API key was replaced by a key rotation and no longer works: ask the deployment's owner for the current key",

@@ -13,6 +13,7 @@ import { AppError } from './errors';
 import type { Contract, RawValue } from './types';
 import { ownRecord, plainObject, RawValue as RawValueSchema, strictFields } from './schema-parts';
 import { isPlainObject, referenceProblem, requestValueType, valueTypeProblem } from './values';
+import { assertJsonMediaType, isBlankJson, isJsonMediaType, parseJson } from './json-body';
 
 export interface ExecutionRequest {
   callback: string | null;
@@ -34,8 +35,6 @@ export interface ExecutionRequestLimits {
 }
 
 const REQUEST_VALUE_TYPES = ['RAW', 'REFERENCE', 'ASSET'] as const;
-const JSON_WHITESPACE = /^[ \t\r\n]*$/;
-const JSON_MEDIA_TYPE = /^application\/(?:json|[a-z0-9!#$&^_.+-]+\+json)$/;
 
 /*
  * The request's shape, declared once: the parser below checks bodies with it, and shapes.ts
@@ -92,12 +91,6 @@ function structureError(issue: v.BaseIssue<unknown>): AppError {
   return new AppError('InvalidInputStructure', path === '' ? `body ${issue.message}` : `${path} ${issue.message}`);
 }
 
-function isJsonContentType(contentType: string | undefined): boolean {
-  if (contentType === undefined || contentType.trim() === '') return true;
-  const essence = (contentType.split(';')[0] ?? '').trim().toLowerCase();
-  return JSON_MEDIA_TYPE.test(essence);
-}
-
 function callbackProblem(callback: string, allowPrivate: boolean): string | null {
   let url: URL;
   try {
@@ -123,17 +116,17 @@ export function parseExecutionRequest(
   assertBodySize(size, limits);
 
   let raw: unknown = {};
-  if (!JSON_WHITESPACE.test(text)) {
-    if (!isJsonContentType(req.contentType)) {
+  if (!isBlankJson(text)) {
+    if (!isJsonMediaType(req.contentType)) {
       assertBodySize(size, limits, 0);
-      throw new AppError('UnsupportedMediaType', 'the body must be JSON (Content-Type: application/json)');
+      assertJsonMediaType(text, req.contentType);
     }
-    try {
-      raw = JSON.parse(text);
-    } catch {
+    const parsed = parseJson(text);
+    if (!parsed.ok) {
       assertBodySize(size, limits, 0);
-      throw new AppError('InvalidInputStructure', 'body is not valid JSON');
+      throw new AppError('InvalidInputStructure', parsed.detail);
     }
+    raw = parsed.value;
   }
   assertBodySize(size, limits, inlineAssetChars(raw));
 

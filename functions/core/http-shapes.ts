@@ -17,7 +17,9 @@ export const PARAMETER_VALUES = {
   LastEventId: digits,
   PageLimit: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(100)), 20),
   PageCursor: v.string(),
-  Since: v.string(),
+  // The documents promise RFC 3339 (`date-time`); the service takes any time it can read, these
+  // all included (services/owner-executions.service.ts sinceOf, test/unit/services/since.test.ts).
+  Since: v.pipe(v.string(), v.isoTimestamp()),
   DocsAsset: v.picklist(['pipegate-docs.js', 'swagger-ui-bundle.js', 'swagger-ui.css']),
   FormToken: v.pipe(v.string(), v.regex(/^pgf_[A-Za-z0-9_-]{43}$/)),
   FormAsset: v.picklist(['pipegate-form.js', 'pipegate-form.css']),

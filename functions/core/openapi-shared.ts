@@ -323,6 +323,12 @@ export const EVERY_ROUTE_RESPONSES = {
   '5XX': responseRef('GatewayError'),
 };
 
+/** What every route taking a body answers to a body that is not JSON. */
+const NOT_JSON: Answer = {
+  description: 'Unsupported Media Type: a non-empty body with a content type other than JSON.',
+  shape: 'UnsupportedMediaType',
+};
+
 const SECURITY: Record<RouteAuth, unknown[]> = {
   apiKey: [{ ApiKeyHeader: [] }, { ApiKeyAuthorization: [] }],
   owner: [{ OwnerBearer: [] }, { AwsSigV4: [] }],
@@ -410,10 +416,12 @@ export function routePaths(routes: readonly Route[], o: RoutePathOptions = {}): 
               content: { 'application/json': { schema: named(r.body.shape), ...(example === undefined ? {} : { example }) } },
             },
           }),
-      // A route's own answer (a form's 429) takes the place of the shared one.
+      // A route's own answer (a form's 429) takes the place of the shared one. Every route that
+      // takes a body answers 415 to one sent as anything but JSON (core/json-body.ts).
       responses: {
         ...CREDENTIAL_RESPONSES[r.auth],
         ...EVERY_ROUTE_RESPONSES,
+        ...(r.body === undefined ? {} : { '415': answer(NOT_JSON) }),
         ...Object.fromEntries(Object.entries(r.answers).map(([status, a]) => [status, answer(a)])),
       },
     };

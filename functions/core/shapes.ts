@@ -21,7 +21,7 @@ import { STATUSES, TERMINAL } from './transitions';
 
 import { ExecutionRequest, InputValue, WorkflowInput } from './execution-request';
 import { InputValueType, ownRecord, RawValue } from './schema-parts';
-import { UPLOAD_MAX_BYTES, UPLOAD_URL_TTL_SECONDS, UPLOAD_USE_SECONDS, UPLOAD_VALUE_PREFIX } from './assets';
+import { MEDIA_TYPE_ANY_CASE, UPLOAD_MAX_BYTES, UPLOAD_URL_TTL_SECONDS, UPLOAD_USE_SECONDS, UPLOAD_VALUE_PREFIX } from './assets';
 import { EventsOption, FormOption, PublishRequest, Visibility } from './contract';
 import {
   ASSET_RESTRICTIONS,
@@ -74,7 +74,7 @@ const Detail = v.pipe(v.string(), v.minLength(1));
 /* ------------------------------------------------------------------ errors */
 
 const KEY_REASON_DOC =
-  'Why the API key was refused: `missing` (none sent), `wrong_scheme` (an Authorization header of another scheme), `two_keys` (two different keys), `malformed` (not a pipegate key), `unknown` (no such key), `revoked` (replaced by a rotation), `expired` (its grace period after a rotation ended), `other_deployment` (the key of another deployment).';
+  'Why the API key was refused: `missing` (none sent), `wrong_scheme` (an Authorization header of another scheme), `two_keys` (more than one key: both headers with different keys, or either header twice), `malformed` (not a pipegate key), `unknown` (no such key), `revoked` (replaced by a rotation), `expired` (its grace period after a rotation ended), `other_deployment` (the key of another deployment).';
 
 /** An error body: `error` is the catalog's message, nothing else but the named fields. */
 const errorBody = <F extends v.ObjectEntries>(name: ErrorName, description: string, fields?: F) =>
@@ -272,6 +272,7 @@ const OutputEvent = v.pipe(
 const UploadRequest = v.strictObject({
   media_type: v.pipe(
     v.string(),
+    v.regex(MEDIA_TYPE_ANY_CASE),
     v.description("The file's media type, e.g. image/png (the bytes are sniffed again when the upload is used)."),
   ),
   bytes: v.pipe(int(1, UPLOAD_MAX_BYTES), v.description('The exact size of the file.')),

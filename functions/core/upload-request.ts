@@ -9,6 +9,7 @@ import type { PresignedUpload } from './ports';
 import { UploadAnswer } from './shapes';
 import type { ContractInput } from './types';
 import { isPlainObject } from './values';
+import { isBlankJson, parseJson } from './json-body';
 
 export const UploadRequestSchema = v.pipe(
   v.custom<Record<string, unknown>>(isPlainObject, 'must be an object'),
@@ -38,10 +39,10 @@ export type UploadAnswer = v.InferOutput<typeof UploadAnswerSchema>;
 /** The request, parsed; 400 for a body that is not one, 415 for one that is not JSON. */
 export function parseUploadRequest(body: string | null): UploadRequest {
   let raw: unknown;
-  try {
-    raw = body === null || body.trim() === '' ? undefined : JSON.parse(body);
-  } catch {
-    throw new AppError('InvalidInputStructure', 'body is not valid JSON');
+  if (!isBlankJson(body)) {
+    const parsed = parseJson(body as string);
+    if (!parsed.ok) throw new AppError('InvalidInputStructure', parsed.detail);
+    raw = parsed.value;
   }
   if (raw === undefined) throw new AppError('InvalidInputStructure', 'body is required: {"media_type": "image/png", "bytes": <size>}');
   const parsed = v.safeParse(UploadRequestSchema, raw, { abortEarly: true });

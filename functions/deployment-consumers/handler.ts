@@ -1,5 +1,5 @@
 import { lambdaDeps } from '../adapters/deps';
-import { bodyText, httpHandler, json } from '../adapters/api';
+import { jsonBodyText, httpHandler, json } from '../adapters/api';
 import { AppError } from '../core/errors';
 import {
   createConsumer,
@@ -19,7 +19,7 @@ import {
 export const createHandler = httpHandler(async (req) => {
   const pipelineId = req.param('pipeline_id');
   const consumerId = req.param('consumer_id');
-  const body = bodyText(req.event);
+  const body = jsonBodyText(req.event);
   const noStore = { 'cache-control': 'no-store' };
   const route = `${req.event.httpMethod} ${req.event.resource.replace(/\/+$/, '')}`;
   if (route.endsWith('/deployment/limits')) return json(200, await setDeploymentKeyLimits(req.deps, pipelineId, body));

@@ -1,5 +1,5 @@
 import { lambdaDeps } from '../adapters/deps';
-import { bodyText, httpHandler, json } from '../adapters/api';
+import { jsonBodyText, httpHandler, json } from '../adapters/api';
 import { createPipelineUpload } from '../services/pipeline-uploads.service';
 
 /**
@@ -7,7 +7,7 @@ import { createPipelineUpload } from '../services/pipeline-uploads.service';
  * asset value to put in a run's inputs once the bytes are there.
  */
 export const createHandler = httpHandler(async (req) =>
-  json(201, await createPipelineUpload(req.deps, req.param('pipeline_id'), bodyText(req.event))),
+  json(201, await createPipelineUpload(req.deps, req.param('pipeline_id'), jsonBodyText(req.event))),
 );
 
 export const handler = createHandler(lambdaDeps);

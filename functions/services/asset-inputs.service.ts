@@ -4,11 +4,11 @@
  * bytes) or claimed (uploads, single use) once the execution id is known. Records hold the
  * resulting ObjectRefs, never bytes.
  */
-import { assetRestrictionProblem, sha256Hex, type AssetValueForm } from '../core/assets';
+import { assetRestrictionProblem, digestStream, sha256Hex, type AssetValueForm } from '../core/assets';
 import { AppError } from '../core/errors';
 import { executionObjectKey, executionOwner, ownerUploadKey, sameOwner, type ObjectOwner } from '../core/object-keys';
-import type { ObjectRef } from '../core/ports';
-import { sniffMediaType } from '../core/sniff';
+import type { ObjectRef, OpenedObject } from '../core/ports';
+import { SNIFF_BYTES, sniffMediaType } from '../core/sniff';
 import type { ContractInput, Execution } from '../core/types';
 import type { Deps } from '../adapters/deps';
 
@@ -61,16 +61,39 @@ async function checkUpload(d: Deps, owner: ObjectOwner, input: ContractInput, up
     );
   }
   const key = ownerUploadKey(owner, uploadId);
-  const head = await d.objects.head(key);
-  if (!head) throw invalid(input.id, 'names an upload whose bytes have not arrived: PUT them to its upload_url first');
-  if (head.bytes !== record.bytes)
-    throw invalid(input.id, `names an upload of ${head.bytes} bytes, not the ${record.bytes} it was made for`);
-  const body = await d.objects.read(key);
-  if (!body) throw invalid(input.id, 'names an upload whose bytes have not arrived: PUT them to its upload_url first');
-  const media_type = await sniffMediaType(body);
-  const problem = assetRestrictionProblem(input, { media_type, bytes: body.length });
+  // One streamed read: its size from the answer, then counted, hashed and its head sniffed as it
+  // passes, so the function holds SNIFF_BYTES of it, not the file (up to 100 MiB).
+  const opened = await openObject(d, key);
+  if (!opened) throw invalid(input.id, 'names an upload whose bytes have not arrived: PUT them to its upload_url first');
+  if (opened.bytes !== record.bytes) {
+    await drop(opened.body);
+    throw invalid(input.id, `names an upload of ${opened.bytes} bytes, not the ${record.bytes} it was made for`);
+  }
+  const digest = await digestStream(opened.body, SNIFF_BYTES);
+  if (digest.bytes !== record.bytes)
+    throw invalid(input.id, `names an upload of ${digest.bytes} bytes, not the ${record.bytes} it was made for`);
+  const media_type = await sniffMediaType(digest.head);
+  const problem = assetRestrictionProblem(input, { media_type, bytes: digest.bytes });
   if (problem !== null) throw invalid(input.id, problem);
-  return { id: input.id, media_type, bytes: body.length, sha256: sha256Hex(body), source: { kind: 'upload', uploadId, key } };
+  return { id: input.id, media_type, bytes: digest.bytes, sha256: digest.sha256, source: { kind: 'upload', uploadId, key } };
+}
+
+/** The object as a stream; a store without streamed reads answers it whole (as one chunk). */
+async function openObject(d: Deps, key: string): Promise<OpenedObject | null> {
+  if (d.objects.open) return d.objects.open(key);
+  const head = await d.objects.head(key);
+  const body = head ? await d.objects.read(key) : null;
+  return head && body ? { bytes: body.length, media_type: head.media_type, body: once(body) } : null;
+}
+
+async function* once(bytes: Uint8Array): AsyncIterable<Uint8Array> {
+  yield bytes;
+}
+
+/** Ends a stream not read (its connection given back). */
+async function drop(body: AsyncIterable<Uint8Array>): Promise<void> {
+  const it = body[Symbol.asyncIterator]();
+  await it.return?.();
 }
 
 /**

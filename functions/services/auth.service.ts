@@ -30,7 +30,7 @@ export type AuthAnswer = ({ ok: true } & Authorized) | { ok: false; reason: KeyR
  */
 export async function authorize(
   d: Deps,
-  headers: Record<string, string | undefined>,
+  headers: Readonly<Record<string, string | readonly string[] | undefined>>,
   pathDeploymentId?: string,
   opts: { bearer?: boolean } = {},
 ): Promise<AuthAnswer> {

@@ -13,13 +13,15 @@ import { epochSeconds } from '../core/time';
 import type { DeploymentRecord } from '../core/types';
 import { isPlainObject } from '../core/values';
 import type { Deps } from '../adapters/deps';
-import { parseJson, retiredKeys } from './owner.service';
+import { retiredKeys } from './owner.service';
+import { ownerRequestBody as parseJson } from '../core/json-body';
 import { liveDeploymentOf } from './owner-executions.service';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 function parse<S extends v.GenericSchema>(schema: S, body: string | null): v.InferOutput<S> {
-  const raw = parseJson(body, 'body') ?? {};
+  const given = parseJson(body);
+  const raw = given === undefined ? {} : given;
   // valibot's record takes a list as an object (and would store `[]` as `{}`); JSON Schema's
   // `type: object`, which the documents say, does not.
   if (isPlainObject(raw) && Array.isArray(raw.metadata))

@@ -49,9 +49,8 @@ export async function listExecutions(d: Deps, pipelineId: string, q: ListQuery) 
     problems.push({ path: 'status', reason: `must be one of ${STATUSES.join(', ')}` });
   let since: string | undefined;
   if (q.since !== undefined && q.since !== '') {
-    const t = Date.parse(q.since);
-    if (Number.isNaN(t)) problems.push({ path: 'since', reason: 'must be an ISO 8601 time, e.g. 2026-11-22T15:00:00Z' });
-    else since = new Date(t).toISOString();
+    since = sinceOf(q.since);
+    if (since === undefined) problems.push({ path: 'since', reason: 'must be an ISO 8601 time, e.g. 2026-11-22T15:00:00Z' });
   }
   if (problems.length) throw new AppError('InvalidRequest', problems);
   const dep = await liveDeploymentOf(d, pipelineId);
@@ -164,4 +163,14 @@ export async function usage(d: Deps, pipelineId: string) {
       last_day: day[id] ?? none(),
     })),
   };
+}
+
+/**
+ * `since` as an ISO string, undefined when it names no time. Every RFC 3339 `date-time` the
+ * documents promise (core/http-shapes.ts `Since`) is taken, a leap second (:60) as the second
+ * before it; so is any other time JavaScript reads, a date alone included, as before.
+ */
+export function sinceOf(text: string): string | undefined {
+  const t = Date.parse(text.replace(/([Tt ]\d{2}:\d{2}):60/, '$1:59'));
+  return Number.isNaN(t) ? undefined : new Date(t).toISOString();
 }

@@ -1,6 +1,7 @@
 /** The owner's secrets: set, list and delete (never read back). */
 import * as v from 'valibot';
 import { AppError } from '../core/errors';
+import { ownerRequestBody as parseJson } from '../core/json-body';
 import { OWNER_SECRET_NAME_PATTERN } from '../core/owner-secrets';
 import { SecretValue } from '../core/shapes';
 import type { Deps } from '../adapters/deps';
@@ -13,12 +14,7 @@ function checkName(name: string): void {
 
 export async function putSecret(d: Deps, name: string, body: string | null) {
   checkName(name);
-  let raw: unknown;
-  try {
-    raw = body === null || body.trim() === '' ? undefined : JSON.parse(body);
-  } catch {
-    throw new AppError('InvalidRequest', [{ path: '(body)', reason: 'body is not valid JSON' }]);
-  }
+  const raw = parseJson(body);
   const parsed = v.safeParse(SecretValue, raw);
   if (!parsed.success) {
     throw new AppError(

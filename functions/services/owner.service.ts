@@ -33,6 +33,7 @@ import type {
   RunPointer,
 } from '../core/types';
 import { executeUrl, mcpUrl, runBody, runListBody } from '../core/views';
+import { ownerRequestBody as parseJson } from '../core/json-body';
 import type { Deps } from '../adapters/deps';
 import { epochSeconds } from '../core/time';
 import { deploymentPrefix } from '../core/object-keys';
@@ -42,15 +43,6 @@ import { POLL_HINT_SECONDS, preferenceApplied } from '../core/prefer';
 import { enqueueNew } from './enqueue';
 import { awaitTerminal, NO_WAIT, type Wait } from './caller.service';
 import { outputLinks } from './output-links';
-
-export function parseJson(body: string | null, what: string): unknown {
-  if (body === null || body.trim() === '') return undefined;
-  try {
-    return JSON.parse(body) as unknown;
-  } catch {
-    throw new AppError('InvalidRequest', [{ path: '(body)', reason: `${what} is not valid JSON` }]);
-  }
-}
 
 async function meta(d: Deps, id: string): Promise<PipelineMeta> {
   if (!PIPELINE_ID_PATTERN.test(id)) throw new AppError('PipelineNotFound');
@@ -199,7 +191,8 @@ function valueObjectProblems(request: unknown): { path: string; reason: string }
 
 export async function startRun(d: Deps, id: string, body: string | null, baseUrl: string) {
   const m = await meta(d, id);
-  const request = parseJson(body, 'body') ?? {};
+  const given = parseJson(body);
+  const request = given === undefined ? {} : given;
   const shapeProblems = valueObjectProblems(request);
   if (shapeProblems.length) throw new AppError('InvalidRequest', shapeProblems);
   const parsed = v.safeParse(RunRequest, request);
@@ -416,7 +409,7 @@ async function newCredentials(d: Deps, deploymentId: string) {
  */
 export async function publish(d: Deps, id: string, body: string | null, baseUrl: string) {
   const { meta: m, latest: newest } = await syncRunPointers(d, id, await meta(d, id));
-  const request = parseJson(body, 'body');
+  const request = parseJson(body);
   const latest = m.latest_finished;
   const disc = latest?.status === 'completed' ? await discovered(d, id, latest) : null;
   const unfinished =
@@ -538,7 +531,8 @@ export function retiredKeys(keys: readonly KeyHash[], grace: number, now: number
  */
 export async function rotate(d: Deps, id: string, body: string | null, baseUrl = '') {
   const m = await meta(d, id);
-  const parsed = v.safeParse(RotateRequest, parseJson(body, 'body') ?? {});
+  const given = parseJson(body);
+  const parsed = v.safeParse(RotateRequest, given === undefined ? {} : given);
   if (!parsed.success) {
     throw new AppError(
       'InvalidRequest',

@@ -5,6 +5,7 @@
  */
 import * as v from 'valibot';
 import { AppError } from '../core/errors';
+import { ownerRequestBody } from '../core/json-body';
 import { PIPELINE_ID_PATTERN } from '../core/ids';
 import { checkUploadFits, UploadRequestSchema, type UploadAnswer } from '../core/upload-request';
 import type { ContractInput } from '../core/types';
@@ -16,12 +17,7 @@ const invalid = (path: string, reason: string) => new AppError('InvalidRequest',
 
 export async function createPipelineUpload(d: Deps, pipelineId: string, body: string | null): Promise<UploadAnswer> {
   if (!PIPELINE_ID_PATTERN.test(pipelineId)) throw new AppError('PipelineNotFound');
-  let raw: unknown;
-  try {
-    raw = body === null || body.trim() === '' ? undefined : JSON.parse(body);
-  } catch {
-    throw invalid('(body)', 'body is not valid JSON');
-  }
+  const raw = ownerRequestBody(body);
   if (raw === undefined) throw invalid('(body)', 'body is required: {"media_type": "image/png", "bytes": <size>}');
   const parsed = v.safeParse(UploadRequestSchema, raw);
   if (!parsed.success)

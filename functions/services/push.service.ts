@@ -4,6 +4,7 @@
  */
 import { isOwnApiUrl, LOOP_GUARD_REASON } from '../core/address-guard';
 import { AppError } from '../core/errors';
+import { parseJson } from '../core/json-body';
 import { PIPELINE_ID_PATTERN } from '../core/ids';
 import { secretReferences } from '../core/nodes/secrets';
 import { contentHash, validateDefinition } from '../core/pipeline';
@@ -17,10 +18,10 @@ export async function push(d: Deps, id: string, body: string | null) {
     ]);
   }
   let raw: unknown;
-  try {
-    raw = body === null ? undefined : JSON.parse(body);
-  } catch {
-    throw new AppError('InvalidDefinition', [{ path: '(body)', reason: 'body is not valid JSON' }]);
+  if (body !== null) {
+    const parsed = parseJson(body);
+    if (!parsed.ok) throw new AppError('InvalidDefinition', [{ path: parsed.path, reason: parsed.reason }]);
+    raw = parsed.value;
   }
   const checked = validateDefinition(raw, { maxNodes: d.config.maxNodes });
   if (!checked.ok) throw new AppError('InvalidDefinition', checked.problems);

@@ -1,5 +1,5 @@
 import { lambdaDeps } from '../adapters/deps';
-import { bodyText, callerAuth, httpHandler, json } from '../adapters/api';
+import { jsonBodyText, callerAuth, httpHandler, json } from '../adapters/api';
 import { createUpload } from '../services/uploads.service';
 
 /**
@@ -7,7 +7,7 @@ import { createUpload } from '../services/uploads.service';
  * the ASSET value to put in workflow_input once the bytes are there.
  */
 export const createHandler = httpHandler(async (req) =>
-  json(201, await createUpload(req.deps, callerAuth(req.event), req.param('deployment_id'), bodyText(req.event))),
+  json(201, await createUpload(req.deps, callerAuth(req.event), req.param('deployment_id'), jsonBodyText(req.event))),
 );
 
 export const handler = createHandler(lambdaDeps);

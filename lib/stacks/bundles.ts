@@ -50,6 +50,7 @@ export function bundleSpecs(): Readonly<Record<string, BundleSpec>> {
     };
   }
   specs['upload-cors'] = { entry: 'lib/stacks/upload-cors.handler.ts', external: [], stack: 'service' };
+  specs['concurrency-check'] = { entry: 'lib/stacks/concurrency-check.handler.ts', external: [], stack: 'service' };
   return specs;
 }
 

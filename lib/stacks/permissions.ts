@@ -55,6 +55,12 @@ export interface FunctionAccess {
    * that must not update anything else: the execute route claims uploads this way.
    */
   updateKeys: readonly string[];
+  /**
+   * UpdateItem may change these top-level attributes only (`dynamodb:Attributes`; the table's
+   * key attributes, which AWS requires in the list, are added), and return none of the item.
+   * Unset: any attribute of the items `updateKeys` allows.
+   */
+  updateAttributes?: readonly string[];
 }
 
 // Derived from what each handler's code calls, through functions/services to the stores'
@@ -84,13 +90,15 @@ const access = (table: readonly TableAction[], more: Partial<Omit<FunctionAccess
   states: more.states ?? [],
   objects: more.objects ?? [],
   updateKeys: more.updateKeys ?? [],
+  ...(more.updateAttributes ? { updateAttributes: more.updateAttributes } : {}),
 });
 
 /** Keyed by handler name (the folder under functions/). */
 export const ACCESS: Readonly<Record<string, FunctionAccess>> = {
   // Callers.
-  // A consumer's last use is a conditional update of its item, beside its deployment's.
-  authorizer: access(READ, { secret: 'pepper', updateKeys: ['DEPLOYMENT#*'] }),
+  // A consumer's last use is a conditional update of its item, beside its deployment's: of that
+  // one attribute, so a compromised authorizer cannot revoke, re-key or re-scope a deployment.
+  authorizer: access(READ, { secret: 'pepper', updateKeys: ['DEPLOYMENT#*'], updateAttributes: ['last_used_at'] }),
   // Idempotency claim and execution record are conditional puts; an upload it uses is claimed
   // with a conditional update (single use).
   // Inline assets and inputs too large for the record are written under the execution

@@ -23,12 +23,14 @@ import { ERRORS } from '../../functions/core/errors';
 import { readConfig } from '../config';
 import { GATEWAY_RESPONSES } from '../gateway-responses';
 import { QUEUES } from '../queues';
+import { MAIN_TABLE } from '../tables';
 import { ROUTES, STREAMED_ROUTE_TIMEOUT_SECONDS, WORKERS, type Route } from '../routes';
 import { originOf } from '../storage-cors';
 import { accessFor, allFunctionNames, OWNER_SECRETS_KMS_ACTIONS } from './permissions';
 import { PipegateFunction, REPO_ROOT } from './pipegate-function';
 import { type Settings } from './settings';
-import { concurrencyPlan, waitersBound, waits } from '../concurrency';
+import { concurrencyPlan, minimumReservation, waitersBound, waits } from '../concurrency';
+import { buildConcurrencyCheck, CUSTOM_RESOURCE_SERVICE_TIMEOUT } from './concurrency-check';
 import {
   API_GATEWAY_INTEGRATION_TIMEOUT_SECONDS,
   AWS_MAX_WAIT_SECONDS,
@@ -84,7 +86,9 @@ export class ServiceStack extends Stack {
       ...(settings.publicUrl ? { PIPEGATE_PUBLIC_URL: settings.publicUrl } : {}),
     };
 
-    const plan = settings.accountConcurrency > 0 ? concurrencyPlan(allFunctionNames(), settings.accountConcurrency) : undefined;
+    const plan = settings.reservedConcurrency > 0 ? concurrencyPlan(allFunctionNames(), settings.reservedConcurrency) : undefined;
+    // Checked against the account before any function reserves (lib/concurrency.ts).
+    const checked = buildConcurrencyCheck(this, { settings, plan, least: minimumReservation(allFunctionNames()) });
     const functions: Record<string, PipegateFunction> = {};
     for (const name of allFunctionNames()) {
       const access = accessFor(name);
@@ -97,6 +101,7 @@ export class ServiceStack extends Stack {
         systemLogLevel: settings.lambdaSystemLogLevel,
       });
       functions[name] = fn;
+      if (plan) fn.node.addDependency(checked);
       fn.grantTable(stateful.table, access.table, access.query);
       const reserved = plan?.reserved[name];
       // Updates limited to items of their own partition keys: the wait bound's counters, claimed uploads.
@@ -106,11 +111,19 @@ export class ServiceStack extends Stack {
         updateKeys.push('WAITERS#*');
       }
       if (updateKeys.length > 0) {
+        const attributes = access.updateAttributes
+          ? {
+              'ForAllValues:StringEquals': {
+                'dynamodb:Attributes': [MAIN_TABLE.partitionKey, MAIN_TABLE.sortKey, ...access.updateAttributes],
+              },
+              StringEqualsIfExists: { 'dynamodb:ReturnValues': 'NONE' },
+            }
+          : {};
         fn.role.addToPrincipalPolicy(
           new iam.PolicyStatement({
             actions: ['dynamodb:UpdateItem'],
             resources: [stateful.table.tableArn],
-            conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': updateKeys } },
+            conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': updateKeys }, ...attributes },
           }),
         );
       }
@@ -571,6 +584,7 @@ export class ServiceStack extends Stack {
     new CustomResource(this, 'UploadCorsResource', {
       serviceToken: fn.fn.functionArn,
       resourceType: 'Custom::PipegateUploadCors',
+      serviceTimeout: CUSTOM_RESOURCE_SERVICE_TIMEOUT,
       properties: {
         Bucket: stateful.bucket.bucketName,
         Origins: [apiOrigin, ...(settings.publicUrl ? [originOf(settings.publicUrl)] : [])],
@@ -578,8 +592,14 @@ export class ServiceStack extends Stack {
     });
   }
 
-  /** The sweeper, every minute: an ordinary scheduled Lambda, so a local host of this template runs it too. */
+  /**
+   * The sweeper, every minute: an ordinary scheduled Lambda, so a local host of this template runs
+   * it too. EventBridge invokes it asynchronously, so Lambda's own retries of a failed async
+   * invocation (2 by default, a minute and two apart) would overlap the next passes: none, and a
+   * pass still queued after a minute is dropped, since the next one is due.
+   */
   private buildSweeperSchedule(): void {
+    this.fn(WORKERS.sweeper).fn.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: Duration.seconds(60) });
     new events.Rule(this, 'SweeperSchedule', {
       description: 'pipegate: one sweeper pass (stuck executions, lost callbacks)',
       schedule: events.Schedule.rate(Duration.minutes(1)),

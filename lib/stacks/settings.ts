@@ -6,7 +6,8 @@ import type { Node } from 'constructs';
 import { PublicUrlSchema } from '../config';
 
 import { EXPRESS_MAX_EXECUTION_TIMEOUT_MS } from '../workflow-budget';
-import { DEFAULT_ACCOUNT_CONCURRENCY } from '../concurrency';
+import { DEFAULT_MAX_ACCOUNT_SHARE, MAX_RESERVED_CONCURRENCY, minimumReservation } from '../concurrency';
+import { allFunctionNames } from './permissions';
 
 export { EXPRESS_MAX_EXECUTION_TIMEOUT_MS };
 
@@ -34,11 +35,15 @@ export interface Settings {
    */
   payloadGuard: boolean;
   /**
-   * The account's Lambda concurrency quota in the Region (1,000 by default): the reserved
-   * concurrency of each function and the SQS event sources' maximum concurrency are shares of
-   * it (lib/concurrency.ts). 0 reserves nothing, for an account too small to share.
+   * Units of the account's Lambda concurrency pipegate reserves, shared out by class
+   * (lib/concurrency.ts) as each function's reserved concurrency and the SQS event sources'
+   * maximum concurrency. 0 (the default) reserves nothing: every function draws on the account's
+   * shared pool, which deploys on any account. A deploy-time check refuses, before any function
+   * is touched, a figure the account cannot give.
    */
-  accountConcurrency: number;
+  reservedConcurrency: number;
+  /** The most of the account's concurrency quota a reservation may take, in percent (checked at deploy). */
+  maxAccountShare: number;
   /**
    * The state machine's log level: ERROR (the default) logs failed executions only, with their
    * data; ALL logs every event of every execution with its data (≈ 6 KB an execution, ≈ $3 per
@@ -125,13 +130,17 @@ const ContextSchema = v.object({
     ]),
     true,
   ),
-  accountConcurrency: v.optional(
+  reservedConcurrency: v.optional(
     v.pipe(
-      num(0, 1_000_000),
-      v.check((n) => n === 0 || n >= 200, 'must be 0 (reserve nothing) or at least 200'),
+      num(0, MAX_RESERVED_CONCURRENCY),
+      v.check(
+        (n) => n === 0 || n >= minimumReservation(allFunctionNames()),
+        `must be 0 (reserve nothing) or at least ${minimumReservation(allFunctionNames())} (one unit for each function, two for each queue consumer)`,
+      ),
     ),
-    DEFAULT_ACCOUNT_CONCURRENCY,
+    0,
   ),
+  maxAccountShare: v.optional(num(1, 100), DEFAULT_MAX_ACCOUNT_SHARE),
   stateMachineLogLevel: v.optional(v.picklist(['ERROR', 'ALL']), 'ERROR'),
   lambdaSystemLogLevel: v.optional(v.picklist(['WARN', 'INFO', 'DEBUG']), 'WARN'),
   rateLimitPerAddress: v.optional(num(WAF_MIN_RATE_LIMIT, WAF_MAX_RATE_LIMIT), 1_200),
@@ -141,7 +150,16 @@ const ContextSchema = v.object({
 
 export type SettingsInput = v.InferInput<typeof ContextSchema>;
 
+/** Settings an earlier release took, with what replaces each: given one, synth stops and says so. */
+const RETIRED: Readonly<Record<string, string>> = {
+  accountConcurrency:
+    'accountConcurrency is retired: reserved concurrency is now opt-in. Set reservedConcurrency to the units pipegate may reserve ' +
+    '(an account of N was given N - 100 before; 0, the default, reserves nothing), and maxAccountShare to the most of the account it may take',
+};
+
 export function parseSettings(input: Record<string, unknown>): Settings {
+  const retired = Object.keys(RETIRED).filter((k) => input[k] !== undefined);
+  if (retired.length > 0) throw new Error(`Invalid pipegate context:\n  ${retired.map((k) => RETIRED[k]).join('\n  ')}`);
   const parsed = v.safeParse(ContextSchema, input);
   if (!parsed.success) {
     const lines = parsed.issues.map((i) => `${v.getDotPath(i) ?? '?'}: ${i.message}`);
@@ -171,7 +189,8 @@ export function parseSettings(input: Record<string, unknown>): Settings {
     alarmEmail: c.alarmEmail,
     publicUrl: c.publicUrl,
     payloadGuard: c.payloadGuard,
-    accountConcurrency: c.accountConcurrency,
+    reservedConcurrency: c.reservedConcurrency,
+    maxAccountShare: c.maxAccountShare,
     stateMachineLogLevel: c.stateMachineLogLevel,
     lambdaSystemLogLevel: c.lambdaSystemLogLevel,
     rateLimitPerAddress: c.rateLimitPerAddress,
@@ -180,7 +199,7 @@ export function parseSettings(input: Record<string, unknown>): Settings {
   };
 }
 
-const KEYS = Object.keys(ContextSchema.entries) as (keyof SettingsInput)[];
+const KEYS = [...Object.keys(ContextSchema.entries), ...Object.keys(RETIRED)];
 
 /** The settings from a construct tree's context. */
 export function settingsFrom(node: Node): Settings {

@@ -27,6 +27,7 @@ import {
 } from '../../functions/core/object-keys';
 import { MAIN_TABLE } from '../tables';
 import { PipegateFunction } from './pipegate-function';
+import { CUSTOM_RESOURCE_SERVICE_TIMEOUT } from './concurrency-check';
 import type { Settings } from './settings';
 
 export interface StatefulStackProps extends StackProps {
@@ -336,6 +337,7 @@ export class StatefulStack extends Stack {
     const material = new CustomResource(this, 'SecretInitResource', {
       serviceToken: init.fn.functionArn,
       resourceType: 'Custom::PipegateSecretInit',
+      serviceTimeout: CUSTOM_RESOURCE_SERVICE_TIMEOUT,
       properties: { SecretId: this.secret.secretArn },
     });
     // After the material is complete: the pepper is copied from it (an existing stack keeps its
@@ -343,6 +345,7 @@ export class StatefulStack extends Stack {
     const pepper = new CustomResource(this, 'PepperInitResource', {
       serviceToken: init.fn.functionArn,
       resourceType: 'Custom::PipegateSecretInit',
+      serviceTimeout: CUSTOM_RESOURCE_SERVICE_TIMEOUT,
       properties: { SecretId: this.pepperSecret.secretArn, CopyPepperFrom: this.secret.secretArn },
     });
     pepper.node.addDependency(material);

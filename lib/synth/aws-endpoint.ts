@@ -5,7 +5,8 @@
  * mapped to the IAM action and resource ARN AWS authorizes it as, evaluated against the
  * templates' policies, and refused as AWS refuses it, or carried out: DynamoDB forwarded to
  * dynalite, SQS onto the local queues, Step Functions onto the local state machines, Secrets
- * Manager onto a local secret store, KMS onto the local KMS (lib/local/kms.ts), S3 (requests without an X-Amz-Target) onto the same S3
+ * Manager onto a local secret store, KMS onto the local KMS (lib/local/kms.ts), Lambda's
+ * GetAccountSettings from the emulated account's concurrency, S3 (requests without an X-Amz-Target) onto the same S3
  * emulation `npm start` uses (lib/local/s3.ts), its signatures verified against the role's
  * secret and each object or bucket action, presigned URLs included, authorized at use time.
  * Calls pipegate's functions never make are refused with UnknownOperationException rather than
@@ -21,7 +22,8 @@ import type { BucketCorsRule } from '../storage-cors';
 import { contextOf, KmsError, type LocalKms } from '../local/kms';
 import type { LocalArns } from './physical';
 import { isPlainObject } from '../../functions/core/values';
-import type { PartitionThroughput, StartExecutionThrottle } from './scale-model';
+import { AWS_QUOTAS, type PartitionThroughput, type StartExecutionThrottle } from './scale-model';
+import type { AccountConcurrency } from '../concurrency';
 
 /** A local queue as the endpoint uses it (lib/local/queue.ts LocalQueue). */
 export interface EndpointQueue {
@@ -64,6 +66,8 @@ export interface AwsServices {
   throughput?: PartitionThroughput;
   /** Step Functions' StartExecution throttle, when the scale model is on. */
   startThrottle?: StartExecutionThrottle;
+  /** The emulated account's Lambda concurrency, as GetAccountSettings answers it now. */
+  lambdaAccount?: () => AccountConcurrency;
 }
 
 export interface Denial {
@@ -107,7 +111,7 @@ class AwsError extends Error {
   }
 }
 
-type Service = 'dynamodb' | 'sqs' | 'states' | 'secretsmanager' | 'kms';
+type Service = 'dynamodb' | 'sqs' | 'states' | 'secretsmanager' | 'kms' | 'lambda';
 
 const TARGET_PREFIX: Readonly<Record<string, Service>> = {
   DynamoDB_20120810: 'dynamodb',
@@ -123,6 +127,7 @@ const CONTENT_TYPE: Readonly<Record<Service, string>> = {
   states: 'application/x-amz-json-1.0',
   secretsmanager: 'application/x-amz-json-1.1',
   kms: 'application/x-amz-json-1.1',
+  lambda: 'application/json',
 };
 
 interface Caller {
@@ -194,7 +199,9 @@ export async function startAwsEndpoint(options: AwsEndpointOptions = {}): Promis
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    // Every JSON-protocol service names its operation in X-Amz-Target; S3 never does.
+    // Every JSON-protocol service names its operation in X-Amz-Target; Lambda's REST API and S3
+    // never do, and Lambda's requests are signed for the service `lambda`.
+    if (req.headers['x-amz-target'] === undefined && scopeOf(req) === 'lambda') return lambda(req, res);
     if (req.headers['x-amz-target'] === undefined && s3) return s3(req, res);
     const raw = await readBody(req);
     const service = serviceOf(req);
@@ -224,6 +231,8 @@ export async function startAwsEndpoint(options: AwsEndpointOptions = {}): Promis
         return secrets(call, s, res);
       case 'kms':
         return kms(call, s, res);
+      case 'lambda':
+        throw unknownOperation(call);
     }
   }
 
@@ -291,16 +300,25 @@ export async function startAwsEndpoint(options: AwsEndpointOptions = {}): Promis
       return name.startsWith('arn:') ? name : s.arns.tableArn(name);
     };
     const action = `dynamodb:${operation}`;
-    let checks: { action: string; resource: string; context?: Record<string, string> }[];
+    let checks: { action: string; resource: string; context?: Record<string, string | string[]> }[];
     switch (operation) {
       case 'GetItem':
       case 'PutItem':
       case 'UpdateItem':
       case 'DeleteItem': {
-        // DynamoDB adds the item's partition key as `dynamodb:LeadingKeys` to every item call.
+        // DynamoDB adds the item's partition key as `dynamodb:LeadingKeys` to every item call,
+        // and to an update the attributes it names (`dynamodb:Attributes`: the key's and those
+        // it changes) and what it returns (`dynamodb:ReturnValues`).
         const key = isPlainObject(body.Key) ? body.Key : isPlainObject(body.Item) ? body.Item : {};
         const pk = isPlainObject(key.pk) && typeof key.pk.S === 'string' ? key.pk.S : undefined;
-        checks = [{ action, resource: tableArn(body.TableName), ...(pk !== undefined ? { context: { 'dynamodb:LeadingKeys': pk } } : {}) }];
+        const context: Record<string, string | string[]> = pk !== undefined ? { 'dynamodb:LeadingKeys': pk } : {};
+        if (operation === 'UpdateItem') {
+          const names = isPlainObject(body.ExpressionAttributeNames) ? (body.ExpressionAttributeNames as Record<string, string>) : {};
+          const updated = typeof body.UpdateExpression === 'string' ? updatedAttributes(body.UpdateExpression, names) : [];
+          context['dynamodb:Attributes'] = [...new Set([...Object.keys(key), ...updated])];
+          context['dynamodb:ReturnValues'] = typeof body.ReturnValues === 'string' ? body.ReturnValues : 'NONE';
+        }
+        checks = [{ action, resource: tableArn(body.TableName), ...(Object.keys(context).length > 0 ? { context } : {}) }];
         break;
       }
       case 'DescribeTable':
@@ -516,6 +534,32 @@ export async function startAwsEndpoint(options: AwsEndpointOptions = {}): Promis
     return json(res, call.service, { ARN: updated.arn, Name: updated.name, VersionId: updated.versionId, VersionStages: ['AWSCURRENT'] });
   }
 
+  // --- Lambda (REST) -------------------------------------------------------------------------
+
+  /** GetAccountSettings, the one Lambda call a pipegate function makes (the deploy-time concurrency check). */
+  async function lambda(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const raw = await readBody(req);
+    if (!services) throw new AwsError(503, 'ServiceUnavailable', 'The local AWS endpoint is not serving yet');
+    const s = services;
+    const path = new URL(req.url ?? '/', 'http://local').pathname.replace(/\/$/, '');
+    const operation = req.method === 'GET' && path === '/2016-08-19/account-settings' ? 'GetAccountSettings' : `${req.method} ${path}`;
+    const call: Call = { service: 'lambda', operation, body: {}, raw, headers: req.headers, caller: identify(req, 'lambda', s) };
+    if (operation !== 'GetAccountSettings') throw unknownOperation(call);
+    // Lambda authorizes GetAccountSettings on no resource: a policy must name "*".
+    await authorize(call, s, [{ action: 'lambda:GetAccountSettings', resource: '*' }]);
+    const account = s.lambdaAccount?.() ?? { quota: AWS_QUOTAS.accountConcurrency, unreserved: AWS_QUOTAS.accountConcurrency };
+    return json(res, 'lambda', {
+      AccountLimit: {
+        TotalCodeSize: 80_530_636_800,
+        CodeSizeUnzipped: 262_144_000,
+        CodeSizeZipped: 52_428_800,
+        ConcurrentExecutions: account.quota,
+        UnreservedConcurrentExecutions: account.unreserved,
+      },
+      AccountUsage: { TotalCodeSize: 0, FunctionCount: 0 },
+    });
+  }
+
   // --- KMS ----------------------------------------------------------------------------------
 
   /**
@@ -577,9 +621,44 @@ export async function startAwsEndpoint(options: AwsEndpointOptions = {}): Promis
   };
 }
 
+/**
+ * The top-level attributes an UpdateExpression changes: each SET, REMOVE, ADD and DELETE
+ * action's target path, its first element, `#name` placeholders resolved.
+ */
+export function updatedAttributes(expression: string, names: Readonly<Record<string, string>>): string[] {
+  const out: string[] = [];
+  const parts = expression.split(/\b(SET|REMOVE|ADD|DELETE)\b/i);
+  for (let i = 1; i < parts.length; i += 2) {
+    const clause = (parts[i] ?? '').toUpperCase();
+    let depth = 0;
+    let action = '';
+    const actions: string[] = [];
+    for (const ch of parts[i + 1] ?? '') {
+      if (ch === '(') depth += 1;
+      if (ch === ')') depth -= 1;
+      if (ch === ',' && depth === 0) {
+        actions.push(action);
+        action = '';
+      } else action += ch;
+    }
+    actions.push(action);
+    for (const a of actions) {
+      const target = (clause === 'SET' ? a.split('=')[0] : a.trim().split(/\s+/)[0]) ?? '';
+      const first = target.trim().split(/[.[]/)[0] ?? '';
+      if (first !== '') out.push(first.startsWith('#') ? (names[first] ?? first) : first);
+    }
+  }
+  return out;
+}
+
+/** The service a SigV4 request is signed for (its credential scope's fourth part). */
+function scopeOf(req: IncomingMessage): string | undefined {
+  return /Credential=[^/]+\/\d{8}\/[a-z0-9-]+\/([a-z0-9-]+)\/aws4_request/.exec(String(req.headers.authorization ?? ''))?.[1];
+}
+
 function serviceOf(req: IncomingMessage): Service | undefined {
   const target = req.headers['x-amz-target'];
-  if (typeof target !== 'string') return undefined;
+  if (typeof target !== 'string') return scopeOf(req) === 'lambda' ? 'lambda' : undefined;
   return TARGET_PREFIX[target.split('.')[0] ?? ''];
 }
 

@@ -19,7 +19,9 @@ import type { FunctionHost } from './function-host';
 import { assertKnownPolicies, IamEvaluator, type IamDecision, type IamRequest } from './iam';
 import { bootstrap, onRecordedPort, type Boot, type BootOptions, type Booted, type Wired } from '../local/bootstrap';
 import { resolveAssembly, type ResolvedAssembly } from './physical';
-import { scaleFactorOf, scaleModelFromTemplates, type ScaleModel } from './scale-model';
+import { AWS_QUOTAS, scaleFactorOf, scaleModelFromTemplates, templateReservations, type ScaleModel } from './scale-model';
+import { readSavedJson, writeSavedJson } from '../local/saved-json';
+import { isPlainObject } from '../../functions/core/values';
 import { wireApi } from './wiring/api';
 import type { Wiring } from './wiring/context';
 import { apiAddressNamed, localApiAddress, runCustomResources } from './wiring/custom-resources';
@@ -46,8 +48,13 @@ export interface SynthRuntimeOptions extends BootOptions {
    * enforced as AWS enforces them. Default: PIPEGATE_SCALE, else no model.
    */
   scale?: number;
-  /** The account's Lambda concurrency quota the model assumes (default: PIPEGATE_SCALE_ACCOUNT_CONCURRENCY, else AWS's 1,000). */
+  /**
+   * The emulated account's Lambda concurrency quota, as GetAccountSettings answers it and the
+   * scale model shares it (default: PIPEGATE_SCALE_ACCOUNT_CONCURRENCY, else AWS's 1,000).
+   */
   accountConcurrency?: number;
+  /** Units other functions of the emulated account have reserved (default: PIPEGATE_SCALE_ACCOUNT_RESERVED, else 0). */
+  accountReservedElsewhere?: number;
   /**
    * The IAM principal the owner token stands for, checked against the API's resource policy
    * (default: PIPEGATE_OWNER_PRINCIPAL, else a user of the template's account, DEFAULT_OWNER_USER).
@@ -117,7 +124,17 @@ async function wireSynth(
   const factor = opts.scale ?? scaleFactorOf(env.PIPEGATE_SCALE);
   const accountConcurrency =
     opts.accountConcurrency ?? (env.PIPEGATE_SCALE_ACCOUNT_CONCURRENCY ? Number(env.PIPEGATE_SCALE_ACCOUNT_CONCURRENCY) : undefined);
-  const scale = factor === undefined ? undefined : scaleModelFromTemplates(stacks, { factor, accountConcurrency });
+  const reservedElsewhere =
+    opts.accountReservedElsewhere ?? (env.PIPEGATE_SCALE_ACCOUNT_RESERVED ? Number(env.PIPEGATE_SCALE_ACCOUNT_RESERVED) : 0);
+  const scale = factor === undefined ? undefined : scaleModelFromTemplates(stacks, { factor, accountConcurrency, reservedElsewhere });
+  // The account as Lambda's GetAccountSettings reports it: what this service's functions held
+  // when the data dir last started (a redeploy's functions still hold the old plan while the
+  // deploy-time check runs) and what others reserved are not unreserved.
+  const reservationsFile = join(dataDir, 'lambda-reservations.json');
+  const saved = readSavedJson(reservationsFile);
+  let heldByService = isPlainObject(saved) && typeof saved.total === 'number' ? saved.total : 0;
+  const quota = accountConcurrency ?? AWS_QUOTAS.accountConcurrency;
+  const lambdaAccount = () => ({ quota, unreserved: Math.max(0, quota - reservedElsewhere - heldByService) });
   const w: Wiring = { boot, assembly, resolved, stacks, iam, scale, log };
 
   const dynamo = await boot.tables(stacks.flatMap((s) => tableInputs(s)));
@@ -149,6 +166,7 @@ async function wireSynth(
     secrets,
     kms,
     objects: { dir: join(dataDir, 'objects'), ...bucketsOf(stacks) },
+    lambdaAccount,
     ...(scale ? { throughput: scale.dynamo, startThrottle: scale.states } : {}),
   });
   // S3's own lifecycle expiry, from the template's rules: a pass at start and every hour.
@@ -173,6 +191,9 @@ async function wireSynth(
       log,
       (props) => !namesApi(props),
     );
+  // Past the deploy-time concurrency check: the functions now hold the template's reservations.
+  heldByService = [...templateReservations(stacks).values()].reduce((a, b) => a + b, 0);
+  writeSavedJson(reservationsFile, { total: heldByService });
 
   // A restart owes the work it finds unfinished what `npm start` owes it: AWS never restarts,
   // but this process holds the state machine's runs, and they die with it.

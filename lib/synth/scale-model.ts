@@ -53,6 +53,21 @@ export interface ScaleModelOptions {
   factor: number;
   /** The account's Lambda concurrency (AWS_QUOTAS.accountConcurrency unless the account's quota was raised). */
   accountConcurrency?: number;
+  /** What other functions of the account have reserved (their share of the pool is not the service's). */
+  reservedElsewhere?: number;
+}
+
+/** Each function's ReservedConcurrentExecutions in the templates, by physical name. */
+export function templateReservations(stacks: readonly ResolvedStack[]): Map<string, number> {
+  const reserved = new Map<string, number>();
+  for (const stack of stacks) {
+    for (const [id, r] of Object.entries(stack.stack.template.Resources)) {
+      if (r.Type !== 'AWS::Lambda::Function' || r.Properties?.ReservedConcurrentExecutions === undefined) continue;
+      const where = `${stack.stack.id}.Resources.${id}.Properties.ReservedConcurrentExecutions`;
+      reserved.set(stack.physical[id]?.ref ?? id, Number(stack.resolve(r.Properties.ReservedConcurrentExecutions, where)));
+    }
+  }
+  return reserved;
 }
 
 /** What the model refused, by limit: how the run met each. */
@@ -365,18 +380,13 @@ export function scaleFactorOf(text: string | undefined): number | undefined {
 export function scaleModelFromTemplates(stacks: readonly ResolvedStack[], opts: ScaleModelOptions): ScaleModel {
   const { factor } = opts;
   const stats: ScaleStats = { lambda: {}, stage: {}, dynamo: {}, states: {} };
-  const reserved = new Map<string, number>();
+  const reserved = templateReservations(stacks);
   let method: { rate: number; burst: number } | undefined;
   const tables = new Map<string, TableKeys>();
   for (const stack of stacks) {
     for (const [id, r] of Object.entries(stack.stack.template.Resources)) {
       const where = `${stack.stack.id}.Resources.${id}.Properties`;
-      if (r.Type === 'AWS::Lambda::Function' && r.Properties?.ReservedConcurrentExecutions !== undefined) {
-        reserved.set(
-          stack.physical[id]?.ref ?? id,
-          Number(stack.resolve(r.Properties.ReservedConcurrentExecutions, `${where}.ReservedConcurrentExecutions`)),
-        );
-      } else if (r.Type === 'AWS::ApiGateway::Stage') {
+      if (r.Type === 'AWS::ApiGateway::Stage') {
         const settings = stack.resolve(r.Properties?.MethodSettings ?? [], `${where}.MethodSettings`);
         for (const s of Array.isArray(settings) ? settings.filter(isPlainObject) : []) {
           if (s.HttpMethod !== '*' || s.ResourcePath !== '/*')
@@ -402,7 +412,12 @@ export function scaleModelFromTemplates(stacks: readonly ResolvedStack[], opts: 
       }
     }
   }
-  const lambda = new LambdaConcurrency(reserved, opts.accountConcurrency ?? AWS_QUOTAS.accountConcurrency, factor, stats);
+  const lambda = new LambdaConcurrency(
+    reserved,
+    (opts.accountConcurrency ?? AWS_QUOTAS.accountConcurrency) - (opts.reservedElsewhere ?? 0),
+    factor,
+    stats,
+  );
   const stage = new StageThrottle(method, factor, stats);
   const dynamo = new PartitionThroughput(tables, factor, stats);
   const states = new StartExecutionThrottle(factor, stats);

@@ -150,7 +150,12 @@ describe('the owner API conforms', () => {
   it('publishes (201, then 200), with readiness at every step, and refuses bad visibility', async () => {
     expect((await owner('GET', '/v1/pipelines/conform/deployment')).body).toMatchObject({ state: 'not_published', publishable: true });
     expect((await owner('PUT', '/v1/pipelines/conform/deployment', { outputs: { nope: { visible: false } } })).status).toBe(400);
-    expect((await owner('PUT', '/v1/pipelines/conform/deployment', '{not json')).status).toBe(400);
+    const json = { 'content-type': 'application/json' };
+    expect((await call({ method: 'PUT', path: '/v1/pipelines/conform/deployment', body: '{not json', headers: json })).status).toBe(400);
+    expect(
+      (await call({ method: 'PUT', path: '/v1/pipelines/conform/deployment', body: '{}', headers: { 'content-type': 'text/plain' } }))
+        .status,
+    ).toBe(415);
 
     const created = await owner('PUT', '/v1/pipelines/conform/deployment', { outputs: { debug: { visible: false } } });
     expect(created.status).toBe(201);

@@ -5,6 +5,7 @@
  * the logs, and fuzzing of every route that must never yield a 5xx. Prints its figures.
  */
 import { readdirSync, readFileSync, rmSync, mkdtempSync, statSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GetCommand, ScanCommand } from '@aws-sdk/lib-dynamodb';
@@ -145,6 +146,47 @@ describe('caller authentication and owner credentials', () => {
         expect([route.name, r.status]).toEqual([route.name, route.ok]);
       }
     }
+  });
+
+  it('answers 401 two_keys to a key header sent twice with two keys, on every caller route, rather than taking the last', async () => {
+    // Prepare: header lines as sent, each its own (fetch would join them into one value); given
+    // as a list, Node adds no Host of its own.
+    const raw = (method: string, path: string, lines: string[]): Promise<{ status: number; body: unknown }> =>
+      new Promise((resolve, reject) => {
+        tried += 1;
+        const req = httpRequest(
+          `${rt.url}${path}`,
+          { method, headers: ['host', new URL(rt.url).host, ...lines, 'content-type', 'application/json'] },
+          (res) => {
+            let text = '';
+            res.on('data', (c: Buffer) => (text += c.toString()));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as unknown }));
+          },
+        );
+        req.on('error', reject);
+        req.end(method === 'POST' ? '{}' : undefined);
+      });
+    const cases: [string, string[], number | 'two_keys'][] = [
+      ['X-API-Key twice, two keys', ['x-api-key', b.apiKey, 'X-API-Key', a.apiKey], 'two_keys'],
+      ['Authorization twice, two keys', ['authorization', `Api-Key ${b.apiKey}`, 'Authorization', `Api-Key ${a.apiKey}`], 'two_keys'],
+      ['Authorization twice, a key and a Bearer token', ['authorization', 'Bearer t', 'authorization', `Api-Key ${a.apiKey}`], 'two_keys'],
+      ['X-API-Key twice, the same key', ['x-api-key', a.apiKey, 'x-api-key', a.apiKey], 0],
+    ];
+    // Act
+    const unexpected: string[] = [];
+    for (const [what, lines, want] of cases) {
+      for (const route of callerRoutes(a.deploymentId, execA)) {
+        const r = await raw(route.method, route.path, lines);
+        const ok =
+          want === 'two_keys'
+            ? r.status === 401 &&
+              JSON.stringify(r.body) === JSON.stringify({ error: 'Unauthorized', reason: 'two_keys', detail: KEY_REFUSALS.two_keys })
+            : r.status === route.ok;
+        if (!ok) unexpected.push(`${what} → ${route.name}: ${r.status} ${JSON.stringify(r.body)}`);
+      }
+    }
+    // Assess
+    expect(unexpected).toEqual([]);
   });
 
   it("answers 401 other_deployment for another deployment's key on this deployment's routes, 404 for its executions", async () => {

@@ -18,8 +18,12 @@ import { buildTestApp, crossStackRef, asArray, outputsOf, refOf, resourcesOf, ty
 import { unauthorizedBody } from '../../functions/core/errors';
 import { isPlainObject } from '../../functions/core/values';
 import { EXPRESS_MAX_EXECUTION_TIMEOUT_MS, taskRunLambdaTimeoutSeconds } from '../../lib/workflow-budget';
-import { AWS_MIN_UNRESERVED, CLASS_SHARES, classOf, concurrencyPlan, waitersBound } from '../../lib/concurrency';
+import { CLASS_SHARES, classOf, concurrencyPlan, DEFAULT_MAX_ACCOUNT_SHARE, minimumReservation, waitersBound } from '../../lib/concurrency';
 import { parseSettings } from '../../lib/stacks/settings';
+import { ASSUMPTIONS } from '../../bench/prices';
+import { fixedMonthlyCosts } from '../../bench/aws-calls';
+import type { Template as SynthTemplate } from '../../lib/synth/assembly';
+import { reserving as reservingEdit } from '../synth/synth-helpers';
 
 // Prepare: one app for the whole file (building it is the slow part).
 const built = buildTestApp();
@@ -33,6 +37,10 @@ const fnId = (name: string): string => logicalId(built.service.fn(name).fn.node.
 const roleId = (name: string): string => logicalId(built.service.fn(name).role.node.defaultChild);
 const tableId = built.stateful.getLogicalId(built.stateful.table.node.defaultChild as CfnElement);
 const bucketId = built.stateful.getLogicalId(built.stateful.bucket.node.defaultChild as CfnElement);
+/** A deploy that reserves: `-c reservedConcurrency=900` (built once, when a test asks). */
+const RESERVING = 900;
+let reservingBuilt: ReturnType<typeof buildTestApp> | undefined;
+const reservingApp = () => (reservingBuilt ??= buildTestApp({ reservedConcurrency: RESERVING }));
 const queueId = (q: QueueName): string => built.stateful.getLogicalId(built.stateful.queues[q].queue.node.defaultChild as CfnElement);
 
 /** A readable name for a policy resource: stateful:<id>, service:<id>, or the literal. */
@@ -289,8 +297,8 @@ describe('functions', () => {
   it('deploys one function for every route handler and worker', () => {
     // Assess
     const names = functions.map(([, r]) => String(r.Properties?.Description).replace(/^pipegate /, '')).sort();
-    // ... and the upload-cors custom resource's (test/stack/upload-cors.test.ts).
-    expect(names).toEqual([...new Set([...routeHandlers(), ...Object.values(WORKERS), 'upload-cors'])].sort());
+    // ... and the upload-cors and concurrency-check custom resources' (test/stack/upload-cors.test.ts, concurrency-check.test.ts).
+    expect(names).toEqual([...new Set([...routeHandlers(), ...Object.values(WORKERS), 'upload-cors', 'concurrency-check'])].sort());
     expect(Object.keys(ACCESS).sort()).toEqual(allFunctionNames().sort());
   });
 
@@ -498,21 +506,32 @@ describe('least privilege, from lib/stacks/permissions.ts', () => {
     }
   });
 
-  it('lets a function update only the partition keys it owns (wait counters, claimed uploads), and tells the waiting routes the bound', () => {
-    const plan = concurrencyPlan(allFunctionNames(), built.settings.accountConcurrency);
+  it('lets a function update only the partition keys it owns (claimed uploads), and bounds waiting callers only where it reserves', () => {
+    // Prepare: the default reserves nothing; a reserving deploy bounds its waiting routes' callers.
+    const reserving = resourcesOf(Template.fromStack(reservingApp().service));
+    const plan = concurrencyPlan(allFunctionNames(), RESERVING);
     for (const name of allFunctionNames()) {
-      const extra = statementsOf(roleId(name), svc, true);
       const waits = ROUTES.some((r) => r.handler === name && r.waits);
-      const keys = [...accessFor(name).updateKeys, ...(waits ? ['WAITERS#*'] : [])];
-      expect(extra.flatMap((s) => s.actions).filter((a) => !a.startsWith('kms:'))).toEqual(keys.length > 0 ? ['dynamodb:UpdateItem'] : []);
-      const env = (svc[fnId(name)]?.Properties?.Environment as { Variables: Record<string, string> }).Variables;
-      expect(env.PIPEGATE_MAX_WAITERS).toBe(waits ? String(waitersBound(plan.reserved[name] ?? 0)) : undefined);
+      for (const [resources, bounded] of [
+        [svc, false],
+        [reserving, true],
+      ] as const) {
+        const extra = statementsOf(roleId(name), resources, true);
+        const keys = [...accessFor(name).updateKeys, ...(waits && bounded ? ['WAITERS#*'] : [])];
+        expect(extra.flatMap((s) => s.actions).filter((a) => !a.startsWith('kms:'))).toEqual(
+          keys.length > 0 ? ['dynamodb:UpdateItem'] : [],
+        );
+        const env = (resources[fnId(name)]?.Properties?.Environment as { Variables: Record<string, string> }).Variables;
+        expect(env.PIPEGATE_MAX_WAITERS).toBe(waits && bounded ? String(waitersBound(plan.reserved[name] ?? 0)) : undefined);
+      }
     }
-    const policies = Object.values(svc)
-      .filter((r) => r.Type === 'AWS::IAM::Policy')
-      .map((r) => JSON.stringify(r.Properties));
-    expect(policies.some((p) => p.includes('"dynamodb:LeadingKeys":["WAITERS#*"]'))).toBe(true);
-    expect(policies.some((p) => p.includes('"dynamodb:LeadingKeys":["UPLOAD#*","LIMIT#*","USAGE#*","WAITERS#*"]'))).toBe(true);
+    const policies = (r: Resources) =>
+      Object.values(r)
+        .filter((x) => x.Type === 'AWS::IAM::Policy')
+        .map((x) => JSON.stringify(x.Properties));
+    expect(policies(reserving).some((p) => p.includes('"dynamodb:LeadingKeys":["WAITERS#*"]'))).toBe(true);
+    expect(policies(reserving).some((p) => p.includes('"dynamodb:LeadingKeys":["UPLOAD#*","LIMIT#*","USAGE#*","WAITERS#*"]'))).toBe(true);
+    expect(policies(svc).some((p) => p.includes('WAITERS#'))).toBe(false);
   });
 
   it("lets every caller route spend its key's limits (counters and usage only), and the authorizer record a consumer's last use", () => {
@@ -583,19 +602,30 @@ describe('the MCP server function (deployment-mcp)', () => {
     expect(actionsOn(plain, 'dynamodb:Query')).toEqual([]);
     expect(actionsOn(plain, 'states:StartExecution')).toEqual([]);
     expect(conditioned).toEqual([['dynamodb:UpdateItem']]);
-    const policies = Object.values(svc)
-      .filter((r) => r.Type === 'AWS::IAM::Policy' && asArray(r.Properties?.Roles).map(refOf).includes(roleId(name)))
-      .map((r) => JSON.stringify(r.Properties));
-    expect(policies.some((p) => p.includes('"dynamodb:LeadingKeys":["UPLOAD#*","LIMIT#*","USAGE#*","WAITERS#*"]'))).toBe(true);
+    // Its updates: claimed uploads and the key's limits; the wait bound's counters too when the deploy reserves.
+    const policiesOf = (r: Resources, role: string) =>
+      Object.values(r)
+        .filter((x) => x.Type === 'AWS::IAM::Policy' && asArray(x.Properties?.Roles).map(refOf).includes(role))
+        .map((x) => JSON.stringify(x.Properties));
+    const reserving = reservingApp();
+    const rroleId = reserving.service.getLogicalId(reserving.service.fn(name).role.node.defaultChild as CfnElement);
+    expect(policiesOf(svc, roleId(name)).some((p) => p.includes('"dynamodb:LeadingKeys":["UPLOAD#*","LIMIT#*","USAGE#*"]'))).toBe(true);
+    expect(
+      policiesOf(resourcesOf(Template.fromStack(reserving.service)), rroleId).some((p) =>
+        p.includes('"dynamodb:LeadingKeys":["UPLOAD#*","LIMIT#*","USAGE#*","WAITERS#*"]'),
+      ),
+    ).toBe(true);
     expect(accessFor(name).objects).toEqual(['read', 'caller-execution']);
   });
 
   it('serves both methods of the MCP URL streamed, behind the key authorizer, with its share of the waiting routes', () => {
-    const fn = svc[fnId(name)]?.Properties ?? {};
+    const reserving = reservingApp();
+    const id = reserving.service.getLogicalId(reserving.service.fn(name).fn.node.defaultChild as CfnElement);
+    const fn = resourcesOf(Template.fromStack(reserving.service))[id]?.Properties ?? {};
     expect(fn.Timeout).toBe(STREAMED_ROUTE_TIMEOUT_SECONDS);
     const env = (fn.Environment as { Variables: Record<string, unknown> }).Variables;
     expect(JSON.stringify(env.PIPEGATE_API_URL)).toContain('execute-api');
-    const plan = concurrencyPlan(allFunctionNames(), built.settings.accountConcurrency);
+    const plan = concurrencyPlan(allFunctionNames(), RESERVING);
     expect(classOf(name)).toBe('waiting');
     expect(Number(fn.ReservedConcurrentExecutions)).toBe(plan.reserved[name]);
     expect(plan.reserved[name]).toBeGreaterThan(0);
@@ -675,57 +705,169 @@ describe('queue event sources', () => {
 });
 
 describe('concurrency budget, from lib/concurrency.ts', () => {
-  const plan = concurrencyPlan(allFunctionNames(), built.settings.accountConcurrency);
-  const reservedOf = (name: string): unknown => svc[fnId(name)]?.Properties?.ReservedConcurrentExecutions;
+  const reserving = reservingApp();
+  const rsvc = resourcesOf(Template.fromStack(reserving.service));
+  const plan = concurrencyPlan(allFunctionNames(), RESERVING);
+  const rid = (name: string): string => reserving.service.getLogicalId(reserving.service.fn(name).fn.node.defaultChild as CfnElement);
+  const reservedOf = (name: string): unknown => rsvc[rid(name)]?.Properties?.ReservedConcurrentExecutions;
+  const checkOf = (r: Resources) => Object.entries(r).find(([, x]) => x.Type === 'Custom::PipegateConcurrencyCheck');
 
-  it('reserves each function its share, leaving the 100 AWS keeps unreserved', () => {
+  it('reserves nothing by default, so the stack deploys on any account (a new one has 10 units)', () => {
+    // Assess
+    const fns = Object.values(svc).filter((r) => r.Type === 'AWS::Lambda::Function');
+    expect(built.settings.reservedConcurrency).toBe(0);
+    expect(fns.some((r) => r.Properties?.ReservedConcurrentExecutions !== undefined)).toBe(false);
+    const mappings = Object.values(svc).filter((r) => r.Type === 'AWS::Lambda::EventSourceMapping');
+    expect(mappings.some((m) => m.Properties?.ScalingConfig !== undefined)).toBe(false);
+    // The check is there, with nothing to check.
+    expect(checkOf(svc)?.[1].Properties).toMatchObject({ Requested: 0, Reserved: 0 });
+  });
+
+  it('reserves each function its share of reservedConcurrency, and never more than it in all', () => {
     // Assess
     const total = allFunctionNames().reduce((n, name) => n + Number(reservedOf(name)), 0);
     for (const name of allFunctionNames()) expect(reservedOf(name)).toBe(plan.reserved[name]);
-    expect(total).toBeLessThanOrEqual(built.settings.accountConcurrency - AWS_MIN_UNRESERVED);
+    expect(total).toBe(plan.total);
+    expect(total).toBeLessThanOrEqual(RESERVING);
     // The public-facing authorizer and the waiting routes are never left to the shared pool.
     expect(Number(reservedOf(WORKERS.authorizer))).toBeGreaterThan(0);
     expect(Number(reservedOf('execute'))).toBeGreaterThan(0);
   });
 
-  it("gives the event stream and the web form's routes shares of their own, sized to what they hold", () => {
+  it("makes every reserving function wait for the deploy-time check of the account, which is told the plan's total", () => {
+    // Prepare
+    const [checkId, check] = checkOf(rsvc) ?? [];
+    // Assess: the check runs before any function that reserves is created or updated.
+    expect(check?.Properties).toMatchObject({
+      Requested: RESERVING,
+      Reserved: plan.total,
+      MaxAccountShare: DEFAULT_MAX_ACCOUNT_SHARE,
+      Least: minimumReservation(allFunctionNames()),
+    });
+    for (const name of allFunctionNames()) {
+      expect(asArray((rsvc[rid(name)] as { DependsOn?: unknown }).DependsOn)).toContain(checkId);
+    }
+    // Its function reads the account's settings and nothing else of Lambda.
+    const fn = refOf(check?.Properties?.ServiceToken) ?? '';
+    const role = refOf(rsvc[fn]?.Properties?.Role) ?? '';
+    const lambdaActions = statementsOf(role, rsvc).flatMap((s) => s.actions.filter((a) => a.startsWith('lambda:')));
+    expect(lambdaActions).toEqual(['lambda:GetAccountSettings']);
+    expect(rsvc[fn]?.Properties?.ReservedConcurrentExecutions).toBeUndefined();
+  });
+
+  it("gives the event streams, asset downloads and the web form's routes shares of their own, sized to what they hold", () => {
     // Assess: a stream is held for a whole execution, so its share is the viewers at once.
     expect(classOf('execution-events')).toBe('stream');
     // The web form's stream draws on the stream share, apart from API callers' streams.
     expect(classOf('form-events')).toBe('stream');
     for (const f of ['form-page', 'form-execute', 'form-execution', 'form-upload']) expect(classOf(f)).toBe('form');
-    expect(classOf('asset-get')).toBe('caller');
+    expect(classOf('asset-get')).toBe('download');
     expect(classOf('run-events')).toBe('owner');
-    const reservable = built.settings.accountConcurrency - AWS_MIN_UNRESERVED;
-    // The two streams together hold the whole share, none of it lost to rounding.
-    expect(Number(reservedOf('execution-events')) + Number(reservedOf('form-events'))).toBe(
-      Math.floor((reservable * CLASS_SHARES.stream) / 100),
-    );
+    const rest = RESERVING - minimumReservation(allFunctionNames());
+    // The two streams together hold the whole share (and each its least), but for rounding down.
+    const streams = Number(reservedOf('execution-events')) + Number(reservedOf('form-events'));
+    expect(streams).toBeLessThanOrEqual(2 + Math.floor((rest * CLASS_SHARES.stream) / 100));
+    expect(streams).toBeGreaterThanOrEqual(1 + Math.floor((rest * CLASS_SHARES.stream) / 100));
+    expect(Number(reservedOf('asset-get'))).toBe(1 + Math.floor((rest * CLASS_SHARES.download) / 100));
     expect(Number(reservedOf('form-events'))).toBeGreaterThan(Number(reservedOf('form-execution')));
     const form = ['form-page', 'form-execute', 'form-execution', 'form-upload'].reduce((n, f) => n + Number(reservedOf(f)), 0);
-    expect(form).toBeLessThanOrEqual(Math.floor((reservable * CLASS_SHARES.form) / 100));
-    // More than an "other caller route" gets: streams and form runs no longer share its 5.
+    expect(form).toBeLessThanOrEqual(4 + Math.floor((rest * CLASS_SHARES.form) / 100));
+    // More than an "other caller route" gets: streams, downloads and form runs do not share its few.
     expect(Number(reservedOf('execution-events'))).toBeGreaterThan(Number(reservedOf('execution-cancel')) * 5);
+    expect(Number(reservedOf('asset-get'))).toBeGreaterThan(Number(reservedOf('execution-cancel')) * 5);
     expect(Number(reservedOf('form-execute'))).toBeGreaterThan(Number(reservedOf('execution-cancel')));
     expect(Object.values(CLASS_SHARES).reduce((a, b) => a + b, 0)).toBe(100);
   });
 
   it.each(Object.values(QUEUES))("$id event source polls with at most its consumer's reservation", (def) => {
-    const m = Object.values(svc).find(
-      (r) => r.Type === 'AWS::Lambda::EventSourceMapping' && label(r.Properties?.EventSourceArn) === `stateful:${queueId(def.id)}`,
+    const m = Object.values(rsvc).find(
+      (r) =>
+        r.Type === 'AWS::Lambda::EventSourceMapping' &&
+        crossStackRef(r.Properties?.EventSourceArn, Template.fromStack(reserving.stateful)) ===
+          reserving.stateful.getLogicalId(reserving.stateful.queues[def.id].queue.node.defaultChild as CfnElement),
     );
     const max = (m?.Properties?.ScalingConfig as { MaximumConcurrency?: number } | undefined)?.MaximumConcurrency;
     expect(max).toBe(plan.queueMaxConcurrency[def.id]);
-    expect(max).toBeLessThanOrEqual(Number(svc[refOf(m?.Properties?.FunctionName) ?? '']?.Properties?.ReservedConcurrentExecutions));
+    expect(max).toBeLessThanOrEqual(Number(rsvc[refOf(m?.Properties?.FunctionName) ?? '']?.Properties?.ReservedConcurrentExecutions));
   });
 
-  it('refuses an account too small to share, naming what to raise, and reserves nothing with 0', () => {
-    expect(() => concurrencyPlan(allFunctionNames(), 120)).toThrow(/Concurrent executions/);
-    expect(parseSettings({ accountConcurrency: '0' }).accountConcurrency).toBe(0);
-    expect(() => parseSettings({ accountConcurrency: '150' })).toThrow(/at least 200/);
-    const none = buildTestApp({ accountConcurrency: 0 });
-    const fns = Object.values(resourcesOf(Template.fromStack(none.service))).filter((r) => r.Type === 'AWS::Lambda::Function');
-    expect(fns.some((r) => r.Properties?.ReservedConcurrentExecutions !== undefined)).toBe(false);
+  it('synthesizes what the start:synth suites emulate by editing the default template (test/synth/synth-helpers.ts reserving)', () => {
+    // Prepare: the default template, edited as -c reservedConcurrency=900 would make it.
+    const edited = structuredClone(svc) as unknown as SynthTemplate['Resources'];
+    reservingEdit(RESERVING)({ Resources: edited });
+    const edit = edited as unknown as Resources;
+    /** What the plan decides in a template: reservations, dependencies, wait bounds, their grants, pollers, the check. */
+    const planOf = (r: Resources) =>
+      Object.entries(r)
+        .filter(([, x]) =>
+          ['AWS::Lambda::Function', 'AWS::Lambda::EventSourceMapping', 'Custom::PipegateConcurrencyCheck'].includes(x.Type),
+        )
+        .map(([id, x]) => ({
+          id,
+          reserved: x.Properties?.ReservedConcurrentExecutions,
+          dependsOn: [(x as { DependsOn?: unknown }).DependsOn ?? []].flat().sort(),
+          waiters: (x.Properties?.Environment as { Variables?: Record<string, unknown> } | undefined)?.Variables?.PIPEGATE_MAX_WAITERS,
+          bounded:
+            x.Type === 'AWS::Lambda::Function'
+              ? JSON.stringify(
+                  statementsOf(refOf(x.Properties?.Role) ?? '', r, true).filter((st) => st.actions.includes('dynamodb:UpdateItem')),
+                )
+              : undefined,
+          scaling: x.Properties?.ScalingConfig,
+          check: x.Type === 'Custom::PipegateConcurrencyCheck' ? x.Properties : undefined,
+        }));
+    // Assess
+    expect(planOf(edit)).toEqual(planOf(rsvc));
+  });
+
+  it('refuses, at synth, a figure too small to plan, and the retired accountConcurrency with what replaces it', () => {
+    const least = minimumReservation(allFunctionNames());
+    expect(() => concurrencyPlan(allFunctionNames(), least - 1)).toThrow(/reservedConcurrency/);
+    expect(parseSettings({ reservedConcurrency: '0' }).reservedConcurrency).toBe(0);
+    expect(() => parseSettings({ reservedConcurrency: String(least - 1) })).toThrow(
+      new RegExp(`reservedConcurrency: must be 0 .* at least ${least}`),
+    );
+    expect(() => parseSettings({ accountConcurrency: '1000' })).toThrow(/accountConcurrency is retired.*reservedConcurrency/);
+    expect(() => buildTestApp({ accountConcurrency: 1000 })).toThrow(/accountConcurrency is retired/);
+  });
+});
+
+describe('custom resources and schedules', () => {
+  it('gives every custom resource of both stacks a ServiceTimeout, so a handler that dies before answering fails the deploy in minutes, not an hour', () => {
+    // Act
+    const custom = [...Object.values(svc), ...Object.values(data)].filter((r) => r.Type.startsWith('Custom::'));
+    // Assess
+    expect(custom.map((r) => r.Type).sort()).toEqual([
+      'Custom::PipegateConcurrencyCheck',
+      'Custom::PipegateSecretInit',
+      'Custom::PipegateSecretInit',
+      'Custom::PipegateUploadCors',
+    ]);
+    for (const r of custom) expect(Number(r.Properties?.ServiceTimeout)).toBe(300);
+  });
+
+  it("counts in the cost model's fixed charges what the stacks create: alarms, secrets, keys, polled queues, web ACL rules", () => {
+    // Act
+    const all = [...Object.values(svc), ...Object.values(data)];
+    const count = (type: string) => all.filter((r) => r.Type === type).length;
+    const acl = all.find((r) => r.Type === 'AWS::WAFv2::WebACL');
+    // Assess
+    expect(count('AWS::CloudWatch::Alarm')).toBe(ASSUMPTIONS.alarms);
+    expect(count('AWS::SecretsManager::Secret')).toBe(2);
+    expect(count('AWS::KMS::Key')).toBe(1);
+    expect(count('AWS::Lambda::EventSourceMapping')).toBe(ASSUMPTIONS.polledQueues);
+    expect(count('AWS::WAFv2::WebACL')).toBe(1);
+    expect((acl?.Properties?.Rules as unknown[]).length).toBe(ASSUMPTIONS.wafRules);
+    expect(fixedMonthlyCosts().map((f) => f.perMonth)).toContain('2 secrets (key material, pepper)');
+  });
+
+  it("lets no failed sweeper pass be retried by Lambda's asynchronous retries, which would overlap the next passes", () => {
+    // Act
+    const configs = Object.values(svc).filter((r) => r.Type === 'AWS::Lambda::EventInvokeConfig');
+    // Assess
+    expect(configs).toHaveLength(1);
+    expect(refOf(configs[0]?.Properties?.FunctionName)).toBe(fnId(WORKERS.sweeper));
+    expect(configs[0]?.Properties).toMatchObject({ Qualifier: '$LATEST', MaximumRetryAttempts: 0, MaximumEventAgeInSeconds: 60 });
   });
 });
 

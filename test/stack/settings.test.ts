@@ -66,9 +66,11 @@ describe('deploy settings from context', () => {
     // Prepare
     const built = buildTestApp({ publicUrl: 'https://pipes.example.org/' });
     // Act
-    // Every function of the service (not the upload-cors custom resource's, which reads no configuration).
+    // Every function of the service (not the custom resources', which read no configuration).
     const functions = Object.values(resourcesOf(Template.fromStack(built.service))).filter(
-      (r) => r.Type === 'AWS::Lambda::Function' && r.Properties?.Description !== 'pipegate upload-cors',
+      (r) =>
+        r.Type === 'AWS::Lambda::Function' &&
+        !['pipegate upload-cors', 'pipegate concurrency-check'].includes(String(r.Properties?.Description)),
     );
     const urls = functions.map(
       (f) => (f.Properties?.Environment as { Variables?: Record<string, unknown> } | undefined)?.Variables?.PIPEGATE_PUBLIC_URL,

@@ -20,10 +20,11 @@ describe('the synthesized assembly', () => {
   it('holds both stacks in deployment order, with every function bundled', () => {
     // Assess
     expect(assembly.stacks.map((s) => s.id)).toEqual(['PipegateStateful', 'Pipegate']);
-    // The service's functions, and the upload CORS custom resource's beside them.
+    // The service's functions, and the upload CORS and concurrency check custom resources' beside them.
     const service = assembly.functions.filter((f) => f.stack === 'Pipegate');
-    expect(service).toHaveLength(allFunctionNames().length + 1);
+    expect(service).toHaveLength(allFunctionNames().length + 2);
     expect(service.filter((f) => f.logicalId.startsWith('UploadCors'))).toHaveLength(1);
+    expect(service.filter((f) => f.logicalId.startsWith('ConcurrencyCheck'))).toHaveLength(1);
     for (const f of assembly.functions) {
       expect(f.file).toBe(path.join(f.assetDir, 'index.js'));
       expect(f.exportName).toBe('handler');

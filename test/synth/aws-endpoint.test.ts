@@ -2,10 +2,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { GetAccountSettingsCommand, GetFunctionConcurrencyCommand, LambdaClient } from '@aws-sdk/client-lambda';
 import { DescribeSecretCommand, GetSecretValueCommand, PutSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { DescribeExecutionCommand, SFNClient, StartExecutionCommand, StopExecutionCommand } from '@aws-sdk/client-sfn';
 import { SendMessageBatchCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { SFN_MAX_ATTEMPTS, SfnWorkflowPort } from '../../functions/adapters/sfn.workflow';
 import { createObjectStore } from '../../functions/adapters/objects.store';
 import { ensureTable, startDynalite, type LocalDynamo } from '../../lib/local/dynamo';
@@ -13,6 +14,7 @@ import { LocalQueue } from '../../lib/local/queue';
 import {
   LocalSecretStore,
   startAwsEndpoint,
+  updatedAttributes,
   type AwsEndpoint,
   type AwsServices,
   type StateMachinePort,
@@ -132,6 +134,47 @@ describe('the local AWS endpoint', () => {
         ),
       }),
     ]);
+  });
+
+  it("lets the authorizer record a consumer's last use and change nothing else of a deployment's items", async () => {
+    // Prepare
+    const authorizer = as('authorizer').doc;
+    const Key = { pk: 'DEPLOYMENT#d1', sk: 'CONSUMER#c1' };
+    await as('deployment-consumers').doc.send(new PutCommand({ TableName: table, Item: { ...Key, status: 'active' } }));
+    const update = (expression: string, more: Record<string, unknown> = {}) =>
+      errorName(
+        authorizer.send(
+          new UpdateCommand({
+            TableName: table,
+            Key,
+            UpdateExpression: expression,
+            ExpressionAttributeValues: { ':v': 'x' },
+            ConditionExpression: 'attribute_exists(pk)',
+            ...more,
+          }),
+        ),
+      );
+    // Act
+    const touched = await update('SET last_used_at = :v');
+    const revoked = await update('SET #s = :v', { ExpressionAttributeNames: { '#s': 'status' } });
+    const both = await update('SET last_used_at = :v, scope = :v');
+    const returned = await update('SET last_used_at = :v', { ReturnValues: 'ALL_OLD' });
+    // Assess
+    expect(touched).toBe('no error');
+    expect(revoked).toBe('AccessDeniedException');
+    expect(both).toBe('AccessDeniedException');
+    expect(returned).toBe('AccessDeniedException');
+    expect((await as('deployment-consumers').doc.send(new GetCommand({ TableName: table, Key }))).Item).toEqual({
+      ...Key,
+      status: 'active',
+      last_used_at: 'x',
+    });
+  });
+
+  it('reads the attributes an update changes as DynamoDB names them to IAM', () => {
+    expect(updatedAttributes('SET a = :x, #b.c[0] = if_not_exists(d, :y) REMOVE e, f.g ADD n :one DELETE s :set', { '#b': 'bee' })).toEqual(
+      ['a', 'bee', 'e', 'f', 'n', 's'],
+    );
   });
 
   it('authorizes a Query on an index against the index ARN', async () => {
@@ -264,6 +307,26 @@ describe('the local AWS endpoint', () => {
     expect(refused).toBe('AccessDeniedException');
     expect(put).toBe('AccessDeniedException');
     expect(describe).toBe('UnknownOperationException');
+  });
+
+  it("answers Lambda's GetAccountSettings from the emulated account to the concurrency check's role alone", async () => {
+    // Prepare: an account of 10 units, as new accounts start.
+    const lambda = (fn: string) =>
+      new LambdaClient({ endpoint: endpoint.url, region: 'us-east-1', credentials: credentialsFor(functionRoleArn(resolved, fn), fn) });
+    endpoint.serve({ ...services, lambdaAccount: () => ({ quota: 10, unreserved: 9 }) });
+    try {
+      // Act
+      const got = await lambda('concurrency-check').send(new GetAccountSettingsCommand({}));
+      const refused = await errorName(lambda('execute').send(new GetAccountSettingsCommand({})));
+      const unknown = await errorName(lambda('concurrency-check').send(new GetFunctionConcurrencyCommand({ FunctionName: 'x' })));
+      // Assess
+      expect(got.AccountLimit).toMatchObject({ ConcurrentExecutions: 10, UnreservedConcurrentExecutions: 9 });
+      expect(refused).toBe('AccessDeniedException');
+      expect(unknown).toBe('UnknownOperationException');
+      expect(endpoint.denials.at(-1)).toMatchObject({ action: 'lambda:GetAccountSettings', resource: '*' });
+    } finally {
+      endpoint.serve(services);
+    }
   });
 
   it('refuses a key that names no role of the templates', async () => {

@@ -19,7 +19,7 @@ import {
   type ScaleStats,
 } from '../../lib/synth/scale-model';
 import { SYNTH_TIMEOUT_MS, testAssembly } from '../support/synth';
-import { localEnv } from './synth-helpers';
+import { localEnv, reserving, withTemplate } from './synth-helpers';
 
 const noStats = (): ScaleStats => ({ lambda: {}, stage: {}, dynamo: {}, states: {} });
 
@@ -31,19 +31,33 @@ describe('read from the synthesized templates', () => {
     resolved = resolveAssembly(assembly, localEnv());
   }, SYNTH_TIMEOUT_MS);
 
-  it("caps each function at its template reservation times the factor, the stage at its method throttle, and knows the table's and index's keys", () => {
+  it('shares the whole account between the functions of the default template, which reserves nothing', () => {
     // Act
     const model = scaleModelFromTemplates(
       assembly.stacks.map((s) => resolved.stack(s.id)),
       { factor: 0.01 },
     );
+    // Assess
+    expect(model.lambda.limits).toEqual([]);
+    expect(model.lambda.unreserved).toEqual({ name: 'unreserved', template: AWS_QUOTAS.accountConcurrency, scaled: 10 });
+  });
+
+  it("caps each function at its template reservation times the factor, the stage at its method throttle, and knows the table's and index's keys", () => {
+    // Prepare: the template `-c reservedConcurrency=800` makes, in an account where others hold 50.
+    const edited = withTemplate(assembly, 'Pipegate', reserving(800));
+    const r = resolveAssembly(edited, localEnv());
+    // Act
+    const model = scaleModelFromTemplates(
+      edited.stacks.map((s) => r.stack(s.id)),
+      { factor: 0.01, reservedElsewhere: 50 },
+    );
 
     // Assess: the reservations the stack derived from lib/concurrency.ts, read back from the template.
-    const plan = concurrencyPlan(allFunctionNames(), AWS_QUOTAS.accountConcurrency);
+    const plan = concurrencyPlan(allFunctionNames(), 800);
     const sorted = (xs: number[]) => [...xs].sort((x, y) => x - y);
     expect(sorted(model.lambda.limits.map((l) => l.template))).toEqual(sorted(Object.values(plan.reserved)));
     for (const l of model.lambda.limits) expect(l.scaled).toBe(Math.max(1, Math.round(l.template / 100)));
-    expect(model.lambda.unreserved.template).toBe(AWS_QUOTAS.accountConcurrency - Object.values(plan.reserved).reduce((x, y) => x + y, 0));
+    expect(model.lambda.unreserved.template).toBe(AWS_QUOTAS.accountConcurrency - 50 - plan.total);
     expect(model.stage.limits.find((l) => l.name === 'method rate')).toEqual({ name: 'method rate', template: 100, scaled: 1 });
     expect(model.stage.limits.find((l) => l.name === 'method burst')).toEqual({ name: 'method burst', template: 200, scaled: 2 });
     const tables = [...model.dynamo.tables.values()];

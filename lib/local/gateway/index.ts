@@ -6,12 +6,14 @@
  * there. The pieces live beside this file, one concern each.
  */
 import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, maxHeaderSize, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
 import { bodyCeiling, bodySizeProblem } from '../../../functions/core/body-size';
 import { ERRORS, unauthorizedBody } from '../../../functions/core/errors';
 import { GATEWAY_RESPONSES, type GatewayResponse } from '../../gateway-responses';
+import { drainRest } from '../drain';
 import { createLambdaContext, LOCAL_ACCOUNT, LOCAL_REGION } from '../lambda-context';
 import { createAuthorize, describe, ownerTokenCheck, UNCACHED, type AuthorizerSettings, type RequestAuthorizer } from './authorizer';
 import { API_ID, authorizerEvent, eventParts, proxyEvent, readBody, STAGE, type ApiIdentity } from './proxy-event';
@@ -34,7 +36,31 @@ export function createLocalServer(listener: (req: IncomingMessage, res: ServerRe
   const server = createServer(listener);
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
+  server.on('clientError', answerUnreadable);
   return server;
+}
+
+/**
+ * A request Node's parser cannot take never reaches the gateway: Node answers it alone, bare
+ * (a 431 past `maxHeaderSize`, 16 KiB, a 400 for anything else it cannot parse). These say the
+ * same in the API's JSON error shape, naming what was wrong.
+ */
+function answerUnreadable(err: NodeJS.ErrnoException & { bytesParsed?: number }, socket: Duplex): void {
+  if (!socket.writable || err.code === 'ECONNRESET') {
+    socket.destroy();
+    return;
+  }
+  const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
+  const { status, message } = tooLarge ? ERRORS.RequestHeaderFieldsTooLarge : ERRORS.BadRequest;
+  const body = JSON.stringify({
+    error: message,
+    detail: tooLarge
+      ? `the request line and headers are larger than ${maxHeaderSize} bytes: send fewer or shorter headers`
+      : `the request is not HTTP/1.1 this server can read (${err.code ?? 'unparsable'})`,
+  });
+  socket.end(
+    `HTTP/1.1 ${status} ${message}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }
 
 /** A function behind a route: a buffered proxy handler or a streaming one (Lambda invokes either way). */
@@ -106,11 +132,7 @@ export function createGateway(opts: GatewayOptions): (req: IncomingMessage, res:
     const rawQuery = queryAt === -1 ? '' : target.slice(queryAt + 1);
 
     const blocked = opts.firewall?.(req);
-    if (blocked) {
-      // The body is never read: the connection closes after the answer.
-      req.pause();
-      return { reply: { ...blocked, headers: [...blocked.headers, ['Connection', 'close']] }, route: null };
-    }
+    if (blocked) return { reply: await answerEarly(req, blocked), route: null };
 
     const path = stripBasePath(fullPath, basePath);
     const routePath = path !== undefined && path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
@@ -128,7 +150,22 @@ export function createGateway(opts: GatewayOptions): (req: IncomingMessage, res:
         .slice(1)
         .map((s) => decodeURIComponent(s));
     } catch {
-      return { reply: json(400, { error: 'Bad Request' }), route: null };
+      const bad = routePath.split('/').find((s) => {
+        try {
+          decodeURIComponent(s);
+          return false;
+        } catch {
+          return true;
+        }
+      });
+      const shown = (bad ?? '').length > 80 ? `${(bad ?? '').slice(0, 80)}…` : (bad ?? '');
+      return {
+        reply: json(400, {
+          error: ERRORS.BadRequest.message,
+          detail: `the path segment "${shown}" is not percent-encoded UTF-8: each %XX must be a byte of a UTF-8 character`,
+        }),
+        route: null,
+      };
     }
     const match = matchResource(resources, decoded);
     if (!match) return { reply: json(404, { error: 'Not Found' }), route: null };
@@ -140,13 +177,10 @@ export function createGateway(opts: GatewayOptions): (req: IncomingMessage, res:
     const maxBody = bodyCeiling(limits);
     const body = await readBody(req, maxBody);
     if (body === 'too_large') {
-      // Answer now and let the connection close: the rest of the upload is never read.
-      req.pause();
       // API Gateway's own ceiling is 10 MB; here the gateway applies the configured limit, so it
       // says that one (the body is past the ceiling: readBody stopped there).
       const reply = json(413, { error: ERRORS.PayloadTooLarge.message, detail: bodySizeProblem(maxBody + 1, limits) });
-      reply.headers.push(['Connection', 'close']);
-      return { reply, ...at };
+      return { reply: await answerEarly(req, reply), ...at };
     }
 
     const parts = eventParts({ req, requestId, requestTimeEpoch, method, fullPath, path, routePath, rawQuery, match, route }, api);
@@ -249,6 +283,17 @@ export function createGateway(opts: GatewayOptions): (req: IncomingMessage, res:
       })
       .catch(() => undefined);
   };
+}
+
+/**
+ * A reply given without the body: the rest of the body is read and dropped first, so the client,
+ * still sending, gets the answer and not a reset (lib/local/drain.ts); when that cannot be done
+ * (a body declared past the drain's bound, one that stopped arriving) the connection closes after
+ * the answer.
+ */
+async function answerEarly(req: IncomingMessage, reply: Reply): Promise<Reply> {
+  if (await drainRest(req)) return reply;
+  return { ...reply, headers: [...reply.headers, ['Connection', 'close']] };
 }
 
 class IntegrationTimeout extends Error {}

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { startSynthRuntime, type SynthRuntime } from '../../../lib/synth/runtime';
 import { greeting, request, waitUntil } from '../../support/runtime';
 import { SYNTH_TIMEOUT_MS, testAssembly } from '../../support/synth';
+import { reserving, withTemplate } from '../../synth/synth-helpers';
 
 jest.setTimeout(60_000);
 
@@ -30,7 +31,9 @@ async function ownerCall(method: string, path: string, body?: unknown) {
 
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'pipegate-synth-scale-'));
-  rt = await startSynthRuntime({ port: 0, inMemory: true, log: false, dataDir, assembly: await testAssembly(), scale: 0.01 });
+  // As deployed with `-c reservedConcurrency=900 -c maxAccountShare=100`: each function capped at its own share.
+  const assembly = withTemplate(await testAssembly(), 'Pipegate', reserving(900, 100));
+  rt = await startSynthRuntime({ port: 0, inMemory: true, log: false, dataDir, assembly, scale: 0.01 });
   await ownerCall('PUT', '/v1/pipelines/greeting', greeting);
   const run = await ownerCall('POST', '/v1/pipelines/greeting/runs', {});
   await waitUntil(

@@ -1,5 +1,5 @@
 /**
- * The all-in cost the README leads with and docs/aws.md breaks down is computed, not typed:
+ * The bill the README leads with and docs/aws.md breaks down is computed, not typed:
  * from the waiting caller's inputs the last `npm run bench` measured (bench/reference-wait.json)
  * and bench/prices.ts. A change of price, assumption or measured count fails here until the
  * prose follows.
@@ -8,16 +8,20 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import {
   allInHeadline,
+  billText,
+  dollars,
   EVENT_STREAM_CALLS,
   mcpCost,
   ownerUploadCost,
   readUnitsOf,
   totalDollars,
+  xraySampledShareAt,
   type CostInput,
+  type MonthlyBill,
 } from '../../../bench/aws-calls';
 import { consumerKeyCost } from '../../../bench/consumers';
 import { streamCost } from '../../../bench/events';
-import { ASSUMPTIONS, PRICES } from '../../../bench/prices';
+import { ALL_IN_TARGET_DOLLARS, ASSUMPTIONS, PRICES } from '../../../bench/prices';
 
 const root = path.join(__dirname, '..', '..', '..');
 const flat = (file: string) => readFileSync(path.join(root, file), 'utf8').replace(/\s+/g, ' ');
@@ -25,29 +29,87 @@ const input = JSON.parse(readFileSync(path.join(root, 'bench', 'reference-wait.j
 const h = allInHeadline(input);
 const $ = (x: number) => `$${x.toFixed(2)}`;
 
-describe('the all-in cost per million', () => {
-  it('README: the headline is the all-in figure for a waiting caller', () => {
-    expect(flat('README.md')).toContain(`costs ≈ ${$(h.allIn)} per million all in`);
+describe('the bill by the month', () => {
+  const aws = flat('docs/aws.md');
+  const readme = flat('README.md');
+  const [tenk, million, hundred] = h.bills as [MonthlyBill, MonthlyBill, MonthlyBill];
+  const line = (b: MonthlyBill, item: string) => b.variable.find((l) => l.item === item)?.dollars ?? NaN;
+  const flatText = (x: string) => x.replace(/\s+/g, ' ');
+
+  it('is given at 10 k, 1 M and 100 M executions a month, fixed costs included', () => {
+    expect(h.bills.map((b) => b.monthlyExecutions)).toEqual([10_000, 1_000_000, 100_000_000]);
+    for (const b of h.bills) expect(b.month).toBeCloseTo((totalDollars(b.variable) * b.monthlyExecutions) / 1e6 + h.fixed, 9);
+    // The fixed charges the earlier figure left out: the web ACL, the key, the secrets, the alarms, the pollers, the sweeper.
+    expect(million.fixed.map((f) => f.item)).toEqual([
+      'WAF web ACL and rules',
+      'KMS key (owner secrets)',
+      'Secrets Manager',
+      'CloudWatch alarms',
+      'SQS pollers',
+      'Sweeper',
+    ]);
   });
 
-  it('docs/aws.md: the request path, each operations line and the total', () => {
-    const aws = flat('docs/aws.md');
-    expect(aws).toContain(`request path ${$(h.requestPath)}`);
-    for (const l of h.operations) expect(aws).toContain(`${l.item} ${$(l.dollars)}`);
-    expect(aws).toContain(`all in ${$(h.allIn)}`);
-    expect(aws).toContain(`\`stateMachineLogLevel=ALL\` adds ${$(h.logsAll)}`);
-    expect(aws).toContain(`\`lambdaSystemLogLevel=INFO\` ${$(h.lambdaLinesInfo)}`);
-    expect(aws).toContain(`(≈ ${$(h.lambdaLinesInfo)} per million executions)`);
-    expect(aws).toContain(`**not reached**: ${$(h.allIn)}`);
-    expect(aws).toContain(`${$(h.pipelineSecond)} per million per second of pipeline time`);
+  it('prices X-Ray at the sampling its default rule gives at each volume: all of it to a million a month, 7.5 % at 100 M', () => {
+    expect(xraySampledShareAt(0.4)).toBe(1);
+    expect(xraySampledShareAt(1)).toBe(1);
+    expect(xraySampledShareAt(41)).toBeCloseTo((1 + 0.05 * 40) / 41, 12);
+    expect(line(tenk, 'X-Ray')).toBeCloseTo(3 * PRICES.xrayPerMillionTracesRecorded, 9);
+    expect(line(million, 'X-Ray')).toBeCloseTo(3 * PRICES.xrayPerMillionTracesRecorded, 9);
+    expect(line(hundred, 'X-Ray') / (3 * PRICES.xrayPerMillionTracesRecorded)).toBeCloseTo(0.0746, 3);
+    expect(aws).toContain('Every one is recorded up to about a million a month ($15.00), 7.5 % at 100 million ($1.12)');
+  });
+
+  it("docs/aws.md: the tables and figures are the model's", () => {
+    const t = billText(h);
+    expect(aws).toContain(flatText(t.bill));
+    expect(aws).toContain(flatText(t.levers));
+    expect(aws).toContain(`Fixed charges a month, whatever the volume: ${t.fixed}: ${dollars(h.fixed)} a month.`);
+    expect(aws).toContain(
+      `**≈ ${dollars(million.perMillion)} per million at 1 M executions a month, fixed costs included** (${dollars(million.month)}`,
+    );
+    expect(aws).toContain(`${dollars(tenk.perMillion)} per million at 10 k (${dollars(tenk.month)} a month`);
+    expect(aws).toContain(`${dollars(hundred.perMillion)} at 100 M (${dollars(hundred.month)} a month`);
+    expect(aws).toContain(`The request path alone is ${dollars(h.requestPath)} per million`);
+    expect(aws).toContain(`${dollars(h.consumerKey)} per million at 1 M a month`);
+    expect(aws).toContain(`\`-c reservedConcurrency=N\` adds ${dollars(h.waitBound)} per million waiting executions`);
+    expect(aws).toContain(
+      `\`stateMachineLogLevel=ALL\` adds ${dollars(h.logsAll)}, \`lambdaSystemLogLevel=INFO\` ${dollars(h.lambdaLinesInfo)}`,
+    );
+    expect(aws).toContain(`(≈ ${dollars(h.lambdaLinesInfo)} per million executions)`);
+    expect(aws).toContain(`${dollars(h.pipelineSecond)} per million per second of pipeline time`);
+  });
+
+  it('docs/aws.md: what the ≤ $12 goal would take, from the levers the model prices', () => {
+    const end = (i: number) => h.levers[i]?.at(-1)?.then ?? NaN;
+    expect(end(2)).toBeLessThanOrEqual(ALL_IN_TARGET_DOLLARS);
+    expect(end(1)).toBeGreaterThan(ALL_IN_TARGET_DOLLARS);
+    expect(aws).toContain(
+      `and callers' waiting: ${dollars(end(2))} per million. At 1 M a month the same levers end at ${dollars(end(1))} per million`,
+    );
+    expect(aws).toContain(`at 10 k, ${dollars(end(0))} per million`);
+    expect(aws).toContain(`**The goal of ≤ $${ALL_IN_TARGET_DOLLARS} per million is not reached, and at the defaults it cannot be.**`);
+  });
+
+  it('README: the headline is the 1 M a month bill, with 10 k and 100 M beside it', () => {
+    const rest = ['CloudWatch Logs', 'WAF', 'DynamoDB storage and backups', 'Transfer out (answers)'].reduce(
+      (n, i) => n + line(million, i),
+      0,
+    );
+    expect(readme).toContain(
+      `costs ≈ ${dollars(million.perMillion)} per million at 1 M executions a month, fixed costs included (${dollars(million.month)} for the month: the request path ${dollars(h.requestPath)} per million, X-Ray, which records every trace at that rate, ${dollars(line(million, 'X-Ray'))}, the rest of logs, WAF and storage ${dollars(rest)}, and ${dollars(h.fixed)} of fixed charges`,
+    );
+    expect(readme).toContain(`≈ ${dollars(tenk.perMillion)} per million at 10 k a month`);
+    expect(readme).toContain(`≈ ${dollars(hundred.perMillion)} at 100 M, where X-Ray samples 7.5 %`);
+    expect(readme).toContain(`The goal of $${ALL_IN_TARGET_DOLLARS} per million is not reached`);
   });
 
   it('prices a consumer key with both limits as a variant of the same caller, the default path unchanged', () => {
     // The variant adds exactly what bench/consumers.ts prices per accepted execution.
-    expect(h.consumerKey - h.allIn).toBeCloseTo(consumerKeyCost().perMillionExecutions, 9);
+    expect(h.consumerKey - million.perMillion).toBeCloseTo(consumerKeyCost().perMillionExecutions, 9);
     expect(consumerKeyCost()).toEqual({ perMillionRequests: 0.75, perMillionExecutions: 2 });
-    expect(flat('docs/aws.md')).toContain(`the usage count; see Consumer keys below): all in ${$(h.consumerKey)} per million`);
-    expect(flat('README.md')).toContain(`with such a key costs ≈ ${$(h.consumerKey)} per million all in`);
+    expect(aws).toContain(`the usage count; see Consumer keys below): ${dollars(h.consumerKey)} per million`);
+    expect(readme).toContain(`with such a key costs ≈ ${dollars(h.consumerKey)} per million at 1 M executions a month`);
   });
 });
 
@@ -56,7 +118,7 @@ describe('MCP clients', () => {
   const aws = flat('docs/aws.md');
 
   it('docs/aws.md: a tools/call is the waiting caller through the MCP function, and a session its handshake', () => {
-    expect(aws).toContain(`all in ${$(m.call)} per million calls, the ${$(m.call - h.allIn)} over execute`);
+    expect(aws).toContain(`all in ${$(m.call)} per million calls at 1 M a month, the ${$(m.call - h.million.perMillion)} over execute`);
     expect(aws).toContain(`${$(m.sessionTotal)} per million sessions`);
     const part = (item: string) => m.session.filter((l) => l.item.startsWith(item)).reduce((s, l) => s + l.dollars, 0);
     expect(aws).toContain(
@@ -66,7 +128,7 @@ describe('MCP clients', () => {
     const gbSeconds =
       (ASSUMPTIONS.lambdaMemoryMb / 1024) *
       (((ASSUMPTIONS.lambdaWarmMs['deployment-mcp'] ?? 0) - (ASSUMPTIONS.lambdaWarmMs.execute ?? 0)) / 1000);
-    expect(m.call - h.allIn).toBeCloseTo(gbSeconds * PRICES.lambdaArmPerGbSecond * 1e6, 9);
+    expect(m.call - h.million.perMillion).toBeCloseTo(gbSeconds * PRICES.lambdaArmPerGbSecond * 1e6, 9);
   });
 });
 

@@ -184,6 +184,11 @@ describe('readApiKey', () => {
     ['two different keys', { 'X-API-Key': 'k1', Authorization: 'Api-Key k2' }, { refused: 'two_keys' }],
     ['a key with a space in it, whole (to be refused as malformed)', { Authorization: 'Api-Key k1 k2' }, { key: 'k1 k2' }],
     ['X-API-Key beside a Bearer token', { 'X-API-Key': 'k1', Authorization: 'Bearer t' }, { key: 'k1' }],
+    ['X-API-Key sent twice with two keys', { 'X-API-Key': ['k1', 'k2'] }, { refused: 'two_keys' }],
+    ['Authorization sent twice with two keys', { authorization: ['Api-Key k1', 'Api-Key k2'] }, { refused: 'two_keys' }],
+    ['Authorization sent twice, a key and a Bearer token', { Authorization: ['Bearer t', 'Api-Key k1'] }, { refused: 'two_keys' }],
+    ['x-api-key and X-API-Key, two keys', { 'x-api-key': 'k1', 'X-API-Key': ['k2'] }, { refused: 'two_keys' }],
+    ['X-API-Key sent twice with the same key', { 'X-API-Key': ['k1', ' k1 '] }, { key: 'k1' }],
   ])('reads %s', (_name, headers, expected) => {
     expect(readApiKey(headers)).toEqual(expected);
   });

@@ -102,17 +102,18 @@ describe('applyVisibility', () => {
     ]);
   });
 
-  it('keeps a hidden entry hidden across a republish that does not mention it', () => {
+  it('keeps a hidden entry hidden across a republish that does not mention it (no body), and refuses a JSON null body', () => {
     // Prepare
     const previous = applyVisibility(discovered, { outputs: { debug: { visible: false } } }, null);
 
     // Act
-    const republished = applyVisibility(discovered, null, previous);
+    const republished = applyVisibility(discovered, undefined, previous);
     const shownAgain = applyVisibility(discovered, { outputs: { debug: { visible: true } } }, previous);
 
     // Assess
     expect(republished.outputs.find((o) => o.id === 'debug')?.visible).toBe(false);
     expect(shownAgain.outputs.find((o) => o.id === 'debug')?.visible).toBe(true);
+    expect(() => applyVisibility(discovered, null, previous)).toThrow(AppError);
   });
 
   it('makes entries new since the previous deployment visible', () => {

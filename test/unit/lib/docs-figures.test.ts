@@ -19,7 +19,14 @@ import {
   taskRunLambdaTimeoutSeconds,
 } from '../../../lib/workflow-budget';
 
-import { DEFAULT_ACCOUNT_CONCURRENCY, concurrencyPlan, waitersBound } from '../../../lib/concurrency';
+import {
+  concurrencyPlan,
+  DEFAULT_MAX_ACCOUNT_SHARE,
+  DOWNLOAD_VIEW_SECONDS,
+  minimumReservation,
+  mostReservable,
+  waitersBound,
+} from '../../../lib/concurrency';
 import { WAIT_SHARDS, WAIT_WINDOW_SECONDS } from '../../../functions/adapters/wait-slots.store';
 import { allFunctionNames } from '../../../lib/stacks/permissions';
 
@@ -61,12 +68,33 @@ describe('docs state the workflow budget the code computes', () => {
 });
 
 describe('docs state the concurrency budget lib/concurrency.ts derives', () => {
-  const plan = concurrencyPlan(allFunctionNames(), DEFAULT_ACCOUNT_CONCURRENCY);
+  const names = allFunctionNames();
+  const at = (n: number) => concurrencyPlan(names, n);
+  const plan = at(500);
   const r = plan.reserved;
+  const big = at(5000).reserved;
   const aws = flat('docs/aws.md');
+  const thousands = (n: number) => n.toLocaleString('en-US');
 
-  it('docs/aws.md: the default reservations and their total', () => {
-    const total = Object.values(r).reduce((a, b) => a + b, 0);
+  it('docs/aws.md: the least, the default share and what accounts of 10, 1,000 and 10,000 get', () => {
+    const least = minimumReservation(names);
+    expect(aws).toContain(`Otherwise at least ${least} (one unit for each function, two for each queue consumer)`);
+    expect(aws).toContain(`| \`maxAccountShare\` | ${DEFAULT_MAX_ACCOUNT_SHARE} |`);
+    expect(aws).toContain(`${least} for the ${names.length} functions`);
+    for (const [quota, shared] of [
+      [1_000, "every function shares the 1,000 with the account's others"],
+      [10_000, 'the same, 10,000'],
+    ] as const) {
+      const most = mostReservable({ quota, unreserved: quota }, 0, DEFAULT_MAX_ACCOUNT_SHARE);
+      const p = at(most).reserved;
+      expect(aws).toContain(
+        `| ${thousands(quota)} | ${shared} | ${thousands(most)} | the authorizer ${p.authorizer}, execute ${p.execute}, task-run ${p['task-run']}, asset-get ${p['asset-get']}, execution-events ${p['execution-events']} (plan total ${thousands(at(most).total)}) |`,
+      );
+    }
+    expect(mostReservable({ quota: 10, unreserved: 10 }, 0, DEFAULT_MAX_ACCOUNT_SHARE)).toBeLessThan(least);
+  });
+
+  it('docs/aws.md: the reservations at reservedConcurrency=500 and their total', () => {
     expect(aws).toContain(
       `the authorizer ${r.authorizer}, execute ${r.execute}, execution-status ${r['execution-status']}, execution-result ${r['execution-result']}, deployment-mcp ${r['deployment-mcp']}, task-run ${r['task-run']}`,
     );
@@ -77,22 +105,31 @@ describe('docs state the concurrency budget lib/concurrency.ts derives', () => {
       `${waitersBound(r.execute ?? 0)} for execute, ${waitersBound(r['execution-status'] ?? 0)} for execution-status, ${waitersBound(r['execution-result'] ?? 0)} for execution-result, ${waitersBound(r['deployment-mcp'] ?? 0)} for deployment-mcp`,
     );
     expect(aws).toContain(
-      `part of the waiting routes' share (${r['deployment-mcp']} with the default 1,000; ${waitersBound(r['deployment-mcp'] ?? 0)} may wait at once)`,
+      `part of the waiting routes' share (${r['deployment-mcp']} with \`reservedConcurrency=500\`; ${waitersBound(r['deployment-mcp'] ?? 0)} may wait at once)`,
     );
+    expect(aws).toContain(`and ${waitersBound(r['form-execution'] ?? 0)} for form-execution with \`reservedConcurrency=500\``);
     expect(aws).toContain(`one of ${WAIT_SHARDS} counter items per function and ${WAIT_WINDOW_SECONDS} s window`);
     expect(aws).toContain(
-      `execution-events ${r['execution-events']}, form-events ${r['form-events']}, form-execute and form-execution ${r['form-execute']} each, form-page and form-upload ${r['form-page']} each, the sweeper ${r.sweeper}, each other caller route ${r['execution-cancel']} and each owner route ${r['pipeline-push']}: ${total} reserved`,
+      `asset-get ${r['asset-get']}, execution-events ${r['execution-events']}, form-events ${r['form-events']}, form-execute and form-execution ${r['form-execute']} each, form-page and form-upload ${r['form-page']} each, the sweeper ${r.sweeper}, each other caller route ${r['execution-cancel']} and each owner route ${r['pipeline-push']}: ${plan.total} reserved`,
     );
-    expect(aws).toContain(`**${r['execution-events']} concurrent event streams with the default 1,000**`);
-    expect(aws).toContain(`**Concurrency: ${r['execution-events']} streams at once by default.**`);
-    expect(aws).toContain(
-      `so ${concurrencyPlan(allFunctionNames(), 5000).reserved['execution-events']} at 5,000 and ${concurrencyPlan(allFunctionNames(), 10000).reserved['execution-events']} at 10,000`,
-    );
+    expect(aws).toContain(`**${r['execution-events']} concurrent event streams** for API callers`);
     expect(aws).toContain(`**${r['form-events']} form pages following a run by stream**`);
+    expect(aws).toContain(`**${r['execution-events']} streams at once with \`reservedConcurrency=500\`**`);
+    expect(aws).toContain(`${big['execution-events']} and ${big['form-events']} with \`reservedConcurrency=5000\``);
+    expect(aws).toContain(`(${big['execution-events']} streams with \`reservedConcurrency=5000\`)`);
+    expect(aws).toContain(`with the other 2/7: ${r['form-events']} with \`reservedConcurrency=500\``);
+    expect(aws).toContain(`${r['form-execute']} runs and ${r['form-execution']} progress waits at`);
+  });
+
+  it('docs/aws.md: the download arithmetic', () => {
+    const mib100 = 100 * 1024 * 1024;
+    const seconds = DOWNLOAD_VIEW_SECONDS(mib100);
+    const held = r['asset-get'] ?? 0;
+    expect(aws).toContain(`(104,857,600 − 10,000,000) / 2,000,000 = **${seconds.toFixed(1)} s**`);
+    expect(aws).toContain(`asset-get holds ${held}, so **${held} viewers of 100 MiB files at once**`);
     expect(aws).toContain(
-      `(${concurrencyPlan(allFunctionNames(), 5000).reserved['form-events']} and ${concurrencyPlan(allFunctionNames(), 10000).reserved['form-events']} for forms)`,
+      `(${held} / ${seconds.toFixed(1)} s ≈ ${(held / seconds).toFixed(2)} a second, ≈ ${thousands(Math.round(((held / seconds) * 3600) / 100) * 100)} an hour)`,
     );
-    expect(aws).toContain(`with the other 2/7: ${r['form-events']} by default`);
-    expect(aws).toContain(`and ${waitersBound(r['form-execution'] ?? 0)} for form-execution with the default 1,000`);
+    expect(aws).toContain(`With \`reservedConcurrency=5000\`: ${big['asset-get']} at once`);
   });
 });

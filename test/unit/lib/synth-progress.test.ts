@@ -33,8 +33,8 @@ describe('bundle progress', () => {
     expect(feed.bundleMs).toBe(3500);
   });
 
-  it('expects one bundle per function of the service, the secret initializer and the upload CORS resource', () => {
-    expect(EXPECTED_BUNDLES).toBe(allFunctionNames().length + 2);
+  it('expects one bundle per function of the service, the secret initializer and the upload CORS and concurrency check resources', () => {
+    expect(EXPECTED_BUNDLES).toBe(allFunctionNames().length + 3);
   });
 
   it('reports them while the CDK CLI runs the app', async () => {
