@@ -171,7 +171,8 @@ export class ExecutionsStore implements ExecutionsPort {
         new UpdateCommand({
           TableName: this.items.table,
           Key: keys.execution(id),
-          UpdateExpression: `SET progress = :p${waiting === undefined ? '' : ', waiting = :w'}`,
+          // A step's end (waiting given) starts the re-run count afresh (ports.ts recordProgress).
+          UpdateExpression: `SET progress = :p${waiting === undefined ? '' : ', waiting = :w REMOVE reruns'}`,
           ConditionExpression: 'attribute_exists(pk) AND #status = :running',
           ExpressionAttributeNames: { '#status': 'status' },
           ExpressionAttributeValues: { ':p': progress, ':running': 'running', ...(waiting === undefined ? {} : { ':w': waiting }) },

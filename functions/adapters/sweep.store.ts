@@ -91,7 +91,8 @@ export class SweepStore implements SweepPort {
     return this.update({
       TableName: this.items.table,
       Key: keys.execution(id),
-      UpdateExpression: 'SET reruns = :next, rerun_at = :at, started_at = :at, requeued_at = :at REMOVE run_by',
+      // started_at stays: the execution's time-out runs from its first start, restarts included.
+      UpdateExpression: 'SET reruns = :next, rerun_at = :at, requeued_at = :at REMOVE run_by',
       ConditionExpression:
         seenReruns === 0 ? '#status = :running AND attribute_not_exists(reruns)' : '#status = :running AND reruns = :seen',
       ExpressionAttributeNames: { '#status': 'status' },
@@ -104,14 +105,14 @@ export class SweepStore implements SweepPort {
     });
   }
 
-  async claimRerun(id: string, runBy: string, at: string): Promise<boolean> {
+  async claimRerun(id: string, runBy: string): Promise<boolean> {
     return this.update({
       TableName: this.items.table,
       Key: keys.execution(id),
-      UpdateExpression: 'SET run_by = :me, started_at = :at REMOVE rerun_at',
+      UpdateExpression: 'SET run_by = :me REMOVE rerun_at',
       ConditionExpression: '#status = :running AND attribute_exists(rerun_at)',
       ExpressionAttributeNames: { '#status': 'status' },
-      ExpressionAttributeValues: { ':me': runBy, ':at': at, ':running': 'running' },
+      ExpressionAttributeValues: { ':me': runBy, ':running': 'running' },
     });
   }
 

@@ -260,7 +260,11 @@ export interface ExecutionsPort {
   /**
    * Replaces the node progress (packed, functions/core/progress.ts) of a running execution, in
    * one conditional write; false once it is no longer running (a cancel won), so a late write
-   * never lands after the terminal one.
+   * never lands after the terminal one. `waiting` is given by a step that ended (it parked, or
+   * its time ran out): that write also clears `reruns`, so an execution's re-runs after crashes
+   * are counted from its last finished step, as a RunNodes state on AWS gets its retries afresh
+   * each time it is entered. A crash that keeps killing one step still runs out of re-runs; a
+   * job polled for a day lives through any number of restarts between its polls.
    */
   recordProgress(id: string, progress: string, waiting?: string | null): Promise<boolean>;
   /**
@@ -318,16 +322,17 @@ export interface SweepPort {
     opts?: { releaseClaim?: boolean },
   ): Promise<boolean>;
   /**
-   * A `running` execution whose process died is owed a run from the start: one write, conditional
-   * on the status and on the re-run count seen (`reruns`), bumps the count, sets `rerun_at` and
-   * `started_at` and drops `run_by`. False when it moved on, or another recovery won.
+   * A `running` execution whose process died is owed a run from its last recorded step: one
+   * write, conditional on the status and on the re-run count seen (`reruns`), bumps the count,
+   * sets `rerun_at` and drops `run_by`. `started_at` stays: the execution's time-out runs from
+   * its first start, restarts included. False when it moved on, or another recovery won.
    */
   markRerun(id: string, seenReruns: number, at: string): Promise<boolean>;
   /**
    * The workflow `runBy` takes an owed re-run: `run_by` set and `rerun_at` removed, only while the
    * execution is `running` with a re-run owed, so one workflow alone proceeds.
    */
-  claimRerun(id: string, runBy: string, at: string): Promise<boolean>;
+  claimRerun(id: string, runBy: string): Promise<boolean>;
   /** Takes a settled execution (terminal, no callback owed) off the sweep index; false if it is not settled. */
   clearSweep(id: string): Promise<boolean>;
 }

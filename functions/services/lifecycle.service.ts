@@ -30,7 +30,7 @@ export async function markRunning(d: Deps, executionId: string, runBy?: string, 
     const e = await d.executions.get(executionId, d.clock.now(), true);
     if (e?.status !== 'running' || (e.gen ?? 0) > gen) return { proceed: false };
     // A re-run owed after a crash (the sweeper at a local start-up) is claimed as any other.
-    if (e.rerun_at && runBy !== undefined) return { proceed: await d.sweep.claimRerun(executionId, runBy, at) };
+    if (e.rerun_at && runBy !== undefined) return { proceed: await d.sweep.claimRerun(executionId, runBy) };
     return { proceed: true };
   }
   const t = await d.executions.transition(executionId, 'running', { started_at: at, ...(runBy ? { run_by: runBy } : {}) });
@@ -42,7 +42,7 @@ export async function markRunning(d: Deps, executionId: string, runBy?: string, 
   if (runBy === undefined || t.current?.status !== 'running') return { proceed: false };
   if (t.current.run_by === runBy) return { proceed: true };
   // A re-run owed after a crash (sweeper, startup): the first workflow to claim it runs it.
-  return { proceed: Boolean(t.current.rerun_at) && (await d.sweep.claimRerun(executionId, runBy, at)) };
+  return { proceed: Boolean(t.current.rerun_at) && (await d.sweep.claimRerun(executionId, runBy)) };
 }
 
 /**

@@ -153,9 +153,14 @@ async function repair(d: Deps, id: string, now: Date, opts: SweepOptions, report
       await recoverInterrupted(d, e, now, report);
       return;
     }
-    const deadlineMs = Date.parse(e.started_at ?? e.created_at) + d.config.executionTimeoutMs + d.config.sweepGraceSeconds * 1000;
-    if (now.getTime() <= deadlineMs) return;
-    const seconds = Math.round(d.config.executionTimeoutMs / 1000);
+    const startedMs = Date.parse(e.started_at ?? e.created_at);
+    const graceMs = d.config.sweepGraceSeconds * 1000;
+    if (now.getTime() <= startedMs + d.config.executionTimeoutMs + graceMs) return;
+    // Past the service's default: the pipeline's own time-out (a job, a wait) may be longer.
+    const def = (await d.pipelines.getVersion(e.pipeline_id, e.version))?.definition;
+    const timeoutMs = def?.timeout_ms ?? d.config.executionTimeoutMs;
+    if (now.getTime() <= startedMs + timeoutMs + graceMs) return;
+    const seconds = Math.round(timeoutMs / 1000);
     if (await failRunning(d, e, `Execution timed out after ${seconds} s: it was still running past its time-out and was stopped`)) {
       report.timedOut += 1;
       d.log.warn('sweeper: running execution past its deadline failed', { execution_id: e.execution_id, started_at: e.started_at });
@@ -174,8 +179,9 @@ async function repair(d: Deps, id: string, now: Date, opts: SweepOptions, report
 
 /**
  * A `running` execution found at a local start-up: its process died under it. As on AWS, where
- * the state machine runs a task again when its Lambda dies, it runs again from the start (same
- * id, same callback, owed once) up to INTERRUPTED_RERUNS times, then fails saying so. A pipeline
+ * the state machine runs a task again when its Lambda dies, it runs again from its last recorded
+ * step (same id, same callback, owed once; the nodes it recorded are not run again) up to
+ * INTERRUPTED_RERUNS times since its last finished step, then fails saying so. A pipeline
  * whose http nodes are not safe to repeat opts out with `"retry_interrupted": false` and is
  * failed at once. The re-run is one conditional write (markRerun) and a queue message; the
  * workflow that message starts takes it over in MarkRunning (claimRerun).

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parse } from 'yaml';
 import { deploymentSnippets } from '../../functions/core/snippets';
+import { startImageJobs, pngSize, type ImageJobs } from '../support/image-jobs';
 import { jpeg, png } from '../support/media';
 import { greeting, request, startTestRuntime, waitUntil, type TestRuntime } from '../support/runtime';
 
@@ -301,9 +302,6 @@ describe('examples/thumbnail.json with examples/servers/thumbnail.mjs', () => {
     }
   });
 
-  /** Width and height from a PNG's header. */
-  const pngSize = (b: Buffer) => ({ width: b.readUInt32BE(16), height: b.readUInt32BE(20) });
-
   it("points its http node at the image service's default address and sends the photo as its body", () => {
     expect(file.nodes.resize).toMatchObject({
       type: 'http',
@@ -352,5 +350,47 @@ describe('examples/thumbnail.json with examples/servers/thumbnail.mjs', () => {
     expect((accepted.body.response_data as Record<string, unknown>).thumbnail_bytes).toEqual({ value: bytes.length, value_type: 'RAW' });
     expect(serverLog).toContain('200×120 → 200 64×38');
     expect(refused.status).toBe(422);
+  });
+});
+
+describe('examples/render-job.json with examples/servers/image-jobs.mjs', () => {
+  const file = readExample('render-job.json');
+  let jobs: ImageJobs;
+
+  beforeAll(async () => {
+    jobs = await startImageJobs();
+  });
+
+  afterAll(async () => {
+    await jobs?.close();
+  });
+
+  it("points its http node at the job service's default address, polls the url the submit answers, and may take an hour", () => {
+    expect(file.nodes.render).toMatchObject({
+      type: 'http',
+      method: 'POST',
+      url: 'http://127.0.0.1:4013/v1/jobs',
+      poll: { url: 'url', done: "status in ['succeeded', 'failed']", failed: "status = 'failed'" },
+    });
+    expect(file).toMatchObject({ timeout_ms: 3_600_000 });
+  });
+
+  it("passes its tests against the job service, publishes, and renders a caller's picture by polling the job", async () => {
+    // Prepare: the same pipeline, its url on the port the service took.
+    const local: ExampleFile = { ...file, nodes: { ...file.nodes, render: { ...file.nodes.render, url: `${jobs.url}/v1/jobs` } } };
+
+    // Act
+    const { deploymentId, apiKey } = await pushTestPublish('render-job', local);
+    const result = await execute(deploymentId, apiKey, { prompt: 'an owl at night', seconds: 2, size: 64 });
+    const picture = (result.response_data as Record<string, { value: string; media_type: string; bytes: number }>).picture;
+    const bytes = Buffer.from(await (await fetch(picture?.value ?? '')).arrayBuffer());
+    const executionId = String(result.execution_id);
+
+    // Assess
+    expect(result).toMatchObject({ status: 'completed', error_message: null });
+    expect(picture).toMatchObject({ value_type: 'ASSET', media_type: 'image/png', bytes: bytes.length });
+    expect(pngSize(bytes)).toEqual({ width: 64, height: 64 });
+    expect((await jobs.stats()).submits[`${executionId}.render`]).toBe(1);
+    expect(jobs.log()).toMatch(/→ succeeded, the image/);
   });
 });

@@ -209,7 +209,7 @@ it('looks at a bounded number of entries per pass and covers them all over succe
   expect(commands).toContain('QueryCommand');
 });
 
-it('at start-up queues every running execution to run again from the start, and every pending one, whatever their age', async () => {
+it('at start-up queues every running execution to run again from its last step, and every pending one, whatever their age', async () => {
   const pending = execution({ created_at: at(599_000) });
   await store.create(pending);
   const run = await running(execution({ created_at: at(599_500) }), at(599_500));
@@ -217,7 +217,8 @@ it('at start-up queues every running execution to run again from the start, and 
   const r = await sweepAll(d, { startup: true });
   expect(r).toMatchObject({ requeued: 1, rerun: 1, interrupted: 0 });
   const after = await store.get(run.execution_id, new Date(T0), true);
-  expect(after).toMatchObject({ status: 'running', reruns: 1, rerun_at: at(600_000), started_at: at(600_000), run_by: null });
+  // Its time-out still runs from its first start: what it recorded is not done again.
+  expect(after).toMatchObject({ status: 'running', reruns: 1, rerun_at: at(600_000), started_at: at(599_500), run_by: null });
   expect(
     d.queue
       .on('executions')
@@ -252,6 +253,58 @@ it('re-runs an interrupted execution once under duplicate recoveries, lets one w
   expect(failed?.error_message).toBe(
     `Execution was interrupted by a service restart and did not finish; it had already been run again ${INTERRUPTED_RERUNS} times`,
   );
+});
+
+it('counts re-runs from the last finished step: a job polled across many restarts is never out of them, a step that keeps crashing is', async () => {
+  // Prepare
+  const run = await running(execution(), at(1_000));
+  const restart = async (n: number) => {
+    const r = await sweepAll(depsAt(20_000 + n * 1000), { startup: true });
+    if (r.rerun === 1) expect(await taskStart(depsAt(20_500 + n * 1000), run.execution_id, `wf-${n}`)).toEqual({ proceed: true });
+    return r;
+  };
+
+  // Act: each restart is followed by a step that ends (it parks until the next poll)...
+  const between = [];
+  for (let n = 1; n <= INTERRUPTED_RERUNS + 2; n++) {
+    between.push(await restart(n));
+    expect(await store.recordProgress(run.execution_id, '{"t":0,"n":[]}', '[]')).toBe(true);
+  }
+  // ...then restarts with no step finished in between.
+  const crashing = [];
+  for (let n = 10; n < 10 + INTERRUPTED_RERUNS + 1; n++) crashing.push(await restart(n));
+  const after = await store.get(run.execution_id, new Date(T0), true);
+
+  // Assess
+  for (const r of between) expect(r).toMatchObject({ rerun: 1, interrupted: 0 });
+  expect(crashing.map((r) => [r.rerun, r.interrupted])).toEqual([...Array(INTERRUPTED_RERUNS).fill([1, 0]), [0, 1]]);
+  expect(after).toMatchObject({ status: 'failed', started_at: at(1_000) });
+});
+
+it("leaves a running execution alone past the service's default time-out while its pipeline's own timeout_ms runs, then fails it naming that", async () => {
+  // Prepare: a pipeline that may take ten minutes, on a service whose default is one.
+  const d = depsAt(0);
+  await push(
+    d,
+    'long-job',
+    JSON.stringify({
+      timeout_ms: 600_000,
+      nodes: { in: { type: 'input', value_type: 'string', value: 'x' }, out: { type: 'output', from: 'in' } },
+    }),
+  );
+  const run = await running(execution({ pipeline_id: 'long-job', version: 1 }), at(0));
+
+  // Act
+  const early = await sweepOnce(depsAt(300_000));
+  const during = await store.get(run.execution_id, new Date(T0), true);
+  const late = await sweepOnce(depsAt(600_000 + 31_000));
+  const after = await store.get(run.execution_id, new Date(T0), true);
+
+  // Assess
+  expect(early.timedOut).toBe(0);
+  expect(during?.status).toBe('running');
+  expect(late.timedOut).toBe(1);
+  expect(after).toMatchObject({ status: 'failed', error_message: expect.stringMatching(/^Execution timed out after 600 s/) });
 });
 
 it('fails an interrupted execution at once when its pipeline sets retry_interrupted to false', async () => {

@@ -174,15 +174,15 @@ export class MemoryExecutions implements ExecutionsPort, DeliveriesPort, SweepPo
   async markRerun(id: string, seenReruns: number, at: string): Promise<boolean> {
     const e = this.items.get(id);
     if (e?.status !== 'running' || (e.reruns ?? 0) !== seenReruns) return false;
-    Object.assign(e, { reruns: seenReruns + 1, rerun_at: at, started_at: at, requeued_at: at });
+    Object.assign(e, { reruns: seenReruns + 1, rerun_at: at, requeued_at: at });
     delete e.run_by;
     return true;
   }
 
-  async claimRerun(id: string, runBy: string, at: string): Promise<boolean> {
+  async claimRerun(id: string, runBy: string): Promise<boolean> {
     const e = this.items.get(id);
     if (e?.status !== 'running' || !e.rerun_at) return false;
-    Object.assign(e, { run_by: runBy, started_at: at });
+    e.run_by = runBy;
     delete e.rerun_at;
     return true;
   }
@@ -218,7 +218,10 @@ export class MemoryExecutions implements ExecutionsPort, DeliveriesPort, SweepPo
     const e = this.items.get(id);
     if (!e || e.status !== 'running') return false;
     e.progress = progress;
-    if (waiting !== undefined) e.waiting = waiting;
+    if (waiting !== undefined) {
+      e.waiting = waiting;
+      delete e.reruns;
+    }
     return true;
   }
 
