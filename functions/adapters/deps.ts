@@ -18,6 +18,7 @@ import type {
   ObjectStorePort,
   OwnerSecretsPort,
   PipelinesPort,
+  ResumeLinksPort,
   StepsPort,
   QueuePort,
   WaitSlotsPort,
@@ -27,6 +28,7 @@ import type {
   WorkflowPort,
 } from '../core/ports';
 import { HmacAssetLinks } from './asset-links';
+import { HmacResumeLinks } from './resume-links';
 import { PollingCompletions } from './completions';
 import { DynamoWaitSlots } from './wait-slots.store';
 import { ConsumersStore } from './consumers.store';
@@ -80,6 +82,8 @@ export interface Deps {
   waitSlots: WaitSlotsPort | undefined;
   /** Mints the capability links callers receive for stored objects. */
   assetLinks: AssetLinksPort;
+  /** Wait nodes' resume URLs: derived where shown, checked where used. */
+  resumeLinks: ResumeLinksPort;
   clock: Clock;
   ids: IdSource;
   log: Logger;
@@ -196,6 +200,7 @@ export function createDeps(config: Config, overrides: Partial<Omit<Deps, 'config
           ? new DynamoWaitSlots(stores.db, config.table, config.waitScope, config.maxWaiters)
           : undefined,
     assetLinks: overrides.assetLinks ?? new HmacAssetLinks(lazyKeyMaterial, config.assetLinkTtlSeconds),
+    resumeLinks: overrides.resumeLinks ?? new HmacResumeLinks(lazyKeyMaterial),
     clock: overrides.clock ?? systemClock,
     ids: overrides.ids ?? randomIds,
     log: overrides.log ?? createLogger(),

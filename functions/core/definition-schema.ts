@@ -8,7 +8,7 @@
 import * as v from 'valibot';
 import { MAX_MEDIA_TYPES } from './assets';
 import { NODE_ID_PATTERN, RESERVED_NODE_IDS } from './ids';
-import { Node, NODE_KINDS } from './nodes';
+import { Node } from './nodes';
 import { description, describeType } from './nodes/kind';
 import { ownRecord } from './schema-parts';
 
@@ -28,12 +28,6 @@ export const MAX_EXECUTION_TIMEOUT_MS = 604_800_000;
  * object reports the first), references, cycles, the rules between fields, and the
  * deployment's own node limit. Messages are what an owner reads.
  */
-
-export const InputNode = NODE_KINDS.input.schema;
-export const OutputNode = NODE_KINDS.output.schema;
-export const TransformNode = NODE_KINDS.transform.schema;
-export const HttpNode = NODE_KINDS.http.schema;
-export const DelayNode = NODE_KINDS.delay.schema;
 
 /** A node id as a key of `nodes`. */
 export const NodeKey = v.pipe(

@@ -7,6 +7,7 @@ import { reasonOf } from './nodes/kind';
 import { Waiting, type Resumed } from './nodes/kind';
 import { AssetOutput, type AssetView, type EngineObjects, type HeldAsset, type RunContext } from './nodes/run-context';
 import { redactDeep, secretRedactor } from './owner-secrets';
+import { tokenOfResumeUrl } from './resume-token';
 import { outputNodeIds, topologicalOrder } from './pipeline';
 import type { HttpPort, ObjectRef } from './ports';
 import type { NodeProgress } from './progress';
@@ -44,6 +45,12 @@ export interface EngineOptions {
   ownApiUrls?: readonly (string | undefined)[];
   /** The execution's id: http nodes send `Idempotency-Key: <execution id>.<node id>`. */
   executionId?: string;
+  /**
+   * The resume URL of each wait node, by id: what `$resume_url('id')` gives an http node. Each
+   * is a capability, taken out of whatever the run keeps (values, traces, messages) as owner
+   * secrets are: an upstream that echoes its webhook URL does not get it stored.
+   */
+  resumeUrls?: Readonly<Record<string, string>>;
   /**
    * Told as each node starts, waits, polls, and finishes or fails (never a stopped one), in the
    * order it happens: ids, types, times and counts only, never values. Must not throw.
@@ -249,6 +256,7 @@ function runContext(
     http: opts.http,
     signal,
     secrets: opts.secrets ?? new Map<string, string>(),
+    resumeUrls: opts.resumeUrls ?? {},
     inputValues,
     assets: opts.assets,
     assetRefs: opts.assetRefs,
@@ -355,8 +363,9 @@ async function runUnredacted(
   if (now() >= deadline) return { result: timedOut, clocks };
 
   const given = opts.journal;
-  const redact = secretRedactor(opts.secrets?.values() ?? []);
-  const hasSecrets = (opts.secrets?.size ?? 0) > 0;
+  const hidden = redactables(opts);
+  const redact = secretRedactor(hidden);
+  const hasSecrets = hidden.length > 0;
   // Whatever the store throws is the step's failure, never the node's. What is recorded leaves
   // the step: an owner secret's value an upstream echoed is taken out, as from outputs and traces.
   const journal: Journal = {
@@ -642,6 +651,11 @@ async function runUnredacted(
   return traced;
 }
 
+/** What nothing a run keeps may hold: owner secrets' values, and the resume URLs' tokens. */
+function redactables(opts: Pick<EngineOptions, 'secrets' | 'resumeUrls'>): string[] {
+  return [...(opts.secrets?.values() ?? []), ...Object.values(opts.resumeUrls ?? {}).map(tokenOfResumeUrl)];
+}
+
 /** Beyond a non-repeatable call's own time-out, how long its claim keeps another step off it. */
 export const LEASE_MARGIN_MS = 30_000;
 
@@ -785,7 +799,7 @@ export async function runStepTraced(
   inputValues: Record<string, RawValue>,
   opts: StepOptions,
 ): Promise<{ result: StepResult; trace: NodeTrace[] }> {
-  const redact = secretRedactor(opts.secrets?.values() ?? []);
+  const redact = secretRedactor(redactables(opts));
   const order = nodeOrder(def);
   const before = new Map(opts.journal.nodes);
   const { result, clocks } = await runUnredacted(def, order, inputValues, opts);
@@ -816,7 +830,7 @@ export async function runPipelineTraced(
   const now = opts.now ?? Date.now;
   const startedAt = opts.startedAt ?? now();
   const journal = opts.journal ?? new MemoryJournal();
-  const redact = secretRedactor(opts.secrets?.values() ?? []);
+  const redact = secretRedactor(redactables(opts));
   const order = nodeOrder(def);
   const clocks = new Map<string, NodeClock>();
   const deadline = startedAt + opts.timeoutMs;

@@ -7,6 +7,7 @@ import { expressionProblem } from './jsonata-limits';
 import { isNodeType, kindOfType, NODE_TYPES, nodeIdsOfRole, type NodeType, type PipelineNode } from './nodes';
 import { fieldAt, type FieldPath } from './nodes/kind';
 import { secretSyntaxProblems } from './owner-secrets';
+import { NO_RESUME_URLS, resumeReferences } from './resume-refs';
 import type { PipelineDefinition, Problem } from './types';
 import { isPlainObject } from './values';
 
@@ -15,18 +16,13 @@ export {
   DEFAULT_HTTP_TIMEOUT_MS,
   DEFAULT_MAX_NODES,
   DELAY_MAX_MS,
-  DelayNode,
   HTTP_METHODS,
   HTTP_TIMEOUT_MAX_MS,
-  HttpNode,
-  InputNode,
   MAX_DESCRIPTION_LENGTH,
   MAX_MEDIA_TYPES,
   Node,
-  OutputNode,
   PipelineDefinitionSchema,
   TOP_LEVEL_FIELDS,
-  TransformNode,
 } from './definition-schema';
 export { NODE_ID_PATTERN, PIPELINE_ID_PATTERN, RESERVED_NODE_IDS } from './ids';
 export { NODE_TYPES, nodeDependencies } from './nodes';
@@ -66,6 +62,8 @@ interface NodeFacts {
   type: NodeType | null;
   /** References by field path, only those that are strings. */
   refs: { path: string; target: string }[];
+  /** Wait nodes whose resume URL it names (`$resume_url`), by field path: not a dependency. */
+  resumeRefs: { path: string; target: string }[];
 }
 
 /**
@@ -123,7 +121,7 @@ function validate(input: unknown, maxNodes: number): ValidationResult {
   const nodes: Record<string, PipelineNode> = {};
   for (const id of ids) {
     const nodePath = joinPath('nodes', id);
-    const fact: NodeFacts = { id, type: null, refs: [] };
+    const fact: NodeFacts = { id, type: null, refs: [], resumeRefs: [] };
     facts.set(id, fact);
     const key = v.safeParse(NodeKey, id, { abortPipeEarly: true });
     if (!key.success) problems.push(...key.issues.map((issue) => ({ path: nodePath, reason: issue.message })));
@@ -185,6 +183,9 @@ function validateNode(raw: unknown, nodePath: string, fact: NodeFacts, problems:
   }
   for (const p of kind.checks?.(raw) ?? []) problems.push({ path: fieldPath(nodePath, p.at), reason: p.reason });
   problems.push(...secretSyntaxProblems({ type, ...kind.secrets, expressions: kind.expressions }, nodePath, raw));
+  const resume = resumeReferences({ type, ...(kind.resumeUrls ?? NO_RESUME_URLS), expressions: kind.expressions }, nodePath, raw);
+  fact.resumeRefs.push(...resume.refs);
+  problems.push(...resume.problems);
 
   if (!parsed.success || problems.length > before) return null;
   return parsed.output as PipelineNode;
@@ -192,6 +193,15 @@ function validateNode(raw: unknown, nodePath: string, fact: NodeFacts, problems:
 
 function checkReferences(facts: Map<string, NodeFacts>, problems: Problem[]): void {
   for (const fact of facts.values()) {
+    for (const { path, target } of fact.resumeRefs) {
+      const type = facts.get(target)?.type;
+      if (type === undefined) problems.push({ path, reason: `names the resume URL of '${target}', but no node has that id` });
+      else if (type !== null && kindOfType(type).role !== 'wait')
+        problems.push({
+          path,
+          reason: `names the resume URL of '${target}', ${/^[aeiou]/.test(type) ? 'an' : 'a'} ${type} node; only wait nodes have one`,
+        });
+    }
     const seen = new Set<string>();
     for (const { path, target } of fact.refs) {
       const targetFact = facts.get(target);

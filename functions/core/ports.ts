@@ -4,6 +4,7 @@
  * (test/support/memory-stores.ts) as well as on DynamoDB.
  */
 import type { NodeRecord, NodeRecordState } from './engine';
+import type { ResumeClaims } from './resume-token';
 import type { Resumed } from './nodes/kind';
 import type { ObjectOwner } from './object-keys';
 import type { ExecutionStatus } from './transitions';
@@ -594,6 +595,14 @@ export interface ObjectStorePort {
  * or altered, and stops working at once when the deployment (or pipeline) it belongs to is
  * deleted. A fresh link is minted every time a result is read.
  */
+/** Wait nodes' resume URLs (functions/core/resume-token.ts): derived where shown, checked where used. */
+export interface ResumeLinksPort {
+  /** The resume URL of one wait node of an execution, under `baseUrl`. */
+  url(baseUrl: string, executionId: string, nodeId: string): Promise<string>;
+  /** Whose wait a token resumes; null for a token this service never issued. */
+  check(token: string): Promise<ResumeClaims | null>;
+}
+
 export interface AssetLinksPort {
   /**
    * `baseUrl` is the service's public base (functions/adapters/api.ts publicBaseUrl); the link

@@ -15,7 +15,7 @@
 import * as v from 'valibot';
 import { ERRORS, KEY_REFUSALS, type ErrorName, type KeyRefusal } from './errors';
 import { NODE_ID_PATTERN, PIPELINE_ID_PATTERN } from './ids';
-import { NODE_TYPES } from './nodes';
+import { NODE_SCHEMAS, NODE_TYPES } from './nodes';
 import { OWNER_SECRET_MAX_LENGTH, OWNER_SECRET_NAME_PATTERN } from './owner-secrets';
 import { STATUSES, TERMINAL } from './transitions';
 
@@ -23,16 +23,7 @@ import { ExecutionRequest, InputValue, WorkflowInput } from './execution-request
 import { InputValueType, ownRecord, RawValue } from './schema-parts';
 import { MEDIA_TYPE_ANY_CASE, UPLOAD_MAX_BYTES, UPLOAD_URL_TTL_SECONDS, UPLOAD_USE_SECONDS, UPLOAD_VALUE_PREFIX } from './assets';
 import { EventsOption, FormOption, PublishRequest, Visibility } from './contract';
-import {
-  ASSET_RESTRICTIONS,
-  DelayNode,
-  HttpNode,
-  InputNode,
-  Node,
-  OutputNode,
-  PipelineDefinitionSchema as PipelineDefinition,
-  TransformNode,
-} from './definition-schema';
+import { ASSET_RESTRICTIONS, Node, PipelineDefinitionSchema as PipelineDefinition } from './definition-schema';
 import {
   MAX_CONSUMER_NAME_LENGTH,
   MAX_METADATA_ENTRIES,
@@ -848,11 +839,8 @@ export const SHAPES = {
   Problem,
   PipelineDefinition,
   Node,
-  InputNode,
-  OutputNode,
-  TransformNode,
-  HttpNode,
-  DelayNode,
+  // Every node type's schema under its document name (InputNode, HttpNode, …): from the registry.
+  ...NODE_SCHEMAS,
   PushResult,
   SecretName,
   SecretValue,

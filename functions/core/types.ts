@@ -20,12 +20,9 @@ type Nodes = typeof import('./nodes');
 export type AssetRestrictions = v.InferOutput<v.ObjectSchema<Schemas['ASSET_RESTRICTIONS'], undefined>>;
 export type NodeType = import('./nodes').NodeType;
 export type PipelineNode = import('./nodes').PipelineNode;
-export type InputNode = v.InferOutput<Nodes['input']['object']>;
-export type OutputNode = v.InferOutput<Nodes['output']['object']>;
-export type TransformNode = v.InferOutput<Nodes['transform']['object']>;
-export type HttpNode = v.InferOutput<Nodes['http']['object']>;
-export type HttpMethod = NonNullable<HttpNode['method']>;
-export type DelayNode = v.InferOutput<Nodes['delay']['object']>;
+/** A validated node of one type (`NodeOf<'http'>`), inferred from its kind's schema. */
+export type NodeOf<K extends NodeType> = v.InferOutput<Nodes['NODE_KINDS'][K]['object']>;
+export type HttpMethod = NonNullable<NodeOf<'http'>['method']>;
 /**
  * `retry_interrupted` false: an execution interrupted by a crash of the local runtime is failed
  * rather than run again from the start (for http nodes that are not safe to repeat). Absent

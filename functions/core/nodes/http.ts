@@ -8,6 +8,7 @@ import { NODE_ID_PATTERN } from '../ids';
 import { answerObjectName, HTTP_ASSET_MAX_BYTES } from '../output-assets';
 import { bodySecretsBinding, MissingSecretError, substituteSecrets, withSecretPlaceholders } from '../owner-secrets';
 import type { SizedStream } from '../ports';
+import { MissingResumeUrlError, resumeUrlBinding, substituteResumeUrls, withResumeUrlPlaceholders } from '../resume-refs';
 import { ownRecord, plainObject } from '../schema-parts';
 import { isAbsoluteHttpUrl } from '../values';
 import { bodyExcerpt, HttpNodeError, LoopGuardError, safeUrl, sensitiveValues } from './http-errors';
@@ -57,7 +58,7 @@ const headers = v.pipe(
     ),
     'must be an object of header names to values',
   ),
-  v.description('Header values may hold owner secret references, `{{secrets.NAME}}`.'),
+  v.description("Header values may hold owner secret references, `{{secrets.NAME}}`, and a wait node's resume URL, `{{resume_url.ID}}`."),
 );
 
 /** 24 hours: the longest a polled job may take. */
@@ -116,14 +117,19 @@ const HttpObject = v.strictObject(
     // No `format: uri`: `{{secrets.NAME}}` is not URI syntax until it is substituted.
     url: v.pipe(
       v.string('must be a URL (a string)'),
-      v.check((s: string) => isAbsoluteHttpUrl(withSecretPlaceholders(s)), 'must be an absolute http:// or https:// URL'),
+      v.check(
+        (s: string) => isAbsoluteHttpUrl(withResumeUrlPlaceholders(withSecretPlaceholders(s))),
+        'must be an absolute http:// or https:// URL',
+      ),
       v.description(
-        'Absolute http(s) URL, checked by the address guard when connecting. May hold owner secret references, `{{secrets.NAME}}`, substituted when the node runs.',
+        "Absolute http(s) URL, checked by the address guard when connecting. May hold owner secret references, `{{secrets.NAME}}`, and a wait node's resume URL, `{{resume_url.ID}}` (a job's webhook), substituted when the node runs.",
       ),
     ),
     headers: v.optional(headers),
     body: v.optional(
-      expression('JSONata over `inputs`; its result is sent as JSON. Not allowed with GET. `$secrets.NAME` reads an owner secret.'),
+      expression(
+        "JSONata over `inputs`; its result is sent as JSON. Not allowed with GET. `$secrets.NAME` reads an owner secret; `$resume_url('ID')` gives wait node ID's resume URL (a job's webhook, so that it calls back).",
+      ),
     ),
     body_asset: v.optional(
       v.pipe(
@@ -178,7 +184,7 @@ function nodeHeaders(node: HttpFields, ctx: RunContext, id: string): Record<stri
   const sent: Record<string, string> = {};
   for (const [name, value] of Object.entries(node.headers ?? {})) {
     Object.defineProperty(sent, name, {
-      value: substituteSecrets(value, ctx.secrets),
+      value: substituteResumeUrls(substituteSecrets(value, ctx.secrets), ctx.resumeUrls),
       enumerable: true,
       writable: true,
       configurable: true,
@@ -241,7 +247,7 @@ async function request(
 
 /** The submit: the node's own request, with its body from `body` or `body_asset`. */
 async function submit(node: HttpFields, values: readonly unknown[], ctx: RunContext, id: string): Promise<Answer> {
-  const url = substituteSecrets(node.url, ctx.secrets);
+  const url = substituteResumeUrls(substituteSecrets(node.url, ctx.secrets), ctx.resumeUrls);
   const headers = nodeHeaders(node, ctx, id);
   const own = { ...headers };
   let body: string | SizedStream | undefined;
@@ -258,7 +264,10 @@ async function submit(node: HttpFields, values: readonly unknown[], ctx: RunCont
     body = await ctx.objects.open(held.ref);
     if (!hasHeader(headers, 'content-type')) headers['content-type'] = held.ref.media_type;
   } else if (node.body !== undefined) {
-    const value = await ctx.evaluate(node.body, scope(node.inputs ?? [], values), { secrets: bodySecretsBinding(node.body, ctx.secrets) });
+    const value = await ctx.evaluate(node.body, scope(node.inputs ?? [], values), {
+      secrets: bodySecretsBinding(node.body, ctx.secrets),
+      resume_url: resumeUrlBinding(node.body, ctx.resumeUrls),
+    });
     if (value !== undefined) {
       body = JSON.stringify(value);
       if (!hasHeader(headers, 'content-type')) headers['content-type'] = 'application/json';
@@ -419,6 +428,7 @@ export const http = defineNode({
   },
   expressions: ['body', 'poll.url', 'poll.done', 'poll.failed', 'poll.error', 'poll.value'],
   secrets: { templates: ['url', 'headers'], bindings: ['body', 'poll.url'] },
+  resumeUrls: { templates: ['url', 'headers'], bindings: ['body'] },
   durability: 'recorded',
   repeatable: (node) => node.retry_interrupted ?? REPEATABLE_METHODS.has(node.method ?? 'GET'),
   waits: (node) => node.poll !== undefined,
@@ -457,7 +467,7 @@ export const http = defineNode({
   callerReason(e) {
     if (e instanceof HttpNodeError) return `upstream answered ${e.httpStatus}`;
     if (e instanceof LoopGuardError) return "the loop guard refused its URL (this service's own API)";
-    if (e instanceof MissingSecretError) return 'the pipeline is missing a setting';
+    if (e instanceof MissingSecretError || e instanceof MissingResumeUrlError) return 'the pipeline is missing a setting';
     if (e instanceof JobFailedError) return 'the job failed';
     const reason = reasonOf(e);
     if (/poll\.timeout_ms/.test(reason)) return 'the job did not finish in time';

@@ -13,8 +13,9 @@ import type { NodeKind, NodeObjectSchema, Outcome, Resumed } from './kind';
 import type { RunContext } from './run-context';
 import { output } from './output';
 import { transform } from './transform';
+import { wait } from './wait';
 
-export const NODE_KINDS = { input, output, transform, http, delay } as const;
+export const NODE_KINDS = { input, output, transform, http, delay, wait } as const;
 
 /** Each key names its own kind: `{ foo: bar }` does not compile. */
 type KeyedByType<R> = { [K in keyof R]: R[K] extends { type: K } ? R[K] : never };
@@ -74,12 +75,12 @@ export const NODE_SCHEMAS = Object.fromEntries(NODE_TYPES.map((t) => [nodeSchema
 export const Node = v.variant('type', NODE_TYPES.map((t) => NODE_KINDS[t].schema) as unknown as [(typeof NODE_KINDS)[NodeType]['schema']]);
 
 /** Node ids of one contract role, in declaration order. */
-export function nodeIdsOfRole(nodes: Readonly<Record<string, PipelineNode>>, role: 'input' | 'output'): string[] {
+export function nodeIdsOfRole(nodes: Readonly<Record<string, PipelineNode>>, role: NonNullable<NodeKind['role']>): string[] {
   return Object.keys(nodes).filter((id) => {
     const node = nodes[id];
     return node !== undefined && kindOf(node).role === role;
   });
 }
 
-export { input, output, transform, http, delay };
+export { input, output, transform, http, delay, wait };
 export type { NodeKind } from './kind';

@@ -14,6 +14,7 @@
  */
 import * as v from 'valibot';
 import { NODE_ID_PATTERN } from '../ids';
+import type { ResumeUrlFields } from '../resume-refs';
 import type { RunContext } from './run-context';
 
 /** A wait node's event: the object posted to its resume URL, and when. */
@@ -39,9 +40,10 @@ export interface FieldProblem {
 
 /**
  * A node's part in a deployment's contract: `input` nodes are request keys, `output` nodes
- * response keys; other nodes are the pipeline's inner work.
+ * response keys, `wait` nodes the events a caller may send while the execution waits (their
+ * resume URLs); other nodes are the pipeline's inner work.
  */
-export type ContractRole = 'input' | 'output' | null;
+export type ContractRole = 'input' | 'output' | 'wait' | null;
 
 /** Where a node type's fields may name owner secrets (functions/core/owner-secrets.ts says how). */
 export interface SecretFields {
@@ -104,6 +106,11 @@ export interface NodeKindSpec<O extends NodeObjectSchema> {
   /** Fields holding JSONata, as dotted paths (`body`, `poll.url`): checked for syntax at push. */
   expressions: readonly string[];
   secrets: SecretFields;
+  /**
+   * Where its fields may name a wait node's resume URL (functions/core/resume-refs.ts):
+   * `{{resume_url.ID}}` in templates, `$resume_url('ID')` in JSONata bindings. Absent: nowhere.
+   */
+  resumeUrls?: ResumeUrlFields;
   /** Rules between its fields, on the raw node (only fields of the right type are looked at). */
   checks?(raw: Readonly<Record<string, unknown>>): FieldProblem[];
   /**

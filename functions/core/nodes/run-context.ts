@@ -68,6 +68,8 @@ export interface RunContext {
   signal: AbortSignal;
   /** Owner secret values the definition references, by name. */
   secrets: ReadonlyMap<string, string>;
+  /** Each wait node's resume URL, by node id (`$resume_url('id')`, `{{resume_url.id}}`). */
+  resumeUrls: Readonly<Record<string, string>>;
   /** The values the run was given, by input id (asset inputs: see `assets`). */
   inputValues: Readonly<Record<string, RawValue>>;
   /** Asset inputs by id, as nodes see them. */

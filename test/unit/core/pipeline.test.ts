@@ -5,11 +5,15 @@ import {
   inputNodeIds,
   nodeDependencies,
   outputNodeIds,
+  NODE_TYPES,
   topologicalOrder,
   validateDefinition,
 } from '../../../functions/core/pipeline';
 import type { PipelineDefinition, Problem } from '../../../functions/core/types';
 import { MAX_LABEL_LENGTH } from '../../../functions/core/definition-schema';
+
+/** Every node type, as the messages list them: the registry's order. */
+const TYPES = NODE_TYPES.join(', ');
 
 const greeting = () => ({
   description: 'Greets someone',
@@ -183,19 +187,17 @@ describe('validateDefinition: node ids and types', () => {
 
   it('reports an unknown type once, without a cascade about its other fields', () => {
     expect(problemsOf(withNode('odd', { type: 'webhook', url: 5, whatever: true }))).toEqual([
-      { path: 'nodes.odd.type', reason: "unknown node type 'webhook'; expected one of input, output, transform, http, delay" },
+      { path: 'nodes.odd.type', reason: `unknown node type 'webhook'; expected one of ${TYPES}` },
     ]);
   });
 
   it('requires a type, and a node to be an object', () => {
-    expect(problemsOf(withNode('odd', { value: 1 }))).toEqual([
-      { path: 'nodes.odd.type', reason: 'is required: one of input, output, transform, http, delay' },
-    ]);
+    expect(problemsOf(withNode('odd', { value: 1 }))).toEqual([{ path: 'nodes.odd.type', reason: `is required: one of ${TYPES}` }]);
     expect(problemsOf(withNode('odd', 'input'))).toEqual([
       { path: 'nodes.odd', reason: 'must be an object describing the node, got a string' },
     ]);
     expect(problemsOf(withNode('odd', { type: 3 }))).toEqual([
-      { path: 'nodes.odd.type', reason: 'unknown node type a number; expected one of input, output, transform, http, delay' },
+      { path: 'nodes.odd.type', reason: `unknown node type a number; expected one of ${TYPES}` },
     ]);
   });
 

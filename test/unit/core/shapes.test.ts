@@ -25,6 +25,7 @@ import {
   TOP_LEVEL_FIELDS,
   validateDefinition,
 } from '../../../functions/core/pipeline';
+import { NODE_TYPES, nodeSchemaName } from '../../../functions/core/nodes';
 import { SHAPES } from '../../../functions/core/shapes';
 import { GATEWAY_RESPONSES } from '../../../lib/gateway-responses';
 import type { Contract } from '../../../functions/core/types';
@@ -39,7 +40,7 @@ describe('the pipeline definition: one shape, checked and documented', () => {
   it('is the schema the definition check uses', () => {
     expect(SHAPES.PipelineDefinition).toBe(PipelineDefinitionSchema);
     expect(SHAPES.Node).toBe(Node);
-    expect([SHAPES.InputNode, SHAPES.OutputNode, SHAPES.TransformNode, SHAPES.HttpNode, SHAPES.DelayNode]).toEqual(Node.options);
+    expect(NODE_TYPES.map((t) => SHAPES[nodeSchemaName(t)])).toEqual(Node.options);
     expect(keys(SHAPES.PipelineDefinition.pipe[0].entries)).toEqual([...TOP_LEVEL_FIELDS].sort());
   });
 
