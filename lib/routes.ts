@@ -342,6 +342,35 @@ const OTHER_TABLE = [
       '416': { description: 'Range Not Satisfiable.', shape: 'RangeNotSatisfiable' },
     },
   },
+  // A wait node's resume URL: the URL is the capability (functions/core/resume-token.ts), so no
+  // key; it is given to the pipeline's own http nodes (a job's webhook), callers of a visible
+  // wait, and the owner (functions/services/resume.service.ts).
+  {
+    method: 'POST',
+    path: '/v1/resume/{token}',
+    handler: 'resume',
+    auth: 'none',
+    operationId: 'resume',
+    summary: "Send a waiting execution its event: a JSON object that becomes the wait node's value (once; the URL is the capability)",
+    description:
+      "The URL comes from an execution's `waiting` list (the status, the result's 409, events; for the owner, the run and execution views), or from the pipeline itself (`$resume_url('id')` in an http node: a job's webhook). " +
+      'It works from the moment the execution starts: an event posted before the node begins to wait is kept, and taken when it does. ' +
+      'It works once (409 after), and no more once the wait is over (410: the node timed out, or the execution ended or was cancelled). No key is needed and none is taken.',
+    params: ['ResumeToken'],
+    body: { shape: 'ResumeRequest' },
+    answers: {
+      '202': { description: 'The event was kept: the node takes it as its value.', shape: 'ResumeAccepted' },
+      '400': {
+        description: "Invalid Request: the body is not a JSON object, or not the node's `fields` (each problem named).",
+        shape: 'InvalidRequest',
+      },
+      '404': { description: 'Resume URL Not Found: never issued, or altered.', shape: 'ResumeNotFound' },
+      '409': { description: 'Resume URL Already Used: an event was posted to it before.', shape: 'ResumeAlreadyUsed' },
+      '410': { description: 'Resume URL Gone: the node timed out, or the execution ended.', shape: 'ResumeGone' },
+      '413': 'PayloadTooLarge',
+      '415': { description: 'Unsupported Media Type.', shape: 'UnsupportedMediaType' },
+    },
+  },
   // A deployment's web form: the link is the capability (functions/core/form-link.ts), so no key;
   // the form's routes act as the deployment through the callers' code, rate-limited per link and
   // per address (functions/services/form.service.ts; on AWS also a WAF rule on this prefix).

@@ -1,7 +1,7 @@
 import { GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { DeploymentsPort } from '../core/ports';
 import type { Limits } from '../core/consumers';
-import type { ContractInput, ContractOutput, DeploymentRecord, FormSettings, KeyHash, SealedSecret } from '../core/types';
+import type { ContractInput, ContractOutput, ContractWait, DeploymentRecord, FormSettings, KeyHash, SealedSecret } from '../core/types';
 import { conditionalWrite, keys } from './dynamo';
 
 const FIELDS: readonly (keyof DeploymentRecord)[] = [
@@ -12,6 +12,7 @@ const FIELDS: readonly (keyof DeploymentRecord)[] = [
   'status',
   'inputs',
   'outputs',
+  'waits',
   'published_at',
   'created_at',
   'key_hashes',
@@ -56,12 +57,20 @@ export class DeploymentsStore implements DeploymentsPort {
   async republish(
     id: string,
     revision: number,
-    next: { version: number; inputs: ContractInput[]; outputs: ContractOutput[]; published_at: string; node_detail: boolean },
+    next: {
+      version: number;
+      inputs: ContractInput[];
+      outputs: ContractOutput[];
+      waits: ContractWait[];
+      published_at: string;
+      node_detail: boolean;
+    },
   ): Promise<DeploymentRecord | null> {
-    return this.update(id, revision, 'SET version = :v, inputs = :i, outputs = :o, published_at = :p, node_detail = :nd', {
+    return this.update(id, revision, 'SET version = :v, inputs = :i, outputs = :o, waits = :w, published_at = :p, node_detail = :nd', {
       ':v': next.version,
       ':i': next.inputs,
       ':o': next.outputs,
+      ':w': next.waits,
       ':p': next.published_at,
       ':nd': next.node_detail,
     });

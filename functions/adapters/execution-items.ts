@@ -41,6 +41,7 @@ const FIELDS: readonly (keyof Execution)[] = [
   'inputs',
   'outputs',
   'visible_outputs',
+  'visible_waits',
   'callback',
   'callback_delivery',
   'error_message',

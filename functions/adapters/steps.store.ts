@@ -6,12 +6,12 @@
  * execution's prefix (written before the item that points at it, named by its text's hash).
  */
 import { createHash } from 'node:crypto';
-import { QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { NodeRecord, NodeRecordState } from '../core/engine';
 import type { Resumed } from '../core/nodes/kind';
 import type { HeldAsset } from '../core/nodes/run-context';
 import { executionObjectKey } from '../core/object-keys';
-import type { ObjectRef, ObjectStorePort, StepOwner, StepsPort } from '../core/ports';
+import type { KeptEvent, ObjectRef, ObjectStorePort, StepOwner, StepsPort } from '../core/ports';
 import { allItems, conditionalWrite, keys } from './dynamo';
 
 /** Most JSON text a node's value or memo keeps in its item; more goes to the bucket. */
@@ -172,13 +172,9 @@ export class StepsStore implements StepsPort {
     return out !== null;
   }
 
-  async keepEvent(
-    e: StepOwner,
-    node: string,
-    event: Resumed,
-  ): Promise<{ kept: false } | { kept: true; state: NodeRecordState | undefined }> {
+  async keepEvent(e: StepOwner, node: string, event: Resumed): Promise<KeptEvent> {
     const t = await this.text(e, node, 'event', event.value);
-    const values: Record<string, unknown> = { ':et': event.at, ...('inline' in t ? { ':ev': t.inline } : { ':eo': t.object }) };
+    const values: Record<string, unknown> = { ':et': event.at, ':done': 'done', ...('inline' in t ? { ':ev': t.inline } : { ':eo': t.object }) };
     const sets = ['et = :et', 'inline' in t ? 'ev = :ev' : 'eo = :eo'];
     if (e.expires_at !== null && e.expires_at !== undefined) {
       values[':exp'] = e.expires_at;
@@ -190,12 +186,28 @@ export class StepsStore implements StepsPort {
           TableName: this.table,
           Key: this.key(e, node),
           UpdateExpression: `SET ${sets.join(', ')}`,
-          ConditionExpression: 'attribute_not_exists(et)',
+          // Once, and never on a node that is over (timed out without one).
+          ConditionExpression: 'attribute_not_exists(et) AND (attribute_not_exists(st) OR st <> :done)',
           ExpressionAttributeValues: values,
           ReturnValues: 'ALL_OLD',
         }),
       ),
     );
-    return out === null ? { kept: false } : { kept: true, state: (out.Attributes as Item | undefined)?.st };
+    if (out !== null) return { kept: true, state: (out.Attributes as Item | undefined)?.st };
+    // Which condition failed: an event stays once kept, and a node that is done stays done.
+    return { kept: false, why: (await this.peek(e, node)).evented ? 'used' : 'ended' };
+  }
+
+  async peek(e: StepOwner, node: string): Promise<{ state: NodeRecordState | undefined; evented: boolean }> {
+    const out = await this.db.send(
+      new GetCommand({
+        TableName: this.table,
+        Key: this.key(e, node),
+        ConsistentRead: true,
+        ProjectionExpression: 'st, et',
+      }),
+    );
+    const item = out.Item as Pick<Item, 'st' | 'et'> | undefined;
+    return { state: item?.st, evented: item?.et !== undefined };
   }
 }

@@ -14,6 +14,7 @@ import type {
   Contract,
   ContractInput,
   ContractOutput,
+  ContractWait,
   Deployment,
   Execution,
   FormSettings,
@@ -47,13 +48,26 @@ function outputKind(id: string, run: DiscoveryRun | undefined): OutputKind | und
 /** What discovery reads of the successful run's outputs: what each answered. */
 export type DiscoveryRun = Pick<Execution, 'outputs' | 'output_assets'>;
 
+/** A wait node's entry: what the contract shows of it (its fields, what people read). */
+function waitEntry(id: string, node: Extract<PipelineDefinition['nodes'][string], { type: 'wait' }>): ContractWait {
+  return {
+    id,
+    visible: true,
+    timeout_ms: node.timeout_ms,
+    ...(node.label === undefined ? {} : { label: node.label }),
+    ...(node.description === undefined ? {} : { description: node.description }),
+    ...(node.fields === undefined ? {} : { fields: structuredClone(node.fields) }),
+  };
+}
+
 /**
- * Every input and output node of a version, in declaration order, all visible; each output
- * with the kind the run answered for it (contract §3), where the run is known.
+ * Every input, output and wait node of a version, in declaration order, all visible; each
+ * output with the kind the run answered for it (contract §3), where the run is known.
  */
 export function discoverContract(def: PipelineDefinition, runInputs: Record<string, RawValue>, run?: DiscoveryRun): Contract {
   const inputs: ContractInput[] = [];
   const outputs: ContractOutput[] = [];
+  const waits: ContractWait[] = [];
   for (const [id, node] of Object.entries(def.nodes)) {
     // Input and output nodes are the contract's two roles (each node type says its own: functions/core/nodes/).
     if (node.type === 'input') {
@@ -63,9 +77,9 @@ export function discoverContract(def: PipelineDefinition, runInputs: Record<stri
     } else if (node.type === 'output') {
       const kind = outputKind(id, run);
       outputs.push({ id, visible: true, ...(kind === undefined ? {} : { value_type: kind }) });
-    }
+    } else if (node.type === 'wait') waits.push(waitEntry(id, node));
   }
-  return { inputs, outputs };
+  return { inputs, outputs, waits };
 }
 
 /*
@@ -134,6 +148,12 @@ export const PublishRequest = v.pipe(
     {
       inputs: v.optional(VisibilityMap),
       outputs: v.optional(VisibilityMap),
+      waits: v.optional(
+        v.pipe(
+          VisibilityMap,
+          v.description("Wait nodes: a visible one's resume URL reaches callers while the execution waits on it (its `waiting` list), and the web form shows it. Visible by default."),
+        ),
+      ),
       form: v.optional(FormOption),
       events: v.optional(EventsOption),
     },
@@ -165,20 +185,23 @@ const pathOf = (issue: v.BaseIssue<unknown>, prefix: string): string => {
   return prefix === '' ? inner : `${prefix}.${inner}`;
 };
 
-/** An issue inside one entry of `inputs` or `outputs`: reported with that entry, after its id is known to exist. */
+type Section = 'inputs' | 'outputs' | 'waits';
+const SECTION_NODE: Record<Section, string> = { inputs: 'input', outputs: 'output', waits: 'wait' };
+
+/** An issue inside one entry of `inputs`, `outputs` or `waits`: reported with that entry, after its id is known to exist. */
 const entryOf = (i: v.BaseIssue<unknown>): [string, unknown] | null => {
   const [section, entry] = i.path ?? [];
-  return entry !== undefined && (section?.key === 'inputs' || section?.key === 'outputs') ? [section.key, entry.key] : null;
+  return entry !== undefined && typeof section?.key === 'string' && Object.hasOwn(SECTION_NODE, section.key) ? [section.key, entry.key] : null;
 };
 
-function sectionProblems(section: 'inputs' | 'outputs', request: unknown, issues: v.BaseIssue<unknown>[], known: Set<string>): Problem[] {
+function sectionProblems(section: Section, request: unknown, issues: v.BaseIssue<unknown>[], known: Set<string>): Problem[] {
   const map = isPlainObject(request) ? request[section] : undefined;
   if (!isPlainObject(map)) return [];
   const problems: Problem[] = [];
   for (const id of Object.keys(map)) {
     const at = `${section}.${id}`;
     if (!known.has(id)) {
-      problems.push({ path: at, reason: `no ${section === 'inputs' ? 'input' : 'output'} node with this id` });
+      problems.push({ path: at, reason: `no ${SECTION_NODE[section]} node with this id` });
       continue;
     }
     for (const i of issues) {
@@ -209,11 +232,12 @@ export function applyVisibility(discovered: Contract, request: unknown, previous
   const problems = [
     ...sectionProblems('inputs', body, issues, new Set(discovered.inputs.map((i) => i.id))),
     ...sectionProblems('outputs', body, issues, new Set(discovered.outputs.map((o) => o.id))),
+    ...sectionProblems('waits', body, issues, new Set((discovered.waits ?? []).map((w) => w.id))),
   ];
   if (problems.length > 0 || !parsed.success) throw new AppError('InvalidRequest', problems);
   const accepted = parsed.output;
 
-  const asked = (section: 'inputs' | 'outputs', id: string): boolean | undefined => {
+  const asked = (section: Section, id: string): boolean | undefined => {
     const map = accepted[section];
     if (map === undefined || !Object.prototype.hasOwnProperty.call(map, id)) return undefined;
     const entry = map[id];
@@ -230,6 +254,10 @@ export function applyVisibility(discovered: Contract, request: unknown, previous
     outputs: discovered.outputs.map((o) => ({
       ...o,
       visible: asked('outputs', o.id) ?? before(previous?.outputs, o.id) ?? true,
+    })),
+    waits: (discovered.waits ?? []).map((w) => ({
+      ...w,
+      visible: asked('waits', w.id) ?? before(previous?.waits ?? undefined, w.id) ?? true,
     })),
   };
 }
@@ -295,6 +323,7 @@ export interface Readiness {
     events: { node_detail: boolean };
     inputs: ContractInput[];
     outputs: ContractOutput[];
+    waits: ContractWait[];
   } | null;
 }
 
@@ -326,7 +355,7 @@ export function readiness(args: {
     latest_run: summary(args.latestRun),
     counts: { inputs: counted?.inputs.length ?? 0, outputs: counted?.outputs.length ?? 0 },
     published_at: state === 'live' && deployment !== null ? deployment.published_at : null,
-    discovered: discovered === null ? null : { inputs: discovered.inputs, outputs: discovered.outputs },
+    discovered: discovered === null ? null : { inputs: discovered.inputs, outputs: discovered.outputs, waits: discovered.waits ?? [] },
     deployment:
       deployment === null
         ? null
@@ -341,6 +370,7 @@ export function readiness(args: {
             events: { node_detail: deployment.node_detail !== false },
             inputs: deployment.inputs,
             outputs: deployment.outputs,
+            waits: deployment.waits ?? [],
           },
   };
 }
@@ -356,15 +386,18 @@ export interface CallerContract {
   inputs: ({ id: string; value_type: ContractInput['value_type']; value: RawValue } & AssetRestrictions)[];
   /** `value_type` where the contract recorded it (older ones did not). */
   outputs: { id: string; value_type?: OutputKind }[];
+  /** The visible wait nodes: while the execution waits on one, its `waiting` list gives the resume URL. */
+  waits: Omit<ContractWait, 'visible'>[];
 }
 
 /** What a caller may see of a deployment: visible entries only, without the visibility flag. */
-export function callerContract(d: Pick<Deployment, 'deployment_id' | 'inputs' | 'outputs'>): CallerContract {
+export function callerContract(d: Pick<Deployment, 'deployment_id' | 'inputs' | 'outputs' | 'waits'>): CallerContract {
   return {
     deployment_id: d.deployment_id,
     inputs: d.inputs.filter((i) => i.visible).map((i) => ({ id: i.id, value_type: i.value_type, value: i.value, ...restrictionsOf(i) })),
     outputs: d.outputs
       .filter((o) => o.visible)
       .map((o) => ({ id: o.id, ...(o.value_type === undefined ? {} : { value_type: o.value_type }) })),
+    waits: (d.waits ?? []).filter((w) => w.visible).map(({ visible: _visible, ...w }) => w),
   };
 }

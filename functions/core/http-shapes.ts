@@ -5,6 +5,7 @@
  * module stays small because the execute path loads it.
  */
 import * as v from 'valibot';
+import { MAX_RESUME_TOKEN_CHARS } from './resume-token';
 
 /** Idempotency-Key: 1 to 255 printable ASCII characters, no spaces. */
 export const IdempotencyKey = v.pipe(v.string(), v.minLength(1), v.maxLength(255), v.regex(/^[\x21-\x7e]+$/));
@@ -24,6 +25,7 @@ export const PARAMETER_VALUES = {
   FormToken: v.pipe(v.string(), v.regex(/^pgf_[A-Za-z0-9_-]{43}$/)),
   FormAsset: v.picklist(['pipegate-form.js', 'pipegate-form.css']),
   AssetToken: v.pipe(v.string(), v.maxLength(2048)),
+  ResumeToken: v.pipe(v.string(), v.maxLength(MAX_RESUME_TOKEN_CHARS)),
   Range: v.string(),
 };
 

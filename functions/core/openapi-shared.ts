@@ -227,6 +227,13 @@ const INLINE_PARAMETERS: Record<Exclude<ParameterName, keyof typeof PARAMETER_CO
     schema: valueSchema('AssetToken'),
     description: 'The token of the link, as given.',
   },
+  ResumeToken: {
+    name: 'token',
+    in: 'path',
+    required: true,
+    schema: valueSchema('ResumeToken'),
+    description: 'The token of the resume URL, as given.',
+  },
   Range: { name: 'Range', in: 'header', required: false, schema: valueSchema('Range'), description: 'One `bytes=` range.' },
 };
 

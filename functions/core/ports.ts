@@ -16,6 +16,7 @@ import type {
   DeploymentRecord,
   ContractInput,
   ContractOutput,
+  ContractWait,
   Execution,
   IdempotencyRecord,
   KeyHash,
@@ -91,11 +92,16 @@ export interface StepsPort {
   /** The step's conditional write (functions/core/engine.ts Journal.save). */
   save(e: StepOwner, node: string, rec: NodeRecord, prev: number | undefined, sawEvent: boolean): Promise<boolean>;
   /**
-   * A resume's event, kept once: `kept` false when one was kept before; otherwise the node's
+   * A resume's event, kept once, in one conditional write: not kept when one was kept before
+   * (`used`) or the node is done without one (`ended`: it timed out); otherwise the node's
    * state before it (`waiting`: the execution is parked on it and must be woken).
    */
-  keepEvent(e: StepOwner, node: string, event: Resumed): Promise<{ kept: false } | { kept: true; state: NodeRecordState | undefined }>;
+  keepEvent(e: StepOwner, node: string, event: Resumed): Promise<KeptEvent>;
+  /** Whether a node has an event and its state, without its values (undefined state: no step wrote it yet). */
+  peek(e: StepOwner, node: string): Promise<{ state: NodeRecordState | undefined; evented: boolean }>;
 }
+
+export type KeptEvent = { kept: false; why: 'used' | 'ended' } | { kept: true; state: NodeRecordState | undefined };
 
 /** An owner secret as anyone may see it: never its value. */
 export interface OwnerSecretSummary {
@@ -216,6 +222,9 @@ export const EXECUTION_HEAD_FIELDS = [
   'expires_at',
   'error_message',
   'caller_error_message',
+  // While it waits: which wait nodes (and the caller may learn the URL of which), for its `waiting` list.
+  'waiting',
+  'visible_waits',
 ] as const;
 export type ExecutionHead = Pick<Execution, (typeof EXECUTION_HEAD_FIELDS)[number]>;
 
@@ -418,7 +427,15 @@ export interface DeploymentsPort {
   republish(
     id: string,
     revision: number,
-    next: { version: number; inputs: ContractInput[]; outputs: ContractOutput[]; published_at: string; node_detail: boolean },
+    next: {
+      version: number;
+      inputs: ContractInput[];
+      outputs: ContractOutput[];
+      /** Wait nodes, with their visibility. */
+      waits: ContractWait[];
+      published_at: string;
+      node_detail: boolean;
+    },
   ): Promise<DeploymentRecord | null>;
   replaceKeys(id: string, revision: number, keyHashes: KeyHash[]): Promise<DeploymentRecord | null>;
   replaceSigningSecrets(id: string, revision: number, secrets: SealedSecret[]): Promise<DeploymentRecord | null>;

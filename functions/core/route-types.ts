@@ -31,6 +31,7 @@ export type ParameterName =
   | 'FormToken'
   | 'FormAsset'
   | 'AssetToken'
+  | 'ResumeToken'
   | 'Range';
 /** A response header (functions/core/openapi-shared.ts HEADERS). */
 export type HeaderName =

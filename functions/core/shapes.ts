@@ -18,6 +18,7 @@ import { NODE_ID_PATTERN, PIPELINE_ID_PATTERN } from './ids';
 import { NODE_SCHEMAS, NODE_TYPES } from './nodes';
 import { OWNER_SECRET_MAX_LENGTH, OWNER_SECRET_NAME_PATTERN } from './owner-secrets';
 import { STATUSES, TERMINAL } from './transitions';
+import { RESUME_MAX_BYTES, WAIT_FIELD_TYPES } from './nodes/wait';
 
 import { ExecutionRequest, InputValue, WorkflowInput } from './execution-request';
 import { InputValueType, ownRecord, RawValue } from './schema-parts';
@@ -106,6 +107,25 @@ const McpErrorAnswer = v.pipe(
     error: v.looseObject({ code: v.pipe(v.number(), v.integer()), message: v.string() }),
   }),
   v.description('A JSON-RPC error object: -32700 parse error, -32600 invalid request, -32000 for a wrong Accept or Content-Type.'),
+);
+
+/** A resume's body: the wait node's value. */
+const ResumeRequest = v.pipe(
+  v.record(v.string(), v.unknown()),
+  v.description(
+    `Any JSON object of at most ${RESUME_MAX_BYTES} bytes (256 KiB): it becomes the wait node's value. A node that lists \`fields\` takes exactly those, each of its type.`,
+  ),
+);
+const ResumeAccepted = v.pipe(
+  v.object({
+    status: v.pipe(
+      v.picklist(['resumed', 'kept']),
+      v.description('`resumed`: the node was waiting and the execution goes on; `kept`: the node has not begun to wait yet, and takes it when it does.'),
+    ),
+    execution_id: Uuid,
+    node_id: NodeId,
+  }),
+  v.description('The event was kept: the node takes it as its value. The URL works no more (409 after).'),
 );
 
 /** What an asset input accepts: declared once, with the definition's input node. */
@@ -285,6 +305,25 @@ export const UploadAnswer = v.object({
   ),
 });
 
+const WaitField = v.object({
+  value_type: v.picklist(WAIT_FIELD_TYPES),
+  label: v.optional(v.string()),
+  description: v.optional(v.string()),
+});
+/** A wait node as a contract shows it (functions/core/contract.ts ContractWait). */
+const waitEntries = {
+  id: NodeId,
+  timeout_ms: v.pipe(int(1), v.description('How long the node waits for its event once it begins to wait.')),
+  label: v.optional(v.string()),
+  description: v.optional(v.string()),
+  fields: v.optional(
+    v.pipe(
+      v.record(v.string(), WaitField),
+      v.description('What the event holds: each field required, of its type, and no other. Absent: any JSON object.'),
+    ),
+  ),
+};
+
 const OutputKind = v.pipe(
   v.picklist(['RAW', 'ASSET']),
   v.description(
@@ -298,6 +337,12 @@ const CallerContract = v.object({
     v.description('Visible inputs with their published values.'),
   ),
   outputs: v.pipe(v.array(v.object({ id: NodeId, value_type: v.optional(OutputKind) })), v.description('Visible outputs.')),
+  waits: v.pipe(
+    v.array(v.object(waitEntries)),
+    v.description(
+      "Visible wait nodes: while an execution waits on one, its status (and result, events) carry `waiting` with the node's resume URL; POST the event there (`fields`, when given, say what it holds).",
+    ),
+  ),
 });
 
 const OpenApiDocument = v.pipe(
@@ -560,7 +605,8 @@ const OwnerExecution = v.object({
 });
 const ContractInput = v.object({ id: NodeId, value_type: InputValueType, value: RawValue, ...assetRestrictions, visible: v.boolean() });
 const ContractOutput = v.object({ id: NodeId, visible: v.boolean(), value_type: v.optional(OutputKind) });
-const Contract = v.object({ inputs: v.array(ContractInput), outputs: v.array(ContractOutput) });
+const ContractWait = v.object({ ...waitEntries, visible: v.boolean() });
+const Contract = v.object({ inputs: v.array(ContractInput), outputs: v.array(ContractOutput), waits: v.array(ContractWait) });
 const RunSummary = v.object({ run_id: Uuid, status: ExecutionStatus, version: int(1) });
 const FormView = v.object({ enabled: v.boolean(), title: nullableString, description: nullableString });
 const EventsView = v.object({ node_detail: v.boolean() });
@@ -583,6 +629,7 @@ const deploymentEntries = {
   events: v.pipe(EventsView, v.description("What callers' event streams show of the nodes.")),
   inputs: v.array(ContractInput),
   outputs: v.array(ContractOutput),
+  waits: v.pipe(v.array(ContractWait), v.description("Wait nodes: a visible one's resume URL reaches callers while an execution waits on it.")),
 };
 const Deployment = v.object({ ...deploymentEntries, version: v.pipe(int(1), v.description('The published version.')) });
 const apiKey = v.pipe(v.string(), v.regex(/^pgk_/));
@@ -825,6 +872,18 @@ export const SHAPES = {
     expired_at: Timestamp,
   }),
   RangeNotSatisfiable: errorBody('RangeNotSatisfiable', 'The range starts past the end.', { detail: v.optional(Detail) }),
+  // A wait node's resume URL (POST /v1/resume/{token}): the URL is the capability; in no deployment's document.
+  ResumeRequest,
+  ResumeAccepted,
+  ResumeNotFound: errorBody('ResumeNotFound', 'No wait behind this URL: never issued, altered, or of a node that is not a wait.', {
+    detail: Detail,
+  }),
+  ResumeAlreadyUsed: errorBody('ResumeAlreadyUsed', 'An event was already posted to this URL: it works once.', { detail: Detail }),
+  ResumeGone: errorBody(
+    'ResumeGone',
+    'The wait is over: the node timed out, or the execution ended (completed, failed, cancelled, or no longer kept).',
+    { detail: Detail, status: v.optional(v.picklist(STATUSES)) },
+  ),
   // Web forms (GET /v1/forms/{form_token}, …): the link is the capability; in no deployment's document.
   FormExecutionRequest,
   FormAccepted,
@@ -866,6 +925,7 @@ export const SHAPES = {
   OwnerExecution,
   ContractInput,
   ContractOutput,
+  ContractWait,
   Contract,
   RunSummary,
   Deployment,

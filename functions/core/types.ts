@@ -55,9 +55,30 @@ export interface ContractOutput {
    */
   value_type?: OutputKind;
 }
+/** A field of a wait node's event (its `fields`). */
+export interface ContractWaitField {
+  value_type: 'string' | 'integer' | 'float' | 'boolean';
+  label?: string;
+  description?: string;
+}
+/**
+ * A wait node as the contract shows it: a visible one's resume URL reaches callers (the
+ * execution's `waiting` list) and its form is shown on the web form.
+ */
+export interface ContractWait {
+  id: string;
+  visible: boolean;
+  timeout_ms: number;
+  label?: string;
+  description?: string;
+  /** What its event holds, field by field; absent: any JSON object. */
+  fields?: Record<string, ContractWaitField>;
+}
 export interface Contract {
   inputs: ContractInput[];
   outputs: ContractOutput[];
+  /** Wait nodes; absent or null on contracts published before wait nodes (none). */
+  waits?: ContractWait[] | null;
 }
 
 export type ExecutionKind = 'run' | 'api';
@@ -134,6 +155,11 @@ export interface Execution {
   base_url?: string | null;
   /** Output ids a caller may see (API executions); null for runs, which see all. */
   visible_outputs: string[] | null;
+  /**
+   * Wait nodes whose resume URL a caller may learn (API executions: the deployment's visible
+   * waits when it was submitted). Absent or null: none (runs: the owner sees every one).
+   */
+  visible_waits?: string[] | null;
   /** 'form': submitted through the deployment's web form; 'mcp': a tools/call. Absent: a caller with the key (or a run). */
   source?: ExecutionSource | null;
   /** A form execution: the hash of the form link that made it, the only link that reads it. */
@@ -200,6 +226,8 @@ export interface Deployment {
   status: 'live' | 'deleted';
   inputs: ContractInput[];
   outputs: ContractOutput[];
+  /** Wait nodes; absent or null on deployments published before wait nodes (none). */
+  waits?: ContractWait[] | null;
   published_at: string;
   created_at: string;
   /** The web form; absent or null when the owner never enabled one. */

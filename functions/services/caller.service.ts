@@ -267,6 +267,7 @@ async function createExecution(
     outputs: null,
     base_url: baseUrl,
     visible_outputs: dep.outputs.filter((o) => o.visible).map((o) => o.id),
+    ...visibleWaits(dep),
     ...source,
     callback: parsed.callback,
     callback_delivery: null,
@@ -279,6 +280,12 @@ async function createExecution(
   await d.executions.create(execution);
   await enqueueNew(d, executionId);
   return execution;
+}
+
+/** The wait nodes whose resume URL callers may learn, kept on the execution (absent when the deployment has none). */
+function visibleWaits(dep: Deployment): Pick<Execution, 'visible_waits'> {
+  const ids = (dep.waits ?? []).filter((w) => w.visible).map((w) => w.id);
+  return ids.length > 0 ? { visible_waits: ids } : {};
 }
 
 function accepted(baseUrl: string, e: Execution) {

@@ -27,7 +27,7 @@ async function discovered(d: Deps, id: string, run: RunPointer | null): Promise<
   return discoverContract(version.definition, execution?.inputs ?? {}, execution ?? undefined);
 }
 
-const contractOf = (r: DeploymentRecord): Contract => ({ inputs: r.inputs, outputs: r.outputs });
+const contractOf = (r: DeploymentRecord): Contract => ({ inputs: r.inputs, outputs: r.outputs, waits: r.waits ?? [] });
 
 async function deploymentView(d: Deps, r: DeploymentRecord, baseUrl: string) {
   return {
@@ -41,6 +41,7 @@ async function deploymentView(d: Deps, r: DeploymentRecord, baseUrl: string) {
     events: { node_detail: r.node_detail !== false },
     inputs: r.inputs,
     outputs: r.outputs,
+    waits: r.waits ?? [],
   };
 }
 
@@ -117,6 +118,7 @@ export async function publish(d: Deps, id: string, body: string | null, baseUrl:
       version,
       inputs: next.inputs,
       outputs: next.outputs,
+      waits: next.waits ?? [],
       published_at: now,
       node_detail: asked.nodeDetail ?? existing.node_detail !== false,
     });
@@ -145,6 +147,7 @@ export async function publish(d: Deps, id: string, body: string | null, baseUrl:
     status: 'live',
     inputs: next.inputs,
     outputs: next.outputs,
+    waits: next.waits ?? [],
     published_at: now,
     created_at: now,
     key_hashes: [{ hash: creds.keyHash, expires_at: null }],

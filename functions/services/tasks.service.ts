@@ -24,6 +24,7 @@ import { isTerminal } from '../core/transitions';
 import type { Deps } from '../adapters/deps';
 import { writeStream } from './object-writer';
 import { progressRecorder } from './progress.service';
+import { resumeUrlsOf } from './resume.service';
 import { afterTerminal, failExecution, finishExecution, markRunning, whileStoreUnavailable, type Finished } from './lifecycle.service';
 
 export { ExecutionMessage } from './messages';
@@ -95,6 +96,8 @@ export async function taskRun(d: Deps, executionId: string, gen = 0): Promise<St
   const secrets = names.length > 0 ? await whileStoreUnavailable(() => d.ownerSecrets.values(names)) : undefined;
 
   const assets = e.assets ? await assetViews(d, e, e.assets) : undefined;
+  // Only a pipeline with wait nodes has resume URLs (and reads the key material they are derived with).
+  const resumeUrls = await resumeUrlsOf(d, e, def);
   // Only a pipeline whose nodes record anything has records to read.
   const records = hasRecordedKinds(def) ? await whileStoreUnavailable(() => d.steps.load(e)) : new Map<string, NodeRecord>();
   const journal: Journal = { nodes: records, save: (id, rec, prev, sawEvent) => d.steps.save(e, id, rec, prev, sawEvent ?? false) };
@@ -110,6 +113,7 @@ export async function taskRun(d: Deps, executionId: string, gen = 0): Promise<St
     timeoutMs,
     startedAt: Date.parse(e.started_at ?? e.created_at),
     executionId,
+    ...(resumeUrls === undefined ? {} : { resumeUrls }),
     ownApiUrls: ownApiUrls(d.config),
     signal: abort.signal,
     now: () => d.clock.now().getTime(),

@@ -120,7 +120,8 @@ export const ACCESS: Readonly<Record<FunctionName, FunctionAccess>> = {
   'upload-create': access(['GetItem', 'PutItem'], { objects: ['caller-upload'], updateKeys: LIMITS }),
   // Every reader of an execution record may meet values kept in the bucket (the claim check,
   // functions/core/claim-check.ts): `objects: ['read']`, used only when a record holds a reference.
-  'execution-status': access(READ, { objects: ['read'], updateKeys: LIMITS }),
+  // While the execution waits on a visible wait node, the status carries its resume URL (the master key).
+  'execution-status': access(READ, { secret: true, objects: ['read'], updateKeys: LIMITS }),
   // Reading a result mints links to ASSET outputs (the master key).
   'execution-result': access(READ, { secret: true, objects: ['read'], updateKeys: LIMITS }),
   // Reads the record while the execution runs; its `done` is the result, with links to ASSET outputs (the master key).
@@ -144,6 +145,17 @@ export const ACCESS: Readonly<Record<FunctionName, FunctionAccess>> = {
   // Checks the link with a key derived from the master key, then that the deployment (or
   // pipeline) the object belongs to is still there.
   'asset-get': access(READ, { secret: true, objects: ['read'] }),
+  // A wait node's resume URL: checked with a key derived from the master key; reads the
+  // execution, its version and the node's item, keeps the event with one conditional update of
+  // the node's item (an event too large for the item goes to the bucket under the execution it
+  // belongs to: an API execution's or a run's family), and wakes a waiting execution (a message
+  // for its next generation, the generation's conditional update, StopExecution of the old one).
+  resume: access(UPDATE, {
+    secret: true,
+    send: ['executions'],
+    states: ['StopExecution'],
+    objects: ['read', 'caller-execution', 'owner-run'],
+  }),
   // Web forms: each request reads the link's lookup item and the deployment (the pepper hashes
   // the token); the page reads the published version for the descriptions. Runs and uploads
   // count against their rate counters (conditional-free UpdateItem on FORMRATE# only).

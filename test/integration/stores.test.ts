@@ -276,7 +276,8 @@ describe('deployments store', () => {
   it('republishes only from the revision that was read', async () => {
     const id = randomUUID();
     await db.deployments.create(record(id));
-    const next = { version: 2, inputs: [], outputs: [], published_at: 'later', node_detail: false };
+    const waits = [{ id: 'approval', visible: false, timeout_ms: 60_000, fields: { ok: { value_type: 'boolean' as const } } }];
+    const next = { version: 2, inputs: [], outputs: [], waits, published_at: 'later', node_detail: false };
 
     const first = await db.deployments.republish(id, 1, next);
     const stale = await db.deployments.republish(id, 1, next);
@@ -284,6 +285,7 @@ describe('deployments store', () => {
     expect(first?.revision).toBe(2);
     expect(first?.version).toBe(2);
     expect(first?.node_detail).toBe(false);
+    expect((await db.deployments.get(id))?.waits).toEqual(waits);
     expect(stale).toBeNull();
   });
 
@@ -301,6 +303,7 @@ describe('deployments store', () => {
         version: 3,
         inputs: [],
         outputs: [],
+        waits: [],
         published_at: 'x',
         node_detail: true,
       }),

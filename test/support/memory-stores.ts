@@ -28,6 +28,7 @@ import type {
   CallbackDelivery,
   ContractInput,
   ContractOutput,
+  ContractWait,
   DeploymentRecord,
   FormSettings,
   Execution,
@@ -53,7 +54,7 @@ import { listingOf } from '../../functions/core/views';
 import type { StoreSet } from './fakes';
 import { MemoryJournal, type NodeRecord, type NodeRecordState } from '../../functions/core/engine';
 import type { Resumed } from '../../functions/core/nodes/kind';
-import type { StepOwner, StepsPort } from '../../functions/core/ports';
+import type { KeptEvent, StepOwner, StepsPort } from '../../functions/core/ports';
 import type { ConsumerRecord, Limits } from '../../functions/core/consumers';
 
 const copy = <T>(x: T): T => structuredClone(x);
@@ -389,7 +390,7 @@ export class MemoryDeployments implements DeploymentsPort {
   async republish(
     id: string,
     revision: number,
-    next: { version: number; inputs: ContractInput[]; outputs: ContractOutput[]; published_at: string; node_detail: boolean },
+    next: { version: number; inputs: ContractInput[]; outputs: ContractOutput[]; waits: ContractWait[]; published_at: string; node_detail: boolean },
   ): Promise<DeploymentRecord | null> {
     return this.update(id, revision, next);
   }
@@ -518,13 +519,16 @@ export class MemorySteps implements StepsPort {
   save(e: StepOwner, node: string, rec: NodeRecord, prev: number | undefined, sawEvent: boolean): Promise<boolean> {
     return this.journal(e).save(node, structuredClone(rec), prev, sawEvent);
   }
-  async keepEvent(
-    e: StepOwner,
-    node: string,
-    event: Resumed,
-  ): Promise<{ kept: false } | { kept: true; state: NodeRecordState | undefined }> {
-    const before = this.journal(e).nodes.get(node)?.state;
-    return this.journal(e).resume(node, structuredClone(event)) ? { kept: true, state: before } : { kept: false };
+  async keepEvent(e: StepOwner, node: string, event: Resumed): Promise<KeptEvent> {
+    const before = this.journal(e).nodes.get(node);
+    if (before?.event !== undefined) return { kept: false, why: 'used' };
+    if (before?.state === 'done') return { kept: false, why: 'ended' };
+    this.journal(e).resume(node, structuredClone(event));
+    return { kept: true, state: before?.state };
+  }
+  async peek(e: StepOwner, node: string): Promise<{ state: NodeRecordState | undefined; evented: boolean }> {
+    const rec = this.journal(e).nodes.get(node);
+    return { state: rec?.state, evented: rec?.event !== undefined };
   }
 }
 

@@ -212,6 +212,14 @@ const EXPECTED_ERRORS: Record<string, ErrorName[]> = {
   'GET /v1/deployments/{deployment_id}/docs': ['DeploymentNotFound'],
   'GET /v1/docs/{asset}': ['RouteNotFound'],
   'GET /v1/assets/{token}': ['AssetNotFound', 'AssetLinkExpired', 'RangeNotSatisfiable'],
+  'POST /v1/resume/{token}': [
+    'InvalidRequest',
+    'ResumeNotFound',
+    'ResumeAlreadyUsed',
+    'ResumeGone',
+    'PayloadTooLarge',
+    'UnsupportedMediaType',
+  ],
   'HEAD /v1/assets/{token}': ['AssetNotFound', 'AssetLinkExpired', 'RangeNotSatisfiable'],
   // Its 404 is a page for the person who followed the link (HTML), not a catalog error body.
   'GET /v1/forms/{form_token}': [],
