@@ -182,6 +182,23 @@ export class ExecutionsStore implements ExecutionsPort {
     return out !== null;
   }
 
+  /** The waiting list of a running execution, replaced only if unchanged: one conditional UpdateItem (see ExecutionsPort). */
+  async replaceWaiting(id: string, before: string, after: string | null): Promise<boolean> {
+    const out = await conditionalWrite(
+      this.items.db.send(
+        new UpdateCommand({
+          TableName: this.items.table,
+          Key: keys.execution(id),
+          UpdateExpression: 'SET waiting = :after',
+          ConditionExpression: 'attribute_exists(pk) AND #status = :running AND waiting = :before',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ':after': after, ':before': before, ':running': 'running' },
+        }),
+      ),
+    );
+    return out !== null;
+  }
+
   /** Stores the trace of an execution that was cancelled while it ran (once; the status is not touched). */
   async recordTrace(id: string, set: { trace: NodeTrace[]; trace_truncated: boolean }): Promise<boolean> {
     // The engine holds a trace to TRACE_MAX_BYTES, under the claim threshold; weighed all the same.

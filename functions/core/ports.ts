@@ -278,6 +278,11 @@ export interface ExecutionsPort {
    */
   recordProgress(id: string, progress: string, waiting?: string | null): Promise<boolean>;
   /**
+   * Replaces a running execution's `waiting` list, only if it is still `before` (a resume takes
+   * its node off the list at once, so views stop offering a URL that was used); false otherwise.
+   */
+  replaceWaiting(id: string, before: string, after: string | null): Promise<boolean>;
+  /**
    * Moves a running execution to its next generation (`seen` + 1), once: false when it is not
    * running or another wake moved it first. The workflow of that generation takes it over.
    */

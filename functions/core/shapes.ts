@@ -131,12 +131,27 @@ const ResumeAccepted = v.pipe(
 /** What an asset input accepts: declared once, with the definition's input node. */
 const assetRestrictions = ASSET_RESTRICTIONS;
 
+/** The wait nodes an execution waits on that the reader may resume, each with its resume URL. */
+const WaitingList = v.pipe(
+  v.array(
+    v.object({
+      node_id: NodeId,
+      resume_url: v.pipe(url, v.description("POST a JSON object here (no key): it becomes the wait node's value. Works once.")),
+      expires_at: v.pipe(Timestamp, v.description('When the wait times out and the URL stops working.')),
+    }),
+  ),
+  v.description(
+    "Present while the execution waits for an event the reader may send: callers see the wait nodes the owner publishes visible, owners every one. POST the event to `resume_url`.",
+  ),
+);
+
 const Accepted = v.object({
   status: v.literal('queued'),
   status_url: url,
   result_url: url,
   deployment_id: Uuid,
   execution_id: Uuid,
+  waiting: v.optional(WaitingList),
 });
 
 const ExecutionStatusBody = v.object({
@@ -152,6 +167,7 @@ const ExecutionStatusBody = v.object({
     v.description('Milliseconds from started_at to completed_at (0 when cancelled before it started); null until terminal.'),
   ),
   error_message: nullableString,
+  waiting: v.optional(WaitingList),
 });
 
 const RawOutputValue = v.pipe(
@@ -426,7 +442,13 @@ export const RunRequest = v.strictObject({
     ),
   ),
 });
-const RunAccepted = v.object({ run_id: Uuid, version: int(1), status: v.literal('pending'), status_url: url });
+const RunAccepted = v.object({
+  run_id: Uuid,
+  version: int(1),
+  status: v.literal('pending'),
+  status_url: url,
+  waiting: v.optional(WaitingList),
+});
 const StoredValueFields = v.array(v.picklist(['inputs', 'outputs', 'error_message', 'trace', 'callback', 'visible_outputs']));
 const valuesExpired = v.pipe(
   StoredValueFields,
@@ -451,6 +473,7 @@ const Run = v.object({
   started_at: v.nullable(Timestamp),
   completed_at: v.nullable(Timestamp),
   completion_duration: duration,
+  waiting: v.optional(WaitingList),
 });
 const RunListItem = v.object({
   ...Run.entries,
@@ -602,6 +625,7 @@ const OwnerExecution = v.object({
   started_at: v.nullable(Timestamp),
   completed_at: v.nullable(Timestamp),
   completion_duration: duration,
+  waiting: v.optional(WaitingList),
 });
 const ContractInput = v.object({ id: NodeId, value_type: InputValueType, value: RawValue, ...assetRestrictions, visible: v.boolean() });
 const ContractOutput = v.object({ id: NodeId, visible: v.boolean(), value_type: v.optional(OutputKind) });
@@ -831,6 +855,7 @@ export const SHAPES = {
   }),
   ExecutionNotCompleted: errorBody('ExecutionNotCompleted', 'The result was fetched before the execution finished.', {
     status: v.picklist(['pending', 'running']),
+    waiting: v.optional(WaitingList),
   }),
   ExecutionAlreadyFinished: errorBody('ExecutionAlreadyFinished', 'Cancel of an execution that already finished.', { status: Terminal }),
   TooManyRequests: errorBody(

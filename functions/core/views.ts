@@ -3,6 +3,7 @@ import { assetOutputValue, type AssetOutputValue } from './output-assets';
 import type { ExecutionSummaryRecord, PresignedDownload } from './ports';
 import type { CallbackDelivery, Execution, ExecutionSource, PipelineListing, PipelineMeta, RawValue } from './types';
 import type { ClaimField } from './claim-check';
+import type { WaitingNode } from './engine';
 
 /** Fresh links to ASSET outputs by output id (functions/services/output-links.ts); an output without one is not shown. */
 export type OutputLinks = Readonly<Record<string, PresignedDownload>>;
@@ -22,6 +23,24 @@ export const executionUrls = (baseUrl: string, executionId: string): ExecutionUr
 export const executeUrl = (baseUrl: string, deploymentId: string): string => `${baseUrl}/v1/deployments/${deploymentId}/executions/`;
 /** The deployment as an MCP server (functions/core/mcp-tool.ts). */
 export const mcpUrl = (baseUrl: string, deploymentId: string): string => `${baseUrl}/v1/deployments/${deploymentId}/mcp`;
+
+/**
+ * The wait nodes a running execution waits on, as its last step left them (its `waiting`
+ * record): what its `waiting` list shows. Delays and polled jobs wait too, but have no URL.
+ */
+export function waitsOf(e: Pick<Execution, 'status' | 'waiting'>): WaitingNode[] {
+  if (e.status !== 'running' || typeof e.waiting !== 'string') return [];
+  try {
+    const list = JSON.parse(e.waiting) as unknown;
+    return Array.isArray(list) ? (list as WaitingNode[]).filter((w) => w?.type === 'wait' && typeof w.node === 'string') : [];
+  } catch {
+    return [];
+  }
+}
+
+/** The caller's wait nodes of them: those the deployment publishes visible. */
+export const callerWaitsOf = (e: Pick<Execution, 'status' | 'waiting' | 'visible_waits'>): WaitingNode[] =>
+  waitsOf(e).filter((w) => (e.visible_waits ?? []).includes(w.node));
 
 /** Milliseconds from start to finish; an execution cancelled before it started took 0. */
 export function completionDuration(e: Pick<Execution, 'started_at' | 'completed_at'>): number | null {

@@ -10,7 +10,8 @@ import type { Deployment, Execution } from '../core/types';
 import type { ExecutionHead, WaitSlot } from '../core/ports';
 import { errorFields } from '../adapters/logger';
 import { POLL_HINT_SECONDS, preferenceApplied } from '../core/prefer';
-import { acceptedBody, executionUrls, resultBody, statusBody } from '../core/views';
+import { acceptedBody, callerWaitsOf, executionUrls, resultBody, statusBody } from '../core/views';
+import { callerWaitingList, waitingField } from './resume.service';
 import { callerOutputIds, outputLinks } from './output-links';
 import type { CallerAuth } from '../core/consumers';
 import type { Deps } from '../adapters/deps';
@@ -77,9 +78,11 @@ export interface Wait {
 export const NO_WAIT: Wait = { seconds: 0, untilMs: 0 };
 
 /**
- * The execution once it is terminal, or as it is when the wait runs out. Woken by the terminal
- * write where the runtime can (d.completions); re-reads with strong consistency after each
- * wake, since an eventually consistent read may not show the write that woke it yet.
+ * The execution once it is terminal, or as it is when the wait runs out, or once `settled` says
+ * the reader has something to do (a caller: the execution waits on a wait node the caller may
+ * resume). Woken by the terminal write where the runtime can (d.completions); re-reads with
+ * strong consistency after each wake, since an eventually consistent read may not show the
+ * write that woke it yet.
  */
 export async function awaitTerminal<T extends Pick<Execution, 'status'> = Execution>(
   d: Deps,
@@ -88,6 +91,7 @@ export async function awaitTerminal<T extends Pick<Execution, 'status'> = Execut
   wait: Wait,
   reread: (current: T) => Promise<T | null> = (current) =>
     rereadWhole(d, executionId, current as unknown as Execution) as Promise<T | null>,
+  settled: (e: T) => boolean = () => false,
 ): Promise<{ e: T; waited: number }> {
   if (wait.seconds <= 0) return { e: await first(), waited: 0 };
   const slot = await takeWaitSlot(d);
@@ -97,7 +101,7 @@ export async function awaitTerminal<T extends Pick<Execution, 'status'> = Execut
   const watch = d.completions.watch(executionId);
   try {
     let e = await first();
-    while (!isTerminal(e.status)) {
+    while (!isTerminal(e.status) && !settled(e)) {
       const left = wait.untilMs - Date.now();
       if (left <= 0 || !(await watch.next(left))) break;
       e = (await reread(e)) ?? e;
@@ -141,6 +145,9 @@ async function takeWaitSlot(d: Deps): Promise<WaitSlot | 'unbounded' | null> {
   }
 }
 
+/** A caller's wait ends early when the execution waits on a wait node the caller may resume: the next move is theirs. */
+const waitsOnCaller = (e: Pick<Execution, 'status' | 'waiting' | 'visible_waits'>): boolean => callerWaitsOf(e).length > 0;
+
 const pollHint = (e: Pick<Execution, 'status'>): Record<string, string> =>
   isTerminal(e.status) ? {} : { 'retry-after': String(POLL_HINT_SECONDS) };
 
@@ -168,10 +175,17 @@ export async function execute(d: Deps, auth: CallerAuth, req: ExecuteRequest) {
   const wait = req.wait ?? NO_WAIT;
   const accepted = await submit(d, auth, req);
   if (wait.seconds <= 0) return accepted;
-  const { e, waited } = await awaitTerminal(d, accepted.body.execution_id, () => ownedExecution(d, auth, accepted.body.execution_id), wait);
+  const { e, waited } = await awaitTerminal(
+    d,
+    accepted.body.execution_id,
+    () => ownedExecution(d, auth, accepted.body.execution_id),
+    wait,
+    undefined,
+    waitsOnCaller,
+  );
   // A wait that was not granted (the bound) says when to look, as status answers do.
   const headers = { ...accepted.headers, ...(waited > 0 ? preferenceApplied(waited) : { 'retry-after': String(POLL_HINT_SECONDS) }) };
-  if (!isTerminal(e.status)) return { ...accepted, headers };
+  if (!isTerminal(e.status)) return { ...accepted, body: { ...accepted.body, ...waitingField(await callerWaitingList(d, e, req.baseUrl)) }, headers };
   const links = await outputLinks(d, e, req.baseUrl, callerOutputIds(e));
   return { status: 200, body: { ...resultBody(e, links), ...executionUrls(req.baseUrl, e.execution_id) }, headers };
 }
@@ -298,8 +312,9 @@ export async function status(d: Deps, auth: CallerAuth, executionId: string, bas
   // Heads only: the first read eventually consistent (a poll may lag a write by a moment, and
   // the next poll sees it), the re-reads after a wake strongly (the write that woke it must show).
   const reread = () => d.executions.getHead(executionId, d.clock.now(), true);
-  const { e, waited } = await awaitTerminal(d, executionId, () => ownedHead(d, auth, executionId), wait, reread);
-  return { body: statusBody(baseUrl, e), headers: { ...pollHint(e), ...preferenceApplied(waited) } };
+  const { e, waited } = await awaitTerminal(d, executionId, () => ownedHead(d, auth, executionId), wait, reread, waitsOnCaller);
+  const waiting = waitingField(await callerWaitingList(d, e, baseUrl));
+  return { body: { ...statusBody(baseUrl, e), ...waiting }, headers: { ...pollHint(e), ...preferenceApplied(waited) } };
 }
 
 /**
@@ -307,9 +322,12 @@ export async function status(d: Deps, auth: CallerAuth, executionId: string, bas
  * hint. Each read mints fresh links to the visible ASSET outputs, under `baseUrl` (the request's).
  */
 export async function result(d: Deps, auth: CallerAuth, executionId: string, wait: Wait = NO_WAIT, baseUrl?: string) {
-  const { e, waited } = await awaitTerminal(d, executionId, () => ownedExecution(d, auth, executionId), wait);
+  const { e, waited } = await awaitTerminal(d, executionId, () => ownedExecution(d, auth, executionId), wait, undefined, waitsOnCaller);
   const headers = { ...pollHint(e), ...preferenceApplied(waited) };
-  if (!isTerminal(e.status)) throw new AppError('ExecutionNotCompleted', undefined, { status: e.status }, { headers });
+  if (!isTerminal(e.status)) {
+    const waiting = waitingField(await callerWaitingList(d, e, baseUrl ?? d.config.publicUrl ?? e.base_url ?? ''));
+    throw new AppError('ExecutionNotCompleted', undefined, { status: e.status, ...waiting }, { headers });
+  }
   const linkBase = baseUrl ?? d.config.publicUrl ?? e.base_url ?? null;
   const links = linkBase === null ? {} : await outputLinks(d, e, linkBase, callerOutputIds(e));
   return { body: resultBody(e, links), headers };

@@ -10,6 +10,7 @@ import type { DeploymentRecord, Execution } from '../core/types';
 import { summarize, summarizeCallers, type CallerWindow } from '../core/usage';
 import { DEPLOYMENT_SUBJECT } from '../core/consumers';
 import { deliveryView, executionSummaryBody, ownerExecutionBody } from '../core/views';
+import { ownerWaitingField } from './resume.service';
 import type { Deps } from '../adapters/deps';
 import { cancelExecution } from './lifecycle.service';
 import { outputLinks } from './output-links';
@@ -82,7 +83,7 @@ async function ownerView(d: Deps, e: Execution, baseUrl?: string) {
   const hidden = new Set((dep?.inputs ?? []).filter((i) => !i.visible).map((i) => i.id));
   // The owner sees every ASSET output, hidden ones included, each with a fresh link.
   const links = baseUrl === undefined ? {} : await outputLinks(d, e, baseUrl, null);
-  return ownerExecutionBody(e, hidden, links);
+  return { ...ownerExecutionBody(e, hidden, links), ...(await ownerWaitingField(d, e, baseUrl)) };
 }
 
 /** GET …/executions/{execution_id}: everything about one execution, for its owner. */

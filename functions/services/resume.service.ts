@@ -10,7 +10,7 @@ import { resumeBodyProblems, RESUME_MAX_BYTES, type WaitNode } from '../core/nod
 import { bodyLimitDetail } from '../core/body-size';
 import { isTerminal } from '../core/transitions';
 import type { Execution, PipelineDefinition } from '../core/types';
-import type { WaitingNode } from '../core/engine';
+import { waitsOf } from '../core/views';
 import type { Deps } from '../adapters/deps';
 import { errorFields } from '../adapters/logger';
 import { wakeExecution } from './wake';
@@ -66,11 +66,32 @@ export async function resume(d: Deps, req: ResumeRequest): Promise<{ status: 're
     throw new AppError('ResumeGone', 'the wait timed out before this event came');
   }
   if (kept.state !== 'waiting') return { status: 'kept', execution_id: e.execution_id, node_id: claims.node_id };
+  await offTheList(d, e, claims.node_id);
   await wakeUntilTaken(d, e.execution_id).catch((err: unknown) =>
     // The event is kept: the node takes it at its next step (at the latest, its time-out's).
     d.log.warn('could not wake the execution at once', { execution_id: e.execution_id, ...errorFields(err) }),
   );
   return { status: 'resumed', execution_id: e.execution_id, node_id: claims.node_id };
+}
+
+/**
+ * Takes a resumed node off the execution's `waiting` list, so views stop offering a URL that
+ * was used (the next step writes the list afresh anyway). A view only: a failure is logged.
+ */
+async function offTheList(d: Deps, e: Execution, nodeId: string): Promise<void> {
+  if (typeof e.waiting !== 'string') return;
+  let list: unknown;
+  try {
+    list = JSON.parse(e.waiting);
+  } catch {
+    return;
+  }
+  if (!Array.isArray(list)) return;
+  const rest = (list as { node?: unknown }[]).filter((w) => w?.node !== nodeId);
+  if (rest.length === list.length) return;
+  await d.executions
+    .replaceWaiting(e.execution_id, e.waiting, rest.length > 0 ? JSON.stringify(rest) : null)
+    .catch((err: unknown) => d.log.warn('could not take a resumed node off the waiting list', { execution_id: e.execution_id, ...errorFields(err) }));
 }
 
 const used = (): AppError => new AppError('ResumeAlreadyUsed', 'an event was already posted to this URL: a resume URL works once');
@@ -112,17 +133,6 @@ async function wakeUntilTaken(d: Deps, executionId: string): Promise<void> {
 
 /* ------------------------------------------------------------------ the waiting list */
 
-/** The wait nodes the execution's last step left waiting, from its record. */
-function waitingNodes(e: Pick<Execution, 'status' | 'waiting'>): WaitingNode[] {
-  if (e.status !== 'running' || typeof e.waiting !== 'string') return [];
-  try {
-    const list = JSON.parse(e.waiting) as unknown;
-    return Array.isArray(list) ? (list as WaitingNode[]).filter((w) => w?.type === 'wait' && typeof w.node === 'string') : [];
-  } catch {
-    return [];
-  }
-}
-
 /**
  * The `waiting` list a reader sees: the wait nodes the execution waits on, each with its resume
  * URL under `baseUrl` and when it stops working. `visible` names the nodes the reader may learn
@@ -134,7 +144,7 @@ export async function waitingList(
   baseUrl: string,
   visible: readonly string[] | null,
 ): Promise<WaitingEntry[]> {
-  const nodes = waitingNodes(e).filter((w) => visible === null || visible.includes(w.node));
+  const nodes = waitsOf(e).filter((w) => visible === null || visible.includes(w.node));
   return Promise.all(
     nodes.map(async (w) => ({
       node_id: w.node,
@@ -142,6 +152,13 @@ export async function waitingList(
       expires_at: new Date(w.until ?? Date.now()).toISOString(),
     })),
   );
+}
+
+/** The owner's `waiting` field: every wait node the execution waits on, under `baseUrl` (else the execution's own base). */
+export async function ownerWaitingField(d: Deps, e: Pick<Execution, 'execution_id' | 'status' | 'waiting' | 'base_url'>, baseUrl?: string) {
+  const base = baseUrl ?? d.config.publicUrl ?? e.base_url ?? d.config.apiUrl;
+  if (base === undefined || base === null) return {};
+  return waitingField(await waitingList(d, e, base, null));
 }
 
 /** A caller's `waiting` list: only the wait nodes the deployment publishes visible (recorded on the execution). */

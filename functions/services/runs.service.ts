@@ -8,7 +8,8 @@ import { isTerminal } from '../core/transitions';
 import { referenceProblem, valueTypeProblem } from '../core/values';
 import { InvalidCursorError, type ObjectRef } from '../core/ports';
 import type { ContractInput, Execution, PipelineDefinition, PipelineMeta, RawValue } from '../core/types';
-import { runBody, runListBody } from '../core/views';
+import { runBody, runListBody, waitsOf } from '../core/views';
+import { ownerWaitingField } from './resume.service';
 import type { Deps } from '../adapters/deps';
 import { checkAssets, storeAssets } from './asset-inputs.service';
 import { POLL_HINT_SECONDS, preferenceApplied } from '../core/prefer';
@@ -208,9 +209,15 @@ export async function startRunWaiting(d: Deps, id: string, body: string | null, 
     if (!e) throw new Error(`run ${runId} vanished after it was created`);
     return e;
   };
-  const { e, waited } = await awaitTerminal(d, runId, first, wait);
+  // The owner may resume every wait node: a run that waits on one is answered at once.
+  const { e, waited } = await awaitTerminal(d, runId, first, wait, undefined, (r) => waitsOf(r).length > 0);
   const headers = { ...location, ...preferenceApplied(waited) };
-  if (!isTerminal(e.status)) return { status: 202, body: accepted, headers: { ...headers, 'retry-after': String(POLL_HINT_SECONDS) } };
+  if (!isTerminal(e.status))
+    return {
+      status: 202,
+      body: { ...accepted, ...(await ownerWaitingField(d, e, baseUrl)) },
+      headers: { ...headers, 'retry-after': String(POLL_HINT_SECONDS) },
+    };
   return { status: 200, body: runBody(e, await outputLinks(d, e, baseUrl, null)), headers };
 }
 
@@ -240,7 +247,10 @@ export async function getRun(d: Deps, id: string, runId: string, wait: Wait = NO
     if (!e || e.kind !== 'run' || e.pipeline_id !== id) throw new AppError('RunNotFound');
     return e;
   };
-  const { e, waited } = await awaitTerminal(d, runId, read, wait);
+  const { e, waited } = await awaitTerminal(d, runId, read, wait, undefined, (r) => waitsOf(r).length > 0);
   const headers = { ...preferenceApplied(waited), ...(isTerminal(e.status) ? {} : { 'retry-after': String(POLL_HINT_SECONDS) }) };
-  return { body: { ...runBody(e, baseUrl === undefined ? {} : await outputLinks(d, e, baseUrl, null)) }, headers };
+  return {
+    body: { ...runBody(e, baseUrl === undefined ? {} : await outputLinks(d, e, baseUrl, null)), ...(await ownerWaitingField(d, e, baseUrl)) },
+    headers,
+  };
 }

@@ -226,6 +226,13 @@ export class MemoryExecutions implements ExecutionsPort, DeliveriesPort, SweepPo
     return true;
   }
 
+  async replaceWaiting(id: string, before: string, after: string | null): Promise<boolean> {
+    const e = this.items.get(id);
+    if (!e || e.status !== 'running' || e.waiting !== before) return false;
+    e.waiting = after;
+    return true;
+  }
+
   async bumpGeneration(id: string, seen: number): Promise<boolean> {
     const e = this.items.get(id);
     if (!e || e.status !== 'running' || (e.gen ?? 0) !== seen) return false;
