@@ -167,7 +167,7 @@ const CALLER_TABLE = [
     summary: "An execution's live progress, as server-sent events",
     description:
       'A `text/event-stream` until the execution is done: first a `retry:` hint, then events, each with an `id:` that orders them: ' +
-      '`status` (StatusEvent), `node` (NodeEvent), `output` (OutputEvent), and last `done`, whose data is exactly the result body of GET result; then the stream closes. ' +
+      '`status` (StatusEvent), `node` (NodeEvent), `waiting` (WaitingEvent: a wait node the deployment publishes visible began to wait, with its resume URL), `output` (OutputEvent), and last `done`, whose data is exactly the result body of GET result; then the stream closes. ' +
       'Send `Last-Event-ID` to resume after that event without repeats; a finished execution replays everything at once. ' +
       'A comment (`: keep-alive`) comes at least every 15 s; a stream closes itself after 14 minutes without `done` (reconnect with Last-Event-ID).',
     params: ['ExecutionId', 'LastEventId'],

@@ -541,7 +541,14 @@ async function runUnredacted(
           };
           if (!(await journal.save(id, waitingRec, prev, sawEvent))) throw new Overtaken();
           const polled = outcome.detail.polls !== undefined && outcome.detail.polls !== rec?.polls;
-          if (!resuming) opts.onNode?.({ node: id, type: node.type, state: 'waiting', at: end });
+          if (!resuming)
+            opts.onNode?.({
+              node: id,
+              type: node.type,
+              state: 'waiting',
+              at: end,
+              ...(outcome.until === null ? {} : { until: outcome.until }),
+            });
           else if (polled) opts.onNode?.({ node: id, type: node.type, state: 'polled', at: end, polls: outcome.detail.polls });
           throw parkedFor(id, node, waitingRec, outcome.until);
         }

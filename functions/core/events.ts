@@ -13,7 +13,7 @@ import { isTerminal, type ExecutionStatus } from './transitions';
 import type { Execution, NodeType } from './types';
 import type { OutputValue, resultBody } from './views';
 
-export const EVENT_NAMES = ['status', 'node', 'output', 'done'] as const;
+export const EVENT_NAMES = ['status', 'node', 'waiting', 'output', 'done'] as const;
 export type EventName = (typeof EVENT_NAMES)[number];
 
 export interface StatusEventData {
@@ -32,6 +32,13 @@ export interface NodeCountData {
   done: number;
   total: number;
 }
+/**
+ * A `waiting` event: a wait node the reader may resume began to wait. `waiting` lists every such
+ * node waiting at that moment (in the order they began), each with its resume URL.
+ */
+export interface WaitingEventData {
+  waiting: { node_id: string; resume_url: string; expires_at: string }[];
+}
 export type OutputEventData = { output: string } & OutputValue;
 export type ResultBody = ReturnType<typeof resultBody>;
 /**
@@ -48,6 +55,7 @@ export const callerFinal = (result: ResultBody): FinalView => ({ outputs: result
 export type ExecutionEvent =
   | { id: number; event: 'status'; data: StatusEventData }
   | { id: number; event: 'node'; data: NodeEventData | NodeCountData }
+  | { id: number; event: 'waiting'; data: WaitingEventData }
   | { id: number; event: 'output'; data: OutputEventData }
   | { id: number; event: 'done'; data: unknown };
 
@@ -64,33 +72,57 @@ export type NodeView = ((p: NodeProgress) => boolean) | { countsOf: number };
 /**
  * Every event of the execution as it stands, as `nodes` lets the reader see them; `final` is
  * given once the execution is terminal: its outputs become `output` events, then its body is
- * `done`'s data.
+ * `done`'s data. `resumeUrls` holds the resume URL of each wait node the reader may resume: when
+ * one begins to wait, a `waiting` event lists those waiting then.
  */
-export function executionEvents(e: Execution, nodes: NodeView, final: FinalView | null): ExecutionEvent[] {
+export function executionEvents(
+  e: Execution,
+  nodes: NodeView,
+  final: FinalView | null,
+  resumeUrls: Readonly<Record<string, string>> = {},
+): ExecutionEvent[] {
   type Unnumbered = ExecutionEvent extends infer T ? (T extends ExecutionEvent ? Omit<T, 'id'> : never) : never;
   const out: Unnumbered[] = [{ event: 'status', data: { status: 'pending', at: e.created_at } }];
   if (e.started_at) out.push({ event: 'status', data: { status: 'running', at: e.started_at } });
   const finished = new Set<string>();
+  // Wait nodes the reader may resume that are waiting, as of the entry read: node → until.
+  const open = new Map<string, number>();
+  const resumable = (node: string): string | undefined => (Object.hasOwn(resumeUrls, node) ? resumeUrls[node] : undefined);
+  const waitingNow = (): Unnumbered => ({
+    event: 'waiting',
+    data: {
+      waiting: [...open].flatMap(([node_id, until]) => {
+        const resume_url = resumable(node_id);
+        return resume_url === undefined ? [] : [{ node_id, resume_url, expires_at: new Date(until).toISOString() }];
+      }),
+    },
+  });
   for (const p of unpackProgress(e.progress)) {
+    const began = p.state === 'waiting' && kindOfType(p.type).role === 'wait' && resumable(p.node) !== undefined;
+    if (began) open.set(p.node, p.until ?? p.at);
+    else if (p.state === 'finished' || p.state === 'failed') open.delete(p.node);
     if (typeof nodes !== 'function') {
       // One event per node the first time it ends (a re-run after a crash ends some again):
       // progress only grows, so every list is still a prefix of the next.
+      if (began) out.push(waitingNow());
       if ((p.state !== 'finished' && p.state !== 'failed') || finished.has(p.node)) continue;
       finished.add(p.node);
       out.push({ event: 'node', data: { done: finished.size, total: Math.max(nodes.countsOf, finished.size) } });
       continue;
     }
-    if (!nodes(p)) continue;
-    out.push({
-      event: 'node',
-      data: {
-        node_id: p.node,
-        type: p.type,
-        state: p.state,
-        at: new Date(p.at).toISOString(),
-        ...(p.duration_ms === undefined ? {} : { duration_ms: p.duration_ms }),
-      },
-    });
+    if (nodes(p)) {
+      out.push({
+        event: 'node',
+        data: {
+          node_id: p.node,
+          type: p.type,
+          state: p.state,
+          at: new Date(p.at).toISOString(),
+          ...(p.duration_ms === undefined ? {} : { duration_ms: p.duration_ms }),
+        },
+      });
+    }
+    if (began) out.push(waitingNow());
   }
   if (isTerminal(e.status) && final !== null) {
     out.push({ event: 'status', data: { status: e.status, at: e.completed_at ?? e.started_at ?? e.created_at } });

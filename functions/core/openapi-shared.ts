@@ -88,10 +88,11 @@ export const eventStreamOk = (doneSchema: string) => ({
       schema: {
         type: 'string',
         description:
-          "Server-sent events: `id:`, `event:` (status, node, output, done) and `data:` (one line of JSON, described by `$defs` under the event's name).",
+          "Server-sent events: `id:`, `event:` (status, node, waiting, output, done) and `data:` (one line of JSON, described by `$defs` under the event's name).",
         $defs: {
           status: schemaRef('StatusEvent'),
           node: schemaRef('NodeEvent'),
+          waiting: schemaRef('WaitingEvent'),
           output: schemaRef('OutputEvent'),
           done: schemaRef(doneSchema),
         },

@@ -2,7 +2,8 @@
  * Node progress as the engine reports it while a run goes on (started, finished, failed), kept
  * on the execution record so a caller's event stream (functions/core/events.ts) can show nodes
  * as they move. Stored as one compact JSON string, like the trace (trace-codec.ts):
- * `{"t":<first event, epoch ms>,"n":[[node, type, state, offset ms, duration ms?], …]}`, about
+ * `{"t":<first event, epoch ms>,"n":[[node, type, state, offset ms, extra?], …]}` (extra: a
+ * finished or failed node's duration, a poll's count, a wait's end as an offset), about
  * 30 bytes an event. The list only ever grows (a re-run after a crash appends to it), so every
  * earlier read of it is a prefix of every later one: event ids can be positions.
  */
@@ -25,6 +26,8 @@ export interface NodeProgress {
   duration_ms?: number;
   /** Polled nodes: how many polls so far. */
   polls?: number;
+  /** A node that began to wait: when its wait runs out (epoch ms; a wait node's resume URL expires then). */
+  until?: number;
 }
 
 /**
@@ -50,6 +53,7 @@ export function packProgress(entries: readonly NodeProgress[]): string {
     const row: (string | number)[] = [p.node, NODE_CODES[p.type], code(STATES, p.state), p.at - t0];
     if (p.duration_ms !== undefined) row.push(p.duration_ms);
     else if (p.polls !== undefined) row.push(p.polls);
+    else if (p.until !== undefined) row.push(p.until - t0);
     return row;
   });
   return JSON.stringify({ t: t0, n });
@@ -73,7 +77,14 @@ export function unpackProgress(stored: unknown): NodeProgress[] {
     const t = typeof type === 'string' ? TYPES[type] : undefined;
     const s = typeof state === 'string' ? STATES[state] : undefined;
     if (typeof node !== 'string' || !t || !s || typeof offset !== 'number') return out;
-    const extra = typeof duration !== 'number' ? {} : s === 'polled' ? { polls: duration } : { duration_ms: duration };
+    const extra =
+      typeof duration !== 'number'
+        ? {}
+        : s === 'polled'
+          ? { polls: duration }
+          : s === 'waiting'
+            ? { until: t0 + duration }
+            : { duration_ms: duration };
     out.push({ node, type: t, state: s, at: t0 + offset, ...extra });
   }
   return out;

@@ -120,7 +120,9 @@ const ResumeAccepted = v.pipe(
   v.object({
     status: v.pipe(
       v.picklist(['resumed', 'kept']),
-      v.description('`resumed`: the node was waiting and the execution goes on; `kept`: the node has not begun to wait yet, and takes it when it does.'),
+      v.description(
+        '`resumed`: the node was waiting and the execution goes on; `kept`: the node has not begun to wait yet, and takes it when it does.',
+      ),
     ),
     execution_id: Uuid,
     node_id: NodeId,
@@ -141,7 +143,7 @@ const WaitingList = v.pipe(
     }),
   ),
   v.description(
-    "Present while the execution waits for an event the reader may send: callers see the wait nodes the owner publishes visible, owners every one. POST the event to `resume_url`.",
+    'Present while the execution waits for an event the reader may send: callers see the wait nodes the owner publishes visible, owners every one. POST the event to `resume_url`.',
   ),
 );
 
@@ -267,7 +269,12 @@ const NodeEvent = v.pipe(
     v.strictObject({
       node_id: NodeId,
       type: v.picklist(NODE_TYPES),
-      state: v.picklist(['started', 'finished', 'failed']),
+      state: v.pipe(
+        v.picklist(['started', 'waiting', 'polled', 'finished', 'failed']),
+        v.description(
+          '`waiting`: it waits in the state machine (a long delay, a job between polls, a wait node); `polled`: a job was polled and is not done.',
+        ),
+      ),
       at: Timestamp,
       duration_ms: v.optional(v.pipe(int(0), v.description('Finished and failed nodes: how long the node took.'))),
     }),
@@ -278,6 +285,12 @@ const NodeEvent = v.pipe(
   ]),
   v.description(
     '`event: node`: a node started, finished or failed; ids, types and times only, never values. Hidden inputs and outputs never appear. A deployment published with `events.node_detail: false` sends only `{done, total}`, one event per node finished.',
+  ),
+);
+const WaitingEvent = v.pipe(
+  v.strictObject({ waiting: WaitingList }),
+  v.description(
+    '`event: waiting`: a wait node the reader may resume began to wait (a caller: one the owner publishes visible). `waiting` lists every such node waiting then, each with its resume URL: POST the event there.',
   ),
 );
 const OutputEvent = v.pipe(
@@ -653,7 +666,10 @@ const deploymentEntries = {
   events: v.pipe(EventsView, v.description("What callers' event streams show of the nodes.")),
   inputs: v.array(ContractInput),
   outputs: v.array(ContractOutput),
-  waits: v.pipe(v.array(ContractWait), v.description("Wait nodes: a visible one's resume URL reaches callers while an execution waits on it.")),
+  waits: v.pipe(
+    v.array(ContractWait),
+    v.description("Wait nodes: a visible one's resume URL reaches callers while an execution waits on it."),
+  ),
 };
 const Deployment = v.object({ ...deploymentEntries, version: v.pipe(int(1), v.description('The published version.')) });
 const apiKey = v.pipe(v.string(), v.regex(/^pgk_/));
@@ -806,6 +822,7 @@ export const SHAPES = {
   ExecutionResult,
   StatusEvent,
   NodeEvent,
+  WaitingEvent,
   OutputEvent,
   CallerContract,
   UploadRequest,

@@ -18,6 +18,7 @@ import {
   type NodeView,
 } from '../core/events';
 import { AppError } from '../core/errors';
+import { unpackProgress } from '../core/progress';
 import { isTerminal } from '../core/transitions';
 import type { DeploymentRecord, Execution } from '../core/types';
 import { responseData, resultBody, runBody } from '../core/views';
@@ -63,6 +64,7 @@ export async function openEventStream(
     return {
       first,
       shows: await callerNodeView(d, dep, first),
+      resumable: callerResumable(first),
       final: async (e) => callerFinal(resultBody(e, await outputLinks(d, e, opts.baseUrl, callerOutputIds(e)))),
     };
   });
@@ -92,6 +94,7 @@ export async function openRunEventStream(
     return {
       first,
       shows: () => true,
+      resumable: () => true,
       final: async (e) => {
         const links = await outputLinks(d, e, opts.baseUrl, null);
         return { outputs: responseData({ ...e, visible_outputs: null }, links), body: runBody(e, links) };
@@ -104,8 +107,16 @@ export async function openRunEventStream(
 export interface StreamSource {
   first: Execution;
   shows: NodeView;
+  /** Whether the reader may resume this wait node (learn its URL): a caller the visible ones, the owner every one. */
+  resumable: (nodeId: string) => boolean;
   final: (e: Execution) => Promise<FinalView>;
 }
+
+/** A caller (or the web form) may resume the wait nodes the deployment publishes visible. */
+export const callerResumable =
+  (e: Pick<Execution, 'visible_waits'>) =>
+  (nodeId: string): boolean =>
+    (e.visible_waits ?? []).includes(nodeId);
 
 /**
  * The one stream loop every event route shares (callers, owners' runs, the web form): `open`
@@ -130,6 +141,14 @@ export async function streamOf(
   const keepAliveMs = opts.keepAliveMs ?? EVENTS_KEEP_ALIVE_MS;
   const until = Date.now() + (opts.maxMs ?? EVENTS_STREAM_MAX_MS);
   let sent = parseLastEventId(opts.lastEventId);
+  // Resume URLs of the wait nodes the reader may resume, derived once each, as they begin to wait.
+  const resumeUrls: Record<string, string> = Object.create(null) as Record<string, string>;
+  const learnResumeUrls = async (e: Execution): Promise<void> => {
+    for (const p of unpackProgress(e.progress)) {
+      if (p.state !== 'waiting' || p.type !== 'wait' || Object.hasOwn(resumeUrls, p.node) || !source.resumable(p.node)) continue;
+      resumeUrls[p.node] = await d.resumeLinks.url(opts.baseUrl, executionId, p.node);
+    }
+  };
 
   async function* stream(): AsyncGenerator<string> {
     let e = source.first;
@@ -138,7 +157,8 @@ export async function streamOf(
       yield retryField();
       for (;;) {
         const terminal = isTerminal(e.status);
-        const events = executionEvents(e, source.shows, terminal ? await source.final(e) : null);
+        await learnResumeUrls(e);
+        const events = executionEvents(e, source.shows, terminal ? await source.final(e) : null, resumeUrls);
         for (const ev of eventsAfter(events, sent)) {
           yield formatEvent(ev);
           sent = ev.id;

@@ -32,7 +32,7 @@ import type { Deps } from '../adapters/deps';
 import { presignedOrigin } from '../adapters/object-reads';
 import { awaitTerminal, NO_WAIT, submit, type Wait } from './caller.service';
 import { callerOutputIds, outputLinks } from './output-links';
-import { callerNodeView, streamOf } from './events.service';
+import { callerNodeView, callerResumable, streamOf } from './events.service';
 import { createUpload } from './uploads.service';
 
 interface OpenForm {
@@ -275,6 +275,7 @@ export async function openFormEventStream(d: Deps, req: FormEventsRequest): Prom
     return {
       first,
       shows: await callerNodeView(d, rec, first),
+      resumable: callerResumable(first),
       final: async (e) => {
         const { result, body } = await formView(d, e, req.token, req.baseUrl);
         return { outputs: result.response_data, body };

@@ -42,7 +42,34 @@ describe('discoverContract', () => {
         { id: 'message', visible: true },
         { id: 'debug', visible: true },
       ],
+      waits: [],
     });
+  });
+
+  it('lists wait nodes with what people read of them and what their event holds, visible', () => {
+    const withWaits: PipelineDefinition = {
+      nodes: {
+        ...def.nodes,
+        approval: {
+          type: 'wait',
+          inputs: ['greeting'],
+          timeout_ms: 86_400_000,
+          label: 'Approve the greeting',
+          fields: { approved: { value_type: 'boolean', label: 'Approve' } },
+        },
+        hook: { type: 'wait', timeout_ms: 60_000 },
+      },
+    };
+    expect(discoverContract(withWaits, {}).waits).toEqual([
+      {
+        id: 'approval',
+        visible: true,
+        timeout_ms: 86_400_000,
+        label: 'Approve the greeting',
+        fields: { approved: { value_type: 'boolean', label: 'Approve' } },
+      },
+      { id: 'hook', visible: true, timeout_ms: 60_000 },
+    ]);
   });
 
   it('records what the run answered for each output, RAW or ASSET, and nothing where the run is unknown or answered neither', () => {
@@ -342,6 +369,7 @@ describe('readiness', () => {
       events: { node_detail: true },
       inputs: deployment.inputs,
       outputs: deployment.outputs,
+      waits: [],
     });
   });
 
@@ -406,7 +434,27 @@ describe('callerContract', () => {
       deployment_id: 'd-1',
       inputs: [{ id: 'name', value_type: 'string', value: 'world' }],
       outputs: [{ id: 'message' }],
+      waits: [],
     });
+  });
+
+  it('shows the visible wait nodes only: the owner may hide one, a later publish keeps it hidden, an unknown id is refused', () => {
+    const withWaits: PipelineDefinition = {
+      nodes: { ...def.nodes, approval: { type: 'wait', timeout_ms: 60_000, label: 'Approve' }, hook: { type: 'wait', timeout_ms: 60_000 } },
+    };
+    const discovered = discoverContract(withWaits, {});
+    const contract = applyVisibility(discovered, { waits: { hook: { visible: false } } }, null);
+    expect(callerContract({ deployment_id: 'd-1', ...contract }).waits).toEqual([{ id: 'approval', timeout_ms: 60_000, label: 'Approve' }]);
+    expect(applyVisibility(discovered, undefined, contract).waits?.map((w) => [w.id, w.visible])).toEqual([
+      ['approval', true],
+      ['hook', false],
+    ]);
+    expect(appError(() => applyVisibility(discovered, { waits: { nope: { visible: false }, hook: { visible: 1 } } }, null)).detail).toEqual(
+      [
+        { path: 'waits.nope', reason: 'no wait node with this id' },
+        { path: 'waits.hook.visible', reason: 'must be true or false' },
+      ],
+    );
   });
 
   it("shows each visible output's recorded kind, and keeps the hidden ones out", () => {

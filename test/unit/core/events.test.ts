@@ -185,3 +185,48 @@ describe('wire format', () => {
     );
   });
 });
+
+describe('waiting events', () => {
+  const URL_A = 'https://api.example/v1/resume/w1.a';
+  const waits: NodeProgress[] = [
+    { node: 'submit', type: 'http', state: 'finished', at: T0, duration_ms: 5 },
+    { node: 'approval', type: 'wait', state: 'started', at: T0 + 10 },
+    { node: 'approval', type: 'wait', state: 'waiting', at: T0 + 11, until: T0 + 60_011 },
+    { node: 'hidden', type: 'wait', state: 'waiting', at: T0 + 12, until: T0 + 60_012 },
+    { node: 'later', type: 'delay', state: 'waiting', at: T0 + 13, until: T0 + 90_000 },
+    { node: 'approval', type: 'wait', state: 'finished', at: T0 + 20, duration_ms: 9 },
+  ];
+
+  it('keeps when a wait runs out in the packed progress', () => {
+    expect(unpackProgress(packProgress(waits))).toEqual(waits);
+  });
+
+  it('follow a wait node the reader may resume as it begins to wait, with its URL and expiry, and only those', () => {
+    const e = anExecution({ status: 'running', started_at: iso(T0), progress: packProgress(waits) });
+    const events = executionEvents(e, all, null, { approval: URL_A });
+    const waitingEvents = events.filter((ev) => ev.event === 'waiting');
+    expect(waitingEvents).toEqual([
+      {
+        id: expect.any(Number),
+        event: 'waiting',
+        data: { waiting: [{ node_id: 'approval', resume_url: URL_A, expires_at: iso(T0 + 60_011) }] },
+      },
+    ]);
+    // Right after the node's own `waiting` event.
+    const at = events.findIndex((ev) => ev.event === 'waiting');
+    expect(events[at - 1]).toMatchObject({ event: 'node', data: { node_id: 'approval', state: 'waiting' } });
+    // Without a URL for it (a hidden wait, a reader who may not resume it): none.
+    expect(executionEvents(e, all, null).some((ev) => ev.event === 'waiting')).toBe(false);
+    // With node detail off, the waiting event still comes (the owner published the wait visible).
+    expect(executionEvents(e, { countsOf: 5 }, null, { approval: URL_A }).filter((ev) => ev.event === 'waiting')).toHaveLength(1);
+  });
+
+  it('stay a prefix of every later list', () => {
+    const base = anExecution({ status: 'running', started_at: iso(T0) });
+    for (let k = 0; k < waits.length; k++) {
+      const early = executionEvents({ ...base, progress: packProgress(waits.slice(0, k)) }, all, null, { approval: URL_A });
+      const late = executionEvents({ ...base, progress: packProgress(waits) }, all, null, { approval: URL_A });
+      expect(late.slice(0, early.length)).toEqual(early);
+    }
+  });
+});
