@@ -174,7 +174,11 @@ export class StepsStore implements StepsPort {
 
   async keepEvent(e: StepOwner, node: string, event: Resumed): Promise<KeptEvent> {
     const t = await this.text(e, node, 'event', event.value);
-    const values: Record<string, unknown> = { ':et': event.at, ':done': 'done', ...('inline' in t ? { ':ev': t.inline } : { ':eo': t.object }) };
+    const values: Record<string, unknown> = {
+      ':et': event.at,
+      ':done': 'done',
+      ...('inline' in t ? { ':ev': t.inline } : { ':eo': t.object }),
+    };
     const sets = ['et = :et', 'inline' in t ? 'ev = :ev' : 'eo = :eo'];
     if (e.expires_at !== null && e.expires_at !== undefined) {
       values[':exp'] = e.expires_at;

@@ -151,7 +151,9 @@ export const PublishRequest = v.pipe(
       waits: v.optional(
         v.pipe(
           VisibilityMap,
-          v.description("Wait nodes: a visible one's resume URL reaches callers while the execution waits on it (its `waiting` list), and the web form shows it. Visible by default."),
+          v.description(
+            "Wait nodes: a visible one's resume URL reaches callers while the execution waits on it (its `waiting` list), and the web form shows it. Visible by default.",
+          ),
         ),
       ),
       form: v.optional(FormOption),
@@ -191,7 +193,9 @@ const SECTION_NODE: Record<Section, string> = { inputs: 'input', outputs: 'outpu
 /** An issue inside one entry of `inputs`, `outputs` or `waits`: reported with that entry, after its id is known to exist. */
 const entryOf = (i: v.BaseIssue<unknown>): [string, unknown] | null => {
   const [section, entry] = i.path ?? [];
-  return entry !== undefined && typeof section?.key === 'string' && Object.hasOwn(SECTION_NODE, section.key) ? [section.key, entry.key] : null;
+  return entry !== undefined && typeof section?.key === 'string' && Object.hasOwn(SECTION_NODE, section.key)
+    ? [section.key, entry.key]
+    : null;
 };
 
 function sectionProblems(section: Section, request: unknown, issues: v.BaseIssue<unknown>[], known: Set<string>): Problem[] {

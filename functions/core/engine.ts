@@ -143,6 +143,12 @@ export interface WaitingNode {
   started_at: number;
   polls?: number;
   status?: string;
+  /**
+   * Set by the task that records the list (functions/services/tasks.service.ts), not the step:
+   * a wait node whose URL the pipeline hands to its own http nodes (`$resume_url`), which the
+   * job it submitted resumes. A reader's `Prefer: wait` does not end for it.
+   */
+  webhook?: boolean;
 }
 
 export type StepResult =

@@ -4,7 +4,7 @@ import { sortedJson } from './canonical';
 import { nodeDependencies } from './nodes';
 import { DEFAULT_MAX_NODES, DEFINITION_ENTRIES, describeType, NodeKey, TOP_LEVEL_FIELDS } from './definition-schema';
 import { expressionProblem } from './jsonata-limits';
-import { isNodeType, kindOfType, NODE_TYPES, nodeIdsOfRole, type NodeType, type PipelineNode } from './nodes';
+import { isNodeType, kindOf, kindOfType, NODE_TYPES, nodeIdsOfRole, type NodeType, type PipelineNode } from './nodes';
 import { fieldAt, type FieldPath } from './nodes/kind';
 import { secretSyntaxProblems } from './owner-secrets';
 import { NO_RESUME_URLS, resumeReferences } from './resume-refs';
@@ -335,6 +335,21 @@ export function topologicalOrder(def: PipelineDefinition): string[] {
     for (const dependent of dependents.get(next) ?? []) pending.set(dependent, (pending.get(dependent) ?? 0) - 1);
   }
   return order;
+}
+
+/**
+ * Wait nodes whose resume URL the pipeline hands to its own http nodes (`$resume_url`): a job
+ * the pipeline submitted resumes them (a webhook), not a person.
+ */
+export function webhookWaits(def: PipelineDefinition): Set<string> {
+  const out = new Set<string>();
+  for (const [id, node] of Object.entries(def.nodes)) {
+    const kind = kindOf(node);
+    if (kind.resumeUrls === undefined) continue;
+    const found = resumeReferences({ type: node.type, ...kind.resumeUrls, expressions: kind.expressions }, `nodes.${id}`, node);
+    for (const ref of found.refs) out.add(ref.target);
+  }
+  return out;
 }
 
 /** Input node ids in declaration order. */

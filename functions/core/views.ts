@@ -42,6 +42,12 @@ export function waitsOf(e: Pick<Execution, 'status' | 'waiting'>): WaitingNode[]
 export const callerWaitsOf = (e: Pick<Execution, 'status' | 'waiting' | 'visible_waits'>): WaitingNode[] =>
   waitsOf(e).filter((w) => (e.visible_waits ?? []).includes(w.node));
 
+/**
+ * Whether a reader's `Prefer: wait` ends now: the execution waits on a wait node they may resume
+ * that no job of the pipeline will (a person's approval, not a webhook), so the next move is theirs.
+ */
+export const waitsOnReader = (waits: readonly WaitingNode[]): boolean => waits.some((w) => w.webhook !== true);
+
 /** Milliseconds from start to finish; an execution cancelled before it started took 0. */
 export function completionDuration(e: Pick<Execution, 'started_at' | 'completed_at'>): number | null {
   if (!e.completed_at) return null;

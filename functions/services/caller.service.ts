@@ -10,7 +10,7 @@ import type { Deployment, Execution } from '../core/types';
 import type { ExecutionHead, WaitSlot } from '../core/ports';
 import { errorFields } from '../adapters/logger';
 import { POLL_HINT_SECONDS, preferenceApplied } from '../core/prefer';
-import { acceptedBody, callerWaitsOf, executionUrls, resultBody, statusBody } from '../core/views';
+import { acceptedBody, callerWaitsOf, executionUrls, resultBody, statusBody, waitsOnReader } from '../core/views';
 import { callerWaitingList, waitingField } from './resume.service';
 import { callerOutputIds, outputLinks } from './output-links';
 import type { CallerAuth } from '../core/consumers';
@@ -146,7 +146,7 @@ async function takeWaitSlot(d: Deps): Promise<WaitSlot | 'unbounded' | null> {
 }
 
 /** A caller's wait ends early when the execution waits on a wait node the caller may resume: the next move is theirs. */
-const waitsOnCaller = (e: Pick<Execution, 'status' | 'waiting' | 'visible_waits'>): boolean => callerWaitsOf(e).length > 0;
+const waitsOnCaller = (e: Pick<Execution, 'status' | 'waiting' | 'visible_waits'>): boolean => waitsOnReader(callerWaitsOf(e));
 
 const pollHint = (e: Pick<Execution, 'status'>): Record<string, string> =>
   isTerminal(e.status) ? {} : { 'retry-after': String(POLL_HINT_SECONDS) };
@@ -185,7 +185,8 @@ export async function execute(d: Deps, auth: CallerAuth, req: ExecuteRequest) {
   );
   // A wait that was not granted (the bound) says when to look, as status answers do.
   const headers = { ...accepted.headers, ...(waited > 0 ? preferenceApplied(waited) : { 'retry-after': String(POLL_HINT_SECONDS) }) };
-  if (!isTerminal(e.status)) return { ...accepted, body: { ...accepted.body, ...waitingField(await callerWaitingList(d, e, req.baseUrl)) }, headers };
+  if (!isTerminal(e.status))
+    return { ...accepted, body: { ...accepted.body, ...waitingField(await callerWaitingList(d, e, req.baseUrl)) }, headers };
   const links = await outputLinks(d, e, req.baseUrl, callerOutputIds(e));
   return { status: 200, body: { ...resultBody(e, links), ...executionUrls(req.baseUrl, e.execution_id) }, headers };
 }

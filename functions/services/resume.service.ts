@@ -44,7 +44,8 @@ export async function resume(d: Deps, req: ResumeRequest): Promise<{ status: 're
   if (claims === null) throw new AppError('ResumeNotFound', 'no wait behind this URL: check that it was copied whole');
   assertJsonMediaType(req.body, req.contentType);
   const size = req.body === null ? 0 : Buffer.byteLength(req.body, 'utf8');
-  if (size > RESUME_MAX_BYTES) throw new AppError('PayloadTooLarge', bodyLimitDetail(RESUME_MAX_BYTES).replace('request body', 'resume body'));
+  if (size > RESUME_MAX_BYTES)
+    throw new AppError('PayloadTooLarge', bodyLimitDetail(RESUME_MAX_BYTES).replace('request body', 'resume body'));
 
   const now = d.clock.now();
   const e = await d.executions.get(claims.execution_id, now, true);
@@ -58,7 +59,11 @@ export async function resume(d: Deps, req: ResumeRequest): Promise<{ status: 're
 
   const value = parsedBody(req.body);
   const problems = resumeBodyProblems(node, value);
-  if (problems.length > 0) throw new AppError('InvalidRequest', problems.map((reason) => problemOf(reason)));
+  if (problems.length > 0)
+    throw new AppError(
+      'InvalidRequest',
+      problems.map((reason) => problemOf(reason)),
+    );
 
   const kept = await d.steps.keepEvent(e, claims.node_id, { value, at: now.getTime() });
   if (!kept.kept) {
@@ -91,7 +96,9 @@ async function offTheList(d: Deps, e: Execution, nodeId: string): Promise<void> 
   if (rest.length === list.length) return;
   await d.executions
     .replaceWaiting(e.execution_id, e.waiting, rest.length > 0 ? JSON.stringify(rest) : null)
-    .catch((err: unknown) => d.log.warn('could not take a resumed node off the waiting list', { execution_id: e.execution_id, ...errorFields(err) }));
+    .catch((err: unknown) =>
+      d.log.warn('could not take a resumed node off the waiting list', { execution_id: e.execution_id, ...errorFields(err) }),
+    );
 }
 
 const used = (): AppError => new AppError('ResumeAlreadyUsed', 'an event was already posted to this URL: a resume URL works once');
@@ -103,7 +110,8 @@ function problemOf(reason: string): { path: string; reason: string } {
 
 /** The body's JSON value; a blank body is no object (400). */
 function parsedBody(body: string | null): unknown {
-  if (isBlankJson(body)) throw new AppError('InvalidRequest', [{ path: '(body)', reason: 'the body must be a JSON object, and none was sent' }]);
+  if (isBlankJson(body))
+    throw new AppError('InvalidRequest', [{ path: '(body)', reason: 'the body must be a JSON object, and none was sent' }]);
   const parsed = parseJson(body as string);
   if (!parsed.ok) throw new AppError('InvalidRequest', [{ path: parsed.path, reason: parsed.reason }]);
   return parsed.value;
@@ -166,10 +174,15 @@ export const callerWaitingList = (d: Deps, e: Pick<Execution, 'execution_id' | '
   waitingList(d, e, baseUrl, e.visible_waits ?? []);
 
 /** `{ waiting }` when the list has entries, else nothing: the field is there only while the execution waits. */
-export const waitingField = (list: readonly WaitingEntry[]): { waiting?: WaitingEntry[] } => (list.length > 0 ? { waiting: [...list] } : {});
+export const waitingField = (list: readonly WaitingEntry[]): { waiting?: WaitingEntry[] } =>
+  list.length > 0 ? { waiting: [...list] } : {};
 
 /** The resume URL of every wait node of a definition (what its http nodes' `$resume_url` gives), under the execution's base URL. */
-export async function resumeUrlsOf(d: Deps, e: Pick<Execution, 'execution_id' | 'base_url'>, def: PipelineDefinition): Promise<Record<string, string> | undefined> {
+export async function resumeUrlsOf(
+  d: Deps,
+  e: Pick<Execution, 'execution_id' | 'base_url'>,
+  def: PipelineDefinition,
+): Promise<Record<string, string> | undefined> {
   const ids = Object.keys(def.nodes).filter((id) => {
     const node = def.nodes[id];
     return node !== undefined && kindOf(node).role === 'wait';

@@ -8,7 +8,7 @@ import { isTerminal } from '../core/transitions';
 import { referenceProblem, valueTypeProblem } from '../core/values';
 import { InvalidCursorError, type ObjectRef } from '../core/ports';
 import type { ContractInput, Execution, PipelineDefinition, PipelineMeta, RawValue } from '../core/types';
-import { runBody, runListBody, waitsOf } from '../core/views';
+import { runBody, runListBody, waitsOf, waitsOnReader } from '../core/views';
 import { ownerWaitingField } from './resume.service';
 import type { Deps } from '../adapters/deps';
 import { checkAssets, storeAssets } from './asset-inputs.service';
@@ -210,7 +210,7 @@ export async function startRunWaiting(d: Deps, id: string, body: string | null, 
     return e;
   };
   // The owner may resume every wait node: a run that waits on one is answered at once.
-  const { e, waited } = await awaitTerminal(d, runId, first, wait, undefined, (r) => waitsOf(r).length > 0);
+  const { e, waited } = await awaitTerminal(d, runId, first, wait, undefined, (r) => waitsOnReader(waitsOf(r)));
   const headers = { ...location, ...preferenceApplied(waited) };
   if (!isTerminal(e.status))
     return {
@@ -247,10 +247,13 @@ export async function getRun(d: Deps, id: string, runId: string, wait: Wait = NO
     if (!e || e.kind !== 'run' || e.pipeline_id !== id) throw new AppError('RunNotFound');
     return e;
   };
-  const { e, waited } = await awaitTerminal(d, runId, read, wait, undefined, (r) => waitsOf(r).length > 0);
+  const { e, waited } = await awaitTerminal(d, runId, read, wait, undefined, (r) => waitsOnReader(waitsOf(r)));
   const headers = { ...preferenceApplied(waited), ...(isTerminal(e.status) ? {} : { 'retry-after': String(POLL_HINT_SECONDS) }) };
   return {
-    body: { ...runBody(e, baseUrl === undefined ? {} : await outputLinks(d, e, baseUrl, null)), ...(await ownerWaitingField(d, e, baseUrl)) },
+    body: {
+      ...runBody(e, baseUrl === undefined ? {} : await outputLinks(d, e, baseUrl, null)),
+      ...(await ownerWaitingField(d, e, baseUrl)),
+    },
     headers,
   };
 }

@@ -19,6 +19,7 @@ import type { ObjectRef, PresignedDownload } from '../core/ports';
 import { nodeLinkTtlSeconds, servedAsAttachment } from '../core/asset-links';
 import { sniffMediaType } from '../core/sniff';
 import type { Execution, PipelineDefinition } from '../core/types';
+import { webhookWaits } from '../core/pipeline';
 import { referencedSecretNames } from '../core/nodes/secrets';
 import { isTerminal } from '../core/transitions';
 import type { Deps } from '../adapters/deps';
@@ -130,7 +131,9 @@ export async function taskRun(d: Deps, executionId: string, gen = 0): Promise<St
     await progress.settle();
   });
   if (result.status === 'waiting' || result.status === 'continue') {
-    const waiting = result.status === 'waiting' ? JSON.stringify(result.waiting) : null;
+    const hooks = result.status === 'waiting' ? webhookWaits(def) : new Set<string>();
+    const waiting =
+      result.status === 'waiting' ? JSON.stringify(result.waiting.map((w) => (hooks.has(w.node) ? { ...w, webhook: true } : w))) : null;
     // Event streams show the wait at once (they wake on a notification, else on their next poll).
     await d.executions
       .recordProgress(executionId, progress.packed(), waiting)
