@@ -128,10 +128,18 @@ describe('API routes from lib/routes.ts', () => {
       expect(refOf(m?.props.AuthorizerId)).toBe(authorizerId);
     } else if (route.auth === 'none') {
       // Only the docs page and its static files (nothing of a deployment), asset links, whose
-      // URL is a signed capability checked by the function itself, and web forms, whose link is.
-      expect(['deployment-docs', 'asset-get', 'form-page', 'form-execute', 'form-execution', 'form-upload', 'form-events']).toContain(
-        route.handler,
-      );
+      // URL is a signed capability checked by the function itself, web forms, whose link is,
+      // and a wait node's resume URL, whose token is.
+      expect([
+        'deployment-docs',
+        'asset-get',
+        'form-page',
+        'form-execute',
+        'form-execution',
+        'form-upload',
+        'form-events',
+        'resume',
+      ]).toContain(route.handler);
       expect(m?.props.AuthorizationType).toBe('NONE');
       expect(m?.props.AuthorizerId).toBeUndefined();
     } else {
@@ -497,6 +505,8 @@ describe('least privilege, from lib/stacks/permissions.ts', () => {
       'deployment-mcp': [put('bucket/d/*/e/*')],
       // The same, under the owner's run it creates.
       'run-start': [put('bucket/p/*/r/*')],
+      // An event too large for its node's item, under the execution it resumes (an API execution's or a run's).
+      resume: [put('bucket/d/*/e/*'), put('bucket/p/*/r/*')],
       // Outputs and large values of whichever it runs, binary answers streamed in parts.
       'task-run': [
         { actions: ['s3:AbortMultipartUpload'], resources: ['bucket/d/*/e/*', 'bucket/p/*/r/*'] },
@@ -521,13 +531,13 @@ describe('least privilege, from lib/stacks/permissions.ts', () => {
     ).toEqual(['deployment-delete', WORKERS.sweeper].sort());
   });
 
-  it("lets only the runner start executions, and only the cancels (caller's, owner's, and an MCP client's tasks/cancel) stop them", () => {
+  it("lets only the runner start executions, and only the cancels (caller's, owner's, and an MCP client's tasks/cancel) and a resume's wake (the older workflow) stop them", () => {
     // Act
     const starters = allFunctionNames().filter((n) => actionsOn(statementsOf(roleId(n)), 'states:StartExecution').length > 0);
     const stoppers = allFunctionNames().filter((n) => actionsOn(statementsOf(roleId(n)), 'states:StopExecution').length > 0);
     // Assess
     expect(starters).toEqual([WORKERS.runner]);
-    expect(stoppers.sort()).toEqual(['deployment-mcp', 'execution-cancel', 'owner-execution-cancel']);
+    expect(stoppers.sort()).toEqual(['deployment-mcp', 'execution-cancel', 'owner-execution-cancel', 'resume']);
     const machine = logicalId(built.service.stateMachine.node.defaultChild);
     expect(resourcesFor(statementsOf(roleId(WORKERS.runner)), 'states:StartExecution')).toEqual([`service:${machine}`]);
     for (const stopper of stoppers) {
