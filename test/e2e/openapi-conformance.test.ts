@@ -238,6 +238,7 @@ describe("the caller API conforms, to the service document and to the deployment
         { id: 'message', value_type: 'RAW' },
         { id: 'size', value_type: 'RAW' },
       ],
+      waits: [],
     });
 
     const doc = await caller('GET', `/v1/deployments/${deploymentId}/openapi.json`, key);
@@ -628,6 +629,45 @@ describe('owner secrets conform', () => {
     expect((await owner('PUT', '/v1/secrets/not%20a%20name', { value: 'x' })).status).toBe(400);
     expect((await owner('DELETE', '/v1/secrets/CONFORM_TOKEN')).status).toBe(204);
     expect((await owner('DELETE', '/v1/secrets/CONFORM_TOKEN')).status).toBe(404);
+  });
+});
+
+describe('resume URLs conform', () => {
+  const waiting: PipelineDefinition = {
+    nodes: {
+      name: { type: 'input', value_type: 'string', value: 'world' },
+      approval: { type: 'wait', inputs: ['name'], timeout_ms: 60_000, fields: { ok: { value_type: 'boolean' } } },
+      said: { type: 'transform', inputs: ['approval', 'name'], expression: "name & (approval.ok ? ' ok' : ' no')" },
+      out: { type: 'output', from: 'said' },
+    },
+  };
+  /** A run of the pipeline once its view lists the wait, and the path of its resume URL. */
+  async function waitingRun(): Promise<{ runId: string; path: string }> {
+    const started = await owner('POST', '/v1/pipelines/conform-wait/runs', {});
+    const runId = started.body.run_id as string;
+    const view = await waitUntil(
+      () => owner('GET', `/v1/pipelines/conform-wait/runs/${runId}`),
+      (r) => Array.isArray(r.body.waiting) || isTerminalStatus(r.body.status),
+    );
+    const url = (view.body.waiting as { resume_url: string }[])[0]?.resume_url ?? '';
+    return { runId, path: url.slice(rt.url.length) };
+  }
+
+  it('resumes once (202), then 409; refuses 400, 404, 413 and 415; 410 once the run was cancelled', async () => {
+    expect((await owner('PUT', '/v1/pipelines/conform-wait', waiting)).status).toBe(201);
+    const first = await waitingRun();
+    const none = { none: true } as const;
+    expect((await call({ method: 'POST', path: first.path, body: { ok: 'yes' }, as: none })).status).toBe(400);
+    expect((await call({ method: 'POST', path: `${first.path}x`, body: { ok: true }, as: none })).status).toBe(404);
+    expect((await call({ method: 'POST', path: first.path, body: { ok: true, pad: 'x'.repeat(300_000) }, as: none })).status).toBe(413);
+    const text = { 'content-type': 'text/plain' };
+    expect((await call({ method: 'POST', path: first.path, body: 'ok', headers: text, as: none })).status).toBe(415);
+    expect((await call({ method: 'POST', path: first.path, body: { ok: true }, as: none })).status).toBe(202);
+    expect((await call({ method: 'POST', path: first.path, body: { ok: false }, as: none })).status).toBe(409);
+
+    const second = await waitingRun();
+    expect((await owner('POST', `/v1/pipelines/conform-wait/executions/${second.runId}/cancel`)).status).toBe(200);
+    expect((await call({ method: 'POST', path: second.path, body: { ok: true }, as: none })).status).toBe(410);
   });
 });
 
