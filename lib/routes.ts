@@ -261,6 +261,38 @@ const CALLER_TABLE = [
 export type CallerHandlerName = (typeof CALLER_TABLE)[number]['handler'];
 export const CALLER_ROUTES: readonly Route<CallerHandlerName>[] = CALLER_TABLE;
 
+const RESUME_TABLE = [
+  // A wait node's resume URL: the URL is the capability (functions/core/resume-token.ts), so no
+  // key; it is given to the pipeline's own http nodes (a job's webhook), callers of a visible
+  // wait, and the owner (functions/services/resume.service.ts).
+  {
+    method: 'POST',
+    path: '/v1/resume/{token}',
+    handler: 'resume',
+    auth: 'none',
+    operationId: 'resume',
+    summary: "Send a waiting execution its event: a JSON object that becomes the wait node's value (once; the URL is the capability)",
+    description:
+      "The URL comes from an execution's `waiting` list (the status, the result's 409, events; for the owner, the run and execution views), or from the pipeline itself (`$resume_url('id')` in an http node: a job's webhook). " +
+      'It works from the moment the execution starts: an event posted before the node begins to wait is kept, and taken when it does. ' +
+      'It works once (409 after), and no more once the wait is over (410: the node timed out, or the execution ended or was cancelled). No key is needed and none is taken.',
+    params: ['ResumeToken'],
+    body: { shape: 'ResumeRequest' },
+    answers: {
+      '202': { description: 'The event was kept: the node takes it as its value.', shape: 'ResumeAccepted' },
+      '400': {
+        description: "Invalid Request: the body is not a JSON object, or not the node's `fields` (each problem named).",
+        shape: 'InvalidRequest',
+      },
+      '404': { description: 'Resume URL Not Found: never issued, or altered.', shape: 'ResumeNotFound' },
+      '409': { description: 'Resume URL Already Used: an event was posted to it before.', shape: 'ResumeAlreadyUsed' },
+      '410': { description: 'Resume URL Gone: the node timed out, or the execution ended.', shape: 'ResumeGone' },
+      '413': 'PayloadTooLarge',
+      '415': { description: 'Unsupported Media Type.', shape: 'UnsupportedMediaType' },
+    },
+  },
+] as const satisfies readonly Route[];
+
 const OTHER_TABLE = [
   // The docs page and its files load in a browser without a key header (a browser cannot add
   // one to a page load); the page asks for the key and sends it with its own calls to the
@@ -342,35 +374,7 @@ const OTHER_TABLE = [
       '416': { description: 'Range Not Satisfiable.', shape: 'RangeNotSatisfiable' },
     },
   },
-  // A wait node's resume URL: the URL is the capability (functions/core/resume-token.ts), so no
-  // key; it is given to the pipeline's own http nodes (a job's webhook), callers of a visible
-  // wait, and the owner (functions/services/resume.service.ts).
-  {
-    method: 'POST',
-    path: '/v1/resume/{token}',
-    handler: 'resume',
-    auth: 'none',
-    operationId: 'resume',
-    summary: "Send a waiting execution its event: a JSON object that becomes the wait node's value (once; the URL is the capability)",
-    description:
-      "The URL comes from an execution's `waiting` list (the status, the result's 409, events; for the owner, the run and execution views), or from the pipeline itself (`$resume_url('id')` in an http node: a job's webhook). " +
-      'It works from the moment the execution starts: an event posted before the node begins to wait is kept, and taken when it does. ' +
-      'It works once (409 after), and no more once the wait is over (410: the node timed out, or the execution ended or was cancelled). No key is needed and none is taken.',
-    params: ['ResumeToken'],
-    body: { shape: 'ResumeRequest' },
-    answers: {
-      '202': { description: 'The event was kept: the node takes it as its value.', shape: 'ResumeAccepted' },
-      '400': {
-        description: "Invalid Request: the body is not a JSON object, or not the node's `fields` (each problem named).",
-        shape: 'InvalidRequest',
-      },
-      '404': { description: 'Resume URL Not Found: never issued, or altered.', shape: 'ResumeNotFound' },
-      '409': { description: 'Resume URL Already Used: an event was posted to it before.', shape: 'ResumeAlreadyUsed' },
-      '410': { description: 'Resume URL Gone: the node timed out, or the execution ended.', shape: 'ResumeGone' },
-      '413': 'PayloadTooLarge',
-      '415': { description: 'Unsupported Media Type.', shape: 'UnsupportedMediaType' },
-    },
-  },
+  ...RESUME_TABLE,
   // A deployment's web form: the link is the capability (functions/core/form-link.ts), so no key;
   // the form's routes act as the deployment through the callers' code, rate-limited per link and
   // per address (functions/services/form.service.ts; on AWS also a WAF rule on this prefix).
@@ -894,6 +898,12 @@ const OTHER_TABLE = [
 export type HandlerName = CallerHandlerName | (typeof OTHER_TABLE)[number]['handler'];
 
 export const ROUTES: readonly Route<HandlerName>[] = /* @__PURE__ */ (CALLER_ROUTES as readonly Route<HandlerName>[]).concat(OTHER_TABLE);
+
+/**
+ * The resume route: each deployment's own document offers it beside the caller routes when the
+ * deployment has visible wait nodes (functions/core/openapi.ts).
+ */
+export const DEPLOYMENT_ROUTES: readonly Route[] = /* @__PURE__ */ (CALLER_ROUTES as readonly Route[]).concat(RESUME_TABLE);
 
 /** Functions that are not behind a route: the authorizer, queue consumers, state-machine tasks. */
 export const WORKERS = {

@@ -24,7 +24,7 @@ import { requestValueType, VALUE_SCHEMAS } from './values';
 
 export type DeploymentDocumentSource = Pick<
   Deployment,
-  'deployment_id' | 'pipeline_id' | 'version' | 'inputs' | 'outputs' | 'published_at'
+  'deployment_id' | 'pipeline_id' | 'version' | 'inputs' | 'outputs' | 'waits' | 'published_at'
 > & {
   /** Only whether it is on: the link is the owner's to share, never a caller's to read. */
   form?: { enabled: boolean } | null;
@@ -85,34 +85,88 @@ function executionResult(c: ReturnType<typeof callerContract>): JsonSchema {
   return { ...general, properties: { ...general.properties, response_data: jsonSchemaOf(responseData, OUTPUT_COMPONENTS) } };
 }
 
-/** `routes`: the caller routes (lib/routes.ts CALLER_ROUTES), the operations each deployment's document offers. */
+/** The resume route (lib/routes.ts), which a deployment's document offers when it has visible wait nodes. */
+export const RESUME_PATH = '/v1/resume/{token}';
+
+/** A visible wait node's event, as its `fields` say (any JSON object without them). */
+function waitEvent(w: ReturnType<typeof callerContract>['waits'][number]) {
+  const named = `\`${w.id}\`${w.label === undefined ? '' : ` (${w.label})`}`;
+  if (w.fields === undefined)
+    return v.pipe(v.record(v.string(), v.unknown()), v.description(`The event of wait node ${named}: any JSON object.`));
+  const fields = Object.entries(w.fields).map(([name, f]) => [
+    name,
+    v.pipe(VALUE_SCHEMAS[f.value_type], v.description(f.label ?? f.description ?? name)),
+  ]);
+  return v.pipe(v.strictObject(Object.fromEntries(fields)), v.description(`The event of wait node ${named}: each field required.`));
+}
+
+/** This deployment's resume body: the event of one of its visible wait nodes. */
+function resumeRequest(c: ReturnType<typeof callerContract>): JsonSchema {
+  const events = c.waits.map(waitEvent);
+  const schema = events.length === 1 ? events[0] : v.union(events as [ReturnType<typeof waitEvent>, ...ReturnType<typeof waitEvent>[]]);
+  return jsonSchemaOf(
+    v.pipe(
+      schema as ReturnType<typeof waitEvent>,
+      v.description("POSTed to a resume URL of an execution's `waiting` list: the wait node's value."),
+    ),
+  );
+}
+
+/** What the document's description says of the visible wait nodes. */
+function waitsNote(c: ReturnType<typeof callerContract>): string {
+  if (c.waits.length === 0) return '';
+  const each = c.waits.map((w) => `\`${w.id}\`${w.label === undefined ? '' : ` (${w.label})`}, for at most ${w.timeout_ms} ms`).join('; ');
+  return `\n\nWait nodes a caller resumes: ${each}. While an execution waits on one, its status (and result, events) carry \`waiting\` with the node's resume URL: POST the event there, with no key (\`POST /v1/resume/{token}\`).`;
+}
+
+/**
+ * `routes`: the caller routes (lib/routes.ts CALLER_ROUTES), the operations each deployment's
+ * document offers, and the resume route, offered when the deployment has visible wait nodes.
+ */
 export function deploymentOpenApi(d: DeploymentDocumentSource, baseUrl: string, routes: readonly Route[]) {
   const c = callerContract(d);
   const requestExample = {
     workflow_input: Object.fromEntries(c.inputs.map((i) => [i.id, { value: i.value, value_type: requestValueType(i.value_type) }])),
   };
-  const names = { request: 'DeploymentExecutionRequest', result: 'DeploymentExecutionResult', finished: 'DeploymentExecutionFinished' };
+  const names = {
+    request: 'DeploymentExecutionRequest',
+    result: 'DeploymentExecutionResult',
+    finished: 'DeploymentExecutionFinished',
+    resume: 'DeploymentResumeRequest',
+  };
   const all = routePaths(routes, {
     deploymentId: d.deployment_id,
-    rename: { ExecutionRequest: names.request, ExecutionResult: names.result, ExecutionFinished: names.finished },
+    rename: {
+      ExecutionRequest: names.request,
+      ExecutionResult: names.result,
+      ExecutionFinished: names.finished,
+      ResumeRequest: names.resume,
+    },
     examples: { ExecutionRequest: requestExample },
   });
-  // The uploads route serves asset inputs only: a deployment without any does not offer it.
-  const paths = c.inputs.some((i) => i.value_type === 'asset')
-    ? all
-    : Object.fromEntries(Object.entries(all).filter(([path]) => !path.endsWith('/uploads')));
+  // The uploads route serves asset inputs only, the resume route visible wait nodes only: a
+  // deployment without any does not offer it.
+  const offered = (path: string): boolean =>
+    (!path.endsWith('/uploads') || c.inputs.some((i) => i.value_type === 'asset')) && (path !== RESUME_PATH || c.waits.length > 0);
+  const paths = Object.fromEntries(Object.entries(all).filter(([path]) => offered(path)));
   const result = executionResult(c);
   const used = reachableComponents(paths, {
     parameters: CALLER_PARAMETERS,
     responses: CALLER_RESPONSES,
-    schemas: { ...ALL_SCHEMAS, [names.request]: executionRequest(c), [names.result]: result, [names.finished]: finishedSchema(result) },
+    schemas: {
+      ...ALL_SCHEMAS,
+      [names.request]: executionRequest(c),
+      [names.result]: result,
+      [names.finished]: finishedSchema(result),
+      ...(c.waits.length > 0 ? { [names.resume]: resumeRequest(c) } : {}),
+    },
   });
   return {
     openapi: '3.1.0',
     info: {
       title: `pipegate deployment ${d.deployment_id}`,
       version: `${d.version}`,
-      description: `Pipeline ${d.pipeline_id}, version ${d.version}, published ${d.published_at}.${d.form?.enabled ? `\n\n${FORM_NOTE}` : ''}`,
+      description: `Pipeline ${d.pipeline_id}, version ${d.version}, published ${d.published_at}.${d.form?.enabled ? `\n\n${FORM_NOTE}` : ''}${waitsNote(c)}`,
       // The API is its owner's, not pipegate's, so its terms are theirs; linters want a license
       // named, and an SPDX reference of its own says so plainly.
       license: { name: `Terms of the owner of pipeline ${d.pipeline_id}`, identifier: 'LicenseRef-Owner-Terms' },

@@ -7,10 +7,10 @@ import { withCodeSamples } from '../core/docs-page';
 import { deploymentOpenApi } from '../core/openapi';
 import type { CallerAuth } from '../core/consumers';
 import type { Deps } from '../adapters/deps';
-import { CALLER_ROUTES } from '../../lib/routes';
+import { DEPLOYMENT_ROUTES } from '../../lib/routes';
 import { assertDeployment, liveDeployment } from './caller.service';
 
 export async function openApi(d: Deps, auth: CallerAuth, deploymentId: string, baseUrl: string) {
   assertDeployment(auth, deploymentId);
-  return withCodeSamples(deploymentOpenApi(await liveDeployment(d, auth), baseUrl, CALLER_ROUTES), deploymentId);
+  return withCodeSamples(deploymentOpenApi(await liveDeployment(d, auth), baseUrl, DEPLOYMENT_ROUTES), deploymentId);
 }

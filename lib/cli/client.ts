@@ -40,6 +40,8 @@ export const PipelineBody = v.looseObject({
   version: v.number(),
   definition: v.looseObject({ nodes: v.record(v.string(), v.unknown()) }),
 });
+/** While an execution waits for an event: each wait node with the URL to POST it to (absent otherwise). */
+const WaitingBody = v.optional(v.array(v.looseObject({ node_id: v.string(), resume_url: v.string(), expires_at: v.string() })));
 export const RunStartedBody = v.looseObject({
   run_id: v.string(),
   version: v.number(),
@@ -60,6 +62,7 @@ export const RunBody = v.looseObject({
   started_at: Nullable(v.string()),
   completed_at: Nullable(v.string()),
   completion_duration: v.optional(Nullable(v.number())),
+  waiting: WaitingBody,
 });
 export const RunsBody = v.looseObject({ runs: v.array(RunBody), next_cursor: Nullable(v.string()) });
 const ContractInputBody = v.looseObject({ id: v.string(), value_type: ValueType, value: Raw, visible: v.boolean() });
@@ -77,6 +80,8 @@ const DeploymentBody = v.looseObject({
   events: v.optional(v.looseObject({ node_detail: v.boolean() })),
   inputs: v.array(ContractInputBody),
   outputs: v.array(ContractOutputBody),
+  // Absent from a service that predates wait nodes.
+  waits: v.optional(v.array(v.looseObject({ id: v.string(), visible: v.boolean(), timeout_ms: v.number() }))),
 });
 export const ReadinessBody = v.looseObject({
   pipeline_id: v.string(),
@@ -179,6 +184,7 @@ export const OwnerExecutionBody = v.looseObject({
   started_at: Nullable(v.string()),
   completed_at: Nullable(v.string()),
   completion_duration: v.optional(Nullable(v.number())),
+  waiting: WaitingBody,
 });
 export const ExecutionListBody = v.looseObject({
   pipeline_id: v.string(),

@@ -165,3 +165,26 @@ export function expiredValuesLine(fields: readonly string[] | undefined): string
   if (!fields || fields.length === 0) return null;
   return `stored values expired: ${fields.join(', ')} (values too large for the record are kept 8 days; they show as empty)`;
 }
+
+/** One entry of an execution's `waiting` list. */
+export interface WaitingEntry {
+  node_id: string;
+  resume_url: string;
+  expires_at: string;
+}
+
+/**
+ * An execution's waiting list: each wait node, the URL to POST its event to (a JSON object, no
+ * key), and until when. Nothing when it waits on none.
+ */
+export function waitingLines(waiting: readonly WaitingEntry[] | undefined, c: Colors): string[] {
+  if (waiting === undefined || waiting.length === 0) return [];
+  const until = (iso: string) => iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z');
+  return [
+    c.bold('waiting for an event (POST a JSON object to the URL)'),
+    fields(
+      waiting.map((w) => [w.node_id, `${w.resume_url}  ${c.dim(`until ${until(w.expires_at)}`)}`] as const),
+      c,
+    ),
+  ];
+}

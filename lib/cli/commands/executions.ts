@@ -8,7 +8,7 @@ import { downloadAll, planDownloads } from '../downloads';
 import { callerKey, type Ctx } from '../context';
 import { UsageError } from '../errors';
 import { checkPipelineId } from '../files';
-import { duration, expiredValuesLine, fields, showValue, table, type Colors } from '../output';
+import { duration, expiredValuesLine, fields, showValue, table, waitingLines, type Colors } from '../output';
 
 const when = (iso: string | null | undefined): string => (iso ? iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z') : '');
 const paintStatus = (c: Colors, s: string): string =>
@@ -169,6 +169,7 @@ export async function show(ctx: Ctx, pipeline: string, executionId: string): Pro
   );
   const expired = expiredValuesLine(e.values_expired);
   if (expired) out.line(c.yellow(expired));
+  for (const l of waitingLines(e.waiting, c)) out.line(l);
   if (e.failed_node) {
     const f = e.failed_node;
     out.line(`${c.red('failed at')} ${c.bold(f.node)}${f.http_status !== null ? ` (HTTP ${f.http_status})` : ''}: ${f.error ?? ''}`);

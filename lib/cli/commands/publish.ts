@@ -1,5 +1,5 @@
 import { deploymentOpenApi } from '../../../functions/core/openapi';
-import { CALLER_ROUTES } from '../../routes';
+import { DEPLOYMENT_ROUTES } from '../../routes';
 import { deploymentSnippets, SNIPPET_KEY_VARIABLE, type DeploymentSnippets } from '../../../functions/core/snippets';
 import type { Published } from '../client';
 import type { Ctx } from '../context';
@@ -80,9 +80,10 @@ export function publishedSnippets(pipeline: string, p: Published): DeploymentSni
       published_at: p.published_at,
       inputs: p.inputs,
       outputs: p.outputs,
+      waits: p.waits ?? [],
     },
     baseUrl,
-    CALLER_ROUTES,
+    DEPLOYMENT_ROUTES,
   );
   return deploymentSnippets(doc);
 }

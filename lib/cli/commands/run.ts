@@ -3,7 +3,7 @@ import { waitUntilFinished, type Ctx } from '../context';
 import { followEvents } from '../follow';
 import { checkPipelineId } from '../files';
 import { inputTypesOf, parseInputs, splitAssignments, type RawValue } from '../inputs';
-import { duration, expiredValuesLine, fields, showValue } from '../output';
+import { duration, expiredValuesLine, fields, showValue, waitingLines } from '../output';
 
 export interface RunOptions {
   input: string[];
@@ -59,12 +59,20 @@ export async function run(ctx: Ctx, pipeline: string, opts: RunOptions): Promise
       followUp,
     });
   }
+  const told = new Set<string>();
   const final = await waitUntilFinished(ctx, {
     started: `run ${runId} of ${pipeline} version ${version} started`,
     followUp,
     what: `run ${runId}`,
     timeoutSeconds: opts.timeout,
-    poll: () => client.getRun(pipeline, runId),
+    poll: async () => {
+      const r = await client.getRun(pipeline, runId);
+      // A run that waits for an event says once where to send it (it goes on waiting meanwhile).
+      const waiting = (r.body.waiting ?? []).filter((w) => !told.has(w.node_id));
+      for (const w of waiting) told.add(w.node_id);
+      if (waiting.length > 0 && !out.json) out.note(waitingLines(waiting, out.e).join('\n'));
+      return r;
+    },
     progress: (status, ms) => `${pipeline} v${version} ${status}… ${(ms / 1000).toFixed(1)} s`,
   });
   const r = final.body;

@@ -232,4 +232,17 @@ describe('show', () => {
     expect(whole.stdout).not.toContain('expired');
     expect(whole.stdout).toContain('hi');
   });
+
+  it('lists what a running execution waits for: each wait node, the URL to POST its event to, and until when', async () => {
+    const url = `${BASE}/v1/resume/w1.${EXE}.approval.tag`;
+    const waiting = await cli(['show', 'quotes', EXE], () => [
+      200,
+      view({ status: 'running', completed_at: null, waiting: [{ node_id: 'approval', resume_url: url, expires_at: '2026-11-23T10:00:00.000Z' }] }),
+    ]);
+    const done = await cli(['show', 'quotes', EXE], () => [200, view({})]);
+    expect(waiting.code).toBe(0);
+    expect(waiting.stdout).toContain('waiting for an event (POST a JSON object to the URL)');
+    expect(waiting.stdout).toMatch(new RegExp(`approval\\s+${url.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\s+until 2026-11-23 10:00:00Z`));
+    expect(done.stdout).not.toContain('waiting for');
+  });
 });

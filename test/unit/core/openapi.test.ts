@@ -11,7 +11,7 @@ import { routePaths } from '../../../functions/core/openapi-shared';
 import { TERMINAL } from '../../../functions/core/transitions';
 import type { ContractInput, ContractOutput, Execution, RawValue } from '../../../functions/core/types';
 import { acceptedBody, ownerExecutionBody, resultBody, runBody, statusBody } from '../../../functions/core/views';
-import { CALLER_ROUTES, ROUTES, type Route } from '../../../lib/routes';
+import { CALLER_ROUTES, DEPLOYMENT_ROUTES, ROUTES, type Route } from '../../../lib/routes';
 import {
   createValidator,
   describeErrors,
@@ -551,6 +551,57 @@ describe('a reference input in the per-deployment document', () => {
       properties: { value: { type: 'string', format: 'uri', default: 'https://example.com/a.json' }, value_type: { const: 'REFERENCE' } },
     });
     expect(input('limit')).toMatchObject({ properties: { value: { type: 'integer', default: 3 }, value_type: { const: 'RAW' } } });
+  });
+});
+
+describe('wait nodes in the per-deployment document', () => {
+  const d = (waits: unknown[]) =>
+    ({
+      deployment_id: '6f1d7c2e-8a43-4b9e-9a57-2d1f0c3b4a51',
+      pipeline_id: 'approve',
+      version: 1,
+      inputs: [],
+      outputs: [{ id: 'out', visible: true }],
+      waits,
+      published_at: '2026-11-22T15:00:00.000Z',
+    }) as Parameters<typeof deploymentOpenApi>[0];
+  const approval = {
+    id: 'approval',
+    visible: true,
+    timeout_ms: 60_000,
+    label: 'Approve',
+    fields: { ok: { value_type: 'boolean' as const, label: 'Looks right' }, n: { value_type: 'integer' as const } },
+  };
+
+  it('offers the resume route with the events of the visible waits, and says what they are', () => {
+    const generated = deploymentOpenApi(
+      d([approval, { id: 'hook', visible: true, timeout_ms: 1000 }]),
+      BASE,
+      DEPLOYMENT_ROUTES,
+    ) as unknown as JsonObject;
+    expect(structuralProblems(generated)).toEqual([]);
+    expect(resolvePointer(generated, '#/paths/~1v1~1resume~1{token}/post/security')).toEqual([]);
+    const body = resolvePointer(generated, '#/components/schemas/DeploymentResumeRequest') as JsonObject;
+    expect(body.anyOf).toEqual([
+      expect.objectContaining({
+        type: 'object',
+        additionalProperties: false,
+        required: ['ok', 'n'],
+        properties: { ok: { type: 'boolean', description: 'Looks right' }, n: expect.objectContaining({ type: 'integer' }) },
+      }),
+      expect.objectContaining({ type: 'object' }),
+    ]);
+    expect((generated.info as JsonObject).description).toContain(
+      'Wait nodes a caller resumes: `approval` (Approve), for at most 60000 ms; `hook`, for at most 1000 ms.',
+    );
+  });
+
+  it('offers no resume route when no wait is visible', () => {
+    for (const waits of [[], [{ ...approval, visible: false }]]) {
+      const generated = deploymentOpenApi(d(waits), BASE, DEPLOYMENT_ROUTES) as unknown as JsonObject;
+      expect(Object.keys(generated.paths as JsonObject)).not.toContain('/v1/resume/{token}');
+      expect(JSON.stringify(generated)).not.toContain('DeploymentResumeRequest');
+    }
   });
 });
 
