@@ -300,17 +300,42 @@ export function callResult(r: ResultView, urls: ExecutionUrls): ToolCallResult {
  * A call whose execution had not finished when its wait ran out: not an error (the run goes on),
  * so no outputs yet (`{}` fits the output schema) and where to find them.
  */
+/** A wait node the caller may resume, with where (views: the execution's `waiting` list). */
+export interface WaitingEvent {
+  node_id: string;
+  resume_url: string;
+  expires_at: string;
+}
+
+/** Where the events an execution waits for go, in words an agent can act on. */
+export function waitingText(waiting: readonly WaitingEvent[]): string {
+  return waiting
+    .map(
+      (w) => `it waits for an event at wait node ${w.node_id}: POST a JSON object to ${w.resume_url} (no key; once; until ${w.expires_at})`,
+    )
+    .join('; ');
+}
+
+/** The key under which a tool result's and a task's `_meta` list what the execution waits for. */
+export const WAITING_META_KEY = 'pipegate/waiting';
+
 export function stillRunning(
   e: { execution_id: string; status: ExecutionStatus },
   urls: ExecutionUrls,
   waitedSeconds?: number,
+  waiting: readonly WaitingEvent[] = [],
 ): ToolCallResult {
   const after = waitedSeconds === undefined ? '' : ` after ${waitedSeconds} s`;
   const text =
     `Execution ${e.execution_id} is still ${e.status}${after}; it goes on without this call. ` +
+    (waiting.length > 0 ? `Its next step is yours: ${waitingText(waiting)}. ` : '') +
     `Its status: GET ${urls.status_url}; its outputs once it has finished: GET ${urls.result_url} (send the same key). ` +
     'Calling this tool as a task (tasks/get, tasks/result) follows a long run to its end.';
-  return { content: [{ type: 'text', text }], structuredContent: {}, _meta: executionMeta(e, urls) };
+  return {
+    content: [{ type: 'text', text }],
+    structuredContent: {},
+    _meta: { ...executionMeta(e, urls), ...(waiting.length > 0 ? { [WAITING_META_KEY]: [...waiting] } : {}) },
+  };
 }
 
 export type TaskStatus = 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled';
@@ -334,16 +359,20 @@ export interface Task {
 /**
  * An execution as a task: its id is the task's, its record's retention the task's time to live
  * (what a client asks for is not what decides it), and the caller's error as the status message.
+ * While it waits for an event the caller may send (a visible wait node), the message says where:
+ * the task stays `working` (the server asks nothing through tasks/result: `input_required`
+ * would send a client there for elicitations this stateless server does not make).
  */
 export function taskOf(
   e: Pick<Execution, 'execution_id' | 'status' | 'created_at' | 'started_at' | 'completed_at'>,
   ttlMs: number,
   callerError: string | null,
+  waiting: readonly WaitingEvent[] = [],
 ): Task {
   const status = taskStatusOf(e.status);
   const message =
     status === 'working'
-      ? `execution ${e.status}`
+      ? `execution ${e.status}${waiting.length > 0 ? `; ${waitingText(waiting)}` : ''}`
       : status === 'completed'
         ? 'execution completed'
         : `execution ${e.status}${callerError ? `: ${callerError}` : ''}`;
@@ -410,6 +439,7 @@ export function serverInstructions(dep: ToolSource): string {
   return (
     `This server is one pipegate deployment: the pipeline ${dep.pipeline_id}, version ${dep.version}, as one tool, ${toolName(dep.pipeline_id)}. ` +
     `A call runs the pipeline once and waits for it up to ${MCP_CALL_MAX_WAIT_SECONDS} s; a longer run answers with its execution id and status URL. ` +
+    'A run that waits for an event from you (a wait node: an approval, an answer) says so at once, with the URL to POST a JSON object to; the task status message says the same. ' +
     'Call the tool as a task to follow a long run (tasks/get, tasks/result, tasks/cancel). File outputs are resource links that expire.'
   );
 }

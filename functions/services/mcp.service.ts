@@ -36,6 +36,8 @@ import {
   stillRunning,
   taskOf,
   toolDefinition,
+  waitingText,
+  type WaitingEvent,
   URL_ASSET_MAX_BYTES,
   URL_ASSET_TIMEOUT_MS,
   type InvalidArgument,
@@ -45,7 +47,8 @@ import { unpackProgress } from '../core/progress';
 import { isTerminal } from '../core/transitions';
 import type { Deployment, Execution, PipelineDefinition } from '../core/types';
 import { isPlainObject } from '../core/values';
-import { executionUrls, resultBody, statusBody } from '../core/views';
+import { callerWaitsOf, executionUrls, resultBody, statusBody, waitsOnReader } from '../core/views';
+import { callerWaitingList } from './resume.service';
 import type { CallerAuth } from '../core/consumers';
 import type { Deps } from '../adapters/deps';
 import { errorFields } from '../adapters/logger';
@@ -259,7 +262,8 @@ function buildServer(d: Deps, auth: CallerAuth, entry: DeploymentTool, baseUrl: 
 /** What a task's time to live is: the execution's record's retention. */
 const taskTtlMs = (d: Deps): number => d.config.resultRetentionDays * 24 * 3600 * 1000;
 
-const taskView = (d: Deps, s: ReturnType<typeof statusBody>) => taskOf(s, taskTtlMs(d), s.error_message);
+const taskView = (d: Deps, s: ReturnType<typeof statusBody> & { waiting?: WaitingEvent[] }) =>
+  taskOf(s, taskTtlMs(d), s.error_message, s.waiting ?? []);
 
 const taskNotFound = (id: string) => new RpcError(ErrorCode.InvalidParams, `Task not found: ${id}`);
 
@@ -344,15 +348,17 @@ async function callTool(d: Deps, auth: CallerAuth, entry: DeploymentTool, baseUr
           if (e) await report(e);
           return e;
         };
+  // A run that waits for the caller's event (a visible wait node) answers at once: the next move is the agent's.
   const { e, waited } = await awaitTerminal(
     d,
     id,
     () => ownedExecution(d, auth, id),
     { seconds, untilMs: Date.now() + seconds * 1000 },
     reread,
+    (x) => waitsOnReader(callerWaitsOf(x)),
   );
   await report(e);
-  if (!isTerminal(e.status)) return stillRunning(e, urls, waited > 0 ? waited : undefined);
+  if (!isTerminal(e.status)) return stillRunning(e, urls, waited > 0 ? waited : undefined, await callerWaitingList(d, e, baseUrl));
   return callResult(resultBody(e, await outputLinks(d, e, baseUrl, callerOutputIds(e))), urls);
 }
 
@@ -431,8 +437,13 @@ async function taskResult(d: Deps, auth: CallerAuth, id: string, baseUrl: string
     // Past the wait bound no slot was given: look again at the poll interval.
     if (!isTerminal(e.status)) await new Promise((r) => setTimeout(r, 1000));
   }
-  if (!isTerminal(e.status))
-    throw new RpcError(ErrorCode.RequestTimeout, `Task ${id} is still ${e.status}; call tasks/result again (or poll tasks/get)`);
+  if (!isTerminal(e.status)) {
+    const waiting = await callerWaitingList(d, e, baseUrl);
+    throw new RpcError(
+      ErrorCode.RequestTimeout,
+      `Task ${id} is still ${e.status}${waiting.length > 0 ? `; ${waitingText(waiting)}` : ''}; call tasks/result again (or poll tasks/get)`,
+    );
+  }
   const result = callResult(resultBody(e, await outputLinks(d, e, baseUrl, callerOutputIds(e))), executionUrls(baseUrl, id));
   return { ...result, _meta: { ...result._meta, [RELATED_TASK_META_KEY]: { taskId: id } } };
 }

@@ -317,6 +317,74 @@ describe('runs longer than the wait, and tasks', () => {
   });
 });
 
+describe('a run that waits for an event from the caller', () => {
+  let approve: Published;
+  const resumeUrlIn = (t: string): string => /(http:\/\/\S+\/v1\/resume\/[A-Za-z0-9_.-]+)/.exec(t)?.[1] ?? '';
+  beforeAll(async () => {
+    const def = {
+      nodes: {
+        name: { type: 'input', value_type: 'string', value: 'world' },
+        approval: { type: 'wait', inputs: ['name'], timeout_ms: 120_000, fields: { ok: { value_type: 'boolean' } } },
+        said: { type: 'transform', inputs: ['approval', 'name'], expression: "name & (approval.ok ? ': approved' : ': refused')" },
+        out: { type: 'output', from: 'said' },
+      },
+    } as unknown as PipelineDefinition;
+    expect((await rt.owner('PUT', '/v1/pipelines/mcp-approve', def)).status).toBe(201);
+    const run = await rt.owner('POST', '/v1/pipelines/mcp-approve/runs', {});
+    const path = `/v1/pipelines/mcp-approve/runs/${String(run.body.run_id)}`;
+    const view = await waitUntil(
+      () => rt.owner('GET', path),
+      (r) => Array.isArray(r.body.waiting),
+    );
+    await request((view.body.waiting as { resume_url: string }[])[0]?.resume_url ?? '', 'POST', { ok: true }, {});
+    await waitUntil(
+      () => rt.owner('GET', path),
+      (r) => r.body.status === 'completed',
+    );
+    const pub = await rt.owner('PUT', '/v1/pipelines/mcp-approve/deployment', {});
+    approve = { deploymentId: pub.body.deployment_id as string, apiKey: pub.body.api_key as string, signingSecret: '', body: pub.body };
+  });
+
+  it('answers a call at once with the resume URL (text and _meta) instead of waiting it out; the POST lets the run finish', async () => {
+    const c = await connect(approve);
+    const asked = Date.now();
+    const r = (await c.callTool({ name: 'mcp_approve', arguments: { name: 'Ada' } })) as CallToolResult;
+    const tookMs = Date.now() - asked;
+    const meta = r._meta?.['pipegate/execution'] as { execution_id: string; status: string };
+    const waiting = r._meta?.['pipegate/waiting'] as { node_id: string; resume_url: string }[];
+    expect(r.isError).toBeFalsy();
+    expect(tookMs).toBeLessThan(WAIT_SECONDS * 1000);
+    expect(waiting.map((w) => w.node_id)).toEqual(['approval']);
+    expect(text(r)).toContain(`POST a JSON object to ${waiting[0]?.resume_url ?? ''}`);
+    expect((await request(waiting[0]?.resume_url ?? '', 'POST', { ok: false }, {})).status).toBe(202);
+    await rt.waitForExecution(meta.execution_id, approve.apiKey);
+    expect((await rt.caller('GET', `/v1/deployments/executions/${meta.execution_id}/result/`, approve.apiKey)).body.response_data).toEqual({
+      out: { value: 'Ada: refused', value_type: 'RAW' },
+    });
+  });
+
+  it("says in a task's status message where to send the event, and tasks/result answers once it was sent", async () => {
+    const c = await connect(approve);
+    const { CreateTaskResultSchema, CallToolResultSchema } = await import('@modelcontextprotocol/sdk/types.js');
+    const created = (await c.request(
+      { method: 'tools/call', params: { name: 'mcp_approve', arguments: {}, task: { ttl: 60_000 } } },
+      CreateTaskResultSchema,
+    )) as { task: { taskId: string } };
+    const taskId = created.task.taskId;
+    const waiting = await waitUntil(
+      () => c.experimental.tasks.getTask(taskId),
+      (t) => resumeUrlIn(t.statusMessage ?? '') !== '',
+    );
+    expect(waiting).toMatchObject({
+      status: 'working',
+      statusMessage: expect.stringContaining('it waits for an event at wait node approval'),
+    });
+    expect((await request(resumeUrlIn(waiting.statusMessage ?? ''), 'POST', { ok: true }, {})).status).toBe(202);
+    const result = await c.experimental.tasks.getTaskResult(taskId, CallToolResultSchema);
+    expect(result.structuredContent).toEqual({ out: 'world: approved' });
+  });
+});
+
 describe('files', () => {
   let p: Published;
   beforeAll(async () => {

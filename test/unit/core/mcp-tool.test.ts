@@ -277,6 +277,13 @@ describe('answers', () => {
     });
     expect(failed).not.toHaveProperty('pollInterval');
     expect(taskOf({ ...e, status: 'cancelled' }, 1000, null).status).toBe('cancelled');
+    // Waiting for the caller's event: still working (nothing to elicit), the URL in the message.
+    const waiting = [{ node_id: 'approval', resume_url: 'https://api.example/v1/resume/w1.x', expires_at: '2026-11-28T10:00:00.000Z' }];
+    expect(taskOf({ ...e, status: 'running' }, 1000, null, waiting)).toMatchObject({
+      status: 'working',
+      statusMessage:
+        'execution running; it waits for an event at wait node approval: POST a JSON object to https://api.example/v1/resume/w1.x (no key; once; until 2026-11-28T10:00:00.000Z)',
+    });
   });
 });
 
