@@ -12,15 +12,19 @@
  * attribute, never as HTML.
  */
 import {
+  answerWords,
+  deadlineWords,
   downloadName,
   fileProblem,
   isWebAddress,
+  jsonAnswer,
   kindWords,
   labelOf,
   refusalWords,
   refusedInput,
   sizeWords,
   valueProblem,
+  waitingWords,
 } from '../core/form-text';
 import type { FieldSpec } from '../core/form-text';
 import type { InputValueType } from '../core/value-types';
@@ -32,12 +36,18 @@ interface OutputValue {
   media_type?: string;
   bytes?: number;
 }
+interface Waiting {
+  node_id: string;
+  resume_url: string;
+  expires_at: string;
+}
 interface FormView {
   status: string;
   status_url?: string;
   completion_duration?: number | null;
   error_message?: string | null;
   response_data?: Record<string, OutputValue>;
+  waiting?: Waiting[];
 }
 interface UploadAnswer {
   upload_url: string;
@@ -94,22 +104,25 @@ const summaryList = byId<HTMLUListElement>('error-list');
 const VALUE_TYPES: readonly InputValueType[] = ['string', 'integer', 'float', 'boolean', 'reference', 'asset'];
 const valueTypeOf = (s: string | undefined): InputValueType => VALUE_TYPES.find((t) => t === s) ?? 'string';
 
-const fields: Field[] = Array.from(form.querySelectorAll<HTMLInputElement | HTMLTextAreaElement>('[data-input]'), (control) => {
-  const id = control.dataset.input ?? '';
-  const box = byId<HTMLElement>(`field-${id}`);
-  return {
-    control,
-    box,
-    error: byId<HTMLElement>(`${control.id}-error`),
-    spec: {
-      id,
-      label: control.dataset.label ?? labelOf(id, null),
-      value_type: valueTypeOf(control.dataset.type),
-      media_types: control.dataset.mediaTypes ? control.dataset.mediaTypes.split(',') : null,
-      max_bytes: control.dataset.maxBytes ? Number(control.dataset.maxBytes) : null,
-    },
-  };
-});
+/** The controls of one form of the page (the run's, or a wait's, whose ids carry its prefix). */
+const fieldsOf = (within: HTMLElement, prefix = ''): Field[] =>
+  Array.from(within.querySelectorAll<HTMLInputElement | HTMLTextAreaElement>('[data-input]'), (control) => {
+    const id = control.dataset.input ?? '';
+    const box = byId<HTMLElement>(`${prefix}field-${id}`);
+    return {
+      control,
+      box,
+      error: byId<HTMLElement>(`${control.id}-error`),
+      spec: {
+        id,
+        label: control.dataset.label ?? labelOf(id, null),
+        value_type: valueTypeOf(control.dataset.type),
+        media_types: control.dataset.mediaTypes ? control.dataset.mediaTypes.split(',') : null,
+        max_bytes: control.dataset.maxBytes ? Number(control.dataset.maxBytes) : null,
+      },
+    };
+  });
+const fields: Field[] = fieldsOf(form);
 const fieldOf = (id: string): Field | null => fields.find((f) => f.spec.id === id) ?? null;
 
 function el<K extends keyof HTMLElementTagNameMap>(tag: K, text?: string): HTMLElementTagNameMap[K] {
@@ -131,8 +144,8 @@ function describedBy(control: Element, id: string, on: boolean): void {
   else control.removeAttribute('aria-describedby');
 }
 
-function clearProblems(): void {
-  for (const f of fields) {
+function clearProblems(of: readonly Field[] = fields): void {
+  for (const f of of) {
     f.error.hidden = true;
     f.error.textContent = '';
     f.box.classList.remove('field-error');
@@ -144,8 +157,8 @@ function clearProblems(): void {
 }
 
 /** Each problem at its field, and all of them in the summary at the top, which takes the focus. */
-function showProblems(problems: Problem[]): void {
-  clearProblems();
+function showProblems(problems: Problem[], of: readonly Field[] = fields): void {
+  clearProblems(of);
   for (const p of problems) {
     const item = el('li');
     if (p.field !== null) {
@@ -172,8 +185,11 @@ function showProblems(problems: Problem[]): void {
   }
   summary.hidden = false;
   summary.focus();
-  run.disabled = false;
-  say('');
+  // A wait's problems come while the run goes on: its button and words stay as they are.
+  if (of === fields) {
+    run.disabled = false;
+    say('');
+  }
 }
 
 function fail(message: string): void {
@@ -419,6 +435,7 @@ const seconds = (ms: number): string => {
 
 // The end of a run, from the stream's done or a poll: true once it is shown.
 function finish(body: FormView): boolean {
+  if (body.status === 'completed' || body.status === 'failed' || body.status === 'cancelled') closeWaits();
   if (body.status === 'completed') {
     say(`Done in ${seconds(body.completion_duration ?? 0)}.`);
     run.disabled = false;
@@ -431,6 +448,123 @@ function finish(body: FormView): boolean {
     return true;
   }
   return false;
+}
+
+/* ------------------------------------------------------------------ waits: the run asks the person */
+
+interface WaitForm {
+  id: string;
+  label: string;
+  section: HTMLElement;
+  heading: HTMLElement;
+  deadline: HTMLElement;
+  form: HTMLFormElement;
+  fields: Field[];
+  /** Takes any JSON object, typed in its one box. */
+  json: boolean;
+  /** Where its answer goes, once the run waits on it. */
+  url: string | null;
+  sent: boolean;
+}
+
+const waits: WaitForm[] = Array.from(document.querySelectorAll<HTMLElement>('section[data-wait]'), (section) => {
+  const id = section.dataset.wait ?? '';
+  const prefix = `wait-${id}-`;
+  return {
+    id,
+    label: section.dataset.label ?? labelOf(id, null),
+    section,
+    heading: byId<HTMLElement>(`wait-${id}-title`),
+    deadline: byId<HTMLElement>(`wait-${id}-deadline`),
+    form: section.querySelector('form') ?? document.createElement('form'),
+    fields: fieldsOf(section, prefix),
+    json: section.dataset.json === 'true',
+    url: null,
+    sent: false,
+  };
+});
+
+/** The run waits on these nodes now: each one's form is shown (the first one takes the focus). */
+function asked(list: readonly Waiting[] | undefined): void {
+  let first = true;
+  for (const w of list ?? []) {
+    const form = waits.find((x) => x.id === w.node_id);
+    if (form === undefined || form.sent || form.url !== null) continue;
+    form.url = w.resume_url;
+    form.deadline.textContent = deadlineWords(w.expires_at);
+    form.section.hidden = false;
+    say(waitingWords(form.label));
+    if (first) form.heading.focus();
+    first = false;
+  }
+}
+
+/** Whether the page is waiting for the person (a wait's form shown and not sent). */
+const awaitingPerson = (): boolean => waits.some((w) => w.url !== null && !w.sent);
+
+function closeWaits(): void {
+  for (const w of waits) w.section.hidden = true;
+}
+
+/** A wait's answer from its controls, or its problems. */
+function answerOf(w: WaitForm): { value: Record<string, unknown> } | { problems: Problem[] } {
+  const box = w.fields[0];
+  if (w.json && box !== undefined) {
+    const parsed = jsonAnswer(box.control.value);
+    return parsed.ok ? { value: parsed.value } : { problems: [{ field: box, message: parsed.problem }] };
+  }
+  const problems: Problem[] = [];
+  const value: Record<string, unknown> = {};
+  for (const f of w.fields) {
+    const text = f.control.value;
+    const message = valueProblem(f.spec, text);
+    if (message !== null) problems.push({ field: f, message });
+    else if (f.spec.value_type === 'boolean') value[f.spec.id] = (f.control as HTMLInputElement).checked;
+    else if (f.spec.value_type === 'integer' || f.spec.value_type === 'float') value[f.spec.id] = Number(text.trim());
+    else value[f.spec.id] = text;
+  }
+  return problems.length > 0 ? { problems } : { value };
+}
+
+for (const w of waits) {
+  w.form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    if (w.url === null || w.sent) return;
+    const answer = answerOf(w);
+    if ('problems' in answer) {
+      showProblems(answer.problems, w.fields);
+      return;
+    }
+    clearProblems(w.fields);
+    const button = w.form.querySelector('button');
+    if (button !== null) button.disabled = true;
+    (async () => {
+      const r = await fetch(w.url ?? '', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify(answer.value),
+      });
+      const body = (await r.json().catch(() => null)) as { detail?: unknown } | null;
+      if (r.status === 400 && Array.isArray(body?.detail)) {
+        // Each problem at the field it names.
+        const problems = (body.detail as { path?: string; reason?: string }[]).map((p) => {
+          const field = w.fields.find((f) => f.spec.id === p.path) ?? null;
+          return { field, message: `${field?.spec.label ?? labelOf(String(p.path ?? ''), null)}: ${p.reason ?? 'cannot be sent'}` };
+        });
+        showProblems(problems, w.fields);
+        if (button !== null) button.disabled = false;
+        return;
+      }
+      if (r.status >= 500) throw new Error(answerWords(r.status));
+      // Sent, or no longer wanted (answered already, too late): the form goes away either way.
+      w.sent = true;
+      w.section.hidden = true;
+      say(answerWords(r.status));
+    })().catch((e: unknown) => {
+      if (button !== null) button.disabled = false;
+      fail(e instanceof Error ? e.message : String(e));
+    });
+  });
 }
 
 /* ------------------------------------------------------------------ following a run */
@@ -504,8 +638,9 @@ function follow(url: string): Promise<void> {
     });
     source.addEventListener('node', (m) => {
       const text = words(heard(m) as NodeEvent);
-      if (text !== null) say(text);
+      if (text !== null && !awaitingPerson()) say(text);
     });
+    source.addEventListener('waiting', (m) => asked((heard(m) as { waiting?: Waiting[] }).waiting));
     source.addEventListener('done', (m) => {
       const d = heard(m) as unknown as FormView;
       stop();
@@ -545,6 +680,12 @@ async function poll(url: string, misses: number): Promise<void> {
     throw e;
   }
   if (finish(body)) return;
+  asked(body.waiting);
+  if (awaitingPerson()) {
+    // The service answers at once while the run waits for the person: look again now and then.
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    return poll(url, 0);
+  }
   say(body.status === 'running' ? 'Working…' : 'Waiting for its turn…');
   return poll(url, 0);
 }

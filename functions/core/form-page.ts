@@ -10,7 +10,7 @@
 import { createHash } from 'node:crypto';
 import { BROWSER_SCRIPTS } from '../browser/scripts.generated';
 import { INLINE_ASSET_BODY_MAX_BYTES, UPLOAD_MAX_BYTES } from './assets';
-import { fileHint, labelOf } from './form-text';
+import { ANSWER_HINT, ANSWER_LABEL, fileHint, labelOf, WAIT_HINT } from './form-text';
 import { FORM_SCRIPT_NAME, FORM_STYLE_NAME, formFileUrl, formUrl } from './form-link';
 import { escapeHtml, pageStart } from './html';
 import type { InputValueType, RawValue } from './types';
@@ -61,6 +61,15 @@ export interface FormOutput {
   description: string | null;
 }
 
+/** A wait node published visible: the page shows it as a form of its own while the run waits on it. */
+export interface FormWait {
+  id: string;
+  label: string | null;
+  description: string | null;
+  /** What its answer holds, field by field; null: any JSON object, typed as text. */
+  fields: { id: string; label: string | null; description: string | null; value_type: 'string' | 'integer' | 'float' | 'boolean' }[] | null;
+}
+
 export interface FormPageArgs {
   baseUrl: string;
   token: string;
@@ -68,6 +77,8 @@ export interface FormPageArgs {
   description: string | null;
   fields: FormField[];
   outputs: FormOutput[];
+  /** Visible wait nodes: each a form the person answers while the run waits on it. */
+  waits?: FormWait[];
   /**
    * How many steps (transform, http and delay nodes) a run takes, for "Step 2 of 3"; null where
    * the deployment shows callers counts only (its events then say the total themselves).
@@ -81,8 +92,8 @@ export interface FormPageArgs {
   uploads?: 'direct' | 'inline';
 }
 
-/** Ids are node ids (letters, digits, `_`, `-`), safe in an id attribute once prefixed. */
-const controlId = (id: string): string => `in-${id}`;
+/** Ids are node ids (letters, digits, `_`, `-`), safe in an id attribute once prefixed (a wait's fields by the wait's id too). */
+const controlId = (id: string, prefix = ''): string => `${prefix}in-${id}`;
 
 /**
  * A file sent straight to storage may be as large as the uploads route takes: the page says so
@@ -92,8 +103,8 @@ const controlId = (id: string): string => `in-${id}`;
 const withUploadLimit = (f: FormField, uploads: 'direct' | 'inline'): FormField =>
   f.value_type === 'asset' && f.max_bytes === null && uploads === 'direct' ? { ...f, max_bytes: UPLOAD_MAX_BYTES } : f;
 
-function control(f: FormField): string {
-  const id = escapeHtml(controlId(f.id));
+function control(f: FormField, prefix = ''): string {
+  const id = escapeHtml(controlId(f.id, prefix));
   const label = labelOf(f.id, f.label);
   const data = [
     `data-input="${escapeHtml(f.id)}"`,
@@ -113,7 +124,7 @@ function control(f: FormField): string {
   const labelTag = `<label for="${id}">${escapeHtml(label)}</label>`;
   const name = escapeHtml(f.id);
   const value = escapeHtml(String(f.value));
-  const field = (inner: string, cls = 'field') => `<div class="${cls}" id="field-${name}">${inner}</div>`;
+  const field = (inner: string, cls = 'field') => `<div class="${cls}" id="${escapeHtml(prefix)}field-${name}">${inner}</div>`;
   switch (f.value_type) {
     case 'boolean':
       return field(
@@ -147,6 +158,59 @@ function control(f: FormField): string {
   }
 }
 
+/** A wait's own id prefix for its fields' element ids, apart from the run's inputs. */
+export const waitPrefix = (waitId: string): string => `wait-${waitId}-`;
+
+/**
+ * A visible wait node as a form of its own, hidden until the run waits on it: a labelled control
+ * per field (or one text box for a JSON object), its problems at its fields, and a button.
+ */
+function waitSection(w: FormWait): string {
+  const id = escapeHtml(w.id);
+  const prefix = waitPrefix(w.id);
+  const title = escapeHtml(labelOf(w.id, w.label));
+  const controls =
+    w.fields === null
+      ? control(
+          {
+            id: 'answer',
+            label: ANSWER_LABEL,
+            value_type: 'string',
+            value: '{}',
+            description: ANSWER_HINT,
+            media_types: null,
+            max_bytes: null,
+          },
+          prefix,
+        )
+      : w.fields
+          .map((f) =>
+            control(
+              {
+                id: f.id,
+                label: f.label,
+                value_type: f.value_type,
+                value: f.value_type === 'boolean' ? false : '',
+                description: f.description,
+                media_types: null,
+                max_bytes: null,
+              },
+              prefix,
+            ),
+          )
+          .join('\n');
+  const json = w.fields === null ? ' data-json="true"' : '';
+  return `<section class="wait" id="wait-${id}" data-wait="${id}" data-label="${title}"${json} aria-labelledby="wait-${id}-title" hidden>
+<h2 id="wait-${id}-title" tabindex="-1">${title}</h2>
+<p class="hint">${escapeHtml(WAIT_HINT)}</p>
+${w.description ? `<p class="hint">${escapeHtml(w.description)}</p>` : ''}<p class="hint deadline" id="wait-${id}-deadline"></p>
+<form class="wait-form" novalidate>
+${controls}
+<button type="submit">Send</button>
+</form>
+</section>`;
+}
+
 export function formPageHtml(a: FormPageArgs): string {
   const asset = (name: string) => escapeHtml(formFileUrl(a.baseUrl, a.token, name));
   const outputs = a.outputs
@@ -177,6 +241,7 @@ ${a.fields.map((f) => control(withUploadLimit(f, a.uploads ?? 'inline'))).join('
 <p id="progress" role="status" aria-live="polite"></p>
 <progress id="upload-progress" max="100" value="0" aria-label="Upload" hidden></progress>
 <p id="failure" role="alert" hidden></p>
+${(a.waits ?? []).map(waitSection).join('\n')}
 <h2 id="outputs-heading" hidden>Results</h2>
 <div id="outputs" hidden>
 ${outputs}
@@ -255,6 +320,8 @@ button[disabled]{opacity:.6;cursor:progress}
 .output img,.output video{display:block;max-width:100%;height:auto;margin:0 0 .5rem}
 .output audio{display:block;width:100%;margin:0 0 .5rem}
 .output .link{display:inline-block;min-height:2.75rem;padding:.5rem 0;word-break:break-all;color:#1d70b8}
+.wait{margin:1.5rem 0;padding:1rem;border:5px solid #1d70b8}
+.wait h2{margin:0 0 .5rem;font-size:1.4rem}
 .visually-hidden{position:absolute!important;width:1px!important;height:1px!important;margin:0!important;padding:0!important;overflow:hidden!important;clip:rect(0 0 0 0)!important;white-space:nowrap!important;border:0!important}
 .output .download{display:inline-flex;align-items:center;min-height:2.75rem;padding:.4rem 1rem;border:2px solid #0b0c0c;color:#0b0c0c;font-weight:700;text-decoration:none}
 `;

@@ -260,3 +260,43 @@ export function refusalWords(spec: FieldSpec, reason: string): string {
   if (/^names an upload/.test(reason)) return `The file for ${spec.label} did not finish uploading; choose it again`;
   return `${spec.label}: ${reason}`;
 }
+
+/* ------------------------------------------------------------------ waits: the run asks the person */
+
+/** What a wait's form says under its heading. */
+export const WAIT_HINT = 'The run is waiting for your answer. It carries on once you send it.';
+/** A wait that takes any JSON object: its one text box. */
+export const ANSWER_LABEL = 'Your answer';
+export const ANSWER_HINT = 'A JSON object, like {"approved": true}.';
+
+/** Until when a wait takes its answer, in the reader's own time. */
+export function deadlineWords(expiresAt: string): string {
+  const at = new Date(expiresAt);
+  return Number.isNaN(at.getTime()) ? '' : `Answer before ${at.toLocaleString()}.`;
+}
+
+/** What the page says while the run waits for the person. */
+export const waitingWords = (label: string): string => `Waiting for your answer: ${label}`;
+
+/** The answer typed as JSON, or why it cannot be sent. */
+export function jsonAnswer(text: string): { ok: true; value: Record<string, unknown> } | { ok: false; problem: string } {
+  const problem = `Enter ${ANSWER_LABEL.toLowerCase()} as a JSON object, like {"approved": true}`;
+  try {
+    const value: unknown = JSON.parse(text);
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? { ok: true, value: value as Record<string, unknown> }
+      : { ok: false, problem };
+  } catch {
+    return { ok: false, problem };
+  }
+}
+
+/** What the page says after sending an answer, by the service's status. */
+export function answerWords(status: number): string {
+  if (status >= 200 && status < 300) return 'Sent. The run carries on…';
+  if (status === 409) return 'This was already answered: the run carries on with the first answer.';
+  if (status === 410) return 'It is too late to answer: the wait is over.';
+  if (status === 413) return 'Your answer is too long to send.';
+  if (status === 404) return 'This answer can no longer be sent.';
+  return `Your answer could not be sent (the service answered ${status}). Try again.`;
+}

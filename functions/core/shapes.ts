@@ -252,6 +252,7 @@ const FormExecution = v.pipe(
     error_message: nullableString,
     output_artifacts: v.array(OutputArtifact),
     response_data: v.pipe(v.record(v.string(), OutputValue), v.description('Visible outputs by id; `{}` unless completed.')),
+    waiting: v.optional(WaitingList),
   }),
   v.description("A web-form execution as the form's page reads it."),
 );

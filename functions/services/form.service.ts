@@ -25,7 +25,8 @@ import { POLL_HINT_SECONDS, preferenceApplied } from '../core/prefer';
 import { epochSeconds } from '../core/time';
 import { isTerminal } from '../core/transitions';
 import type { DeploymentRecord, Execution } from '../core/types';
-import { resultBody } from '../core/views';
+import { callerWaitsOf, resultBody, waitsOnReader } from '../core/views';
+import { callerWaitingList, waitingField } from './resume.service';
 import type { RouteAnswer } from '../adapters/api';
 import type { CallerAuth } from '../core/consumers';
 import type { Deps } from '../adapters/deps';
@@ -130,6 +131,23 @@ export async function formPage(d: Deps, token: string, baseUrl: string): Promise
       max_bytes: i.max_bytes ?? null,
     }));
   const outputs = rec.outputs.filter((o) => o.visible).map((o) => ({ id: o.id, label: labelOf(o.id), description: about(o.id) }));
+  // Visible wait nodes: each a form the person answers while the run waits on it.
+  const waits = (rec.waits ?? [])
+    .filter((w) => w.visible)
+    .map((w) => ({
+      id: w.id,
+      label: w.label ?? null,
+      description: w.description ?? null,
+      fields:
+        w.fields === undefined
+          ? null
+          : Object.entries(w.fields).map(([id, f]) => ({
+              id,
+              label: f.label ?? null,
+              description: f.description ?? null,
+              value_type: f.value_type,
+            })),
+    }));
   // The steps a caller's events show one by one (every node but inputs and outputs); with node
   // detail off the events count every node themselves.
   const steps = rec.node_detail === false ? null : Object.values(nodes).filter((n) => n.type !== 'input' && n.type !== 'output').length;
@@ -143,6 +161,7 @@ export async function formPage(d: Deps, token: string, baseUrl: string): Promise
     description: rec.form?.description ?? null,
     fields,
     outputs,
+    waits,
     steps,
   });
   const csp = formPageCsp(direct ? presignedOrigin(d.config, d.config.bucket) : null);
@@ -205,7 +224,15 @@ export async function formExecution(
   wait: Wait = NO_WAIT,
 ): Promise<RouteAnswer> {
   const { rec, hash } = await openForm(d, token);
-  const { e, waited } = await awaitTerminal(d, executionId, () => readFormExecution(d, rec, hash, executionId), wait);
+  // A run that waits for the person's answer is answered at once: the page shows its form.
+  const { e, waited } = await awaitTerminal(
+    d,
+    executionId,
+    () => readFormExecution(d, rec, hash, executionId),
+    wait,
+    undefined,
+    (x) => waitsOnReader(callerWaitsOf(x)),
+  );
   const { body } = await formView(d, e, token, baseUrl);
   return {
     status: 200,
@@ -249,6 +276,7 @@ async function formView(
       error_message: result.error_message,
       output_artifacts: result.output_artifacts,
       response_data: result.response_data,
+      ...waitingField(await callerWaitingList(d, e, baseUrl)),
     },
   };
 }

@@ -14,7 +14,7 @@ import type { Browser, Page } from 'playwright-core';
 import { INLINE_ASSET_BODY_MAX_BYTES } from '../../functions/core/assets';
 import type { PipelineDefinition } from '../../functions/core/types';
 import { png } from '../support/media';
-import { e2eMode, startE2eRuntime, waitUntil, type E2eRuntime, type Published } from '../support/runtime';
+import { e2eMode, request, startE2eRuntime, waitUntil, type E2eRuntime, type Published } from '../support/runtime';
 import { HANG_MS } from '../support/hang';
 
 const CHROMIUM = process.env.PIPEGATE_CHROMIUM ?? '/usr/bin/chromium';
@@ -607,6 +607,93 @@ describe('the web form in a browser', () => {
       }
     },
     60_000,
+  );
+
+  browserIt(
+    'a run that waits for the person shows its wait as a form of its own: plain words, problems at their fields, the answer sent, the result shown; axe finds nothing',
+    async () => {
+      const { page, problems, close } = await phonePage();
+      try {
+        const approve = {
+          nodes: {
+            word: { type: 'input', value_type: 'string', value: 'tulips' },
+            approval: {
+              type: 'wait',
+              inputs: ['word'],
+              timeout_ms: 600_000,
+              label: 'Approve the order',
+              description: 'Say whether the order may go out.',
+              fields: {
+                approved: { value_type: 'boolean', label: 'Approve' },
+                stars: { value_type: 'integer', label: 'Stars' },
+                note: { value_type: 'string', label: 'Note for the florist' },
+              },
+            },
+            said: {
+              type: 'transform',
+              inputs: ['word', 'approval'],
+              expression: "word & ': ' & (approval.approved ? 'approved' : 'refused') & ', ' & approval.stars & ' stars, ' & approval.note",
+            },
+            verdict: { type: 'output', from: 'said', label: 'Verdict' },
+          },
+        } as unknown as PipelineDefinition;
+        // Publishing needs a run that succeeded: the owner answers its wait.
+        expect((await rt.owner('PUT', '/v1/pipelines/approve-form', approve)).status).toBe(201);
+        const run = await rt.owner('POST', '/v1/pipelines/approve-form/runs', {});
+        const path = `/v1/pipelines/approve-form/runs/${String(run.body.run_id)}`;
+        const view = await waitUntil(
+          () => rt.owner('GET', path),
+          (r) => Array.isArray(r.body.waiting),
+        );
+        const ownerUrl = (view.body.waiting as { resume_url: string }[])[0]?.resume_url ?? '';
+        expect((await request(ownerUrl, 'POST', { approved: true, stars: 5, note: 'x' }, {})).status).toBe(202);
+        await waitUntil(
+          () => rt.owner('GET', path),
+          (r) => r.body.status === 'completed',
+        );
+        const pub = await rt.owner('PUT', '/v1/pipelines/approve-form/deployment', { form: { enabled: true, title: 'Order flowers' } });
+
+        await page.goto(pub.body.form_url as string);
+        const section = page.locator('#wait-approval');
+        expect(await section.isHidden()).toBe(true);
+        await page.getByRole('button', { name: 'Run' }).click();
+        await section.waitFor({ state: 'visible' });
+        const seenWhileWaiting = await pageText(page);
+        const progressWhileWaiting = await page.locator('#progress').innerText();
+        const violations = await axeViolations(page);
+        await page.screenshot({ path: join(SHOTS, 'form-page-wait.png'), fullPage: true });
+        // A whole number left empty: said at its field and in the summary.
+        await section.getByRole('button', { name: 'Send' }).click();
+        const starsError = await page.locator('#wait-approval-in-stars-error').innerText();
+        const summary = await page.locator('#error-list').innerText();
+        await section.getByLabel('Approve', { exact: true }).check();
+        await section.getByLabel('Stars', { exact: true }).fill('4');
+        await section.getByLabel('Note for the florist', { exact: true }).fill('red ones');
+        await section.getByRole('button', { name: 'Send' }).click();
+        const verdict = await waitUntil(
+          () => page.locator('[data-output="verdict"] .value').innerText(),
+          (t) => t.length > 0,
+          HANG_MS,
+          100,
+        );
+        await page.screenshot({ path: join(SHOTS, 'form-page-wait-done.png'), fullPage: true });
+
+        expect(seenWhileWaiting).toContain('Approve the order');
+        expect(seenWhileWaiting).toContain('The run is waiting for your answer.');
+        expect(seenWhileWaiting).toContain('Say whether the order may go out.');
+        expect(seenWhileWaiting).toMatch(/Answer before /);
+        expect(progressWhileWaiting).toBe('Waiting for your answer: Approve the order');
+        expect(violations).toEqual([]);
+        expect(starsError.replace(/\s+/g, ' ')).toBe('Error: Enter a whole number for Stars');
+        expect(summary).toContain('Enter a whole number for Stars');
+        expect(verdict).toBe('tulips: approved, 4 stars, red ones');
+        expect(await section.isHidden()).toBe(true);
+        expect(problems).toEqual([]);
+      } finally {
+        await close();
+      }
+    },
+    120_000,
   );
 
   browserIt(
