@@ -42,8 +42,10 @@ export interface ApplyFile {
   inputs: { id: string; value_type: InputValueType; value: RawValue }[];
   /** Output node ids in declaration order. */
   outputs: string[];
-  /** What the file asks for each input and output (unmentioned ones are visible). */
-  visibility: { inputs: Record<string, boolean>; outputs: Record<string, boolean> };
+  /** Wait node ids in declaration order. */
+  waits: string[];
+  /** What the file asks for each input, output and wait node (unmentioned ones are visible). */
+  visibility: { inputs: Record<string, boolean>; outputs: Record<string, boolean>; waits: Record<string, boolean> };
   /** `publish.form`: the web form the file asks for; absent leaves the live form as it is. */
   form?: FormRequest;
   /** `publish.events`: what callers' event streams show; absent leaves it as it is. */
@@ -62,7 +64,7 @@ export type CheckedFile = { ok: true; file: ApplyFile } | { ok: false; problems:
 /** A pipeline file: the definition's own fields, then what only the CLI reads. */
 const TOP_LEVEL = [...TOP_LEVEL_FIELDS, 'publish', 'tests', 'secrets', 'consumers'] as const;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-const PUBLISH_KEYS = ['inputs', 'outputs'] as const;
+const PUBLISH_KEYS = ['inputs', 'outputs', 'waits'] as const;
 const TEST_KEYS = ['name', 'inputs', 'expect'] as const;
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
 export const PIPELINE_FILE_EXTENSIONS = ['.json', '.yaml', '.yml'] as const;
@@ -88,18 +90,25 @@ const describe = (x: unknown): string =>
 const list = (xs: readonly string[]): string => (xs.length === 0 ? '(none)' : xs.join(', '));
 
 /** Input and output nodes as far as they can be read, even from a definition with problems. */
-function nodesOf(nodes: unknown): { inputs: Map<string, InputValueType | null>; outputs: Set<string>; all: Set<string> } {
+function nodesOf(nodes: unknown): {
+  inputs: Map<string, InputValueType | null>;
+  outputs: Set<string>;
+  waits: Set<string>;
+  all: Set<string>;
+} {
   const inputs = new Map<string, InputValueType | null>();
   const outputs = new Set<string>();
+  const waits = new Set<string>();
   const all = new Set<string>();
-  if (!isPlainObject(nodes)) return { inputs, outputs, all };
+  if (!isPlainObject(nodes)) return { inputs, outputs, waits, all };
   for (const [id, node] of Object.entries(nodes)) {
     all.add(id);
     if (!isPlainObject(node)) continue;
     if (node.type === 'input') inputs.set(id, isInputValueType(node.value_type) ? node.value_type : null);
     else if (node.type === 'output') outputs.add(id);
+    else if (node.type === 'wait') waits.add(id);
   }
-  return { inputs, outputs, all };
+  return { inputs, outputs, waits, all };
 }
 
 /**
@@ -113,7 +122,7 @@ function checkPublish(
   nodes: ReturnType<typeof nodesOf>,
   problems: FileProblem[],
 ): Pick<ApplyFile, 'visibility' | 'form' | 'events'> {
-  const visibility: ApplyFile['visibility'] = { inputs: {}, outputs: {} };
+  const visibility: ApplyFile['visibility'] = { inputs: {}, outputs: {}, waits: {} };
   if (block === undefined || block === null) return { visibility };
   const parsed = v.safeParse(PublishRequest, block);
   if (!parsed.success) {
@@ -124,21 +133,24 @@ function checkPublish(
     for (const section of PUBLISH_KEYS) {
       const map = block[section];
       if (!isPlainObject(map)) continue;
-      const kind = section === 'inputs' ? 'input' : 'output';
-      const known = section === 'inputs' ? [...nodes.inputs.keys()] : [...nodes.outputs];
+      const kind = section === 'inputs' ? 'input' : section === 'outputs' ? 'output' : 'wait';
+      const known = section === 'inputs' ? [...nodes.inputs.keys()] : section === 'outputs' ? [...nodes.outputs] : [...nodes.waits];
       for (const id of Object.keys(map)) {
         if (known.includes(id)) continue;
         problems.push({
           path: joinPath(joinPath('publish', section), id),
-          reason: nodes.all.has(id) ? `node ${id} is not an ${kind} node` : `no ${kind} node "${id}" (${kind}s: ${list(known)})`,
+          reason: nodes.all.has(id)
+            ? `node ${id} is not ${kind === 'wait' ? 'a' : 'an'} ${kind} node`
+            : `no ${kind} node "${id}" (${kind}s: ${list(known)})`,
         });
       }
     }
   }
   if (!parsed.success) return { visibility };
-  const { inputs, outputs, form, events } = parsed.output;
+  const { inputs, outputs, waits, form, events } = parsed.output;
   for (const [id, entry] of Object.entries(inputs ?? {})) visibility.inputs[id] = entry.visible;
   for (const [id, entry] of Object.entries(outputs ?? {})) visibility.outputs[id] = entry.visible;
+  for (const [id, entry] of Object.entries(waits ?? {})) visibility.waits[id] = entry.visible;
   return { visibility, ...(form ? { form } : {}), ...(events ? { events } : {}) };
 }
 
@@ -303,11 +315,13 @@ export function checkApplyDocument(doc: unknown, where: { path: string; shown: s
   const definition = checked.definition;
   const inputs: ApplyFile['inputs'] = [];
   const outputs: string[] = [];
+  const waits: string[] = [];
   for (const [id, node] of Object.entries(definition.nodes)) {
     if (node.type === 'input') inputs.push({ id, value_type: node.value_type, value: node.value });
     else if (node.type === 'output') outputs.push(id);
+    else if (node.type === 'wait') waits.push(id);
   }
-  return { ok: true, file: { ...where, definition, inputs, outputs, ...publish, tests, secrets, files: [], consumers } };
+  return { ok: true, file: { ...where, definition, inputs, outputs, waits, ...publish, tests, secrets, files: [], consumers } };
 }
 
 export interface Targets {

@@ -27,6 +27,8 @@ export type PublishAction = 'create' | 'update' | 'none';
 export interface VisibilityBody {
   inputs: Record<string, { visible: boolean }>;
   outputs: Record<string, { visible: boolean }>;
+  /** Wait nodes: only when the file has any (a service from before them takes no `waits`). */
+  waits?: Record<string, { visible: boolean }>;
   form?: ApplyFile['form'];
   events?: ApplyFile['events'];
 }
@@ -68,7 +70,15 @@ export function visibilityBody(file: ApplyFile): VisibilityBody {
   const outputs: VisibilityBody['outputs'] = {};
   for (const i of file.inputs) inputs[i.id] = { visible: file.visibility.inputs[i.id] ?? true };
   for (const o of file.outputs) outputs[o] = { visible: file.visibility.outputs[o] ?? true };
-  return { inputs, outputs, ...(file.form ? { form: file.form } : {}), ...(file.events ? { events: file.events } : {}) };
+  const waits: NonNullable<VisibilityBody['waits']> = {};
+  for (const w of file.waits) waits[w] = { visible: file.visibility.waits[w] ?? true };
+  return {
+    inputs,
+    outputs,
+    ...(file.waits.length > 0 ? { waits } : {}),
+    ...(file.form ? { form: file.form } : {}),
+    ...(file.events ? { events: file.events } : {}),
+  };
 }
 
 /** Where the live visibility differs from what the file asks, as "hide input x" / "show output y". */
@@ -77,6 +87,7 @@ export function visibilityChanges(deployment: NonNullable<Readiness['deployment'
   for (const [kind, live, wanted] of [
     ['input', deployment.inputs, body.inputs],
     ['output', deployment.outputs, body.outputs],
+    ['wait', deployment.waits ?? [], body.waits ?? {}],
   ] as const) {
     for (const entry of live) {
       const want = wanted[entry.id]?.visible;

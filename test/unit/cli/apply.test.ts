@@ -98,8 +98,26 @@ describe('pipeline file checks', () => {
       { id: 'count', value_type: 'integer', value: 2 },
     ]);
     expect(checked.file.outputs).toEqual(['message', 'debug']);
-    expect(checked.file.visibility).toEqual({ inputs: { count: false }, outputs: { debug: false } });
+    expect(checked.file.visibility).toEqual({ inputs: { count: false }, outputs: { debug: false }, waits: {} });
     expect(checked.file.tests).toEqual([{ name: 'greets Ada', inputs: { name: 'Ada', count: 3 }, expect: { message: 'Hello, Ada!' } }]);
+  });
+
+  it("reads a publish block's wait nodes, sends every wait's visibility, and names one that is no wait node", () => {
+    const withWaits = {
+      ...nodes,
+      approval: { type: 'wait', inputs: ['name'], timeout_ms: 60_000 },
+      hook: { type: 'wait', timeout_ms: 60_000 },
+    };
+    const checked = checkApplyDocument({ nodes: withWaits, publish: { waits: { hook: { visible: false } } } }, where);
+    expect(checked.ok).toBe(true);
+    if (!checked.ok) return;
+    expect(checked.file.waits).toEqual(['approval', 'hook']);
+    expect(visibilityBody(checked.file).waits).toEqual({ approval: { visible: true }, hook: { visible: false } });
+    const wrong = checkApplyDocument({ nodes: withWaits, publish: { waits: { name: { visible: false } } } }, where);
+    expect(wrong.ok ? [] : wrong.problems).toEqual([{ path: 'publish.waits.name', reason: 'node name is not a wait node' }]);
+    // A file without wait nodes sends none (a service from before them takes no `waits`).
+    const plain = checkApplyDocument({ nodes }, where);
+    expect(plain.ok && 'waits' in visibilityBody(plain.file)).toBe(false);
   });
 
   it('lists every problem of a file at once, each with its path', () => {

@@ -237,7 +237,11 @@ describe('show', () => {
     const url = `${BASE}/v1/resume/w1.${EXE}.approval.tag`;
     const waiting = await cli(['show', 'quotes', EXE], () => [
       200,
-      view({ status: 'running', completed_at: null, waiting: [{ node_id: 'approval', resume_url: url, expires_at: '2026-11-23T10:00:00.000Z' }] }),
+      view({
+        status: 'running',
+        completed_at: null,
+        waiting: [{ node_id: 'approval', resume_url: url, expires_at: '2026-11-23T10:00:00.000Z' }],
+      }),
     ]);
     const done = await cli(['show', 'quotes', EXE], () => [200, view({})]);
     expect(waiting.code).toBe(0);
