@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { parse } from 'yaml';
 import { deploymentSnippets } from '../../functions/core/snippets';
-import { startImageJobs, pngSize, type ImageJobs } from '../support/image-jobs';
+import { startCallbackReceiver, startImageJobs, pngSize, type ImageJobs } from '../support/image-jobs';
 import { jpeg, png } from '../support/media';
 import { greeting, request, startTestRuntime, waitUntil, type TestRuntime } from '../support/runtime';
 
@@ -24,9 +24,11 @@ interface ExampleTest {
 interface Visibility {
   inputs?: Record<string, { visible: boolean }>;
   outputs?: Record<string, { visible: boolean }>;
+  waits?: Record<string, { visible: boolean }>;
 }
 interface ExampleFile {
   description: string;
+  timeout_ms?: number;
   nodes: Record<string, Record<string, unknown>>;
   publish?: Visibility;
   tests?: ExampleTest[];
@@ -102,6 +104,7 @@ function expectedContract(deploymentId: string, f: ExampleFile) {
       .filter(([id, n]) => n.type === 'input' && !hidden('inputs', id))
       .map(([id, n]) => ({ id, value_type: n.value_type, value: n.value })),
     outputs: nodes.filter(([id, n]) => n.type === 'output' && !hidden('outputs', id)).map(([id]) => ({ id, value_type: 'RAW' })),
+    waits: [],
   };
 }
 
@@ -392,5 +395,98 @@ describe('examples/render-job.json with examples/servers/image-jobs.mjs', () => 
     expect(pngSize(bytes)).toEqual({ width: 64, height: 64 });
     expect((await jobs.stats()).submits[`${executionId}.render`]).toBe(1);
     expect(jobs.log()).toMatch(/→ succeeded, the image/);
+  });
+});
+
+describe('examples/approve-render.json with examples/servers/image-jobs.mjs', () => {
+  const file = readExample('approve-render.json');
+  let jobs: ImageJobs;
+
+  beforeAll(async () => {
+    jobs = await startImageJobs();
+  });
+
+  afterAll(async () => {
+    await jobs?.close();
+  });
+
+  interface Waiting {
+    node_id: string;
+    resume_url: string;
+  }
+
+  it('hands the job its resume URL as its callback, hides that wait from callers, and waits a day for the approval', () => {
+    expect(file.nodes.submit).toMatchObject({ type: 'http', url: 'http://127.0.0.1:4013/v1/jobs' });
+    expect(String(file.nodes.submit?.body)).toContain("'callback_url': $resume_url('rendered')");
+    expect(file.nodes.approval).toMatchObject({ type: 'wait', inputs: ['rendered'], timeout_ms: 86_400_000 });
+    expect(file.publish).toEqual({ waits: { rendered: { visible: false } } });
+  });
+
+  it('runs (the job calls back, the owner approves), publishes, and a caller with curl sees waiting, approves, gets the result and the signed callback', async () => {
+    // Prepare: the same pipeline, its url on the port the service took.
+    const local = { ...file, nodes: { ...file.nodes, submit: { ...file.nodes.submit, url: `${jobs.url}/v1/jobs` } } };
+    const sent = { description: local.description, timeout_ms: local.timeout_ms, nodes: local.nodes };
+    expect((await rt.owner('PUT', '/v1/pipelines/approve-render', sent)).status).toBe(201);
+
+    // The owner's run: the job calls back by itself; the owner approves it.
+    const run = await rt.owner('POST', '/v1/pipelines/approve-render/runs', {});
+    const runPath = `/v1/pipelines/approve-render/runs/${String(run.body.run_id)}`;
+    const runWaiting = await waitUntil(
+      () => rt.owner('GET', runPath),
+      (r) => (r.body.waiting as Waiting[] | undefined)?.some((w) => w.node_id === 'approval') === true,
+    );
+    const ownerUrl = (runWaiting.body.waiting as Waiting[]).find((w) => w.node_id === 'approval')?.resume_url ?? '';
+    expect((await request(ownerUrl, 'POST', { approved: true, note: '' }, {})).status).toBe(202);
+    const ran = await waitUntil(
+      () => rt.owner('GET', runPath),
+      (r) => r.body.status === 'completed',
+    );
+    const published = await rt.owner('PUT', '/v1/pipelines/approve-render/deployment', file.publish);
+    expect(published.status).toBe(201);
+    const {
+      deployment_id: dep,
+      api_key: key,
+      signing_secret: secret,
+    } = published.body as { deployment_id: string; api_key: string; signing_secret: string };
+    const receiver = await startCallbackReceiver(secret);
+    try {
+      // Act: as the README's curl commands do.
+      const accepted = await rt.caller('POST', `/v1/deployments/${dep}/executions/`, key, {
+        callback: `${receiver.url}/approved`,
+        workflow_input: { prompt: { value: 'an owl at night', value_type: 'RAW' }, seconds: { value: 2, value_type: 'RAW' } },
+      });
+      const id = accepted.body.execution_id as string;
+      const waiting = await waitUntil(
+        () => rt.caller('GET', `/v1/deployments/executions/${id}/status/`, key),
+        (r) => Array.isArray(r.body.waiting),
+      );
+      const url = (waiting.body.waiting as Waiting[])[0]?.resume_url ?? '';
+      const resumed = await execFileAsync('sh', [
+        '-c',
+        `curl -s -X POST "${url}" -H 'Content-Type: application/json' -d '{"approved": true, "note": "lovely"}'`,
+      ]);
+      await rt.waitForExecution(id, key);
+      const result = await rt.caller('GET', `/v1/deployments/executions/${id}/result/`, key);
+      const callbacks = await waitUntil(
+        () => receiver.received(),
+        (cs) => cs.length > 0,
+      );
+      const job = await jobs.jobOf(`${id}.submit`);
+
+      // Assess
+      expect(ran.body.outputs).toMatchObject({ verdict: 'approved' });
+      expect((waiting.body.waiting as Waiting[]).map((w) => w.node_id)).toEqual(['approval']);
+      expect(JSON.parse(resumed.stdout)).toMatchObject({ status: 'resumed', node_id: 'approval' });
+      expect(result.body).toMatchObject({
+        status: 'completed',
+        response_data: { verdict: { value: 'approved: lovely' }, picture_url: { value: job?.output?.image_url } },
+      });
+      expect(callbacks[0]).toMatchObject({ path: '/approved', status: 'completed', signature: 'valid' });
+      expect((await jobs.stats()).submits[`${id}.submit`]).toBe(1);
+      const png = Buffer.from(await (await fetch(job?.output?.image_url ?? '')).arrayBuffer());
+      expect(pngSize(png)).toEqual({ width: 128, height: 128 });
+    } finally {
+      await receiver.close();
+    }
   });
 });
