@@ -676,7 +676,7 @@ describe('the web form in a browser', () => {
           HANG_MS,
           100,
         );
-        await page.screenshot({ path: join(SHOTS, 'form-page-wait-done.png'), fullPage: true });
+        await page.screenshot({ path: join(SCRATCH, 'form-page-wait-done.png'), fullPage: true });
 
         expect(seenWhileWaiting).toContain('Approve the order');
         expect(seenWhileWaiting).toContain('The run is waiting for your answer.');
