@@ -863,6 +863,82 @@ export const EVENT_STREAM_CALLS = {
 
 export type StreamReader = keyof typeof EVENT_STREAM_CALLS;
 
+/**
+ * A wait node's resume (`POST /v1/resume/{token}`, function resume; resume.service.ts). No
+ * key, so no authorizer. `request`: the execution read strongly consistent, its version
+ * eventually (`pipelines.getVersion`, kept by a warm container), the event kept with one
+ * conditional UpdateItem of the node's item (≤ 32 KiB inline; a larger event is one S3 PUT
+ * more). `wake`, when the node was waiting: the waiting list's conditional update, the
+ * execution read again strongly consistent, the next generation's message (SQS) and its
+ * conditional update (`wakeExecution`), and StopExecution of the older workflow (no charge);
+ * then the woken workflow's start (the runner, StartExecution), as any execution's.
+ */
+export const RESUME_CALLS = {
+  request: { functions: ['resume'], strongReads: 1, eventualReads: 1, writes: 1 },
+  wake: { strongReads: 1, eventualReads: 0, writes: 2, sqsSends: 1 },
+} as const satisfies { request: RouteCalls; wake: Omit<RouteCalls, 'functions'> & { sqsSends: number } };
+
+/**
+ * What one resume of a waiting execution costs, per million resumes, from RESUME_CALLS: the
+ * request (API Gateway, the web ACL's inspection, its access-log line, the resume function
+ * warm with its share of cold starts), its reads and writes and the wake's, and the woken
+ * workflow's start: the message's send, receive and delete, the runner's invocation and an
+ * Express execution's start. (On Standard the start is three state transitions more, MarkRunning,
+ * ShouldRun and RunNodes: $75 per million resumes.) The step that then runs is the pipeline's
+ * own time, priced with it. An event sent before the node waits costs the request alone.
+ */
+export function resumeCost(): CostLine[] {
+  const M = 1_000_000;
+  const { request, wake } = RESUME_CALLS;
+  const gb = ASSUMPTIONS.lambdaMemoryMb / 1024;
+  // The woken workflow's runner and MarkRunning; the older one's next RunNodes, which stands down
+  // at once (on Express, which cannot be stopped; on Standard it is stopped and costs nothing).
+  const functions = [...request.functions, 'runner', 'task-start', 'task-run'];
+  const warmMs = functions.reduce((s, f) => s + (ASSUMPTIONS.lambdaWarmMs[f] ?? 0), 0);
+  const gbSeconds = gb * (warmMs / 1000) + ASSUMPTIONS.coldShare * functions.length * ASSUMPTIONS.coldInitSeconds * gb;
+  const reads = readUnitsOf(request) + readUnitsOf(wake);
+  const writes = request.writes + wake.writes;
+  // The message: its send, then the event source's receive and delete.
+  const sqs = wake.sqsSends * 3;
+  const billedSeconds = Math.ceil(ASSUMPTIONS.expressSeconds / 0.1) * 0.1;
+  const expressGbS = billedSeconds * (Math.max(64, ASSUMPTIONS.expressMemoryMb) / 1024);
+  return [
+    { item: 'API Gateway REST', perExecution: '1 request (no key: no authorizer)', dollars: PRICES.apiGatewayRestPerMillion },
+    { item: 'WAF', perExecution: '1 request inspected', dollars: PRICES.wafPerMillionRequests },
+    {
+      item: 'Lambda requests',
+      perExecution: `${functions.length}: ${functions.join(', ')} (the woken workflow's start, the older one standing down)`,
+      dollars: functions.length * PRICES.lambdaPerMillionRequests,
+    },
+    {
+      item: 'Lambda duration',
+      perExecution: `${gbSeconds.toFixed(4)} GB-s on arm64 (${warmMs} ms warm + ${ASSUMPTIONS.coldShare * 100} % cold)`,
+      dollars: gbSeconds * PRICES.lambdaArmPerGbSecond * M,
+    },
+    {
+      item: 'DynamoDB reads',
+      perExecution: `${round(reads, 1)} RRU: the execution twice (strongly consistent), its version (eventually)`,
+      dollars: reads * PRICES.dynamoPerMillionReadUnits,
+    },
+    {
+      item: 'DynamoDB writes',
+      perExecution: `${writes} WRU: the event, the waiting list, the generation`,
+      dollars: writes * PRICES.dynamoPerMillionWriteUnits,
+    },
+    { item: 'SQS', perExecution: `${sqs}: the wake's message sent, received, deleted`, dollars: sqs * PRICES.sqsPerMillionRequests },
+    {
+      item: 'Step Functions Express',
+      perExecution: `1 start + ${expressGbS.toFixed(4)} GB-s`,
+      dollars: PRICES.sfnExpressPerMillionRequests + expressGbS * PRICES.sfnExpressPerGbSecond * M,
+    },
+    {
+      item: 'CloudWatch Logs',
+      perExecution: '1 access-log line',
+      dollars: (ASSUMPTIONS.logBytes.accessLog / 1e9) * PRICES.logsPerGbIngested * M,
+    },
+  ];
+}
+
 /** Dollars as the docs write them: two decimals, thousands separated. */
 export const dollars = (x: number): string => `$${x.toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`;
 

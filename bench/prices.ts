@@ -92,6 +92,9 @@ export const ASSUMPTIONS = {
     'task-start': 20,
     'callback-dispatch': 50,
     'pipeline-upload': 30,
+    // A resume: the token's HMAC, three reads and writes, a message (not measured on AWS: a guess
+    // between pipeline-upload and execute).
+    resume: 30,
   } as Record<string, number>,
   /** Share of invocations that are cold, and the init each then bills (billed since August 2025). */
   coldShare: 0.01,

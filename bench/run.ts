@@ -44,6 +44,7 @@ import {
   monthlyBill,
   fixedMonthlyDollars,
   ownerUploadCost,
+  resumeCost,
   successPath,
   totalDollars,
   type CallMeasure,
@@ -459,6 +460,10 @@ function callRows(calls: CallMeasure, cost: Results['cost']): Row[] {
   );
   for (const l of upload) rows.push([`  ${l.item}`, `$${l.dollars.toFixed(2)}`, '', '', '', l.perExecution]);
   rows.push(['owner upload total', `$${totalDollars(upload).toFixed(2)}`, '', '', '', '']);
+  const resumed = resumeCost();
+  rows.push(section('a wait node resumed (POST /v1/resume/{token}) per million resumes, the wake included (RESUME_CALLS)'));
+  for (const l of resumed) rows.push([`  ${l.item}`, `$${l.dollars.toFixed(2)}`, '', '', '', l.perExecution]);
+  rows.push(['resume total', `$${totalDollars(resumed).toFixed(2)}`, '', '', '', '']);
   return rows;
 }
 

@@ -21,7 +21,9 @@ import { startRun } from '../../functions/services/runs.service';
 import { createPipelineUpload } from '../../functions/services/pipeline-uploads.service';
 import { push } from '../../functions/services/push.service';
 import { taskRun, taskStart } from '../../functions/services/tasks.service';
-import { EVENT_STREAM_CALLS, PIPELINE_UPLOAD_CALLS, readUnitsOf } from '../../bench/aws-calls';
+import { EVENT_STREAM_CALLS, PIPELINE_UPLOAD_CALLS, readUnitsOf, RESUME_CALLS } from '../../bench/aws-calls';
+import { StepsStore } from '../../functions/adapters/steps.store';
+import { resume } from '../../functions/services/resume.service';
 import { cloneCounts, countDynamo, countMethods, diffCounts, emptyCounts, type Counts } from '../../bench/instrument';
 import { startTestDb, testKeyMaterial, type TestDb } from '../support/dynamo';
 import { testDeps, type TestDeps } from '../support/fakes';
@@ -49,6 +51,7 @@ function countedDeps(): TestDeps {
       ...executionStores(client, db.table, { trackOpen: true, markerFollowUp: false }),
       deployments: new DeploymentsStore(client, db.table),
       uploads: countMethods(new UploadsStore(uploadsClient, db.table), 'uploads', uploadCounts),
+      steps: new StepsStore(client, db.table, () => objects),
     },
     { forms: new FormsStore(client, db.table), objects: countMethods(objects, 'objects', counts), keyMaterial: testKeyMaterial },
   );
@@ -222,5 +225,51 @@ describe('opening an event stream makes the calls EVENT_STREAM_CALLS prices', ()
       eventualReads: caller.eventualReads,
       writes: caller.writes,
     });
+  });
+});
+
+describe('a resume makes the calls RESUME_CALLS prices', () => {
+  it('a waiting run: its record and version read, the event kept; the wake: the list, the record again, the generation, one message', async () => {
+    // Prepare
+    const setup = countedDeps();
+    const pipelineId = `resume-calls-${randomUUID().slice(0, 8)}`;
+    await push(
+      setup,
+      pipelineId,
+      JSON.stringify({
+        nodes: {
+          approval: { type: 'wait', timeout_ms: 60_000 },
+          said: { type: 'transform', inputs: ['approval'], expression: 'approval.ok' },
+          out: { type: 'output', from: 'said' },
+        },
+      }),
+    );
+    const run = await startRun(setup, pipelineId, null, TEST_BASE_URL);
+    await taskStart(setup, run.run_id);
+    await taskRun(setup, run.run_id);
+    const url = await setup.resumeLinks.url(TEST_BASE_URL, run.run_id, 'approval');
+    // A new container: its version cache empty.
+    const d = countedDeps();
+    const { request, wake } = RESUME_CALLS;
+
+    // Act
+    const resumed = await counted(() =>
+      resume(d, { token: url.slice(url.lastIndexOf('/') + 1), body: '{"ok": true}', contentType: 'application/json' }),
+    );
+
+    // Assess
+    expect(resumed.result.status).toBe('resumed');
+    expect(request.functions).toEqual(['resume']);
+    expect(dynamoOf(resumed.calls)).toEqual({
+      dynamo: {
+        GetItem: request.strongReads + request.eventualReads + wake.strongReads + wake.eventualReads,
+        UpdateItem: request.writes + wake.writes,
+      },
+      readUnits: readUnitsOf(request) + readUnitsOf(wake),
+      writeUnits: request.writes + wake.writes,
+      indexWriteUnits: 0,
+    });
+    expect(d.queue.on('executions').map((m) => m.body)).toHaveLength(wake.sqsSends);
+    expect(objectCalls(resumed.calls)).toEqual({});
   });
 });

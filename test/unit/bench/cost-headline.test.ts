@@ -13,6 +13,7 @@ import {
   EVENT_STREAM_CALLS,
   mcpCost,
   ownerUploadCost,
+  resumeCost,
   readUnitsOf,
   totalDollars,
   xraySampledShareAt,
@@ -157,6 +158,14 @@ describe('the routes priced from their lists of calls', () => {
       PRICES.lambdaPerMillionRequests +
       (ASSUMPTIONS.lambdaMemoryMb / 1024) * ((ASSUMPTIONS.lambdaWarmMs.authorizer ?? 0) / 1000) * PRICES.lambdaArmPerGbSecond * 1e6;
     expect(form10.total - caller10.total).toBeCloseTo(reads + writes - authorizer, 9);
+  });
+
+  it('docs/aws.md: one resume of a waiting execution, from RESUME_CALLS', () => {
+    const lines = resumeCost();
+    expect(aws).toContain(`| **Resume total** | | **≈ ${$(totalDollars(lines))}** |`);
+    const escape = (x: string) => x.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    for (const l of lines)
+      expect(aws).toMatch(new RegExp(`\\| ${escape(l.item)} \\| ${escape(l.perExecution)} \\| ${escape(l.dollars.toFixed(2))} \\|`));
   });
 
   it('docs/aws.md and README: one owner upload, from PIPELINE_UPLOAD_CALLS', () => {
