@@ -4,6 +4,8 @@
  * the stored records need, through the example each kind declares, so a new kind that forgets
  * a reference or an expression check fails here by name.
  */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import * as v from 'valibot';
 import { defineNode, fieldAt, type NodeKindSpec } from '../../../functions/core/nodes/kind';
 import {
@@ -73,6 +75,26 @@ describe('the node registry', () => {
     expect(trace?.[0]?.type).toBe(type);
     const progress = unpackProgress(packProgress([{ node: 'n', type, state: 'started', at: Date.parse(at) }]));
     expect(progress).toEqual([{ node: 'n', type, state: 'started', at: Date.parse(at) }]);
+  });
+
+  it('holds every kind declared under functions/core/nodes/: a kind file left out of NODE_KINDS is named here', () => {
+    const dir = join(__dirname, '../../../functions/core/nodes');
+    const declared = readdirSync(dir)
+      .filter((f) => f.endsWith('.ts') && f !== 'kind.ts' && readFileSync(join(dir, f), 'utf8').includes('defineNode('))
+      .map((f) => f.replace(/\.ts$/, ''))
+      .sort();
+    expect(declared).toEqual([...NODE_TYPES].sort());
+  });
+
+  it('explains every kind to people: a row of the README node table and a bullet of docs/contract.md (section 2) each', () => {
+    const root = join(__dirname, '../../..');
+    const readme = readFileSync(join(root, 'README.md'), 'utf8');
+    const contract = readFileSync(join(root, 'docs/contract.md'), 'utf8');
+    const missing = NODE_TYPES.flatMap((t) => [
+      ...(readme.includes(`\n| \`${t}\` |`) ? [] : [`README.md: no row | \`${t}\` | in the node table`]),
+      ...(contract.includes(`\n  - \`${t}\`:`) ? [] : [`docs/contract.md: no bullet - \`${t}\`: under "Node types"`]),
+    ]);
+    expect(missing).toEqual([]);
   });
 
   it('documents every kind: its schema under <Type>Node, and in the node variant', () => {
