@@ -24,6 +24,39 @@ describe('the form page', () => {
     expect(FORM_PAGE_CSP).not.toContain('unsafe');
   });
 
+  it("shows each visible wait as a hidden section of its own: its fields' controls apart from the inputs', its words escaped", () => {
+    const evil = '<b>x</b>';
+    const html = formPageHtml({
+      ...base,
+      fields: [{ id: 'note', label: null, value_type: 'string', value: '', description: null, media_types: null, max_bytes: null }],
+      waits: [
+        {
+          id: 'approval',
+          label: evil,
+          description: evil,
+          fields: [
+            { id: 'note', label: 'Note', description: null, value_type: 'string' },
+            { id: 'ok', label: null, description: null, value_type: 'boolean' },
+          ],
+        },
+        { id: 'answer_any', label: null, description: null, fields: null },
+      ],
+    });
+    expect(html).toMatch(
+      /<section class="wait" id="wait-approval" data-wait="approval" data-label="&lt;b&gt;x&lt;\/b&gt;" aria-labelledby="wait-approval-title" hidden>/,
+    );
+    expect(html).not.toContain('<b>x</b>');
+    // The run's input and the wait's field of the same id are two controls, with their own ids.
+    expect(html).toContain('id="in-note"');
+    expect(html).toContain('id="wait-approval-in-note"');
+    expect(html).toContain('id="wait-approval-field-ok"');
+    expect(html).toContain('<label for="wait-approval-in-ok">Ok</label>');
+    // A wait without fields takes a JSON object in one box.
+    expect(html).toMatch(/<section class="wait" id="wait-answer_any" data-wait="answer_any" data-label="Answer any" data-json="true"/);
+    expect(html).toContain('<label for="wait-answer_any-in-answer">Your answer</label>');
+    expect(html.match(/<section class="wait"/g)).toHaveLength(2);
+  });
+
   it('sends files inline unless told the bucket takes its PUTs; then it may connect to storage too', () => {
     expect(formPageHtml({ ...base, fields: [] })).toContain('data-uploads="inline"');
     expect(formPageHtml({ ...base, fields: [], uploads: 'direct' })).toContain('data-uploads="direct"');

@@ -6,7 +6,11 @@ import { parseExecutionRequest } from '../../../functions/core/execution-request
 import type { Contract } from '../../../functions/core/types';
 import { thrown } from '../../support/thrown';
 import {
+  answerWords,
+  deadlineWords,
   downloadName,
+  jsonAnswer,
+  waitingWords,
   extensionOf,
   formatName,
   fileHint,
@@ -235,5 +239,26 @@ describe("the page reads the service's own refusals (the messages as the execute
   it('a sniffing refusal, as the asset check words it', () => {
     const reason = assetRestrictionProblem({ media_types: ['image/png'] }, { media_type: 'application/octet-stream', bytes: 3 });
     expect(said(`input 'photo' ${reason}`)).toBe('Photo must be a PNG image; the file you chose is not one');
+  });
+});
+
+describe("a wait's answer, in the page's words", () => {
+  it('takes a JSON object typed in its one box, and says how to write one otherwise', () => {
+    expect(jsonAnswer('{"approved": true}')).toEqual({ ok: true, value: { approved: true } });
+    for (const bad of ['', 'yes', '[1]', 'null', '{"a":']) {
+      expect(jsonAnswer(bad)).toEqual({ ok: false, problem: 'Enter your answer as a JSON object, like {"approved": true}' });
+    }
+  });
+
+  it('says what came of sending it, by the answer of the resume URL', () => {
+    expect(answerWords(202)).toBe('Sent. The run carries on…');
+    expect(answerWords(409)).toBe('This was already answered: the run carries on with the first answer.');
+    expect(answerWords(410)).toBe('It is too late to answer: the wait is over.');
+    expect(answerWords(404)).toBe('This answer can no longer be sent.');
+    expect(answerWords(413)).toBe('Your answer is too long to send.');
+    expect(answerWords(503)).toBe('Your answer could not be sent (the service answered 503). Try again.');
+    expect(waitingWords('Approve it')).toBe('Waiting for your answer: Approve it');
+    expect(deadlineWords('not a date')).toBe('');
+    expect(deadlineWords('2026-11-30T10:00:00.000Z')).toMatch(/^Answer before .+\.$/);
   });
 });
