@@ -59,11 +59,7 @@ export async function resume(d: Deps, req: ResumeRequest): Promise<{ status: 're
 
   const value = parsedBody(req.body);
   const problems = resumeBodyProblems(node, value);
-  if (problems.length > 0)
-    throw new AppError(
-      'InvalidRequest',
-      problems.map((reason) => problemOf(reason)),
-    );
+  if (problems.length > 0) throw new AppError('InvalidRequest', problems);
 
   const kept = await d.steps.keepEvent(e, claims.node_id, { value, at: now.getTime() });
   if (!kept.kept) {
@@ -102,11 +98,6 @@ async function offTheList(d: Deps, e: Execution, nodeId: string): Promise<void> 
 }
 
 const used = (): AppError => new AppError('ResumeAlreadyUsed', 'an event was already posted to this URL: a resume URL works once');
-
-function problemOf(reason: string): { path: string; reason: string } {
-  const m = /^([A-Za-z_][A-Za-z0-9_]*): (.*)$/.exec(reason);
-  return m ? { path: m[1] ?? '(body)', reason: m[2] ?? reason } : { path: '(body)', reason };
-}
 
 /** The body's JSON value; a blank body is no object (400). */
 function parsedBody(body: string | null): unknown {

@@ -105,20 +105,22 @@ export class WaitTimedOutError extends Error {
 }
 
 /**
- * Why a resume body does not fit the node, one reason per problem (none: it fits). It must be a
- * JSON object; with `fields`, each one present and of its type, and no other.
+ * Why a resume body does not fit the node, each problem with where (a field's name, or `(body)`
+ * for the body as a whole; none: it fits). It must be a JSON object; with `fields`, each one
+ * present and of its type, and no other.
  */
-export function resumeBodyProblems(node: Pick<WaitNode, 'fields'>, value: unknown): string[] {
-  if (!isPlainObject(value)) return [`the body must be a JSON object, got ${describeType(value)}`];
+export function resumeBodyProblems(node: Pick<WaitNode, 'fields'>, value: unknown): { path: string; reason: string }[] {
+  if (!isPlainObject(value)) return [{ path: '(body)', reason: `the body must be a JSON object, got ${describeType(value)}` }];
   const fields = node.fields;
   if (fields === undefined) return [];
-  const problems: string[] = [];
+  const problems: { path: string; reason: string }[] = [];
   for (const [name, field] of Object.entries(fields)) {
-    if (!Object.hasOwn(value, name)) problems.push(`${name}: is required`);
+    if (!Object.hasOwn(value, name)) problems.push({ path: name, reason: 'is required' });
     else if (!matchesValueType(field.value_type, value[name]))
-      problems.push(`${name}: must be ${expectedValue(field.value_type)}, got ${describeType(value[name])}`);
+      problems.push({ path: name, reason: `must be ${expectedValue(field.value_type)}, got ${describeType(value[name])}` });
   }
-  for (const name of Object.keys(value)) if (!Object.hasOwn(fields, name)) problems.push(`${name}: is not a field of this wait`);
+  for (const name of Object.keys(value))
+    if (!Object.hasOwn(fields, name)) problems.push({ path: name, reason: 'is not a field of this wait' });
   return problems;
 }
 

@@ -210,14 +210,14 @@ describe('$resume_url in an http node', () => {
 describe('resumeBodyProblems', () => {
   it('takes any object without fields, and with fields each one, typed, and nothing else', () => {
     expect(resumeBodyProblems({}, { anything: [1] })).toEqual([]);
-    expect(resumeBodyProblems({}, [1])).toEqual(['the body must be a JSON object, got an array']);
-    expect(resumeBodyProblems({}, 'yes')).toEqual(['the body must be a JSON object, got a string']);
+    expect(resumeBodyProblems({}, [1])).toEqual([{ path: '(body)', reason: 'the body must be a JSON object, got an array' }]);
+    expect(resumeBodyProblems({}, 'yes')).toEqual([{ path: '(body)', reason: 'the body must be a JSON object, got a string' }]);
     const fields = { approved: { value_type: 'boolean' as const }, count: { value_type: 'integer' as const } };
     expect(resumeBodyProblems({ fields }, { approved: true, count: 2 })).toEqual([]);
     expect(resumeBodyProblems({ fields }, { approved: 'yes', other: 1 })).toEqual([
-      'approved: must be true or false, got a string',
-      'count: is required',
-      'other: is not a field of this wait',
+      { path: 'approved', reason: 'must be true or false, got a string' },
+      { path: 'count', reason: 'is required' },
+      { path: 'other', reason: 'is not a field of this wait' },
     ]);
   });
 });
