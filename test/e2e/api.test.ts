@@ -141,6 +141,7 @@ describe('executing a deployment', () => {
         { id: 'product', value_type: 'RAW' },
         { id: 'said', value_type: 'RAW' },
       ],
+      waits: [],
     });
 
     const hidden = await rt.caller('POST', executions(p), p.apiKey, { workflow_input: { secret: { value: 'x', value_type: 'RAW' } } });
