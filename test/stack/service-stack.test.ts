@@ -316,6 +316,9 @@ describe('API routes from lib/routes.ts', () => {
     const sample = JSON.parse(format.replace(/\$context\.error\.messageString/g, '"x"')) as Record<string, string>;
     expect(sample.requestId).toBe('$context.requestId');
     expect(format).not.toMatch(/header/i);
+    // A path can carry a capability (an asset link's token, a resume URL's): only the route's template is logged.
+    expect(sample.resourcePath).toBe('$context.resourcePath');
+    expect(format).not.toMatch(/\$context\.(path|requestOverride|domainPrefix)\b/);
     expect(stage.MethodSettings).toEqual([
       expect.objectContaining({
         ResourcePath: '/*',
