@@ -120,6 +120,7 @@ export const ExecutionStatusBody = v.looseObject({
   execution_id: v.string(),
   error_message: Nullable(v.string()),
   completion_duration: Nullable(v.number()),
+  waiting: WaitingBody,
 });
 export const ResultBody = v.looseObject({
   status: Status,

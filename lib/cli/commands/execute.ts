@@ -3,7 +3,7 @@ import { callerKey, waitUntilFinished, type Ctx } from '../context';
 import { isUuid, PIPELINE_ID_PATTERN } from '../../../functions/core/ids';
 import { ServiceError, UsageError } from '../errors';
 import { parseInputs, splitAssignments, type InputValueType, type RawValue } from '../inputs';
-import { fields } from '../output';
+import { fields, waitingLines } from '../output';
 import { executionFiles, splitFileInputs } from '../asset-inputs';
 import { result } from './executions';
 import { followEvents } from '../follow';
@@ -109,12 +109,20 @@ async function executeOnce(ctx: Ctx, deploymentId: string, opts: ExecuteOptions)
     });
     return result(ctx, executionId, { key, ...downloads });
   }
+  const told = new Set<string>();
   await waitUntilFinished(ctx, {
     started: `execution ${executionId} ${accepted.body.status}`,
     followUp,
     what: `execution ${executionId}`,
     timeoutSeconds: opts.timeout,
-    poll: () => client.executionStatus(executionId, key),
+    poll: async () => {
+      const r = await client.executionStatus(executionId, key);
+      // An execution that waits for the caller's event says once where to send it (the wait goes on).
+      const waiting = (r.body.waiting ?? []).filter((w) => !told.has(w.node_id));
+      for (const w of waiting) told.add(w.node_id);
+      if (waiting.length > 0 && !out.json) out.note(waitingLines(waiting, out.e).join('\n'));
+      return r;
+    },
     progress: (status, ms) => `execution ${status}… ${(ms / 1000).toFixed(1)} s`,
   });
   return result(ctx, executionId, { key, ...downloads });

@@ -260,6 +260,22 @@ describe('run', () => {
     expect(r.stderr).toContain('greeting v3 running…');
   });
 
+  it('says once, while it goes on waiting, where to send the event a run waits for', async () => {
+    const url = `${BASE}/v1/resume/w1.r-1.approval.tag`;
+    const waiting = [{ node_id: 'approval', resume_url: url, expires_at: '2026-01-02T00:00:00.000Z' }];
+    const r = await cli(['run', 'greeting'], (c, nth) => {
+      if (c.method === 'POST' && c.path === '/v1/pipelines/greeting/runs') {
+        return [202, { run_id: 'r-1', version: 3, status: 'pending', status_url: `${BASE}/v1/pipelines/greeting/runs/r-1` }];
+      }
+      if (c.method === 'GET' && c.path === '/v1/pipelines/greeting/runs/r-1')
+        return [200, nth <= 3 ? runView('running', { waiting }) : runView('completed')];
+      return undefined;
+    });
+    expect(r.code).toBe(0);
+    expect(r.stderr.split('waiting for an event (POST a JSON object to the URL)')).toHaveLength(2);
+    expect(r.stderr).toMatch(new RegExp(`approval\\s+${url.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\s+until 2026-01-02 00:00:00Z`));
+  });
+
   it('starts a run without inputs without reading the pipeline, and prints one document with --json', async () => {
     // Act
     const r = await cli(['run', 'greeting', '--json'], runScript('completed'));
