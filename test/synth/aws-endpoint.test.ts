@@ -297,7 +297,7 @@ describe('the local AWS endpoint', () => {
     const got = await as('execute').secrets.send(new GetSecretValueCommand({ SecretId: secretArn }));
     const pepper = await as('authorizer').secrets.send(new GetSecretValueCommand({ SecretId: pepperArn }));
     const notTheMaterial = await errorName(as('authorizer').secrets.send(new GetSecretValueCommand({ SecretId: secretArn })));
-    const refused = await errorName(as('execution-status').secrets.send(new GetSecretValueCommand({ SecretId: secretArn })));
+    const refused = await errorName(as('execution-cancel').secrets.send(new GetSecretValueCommand({ SecretId: secretArn })));
     const put = await errorName(as('authorizer').secrets.send(new PutSecretValueCommand({ SecretId: secretArn, SecretString: '{}' })));
     const describe = await errorName(as('authorizer').secrets.send(new DescribeSecretCommand({ SecretId: secretArn })));
     // Assess
