@@ -1,15 +1,17 @@
 /**
- * The MCP server's limits on a file argument given as a URL (docs/contract.md §4b), at their
- * edges, with the official SDK's client: the service fetches at most 3 MiB (URL_ASSET_MAX_BYTES:
- * exactly that many bytes are taken, one more is refused naming the argument and the limit)
- * within 10 s (URL_ASSET_TIMEOUT_MS: a URL that never answers is refused naming the argument and
- * the time); and the bytes are the file whatever type the URL declares, or none.
+ * The MCP server's limits (docs/contract.md §4b) at their edges, with the official SDK's client:
+ * a file argument given as a URL is fetched up to 3 MiB (URL_ASSET_MAX_BYTES: exactly that many
+ * bytes are taken, one more is refused naming the argument and the limit) within 10 s
+ * (URL_ASSET_TIMEOUT_MS: a URL that never answers is refused naming the argument and the time),
+ * its bytes the file whatever type the URL declares, or none; and a call without a task waits
+ * at most 45 s (MCP_CALL_MAX_WAIT_SECONDS) even where callers' waits may be longer
+ * (PIPEGATE_MAX_WAIT_SECONDS, 60 by default, as here), then answers with the execution.
  */
 import { createHash } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { URL_ASSET_MAX_BYTES, URL_ASSET_TIMEOUT_MS } from '../../functions/core/mcp-tool';
+import { MCP_CALL_MAX_WAIT_SECONDS, URL_ASSET_MAX_BYTES, URL_ASSET_TIMEOUT_MS } from '../../functions/core/mcp-tool';
 import { startTestServer, type TestServer } from '../support/http-server';
 import { mcpClient } from '../support/mcp';
 import { png } from '../support/media';
@@ -23,6 +25,9 @@ const held: ServerResponse[] = [];
 const photo = png(8, 8, (x, y) => [x * 30, y * 30, 90, 255]);
 /** Bytes no sniffer recognises: taken as application/octet-stream by an input that accepts any type. */
 const blob = (n: number) => Buffer.alloc(n, 7);
+/** Two naps of this: longer than a call's wait (45 s) together, shorter than callers' (60 s by default), each within an http node's 30 s. */
+const NAP_MS = ((MCP_CALL_MAX_WAIT_SECONDS + 8) * 1000) / 2;
+let slow: Published;
 
 beforeAll(async () => {
   upstream = await startTestServer((req, res) => {
@@ -39,6 +44,13 @@ beforeAll(async () => {
       // No Content-Type at all, as some file servers answer.
       res.writeHead(200);
       res.end(photo);
+    } else if (req.path === '/nap') {
+      // Sleeps as long as asked (`{"ms": …}`): quick for the publishing run, long for the call.
+      const ms = Number((JSON.parse(req.body || '{}') as { ms?: number }).ms ?? 0);
+      setTimeout(() => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ slept: ms }));
+      }, ms);
     } else if (req.path === '/as-text.png') {
       res.writeHead(200, { 'content-type': 'text/plain' });
       res.end(photo);
@@ -56,6 +68,22 @@ beforeAll(async () => {
     },
   });
   client = await mcpClient(rt.url, p.deploymentId, p.apiKey);
+  slow = await rt.publishPipeline('mcp-long-nap', {
+    nodes: {
+      ms: { type: 'input', value_type: 'integer', value: 0 },
+      first: { type: 'http', method: 'POST', url: `${upstream.origin}/nap`, inputs: ['ms'], body: '{"ms": ms}', timeout_ms: 30_000 },
+      second: {
+        type: 'http',
+        method: 'POST',
+        url: `${upstream.origin}/nap`,
+        inputs: ['ms', 'first'],
+        body: '{"ms": ms}',
+        timeout_ms: 30_000,
+      },
+      slept: { type: 'transform', inputs: ['second'], expression: 'second.slept' },
+      out: { type: 'output', from: 'slept' },
+    },
+  });
 });
 
 afterAll(async () => {
@@ -108,4 +136,22 @@ it.each([
   const r = await call(`${upstream.origin}${path}`);
   expect(r.isError).toBeFalsy();
   expect(r.structuredContent).toEqual({ info: `image/png ${photo.length} ${sha256(photo)}` });
+});
+
+it(`waits at most ${MCP_CALL_MAX_WAIT_SECONDS} s for a call without a task, though callers may wait 60 s: then the execution and where to follow it`, async () => {
+  const c = await mcpClient(rt.url, slow.deploymentId, slow.apiKey);
+  try {
+    // The SDK's own request time-out (60 s) would end the call first; the service answers before it.
+    const r = (await c.callTool({ name: 'mcp_long_nap', arguments: { ms: NAP_MS } }, undefined, { timeout: 120_000 })) as CallToolResult;
+    expect(r.isError).toBeFalsy();
+    expect(r.structuredContent).toEqual({});
+    const meta = r._meta?.['pipegate/execution'] as { execution_id: string; status: string };
+    expect(meta.status).toBe('running');
+    const said = (r.content as { type: string; text?: string }[]).map((b) => b.text ?? '').join('');
+    expect(said).toContain(`is still running after ${MCP_CALL_MAX_WAIT_SECONDS} s`);
+    // It goes on without the call, and finishes.
+    expect((await rt.waitForExecution(meta.execution_id, slow.apiKey)).status).toBe('completed');
+  } finally {
+    await c.close();
+  }
 });
