@@ -5,7 +5,10 @@
  * key from the environment as a client expands it; the thumbnail's `MCP URL` line and key),
  * lists the tool, calls it, sees progress node by node and gets the thumbnail as a link that
  * serves the picture. The thumbnail's image service is examples/servers/thumbnail.mjs, started
- * as the README starts it. The same against start:synth in test/e2e/synth/mcp-newcomer.test.ts.
+ * as the README starts it. Then a long job, examples/render-job.json (its http node polls the
+ * job service of examples/servers/image-jobs.mjs, the execution waiting in the state machine
+ * between polls), called as a task: created at once, working while the job renders, its result
+ * the picture's link. The same against start:synth in test/e2e/synth/mcp-newcomer.test.ts.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -15,6 +18,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { runCli, type CliRun } from '../support/cli';
+import { pngSize, startImageJobs, type ImageJobs } from '../support/image-jobs';
 import { png } from '../support/media';
 import { startE2eRuntime, waitUntil, type E2eRuntime } from '../support/runtime';
 
@@ -24,6 +28,7 @@ let rt: E2eRuntime;
 let server: ChildProcess;
 let serverLog = '';
 let work: string;
+let jobs: ImageJobs;
 const clients: Client[] = [];
 
 const pg = (args: string[]): Promise<CliRun> =>
@@ -62,6 +67,7 @@ beforeAll(async () => {
     async () => /listening on (http:\/\/\S+)/.exec(serverLog)?.[1] ?? '',
     (url) => url !== '',
   );
+  jobs = await startImageJobs();
   rt = await startE2eRuntime();
   work = mkdtempSync(join(tmpdir(), 'pipegate-mcp-newcomer-'));
   copyFileSync(join(EXAMPLES, 'greeting.json'), join(work, 'greeting.json'));
@@ -69,11 +75,16 @@ beforeAll(async () => {
   const thumbnail = readFileSync(join(EXAMPLES, 'thumbnail.json'), 'utf8');
   expect(thumbnail).toContain('http://127.0.0.1:4012/thumbnail?size=64');
   writeFileSync(join(work, 'thumbnail.json'), thumbnail.replace('http://127.0.0.1:4012', serverUrl));
+  // The same for the long job's service (the example names 4013).
+  const renderJob = readFileSync(join(EXAMPLES, 'render-job.json'), 'utf8');
+  expect(renderJob).toContain('http://127.0.0.1:4013/v1/jobs');
+  writeFileSync(join(work, 'render-job.json'), renderJob.replace('http://127.0.0.1:4013', jobs.url));
 });
 
 afterAll(async () => {
   for (const c of clients) await c.close().catch(() => undefined);
   await rt?.cleanup();
+  await jobs?.close();
   if (server && server.exitCode === null) {
     const exited = new Promise((r) => server.once('exit', r));
     server.kill('SIGTERM');
@@ -162,4 +173,39 @@ it('thumbnail: the MCP URL and key the publish printed, in an MCP client: a phot
   });
   expect((r.structuredContent as { thumbnail_bytes: number }).thumbnail_bytes).toBe(served.length);
   expect(serverLog).toContain('200×120 → 200 64×38');
+});
+
+it('render-job: a long job called as a task, created at once, working while the job service renders, its result the picture as a link', async () => {
+  await ok(['push', 'render-job.json']);
+  await ok(['run', 'render-job', '--input', 'seconds=0']);
+  const out = await ok(['publish', 'render-job']);
+  const client = await connect(printed(out, 'MCP URL'), { Authorization: `Bearer ${printed(out, 'API key')}` });
+  const [tool] = (await client.listTools()).tools;
+  expect(tool?.name).toBe('render_job');
+  expect(tool?.execution).toEqual({ taskSupport: 'optional' });
+
+  const messages: { type: string; task?: { taskId: string; status: string }; result?: CallToolResult }[] = [];
+  for await (const m of client.experimental.tasks.callToolStream(
+    { name: 'render_job', arguments: { prompt: 'an owl at night', seconds: 8, size: 64 } },
+    undefined,
+    { task: { ttl: 3_600_000 } },
+  ))
+    messages.push(m as (typeof messages)[number]);
+
+  const created = messages[0];
+  expect(created?.type).toBe('taskCreated');
+  expect(created?.task?.status).toBe('working');
+  const taskId = created?.task?.taskId ?? '';
+  // The client polled tasks/get while the job rendered: working, then completed.
+  const statuses = messages.filter((m) => m.type === 'taskStatus').map((m) => m.task?.status);
+  expect(statuses).toContain('working');
+  expect(statuses.at(-1)).toBe('completed');
+  const last = messages.at(-1);
+  expect(last?.type).toBe('result');
+  const link = last?.result?.content.find((b) => b.type === 'resource_link') as { uri: string; name: string; mimeType: string } | undefined;
+  expect(link).toMatchObject({ name: 'picture', mimeType: 'image/png' });
+  expect(pngSize(Buffer.from(await (await fetch(link?.uri ?? '')).arrayBuffer()))).toEqual({ width: 64, height: 64 });
+  // The job was submitted once, under the task's execution, and polled.
+  expect((await jobs.stats()).submits[`${taskId}.render`]).toBe(1);
+  expect((await jobs.stats()).polls).not.toEqual({});
 });
