@@ -59,17 +59,10 @@ async function ok(args: string[]): Promise<string> {
 
 /** The block printed under "Try it": from the key's line (its export, or the reminder of it) to the end. */
 function tryIt(out: string): string {
-  const at = out.search(/^ {4}(?:# )?export PIPEGATE_API_KEY=/m);
+  const at = out.search(/^(?:# )?export PIPEGATE_API_KEY=/m);
   if (at < 0) throw new Error(`no "Try it" block in:\n${out}`);
   return out.slice(at);
 }
-
-/** The block without the four spaces the CLI indents it by (Python would refuse them). */
-const dedent = (block: string): string =>
-  block
-    .split('\n')
-    .map((l) => l.replace(/^ {4}/, ''))
-    .join('\n');
 
 let key = '';
 let deploymentId = '';
@@ -92,7 +85,7 @@ it('curl: the first publish prints the key and the command; pasted into a shell 
   key = /^ *API key +(\S+)$/m.exec(out)?.[1] ?? '';
   deploymentId = /^ *deployment +(\S+)$/m.exec(out)?.[1] ?? '';
   const block = tryIt(out);
-  expect(block.split('\n')[0]).toBe(`    export PIPEGATE_API_KEY=${key}`);
+  expect(block.split('\n')[0]).toBe(`export PIPEGATE_API_KEY=${key}`);
 
   // The block unchanged; curl wrapped to add the status line after the body, so the 202 is seen, not inferred.
   const withStatus = `curl() { command curl -w '\\n%{http_code}' "$@"; }\n${block}`;
@@ -109,14 +102,14 @@ it('curl: the first publish prints the key and the command; pasted into a shell 
 
 it('python: the block publish --snippet python prints runs with the key in the environment and prints the completed outputs', async () => {
   const out = await ok(['publish', 'every', '--snippet', 'python']);
-  const code = dedent(tryIt(out));
+  const code = tryIt(out);
   const ran = await exec('python3', ['-c', code], { env: { PATH: process.env.PATH ?? '', PIPEGATE_API_KEY: key } });
   expect(ran.stdout.trim()).toBe(`completed {'message': {'value': '${EXPECTED}', 'value_type': 'RAW'}}`);
 });
 
 it("typescript: the block publish --snippet typescript prints is the one the deployment's own document gives", async () => {
   const out = await ok(['publish', 'every', '--snippet', 'typescript']);
-  const printed = dedent(tryIt(out)).split('\n').slice(1).join('\n').trimEnd();
+  const printed = tryIt(out).split('\n').slice(1).join('\n').trimEnd();
   const doc = await rt.caller('GET', `/v1/deployments/${deploymentId}/openapi.json`, key);
   expect(doc.status).toBe(200);
   expect(printed).toBe(deploymentSnippets(doc.body).typescript);

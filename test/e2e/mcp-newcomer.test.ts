@@ -105,7 +105,6 @@ it('greeting: the configuration `publish --snippet mcp` printed, in an MCP clien
   const json = block
     .split('\n')
     .slice(1)
-    .map((l) => l.replace(/^ {4}/, ''))
     .filter((l) => !l.startsWith('//'))
     .join('\n');
   const config = JSON.parse(json) as { mcpServers: Record<string, { type: string; url: string; headers: Record<string, string> }> };
