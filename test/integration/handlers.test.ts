@@ -157,6 +157,24 @@ describe('authorizer', () => {
     const onOther = { ...authorizerEvent({ 'x-api-key': q.apiKey }), pathParameters: { deployment_id: p.deploymentId } };
     expect(await authorizer(onOther)).toEqual(denied('other_deployment'));
   });
+
+  it('denies a key header sent twice with two keys as two_keys: API Gateway keeps the last in headers, every one in multiValueHeaders', async () => {
+    // Prepare: the event API Gateway gives for `X-API-Key: <p's key>` then `X-API-Key: <q's key>`.
+    const p = await publishGreeting('auth-twice');
+    const q = await publishGreeting('auth-twice-other');
+    const twice = (name: string, first: string, last: string) => ({
+      ...authorizerEvent({ [name]: last }),
+      multiValueHeaders: { [name]: [first, last] },
+    });
+    // Act
+    const keys = await authorizer(twice('X-API-Key', q.apiKey, p.apiKey));
+    const authorizations = await authorizer(twice('Authorization', `Api-Key ${q.apiKey}`, `Api-Key ${p.apiKey}`));
+    const same = await authorizer(twice('X-API-Key', p.apiKey, p.apiKey));
+    // Assess
+    expect(keys).toEqual(denied('two_keys'));
+    expect(authorizations).toEqual(denied('two_keys'));
+    expect(same.principalId).toBe(p.deploymentId);
+  });
 });
 
 describe('execute → runner → tasks → callback', () => {

@@ -963,3 +963,36 @@ describe('alarms and outputs', () => {
     expect(url).toContain(`/${built.settings.stageName}"`);
   });
 });
+
+describe('docs/aws.md says what the template does', () => {
+  const aws = readFileSync(`${__dirname}/../../docs/aws.md`, 'utf8').replace(/\s+/g, ' ');
+
+  it("states the state machine's log level as the default deploy sets it: ERROR, every event only when asked", () => {
+    // Act
+    const machine = Object.values(svc).find((r) => r.Type === 'AWS::StepFunctions::StateMachine');
+    const level = String((machine?.Properties?.LoggingConfiguration as { Level?: string } | undefined)?.Level);
+    // Assess
+    expect(level).toBe(parseSettings({}).stateMachineLogLevel);
+    expect(aws).toContain(`| \`stateMachineLogLevel\` | \`${level}\` |`);
+    expect(aws).toContain(`logging to a log group at level ${level} by default`);
+    expect(aws).toContain(`(level ${level} by default, with their data;`);
+    expect(aws).toContain(`the state machine logs at ${level} by default`);
+  });
+
+  it("states the waiting routes' time-out as the template sets it: they stream, so the streamed one", () => {
+    // Act
+    const waiting = ROUTES.filter((r) => r.waits);
+    const listed = /The waiting routes \(`waits: true` in `lib\/routes\.ts`: ([^)]*)\)/.exec(aws)?.[1] ?? '';
+    // Assess
+    for (const r of waiting) {
+      expect({ handler: r.handler, timeout: svc[fnId(r.handler)]?.Properties?.Timeout }).toEqual({
+        handler: r.handler,
+        timeout: STREAMED_ROUTE_TIMEOUT_SECONDS,
+      });
+      if (r.handler !== 'deployment-mcp')
+        expect({ handler: r.handler, listed: listed.includes(r.handler) }).toEqual({ handler: r.handler, listed: true });
+    }
+    expect(aws).toContain(`their integration and Lambda time-outs are the streamed ${STREAMED_ROUTE_TIMEOUT_SECONDS} s`);
+    expect(aws).toContain("The MCP server's calls (`waits: true` too)");
+  });
+});

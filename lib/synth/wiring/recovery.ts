@@ -5,7 +5,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { createDeps, type Deps } from '../../../functions/adapters/deps';
-import { isConditionFailure, localEndpointConfig } from '../../../functions/adapters/dynamo';
+import { conditionalWrite, localEndpointConfig } from '../../../functions/adapters/dynamo';
 import { sweepKey } from '../../../functions/adapters/executions.store';
 import { createGuardedHttp } from '../../../functions/adapters/guarded-http';
 import { parseKeyMaterial, StaticKeyMaterial } from '../../../functions/adapters/key-material';
@@ -97,8 +97,9 @@ export async function indexUnmarkedOpen(d: Deps, dynamoEndpoint: string): Promis
       );
       for (const item of page.Items ?? []) {
         indexed += 1;
-        await db
-          .send(
+        // An execution that finished meanwhile keeps no open entry (conditionalWrite: null).
+        await conditionalWrite(
+          db.send(
             new UpdateCommand({
               TableName: d.config.table,
               Key: { pk: item.pk, sk: item.sk },
@@ -112,10 +113,8 @@ export async function indexUnmarkedOpen(d: Deps, dynamoEndpoint: string): Promis
                 ':r': 'running',
               },
             }),
-          )
-          .catch((err: unknown) => {
-            if (!isConditionFailure(err)) throw err;
-          });
+          ),
+        );
       }
       start = page.LastEvaluatedKey;
     } while (start);

@@ -25,6 +25,7 @@ import {
   DOWNLOAD_VIEW_SECONDS,
   minimumReservation,
   mostReservable,
+  reservationRefusal,
   waitersBound,
 } from '../../../lib/concurrency';
 import { WAIT_SHARDS, WAIT_WINDOW_SECONDS } from '../../../functions/adapters/wait-slots.store';
@@ -92,6 +93,15 @@ describe('docs state the concurrency budget lib/concurrency.ts derives', () => {
       );
     }
     expect(mostReservable({ quota: 10, unreserved: 10 }, 0, DEFAULT_MAX_ACCOUNT_SHARE)).toBeLessThan(least);
+  });
+
+  it("docs/aws.md: the deploy-time check's message, as it refuses reservedConcurrency=700 where others hold 300 of 1,000", () => {
+    const refusal = reservationRefusal(
+      { quota: 1_000, unreserved: 700 },
+      { requested: 700, total: at(700).total, held: 0, maxAccountShare: 100, least: minimumReservation(names) },
+    );
+    expect(refusal).toBeDefined();
+    expect(aws).toContain(`\`${String(refusal)}\` (here with \`maxAccountShare=100\`)`);
   });
 
   it('docs/aws.md: the reservations at reservedConcurrency=500 and their total', () => {
