@@ -46,7 +46,7 @@ export interface FunctionAccess {
    * under an owner secret's encryption context (functions/core/envelope.ts).
    */
   ownerSecrets: readonly OwnerSecretsAction[];
-  /** Step Functions actions on the pipegate state machine (StopExecution: on its executions). */
+  /** Step Functions actions: StartExecution on both state machines, StopExecution on the Standard machine's executions. */
   states: readonly StatesAction[];
   /** Object storage (Deps.objects); a function that only reads neither loads nor bundles the S3 client. */
   objects: readonly ObjectAction[];
@@ -228,7 +228,8 @@ export const ACCESS: Readonly<Record<FunctionName, FunctionAccess>> = {
   // Reads the sweep index, then the items; repairs are conditional updates, re-queued messages,
   // and the run pointer and callback of an execution it fails (afterTerminal).
   // Removes the objects of executions it finds expired.
-  sweeper: access(UPDATE, { query: ['sweep'], send: ['executions', 'callbacks'], objects: ['read', 'delete'] }),
+  // StopExecution: a Standard workflow still asleep in an execution the sweeper failed past its deadline.
+  sweeper: access(UPDATE, { query: ['sweep'], send: ['executions', 'callbacks'], states: ['StopExecution'], objects: ['read', 'delete'] }),
 };
 
 /** Every function pipegate deploys: the route handlers and the workers. */
