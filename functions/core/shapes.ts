@@ -569,6 +569,7 @@ const OwnerExecution = v.object({
     v.description("The consumer whose key submitted it; null for the deployment's own key (and runs)."),
   ),
   version: int(1),
+  workflow: ExecutionWorkflow,
   status: ExecutionStatus,
   inputs: v.record(v.string(), RawValue),
   outputs: v.nullable(v.record(v.string(), RawValue)),
