@@ -114,11 +114,19 @@ describe("the sweeper's role", () => {
 
     // Act
     const report = await sweepOnce({ ...d, queue });
-    const made = [...calls, ...sends];
+    const made: Call[] = [...calls, ...sends];
 
     // Assess: every repair happened, with no error (so every call above succeeded).
     expect(report).toMatchObject({ requeued: 1, timedOut: 2, callbacksRequeued: 1, errors: 0 });
-    expect(d.workflow.started.concat(d.workflow.stopped)).toEqual([]);
+    expect(d.workflow.started).toEqual([]);
+    // The two it failed past their deadline (Standard executions): their workflows are stopped.
+    expect(d.workflow.stopped).toHaveLength(2);
+    const stack = resolved.stack('Pipegate');
+    const machineOf = (id: string) => stack.physical[logicalId(resolved, 'Pipegate', 'AWS::StepFunctions::StateMachine', id)]?.ref ?? '';
+    const standard = machineOf('StandardStateMachine');
+    const express = machineOf('ExpressStateMachine');
+    const executionArn = (machine: string, name: string) => `${machine.replace(':stateMachine:', ':execution:')}:${name}`;
+    for (const name of d.workflow.stopped) made.push({ action: 'states:StopExecution', resource: executionArn(standard, name) });
     const distinct = [...new Map(made.map((c) => [`${c.action} ${c.resource}`, c])).values()];
     expect(
       distinct
@@ -133,12 +141,11 @@ describe("the sweeper's role", () => {
       'dynamodb:UpdateItem table',
       'sqs:SendMessage callbacks',
       'sqs:SendMessage executions',
+      ...d.workflow.stopped.map((name) => `states:StopExecution ${executionArn(standard, name)}`).sort(),
     ]);
     for (const c of distinct) expect([c, await allowed(c)]).toEqual([c, true]);
 
     // Everything else any pipegate function is granted is refused to the sweeper.
-    const stack = resolved.stack('Pipegate');
-    const machine = stack.physical[logicalId(resolved, 'Pipegate', 'AWS::StepFunctions::StateMachine', 'StateMachine')]?.ref ?? '';
     const secret =
       resolved.stack('PipegateStateful').physical[logicalId(resolved, 'PipegateStateful', 'AWS::SecretsManager::Secret', 'KeyMaterial')]
         ?.ref ?? '';
@@ -152,8 +159,9 @@ describe("the sweeper's role", () => {
       { action: 'dynamodb:Scan', resource: `${table}/index/sweep` },
       { action: 'sqs:ReceiveMessage', resource: queues.executions },
       { action: 'sqs:DeleteMessage', resource: queues.callbacks },
-      { action: 'states:StartExecution', resource: machine },
-      { action: 'states:StopExecution', resource: machine.replace(':stateMachine:', ':execution:') + ':x' },
+      { action: 'states:StartExecution', resource: standard },
+      { action: 'states:StartExecution', resource: express },
+      { action: 'states:StopExecution', resource: executionArn(express, 'x') },
       { action: 'secretsmanager:GetSecretValue', resource: secret },
     ];
     for (const c of others) expect([c, await allowed(c)]).toEqual([c, false]);
