@@ -1,12 +1,13 @@
 /**
  * Which state machine a pipeline version's executions run on, decided once when the version is
- * pushed and stored with it. Express costs a dollar per million executions but ends every
- * execution at five minutes; Standard runs up to a year, is billed per state transition, and
- * can be stopped. A version runs on Standard when anything in it could outlast what Express
- * leaves an execution (`expressMaxMs`, lib/workflow-budget.ts): a node that may wait for the
- * state machine (the registry's `waits`: a poll, a delay past a second, a wait for an event), a
- * chain of nodes whose longest times (the registry's `longestMs`) add up past it, or a
- * definition's own `timeout_ms` past it. New node kinds are covered by their registry entries.
+ * pushed and stored with it. Express costs a dollar per million executions and its duration, but
+ * ends every execution at five minutes; Standard runs up to a year, can be stopped, and bills
+ * every state transition. A version runs on Standard when its executions could outlast what
+ * Express leaves an execution (`expressMaxMs`, lib/workflow-budget.ts): when its definition asks
+ * for a longer `timeout_ms`, or, without one, when its nodes one after another could take longer,
+ * each at its registry's `longestMs` (a poll's own time-out, a wait's, a delay, a call's). A node
+ * that waits (the registry's `waits`) within that time waits in an Express execution's Wait
+ * state, billed by the second; new node kinds are covered by their registry entries.
  */
 import { kindOf, nodeDependencies } from './nodes';
 import type { PipelineDefinition, WorkflowType } from './types';
@@ -38,22 +39,26 @@ export function longestPathMs(def: PipelineDefinition): number {
 
 /** Express unless the pipeline could outlast `expressMaxMs`; the reason names what decided it. */
 export function workflowFor(def: PipelineDefinition, expressMaxMs: number): WorkflowChoice {
-  const waiting = Object.entries(def.nodes).find(([, node]) => kindOf(node).waits(node));
-  if (waiting) {
-    const [id, node] = waiting;
-    return { type: 'standard', reason: `node '${id}' (${node.type}) may wait for the state machine` };
-  }
-  if (def.timeout_ms !== undefined && def.timeout_ms > expressMaxMs) {
-    return { type: 'standard', reason: `timeout_ms ${def.timeout_ms} is more than an Express execution allows (${expressMaxMs} ms)` };
+  if (def.timeout_ms !== undefined) {
+    return def.timeout_ms > expressMaxMs
+      ? { type: 'standard', reason: `its timeout_ms ${def.timeout_ms} is more than an Express execution allows (${expressMaxMs} ms)` }
+      : { type: 'express', reason: `its timeout_ms ${def.timeout_ms} fits an Express execution (${expressMaxMs} ms)` };
   }
   const path = longestPathMs(def);
-  if (path > expressMaxMs) {
+  if (path <= expressMaxMs) {
     return {
-      type: 'standard',
-      reason: `its nodes may take ${path} ms one after another, more than an Express execution allows (${expressMaxMs} ms)`,
+      type: 'express',
+      reason: `its nodes end within ${path} ms one after another, which fits an Express execution (${expressMaxMs} ms)`,
     };
   }
-  return { type: 'express', reason: `no node waits and it ends within ${expressMaxMs} ms` };
+  // Name the node that makes it long: the longest of all.
+  const [id, node] = Object.entries(def.nodes).reduce((a, b) => (kindOf(b[1]).longestMs(b[1]) > kindOf(a[1]).longestMs(a[1]) ? b : a));
+  return {
+    type: 'standard',
+    reason:
+      `its nodes may take ${path} ms one after another, more than an Express execution allows (${expressMaxMs} ms): ` +
+      `node '${id}' (${node.type}) may ${kindOf(node).waits(node) ? 'wait' : 'take'} up to ${kindOf(node).longestMs(node)} ms`,
+  };
 }
 
 /**

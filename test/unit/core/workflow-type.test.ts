@@ -29,13 +29,16 @@ const out = (from: string) => ({ type: 'output', from });
 describe('workflowFor', () => {
   it('runs a pipeline that never waits and ends well within the allowance on Express', () => {
     const def = definition({ t: { type: 'transform', inputs: ['x'], expression: "'Hello, ' & x" }, o: out('t') });
-    expect(workflowFor(def, MAX)).toEqual({ type: 'express', reason: `no node waits and it ends within ${MAX} ms` });
+    expect(workflowFor(def, MAX)).toEqual({
+      type: 'express',
+      reason: `its nodes end within 0 ms one after another, which fits an Express execution (${MAX} ms)`,
+    });
   });
 
   it.each([
-    ['a delay past a second', { type: 'delay', inputs: ['x'], ms: 1_001 }],
+    ['a delay past the allowance', { type: 'delay', inputs: ['x'], ms: MAX + 1 }, MAX + 1],
     [
-      'a polled job',
+      'a polled job (its own time-out: an hour by default)',
       {
         type: 'http',
         method: 'POST',
@@ -43,23 +46,52 @@ describe('workflowFor', () => {
         inputs: ['x'],
         poll: { url: "'https://api.example/v1/jobs/' & id", done: 'done' },
       },
+      3_600_000,
     ],
-  ])('runs a pipeline with %s on Standard, naming the node', (_what, node) => {
+  ])('runs a pipeline with %s on Standard, naming the node and how long it may wait', (_what, node, ms) => {
     const def = definition({ n: node, o: out('n') });
-    expect(workflowFor(def, MAX)).toEqual({ type: 'standard', reason: expect.stringContaining("node 'n'") as unknown as string });
-  });
-
-  it('keeps a delay of a second or less inside the step, on Express', () => {
-    expect(workflowFor(definition({ n: { type: 'delay', inputs: ['x'], ms: 1_000 }, o: out('n') }), MAX).type).toBe('express');
-  });
-
-  it('runs on Standard a definition whose timeout_ms is past the allowance, and on Express one at it', () => {
-    const nodes = { o: out('x') };
-    expect(workflowFor(definition(nodes, { timeout_ms: MAX + 1 }), MAX)).toMatchObject({
+    expect(workflowFor(def, MAX)).toEqual({
       type: 'standard',
-      reason: `timeout_ms ${MAX + 1} is more than an Express execution allows (${MAX} ms)`,
+      reason: `its nodes may take ${ms} ms one after another, more than an Express execution allows (${MAX} ms): node 'n' (${node.type}) may wait up to ${ms} ms`,
     });
-    expect(workflowFor(definition(nodes, { timeout_ms: MAX }), MAX).type).toBe('express');
+  });
+
+  it("waits in an Express execution's Wait state when the wait fits it: a short delay, a job with a short time-out", () => {
+    const delay = definition({ n: { type: 'delay', inputs: ['x'], ms: 2_000 }, o: out('n') });
+    const job = definition({
+      n: {
+        type: 'http',
+        method: 'POST',
+        url: 'https://api.example/v1/jobs',
+        inputs: ['x'],
+        poll: { url: "'https://api.example/v1/jobs/' & id", done: 'done', timeout_ms: 120_000 },
+      },
+      o: out('n'),
+    });
+    expect(workflowFor(delay, MAX).type).toBe('express');
+    expect(workflowFor(job, MAX).type).toBe('express');
+  });
+
+  it("follows the definition's own timeout_ms when it has one: past the allowance, Standard; within it, Express whatever its nodes", () => {
+    const hourJob = {
+      n: {
+        type: 'http',
+        method: 'POST',
+        url: 'https://api.example/v1/jobs',
+        inputs: ['x'],
+        poll: { url: "'https://api.example/v1/jobs/' & id", done: 'done' },
+      },
+      o: out('n'),
+    };
+    expect(workflowFor(definition({ o: out('x') }, { timeout_ms: MAX + 1 }), MAX)).toEqual({
+      type: 'standard',
+      reason: `its timeout_ms ${MAX + 1} is more than an Express execution allows (${MAX} ms)`,
+    });
+    // The execution ends at its time-out, whatever its nodes could take.
+    expect(workflowFor(definition(hourJob, { timeout_ms: MAX }), MAX)).toEqual({
+      type: 'express',
+      reason: `its timeout_ms ${MAX} fits an Express execution (${MAX} ms)`,
+    });
   });
 
   it('runs on Standard a chain of calls whose time-outs add up past the allowance, the longest chain deciding, not the sum of all', () => {
@@ -68,7 +100,7 @@ describe('workflowFor', () => {
     expect(longestPathMs(definition({ ...chain, o: out('c5') }))).toBe(180_000);
     expect(workflowFor(definition({ ...chain, o: out('c5') }), MAX)).toMatchObject({
       type: 'standard',
-      reason: expect.stringContaining('180000 ms'),
+      reason: expect.stringContaining('take up to 30000 ms') as unknown as string,
     });
     // Six calls of 30 s side by side: 30 s.
     const fan = Object.fromEntries(Array.from({ length: 6 }, (_, i) => [`c${i}`, http(['x'])]));
@@ -76,7 +108,7 @@ describe('workflowFor', () => {
     expect(workflowFor(definition({ ...fan, o: out('c5') }), MAX).type).toBe('express');
   });
 
-  it("follows every registered kind's own waits and longestMs (a kind added later is covered by its entry)", () => {
+  it("follows every registered kind's own longestMs (a kind added later is covered by its entry)", () => {
     for (const type of NODE_TYPES) {
       const example = NODE_KINDS[type].example as unknown as PipelineNode;
       const def = {
@@ -86,8 +118,7 @@ describe('workflowFor', () => {
           n: example,
         },
       } as unknown as PipelineDefinition;
-      const kind = kindOfType(type);
-      const expected = kind.waits(example) || kind.longestMs(example) > MAX ? 'standard' : 'express';
+      const expected = kindOfType(type).longestMs(example) > MAX ? 'standard' : 'express';
       expect([type, workflowFor(def, MAX).type]).toEqual([type, expected]);
     }
   });

@@ -49,8 +49,11 @@ describe('the state machine a version runs on', () => {
     const long = await push(d, 'render', JSON.stringify(job));
     const longer = await push(d, 'slow', JSON.stringify(tenMinutes));
     // Assess
-    expect(short.body).toMatchObject({ workflow: 'express', workflow_reason: expect.stringContaining('no node waits') });
-    expect(long.body).toMatchObject({ workflow: 'standard', workflow_reason: "node 'render' (http) may wait for the state machine" });
+    expect(short.body).toMatchObject({ workflow: 'express', workflow_reason: expect.stringContaining('fits an Express execution') });
+    expect(long.body).toMatchObject({
+      workflow: 'standard',
+      workflow_reason: expect.stringContaining("node 'render' (http) may wait up to 3600000 ms"),
+    });
     expect(longer.body).toMatchObject({ workflow: 'standard', workflow_reason: expect.stringContaining('timeout_ms 600000') });
     expect((await d.pipelines.getVersion('render', 1))?.workflow).toBe('standard');
   });
