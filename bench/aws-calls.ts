@@ -1140,7 +1140,7 @@ export function workflowCost(r: WorkflowRun, asl: { StartAt: string; States: Rec
     const transitions = r.workflows.reduce((n, w) => n + stepLoopStates(asl, w.answers, { stoppedInItsLastWait: w.stopped }).length, 0);
     lines.push({
       item: 'Step Functions Standard',
-      perExecution: `${transitions} state transitions (${workflows} workflow${workflows > 1 ? 's' : ''}, ${steps} steps, ${waits} waits)`,
+      perExecution: `${transitions} state transitions (${workflows} workflow${workflows > 1 ? 's' : ''}, ${steps} step${steps > 1 ? 's' : ''}, ${waits} wait${waits === 1 ? '' : 's'})`,
       dollars: transitions * PRICES.sfnStandardPerMillionTransitions,
     });
   }
@@ -1156,7 +1156,7 @@ export function workflowCost(r: WorkflowRun, asl: { StartAt: string; States: Rec
   const gbSeconds = gb * (ms / 1000) + ASSUMPTIONS.coldShare * invocations * ASSUMPTIONS.coldInitSeconds * gb;
   lines.push({
     item: 'Lambda duration (arm64)',
-    perExecution: `${gbSeconds.toFixed(4)} GB-s: ${round(ms, 0)} ms warm (task-run ${round(runMs, 0)} ms: ${steps} × ${ASSUMPTIONS.stepMs} ms + ${r.upstreamCalls} upstream answers × ${ASSUMPTIONS.upstreamMs} ms), 0 s while it waits (${round(r.seconds - runMs / 1000, 0)} s)`,
+    perExecution: `${gbSeconds.toFixed(4)} GB-s: ${round(ms, 0)} ms warm (task-run ${round(runMs, 0)} ms: ${steps} step${steps > 1 ? 's' : ''} × ${ASSUMPTIONS.stepMs} ms + ${r.upstreamCalls} upstream answer${r.upstreamCalls > 1 ? 's' : ''} × ${ASSUMPTIONS.upstreamMs} ms)${waits > 0 ? `, 0 s while it waits (${round(r.seconds - runMs / 1000, 0)} s)` : ''}`,
     dollars: gbSeconds * PRICES.lambdaArmPerGbSecond * M,
   });
   // Each workflow's message is received and deleted once; a wake sends one more.
@@ -1186,6 +1186,61 @@ export function workflowCost(r: WorkflowRun, asl: { StartAt: string; States: Rec
   }
   // Traces: each workflow's and each runner invocation's; the resume request's. All recorded at a million a month.
   const traces = workflows * 2 + resumes;
-  lines.push({ item: 'X-Ray', perExecution: `${traces} traces`, dollars: traces * PRICES.xrayPerMillionTracesRecorded });
+  lines.push({
+    item: 'X-Ray',
+    perExecution: `${traces} traces (each workflow's and its runner's${resumes ? ", the resume request's" : ''}), all recorded at a million a month`,
+    dollars: traces * PRICES.xrayPerMillionTracesRecorded,
+  });
   return lines;
+}
+
+/** Standard's transitions for one workflow of `waits` waits and a last step that ends it. */
+export const transitionsWithWaits = (asl: { StartAt: string; States: Record<string, unknown> }, waits: number): number =>
+  stepLoopStates(asl, [...Array.from({ length: waits }, (): StepNext => 'wait'), 'done']).length;
+
+/**
+ * docs/aws.md's "Long executions": each priced execution as a markdown table, its total, and the
+ * figures the prose compares (rendered from the model, so the prose cannot drift from it).
+ */
+export function longExecutionText(asl: { StartAt: string; States: Record<string, unknown> }): {
+  tables: string[];
+  totals: number[];
+  polledWaits: number;
+  polledTransitions: number;
+  steadyTransitions: number;
+  retryAfterTransitions: number;
+  heldIntervalDollars: number;
+  threeTransitionsDollars: number;
+  breakEvenSeconds: number;
+  fiveOnStandard: number;
+} {
+  const runs = workflowRuns();
+  const tables = runs.map((r) => {
+    const lines = workflowCost(r, asl);
+    return [
+      `| ${r.name} | Per execution | $ per million |`,
+      '|---|---|---:|',
+      ...lines.map((l) => `| ${l.item} | ${l.perExecution} | ${dollars(l.dollars)} |`),
+      `| **In all** | | **${dollars(totalDollars(lines))}** |`,
+    ].join('\n');
+  });
+  const jobMs = WORKFLOW_SCENARIOS.polledJob.jobMs;
+  const polledWaits = pollWaitsSeconds(jobMs).length;
+  const gbs = ASSUMPTIONS.lambdaMemoryMb / 1024;
+  const perTransition = PRICES.sfnStandardPerMillionTransitions;
+  return {
+    tables,
+    totals: runs.map((r) => totalDollars(workflowCost(r, asl))),
+    polledWaits,
+    polledTransitions: transitionsWithWaits(asl, polledWaits),
+    // Every 5 s for the whole ten minutes, with no back-off.
+    steadyTransitions: transitionsWithWaits(asl, Math.ceil(jobMs / DEFAULT_POLL_EVERY_MS)),
+    // An upstream that answers Retry-After: 30.
+    retryAfterTransitions: transitionsWithWaits(asl, pollWaitsSeconds(jobMs, DEFAULT_POLL_EVERY_MS, 30_000).length),
+    // A step that stays in its Lambda through one 5 s interval, against the three transitions a Wait costs.
+    heldIntervalDollars: gbs * (DEFAULT_POLL_EVERY_MS / 1000) * PRICES.lambdaArmPerGbSecond * 1e6,
+    threeTransitionsDollars: 3 * perTransition,
+    breakEvenSeconds: (3 * perTransition) / (gbs * PRICES.lambdaArmPerGbSecond * 1e6),
+    fiveOnStandard: transitionsWithWaits(asl, 0) * perTransition,
+  };
 }
