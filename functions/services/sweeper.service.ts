@@ -14,8 +14,8 @@ import { errorFields } from '../adapters/logger';
 import { EXPRESS_MAX_EXECUTION_TIMEOUT_MS, INTERRUPTED_RERUNS } from '../../lib/workflow-budget';
 import { failInterrupted, failRunning } from './lifecycle.service';
 import { executionMessage } from './enqueue';
-import { executionTimeoutMs, versionWorkflow } from './workflow-choice';
-import { stopWorkflows } from './workflows';
+import { executionTimeoutMs } from './execution-timeout';
+import { workflowOf } from './workflows';
 
 export interface SweepReport {
   /** Index entries looked at. */
@@ -167,15 +167,11 @@ async function repair(d: Deps, id: string, now: Date, opts: SweepOptions, report
     if (now.getTime() <= startedMs + shortest + graceMs) return;
     // Past the service's default: the pipeline's own time-out (a job, a wait) may be longer.
     const version = await d.pipelines.getVersion(e.pipeline_id, e.version);
-    const timeoutMs = version
-      ? executionTimeoutMs(d, version.definition, e.workflow ?? versionWorkflow(version))
-      : d.config.executionTimeoutMs;
+    const timeoutMs = version ? executionTimeoutMs(d, version.definition, workflowOf(e)) : d.config.executionTimeoutMs;
     if (now.getTime() <= startedMs + timeoutMs + graceMs) return;
     const seconds = Math.round(timeoutMs / 1000);
     if (await failRunning(d, e, `Execution timed out after ${seconds} s: it was still running past its time-out and was stopped`)) {
       report.timedOut += 1;
-      // A Standard workflow still asleep in it would only find it ended at its next step.
-      await stopWorkflows(d, e, 'timed out');
       d.log.warn('sweeper: running execution past its deadline failed', { execution_id: e.execution_id, started_at: e.started_at });
     }
     return;

@@ -23,12 +23,13 @@ import { referencedSecretNames } from '../core/nodes/secrets';
 import { isTerminal } from '../core/transitions';
 import type { Deps } from '../adapters/deps';
 import { writeStream } from './object-writer';
-import { executionTimeoutMs, versionWorkflow } from './workflow-choice';
+import { executionTimeoutMs } from './execution-timeout';
+import { workflowOf } from './workflows';
 import { progressRecorder } from './progress.service';
 import { afterTerminal, failExecution, finishExecution, markRunning, whileStoreUnavailable, type Finished } from './lifecycle.service';
 
 export { ExecutionMessage } from './messages';
-export { executionTimeoutMs } from './workflow-choice';
+export { executionTimeoutMs } from './execution-timeout';
 
 /**
  * MarkRunning: pending → running, once. A duplicate start, or a cancelled execution, does not
@@ -84,8 +85,8 @@ export async function taskRun(d: Deps, executionId: string, gen = 0): Promise<St
     return { ...outcome(f, 'failed'), next: 'done' };
   }
   const def = version.definition;
-  // The execution's own machine (absent on older records: the version's, as it was decided).
-  const workflow = e.workflow ?? versionWorkflow(version);
+  // The execution's own machine (absent on older records: Standard, where such records run).
+  const workflow = workflowOf(e);
 
   // Only a pipeline that names secrets reads them (and the key material that opens them).
   const names = referencedSecretNames(def);

@@ -1,9 +1,11 @@
 /**
- * The state machine a version's executions run on (functions/core/workflow-type.ts), with the
- * Express allowance lib/workflow-budget.ts computes from the state machine's own document.
+ * The state machine a version's executions run on (functions/core/workflow-choice.ts), with the
+ * Express allowance lib/workflow-budget.ts computes from the state machine's own document. The
+ * functions that push, run, publish and submit decide with it; the tasks and the sweeper read
+ * what was decided (functions/services/workflows.ts), so they carry no node registry for it.
  */
 import { EXPRESS_MAX_EXECUTION_TIMEOUT_MS } from '../../lib/workflow-budget';
-import { executionTimeoutMsOf, workflowFor, type WorkflowChoice } from '../core/workflow-type';
+import { workflowFor, type WorkflowChoice } from '../core/workflow-choice';
 import type { PipelineDefinition, PipelineVersion, WorkflowType } from '../core/types';
 import type { Deps } from '../adapters/deps';
 
@@ -19,7 +21,3 @@ export async function workflowOfVersion(d: Deps, pipelineId: string, version: nu
   const v = await d.pipelines.getVersion(pipelineId, version);
   return v === null ? 'standard' : versionWorkflow(v);
 }
-
-/** An execution's time-out on its state machine: its definition's own, else the configured default; on Express within what Express allows. */
-export const executionTimeoutMs = (d: Deps, def: Pick<PipelineDefinition, 'timeout_ms'>, workflow: WorkflowType): number =>
-  executionTimeoutMsOf(def, workflow, d.config.executionTimeoutMs, EXPRESS_MAX_EXECUTION_TIMEOUT_MS);

@@ -228,8 +228,7 @@ export const ACCESS: Readonly<Record<FunctionName, FunctionAccess>> = {
   // Reads the sweep index, then the items; repairs are conditional updates, re-queued messages,
   // and the run pointer and callback of an execution it fails (afterTerminal).
   // Removes the objects of executions it finds expired.
-  // StopExecution: a Standard workflow still asleep in an execution the sweeper failed past its deadline.
-  sweeper: access(UPDATE, { query: ['sweep'], send: ['executions', 'callbacks'], states: ['StopExecution'], objects: ['read', 'delete'] }),
+  sweeper: access(UPDATE, { query: ['sweep'], send: ['executions', 'callbacks'], objects: ['read', 'delete'] }),
 };
 
 /** Every function pipegate deploys: the route handlers and the workers. */

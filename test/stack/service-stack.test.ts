@@ -528,13 +528,13 @@ describe('least privilege, from lib/stacks/permissions.ts', () => {
     ).toEqual(['deployment-delete', WORKERS.sweeper].sort());
   });
 
-  it("lets only the runner start executions (on both machines), and only the cancels (caller's, owner's, an MCP client's tasks/cancel) and the sweeper stop them, on Standard alone", () => {
+  it("lets only the runner start executions (on both machines), and only the cancels (caller's, owner's, an MCP client's tasks/cancel) stop them, on Standard alone", () => {
     // Act
     const starters = allFunctionNames().filter((n) => actionsOn(statementsOf(roleId(n)), 'states:StartExecution').length > 0);
     const stoppers = allFunctionNames().filter((n) => actionsOn(statementsOf(roleId(n)), 'states:StopExecution').length > 0);
     // Assess
     expect(starters).toEqual([WORKERS.runner]);
-    expect(stoppers.sort()).toEqual(['deployment-mcp', 'execution-cancel', 'owner-execution-cancel', WORKERS.sweeper].sort());
+    expect(stoppers.sort()).toEqual(['deployment-mcp', 'execution-cancel', 'owner-execution-cancel']);
     const express = logicalId(built.service.stateMachines.express.node.defaultChild);
     const standard = logicalId(built.service.stateMachines.standard.node.defaultChild);
     expect(resourcesFor(statementsOf(roleId(WORKERS.runner)), 'states:StartExecution')).toEqual(

@@ -6,7 +6,8 @@
 import { kindOfType, NODE_KINDS, NODE_TYPES, type PipelineNode } from '../../../functions/core/nodes';
 import { validateDefinition } from '../../../functions/core/pipeline';
 import type { PipelineDefinition } from '../../../functions/core/types';
-import { executionTimeoutMsOf, longestPathMs, workflowFor } from '../../../functions/core/workflow-type';
+import { longestPathMs, workflowFor } from '../../../functions/core/workflow-choice';
+import { executionTimeoutMsOf } from '../../../functions/core/workflow-type';
 import { EXPRESS_MAX_EXECUTION_TIMEOUT_MS } from '../../../lib/workflow-budget';
 
 const MAX = EXPRESS_MAX_EXECUTION_TIMEOUT_MS;
