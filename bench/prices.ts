@@ -85,7 +85,7 @@ export const ASSUMPTIONS = {
     authorizer: 15,
     execute: 35,
     // An MCP request: execute's work for a tools/call, plus the SDK's Server and transport built
-    // for it (not measured on AWS: a guess above execute's; the local bench prints its figures).
+    // for it (measured nowhere, on AWS or by the local bench: a guess above execute's).
     'deployment-mcp': 45,
     'execution-result': 15,
     runner: 40,

@@ -50,6 +50,11 @@ export interface HttpRequest {
    * this large instead, and comes back as `stream` (with `body` empty) rather than as text.
    */
   maxBinaryResponseBytes?: number;
+  /**
+   * With maxBinaryResponseBytes: every answer comes back as `stream`, whatever its Content-Type
+   * (none, or a text type): a file fetched for its bytes, which decoding as text would change.
+   */
+  bytesWhateverType?: boolean;
 }
 
 /** Bytes that arrive as they are read, with their size known up front. */
