@@ -18,7 +18,8 @@ const meta = { $metadata: {} };
 describe('SfnWorkflowPort', () => {
   const sfn = mockClient(SFNClient);
   beforeEach(() => sfn.reset());
-  const port = (): SfnWorkflowPort => new SfnWorkflowPort(new SFNClient({ region: 'eu-west-1' }), { express: expressArn, standard: machineArn });
+  const port = (): SfnWorkflowPort =>
+    new SfnWorkflowPort(new SFNClient({ region: 'eu-west-1' }), { express: expressArn, standard: machineArn });
 
   it('starts an execution named after the pipegate execution, with the input as JSON', async () => {
     // Prepare
