@@ -284,11 +284,13 @@ describe('execute → runner → tasks → callback', () => {
     const id = body.execution_id as string;
     expect(body.status_url).toBe(`https://abc123.execute-api.eu-west-1.amazonaws.com/prod/v1/deployments/executions/${id}/status/`);
     expect(res.headers?.location).toBe(body.status_url);
-    expect(d.queue.on('executions').at(-1)?.body).toEqual({ execution_id: id });
+    // The greeting ends within what Express allows: its message names that machine, and the runner starts it there.
+    expect(d.queue.on('executions').at(-1)?.body).toEqual({ execution_id: id, workflow: 'express' });
 
-    const batch = (await runner(sqsEvent([JSON.stringify({ execution_id: id })]), context())) as SQSBatchResponse;
+    const batch = (await runner(sqsEvent([JSON.stringify(d.queue.on('executions').at(-1)?.body)]), context())) as SQSBatchResponse;
     expect(batch.batchItemFailures).toEqual([]);
     expect(d.workflow.started).toContain(id);
+    expect(d.workflow.on.get(id)).toBe('express');
     await runWorkflow(id);
     // A duplicate message after the fact starts nothing.
     await runner(sqsEvent([JSON.stringify({ execution_id: id })]), context());
@@ -528,7 +530,7 @@ describe('errors', () => {
     const flaky = {
       ...d,
       workflow: {
-        start: async (name: string) => {
+        start: async (_workflow: string, name: string) => {
           if (name.endsWith('1')) throw new Error('throttled');
           return 'started' as const;
         },

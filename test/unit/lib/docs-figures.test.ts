@@ -29,6 +29,7 @@ import {
   waitersBound,
 } from '../../../lib/concurrency';
 import { WAIT_SHARDS, WAIT_WINDOW_SECONDS } from '../../../functions/adapters/wait-slots.store';
+import { DEFAULT_EXECUTION_TIMEOUT_MS } from '../../../lib/config';
 import { allFunctionNames } from '../../../lib/stacks/permissions';
 
 const root = path.join(__dirname, '..', '..', '..');
@@ -42,7 +43,7 @@ describe('docs state the workflow budget the code computes', () => {
   const maxS = maxMs / 1000;
 
   it('docs/aws.md: the Express ceiling, the shares and the Lambda time-outs', () => {
-    expect(aws).toContain(`\`PIPEGATE_EXECUTION_TIMEOUT_MS\` to at most ${spaced(maxMs)}`);
+    expect(aws).toContain(`An execution on Express is held to ${spaced(maxMs)} ms`);
     expect(aws).toContain(`which leaves ${EXPRESS_LIMIT_SECONDS - maxS} s of the ${EXPRESS_LIMIT_SECONDS} s`);
     expect(aws).toContain(`MarkRunning's worst case is ${START_ALLOWANCE_SECONDS} s and MarkFailed's ${FAIL_ALLOWANCE_SECONDS} s`);
     expect(aws).toContain(`at the ${MARK_TASK_TIMEOUT_SECONDS} s Lambda time-out`);
@@ -54,13 +55,20 @@ describe('docs state the workflow budget the code computes', () => {
     );
     expect(runNodesTimeoutSeconds(0)).toBe(RUN_RECORD_SECONDS);
     expect(aws).toContain(`\`task-run\`'s Lambda time-out is ${taskRunLambdaTimeoutSeconds()} s`);
-    expect(aws).toContain(`| \`executionTimeoutMs\` | ${maxMs} (Express)`);
-    expect(aws).toContain(`at most ${maxMs} with Express`);
-    expect(aws).toContain(`pipelines that need more than ${maxS} s`);
   });
 
-  it('the README: the Express ceiling', () => {
-    expect(flat('README.md')).toContain(`caps the execution time-out at ${maxS} s on AWS`);
+  it('docs/aws.md: the settings, and which machine a version runs on, at the allowance the code computes', () => {
+    expect(aws).toContain(`| \`executionTimeoutMs\` | ${DEFAULT_EXECUTION_TIMEOUT_MS} |`);
+    expect(aws).toContain(`An execution on the Express state machine is held within ${maxMs} ms whatever this says`);
+    expect(aws).toContain(`its definition's \`timeout_ms\` is more than ${spaced(maxMs)} ms`);
+    expect(aws).toContain('| `stateMachineType` | retired |');
+    expect(aws).not.toContain('-c stateMachineType=STANDARD');
+  });
+
+  it('the README: the Express ceiling, and no retired setting', () => {
+    const readme = flat('README.md');
+    expect(readme).toContain(`holds an execution on Express to ${maxS} s`);
+    expect(readme).not.toContain('stateMachineType=STANDARD');
   });
 
   it('mentions no other Express ceiling', () => {
