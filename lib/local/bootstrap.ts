@@ -322,12 +322,7 @@ export async function bootstrap<W extends Wired>(
         for (const halt of halts) await halt();
         // No new workflow starts; their messages wait in the queue for the next start.
         await wired.executionsQueue.stop();
-        report = await drainWorkflow(wired.workflow, wired.deps, stopOpts.drainMs ?? wired.drainSeconds * 1000, (id, err) =>
-          wired.say('could not fail an interrupted execution', {
-            execution_id: id,
-            error: err instanceof Error ? err.message : String(err),
-          }),
-        );
+        report = await drainWorkflow(wired.workflow, stopOpts.drainMs ?? wired.drainSeconds * 1000);
       } catch (e) {
         // Whatever step fails, the data dir is let go: a stop that threw must not leave the next
         // start (or a supervisor's restart) waiting on a lock nobody holds any more.

@@ -52,6 +52,8 @@ interface Run {
   abort: () => void;
   /** Settles once the interpreter has finished and no task function of this run is still going. */
   done: Promise<void>;
+  /** Its task functions under way: a step running (none while it waits in a Wait state). */
+  inFlight: Set<Promise<unknown>>;
 }
 
 /** Step Functions' own limits, so a start that AWS would refuse is refused here too. */
@@ -161,7 +163,7 @@ export class LocalWorkflow {
     const key = this.type === 'STANDARD' ? name : `${name}:${runId}`;
 
     const inFlight = new Set<Promise<unknown>>();
-    const run: Run = { name, aborted: false, timedOut: false, abort: () => undefined, done: Promise.resolve() };
+    const run: Run = { name, aborted: false, timedOut: false, abort: () => undefined, done: Promise.resolve(), inFlight };
     const handlers: Record<string, (input: JsonValue) => Promise<JsonValue>> = {};
     for (const [state, task] of Object.entries(this.tasks)) {
       handlers[state] = (taskInput) => {
@@ -248,6 +250,11 @@ export class LocalWorkflow {
   /** Names of the executions still going, including stopped ones whose last task call has not returned. */
   running(): string[] {
     return [...this.runs.values()].map((r) => r.name);
+  }
+
+  /** Names of the executions with a task function under way (a step running, not a Wait). */
+  busy(): string[] {
+    return [...this.runs.values()].filter((r) => r.inFlight.size > 0).map((r) => r.name);
   }
 
   /** Resolves once no execution runs and no task function is still going. */
@@ -359,6 +366,10 @@ export class LocalWorkflows implements WorkflowPort {
   /** Names of the executions still going on either machine. */
   running(): string[] {
     return this.both.flatMap((m) => m.running());
+  }
+
+  busy(): string[] {
+    return this.both.flatMap((m) => m.busy());
   }
 
   async idle(): Promise<void> {
