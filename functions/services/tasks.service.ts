@@ -92,18 +92,19 @@ export async function taskRun(d: Deps, executionId: string, gen = 0): Promise<St
   const names = referencedSecretNames(def);
   const secrets = names.length > 0 ? await whileStoreUnavailable(() => d.ownerSecrets.values(names)) : undefined;
 
-  const assets = e.assets ? await assetViews(d, e, e.assets) : undefined;
+  const timeoutMs = executionTimeoutMs(d, def, workflow);
+  // Links handed to nodes last the execution's own time-out (a job may take hours), not the default.
+  const assets = e.assets ? await assetViews(d, e, e.assets, timeoutMs) : undefined;
   // Only a pipeline whose nodes record anything has records to read.
   const records = hasRecordedKinds(def) ? await whileStoreUnavailable(() => d.steps.load(e)) : new Map<string, NodeRecord>();
   const journal: Journal = { nodes: records, save: (id, rec, prev, sawEvent) => d.steps.save(e, id, rec, prev, sawEvent ?? false) };
   const abort = new AbortController();
   const stopWatching = watchForCancel(d, executionId, abort);
   const progress = progressRecorder(d, executionId, e.progress);
-  const timeoutMs = executionTimeoutMs(d, def, workflow);
   const { result, trace: fullTrace } = await runStepTraced(def, e.inputs, {
     http: d.http,
     ...(assets === undefined || !e.assets ? {} : { assets, assetRefs: e.assets }),
-    objects: engineObjects(d, e),
+    objects: engineObjects(d, e, timeoutMs),
     ...(secrets === undefined ? {} : { secrets }),
     timeoutMs,
     startedAt: Date.parse(e.started_at ?? e.created_at),
@@ -115,7 +116,7 @@ export async function taskRun(d: Deps, executionId: string, gen = 0): Promise<St
     journal,
     budgetMs: STEP_BUDGET_MS,
     relink: async (asset) => {
-      const link = await nodeLink(d, e, asset.ref);
+      const link = await nodeLink(d, e, asset.ref, timeoutMs);
       return { ...asset.view, url: link.url, expires_at: link.expires_at };
     },
   }).finally(async () => {
@@ -171,7 +172,8 @@ export const ownApiUrls = (c: Pick<Deps['config'], 'apiUrl' | 'publicUrl'>): (st
 /**
  * The URL a node is handed for a file (an asset input, an http node's binary answer): a
  * capability link to this service's own asset route, GET /v1/assets/{token}, working for the
- * run's time-out plus a margin (core/asset-links.ts nodeLinkTtlSeconds). Not a presigned S3
+ * execution's time-out (its definition's `timeout_ms`, else the configured one) plus a margin
+ * (core/asset-links.ts nodeLinkTtlSeconds). Not a presigned S3
  * URL: on AWS those are signed with task-run's temporary role credentials and die with them
  * (within hours, at a moment nobody chose) whatever their own expiry says, and a node may hand
  * the URL to an outside service. The link points at the configured public URL, else the base
@@ -181,8 +183,13 @@ export const ownApiUrls = (c: Pick<Deps['config'], 'apiUrl' | 'publicUrl'>): (st
  * Nodes never fetch these links themselves (the loop guard refuses this service's host, and an
  * http node's URL is fixed at push): `body_asset` reads the bucket directly.
  */
-export async function nodeLink(d: Deps, e: Pick<Execution, 'base_url'>, ref: ObjectRef): Promise<PresignedDownload> {
-  const ttl = nodeLinkTtlSeconds(d.config.executionTimeoutMs);
+export async function nodeLink(
+  d: Deps,
+  e: Pick<Execution, 'base_url'>,
+  ref: ObjectRef,
+  timeoutMs = d.config.executionTimeoutMs,
+): Promise<PresignedDownload> {
+  const ttl = nodeLinkTtlSeconds(timeoutMs);
   const base = d.config.publicUrl ?? e.base_url ?? d.config.apiUrl;
   if (base === undefined || base === null)
     return d.objects.presignDownload(ref.key, ref.media_type, ttl, servedAsAttachment(ref.media_type));
@@ -196,7 +203,7 @@ export async function nodeLink(d: Deps, e: Pick<Execution, 'base_url'>, ref: Obj
  * with it); a body asset is streamed from storage to the request, never from the record and
  * never held whole.
  */
-function engineObjects(d: Deps, e: Execution): EngineObjects {
+function engineObjects(d: Deps, e: Execution, timeoutMs: number): EngineObjects {
   return {
     async store(name, body, declaredType, maxBytes) {
       const key = executionObjectKey(e, name);
@@ -206,7 +213,7 @@ function engineObjects(d: Deps, e: Execution): EngineObjects {
         mediaType: async (head) => answerMediaType(await sniffMediaType(head), declaredType),
       });
       const ref: ObjectRef = { key, media_type: written.media_type, bytes: written.bytes, sha256: written.sha256 };
-      const link = await nodeLink(d, e, ref);
+      const link = await nodeLink(d, e, ref, timeoutMs);
       return {
         ref,
         view: { url: link.url, media_type: ref.media_type, bytes: ref.bytes, sha256: ref.sha256, expires_at: link.expires_at },
@@ -234,10 +241,10 @@ async function wholeObject(d: Deps, key: string): Promise<{ bytes: number; body:
 }
 
 /** Asset inputs as nodes see them: a time-limited URL and what the file is, never its bytes. */
-async function assetViews(d: Deps, e: Execution, refs: Record<string, ObjectRef>): Promise<Record<string, AssetView>> {
+async function assetViews(d: Deps, e: Execution, refs: Record<string, ObjectRef>, timeoutMs: number): Promise<Record<string, AssetView>> {
   const views: Record<string, AssetView> = {};
   for (const [id, ref] of Object.entries(refs)) {
-    const link = await nodeLink(d, e, ref);
+    const link = await nodeLink(d, e, ref, timeoutMs);
     const view: AssetView = {
       url: link.url,
       media_type: ref.media_type,
@@ -273,11 +280,17 @@ export const TaskError = v.object({
 });
 
 /** A readable message from a state-machine error, without internals. */
-export function failureMessage(d: Deps, err: v.InferOutput<typeof TaskError> | undefined): string {
+export function failureMessage(err: v.InferOutput<typeof TaskError> | undefined, timeoutMs: number): string {
   if (err?.Error === 'States.Timeout') {
-    return timeoutMessage(d.config.executionTimeoutMs);
+    return timeoutMessage(timeoutMs);
   }
   return `Execution failed: ${err?.Error ?? 'unknown error'}`;
+}
+
+/** The execution's own time-out (its version's `timeout_ms` on its machine), else the configured one. */
+async function timeoutOf(d: Deps, e: Execution): Promise<number> {
+  const version = await d.pipelines.getVersion(e.pipeline_id, e.version).catch(() => null);
+  return version ? executionTimeoutMs(d, version.definition, workflowOf(e)) : d.config.executionTimeoutMs;
 }
 
 /** MarkFailed: whatever state the execution was left in by a failing step, it ends failed, once. */
@@ -288,5 +301,7 @@ export async function taskFail(
 ): Promise<{ status: string }> {
   const e = await d.executions.get(executionId, d.clock.now(), true);
   if (!e) return { status: 'missing' };
-  return outcome(await failExecution(d, e, failureMessage(d, err)), 'failed');
+  // A step's state time-out is the execution's deadline: the message names the execution's own time-out.
+  const timeoutMs = err?.Error === 'States.Timeout' ? await timeoutOf(d, e) : d.config.executionTimeoutMs;
+  return outcome(await failExecution(d, e, failureMessage(err, timeoutMs)), 'failed');
 }
