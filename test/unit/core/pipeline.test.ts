@@ -195,7 +195,7 @@ describe('validateDefinition: node ids and types', () => {
       { path: 'nodes.odd', reason: 'must be an object describing the node, got a string' },
     ]);
     expect(problemsOf(withNode('odd', { type: 3 }))).toEqual([
-      { path: 'nodes.odd.type', reason: 'unknown node type a number; expected one of input, output, transform, http, delay' },
+      { path: 'nodes.odd.type', reason: 'unknown node type a number; expected one of input, output, transform, http, delay, map' },
     ]);
   });
 
