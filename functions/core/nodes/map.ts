@@ -13,6 +13,7 @@ import {
   expression,
   FLOW_FIELDS,
   integerIn,
+  InterruptedCallError,
   listReferences,
   nodeRefs,
   objectMessage,
@@ -161,7 +162,11 @@ async function mapStep(node: MapFields, values: readonly unknown[], ctx: RunCont
       }
       if ('failed' in out) {
         stopped = true;
-        fail(new MapItemFailure(i, reasonOf(out.failed), ITEM_KINDS[inner.type].callerReason(out.failed)));
+        const callerWords =
+          out.failed instanceof InterruptedCallError
+            ? 'it was interrupted in the middle of its call'
+            : ITEM_KINDS[inner.type].callerReason(out.failed);
+        fail(new MapItemFailure(i, reasonOf(out.failed), callerWords));
         return;
       }
       results[i] = out.value;
@@ -193,7 +198,7 @@ export const map = defineNode({
     type: 'map',
     inputs: ['a', 'b'],
     items: '[a, b]',
-    if: "a != b",
+    if: 'a != b',
     concurrency: 2,
     on_item_error: 'skip',
     node: { type: 'transform', expression: "item & ' (' & $string(index) & ')'" },
@@ -253,4 +258,3 @@ export const map = defineNode({
     return 'its expression failed';
   },
 });
-
