@@ -131,6 +131,8 @@ const ASSET_OUTPUT = {
   additionalProperties: false,
 };
 const RAW_OUTPUT = { type: ['string', 'number', 'boolean'] };
+/** A list of files (a map's): each file as ASSET_OUTPUT, in order; null where an item failed. */
+const ASSET_LIST_OUTPUT = { type: 'array', items: { anyOf: [ASSET_OUTPUT, { type: 'null' }] } };
 
 /**
  * The visible outputs by id, each a value or a file link as the contract recorded it. No
@@ -139,8 +141,15 @@ const RAW_OUTPUT = { type: ['string', 'number', 'boolean'] };
 function outputSchema(dep: Pick<Deployment, 'deployment_id' | 'inputs' | 'outputs'>) {
   const properties: Record<string, JsonSchema> = {};
   for (const o of callerContract(dep).outputs) {
-    properties[o.id] =
-      o.value_type === 'ASSET' ? ASSET_OUTPUT : o.value_type === 'RAW' ? RAW_OUTPUT : { anyOf: [RAW_OUTPUT, ASSET_OUTPUT] };
+    const shape =
+      o.value_type === 'ASSET'
+        ? o.list === true
+          ? ASSET_LIST_OUTPUT
+          : ASSET_OUTPUT
+        : o.value_type === 'RAW'
+          ? RAW_OUTPUT
+          : { anyOf: [RAW_OUTPUT, ASSET_OUTPUT, ASSET_LIST_OUTPUT] };
+    properties[o.id] = o.optional === true ? { ...shape, description: 'Absent when the branch it comes from did not run.' } : shape;
   }
   return { $schema: JSON_SCHEMA_DIALECT, type: 'object' as const, properties, additionalProperties: false };
 }
@@ -384,7 +393,7 @@ export interface ProgressStep {
 
 /**
  * Progress from the nodes' events as the caller's event stream shows them (core/events.ts):
- * one step per node that has finished or failed, in order, counted among the nodes the caller
+ * one step per node that has finished, failed or been skipped, in order, counted among the nodes the caller
  * sees (`shown`: hidden inputs and outputs are neither counted nor named); with node detail off,
  * counts only, never a node's id. `after` steps were sent already.
  */
@@ -398,14 +407,15 @@ export function progressSteps(
   const ended = new Set<string>();
   const steps: ProgressStep[] = [];
   for (const p of progress) {
-    if (p.state === 'started' || !shown.has(p.node) || ended.has(p.node)) continue;
+    // A node's end: finished, failed or skipped (its waits, polls and item counts are not steps).
+    if ((p.state !== 'finished' && p.state !== 'failed' && p.state !== 'skipped') || !shown.has(p.node) || ended.has(p.node)) continue;
     ended.add(p.node);
     const n = ended.size;
     const counts = `${n} of ${total} steps`;
     steps.push({
       progress: n,
       total,
-      message: nodeDetail ? `${p.type} node ${p.node} ${p.state === 'failed' ? 'failed' : 'finished'} (${counts})` : `${counts} done`,
+      message: nodeDetail ? `${p.type} node ${p.node} ${p.state} (${counts})` : `${counts} done`,
     });
   }
   return steps.slice(after);

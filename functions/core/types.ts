@@ -58,6 +58,16 @@ export interface ContractOutput {
    * contracts published before it was recorded, and where that run's record is gone: RAW or ASSET.
    */
   value_type?: OutputKind;
+  /**
+   * An ASSET output whose value is a list of files (a map's): its links in order. Absent: one file
+   * (or a RAW value).
+   */
+  list?: boolean;
+  /**
+   * It may be absent from a completed execution's result and callback: the nodes it comes from
+   * may all be skipped (conditions). Absent: always there once completed.
+   */
+  optional?: boolean;
 }
 export interface Contract {
   inputs: ContractInput[];
