@@ -569,7 +569,9 @@ async function runUnredacted(
           // Pure values it reads are recorded first, so a repeat after a crash sees the same ones.
           await recordPure();
           const lease = at + kind.longestMs(node) + LEASE_MARGIN_MS;
-          if (!(await journal.save(jid, { state: 'calling', rev: (prev ?? 0) + 1, started_at: start, lease_until: lease }, prev, sawEvent))) {
+          if (
+            !(await journal.save(jid, { state: 'calling', rev: (prev ?? 0) + 1, started_at: start, lease_until: lease }, prev, sawEvent))
+          ) {
             throw new Overtaken();
           }
           prev = (prev ?? 0) + 1;

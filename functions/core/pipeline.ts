@@ -77,10 +77,10 @@ interface NodeFacts {
 /** Why a control-flow field cannot be on a node of this type (the schema would only say "unknown field"). */
 const FLOW_FIELD_REFUSALS: Partial<Record<NodeType, Record<string, string>>> = {
   input: {
-    if: "an input cannot carry `if`: its value is always there (put the condition on the nodes that read it)",
+    if: 'an input cannot carry `if`: its value is always there (put the condition on the nodes that read it)',
     join: 'an input reads no node: `join` is for nodes that read others',
   },
-  output: { join: "an output takes the first of its `from` that ran (list several to merge branches): leave `join` out" },
+  output: { join: 'an output takes the first of its `from` that ran (list several to merge branches): leave `join` out' },
 };
 
 /**
@@ -221,7 +221,9 @@ function validateNode(raw: unknown, nodePath: string, fact: NodeFacts, problems:
         if (problem) problems.push({ path: fieldPath(innerPath, field.split('.')), reason: problem });
       }
     }
-    problems.push(...secretSyntaxProblems({ type: inner.type, ...innerKind.secrets, expressions: innerKind.expressions }, innerPath, inner));
+    problems.push(
+      ...secretSyntaxProblems({ type: inner.type, ...innerKind.secrets, expressions: innerKind.expressions }, innerPath, inner),
+    );
   }
 
   if (!parsed.success || problems.length > before) return null;

@@ -196,7 +196,7 @@ const OutputArtifact = v.pipe(
     url: v.pipe(url, v.description('A fresh capability link to the bytes, as in response_data.')),
     media_type: v.string(),
     bytes: int(0),
-    index: v.optional(v.pipe(int(0), v.description("A file of a list output: its place in the list, from 0."))),
+    index: v.optional(v.pipe(int(0), v.description('A file of a list output: its place in the list, from 0.'))),
   }),
   v.description('A file a web-form execution produced (a visible ASSET output; one entry per file of a list output).'),
 );
@@ -263,7 +263,7 @@ const NodeEvent = v.pipe(
       state: v.pipe(
         v.picklist(['started', 'waiting', 'polled', 'finished', 'failed', 'skipped', 'items']),
         v.description(
-          'waiting: it waits in the state machine (a long delay, a job between polls); polled: a job was polled again; skipped: its `if` was false or a node it reads was skipped (it never starts); items: a map\'s items ended so far (`items_done` of `items_total`).',
+          "waiting: it waits in the state machine (a long delay, a job between polls); polled: a job was polled again; skipped: its `if` was false or a node it reads was skipped (it never starts); items: a map's items ended so far (`items_done` of `items_total`).",
         ),
       ),
       at: Timestamp,
@@ -335,7 +335,10 @@ const OutputKind = v.pipe(
     'What the output answers: a value (RAW) or a file (ASSET), as in the run the contract was published from. Absent on contracts published before it was recorded: either.',
   ),
 );
-const OutputList = v.pipe(v.literal(true), v.description("An ASSET output whose value is a list of files (a map's): their links, in order."));
+const OutputList = v.pipe(
+  v.literal(true),
+  v.description("An ASSET output whose value is a list of files (a map's): their links, in order."),
+);
 const OutputOptional = v.pipe(
   v.literal(true),
   v.description('May be absent from a completed result and its callback: every node it comes from may be skipped (conditions).'),
@@ -347,7 +350,9 @@ const CallerContract = v.object({
     v.description('Visible inputs with their published values.'),
   ),
   outputs: v.pipe(
-    v.array(v.object({ id: NodeId, value_type: v.optional(OutputKind), list: v.optional(OutputList), optional: v.optional(OutputOptional) })),
+    v.array(
+      v.object({ id: NodeId, value_type: v.optional(OutputKind), list: v.optional(OutputList), optional: v.optional(OutputOptional) }),
+    ),
     v.description('Visible outputs.'),
   ),
 });

@@ -131,7 +131,8 @@ export function outputArtifacts(e: Execution, links: OutputLinks = {}): OutputAr
     const link = Object.hasOwn(links, id) ? links[id] : undefined;
     if (ref === undefined || link === undefined) continue;
     for (const file of outputFiles(ref)) {
-      const l = file.index === undefined ? (Array.isArray(link) ? undefined : (link as PresignedDownload)) : (link as OutputLink[])[file.index];
+      const l =
+        file.index === undefined ? (Array.isArray(link) ? undefined : (link as PresignedDownload)) : (link as OutputLink[])[file.index];
       if (l === undefined || l === null || Array.isArray(l)) continue;
       const one = l as PresignedDownload;
       out.push({

@@ -50,10 +50,7 @@ function assetList(value: readonly unknown[], ctx: RunContext): (ObjectRef | nul
 }
 
 export const output = defineNode({
-  object: v.strictObject(
-    { type: v.literal('output'), from, if: FLOW_FIELDS.if, label, description },
-    objectMessage('an object'),
-  ),
+  object: v.strictObject({ type: v.literal('output'), from, if: FLOW_FIELDS.if, label, description }, objectMessage('an object')),
   description:
     "An output: the response key. Its value must be a string, a finite number, a boolean, an asset of this run (an asset input or an http node's binary answer, passed on), or a list of assets of this run (a map's files). `from` may list branches: the first one that ran gives the value; when none ran the output is absent.",
   code: 'o',

@@ -47,7 +47,8 @@ export class AssetOutput {
   /** What the owner's trace preview shows: never a URL. */
   toJSON(): Record<string, unknown> {
     const r = this.ref;
-    if (Array.isArray(r)) return { value_type: 'ASSET', files: r.map((f) => (f === null ? null : { media_type: f.media_type, bytes: f.bytes })) };
+    if (Array.isArray(r))
+      return { value_type: 'ASSET', files: r.map((f) => (f === null ? null : { media_type: f.media_type, bytes: f.bytes })) };
     return { value_type: 'ASSET', media_type: r.media_type, bytes: r.bytes };
   }
 }
