@@ -23,6 +23,11 @@ export function labelOf(id: string, label: string | null | undefined): string {
   return words === '' ? id : words.charAt(0).toUpperCase() + words.slice(1);
 }
 
+/** A map's progress in words: "3 of 8 variants done" (the map's id as words). */
+export function itemsWords(mapId: string, done: number, total: number): string {
+  return `${done} of ${total} ${labelOf(mapId, null).toLowerCase()} done`;
+}
+
 const SIZE_UNITS = [
   { size: 1e9, name: 'GB' },
   { size: 1e6, name: 'MB' },
