@@ -103,7 +103,15 @@ function executionResult(c: ReturnType<typeof callerContract>): JsonSchema {
       ? {}
       : {
           if: { properties: { status: { const: 'completed' } }, required: ['status'] },
-          then: { properties: { response_data: { required: always } } },
+          then: {
+            properties: {
+              response_data: {
+                type: 'object',
+                properties: Object.fromEntries(always.map((id) => [id, data.properties[id]])),
+                required: always,
+              },
+            },
+          },
         }),
   };
 }
