@@ -157,6 +157,7 @@ const TraceEntry = v.looseObject({
   error: Nullable(v.string()),
   http_status: Nullable(v.number()),
   preview: Nullable(v.string()),
+  item_errors: v.optional(v.array(v.looseObject({ index: v.number(), error: v.string() }))),
 });
 export const OwnerExecutionBody = v.looseObject({
   execution_id: v.string(),
