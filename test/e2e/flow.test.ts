@@ -168,7 +168,7 @@ describe('branches, joins and merged outputs', () => {
       { id: 'which', value_type: 'RAW', optional: true },
       { id: 'always', value_type: 'RAW' },
     ]);
-    expect(schema?.then).toEqual({ properties: { response_data: { required: ['always'] } } });
+    expect(schema?.then).toMatchObject({ properties: { response_data: { required: ['always'] } } });
     expect(schema?.properties.response_data?.properties?.loud?.description).toMatch(/Absent when none of the nodes it comes from ran/);
   });
 });

@@ -77,7 +77,13 @@ browserIt("shows a map's progress in words and its list of files as a gallery, e
       HANG_MS,
       100,
     );
-    const sizes = await images.evaluateAll((els) => els.map((el) => (el as unknown as { naturalWidth: number }).naturalWidth));
+    // Each picture loads from its own link: wait until every one has.
+    const sizes = await waitUntil(
+      () => images.evaluateAll((els) => els.map((el) => (el as unknown as { naturalWidth: number }).naturalWidth)),
+      (ws) => ws.every((w) => w > 0),
+      HANG_MS,
+      100,
+    );
     const downloads = await page
       .locator('[data-output="gallery"] .gallery a.download')
       .evaluateAll((els) => els.map((el) => el.getAttribute('download')));
