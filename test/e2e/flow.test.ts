@@ -61,24 +61,31 @@ const callbackOf = async (path: string) => {
 /** The submits the job service saw for a map item, by its Idempotency-Key. */
 const submitsOf = async (id: string, map: string, index: number) => (await jobs.stats()).submits[`${id}.${map}.${index}`] ?? 0;
 
-const renderNode = (extraBody = '') => ({
+const renderNode = (extraBody = '', seconds = 'seconds') => ({
   type: 'http',
   method: 'POST',
   url: `${jobs.url}/v1/jobs`,
   headers: { accept: 'image/png, application/json' },
-  body: `{'prompt': prompt & ' ' & $string(index), 'seconds': seconds, 'size': 16, 'style': ['mono', 'sepia', 'invert', 'poster'][index % 4]${extraBody}}`,
+  body: `{'prompt': prompt & ' ' & $string(index), 'seconds': ${seconds}, 'size': 16, 'style': ['mono', 'sepia', 'invert', 'poster'][index % 4]${extraBody}}`,
   poll: { url: 'url', every_ms: 1000, done: "status in ['succeeded', 'failed']", failed: "status = 'failed'", error: 'error' },
 });
 
 /** A map of n render jobs, each `seconds` long. */
-const mapPipeline = (map: Record<string, unknown> = {}, extraBody = ''): PipelineDefinition =>
+const mapPipeline = (map: Record<string, unknown> = {}, extraBody = '', seconds = 'seconds'): PipelineDefinition =>
   ({
     timeout_ms: 180_000,
     nodes: {
       n: { type: 'input', value_type: 'integer', value: 2 },
       seconds: { type: 'input', value_type: 'float', value: 0.5 },
       prompt: { type: 'input', value_type: 'string', value: 'a harbour' },
-      renders: { type: 'map', inputs: ['n', 'seconds', 'prompt'], items: '[1..n]', concurrency: 4, node: renderNode(extraBody), ...map },
+      renders: {
+        type: 'map',
+        inputs: ['n', 'seconds', 'prompt'],
+        items: '[1..n]',
+        concurrency: 4,
+        node: renderNode(extraBody, seconds),
+        ...map,
+      },
       count: { type: 'transform', inputs: ['renders'], expression: '$count(renders)' },
       gallery: { type: 'output', from: 'renders' },
       rendered: { type: 'output', from: 'count' },
@@ -211,11 +218,15 @@ describe('a map over the example job service', () => {
   });
 
   it('fails the map at the first failed item under "fail", starting no more items', async () => {
-    // Prepare: item 2 fails at its end; items 4 and 5 wait for a free place.
-    const dep = await rt.publishPipeline('map-fail', mapPipeline({}, ", 'fail': index = 2 and n > 2 ? 'out of paint'"));
+    // Prepare: item 2 fails at once while items 0, 1 and 3 take seconds; items 4 and 5 wait for a
+    // free place, and none frees before the failure is seen.
+    const dep = await rt.publishPipeline(
+      'map-fail',
+      mapPipeline({}, ", 'fail': index = 2 and n > 2 ? 'out of paint'", '(index = 2 and n > 2 ? 0.1 : seconds)'),
+    );
 
     // Act
-    const id = await submit(dep, { n: 6, seconds: 1.5 });
+    const id = await submit(dep, { n: 6, seconds: 8 });
     const result = await resultOf(dep, id);
     await sleep(3000);
 
