@@ -367,13 +367,13 @@ export function instrumentation(onTerminal: (e: Execution) => void = () => undef
           },
         },
         workflow: {
-          start: (name, input) => {
+          start: (workflow, name, input) => {
             counts.sfnStart++;
-            return d.workflow.start(name, input);
+            return d.workflow.start(workflow, name, input);
           },
-          stop: (name, cause) => {
+          stop: (workflow, name, cause) => {
             counts.sfnStop++;
-            return d.workflow.stop(name, cause);
+            return d.workflow.stop(workflow, name, cause);
           },
         },
         keyMaterial: {

@@ -85,14 +85,23 @@ export const ASSUMPTIONS = {
     authorizer: 15,
     execute: 35,
     // An MCP request: execute's work for a tools/call, plus the SDK's Server and transport built
-    // for it (not measured on AWS: a guess above execute's; the local bench prints its figures).
+    // for it (measured nowhere, on AWS or by the local bench: a guess above execute's).
     'deployment-mcp': 45,
     'execution-result': 15,
     runner: 40,
     'task-start': 20,
     'callback-dispatch': 50,
     'pipeline-upload': 30,
+    // The resume route of a wait node (another change's): a token check, two writes, a message.
+    resume: 30,
   } as Record<string, number>,
+  /**
+   * A step's own work in task-run, warm, beside the upstream's answers: its reads, the nodes'
+   * expressions, its writes (not measured on AWS: the local bench's per-node figures are below it).
+   */
+  stepMs: 40,
+  /** An upstream's answer to one call (a submit, a poll), as task-run waits for it: Lambda bills it. */
+  upstreamMs: 200,
   /** Share of invocations that are cold, and the init each then bills (billed since August 2025). */
   coldShare: 0.01,
   coldInitSeconds: 0.4,
@@ -140,10 +149,10 @@ export const ASSUMPTIONS = {
   wafRules: 5,
   /**
    * CloudWatch alarms the stacks create (test/stack/service-stack.test.ts counts them): the
-   * sweeper's errors, failed and timed-out executions, the API's 5xx, and each queue's
-   * dead-letter queue.
+   * sweeper's errors, failed executions of each state machine, timed-out Express executions,
+   * the API's 5xx, and each queue's dead-letter queue.
    */
-  alarms: 6,
+  alarms: 7,
   /**
    * Empty receives a month of the Lambda pollers on each SQS event source when idle: five
    * pollers, each a 20 s long poll, three a minute (AWS starts five per event source).

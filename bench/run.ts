@@ -23,6 +23,8 @@
  * `npm run bench -- --only cli` the CLI's start, bare and through npx (bench/cli-start.ts; a minute);
  * `npm run bench -- --only synth` a cold synth, one with every bundle cached, and a cached one
  * (bench/synth.ts; one to several minutes);
+ * `npm run bench -- --only steps` what checkpointing costs a node: N http nodes through the step
+ * engine with its journal on dynalite against the in-memory engine (bench/steps.ts; seconds);
  * `npm run bench -- --only scale` runs the load test on start:synth's scale model (bench/scale.ts;
  * minutes: a synthesis per deployment, then each rate's load and drain).
  */
@@ -66,6 +68,7 @@ import { measureScale, scaleOptionsOf, type RateFigure } from './scale';
 import { measureMedia, mediaRows } from './media';
 import { eventsRows, measureEvents } from './events';
 import { mapRows, measureMap } from './map';
+import { measureSteps, stepsRows } from './steps';
 
 const RESULTS = join(__dirname, 'results');
 const TARGETS = {
@@ -561,12 +564,21 @@ async function main(): Promise<void> {
   const started = performance.now();
   mkdirSync(RESULTS, { recursive: true });
   const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined;
-  const ONLY = ['retained', 'media', 'scale', 'events', 'consumers', 'bundles', 'cli', 'synth', 'uploads', 'map'];
+  const ONLY = ['retained', 'media', 'scale', 'events', 'consumers', 'bundles', 'cli', 'synth', 'uploads', 'steps', 'map'];
   if (only !== undefined && !ONLY.includes(only))
     throw new Error(`--only takes ${ONLY.map((o) => JSON.stringify(o)).join(', ')}, not ${JSON.stringify(only)}`);
   if (only === 'consumers') {
     const m = machine();
     console.log(textTable(['what', 'latency (local runtime, one at a time)', 'cost'], await measureConsumers(log)));
+    console.log(
+      `\n${m.nproc} cores · ${m.cpuModel} · ${m.memoryGiB} GiB · Node ${m.node} · ${m.platform} · ${((performance.now() - started) / 1000).toFixed(0)} s`,
+    );
+    return;
+  }
+  if (only === 'steps') {
+    const m = machine();
+    const [header, rows] = stepsRows(await measureSteps(log));
+    console.log(textTable(header, rows));
     console.log(
       `\n${m.nproc} cores · ${m.cpuModel} · ${m.memoryGiB} GiB · Node ${m.node} · ${m.platform} · ${((performance.now() - started) / 1000).toFixed(0)} s`,
     );

@@ -1,7 +1,7 @@
 import { GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { DeploymentsPort } from '../core/ports';
 import type { Limits } from '../core/consumers';
-import type { ContractInput, ContractOutput, DeploymentRecord, FormSettings, KeyHash, SealedSecret } from '../core/types';
+import type { ContractInput, ContractOutput, DeploymentRecord, FormSettings, KeyHash, SealedSecret, WorkflowType } from '../core/types';
 import { conditionalWrite, keys } from './dynamo';
 
 const FIELDS: readonly (keyof DeploymentRecord)[] = [
@@ -20,6 +20,7 @@ const FIELDS: readonly (keyof DeploymentRecord)[] = [
   'key_limits',
   'form',
   'node_detail',
+  'workflow',
 ];
 
 function toRecord(item: Record<string, unknown>): DeploymentRecord {
@@ -56,14 +57,22 @@ export class DeploymentsStore implements DeploymentsPort {
   async republish(
     id: string,
     revision: number,
-    next: { version: number; inputs: ContractInput[]; outputs: ContractOutput[]; published_at: string; node_detail: boolean },
+    next: {
+      version: number;
+      inputs: ContractInput[];
+      outputs: ContractOutput[];
+      published_at: string;
+      node_detail: boolean;
+      workflow: WorkflowType;
+    },
   ): Promise<DeploymentRecord | null> {
-    return this.update(id, revision, 'SET version = :v, inputs = :i, outputs = :o, published_at = :p, node_detail = :nd', {
+    return this.update(id, revision, 'SET version = :v, inputs = :i, outputs = :o, published_at = :p, node_detail = :nd, workflow = :w', {
       ':v': next.version,
       ':i': next.inputs,
       ':o': next.outputs,
       ':p': next.published_at,
       ':nd': next.node_detail,
+      ':w': next.workflow,
     });
   }
 

@@ -51,6 +51,7 @@ const FIELDS: readonly (keyof Execution)[] = [
   'expires_at',
   'run_by',
   'gen',
+  'workflow',
   'requeued_at',
   'reruns',
   'rerun_at',

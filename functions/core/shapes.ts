@@ -18,6 +18,7 @@ import { NODE_ID_PATTERN, PIPELINE_ID_PATTERN } from './ids';
 import { NODE_TYPES } from './nodes';
 import { OWNER_SECRET_MAX_LENGTH, OWNER_SECRET_NAME_PATTERN } from './owner-secrets';
 import { STATUSES, TERMINAL } from './transitions';
+import { WORKFLOW_TYPES } from './workflow-type';
 
 import { ExecutionRequest, InputValue, WorkflowInput } from './execution-request';
 import { InputValueType, ownRecord, RawValue } from './schema-parts';
@@ -376,10 +377,24 @@ const GatewayError = v.pipe(
 
 /* ------------------------------------------------------------------ owner shapes */
 
+const WorkflowTypeShape = v.picklist(WORKFLOW_TYPES);
+const ExecutionWorkflow = v.pipe(
+  v.nullable(WorkflowTypeShape),
+  v.description(
+    "The state machine it runs on, decided when its version was pushed: express (ends within 170 s on AWS, at a dollar per million) or standard (may wait: polls, delays, events, up to its timeout_ms; stopped at once by a cancel). null on executions from before the choice was recorded. Owners' views only: callers' answers do not say.",
+  ),
+);
 const PushResult = v.object({
   pipeline_id: PipelineId,
   version: int(1),
   created: v.boolean(),
+  workflow: v.pipe(
+    WorkflowTypeShape,
+    v.description(
+      "The state machine this version's executions run on, decided at its first push and kept with it: standard when a node may wait (a poll, a delay past a second, a wait for an event), its nodes one after another may take longer than an Express execution allows, or its timeout_ms is longer than that; express otherwise.",
+    ),
+  ),
+  workflow_reason: v.pipe(v.string(), v.description('What decided it, in words.')),
   warnings: v.optional(
     v.pipe(
       v.array(Problem),
@@ -463,6 +478,7 @@ const Run = v.object({
   started_at: v.nullable(Timestamp),
   completed_at: v.nullable(Timestamp),
   completion_duration: duration,
+  workflow: ExecutionWorkflow,
 });
 const RunListItem = v.object({
   ...Run.entries,
@@ -607,6 +623,7 @@ const OwnerExecution = v.object({
     v.description("The consumer whose key submitted it; null for the deployment's own key (and runs)."),
   ),
   version: int(1),
+  workflow: ExecutionWorkflow,
   status: ExecutionStatus,
   inputs: v.record(v.string(), RawValue),
   outputs: v.nullable(v.record(v.string(), RawValue)),

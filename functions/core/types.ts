@@ -121,6 +121,12 @@ export interface CallbackDelivery {
 }
 
 /** One execution record: an owner's run or a caller's API execution. */
+/**
+ * The state machine an execution runs on (functions/core/workflow-type.ts): Express for what
+ * ends within its five minutes, Standard for what may wait or run longer.
+ */
+export type WorkflowType = 'express' | 'standard';
+
 export interface Execution {
   execution_id: string;
   kind: ExecutionKind;
@@ -178,6 +184,11 @@ export interface Execution {
    * early (functions/services/wake.ts); a workflow of an older generation stands down.
    */
   gen?: number | null;
+  /**
+   * The state machine it runs on, from its version (decided at push). Absent on records written
+   * before there were two: those run on Standard, which runs anything.
+   */
+  workflow?: WorkflowType | null;
   /** Times it was run again from the start after a crash of the local runtime interrupted it. */
   reruns?: number | null;
   /** Set while a re-run is owed and no workflow has taken it yet (see ExecutionsPort.markRerun). */
@@ -223,6 +234,8 @@ export interface Deployment {
    * false leaves only counts `{done, total}`. Absent or null: true.
    */
   node_detail?: boolean | null;
+  /** The state machine its version runs on (copied from the version at publish); absent on older records. */
+  workflow?: WorkflowType | null;
 }
 
 export interface PipelineSummary {
@@ -258,6 +271,8 @@ export interface PipelineVersion {
   definition: PipelineDefinition;
   hash: string;
   created_at: string;
+  /** The state machine its executions run on, decided when it was pushed; absent on versions pushed before. */
+  workflow?: WorkflowType;
 }
 
 /**

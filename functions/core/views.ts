@@ -177,6 +177,8 @@ export function runBody(e: Execution, links: OutputLinks = {}) {
     started_at: e.started_at,
     completed_at: e.completed_at,
     completion_duration: completionDuration(e),
+    // The owner's alone: callers' views do not say which state machine runs their execution.
+    workflow: e.workflow ?? null,
   };
 }
 

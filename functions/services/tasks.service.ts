@@ -23,10 +23,13 @@ import { referencedSecretNames } from '../core/nodes/secrets';
 import { isTerminal } from '../core/transitions';
 import type { Deps } from '../adapters/deps';
 import { writeStream } from './object-writer';
+import { executionTimeoutMs } from './execution-timeout';
+import { workflowOf } from './workflows';
 import { progressRecorder } from './progress.service';
 import { afterTerminal, failExecution, finishExecution, markRunning, whileStoreUnavailable, type Finished } from './lifecycle.service';
 
 export { ExecutionMessage } from './messages';
+export { executionTimeoutMs } from './execution-timeout';
 
 /**
  * MarkRunning: pending → running, once. A duplicate start, or a cancelled execution, does not
@@ -60,13 +63,6 @@ export interface StepAnswer {
 export const MAX_WAIT_SECONDS = 86_400;
 
 /**
- * The execution's time-out: its definition's `timeout_ms`, else the configured default. A run
- * of an Express workflow is cut to what Express allows (lib/workflow-budget.ts) by the stack's
- * settings, which set the default; a definition that asks for more runs on Standard.
- */
-export const executionTimeoutMs = (d: Deps, def: PipelineDefinition): number => def.timeout_ms ?? d.config.executionTimeoutMs;
-
-/**
  * RunNodes: one step of the execution (functions/core/engine.ts runStep). Nodes finished by
  * earlier steps are read from their records, not run again; every node that can run now runs;
  * a node that must wait is recorded waiting, and the state machine waits until the next one is
@@ -89,6 +85,8 @@ export async function taskRun(d: Deps, executionId: string, gen = 0): Promise<St
     return { ...outcome(f, 'failed'), next: 'done' };
   }
   const def = version.definition;
+  // The execution's own machine (absent on older records: Standard, where such records run).
+  const workflow = workflowOf(e);
 
   // Only a pipeline that names secrets reads them (and the key material that opens them).
   const names = referencedSecretNames(def);
@@ -101,7 +99,7 @@ export async function taskRun(d: Deps, executionId: string, gen = 0): Promise<St
   const abort = new AbortController();
   const stopWatching = watchForCancel(d, executionId, abort);
   const progress = progressRecorder(d, executionId, e.progress);
-  const timeoutMs = executionTimeoutMs(d, def);
+  const timeoutMs = executionTimeoutMs(d, def, workflow);
   const { result, trace: fullTrace } = await runStepTraced(def, e.inputs, {
     http: d.http,
     ...(assets === undefined || !e.assets ? {} : { assets, assetRefs: e.assets }),

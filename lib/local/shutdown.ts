@@ -7,7 +7,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Deps } from '../../functions/adapters/deps';
 import { failInterrupted } from '../../functions/services/lifecycle.service';
-import type { LocalWorkflow } from './workflow';
+import type { LocalWorkflows } from './workflow';
+
+/** An execution id (a UUID) is this long. */
+const EXECUTION_ID_LENGTH = 36;
 
 export interface StopOptions {
   /** How long running executions may take to finish (default: PIPEGATE_DRAIN_SECONDS). */
@@ -38,7 +41,7 @@ export function refuseWhileStopping(req: IncomingMessage, res: ServerResponse): 
  * interrupted. The caller has already stopped whatever starts new ones.
  */
 export async function drainWorkflow(
-  workflow: LocalWorkflow,
+  workflow: Pick<LocalWorkflows, 'running' | 'idleWithin'>,
   d: Deps,
   drainMs: number,
   onError: (executionId: string, err: unknown) => void,
@@ -48,7 +51,8 @@ export async function drainWorkflow(
   await workflow.idleWithin(drainMs);
   const left = workflow.running();
   let interrupted = 0;
-  for (const id of left) {
+  // A workflow's name is its execution's id, then its generation's or re-queue's suffix if any.
+  for (const id of new Set(left.map((name) => name.slice(0, EXECUTION_ID_LENGTH)))) {
     const e = await d.executions.get(id, d.clock.now(), true).catch(() => null);
     if (e?.status !== 'running') continue;
     await failInterrupted(d, e, 'a service shutdown').then(

@@ -61,7 +61,16 @@ const pick = (o: Record<string, unknown>, keys: string[]) => Object.fromEntries(
  */
 async function pushTestPublish(id: string, f: ExampleFile) {
   const pushed = await rt.owner('PUT', `/v1/pipelines/${id}`, definition(f));
-  expect({ status: pushed.status, body: pushed.body }).toEqual({ status: 201, body: { pipeline_id: id, version: 1, created: true } });
+  expect({ status: pushed.status, body: pushed.body }).toEqual({
+    status: 201,
+    body: {
+      pipeline_id: id,
+      version: 1,
+      created: true,
+      workflow: expect.stringMatching(/^(express|standard)$/) as unknown as string,
+      workflow_reason: expect.any(String) as unknown as string,
+    },
+  });
 
   expect(f.tests?.length).toBeGreaterThan(0);
   for (const t of f.tests ?? []) {

@@ -276,7 +276,7 @@ describe('deployments store', () => {
   it('republishes only from the revision that was read', async () => {
     const id = randomUUID();
     await db.deployments.create(record(id));
-    const next = { version: 2, inputs: [], outputs: [], published_at: 'later', node_detail: false };
+    const next = { version: 2, inputs: [], outputs: [], published_at: 'later', node_detail: false, workflow: 'standard' as const };
 
     const first = await db.deployments.republish(id, 1, next);
     const stale = await db.deployments.republish(id, 1, next);
@@ -284,6 +284,8 @@ describe('deployments store', () => {
     expect(first?.revision).toBe(2);
     expect(first?.version).toBe(2);
     expect(first?.node_detail).toBe(false);
+    // The state machine of the version it now serves goes with it.
+    expect(first?.workflow).toBe('standard');
     expect(stale).toBeNull();
   });
 
@@ -303,6 +305,7 @@ describe('deployments store', () => {
         outputs: [],
         published_at: 'x',
         node_detail: true,
+        workflow: 'express',
       }),
     ).toBeNull();
   });

@@ -138,9 +138,17 @@ export interface NodeKindSpec<O extends NodeObjectSchema> {
    * call whose answer was never recorded). A node that is not is failed instead, naming it.
    */
   repeatable(node: NodeOf<O>): boolean;
-  /** Whether it may wait for the state machine (polls, long waits): such a pipeline runs on the Standard workflow. */
+  /**
+   * Whether it may wait for the state machine (polls, long waits): its step ends and a Wait state
+   * of the state machine holds the execution, nothing running. Whether that needs the Standard
+   * state machine is `longestMs`'s to say (functions/core/workflow-type.ts).
+   */
   waits(node: NodeOf<O>): boolean;
-  /** The longest a node may take in all, milliseconds (its own time-out, its delay). */
+  /**
+   * The longest a node may take in all, milliseconds (its own time-out, its delay, a poll's or a
+   * wait's time-out): a pipeline whose nodes could take longer one after another than an Express
+   * execution allows runs on the Standard state machine.
+   */
   longestMs(node: NodeOf<O>): number;
   /** A node's first step, given its dependencies' values in `dependencies` order. */
   run(node: NodeOf<O>, values: readonly unknown[], ctx: RunContext, id: string): Promise<Outcome>;
