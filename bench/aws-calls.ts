@@ -4,7 +4,18 @@
  */
 import { POLL_BACKOFF_MS } from '../functions/adapters/completions';
 import { awsCalls, cloneCounts, diffCounts, dynamoReads, dynamoWrites, meanCounts, type Counts } from './instrument';
-import { ASSUMPTIONS, BILL_VOLUMES, MEDIA, PRICES, type MediaScenario } from './prices';
+import {
+  ASSUMPTIONS,
+  BILL_VOLUMES,
+  HISTORY_EVENTS,
+  MAP_SCENARIO,
+  MAP_STEP_OVERHEAD_MS,
+  MEDIA,
+  PRICES,
+  SFN_QUOTAS,
+  type MapScenario,
+  type MediaScenario,
+} from './prices';
 import { DEFAULT_RESULT_RETENTION_DAYS } from '../lib/config';
 import { DEFAULT_POLL_EVERY_MS, nextPollDelayMs } from '../functions/core/nodes/http';
 
@@ -898,6 +909,118 @@ export function billText(h: ReturnType<typeof allInHeadline>): { bill: string; f
     ...leverRows,
   ].join('\n');
   return { bill, fixed, levers };
+}
+
+/* ------------------------------------------------------------------ fan-out: the map node */
+
+/** What one execution running a map asks of AWS, by design. */
+export interface MapWork {
+  /** RunNodes steps (the step loop), or 1 for the Map state's one execution. */
+  steps: number;
+  transitions: number;
+  historyEvents: number;
+  lambdaInvocations: number;
+  /** Lambda time billed, seconds (the functions' own work, not the upstream's jobs). */
+  lambdaSeconds: number;
+  writeUnits: number;
+  readUnits: number;
+  upstreamRequests: number;
+  /** The largest state payload the design moves, bytes (the Map's output carries every item's value). */
+  payloadBytes: number;
+}
+
+/**
+ * pipegate's design: the map runs inside the step loop (RunNodes → AfterStep → Sleep → RunNodes),
+ * its items checkpointed in the steps table. A step submits a wave of `concurrency` items and
+ * polls each at once; each later step polls the wave again; the step that finds it done submits
+ * the next wave. So the steps, and the history, grow with waves × polls, not with items, and
+ * the state carries ids and a wait only.
+ */
+export function mapStepLoopWork(s: MapScenario = MAP_SCENARIO): MapWork {
+  const waves = Math.ceil(s.items / s.concurrency);
+  const steps = waves * Math.max(1, s.pollsPerItem - 1) + 1;
+  const upstreamRequests = s.items * (1 + s.pollsPerItem);
+  // Per item: the lease before its submit, a waiting record per poll that finds it not done, the done record.
+  const itemWrites = s.items * (1 + (s.pollsPerItem - 1) + 1);
+  // Per step: the map's own record (waiting, then done), the progress write (the last step's terminal write instead).
+  const stepWrites = steps * 2;
+  // Per step: the execution (strong read), the node records (one Query, strongly consistent: 1 RRU per 4 KB), the cancel watch.
+  const recordsRead = Array.from({ length: steps }, (_, i) => Math.min(s.items, Math.round((s.items * i) / steps)) + 1);
+  const queryUnits = recordsRead.reduce((sum, n) => sum + Math.max(1, Math.ceil((n * s.recordBytes) / 4096)), 0);
+  return {
+    steps,
+    transitions: 2 + steps * 3,
+    historyEvents:
+      HISTORY_EVENTS.task + HISTORY_EVENTS.choice + steps * (HISTORY_EVENTS.task + HISTORY_EVENTS.choice + HISTORY_EVENTS.wait),
+    lambdaInvocations: 1 + steps,
+    lambdaSeconds: (steps * MAP_STEP_OVERHEAD_MS + (upstreamRequests / s.concurrency) * s.requestMs) / 1000,
+    writeUnits: itemWrites + stepWrites,
+    readUnits: queryUnits + steps * 2,
+    upstreamRequests,
+    payloadBytes: 200,
+  };
+}
+
+/**
+ * The alternative: the state machine's inline Map state, `MaxConcurrency` = concurrency, each
+ * iteration a submit Task, then per poll a Task and a Choice (and a Wait before every poll but
+ * the first), the items' values in the state (the Map's output is their list).
+ */
+export function mapStateWork(s: MapScenario = MAP_SCENARIO): MapWork {
+  const perItemTransitions = 1 + 1 + s.pollsPerItem * 2 + (s.pollsPerItem - 1);
+  const perItemEvents =
+    HISTORY_EVENTS.mapIteration +
+    HISTORY_EVENTS.task +
+    s.pollsPerItem * (HISTORY_EVENTS.task + HISTORY_EVENTS.choice) +
+    (s.pollsPerItem - 1) * HISTORY_EVENTS.wait;
+  const upstreamRequests = s.items * (1 + s.pollsPerItem);
+  return {
+    steps: 1,
+    transitions: 4 + s.items * perItemTransitions,
+    historyEvents: 4 * HISTORY_EVENTS.task + s.items * perItemEvents,
+    lambdaInvocations: 2 + upstreamRequests,
+    lambdaSeconds: (upstreamRequests * (s.requestMs + 20)) / 1000,
+    // Each item's value recorded for a restart is the Map's own affair; the final write only.
+    writeUnits: 2,
+    readUnits: 2,
+    upstreamRequests,
+    payloadBytes: s.items * s.recordBytes,
+  };
+}
+
+/** Dollars per million executions of a map, on Standard (its jobs wait between polls), item by item. */
+export function mapCostPerMillion(w: MapWork): CostLine[] {
+  const gbSeconds = (ASSUMPTIONS.lambdaMemoryMb / 1024) * w.lambdaSeconds;
+  return [
+    {
+      item: 'Step Functions Standard',
+      perExecution: `${w.transitions} state transitions`,
+      dollars: w.transitions * PRICES.sfnStandardPerMillionTransitions,
+    },
+    {
+      item: 'Lambda requests',
+      perExecution: `${w.lambdaInvocations} invocations`,
+      dollars: w.lambdaInvocations * PRICES.lambdaPerMillionRequests,
+    },
+    {
+      item: 'Lambda duration (arm64)',
+      perExecution: `${gbSeconds.toFixed(3)} GB-s`,
+      dollars: gbSeconds * PRICES.lambdaArmPerGbSecond * 1_000_000,
+    },
+    { item: 'DynamoDB writes', perExecution: `${w.writeUnits} WRU`, dollars: w.writeUnits * PRICES.dynamoPerMillionWriteUnits },
+    { item: 'DynamoDB reads', perExecution: `${w.readUnits} RRU`, dollars: w.readUnits * PRICES.dynamoPerMillionReadUnits },
+  ];
+}
+
+/** The largest map each design can run within Step Functions' quotas, for a scenario's concurrency and polls (items, at most MAP_MAX_ITEMS). */
+export function largestMapWithinQuotas(work: (s: MapScenario) => MapWork, s: MapScenario = MAP_SCENARIO, most = 1000): number {
+  let ok = 0;
+  for (let items = 1; items <= most; items++) {
+    const w = work({ ...s, items });
+    if (w.historyEvents > SFN_QUOTAS.historyEvents || w.payloadBytes > SFN_QUOTAS.payloadBytes) break;
+    ok = items;
+  }
+  return ok;
 }
 
 /* ------------------------------------------------------------------ long executions: the two state machines */

@@ -211,3 +211,30 @@ export const MEDIA: Readonly<MediaScenario> = {
   /** Downloads of the output (each out to the internet once). */
   downloads: 1,
 };
+
+/**
+ * A map of render jobs as the cost model prices it (docs/aws.md, "Fan-out: the map node"): a
+ * hundred items, four at a time, each job polled three times (the first poll at once after the
+ * submit, the third finding it done), each request to the upstream about 50 ms.
+ */
+export interface MapScenario {
+  items: number;
+  concurrency: number;
+  /** Polls each job takes, the one that finds it done included (1: done at the first). */
+  pollsPerItem: number;
+  /** How long one request to the upstream takes, ms (a step's requests run `concurrency` at once). */
+  requestMs: number;
+  /** A node record's size in the steps table, bytes (an item's value: a file's view, a short JSON). */
+  recordBytes: number;
+}
+export const MAP_SCENARIO: MapScenario = { items: 100, concurrency: 4, pollsPerItem: 3, requestMs: 50, recordBytes: 500 };
+/** A step's own time in task-run beyond its requests: the records' Query, the writes, the progress write. */
+export const MAP_STEP_OVERHEAD_MS = 100;
+/**
+ * Step Functions Standard's history events per state: a Task is entered, scheduled, started,
+ * succeeded and exited (5); a Choice and a Wait are entered and exited (2 each); a Map
+ * iteration adds its started and succeeded events (2).
+ */
+export const HISTORY_EVENTS = { task: 5, choice: 2, wait: 2, mapIteration: 2 };
+/** Step Functions quotas: events in one Standard execution's history; a state's input or output, bytes. */
+export const SFN_QUOTAS = { historyEvents: 25_000, payloadBytes: 256 * 1024 };

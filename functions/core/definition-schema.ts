@@ -34,6 +34,7 @@ export const OutputNode = NODE_KINDS.output.schema;
 export const TransformNode = NODE_KINDS.transform.schema;
 export const HttpNode = NODE_KINDS.http.schema;
 export const DelayNode = NODE_KINDS.delay.schema;
+export const MapNode = NODE_KINDS.map.schema;
 
 /** A node id as a key of `nodes`. */
 export const NodeKey = v.pipe(

@@ -26,6 +26,9 @@ export interface NodeEventData {
   state: NodeState;
   at: string;
   duration_ms?: number;
+  /** `items` (a map): its items ended so far, of how many ("3 of 8 variants done"). */
+  items_done?: number;
+  items_total?: number;
 }
 /** A `node` event of a deployment published with node detail off: how many of how many are done. */
 export interface NodeCountData {
@@ -74,8 +77,8 @@ export function executionEvents(e: Execution, nodes: NodeView, final: FinalView 
   for (const p of unpackProgress(e.progress)) {
     if (typeof nodes !== 'function') {
       // One event per node the first time it ends (a re-run after a crash ends some again):
-      // progress only grows, so every list is still a prefix of the next.
-      if ((p.state !== 'finished' && p.state !== 'failed') || finished.has(p.node)) continue;
+      // progress only grows, so every list is still a prefix of the next. A skipped node ends too.
+      if ((p.state !== 'finished' && p.state !== 'failed' && p.state !== 'skipped') || finished.has(p.node)) continue;
       finished.add(p.node);
       out.push({ event: 'node', data: { done: finished.size, total: Math.max(nodes.countsOf, finished.size) } });
       continue;
@@ -89,6 +92,7 @@ export function executionEvents(e: Execution, nodes: NodeView, final: FinalView 
         state: p.state,
         at: new Date(p.at).toISOString(),
         ...(p.duration_ms === undefined ? {} : { duration_ms: p.duration_ms }),
+        ...(p.state === 'items' ? { items_done: p.done ?? 0, items_total: p.total ?? 0 } : {}),
       },
     });
   }

@@ -536,6 +536,12 @@ export interface ObjectRef {
   sha256: string;
 }
 
+/**
+ * What an ASSET output refers to: one stored file, or a list of them in order (a map's files;
+ * null where an item failed under `on_item_error: "skip"`).
+ */
+export type OutputAssetRef = ObjectRef | (ObjectRef | null)[];
+
 /** Bytes `start` to `end` of an object, both inclusive (HTTP's Range arithmetic). */
 export interface ByteRange {
   start: number;

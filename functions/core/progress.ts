@@ -11,9 +11,11 @@ import type { NodeType } from './types';
 
 /**
  * started · waiting (it waits for the state machine: a long delay, a job between polls, an
- * event) · polled (a job was polled again and is not done) · finished · failed.
+ * event) · polled (a job was polled again and is not done) · finished · failed · skipped (its
+ * `if` was false, or a node it reads was skipped: it never starts) · items (a map's items
+ * ended so far, of how many).
  */
-export type NodeState = 'started' | 'waiting' | 'polled' | 'finished' | 'failed';
+export type NodeState = 'started' | 'waiting' | 'polled' | 'finished' | 'failed' | 'skipped' | 'items';
 
 export interface NodeProgress {
   node: string;
@@ -25,6 +27,9 @@ export interface NodeProgress {
   duration_ms?: number;
   /** Polled nodes: how many polls so far. */
   polls?: number;
+  /** `items`: a map's items ended so far (done, or failed under `on_item_error: "skip"`), of `total`. */
+  done?: number;
+  total?: number;
 }
 
 /**
@@ -41,8 +46,19 @@ export const PROGRESS_MAX_ENTRIES = 256;
 export const PROGRESS_POLL_ROOM = PROGRESS_MAX_ENTRIES - 2 * 64;
 
 const TYPES: Readonly<Record<string, NodeType>> = NODE_TYPE_OF_CODE;
-const STATES: Record<string, NodeState> = { s: 'started', w: 'waiting', p: 'polled', f: 'finished', x: 'failed' };
+const STATES: Record<string, NodeState> = {
+  s: 'started',
+  w: 'waiting',
+  p: 'polled',
+  f: 'finished',
+  x: 'failed',
+  k: 'skipped',
+  i: 'items',
+};
 const code = <T extends string>(table: Record<string, T>, value: T): string => Object.keys(table).find((k) => table[k] === value) ?? '?';
+
+/** Entries shown only while there is room (PROGRESS_POLL_ROOM): a job's polls, a map's item counts. */
+export const isRoomOnly = (p: Pick<NodeProgress, 'state'>): boolean => p.state === 'polled' || p.state === 'items';
 
 export function packProgress(entries: readonly NodeProgress[]): string {
   const t0 = entries.length > 0 ? Math.min(...entries.map((p) => p.at)) : 0;
@@ -50,6 +66,7 @@ export function packProgress(entries: readonly NodeProgress[]): string {
     const row: (string | number)[] = [p.node, NODE_CODES[p.type], code(STATES, p.state), p.at - t0];
     if (p.duration_ms !== undefined) row.push(p.duration_ms);
     else if (p.polls !== undefined) row.push(p.polls);
+    else if (p.done !== undefined && p.total !== undefined) row.push(p.done, p.total);
     return row;
   });
   return JSON.stringify({ t: t0, n });
@@ -69,11 +86,18 @@ export function unpackProgress(stored: unknown): NodeProgress[] {
   const out: NodeProgress[] = [];
   for (const row of parsed.n as unknown[]) {
     if (!Array.isArray(row)) return out;
-    const [node, type, state, offset, duration] = row as unknown[];
+    const [node, type, state, offset, duration, total] = row as unknown[];
     const t = typeof type === 'string' ? TYPES[type] : undefined;
     const s = typeof state === 'string' ? STATES[state] : undefined;
     if (typeof node !== 'string' || !t || !s || typeof offset !== 'number') return out;
-    const extra = typeof duration !== 'number' ? {} : s === 'polled' ? { polls: duration } : { duration_ms: duration };
+    const extra =
+      typeof duration !== 'number'
+        ? {}
+        : s === 'polled'
+          ? { polls: duration }
+          : s === 'items'
+            ? { done: duration, total: typeof total === 'number' ? total : duration }
+            : { duration_ms: duration };
     out.push({ node, type: t, state: s, at: t0 + offset, ...extra });
   }
   return out;

@@ -28,6 +28,7 @@ import {
   ASSET_RESTRICTIONS,
   DelayNode,
   HttpNode,
+  MapNode,
   InputNode,
   Node,
   OutputNode,
@@ -166,9 +167,27 @@ const AssetOutputValue = v.pipe(
   }),
   v.description('A file output (an image, a video, ...): a link to it, never its bytes.'),
 );
-const OutputValue = v.pipe(v.union([RawOutputValue, AssetOutputValue]), v.description('An output: RAW, or ASSET (a link to a file).'));
+const AssetListOutputValue = v.pipe(
+  v.strictObject({
+    value: v.pipe(
+      v.array(v.nullable(url)),
+      v.description(
+        'A capability link to each file, in order (a map\'s items); null where an item failed under `on_item_error: "skip"`. Minted afresh on each read.',
+      ),
+    ),
+    value_type: v.literal('ASSET'),
+    media_type: v.pipe(v.array(v.nullable(v.string())), v.description("Each file's media type, in the same order.")),
+    bytes: v.pipe(v.array(v.nullable(int(0))), v.description("Each file's size, in the same order.")),
+    expires_at: v.pipe(v.nullable(Timestamp), v.description('When the links stop working; null when the list holds no file.')),
+  }),
+  v.description("A list of files (a map's renders): the single file's fields, each a list in the files' order."),
+);
+const OutputValue = v.pipe(
+  v.union([RawOutputValue, AssetOutputValue, AssetListOutputValue]),
+  v.description('An output: RAW, ASSET (a link to a file), or ASSET as a list of links (a list of files).'),
+);
 const OwnerOutputAssets = v.pipe(
-  v.nullable(v.record(v.string(), AssetOutputValue)),
+  v.nullable(v.record(v.string(), v.union([AssetOutputValue, AssetListOutputValue]))),
   v.description('Every ASSET output by id (hidden ones too) with a fresh link once completed; null before and otherwise.'),
 );
 
@@ -178,8 +197,9 @@ const OutputArtifact = v.pipe(
     url: v.pipe(url, v.description('A fresh capability link to the bytes, as in response_data.')),
     media_type: v.string(),
     bytes: int(0),
+    index: v.optional(v.pipe(int(0), v.description('A file of a list output: its place in the list, from 0.'))),
   }),
-  v.description('A file a web-form execution produced (a visible ASSET output).'),
+  v.description('A file a web-form execution produced (a visible ASSET output; one entry per file of a list output).'),
 );
 
 const ExecutionResult = v.object({
@@ -241,9 +261,16 @@ const NodeEvent = v.pipe(
     v.strictObject({
       node_id: NodeId,
       type: v.picklist(NODE_TYPES),
-      state: v.picklist(['started', 'finished', 'failed']),
+      state: v.pipe(
+        v.picklist(['started', 'waiting', 'polled', 'finished', 'failed', 'skipped', 'items']),
+        v.description(
+          "waiting: it waits in the state machine (a long delay, a job between polls); polled: a job was polled again; skipped: its `if` was false or a node it reads was skipped (it never starts); items: a map's items ended so far (`items_done` of `items_total`).",
+        ),
+      ),
       at: Timestamp,
       duration_ms: v.optional(v.pipe(int(0), v.description('Finished and failed nodes: how long the node took.'))),
+      items_done: v.optional(v.pipe(int(0), v.description('`items`: how many of the map\'s items have ended ("3 of 8 variants done").'))),
+      items_total: v.optional(v.pipe(int(0), v.description('`items`: how many items the map has.'))),
     }),
     v.strictObject({
       done: v.pipe(int(1), v.description('Nodes finished (or failed) so far.')),
@@ -251,7 +278,7 @@ const NodeEvent = v.pipe(
     }),
   ]),
   v.description(
-    '`event: node`: a node started, finished or failed; ids, types and times only, never values. Hidden inputs and outputs never appear. A deployment published with `events.node_detail: false` sends only `{done, total}`, one event per node finished.',
+    '`event: node`: a node started, waited, was polled, finished, failed or was skipped, or a map counted its items; ids, types, times and counts only, never values. Hidden inputs and outputs never appear. A deployment published with `events.node_detail: false` sends only `{done, total}`, one event per node finished (or skipped).',
   ),
 );
 const OutputEvent = v.pipe(
@@ -264,6 +291,14 @@ const OutputEvent = v.pipe(
       media_type: v.string(),
       bytes: int(0),
       expires_at: Timestamp,
+    }),
+    v.strictObject({
+      output: v.string(),
+      value: v.array(v.nullable(url)),
+      value_type: v.literal('ASSET'),
+      media_type: v.array(v.nullable(v.string())),
+      bytes: v.array(v.nullable(int(0))),
+      expires_at: v.nullable(Timestamp),
     }),
   ]),
   v.description('`event: output`: a visible output once final, its id in `output` and the rest as in `response_data` (OutputValue).'),
@@ -301,13 +336,26 @@ const OutputKind = v.pipe(
     'What the output answers: a value (RAW) or a file (ASSET), as in the run the contract was published from. Absent on contracts published before it was recorded: either.',
   ),
 );
+const OutputList = v.pipe(
+  v.literal(true),
+  v.description("An ASSET output whose value is a list of files (a map's): their links, in order."),
+);
+const OutputOptional = v.pipe(
+  v.literal(true),
+  v.description('May be absent from a completed result and its callback: every node it comes from may be skipped (conditions).'),
+);
 const CallerContract = v.object({
   deployment_id: Uuid,
   inputs: v.pipe(
     v.array(v.object({ id: NodeId, value_type: InputValueType, value: RawValue, ...assetRestrictions })),
     v.description('Visible inputs with their published values.'),
   ),
-  outputs: v.pipe(v.array(v.object({ id: NodeId, value_type: v.optional(OutputKind) })), v.description('Visible outputs.')),
+  outputs: v.pipe(
+    v.array(
+      v.object({ id: NodeId, value_type: v.optional(OutputKind), list: v.optional(OutputList), optional: v.optional(OutputOptional) }),
+    ),
+    v.description('Visible outputs.'),
+  ),
 });
 
 const OpenApiDocument = v.pipe(
@@ -466,9 +514,9 @@ const NodeTrace = v.object({
   node: NodeId,
   type: v.picklist(NODE_TYPES),
   outcome: v.pipe(
-    v.picklist(['completed', 'failed', 'stopped', 'not_run']),
+    v.picklist(['completed', 'failed', 'stopped', 'not_run', 'skipped']),
     v.description(
-      'stopped: the execution ended (failed elsewhere, timed out, cancelled) while this node was busy; not_run: it never started.',
+      'stopped: the execution ended (failed elsewhere, timed out, cancelled) while this node was busy; not_run: it never started; skipped: its `if` was false, or a node it reads was skipped.',
     ),
   ),
   started_at: v.nullable(Timestamp),
@@ -479,6 +527,12 @@ const NodeTrace = v.object({
   preview: v.pipe(
     nullableString,
     v.description("The node's value as JSON text, cut at 200 characters; owner secrets and credential-looking tokens are redacted."),
+  ),
+  item_errors: v.optional(
+    v.pipe(
+      v.array(v.object({ index: int(0), error: v.string() })),
+      v.description('A map: the items that failed under `on_item_error: "skip"` (the first 20), their places in the list, and why.'),
+    ),
   ),
 });
 const FailedNode = v.object({ node: NodeId, type: v.picklist(NODE_TYPES), error: nullableString, http_status: nullableInt });
@@ -585,7 +639,13 @@ const OwnerExecution = v.object({
   completion_duration: duration,
 });
 const ContractInput = v.object({ id: NodeId, value_type: InputValueType, value: RawValue, ...assetRestrictions, visible: v.boolean() });
-const ContractOutput = v.object({ id: NodeId, visible: v.boolean(), value_type: v.optional(OutputKind) });
+const ContractOutput = v.object({
+  id: NodeId,
+  visible: v.boolean(),
+  value_type: v.optional(OutputKind),
+  list: v.optional(OutputList),
+  optional: v.optional(OutputOptional),
+});
 const Contract = v.object({ inputs: v.array(ContractInput), outputs: v.array(ContractOutput) });
 const RunSummary = v.object({ run_id: Uuid, status: ExecutionStatus, version: int(1) });
 const FormView = v.object({ enabled: v.boolean(), title: nullableString, description: nullableString });
@@ -757,6 +817,7 @@ export const SHAPES = {
   OutputValue,
   RawOutputValue,
   AssetOutputValue,
+  AssetListOutputValue,
   OutputArtifact,
   ExecutionResult,
   StatusEvent,
@@ -870,6 +931,7 @@ export const SHAPES = {
   TransformNode,
   HttpNode,
   DelayNode,
+  MapNode,
   PushResult,
   SecretName,
   SecretValue,

@@ -1,7 +1,7 @@
 import type * as v from 'valibot';
 import type { ClaimField } from './claim-check';
 import type { Limits } from './consumers';
-import type { ObjectRef } from './ports';
+import type { ObjectRef, OutputAssetRef } from './ports';
 import type { ExecutionStatus } from './transitions';
 import type { InputValueType } from './value-types';
 
@@ -26,6 +26,7 @@ export type TransformNode = v.InferOutput<Nodes['transform']['object']>;
 export type HttpNode = v.InferOutput<Nodes['http']['object']>;
 export type HttpMethod = NonNullable<HttpNode['method']>;
 export type DelayNode = v.InferOutput<Nodes['delay']['object']>;
+export type MapNode = v.InferOutput<Nodes['map']['object']>;
 /**
  * `retry_interrupted` false: an execution interrupted by a crash of the local runtime is failed
  * rather than run again from the start (for http nodes that are not safe to repeat). Absent
@@ -57,6 +58,16 @@ export interface ContractOutput {
    * contracts published before it was recorded, and where that run's record is gone: RAW or ASSET.
    */
   value_type?: OutputKind;
+  /**
+   * An ASSET output whose value is a list of files (a map's): its links in order. Absent: one file
+   * (or a RAW value).
+   */
+  list?: boolean;
+  /**
+   * It may be absent from a completed execution's result and callback: the nodes it comes from
+   * may all be skipped (conditions). Absent: always there once completed.
+   */
+  optional?: boolean;
 }
 export interface Contract {
   inputs: ContractInput[];
@@ -135,7 +146,7 @@ export interface Execution {
    * ASSET outputs once completed: where their bytes are stored (never the bytes; links are
    * minted from these when the result is read). Absent on records without asset outputs.
    */
-  output_assets?: Record<string, ObjectRef> | null;
+  output_assets?: Record<string, OutputAssetRef> | null;
   /**
    * The service's base URL the execution was submitted at: where the links in its callback
    * point when the service has no configured public URL. Absent on older records.
@@ -303,8 +314,11 @@ export interface IdempotencyRecord {
 export interface NodeTrace {
   node: string;
   type: NodeType;
-  /** completed · failed · stopped (the run ended while it was busy) · not_run (never started). */
-  outcome: 'completed' | 'failed' | 'stopped' | 'not_run';
+  /**
+   * completed · failed · stopped (the run ended while it was busy) · not_run (never started) ·
+   * skipped (its `if` was false, or a node it reads was skipped).
+   */
+  outcome: 'completed' | 'failed' | 'stopped' | 'not_run' | 'skipped';
   started_at: string | null;
   completed_at: string | null;
   duration_ms: number | null;
@@ -312,4 +326,6 @@ export interface NodeTrace {
   /** An http node's upstream status, when it answered. */
   http_status: number | null;
   preview: string | null;
+  /** A map: its items that failed under `on_item_error: "skip"` (the first TRACE_ITEM_ERRORS), and why. */
+  item_errors?: { index: number; error: string }[];
 }

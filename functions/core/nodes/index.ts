@@ -9,12 +9,13 @@ import * as v from 'valibot';
 import { delay } from './delay';
 import { http } from './http';
 import { input } from './input';
+import { map } from './map';
 import type { NodeKind, NodeObjectSchema, Outcome, Resumed } from './kind';
 import type { RunContext } from './run-context';
 import { output } from './output';
 import { transform } from './transform';
 
-export const NODE_KINDS = { input, output, transform, http, delay } as const;
+export const NODE_KINDS = { input, output, transform, http, delay, map } as const;
 
 /** Each key names its own kind: `{ foo: bar }` does not compile. */
 type KeyedByType<R> = { [K in keyof R]: R[K] extends { type: K } ? R[K] : never };
@@ -31,8 +32,12 @@ export const NODE_TYPES = Object.keys(NODE_KINDS) as NodeType[];
  * Any kind, as the walks and the engine use it: they hand each kind nodes of its own type only
  * (`kindOf`), which is what makes the widening below safe.
  */
-export type AnyNodeKind = Omit<NodeKind<NodeObjectSchema>, 'dependencies' | 'run' | 'resume' | 'repeatable' | 'waits' | 'longestMs'> & {
+export type AnyNodeKind = Omit<
+  NodeKind<NodeObjectSchema>,
+  'dependencies' | 'joinsAny' | 'run' | 'resume' | 'repeatable' | 'waits' | 'longestMs'
+> & {
   dependencies(node: PipelineNode): readonly string[];
+  joinsAny?(node: PipelineNode): boolean;
   repeatable(node: PipelineNode): boolean;
   waits(node: PipelineNode): boolean;
   longestMs(node: PipelineNode): number;
@@ -81,5 +86,5 @@ export function nodeIdsOfRole(nodes: Readonly<Record<string, PipelineNode>>, rol
   });
 }
 
-export { input, output, transform, http, delay };
+export { input, output, transform, http, delay, map };
 export type { NodeKind } from './kind';

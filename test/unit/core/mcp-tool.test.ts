@@ -278,6 +278,37 @@ describe('answers', () => {
     expect(r._meta['pipegate/execution']).toEqual({ execution_id: 'e1', status: 'completed', ...urls });
   });
 
+  it("a list of files (a map's): each file in its place, null where an item failed, a resource_link per file", () => {
+    const r = callResult(
+      {
+        status: 'completed',
+        execution_id: 'e1',
+        error_message: null,
+        response_data: {
+          gallery: {
+            value: ['https://api.example/v1/assets/a', null, 'https://api.example/v1/assets/c'],
+            value_type: 'ASSET',
+            media_type: ['image/png', null, 'image/jpeg'],
+            bytes: [10, null, 30],
+            expires_at: link.expires_at,
+          },
+        },
+      },
+      urls,
+    );
+    expect(r.structuredContent).toEqual({
+      gallery: [
+        { url: 'https://api.example/v1/assets/a', media_type: 'image/png', bytes: 10, expires_at: link.expires_at },
+        null,
+        { url: 'https://api.example/v1/assets/c', media_type: 'image/jpeg', bytes: 30, expires_at: link.expires_at },
+      ],
+    });
+    expect(r.content.slice(1)).toEqual([
+      expect.objectContaining({ type: 'resource_link', uri: 'https://api.example/v1/assets/a', name: 'gallery-1', size: 10 }),
+      expect.objectContaining({ type: 'resource_link', uri: 'https://api.example/v1/assets/c', name: 'gallery-3', mimeType: 'image/jpeg' }),
+    ]);
+  });
+
   it("a failed or cancelled one: isError with the caller's reason and no structured content", () => {
     const failed = callResult(
       { status: 'failed', execution_id: 'e1', error_message: "Node 'look' failed: upstream answered 500", response_data: {} },

@@ -183,19 +183,19 @@ describe('validateDefinition: node ids and types', () => {
 
   it('reports an unknown type once, without a cascade about its other fields', () => {
     expect(problemsOf(withNode('odd', { type: 'webhook', url: 5, whatever: true }))).toEqual([
-      { path: 'nodes.odd.type', reason: "unknown node type 'webhook'; expected one of input, output, transform, http, delay" },
+      { path: 'nodes.odd.type', reason: "unknown node type 'webhook'; expected one of input, output, transform, http, delay, map" },
     ]);
   });
 
   it('requires a type, and a node to be an object', () => {
     expect(problemsOf(withNode('odd', { value: 1 }))).toEqual([
-      { path: 'nodes.odd.type', reason: 'is required: one of input, output, transform, http, delay' },
+      { path: 'nodes.odd.type', reason: 'is required: one of input, output, transform, http, delay, map' },
     ]);
     expect(problemsOf(withNode('odd', 'input'))).toEqual([
       { path: 'nodes.odd', reason: 'must be an object describing the node, got a string' },
     ]);
     expect(problemsOf(withNode('odd', { type: 3 }))).toEqual([
-      { path: 'nodes.odd.type', reason: 'unknown node type a number; expected one of input, output, transform, http, delay' },
+      { path: 'nodes.odd.type', reason: 'unknown node type a number; expected one of input, output, transform, http, delay, map' },
     ]);
   });
 
