@@ -422,7 +422,8 @@ describe('execute → runner → tasks → callback', () => {
     const id = parse(res).execution_id as string;
     await taskFail({ execution_id: id, error: { Error: 'States.Timeout', Cause: 'x' } });
     const e = await d.executions.get(id, new Date(), true);
-    expect(e).toMatchObject({ status: 'failed', error_message: 'Execution timed out after 300 s' });
+    // On Express, which holds an execution within 170 s whatever the default says.
+    expect(e).toMatchObject({ status: 'failed', error_message: 'Execution timed out after 170 s' });
     expect(e?.started_at).not.toBeNull();
   });
 });
