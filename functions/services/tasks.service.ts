@@ -11,7 +11,7 @@ import {
   type NodeRecord,
 } from '../core/engine';
 import { kindOf } from '../core/nodes';
-import { runNodesTimeoutSeconds, STEP_BUDGET_MS } from '../../lib/workflow-budget';
+import { runNodesTimeoutSeconds, STANDARD_STEPS_PER_WORKFLOW, STEP_BUDGET_MS } from '../../lib/workflow-budget';
 import { errorFields } from '../adapters/logger';
 import { executionObjectKey } from '../core/object-keys';
 import { answerMediaType } from '../core/output-assets';
@@ -53,6 +53,22 @@ export interface StepAnswer {
   seconds?: number;
   /** The next step's state time-out (lib/workflow-budget.ts runNodesTimeoutSeconds). */
   step_timeout?: number;
+  /** Steps this workflow has made so far (the next RunNodes reads it back from `$.run`). */
+  steps?: number;
+}
+
+/**
+ * A Standard workflow that has made STANDARD_STEPS_PER_WORKFLOW steps ends and hands its
+ * execution to one of the next generation (a message, then the generation's conditional write,
+ * as a wake does: functions/services/wake.ts), which goes on from the recorded nodes with a
+ * history of its own. Step Functions keeps 25,000 events an execution; without this a job
+ * polled for a day or a large map would fail there.
+ */
+async function handOver(d: Deps, e: Execution): Promise<StepAnswer> {
+  const seen = e.gen ?? 0;
+  await d.queue.send('executions', { execution_id: e.execution_id, gen: seen + 1, ...(e.workflow ? { workflow: e.workflow } : {}) });
+  const moved = await d.executions.bumpGeneration(e.execution_id, seen);
+  return { status: moved ? 'handed_over' : 'superseded', next: 'done' };
 }
 
 /**
@@ -70,7 +86,7 @@ export const MAX_WAIT_SECONDS = 86_400;
  * cancel (a poll of the record), so cancelled work stops promptly on AWS too, where stopping
  * the state machine does not stop a running Lambda.
  */
-export async function taskRun(d: Deps, executionId: string, gen = 0): Promise<StepAnswer> {
+export async function taskRun(d: Deps, executionId: string, gen = 0, steps = 0): Promise<StepAnswer> {
   const e = await whileStoreUnavailable(() => d.executions.get(executionId, d.clock.now(), true));
   if (!e) return { status: 'missing', next: 'done' };
   if (e.status !== 'running') {
@@ -131,13 +147,23 @@ export async function taskRun(d: Deps, executionId: string, gen = 0): Promise<St
       .recordProgress(executionId, progress.packed(), waiting)
       .then((ok) => ok && d.completions.notify(executionId))
       .catch((err: unknown) => d.log.warn('node progress not recorded', { execution_id: executionId, ...errorFields(err) }));
+    const made = steps + 1;
+    // A Standard workflow's history is bounded: after so many steps, one of the next generation goes on.
+    if (workflow === 'standard' && made >= STANDARD_STEPS_PER_WORKFLOW) return handOver(d, e);
     const now = d.clock.now().getTime();
     const deadline = Date.parse(e.started_at ?? e.created_at) + timeoutMs;
-    if (result.status === 'continue') return { status: 'running', next: 'step', step_timeout: runNodesTimeoutSeconds(deadline - now) };
+    if (result.status === 'continue')
+      return { status: 'running', next: 'step', step_timeout: runNodesTimeoutSeconds(deadline - now), steps: made };
     // Wake for the first node due, or at the deadline to record the time-out; whole seconds.
     const wake = Math.min(result.wake ?? deadline, deadline);
     const seconds = Math.min(MAX_WAIT_SECONDS, Math.max(1, Math.ceil((wake - now) / 1000)));
-    return { status: 'running', next: 'wait', seconds, step_timeout: runNodesTimeoutSeconds(deadline - now - seconds * 1000) };
+    return {
+      status: 'running',
+      next: 'wait',
+      seconds,
+      step_timeout: runNodesTimeoutSeconds(deadline - now - seconds * 1000),
+      steps: made,
+    };
   }
   const { trace, truncated } = capTrace(fullTrace, TRACE_MAX_BYTES);
   const traced = { trace, trace_truncated: truncated, progress: progress.packed() };

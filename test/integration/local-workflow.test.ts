@@ -82,10 +82,29 @@ describe('LocalWorkflow', () => {
         workflow_id: 'arn:aws:states:local:000000000000:execution:pipegate-standard:exec-1',
       },
     ]);
-    expect(calls.RunNodes).toEqual([{ execution_id: 'exec-1', gen: 0 }]);
+    // RunNodes also gets the last step's answer ($.run: the runner's input before the first step).
+    expect(calls.RunNodes).toEqual([{ execution_id: 'exec-1', gen: 0, run: { next: 'step', step_timeout: 30 } }]);
     expect(calls.MarkFailed).toEqual([]);
     expect(onError).not.toHaveBeenCalled();
     expect(wf.running()).toEqual([]);
+  });
+
+  it('hands each RunNodes the answer of the step before, so a workflow counts its steps', async () => {
+    // Prepare: three steps, each answering how many this workflow has made.
+    const { calls, tasks } = recorder({
+      RunNodes: async (taskInput) => {
+        const made = (((taskInput as { run?: { steps?: number } }).run?.steps ?? 0) as number) + 1;
+        return made < 3 ? { status: 'running', next: 'step', step_timeout: 30, steps: made } : { status: 'completed', next: 'done' };
+      },
+    });
+    const wf = new LocalWorkflow({ definition, tasks });
+
+    // Act
+    await wf.start('exec-steps', input('exec-steps'));
+    await wf.idle();
+
+    // Assess
+    expect(calls.RunNodes.map((c) => (c as { run: { steps?: number } }).run.steps)).toEqual([undefined, 1, 2]);
   });
 
   it('skips RunNodes when MarkRunning says not to proceed', async () => {
@@ -340,11 +359,8 @@ describe('LocalWorkflow', () => {
     await wf.idle();
 
     // Assess: the first attempt and the two retries of States.Timeout (a step is safe to repeat).
-    expect(calls.RunNodes).toEqual([
-      { execution_id: 'exec-8', gen: 0 },
-      { execution_id: 'exec-8', gen: 0 },
-      { execution_id: 'exec-8', gen: 0 },
-    ]);
+    const first = { execution_id: 'exec-8', gen: 0, run: { next: 'step', step_timeout: 1 } };
+    expect(calls.RunNodes).toEqual([first, first, first]);
     const marked = calls.MarkFailed[0] as { error: { Error: string } };
     expect(marked.error.Error).toBe('States.Timeout');
   });

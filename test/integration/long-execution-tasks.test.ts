@@ -11,6 +11,7 @@ import { taskFail, taskRun, taskStart } from '../../functions/services/tasks.ser
 import { startTestDb, type TestDb } from '../support/dynamo';
 import { anExecution, testDeps } from '../support/fakes';
 import { MemoryObjects } from '../support/memory-objects';
+import { STANDARD_HISTORY_EVENTS, STANDARD_STEPS_PER_WORKFLOW } from '../../lib/workflow-budget';
 import { png } from '../support/media';
 
 let db: TestDb;
@@ -85,4 +86,58 @@ it("a step cut off at the deadline (States.Timeout) fails the execution naming t
   // Assess
   expect(failed).toEqual({ status: 'failed' });
   expect((await d.executions.get(e.execution_id, new Date(), true))?.error_message).toBe('Execution timed out after 7200 s');
+});
+
+describe('a Standard workflow hands its execution on before its history fills', () => {
+  const def: PipelineDefinition = {
+    timeout_ms: TWO_HOURS_MS,
+    nodes: {
+      name: { type: 'input', value_type: 'string', value: 'x' },
+      later: { type: 'delay', inputs: ['name'], ms: 3_600_000 },
+      out: { type: 'output', from: 'later' },
+    },
+  };
+
+  async function waitingExecution(pipeline: string) {
+    const d = testDeps(db);
+    const { version } = await db.pipelines.push(pipeline, def, `h-${pipeline}`, new Date().toISOString());
+    const e = anExecution({ pipeline_id: pipeline, version, workflow: 'standard' });
+    await d.executions.create(e);
+    expect((await taskStart(d, e.execution_id, 'wf-1')).proceed).toBe(true);
+    return { d, e };
+  }
+
+  it('counts its steps in each answer', async () => {
+    // Prepare
+    const { d, e } = await waitingExecution('hand-over-count');
+
+    // Act
+    const answer = await taskRun(d, e.execution_id, 0, 41);
+
+    // Assess
+    expect(answer).toMatchObject({ status: 'running', next: 'wait', steps: 42 });
+    expect(d.queue.sent).toEqual([]);
+  });
+
+  it(`after ${STANDARD_STEPS_PER_WORKFLOW} steps ends, and a workflow of the next generation goes on with it`, async () => {
+    // Prepare
+    const { d, e } = await waitingExecution('hand-over');
+
+    // Act: the step that makes the workflow's last.
+    const answer = await taskRun(d, e.execution_id, 0, STANDARD_STEPS_PER_WORKFLOW - 1);
+
+    // Assess: this workflow is done; the next generation's is queued, on the same machine, and the
+    // execution (still running, its wait recorded) is that generation's.
+    expect(answer).toEqual({ status: 'handed_over', next: 'done' });
+    expect(d.queue.on('executions').map((m) => m.body)).toEqual([{ execution_id: e.execution_id, gen: 1, workflow: 'standard' }]);
+    const after = await d.executions.get(e.execution_id, new Date(), true);
+    expect(after).toMatchObject({ status: 'running', gen: 1 });
+    // The old generation's next step would stand down; the new one's goes on.
+    expect(await taskRun(d, e.execution_id, 0, 0)).toEqual({ status: 'superseded', next: 'done' });
+    expect(await taskRun(d, e.execution_id, 1, 0)).toMatchObject({ status: 'running', next: 'wait', steps: 1 });
+  });
+
+  it('the quota holds the steps a workflow makes: each writes at most 9 events when nothing is retried', () => {
+    expect(STANDARD_STEPS_PER_WORKFLOW * 9).toBeLessThan(STANDARD_HISTORY_EVENTS * 0.75);
+  });
 });
