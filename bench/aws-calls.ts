@@ -4,8 +4,20 @@
  */
 import { POLL_BACKOFF_MS } from '../functions/adapters/completions';
 import { awsCalls, cloneCounts, diffCounts, dynamoReads, dynamoWrites, meanCounts, type Counts } from './instrument';
-import { ASSUMPTIONS, BILL_VOLUMES, MEDIA, PRICES, type MediaScenario } from './prices';
+import {
+  ASSUMPTIONS,
+  BILL_VOLUMES,
+  HISTORY_EVENTS,
+  MAP_SCENARIO,
+  MAP_STEP_OVERHEAD_MS,
+  MEDIA,
+  PRICES,
+  SFN_QUOTAS,
+  type MapScenario,
+  type MediaScenario,
+} from './prices';
 import { DEFAULT_RESULT_RETENTION_DAYS } from '../lib/config';
+import { DEFAULT_POLL_EVERY_MS, nextPollDelayMs } from '../functions/core/nodes/http';
 
 export interface CountHooks {
   counts: Counts;
@@ -973,4 +985,452 @@ export function billText(h: ReturnType<typeof allInHeadline>): { bill: string; f
     ...leverRows,
   ].join('\n');
   return { bill, fixed, levers };
+}
+
+/* ------------------------------------------------------------------ fan-out: the map node */
+
+/** What one execution running a map asks of AWS, by design. */
+export interface MapWork {
+  /** RunNodes steps (the step loop), or 1 for the Map state's one execution. */
+  steps: number;
+  transitions: number;
+  historyEvents: number;
+  lambdaInvocations: number;
+  /** Lambda time billed, seconds (the functions' own work, not the upstream's jobs). */
+  lambdaSeconds: number;
+  writeUnits: number;
+  readUnits: number;
+  upstreamRequests: number;
+  /** The largest state payload the design moves, bytes (the Map's output carries every item's value). */
+  payloadBytes: number;
+}
+
+/**
+ * pipegate's design: the map runs inside the step loop (RunNodes → AfterStep → Sleep → RunNodes),
+ * its items checkpointed in the steps table. A step submits a wave of `concurrency` items and
+ * polls each at once; each later step polls the wave again; the step that finds it done submits
+ * the next wave. So the steps, and the history, grow with waves × polls, not with items, and
+ * the state carries ids and a wait only.
+ */
+export function mapStepLoopWork(s: MapScenario = MAP_SCENARIO): MapWork {
+  const waves = Math.ceil(s.items / s.concurrency);
+  const steps = waves * Math.max(1, s.pollsPerItem - 1) + 1;
+  const upstreamRequests = s.items * (1 + s.pollsPerItem);
+  // Per item: the lease before its submit, a waiting record per poll that finds it not done, the done record.
+  const itemWrites = s.items * (1 + (s.pollsPerItem - 1) + 1);
+  // Per step: the map's own record (waiting, then done), the progress write (the last step's terminal write instead).
+  const stepWrites = steps * 2;
+  // Per step: the execution (strong read), the node records (one Query, strongly consistent: 1 RRU per 4 KB), the cancel watch.
+  const recordsRead = Array.from({ length: steps }, (_, i) => Math.min(s.items, Math.round((s.items * i) / steps)) + 1);
+  const queryUnits = recordsRead.reduce((sum, n) => sum + Math.max(1, Math.ceil((n * s.recordBytes) / 4096)), 0);
+  return {
+    steps,
+    transitions: 2 + steps * 3,
+    historyEvents:
+      HISTORY_EVENTS.task + HISTORY_EVENTS.choice + steps * (HISTORY_EVENTS.task + HISTORY_EVENTS.choice + HISTORY_EVENTS.wait),
+    lambdaInvocations: 1 + steps,
+    lambdaSeconds: (steps * MAP_STEP_OVERHEAD_MS + (upstreamRequests / s.concurrency) * s.requestMs) / 1000,
+    writeUnits: itemWrites + stepWrites,
+    readUnits: queryUnits + steps * 2,
+    upstreamRequests,
+    payloadBytes: 200,
+  };
+}
+
+/**
+ * The alternative: the state machine's inline Map state, `MaxConcurrency` = concurrency, each
+ * iteration a submit Task, then per poll a Task and a Choice (and a Wait before every poll but
+ * the first), the items' values in the state (the Map's output is their list).
+ */
+export function mapStateWork(s: MapScenario = MAP_SCENARIO): MapWork {
+  const perItemTransitions = 1 + 1 + s.pollsPerItem * 2 + (s.pollsPerItem - 1);
+  const perItemEvents =
+    HISTORY_EVENTS.mapIteration +
+    HISTORY_EVENTS.task +
+    s.pollsPerItem * (HISTORY_EVENTS.task + HISTORY_EVENTS.choice) +
+    (s.pollsPerItem - 1) * HISTORY_EVENTS.wait;
+  const upstreamRequests = s.items * (1 + s.pollsPerItem);
+  return {
+    steps: 1,
+    transitions: 4 + s.items * perItemTransitions,
+    historyEvents: 4 * HISTORY_EVENTS.task + s.items * perItemEvents,
+    lambdaInvocations: 2 + upstreamRequests,
+    lambdaSeconds: (upstreamRequests * (s.requestMs + 20)) / 1000,
+    // Each item's value recorded for a restart is the Map's own affair; the final write only.
+    writeUnits: 2,
+    readUnits: 2,
+    upstreamRequests,
+    payloadBytes: s.items * s.recordBytes,
+  };
+}
+
+/** Dollars per million executions of a map, on Standard (its jobs wait between polls), item by item. */
+export function mapCostPerMillion(w: MapWork): CostLine[] {
+  const gbSeconds = (ASSUMPTIONS.lambdaMemoryMb / 1024) * w.lambdaSeconds;
+  return [
+    {
+      item: 'Step Functions Standard',
+      perExecution: `${w.transitions} state transitions`,
+      dollars: w.transitions * PRICES.sfnStandardPerMillionTransitions,
+    },
+    {
+      item: 'Lambda requests',
+      perExecution: `${w.lambdaInvocations} invocations`,
+      dollars: w.lambdaInvocations * PRICES.lambdaPerMillionRequests,
+    },
+    {
+      item: 'Lambda duration (arm64)',
+      perExecution: `${gbSeconds.toFixed(3)} GB-s`,
+      dollars: gbSeconds * PRICES.lambdaArmPerGbSecond * 1_000_000,
+    },
+    { item: 'DynamoDB writes', perExecution: `${w.writeUnits} WRU`, dollars: w.writeUnits * PRICES.dynamoPerMillionWriteUnits },
+    { item: 'DynamoDB reads', perExecution: `${w.readUnits} RRU`, dollars: w.readUnits * PRICES.dynamoPerMillionReadUnits },
+  ];
+}
+
+/** The largest map each design can run within Step Functions' quotas, for a scenario's concurrency and polls (items, at most MAP_MAX_ITEMS). */
+export function largestMapWithinQuotas(work: (s: MapScenario) => MapWork, s: MapScenario = MAP_SCENARIO, most = 1000): number {
+  let ok = 0;
+  for (let items = 1; items <= most; items++) {
+    const w = work({ ...s, items });
+    if (w.historyEvents > SFN_QUOTAS.historyEvents || w.payloadBytes > SFN_QUOTAS.payloadBytes) break;
+    ok = items;
+  }
+  return ok;
+}
+
+/* ------------------------------------------------------------------ long executions: the two state machines */
+
+/** What a step answers the state machine (functions/services/tasks.service.ts StepAnswer `next`). */
+export type StepNext = 'wait' | 'step' | 'done';
+
+interface AslState {
+  Type?: string;
+  Next?: string;
+  End?: boolean;
+  Default?: string;
+  ResultPath?: string;
+  Choices?: { Variable?: string; BooleanEquals?: boolean; StringEquals?: string; Next?: string }[];
+}
+
+/**
+ * The states one workflow enters, walked through the ASL document itself from StartAt:
+ * MarkRunning proceeds, and the step task (the Task whose result is `$.run`) answers each of
+ * `answers` in turn, which the Choice after it reads (`stoppedInItsLastWait`: stopped, by a cancel
+ * or a wake, in the Wait its last answer sent it to). Standard bills each state entered as a state
+ * transition; a Wait entered is one however long it waits.
+ */
+export function stepLoopStates(
+  asl: { StartAt: string; States: Record<string, unknown> },
+  answers: readonly StepNext[],
+  opts: { stoppedInItsLastWait?: boolean } = {},
+): string[] {
+  const states: string[] = [];
+  let next = 0;
+  let current: StepNext | undefined;
+  let name: string | undefined = asl.StartAt;
+  while (name !== undefined) {
+    if (states.length > 100_000) throw new Error('the walk does not end');
+    const state = asl.States[name] as AslState | undefined;
+    if (!state) throw new Error(`no state ${name}`);
+    states.push(name);
+    if (state.Type === 'Succeed' || state.Type === 'Fail' || state.End) break;
+    // StopExecution while it waits: no state is entered after this one.
+    if (state.Type === 'Wait' && opts.stoppedInItsLastWait && next === answers.length) break;
+    if (state.Type === 'Task' && state.ResultPath === '$.run') {
+      current = answers[next++];
+      if (current === undefined) throw new Error(`the workflow steps more than ${answers.length} times`);
+    }
+    if (state.Type === 'Choice') {
+      const rule = state.Choices?.find((c) =>
+        c.Variable === '$.start.proceed' ? c.BooleanEquals === true : c.Variable === '$.run.next' && c.StringEquals === current,
+      );
+      name = rule?.Next ?? state.Default;
+    } else name = state.Next;
+  }
+  if (next !== answers.length) throw new Error(`the workflow ended after ${next} of ${answers.length} steps`);
+  return states;
+}
+
+/**
+ * The waits between a polled job's steps, seconds, for a job that is over `jobMs` after its
+ * submit: the schedule the http node keeps (functions/core/nodes/http.ts nextPollDelayMs: the
+ * first poll with the submit, then `every_ms` for the first minute, then each interval 1.5 times
+ * the last up to one a minute; a `Retry-After` instead when the upstream sends one) in the whole
+ * seconds a step asks its Wait state for (tasks.service.ts), steps taken as instant. A wait
+ * before each poll after the first; the last poll finds the job over.
+ */
+export function pollWaitsSeconds(jobMs: number, everyMs: number = DEFAULT_POLL_EVERY_MS, retryAfterMs?: number): number[] {
+  const waits: number[] = [];
+  let t = 0;
+  for (let polls = 1; t < jobMs; polls++) {
+    const seconds = Math.max(1, Math.ceil(nextPollDelayMs(everyMs, polls, 0, t, retryAfterMs) / 1000));
+    waits.push(seconds);
+    t += seconds * 1000;
+    if (waits.length > 100_000) throw new Error('the job never ends');
+  }
+  return waits;
+}
+
+/** DynamoDB read and write units of a task or a step (write units with their index copies). */
+export interface StepCalls {
+  readUnits: number;
+  writeUnits: number;
+}
+
+/**
+ * The priced executions (docs/aws.md, "Long executions"), each a caller's execution of a
+ * published pipeline. Their definitions run in test/integration/workflow-calls.test.ts, which
+ * checks WORKFLOW_CALLS against them.
+ */
+export const WORKFLOW_SCENARIOS = {
+  /** (a) Two calls in a row between an input and an output, shaped by a transform: Express, one step. */
+  fiveNodes: {
+    definition: {
+      nodes: {
+        prompt: { type: 'input', value_type: 'string', value: 'a lighthouse' },
+        draft: { type: 'http', method: 'GET', url: 'https://api.example/v1/draft', inputs: ['prompt'] },
+        polish: { type: 'http', method: 'GET', url: 'https://api.example/v1/polish', inputs: ['draft'] },
+        title: { type: 'transform', inputs: ['polish'], expression: '$uppercase(polish)' },
+        out: { type: 'output', from: 'title' },
+      },
+    },
+  },
+  /** (b) A job of ten minutes by poll (render-job's shape, its default interval): Standard. */
+  polledJob: {
+    jobMs: 600_000,
+    definition: {
+      timeout_ms: 3_600_000,
+      nodes: {
+        prompt: { type: 'input', value_type: 'string', value: 'a lighthouse' },
+        render: {
+          type: 'http',
+          method: 'POST',
+          url: 'https://jobs.example/v1/jobs',
+          inputs: ['prompt'],
+          body: "{ 'prompt': prompt }",
+          poll: { url: 'url', done: "status in ['succeeded', 'failed']", failed: "status = 'failed'", value: 'output' },
+        },
+        picture: { type: 'output', from: 'render' },
+      },
+    },
+  },
+} as const;
+
+/**
+ * What the tasks of each priced execution ask of DynamoDB (test/integration/workflow-calls.test.ts
+ * measures them on dynalite, a caller's execution from MarkRunning to its terminal write, and
+ * fails when the code changes them). The webhook job's figures are assembled from parts measured
+ * the same way: the job's first step (a submit, then the node waiting), the woken generation's
+ * MarkRunning and its step to the end; its resume request and wake are RESUME_CALLS, which
+ * test/integration/route-calls.test.ts counts on the resume route itself.
+ */
+export const WORKFLOW_CALLS = {
+  fiveNodes: { markRunning: { readUnits: 0, writeUnits: 1 }, steps: 1, stepUnits: { readUnits: 1, writeUnits: 5 } },
+  polledJob: { markRunning: { readUnits: 0, writeUnits: 1 }, steps: 26, stepUnits: { readUnits: 51, writeUnits: 74 } },
+  webhookJob: {
+    markRunning: { readUnits: 0, writeUnits: 1 },
+    firstStep: { readUnits: 1, writeUnits: 4 },
+    wokenMarkRunning: { readUnits: 1, writeUnits: 0 },
+    lastStep: { readUnits: 2, writeUnits: 4 },
+  },
+} as const satisfies Record<string, Record<string, StepCalls | number>>;
+
+/** How each priced execution runs: its machine, its steps' answers per workflow, its upstream calls and wall time. */
+export interface WorkflowRun {
+  name: string;
+  workflow: 'express' | 'standard';
+  /** Per workflow it runs (a wake starts a second), each step's answer; `stopped`: stopped in its last Wait. */
+  workflows: { answers: StepNext[]; stopped?: boolean }[];
+  /** Calls its steps make to upstreams (submits, polls). */
+  upstreamCalls: number;
+  /** Its wall time, seconds (what Express bills). */
+  seconds: number;
+  /** DynamoDB units, all its tasks and requests together. */
+  units: StepCalls;
+  /** Whether an outside request resumes it (`POST /v1/resume/{token}`, priced from RESUME_CALLS). */
+  resumed: boolean;
+}
+
+const addUnits = (...list: StepCalls[]): StepCalls => ({
+  readUnits: list.reduce((n, c) => n + c.readUnits, 0),
+  writeUnits: list.reduce((n, c) => n + c.writeUnits, 0),
+});
+
+/** The three priced executions of docs/aws.md's "Long executions", from WORKFLOW_CALLS and the poll schedule. */
+export function workflowRuns(): WorkflowRun[] {
+  const a = WORKFLOW_CALLS.fiveNodes;
+  const waits = pollWaitsSeconds(WORKFLOW_SCENARIOS.polledJob.jobMs);
+  const b = WORKFLOW_CALLS.polledJob;
+  const c = WORKFLOW_CALLS.webhookJob;
+  return [
+    {
+      name: 'five nodes, two calls (Express)',
+      workflow: 'express',
+      workflows: [{ answers: ['done'] }],
+      upstreamCalls: 2,
+      seconds: ASSUMPTIONS.expressSeconds + (2 * ASSUMPTIONS.upstreamMs) / 1000,
+      units: addUnits(a.markRunning, a.stepUnits),
+      resumed: false,
+    },
+    {
+      name: 'a ten-minute job, polled (Standard)',
+      workflow: 'standard',
+      workflows: [{ answers: [...waits.map((): StepNext => 'wait'), 'done'] }],
+      // The submit and the first poll, then one poll after each wait.
+      upstreamCalls: 2 + waits.length,
+      seconds: waits.reduce((x, y) => x + y, 0),
+      units: addUnits(b.markRunning, b.stepUnits),
+      resumed: false,
+    },
+    {
+      name: 'a webhook job (Standard): a wait resumed by an event',
+      workflow: 'standard',
+      workflows: [{ answers: ['wait'], stopped: true }, { answers: ['done'] }],
+      upstreamCalls: 1,
+      seconds: WORKFLOW_SCENARIOS.polledJob.jobMs / 1000,
+      units: addUnits(
+        c.markRunning,
+        c.firstStep,
+        // The resume route's own reads and writes and its wake's, as test/integration/route-calls.test.ts counts them.
+        { readUnits: readUnitsOf(RESUME_CALLS.request), writeUnits: RESUME_CALLS.request.writes },
+        { readUnits: readUnitsOf(RESUME_CALLS.wake), writeUnits: RESUME_CALLS.wake.writes },
+        c.wokenMarkRunning,
+        c.lastStep,
+      ),
+      resumed: true,
+    },
+  ];
+}
+
+/**
+ * One priced execution's state machine and what its workflow does, per million executions:
+ * everything after the caller's submit was answered (the runner's message, the workflows, their
+ * tasks and records; for a webhook job its resume request and the wake). The submit itself, and
+ * any status reads, are the request path's, the same for every pipeline (the bill above).
+ * Lambda bills nothing while an execution waits: the state machine holds it.
+ */
+export function workflowCost(r: WorkflowRun, asl: { StartAt: string; States: Record<string, unknown> }): CostLine[] {
+  const M = 1_000_000;
+  const gb = ASSUMPTIONS.lambdaMemoryMb / 1024;
+  const workflows = r.workflows.length;
+  const steps = r.workflows.reduce((n, w) => n + w.answers.length, 0);
+  const waits = r.workflows.reduce((n, w) => n + w.answers.filter((x) => x === 'wait').length, 0);
+  const resumes = r.resumed ? 1 : 0;
+  const lines: CostLine[] = [];
+  if (r.workflow === 'express') {
+    const billed = Math.ceil(r.seconds / 0.1 - 1e-9) * 0.1;
+    const gbs = workflows * billed * (Math.max(64, ASSUMPTIONS.expressMemoryMb) / 1024);
+    lines.push({
+      item: 'Step Functions Express',
+      perExecution: `${workflows} execution of ${round(r.seconds, 1)} s at 64 MB: ${gbs.toFixed(4)} GB-s`,
+      dollars: workflows * PRICES.sfnExpressPerMillionRequests + gbs * PRICES.sfnExpressPerGbSecond * M,
+    });
+  } else {
+    const transitions = r.workflows.reduce((n, w) => n + stepLoopStates(asl, w.answers, { stoppedInItsLastWait: w.stopped }).length, 0);
+    lines.push({
+      item: 'Step Functions Standard',
+      perExecution: `${transitions} state transitions (${workflows} workflow${workflows > 1 ? 's' : ''}, ${steps} step${steps > 1 ? 's' : ''}, ${waits} wait${waits === 1 ? '' : 's'})`,
+      dollars: transitions * PRICES.sfnStandardPerMillionTransitions,
+    });
+  }
+  const invocations = workflows * 2 + steps + resumes;
+  lines.push({
+    item: 'Lambda requests',
+    perExecution: `${invocations}: runner ×${workflows}, task-start ×${workflows}, task-run ×${steps}${resumes ? ', resume ×1' : ''}`,
+    dollars: invocations * PRICES.lambdaPerMillionRequests,
+  });
+  const warm = ASSUMPTIONS.lambdaWarmMs;
+  const runMs = steps * ASSUMPTIONS.stepMs + r.upstreamCalls * ASSUMPTIONS.upstreamMs;
+  const ms = workflows * ((warm.runner ?? 0) + (warm['task-start'] ?? 0)) + runMs + resumes * (warm.resume ?? 0);
+  const gbSeconds = gb * (ms / 1000) + ASSUMPTIONS.coldShare * invocations * ASSUMPTIONS.coldInitSeconds * gb;
+  lines.push({
+    item: 'Lambda duration (arm64)',
+    perExecution: `${gbSeconds.toFixed(4)} GB-s: ${round(ms, 0)} ms warm (task-run ${round(runMs, 0)} ms: ${steps} step${steps > 1 ? 's' : ''} × ${ASSUMPTIONS.stepMs} ms + ${r.upstreamCalls} upstream answer${r.upstreamCalls > 1 ? 's' : ''} × ${ASSUMPTIONS.upstreamMs} ms)${waits > 0 ? `, 0 s while it waits (${round(r.seconds - runMs / 1000, 0)} s)` : ''}`,
+    dollars: gbSeconds * PRICES.lambdaArmPerGbSecond * M,
+  });
+  // Each workflow's message is received and deleted once; a wake sends one more.
+  const sqs = workflows * 2 + resumes * RESUME_CALLS.wake.sqsSends;
+  lines.push({ item: 'SQS', perExecution: `${sqs} requests`, dollars: sqs * PRICES.sqsPerMillionRequests });
+  lines.push(
+    {
+      item: 'DynamoDB writes',
+      perExecution: `${round(r.units.writeUnits)} WRU (index copies included)`,
+      dollars: r.units.writeUnits * PRICES.dynamoPerMillionWriteUnits,
+    },
+    {
+      item: 'DynamoDB reads',
+      perExecution: `${round(r.units.readUnits)} RRU`,
+      dollars: r.units.readUnits * PRICES.dynamoPerMillionReadUnits,
+    },
+  );
+  if (resumes) {
+    lines.push({
+      item: 'Resume request',
+      perExecution: `API Gateway, WAF, an access-log line`,
+      dollars:
+        PRICES.apiGatewayRestPerMillion +
+        PRICES.wafPerMillionRequests +
+        (ASSUMPTIONS.logBytes.accessLog / 1e9) * PRICES.logsPerGbIngested * M,
+    });
+  }
+  // Traces: each workflow's and each runner invocation's; the resume request's. All recorded at a million a month.
+  const traces = workflows * 2 + resumes;
+  lines.push({
+    item: 'X-Ray',
+    perExecution: `${traces} traces (each workflow's and its runner's${resumes ? ", the resume request's" : ''}), all recorded at a million a month`,
+    dollars: traces * PRICES.xrayPerMillionTracesRecorded,
+  });
+  return lines;
+}
+
+/** Standard's transitions for one workflow of `waits` waits and a last step that ends it. */
+export const transitionsWithWaits = (asl: { StartAt: string; States: Record<string, unknown> }, waits: number): number =>
+  stepLoopStates(asl, [...Array.from({ length: waits }, (): StepNext => 'wait'), 'done']).length;
+
+/**
+ * docs/aws.md's "Long executions": each priced execution as a markdown table, its total, and the
+ * figures the prose compares (rendered from the model, so the prose cannot drift from it).
+ */
+export function longExecutionText(asl: { StartAt: string; States: Record<string, unknown> }): {
+  tables: string[];
+  totals: number[];
+  polledWaits: number;
+  polledTransitions: number;
+  steadyTransitions: number;
+  retryAfterTransitions: number;
+  heldIntervalDollars: number;
+  threeTransitionsDollars: number;
+  breakEvenSeconds: number;
+  fiveOnStandard: number;
+} {
+  const runs = workflowRuns();
+  const tables = runs.map((r) => {
+    const lines = workflowCost(r, asl);
+    return [
+      `| ${r.name} | Per execution | $ per million |`,
+      '|---|---|---:|',
+      ...lines.map((l) => `| ${l.item} | ${l.perExecution} | ${dollars(l.dollars)} |`),
+      `| **In all** | | **${dollars(totalDollars(lines))}** |`,
+    ].join('\n');
+  });
+  const jobMs = WORKFLOW_SCENARIOS.polledJob.jobMs;
+  const polledWaits = pollWaitsSeconds(jobMs).length;
+  const gbs = ASSUMPTIONS.lambdaMemoryMb / 1024;
+  const perTransition = PRICES.sfnStandardPerMillionTransitions;
+  return {
+    tables,
+    totals: runs.map((r) => totalDollars(workflowCost(r, asl))),
+    polledWaits,
+    polledTransitions: transitionsWithWaits(asl, polledWaits),
+    // Every 5 s for the whole ten minutes, with no back-off.
+    steadyTransitions: transitionsWithWaits(asl, Math.ceil(jobMs / DEFAULT_POLL_EVERY_MS)),
+    // An upstream that answers Retry-After: 30.
+    retryAfterTransitions: transitionsWithWaits(asl, pollWaitsSeconds(jobMs, DEFAULT_POLL_EVERY_MS, 30_000).length),
+    // A step that stays in its Lambda through one 5 s interval, against the three transitions a Wait costs.
+    heldIntervalDollars: gbs * (DEFAULT_POLL_EVERY_MS / 1000) * PRICES.lambdaArmPerGbSecond * 1e6,
+    threeTransitionsDollars: 3 * perTransition,
+    breakEvenSeconds: (3 * perTransition) / (gbs * PRICES.lambdaArmPerGbSecond * 1e6),
+    fiveOnStandard: transitionsWithWaits(asl, 0) * perTransition,
+  };
 }

@@ -12,6 +12,7 @@ import type { Deps } from '../functions/adapters/deps';
 import { createDocumentClient } from '../functions/adapters/dynamo';
 import { executionStores } from '../functions/adapters/execution-stores';
 import { PipelinesStore } from '../functions/adapters/pipelines.store';
+import { StepsStore } from '../functions/adapters/steps.store';
 import { SecretsManagerKeyMaterial } from '../functions/adapters/key-material';
 import type { Execution } from '../functions/core/types';
 import { isTerminal } from '../functions/core/transitions';
@@ -356,6 +357,8 @@ export function instrumentation(onTerminal: (e: Execution) => void = () => undef
         usage: countMethods(stores.usage, 'usage', counts),
         idempotency: countMethods(stores.idempotency, 'idempotency', counts),
         pipelines: countMethods(new PipelinesStore(db, d.config.table), 'pipelines', counts),
+        // Node records (checkpointed steps: calls, waits, a map's items), in the same counted client.
+        steps: countMethods(new StepsStore(db, d.config.table, () => d.objects), 'steps', counts),
         deployments: countMethods(new DeploymentsStore(db, d.config.table), 'deployments', counts),
         queue: {
           send: (queue, body, opts) => {
@@ -364,13 +367,13 @@ export function instrumentation(onTerminal: (e: Execution) => void = () => undef
           },
         },
         workflow: {
-          start: (name, input) => {
+          start: (workflow, name, input) => {
             counts.sfnStart++;
-            return d.workflow.start(name, input);
+            return d.workflow.start(workflow, name, input);
           },
-          stop: (name, cause) => {
+          stop: (workflow, name, cause) => {
             counts.sfnStop++;
-            return d.workflow.stop(name, cause);
+            return d.workflow.stop(workflow, name, cause);
           },
         },
         keyMaterial: {

@@ -85,7 +85,7 @@ export const ASSUMPTIONS = {
     authorizer: 15,
     execute: 35,
     // An MCP request: execute's work for a tools/call, plus the SDK's Server and transport built
-    // for it (not measured on AWS: a guess above execute's; the local bench prints its figures).
+    // for it (measured nowhere, on AWS or by the local bench: a guess above execute's).
     'deployment-mcp': 45,
     'execution-result': 15,
     runner: 40,
@@ -96,6 +96,13 @@ export const ASSUMPTIONS = {
     // between pipeline-upload and execute).
     resume: 30,
   } as Record<string, number>,
+  /**
+   * A step's own work in task-run, warm, beside the upstream's answers: its reads, the nodes'
+   * expressions, its writes (not measured on AWS: the local bench's per-node figures are below it).
+   */
+  stepMs: 40,
+  /** An upstream's answer to one call (a submit, a poll), as task-run waits for it: Lambda bills it. */
+  upstreamMs: 200,
   /** Share of invocations that are cold, and the init each then bills (billed since August 2025). */
   coldShare: 0.01,
   coldInitSeconds: 0.4,
@@ -143,10 +150,10 @@ export const ASSUMPTIONS = {
   wafRules: 5,
   /**
    * CloudWatch alarms the stacks create (test/stack/service-stack.test.ts counts them): the
-   * sweeper's errors, failed and timed-out executions, the API's 5xx, and each queue's
-   * dead-letter queue.
+   * sweeper's errors, failed executions of each state machine, timed-out Express executions,
+   * the API's 5xx, and each queue's dead-letter queue.
    */
-  alarms: 6,
+  alarms: 7,
   /**
    * Empty receives a month of the Lambda pollers on each SQS event source when idle: five
    * pollers, each a 20 s long poll, three a minute (AWS starts five per event source).
@@ -205,3 +212,30 @@ export const MEDIA: Readonly<MediaScenario> = {
   /** Downloads of the output (each out to the internet once). */
   downloads: 1,
 };
+
+/**
+ * A map of render jobs as the cost model prices it (docs/aws.md, "Fan-out: the map node"): a
+ * hundred items, four at a time, each job polled three times (the first poll at once after the
+ * submit, the third finding it done), each request to the upstream about 50 ms.
+ */
+export interface MapScenario {
+  items: number;
+  concurrency: number;
+  /** Polls each job takes, the one that finds it done included (1: done at the first). */
+  pollsPerItem: number;
+  /** How long one request to the upstream takes, ms (a step's requests run `concurrency` at once). */
+  requestMs: number;
+  /** A node record's size in the steps table, bytes (an item's value: a file's view, a short JSON). */
+  recordBytes: number;
+}
+export const MAP_SCENARIO: MapScenario = { items: 100, concurrency: 4, pollsPerItem: 3, requestMs: 50, recordBytes: 500 };
+/** A step's own time in task-run beyond its requests: the records' Query, the writes, the progress write. */
+export const MAP_STEP_OVERHEAD_MS = 100;
+/**
+ * Step Functions Standard's history events per state: a Task is entered, scheduled, started,
+ * succeeded and exited (5); a Choice and a Wait are entered and exited (2 each); a Map
+ * iteration adds its started and succeeded events (2).
+ */
+export const HISTORY_EVENTS = { task: 5, choice: 2, wait: 2, mapIteration: 2 };
+/** Step Functions quotas: events in one Standard execution's history; a state's input or output, bytes. */
+export const SFN_QUOTAS = { historyEvents: 25_000, payloadBytes: 256 * 1024 };

@@ -16,12 +16,15 @@
  * `npm run bench -- --only media` the media section (about a minute);
  * `npm run bench -- --only events` many readers of one execution's event stream (bench/events.ts);
  * `npm run bench -- --only consumers` what a consumer key with limits adds (bench/consumers.ts);
+ * `npm run bench -- --only map` a map of 100 items locally, and priced on AWS against the Map state (bench/map.ts; a couple of minutes);
  * `npm run bench -- --only bundles` the Lambda bundles alone (sizes, cold inits, what each holds);
  * `npm run bench -- --only uploads` a 100 MiB upload PUT, checked and executed, against the
  * runtime's resident memory (bench/upload-memory.ts; about two minutes);
  * `npm run bench -- --only cli` the CLI's start, bare and through npx (bench/cli-start.ts; a minute);
  * `npm run bench -- --only synth` a cold synth, one with every bundle cached, and a cached one
  * (bench/synth.ts; one to several minutes);
+ * `npm run bench -- --only steps` what checkpointing costs a node: N http nodes through the step
+ * engine with its journal on dynalite against the in-memory engine (bench/steps.ts; seconds);
  * `npm run bench -- --only scale` runs the load test on start:synth's scale model (bench/scale.ts;
  * minutes: a synthesis per deployment, then each rate's load and drain).
  */
@@ -65,6 +68,8 @@ import { measureRetained, type RetainedFigure } from './retained';
 import { measureScale, scaleOptionsOf, type RateFigure } from './scale';
 import { measureMedia, mediaRows } from './media';
 import { eventsRows, measureEvents } from './events';
+import { mapRows, measureMap } from './map';
+import { measureSteps, stepsRows } from './steps';
 
 const RESULTS = join(__dirname, 'results');
 const TARGETS = {
@@ -564,12 +569,21 @@ async function main(): Promise<void> {
   const started = performance.now();
   mkdirSync(RESULTS, { recursive: true });
   const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined;
-  const ONLY = ['retained', 'media', 'scale', 'events', 'consumers', 'bundles', 'cli', 'synth', 'uploads'];
+  const ONLY = ['retained', 'media', 'scale', 'events', 'consumers', 'bundles', 'cli', 'synth', 'uploads', 'steps', 'map'];
   if (only !== undefined && !ONLY.includes(only))
     throw new Error(`--only takes ${ONLY.map((o) => JSON.stringify(o)).join(', ')}, not ${JSON.stringify(only)}`);
   if (only === 'consumers') {
     const m = machine();
     console.log(textTable(['what', 'latency (local runtime, one at a time)', 'cost'], await measureConsumers(log)));
+    console.log(
+      `\n${m.nproc} cores · ${m.cpuModel} · ${m.memoryGiB} GiB · Node ${m.node} · ${m.platform} · ${((performance.now() - started) / 1000).toFixed(0)} s`,
+    );
+    return;
+  }
+  if (only === 'steps') {
+    const m = machine();
+    const [header, rows] = stepsRows(await measureSteps(log));
+    console.log(textTable(header, rows));
     console.log(
       `\n${m.nproc} cores · ${m.cpuModel} · ${m.memoryGiB} GiB · Node ${m.node} · ${m.platform} · ${((performance.now() - started) / 1000).toFixed(0)} s`,
     );
@@ -607,6 +621,14 @@ async function main(): Promise<void> {
     const bundles = await measureBundles({ outRoot: join(RESULTS, 'bundles'), samples: 5 });
     console.log(textTable(HEADER, bundleRows(bundles)));
     for (const b of bundles) if (b.name !== HELLO) console.log(`${b.name}: ${packageLine(b)}`);
+    console.log(
+      `\n${m.nproc} cores · ${m.cpuModel} · ${m.memoryGiB} GiB · Node ${m.node} · ${m.platform} · ${((performance.now() - started) / 1000).toFixed(0)} s`,
+    );
+    return;
+  }
+  if (only === 'map') {
+    const m = machine();
+    console.log(textTable(HEADER, mapRows(await measureMap(log))));
     console.log(
       `\n${m.nproc} cores · ${m.cpuModel} · ${m.memoryGiB} GiB · Node ${m.node} · ${m.platform} · ${((performance.now() - started) / 1000).toFixed(0)} s`,
     );

@@ -55,6 +55,12 @@ export const PublicUrlSchema = v.pipe(
   v.transform((s) => (s === '' ? undefined : s.replace(/\/+$/, ''))),
 );
 
+/**
+ * The time-out of an execution whose pipeline sets no `timeout_ms`: 300 s. An execution on the
+ * Express state machine is held within what Express allows (170 s, lib/workflow-budget.ts).
+ */
+export const DEFAULT_EXECUTION_TIMEOUT_MS = 300_000;
+
 /** How long a finished execution's result stays readable; the bucket's lifecycle rule follows it. */
 export const DEFAULT_RESULT_RETENTION_DAYS = 7;
 
@@ -74,12 +80,13 @@ const ConfigSchema = v.object({
   PIPEGATE_TABLE: v.optional(v.string(), 'pipegate'),
   PIPEGATE_EXECUTIONS_QUEUE_URL: v.optional(v.string(), ''),
   PIPEGATE_CALLBACKS_QUEUE_URL: v.optional(v.string(), ''),
-  PIPEGATE_STATE_MACHINE_ARN: v.optional(v.string(), ''),
+  PIPEGATE_EXPRESS_STATE_MACHINE_ARN: v.optional(v.string(), ''),
+  PIPEGATE_STANDARD_STATE_MACHINE_ARN: v.optional(v.string(), ''),
   PIPEGATE_SECRET_ARN: v.optional(v.string(), ''),
   PIPEGATE_OWNER_SECRETS_KEY: v.optional(v.string(), ''),
   PIPEGATE_DYNAMODB_ENDPOINT: v.optional(v.string()),
   PIPEGATE_DYNAMODB_TRANSPORT: v.optional(v.picklist(['in-process', 'http'], 'must be in-process or http'), 'in-process'),
-  PIPEGATE_EXECUTION_TIMEOUT_MS: int(300_000, 1_000, 604_800_000),
+  PIPEGATE_EXECUTION_TIMEOUT_MS: int(DEFAULT_EXECUTION_TIMEOUT_MS, 1_000, 604_800_000),
   PIPEGATE_RESULT_RETENTION_DAYS: int(DEFAULT_RESULT_RETENTION_DAYS, 1, 365),
   PIPEGATE_MAX_BODY_BYTES: int(DEFAULT_MAX_BODY_BYTES, 1_024, 10_000_000),
   PIPEGATE_MAX_NODES: int(64, 1, 1_000),
@@ -118,7 +125,8 @@ export type Config = {
   table: string;
   executionsQueueUrl: string;
   callbacksQueueUrl: string;
-  stateMachineArn: string;
+  /** The two state machines' ARNs (one ASL document): Express for short executions, Standard for those that may wait. */
+  stateMachineArns: { express: string; standard: string };
   secretArn: string;
   /** The KMS key owner secrets are sealed under (its ARN); only the functions that seal or open them have one. */
   ownerSecretsKey: string;
@@ -225,7 +233,7 @@ export function readConfig(env: Record<string, string | undefined> = process.env
     table: c.PIPEGATE_TABLE,
     executionsQueueUrl: c.PIPEGATE_EXECUTIONS_QUEUE_URL,
     callbacksQueueUrl: c.PIPEGATE_CALLBACKS_QUEUE_URL,
-    stateMachineArn: c.PIPEGATE_STATE_MACHINE_ARN,
+    stateMachineArns: { express: c.PIPEGATE_EXPRESS_STATE_MACHINE_ARN, standard: c.PIPEGATE_STANDARD_STATE_MACHINE_ARN },
     secretArn: c.PIPEGATE_SECRET_ARN,
     ownerSecretsKey: c.PIPEGATE_OWNER_SECRETS_KEY,
     dynamodbEndpoint: c.PIPEGATE_DYNAMODB_ENDPOINT,

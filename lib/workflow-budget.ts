@@ -22,6 +22,17 @@ import { HTTP_TIMEOUT_MAX_MS } from '../functions/core/nodes/http';
  */
 export const STEP_BUDGET_MS = 60_000;
 
+/**
+ * Step Functions Standard keeps at most 25,000 events of history per execution, and a step of
+ * the loop writes 9 (RunNodes' Task 5, AfterStep's Choice 2, Sleep's Wait 2; more when a task
+ * is retried). A workflow hands its execution to one of the next generation after this many
+ * steps (functions/services/tasks.service.ts), so a long job polled for a day, or a large map,
+ * never reaches the quota: 2,000 steps are 18,000 events, the rest left for retries.
+ */
+export const STANDARD_STEPS_PER_WORKFLOW = 2_000;
+/** Step Functions Standard's history quota, in events per execution. */
+export const STANDARD_HISTORY_EVENTS = 25_000;
+
 /** Step Functions Express: an execution runs 5 minutes at most. */
 export const EXPRESS_LIMIT_SECONDS = 300;
 /** Beyond the engine's time-out: the final write (retried while the store is unavailable) and the callback send. */

@@ -1,7 +1,16 @@
 import { GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { DeploymentsPort } from '../core/ports';
 import type { Limits } from '../core/consumers';
-import type { ContractInput, ContractOutput, ContractWait, DeploymentRecord, FormSettings, KeyHash, SealedSecret } from '../core/types';
+import type {
+  ContractInput,
+  ContractOutput,
+  ContractWait,
+  DeploymentRecord,
+  FormSettings,
+  KeyHash,
+  SealedSecret,
+  WorkflowType,
+} from '../core/types';
 import { conditionalWrite, keys } from './dynamo';
 
 const FIELDS: readonly (keyof DeploymentRecord)[] = [
@@ -21,6 +30,7 @@ const FIELDS: readonly (keyof DeploymentRecord)[] = [
   'key_limits',
   'form',
   'node_detail',
+  'workflow',
 ];
 
 function toRecord(item: Record<string, unknown>): DeploymentRecord {
@@ -64,16 +74,23 @@ export class DeploymentsStore implements DeploymentsPort {
       waits: ContractWait[];
       published_at: string;
       node_detail: boolean;
+      workflow: WorkflowType;
     },
   ): Promise<DeploymentRecord | null> {
-    return this.update(id, revision, 'SET version = :v, inputs = :i, outputs = :o, waits = :w, published_at = :p, node_detail = :nd', {
-      ':v': next.version,
-      ':i': next.inputs,
-      ':o': next.outputs,
-      ':w': next.waits,
-      ':p': next.published_at,
-      ':nd': next.node_detail,
-    });
+    return this.update(
+      id,
+      revision,
+      'SET version = :v, inputs = :i, outputs = :o, waits = :wt, published_at = :p, node_detail = :nd, workflow = :w',
+      {
+        ':v': next.version,
+        ':i': next.inputs,
+        ':o': next.outputs,
+        ':wt': next.waits,
+        ':p': next.published_at,
+        ':nd': next.node_detail,
+        ':w': next.workflow,
+      },
+    );
   }
 
   async replaceKeys(id: string, revision: number, keyHashes: KeyHash[]): Promise<DeploymentRecord | null> {

@@ -147,7 +147,7 @@ export function createDeps(config: Config, overrides: Partial<Omit<Deps, 'config
       if (!workflow) {
         const { SFNClient } = require('@aws-sdk/client-sfn') as typeof import('@aws-sdk/client-sfn');
         const { SfnWorkflowPort, SFN_MAX_ATTEMPTS } = require('./sfn.workflow') as typeof import('./sfn.workflow');
-        workflow = new SfnWorkflowPort(new SFNClient({ region: config.region, maxAttempts: SFN_MAX_ATTEMPTS }), config.stateMachineArn);
+        workflow = new SfnWorkflowPort(new SFNClient({ region: config.region, maxAttempts: SFN_MAX_ATTEMPTS }), config.stateMachineArns);
       }
       return workflow;
     },

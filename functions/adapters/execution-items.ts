@@ -52,6 +52,7 @@ const FIELDS: readonly (keyof Execution)[] = [
   'expires_at',
   'run_by',
   'gen',
+  'workflow',
   'requeued_at',
   'reruns',
   'rerun_at',

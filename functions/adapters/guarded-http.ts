@@ -241,7 +241,7 @@ function exchange(opts: GuardedHttpOptions, lookup: LookupFunction, req: HttpReq
     client.on('error', (err) => finish(describeFailure(err, host, where)));
     client.on('response', (res) => {
       response = res;
-      if (req.maxBinaryResponseBytes !== undefined && isBinaryMediaType(res.headers['content-type'])) {
+      if (req.maxBinaryResponseBytes !== undefined && (req.bytesWhateverType === true || isBinaryMediaType(res.headers['content-type']))) {
         binary = true;
         maxBytes = req.maxBinaryResponseBytes;
       }

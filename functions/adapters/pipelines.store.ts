@@ -1,6 +1,6 @@
 import { GetCommand, PutCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { PipelinesPort } from '../core/ports';
-import type { PipelineDefinition, PipelineListing, PipelineMeta, PipelineVersion, RunPointer } from '../core/types';
+import type { PipelineDefinition, PipelineListing, PipelineMeta, PipelineVersion, RunPointer, WorkflowType } from '../core/types';
 import { listingOf } from '../core/views';
 import { allItems, conditionalWrite, keys, nonEmpty } from './dynamo';
 
@@ -25,6 +25,7 @@ interface VersionItem {
   definition: string;
   hash: string;
   created_at: string;
+  workflow?: WorkflowType;
 }
 
 const toMeta = (i: MetaItem): PipelineMeta => ({
@@ -65,7 +66,14 @@ export class PipelinesStore implements PipelinesPort {
     const out = await this.db.send(new GetCommand({ TableName: this.table, Key: keys.version(id, version) }));
     if (!out.Item) return null;
     const item = out.Item as VersionItem;
-    const found = { ...item, definition: JSON.parse(item.definition) as PipelineDefinition };
+    const found: PipelineVersion = {
+      pipeline_id: item.pipeline_id,
+      version: item.version,
+      definition: JSON.parse(item.definition) as PipelineDefinition,
+      hash: item.hash,
+      created_at: item.created_at,
+      ...(item.workflow === 'express' || item.workflow === 'standard' ? { workflow: item.workflow } : {}),
+    };
     if (this.versions.size >= VERSION_CACHE_MAX) this.versions.delete(this.versions.keys().next().value as string);
     this.versions.set(cacheKey, found);
     return found;
@@ -92,7 +100,13 @@ export class PipelinesStore implements PipelinesPort {
    * pipeline's pointer (conditional on the version it read). A crash between them leaves an
    * orphan version that the next push adopts, so no version number is ever given twice.
    */
-  async push(id: string, definition: PipelineDefinition, hash: string, now: string): Promise<{ version: number; created: boolean }> {
+  async push(
+    id: string,
+    definition: PipelineDefinition,
+    hash: string,
+    now: string,
+    workflow?: WorkflowType,
+  ): Promise<{ version: number; created: boolean }> {
     for (let attempt = 0; attempt < PUSH_ATTEMPTS; attempt++) {
       const meta = await this.getMeta(id, true);
       if (meta && meta.latest_hash === hash) return { version: meta.version, created: false };
@@ -105,6 +119,7 @@ export class PipelinesStore implements PipelinesPort {
         definition: JSON.stringify(definition),
         hash,
         created_at: now,
+        ...(workflow === undefined ? {} : { workflow }),
       };
       const put = this.db.send(new PutCommand({ TableName: this.table, Item: item, ConditionExpression: 'attribute_not_exists(pk)' }));
       if ((await conditionalWrite(put)) === null) {

@@ -1,5 +1,6 @@
 import { StartExecutionCommand, StopExecutionCommand, type SFNClient } from '@aws-sdk/client-sfn';
 import type { WorkflowPort } from '../core/ports';
+import type { WorkflowType } from '../core/types';
 
 /**
  * Attempts the runner's client makes at a call before the message goes back to the queue.
@@ -15,43 +16,51 @@ export const SFN_MAX_ATTEMPTS = 5;
 const MAX_CAUSE_LENGTH = 32768;
 
 /**
- * Errors that mean "there is no such running execution to stop". An execution that already
- * finished answers ExecutionDoesNotExist or nothing at all; an Express state machine has no
- * StopExecution and its executions carry `express:` ARNs, so the derived `execution:` ARN is
- * unknown or refused. Either way nothing needs stopping: cancellation is enforced by the
- * conditional writes on the execution record in DynamoDB, which make every later task a
- * no-op, not by the state machine.
+ * Errors that mean "there is no such running execution to stop": one that already finished
+ * answers ExecutionDoesNotExist or nothing at all. Either way nothing needs stopping:
+ * cancellation is enforced by the conditional writes on the execution record in DynamoDB,
+ * which make every later task a no-op, not by the state machine.
  */
 const NOTHING_TO_STOP = new Set(['ExecutionDoesNotExist', 'InvalidArn', 'ValidationException']);
 
-/** WorkflowPort on AWS Step Functions: one execution per pipegate execution, named by its id. */
-export class SfnWorkflowPort implements WorkflowPort {
-  private readonly executionArnPrefix: string;
+/** The two state machines' ARNs (PIPEGATE_EXPRESS_STATE_MACHINE_ARN, PIPEGATE_STANDARD_STATE_MACHINE_ARN). */
+export type MachineArns = Readonly<Record<WorkflowType, string>>;
 
+/**
+ * WorkflowPort on AWS Step Functions: one execution per pipegate execution, named by its id, on
+ * the Express or the Standard state machine. Only Standard executions can be stopped: an
+ * Express one has no StopExecution (its next step stands down instead), so nothing is called.
+ */
+export class SfnWorkflowPort implements WorkflowPort {
   constructor(
     private readonly client: SFNClient,
-    private readonly stateMachineArn: string,
-  ) {
-    this.executionArnPrefix = executionArnPrefix(stateMachineArn);
+    private readonly machines: MachineArns,
+  ) {}
+
+  private machine(workflow: WorkflowType): string {
+    const arn = this.machines[workflow];
+    if (!arn) throw new Error(`this function was not given the ${workflow} state machine's ARN`);
+    return arn;
   }
 
-  async start(name: string, input: Record<string, unknown>): Promise<'started' | 'already_exists'> {
+  async start(workflow: WorkflowType, name: string, input: Record<string, unknown>): Promise<'started' | 'already_exists'> {
     try {
-      await this.client.send(new StartExecutionCommand({ stateMachineArn: this.stateMachineArn, name, input: JSON.stringify(input) }));
+      await this.client.send(new StartExecutionCommand({ stateMachineArn: this.machine(workflow), name, input: JSON.stringify(input) }));
       return 'started';
     } catch (err) {
       // Standard workflows answer a repeat of a running name with the same input as a success,
-      // and any other reuse within 90 days with ExecutionAlreadyExists.
+      // and any other reuse within 90 days with ExecutionAlreadyExists (Express never does).
       if (errorName(err) === 'ExecutionAlreadyExists') return 'already_exists';
       throw err;
     }
   }
 
-  async stop(name: string, cause: string): Promise<void> {
+  async stop(workflow: WorkflowType, name: string, cause: string): Promise<void> {
+    if (workflow !== 'standard') return;
     try {
       await this.client.send(
         new StopExecutionCommand({
-          executionArn: `${this.executionArnPrefix}${name}`,
+          executionArn: `${executionArnPrefix(this.machine(workflow))}${name}`,
           cause: cause.slice(0, MAX_CAUSE_LENGTH),
         }),
       );

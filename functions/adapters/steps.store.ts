@@ -11,7 +11,8 @@ import type { NodeRecord, NodeRecordState } from '../core/engine';
 import type { Resumed } from '../core/nodes/kind';
 import type { HeldAsset } from '../core/nodes/run-context';
 import { executionObjectKey } from '../core/object-keys';
-import type { KeptEvent, ObjectRef, ObjectStorePort, StepOwner, StepsPort } from '../core/ports';
+import type { KeptEvent, ObjectStorePort, OutputAssetRef, StepOwner, StepsPort } from '../core/ports';
+import type { ItemError } from '../core/nodes/kind';
 import { allItems, conditionalWrite, keys } from './dynamo';
 
 /** Most JSON text a node's value or memo keeps in its item; more goes to the bucket. */
@@ -28,7 +29,11 @@ type Item = {
   /** value, as JSON text, or `vo` naming the object that holds it */
   v?: string;
   vo?: string;
-  oa?: ObjectRef;
+  oa?: OutputAssetRef;
+  /** a map item's failure (under on_item_error skip) */
+  er?: string;
+  /** a map's failed items, as JSON text */
+  ie?: string;
   /** assets the node made, as JSON text */
   as?: string;
   /** memo, as JSON text, or `mo` naming the object */
@@ -102,6 +107,8 @@ export class StepsStore implements StepsPort {
     if (i.t1 !== undefined) rec.ended_at = i.t1;
     if (i.v !== undefined || i.vo !== undefined) rec.value = await this.read(e, i.v, i.vo);
     if (i.oa !== undefined) rec.output_asset = i.oa;
+    if (i.er !== undefined) rec.error = i.er;
+    if (i.ie !== undefined) rec.item_errors = JSON.parse(i.ie) as ItemError[];
     if (i.as !== undefined) rec.assets = JSON.parse(i.as) as HeldAsset[];
     if (i.m !== undefined || i.mo !== undefined) rec.memo = (await this.read(e, i.m, i.mo)) as Record<string, unknown>;
     if (i.u !== undefined) rec.until = i.u < 0 ? null : i.u;
@@ -124,6 +131,8 @@ export class StepsStore implements StepsPort {
       else set.vo = t.object;
     }
     if (rec.output_asset !== undefined) set.oa = rec.output_asset;
+    if (rec.error !== undefined) set.er = rec.error;
+    if (rec.item_errors !== undefined) set.ie = JSON.stringify(rec.item_errors);
     if (rec.assets !== undefined) set.as = JSON.stringify(rec.assets);
     if (rec.memo !== undefined) {
       const t = await this.text(e, node, 'memo', rec.memo);
@@ -135,7 +144,7 @@ export class StepsStore implements StepsPort {
     if (rec.status !== undefined) set.us = rec.status;
     if (rec.lease_until !== undefined) set.lu = rec.lease_until;
     // The record replaces the last one whole: what it does not say is removed (the event stays).
-    const all: (keyof Item)[] = ['st', 'rev', 't0', 't1', 'v', 'vo', 'oa', 'as', 'm', 'mo', 'u', 'pl', 'us', 'lu'];
+    const all: (keyof Item)[] = ['st', 'rev', 't0', 't1', 'v', 'vo', 'oa', 'er', 'ie', 'as', 'm', 'mo', 'u', 'pl', 'us', 'lu'];
     const removed = all.filter((k) => !Object.hasOwn(set, k));
     const names: Record<string, string> = {};
     const values: Record<string, unknown> = {};

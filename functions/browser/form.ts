@@ -15,6 +15,7 @@ import {
   answerWords,
   deadlineWords,
   downloadName,
+  itemsWords,
   fileProblem,
   isWebAddress,
   jsonAnswer,
@@ -31,10 +32,10 @@ import type { InputValueType } from '../core/value-types';
 
 type RequestValue = { value: string | number | boolean; value_type: 'RAW' | 'REFERENCE' | 'ASSET' };
 interface OutputValue {
-  value: string | number | boolean;
+  value: string | number | boolean | (string | null)[];
   value_type: 'RAW' | 'ASSET';
-  media_type?: string;
-  bytes?: number;
+  media_type?: string | (string | null)[];
+  bytes?: number | (number | null)[];
 }
 interface Waiting {
   node_id: string;
@@ -380,6 +381,10 @@ function showOutput(section: HTMLElement, out: OutputValue | undefined): void {
     box.append(el('p', 'No value this time.'));
     return;
   }
+  if (Array.isArray(out.value)) {
+    showGallery(box, id, label, out);
+    return;
+  }
   if (out.value_type !== 'ASSET') {
     const v = out.value;
     if (typeof v === 'string' && isWebAddress(v)) {
@@ -393,8 +398,19 @@ function showOutput(section: HTMLElement, out: OutputValue | undefined): void {
     }
     return;
   }
-  const type = String(out.media_type ?? '');
-  const href = String(out.value);
+  showFile(box, id, label, String(out.value), String(out.media_type ?? ''), typeof out.bytes === 'number' ? out.bytes : undefined);
+}
+
+/** One file: shown inline when it is a picture, a video or a sound, and always a download. */
+function showFile(
+  box: HTMLElement,
+  id: string,
+  label: string,
+  href: string,
+  type: string,
+  bytes: number | undefined,
+  index?: number,
+): void {
   if (/^image\//.test(type) && type !== 'image/svg+xml') {
     const img = el('img');
     img.alt = label;
@@ -407,14 +423,40 @@ function showOutput(section: HTMLElement, out: OutputValue | undefined): void {
     media.setAttribute('aria-label', label);
     box.append(media);
   }
-  const name = downloadName(id, type);
-  const link = el('a', `Download ${name}${typeof out.bytes === 'number' ? ` (${sizeWords(out.bytes)})` : ''}`);
+  const name = downloadName(id, type, index);
+  const link = el('a', `Download ${name}${bytes !== undefined ? ` (${sizeWords(bytes)})` : ''}`);
   link.className = 'download';
   link.href = href;
   link.download = name;
   const line = el('p');
   line.append(link);
   box.append(line);
+}
+
+/** A list of files (a map's): a gallery, one figure per file in order; a failed item says so. */
+function showGallery(box: HTMLElement, id: string, label: string, out: OutputValue): void {
+  const links = out.value as (string | null)[];
+  const types = Array.isArray(out.media_type) ? out.media_type : [];
+  const sizes = Array.isArray(out.bytes) ? out.bytes : [];
+  if (links.length === 0) {
+    box.append(el('p', 'No files this time.'));
+    return;
+  }
+  const list = el('ul');
+  list.className = 'gallery';
+  list.setAttribute('aria-label', label);
+  links.forEach((href, i) => {
+    const item = el('li');
+    const caption = `${label}, ${i + 1} of ${links.length}`;
+    if (href === null) item.append(el('p', `${caption}: this one did not work.`));
+    else {
+      const figure = el('figure');
+      showFile(figure, id, caption, href, String(types[i] ?? ''), typeof sizes[i] === 'number' ? (sizes[i] as number) : undefined, i);
+      item.append(figure);
+    }
+    list.append(item);
+  });
+  box.append(list);
 }
 
 function show(result: FormView): void {
@@ -575,6 +617,8 @@ interface NodeEvent {
   state?: string;
   done?: number;
   total?: number;
+  items_done?: number;
+  items_total?: number;
 }
 
 /**
@@ -592,8 +636,11 @@ function stepWords(): (d: NodeEvent) => string | null {
     const name = labelOf(d.node_id, null);
     const n = order.indexOf(d.node_id) + 1;
     const step = total !== null && total > 0 ? `Step ${Math.min(n, total)} of ${total}` : `Step ${n}`;
-    if (d.state === 'started') return `${step}: ${name}`;
+    if (d.state === 'items' && typeof d.items_done === 'number' && typeof d.items_total === 'number')
+      return `${step}: ${itemsWords(d.node_id, d.items_done, d.items_total)}`;
+    if (d.state === 'started' || d.state === 'waiting' || d.state === 'polled') return `${step}: ${name}`;
     if (d.state === 'failed') return `${step} did not work: ${name}`;
+    if (d.state === 'skipped') return `${step} skipped: ${name}`;
     return `${step} done: ${name}`;
   };
 }

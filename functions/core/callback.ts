@@ -4,27 +4,32 @@
  */
 import { Webhook } from 'standardwebhooks';
 import { isTerminal } from './transitions';
+import type { OutputLink } from './output-assets';
 import type { PresignedDownload } from './ports';
 import type { Execution } from './types';
 
 /**
  * The body POSTed to a caller's callback URL. A completed execution sends each visible output
  * as an array holding its value as text, an ASSET output's being the URL of its fresh link
- * (`links`, minted for this attempt); failed and cancelled ones send only their id.
+ * (`links`, minted for this attempt), a list of files' being their links in order (null where
+ * an item failed under `on_item_error: "skip"`). An output whose branch did not run is absent.
+ * Failed and cancelled ones send only their id.
  */
 export function buildCallbackPayload(
   e: Pick<Execution, 'execution_id' | 'status' | 'outputs' | 'visible_outputs' | 'output_assets'>,
-  links: Readonly<Record<string, PresignedDownload>> = {},
+  links: Readonly<Record<string, OutputLink>> = {},
 ): Record<string, unknown> {
   if (!isTerminal(e.status)) throw new Error(`execution ${e.execution_id} is ${e.status}; callbacks are for finished executions`);
   if (e.status !== 'completed' || e.outputs === null) return { execution_id: e.execution_id };
   const outputs = e.outputs;
   const assets = e.output_assets ?? {};
   const ids = e.visible_outputs ?? [...Object.keys(outputs), ...Object.keys(assets)];
-  const entries = ids.flatMap((id): [string, string[]][] => {
+  const entries = ids.flatMap((id): [string, (string | null)[]][] => {
     if (Object.hasOwn(outputs, id)) return [[id, [String(outputs[id])]]];
     const link = Object.hasOwn(assets, id) && Object.hasOwn(links, id) ? links[id] : undefined;
-    return link === undefined ? [] : [[id, [link.url]]];
+    if (link === undefined) return [];
+    if (Array.isArray(link)) return [[id, (link as readonly (PresignedDownload | null)[]).map((l) => l?.url ?? null)]];
+    return [[id, [(link as PresignedDownload).url]]];
   });
   // fromEntries defines own properties, so an output named `__proto__` stays an ordinary key.
   return { ...Object.fromEntries(entries), execution_id: e.execution_id };

@@ -5,6 +5,7 @@
  */
 import * as v from 'valibot';
 import { AppError } from './errors';
+import { skippableNodes } from './flow';
 import { FORM_DESCRIPTION_MAX_CHARS, FORM_TITLE_MAX_CHARS } from './form-link';
 import { ownRecord, plainObject, strictFields } from './schema-parts';
 import type { ExecutionStatus } from './transitions';
@@ -68,6 +69,7 @@ export function discoverContract(def: PipelineDefinition, runInputs: Record<stri
   const inputs: ContractInput[] = [];
   const outputs: ContractOutput[] = [];
   const waits: ContractWait[] = [];
+  const skippable = skippableNodes(def.nodes);
   for (const [id, node] of Object.entries(def.nodes)) {
     // Input and output nodes are the contract's two roles (each node type says its own: functions/core/nodes/).
     if (node.type === 'input') {
@@ -76,7 +78,14 @@ export function discoverContract(def: PipelineDefinition, runInputs: Record<stri
       inputs.push({ id, value_type: node.value_type, value: used ?? node.value, visible: true, ...restrictionsOf(node) });
     } else if (node.type === 'output') {
       const kind = outputKind(id, run);
-      outputs.push({ id, visible: true, ...(kind === undefined ? {} : { value_type: kind }) });
+      const list = kind === 'ASSET' && Array.isArray(run?.output_assets?.[id]);
+      outputs.push({
+        id,
+        visible: true,
+        ...(kind === undefined ? {} : { value_type: kind }),
+        ...(list ? { list: true } : {}),
+        ...(skippable.has(id) ? { optional: true } : {}),
+      });
     } else if (node.type === 'wait') waits.push(waitEntry(id, node));
   }
   return { inputs, outputs, waits };
@@ -388,8 +397,8 @@ export const formView = (
 export interface CallerContract {
   deployment_id: string;
   inputs: ({ id: string; value_type: ContractInput['value_type']; value: RawValue } & AssetRestrictions)[];
-  /** `value_type` where the contract recorded it (older ones did not). */
-  outputs: { id: string; value_type?: OutputKind }[];
+  /** `value_type` where the contract recorded it (older ones did not); `list` for a list of files; `optional` when it may be absent. */
+  outputs: { id: string; value_type?: OutputKind; list?: boolean; optional?: boolean }[];
   /** The visible wait nodes: while the execution waits on one, its `waiting` list gives the resume URL. */
   waits: Omit<ContractWait, 'visible'>[];
 }
@@ -401,7 +410,12 @@ export function callerContract(d: Pick<Deployment, 'deployment_id' | 'inputs' | 
     inputs: d.inputs.filter((i) => i.visible).map((i) => ({ id: i.id, value_type: i.value_type, value: i.value, ...restrictionsOf(i) })),
     outputs: d.outputs
       .filter((o) => o.visible)
-      .map((o) => ({ id: o.id, ...(o.value_type === undefined ? {} : { value_type: o.value_type }) })),
+      .map((o) => ({
+        id: o.id,
+        ...(o.value_type === undefined ? {} : { value_type: o.value_type }),
+        ...(o.list === true ? { list: true } : {}),
+        ...(o.optional === true ? { optional: true } : {}),
+      })),
     waits: (d.waits ?? []).filter((w) => w.visible).map(({ visible: _visible, ...w }) => w),
   };
 }

@@ -59,7 +59,7 @@ export const DEFINITION_ENTRIES = {
       v.minValue(1_000, 'must be at least 1000 ms'),
       v.maxValue(MAX_EXECUTION_TIMEOUT_MS, `must be at most ${MAX_EXECUTION_TIMEOUT_MS} ms (7 days)`),
       v.description(
-        "The longest an execution may take, from its start to its end, waits included (default: the service's configured time-out, 300 s unless set). A pipeline that can outlast five minutes (a job, a wait, a long delay or time-out) runs on the Standard workflow.",
+        "The longest an execution may take, from its start to its end, waits included (default: the service's configured time-out, 300 s unless set, and at most 170 s for a pipeline that runs on Express). A pipeline runs on the Standard state machine when this is more than 170 s, or, without it, when its nodes one after another could take longer (a job's or a wait's time-out, a long delay); otherwise on Express. Decided when the version is pushed.",
       ),
     ),
   ),

@@ -3,13 +3,22 @@ import { isOwnApiUrl, LOOP_GUARD_REASON } from './address-guard';
 import { ExpressionError, evaluateExpression } from './jsonata-limits';
 import { kindOf, kindOfType, type NodeType, type PipelineNode } from './nodes';
 import { HttpNodeError, LoopGuardError, redactCredentials, safeUrl } from './nodes/http-errors';
-import { reasonOf } from './nodes/kind';
-import { Waiting, type Resumed } from './nodes/kind';
-import { AssetOutput, type AssetView, type EngineObjects, type HeldAsset, type RunContext } from './nodes/run-context';
+import { describeType, reasonOf } from './nodes/kind';
+import { InterruptedCallError, Waiting, type ItemError, type Resumed } from './nodes/kind';
+import {
+  AssetOutput,
+  scope,
+  type AssetView,
+  type EngineObjects,
+  type HeldAsset,
+  type ItemNode,
+  type MapItems,
+  type RunContext,
+} from './nodes/run-context';
 import { redactDeep, secretRedactor } from './owner-secrets';
 import { tokenOfResumeUrl } from './resume-token';
 import { outputNodeIds, topologicalOrder } from './pipeline';
-import type { HttpPort, ObjectRef } from './ports';
+import type { HttpPort, ObjectRef, OutputAssetRef } from './ports';
 import type { NodeProgress } from './progress';
 import type { NodeTrace, PipelineDefinition, RawValue } from './types';
 import { isRawValue } from './values';
@@ -62,14 +71,15 @@ export type EngineResult =
   | {
       status: 'completed';
       outputs: Record<string, RawValue>;
-      /** ASSET outputs, when there are any: what each refers to. */ output_assets?: Record<string, ObjectRef>;
+      /** ASSET outputs, when there are any: what each refers to. */ output_assets?: Record<string, OutputAssetRef>;
     }
   | { status: 'failed'; error_message: string; /** The same failure for callers (callerReason). */ caller_message: string }
   | { status: 'cancelled' };
 
 /* ------------------------------------------------------------------ the journal: nodes recorded across steps */
 
-export type NodeRecordState = 'calling' | 'waiting' | 'done';
+/** `skipped`: its `if` was false, or a node it reads was skipped (functions/core/nodes/kind.ts FLOW_FIELDS). */
+export type NodeRecordState = 'calling' | 'waiting' | 'done' | 'skipped';
 
 /**
  * One node as the execution keeps it between steps (the store keeps one item per node). Written
@@ -85,8 +95,12 @@ export interface NodeRecord {
   ended_at?: number;
   /** done: the value (assets as their views at the time; see `assets`). */
   value?: unknown;
-  /** done, an output node passing an asset on: what it refers to. */
-  output_asset?: ObjectRef;
+  /** done, an output node passing an asset (or a list of them) on: what it refers to. */
+  output_asset?: OutputAssetRef;
+  /** done, a map's item that failed under `on_item_error: "skip"`: why (its value is null). */
+  error?: string;
+  /** done, a map: the items that failed under `on_item_error: "skip"`, and why. */
+  item_errors?: ItemError[];
   /** Assets the node made (an http node's binary answer), each with the URL its value holds. */
   assets?: HeldAsset[];
   /** waiting: what the node's kind keeps until its next step. */
@@ -204,6 +218,30 @@ class Parked extends Error {
 /** Another step recorded the node first: this step leaves it to that one. */
 class Overtaken extends Error {}
 
+/** A node's (or a map item's) own failure, with its journal revision at the time. */
+class Failed {
+  constructor(
+    readonly error: unknown,
+    readonly rev: number | undefined,
+    readonly start: number,
+  ) {}
+}
+
+/**
+ * A node's value when it was skipped (its `if` was false, or what it reads was skipped). Kinds
+ * never see it: the nodes they read that were skipped come to them as undefined.
+ */
+const SKIPPED: unique symbol = Symbol('skipped');
+
+/** Most `items` progress events one map reports in a run (more items: every n-th, and the last). */
+export const ITEM_PROGRESS_STEPS = 20;
+
+/** How a node's `if` came out: anything but true or false fails the node. */
+class ConditionError extends Error {}
+
+const conditionOf = (node: PipelineNode): string | undefined => (node.type === 'input' ? undefined : node.if);
+const joinsAny = (node: PipelineNode): boolean => kindOf(node).joinsAny?.(node) ?? ('join' in node && node.join === 'any');
+
 /**
  * The journal could not be written (the store failed): not the node's failure. The step ends
  * by throwing it, so that the state machine tries the step again (it resumes from what was
@@ -257,8 +295,10 @@ function runContext(
   signal: AbortSignal,
   limits: EngineLimits,
   known: Map<string, HeldAsset>,
+  items: (mapId: string) => MapItems,
 ): RunContext {
   return {
+    items,
     http: opts.http,
     signal,
     secrets: opts.secrets ?? new Map<string, string>(),
@@ -325,7 +365,16 @@ export interface StepOptions extends EngineOptions {
   relink?: (asset: HeldAsset) => Promise<AssetView>;
 }
 
-type NodeClock = { start: number; end?: number; value?: unknown; error?: string; httpStatus?: number; stopped?: boolean };
+type NodeClock = {
+  start: number;
+  end?: number;
+  value?: unknown;
+  error?: string;
+  httpStatus?: number;
+  stopped?: boolean;
+  skipped?: boolean;
+  itemErrors?: ItemError[];
+};
 
 /** What a step did, for its trace: each node's times and outcome. */
 export interface StepTraced {
@@ -456,75 +505,88 @@ async function runUnredacted(
         ownApiUrls: opts.ownApiUrls ?? [],
       },
       known,
+      (mapId) => mapItems(mapId),
     );
     const settled = new Map<string, unknown>();
     const pending = new Map<string, Promise<unknown>>();
-    /** Pure nodes computed in this step and not recorded yet. */
-    const unrecorded = new Map<string, { value: unknown; start: number; end: number }>();
+    /** Pure nodes computed (or skipped) in this step and not recorded yet, by journal id. */
+    const unrecorded = new Map<string, { value: unknown; start: number; end: number; skipped?: boolean }>();
     const parked: WaitingNode[] = [];
     let leftForLater = false;
     let overtaken = false;
+    /** Asset URLs a record written in this step already lists (a map's items' files): not listed again. */
+    const inRecords = new Set<string>();
 
     /** Records every pure value computed so far, so that a later step reads rather than computes them. */
     const recordPure = async (): Promise<void> => {
       const batch = [...unrecorded.entries()];
       unrecorded.clear();
       await Promise.all(
-        batch.map(async ([id, { value, start, end }]) => {
-          const rec: NodeRecord = { state: 'done', rev: 1, started_at: start, ended_at: end, ...storedValue(value) };
+        batch.map(async ([id, { value, start, end, skipped }]) => {
+          const rec: NodeRecord = skipped
+            ? { state: 'skipped', rev: 1, started_at: start, ended_at: end }
+            : { state: 'done', rev: 1, started_at: start, ended_at: end, ...storedValue(value) };
           // A pure node recorded by another step meanwhile holds the same value: nothing to do.
           await journal.save(id, rec, recorded(id)?.rev, recorded(id)?.event !== undefined);
         }),
       );
     };
 
-    const runOne = async (id: string, node: PipelineNode, values: unknown[]): Promise<unknown> => {
+    type Advanced =
+      | { state: 'done'; value: unknown; itemErrors?: ItemError[]; start: number; end: number }
+      | { state: 'waiting'; rec: NodeRecord; until: number | null; start: number }
+      | { state: 'later' };
+    /** What a top-level node tells as it moves (a map's items tell nothing on their own). */
+    interface Reporter {
+      begin(start: number): void;
+      /** `until`: when a waiting node's next step is due (null or absent: an event it waits for). */
+      event(state: 'started' | 'waiting' | 'polled', at: number, polls?: number, until?: number | null): void;
+    }
+
+    /**
+     * One step of a node not done yet, under its journal id (a node's id, or `<map>.<index>` for
+     * a map's item): its first step, or its next one if it waits, recorded as its kind says.
+     * Answers its value, its wait (a record waiting since an earlier step and not due yet, a job
+     * between polls, a call another step still holds), or that it was left for the next step for
+     * lack of time. A failure of the node's own is thrown as Failed; the engine's own signals
+     * (stopped, overtaken, the store failing, the deadline) as they are.
+     */
+    const advance = async (
+      jid: string,
+      node: PipelineNode,
+      values: unknown[],
+      rec: NodeRecord | undefined,
+      report: Reporter | null,
+    ): Promise<Advanced> => {
       const kind = kindOf(node);
-      const rec = recorded(id);
-      if (rec?.state === 'done') {
-        const value = doneValue(rec);
-        settled.set(id, value);
-        return value;
-      }
       if (work.signal.aborted) throw new RunStopped('step finished');
       const at = now();
       const sawEvent = rec?.event !== undefined;
       // A node whose event came before its first step takes it at once (a fast webhook).
       const resuming = rec?.state === 'waiting' || (rec?.state === undefined && sawEvent);
       if (rec?.state === 'waiting' && rec.until !== null && rec.until !== undefined && rec.until > at && rec.event === undefined) {
-        throw parkedFor(id, node, rec, rec.until);
+        return { state: 'waiting', rec, until: rec.until, start: rec.started_at ?? at };
       }
       if (!resuming && at >= budgetEnd) {
         leftForLater = true;
-        throw new Parked(null);
+        return { state: 'later' };
       }
-      const clock: NodeClock = { start: resuming || rec?.state === 'calling' ? (rec.started_at ?? at) : at };
-      clocks.set(id, clock);
+      const start = resuming || rec?.state === 'calling' ? (rec.started_at ?? at) : at;
+      report?.begin(start);
       let prev = rec?.rev;
-      if (resuming && rec?.state === undefined) opts.onNode?.({ node: id, type: node.type, state: 'started', at: clock.start });
+      if (resuming && rec?.state === undefined) report?.event('started', start);
       if (!resuming) {
         if (rec?.state === 'calling') {
           // A step before this one began the node and never recorded how it went.
-          if ((rec.lease_until ?? 0) > at) throw parkedFor(id, node, rec, rec.lease_until ?? at);
-          if (!kind.repeatable(node)) {
-            throw new NodeFailure(
-              id,
-              'it was interrupted in the middle of its call (a crash or a time-out), and its request is not safe to repeat: set "retry_interrupted": true on the node to repeat it',
-              'it was interrupted in the middle of its call',
-            );
-          }
-        } else opts.onNode?.({ node: id, type: node.type, state: 'started', at: clock.start });
+          if ((rec.lease_until ?? 0) > at) return { state: 'waiting', rec, until: rec.lease_until ?? at, start };
+          if (!kind.repeatable(node)) throw new Failed(new InterruptedCallError(), prev, start);
+        } else report?.event('started', start);
         if (kind.durability === 'recorded' && !kind.repeatable(node)) {
           // Pure values it reads are recorded first, so a repeat after a crash sees the same ones.
           await recordPure();
           const lease = at + kind.longestMs(node) + LEASE_MARGIN_MS;
           if (
-            !(await journal.save(
-              id,
-              { state: 'calling', rev: (prev ?? 0) + 1, started_at: clock.start, lease_until: lease },
-              prev,
-              sawEvent,
-            ))
+            !(await journal.save(jid, { state: 'calling', rev: (prev ?? 0) + 1, started_at: start, lease_until: lease }, prev, sawEvent))
           ) {
             throw new Overtaken();
           }
@@ -532,59 +594,49 @@ async function runUnredacted(
         }
       }
       try {
-        const outcome = resuming && rec !== undefined ? await resumeOf(kind, node, values, id, rec) : await kind.run(node, values, ctx, id);
+        const outcome =
+          resuming && rec !== undefined ? await resumeOf(kind, node, values, jid, rec) : await kind.run(node, values, ctx, jid);
         if (finished) throw new RunStopped('step finished');
         const end = now();
         if (outcome instanceof Waiting) {
           const waitingRec: NodeRecord = {
             state: 'waiting',
             rev: (prev ?? 0) + 1,
-            started_at: clock.start,
+            started_at: start,
             memo: { ...outcome.memo },
             until: outcome.until,
             ...(outcome.detail.polls === undefined ? {} : { polls: outcome.detail.polls }),
             ...(outcome.detail.status === undefined ? {} : { status: outcome.detail.status }),
           };
-          if (!(await journal.save(id, waitingRec, prev, sawEvent))) throw new Overtaken();
+          if (!(await journal.save(jid, waitingRec, prev, sawEvent))) throw new Overtaken();
           const polled = outcome.detail.polls !== undefined && outcome.detail.polls !== rec?.polls;
-          if (!resuming)
-            opts.onNode?.({
-              node: id,
-              type: node.type,
-              state: 'waiting',
-              at: end,
-              ...(outcome.until === null ? {} : { until: outcome.until }),
-            });
-          else if (polled) opts.onNode?.({ node: id, type: node.type, state: 'polled', at: end, polls: outcome.detail.polls });
-          throw parkedFor(id, node, waitingRec, outcome.until);
+          if (!resuming) report?.event('waiting', end, undefined, outcome.until);
+          else if (polled) report?.event('polled', end, outcome.detail.polls);
+          return { state: 'waiting', rec: waitingRec, until: outcome.until, start };
         }
         const value = outcome.value;
         if (kind.durability === 'recorded') {
-          const made = [...known.values()].filter((h) => !fresh.has(h.view.url) && containsUrl(value, h.view.url));
+          const made = [...known.values()].filter(
+            (h) => !fresh.has(h.view.url) && !inRecords.has(h.view.url) && containsUrl(value, h.view.url),
+          );
           const doneRec: NodeRecord = {
             state: 'done',
             rev: (prev ?? 0) + 1,
-            started_at: clock.start,
+            started_at: start,
             ended_at: end,
             ...storedValue(value),
             ...(made.length > 0 ? { assets: made.map((h) => ({ ref: h.ref, view: { ...h.view } })) } : {}),
+            ...(outcome.itemErrors === undefined ? {} : { item_errors: outcome.itemErrors }),
           };
-          if (!(await journal.save(id, doneRec, prev, sawEvent))) throw new Overtaken();
-        } else unrecorded.set(id, { value, start: clock.start, end });
-        if (!finished) {
-          Object.assign(clock, { end, value: value instanceof AssetOutput ? value.toJSON() : value });
-          opts.onNode?.({ node: id, type: node.type, state: 'finished', at: end, duration_ms: Math.max(0, end - clock.start) });
-        }
-        settled.set(id, value);
-        return value;
+          if (!(await journal.save(jid, doneRec, prev, sawEvent))) throw new Overtaken();
+          for (const h of made) inRecords.add(h.view.url);
+        } else unrecorded.set(jid, { value, start, end });
+        return { state: 'done', value, ...(outcome.itemErrors === undefined ? {} : { itemErrors: outcome.itemErrors }), start, end };
       } catch (e) {
-        if (e instanceof Parked || e instanceof Overtaken || e instanceof NodeFailure || e instanceof JournalError) throw e;
+        if (e instanceof Overtaken || e instanceof JournalError || e instanceof RunStopped || e instanceof RunTimedOut) throw e;
         if (work.signal.aborted || (e instanceof ExpressionError && e.kind === 'aborted')) throw new RunStopped('step finished');
         if (e instanceof ExpressionError && e.kind === 'deadline') throw new RunTimedOut();
-        const end = now();
-        Object.assign(clock, { end, error: reasonOf(e), ...(e instanceof HttpNodeError ? { httpStatus: e.httpStatus } : {}) });
-        if (!finished) opts.onNode?.({ node: id, type: node.type, state: 'failed', at: end, duration_ms: Math.max(0, end - clock.start) });
-        throw new NodeFailure(id, reasonOf(e), kind.callerReason(e));
+        throw new Failed(e, prev, start);
       }
     };
 
@@ -606,6 +658,135 @@ async function runUnredacted(
       return new Parked(w);
     };
 
+    /** A node's own failure, as the run reports it; its clock says how it ended. */
+    const nodeFailure = (id: string, node: PipelineNode, e: unknown, clock: NodeClock): NodeFailure => {
+      const end = now();
+      Object.assign(clock, { end, error: reasonOf(e), ...(e instanceof HttpNodeError ? { httpStatus: e.httpStatus } : {}) });
+      if (!finished) opts.onNode?.({ node: id, type: node.type, state: 'failed', at: end, duration_ms: Math.max(0, end - clock.start) });
+      const callerWords =
+        e instanceof InterruptedCallError
+          ? 'it was interrupted in the middle of its call'
+          : e instanceof ConditionError
+            ? 'its condition failed'
+            : kindOf(node).callerReason(e);
+      return new NodeFailure(id, reasonOf(e), callerWords);
+    };
+
+    /**
+     * Whether a node is skipped: a node it reads was skipped (every one, for a node that joins
+     * any), or its `if` is false. Evaluated before its first step only: a node under way ran its
+     * condition already.
+     */
+    const skips = async (id: string, node: PipelineNode, given: readonly unknown[], values: readonly unknown[]): Promise<boolean> => {
+      const skipped = given.map((x) => x === SKIPPED);
+      if (given.length > 0 && (joinsAny(node) ? skipped.every(Boolean) : skipped.some(Boolean))) return true;
+      const condition = conditionOf(node);
+      if (condition === undefined) return false;
+      let verdict: unknown;
+      try {
+        verdict = await ctx.evaluate(condition, scope(kindOf(node).dependencies(node), values));
+      } catch (e) {
+        if (work.signal.aborted || (e instanceof ExpressionError && e.kind === 'aborted')) throw new RunStopped('step finished');
+        if (e instanceof ExpressionError && e.kind === 'deadline') throw new RunTimedOut();
+        const clock: NodeClock = { start: now() };
+        clocks.set(id, clock);
+        throw nodeFailure(id, node, new ConditionError(`its if failed: ${reasonOf(e)}`), clock);
+      }
+      if (verdict === true || verdict === false) return !verdict;
+      const clock: NodeClock = { start: now() };
+      clocks.set(id, clock);
+      const got = verdict === undefined ? 'no value' : describeType(verdict);
+      throw nodeFailure(id, node, new ConditionError(`its if must give true or false, got ${got}`), clock);
+    };
+
+    const runOne = async (id: string, node: PipelineNode, given: unknown[]): Promise<unknown> => {
+      const rec = recorded(id);
+      if (rec?.state === 'done') {
+        const value = doneValue(rec);
+        settled.set(id, value);
+        return value;
+      }
+      if (rec?.state === 'skipped') {
+        settled.set(id, SKIPPED);
+        return SKIPPED;
+      }
+      if (work.signal.aborted) throw new RunStopped('step finished');
+      // What the node's kind sees: the nodes it reads that were skipped are absent.
+      const values = given.map((x) => (x === SKIPPED ? undefined : x));
+      if (rec?.state === undefined && (await skips(id, node, given, values))) {
+        const at = now();
+        clocks.set(id, { start: at, end: at, skipped: true });
+        unrecorded.set(id, { value: undefined, start: at, end: at, skipped: true });
+        if (!finished) opts.onNode?.({ node: id, type: node.type, state: 'skipped', at });
+        settled.set(id, SKIPPED);
+        return SKIPPED;
+      }
+      let clock: NodeClock = { start: now() };
+      const report: Reporter = {
+        begin(start) {
+          clock = { start };
+          clocks.set(id, clock);
+        },
+        event(state, at, polls, until) {
+          if (state === 'polled') opts.onNode?.({ node: id, type: node.type, state, at, ...(polls === undefined ? {} : { polls }) });
+          else if (state === 'waiting' && typeof until === 'number') opts.onNode?.({ node: id, type: node.type, state, at, until });
+          else opts.onNode?.({ node: id, type: node.type, state, at });
+        },
+      };
+      let out: Advanced;
+      try {
+        out = await advance(id, node, values, rec, report);
+      } catch (e) {
+        if (!(e instanceof Failed)) throw e;
+        if (!clocks.has(id)) report.begin(e.start);
+        throw nodeFailure(id, node, e.error, clock);
+      }
+      if (out.state === 'later') throw new Parked(null);
+      if (out.state === 'waiting') throw parkedFor(id, node, out.rec, out.until);
+      const { value, end } = out;
+      if (!finished) {
+        Object.assign(clock, {
+          end,
+          value: value instanceof AssetOutput ? value.toJSON() : value,
+          ...(out.itemErrors === undefined ? {} : { itemErrors: out.itemErrors }),
+        });
+        opts.onNode?.({ node: id, type: node.type, state: 'finished', at: end, duration_ms: Math.max(0, end - clock.start) });
+      }
+      settled.set(id, value);
+      return value;
+    };
+
+    /** A map's items, each a step of its own under `<map>.<index>` (functions/core/nodes/map.ts). */
+    const mapItems = (mapId: string): MapItems => {
+      const every = (total: number): number => Math.max(1, Math.ceil(total / ITEM_PROGRESS_STEPS));
+      return {
+        ended: (index) => recorded(`${mapId}.${index}`)?.state === 'done',
+        async run(index: number, node: ItemNode, values: readonly unknown[], recordFailure: boolean) {
+          const jid = `${mapId}.${index}`;
+          const rec = recorded(jid);
+          if (rec?.state === 'done') return rec.error === undefined ? { value: doneValue(rec) } : { value: null, error: rec.error };
+          try {
+            const out = await advance(jid, node, [...values], rec, null);
+            if (out.state === 'later') return { later: true as const };
+            if (out.state === 'waiting') return { waiting: out.until ?? now() };
+            return { value: out.value };
+          } catch (e) {
+            if (!(e instanceof Failed)) throw e;
+            if (!recordFailure) return { failed: e.error };
+            // Its place holds null, and the owner's trace says why; it is not run again.
+            const error = cut(redact(reasonOf(e.error)), TRACE_ERROR_CHARS);
+            const end = now();
+            const failedRec: NodeRecord = { state: 'done', rev: (e.rev ?? 0) + 1, started_at: e.start, ended_at: end, value: null, error };
+            if (!(await journal.save(jid, failedRec, e.rev, rec?.event !== undefined))) throw new Overtaken();
+            return { value: null, error };
+          }
+        },
+        progress(done, total) {
+          if (finished || (done !== total && done % every(total) !== 0)) return;
+          opts.onNode?.({ node: mapId, type: 'map', state: 'items', at: now(), done, total });
+        },
+      };
+    };
     for (const id of nodes.order) {
       const node = def.nodes[id];
       if (!node) continue;
@@ -649,13 +830,13 @@ async function runUnredacted(
         return;
       }
       const outputs: Record<string, RawValue> = {};
-      const outputAssets: Record<string, ObjectRef> = {};
+      const outputAssets: Record<string, OutputAssetRef> = {};
       const define = <T>(o: Record<string, T>, id: string, value: T) =>
         Object.defineProperty(o, id, { value, enumerable: true, writable: true, configurable: true });
       for (const id of outputNodeIds(def)) {
         const value = settled.get(id);
         if (isRawValue(value)) define(outputs, id, value);
-        else if (value instanceof AssetOutput) define(outputAssets, id, { ...value.ref });
+        else if (value instanceof AssetOutput) define(outputAssets, id, copyRef(value.ref));
       }
       finish({ status: 'completed', outputs, ...(Object.keys(outputAssets).length > 0 ? { output_assets: outputAssets } : {}) });
     });
@@ -674,8 +855,13 @@ export const LEASE_MARGIN_MS = 30_000;
 
 /** A node's value as a record keeps it: an output passing an asset on keeps the asset's reference. */
 function storedValue(value: unknown): Pick<NodeRecord, 'value' | 'output_asset'> {
-  if (value instanceof AssetOutput) return { output_asset: { ...value.ref } };
+  if (value instanceof AssetOutput) return { output_asset: copyRef(value.ref) };
   return value === undefined ? {} : { value };
+}
+
+/** A copy of what an ASSET output refers to: one file, or a list. */
+function copyRef(ref: OutputAssetRef): OutputAssetRef {
+  return Array.isArray(ref) ? ref.map((r) => (r === null ? null : { ...r })) : { ...ref };
 }
 
 function containsUrl(value: unknown, url: string): boolean {
@@ -730,6 +916,13 @@ export function capTrace(trace: readonly NodeTrace[], maxBytes: number): { trace
   return { trace: out, truncated: true };
 }
 
+/** Most failed items a map's trace entry lists (the first ones); `item_errors_total` counts them all. */
+export const TRACE_ITEM_ERRORS = 20;
+
+function traceItemErrors(errors: readonly ItemError[], redact: (text: string) => string): ItemError[] {
+  return errors.slice(0, TRACE_ITEM_ERRORS).map((e) => ({ index: e.index, error: cut(redact(e.error), TRACE_ERROR_CHARS) }));
+}
+
 /**
  * The run's node order, worked out once and used by both the run and its trace. A definition
  * that has none (a cycle: validation refuses those, so only a corrupt record) runs nothing,
@@ -765,12 +958,23 @@ function buildTrace(
             start: rec.started_at,
             end: rec.ended_at ?? rec.started_at,
             value: rec.output_asset ? new AssetOutput(rec.output_asset).toJSON() : rec.value,
+            ...(rec.item_errors === undefined ? {} : { itemErrors: rec.item_errors }),
           }
-        : rec?.started_at !== undefined
-          ? { start: rec.started_at }
-          : undefined);
+        : rec?.state === 'skipped'
+          ? { start: rec.started_at ?? 0, end: rec.ended_at ?? rec.started_at ?? 0, skipped: true }
+          : rec?.started_at !== undefined
+            ? { start: rec.started_at }
+            : undefined);
     const ended = c?.end !== undefined;
-    const outcome: NodeTrace['outcome'] = !c ? 'not_run' : c.error !== undefined ? 'failed' : ended ? 'completed' : 'stopped';
+    const outcome: NodeTrace['outcome'] = !c
+      ? 'not_run'
+      : c.skipped
+        ? 'skipped'
+        : c.error !== undefined
+          ? 'failed'
+          : ended
+            ? 'completed'
+            : 'stopped';
     return [
       {
         node: id,
@@ -783,6 +987,7 @@ function buildTrace(
         http_status: c?.httpStatus ?? null,
         // Secrets come out of the value before it is turned into text (JSON escaping would hide them).
         preview: outcome === 'completed' ? previewOf(redactDeep(c?.value, redact)) : null,
+        ...(c?.itemErrors === undefined || c.itemErrors.length === 0 ? {} : { item_errors: traceItemErrors(c.itemErrors, redact) }),
       },
     ];
   });

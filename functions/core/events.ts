@@ -26,6 +26,9 @@ export interface NodeEventData {
   state: NodeState;
   at: string;
   duration_ms?: number;
+  /** `items` (a map): its items ended so far, of how many ("3 of 8 variants done"). */
+  items_done?: number;
+  items_total?: number;
 }
 /** A `node` event of a deployment published with node detail off: how many of how many are done. */
 export interface NodeCountData {
@@ -103,9 +106,9 @@ export function executionEvents(
     else if (p.state === 'finished' || p.state === 'failed') open.delete(p.node);
     if (typeof nodes !== 'function') {
       // One event per node the first time it ends (a re-run after a crash ends some again):
-      // progress only grows, so every list is still a prefix of the next.
+      // progress only grows, so every list is still a prefix of the next. A skipped node ends too.
       if (began) out.push(waitingNow());
-      if ((p.state !== 'finished' && p.state !== 'failed') || finished.has(p.node)) continue;
+      if ((p.state !== 'finished' && p.state !== 'failed' && p.state !== 'skipped') || finished.has(p.node)) continue;
       finished.add(p.node);
       out.push({ event: 'node', data: { done: finished.size, total: Math.max(nodes.countsOf, finished.size) } });
       continue;
@@ -119,6 +122,7 @@ export function executionEvents(
           state: p.state,
           at: new Date(p.at).toISOString(),
           ...(p.duration_ms === undefined ? {} : { duration_ms: p.duration_ms }),
+          ...(p.state === 'items' ? { items_done: p.done ?? 0, items_total: p.total ?? 0 } : {}),
         },
       });
     }

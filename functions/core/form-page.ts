@@ -318,6 +318,8 @@ button[disabled]{opacity:.6;cursor:progress}
 .output h3{margin:0 0 .3rem;font-size:1.1rem}
 .output pre{margin:0;white-space:pre-wrap;word-break:break-word;font:inherit}
 .output img,.output video{display:block;max-width:100%;height:auto;margin:0 0 .5rem}
+.gallery{list-style:none;margin:0;padding:0;display:grid;grid-template-columns:repeat(auto-fill,minmax(10rem,1fr));gap:1rem}
+.gallery figure{margin:0}
 .output audio{display:block;width:100%;margin:0 0 .5rem}
 .output .link{display:inline-block;min-height:2.75rem;padding:.5rem 0;word-break:break-all;color:#1d70b8}
 .wait{margin:1.5rem 0;padding:1rem;border:5px solid #1d70b8}

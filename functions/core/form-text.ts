@@ -23,6 +23,11 @@ export function labelOf(id: string, label: string | null | undefined): string {
   return words === '' ? id : words.charAt(0).toUpperCase() + words.slice(1);
 }
 
+/** A map's progress in words: "3 of 8 variants done" (the map's id as words). */
+export function itemsWords(mapId: string, done: number, total: number): string {
+  return `${done} of ${total} ${labelOf(mapId, null).toLowerCase()} done`;
+}
+
 const SIZE_UNITS = [
   { size: 1e9, name: 'GB' },
   { size: 1e6, name: 'MB' },
@@ -133,8 +138,12 @@ export function extensionOf(mediaType: string): string {
   return /^[a-z0-9]{1,8}$/.test(word) ? word : 'bin';
 }
 
-/** The name a download is saved under: the output's id and its media type's extension. */
-export const downloadName = (outputId: string, mediaType: string): string => `${outputId}.${extensionOf(mediaType)}`;
+/**
+ * The name a download is saved under: the output's id and its media type's extension; a file of
+ * a list output (a map's files) adds its place in the list, from 1 (`variants-2.png`).
+ */
+export const downloadName = (outputId: string, mediaType: string, index?: number): string =>
+  `${outputId}${index === undefined ? '' : `-${index + 1}`}.${extensionOf(mediaType)}`;
 
 /** "a" or "an", by how the word is said (an acronym by its first letter's name: "an MP4", "a PNG"). */
 function withArticle(words: string): string {

@@ -17,6 +17,7 @@ import type { ContractInput, Deployment, Execution, PipelineDefinition, RawValue
 import { isAbsoluteHttpUrl, isPlainObject, requestValueType, VALUE_SCHEMAS } from './values';
 import { jsonSchemaOf, type JsonSchema } from './openapi-shared';
 import type { ExecutionUrls, OutputValue } from './views';
+import type { AssetListOutputValue, AssetOutputValue } from './output-assets';
 import type { NodeProgress } from './progress';
 
 /** The dialect every schema here is written in (MCP's default since 2025-11-25, said outright). */
@@ -130,6 +131,8 @@ const ASSET_OUTPUT = {
   additionalProperties: false,
 };
 const RAW_OUTPUT = { type: ['string', 'number', 'boolean'] };
+/** A list of files (a map's): each file as ASSET_OUTPUT, in order; null where an item failed. */
+const ASSET_LIST_OUTPUT = { type: 'array', items: { anyOf: [ASSET_OUTPUT, { type: 'null' }] } };
 
 /**
  * The visible outputs by id, each a value or a file link as the contract recorded it. No
@@ -138,8 +141,15 @@ const RAW_OUTPUT = { type: ['string', 'number', 'boolean'] };
 function outputSchema(dep: Pick<Deployment, 'deployment_id' | 'inputs' | 'outputs'>) {
   const properties: Record<string, JsonSchema> = {};
   for (const o of callerContract(dep).outputs) {
-    properties[o.id] =
-      o.value_type === 'ASSET' ? ASSET_OUTPUT : o.value_type === 'RAW' ? RAW_OUTPUT : { anyOf: [RAW_OUTPUT, ASSET_OUTPUT] };
+    const shape =
+      o.value_type === 'ASSET'
+        ? o.list === true
+          ? ASSET_LIST_OUTPUT
+          : ASSET_OUTPUT
+        : o.value_type === 'RAW'
+          ? RAW_OUTPUT
+          : { anyOf: [RAW_OUTPUT, ASSET_OUTPUT, ASSET_LIST_OUTPUT] };
+    properties[o.id] = o.optional === true ? { ...shape, description: 'Absent when the branch it comes from did not run.' } : shape;
   }
   return { $schema: JSON_SCHEMA_DIALECT, type: 'object' as const, properties, additionalProperties: false };
 }
@@ -233,7 +243,9 @@ export function invalidArgumentOf(e: unknown): InvalidArgument | null {
 }
 
 /** A plain value of an output, as structuredContent holds it. */
-export type StructuredOutput = RawValue | { url: string; media_type: string; bytes: number; expires_at: string };
+type StructuredFile = { url: string; media_type: string; bytes: number; expires_at: string };
+/** An output in structuredContent: a value, a file, or a list of files (null where an item failed). */
+export type StructuredOutput = RawValue | StructuredFile | (StructuredFile | null)[];
 
 export interface ContentBlock {
   type: 'text' | 'resource_link';
@@ -250,6 +262,17 @@ export interface ToolCallResult {
 /** The execution behind a call, for the client: its id, status and REST URLs (readable with the same key). */
 export const executionMeta = (e: { execution_id: string; status: ExecutionStatus }, urls: ExecutionUrls) => ({
   [EXECUTION_META_KEY]: { execution_id: e.execution_id, status: e.status, ...urls },
+});
+
+/** One file as a resource_link. */
+const fileLink = (name: string, title: string, uri: string, mimeType: string, size: number, expiresAt: string): ContentBlock => ({
+  type: 'resource_link',
+  uri,
+  name,
+  title,
+  description: `The file of ${title.toLowerCase()} (${size} bytes); the link expires at ${expiresAt}.`,
+  mimeType,
+  size,
 });
 
 /** The REST result body's parts a tool result is made of (views.ts resultBody). */
@@ -273,17 +296,20 @@ export function callResult(r: ResultView, urls: ExecutionUrls): ToolCallResult {
     const links: ContentBlock[] = [];
     for (const [id, out] of Object.entries(r.response_data)) {
       if (out.value_type === 'RAW') define(structured, id, out.value);
-      else {
-        define(structured, id, { url: out.value, media_type: out.media_type, bytes: out.bytes, expires_at: out.expires_at });
-        links.push({
-          type: 'resource_link',
-          uri: out.value,
-          name: id,
-          title: `Output ${id}`,
-          description: `The file of output ${id} (${out.bytes} bytes); the link expires at ${out.expires_at}.`,
-          mimeType: out.media_type,
-          size: out.bytes,
+      else if (!Array.isArray(out.value)) {
+        const one = out as AssetOutputValue;
+        define(structured, id, { url: one.value, media_type: one.media_type, bytes: one.bytes, expires_at: one.expires_at });
+        links.push(fileLink(id, `Output ${id}`, one.value, one.media_type, one.bytes, one.expires_at));
+      } else {
+        // A list of files (a map's): each file in its place, null where an item failed.
+        const list = out as AssetListOutputValue;
+        const files = list.value.map((url, i) => {
+          const [mediaType, bytes] = [list.media_type[i], list.bytes[i]];
+          if (url === null || mediaType === null || mediaType === undefined || bytes === null || bytes === undefined) return null;
+          links.push(fileLink(`${id}-${i + 1}`, `Output ${id}, file ${i + 1}`, url, mediaType, bytes, list.expires_at ?? ''));
+          return { url, media_type: mediaType, bytes, expires_at: list.expires_at ?? '' };
         });
+        define(structured, id, files);
       }
     }
     return { content: [{ type: 'text', text: JSON.stringify(structured) }, ...links], structuredContent: structured, _meta };
@@ -396,7 +422,7 @@ export interface ProgressStep {
 
 /**
  * Progress from the nodes' events as the caller's event stream shows them (core/events.ts):
- * one step per node that has finished or failed, in order, counted among the nodes the caller
+ * one step per node that has finished, failed or been skipped, in order, counted among the nodes the caller
  * sees (`shown`: hidden inputs and outputs are neither counted nor named); with node detail off,
  * counts only, never a node's id. `after` steps were sent already.
  */
@@ -410,14 +436,15 @@ export function progressSteps(
   const ended = new Set<string>();
   const steps: ProgressStep[] = [];
   for (const p of progress) {
-    if (p.state === 'started' || !shown.has(p.node) || ended.has(p.node)) continue;
+    // A node's end: finished, failed or skipped (its waits, polls and item counts are not steps).
+    if ((p.state !== 'finished' && p.state !== 'failed' && p.state !== 'skipped') || !shown.has(p.node) || ended.has(p.node)) continue;
     ended.add(p.node);
     const n = ended.size;
     const counts = `${n} of ${total} steps`;
     steps.push({
       progress: n,
       total,
-      message: nodeDetail ? `${p.type} node ${p.node} ${p.state === 'failed' ? 'failed' : 'finished'} (${counts})` : `${counts} done`,
+      message: nodeDetail ? `${p.type} node ${p.node} ${p.state} (${counts})` : `${counts} done`,
     });
   }
   return steps.slice(after);

@@ -71,18 +71,49 @@ function executionRequest(c: ReturnType<typeof callerContract>): JsonSchema {
   return { ...general, properties: { ...general.properties, workflow_input: jsonSchemaOf(workflowInput(c)) } };
 }
 
-/** Each output's shape by the kind its contract recorded; older contracts did not: either. */
-const OUTPUT_SHAPES = { RAW: 'RawOutputValue', ASSET: 'AssetOutputValue', either: 'OutputValue' } as const;
+/** Each output's shape by the kind its contract recorded (a list of files its own); older contracts did not: either. */
+const OUTPUT_SHAPES = { RAW: 'RawOutputValue', ASSET: 'AssetOutputValue', list: 'AssetListOutputValue', either: 'OutputValue' } as const;
 const OUTPUT_COMPONENTS = Object.fromEntries(Object.values(OUTPUT_SHAPES).map((name) => [name, SHAPES[name]]));
 
-/** This deployment's result: its visible outputs by id, each RAW or ASSET as published (a `$ref` to its shape). */
+const outputShape = (o: ReturnType<typeof callerContract>['outputs'][number]) =>
+  SHAPES[OUTPUT_SHAPES[o.value_type === 'ASSET' && o.list === true ? 'list' : (o.value_type ?? 'either')]];
+
+/**
+ * This deployment's result: its visible outputs by id, each RAW or ASSET as published (a `$ref`
+ * to its shape). A completed result carries every output but those that may be skipped (their
+ * branch may not run): the schema requires the others once `status` is `completed`.
+ */
 function executionResult(c: ReturnType<typeof callerContract>): JsonSchema {
   const general = ALL_SCHEMAS.ExecutionResult as { properties: Record<string, JsonSchema> };
   const responseData = v.pipe(
-    v.strictObject(Object.fromEntries(c.outputs.map((o) => [o.id, v.optional(SHAPES[OUTPUT_SHAPES[o.value_type ?? 'either']])]))),
-    v.description('Visible outputs by id once completed; `{}` otherwise.'),
+    v.strictObject(Object.fromEntries(c.outputs.map((o) => [o.id, v.optional(outputShape(o))]))),
+    v.description('Visible outputs by id once completed (those that may be skipped only when their branch ran); `{}` otherwise.'),
   );
-  return { ...general, properties: { ...general.properties, response_data: jsonSchemaOf(responseData, OUTPUT_COMPONENTS) } };
+  const data = jsonSchemaOf(responseData, OUTPUT_COMPONENTS) as JsonSchema & { properties: Record<string, JsonSchema> };
+  for (const o of c.outputs) {
+    const p = data.properties[o.id];
+    if (o.optional === true && p !== undefined)
+      data.properties[o.id] = { ...p, description: 'Absent when none of the nodes it comes from ran (a branch not taken).' };
+  }
+  const always = c.outputs.filter((o) => o.optional !== true).map((o) => o.id);
+  return {
+    ...general,
+    properties: { ...general.properties, response_data: data },
+    ...(always.length === 0
+      ? {}
+      : {
+          if: { properties: { status: { const: 'completed' } }, required: ['status'] },
+          then: {
+            properties: {
+              response_data: {
+                type: 'object',
+                properties: Object.fromEntries(always.map((id) => [id, data.properties[id]])),
+                required: always,
+              },
+            },
+          },
+        }),
+  };
 }
 
 /** The resume route (lib/routes.ts), which a deployment's document offers when it has visible wait nodes. */

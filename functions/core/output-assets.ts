@@ -11,7 +11,7 @@
  */
 import { servedAsAttachment } from './asset-links';
 import { isMediaType, UNKNOWN_MEDIA_TYPE, UPLOAD_MAX_BYTES } from './assets';
-import type { ObjectRef, PresignedDownload } from './ports';
+import type { ObjectRef, OutputAssetRef, PresignedDownload } from './ports';
 
 /**
  * The largest binary answer an http node takes, and the largest asset it sends as its body
@@ -79,6 +79,43 @@ export const assetOutputValue = (ref: ObjectRef, link: PresignedDownload): Asset
   bytes: ref.bytes,
   expires_at: link.expires_at,
 });
+
+/**
+ * A list of files as callers read it (a map's renders): the single file's fields, each a list in
+ * the files' order; null in every list where an item failed under `on_item_error: "skip"`.
+ * `expires_at` is the links' (the earliest), null when the list holds no file.
+ */
+export interface AssetListOutputValue {
+  value: (string | null)[];
+  value_type: 'ASSET';
+  media_type: (string | null)[];
+  bytes: (number | null)[];
+  expires_at: string | null;
+}
+
+/** Fresh links to one ASSET output: one link, or one per file of a list (null where it has none). */
+export type OutputLink = PresignedDownload | readonly (PresignedDownload | null)[];
+
+/** An ASSET output with its link(s); null when the links do not match what it refers to. */
+export function assetOutputOf(ref: OutputAssetRef, link: OutputLink): AssetOutputValue | AssetListOutputValue | null {
+  if (!Array.isArray(ref)) return Array.isArray(link) ? null : assetOutputValue(ref, link as PresignedDownload);
+  const links = link as readonly (PresignedDownload | null)[];
+  if (!Array.isArray(link) || links.length !== ref.length) return null;
+  const expiries = links.flatMap((l) => (l === null ? [] : [l.expires_at])).sort();
+  return {
+    value: links.map((l) => l?.url ?? null),
+    value_type: 'ASSET',
+    media_type: ref.map((r) => r?.media_type ?? null),
+    bytes: ref.map((r) => r?.bytes ?? null),
+    expires_at: expiries[0] ?? null,
+  };
+}
+
+/** The files an ASSET output refers to, each with its place in a list (undefined: a single file). */
+export function outputFiles(ref: OutputAssetRef): { ref: ObjectRef; index: number | undefined }[] {
+  if (!Array.isArray(ref)) return [{ ref, index: undefined }];
+  return ref.flatMap((r, index) => (r === null ? [] : [{ ref: r, index }]));
+}
 
 /** The object name an http node's binary answer is stored under, beside the execution's other objects. */
 export const answerObjectName = (nodeId: string): string => `node.${nodeId}`;

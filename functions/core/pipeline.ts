@@ -8,6 +8,7 @@ import { isNodeType, kindOf, kindOfType, NODE_TYPES, nodeIdsOfRole, type NodeTyp
 import { fieldAt, type FieldPath } from './nodes/kind';
 import { secretSyntaxProblems } from './owner-secrets';
 import { NO_RESUME_URLS, resumeReferences } from './resume-refs';
+import { skippableIds, type FlowFacts } from './flow';
 import type { PipelineDefinition, Problem } from './types';
 import { isPlainObject } from './values';
 
@@ -64,7 +65,20 @@ interface NodeFacts {
   refs: { path: string; target: string }[];
   /** Wait nodes whose resume URL it names (`$resume_url`), by field path: not a dependency. */
   resumeRefs: { path: string; target: string }[];
+  /** Its `if` (a string) and `join` as written, and whether it runs on any one of its inputs (`join: "any"`, an output's list of `from`). */
+  conditional: boolean;
+  join: unknown;
+  joinsAny: boolean;
 }
+
+/** Why a control-flow field cannot be on a node of this type (the schema would only say "unknown field"). */
+const FLOW_FIELD_REFUSALS: Partial<Record<NodeType, Record<string, string>>> = {
+  input: {
+    if: 'an input cannot carry `if`: its value is always there (put the condition on the nodes that read it)',
+    join: 'an input reads no node: `join` is for nodes that read others',
+  },
+  output: { join: 'an output takes the first of its `from` that ran (list several to merge branches): leave `join` out' },
+};
 
 /**
  * Checks a pipeline definition and lists every problem found, each with a dotted path and a
@@ -121,7 +135,7 @@ function validate(input: unknown, maxNodes: number): ValidationResult {
   const nodes: Record<string, PipelineNode> = {};
   for (const id of ids) {
     const nodePath = joinPath('nodes', id);
-    const fact: NodeFacts = { id, type: null, refs: [], resumeRefs: [] };
+    const fact: NodeFacts = { id, type: null, refs: [], resumeRefs: [], conditional: false, join: undefined, joinsAny: false };
     facts.set(id, fact);
     const key = v.safeParse(NodeKey, id, { abortPipeEarly: true });
     if (!key.success) problems.push(...key.issues.map((issue) => ({ path: nodePath, reason: issue.message })));
@@ -131,6 +145,7 @@ function validate(input: unknown, maxNodes: number): ValidationResult {
 
   checkReferences(facts, problems);
   problems.push(...findCycles(ids, facts));
+  problems.push(...joinProblems(facts));
 
   if (problems.length > 0) return { ok: false, problems };
   // Each field was checked by its schema above; the nodes first, as definitions are stored.
@@ -154,21 +169,29 @@ function validateNode(raw: unknown, nodePath: string, fact: NodeFacts, problems:
   }
   const kind = kindOfType(type);
   fact.type = type;
+  fact.conditional = typeof raw.if === 'string';
+  fact.join = raw.join;
+  fact.joinsAny = raw.join === 'any' || (type === 'output' && Array.isArray(raw.from));
   const { entries } = kind.object;
   const before = problems.length;
 
   for (const key of Object.keys(raw)) {
     if (!Object.hasOwn(entries, key)) {
+      const refused = FLOW_FIELD_REFUSALS[type]?.[key];
       problems.push({
         path: joinPath(nodePath, key),
-        reason: `unknown field for ${/^[aeiou]/.test(type) ? 'an' : 'a'} ${type} node; allowed: ${quoteList(Object.keys(entries))}`,
+        reason:
+          refused ?? `unknown field for ${/^[aeiou]/.test(type) ? 'an' : 'a'} ${type} node; allowed: ${quoteList(Object.keys(entries))}`,
       });
     }
   }
   const parsed = v.safeParse(kind.schema, raw, { abortPipeEarly: true });
   if (!parsed.success) {
-    // Unknown fields are listed above, all of them; the strict object names only the first.
-    const unknownField = (issue: v.BaseIssue<unknown>) => issue.expected === 'never' && issue.path?.length === 1;
+    // Unknown fields are listed above, all of them; the strict object names only the first. A
+    // nested node's (a map's `node`) are listed by the kind's checks.
+    const unknownField = (issue: v.BaseIssue<unknown>) =>
+      issue.expected === 'never' &&
+      (issue.path?.length === 1 || (kind.nested !== undefined && issue.path?.length === 2 && issue.path[0]?.key === kind.nested));
     for (const issue of parsed.issues) if (!unknownField(issue)) problems.push({ path: issuePath(nodePath, issue), reason: issue.message });
   }
 
@@ -186,6 +209,35 @@ function validateNode(raw: unknown, nodePath: string, fact: NodeFacts, problems:
   const resume = resumeReferences({ type, ...(kind.resumeUrls ?? NO_RESUME_URLS), expressions: kind.expressions }, nodePath, raw);
   fact.resumeRefs.push(...resume.refs);
   problems.push(...resume.problems);
+  // A nested node (a map's): its expressions and secrets as its own kind declares them.
+  const inner = kind.nested === undefined ? undefined : raw[kind.nested];
+  if (kind.nested !== undefined && isPlainObject(inner) && isNodeType(inner.type)) {
+    const innerKind = kindOfType(inner.type);
+    const innerPath = joinPath(nodePath, kind.nested);
+    for (const field of innerKind.expressions) {
+      const text = fieldAt(inner, field);
+      if (typeof text === 'string' && text !== '') {
+        const problem = text.trim() === '' ? 'must not be empty' : expressionProblem(text);
+        if (problem) problems.push({ path: fieldPath(innerPath, field.split('.')), reason: problem });
+      }
+    }
+    problems.push(
+      ...secretSyntaxProblems({ type: inner.type, ...innerKind.secrets, expressions: innerKind.expressions }, innerPath, inner),
+    );
+    // A wait node keeps one event, and a map runs its node once per item: an item cannot hand out a resume URL.
+    const innerResume = resumeReferences(
+      { type: inner.type, ...(innerKind.resumeUrls ?? NO_RESUME_URLS), expressions: innerKind.expressions },
+      innerPath,
+      inner,
+    );
+    problems.push(...innerResume.problems);
+    for (const ref of innerResume.refs) {
+      problems.push({
+        path: ref.path,
+        reason: `names the resume URL of '${ref.target}', but a map's node runs once per item and a wait node is resumed once; poll the job instead (poll) or wait after the map`,
+      });
+    }
+  }
 
   if (!parsed.success || problems.length > before) return null;
   return parsed.output as PipelineNode;
@@ -221,6 +273,33 @@ function checkReferences(facts: Map<string, NodeFacts>, problems: Problem[]): vo
       seen.add(target);
     }
   }
+}
+
+/**
+ * A `join: "any"` must be able to matter: at least one node it reads may be skipped (it has an
+ * `if`, or reads one that may be). Otherwise the owner meant something else.
+ */
+function joinProblems(facts: Map<string, NodeFacts>): Problem[] {
+  const flow = new Map<string, FlowFacts>();
+  for (const [id, f] of facts) {
+    const deps = [...new Set(f.refs.map((r) => r.target))].filter((t) => t !== id && facts.has(t));
+    flow.set(id, { deps, conditional: f.conditional && f.type !== 'input', joinsAny: f.joinsAny });
+  }
+  const skippable = skippableIds(flow);
+  const problems: Problem[] = [];
+  for (const [id, f] of facts) {
+    if (f.join !== 'any' || f.type === null || f.type === 'input' || f.type === 'output') continue;
+    const deps = flow.get(id)?.deps ?? [];
+    if (deps.some((d) => skippable.has(d))) continue;
+    problems.push({
+      path: joinPath(joinPath('nodes', id), 'join'),
+      reason:
+        deps.length === 0
+          ? '`join: "any"` needs inputs, at least one of which may be skipped'
+          : `\`join: "any"\` needs an input that may be skipped (one with \`if\`, or reading one), and none of ${deps.map((d) => `'${d}'`).join(', ')} may be: leave \`join\` out`,
+    });
+  }
+  return problems;
 }
 
 /**

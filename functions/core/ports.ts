@@ -27,6 +27,7 @@ import type {
   PipelineVersion,
   RunPointer,
   SealedSecret,
+  WorkflowType,
 } from './types';
 
 /** The queues the domain sends to; lib/queues.ts defines each one (time-outs, receives, batches) by these names. */
@@ -51,6 +52,11 @@ export interface HttpRequest {
    * this large instead, and comes back as `stream` (with `body` empty) rather than as text.
    */
   maxBinaryResponseBytes?: number;
+  /**
+   * With maxBinaryResponseBytes: every answer comes back as `stream`, whatever its Content-Type
+   * (none, or a text type): a file fetched for its bytes, which decoding as text would change.
+   */
+  bytesWhateverType?: boolean;
 }
 
 /** Bytes that arrive as they are read, with their size known up front. */
@@ -137,12 +143,18 @@ export interface QueuePort {
   send(queue: QueueName, body: Record<string, unknown>, opts?: { delaySeconds?: number }): Promise<void>;
 }
 
-/** The state machine: one workflow execution per pipegate execution, named by its id. */
+/**
+ * The state machines, Express and Standard (one document, two types): one workflow execution
+ * per pipegate execution and generation, named by its id, on the machine its version chose.
+ */
 export interface WorkflowPort {
   /** Starts the workflow; a second start of the same name is harmless and reports so. */
-  start(name: string, input: Record<string, unknown>): Promise<'started' | 'already_exists'>;
-  /** Stops it if it is still going; stopping a finished or unknown one is not an error. */
-  stop(name: string, cause: string): Promise<void>;
+  start(workflow: WorkflowType, name: string, input: Record<string, unknown>): Promise<'started' | 'already_exists'>;
+  /**
+   * Stops it if it is still going; stopping a finished or unknown one is not an error. Only a
+   * Standard workflow can be stopped: on Express there is nothing to call.
+   */
+  stop(workflow: WorkflowType, name: string, cause: string): Promise<void>;
 }
 
 /**
@@ -394,8 +406,17 @@ export interface PipelinesPort {
   getMeta(id: string, consistent?: boolean): Promise<PipelineMeta | null>;
   getVersion(id: string, version: number): Promise<PipelineVersion | null>;
   list(): Promise<PipelineListing[]>;
-  /** Stores a definition as the next version unless it equals the latest one. */
-  push(id: string, definition: PipelineDefinition, hash: string, now: string): Promise<{ version: number; created: boolean }>;
+  /**
+   * Stores a definition as the next version unless it equals the latest one, with the state
+   * machine its executions run on (kept with the version; absent: decided when it is read).
+   */
+  push(
+    id: string,
+    definition: PipelineDefinition,
+    hash: string,
+    now: string,
+    workflow?: WorkflowType,
+  ): Promise<{ version: number; created: boolean }>;
   /** Records a finished run on the pipeline, keeping only the newest (by creation time). */
   recordRunFinished(id: string, run: RunPointer): Promise<void>;
   /** Claims the pipeline's single deployment slot: succeeds only if it holds `expected`. */
@@ -440,6 +461,7 @@ export interface DeploymentsPort {
       waits: ContractWait[];
       published_at: string;
       node_detail: boolean;
+      workflow: WorkflowType;
     },
   ): Promise<DeploymentRecord | null>;
   replaceKeys(id: string, revision: number, keyHashes: KeyHash[]): Promise<DeploymentRecord | null>;
@@ -530,6 +552,12 @@ export interface ObjectRef {
   /** Lowercase hex SHA-256 of the bytes. */
   sha256: string;
 }
+
+/**
+ * What an ASSET output refers to: one stored file, or a list of them in order (a map's files;
+ * null where an item failed under `on_item_error: "skip"`).
+ */
+export type OutputAssetRef = ObjectRef | (ObjectRef | null)[];
 
 /** Bytes `start` to `end` of an object, both inclusive (HTTP's Range arithmetic). */
 export interface ByteRange {

@@ -12,9 +12,11 @@ import type { NodeType } from './types';
 
 /**
  * started · waiting (it waits for the state machine: a long delay, a job between polls, an
- * event) · polled (a job was polled again and is not done) · finished · failed.
+ * event) · polled (a job was polled again and is not done) · finished · failed · skipped (its
+ * `if` was false, or a node it reads was skipped: it never starts) · items (a map's items
+ * ended so far, of how many).
  */
-export type NodeState = 'started' | 'waiting' | 'polled' | 'finished' | 'failed';
+export type NodeState = 'started' | 'waiting' | 'polled' | 'finished' | 'failed' | 'skipped' | 'items';
 
 export interface NodeProgress {
   node: string;
@@ -28,6 +30,9 @@ export interface NodeProgress {
   polls?: number;
   /** A node that began to wait: when its wait runs out (epoch ms; a wait node's resume URL expires then). */
   until?: number;
+  /** `items`: a map's items ended so far (done, or failed under `on_item_error: "skip"`), of `total`. */
+  done?: number;
+  total?: number;
 }
 
 /**
@@ -44,8 +49,19 @@ export const PROGRESS_MAX_ENTRIES = 256;
 export const PROGRESS_POLL_ROOM = PROGRESS_MAX_ENTRIES - 2 * 64;
 
 const TYPES: Readonly<Record<string, NodeType>> = NODE_TYPE_OF_CODE;
-const STATES: Record<string, NodeState> = { s: 'started', w: 'waiting', p: 'polled', f: 'finished', x: 'failed' };
+const STATES: Record<string, NodeState> = {
+  s: 'started',
+  w: 'waiting',
+  p: 'polled',
+  f: 'finished',
+  x: 'failed',
+  k: 'skipped',
+  i: 'items',
+};
 const code = <T extends string>(table: Record<string, T>, value: T): string => Object.keys(table).find((k) => table[k] === value) ?? '?';
+
+/** Entries shown only while there is room (PROGRESS_POLL_ROOM): a job's polls, a map's item counts. */
+export const isRoomOnly = (p: Pick<NodeProgress, 'state'>): boolean => p.state === 'polled' || p.state === 'items';
 
 export function packProgress(entries: readonly NodeProgress[]): string {
   const t0 = entries.length > 0 ? Math.min(...entries.map((p) => p.at)) : 0;
@@ -54,6 +70,7 @@ export function packProgress(entries: readonly NodeProgress[]): string {
     if (p.duration_ms !== undefined) row.push(p.duration_ms);
     else if (p.polls !== undefined) row.push(p.polls);
     else if (p.until !== undefined) row.push(p.until - t0);
+    else if (p.done !== undefined && p.total !== undefined) row.push(p.done, p.total);
     return row;
   });
   return JSON.stringify({ t: t0, n });
@@ -73,7 +90,7 @@ export function unpackProgress(stored: unknown): NodeProgress[] {
   const out: NodeProgress[] = [];
   for (const row of parsed.n as unknown[]) {
     if (!Array.isArray(row)) return out;
-    const [node, type, state, offset, duration] = row as unknown[];
+    const [node, type, state, offset, duration, total] = row as unknown[];
     const t = typeof type === 'string' ? TYPES[type] : undefined;
     const s = typeof state === 'string' ? STATES[state] : undefined;
     if (typeof node !== 'string' || !t || !s || typeof offset !== 'number') return out;
@@ -84,7 +101,9 @@ export function unpackProgress(stored: unknown): NodeProgress[] {
           ? { polls: duration }
           : s === 'waiting'
             ? { until: t0 + duration }
-            : { duration_ms: duration };
+            : s === 'items'
+              ? { done: duration, total: typeof total === 'number' ? total : duration }
+              : { duration_ms: duration };
     out.push({ node, type: t, state: s, at: t0 + offset, ...extra });
   }
   return out;

@@ -19,6 +19,7 @@ import { NODE_SCHEMAS, NODE_TYPES } from './nodes';
 import { OWNER_SECRET_MAX_LENGTH, OWNER_SECRET_NAME_PATTERN } from './owner-secrets';
 import { STATUSES, TERMINAL } from './transitions';
 import { RESUME_MAX_BYTES, WAIT_FIELD_TYPES } from './nodes/wait';
+import { WORKFLOW_TYPES } from './workflow-type';
 
 import { ExecutionRequest, InputValue, WorkflowInput } from './execution-request';
 import { InputValueType, ownRecord, RawValue } from './schema-parts';
@@ -194,9 +195,27 @@ const AssetOutputValue = v.pipe(
   }),
   v.description('A file output (an image, a video, ...): a link to it, never its bytes.'),
 );
-const OutputValue = v.pipe(v.union([RawOutputValue, AssetOutputValue]), v.description('An output: RAW, or ASSET (a link to a file).'));
+const AssetListOutputValue = v.pipe(
+  v.strictObject({
+    value: v.pipe(
+      v.array(v.nullable(url)),
+      v.description(
+        'A capability link to each file, in order (a map\'s items); null where an item failed under `on_item_error: "skip"`. Minted afresh on each read.',
+      ),
+    ),
+    value_type: v.literal('ASSET'),
+    media_type: v.pipe(v.array(v.nullable(v.string())), v.description("Each file's media type, in the same order.")),
+    bytes: v.pipe(v.array(v.nullable(int(0))), v.description("Each file's size, in the same order.")),
+    expires_at: v.pipe(v.nullable(Timestamp), v.description('When the links stop working; null when the list holds no file.')),
+  }),
+  v.description("A list of files (a map's renders): the single file's fields, each a list in the files' order."),
+);
+const OutputValue = v.pipe(
+  v.union([RawOutputValue, AssetOutputValue, AssetListOutputValue]),
+  v.description('An output: RAW, ASSET (a link to a file), or ASSET as a list of links (a list of files).'),
+);
 const OwnerOutputAssets = v.pipe(
-  v.nullable(v.record(v.string(), AssetOutputValue)),
+  v.nullable(v.record(v.string(), v.union([AssetOutputValue, AssetListOutputValue]))),
   v.description('Every ASSET output by id (hidden ones too) with a fresh link once completed; null before and otherwise.'),
 );
 
@@ -206,8 +225,9 @@ const OutputArtifact = v.pipe(
     url: v.pipe(url, v.description('A fresh capability link to the bytes, as in response_data.')),
     media_type: v.string(),
     bytes: int(0),
+    index: v.optional(v.pipe(int(0), v.description('A file of a list output: its place in the list, from 0.'))),
   }),
-  v.description('A file a web-form execution produced (a visible ASSET output).'),
+  v.description('A file a web-form execution produced (a visible ASSET output; one entry per file of a list output).'),
 );
 
 const ExecutionResult = v.object({
@@ -271,13 +291,15 @@ const NodeEvent = v.pipe(
       node_id: NodeId,
       type: v.picklist(NODE_TYPES),
       state: v.pipe(
-        v.picklist(['started', 'waiting', 'polled', 'finished', 'failed']),
+        v.picklist(['started', 'waiting', 'polled', 'finished', 'failed', 'skipped', 'items']),
         v.description(
-          '`waiting`: it waits in the state machine (a long delay, a job between polls, a wait node); `polled`: a job was polled and is not done.',
+          "waiting: it waits in the state machine (a long delay, a job between polls, a wait node); polled: a job was polled again; skipped: its `if` was false or a node it reads was skipped (it never starts); items: a map's items ended so far (`items_done` of `items_total`).",
         ),
       ),
       at: Timestamp,
       duration_ms: v.optional(v.pipe(int(0), v.description('Finished and failed nodes: how long the node took.'))),
+      items_done: v.optional(v.pipe(int(0), v.description('`items`: how many of the map\'s items have ended ("3 of 8 variants done").'))),
+      items_total: v.optional(v.pipe(int(0), v.description('`items`: how many items the map has.'))),
     }),
     v.strictObject({
       done: v.pipe(int(1), v.description('Nodes finished (or failed) so far.')),
@@ -285,7 +307,7 @@ const NodeEvent = v.pipe(
     }),
   ]),
   v.description(
-    '`event: node`: a node started, finished or failed; ids, types and times only, never values. Hidden inputs and outputs never appear. A deployment published with `events.node_detail: false` sends only `{done, total}`, one event per node finished.',
+    '`event: node`: a node started, waited, was polled, finished, failed or was skipped, or a map counted its items; ids, types, times and counts only, never values. Hidden inputs and outputs never appear. A deployment published with `events.node_detail: false` sends only `{done, total}`, one event per node finished (or skipped).',
   ),
 );
 const WaitingEvent = v.pipe(
@@ -304,6 +326,14 @@ const OutputEvent = v.pipe(
       media_type: v.string(),
       bytes: int(0),
       expires_at: Timestamp,
+    }),
+    v.strictObject({
+      output: v.string(),
+      value: v.array(v.nullable(url)),
+      value_type: v.literal('ASSET'),
+      media_type: v.array(v.nullable(v.string())),
+      bytes: v.array(v.nullable(int(0))),
+      expires_at: v.nullable(Timestamp),
     }),
   ]),
   v.description('`event: output`: a visible output once final, its id in `output` and the rest as in `response_data` (OutputValue).'),
@@ -360,13 +390,26 @@ const OutputKind = v.pipe(
     'What the output answers: a value (RAW) or a file (ASSET), as in the run the contract was published from. Absent on contracts published before it was recorded: either.',
   ),
 );
+const OutputList = v.pipe(
+  v.literal(true),
+  v.description("An ASSET output whose value is a list of files (a map's): their links, in order."),
+);
+const OutputOptional = v.pipe(
+  v.literal(true),
+  v.description('May be absent from a completed result and its callback: every node it comes from may be skipped (conditions).'),
+);
 const CallerContract = v.object({
   deployment_id: Uuid,
   inputs: v.pipe(
     v.array(v.object({ id: NodeId, value_type: InputValueType, value: RawValue, ...assetRestrictions })),
     v.description('Visible inputs with their published values.'),
   ),
-  outputs: v.pipe(v.array(v.object({ id: NodeId, value_type: v.optional(OutputKind) })), v.description('Visible outputs.')),
+  outputs: v.pipe(
+    v.array(
+      v.object({ id: NodeId, value_type: v.optional(OutputKind), list: v.optional(OutputList), optional: v.optional(OutputOptional) }),
+    ),
+    v.description('Visible outputs.'),
+  ),
   waits: v.pipe(
     v.array(v.object(waitEntries)),
     v.description(
@@ -394,10 +437,24 @@ const GatewayError = v.pipe(
 
 /* ------------------------------------------------------------------ owner shapes */
 
+const WorkflowTypeShape = v.picklist(WORKFLOW_TYPES);
+const ExecutionWorkflow = v.pipe(
+  v.nullable(WorkflowTypeShape),
+  v.description(
+    "The state machine it runs on, decided when its version was pushed: express (ends within 170 s on AWS, at a dollar per million) or standard (may wait: polls, delays, events, up to its timeout_ms; stopped at once by a cancel). null on executions from before the choice was recorded. Owners' views only: callers' answers do not say.",
+  ),
+);
 const PushResult = v.object({
   pipeline_id: PipelineId,
   version: int(1),
   created: v.boolean(),
+  workflow: v.pipe(
+    WorkflowTypeShape,
+    v.description(
+      "The state machine this version's executions run on, decided at its first push and kept with it: standard when a node may wait (a poll, a delay past a second, a wait for an event), its nodes one after another may take longer than an Express execution allows, or its timeout_ms is longer than that; express otherwise.",
+    ),
+  ),
+  workflow_reason: v.pipe(v.string(), v.description('What decided it, in words.')),
   warnings: v.optional(
     v.pipe(
       v.array(Problem),
@@ -488,6 +545,7 @@ const Run = v.object({
   completed_at: v.nullable(Timestamp),
   completion_duration: duration,
   waiting: v.optional(WaitingList),
+  workflow: ExecutionWorkflow,
 });
 const RunListItem = v.object({
   ...Run.entries,
@@ -523,9 +581,9 @@ const NodeTrace = v.object({
   node: NodeId,
   type: v.picklist(NODE_TYPES),
   outcome: v.pipe(
-    v.picklist(['completed', 'failed', 'stopped', 'not_run']),
+    v.picklist(['completed', 'failed', 'stopped', 'not_run', 'skipped']),
     v.description(
-      'stopped: the execution ended (failed elsewhere, timed out, cancelled) while this node was busy; not_run: it never started.',
+      'stopped: the execution ended (failed elsewhere, timed out, cancelled) while this node was busy; not_run: it never started; skipped: its `if` was false, or a node it reads was skipped.',
     ),
   ),
   started_at: v.nullable(Timestamp),
@@ -536,6 +594,12 @@ const NodeTrace = v.object({
   preview: v.pipe(
     nullableString,
     v.description("The node's value as JSON text, cut at 200 characters; owner secrets and credential-looking tokens are redacted."),
+  ),
+  item_errors: v.optional(
+    v.pipe(
+      v.array(v.object({ index: int(0), error: v.string() })),
+      v.description('A map: the items that failed under `on_item_error: "skip"` (the first 20), their places in the list, and why.'),
+    ),
   ),
 });
 const FailedNode = v.object({ node: NodeId, type: v.picklist(NODE_TYPES), error: nullableString, http_status: nullableInt });
@@ -626,6 +690,7 @@ const OwnerExecution = v.object({
     v.description("The consumer whose key submitted it; null for the deployment's own key (and runs)."),
   ),
   version: int(1),
+  workflow: ExecutionWorkflow,
   status: ExecutionStatus,
   inputs: v.record(v.string(), RawValue),
   outputs: v.nullable(v.record(v.string(), RawValue)),
@@ -642,7 +707,13 @@ const OwnerExecution = v.object({
   waiting: v.optional(WaitingList),
 });
 const ContractInput = v.object({ id: NodeId, value_type: InputValueType, value: RawValue, ...assetRestrictions, visible: v.boolean() });
-const ContractOutput = v.object({ id: NodeId, visible: v.boolean(), value_type: v.optional(OutputKind) });
+const ContractOutput = v.object({
+  id: NodeId,
+  visible: v.boolean(),
+  value_type: v.optional(OutputKind),
+  list: v.optional(OutputList),
+  optional: v.optional(OutputOptional),
+});
 const ContractWait = v.object({ ...waitEntries, visible: v.boolean() });
 const Contract = v.object({ inputs: v.array(ContractInput), outputs: v.array(ContractOutput), waits: v.array(ContractWait) });
 const RunSummary = v.object({ run_id: Uuid, status: ExecutionStatus, version: int(1) });
@@ -819,6 +890,7 @@ export const SHAPES = {
   OutputValue,
   RawOutputValue,
   AssetOutputValue,
+  AssetListOutputValue,
   OutputArtifact,
   ExecutionResult,
   StatusEvent,

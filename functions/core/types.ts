@@ -1,7 +1,7 @@
 import type * as v from 'valibot';
 import type { ClaimField } from './claim-check';
 import type { Limits } from './consumers';
-import type { ObjectRef } from './ports';
+import type { ObjectRef, OutputAssetRef } from './ports';
 import type { ExecutionStatus } from './transitions';
 import type { InputValueType } from './value-types';
 
@@ -54,6 +54,16 @@ export interface ContractOutput {
    * contracts published before it was recorded, and where that run's record is gone: RAW or ASSET.
    */
   value_type?: OutputKind;
+  /**
+   * An ASSET output whose value is a list of files (a map's): its links in order. Absent: one file
+   * (or a RAW value).
+   */
+  list?: boolean;
+  /**
+   * It may be absent from a completed execution's result and callback: the nodes it comes from
+   * may all be skipped (conditions). Absent: always there once completed.
+   */
+  optional?: boolean;
 }
 /** A field of a wait node's event (its `fields`). */
 export interface ContractWaitField {
@@ -128,6 +138,12 @@ export interface CallbackDelivery {
 }
 
 /** One execution record: an owner's run or a caller's API execution. */
+/**
+ * The state machine an execution runs on (functions/core/workflow-type.ts): Express for what
+ * ends within its five minutes, Standard for what may wait or run longer.
+ */
+export type WorkflowType = 'express' | 'standard';
+
 export interface Execution {
   execution_id: string;
   kind: ExecutionKind;
@@ -147,7 +163,7 @@ export interface Execution {
    * ASSET outputs once completed: where their bytes are stored (never the bytes; links are
    * minted from these when the result is read). Absent on records without asset outputs.
    */
-  output_assets?: Record<string, ObjectRef> | null;
+  output_assets?: Record<string, OutputAssetRef> | null;
   /**
    * The service's base URL the execution was submitted at: where the links in its callback
    * point when the service has no configured public URL. Absent on older records.
@@ -190,6 +206,11 @@ export interface Execution {
    * early (functions/services/wake.ts); a workflow of an older generation stands down.
    */
   gen?: number | null;
+  /**
+   * The state machine it runs on, from its version (decided at push). Absent on records written
+   * before there were two: those run on Standard, which runs anything.
+   */
+  workflow?: WorkflowType | null;
   /** Times it was run again from the start after a crash of the local runtime interrupted it. */
   reruns?: number | null;
   /** Set while a re-run is owed and no workflow has taken it yet (see ExecutionsPort.markRerun). */
@@ -237,6 +258,8 @@ export interface Deployment {
    * false leaves only counts `{done, total}`. Absent or null: true.
    */
   node_detail?: boolean | null;
+  /** The state machine its version runs on (copied from the version at publish); absent on older records. */
+  workflow?: WorkflowType | null;
 }
 
 export interface PipelineSummary {
@@ -272,6 +295,8 @@ export interface PipelineVersion {
   definition: PipelineDefinition;
   hash: string;
   created_at: string;
+  /** The state machine its executions run on, decided when it was pushed; absent on versions pushed before. */
+  workflow?: WorkflowType;
 }
 
 /**
@@ -313,8 +338,11 @@ export interface IdempotencyRecord {
 export interface NodeTrace {
   node: string;
   type: NodeType;
-  /** completed · failed · stopped (the run ended while it was busy) · not_run (never started). */
-  outcome: 'completed' | 'failed' | 'stopped' | 'not_run';
+  /**
+   * completed · failed · stopped (the run ended while it was busy) · not_run (never started) ·
+   * skipped (its `if` was false, or a node it reads was skipped).
+   */
+  outcome: 'completed' | 'failed' | 'stopped' | 'not_run' | 'skipped';
   started_at: string | null;
   completed_at: string | null;
   duration_ms: number | null;
@@ -322,4 +350,6 @@ export interface NodeTrace {
   /** An http node's upstream status, when it answered. */
   http_status: number | null;
   preview: string | null;
+  /** A map: its items that failed under `on_item_error: "skip"` (the first TRACE_ITEM_ERRORS), and why. */
+  item_errors?: { index: number; error: string }[];
 }

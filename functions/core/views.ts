@@ -1,14 +1,14 @@
 /** The bodies users see, built from records in one place so every route answers alike. */
-import { assetOutputValue, type AssetOutputValue } from './output-assets';
+import { assetOutputOf, outputFiles, type AssetListOutputValue, type AssetOutputValue, type OutputLink } from './output-assets';
 import type { ExecutionSummaryRecord, PresignedDownload } from './ports';
 import type { CallbackDelivery, Execution, ExecutionSource, PipelineListing, PipelineMeta, RawValue } from './types';
 import type { ClaimField } from './claim-check';
 import type { WaitingNode } from './engine';
 
 /** Fresh links to ASSET outputs by output id (functions/services/output-links.ts); an output without one is not shown. */
-export type OutputLinks = Readonly<Record<string, PresignedDownload>>;
+export type OutputLinks = Readonly<Record<string, OutputLink>>;
 
-export type OutputValue = { value: RawValue; value_type: 'RAW' } | AssetOutputValue;
+export type OutputValue = { value: RawValue; value_type: 'RAW' } | AssetOutputValue | AssetListOutputValue;
 
 export interface ExecutionUrls {
   status_url: string;
@@ -113,20 +113,21 @@ export function responseData(e: Execution, links: OutputLinks = {}): Record<stri
     const value = Object.hasOwn(outputs, id) ? outputs[id] : undefined;
     const ref = Object.hasOwn(assets, id) ? assets[id] : undefined;
     const link = Object.hasOwn(links, id) ? links[id] : undefined;
+    const asset = ref !== undefined && link !== undefined ? assetOutputOf(ref, link) : null;
     if (value !== undefined) define(id, { value, value_type: 'RAW' });
-    else if (ref !== undefined && link !== undefined) define(id, assetOutputValue(ref, link));
+    else if (asset !== null) define(id, asset);
   }
   return data;
 }
 
-/** Every ASSET output with its link (the owner's views), or null unless completed. */
-export function ownerOutputAssets(e: Execution, links: OutputLinks = {}): Record<string, AssetOutputValue> | null {
+/** Every ASSET output with its link(s) (the owner's views), or null unless completed. */
+export function ownerOutputAssets(e: Execution, links: OutputLinks = {}): Record<string, AssetOutputValue | AssetListOutputValue> | null {
   if (e.status !== 'completed') return null;
-  const out: Record<string, AssetOutputValue> = {};
+  const out: Record<string, AssetOutputValue | AssetListOutputValue> = {};
   for (const [id, ref] of Object.entries(e.output_assets ?? {})) {
     const link = Object.hasOwn(links, id) ? links[id] : undefined;
-    if (link !== undefined)
-      Object.defineProperty(out, id, { value: assetOutputValue(ref, link), enumerable: true, writable: true, configurable: true });
+    const asset = link === undefined ? null : assetOutputOf(ref, link);
+    if (asset !== null) Object.defineProperty(out, id, { value: asset, enumerable: true, writable: true, configurable: true });
   }
   return out;
 }
@@ -136,11 +137,14 @@ export interface OutputArtifact {
   url: string;
   media_type: string;
   bytes: number;
+  /** A file of a list output: its place in the list, from 0. */
+  index?: number;
 }
 
 /**
- * A web-form execution's files: one entry per visible ASSET output with its link, once
- * completed. Every other execution has none (`[]`), as the contract says of API executions.
+ * A web-form execution's files: one entry per visible ASSET output with its link (one per file
+ * of a list output, in order), once completed. Every other execution has none (`[]`), as the
+ * contract says of API executions.
  */
 export function outputArtifacts(e: Execution, links: OutputLinks = {}): OutputArtifact[] {
   if (e.source !== 'form' || e.status !== 'completed') return [];
@@ -150,7 +154,20 @@ export function outputArtifacts(e: Execution, links: OutputLinks = {}): OutputAr
   for (const id of ids) {
     const ref = Object.hasOwn(assets, id) ? assets[id] : undefined;
     const link = Object.hasOwn(links, id) ? links[id] : undefined;
-    if (ref !== undefined && link !== undefined) out.push({ output: id, url: link.url, media_type: ref.media_type, bytes: ref.bytes });
+    if (ref === undefined || link === undefined) continue;
+    for (const file of outputFiles(ref)) {
+      const l =
+        file.index === undefined ? (Array.isArray(link) ? undefined : (link as PresignedDownload)) : (link as OutputLink[])[file.index];
+      if (l === undefined || l === null || Array.isArray(l)) continue;
+      const one = l as PresignedDownload;
+      out.push({
+        output: id,
+        url: one.url,
+        media_type: file.ref.media_type,
+        bytes: file.ref.bytes,
+        ...(file.index === undefined ? {} : { index: file.index }),
+      });
+    }
   }
   return out;
 }
@@ -185,6 +202,8 @@ export function runBody(e: Execution, links: OutputLinks = {}) {
     started_at: e.started_at,
     completed_at: e.completed_at,
     completion_duration: completionDuration(e),
+    // The owner's alone: callers' views do not say which state machine runs their execution.
+    workflow: e.workflow ?? null,
   };
 }
 

@@ -16,7 +16,8 @@ import { callerOutputIds, outputLinks } from './output-links';
 import type { CallerAuth } from '../core/consumers';
 import type { Deps } from '../adapters/deps';
 import { epochSeconds } from '../core/time';
-import { enqueueNew } from './enqueue';
+import { enqueueNew, executionMessage } from './enqueue';
+import { workflowOfVersion } from './workflow-choice';
 import { checkAssets, storeAssets } from './asset-inputs.service';
 import { cancelExecution } from './lifecycle.service';
 import { spendQuota, tally, withLimitHeaders } from './limits.service';
@@ -233,7 +234,7 @@ export async function submit(d: Deps, auth: CallerAuth, req: ExecuteRequest) {
       const existing = await d.executions.get(executionId, now, true);
       if (existing) {
         // The first request may have died before queueing; a second message is harmless.
-        if (existing.status === 'pending') await d.queue.send('executions', { execution_id: executionId });
+        if (existing.status === 'pending') await d.queue.send('executions', executionMessage(existing));
         return accepted(req.baseUrl, existing);
       }
       // The first request claimed the key but has not written (or never wrote) the execution.
@@ -291,9 +292,11 @@ async function createExecution(
     started_at: null,
     completed_at: null,
     expires_at: epochSeconds(now) + d.config.resultRetentionDays * 24 * 3600,
+    // The deployment's version's machine (a deployment published before it was recorded: its version's).
+    workflow: dep.workflow ?? (await workflowOfVersion(d, dep.pipeline_id, dep.version)),
   };
   await d.executions.create(execution);
-  await enqueueNew(d, executionId);
+  await enqueueNew(d, execution);
   return execution;
 }
 

@@ -2,6 +2,13 @@
 import { AppError } from '../core/errors';
 import type { Deps } from '../adapters/deps';
 import { errorFields } from '../adapters/logger';
+import type { Execution } from '../core/types';
+
+/** The executions-queue message that starts (or starts again) an execution's first workflow, on its state machine. */
+export const executionMessage = (e: Pick<Execution, 'execution_id' | 'workflow'>): Record<string, unknown> => ({
+  execution_id: e.execution_id,
+  ...(e.workflow ? { workflow: e.workflow } : {}),
+});
 
 /**
  * Sends the executions-queue message for a `pending` record just written. When the send fails
@@ -10,9 +17,10 @@ import { errorFields } from '../adapters/logger';
  * message did arrive (a lost reply) and the execution is accepted after all. If the withdrawal
  * fails too, the record keeps its sweep marker and the sweeper queues it again.
  */
-export async function enqueueNew(d: Deps, executionId: string): Promise<void> {
+export async function enqueueNew(d: Deps, e: Pick<Execution, 'execution_id' | 'workflow'>): Promise<void> {
+  const executionId = e.execution_id;
   try {
-    await d.queue.send('executions', { execution_id: executionId });
+    await d.queue.send('executions', executionMessage(e));
     return;
   } catch (err) {
     let withdrawn: boolean;

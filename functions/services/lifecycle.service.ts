@@ -11,6 +11,7 @@ import type { CallbackDelivery, Execution } from '../core/types';
 import type { Deps } from '../adapters/deps';
 import { errorFields } from '../adapters/logger';
 import { newDelivery } from './delivery';
+import { stopWorkflows } from './workflows';
 
 export type Finished = { ok: true; execution: Execution } | { ok: false; status: ExecutionStatus | 'missing' };
 
@@ -103,7 +104,9 @@ export const failInterrupted = (d: Deps, e: Execution, by = 'a service restart',
 
 /**
  * Cancels a pending or running execution at once (one conditional write), then stops its
- * work: the workflow is stopped, and a running engine sees the status and aborts.
+ * work: a Standard workflow is stopped (asleep in a Wait between polls or waiting for an event,
+ * it bills no further transition), and a running engine sees the status and aborts. An Express
+ * workflow cannot be stopped: its next step finds the execution cancelled and ends it.
  */
 export async function cancelExecution(d: Deps, e: Execution): Promise<Finished> {
   const t = await d.executions.transition(e.execution_id, 'cancelled', {
@@ -113,9 +116,7 @@ export async function cancelExecution(d: Deps, e: Execution): Promise<Finished> 
   if (!t.ok) return { ok: false, status: t.current?.status ?? 'missing' };
   await afterTerminal(d, t.execution);
   await countUsage(d, t.execution);
-  await d.workflow
-    .stop(e.execution_id, 'cancelled')
-    .catch((err: unknown) => d.log.warn('could not stop workflow', { execution_id: e.execution_id, error_message: String(err) }));
+  await stopWorkflows(d, { ...e, ...t.execution }, 'cancelled');
   return t;
 }
 

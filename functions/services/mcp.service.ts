@@ -390,12 +390,15 @@ async function fetchFiles(d: Deps, urls: Record<string, string>, signal: AbortSi
         signal,
         maxResponseBytes: URL_ASSET_MAX_BYTES,
         maxBinaryResponseBytes: URL_ASSET_MAX_BYTES,
+        // A file is its bytes, whatever type its server declares: decoded as text, a PNG served untyped would no longer be one.
+        bytesWhateverType: true,
       });
       if (res.status < 200 || res.status > 299) {
         await res.stream?.[Symbol.asyncIterator]().return?.();
         throw refuse(`could not be fetched: its URL answered HTTP ${res.status}`);
       }
-      bytes = res.stream ? await readAll(res.stream) : new Uint8Array(Buffer.from(res.body, 'utf8'));
+      if (!res.stream) throw refuse('could not be fetched as bytes');
+      bytes = await readAll(res.stream);
     } catch (e) {
       if (e instanceof RpcError) throw e;
       // The guard's and the client's messages are meant for users; they never repeat the path or query.

@@ -1,39 +1,41 @@
 /** Links to an execution's ASSET outputs, minted afresh every time a result is read or a callback sent. */
 import { downloadName } from '../core/form-text';
 import { isLinkFileName } from '../core/asset-links';
-import type { PresignedDownload } from '../core/ports';
+import type { OutputLink } from '../core/output-assets';
+import type { ObjectRef, PresignedDownload } from '../core/ports';
 import type { Execution } from '../core/types';
 import type { Deps } from '../adapters/deps';
 
-const fileNameFor = (id: string, mediaType: string): string | undefined => {
-  const name = downloadName(id, mediaType);
+const fileNameFor = (id: string, mediaType: string, index?: number): string | undefined => {
+  const name = downloadName(id, mediaType, index);
   return isLinkFileName(name) ? name : undefined;
 };
 
 /**
  * A fresh capability link (Deps.assetLinks) for each ASSET output of a completed execution
  * among `ids` (callers: the visible outputs only, so no link to a hidden output is ever made;
- * owners: all). Nothing is minted, and the key material is not read, when there are none.
+ * owners: all), one per file of a list output. Nothing is minted, and the key material is not
+ * read, when there are none.
  */
 export async function outputLinks(
   d: Deps,
   e: Pick<Execution, 'status' | 'output_assets'>,
   baseUrl: string,
   ids: readonly string[] | null,
-): Promise<Record<string, PresignedDownload>> {
+): Promise<Record<string, OutputLink>> {
   const refs = e.status === 'completed' ? (e.output_assets ?? {}) : {};
-  const links: Record<string, PresignedDownload> = {};
+  const links: Record<string, OutputLink> = {};
   const now = d.clock.now();
+  // Saved by a browser as `<output id>.<extension of its media type>` (thumbnail.png), a list's files as `<output id>-<n>.<extension>`.
+  const link = (id: string, ref: ObjectRef, index?: number): Promise<PresignedDownload> =>
+    d.assetLinks.link(ref, baseUrl, now, undefined, fileNameFor(id, ref.media_type, index));
   for (const id of ids ?? Object.keys(refs)) {
     const ref = Object.hasOwn(refs, id) ? refs[id] : undefined;
     if (ref === undefined) continue;
-    Object.defineProperty(links, id, {
-      // Saved by a browser as `<output id>.<extension of its media type>` (thumbnail.png).
-      value: await d.assetLinks.link(ref, baseUrl, now, undefined, fileNameFor(id, ref.media_type)),
-      enumerable: true,
-      writable: true,
-      configurable: true,
-    });
+    const value: OutputLink = Array.isArray(ref)
+      ? await Promise.all(ref.map((r, i) => (r === null ? null : link(id, r, i))))
+      : await link(id, ref as ObjectRef);
+    Object.defineProperty(links, id, { value, enumerable: true, writable: true, configurable: true });
   }
   return links;
 }

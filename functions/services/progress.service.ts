@@ -9,7 +9,7 @@
  * so it never lands after a terminal write. Progress is a view: a write that fails is logged
  * and the run goes on.
  */
-import { packProgress, PROGRESS_MAX_ENTRIES, unpackProgress, type NodeProgress } from '../core/progress';
+import { isRoomOnly, packProgress, PROGRESS_MAX_ENTRIES, PROGRESS_POLL_ROOM, unpackProgress, type NodeProgress } from '../core/progress';
 import type { Deps } from '../adapters/deps';
 import { errorFields } from '../adapters/logger';
 
@@ -71,6 +71,8 @@ export function progressRecorder(
   return {
     add(p) {
       if (entries.length >= PROGRESS_MAX_ENTRIES) return;
+      // Polls and item counts leave room for every node's start and end.
+      if (isRoomOnly(p) && entries.length >= PROGRESS_POLL_ROOM) return;
       entries.push(p);
       dirty = true;
       schedule();

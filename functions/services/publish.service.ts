@@ -18,6 +18,7 @@ import { ownerRequestBody as parseJson } from '../core/json-body';
 import { syncRunPointers } from './runs.service';
 import { formLinkOf, newFormLink } from './form-links.service';
 import { newCredentials } from './keys.service';
+import { workflowOfVersion } from './workflow-choice';
 
 /** The contract a successful run discovers: its version's nodes with the values it used. */
 async function discovered(d: Deps, id: string, run: RunPointer | null): Promise<Contract | null> {
@@ -108,6 +109,8 @@ export async function publish(d: Deps, id: string, body: string | null, baseUrl:
   // assertPublishable refuses unless the latest finished run completed and discovered a contract.
   const contract = disc as Contract;
   const version = (latest as RunPointer).version;
+  // Callers' executions run on the machine the version was given when it was pushed.
+  const workflow = await workflowOfVersion(d, id, version);
   const now = d.clock.now().toISOString();
 
   const existing = m.deployment_id ? await d.deployments.get(m.deployment_id, true) : null;
@@ -121,6 +124,7 @@ export async function publish(d: Deps, id: string, body: string | null, baseUrl:
       waits: next.waits ?? [],
       published_at: now,
       node_detail: asked.nodeDetail ?? existing.node_detail !== false,
+      workflow,
     });
     if (!republished) throw new AppError('Conflict', 'the deployment changed while publishing; try again');
     const updated = await applyForm(d, republished, asked.form);
@@ -154,6 +158,7 @@ export async function publish(d: Deps, id: string, body: string | null, baseUrl:
     signing_secrets: [{ sealed: creds.sealed, expires_at: null }],
     deleted_at: null,
     node_detail: asked.nodeDetail ?? true,
+    workflow,
   };
   if (!(await d.deployments.create(record))) throw new AppError('Conflict', 'another publish of this pipeline is under way; try again');
   const created = await applyForm(d, record, asked.form);

@@ -10,6 +10,7 @@ import { secretReferences } from '../core/nodes/secrets';
 import { contentHash, validateDefinition } from '../core/pipeline';
 import type { PipelineDefinition, Problem } from '../core/types';
 import type { Deps } from '../adapters/deps';
+import { chooseWorkflow, versionWorkflow } from './workflow-choice';
 
 export async function push(d: Deps, id: string, body: string | null) {
   if (!PIPELINE_ID_PATTERN.test(id)) {
@@ -27,11 +28,25 @@ export async function push(d: Deps, id: string, body: string | null) {
   if (!checked.ok) throw new AppError('InvalidDefinition', checked.problems);
   const loops = loopGuardProblems(checked.definition, [d.config.apiUrl, d.config.publicUrl]);
   if (loops.length > 0) throw new AppError('InvalidDefinition', loops);
-  const pushed = await d.pipelines.push(id, checked.definition, contentHash(checked.definition), d.clock.now().toISOString());
+  // Decided now and kept with the version, so a later change of the service's settings moves no
+  // execution of it to another state machine.
+  const choice = chooseWorkflow(checked.definition);
+  const pushed = await d.pipelines.push(id, checked.definition, contentHash(checked.definition), d.clock.now().toISOString(), choice.type);
+  // The same definition again is the version already stored, with the machine it was given then.
+  const stored = pushed.created ? null : await d.pipelines.getVersion(id, pushed.version);
+  const type = stored ? versionWorkflow(stored) : choice.type;
+  const reason = type === choice.type ? choice.reason : `as decided when version ${pushed.version} was first pushed`;
   const warnings = await missingSecretWarnings(d, checked.definition);
   return {
     status: pushed.created ? 201 : 200,
-    body: { pipeline_id: id, version: pushed.version, created: pushed.created, ...(warnings.length > 0 ? { warnings } : {}) },
+    body: {
+      pipeline_id: id,
+      version: pushed.version,
+      created: pushed.created,
+      workflow: type,
+      workflow_reason: reason,
+      ...(warnings.length > 0 ? { warnings } : {}),
+    },
   };
 }
 

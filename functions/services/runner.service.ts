@@ -1,31 +1,33 @@
-/** The runner: one executions-queue message → one state-machine execution. */
-import { runNodesTimeoutSeconds } from '../../lib/workflow-budget';
+/** The runner: one executions-queue message → one state-machine execution, on the machine the message names. */
+import { EXPRESS_MAX_EXECUTION_TIMEOUT_MS, runNodesTimeoutSeconds } from '../../lib/workflow-budget';
 import type { Deps } from '../adapters/deps';
+import type { WorkflowType } from '../core/types';
+import type { ExecutionMessageBody } from './messages';
+import { workflowName, workflowOf } from './workflows';
 
 export { ExecutionMessage } from './messages';
-
-/** Seconds the state machine allows the first step: a step's longest, within the default execution time-out. */
-export const workflowTimeoutSeconds = (d: Deps): number => runNodesTimeoutSeconds(d.config.executionTimeoutMs);
+export { workflowName, workflowOf } from './workflows';
 
 /**
- * The workflow's name: the execution id, or for a sweeper's re-queue the id and that re-queue's
- * time. A Standard state machine answers a closed execution's name with ExecutionAlreadyExists
- * for 90 days, so a pending execution whose first workflow ended without moving it on would
- * otherwise never start again. A duplicate of the same message keeps the same name, so Standard
- * still starts it once; MarkRunning's conditional write lets only one workflow proceed anyway.
+ * Seconds the state machine allows the first step: a step's longest, within the default execution
+ * time-out (on Express, within what an Express execution allows).
  */
-export const workflowName = (executionId: string, requeued?: number, gen = 0): string =>
-  `${executionId}${gen > 0 ? `-g${gen}` : ''}${requeued === undefined ? '' : `-r${requeued}`}`;
+export const workflowTimeoutSeconds = (d: Deps, workflow: WorkflowType = 'standard'): number =>
+  runNodesTimeoutSeconds(
+    workflow === 'express' ? Math.min(d.config.executionTimeoutMs, EXPRESS_MAX_EXECUTION_TIMEOUT_MS) : d.config.executionTimeoutMs,
+  );
 
 /**
  * One executions-queue message → one state-machine execution. No read first: a duplicate
  * message, or one for an execution cancelled meanwhile, starts a workflow whose MarkRunning
  * finds nothing pending and ends it (see taskStart).
  */
-export async function startWorkflow(d: Deps, executionId: string, requeued?: number, gen = 0): Promise<'started' | 'already_exists'> {
-  return d.workflow.start(workflowName(executionId, requeued, gen), {
-    execution_id: executionId,
+export async function startWorkflow(d: Deps, msg: ExecutionMessageBody): Promise<'started' | 'already_exists'> {
+  const workflow = workflowOf(msg);
+  const gen = msg.gen ?? 0;
+  return d.workflow.start(workflow, workflowName(msg.execution_id, msg.requeued, gen), {
+    execution_id: msg.execution_id,
     gen,
-    run: { next: 'step', step_timeout: workflowTimeoutSeconds(d) },
+    run: { next: 'step', step_timeout: workflowTimeoutSeconds(d, workflow) },
   });
 }

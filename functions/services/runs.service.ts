@@ -14,6 +14,7 @@ import type { Deps } from '../adapters/deps';
 import { checkAssets, storeAssets } from './asset-inputs.service';
 import { POLL_HINT_SECONDS, preferenceApplied } from '../core/prefer';
 import { enqueueNew } from './enqueue';
+import { versionWorkflow } from './workflow-choice';
 import { awaitTerminal, NO_WAIT, type Wait } from './caller.service';
 import { outputLinks } from './output-links';
 import { pipelineMeta } from './pipelines.service';
@@ -183,9 +184,10 @@ export async function startRun(d: Deps, id: string, body: string | null, baseUrl
     started_at: null,
     completed_at: null,
     expires_at: null,
+    workflow: versionWorkflow(version),
   };
   await d.executions.create(run);
-  await enqueueNew(d, run.execution_id);
+  await enqueueNew(d, run);
   return {
     run_id: run.execution_id,
     version: run.version,

@@ -11,8 +11,11 @@ import type { Execution } from '../core/types';
 import type { Deps } from '../adapters/deps';
 import type { SweepKind } from '../core/ports';
 import { errorFields } from '../adapters/logger';
-import { INTERRUPTED_RERUNS } from '../../lib/workflow-budget';
+import { EXPRESS_MAX_EXECUTION_TIMEOUT_MS, INTERRUPTED_RERUNS } from '../../lib/workflow-budget';
 import { failInterrupted, failRunning } from './lifecycle.service';
+import { executionMessage } from './enqueue';
+import { executionTimeoutMs } from './execution-timeout';
+import { workflowOf } from './workflows';
 
 export interface SweepReport {
   /** Index entries looked at. */
@@ -78,7 +81,9 @@ export async function sweepOnce(d: Deps, opts: SweepOptions = {}): Promise<Sweep
   const positions = cursors.get(d.executions) ?? new Map<SweepKind, Record<string, unknown> | undefined>();
   cursors.set(d.executions, positions);
   // Nothing younger than the shortest threshold can need a repair yet (at start-up, everything can).
-  const minAgeMs = opts.startup ? 0 : Math.min(d.config.sweepPendingAfterSeconds * 1000, d.config.executionTimeoutMs);
+  const minAgeMs = opts.startup
+    ? 0
+    : Math.min(d.config.sweepPendingAfterSeconds * 1000, d.config.executionTimeoutMs, EXPRESS_MAX_EXECUTION_TIMEOUT_MS);
   const before = new Date(now.getTime() - minAgeMs + (opts.startup ? 1 : 0)).toISOString();
 
   for (const kind of kinds) {
@@ -138,7 +143,7 @@ async function repair(d: Deps, id: string, now: Date, opts: SweepOptions, report
   if (e.status === 'pending') {
     if (!opts.startup && (age(e.created_at) < quietMs || age(e.requeued_at) < quietMs)) return;
     if (!(await d.sweep.markRequeued(e.execution_id, { status: 'pending' }, now.toISOString()))) return;
-    await d.queue.send('executions', { execution_id: e.execution_id, requeued: now.getTime() });
+    await d.queue.send('executions', { ...executionMessage(e), requeued: now.getTime() });
     report.requeued += 1;
     d.log.warn('sweeper: pending execution queued again', {
       execution_id: e.execution_id,
@@ -155,10 +160,14 @@ async function repair(d: Deps, id: string, now: Date, opts: SweepOptions, report
     }
     const startedMs = Date.parse(e.started_at ?? e.created_at);
     const graceMs = d.config.sweepGraceSeconds * 1000;
-    if (now.getTime() <= startedMs + d.config.executionTimeoutMs + graceMs) return;
+    // No execution's time-out is shorter than the service's default, but an Express one's, held
+    // within what Express allows: until then nothing needs its version read.
+    const shortest =
+      e.workflow === 'express' ? Math.min(d.config.executionTimeoutMs, EXPRESS_MAX_EXECUTION_TIMEOUT_MS) : d.config.executionTimeoutMs;
+    if (now.getTime() <= startedMs + shortest + graceMs) return;
     // Past the service's default: the pipeline's own time-out (a job, a wait) may be longer.
-    const def = (await d.pipelines.getVersion(e.pipeline_id, e.version))?.definition;
-    const timeoutMs = def?.timeout_ms ?? d.config.executionTimeoutMs;
+    const version = await d.pipelines.getVersion(e.pipeline_id, e.version);
+    const timeoutMs = version ? executionTimeoutMs(d, version.definition, workflowOf(e)) : d.config.executionTimeoutMs;
     if (now.getTime() <= startedMs + timeoutMs + graceMs) return;
     const seconds = Math.round(timeoutMs / 1000);
     if (await failRunning(d, e, `Execution timed out after ${seconds} s: it was still running past its time-out and was stopped`)) {
@@ -193,7 +202,7 @@ async function recoverInterrupted(d: Deps, e: Execution, now: Date, report: Swee
     if (!(await d.sweep.markRerun(e.execution_id, reruns, now.toISOString()))) return;
     // The workflow that takes it over is of its current generation (a woken execution's).
     await d.queue.send('executions', {
-      execution_id: e.execution_id,
+      ...executionMessage(e),
       requeued: now.getTime(),
       ...((e.gen ?? 0) > 0 ? { gen: e.gen ?? 0 } : {}),
     });

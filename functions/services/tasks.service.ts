@@ -11,7 +11,7 @@ import {
   type NodeRecord,
 } from '../core/engine';
 import { kindOf } from '../core/nodes';
-import { runNodesTimeoutSeconds, STEP_BUDGET_MS } from '../../lib/workflow-budget';
+import { runNodesTimeoutSeconds, STANDARD_STEPS_PER_WORKFLOW, STEP_BUDGET_MS } from '../../lib/workflow-budget';
 import { errorFields } from '../adapters/logger';
 import { executionObjectKey } from '../core/object-keys';
 import { answerMediaType } from '../core/output-assets';
@@ -24,11 +24,14 @@ import { referencedSecretNames } from '../core/nodes/secrets';
 import { isTerminal } from '../core/transitions';
 import type { Deps } from '../adapters/deps';
 import { writeStream } from './object-writer';
+import { executionTimeoutMs } from './execution-timeout';
+import { workflowOf } from './workflows';
 import { progressRecorder } from './progress.service';
 import { resumeUrlsOf } from './resume.service';
 import { afterTerminal, failExecution, finishExecution, markRunning, whileStoreUnavailable, type Finished } from './lifecycle.service';
 
 export { ExecutionMessage } from './messages';
+export { executionTimeoutMs } from './execution-timeout';
 
 /**
  * MarkRunning: pending → running, once. A duplicate start, or a cancelled execution, does not
@@ -52,6 +55,22 @@ export interface StepAnswer {
   seconds?: number;
   /** The next step's state time-out (lib/workflow-budget.ts runNodesTimeoutSeconds). */
   step_timeout?: number;
+  /** Steps this workflow has made so far (the next RunNodes reads it back from `$.run`). */
+  steps?: number;
+}
+
+/**
+ * A Standard workflow that has made STANDARD_STEPS_PER_WORKFLOW steps ends and hands its
+ * execution to one of the next generation (a message, then the generation's conditional write,
+ * as a wake does: functions/services/wake.ts), which goes on from the recorded nodes with a
+ * history of its own. Step Functions keeps 25,000 events an execution; without this a job
+ * polled for a day or a large map would fail there.
+ */
+async function handOver(d: Deps, e: Execution): Promise<StepAnswer> {
+  const seen = e.gen ?? 0;
+  await d.queue.send('executions', { execution_id: e.execution_id, gen: seen + 1, ...(e.workflow ? { workflow: e.workflow } : {}) });
+  const moved = await d.executions.bumpGeneration(e.execution_id, seen);
+  return { status: moved ? 'handed_over' : 'superseded', next: 'done' };
 }
 
 /**
@@ -62,13 +81,6 @@ export interface StepAnswer {
 export const MAX_WAIT_SECONDS = 86_400;
 
 /**
- * The execution's time-out: its definition's `timeout_ms`, else the configured default. A run
- * of an Express workflow is cut to what Express allows (lib/workflow-budget.ts) by the stack's
- * settings, which set the default; a definition that asks for more runs on Standard.
- */
-export const executionTimeoutMs = (d: Deps, def: PipelineDefinition): number => def.timeout_ms ?? d.config.executionTimeoutMs;
-
-/**
  * RunNodes: one step of the execution (functions/core/engine.ts runStep). Nodes finished by
  * earlier steps are read from their records, not run again; every node that can run now runs;
  * a node that must wait is recorded waiting, and the state machine waits until the next one is
@@ -76,7 +88,7 @@ export const executionTimeoutMs = (d: Deps, def: PipelineDefinition): number => 
  * cancel (a poll of the record), so cancelled work stops promptly on AWS too, where stopping
  * the state machine does not stop a running Lambda.
  */
-export async function taskRun(d: Deps, executionId: string, gen = 0): Promise<StepAnswer> {
+export async function taskRun(d: Deps, executionId: string, gen = 0, steps = 0): Promise<StepAnswer> {
   const e = await whileStoreUnavailable(() => d.executions.get(executionId, d.clock.now(), true));
   if (!e) return { status: 'missing', next: 'done' };
   if (e.status !== 'running') {
@@ -91,12 +103,16 @@ export async function taskRun(d: Deps, executionId: string, gen = 0): Promise<St
     return { ...outcome(f, 'failed'), next: 'done' };
   }
   const def = version.definition;
+  // The execution's own machine (absent on older records: Standard, where such records run).
+  const workflow = workflowOf(e);
 
   // Only a pipeline that names secrets reads them (and the key material that opens them).
   const names = referencedSecretNames(def);
   const secrets = names.length > 0 ? await whileStoreUnavailable(() => d.ownerSecrets.values(names)) : undefined;
 
-  const assets = e.assets ? await assetViews(d, e, e.assets) : undefined;
+  const timeoutMs = executionTimeoutMs(d, def, workflow);
+  // Links handed to nodes last the execution's own time-out (a job may take hours), not the default.
+  const assets = e.assets ? await assetViews(d, e, e.assets, timeoutMs) : undefined;
   // Only a pipeline with wait nodes has resume URLs (and reads the key material they are derived with).
   const resumeUrls = await resumeUrlsOf(d, e, def);
   // Only a pipeline whose nodes record anything has records to read.
@@ -105,11 +121,10 @@ export async function taskRun(d: Deps, executionId: string, gen = 0): Promise<St
   const abort = new AbortController();
   const stopWatching = watchForCancel(d, executionId, abort);
   const progress = progressRecorder(d, executionId, e.progress);
-  const timeoutMs = executionTimeoutMs(d, def);
   const { result, trace: fullTrace } = await runStepTraced(def, e.inputs, {
     http: d.http,
     ...(assets === undefined || !e.assets ? {} : { assets, assetRefs: e.assets }),
-    objects: engineObjects(d, e),
+    objects: engineObjects(d, e, timeoutMs),
     ...(secrets === undefined ? {} : { secrets }),
     timeoutMs,
     startedAt: Date.parse(e.started_at ?? e.created_at),
@@ -122,7 +137,7 @@ export async function taskRun(d: Deps, executionId: string, gen = 0): Promise<St
     journal,
     budgetMs: STEP_BUDGET_MS,
     relink: async (asset) => {
-      const link = await nodeLink(d, e, asset.ref);
+      const link = await nodeLink(d, e, asset.ref, timeoutMs);
       return { ...asset.view, url: link.url, expires_at: link.expires_at };
     },
   }).finally(async () => {
@@ -139,13 +154,23 @@ export async function taskRun(d: Deps, executionId: string, gen = 0): Promise<St
       .recordProgress(executionId, progress.packed(), waiting)
       .then((ok) => ok && d.completions.notify(executionId))
       .catch((err: unknown) => d.log.warn('node progress not recorded', { execution_id: executionId, ...errorFields(err) }));
+    const made = steps + 1;
+    // A Standard workflow's history is bounded: after so many steps, one of the next generation goes on.
+    if (workflow === 'standard' && made >= STANDARD_STEPS_PER_WORKFLOW) return handOver(d, e);
     const now = d.clock.now().getTime();
     const deadline = Date.parse(e.started_at ?? e.created_at) + timeoutMs;
-    if (result.status === 'continue') return { status: 'running', next: 'step', step_timeout: runNodesTimeoutSeconds(deadline - now) };
+    if (result.status === 'continue')
+      return { status: 'running', next: 'step', step_timeout: runNodesTimeoutSeconds(deadline - now), steps: made };
     // Wake for the first node due, or at the deadline to record the time-out; whole seconds.
     const wake = Math.min(result.wake ?? deadline, deadline);
     const seconds = Math.min(MAX_WAIT_SECONDS, Math.max(1, Math.ceil((wake - now) / 1000)));
-    return { status: 'running', next: 'wait', seconds, step_timeout: runNodesTimeoutSeconds(deadline - now - seconds * 1000) };
+    return {
+      status: 'running',
+      next: 'wait',
+      seconds,
+      step_timeout: runNodesTimeoutSeconds(deadline - now - seconds * 1000),
+      steps: made,
+    };
   }
   const { trace, truncated } = capTrace(fullTrace, TRACE_MAX_BYTES);
   const traced = { trace, trace_truncated: truncated, progress: progress.packed() };
@@ -180,7 +205,8 @@ export const ownApiUrls = (c: Pick<Deps['config'], 'apiUrl' | 'publicUrl'>): (st
 /**
  * The URL a node is handed for a file (an asset input, an http node's binary answer): a
  * capability link to this service's own asset route, GET /v1/assets/{token}, working for the
- * run's time-out plus a margin (core/asset-links.ts nodeLinkTtlSeconds). Not a presigned S3
+ * execution's time-out (its definition's `timeout_ms`, else the configured one) plus a margin
+ * (core/asset-links.ts nodeLinkTtlSeconds). Not a presigned S3
  * URL: on AWS those are signed with task-run's temporary role credentials and die with them
  * (within hours, at a moment nobody chose) whatever their own expiry says, and a node may hand
  * the URL to an outside service. The link points at the configured public URL, else the base
@@ -190,8 +216,13 @@ export const ownApiUrls = (c: Pick<Deps['config'], 'apiUrl' | 'publicUrl'>): (st
  * Nodes never fetch these links themselves (the loop guard refuses this service's host, and an
  * http node's URL is fixed at push): `body_asset` reads the bucket directly.
  */
-export async function nodeLink(d: Deps, e: Pick<Execution, 'base_url'>, ref: ObjectRef): Promise<PresignedDownload> {
-  const ttl = nodeLinkTtlSeconds(d.config.executionTimeoutMs);
+export async function nodeLink(
+  d: Deps,
+  e: Pick<Execution, 'base_url'>,
+  ref: ObjectRef,
+  timeoutMs = d.config.executionTimeoutMs,
+): Promise<PresignedDownload> {
+  const ttl = nodeLinkTtlSeconds(timeoutMs);
   const base = d.config.publicUrl ?? e.base_url ?? d.config.apiUrl;
   if (base === undefined || base === null)
     return d.objects.presignDownload(ref.key, ref.media_type, ttl, servedAsAttachment(ref.media_type));
@@ -205,7 +236,7 @@ export async function nodeLink(d: Deps, e: Pick<Execution, 'base_url'>, ref: Obj
  * with it); a body asset is streamed from storage to the request, never from the record and
  * never held whole.
  */
-function engineObjects(d: Deps, e: Execution): EngineObjects {
+function engineObjects(d: Deps, e: Execution, timeoutMs: number): EngineObjects {
   return {
     async store(name, body, declaredType, maxBytes) {
       const key = executionObjectKey(e, name);
@@ -215,7 +246,7 @@ function engineObjects(d: Deps, e: Execution): EngineObjects {
         mediaType: async (head) => answerMediaType(await sniffMediaType(head), declaredType),
       });
       const ref: ObjectRef = { key, media_type: written.media_type, bytes: written.bytes, sha256: written.sha256 };
-      const link = await nodeLink(d, e, ref);
+      const link = await nodeLink(d, e, ref, timeoutMs);
       return {
         ref,
         view: { url: link.url, media_type: ref.media_type, bytes: ref.bytes, sha256: ref.sha256, expires_at: link.expires_at },
@@ -243,10 +274,10 @@ async function wholeObject(d: Deps, key: string): Promise<{ bytes: number; body:
 }
 
 /** Asset inputs as nodes see them: a time-limited URL and what the file is, never its bytes. */
-async function assetViews(d: Deps, e: Execution, refs: Record<string, ObjectRef>): Promise<Record<string, AssetView>> {
+async function assetViews(d: Deps, e: Execution, refs: Record<string, ObjectRef>, timeoutMs: number): Promise<Record<string, AssetView>> {
   const views: Record<string, AssetView> = {};
   for (const [id, ref] of Object.entries(refs)) {
-    const link = await nodeLink(d, e, ref);
+    const link = await nodeLink(d, e, ref, timeoutMs);
     const view: AssetView = {
       url: link.url,
       media_type: ref.media_type,
@@ -282,11 +313,17 @@ export const TaskError = v.object({
 });
 
 /** A readable message from a state-machine error, without internals. */
-export function failureMessage(d: Deps, err: v.InferOutput<typeof TaskError> | undefined): string {
+export function failureMessage(err: v.InferOutput<typeof TaskError> | undefined, timeoutMs: number): string {
   if (err?.Error === 'States.Timeout') {
-    return timeoutMessage(d.config.executionTimeoutMs);
+    return timeoutMessage(timeoutMs);
   }
   return `Execution failed: ${err?.Error ?? 'unknown error'}`;
+}
+
+/** The execution's own time-out (its version's `timeout_ms` on its machine), else the configured one. */
+async function timeoutOf(d: Deps, e: Execution): Promise<number> {
+  const version = await d.pipelines.getVersion(e.pipeline_id, e.version).catch(() => null);
+  return version ? executionTimeoutMs(d, version.definition, workflowOf(e)) : d.config.executionTimeoutMs;
 }
 
 /** MarkFailed: whatever state the execution was left in by a failing step, it ends failed, once. */
@@ -297,5 +334,7 @@ export async function taskFail(
 ): Promise<{ status: string }> {
   const e = await d.executions.get(executionId, d.clock.now(), true);
   if (!e) return { status: 'missing' };
-  return outcome(await failExecution(d, e, failureMessage(d, err)), 'failed');
+  // A step's state time-out is the execution's deadline: the message names the execution's own time-out.
+  const timeoutMs = err?.Error === 'States.Timeout' ? await timeoutOf(d, e) : d.config.executionTimeoutMs;
+  return outcome(await failExecution(d, e, failureMessage(err, timeoutMs)), 'failed');
 }

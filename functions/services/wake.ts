@@ -1,24 +1,22 @@
 /**
  * Waking a waiting execution before its state machine would look again (a wait node's event
- * arrived): a message starts a workflow of the execution's next generation at once, and the
- * execution moves to that generation in one conditional write. The older workflow, asleep in
- * its Wait state, stands down at its next step (taskRun compares generations); it is also
- * stopped where the state machine can stop one (Standard), so it costs nothing more. The
- * message goes first: should the write then fail, two workflows run the execution for a while,
- * which its records' conditional writes make harmless, where the other order could leave none.
+ * arrived): a message starts a workflow of the execution's next generation at once, on the
+ * execution's own state machine, and the execution moves to that generation in one conditional
+ * write. The older workflow, asleep in its Wait state, stands down at its next step (taskRun
+ * compares generations); it is also stopped where the state machine can stop one (Standard), so
+ * it costs nothing more. The message goes first: should the write then fail, two workflows run
+ * the execution for a while, which its records' conditional writes make harmless, where the
+ * other order could leave none.
  */
 import type { Deps } from '../adapters/deps';
 import type { Execution } from '../core/types';
-import { errorFields } from '../adapters/logger';
-import { workflowName } from './runner.service';
+import { stopWorkflows } from './workflows';
 
 /** True when this call woke it; false when it was not running or another wake won. */
-export async function wakeExecution(d: Deps, e: Pick<Execution, 'execution_id' | 'gen'>): Promise<boolean> {
+export async function wakeExecution(d: Deps, e: Pick<Execution, 'execution_id' | 'gen' | 'run_by' | 'workflow'>): Promise<boolean> {
   const seen = e.gen ?? 0;
-  await d.queue.send('executions', { execution_id: e.execution_id, gen: seen + 1 });
+  await d.queue.send('executions', { execution_id: e.execution_id, gen: seen + 1, ...(e.workflow ? { workflow: e.workflow } : {}) });
   if (!(await d.executions.bumpGeneration(e.execution_id, seen))) return false;
-  await d.workflow
-    .stop(workflowName(e.execution_id, undefined, seen), 'woken: a newer workflow runs it')
-    .catch((err: unknown) => d.log.warn('could not stop the woken workflow', { execution_id: e.execution_id, ...errorFields(err) }));
+  await stopWorkflows(d, e, 'woken: a newer workflow runs it');
   return true;
 }

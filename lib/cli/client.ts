@@ -128,7 +128,8 @@ export const ResultBody = v.looseObject({
   deployment_id: v.string(),
   completion_duration: Nullable(v.number()),
   error_message: Nullable(v.string()),
-  response_data: v.record(v.string(), v.looseObject({ value: Raw, value_type: v.string() })),
+  // A list output's value is its files' links (null where an item failed).
+  response_data: v.record(v.string(), v.looseObject({ value: v.union([Raw, v.array(v.nullable(v.string()))]), value_type: v.string() })),
 });
 
 const Delivery = v.looseObject({
@@ -162,6 +163,7 @@ const TraceEntry = v.looseObject({
   error: Nullable(v.string()),
   http_status: Nullable(v.number()),
   preview: Nullable(v.string()),
+  item_errors: v.optional(v.array(v.looseObject({ index: v.number(), error: v.string() }))),
 });
 export const OwnerExecutionBody = v.looseObject({
   execution_id: v.string(),

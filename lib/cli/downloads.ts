@@ -1,6 +1,7 @@
 /**
  * `pipegate result <execution> --download <dir>`: every ASSET output of a result saved as
- * `<dir>/<output><ext>`, the extension from its media type. Nothing the server sends names a
+ * `<dir>/<output><ext>`, the extension from its media type (each file of a list output as
+ * `<dir>/<output>-<n><ext>`, n from 1). Nothing the server sends names a
  * path: the output id must be a plain file name, and the link is only fetched. Each file is
  * streamed to a temporary name beside its target, its size checked against the result, then
  * renamed into place; existing files are kept unless `force`.
@@ -25,6 +26,14 @@ export const AssetOutputBody = v.looseObject({
   expires_at: v.optional(v.string()),
 });
 
+/** A list of files (a map's): each field a list in the files' order, null where an item failed. */
+export const AssetListOutputBody = v.looseObject({
+  value: v.array(v.nullable(v.pipe(v.string(), v.url()))),
+  value_type: v.literal('ASSET'),
+  media_type: v.array(v.nullable(v.string())),
+  bytes: v.array(v.nullable(v.pipe(v.number(), v.integer(), v.minValue(0)))),
+});
+
 export interface PlannedDownload {
   output: string;
   url: string;
@@ -42,6 +51,10 @@ export function planDownloads(responseData: Record<string, { value_type: string 
   const planned: PlannedDownload[] = [];
   for (const [output, entry] of Object.entries(responseData)) {
     if (entry.value_type !== 'ASSET') continue;
+    if (Array.isArray((entry as { value?: unknown }).value)) {
+      planned.push(...planList(output, entry, dir));
+      continue;
+    }
     const parsed = v.safeParse(AssetOutputBody, entry);
     if (!parsed.success)
       throw new FailureError(
@@ -57,6 +70,23 @@ export function planDownloads(responseData: Record<string, { value_type: string 
     });
   }
   return planned;
+}
+
+/** Each file of a list output, as `<output>-<n><ext>`. */
+function planList(output: string, entry: unknown, dir: string): PlannedDownload[] {
+  const parsed = v.safeParse(AssetListOutputBody, entry);
+  if (!parsed.success)
+    throw new FailureError(
+      `output ${output} is a list of files without links, media types and sizes this CLI understands (${v.getDotPath(parsed.issues[0]) ?? 'value'}: ${parsed.issues[0].message})`,
+    );
+  if (!SAFE_NAME.test(output)) throw new FailureError(`output ${JSON.stringify(output)} is not a plain file name; not saving it`);
+  const { value, media_type: types, bytes } = parsed.output;
+  return value.flatMap((url, i) => {
+    const mediaType = types[i];
+    const size = bytes[i];
+    if (url === null || mediaType === null || mediaType === undefined || size === null || size === undefined) return [];
+    return [{ output: `${output}[${i}]`, url, mediaType, bytes: size, path: join(dir, `${output}-${i + 1}${extensionFor(mediaType)}`) }];
+  });
 }
 
 const shownPath = (cwd: string, abs: string): string => {

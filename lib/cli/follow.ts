@@ -48,7 +48,17 @@ export async function followEvents(ctx: Ctx, o: FollowOptions): Promise<{ status
     } else if (m.event === 'node') {
       const id = String(data.node_id);
       if (data.state === 'started') running.add(id);
-      else {
+      else if (data.state === 'waiting' || data.state === 'polled') running.add(id);
+      else if (data.state === 'items') {
+        spinner.stop();
+        out.note(
+          `  ${out.e.dim('…')} ${id} ${out.e.dim(String(data.type))} ${String(data.items_done)} of ${String(data.items_total)} items done`,
+        );
+      } else if (data.state === 'skipped') {
+        running.delete(id);
+        spinner.stop();
+        out.note(`  ${out.e.dim('–')} ${id} ${out.e.dim(String(data.type))} skipped`);
+      } else {
         running.delete(id);
         spinner.stop();
         const mark = data.state === 'failed' ? out.e.red('✗') : out.e.green('✓');

@@ -18,7 +18,7 @@ import { ensureTableAs, startDynalite, type LocalDynamo } from './dynamo';
 import { createLocalServer } from './gateway';
 import { recordRuntimeUrl } from './runtime-url';
 import { drainWorkflow, refuseWhileStopping, type StopOptions, type StopReport } from './shutdown';
-import type { LocalWorkflow } from './workflow';
+import type { LocalWorkflows } from './workflow';
 
 /** Reads a file of the data dir, creating it (mode 0600) on first use. */
 export function persistent(path: string, create: () => string): string {
@@ -167,7 +167,7 @@ export interface Wired {
   /** The stores, queues and state machine as the start-up recovery and the drain use them. */
   deps: Deps;
   /** The state machine whose running executions a stop drains. */
-  workflow: LocalWorkflow;
+  workflow: LocalWorkflows;
   /** The consumer that starts workflows, stopped before the drain. */
   executionsQueue: { stop(): Promise<void> };
   /** PIPEGATE_DRAIN_SECONDS. */
@@ -322,12 +322,7 @@ export async function bootstrap<W extends Wired>(
         for (const halt of halts) await halt();
         // No new workflow starts; their messages wait in the queue for the next start.
         await wired.executionsQueue.stop();
-        report = await drainWorkflow(wired.workflow, wired.deps, stopOpts.drainMs ?? wired.drainSeconds * 1000, (id, err) =>
-          wired.say('could not fail an interrupted execution', {
-            execution_id: id,
-            error: err instanceof Error ? err.message : String(err),
-          }),
-        );
+        report = await drainWorkflow(wired.workflow, stopOpts.drainMs ?? wired.drainSeconds * 1000);
       } catch (e) {
         // Whatever step fails, the data dir is let go: a stop that threw must not leave the next
         // start (or a supervisor's restart) waiting on a lock nobody holds any more.

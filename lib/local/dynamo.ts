@@ -52,18 +52,57 @@ export async function startDynalite(opts: DynaliteOptions = {}): Promise<LocalDy
   const endpoint = `http://127.0.0.1:${port}`;
   const listener = server.listeners('request')[0] as RequestListener | undefined;
   if (!listener) throw new Error('dynalite started without a request listener');
+  const gate = new InProcessGate();
   const unregister = opts.inProcess
-    ? serveInProcess(endpoint, { requestHandler: inProcessHandler(listener), signer: localSigner })
+    ? serveInProcess(endpoint, { requestHandler: inProcessHandler(listener, gate), signer: localSigner })
     : () => undefined;
   return {
     endpoint,
-    close: () =>
-      new Promise<void>((resolve) => {
+    close: async () => {
+      // Calls under way finish first: dynalite throws (uncaught) when one reaches a closed database.
+      await gate.close(IN_PROCESS_CLOSE_WAIT_MS);
+      await new Promise<void>((resolve) => {
         unregister();
         server.closeAllConnections?.();
         server.close(() => resolve());
-      }),
+      });
+    },
   };
+}
+
+/** The longest a closing store waits for the in-process calls under way (each takes milliseconds). */
+const IN_PROCESS_CLOSE_WAIT_MS = 5_000;
+
+/**
+ * The in-process calls under way, and whether new ones may start: once closing, a call fails
+ * as one to a closed endpoint does, and the close waits for those already going.
+ */
+export class InProcessGate {
+  private open = true;
+  private going = 0;
+  private drained: (() => void) | undefined;
+
+  /** False once closing: the call is refused. */
+  enter(): boolean {
+    if (!this.open) return false;
+    this.going += 1;
+    return true;
+  }
+
+  leave(): void {
+    this.going -= 1;
+    if (this.going === 0) this.drained?.();
+  }
+
+  async close(waitMs: number): Promise<void> {
+    this.open = false;
+    if (this.going === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    await new Promise<void>((resolve) => {
+      this.drained = resolve;
+      timer = setTimeout(resolve, waitMs);
+    }).finally(() => clearTimeout(timer));
+  }
 }
 
 /**
@@ -75,7 +114,7 @@ export async function startDynalite(opts: DynaliteOptions = {}): Promise<LocalDy
  * call, about half a call's cost here (docs/performance.md). Clients that use it also sign
  * with localSigner.
  */
-export function inProcessHandler(listener: RequestListener): HttpHandler {
+export function inProcessHandler(listener: RequestListener, gate: InProcessGate = new InProcessGate()): HttpHandler {
   return {
     metadata: { handlerProtocol: 'in-process' },
     updateHttpClientConfig: () => undefined,
@@ -86,6 +125,14 @@ export function inProcessHandler(listener: RequestListener): HttpHandler {
           const err = new Error('Request aborted');
           err.name = 'AbortError';
           reject(err);
+          return;
+        }
+        // A call after the store closed (a step still going when its runtime stopped) fails
+        // as a call to a closed endpoint does, instead of reaching the closed database.
+        if (!gate.enter()) {
+          reject(
+            Object.assign(new Error(`connect ECONNREFUSED ${request.hostname}:${String(request.port ?? '')}`), { code: 'ECONNREFUSED' }),
+          );
           return;
         }
         const headers: Record<string, string> = {};
@@ -107,6 +154,7 @@ export function inProcessHandler(listener: RequestListener): HttpHandler {
             answer[name.toLowerCase()] = String(value);
           },
           end(body?: string) {
+            gate.leave();
             resolve({ response: { statusCode: res.statusCode, headers: answer, body: Buffer.from(body ?? '', 'utf8') } });
           },
         };
@@ -116,6 +164,7 @@ export function inProcessHandler(listener: RequestListener): HttpHandler {
           if (body.length > 0) req.emit('data', body);
           req.emit('end');
         } catch (err) {
+          gate.leave();
           reject(err instanceof Error ? err : new Error(String(err)));
         }
       }),

@@ -29,7 +29,7 @@ import { startLocalS3, type LocalS3 } from './s3';
 import { originOf, uploadCorsRule } from '../storage-cors';
 import { createObjectStore } from '../../functions/adapters/objects.store';
 import type { StopOptions, StopReport } from './shutdown';
-import { LocalWorkflow } from './workflow';
+import { LocalWorkflow, LocalWorkflows, type MachineType } from './workflow';
 import { createHandler as authorizer } from '../../functions/authorizer/handler';
 import { createHandler as runner } from '../../functions/runner/handler';
 import { createHandler as callbackDispatch } from '../../functions/callback-dispatch/handler';
@@ -58,7 +58,7 @@ export interface Runtime extends Booted {
   s3Url: string;
   deps: Deps;
   queues: { executions: LocalQueue; callbacks: LocalQueue };
-  workflow: LocalWorkflow;
+  workflow: LocalWorkflows;
 }
 
 export { DataDirInUseError };
@@ -84,7 +84,7 @@ export async function startRuntime(opts: RuntimeOptions = {}): Promise<Runtime> 
 async function wireLocal(
   opts: RuntimeOptions,
   boot: Boot,
-): Promise<Wired & { s3Url: string; queues: Runtime['queues']; workflow: LocalWorkflow }> {
+): Promise<Wired & { s3Url: string; queues: Runtime['queues']; workflow: LocalWorkflows }> {
   const { env, dataDir } = boot;
   const material = parseKeyMaterial(
     persistent(join(dataDir, 'secrets.json'), () =>
@@ -153,15 +153,20 @@ async function wireLocal(
     if (!wired.deps) throw new Error('the local runtime invoked a function before its dependencies were built');
     return wired.deps;
   };
-  const workflow = new LocalWorkflow({
-    definition: asl,
-    tasks: {
-      MarkRunning: taskStart(source),
-      RunNodes: taskRun(source),
-      MarkFailed: taskFail(source),
-    },
-    onError: (name, err) => log.error('workflow failed', { execution_id: name, ...errorFields(err) }),
-  });
+  // The one document as both state machines, each with its type's rules (lib/local/workflow.ts):
+  // an execution runs on the one its version was given at push.
+  const machine = (type: MachineType) =>
+    new LocalWorkflow({
+      definition: asl,
+      type,
+      tasks: {
+        MarkRunning: taskStart(source),
+        RunNodes: taskRun(source),
+        MarkFailed: taskFail(source),
+      },
+      onError: (name, err) => log.error('workflow failed', { execution_id: name, state_machine: type, ...errorFields(err) }),
+    });
+  const workflow = new LocalWorkflows({ express: machine('EXPRESS'), standard: machine('STANDARD') });
   // Their task calls get a moment to return; anything still pending is queued again at the next start.
   boot.onStop(() => workflow.stopAll(2_000));
 

@@ -59,11 +59,17 @@ function stoppingMessage(signal: string, running: number, drainSeconds: number):
 
 /** How the drain went, when anything was running. */
 function stoppedMessage(r: StopReport, drainSeconds: number): string {
+  const waiting = r.left - r.cut;
   const outcome =
     r.running > 0
       ? `  ${r.finished} of ${r.running} finished in ${(r.waitedMs / 1000).toFixed(1)} s` +
-        (r.interrupted > 0
-          ? `; ${r.interrupted} still running after ${drainSeconds} s failed as interrupted (callbacks go out at the next start)`
+        (r.left > 0
+          ? `; ${r.left} left to the next start, which goes on with them from their last recorded step (` +
+            [
+              ...(waiting > 0 ? [`${waiting} waiting between steps`] : []),
+              ...(r.cut > 0 ? [`${r.cut} cut in the middle of a step after ${drainSeconds} s`] : []),
+            ].join(', ') +
+            ')'
           : '') +
         '.\n'
       : '';

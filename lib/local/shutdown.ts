@@ -1,13 +1,15 @@
 /**
  * How a local runtime stops (`npm start` and `npm run start:synth` alike): requests are told
- * to come back, executions running at the stop get the drain time to finish, and what outlives
- * it is failed as interrupted once, through the same conditional write a restart uses, with
- * its callback owed (delivered at the next start).
+ * to come back, and executions running at the stop get the drain time to finish. Nothing is
+ * failed: an execution that outlives it (waiting between its steps, or cut in the middle of
+ * one) stays `running`, and the next start goes on with it from its last recorded node, as
+ * after a crash (contract §9).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Deps } from '../../functions/adapters/deps';
-import { failInterrupted } from '../../functions/services/lifecycle.service';
-import type { LocalWorkflow } from './workflow';
+import type { LocalWorkflows } from './workflow';
+
+/** An execution id (a UUID) is this long. */
+const EXECUTION_ID_LENGTH = 36;
 
 export interface StopOptions {
   /** How long running executions may take to finish (default: PIPEGATE_DRAIN_SECONDS). */
@@ -20,8 +22,10 @@ export interface StopReport {
   running: number;
   /** Of them, finished within the drain time. */
   finished: number;
-  /** Of them, failed as interrupted when the drain time ran out. */
-  interrupted: number;
+  /** Of them, not ended: left to the next start, which goes on with them. */
+  left: number;
+  /** Of those, cut in the middle of a step when the drain time ran out (the rest wait between steps). */
+  cut: number;
   waitedMs: number;
   drainMs: number;
 }
@@ -33,28 +37,28 @@ export function refuseWhileStopping(req: IncomingMessage, res: ServerResponse): 
   res.end(JSON.stringify({ error: 'Service Unavailable', detail: 'pipegate is shutting down' }));
 }
 
+/** Executions by id: a workflow's name is its execution's id, then its generation's or re-queue's suffix if any. */
+const executions = (names: readonly string[]): Set<string> => new Set(names.map((name) => name.slice(0, EXECUTION_ID_LENGTH)));
+
 /**
- * Waits up to `drainMs` for the workflow's executions, then fails those still running as
- * interrupted. The caller has already stopped whatever starts new ones.
+ * Waits up to `drainMs` for the workflow's executions to finish, and reports what the stop
+ * leaves to the next start. The caller has already stopped whatever starts new workflows.
  */
 export async function drainWorkflow(
-  workflow: LocalWorkflow,
-  d: Deps,
+  workflow: Pick<LocalWorkflows, 'running' | 'busy' | 'idleWithin'>,
   drainMs: number,
-  onError: (executionId: string, err: unknown) => void,
 ): Promise<StopReport> {
-  const atStop = workflow.running();
+  const atStop = executions(workflow.running());
   const began = Date.now();
   await workflow.idleWithin(drainMs);
-  const left = workflow.running();
-  let interrupted = 0;
-  for (const id of left) {
-    const e = await d.executions.get(id, d.clock.now(), true).catch(() => null);
-    if (e?.status !== 'running') continue;
-    await failInterrupted(d, e, 'a service shutdown').then(
-      () => (interrupted += 1),
-      (err: unknown) => onError(id, err),
-    );
-  }
-  return { running: atStop.length, finished: atStop.length - left.length, interrupted, waitedMs: Date.now() - began, drainMs };
+  const left = executions(workflow.running());
+  const cut = executions(workflow.busy());
+  return {
+    running: atStop.size,
+    finished: [...atStop].filter((id) => !left.has(id)).length,
+    left: left.size,
+    cut: cut.size,
+    waitedMs: Date.now() - began,
+    drainMs,
+  };
 }

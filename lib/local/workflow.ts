@@ -2,6 +2,7 @@ import './polyfills';
 import { randomUUID } from 'node:crypto';
 import { StateMachine, type StateMachineDefinition } from 'aws-local-stepfunctions';
 import type { WorkflowPort } from '../../functions/core/ports';
+import type { WorkflowType } from '../../functions/core/types';
 import { isPlainObject } from '../../functions/core/values';
 
 /** A Task state's work: receives the state's resolved Parameters, as the Lambda does on AWS. */
@@ -19,15 +20,40 @@ export interface LocalWorkflowOptions {
    * For tests that exercise a Retry without waiting for it.
    */
   retryIntervalOverrides?: Record<string, number | number[]>;
+  /**
+   * The state machine's type, with the semantics that matter here. STANDARD (the default): a
+   * start is idempotent by name (the same name and input while the execution runs is the same
+   * start; any other reuse of a name within 90 days is refused), and StopExecution stops it.
+   * EXPRESS: every start is a new execution, the same name or not (at-least-once: duplicates
+   * are the store's to make harmless), nothing stops one, and each ends at five minutes
+   * wherever it is, as timed out.
+   */
+  type?: MachineType;
+  /** The state machine's ARN: executions' ids (`$$.Execution.Id`) are built from it, as Step Functions builds them. */
+  arn?: string;
+  /** An Express execution's limit (5 minutes); tests shorten it. */
+  expressLimitMs?: number;
 }
+
+export type MachineType = 'EXPRESS' | 'STANDARD';
+
+/** Step Functions Express: an execution ends at five minutes. */
+export const EXPRESS_EXECUTION_LIMIT_MS = 300_000;
+/** Step Functions Standard remembers an execution's name this long after it closed. */
+export const STANDARD_NAME_MEMORY_MS = 90 * 24 * 3600 * 1000;
 
 type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 
 interface Run {
+  name: string;
   aborted: boolean;
+  /** An Express execution that reached its five minutes. */
+  timedOut: boolean;
   abort: () => void;
   /** Settles once the interpreter has finished and no task function of this run is still going. */
   done: Promise<void>;
+  /** Its task functions under way: a step running (none while it waits in a Wait state). */
+  inFlight: Set<Promise<unknown>>;
 }
 
 /** Step Functions' own limits, so a start that AWS would refuse is refused here too. */
@@ -66,18 +92,31 @@ class LambdaFunctionError extends Error {
   }
 }
 
+class ExecutionTimedOutError extends Error {
+  constructor(limitMs: number) {
+    super(`The Express execution reached its ${limitMs / 1000} s limit and timed out`);
+    this.name = 'States.Timeout';
+  }
+}
+
 /**
- * The pipegate state machine on one machine: the very ASL document CDK deploys, run by
- * aws-local-stepfunctions, with each Task state mapped to the function its Lambda would run.
- * Execution names are unique among running executions only; AWS also refuses names reused
- * within 90 days, which the store's conditional writes make harmless anyway.
+ * One pipegate state machine on one machine: the very ASL document CDK deploys, run by
+ * aws-local-stepfunctions, with each Task state mapped to the function its Lambda would run, and
+ * its type's rules on names, stops and time (see `type`). The names a Standard machine has seen
+ * are kept in memory: a restart forgets them, where AWS keeps them 90 days.
  */
-export class LocalWorkflow implements WorkflowPort {
+export class LocalWorkflow {
+  readonly type: MachineType;
+  readonly arn: string;
   private readonly machine: StateMachine;
   private readonly tasks: Record<string, WorkflowTask>;
   private readonly onError: ((name: string, err: unknown) => void) | undefined;
   private readonly retryIntervalOverrides: Record<string, number | number[]> | undefined;
+  private readonly expressLimitMs: number;
+  /** By name (Standard) or by name and run (Express, whose names repeat). */
   private readonly runs = new Map<string, Run>();
+  /** Standard: every name started, with its input and when, oldest first. */
+  private readonly names = new Map<string, { input: string; at: number }>();
 
   constructor(opts: LocalWorkflowOptions) {
     const definition = prepareDefinition(opts.definition);
@@ -96,8 +135,16 @@ export class LocalWorkflow implements WorkflowPort {
     this.tasks = { ...opts.tasks };
     this.onError = opts.onError;
     this.retryIntervalOverrides = opts.retryIntervalOverrides;
+    this.type = opts.type ?? 'STANDARD';
+    this.arn = opts.arn ?? `arn:aws:states:local:000000000000:stateMachine:pipegate-${this.type.toLowerCase()}`;
+    this.expressLimitMs = opts.expressLimitMs ?? EXPRESS_EXECUTION_LIMIT_MS;
   }
 
+  /**
+   * Starts an execution. Standard: `already_exists` for a name it has seen (within 90 days)
+   * unless that execution is still running with the same input, which is the same start
+   * (`started`, as StartExecution answers it). Express: always a new execution.
+   */
   async start(name: string, input: Record<string, unknown>): Promise<'started' | 'already_exists'> {
     if (!NAME_PATTERN.test(name)) {
       throw new Error(`Invalid execution name: ${JSON.stringify(name)}`);
@@ -106,10 +153,17 @@ export class LocalWorkflow implements WorkflowPort {
     if (Buffer.byteLength(serialized, 'utf8') > MAX_INPUT_BYTES) {
       throw new Error('Execution input is larger than 256 KiB');
     }
-    if (this.runs.has(name)) return 'already_exists';
+    const runId = randomUUID();
+    if (this.type === 'STANDARD') {
+      this.forgetOldNames(Date.now());
+      const seen = this.names.get(name);
+      if (seen) return seen.input === serialized && this.runs.has(name) ? 'started' : 'already_exists';
+      this.names.set(name, { input: serialized, at: Date.now() });
+    }
+    const key = this.type === 'STANDARD' ? name : `${name}:${runId}`;
 
     const inFlight = new Set<Promise<unknown>>();
-    const run: Run = { aborted: false, abort: () => undefined, done: Promise.resolve() };
+    const run: Run = { name, aborted: false, timedOut: false, abort: () => undefined, done: Promise.resolve(), inFlight };
     const handlers: Record<string, (input: JsonValue) => Promise<JsonValue>> = {};
     for (const [state, task] of Object.entries(this.tasks)) {
       handlers[state] = (taskInput) => {
@@ -131,41 +185,76 @@ export class LocalWorkflow implements WorkflowPort {
         ...(this.retryIntervalOverrides ? { retryIntervalOverrides: this.retryIntervalOverrides } : {}),
       },
       noThrowOnAbort: true,
-      // Step Functions gives each execution an id of its own (Express ones too); MarkRunning reads it.
-      context: { Execution: { Id: `arn:aws:states:local:000000000000:execution:pipegate:${name}:${randomUUID()}`, Name: name } },
+      // Step Functions gives each execution an id of its own; MarkRunning reads it.
+      context: { Execution: { Id: this.executionId(name, runId), Name: name } },
     });
     run.abort = () => {
       run.aborted = true;
       execution.abort();
     };
+    // Express: five minutes, wherever the execution is (a task already invoked runs on, as a Lambda does).
+    const limit =
+      this.type === 'EXPRESS'
+        ? setTimeout(() => {
+            run.timedOut = true;
+            run.abort();
+          }, this.expressLimitMs)
+        : undefined;
+    limit?.unref();
     run.done = execution.result
       .then(
-        () => undefined,
+        () => {
+          if (run.timedOut) this.onError?.(name, new ExecutionTimedOutError(this.expressLimitMs));
+        },
         (err: unknown) => {
-          if (!run.aborted) this.onError?.(name, err);
+          if (run.timedOut) this.onError?.(name, new ExecutionTimedOutError(this.expressLimitMs));
+          else if (!run.aborted) this.onError?.(name, err);
         },
       )
       .then(async () => {
         while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
       })
       .finally(() => {
-        this.runs.delete(name);
+        clearTimeout(limit);
+        this.runs.delete(key);
       });
-    this.runs.set(name, run);
+    this.runs.set(key, run);
     return 'started';
   }
 
+  /** `$$.Execution.Id` as Step Functions forms it: `…:execution:<machine>:<name>`, or for Express `…:express:<machine>:<name>:<run>`. */
+  executionId(name: string, runId: string): string {
+    const [arn, partition, service, region, account, , machine] = this.arn.split(':');
+    const prefix = `${arn}:${partition}:${service}:${region}:${account}`;
+    return this.type === 'STANDARD' ? `${prefix}:execution:${machine}:${name}` : `${prefix}:express:${machine}:${name}:${runId}`;
+  }
+
+  /** Names closed more than 90 days ago may be used again (Map order is start order). */
+  private forgetOldNames(now: number): void {
+    for (const [name, seen] of this.names) {
+      if (now - seen.at < STANDARD_NAME_MEMORY_MS) break;
+      if (!this.runs.has(name)) this.names.delete(name);
+    }
+  }
+
   /**
-   * Aborts the execution between states; a task function already running finishes on its own,
-   * as a Lambda invocation does after StopExecution.
+   * Standard: aborts the execution between states (or in its Wait); a task function already
+   * running finishes on its own, as a Lambda invocation does after StopExecution. Express
+   * executions cannot be stopped: nothing happens.
    */
   async stop(name: string, _cause?: string): Promise<void> {
+    if (this.type === 'EXPRESS') return;
     this.runs.get(name)?.abort();
   }
 
-  /** Executions still going, including stopped ones whose last task call has not returned. */
+  /** Names of the executions still going, including stopped ones whose last task call has not returned. */
   running(): string[] {
-    return [...this.runs.keys()];
+    return [...this.runs.values()].map((r) => r.name);
+  }
+
+  /** Names of the executions with a task function under way (a step running, not a Wait). */
+  busy(): string[] {
+    return [...this.runs.values()].filter((r) => r.inFlight.size > 0).map((r) => r.name);
   }
 
   /** Resolves once no execution runs and no task function is still going. */
@@ -252,5 +341,46 @@ export function forEachState(machine: Record<string, unknown>, visit: (state: Re
     visit(state, name);
     const nested = [...(Array.isArray(state.Branches) ? state.Branches : []), state.Iterator, state.ItemProcessor];
     for (const sub of nested) if (isPlainObject(sub)) forEachState(sub, visit);
+  }
+}
+
+/**
+ * The two state machines of one service (the same document, Express and Standard) as the
+ * functions' WorkflowPort: each execution on the machine its message names.
+ */
+export class LocalWorkflows implements WorkflowPort {
+  constructor(readonly machines: Readonly<Record<WorkflowType, LocalWorkflow>>) {}
+
+  start(workflow: WorkflowType, name: string, input: Record<string, unknown>): Promise<'started' | 'already_exists'> {
+    return this.machines[workflow].start(name, input);
+  }
+
+  stop(workflow: WorkflowType, name: string, cause: string): Promise<void> {
+    return this.machines[workflow].stop(name, cause);
+  }
+
+  private get both(): LocalWorkflow[] {
+    return [this.machines.express, this.machines.standard];
+  }
+
+  /** Names of the executions still going on either machine. */
+  running(): string[] {
+    return this.both.flatMap((m) => m.running());
+  }
+
+  busy(): string[] {
+    return this.both.flatMap((m) => m.busy());
+  }
+
+  async idle(): Promise<void> {
+    await Promise.all(this.both.map((m) => m.idle()));
+  }
+
+  async idleWithin(ms: number): Promise<void> {
+    await Promise.all(this.both.map((m) => m.idleWithin(ms)));
+  }
+
+  async stopAll(graceMs = Infinity): Promise<void> {
+    await Promise.all(this.both.map((m) => m.stopAll(graceMs)));
   }
 }

@@ -46,7 +46,7 @@ export interface FunctionAccess {
    * under an owner secret's encryption context (functions/core/envelope.ts).
    */
   ownerSecrets: readonly OwnerSecretsAction[];
-  /** Step Functions actions on the pipegate state machine (StopExecution: on its executions). */
+  /** Step Functions actions: StartExecution on both state machines, StopExecution on the Standard machine's executions. */
   states: readonly StatesAction[];
   /** Object storage (Deps.objects); a function that only reads neither loads nor bundles the S3 client. */
   objects: readonly ObjectAction[];

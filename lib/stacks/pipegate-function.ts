@@ -133,12 +133,16 @@ export class PipegateFunction extends Construct {
   }
 
   /**
-   * StartExecution on the machine; StopExecution on its executions, whose names (the pipegate
-   * execution ids) are only known at run time.
+   * StartExecution on both machines (an execution runs on the one its version chose);
+   * StopExecution on the Standard machine's executions alone, whose names (the pipegate
+   * execution ids) are only known at run time: Express executions cannot be stopped.
    */
-  grantStates(machine: sfn.StateMachine, actions: readonly StatesAction[]): void {
+  grantStates(machines: Readonly<Record<'express' | 'standard', sfn.StateMachine>>, actions: readonly StatesAction[]): void {
     for (const action of actions) {
-      const resources = action === 'StartExecution' ? [machine.stateMachineArn] : [executionArnPattern(machine)];
+      const resources =
+        action === 'StartExecution'
+          ? [machines.express.stateMachineArn, machines.standard.stateMachineArn]
+          : [executionArnPattern(machines.standard)];
       this.role.addToPrincipalPolicy(new iam.PolicyStatement({ actions: [`states:${action}`], resources }));
     }
   }

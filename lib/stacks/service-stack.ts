@@ -38,6 +38,7 @@ import {
   taskRunLambdaTimeoutSeconds,
 } from '../workflow-budget';
 import type { StatefulStack } from './stateful-stack';
+import type { WorkflowType } from '../../functions/core/types';
 
 export const ASL_PATH = path.join(REPO_ROOT, 'lib', 'state-machine.asl.json');
 
@@ -62,7 +63,12 @@ export interface ServiceStackProps extends StackProps {
 
 export class ServiceStack extends Stack {
   readonly functions: Readonly<Record<string, PipegateFunction>>;
-  readonly stateMachine: sfn.StateMachine;
+  /**
+   * The state machines, both from the one ASL document: Express for executions that end within
+   * its five minutes, Standard for those that may wait or run longer (decided per pipeline
+   * version at push: functions/core/workflow-type.ts).
+   */
+  readonly stateMachines: Readonly<Record<WorkflowType, sfn.StateMachine>>;
   readonly api: apigw.RestApi;
   readonly apiUrl: string;
 
@@ -161,19 +167,24 @@ export class ServiceStack extends Stack {
     }
     this.functions = functions;
 
-    this.stateMachine = this.buildStateMachine(settings);
+    this.stateMachines = {
+      express: this.buildStateMachine(settings, 'express'),
+      standard: this.buildStateMachine(settings, 'standard'),
+    };
     for (const name of allFunctionNames()) {
       const access = accessFor(name);
       if (access.states.length === 0) continue;
       const fn = this.fn(name);
-      fn.grantStates(this.stateMachine, access.states);
-      // Only functions that drive the machine learn its ARN; the task functions it invokes
-      // must not, or the machine and its tasks would depend on each other.
-      fn.fn.addEnvironment('PIPEGATE_STATE_MACHINE_ARN', this.stateMachine.stateMachineArn);
+      // StartExecution on both machines; StopExecution on Standard executions only: Express has none.
+      fn.grantStates(this.stateMachines, access.states);
+      // Only functions that drive the machines learn their ARNs; the task functions they invoke
+      // must not, or the machines and their tasks would depend on each other.
+      fn.fn.addEnvironment('PIPEGATE_EXPRESS_STATE_MACHINE_ARN', this.stateMachines.express.stateMachineArn);
+      fn.fn.addEnvironment('PIPEGATE_STANDARD_STATE_MACHINE_ARN', this.stateMachines.standard.stateMachineArn);
       if (access.states.includes('StopExecution')) {
         fn.acknowledge(
-          `AwsSolutions-IAM5[Resource::${this.executionPatternFinding()}]`,
-          'Cancel stops the execution named after the pipegate execution id, known only at run time; the pattern covers this state machine only.',
+          `AwsSolutions-IAM5[Resource::${this.executionPatternFinding(this.stateMachines.standard)}]`,
+          'A cancel stops the Standard executions named after the pipegate execution id, known only at run time; the pattern covers that state machine only.',
         );
       }
     }
@@ -196,8 +207,14 @@ export class ServiceStack extends Stack {
     new CfnOutput(this, 'ApiUrl', { value: this.apiUrl, description: 'Base URL of the pipegate API (stage included)' });
     new CfnOutput(this, 'Region', { value: this.region, description: 'Region to sign owner requests for' });
     new CfnOutput(this, 'TableName', { value: stateful.table.tableName });
-    new CfnOutput(this, 'StateMachineArn', { value: this.stateMachine.stateMachineArn });
-    new CfnOutput(this, 'StateMachineType', { value: settings.stateMachineType });
+    new CfnOutput(this, 'ExpressStateMachineArn', {
+      value: this.stateMachines.express.stateMachineArn,
+      description: 'Executions whose pipeline ends within five minutes',
+    });
+    new CfnOutput(this, 'StandardStateMachineArn', {
+      value: this.stateMachines.standard.stateMachineArn,
+      description: 'Executions whose pipeline may wait (polls, delays, events) or run longer',
+    });
     new CfnOutput(this, 'AlarmTopicArn', { value: stateful.alarmTopic.topicArn, description: 'Subscribe here for alarms' });
   }
 
@@ -208,9 +225,9 @@ export class ServiceStack extends Stack {
   }
 
   /** How cdk-nag spells executionArnPattern(): literals where the environment is known, <Ref> where not. */
-  private executionPatternFinding(): string {
+  private executionPatternFinding(machine: sfn.StateMachine): string {
     const part = (value: string, pseudo: string) => (Token.isUnresolved(value) ? `<AWS::${pseudo}>` : value);
-    const machineId = this.getLogicalId(this.stateMachine.node.defaultChild as sfn.CfnStateMachine);
+    const machineId = this.getLogicalId(machine.node.defaultChild as sfn.CfnStateMachine);
     return `arn:${part(this.partition, 'Partition')}:states:${part(this.region, 'Region')}:${part(this.account, 'AccountId')}:execution:<${machineId}.Name>:*`;
   }
 
@@ -227,20 +244,27 @@ export class ServiceStack extends Stack {
     return ROUTE_TIMEOUT;
   }
 
-  private buildStateMachine(settings: Settings): sfn.StateMachine {
-    const logGroup = new logs.LogGroup(this, 'StateMachineLogs', {
+  /**
+   * One of the two state machines: the same document and tasks, each with its own log group,
+   * role and type. Standard's executions may wait for days (a Wait state between steps, nothing
+   * running), so it has no execution time-out of its own: each step keeps the execution's
+   * deadline, and the sweeper fails and stops one found past it.
+   */
+  private buildStateMachine(settings: Settings, type: WorkflowType): sfn.StateMachine {
+    const id = type === 'express' ? 'Express' : 'Standard';
+    const logGroup = new logs.LogGroup(this, `${id}StateMachineLogs`, {
       // The vendedlogs prefix keeps CloudWatch Logs' shared resource policy from growing per group.
-      logGroupName: `/aws/vendedlogs/states/${this.stackName}-executions`,
+      logGroupName: `/aws/vendedlogs/states/${this.stackName}-${type}`,
       retention: settings.logRetentionDays as logs.RetentionDays,
       removalPolicy: RemovalPolicy.DESTROY,
     });
     const substitutions: Record<string, string> = {};
     for (const [placeholder, name] of Object.entries(ASL_SUBSTITUTIONS)) substitutions[placeholder] = this.fn(name).fn.functionArn;
 
-    const machine = new sfn.StateMachine(this, 'StateMachine', {
+    const machine = new sfn.StateMachine(this, `${id}StateMachine`, {
       definitionBody: sfn.DefinitionBody.fromString(readFileSync(ASL_PATH, 'utf8')),
       definitionSubstitutions: substitutions,
-      stateMachineType: settings.stateMachineType === 'EXPRESS' ? sfn.StateMachineType.EXPRESS : sfn.StateMachineType.STANDARD,
+      stateMachineType: type === 'express' ? sfn.StateMachineType.EXPRESS : sfn.StateMachineType.STANDARD,
       // ERROR by default: a failed execution's events with its data, not every event of every
       // success (the cost model's largest optional line).
       logs: {
@@ -616,8 +640,18 @@ export class ServiceStack extends Stack {
         'pipegate: the sweeper failed (a pass, or repairs in it)',
         this.fn(WORKERS.sweeper).fn.metricErrors({ period }),
       ],
-      ['ExecutionsFailedAlarm', 'pipegate: state machine executions failed', this.stateMachine.metricFailed({ period })],
-      ['ExecutionsTimedOutAlarm', 'pipegate: state machine executions timed out', this.stateMachine.metricTimedOut({ period })],
+      ['ExecutionsFailedAlarm', 'pipegate: Express state machine executions failed', this.stateMachines.express.metricFailed({ period })],
+      // An Express execution ends at five minutes wherever it is; Standard has no execution time-out to reach.
+      [
+        'ExecutionsTimedOutAlarm',
+        'pipegate: Express state machine executions timed out',
+        this.stateMachines.express.metricTimedOut({ period }),
+      ],
+      [
+        'StandardExecutionsFailedAlarm',
+        'pipegate: Standard state machine executions failed',
+        this.stateMachines.standard.metricFailed({ period }),
+      ],
       ['Api5xxAlarm', 'pipegate: API answered 5xx', this.api.metricServerError({ period })],
     ];
     for (const [id, description, metric] of alarms) {

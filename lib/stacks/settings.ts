@@ -3,7 +3,7 @@
  */
 import * as v from 'valibot';
 import type { Node } from 'constructs';
-import { PublicUrlSchema } from '../config';
+import { DEFAULT_EXECUTION_TIMEOUT_MS, PublicUrlSchema } from '../config';
 
 import { EXPRESS_MAX_EXECUTION_TIMEOUT_MS } from '../workflow-budget';
 import { DEFAULT_MAX_ACCOUNT_SHARE, MAX_RESERVED_CONCURRENCY, minimumReservation } from '../concurrency';
@@ -14,12 +14,15 @@ export { EXPRESS_MAX_EXECUTION_TIMEOUT_MS };
 /** Synth needs no AWS call when both are explicit; the CLI fills them in from credentials on deploy. */
 export const PLACEHOLDER_ENV = { account: '123456789012', region: 'us-east-1' } as const;
 
-export type StateMachineKind = 'EXPRESS' | 'STANDARD';
-
 export interface Settings {
   stackName: string;
   stageName: string;
-  stateMachineType: StateMachineKind;
+  /**
+   * The execution time-out of a pipeline whose definition sets no `timeout_ms`
+   * (PIPEGATE_EXECUTION_TIMEOUT_MS). An execution on the Express state machine is held within
+   * what Express allows (EXPRESS_MAX_EXECUTION_TIMEOUT_MS) whatever this says; one on Standard
+   * takes it as it is.
+   */
   executionTimeoutMs: number;
   throttleRateLimit: number;
   throttleBurstLimit: number;
@@ -106,9 +109,8 @@ const num = (min: number, max: number) =>
 const ContextSchema = v.object({
   stackName: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z][A-Za-z0-9-]{0,100}$/)), 'Pipegate'),
   stageName: v.optional(v.pipe(v.string(), v.regex(/^[A-Za-z0-9_]{1,64}$/)), 'api'),
-  stateMachineType: v.optional(v.picklist(['EXPRESS', 'STANDARD']), 'EXPRESS'),
   // Up to 7 days (a definition's own `timeout_ms` at most): the steps keep it, not one Lambda.
-  executionTimeoutMs: v.optional(num(1_000, 604_800_000)),
+  executionTimeoutMs: v.optional(num(1_000, 604_800_000), DEFAULT_EXECUTION_TIMEOUT_MS),
   throttleRateLimit: v.optional(num(1, 10_000), 100),
   throttleBurstLimit: v.optional(num(1, 5_000), 200),
   logRetentionDays: v.optional(
@@ -152,6 +154,10 @@ export type SettingsInput = v.InferInput<typeof ContextSchema>;
 
 /** Settings an earlier release took, with what replaces each: given one, synth stops and says so. */
 const RETIRED: Readonly<Record<string, string>> = {
+  stateMachineType:
+    'stateMachineType is retired: the stack deploys an Express and a Standard state machine, and each pipeline version runs on the one ' +
+    'it needs, decided when it is pushed (Standard when a node may wait or it may run past what Express allows). Remove the setting; ' +
+    `a pipeline that needs more than ${EXPRESS_MAX_EXECUTION_TIMEOUT_MS} ms without waiting sets its own timeout_ms`,
   accountConcurrency:
     'accountConcurrency is retired: reserved concurrency is now opt-in. Set reservedConcurrency to the units pipegate may reserve ' +
     '(an account of N was given N - 100 before; 0, the default, reserves nothing), and maxAccountShare to the most of the account it may take',
@@ -171,18 +177,10 @@ export function parseSettings(input: Record<string, unknown>): Settings {
       `formRateLimitPerAddress ${c.formRateLimitPerAddress} must not exceed rateLimitPerAddress ${c.rateLimitPerAddress}: form links are public and counted on their own`,
     );
   }
-  const executionTimeoutMs = c.executionTimeoutMs ?? (c.stateMachineType === 'EXPRESS' ? EXPRESS_MAX_EXECUTION_TIMEOUT_MS : 300_000);
-  if (c.stateMachineType === 'EXPRESS' && executionTimeoutMs > EXPRESS_MAX_EXECUTION_TIMEOUT_MS) {
-    throw new Error(
-      `executionTimeoutMs ${executionTimeoutMs} does not fit an Express state machine (5 minutes in all): ` +
-        `use at most ${EXPRESS_MAX_EXECUTION_TIMEOUT_MS}, or set stateMachineType=STANDARD`,
-    );
-  }
   return {
     stackName: c.stackName,
     stageName: c.stageName,
-    stateMachineType: c.stateMachineType,
-    executionTimeoutMs,
+    executionTimeoutMs: c.executionTimeoutMs,
     throttleRateLimit: c.throttleRateLimit,
     throttleBurstLimit: c.throttleBurstLimit,
     logRetentionDays: c.logRetentionDays,

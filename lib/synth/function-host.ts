@@ -37,6 +37,8 @@ export interface FunctionHostOptions {
    * TooManyRequestsException instead of waiting for an environment.
    */
   concurrency?: () => (() => void) | undefined;
+  /** The Init phase limit (default INIT_LIMIT_MS, Lambda's); tests shorten it. */
+  initLimitMs?: number;
 }
 
 /** A failed invocation, as the Lambda service reports it (errorType, errorMessage, trace). */
@@ -76,6 +78,7 @@ try {
 } catch (err) {
   initError = err;
 }
+parentPort.postMessage({ kind: 'ready' });
 const ended = (out) => new Promise((resolve) => out.on('close', () => resolve(out.writableFinished)));
 parentPort.on('message', async (msg) => {
   if (msg.kind === 'ack') {
@@ -89,6 +92,8 @@ parentPort.on('message', async (msg) => {
     if (cancel) cancel();
     return;
   }
+  // The invocation's clock starts when the runtime takes the event, after the module loaded.
+  const deadline = Date.now() + msg.timeoutMs;
   const context = {
     callbackWaitsForEmptyEventLoop: true,
     functionName: workerData.name,
@@ -98,7 +103,7 @@ parentPort.on('message', async (msg) => {
     awsRequestId: msg.requestId,
     logGroupName: '/aws/lambda/' + workerData.name,
     logStreamName: new Date().toISOString().slice(0, 10).replaceAll('-', '/') + '/[$LATEST]' + msg.requestId.replaceAll('-', ''),
-    getRemainingTimeInMillis: () => Math.max(0, msg.deadline - Date.now()),
+    getRemainingTimeInMillis: () => Math.max(0, deadline - Date.now()),
     done: () => undefined, fail: () => undefined, succeed: () => undefined,
   };
   try {
@@ -159,7 +164,19 @@ interface Pending {
 interface Sandbox {
   worker: Worker;
   pending: Map<string, Pending>;
+  /**
+   * Settles when an invocation's time-out starts counting: once the module has loaded (the
+   * Init phase), or INIT_LIMIT_MS after the environment was made, whichever comes first.
+   */
+  initialized: Promise<void>;
 }
+
+/**
+ * Lambda's Init phase limit. Init (loading the module, its top-level code) is not part of an
+ * invocation's time-out; an Init that outlasts this limit is made again inside the first
+ * invocation, under its time-out. So the time-out starts at the end of Init, or at this limit.
+ */
+export const INIT_LIMIT_MS = 10_000;
 
 /** One function's warm environments and the invocations waiting for one. */
 export class FunctionHost {
@@ -213,25 +230,19 @@ export class FunctionHost {
     const timeoutMs = this.spec.timeoutSeconds * 1000;
     try {
       const payload = await new Promise<string>((resolve, reject) => {
-        const timer = setTimeout(() => {
-          this.stats.timeouts += 1;
-          // Lambda ends the sandbox at the deadline; the next invocation starts a new one.
-          this.discard(
-            sandbox,
-            new FunctionError('Sandbox.Timedout', `Task timed out after ${this.spec.timeoutSeconds.toFixed(2)} seconds`),
-          );
-        }, timeoutMs);
+        // Lambda ends the sandbox at the deadline; the next invocation starts a new one.
+        const timer = this.timeout(sandbox, timeoutMs);
         sandbox.pending.set(id, {
           resolve: (p) => {
-            clearTimeout(timer);
+            timer.clear();
             resolve(p);
           },
           reject: (e) => {
-            clearTimeout(timer);
+            timer.clear();
             reject(e);
           },
         });
-        sandbox.worker.postMessage({ id, requestId: randomUUID(), event: text, deadline: Date.now() + timeoutMs });
+        sandbox.worker.postMessage({ id, requestId: randomUUID(), event: text, timeoutMs });
       });
       if (Buffer.byteLength(payload, 'utf8') > MAX_SYNC_PAYLOAD_BYTES) {
         throw new FunctionError(
@@ -270,13 +281,10 @@ export class FunctionHost {
         cb(err);
       },
     });
-    const timer = setTimeout(() => {
-      this.stats.timeouts += 1;
-      this.discard(sandbox, new FunctionError('Sandbox.Timedout', `Task timed out after ${this.spec.timeoutSeconds.toFixed(2)} seconds`));
-    }, timeoutMs);
+    const timer = this.timeout(sandbox, timeoutMs);
     const settle = () => {
       settled = true;
-      clearTimeout(timer);
+      timer.clear();
       sandbox.pending.delete(id);
       this.release(sandbox);
       slot?.();
@@ -299,8 +307,27 @@ export class FunctionHost {
         body.destroy(e);
       },
     });
-    sandbox.worker.postMessage({ id, requestId: randomUUID(), event: text, deadline: Date.now() + timeoutMs, stream: true });
+    sandbox.worker.postMessage({ id, requestId: randomUUID(), event: text, timeoutMs, stream: true });
     return body;
+  }
+
+  /** The invocation's time-out, counted from the end of its environment's Init (see INIT_LIMIT_MS). */
+  private timeout(sandbox: Sandbox, timeoutMs: number): { clear: () => void } {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let cleared = false;
+    void sandbox.initialized.then(() => {
+      if (cleared) return;
+      timer = setTimeout(() => {
+        this.stats.timeouts += 1;
+        this.discard(sandbox, new FunctionError('Sandbox.Timedout', `Task timed out after ${this.spec.timeoutSeconds.toFixed(2)} seconds`));
+      }, timeoutMs);
+    });
+    return {
+      clear: () => {
+        cleared = true;
+        clearTimeout(timer);
+      },
+    };
   }
 
   async stop(): Promise<void> {
@@ -340,7 +367,14 @@ export class FunctionHost {
       stdout: true,
       stderr: true,
     });
-    const sandbox: Sandbox = { worker, pending: new Map() };
+    let initDone: () => void = () => undefined;
+    const initialized = new Promise<void>((resolve) => {
+      initDone = resolve;
+    });
+    const initLimit = setTimeout(initDone, this.options.initLimitMs ?? INIT_LIMIT_MS);
+    initLimit.unref();
+    void initialized.then(() => clearTimeout(initLimit));
+    const sandbox: Sandbox = { worker, pending: new Map(), initialized };
     this.all.add(sandbox);
     const log = this.options.log;
     for (const stream of [worker.stdout, worker.stderr]) {
@@ -356,7 +390,7 @@ export class FunctionHost {
       'message',
       (m: {
         id: string;
-        kind?: 'chunk' | 'end';
+        kind?: 'chunk' | 'end' | 'ready';
         data?: Uint8Array;
         ok?: boolean;
         payload?: string;
@@ -364,6 +398,10 @@ export class FunctionHost {
         errorMessage?: string;
         trace?: string[];
       }) => {
+        if (m.kind === 'ready') {
+          initDone();
+          return;
+        }
         const p = sandbox.pending.get(m.id);
         if (!p) return;
         if (m.kind === 'chunk') {

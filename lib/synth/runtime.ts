@@ -11,7 +11,7 @@ import '../local/polyfills';
 import { join } from 'node:path';
 import { LocalQueue } from '../local/queue';
 import type { Deps } from '../../functions/adapters/deps';
-import type { LocalWorkflow } from '../local/workflow';
+import type { LocalWorkflow, LocalWorkflows } from '../local/workflow';
 import { cachedAssembly, loadAssembly, type Assembly } from './assembly';
 import { LocalKms } from '../local/kms';
 import { LocalSecretStore, startAwsEndpoint, type AwsEndpoint, type StateMachinePort, type EndpointQueue } from './aws-endpoint';
@@ -74,8 +74,8 @@ export interface SynthRuntime extends Booted {
   stateMachines: ReadonlyMap<string, LocalWorkflow & StateMachinePort>;
   /** By queue ARN. */
   queues: ReadonlyMap<string, LocalQueue>;
-  /** The one state machine a pipegate assembly has (what `npm start` calls `workflow`). */
-  workflow: LocalWorkflow & StateMachinePort;
+  /** The assembly's two state machines, Express and Standard, by type (what `npm start` calls `workflow`). */
+  workflow: LocalWorkflows;
   /**
    * The table, queues and state machine as the functions see them, from this process and
    * outside IAM (the restart's recovery uses them; tests plant state with them).
@@ -146,7 +146,7 @@ async function wireSynth(
   defineKeys(stacks, kms);
 
   const { hosts, roles, fnByArn } = wireFunctions(w, endpoint.url, opts.maxConcurrency);
-  const { machines, roles: machineRoles } = wireStateMachines(w, fnByArn);
+  const { machines, workflows: workflow, roles: machineRoles } = wireStateMachines(w, fnByArn);
 
   // Every role local code acts as (each resolved once, above), before anything acts as one;
   // API Gateway's account-level logging role is not one.
@@ -197,15 +197,13 @@ async function wireSynth(
 
   // A restart owes the work it finds unfinished what `npm start` owes it: AWS never restarts,
   // but this process holds the state machine's runs, and they die with it.
-  const deps = recoveryDeps([...hosts.values()], dynamo.endpoint, resolved, queues, secrets, [...machines.values()][0], endpoint.url);
+  const deps = recoveryDeps([...hosts.values()], dynamo.endpoint, resolved, queues, secrets, workflow, endpoint.url);
 
   // The event source mappings poll only with what the function's role allows.
   const consumers = await wireConsumers(w, mappings, queues, roles);
   const schedules = wireSchedules(w, fnByArn);
   const handle = wireApi(w, fnByArn, { ownerPrincipal: opts.ownerPrincipal, logFormat: deps.config.logFormat });
 
-  const workflow = [...machines.values()][0];
-  if (!workflow || machines.size !== 1) throw new Error(`Expected one state machine in the assembly, found ${machines.size}`);
   const executionsQueue = queues.get(resolved.arns.queueArnOfUrl(deps.config.executionsQueueUrl) ?? '');
   if (!executionsQueue) throw new Error(`No local queue for ${deps.config.executionsQueueUrl}`);
 

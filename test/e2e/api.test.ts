@@ -522,7 +522,14 @@ describe('owner: readiness, versions, publishing, keys, delete', () => {
     const b = await rt.owner('PUT', '/v1/pipelines/versions', JSON.parse(JSON.stringify(greeting)));
     expect(a.status).toBe(201);
     expect(b.status).toBe(200);
-    expect(b.body).toEqual({ pipeline_id: 'versions', version: 1, created: false });
+    // The same version, on the state machine it was given at its first push.
+    expect(b.body).toEqual({
+      pipeline_id: 'versions',
+      version: 1,
+      created: false,
+      workflow: 'express',
+      workflow_reason: expect.stringContaining('fits an Express execution') as unknown as string,
+    });
   });
 
   it('lists every problem of an invalid definition with its path', async () => {

@@ -139,8 +139,8 @@ describe('pipegate CLI against a running local runtime', () => {
     expect(first.code).toBe(0);
     expect(first.stdout).toBe('✔ pushed greeting version 1\n');
     expect(first.stderr).toContain('next: pipegate run greeting');
-    expect(json(yaml)).toEqual({ pipeline_id: 'greeting', version: 1, created: false });
-    expect(json(counter)).toEqual({ pipeline_id: 'counter', version: 1, created: true });
+    expect(json(yaml)).toMatchObject({ pipeline_id: 'greeting', version: 1, created: false, workflow: 'express' });
+    expect(json(counter)).toMatchObject({ pipeline_id: 'counter', version: 1, created: true, workflow: 'express' });
     expect(failing.stdout).toBe('✔ pushed broken-output version 1\n');
     expect(list.code).toBe(0);
     const rows = list.stdout.trimEnd().split('\n');

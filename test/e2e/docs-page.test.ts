@@ -150,6 +150,9 @@ describe('GET /v1/deployments/{id}/docs', () => {
       expect(await contract.innerText()).not.toContain('secret_discount');
       expect(await contract.innerText()).toContain('curl');
       expect(await contract.innerText()).toContain(`MCP URL: ${rt.url}/v1/deployments/${dep.deploymentId}/mcp`);
+      // With the configuration an MCP client takes.
+      expect(await contract.innerText()).toContain(`"url": "${rt.url}/v1/deployments/${dep.deploymentId}/mcp"`);
+      expect(await contract.innerText()).toContain('"Authorization": "Bearer ${PIPEGATE_API_KEY}"');
 
       const post = page.locator('.opblock-post').first();
       await post.locator('.opblock-summary').click();

@@ -63,7 +63,16 @@ const pick = (o: Record<string, unknown>, keys: string[]) => Object.fromEntries(
  */
 async function pushTestPublish(id: string, f: ExampleFile) {
   const pushed = await rt.owner('PUT', `/v1/pipelines/${id}`, definition(f));
-  expect({ status: pushed.status, body: pushed.body }).toEqual({ status: 201, body: { pipeline_id: id, version: 1, created: true } });
+  expect({ status: pushed.status, body: pushed.body }).toEqual({
+    status: 201,
+    body: {
+      pipeline_id: id,
+      version: 1,
+      created: true,
+      workflow: expect.stringMatching(/^(express|standard)$/) as unknown as string,
+      workflow_reason: expect.any(String) as unknown as string,
+    },
+  });
 
   expect(f.tests?.length).toBeGreaterThan(0);
   for (const t of f.tests ?? []) {
@@ -395,6 +404,46 @@ describe('examples/render-job.json with examples/servers/image-jobs.mjs', () => 
     expect(pngSize(bytes)).toEqual({ width: 64, height: 64 });
     expect((await jobs.stats()).submits[`${executionId}.render`]).toBe(1);
     expect(jobs.log()).toMatch(/→ succeeded, the image/);
+  });
+});
+
+describe('examples/photo-styles.json with examples/servers/image-jobs.mjs', () => {
+  const file = readExample('photo-styles.json');
+  let jobs: ImageJobs;
+
+  beforeAll(async () => {
+    jobs = await startImageJobs({ RETRY_AFTER_MAX_S: '1' });
+  });
+
+  afterAll(async () => {
+    await jobs?.close();
+  });
+
+  it("points its check and its map's jobs at the job service's default address, and renders only what the check approved", () => {
+    expect(file.nodes.check).toMatchObject({ type: 'http', url: 'http://127.0.0.1:4013/v1/moderate', body_asset: 'photo' });
+    expect(file.nodes.variants).toMatchObject({
+      type: 'map',
+      if: "check.verdict = 'approved'",
+      concurrency: 4,
+      node: { type: 'http', url: 'http://127.0.0.1:4013/v1/jobs' },
+    });
+    expect(file.nodes.summary).toMatchObject({ type: 'output', from: ['rendered', 'refused'] });
+  });
+
+  it('passes its tests against the job service (a refused photo, the default one rendered), publishes, and answers the gallery of four', async () => {
+    // Prepare: the same pipeline, its URLs on the port the service took.
+    const local = JSON.parse(JSON.stringify(file).replaceAll('http://127.0.0.1:4013', jobs.url)) as ExampleFile;
+
+    // Act
+    const { deploymentId, apiKey } = await pushTestPublish('photo-styles', local);
+    const result = await execute(deploymentId, apiKey, { styles: 'invert, poster, warm, cool' });
+    const gallery = (result.response_data as Record<string, { value: string[]; media_type: string[] }>).gallery;
+    const first = Buffer.from(await (await fetch(gallery?.value[0] ?? '')).arrayBuffer());
+
+    // Assess
+    expect(result).toMatchObject({ status: 'completed', response_data: { summary: { value: '4 styles rendered', value_type: 'RAW' } } });
+    expect(gallery?.media_type).toEqual(['image/png', 'image/png', 'image/png', 'image/png']);
+    expect(pngSize(first)).toEqual({ width: 48, height: 48 });
   });
 });
 

@@ -257,7 +257,17 @@ describe('the owner controls the link', () => {
 
     const off = await rt.owner('PUT', '/v1/pipelines/controlled/deployment', { form: { enabled: false } });
     expect(off.body.form_url).toBeNull();
-    expect((await fetch(first)).status).toBe(404);
+    // A link that no longer opens a form is the page a person can read, as a mistyped one is.
+    const deadLink = async (url: string) => {
+      const r = await fetch(url);
+      return {
+        status: r.status,
+        type: r.headers.get('content-type'),
+        readable: (await r.text()).includes('This link does not open a form'),
+      };
+    };
+    const readable = { status: 404, type: 'text/html; charset=utf-8', readable: true };
+    expect(await deadLink(first)).toEqual(readable);
     expect((await request(run.body.status_url as string, 'GET', undefined, {})).status).toBe(404);
 
     const on = await rt.owner('PUT', '/v1/pipelines/controlled/deployment', { form: { enabled: true } });
@@ -268,14 +278,14 @@ describe('the owner controls the link', () => {
     expect(rotated.status).toBe(200);
     const second = rotated.body.form_url as string;
     expect(second).not.toBe(first);
-    expect((await fetch(first)).status).toBe(404);
+    expect(await deadLink(first)).toEqual(readable);
     expect((await fetch(second)).status).toBe(200);
     // The old link's run is not readable through the new link.
     expect((await request(`${second}/executions/${run.body.execution_id as string}`, 'GET', undefined, {})).status).toBe(404);
 
     const gone = await rt.owner('DELETE', `/v1/pipelines/controlled/deployment?confirm=${p.deploymentId}`);
     expect(gone.status).toBe(204);
-    expect((await fetch(second)).status).toBe(404);
+    expect(await deadLink(second)).toEqual(readable);
     expect((await formRun(second, {})).status).toBe(404);
   });
 

@@ -13,7 +13,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Deps } from '../../functions/adapters/deps';
-import type { LocalWorkflow } from '../../lib/local/workflow';
+import type { LocalWorkflows } from '../../lib/local/workflow';
 import {
   StoreFaults,
   countingTransitions,
@@ -167,7 +167,7 @@ describe('an error injected at each step', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'pipegate-faults-'));
   let rt: TestRuntime;
   let receiver: Receiver;
-  let workflow: LocalWorkflow;
+  let workflow: LocalWorkflows;
   let p: Published;
   const faults = new StoreFaults();
   const startFaults = new Map<string, number>();

@@ -167,6 +167,7 @@ describe('caller authentication and owner credentials', () => {
       });
     const cases: [string, string[], number | 'two_keys'][] = [
       ['X-API-Key twice, two keys', ['x-api-key', b.apiKey, 'X-API-Key', a.apiKey], 'two_keys'],
+      ['X-API-Key twice in the same case, two keys', ['x-api-key', b.apiKey, 'x-api-key', a.apiKey], 'two_keys'],
       ['Authorization twice, two keys', ['authorization', `Api-Key ${b.apiKey}`, 'Authorization', `Api-Key ${a.apiKey}`], 'two_keys'],
       ['Authorization twice, a key and a Bearer token', ['authorization', 'Bearer t', 'authorization', `Api-Key ${a.apiKey}`], 'two_keys'],
       ['X-API-Key twice, the same key', ['x-api-key', a.apiKey, 'x-api-key', a.apiKey], 0],

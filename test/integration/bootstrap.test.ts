@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bootstrap, CLEAN_STOP_FILE, recoveryLine, type Boot, type Wired } from '../../lib/local/bootstrap';
 import { lockDataDir } from '../../lib/local/data-dir-lock';
-import { LocalWorkflow } from '../../lib/local/workflow';
+import { LocalWorkflow, LocalWorkflows } from '../../lib/local/workflow';
 import { testDeps } from '../support/fakes';
 import { memoryStores } from '../support/memory-stores';
 import { sleep, waitUntil } from '../support/runtime';
@@ -24,6 +24,8 @@ const newDataDir = () => {
   return d;
 };
 
+const DONE = { StartAt: 'Done', States: { Done: { Type: 'Succeed' } } };
+
 /** A service with nothing in it; `extra` sets up more on the boot. */
 function start(
   dataDir: string,
@@ -35,7 +37,10 @@ function start(
     extra(boot);
     return {
       deps: testDeps(memoryStores()),
-      workflow: new LocalWorkflow({ definition: { StartAt: 'Done', States: { Done: { Type: 'Succeed' } } }, tasks: {} }),
+      workflow: new LocalWorkflows({
+        express: new LocalWorkflow({ definition: DONE, tasks: {}, type: 'EXPRESS' }),
+        standard: new LocalWorkflow({ definition: DONE, tasks: {} }),
+      }),
       executionsQueue: { stop: async () => undefined },
       drainSeconds: 0,
       repair: async () => {

@@ -19,8 +19,6 @@ import { createGateway, type ProxyHandler } from '../../lib/local/gateway';
 import { startLocalS3, type LocalS3 } from '../../lib/local/s3';
 import { ROUTES, routeHandlers } from '../../lib/routes';
 
-jest.setTimeout(120_000);
-
 const TRIES = 20;
 const OVER = 5_000_000;
 

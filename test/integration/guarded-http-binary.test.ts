@@ -2,8 +2,8 @@
  * Binary bodies through the guarded HTTP port: a binary answer comes back as a stream of its
  * bytes up to its own limit (at the edge: exactly the limit passes, one byte more fails naming
  * it, with or without a Content-Length), the exchange's deadline still holds while it streams,
- * ending it early closes the connection, text keeps the text limit, and bytes (whole or as a
- * sized stream) are sent as they are.
+ * ending it early closes the connection, text keeps the text limit (unless bytes are asked for
+ * whatever the type), and bytes (whole or as a sized stream) are sent as they are.
  */
 import { createGuardedHttp } from '../../functions/adapters/guarded-http';
 import { startTestServer, type ReceivedRequest, type TestServer } from '../support/http-server';
@@ -67,6 +67,23 @@ describe('binary answers', () => {
     await expect(get('n=101&type=text/plain')).rejects.toThrow(new Error('response larger than 100 bytes'));
     const res = await get('n=100&type=application/json&chunked');
     expect(res.stream).toBeUndefined();
+  });
+
+  it('streams a text-typed answer as bytes, up to the binary limit, when bytes are asked for whatever the type (a fetched file)', async () => {
+    const bytes = (query: string) =>
+      http({
+        method: 'GET',
+        url: `${server.origin}/?${query}`,
+        headers: {},
+        timeoutMs: 60_000,
+        maxResponseBytes: 100,
+        maxBinaryResponseBytes: LIMIT,
+        bytesWhateverType: true,
+      });
+    const res = await bytes(`n=${LIMIT}&type=text/plain`);
+    expect(res.body).toBe('');
+    expect((await collect(res.stream)).equals(pattern(LIMIT))).toBe(true);
+    await expect(bytes(`n=${LIMIT + 1}&type=text/plain`)).rejects.toThrow(new Error(`binary response larger than ${LIMIT} bytes`));
   });
 
   it('answers text for a binary type when no binary allowance was asked for (callbacks)', async () => {

@@ -1,4 +1,4 @@
-import { LocalWorkflow, type WorkflowTask } from '../../lib/local/workflow';
+import { LocalWorkflow, LocalWorkflows, type WorkflowTask } from '../../lib/local/workflow';
 import definition from '../../lib/state-machine.asl.json';
 import { retriersOf } from '../../lib/workflow-budget';
 
@@ -74,18 +74,37 @@ describe('LocalWorkflow', () => {
 
     // Assess
     expect(started).toBe('started');
-    // MarkRunning also gets the execution's own id ($$.Execution.Id), unique per start.
+    // MarkRunning also gets the execution's own id ($$.Execution.Id): a Standard execution's ARN.
     expect(calls.MarkRunning).toEqual([
       {
         execution_id: 'exec-1',
         gen: 0,
-        workflow_id: expect.stringMatching(/^arn:aws:states:local:\d+:execution:pipegate:exec-1:[0-9a-f-]{36}$/),
+        workflow_id: 'arn:aws:states:local:000000000000:execution:pipegate-standard:exec-1',
       },
     ]);
-    expect(calls.RunNodes).toEqual([{ execution_id: 'exec-1', gen: 0 }]);
+    // RunNodes also gets the last step's answer ($.run: the runner's input before the first step).
+    expect(calls.RunNodes).toEqual([{ execution_id: 'exec-1', gen: 0, run: { next: 'step', step_timeout: 30 } }]);
     expect(calls.MarkFailed).toEqual([]);
     expect(onError).not.toHaveBeenCalled();
     expect(wf.running()).toEqual([]);
+  });
+
+  it('hands each RunNodes the answer of the step before, so a workflow counts its steps', async () => {
+    // Prepare: three steps, each answering how many this workflow has made.
+    const { calls, tasks } = recorder({
+      RunNodes: async (taskInput) => {
+        const made = (((taskInput as { run?: { steps?: number } }).run?.steps ?? 0) as number) + 1;
+        return made < 3 ? { status: 'running', next: 'step', step_timeout: 30, steps: made } : { status: 'completed', next: 'done' };
+      },
+    });
+    const wf = new LocalWorkflow({ definition, tasks });
+
+    // Act
+    await wf.start('exec-steps', input('exec-steps'));
+    await wf.idle();
+
+    // Assess
+    expect(calls.RunNodes.map((c) => (c as { run: { steps?: number } }).run.steps)).toEqual([undefined, 1, 2]);
   });
 
   it('skips RunNodes when MarkRunning says not to proceed', async () => {
@@ -176,23 +195,118 @@ describe('LocalWorkflow', () => {
     expect(calls.MarkFailed).toHaveLength(1);
   });
 
-  it('reports a second start of a running name as already_exists', async () => {
+  it('Standard: a start is idempotent by name, the same input while running being the same start, any other reuse refused', async () => {
     // Prepare
     const hold = gate();
-    const { tasks } = recorder({ RunNodes: () => hold.wait.then(() => ({})) });
+    const { calls, tasks } = recorder({ RunNodes: () => hold.wait.then(() => ({})) });
     const wf = new LocalWorkflow({ definition, tasks });
     await wf.start('exec-6', input('exec-6'));
 
     // Act
     const again = await wf.start('exec-6', input('exec-6'));
+    const otherInput = await wf.start('exec-6', input('exec-6', { gen: 1 }));
     hold.open();
     await wf.idle();
     const afterwards = await wf.start('exec-6', input('exec-6'));
     await wf.idle();
 
+    // Assess: one execution ran; a closed name stays taken (Step Functions keeps it 90 days).
+    expect([again, otherInput, afterwards]).toEqual(['started', 'already_exists', 'already_exists']);
+    expect(calls.MarkRunning).toHaveLength(1);
+  });
+
+  it('Express: every start is a new execution, same name or not, each with an express ARN of its own', async () => {
+    // Prepare
+    const { calls, tasks } = recorder();
+    const wf = new LocalWorkflow({ definition, tasks, type: 'EXPRESS' });
+
+    // Act
+    const first = await wf.start('exec-e', input('exec-e'));
+    const second = await wf.start('exec-e', input('exec-e'));
+    await wf.idle();
+
+    // Assess: at least once: both ran (the store's conditional writes let one proceed in the service).
+    expect([first, second]).toEqual(['started', 'started']);
+    const ids = calls.MarkRunning.map((c) => (c as { workflow_id: string }).workflow_id);
+    expect(ids).toHaveLength(2);
+    for (const id of ids) expect(id).toMatch(/^arn:aws:states:local:000000000000:express:pipegate-express:exec-e:[0-9a-f-]{36}$/);
+    expect(new Set(ids).size).toBe(2);
+  });
+
+  it('Express: an execution ends at its limit wherever it is, as timed out, and cannot be stopped before', async () => {
+    // Prepare: a step that outlives the (shortened) five minutes.
+    const hold = gate();
+    const { calls, tasks } = recorder({ RunNodes: () => hold.wait.then(() => ({ status: 'running', next: 'step' })) });
+    const onError = jest.fn();
+    const wf = new LocalWorkflow({ definition, tasks, onError, type: 'EXPRESS', expressLimitMs: 300 });
+    await wf.start('exec-t', input('exec-t'));
+
+    // Act
+    await wf.stop('exec-t', 'cancelled');
+    const afterStop = wf.running();
+    const timedOut = new Promise<void>((resolve) => {
+      const poll = (): void => {
+        if (onError.mock.calls.length > 0) resolve();
+        else setTimeout(poll, 20);
+      };
+      poll();
+    });
+    await timedOut;
+    hold.open();
+    await wf.idle();
+
+    // Assess: the stop did nothing; the limit ended it, reported as a time-out, with no MarkFailed
+    // (the record is left to the sweeper, as on AWS) and no further step.
+    expect(afterStop).toEqual(['exec-t']);
+    expect(onError).toHaveBeenCalledTimes(1);
+    expect((onError.mock.calls[0]?.[1] as Error).name).toBe('States.Timeout');
+    expect(calls.RunNodes).toHaveLength(1);
+    expect(calls.MarkFailed).toEqual([]);
+    expect(wf.running()).toEqual([]);
+  });
+
+  it('Standard: a stop ends an execution asleep in its Wait state at once, with no further step', async () => {
+    // Prepare: the step answers "wait an hour".
+    const waiting = gate();
+    const { calls, tasks } = recorder({
+      RunNodes: async () => {
+        waiting.open();
+        return { status: 'running', next: 'wait', seconds: 3600, step_timeout: 30 };
+      },
+    });
+    const wf = new LocalWorkflow({ definition, tasks });
+    await wf.start('exec-w', input('exec-w'));
+    await waiting.wait;
+    await new Promise((r) => setTimeout(r, 50));
+    expect(wf.running()).toEqual(['exec-w']);
+
+    // Act
+    await wf.stop('exec-w', 'cancelled');
+    await wf.idleWithin(5_000);
+
     // Assess
-    expect(again).toBe('already_exists');
-    expect(afterwards).toBe('started');
+    expect(wf.running()).toEqual([]);
+    expect(calls.RunNodes).toHaveLength(1);
+  });
+
+  it('runs both machines of a service as one port, each execution on the one named', async () => {
+    // Prepare
+    const express = recorder();
+    const standard = recorder();
+    const both = new LocalWorkflows({
+      express: new LocalWorkflow({ definition, tasks: express.tasks, type: 'EXPRESS' }),
+      standard: new LocalWorkflow({ definition, tasks: standard.tasks }),
+    });
+
+    // Act
+    await both.start('express', 'short', input('short'));
+    await both.start('standard', 'long', input('long'));
+    await both.idle();
+
+    // Assess
+    expect(express.calls.MarkRunning.map((c) => (c as { execution_id: string }).execution_id)).toEqual(['short']);
+    expect(standard.calls.MarkRunning.map((c) => (c as { execution_id: string }).execution_id)).toEqual(['long']);
+    expect(both.running()).toEqual([]);
   });
 
   it('stops an execution between states, without calling later tasks or onError', async () => {
@@ -245,11 +359,8 @@ describe('LocalWorkflow', () => {
     await wf.idle();
 
     // Assess: the first attempt and the two retries of States.Timeout (a step is safe to repeat).
-    expect(calls.RunNodes).toEqual([
-      { execution_id: 'exec-8', gen: 0 },
-      { execution_id: 'exec-8', gen: 0 },
-      { execution_id: 'exec-8', gen: 0 },
-    ]);
+    const first = { execution_id: 'exec-8', gen: 0, run: { next: 'step', step_timeout: 1 } };
+    expect(calls.RunNodes).toEqual([first, first, first]);
     const marked = calls.MarkFailed[0] as { error: { Error: string } };
     expect(marked.error.Error).toBe('States.Timeout');
   });

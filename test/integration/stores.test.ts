@@ -277,7 +277,7 @@ describe('deployments store', () => {
     const id = randomUUID();
     await db.deployments.create(record(id));
     const waits = [{ id: 'approval', visible: false, timeout_ms: 60_000, fields: { ok: { value_type: 'boolean' as const } } }];
-    const next = { version: 2, inputs: [], outputs: [], waits, published_at: 'later', node_detail: false };
+    const next = { version: 2, inputs: [], outputs: [], waits, published_at: 'later', node_detail: false, workflow: 'standard' as const };
 
     const first = await db.deployments.republish(id, 1, next);
     const stale = await db.deployments.republish(id, 1, next);
@@ -286,6 +286,8 @@ describe('deployments store', () => {
     expect(first?.version).toBe(2);
     expect(first?.node_detail).toBe(false);
     expect((await db.deployments.get(id))?.waits).toEqual(waits);
+    // The state machine of the version it now serves goes with it.
+    expect(first?.workflow).toBe('standard');
     expect(stale).toBeNull();
   });
 
@@ -306,6 +308,7 @@ describe('deployments store', () => {
         waits: [],
         published_at: 'x',
         node_detail: true,
+        workflow: 'express',
       }),
     ).toBeNull();
   });

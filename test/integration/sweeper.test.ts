@@ -292,7 +292,7 @@ it("leaves a running execution alone past the service's default time-out while i
       nodes: { in: { type: 'input', value_type: 'string', value: 'x' }, out: { type: 'output', from: 'in' } },
     }),
   );
-  const run = await running(execution({ pipeline_id: 'long-job', version: 1 }), at(0));
+  const run = await running(execution({ pipeline_id: 'long-job', version: 1, workflow: 'standard' }), at(0));
 
   // Act
   const early = await sweepOnce(depsAt(300_000));
@@ -305,6 +305,59 @@ it("leaves a running execution alone past the service's default time-out while i
   expect(during?.status).toBe('running');
   expect(late.timedOut).toBe(1);
   expect(after).toMatchObject({ status: 'failed', error_message: expect.stringMatching(/^Execution timed out after 600 s/) });
+});
+
+it("holds an Express execution of a version to what Express allows, even when the service's default is longer", async () => {
+  // Prepare: a version pushed for Express; the service's default raised to ten minutes since.
+  const d = depsAt(0, { executionTimeoutMs: 600_000 });
+  await push(
+    d,
+    'short-job',
+    JSON.stringify({ nodes: { in: { type: 'input', value_type: 'string', value: 'x' }, out: { type: 'output', from: 'in' } } }),
+  );
+  const run = await running(execution({ pipeline_id: 'short-job', version: 1, workflow: 'express' }), at(0));
+
+  // Act
+  const late = await sweepOnce(depsAt(170_000 + 31_000, { executionTimeoutMs: 600_000 }));
+
+  // Assess
+  expect(late.timedOut).toBe(1);
+  expect(await store.get(run.execution_id, new Date(T0), true)).toMatchObject({
+    status: 'failed',
+    error_message: expect.stringMatching(/^Execution timed out after 170 s/),
+  });
+});
+
+it('queues a pending execution again on its own state machine, and the runner starts it there', async () => {
+  // Prepare
+  const express = execution({ workflow: 'express' });
+  const standard = execution({ workflow: 'standard' });
+  await store.create(express);
+  await store.create(standard);
+  const d = depsAt(400_000);
+  const runnerHandler = createRunnerHandler(() => d);
+
+  // Act
+  expect((await sweepOnce(d)).requeued).toBe(2);
+  for (const m of d.queue.on('executions')) {
+    await runnerHandler(
+      {
+        Records: [{ messageId: 'm', receiptHandle: 'r', body: JSON.stringify(m.body), attributes: { ApproximateReceiveCount: '1' } }],
+      } as unknown as SQSEvent,
+      {} as Context,
+    );
+  }
+
+  // Assess
+  const bodies = d.queue.on('executions').map((m) => m.body);
+  expect(bodies).toEqual(
+    expect.arrayContaining([
+      { execution_id: express.execution_id, workflow: 'express', requeued: T0 + 400_000 },
+      { execution_id: standard.execution_id, workflow: 'standard', requeued: T0 + 400_000 },
+    ]),
+  );
+  expect(d.workflow.on.get(`${express.execution_id}-r${T0 + 400_000}`)).toBe('express');
+  expect(d.workflow.on.get(`${standard.execution_id}-r${T0 + 400_000}`)).toBe('standard');
 });
 
 it('fails an interrupted execution at once when its pipeline sets retry_interrupted to false', async () => {

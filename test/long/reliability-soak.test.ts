@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Deps } from '../../functions/adapters/deps';
-import type { LocalWorkflow } from '../../lib/local/workflow';
+import type { LocalWorkflows } from '../../lib/local/workflow';
 import {
   StoreFaults,
   countingTransitions,
@@ -148,7 +148,7 @@ it('random faults in every store call, the runner and callback delivery: all end
   const receiver = await startReceiver(0.1, random);
   const faults = new StoreFaults();
   const counts: TransitionCounts = new Map();
-  let workflow: LocalWorkflow | undefined;
+  let workflow: LocalWorkflows | undefined;
   let startFaults = 0;
   let httpFaults = 0;
   let chaos = false;

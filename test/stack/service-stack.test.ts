@@ -33,6 +33,11 @@ import { ASSUMPTIONS } from '../../bench/prices';
 import { fixedMonthlyCosts } from '../../bench/aws-calls';
 import type { Template as SynthTemplate } from '../../lib/synth/assembly';
 import { reserving as reservingEdit } from '../synth/synth-helpers';
+import { WORKFLOW_TYPES } from '../../functions/core/workflow-type';
+import { validateDefinition } from '../../functions/core/pipeline';
+import { taskRun } from '../../functions/services/tasks.service';
+import { anExecution, testDeps } from '../support/fakes';
+import { memoryStores } from '../support/memory-stores';
 
 // Prepare: one app for the whole file (building it is the slow part).
 const built = buildTestApp();
@@ -367,14 +372,16 @@ describe('functions', () => {
       expect(env.PIPEGATE_EXECUTION_TIMEOUT_MS).toBe(String(built.settings.executionTimeoutMs));
       expect(env.NODE_OPTIONS).toBe('--enable-source-maps');
       expect(Object.keys(env).filter((k) => k.startsWith('POWERTOOLS_'))).toEqual([]);
-      expect('PIPEGATE_STATE_MACHINE_ARN' in env).toBe(ACCESS[name]?.states.length !== 0);
+      // Both machines' ARNs to the functions that start or stop executions, and no other.
+      expect('PIPEGATE_EXPRESS_STATE_MACHINE_ARN' in env).toBe(ACCESS[name]?.states.length !== 0);
+      expect('PIPEGATE_STANDARD_STATE_MACHINE_ARN' in env).toBe(ACCESS[name]?.states.length !== 0);
+      expect('PIPEGATE_STATE_MACHINE_ARN' in env).toBe(false);
     }
   });
 
-  it("fits the Express state machine: execution time-out within its budget, task-run a step's longest", () => {
-    // Assess
-    expect(built.settings.stateMachineType).toBe('EXPRESS');
-    expect(built.settings.executionTimeoutMs).toBeLessThanOrEqual(EXPRESS_MAX_EXECUTION_TIMEOUT_MS);
+  it("gives task-run a step's longest, which fits an Express execution whatever the execution time-out", () => {
+    // Assess: the default time-out is Standard's to keep; Express executions are held within their allowance.
+    expect(built.settings.executionTimeoutMs).toBeGreaterThan(EXPRESS_MAX_EXECUTION_TIMEOUT_MS);
     const taskRunTimeout = Number(svc[fnId(WORKERS.taskRun)]?.Properties?.Timeout);
     expect(taskRunTimeout).toBe(taskRunLambdaTimeoutSeconds());
     expect(taskRunTimeout).toBeLessThanOrEqual(300);
@@ -534,18 +541,22 @@ describe('least privilege, from lib/stacks/permissions.ts', () => {
     ).toEqual(['deployment-delete', WORKERS.sweeper].sort());
   });
 
-  it("lets only the runner start executions, and only the cancels (caller's, owner's, and an MCP client's tasks/cancel) and a resume's wake (the older workflow) stop them", () => {
+  it("lets only the runner start executions (on both machines), and only the cancels (caller's, owner's, an MCP client's tasks/cancel) and a resume's wake (the older workflow) stop them, on Standard alone", () => {
     // Act
     const starters = allFunctionNames().filter((n) => actionsOn(statementsOf(roleId(n)), 'states:StartExecution').length > 0);
     const stoppers = allFunctionNames().filter((n) => actionsOn(statementsOf(roleId(n)), 'states:StopExecution').length > 0);
     // Assess
     expect(starters).toEqual([WORKERS.runner]);
     expect(stoppers.sort()).toEqual(['deployment-mcp', 'execution-cancel', 'owner-execution-cancel', 'resume']);
-    const machine = logicalId(built.service.stateMachine.node.defaultChild);
-    expect(resourcesFor(statementsOf(roleId(WORKERS.runner)), 'states:StartExecution')).toEqual([`service:${machine}`]);
+    const express = logicalId(built.service.stateMachines.express.node.defaultChild);
+    const standard = logicalId(built.service.stateMachines.standard.node.defaultChild);
+    expect(resourcesFor(statementsOf(roleId(WORKERS.runner)), 'states:StartExecution')).toEqual(
+      [`service:${express}`, `service:${standard}`].sort(),
+    );
+    // Express executions have no StopExecution: no grant names them.
     for (const stopper of stoppers) {
       expect(resourcesFor(statementsOf(roleId(stopper)), 'states:StopExecution')).toEqual([
-        `arn:aws:states:${built.service.region}:${built.service.account}:execution:service:${machine}:*`,
+        `arn:aws:states:${built.service.region}:${built.service.account}:execution:service:${standard}:*`,
       ]);
     }
   });
@@ -631,7 +642,7 @@ describe('the MCP server function (deployment-mcp)', () => {
       .map((st) => ({ actions: [...st.actions].sort(), resources: [...st.resources].sort() }))
       .sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
     const conditioned = statementsOf(roleId(name), svc, true).map((st) => st.actions);
-    const machine = logicalId(built.service.stateMachine.node.defaultChild);
+    const machine = logicalId(built.service.stateMachines.standard.node.defaultChild);
     // Assess: the records an execute writes and a cancel moves, the executions queue (submit) and
     // the callbacks queue (a cancel owes its callback), the key material (links), StopExecution.
     expect(actionsOn(plain, 'dynamodb:')).toEqual(['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem']);
@@ -683,11 +694,23 @@ describe('the MCP server function (deployment-mcp)', () => {
   });
 });
 
-describe('state machine from lib/state-machine.asl.json', () => {
-  const machineId = logicalId(built.service.stateMachine.node.defaultChild);
-  const props = svc[machineId]?.Properties ?? {};
+describe('the two state machines from lib/state-machine.asl.json', () => {
+  const machines = WORKFLOW_TYPES.map((type) => {
+    const id = logicalId(built.service.stateMachines[type].node.defaultChild);
+    return { type, id, props: svc[id]?.Properties ?? {} };
+  });
 
-  it('is the shared ASL document with the three task functions substituted', () => {
+  it('are exactly two: one Express, one Standard', () => {
+    // Assess
+    const all = Object.values(svc).filter((r) => r.Type === 'AWS::StepFunctions::StateMachine');
+    expect(all.map((r) => r.Properties?.StateMachineType).sort()).toEqual(['EXPRESS', 'STANDARD']);
+    expect(machines.map((m) => [m.type, m.props.StateMachineType])).toEqual([
+      ['express', 'EXPRESS'],
+      ['standard', 'STANDARD'],
+    ]);
+  });
+
+  it.each(machines)('$type is the shared ASL document with the three task functions substituted', ({ props }) => {
     // Prepare
     const shared = JSON.parse(readFileSync(ASL_PATH, 'utf8')) as unknown;
     // Act
@@ -704,28 +727,116 @@ describe('state machine from lib/state-machine.asl.json', () => {
     expect([...new Set(placeholders)].sort()).toEqual(Object.keys(ASL_SUBSTITUTIONS).sort());
   });
 
-  it('is Express, logs failed executions (ERROR, with their data) and traces', () => {
+  it.each(machines)('$type logs failed executions (ERROR, with their data) to a log group of its own, and traces', ({ props }) => {
     // Assess
-    expect(props.StateMachineType).toBe('EXPRESS');
     expect(props.LoggingConfiguration).toMatchObject({ Level: 'ERROR', IncludeExecutionData: true });
     expect(props.TracingConfiguration).toEqual({ Enabled: true });
+    const groups = machines.map(
+      (m) => (m.props.LoggingConfiguration as { Destinations: { CloudWatchLogsLogGroup: { LogGroupArn: unknown } }[] }).Destinations,
+    );
+    expect(new Set(groups.map((g) => JSON.stringify(g))).size).toBe(2);
   });
 
-  it('logs every event with stateMachineLogLevel=ALL', () => {
+  it('logs every event of both with stateMachineLogLevel=ALL', () => {
     const all = buildTestApp({ stateMachineLogLevel: 'ALL' });
-    const machine = Object.values(resourcesOf(Template.fromStack(all.service))).find((r) => r.Type === 'AWS::StepFunctions::StateMachine');
-    expect(machine?.Properties?.LoggingConfiguration).toMatchObject({ Level: 'ALL', IncludeExecutionData: true });
+    const found = Object.values(resourcesOf(Template.fromStack(all.service))).filter((r) => r.Type === 'AWS::StepFunctions::StateMachine');
+    expect(found).toHaveLength(2);
+    for (const machine of found)
+      expect(machine.Properties?.LoggingConfiguration).toMatchObject({ Level: 'ALL', IncludeExecutionData: true });
     expect(() => parseSettings({ stateMachineLogLevel: 'DEBUG' })).toThrow(/stateMachineLogLevel/);
   });
 
-  it('may invoke the three task functions and nothing else', () => {
+  it.each(machines)('$type has a role of its own, which may invoke the three task functions and nothing else', ({ props }) => {
     // Act
-    const stmts = statementsOf(refOf(props.RoleArn) ?? '');
+    const role = refOf(props.RoleArn) ?? '';
+    const stmts = statementsOf(role);
     // Assess
+    expect(role).not.toBe('');
+    expect(machines.map((m) => refOf(m.props.RoleArn)).filter((r) => r === role)).toHaveLength(1);
     expect(resourcesFor(stmts, 'lambda:InvokeFunction')).toEqual(
       ['task-start', 'task-run', 'task-fail'].map((n) => `service:${fnId(n)}`).sort(),
     );
     expect(actionsOn(stmts, 'lambda:')).toEqual(['lambda:InvokeFunction']);
+    expect(actionsOn(stmts, '').filter((a) => !/^(lambda|logs|xray):/.test(a))).toEqual([]);
+  });
+});
+
+/**
+ * Waiting holds nothing: a delay past a second, or the time between polls of a job, is a Wait
+ * state of the state machine, never a Lambda that sleeps. The step that meets such a node
+ * records it and answers `wait` with the seconds to the next one due; the document's AfterStep
+ * sends that answer to a Wait state reading those seconds, which then goes back to RunNodes.
+ */
+describe('waiting is a Wait state, never a sleeping Lambda', () => {
+  type State = { Type: string; Next?: string; SecondsPath?: string; Choices?: { Variable: string; StringEquals?: string; Next: string }[] };
+  const doc = JSON.parse(readFileSync(ASL_PATH, 'utf8')) as { States: Record<string, State> };
+  const waitOf = () => {
+    const choice = doc.States.AfterStep;
+    const rule = choice?.Choices?.find((c) => c.Variable === '$.run.next' && c.StringEquals === 'wait');
+    return { rule, state: rule ? doc.States[rule.Next] : undefined };
+  };
+
+  it("sends a step's `wait` answer to a Wait state that waits the answer's seconds and steps again", () => {
+    const { rule, state } = waitOf();
+    expect(doc.States.RunNodes?.Next).toBe('AfterStep');
+    expect(rule).toBeDefined();
+    expect(state).toEqual({ Type: 'Wait', SecondsPath: '$.run.seconds', Next: 'RunNodes' });
+    // No Task state but the three, and none of them is given a sleep.
+    expect(
+      Object.entries(doc.States)
+        .filter(([, x]) => x.Type === 'Task')
+        .map(([n]) => n)
+        .sort(),
+    ).toEqual(['MarkFailed', 'MarkRunning', 'RunNodes']);
+  });
+
+  it.each([
+    ['a delay of 2 s', { type: 'delay', inputs: ['x'], ms: 2_000 }, 2],
+    [
+      'a poll every 5 s',
+      {
+        type: 'http',
+        method: 'POST',
+        url: 'https://jobs.example/v1/jobs',
+        inputs: ['x'],
+        poll: { url: "'https://jobs.example/v1/jobs/' & id", every_ms: 5_000, done: "status = 'done'" },
+      },
+      5,
+    ],
+  ])('parks the step for %s and answers the seconds the Wait state reads', async (_what, node, seconds) => {
+    // Prepare: the step runs the node to its first wait (the poll's submit answered at once).
+    const d = testDeps(memoryStores(), {
+      http: async () => ({
+        status: 202,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ id: 'j1', status: 'queued' }),
+      }),
+    });
+    const checked = validateDefinition({
+      nodes: { x: { type: 'input', value_type: 'string', value: 'a' }, n: node, out: { type: 'output', from: 'n' } },
+    });
+    if (!checked.ok) throw new Error(JSON.stringify(checked.problems));
+    const def = checked.definition;
+    const version = await d.pipelines.push('waits', def, 'h-waits', new Date().toISOString());
+    const e = anExecution({
+      pipeline_id: 'waits',
+      version: version.version,
+      status: 'running',
+      started_at: new Date().toISOString(),
+      workflow: 'standard',
+    });
+    await d.executions.create(e);
+    // Act
+    const answer = await taskRun(d, e.execution_id);
+    // Assess: the step did not sleep through the wait: it recorded the node waiting and handed the
+    // state machine the seconds its Wait state reads (a sleeping step would have answered done).
+    expect(answer).toMatchObject({ status: 'running', next: 'wait', seconds });
+    const records = await d.steps.load(e);
+    expect(records.get('n')?.state).toBe('waiting');
+    expect(records.has('out')).toBe(false);
+    const { state } = waitOf();
+    expect(state?.SecondsPath).toBe('$.run.seconds');
+    expect((await d.executions.get(e.execution_id, new Date()))?.waiting).toContain('"n"');
   });
 });
 
@@ -932,12 +1043,21 @@ describe("Lambda's own log lines", () => {
 });
 
 describe('alarms and outputs', () => {
-  it('alarms on failed executions and on 5xx answers', () => {
+  it('alarms on failed executions of both machines, timed-out Express ones, and 5xx answers', () => {
     // Assess
-    const metrics = Object.values(svc)
-      .filter((r) => r.Type === 'AWS::CloudWatch::Alarm')
-      .map((r) => `${String(r.Properties?.Namespace)}/${String(r.Properties?.MetricName)}`);
-    expect(metrics).toEqual(expect.arrayContaining(['AWS/States/ExecutionsFailed', 'AWS/ApiGateway/5XXError']));
+    const alarms = Object.values(svc).filter((r) => r.Type === 'AWS::CloudWatch::Alarm');
+    const metrics = alarms.map((r) => `${String(r.Properties?.Namespace)}/${String(r.Properties?.MetricName)}`);
+    expect(metrics).toEqual(
+      expect.arrayContaining(['AWS/States/ExecutionsFailed', 'AWS/States/ExecutionsTimedOut', 'AWS/ApiGateway/5XXError']),
+    );
+    const on = (metric: string) =>
+      alarms
+        .filter((r) => r.Properties?.MetricName === metric)
+        .map((r) => refOf((r.Properties?.Dimensions as { Value: unknown }[] | undefined)?.[0]?.Value))
+        .sort();
+    const [express, standard] = WORKFLOW_TYPES.map((t) => logicalId(built.service.stateMachines[t].node.defaultChild));
+    expect(on('ExecutionsFailed')).toEqual([express, standard].sort());
+    expect(on('ExecutionsTimedOut')).toEqual([express]);
   });
 
   it('runs the sweeper every minute from an EventBridge rule, and alarms on its errors', () => {
@@ -970,9 +1090,47 @@ describe('alarms and outputs', () => {
     // Assess
     expect(built.service.stackName).toBe('Pipegate');
     const outputs = outputsOf(service);
-    expect(Object.keys(outputs)).toEqual(expect.arrayContaining(['ApiUrl', 'Region', 'TableName', 'StateMachineArn']));
+    expect(Object.keys(outputs)).toEqual(
+      expect.arrayContaining(['ApiUrl', 'Region', 'TableName', 'ExpressStateMachineArn', 'StandardStateMachineArn']),
+    );
+    // The type is no longer a setting of the stack: each version's executions run on the one they need.
+    expect(Object.keys(outputs)).not.toContain('StateMachineType');
     const url = JSON.stringify(outputs.ApiUrl?.Value);
     expect(url).toContain('execute-api');
     expect(url).toContain(`/${built.settings.stageName}"`);
+  });
+});
+
+describe('docs/aws.md says what the template does', () => {
+  const aws = readFileSync(`${__dirname}/../../docs/aws.md`, 'utf8').replace(/\s+/g, ' ');
+
+  it("states the state machine's log level as the default deploy sets it: ERROR, every event only when asked", () => {
+    // Act
+    const machines = Object.values(svc).filter((r) => r.Type === 'AWS::StepFunctions::StateMachine');
+    const levels = machines.map((m) => String((m.Properties?.LoggingConfiguration as { Level?: string } | undefined)?.Level));
+    const level = levels[0];
+    // Assess
+    expect(machines).toHaveLength(2);
+    expect(new Set(levels)).toEqual(new Set([parseSettings({}).stateMachineLogLevel]));
+    expect(aws).toContain(`| \`stateMachineLogLevel\` | \`${level}\` |`);
+    expect(aws).toContain(`logging at level ${level} by default: a failed execution's events, with their data;`);
+    expect(aws).toContain(`the state machine logs at ${level} by default`);
+  });
+
+  it("states the waiting routes' time-out as the template sets it: they stream, so the streamed one", () => {
+    // Act
+    const waiting = ROUTES.filter((r) => r.waits);
+    const listed = /The waiting routes \(`waits: true` in `lib\/routes\.ts`: ([^)]*)\)/.exec(aws)?.[1] ?? '';
+    // Assess
+    for (const r of waiting) {
+      expect({ handler: r.handler, timeout: svc[fnId(r.handler)]?.Properties?.Timeout }).toEqual({
+        handler: r.handler,
+        timeout: STREAMED_ROUTE_TIMEOUT_SECONDS,
+      });
+      if (r.handler !== 'deployment-mcp')
+        expect({ handler: r.handler, listed: listed.includes(r.handler) }).toEqual({ handler: r.handler, listed: true });
+    }
+    expect(aws).toContain(`their integration and Lambda time-outs are the streamed ${STREAMED_ROUTE_TIMEOUT_SECONDS} s`);
+    expect(aws).toContain("The MCP server's calls (`waits: true` too)");
   });
 });

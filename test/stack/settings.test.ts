@@ -4,30 +4,32 @@ import { taskRunLambdaTimeoutSeconds } from '../../lib/workflow-budget';
 import { buildTestApp, resourcesOf } from './stack-fixture';
 
 describe('deploy settings from context', () => {
-  it('defaults to Express with the longest execution time-out its budget leaves (170 s)', () => {
+  it('defaults to a 300 s execution time-out, which only Standard executions take whole (Express ones are held within 170 s)', () => {
     // Act
     const s = parseSettings({});
     // Assess
-    expect(s).toMatchObject({
-      stackName: 'Pipegate',
-      stageName: 'api',
-      stateMachineType: 'EXPRESS',
-      executionTimeoutMs: EXPRESS_MAX_EXECUTION_TIMEOUT_MS,
-    });
+    expect(s).toMatchObject({ stackName: 'Pipegate', stageName: 'api', executionTimeoutMs: 300_000 });
+    expect(s).not.toHaveProperty('stateMachineType');
     expect(EXPRESS_MAX_EXECUTION_TIMEOUT_MS).toBe(170_000);
   });
 
-  it('refuses an execution time-out that cannot fit an Express execution', () => {
+  it('takes time-outs far longer than one Lambda invocation or an Express execution (the steps keep them), up to 7 days', () => {
     // Act / Assess
-    expect(() => parseSettings({ executionTimeoutMs: EXPRESS_MAX_EXECUTION_TIMEOUT_MS + 1 })).toThrow(/Express/);
-    expect(() => parseSettings({ stateMachineType: 'EXPRESS', executionTimeoutMs: '300000' })).toThrow(/STANDARD/);
+    expect(parseSettings({ executionTimeoutMs: '600000' }).executionTimeoutMs).toBe(600_000);
+    expect(parseSettings({ executionTimeoutMs: 3_600_000 }).executionTimeoutMs).toBe(3_600_000);
+    expect(parseSettings({ executionTimeoutMs: 604_800_000 }).executionTimeoutMs).toBe(604_800_000);
+    expect(() => parseSettings({ executionTimeoutMs: 604_800_001 })).toThrow(/executionTimeoutMs/);
+    expect(() => parseSettings({ executionTimeoutMs: 999 })).toThrow(/executionTimeoutMs/);
   });
 
-  it('takes the 300 s default with Standard, and time-outs far longer than one Lambda invocation (the steps keep them)', () => {
-    // Act / Assess
-    expect(parseSettings({ stateMachineType: 'STANDARD' }).executionTimeoutMs).toBe(300_000);
-    expect(parseSettings({ stateMachineType: 'STANDARD', executionTimeoutMs: '600000' }).executionTimeoutMs).toBe(600_000);
-    expect(parseSettings({ stateMachineType: 'STANDARD', executionTimeoutMs: 3_600_000 }).executionTimeoutMs).toBe(3_600_000);
+  it('refuses the retired stateMachineType, whatever its value, saying what replaced it', () => {
+    // Act / Assess: both machines are deployed; each version runs on the one it needs.
+    for (const value of ['EXPRESS', 'STANDARD', 'express']) {
+      expect(() => parseSettings({ stateMachineType: value })).toThrow(
+        /stateMachineType is retired: the stack deploys an Express and a Standard/,
+      );
+    }
+    expect(() => parseSettings({ stateMachineType: 'STANDARD' })).toThrow(/timeout_ms/);
   });
 
   it('takes a public base URL (a custom domain) without its trailing slash, and refuses one that is not a URL', () => {
@@ -42,24 +44,25 @@ describe('deploy settings from context', () => {
       throttleRateLimit: 50,
       throttleBurstLimit: 75,
     });
-    expect(() => parseSettings({ stateMachineType: 'express' })).toThrow(/stateMachineType/);
     expect(() => parseSettings({ logRetentionDays: 31 })).toThrow(/logRetentionDays/);
     expect(() => parseSettings({ throttleRateLimit: 'fast' })).toThrow(/throttleRateLimit/);
   });
 
-  it('switches the state machine to Standard with stateMachineType=STANDARD', () => {
+  it('deploys both state machines whatever the execution time-out, task-run a step long', () => {
     // Prepare
-    const built = buildTestApp({ stateMachineType: 'STANDARD' });
+    const built = buildTestApp({ executionTimeoutMs: 3_600_000 });
     // Act
     const resources = resourcesOf(Template.fromStack(built.service));
     // Assess
-    const machine = Object.values(resources).find((r) => r.Type === 'AWS::StepFunctions::StateMachine');
-    expect(machine?.Properties?.StateMachineType).toBe('STANDARD');
+    const machines = Object.values(resources).filter((r) => r.Type === 'AWS::StepFunctions::StateMachine');
+    expect(machines.map((m) => m.Properties?.StateMachineType).sort()).toEqual(['EXPRESS', 'STANDARD']);
     const taskRun = Object.values(resources).find(
       (r) => r.Type === 'AWS::Lambda::Function' && r.Properties?.Description === 'pipegate task-run',
     );
     // A step's longest, whatever the execution's time-out: the state machine waits between steps.
     expect(Number(taskRun?.Properties?.Timeout)).toBe(taskRunLambdaTimeoutSeconds());
+    const env = (taskRun?.Properties?.Environment as { Variables: Record<string, unknown> }).Variables;
+    expect(env.PIPEGATE_EXECUTION_TIMEOUT_MS).toBe('3600000');
   });
 
   it('hands publicUrl to every function as PIPEGATE_PUBLIC_URL', () => {

@@ -4,7 +4,7 @@ import { readConfig, type Config } from '../../lib/config';
 import { createDeps, type Deps } from '../../functions/adapters/deps';
 import { silentLogger } from '../../functions/adapters/logger';
 import { testDataKeys, testKeyMaterial } from './dynamo';
-import type { DeploymentRecord, Execution } from '../../functions/core/types';
+import type { DeploymentRecord, Execution, WorkflowType } from '../../functions/core/types';
 import type {
   DeliveriesPort,
   DeploymentsPort,
@@ -50,16 +50,20 @@ export class RecordingQueue implements QueuePort {
   }
 }
 
+/** Names started and stopped, and on which state machine each was (`on`). */
 export class RecordingWorkflow implements WorkflowPort {
   readonly started: string[] = [];
   readonly stopped: string[] = [];
-  async start(name: string): Promise<'started' | 'already_exists'> {
+  readonly on = new Map<string, WorkflowType>();
+  async start(workflow: WorkflowType, name: string): Promise<'started' | 'already_exists'> {
     if (this.started.includes(name)) return 'already_exists';
     this.started.push(name);
+    this.on.set(name, workflow);
     return 'started';
   }
-  async stop(name: string): Promise<void> {
-    this.stopped.push(name);
+  /** As on AWS, only a Standard workflow can be stopped: an Express one is not recorded. */
+  async stop(workflow: WorkflowType, name: string): Promise<void> {
+    if (workflow === 'standard') this.stopped.push(name);
   }
 }
 

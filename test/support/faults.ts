@@ -3,7 +3,7 @@
  * `startRuntime({ wrapDeps })`, and counting the status writes the store accepted.
  */
 import asl from '../../lib/state-machine.asl.json';
-import { LocalWorkflow } from '../../lib/local/workflow';
+import { LocalWorkflow, LocalWorkflows, type MachineType } from '../../lib/local/workflow';
 import type { Deps, DepsSource } from '../../functions/adapters/deps';
 import type { QueueName, WorkflowPort } from '../../functions/core/ports';
 import { createHandler as taskStart } from '../../functions/task-start/handler';
@@ -124,17 +124,20 @@ export const forId =
  * serves the runner and cancel; its tasks reach the dependencies through `deps`, the wrapped
  * ones) and stop it before the runtime.
  */
-export function fastRetryWorkflow(deps: DepsSource, intervalMs = 20, onError?: (name: string, err: unknown) => void): LocalWorkflow {
-  return new LocalWorkflow({
-    definition: asl,
-    tasks: {
-      MarkRunning: taskStart(deps),
-      RunNodes: taskRun(deps),
-      MarkFailed: taskFail(deps),
-    },
-    retryIntervalOverrides: { MarkRunning: intervalMs, RunNodes: intervalMs, MarkFailed: intervalMs },
-    ...(onError ? { onError } : {}),
-  });
+export function fastRetryWorkflow(deps: DepsSource, intervalMs = 20, onError?: (name: string, err: unknown) => void): LocalWorkflows {
+  const machine = (type: MachineType) =>
+    new LocalWorkflow({
+      definition: asl,
+      type,
+      tasks: {
+        MarkRunning: taskStart(deps),
+        RunNodes: taskRun(deps),
+        MarkFailed: taskFail(deps),
+      },
+      retryIntervalOverrides: { MarkRunning: intervalMs, RunNodes: intervalMs, MarkFailed: intervalMs },
+      ...(onError ? { onError } : {}),
+    });
+  return new LocalWorkflows({ express: machine('EXPRESS'), standard: machine('STANDARD') });
 }
 
 /** Workflow starts that fail for chosen executions (the runner's call), counted. */
@@ -147,16 +150,16 @@ export function failingStarts(
   return {
     injected: () => injected,
     starts,
-    async start(name, input) {
+    async start(type, name, input) {
       if (fails(name)) {
         injected += 1;
         throw stepError('workflow.start');
       }
-      const out = await workflow.start(name, input);
+      const out = await workflow.start(type, name, input);
       if (out === 'started') starts.set(name, (starts.get(name) ?? 0) + 1);
       return out;
     },
-    stop: (name, cause) => workflow.stop(name, cause),
+    stop: (type, name, cause) => workflow.stop(type, name, cause),
   };
 }
 

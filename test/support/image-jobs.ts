@@ -19,6 +19,10 @@ export interface JobStats {
   jobs: number;
   running: number;
   max_running: number;
+  /** Jobs submitted and not over yet, and the most at once since the last reset. */
+  open: number;
+  max_open: number;
+  moderations: number;
   /** Polls answered, by job id. */
   polls: Record<string, number>;
   callbacks: { job: string; attempt: number; status?: number; error?: string }[];
@@ -38,6 +42,8 @@ export interface ImageJobs {
   url: string;
   log(): string;
   stats(): Promise<JobStats>;
+  /** The most-at-once counters start again from what is open now. */
+  resetStats(): Promise<void>;
   jobs(): Promise<JobView[]>;
   /** The one job submitted with this Idempotency-Key (the service keeps one job per key). */
   jobOf(key: string): Promise<JobView | undefined>;
@@ -88,6 +94,9 @@ export async function startImageJobs(env: Record<string, string> = {}): Promise<
     url,
     log,
     stats: () => get<JobStats>('/v1/stats'),
+    resetStats: async () => {
+      await fetch(`${url}/v1/stats/reset`, { method: 'POST' });
+    },
     jobs: () => jobs(),
     jobOf: async (key) => (await jobs(key))[0],
     close,

@@ -41,6 +41,7 @@ import type {
   PipelineVersion,
   RunPointer,
   SealedSecret,
+  WorkflowType,
 } from '../../functions/core/types';
 import {
   addUsageAttribute,
@@ -345,11 +346,24 @@ export class MemoryPipelines implements PipelinesPort {
     return [...this.metas.values()].map(listingOf);
   }
 
-  async push(id: string, definition: PipelineDefinition, hash: string, now: string): Promise<{ version: number; created: boolean }> {
+  async push(
+    id: string,
+    definition: PipelineDefinition,
+    hash: string,
+    now: string,
+    workflow?: WorkflowType,
+  ): Promise<{ version: number; created: boolean }> {
     const meta = this.metas.get(id);
     if (meta && meta.latest_hash === hash) return { version: meta.version, created: false };
     const version = (meta?.version ?? 0) + 1;
-    this.versions.set(`${id}#${version}`, { pipeline_id: id, version, definition: copy(definition), hash, created_at: now });
+    this.versions.set(`${id}#${version}`, {
+      pipeline_id: id,
+      version,
+      definition: copy(definition),
+      hash,
+      created_at: now,
+      ...(workflow === undefined ? {} : { workflow }),
+    });
     this.metas.set(id, {
       pipeline_id: id,
       version,
@@ -397,7 +411,15 @@ export class MemoryDeployments implements DeploymentsPort {
   async republish(
     id: string,
     revision: number,
-    next: { version: number; inputs: ContractInput[]; outputs: ContractOutput[]; waits: ContractWait[]; published_at: string; node_detail: boolean },
+    next: {
+      version: number;
+      inputs: ContractInput[];
+      outputs: ContractOutput[];
+      waits: ContractWait[];
+      published_at: string;
+      node_detail: boolean;
+      workflow: WorkflowType;
+    },
   ): Promise<DeploymentRecord | null> {
     return this.update(id, revision, next);
   }

@@ -7,6 +7,8 @@ import { startRuntime, type Runtime, type RuntimeOptions } from '../../lib/local
 import { startSynthRuntime } from '../../lib/synth/runtime';
 import type { Assembly } from '../../lib/synth/assembly';
 import type { PipelineDefinition } from '../../functions/core/types';
+import type { Deps } from '../../functions/adapters/deps';
+import type { LocalWorkflows } from '../../lib/local/workflow';
 import { isTerminalStatus } from '../../functions/core/transitions';
 import { testAssembly } from './synth';
 import { HANG_MS } from './hang';
@@ -35,7 +37,10 @@ export interface RuntimeBase {
   url: string;
   ownerToken: string;
   dataDir: string;
-  workflow: { running(): string[] };
+  /** The two state machines (Express and Standard), as both runtimes run them. */
+  workflow: Pick<LocalWorkflows, 'running' | 'machines'>;
+  /** The stores and queues as the functions see them, from the test's process. */
+  deps: Deps;
   stop(opts?: { drainMs?: number }): Promise<unknown>;
 }
 

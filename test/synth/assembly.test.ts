@@ -74,8 +74,8 @@ describe('the synthesized assembly', () => {
   it('resolves the state machine substitutions to the task functions and every policy document', () => {
     // Prepare
     const service = resolved.stack('Pipegate');
-    const [machineId, machine] =
-      Object.entries(service.stack.template.Resources).find(([, r]) => r.Type === 'AWS::StepFunctions::StateMachine') ?? [];
+    const machines = Object.entries(service.stack.template.Resources).filter(([, r]) => r.Type === 'AWS::StepFunctions::StateMachine');
+    const [machineId, machine] = machines.find(([id]) => id.startsWith('StandardStateMachine')) ?? [];
     // Act
     const subs = service.resolve(machine?.Properties?.DefinitionSubstitutions) as Record<string, string>;
     const policies = assembly.stacks.flatMap((s) =>
@@ -86,7 +86,10 @@ describe('the synthesized assembly', () => {
     // Assess
     expect(Object.keys(subs).sort()).toEqual(['TaskFailArn', 'TaskRunArn', 'TaskStartArn']);
     expect(subs.TaskRunArn).toMatch(/^arn:aws:lambda:us-east-1:123456789012:function:Pipegate-TaskRunFunction[0-9A-F]+$/);
-    expect(service.physical[machineId ?? '']?.ref).toMatch(/^arn:aws:states:us-east-1:123456789012:stateMachine:Pipegate-StateMachine/);
+    expect(machines).toHaveLength(2);
+    expect(service.physical[machineId ?? '']?.ref).toMatch(
+      /^arn:aws:states:us-east-1:123456789012:stateMachine:Pipegate-StandardStateMachine/,
+    );
     expect(JSON.stringify(policies)).not.toMatch(/"(Ref|Fn::[A-Za-z]+)"/);
     expect(stackOf(assembly, 'Pipegate').template.Outputs?.ApiUrl).toBeDefined();
   });

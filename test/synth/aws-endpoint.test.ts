@@ -58,6 +58,7 @@ describe('the local AWS endpoint', () => {
   let table: string;
   let executions: LocalQueue;
   let machineArn: string;
+  let expressArn: string;
   const standard = new RecordingMachine('STANDARD');
   const express = new RecordingMachine('EXPRESS');
   let services: AwsServices;
@@ -75,8 +76,10 @@ describe('the local AWS endpoint', () => {
     table = stateful.physical[logicalId(resolved, 'PipegateStateful', 'AWS::DynamoDB::Table', 'Table')]?.ref ?? '';
     await ensureTable(dynamo.endpoint, table);
     executions = new LocalQueue({ dir, name: 'executions', visibilityTimeoutSeconds: 30, maxReceiveCount: 5, batchSize: 10 });
-    machineArn =
-      resolved.stack('Pipegate').physical[logicalId(resolved, 'Pipegate', 'AWS::StepFunctions::StateMachine', 'StateMachine')]?.ref ?? '';
+    const machineOf = (id: string) =>
+      resolved.stack('Pipegate').physical[logicalId(resolved, 'Pipegate', 'AWS::StepFunctions::StateMachine', id)]?.ref ?? '';
+    machineArn = machineOf('StandardStateMachine');
+    expressArn = machineOf('ExpressStateMachine');
     secretArn = stateful.physical[logicalId(resolved, 'PipegateStateful', 'AWS::SecretsManager::Secret', 'KeyMaterial')]?.ref ?? '';
     pepperArn = stateful.physical[logicalId(resolved, 'PipegateStateful', 'AWS::SecretsManager::Secret', 'KeyPepper')]?.ref ?? '';
     bucket = stateful.physical[logicalId(resolved, 'PipegateStateful', 'AWS::S3::Bucket', 'Objects')]?.ref ?? '';
@@ -88,7 +91,10 @@ describe('the local AWS endpoint', () => {
       arns: resolved.arns,
       dynamoEndpoint: dynamo.endpoint,
       queues: new Map([[queueArn(resolved, 'Executions'), executions]]),
-      stateMachines: new Map<string, StateMachinePort>([[machineArn, standard]]),
+      stateMachines: new Map<string, StateMachinePort>([
+        [machineArn, standard],
+        [expressArn, express],
+      ]),
       secrets,
       objects: { dir: path.join(dir, 'objects'), buckets: [bucket] },
     };
@@ -220,18 +226,19 @@ describe('the local AWS endpoint', () => {
 
   it('keeps Step Functions name idempotency for Standard machines, through the real workflow adapter', async () => {
     // Prepare
-    const runner = new SfnWorkflowPort(as('runner').sfn, machineArn);
-    const cancel = new SfnWorkflowPort(as('execution-cancel').sfn, machineArn);
+    const machines = { express: expressArn, standard: machineArn };
+    const runner = new SfnWorkflowPort(as('runner').sfn, machines);
+    const cancel = new SfnWorkflowPort(as('execution-cancel').sfn, machines);
     // Act / Assess
-    expect(await runner.start('run-1', { execution_id: 'run-1' })).toBe('started');
-    expect(await runner.start('run-1', { execution_id: 'run-1' })).toBe('started');
-    expect(await runner.start('run-1', { execution_id: 'other' })).toBe('already_exists');
+    expect(await runner.start('standard', 'run-1', { execution_id: 'run-1' })).toBe('started');
+    expect(await runner.start('standard', 'run-1', { execution_id: 'run-1' })).toBe('started');
+    expect(await runner.start('standard', 'run-1', { execution_id: 'other' })).toBe('already_exists');
     expect(standard.started).toEqual([{ name: 'run-1', input: { execution_id: 'run-1' } }]);
-    await cancel.stop('run-1', 'cancelled');
+    await cancel.stop('standard', 'run-1', 'cancelled');
     expect(standard.stopped).toEqual(['run-1']);
     // Closed: the same name and input is now a reuse too.
-    expect(await runner.start('run-1', { execution_id: 'run-1' })).toBe('already_exists');
-    await cancel.stop('never-started', 'x');
+    expect(await runner.start('standard', 'run-1', { execution_id: 'run-1' })).toBe('already_exists');
+    await cancel.stop('standard', 'never-started', 'x');
     expect(
       await errorName(as('execute').sfn.send(new StartExecutionCommand({ stateMachineArn: machineArn, name: 'n', input: '{}' }))),
     ).toBe('AccessDeniedException');
@@ -242,19 +249,22 @@ describe('the local AWS endpoint', () => {
   });
 
   it('starts every Express execution anew, with an express: ARN, and stops none', async () => {
-    // Prepare: the template's machine served as the Express machine it is declared as.
-    endpoint.serve({ ...services, stateMachines: new Map<string, StateMachinePort>([[machineArn, express]]) });
+    // Prepare: the template's Express machine.
     const runner = as('runner').sfn;
-    const start = new StartExecutionCommand({ stateMachineArn: machineArn, name: 'e-1', input: '{"execution_id":"e-1"}' });
+    const start = new StartExecutionCommand({ stateMachineArn: expressArn, name: 'e-1', input: '{"execution_id":"e-1"}' });
     try {
       // Act
       const first = await runner.send(start);
       const second = await runner.send(start);
-      await new SfnWorkflowPort(as('execution-cancel').sfn, machineArn).stop('e-1', 'cancelled');
+      await new SfnWorkflowPort(as('execution-cancel').sfn, { express: expressArn, standard: machineArn }).stop(
+        'express',
+        'e-1',
+        'cancelled',
+      );
       const direct = await errorName(as('execution-cancel').sfn.send(new StopExecutionCommand({ executionArn: first.executionArn })));
       // Assess
       expect(first.executionArn).toMatch(
-        new RegExp(`^arn:aws:states:us-east-1:123456789012:express:${machineArn.split(':').pop()}:e-1:[0-9a-f-]{36}$`),
+        new RegExp(`^arn:aws:states:us-east-1:123456789012:express:${expressArn.split(':').pop()}:e-1:[0-9a-f-]{36}$`),
       );
       expect(second.executionArn).not.toBe(first.executionArn);
       expect(express.started.map((s) => s.name)).toEqual(['e-1', 'e-1']);
@@ -268,13 +278,13 @@ describe('the local AWS endpoint', () => {
   it("answers a StartExecution past the scale model's throttle with ThrottlingException, which the SDK retries as a throttle", async () => {
     // Prepare: Express at 1/6000 of its quota: one start banked, one more a second.
     const throttle = new StartExecutionThrottle(1 / 6000, { lambda: {}, stage: {}, dynamo: {}, states: {} });
-    endpoint.serve({ ...services, stateMachines: new Map<string, StateMachinePort>([[machineArn, express]]), startThrottle: throttle });
+    endpoint.serve({ ...services, startThrottle: throttle });
     const config = {
       endpoint: endpoint.url,
       region: 'us-east-1',
       credentials: credentialsFor(functionRoleArn(resolved, 'runner'), 'runner'),
     };
-    const start = new StartExecutionCommand({ stateMachineArn: machineArn, name: 't-1', input: '{"execution_id":"t-1"}' });
+    const start = new StartExecutionCommand({ stateMachineArn: expressArn, name: 't-1', input: '{"execution_id":"t-1"}' });
     try {
       // Act
       await new SFNClient({ ...config, maxAttempts: 1 }).send(start);

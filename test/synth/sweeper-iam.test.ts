@@ -114,11 +114,16 @@ describe("the sweeper's role", () => {
 
     // Act
     const report = await sweepOnce({ ...d, queue });
-    const made = [...calls, ...sends];
+    const made: Call[] = [...calls, ...sends];
 
     // Assess: every repair happened, with no error (so every call above succeeded).
     expect(report).toMatchObject({ requeued: 1, timedOut: 2, callbacksRequeued: 1, errors: 0 });
     expect(d.workflow.started.concat(d.workflow.stopped)).toEqual([]);
+    const stack = resolved.stack('Pipegate');
+    const machineOf = (id: string) => stack.physical[logicalId(resolved, 'Pipegate', 'AWS::StepFunctions::StateMachine', id)]?.ref ?? '';
+    const standard = machineOf('StandardStateMachine');
+    const express = machineOf('ExpressStateMachine');
+    const executionArn = (machine: string, name: string) => `${machine.replace(':stateMachine:', ':execution:')}:${name}`;
     const distinct = [...new Map(made.map((c) => [`${c.action} ${c.resource}`, c])).values()];
     expect(
       distinct
@@ -137,8 +142,6 @@ describe("the sweeper's role", () => {
     for (const c of distinct) expect([c, await allowed(c)]).toEqual([c, true]);
 
     // Everything else any pipegate function is granted is refused to the sweeper.
-    const stack = resolved.stack('Pipegate');
-    const machine = stack.physical[logicalId(resolved, 'Pipegate', 'AWS::StepFunctions::StateMachine', 'StateMachine')]?.ref ?? '';
     const secret =
       resolved.stack('PipegateStateful').physical[logicalId(resolved, 'PipegateStateful', 'AWS::SecretsManager::Secret', 'KeyMaterial')]
         ?.ref ?? '';
@@ -152,8 +155,10 @@ describe("the sweeper's role", () => {
       { action: 'dynamodb:Scan', resource: `${table}/index/sweep` },
       { action: 'sqs:ReceiveMessage', resource: queues.executions },
       { action: 'sqs:DeleteMessage', resource: queues.callbacks },
-      { action: 'states:StartExecution', resource: machine },
-      { action: 'states:StopExecution', resource: machine.replace(':stateMachine:', ':execution:') + ':x' },
+      { action: 'states:StartExecution', resource: standard },
+      { action: 'states:StartExecution', resource: express },
+      { action: 'states:StopExecution', resource: executionArn(standard, 'x') },
+      { action: 'states:StopExecution', resource: executionArn(express, 'x') },
       { action: 'secretsmanager:GetSecretValue', resource: secret },
     ];
     for (const c of others) expect([c, await allowed(c)]).toEqual([c, false]);

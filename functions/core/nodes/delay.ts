@@ -3,7 +3,7 @@
  * wait of the state machine (no Lambda runs meanwhile); a shorter one is made inside the step.
  */
 import * as v from 'valibot';
-import { defineNode, description, integerIn, listReferences, nodeRef, objectMessage, Waiting } from './kind';
+import { defineNode, description, FLOW_FIELDS, integerIn, listReferences, nodeRef, objectMessage, Waiting } from './kind';
 import { IN_STEP_WAIT_MAX_MS } from './run-context';
 
 /** 24 hours. */
@@ -18,6 +18,7 @@ export const delay = defineNode({
         integerIn(0, DELAY_MAX_MS, ' ms'),
         v.description('Up to 24 hours. Longer than a second, the execution waits in the state machine, with nothing running.'),
       ),
+      ...FLOW_FIELDS,
       description,
     },
     objectMessage('an object'),
@@ -28,8 +29,8 @@ export const delay = defineNode({
   // A list of another length is the schema's to report; its ids are not references then.
   references: (raw) => (Array.isArray(raw.inputs) && raw.inputs.length === 1 ? listReferences(raw) : []),
   dependencies: (node) => node.inputs,
-  example: { type: 'delay', inputs: ['a'], ms: 1000 },
-  expressions: [],
+  example: { type: 'delay', inputs: ['a'], ms: 1000, if: "a != ''" },
+  expressions: ['if'],
   secrets: { templates: [], bindings: [] },
   durability: 'recorded',
   repeatable: () => true,

@@ -9,13 +9,14 @@ import * as v from 'valibot';
 import { delay } from './delay';
 import { http } from './http';
 import { input } from './input';
+import { map } from './map';
 import type { NodeKind, NodeObjectSchema, Outcome, Resumed } from './kind';
 import type { RunContext } from './run-context';
 import { output } from './output';
 import { transform } from './transform';
 import { wait } from './wait';
 
-export const NODE_KINDS = { input, output, transform, http, delay, wait } as const;
+export const NODE_KINDS = { input, output, transform, http, delay, wait, map } as const;
 
 /** Each key names its own kind: `{ foo: bar }` does not compile. */
 type KeyedByType<R> = { [K in keyof R]: R[K] extends { type: K } ? R[K] : never };
@@ -32,8 +33,12 @@ export const NODE_TYPES = Object.keys(NODE_KINDS) as NodeType[];
  * Any kind, as the walks and the engine use it: they hand each kind nodes of its own type only
  * (`kindOf`), which is what makes the widening below safe.
  */
-export type AnyNodeKind = Omit<NodeKind<NodeObjectSchema>, 'dependencies' | 'run' | 'resume' | 'repeatable' | 'waits' | 'longestMs'> & {
+export type AnyNodeKind = Omit<
+  NodeKind<NodeObjectSchema>,
+  'dependencies' | 'joinsAny' | 'run' | 'resume' | 'repeatable' | 'waits' | 'longestMs'
+> & {
   dependencies(node: PipelineNode): readonly string[];
+  joinsAny?(node: PipelineNode): boolean;
   repeatable(node: PipelineNode): boolean;
   waits(node: PipelineNode): boolean;
   longestMs(node: PipelineNode): number;
@@ -82,5 +87,5 @@ export function nodeIdsOfRole(nodes: Readonly<Record<string, PipelineNode>>, rol
   });
 }
 
-export { input, output, transform, http, delay, wait };
+export { input, output, transform, http, delay, wait, map };
 export type { NodeKind } from './kind';

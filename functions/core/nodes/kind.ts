@@ -67,8 +67,17 @@ export class Waiting {
   ) {}
 }
 
-/** What one step of a node came to: its value, or a wait. */
-export type Outcome = { value: unknown } | Waiting;
+/**
+ * What one step of a node came to: its value, or a wait. A map's value may come with the items
+ * that failed under `on_item_error: "skip"` (their places hold null), for the owner's trace.
+ */
+export type Outcome = { value: unknown; itemErrors?: ItemError[] } | Waiting;
+
+/** An item of a map that failed while its map went on (`on_item_error: "skip"`): which, and why. */
+export interface ItemError {
+  index: number;
+  error: string;
+}
 
 /**
  * How a node's value is kept across steps. `pure` nodes call nothing: their values are
@@ -103,6 +112,11 @@ export interface NodeKindSpec<O extends NodeObjectSchema> {
   references(raw: Readonly<Record<string, unknown>>): NodeReference[];
   /** The ids it reads, in the order its run receives their values. */
   dependencies(node: NodeOf<O>): readonly string[];
+  /**
+   * Whether it runs when at least one of the nodes it reads ran, those skipped being absent
+   * (an output's list of `from`); default: its `join` field ("any"), else every one must have run.
+   */
+  joinsAny?(node: NodeOf<O>): boolean;
   /** Fields holding JSONata, as dotted paths (`body`, `poll.url`): checked for syntax at push. */
   expressions: readonly string[];
   secrets: SecretFields;
@@ -111,6 +125,11 @@ export interface NodeKindSpec<O extends NodeObjectSchema> {
    * `{{resume_url.ID}}` in templates, `$resume_url('ID')` in JSONata bindings. Absent: nowhere.
    */
   resumeUrls?: ResumeUrlFields;
+  /**
+   * A field holding a whole node of another kind (a map's `node`): its unknown fields are listed
+   * by `checks`, each with its reason, rather than by the schema.
+   */
+  nested?: string;
   /** Rules between its fields, on the raw node (only fields of the right type are looked at). */
   checks?(raw: Readonly<Record<string, unknown>>): FieldProblem[];
   /**
@@ -126,9 +145,17 @@ export interface NodeKindSpec<O extends NodeObjectSchema> {
    * call whose answer was never recorded). A node that is not is failed instead, naming it.
    */
   repeatable(node: NodeOf<O>): boolean;
-  /** Whether it may wait for the state machine (polls, long waits): such a pipeline runs on the Standard workflow. */
+  /**
+   * Whether it may wait for the state machine (polls, long waits): its step ends and a Wait state
+   * of the state machine holds the execution, nothing running. Whether that needs the Standard
+   * state machine is `longestMs`'s to say (functions/core/workflow-type.ts).
+   */
   waits(node: NodeOf<O>): boolean;
-  /** The longest a node may take in all, milliseconds (its own time-out, its delay). */
+  /**
+   * The longest a node may take in all, milliseconds (its own time-out, its delay, a poll's or a
+   * wait's time-out): a pipeline whose nodes could take longer one after another than an Express
+   * execution allows runs on the Standard state machine.
+   */
   longestMs(node: NodeOf<O>): number;
   /** A node's first step, given its dependencies' values in `dependencies` order. */
   run(node: NodeOf<O>, values: readonly unknown[], ctx: RunContext, id: string): Promise<Outcome>;
@@ -221,6 +248,30 @@ export const integerIn = (min: number, max: number, unit = '') =>
 export const expression = (text: string) =>
   v.pipe(v.string('must be a JSONata expression (a string)'), v.minLength(1, 'must not be empty'), v.description(text));
 
+/** The JSONata of a node's `if`. */
+export const IF_TEXT =
+  'JSONata over the same object as the node\'s own expressions (its inputs by id; skipped ones absent): true runs the node, false skips it, and every node reading it is skipped too (unless it says `join: "any"`). Anything but true or false fails the node.';
+
+/**
+ * Control flow, on every node that reads others (an input has nothing to decide on): `if`
+ * skips it, `join: "any"` runs it when at least one of the nodes it reads ran.
+ */
+export const FLOW_FIELDS = {
+  if: v.optional(expression(IF_TEXT)),
+  join: v.optional(
+    v.pipe(
+      v.picklist(['all', 'any'], 'must be "all" or "any"'),
+      v.metadata({ default: 'all' }),
+      v.description(
+        '"all": the node is skipped when any node it reads was skipped. "any": it runs when at least one of them ran, the skipped ones absent from the object its expressions see; skipped only when all were.',
+      ),
+    ),
+  ),
+};
+
+/** The flow fields' names: a kind that takes them lists `if` among its expressions. */
+export const FLOW_FIELD_NAMES = ['if', 'join'] as const;
+
 /** `inputs` as a list of node ids: each string of it is a reference. */
 export function listReferences(raw: Readonly<Record<string, unknown>>, field = 'inputs'): NodeReference[] {
   const list = raw[field];
@@ -243,4 +294,14 @@ export function reasonOf(e: unknown): string {
   if (e instanceof Error) return e.message;
   if (typeof e === 'object' && e !== null && 'message' in e && typeof e.message === 'string') return e.message;
   return String(e);
+}
+
+/** A call a crash (or a time-out) cut short before its answer was recorded, and not safe to repeat. */
+export class InterruptedCallError extends Error {
+  override readonly name = 'InterruptedCallError';
+  constructor() {
+    super(
+      'it was interrupted in the middle of its call (a crash or a time-out), and its request is not safe to repeat: set "retry_interrupted": true on the node to repeat it',
+    );
+  }
 }

@@ -4,7 +4,7 @@
  * limits, the loop guard, sleeping until the run ends). Node kinds import none of those
  * themselves, so declaring a kind pulls no evaluator into a bundle.
  */
-import type { HttpPort, ObjectRef, SizedStream } from '../ports';
+import type { HttpPort, ObjectRef, OutputAssetRef, SizedStream } from '../ports';
 import type { RawValue } from '../types';
 
 /** An asset as a transform or http node sees it. */
@@ -40,13 +40,16 @@ export interface HeldAsset {
   view: AssetView;
 }
 
-/** An output node's value when it is an asset of this run; stored as its reference only. */
+/** An output node's value when it is an asset of this run, or a list of them; stored as references only. */
 export class AssetOutput {
-  constructor(readonly ref: ObjectRef) {}
+  constructor(readonly ref: OutputAssetRef) {}
 
   /** What the owner's trace preview shows: never a URL. */
   toJSON(): Record<string, unknown> {
-    return { value_type: 'ASSET', media_type: this.ref.media_type, bytes: this.ref.bytes };
+    const r = this.ref;
+    if (Array.isArray(r))
+      return { value_type: 'ASSET', files: r.map((f) => (f === null ? null : { media_type: f.media_type, bytes: f.bytes })) };
+    return { value_type: 'ASSET', media_type: r.media_type, bytes: r.bytes };
   }
 }
 
@@ -55,6 +58,31 @@ export class AssetOutput {
  * a transition costs more than the wait.
  */
 export const IN_STEP_WAIT_MAX_MS = 1_000;
+
+/**
+ * One item of a map as its step left it: done (a failure recorded under `on_item_error: "skip"`
+ * is done, its value null and `error` why), failed just now (the error, not recorded), waiting
+ * until a time (a job between polls: it keeps its place among the items under way), or not
+ * started because the step's time is spent.
+ */
+export type ItemOutcome = { value: unknown; error?: string } | { failed: unknown } | { waiting: number } | { later: true };
+
+/** What a map node's run is given to run its items, each a checkpointed step of its own. */
+export interface MapItems {
+  /** Whether an earlier step recorded the item as ended. */
+  ended(index: number): boolean;
+  /**
+   * The item's next step: its recorded value, its first step or its next one, recorded as the
+   * map's node `node` (given `values` in its `inputs` order) under `<map id>.<index>`. With
+   * `recordFailure`, a failure is recorded as the item's end (null, and why).
+   */
+  run(index: number, node: ItemNode, values: readonly unknown[], recordFailure: boolean): Promise<ItemOutcome>;
+  /** Told each time an item ends in this step: how many have ended of how many. */
+  progress(done: number, total: number): void;
+}
+
+/** A map's node as each item runs it: an http or transform node reading the map's inputs, `item` and `index`. */
+export type ItemNode = Extract<import('./index').PipelineNode, { type: 'http' | 'transform' }>;
 
 export interface RunContext {
   http: HttpPort;
@@ -92,6 +120,8 @@ export interface RunContext {
    * it: nothing a transform writes can name an object the run does not hold.
    */
   held(value: unknown): HeldAsset | null;
+  /** A map node's items (functions/core/nodes/map.ts), by the map's id. */
+  items(mapId: string): MapItems;
 }
 
 /** The object a JSONata expression sees: each dependency's value by id, absent when it has none. */

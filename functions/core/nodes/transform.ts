@@ -1,6 +1,6 @@
 /** The transform node: a JSONata expression over the values of its inputs. */
 import * as v from 'valibot';
-import { defineNode, description, expression, listReferences, nodeRefs, objectMessage } from './kind';
+import { defineNode, description, expression, FLOW_FIELDS, listReferences, nodeRefs, objectMessage } from './kind';
 import { scope } from './run-context';
 
 export const transform = defineNode({
@@ -9,6 +9,7 @@ export const transform = defineNode({
       type: v.literal('transform'),
       inputs: nodeRefs,
       expression: expression('JSONata, evaluated over `{ <input id>: value }`.'),
+      ...FLOW_FIELDS,
       description,
     },
     objectMessage('an object'),
@@ -18,12 +19,12 @@ export const transform = defineNode({
   feeds: true,
   references: (raw) => listReferences(raw),
   dependencies: (node) => node.inputs,
-  example: { type: 'transform', inputs: ['a', 'b'], expression: "a & ', ' & b" },
+  example: { type: 'transform', inputs: ['a', 'b'], expression: "a & ', ' & b", if: "a != ''" },
   durability: 'pure',
   repeatable: () => true,
   waits: () => false,
   longestMs: () => 0,
-  expressions: ['expression'],
+  expressions: ['expression', 'if'],
   secrets: { templates: [], bindings: [] },
   run: async (node, values, ctx) => ({ value: await ctx.evaluate(node.expression, scope(node.inputs, values)) }),
   callerReason: () => 'its expression failed',

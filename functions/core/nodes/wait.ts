@@ -11,6 +11,7 @@ import { matchesValueType, isPlainObject, expectedValue } from '../values';
 import { ownRecord, plainObject } from '../schema-parts';
 import {
   defineNode,
+  FLOW_FIELDS,
   describeType,
   description,
   integerIn,
@@ -88,6 +89,7 @@ const WaitObject = v.strictObject(
         ),
       ),
     ),
+    ...FLOW_FIELDS,
     label,
     description,
   },
@@ -142,8 +144,9 @@ export const wait = defineNode({
     timeout_ms: 86_400_000,
     on_timeout: { value: { approved: false } },
     fields: { approved: { value_type: 'boolean', label: 'Approve' } },
+    if: "a != ''",
   },
-  expressions: [],
+  expressions: ['if'],
   secrets: { templates: [], bindings: [] },
   durability: 'recorded',
   // Waiting does nothing outside: beginning again after a crash is harmless.

@@ -110,7 +110,12 @@ function traceLines(e: OwnerExecution, c: Colors): string {
       t.outcome === 'completed' ? c.green(t.outcome) : t.outcome === 'failed' ? c.red(t.outcome) : c.dim(t.outcome),
       t.started_at ? t.started_at.slice(11, 23) : '',
       duration(t.duration_ms),
-      t.outcome === 'failed' ? oneLine(t.error, 100) : oneLine(t.preview, 60),
+      t.outcome === 'failed'
+        ? oneLine(t.error, 100)
+        : t.item_errors && t.item_errors.length > 0
+          ? // A map whose failed items were skipped (on_item_error "skip"): which, and the first reason.
+            oneLine(`items ${t.item_errors.map((x) => x.index).join(', ')} failed: ${t.item_errors[0]?.error ?? ''}`, 100)
+          : oneLine(t.preview, 60),
     ]),
     c,
   );

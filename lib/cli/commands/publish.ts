@@ -124,18 +124,13 @@ export function renderPublished(pipeline: string, p: Published, created: boolean
   if (snippet !== 'none') {
     lines.push('');
     lines.push(c.dim(`  Try it (${snippet}; --snippet ${SNIPPET_LANGUAGES.join('|')}):`));
+    // Printed at the first column, as it is to be pasted: Python refuses an indented block.
     lines.push(
       p.api_key
-        ? `    export ${SNIPPET_KEY_VARIABLE}=${p.api_key}`
-        : `    # export ${SNIPPET_KEY_VARIABLE}= the API key shown at the first publish (lost it? pipegate keys rotate ${pipeline})`,
+        ? `export ${SNIPPET_KEY_VARIABLE}=${p.api_key}`
+        : `# export ${SNIPPET_KEY_VARIABLE}= the API key shown at the first publish (lost it? pipegate keys rotate ${pipeline})`,
     );
-    const text = publishedSnippets(pipeline, p)[snippet];
-    lines.push(
-      text
-        .split('\n')
-        .map((l) => `    ${l}`)
-        .join('\n'),
-    );
+    lines.push(publishedSnippets(pipeline, p)[snippet]);
   }
   return lines.join('\n');
 }

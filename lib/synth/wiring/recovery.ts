@@ -5,7 +5,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, ScanCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { createDeps, type Deps } from '../../../functions/adapters/deps';
-import { isConditionFailure, localEndpointConfig } from '../../../functions/adapters/dynamo';
+import { conditionalWrite, localEndpointConfig } from '../../../functions/adapters/dynamo';
 import { sweepKey } from '../../../functions/adapters/executions.store';
 import { createGuardedHttp } from '../../../functions/adapters/guarded-http';
 import { parseKeyMaterial, StaticKeyMaterial } from '../../../functions/adapters/key-material';
@@ -13,7 +13,7 @@ import { silentLogger } from '../../../functions/adapters/logger';
 import { createObjectStore } from '../../../functions/adapters/objects.store';
 import { readConfig } from '../../config';
 import { LocalQueuePort, type LocalQueue } from '../../local/queue';
-import type { LocalWorkflow } from '../../local/workflow';
+import type { LocalWorkflows } from '../../local/workflow';
 import type { LocalSecretStore } from '../aws-endpoint';
 import type { FunctionHost } from '../function-host';
 import type { ResolvedAssembly } from '../physical';
@@ -28,7 +28,7 @@ export function recoveryDeps(
   resolved: ResolvedAssembly,
   queues: ReadonlyMap<string, LocalQueue>,
   secrets: LocalSecretStore,
-  workflow: LocalWorkflow | undefined,
+  workflow: LocalWorkflows,
   awsEndpoint: string,
 ): Deps {
   // A function's wiring whose secret is the whole key material (the authorizer's is the pepper alone).
@@ -36,7 +36,7 @@ export function recoveryDeps(
   const fnEnv = hosts
     .map((h) => h.spec.env)
     .find((e) => e.PIPEGATE_TABLE && e.PIPEGATE_EXECUTIONS_QUEUE_URL && e.PIPEGATE_CALLBACKS_QUEUE_URL && whole(e.PIPEGATE_SECRET_ARN));
-  if (!fnEnv || !workflow) throw new Error('No function of the assembly names the table, both queues and the secret');
+  if (!fnEnv) throw new Error('No function of the assembly names the table, both queues and the secret');
   const queue = (url: string | undefined): LocalQueue => {
     const q = queues.get(resolved.arns.queueArnOfUrl(url ?? '') ?? '');
     if (!q) throw new Error(`No local queue for ${String(url)}`);
@@ -97,8 +97,9 @@ export async function indexUnmarkedOpen(d: Deps, dynamoEndpoint: string): Promis
       );
       for (const item of page.Items ?? []) {
         indexed += 1;
-        await db
-          .send(
+        // An execution that finished meanwhile keeps no open entry (conditionalWrite: null).
+        await conditionalWrite(
+          db.send(
             new UpdateCommand({
               TableName: d.config.table,
               Key: { pk: item.pk, sk: item.sk },
@@ -112,10 +113,8 @@ export async function indexUnmarkedOpen(d: Deps, dynamoEndpoint: string): Promis
                 ':r': 'running',
               },
             }),
-          )
-          .catch((err: unknown) => {
-            if (!isConditionFailure(err)) throw err;
-          });
+          ),
+        );
       }
       start = page.LastEvaluatedKey;
     } while (start);

@@ -5,7 +5,7 @@
  * Step Functions reports it).
  */
 import { isPlainObject } from '../../../functions/core/values';
-import { forEachState, LocalWorkflow, type WorkflowTask } from '../../local/workflow';
+import { forEachState, LocalWorkflow, LocalWorkflows, type WorkflowTask } from '../../local/workflow';
 import type { StateMachinePort } from '../aws-endpoint';
 import { FunctionError } from '../function-host';
 import type { ResolvedStack } from '../physical';
@@ -14,6 +14,8 @@ import type { FunctionLookup, Wiring } from './context';
 export interface StateMachines {
   /** By state machine ARN. */
   machines: Map<string, LocalWorkflow & StateMachinePort>;
+  /** The service's two, by type, as the functions' WorkflowPort (what `npm start` calls `workflow`). */
+  workflows: LocalWorkflows;
   /** The machines' roles, each resolved once. */
   roles: string[];
 }
@@ -50,20 +52,28 @@ export function wireStateMachines(w: Wiring, fnByArn: FunctionLookup): StateMach
           });
         };
       });
+      // The template's type, with its rules: names, stops, the five minutes of Express.
       const type = props.StateMachineType === 'EXPRESS' ? 'EXPRESS' : 'STANDARD';
       const workflow = new LocalWorkflow({
         definition,
         tasks,
+        type,
+        arn,
         onError: (name, err) =>
           w.log(`state machine ${arn}: execution ${name} failed: ${err instanceof Error ? err.message : String(err)}`),
       });
-      const port = Object.assign(workflow, { type }) as LocalWorkflow & StateMachinePort;
+      const port: LocalWorkflow & StateMachinePort = workflow;
       w.boot.onStop(() => workflow.stopAll(2_000));
       machines.set(arn, port);
     }
   }
 
-  return { machines, roles: machineRoles };
+  const ofType = (type: 'EXPRESS' | 'STANDARD'): LocalWorkflow => {
+    const found = [...machines.values()].filter((m) => m.type === type);
+    if (found.length !== 1 || !found[0]) throw new Error(`Expected one ${type} state machine in the assembly, found ${found.length}`);
+    return found[0];
+  };
+  return { machines, workflows: new LocalWorkflows({ express: ofType('EXPRESS'), standard: ofType('STANDARD') }), roles: machineRoles };
 }
 
 /** DefinitionString (or Definition) with DefinitionSubstitutions applied, as Step Functions gets it. */

@@ -6,4 +6,3 @@ import { useE2eMode } from '../../support/runtime';
 import '../request-edges.test';
 
 useE2eMode('synth');
-jest.setTimeout(60_000);

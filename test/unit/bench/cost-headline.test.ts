@@ -11,7 +11,10 @@ import {
   billText,
   dollars,
   EVENT_STREAM_CALLS,
+  longExecutionText,
   mcpCost,
+  pollWaitsSeconds,
+  stepLoopStates,
   ownerUploadCost,
   resumeCost,
   readUnitsOf,
@@ -176,5 +179,68 @@ describe('the routes priced from their lists of calls', () => {
     const escape = (x: string) => x.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
     for (const l of lines) expect(aws).toMatch(new RegExp(`\\| ${escape(l.item)}[^|]* \\| [^|]+ \\| ${escape(l.dollars.toFixed(2))} \\|`));
     expect(readme).toContain(`upload of 1 MB costs ≈ ${$(total)} per million uploads`);
+  });
+});
+
+describe('long executions: Express, Standard, and what waiting costs', () => {
+  const aws = flat('docs/aws.md');
+  const asl = JSON.parse(readFileSync(path.join(root, 'lib', 'state-machine.asl.json'), 'utf8')) as {
+    StartAt: string;
+    States: Record<string, unknown>;
+  };
+  const t = longExecutionText(asl);
+  const flatText = (x: string) => x.replace(/\s+/g, ' ');
+
+  it("docs/aws.md: each priced execution's table is the model's", () => {
+    for (const table of t.tables) expect(aws).toContain(flatText(table));
+    expect(t.totals.map((x) => Math.round(x * 100) / 100)).toEqual([18.61, 2091.69, 291.78]);
+  });
+
+  it('prices Standard by the states the ASL enters: 5 for one step, 3 more for each wait, 5 for a workflow stopped in its Wait', () => {
+    expect(stepLoopStates(asl, ['done'])).toEqual(['MarkRunning', 'ShouldRun', 'RunNodes', 'AfterStep', 'Done']);
+    expect(stepLoopStates(asl, ['wait', 'wait', 'done'])).toHaveLength(11);
+    expect(stepLoopStates(asl, ['wait'], { stoppedInItsLastWait: true })).toEqual([
+      'MarkRunning',
+      'ShouldRun',
+      'RunNodes',
+      'AfterStep',
+      'Sleep',
+    ]);
+    expect(() => stepLoopStates(asl, ['wait'])).toThrow(/steps more than 1 times/);
+  });
+
+  it("polls a ten-minute job 25 times on the back-off the http node keeps, an upstream's Retry-After instead when it sends one", () => {
+    expect(pollWaitsSeconds(600_000)).toEqual([...Array(12).fill(5), 8, 12, 17, 26, 38, 57, ...Array(7).fill(60)]);
+    expect(pollWaitsSeconds(600_000, 5_000, 30_000)).toEqual(Array(20).fill(30));
+  });
+
+  it('README and docs/aws.md: the long executions and Standard beside Express, from the model', () => {
+    const readme = flat('README.md');
+    const h = allInHeadline(input);
+    const expressLine = h.million.variable.find((l) => l.item === 'Step Functions Express')?.dollars ?? NaN;
+    expect(readme).toContain(
+      `a ten-minute polled job's workflow costs ≈ ${dollars(t.totals[1] ?? NaN)} per million on it, a webhook job's ≈ ${dollars(t.totals[2] ?? NaN)}`,
+    );
+    expect(readme).toContain(`≈ $${Math.round(t.fiveOnStandard - expressLine)} per million more were it on Standard`);
+    expect(aws).toContain(`so the request path alone would be ≈ $${Math.round(h.requestPath - expressLine + t.fiveOnStandard)}`);
+  });
+
+  it("docs/aws.md: the prose's figures are the model's", () => {
+    expect([t.polledWaits, t.polledTransitions, t.steadyTransitions, t.retryAfterTransitions]).toEqual([25, 80, 365, 65]);
+    expect(aws).toContain(`25 waits for a job of ten minutes`);
+    expect(aws).toContain(
+      `the back-off makes the ten-minute job 25 polls and 80 transitions (${dollars(80 * PRICES.sfnStandardPerMillionTransitions)} per million)`,
+    );
+    expect(aws).toContain(`where a steady 5 s would be 365 (${dollars(t.steadyTransitions * PRICES.sfnStandardPerMillionTransitions)})`);
+    expect(aws).toContain(
+      `one that asks for 30 s: 65 transitions, ${dollars(t.retryAfterTransitions * PRICES.sfnStandardPerMillionTransitions)}`,
+    );
+    expect(aws).toContain(
+      `polled every 5 s for ten minutes instead it would pay 365 (${dollars(t.steadyTransitions * PRICES.sfnStandardPerMillionTransitions)} per million)`,
+    );
+    expect(aws).toContain(`the five-node execution on Standard would pay ${dollars(t.fiveOnStandard)} in transitions alone`);
+    expect(aws).toContain(
+      `intervals under about ${Math.round(t.breakEvenSeconds)} s (${dollars(t.heldIntervalDollars)} per million 5 s intervals held at 256 MB against three transitions' ${dollars(t.threeTransitionsDollars)})`,
+    );
   });
 });

@@ -522,6 +522,32 @@ describe('result --download', () => {
     expect(seen.filter((s) => s.path.startsWith('/v1/assets/')).every((s) => s.headers['x-api-key'] === undefined)).toBe(true);
   });
 
+  it("saves each file of a list output (a map's) as <output>-<n><ext>, skipping a failed item's null", async () => {
+    // Prepare
+    const [one, two] = [png(4, 4), png(6, 6)];
+    const a = assetOut('v1', 'image/png', one);
+    const b = assetOut('v3', 'image/png', two);
+    state.responseData = {
+      variants: {
+        value: [a.value, null, b.value],
+        value_type: 'ASSET',
+        media_type: ['image/png', null, 'image/png'],
+        bytes: [one.length, null, two.length],
+        expires_at: a.expires_at,
+      },
+    };
+
+    // Act
+    const r = await cli(['result', EXEC, '--key', 'k', '--download', 'out']);
+
+    // Assess
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(readdirSync(join(dir, 'out')).sort()).toStrictEqual(['variants-1.png', 'variants-3.png']);
+    expect(readFileSync(join(dir, 'out', 'variants-1.png')).equals(one)).toBe(true);
+    expect(readFileSync(join(dir, 'out', 'variants-3.png')).equals(two)).toBe(true);
+  });
+
   it('refuses to overwrite without --force, fetching nothing; replaces with it', async () => {
     // Prepare
     mkdirSync(join(dir, 'out'));

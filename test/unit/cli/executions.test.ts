@@ -249,4 +249,39 @@ describe('show', () => {
     expect(waiting.stdout).toMatch(new RegExp(`approval\\s+${url.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\s+until 2026-11-23 10:00:00Z`));
     expect(done.stdout).not.toContain('waiting for');
   });
+
+  it("shows a skipped node as skipped and a map's failed items (on_item_error skip) with the first reason", async () => {
+    // Prepare
+    const at = '2026-11-22T10:00:00.000Z';
+    const t = (node: string, type: string, outcome: string, extra: Record<string, unknown> = {}) => ({
+      node,
+      type,
+      outcome,
+      started_at: at,
+      completed_at: at,
+      duration_ms: 0,
+      error: null,
+      http_status: null,
+      preview: null,
+      ...extra,
+    });
+    const trace = [
+      t('refused', 'transform', 'skipped'),
+      t('variants', 'map', 'completed', {
+        preview: '[…]',
+        item_errors: [
+          { index: 1, error: 'HTTP 503 from https://r.example/' },
+          { index: 3, error: 'x' },
+        ],
+      }),
+    ];
+
+    // Act
+    const r = await cli(['show', 'quotes', EXE], () => [200, view({ values_expired: [], trace })]);
+
+    // Assess
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/refused\s+transform\s+skipped/);
+    expect(r.stdout).toMatch(/variants\s+map\s+completed.*items 1, 3 failed: HTTP 503 from https:\/\/r\.example\//);
+  });
 });

@@ -41,6 +41,31 @@ describe('buildCallbackPayload', () => {
     expect(payload).toEqual({ execution_id: EXECUTION });
   });
 
+  it('sends a list of files as exactly its links in order (null where an item failed), and nothing for an output whose branch did not run', () => {
+    // Prepare
+    const ref = (n: number) => ({ key: `d/x/e/y/node.v.${n}`, media_type: 'image/png', bytes: 10 + n, sha256: 'ab' });
+    const link = (n: number) => ({ url: `https://svc.example/v1/assets/t${n}`, expires_at: '2030-01-01T00:00:00.000Z' });
+
+    // Act
+    const payload = buildCallbackPayload(
+      {
+        execution_id: EXECUTION,
+        status: 'completed',
+        outputs: { summary: '3 styles rendered' },
+        output_assets: { gallery: [ref(0), null, ref(2)] },
+        visible_outputs: ['gallery', 'summary', 'skipped_one'],
+      },
+      { gallery: [link(0), null, link(2)] },
+    );
+
+    // Assess
+    expect(payload).toEqual({
+      gallery: ['https://svc.example/v1/assets/t0', null, 'https://svc.example/v1/assets/t2'],
+      summary: ['3 styles rendered'],
+      execution_id: EXECUTION,
+    });
+  });
+
   it('refuses an execution that has not finished', () => {
     // Act
     const act = () => buildCallbackPayload({ execution_id: EXECUTION, status: 'running', outputs: null, visible_outputs: null });

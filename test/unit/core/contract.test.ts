@@ -90,6 +90,36 @@ describe('discoverContract', () => {
     expect(unknown.outputs.every((o) => !('value_type' in o))).toBe(true);
   });
 
+  it("marks an output that may be skipped optional, and a list of files as a list, and the caller's contract says both", () => {
+    // Prepare
+    const ref = { key: 'p/x/r/run/node.m.0', media_type: 'image/png', bytes: 3, sha256: 'a'.repeat(64) };
+    const branching: PipelineDefinition = {
+      nodes: {
+        name: { type: 'input', value_type: 'string', value: 'x' },
+        maybe: { type: 'transform', inputs: ['name'], if: "name = 'y'", expression: 'name' },
+        either: { type: 'output', from: ['maybe', 'name'] },
+        only: { type: 'output', from: 'maybe' },
+        pictures: { type: 'output', from: 'name' },
+      },
+    };
+
+    // Act
+    const c = discoverContract(branching, {}, { outputs: { either: 'x' }, output_assets: { pictures: [ref, null] } });
+    const caller = callerContract({ deployment_id: 'd', inputs: c.inputs, outputs: c.outputs });
+
+    // Assess
+    expect(c.outputs).toEqual([
+      { id: 'either', visible: true, value_type: 'RAW' },
+      { id: 'only', visible: true, optional: true },
+      { id: 'pictures', visible: true, value_type: 'ASSET', list: true },
+    ]);
+    expect(caller.outputs).toEqual([
+      { id: 'either', value_type: 'RAW' },
+      { id: 'only', optional: true },
+      { id: 'pictures', value_type: 'ASSET', list: true },
+    ]);
+  });
+
   it('keeps falsy run values instead of falling back to the node value', () => {
     // Prepare
     const flags: PipelineDefinition = { nodes: { on: { type: 'input', value_type: 'boolean', value: true } } };

@@ -162,7 +162,11 @@ describe('runPipeline: node types', () => {
 
   it.each([
     ['an object', '{"a": 1}', 'object'],
-    ['an array', '[1, 2]', 'array'],
+    [
+      'an array of values',
+      '[1, 2]',
+      "array (a list reaches an output when each entry is an asset of this run or null; a list of values reaches it as text, through a transform such as $join(list, ', ') or $string(list))",
+    ],
     ['null', 'null', 'null'],
   ])('fails the run when an output gets %s', async (_label, expression, got) => {
     // Prepare

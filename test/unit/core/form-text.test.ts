@@ -16,6 +16,7 @@ import {
   fileHint,
   fileProblem,
   kindWords,
+  itemsWords,
   labelOf,
   refusalWords,
   refusedInput,
@@ -109,6 +110,13 @@ describe('labels and download names', () => {
     ['application/x-7z-compressed', 'thumbnail.bin'],
   ])('a %s output downloads as %s', (type, name) => {
     expect(downloadName('thumbnail', type)).toBe(name);
+  });
+
+  it("names each file of a list output by its place, from 1, and says a map's progress in words", () => {
+    expect(downloadName('variants', 'image/png', 0)).toBe('variants-1.png');
+    expect(downloadName('variants', 'image/jpeg', 3)).toBe('variants-4.jpg');
+    expect(itemsWords('variants', 3, 8)).toBe('3 of 8 variants done');
+    expect(itemsWords('styled_photos', 1, 4)).toBe('1 of 4 styled photos done');
   });
 
   it.each(['__proto__', 'constructor', 'toString', 'hasOwnProperty'])(

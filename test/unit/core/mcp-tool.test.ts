@@ -23,6 +23,8 @@ import {
   type CallRequest,
 } from '../../../functions/core/mcp-tool';
 import { PIPELINE_ID_PATTERN } from '../../../functions/core/ids';
+import { deploymentOpenApi } from '../../../functions/core/openapi';
+import { CALLER_ROUTES } from '../../../lib/routes';
 import type { NodeProgress } from '../../../functions/core/progress';
 import type { Deployment, PipelineDefinition } from '../../../functions/core/types';
 import { executionUrls } from '../../../functions/core/views';
@@ -91,6 +93,49 @@ describe('the tool', () => {
     expect((tool.inputSchema.properties as Record<string, { description: string }>).photo?.description).toContain('image/png');
     expect(tool.inputSchema).not.toHaveProperty('required');
     expect(JSON.stringify(tool)).not.toMatch(/token|hidden-value|planted-hidden-description|debug/);
+  });
+
+  it("gives each argument the schema the deployment's OpenAPI document gives that input's value (its words and default aside)", () => {
+    // Prepare: an input of every value type, and the deployment's own document.
+    const every: typeof dep = {
+      ...dep,
+      inputs: [
+        { id: 's', value_type: 'string', value: 'w', visible: true },
+        { id: 'i', value_type: 'integer', value: 2, visible: true },
+        { id: 'f', value_type: 'float', value: 0.5, visible: true },
+        { id: 'b', value_type: 'boolean', value: true, visible: true },
+        { id: 'r', value_type: 'reference', value: 'https://example.com/', visible: true },
+        { id: 'a', value_type: 'asset', value: 'data:image/png;base64,iVBORw0KGgo=', visible: true, media_types: ['image/png'] },
+      ],
+    };
+    type Schema = Record<string, unknown>;
+    const doc = deploymentOpenApi({ ...every, published_at: '2026-11-22T10:00:00.000Z' }, 'https://api.example', CALLER_ROUTES) as Schema;
+    const resolve = (x: Schema): Schema =>
+      typeof x.$ref === 'string'
+        ? resolve(
+            x.$ref
+              .split('/')
+              .slice(1)
+              .reduce<Schema>((o, k) => o[k] as Schema, doc),
+          )
+        : x;
+    const execute = Object.entries(doc.paths as Record<string, { post?: Schema }>).find(([p]) => p.endsWith('/executions'))?.[1].post;
+    const request = resolve(
+      ((execute?.requestBody as Schema).content as Record<string, { schema: Schema }>)['application/json']?.schema as Schema,
+    );
+    const workflowInput = resolve((request.properties as Record<string, Schema>).workflow_input as Schema);
+    const keywords = ({ title: _t, description: _d, default: _v, ...rest }: Schema) => rest;
+
+    // Act
+    const tool = toolDefinition(every, { nodes: {} });
+
+    // Assess
+    const args = tool.inputSchema.properties as Record<string, Schema>;
+    expect(Object.keys(args)).toEqual(['s', 'i', 'f', 'b', 'r', 'a']);
+    for (const [id, input] of Object.entries(workflowInput.properties as Record<string, Schema>)) {
+      const value = resolve((resolve(input).properties as Record<string, Schema>).value as Schema);
+      expect({ id, schema: keywords(args[id] as Schema) }).toEqual({ id, schema: keywords(value) });
+    }
   });
 
   it('answers the visible outputs, values and file links as the contract recorded them, none required', () => {
@@ -231,6 +276,37 @@ describe('answers', () => {
     expect(r.content[0]).toEqual({ type: 'text', text: JSON.stringify(r.structuredContent) });
     expect(r.content[1]).toMatchObject({ type: 'resource_link', uri: link.value, name: 'thumb', mimeType: 'image/png', size: 68 });
     expect(r._meta['pipegate/execution']).toEqual({ execution_id: 'e1', status: 'completed', ...urls });
+  });
+
+  it("a list of files (a map's): each file in its place, null where an item failed, a resource_link per file", () => {
+    const r = callResult(
+      {
+        status: 'completed',
+        execution_id: 'e1',
+        error_message: null,
+        response_data: {
+          gallery: {
+            value: ['https://api.example/v1/assets/a', null, 'https://api.example/v1/assets/c'],
+            value_type: 'ASSET',
+            media_type: ['image/png', null, 'image/jpeg'],
+            bytes: [10, null, 30],
+            expires_at: link.expires_at,
+          },
+        },
+      },
+      urls,
+    );
+    expect(r.structuredContent).toEqual({
+      gallery: [
+        { url: 'https://api.example/v1/assets/a', media_type: 'image/png', bytes: 10, expires_at: link.expires_at },
+        null,
+        { url: 'https://api.example/v1/assets/c', media_type: 'image/jpeg', bytes: 30, expires_at: link.expires_at },
+      ],
+    });
+    expect(r.content.slice(1)).toEqual([
+      expect.objectContaining({ type: 'resource_link', uri: 'https://api.example/v1/assets/a', name: 'gallery-1', size: 10 }),
+      expect.objectContaining({ type: 'resource_link', uri: 'https://api.example/v1/assets/c', name: 'gallery-3', mimeType: 'image/jpeg' }),
+    ]);
   });
 
   it("a failed or cancelled one: isError with the caller's reason and no structured content", () => {

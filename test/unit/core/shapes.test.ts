@@ -71,7 +71,30 @@ describe('the pipeline definition: one shape, checked and documented', () => {
         type: fc.constant('transform'),
         inputs: mostly(fc.tuple(ref('a'))),
         expression: mostly(fc.constantFrom('a', '$string(a)'), '', ' ', '('),
+        if: some(mostly(fc.constant("a != ''"), '', '(')),
+        join: some(mostly(fc.constant('any'), 'some', 1)),
         description: some(fc.string({ maxLength: 3 })),
+      }),
+      fc.record({
+        type: fc.constant('map'),
+        inputs: mostly(fc.tuple(ref('a')), ['item']),
+        items: mostly(fc.constant('[a, a]'), '', '('),
+        concurrency: some(mostly(fc.integer({ min: 1, max: 32 }), 0, 33, 1.5)),
+        on_item_error: some(mostly(fc.constantFrom('fail', 'skip'), 'ignore')),
+        node: mostly(
+          fc.oneof(
+            fc.record({ type: fc.constant('transform'), expression: mostly(fc.constant('item'), '(') }),
+            fc.record({
+              type: fc.constant('http'),
+              url: mostly(fc.constant('https://x.example/'), '/rel'),
+              method: some(fc.constant('POST')),
+            }),
+          ),
+          { type: 'map', items: 'a', node: { type: 'transform', expression: 'item' } },
+          { type: 'delay', ms: 1 },
+          { type: 'transform', inputs: ['a'], expression: 'a' },
+        ),
+        if: some(mostly(fc.constant("a != ''"))),
       }),
       fc.record({
         type: fc.constant('http'),
@@ -114,7 +137,12 @@ describe('the pipeline definition: one shape, checked and documented', () => {
     const nodes = fc.record({
       a: input,
       b: mostly(middle),
-      out: fc.record({ type: fc.constant('output'), from: ref('b'), description: some(fc.string({ maxLength: 3 })) }),
+      out: fc.record({
+        type: fc.constant('output'),
+        from: mostly(ref('b'), ['b', 'a'], [], ['b', 'b']),
+        if: some(mostly(fc.constant("a != ''"))),
+        description: some(fc.string({ maxLength: 3 })),
+      }),
     });
     const extraId = fc.constantFrom('c', 'constructor', '__proto__', 'execution_id', '9bad', 'x'.repeat(65));
     const definition = mostly(

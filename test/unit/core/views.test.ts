@@ -1,5 +1,13 @@
 import type { Execution } from '../../../functions/core/types';
-import { acceptedBody, completionDuration, redactUrl, resultBody, statusBody } from '../../../functions/core/views';
+import {
+  acceptedBody,
+  completionDuration,
+  outputArtifacts,
+  redactUrl,
+  responseData,
+  resultBody,
+  statusBody,
+} from '../../../functions/core/views';
 
 const base: Execution = {
   execution_id: 'e1',
@@ -47,5 +55,30 @@ describe('response bodies', () => {
   it("hides a callback URL's query string, which may carry a token", () => {
     expect(redactUrl('https://hooks.example.com/in?token=abc')).toBe('https://hooks.example.com/in?…');
     expect(redactUrl('https://hooks.example.com/in')).toBe('https://hooks.example.com/in');
+  });
+});
+
+describe('lists of files', () => {
+  const ref = (n: number) => ({ key: `d/d1/e/e1/node.m.${n}`, media_type: 'image/png', bytes: 100 + n, sha256: 'ab' });
+  const link = (n: number) => ({ url: `https://h/v1/assets/t${n}`, expires_at: `2030-01-01T00:00:0${n}.000Z` });
+  const e: Execution = { ...base, outputs: {}, output_assets: { gallery: [ref(0), null, ref(2)] }, visible_outputs: ['gallery', 'gone'] };
+
+  it('answers a list output as its links in order, each field a list, and leaves an output that did not run out', () => {
+    expect(responseData(e, { gallery: [link(0), null, link(2)] })).toEqual({
+      gallery: {
+        value: ['https://h/v1/assets/t0', null, 'https://h/v1/assets/t2'],
+        value_type: 'ASSET',
+        media_type: ['image/png', null, 'image/png'],
+        bytes: [100, null, 102],
+        expires_at: '2030-01-01T00:00:00.000Z',
+      },
+    });
+  });
+
+  it("lists each file of a web-form execution's list output as an artifact with its index", () => {
+    expect(outputArtifacts({ ...e, source: 'form' }, { gallery: [link(0), null, link(2)] })).toEqual([
+      { output: 'gallery', url: 'https://h/v1/assets/t0', media_type: 'image/png', bytes: 100, index: 0 },
+      { output: 'gallery', url: 'https://h/v1/assets/t2', media_type: 'image/png', bytes: 102, index: 2 },
+    ]);
   });
 });

@@ -66,6 +66,22 @@ describe('reservedConcurrency, over its whole range', () => {
     );
   });
 
+  it('plans every value from the least to 20,000, one by one: never more than asked, never less for one more', () => {
+    // Every reservation an account of up to 40,000 units lets through at the default share.
+    let previous = concurrencyPlan(names, least);
+    const problems: string[] = [];
+    for (let n = least; n <= 20_000; n++) {
+      const plan = concurrencyPlan(names, n);
+      if (plan.total > n) problems.push(`${n}: reserves ${plan.total}`);
+      for (const f of names) {
+        if ((plan.reserved[f] ?? 0) < 1) problems.push(`${n}: ${f} gets ${plan.reserved[f] ?? 0}`);
+        if ((plan.reserved[f] ?? 0) < (previous.reserved[f] ?? 0)) problems.push(`${n}: ${f} gets less than at ${n - 1}`);
+      }
+      previous = plan;
+    }
+    expect(problems).toEqual([]);
+  });
+
   it('plans the edges: the least (one unit each, two per queue consumer) and the largest', () => {
     expect(concurrencyPlan(names, least).total).toBe(least);
     expect(concurrencyPlan(names, MAX_RESERVED_CONCURRENCY).total).toBeLessThanOrEqual(MAX_RESERVED_CONCURRENCY);

@@ -25,9 +25,11 @@ import {
   DOWNLOAD_VIEW_SECONDS,
   minimumReservation,
   mostReservable,
+  reservationRefusal,
   waitersBound,
 } from '../../../lib/concurrency';
 import { WAIT_SHARDS, WAIT_WINDOW_SECONDS } from '../../../functions/adapters/wait-slots.store';
+import { DEFAULT_EXECUTION_TIMEOUT_MS } from '../../../lib/config';
 import { allFunctionNames } from '../../../lib/stacks/permissions';
 
 const root = path.join(__dirname, '..', '..', '..');
@@ -41,7 +43,7 @@ describe('docs state the workflow budget the code computes', () => {
   const maxS = maxMs / 1000;
 
   it('docs/aws.md: the Express ceiling, the shares and the Lambda time-outs', () => {
-    expect(aws).toContain(`\`PIPEGATE_EXECUTION_TIMEOUT_MS\` to at most ${spaced(maxMs)}`);
+    expect(aws).toContain(`An execution on Express is held to ${spaced(maxMs)} ms`);
     expect(aws).toContain(`which leaves ${EXPRESS_LIMIT_SECONDS - maxS} s of the ${EXPRESS_LIMIT_SECONDS} s`);
     expect(aws).toContain(`MarkRunning's worst case is ${START_ALLOWANCE_SECONDS} s and MarkFailed's ${FAIL_ALLOWANCE_SECONDS} s`);
     expect(aws).toContain(`at the ${MARK_TASK_TIMEOUT_SECONDS} s Lambda time-out`);
@@ -53,13 +55,20 @@ describe('docs state the workflow budget the code computes', () => {
     );
     expect(runNodesTimeoutSeconds(0)).toBe(RUN_RECORD_SECONDS);
     expect(aws).toContain(`\`task-run\`'s Lambda time-out is ${taskRunLambdaTimeoutSeconds()} s`);
-    expect(aws).toContain(`| \`executionTimeoutMs\` | ${maxMs} (Express)`);
-    expect(aws).toContain(`at most ${maxMs} with Express`);
-    expect(aws).toContain(`pipelines that need more than ${maxS} s`);
   });
 
-  it('the README: the Express ceiling', () => {
-    expect(flat('README.md')).toContain(`caps the execution time-out at ${maxS} s on AWS`);
+  it('docs/aws.md: the settings, and which machine a version runs on, at the allowance the code computes', () => {
+    expect(aws).toContain(`| \`executionTimeoutMs\` | ${DEFAULT_EXECUTION_TIMEOUT_MS} |`);
+    expect(aws).toContain(`An execution on the Express state machine is held within ${maxMs} ms whatever this says`);
+    expect(aws).toContain(`its definition's \`timeout_ms\` is more than ${spaced(maxMs)} ms`);
+    expect(aws).toContain('| `stateMachineType` | retired |');
+    expect(aws).not.toContain('-c stateMachineType=STANDARD');
+  });
+
+  it('the README: the Express ceiling, and no retired setting', () => {
+    const readme = flat('README.md');
+    expect(readme).toContain(`holds an execution on Express to ${maxS} s`);
+    expect(readme).not.toContain('stateMachineType=STANDARD');
   });
 
   it('mentions no other Express ceiling', () => {
@@ -92,6 +101,15 @@ describe('docs state the concurrency budget lib/concurrency.ts derives', () => {
       );
     }
     expect(mostReservable({ quota: 10, unreserved: 10 }, 0, DEFAULT_MAX_ACCOUNT_SHARE)).toBeLessThan(least);
+  });
+
+  it("docs/aws.md: the deploy-time check's message, as it refuses reservedConcurrency=700 where others hold 300 of 1,000", () => {
+    const refusal = reservationRefusal(
+      { quota: 1_000, unreserved: 700 },
+      { requested: 700, total: at(700).total, held: 0, maxAccountShare: 100, least: minimumReservation(names) },
+    );
+    expect(refusal).toBeDefined();
+    expect(aws).toContain(`\`${String(refusal)}\` (here with \`maxAccountShare=100\`)`);
   });
 
   it('docs/aws.md: the reservations at reservedConcurrency=500 and their total', () => {

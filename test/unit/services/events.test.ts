@@ -8,6 +8,7 @@ import { InProcessCompletions, PollingCompletions } from '../../../functions/ada
 import { openEventStream } from '../../../functions/services/events.service';
 import { markRunning, finishExecution } from '../../../functions/services/lifecycle.service';
 import { progressRecorder } from '../../../functions/services/progress.service';
+import { PROGRESS_POLL_ROOM, unpackProgress } from '../../../functions/core/progress';
 import { taskRun, taskStart } from '../../../functions/services/tasks.service';
 import { execute } from '../../../functions/services/caller.service';
 import { testDeps, type TestDeps } from '../../support/fakes';
@@ -146,6 +147,27 @@ describe('event stream service', () => {
     expect(landed).toEqual([10, 15]);
     const e = await d.executions.get(id, new Date(), true);
     expect(e?.progress).toBe(rec.packed());
+  });
+
+  it("keeps a job's polls and a map's item counts only while there is room, never a node's start or end", async () => {
+    // Prepare
+    const d = testDeps(memoryStores());
+    const { id } = await submitted(d);
+    const rec = progressRecorder(d, id, null, 10_000);
+
+    // Act: fill the room with counts, then more counts and a node's end.
+    for (let i = 0; i < PROGRESS_POLL_ROOM + 10; i++)
+      rec.add({ node: 'm', type: 'map', state: 'items', at: 1000 + i, done: i, total: 500 });
+    rec.add({ node: 'j', type: 'http', state: 'polled', at: 5000, polls: 3 });
+    rec.add({ node: 'm', type: 'map', state: 'finished', at: 6000, duration_ms: 5000 });
+    await rec.settle();
+
+    // Assess
+    const kept = unpackProgress(rec.packed());
+    expect(kept.filter((p) => p.state === 'items')).toHaveLength(PROGRESS_POLL_ROOM);
+    expect(kept.some((p) => p.state === 'polled')).toBe(false);
+    expect(kept.at(-1)).toMatchObject({ node: 'm', state: 'finished' });
+    expect(kept[3]).toMatchObject({ state: 'items', done: 3, total: 500 });
   });
 
   it('an execution that ends within the interval makes no progress write; the terminal write carries it all', async () => {

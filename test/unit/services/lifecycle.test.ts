@@ -61,6 +61,40 @@ describe('the execution lifecycle', () => {
     expect(wakes).toEqual([e.execution_id]);
   });
 
+  it('stops every Standard workflow that may run a waiting execution: the one that moved it to running (a re-queue) and its generation', async () => {
+    // Prepare: running since a re-queued workflow took it, then woken once (generation 1).
+    const d = testDeps(memoryStores());
+    const e = await seeded(d, {
+      status: 'running',
+      started_at: new Date().toISOString(),
+      workflow: 'standard',
+      gen: 1,
+      run_by: 'arn:aws:states:us-east-1:123456789012:execution:Pipegate-Standard:abc-r1700000000000',
+    });
+    // Act
+    const out = await cancelExecution(d, e);
+    // Assess
+    expect(out.ok).toBe(true);
+    expect(d.workflow.stopped.sort()).toEqual([`${e.execution_id}-g1`, 'abc-r1700000000000'].sort());
+  });
+
+  it('stops nothing on Express, which has no StopExecution: its next step finds the execution cancelled and ends', async () => {
+    // Prepare
+    const d = testDeps(memoryStores());
+    const e = await seeded(d, {
+      status: 'running',
+      started_at: new Date().toISOString(),
+      workflow: 'express',
+      run_by: 'arn:aws:states:us-east-1:123456789012:express:Pipegate-Express:x:run-1',
+    });
+    // Act
+    const out = await cancelExecution(d, e);
+    // Assess
+    expect(out.ok).toBe(true);
+    expect(d.workflow.stopped).toEqual([]);
+    expect(await taskRun(d, e.execution_id)).toEqual({ status: 'cancelled', next: 'done' });
+  });
+
   it('refuses to cancel a finished execution and reports its status, writing nothing', async () => {
     // Prepare
     const d = testDeps(memoryStores());
@@ -206,7 +240,8 @@ describe('the services on in-memory stores', () => {
     await taskRun(d, id);
     // Assess
     expect(accepted.status).toBe(202);
-    expect(d.queue.on('executions').map((m) => m.body)).toContainEqual({ execution_id: id });
+    // The greeting ends within what Express allows: its message names the Express machine.
+    expect(d.queue.on('executions').map((m) => m.body)).toContainEqual({ execution_id: id, workflow: 'express' });
     await expect(early).rejects.toMatchObject({ status: 409 });
     expect((await status(d, auth, id, BASE)).body.status).toBe('completed');
     expect((await result(d, auth, id)).body.response_data).toEqual({ message: { value: 'Hello, Ada!', value_type: 'RAW' } });
@@ -263,7 +298,8 @@ describe('the services on in-memory stores', () => {
     const out = await taskFail(d, run.run_id, { Error: 'States.Timeout' });
     // Assess
     expect(out).toEqual({ status: 'failed' });
-    expect((await d.executions.get(run.run_id, new Date()))?.error_message).toBe('Execution timed out after 300 s');
+    // The greeting runs on Express, which holds an execution within 170 s whatever the default says.
+    expect((await d.executions.get(run.run_id, new Date()))?.error_message).toBe('Execution timed out after 170 s');
   });
 
   it('pages runs newest first with the store cursor, and refuses a cursor of another pipeline', async () => {

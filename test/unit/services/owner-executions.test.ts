@@ -143,8 +143,9 @@ describe('owner cancel', () => {
     const cancelledRun = await cancel(d, 'shout', run.run_id);
     // Assess
     expect(cancelled).toMatchObject({ status: 'cancelled', kind: 'api' });
-    expect(cancelledRun).toMatchObject({ status: 'cancelled', kind: 'run' });
-    expect(d.workflow.stopped).toEqual([id, run.run_id]);
+    expect(cancelledRun).toMatchObject({ status: 'cancelled', kind: 'run', workflow: 'express' });
+    // Both run on Express, which cannot be stopped: their next step stands down instead.
+    expect(d.workflow.stopped).toEqual([]);
     await expect(cancel(d, 'shout', done)).rejects.toMatchObject({ status: 409, fields: { status: 'completed' } });
   });
 });

@@ -26,6 +26,26 @@ describe('wakeExecution', () => {
     expect(d.workflow.stopped).toEqual([e.execution_id]);
   });
 
+  it("starts the next generation on the execution's own machine, and stops the older one only where it can be stopped", async () => {
+    // Prepare
+    const d = testDeps(memoryStores());
+    const standard = anExecution({ status: 'running', started_at: new Date().toISOString(), workflow: 'standard' });
+    const express = anExecution({ status: 'running', started_at: new Date().toISOString(), workflow: 'express' });
+    await d.executions.create(standard);
+    await d.executions.create(express);
+
+    // Act
+    await wakeExecution(d, standard);
+    await wakeExecution(d, express);
+
+    // Assess
+    expect(d.queue.on('executions').map((m) => m.body)).toEqual([
+      { execution_id: standard.execution_id, gen: 1, workflow: 'standard' },
+      { execution_id: express.execution_id, gen: 1, workflow: 'express' },
+    ]);
+    expect(d.workflow.stopped).toEqual([standard.execution_id]);
+  });
+
   it('lets the woken generation run, and the older one stand down at its next step', async () => {
     const d = testDeps(memoryStores());
     const e = anExecution({ status: 'running', started_at: new Date().toISOString() });
