@@ -186,6 +186,7 @@ export class StepsStore implements StepsPort {
     const values: Record<string, unknown> = {
       ':et': event.at,
       ':done': 'done',
+      ':skipped': 'skipped',
       ...('inline' in t ? { ':ev': t.inline } : { ':eo': t.object }),
     };
     const sets = ['et = :et', 'inline' in t ? 'ev = :ev' : 'eo = :eo'];
@@ -199,16 +200,17 @@ export class StepsStore implements StepsPort {
           TableName: this.table,
           Key: this.key(e, node),
           UpdateExpression: `SET ${sets.join(', ')}`,
-          // Once, and never on a node that is over (timed out without one).
-          ConditionExpression: 'attribute_not_exists(et) AND (attribute_not_exists(st) OR st <> :done)',
+          // Once, and never on a node that is over (timed out without one) or was skipped.
+          ConditionExpression: 'attribute_not_exists(et) AND (attribute_not_exists(st) OR (st <> :done AND st <> :skipped))',
           ExpressionAttributeValues: values,
           ReturnValues: 'ALL_OLD',
         }),
       ),
     );
     if (out !== null) return { kept: true, state: (out.Attributes as Item | undefined)?.st };
-    // Which condition failed: an event stays once kept, and a node that is done stays done.
-    return { kept: false, why: (await this.peek(e, node)).evented ? 'used' : 'ended' };
+    // Which condition failed: an event stays once kept, and a node that is done or skipped stays so.
+    const seen = await this.peek(e, node);
+    return { kept: false, why: seen.evented ? 'used' : seen.state === 'skipped' ? 'skipped' : 'ended' };
   }
 
   async peek(e: StepOwner, node: string): Promise<{ state: NodeRecordState | undefined; evented: boolean }> {

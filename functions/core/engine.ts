@@ -139,10 +139,10 @@ export class MemoryJournal implements Journal {
     this.nodes.set(id, { ...rec, ...(current?.event === undefined ? {} : { event: current.event }) });
     return true;
   }
-  /** A resume: the event is kept once, on a node that is not over (false: one was kept before, or the node is done). */
+  /** A resume: the event is kept once, on a node that is not over (false: one was kept before, or the node is done or skipped). */
   resume(id: string, event: Resumed): boolean {
     const current = this.nodes.get(id);
-    if (current?.event !== undefined || current?.state === 'done') return false;
+    if (current?.event !== undefined || current?.state === 'done' || current?.state === 'skipped') return false;
     this.nodes.set(id, { ...(current ?? {}), event });
     return true;
   }

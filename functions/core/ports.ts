@@ -107,7 +107,8 @@ export interface StepsPort {
   peek(e: StepOwner, node: string): Promise<{ state: NodeRecordState | undefined; evented: boolean }>;
 }
 
-export type KeptEvent = { kept: false; why: 'used' | 'ended' } | { kept: true; state: NodeRecordState | undefined };
+/** Not kept: `used`, one was kept before; `ended`, the node is done (timed out); `skipped`, its `if` skipped it. */
+export type KeptEvent = { kept: false; why: 'used' | 'ended' | 'skipped' } | { kept: true; state: NodeRecordState | undefined };
 
 /** An owner secret as anyone may see it: never its value. */
 export interface OwnerSecretSummary {

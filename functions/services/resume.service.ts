@@ -64,6 +64,7 @@ export async function resume(d: Deps, req: ResumeRequest): Promise<{ status: 're
   const kept = await d.steps.keepEvent(e, claims.node_id, { value, at: now.getTime() });
   if (!kept.kept) {
     if (kept.why === 'used') throw used();
+    if (kept.why === 'skipped') throw new AppError('ResumeGone', 'the wait was skipped: its if was false, or a node it reads was skipped');
     throw new AppError('ResumeGone', 'the wait timed out before this event came');
   }
   if (kept.state !== 'waiting') return { status: 'kept', execution_id: e.execution_id, node_id: claims.node_id };

@@ -46,6 +46,13 @@ describe('keepEvent', () => {
     expect(await db.steps.peek(e, 'approval')).toEqual({ state: 'done', evented: false });
   });
 
+  it('keeps no event on a wait its if skipped, and says so', async () => {
+    const e = owner();
+    await db.steps.save(e, 'approval', { state: 'skipped', rev: 1, started_at: 1, ended_at: 1 }, undefined, false);
+    expect(await db.steps.keepEvent(e, 'approval', { value: {}, at: 3 })).toEqual({ kept: false, why: 'skipped' });
+    expect(await db.steps.peek(e, 'approval')).toEqual({ state: 'skipped', evented: false });
+  });
+
   it('keeps an event for a node no step has begun, which a step then cannot record as waiting without seeing it', async () => {
     const e = owner();
     expect(await db.steps.keepEvent(e, 'approval', { value: { early: true }, at: 1 })).toEqual({ kept: true, state: undefined });

@@ -552,6 +552,7 @@ export class MemorySteps implements StepsPort {
     const before = this.journal(e).nodes.get(node);
     if (before?.event !== undefined) return { kept: false, why: 'used' };
     if (before?.state === 'done') return { kept: false, why: 'ended' };
+    if (before?.state === 'skipped') return { kept: false, why: 'skipped' };
     this.journal(e).resume(node, structuredClone(event));
     return { kept: true, state: before?.state };
   }

@@ -75,7 +75,7 @@ describe('resume', () => {
       node_id: 'approval',
     });
     // Woken: a workflow of the next generation, the record moved to it, the older one stopped.
-    expect(d.queue.on('executions').at(-1)?.body).toEqual({ execution_id: run.id, gen: 1 });
+    expect(d.queue.on('executions').at(-1)?.body).toEqual({ execution_id: run.id, gen: 1, workflow: 'standard' });
     expect(d.workflow.stopped).toEqual([run.id]);
     // Taken off the waiting list at once.
     expect((await getRun(d, 'p', run.id, undefined, BASE)).body.waiting).toBeUndefined();
@@ -155,6 +155,21 @@ describe('resume', () => {
     expect(await taskRun(d, run.id)).toMatchObject({ status: 'running', next: 'wait' });
     const err = await refused(resume(d, { token: run.token, ...body({ approved: true, note: '' }) }));
     expect([err.status, err.code, err.detail]).toEqual([410, 'ResumeGone', 'the wait timed out before this event came']);
+  });
+
+  it('answers 410 for a wait its if skipped, while the execution goes on without it', async () => {
+    const d = testDeps(memoryStores());
+    const def = approval({ if: "name = 'nobody'" });
+    // A second wait, reading the input only, keeps the execution running.
+    const nodes = { ...def.nodes, then: { type: 'wait', inputs: ['name'], timeout_ms: 3_600_000 } };
+    const run = await waitingRun(d, { nodes });
+    expect(run.step).toMatchObject({ status: 'running', next: 'wait' });
+    const err = await refused(resume(d, { token: run.token, ...body({ approved: true, note: '' }) }));
+    expect([err.status, err.code, err.detail]).toEqual([
+      410,
+      'ResumeGone',
+      'the wait was skipped: its if was false, or a node it reads was skipped',
+    ]);
   });
 
   it('shows callers the URL of a visible wait only, and ends a waiting caller early when the next move is theirs', async () => {
