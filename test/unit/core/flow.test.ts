@@ -230,6 +230,30 @@ describe('push validation of control flow', () => {
     expect(problems).toHaveLength(6);
   });
 
+  it("refuses a map's node that hands out a wait's resume URL (one event, many items), and takes a wait under an if", () => {
+    // Act
+    const problems = problemsOf({
+      name: { type: 'input', value_type: 'string', value: 'x' },
+      done: { type: 'wait', timeout_ms: 60_000 },
+      m: {
+        type: 'map',
+        inputs: ['name'],
+        items: '[name]',
+        node: { type: 'http', method: 'POST', url: 'https://api.example/', body: "{ 'callback': $resume_url('done') }" },
+      },
+      approval: { type: 'wait', inputs: ['name'], if: "name = 'x'", timeout_ms: 60_000 },
+    });
+
+    // Assess
+    expect(problems).toEqual([
+      {
+        path: 'nodes.m.node.body',
+        reason:
+          "names the resume URL of 'done', but a map's node runs once per item and a wait node is resumed once; poll the job instead (poll) or wait after the map",
+      },
+    ]);
+  });
+
   it("names what a map's node may not carry, and an input named as what items see", () => {
     // Act
     const problems = problemsOf({
