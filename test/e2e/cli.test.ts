@@ -139,6 +139,9 @@ describe('pipegate CLI against a running local runtime', () => {
     expect(first.code).toBe(0);
     expect(first.stdout).toBe('✔ pushed greeting version 1\n');
     expect(first.stderr).toContain('next: pipegate run greeting');
+    expect(first.stderr).toContain(
+      'runs on Express: its nodes end within 0 ms one after another, which fits an Express execution (170000 ms)',
+    );
     expect(json(yaml)).toMatchObject({ pipeline_id: 'greeting', version: 1, created: false, workflow: 'express' });
     expect(json(counter)).toMatchObject({ pipeline_id: 'counter', version: 1, created: true, workflow: 'express' });
     expect(failing.stdout).toBe('✔ pushed broken-output version 1\n');

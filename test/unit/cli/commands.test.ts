@@ -123,6 +123,25 @@ describe('push', () => {
     expect(r.stderr).toContain('next: pipegate run greeting');
   });
 
+  it('says which state machine the version runs on, and why', async () => {
+    // Act
+    const r = await cli(['push', 'greeting.yaml'], () => [
+      201,
+      {
+        pipeline_id: 'greeting',
+        version: 2,
+        created: true,
+        workflow: 'standard',
+        workflow_reason: "node 'approval' may wait up to 86400000 ms",
+      },
+    ]);
+
+    // Assess
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe('✔ pushed greeting version 2\n');
+    expect(r.stderr).toContain("runs on Standard: node 'approval' may wait up to 86400000 ms");
+  });
+
   it('says when nothing changed, and prints only the body with --json', async () => {
     // Prepare
     const script: Script = () => [200, { pipeline_id: 'hello', version: 4, created: false }];
