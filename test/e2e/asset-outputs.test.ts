@@ -8,13 +8,14 @@
  */
 import { createHash } from 'node:crypto';
 import { nodeLinkTtlSeconds } from '../../functions/core/asset-links';
-import type { PipelineDefinition } from '../../functions/core/types';
+import type { PipelineDefinition, WorkflowType } from '../../functions/core/types';
+import { executionTimeoutMsOf, WORKFLOW_TYPES } from '../../functions/core/workflow-type';
 import { startTestServer, type ReceivedRequest, type TestServer } from '../support/http-server';
 import { dataUri, jpeg, png, svg } from '../support/media';
 import { startReceiver, type Receiver } from '../support/receiver';
 import { readConfig } from '../../lib/config';
 import { EXPRESS_MAX_EXECUTION_TIMEOUT_MS } from '../../lib/workflow-budget';
-import { e2eMode, startE2eRuntime, waitUntil, type E2eRuntime, type Published } from '../support/runtime';
+import { startE2eRuntime, waitUntil, type E2eRuntime, type Published } from '../support/runtime';
 
 let rt: E2eRuntime;
 let upstream: TestServer;
@@ -292,7 +293,7 @@ describe('http nodes and assets', () => {
     const before = Math.floor(Date.now() / 1000);
 
     // Act
-    const { result } = await finished(p, { workflow_input: { photo: asset(bytes.toString('base64')) } });
+    const { id, result } = await finished(p, { workflow_input: { photo: asset(bytes.toString('base64')) } });
 
     // Assess
     expect(result.status).toBe('completed');
@@ -305,12 +306,19 @@ describe('http nodes and assets', () => {
     };
     expect(seen).toMatchObject({ status: 200, sha256: sha(bytes), content_type: 'image/png' });
     expect(seen.url.startsWith(`${rt.url}/v1/assets/v1.`)).toBe(true);
-    // The token binds the expiry the node was told: the run's time-out plus the margin (the
-    // default time-out: npm start's, or the stack's for an Express state machine).
+    // The token binds the expiry the node was told: the run's time-out plus the margin. The
+    // definition sets no timeout_ms, so the time-out is the default (npm start's, which the
+    // stack start:synth serves sets too), held within what Express allows when the execution
+    // runs on the Express state machine, as the owner's view of it says.
     const payload = seen.url.split('/v1/assets/')[1]?.split('.')[1] ?? '';
     const exp = (JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as unknown[])[3] as number;
     expect(new Date(exp * 1000).toISOString()).toBe(seen.expires_at);
-    const ttl = nodeLinkTtlSeconds(e2eMode() === 'synth' ? EXPRESS_MAX_EXECUTION_TIMEOUT_MS : readConfig({}).executionTimeoutMs);
+    const view = await rt.owner('GET', `/v1/pipelines/asset-hand/executions/${id}`);
+    expect(view.status).toBe(200);
+    const workflow = view.body.workflow as WorkflowType;
+    expect(WORKFLOW_TYPES).toContain(workflow);
+    const timeoutMs = executionTimeoutMsOf(def, workflow, readConfig({}).executionTimeoutMs, EXPRESS_MAX_EXECUTION_TIMEOUT_MS);
+    const ttl = nodeLinkTtlSeconds(timeoutMs);
     expect(exp).toBeGreaterThanOrEqual(before + ttl);
     expect(exp).toBeLessThanOrEqual(Math.ceil(Date.now() / 1000) + ttl);
   });

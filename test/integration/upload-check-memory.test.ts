@@ -5,7 +5,10 @@
  * that whole process, Node and the modules the check loads included, peaks under 256 MiB, its
  * growth under the 160 MB the check is allowed. Reading the object whole held about three copies
  * of it (+300 MB) and crashed a 256 MB function above ≈ 55–60 MiB. The kernel's high-water mark
- * (`maxRSS`) is read, so no peak is missed; memory, not speed, is asserted.
+ * of the child's own memory (VmHWM) is read, so no peak is missed and none of this process's
+ * counts (getrusage's maxRSS would start at this jest worker's peak); memory, not speed, is
+ * asserted. The figure is more than the function's: tsx compiles the sources in the process and
+ * the test's in-memory stores load with it, where the function loads one bundle.
  */
 import { spawn } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
