@@ -4,6 +4,7 @@
  * `$secrets.NAME` in its body expression. Pure: finding references, substituting values, and
  * redacting values from anything that leaves a run (messages, outputs, traces).
  */
+import { keyPath, valueAt } from './field-paths';
 
 export const OWNER_SECRET_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 export const OWNER_SECRET_MAX_LENGTH = 4096;
@@ -33,20 +34,6 @@ function namesIn(text: string, pattern: RegExp): string[] {
   return [...text.matchAll(pattern)].map((m) => m[1] ?? '');
 }
 
-/** The value at a dotted path (`poll.url`); the node kinds' own helper, kept here so that this module imports none of them. */
-function at(raw: Readonly<Record<string, unknown>>, dotted: string): unknown {
-  let cur: unknown = raw;
-  for (const key of dotted.split('.')) {
-    if (typeof cur !== 'object' || cur === null || Array.isArray(cur) || !Object.hasOwn(cur, key)) return undefined;
-    cur = (cur as Record<string, unknown>)[key];
-  }
-  return cur;
-}
-
-function keyPath(base: string, key: string): string {
-  return /^[A-Za-z_][A-Za-z0-9_]*$/.test(key) ? `${base}.${key}` : `${base}[${JSON.stringify(key)}]`;
-}
-
 /** Where a node type may name secrets (its kind's `secrets`), and which of its fields are JSONata. */
 export interface SecretFieldsOf {
   type: string;
@@ -69,7 +56,7 @@ export function nodeSecretReferences(fields: SecretFieldsOf, nodePath: string, n
     }
   }
   for (const field of fields.bindings) {
-    const text = at(node, field);
+    const text = valueAt(node, field);
     if (typeof text === 'string') for (const name of namesIn(text, BODY_REF)) refs.push({ name, path: `${nodePath}.${field}` });
   }
   return refs;
@@ -100,7 +87,7 @@ export function secretSyntaxProblems(fields: SecretFieldsOf, nodePath: string, r
     } else checkTemplate(value, `${nodePath}.${field}`);
   }
   for (const field of fields.expressions) {
-    const text = at(raw, field);
+    const text = valueAt(raw, field);
     if (typeof text !== 'string') continue;
     if (fields.bindings.includes(field)) {
       if (BODY_BARE.test(text))

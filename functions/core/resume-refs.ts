@@ -5,6 +5,7 @@
  * polled. Where a node type may name them is its kind's `resumeUrls`. Pure: finding references
  * and their push-time problems, and substituting the URLs when the node runs.
  */
+import { keyPath, valueAt } from './field-paths';
 
 const ID = '[A-Za-z_][A-Za-z0-9_]{0,63}';
 // Spaces inside the braces are tolerated, as for secrets.
@@ -31,19 +32,6 @@ export interface ResumeReference {
 export interface ResumeProblem {
   path: string;
   reason: string;
-}
-
-function keyPath(base: string, key: string): string {
-  return /^[A-Za-z_][A-Za-z0-9_]*$/.test(key) ? `${base}.${key}` : `${base}[${JSON.stringify(key)}]`;
-}
-
-function at(raw: Readonly<Record<string, unknown>>, dotted: string): unknown {
-  let cur: unknown = raw;
-  for (const key of dotted.split('.')) {
-    if (typeof cur !== 'object' || cur === null || Array.isArray(cur) || !Object.hasOwn(cur, key)) return undefined;
-    cur = (cur as Record<string, unknown>)[key];
-  }
-  return cur;
 }
 
 /** Every string of a template field with its path: the field itself, or each value of an object of strings. */
@@ -81,7 +69,7 @@ export function resumeReferences(
     }
   }
   for (const field of fields.expressions) {
-    const text = at(raw, field);
+    const text = valueAt(raw, field);
     if (typeof text !== 'string') continue;
     const path = `${nodePath}.${field}`;
     const uses = [...text.matchAll(BODY_ANY)].length;
