@@ -12,6 +12,7 @@
  * pipeline.ts from `expressions`. So the functions that only document or read definitions
  * (shapes.ts) stay free of the evaluator.
  */
+import { valueAt } from '../field-paths';
 import * as v from 'valibot';
 import { NODE_ID_PATTERN } from '../ids';
 import type { ResumeUrlFields } from '../resume-refs';
@@ -280,14 +281,7 @@ export function listReferences(raw: Readonly<Record<string, unknown>>, field = '
 }
 
 /** The value at a dotted field path of a raw node (`poll.url`), if every step is an object. */
-export function fieldAt(raw: Readonly<Record<string, unknown>>, dotted: string): unknown {
-  let cur: unknown = raw;
-  for (const key of dotted.split('.')) {
-    if (typeof cur !== 'object' || cur === null || Array.isArray(cur) || !Object.hasOwn(cur, key)) return undefined;
-    cur = (cur as Record<string, unknown>)[key];
-  }
-  return cur;
-}
+export const fieldAt = valueAt;
 
 /** The reason of an error, as thrown. */
 export function reasonOf(e: unknown): string {
