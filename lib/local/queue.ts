@@ -426,9 +426,19 @@ export class LocalQueue {
     const id = 'm' in record ? record.m.messageId : record.d;
     return new Promise<void>((resolve, reject) => {
       this.pendingLines.push({ id, line, deleted: 'd' in record, durable, done: (err) => (err === undefined ? resolve() : reject(err)) });
-      this.writer ??= this.writeLines().finally(() => {
-        this.writer = undefined;
-      });
+      this.startWriter();
+    });
+  }
+
+  /**
+   * One writer at a time. A line appended after the writer's last round but before it is
+   * cleared (what that round's callers run next) starts the next writer once it is.
+   */
+  private startWriter(): void {
+    if (this.writer) return;
+    this.writer = this.writeLines().finally(() => {
+      this.writer = undefined;
+      if (this.pendingLines.length > 0) this.startWriter();
     });
   }
 
@@ -499,12 +509,13 @@ export class LocalQueue {
       await file.close();
     }
     await rename(temp, this.journal);
-    await syncFolder(this.folder);
+    // From here on lines go to the new journal, whatever happens next.
     const old = this.fd;
     this.fd = undefined;
-    if (old !== undefined) await closeAsync(old);
     this.journalBytes = Buffer.byteLength(text, 'utf8');
     this.liveBytes = this.journalBytes;
+    if (old !== undefined) await closeAsync(old);
+    await syncFolder(this.folder);
   }
 
   private async settleIo(): Promise<void> {
