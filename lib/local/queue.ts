@@ -1,13 +1,15 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { mkdir, open, readdir, readFile, rename, unlink } from 'node:fs/promises';
+import { close as closeFd, fdatasync as fdatasyncFd, open as openFd, write as writeFd } from 'node:fs';
+import { mkdir, open, readdir, readFile, rename, truncate, unlink } from 'node:fs/promises';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import * as v from 'valibot';
 import { clampDelaySeconds, SQS_MAX_DELAY_SECONDS } from '../../functions/adapters/sqs.queue';
 import type { QueueName, QueuePort } from '../../functions/core/ports';
 
 export interface LocalQueueOptions {
-  /** Data directory; messages live in `<dir>/<name>/`, dead letters in `<dir>/<name>-dlq/`. */
+  /** Data directory; messages live in `<dir>/<name>/journal.log`, dead letters in `<dir>/<name>-dlq/`. */
   dir: string;
   name: string;
   /** Seconds a received message stays invisible (whole seconds on SQS; fractions allowed here). */
@@ -23,6 +25,8 @@ export interface LocalQueueOptions {
   clock?: () => number;
   /** A consumer threw, or the queue could not read or write its files. */
   onError?: (err: unknown) => void;
+  /** The journal is rewritten once it is over this size and mostly dead lines (default 1 MiB; tests lower it). */
+  compactBytes?: number;
 }
 
 export type QueueConsumer = (event: SQSEvent) => Promise<SQSBatchResponse | void>;
@@ -61,19 +65,42 @@ const StoredMessage = v.object({
 });
 type StoredMessage = v.InferOutput<typeof StoredMessage>;
 
+/** A journal line: a message's whole state (`m`), or its deletion (`d`, the message id). */
+const JournalRecord = v.union([v.object({ m: StoredMessage }), v.object({ d: v.string() })]);
+
+/** The journal's file name in the queue's folder. */
+export const JOURNAL = 'journal.log';
+/** The journal is rewritten with the live messages alone once it exceeds this and four times what they take. */
+const COMPACT_BYTES = 1024 * 1024;
+
 let nextSequence = 0;
+
+interface PendingLine {
+  /** The message the line is about. */
+  id: string;
+  /** The line, newline included; for a delete, `deleted` is set. */
+  line: string;
+  deleted: boolean;
+  /** Flushed to the device before it resolves (a send), or only written (receives, deletes). */
+  durable: boolean;
+  done: (err?: unknown) => void;
+}
 
 /**
  * A durable queue with the SQS semantics the Lambda event source relies on: at-least-once
  * delivery in batches, visibility time-out, receive count, partial batch failure and a
- * dead-letter queue. Every message is one JSON file, replaced atomically on each change, so a
- * killed process loses nothing: a message that was in flight becomes visible again once its
- * visibility time-out has passed, exactly as in SQS. One process at a time owns a directory.
+ * dead-letter queue. Every change of a message (sent, received, deleted) is one line appended to
+ * the queue's journal, so a killed process loses nothing: a message that was in flight becomes
+ * visible again once its visibility time-out has passed, exactly as in SQS. A send resolves once
+ * its line is flushed to the device; sends that arrive while a flush is under way share the next
+ * one (group commit). The journal is rewritten with the live messages alone once it is mostly
+ * dead lines. One process at a time owns a directory.
  */
 export class LocalQueue {
   readonly name: string;
   readonly arn: string;
   private readonly folder: string;
+  private readonly journal: string;
   private readonly dlqFolder: string;
   private readonly visibilityMs: number;
   private readonly maxReceiveCount: number;
@@ -82,14 +109,23 @@ export class LocalQueue {
   private readonly pollIntervalMs: number;
   private readonly clock: () => number;
   private readonly onError: (err: unknown) => void;
+  private readonly compactBytes: number;
 
   /** Insertion order is send order, so receives are roughly first in, first out. */
   private readonly messages = new Map<string, StoredMessage>();
   private loading: Promise<void> | undefined;
   private consumer: QueueConsumer | undefined;
   private readonly active = new Set<Promise<void>>();
-  /** Per message, the tail of its chain of file operations, so they land in order. */
-  private readonly io = new Map<string, Promise<void>>();
+  /** Journal lines not written yet, in order; one writer at a time takes them all. */
+  private pendingLines: PendingLine[] = [];
+  private writer: Promise<void> | undefined;
+  private fd: number | undefined;
+  /** The journal's size, and its last line per live message (the rest of it is dead). */
+  private journalBytes = 0;
+  private liveBytes = 0;
+  private readonly liveLines = new Map<string, string>();
+  /** Dead-letter moves under way (a file each, then the journal's delete). */
+  private readonly moving = new Set<Promise<void>>();
   private timer: NodeJS.Timeout | undefined;
   private wakeScheduled = false;
 
@@ -103,6 +139,7 @@ export class LocalQueue {
     this.name = opts.name;
     this.arn = `arn:aws:sqs:${REGION}:${ACCOUNT}:${opts.name}`;
     this.folder = path.join(opts.dir, opts.name);
+    this.journal = path.join(this.folder, JOURNAL);
     this.dlqFolder = path.join(opts.dir, `${opts.name}-dlq`);
     this.visibilityMs = opts.visibilityTimeoutSeconds * 1000;
     this.maxReceiveCount = opts.maxReceiveCount;
@@ -111,6 +148,7 @@ export class LocalQueue {
     this.pollIntervalMs = opts.pollIntervalMs ?? 1000;
     this.clock = opts.clock ?? Date.now;
     this.onError = opts.onError ?? (() => undefined);
+    this.compactBytes = opts.compactBytes ?? COMPACT_BYTES;
   }
 
   /** Stores the message durably, then resolves with its id. */
@@ -136,7 +174,7 @@ export class LocalQueue {
       visibleAt: now + delaySeconds * 1000,
       receiptHandle: null,
     };
-    await this.serial(message.messageId, () => writeAtomic(this.folder, message.messageId, message));
+    await this.append({ m: message }, true);
     this.messages.set(message.messageId, message);
     if (delaySeconds === 0) this.wake();
     else this.reschedule();
@@ -153,13 +191,16 @@ export class LocalQueue {
     );
   }
 
-  /** Stops receiving and waits for the batches in hand and their file updates. */
+  /** Stops receiving, waits for the batches in hand and their journal lines, and closes the journal. */
   async stop(): Promise<void> {
     this.consumer = undefined;
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     while (this.active.size > 0) await Promise.allSettled([...this.active]);
     await this.settleIo();
+    const fd = this.fd;
+    this.fd = undefined;
+    if (fd !== undefined) await closeAsync(fd);
   }
 
   async depth(): Promise<QueueDepth> {
@@ -200,9 +241,37 @@ export class LocalQueue {
     return this.loading;
   }
 
+  /**
+   * Replays the journal. A last line cut short by a crash (its send never resolved) is cut off,
+   * so the next line starts on a line of its own. Messages a version before the journal kept as
+   * one file each are taken into it, and their files removed once it holds them.
+   */
   private async load(): Promise<void> {
     await mkdir(this.folder, { recursive: true });
-    for (const m of await readFolder(this.folder, this.onError)) this.messages.set(m.messageId, m);
+    const text = await readFile(this.journal, 'utf8').catch((err: unknown) => {
+      if (isErrno(err, 'ENOENT')) return '';
+      throw err;
+    });
+    const end = text.lastIndexOf('\n') + 1;
+    if (end < text.length) await truncate(this.journal, Buffer.byteLength(text.slice(0, end), 'utf8'));
+    this.journalBytes = Buffer.byteLength(text.slice(0, end), 'utf8');
+    for (const line of text.slice(0, end).split('\n')) {
+      if (line === '') continue;
+      const parsed = v.safeParse(JournalRecord, safeJson(line));
+      if (!parsed.success) {
+        this.onError(new Error(`Skipping an unreadable line of ${this.journal}`));
+        continue;
+      }
+      const record = parsed.output;
+      if ('m' in record) this.messages.set(record.m.messageId, record.m);
+      else this.messages.delete(record.d);
+      this.written('m' in record ? record.m.messageId : record.d, `${line}\n`, 'd' in record);
+    }
+    const files = (await readFolder(this.folder, this.onError)).filter((m) => !this.messages.has(m.messageId));
+    if (files.length === 0) return;
+    await Promise.all(files.map((m) => this.append({ m }, true)));
+    for (const m of files) this.messages.set(m.messageId, m);
+    await Promise.all(files.map((m) => unlink(path.join(this.folder, `${m.messageId}.json`)).catch(() => undefined)));
   }
 
   /** Runs a pump soon, once, however many sends ask for it. */
@@ -262,7 +331,7 @@ export class LocalQueue {
       // undercount it. Not flushed to the device: losing a receive count to a power cut means at
       // most one extra delivery, which at-least-once delivery allows, and the flush is the
       // slowest step of a message's life.
-      await Promise.all(batch.map((m) => this.serial(m.messageId, () => writeAtomic(this.folder, m.messageId, m, false))));
+      await Promise.all(batch.map((m) => this.append({ m }, false)));
     } catch (err) {
       this.onError(err);
       return;
@@ -284,17 +353,21 @@ export class LocalQueue {
           if (current?.receiptHandle !== m.receiptHandle) return undefined;
           this.messages.delete(m.messageId);
           // Likewise unflushed: a delete lost to a power cut is one redelivery, never a lost message.
-          return this.serial(m.messageId, () => removeFile(this.folder, m.messageId, false)).catch(this.onError);
+          return this.append({ d: m.messageId }, false).catch(this.onError);
         }),
     );
   }
 
+  /** The dead letter's own file first (flushed), then its delete from the journal. */
   private deadLetter(m: StoredMessage): void {
-    this.serial(m.messageId, async () => {
+    const move = (async () => {
       await mkdir(this.dlqFolder, { recursive: true });
       await writeAtomic(this.dlqFolder, m.messageId, m);
-      await removeFile(this.folder, m.messageId);
-    }).catch(this.onError);
+      await this.append({ d: m.messageId }, true);
+    })()
+      .catch(this.onError)
+      .finally(() => this.moving.delete(move));
+    this.moving.add(move);
   }
 
   private record(m: StoredMessage): SQSRecord {
@@ -347,22 +420,120 @@ export class LocalQueue {
     this.timer.unref();
   }
 
-  private serial(id: string, op: () => Promise<void>): Promise<void> {
-    const previous = this.io.get(id) ?? Promise.resolve();
-    const result = previous.then(op);
-    const tail = result.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.io.set(id, tail);
-    void tail.then(() => {
-      if (this.io.get(id) === tail) this.io.delete(id);
+  /** Appends one journal line; `durable`: resolves once it is flushed to the device. */
+  private append(record: v.InferOutput<typeof JournalRecord>, durable: boolean): Promise<void> {
+    const line = `${JSON.stringify(record)}\n`;
+    const id = 'm' in record ? record.m.messageId : record.d;
+    return new Promise<void>((resolve, reject) => {
+      this.pendingLines.push({ id, line, deleted: 'd' in record, durable, done: (err) => (err === undefined ? resolve() : reject(err)) });
+      this.startWriter();
     });
-    return result;
+  }
+
+  /**
+   * One writer at a time. A line appended after the writer's last round but before it is
+   * cleared (what that round's callers run next) starts the next writer once it is.
+   */
+  private startWriter(): void {
+    if (this.writer) return;
+    this.writer = this.writeLines().finally(() => {
+      this.writer = undefined;
+      if (this.pendingLines.length > 0) this.startWriter();
+    });
+  }
+
+  /**
+   * Writes every pending line in one write, then flushes once if any of them asked for it: the
+   * lines that arrive meanwhile go together in the next round. Lines land in the order appended.
+   */
+  private async writeLines(): Promise<void> {
+    while (this.pendingLines.length > 0) {
+      const lines = this.pendingLines;
+      this.pendingLines = [];
+      const bytes = Buffer.from(lines.map((l) => l.line).join(''), 'utf8');
+      try {
+        const fd = await this.openJournal();
+        await writeAll(fd, bytes);
+        if (lines.some((l) => l.durable)) await fdatasyncAsync(fd);
+      } catch (err) {
+        // Whatever part of the round reached the file is cut off again: those lines failed, and
+        // the next round must not start in the middle of one.
+        await truncate(this.journal, this.journalBytes).catch(() => undefined);
+        for (const l of lines) l.done(err);
+        continue;
+      }
+      for (const l of lines) {
+        this.written(l.id, l.line, l.deleted);
+        l.done();
+      }
+      if (this.journalBytes > this.compactBytes && this.journalBytes > 4 * this.liveBytes) await this.compact().catch(this.onError);
+    }
+  }
+
+  /** A line now in the journal: its message's state there, and the journal's live and total size. */
+  private written(id: string, line: string, deleted: boolean): void {
+    const bytes = Buffer.byteLength(line, 'utf8');
+    this.journalBytes += bytes;
+    const before = this.liveLines.get(id);
+    if (before !== undefined) this.liveBytes -= Buffer.byteLength(before, 'utf8');
+    if (deleted) this.liveLines.delete(id);
+    else {
+      this.liveLines.set(id, line);
+      this.liveBytes += bytes;
+    }
+  }
+
+  private async openJournal(): Promise<number> {
+    if (this.fd !== undefined) return this.fd;
+    await mkdir(this.folder, { recursive: true });
+    const fd = await openAsync(this.journal, 'a');
+    // A new journal's name must survive a power cut as its lines do.
+    await syncFolder(this.folder);
+    this.fd = fd;
+    return fd;
+  }
+
+  /**
+   * Rewrites the journal with its last line of each live message, atomically (written, flushed,
+   * renamed over the old one). Runs between two rounds of the writer, so no line is written
+   * meanwhile; those appended meanwhile go to the new journal.
+   */
+  private async compact(): Promise<void> {
+    const text = [...this.liveLines.values()].join('');
+    const temp = path.join(this.folder, `.tmp-journal-${randomUUID()}`);
+    const file = await open(temp, 'w');
+    try {
+      await file.writeFile(text);
+      await file.sync();
+    } finally {
+      await file.close();
+    }
+    await rename(temp, this.journal);
+    // From here on lines go to the new journal, whatever happens next.
+    const old = this.fd;
+    this.fd = undefined;
+    this.journalBytes = Buffer.byteLength(text, 'utf8');
+    this.liveBytes = this.journalBytes;
+    if (old !== undefined) await closeAsync(old);
+    await syncFolder(this.folder);
   }
 
   private async settleIo(): Promise<void> {
-    while (this.io.size > 0) await Promise.all([...this.io.values()]);
+    while (this.writer || this.moving.size > 0) await Promise.allSettled([this.writer, ...this.moving]);
+  }
+}
+
+const openAsync = promisify(openFd);
+const closeAsync = promisify(closeFd);
+const fdatasyncAsync = promisify(fdatasyncFd);
+const writeAsync = promisify(writeFd);
+
+/** write(2) until every byte is written (a write may take fewer). */
+async function writeAll(fd: number, bytes: Buffer): Promise<void> {
+  let offset = 0;
+  while (offset < bytes.length) {
+    const { bytesWritten } = await writeAsync(fd, bytes, offset, bytes.length - offset, null);
+    offset += bytesWritten;
   }
 }
 
@@ -398,15 +569,6 @@ async function writeAtomic(folder: string, id: string, message: StoredMessage, f
     await file.close();
   }
   await rename(temp, target);
-  if (flush) await syncFolder(folder);
-}
-
-async function removeFile(folder: string, id: string, flush = true): Promise<void> {
-  try {
-    await unlink(path.join(folder, `${id}.json`));
-  } catch (err) {
-    if (!isErrno(err, 'ENOENT')) throw err;
-  }
   if (flush) await syncFolder(folder);
 }
 

@@ -1,11 +1,11 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { appendFile, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { LocalQueue, LocalQueuePort, type LocalQueueOptions } from '../../lib/local/queue';
+import { JOURNAL, LocalQueue, LocalQueuePort, type LocalQueueOptions } from '../../lib/local/queue';
 import { HANG_MS } from '../support/hang';
 
 const run = promisify(execFile);
@@ -57,6 +57,18 @@ function gate(): { wait: Promise<void>; open: () => void } {
 
 const files = async (name: string): Promise<string[]> =>
   (await readdir(path.join(dir, name)).catch(() => [])).filter((f) => f.endsWith('.json'));
+
+/** The messages the queue's journal holds on disk, in order: each line a message's state or its deletion. */
+async function stored(name: string): Promise<string[]> {
+  const text = await readFile(path.join(dir, name, JOURNAL), 'utf8').catch(() => '');
+  const live = new Map<string, string>();
+  for (const line of text.split('\n').filter((l) => l !== '')) {
+    const record = JSON.parse(line) as { m?: { messageId: string; body: string }; d?: string };
+    if (record.m) live.set(record.m.messageId, record.m.body);
+    else if (record.d) live.delete(record.d);
+  }
+  return [...live.keys()];
+}
 
 describe('LocalQueue', () => {
   it('delivers a message that turns visible while a pump runs, without waiting for another message to wake it', async () => {
@@ -128,7 +140,8 @@ describe('LocalQueue', () => {
       eventSourceARN: 'arn:aws:sqs:local:000000000000:executions',
       awsRegion: 'local',
     });
-    expect(await files('executions')).toEqual([]);
+    expect(await stored('executions')).toEqual([]);
+    expect(await queue().depth()).toEqual({ visible: 0, inFlight: 0, delayed: 0 });
   });
 
   it('resolves send only once the message survives a killed process', async () => {
@@ -155,6 +168,92 @@ describe('LocalQueue', () => {
     expect('signal' in child ? child.signal : null).toBe('SIGKILL');
     expect(child.stdout).toMatch(/^[0-9a-f-]{36}$/);
     expect(received).toEqual([`${child.stdout}:survivor`]);
+  });
+
+  it('cuts off a last line a killed process left half written, so the next line starts on its own', async () => {
+    // Prepare
+    const first = await queue().send('whole');
+    await appendFile(path.join(dir, 'executions', JOURNAL), '{"m":{"messageId":"0a4c');
+    const reopened = queue();
+
+    // Act
+    const atStart = await reopened.depth();
+    const second = await reopened.send('after');
+    const bodies: string[] = [];
+    const third = queue();
+    third.start(async (event) => {
+      bodies.push(...event.Records.map((r) => r.body));
+    });
+    await third.drain(5000);
+
+    // Assess
+    expect(atStart).toEqual({ visible: 1, inFlight: 0, delayed: 0 });
+    expect(bodies).toEqual(['whole', 'after']);
+    const lines = (await readFile(path.join(dir, 'executions', JOURNAL), 'utf8')).split('\n').filter((l) => l !== '');
+    expect(lines.map((l) => (JSON.parse(l) as { m?: { messageId: string } }).m?.messageId).slice(0, 2)).toEqual([first, second]);
+  });
+
+  it('takes in the messages an earlier version kept one file each, and removes their files once the journal holds them', async () => {
+    // Prepare
+    const id = '6f1c2a47-9b1e-4c55-8f0e-2d7f3a9b1c11';
+    const legacy = {
+      messageId: id,
+      body: 'from before',
+      md5OfBody: createHash('md5').update('from before').digest('hex'),
+      sentTimestamp: now - 1000,
+      sequence: 0,
+      receiveCount: 1,
+      firstReceiveTimestamp: now - 900,
+      visibleAt: now - 1,
+      receiptHandle: 'old',
+    };
+    await mkdir(path.join(dir, 'executions'), { recursive: true });
+    await writeFile(path.join(dir, 'executions', `${id}.json`), JSON.stringify(legacy));
+    const q = queue();
+
+    // Act
+    const atStart = await q.depth();
+    const onDisk = await stored('executions');
+    const leftFiles = await files('executions');
+    const records: SQSRecord[] = [];
+    q.start(async (event) => {
+      records.push(...event.Records);
+    });
+    await q.drain(5000);
+
+    // Assess
+    expect(atStart).toEqual({ visible: 1, inFlight: 0, delayed: 0 });
+    expect(onDisk).toEqual([id]);
+    expect(leftFiles).toEqual([]);
+    expect(records.map((r) => [r.messageId, r.body, r.attributes.ApproximateReceiveCount])).toEqual([[id, 'from before', '2']]);
+  });
+
+  it('rewrites a journal of mostly dead lines with the live messages alone, which a new instance still finds', async () => {
+    // Prepare
+    const q = queue({ compactBytes: 4096 });
+    let delivered = 0;
+    q.start(async (event): Promise<SQSBatchResponse> => {
+      delivered += event.Records.length;
+      return { batchItemFailures: event.Records.filter((r) => r.body.startsWith('keep')).map((r) => ({ itemIdentifier: r.messageId })) };
+    });
+    const kept = [await q.send('keep 1')];
+    for (let i = 0; i < 100; i++) await q.send(`done ${i} ${'x'.repeat(100)}`);
+    kept.push(await q.send('keep 2'));
+    await waitFor(
+      async () => delivered === 102 && (await q.depth()).inFlight === 2 && (await stored('executions')).length === 2,
+      'deliveries',
+    );
+
+    // Act
+    await q.stop();
+    const size = (await stat(path.join(dir, 'executions', JOURNAL))).size;
+    const reopened = queue();
+
+    // Assess
+    // 102 messages sent, received and deleted write ≈ 60 KB of lines; compaction keeps it near the threshold.
+    expect(size).toBeLessThan(3 * 4096);
+    expect(await stored('executions')).toEqual(kept);
+    expect(await reopened.depth()).toEqual({ visible: 0, inFlight: 2, delayed: 0 });
   });
 
   it('hides a received message for the visibility time-out and redelivers it when the consumer throws', async () => {
@@ -196,15 +295,15 @@ describe('LocalQueue', () => {
       seen.push(event.Records.map((r) => r.body));
       return seen.length === 1 ? { batchItemFailures: [{ itemIdentifier: b }] } : { batchItemFailures: [] };
     });
-    await waitFor(async () => (await q.depth()).inFlight === 1 && (await files('executions')).length === 1, 'partial delete');
+    await waitFor(async () => (await q.depth()).inFlight === 1 && (await stored('executions')).length === 1, 'partial delete');
 
     // Act
-    const leftOnDisk = await files('executions');
+    const leftOnDisk = await stored('executions');
     now += 30_000;
     await q.drain(5000);
 
     // Assess
-    expect(leftOnDisk).toEqual([`${b}.json`]);
+    expect(leftOnDisk).toEqual([b]);
     expect(seen).toEqual([['a', 'b', 'c'], ['b']]);
   });
 
@@ -224,7 +323,7 @@ describe('LocalQueue', () => {
     await waitFor(async () => (await q.depth()).inFlight === 2, 'batch to settle');
 
     // Assess
-    expect(await files('executions')).toHaveLength(2);
+    expect(await stored('executions')).toHaveLength(2);
   });
 
   it('moves a message received maxReceiveCount times to the dead-letter queue', async () => {
@@ -248,7 +347,7 @@ describe('LocalQueue', () => {
     // Assess
     expect(calls).toBe(2);
     expect(await q.deadLetters()).toEqual([{ messageId: id, body: 'poison', receiveCount: 2 }]);
-    expect(await files('executions')).toEqual([]);
+    expect(await stored('executions')).toEqual([]);
     expect(await files('executions-dlq')).toEqual([`${id}.json`]);
     expect(await queue().deadLetters()).toEqual([{ messageId: id, body: 'poison', receiveCount: 2 }]);
   });
