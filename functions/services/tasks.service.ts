@@ -28,6 +28,7 @@ import { executionTimeoutMs } from './execution-timeout';
 import { workflowOf } from './workflows';
 import { progressRecorder } from './progress.service';
 import { resumeUrlsOf } from './resume.service';
+import { startNextGeneration } from './wake';
 import { afterTerminal, failExecution, finishExecution, markRunning, whileStoreUnavailable, type Finished } from './lifecycle.service';
 
 export { ExecutionMessage } from './messages';
@@ -61,16 +62,12 @@ export interface StepAnswer {
 
 /**
  * A Standard workflow that has made STANDARD_STEPS_PER_WORKFLOW steps ends and hands its
- * execution to one of the next generation (a message, then the generation's conditional write,
- * as a wake does: functions/services/wake.ts), which goes on from the recorded nodes with a
- * history of its own. Step Functions keeps 25,000 events an execution; without this a job
- * polled for a day or a large map would fail there.
+ * execution to one of the next generation (as a wake does: functions/services/wake.ts), which
+ * goes on from the recorded nodes with a history of its own. Step Functions keeps 25,000 events
+ * an execution; without this a job polled for a day or a large map would fail there.
  */
 async function handOver(d: Deps, e: Execution): Promise<StepAnswer> {
-  const seen = e.gen ?? 0;
-  await d.queue.send('executions', { execution_id: e.execution_id, gen: seen + 1, ...(e.workflow ? { workflow: e.workflow } : {}) });
-  const moved = await d.executions.bumpGeneration(e.execution_id, seen);
-  return { status: moved ? 'handed_over' : 'superseded', next: 'done' };
+  return { status: (await startNextGeneration(d, e)) ? 'handed_over' : 'superseded', next: 'done' };
 }
 
 /**

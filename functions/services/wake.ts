@@ -12,11 +12,21 @@ import type { Deps } from '../adapters/deps';
 import type { Execution } from '../core/types';
 import { stopWorkflows } from './workflows';
 
-/** True when this call woke it; false when it was not running or another wake won. */
-export async function wakeExecution(d: Deps, e: Pick<Execution, 'execution_id' | 'gen' | 'run_by' | 'workflow'>): Promise<boolean> {
+/**
+ * Starts a workflow of the execution's next generation on its own machine: the message, then the
+ * generation's conditional write. True when the execution moved to it; false when another wake
+ * (or hand-over) moved it first. Also how a Standard workflow hands its execution over after its
+ * step budget (functions/services/tasks.service.ts), which ends by itself and stops nothing.
+ */
+export async function startNextGeneration(d: Deps, e: Pick<Execution, 'execution_id' | 'gen' | 'workflow'>): Promise<boolean> {
   const seen = e.gen ?? 0;
   await d.queue.send('executions', { execution_id: e.execution_id, gen: seen + 1, ...(e.workflow ? { workflow: e.workflow } : {}) });
-  if (!(await d.executions.bumpGeneration(e.execution_id, seen))) return false;
+  return d.executions.bumpGeneration(e.execution_id, seen);
+}
+
+/** True when this call woke it; false when it was not running or another wake won. */
+export async function wakeExecution(d: Deps, e: Pick<Execution, 'execution_id' | 'gen' | 'run_by' | 'workflow'>): Promise<boolean> {
+  if (!(await startNextGeneration(d, e))) return false;
   await stopWorkflows(d, e, 'woken: a newer workflow runs it');
   return true;
 }
