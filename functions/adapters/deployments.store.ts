@@ -1,16 +1,7 @@
 import { GetCommand, PutCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { DeploymentsPort } from '../core/ports';
+import type { DeploymentsPort, Republished } from '../core/ports';
 import type { Limits } from '../core/consumers';
-import type {
-  ContractInput,
-  ContractOutput,
-  ContractWait,
-  DeploymentRecord,
-  FormSettings,
-  KeyHash,
-  SealedSecret,
-  WorkflowType,
-} from '../core/types';
+import type { DeploymentRecord, FormSettings, KeyHash, SealedSecret } from '../core/types';
 import { conditionalWrite, keys } from './dynamo';
 
 const FIELDS: readonly (keyof DeploymentRecord)[] = [
@@ -64,19 +55,7 @@ export class DeploymentsStore implements DeploymentsPort {
   }
 
   /** Republishes a live deployment, only if nobody changed it since `revision` was read. */
-  async republish(
-    id: string,
-    revision: number,
-    next: {
-      version: number;
-      inputs: ContractInput[];
-      outputs: ContractOutput[];
-      waits: ContractWait[];
-      published_at: string;
-      node_detail: boolean;
-      workflow: WorkflowType;
-    },
-  ): Promise<DeploymentRecord | null> {
+  async republish(id: string, revision: number, next: Republished): Promise<DeploymentRecord | null> {
     return this.update(
       id,
       revision,

@@ -447,24 +447,23 @@ export interface ConsumersPort {
   tally(deploymentId: string, subject: string, what: CallerTally, at: Date): Promise<void>;
 }
 
+/** What a publish of another version replaces on a live deployment. */
+export interface Republished {
+  version: number;
+  inputs: ContractInput[];
+  outputs: ContractOutput[];
+  /** Wait nodes, with their visibility. */
+  waits: ContractWait[];
+  published_at: string;
+  node_detail: boolean;
+  workflow: WorkflowType;
+}
+
 export interface DeploymentsPort {
   get(id: string, consistent?: boolean): Promise<DeploymentRecord | null>;
   create(r: DeploymentRecord): Promise<boolean>;
   /** Each update below applies only to a live deployment still at `revision`; null otherwise. */
-  republish(
-    id: string,
-    revision: number,
-    next: {
-      version: number;
-      inputs: ContractInput[];
-      outputs: ContractOutput[];
-      /** Wait nodes, with their visibility. */
-      waits: ContractWait[];
-      published_at: string;
-      node_detail: boolean;
-      workflow: WorkflowType;
-    },
-  ): Promise<DeploymentRecord | null>;
+  republish(id: string, revision: number, next: Republished): Promise<DeploymentRecord | null>;
   replaceKeys(id: string, revision: number, keyHashes: KeyHash[]): Promise<DeploymentRecord | null>;
   replaceSigningSecrets(id: string, revision: number, secrets: SealedSecret[]): Promise<DeploymentRecord | null>;
   /** The limits of the deployment's own key (null: none). */

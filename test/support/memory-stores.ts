@@ -26,9 +26,6 @@ import { epochSeconds } from '../../functions/core/time';
 import { allowedFrom, isTerminal, type ExecutionStatus } from '../../functions/core/transitions';
 import type {
   CallbackDelivery,
-  ContractInput,
-  ContractOutput,
-  ContractWait,
   DeploymentRecord,
   FormSettings,
   Execution,
@@ -55,7 +52,7 @@ import { listingOf } from '../../functions/core/views';
 import type { StoreSet } from './fakes';
 import { MemoryJournal, type NodeRecord, type NodeRecordState } from '../../functions/core/engine';
 import type { Resumed } from '../../functions/core/nodes/kind';
-import type { KeptEvent, StepOwner, StepsPort } from '../../functions/core/ports';
+import type { KeptEvent, Republished, StepOwner, StepsPort } from '../../functions/core/ports';
 import type { ConsumerRecord, Limits } from '../../functions/core/consumers';
 
 const copy = <T>(x: T): T => structuredClone(x);
@@ -408,19 +405,7 @@ export class MemoryDeployments implements DeploymentsPort {
     return true;
   }
 
-  async republish(
-    id: string,
-    revision: number,
-    next: {
-      version: number;
-      inputs: ContractInput[];
-      outputs: ContractOutput[];
-      waits: ContractWait[];
-      published_at: string;
-      node_detail: boolean;
-      workflow: WorkflowType;
-    },
-  ): Promise<DeploymentRecord | null> {
+  async republish(id: string, revision: number, next: Republished): Promise<DeploymentRecord | null> {
     return this.update(id, revision, next);
   }
 
